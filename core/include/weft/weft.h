@@ -1,0 +1,270 @@
+/* The Weft client API: statuses, tensors, graphs, device scopes, sessions and plugins.
+ *
+ * Conventions:
+ *  - A function that can fail returns weft_status_t * (NULL means success). The caller owns a
+ *    returned status and frees it with weft_status_free.
+ *  - Objects returned by *_new / *_load are owned by the caller and freed with the matching *_free
+ *    (or *_unref for reference-counted tensors).
+ *  - Pointers returned by getters (names, shapes, data) are borrowed from the object they came from
+ *    and live as long as it does.
+ *  - Names of tensors are "node:index"; "node" alone means "node:0". */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Status */
+
+/* New status; the caller owns it. code WEFT_OK gives NULL. */
+weft_status_t *weft_status_new(weft_code_t code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+weft_code_t weft_status_code(const weft_status_t *status); /* NULL -> WEFT_OK */
+const char *weft_status_message(const weft_status_t *status); /* NULL -> "" */
+const char *weft_code_name(weft_code_t code);                 /* "INVALID_ARGUMENT" */
+void weft_status_free(weft_status_t *status);                 /* accepts NULL */
+/* Prefixes the message with context ("while importing x.pb: ..."); returns the same status. */
+weft_status_t *weft_status_prefix(weft_status_t *status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types */
+
+const char *weft_dtype_name(weft_dtype_t dtype);               /* "float32", "int32", ... */
+bool weft_dtype_from_name(const char *name, weft_dtype_t *out); /* accepts "float32", "float" */
+size_t weft_dtype_size(weft_dtype_t dtype);                     /* bytes per element; 0 unknown */
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensors: reference-counted, in host memory when the client sees them. */
+
+typedef struct weft_tensor weft_tensor_t;
+
+/* Zero-filled host tensor (strings: empty). The caller owns one reference. */
+weft_tensor_t *weft_tensor_new(weft_dtype_t dtype, int rank, const int64_t *dims);
+/* Host tensor copying nbytes from data; NULL and *status set if nbytes does not match. */
+weft_tensor_t *weft_tensor_new_from_data(weft_dtype_t dtype, int rank, const int64_t *dims,
+                                         const void *data, size_t nbytes, weft_status_t **status);
+weft_tensor_t *weft_tensor_new_scalar_float(float value);
+weft_tensor_t *weft_tensor_new_scalar_int32(int32_t value);
+weft_tensor_t *weft_tensor_new_string(const char *bytes, size_t len); /* scalar string */
+weft_tensor_t *weft_tensor_ref(weft_tensor_t *tensor);
+void weft_tensor_unref(weft_tensor_t *tensor); /* accepts NULL */
+
+weft_dtype_t weft_tensor_dtype(const weft_tensor_t *tensor);
+int weft_tensor_rank(const weft_tensor_t *tensor);
+const int64_t *weft_tensor_dims(const weft_tensor_t *tensor);
+int64_t weft_tensor_num_elements(const weft_tensor_t *tensor);
+size_t weft_tensor_nbytes(const weft_tensor_t *tensor);
+/* Host data. For WEFT_DT_STRING it is an array of weft_string_t. */
+void *weft_tensor_data(const weft_tensor_t *tensor);
+/* Sets element i of a string tensor (copies the bytes). */
+weft_status_t *weft_tensor_set_string(weft_tensor_t *tensor, int64_t index, const char *bytes,
+                                      size_t len);
+/* Element i as a double (numbers and bool); 0 for strings. */
+double weft_tensor_get_double(const weft_tensor_t *tensor, int64_t index);
+
+/* Parses a JSON number or nested array into a tensor of dtype (WEFT_DT_INVALID: float32 for
+ * numbers with a fraction or exponent, int32 otherwise; strings give a string tensor). */
+weft_tensor_t *weft_tensor_from_json(const char *json, weft_dtype_t dtype, weft_status_t **status);
+/* {"dtype": "float32", "shape": [..], "values": [..]}; the caller frees with g_free/free. */
+char *weft_tensor_to_json(const weft_tensor_t *tensor);
+/* Short human form: "float32[2,2] [1, 2, 3, 4]". The caller frees it with free(). */
+char *weft_tensor_to_string(const weft_tensor_t *tensor, int max_elements);
+
+/* ---------------------------------------------------------------------------------------------
+ * Graphs */
+
+typedef struct weft_graph weft_graph_t;
+typedef struct weft_node weft_node_t;         /* owned by its graph */
+typedef struct weft_op_builder weft_op_builder_t;
+
+/* One output of a node. */
+typedef struct weft_output {
+  weft_node_t *node;
+  int index;
+} weft_output_t;
+
+weft_graph_t *weft_graph_new(void);
+void weft_graph_free(weft_graph_t *graph);
+
+/* Starts a node of op type `op` named `name` (made unique and prefixed by the name scope; NULL
+ * means the op type). Finish with weft_op_finish, which always frees the builder. */
+weft_op_builder_t *weft_op_new(weft_graph_t *graph, const char *op, const char *name);
+void weft_op_add_input(weft_op_builder_t *b, weft_output_t input);
+void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n);
+void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node);
+/* Overrides the device from the device scopes. */
+void weft_op_set_device(weft_op_builder_t *b, const char *device);
+void weft_op_set_attr_int(weft_op_builder_t *b, const char *name, int64_t value);
+void weft_op_set_attr_float(weft_op_builder_t *b, const char *name, float value);
+void weft_op_set_attr_bool(weft_op_builder_t *b, const char *name, bool value);
+void weft_op_set_attr_type(weft_op_builder_t *b, const char *name, weft_dtype_t value);
+void weft_op_set_attr_string(weft_op_builder_t *b, const char *name, const char *value);
+void weft_op_set_attr_int_list(weft_op_builder_t *b, const char *name, const int64_t *values,
+                               int n);
+void weft_op_set_attr_float_list(weft_op_builder_t *b, const char *name, const float *values,
+                                 int n);
+void weft_op_set_attr_type_list(weft_op_builder_t *b, const char *name,
+                                const weft_dtype_t *values, int n);
+void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *name,
+                                  const char *const *values, int n);
+/* rank -1: unknown rank; dims may hold WEFT_DIM_UNKNOWN. */
+void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
+                            const int64_t *dims);
+/* The builder takes its own reference to the tensor. */
+void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value);
+/* Validates against the op definition (inputs, attrs, defaults), infers output types and
+ * shapes, and adds the node. On success *out (if not NULL) is the new node. Frees b. */
+weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out);
+
+weft_node_t *weft_graph_node(const weft_graph_t *graph, const char *name);
+int weft_graph_num_nodes(const weft_graph_t *graph);
+weft_node_t *weft_graph_node_at(const weft_graph_t *graph, int index); /* creation order */
+const char *weft_node_name(const weft_node_t *node);
+const char *weft_node_op(const weft_node_t *node);
+const char *weft_node_requested_device(const weft_node_t *node);
+int weft_node_num_outputs(const weft_node_t *node);
+weft_dtype_t weft_node_output_dtype(const weft_node_t *node, int index);
+/* The inferred shape; returns the rank (-1 unknown) and fills dims. */
+int weft_node_output_shape(const weft_node_t *node, int index, int64_t dims[WEFT_MAX_RANK]);
+weft_output_t weft_out(weft_node_t *node, int index);
+/* "name" or "name:1" -> output; NOT_FOUND naming it if there is no such node or output. */
+weft_status_t *weft_graph_find_output(const weft_graph_t *graph, const char *tensor_name,
+                                      weft_output_t *out);
+
+/* Scopes. Each push must be matched by a pop. */
+void weft_graph_push_name_scope(weft_graph_t *graph, const char *scope);
+void weft_graph_pop_name_scope(weft_graph_t *graph);
+/* A device spec merged with the enclosing ones, inner fields winning ("" clears). */
+void weft_graph_push_device(weft_graph_t *graph, const char *device);
+/* A device function: called for each new node with its op type and name; returns a device spec
+ * string the graph copies (or NULL for "no opinion"). */
+typedef const char *(*weft_device_fn)(void *user_data, const char *op, const char *node_name);
+void weft_graph_push_device_fn(weft_graph_t *graph, weft_device_fn fn, void *user_data);
+void weft_graph_pop_device(weft_graph_t *graph);
+/* Every node created inside gets control inputs on these nodes. */
+void weft_graph_push_control_deps(weft_graph_t *graph, weft_node_t *const *nodes, int n);
+void weft_graph_pop_control_deps(weft_graph_t *graph);
+/* Nodes created inside are colocated with `node` (TensorFlow's colocate_with). */
+void weft_graph_push_colocate(weft_graph_t *graph, weft_node_t *node);
+void weft_graph_pop_colocate(weft_graph_t *graph);
+
+/* Helpers for common nodes. Each returns the node's first output, or {NULL,0} and *status set. */
+weft_output_t weft_const(weft_graph_t *graph, const char *name, weft_tensor_t *value,
+                         weft_status_t **status);
+weft_output_t weft_const_float(weft_graph_t *graph, const char *name, float value,
+                               weft_status_t **status);
+weft_output_t weft_placeholder(weft_graph_t *graph, const char *name, weft_dtype_t dtype,
+                               int rank, const int64_t *dims, weft_status_t **status);
+/* A binary or unary op with attribute T taken from the first input. */
+weft_output_t weft_binary(weft_graph_t *graph, const char *op, const char *name, weft_output_t x,
+                          weft_output_t y, weft_status_t **status);
+weft_output_t weft_unary(weft_graph_t *graph, const char *op, const char *name, weft_output_t x,
+                         weft_status_t **status);
+weft_output_t weft_matmul(weft_graph_t *graph, const char *name, weft_output_t a,
+                          weft_output_t b, bool transpose_a, bool transpose_b,
+                          weft_status_t **status);
+
+/* A TensorFlow-style variable (tf.Variable): a VariableV2 node `name`, an Assign `name/Assign`
+ * from `initial_value` (its initializer), and a read `name/read`. Returns the read output; the
+ * variable node itself is weft_graph_node(graph, name). The initializer joins the graph's global
+ * variables collection. */
+weft_output_t weft_variable(weft_graph_t *graph, const char *name, weft_output_t initial_value,
+                            weft_status_t **status);
+/* A NoOp named `name` (default "init") with control inputs on every variable initializer. */
+weft_node_t *weft_global_variables_initializer(weft_graph_t *graph, const char *name,
+                                               weft_status_t **status);
+
+/* GraphDef (TensorFlow's wire format). Import adds the nodes of `bytes` to `graph` under `prefix`
+ * (NULL or "" for none); on error nothing is added and the status names the node at fault. */
+weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const void *bytes, size_t len,
+                                          const char *prefix);
+weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *path,
+                                               const char *prefix);
+/* Serialises the graph; *bytes is the caller's, freed with free(). */
+weft_status_t *weft_graph_export_graphdef(const weft_graph_t *graph, void **bytes, size_t *len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sessions */
+
+typedef struct weft_session_options weft_session_options_t;
+typedef struct weft_session weft_session_t;
+
+weft_session_options_t *weft_session_options_new(void);
+void weft_session_options_free(weft_session_options_t *opts);
+/* "" (default) or "local" for in-process; grpc://host:port once the distributed runtime exists. */
+void weft_session_options_set_target(weft_session_options_t *opts, const char *target);
+void weft_session_options_set_log_device_placement(weft_session_options_t *opts, bool on);
+void weft_session_options_set_allow_soft_placement(weft_session_options_t *opts, bool on);
+void weft_session_options_set_inter_op_threads(weft_session_options_t *opts, int n); /* 0 auto */
+void weft_session_options_set_intra_op_threads(weft_session_options_t *opts, int n); /* 0 auto */
+void weft_session_options_set_use_per_session_threads(weft_session_options_t *opts, bool on);
+void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *opts, double f);
+void weft_session_options_set_gpu_allow_growth(weft_session_options_t *opts, bool on);
+
+/* The session borrows `graph`, which must outlive it; nodes added to the graph later are picked
+ * up by later runs (placement of nodes already placed is kept). */
+weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
+                                 weft_status_t **status);
+/* Runs one step. feeds[i] (borrowed) replaces tensor feed_names[i]; fetch_outputs[i] receives a
+ * new reference to tensor fetch_names[i] (the caller unrefs it); targets are node names run for
+ * their effects. On error no output is set. */
+weft_status_t *weft_session_run(weft_session_t *session, const char *const *feed_names,
+                                weft_tensor_t *const *feeds, int n_feeds,
+                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                                int n_fetches, const char *const *target_names, int n_targets);
+/* The device a node was placed on, after a run that used it ("" if not placed yet). */
+const char *weft_session_node_device(weft_session_t *session, const char *node_name);
+weft_status_t *weft_session_close(weft_session_t *session);
+void weft_session_free(weft_session_t *session); /* closes if needed */
+
+/* ---------------------------------------------------------------------------------------------
+ * Plugins and devices (process-wide). */
+
+/* Loads plugins from the build folder, the install folder and WEFT_PLUGIN_PATH, once per process.
+ * Broken plugins are recorded (see weft_plugin_*) and skipped; this never fails. */
+void weft_plugins_load_default(void);
+/* Loads one more plugin file; a status explains why it was refused (also recorded). */
+weft_status_t *weft_plugins_load_file(const char *path);
+
+typedef struct weft_plugin_record {
+  const char *path;        /* as found */
+  const char *name;        /* NULL if it did not load */
+  const char *version;
+  unsigned abi_major, abi_minor;
+  const char *device_types; /* "CPU,VULKAN" or "" */
+  int n_kernels;
+  int n_ops;
+  const char *error;       /* NULL if loaded, else why not */
+} weft_plugin_record_t;
+int weft_plugins_count(void);
+/* Borrowed, valid until the process exits. */
+const weft_plugin_record_t *weft_plugins_get(int index);
+
+typedef struct weft_device_info {
+  const char *name;        /* /job:localhost/replica:0/task:0/device:CPU:0 */
+  const char *device_type; /* CPU */
+  int ordinal;
+  const char *description;
+  uint64_t memory_bytes;
+  bool gpu_like;
+} weft_device_info_t;
+/* The local devices, ordered as placement sees them. Borrowed, process lifetime. */
+int weft_devices_count(void);
+const weft_device_info_t *weft_devices_get(int index);
+/* Backends that were registered but report no devices, with the reason ("CUDA: no driver"). */
+int weft_backends_without_devices(const char ***reasons);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WEFT_H */

@@ -1,0 +1,114 @@
+/* Internal declarations of core/src/base: the status struct, tensor and buffer layout, dtype
+ * helpers, shapes and broadcasting, the intra-op parallel-for and logging. Shared by every core
+ * folder; never installed. */
+#ifndef WEFT_BASE_INTERNAL_H
+#define WEFT_BASE_INTERNAL_H
+
+#include <glib.h>
+#include <stdbool.h>
+
+#include "weft/plugin.h"
+#include "weft/weft.h"
+
+#define WEFT_LOG_DOMAIN "weft"
+
+struct weft_status {
+  weft_code_t code;
+  char *message;
+};
+
+typedef struct weft__device weft__device_t; /* plugin/plugin_internal.h */
+
+/* A shape under inference or of a tensor: rank -1 is unknown rank, a dim of WEFT_DIM_UNKNOWN is an
+ * unknown size. */
+typedef struct weft__shape {
+  int rank;
+  int64_t dims[WEFT_MAX_RANK];
+} weft__shape_t;
+
+/* Memory holding a tensor's elements: host memory (device NULL) or memory of one device. */
+typedef struct weft__buffer {
+  gint refcount;
+  weft__device_t *device;
+  void *data;
+  size_t nbytes;
+  weft_dtype_t dtype;  /* for strings: the elements' bytes are freed with the buffer */
+  int64_t n_elements;
+} weft__buffer_t;
+
+struct weft_tensor {
+  gint refcount;
+  weft_dtype_t dtype;
+  int rank;
+  int64_t dims[WEFT_MAX_RANK];
+  int64_t num_elements;
+  weft__buffer_t *buffer;
+};
+
+/* Status helpers. */
+weft_status_t *weft__status_vnew(weft_code_t code, const char *fmt, va_list ap);
+/* Moves *src into the caller's return path: returns it, sets *src to NULL. */
+weft_status_t *weft__status_take(weft_status_t **src);
+
+/* Buffers. alloc on a device goes through its backend; device NULL is 64-byte-aligned host memory.
+ * The caller owns one reference. */
+weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
+                                weft__buffer_t **out);
+weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer);
+void weft__buffer_unref(weft__buffer_t *buffer);
+/* True if the core may read and write the buffer's memory directly. */
+bool weft__buffer_host_accessible(const weft__buffer_t *buffer);
+
+/* A tensor over an existing buffer (takes a new reference to it). */
+weft_tensor_t *weft__tensor_wrap(weft_dtype_t dtype, int rank, const int64_t *dims,
+                                 weft__buffer_t *buffer);
+/* New tensor on `device` (NULL = host), uninitialised except strings (empty). */
+weft_status_t *weft__tensor_alloc(weft__device_t *device, weft_dtype_t dtype, int rank,
+                                  const int64_t *dims, weft_tensor_t **out);
+/* Copies `src` to `device` (NULL = host), or returns a new reference to it when it already is
+ * somewhere `device` can read directly. */
+weft_status_t *weft__tensor_to_device(weft_tensor_t *src, weft__device_t *device,
+                                      weft_tensor_t **out);
+/* Deep copy into host memory (for fetches and for Assign's value semantics). */
+weft_status_t *weft__tensor_copy_to_host(const weft_tensor_t *src, weft_tensor_t **out);
+void weft__tensor_fill_view(const weft_tensor_t *tensor, weft_tensor_view_t *view);
+bool weft__tensor_is_host(const weft_tensor_t *tensor);
+
+/* dtype helpers. */
+bool weft__dtype_is_ref(int dtype);
+weft_dtype_t weft__dtype_base(int dtype);
+bool weft__dtype_is_valid(int dtype);
+/* "DT_FLOAT" style names used by op specs and error messages parsing ("float" accepted too). */
+bool weft__dtype_from_spec_name(const char *name, weft_dtype_t *out);
+
+/* Shapes. */
+int64_t weft__shape_num_elements(int rank, const int64_t *dims); /* -1 if any dim unknown */
+/* "[2,?,3]" or "<unknown>"; the caller g_free()s it. */
+char *weft__shape_to_string(int rank, const int64_t *dims);
+/* TensorFlow broadcasting of two shapes (unknown dims allowed). INVALID_ARGUMENT naming both
+ * shapes when they are incompatible. */
+weft_status_t *weft__broadcast_shapes(const weft__shape_t *a, const weft__shape_t *b,
+                                      weft__shape_t *out);
+
+/* Intra-op thread pools (per process, or per session when use_per_session_threads). */
+typedef struct weft__threadpool weft__threadpool_t;
+weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name);
+void weft__threadpool_free(weft__threadpool_t *pool);
+int weft__threadpool_size(const weft__threadpool_t *pool);
+/* Schedules fn(arg) on a pool thread. */
+void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), void *arg);
+/* Runs fn over [0,total) in chunks on the pool and the calling thread; returns when done. Safe to
+ * call from a pool thread (the caller works too, so it cannot deadlock). */
+void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
+                        weft_range_fn fn, void *arg);
+/* Shared default pools; sizes from the first caller's options (0 = number of cores). */
+weft__threadpool_t *weft__default_inter_op_pool(int n_threads);
+weft__threadpool_t *weft__default_intra_op_pool(int n_threads);
+int weft__num_cores(void);
+
+/* Logging through GLib, domain "weft". */
+void weft__log(weft_log_level_t level, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void weft__vlog(weft_log_level_t level, const char *who, const char *fmt, va_list ap);
+
+#endif /* WEFT_BASE_INTERNAL_H */

@@ -1,0 +1,1 @@
+/* dtype.c: (being written) */

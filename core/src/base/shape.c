@@ -1,0 +1,1 @@
+/* shape.c: (being written) */

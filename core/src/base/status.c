@@ -1,0 +1,1 @@
+/* status.c: (being written) */

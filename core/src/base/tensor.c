@@ -1,0 +1,1 @@
+/* tensor.c: (being written) */

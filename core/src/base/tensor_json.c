@@ -1,0 +1,1 @@
+/* tensor_json.c: (being written) */

@@ -1,0 +1,1 @@
+/* threadpool.c: (being written) */

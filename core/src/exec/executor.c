@@ -1,0 +1,1 @@
+/* executor.c: (being written) */

@@ -1,0 +1,1 @@
+/* attrs.c: (being written) */

@@ -1,0 +1,1 @@
+/* graph_helpers.c: (being written) */

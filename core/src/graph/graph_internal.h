@@ -1,0 +1,193 @@
+/* Internal declarations of core/src/graph: attribute values, parsed op definitions, the op
+ * registry, nodes and graphs, shape inference. Shared with placement, exec, session and plugin. */
+#ifndef WEFT_GRAPH_INTERNAL_H
+#define WEFT_GRAPH_INTERNAL_H
+
+#include "../base/base_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Attribute values */
+
+typedef enum weft__attr_kind {
+  WEFT_ATTR_NONE = 0,
+  WEFT_ATTR_INT,
+  WEFT_ATTR_FLOAT,
+  WEFT_ATTR_BOOL,
+  WEFT_ATTR_TYPE,
+  WEFT_ATTR_STRING,
+  WEFT_ATTR_SHAPE,
+  WEFT_ATTR_TENSOR,
+  WEFT_ATTR_FUNC, /* a function name; kept for round trips, not executable */
+  WEFT_ATTR_LIST_INT,
+  WEFT_ATTR_LIST_FLOAT,
+  WEFT_ATTR_LIST_BOOL,
+  WEFT_ATTR_LIST_TYPE,
+  WEFT_ATTR_LIST_STRING,
+  WEFT_ATTR_LIST_SHAPE,
+  WEFT_ATTR_LIST_TENSOR,
+  WEFT_ATTR_LIST_EMPTY, /* a list with no values whose element type is not known yet */
+} weft__attr_kind_t;
+
+typedef struct weft__attr_value {
+  weft__attr_kind_t kind;
+  union {
+    int64_t i;
+    float f;
+    bool b;
+    weft_dtype_t type;
+    weft_string_t s;      /* owned; data NUL-terminated for convenience */
+    weft__shape_t shape;
+    weft_tensor_t *tensor; /* owned reference */
+    struct {
+      size_t n;
+      int64_t *i;
+      float *f;
+      int *b;
+      weft_dtype_t *type;
+      weft_string_t *s;
+      weft__shape_t *shape;
+      weft_tensor_t **tensor;
+    } list;
+  } u;
+} weft__attr_value_t;
+
+/* The host-visible attrs (weft_attrs_t in the plugin ABI): name -> weft__attr_value_t*. */
+struct weft_attrs {
+  GHashTable *map;
+};
+
+weft_attrs_t *weft__attrs_new(void);
+void weft__attrs_free(weft_attrs_t *attrs);
+weft_attrs_t *weft__attrs_copy(const weft_attrs_t *attrs);
+/* Takes ownership of value. */
+void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *value);
+const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char *name);
+weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
+weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
+void weft__attr_value_free(weft__attr_value_t *value);
+/* Sorted attribute names (for stable export); the caller frees the array, not the names. */
+GPtrArray *weft__attrs_sorted_names(const weft_attrs_t *attrs);
+
+/* ---------------------------------------------------------------------------------------------
+ * Op definitions */
+
+typedef struct weft__arg_def {
+  char *name;
+  weft_dtype_t fixed_type;  /* WEFT_DT_INVALID unless the type is fixed */
+  char *type_attr;          /* "T" in "x: T" */
+  char *number_attr;        /* "N" in "values: N * T" */
+  char *type_list_attr;     /* "Tlist" in "values: Tlist" when that attr is list(type) */
+  bool is_ref;
+} weft__arg_def_t;
+
+typedef struct weft__attr_def {
+  char *name;
+  char *type;                      /* "int", "float", "bool", "type", "string", "shape",
+                                      "tensor", "func", "list(int)", "list(type)", ... */
+  weft__attr_value_t *default_value; /* NULL: required */
+  weft_dtype_t *allowed_types;     /* for type attrs "{float, int32}"; NULL: any */
+  size_t n_allowed_types;
+  bool has_minimum;
+  int64_t minimum;
+} weft__attr_def_t;
+
+typedef struct weft__op_def {
+  char *name;
+  GPtrArray *inputs;  /* weft__arg_def_t* */
+  GPtrArray *outputs; /* weft__arg_def_t* */
+  GPtrArray *attrs;   /* weft__attr_def_t* */
+  bool is_stateful;
+  weft_shape_fn shape_fn;
+  char *origin;       /* "core" or the plugin file that registered it */
+} weft__op_def_t;
+
+/* Parses a weft_op_def_t (TensorFlow REGISTER_OP syntax) into a new op def. INVALID_ARGUMENT
+ * naming the op and the bad spec string. */
+weft_status_t *weft__op_def_parse(const weft_op_def_t *spec, const char *origin,
+                                  weft__op_def_t **out);
+void weft__op_def_free(weft__op_def_t *def);
+/* Adds to the process-wide registry; ALREADY_EXISTS if the name is taken. Takes ownership. */
+weft_status_t *weft__op_registry_add(weft__op_def_t *def);
+/* Removes an op a failed plugin registered. */
+void weft__op_registry_remove(const char *name);
+const weft__op_def_t *weft__op_registry_lookup(const char *name);
+/* Registers the standard (TensorFlow-named) ops once; called by every entry point that needs ops. */
+void weft__ops_register_standard(void);
+const weft__attr_def_t *weft__op_def_find_attr(const weft__op_def_t *def, const char *name);
+
+/* Registration tables for the standard ops (core/src/graph/ops_*.c). Each file defines one
+ * NULL-terminated array of weft_op_def_t. */
+extern const weft_op_def_t weft__ops_array[];    /* ops_array.c: Const, Placeholder, Reshape ... */
+extern const weft_op_def_t weft__ops_math[];     /* ops_math.c: arithmetic, reductions, MatMul */
+extern const weft_op_def_t weft__ops_nn[];       /* ops_nn.c: BiasAdd, Relu, Softmax ... */
+extern const weft_op_def_t weft__ops_state[];    /* ops_state.c: VariableV2, Assign ... */
+extern const weft_op_def_t weft__ops_control[];  /* ops_control.c: NoOp, Identity ... */
+extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
+
+/* The shape-function host services (used by the standard ops through the same table plugins get). */
+const weft_host_t *weft__host(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Nodes and graphs */
+
+typedef struct weft__edge {
+  weft_node_t *src;
+  int src_index; /* -1: control edge */
+} weft__edge_t;
+
+struct weft_node {
+  weft_graph_t *graph;
+  int id;                        /* creation order, index in graph->nodes */
+  char *name;
+  char *op_name;
+  const weft__op_def_t *def;
+  char *requested_device;        /* merged device spec from scopes and weft_op_set_device, or "" */
+  weft_attrs_t *attrs;
+  /* Data inputs, flattened over the op's input args (a list arg contributes N inputs). */
+  int n_inputs;
+  weft__edge_t *inputs;
+  weft_dtype_t *input_types;     /* expected types, + WEFT_DT_REF_OFFSET for ref args */
+  int *input_arg_start;          /* per input arg: first flat index; one extra entry = n_inputs */
+  GPtrArray *control_inputs;     /* weft_node_t* */
+  int n_outputs;
+  weft_dtype_t *output_types;    /* + WEFT_DT_REF_OFFSET for ref outputs */
+  weft__shape_t *output_shapes;
+  int *output_arg_start;
+  char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
+};
+
+typedef struct weft__device_scope {
+  char *spec;       /* NULL when fn is set */
+  weft_device_fn fn;
+  void *user_data;
+} weft__device_scope_t;
+
+struct weft_graph {
+  GMutex lock;
+  GPtrArray *nodes;          /* weft_node_t*, owned */
+  GHashTable *by_name;       /* name -> weft_node_t* */
+  GHashTable *name_counts;   /* base name -> next suffix, for unique names */
+  GPtrArray *name_scopes;    /* char* full prefixes */
+  GPtrArray *device_scopes;  /* weft__device_scope_t* */
+  GPtrArray *control_scopes; /* GPtrArray* of weft_node_t* */
+  GPtrArray *colocate_stack; /* weft_node_t* */
+  GPtrArray *initializers;   /* weft_node_t*: the global variables collection's initializers */
+  gint version;              /* bumps on every node added, for sessions to notice growth */
+};
+
+/* Adds a fully formed node (used by import): validates inputs against the op def, fills
+ * input/output types, runs shape inference. Takes nothing; copies what it needs. */
+weft_status_t *weft__graph_add_node(weft_graph_t *graph, const char *name, const char *op,
+                                    const weft__edge_t *inputs, int n_inputs,
+                                    weft_node_t *const *control_inputs, int n_control,
+                                    const char *device, const weft_attrs_t *attrs,
+                                    weft_node_t **out);
+/* Range [*start, *end) of flat inputs for input arg `arg_name`; false if there is no such arg. */
+bool weft__node_input_arg_range(const weft_node_t *node, const char *arg_name, int *start,
+                                int *end);
+bool weft__node_output_arg_range(const weft_node_t *node, const char *arg_name, int *start,
+                                 int *end);
+/* Runs the op's shape function for a node whose inputs are set. */
+weft_status_t *weft__node_infer_shapes(weft_node_t *node);
+
+#endif /* WEFT_GRAPH_INTERNAL_H */

@@ -1,0 +1,1 @@
+/* graphdef.c: (being written) */

@@ -1,0 +1,1 @@
+/* op_def.c: (being written) */

@@ -1,0 +1,1 @@
+/* ops_array.c: (being written) */

@@ -1,0 +1,1 @@
+/* ops_control.c: (being written) */

@@ -1,0 +1,1 @@
+/* ops_math.c: (being written) */

@@ -1,0 +1,1 @@
+/* ops_nn.c: (being written) */

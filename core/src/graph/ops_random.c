@@ -1,0 +1,1 @@
+/* ops_random.c: (being written) */

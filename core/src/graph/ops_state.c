@@ -1,0 +1,1 @@
+/* ops_state.c: (being written) */

@@ -1,0 +1,1 @@
+/* shape_infer.c: (being written) */

@@ -1,0 +1,1 @@
+/* device_spec.c: (being written) */

@@ -1,0 +1,67 @@
+/* Internal declarations of core/src/placement: device specs (parse, merge, match) and the placer
+ * that assigns every node of a graph to a device following TensorFlow's rules (DESIGN 4.3). */
+#ifndef WEFT_PLACEMENT_INTERNAL_H
+#define WEFT_PLACEMENT_INTERNAL_H
+
+#include "../graph/graph_internal.h"
+
+/* A possibly partial device spec. NULL strings and -1 numbers are unset. type is upper case; the
+ * legacy "/gpu:N" and "/cpu:N" forms parse to type "GPU" / "CPU". */
+typedef struct weft__device_spec {
+  char *job;
+  int replica;
+  int task;
+  char *type;
+  int id;
+} weft__device_spec_t;
+
+void weft__device_spec_init(weft__device_spec_t *spec);  /* all unset */
+void weft__device_spec_clear(weft__device_spec_t *spec); /* frees strings, back to unset */
+void weft__device_spec_copy(weft__device_spec_t *dst, const weft__device_spec_t *src);
+/* Accepts "", "/job:ps/replica:0/task:1/device:GPU:0", "/job:ps/task:0/cpu:0", "/gpu:1",
+ * "/device:VULKAN:0", "/device:CPU:*", "CPU:0", "cpu:0". INVALID_ARGUMENT quoting the spec and the
+ * part that does not parse. */
+weft_status_t *weft__device_spec_parse(const char *text, weft__device_spec_t *out);
+/* Fields set in `inner` replace those in `base` (TensorFlow's nested device scopes). */
+void weft__device_spec_merge(weft__device_spec_t *base, const weft__device_spec_t *inner);
+/* Canonical string "/job:ps/replica:0/task:0/device:CPU:0" with unset parts left out; g_free(). */
+char *weft__device_spec_to_string(const weft__device_spec_t *spec);
+/* True if no field set in both differs. */
+bool weft__device_spec_compatible(const weft__device_spec_t *a, const weft__device_spec_t *b);
+
+/* A device the placer may choose. */
+typedef struct weft__place_device {
+  const char *name;       /* full: /job:localhost/replica:0/task:0/device:CPU:0 */
+  const char *job;
+  int replica;
+  int task;
+  const char *type;       /* CPU, VULKAN, CUDA */
+  int id;
+  bool gpu_like;
+  int priority;           /* backend priority */
+} weft__place_device_t;
+
+/* Does `spec` select `device`? Type "GPU" matches devices of gpu_type (the highest-priority
+ * gpu-like backend's type); "CPU" matches type CPU. */
+bool weft__device_spec_matches(const weft__device_spec_t *spec, const weft__place_device_t *device,
+                               const char *gpu_type);
+
+typedef struct weft__placer_options {
+  bool allow_soft_placement;
+  /* The job/replica/task that unqualified specs mean (localhost/0/0 for a local session). */
+  const char *default_job;
+  int default_replica;
+  int default_task;
+} weft__placer_options_t;
+
+/* Places `nodes` (weft_node_t*, a subset of graph) on `devices`. `placement` maps node name (char*,
+ * owned by the table) -> device name (char*, owned by the table); nodes already in it keep their
+ * device. Rules: requested specs, colocation groups (_class "loc:@x", ref edges), kernel
+ * availability for the node's op and attrs on the device type (weft__kernel_exists), unpinned
+ * nodes to the first gpu-like device with a kernel else CPU, soft placement. On error nothing is
+ * added to `placement` and the status is INVALID_ARGUMENT naming node, op, requested device and,
+ * when no kernel is the cause, the dtype and the devices that do have kernels. */
+weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
+                           const weft__placer_options_t *opts, GHashTable *placement);
+
+#endif /* WEFT_PLACEMENT_INTERNAL_H */

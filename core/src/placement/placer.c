@@ -1,0 +1,1 @@
+/* placer.c: (being written) */

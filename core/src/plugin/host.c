@@ -1,0 +1,1 @@
+/* host.c: (being written) */

@@ -1,0 +1,1 @@
+/* loader.c: (being written) */

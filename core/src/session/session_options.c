@@ -1,0 +1,1 @@
+/* session_options.c: (being written) */

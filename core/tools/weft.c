@@ -1,0 +1,1 @@
+/* weft.c: (being written) */

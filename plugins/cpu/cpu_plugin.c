@@ -1,0 +1,1 @@
+/* cpu_plugin.c: (being written) */

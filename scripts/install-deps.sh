@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Weft builds, tests and runs with. Safe to run again: it only
+# asks apt for what is missing, and does nothing when everything is already there.
+set -euo pipefail
+
+packages=(
+  build-essential meson ninja-build pkg-config clang
+  libglib2.0-dev libjson-glib-dev
+  libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+  libopenblas-dev
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
+  libsnappy-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

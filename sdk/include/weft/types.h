@@ -1,0 +1,79 @@
+/* Weft's basic value types shared by the client API and the plugin ABI: data types, status codes
+ * and the opaque status object. Self-contained (C11, no other Weft header, no GLib) so that a plugin
+ * can include it with nothing but a C compiler.
+ *
+ * Data type numbers are TensorFlow's DataType enum values, so a GraphDef's `dtype` field maps to a
+ * weft_dtype_t without a table. Status codes are gRPC's (and so TensorFlow's) canonical codes. */
+#ifndef WEFT_TYPES_H
+#define WEFT_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum weft_dtype {
+  WEFT_DT_INVALID = 0,
+  WEFT_DT_FLOAT = 1,
+  WEFT_DT_DOUBLE = 2,
+  WEFT_DT_INT32 = 3,
+  WEFT_DT_UINT8 = 4,
+  WEFT_DT_INT16 = 5,
+  WEFT_DT_INT8 = 6,
+  WEFT_DT_STRING = 7,
+  WEFT_DT_INT64 = 9,
+  WEFT_DT_BOOL = 10,
+  WEFT_DT_BFLOAT16 = 14,
+  WEFT_DT_UINT16 = 17,
+  WEFT_DT_HALF = 19,
+  WEFT_DT_UINT32 = 22,
+  WEFT_DT_UINT64 = 23,
+} weft_dtype_t;
+
+/* TensorFlow marks a reference-typed edge (the output of VariableV2) by adding 100 to the dtype. */
+#define WEFT_DT_REF_OFFSET 100
+
+typedef enum weft_code {
+  WEFT_OK = 0,
+  WEFT_CANCELLED = 1,
+  WEFT_UNKNOWN = 2,
+  WEFT_INVALID_ARGUMENT = 3,
+  WEFT_DEADLINE_EXCEEDED = 4,
+  WEFT_NOT_FOUND = 5,
+  WEFT_ALREADY_EXISTS = 6,
+  WEFT_PERMISSION_DENIED = 7,
+  WEFT_RESOURCE_EXHAUSTED = 8,
+  WEFT_FAILED_PRECONDITION = 9,
+  WEFT_ABORTED = 10,
+  WEFT_OUT_OF_RANGE = 11,
+  WEFT_UNIMPLEMENTED = 12,
+  WEFT_INTERNAL = 13,
+  WEFT_UNAVAILABLE = 14,
+  WEFT_DATA_LOSS = 15,
+  WEFT_UNAUTHENTICATED = 16,
+} weft_code_t;
+
+/* A status carries a code and a message naming what failed. A NULL status pointer means success.
+ * Whoever receives a non-NULL status owns it and frees it (weft_status_free in the client API,
+ * host->status_free in a plugin). */
+typedef struct weft_status weft_status_t;
+
+/* Most dimensions a tensor may have. */
+#define WEFT_MAX_RANK 8
+
+/* The dimension value that means "not known yet" in a shape under inference. */
+#define WEFT_DIM_UNKNOWN (-1)
+
+/* A bytes value of a string tensor element. Owned by the tensor that holds it. */
+typedef struct weft_string {
+  char *data;
+  size_t len;
+} weft_string_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TYPES_H */
