@@ -1,6 +1,500 @@
-/* Tests for cli (being written). */
+/* Tests for the `weft` command-line tool (core/tools/weft.c), run as a user would run it: the
+ * built binary is spawned and its exit status, stdout and stderr checked. `devices` and `plugins`
+ * report the CPU device and the cpu plugin (and broken plugins with their reasons, exiting 0),
+ * `run --json` prints the known answers of the corpus graphs, and bad feeds, missing fetches,
+ * corrupt graph files and bad command lines give the documented exit codes and error text. */
 #include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "weft/weft.h"
+
+#define WEFT_EXE WEFT_BUILD_DIR "/core/tools/weft"
+
+typedef struct result {
+  int exit_code;
+  char *out;
+  char *err;
+} result_t;
+
+static void result_clear(result_t *r) {
+  g_free(r->out);
+  g_free(r->err);
+}
+
+/* True (and the test skipped) when the binary is missing. */
+static bool no_weft(void) {
+  if (g_file_test(WEFT_EXE, G_FILE_TEST_IS_EXECUTABLE)) return false;
+  g_test_skip("weft binary not built at " WEFT_EXE);
+  return true;
+}
+
+/* Runs weft with args (NULL-terminated) and env overrides "NAME=VALUE" (NULL-terminated, may be
+ * NULL). */
+static result_t run_weft(const char *const *args, const char *const *env) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)WEFT_EXE);
+  for (int k = 0; args[k] != NULL; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_get_environ();
+  for (int k = 0; env != NULL && env[k] != NULL; k++) {
+    char **kv = g_strsplit(env[k], "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+    g_strfreev(kv);
+  }
+  result_t r = {0};
+  int wait_status = 0;
+  GError *error = NULL;
+  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
+                             &r.err, &wait_status, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  g_assert_true(WIFEXITED(wait_status));
+  r.exit_code = WEXITSTATUS(wait_status);
+  g_test_message("weft ... -> %d\nstdout: %s\nstderr: %s", r.exit_code, r.out, r.err);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  return r;
+}
+
+static char *corpus_graph(const char *name) {
+  const char *root = g_getenv("WEFT_CORPUS");
+  char *dir = root != NULL ? g_strdup(root) : g_build_filename(WEFT_SOURCE_DIR, "..", "shared",
+                                                                "corpus", NULL);
+  char *path = g_build_filename(dir, "tf", "graphdef", name, NULL);
+  g_free(dir);
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    char *why = g_strdup_printf("corpus file %s not found (set WEFT_CORPUS)", path);
+    g_test_skip(why);
+    g_free(why);
+    g_free(path);
+    return NULL;
+  }
+  return path;
+}
+
+/* The line of text that contains needle, or NULL (caller g_free()s). */
+static char *line_with(const char *text, const char *needle) {
+  char **lines = g_strsplit(text, "\n", -1);
+  char *found = NULL;
+  for (int k = 0; lines[k] != NULL && found == NULL; k++) {
+    if (strstr(lines[k], needle) != NULL) found = g_strdup(lines[k]);
+  }
+  g_strfreev(lines);
+  return found;
+}
+
+/* The error line weft printed (stderr may also hold log lines, e.g. about a plugin that did not
+ * load); "" if there is none. The caller g_free()s it. */
+static char *error_line(const char *err) {
+  char *line = line_with(err, "weft: error: ");
+  if (line != NULL && !g_str_has_prefix(line, "weft: error: ")) g_clear_pointer(&line, g_free);
+  return line != NULL ? line : g_strdup("");
+}
+
+static void assert_contains(const char *text, const char *needle) {
+  if (strstr(text, needle) == NULL) g_assert_cmpstr(text, ==, needle);
+}
+
+/* --- JSON output --- */
+
+/* Flattens a JSON number or nested array into doubles. */
+static void flatten(JsonNode *node, GArray *out) {
+  if (JSON_NODE_HOLDS_ARRAY(node)) {
+    JsonArray *a = json_node_get_array(node);
+    for (guint k = 0; k < json_array_get_length(a); k++)
+      flatten(json_array_get_element(a, k), out);
+  } else {
+    double v = json_node_get_double(node);
+    g_array_append_val(out, v);
+  }
+}
+
+/* Parses `weft run --json` output and checks fetch `name`: dtype, shape and values. */
+static void assert_json_fetch(const char *json, const char *name, const char *dtype,
+                              const int64_t *shape, int rank, const double *values, int n,
+                              double tol) {
+  JsonParser *parser = json_parser_new();
+  GError *error = NULL;
+  g_assert_true(json_parser_load_from_data(parser, json, -1, &error));
+  g_assert_no_error(error);
+  JsonNode *root = json_parser_get_root(parser);
+  g_assert_true(JSON_NODE_HOLDS_OBJECT(root));
+  JsonObject *obj = json_node_get_object(root);
+  g_assert_true(json_object_has_member(obj, name));
+  JsonObject *t = json_object_get_object_member(obj, name);
+  g_assert_nonnull(t);
+  g_assert_cmpstr(json_object_get_string_member(t, "dtype"), ==, dtype);
+  JsonArray *sh = json_object_get_array_member(t, "shape");
+  g_assert_nonnull(sh);
+  g_assert_cmpint(json_array_get_length(sh), ==, rank);
+  for (int k = 0; k < rank; k++) g_assert_cmpint(json_array_get_int_element(sh, k), ==, shape[k]);
+  GArray *vals = g_array_new(FALSE, FALSE, sizeof(double));
+  flatten(json_object_get_member(t, "values"), vals);
+  g_assert_cmpint(vals->len, ==, n);
+  for (int k = 0; k < n; k++)
+    g_assert_cmpfloat_with_epsilon(g_array_index(vals, double, k), values[k],
+                                   tol + tol * fabs(values[k]));
+  g_array_free(vals, TRUE);
+  g_object_unref(parser);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * devices, plugins, help, version */
+
+static void test_devices(void) {
+  if (no_weft()) return;
+  result_t r = run_weft((const char *[]){"devices", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  char *cpu = line_with(r.out, "/job:localhost/replica:0/task:0/device:CPU:0");
+  g_assert_nonnull(cpu);
+  assert_contains(cpu, "  CPU  ");
+  /* Memory in binary units. */
+  g_assert_true(strstr(cpu, "iB") != NULL || strstr(cpu, "bytes") != NULL);
+  g_free(cpu);
+  result_clear(&r);
+}
+
+static void test_plugins(void) {
+  if (no_weft()) return;
+  result_t r = run_weft((const char *[]){"plugins", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  /* The report is on stdout; failures are not also logged to stderr. */
+  g_assert_cmpstr(r.err, ==, "");
+  char *cpu = line_with(r.out, "libweft-cpu");
+  g_assert_nonnull(cpu);
+  g_assert_null(strstr(cpu, "FAILED"));
+  assert_contains(cpu, "ABI 1.");
+  assert_contains(cpu, "devices: CPU");
+  assert_contains(cpu, "kernels: ");
+  g_free(cpu);
+  result_clear(&r);
+}
+
+/* Broken plugins are listed with the reason each was refused, and the report still exits 0. */
+static void test_plugins_broken(void) {
+  if (no_weft()) return;
+  const char *dir = g_getenv("WEFT_TEST_BROKEN_PLUGIN_DIR");
+  if (dir == NULL) dir = WEFT_BUILD_DIR "/tests/plugins";
+  char *probe = g_build_filename(dir, "libweft-broken-no-entry.so", NULL);
+  bool have = g_file_test(probe, G_FILE_TEST_EXISTS);
+  g_free(probe);
+  if (!have) {
+    g_test_skip("broken test plugins not built (WEFT_TEST_BROKEN_PLUGIN_DIR)");
+    return;
+  }
+  char *env = g_strdup_printf("WEFT_PLUGIN_PATH=%s", dir);
+  result_t r = run_weft((const char *[]){"plugins", NULL}, (const char *[]){env, NULL});
+  g_free(env);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  /* The healthy plugin still loads beside them. */
+  char *cpu = line_with(r.out, "libweft-cpu");
+  g_assert_nonnull(cpu);
+  g_assert_null(strstr(cpu, "FAILED"));
+  g_free(cpu);
+  const struct {
+    const char *file;
+    const char *reason; /* what the loader's reason must say */
+  } broken[] = {
+      {"libweft-broken-no-entry.so", "missing entry symbol 'weft_plugin_entry'"},
+      {"libweft-broken-bad-major.so", "major versions must match"},
+      {"libweft-broken-init-fails.so", "init failed: device probe failed"},
+      {"libweft-broken-small-table.so", "too small"},
+      {"libweft-broken-unknown-op-kernel.so", "unknown op"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(broken); k++) {
+    char *line = line_with(r.out, broken[k].file);
+    if (line == NULL) g_assert_cmpstr(r.out, ==, broken[k].file);
+    assert_contains(line, "FAILED: ");
+    const char *reason = strstr(line, "FAILED: ") + strlen("FAILED: ");
+    g_assert_cmpint(strlen(reason), >, 0);
+    assert_contains(reason, broken[k].reason);
+    g_free(line);
+  }
+  result_clear(&r);
+}
+
+static void test_version_and_help(void) {
+  if (no_weft()) return;
+  result_t r = run_weft((const char *[]){"--version", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "weft "));
+  result_clear(&r);
+  r = run_weft((const char *[]){"help", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "devices");
+  assert_contains(r.out, "plugins");
+  assert_contains(r.out, "run");
+  result_clear(&r);
+  r = run_weft((const char *[]){"help", "run", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "--feed");
+  assert_contains(r.out, "--json");
+  result_clear(&r);
+}
+
+static void test_usage_errors(void) {
+  if (no_weft()) return;
+  result_t r = run_weft((const char *[]){NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  result_clear(&r);
+  r = run_weft((const char *[]){"frobnicate", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "weft: error: unknown command 'frobnicate'");
+  result_clear(&r);
+  r = run_weft((const char *[]){"run", "--fetch", "c", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "--graph FILE.pb is required");
+  result_clear(&r);
+  r = run_weft((const char *[]){"run", "--graph", "x.pb", "--fetch", "c", "--feed", "a", NULL},
+               NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "weft: error: --feed 'a' has no '='");
+  result_clear(&r);
+  r = run_weft((const char *[]){"run", "--graph", "x.pb", "--fetch", "c", "--feed", "a:floot=1",
+                                NULL},
+               NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "'floot' is neither an output index nor a known dtype");
+  result_clear(&r);
+  r = run_weft((const char *[]){"run", "--graph", "x.pb", "--bogus", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "--bogus");
+  result_clear(&r);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft run on the corpus */
+
+static void test_run_multiplication(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("multiplication.pb");
+  if (g == NULL) return;
+  /* `a=2` is an integer in JSON; the placeholder's float dtype decides. */
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=2", "--feed", "b=3",
+                                         "--fetch", "c", "--json", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_json_fetch(r.out, "c", "float32", NULL, 0, (double[]){6}, 1, 0);
+  result_clear(&r);
+  /* Text output: NAME = tensor. */
+  r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=2.5", "--feed", "b=4", "--fetch",
+                                "c:0", NULL},
+               NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "c:0 = float32"));
+  assert_contains(r.out, "10");
+  result_clear(&r);
+  g_free(g);
+}
+
+static void test_run_addition_int32(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("addition_int32.pb");
+  if (g == NULL) return;
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=2147483000", "--feed",
+                                         "y:0:int32=-1000", "--fetch", "z", "--json", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_json_fetch(r.out, "z", "int32", NULL, 0, (double[]){2147482000.0}, 1, 0);
+  result_clear(&r);
+  g_free(g);
+}
+
+static void test_run_regression(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("regression_frozen.pb");
+  if (g == NULL) return;
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "X=[[1,2],[3,-4]]",
+                                         "--fetch", "pred", "--fetch", "W", "--json", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  double want[4];
+  const double xs[] = {1, 2, 3, -4};
+  for (int k = 0; k < 4; k++) want[k] = xs[k] * 0.21396178 + 1.04952538;
+  assert_json_fetch(r.out, "pred", "float32", (int64_t[]){2, 2}, 2, want, 4, 1e-6);
+  assert_json_fetch(r.out, "W", "float32", NULL, 0, (double[]){0.21396178}, 1, 1e-7);
+  result_clear(&r);
+  g_free(g);
+}
+
+/* The MLPs' answers from the CLI match the same graph run in-process (which test_graphdef
+ * checks against a double-precision reference). */
+static void check_mlp_against_library(const char *file, const char *input, const char *output,
+                                      int n_in, int batch, int n_out) {
+  if (no_weft()) return;
+  char *g = corpus_graph(file);
+  if (g == NULL) return;
+  GString *json = g_string_new("[");
+  float *xs = g_new(float, (gsize)batch * n_in);
+  for (int b = 0; b < batch; b++) {
+    g_string_append(json, b ? ",[" : "[");
+    for (int i = 0; i < n_in; i++) {
+      xs[b * n_in + i] = (float)((double)((b * n_in + i) % 17) / 8.0 - 1.0);
+      g_string_append_printf(json, "%s%.9g", i ? "," : "", xs[b * n_in + i]);
+    }
+    g_string_append(json, "]");
+  }
+  g_string_append(json, "]");
+  char *feed = g_strdup_printf("%s=%s", input, json->str);
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", feed, "--fetch", output,
+                                         "--json", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+
+  weft_graph_t *graph = weft_graph_new();
+  weft_status_t *st = weft_graph_import_graphdef_file(graph, g, NULL);
+  g_assert_null(st);
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_t *s = weft_session_new(graph, opts, &st);
+  weft_session_options_free(opts);
+  g_assert_null(st);
+  weft_tensor_t *x = weft_tensor_new_from_data(WEFT_DT_FLOAT, 2, (int64_t[]){batch, n_in}, xs,
+                                               sizeof(float) * batch * n_in, &st);
+  g_assert_null(st);
+  weft_tensor_t *y = NULL;
+  st = weft_session_run(s, (const char *[]){input}, &x, 1, (const char *[]){output}, &y, 1, NULL,
+                        0);
+  if (st) g_assert_cmpstr(weft_status_message(st), ==, NULL);
+  double *want = g_new(double, (gsize)batch * n_out);
+  for (int k = 0; k < batch * n_out; k++) want[k] = weft_tensor_get_double(y, k);
+  assert_json_fetch(r.out, output, "float32", (int64_t[]){batch, n_out}, 2, want, batch * n_out,
+                    1e-6);
+  g_free(want);
+  weft_tensor_unref(y);
+  weft_tensor_unref(x);
+  weft_session_free(s);
+  weft_graph_free(graph);
+  result_clear(&r);
+  g_free(feed);
+  g_free(xs);
+  g_string_free(json, TRUE);
+  g_free(g);
+}
+
+static void test_run_mlp(void) {
+  check_mlp_against_library("mlp_5_5_1_frozen.pb", "x", "Identity", 5, 3, 1);
+}
+
+static void test_run_fc_layers(void) {
+  check_mlp_against_library("fc_layers_frozen.pb", "X", "output", 784, 2, 10);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft run errors */
+
+static void test_run_bad_feed_dtype(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("multiplication.pb");
+  if (g == NULL) return;
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a:int32=2", "--feed",
+                                         "b=3", "--fetch", "c", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  g_assert_cmpstr(r.out, ==, "");
+  char *line = error_line(r.err);
+  g_assert_true(g_str_has_prefix(line, "weft: error: INVALID_ARGUMENT: "));
+  assert_contains(line, "int32");
+  assert_contains(line, "float32");
+  g_free(line);
+  result_clear(&r);
+  /* A value that is not JSON at all. */
+  r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=[1,", "--feed", "b=3", "--fetch",
+                                "c", NULL},
+               NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  line = error_line(r.err);
+  g_assert_true(g_str_has_prefix(line, "weft: error: INVALID_ARGUMENT: --feed a=[1,: "));
+  g_free(line);
+  result_clear(&r);
+  g_free(g);
+}
+
+static void test_run_bad_feed_shape(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("mlp_5_5_1_frozen.pb");
+  if (g == NULL) return;
+  /* x is [?,5]: three columns cannot multiply the 5x5 kernel. */
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=[[1,2,3]]", "--fetch",
+                                         "Identity", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  g_assert_cmpstr(r.out, ==, "");
+  char *line = error_line(r.err);
+  g_assert_true(g_str_has_prefix(line, "weft: error: INVALID_ARGUMENT: "));
+  g_assert_true(strstr(line, "[1,3]") != NULL || strstr(line, "5") != NULL);
+  g_free(line);
+  result_clear(&r);
+  g_free(g);
+}
+
+static void test_run_missing_fetch(void) {
+  if (no_weft()) return;
+  char *g = corpus_graph("multiplication.pb");
+  if (g == NULL) return;
+  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=1", "--feed", "b=1",
+                                         "--fetch", "no_such_node", NULL},
+                        NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  char *line = error_line(r.err);
+  g_assert_true(g_str_has_prefix(line, "weft: error: NOT_FOUND: "));
+  assert_contains(line, "no_such_node");
+  g_free(line);
+  result_clear(&r);
+  g_free(g);
+}
+
+static void test_run_corrupt_graph(void) {
+  if (no_weft()) return;
+  char *path = NULL;
+  int fd = g_file_open_tmp("weft-cli-XXXXXX.pb", &path, NULL);
+  g_assert_cmpint(fd, >=, 0);
+  close(fd);
+  uint8_t junk[100];
+  memset(junk, 0xff, sizeof junk);
+  g_assert_true(g_file_set_contents(path, (const char *)junk, sizeof junk, NULL));
+  result_t r = run_weft((const char *[]){"run", "--graph", path, "--fetch", "c", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  g_assert_cmpstr(r.out, ==, "");
+  char *want = g_strdup_printf(
+      "weft: error: INVALID_ARGUMENT: while importing %s: could not parse GraphDef (100 bytes)",
+      path);
+  char *line = error_line(r.err);
+  g_assert_cmpstr(line, ==, want);
+  g_free(line);
+  g_free(want);
+  result_clear(&r);
+  g_unlink(path);
+  /* A file that is not there. */
+  r = run_weft((const char *[]){"run", "--graph", path, "--fetch", "c", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  line = error_line(r.err);
+  g_assert_true(g_str_has_prefix(line, "weft: error: NOT_FOUND: "));
+  assert_contains(line, path);
+  g_free(line);
+  result_clear(&r);
+  g_free(path);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cli/devices", test_devices);
+  g_test_add_func("/cli/plugins", test_plugins);
+  g_test_add_func("/cli/plugins_broken", test_plugins_broken);
+  g_test_add_func("/cli/version_and_help", test_version_and_help);
+  g_test_add_func("/cli/usage_errors", test_usage_errors);
+  g_test_add_func("/cli/run/multiplication", test_run_multiplication);
+  g_test_add_func("/cli/run/addition_int32", test_run_addition_int32);
+  g_test_add_func("/cli/run/regression", test_run_regression);
+  g_test_add_func("/cli/run/mlp_5_5_1", test_run_mlp);
+  g_test_add_func("/cli/run/fc_layers", test_run_fc_layers);
+  g_test_add_func("/cli/run/bad_feed_dtype", test_run_bad_feed_dtype);
+  g_test_add_func("/cli/run/bad_feed_shape", test_run_bad_feed_shape);
+  g_test_add_func("/cli/run/missing_fetch", test_run_missing_fetch);
+  g_test_add_func("/cli/run/corrupt_graph", test_run_corrupt_graph);
   return g_test_run();
 }

@@ -1,1 +1,453 @@
-/* weft.c: (being written) */
+/* weft.c: the `weft` command-line tool. One binary, several subcommands (a table below, so that
+ * later ones such as bench and demo slot in): `devices` and `plugins` report what this machine
+ * and its plugins offer, `run` imports a TensorFlow GraphDef and runs it in a local session.
+ *
+ * Exit status: 0 on success, 1 when the runtime reports an error (printed as
+ * "weft: error: CODE_NAME: message" on stderr), 2 for a command line that does not make sense. */
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/plugin.h"
+#include "weft/weft.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+typedef struct command {
+  const char *name;
+  const char *args;    /* the synopsis after the name */
+  const char *summary; /* one line for `weft help` */
+  int (*run)(int argc, char **argv);
+} command_t;
+
+static int cmd_devices(int argc, char **argv);
+static int cmd_plugins(int argc, char **argv);
+static int cmd_run(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const command_t commands[] = {
+    {"devices", "", "list the local devices, and the backends that found none", cmd_devices},
+    {"plugins", "", "list the plugins found, what each offers, and why any failed to load",
+     cmd_plugins},
+    {"run", "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]...",
+     "import a TensorFlow GraphDef and run it in a local session", cmd_run},
+    {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
+};
+
+static const command_t *find_command(const char *name) {
+  for (size_t k = 0; k < G_N_ELEMENTS(commands); k++) {
+    if (strcmp(commands[k].name, name) == 0) return &commands[k];
+  }
+  return NULL;
+}
+
+static void print_usage(FILE *out) {
+  fprintf(out, "Usage: weft COMMAND [OPTIONS]\n\nCommands:\n");
+  for (size_t k = 0; k < G_N_ELEMENTS(commands); k++)
+    fprintf(out, "  %-9s %s\n", commands[k].name, commands[k].summary);
+  fprintf(out,
+          "\nOptions:\n  --version  print the version\n  --help     show this help\n\n"
+          "Run 'weft help COMMAND' for the options of one command.\n");
+}
+
+/* Prints a runtime error the way every subcommand does, frees it, and gives the exit status. */
+static int report_status(weft_status_t *st) {
+  fprintf(stderr, "weft: error: %s: %s\n", weft_code_name(weft_status_code(st)),
+          weft_status_message(st));
+  weft_status_free(st);
+  return EXIT_RUNTIME;
+}
+
+static int usage_error(const char *command, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static int usage_error(const char *command, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "weft: error: %s\nTry 'weft help%s%s'.\n", msg, command ? " " : "",
+          command ? command : "");
+  g_free(msg);
+  return EXIT_USAGE;
+}
+
+/* Parses a subcommand's options; argv[0] is the subcommand's name. False (and the usage error
+ * printed) when the options are wrong or arguments are left over. */
+static bool parse_options(const char *command, GOptionEntry *entries, const char *summary,
+                          int *argc, char ***argv) {
+  char *param = g_strdup_printf("- %s", summary);
+  GOptionContext *ctx = g_option_context_new(param);
+  g_free(param);
+  char *prg = g_strdup_printf("weft %s", command);
+  g_set_prgname(prg);
+  g_free(prg);
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  bool ok = g_option_context_parse(ctx, argc, argv, &error);
+  if (!ok) {
+    usage_error(command, "%s", error->message);
+    g_error_free(error);
+  } else if (*argc > 1) {
+    usage_error(command, "unexpected argument '%s'", (*argv)[1]);
+    ok = false;
+  }
+  g_option_context_free(ctx);
+  return ok;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft devices */
+
+static char *format_memory(uint64_t bytes) {
+  if (bytes == 0) return g_strdup("memory unknown");
+  return g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+}
+
+static int cmd_devices(int argc, char **argv) {
+  GOptionEntry entries[] = {{NULL}};
+  if (!parse_options("devices", entries, "list the local devices", &argc, &argv))
+    return EXIT_USAGE;
+  weft_plugins_load_default();
+  int n = weft_devices_count();
+  /* Columns line up so a glance down the list compares devices. */
+  int w_name = 0, w_type = 0, w_desc = 0;
+  for (int k = 0; k < n; k++) {
+    const weft_device_info_t *d = weft_devices_get(k);
+    w_name = MAX(w_name, (int)strlen(d->name ? d->name : ""));
+    w_type = MAX(w_type, (int)strlen(d->device_type ? d->device_type : ""));
+    w_desc = MAX(w_desc, (int)strlen(d->description ? d->description : ""));
+  }
+  for (int k = 0; k < n; k++) {
+    const weft_device_info_t *d = weft_devices_get(k);
+    char *mem = format_memory(d->memory_bytes);
+    printf("%-*s  %-*s  %-*s  %s\n", w_name, d->name ? d->name : "", w_type,
+           d->device_type ? d->device_type : "", w_desc, d->description ? d->description : "",
+           mem);
+    g_free(mem);
+  }
+  const char **reasons = NULL;
+  int n_without = weft_backends_without_devices(&reasons);
+  for (int k = 0; k < n_without; k++) {
+    /* Reasons read "TYPE: why"; the type leads the line like a device type does. */
+    const char *r = reasons[k] ? reasons[k] : "";
+    const char *colon = strstr(r, ": ");
+    if (colon != NULL)
+      printf("%.*s: no devices (%s)\n", (int)(colon - r), r, colon + 2);
+    else
+      printf("%s: no devices\n", r);
+  }
+  if (n == 0 && n_without == 0)
+    printf("no devices: no backend plugin loaded (see 'weft plugins')\n");
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft plugins */
+
+static int cmd_plugins(int argc, char **argv) {
+  GOptionEntry entries[] = {{NULL}};
+  if (!parse_options("plugins", entries, "list the plugins", &argc, &argv)) return EXIT_USAGE;
+  /* The report below says why each plugin failed; the loader's warnings would say it twice. */
+  if (g_getenv("WEFT_LOG_LEVEL") == NULL && g_getenv("WEFT_LOG") == NULL)
+    g_setenv("WEFT_LOG_LEVEL", "error", TRUE);
+  weft_plugins_load_default();
+  int n = weft_plugins_count();
+  if (n == 0) {
+    printf("no plugins found (searched the build and install plugin folders and "
+           "WEFT_PLUGIN_PATH)\n");
+  }
+  for (int k = 0; k < n; k++) {
+    const weft_plugin_record_t *r = weft_plugins_get(k);
+    if (r == NULL) continue;
+    const char *path = r->path ? r->path : "?";
+    if (r->error != NULL) {
+      /* Loader messages start with the path; the line already does. */
+      const char *why = r->error;
+      size_t plen = strlen(path);
+      if (strncmp(why, path, plen) == 0 && strncmp(why + plen, ": ", 2) == 0) why += plen + 2;
+      printf("%s  FAILED: %s\n", path, why);
+      continue;
+    }
+    const char *types = r->device_types && *r->device_types ? r->device_types : "-";
+    printf("%s  %s %s  ABI %u.%u  devices: %s  kernels: %d  ops: %d\n", path,
+           r->name ? r->name : "?", r->version ? r->version : "?", r->abi_major, r->abi_minor,
+           types, r->n_kernels, r->n_ops);
+  }
+  /* A report, not a check: failed plugins are listed above and do not fail the command. */
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft run */
+
+typedef struct feed_spec {
+  char *arg;           /* as given, for messages */
+  char *tensor_name;   /* "x" or "x:1" */
+  char *node_name;
+  int index;
+  weft_dtype_t dtype;  /* WEFT_DT_INVALID: take the node's */
+  const char *value;   /* JSON, inside arg */
+} feed_spec_t;
+
+static bool all_digits(const char *s) {
+  if (*s == '\0') return false;
+  for (; *s; s++) {
+    if (!g_ascii_isdigit(*s)) return false;
+  }
+  return true;
+}
+
+/* "name[:index][:dtype]=value". A node name never holds ':' or '=', so the first '=' ends the
+ * name part and its ':'-separated fields after the name are an index (digits) or a dtype. */
+static bool parse_feed(const char *arg, feed_spec_t *f, char **why) {
+  memset(f, 0, sizeof(*f));
+  f->arg = g_strdup(arg);
+  const char *eq = strchr(arg, '=');
+  if (eq == NULL) {
+    *why = g_strdup_printf("--feed '%s' has no '=': write NAME=VALUE", arg);
+    return false;
+  }
+  f->value = f->arg + (eq - arg) + 1;
+  char *left = g_strndup(arg, (gsize)(eq - arg));
+  char **parts = g_strsplit(left, ":", -1);
+  g_free(left);
+  bool ok = parts[0] != NULL && parts[0][0] != '\0';
+  bool have_index = false, have_dtype = false;
+  if (!ok) *why = g_strdup_printf("--feed '%s' has no tensor name before '='", arg);
+  for (int k = 1; ok && parts[k] != NULL; k++) {
+    if (all_digits(parts[k]) && !have_index && !have_dtype && strlen(parts[k]) < 9) {
+      f->index = atoi(parts[k]);
+      have_index = true;
+    } else if (!have_dtype && weft_dtype_from_name(parts[k], &f->dtype)) {
+      have_dtype = true;
+    } else {
+      *why = g_strdup_printf("--feed '%s': '%s' is neither an output index nor a known dtype "
+                             "(write NAME[:INDEX][:DTYPE]=VALUE, e.g. x:0:int32=[1,2])",
+                             arg, parts[k]);
+      ok = false;
+    }
+  }
+  if (ok && *f->value == '\0') {
+    *why = g_strdup_printf("--feed '%s' has no value after '='", arg);
+    ok = false;
+  }
+  if (ok) {
+    f->node_name = g_strdup(parts[0]);
+    f->tensor_name =
+        f->index > 0 ? g_strdup_printf("%s:%d", parts[0], f->index) : g_strdup(parts[0]);
+  }
+  g_strfreev(parts);
+  return ok;
+}
+
+static void feed_spec_clear(feed_spec_t *f) {
+  g_free(f->arg);
+  g_free(f->tensor_name);
+  g_free(f->node_name);
+}
+
+/* `"name"` as JSON text, escaped by json-glib. */
+static char *json_quote(const char *s) {
+  JsonNode *node = json_node_new(JSON_NODE_VALUE);
+  json_node_set_string(node, s);
+  char *out = json_to_string(node, FALSE);
+  json_node_unref(node);
+  return out;
+}
+
+static int print_fetches(char **fetches, weft_tensor_t **values, int n, bool as_json,
+                         int max_elements) {
+  if (!as_json) {
+    for (int k = 0; k < n; k++) {
+      char *text = weft_tensor_to_string(values[k], max_elements);
+      printf("%s = %s\n", fetches[k], text);
+      free(text);
+    }
+    return 0;
+  }
+  /* The tensors' own JSON is pasted in unchanged, so numbers print exactly as
+   * weft_tensor_to_json writes them. */
+  GString *out = g_string_new("{");
+  for (int k = 0; k < n; k++) {
+    char *key = json_quote(fetches[k]);
+    char *value = weft_tensor_to_json(values[k]);
+    g_string_append_printf(out, "%s%s: %s", k ? ", " : "", key, value ? value : "null");
+    g_free(key);
+    free(value);
+  }
+  g_string_append(out, "}\n");
+  fputs(out->str, stdout);
+  g_string_free(out, TRUE);
+  return 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+  char *graph_path = NULL;
+  char **feed_args = NULL, **fetches = NULL, **targets = NULL;
+  gboolean log_placement = FALSE, soft_placement = FALSE, as_json = FALSE;
+  int max_elements = 100;
+  GOptionEntry entries[] = {
+      {"graph", 'g', 0, G_OPTION_ARG_FILENAME, &graph_path, "GraphDef to run (binary protobuf)",
+       "FILE.pb"},
+      {"feed", 'f', 0, G_OPTION_ARG_STRING_ARRAY, &feed_args,
+       "feed a tensor: VALUE is a JSON number or nested array; DTYPE defaults to the node's "
+       "(e.g. x=2, x:0=[1,2], x:int32=[[1,2],[3,4]])",
+       "NAME[:INDEX][:DTYPE]=VALUE"},
+      {"fetch", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fetches, "print this tensor", "NAME[:INDEX]"},
+      {"target", 't', 0, G_OPTION_ARG_STRING_ARRAY, &targets, "run this node for its effects",
+       "NODE"},
+      {"log-device-placement", 0, 0, G_OPTION_ARG_NONE, &log_placement,
+       "log the device each node is placed on", NULL},
+      {"allow-soft-placement", 0, 0, G_OPTION_ARG_NONE, &soft_placement,
+       "place a node elsewhere when its requested device has no kernel for it", NULL},
+      {"json", 'j', 0, G_OPTION_ARG_NONE, &as_json,
+       "print one JSON object {NAME: {dtype, shape, values}}", NULL},
+      {"max-elements", 0, 0, G_OPTION_ARG_INT, &max_elements,
+       "elements printed per tensor without --json (-1: all)", "N"},
+      {NULL}};
+  int status = EXIT_USAGE;
+  int n_feeds = 0, n_fetches = 0, n_targets = 0;
+  feed_spec_t *feeds = NULL;
+  weft_graph_t *graph = NULL;
+  weft_tensor_t **feed_values = NULL, **fetch_values = NULL;
+  const char **feed_names = NULL;
+  weft_session_t *session = NULL;
+  weft_session_options_t *opts = NULL;
+  weft_status_t *st = NULL;
+
+  if (!parse_options("run", entries, "import a GraphDef and run it", &argc, &argv)) goto out;
+  if (graph_path == NULL) {
+    usage_error("run", "--graph FILE.pb is required");
+    goto out;
+  }
+  n_feeds = feed_args ? (int)g_strv_length(feed_args) : 0;
+  n_fetches = fetches ? (int)g_strv_length(fetches) : 0;
+  n_targets = targets ? (int)g_strv_length(targets) : 0;
+  if (n_fetches == 0 && n_targets == 0) {
+    usage_error("run", "nothing to run: give at least one --fetch or --target");
+    goto out;
+  }
+  feeds = g_new0(feed_spec_t, n_feeds + 1);
+  for (int k = 0; k < n_feeds; k++) {
+    char *why = NULL;
+    if (!parse_feed(feed_args[k], &feeds[k], &why)) {
+      usage_error("run", "%s", why);
+      g_free(why);
+      goto out;
+    }
+  }
+
+  status = EXIT_RUNTIME;
+  graph = weft_graph_new();
+  st = weft_graph_import_graphdef_file(graph, graph_path, NULL);
+  if (st) {
+    status = report_status(st);
+    goto out;
+  }
+  weft_plugins_load_default();
+
+  feed_values = g_new0(weft_tensor_t *, n_feeds + 1);
+  feed_names = g_new0(const char *, n_feeds + 1);
+  for (int k = 0; k < n_feeds; k++) {
+    feed_spec_t *f = &feeds[k];
+    weft_dtype_t dtype = f->dtype;
+    /* Without a dtype the value takes the one the graph declares (a Placeholder's dtype), so
+     * `--feed a=2` feeds 2.0 to a float placeholder rather than an int32 2. */
+    weft_node_t *node = weft_graph_node(graph, f->node_name);
+    if (dtype == WEFT_DT_INVALID && node != NULL && f->index < weft_node_num_outputs(node)) {
+      int declared = (int)weft_node_output_dtype(node, f->index);
+      if (declared > WEFT_DT_REF_OFFSET) declared -= WEFT_DT_REF_OFFSET;
+      dtype = (weft_dtype_t)declared;
+    }
+    st = NULL;
+    feed_values[k] = weft_tensor_from_json(f->value, dtype, &st);
+    if (feed_values[k] == NULL || st != NULL) {
+      if (st == NULL)
+        st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not read the value '%s'", f->value);
+      status = report_status(weft_status_prefix(st, "--feed %s", f->arg));
+      goto out;
+    }
+    feed_names[k] = f->tensor_name;
+  }
+
+  opts = weft_session_options_new();
+  weft_session_options_set_log_device_placement(opts, log_placement);
+  weft_session_options_set_allow_soft_placement(opts, soft_placement);
+  st = NULL;
+  session = weft_session_new(graph, opts, &st);
+  weft_session_options_free(opts);
+  if (session == NULL || st != NULL) {
+    if (st == NULL) st = weft_status_new(WEFT_INTERNAL, "could not open a session");
+    status = report_status(st);
+    goto out;
+  }
+  fetch_values = g_new0(weft_tensor_t *, n_fetches + 1);
+  st = weft_session_run(session, feed_names, feed_values, n_feeds, (const char *const *)fetches,
+                        fetch_values, n_fetches, (const char *const *)targets, n_targets);
+  if (st) {
+    status = report_status(st);
+    goto out;
+  }
+  status = print_fetches(fetches, fetch_values, n_fetches, as_json, max_elements);
+
+out:
+  for (int k = 0; fetch_values && k < n_fetches; k++) weft_tensor_unref(fetch_values[k]);
+  g_free(fetch_values);
+  weft_session_free(session);
+  for (int k = 0; feed_values && k < n_feeds; k++) weft_tensor_unref(feed_values[k]);
+  g_free(feed_values);
+  g_free(feed_names);
+  weft_graph_free(graph);
+  for (int k = 0; feeds && k < n_feeds; k++) feed_spec_clear(&feeds[k]);
+  g_free(feeds);
+  g_free(graph_path);
+  g_strfreev(feed_args);
+  g_strfreev(fetches);
+  g_strfreev(targets);
+  return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft help */
+
+static int cmd_help(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stdout);
+    return 0;
+  }
+  const command_t *c = find_command(argv[1]);
+  if (c == NULL) return usage_error(NULL, "unknown command '%s'", argv[1]);
+  if (c->run == cmd_help) {
+    print_usage(stdout);
+    return 0;
+  }
+  /* Each command's GOptionContext knows its options; --help makes it print them. */
+  char *args[] = {(char *)c->name, (char *)"--help", NULL};
+  return c->run(2, args);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+    printf("weft %s (plugin ABI %d.%d)\n", WEFT_VERSION, WEFT_ABI_MAJOR, WEFT_ABI_MINOR);
+    return 0;
+  }
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+    print_usage(stdout);
+    return 0;
+  }
+  const command_t *c = find_command(name);
+  if (c == NULL) return usage_error(NULL, "unknown command '%s'", name);
+  /* The subcommand sees itself as argv[0], as GOptionContext expects. */
+  return c->run(argc - 1, argv + 1);
+}

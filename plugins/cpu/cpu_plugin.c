@@ -1,1 +1,181 @@
-/* cpu_plugin.c: (being written) */
+/* cpu_plugin.c: the CPU plugin's entry point (weft_plugin_entry), its init, and the CPU device
+ * backend: one host-memory device whose allocations are 64-byte-aligned malloc and whose copies
+ * are memcpy. Kernels live in the other cpu_*.c files and register from here. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Backend */
+
+/* The single CPU device needs no per-device state; a non-NULL handle marks it open. */
+static int cpu_device_token;
+
+static int cpu_device_count(void *backend_state, const char **why_none) {
+  (void)backend_state;
+  if (why_none != NULL) *why_none = NULL;
+  return 1;
+}
+
+/* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "host CPU" where it cannot be read. */
+static void cpu_model_name(char *out, size_t len) {
+  snprintf(out, len, "host CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    char *colon = strchr(line, ':');
+    if (colon == NULL) break;
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == '\n' || v[n - 1] == '\r' || v[n - 1] == ' ')) v[--n] = '\0';
+    if (n > 0) snprintf(out, len, "%s", v);
+    break;
+  }
+  fclose(f);
+}
+
+static weft_status_t *cpu_device_properties(void *backend_state, int ordinal,
+                                            weft_device_props_t *out) {
+  (void)backend_state;
+  if (ordinal != 0)
+    return weft__cpu_host->status_new(WEFT_INVALID_ARGUMENT,
+                                      "CPU backend has one device (ordinal 0), asked for %d",
+                                      ordinal);
+  size_t size = out->struct_size;
+  memset(out, 0, size < sizeof *out ? size : sizeof *out);
+  out->struct_size = size;
+  char model[96];
+  cpu_model_name(model, sizeof model);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  snprintf(out->description, sizeof out->description, "%s, %ld core%s", model, cores,
+           cores == 1 ? "" : "s");
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGESIZE);
+  out->memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
+  out->compute_capability[0] = '\0';
+  out->bus_id[0] = '\0';
+  out->host_accessible = 1;
+  return NULL;
+}
+
+static weft_status_t *cpu_device_open(void *backend_state, int ordinal,
+                                      const weft_device_options_t *opts, void **device) {
+  (void)backend_state;
+  (void)opts; /* memory fraction and growth are GPU notions; host memory is taken on demand */
+  if (ordinal != 0)
+    return weft__cpu_host->status_new(WEFT_INVALID_ARGUMENT,
+                                      "CPU backend has one device (ordinal 0), asked for %d",
+                                      ordinal);
+  *device = &cpu_device_token;
+  return NULL;
+}
+
+static void cpu_device_close(void *device) { (void)device; }
+
+static weft_status_t *cpu_alloc(void *device, size_t nbytes, void **ptr) {
+  (void)device;
+  if (nbytes == 0) {
+    *ptr = NULL;
+    return NULL;
+  }
+  /* 64 bytes: a cache line and a full AVX-512 vector, so vector loops start aligned. */
+  void *p = NULL;
+  if (posix_memalign(&p, 64, nbytes) != 0 || p == NULL)
+    return weft__cpu_host->status_new(WEFT_RESOURCE_EXHAUSTED,
+                                      "CPU: out of memory allocating %zu bytes", nbytes);
+  *ptr = p;
+  return NULL;
+}
+
+static void cpu_free(void *device, void *ptr) {
+  (void)device;
+  free(ptr);
+}
+
+static weft_status_t *cpu_copy(void *device, void *dst, const void *src, size_t nbytes) {
+  (void)device;
+  if (nbytes > 0 && dst != src) memmove(dst, src, nbytes);
+  return NULL;
+}
+
+static weft_status_t *cpu_synchronize(void *device) {
+  (void)device; /* every CPU kernel has finished when it returns */
+  return NULL;
+}
+
+static const weft_backend_t cpu_backend = {
+    .struct_size = sizeof(weft_backend_t),
+    .device_type = WEFT_CPU_DEVICE_TYPE,
+    .device_class = WEFT_DEVICE_CPU_LIKE,
+    .priority = 0,
+    .backend_state = NULL,
+    .device_count = cpu_device_count,
+    .device_properties = cpu_device_properties,
+    .device_open = cpu_device_open,
+    .device_close = cpu_device_close,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_to_device = cpu_copy,
+    .copy_from_device = cpu_copy,
+    .copy_device_to_device = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .memory_usage = NULL,
+    .backend_shutdown = NULL,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Plugin */
+
+static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *registrar,
+                               void **plugin_state) {
+  *plugin_state = NULL;
+  /* Every host function used here exists in ABI 1.0; a host table shorter than that cannot be
+   * trusted for any of them. */
+  if (host->struct_size < sizeof(weft_host_t)) {
+    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
+      return host->status_new(WEFT_FAILED_PRECONDITION,
+                              "CPU plugin: host table too small (%zu < %zu bytes)",
+                              host->struct_size, sizeof(weft_host_t));
+    return NULL; /* cannot even report it; register nothing */
+  }
+  weft__cpu_host = host;
+  if (registrar->struct_size < sizeof(weft_registrar_t))
+    return host->status_new(WEFT_FAILED_PRECONDITION,
+                            "CPU plugin: registrar table too small (%zu < %zu bytes)",
+                            registrar->struct_size, sizeof(weft_registrar_t));
+  CPU_TRY(registrar->register_backend(registrar->ctx, &cpu_backend));
+  CPU_TRY(weft__cpu_register_state(registrar));
+  CPU_TRY(weft__cpu_register_elementwise(registrar));
+  CPU_TRY(weft__cpu_register_binary(registrar));
+  CPU_TRY(weft__cpu_register_reduce(registrar));
+  CPU_TRY(weft__cpu_register_matmul(registrar));
+  CPU_TRY(weft__cpu_register_nn(registrar));
+  CPU_TRY(weft__cpu_register_array(registrar));
+  CPU_TRY(weft__cpu_register_shape(registrar));
+  CPU_TRY(weft__cpu_register_random(registrar));
+  CPU_TRY(weft__cpu_register_cast(registrar));
+  CPU_TRY(weft__cpu_register_train(registrar));
+  return NULL;
+}
+
+static const weft_plugin_info_t cpu_plugin_info = {
+    .struct_size = sizeof(weft_plugin_info_t),
+    .abi_major = WEFT_ABI_MAJOR,
+    .abi_minor = WEFT_ABI_MINOR,
+    .name = WEFT_CPU_PLUGIN_NAME,
+    .version = "0.1.0",
+    .init = cpu_init,
+    .shutdown = NULL,
+};
+
+WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void);
+
+WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void) { return &cpu_plugin_info; }

@@ -1,2 +1,6 @@
-/* broken plugin no_entry (being written) */
-int weft_broken_placeholder_no_entry(void); int weft_broken_placeholder_no_entry(void) { return 0; }
+/* A shared object that is not a Weft plugin: it lacks the entry symbol. The loader must report it
+ * and carry on. */
+#include "weft/plugin.h"
+
+WEFT_PLUGIN_EXPORT int weft_not_the_entry(void);
+WEFT_PLUGIN_EXPORT int weft_not_the_entry(void) { return 42; }

@@ -80,6 +80,12 @@ weft_dtype_t weft__dtype_base(int dtype);
 bool weft__dtype_is_valid(int dtype);
 /* "DT_FLOAT" style names used by op specs and error messages parsing ("float" accepted too). */
 bool weft__dtype_from_spec_name(const char *name, weft_dtype_t *out);
+/* IEEE half and bfloat16 bit patterns to and from float: round to nearest even, overflow to inf,
+ * NaN stays NaN (quiet). */
+float weft__half_to_float(uint16_t bits);
+uint16_t weft__float_to_half(float value);
+float weft__bfloat16_to_float(uint16_t bits);
+uint16_t weft__float_to_bfloat16(float value);
 
 /* Shapes. */
 int64_t weft__shape_num_elements(int rank, const int64_t *dims); /* -1 if any dim unknown */

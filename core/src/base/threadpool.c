@@ -1,1 +1,191 @@
-/* threadpool.c: (being written) */
+/* threadpool.c: the inter-op and intra-op thread pools and the parallel-for kernels use to split
+ * work. The caller of parallel_for works through the chunks itself, so a kernel running on a pool
+ * thread can call it without waiting on threads that may all be busy. */
+#include "base_internal.h"
+
+struct weft__threadpool {
+  GThreadPool *pool;
+  int n_threads;
+  char *name;
+};
+
+typedef struct {
+  void (*fn)(void *arg);
+  void *arg;
+} pool_task_t;
+
+static void run_pool_task(gpointer data, gpointer user_data) {
+  pool_task_t *task = data;
+  task->fn(task->arg);
+  g_free(task);
+}
+
+int weft__num_cores(void) {
+  int n = (int)g_get_num_processors();
+  return n > 0 ? n : 1;
+}
+
+weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name) {
+  if (n_threads <= 0) n_threads = weft__num_cores();
+  weft__threadpool_t *pool = g_new0(weft__threadpool_t, 1);
+  pool->n_threads = n_threads;
+  pool->name = g_strdup(name != NULL ? name : "weft");
+  GError *error = NULL;
+  /* Exclusive threads: started now and kept, so a step never waits for thread creation. */
+  pool->pool = g_thread_pool_new(run_pool_task, pool, n_threads, TRUE, &error);
+  if (pool->pool == NULL) {
+    /* Without threads the pool still works: schedule() and parallel_for run inline. */
+    weft__log(WEFT_LOG_WARNING, "threadpool", "cannot start %d threads for pool %s: %s",
+              n_threads, pool->name, error != NULL ? error->message : "unknown error");
+    g_clear_error(&error);
+    pool->n_threads = 1;
+  }
+  return pool;
+}
+
+void weft__threadpool_free(weft__threadpool_t *pool) {
+  if (pool == NULL) return;
+  /* Let queued tasks finish: they may hold references to state their submitters wait on. */
+  if (pool->pool != NULL) g_thread_pool_free(pool->pool, FALSE, TRUE);
+  g_free(pool->name);
+  g_free(pool);
+}
+
+int weft__threadpool_size(const weft__threadpool_t *pool) {
+  return pool != NULL ? pool->n_threads : 1;
+}
+
+void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), void *arg) {
+  if (fn == NULL) return;
+  if (pool == NULL || pool->pool == NULL) {
+    fn(arg);
+    return;
+  }
+  pool_task_t *task = g_new(pool_task_t, 1);
+  task->fn = fn;
+  task->arg = arg;
+  GError *error = NULL;
+  if (!g_thread_pool_push(pool->pool, task, &error)) {
+    g_clear_error(&error);
+    g_free(task);
+    fn(arg);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * parallel_for */
+
+/* Work below this many cycles is not worth waking another thread for. */
+#define MIN_CYCLES_PER_CHUNK 10000
+/* Chunks per participating thread: more than one evens out uneven chunk costs. */
+#define CHUNKS_PER_THREAD 4
+
+typedef struct {
+  gint refcount; /* the caller and every queued helper; the last one frees */
+  gint next_chunk;
+  gint chunks_done;
+  int n_chunks;
+  int64_t chunk_size;
+  int64_t total;
+  weft_range_fn fn;
+  void *arg;
+  GMutex lock;
+  GCond cond;
+  bool finished;
+} pfor_state_t;
+
+static void pfor_unref(pfor_state_t *state) {
+  if (!g_atomic_int_dec_and_test(&state->refcount)) return;
+  g_mutex_clear(&state->lock);
+  g_cond_clear(&state->cond);
+  g_free(state);
+}
+
+static void pfor_work(pfor_state_t *state) {
+  for (;;) {
+    int chunk = g_atomic_int_add(&state->next_chunk, 1);
+    if (chunk >= state->n_chunks) return;
+    int64_t begin = (int64_t)chunk * state->chunk_size;
+    int64_t end = begin + state->chunk_size;
+    if (end > state->total) end = state->total;
+    state->fn(state->arg, begin, end);
+    if (g_atomic_int_add(&state->chunks_done, 1) + 1 == state->n_chunks) {
+      g_mutex_lock(&state->lock);
+      state->finished = true;
+      g_cond_signal(&state->cond);
+      g_mutex_unlock(&state->lock);
+    }
+  }
+}
+
+static void pfor_helper(void *arg) {
+  pfor_state_t *state = arg;
+  pfor_work(state);
+  pfor_unref(state);
+}
+
+void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
+                        weft_range_fn fn, void *arg) {
+  if (total <= 0 || fn == NULL) return;
+  if (cost_per_unit < 1) cost_per_unit = 1;
+  if (cost_per_unit > ((int64_t)1 << 40)) cost_per_unit = (int64_t)1 << 40;
+  int n_threads = weft__threadpool_size(pool);
+  /* Compared by division so that total * cost_per_unit cannot overflow. */
+  int64_t min_units = (MIN_CYCLES_PER_CHUNK + cost_per_unit - 1) / cost_per_unit;
+  if (pool == NULL || pool->pool == NULL || n_threads <= 1 || total <= min_units) {
+    fn(arg, 0, total);
+    return;
+  }
+
+  /* Chunks of at least MIN_CYCLES_PER_CHUNK of work, and at most CHUNKS_PER_THREAD per thread
+   * (the caller counts as one). */
+  int64_t max_chunks = (int64_t)CHUNKS_PER_THREAD * (n_threads + 1);
+  int64_t chunk_size = (total + max_chunks - 1) / max_chunks;
+  if (chunk_size < min_units) chunk_size = min_units;
+  int64_t n_chunks = (total + chunk_size - 1) / chunk_size;
+  if (n_chunks <= 1) {
+    fn(arg, 0, total);
+    return;
+  }
+
+  pfor_state_t *state = g_new0(pfor_state_t, 1);
+  state->n_chunks = (int)n_chunks;
+  state->chunk_size = chunk_size;
+  state->total = total;
+  state->fn = fn;
+  state->arg = arg;
+  g_mutex_init(&state->lock);
+  g_cond_init(&state->cond);
+  int n_helpers = n_threads < n_chunks - 1 ? n_threads : (int)n_chunks - 1;
+  state->refcount = 1 + n_helpers;
+  for (int i = 0; i < n_helpers; i++) weft__threadpool_schedule(pool, pfor_helper, state);
+
+  pfor_work(state);
+
+  /* Every chunk is claimed now; wait for those still running on helpers. */
+  g_mutex_lock(&state->lock);
+  while (!state->finished) g_cond_wait(&state->cond, &state->lock);
+  g_mutex_unlock(&state->lock);
+  pfor_unref(state);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Process-wide pools: created on first use with the first caller's size, never freed. */
+
+static gpointer make_inter_op_pool(gpointer data) {
+  return weft__threadpool_new(GPOINTER_TO_INT(data), "inter-op");
+}
+
+static gpointer make_intra_op_pool(gpointer data) {
+  return weft__threadpool_new(GPOINTER_TO_INT(data), "intra-op");
+}
+
+weft__threadpool_t *weft__default_inter_op_pool(int n_threads) {
+  static GOnce once = G_ONCE_INIT;
+  return g_once(&once, make_inter_op_pool, GINT_TO_POINTER(n_threads));
+}
+
+weft__threadpool_t *weft__default_intra_op_pool(int n_threads) {
+  static GOnce once = G_ONCE_INIT;
+  return g_once(&once, make_intra_op_pool, GINT_TO_POINTER(n_threads));
+}

@@ -1,1 +1,455 @@
-/* executor.c: (being written) */
+/* The executor: runs a placed set of nodes once per step by dependency counting. Each node's
+ * pending count is its number of data and control inputs produced inside the step; nodes whose
+ * count reaches zero run on the inter-op pool, except one per finishing node, which the same
+ * thread runs next (a chain never pays for a thread hop). Inputs move to the consuming kernel's
+ * device (or host memory for host-memory args) as they are bound. The first failing kernel
+ * cancels the step: nothing new starts, and the error names the node, op and device. */
+#include "exec_internal.h"
+
+#include <string.h>
+
+typedef struct out_edge {
+  int dst;      /* executor node index */
+  int dst_slot; /* -1: control edge */
+  int src_slot;
+} out_edge_t;
+
+typedef struct fetch_ref {
+  int fetch;    /* index into fetches */
+  int output;
+} fetch_ref_t;
+
+typedef struct exec_node {
+  const weft_node_t *node;
+  weft__kernel_instance_t *kinst;
+  int input_base;
+  int initial_pending;
+  out_edge_t *edges;
+  int n_edges;
+  fetch_ref_t *fetches;
+  int n_fetches;
+  bool *input_in_host_memory; /* per input */
+  bool *input_is_ref;         /* per input: the kernel wants the reference itself */
+} exec_node_t;
+
+typedef struct feed_target {
+  int feed;
+  int slot; /* absolute input slot */
+} feed_target_t;
+
+struct weft__executor {
+  int n_nodes;
+  exec_node_t *nodes;
+  int total_inputs;
+  int *roots;
+  int n_roots;
+  feed_target_t *feed_targets;
+  int n_feed_targets;
+  int n_fetches;
+  int *fetch_from_feed; /* per fetch: feed index or -1 */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Building */
+
+weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__executor_t **out) {
+  weft__executor_t *ex = g_new0(weft__executor_t, 1);
+  ex->n_nodes = (int)p->nodes->len;
+  ex->nodes = g_new0(exec_node_t, ex->n_nodes > 0 ? ex->n_nodes : 1);
+  GHashTable *index_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (int k = 0; k < ex->n_nodes; k++) {
+    exec_node_t *en = &ex->nodes[k];
+    en->node = p->nodes->pdata[k];
+    en->kinst = p->kernels[k];
+    en->input_base = ex->total_inputs;
+    ex->total_inputs += en->node->n_inputs;
+    g_hash_table_insert(index_of, (gpointer)en->node, GINT_TO_POINTER(k + 1));
+  }
+
+  GArray **edges = g_new0(GArray *, ex->n_nodes > 0 ? ex->n_nodes : 1);
+  GArray **fetches = g_new0(GArray *, ex->n_nodes > 0 ? ex->n_nodes : 1);
+  for (int k = 0; k < ex->n_nodes; k++) {
+    edges[k] = g_array_new(FALSE, FALSE, sizeof(out_edge_t));
+    fetches[k] = g_array_new(FALSE, FALSE, sizeof(fetch_ref_t));
+  }
+  GArray *feed_targets = g_array_new(FALSE, FALSE, sizeof(feed_target_t));
+
+  for (int k = 0; k < ex->n_nodes; k++) {
+    exec_node_t *en = &ex->nodes[k];
+    const weft_node_t *n = en->node;
+    en->input_in_host_memory = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
+    en->input_is_ref = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
+    for (int i = 0; i < n->n_inputs; i++) {
+      en->input_is_ref[i] = weft__dtype_is_ref(n->input_types[i]);
+      en->input_in_host_memory[i] =
+          en->kinst && weft__kernel_arg_in_host_memory(en->kinst->kernel, n, false, i);
+      const weft__edge_t *e = &n->inputs[i];
+      int fed = -1;
+      for (int f = 0; f < p->n_feeds && fed < 0; f++)
+        if (p->feeds[f].node == e->src && p->feeds[f].index == e->src_index) fed = f;
+      if (fed >= 0) {
+        feed_target_t ft = {fed, en->input_base + i};
+        g_array_append_val(feed_targets, ft);
+        continue;
+      }
+      int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, e->src)) - 1;
+      if (src < 0) {
+        weft_status_t *st = weft_status_new(WEFT_INTERNAL,
+                                            "Executor: input %d of node '%s' comes from '%s', "
+                                            "which is not part of the step", i, n->name, e->src->name);
+        g_hash_table_destroy(index_of);
+        for (int j = 0; j < ex->n_nodes; j++) {
+          g_array_free(edges[j], TRUE);
+          g_array_free(fetches[j], TRUE);
+        }
+        g_free(edges);
+        g_free(fetches);
+        g_array_free(feed_targets, TRUE);
+        weft__executor_free(ex);
+        return st;
+      }
+      out_edge_t oe = {k, i, e->src_index};
+      g_array_append_val(edges[src], oe);
+      en->initial_pending++;
+    }
+    for (guint c = 0; c < n->control_inputs->len; c++) {
+      int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, n->control_inputs->pdata[c])) - 1;
+      if (src < 0) continue; /* a control input that is not part of this step (it was fed) */
+      out_edge_t oe = {k, -1, -1};
+      g_array_append_val(edges[src], oe);
+      en->initial_pending++;
+    }
+  }
+
+  ex->n_fetches = p->n_fetches;
+  ex->fetch_from_feed = g_new0(int, p->n_fetches > 0 ? p->n_fetches : 1);
+  for (int f = 0; f < p->n_fetches; f++) {
+    ex->fetch_from_feed[f] = -1;
+    for (int d = 0; d < p->n_feeds; d++) {
+      if (p->feeds[d].node == p->fetches[f].node && p->feeds[d].index == p->fetches[f].index) {
+        ex->fetch_from_feed[f] = d;
+        break;
+      }
+    }
+    if (ex->fetch_from_feed[f] >= 0) continue;
+    int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, p->fetches[f].node)) - 1;
+    if (src >= 0) {
+      fetch_ref_t fr = {f, p->fetches[f].index};
+      g_array_append_val(fetches[src], fr);
+    }
+  }
+
+  GArray *roots = g_array_new(FALSE, FALSE, sizeof(int));
+  for (int k = 0; k < ex->n_nodes; k++) {
+    exec_node_t *en = &ex->nodes[k];
+    en->n_edges = (int)edges[k]->len;
+    en->edges = (out_edge_t *)(void *)g_array_free(edges[k], FALSE);
+    en->n_fetches = (int)fetches[k]->len;
+    en->fetches = (fetch_ref_t *)(void *)g_array_free(fetches[k], FALSE);
+    if (en->initial_pending == 0) g_array_append_val(roots, k);
+  }
+  g_free(edges);
+  g_free(fetches);
+  ex->n_roots = (int)roots->len;
+  ex->roots = (int *)(void *)g_array_free(roots, FALSE);
+  ex->n_feed_targets = (int)feed_targets->len;
+  ex->feed_targets = (feed_target_t *)(void *)g_array_free(feed_targets, FALSE);
+  g_hash_table_destroy(index_of);
+  *out = ex;
+  return NULL;
+}
+
+void weft__executor_free(weft__executor_t *ex) {
+  if (!ex) return;
+  for (int k = 0; k < ex->n_nodes; k++) {
+    g_free(ex->nodes[k].edges);
+    g_free(ex->nodes[k].fetches);
+    g_free(ex->nodes[k].input_in_host_memory);
+    g_free(ex->nodes[k].input_is_ref);
+  }
+  g_free(ex->nodes);
+  g_free(ex->roots);
+  g_free(ex->feed_targets);
+  g_free(ex->fetch_from_feed);
+  g_free(ex);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running a step */
+
+typedef struct step {
+  weft__executor_t *ex;
+  const weft__run_args_t *args;
+  weft__value_t *inputs;
+  gint *pending;
+  weft_tensor_t **fetched;
+  gint outstanding;
+  gint cancelled;
+  GMutex lock;
+  GCond done_cond;
+  bool done;
+  weft_status_t *error;
+} step_t;
+
+typedef struct task {
+  step_t *step;
+  int node;
+} task_t;
+
+static void value_clear(weft__value_t *v) {
+  weft_tensor_unref(v->tensor);
+  weft__variable_unref(v->ref);
+  v->tensor = NULL;
+  v->ref = NULL;
+}
+
+static void record_error(step_t *s, weft_status_t *st) {
+  g_mutex_lock(&s->lock);
+  if (!s->error) s->error = st;
+  else weft_status_free(st);
+  g_mutex_unlock(&s->lock);
+  g_atomic_int_set(&s->cancelled, 1);
+}
+
+static const char *device_name_of(const exec_node_t *en) {
+  return (en->kinst && en->kinst->device) ? en->kinst->device->name : "<no device>";
+}
+
+/* Binds input i of a node: dereferences a ref where the kernel wants a value and moves the tensor
+ * to where the kernel reads it. */
+static weft_status_t *bind_input(step_t *s, const exec_node_t *en, int i) {
+  weft__value_t *v = &s->inputs[en->input_base + i];
+  if (en->input_is_ref[i]) {
+    if (!v->ref) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "Input %d of node '%s' (%s) must be a reference",
+                             i, en->node->name, en->node->op_name);
+    }
+    return NULL;
+  }
+  if (v->ref) {
+    weft__variable_t *var = v->ref;
+    g_rec_mutex_lock(&var->lock);
+    weft_tensor_t *t = var->value ? weft_tensor_ref(var->value) : NULL;
+    g_rec_mutex_unlock(&var->lock);
+    if (!t) {
+      return weft_status_new(WEFT_FAILED_PRECONDITION,
+                             "Attempting to use uninitialized value %s (input %d of node '%s')",
+                             var->name, i, en->node->name);
+    }
+    v->ref = NULL;
+    weft__variable_unref(var);
+    v->tensor = t;
+  }
+  if (!v->tensor) {
+    return weft_status_new(WEFT_INTERNAL, "Input %d of node '%s' has no value", i, en->node->name);
+  }
+  weft__device_t *want = en->kinst ? en->kinst->device : NULL;
+  if (en->input_in_host_memory[i] || (want && want->props.host_accessible)) want = NULL;
+  weft__device_t *have = v->tensor->buffer->device;
+  bool have_host = weft__buffer_host_accessible(v->tensor->buffer);
+  if ((want == NULL && have_host) || want == have) return NULL;
+  weft_tensor_t *moved = NULL;
+  weft_status_t *st = weft__tensor_to_device(v->tensor, want, &moved);
+  if (st) return st;
+  weft_tensor_unref(v->tensor);
+  v->tensor = moved;
+  return NULL;
+}
+
+static void store_fetch(step_t *s, int fetch, const weft__value_t *v, const exec_node_t *en) {
+  weft_tensor_t *t = NULL;
+  if (v->ref) {
+    g_rec_mutex_lock(&v->ref->lock);
+    if (v->ref->value) t = weft_tensor_ref(v->ref->value);
+    g_rec_mutex_unlock(&v->ref->lock);
+    if (!t) {
+      record_error(s, weft_status_new(WEFT_FAILED_PRECONDITION,
+                                      "Attempting to use uninitialized value %s (fetched from '%s')",
+                                      v->ref->name, en->node->name));
+      return;
+    }
+  } else {
+    t = weft_tensor_ref(v->tensor);
+  }
+  weft_tensor_t *host = NULL;
+  weft_status_t *st = weft__tensor_is_host(t) ? NULL : weft__tensor_to_device(t, NULL, &host);
+  if (st) {
+    record_error(s, weft_status_prefix(st, "Fetching output of '%s'", en->node->name));
+    weft_tensor_unref(t);
+    return;
+  }
+  if (host) {
+    weft_tensor_unref(t);
+    t = host;
+  }
+  weft_tensor_unref(s->fetched[fetch]);
+  s->fetched[fetch] = t;
+}
+
+static void schedule_node(step_t *s, int node);
+
+/* Runs one node; returns the index of a successor to run next on this thread, or -1. */
+static int run_node(step_t *s, int k) {
+  exec_node_t *en = &s->ex->nodes[k];
+  const weft_node_t *node = en->node;
+  weft_status_t *st = NULL;
+  int n_out = node->n_outputs;
+  weft__value_t outs_small[4];
+  weft__value_t *outs = n_out <= 4 ? outs_small : g_new0(weft__value_t, n_out);
+  memset(outs, 0, sizeof(weft__value_t) * (size_t)(n_out <= 4 ? 4 : n_out));
+
+  if (!g_atomic_int_get(&s->cancelled)) {
+    for (int i = 0; i < node->n_inputs && !st; i++) st = bind_input(s, en, i);
+    if (!st && !en->kinst) {
+      st = weft_status_new(WEFT_INTERNAL, "No kernel for node '%s' (%s)", node->name, node->op_name);
+    }
+    if (!st) {
+      weft_kernel_ctx_t ctx = {0};
+      ctx.node = node;
+      ctx.kernel = en->kinst->kernel;
+      ctx.device = en->kinst->device;
+      ctx.kernel_state = en->kinst->state;
+      ctx.inputs = &s->inputs[en->input_base];
+      ctx.outputs = outs;
+      ctx.intra_pool = s->args->intra_pool;
+      ctx.resources = s->args->resources;
+      st = en->kinst->kernel->def.compute(&ctx, en->kinst->state);
+      if (!st) st = weft__kernel_ctx_take_status(&ctx);
+      else weft_status_free(weft__kernel_ctx_take_status(&ctx));
+      if (ctx.scratch) g_ptr_array_free(ctx.scratch, TRUE);
+      for (int o = 0; o < n_out && !st; o++) {
+        if (!outs[o].tensor && !outs[o].ref) {
+          st = weft_status_new(WEFT_INTERNAL, "The %s kernel did not set output %d",
+                               en->kinst->kernel->def.device_type, o);
+        }
+      }
+    }
+    if (st) {
+      const char *msg = weft_status_message(st);
+      /* Name the node once: kernels usually already say which node failed. */
+      if (strstr(msg, node->name)) {
+        st = weft_status_prefix(st, "[%s on %s]", node->op_name, device_name_of(en));
+      } else {
+        st = weft_status_prefix(st, "node '%s' (%s) on %s", node->name, node->op_name,
+                                device_name_of(en));
+      }
+      record_error(s, st);
+    }
+  }
+  for (int i = 0; i < node->n_inputs; i++) value_clear(&s->inputs[en->input_base + i]);
+
+  int next = -1;
+  if (!g_atomic_int_get(&s->cancelled)) {
+    for (int f = 0; f < en->n_fetches; f++)
+      store_fetch(s, en->fetches[f].fetch, &outs[en->fetches[f].output], en);
+    for (int e = 0; e < en->n_edges; e++) {
+      const out_edge_t *oe = &en->edges[e];
+      if (oe->dst_slot >= 0) {
+        weft__value_t *dst = &s->inputs[s->ex->nodes[oe->dst].input_base + oe->dst_slot];
+        const weft__value_t *src = &outs[oe->src_slot];
+        if (src->tensor) dst->tensor = weft_tensor_ref(src->tensor);
+        if (src->ref) dst->ref = weft__variable_ref(src->ref);
+      }
+      if (g_atomic_int_dec_and_test(&s->pending[oe->dst])) {
+        g_atomic_int_inc(&s->outstanding);
+        if (next < 0) next = oe->dst;
+        else schedule_node(s, oe->dst);
+      }
+    }
+  }
+  for (int o = 0; o < n_out; o++) value_clear(&outs[o]);
+  if (outs != outs_small) g_free(outs);
+  return next;
+}
+
+/* Runs a node and the chain of successors it hands to this thread; signals when the step ends. */
+static void run_chain(step_t *s, int k) {
+  while (k >= 0) {
+    int next = run_node(s, k);
+    if (g_atomic_int_dec_and_test(&s->outstanding)) {
+      g_mutex_lock(&s->lock);
+      s->done = true;
+      g_cond_signal(&s->done_cond);
+      g_mutex_unlock(&s->lock);
+    }
+    k = next;
+  }
+}
+
+static void task_run(void *arg) {
+  task_t *t = arg;
+  step_t *s = t->step;
+  int node = t->node;
+  g_free(t);
+  run_chain(s, node);
+}
+
+static void schedule_node(step_t *s, int node) {
+  if (!s->args->inter_pool) {
+    /* No pool: run it right here (tests and single-threaded embedding). */
+    run_chain(s, node);
+    return;
+  }
+  task_t *t = g_new(task_t, 1);
+  t->step = s;
+  t->node = node;
+  weft__threadpool_schedule(s->args->inter_pool, task_run, t);
+}
+
+weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *args,
+                                  weft_tensor_t **fetched) {
+  step_t s = {0};
+  s.ex = ex;
+  s.args = args;
+  s.inputs = g_new0(weft__value_t, ex->total_inputs > 0 ? ex->total_inputs : 1);
+  s.pending = g_new0(gint, ex->n_nodes > 0 ? ex->n_nodes : 1);
+  s.fetched = g_new0(weft_tensor_t *, ex->n_fetches > 0 ? ex->n_fetches : 1);
+  g_mutex_init(&s.lock);
+  g_cond_init(&s.done_cond);
+  for (int k = 0; k < ex->n_nodes; k++) s.pending[k] = ex->nodes[k].initial_pending;
+  for (int f = 0; f < ex->n_feed_targets; f++) {
+    s.inputs[ex->feed_targets[f].slot].tensor = weft_tensor_ref(args->feed_values[ex->feed_targets[f].feed]);
+  }
+  for (int f = 0; f < ex->n_fetches; f++) {
+    int feed = ex->fetch_from_feed[f];
+    if (feed >= 0) {
+      weft_tensor_t *t = args->feed_values[feed];
+      weft_tensor_t *host = NULL;
+      weft_status_t *st = weft__tensor_is_host(t) ? NULL : weft__tensor_to_device(t, NULL, &host);
+      if (st) record_error(&s, st);
+      else s.fetched[f] = host ? host : weft_tensor_ref(t);
+    }
+  }
+
+  if (ex->n_roots > 0 && !s.cancelled) {
+    s.outstanding = ex->n_roots;
+    for (int r = 1; r < ex->n_roots; r++) schedule_node(&s, ex->roots[r]);
+    run_chain(&s, ex->roots[0]);
+    g_mutex_lock(&s.lock);
+    while (!s.done) g_cond_wait(&s.done_cond, &s.lock);
+    g_mutex_unlock(&s.lock);
+  } else if (ex->n_nodes > 0 && ex->n_roots == 0 && !s.error) {
+    record_error(&s, weft_status_new(WEFT_INVALID_ARGUMENT,
+                                     "The step's graph has a cycle: no node can start"));
+  }
+
+  weft_status_t *st = s.error;
+  if (!st) {
+    for (int f = 0; f < ex->n_fetches && !st; f++) {
+      if (!s.fetched[f]) {
+        st = weft_status_new(WEFT_INTERNAL, "Fetch %d was not produced by the step", f);
+      }
+    }
+  }
+  for (int f = 0; f < ex->n_fetches; f++) {
+    if (st) weft_tensor_unref(s.fetched[f]);
+    else fetched[f] = s.fetched[f];
+  }
+  for (int k = 0; k < ex->total_inputs; k++) value_clear(&s.inputs[k]);
+  g_free(s.inputs);
+  g_free(s.pending);
+  g_free(s.fetched);
+  g_mutex_clear(&s.lock);
+  g_cond_clear(&s.done_cond);
+  return st;
+}

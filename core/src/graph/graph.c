@@ -1,1 +1,820 @@
-/* graph.c: (being written) */
+/* Graphs and nodes: the op builder of the client API, name/device/control/colocation scopes, and
+ * weft__graph_add_node, the single place where a node is checked against its op definition (input
+ * count and types, attribute values and defaults) and gets its output types and shapes. */
+#include "graph_internal.h"
+
+#include <string.h>
+
+#include "../placement/placement_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Graph lifetime */
+
+weft_graph_t *weft_graph_new(void) {
+  weft__ops_register_standard();
+  weft_graph_t *g = g_new0(weft_graph_t, 1);
+  g_mutex_init(&g->lock);
+  g->nodes = g_ptr_array_new();
+  g->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  g->name_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g->name_scopes = g_ptr_array_new_with_free_func(g_free);
+  g->device_scopes = g_ptr_array_new();
+  g->control_scopes = g_ptr_array_new();
+  g->colocate_stack = g_ptr_array_new();
+  g->initializers = g_ptr_array_new();
+  return g;
+}
+
+static void node_free(weft_node_t *n) {
+  g_free(n->name);
+  g_free(n->op_name);
+  g_free(n->requested_device);
+  weft__attrs_free(n->attrs);
+  g_free(n->inputs);
+  g_free(n->input_types);
+  g_free(n->input_arg_start);
+  g_ptr_array_free(n->control_inputs, TRUE);
+  g_free(n->output_types);
+  g_free(n->output_shapes);
+  g_free(n->output_arg_start);
+  g_free(n->colocation_group);
+  g_free(n);
+}
+
+static void device_scope_free(weft__device_scope_t *s) {
+  g_free(s->spec);
+  g_free(s);
+}
+
+void weft_graph_free(weft_graph_t *g) {
+  if (!g) return;
+  for (guint k = 0; k < g->nodes->len; k++) node_free(g->nodes->pdata[k]);
+  g_ptr_array_free(g->nodes, TRUE);
+  g_hash_table_destroy(g->by_name);
+  g_hash_table_destroy(g->name_counts);
+  g_ptr_array_free(g->name_scopes, TRUE);
+  for (guint k = 0; k < g->device_scopes->len; k++) device_scope_free(g->device_scopes->pdata[k]);
+  g_ptr_array_free(g->device_scopes, TRUE);
+  for (guint k = 0; k < g->control_scopes->len; k++)
+    g_ptr_array_free(g->control_scopes->pdata[k], TRUE);
+  g_ptr_array_free(g->control_scopes, TRUE);
+  g_ptr_array_free(g->colocate_stack, TRUE);
+  g_ptr_array_free(g->initializers, TRUE);
+  g_mutex_clear(&g->lock);
+  g_free(g);
+}
+
+void weft__graph_truncate(weft_graph_t *g, int n_nodes) {
+  g_mutex_lock(&g->lock);
+  while ((int)g->nodes->len > n_nodes) {
+    weft_node_t *n = g_ptr_array_steal_index(g->nodes, g->nodes->len - 1);
+    g_hash_table_remove(g->by_name, n->name);
+    g_ptr_array_remove(g->initializers, n);
+    node_free(n);
+  }
+  g_atomic_int_inc(&g->version);
+  g_mutex_unlock(&g->lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lookups */
+
+weft_node_t *weft_graph_node(const weft_graph_t *g, const char *name) {
+  weft_graph_t *mg = (weft_graph_t *)g;
+  g_mutex_lock(&mg->lock);
+  weft_node_t *n = g_hash_table_lookup(g->by_name, name);
+  g_mutex_unlock(&mg->lock);
+  return n;
+}
+
+int weft_graph_num_nodes(const weft_graph_t *g) {
+  weft_graph_t *mg = (weft_graph_t *)g;
+  g_mutex_lock(&mg->lock);
+  int n = (int)g->nodes->len;
+  g_mutex_unlock(&mg->lock);
+  return n;
+}
+
+weft_node_t *weft_graph_node_at(const weft_graph_t *g, int index) {
+  weft_graph_t *mg = (weft_graph_t *)g;
+  g_mutex_lock(&mg->lock);
+  weft_node_t *n = (index >= 0 && index < (int)g->nodes->len) ? g->nodes->pdata[index] : NULL;
+  g_mutex_unlock(&mg->lock);
+  return n;
+}
+
+const char *weft_node_name(const weft_node_t *n) { return n->name; }
+const char *weft_node_op(const weft_node_t *n) { return n->op_name; }
+const char *weft_node_requested_device(const weft_node_t *n) { return n->requested_device; }
+int weft_node_num_outputs(const weft_node_t *n) { return n->n_outputs; }
+
+weft_dtype_t weft_node_output_dtype(const weft_node_t *n, int index) {
+  if (index < 0 || index >= n->n_outputs) return WEFT_DT_INVALID;
+  return weft__dtype_base(n->output_types[index]);
+}
+
+int weft_node_output_shape(const weft_node_t *n, int index, int64_t dims[WEFT_MAX_RANK]) {
+  if (index < 0 || index >= n->n_outputs) return -1;
+  const weft__shape_t *s = &n->output_shapes[index];
+  if (s->rank > 0) memcpy(dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+  return s->rank;
+}
+
+weft_output_t weft_out(weft_node_t *node, int index) {
+  weft_output_t o = {node, index};
+  return o;
+}
+
+/* Splits "name:3" into name and index; "^name" is not a tensor name. */
+static bool split_tensor_name(const char *text, char **name, int *index) {
+  const char *colon = strrchr(text, ':');
+  if (colon && colon[1] != '\0') {
+    char *end = NULL;
+    long v = strtol(colon + 1, &end, 10);
+    if (*end == '\0' && v >= 0 && v < G_MAXINT) {
+      *name = g_strndup(text, (gsize)(colon - text));
+      *index = (int)v;
+      return true;
+    }
+  }
+  *name = g_strdup(text);
+  *index = 0;
+  return true;
+}
+
+weft_status_t *weft_graph_find_output(const weft_graph_t *g, const char *tensor_name,
+                                      weft_output_t *out) {
+  char *name = NULL;
+  int index = 0;
+  split_tensor_name(tensor_name, &name, &index);
+  weft_node_t *n = weft_graph_node(g, name);
+  if (!n) {
+    /* A node name that itself contains ':' ("a:b") is legal in TensorFlow only without index. */
+    n = weft_graph_node(g, tensor_name);
+    if (n) index = 0;
+  }
+  if (!n) {
+    weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
+                                        "The tensor '%s' does not exist in the graph: no node '%s'",
+                                        tensor_name, name);
+    g_free(name);
+    return st;
+  }
+  if (index >= n->n_outputs) {
+    weft_status_t *st = weft_status_new(
+        WEFT_NOT_FOUND, "The tensor '%s' does not exist: node '%s' (%s) has %d output%s",
+        tensor_name, n->name, n->op_name, n->n_outputs, n->n_outputs == 1 ? "" : "s");
+    g_free(name);
+    return st;
+  }
+  g_free(name);
+  out->node = n;
+  out->index = index;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Scopes */
+
+void weft_graph_push_name_scope(weft_graph_t *g, const char *scope) {
+  const char *outer = g->name_scopes->len ? g->name_scopes->pdata[g->name_scopes->len - 1] : NULL;
+  g_ptr_array_add(g->name_scopes, outer ? g_strdup_printf("%s/%s", outer, scope) : g_strdup(scope));
+}
+
+void weft_graph_pop_name_scope(weft_graph_t *g) {
+  if (g->name_scopes->len) g_ptr_array_remove_index(g->name_scopes, g->name_scopes->len - 1);
+}
+
+void weft_graph_push_device(weft_graph_t *g, const char *device) {
+  weft__device_scope_t *s = g_new0(weft__device_scope_t, 1);
+  s->spec = g_strdup(device ? device : "");
+  g_ptr_array_add(g->device_scopes, s);
+}
+
+void weft_graph_push_device_fn(weft_graph_t *g, weft_device_fn fn, void *user_data) {
+  weft__device_scope_t *s = g_new0(weft__device_scope_t, 1);
+  s->fn = fn;
+  s->user_data = user_data;
+  g_ptr_array_add(g->device_scopes, s);
+}
+
+void weft_graph_pop_device(weft_graph_t *g) {
+  if (!g->device_scopes->len) return;
+  device_scope_free(g_ptr_array_steal_index(g->device_scopes, g->device_scopes->len - 1));
+}
+
+void weft_graph_push_control_deps(weft_graph_t *g, weft_node_t *const *nodes, int n) {
+  GPtrArray *a = g_ptr_array_new();
+  for (int k = 0; k < n; k++) g_ptr_array_add(a, nodes[k]);
+  g_ptr_array_add(g->control_scopes, a);
+}
+
+void weft_graph_pop_control_deps(weft_graph_t *g) {
+  if (!g->control_scopes->len) return;
+  g_ptr_array_free(g_ptr_array_steal_index(g->control_scopes, g->control_scopes->len - 1), TRUE);
+}
+
+void weft_graph_push_colocate(weft_graph_t *g, weft_node_t *node) {
+  g_ptr_array_add(g->colocate_stack, node);
+}
+
+void weft_graph_pop_colocate(weft_graph_t *g) {
+  if (g->colocate_stack->len) g_ptr_array_remove_index(g->colocate_stack, g->colocate_stack->len - 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The op builder */
+
+typedef struct input_slot {
+  bool is_list;
+  GArray *outputs; /* weft_output_t */
+} input_slot_t;
+
+struct weft_op_builder {
+  weft_graph_t *graph;
+  char *op;
+  char *name;
+  GArray *slots; /* input_slot_t */
+  GPtrArray *control_inputs;
+  char *device; /* NULL: scopes decide */
+  weft_attrs_t *attrs;
+};
+
+weft_op_builder_t *weft_op_new(weft_graph_t *g, const char *op, const char *name) {
+  weft_op_builder_t *b = g_new0(weft_op_builder_t, 1);
+  b->graph = g;
+  b->op = g_strdup(op ? op : "");
+  b->name = g_strdup(name && *name ? name : op);
+  b->slots = g_array_new(FALSE, TRUE, sizeof(input_slot_t));
+  b->control_inputs = g_ptr_array_new();
+  b->attrs = weft__attrs_new();
+  return b;
+}
+
+static void builder_free(weft_op_builder_t *b) {
+  for (guint k = 0; k < b->slots->len; k++)
+    g_array_free(g_array_index(b->slots, input_slot_t, k).outputs, TRUE);
+  g_array_free(b->slots, TRUE);
+  g_ptr_array_free(b->control_inputs, TRUE);
+  weft__attrs_free(b->attrs);
+  g_free(b->op);
+  g_free(b->name);
+  g_free(b->device);
+  g_free(b);
+}
+
+void weft_op_add_input(weft_op_builder_t *b, weft_output_t input) {
+  input_slot_t s = {false, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
+  g_array_append_val(s.outputs, input);
+  g_array_append_val(b->slots, s);
+}
+
+void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n) {
+  input_slot_t s = {true, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
+  if (n > 0) g_array_append_vals(s.outputs, inputs, (guint)n);
+  g_array_append_val(b->slots, s);
+}
+
+void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node) {
+  if (node) g_ptr_array_add(b->control_inputs, node);
+}
+
+void weft_op_set_device(weft_op_builder_t *b, const char *device) {
+  g_free(b->device);
+  b->device = g_strdup(device ? device : "");
+}
+
+static void set_attr(weft_op_builder_t *b, const char *name, weft__attr_value_t *v) {
+  weft__attrs_set(b->attrs, name, v);
+}
+
+void weft_op_set_attr_int(weft_op_builder_t *b, const char *name, int64_t value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_INT);
+  v->u.i = value;
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_float(weft_op_builder_t *b, const char *name, float value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_FLOAT);
+  v->u.f = value;
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_bool(weft_op_builder_t *b, const char *name, bool value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_BOOL);
+  v->u.b = value;
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_type(weft_op_builder_t *b, const char *name, weft_dtype_t value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
+  v->u.type = value;
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_string(weft_op_builder_t *b, const char *name, const char *value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_STRING);
+  v->u.s.len = strlen(value);
+  v->u.s.data = g_strdup(value);
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_int_list(weft_op_builder_t *b, const char *name, const int64_t *values,
+                               int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_INT);
+  v->u.list.n = (size_t)n;
+  v->u.list.i = g_memdup2(values, sizeof(int64_t) * (size_t)n);
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_float_list(weft_op_builder_t *b, const char *name, const float *values,
+                                 int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_FLOAT);
+  v->u.list.n = (size_t)n;
+  v->u.list.f = g_memdup2(values, sizeof(float) * (size_t)n);
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_type_list(weft_op_builder_t *b, const char *name,
+                                const weft_dtype_t *values, int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_TYPE);
+  v->u.list.n = (size_t)n;
+  v->u.list.type = g_memdup2(values, sizeof(weft_dtype_t) * (size_t)n);
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *name,
+                                  const char *const *values, int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
+  v->u.list.n = (size_t)n;
+  v->u.list.s = g_new0(weft_string_t, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++) {
+    v->u.list.s[k].len = strlen(values[k]);
+    v->u.list.s[k].data = g_strdup(values[k]);
+  }
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
+                            const int64_t *dims) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_SHAPE);
+  v->u.shape.rank = rank > WEFT_MAX_RANK ? WEFT_MAX_RANK : rank;
+  for (int k = 0; k < v->u.shape.rank; k++) v->u.shape.dims[k] = dims[k];
+  set_attr(b, name, v);
+}
+
+void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TENSOR);
+  v->u.tensor = weft_tensor_ref(value);
+  set_attr(b, name, v);
+}
+
+/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock. */
+static char *unique_name(weft_graph_t *g, const char *base) {
+  if (!g_hash_table_contains(g->by_name, base) && !g_hash_table_contains(g->name_counts, base)) {
+    g_hash_table_insert(g->name_counts, g_strdup(base), GINT_TO_POINTER(1));
+    return g_strdup(base);
+  }
+  int next = GPOINTER_TO_INT(g_hash_table_lookup(g->name_counts, base));
+  if (next < 1) next = 1;
+  char *candidate = NULL;
+  for (;;) {
+    candidate = g_strdup_printf("%s_%d", base, next++);
+    if (!g_hash_table_contains(g->by_name, candidate)) break;
+    g_free(candidate);
+  }
+  g_hash_table_insert(g->name_counts, g_strdup(base), GINT_TO_POINTER(next));
+  return candidate;
+}
+
+/* The merged device spec of the scopes plus the builder's own, as a canonical string. */
+static weft_status_t *resolve_device(weft_op_builder_t *b, const char *final_name, char **out) {
+  weft__device_spec_t spec;
+  weft__device_spec_init(&spec);
+  weft_graph_t *g = b->graph;
+  weft_status_t *st = NULL;
+  for (guint k = 0; k < g->device_scopes->len && !st; k++) {
+    weft__device_scope_t *s = g->device_scopes->pdata[k];
+    const char *text = s->spec;
+    if (s->fn) text = s->fn(s->user_data, b->op, final_name);
+    if (!text) continue;
+    if (!*text) {
+      weft__device_spec_clear(&spec);
+      continue;
+    }
+    weft__device_spec_t inner;
+    weft__device_spec_init(&inner);
+    st = weft__device_spec_parse(text, &inner);
+    if (!st) weft__device_spec_merge(&spec, &inner);
+    weft__device_spec_clear(&inner);
+  }
+  if (!st && b->device) {
+    weft__device_spec_t inner;
+    weft__device_spec_init(&inner);
+    st = weft__device_spec_parse(b->device, &inner);
+    if (!st) weft__device_spec_merge(&spec, &inner);
+    weft__device_spec_clear(&inner);
+  }
+  if (!st) *out = weft__device_spec_to_string(&spec);
+  weft__device_spec_clear(&spec);
+  return st;
+}
+
+/* Fills attributes the caller left out that the inputs determine (T, N, Tlist). */
+static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__op_def_t *def) {
+  if (b->slots->len != def->inputs->len) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (%s) was given %u input%s but the op takes %u (%s)", b->name,
+                           b->op, b->slots->len, b->slots->len == 1 ? "" : "s", def->inputs->len,
+                           def->inputs->len ? "see its definition" : "none");
+  }
+  for (guint k = 0; k < def->inputs->len; k++) {
+    const weft__arg_def_t *arg = def->inputs->pdata[k];
+    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
+    int count = (int)slot->outputs->len;
+    for (int j = 0; j < count; j++) {
+      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+      if (!o.node || o.index < 0 || o.index >= o.node->n_outputs) {
+        return weft_status_new(WEFT_INVALID_ARGUMENT,
+                               "Node '%s' (%s): input '%s' refers to a missing output", b->name,
+                               b->op, arg->name);
+      }
+      if (o.node->graph != b->graph) {
+        return weft_status_new(WEFT_INVALID_ARGUMENT,
+                               "Node '%s' (%s): input '%s' comes from node '%s' of another graph",
+                               b->name, b->op, arg->name, o.node->name);
+      }
+    }
+    if (arg->number_attr && !weft__attrs_get(b->attrs, arg->number_attr)) {
+      weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_INT);
+      v->u.i = count;
+      weft__attrs_set(b->attrs, arg->number_attr, v);
+    }
+    if (arg->type_attr && count > 0 && !weft__attrs_get(b->attrs, arg->type_attr)) {
+      weft_output_t o = g_array_index(slot->outputs, weft_output_t, 0);
+      weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
+      v->u.type = weft__dtype_base(o.node->output_types[o.index]);
+      weft__attrs_set(b->attrs, arg->type_attr, v);
+    }
+    if (arg->type_list_attr && !weft__attrs_get(b->attrs, arg->type_list_attr)) {
+      weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_TYPE);
+      v->u.list.n = (size_t)count;
+      v->u.list.type = g_new0(weft_dtype_t, count > 0 ? count : 1);
+      for (int j = 0; j < count; j++) {
+        weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+        v->u.list.type[j] = weft__dtype_base(o.node->output_types[o.index]);
+      }
+      weft__attrs_set(b->attrs, arg->type_list_attr, v);
+    }
+  }
+  return NULL;
+}
+
+weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
+  if (out) *out = NULL;
+  weft_graph_t *g = b->graph;
+  const weft__op_def_t *def = weft__op_registry_lookup(b->op);
+  if (!def) {
+    weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
+                                        "Op type not registered '%s' (while building node '%s')",
+                                        b->op, b->name);
+    builder_free(b);
+    return st;
+  }
+  weft_status_t *st = infer_attrs_from_inputs(b, def);
+  if (st) {
+    builder_free(b);
+    return st;
+  }
+
+  g_mutex_lock(&g->lock);
+  const char *scope = g->name_scopes->len ? g->name_scopes->pdata[g->name_scopes->len - 1] : NULL;
+  char *full = scope ? g_strdup_printf("%s/%s", scope, b->name) : g_strdup(b->name);
+  char *name = unique_name(g, full);
+  g_free(full);
+  g_mutex_unlock(&g->lock);
+
+  char *device = NULL;
+  st = resolve_device(b, name, &device);
+  if (st) {
+    st = weft_status_prefix(st, "Node '%s'", name);
+    g_free(name);
+    builder_free(b);
+    return st;
+  }
+
+  /* Colocation: the innermost colocate_with scope names the group, as TensorFlow's _class. */
+  if (g->colocate_stack->len && !weft__attrs_get(b->attrs, "_class")) {
+    weft_node_t *with = g->colocate_stack->pdata[g->colocate_stack->len - 1];
+    const char *root = with->colocation_group ? with->colocation_group : with->name;
+    char *loc = g_strdup_printf("loc:@%s", root);
+    const char *locs[1] = {loc};
+    weft_op_set_attr_string_list(b, "_class", locs, 1);
+    g_free(loc);
+  }
+
+  /* Flatten inputs and collect control inputs (explicit plus control-dependency scopes). */
+  GArray *edges = g_array_new(FALSE, FALSE, sizeof(weft__edge_t));
+  for (guint k = 0; k < b->slots->len; k++) {
+    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
+    for (guint j = 0; j < slot->outputs->len; j++) {
+      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+      weft__edge_t e = {o.node, o.index};
+      g_array_append_val(edges, e);
+    }
+  }
+  GPtrArray *controls = g_ptr_array_new();
+  for (guint k = 0; k < g->control_scopes->len; k++) {
+    GPtrArray *scope_nodes = g->control_scopes->pdata[k];
+    for (guint j = 0; j < scope_nodes->len; j++) g_ptr_array_add(controls, scope_nodes->pdata[j]);
+  }
+  for (guint k = 0; k < b->control_inputs->len; k++)
+    g_ptr_array_add(controls, b->control_inputs->pdata[k]);
+
+  weft_node_t *node = NULL;
+  st = weft__graph_add_node(g, name, b->op, (weft__edge_t *)(void *)edges->data, (int)edges->len,
+                            (weft_node_t *const *)controls->pdata, (int)controls->len, device,
+                            b->attrs, &node);
+  g_array_free(edges, TRUE);
+  g_ptr_array_free(controls, TRUE);
+  g_free(device);
+  g_free(name);
+  builder_free(b);
+  if (!st && out) *out = node;
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Adding a node: validation against the op definition */
+
+static int64_t attr_int_or(const weft_attrs_t *attrs, const char *name, int64_t dflt) {
+  const weft__attr_value_t *v = weft__attrs_get(attrs, name);
+  return (v && v->kind == WEFT_ATTR_INT) ? v->u.i : dflt;
+}
+
+/* Number and types of the values an arg stands for, from the attrs. */
+static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *arg, GArray *types) {
+  const weft_attrs_t *attrs = node->attrs;
+  if (arg->type_list_attr) {
+    const weft__attr_value_t *v = weft__attrs_get(attrs, arg->type_list_attr);
+    if (!v || (v->kind != WEFT_ATTR_LIST_TYPE && v->kind != WEFT_ATTR_LIST_EMPTY)) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Node '%s' (%s): attr '%s' (list of types for arg '%s') is missing",
+                             node->name, node->op_name, arg->type_list_attr, arg->name);
+    }
+    for (size_t k = 0; v->kind == WEFT_ATTR_LIST_TYPE && k < v->u.list.n; k++) {
+      int t = (int)v->u.list.type[k] + (arg->is_ref ? WEFT_DT_REF_OFFSET : 0);
+      g_array_append_val(types, t);
+    }
+    return NULL;
+  }
+  int count = 1;
+  if (arg->number_attr) {
+    int64_t n = attr_int_or(attrs, arg->number_attr, -1);
+    if (n < 0 || n > 1000000) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Node '%s' (%s): attr '%s' (length of arg '%s') is missing or invalid",
+                             node->name, node->op_name, arg->number_attr, arg->name);
+    }
+    count = (int)n;
+  }
+  int dtype = arg->fixed_type;
+  if (arg->type_attr) {
+    const weft__attr_value_t *v = weft__attrs_get(attrs, arg->type_attr);
+    if (!v || v->kind != WEFT_ATTR_TYPE) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Node '%s' (%s): type attr '%s' for arg '%s' is missing", node->name,
+                             node->op_name, arg->type_attr, arg->name);
+    }
+    dtype = v->u.type;
+  }
+  if (arg->is_ref) dtype += WEFT_DT_REF_OFFSET;
+  for (int k = 0; k < count; k++) g_array_append_val(types, dtype);
+  return NULL;
+}
+
+static const char *attr_kind_for_type(const char *type, weft__attr_kind_t *kind) {
+  static const struct {
+    const char *name;
+    weft__attr_kind_t kind;
+  } table[] = {
+      {"int", WEFT_ATTR_INT},          {"float", WEFT_ATTR_FLOAT},
+      {"bool", WEFT_ATTR_BOOL},        {"type", WEFT_ATTR_TYPE},
+      {"string", WEFT_ATTR_STRING},    {"shape", WEFT_ATTR_SHAPE},
+      {"tensor", WEFT_ATTR_TENSOR},    {"func", WEFT_ATTR_FUNC},
+      {"list(int)", WEFT_ATTR_LIST_INT}, {"list(float)", WEFT_ATTR_LIST_FLOAT},
+      {"list(bool)", WEFT_ATTR_LIST_BOOL}, {"list(type)", WEFT_ATTR_LIST_TYPE},
+      {"list(string)", WEFT_ATTR_LIST_STRING}, {"list(shape)", WEFT_ATTR_LIST_SHAPE},
+      {"list(tensor)", WEFT_ATTR_LIST_TENSOR},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(table); k++) {
+    if (strcmp(table[k].name, type) == 0) {
+      *kind = table[k].kind;
+      return table[k].name;
+    }
+  }
+  return NULL;
+}
+
+/* Checks every declared attr is present (defaults filled in) with the declared type and value
+ * constraints. */
+static weft_status_t *check_attrs(weft_node_t *node) {
+  const weft__op_def_t *def = node->def;
+  for (guint k = 0; k < def->attrs->len; k++) {
+    const weft__attr_def_t *ad = def->attrs->pdata[k];
+    weft__attr_value_t *v = (weft__attr_value_t *)weft__attrs_get(node->attrs, ad->name);
+    if (!v) {
+      if (!ad->default_value) {
+        return weft_status_new(WEFT_INVALID_ARGUMENT,
+                               "Node '%s' (%s) is missing required attr '%s' (%s)", node->name,
+                               node->op_name, ad->name, ad->type);
+      }
+      v = weft__attr_value_copy(ad->default_value);
+      weft__attrs_set(node->attrs, ad->name, v);
+    }
+    weft__attr_kind_t want = WEFT_ATTR_NONE;
+    if (attr_kind_for_type(ad->type, &want)) {
+      /* An empty list from a GraphDef takes its element type from the definition. */
+      if (v->kind == WEFT_ATTR_LIST_EMPTY && want >= WEFT_ATTR_LIST_INT) v->kind = want;
+      if (v->kind != want) {
+        return weft_status_new(WEFT_INVALID_ARGUMENT,
+                               "Node '%s' (%s): attr '%s' should be of type %s", node->name,
+                               node->op_name, ad->name, ad->type);
+      }
+    }
+    if (ad->allowed_types && v->kind == WEFT_ATTR_TYPE) {
+      bool ok = false;
+      for (size_t j = 0; j < ad->n_allowed_types; j++) ok |= ad->allowed_types[j] == v->u.type;
+      if (!ok) {
+        GString *allowed = g_string_new(NULL);
+        for (size_t j = 0; j < ad->n_allowed_types; j++)
+          g_string_append_printf(allowed, "%s%s", j ? ", " : "",
+                                 weft_dtype_name(ad->allowed_types[j]));
+        weft_status_t *st = weft_status_new(
+            WEFT_INVALID_ARGUMENT,
+            "Value for attr '%s' of %s is not in the list of allowed values: %s (node '%s', op %s)",
+            ad->name, weft_dtype_name(v->u.type), allowed->str, node->name, node->op_name);
+        g_string_free(allowed, TRUE);
+        return st;
+      }
+    }
+    if (ad->has_minimum) {
+      int64_t have = v->kind == WEFT_ATTR_INT ? v->u.i : (int64_t)v->u.list.n;
+      if (v->kind == WEFT_ATTR_INT || v->kind >= WEFT_ATTR_LIST_INT) {
+        if (have < ad->minimum) {
+          return weft_status_new(WEFT_INVALID_ARGUMENT,
+                                 "Node '%s' (%s): attr '%s' is %" G_GINT64_FORMAT
+                                 ", less than its minimum %" G_GINT64_FORMAT,
+                                 node->name, node->op_name, ad->name, have, ad->minimum);
+        }
+      }
+    }
+  }
+  return NULL;
+}
+
+static weft_status_t *compute_arg_types(weft_node_t *node, GPtrArray *args, int **starts,
+                                        weft_dtype_t **types, int *n_total) {
+  GArray *all = g_array_new(FALSE, FALSE, sizeof(int));
+  *starts = g_new0(int, args->len + 1);
+  for (guint k = 0; k < args->len; k++) {
+    (*starts)[k] = (int)all->len;
+    weft_status_t *st = arg_types(node, args->pdata[k], all);
+    if (st) {
+      g_array_free(all, TRUE);
+      return st;
+    }
+  }
+  (*starts)[args->len] = (int)all->len;
+  *n_total = (int)all->len;
+  *types = (weft_dtype_t *)(void *)g_array_free(all, FALSE);
+  return NULL;
+}
+
+weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const char *op,
+                                    const weft__edge_t *inputs, int n_inputs,
+                                    weft_node_t *const *control_inputs, int n_control,
+                                    const char *device, const weft_attrs_t *attrs,
+                                    weft_node_t **out) {
+  weft__ops_register_standard();
+  const weft__op_def_t *def = weft__op_registry_lookup(op);
+  if (!def) {
+    return weft_status_new(WEFT_NOT_FOUND, "Op type not registered '%s' (node '%s')", op, name);
+  }
+  if (!name || !*name) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "A node of op %s has an empty name", op);
+  }
+  weft_node_t *node = g_new0(weft_node_t, 1);
+  node->graph = g;
+  node->name = g_strdup(name);
+  node->op_name = g_strdup(op);
+  node->def = def;
+  node->requested_device = g_strdup(device ? device : "");
+  node->attrs = weft__attrs_copy(attrs);
+  node->control_inputs = g_ptr_array_new();
+  weft_status_t *st = check_attrs(node);
+
+  int n_expected = 0;
+  if (!st) st = compute_arg_types(node, def->inputs, &node->input_arg_start, &node->input_types,
+                                  &n_expected);
+  if (!st && n_expected != n_inputs) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "Node '%s' (%s) has %d input%s but its op definition expects %d",
+                         name, op, n_inputs, n_inputs == 1 ? "" : "s", n_expected);
+  }
+  if (!st) {
+    node->n_inputs = n_inputs;
+    node->inputs = g_new0(weft__edge_t, n_inputs > 0 ? n_inputs : 1);
+    for (int k = 0; k < n_inputs && !st; k++) {
+      const weft__edge_t *e = &inputs[k];
+      if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
+        st = weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): input %d is not a valid output",
+                             name, op, k);
+        break;
+      }
+      node->inputs[k] = *e;
+      int have = e->src->output_types[e->src_index];
+      int want = node->input_types[k];
+      bool ok = have == want || (weft__dtype_is_ref(have) && !weft__dtype_is_ref(want) &&
+                                 weft__dtype_base(have) == (weft_dtype_t)want);
+      if (!ok) {
+        st = weft_status_new(
+            WEFT_INVALID_ARGUMENT,
+            "Input %d of node '%s' (%s) was expected to be %s%s but is %s%s (from '%s:%d')", k,
+            name, op, weft__dtype_is_ref(want) ? "a reference to " : "",
+            weft_dtype_name(weft__dtype_base(want)),
+            weft__dtype_is_ref(have) ? "a reference to " : "",
+            weft_dtype_name(weft__dtype_base(have)), e->src->name, e->src_index);
+      }
+    }
+  }
+  if (!st) st = compute_arg_types(node, def->outputs, &node->output_arg_start, &node->output_types,
+                                  &node->n_outputs);
+  if (st) {
+    node_free(node);
+    return st;
+  }
+  for (int k = 0; k < n_control; k++) {
+    if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
+      g_ptr_array_add(node->control_inputs, control_inputs[k]);
+  }
+  node->output_shapes = g_new0(weft__shape_t, node->n_outputs > 0 ? node->n_outputs : 1);
+  for (int k = 0; k < node->n_outputs; k++) node->output_shapes[k].rank = -1;
+
+  /* The colocation group, from _class "loc:@x" (the first entry names the group). */
+  const weft__attr_value_t *cls = weft__attrs_get(node->attrs, "_class");
+  if (cls && cls->kind == WEFT_ATTR_LIST_STRING) {
+    for (size_t k = 0; k < cls->u.list.n; k++) {
+      if (g_str_has_prefix(cls->u.list.s[k].data, "loc:@")) {
+        node->colocation_group = g_strdup(cls->u.list.s[k].data + 5);
+        break;
+      }
+    }
+  }
+
+  st = weft__node_infer_shapes(node);
+  if (st) {
+    node_free(node);
+    return st;
+  }
+
+  g_mutex_lock(&g->lock);
+  if (g_hash_table_contains(g->by_name, node->name)) {
+    g_mutex_unlock(&g->lock);
+    st = weft_status_new(WEFT_ALREADY_EXISTS, "Duplicate node name in graph: '%s'", node->name);
+    node_free(node);
+    return st;
+  }
+  node->id = (int)g->nodes->len;
+  g_ptr_array_add(g->nodes, node);
+  g_hash_table_insert(g->by_name, node->name, node);
+  if (!g_hash_table_contains(g->name_counts, node->name))
+    g_hash_table_insert(g->name_counts, g_strdup(node->name), GINT_TO_POINTER(1));
+  g_atomic_int_inc(&g->version);
+  g_mutex_unlock(&g->lock);
+  if (out) *out = node;
+  return NULL;
+}
+
+static bool arg_range(const GPtrArray *args, const int *starts, const char *arg_name, int *start,
+                      int *end) {
+  for (guint k = 0; k < args->len; k++) {
+    const weft__arg_def_t *a = args->pdata[k];
+    if (strcmp(a->name, arg_name) == 0) {
+      *start = starts[k];
+      *end = starts[k + 1];
+      return true;
+    }
+  }
+  return false;
+}
+
+bool weft__node_input_arg_range(const weft_node_t *node, const char *arg_name, int *start,
+                                int *end) {
+  return arg_range(node->def->inputs, node->input_arg_start, arg_name, start, end);
+}
+
+bool weft__node_output_arg_range(const weft_node_t *node, const char *arg_name, int *start,
+                                 int *end) {
+  return arg_range(node->def->outputs, node->output_arg_start, arg_name, start, end);
+}

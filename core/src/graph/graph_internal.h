@@ -189,5 +189,23 @@ bool weft__node_output_arg_range(const weft_node_t *node, const char *arg_name, 
                                  int *end);
 /* Runs the op's shape function for a node whose inputs are set. */
 weft_status_t *weft__node_infer_shapes(weft_node_t *node);
+/* Removes nodes added after the graph had n_nodes nodes (undo of a failed import). */
+void weft__graph_truncate(weft_graph_t *graph, int n_nodes);
+
+/* Shape-inference services behind the host table's shape_* entries (shape_infer.c). */
+struct weft_shape_ctx {
+  weft_node_t *node;
+};
+const weft_attrs_t *weft__shape_attrs(weft_shape_ctx_t *ctx);
+const char *weft__shape_node_name(weft_shape_ctx_t *ctx);
+int weft__shape_num_inputs(weft_shape_ctx_t *ctx);
+int weft__shape_input(weft_shape_ctx_t *ctx, int index, int64_t dims[WEFT_MAX_RANK]);
+weft_dtype_t weft__shape_input_dtype(weft_shape_ctx_t *ctx, int index);
+weft_status_t *weft__shape_input_const(weft_shape_ctx_t *ctx, int index, weft_tensor_view_t *out);
+weft_status_t *weft__shape_set_output(weft_shape_ctx_t *ctx, int index, int rank,
+                                      const int64_t *dims);
+/* The constant value of a node's output when it is known at build time (Const), else NULL.
+ * Borrowed from the node. */
+const weft_tensor_t *weft__node_constant_output(const weft_node_t *node, int index);
 
 #endif /* WEFT_GRAPH_INTERNAL_H */

@@ -1,1 +1,581 @@
-/* placer.c: (being written) */
+/* placer.c: assigns nodes to devices the way TensorFlow's placer does: nodes that must share a
+ * device (colocation attributes, ref edges) form groups; a group's requested specs are merged and
+ * matched against the devices; kernel availability narrows the choice; unpinned groups prefer the
+ * first gpu-like device; soft placement relaxes what cannot be satisfied. */
+#include <string.h>
+
+#include "../plugin/plugin_internal.h"
+#include "placement_internal.h"
+
+/* A node taking part in this call: one of `nodes`, or one reached through a colocation link. */
+typedef struct member {
+  weft_node_t *node;
+  bool to_place;      /* in `nodes` and not yet in the placement */
+  const char *placed; /* its device if it is already placed (borrowed from the table) */
+  int parent;         /* union-find */
+} member_t;
+
+typedef struct placer {
+  const weft__place_device_t *devices;
+  int n_devices;
+  const weft__placer_options_t *opts;
+  GHashTable *placement;
+  const char *gpu_type;
+  GArray *members;    /* member_t */
+  GHashTable *index;  /* weft_node_t* -> member index + 1 */
+} placer_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Colocation groups */
+
+static int find_root(placer_t *p, int i) {
+  member_t *m = &g_array_index(p->members, member_t, 0);
+  while (m[i].parent != i) {
+    m[i].parent = m[m[i].parent].parent; /* path halving keeps the trees flat */
+    i = m[i].parent;
+  }
+  return i;
+}
+
+static void unite(placer_t *p, int a, int b) {
+  int ra = find_root(p, a), rb = find_root(p, b);
+  if (ra == rb) return;
+  /* The lower index stays root so that a group's representative is its earliest member. */
+  member_t *m = &g_array_index(p->members, member_t, 0);
+  if (ra < rb)
+    m[rb].parent = ra;
+  else
+    m[ra].parent = rb;
+}
+
+static int member_of(placer_t *p, weft_node_t *node, bool to_place) {
+  gpointer found = g_hash_table_lookup(p->index, node);
+  if (found != NULL) return GPOINTER_TO_INT(found) - 1;
+  member_t m = {0};
+  m.node = node;
+  m.placed = g_hash_table_lookup(p->placement, node->name);
+  m.to_place = to_place && m.placed == NULL;
+  m.parent = (int)p->members->len;
+  g_array_append_val(p->members, m);
+  g_hash_table_insert(p->index, node, GINT_TO_POINTER(m.parent + 1));
+  return m.parent;
+}
+
+/* Looks the name up through the graph's lock, so the caller must not hold graph->lock while it
+ * places (another thread may be adding nodes meanwhile). */
+static weft_status_t *link_by_name(placer_t *p, int i, const char *name) {
+  weft_node_t *node = g_array_index(p->members, member_t, i).node;
+  weft_node_t *other = node->graph != NULL ? weft_graph_node(node->graph, name) : NULL;
+  if (other == NULL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (op %s) expects to be colocated with unknown node '%s'",
+                           node->name, node->op_name, name);
+  int j = member_of(p, other, false);
+  unite(p, i, j);
+  return NULL;
+}
+
+static weft_status_t *link_class_entry(placer_t *p, int i, const char *entry) {
+  /* Other _class values (TensorFlow uses none today) carry no colocation meaning. */
+  if (entry == NULL || !g_str_has_prefix(entry, "loc:@")) return NULL;
+  return link_by_name(p, i, entry + 5);
+}
+
+static weft_status_t *link_member(placer_t *p, int i) {
+  weft_node_t *node = g_array_index(p->members, member_t, i).node;
+  weft_status_t *status = NULL;
+
+  const weft__attr_value_t *cls = node->attrs != NULL ? weft__attrs_get(node->attrs, "_class")
+                                                      : NULL;
+  if (cls != NULL && cls->kind == WEFT_ATTR_LIST_STRING) {
+    for (size_t k = 0; k < cls->u.list.n && status == NULL; k++)
+      status = link_class_entry(p, i, cls->u.list.s[k].data);
+  } else if (cls != NULL && cls->kind == WEFT_ATTR_STRING) {
+    status = link_class_entry(p, i, cls->u.s.data);
+  }
+  if (status == NULL && node->colocation_group != NULL && node->colocation_group[0] != '\0')
+    status = link_by_name(p, i, node->colocation_group);
+
+  /* An op that writes through a ref must run where the variable lives. */
+  for (int k = 0; k < node->n_inputs && status == NULL; k++) {
+    if (node->input_types == NULL || (int)node->input_types[k] < WEFT_DT_REF_OFFSET) continue;
+    weft_node_t *src = node->inputs[k].src;
+    if (src == NULL) continue;
+    int j = member_of(p, src, false);
+    unite(p, i, j);
+  }
+  return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Helpers for specs, devices and messages */
+
+/* "GPU" stands for the first gpu-like backend's type; comparisons inside a group see through it. */
+static void normalize(weft__device_spec_t *spec, const char *gpu_type) {
+  if (spec->type != NULL && gpu_type != NULL && g_ascii_strcasecmp(spec->type, "GPU") == 0) {
+    g_free(spec->type);
+    spec->type = g_ascii_strup(gpu_type, -1);
+  }
+}
+
+static bool specs_compatible(const weft__device_spec_t *a, const weft__device_spec_t *b,
+                             const char *gpu_type) {
+  weft__device_spec_t na, nb;
+  weft__device_spec_init(&na);
+  weft__device_spec_init(&nb);
+  weft__device_spec_copy(&na, a);
+  weft__device_spec_copy(&nb, b);
+  normalize(&na, gpu_type);
+  normalize(&nb, gpu_type);
+  bool ok = weft__device_spec_compatible(&na, &nb);
+  weft__device_spec_clear(&na);
+  weft__device_spec_clear(&nb);
+  return ok;
+}
+
+static bool spec_is_empty(const weft__device_spec_t *spec) {
+  return spec->job == NULL && spec->replica < 0 && spec->task < 0 && spec->type == NULL &&
+         spec->id < 0;
+}
+
+/* Unqualified job/replica/task mean the session's own task; a spec naming another job keeps
+ * its replica and task open. Returns true if anything was filled in. */
+static bool apply_defaults(weft__device_spec_t *spec, const weft__placer_options_t *opts) {
+  if (opts == NULL || opts->default_job == NULL) return false;
+  if (spec->job != NULL && strcmp(spec->job, opts->default_job) != 0) return false;
+  bool changed = false;
+  if (spec->job == NULL) {
+    spec->job = g_strdup(opts->default_job);
+    changed = true;
+  }
+  if (spec->replica < 0 && opts->default_replica >= 0) {
+    spec->replica = opts->default_replica;
+    changed = true;
+  }
+  if (spec->task < 0 && opts->default_task >= 0) {
+    spec->task = opts->default_task;
+    changed = true;
+  }
+  return changed;
+}
+
+static const char *highest_gpu_type(const weft__place_device_t *devices, int n) {
+  const weft__place_device_t *best = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!devices[i].gpu_like || devices[i].type == NULL) continue;
+    if (best == NULL || devices[i].priority > best->priority) best = &devices[i];
+  }
+  return best != NULL ? best->type : NULL;
+}
+
+/* Is a better than b for an op that may run on either? gpu-like first, then backend priority,
+ * then the lowest ordinal, then the order the caller listed them in. */
+static bool prefer(const weft__place_device_t *a, int ia, const weft__place_device_t *b, int ib) {
+  if (a->gpu_like != b->gpu_like) return a->gpu_like;
+  if (a->priority != b->priority) return a->priority > b->priority;
+  if (a->id != b->id) return a->id < b->id;
+  return ia < ib;
+}
+
+static bool member_has_kernel(const member_t *m, const weft__place_device_t *device) {
+  if (device->type == NULL) return false;
+  return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+}
+
+static const member_t *group_at(placer_t *p, GArray *group, guint k) {
+  return &g_array_index(p->members, member_t, g_array_index(group, int, k));
+}
+
+static bool group_has_kernels(placer_t *p, GArray *group, const weft__place_device_t *device) {
+  for (guint k = 0; k < group->len; k++) {
+    const member_t *m = group_at(p, group, k);
+    if (m->to_place && !member_has_kernel(m, device)) return false;
+  }
+  return true;
+}
+
+/* Best device matching spec with kernels for every member to place; -1 if none. *n_matching
+ * counts the devices the spec selects at all. */
+static int choose(placer_t *p, GArray *group, const weft__device_spec_t *spec, int *n_matching) {
+  int best = -1;
+  *n_matching = 0;
+  for (int i = 0; i < p->n_devices; i++) {
+    const weft__place_device_t *d = &p->devices[i];
+    if (!weft__device_spec_matches(spec, d, p->gpu_type)) continue;
+    (*n_matching)++;
+    if (!group_has_kernels(p, group, d)) continue;
+    if (best < 0 || prefer(d, i, &p->devices[best], best)) best = i;
+  }
+  return best;
+}
+
+/* Tries spec with the session's defaults, then (only if the defaults left no device at all)
+ * without them. */
+static int choose_with_defaults(placer_t *p, GArray *group, const weft__device_spec_t *spec,
+                                int *n_matching) {
+  weft__device_spec_t with;
+  weft__device_spec_init(&with);
+  weft__device_spec_copy(&with, spec);
+  bool changed = apply_defaults(&with, p->opts);
+  int best = choose(p, group, &with, n_matching);
+  weft__device_spec_clear(&with);
+  if (best < 0 && *n_matching == 0 && changed) best = choose(p, group, spec, n_matching);
+  return best;
+}
+
+static char *device_types_list(placer_t *p) {
+  GString *s = g_string_new("[");
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (int i = 0; i < p->n_devices; i++) {
+    const char *type = p->devices[i].type;
+    if (type == NULL || g_hash_table_contains(seen, type)) continue;
+    g_hash_table_add(seen, (gpointer)type);
+    if (s->len > 1) g_string_append(s, ", ");
+    g_string_append(s, type);
+  }
+  g_hash_table_destroy(seen);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+static char *device_names_list(placer_t *p) {
+  GString *s = g_string_new("[");
+  for (int i = 0; i < p->n_devices; i++) {
+    if (i > 0) g_string_append(s, ", ");
+    g_string_append(s, p->devices[i].name != NULL ? p->devices[i].name : "?");
+  }
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+/* "op VariableV2, dtype int32" (dtype from T or dtype when the node has one). */
+static char *op_and_dtype(const weft_node_t *node) {
+  const weft__attr_value_t *t = NULL;
+  if (node->attrs != NULL) {
+    t = weft__attrs_get(node->attrs, "T");
+    if (t == NULL || t->kind != WEFT_ATTR_TYPE) t = weft__attrs_get(node->attrs, "dtype");
+  }
+  if (t != NULL && t->kind == WEFT_ATTR_TYPE)
+    return g_strdup_printf("op %s, dtype %s", node->op_name, weft_dtype_name(t->u.type));
+  return g_strdup_printf("op %s", node->op_name);
+}
+
+/* The "because ... no supported kernel" tail shared by the kernel errors. */
+static weft_status_t *kernel_error(placer_t *p, const member_t *culprit, const char *prefix,
+                                   const char *which_devices) {
+  char *what = op_and_dtype(culprit->node);
+  char *types = device_types_list(p);
+  char *kernels = weft__kernel_describe_available(culprit->node->op_name);
+  weft_status_t *status = weft_status_new(
+      WEFT_INVALID_ARGUMENT,
+      "Cannot assign a device for operation '%s': %sno supported kernel for %s is available "
+      "(%s). Registered devices: %s. Registered kernels: %s",
+      culprit->node->name, prefix, which_devices, what, types,
+      kernels != NULL ? kernels : "none");
+  g_free(what);
+  g_free(types);
+  g_free(kernels);
+  return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Placing one group */
+
+typedef struct assignment {
+  const char *node;   /* borrowed from the node */
+  const char *device; /* borrowed from the device list or the placement table */
+} assignment_t;
+
+static void assign_group(placer_t *p, GArray *group, const char *device, GArray *out) {
+  for (guint k = 0; k < group->len; k++) {
+    const member_t *m = group_at(p, group, k);
+    if (!m->to_place) continue;
+    assignment_t a = {m->node->name, device};
+    g_array_append_val(out, a);
+  }
+}
+
+/* Merges the members' requested specs into *merged. *requester is the first member that asked
+ * for anything (NULL if none did). */
+static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_spec_t *merged,
+                                     const member_t **requester) {
+  *requester = NULL;
+  /* The specs kept so far, to name the member a conflicting request clashes with. */
+  GArray *kept = g_array_new(FALSE, TRUE, sizeof(weft__device_spec_t));
+  GPtrArray *kept_by = g_ptr_array_new();
+  weft_status_t *status = NULL;
+
+  for (guint k = 0; k < group->len && status == NULL; k++) {
+    const member_t *m = group_at(p, group, k);
+    const char *req = m->node->requested_device;
+    if (req == NULL || req[0] == '\0') continue;
+    weft__device_spec_t spec;
+    status = weft__device_spec_parse(req, &spec);
+    if (status != NULL) {
+      status = weft_status_prefix(status, "Node '%s' (op %s)", m->node->name, m->node->op_name);
+      break;
+    }
+    if (spec_is_empty(&spec)) {
+      weft__device_spec_clear(&spec);
+      continue;
+    }
+    if (!specs_compatible(merged, &spec, p->gpu_type)) {
+      if (p->opts != NULL && p->opts->allow_soft_placement) {
+        /* TensorFlow keeps the group's first request and lets the rest go. */
+        weft__device_spec_clear(&spec);
+        continue;
+      }
+      const member_t *other = NULL;
+      for (guint j = 0; j < kept->len && other == NULL; j++)
+        if (!specs_compatible(&g_array_index(kept, weft__device_spec_t, j), &spec, p->gpu_type))
+          other = g_ptr_array_index(kept_by, j);
+      if (other == NULL) other = *requester;
+      status = weft_status_new(
+          WEFT_INVALID_ARGUMENT,
+          "Cannot colocate nodes '%s' and '%s': incompatible device specifications: '%s' (op %s) "
+          "requests '%s' and '%s' (op %s) requests '%s'",
+          other->node->name, m->node->name, other->node->name, other->node->op_name,
+          other->node->requested_device, m->node->name, m->node->op_name, req);
+      weft__device_spec_clear(&spec);
+      break;
+    }
+    if (*requester == NULL) *requester = m;
+    weft__device_spec_merge(merged, &spec);
+    g_array_append_val(kept, spec); /* kept owns the strings now */
+    g_ptr_array_add(kept_by, (gpointer)m);
+  }
+
+  for (guint j = 0; j < kept->len; j++)
+    weft__device_spec_clear(&g_array_index(kept, weft__device_spec_t, j));
+  g_array_free(kept, TRUE);
+  g_ptr_array_free(kept_by, TRUE);
+  return status;
+}
+
+/* The group already has a placed member: everything else follows it. */
+static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *anchor,
+                                   const weft__device_spec_t *merged, GArray *out) {
+  const weft__place_device_t *device = NULL;
+  for (int i = 0; i < p->n_devices && device == NULL; i++)
+    if (p->devices[i].name != NULL && strcmp(p->devices[i].name, anchor->placed) == 0)
+      device = &p->devices[i];
+
+  if (device != NULL) {
+    bool soft = p->opts != NULL && p->opts->allow_soft_placement;
+    if (!soft && !weft__device_spec_matches(merged, device, p->gpu_type)) {
+      char *want = weft__device_spec_to_string(merged);
+      const member_t *first = NULL;
+      for (guint k = 0; k < group->len && first == NULL; k++)
+        if (group_at(p, group, k)->to_place) first = group_at(p, group, k);
+      weft_status_t *status = weft_status_new(
+          WEFT_INVALID_ARGUMENT,
+          "Cannot assign a device for operation '%s': Could not satisfy explicit device "
+          "specification '%s' because it is colocated with '%s', which is already placed on '%s'",
+          first->node->name, want, anchor->node->name, anchor->placed);
+      g_free(want);
+      return status;
+    }
+    for (guint k = 0; k < group->len; k++) {
+      const member_t *m = group_at(p, group, k);
+      if (!m->to_place || member_has_kernel(m, device)) continue;
+      char *prefix = g_strdup_printf("it is colocated with '%s', which is already placed on '%s', "
+                                     "but ", anchor->node->name, anchor->placed);
+      char *which = g_strdup_printf("%s devices", device->type);
+      weft_status_t *status = kernel_error(p, m, prefix, which);
+      g_free(prefix);
+      g_free(which);
+      return status;
+    }
+  }
+  /* A device this call was not told about (a remote task's, say) is taken on trust. */
+  assign_group(p, group, anchor->placed, out);
+  return NULL;
+}
+
+/* The error for a group no device could take, spec being what was asked. */
+static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__device_spec_t *spec,
+                                      const member_t *requester, int n_matching) {
+  char *want = weft__device_spec_to_string(spec);
+  bool explicit_request = !spec_is_empty(spec);
+  weft_status_t *status = NULL;
+
+  /* The member to blame: the first one no matching device has a kernel for. */
+  const member_t *culprit = NULL;
+  for (guint k = 0; k < group->len && culprit == NULL; k++) {
+    const member_t *m = group_at(p, group, k);
+    if (!m->to_place) continue;
+    bool any = false;
+    for (int i = 0; i < p->n_devices && !any; i++)
+      any = weft__device_spec_matches(spec, &p->devices[i], p->gpu_type) &&
+            member_has_kernel(m, &p->devices[i]);
+    if (!any) culprit = m;
+  }
+  /* When nothing matches at all, the node that asked is the one to name. */
+  const member_t *named = n_matching == 0 && requester != NULL && requester->to_place ? requester
+                                                                                     : culprit;
+  for (guint k = 0; k < group->len && named == NULL; k++)
+    if (group_at(p, group, k)->to_place) named = group_at(p, group, k);
+
+  if (explicit_request && n_matching == 0) {
+    char *names = device_names_list(p);
+    status = weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Cannot assign a device for operation '%s': Could not satisfy "
+                             "explicit device specification '%s' because no devices match '%s'. "
+                             "Available devices: %s",
+                             named->node->name, want, want, names);
+    g_free(names);
+  } else if (culprit != NULL) {
+    char *prefix = explicit_request
+                       ? g_strdup_printf("Could not satisfy explicit device specification '%s' "
+                                         "because ", want)
+                       : g_strdup("");
+    char *which = spec->type != NULL ? g_strdup_printf("%s devices", spec->type)
+                  : explicit_request ? g_strdup_printf("devices matching '%s'", want)
+                                     : g_strdup("any device");
+    status = kernel_error(p, culprit, prefix, which);
+    g_free(prefix);
+    g_free(which);
+  } else {
+    /* Every member runs somewhere, but no single device runs them all. */
+    GString *names = g_string_new("");
+    for (guint k = 0; k < group->len; k++) {
+      const member_t *m = group_at(p, group, k);
+      g_string_append_printf(names, "%s'%s' (op %s)", k > 0 ? ", " : "", m->node->name,
+                             m->node->op_name);
+    }
+    status = weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Cannot assign a device for operation '%s': no device%s%s%s has "
+                             "kernels for every node of its colocation group: %s",
+                             named->node->name, explicit_request ? " matching '" : "",
+                             explicit_request ? want : "", explicit_request ? "'" : "",
+                             names->str);
+    g_string_free(names, TRUE);
+  }
+  g_free(want);
+  return status;
+}
+
+static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
+  bool any_to_place = false;
+  for (guint k = 0; k < group->len && !any_to_place; k++)
+    any_to_place = group_at(p, group, k)->to_place;
+  /* A group with nothing new keeps whatever it has, even an old disagreement. */
+  if (!any_to_place) return NULL;
+
+  const member_t *anchor = NULL;
+  for (guint k = 0; k < group->len; k++) {
+    const member_t *m = group_at(p, group, k);
+    if (m->placed == NULL) continue;
+    if (anchor == NULL) {
+      anchor = m;
+    } else if (strcmp(anchor->placed, m->placed) != 0) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Cannot colocate nodes '%s' and '%s': they are already placed on "
+                             "different devices ('%s' and '%s')",
+                             anchor->node->name, m->node->name, anchor->placed, m->placed);
+    }
+  }
+
+  weft__device_spec_t merged;
+  weft__device_spec_init(&merged);
+  const member_t *requester = NULL;
+  weft_status_t *status = merge_requests(p, group, &merged, &requester);
+  if (status != NULL) {
+    weft__device_spec_clear(&merged);
+    return status;
+  }
+  if (anchor != NULL) {
+    status = place_pinned(p, group, anchor, &merged, out);
+    weft__device_spec_clear(&merged);
+    return status;
+  }
+
+  int n_matching = 0;
+  int best = choose_with_defaults(p, group, &merged, &n_matching);
+  if (best < 0 && p->opts != NULL && p->opts->allow_soft_placement) {
+    /* Soft placement: keep where (job, replica, task), forget what (type, id); then anything. */
+    weft__device_spec_t relaxed;
+    weft__device_spec_init(&relaxed);
+    weft__device_spec_copy(&relaxed, &merged);
+    g_free(relaxed.type);
+    relaxed.type = NULL;
+    relaxed.id = -1;
+    int ignored = 0;
+    best = choose_with_defaults(p, group, &relaxed, &ignored);
+    weft__device_spec_clear(&relaxed); /* now the empty spec */
+    if (best < 0) best = choose_with_defaults(p, group, &relaxed, &ignored);
+  }
+  if (best < 0) {
+    /* Report against the spec as the user wrote it, but count the matches the first attempt
+     * saw. */
+    status = no_device_error(p, group, &merged, requester, n_matching);
+    weft__device_spec_clear(&merged);
+    return status;
+  }
+  weft__device_spec_clear(&merged);
+  assign_group(p, group, p->devices[best].name, out);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Entry point */
+
+weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
+                           const weft__placer_options_t *opts, GHashTable *placement) {
+  if (nodes == NULL || placement == NULL || (devices == NULL && n_devices > 0) || n_devices < 0)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft__place: missing nodes, devices or "
+                                                  "placement table");
+  placer_t p = {0};
+  p.devices = devices;
+  p.n_devices = n_devices;
+  p.opts = opts;
+  p.placement = placement;
+  p.gpu_type = highest_gpu_type(devices, n_devices);
+  p.members = g_array_new(FALSE, TRUE, sizeof(member_t));
+  p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
+
+  weft_status_t *status = NULL;
+  for (guint i = 0; i < nodes->len; i++) {
+    weft_node_t *node = g_ptr_array_index(nodes, i);
+    if (node != NULL) member_of(&p, node, true);
+  }
+  /* members grows while links pull in nodes outside `nodes`; their links count too, so a chain
+   * through an outside node still joins the group. */
+  for (guint i = 0; i < p.members->len && status == NULL; i++) status = link_member(&p, (int)i);
+
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(assignment_t));
+  if (status == NULL) {
+    /* Members by root, in member order, so groups are placed in the order of their first node. */
+    GHashTable *groups = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                               (GDestroyNotify)g_array_unref);
+    GPtrArray *order = g_ptr_array_new();
+    for (guint i = 0; i < p.members->len; i++) {
+      int root = find_root(&p, (int)i);
+      GArray *group = g_hash_table_lookup(groups, GINT_TO_POINTER(root + 1));
+      if (group == NULL) {
+        group = g_array_new(FALSE, FALSE, sizeof(int));
+        g_hash_table_insert(groups, GINT_TO_POINTER(root + 1), group);
+        g_ptr_array_add(order, group);
+      }
+      int idx = (int)i;
+      g_array_append_val(group, idx);
+    }
+    for (guint g = 0; g < order->len && status == NULL; g++)
+      status = place_group(&p, g_ptr_array_index(order, g), out);
+    g_ptr_array_free(order, TRUE);
+    g_hash_table_destroy(groups);
+  }
+
+  if (status == NULL) {
+    /* Copy before inserting: an assignment may borrow a device name from the table itself. */
+    for (guint i = 0; i < out->len; i++) {
+      const assignment_t *a = &g_array_index(out, assignment_t, i);
+      char *device = g_strdup(a->device);
+      g_hash_table_insert(placement, g_strdup(a->node), device);
+    }
+  }
+  g_array_free(out, TRUE);
+  g_hash_table_destroy(p.index);
+  g_array_free(p.members, TRUE);
+  return status;
+}

@@ -1,1 +1,513 @@
-/* host.c: (being written) */
+/* The host function table (weft_host_t) the core hands to every plugin: logging, statuses,
+ * attribute getters, the kernel context (inputs, outputs, scratch, parallel-for, variables and
+ * references) and the shape-inference context. Built-in op definitions use the same table. */
+#include "plugin_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../exec/exec_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging and statuses */
+
+static void host_log(weft_log_level_t level, const char *plugin, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  weft__vlog(level, plugin, fmt, ap);
+  va_end(ap);
+}
+
+static weft_status_t *host_status_new(weft_code_t code, const char *fmt, ...) {
+  if (code == WEFT_OK) return NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  weft_status_t *st = weft__status_vnew(code, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static weft_code_t host_status_code(const weft_status_t *st) { return weft_status_code(st); }
+static const char *host_status_message(const weft_status_t *st) { return weft_status_message(st); }
+static void host_status_free(weft_status_t *st) { weft_status_free(st); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Attributes */
+
+static weft_status_t *get_attr(const weft_attrs_t *attrs, const char *name, weft__attr_kind_t kind,
+                               const char *kind_name, const weft__attr_value_t **out) {
+  const weft__attr_value_t *v = weft__attrs_get(attrs, name);
+  if (!v) return weft_status_new(WEFT_NOT_FOUND, "No attr named '%s'", name);
+  if (v->kind == WEFT_ATTR_LIST_EMPTY && kind >= WEFT_ATTR_LIST_INT) {
+    *out = v;
+    return NULL;
+  }
+  if (v->kind != kind) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Attr '%s' is not of type %s", name, kind_name);
+  }
+  *out = v;
+  return NULL;
+}
+
+static int host_attr_has(const weft_attrs_t *attrs, const char *name) {
+  return weft__attrs_get(attrs, name) != NULL;
+}
+
+static weft_status_t *host_attr_int(const weft_attrs_t *attrs, const char *name, int64_t *out) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_INT, "int", &v);
+  if (!st) *out = v->u.i;
+  return st;
+}
+
+static weft_status_t *host_attr_float(const weft_attrs_t *attrs, const char *name, float *out) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_FLOAT, "float", &v);
+  if (!st) *out = v->u.f;
+  return st;
+}
+
+static weft_status_t *host_attr_bool(const weft_attrs_t *attrs, const char *name, int *out) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_BOOL, "bool", &v);
+  if (!st) *out = v->u.b ? 1 : 0;
+  return st;
+}
+
+static weft_status_t *host_attr_type(const weft_attrs_t *attrs, const char *name,
+                                     weft_dtype_t *out) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_TYPE, "type", &v);
+  if (!st) *out = v->u.type;
+  return st;
+}
+
+static weft_status_t *host_attr_string(const weft_attrs_t *attrs, const char *name,
+                                       const char **out, size_t *len) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_STRING, "string", &v);
+  if (!st) {
+    *out = v->u.s.data;
+    if (len) *len = v->u.s.len;
+  }
+  return st;
+}
+
+static weft_status_t *host_attr_int_list(const weft_attrs_t *attrs, const char *name,
+                                         const int64_t **out, size_t *n) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_LIST_INT, "list(int)", &v);
+  if (!st) {
+    *out = v->u.list.i;
+    *n = v->kind == WEFT_ATTR_LIST_EMPTY ? 0 : v->u.list.n;
+  }
+  return st;
+}
+
+static weft_status_t *host_attr_float_list(const weft_attrs_t *attrs, const char *name,
+                                           const float **out, size_t *n) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_LIST_FLOAT, "list(float)", &v);
+  if (!st) {
+    *out = v->u.list.f;
+    *n = v->kind == WEFT_ATTR_LIST_EMPTY ? 0 : v->u.list.n;
+  }
+  return st;
+}
+
+static weft_status_t *host_attr_type_list(const weft_attrs_t *attrs, const char *name,
+                                          const weft_dtype_t **out, size_t *n) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_LIST_TYPE, "list(type)", &v);
+  if (!st) {
+    *out = v->u.list.type;
+    *n = v->kind == WEFT_ATTR_LIST_EMPTY ? 0 : v->u.list.n;
+  }
+  return st;
+}
+
+static weft_status_t *host_attr_shape(const weft_attrs_t *attrs, const char *name, int *rank,
+                                      int64_t dims[WEFT_MAX_RANK]) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_SHAPE, "shape", &v);
+  if (!st) {
+    *rank = v->u.shape.rank;
+    for (int k = 0; k < v->u.shape.rank; k++) dims[k] = v->u.shape.dims[k];
+  }
+  return st;
+}
+
+static weft_status_t *host_attr_tensor(const weft_attrs_t *attrs, const char *name,
+                                       weft_tensor_view_t *out) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_TENSOR, "tensor", &v);
+  if (!st) weft__tensor_fill_view(v->u.tensor, out);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel context */
+
+static const weft_attrs_t *host_kernel_attrs(weft_kernel_ctx_t *ctx) { return ctx->node->attrs; }
+static const char *host_kernel_node_name(weft_kernel_ctx_t *ctx) { return ctx->node->name; }
+static int host_kernel_num_inputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_inputs; }
+static int host_kernel_num_outputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_outputs; }
+
+static weft_status_t *bad_index(weft_kernel_ctx_t *ctx, const char *what, int index, int n) {
+  return weft_status_new(WEFT_INVALID_ARGUMENT, "Kernel for '%s' (%s) asked for %s %d of %d",
+                         ctx->node->name, ctx->node->op_name, what, index, n);
+}
+
+static weft_status_t *uninitialised(weft_kernel_ctx_t *ctx, const weft__variable_t *var) {
+  return weft_status_new(WEFT_FAILED_PRECONDITION,
+                         "Attempting to use uninitialized value %s (in node '%s')", var->name,
+                         ctx->node->name);
+}
+
+static weft_status_t *host_kernel_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out) {
+  if (index < 0 || index >= ctx->node->n_inputs)
+    return bad_index(ctx, "input", index, ctx->node->n_inputs);
+  weft__value_t *v = &ctx->inputs[index];
+  if (v->tensor) {
+    weft__tensor_fill_view(v->tensor, out);
+    return NULL;
+  }
+  if (v->ref) {
+    g_rec_mutex_lock(&v->ref->lock);
+    weft_status_t *st = NULL;
+    if (v->ref->value) weft__tensor_fill_view(v->ref->value, out);
+    else st = uninitialised(ctx, v->ref);
+    g_rec_mutex_unlock(&v->ref->lock);
+    return st;
+  }
+  return weft_status_new(WEFT_INTERNAL, "Input %d of '%s' has no value", index, ctx->node->name);
+}
+
+/* Output memory goes where the kernel reads it: host memory for host-memory args and for devices
+ * whose memory is host memory anyway (no backend round trip), else the device. */
+static weft__device_t *output_placement(weft_kernel_ctx_t *ctx, int index) {
+  if (!ctx->device || ctx->device->props.host_accessible) return NULL;
+  if (ctx->kernel && weft__kernel_arg_in_host_memory(ctx->kernel, ctx->node, true, index)) return NULL;
+  return ctx->device;
+}
+
+static weft_status_t *host_kernel_allocate_output(weft_kernel_ctx_t *ctx, int index,
+                                                  weft_dtype_t dtype, int rank,
+                                                  const int64_t *dims, weft_tensor_view_t *out) {
+  const weft_node_t *node = ctx->node;
+  if (index < 0 || index >= node->n_outputs) return bad_index(ctx, "output", index, node->n_outputs);
+  if (weft__dtype_base(node->output_types[index]) != dtype) {
+    return weft_status_new(WEFT_INTERNAL,
+                           "Kernel for '%s' (%s) allocated output %d as %s; the node declares %s",
+                           node->name, node->op_name, index, weft_dtype_name(dtype),
+                           weft_dtype_name(weft__dtype_base(node->output_types[index])));
+  }
+  if (rank < 0 || rank > WEFT_MAX_RANK) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): output rank %d is not supported",
+                           node->name, node->op_name, rank);
+  }
+  for (int k = 0; k < rank; k++) {
+    if (dims[k] < 0) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Node '%s' (%s): output %d has negative dimension %" G_GINT64_FORMAT,
+                             node->name, node->op_name, index, dims[k]);
+    }
+  }
+  weft_tensor_t *t = NULL;
+  weft_status_t *st = weft__tensor_alloc(output_placement(ctx, index), dtype, rank, dims, &t);
+  if (st) return weft_status_prefix(st, "Node '%s' (%s) output %d", node->name, node->op_name, index);
+  weft_tensor_unref(ctx->outputs[index].tensor);
+  ctx->outputs[index].tensor = t;
+  weft__tensor_fill_view(t, out);
+  return NULL;
+}
+
+static weft_tensor_t *input_tensor(weft_kernel_ctx_t *ctx, int index) {
+  weft__value_t *v = &ctx->inputs[index];
+  if (v->tensor) return v->tensor;
+  return v->ref ? v->ref->value : NULL;
+}
+
+static weft_status_t *host_kernel_forward_input(weft_kernel_ctx_t *ctx, int input, int output,
+                                                int rank, const int64_t *dims) {
+  const weft_node_t *node = ctx->node;
+  if (input < 0 || input >= node->n_inputs) return bad_index(ctx, "input", input, node->n_inputs);
+  if (output < 0 || output >= node->n_outputs)
+    return bad_index(ctx, "output", output, node->n_outputs);
+  weft__value_t *v = &ctx->inputs[input];
+  if (v->ref) g_rec_mutex_lock(&v->ref->lock);
+  weft_tensor_t *src = input_tensor(ctx, input);
+  weft_status_t *st = NULL;
+  if (!src) {
+    st = v->ref ? uninitialised(ctx, v->ref)
+                : weft_status_new(WEFT_INTERNAL, "Input %d of '%s' has no value", input, node->name);
+  } else if (rank < 0 || rank > WEFT_MAX_RANK ||
+             weft__shape_num_elements(rank, dims) != src->num_elements) {
+    char *have = weft__shape_to_string(src->rank, src->dims);
+    char *want = rank >= 0 && rank <= WEFT_MAX_RANK ? weft__shape_to_string(rank, dims)
+                                                     : g_strdup("<bad rank>");
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "Node '%s' (%s): cannot view input %d of shape %s as shape %s (element "
+                         "counts differ)", node->name, node->op_name, input, have, want);
+    g_free(have);
+    g_free(want);
+  } else {
+    weft_tensor_t *t = weft__tensor_wrap(src->dtype, rank, dims, src->buffer);
+    weft_tensor_unref(ctx->outputs[output].tensor);
+    ctx->outputs[output].tensor = t;
+  }
+  if (v->ref) g_rec_mutex_unlock(&v->ref->lock);
+  return st;
+}
+
+static weft_status_t *host_kernel_scratch(weft_kernel_ctx_t *ctx, size_t nbytes, void **out) {
+  weft__buffer_t *b = NULL;
+  weft__device_t *dev = (ctx->device && !ctx->device->props.host_accessible) ? ctx->device : NULL;
+  weft_status_t *st = weft__buffer_new(dev, WEFT_DT_UINT8, (int64_t)nbytes, &b);
+  if (st) return weft_status_prefix(st, "Node '%s' scratch memory", ctx->node->name);
+  if (!ctx->scratch) ctx->scratch = g_ptr_array_new_with_free_func((GDestroyNotify)weft__buffer_unref);
+  g_ptr_array_add(ctx->scratch, b);
+  *out = b->data;
+  return NULL;
+}
+
+static void *host_kernel_device(weft_kernel_ctx_t *ctx) {
+  return ctx->device ? ctx->device->handle : NULL;
+}
+
+static int host_kernel_device_ordinal(weft_kernel_ctx_t *ctx) {
+  return ctx->device ? ctx->device->ordinal : 0;
+}
+
+static void host_parallel_for(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
+                              weft_range_fn fn, void *arg) {
+  if (total <= 0) return;
+  if (!ctx || !ctx->intra_pool) {
+    fn(arg, 0, total);
+    return;
+  }
+  weft__parallel_for(ctx->intra_pool, total, cost_per_unit, fn, arg);
+}
+
+static int host_kernel_num_threads(weft_kernel_ctx_t *ctx) {
+  return (ctx && ctx->intra_pool) ? weft__threadpool_size(ctx->intra_pool) : 1;
+}
+
+static weft_status_t *host_string_assign(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *tensor,
+                                         int64_t index, const char *data, size_t len) {
+  if (!tensor || tensor->dtype != WEFT_DT_STRING || index < 0 || index >= tensor->num_elements) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s': string_assign on a non-string tensor or index out of range",
+                           ctx ? ctx->node->name : "?");
+  }
+  weft_string_t *s = &((weft_string_t *)tensor->data)[index];
+  char *copy = g_malloc(len + 1);
+  if (len) memcpy(copy, data, len);
+  copy[len] = '\0';
+  g_free(s->data);
+  s->data = copy;
+  s->len = len;
+  return NULL;
+}
+
+static weft_status_t *host_kernel_output_from_attr(weft_kernel_ctx_t *ctx, int index,
+                                                   const char *attr) {
+  const weft_node_t *node = ctx->node;
+  if (index < 0 || index >= node->n_outputs) return bad_index(ctx, "output", index, node->n_outputs);
+  const weft__attr_value_t *v = weft__attrs_get(node->attrs, attr);
+  if (!v || v->kind != WEFT_ATTR_TENSOR) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s) has no tensor attr '%s'",
+                           node->name, node->op_name, attr);
+  }
+  weft_tensor_t *t = NULL;
+  weft_status_t *st = weft__tensor_to_device(v->u.tensor, output_placement(ctx, index), &t);
+  if (st) return weft_status_prefix(st, "Node '%s' (%s)", node->name, node->op_name);
+  weft_tensor_unref(ctx->outputs[index].tensor);
+  ctx->outputs[index].tensor = t;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Variables and references */
+
+static weft_status_t *host_kernel_variable(weft_kernel_ctx_t *ctx) {
+  const weft_node_t *node = ctx->node;
+  if (!ctx->resources) {
+    return weft_status_new(WEFT_FAILED_PRECONDITION, "Node '%s' (%s) runs without a resource manager",
+                           node->name, node->op_name);
+  }
+  const weft__attr_value_t *c = weft__attrs_get(node->attrs, "container");
+  const weft__attr_value_t *s = weft__attrs_get(node->attrs, "shared_name");
+  const char *container = (c && c->kind == WEFT_ATTR_STRING) ? c->u.s.data : "";
+  const char *shared = (s && s->kind == WEFT_ATTR_STRING && s->u.s.len) ? s->u.s.data : node->name;
+  weft__variable_t *var = weft__resource_mgr_variable(ctx->resources, ctx->device, container, shared);
+  weft__variable_unref(ctx->outputs[0].ref);
+  ctx->outputs[0].ref = var;
+  return NULL;
+}
+
+static weft_status_t *ref_arg(weft_kernel_ctx_t *ctx, int index, weft__variable_t **out) {
+  if (index < 0 || index >= ctx->node->n_inputs)
+    return bad_index(ctx, "input", index, ctx->node->n_inputs);
+  if (!ctx->inputs[index].ref) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Input %d of node '%s' (%s) is not a reference",
+                           index, ctx->node->name, ctx->node->op_name);
+  }
+  *out = ctx->inputs[index].ref;
+  return NULL;
+}
+
+/* Gives the variable a buffer nobody else holds, so in-place updates never change a value some
+ * reader already took (a fetched tensor, a read in flight). */
+static weft_status_t *make_exclusive(weft__variable_t *var) {
+  weft_tensor_t *cur = var->value;
+  if (g_atomic_int_get(&cur->refcount) == 1 && g_atomic_int_get(&cur->buffer->refcount) == 1)
+    return NULL;
+  weft_tensor_t *copy = NULL;
+  weft_status_t *st = weft__tensor_alloc(cur->buffer->device, cur->dtype, cur->rank, cur->dims, &copy);
+  if (st) return st;
+  if (cur->dtype == WEFT_DT_STRING) {
+    weft_string_t *src = cur->buffer->data, *dst = copy->buffer->data;
+    for (int64_t k = 0; k < cur->num_elements; k++) {
+      dst[k].data = g_memdup2(src[k].data, src[k].len + 1);
+      dst[k].len = src[k].len;
+    }
+  } else if (cur->buffer->nbytes) {
+    weft__device_t *d = cur->buffer->device;
+    if (!d) {
+      memcpy(copy->buffer->data, cur->buffer->data, cur->buffer->nbytes);
+    } else {
+      st = d->backend->table.copy_device_to_device(d->handle, copy->buffer->data, cur->buffer->data,
+                                                   cur->buffer->nbytes);
+      if (st) {
+        weft_tensor_unref(copy);
+        return st;
+      }
+    }
+  }
+  weft_tensor_unref(var->value);
+  var->value = copy;
+  return NULL;
+}
+
+static weft_status_t *host_kernel_ref_input(weft_kernel_ctx_t *ctx, int index,
+                                            weft_tensor_view_t *out) {
+  weft__variable_t *var = NULL;
+  weft_status_t *st = ref_arg(ctx, index, &var);
+  if (st) return st;
+  g_rec_mutex_lock(&var->lock);
+  if (!var->value) st = uninitialised(ctx, var);
+  if (!st) st = make_exclusive(var);
+  if (!st) weft__tensor_fill_view(var->value, out);
+  g_rec_mutex_unlock(&var->lock);
+  return st;
+}
+
+static weft_status_t *host_kernel_ref_assign(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype,
+                                             int rank, const int64_t *dims,
+                                             weft_tensor_view_t *out) {
+  weft__variable_t *var = NULL;
+  weft_status_t *st = ref_arg(ctx, index, &var);
+  if (st) return st;
+  if (rank < 0 || rank > WEFT_MAX_RANK) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s': cannot assign a value of rank %d",
+                           ctx->node->name, rank);
+  }
+  g_rec_mutex_lock(&var->lock);
+  weft_tensor_t *cur = var->value;
+  bool same = cur && cur->dtype == dtype && cur->rank == rank &&
+              memcmp(cur->dims, dims, sizeof(int64_t) * (size_t)rank) == 0;
+  if (same) {
+    st = make_exclusive(var);
+  } else {
+    weft_tensor_t *t = NULL;
+    weft__device_t *placement = (var->device && !var->device->props.host_accessible) ? var->device : NULL;
+    st = weft__tensor_alloc(placement, dtype, rank, dims, &t);
+    if (!st) {
+      weft_tensor_unref(var->value);
+      var->value = t;
+    }
+  }
+  if (!st) weft__tensor_fill_view(var->value, out);
+  g_rec_mutex_unlock(&var->lock);
+  return st;
+}
+
+static weft_status_t *host_kernel_forward_ref(weft_kernel_ctx_t *ctx, int input, int output) {
+  weft__variable_t *var = NULL;
+  weft_status_t *st = ref_arg(ctx, input, &var);
+  if (st) return st;
+  if (output < 0 || output >= ctx->node->n_outputs)
+    return bad_index(ctx, "output", output, ctx->node->n_outputs);
+  weft__variable_unref(ctx->outputs[output].ref);
+  ctx->outputs[output].ref = weft__variable_ref(var);
+  return NULL;
+}
+
+static void host_kernel_lock_ref(weft_kernel_ctx_t *ctx, int index) {
+  if (index >= 0 && index < ctx->node->n_inputs && ctx->inputs[index].ref)
+    g_rec_mutex_lock(&ctx->inputs[index].ref->lock);
+}
+
+static void host_kernel_unlock_ref(weft_kernel_ctx_t *ctx, int index) {
+  if (index >= 0 && index < ctx->node->n_inputs && ctx->inputs[index].ref)
+    g_rec_mutex_unlock(&ctx->inputs[index].ref->lock);
+}
+
+weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx) {
+  return weft__status_take(&ctx->deferred);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The table */
+
+static const weft_host_t host_table = {
+    .struct_size = sizeof(weft_host_t),
+    .abi_major = WEFT_ABI_MAJOR,
+    .abi_minor = WEFT_ABI_MINOR,
+    .log = host_log,
+    .status_new = host_status_new,
+    .status_code = host_status_code,
+    .status_message = host_status_message,
+    .status_free = host_status_free,
+    .attr_has = host_attr_has,
+    .attr_int = host_attr_int,
+    .attr_float = host_attr_float,
+    .attr_bool = host_attr_bool,
+    .attr_type = host_attr_type,
+    .attr_string = host_attr_string,
+    .attr_int_list = host_attr_int_list,
+    .attr_float_list = host_attr_float_list,
+    .attr_type_list = host_attr_type_list,
+    .attr_shape = host_attr_shape,
+    .attr_tensor = host_attr_tensor,
+    .kernel_attrs = host_kernel_attrs,
+    .kernel_node_name = host_kernel_node_name,
+    .kernel_num_inputs = host_kernel_num_inputs,
+    .kernel_num_outputs = host_kernel_num_outputs,
+    .kernel_input = host_kernel_input,
+    .kernel_allocate_output = host_kernel_allocate_output,
+    .kernel_forward_input = host_kernel_forward_input,
+    .kernel_scratch = host_kernel_scratch,
+    .kernel_device = host_kernel_device,
+    .kernel_device_ordinal = host_kernel_device_ordinal,
+    .parallel_for = host_parallel_for,
+    .kernel_num_threads = host_kernel_num_threads,
+    .string_assign = host_string_assign,
+    .kernel_output_from_attr = host_kernel_output_from_attr,
+    .kernel_variable = host_kernel_variable,
+    .kernel_ref_input = host_kernel_ref_input,
+    .kernel_ref_assign = host_kernel_ref_assign,
+    .kernel_forward_ref = host_kernel_forward_ref,
+    .kernel_lock_ref = host_kernel_lock_ref,
+    .kernel_unlock_ref = host_kernel_unlock_ref,
+    .shape_attrs = weft__shape_attrs,
+    .shape_node_name = weft__shape_node_name,
+    .shape_num_inputs = weft__shape_num_inputs,
+    .shape_input = weft__shape_input,
+    .shape_input_dtype = weft__shape_input_dtype,
+    .shape_input_const = weft__shape_input_const,
+    .shape_set_output = weft__shape_set_output,
+};
+
+const weft_host_t *weft__host(void) { return &host_table; }

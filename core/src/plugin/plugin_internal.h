@@ -10,6 +10,7 @@ typedef struct weft__backend {
   char *plugin_path;
   int n_devices;
   char *why_no_devices;  /* when n_devices == 0 */
+  char *why_no_devices_line; /* "TYPE: reason", built on demand */
 } weft__backend_t;
 
 struct weft__device {
@@ -55,7 +56,7 @@ bool weft__kernel_arg_in_host_memory(const weft__kernel_t *kernel, const weft_no
 /* The value a ref edge carries: a variable living in a resource manager. */
 typedef struct weft__variable {
   gint refcount;
-  GMutex lock;
+  GRecMutex lock;         /* recursive: a kernel holding use_locking may assign through it */
   char *name;             /* container/shared_name */
   weft__device_t *device;
   weft_tensor_t *value;   /* NULL until initialised */
@@ -86,7 +87,20 @@ struct weft_kernel_ctx {
   weft_status_t *deferred;      /* a status a void host function could not return */
 };
 
-/* Plugin loader records (weft_plugin_record_t plus ownership). */
+/* Plugin loader (loader.c): loads the default plugins once per process. */
 void weft__plugins_ensure_loaded(void);
+
+/* Registry internals the loader uses (registry.c). */
+weft__kernel_t *weft__kernel_copy_def(const weft_kernel_def_t *def, const char *plugin_path);
+void weft__kernel_free(weft__kernel_t *kernel);
+void weft__registry_add_kernel(weft__kernel_t *kernel);   /* takes ownership */
+void weft__registry_add_backend(weft__backend_t *backend); /* takes ownership; enumerates */
+int weft__registry_count_kernels_from(const char *plugin_path);
+char *weft__registry_device_types_from(const char *plugin_path); /* g_free() */
+/* The plugin path that registered device_type, or NULL (g_free() the result). */
+char *weft__registry_backend_owner(const char *device_type);
+
+/* The host table's kernel-context services (host.c) used by the executor. */
+weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx);
 
 #endif /* WEFT_PLUGIN_INTERNAL_H */

@@ -1,1 +1,407 @@
-/* session.c: (being written) */
+/* The local session: resolves a step's feeds, fetches and targets, prunes the graph to what they
+ * need, places new nodes (placement is kept across runs), instantiates kernels once per node, and
+ * caches one executor per feed/fetch/target signature. Variables live in the session's resource
+ * manager, as in TensorFlow's DirectSession. */
+#include "session_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../placement/placement_internal.h"
+
+typedef struct plan {
+  weft__executor_t *executor;
+  int n_feeds;
+} plan_t;
+
+struct weft_session {
+  weft_graph_t *graph;
+  weft_session_options_t *opts;
+  GMutex lock;
+  GHashTable *placement; /* node name -> device name */
+  GHashTable *kernels;   /* weft_node_t* -> weft__kernel_instance_t* */
+  GHashTable *plans;     /* signature -> plan_t* */
+  weft__resource_mgr_t *resources;
+  weft__threadpool_t *inter_pool;
+  weft__threadpool_t *intra_pool;
+  bool own_pools;
+  bool closed;
+};
+
+static void plan_free(plan_t *p) {
+  if (!p) return;
+  weft__executor_free(p->executor);
+  g_free(p);
+}
+
+weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
+                                 weft_status_t **status) {
+  if (status) *status = NULL;
+  const char *target = opts && opts->target ? opts->target : "";
+  if (*target && strcmp(target, "local") != 0) {
+    if (status) {
+      *status = weft_status_new(WEFT_UNIMPLEMENTED,
+                                "Session target '%s' is not supported by this build (only local "
+                                "sessions: \"\" or \"local\")", target);
+    }
+    return NULL;
+  }
+  if (!graph) {
+    if (status) *status = weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_new: graph is NULL");
+    return NULL;
+  }
+  weft__plugins_ensure_loaded();
+  weft_session_t *s = g_new0(weft_session_t, 1);
+  s->graph = graph;
+  s->opts = weft__session_options_copy(opts);
+  g_mutex_init(&s->lock);
+  s->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                     (GDestroyNotify)weft__kernel_instance_free);
+  s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)plan_free);
+  s->resources = weft__resource_mgr_new();
+  if (s->opts->use_per_session_threads) {
+    int inter = s->opts->inter_op_threads ? s->opts->inter_op_threads : weft__num_cores();
+    int intra = s->opts->intra_op_threads ? s->opts->intra_op_threads : weft__num_cores();
+    s->inter_pool = weft__threadpool_new(inter, "weft-inter");
+    s->intra_pool = weft__threadpool_new(intra, "weft-intra");
+    s->own_pools = true;
+  } else {
+    s->inter_pool = weft__default_inter_op_pool(s->opts->inter_op_threads);
+    s->intra_pool = weft__default_intra_op_pool(s->opts->intra_op_threads);
+  }
+  return s;
+}
+
+const char *weft_session_node_device(weft_session_t *s, const char *node_name) {
+  g_mutex_lock(&s->lock);
+  const char *d = g_hash_table_lookup(s->placement, node_name);
+  g_mutex_unlock(&s->lock);
+  return d ? d : "";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Planning */
+
+static bool is_fed(const weft__feed_t *feeds, int n, const weft_node_t *node, int index) {
+  for (int k = 0; k < n; k++)
+    if (feeds[k].node == node && feeds[k].index == index) return true;
+  return false;
+}
+
+static bool all_outputs_needed_are_fed(const weft__feed_t *feeds, int n, const weft_node_t *node) {
+  if (node->n_outputs == 0) return false;
+  for (int k = 0; k < node->n_outputs; k++)
+    if (!is_fed(feeds, n, node, k)) return false;
+  return true;
+}
+
+/* Nodes the step needs, in creation order (which is a topological order: inputs exist before
+ * the nodes that use them). */
+static GPtrArray *needed_nodes(const weft__feed_t *feeds, int n_feeds, const weft__fetch_t *fetches,
+                               int n_fetches, weft_node_t *const *targets, int n_targets) {
+  GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GPtrArray *stack = g_ptr_array_new();
+  for (int k = 0; k < n_fetches; k++) {
+    if (!is_fed(feeds, n_feeds, fetches[k].node, fetches[k].index))
+      g_ptr_array_add(stack, (gpointer)fetches[k].node);
+  }
+  for (int k = 0; k < n_targets; k++) g_ptr_array_add(stack, targets[k]);
+  while (stack->len) {
+    weft_node_t *n = g_ptr_array_steal_index(stack, stack->len - 1);
+    if (g_hash_table_contains(seen, n)) continue;
+    g_hash_table_add(seen, n);
+    for (int i = 0; i < n->n_inputs; i++) {
+      const weft__edge_t *e = &n->inputs[i];
+      if (!is_fed(feeds, n_feeds, e->src, e->src_index)) g_ptr_array_add(stack, e->src);
+    }
+    for (guint c = 0; c < n->control_inputs->len; c++) {
+      weft_node_t *ctl = n->control_inputs->pdata[c];
+      if (!all_outputs_needed_are_fed(feeds, n_feeds, ctl)) g_ptr_array_add(stack, ctl);
+    }
+  }
+  g_ptr_array_free(stack, TRUE);
+  GPtrArray *nodes = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, seen);
+  while (g_hash_table_iter_next(&it, &key, NULL)) g_ptr_array_add(nodes, key);
+  g_hash_table_destroy(seen);
+  /* Sort by id: creation order. */
+  for (guint i = 1; i < nodes->len; i++) {
+    gpointer x = nodes->pdata[i];
+    guint j = i;
+    while (j > 0 && ((weft_node_t *)nodes->pdata[j - 1])->id > ((weft_node_t *)x)->id) {
+      nodes->pdata[j] = nodes->pdata[j - 1];
+      j--;
+    }
+    nodes->pdata[j] = x;
+  }
+  return nodes;
+}
+
+static weft_status_t *check_placeholders(GPtrArray *nodes) {
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    if (strcmp(n->op_name, "Placeholder") != 0) continue;
+    char *shape = weft__shape_to_string(n->output_shapes[0].rank, n->output_shapes[0].dims);
+    weft_status_t *st = weft_status_new(
+        WEFT_INVALID_ARGUMENT,
+        "You must feed a value for placeholder tensor '%s' with dtype %s and shape %s", n->name,
+        weft_dtype_name(weft__dtype_base(n->output_types[0])), shape);
+    g_free(shape);
+    return st;
+  }
+  return NULL;
+}
+
+static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *nodes) {
+  GPtrArray *todo = g_ptr_array_new();
+  for (guint k = 0; k < nodes->len; k++) {
+    weft_node_t *n = nodes->pdata[k];
+    if (!g_hash_table_contains(s->placement, n->name)) g_ptr_array_add(todo, n);
+  }
+  if (!todo->len) {
+    g_ptr_array_free(todo, TRUE);
+    return NULL;
+  }
+  int n_devices = weft__device_count();
+  weft__place_device_t *devices = g_new0(weft__place_device_t, n_devices > 0 ? n_devices : 1);
+  for (int k = 0; k < n_devices; k++) {
+    weft__device_t *d = weft__device_at(k);
+    devices[k].name = d->name;
+    devices[k].job = "localhost";
+    devices[k].replica = 0;
+    devices[k].task = 0;
+    devices[k].type = d->type;
+    devices[k].id = d->ordinal;
+    devices[k].gpu_like = d->gpu_like;
+    devices[k].priority = d->priority;
+  }
+  weft__placer_options_t popts = {s->opts->allow_soft_placement, "localhost", 0, 0};
+  weft_status_t *st = NULL;
+  if (n_devices == 0) {
+    st = weft_status_new(WEFT_FAILED_PRECONDITION,
+                         "No devices: no backend plugin was loaded (see `weft plugins`; set "
+                         "WEFT_PLUGIN_PATH to the folder holding libweft-cpu.so)");
+  } else {
+    st = weft__place(todo, devices, n_devices, &popts, s->placement);
+  }
+  if (!st && s->opts->log_device_placement) {
+    GString *log = g_string_new(NULL);
+    for (guint k = 0; k < todo->len; k++) {
+      const weft_node_t *n = todo->pdata[k];
+      g_string_append_printf(log, "%s: (%s): %s\n", n->name, n->op_name,
+                             (const char *)g_hash_table_lookup(s->placement, n->name));
+    }
+    fputs(log->str, stderr);
+    fflush(stderr);
+    g_string_free(log, TRUE);
+  }
+  g_free(devices);
+  g_ptr_array_free(todo, TRUE);
+  return st;
+}
+
+static weft_status_t *instantiate_kernels(weft_session_t *s, GPtrArray *nodes,
+                                          weft__kernel_instance_t **out) {
+  weft_device_options_t dopts = {sizeof(dopts), s->opts->gpu_memory_fraction,
+                                 s->opts->gpu_allow_growth};
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    weft__kernel_instance_t *inst = g_hash_table_lookup(s->kernels, n);
+    if (!inst) {
+      const char *dev_name = g_hash_table_lookup(s->placement, n->name);
+      weft__device_t *dev = dev_name ? weft__device_find(dev_name) : NULL;
+      if (!dev) {
+        return weft_status_new(WEFT_INTERNAL, "Node '%s' was placed on unknown device '%s'",
+                               n->name, dev_name ? dev_name : "");
+      }
+      weft_status_t *st = weft__device_open(dev, &dopts);
+      if (st) return st;
+      const weft__kernel_t *kernel = weft__kernel_lookup(n->op_name, dev->type, n->attrs);
+      if (!kernel) {
+        char *avail = weft__kernel_describe_available(n->op_name);
+        st = weft_status_new(WEFT_NOT_FOUND, "No kernel for node '%s' (op %s) on %s; %s", n->name,
+                             n->op_name, dev->name, avail);
+        g_free(avail);
+        return st;
+      }
+      st = weft__kernel_instance_new(n, kernel, dev, &inst);
+      if (st) return st;
+      g_hash_table_insert(s->kernels, (gpointer)n, inst);
+    }
+    out[k] = inst;
+  }
+  return NULL;
+}
+
+static char *signature(const weft__feed_t *feeds, int n_feeds, const weft__fetch_t *fetches,
+                       int n_fetches, weft_node_t *const *targets, int n_targets) {
+  GString *sig = g_string_new(NULL);
+  for (int k = 0; k < n_feeds; k++) g_string_append_printf(sig, "%s:%d,", feeds[k].node->name, feeds[k].index);
+  g_string_append_c(sig, '|');
+  for (int k = 0; k < n_fetches; k++)
+    g_string_append_printf(sig, "%s:%d,", fetches[k].node->name, fetches[k].index);
+  g_string_append_c(sig, '|');
+  for (int k = 0; k < n_targets; k++) g_string_append_printf(sig, "%s,", targets[k]->name);
+  return g_string_free(sig, FALSE);
+}
+
+static weft_status_t *build_plan(weft_session_t *s, const weft__feed_t *feeds, int n_feeds,
+                                 const weft__fetch_t *fetches, int n_fetches,
+                                 weft_node_t *const *targets, int n_targets, plan_t **out) {
+  GPtrArray *nodes = needed_nodes(feeds, n_feeds, fetches, n_fetches, targets, n_targets);
+  weft_status_t *st = check_placeholders(nodes);
+  if (!st) st = place_new_nodes(s, nodes);
+  weft__kernel_instance_t **kernels = g_new0(weft__kernel_instance_t *, nodes->len + 1);
+  if (!st) st = instantiate_kernels(s, nodes, kernels);
+  if (!st) {
+    weft__executor_params_t p = {nodes, kernels, feeds, n_feeds, fetches, n_fetches};
+    weft__executor_t *ex = NULL;
+    st = weft__executor_new(&p, &ex);
+    if (!st) {
+      plan_t *plan = g_new0(plan_t, 1);
+      plan->executor = ex;
+      plan->n_feeds = n_feeds;
+      *out = plan;
+    }
+  }
+  g_free(kernels);
+  g_ptr_array_free(nodes, TRUE);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running */
+
+static weft_status_t *check_feed(const weft_node_t *node, int index, const char *name,
+                                 const weft_tensor_t *t) {
+  if (!t) return weft_status_new(WEFT_INVALID_ARGUMENT, "Feed '%s' has no tensor", name);
+  weft_dtype_t want = weft__dtype_base(node->output_types[index]);
+  if (t->dtype != want) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Feed '%s': expected a tensor of type %s but got %s", name,
+                           weft_dtype_name(want), weft_dtype_name(t->dtype));
+  }
+  const weft__shape_t *shape = &node->output_shapes[index];
+  bool ok = shape->rank < 0 || shape->rank == t->rank;
+  for (int k = 0; ok && shape->rank >= 0 && k < t->rank; k++)
+    ok = shape->dims[k] < 0 || shape->dims[k] == t->dims[k];
+  if (!ok) {
+    char *want_s = weft__shape_to_string(shape->rank, shape->dims);
+    char *have_s = weft__shape_to_string(t->rank, t->dims);
+    weft_status_t *st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                                        "Feed '%s': cannot feed a value of shape %s to a tensor "
+                                        "of shape %s", name, have_s, want_s);
+    g_free(want_s);
+    g_free(have_s);
+    return st;
+  }
+  return NULL;
+}
+
+weft_status_t *weft_session_run(weft_session_t *s, const char *const *feed_names,
+                                weft_tensor_t *const *feed_values, int n_feeds,
+                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                                int n_fetches, const char *const *target_names, int n_targets) {
+  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: session is NULL");
+  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
+  }
+  weft_status_t *st = NULL;
+  weft__feed_t *feeds = g_new0(weft__feed_t, n_feeds + 1);
+  weft__fetch_t *fetches = g_new0(weft__fetch_t, n_fetches + 1);
+  weft_node_t **targets = g_new0(weft_node_t *, n_targets + 1);
+  for (int k = 0; k < n_feeds && !st; k++) {
+    weft_output_t o;
+    st = weft_graph_find_output(s->graph, feed_names[k], &o);
+    if (!st) st = check_feed(o.node, o.index, feed_names[k], feed_values[k]);
+    if (!st) {
+      for (int j = 0; j < k && !st; j++) {
+        if (feeds[j].node == o.node && feeds[j].index == o.index)
+          st = weft_status_new(WEFT_INVALID_ARGUMENT, "Tensor '%s' is fed more than once", feed_names[k]);
+      }
+      feeds[k].node = o.node;
+      feeds[k].index = o.index;
+      feeds[k].tensor = feed_values[k];
+    }
+  }
+  for (int k = 0; k < n_fetches && !st; k++) {
+    weft_output_t o;
+    st = weft_graph_find_output(s->graph, fetch_names[k], &o);
+    if (!st) {
+      fetches[k].node = o.node;
+      fetches[k].index = o.index;
+    }
+  }
+  for (int k = 0; k < n_targets && !st; k++) {
+    targets[k] = weft_graph_node(s->graph, target_names[k]);
+    if (!targets[k]) {
+      /* Accept "name:0" as TensorFlow does for targets given as tensors. */
+      weft_output_t o;
+      weft_status_t *again = weft_graph_find_output(s->graph, target_names[k], &o);
+      if (again) {
+        weft_status_free(again);
+        st = weft_status_new(WEFT_NOT_FOUND, "Target '%s' is not a node in the graph",
+                             target_names[k]);
+      } else {
+        targets[k] = o.node;
+      }
+    }
+  }
+  if (!st && n_fetches == 0 && n_targets == 0) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "Nothing to run: no fetches and no targets");
+  }
+
+  plan_t *plan = NULL;
+  if (!st) {
+    char *sig = signature(feeds, n_feeds, fetches, n_fetches, targets, n_targets);
+    g_mutex_lock(&s->lock);
+    plan = g_hash_table_lookup(s->plans, sig);
+    if (!plan) {
+      st = build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &plan);
+      if (!st) g_hash_table_insert(s->plans, sig, plan);
+      else g_free(sig);
+    } else {
+      g_free(sig);
+    }
+    g_mutex_unlock(&s->lock);
+  }
+  if (!st) {
+    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources};
+    st = weft__executor_run(plan->executor, &args, fetch_outputs);
+  }
+  g_free(feeds);
+  g_free(fetches);
+  g_free(targets);
+  return st;
+}
+
+weft_status_t *weft_session_close(weft_session_t *s) {
+  if (!s || s->closed) return NULL;
+  g_mutex_lock(&s->lock);
+  s->closed = true;
+  g_hash_table_remove_all(s->plans);
+  g_hash_table_remove_all(s->kernels);
+  weft__resource_mgr_clear(s->resources, NULL, 0);
+  g_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+void weft_session_free(weft_session_t *s) {
+  if (!s) return;
+  weft_status_free(weft_session_close(s));
+  g_hash_table_destroy(s->plans);
+  g_hash_table_destroy(s->kernels);
+  g_hash_table_destroy(s->placement);
+  weft__resource_mgr_free(s->resources);
+  if (s->own_pools) {
+    weft__threadpool_free(s->inter_pool);
+    weft__threadpool_free(s->intra_pool);
+  }
+  weft_session_options_free(s->opts);
+  g_mutex_clear(&s->lock);
+  g_free(s);
+}

@@ -1,1 +1,55 @@
-/* session_options.c: (being written) */
+/* Session options: TensorFlow's ConfigProto fields that Weft honours (placement logging, soft
+ * placement, thread pools, GPU memory), plus the target a session talks to. */
+#include "session_internal.h"
+
+weft_session_options_t *weft_session_options_new(void) {
+  weft_session_options_t *o = g_new0(weft_session_options_t, 1);
+  o->target = g_strdup("");
+  return o;
+}
+
+weft_session_options_t *weft__session_options_copy(const weft_session_options_t *src) {
+  weft_session_options_t *o = g_new0(weft_session_options_t, 1);
+  if (src) *o = *src;
+  o->target = g_strdup(src && src->target ? src->target : "");
+  return o;
+}
+
+void weft_session_options_free(weft_session_options_t *o) {
+  if (!o) return;
+  g_free(o->target);
+  g_free(o);
+}
+
+void weft_session_options_set_target(weft_session_options_t *o, const char *target) {
+  g_free(o->target);
+  o->target = g_strdup(target ? target : "");
+}
+
+void weft_session_options_set_log_device_placement(weft_session_options_t *o, bool on) {
+  o->log_device_placement = on;
+}
+
+void weft_session_options_set_allow_soft_placement(weft_session_options_t *o, bool on) {
+  o->allow_soft_placement = on;
+}
+
+void weft_session_options_set_inter_op_threads(weft_session_options_t *o, int n) {
+  o->inter_op_threads = n < 0 ? 0 : n;
+}
+
+void weft_session_options_set_intra_op_threads(weft_session_options_t *o, int n) {
+  o->intra_op_threads = n < 0 ? 0 : n;
+}
+
+void weft_session_options_set_use_per_session_threads(weft_session_options_t *o, bool on) {
+  o->use_per_session_threads = on;
+}
+
+void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *o, double f) {
+  o->gpu_memory_fraction = f < 0 ? 0 : (f > 1 ? 1 : f);
+}
+
+void weft_session_options_set_gpu_allow_growth(weft_session_options_t *o, bool on) {
+  o->gpu_allow_growth = on;
+}

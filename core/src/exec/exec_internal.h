@@ -1,0 +1,74 @@
+/* Internal declarations of core/src/exec: the resource manager that keeps variables alive between
+ * steps, and the executor that runs a placed set of nodes once per step. */
+#ifndef WEFT_EXEC_INTERNAL_H
+#define WEFT_EXEC_INTERNAL_H
+
+#include "../plugin/plugin_internal.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Resource manager: variables keyed by device, container and name. Thread-safe. */
+
+weft__resource_mgr_t *weft__resource_mgr_new(void);
+void weft__resource_mgr_free(weft__resource_mgr_t *rm);
+/* Finds or creates the variable; the caller gets a new reference. */
+weft__variable_t *weft__resource_mgr_variable(weft__resource_mgr_t *rm, weft__device_t *device,
+                                              const char *container, const char *name);
+/* Drops every variable in the named containers (NULL or empty array: all containers). */
+void weft__resource_mgr_clear(weft__resource_mgr_t *rm, const char *const *containers, int n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Executor */
+
+/* A kernel instance for one node, created once and reused by every step (TensorFlow caches
+ * kernels per session the same way). */
+typedef struct weft__kernel_instance {
+  const weft__kernel_t *kernel;
+  weft__device_t *device;
+  void *state;
+  bool has_state;
+} weft__kernel_instance_t;
+
+weft_status_t *weft__kernel_instance_new(const weft_node_t *node, const weft__kernel_t *kernel,
+                                         weft__device_t *device, weft__kernel_instance_t **out);
+void weft__kernel_instance_free(weft__kernel_instance_t *inst);
+
+/* A value fed into a step: it replaces output `index` of `node`. */
+typedef struct weft__feed {
+  const weft_node_t *node;
+  int index;
+  weft_tensor_t *tensor; /* borrowed */
+} weft__feed_t;
+
+typedef struct weft__fetch {
+  const weft_node_t *node;
+  int index;
+} weft__fetch_t;
+
+typedef struct weft__executor weft__executor_t;
+
+typedef struct weft__executor_params {
+  GPtrArray *nodes;                /* weft_node_t* to run (closed under needed inputs) */
+  weft__kernel_instance_t **kernels; /* per entry of nodes */
+  const weft__feed_t *feeds;       /* feeds define which outputs are replaced */
+  int n_feeds;
+  const weft__fetch_t *fetches;
+  int n_fetches;
+} weft__executor_params_t;
+
+/* Builds the dependency structure once; the executor may then run many steps. */
+weft_status_t *weft__executor_new(const weft__executor_params_t *params, weft__executor_t **out);
+void weft__executor_free(weft__executor_t *ex);
+
+typedef struct weft__run_args {
+  weft_tensor_t *const *feed_values; /* in the order of params.feeds */
+  weft__threadpool_t *inter_pool;
+  weft__threadpool_t *intra_pool;
+  weft__resource_mgr_t *resources;
+} weft__run_args_t;
+
+/* Runs one step; fetched[i] gets a new host reference for fetches[i]. The first failing kernel's
+ * status, prefixed with node, op and device, cancels the rest. */
+weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *args,
+                                  weft_tensor_t **fetched);
+
+#endif /* WEFT_EXEC_INTERNAL_H */

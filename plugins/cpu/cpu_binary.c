@@ -1,0 +1,719 @@
+/* cpu_binary.c: binary elementwise kernels with TensorFlow broadcasting (AddV2, Sub, Mul, Div,
+ * FloorDiv, FloorMod, Pow, Maximum, comparisons, logic, activation gradients), string Add and
+ * Equal, and the n-ary elementwise ops AddN, Select, SelectV2 and ClipByValue.
+ *
+ * Every op is three loops per dtype: vector-vector, scalar-vector and vector-scalar over
+ * contiguous memory. The broadcast geometry (cpu_util.c) collapses the shapes so that the
+ * same-shape and scalar cases are a single run, and general broadcasting is a series of runs. */
+#include <stdlib.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+typedef void (*bin_fn)(const void *x, const void *y, void *z, int64_t n, double p);
+typedef struct bin_fns {
+  bin_fn vv, sv, vs;
+} bin_fns_t;
+
+#define BIN_BODY(T, U, TY, EXPR, LOAD_A, LOAD_B)                 \
+  {                                                              \
+    typedef T T_ __attribute__((unused));                        \
+    typedef U U_ __attribute__((unused));                        \
+    const T *restrict x = (const T *)xv;                         \
+    const T *restrict y = (const T *)yv;                         \
+    TY *restrict z = (TY *)zv;                                   \
+    const T p __attribute__((unused)) = (T)p_;                   \
+    for (int64_t i = 0; i < n; i++) {                            \
+      const T a = LOAD_A;                                        \
+      const T b = LOAD_B;                                        \
+      z[i] = (TY)(EXPR);                                         \
+    }                                                            \
+  }
+
+#define BIN_DEF(NAME, T, U, TY, EXPR)                                                  \
+  static void NAME##_vv(const void *xv, const void *yv, void *zv, int64_t n, double p_) \
+      BIN_BODY(T, U, TY, EXPR, x[i], y[i])                                             \
+  static void NAME##_sv(const void *xv, const void *yv, void *zv, int64_t n, double p_) \
+      BIN_BODY(T, U, TY, EXPR, x[0], y[i])                                             \
+  static void NAME##_vs(const void *xv, const void *yv, void *zv, int64_t n, double p_) \
+      BIN_BODY(T, U, TY, EXPR, x[i], y[0])
+
+#define BIN_FLOAT_T(OP, TY32, TY64, EXPR)        \
+  BIN_DEF(OP##_f32, float, float, TY32, EXPR) \
+  BIN_DEF(OP##_f64, double, double, TY64, EXPR)
+#define BIN_SINT_T(OP, TY, EXPR)                          \
+  BIN_DEF(OP##_i8, int8_t, uint32_t, TY(int8_t), EXPR)    \
+  BIN_DEF(OP##_i16, int16_t, uint32_t, TY(int16_t), EXPR) \
+  BIN_DEF(OP##_i32, int32_t, uint32_t, TY(int32_t), EXPR) \
+  BIN_DEF(OP##_i64, int64_t, uint64_t, TY(int64_t), EXPR)
+#define BIN_UINT_T(OP, TY, EXPR)                             \
+  BIN_DEF(OP##_u8, uint8_t, uint32_t, TY(uint8_t), EXPR)     \
+  BIN_DEF(OP##_u16, uint16_t, uint32_t, TY(uint16_t), EXPR)  \
+  BIN_DEF(OP##_u32, uint32_t, uint32_t, TY(uint32_t), EXPR)  \
+  BIN_DEF(OP##_u64, uint64_t, uint64_t, TY(uint64_t), EXPR)
+#define SAME(T) T
+#define BOOLOUT(T) uint8_t
+
+#define BIN_FLOAT(OP, EXPR) BIN_FLOAT_T(OP, float, double, EXPR)
+#define BIN_SINT(OP, EXPR) BIN_SINT_T(OP, SAME, EXPR)
+#define BIN_UINT(OP, EXPR) BIN_UINT_T(OP, SAME, EXPR)
+#define BIN_INT(OP, EXPR) BIN_SINT(OP, EXPR) BIN_UINT(OP, EXPR)
+#define BIN_CMP(OP, EXPR)                   \
+  BIN_FLOAT_T(OP, uint8_t, uint8_t, EXPR)   \
+  BIN_SINT_T(OP, BOOLOUT, EXPR)             \
+  BIN_UINT_T(OP, BOOLOUT, EXPR)
+
+#define F3(NAME) {NAME##_vv, NAME##_sv, NAME##_vs}
+#define FNS_FLOAT(OP) [CPU_SLOT_F32] = F3(OP##_f32), [CPU_SLOT_F64] = F3(OP##_f64)
+#define FNS_SINT(OP)                                                        \
+  [CPU_SLOT_I8] = F3(OP##_i8), [CPU_SLOT_I16] = F3(OP##_i16),               \
+  [CPU_SLOT_I32] = F3(OP##_i32), [CPU_SLOT_I64] = F3(OP##_i64)
+#define FNS_UINT(OP)                                                        \
+  [CPU_SLOT_U8] = F3(OP##_u8), [CPU_SLOT_U16] = F3(OP##_u16),               \
+  [CPU_SLOT_U32] = F3(OP##_u32), [CPU_SLOT_U64] = F3(OP##_u64)
+#define FNS_INT(OP) FNS_SINT(OP), FNS_UINT(OP)
+#define FNS_NUM(OP) FNS_FLOAT(OP), FNS_INT(OP)
+
+/* Integer power by squaring, wrapping like TensorFlow's (two's complement, modulo 2^bits). */
+static inline uint64_t ipow_u64(uint64_t base, uint64_t e) {
+  uint64_t r = 1;
+  while (e != 0) {
+    if (e & 1u) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
+
+/* Arithmetic. Integer arithmetic goes through unsigned types so overflow wraps instead of being
+ * undefined. Signed division guards b == -1, where INT_MIN / -1 would trap. */
+BIN_FLOAT(add, a + b)
+BIN_INT(add, (T_)((U_)a + (U_)b))
+BIN_FLOAT(sub, a - b)
+BIN_INT(sub, (T_)((U_)a - (U_)b))
+BIN_FLOAT(mul, a * b)
+BIN_INT(mul, (T_)((U_)a * (U_)b))
+BIN_FLOAT(div, a / b)
+BIN_SINT(div, b == -1 ? (T_)(0u - (U_)a) : (T_)(a / b))
+BIN_UINT(div, a / b)
+BIN_FLOAT(div_no_nan, b == 0 ? (T_)0 : a / b)
+BIN_FLOAT(floordiv, floor(a / b))
+BIN_SINT(floordiv, b == -1 ? (T_)(0u - (U_)a)
+                           : (T_)(a / b - ((a % b != 0) && ((a < 0) != (b < 0)))))
+BIN_UINT(floordiv, a / b)
+BIN_FLOAT(floormod, (fmod(a, b) != 0 && ((fmod(a, b) < 0) != (b < 0))) ? fmod(a, b) + b
+                                                                         : fmod(a, b))
+BIN_SINT(floormod, b == -1 ? (T_)0
+                           : (T_)(((a % b) != 0 && (((a % b) < 0) != (b < 0))) ? (a % b) + b
+                                                                               : (a % b)))
+BIN_UINT(floormod, a % b)
+BIN_FLOAT(truncmod, fmod(a, b))
+BIN_SINT(truncmod, b == -1 ? (T_)0 : (T_)(a % b))
+BIN_UINT(truncmod, a % b)
+BIN_FLOAT(pow, pow(a, b))
+BIN_SINT(pow, (T_)ipow_u64((uint64_t)(int64_t)a, (uint64_t)(int64_t)b))
+BIN_UINT(pow, (T_)ipow_u64((uint64_t)a, (uint64_t)b))
+/* NaN in either operand gives NaN, as in TensorFlow 2. */
+BIN_FLOAT(maximum, (a > b || a != a) ? a : b)
+BIN_INT(maximum, a > b ? a : b)
+BIN_FLOAT(minimum, (a < b || a != a) ? a : b)
+BIN_INT(minimum, a < b ? a : b)
+BIN_FLOAT(sqdiff, (a - b) * (a - b))
+BIN_SINT(sqdiff, (T_)(((U_)a - (U_)b) * ((U_)a - (U_)b)))
+BIN_FLOAT(atan2, atan2(a, b))
+
+/* Comparisons (bool output). */
+BIN_CMP(equal, a == b)
+BIN_CMP(not_equal, a != b)
+BIN_CMP(less, a < b)
+BIN_CMP(less_equal, a <= b)
+BIN_CMP(greater, a > b)
+BIN_CMP(greater_equal, a >= b)
+BIN_DEF(equal_b, uint8_t, uint8_t, uint8_t, (a != 0) == (b != 0))
+BIN_DEF(not_equal_b, uint8_t, uint8_t, uint8_t, (a != 0) != (b != 0))
+BIN_DEF(logical_and_b, uint8_t, uint8_t, uint8_t, (a != 0) & (b != 0))
+BIN_DEF(logical_or_b, uint8_t, uint8_t, uint8_t, (a != 0) | (b != 0))
+
+/* Gradients of activations: (a, b) in TensorFlow's argument order. */
+BIN_FLOAT(relu_grad, b > 0 ? a : (T_)0)         /* gradients, features */
+BIN_FLOAT(relu6_grad, (b > 0 && b < 6) ? a : (T_)0)
+BIN_FLOAT(leaky_relu_grad, b > 0 ? a : p * a)
+BIN_FLOAT(elu_grad, b < 0 ? a * (b + 1) : a)     /* gradients, outputs */
+BIN_FLOAT(selu_grad, b < 0 ? a * (b + (T_)(SELU_SCALE * SELU_ALPHA)) : a * (T_)SELU_SCALE)
+BIN_FLOAT(softplus_grad, a / ((T_)1 + exp(-b)))  /* gradients, features */
+BIN_FLOAT(softsign_grad, a / (((T_)1 + fabs(b)) * ((T_)1 + fabs(b))))
+BIN_FLOAT(sigmoid_grad, b * a * ((T_)1 - a))     /* y, dy */
+BIN_FLOAT(tanh_grad, b * ((T_)1 - a * a))
+BIN_FLOAT(sqrt_grad, b * (T_)0.5 / a)
+BIN_FLOAT(rsqrt_grad, b * (T_)-0.5 * a * a * a)
+BIN_FLOAT(reciprocal_grad, -b * a * a)
+
+typedef enum bin_check {
+  CHECK_NONE = 0,
+  CHECK_INT_DIV, /* integer divisor must not be 0 */
+  CHECK_INT_POW, /* integer exponent must not be negative */
+} bin_check_t;
+
+typedef struct bin_op {
+  const char *name;
+  int64_t cost;
+  bool out_bool;
+  bin_check_t check;
+  const char *param;
+  float param_default;
+  bin_fns_t fns[CPU_N_SLOTS];
+  bool strings; /* also defined on strings (Add: concatenation; Equal, NotEqual) */
+} bin_op_t;
+
+static const bin_op_t bin_ops[] = {
+    {"AddV2", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(add)}, false},
+    {"Add", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(add)}, true},
+    {"Sub", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(sub)}, false},
+    {"Mul", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(mul)}, false},
+    {"RealDiv", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(div)}, false},
+    {"Div", 4, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(div)}, false},
+    {"TruncateDiv", 4, false, CHECK_INT_DIV, NULL, 0, {FNS_INT(div)}, false},
+    {"DivNoNan", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(div_no_nan)}, false},
+    {"FloorDiv", 6, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(floordiv)}, false},
+    {"FloorMod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(floormod)}, false},
+    {"Mod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(truncmod)}, false},
+    {"TruncateMod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(truncmod)}, false},
+    {"Pow", 40, false, CHECK_INT_POW, NULL, 0, {FNS_NUM(pow)}, false},
+    {"Maximum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(maximum)}, false},
+    {"Minimum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(minimum)}, false},
+    {"SquaredDifference", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(sqdiff), FNS_SINT(sqdiff)},
+     false},
+    {"Atan2", 40, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(atan2)}, false},
+    {"Equal", 1, true, CHECK_NONE, NULL, 0,
+     {FNS_NUM(equal), [CPU_SLOT_BOOL] = F3(equal_b)}, true},
+    {"NotEqual", 1, true, CHECK_NONE, NULL, 0,
+     {FNS_NUM(not_equal), [CPU_SLOT_BOOL] = F3(not_equal_b)}, true},
+    {"Less", 1, true, CHECK_NONE, NULL, 0, {FNS_NUM(less)}, false},
+    {"LessEqual", 1, true, CHECK_NONE, NULL, 0, {FNS_NUM(less_equal)}, false},
+    {"Greater", 1, true, CHECK_NONE, NULL, 0, {FNS_NUM(greater)}, false},
+    {"GreaterEqual", 1, true, CHECK_NONE, NULL, 0, {FNS_NUM(greater_equal)}, false},
+    {"LogicalAnd", 1, true, CHECK_NONE, NULL, 0, {[CPU_SLOT_BOOL] = F3(logical_and_b)}, false},
+    {"LogicalOr", 1, true, CHECK_NONE, NULL, 0, {[CPU_SLOT_BOOL] = F3(logical_or_b)}, false},
+    {"ReluGrad", 1, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(relu_grad)}, false},
+    {"Relu6Grad", 1, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(relu6_grad)}, false},
+    {"LeakyReluGrad", 1, false, CHECK_NONE, "alpha", 0.2f, {FNS_FLOAT(leaky_relu_grad)}, false},
+    {"EluGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(elu_grad)}, false},
+    {"SeluGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(selu_grad)}, false},
+    {"SoftplusGrad", 25, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(softplus_grad)}, false},
+    {"SoftsignGrad", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(softsign_grad)}, false},
+    {"SigmoidGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(sigmoid_grad)}, false},
+    {"TanhGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(tanh_grad)}, false},
+    {"SqrtGrad", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(sqrt_grad)}, false},
+    {"RsqrtGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(rsqrt_grad)}, false},
+    {"ReciprocalGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(reciprocal_grad)}, false},
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Driver */
+
+typedef struct bin_job {
+  const bin_fns_t *fns;
+  const weft_cpu_bcast_t *bc;
+  const char *x, *y;
+  char *z;
+  size_t es, zs;
+  double p;
+} bin_job_t;
+
+/* Elements [b, e) of the output, walked one broadcast run at a time. */
+static void bin_range(void *arg, int64_t b, int64_t e) {
+  const bin_job_t *j = arg;
+  const weft_cpu_bcast_t *bc = j->bc;
+  int64_t inner = weft__cpu_bcast_inner(bc);
+  int64_t sx = bc->strides[0][bc->rank - 1], sy = bc->strides[1][bc->rank - 1];
+  bin_fn fn = sx && sy ? j->fns->vv : (sx ? j->fns->vs : j->fns->sv);
+  int64_t pos = b;
+  while (pos < e) {
+    int64_t row = pos / inner, col = pos % inner;
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(bc, row, off);
+    int64_t len = inner - col;
+    if (len > e - pos) len = e - pos;
+    fn(j->x + (size_t)(off[0] + col * sx) * j->es, j->y + (size_t)(off[1] + col * sy) * j->es,
+       j->z + (size_t)pos * j->zs, len, j->p);
+    pos += len;
+  }
+}
+
+static bool any_zero(const weft_tensor_view_t *v) {
+  size_t es = weft__cpu_dtype_size(v->dtype);
+  const unsigned char *p = v->data;
+  for (int64_t i = 0; i < v->num_elements; i++) {
+    bool nz = false;
+    for (size_t k = 0; k < es; k++) nz |= p[(size_t)i * es + k] != 0;
+    if (!nz) return true;
+  }
+  return false;
+}
+
+static bool any_negative(const weft_tensor_view_t *v) {
+  if (v->dtype == WEFT_DT_UINT8 || v->dtype == WEFT_DT_UINT16 || v->dtype == WEFT_DT_UINT32 ||
+      v->dtype == WEFT_DT_UINT64)
+    return false;
+  for (int64_t i = 0; i < v->num_elements; i++)
+    if (weft__cpu_get_double(v, i) < 0) return true;
+  return false;
+}
+
+static weft_status_t *string_binary(weft_kernel_ctx_t *ctx, const bin_op_t *op,
+                                    const weft_tensor_view_t *x, const weft_tensor_view_t *y,
+                                    const weft_cpu_bcast_t *bcp) {
+  const weft_cpu_bcast_t bc = *bcp;
+  bool concat = !op->out_bool;
+  bool eq = strcmp(op->name, "Equal") == 0;
+  weft_tensor_view_t z;
+  CPU_TRY(weft__cpu_output(ctx, 0, concat ? WEFT_DT_STRING : WEFT_DT_BOOL, bc.out_rank,
+                           bc.out_dims, &z));
+  const weft_string_t *xs = x->data, *ys = y->data;
+  int64_t inner = weft__cpu_bcast_inner(&bc), rows = weft__cpu_bcast_rows(&bc);
+  int64_t sx = bc.strides[0][bc.rank - 1], sy = bc.strides[1][bc.rank - 1];
+  char *buf = NULL;
+  size_t cap = 0;
+  weft_status_t *s = NULL;
+  for (int64_t r = 0; r < rows && s == NULL; r++) {
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(&bc, r, off);
+    for (int64_t i = 0; i < inner && s == NULL; i++) {
+      const weft_string_t *a = &xs[off[0] + i * sx], *b = &ys[off[1] + i * sy];
+      int64_t at = r * inner + i;
+      if (concat) {
+        size_t need = a->len + b->len;
+        if (need > cap) {
+          char *nb = realloc(buf, need);
+          if (nb == NULL) {
+            s = weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED,
+                                "out of memory concatenating strings of %zu bytes", need);
+            break;
+          }
+          buf = nb;
+          cap = need;
+        }
+        if (a->len) memcpy(buf, a->data, a->len);
+        if (b->len) memcpy(buf + a->len, b->data, b->len);
+        s = H->string_assign(ctx, &z, at, buf, need);
+      } else {
+        bool same = a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
+        ((uint8_t *)z.data)[at] = (uint8_t)(eq ? same : !same);
+      }
+    }
+  }
+  free(buf);
+  return s;
+}
+
+static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
+  const bin_op_t *op = state;
+  weft_tensor_view_t x, y, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &y));
+  if (x.dtype != y.dtype)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
+                           op->name, weft__cpu_dtype_name(x.dtype), weft__cpu_dtype_name(y.dtype));
+  const weft_tensor_view_t *ins[2] = {&x, &y};
+  weft_cpu_bcast_t bc;
+  weft_status_t *bs = weft__cpu_bcast_init(ctx, &bc, 2, ins);
+  if (bs != NULL) {
+    /* Equal/NotEqual with incompatible_shape_error = false answer "not equal" as a scalar. */
+    bool equality = op->out_bool && op->strings;
+    if (!equality || weft__cpu_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
+    H->status_free(bs);
+    CPU_TRY(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
+    *(uint8_t *)z.data = strcmp(op->name, "NotEqual") == 0;
+    return NULL;
+  }
+  if (x.dtype == WEFT_DT_STRING && op->strings) return string_binary(ctx, op, &x, &y, &bc);
+  int slot = weft__cpu_slot(x.dtype);
+  const bin_fns_t *fns = slot >= 0 && op->fns[slot].vv != NULL ? &op->fns[slot] : NULL;
+  if (fns == NULL)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
+                           weft__cpu_dtype_name(x.dtype));
+  weft_dtype_t zt = op->out_bool ? WEFT_DT_BOOL : x.dtype;
+  if (bc.out_elements > 0 && weft__cpu_dtype_is_int(x.dtype)) {
+    if (op->check == CHECK_INT_DIV && any_zero(&y))
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Integer division by zero");
+    if (op->check == CHECK_INT_POW && any_negative(&y))
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "Integers to negative integer powers are not allowed");
+  }
+  CPU_TRY(weft__cpu_output(ctx, 0, zt, bc.out_rank, bc.out_dims, &z));
+  if (bc.out_elements == 0) return NULL;
+  bin_job_t j = {fns, &bc, x.data, y.data, z.data, weft__cpu_dtype_size(x.dtype),
+                 weft__cpu_dtype_size(zt), 0.0};
+  if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
+  weft__cpu_parallel(ctx, bc.out_elements, op->cost, bin_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * AddN */
+
+typedef struct addn_job {
+  weft_dtype_t dtype;
+  int n;
+  const void *const *ins;
+  void *out;
+} addn_job_t;
+
+#define ADDN_CASE(DT, T, U)                                                  \
+  case DT: {                                                                 \
+    T *restrict z = (T *)j->out;                                             \
+    const T *restrict a0 = (const T *)j->ins[0];                             \
+    for (int64_t i = b; i < e; i++) z[i] = a0[i];                            \
+    for (int k = 1; k < j->n; k++) {                                         \
+      const T *restrict ak = (const T *)j->ins[k];                           \
+      for (int64_t i = b; i < e; i++) z[i] = (T)((U)z[i] + (U)ak[i]);        \
+    }                                                                        \
+    break;                                                                   \
+  }
+
+static void addn_range(void *arg, int64_t b, int64_t e) {
+  const addn_job_t *j = arg;
+  switch (j->dtype) {
+    ADDN_CASE(WEFT_DT_FLOAT, float, float)
+    ADDN_CASE(WEFT_DT_DOUBLE, double, double)
+    ADDN_CASE(WEFT_DT_INT32, int32_t, uint32_t)
+    ADDN_CASE(WEFT_DT_INT64, int64_t, uint64_t)
+    ADDN_CASE(WEFT_DT_INT8, int8_t, uint32_t)
+    ADDN_CASE(WEFT_DT_INT16, int16_t, uint32_t)
+    ADDN_CASE(WEFT_DT_UINT8, uint8_t, uint32_t)
+    ADDN_CASE(WEFT_DT_UINT16, uint16_t, uint32_t)
+    ADDN_CASE(WEFT_DT_UINT32, uint32_t, uint32_t)
+    ADDN_CASE(WEFT_DT_UINT64, uint64_t, uint64_t)
+    default: break;
+  }
+}
+
+static const weft_dtype_t num_types[] = {
+    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,
+    WEFT_DT_INT16, WEFT_DT_UINT8,  WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
+};
+#define N_NUM_TYPES (sizeof num_types / sizeof num_types[0])
+
+static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  int n = H->kernel_num_inputs(ctx);
+  if (n < 1) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "AddN needs at least one input");
+  weft_tensor_view_t first, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &first));
+  const void **ptrs = malloc(sizeof(void *) * (size_t)n);
+  if (ptrs == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  ptrs[0] = first.data;
+  for (int k = 1; k < n; k++) {
+    weft_tensor_view_t v;
+    weft_status_t *s = weft__cpu_input(ctx, k, &v);
+    if (s == NULL && (v.num_elements != first.num_elements || v.rank != first.rank ||
+                      v.dtype != first.dtype ||
+                      memcmp(v.dims, first.dims, sizeof(int64_t) * (size_t)v.rank) != 0)) {
+      char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN];
+      s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                          "AddN inputs must have the same shape and dtype: input 0 is %s%s, "
+                          "input %d is %s%s",
+                          weft__cpu_dtype_name(first.dtype),
+                          weft__cpu_shape_str(first.rank, first.dims, a, sizeof a), k,
+                          weft__cpu_dtype_name(v.dtype),
+                          weft__cpu_shape_str(v.rank, v.dims, b, sizeof b));
+    }
+    if (s != NULL) {
+      free(ptrs);
+      return s;
+    }
+    ptrs[k] = v.data;
+  }
+  weft_status_t *s = weft__cpu_output_like(ctx, 0, first.dtype, &first, &z);
+  if (s == NULL && first.num_elements > 0) {
+    addn_job_t j = {first.dtype, n, ptrs, z.data};
+    weft__cpu_parallel(ctx, first.num_elements, n, addn_range, &j);
+  }
+  free(ptrs);
+  return s;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Select, SelectV2 */
+
+typedef struct select_job {
+  const weft_cpu_bcast_t *bc; /* NULL: same shapes, all contiguous */
+  const uint8_t *c;
+  const char *t, *e;
+  char *z;
+  size_t es;
+  int64_t row_len; /* Select with a vector condition: elements per condition entry */
+} select_job_t;
+
+#define SELECT_LOOP(T)                                                              \
+  {                                                                                 \
+    const T *restrict tt = (const T *)t;                                            \
+    const T *restrict ee = (const T *)e;                                            \
+    T *restrict zz = (T *)z;                                                        \
+    for (int64_t i = 0; i < n; i++) zz[i] = c[i * sc] ? tt[i * st] : ee[i * se];    \
+    return;                                                                         \
+  }
+
+static void select_run(const uint8_t *restrict c, int64_t sc, const char *t, int64_t st,
+                       const char *e, int64_t se, char *z, size_t es, int64_t n) {
+  switch (es) {
+    case 1: SELECT_LOOP(uint8_t)
+    case 2: SELECT_LOOP(uint16_t)
+    case 4: SELECT_LOOP(uint32_t)
+    case 8: SELECT_LOOP(uint64_t)
+    default:
+      for (int64_t i = 0; i < n; i++)
+        memcpy(z + (size_t)i * es, c[i * sc] ? t + (size_t)(i * st) * es : e + (size_t)(i * se) * es,
+               es);
+  }
+}
+
+static void select_range(void *arg, int64_t b, int64_t e) {
+  const select_job_t *j = arg;
+  if (j->row_len > 0) {
+    for (int64_t r = b; r < e; r++) {
+      const char *src = (j->c[r] ? j->t : j->e) + (size_t)(r * j->row_len) * j->es;
+      memcpy(j->z + (size_t)(r * j->row_len) * j->es, src, (size_t)j->row_len * j->es);
+    }
+    return;
+  }
+  if (j->bc == NULL) {
+    select_run(j->c + b, 1, j->t + (size_t)b * j->es, 1, j->e + (size_t)b * j->es, 1,
+               j->z + (size_t)b * j->es, j->es, e - b);
+    return;
+  }
+  const weft_cpu_bcast_t *bc = j->bc;
+  int64_t inner = weft__cpu_bcast_inner(bc);
+  int64_t sc = bc->strides[0][bc->rank - 1], st = bc->strides[1][bc->rank - 1],
+          se = bc->strides[2][bc->rank - 1];
+  int64_t pos = b;
+  while (pos < e) {
+    int64_t row = pos / inner, col = pos % inner;
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(bc, row, off);
+    int64_t len = inner - col;
+    if (len > e - pos) len = e - pos;
+    select_run(j->c + off[0] + col * sc, sc, j->t + (size_t)(off[1] + col * st) * j->es, st,
+               j->e + (size_t)(off[2] + col * se) * j->es, se, j->z + (size_t)pos * j->es,
+               j->es, len);
+    pos += len;
+  }
+}
+
+/* Strings cannot be moved with memcpy; a serial element loop through string_assign. */
+static weft_status_t *select_strings(weft_kernel_ctx_t *ctx, const select_job_t *j,
+                                     const weft_tensor_view_t *z, int64_t total) {
+  const weft_string_t *t = (const weft_string_t *)j->t, *e = (const weft_string_t *)j->e;
+  for (int64_t i = 0; i < total; i++) {
+    int64_t ci, ti, ei;
+    if (j->row_len > 0) {
+      ci = i / j->row_len;
+      ti = ei = i;
+    } else if (j->bc == NULL) {
+      ci = ti = ei = i;
+    } else {
+      int64_t inner = weft__cpu_bcast_inner(j->bc), off[CPU_BCAST_MAX_IN];
+      weft__cpu_bcast_row_offsets(j->bc, i / inner, off);
+      int64_t col = i % inner, r = j->bc->rank - 1;
+      ci = off[0] + col * j->bc->strides[0][r];
+      ti = off[1] + col * j->bc->strides[1][r];
+      ei = off[2] + col * j->bc->strides[2][r];
+    }
+    const weft_string_t *src = j->c[ci] ? &t[ti] : &e[ei];
+    CPU_TRY(H->string_assign(ctx, z, i, src->data, src->len));
+  }
+  return NULL;
+}
+
+static weft_status_t *select_run_job(weft_kernel_ctx_t *ctx, select_job_t *j,
+                                     const weft_tensor_view_t *z, int64_t total, int64_t units) {
+  if (z->dtype == WEFT_DT_STRING) return select_strings(ctx, j, z, total);
+  weft__cpu_parallel(ctx, units, j->row_len > 0 ? j->row_len : 2, select_range, j);
+  return NULL;
+}
+
+static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t c, t, e, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &c));
+  CPU_TRY(weft__cpu_input(ctx, 1, &t));
+  CPU_TRY(weft__cpu_input(ctx, 2, &e));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  if (t.rank != e.rank || memcmp(t.dims, e.dims, sizeof(int64_t) * (size_t)t.rank) != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "'then' and 'else' must have the same size.  but received: %s vs. %s",
+                           weft__cpu_shape_str(t.rank, t.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(e.rank, e.dims, s1, sizeof s1));
+  select_job_t j;
+  memset(&j, 0, sizeof j);
+  j.c = c.data;
+  j.t = t.data;
+  j.e = e.data;
+  j.es = weft__cpu_dtype_size(t.dtype);
+  bool same = c.rank == t.rank && memcmp(c.dims, t.dims, sizeof(int64_t) * (size_t)c.rank) == 0;
+  int64_t units = t.num_elements;
+  if (same) {
+    /* elementwise */
+  } else if (c.rank == 0) {
+    j.row_len = t.num_elements; /* one row: the whole tensor */
+    units = t.num_elements > 0 ? 1 : 0;
+  } else if (c.rank == 1 && t.rank >= 1 && c.dims[0] == t.dims[0]) {
+    j.row_len = t.dims[0] > 0 ? t.num_elements / t.dims[0] : 0;
+    units = t.dims[0];
+  } else {
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "'condition' must be a scalar, a vector matching the first dimension of "
+                           "'then', or have the same shape as 'then': condition %s, then %s",
+                           weft__cpu_shape_str(c.rank, c.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(t.rank, t.dims, s1, sizeof s1));
+  }
+  CPU_TRY(weft__cpu_output_like(ctx, 0, t.dtype, &t, &z));
+  if (t.num_elements == 0 || (j.row_len == 0 && !same)) return NULL;
+  j.z = z.data;
+  return select_run_job(ctx, &j, &z, t.num_elements, units);
+}
+
+static weft_status_t *k_select_v2(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t c, t, e, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &c));
+  CPU_TRY(weft__cpu_input(ctx, 1, &t));
+  CPU_TRY(weft__cpu_input(ctx, 2, &e));
+  const weft_tensor_view_t *ins[3] = {&c, &t, &e};
+  weft_cpu_bcast_t bc;
+  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 3, ins));
+  CPU_TRY(weft__cpu_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  if (bc.out_elements == 0) return NULL;
+  select_job_t j;
+  memset(&j, 0, sizeof j);
+  j.bc = &bc;
+  j.c = c.data;
+  j.t = t.data;
+  j.e = e.data;
+  j.z = z.data;
+  j.es = weft__cpu_dtype_size(t.dtype);
+  return select_run_job(ctx, &j, &z, bc.out_elements, bc.out_elements);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ClipByValue: min(max(t, lo), hi), with lo and hi broadcast against t. */
+
+typedef struct clip_job {
+  const weft_cpu_bcast_t *bc;
+  weft_dtype_t dtype;
+  const void *t, *lo, *hi;
+  void *z;
+} clip_job_t;
+
+#define CLIP_CASE(DT, T)                                                             \
+  case DT: {                                                                         \
+    const T *restrict tt = (const T *)j->t + off[0] + col * s0;                      \
+    const T *restrict ll = (const T *)j->lo + off[1] + col * s1;                     \
+    const T *restrict hh = (const T *)j->hi + off[2] + col * s2;                     \
+    T *restrict zz = (T *)j->z + pos;                                                \
+    for (int64_t i = 0; i < len; i++) {                                              \
+      T v = tt[i * s0];                                                              \
+      v = v > hh[i * s2] ? hh[i * s2] : v;                                           \
+      zz[i] = v < ll[i * s1] ? ll[i * s1] : v;                                       \
+    }                                                                                \
+    break;                                                                           \
+  }
+
+static void clip_range(void *arg, int64_t b, int64_t e) {
+  const clip_job_t *j = arg;
+  const weft_cpu_bcast_t *bc = j->bc;
+  int64_t inner = weft__cpu_bcast_inner(bc);
+  int r = bc->rank - 1;
+  int64_t s0 = bc->strides[0][r], s1 = bc->strides[1][r], s2 = bc->strides[2][r];
+  int64_t pos = b;
+  while (pos < e) {
+    int64_t row = pos / inner, col = pos % inner;
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(bc, row, off);
+    int64_t len = inner - col;
+    if (len > e - pos) len = e - pos;
+    switch (j->dtype) {
+      CLIP_CASE(WEFT_DT_FLOAT, float)
+      CLIP_CASE(WEFT_DT_DOUBLE, double)
+      CLIP_CASE(WEFT_DT_INT32, int32_t)
+      CLIP_CASE(WEFT_DT_INT64, int64_t)
+      CLIP_CASE(WEFT_DT_INT8, int8_t)
+      CLIP_CASE(WEFT_DT_INT16, int16_t)
+      CLIP_CASE(WEFT_DT_UINT8, uint8_t)
+      CLIP_CASE(WEFT_DT_UINT16, uint16_t)
+      CLIP_CASE(WEFT_DT_UINT32, uint32_t)
+      CLIP_CASE(WEFT_DT_UINT64, uint64_t)
+      default: break;
+    }
+    pos += len;
+  }
+}
+
+static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t t, lo, hi, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &t));
+  CPU_TRY(weft__cpu_input(ctx, 1, &lo));
+  CPU_TRY(weft__cpu_input(ctx, 2, &hi));
+  const weft_tensor_view_t *ins[3] = {&t, &lo, &hi};
+  weft_cpu_bcast_t bc;
+  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 3, ins));
+  CPU_TRY(weft__cpu_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  if (bc.out_elements == 0) return NULL;
+  clip_job_t j = {&bc, t.dtype, t.data, lo.data, hi.data, z.data};
+  weft__cpu_parallel(ctx, bc.out_elements, 3, clip_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg) {
+  weft_cpu_kernel_spec_t spec;
+  for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
+    const bin_op_t *op = &bin_ops[i];
+    weft_dtype_t dtypes[CPU_N_SLOTS + 1];
+    size_t n = 0;
+    for (int s = 0; s < CPU_N_SLOTS; s++)
+      if (op->fns[s].vv != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
+    if (op->strings) dtypes[n++] = WEFT_DT_STRING;
+    memset(&spec, 0, sizeof spec);
+    spec.op = op->name;
+    spec.compute = k_binary;
+    /* LogicalAnd/LogicalOr are bool-only ops without a type attribute. */
+    spec.type_attr = op->fns[CPU_SLOT_F32].vv == NULL && op->fns[CPU_SLOT_BOOL].vv != NULL ? NULL
+                                                                                          : "T";
+    spec.dtypes = dtypes;
+    spec.n_dtypes = n;
+    spec.user_data = (void *)op;
+    CPU_TRY(weft__cpu_register(reg, &spec));
+  }
+
+  memset(&spec, 0, sizeof spec);
+  spec.op = "AddN";
+  spec.compute = k_addn;
+  spec.type_attr = "T";
+  spec.dtypes = num_types;
+  spec.n_dtypes = N_NUM_TYPES;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+
+  spec.op = "ClipByValue";
+  spec.compute = k_clip;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+
+  spec.op = "Select";
+  spec.compute = k_select;
+  spec.dtypes = weft__cpu_all_types;
+  spec.n_dtypes = weft__cpu_n_all_types;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "SelectV2";
+  spec.compute = k_select_v2;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  return NULL;
+}

@@ -1,0 +1,221 @@
+/* cpu_elementwise.c: unary elementwise kernels (Neg, Abs, Sqrt, Exp, Tanh, Sigmoid, Relu,
+ * IsNan, LogicalNot, ...). Each op is a table row of per-dtype loops over contiguous memory;
+ * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows,
+ * and the driver splits them over the intra-op pool. */
+#include <string.h>
+#include <tgmath.h>
+
+#include "cpu_internal.h"
+
+/* y[i] = EXPR(a = x[i]) with T_ the element type and U_ an unsigned type wide enough to do
+ * wrapping integer arithmetic without signed overflow. `p` is the op's float parameter. */
+typedef void (*un_fn)(const void *x, void *y, int64_t n, double p);
+
+#define UN_DEF(NAME, T, U, TY, EXPR)                                          \
+  static void NAME(const void *xv, void *yv, int64_t n, double p_) {          \
+    typedef T T_ __attribute__((unused));                                     \
+    typedef U U_ __attribute__((unused));                                     \
+    const T *restrict x = (const T *)xv;                                      \
+    TY *restrict y = (TY *)yv;                                                \
+    const T p __attribute__((unused)) = (T)p_;                                \
+    for (int64_t i = 0; i < n; i++) {                                         \
+      const T a = x[i];                                                       \
+      y[i] = (TY)(EXPR);                                                      \
+    }                                                                         \
+  }
+
+#define UN_FLOAT(OP, EXPR)                  \
+  UN_DEF(OP##_f32, float, float, float, EXPR) \
+  UN_DEF(OP##_f64, double, double, double, EXPR)
+#define UN_FLOAT_BOOL(OP, EXPR)                 \
+  UN_DEF(OP##_f32, float, float, uint8_t, EXPR) \
+  UN_DEF(OP##_f64, double, double, uint8_t, EXPR)
+#define UN_SINT(OP, EXPR)                         \
+  UN_DEF(OP##_i8, int8_t, uint32_t, int8_t, EXPR)    \
+  UN_DEF(OP##_i16, int16_t, uint32_t, int16_t, EXPR) \
+  UN_DEF(OP##_i32, int32_t, uint32_t, int32_t, EXPR) \
+  UN_DEF(OP##_i64, int64_t, uint64_t, int64_t, EXPR)
+#define UN_UINT(OP, EXPR)                              \
+  UN_DEF(OP##_u8, uint8_t, uint32_t, uint8_t, EXPR)    \
+  UN_DEF(OP##_u16, uint16_t, uint32_t, uint16_t, EXPR) \
+  UN_DEF(OP##_u32, uint32_t, uint32_t, uint32_t, EXPR) \
+  UN_DEF(OP##_u64, uint64_t, uint64_t, uint64_t, EXPR)
+
+#define FNS_FLOAT(OP) [CPU_SLOT_F32] = OP##_f32, [CPU_SLOT_F64] = OP##_f64
+#define FNS_SINT(OP) \
+  [CPU_SLOT_I8] = OP##_i8, [CPU_SLOT_I16] = OP##_i16, [CPU_SLOT_I32] = OP##_i32, \
+  [CPU_SLOT_I64] = OP##_i64
+#define FNS_UINT(OP) \
+  [CPU_SLOT_U8] = OP##_u8, [CPU_SLOT_U16] = OP##_u16, [CPU_SLOT_U32] = OP##_u32, \
+  [CPU_SLOT_U64] = OP##_u64
+
+/* SELU's constants (Klambauer et al.), as TensorFlow uses them. */
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
+/* Softplus switches to x or exp(x) where log1p(exp(x)) adds nothing: log(epsilon) + 2. */
+#define SOFTPLUS_THRESHOLD(T) ((T)(sizeof(T) == 4 ? -13.942385 : -34.043653))
+
+UN_FLOAT(neg, -a)
+UN_SINT(neg, (T_)(0u - (U_)a))
+UN_FLOAT(abs, fabs(a))
+UN_SINT(abs, a < 0 ? (T_)(0u - (U_)a) : a)
+UN_UINT(abs, a)
+UN_FLOAT(square, a * a)
+UN_SINT(square, (T_)((U_)a * (U_)a))
+UN_UINT(square, (T_)((U_)a * (U_)a))
+UN_FLOAT(sqrt, sqrt(a))
+UN_FLOAT(rsqrt, (T_)1 / sqrt(a))
+UN_FLOAT(exp, exp(a))
+UN_FLOAT(log, log(a))
+UN_FLOAT(log1p, log1p(a))
+UN_FLOAT(expm1, expm1(a))
+UN_FLOAT(sign, a > 0 ? (T_)1 : (a < 0 ? (T_)-1 : a))
+UN_SINT(sign, (a > 0) - (a < 0))
+UN_UINT(sign, a > 0)
+UN_FLOAT(reciprocal, (T_)1 / a)
+UN_FLOAT(floor, floor(a))
+UN_FLOAT(ceil, ceil(a))
+UN_FLOAT(round, rint(a)) /* the default rounding mode is half to even */
+UN_SINT(round, a)
+UN_FLOAT(sin, sin(a))
+UN_FLOAT(cos, cos(a))
+UN_FLOAT(tan, tan(a))
+UN_FLOAT(asin, asin(a))
+UN_FLOAT(acos, acos(a))
+UN_FLOAT(atan, atan(a))
+UN_FLOAT(sinh, sinh(a))
+UN_FLOAT(cosh, cosh(a))
+UN_FLOAT(asinh, asinh(a))
+UN_FLOAT(acosh, acosh(a))
+UN_FLOAT(atanh, atanh(a))
+UN_FLOAT(tanh, tanh(a))
+UN_FLOAT(sigmoid, (T_)1 / ((T_)1 + exp(-a)))
+UN_FLOAT(erf, erf(a))
+UN_FLOAT(erfc, erfc(a))
+UN_FLOAT(lgamma, lgamma(a))
+UN_FLOAT_BOOL(isnan, isnan(a))
+UN_FLOAT_BOOL(isinf, isinf(a))
+UN_FLOAT_BOOL(isfinite, isfinite(a))
+/* NaN compares false, so these forward NaN like TensorFlow does. */
+UN_FLOAT(relu, a < 0 ? (T_)0 : a)
+UN_SINT(relu, a < 0 ? (T_)0 : a)
+UN_UINT(relu, a)
+UN_FLOAT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
+UN_SINT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
+UN_UINT(relu6, a > 6 ? (T_)6 : a)
+UN_FLOAT(elu, a < 0 ? expm1(a) : a)
+UN_FLOAT(selu, a < 0 ? (T_)(SELU_SCALE * SELU_ALPHA) * expm1(a) : (T_)SELU_SCALE * a)
+UN_FLOAT(leaky_relu, a < 0 ? p * a : a)
+UN_FLOAT(softplus, a > -SOFTPLUS_THRESHOLD(T_)
+                       ? a
+                       : (a < SOFTPLUS_THRESHOLD(T_) ? exp(a) : log1p(exp(a))))
+UN_FLOAT(softsign, a / ((T_)1 + fabs(a)))
+UN_DEF(logical_not_b, uint8_t, uint8_t, uint8_t, a == 0)
+
+typedef struct un_op {
+  const char *name;
+  int64_t cost;       /* rough cycles per element */
+  bool out_bool;
+  const char *param;  /* float attribute passed to the loop as p, or NULL */
+  float param_default;
+  un_fn fns[CPU_N_SLOTS];
+} un_op_t;
+
+static const un_op_t un_ops[] = {
+    {"Neg", 1, false, NULL, 0, {FNS_FLOAT(neg), FNS_SINT(neg)}},
+    {"Abs", 1, false, NULL, 0, {FNS_FLOAT(abs), FNS_SINT(abs), FNS_UINT(abs)}},
+    {"Square", 1, false, NULL, 0, {FNS_FLOAT(square), FNS_SINT(square), FNS_UINT(square)}},
+    {"Sqrt", 8, false, NULL, 0, {FNS_FLOAT(sqrt)}},
+    {"Rsqrt", 10, false, NULL, 0, {FNS_FLOAT(rsqrt)}},
+    {"Exp", 20, false, NULL, 0, {FNS_FLOAT(exp)}},
+    {"Log", 20, false, NULL, 0, {FNS_FLOAT(log)}},
+    {"Log1p", 25, false, NULL, 0, {FNS_FLOAT(log1p)}},
+    {"Expm1", 25, false, NULL, 0, {FNS_FLOAT(expm1)}},
+    {"Sign", 1, false, NULL, 0, {FNS_FLOAT(sign), FNS_SINT(sign), FNS_UINT(sign)}},
+    {"Reciprocal", 4, false, NULL, 0, {FNS_FLOAT(reciprocal)}},
+    {"Inv", 4, false, NULL, 0, {FNS_FLOAT(reciprocal)}},
+    {"Floor", 2, false, NULL, 0, {FNS_FLOAT(floor)}},
+    {"Ceil", 2, false, NULL, 0, {FNS_FLOAT(ceil)}},
+    {"Round", 2, false, NULL, 0, {FNS_FLOAT(round), FNS_SINT(round)}},
+    {"Rint", 2, false, NULL, 0, {FNS_FLOAT(round)}},
+    {"Sin", 20, false, NULL, 0, {FNS_FLOAT(sin)}},
+    {"Cos", 20, false, NULL, 0, {FNS_FLOAT(cos)}},
+    {"Tan", 30, false, NULL, 0, {FNS_FLOAT(tan)}},
+    {"Asin", 30, false, NULL, 0, {FNS_FLOAT(asin)}},
+    {"Acos", 30, false, NULL, 0, {FNS_FLOAT(acos)}},
+    {"Atan", 30, false, NULL, 0, {FNS_FLOAT(atan)}},
+    {"Sinh", 30, false, NULL, 0, {FNS_FLOAT(sinh)}},
+    {"Cosh", 30, false, NULL, 0, {FNS_FLOAT(cosh)}},
+    {"Asinh", 30, false, NULL, 0, {FNS_FLOAT(asinh)}},
+    {"Acosh", 30, false, NULL, 0, {FNS_FLOAT(acosh)}},
+    {"Atanh", 30, false, NULL, 0, {FNS_FLOAT(atanh)}},
+    {"Tanh", 25, false, NULL, 0, {FNS_FLOAT(tanh)}},
+    {"Sigmoid", 25, false, NULL, 0, {FNS_FLOAT(sigmoid)}},
+    {"Erf", 25, false, NULL, 0, {FNS_FLOAT(erf)}},
+    {"Erfc", 25, false, NULL, 0, {FNS_FLOAT(erfc)}},
+    {"Lgamma", 40, false, NULL, 0, {FNS_FLOAT(lgamma)}},
+    {"IsNan", 1, true, NULL, 0, {FNS_FLOAT(isnan)}},
+    {"IsInf", 1, true, NULL, 0, {FNS_FLOAT(isinf)}},
+    {"IsFinite", 1, true, NULL, 0, {FNS_FLOAT(isfinite)}},
+    {"Relu", 1, false, NULL, 0, {FNS_FLOAT(relu), FNS_SINT(relu), FNS_UINT(relu)}},
+    {"Relu6", 1, false, NULL, 0, {FNS_FLOAT(relu6), FNS_SINT(relu6), FNS_UINT(relu6)}},
+    {"Elu", 25, false, NULL, 0, {FNS_FLOAT(elu)}},
+    {"Selu", 25, false, NULL, 0, {FNS_FLOAT(selu)}},
+    {"LeakyRelu", 1, false, "alpha", 0.2f, {FNS_FLOAT(leaky_relu)}},
+    {"Softplus", 40, false, NULL, 0, {FNS_FLOAT(softplus)}},
+    {"Softsign", 4, false, NULL, 0, {FNS_FLOAT(softsign)}},
+    {"LogicalNot", 1, true, NULL, 0, {[CPU_SLOT_BOOL] = logical_not_b}},
+};
+
+typedef struct un_job {
+  un_fn fn;
+  const char *x;
+  char *y;
+  size_t xs, ys;
+  double p;
+} un_job_t;
+
+static void un_range(void *arg, int64_t b, int64_t e) {
+  const un_job_t *j = arg;
+  j->fn(j->x + (size_t)b * j->xs, j->y + (size_t)b * j->ys, e - b, j->p);
+}
+
+static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
+  const un_op_t *op = state;
+  weft_tensor_view_t x, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  int slot = weft__cpu_slot(x.dtype);
+  un_fn fn = slot >= 0 ? op->fns[slot] : NULL;
+  if (fn == NULL)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
+                           weft__cpu_dtype_name(x.dtype));
+  weft_dtype_t out_dtype = op->out_bool ? WEFT_DT_BOOL : x.dtype;
+  CPU_TRY(weft__cpu_output_like(ctx, 0, out_dtype, &x, &y));
+  if (x.num_elements == 0) return NULL;
+  un_job_t j = {fn, x.data, y.data, weft__cpu_dtype_size(x.dtype),
+                weft__cpu_dtype_size(out_dtype), 0.0};
+  if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
+  weft__cpu_parallel(ctx, x.num_elements, op->cost, un_range, &j);
+  return NULL;
+}
+
+weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
+  for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
+    const un_op_t *op = &un_ops[i];
+    weft_dtype_t dtypes[CPU_N_SLOTS];
+    size_t n = 0;
+    for (int s = 0; s < CPU_N_SLOTS; s++)
+      if (op->fns[s] != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
+    weft_cpu_kernel_spec_t spec;
+    memset(&spec, 0, sizeof spec);
+    spec.op = op->name;
+    spec.compute = k_unary;
+    /* LogicalNot has no type attribute: it is bool only. */
+    spec.type_attr = op->fns[CPU_SLOT_BOOL] != NULL ? NULL : "T";
+    spec.dtypes = dtypes;
+    spec.n_dtypes = n;
+    spec.user_data = (void *)op;
+    CPU_TRY(weft__cpu_register(reg, &spec));
+  }
+  return NULL;
+}

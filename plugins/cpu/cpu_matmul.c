@@ -1,0 +1,261 @@
+/* cpu_matmul.c: MatMul and BatchMatMulV2 (BatchMatMul too). float32 and float64 go through
+ * OpenBLAS (cblas_sgemm / cblas_dgemm); float16 and bfloat16 are widened to float32 around
+ * sgemm; integers use a row-parallel loop with wrapping arithmetic. */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+/* C[m,n] = op(A) op(B), with A stored [m,k] (or [k,m] when ta) with row stride lda and B
+ * stored [k,n] (or [n,k] when tb) with row stride ldb. */
+typedef struct gemm_args {
+  weft_dtype_t dtype;
+  bool ta, tb;
+  int64_t m, n, k;
+  const void *a;
+  int64_t lda;
+  const void *b;
+  int64_t ldb;
+  void *c;
+} gemm_args_t;
+
+typedef struct int_gemm_job {
+  const gemm_args_t *g;
+  const void *b_rows; /* B as [k, n] row-major (transposed copy when tb) */
+} int_gemm_job_t;
+
+#define INT_GEMM_CASE(DT, T, U)                                                        \
+  case DT: {                                                                           \
+    const T *a = (const T *)g->a;                                                      \
+    const T *bm = (const T *)j->b_rows;                                                \
+    T *c = (T *)g->c;                                                                  \
+    for (int64_t i = b; i < e; i++) {                                                  \
+      U *restrict row = (U *)(void *)(c + i * g->n);                                   \
+      for (int64_t q = 0; q < g->n; q++) row[q] = 0;                                   \
+      for (int64_t p = 0; p < g->k; p++) {                                             \
+        const U aip = (U)(g->ta ? a[p * g->lda + i] : a[i * g->lda + p]);              \
+        const T *restrict br = bm + p * g->n;                                          \
+        for (int64_t q = 0; q < g->n; q++) row[q] += aip * (U)br[q];                   \
+      }                                                                                \
+    }                                                                                  \
+    break;                                                                             \
+  }
+
+static void int_gemm_range(void *arg, int64_t b, int64_t e) {
+  const int_gemm_job_t *j = arg;
+  const gemm_args_t *g = j->g;
+  switch (g->dtype) {
+    /* The output row is accumulated through the same-width unsigned type, so overflow wraps
+     * (TensorFlow's behaviour) instead of being undefined. */
+    INT_GEMM_CASE(WEFT_DT_INT32, int32_t, uint32_t)
+    INT_GEMM_CASE(WEFT_DT_INT64, int64_t, uint64_t)
+    INT_GEMM_CASE(WEFT_DT_UINT32, uint32_t, uint32_t)
+    INT_GEMM_CASE(WEFT_DT_UINT64, uint64_t, uint64_t)
+    default: break;
+  }
+}
+
+/* Transposes a [rows, cols] matrix with row stride ld into dst [cols, rows]. */
+static void transpose_into(void *dst, const void *src, int64_t rows, int64_t cols, int64_t ld,
+                           size_t es) {
+  const char *s = src;
+  char *d = dst;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++)
+      memcpy(d + (size_t)(c * rows + r) * es, s + (size_t)(r * ld + c) * es, es);
+}
+
+static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
+  if (g->m == 0 || g->n == 0) return NULL;
+  size_t es = weft__cpu_dtype_size(g->dtype);
+  if (g->k == 0) {
+    memset(g->c, 0, (size_t)(g->m * g->n) * es);
+    return NULL;
+  }
+  /* BLAS takes int dimensions. */
+  if (g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX || g->lda > INT32_MAX ||
+      g->ldb > INT32_MAX)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED,
+                           "MatMul dimensions [%lld,%lld]x[%lld,%lld] exceed the BLAS int range",
+                           (long long)g->m, (long long)g->k, (long long)g->k, (long long)g->n);
+  enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
+  switch (g->dtype) {
+    case WEFT_DT_FLOAT:
+      cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f, g->a, (int)g->lda,
+                  g->b, (int)g->ldb, 0.0f, g->c, (int)g->n);
+      return NULL;
+    case WEFT_DT_DOUBLE:
+      cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0, g->a, (int)g->lda,
+                  g->b, (int)g->ldb, 0.0, g->c, (int)g->n);
+      return NULL;
+    case WEFT_DT_HALF:
+    case WEFT_DT_BFLOAT16: {
+      bool half = g->dtype == WEFT_DT_HALF;
+      int64_t arows = g->ta ? g->k : g->m, brows = g->tb ? g->n : g->k;
+      int64_t acols = g->ta ? g->m : g->k, bcols = g->tb ? g->k : g->n;
+      float *fa = NULL, *fb = NULL, *fc = NULL;
+      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(arows * acols), (void **)&fa));
+      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(brows * bcols), (void **)&fb));
+      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(g->m * g->n), (void **)&fc));
+      const uint16_t *a = g->a, *b = g->b;
+      for (int64_t r = 0; r < arows; r++)
+        for (int64_t c = 0; c < acols; c++)
+          fa[r * acols + c] = half ? weft__cpu_half_to_float(a[r * g->lda + c])
+                                   : weft__cpu_bf16_to_float(a[r * g->lda + c]);
+      for (int64_t r = 0; r < brows; r++)
+        for (int64_t c = 0; c < bcols; c++)
+          fb[r * bcols + c] = half ? weft__cpu_half_to_float(b[r * g->ldb + c])
+                                   : weft__cpu_bf16_to_float(b[r * g->ldb + c]);
+      cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, 1.0f, fa, (int)acols,
+                  fb, (int)bcols, 0.0f, fc, (int)g->n);
+      uint16_t *c = g->c;
+      for (int64_t i = 0; i < g->m * g->n; i++)
+        c[i] = half ? weft__cpu_float_to_half(fc[i]) : weft__cpu_float_to_bf16(fc[i]);
+      return NULL;
+    }
+    case WEFT_DT_INT32:
+    case WEFT_DT_INT64:
+    case WEFT_DT_UINT32:
+    case WEFT_DT_UINT64: {
+      int_gemm_job_t j = {g, g->b};
+      if (g->tb || g->ldb != g->n) {
+        void *bt = NULL;
+        CPU_TRY(H->kernel_scratch(ctx, (size_t)(g->k * g->n) * es, &bt));
+        if (g->tb) {
+          transpose_into(bt, g->b, g->n, g->k, g->ldb, es);
+        } else {
+          for (int64_t p = 0; p < g->k; p++)
+            memcpy((char *)bt + (size_t)(p * g->n) * es,
+                   (const char *)g->b + (size_t)(p * g->ldb) * es, (size_t)g->n * es);
+        }
+        j.b_rows = bt;
+      }
+      weft__cpu_parallel(ctx, g->m, g->n * g->k * 2 + 1, int_gemm_range, &j);
+      return NULL;
+    }
+    default:
+      return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "MatMul has no CPU kernel for %s",
+                             weft__cpu_dtype_name(g->dtype));
+  }
+}
+
+static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t a, b, c;
+  CPU_TRY(weft__cpu_input(ctx, 0, &a));
+  CPU_TRY(weft__cpu_input(ctx, 1, &b));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  if (a.rank != 2 || b.rank != 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "MatMul needs matrices (rank 2): In[0]: %s, In[1]: %s",
+                           weft__cpu_shape_str(a.rank, a.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(b.rank, b.dims, s1, sizeof s1));
+  bool ta = weft__cpu_attr_bool(ctx, "transpose_a", false);
+  bool tb = weft__cpu_attr_bool(ctx, "transpose_b", false);
+  int64_t m = ta ? a.dims[1] : a.dims[0], ka = ta ? a.dims[0] : a.dims[1];
+  int64_t kb = tb ? b.dims[1] : b.dims[0], n = tb ? b.dims[0] : b.dims[1];
+  if (ka != kb)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Matrix size-incompatible: In[0]: %s, In[1]: %s (transpose_a=%d, "
+                           "transpose_b=%d)",
+                           weft__cpu_shape_str(a.rank, a.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(b.rank, b.dims, s1, sizeof s1), ta, tb);
+  int64_t dims[2] = {m, n};
+  CPU_TRY(weft__cpu_output(ctx, 0, a.dtype, 2, dims, &c));
+  gemm_args_t g = {a.dtype, ta, tb, m, n, ka, a.data, a.dims[1], b.data, b.dims[1], c.data};
+  return gemm(ctx, &g);
+}
+
+static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
+  bool v2 = state != NULL; /* BatchMatMul (v1) needs equal batch dims; V2 broadcasts them */
+  weft_tensor_view_t x, y, z;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &y));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  if (x.rank < 2 || y.rank < 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "BatchMatMul needs inputs of rank >= 2: x %s, y %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1));
+  bool adj_x = weft__cpu_attr_bool(ctx, "adj_x", false);
+  bool adj_y = weft__cpu_attr_bool(ctx, "adj_y", false);
+  int64_t xr = x.dims[x.rank - 2], xc = x.dims[x.rank - 1];
+  int64_t yr = y.dims[y.rank - 2], yc = y.dims[y.rank - 1];
+  int64_t m = adj_x ? xc : xr, k = adj_x ? xr : xc;
+  int64_t ky = adj_y ? yc : yr, n = adj_y ? yr : yc;
+  if (k != ky)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Matrix size-incompatible: In[0]: %s, In[1]: %s (adj_x=%d, adj_y=%d)",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1), adj_x, adj_y);
+  /* Batch dims as their own views, broadcast against each other. */
+  weft_tensor_view_t xb = x, yb = y;
+  xb.rank = x.rank - 2;
+  yb.rank = y.rank - 2;
+  if (!v2 && (xb.rank != yb.rank ||
+              memcmp(xb.dims, yb.dims, sizeof(int64_t) * (size_t)xb.rank) != 0))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "BatchMatMul needs equal batch dimensions: x %s, y %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1));
+  const weft_tensor_view_t *ins[2] = {&xb, &yb};
+  weft_cpu_bcast_t bc;
+  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 2, ins));
+  int64_t dims[WEFT_MAX_RANK];
+  if (bc.out_rank + 2 > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "BatchMatMul output rank exceeds %d",
+                           WEFT_MAX_RANK);
+  for (int d = 0; d < bc.out_rank; d++) dims[d] = bc.out_dims[d];
+  dims[bc.out_rank] = m;
+  dims[bc.out_rank + 1] = n;
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, bc.out_rank + 2, dims, &z));
+  if (z.num_elements == 0) return NULL;
+  size_t es = weft__cpu_dtype_size(x.dtype);
+  int64_t inner = weft__cpu_bcast_inner(&bc);
+  int64_t sx = bc.strides[0][bc.rank - 1], sy = bc.strides[1][bc.rank - 1];
+  for (int64_t bi = 0; bi < bc.out_elements; bi++) {
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(&bc, bi / inner, off);
+    int64_t xo = off[0] + (bi % inner) * sx, yo = off[1] + (bi % inner) * sy;
+    gemm_args_t g = {x.dtype,
+                     adj_x,
+                     adj_y,
+                     m,
+                     n,
+                     k,
+                     (const char *)x.data + (size_t)(xo * xr * xc) * es,
+                     xc,
+                     (const char *)y.data + (size_t)(yo * yr * yc) * es,
+                     yc,
+                     (char *)z.data + (size_t)(bi * m * n) * es};
+    CPU_TRY(gemm(ctx, &g));
+  }
+  return NULL;
+}
+
+static const weft_dtype_t matmul_types[] = {
+    WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_HALF,   WEFT_DT_BFLOAT16,
+    WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_UINT32, WEFT_DT_UINT64,
+};
+static int v2_marker;
+
+weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg) {
+  weft_cpu_kernel_spec_t spec;
+  memset(&spec, 0, sizeof spec);
+  spec.type_attr = "T";
+  spec.dtypes = matmul_types;
+  spec.n_dtypes = sizeof matmul_types / sizeof matmul_types[0];
+  spec.op = "MatMul";
+  spec.compute = k_matmul;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "BatchMatMul";
+  spec.compute = k_batch_matmul;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "BatchMatMulV2";
+  spec.user_data = &v2_marker;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  return NULL;
+}

@@ -1,0 +1,401 @@
+/* cpu_nn.c: neural-network kernels that are not plain elementwise maps: BiasAdd (NHWC and
+ * NCHW), BiasAddGrad, Softmax, LogSoftmax, the two softmax cross-entropy losses and L2Loss.
+ * Softmax-style kernels subtract each row's maximum before exponentiating, so large logits
+ * neither overflow nor lose the small probabilities. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
+static const weft_dtype_t bias_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
+                                          WEFT_DT_INT64};
+
+/* Reads data_format: true for NCHW (channels second), false for NHWC (channels last). */
+static weft_status_t *read_nchw(weft_kernel_ctx_t *ctx, bool *nchw) {
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  *nchw = false;
+  if (!H->attr_has(attrs, "data_format")) return NULL;
+  const char *fmt = NULL;
+  size_t len = 0;
+  CPU_TRY(H->attr_string(attrs, "data_format", &fmt, &len));
+  if (len == 4 && memcmp(fmt, "NHWC", 4) == 0) return NULL;
+  if (len == 4 && memcmp(fmt, "NCHW", 4) == 0) {
+    *nchw = true;
+    return NULL;
+  }
+  return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                         "data_format must be \"NHWC\" or \"NCHW\", got \"%.*s\"", (int)len, fmt);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * BiasAdd: value viewed as [outer, C, inner]; NHWC has inner = 1, NCHW has outer = N. */
+
+typedef struct bias_job {
+  weft_dtype_t dtype;
+  const void *x, *bias;
+  void *y;
+  int64_t c, inner;
+} bias_job_t;
+
+#define BIAS_CASE(DT, T, U)                                                         \
+  case DT: {                                                                        \
+    const T *restrict bias = (const T *)j->bias;                                    \
+    for (int64_t r = b; r < e; r++) {                                               \
+      const T *restrict x = (const T *)j->x + r * len;                              \
+      T *restrict y = (T *)j->y + r * len;                                          \
+      if (j->inner == 1) {                                                          \
+        for (int64_t i = 0; i < len; i++) y[i] = (T)((U)x[i] + (U)bias[i]);          \
+      } else {                                                                      \
+        const T bv = bias[r % j->c];                                                \
+        for (int64_t i = 0; i < len; i++) y[i] = (T)((U)x[i] + (U)bv);               \
+      }                                                                             \
+    }                                                                               \
+    break;                                                                          \
+  }
+
+/* A task is one row: [C] for NHWC, [inner] of one (n, c) for NCHW. */
+static void bias_range(void *arg, int64_t b, int64_t e) {
+  const bias_job_t *j = arg;
+  int64_t len = j->inner == 1 ? j->c : j->inner;
+  switch (j->dtype) {
+    BIAS_CASE(WEFT_DT_FLOAT, float, float)
+    BIAS_CASE(WEFT_DT_DOUBLE, double, double)
+    BIAS_CASE(WEFT_DT_INT32, int32_t, uint32_t)
+    BIAS_CASE(WEFT_DT_INT64, int64_t, uint64_t)
+    default: break;
+  }
+}
+
+static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, bias, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &bias));
+  bool nchw;
+  CPU_TRY(read_nchw(ctx, &nchw));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  if (x.rank < 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0));
+  if (bias.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Biases must be 1D: %s",
+                           weft__cpu_shape_str(bias.rank, bias.dims, s0, sizeof s0));
+  int cdim = nchw ? 1 : x.rank - 1;
+  if (bias.dims[0] != x.dims[cdim])
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Must provide as many biases as the %s dimension of the input tensor: "
+                           "%s vs. %s",
+                           nchw ? "channel" : "last",
+                           weft__cpu_shape_str(bias.rank, bias.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(x.rank, x.dims, s1, sizeof s1));
+  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  if (x.num_elements == 0) return NULL;
+  int64_t c = x.dims[cdim], inner = 1;
+  for (int d = cdim + 1; d < x.rank; d++) inner *= x.dims[d];
+  bias_job_t j = {x.dtype, x.data, bias.data, y.data, c, inner};
+  int64_t len = inner == 1 ? c : inner;
+  weft__cpu_parallel(ctx, x.num_elements / len, len + 5, bias_range, &j);
+  return NULL;
+}
+
+static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t g, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &g));
+  bool nchw;
+  CPU_TRY(read_nchw(ctx, &nchw));
+  char s0[CPU_SHAPE_STR_LEN];
+  if (g.rank < 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                           weft__cpu_shape_str(g.rank, g.dims, s0, sizeof s0));
+  int cdim = nchw ? 1 : g.rank - 1;
+  bool reduced[WEFT_MAX_RANK];
+  for (int d = 0; d < g.rank; d++) reduced[d] = d != cdim;
+  CPU_TRY(weft__cpu_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
+  return weft__cpu_reduce_sum(ctx, &g, reduced, &y);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Softmax and LogSoftmax over the last dim, one row per task. */
+
+typedef struct softmax_job {
+  weft_dtype_t dtype;
+  bool log;
+  const void *x;
+  void *y;
+  int64_t n;
+} softmax_job_t;
+
+#define SOFTMAX_CASE(DT, T)                                              \
+  case DT: {                                                             \
+    for (int64_t r = b; r < e; r++) {                                    \
+      const T *restrict x = (const T *)j->x + r * j->n;                  \
+      T *restrict y = (T *)j->y + r * j->n;                              \
+      T mx = x[0];                                                       \
+      for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx ? x[i] : mx;     \
+      double sum = 0;                                                    \
+      if (j->log) {                                                      \
+        for (int64_t i = 0; i < j->n; i++) sum += exp((double)(x[i] - mx)); \
+        T lse = (T)log(sum);                                             \
+        for (int64_t i = 0; i < j->n; i++) y[i] = x[i] - mx - lse;       \
+      } else {                                                           \
+        for (int64_t i = 0; i < j->n; i++) {                             \
+          T v = (T)exp((double)(x[i] - mx));                             \
+          y[i] = v;                                                      \
+          sum += v;                                                      \
+        }                                                                \
+        T inv = (T)(1.0 / sum);                                          \
+        for (int64_t i = 0; i < j->n; i++) y[i] *= inv;                  \
+      }                                                                  \
+    }                                                                    \
+    break;                                                               \
+  }
+
+static void softmax_range(void *arg, int64_t b, int64_t e) {
+  const softmax_job_t *j = arg;
+  switch (j->dtype) {
+    SOFTMAX_CASE(WEFT_DT_FLOAT, float)
+    SOFTMAX_CASE(WEFT_DT_DOUBLE, double)
+    default: break;
+  }
+}
+
+static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
+  bool log_softmax = state != NULL;
+  weft_tensor_view_t x, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  if (x.rank < 1) {
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "logits must have >= 1 dimension, got a scalar");
+  }
+  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  int64_t n = x.dims[x.rank - 1];
+  if (x.num_elements == 0) return NULL;
+  softmax_job_t j = {x.dtype, log_softmax, x.data, y.data, n};
+  weft__cpu_parallel(ctx, x.num_elements / n, n * 30, softmax_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cross-entropy losses: per row, loss = logsumexp(x) - sum(labels * x) computed stably, and
+ * backprop = softmax(x) - labels. */
+
+typedef struct xent_job {
+  weft_dtype_t dtype;
+  const void *x, *labels; /* dense labels [rows or 1, n], or sparse int labels [rows] */
+  int64_t x_rstride, l_rstride;
+  weft_dtype_t label_dtype; /* INT32/INT64 for the sparse op */
+  bool sparse;
+  void *loss, *backprop;
+  int64_t n;
+} xent_job_t;
+
+#define XENT_CASE(DT, T)                                                                 \
+  case DT: {                                                                             \
+    for (int64_t r = b; r < e; r++) {                                                    \
+      const T *restrict x = (const T *)j->x + r * j->x_rstride;                          \
+      T *restrict bp = (T *)j->backprop + r * j->n;                                      \
+      T mx = x[0];                                                                       \
+      for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx ? x[i] : mx;                     \
+      double sum = 0;                                                                    \
+      for (int64_t i = 0; i < j->n; i++) sum += exp((double)(x[i] - mx));                \
+      double lse = log(sum);                                                             \
+      double loss = 0;                                                                   \
+      if (j->sparse) {                                                                   \
+        int64_t label = j->label_dtype == WEFT_DT_INT64 ? ((const int64_t *)j->labels)[r] \
+                                                         : ((const int32_t *)j->labels)[r]; \
+        for (int64_t i = 0; i < j->n; i++)                                               \
+          bp[i] = (T)(exp((double)(x[i] - mx)) / sum - (i == label ? 1.0 : 0.0));        \
+        loss = lse - (double)(x[label] - mx);                                            \
+      } else {                                                                           \
+        const T *restrict l = (const T *)j->labels + r * j->l_rstride;                   \
+        for (int64_t i = 0; i < j->n; i++) {                                             \
+          double logp = (double)(x[i] - mx) - lse;                                       \
+          if (l[i] != 0) loss -= (double)l[i] * logp;                                    \
+          bp[i] = (T)(exp(logp) - (double)l[i]);                                         \
+        }                                                                                \
+      }                                                                                  \
+      ((T *)j->loss)[r] = (T)loss;                                                       \
+    }                                                                                    \
+    break;                                                                               \
+  }
+
+static void xent_range(void *arg, int64_t b, int64_t e) {
+  const xent_job_t *j = arg;
+  switch (j->dtype) {
+    XENT_CASE(WEFT_DT_FLOAT, float)
+    XENT_CASE(WEFT_DT_DOUBLE, double)
+    default: break;
+  }
+}
+
+static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, l, loss, bp;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &l));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  /* Rank-1 inputs are one row; rank-2 rows broadcast when one side has a single row. */
+  int64_t xr = x.rank == 2 ? x.dims[0] : 1, lr = l.rank == 2 ? l.dims[0] : 1;
+  int64_t xn = x.rank >= 1 ? x.dims[x.rank - 1] : -1, ln = l.rank >= 1 ? l.dims[l.rank - 1] : -2;
+  if (x.rank < 1 || x.rank > 2 || l.rank < 1 || l.rank > 2 || xn != ln ||
+      (xr != lr && xr != 1 && lr != 1))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "logits and labels must be broadcastable: logits_size=%s "
+                           "labels_size=%s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(l.rank, l.dims, s1, sizeof s1));
+  int64_t rows = xr > lr ? xr : lr;
+  int64_t dims[2] = {rows, xn};
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 1, dims, &loss));
+  CPU_TRY(weft__cpu_output(ctx, 1, x.dtype, 2, dims, &bp));
+  if (rows == 0) return NULL;
+  if (xn == 0) {
+    /* No classes: TensorFlow gives NaN losses (log of an empty sum). */
+    for (int64_t r = 0; r < rows; r++) {
+      if (x.dtype == WEFT_DT_FLOAT) ((float *)loss.data)[r] = NAN;
+      else ((double *)loss.data)[r] = NAN;
+    }
+    return NULL;
+  }
+  xent_job_t j = {x.dtype, x.data, l.data, xr == 1 ? 0 : xn, lr == 1 ? 0 : xn,
+                  l.dtype, false, loss.data, bp.data, xn};
+  weft__cpu_parallel(ctx, rows, xn * 40, xent_range, &j);
+  return NULL;
+}
+
+static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, l, loss, bp;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &l));
+  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+  if (x.rank != 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0));
+  if (l.rank != 1 || l.dims[0] != x.dims[0])
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "logits and labels must have the same first dimension, got logits "
+                           "shape %s and labels shape %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
+                           weft__cpu_shape_str(l.rank, l.dims, s1, sizeof s1));
+  if (l.dtype != WEFT_DT_INT32 && l.dtype != WEFT_DT_INT64)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
+                           weft__cpu_dtype_name(l.dtype));
+  int64_t rows = x.dims[0], n = x.dims[1];
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t v = weft__cpu_index_at(&l, r);
+    if (v < 0 || v >= n)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "Received a label value of %lld which is outside the valid range "
+                             "of [0, %lld).  Label index: %lld",
+                             (long long)v, (long long)n, (long long)r);
+  }
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 1, x.dims, &loss));
+  CPU_TRY(weft__cpu_output(ctx, 1, x.dtype, 2, x.dims, &bp));
+  if (rows == 0) return NULL;
+  xent_job_t j = {x.dtype, x.data, l.data, n, 0, l.dtype, true, loss.data, bp.data, n};
+  weft__cpu_parallel(ctx, rows, n * 40, xent_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * L2Loss: sum(t^2) / 2 in double, over fixed chunks so the result does not depend on how the
+ * pool split the work. */
+
+#define L2_CHUNK 65536
+
+typedef struct l2_job {
+  weft_dtype_t dtype;
+  const void *x;
+  int64_t n;
+  double *partial;
+} l2_job_t;
+
+static void l2_range(void *arg, int64_t b, int64_t e) {
+  const l2_job_t *j = arg;
+  for (int64_t c = b; c < e; c++) {
+    int64_t lo = c * L2_CHUNK, hi = lo + L2_CHUNK < j->n ? lo + L2_CHUNK : j->n;
+    double lanes[8] = {0};
+    int64_t i = lo;
+    if (j->dtype == WEFT_DT_FLOAT) {
+      const float *x = j->x;
+      for (; i + 8 <= hi; i += 8)
+        for (int k = 0; k < 8; k++) lanes[k] += (double)x[i + k] * (double)x[i + k];
+      for (; i < hi; i++) lanes[0] += (double)x[i] * (double)x[i];
+    } else {
+      const double *x = j->x;
+      for (; i + 8 <= hi; i += 8)
+        for (int k = 0; k < 8; k++) lanes[k] += x[i + k] * x[i + k];
+      for (; i < hi; i++) lanes[0] += x[i] * x[i];
+    }
+    double s = 0;
+    for (int k = 0; k < 8; k++) s += lanes[k];
+    j->partial[c] = s;
+  }
+}
+
+static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 0, NULL, &y));
+  int64_t chunks = (x.num_elements + L2_CHUNK - 1) / L2_CHUNK;
+  double total = 0;
+  if (chunks > 0) {
+    double *partial = NULL;
+    CPU_TRY(H->kernel_scratch(ctx, sizeof(double) * (size_t)chunks, (void **)&partial));
+    l2_job_t j = {x.dtype, x.data, x.num_elements, partial};
+    weft__cpu_parallel(ctx, chunks, L2_CHUNK * 2, l2_range, &j);
+    for (int64_t c = 0; c < chunks; c++) total += partial[c];
+  }
+  if (x.dtype == WEFT_DT_FLOAT)
+    *(float *)y.data = (float)(total / 2);
+  else
+    *(double *)y.data = total / 2;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+static int log_marker;
+
+weft_status_t *weft__cpu_register_nn(const weft_registrar_t *reg) {
+  weft_cpu_kernel_spec_t spec;
+  memset(&spec, 0, sizeof spec);
+  spec.type_attr = "T";
+  spec.dtypes = bias_types;
+  spec.n_dtypes = sizeof bias_types / sizeof bias_types[0];
+  spec.op = "BiasAdd";
+  spec.compute = k_bias_add;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "BiasAddV1";
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "BiasAddGrad";
+  spec.compute = k_bias_add_grad;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+
+  spec.dtypes = float_types;
+  spec.n_dtypes = 2;
+  spec.op = "Softmax";
+  spec.compute = k_softmax;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "LogSoftmax";
+  spec.user_data = &log_marker;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.user_data = NULL;
+  spec.op = "SoftmaxCrossEntropyWithLogits";
+  spec.compute = k_xent;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "SparseSoftmaxCrossEntropyWithLogits";
+  spec.compute = k_sparse_xent;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "L2Loss";
+  spec.compute = k_l2loss;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  return NULL;
+}

@@ -1,0 +1,329 @@
+/* cpu_random.c: random kernels (RandomStandardNormal, RandomUniform, RandomUniformInt,
+ * TruncatedNormal) on a counter-based Philox-4x32-10 generator.
+ *
+ * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
+ * a node with seed or seed2 set produces the same sequence in every session; with both 0 the
+ * seeds come from the system. Each kernel instance (one per node and session, made by create)
+ * owns a 64-bit block counter that every run advances, so successive runs differ. Because an
+ * output element's bits depend only on (key, counter), the work splits over threads without
+ * changing the numbers. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+typedef struct philox_out {
+  uint32_t v[4];
+} philox_out_t;
+
+static inline void mulhilo32(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
+  uint64_t p = (uint64_t)a * b;
+  *hi = (uint32_t)(p >> 32);
+  *lo = (uint32_t)p;
+}
+
+/* Philox-4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"). */
+static inline philox_out_t philox(const uint32_t key_in[2], uint32_t c0, uint32_t c1, uint32_t c2,
+                                  uint32_t c3) {
+  uint32_t k0 = key_in[0], k1 = key_in[1];
+  for (int round = 0; round < 10; round++) {
+    uint32_t hi0, lo0, hi1, lo1;
+    mulhilo32(0xD2511F53u, c0, &hi0, &lo0);
+    mulhilo32(0xCD9E8D57u, c2, &hi1, &lo1);
+    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  philox_out_t out = {{c0, c1, c2, c3}};
+  return out;
+}
+
+typedef struct rng_state {
+  uint32_t key[2];
+  uint32_t hi[2]; /* seed2: the counter's upper words */
+  atomic_uint_least64_t next_block;
+} rng_state_t;
+
+static inline philox_out_t rng_block(const rng_state_t *st, uint64_t block, uint32_t attempt) {
+  return philox(st->key, (uint32_t)block, (uint32_t)(block >> 32) ^ (attempt << 24), st->hi[0],
+                st->hi[1]);
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Seeds for unseeded nodes: the system's entropy, or time and addresses mixed together. */
+static void system_seeds(uint64_t *a, uint64_t *b) {
+  static atomic_uint_least64_t calls;
+  uint64_t buf[2] = {0, 0};
+  FILE *f = fopen("/dev/urandom", "rb");
+  bool got = false;
+  if (f != NULL) {
+    got = fread(buf, sizeof buf, 1, f) == 1;
+    fclose(f);
+  }
+  if (!got) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    s ^= (uint64_t)(uintptr_t)&ts ^ (atomic_fetch_add(&calls, 1) << 40);
+    buf[0] = splitmix64(&s);
+    buf[1] = splitmix64(&s);
+  }
+  *a = buf[0];
+  *b = buf[1];
+}
+
+static weft_status_t *rng_create(const weft_host_t *host, const weft_attrs_t *attrs,
+                                 void *user_data, void **state) {
+  (void)user_data;
+  int64_t seed = 0, seed2 = 0;
+  weft_status_t *s;
+  if (host->attr_has(attrs, "seed") && (s = host->attr_int(attrs, "seed", &seed)) != NULL)
+    return s;
+  if (host->attr_has(attrs, "seed2") && (s = host->attr_int(attrs, "seed2", &seed2)) != NULL)
+    return s;
+  rng_state_t *st = calloc(1, sizeof *st);
+  if (st == NULL)
+    return host->status_new(WEFT_RESOURCE_EXHAUSTED, "out of memory creating a random kernel");
+  uint64_t k = (uint64_t)seed, h = (uint64_t)seed2;
+  if (seed == 0 && seed2 == 0) system_seeds(&k, &h);
+  st->key[0] = (uint32_t)k;
+  st->key[1] = (uint32_t)(k >> 32);
+  st->hi[0] = (uint32_t)h;
+  st->hi[1] = (uint32_t)(h >> 32);
+  atomic_init(&st->next_block, 0);
+  *state = st;
+  return NULL;
+}
+
+static void rng_destroy(void *state) { free(state); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Conversions from random bits */
+
+static inline float u32_to_unit_float(uint32_t u) { /* [0, 1) */
+  uint32_t bits = (u >> 9) | 0x3f800000u;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f - 1.0f;
+}
+
+static inline double u64_to_unit_double(uint64_t u) { /* [0, 1) */
+  uint64_t bits = (u >> 12) | 0x3ff0000000000000ull;
+  double d;
+  memcpy(&d, &bits, 8);
+  return d - 1.0;
+}
+
+/* Box-Muller: two uniforms in [0, 1) to two standard normals. */
+static inline void box_muller(double u1, double u2, double *z0, double *z1) {
+  double r = sqrt(-2.0 * log(1.0 - u1)); /* 1 - u1 is in (0, 1]: no log(0) */
+  double t = 6.283185307179586476925286766559 * u2;
+  *z0 = r * cos(t);
+  *z1 = r * sin(t);
+}
+
+static inline void store_float(weft_dtype_t dt, void *out, int64_t i, double v) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: ((float *)out)[i] = (float)v; break;
+    case WEFT_DT_DOUBLE: ((double *)out)[i] = v; break;
+    case WEFT_DT_HALF: ((uint16_t *)out)[i] = weft__cpu_float_to_half((float)v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)out)[i] = weft__cpu_float_to_bf16((float)v); break;
+    default: break;
+  }
+}
+
+typedef enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_TRUNCATED, RNG_INT } rng_kind_t;
+
+typedef struct rng_job {
+  const rng_state_t *st;
+  rng_kind_t kind;
+  weft_dtype_t dtype;
+  void *out;
+  int64_t n;
+  int per_block; /* output elements per Philox block */
+  uint64_t base;
+  int64_t int_lo;
+  uint64_t int_range;
+} rng_job_t;
+
+static void rng_range(void *arg, int64_t b, int64_t e) {
+  const rng_job_t *j = arg;
+  bool dbl = j->dtype == WEFT_DT_DOUBLE;
+  for (int64_t blk = b; blk < e; blk++) {
+    int64_t i0 = blk * j->per_block;
+    int64_t cnt = j->n - i0 < j->per_block ? j->n - i0 : j->per_block;
+    if (j->kind == RNG_TRUNCATED) {
+      /* One element per block; redraw with a new attempt number until |z| <= 2. */
+      for (uint32_t attempt = 0;; attempt++) {
+        philox_out_t r = rng_block(j->st, j->base + (uint64_t)blk, attempt);
+        double z[4];
+        if (dbl) {
+          box_muller(u64_to_unit_double(((uint64_t)r.v[0] << 32) | r.v[1]),
+                     u64_to_unit_double(((uint64_t)r.v[2] << 32) | r.v[3]), &z[0], &z[1]);
+          z[2] = z[3] = 3.0;
+        } else {
+          box_muller(u32_to_unit_float(r.v[0]), u32_to_unit_float(r.v[1]), &z[0], &z[1]);
+          box_muller(u32_to_unit_float(r.v[2]), u32_to_unit_float(r.v[3]), &z[2], &z[3]);
+        }
+        int k = 0;
+        while (k < 4 && fabs(z[k]) > 2.0) k++;
+        if (k < 4) {
+          store_float(j->dtype, j->out, i0, z[k]);
+          break;
+        }
+      }
+      continue;
+    }
+    philox_out_t r = rng_block(j->st, j->base + (uint64_t)blk, 0);
+    switch (j->kind) {
+      case RNG_UNIFORM:
+        if (dbl) {
+          for (int k = 0; k < cnt; k++)
+            ((double *)j->out)[i0 + k] =
+                u64_to_unit_double(((uint64_t)r.v[2 * k] << 32) | r.v[2 * k + 1]);
+        } else {
+          for (int k = 0; k < cnt; k++)
+            store_float(j->dtype, j->out, i0 + k, u32_to_unit_float(r.v[k]));
+        }
+        break;
+      case RNG_NORMAL: {
+        double z[4];
+        if (dbl) {
+          box_muller(u64_to_unit_double(((uint64_t)r.v[0] << 32) | r.v[1]),
+                     u64_to_unit_double(((uint64_t)r.v[2] << 32) | r.v[3]), &z[0], &z[1]);
+        } else {
+          box_muller(u32_to_unit_float(r.v[0]), u32_to_unit_float(r.v[1]), &z[0], &z[1]);
+          box_muller(u32_to_unit_float(r.v[2]), u32_to_unit_float(r.v[3]), &z[2], &z[3]);
+        }
+        for (int k = 0; k < cnt; k++) store_float(j->dtype, j->out, i0 + k, z[k]);
+        break;
+      }
+      case RNG_INT:
+        if (j->dtype == WEFT_DT_INT64) {
+          for (int k = 0; k < cnt; k++) {
+            uint64_t u = ((uint64_t)r.v[2 * k] << 32) | r.v[2 * k + 1];
+            ((int64_t *)j->out)[i0 + k] = (int64_t)((uint64_t)j->int_lo + u % j->int_range);
+          }
+        } else {
+          for (int k = 0; k < cnt; k++)
+            ((int32_t *)j->out)[i0 + k] =
+                (int32_t)(uint32_t)((uint64_t)j->int_lo + (uint64_t)r.v[k] % j->int_range);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_kind_t kind) {
+  weft_tensor_view_t sv, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &sv));
+  int64_t dims[WEFT_MAX_RANK], rank = 0;
+  CPU_TRY(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
+  for (int64_t d = 0; d < rank; d++)
+    if (dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "shape[%lld] = %lld must be non-negative",
+                             (long long)d, (long long)dims[d]);
+  rng_job_t j;
+  memset(&j, 0, sizeof j);
+  j.st = st;
+  j.kind = kind;
+  if (kind == RNG_INT) {
+    weft_tensor_view_t lo, hi;
+    CPU_TRY(weft__cpu_input(ctx, 1, &lo));
+    CPU_TRY(weft__cpu_input(ctx, 2, &hi));
+    if (lo.num_elements != 1 || hi.num_elements != 1 ||
+        (lo.dtype != WEFT_DT_INT32 && lo.dtype != WEFT_DT_INT64))
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "minval and maxval must be int32 or int64 scalars");
+    int64_t a = weft__cpu_index_at(&lo, 0), b = weft__cpu_index_at(&hi, 0);
+    if (a >= b)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld",
+                             (long long)a, (long long)b);
+    j.dtype = lo.dtype;
+    j.int_lo = a;
+    j.int_range = (uint64_t)b - (uint64_t)a;
+  } else {
+    const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+    weft_dtype_t dt = WEFT_DT_FLOAT;
+    if (H->attr_has(attrs, "dtype")) CPU_TRY(H->attr_type(attrs, "dtype", &dt));
+    if (dt != WEFT_DT_FLOAT && dt != WEFT_DT_DOUBLE && dt != WEFT_DT_HALF &&
+        dt != WEFT_DT_BFLOAT16)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "random dtype must be a floating type, got %s",
+                             weft__cpu_dtype_name(dt));
+    j.dtype = dt;
+  }
+  CPU_TRY(weft__cpu_output(ctx, 0, j.dtype, (int)rank, dims, &y));
+  j.out = y.data;
+  j.n = y.num_elements;
+  bool wide = j.dtype == WEFT_DT_DOUBLE || j.dtype == WEFT_DT_INT64;
+  j.per_block = kind == RNG_TRUNCATED ? 1 : (wide ? 2 : 4);
+  int64_t blocks = (j.n + j.per_block - 1) / j.per_block;
+  /* Reserve this run's counter range; concurrent runs of the node get disjoint ranges. */
+  j.base = atomic_fetch_add(&st->next_block, (uint64_t)blocks);
+  if (blocks == 0) return NULL;
+  weft__cpu_parallel(ctx, blocks, kind == RNG_INT || kind == RNG_UNIFORM ? 40 : 150, rng_range,
+                     &j);
+  return NULL;
+}
+
+static weft_status_t *k_uniform(weft_kernel_ctx_t *ctx, void *state) {
+  return rng_compute(ctx, state, RNG_UNIFORM);
+}
+static weft_status_t *k_normal(weft_kernel_ctx_t *ctx, void *state) {
+  return rng_compute(ctx, state, RNG_NORMAL);
+}
+static weft_status_t *k_truncated(weft_kernel_ctx_t *ctx, void *state) {
+  return rng_compute(ctx, state, RNG_TRUNCATED);
+}
+static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
+  return rng_compute(ctx, state, RNG_INT);
+}
+
+weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
+  static const char *const hm_shape[] = {"shape", NULL};
+  static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                             WEFT_DT_BFLOAT16};
+  static const weft_dtype_t int_types[] = {WEFT_DT_INT32, WEFT_DT_INT64};
+  weft_cpu_kernel_spec_t spec;
+  memset(&spec, 0, sizeof spec);
+  spec.host_memory = hm_shape;
+  spec.create = rng_create;
+  spec.destroy = rng_destroy;
+  spec.type_attr = "dtype";
+  spec.dtypes = float_types;
+  spec.n_dtypes = 4;
+  spec.op = "RandomUniform";
+  spec.compute = k_uniform;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "RandomStandardNormal";
+  spec.compute = k_normal;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "TruncatedNormal";
+  spec.compute = k_truncated;
+  CPU_TRY(weft__cpu_register(reg, &spec));
+  spec.op = "RandomUniformInt";
+  spec.compute = k_uniform_int;
+  spec.type_attr = "Tout";
+  spec.dtypes = int_types;
+  spec.n_dtypes = 2;
+  return weft__cpu_register(reg, &spec);
+}

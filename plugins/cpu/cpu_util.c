@@ -1,0 +1,658 @@
+/* cpu_util.c: helpers every CPU kernel file uses: dtype slots and sizes, half/bfloat16
+ * conversion, errors that name the node, input readers, broadcasting geometry, dtype-agnostic
+ * data movement (strings included) and kernel registration. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+const weft_host_t *weft__cpu_host;
+
+/* ---------------------------------------------------------------------------------------------
+ * dtypes */
+
+static const weft_dtype_t slot_dtypes[CPU_N_SLOTS] = {
+    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_BOOL,
+    WEFT_DT_UINT8, WEFT_DT_INT8,   WEFT_DT_INT16,  WEFT_DT_UINT16, WEFT_DT_UINT32,
+    WEFT_DT_UINT64, WEFT_DT_HALF,  WEFT_DT_BFLOAT16, WEFT_DT_STRING,
+};
+
+const weft_dtype_t weft__cpu_all_types[] = {
+    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_BOOL,
+    WEFT_DT_UINT8, WEFT_DT_INT8,   WEFT_DT_INT16,  WEFT_DT_UINT16, WEFT_DT_UINT32,
+    WEFT_DT_UINT64, WEFT_DT_HALF,  WEFT_DT_BFLOAT16, WEFT_DT_STRING,
+};
+const size_t weft__cpu_n_all_types = sizeof weft__cpu_all_types / sizeof weft__cpu_all_types[0];
+
+const weft_dtype_t weft__cpu_index_types[] = {WEFT_DT_INT32, WEFT_DT_INT64};
+const size_t weft__cpu_n_index_types = 2;
+
+int weft__cpu_slot(weft_dtype_t dtype) {
+  for (int i = 0; i < CPU_N_SLOTS; i++)
+    if (slot_dtypes[i] == dtype) return i;
+  return -1;
+}
+
+weft_dtype_t weft__cpu_slot_dtype(int slot) {
+  return slot >= 0 && slot < CPU_N_SLOTS ? slot_dtypes[slot] : WEFT_DT_INVALID;
+}
+
+size_t weft__cpu_dtype_size(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_FLOAT: case WEFT_DT_INT32: case WEFT_DT_UINT32: return 4;
+    case WEFT_DT_DOUBLE: case WEFT_DT_INT64: case WEFT_DT_UINT64: return 8;
+    case WEFT_DT_UINT8: case WEFT_DT_INT8: case WEFT_DT_BOOL: return 1;
+    case WEFT_DT_INT16: case WEFT_DT_UINT16: case WEFT_DT_HALF: case WEFT_DT_BFLOAT16: return 2;
+    case WEFT_DT_STRING: return sizeof(weft_string_t);
+    default: return 0;
+  }
+}
+
+const char *weft__cpu_dtype_name(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_FLOAT: return "float32";
+    case WEFT_DT_DOUBLE: return "float64";
+    case WEFT_DT_INT32: return "int32";
+    case WEFT_DT_UINT8: return "uint8";
+    case WEFT_DT_INT16: return "int16";
+    case WEFT_DT_INT8: return "int8";
+    case WEFT_DT_STRING: return "string";
+    case WEFT_DT_INT64: return "int64";
+    case WEFT_DT_BOOL: return "bool";
+    case WEFT_DT_BFLOAT16: return "bfloat16";
+    case WEFT_DT_UINT16: return "uint16";
+    case WEFT_DT_HALF: return "float16";
+    case WEFT_DT_UINT32: return "uint32";
+    case WEFT_DT_UINT64: return "uint64";
+    default: return "invalid";
+  }
+}
+
+bool weft__cpu_dtype_is_float(weft_dtype_t dtype) {
+  return dtype == WEFT_DT_FLOAT || dtype == WEFT_DT_DOUBLE || dtype == WEFT_DT_HALF ||
+         dtype == WEFT_DT_BFLOAT16;
+}
+
+bool weft__cpu_dtype_is_int(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_INT8: case WEFT_DT_INT16: case WEFT_DT_INT32: case WEFT_DT_INT64:
+    case WEFT_DT_UINT8: case WEFT_DT_UINT16: case WEFT_DT_UINT32: case WEFT_DT_UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * half and bfloat16 */
+
+static inline uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static inline float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+float weft__cpu_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    /* Zero or subnormal: mant * 2^-24 is exact in float. */
+    float v = (float)mant * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return u2f(sign | 0x7f800000u | (mant << 13));
+  return u2f(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+uint16_t weft__cpu_float_to_half(float f) {
+  uint32_t x = f2u(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) /* inf stays inf; NaN stays a quiet NaN */
+    return (uint16_t)(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u | ((x >> 13) & 0x3ffu) : 0u));
+  if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
+  if (x < 0x38800000u) {
+    /* Below the smallest normal half: adding 0.5f puts the value where float's ulp is 2^-24,
+     * the half subnormal step, so the hardware's round-to-nearest-even does the rounding. */
+    float v = u2f(x) + 0.5f;
+    return (uint16_t)(sign | (uint16_t)(f2u(v) - 0x3f000000u));
+  }
+  uint32_t odd = (x >> 13) & 1u;
+  x += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
+  return (uint16_t)(sign | (uint16_t)(x >> 13));
+}
+
+uint16_t weft__cpu_float_to_half_trunc(float f) {
+  uint32_t x = f2u(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u)
+    return (uint16_t)(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u | ((x >> 13) & 0x3ffu) : 0u));
+  if (x >= 0x47800000u) return (uint16_t)(sign | 0x7c00u);
+  if (x < 0x38800000u) return (uint16_t)(sign | (uint16_t)(u2f(x) * 0x1p24f));
+  return (uint16_t)(sign | (uint16_t)((x - ((uint32_t)(127 - 15) << 23)) >> 13));
+}
+
+float weft__cpu_bf16_to_float(uint16_t b) { return u2f((uint32_t)b << 16); }
+
+uint16_t weft__cpu_float_to_bf16(float f) {
+  uint32_t x = f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+uint16_t weft__cpu_float_to_bf16_trunc(float f) {
+  uint32_t x = f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)(x >> 16);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors */
+
+weft_status_t *weft__cpu_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *node = ctx != NULL ? weft__cpu_host->kernel_node_name(ctx) : NULL;
+  if (node == NULL) return weft__cpu_host->status_new(code, "%s", msg);
+  return weft__cpu_host->status_new(code, "node '%s': %s", node, msg);
+}
+
+const char *weft__cpu_shape_str(int rank, const int64_t *dims, char *buf, size_t len) {
+  size_t at = 0;
+  if (len == 0) return buf;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf + at, len - at, "[");
+  for (int i = 0; i < rank && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, i ? ",%lld" : "%lld", (long long)dims[i]);
+  if (at < len) snprintf(buf + at, len - at, "]");
+  return buf;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Inputs and outputs */
+
+weft_status_t *weft__cpu_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out) {
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  return weft__cpu_host->kernel_input(ctx, index, out);
+}
+
+weft_status_t *weft__cpu_output(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
+                                const int64_t *dims, weft_tensor_view_t *out) {
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  return weft__cpu_host->kernel_allocate_output(ctx, index, dtype, rank, dims, out);
+}
+
+weft_status_t *weft__cpu_output_like(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype,
+                                     const weft_tensor_view_t *like, weft_tensor_view_t *out) {
+  return weft__cpu_output(ctx, index, dtype, like->rank, like->dims, out);
+}
+
+int64_t weft__cpu_index_at(const weft_tensor_view_t *v, int64_t i) {
+  switch (v->dtype) {
+    case WEFT_DT_INT64: return ((const int64_t *)v->data)[i];
+    case WEFT_DT_INT32: return ((const int32_t *)v->data)[i];
+    case WEFT_DT_INT16: return ((const int16_t *)v->data)[i];
+    case WEFT_DT_INT8: return ((const int8_t *)v->data)[i];
+    case WEFT_DT_UINT8: return ((const uint8_t *)v->data)[i];
+    case WEFT_DT_UINT16: return ((const uint16_t *)v->data)[i];
+    case WEFT_DT_UINT32: return ((const uint32_t *)v->data)[i];
+    case WEFT_DT_UINT64: return (int64_t)((const uint64_t *)v->data)[i];
+    default: return 0;
+  }
+}
+
+bool weft__cpu_is_index_dtype(weft_dtype_t dtype) { return weft__cpu_dtype_is_int(dtype); }
+
+weft_status_t *weft__cpu_read_indices(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
+                                      const char *what, int64_t *out, int64_t max_n, int64_t *n) {
+  if (!weft__cpu_is_index_dtype(v->dtype))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be an integer tensor, got %s",
+                           what, weft__cpu_dtype_name(v->dtype));
+  if (v->num_elements > max_n)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s has %lld elements, at most %lld allowed",
+                           what, (long long)v->num_elements, (long long)max_n);
+  for (int64_t i = 0; i < v->num_elements; i++) out[i] = weft__cpu_index_at(v, i);
+  *n = v->num_elements;
+  return NULL;
+}
+
+weft_status_t *weft__cpu_read_scalar_index(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
+                                           const char *what, int64_t *out) {
+  if (!weft__cpu_is_index_dtype(v->dtype))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be an integer tensor, got %s",
+                           what, weft__cpu_dtype_name(v->dtype));
+  if (v->num_elements != 1) {
+    char s[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be a scalar, got shape %s", what,
+                           weft__cpu_shape_str(v->rank, v->dims, s, sizeof s));
+  }
+  *out = weft__cpu_index_at(v, 0);
+  return NULL;
+}
+
+double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i) {
+  const void *d = v->data;
+  switch (v->dtype) {
+    case WEFT_DT_FLOAT: return ((const float *)d)[i];
+    case WEFT_DT_DOUBLE: return ((const double *)d)[i];
+    case WEFT_DT_INT32: return ((const int32_t *)d)[i];
+    case WEFT_DT_INT64: return (double)((const int64_t *)d)[i];
+    case WEFT_DT_UINT8: return ((const uint8_t *)d)[i];
+    case WEFT_DT_INT8: return ((const int8_t *)d)[i];
+    case WEFT_DT_INT16: return ((const int16_t *)d)[i];
+    case WEFT_DT_UINT16: return ((const uint16_t *)d)[i];
+    case WEFT_DT_UINT32: return ((const uint32_t *)d)[i];
+    case WEFT_DT_UINT64: return (double)((const uint64_t *)d)[i];
+    case WEFT_DT_BOOL: return ((const uint8_t *)d)[i] != 0;
+    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)d)[i]);
+    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)d)[i]);
+    default: return 0.0;
+  }
+}
+
+weft_status_t *weft__cpu_axis(weft_kernel_ctx_t *ctx, int64_t axis, int rank, const char *what,
+                              int *out) {
+  if (axis < -(int64_t)rank || axis >= rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s %lld is out of range for a tensor of rank %d (must be in [%d, %d))",
+                           what, (long long)axis, rank, -rank, rank);
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return NULL;
+}
+
+bool weft__cpu_attr_bool(weft_kernel_ctx_t *ctx, const char *name, bool dflt) {
+  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
+  int v = 0;
+  weft_status_t *s = weft__cpu_host->attr_bool(attrs, name, &v);
+  if (s != NULL) {
+    weft__cpu_host->status_free(s);
+    return dflt;
+  }
+  return v != 0;
+}
+
+int64_t weft__cpu_attr_int(weft_kernel_ctx_t *ctx, const char *name, int64_t dflt) {
+  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
+  int64_t v = 0;
+  weft_status_t *s = weft__cpu_host->attr_int(attrs, name, &v);
+  if (s != NULL) {
+    weft__cpu_host->status_free(s);
+    return dflt;
+  }
+  return v;
+}
+
+float weft__cpu_attr_float(weft_kernel_ctx_t *ctx, const char *name, float dflt) {
+  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
+  float v = 0;
+  weft_status_t *s = weft__cpu_host->attr_float(attrs, name, &v);
+  if (s != NULL) {
+    weft__cpu_host->status_free(s);
+    return dflt;
+  }
+  return v;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Parallelism */
+
+void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
+                        weft_range_fn fn, void *arg) {
+  if (total <= 0) return;
+  /* Below ~20k cycles the hand-off to the pool costs more than it saves. */
+  if (cost_per_unit < 1) cost_per_unit = 1;
+  if (total * cost_per_unit < 20000 || total == 1) {
+    fn(arg, 0, total);
+    return;
+  }
+  weft__cpu_host->parallel_for(ctx, total, cost_per_unit, fn, arg);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Broadcasting */
+
+weft_status_t *weft__cpu_bcast_init(weft_kernel_ctx_t *ctx, weft_cpu_bcast_t *b, int n_in,
+                                    const weft_tensor_view_t *const *ins) {
+  memset(b, 0, sizeof *b);
+  b->n_in = n_in;
+  int rank = 0;
+  for (int k = 0; k < n_in; k++)
+    if (ins[k]->rank > rank) rank = ins[k]->rank;
+  /* Right-aligned padded dims of every input and the output. */
+  int64_t pad[CPU_BCAST_MAX_IN][WEFT_MAX_RANK];
+  int64_t out[WEFT_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    out[d] = 1;
+    for (int k = 0; k < n_in; k++) {
+      int off = rank - ins[k]->rank;
+      pad[k][d] = d < off ? 1 : ins[k]->dims[d - off];
+    }
+    for (int k = 0; k < n_in; k++) {
+      int64_t v = pad[k][d];
+      if (v == 1) continue;
+      if (out[d] == 1) {
+        out[d] = v;
+      } else if (out[d] != v) {
+        char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+        if (n_in == 3)
+          return weft__cpu_error(
+              ctx, WEFT_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s vs. %s",
+              weft__cpu_shape_str(ins[0]->rank, ins[0]->dims, s0, sizeof s0),
+              weft__cpu_shape_str(ins[1]->rank, ins[1]->dims, s1, sizeof s1),
+              weft__cpu_shape_str(ins[2]->rank, ins[2]->dims, s2, sizeof s2));
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                               weft__cpu_shape_str(ins[0]->rank, ins[0]->dims, s0, sizeof s0),
+                               weft__cpu_shape_str(ins[n_in - 1]->rank, ins[n_in - 1]->dims, s1,
+                                                   sizeof s1));
+      }
+    }
+  }
+  b->out_rank = rank;
+  b->out_elements = 1;
+  for (int d = 0; d < rank; d++) {
+    b->out_dims[d] = out[d];
+    b->out_elements *= out[d];
+  }
+  /* Collapse: drop dims of size 1 (nobody iterates them), then merge neighbours whose broadcast
+   * pattern is the same, so that the innermost run is as long as possible. */
+  int64_t cd[WEFT_MAX_RANK];
+  int cb[WEFT_MAX_RANK]; /* bit k set: input k is broadcast along this dim */
+  int cr = 0;
+  for (int d = 0; d < rank; d++) {
+    if (out[d] == 1) continue;
+    int bits = 0;
+    for (int k = 0; k < n_in; k++)
+      if (pad[k][d] == 1) bits |= 1 << k;
+    if (cr > 0 && cb[cr - 1] == bits) {
+      cd[cr - 1] *= out[d];
+    } else {
+      cd[cr] = out[d];
+      cb[cr] = bits;
+      cr++;
+    }
+  }
+  if (cr == 0) {
+    cd[0] = b->out_elements; /* 1, or 0 can't happen: a 0 dim is kept */
+    cb[0] = 0;
+    cr = 1;
+  }
+  b->rank = cr;
+  for (int d = 0; d < cr; d++) b->dims[d] = cd[d];
+  for (int k = 0; k < n_in; k++) {
+    int64_t s = 1;
+    for (int d = cr - 1; d >= 0; d--) {
+      if (cb[d] & (1 << k)) {
+        b->strides[k][d] = 0;
+      } else {
+        b->strides[k][d] = s;
+        s *= cd[d];
+      }
+    }
+  }
+  return NULL;
+}
+
+void weft__cpu_bcast_row_offsets(const weft_cpu_bcast_t *b, int64_t row, int64_t *offsets) {
+  for (int k = 0; k < b->n_in; k++) offsets[k] = 0;
+  for (int d = b->rank - 2; d >= 0; d--) {
+    int64_t i = row % b->dims[d];
+    row /= b->dims[d];
+    for (int k = 0; k < b->n_in; k++) offsets[k] += i * b->strides[k][d];
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Data movement */
+
+weft_status_t *weft__cpu_copy_elems(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *dst,
+                                    int64_t di, const weft_tensor_view_t *src, int64_t si,
+                                    int64_t n) {
+  if (n <= 0) return NULL;
+  if (src->dtype == WEFT_DT_STRING) {
+    const weft_string_t *s = src->data;
+    for (int64_t i = 0; i < n; i++)
+      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, di + i, s[si + i].data, s[si + i].len));
+    return NULL;
+  }
+  size_t es = weft__cpu_dtype_size(src->dtype);
+  memcpy((char *)dst->data + (size_t)di * es, (const char *)src->data + (size_t)si * es,
+         (size_t)n * es);
+  return NULL;
+}
+
+typedef struct gather_job {
+  char *dst;
+  const char *src;
+  size_t es;
+  int rank;
+  int64_t sizes[WEFT_MAX_RANK];
+  int64_t strides[WEFT_MAX_RANK];
+  int64_t base;
+} gather_job_t;
+
+/* Copies n elements with source stride s, specialised by element size so the compiler can use
+ * plain loads and stores. */
+static void copy_run(char *restrict dst, const char *restrict src, size_t es, int64_t n,
+                     int64_t s) {
+  if (s == 1) {
+    memcpy(dst, src, (size_t)n * es);
+    return;
+  }
+  switch (es) {
+    case 1: {
+      uint8_t *d = (uint8_t *)dst;
+      const uint8_t *p = (const uint8_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+      break;
+    }
+    case 2: {
+      uint16_t *d = (uint16_t *)dst;
+      const uint16_t *p = (const uint16_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+      break;
+    }
+    case 4: {
+      uint32_t *d = (uint32_t *)dst;
+      const uint32_t *p = (const uint32_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+      break;
+    }
+    case 8: {
+      uint64_t *d = (uint64_t *)dst;
+      const uint64_t *p = (const uint64_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i] = p[i * s];
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * es, src + (i * s) * (int64_t)es, es);
+  }
+}
+
+static int64_t gather_row_offset(const gather_job_t *j, int64_t row) {
+  int64_t off = j->base;
+  for (int d = j->rank - 2; d >= 0; d--) {
+    int64_t i = row % j->sizes[d];
+    row /= j->sizes[d];
+    off += i * j->strides[d];
+  }
+  return off;
+}
+
+static void gather_range(void *arg, int64_t begin, int64_t end) {
+  const gather_job_t *j = arg;
+  int64_t inner = j->sizes[j->rank - 1];
+  int64_t s = j->strides[j->rank - 1];
+  for (int64_t r = begin; r < end; r++) {
+    int64_t off = gather_row_offset(j, r);
+    copy_run(j->dst + (size_t)(r * inner) * j->es, j->src + off * (int64_t)j->es, j->es, inner, s);
+  }
+}
+
+weft_status_t *weft__cpu_strided_gather(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *dst,
+                                        const weft_tensor_view_t *src, int64_t base, int rank,
+                                        const int64_t *sizes, const int64_t *strides) {
+  gather_job_t j;
+  memset(&j, 0, sizeof j);
+  j.dst = dst->data;
+  j.src = src->data;
+  j.es = weft__cpu_dtype_size(src->dtype);
+  j.base = base;
+  int64_t total = 1;
+  for (int d = 0; d < rank; d++) total *= sizes[d];
+  if (total == 0) return NULL;
+  /* Collapse size-1 dims and dims that are contiguous with their inner neighbour. */
+  int cr = 0;
+  for (int d = 0; d < rank; d++) {
+    if (sizes[d] == 1) continue;
+    if (cr > 0 && j.strides[cr - 1] == strides[d] * sizes[d]) {
+      j.sizes[cr - 1] *= sizes[d];
+      j.strides[cr - 1] = strides[d];
+    } else {
+      j.sizes[cr] = sizes[d];
+      j.strides[cr] = strides[d];
+      cr++;
+    }
+  }
+  if (cr == 0) {
+    j.sizes[0] = 1;
+    j.strides[0] = 1;
+    cr = 1;
+  }
+  j.rank = cr;
+  int64_t inner = j.sizes[cr - 1];
+  int64_t rows = total / inner;
+  if (src->dtype == WEFT_DT_STRING) {
+    const weft_string_t *s = src->data;
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t off = gather_row_offset(&j, r);
+      for (int64_t i = 0; i < inner; i++) {
+        const weft_string_t *e = &s[off + i * j.strides[cr - 1]];
+        CPU_TRY(weft__cpu_host->string_assign(ctx, dst, r * inner + i, e->data, e->len));
+      }
+    }
+    return NULL;
+  }
+  weft__cpu_parallel(ctx, rows, inner * 2 + 10, gather_range, &j);
+  return NULL;
+}
+
+weft_status_t *weft__cpu_fill_from(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *dst,
+                                   const weft_tensor_view_t *src, int64_t si) {
+  int64_t n = dst->num_elements;
+  if (src->dtype == WEFT_DT_STRING) {
+    const weft_string_t *e = (const weft_string_t *)src->data + si;
+    for (int64_t i = 0; i < n; i++)
+      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, i, e->data, e->len));
+    return NULL;
+  }
+  size_t es = weft__cpu_dtype_size(src->dtype);
+  const char *v = (const char *)src->data + (size_t)si * es;
+  switch (es) {
+    case 1: memset(dst->data, *(const uint8_t *)v, (size_t)n); break;
+    case 2: {
+      uint16_t x; memcpy(&x, v, 2);
+      uint16_t *d = dst->data;
+      for (int64_t i = 0; i < n; i++) d[i] = x;
+      break;
+    }
+    case 4: {
+      uint32_t x; memcpy(&x, v, 4);
+      uint32_t *d = dst->data;
+      for (int64_t i = 0; i < n; i++) d[i] = x;
+      break;
+    }
+    case 8: {
+      uint64_t x; memcpy(&x, v, 8);
+      uint64_t *d = dst->data;
+      for (int64_t i = 0; i < n; i++) d[i] = x;
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < n; i++) memcpy((char *)dst->data + (size_t)i * es, v, es);
+  }
+  return NULL;
+}
+
+weft_status_t *weft__cpu_zero(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *dst) {
+  if (dst->dtype == WEFT_DT_STRING) {
+    for (int64_t i = 0; i < dst->num_elements; i++)
+      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, i, "", 0));
+    return NULL;
+  }
+  if (dst->num_elements > 0)
+    memset(dst->data, 0, (size_t)dst->num_elements * weft__cpu_dtype_size(dst->dtype));
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+/* Ops the CPU plugin has kernels for but the core of ABI 1.0 does not define. The loader
+ * refuses a plugin that registers a kernel for an unknown op, and the ABI has no way to ask
+ * which ops exist, so these stay unregistered until the core defines them (delete a name here
+ * once its op definition exists). */
+static const char *const ops_core_lacks[] = {
+    "Snapshot",      "PlaceholderV2",  "Concat",        "Cumprod",        "TruncateDiv",
+    "DivNoNan",      "TruncateMod",    "Atan2",         "Rint",           "Erfc",
+    "Lgamma",        "BatchMatMul",    "BiasAddV1",     "Relu6Grad",      "LeakyReluGrad",
+    "EluGrad",       "SeluGrad",       "SoftplusGrad",  "SoftsignGrad",   "SqrtGrad",
+    "RsqrtGrad",     "ReciprocalGrad", "PadV2",         "ParallelDynamicStitch",
+    "BroadcastArgs",
+};
+
+weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *op,
+                                       const weft_type_constraint_t *constraints,
+                                       size_t n_constraints, const char *const *host_memory,
+                                       weft_kernel_create_fn create, weft_kernel_compute_fn compute,
+                                       weft_kernel_destroy_fn destroy, void *user_data) {
+  for (size_t i = 0; i < sizeof ops_core_lacks / sizeof ops_core_lacks[0]; i++)
+    if (strcmp(op, ops_core_lacks[i]) == 0) return NULL;
+  weft_kernel_def_t def;
+  memset(&def, 0, sizeof def);
+  def.struct_size = sizeof def;
+  def.op = op;
+  def.device_type = WEFT_CPU_DEVICE_TYPE;
+  def.constraints = constraints;
+  def.n_constraints = n_constraints;
+  def.host_memory_args = host_memory;
+  def.priority = 0;
+  def.create = create;
+  def.compute = compute;
+  def.destroy = destroy;
+  def.user_data = user_data;
+  weft_status_t *s = reg->register_kernel(reg->ctx, &def);
+  if (s != NULL && weft__cpu_host->status_code(s) == WEFT_NOT_FOUND) {
+    /* An older or trimmed core without this op: the kernel is useless there, not an error. */
+    weft__cpu_host->log(WEFT_LOG_DEBUG, WEFT_CPU_PLUGIN_NAME, "skipping kernel %s: %s", op,
+                        weft__cpu_host->status_message(s));
+    weft__cpu_host->status_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+weft_status_t *weft__cpu_register(const weft_registrar_t *reg, const weft_cpu_kernel_spec_t *spec) {
+  weft_type_constraint_t c;
+  c.attr = spec->type_attr;
+  c.dtypes = spec->dtypes;
+  c.n_dtypes = spec->n_dtypes;
+  return weft__cpu_register_full(reg, spec->op, &c, spec->type_attr != NULL ? 1 : 0,
+                                 spec->host_memory, spec->create, spec->compute, spec->destroy,
+                                 spec->user_data);
+}
