@@ -738,7 +738,7 @@ static void test_json_print(void) {
   t = weft_tensor_new_from_data(WEFT_DT_UINT64, 0, NULL, &u64, 8, NULL);
   json = weft_tensor_to_json(t);
   g_assert_cmpstr(json, ==,
-                  "{\"dtype\": \"uint64\", \"shape\": [], \"values\": 18446744073709551615}");
+                  "{\"dtype\": \"uint64\", \"shape\": [], \"values\": [18446744073709551615]}");
   back = json_ok(json, WEFT_DT_INVALID);
   g_assert_cmpuint(*(uint64_t *)weft_tensor_data(back), ==, UINT64_MAX);
   weft_tensor_unref(back);

@@ -104,9 +104,19 @@ static bool parse_options(const char *command, GOptionEntry *entries, const char
 /* ---------------------------------------------------------------------------------------------
  * weft devices */
 
+/* "23.5 GiB" with a plain space (g_format_size puts a no-break space there, which scripts that
+ * split on spaces trip over). */
 static char *format_memory(uint64_t bytes) {
   if (bytes == 0) return g_strdup("memory unknown");
-  return g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = (double)bytes;
+  size_t u = 0;
+  while (value >= 1024.0 && u + 1 < G_N_ELEMENTS(units)) {
+    value /= 1024.0;
+    u++;
+  }
+  if (u == 0) return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", (guint64)bytes);
+  return g_strdup_printf("%.1f %s", value, units[u]);
 }
 
 static int cmd_devices(int argc, char **argv) {
@@ -274,13 +284,18 @@ static int print_fetches(char **fetches, weft_tensor_t **values, int n, bool as_
   /* The tensors' own JSON is pasted in unchanged, so numbers print exactly as
    * weft_tensor_to_json writes them. */
   GString *out = g_string_new("{");
+  /* A name fetched twice is one key: JSON readers disagree about duplicate keys. */
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
   for (int k = 0; k < n; k++) {
+    if (!g_hash_table_add(seen, fetches[k])) continue;
     char *key = json_quote(fetches[k]);
     char *value = weft_tensor_to_json(values[k]);
-    g_string_append_printf(out, "%s%s: %s", k ? ", " : "", key, value ? value : "null");
+    g_string_append_printf(out, "%s%s: %s", out->len > 1 ? ", " : "", key,
+                           value ? value : "null");
     g_free(key);
     free(value);
   }
+  g_hash_table_destroy(seen);
   g_string_append(out, "}\n");
   fputs(out->str, stdout);
   g_string_free(out, TRUE);

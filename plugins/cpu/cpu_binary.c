@@ -224,7 +224,27 @@ typedef struct bin_job {
   char *z;
   size_t es, zs;
   double p;
+  weft_dtype_t f16; /* HALF or BFLOAT16: fns are the float32 loops, run on widened blocks */
+  bool out_bool;
 } bin_job_t;
+
+/* One run of a 16-bit float op: widen blocks of x and y (or their single broadcast element),
+ * run the float32 loop, narrow the result (bool results need no narrowing). */
+static void bin_run_f16(const bin_job_t *j, bin_fn fn, const uint16_t *x, int64_t sx,
+                        const uint16_t *y, int64_t sy, char *z, int64_t len) {
+  float xb[CPU_F16_BLOCK], yb[CPU_F16_BLOCK], zb[CPU_F16_BLOCK];
+  for (int64_t off = 0; off < len; off += CPU_F16_BLOCK) {
+    int64_t n = len - off < CPU_F16_BLOCK ? len - off : CPU_F16_BLOCK;
+    weft__cpu_f16_to_float(j->f16, x + off * sx, xb, sx ? n : 1);
+    weft__cpu_f16_to_float(j->f16, y + off * sy, yb, sy ? n : 1);
+    if (j->out_bool) {
+      fn(xb, yb, z + off, n, j->p);
+    } else {
+      fn(xb, yb, zb, n, j->p);
+      weft__cpu_float_to_f16(j->f16, zb, (uint16_t *)(void *)z + off, n);
+    }
+  }
+}
 
 /* Elements [b, e) of the output, walked one broadcast run at a time. */
 static void bin_range(void *arg, int64_t b, int64_t e) {
@@ -240,8 +260,14 @@ static void bin_range(void *arg, int64_t b, int64_t e) {
     weft__cpu_bcast_row_offsets(bc, row, off);
     int64_t len = inner - col;
     if (len > e - pos) len = e - pos;
-    fn(j->x + (size_t)(off[0] + col * sx) * j->es, j->y + (size_t)(off[1] + col * sy) * j->es,
-       j->z + (size_t)pos * j->zs, len, j->p);
+    const char *xp = j->x + (size_t)(off[0] + col * sx) * j->es;
+    const char *yp = j->y + (size_t)(off[1] + col * sy) * j->es;
+    char *zp = j->z + (size_t)pos * j->zs;
+    if (j->f16 != WEFT_DT_INVALID)
+      bin_run_f16(j, fn, (const uint16_t *)(const void *)xp, sx, (const uint16_t *)(const void *)yp,
+                  sy, zp, len);
+    else
+      fn(xp, yp, zp, len, j->p);
     pos += len;
   }
 }
@@ -334,6 +360,8 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   }
   if (x.dtype == WEFT_DT_STRING && op->strings) return string_binary(ctx, op, &x, &y, &bc);
   int slot = weft__cpu_slot(x.dtype);
+  bool f16 = slot == CPU_SLOT_F16 || slot == CPU_SLOT_BF16;
+  if (f16) slot = CPU_SLOT_F32;
   const bin_fns_t *fns = slot >= 0 && op->fns[slot].vv != NULL ? &op->fns[slot] : NULL;
   if (fns == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
@@ -348,8 +376,16 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   }
   CPU_TRY(weft__cpu_output(ctx, 0, zt, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
-  bin_job_t j = {fns, &bc, x.data, y.data, z.data, weft__cpu_dtype_size(x.dtype),
-                 weft__cpu_dtype_size(zt), 0.0};
+  bin_job_t j = {fns,
+                 &bc,
+                 x.data,
+                 y.data,
+                 z.data,
+                 weft__cpu_dtype_size(x.dtype),
+                 weft__cpu_dtype_size(zt),
+                 0.0,
+                 f16 ? x.dtype : WEFT_DT_INVALID,
+                 op->out_bool};
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
   weft__cpu_parallel(ctx, bc.out_elements, op->cost, bin_range, &j);
   return NULL;
@@ -678,10 +714,14 @@ weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg) {
   weft_cpu_kernel_spec_t spec;
   for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
     const bin_op_t *op = &bin_ops[i];
-    weft_dtype_t dtypes[CPU_N_SLOTS + 1];
+    weft_dtype_t dtypes[CPU_N_SLOTS + 3];
     size_t n = 0;
     for (int s = 0; s < CPU_N_SLOTS; s++)
       if (op->fns[s].vv != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
+    if (op->fns[CPU_SLOT_F32].vv != NULL) { /* 16-bit floats through the float32 loops */
+      dtypes[n++] = WEFT_DT_HALF;
+      dtypes[n++] = WEFT_DT_BFLOAT16;
+    }
     if (op->strings) dtypes[n++] = WEFT_DT_STRING;
     memset(&spec, 0, sizeof spec);
     spec.op = op->name;

@@ -173,11 +173,27 @@ typedef struct un_job {
   char *y;
   size_t xs, ys;
   double p;
+  weft_dtype_t f16;  /* HALF or BFLOAT16: fn is the float32 loop, run on widened blocks */
+  bool out_bool;
 } un_job_t;
 
 static void un_range(void *arg, int64_t b, int64_t e) {
   const un_job_t *j = arg;
-  j->fn(j->x + (size_t)b * j->xs, j->y + (size_t)b * j->ys, e - b, j->p);
+  if (j->f16 == WEFT_DT_INVALID) {
+    j->fn(j->x + (size_t)b * j->xs, j->y + (size_t)b * j->ys, e - b, j->p);
+    return;
+  }
+  float xb[CPU_F16_BLOCK], yb[CPU_F16_BLOCK];
+  for (int64_t pos = b; pos < e; pos += CPU_F16_BLOCK) {
+    int64_t n = e - pos < CPU_F16_BLOCK ? e - pos : CPU_F16_BLOCK;
+    weft__cpu_f16_to_float(j->f16, (const uint16_t *)j->x + pos, xb, n);
+    if (j->out_bool) {
+      j->fn(xb, (uint8_t *)j->y + pos, n, j->p);
+    } else {
+      j->fn(xb, yb, n, j->p);
+      weft__cpu_float_to_f16(j->f16, yb, (uint16_t *)j->y + pos, n);
+    }
+  }
 }
 
 static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
@@ -185,15 +201,22 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   weft_tensor_view_t x, y;
   CPU_TRY(weft__cpu_input(ctx, 0, &x));
   int slot = weft__cpu_slot(x.dtype);
-  un_fn fn = slot >= 0 ? op->fns[slot] : NULL;
+  bool f16 = slot == CPU_SLOT_F16 || slot == CPU_SLOT_BF16;
+  un_fn fn = slot >= 0 ? op->fns[f16 ? CPU_SLOT_F32 : slot] : NULL;
   if (fn == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
                            weft__cpu_dtype_name(x.dtype));
   weft_dtype_t out_dtype = op->out_bool ? WEFT_DT_BOOL : x.dtype;
   CPU_TRY(weft__cpu_output_like(ctx, 0, out_dtype, &x, &y));
   if (x.num_elements == 0) return NULL;
-  un_job_t j = {fn, x.data, y.data, weft__cpu_dtype_size(x.dtype),
-                weft__cpu_dtype_size(out_dtype), 0.0};
+  un_job_t j = {fn,
+                x.data,
+                y.data,
+                weft__cpu_dtype_size(x.dtype),
+                weft__cpu_dtype_size(out_dtype),
+                0.0,
+                f16 ? x.dtype : WEFT_DT_INVALID,
+                op->out_bool};
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
   weft__cpu_parallel(ctx, x.num_elements, op->cost, un_range, &j);
   return NULL;
@@ -202,10 +225,14 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
-    weft_dtype_t dtypes[CPU_N_SLOTS];
+    weft_dtype_t dtypes[CPU_N_SLOTS + 2];
     size_t n = 0;
     for (int s = 0; s < CPU_N_SLOTS; s++)
       if (op->fns[s] != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
+    if (op->fns[CPU_SLOT_F32] != NULL) { /* 16-bit floats through the float32 loop */
+      dtypes[n++] = WEFT_DT_HALF;
+      dtypes[n++] = WEFT_DT_BFLOAT16;
+    }
     weft_cpu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
     spec.op = op->name;

@@ -70,6 +70,11 @@ uint16_t weft__cpu_float_to_half_trunc(float f);
 float weft__cpu_bf16_to_float(uint16_t b);
 uint16_t weft__cpu_float_to_bf16(float f);
 uint16_t weft__cpu_float_to_bf16_trunc(float f);
+/* Widens n half (dtype WEFT_DT_HALF) or bfloat16 values to float, and narrows back. Kernels
+ * without a 16-bit float loop compute these dtypes in float, a block at a time. */
+void weft__cpu_f16_to_float(weft_dtype_t dtype, const uint16_t *src, float *dst, int64_t n);
+void weft__cpu_float_to_f16(weft_dtype_t dtype, const float *src, uint16_t *dst, int64_t n);
+#define CPU_F16_BLOCK 256
 
 /* ---------------------------------------------------------------------------------------------
  * Errors. Each returns a new status owned by the caller whose message names the kernel's node. */
@@ -207,5 +212,6 @@ weft_status_t *weft__cpu_register_shape(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_cast(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg);
+weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg); /* cpu_conv.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */

@@ -2,8 +2,8 @@
  * NCHW), BiasAddGrad, Softmax, LogSoftmax, the two softmax cross-entropy losses and L2Loss.
  * Softmax-style kernels subtract each row's maximum before exponentiating, so large logits
  * neither overflow nor lose the small probabilities. */
-#include <math.h>
 #include <string.h>
+#include <tgmath.h>
 
 #include "cpu_internal.h"
 
@@ -138,12 +138,12 @@ typedef struct softmax_job {
       for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx ? x[i] : mx;     \
       double sum = 0;                                                    \
       if (j->log) {                                                      \
-        for (int64_t i = 0; i < j->n; i++) sum += exp((double)(x[i] - mx)); \
+        for (int64_t i = 0; i < j->n; i++) sum += exp(x[i] - mx);         \
         T lse = (T)log(sum);                                             \
         for (int64_t i = 0; i < j->n; i++) y[i] = x[i] - mx - lse;       \
       } else {                                                           \
         for (int64_t i = 0; i < j->n; i++) {                             \
-          T v = (T)exp((double)(x[i] - mx));                             \
+          T v = exp(x[i] - mx);                                          \
           y[i] = v;                                                      \
           sum += v;                                                      \
         }                                                                \

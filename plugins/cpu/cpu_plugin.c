@@ -48,21 +48,23 @@ static weft_status_t *cpu_device_properties(void *backend_state, int ordinal,
     return weft__cpu_host->status_new(WEFT_INVALID_ARGUMENT,
                                       "CPU backend has one device (ordinal 0), asked for %d",
                                       ordinal);
-  size_t size = out->struct_size;
-  memset(out, 0, size < sizeof *out ? size : sizeof *out);
-  out->struct_size = size;
+  /* Filled locally and copied up to the caller's struct_size: an older host's smaller struct
+   * only gets the fields it knows. */
+  weft_device_props_t p;
+  memset(&p, 0, sizeof p);
   char model[96];
   cpu_model_name(model, sizeof model);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
-  snprintf(out->description, sizeof out->description, "%s, %ld core%s", model, cores,
+  snprintf(p.description, sizeof p.description, "%s, %ld core%s", model, cores,
            cores == 1 ? "" : "s");
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGESIZE);
-  out->memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
-  out->compute_capability[0] = '\0';
-  out->bus_id[0] = '\0';
-  out->host_accessible = 1;
+  p.memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
+  p.host_accessible = 1;
+  size_t size = out->struct_size < sizeof p ? out->struct_size : sizeof p;
+  p.struct_size = out->struct_size;
+  memcpy(out, &p, size);
   return NULL;
 }
 
@@ -163,6 +165,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   CPU_TRY(weft__cpu_register_random(registrar));
   CPU_TRY(weft__cpu_register_cast(registrar));
   CPU_TRY(weft__cpu_register_train(registrar));
+  CPU_TRY(weft__cpu_register_conv(registrar));
   return NULL;
 }
 

@@ -200,7 +200,7 @@ typedef struct weft_session weft_session_t;
 
 weft_session_options_t *weft_session_options_new(void);
 void weft_session_options_free(weft_session_options_t *opts);
-/* "" (default) or "local" for in-process; grpc://host:port once the distributed runtime exists. */
+/* "" (default) or "local" for in-process; "grpc://host:port" for the cluster of a server. */
 void weft_session_options_set_target(weft_session_options_t *opts, const char *target);
 void weft_session_options_set_log_device_placement(weft_session_options_t *opts, bool on);
 void weft_session_options_set_allow_soft_placement(weft_session_options_t *opts, bool on);
@@ -262,6 +262,90 @@ int weft_devices_count(void);
 const weft_device_info_t *weft_devices_get(int index);
 /* Backends that were registered but report no devices, with the reason ("CUDA: no driver"). */
 int weft_backends_without_devices(const char ***reasons);
+
+/* ---------------------------------------------------------------------------------------------
+ * Cluster and servers: TensorFlow's ClusterSpec and tf.train.Server (DESIGN 4.5,
+ * docs/distributed.md). A session whose target is "grpc://host:port" runs its graph on the
+ * cluster of the server at that address. */
+
+typedef struct weft_cluster_spec weft_cluster_spec_t;
+typedef struct weft_server_options weft_server_options_t;
+typedef struct weft_server weft_server_t;
+
+/* An empty spec; add jobs and tasks with weft_cluster_spec_add_task. */
+weft_cluster_spec_t *weft_cluster_spec_new(void);
+void weft_cluster_spec_free(weft_cluster_spec_t *spec); /* accepts NULL */
+/* Task `index` (-1: the next one) of `job` at "host:port". INVALID_ARGUMENT naming the job, task
+ * or address when the job name or address is malformed, the task already exists, or another task
+ * already has the address. */
+weft_status_t *weft_cluster_spec_add_task(weft_cluster_spec_t *spec, const char *job, int index,
+                                          const char *address);
+/* "ps=host:port,host:port;worker=host:port,...". On error *out is NULL and the message quotes the
+ * part at fault. */
+weft_status_t *weft_cluster_spec_parse(const char *text, weft_cluster_spec_t **out);
+/* TensorFlow's example-trainer flags: --ps_hosts and --worker_hosts ("host:port,host:port";
+ * either may be NULL or "" but not both). */
+weft_status_t *weft_cluster_spec_from_hosts(const char *ps_hosts, const char *worker_hosts,
+                                            weft_cluster_spec_t **out);
+/* The TF_CONFIG environment variable's JSON: {"cluster": {"ps": ["h:p"], "worker": [...]},
+ * "task": {"type": "worker", "index": 0}}. *job (free() it) and *task are set from "task" when
+ * they are not NULL (NULL and -1 when TF_CONFIG has no task). */
+weft_status_t *weft_cluster_spec_from_tf_config(const char *json, weft_cluster_spec_t **out,
+                                                char **job, int *task);
+int weft_cluster_spec_num_jobs(const weft_cluster_spec_t *spec);
+const char *weft_cluster_spec_job_name(const weft_cluster_spec_t *spec, int index); /* borrowed */
+/* Highest task index + 1 of `job`; 0 when there is no such job. */
+int weft_cluster_spec_num_tasks(const weft_cluster_spec_t *spec, const char *job);
+/* Borrowed; NULL when the task is not in the spec. */
+const char *weft_cluster_spec_task_address(const weft_cluster_spec_t *spec, const char *job,
+                                           int task);
+/* INVALID_ARGUMENT naming the task and what the spec does have when /job:job/task:task is not
+ * in it. */
+weft_status_t *weft_cluster_spec_check_task(const weft_cluster_spec_t *spec, const char *job,
+                                            int task);
+/* "ps=h:p,h:p;worker=h:p" (parseable again); the caller free()s it. */
+char *weft_cluster_spec_to_string(const weft_cluster_spec_t *spec);
+
+weft_server_options_t *weft_server_options_new(void);
+void weft_server_options_free(weft_server_options_t *opts);
+/* The host to listen on; default loopback (127.0.0.1 and ::1). "0.0.0.0" listens everywhere.
+ * The port is always the task's port from the spec. */
+void weft_server_options_set_bind_address(weft_server_options_t *opts, const char *host);
+/* How long a master waits for every task to answer GetStatus before it fails with UNAVAILABLE
+ * naming the tasks that did not (default 10000 ms). */
+void weft_server_options_set_status_timeout_ms(weft_server_options_t *opts, int64_t ms);
+/* Deadline of a step when the session sets none (default 120000 ms). */
+void weft_server_options_set_step_timeout_ms(weft_server_options_t *opts, int64_t ms);
+
+/* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
+ * task, listening on the task's port. Not serving until weft_server_start. */
+weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job, int task,
+                               const weft_server_options_t *opts, weft_server_t **out);
+/* TensorFlow's create_local_server: job "local", one task, on a free loopback port. Started
+ * when `start` is true. */
+weft_status_t *weft_server_new_local(bool start, weft_server_t **out);
+weft_status_t *weft_server_start(weft_server_t *server);
+/* Blocks until the server has stopped (weft_server_stop from another thread). */
+void weft_server_join(weft_server_t *server);
+/* Stops serving: new calls are refused, running steps are aborted, then the port is closed.
+ * Idempotent. */
+weft_status_t *weft_server_stop(weft_server_t *server);
+/* "grpc://host:port" (borrowed). */
+const char *weft_server_target(const weft_server_t *server);
+void weft_server_free(weft_server_t *server); /* stops it first if needed; accepts NULL */
+
+/* Remote sessions: the deadline of one step (0: the server's default). */
+void weft_session_options_set_operation_timeout_ms(weft_session_options_t *opts, int64_t ms);
+
+/* Every device of the cluster behind `target` ("grpc://host:port"), as its master sees them.
+ * timeout_ms 0 means the default (10000 ms). *devices is an array of *n entries the caller frees
+ * with weft_device_list_free. */
+weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
+                                         weft_device_info_t **devices, int *n);
+void weft_device_list_free(weft_device_info_t *devices, int n);
+/* TensorFlow's Session.reset: drops the named resource containers (n == 0: all of them, which
+ * includes every variable) on every task of the cluster behind `target`. */
+weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,11 @@ void weft__buffer_unref(weft__buffer_t *buffer);
 /* True if the core may read and write the buffer's memory directly. */
 bool weft__buffer_host_accessible(const weft__buffer_t *buffer);
 
+/* Host buffers found with overwritten guard bytes when freed (guards are on when the environment
+ * has WEFT_GUARD_BYTES=1 at the first allocation); *last_nbytes (may be NULL) is the size of the
+ * last damaged one. For weft-conformance's out-of-bounds checks. */
+uint64_t weft__guard_violations(size_t *last_nbytes);
+
 /* A tensor over an existing buffer (takes a new reference to it). */
 weft_tensor_t *weft__tensor_wrap(weft_dtype_t dtype, int rank, const int64_t *dims,
                                  weft__buffer_t *buffer);

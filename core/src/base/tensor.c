@@ -23,6 +23,66 @@ static bool device_is_host(const weft__device_t *device) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Guard bytes. With WEFT_GUARD_BYTES=1 in the environment (weft-conformance sets it) every host
+ * buffer gets GUARD bytes of a known pattern before and after its data, checked when it is freed,
+ * so that a kernel writing outside its output (or input) shows. Decided once per process, at the
+ * first buffer; GUARD is a multiple of HOST_ALIGNMENT so the data stays aligned. */
+
+#define GUARD 64
+
+static GMutex guard_lock;
+static uint64_t guard_damaged;
+static size_t guard_last_nbytes;
+
+static bool guards_on(void) {
+  static gsize once = 0;
+  static bool on = false;
+  if (g_once_init_enter(&once)) {
+    const char *env = g_getenv("WEFT_GUARD_BYTES");
+    on = env != NULL && env[0] != '\0' && strcmp(env, "0") != 0;
+    g_once_init_leave(&once, 1);
+  }
+  return on;
+}
+
+static guint8 guard_byte(size_t i) { return (guint8)(0xA5 ^ (i * 29)); }
+
+/* raw points at GUARD + nbytes + GUARD bytes; returns the data pointer. */
+static void *guard_fill(void *raw, size_t nbytes) {
+  guint8 *p = raw;
+  for (size_t i = 0; i < GUARD; i++) {
+    p[i] = guard_byte(i);
+    p[GUARD + nbytes + i] = guard_byte(i + GUARD);
+  }
+  return p + GUARD;
+}
+
+/* Checks the guards around data; returns the pointer to free. */
+static void *guard_check(void *data, size_t nbytes) {
+  guint8 *raw = (guint8 *)data - GUARD;
+  for (size_t i = 0; i < GUARD; i++) {
+    if (raw[i] == guard_byte(i) && raw[GUARD + nbytes + i] == guard_byte(i + GUARD)) continue;
+    g_mutex_lock(&guard_lock);
+    guard_damaged++;
+    guard_last_nbytes = nbytes;
+    g_mutex_unlock(&guard_lock);
+    weft__log(WEFT_LOG_WARNING, "tensor",
+              "guard bytes around a %zu-byte host buffer were overwritten (a write out of bounds)",
+              nbytes);
+    break;
+  }
+  return raw;
+}
+
+uint64_t weft__guard_violations(size_t *last_nbytes) {
+  g_mutex_lock(&guard_lock);
+  uint64_t n = guard_damaged;
+  if (last_nbytes != NULL) *last_nbytes = guard_last_nbytes;
+  g_mutex_unlock(&guard_lock);
+  return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Buffers */
 
 static void free_string_elements(weft_string_t *strings, int64_t n) {
@@ -61,11 +121,13 @@ weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int6
   if (device == NULL) {
     /* posix_memalign of 0 bytes may return NULL; a non-NULL pointer keeps "data == NULL" from
      * meaning anything. */
-    if (posix_memalign(&data, HOST_ALIGNMENT, nbytes > 0 ? nbytes : HOST_ALIGNMENT) != 0)
+    size_t extra = guards_on() ? 2 * GUARD : 0;
+    if (posix_memalign(&data, HOST_ALIGNMENT, (nbytes > 0 ? nbytes : HOST_ALIGNMENT) + extra) != 0)
       return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                              "out of host memory allocating %zu bytes for %" G_GINT64_FORMAT
                              " %s elements",
                              nbytes, n_elements, weft_dtype_name(dtype));
+    if (extra) data = guard_fill(data, nbytes);
     memset(data, 0, nbytes);
   } else {
     const weft_backend_t *table = device->backend != NULL ? &device->backend->table : NULL;
@@ -106,7 +168,7 @@ void weft__buffer_unref(weft__buffer_t *buffer) {
   if (buffer == NULL || !g_atomic_int_dec_and_test(&buffer->refcount)) return;
   if (buffer->dtype == WEFT_DT_STRING) free_string_elements(buffer->data, buffer->n_elements);
   if (buffer->device == NULL)
-    free(buffer->data);
+    free(guards_on() ? guard_check(buffer->data, buffer->nbytes) : buffer->data);
   else if (buffer->data != NULL)
     buffer->device->backend->table.free(buffer->device->handle, buffer->data);
   g_free(buffer);

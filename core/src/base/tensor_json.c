@@ -921,7 +921,8 @@ char *weft_tensor_to_json(const weft_tensor_t *tensor) {
   g_string_append(s, "], \"values\": ");
   const void *data = weft_tensor_data(host);
   int64_t n = host->num_elements;
-  if (host->rank > 0) g_string_append_c(s, '[');
+  /* Always a flat list, scalars included, so readers need no special case. */
+  g_string_append_c(s, '[');
   for (int64_t i = 0; i < n; i++) {
     if (i > 0) g_string_append(s, ", ");
     switch (host->dtype) {
@@ -956,7 +957,7 @@ char *weft_tensor_to_json(const weft_tensor_t *tensor) {
       default: g_string_append(s, "null"); break;
     }
   }
-  if (host->rank > 0) g_string_append_c(s, ']');
+  g_string_append_c(s, ']');
   g_string_append_c(s, '}');
   weft_tensor_unref(host);
   return g_string_free(s, FALSE);

@@ -64,6 +64,11 @@ typedef struct weft__run_args {
   weft__threadpool_t *inter_pool;
   weft__threadpool_t *intra_pool;
   weft__resource_mgr_t *resources;
+  /* Optional: called once with the step's first error as soon as it is recorded, before the
+   * step winds down (the distributed runtime uses it to abort the step's transfers, which would
+   * otherwise wait for peers that never send). The status is borrowed for the call. */
+  void (*on_error)(void *user_data, const weft_status_t *status);
+  void *on_error_data;
 } weft__run_args_t;
 
 /* Runs one step; fetched[i] gets a new host reference for fetches[i]. The first failing kernel's

@@ -205,10 +205,13 @@ static void value_clear(weft__value_t *v) {
 
 static void record_error(step_t *s, weft_status_t *st) {
   g_mutex_lock(&s->lock);
-  if (!s->error) s->error = st;
+  bool first = !s->error;
+  if (first) s->error = st;
   else weft_status_free(st);
   g_mutex_unlock(&s->lock);
   g_atomic_int_set(&s->cancelled, 1);
+  /* s->error stays put until the step ends, which cannot happen while this node is running. */
+  if (first && s->args->on_error) s->args->on_error(s->args->on_error_data, s->error);
 }
 
 static const char *device_name_of(const exec_node_t *en) {
@@ -328,7 +331,10 @@ static int run_node(step_t *s, int k) {
       const char *msg = weft_status_message(st);
       /* Name the node once: kernels usually already say which node failed. */
       if (strstr(msg, node->name)) {
-        st = weft_status_prefix(st, "[%s on %s]", node->op_name, device_name_of(en));
+        weft_status_t *suffixed = weft_status_new(weft_status_code(st), "%s (op %s on %s)", msg,
+                                                  node->op_name, device_name_of(en));
+        weft_status_free(st);
+        st = suffixed;
       } else {
         st = weft_status_prefix(st, "node '%s' (%s) on %s", node->name, node->op_name,
                                 device_name_of(en));

@@ -123,6 +123,8 @@ extern const weft_op_def_t weft__ops_nn[];       /* ops_nn.c: BiasAdd, Relu, Sof
 extern const weft_op_def_t weft__ops_state[];    /* ops_state.c: VariableV2, Assign ... */
 extern const weft_op_def_t weft__ops_control[];  /* ops_control.c: NoOp, Identity ... */
 extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
+extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool, AvgPool, PadV2 ... */
+extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 
 /* The shape-function host services (used by the standard ops through the same table plugins get). */
 const weft_host_t *weft__host(void);

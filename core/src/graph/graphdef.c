@@ -904,18 +904,22 @@ weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *
   gsize len = 0;
   GError *error = NULL;
   if (!g_file_get_contents(path, &contents, &len, &error)) {
-    weft_code_t code = WEFT_INVALID_ARGUMENT;
+    /* GLib's message repeats the path in locale-dependent quotes; the common cases get a plain
+     * reason instead. */
+    weft_code_t code = WEFT_UNKNOWN;
+    const char *why = error->message;
     if (error->domain == G_FILE_ERROR) {
       switch (error->code) {
-        case G_FILE_ERROR_NOENT: code = WEFT_NOT_FOUND; break;
+        case G_FILE_ERROR_NOENT: code = WEFT_NOT_FOUND, why = "no such file"; break;
+        case G_FILE_ERROR_NOTDIR: code = WEFT_NOT_FOUND, why = "a parent is not a folder"; break;
+        case G_FILE_ERROR_ISDIR: code = WEFT_INVALID_ARGUMENT, why = "it is a folder"; break;
         case G_FILE_ERROR_ACCES:
-        case G_FILE_ERROR_PERM: code = WEFT_PERMISSION_DENIED; break;
+        case G_FILE_ERROR_PERM: code = WEFT_PERMISSION_DENIED, why = "permission denied"; break;
         case G_FILE_ERROR_NOMEM: code = WEFT_RESOURCE_EXHAUSTED; break;
-        default: code = WEFT_UNKNOWN; break;
+        default: break;
       }
     }
-    weft_status_t *st =
-        weft_status_new(code, "could not read GraphDef file '%s': %s", path, error->message);
+    weft_status_t *st = weft_status_new(code, "could not read GraphDef file '%s': %s", path, why);
     g_error_free(error);
     return st;
   }

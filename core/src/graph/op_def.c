@@ -831,6 +831,8 @@ void weft__ops_register_standard(void) {
     register_table(weft__ops_nn);
     register_table(weft__ops_state);
     register_table(weft__ops_random);
+    register_table(weft__ops_image);
+    register_table(weft__ops_distributed);
     g_once_init_leave(&once, 1);
   }
 }

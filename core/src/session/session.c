@@ -1,12 +1,15 @@
 /* The local session: resolves a step's feeds, fetches and targets, prunes the graph to what they
  * need, places new nodes (placement is kept across runs), instantiates kernels once per node, and
  * caches one executor per feed/fetch/target signature. Variables live in the session's resource
- * manager, as in TensorFlow's DirectSession. */
+ * manager, as in TensorFlow's DirectSession. A grpc:// target hands every call to the remote
+ * session (core/src/distributed/remote_session.c). The step resolution, pruning and kernel
+ * helpers here are shared with the distributed master and worker (session_internal.h). */
 #include "session_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "../distributed/distributed_internal.h"
 #include "../placement/placement_internal.h"
 
 typedef struct plan {
@@ -17,6 +20,7 @@ typedef struct plan {
 struct weft_session {
   weft_graph_t *graph;
   weft_session_options_t *opts;
+  weft__remote_session_t *remote; /* set for grpc:// targets; nothing below is used then */
   GMutex lock;
   GHashTable *placement; /* node name -> device name */
   GHashTable *kernels;   /* weft_node_t* -> weft__kernel_instance_t* */
@@ -38,16 +42,30 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
                                  weft_status_t **status) {
   if (status) *status = NULL;
   const char *target = opts && opts->target ? opts->target : "";
-  if (*target && strcmp(target, "local") != 0) {
-    if (status) {
-      *status = weft_status_new(WEFT_UNIMPLEMENTED,
-                                "Session target '%s' is not supported by this build (only local "
-                                "sessions: \"\" or \"local\")", target);
-    }
-    return NULL;
-  }
   if (!graph) {
     if (status) *status = weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_new: graph is NULL");
+    return NULL;
+  }
+  if (weft__is_grpc_target(target)) {
+    weft__remote_session_t *remote = NULL;
+    weft_status_t *st = weft__remote_session_new(graph, opts, &remote);
+    if (st) {
+      if (status) *status = st;
+      else weft_status_free(st);
+      return NULL;
+    }
+    weft_session_t *s = g_new0(weft_session_t, 1);
+    s->graph = graph;
+    s->remote = remote;
+    return s;
+  }
+  if (*target && strcmp(target, "local") != 0) {
+    if (status) {
+      *status = weft_status_new(WEFT_INVALID_ARGUMENT,
+                                "Session target '%s' is not supported: use \"\" or \"local\" "
+                                "for an in-process session, or grpc://HOST:PORT for a server",
+                                target);
+    }
     return NULL;
   }
   weft__plugins_ensure_loaded();
@@ -74,6 +92,7 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
 }
 
 const char *weft_session_node_device(weft_session_t *s, const char *node_name) {
+  if (s->remote) return weft__remote_session_node_device(s->remote, node_name);
   g_mutex_lock(&s->lock);
   const char *d = g_hash_table_lookup(s->placement, node_name);
   g_mutex_unlock(&s->lock);
@@ -81,7 +100,7 @@ const char *weft_session_node_device(weft_session_t *s, const char *node_name) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Planning */
+ * Planning (shared with the distributed master and worker) */
 
 static bool is_fed(const weft__feed_t *feeds, int n, const weft_node_t *node, int index) {
   for (int k = 0; k < n; k++)
@@ -89,24 +108,29 @@ static bool is_fed(const weft__feed_t *feeds, int n, const weft_node_t *node, in
   return false;
 }
 
-static bool all_outputs_needed_are_fed(const weft__feed_t *feeds, int n, const weft_node_t *node) {
+bool weft__node_fully_fed(const weft__feed_t *feeds, int n, const weft_node_t *node) {
   if (node->n_outputs == 0) return false;
   for (int k = 0; k < node->n_outputs; k++)
     if (!is_fed(feeds, n, node, k)) return false;
   return true;
 }
 
-/* Nodes the step needs, in creation order (which is a topological order: inputs exist before
- * the nodes that use them). */
-static GPtrArray *needed_nodes(const weft__feed_t *feeds, int n_feeds, const weft__fetch_t *fetches,
-                               int n_fetches, weft_node_t *const *targets, int n_targets) {
+static gint compare_node_ids(gconstpointer a, gconstpointer b) {
+  const weft_node_t *x = *(weft_node_t *const *)a;
+  const weft_node_t *y = *(weft_node_t *const *)b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+GPtrArray *weft__step_needed_nodes(const weft__step_spec_t *spec) {
+  const weft__feed_t *feeds = spec->feeds;
+  int n_feeds = spec->n_feeds;
   GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
   GPtrArray *stack = g_ptr_array_new();
-  for (int k = 0; k < n_fetches; k++) {
-    if (!is_fed(feeds, n_feeds, fetches[k].node, fetches[k].index))
-      g_ptr_array_add(stack, (gpointer)fetches[k].node);
+  for (int k = 0; k < spec->n_fetches; k++) {
+    if (!is_fed(feeds, n_feeds, spec->fetches[k].node, spec->fetches[k].index))
+      g_ptr_array_add(stack, (gpointer)spec->fetches[k].node);
   }
-  for (int k = 0; k < n_targets; k++) g_ptr_array_add(stack, targets[k]);
+  for (int k = 0; k < spec->n_targets; k++) g_ptr_array_add(stack, spec->targets[k]);
   while (stack->len) {
     weft_node_t *n = g_ptr_array_steal_index(stack, stack->len - 1);
     if (g_hash_table_contains(seen, n)) continue;
@@ -117,7 +141,7 @@ static GPtrArray *needed_nodes(const weft__feed_t *feeds, int n_feeds, const wef
     }
     for (guint c = 0; c < n->control_inputs->len; c++) {
       weft_node_t *ctl = n->control_inputs->pdata[c];
-      if (!all_outputs_needed_are_fed(feeds, n_feeds, ctl)) g_ptr_array_add(stack, ctl);
+      if (!weft__node_fully_fed(feeds, n_feeds, ctl)) g_ptr_array_add(stack, ctl);
     }
   }
   g_ptr_array_free(stack, TRUE);
@@ -127,20 +151,12 @@ static GPtrArray *needed_nodes(const weft__feed_t *feeds, int n_feeds, const wef
   g_hash_table_iter_init(&it, seen);
   while (g_hash_table_iter_next(&it, &key, NULL)) g_ptr_array_add(nodes, key);
   g_hash_table_destroy(seen);
-  /* Sort by id: creation order. */
-  for (guint i = 1; i < nodes->len; i++) {
-    gpointer x = nodes->pdata[i];
-    guint j = i;
-    while (j > 0 && ((weft_node_t *)nodes->pdata[j - 1])->id > ((weft_node_t *)x)->id) {
-      nodes->pdata[j] = nodes->pdata[j - 1];
-      j--;
-    }
-    nodes->pdata[j] = x;
-  }
+  /* Creation order is a topological order: inputs exist before the nodes that use them. */
+  g_ptr_array_sort(nodes, compare_node_ids);
   return nodes;
 }
 
-static weft_status_t *check_placeholders(GPtrArray *nodes) {
+weft_status_t *weft__check_unfed_placeholders(GPtrArray *nodes) {
   for (guint k = 0; k < nodes->len; k++) {
     const weft_node_t *n = nodes->pdata[k];
     if (strcmp(n->op_name, "Placeholder") != 0) continue;
@@ -153,6 +169,18 @@ static weft_status_t *check_placeholders(GPtrArray *nodes) {
     return st;
   }
   return NULL;
+}
+
+void weft__log_placement(GPtrArray *nodes, GHashTable *placement) {
+  GString *log = g_string_new(NULL);
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    const char *device = g_hash_table_lookup(placement, n->name);
+    g_string_append_printf(log, "%s: (%s): %s\n", n->name, n->op_name, device ? device : "");
+  }
+  fputs(log->str, stderr);
+  fflush(stderr);
+  g_string_free(log, TRUE);
 }
 
 static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *nodes) {
@@ -187,20 +215,26 @@ static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *nodes) {
   } else {
     st = weft__place(todo, devices, n_devices, &popts, s->placement);
   }
-  if (!st && s->opts->log_device_placement) {
-    GString *log = g_string_new(NULL);
-    for (guint k = 0; k < todo->len; k++) {
-      const weft_node_t *n = todo->pdata[k];
-      g_string_append_printf(log, "%s: (%s): %s\n", n->name, n->op_name,
-                             (const char *)g_hash_table_lookup(s->placement, n->name));
-    }
-    fputs(log->str, stderr);
-    fflush(stderr);
-    g_string_free(log, TRUE);
-  }
+  if (!st && s->opts->log_device_placement) weft__log_placement(todo, s->placement);
   g_free(devices);
   g_ptr_array_free(todo, TRUE);
   return st;
+}
+
+weft_status_t *weft__kernel_instance_for_node(const weft_node_t *n, weft__device_t *dev,
+                                              const weft_device_options_t *dopts,
+                                              weft__kernel_instance_t **out) {
+  weft_status_t *st = weft__device_open(dev, dopts);
+  if (st) return st;
+  const weft__kernel_t *kernel = weft__kernel_lookup(n->op_name, dev->type, n->attrs);
+  if (!kernel) {
+    char *avail = weft__kernel_describe_available(n->op_name);
+    st = weft_status_new(WEFT_NOT_FOUND, "No kernel for node '%s' (op %s) on %s; %s", n->name,
+                         n->op_name, dev->name, avail);
+    g_free(avail);
+    return st;
+  }
+  return weft__kernel_instance_new(n, kernel, dev, out);
 }
 
 static weft_status_t *instantiate_kernels(weft_session_t *s, GPtrArray *nodes,
@@ -217,17 +251,7 @@ static weft_status_t *instantiate_kernels(weft_session_t *s, GPtrArray *nodes,
         return weft_status_new(WEFT_INTERNAL, "Node '%s' was placed on unknown device '%s'",
                                n->name, dev_name ? dev_name : "");
       }
-      weft_status_t *st = weft__device_open(dev, &dopts);
-      if (st) return st;
-      const weft__kernel_t *kernel = weft__kernel_lookup(n->op_name, dev->type, n->attrs);
-      if (!kernel) {
-        char *avail = weft__kernel_describe_available(n->op_name);
-        st = weft_status_new(WEFT_NOT_FOUND, "No kernel for node '%s' (op %s) on %s; %s", n->name,
-                             n->op_name, dev->name, avail);
-        g_free(avail);
-        return st;
-      }
-      st = weft__kernel_instance_new(n, kernel, dev, &inst);
+      weft_status_t *st = weft__kernel_instance_for_node(n, dev, &dopts, &inst);
       if (st) return st;
       g_hash_table_insert(s->kernels, (gpointer)n, inst);
     }
@@ -236,34 +260,33 @@ static weft_status_t *instantiate_kernels(weft_session_t *s, GPtrArray *nodes,
   return NULL;
 }
 
-static char *signature(const weft__feed_t *feeds, int n_feeds, const weft__fetch_t *fetches,
-                       int n_fetches, weft_node_t *const *targets, int n_targets) {
+char *weft__step_spec_signature(const weft__step_spec_t *spec) {
   GString *sig = g_string_new(NULL);
-  for (int k = 0; k < n_feeds; k++) g_string_append_printf(sig, "%s:%d,", feeds[k].node->name, feeds[k].index);
+  for (int k = 0; k < spec->n_feeds; k++)
+    g_string_append_printf(sig, "%s:%d,", spec->feeds[k].node->name, spec->feeds[k].index);
   g_string_append_c(sig, '|');
-  for (int k = 0; k < n_fetches; k++)
-    g_string_append_printf(sig, "%s:%d,", fetches[k].node->name, fetches[k].index);
+  for (int k = 0; k < spec->n_fetches; k++)
+    g_string_append_printf(sig, "%s:%d,", spec->fetches[k].node->name, spec->fetches[k].index);
   g_string_append_c(sig, '|');
-  for (int k = 0; k < n_targets; k++) g_string_append_printf(sig, "%s,", targets[k]->name);
+  for (int k = 0; k < spec->n_targets; k++) g_string_append_printf(sig, "%s,", spec->targets[k]->name);
   return g_string_free(sig, FALSE);
 }
 
-static weft_status_t *build_plan(weft_session_t *s, const weft__feed_t *feeds, int n_feeds,
-                                 const weft__fetch_t *fetches, int n_fetches,
-                                 weft_node_t *const *targets, int n_targets, plan_t **out) {
-  GPtrArray *nodes = needed_nodes(feeds, n_feeds, fetches, n_fetches, targets, n_targets);
-  weft_status_t *st = check_placeholders(nodes);
+static weft_status_t *build_plan(weft_session_t *s, const weft__step_spec_t *spec, plan_t **out) {
+  GPtrArray *nodes = weft__step_needed_nodes(spec);
+  weft_status_t *st = weft__check_unfed_placeholders(nodes);
   if (!st) st = place_new_nodes(s, nodes);
   weft__kernel_instance_t **kernels = g_new0(weft__kernel_instance_t *, nodes->len + 1);
   if (!st) st = instantiate_kernels(s, nodes, kernels);
   if (!st) {
-    weft__executor_params_t p = {nodes, kernels, feeds, n_feeds, fetches, n_fetches};
+    weft__executor_params_t p = {nodes,         kernels,         spec->feeds,
+                                 spec->n_feeds, spec->fetches, spec->n_fetches};
     weft__executor_t *ex = NULL;
     st = weft__executor_new(&p, &ex);
     if (!st) {
       plan_t *plan = g_new0(plan_t, 1);
       plan->executor = ex;
-      plan->n_feeds = n_feeds;
+      plan->n_feeds = spec->n_feeds;
       *out = plan;
     }
   }
@@ -273,10 +296,10 @@ static weft_status_t *build_plan(weft_session_t *s, const weft__feed_t *feeds, i
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Running */
+ * Resolving a step */
 
-static weft_status_t *check_feed(const weft_node_t *node, int index, const char *name,
-                                 const weft_tensor_t *t) {
+weft_status_t *weft__check_feed(const weft_node_t *node, int index, const char *name,
+                                const weft_tensor_t *t) {
   if (!t) return weft_status_new(WEFT_INVALID_ARGUMENT, "Feed '%s' has no tensor", name);
   weft_dtype_t want = weft__dtype_base(node->output_types[index]);
   if (t->dtype != want) {
@@ -301,86 +324,116 @@ static weft_status_t *check_feed(const weft_node_t *node, int index, const char 
   return NULL;
 }
 
-weft_status_t *weft_session_run(weft_session_t *s, const char *const *feed_names,
-                                weft_tensor_t *const *feed_values, int n_feeds,
-                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
-                                int n_fetches, const char *const *target_names, int n_targets) {
-  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: session is NULL");
-  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+weft_status_t *weft__step_spec_resolve(weft_graph_t *graph, const char *const *feed_names,
+                                       weft_tensor_t *const *feed_values, int n_feeds,
+                                       const char *const *fetch_names, int n_fetches,
+                                       const char *const *target_names, int n_targets,
+                                       weft__step_spec_t *spec) {
+  memset(spec, 0, sizeof *spec);
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
   weft_status_t *st = NULL;
-  weft__feed_t *feeds = g_new0(weft__feed_t, n_feeds + 1);
-  weft__fetch_t *fetches = g_new0(weft__fetch_t, n_fetches + 1);
-  weft_node_t **targets = g_new0(weft_node_t *, n_targets + 1);
+  spec->feeds = g_new0(weft__feed_t, n_feeds + 1);
+  spec->fetches = g_new0(weft__fetch_t, n_fetches + 1);
+  spec->targets = g_new0(weft_node_t *, n_targets + 1);
+  spec->n_feeds = n_feeds;
+  spec->n_fetches = n_fetches;
+  spec->n_targets = n_targets;
   for (int k = 0; k < n_feeds && !st; k++) {
     weft_output_t o;
-    st = weft_graph_find_output(s->graph, feed_names[k], &o);
-    if (!st) st = check_feed(o.node, o.index, feed_names[k], feed_values[k]);
+    st = weft_graph_find_output(graph, feed_names[k], &o);
+    if (!st) st = weft__check_feed(o.node, o.index, feed_names[k], feed_values[k]);
     if (!st) {
       for (int j = 0; j < k && !st; j++) {
-        if (feeds[j].node == o.node && feeds[j].index == o.index)
+        if (spec->feeds[j].node == o.node && spec->feeds[j].index == o.index)
           st = weft_status_new(WEFT_INVALID_ARGUMENT, "Tensor '%s' is fed more than once", feed_names[k]);
       }
-      feeds[k].node = o.node;
-      feeds[k].index = o.index;
-      feeds[k].tensor = feed_values[k];
+      spec->feeds[k].node = o.node;
+      spec->feeds[k].index = o.index;
+      spec->feeds[k].tensor = feed_values[k];
     }
   }
   for (int k = 0; k < n_fetches && !st; k++) {
     weft_output_t o;
-    st = weft_graph_find_output(s->graph, fetch_names[k], &o);
+    st = weft_graph_find_output(graph, fetch_names[k], &o);
     if (!st) {
-      fetches[k].node = o.node;
-      fetches[k].index = o.index;
+      spec->fetches[k].node = o.node;
+      spec->fetches[k].index = o.index;
     }
   }
   for (int k = 0; k < n_targets && !st; k++) {
-    targets[k] = weft_graph_node(s->graph, target_names[k]);
-    if (!targets[k]) {
+    spec->targets[k] = weft_graph_node(graph, target_names[k]);
+    if (!spec->targets[k]) {
       /* Accept "name:0" as TensorFlow does for targets given as tensors. */
       weft_output_t o;
-      weft_status_t *again = weft_graph_find_output(s->graph, target_names[k], &o);
+      weft_status_t *again = weft_graph_find_output(graph, target_names[k], &o);
       if (again) {
         weft_status_free(again);
         st = weft_status_new(WEFT_NOT_FOUND, "Target '%s' is not a node in the graph",
                              target_names[k]);
       } else {
-        targets[k] = o.node;
+        spec->targets[k] = o.node;
       }
     }
   }
   if (!st && n_fetches == 0 && n_targets == 0) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "Nothing to run: no fetches and no targets");
   }
+  if (st) weft__step_spec_clear(spec);
+  return st;
+}
+
+void weft__step_spec_clear(weft__step_spec_t *spec) {
+  g_free(spec->feeds);
+  g_free(spec->fetches);
+  g_free(spec->targets);
+  memset(spec, 0, sizeof *spec);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running */
+
+weft_status_t *weft_session_run(weft_session_t *s, const char *const *feed_names,
+                                weft_tensor_t *const *feed_values, int n_feeds,
+                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                                int n_fetches, const char *const *target_names, int n_targets) {
+  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: session is NULL");
+  if (s->remote) {
+    return weft__remote_session_run(s->remote, feed_names, feed_values, n_feeds, fetch_names,
+                                    fetch_outputs, n_fetches, target_names, n_targets);
+  }
+  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  weft__step_spec_t spec;
+  weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
+                                              fetch_names, n_fetches, target_names, n_targets,
+                                              &spec);
+  if (st) return st;
 
   plan_t *plan = NULL;
-  if (!st) {
-    char *sig = signature(feeds, n_feeds, fetches, n_fetches, targets, n_targets);
-    g_mutex_lock(&s->lock);
-    plan = g_hash_table_lookup(s->plans, sig);
-    if (!plan) {
-      st = build_plan(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &plan);
-      if (!st) g_hash_table_insert(s->plans, sig, plan);
-      else g_free(sig);
-    } else {
-      g_free(sig);
-    }
-    g_mutex_unlock(&s->lock);
+  char *sig = weft__step_spec_signature(&spec);
+  g_mutex_lock(&s->lock);
+  plan = g_hash_table_lookup(s->plans, sig);
+  if (!plan) {
+    st = build_plan(s, &spec, &plan);
+    if (!st) g_hash_table_insert(s->plans, sig, plan);
+    else g_free(sig);
+  } else {
+    g_free(sig);
   }
+  g_mutex_unlock(&s->lock);
   if (!st) {
-    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources};
+    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL};
     st = weft__executor_run(plan->executor, &args, fetch_outputs);
   }
-  g_free(feeds);
-  g_free(fetches);
-  g_free(targets);
+  weft__step_spec_clear(&spec);
   return st;
 }
 
 weft_status_t *weft_session_close(weft_session_t *s) {
-  if (!s || s->closed) return NULL;
+  if (!s) return NULL;
+  if (s->remote) return weft__remote_session_close(s->remote);
+  if (s->closed) return NULL;
   g_mutex_lock(&s->lock);
   s->closed = true;
   g_hash_table_remove_all(s->plans);
@@ -392,6 +445,11 @@ weft_status_t *weft_session_close(weft_session_t *s) {
 
 void weft_session_free(weft_session_t *s) {
   if (!s) return;
+  if (s->remote) {
+    weft__remote_session_free(s->remote);
+    g_free(s);
+    return;
+  }
   weft_status_free(weft_session_close(s));
   g_hash_table_destroy(s->plans);
   g_hash_table_destroy(s->kernels);

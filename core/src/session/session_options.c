@@ -53,3 +53,7 @@ void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *o, dou
 void weft_session_options_set_gpu_allow_growth(weft_session_options_t *o, bool on) {
   o->gpu_allow_growth = on;
 }
+
+void weft_session_options_set_operation_timeout_ms(weft_session_options_t *o, int64_t ms) {
+  o->operation_timeout_ms = ms < 0 ? 0 : ms;
+}

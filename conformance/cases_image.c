@@ -1,0 +1,230 @@
+/* cases_image.c: conformance cases of the convolution, pooling and padding ops: Conv2D (SAME,
+ * VALID and explicit padding, strides, dilations, grouped filters, NHWC and NCHW, 1x1 and odd
+ * sizes), MaxPool (SAME/VALID/EXPLICIT, NaN, integer dtypes), AvgPool (SAME divides by the
+ * in-bounds count), PadV2 (a constant value) and MirrorPad (REFLECT and SYMMETRIC). */
+#include <math.h>
+#include <string.h>
+
+#include "reference.h"
+
+typedef struct conv_spec {
+  const char *name;
+  int64_t in[4];      /* N, H, W, C (NHWC order, permuted for NCHW) */
+  int64_t filter[4];  /* KH, KW, C/groups, M (or ksize for pooling) */
+  int64_t stride[2];
+  int64_t dilation[2];
+  const char *padding;
+  int64_t pads[4];    /* EXPLICIT: top, bottom, left, right */
+  bool nchw;
+} conv_spec_t;
+
+static const conv_spec_t conv_cases[] = {
+    {"valid_3x3", {1, 5, 5, 2}, {3, 3, 2, 4}, {1, 1}, {1, 1}, "VALID", {0}, false},
+    {"same_3x3", {2, 5, 6, 3}, {3, 3, 3, 2}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"same_stride2_even", {1, 8, 8, 2}, {3, 3, 2, 3}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    {"valid_stride_2x3", {1, 9, 10, 1}, {2, 3, 1, 2}, {2, 3}, {1, 1}, "VALID", {0}, false},
+    {"explicit_asymmetric", {1, 5, 5, 2}, {3, 3, 2, 2}, {2, 2}, {1, 1}, "EXPLICIT", {1, 0, 2, 1},
+     false},
+    {"dilated_2", {1, 9, 9, 2}, {3, 3, 2, 2}, {1, 1}, {2, 2}, "SAME", {0}, false},
+    {"1x1_filter", {2, 4, 4, 8}, {1, 1, 8, 5}, {1, 1}, {1, 1}, "VALID", {0}, false},
+    {"grouped_2", {1, 6, 6, 4}, {3, 3, 2, 6}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"nchw_same", {2, 5, 5, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "SAME", {0}, true},
+    {"filter_bigger_than_input_same", {1, 2, 2, 1}, {5, 5, 1, 1}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"odd_17x23_c7", {1, 17, 23, 7}, {5, 3, 7, 11}, {2, 1}, {1, 1}, "SAME", {0}, false},
+    {"empty_batch", {0, 4, 4, 2}, {3, 3, 2, 2}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"large_32x32x16", {2, 32, 32, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "SAME", {0}, false},
+};
+
+static void fill_window(const conv_spec_t *s, cf_window_t *w, bool pool) {
+  memset(w, 0, sizeof *w);
+  for (int i = 0; i < 2; i++) {
+    w->ksize[i] = s->filter[i];
+    w->stride[i] = s->stride[i];
+    w->dilation[i] = pool ? 1 : s->dilation[i];
+    w->pad_before[i] = s->pads[2 * i];
+    w->pad_after[i] = s->pads[2 * i + 1];
+  }
+  w->nchw = s->nchw;
+  int64_t hw[2] = {s->in[1], s->in[2]};
+  cf_window_resolve(w, s->padding, hw);
+}
+
+static int64_t layout_dims(const conv_spec_t *s, int64_t *dims) {
+  if (s->nchw) {
+    dims[0] = s->in[0];
+    dims[1] = s->in[3];
+    dims[2] = s->in[1];
+    dims[3] = s->in[2];
+  } else {
+    memcpy(dims, s->in, sizeof s->in);
+  }
+  return 4;
+}
+
+static void set_4(cf_case_t *c, const char *name, bool nchw, int64_t a, int64_t b) {
+  int64_t v[4] = {1, a, b, 1};
+  if (nchw) {
+    v[1] = 1;
+    v[2] = a;
+    v[3] = b;
+  }
+  cf_case_attr_ints(c, name, v, 4);
+}
+
+static void set_explicit(cf_case_t *c, const conv_spec_t *s) {
+  if (strcmp(s->padding, "EXPLICIT") != 0) return;
+  int64_t p[8] = {0, 0, s->pads[0], s->pads[1], s->pads[2], s->pads[3], 0, 0};
+  if (s->nchw) {
+    int64_t q[8] = {0, 0, 0, 0, s->pads[0], s->pads[1], s->pads[2], s->pads[3]};
+    memcpy(p, q, sizeof p);
+  }
+  cf_case_attr_ints(c, "explicit_paddings", p, 8);
+}
+
+static void emit_conv2d(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  for (size_t i = 0; i < G_N_ELEMENTS(conv_cases); i++) {
+    const conv_spec_t *s = &conv_cases[i];
+    if (strncmp(s->name, "large", 5) == 0 && dt != WEFT_DT_FLOAT) continue;
+    cf_case_t *c = cf_case_new(op, s->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    int64_t dims[4];
+    layout_dims(s, dims);
+    bool is_float = cf_dtype_is_float(dt);
+    cf_array_t *x = cf_gen_uniform(&rng, dt, 4, dims, is_float ? -1 : -5, is_float ? 1 : 5);
+    cf_array_t *f = cf_gen_uniform(&rng, dt, 4, s->filter, is_float ? -1 : -3, is_float ? 1 : 3);
+    cf_window_t w;
+    fill_window(s, &w, false);
+    cf_case_expect(c, cf_ref_conv2d(x, f, &w));
+    cf_case_input(c, x);
+    cf_case_input(c, f);
+    set_4(c, "strides", s->nchw, s->stride[0], s->stride[1]);
+    if (s->dilation[0] != 1 || s->dilation[1] != 1)
+      set_4(c, "dilations", s->nchw, s->dilation[0], s->dilation[1]);
+    cf_case_attr_string(c, "padding", s->padding);
+    set_explicit(c, s);
+    if (s->nchw) cf_case_attr_string(c, "data_format", "NCHW");
+    if (is_float) {
+      double k = (double)(s->filter[0] * s->filter[1] * s->filter[2]);
+      c->tol.atol += 4 * c->tol.rtol * k;
+    }
+    cf_run_case(ctx, c);
+  }
+}
+
+static const conv_spec_t pool_cases[] = {
+    {"valid_2x2_s2", {1, 4, 4, 2}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false},
+    {"same_3x3_s1", {2, 5, 6, 3}, {3, 3, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"same_3x3_s2_odd", {1, 7, 9, 2}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    {"valid_window_3x2_stride_1x2", {1, 6, 7, 3}, {3, 2, 0, 0}, {1, 2}, {1, 1}, "VALID", {0},
+     false},
+    {"explicit", {1, 5, 5, 1}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "EXPLICIT", {1, 1, 0, 2}, false},
+    {"nchw", {2, 6, 6, 3}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, true},
+    {"global", {2, 5, 7, 4}, {5, 7, 0, 0}, {1, 1}, {1, 1}, "VALID", {0}, false},
+    {"1x1_identity", {1, 3, 3, 2}, {1, 1, 0, 0}, {1, 1}, {1, 1}, "VALID", {0}, false},
+    {"empty_batch", {0, 4, 4, 2}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false},
+    {"large_64x64x16", {2, 64, 64, 16}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
+};
+
+static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool is_max = strcmp(op, "MaxPool") == 0;
+  for (size_t i = 0; i < G_N_ELEMENTS(pool_cases); i++) {
+    const conv_spec_t *s = &pool_cases[i];
+    if (strcmp(s->padding, "EXPLICIT") == 0 && !is_max) continue; /* AvgPool has no EXPLICIT */
+    if (strncmp(s->name, "large", 5) == 0 && dt != WEFT_DT_FLOAT) continue;
+    cf_case_t *c = cf_case_new(op, s->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    int64_t dims[4];
+    layout_dims(s, dims);
+    cf_array_t *x = cf_gen_uniform(&rng, dt, 4, dims, 0, 0);
+    cf_window_t w;
+    fill_window(s, &w, true);
+    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
+    cf_case_input(c, x);
+    set_4(c, "ksize", s->nchw, s->filter[0], s->filter[1]);
+    set_4(c, "strides", s->nchw, s->stride[0], s->stride[1]);
+    cf_case_attr_string(c, "padding", s->padding);
+    set_explicit(c, s);
+    if (s->nchw) cf_case_attr_string(c, "data_format", "NCHW");
+    if (!is_max) c->tol = cf_tol_scale(c->tol, 4);
+    cf_run_case(ctx, c);
+  }
+  if (cf_dtype_is_float(dt)) {
+    /* NaN inside a window poisons that window only; -Inf is an ordinary value. */
+    cf_case_t *c = cf_case_new(op, "nan_inf", dt);
+    double v[16] = {1, 2, NAN, 4, 5, 6, 7, 8, -INFINITY, 1, 2, 3, 4, 5, 6, INFINITY};
+    int64_t d[4] = {1, 4, 4, 1};
+    cf_array_t *flat = cf_array_vec(dt, 16, v);
+    cf_array_t *x = cf_array_reshape(flat, 4, d);
+    cf_array_free(flat);
+    conv_spec_t s = {"nan_inf", {1, 4, 4, 1}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false};
+    cf_window_t w;
+    fill_window(&s, &w, true);
+    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
+    cf_case_input(c, x);
+    set_4(c, "ksize", false, 2, 2);
+    set_4(c, "strides", false, 2, 2);
+    cf_case_attr_string(c, "padding", "VALID");
+    cf_run_case(ctx, c);
+  }
+}
+
+static void emit_pad_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool mirror = strcmp(op, "MirrorPad") == 0;
+  typedef struct {
+    const char *name;
+    int rank;
+    int64_t dims[3], pads[6];
+    int mode; /* MirrorPad: 1 REFLECT, 2 SYMMETRIC */
+  } pd_t;
+  static const pd_t cases[] = {
+      {"2d", 2, {3, 4}, {1, 2, 2, 1}, 1},
+      {"2d_symmetric", 2, {3, 4}, {2, 1, 0, 3}, 2},
+      {"rank3", 3, {2, 3, 4}, {1, 1, 0, 2, 3, 0}, 1},
+      {"no_padding", 2, {2, 3}, {0, 0, 0, 0}, 2},
+      {"rank1_odd", 1, {1023}, {5, 9}, 1},
+      {"empty_dim", 2, {0, 3}, {0, 0, 1, 1}, 2},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const pd_t *p = &cases[i];
+    if (mirror && strcmp(p->name, "empty_dim") == 0) continue;
+    cf_case_t *c = cf_case_new(op, p->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    cf_gen_t g = {dt == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_ARANGE, 0, 0};
+    cf_array_t *x = cf_gen_array(&rng, dt, p->rank, p->dims, g);
+    double value = dt == WEFT_DT_BOOL ? 1 : cf_dtype_is_signed(dt) ? -7 : 9;
+    cf_case_expect(c, cf_ref_pad(x, p->pads, cf_round_to_dtype(dt, value), mirror ? p->mode : 0));
+    cf_case_input(c, x);
+    int64_t pd[2] = {p->rank, 2};
+    cf_array_t *pads = cf_array_new(i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32, 2, pd);
+    for (int k = 0; k < 2 * p->rank; k++) pads->v[k] = (double)p->pads[k];
+    cf_case_const_input(c, pads);
+    if (mirror)
+      cf_case_attr_string(c, "mode", p->mode == 1 ? "REFLECT" : "SYMMETRIC");
+    else
+      cf_case_input(c, cf_array_scalar(dt, value));
+    c->tol = (cf_tol_t){0, 0, 0};
+    cf_run_case(ctx, c);
+  }
+}
+
+static const weft_dtype_t pad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                          WEFT_DT_BFLOAT16, WEFT_DT_INT8, WEFT_DT_INT16,
+                                          WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_UINT8,
+                                          WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
+                                          WEFT_DT_BOOL, WEFT_DT_INVALID};
+
+const cf_suite_t cf_suites_image[] = {
+    {"Conv2D", cf_dtypes_numeric, emit_conv2d},
+    {"MaxPool", cf_dtypes_numeric, emit_pool},
+    {"AvgPool", cf_dtypes_numeric, emit_pool},
+    {"PadV2", pad_dtypes, emit_pad_v2},
+    {"MirrorPad", pad_dtypes, emit_pad_v2},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,282 @@
+/* main.c: the weft-conformance program: parses the options, loads the plugins, picks the devices,
+ * runs every selected op's cases (and, with --onnx, the ONNX node tests) on every selected device,
+ * and writes the console table, --json and --markdown reports. Exit status: 0 when nothing failed,
+ * 1 when something failed, 2 for a usage error or an unusable --plugin/--onnx argument. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "plugin/plugin_internal.h"
+
+#ifndef CF_SOURCE_DIR
+#define CF_SOURCE_DIR "."
+#endif
+
+static const cf_suite_t *const all_suites[] = {cf_suites_elementwise, cf_suites_math,
+                                               cf_suites_nn, cf_suites_array, cf_suites_image};
+
+static char **opt_devices, **opt_ops, **opt_cases, **opt_plugins;
+static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected;
+static gboolean opt_list, opt_verbose, opt_cases_too, opt_no_expanded, opt_no_guard;
+static int opt_threads;
+
+static const GOptionEntry entries[] = {
+    {"device", 'd', 0, G_OPTION_ARG_STRING_ARRAY, &opt_devices,
+     "Run on this device only (CPU:0, VULKAN:0, or a type: VULKAN); repeatable", "DEV"},
+    {"op", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_ops,
+     "Run this op only (a Weft op, or an ONNX op with --onnx; globs allowed); repeatable", "OP"},
+    {"case", 'c', 0, G_OPTION_ARG_STRING_ARRAY, &opt_cases,
+     "Run the cases (or ONNX test folders) matching this glob only; repeatable", "GLOB"},
+    {"plugin", 'p', 0, G_OPTION_ARG_FILENAME_ARRAY, &opt_plugins,
+     "Load this plugin file too (after the default ones); repeatable", "PATH"},
+    {"onnx", 0, 0, G_OPTION_ARG_FILENAME, &opt_onnx,
+     "Run the ONNX node tests in DIR (test_*/model.onnx) instead of the cases", "DIR"},
+    {"cases", 0, 0, G_OPTION_ARG_NONE, &opt_cases_too,
+     "With --onnx: run the cases as well", NULL},
+    {"no-expanded", 0, 0, G_OPTION_ARG_NONE, &opt_no_expanded,
+     "With --onnx: skip the *_expanded tests", NULL},
+    {"json", 'j', 0, G_OPTION_ARG_FILENAME, &opt_json, "Write one JSON record per case to FILE",
+     "FILE"},
+    {"markdown", 'm', 0, G_OPTION_ARG_FILENAME, &opt_markdown,
+     "Write a Markdown coverage matrix to FILE", "FILE"},
+    {"expected-failures", 0, 0, G_OPTION_ARG_FILENAME, &opt_expected,
+     "Folder of <DEVICE_TYPE>.txt expected-failure lists (default: the source tree's "
+     "conformance/expected_failures)",
+     "DIR"},
+    {"threads", 't', 0, G_OPTION_ARG_INT, &opt_threads, "Intra-op threads (0: all cores)", "N"},
+    {"no-guard", 0, 0, G_OPTION_ARG_NONE, &opt_no_guard,
+     "Do not surround host buffers with guard bytes", NULL},
+    {"list", 'l', 0, G_OPTION_ARG_NONE, &opt_list,
+     "List the ops with cases, their dtypes and which devices have kernels, then exit", NULL},
+    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &opt_verbose, "Print every case as it runs", NULL},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+static bool op_selected(const char *op) {
+  if (opt_ops == NULL) return true;
+  for (char **p = opt_ops; *p; p++)
+    if (g_pattern_match_simple(*p, op) || g_ascii_strcasecmp(*p, op) == 0) return true;
+  return false;
+}
+
+/* "CPU:0", "/device:CPU:0", "/job:localhost/.../device:CPU:0", "cpu" -> matches type/ordinal. */
+static bool device_selected(const char *type, int ordinal) {
+  if (opt_devices == NULL) return true;
+  for (char **p = opt_devices; *p; p++) {
+    const char *s = *p;
+    const char *dev = strstr(s, "device:");
+    if (dev) s = dev + strlen("device:");
+    if (s[0] == '/') s++;
+    char **parts = g_strsplit(s, ":", 2);
+    bool match = g_ascii_strcasecmp(parts[0], type) == 0 &&
+                 (parts[1] == NULL || atoi(parts[1]) == ordinal);
+    g_strfreev(parts);
+    if (match) return true;
+  }
+  return false;
+}
+
+static GPtrArray *pick_devices(void) {
+  GPtrArray *devices = g_ptr_array_new();
+  for (int i = 0; i < weft__device_count(); i++) {
+    weft__device_t *d = weft__device_at(i);
+    if (!device_selected(d->type, d->ordinal)) continue;
+    cf_device_t *cd = g_new0(cf_device_t, 1);
+    cd->type = g_strdup(d->type);
+    cd->ordinal = d->ordinal;
+    cd->label = g_strdup_printf("%s:%d", d->type, d->ordinal);
+    cd->spec = g_strdup_printf("/device:%s:%d", d->type, d->ordinal);
+    cd->host_accessible = d->props.host_accessible != 0;
+    g_ptr_array_add(devices, cd);
+  }
+  return devices;
+}
+
+static void device_free(cf_device_t *d) {
+  g_free(d->label);
+  g_free(d->type);
+  g_free(d->spec);
+  g_free(d);
+}
+
+static const char *cpu_input_spec(void) {
+  for (int i = 0; i < weft__device_count(); i++)
+    if (strcmp(weft__device_at(i)->type, "CPU") == 0) return "/device:CPU:0";
+  return NULL;
+}
+
+static void list_suites(GPtrArray *devices) {
+  for (size_t t = 0; t < G_N_ELEMENTS(all_suites); t++)
+    for (const cf_suite_t *s = all_suites[t]; s->op; s++) {
+      if (!op_selected(s->op)) continue;
+      printf("%-36s", s->op);
+      for (guint d = 0; d < devices->len; d++) {
+        cf_device_t *dev = devices->pdata[d];
+        cf_run_ctx_t ctx = {.device = dev};
+        GString *line = g_string_new(NULL);
+        for (const weft_dtype_t *dt = s->dtypes; ; dt++) {
+          bool none = *dt == WEFT_DT_INVALID;
+          if (none && dt != s->dtypes) break;
+          if (cf_kernel_available(&ctx, s->op, none ? NULL : "T", *dt))
+            g_string_append_printf(line, "%s%s", line->len ? "," : "",
+                                   none ? "any" : weft_dtype_name(*dt));
+          if (none) break;
+        }
+        printf("  %s: %s", dev->label, line->len ? line->str : "(no kernel)");
+        g_string_free(line, TRUE);
+      }
+      printf("\n");
+    }
+}
+
+static void run_suites(cf_run_ctx_t *ctx) {
+  for (size_t t = 0; t < G_N_ELEMENTS(all_suites); t++)
+    for (const cf_suite_t *s = all_suites[t]; s->op; s++) {
+      if (!op_selected(s->op)) continue;
+      for (const weft_dtype_t *dt = s->dtypes;; dt++) {
+        if (*dt == WEFT_DT_INVALID && dt != s->dtypes) break;
+        s->emit(ctx, s->op, *dt);
+        if (*dt == WEFT_DT_INVALID) break;
+      }
+    }
+}
+
+static GPtrArray *strv_to_array(char **v) {
+  if (v == NULL) return NULL;
+  GPtrArray *a = g_ptr_array_new();
+  for (char **p = v; *p; p++) g_ptr_array_add(a, *p);
+  return a;
+}
+
+static void free_options(void) {
+  g_strfreev(opt_devices);
+  g_strfreev(opt_ops);
+  g_strfreev(opt_cases);
+  g_strfreev(opt_plugins);
+  g_free(opt_onnx);
+  g_free(opt_json);
+  g_free(opt_markdown);
+  g_free(opt_expected);
+}
+
+int main(int argc, char **argv) {
+  GOptionContext *octx = g_option_context_new("- check every kernel of every device against "
+                                              "reference implementations");
+  g_option_context_add_main_entries(octx, entries, NULL);
+  g_option_context_set_description(
+      octx,
+      "Examples:\n"
+      "  weft-conformance                                run every op on every device\n"
+      "  weft-conformance --device CPU:0 --op MatMul     one op on one device\n"
+      "  weft-conformance --plugin ./libweft-acme.so --device ACME:0 --json acme.json\n"
+      "  weft-conformance --onnx ../shared/corpus/onnx-node --json onnx.json\n"
+      "\n"
+      "Each case reports passed, failed, unsupported (no kernel for the op and dtype on the\n"
+      "device), expected failure or unexpectedly passed. The exit status is 1 when a case\n"
+      "failed, 2 for a usage error.\n");
+  GError *error = NULL;
+  bool parsed = g_option_context_parse(octx, &argc, &argv, &error);
+  g_option_context_free(octx);
+  if (!parsed) {
+    fprintf(stderr, "weft-conformance: %s\n", error->message);
+    g_error_free(error);
+    free_options();
+    return 2;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "weft-conformance: unexpected argument '%s' (see --help)\n", argv[1]);
+    free_options();
+    return 2;
+  }
+
+  int rc = 0;
+  cf_report_t *report = NULL;
+  GPtrArray *case_filter = NULL, *op_filter = NULL, *devices = NULL;
+  char *default_expected = NULL;
+  /* Guard bytes around every host buffer, on before the first allocation (see harness.c). */
+  if (!opt_no_guard) g_setenv("WEFT_GUARD_BYTES", "1", TRUE);
+  weft_plugins_load_default();
+  for (char **p = opt_plugins; p && *p; p++) {
+    weft_status_t *st = weft_plugins_load_file(*p);
+    if (st) {
+      fprintf(stderr, "weft-conformance: --plugin %s: %s\n", *p, weft_status_message(st));
+      weft_status_free(st);
+      rc = 2;
+      goto out;
+    }
+  }
+  devices = pick_devices();
+  if (devices->len == 0) {
+    fprintf(stderr, "weft-conformance: no device matches --device%s\n",
+            weft__device_count() == 0 ? " (no devices at all: did the plugins load?)" : "");
+    rc = 2;
+    goto out;
+  }
+  if (opt_list) {
+    list_suites(devices);
+    goto out;
+  }
+
+  const char *expected_dir = opt_expected;
+  if (expected_dir == NULL) expected_dir = g_getenv("WEFT_CONFORMANCE_EXPECTED");
+  default_expected = g_build_filename(CF_SOURCE_DIR, "conformance", "expected_failures", NULL);
+  if (expected_dir == NULL) expected_dir = default_expected;
+
+  report = cf_report_new();
+  case_filter = strv_to_array(opt_cases);
+  op_filter = strv_to_array(opt_ops);
+  for (guint d = 0; d < devices->len; d++) {
+    cf_device_t *dev = devices->pdata[d];
+    if (!opt_no_guard) cf_guard_install(dev);
+    cf_report_load_expected(report, expected_dir, dev->type);
+    cf_run_ctx_t ctx = {
+        .report = report,
+        .device = dev,
+        .cpu_spec = cpu_input_spec(),
+        .case_filter = case_filter,
+        .intra_threads = opt_threads,
+        .verbose = opt_verbose,
+        .unsupported_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+    };
+    fprintf(stderr, "weft-conformance: %s (%s)%s\n", dev->label, dev->spec,
+            dev->guarded ? ", outputs guarded" : "");
+    if (opt_onnx == NULL || opt_cases_too) run_suites(&ctx);
+    if (opt_onnx != NULL) {
+      cf_onnx_options_t oo = {.dir = opt_onnx,
+                              .op_filter = op_filter,
+                              .case_filter = case_filter,
+                              .include_expanded = !opt_no_expanded};
+      if (!cf_onnx_run_all(&ctx, &oo, &error)) {
+        fprintf(stderr, "weft-conformance: --onnx %s: %s\n", opt_onnx, error->message);
+        g_clear_error(&error);
+        rc = 2;
+      }
+    }
+    g_hash_table_destroy(ctx.unsupported_seen);
+    if (rc) goto out;
+  }
+
+  cf_report_print_console(report, opt_verbose);
+  if (opt_json && !cf_report_write_json(report, opt_json, &error)) {
+    fprintf(stderr, "weft-conformance: --json %s: %s\n", opt_json, error->message);
+    g_clear_error(&error);
+    rc = 2;
+  }
+  if (opt_markdown && !cf_report_write_markdown(report, opt_markdown, &error)) {
+    fprintf(stderr, "weft-conformance: --markdown %s: %s\n", opt_markdown, error->message);
+    g_clear_error(&error);
+    rc = 2;
+  }
+  if (rc == 0 && cf_report_count(report, NULL, CF_FAILED) > 0) rc = 1;
+
+out:
+  cf_report_free(report);
+  if (case_filter) g_ptr_array_free(case_filter, TRUE);
+  if (op_filter) g_ptr_array_free(op_filter, TRUE);
+  for (guint d = 0; devices && d < devices->len; d++) device_free(devices->pdata[d]);
+  if (devices) g_ptr_array_free(devices, TRUE);
+  g_free(default_expected);
+  free_options();
+  return rc;
+}

@@ -1,0 +1,279 @@
+/* Internal declarations of core/src/distributed: cluster specs, the framing of tensors in gRPC
+ * messages, the RPC client, the worker (graph registration, steps, rendezvous, _Send/_Recv), the
+ * partitioner, the master and the remote session. See docs/distributed.md for the design. */
+#ifndef WEFT_DISTRIBUTED_INTERNAL_H
+#define WEFT_DISTRIBUTED_INTERNAL_H
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+
+#include "../session/session_internal.h"
+#include "distributed.pb-c.h"
+#include "graph.pb-c.h"
+
+#define WEFT_DEFAULT_STATUS_TIMEOUT_MS 10000
+#define WEFT_DEFAULT_STEP_TIMEOUT_MS 120000
+/* Deadline of the short control calls (RegisterGraph, CloseSession, Abort ...). */
+#define WEFT_CONTROL_TIMEOUT_MS 10000
+/* Prefix of an error a task reports only because another task's failure aborted the step; the
+ * master prefers the original error and strips the prefix. */
+#define WEFT_DERIVED_PREFIX "[derived] "
+
+/* ---------------------------------------------------------------------------------------------
+ * Cluster specs (cluster_spec.c) */
+
+/* One task of a spec. */
+typedef struct weft__task_ref {
+  char *name;    /* /job:J/replica:0/task:T */
+  char *job;
+  int task;
+  char *address; /* host:port */
+} weft__task_ref_t;
+
+weft_cluster_spec_t *weft__cluster_spec_copy(const weft_cluster_spec_t *spec);
+/* Every task, jobs in spec order then tasks by index; the array frees its entries. */
+GPtrArray *weft__cluster_spec_tasks(const weft_cluster_spec_t *spec);
+/* Replaces the address of an existing task (a local server learns its port after binding). */
+void weft__cluster_spec_set_address(weft_cluster_spec_t *spec, const char *job, int task,
+                                    const char *address);
+/* "host:port" or "[v6]:port" into its parts (host without brackets; g_free()). */
+bool weft__address_split(const char *address, char **host, int *port);
+/* "/job:J/replica:0/task:T"; g_free(). */
+char *weft__task_name(const char *job, int task);
+/* The task part of a full device name ("/job:J/replica:0/task:T"), or NULL when the name has no
+ * job or task; g_free(). */
+char *weft__task_of_device(const char *device_name);
+
+/* ---------------------------------------------------------------------------------------------
+ * Framing (wire.c): [varint n][message][varint m][TensorList][tensor bytes...] */
+
+/* Packs `msg` and the tensors into a byte buffer. Numeric tensors are handed to gRPC as slices
+ * over their own buffers (each slice holds a tensor reference); string tensors are gathered into
+ * one slice. Tensors on a device are copied to the host first. The caller owns *out. */
+weft_status_t *weft__wire_encode(const ProtobufCMessage *msg, weft_tensor_t *const *tensors,
+                                 int n_tensors, grpc_byte_buffer **out);
+/* Unpacks a frame: the message (free with protobuf_c_message_free_unpacked(*msg, NULL)) and its
+ * tensors (an array the caller frees with weft__tensors_free). Every size, dtype and shape is
+ * checked before anything is allocated; INVALID_ARGUMENT saying what is wrong. */
+weft_status_t *weft__wire_decode(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
+                                 ProtobufCMessage **msg, weft_tensor_t ***tensors,
+                                 int *n_tensors);
+void weft__tensors_free(weft_tensor_t **tensors, int n); /* unrefs each, frees the array */
+
+/* ---------------------------------------------------------------------------------------------
+ * RPC client (rpc.c) */
+
+void weft__grpc_init_once(void);
+/* The channel arguments every channel and server uses (unlimited message sizes, keep-alives,
+ * short reconnect back-off). Static; valid for the process lifetime. */
+const grpc_channel_args *weft__grpc_channel_args(void);
+
+/* The calls in flight for one purpose (a step's transfers), so they can be cancelled at once. */
+typedef struct weft__call_set weft__call_set_t;
+weft__call_set_t *weft__call_set_new(void);
+void weft__call_set_free(weft__call_set_t *set); /* nothing may still be in flight */
+/* Cancels what is in flight and makes every later call through the set fail at once with a copy
+ * of `why` (borrowed). */
+void weft__call_set_cancel(weft__call_set_t *set, const weft_status_t *why);
+
+/* What a unary call talks to, for messages: "/job:ps/replica:0/task:0" and "127.0.0.1:2222". */
+typedef struct weft__peer {
+  const char *name;
+  const char *address;
+} weft__peer_t;
+
+/* One unary call: frames `msg` + tensors, waits for the answer (at most timeout_ms), unframes
+ * it. wait_for_ready: wait for the peer to come up until the deadline instead of failing at once.
+ * `set` may be NULL. Errors keep gRPC's code; UNAVAILABLE and DEADLINE_EXCEEDED name the peer
+ * and the method. On success *resp (protobuf_c_message_free_unpacked) and *resp_tensors
+ * (weft__tensors_free) are the caller's; resp_tensors may be NULL when none are expected. */
+weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
+                               const ProtobufCMessage *msg, weft_tensor_t *const *tensors,
+                               int n_tensors, int64_t timeout_ms, bool wait_for_ready,
+                               weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
+                               ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
+                               int *n_resp_tensors);
+/* Sends raw bytes to a method and returns the raw answer (tests of malformed requests). */
+weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
+                             size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);
+
+/* Maps a grpc:// target to "host:port" (g_free()); NULL when it is not one. */
+char *weft__target_address(const char *target);
+bool weft__is_grpc_target(const char *target);
+
+/* ---------------------------------------------------------------------------------------------
+ * Worker (worker.c, rendezvous.c, sendrecv.c) */
+
+typedef struct weft__worker weft__worker_t;
+typedef struct weft__step weft__step_t;
+
+/* The worker of task `job`/`task`. Its devices are this process's devices renamed into the
+ * task's namespace; its resource manager is shared by every session on the task. */
+weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms);
+void weft__worker_free(weft__worker_t *w);
+/* Aborts every step (UNAVAILABLE: the server is stopping) and refuses new ones. */
+void weft__worker_shutdown(weft__worker_t *w);
+const char *weft__worker_task(const weft__worker_t *w); /* /job:J/replica:0/task:T */
+guint64 weft__worker_incarnation(const weft__worker_t *w);
+
+/* Fills resp (its strings and arrays are g_malloc'ed; free with weft__get_status_clear). */
+void weft__worker_get_status(weft__worker_t *w, Weft__GetStatusResponse *resp);
+void weft__get_status_clear(Weft__GetStatusResponse *resp);
+weft_status_t *weft__worker_register_graph(weft__worker_t *w, const Weft__RegisterGraphRequest *req,
+                                           char **graph_handle);
+weft_status_t *weft__worker_deregister_graph(weft__worker_t *w, const char *graph_handle);
+/* Runs one step of a registered graph; *fetched (n registered fetches) is the caller's
+ * (weft__tensors_free). */
+weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphRequest *req,
+                                      weft_tensor_t *const *feeds, int n_feeds,
+                                      weft_tensor_t ***fetched, int *n_fetched);
+/* Answers a RecvTensor when the tensor is there (maybe at once, maybe from the _Send kernel's
+ * thread, maybe with an error when the step is aborted). done takes ownership of both. */
+typedef void (*weft__recv_done_fn)(void *user_data, weft_status_t *status, weft_tensor_t *tensor);
+void weft__worker_recv_tensor(weft__worker_t *w, int64_t step_id, const char *key,
+                              guint64 incarnation, weft__recv_done_fn done, void *user_data);
+void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_status_t *why);
+void weft__worker_cleanup_step(weft__worker_t *w, int64_t step_id);
+void weft__worker_cleanup_all(weft__worker_t *w, const char *const *containers, int n);
+
+/* Steps and their rendezvous (rendezvous.c). A step is created by whichever comes first of
+ * RunGraph and RecvTensor; it holds the tensors _Send produced until RecvTensor takes them. */
+typedef struct weft__step_table weft__step_table_t;
+weft__step_table_t *weft__step_table_new(void);
+void weft__step_table_free(weft__step_table_t *t);
+/* Finds or creates step `id` (a new reference; weft__step_unref). NULL with *status when the
+ * table is shut down. */
+weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **status);
+void weft__step_unref(weft__step_t *step);
+/* Drops the table's reference to step `id` after failing what still waits on it. */
+void weft__step_table_remove(weft__step_table_t *t, int64_t id);
+/* Drops step `id` when nothing of it is left (every sent tensor taken, nobody waiting). */
+void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id);
+/* Aborts every step and refuses new ones with `why`. */
+void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why);
+int64_t weft__step_id(const weft__step_t *step);
+/* Sets the step's deadline (monotonic microseconds) when it is sooner than the current one. */
+void weft__step_set_deadline(weft__step_t *step, gint64 deadline_us);
+/* Fails the step: what waits gets `why` (copied) and later operations fail with it. `derived`
+ * marks an abort caused by another task's failure. The first abort wins. */
+void weft__step_abort(weft__step_t *step, const weft_status_t *why, bool derived);
+/* A copy of the abort status (NULL when the step is fine); *derived says whose fault it was. */
+weft_status_t *weft__step_status(weft__step_t *step, bool *derived);
+/* Puts a tensor (a new reference is taken) under key; answers a waiting RecvTensor at once. */
+weft_status_t *weft__step_put(weft__step_t *step, const char *key, weft_tensor_t *tensor);
+/* Takes the tensor under key, now or when it is put (see weft__recv_done_fn). */
+void weft__step_take(weft__step_t *step, const char *key, weft__recv_done_fn done,
+                     void *user_data);
+/* The calls this step has in flight (cancelled when it is aborted). */
+weft__call_set_t *weft__step_calls(weft__step_t *step);
+gint64 weft__step_deadline(const weft__step_t *step);
+
+/* _Send and _Recv (sendrecv.c). Registers their kernels on every device type present (again
+ * after new backends appear; cheap when nothing changed). */
+void weft__sendrecv_register_kernels(void);
+/* What a _Send/_Recv kernel instance of one execution slot knows. The slot's current step is
+ * read through *step when the kernel runs. */
+typedef struct weft__xfer_state {
+  weft__step_t *const *step; /* points into the execution slot */
+  char *key;                 /* rendezvous key */
+  weft__peer_t peer;         /* _Recv: the task that sends (strings owned here) */
+  guint64 peer_incarnation;
+  weft_dtype_t dtype;
+  bool copy_on_send;
+} weft__xfer_state_t;
+/* Builds the kernel instance of a _Send or _Recv node for a slot whose step pointer is *step;
+ * peers maps task names to weft__task_ref_t* (address) and incarnations (GHashTable of
+ * task name -> Weft__TaskAddress*). Free with weft__xfer_instance_free. */
+weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
+                                       weft__step_t *const *step, GHashTable *peers,
+                                       weft__kernel_instance_t **out);
+void weft__xfer_instance_free(weft__kernel_instance_t *inst);
+bool weft__is_xfer_op(const char *op);
+
+/* ---------------------------------------------------------------------------------------------
+ * Partitioning (partition.c) */
+
+/* One task's share of a step. */
+typedef struct weft__partition {
+  char *task;              /* /job:J/replica:0/task:T */
+  weft_graph_t *graph;     /* owned; nodes carry their assigned device as requested device */
+  GPtrArray *feed_names;   /* char*: tensors of `graph` the worker feeds */
+  GArray *feed_index;      /* int per feed_names entry: which of the step's feeds */
+  GPtrArray *fetch_names;  /* char*: tensors of `graph` the worker returns */
+} weft__partition_t;
+
+void weft__partition_free(weft__partition_t *p);
+
+/* Splits the placed `nodes` (needed by `spec`, in topological order) per task: edges between
+ * tasks become _Send/_Recv pairs with rendezvous keys, control edges between tasks a tiny tensor
+ * sent for the purpose, fed tensors a Placeholder in every partition that reads them. placement
+ * maps node names to full device names. Returns the partitions (freeing themselves) in *out;
+ * for each fetch k, fetch_part[k] is the index of the partition returning it (and fetch_slot[k]
+ * its position in that partition's fetch_names), or -1 when it is fed (fetch_slot = feed index). */
+weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
+                                    const weft__step_spec_t *spec, GPtrArray **out,
+                                    int *fetch_part, int *fetch_slot);
+
+/* ---------------------------------------------------------------------------------------------
+ * Master (master.c) */
+
+typedef struct weft__master weft__master_t;
+
+typedef struct weft__master_options {
+  int64_t status_timeout_ms;
+  int64_t step_timeout_ms;
+} weft__master_options_t;
+
+/* The master of task job/task in `spec` (copied). */
+weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *job, int task,
+                                 const weft__master_options_t *opts);
+weft__master_t *weft__master_ref(weft__master_t *m);
+void weft__master_unref(weft__master_t *m);
+/* Refuses new work with UNAVAILABLE and cancels the calls of running steps. */
+void weft__master_shutdown(weft__master_t *m);
+
+weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__GraphDef *gd,
+                                           const Weft__SessionConfig *config, char **handle,
+                                           int64_t *graph_version);
+weft_status_t *weft__master_extend_session(weft__master_t *m, const char *handle,
+                                           const Tensorflow__GraphDef *gd,
+                                           int64_t current_version, int64_t *new_version);
+/* placements (may be NULL) receives Weft__NodePlacement* (g_malloc'ed strings; free with
+ * weft__node_placement_free) for nodes placed by this step. */
+weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
+                                     const char *const *feed_names, weft_tensor_t *const *feeds,
+                                     int n_feeds, const char *const *fetch_names, int n_fetches,
+                                     const char *const *target_names, int n_targets,
+                                     int64_t timeout_ms, weft_tensor_t **fetched,
+                                     GPtrArray *placements);
+weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle);
+/* *devices: Weft__DeviceAttributes* (free with weft__device_attributes_free). */
+weft_status_t *weft__master_list_devices(weft__master_t *m, GPtrArray **devices);
+weft_status_t *weft__master_reset(weft__master_t *m, const char *const *containers, int n);
+void weft__node_placement_free(Weft__NodePlacement *p);
+void weft__device_attributes_free(Weft__DeviceAttributes *d);
+
+/* ---------------------------------------------------------------------------------------------
+ * Server registry (server.c): masters of servers in this process, so a client in the same
+ * process skips gRPC. */
+
+/* The master serving `address` in this process (a new reference), or NULL. */
+weft__master_t *weft__local_master_lookup(const char *address);
+
+/* ---------------------------------------------------------------------------------------------
+ * Remote sessions (remote_session.c), behind weft_session_* for grpc:// targets. */
+
+typedef struct weft__remote_session weft__remote_session_t;
+weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
+                                        weft__remote_session_t **out);
+weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *const *feed_names,
+                                        weft_tensor_t *const *feeds, int n_feeds,
+                                        const char *const *fetch_names,
+                                        weft_tensor_t **fetch_outputs, int n_fetches,
+                                        const char *const *target_names, int n_targets);
+const char *weft__remote_session_node_device(weft__remote_session_t *r, const char *node_name);
+weft_status_t *weft__remote_session_close(weft__remote_session_t *r);
+void weft__remote_session_free(weft__remote_session_t *r);
+
+#endif /* WEFT_DISTRIBUTED_INTERNAL_H */

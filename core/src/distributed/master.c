@@ -1,0 +1,991 @@
+/* The master service of one task: holds client sessions (a graph that grows with ExtendSession),
+ * learns every task's devices with GetStatus (all tasks at once, with a deadline; the error names
+ * every task that did not answer), places new nodes over all the cluster's devices with the
+ * placer local sessions use, partitions each step per task, registers the partitions with the
+ * workers and caches them per feed/fetch/target signature. A step calls RunGraph on every
+ * partition's worker in parallel; the first failure aborts the others' steps, gives them a
+ * moment to report, then cancels what is still running, and the step fails with the original
+ * error (not an echo of it from a task that was only aborted). Every call has a deadline. */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+#include "../graph/graphdef_internal.h"
+#include "../placement/placement_internal.h"
+
+#define M_GET_STATUS "/weft.Worker/GetStatus"
+#define M_REGISTER_GRAPH "/weft.Worker/RegisterGraph"
+#define M_DEREGISTER_GRAPH "/weft.Worker/DeregisterGraph"
+#define M_RUN_GRAPH "/weft.Worker/RunGraph"
+#define M_CLEANUP_GRAPH "/weft.Worker/CleanupGraph"
+#define M_ABORT "/weft.Worker/Abort"
+#define M_CLEANUP_ALL "/weft.Worker/CleanupAll"
+
+/* After the first failure, how long the other partitions get to report before being cancelled. */
+#define ABORT_GRACE_US (1 * G_USEC_PER_SEC)
+/* Extra time a RunGraph call gets over the step deadline, so the worker's own report of the
+ * deadline arrives before gRPC's. */
+#define RUN_GRAPH_SLACK_MS 2000
+
+typedef struct task_state {
+  const weft__task_ref_t *ref; /* borrowed from the master */
+  weft__peer_t peer;
+  guint64 incarnation;
+} task_state_t;
+
+typedef struct mpart {
+  task_state_t *task; /* borrowed from the session */
+  char *graph_handle;
+  int *feed_index;
+  int n_feeds;
+  int n_fetches;
+} mpart_t;
+
+typedef struct mplan {
+  gint refcount;
+  GPtrArray *parts; /* mpart_t* */
+  int n_fetches;
+  int *fetch_part;
+  int *fetch_slot;
+} mplan_t;
+
+typedef struct msession {
+  gint refcount;
+  char *handle;
+  weft__master_t *master;
+  GMutex lock;
+  weft_graph_t *graph;
+  bool log_placement;
+  bool soft_placement;
+  int64_t timeout_ms;
+  GPtrArray *tasks;         /* task_state_t* */
+  GHashTable *task_by_name; /* name -> task_state_t* */
+  weft__place_device_t *devices;
+  int n_devices;
+  GPtrArray *strings;       /* what the place devices point at */
+  GHashTable *placement;    /* node name -> device */
+  GHashTable *plans;        /* signature -> mplan_t* */
+  bool stale;               /* a task restarted: learn incarnations again before the next step */
+} msession_t;
+
+struct weft__master {
+  gint refcount;
+  weft_cluster_spec_t *spec;
+  char *job;
+  int task;
+  char *task_name;
+  weft__master_options_t opts;
+  GPtrArray *tasks; /* weft__task_ref_t* */
+  GMutex lock;
+  GHashTable *sessions; /* handle -> msession_t* */
+  GHashTable *running;  /* weft__call_set_t* of steps in flight */
+  weft__call_set_t *control; /* every other call, cancelled when the master shuts down */
+  bool shut_down;
+  GThreadPool *pool;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Running jobs on the master's pool */
+
+typedef struct latch {
+  GMutex lock;
+  GCond cond;
+  int pending;
+} latch_t;
+
+typedef struct job {
+  void (*fn)(void *arg);
+  void *arg;
+  latch_t *latch; /* may be NULL: fire and forget */
+} job_t;
+
+static void run_job(gpointer data, gpointer unused) {
+  (void)unused;
+  job_t *job = data;
+  job->fn(job->arg);
+  if (job->latch) {
+    g_mutex_lock(&job->latch->lock);
+    job->latch->pending--;
+    g_cond_broadcast(&job->latch->cond);
+    g_mutex_unlock(&job->latch->lock);
+  }
+  g_free(job);
+}
+
+static void submit(weft__master_t *m, void (*fn)(void *), void *arg, latch_t *latch) {
+  job_t *job = g_new0(job_t, 1);
+  job->fn = fn;
+  job->arg = arg;
+  job->latch = latch;
+  if (latch) {
+    g_mutex_lock(&latch->lock);
+    latch->pending++;
+    g_mutex_unlock(&latch->lock);
+  }
+  g_thread_pool_push(m->pool, job, NULL);
+}
+
+static void latch_init(latch_t *l) {
+  g_mutex_init(&l->lock);
+  g_cond_init(&l->cond);
+  l->pending = 0;
+}
+
+static void latch_wait_and_clear(latch_t *l) {
+  g_mutex_lock(&l->lock);
+  while (l->pending > 0) g_cond_wait(&l->cond, &l->lock);
+  g_mutex_unlock(&l->lock);
+  g_mutex_clear(&l->lock);
+  g_cond_clear(&l->cond);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The master */
+
+weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *job, int task,
+                                 const weft__master_options_t *opts) {
+  weft__master_t *m = g_new0(weft__master_t, 1);
+  m->refcount = 1;
+  m->spec = weft__cluster_spec_copy(spec);
+  m->job = g_strdup(job);
+  m->task = task;
+  m->task_name = weft__task_name(job, task);
+  m->opts.status_timeout_ms = opts && opts->status_timeout_ms > 0 ? opts->status_timeout_ms
+                                                                  : WEFT_DEFAULT_STATUS_TIMEOUT_MS;
+  m->opts.step_timeout_ms = opts && opts->step_timeout_ms > 0 ? opts->step_timeout_ms
+                                                              : WEFT_DEFAULT_STEP_TIMEOUT_MS;
+  m->tasks = weft__cluster_spec_tasks(m->spec);
+  g_mutex_init(&m->lock);
+  m->sessions = g_hash_table_new(g_str_hash, g_str_equal);
+  m->running = g_hash_table_new(g_direct_hash, g_direct_equal);
+  m->control = weft__call_set_new();
+  m->pool = g_thread_pool_new(run_job, NULL, -1, FALSE, NULL);
+  return m;
+}
+
+weft__master_t *weft__master_ref(weft__master_t *m) {
+  g_atomic_int_inc(&m->refcount);
+  return m;
+}
+
+static void session_unref(msession_t *s);
+
+void weft__master_unref(weft__master_t *m) {
+  if (!m || !g_atomic_int_dec_and_test(&m->refcount)) return;
+  g_thread_pool_free(m->pool, FALSE, TRUE);
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, m->sessions);
+  while (g_hash_table_iter_next(&it, NULL, &value)) session_unref(value);
+  g_hash_table_destroy(m->sessions);
+  g_hash_table_destroy(m->running);
+  weft__call_set_free(m->control);
+  g_ptr_array_free(m->tasks, TRUE);
+  weft_cluster_spec_free(m->spec);
+  g_mutex_clear(&m->lock);
+  g_free(m->job);
+  g_free(m->task_name);
+  g_free(m);
+}
+
+void weft__master_shutdown(weft__master_t *m) {
+  weft_status_t *why = weft_status_new(WEFT_UNAVAILABLE, "The master of %s is shutting down",
+                                       m->task_name);
+  g_mutex_lock(&m->lock);
+  m->shut_down = true;
+  GHashTableIter it;
+  gpointer set;
+  g_hash_table_iter_init(&it, m->running);
+  while (g_hash_table_iter_next(&it, &set, NULL)) weft__call_set_cancel(set, why);
+  g_mutex_unlock(&m->lock);
+  weft__call_set_cancel(m->control, why);
+  weft_status_free(why);
+}
+
+static weft_status_t *check_running(weft__master_t *m) {
+  g_mutex_lock(&m->lock);
+  bool down = m->shut_down;
+  g_mutex_unlock(&m->lock);
+  if (!down) return NULL;
+  return weft_status_new(WEFT_UNAVAILABLE, "The master of %s is shutting down", m->task_name);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Learning the cluster (GetStatus of every task at once) */
+
+typedef struct status_call {
+  weft__master_t *m;
+  const weft__task_ref_t *task;
+  int64_t timeout_ms;
+  weft_status_t *status;
+  Weft__GetStatusResponse *resp;
+} status_call_t;
+
+static void do_get_status(void *arg) {
+  status_call_t *c = arg;
+  weft__peer_t peer = {c->task->name, c->task->address};
+  Weft__GetStatusRequest req = WEFT__GET_STATUS_REQUEST__INIT;
+  ProtobufCMessage *resp = NULL;
+  /* Wait for tasks that are still starting, up to the deadline. */
+  c->status = weft__rpc_unary(&peer, M_GET_STATUS, &req.base, NULL, 0, c->timeout_ms, true,
+                              c->m->control,
+                              &weft__get_status_response__descriptor, &resp, NULL, NULL);
+  c->resp = (Weft__GetStatusResponse *)resp;
+  if (!c->status && g_strcmp0(c->resp->task, c->task->name) != 0) {
+    c->status = weft_status_new(WEFT_FAILED_PRECONDITION,
+                                "The server at %s is task %s, but the cluster spec says %s is "
+                                "there",
+                                c->task->address, c->resp->task ? c->resp->task : "?",
+                                c->task->name);
+  }
+}
+
+/* GetStatus of every task; *calls (one per master task, in order) is the caller's to free with
+ * free_status_calls. UNAVAILABLE naming every task that did not answer. */
+static weft_status_t *discover(weft__master_t *m, status_call_t **calls_out) {
+  int n = (int)m->tasks->len;
+  status_call_t *calls = g_new0(status_call_t, n > 0 ? n : 1);
+  latch_t latch;
+  latch_init(&latch);
+  for (int k = 0; k < n; k++) {
+    calls[k].m = m;
+    calls[k].task = m->tasks->pdata[k];
+    calls[k].timeout_ms = m->opts.status_timeout_ms;
+    submit(m, do_get_status, &calls[k], &latch);
+  }
+  latch_wait_and_clear(&latch);
+  GString *missing = g_string_new(NULL);
+  int n_missing = 0;
+  weft_status_t *first = NULL;
+  for (int k = 0; k < n; k++) {
+    if (!calls[k].status) continue;
+    weft_code_t code = weft_status_code(calls[k].status);
+    if (code == WEFT_UNAVAILABLE || code == WEFT_DEADLINE_EXCEEDED) {
+      g_string_append_printf(missing, "%s%s (%s)", n_missing ? ", " : "", calls[k].task->name,
+                             calls[k].task->address);
+      n_missing++;
+    } else if (!first) {
+      first = calls[k].status;
+    }
+  }
+  weft_status_t *st = NULL;
+  if (n_missing) {
+    st = weft_status_new(WEFT_UNAVAILABLE,
+                         "%d of %d task%s did not answer GetStatus within %" G_GINT64_FORMAT
+                         " ms: %s",
+                         n_missing, n, n == 1 ? "" : "s", m->opts.status_timeout_ms,
+                         missing->str);
+  } else if (first) {
+    st = weft_status_new(first->code, "%s", first->message);
+  }
+  g_string_free(missing, TRUE);
+  *calls_out = calls;
+  return st;
+}
+
+static void free_status_calls(status_call_t *calls, int n) {
+  for (int k = 0; k < n; k++) {
+    weft_status_free(calls[k].status);
+    if (calls[k].resp) protobuf_c_message_free_unpacked(&calls[k].resp->base, NULL);
+  }
+  g_free(calls);
+}
+
+static const char *keep(msession_t *s, char *str) {
+  g_ptr_array_add(s->strings, str);
+  return str;
+}
+
+/* Fills the session's tasks (incarnations) and devices from GetStatus answers. */
+static void learn(msession_t *s, status_call_t *calls) {
+  weft__master_t *m = s->master;
+  int n_devices = 0;
+  for (guint k = 0; k < m->tasks->len; k++) n_devices += (int)calls[k].resp->n_device;
+  g_free(s->devices);
+  s->devices = g_new0(weft__place_device_t, n_devices > 0 ? n_devices : 1);
+  s->n_devices = 0;
+  for (guint k = 0; k < m->tasks->len; k++) {
+    const weft__task_ref_t *ref = m->tasks->pdata[k];
+    task_state_t *ts = g_hash_table_lookup(s->task_by_name, ref->name);
+    if (!ts) {
+      ts = g_new0(task_state_t, 1);
+      ts->ref = ref;
+      ts->peer.name = ref->name;
+      ts->peer.address = ref->address;
+      g_ptr_array_add(s->tasks, ts);
+      g_hash_table_insert(s->task_by_name, (gpointer)ref->name, ts);
+    }
+    ts->incarnation = calls[k].resp->incarnation;
+    for (size_t d = 0; d < calls[k].resp->n_device; d++) {
+      const Weft__DeviceAttributes *a = calls[k].resp->device[d];
+      weft__place_device_t *pd = &s->devices[s->n_devices++];
+      pd->name = keep(s, g_strdup(a->name));
+      pd->job = keep(s, g_strdup(ref->job));
+      pd->replica = 0;
+      pd->task = ref->task;
+      pd->type = keep(s, g_strdup(a->device_type));
+      pd->id = a->id;
+      pd->gpu_like = a->gpu_like;
+      pd->priority = a->priority;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Sessions */
+
+static void mplan_unref(mplan_t *p) {
+  if (!p || !g_atomic_int_dec_and_test(&p->refcount)) return;
+  for (guint k = 0; k < p->parts->len; k++) {
+    mpart_t *part = p->parts->pdata[k];
+    g_free(part->graph_handle);
+    g_free(part->feed_index);
+    g_free(part);
+  }
+  g_ptr_array_free(p->parts, TRUE);
+  g_free(p->fetch_part);
+  g_free(p->fetch_slot);
+  g_free(p);
+}
+
+static void session_unref(msession_t *s) {
+  if (!s || !g_atomic_int_dec_and_test(&s->refcount)) return;
+  g_hash_table_destroy(s->plans);
+  g_hash_table_destroy(s->placement);
+  g_hash_table_destroy(s->task_by_name);
+  g_ptr_array_free(s->tasks, TRUE);
+  g_ptr_array_free(s->strings, TRUE);
+  g_free(s->devices);
+  weft_graph_free(s->graph);
+  g_mutex_clear(&s->lock);
+  g_free(s->handle);
+  g_free(s);
+}
+
+static msession_t *find_session(weft__master_t *m, const char *handle, weft_status_t **status) {
+  *status = NULL;
+  g_mutex_lock(&m->lock);
+  msession_t *s = handle ? g_hash_table_lookup(m->sessions, handle) : NULL;
+  if (s) g_atomic_int_inc(&s->refcount);
+  g_mutex_unlock(&m->lock);
+  if (!s) {
+    *status = weft_status_new(WEFT_ABORTED,
+                              "Session '%s' is not known to the master of %s (it was closed, or "
+                              "the server restarted); create the session again",
+                              handle ? handle : "", m->task_name);
+  }
+  return s;
+}
+
+weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__GraphDef *gd,
+                                           const Weft__SessionConfig *config, char **handle,
+                                           int64_t *graph_version) {
+  *handle = NULL;
+  weft_status_t *st = check_running(m);
+  if (st) return st;
+  msession_t *s = g_new0(msession_t, 1);
+  s->refcount = 1;
+  s->master = m;
+  g_mutex_init(&s->lock);
+  s->graph = weft_graph_new();
+  s->tasks = g_ptr_array_new_with_free_func(g_free);
+  s->task_by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  s->strings = g_ptr_array_new_with_free_func(g_free);
+  s->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)mplan_unref);
+  if (config) {
+    s->log_placement = config->log_device_placement;
+    s->soft_placement = config->allow_soft_placement;
+    s->timeout_ms = config->operation_timeout_ms;
+  }
+  if (gd) st = weft__graph_import_graphdef_proto(s->graph, gd, NULL);
+  status_call_t *calls = NULL;
+  if (!st) {
+    st = discover(m, &calls);
+    if (!st) learn(s, calls);
+    free_status_calls(calls, (int)m->tasks->len);
+  }
+  if (st) {
+    session_unref(s);
+    return weft_status_prefix(st, "CreateSession");
+  }
+  s->handle = g_strdup_printf("%08x%08x%08x", g_random_int(), g_random_int(), g_random_int());
+  g_mutex_lock(&m->lock);
+  g_hash_table_insert(m->sessions, s->handle, s);
+  g_mutex_unlock(&m->lock);
+  *handle = g_strdup(s->handle);
+  *graph_version = weft_graph_num_nodes(s->graph);
+  return NULL;
+}
+
+weft_status_t *weft__master_extend_session(weft__master_t *m, const char *handle,
+                                           const Tensorflow__GraphDef *gd,
+                                           int64_t current_version, int64_t *new_version) {
+  weft_status_t *st = check_running(m);
+  if (st) return st;
+  msession_t *s = find_session(m, handle, &st);
+  if (!s) return st;
+  g_mutex_lock(&s->lock);
+  int64_t have = weft_graph_num_nodes(s->graph);
+  if (current_version != have) {
+    st = weft_status_new(WEFT_FAILED_PRECONDITION,
+                         "ExtendSession: the client extends a graph of %" G_GINT64_FORMAT
+                         " nodes but the master holds %" G_GINT64_FORMAT,
+                         current_version, have);
+  } else if (gd) {
+    st = weft__graph_import_graphdef_proto(s->graph, gd, NULL);
+    if (st) weft_status_prefix(st, "ExtendSession");
+  }
+  *new_version = weft_graph_num_nodes(s->graph);
+  g_mutex_unlock(&s->lock);
+  session_unref(s);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Planning: place, partition, register */
+
+typedef struct register_call {
+  msession_t *s;
+  mpart_t *part;
+  weft__partition_t *partition;
+  weft_status_t *status;
+} register_call_t;
+
+static void do_register(void *arg) {
+  register_call_t *c = arg;
+  Tensorflow__GraphDef *gd = NULL;
+  c->status = weft__graph_to_graphdef_proto(c->partition->graph, &gd);
+  if (c->status) return;
+  Weft__RegisterGraphRequest req = WEFT__REGISTER_GRAPH_REQUEST__INIT;
+  req.session_handle = c->s->handle;
+  req.graph_def = gd;
+  req.incarnation = c->part->task->incarnation;
+  req.n_feed = c->partition->feed_names->len;
+  req.feed = (char **)c->partition->feed_names->pdata;
+  req.n_fetch = c->partition->fetch_names->len;
+  req.fetch = (char **)c->partition->fetch_names->pdata;
+  int n_peers = (int)c->s->tasks->len;
+  Weft__TaskAddress *peers = g_new0(Weft__TaskAddress, n_peers > 0 ? n_peers : 1);
+  Weft__TaskAddress **peer_ptrs = g_new0(Weft__TaskAddress *, n_peers > 0 ? n_peers : 1);
+  for (int k = 0; k < n_peers; k++) {
+    const task_state_t *ts = c->s->tasks->pdata[k];
+    weft__task_address__init(&peers[k]);
+    peers[k].task = (char *)ts->ref->name;
+    peers[k].address = (char *)ts->ref->address;
+    peers[k].incarnation = ts->incarnation;
+    peer_ptrs[k] = &peers[k];
+  }
+  req.n_peer = (size_t)n_peers;
+  req.peer = peer_ptrs;
+  ProtobufCMessage *resp = NULL;
+  c->status = weft__rpc_unary(&c->part->task->peer, M_REGISTER_GRAPH, &req.base, NULL, 0,
+                              WEFT_CONTROL_TIMEOUT_MS, false, c->s->master->control,
+                              &weft__register_graph_response__descriptor, &resp, NULL, NULL);
+  if (!c->status) {
+    c->part->graph_handle = g_strdup(((Weft__RegisterGraphResponse *)resp)->graph_handle);
+    protobuf_c_message_free_unpacked(resp, NULL);
+  }
+  g_free(peers);
+  g_free(peer_ptrs);
+  tensorflow__graph_def__free_unpacked(gd, NULL);
+}
+
+typedef struct deregister_call {
+  weft__peer_t peer;
+  char *handle;
+} deregister_call_t;
+
+static void do_deregister(void *arg) {
+  deregister_call_t *c = arg;
+  Weft__DeregisterGraphRequest req = WEFT__DEREGISTER_GRAPH_REQUEST__INIT;
+  req.graph_handle = c->handle;
+  ProtobufCMessage *resp = NULL;
+  weft_status_t *st = weft__rpc_unary(&c->peer, M_DEREGISTER_GRAPH, &req.base, NULL, 0,
+                                      WEFT_CONTROL_TIMEOUT_MS, false, NULL,
+                                      &weft__deregister_graph_response__descriptor, &resp, NULL,
+                                      NULL);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  weft_status_free(st); /* the task may be gone; its graphs went with it */
+  g_free(c->handle);
+  g_free((char *)c->peer.name);
+  g_free((char *)c->peer.address);
+  g_free(c);
+}
+
+/* Deregisters a plan's graphs in the background. */
+static void forget_plan(weft__master_t *m, mplan_t *plan) {
+  for (guint k = 0; k < plan->parts->len; k++) {
+    mpart_t *part = plan->parts->pdata[k];
+    if (!part->graph_handle) continue;
+    deregister_call_t *c = g_new0(deregister_call_t, 1);
+    c->peer.name = g_strdup(part->task->peer.name);
+    c->peer.address = g_strdup(part->task->peer.address);
+    c->handle = g_strdup(part->graph_handle);
+    submit(m, do_deregister, c, NULL);
+  }
+}
+
+static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *nodes, GPtrArray *placements) {
+  GPtrArray *todo = g_ptr_array_new();
+  for (guint k = 0; k < nodes->len; k++) {
+    weft_node_t *n = nodes->pdata[k];
+    if (!g_hash_table_contains(s->placement, n->name)) g_ptr_array_add(todo, n);
+  }
+  weft_status_t *st = NULL;
+  if (todo->len) {
+    weft__master_t *m = s->master;
+    weft__placer_options_t popts = {s->soft_placement, m->job, 0, m->task};
+    if (s->n_devices == 0) {
+      st = weft_status_new(WEFT_FAILED_PRECONDITION, "The cluster has no devices");
+    } else {
+      st = weft__place(todo, s->devices, s->n_devices, &popts, s->placement);
+    }
+  }
+  for (guint k = 0; !st && placements && k < todo->len; k++) {
+    const weft_node_t *n = todo->pdata[k];
+    Weft__NodePlacement *p = g_new0(Weft__NodePlacement, 1);
+    weft__node_placement__init(p);
+    p->name = g_strdup(n->name);
+    p->op = g_strdup(n->op_name);
+    p->device = g_strdup(g_hash_table_lookup(s->placement, n->name));
+    g_ptr_array_add(placements, p);
+  }
+  if (!st && todo->len && s->log_placement) {
+    weft__log(WEFT_LOG_INFO, "master", "placed %u node(s) of session %s", todo->len, s->handle);
+  }
+  g_ptr_array_free(todo, TRUE);
+  return st;
+}
+
+static weft_status_t *build_plan(msession_t *s, const weft__step_spec_t *spec,
+                                 GPtrArray *placements, mplan_t **out) {
+  GPtrArray *nodes = weft__step_needed_nodes(spec);
+  weft_status_t *st = weft__check_unfed_placeholders(nodes);
+  if (!st) st = place_new_nodes(s, nodes, placements);
+  mplan_t *plan = g_new0(mplan_t, 1);
+  plan->refcount = 1;
+  plan->parts = g_ptr_array_new();
+  plan->n_fetches = spec->n_fetches;
+  plan->fetch_part = g_new0(int, spec->n_fetches + 1);
+  plan->fetch_slot = g_new0(int, spec->n_fetches + 1);
+  GPtrArray *partitions = NULL;
+  if (!st) {
+    st = weft__partition_step(nodes, s->placement, spec, &partitions, plan->fetch_part,
+                              plan->fetch_slot);
+  }
+  g_ptr_array_free(nodes, TRUE);
+  register_call_t *calls = NULL;
+  if (!st) {
+    int n = (int)partitions->len;
+    calls = g_new0(register_call_t, n > 0 ? n : 1);
+    latch_t latch;
+    latch_init(&latch);
+    for (int k = 0; k < n; k++) {
+      weft__partition_t *p = partitions->pdata[k];
+      mpart_t *part = g_new0(mpart_t, 1);
+      part->task = g_hash_table_lookup(s->task_by_name, p->task);
+      part->n_feeds = (int)p->feed_index->len;
+      part->feed_index = g_memdup2(p->feed_index->data, sizeof(int) * (p->feed_index->len + 1));
+      part->n_fetches = (int)p->fetch_names->len;
+      g_ptr_array_add(plan->parts, part);
+      if (!part->task) {
+        st = weft_status_new(WEFT_INTERNAL, "Partition for unknown task %s", p->task);
+        break;
+      }
+      calls[k].s = s;
+      calls[k].part = part;
+      calls[k].partition = p;
+      submit(s->master, do_register, &calls[k], &latch);
+    }
+    latch_wait_and_clear(&latch);
+    for (int k = 0; k < n; k++) {
+      if (!st && calls[k].status) {
+        st = calls[k].status;
+        calls[k].status = NULL;
+      }
+      weft_status_free(calls[k].status);
+    }
+    g_free(calls);
+    g_ptr_array_free(partitions, TRUE);
+  }
+  if (st) {
+    forget_plan(s->master, plan);
+    mplan_unref(plan);
+    return st;
+  }
+  *out = plan;
+  return NULL;
+}
+
+/* Learns every task's incarnation again after one restarted, and drops the registered graphs. */
+static weft_status_t *refresh(msession_t *s) {
+  status_call_t *calls = NULL;
+  weft_status_t *st = discover(s->master, &calls);
+  if (!st) {
+    learn(s, calls);
+    GHashTableIter it;
+    gpointer plan;
+    g_hash_table_iter_init(&it, s->plans);
+    while (g_hash_table_iter_next(&it, NULL, &plan)) forget_plan(s->master, plan);
+    g_hash_table_remove_all(s->plans);
+    s->stale = false;
+  }
+  free_status_calls(calls, (int)s->master->tasks->len);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running a step */
+
+typedef struct step_run step_run_t;
+
+typedef struct part_call {
+  step_run_t *run;
+  mpart_t *part;
+  weft_status_t *status;
+  weft_tensor_t **fetched;
+  int n_fetched;
+  gint64 finished_at;
+} part_call_t;
+
+struct step_run {
+  weft__master_t *m;
+  int64_t step_id;
+  int64_t timeout_ms;
+  weft_tensor_t *const *feeds;
+  weft__call_set_t *calls;
+  GMutex lock;
+  GCond cond;
+  int pending;
+  int failures;
+  GPtrArray *errors; /* part_call_t* in the order they failed */
+};
+
+static void do_run_graph(void *arg) {
+  part_call_t *c = arg;
+  step_run_t *run = c->run;
+  Weft__RunGraphRequest req = WEFT__RUN_GRAPH_REQUEST__INIT;
+  req.graph_handle = c->part->graph_handle;
+  req.step_id = run->step_id;
+  req.incarnation = c->part->task->incarnation;
+  req.timeout_ms = run->timeout_ms;
+  weft_tensor_t **feeds = g_new0(weft_tensor_t *, c->part->n_feeds + 1);
+  for (int k = 0; k < c->part->n_feeds; k++) feeds[k] = run->feeds[c->part->feed_index[k]];
+  ProtobufCMessage *resp = NULL;
+  c->status = weft__rpc_unary(&c->part->task->peer, M_RUN_GRAPH, &req.base, feeds,
+                              c->part->n_feeds, run->timeout_ms + RUN_GRAPH_SLACK_MS, false,
+                              run->calls, &weft__run_graph_response__descriptor, &resp,
+                              &c->fetched, &c->n_fetched);
+  g_free(feeds);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  if (!c->status && c->n_fetched != c->part->n_fetches) {
+    c->status = weft_status_new(WEFT_INTERNAL, "%s returned %d fetches instead of %d",
+                                c->part->task->peer.name, c->n_fetched, c->part->n_fetches);
+  }
+  g_mutex_lock(&run->lock);
+  run->pending--;
+  if (c->status) {
+    run->failures++;
+    g_ptr_array_add(run->errors, c);
+  }
+  g_cond_broadcast(&run->cond);
+  g_mutex_unlock(&run->lock);
+}
+
+typedef struct notify_call {
+  weft__peer_t peer;
+  int64_t step_id;
+  bool abort;
+  weft_code_t code;
+  char *reason;
+} notify_call_t;
+
+static void do_notify(void *arg) {
+  notify_call_t *c = arg;
+  ProtobufCMessage *resp = NULL;
+  weft_status_t *st = NULL;
+  if (c->abort) {
+    Weft__AbortRequest req = WEFT__ABORT_REQUEST__INIT;
+    req.step_id = c->step_id;
+    req.code = c->code;
+    req.reason = c->reason;
+    st = weft__rpc_unary(&c->peer, M_ABORT, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS, false,
+                         NULL, &weft__abort_response__descriptor, &resp, NULL, NULL);
+  } else {
+    Weft__CleanupGraphRequest req = WEFT__CLEANUP_GRAPH_REQUEST__INIT;
+    req.step_id = c->step_id;
+    st = weft__rpc_unary(&c->peer, M_CLEANUP_GRAPH, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS,
+                         false, NULL, &weft__cleanup_graph_response__descriptor, &resp, NULL,
+                         NULL);
+  }
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  weft_status_free(st); /* best effort: a task that cannot be told has lost the step anyway */
+  g_free(c->reason);
+  g_free(c);
+}
+
+static void notify_parts(weft__master_t *m, mplan_t *plan, int64_t step_id, bool abort,
+                         const weft_status_t *why, latch_t *latch) {
+  for (guint k = 0; k < plan->parts->len; k++) {
+    mpart_t *part = plan->parts->pdata[k];
+    notify_call_t *c = g_new0(notify_call_t, 1);
+    c->peer = part->task->peer;
+    c->step_id = step_id;
+    c->abort = abort;
+    if (why) {
+      c->code = why->code;
+      c->reason = g_strdup(why->message);
+    }
+    submit(m, do_notify, c, latch);
+  }
+}
+
+/* The step's error: the first one that is not an echo of another task's failure. */
+static weft_status_t *pick_error(step_run_t *run) {
+  part_call_t *best = NULL;
+  for (guint k = 0; k < run->errors->len && !best; k++) {
+    part_call_t *c = run->errors->pdata[k];
+    if (!g_str_has_prefix(weft_status_message(c->status), WEFT_DERIVED_PREFIX)) best = c;
+  }
+  if (!best) best = run->errors->pdata[0];
+  const char *msg = weft_status_message(best->status);
+  if (g_str_has_prefix(msg, WEFT_DERIVED_PREFIX)) msg += strlen(WEFT_DERIVED_PREFIX);
+  return weft_status_new(weft_status_code(best->status), "%s", msg);
+}
+
+static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const *feeds,
+                              int64_t timeout_ms, part_call_t **calls_out) {
+  weft__master_t *m = s->master;
+  int n = (int)plan->parts->len;
+  step_run_t run = {0};
+  run.m = m;
+  run.step_id = (((int64_t)g_random_int() << 31) ^ g_random_int()) & G_MAXINT64;
+  run.timeout_ms = timeout_ms;
+  run.feeds = feeds;
+  run.calls = weft__call_set_new();
+  g_mutex_init(&run.lock);
+  g_cond_init(&run.cond);
+  run.errors = g_ptr_array_new();
+  part_call_t *calls = g_new0(part_call_t, n > 0 ? n : 1);
+  g_mutex_lock(&m->lock);
+  g_hash_table_add(m->running, run.calls);
+  g_mutex_unlock(&m->lock);
+
+  run.pending = n;
+  for (int k = 0; k < n; k++) {
+    calls[k].run = &run;
+    calls[k].part = plan->parts->pdata[k];
+    submit(m, do_run_graph, &calls[k], NULL);
+  }
+  g_mutex_lock(&run.lock);
+  while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);
+  bool failed = run.failures > 0;
+  g_mutex_unlock(&run.lock);
+
+  weft_status_t *st = NULL;
+  if (failed) {
+    /* Tell the others at once, give them a moment to report (the original error may still be
+     * on its way), then stop waiting for them. */
+    weft_status_t *first = pick_error(&run);
+    notify_parts(m, plan, run.step_id, true, first, NULL);
+    weft_status_free(first);
+    gint64 until = g_get_monotonic_time() + ABORT_GRACE_US;
+    g_mutex_lock(&run.lock);
+    while (run.pending > 0 && g_cond_wait_until(&run.cond, &run.lock, until)) {
+    }
+    g_mutex_unlock(&run.lock);
+    weft_status_t *cancel = weft_status_new(WEFT_CANCELLED, "Step %" G_GINT64_FORMAT
+                                            " was cancelled after another task failed",
+                                            run.step_id);
+    weft__call_set_cancel(run.calls, cancel);
+    weft_status_free(cancel);
+    g_mutex_lock(&run.lock);
+    while (run.pending > 0) g_cond_wait(&run.cond, &run.lock);
+    g_mutex_unlock(&run.lock);
+    st = pick_error(&run);
+    notify_parts(m, plan, run.step_id, false, NULL, NULL);
+    for (guint k = 0; k < run.errors->len; k++) {
+      part_call_t *c = run.errors->pdata[k];
+      if (weft_status_code(c->status) == WEFT_ABORTED &&
+          !g_str_has_prefix(weft_status_message(c->status), WEFT_DERIVED_PREFIX)) {
+        /* A task restarted (or lost the graph): learn the cluster again before the next step. */
+        g_mutex_lock(&s->lock);
+        s->stale = true;
+        g_mutex_unlock(&s->lock);
+      }
+    }
+  }
+  g_mutex_lock(&m->lock);
+  g_hash_table_remove(m->running, run.calls);
+  g_mutex_unlock(&m->lock);
+  weft__call_set_free(run.calls);
+  g_ptr_array_free(run.errors, TRUE);
+  g_mutex_clear(&run.lock);
+  g_cond_clear(&run.cond);
+  *calls_out = calls;
+  return st;
+}
+
+weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
+                                     const char *const *feed_names, weft_tensor_t *const *feeds,
+                                     int n_feeds, const char *const *fetch_names, int n_fetches,
+                                     const char *const *target_names, int n_targets,
+                                     int64_t timeout_ms, weft_tensor_t **fetched,
+                                     GPtrArray *placements) {
+  weft_status_t *st = check_running(m);
+  if (st) return st;
+  msession_t *s = find_session(m, handle, &st);
+  if (!s) return st;
+  g_mutex_lock(&s->lock);
+  if (s->stale) st = refresh(s);
+  weft__step_spec_t spec;
+  memset(&spec, 0, sizeof spec);
+  if (!st) {
+    st = weft__step_spec_resolve(s->graph, feed_names, feeds, n_feeds, fetch_names, n_fetches,
+                                 target_names, n_targets, &spec);
+  }
+  mplan_t *plan = NULL;
+  if (!st) {
+    char *sig = weft__step_spec_signature(&spec);
+    plan = g_hash_table_lookup(s->plans, sig);
+    if (!plan) {
+      st = build_plan(s, &spec, placements, &plan);
+      if (!st) g_hash_table_insert(s->plans, sig, plan);
+      else g_free(sig);
+    } else {
+      g_free(sig);
+    }
+    if (plan) g_atomic_int_inc(&plan->refcount);
+  }
+  int64_t timeout = timeout_ms > 0 ? timeout_ms
+                    : s->timeout_ms > 0 ? s->timeout_ms
+                                        : m->opts.step_timeout_ms;
+  g_mutex_unlock(&s->lock);
+  weft__step_spec_clear(&spec);
+
+  part_call_t *calls = NULL;
+  if (!st) st = execute(s, plan, feeds, timeout, &calls);
+  if (!st) {
+    for (int k = 0; k < plan->n_fetches; k++) {
+      int part = plan->fetch_part[k], slot = plan->fetch_slot[k];
+      fetched[k] = weft_tensor_ref(part < 0 ? feeds[slot] : calls[part].fetched[slot]);
+    }
+  }
+  for (guint k = 0; calls && k < plan->parts->len; k++) {
+    weft__tensors_free(calls[k].fetched, calls[k].n_fetched);
+    weft_status_free(calls[k].status);
+  }
+  g_free(calls);
+  mplan_unref(plan);
+  session_unref(s);
+  return st;
+}
+
+weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle) {
+  g_mutex_lock(&m->lock);
+  msession_t *s = handle ? g_hash_table_lookup(m->sessions, handle) : NULL;
+  if (s) g_hash_table_remove(m->sessions, handle);
+  g_mutex_unlock(&m->lock);
+  if (!s) return NULL; /* closing twice, or after a restart: nothing left to close */
+  g_mutex_lock(&s->lock);
+  GHashTableIter it;
+  gpointer plan;
+  g_hash_table_iter_init(&it, s->plans);
+  while (g_hash_table_iter_next(&it, NULL, &plan)) forget_plan(m, plan);
+  g_hash_table_remove_all(s->plans);
+  g_mutex_unlock(&s->lock);
+  session_unref(s);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ListDevices and Reset */
+
+weft_status_t *weft__master_list_devices(weft__master_t *m, GPtrArray **devices) {
+  *devices = NULL;
+  weft_status_t *st = check_running(m);
+  if (st) return st;
+  status_call_t *calls = NULL;
+  st = discover(m, &calls);
+  if (!st) {
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)weft__device_attributes_free);
+    for (guint k = 0; k < m->tasks->len; k++) {
+      Weft__GetStatusResponse *r = calls[k].resp;
+      for (size_t d = 0; d < r->n_device; d++) {
+        const Weft__DeviceAttributes *a = r->device[d];
+        Weft__DeviceAttributes *c = g_new0(Weft__DeviceAttributes, 1);
+        weft__device_attributes__init(c);
+        c->name = g_strdup(a->name);
+        c->device_type = g_strdup(a->device_type);
+        c->id = a->id;
+        c->gpu_like = a->gpu_like;
+        c->priority = a->priority;
+        c->description = g_strdup(a->description);
+        c->memory_bytes = a->memory_bytes;
+        c->job = g_strdup(a->job);
+        c->replica = a->replica;
+        c->task = a->task;
+        g_ptr_array_add(out, c);
+      }
+    }
+    *devices = out;
+  }
+  free_status_calls(calls, (int)m->tasks->len);
+  return st;
+}
+
+typedef struct cleanup_all_call {
+  weft__master_t *m;
+  const weft__task_ref_t *task;
+  const char *const *containers;
+  int n;
+  weft_status_t *status;
+} cleanup_all_call_t;
+
+static void do_cleanup_all(void *arg) {
+  cleanup_all_call_t *c = arg;
+  weft__peer_t peer = {c->task->name, c->task->address};
+  Weft__CleanupAllRequest req = WEFT__CLEANUP_ALL_REQUEST__INIT;
+  req.n_container = (size_t)c->n;
+  req.container = (char **)c->containers;
+  ProtobufCMessage *resp = NULL;
+  c->status = weft__rpc_unary(&peer, M_CLEANUP_ALL, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS,
+                              false, c->m->control, &weft__cleanup_all_response__descriptor, &resp,
+                              NULL, NULL);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+}
+
+weft_status_t *weft__master_reset(weft__master_t *m, const char *const *containers, int n) {
+  weft_status_t *st = check_running(m);
+  if (st) return st;
+  int n_tasks = (int)m->tasks->len;
+  cleanup_all_call_t *calls = g_new0(cleanup_all_call_t, n_tasks > 0 ? n_tasks : 1);
+  latch_t latch;
+  latch_init(&latch);
+  for (int k = 0; k < n_tasks; k++) {
+    calls[k].m = m;
+    calls[k].task = m->tasks->pdata[k];
+    calls[k].containers = containers;
+    calls[k].n = n;
+    submit(m, do_cleanup_all, &calls[k], &latch);
+  }
+  latch_wait_and_clear(&latch);
+  for (int k = 0; k < n_tasks; k++) {
+    if (!st && calls[k].status) {
+      st = calls[k].status;
+      calls[k].status = NULL;
+    }
+    weft_status_free(calls[k].status);
+  }
+  g_free(calls);
+  return st ? weft_status_prefix(st, "Reset") : NULL;
+}
+
+void weft__node_placement_free(Weft__NodePlacement *p) {
+  if (!p) return;
+  g_free(p->name);
+  g_free(p->op);
+  g_free(p->device);
+  g_free(p);
+}

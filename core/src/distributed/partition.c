@@ -1,0 +1,359 @@
+/* The partitioner: splits a placed step into one graph per task. Nodes keep their names and get
+ * their assigned device as their device; an edge whose ends are on different tasks becomes a
+ * _Send in the producer's partition and a _Recv in the consumer's, joined by a rendezvous key
+ * (one pair per tensor and receiving task, however many nodes there read it); a control edge
+ * between tasks becomes a tiny int32 sent the same way, on which the consumer then waits; a fed
+ * tensor becomes a Placeholder in every partition that reads it, fed by the worker. Edges inside
+ * a task stay edges: the executor moves tensors between a task's devices itself. */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+#include "../placement/placement_internal.h"
+
+typedef struct part_state {
+  GHashTable *placement;
+  const weft__step_spec_t *spec;
+  GHashTable *by_task;   /* task name -> weft__partition_t* */
+  GPtrArray *parts;      /* weft__partition_t*, in creation order */
+  GHashTable *task_of;   /* weft_node_t* (original) -> task name (owned by by_task's parts) */
+  GHashTable *copies;    /* weft_node_t* (original) -> weft_node_t* in its partition */
+  GHashTable *made;      /* "kind|name|task" -> weft_node_t* already made in a partition */
+} part_state_t;
+
+void weft__partition_free(weft__partition_t *p) {
+  if (!p) return;
+  g_free(p->task);
+  weft_graph_free(p->graph);
+  g_ptr_array_free(p->feed_names, TRUE);
+  g_array_free(p->feed_index, TRUE);
+  g_ptr_array_free(p->fetch_names, TRUE);
+  g_free(p);
+}
+
+static const char *device_of(part_state_t *ps, const weft_node_t *n) {
+  return g_hash_table_lookup(ps->placement, n->name);
+}
+
+static weft__partition_t *partition_for(part_state_t *ps, const char *task) {
+  weft__partition_t *p = g_hash_table_lookup(ps->by_task, task);
+  if (p) return p;
+  p = g_new0(weft__partition_t, 1);
+  p->task = g_strdup(task);
+  p->graph = weft_graph_new();
+  p->feed_names = g_ptr_array_new_with_free_func(g_free);
+  p->feed_index = g_array_new(FALSE, FALSE, sizeof(int));
+  p->fetch_names = g_ptr_array_new_with_free_func(g_free);
+  g_hash_table_insert(ps->by_task, p->task, p);
+  g_ptr_array_add(ps->parts, p);
+  return p;
+}
+
+/* "/job:ps/replica:0/task:0" -> "job_ps_replica_0_task_0": a node-name-safe spelling. */
+static char *safe_name(const char *text) {
+  char *s = g_strdup(*text == '/' ? text + 1 : text);
+  for (char *p = s; *p; p++)
+    if (*p == '/' || *p == ':') *p = '_';
+  return s;
+}
+
+static void set_string(weft_attrs_t *attrs, const char *name, const char *value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_STRING);
+  v->u.s.data = g_strdup(value);
+  v->u.s.len = strlen(value);
+  weft__attrs_set(attrs, name, v);
+}
+
+static void set_type(weft_attrs_t *attrs, const char *name, weft_dtype_t value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
+  v->u.type = value;
+  weft__attrs_set(attrs, name, v);
+}
+
+static void set_int(weft_attrs_t *attrs, const char *name, int64_t value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_INT);
+  v->u.i = value;
+  weft__attrs_set(attrs, name, v);
+}
+
+static void set_bool(weft_attrs_t *attrs, const char *name, bool value) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_BOOL);
+  v->u.b = value;
+  weft__attrs_set(attrs, name, v);
+}
+
+static weft_status_t *add_node(weft__partition_t *p, const char *name, const char *op,
+                               const weft__edge_t *inputs, int n_inputs,
+                               weft_node_t *const *controls, int n_controls, const char *device,
+                               const weft_attrs_t *attrs, weft_node_t **out) {
+  weft_status_t *st = weft__graph_add_node(p->graph, name, op, inputs, n_inputs, controls,
+                                           n_controls, device, attrs, out);
+  if (st) weft_status_prefix(st, "Partitioning for %s", p->task);
+  return st;
+}
+
+/* The attrs shared by a _Send and its _Recv. */
+static void xfer_attrs(weft_attrs_t *attrs, const char *key, const char *send_device,
+                       const char *recv_device) {
+  set_string(attrs, "tensor_name", key);
+  set_string(attrs, "send_device", send_device);
+  set_string(attrs, "recv_device", recv_device);
+  set_int(attrs, "send_device_incarnation", 0);
+  set_bool(attrs, "client_terminated", false);
+}
+
+/* The _Recv in `dst` of output `index` of `src` (another task), with its _Send. */
+static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_node_t *src,
+                               int index, const char *recv_device, weft_node_t **out) {
+  char *memo = g_strdup_printf("recv|%s:%d|%s", src->name, index, dst->task);
+  *out = g_hash_table_lookup(ps->made, memo);
+  if (*out) {
+    g_free(memo);
+    return NULL;
+  }
+  const char *src_task = g_hash_table_lookup(ps->task_of, src);
+  weft__partition_t *sp = g_hash_table_lookup(ps->by_task, src_task);
+  const char *send_device = device_of(ps, src);
+  weft_dtype_t dtype = weft__dtype_base(src->output_types[index]);
+  char *key = g_strdup_printf("%s:%d;%s", src->name, index, dst->task);
+  char *to = safe_name(dst->task);
+  char *send_name = g_strdup_printf("_weft/send/%s_%d/to_%s", src->name, index, to);
+  char *recv_name = g_strdup_printf("_weft/recv/%s_%d", src->name, index);
+
+  weft_attrs_t *sa = weft__attrs_new();
+  set_type(sa, "T", dtype);
+  xfer_attrs(sa, key, send_device, recv_device);
+  set_bool(sa, "copy_on_send", weft__dtype_is_ref(src->output_types[index]));
+  weft__edge_t in = {g_hash_table_lookup(ps->copies, src), index};
+  weft_status_t *st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, NULL);
+  weft__attrs_free(sa);
+  if (!st) {
+    weft_attrs_t *ra = weft__attrs_new();
+    set_type(ra, "tensor_type", dtype);
+    xfer_attrs(ra, key, send_device, recv_device);
+    st = add_node(dst, recv_name, "_Recv", NULL, 0, NULL, 0, recv_device, ra, out);
+    weft__attrs_free(ra);
+  }
+  if (!st) g_hash_table_insert(ps->made, memo, *out);
+  else g_free(memo);
+  g_free(key);
+  g_free(to);
+  g_free(send_name);
+  g_free(recv_name);
+  return st;
+}
+
+/* A device of `device`'s task that has a Const kernel: the device itself when it can. */
+static char *const_device(const char *device, const weft_attrs_t *const_attrs) {
+  weft__device_spec_t spec;
+  weft__device_spec_init(&spec);
+  weft_status_t *st = weft__device_spec_parse(device, &spec);
+  char *out = NULL;
+  if (!st && spec.type && !weft__kernel_exists("Const", spec.type, const_attrs)) {
+    char *task = weft__task_of_device(device);
+    if (task) out = g_strdup_printf("%s/device:CPU:0", task);
+    g_free(task);
+  }
+  weft_status_free(st);
+  weft__device_spec_clear(&spec);
+  return out ? out : g_strdup(device);
+}
+
+/* The node in `dst` that stands for control input `src` (on another task). */
+static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst, weft_node_t *src,
+                                       const char *recv_device, weft_node_t **out) {
+  char *memo = g_strdup_printf("ctrl|%s|%s", src->name, dst->task);
+  *out = g_hash_table_lookup(ps->made, memo);
+  if (*out) {
+    g_free(memo);
+    return NULL;
+  }
+  const char *src_task = g_hash_table_lookup(ps->task_of, src);
+  weft__partition_t *sp = g_hash_table_lookup(ps->by_task, src_task);
+  char *key = g_strdup_printf("^%s;%s", src->name, dst->task);
+  char *to = safe_name(dst->task);
+  char *const_name = g_strdup_printf("_weft/ctrl/%s/to_%s", src->name, to);
+  char *send_name = g_strdup_printf("_weft/send/ctrl/%s/to_%s", src->name, to);
+  char *recv_name = g_strdup_printf("_weft/recv/ctrl/%s", src->name);
+
+  weft_attrs_t *ca = weft__attrs_new();
+  weft__attr_value_t *value = weft__attr_value_new(WEFT_ATTR_TENSOR);
+  value->u.tensor = weft_tensor_new_scalar_int32(0);
+  weft__attrs_set(ca, "value", value);
+  set_type(ca, "dtype", WEFT_DT_INT32);
+  char *send_device = const_device(device_of(ps, src), ca);
+  weft_node_t *src_copy = g_hash_table_lookup(ps->copies, src);
+  weft_node_t *trigger = NULL;
+  weft_status_t *st =
+      add_node(sp, const_name, "Const", NULL, 0, &src_copy, 1, send_device, ca, &trigger);
+  weft__attrs_free(ca);
+  if (!st) {
+    weft_attrs_t *sa = weft__attrs_new();
+    set_type(sa, "T", WEFT_DT_INT32);
+    xfer_attrs(sa, key, send_device, recv_device);
+    weft__edge_t in = {trigger, 0};
+    st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, NULL);
+    weft__attrs_free(sa);
+  }
+  if (!st) {
+    weft_attrs_t *ra = weft__attrs_new();
+    set_type(ra, "tensor_type", WEFT_DT_INT32);
+    xfer_attrs(ra, key, send_device, recv_device);
+    st = add_node(dst, recv_name, "_Recv", NULL, 0, NULL, 0, recv_device, ra, out);
+    weft__attrs_free(ra);
+  }
+  if (!st) g_hash_table_insert(ps->made, memo, *out);
+  else g_free(memo);
+  g_free(send_device);
+  g_free(key);
+  g_free(to);
+  g_free(const_name);
+  g_free(send_name);
+  g_free(recv_name);
+  return st;
+}
+
+/* The Placeholder in `dst` that the worker feeds with feed `f`. */
+static weft_status_t *feed_node_for(part_state_t *ps, weft__partition_t *dst, int f,
+                                    const char *device, weft_node_t **out) {
+  char *memo = g_strdup_printf("feed|%d|%s", f, dst->task);
+  *out = g_hash_table_lookup(ps->made, memo);
+  if (*out) {
+    g_free(memo);
+    return NULL;
+  }
+  const weft__feed_t *feed = &ps->spec->feeds[f];
+  char *name = g_strdup_printf("_weft/feed/%s_%d", feed->node->name, feed->index);
+  weft_attrs_t *attrs = weft__attrs_new();
+  set_type(attrs, "dtype", weft__dtype_base(feed->node->output_types[feed->index]));
+  weft__attr_value_t *shape = weft__attr_value_new(WEFT_ATTR_SHAPE);
+  shape->u.shape = feed->node->output_shapes[feed->index];
+  weft__attrs_set(attrs, "shape", shape);
+  weft_status_t *st = add_node(dst, name, "Placeholder", NULL, 0, NULL, 0, device, attrs, out);
+  weft__attrs_free(attrs);
+  if (!st) {
+    g_hash_table_insert(ps->made, memo, *out);
+    g_ptr_array_add(dst->feed_names, g_strdup_printf("%s:0", name));
+    g_array_append_val(dst->feed_index, f);
+  } else {
+    g_free(memo);
+  }
+  g_free(name);
+  return st;
+}
+
+static int feed_of(const weft__step_spec_t *spec, const weft_node_t *node, int index) {
+  for (int f = 0; f < spec->n_feeds; f++)
+    if (spec->feeds[f].node == node && spec->feeds[f].index == index) return f;
+  return -1;
+}
+
+/* Copies one needed node into its task's partition, rewiring its inputs. */
+static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
+  const char *device = device_of(ps, n);
+  char *task = device ? weft__task_of_device(device) : NULL;
+  if (!task) {
+    weft_status_t *st = weft_status_new(WEFT_INTERNAL,
+                                        "Node '%s' has no cluster device ('%s') to partition by",
+                                        n->name, device ? device : "");
+    return st;
+  }
+  weft__partition_t *p = partition_for(ps, task);
+  g_free(task);
+  g_hash_table_insert(ps->task_of, n, p->task);
+  weft_status_t *st = NULL;
+  weft__edge_t *inputs = g_new0(weft__edge_t, n->n_inputs + 1);
+  GPtrArray *controls = g_ptr_array_new();
+  for (int i = 0; i < n->n_inputs && !st; i++) {
+    weft_node_t *src = n->inputs[i].src;
+    int index = n->inputs[i].src_index;
+    int f = feed_of(ps->spec, src, index);
+    if (f >= 0) {
+      st = feed_node_for(ps, p, f, device, &inputs[i].src);
+      inputs[i].src_index = 0;
+      continue;
+    }
+    const char *src_task = g_hash_table_lookup(ps->task_of, src);
+    if (src_task && strcmp(src_task, p->task) == 0) {
+      inputs[i].src = g_hash_table_lookup(ps->copies, src);
+      inputs[i].src_index = index;
+    } else if (weft__dtype_is_ref(n->input_types[i])) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (%s) on %s needs a reference to '%s' on %s: references "
+                           "cannot cross tasks (colocate the node with its variable)",
+                           n->name, n->op_name, device, src->name, device_of(ps, src));
+    } else {
+      st = recv_for(ps, p, src, index, device, &inputs[i].src);
+      inputs[i].src_index = 0;
+    }
+  }
+  for (guint c = 0; c < n->control_inputs->len && !st; c++) {
+    weft_node_t *ctl = n->control_inputs->pdata[c];
+    const char *ctl_task = g_hash_table_lookup(ps->task_of, ctl);
+    if (!ctl_task) continue; /* not part of the step: all its outputs are fed */
+    weft_node_t *dep = NULL;
+    if (strcmp(ctl_task, p->task) == 0) dep = g_hash_table_lookup(ps->copies, ctl);
+    else st = control_recv_for(ps, p, ctl, device, &dep);
+    if (dep) g_ptr_array_add(controls, dep);
+  }
+  if (!st) {
+    weft_attrs_t *attrs = weft__attrs_copy(n->attrs);
+    /* Colocation was settled by the placer; the partition may not hold the named node. */
+    g_hash_table_remove(attrs->map, "_class");
+    weft_node_t *copy = NULL;
+    st = add_node(p, n->name, n->op_name, inputs, n->n_inputs,
+                  (weft_node_t *const *)controls->pdata, (int)controls->len, device, attrs, &copy);
+    weft__attrs_free(attrs);
+    if (!st) g_hash_table_insert(ps->copies, n, copy);
+  }
+  g_free(inputs);
+  g_ptr_array_free(controls, TRUE);
+  return st;
+}
+
+weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
+                                    const weft__step_spec_t *spec, GPtrArray **out,
+                                    int *fetch_part, int *fetch_slot) {
+  *out = NULL;
+  part_state_t ps = {0};
+  ps.placement = placement;
+  ps.spec = spec;
+  ps.by_task = g_hash_table_new(g_str_hash, g_str_equal);
+  ps.parts = g_ptr_array_new_with_free_func((GDestroyNotify)weft__partition_free);
+  ps.task_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  ps.copies = g_hash_table_new(g_direct_hash, g_direct_equal);
+  ps.made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  weft_status_t *st = NULL;
+  for (guint k = 0; k < nodes->len && !st; k++) st = place_node(&ps, nodes->pdata[k]);
+  for (int f = 0; f < spec->n_fetches && !st; f++) {
+    const weft__fetch_t *fetch = &spec->fetches[f];
+    int fed = feed_of(spec, fetch->node, fetch->index);
+    if (fed >= 0) {
+      fetch_part[f] = -1;
+      fetch_slot[f] = fed;
+      continue;
+    }
+    const char *task = g_hash_table_lookup(ps.task_of, fetch->node);
+    weft__partition_t *p = task ? g_hash_table_lookup(ps.by_task, task) : NULL;
+    if (!p) {
+      st = weft_status_new(WEFT_INTERNAL, "Fetch '%s:%d' is not part of any partition",
+                           fetch->node->name, fetch->index);
+      break;
+    }
+    guint index = 0;
+    g_ptr_array_find(ps.parts, p, &index);
+    fetch_part[f] = (int)index;
+    fetch_slot[f] = (int)p->fetch_names->len;
+    g_ptr_array_add(p->fetch_names, g_strdup_printf("%s:%d", fetch->node->name, fetch->index));
+  }
+  g_hash_table_destroy(ps.by_task);
+  g_hash_table_destroy(ps.task_of);
+  g_hash_table_destroy(ps.copies);
+  g_hash_table_destroy(ps.made);
+  if (st) {
+    g_ptr_array_free(ps.parts, TRUE);
+    return st;
+  }
+  *out = ps.parts;
+  return NULL;
+}

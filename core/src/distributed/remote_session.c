@@ -1,0 +1,346 @@
+/* The client side of a grpc:// session (TensorFlow's GrpcSession): sends the graph to the master
+ * of the target server on the first run (CreateSession) and only the nodes added since on later
+ * runs (ExtendSession), then runs steps with RunStep, feeds and fetches travelling as raw tensor
+ * slices. When the target is a server of this very process the master is called directly,
+ * without gRPC. The placement the master reports is kept for weft_session_node_device and
+ * printed as TensorFlow's log_device_placement lines when asked. Also the cluster-wide client
+ * calls of the public API: listing every device of a cluster and resetting its containers. */
+#include "distributed_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../graph/graphdef_internal.h"
+
+#define M_CREATE_SESSION "/weft.Master/CreateSession"
+#define M_EXTEND_SESSION "/weft.Master/ExtendSession"
+#define M_RUN_STEP "/weft.Master/RunStep"
+#define M_CLOSE_SESSION "/weft.Master/CloseSession"
+#define M_LIST_DEVICES "/weft.Master/ListDevices"
+#define M_RESET "/weft.Master/Reset"
+
+/* CreateSession makes the master ask every task for its devices, which may take the master's
+ * status timeout (10 s by default): the client waits longer than that. */
+#define CREATE_TIMEOUT_MS 60000
+/* Without an operation timeout the master's own step deadline applies; the client's call
+ * deadline is only the backstop for a master that stopped answering. */
+#define RUN_BACKSTOP_MS (3600 * 1000)
+#define RUN_SLACK_MS 10000
+
+struct weft__remote_session {
+  weft_graph_t *graph;
+  weft_session_options_t *opts;
+  char *address;
+  weft__peer_t peer;
+  weft__master_t *local; /* the in-process master of the target, or NULL */
+  GMutex lock;           /* the graph sync: one CreateSession/ExtendSession at a time */
+  char *handle;
+  int n_sent;
+  bool closed;
+  GMutex placement_lock;
+  GHashTable *placement; /* node name -> device */
+};
+
+static weft__peer_t server_peer(const char *address) {
+  weft__peer_t peer = {"The server", address};
+  return peer;
+}
+
+weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
+                                        weft__remote_session_t **out) {
+  *out = NULL;
+  const char *target = opts && opts->target ? opts->target : "";
+  char *address = weft__target_address(target);
+  if (!address || !weft__address_split(address, NULL, NULL)) {
+    g_free(address);
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Session target '%s' is not of the form grpc://HOST:PORT", target);
+  }
+  weft__grpc_init_once();
+  weft__remote_session_t *r = g_new0(weft__remote_session_t, 1);
+  r->graph = graph;
+  r->opts = weft__session_options_copy(opts);
+  r->address = address;
+  r->peer = server_peer(r->address);
+  r->local = weft__local_master_lookup(address);
+  g_mutex_init(&r->lock);
+  g_mutex_init(&r->placement_lock);
+  r->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  *out = r;
+  return NULL;
+}
+
+/* Sends what the master does not have yet of the graph. Called with r->lock held. */
+static weft_status_t *sync_graph(weft__remote_session_t *r) {
+  int n = weft_graph_num_nodes(r->graph);
+  if (r->handle && n == r->n_sent) return NULL;
+  Tensorflow__GraphDef *gd = NULL;
+  weft_status_t *st = weft__graph_to_graphdef_proto(r->graph, &gd);
+  if (st) return st;
+  int n_now = (int)gd->n_node;
+  /* Only the new nodes: a view of the tail of the export. */
+  Tensorflow__GraphDef tail = *gd;
+  tail.node = gd->node + r->n_sent;
+  tail.n_node = (size_t)(n_now - r->n_sent);
+  ProtobufCMessage *resp = NULL;
+  if (!r->handle) {
+    Weft__SessionConfig config = WEFT__SESSION_CONFIG__INIT;
+    config.log_device_placement = r->opts->log_device_placement;
+    config.allow_soft_placement = r->opts->allow_soft_placement;
+    config.operation_timeout_ms = r->opts->operation_timeout_ms;
+    char *handle = NULL;
+    int64_t version = 0;
+    if (r->local) {
+      st = weft__master_create_session(r->local, gd, &config, &handle, &version);
+    } else {
+      Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
+      req.graph_def = gd;
+      req.config = &config;
+      st = weft__rpc_unary(&r->peer, M_CREATE_SESSION, &req.base, NULL, 0, CREATE_TIMEOUT_MS,
+                           false, NULL, &weft__create_session_response__descriptor, &resp, NULL,
+                           NULL);
+      if (!st) handle = g_strdup(((Weft__CreateSessionResponse *)resp)->session_handle);
+    }
+    if (!st) r->handle = handle;
+  } else {
+    int64_t version = 0;
+    if (r->local) {
+      st = weft__master_extend_session(r->local, r->handle, &tail, r->n_sent, &version);
+    } else {
+      Weft__ExtendSessionRequest req = WEFT__EXTEND_SESSION_REQUEST__INIT;
+      req.session_handle = r->handle;
+      req.graph_def = &tail;
+      req.current_graph_version = r->n_sent;
+      st = weft__rpc_unary(&r->peer, M_EXTEND_SESSION, &req.base, NULL, 0, CREATE_TIMEOUT_MS,
+                           false, NULL, &weft__extend_session_response__descriptor, &resp, NULL,
+                           NULL);
+    }
+  }
+  if (!st) r->n_sent = n_now;
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  tensorflow__graph_def__free_unpacked(gd, NULL);
+  return st;
+}
+
+static void record_placements(weft__remote_session_t *r, Weft__NodePlacement *const *p, size_t n) {
+  if (n == 0) return;
+  GString *log = r->opts->log_device_placement ? g_string_new(NULL) : NULL;
+  g_mutex_lock(&r->placement_lock);
+  for (size_t k = 0; k < n; k++) {
+    if (!p[k]->name || !p[k]->device) continue;
+    if (!g_hash_table_contains(r->placement, p[k]->name)) {
+      g_hash_table_insert(r->placement, g_strdup(p[k]->name), g_strdup(p[k]->device));
+    }
+    if (log) g_string_append_printf(log, "%s: (%s): %s\n", p[k]->name, p[k]->op, p[k]->device);
+  }
+  g_mutex_unlock(&r->placement_lock);
+  if (log) {
+    fputs(log->str, stderr);
+    fflush(stderr);
+    g_string_free(log, TRUE);
+  }
+}
+
+weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *const *feed_names,
+                                        weft_tensor_t *const *feeds, int n_feeds,
+                                        const char *const *fetch_names,
+                                        weft_tensor_t **fetch_outputs, int n_fetches,
+                                        const char *const *target_names, int n_targets) {
+  if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
+  }
+  for (int k = 0; k < n_feeds; k++) {
+    if (!feed_names[k] || !feeds[k])
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "Feed %d has no name or no tensor", k);
+  }
+  g_mutex_lock(&r->lock);
+  weft_status_t *st = r->closed ? weft_status_new(WEFT_FAILED_PRECONDITION,
+                                                  "Session has been closed")
+                                : sync_graph(r);
+  char *handle = g_strdup(r->handle);
+  g_mutex_unlock(&r->lock);
+  if (st) {
+    g_free(handle);
+    return st;
+  }
+  int64_t timeout = r->opts->operation_timeout_ms;
+  if (r->local) {
+    GPtrArray *placements =
+        g_ptr_array_new_with_free_func((GDestroyNotify)weft__node_placement_free);
+    st = weft__master_run_step(r->local, handle, feed_names, feeds, n_feeds, fetch_names,
+                               n_fetches, target_names, n_targets, timeout, fetch_outputs,
+                               placements);
+    record_placements(r, (Weft__NodePlacement *const *)placements->pdata, placements->len);
+    g_ptr_array_free(placements, TRUE);
+    g_free(handle);
+    return st;
+  }
+  Weft__RunStepRequest req = WEFT__RUN_STEP_REQUEST__INIT;
+  req.session_handle = handle;
+  req.n_feed = (size_t)n_feeds;
+  req.feed = (char **)feed_names;
+  req.n_fetch = (size_t)n_fetches;
+  req.fetch = (char **)fetch_names;
+  req.n_target = (size_t)n_targets;
+  req.target = (char **)target_names;
+  req.timeout_ms = timeout;
+  ProtobufCMessage *resp = NULL;
+  weft_tensor_t **tensors = NULL;
+  int n = 0;
+  st = weft__rpc_unary(&r->peer, M_RUN_STEP, &req.base, feeds, n_feeds,
+                       timeout > 0 ? timeout + RUN_SLACK_MS : RUN_BACKSTOP_MS, false, NULL,
+                       &weft__run_step_response__descriptor, &resp, &tensors, &n);
+  g_free(handle);
+  if (!st && n != n_fetches) {
+    st = weft_status_new(WEFT_INTERNAL, "RunStep returned %d tensors for %d fetches", n, n_fetches);
+  }
+  if (!st) {
+    const Weft__RunStepResponse *rr = (const Weft__RunStepResponse *)resp;
+    record_placements(r, rr->placement, rr->n_placement);
+    for (int k = 0; k < n; k++) {
+      fetch_outputs[k] = tensors[k];
+      tensors[k] = NULL;
+    }
+  }
+  weft__tensors_free(tensors, n);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  return st;
+}
+
+const char *weft__remote_session_node_device(weft__remote_session_t *r, const char *node_name) {
+  g_mutex_lock(&r->placement_lock);
+  /* Entries are never replaced or removed while the session lives, so the string stays valid. */
+  const char *d = g_hash_table_lookup(r->placement, node_name);
+  g_mutex_unlock(&r->placement_lock);
+  return d ? d : "";
+}
+
+weft_status_t *weft__remote_session_close(weft__remote_session_t *r) {
+  g_mutex_lock(&r->lock);
+  if (r->closed) {
+    g_mutex_unlock(&r->lock);
+    return NULL;
+  }
+  r->closed = true;
+  char *handle = r->handle;
+  r->handle = NULL;
+  g_mutex_unlock(&r->lock);
+  if (!handle) return NULL;
+  weft_status_t *st = NULL;
+  if (r->local) {
+    st = weft__master_close_session(r->local, handle);
+  } else {
+    Weft__CloseSessionRequest req = WEFT__CLOSE_SESSION_REQUEST__INIT;
+    req.session_handle = handle;
+    ProtobufCMessage *resp = NULL;
+    st = weft__rpc_unary(&r->peer, M_CLOSE_SESSION, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS,
+                         false, NULL, &weft__close_session_response__descriptor, &resp, NULL, NULL);
+    if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  }
+  g_free(handle);
+  return st;
+}
+
+void weft__remote_session_free(weft__remote_session_t *r) {
+  if (!r) return;
+  weft_status_free(weft__remote_session_close(r));
+  if (r->local) weft__master_unref(r->local);
+  g_hash_table_destroy(r->placement);
+  weft_session_options_free(r->opts);
+  g_mutex_clear(&r->lock);
+  g_mutex_clear(&r->placement_lock);
+  g_free(r->address);
+  g_free(r);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cluster-wide client calls */
+
+static weft_status_t *target_peer(const char *target, char **address) {
+  *address = weft__target_address(target);
+  if (!*address || !weft__address_split(*address, NULL, NULL)) {
+    g_free(*address);
+    *address = NULL;
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Target '%s' is not of the form grpc://HOST:PORT",
+                           target ? target : "");
+  }
+  weft__grpc_init_once();
+  return NULL;
+}
+
+weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
+                                         weft_device_info_t **devices, int *n) {
+  *devices = NULL;
+  *n = 0;
+  char *address = NULL;
+  weft_status_t *st = target_peer(target, &address);
+  if (st) return st;
+  weft__master_t *local = weft__local_master_lookup(address);
+  GPtrArray *list = NULL;
+  ProtobufCMessage *resp = NULL;
+  if (local) {
+    st = weft__master_list_devices(local, &list);
+    weft__master_unref(local);
+  } else {
+    weft__peer_t peer = server_peer(address);
+    Weft__ListDevicesRequest req = WEFT__LIST_DEVICES_REQUEST__INIT;
+    st = weft__rpc_unary(&peer, M_LIST_DEVICES, &req.base, NULL, 0,
+                         timeout_ms > 0 ? timeout_ms : CREATE_TIMEOUT_MS, false, NULL,
+                         &weft__list_devices_response__descriptor, &resp, NULL, NULL);
+    if (!st) {
+      const Weft__ListDevicesResponse *lr = (const Weft__ListDevicesResponse *)resp;
+      list = g_ptr_array_new();
+      for (size_t k = 0; k < lr->n_device; k++) g_ptr_array_add(list, lr->device[k]);
+    }
+  }
+  if (!st) {
+    weft_device_info_t *out = g_new0(weft_device_info_t, list->len + 1);
+    for (guint k = 0; k < list->len; k++) {
+      const Weft__DeviceAttributes *a = list->pdata[k];
+      out[k].name = g_strdup(a->name);
+      out[k].device_type = g_strdup(a->device_type);
+      out[k].ordinal = a->id;
+      out[k].description = g_strdup(a->description);
+      out[k].memory_bytes = a->memory_bytes;
+      out[k].gpu_like = a->gpu_like;
+    }
+    *devices = out;
+    *n = (int)list->len;
+  }
+  if (list) g_ptr_array_free(list, TRUE);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  g_free(address);
+  return st;
+}
+
+void weft_device_list_free(weft_device_info_t *devices, int n) {
+  if (!devices) return;
+  for (int k = 0; k < n; k++) {
+    g_free((char *)devices[k].name);
+    g_free((char *)devices[k].device_type);
+    g_free((char *)devices[k].description);
+  }
+  g_free(devices);
+}
+
+weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n) {
+  char *address = NULL;
+  weft_status_t *st = target_peer(target, &address);
+  if (st) return st;
+  weft__master_t *local = weft__local_master_lookup(address);
+  if (local) {
+    st = weft__master_reset(local, containers, n);
+    weft__master_unref(local);
+  } else {
+    weft__peer_t peer = server_peer(address);
+    Weft__ResetRequest req = WEFT__RESET_REQUEST__INIT;
+    req.n_container = n > 0 ? (size_t)n : 0;
+    req.container = (char **)containers;
+    ProtobufCMessage *resp = NULL;
+    st = weft__rpc_unary(&peer, M_RESET, &req.base, NULL, 0, CREATE_TIMEOUT_MS, false, NULL,
+                         &weft__reset_response__descriptor, &resp, NULL, NULL);
+    if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  }
+  g_free(address);
+  return st;
+}

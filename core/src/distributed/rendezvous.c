@@ -1,0 +1,293 @@
+/* Steps on a worker and their rendezvous: the tensors this task's _Send kernels produced for
+ * other tasks, kept under their keys until the other task's RecvTensor takes them, and the
+ * RecvTensor calls that arrived before the tensor did. A step also carries its abort status
+ * (every waiter is answered with it, every later operation fails with it), its deadline, and the
+ * set of outgoing calls its _Recv kernels have in flight, which an abort cancels. Nothing here
+ * blocks: a RecvTensor that must wait leaves a callback, answered by the _Send or the abort. */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+/* Steps nobody has touched for this long are dropped (their master is gone). */
+#define STEP_IDLE_LIMIT_US (15 * 60 * G_USEC_PER_SEC)
+
+typedef struct waiter {
+  weft__recv_done_fn done;
+  void *user_data;
+} waiter_t;
+
+struct weft__step {
+  gint refcount;
+  int64_t id;
+  GMutex lock;
+  GHashTable *ready;    /* key -> weft_tensor_t* (a reference) */
+  GHashTable *waiting;  /* key -> waiter_t* */
+  weft_status_t *aborted;
+  bool derived;
+  weft__call_set_t *calls;
+  gint64 deadline_us;   /* monotonic; G_MAXINT64 when none */
+  gint64 touched_us;
+};
+
+struct weft__step_table {
+  GMutex lock;
+  GHashTable *steps; /* &step->id -> weft__step_t* (the table's reference) */
+  weft_status_t *shutdown;
+};
+
+static weft__step_t *step_new(int64_t id) {
+  weft__step_t *s = g_new0(weft__step_t, 1);
+  s->refcount = 1;
+  s->id = id;
+  g_mutex_init(&s->lock);
+  s->ready = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                   (GDestroyNotify)weft_tensor_unref);
+  s->waiting = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->calls = weft__call_set_new();
+  s->deadline_us = G_MAXINT64;
+  s->touched_us = g_get_monotonic_time();
+  return s;
+}
+
+void weft__step_unref(weft__step_t *s) {
+  if (!s || !g_atomic_int_dec_and_test(&s->refcount)) return;
+  g_hash_table_destroy(s->ready);
+  g_hash_table_destroy(s->waiting);
+  weft_status_free(s->aborted);
+  weft__call_set_free(s->calls);
+  g_mutex_clear(&s->lock);
+  g_free(s);
+}
+
+int64_t weft__step_id(const weft__step_t *step) { return step->id; }
+weft__call_set_t *weft__step_calls(weft__step_t *step) { return step->calls; }
+
+gint64 weft__step_deadline(const weft__step_t *step) {
+  /* Set once by RunGraph before any kernel of the step runs. */
+  return step->deadline_us;
+}
+
+void weft__step_set_deadline(weft__step_t *step, gint64 deadline_us) {
+  g_mutex_lock(&step->lock);
+  if (deadline_us < step->deadline_us) step->deadline_us = deadline_us;
+  g_mutex_unlock(&step->lock);
+}
+
+static weft_status_t *copy_status(const weft_status_t *st, bool derived) {
+  const char *msg = st->message;
+  if (g_str_has_prefix(msg, WEFT_DERIVED_PREFIX)) msg += strlen(WEFT_DERIVED_PREFIX);
+  return weft_status_new(st->code, "%s%s", derived ? WEFT_DERIVED_PREFIX : "", msg);
+}
+
+void weft__step_abort(weft__step_t *s, const weft_status_t *why, bool derived) {
+  g_mutex_lock(&s->lock);
+  if (s->aborted) {
+    g_mutex_unlock(&s->lock);
+    return;
+  }
+  s->aborted = copy_status(why, false);
+  s->derived = derived;
+  GHashTable *waiting = s->waiting;
+  s->waiting = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_remove_all(s->ready);
+  g_mutex_unlock(&s->lock);
+  weft__call_set_cancel(s->calls, why);
+  /* A peer waiting here fails because of this task's trouble: for the peer it is derived. */
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, waiting);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    waiter_t *w = value;
+    w->done(w->user_data, copy_status(why, true), NULL);
+  }
+  g_hash_table_destroy(waiting);
+}
+
+weft_status_t *weft__step_status(weft__step_t *s, bool *derived) {
+  g_mutex_lock(&s->lock);
+  weft_status_t *st = s->aborted ? copy_status(s->aborted, false) : NULL;
+  if (derived) *derived = s->derived;
+  g_mutex_unlock(&s->lock);
+  return st;
+}
+
+weft_status_t *weft__step_put(weft__step_t *s, const char *key, weft_tensor_t *tensor) {
+  g_mutex_lock(&s->lock);
+  s->touched_us = g_get_monotonic_time();
+  if (s->aborted) {
+    weft_status_t *st = copy_status(s->aborted, s->derived);
+    g_mutex_unlock(&s->lock);
+    return st;
+  }
+  waiter_t *w = NULL;
+  gpointer stolen_key = NULL;
+  if (g_hash_table_steal_extended(s->waiting, key, &stolen_key, (gpointer *)&w)) {
+    g_mutex_unlock(&s->lock);
+    g_free(stolen_key);
+    w->done(w->user_data, NULL, weft_tensor_ref(tensor));
+    g_free(w);
+    return NULL;
+  }
+  if (g_hash_table_contains(s->ready, key)) {
+    g_mutex_unlock(&s->lock);
+    return weft_status_new(WEFT_INTERNAL, "Tensor '%s' was sent twice in step %" G_GINT64_FORMAT,
+                           key, s->id);
+  }
+  g_hash_table_insert(s->ready, g_strdup(key), weft_tensor_ref(tensor));
+  g_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+void weft__step_take(weft__step_t *s, const char *key, weft__recv_done_fn done, void *user_data) {
+  g_mutex_lock(&s->lock);
+  s->touched_us = g_get_monotonic_time();
+  if (s->aborted) {
+    weft_status_t *st = copy_status(s->aborted, true);
+    g_mutex_unlock(&s->lock);
+    done(user_data, st, NULL);
+    return;
+  }
+  gpointer stolen_key = NULL, tensor = NULL;
+  if (g_hash_table_steal_extended(s->ready, key, &stolen_key, &tensor)) {
+    g_mutex_unlock(&s->lock);
+    g_free(stolen_key);
+    done(user_data, NULL, tensor);
+    return;
+  }
+  if (g_hash_table_contains(s->waiting, key)) {
+    g_mutex_unlock(&s->lock);
+    done(user_data,
+         weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "Tensor '%s' of step %" G_GINT64_FORMAT " is already being received",
+                         key, s->id),
+         NULL);
+    return;
+  }
+  waiter_t *w = g_new0(waiter_t, 1);
+  w->done = done;
+  w->user_data = user_data;
+  g_hash_table_insert(s->waiting, g_strdup(key), w);
+  g_mutex_unlock(&s->lock);
+}
+
+static bool step_idle(weft__step_t *s) {
+  g_mutex_lock(&s->lock);
+  bool idle = g_hash_table_size(s->ready) == 0 && g_hash_table_size(s->waiting) == 0;
+  g_mutex_unlock(&s->lock);
+  return idle;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The table */
+
+weft__step_table_t *weft__step_table_new(void) {
+  weft__step_table_t *t = g_new0(weft__step_table_t, 1);
+  g_mutex_init(&t->lock);
+  t->steps = g_hash_table_new(g_int64_hash, g_int64_equal);
+  return t;
+}
+
+void weft__step_table_free(weft__step_table_t *t) {
+  if (!t) return;
+  weft_status_t *why = weft_status_new(WEFT_CANCELLED, "The worker is shutting down");
+  weft__step_table_shutdown(t, why);
+  weft_status_free(why);
+  g_hash_table_destroy(t->steps);
+  weft_status_free(t->shutdown);
+  g_mutex_clear(&t->lock);
+  g_free(t);
+}
+
+/* Drops steps nobody touched for a long time; called with the table locked. The dropped ones
+ * are aborted after the lock is released (their waiters' callbacks may take other locks). */
+static GPtrArray *sweep_locked(weft__step_table_t *t) {
+  GPtrArray *stale = NULL;
+  gint64 now = g_get_monotonic_time();
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, t->steps);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    weft__step_t *s = value;
+    if (now - s->touched_us < STEP_IDLE_LIMIT_US || g_atomic_int_get(&s->refcount) > 1) continue;
+    if (!stale) stale = g_ptr_array_new();
+    g_ptr_array_add(stale, s);
+    g_hash_table_iter_remove(&it);
+  }
+  return stale;
+}
+
+static void abort_and_drop(GPtrArray *steps, const char *why_text) {
+  if (!steps) return;
+  weft_status_t *why = weft_status_new(WEFT_ABORTED, "%s", why_text);
+  for (guint k = 0; k < steps->len; k++) {
+    weft__step_abort(steps->pdata[k], why, false);
+    weft__step_unref(steps->pdata[k]);
+  }
+  weft_status_free(why);
+  g_ptr_array_free(steps, TRUE);
+}
+
+weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **status) {
+  *status = NULL;
+  g_mutex_lock(&t->lock);
+  if (t->shutdown) {
+    *status = copy_status(t->shutdown, false);
+    g_mutex_unlock(&t->lock);
+    return NULL;
+  }
+  weft__step_t *s = g_hash_table_lookup(t->steps, &id);
+  GPtrArray *stale = NULL;
+  if (!s) {
+    stale = sweep_locked(t);
+    s = step_new(id);
+    g_hash_table_insert(t->steps, &s->id, s);
+  }
+  g_atomic_int_inc(&s->refcount);
+  s->touched_us = g_get_monotonic_time();
+  g_mutex_unlock(&t->lock);
+  abort_and_drop(stale, "The step was idle for too long and was dropped");
+  return s;
+}
+
+void weft__step_table_remove(weft__step_table_t *t, int64_t id) {
+  g_mutex_lock(&t->lock);
+  weft__step_t *s = g_hash_table_lookup(t->steps, &id);
+  if (s) g_hash_table_remove(t->steps, &id);
+  g_mutex_unlock(&t->lock);
+  if (!s) return;
+  weft_status_t *why = weft_status_new(WEFT_CANCELLED, "Step %" G_GINT64_FORMAT " was cleaned up",
+                                       id);
+  weft__step_abort(s, why, true);
+  weft_status_free(why);
+  weft__step_unref(s);
+}
+
+void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
+  g_mutex_lock(&t->lock);
+  weft__step_t *s = g_hash_table_lookup(t->steps, &id);
+  /* The table's reference is the only one left: no RunGraph or RecvTensor is using it. */
+  if (s && g_atomic_int_get(&s->refcount) == 1 && step_idle(s)) {
+    g_hash_table_remove(t->steps, &id);
+  } else {
+    s = NULL;
+  }
+  g_mutex_unlock(&t->lock);
+  weft__step_unref(s);
+}
+
+void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why) {
+  g_mutex_lock(&t->lock);
+  if (!t->shutdown) t->shutdown = copy_status(why, false);
+  GPtrArray *all = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, t->steps);
+  while (g_hash_table_iter_next(&it, NULL, &value)) g_ptr_array_add(all, value);
+  g_hash_table_steal_all(t->steps);
+  g_mutex_unlock(&t->lock);
+  for (guint k = 0; k < all->len; k++) {
+    weft__step_abort(all->pdata[k], why, false);
+    weft__step_unref(all->pdata[k]);
+  }
+  g_ptr_array_free(all, TRUE);
+}

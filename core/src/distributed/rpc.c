@@ -1,0 +1,284 @@
+/* The RPC client every part of the distributed runtime uses: one gRPC channel per peer address
+ * (cached for the process lifetime; gRPC reconnects it), unary calls with a deadline, each on its
+ * own completion queue so any thread may block in one, and call sets that cancel a step's calls
+ * in flight at once. Errors keep gRPC's status code (the same numbers as weft_code_t) and name
+ * the peer and the method when the peer could not be reached in time. */
+#include "distributed_internal.h"
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
+#include <grpc/support/time.h>
+#include <string.h>
+
+/* gRPC's own log lines (e.g. its account of a port already in use, which Weft reports in its
+ * own words) go through Weft's log: visible with WEFT_LOG_LEVEL=info or debug. */
+static void grpc_log(gpr_log_func_args *args) {
+  weft__log(args->severity == GPR_LOG_SEVERITY_ERROR ? WEFT_LOG_INFO : WEFT_LOG_DEBUG, "grpc",
+            "%s:%d: %s", args->file, args->line, args->message);
+}
+
+static gpointer init_grpc(gpointer unused) {
+  (void)unused;
+  gpr_set_log_function(grpc_log);
+  grpc_init();
+  return NULL;
+}
+
+void weft__grpc_init_once(void) {
+  static GOnce once = G_ONCE_INIT;
+  g_once(&once, init_grpc, NULL);
+}
+
+const grpc_channel_args *weft__grpc_channel_args(void) {
+  /* Tensors of any size (gRPC's default stops at 4 MiB), keep-alive pings that notice a peer
+   * that vanished without closing its connection, and a short reconnect back-off so a task that
+   * restarts is reachable again within a second. Every peer is one of ours, so servers accept
+   * the clients' ping rate. */
+  static grpc_arg args[] = {
+      {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = -1}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = -1}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = 30000}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 10000}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, {.integer = 0}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, {.integer = 10000}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_PING_STRIKES, {.integer = 0}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, {.integer = 100}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, {.integer = 100}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = 1000}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, {.integer = 16 << 20}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_FRAME_SIZE, {.integer = (16 << 20) - 1}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_TCP_READ_CHUNK_SIZE, {.integer = 4 << 20}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, {.integer = 16 << 20}},
+  };
+  static grpc_channel_args all = {G_N_ELEMENTS(args), args};
+  return &all;
+}
+
+static GMutex channels_lock;
+static GHashTable *channels; /* address -> grpc_channel* */
+
+static grpc_channel *channel_for(const char *address) {
+  weft__grpc_init_once();
+  g_mutex_lock(&channels_lock);
+  if (!channels) channels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  grpc_channel *ch = g_hash_table_lookup(channels, address);
+  if (!ch) {
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    ch = grpc_channel_create(address, creds, weft__grpc_channel_args());
+    grpc_channel_credentials_release(creds);
+    g_hash_table_insert(channels, g_strdup(address), ch);
+  }
+  g_mutex_unlock(&channels_lock);
+  return ch;
+}
+
+char *weft__target_address(const char *target) {
+  if (!target || !g_str_has_prefix(target, "grpc://")) return NULL;
+  const char *rest = target + strlen("grpc://");
+  size_t len = strcspn(rest, "/");
+  return len > 0 ? g_strndup(rest, len) : NULL;
+}
+
+bool weft__is_grpc_target(const char *target) {
+  return target && g_str_has_prefix(target, "grpc://");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Call sets */
+
+struct weft__call_set {
+  GMutex lock;
+  GHashTable *calls;      /* grpc_call* in flight */
+  weft_status_t *cancelled; /* set once cancelled */
+};
+
+weft__call_set_t *weft__call_set_new(void) {
+  weft__call_set_t *set = g_new0(weft__call_set_t, 1);
+  g_mutex_init(&set->lock);
+  set->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
+  return set;
+}
+
+void weft__call_set_free(weft__call_set_t *set) {
+  if (!set) return;
+  g_hash_table_destroy(set->calls);
+  weft_status_free(set->cancelled);
+  g_mutex_clear(&set->lock);
+  g_free(set);
+}
+
+void weft__call_set_cancel(weft__call_set_t *set, const weft_status_t *why) {
+  g_mutex_lock(&set->lock);
+  if (!set->cancelled) {
+    set->cancelled = weft_status_new(why ? why->code : WEFT_CANCELLED, "%s",
+                                     why ? why->message : "Cancelled");
+  }
+  GHashTableIter it;
+  gpointer call;
+  g_hash_table_iter_init(&it, set->calls);
+  /* Under the lock: a call leaves the set (and may be freed) only with the lock held. */
+  while (g_hash_table_iter_next(&it, &call, NULL)) grpc_call_cancel(call, NULL);
+  g_mutex_unlock(&set->lock);
+}
+
+/* Adds the call; returns a copy of the cancel status instead when the set is cancelled. */
+static weft_status_t *call_set_add(weft__call_set_t *set, grpc_call *call) {
+  if (!set) return NULL;
+  g_mutex_lock(&set->lock);
+  weft_status_t *st = NULL;
+  if (set->cancelled) st = weft_status_new(set->cancelled->code, "%s", set->cancelled->message);
+  else g_hash_table_add(set->calls, call);
+  g_mutex_unlock(&set->lock);
+  return st;
+}
+
+static void call_set_remove(weft__call_set_t *set, grpc_call *call) {
+  if (!set) return;
+  g_mutex_lock(&set->lock);
+  g_hash_table_remove(set->calls, call);
+  g_mutex_unlock(&set->lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Unary calls */
+
+static weft_status_t *call_raw(const char *address, const char *method, grpc_byte_buffer *request,
+                               int64_t timeout_ms, bool wait_for_ready, weft__call_set_t *set,
+                               grpc_byte_buffer **response) {
+  *response = NULL;
+  grpc_channel *channel = channel_for(address);
+  grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+  gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                       gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
+                                                            GPR_TIMESPAN));
+  grpc_slice method_slice = grpc_slice_from_copied_string(method);
+  grpc_call *call = grpc_channel_create_call(channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                             method_slice, NULL, deadline, NULL);
+  grpc_slice_unref(method_slice);
+  weft_status_t *st = call_set_add(set, call);
+  if (st) {
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+    return st;
+  }
+
+  grpc_metadata_array initial_md, trailing_md;
+  grpc_metadata_array_init(&initial_md);
+  grpc_metadata_array_init(&trailing_md);
+  grpc_status_code code = GRPC_STATUS_UNKNOWN;
+  grpc_slice details = grpc_empty_slice();
+  grpc_op ops[6];
+  memset(ops, 0, sizeof ops);
+  ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+  ops[0].flags = wait_for_ready ? (GRPC_INITIAL_METADATA_WAIT_FOR_READY |
+                                   GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET)
+                                : 0;
+  ops[1].op = GRPC_OP_SEND_MESSAGE;
+  ops[1].data.send_message.send_message = request;
+  ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+  ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+  ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial_md;
+  ops[4].op = GRPC_OP_RECV_MESSAGE;
+  ops[4].data.recv_message.recv_message = response;
+  ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+  ops[5].data.recv_status_on_client.trailing_metadata = &trailing_md;
+  ops[5].data.recv_status_on_client.status = &code;
+  ops[5].data.recv_status_on_client.status_details = &details;
+  grpc_call_error err = grpc_call_start_batch(call, ops, 6, call, NULL);
+  if (err == GRPC_CALL_OK) {
+    grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+  } else {
+    code = GRPC_STATUS_INTERNAL;
+  }
+  call_set_remove(set, call);
+
+  if (err != GRPC_CALL_OK) {
+    st = weft_status_new(WEFT_INTERNAL, "%s: could not start the call: %s", method,
+                         grpc_call_error_to_string(err));
+  } else if (code != GRPC_STATUS_OK) {
+    char *text = grpc_slice_to_c_string(details);
+    weft_code_t wc = (code > 0 && code <= 16) ? (weft_code_t)code : WEFT_UNKNOWN;
+    st = weft_status_new(wc, "%s", text && *text ? text : "(no details)");
+    gpr_free(text);
+  } else if (!*response) {
+    st = weft_status_new(WEFT_INTERNAL, "%s answered OK without a message", method);
+  }
+  if (st && *response) {
+    grpc_byte_buffer_destroy(*response);
+    *response = NULL;
+  }
+  grpc_slice_unref(details);
+  grpc_metadata_array_destroy(&initial_md);
+  grpc_metadata_array_destroy(&trailing_md);
+  grpc_call_unref(call);
+  grpc_completion_queue_shutdown(cq);
+  grpc_completion_queue_destroy(cq);
+  return st;
+}
+
+/* "/weft.Worker/RunGraph" -> "RunGraph". */
+static const char *short_method(const char *method) {
+  const char *slash = strrchr(method, '/');
+  return slash ? slash + 1 : method;
+}
+
+weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
+                               const ProtobufCMessage *msg, weft_tensor_t *const *tensors,
+                               int n_tensors, int64_t timeout_ms, bool wait_for_ready,
+                               weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
+                               ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
+                               int *n_resp_tensors) {
+  *resp = NULL;
+  if (resp_tensors) *resp_tensors = NULL;
+  if (n_resp_tensors) *n_resp_tensors = 0;
+  grpc_byte_buffer *request = NULL;
+  weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &request);
+  if (st) return st;
+  grpc_byte_buffer *response = NULL;
+  st = call_raw(peer->address, method, request, timeout_ms, wait_for_ready, set, &response);
+  grpc_byte_buffer_destroy(request);
+  if (st) {
+    weft_code_t code = weft_status_code(st);
+    /* Task names start with '/'; other peers (a client's server) come with their own words. */
+    const char *what = peer->name[0] == '/' ? "Task " : "";
+    if (code == WEFT_UNAVAILABLE) {
+      weft_status_prefix(st, "%s%s at %s is unavailable (%s)", what, peer->name, peer->address,
+                         short_method(method));
+    } else if (code == WEFT_DEADLINE_EXCEEDED) {
+      weft_status_prefix(st, "%s%s at %s did not answer %s within %" G_GINT64_FORMAT " ms", what,
+                         peer->name, peer->address, short_method(method), timeout_ms);
+    }
+    return st;
+  }
+  st = weft__wire_decode(response, resp_desc, resp, resp_tensors, n_resp_tensors);
+  grpc_byte_buffer_destroy(response);
+  if (st) weft_status_prefix(st, "Answer of %s to %s", peer->name, short_method(method));
+  return st;
+}
+
+weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
+                             size_t len, int64_t timeout_ms, char **answer, size_t *answer_len) {
+  *answer = NULL;
+  *answer_len = 0;
+  grpc_slice slice = grpc_slice_from_copied_buffer(bytes, len);
+  grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
+  grpc_slice_unref(slice);
+  grpc_byte_buffer *response = NULL;
+  weft_status_t *st = call_raw(address, method, request, timeout_ms, false, NULL, &response);
+  grpc_byte_buffer_destroy(request);
+  if (st) return st;
+  grpc_byte_buffer_reader reader;
+  grpc_byte_buffer_reader_init(&reader, response);
+  grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
+  grpc_byte_buffer_reader_destroy(&reader);
+  *answer_len = GRPC_SLICE_LENGTH(all);
+  *answer = g_malloc(*answer_len + 1);
+  memcpy(*answer, GRPC_SLICE_START_PTR(all), *answer_len);
+  (*answer)[*answer_len] = '\0';
+  grpc_slice_unref(all);
+  grpc_byte_buffer_destroy(response);
+  return NULL;
+}

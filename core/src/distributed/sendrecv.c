@@ -1,0 +1,170 @@
+/* The _Send and _Recv kernels: a core-internal kernel set registered for every device type that
+ * has devices, with every argument in host memory (the executor moves tensors between the
+ * device and the host around them). _Send puts its input into the step's rendezvous; _Recv pulls
+ * the tensor from the sending task with RecvTensor, with the step's deadline, through the step's
+ * call set so an abort cancels it. A _Recv that fails aborts its own step at once, so the rest
+ * of the partition stops waiting (a peer's abort is "derived": not this task's fault).
+ *
+ * Their kernel instances are built per execution slot rather than by the kernel's create(): the
+ * state points at the slot's current step, which changes every RunGraph. */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+#define METHOD_RECV_TENSOR "/weft.Worker/RecvTensor"
+
+static weft_status_t *send_compute(weft_kernel_ctx_t *ctx, void *state) {
+  weft__xfer_state_t *x = state;
+  weft__step_t *step = x->step ? *x->step : NULL;
+  if (!step) return weft_status_new(WEFT_INTERNAL, "_Send '%s' runs outside a step", x->key);
+  weft_tensor_t *t = ctx->inputs[0].tensor;
+  if (!t) return weft_status_new(WEFT_INTERNAL, "_Send '%s' has no input tensor", x->key);
+  weft_tensor_t *copy = NULL;
+  if (x->copy_on_send) {
+    /* The value of a variable: later updates of the variable must not change what is sent. */
+    weft_status_t *st = weft__tensor_copy_to_host(t, &copy);
+    if (st) return st;
+    t = copy;
+  }
+  weft_status_t *st = weft__step_put(step, x->key, t);
+  weft_tensor_unref(copy);
+  return st;
+}
+
+static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
+  weft__xfer_state_t *x = state;
+  weft__step_t *step = x->step ? *x->step : NULL;
+  if (!step) return weft_status_new(WEFT_INTERNAL, "_Recv '%s' runs outside a step", x->key);
+  gint64 left_us = weft__step_deadline(step) - g_get_monotonic_time();
+  weft_status_t *st = NULL;
+  if (left_us <= 0) {
+    st = weft_status_new(WEFT_DEADLINE_EXCEEDED,
+                         "Step %" G_GINT64_FORMAT " ran out of time before receiving '%s' from %s",
+                         weft__step_id(step), x->key, x->peer.name);
+  }
+  ProtobufCMessage *resp = NULL;
+  weft_tensor_t **tensors = NULL;
+  int n = 0;
+  if (!st) {
+    Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+    req.step_id = weft__step_id(step);
+    req.rendezvous_key = x->key;
+    req.incarnation = x->peer_incarnation;
+    int64_t timeout_ms = left_us / 1000 + 1;
+    st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, timeout_ms, false,
+                         weft__step_calls(step), &weft__recv_tensor_response__descriptor, &resp,
+                         &tensors, &n);
+  }
+  if (!st && (n != 1 || tensors[0]->dtype != x->dtype)) {
+    st = weft_status_new(WEFT_INTERNAL, "RecvTensor '%s' from %s returned %d tensor(s)%s%s", x->key,
+                         x->peer.name, n, n == 1 ? " of type " : "",
+                         n == 1 ? weft_dtype_name(tensors[0]->dtype) : "");
+  }
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  if (st) {
+    weft__tensors_free(tensors, n);
+    bool derived = g_str_has_prefix(weft_status_message(st), WEFT_DERIVED_PREFIX);
+    weft__step_abort(step, st, derived);
+    return st;
+  }
+  ctx->outputs[0].tensor = tensors[0];
+  g_free(tensors);
+  return NULL;
+}
+
+bool weft__is_xfer_op(const char *op) {
+  return strcmp(op, "_Send") == 0 || strcmp(op, "_Recv") == 0;
+}
+
+void weft__sendrecv_register_kernels(void) {
+  static GMutex lock;
+  static GHashTable *done; /* device types that have the kernels */
+  static const char *const host_args[] = {"tensor", NULL};
+  weft__plugins_ensure_loaded();
+  g_mutex_lock(&lock);
+  if (!done) done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  int n = weft__device_count();
+  for (int k = 0; k < n; k++) {
+    const weft__device_t *d = weft__device_at(k);
+    if (!d || g_hash_table_contains(done, d->type)) continue;
+    weft_kernel_def_t send = {.struct_size = sizeof(weft_kernel_def_t),
+                              .op = "_Send",
+                              .device_type = d->type,
+                              .host_memory_args = host_args,
+                              .compute = send_compute};
+    weft_kernel_def_t recv = send;
+    recv.op = "_Recv";
+    recv.compute = recv_compute;
+    weft__registry_add_kernel(weft__kernel_copy_def(&send, "core"));
+    weft__registry_add_kernel(weft__kernel_copy_def(&recv, "core"));
+    g_hash_table_add(done, g_strdup(d->type));
+  }
+  g_mutex_unlock(&lock);
+}
+
+static const char *string_attr(const weft_node_t *node, const char *name) {
+  const weft__attr_value_t *v = weft__attrs_get(node->attrs, name);
+  return v && v->kind == WEFT_ATTR_STRING ? v->u.s.data : NULL;
+}
+
+static void xfer_state_free(weft__xfer_state_t *x) {
+  if (!x) return;
+  g_free(x->key);
+  g_free((char *)x->peer.name);
+  g_free((char *)x->peer.address);
+  g_free(x);
+}
+
+weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
+                                       weft__step_t *const *step, GHashTable *peers,
+                                       weft__kernel_instance_t **out) {
+  *out = NULL;
+  bool is_recv = strcmp(node->op_name, "_Recv") == 0;
+  const char *key = string_attr(node, "tensor_name");
+  const char *send_device = string_attr(node, "send_device");
+  if (!key || !*key || !send_device) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (%s) needs the tensor_name and send_device attrs", node->name,
+                           node->op_name);
+  }
+  weft__sendrecv_register_kernels();
+  const weft__kernel_t *kernel = weft__kernel_lookup(node->op_name, device->type, node->attrs);
+  if (!kernel) {
+    return weft_status_new(WEFT_INTERNAL, "No %s kernel on %s", node->op_name, device->name);
+  }
+  weft__xfer_state_t *x = g_new0(weft__xfer_state_t, 1);
+  x->step = step;
+  x->key = g_strdup(key);
+  if (is_recv) {
+    x->dtype = weft__dtype_base(node->output_types[0]);
+    char *task = weft__task_of_device(send_device);
+    const Weft__TaskAddress *peer = task ? g_hash_table_lookup(peers, task) : NULL;
+    if (!peer) {
+      weft_status_t *st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                                          "Node '%s' (_Recv) receives from '%s', which is not a "
+                                          "task the master named for this graph",
+                                          node->name, send_device);
+      g_free(task);
+      xfer_state_free(x);
+      return st;
+    }
+    x->peer.name = task;
+    x->peer.address = g_strdup(peer->address);
+    x->peer_incarnation = peer->incarnation;
+  } else {
+    const weft__attr_value_t *copy = weft__attrs_get(node->attrs, "copy_on_send");
+    x->copy_on_send = copy && copy->kind == WEFT_ATTR_BOOL && copy->u.b;
+  }
+  weft__kernel_instance_t *inst = g_new0(weft__kernel_instance_t, 1);
+  inst->kernel = kernel;
+  inst->device = device;
+  inst->state = x;
+  *out = inst;
+  return NULL;
+}
+
+void weft__xfer_instance_free(weft__kernel_instance_t *inst) {
+  if (!inst) return;
+  xfer_state_free(inst->state);
+  g_free(inst);
+}

@@ -1,0 +1,672 @@
+/* The server of one task (TensorFlow's tf.train.Server): a gRPC server with the Master and Worker
+ * services on one port. Two threads poll the completion queue; each arriving call is handed to a
+ * handler pool that grows as needed (RunStep and RunGraph block for a step), and a replacement
+ * request is posted at once so calls keep being accepted. RecvTensor never holds a thread: its
+ * answer is sent by whoever makes the tensor available (the _Send kernel) or aborts the step.
+ * Every request is decoded and validated before it reaches the master or the worker; a bad one
+ * gets INVALID_ARGUMENT and the server carries on. Stopping refuses new calls, aborts running
+ * steps, waits for the handlers, then closes the port. */
+#include "distributed_internal.h"
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <string.h>
+
+enum {
+  M_CREATE_SESSION,
+  M_EXTEND_SESSION,
+  M_RUN_STEP,
+  M_CLOSE_SESSION,
+  M_LIST_DEVICES,
+  M_RESET,
+  W_GET_STATUS,
+  W_REGISTER_GRAPH,
+  W_DEREGISTER_GRAPH,
+  W_RUN_GRAPH,
+  W_RECV_TENSOR,
+  W_CLEANUP_GRAPH,
+  W_CLEANUP_ALL,
+  W_ABORT,
+  N_METHODS
+};
+
+static const char *const method_paths[N_METHODS] = {
+    "/weft.Master/CreateSession", "/weft.Master/ExtendSession", "/weft.Master/RunStep",
+    "/weft.Master/CloseSession",  "/weft.Master/ListDevices",   "/weft.Master/Reset",
+    "/weft.Worker/GetStatus",     "/weft.Worker/RegisterGraph", "/weft.Worker/DeregisterGraph",
+    "/weft.Worker/RunGraph",      "/weft.Worker/RecvTensor",    "/weft.Worker/CleanupGraph",
+    "/weft.Worker/CleanupAll",    "/weft.Worker/Abort",
+};
+
+/* Requests of each method posted at once, so a burst of calls does not wait for re-posting. */
+#define REQUESTS_PER_METHOD 4
+#define CQ_THREADS 2
+
+struct weft_server_options {
+  char *bind;
+  int64_t status_timeout_ms;
+  int64_t step_timeout_ms;
+};
+
+typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
+
+struct weft_server {
+  weft_cluster_spec_t *spec;
+  char *job;
+  int task;
+  char *address; /* host:port others reach it at */
+  char *target;  /* grpc://address */
+  weft__master_t *master;
+  weft__worker_t *worker;
+  grpc_server *server;
+  grpc_completion_queue *cq;
+  void *methods[N_METHODS];
+  GThread *cq_threads[CQ_THREADS];
+  GThreadPool *handlers;
+  GMutex lock;
+  GCond cond;
+  server_state_t state;
+  int inflight;       /* calls being handled or answered */
+  bool shutdown_done; /* the shutdown tag came back */
+  int shutdown_tag;   /* its address is the tag */
+};
+
+typedef struct call_ctx {
+  weft_server_t *server;
+  int method; /* -1: a method this server does not have */
+  grpc_call_details call_details;
+  bool answering;
+  grpc_call *call;
+  gpr_timespec deadline;
+  grpc_metadata_array request_md;
+  grpc_byte_buffer *payload;
+  grpc_byte_buffer *response;
+  grpc_slice details;
+  int cancelled;
+} call_ctx_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Servers in this process, for clients in the same process */
+
+static GMutex local_lock;
+static GHashTable *local_masters; /* address -> weft__master_t* (a reference) */
+
+static void local_register(const char *address, weft__master_t *m) {
+  g_mutex_lock(&local_lock);
+  if (!local_masters) {
+    local_masters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)weft__master_unref);
+  }
+  g_hash_table_replace(local_masters, g_strdup(address), weft__master_ref(m));
+  g_mutex_unlock(&local_lock);
+}
+
+static void local_unregister(const char *address, weft__master_t *m) {
+  g_mutex_lock(&local_lock);
+  if (local_masters && g_hash_table_lookup(local_masters, address) == m)
+    g_hash_table_remove(local_masters, address);
+  g_mutex_unlock(&local_lock);
+}
+
+weft__master_t *weft__local_master_lookup(const char *address) {
+  g_mutex_lock(&local_lock);
+  weft__master_t *m = local_masters && address ? g_hash_table_lookup(local_masters, address) : NULL;
+  if (m) weft__master_ref(m);
+  g_mutex_unlock(&local_lock);
+  return m;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Answering calls */
+
+static void ctx_free(call_ctx_t *ctx) {
+  if (ctx->call) grpc_call_unref(ctx->call);
+  grpc_call_details_destroy(&ctx->call_details);
+  grpc_metadata_array_destroy(&ctx->request_md);
+  if (ctx->payload) grpc_byte_buffer_destroy(ctx->payload);
+  if (ctx->response) grpc_byte_buffer_destroy(ctx->response);
+  grpc_slice_unref(ctx->details);
+  g_free(ctx);
+}
+
+static void call_done(weft_server_t *s) {
+  g_mutex_lock(&s->lock);
+  s->inflight--;
+  g_cond_broadcast(&s->cond);
+  g_mutex_unlock(&s->lock);
+}
+
+/* Sends the answer (status, and the message when OK) and closes the call. Takes `status` and
+ * `response`. */
+static void answer(call_ctx_t *ctx, weft_status_t *status, grpc_byte_buffer *response) {
+  weft_server_t *s = ctx->server;
+  ctx->answering = true;
+  grpc_op ops[4];
+  memset(ops, 0, sizeof ops);
+  int n = 0;
+  ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+  if (!status && response) {
+    ctx->response = response;
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = response;
+  } else if (response) {
+    grpc_byte_buffer_destroy(response);
+  }
+  ctx->details = grpc_slice_from_copied_string(status ? weft_status_message(status) : "");
+  ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+  ops[n].data.send_status_from_server.status =
+      status ? (grpc_status_code)weft_status_code(status) : GRPC_STATUS_OK;
+  ops[n++].data.send_status_from_server.status_details = &ctx->details;
+  ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+  ops[n++].data.recv_close_on_server.cancelled = &ctx->cancelled;
+  weft_status_free(status);
+  if (grpc_call_start_batch(ctx->call, ops, (size_t)n, ctx, NULL) != GRPC_CALL_OK) {
+    ctx_free(ctx);
+    call_done(s);
+  }
+}
+
+static void answer_msg(call_ctx_t *ctx, weft_status_t *status, const ProtobufCMessage *msg,
+                       weft_tensor_t *const *tensors, int n_tensors) {
+  grpc_byte_buffer *bb = NULL;
+  if (!status) status = weft__wire_encode(msg, tensors, n_tensors, &bb);
+  answer(ctx, status, bb);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Handlers */
+
+static weft_status_t *count_check(const char *what, size_t names, int tensors) {
+  if ((size_t)tensors == names) return NULL;
+  return weft_status_new(WEFT_INVALID_ARGUMENT, "Malformed request: %zu %s names but %d tensors",
+                         names, what, tensors);
+}
+
+static void handle_master(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t **tensors,
+                          int n_tensors) {
+  weft__master_t *m = ctx->server->master;
+  switch (ctx->method) {
+    case M_CREATE_SESSION: {
+      const Weft__CreateSessionRequest *req = (const void *)msg;
+      Weft__CreateSessionResponse resp = WEFT__CREATE_SESSION_RESPONSE__INIT;
+      weft_status_t *st = weft__master_create_session(m, req->graph_def, req->config,
+                                                      &resp.session_handle, &resp.graph_version);
+      answer_msg(ctx, st, &resp.base, NULL, 0);
+      g_free(resp.session_handle);
+      break;
+    }
+    case M_EXTEND_SESSION: {
+      const Weft__ExtendSessionRequest *req = (const void *)msg;
+      Weft__ExtendSessionResponse resp = WEFT__EXTEND_SESSION_RESPONSE__INIT;
+      weft_status_t *st = weft__master_extend_session(m, req->session_handle, req->graph_def,
+                                                      req->current_graph_version,
+                                                      &resp.new_graph_version);
+      answer_msg(ctx, st, &resp.base, NULL, 0);
+      break;
+    }
+    case M_RUN_STEP: {
+      const Weft__RunStepRequest *req = (const void *)msg;
+      weft_status_t *st = count_check("feed", req->n_feed, n_tensors);
+      weft_tensor_t **fetched = g_new0(weft_tensor_t *, req->n_fetch + 1);
+      GPtrArray *placements = g_ptr_array_new_with_free_func(
+          (GDestroyNotify)weft__node_placement_free);
+      if (!st) {
+        st = weft__master_run_step(m, req->session_handle, (const char *const *)req->feed,
+                                   tensors, (int)req->n_feed, (const char *const *)req->fetch,
+                                   (int)req->n_fetch, (const char *const *)req->target,
+                                   (int)req->n_target, req->timeout_ms, fetched, placements);
+      }
+      Weft__RunStepResponse resp = WEFT__RUN_STEP_RESPONSE__INIT;
+      resp.n_placement = placements->len;
+      resp.placement = (Weft__NodePlacement **)placements->pdata;
+      answer_msg(ctx, st, &resp.base, fetched, st ? 0 : (int)req->n_fetch);
+      weft__tensors_free(fetched, (int)req->n_fetch);
+      g_ptr_array_free(placements, TRUE);
+      break;
+    }
+    case M_CLOSE_SESSION: {
+      const Weft__CloseSessionRequest *req = (const void *)msg;
+      Weft__CloseSessionResponse resp = WEFT__CLOSE_SESSION_RESPONSE__INIT;
+      answer_msg(ctx, weft__master_close_session(m, req->session_handle), &resp.base, NULL, 0);
+      break;
+    }
+    case M_LIST_DEVICES: {
+      GPtrArray *devices = NULL;
+      weft_status_t *st = weft__master_list_devices(m, &devices);
+      Weft__ListDevicesResponse resp = WEFT__LIST_DEVICES_RESPONSE__INIT;
+      if (devices) {
+        resp.n_device = devices->len;
+        resp.device = (Weft__DeviceAttributes **)devices->pdata;
+      }
+      answer_msg(ctx, st, &resp.base, NULL, 0);
+      if (devices) g_ptr_array_free(devices, TRUE);
+      break;
+    }
+    case M_RESET: {
+      const Weft__ResetRequest *req = (const void *)msg;
+      Weft__ResetResponse resp = WEFT__RESET_RESPONSE__INIT;
+      weft_status_t *st =
+          weft__master_reset(m, (const char *const *)req->container, (int)req->n_container);
+      answer_msg(ctx, st, &resp.base, NULL, 0);
+      break;
+    }
+    default:
+      answer(ctx, weft_status_new(WEFT_INTERNAL, "No master method %d", ctx->method), NULL);
+  }
+}
+
+static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
+  call_ctx_t *ctx = user_data;
+  Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
+  answer_msg(ctx, status, &resp.base, &tensor, status ? 0 : 1);
+  weft_tensor_unref(tensor);
+}
+
+static void handle_worker(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t **tensors,
+                          int n_tensors) {
+  weft__worker_t *w = ctx->server->worker;
+  switch (ctx->method) {
+    case W_GET_STATUS: {
+      Weft__GetStatusResponse resp;
+      weft__worker_get_status(w, &resp);
+      answer_msg(ctx, NULL, &resp.base, NULL, 0);
+      weft__get_status_clear(&resp);
+      break;
+    }
+    case W_REGISTER_GRAPH: {
+      Weft__RegisterGraphResponse resp = WEFT__REGISTER_GRAPH_RESPONSE__INIT;
+      weft_status_t *st = weft__worker_register_graph(w, (const void *)msg, &resp.graph_handle);
+      answer_msg(ctx, st, &resp.base, NULL, 0);
+      g_free(resp.graph_handle);
+      break;
+    }
+    case W_DEREGISTER_GRAPH: {
+      const Weft__DeregisterGraphRequest *req = (const void *)msg;
+      Weft__DeregisterGraphResponse resp = WEFT__DEREGISTER_GRAPH_RESPONSE__INIT;
+      answer_msg(ctx, weft__worker_deregister_graph(w, req->graph_handle), &resp.base, NULL, 0);
+      break;
+    }
+    case W_RUN_GRAPH: {
+      weft_tensor_t **fetched = NULL;
+      int n_fetched = 0;
+      weft_status_t *st =
+          weft__worker_run_graph(w, (const void *)msg, tensors, n_tensors, &fetched, &n_fetched);
+      Weft__RunGraphResponse resp = WEFT__RUN_GRAPH_RESPONSE__INIT;
+      answer_msg(ctx, st, &resp.base, fetched, n_fetched);
+      weft__tensors_free(fetched, n_fetched);
+      break;
+    }
+    case W_RECV_TENSOR: {
+      const Weft__RecvTensorRequest *req = (const void *)msg;
+      weft__worker_recv_tensor(w, req->step_id, req->rendezvous_key, req->incarnation, recv_done,
+                               ctx);
+      break;
+    }
+    case W_CLEANUP_GRAPH: {
+      const Weft__CleanupGraphRequest *req = (const void *)msg;
+      weft__worker_cleanup_step(w, req->step_id);
+      Weft__CleanupGraphResponse resp = WEFT__CLEANUP_GRAPH_RESPONSE__INIT;
+      answer_msg(ctx, NULL, &resp.base, NULL, 0);
+      break;
+    }
+    case W_CLEANUP_ALL: {
+      const Weft__CleanupAllRequest *req = (const void *)msg;
+      weft__worker_cleanup_all(w, (const char *const *)req->container, (int)req->n_container);
+      Weft__CleanupAllResponse resp = WEFT__CLEANUP_ALL_RESPONSE__INIT;
+      answer_msg(ctx, NULL, &resp.base, NULL, 0);
+      break;
+    }
+    case W_ABORT: {
+      const Weft__AbortRequest *req = (const void *)msg;
+      weft_code_t code = req->code > 0 && req->code <= 16 ? (weft_code_t)req->code : WEFT_ABORTED;
+      weft_status_t *why = weft_status_new(code, "%s", req->reason ? req->reason : "Aborted");
+      weft__worker_abort_step(w, req->step_id, why);
+      weft_status_free(why);
+      Weft__AbortResponse resp = WEFT__ABORT_RESPONSE__INIT;
+      answer_msg(ctx, NULL, &resp.base, NULL, 0);
+      break;
+    }
+    default:
+      answer(ctx, weft_status_new(WEFT_INTERNAL, "No worker method %d", ctx->method), NULL);
+  }
+}
+
+static const ProtobufCMessageDescriptor *request_descriptor(int method) {
+  switch (method) {
+    case M_CREATE_SESSION: return &weft__create_session_request__descriptor;
+    case M_EXTEND_SESSION: return &weft__extend_session_request__descriptor;
+    case M_RUN_STEP: return &weft__run_step_request__descriptor;
+    case M_CLOSE_SESSION: return &weft__close_session_request__descriptor;
+    case M_LIST_DEVICES: return &weft__list_devices_request__descriptor;
+    case M_RESET: return &weft__reset_request__descriptor;
+    case W_GET_STATUS: return &weft__get_status_request__descriptor;
+    case W_REGISTER_GRAPH: return &weft__register_graph_request__descriptor;
+    case W_DEREGISTER_GRAPH: return &weft__deregister_graph_request__descriptor;
+    case W_RUN_GRAPH: return &weft__run_graph_request__descriptor;
+    case W_RECV_TENSOR: return &weft__recv_tensor_request__descriptor;
+    case W_CLEANUP_GRAPH: return &weft__cleanup_graph_request__descriptor;
+    case W_CLEANUP_ALL: return &weft__cleanup_all_request__descriptor;
+    default: return &weft__abort_request__descriptor;
+  }
+}
+
+static void handle_call(gpointer data, gpointer unused) {
+  (void)unused;
+  call_ctx_t *ctx = data;
+  if (ctx->method < 0) {
+    char *method = grpc_slice_to_c_string(ctx->call_details.method);
+    answer(ctx, weft_status_new(WEFT_UNIMPLEMENTED, "This server has no method '%s'", method),
+           NULL);
+    gpr_free(method);
+    return;
+  }
+  bool takes_tensors = ctx->method == M_RUN_STEP || ctx->method == W_RUN_GRAPH;
+  ProtobufCMessage *msg = NULL;
+  weft_tensor_t **tensors = NULL;
+  int n_tensors = 0;
+  weft_status_t *st = weft__wire_decode(ctx->payload, request_descriptor(ctx->method), &msg,
+                                        takes_tensors ? &tensors : NULL, &n_tensors);
+  if (st) {
+    answer(ctx, weft_status_prefix(st, "%s", method_paths[ctx->method]), NULL);
+    return;
+  }
+  if (ctx->method <= M_RESET) handle_master(ctx, msg, tensors, n_tensors);
+  else handle_worker(ctx, msg, tensors, n_tensors);
+  weft__tensors_free(tensors, n_tensors);
+  protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The completion queue */
+
+static void request_call(weft_server_t *s, int method) {
+  call_ctx_t *ctx = g_new0(call_ctx_t, 1);
+  ctx->server = s;
+  ctx->method = method;
+  ctx->details = grpc_empty_slice();
+  grpc_metadata_array_init(&ctx->request_md);
+  grpc_call_details_init(&ctx->call_details);
+  grpc_call_error err;
+  if (method < 0) {
+    /* Calls of methods that are not registered: answered UNIMPLEMENTED rather than left to
+     * wait for their deadline. */
+    err = grpc_server_request_call(s->server, &ctx->call, &ctx->call_details, &ctx->request_md,
+                                   s->cq, s->cq, ctx);
+  } else {
+    err = grpc_server_request_registered_call(s->server, s->methods[method], &ctx->call,
+                                              &ctx->deadline, &ctx->request_md, &ctx->payload,
+                                              s->cq, s->cq, ctx);
+  }
+  if (err != GRPC_CALL_OK) ctx_free(ctx);
+}
+
+static gpointer poll_cq(gpointer data) {
+  weft_server_t *s = data;
+  for (;;) {
+    grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+    if (ev.type != GRPC_OP_COMPLETE) continue;
+    if (ev.tag == &s->shutdown_tag) {
+      g_mutex_lock(&s->lock);
+      s->shutdown_done = true;
+      g_cond_broadcast(&s->cond);
+      g_mutex_unlock(&s->lock);
+      continue;
+    }
+    call_ctx_t *ctx = ev.tag;
+    if (ctx->answering) {
+      ctx_free(ctx);
+      call_done(s);
+      continue;
+    }
+    if (!ev.success) {
+      ctx_free(ctx); /* the server is shutting down */
+      continue;
+    }
+    g_mutex_lock(&s->lock);
+    bool serving = s->state == SERVER_STARTED;
+    if (serving) s->inflight++;
+    g_mutex_unlock(&s->lock);
+    if (!serving) {
+      g_mutex_lock(&s->lock);
+      s->inflight++; /* answer()'s completion counts it down */
+      g_mutex_unlock(&s->lock);
+      answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
+      continue;
+    }
+    request_call(s, ctx->method);
+    g_thread_pool_push(s->handlers, ctx, NULL);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Options */
+
+weft_server_options_t *weft_server_options_new(void) {
+  weft_server_options_t *o = g_new0(weft_server_options_t, 1);
+  o->status_timeout_ms = WEFT_DEFAULT_STATUS_TIMEOUT_MS;
+  o->step_timeout_ms = WEFT_DEFAULT_STEP_TIMEOUT_MS;
+  return o;
+}
+
+void weft_server_options_free(weft_server_options_t *o) {
+  if (!o) return;
+  g_free(o->bind);
+  g_free(o);
+}
+
+void weft_server_options_set_bind_address(weft_server_options_t *o, const char *host) {
+  g_free(o->bind);
+  o->bind = host && *host ? g_strdup(host) : NULL;
+}
+
+void weft_server_options_set_status_timeout_ms(weft_server_options_t *o, int64_t ms) {
+  o->status_timeout_ms = ms > 0 ? ms : WEFT_DEFAULT_STATUS_TIMEOUT_MS;
+}
+
+void weft_server_options_set_step_timeout_ms(weft_server_options_t *o, int64_t ms) {
+  o->step_timeout_ms = ms > 0 ? ms : WEFT_DEFAULT_STEP_TIMEOUT_MS;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Life cycle */
+
+static int listen_on(grpc_server *server, const char *host, int port) {
+  char *addr = strchr(host, ':') ? g_strdup_printf("[%s]:%d", host, port)
+                                 : g_strdup_printf("%s:%d", host, port);
+  grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+  int bound = grpc_server_add_http2_port(server, addr, creds);
+  grpc_server_credentials_release(creds);
+  g_free(addr);
+  return bound;
+}
+
+static grpc_server *create_grpc_server(void) {
+  const grpc_channel_args *common = weft__grpc_channel_args();
+  grpc_arg *args = g_new0(grpc_arg, common->num_args + 1);
+  memcpy(args, common->args, sizeof(grpc_arg) * common->num_args);
+  /* Two servers on one port would split the calls between them: refuse instead. */
+  args[common->num_args].type = GRPC_ARG_INTEGER;
+  args[common->num_args].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+  args[common->num_args].value.integer = 0;
+  grpc_channel_args all = {common->num_args + 1, args};
+  grpc_server *server = grpc_server_create(&all, NULL);
+  g_free(args);
+  return server;
+}
+
+weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job, int task,
+                               const weft_server_options_t *opts, weft_server_t **out) {
+  *out = NULL;
+  weft_status_t *st = weft_cluster_spec_check_task(spec, job, task);
+  if (st) return st;
+  weft__grpc_init_once();
+  const char *address = weft_cluster_spec_task_address(spec, job, task);
+  char *host = NULL;
+  int port = 0;
+  if (!weft__address_split(address, &host, &port)) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Invalid address '%s' for /job:%s/task:%d",
+                           address, job, task);
+  }
+  weft_server_t *s = g_new0(weft_server_t, 1);
+  s->spec = weft__cluster_spec_copy(spec);
+  s->job = g_strdup(job);
+  s->task = task;
+  g_mutex_init(&s->lock);
+  g_cond_init(&s->cond);
+  s->server = create_grpc_server();
+  s->cq = grpc_completion_queue_create_for_next(NULL);
+  grpc_server_register_completion_queue(s->server, s->cq, NULL);
+  for (int k = 0; k < N_METHODS; k++) {
+    s->methods[k] = grpc_server_register_method(s->server, method_paths[k], NULL,
+                                                GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+  }
+  int bound = 0;
+  const char *bind = opts ? opts->bind : NULL;
+  if (bind) {
+    bound = listen_on(s->server, bind, port);
+  } else {
+    /* Loopback unless told otherwise: IPv4, and IPv6 on the same port when the host has it. */
+    bound = listen_on(s->server, "127.0.0.1", port);
+    if (bound > 0) listen_on(s->server, "::1", bound);
+  }
+  if (bound <= 0) {
+    st = weft_status_new(WEFT_UNAVAILABLE,
+                         "Could not listen on %s port %d for /job:%s/task:%d (is the port in "
+                         "use?)",
+                         bind ? bind : "loopback", port, job, task);
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_shutdown(s->cq);
+    grpc_completion_queue_destroy(s->cq);
+    weft_cluster_spec_free(s->spec);
+    g_free(s->job);
+    g_mutex_clear(&s->lock);
+    g_cond_clear(&s->cond);
+    g_free(s);
+    g_free(host);
+    return st;
+  }
+  s->address = strchr(host, ':') ? g_strdup_printf("[%s]:%d", host, bound)
+                                 : g_strdup_printf("%s:%d", host, bound);
+  g_free(host);
+  weft__cluster_spec_set_address(s->spec, job, task, s->address);
+  s->target = g_strdup_printf("grpc://%s", s->address);
+  weft__master_options_t mopts = {opts ? opts->status_timeout_ms : 0,
+                                  opts ? opts->step_timeout_ms : 0};
+  s->master = weft__master_new(s->spec, job, task, &mopts);
+  s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
+  s->handlers = g_thread_pool_new(handle_call, NULL, -1, FALSE, NULL);
+  *out = s;
+  return NULL;
+}
+
+weft_status_t *weft_server_new_local(bool start, weft_server_t **out) {
+  *out = NULL;
+  weft_cluster_spec_t *spec = weft_cluster_spec_new();
+  weft_status_t *st = weft_cluster_spec_add_task(spec, "local", 0, "localhost:0");
+  if (!st) st = weft_server_new(spec, "local", 0, NULL, out);
+  weft_cluster_spec_free(spec);
+  if (!st && start) {
+    st = weft_server_start(*out);
+    if (st) {
+      weft_server_free(*out);
+      *out = NULL;
+    }
+  }
+  return st;
+}
+
+weft_status_t *weft_server_start(weft_server_t *s) {
+  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_server_start: server is NULL");
+  g_mutex_lock(&s->lock);
+  server_state_t state = s->state;
+  if (state == SERVER_NEW) s->state = SERVER_STARTED;
+  g_mutex_unlock(&s->lock);
+  if (state == SERVER_STARTED) return NULL;
+  if (state != SERVER_NEW) {
+    return weft_status_new(WEFT_FAILED_PRECONDITION, "The server for %s was stopped; create a new one",
+                           s->target);
+  }
+  grpc_server_start(s->server);
+  for (int m = -1; m < N_METHODS; m++)
+    for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(s, m);
+  for (int k = 0; k < CQ_THREADS; k++) s->cq_threads[k] = g_thread_new("weft-grpc", poll_cq, s);
+  local_register(s->address, s->master);
+  weft__log(WEFT_LOG_INFO, "server", "Started server with target: %s", s->target);
+  return NULL;
+}
+
+/* Waits on the queue itself (no polling threads run) until the shutdown tag, then drains it. */
+static void shutdown_unstarted(weft_server_t *s) {
+  grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+  for (;;) {
+    grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    if (ev.type != GRPC_OP_COMPLETE || ev.tag == &s->shutdown_tag) break;
+  }
+  grpc_completion_queue_shutdown(s->cq);
+  while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+         GRPC_QUEUE_SHUTDOWN) {
+  }
+}
+
+weft_status_t *weft_server_stop(weft_server_t *s) {
+  if (!s) return NULL;
+  g_mutex_lock(&s->lock);
+  server_state_t state = s->state;
+  if (state == SERVER_NEW || state == SERVER_STARTED) s->state = SERVER_STOPPING;
+  g_mutex_unlock(&s->lock);
+  if (state == SERVER_STOPPING || state == SERVER_STOPPED) {
+    weft_server_join(s); /* someone else is stopping it (or did) */
+    return NULL;
+  }
+  if (state == SERVER_NEW) {
+    shutdown_unstarted(s);
+  } else {
+    local_unregister(s->address, s->master);
+    weft__master_shutdown(s->master);
+    weft__worker_shutdown(s->worker);
+    grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+    grpc_server_cancel_all_calls(s->server);
+    g_mutex_lock(&s->lock);
+    while (!s->shutdown_done || s->inflight > 0) g_cond_wait(&s->cond, &s->lock);
+    g_mutex_unlock(&s->lock);
+    grpc_completion_queue_shutdown(s->cq);
+    for (int k = 0; k < CQ_THREADS; k++) g_thread_join(s->cq_threads[k]);
+  }
+  grpc_server_destroy(s->server);
+  grpc_completion_queue_destroy(s->cq);
+  s->server = NULL;
+  s->cq = NULL;
+  g_mutex_lock(&s->lock);
+  s->state = SERVER_STOPPED;
+  g_cond_broadcast(&s->cond);
+  g_mutex_unlock(&s->lock);
+  if (state == SERVER_STARTED) weft__log(WEFT_LOG_INFO, "server", "Stopped server %s", s->target);
+  return NULL;
+}
+
+void weft_server_join(weft_server_t *s) {
+  if (!s) return;
+  g_mutex_lock(&s->lock);
+  while (s->state != SERVER_STOPPED) g_cond_wait(&s->cond, &s->lock);
+  g_mutex_unlock(&s->lock);
+}
+
+const char *weft_server_target(const weft_server_t *s) { return s ? s->target : ""; }
+
+void weft_server_free(weft_server_t *s) {
+  if (!s) return;
+  weft_status_free(weft_server_stop(s));
+  g_thread_pool_free(s->handlers, FALSE, TRUE);
+  weft__master_unref(s->master);
+  weft__worker_free(s->worker);
+  weft_cluster_spec_free(s->spec);
+  g_mutex_clear(&s->lock);
+  g_cond_clear(&s->cond);
+  g_free(s->job);
+  g_free(s->address);
+  g_free(s->target);
+  g_free(s);
+}

@@ -1,0 +1,566 @@
+/* The worker service of one task: reports the task's devices (GetStatus), imports the partition
+ * graphs a master registers and builds their executors with the same exec code local sessions
+ * use, runs one step of a partition per RunGraph, answers RecvTensor from its steps' rendezvous,
+ * and aborts or cleans up steps. Every session on the task shares one resource manager, so
+ * variables on a ps outlive and are shared by the clients that name them.
+ *
+ * Devices: the process's devices are registered as /job:localhost/...; a worker uses aliases of
+ * them named in its task's namespace (/job:ps/replica:0/task:0/device:CPU:0) that share the
+ * backend handle, so errors, variables and logs say where in the cluster things are. Aliases are
+ * kept for the process lifetime (tensors may still point at them after a server is gone).
+ *
+ * Threads: a partition whose _Recv kernels block on their RecvTensor would starve a shared pool,
+ * so each execution slot of a graph (one per concurrent RunGraph) has its own inter-op pool with
+ * a thread per _Recv plus two: blocked receives can never stop the kernels that feed this task's
+ * own sends. */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+#include "../graph/graphdef_internal.h"
+#include "../placement/placement_internal.h"
+
+/* Inter-op threads of a slot besides one per _Recv. */
+#define SLOT_BASE_THREADS 2
+
+typedef struct slot {
+  weft__step_t *step; /* the step being run; read by the slot's _Send/_Recv kernels */
+  weft__executor_t *executor;
+  weft__kernel_instance_t **xfer; /* the slot's own _Send/_Recv instances */
+  int n_xfer;
+  weft__threadpool_t *pool;
+} slot_t;
+
+typedef struct reg_graph {
+  gint refcount;
+  char *handle;
+  weft_graph_t *graph;
+  GPtrArray *nodes;                  /* weft_node_t* the executor runs */
+  weft__kernel_instance_t **kernels; /* per node; NULL for _Send/_Recv */
+  weft__device_t **devices;          /* per node */
+  weft__feed_t *feeds;
+  int n_feeds;
+  char **feed_names;
+  weft__fetch_t *fetches;
+  int n_fetches;
+  GHashTable *peers; /* task name -> Weft__TaskAddress* */
+  int n_recv;
+  GMutex lock;
+  GPtrArray *free_slots;
+  GPtrArray *slots; /* every slot, for freeing */
+} reg_graph_t;
+
+struct weft__worker {
+  char *job;
+  int task;
+  char *task_name;
+  guint64 incarnation;
+  int64_t default_step_timeout_ms;
+  weft__resource_mgr_t *resources;
+  weft__step_table_t *steps;
+  GMutex lock;
+  GHashTable *graphs; /* handle -> reg_graph_t* */
+  bool shut_down;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Device aliases */
+
+static weft__device_t *device_alias(weft__device_t *orig, const char *name) {
+  static GMutex lock;
+  static GHashTable *aliases; /* name -> weft__device_t*, never freed */
+  g_mutex_lock(&lock);
+  if (!aliases) aliases = g_hash_table_new(g_str_hash, g_str_equal);
+  weft__device_t *a = g_hash_table_lookup(aliases, name);
+  if (!a) {
+    a = g_new0(weft__device_t, 1);
+    a->name = g_strdup(name);
+    a->type = orig->type;
+    a->ordinal = orig->ordinal;
+    a->backend = orig->backend;
+    a->props = orig->props;
+    a->gpu_like = orig->gpu_like;
+    a->priority = orig->priority;
+    g_mutex_init(&a->open_lock);
+    g_mutex_init(&a->refs_lock);
+    g_hash_table_insert(aliases, a->name, a);
+  }
+  g_mutex_unlock(&lock);
+  if (!a->handle) {
+    /* The backend opens a device once; the alias shares what it opened. */
+    weft_status_t *st = weft__device_open(orig, NULL);
+    if (st) {
+      weft__log(WEFT_LOG_WARNING, "worker", "%s", weft_status_message(st));
+      weft_status_free(st);
+    }
+    g_mutex_lock(&a->open_lock);
+    a->handle = orig->handle;
+    g_mutex_unlock(&a->open_lock);
+  }
+  return a;
+}
+
+static char *cluster_device_name(const weft__worker_t *w, const weft__device_t *d) {
+  return g_strdup_printf("/job:%s/replica:0/task:%d/device:%s:%d", w->job, w->task, d->type,
+                         d->ordinal);
+}
+
+/* The alias of this task's device named by a node's assigned device. */
+static weft_status_t *resolve_device(weft__worker_t *w, const weft_node_t *node,
+                                     weft__device_t **out) {
+  const char *name = node->requested_device ? node->requested_device : "";
+  weft__device_spec_t spec;
+  weft__device_spec_init(&spec);
+  weft_status_t *st = weft__device_spec_parse(name, &spec);
+  bool ours = !st && spec.job && strcmp(spec.job, w->job) == 0 && spec.task == w->task &&
+              spec.replica <= 0 && spec.type && spec.id >= 0;
+  weft__device_t *found = NULL;
+  for (int k = 0; ours && k < weft__device_count() && !found; k++) {
+    weft__device_t *d = weft__device_at(k);
+    if (d && g_ascii_strcasecmp(d->type, spec.type) == 0 && d->ordinal == spec.id) found = d;
+  }
+  weft__device_spec_clear(&spec);
+  weft_status_free(st);
+  if (!found) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (%s) is assigned to device '%s', which is not a device of "
+                           "task %s",
+                           node->name, node->op_name, name, w->task_name);
+  }
+  char *full = cluster_device_name(w, found);
+  *out = device_alias(found, full);
+  g_free(full);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The worker */
+
+weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms) {
+  weft__plugins_ensure_loaded();
+  weft__ops_register_standard();
+  weft__sendrecv_register_kernels();
+  weft__worker_t *w = g_new0(weft__worker_t, 1);
+  w->job = g_strdup(job);
+  w->task = task;
+  w->task_name = weft__task_name(job, task);
+  do {
+    w->incarnation = ((guint64)g_random_int() << 32) | g_random_int();
+  } while (w->incarnation == 0);
+  w->default_step_timeout_ms =
+      default_step_timeout_ms > 0 ? default_step_timeout_ms : WEFT_DEFAULT_STEP_TIMEOUT_MS;
+  w->resources = weft__resource_mgr_new();
+  w->steps = weft__step_table_new();
+  g_mutex_init(&w->lock);
+  w->graphs = g_hash_table_new(g_str_hash, g_str_equal);
+  return w;
+}
+
+const char *weft__worker_task(const weft__worker_t *w) { return w->task_name; }
+guint64 weft__worker_incarnation(const weft__worker_t *w) { return w->incarnation; }
+
+static void slot_free(slot_t *slot) {
+  weft__executor_free(slot->executor);
+  for (int k = 0; k < slot->n_xfer; k++) weft__xfer_instance_free(slot->xfer[k]);
+  g_free(slot->xfer);
+  weft__threadpool_free(slot->pool);
+  g_free(slot);
+}
+
+static void reg_graph_unref(reg_graph_t *g) {
+  if (!g || !g_atomic_int_dec_and_test(&g->refcount)) return;
+  for (guint k = 0; k < g->slots->len; k++) slot_free(g->slots->pdata[k]);
+  g_ptr_array_free(g->slots, TRUE);
+  g_ptr_array_free(g->free_slots, TRUE);
+  for (guint k = 0; g->kernels && k < g->nodes->len; k++) weft__kernel_instance_free(g->kernels[k]);
+  g_free(g->kernels);
+  g_free(g->devices);
+  if (g->nodes) g_ptr_array_free(g->nodes, TRUE);
+  g_free(g->feeds);
+  g_strfreev(g->feed_names);
+  g_free(g->fetches);
+  g_hash_table_destroy(g->peers);
+  weft_graph_free(g->graph);
+  g_mutex_clear(&g->lock);
+  g_free(g->handle);
+  g_free(g);
+}
+
+void weft__worker_shutdown(weft__worker_t *w) {
+  g_mutex_lock(&w->lock);
+  w->shut_down = true;
+  g_mutex_unlock(&w->lock);
+  weft_status_t *why = weft_status_new(WEFT_UNAVAILABLE, "Task %s is shutting down", w->task_name);
+  weft__step_table_shutdown(w->steps, why);
+  weft_status_free(why);
+}
+
+void weft__worker_free(weft__worker_t *w) {
+  if (!w) return;
+  weft__worker_shutdown(w);
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, w->graphs);
+  while (g_hash_table_iter_next(&it, NULL, &value)) reg_graph_unref(value);
+  g_hash_table_destroy(w->graphs);
+  weft__step_table_free(w->steps);
+  weft__resource_mgr_free(w->resources);
+  g_mutex_clear(&w->lock);
+  g_free(w->job);
+  g_free(w->task_name);
+  g_free(w);
+}
+
+static weft_status_t *check_incarnation(weft__worker_t *w, guint64 expected) {
+  if (expected == 0 || expected == w->incarnation) return NULL;
+  return weft_status_new(WEFT_ABORTED,
+                         "Task %s was restarted: its incarnation is %016" G_GINT64_MODIFIER
+                         "x but the master expected %016" G_GINT64_MODIFIER
+                         "x; its graphs and variables are gone, so create the session again",
+                         w->task_name, w->incarnation, expected);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GetStatus */
+
+void weft__worker_get_status(weft__worker_t *w, Weft__GetStatusResponse *resp) {
+  weft__get_status_response__init(resp);
+  int n = weft__device_count();
+  resp->device = g_new0(Weft__DeviceAttributes *, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++) {
+    const weft__device_t *d = weft__device_at(k);
+    if (!d) continue;
+    Weft__DeviceAttributes *a = g_new0(Weft__DeviceAttributes, 1);
+    weft__device_attributes__init(a);
+    a->name = cluster_device_name(w, d);
+    a->device_type = g_strdup(d->type);
+    a->id = d->ordinal;
+    a->gpu_like = d->gpu_like;
+    a->priority = d->priority;
+    a->description = g_strdup(d->props.description);
+    a->memory_bytes = d->props.memory_bytes;
+    a->job = g_strdup(w->job);
+    a->replica = 0;
+    a->task = w->task;
+    resp->device[resp->n_device++] = a;
+  }
+  resp->incarnation = w->incarnation;
+  resp->task = g_strdup(w->task_name);
+}
+
+void weft__device_attributes_free(Weft__DeviceAttributes *a) {
+  if (!a) return;
+  g_free(a->name);
+  g_free(a->device_type);
+  g_free(a->description);
+  g_free(a->job);
+  g_free(a);
+}
+
+void weft__get_status_clear(Weft__GetStatusResponse *resp) {
+  for (size_t k = 0; k < resp->n_device; k++) weft__device_attributes_free(resp->device[k]);
+  g_free(resp->device);
+  g_free(resp->task);
+  weft__get_status_response__init(resp);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * RegisterGraph */
+
+static void task_address_free(Weft__TaskAddress *a) {
+  g_free(a->task);
+  g_free(a->address);
+  g_free(a);
+}
+
+static weft_status_t *resolve_names(weft_graph_t *graph, char *const *names, size_t n,
+                                    const char *what, weft__feed_t *feeds,
+                                    weft__fetch_t *fetches) {
+  for (size_t k = 0; k < n; k++) {
+    weft_output_t o;
+    weft_status_t *st = weft_graph_find_output(graph, names[k], &o);
+    if (st) return weft_status_prefix(st, "RegisterGraph: %s %zu", what, k);
+    if (feeds) {
+      feeds[k].node = o.node;
+      feeds[k].index = o.index;
+    } else {
+      fetches[k].node = o.node;
+      fetches[k].index = o.index;
+    }
+  }
+  return NULL;
+}
+
+static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
+  slot_t *slot = g_new0(slot_t, 1);
+  weft__kernel_instance_t **kernels = g_new0(weft__kernel_instance_t *, g->nodes->len + 1);
+  slot->xfer = g_new0(weft__kernel_instance_t *, g->nodes->len + 1);
+  weft_status_t *st = NULL;
+  for (guint k = 0; k < g->nodes->len && !st; k++) {
+    const weft_node_t *node = g->nodes->pdata[k];
+    if (g->kernels[k]) {
+      kernels[k] = g->kernels[k];
+      continue;
+    }
+    st = weft__xfer_instance_new(node, g->devices[k], &slot->step, g->peers, &kernels[k]);
+    if (!st) slot->xfer[slot->n_xfer++] = kernels[k];
+  }
+  if (!st) {
+    weft__executor_params_t p = {g->nodes, kernels, g->feeds, g->n_feeds, g->fetches, g->n_fetches};
+    st = weft__executor_new(&p, &slot->executor);
+  }
+  g_free(kernels);
+  if (st) {
+    slot_free(slot);
+    return st;
+  }
+  slot->pool = weft__threadpool_new(g->n_recv + SLOT_BASE_THREADS, "weft-worker");
+  *out = slot;
+  return NULL;
+}
+
+/* Imports and validates the partition; builds its kernels and a first execution slot. */
+static weft_status_t *build_graph(weft__worker_t *w, const Weft__RegisterGraphRequest *req,
+                                  reg_graph_t *g) {
+  weft_status_t *st = weft__graph_import_graphdef_proto(g->graph, req->graph_def, NULL);
+  if (st) return weft_status_prefix(st, "RegisterGraph on %s", w->task_name);
+  for (size_t k = 0; k < req->n_peer; k++) {
+    const Weft__TaskAddress *p = req->peer[k];
+    if (!p->task || !p->address) continue;
+    Weft__TaskAddress *copy = g_new0(Weft__TaskAddress, 1);
+    weft__task_address__init(copy);
+    copy->task = g_strdup(p->task);
+    copy->address = g_strdup(p->address);
+    copy->incarnation = p->incarnation;
+    g_hash_table_replace(g->peers, copy->task, copy);
+  }
+  g->n_feeds = (int)req->n_feed;
+  g->feeds = g_new0(weft__feed_t, req->n_feed + 1);
+  g->feed_names = g_new0(char *, req->n_feed + 1);
+  for (size_t k = 0; k < req->n_feed; k++) g->feed_names[k] = g_strdup(req->feed[k]);
+  g->n_fetches = (int)req->n_fetch;
+  g->fetches = g_new0(weft__fetch_t, req->n_fetch + 1);
+  st = resolve_names(g->graph, req->feed, req->n_feed, "feed", g->feeds, NULL);
+  if (!st) st = resolve_names(g->graph, req->fetch, req->n_fetch, "fetch", NULL, g->fetches);
+  if (st) return st;
+
+  g->nodes = g_ptr_array_new();
+  int n_nodes = weft_graph_num_nodes(g->graph);
+  for (int k = 0; k < n_nodes; k++) {
+    weft_node_t *node = weft_graph_node_at(g->graph, k);
+    if (!weft__node_fully_fed(g->feeds, g->n_feeds, node)) g_ptr_array_add(g->nodes, node);
+  }
+  st = weft__check_unfed_placeholders(g->nodes);
+  if (st) return weft_status_prefix(st, "RegisterGraph on %s", w->task_name);
+  g->kernels = g_new0(weft__kernel_instance_t *, g->nodes->len + 1);
+  g->devices = g_new0(weft__device_t *, g->nodes->len + 1);
+  weft_device_options_t dopts = {sizeof(dopts), 0.0, 0};
+  for (guint k = 0; k < g->nodes->len && !st; k++) {
+    const weft_node_t *node = g->nodes->pdata[k];
+    st = resolve_device(w, node, &g->devices[k]);
+    if (st) break;
+    if (weft__is_xfer_op(node->op_name)) {
+      if (strcmp(node->op_name, "_Recv") == 0) g->n_recv++;
+      continue;
+    }
+    st = weft__kernel_instance_for_node(node, g->devices[k], &dopts, &g->kernels[k]);
+  }
+  if (st) return st;
+  slot_t *slot = NULL;
+  st = slot_new(g, &slot);
+  if (st) return st;
+  g_ptr_array_add(g->slots, slot);
+  g_ptr_array_add(g->free_slots, slot);
+  return NULL;
+}
+
+weft_status_t *weft__worker_register_graph(weft__worker_t *w,
+                                           const Weft__RegisterGraphRequest *req,
+                                           char **graph_handle) {
+  *graph_handle = NULL;
+  g_mutex_lock(&w->lock);
+  bool down = w->shut_down;
+  g_mutex_unlock(&w->lock);
+  if (down) return weft_status_new(WEFT_UNAVAILABLE, "Task %s is shutting down", w->task_name);
+  weft_status_t *st = check_incarnation(w, req->incarnation);
+  if (st) return st;
+  if (!req->graph_def) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "RegisterGraph on %s: no graph_def",
+                           w->task_name);
+  }
+  reg_graph_t *g = g_new0(reg_graph_t, 1);
+  g->refcount = 1;
+  g->graph = weft_graph_new();
+  g->peers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                   (GDestroyNotify)task_address_free);
+  g_mutex_init(&g->lock);
+  g->slots = g_ptr_array_new();
+  g->free_slots = g_ptr_array_new();
+  st = build_graph(w, req, g);
+  if (st) {
+    reg_graph_unref(g);
+    return st;
+  }
+  g->handle = g_strdup_printf("%08x%08x", g_random_int(), g_random_int());
+  g_mutex_lock(&w->lock);
+  g_hash_table_insert(w->graphs, g->handle, g);
+  g_mutex_unlock(&w->lock);
+  *graph_handle = g_strdup(g->handle);
+  return NULL;
+}
+
+weft_status_t *weft__worker_deregister_graph(weft__worker_t *w, const char *handle) {
+  g_mutex_lock(&w->lock);
+  reg_graph_t *g = handle ? g_hash_table_lookup(w->graphs, handle) : NULL;
+  if (g) g_hash_table_remove(w->graphs, handle);
+  g_mutex_unlock(&w->lock);
+  if (!g) {
+    return weft_status_new(WEFT_NOT_FOUND, "Graph handle '%s' is not registered on task %s",
+                           handle ? handle : "", w->task_name);
+  }
+  reg_graph_unref(g);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * RunGraph */
+
+static void on_step_error(void *user_data, const weft_status_t *status) {
+  weft__step_abort(user_data, status, false);
+}
+
+static weft_status_t *take_slot(reg_graph_t *g, slot_t **out) {
+  g_mutex_lock(&g->lock);
+  slot_t *slot = g->free_slots->len ? g_ptr_array_steal_index(g->free_slots, g->free_slots->len - 1)
+                                    : NULL;
+  g_mutex_unlock(&g->lock);
+  if (!slot) {
+    weft_status_t *st = slot_new(g, &slot);
+    if (st) return st;
+    g_mutex_lock(&g->lock);
+    g_ptr_array_add(g->slots, slot);
+    g_mutex_unlock(&g->lock);
+  }
+  *out = slot;
+  return NULL;
+}
+
+static void give_slot(reg_graph_t *g, slot_t *slot) {
+  slot->step = NULL;
+  g_mutex_lock(&g->lock);
+  g_ptr_array_add(g->free_slots, slot);
+  g_mutex_unlock(&g->lock);
+}
+
+weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphRequest *req,
+                                      weft_tensor_t *const *feeds, int n_feeds,
+                                      weft_tensor_t ***fetched, int *n_fetched) {
+  *fetched = NULL;
+  *n_fetched = 0;
+  weft_status_t *st = check_incarnation(w, req->incarnation);
+  if (st) return st;
+  g_mutex_lock(&w->lock);
+  reg_graph_t *g = req->graph_handle ? g_hash_table_lookup(w->graphs, req->graph_handle) : NULL;
+  if (g) g_atomic_int_inc(&g->refcount);
+  bool down = w->shut_down;
+  g_mutex_unlock(&w->lock);
+  if (down) {
+    reg_graph_unref(g);
+    return weft_status_new(WEFT_UNAVAILABLE, "Task %s is shutting down", w->task_name);
+  }
+  if (!g) {
+    return weft_status_new(WEFT_ABORTED,
+                           "Graph handle '%s' is not registered on task %s (the task may have "
+                           "restarted); create the session again",
+                           req->graph_handle ? req->graph_handle : "", w->task_name);
+  }
+  if (n_feeds != g->n_feeds) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "RunGraph on %s: the graph takes %d feeds but %d were sent", w->task_name,
+                         g->n_feeds, n_feeds);
+  }
+  for (int k = 0; k < n_feeds && !st; k++)
+    st = weft__check_feed(g->feeds[k].node, g->feeds[k].index, g->feed_names[k], feeds[k]);
+  weft__step_t *step = NULL;
+  if (!st) step = weft__step_get(w->steps, req->step_id, &st);
+  slot_t *slot = NULL;
+  if (!st) {
+    int64_t timeout = req->timeout_ms > 0 ? req->timeout_ms : w->default_step_timeout_ms;
+    weft__step_set_deadline(step, g_get_monotonic_time() + timeout * 1000);
+    bool derived = false;
+    weft_status_t *abort_st = weft__step_status(step, &derived);
+    if (abort_st) {
+      st = weft_status_new(abort_st->code, "%s%s", derived ? WEFT_DERIVED_PREFIX : "",
+                           abort_st->message);
+      weft_status_free(abort_st);
+    }
+    if (!st) st = take_slot(g, &slot);
+  }
+  weft_tensor_t **out = NULL;
+  if (!st) {
+    slot->step = step;
+    out = g_new0(weft_tensor_t *, g->n_fetches + 1);
+    weft__run_args_t args = {feeds, slot->pool, weft__default_intra_op_pool(0), w->resources,
+                             on_step_error, step};
+    st = weft__executor_run(slot->executor, &args, out);
+    give_slot(g, slot);
+    if (st) {
+      g_free(out);
+      out = NULL;
+      bool derived = false;
+      weft_status_t *abort_st = weft__step_status(step, &derived);
+      if (abort_st && derived) {
+        /* Another task failed first: report its error, marked, not our echo of it. */
+        weft_status_free(st);
+        st = weft_status_new(abort_st->code, WEFT_DERIVED_PREFIX "%s", abort_st->message);
+      }
+      weft_status_free(abort_st);
+    }
+  }
+  if (step) {
+    weft__step_unref(step);
+    weft__step_table_release_if_idle(w->steps, req->step_id);
+  }
+  reg_graph_unref(g);
+  if (st) return st;
+  *fetched = out;
+  *n_fetched = g->n_fetches;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * RecvTensor, Abort, Cleanup */
+
+void weft__worker_recv_tensor(weft__worker_t *w, int64_t step_id, const char *key,
+                              guint64 incarnation, weft__recv_done_fn done, void *user_data) {
+  weft_status_t *st = check_incarnation(w, incarnation);
+  weft__step_t *step = NULL;
+  if (!st && (!key || !*key)) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "RecvTensor on %s: no rendezvous key",
+                         w->task_name);
+  }
+  if (!st) step = weft__step_get(w->steps, step_id, &st);
+  if (st) {
+    done(user_data, st, NULL);
+    return;
+  }
+  weft__step_take(step, key, done, user_data);
+  weft__step_unref(step);
+}
+
+void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_status_t *why) {
+  weft_status_t *st = NULL;
+  weft__step_t *step = weft__step_get(w->steps, step_id, &st);
+  weft_status_free(st);
+  if (!step) return;
+  weft__step_abort(step, why, true);
+  weft__step_unref(step);
+}
+
+void weft__worker_cleanup_step(weft__worker_t *w, int64_t step_id) {
+  weft__step_table_remove(w->steps, step_id);
+}
+
+void weft__worker_cleanup_all(weft__worker_t *w, const char *const *containers, int n) {
+  weft__resource_mgr_clear(w->resources, containers, n);
+}

@@ -1,0 +1,173 @@
+/* weftd: the server of one task of a Weft cluster (TensorFlow's tf.train.Server as a program).
+ * Which cluster and which task come from, in order of precedence: --cluster, TensorFlow's
+ * example-trainer flags (--ps_hosts, --worker_hosts), or the TF_CONFIG environment variable;
+ * --job_name and --task_index override TF_CONFIG's task. --local starts TensorFlow's
+ * create_local_server instead (job "local", one task). Once serving it prints exactly
+ * "Started server with target: grpc://HOST:PORT" on stdout; SIGINT or SIGTERM stop it cleanly
+ * (exit 0). Exit status 2 for a command line or cluster spec that does not make sense, 1 when
+ * the server cannot start (a port in use). */
+#include <glib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/weft.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+static int fail(int code, weft_status_t *st) {
+  fprintf(stderr, "weftd: error: %s: %s\n", weft_code_name(weft_status_code(st)),
+          weft_status_message(st));
+  weft_status_free(st);
+  return code;
+}
+
+static int usage(const char *message) {
+  fprintf(stderr, "weftd: error: %s\nTry 'weftd --help'.\n", message);
+  return EXIT_USAGE;
+}
+
+typedef struct flags {
+  char *cluster, *ps_hosts, *worker_hosts, *job_name, *bind;
+  int task_index;
+  gboolean local;
+  int port;
+  gint64 status_timeout_ms, step_timeout_ms;
+} flags_t;
+
+/* The cluster spec and this task, from the flags or TF_CONFIG. */
+static weft_status_t *resolve_task(const flags_t *f, weft_cluster_spec_t **spec, char **job,
+                                   int *task) {
+  *spec = NULL;
+  *job = NULL;
+  *task = -1;
+  weft_status_t *st = NULL;
+  char *config_job = NULL;
+  int config_task = -1;
+  const char *tf_config = g_getenv("TF_CONFIG");
+  if (f->cluster) {
+    st = weft_cluster_spec_parse(f->cluster, spec);
+  } else if (f->ps_hosts || f->worker_hosts) {
+    st = weft_cluster_spec_from_hosts(f->ps_hosts, f->worker_hosts, spec);
+  } else if (tf_config && *tf_config) {
+    st = weft_cluster_spec_from_tf_config(tf_config, spec, &config_job, &config_task);
+  } else {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "No cluster given: use --cluster, --ps_hosts/--worker_hosts, the "
+                           "TF_CONFIG environment variable, or --local");
+  }
+  if (st) return st;
+  *job = g_strdup(f->job_name ? f->job_name : config_job);
+  *task = f->task_index >= 0 ? f->task_index : (config_task >= 0 && !f->job_name ? config_task : 0);
+  free(config_job);
+  if (!*job) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "No job name given: use --job_name (or \"task\" in TF_CONFIG)");
+  } else {
+    st = weft_cluster_spec_check_task(*spec, *job, *task);
+  }
+  return st;
+}
+
+int main(int argc, char **argv) {
+  flags_t f = {0};
+  f.task_index = -1;
+  GOptionEntry entries[] = {
+      {"cluster", 0, 0, G_OPTION_ARG_STRING, &f.cluster,
+       "the cluster: 'ps=host:port,...;worker=host:port,...'", "SPEC"},
+      {"ps_hosts", 0, 0, G_OPTION_ARG_STRING, &f.ps_hosts, "the ps tasks: host:port,...", "HOSTS"},
+      {"worker_hosts", 0, 0, G_OPTION_ARG_STRING, &f.worker_hosts,
+       "the worker tasks: host:port,...", "HOSTS"},
+      {"job_name", 0, 0, G_OPTION_ARG_STRING, &f.job_name, "this task's job", "JOB"},
+      {"task_index", 0, 0, G_OPTION_ARG_INT, &f.task_index, "this task's index in its job (0)",
+       "N"},
+      {"bind", 0, 0, G_OPTION_ARG_STRING, &f.bind,
+       "listen on this host instead of loopback (0.0.0.0: everywhere)", "ADDR"},
+      {"local", 0, 0, G_OPTION_ARG_NONE, &f.local,
+       "a one-task server of job 'local' (TensorFlow's create_local_server)", NULL},
+      {"port", 0, 0, G_OPTION_ARG_INT, &f.port, "with --local: the port (0: a free one)", "PORT"},
+      {"status_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.status_timeout_ms,
+       "how long the master waits for every task to answer (10000)", "MS"},
+      {"step_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.step_timeout_ms,
+       "the deadline of a step whose session sets none (120000)", "MS"},
+      {NULL},
+  };
+  GOptionContext *ctx = g_option_context_new("- serve one task of a Weft cluster");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    int rc = usage(error->message);
+    g_error_free(error);
+    g_option_context_free(ctx);
+    return rc;
+  }
+  g_option_context_free(ctx);
+  if (argc > 1) {
+    char *msg = g_strdup_printf("unexpected argument '%s'", argv[1]);
+    int rc = usage(msg);
+    g_free(msg);
+    return rc;
+  }
+  if (f.port < 0 || f.port > 65535) return usage("--port must be from 0 to 65535");
+
+  weft_cluster_spec_t *spec = NULL;
+  char *job = NULL;
+  int task = 0;
+  weft_status_t *st = NULL;
+  if (f.local) {
+    spec = weft_cluster_spec_new();
+    char *address = g_strdup_printf("localhost:%d", f.port);
+    st = weft_cluster_spec_add_task(spec, "local", 0, address);
+    g_free(address);
+    job = g_strdup("local");
+  } else {
+    st = resolve_task(&f, &spec, &job, &task);
+  }
+  if (st) {
+    weft_cluster_spec_free(spec);
+    g_free(job);
+    return fail(EXIT_USAGE, st);
+  }
+
+  /* Signals are taken by sigwait below; blocked now, before any thread starts, so that no
+   * gRPC or pool thread is picked to run a handler. */
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+  weft_plugins_load_default();
+  weft_server_options_t *opts = weft_server_options_new();
+  weft_server_options_set_bind_address(opts, f.bind);
+  if (f.status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f.status_timeout_ms);
+  if (f.step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f.step_timeout_ms);
+  weft_server_t *server = NULL;
+  st = weft_server_new(spec, job, task, opts, &server);
+  weft_server_options_free(opts);
+  weft_cluster_spec_free(spec);
+  g_free(job);
+  if (!st) st = weft_server_start(server);
+  if (st) {
+    weft_server_free(server);
+    return fail(weft_status_code(st) == WEFT_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME, st);
+  }
+  printf("Started server with target: %s\n", weft_server_target(server));
+  fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  fprintf(stderr, "weftd: %s received, stopping %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+          weft_server_target(server));
+  weft_status_free(weft_server_stop(server));
+  weft_server_free(server);
+  g_free(f.cluster);
+  g_free(f.ps_hosts);
+  g_free(f.worker_hosts);
+  g_free(f.job_name);
+  g_free(f.bind);
+  return 0;
+}

@@ -1,0 +1,508 @@
+/* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
+ * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16; a direct loop
+ * with wrapping arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool
+ * (dividing by the in-bounds count, TensorFlow's SAME semantics) and MirrorPad (REFLECT and
+ * SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID and EXPLICIT padding; Conv2D dilations. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+/* ---------------------------------------------------------------------------------------------
+ * Window geometry shared by Conv2D and the pools. */
+
+typedef struct geom {
+  bool nchw;
+  int64_t n, h, w, c;          /* input */
+  int64_t oh, ow, oc;          /* output spatial and channels */
+  int64_t kh, kw;              /* window or filter */
+  int64_t sh, sw, dh, dw;      /* strides, dilations */
+  int64_t pt, pb, pl, pr;      /* paddings */
+  int64_t in_s[4], out_s[4];   /* strides of n, y, x, c in elements */
+} geom_t;
+
+static void layout_strides(bool nchw, int64_t h, int64_t w, int64_t c, int64_t *s) {
+  if (nchw) {
+    s[3] = h * w; /* c */
+    s[1] = w;     /* y */
+    s[2] = 1;     /* x */
+    s[0] = c * h * w;
+  } else {
+    s[3] = 1;
+    s[2] = c;
+    s[1] = w * c;
+    s[0] = h * w * c;
+  }
+}
+
+/* strides/ksize/dilations: 4 values, 1 in the batch and channel positions. */
+static weft_status_t *hw_list(weft_kernel_ctx_t *ctx, const char *name, bool nchw, bool required,
+                              int64_t *a, int64_t *b) {
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  *a = *b = 1;
+  if (!H->attr_has(attrs, name)) {
+    if (required)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "attribute %s is required", name);
+    return NULL;
+  }
+  const int64_t *v = NULL;
+  size_t n = 0;
+  CPU_TRY(H->attr_int_list(attrs, name, &v, &n));
+  if (n == 0 && !required) return NULL;
+  if (n != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must have 4 values, got %zu", name, n);
+  int ih = nchw ? 2 : 1, iw = nchw ? 3 : 2, ic = nchw ? 1 : 3;
+  if (v[0] != 1 || v[ic] != 1)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED,
+                           "%s in the batch and depth dimensions must be 1", name);
+  if (v[ih] < 1 || v[iw] < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be positive", name);
+  *a = v[ih];
+  *b = v[iw];
+  return NULL;
+}
+
+static bool attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
+                    const char *dflt) {
+  const char *s = NULL;
+  size_t len = 0;
+  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), name, &s, &len);
+  if (st) {
+    H->status_free(st);
+    s = dflt;
+  }
+  return s != NULL && strcmp(s, value) == 0;
+}
+
+/* Fills g from the input view, the window (kh, kw) and the attrs; out channels set by caller. */
+static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x, geom_t *g,
+                                bool dilations) {
+  if (x->rank != 4) {
+    char s[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input must be 4-dimensional, got %s",
+                           weft__cpu_shape_str(x->rank, x->dims, s, sizeof s));
+  }
+  g->nchw = attr_is(ctx, "data_format", "NCHW", "NHWC");
+  g->n = x->dims[0];
+  g->h = x->dims[g->nchw ? 2 : 1];
+  g->w = x->dims[g->nchw ? 3 : 2];
+  g->c = x->dims[g->nchw ? 1 : 3];
+  CPU_TRY(hw_list(ctx, "strides", g->nchw, true, &g->sh, &g->sw));
+  g->dh = g->dw = 1;
+  if (dilations) CPU_TRY(hw_list(ctx, "dilations", g->nchw, false, &g->dh, &g->dw));
+  int64_t eh = (g->kh - 1) * g->dh + 1, ew = (g->kw - 1) * g->dw + 1;
+  g->pt = g->pb = g->pl = g->pr = 0;
+  if (attr_is(ctx, "padding", "SAME", "VALID")) {
+    g->oh = (g->h + g->sh - 1) / g->sh;
+    g->ow = (g->w + g->sw - 1) / g->sw;
+    int64_t th = (g->oh - 1) * g->sh + eh - g->h, tw = (g->ow - 1) * g->sw + ew - g->w;
+    if (th < 0) th = 0;
+    if (tw < 0) tw = 0;
+    g->pt = th / 2;
+    g->pb = th - g->pt;
+    g->pl = tw / 2;
+    g->pr = tw - g->pl;
+  } else {
+    if (attr_is(ctx, "padding", "EXPLICIT", "VALID")) {
+      const int64_t *p = NULL;
+      size_t n = 0;
+      CPU_TRY(H->attr_int_list(H->kernel_attrs(ctx), "explicit_paddings", &p, &n));
+      if (n != 8)
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                               "explicit_paddings must have 8 values, got %zu", n);
+      int ih = g->nchw ? 2 : 1, iw = g->nchw ? 3 : 2;
+      g->pt = p[2 * ih];
+      g->pb = p[2 * ih + 1];
+      g->pl = p[2 * iw];
+      g->pr = p[2 * iw + 1];
+      if (g->pt < 0 || g->pb < 0 || g->pl < 0 || g->pr < 0)
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "explicit_paddings must be >= 0");
+    }
+    int64_t sh = g->h + g->pt + g->pb - eh, sw = g->w + g->pl + g->pr - ew;
+    g->oh = sh < 0 ? 0 : sh / g->sh + 1;
+    g->ow = sw < 0 ? 0 : sw / g->sw + 1;
+  }
+  layout_strides(g->nchw, g->h, g->w, g->c, g->in_s);
+  return NULL;
+}
+
+static weft_status_t *alloc_output(weft_kernel_ctx_t *ctx, geom_t *g, weft_dtype_t dtype,
+                                   weft_tensor_view_t *y) {
+  int64_t dims[4] = {g->n, g->oh, g->ow, g->oc};
+  if (g->nchw) {
+    dims[1] = g->oc;
+    dims[2] = g->oh;
+    dims[3] = g->ow;
+  }
+  layout_strides(g->nchw, g->oh, g->ow, g->oc, g->out_s);
+  return weft__cpu_output(ctx, 0, dtype, 4, dims, y);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Element access as float/double for the float dtypes. */
+
+static double load_f(weft_dtype_t dt, const void *p, int64_t i) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: return ((const float *)p)[i];
+    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
+    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
+    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    default: return 0;
+  }
+}
+
+static void store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
+    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
+    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
+    default: break;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conv2D */
+
+typedef struct conv_job {
+  const geom_t *g;
+  int64_t cg, mg, k;      /* channels per group, filters per group, im2col width */
+  int64_t group, batch;
+  bool dbl;
+  const void *xin;        /* NHWC input in float or double */
+  void *cols;             /* [oh*ow, k] */
+} conv_job_t;
+
+/* One im2col row per output pixel: the window's values, zero where it hangs over the padding. */
+static void im2col_range(void *arg, int64_t b, int64_t e) {
+  const conv_job_t *j = arg;
+  const geom_t *g = j->g;
+  for (int64_t r = b; r < e; r++) {
+    int64_t oy = r / g->ow, ox = r % g->ow;
+    int64_t col = 0;
+    for (int64_t i = 0; i < g->kh; i++) {
+      int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      for (int64_t jx = 0; jx < g->kw; jx++) {
+        int64_t ix = ox * g->sw + jx * g->dw - g->pl;
+        bool in = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+        int64_t base = ((j->batch * g->h + iy) * g->w + ix) * g->c + j->group * j->cg;
+        if (j->dbl) {
+          double *dst = (double *)j->cols + r * j->k + col;
+          const double *src = (const double *)j->xin + base;
+          for (int64_t ch = 0; ch < j->cg; ch++) dst[ch] = in ? src[ch] : 0.0;
+        } else {
+          float *dst = (float *)j->cols + r * j->k + col;
+          const float *src = (const float *)j->xin + base;
+          for (int64_t ch = 0; ch < j->cg; ch++) dst[ch] = in ? src[ch] : 0.0f;
+        }
+        col += j->cg;
+      }
+    }
+  }
+}
+
+/* int32 convolution, one output row (n, y) at a time; sums wrap like TensorFlow's. */
+typedef struct conv_int_job {
+  const geom_t *g;
+  int64_t cg, mg;
+  const int32_t *x, *f;
+  int32_t *y;
+} conv_int_job_t;
+
+static void conv_int_range(void *arg, int64_t b, int64_t e) {
+  const conv_int_job_t *j = arg;
+  const geom_t *g = j->g;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->oh, oy = r % g->oh;
+    for (int64_t ox = 0; ox < g->ow; ox++)
+      for (int64_t m = 0; m < g->oc; m++) {
+        int64_t grp = m / j->mg;
+        uint32_t s = 0;
+        for (int64_t i = 0; i < g->kh; i++) {
+          int64_t iy = oy * g->sh + i * g->dh - g->pt;
+          if (iy < 0 || iy >= g->h) continue;
+          for (int64_t q = 0; q < g->kw; q++) {
+            int64_t ix = ox * g->sw + q * g->dw - g->pl;
+            if (ix < 0 || ix >= g->w) continue;
+            for (int64_t ch = 0; ch < j->cg; ch++) {
+              int64_t xi = n * g->in_s[0] + iy * g->in_s[1] + ix * g->in_s[2] +
+                           (grp * j->cg + ch) * g->in_s[3];
+              int64_t fi = ((i * g->kw + q) * j->cg + ch) * g->oc + m;
+              s += (uint32_t)j->x[xi] * (uint32_t)j->f[fi];
+            }
+          }
+        }
+        j->y[n * g->out_s[0] + oy * g->out_s[1] + ox * g->out_s[2] + m * g->out_s[3]] =
+            (int32_t)s;
+      }
+  }
+}
+
+static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, f, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &f));
+  if (f.rank != 4) {
+    char s[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "filter must be 4-dimensional, got %s",
+                           weft__cpu_shape_str(f.rank, f.dims, s, sizeof s));
+  }
+  geom_t g;
+  memset(&g, 0, sizeof g);
+  g.kh = f.dims[0];
+  g.kw = f.dims[1];
+  CPU_TRY(geom_init(ctx, &x, &g, true));
+  int64_t cg = f.dims[2], m = f.dims[3];
+  if (cg <= 0 || g.c % cg != 0 || m % (g.c / cg) != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "input depth %lld must be a multiple of the filter's depth %lld, and "
+                           "the filter count %lld a multiple of the number of groups",
+                           (long long)g.c, (long long)cg, (long long)m);
+  int64_t groups = g.c / cg, mg = m / groups;
+  g.oc = m;
+  CPU_TRY(alloc_output(ctx, &g, x.dtype, &y));
+  if (y.num_elements == 0) return NULL;
+  if (x.dtype == WEFT_DT_INT32) {
+    conv_int_job_t j = {&g, cg, mg, x.data, f.data, y.data};
+    weft__cpu_parallel(ctx, g.n * g.oh, g.ow * m * g.kh * g.kw * cg + 1, conv_int_range, &j);
+    return NULL;
+  }
+  bool dbl = x.dtype == WEFT_DT_DOUBLE;
+  size_t es = dbl ? sizeof(double) : sizeof(float);
+  int64_t k = g.kh * g.kw * cg, pixels = g.oh * g.ow;
+  /* The input as NHWC float/double, the filter as float/double, the output NHWC. */
+  void *xin = NULL, *fin = NULL, *yout = NULL, *cols = NULL;
+  CPU_TRY(H->kernel_scratch(ctx, (size_t)x.num_elements * es + 1, &xin));
+  CPU_TRY(H->kernel_scratch(ctx, (size_t)f.num_elements * es + 1, &fin));
+  CPU_TRY(H->kernel_scratch(ctx, (size_t)(g.n * pixels * m) * es + 1, &yout));
+  CPU_TRY(H->kernel_scratch(ctx, (size_t)(pixels * k) * es + 1, &cols));
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t yy = 0; yy < g.h; yy++)
+      for (int64_t xx = 0; xx < g.w; xx++)
+        for (int64_t c = 0; c < g.c; c++) {
+          int64_t src = n * g.in_s[0] + yy * g.in_s[1] + xx * g.in_s[2] + c * g.in_s[3];
+          int64_t dst = ((n * g.h + yy) * g.w + xx) * g.c + c;
+          if (dbl)
+            ((double *)xin)[dst] = load_f(x.dtype, x.data, src);
+          else
+            ((float *)xin)[dst] = (float)load_f(x.dtype, x.data, src);
+        }
+  for (int64_t i = 0; i < f.num_elements; i++) {
+    if (dbl)
+      ((double *)fin)[i] = load_f(f.dtype, f.data, i);
+    else
+      ((float *)fin)[i] = (float)load_f(f.dtype, f.data, i);
+  }
+  conv_job_t j = {&g, cg, mg, k, 0, 0, dbl, xin, cols};
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t grp = 0; grp < groups; grp++) {
+      j.batch = n;
+      j.group = grp;
+      weft__cpu_parallel(ctx, pixels, k + 1, im2col_range, &j);
+      if (k == 0) {
+        for (int64_t p = 0; p < pixels; p++)
+          for (int64_t q = 0; q < mg; q++) {
+            int64_t o = (n * pixels + p) * m + grp * mg + q;
+            if (dbl)
+              ((double *)yout)[o] = 0;
+            else
+              ((float *)yout)[o] = 0;
+          }
+        continue;
+      }
+      if (dbl)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)pixels, (int)mg, (int)k, 1.0,
+                    (const double *)cols, (int)k, (const double *)fin + grp * mg, (int)m, 0.0,
+                    (double *)yout + n * pixels * m + grp * mg, (int)m);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)pixels, (int)mg, (int)k, 1.0f,
+                    (const float *)cols, (int)k, (const float *)fin + grp * mg, (int)m, 0.0f,
+                    (float *)yout + n * pixels * m + grp * mg, (int)m);
+    }
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t p = 0; p < pixels; p++)
+      for (int64_t o = 0; o < m; o++) {
+        int64_t src = (n * pixels + p) * m + o;
+        int64_t dst = n * g.out_s[0] + (p / g.ow) * g.out_s[1] + (p % g.ow) * g.out_s[2] +
+                      o * g.out_s[3];
+        store_f(y.dtype, y.data, dst, dbl ? ((double *)yout)[src] : ((float *)yout)[src]);
+      }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MaxPool, AvgPool */
+
+typedef struct pool_job {
+  const geom_t *g;
+  const void *x;
+  void *y;
+  weft_dtype_t dt;
+  bool is_max;
+} pool_job_t;
+
+/* Window bounds of output (oy, ox), clipped to the input. */
+static void window(const geom_t *g, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1, int64_t *x0,
+                   int64_t *x1) {
+  *y0 = oy * g->sh - g->pt;
+  *x0 = ox * g->sw - g->pl;
+  *y1 = *y0 + g->kh;
+  *x1 = *x0 + g->kw;
+  if (*y0 < 0) *y0 = 0;
+  if (*x0 < 0) *x0 = 0;
+  if (*y1 > g->h) *y1 = g->h;
+  if (*x1 > g->w) *x1 = g->w;
+}
+
+#define MAXPOOL_INT(DT, T, LOWEST)                                                         \
+  case DT: {                                                                               \
+    const T *x = j->x;                                                                     \
+    T *y = j->y;                                                                           \
+    T best = LOWEST;                                                                       \
+    for (int64_t yy = y0; yy < y1; yy++)                                                   \
+      for (int64_t xx = x0; xx < x1; xx++) {                                               \
+        T v = x[base + yy * g->in_s[1] + xx * g->in_s[2]];                                  \
+        if (v > best) best = v;                                                            \
+      }                                                                                    \
+    y[out] = best;                                                                         \
+    break;                                                                                 \
+  }
+
+static void pool_range(void *arg, int64_t b, int64_t e) {
+  const pool_job_t *j = arg;
+  const geom_t *g = j->g;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->oh, oy = r % g->oh;
+    for (int64_t ox = 0; ox < g->ow; ox++)
+      for (int64_t c = 0; c < g->c; c++) {
+        int64_t y0, y1, x0, x1;
+        window(g, oy, ox, &y0, &y1, &x0, &x1);
+        int64_t base = n * g->in_s[0] + c * g->in_s[3];
+        int64_t out = n * g->out_s[0] + oy * g->out_s[1] + ox * g->out_s[2] + c * g->out_s[3];
+        switch (j->dt) {
+          MAXPOOL_INT(WEFT_DT_INT8, int8_t, INT8_MIN)
+          MAXPOOL_INT(WEFT_DT_INT16, int16_t, INT16_MIN)
+          MAXPOOL_INT(WEFT_DT_INT32, int32_t, INT32_MIN)
+          MAXPOOL_INT(WEFT_DT_INT64, int64_t, INT64_MIN)
+          MAXPOOL_INT(WEFT_DT_UINT8, uint8_t, 0)
+          MAXPOOL_INT(WEFT_DT_UINT16, uint16_t, 0)
+          default: {
+            /* Floats: max with NaN winning, or the mean of the in-bounds values. */
+            double acc = j->is_max ? -INFINITY : 0.0;
+            int64_t count = 0;
+            for (int64_t yy = y0; yy < y1; yy++)
+              for (int64_t xx = x0; xx < x1; xx++) {
+                double v = load_f(j->dt, j->x, base + yy * g->in_s[1] + xx * g->in_s[2]);
+                if (j->is_max)
+                  acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
+                else
+                  acc += v;
+                count++;
+              }
+            store_f(j->dt, j->y, out, j->is_max ? acc : acc / (double)(count ? count : 1));
+            break;
+          }
+        }
+      }
+  }
+}
+
+static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
+  bool is_max = state != NULL;
+  weft_tensor_view_t x, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  geom_t g;
+  memset(&g, 0, sizeof g);
+  bool nchw = attr_is(ctx, "data_format", "NCHW", "NHWC");
+  CPU_TRY(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
+  CPU_TRY(geom_init(ctx, &x, &g, false));
+  g.oc = g.c;
+  CPU_TRY(alloc_output(ctx, &g, x.dtype, &y));
+  if (y.num_elements == 0) return NULL;
+  pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};
+  weft__cpu_parallel(ctx, g.n * g.oh, g.ow * g.c * g.kh * g.kw + 1, pool_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MirrorPad */
+
+static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, pv, y;
+  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  CPU_TRY(weft__cpu_input(ctx, 1, &pv));
+  int64_t pads[2 * WEFT_MAX_RANK], n = 0;
+  CPU_TRY(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
+  if (pv.rank != 2 || pv.dims[0] != x.rank || pv.dims[1] != 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "paddings must have shape [%d, 2] for an input of rank %d", x.rank,
+                           x.rank);
+  bool reflect = attr_is(ctx, "mode", "REFLECT", "REFLECT");
+  int64_t out_dims[WEFT_MAX_RANK];
+  for (int d = 0; d < x.rank; d++) {
+    int64_t lim = reflect ? x.dims[d] - 1 : x.dims[d];
+    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 || pads[2 * d] > lim || pads[2 * d + 1] > lim)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "paddings %lld and %lld of dimension %d must be in [0, %lld] for "
+                             "%s mode",
+                             (long long)pads[2 * d], (long long)pads[2 * d + 1], d,
+                             (long long)lim, reflect ? "REFLECT" : "SYMMETRIC");
+    out_dims[d] = x.dims[d] + pads[2 * d] + pads[2 * d + 1];
+  }
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
+  int64_t in_strides[WEFT_MAX_RANK], s = 1;
+  for (int d = x.rank - 1; d >= 0; d--) {
+    in_strides[d] = s;
+    s *= x.dims[d];
+  }
+  int64_t off = reflect ? 0 : 1;
+  for (int64_t i = 0; i < y.num_elements; i++) {
+    int64_t rem = i, src = 0;
+    for (int d = x.rank - 1; d >= 0; d--) {
+      int64_t p = rem % out_dims[d] - pads[2 * d];
+      rem /= out_dims[d];
+      if (p < 0) p = -p - off;
+      if (p >= x.dims[d]) p = 2 * x.dims[d] - 2 - p + off;
+      src += p * in_strides[d];
+    }
+    CPU_TRY(weft__cpu_copy_elems(ctx, &y, i, &x, src, 1));
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+static const weft_dtype_t conv_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                          WEFT_DT_BFLOAT16, WEFT_DT_INT32};
+static const weft_dtype_t maxpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                             WEFT_DT_BFLOAT16, WEFT_DT_INT8, WEFT_DT_INT16,
+                                             WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_UINT8,
+                                             WEFT_DT_UINT16};
+static const weft_dtype_t avgpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                             WEFT_DT_BFLOAT16};
+static const char *const mirror_host_memory[] = {"paddings", NULL};
+static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kernel */
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
+  const weft_cpu_kernel_spec_t specs[] = {
+      {"Conv2D", k_conv2d, "T", conv_types, N_OF(conv_types), NULL, NULL, NULL, NULL},
+      {"MaxPool", k_pool, "T", maxpool_types, N_OF(maxpool_types), NULL, NULL, NULL, &max_tag},
+      {"AvgPool", k_pool, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL, NULL, NULL},
+      {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,
+       NULL},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    weft_cpu_kernel_spec_t s = specs[i];
+    if (s.dtypes == weft__cpu_all_types) s.n_dtypes = weft__cpu_n_all_types;
+    CPU_TRY(weft__cpu_register(reg, &s));
+  }
+  return NULL;
+}

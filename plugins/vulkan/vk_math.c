@@ -1,0 +1,476 @@
+/* vk_math.c: Vulkan elementwise kernels: the unary math and activation ops (unary.comp), binary
+ * arithmetic, comparisons and logic with TensorFlow broadcasting (binary.comp), activation
+ * gradients, BiasAdd and AddN and ClipByValue (built from binary.comp), Select / SelectV2
+ * (select.comp) and Cast between float32, int32 and bool (cast.comp).
+ *
+ * float32 everywhere; int32 where the arithmetic is exact and cannot fail (no integer division
+ * or powers, whose divide-by-zero and negative-exponent errors a shader cannot raise: those run
+ * on the CPU). Error messages match the CPU kernels'. */
+#include <string.h>
+
+#include "vk_internal.h"
+
+#define H weft__vk_host
+
+/* ---------------------------------------------------------------------------------------------
+ * Unary */
+
+typedef struct un_op {
+  const char *name;
+  uint32_t code;
+  bool with_int; /* int32 too */
+  const char *param;
+  float param_default;
+} un_op_t;
+
+typedef struct unary_push {
+  uint32_t n, op, dtype;
+  float alpha;
+} unary_push_t;
+
+static const un_op_t un_ops[] = {
+    {"Neg", VK_UN_NEG, true, NULL, 0},
+    {"Abs", VK_UN_ABS, true, NULL, 0},
+    {"Square", VK_UN_SQUARE, true, NULL, 0},
+    {"Sqrt", VK_UN_SQRT, false, NULL, 0},
+    {"Rsqrt", VK_UN_RSQRT, false, NULL, 0},
+    {"Exp", VK_UN_EXP, false, NULL, 0},
+    {"Log", VK_UN_LOG, false, NULL, 0},
+    {"Log1p", VK_UN_LOG1P, false, NULL, 0},
+    {"Expm1", VK_UN_EXPM1, false, NULL, 0},
+    {"Sign", VK_UN_SIGN, true, NULL, 0},
+    {"Reciprocal", VK_UN_RECIPROCAL, false, NULL, 0},
+    {"Inv", VK_UN_RECIPROCAL, false, NULL, 0},
+    {"Floor", VK_UN_FLOOR, false, NULL, 0},
+    {"Ceil", VK_UN_CEIL, false, NULL, 0},
+    {"Round", VK_UN_ROUND, true, NULL, 0},
+    {"Sin", VK_UN_SIN, false, NULL, 0},
+    {"Cos", VK_UN_COS, false, NULL, 0},
+    {"Tan", VK_UN_TAN, false, NULL, 0},
+    {"Asin", VK_UN_ASIN, false, NULL, 0},
+    {"Acos", VK_UN_ACOS, false, NULL, 0},
+    {"Atan", VK_UN_ATAN, false, NULL, 0},
+    {"Sinh", VK_UN_SINH, false, NULL, 0},
+    {"Cosh", VK_UN_COSH, false, NULL, 0},
+    {"Asinh", VK_UN_ASINH, false, NULL, 0},
+    {"Acosh", VK_UN_ACOSH, false, NULL, 0},
+    {"Atanh", VK_UN_ATANH, false, NULL, 0},
+    {"Tanh", VK_UN_TANH, false, NULL, 0},
+    {"Sigmoid", VK_UN_SIGMOID, false, NULL, 0},
+    {"Erf", VK_UN_ERF, false, NULL, 0},
+    {"Relu", VK_UN_RELU, true, NULL, 0},
+    {"Relu6", VK_UN_RELU6, true, NULL, 0},
+    {"Elu", VK_UN_ELU, false, NULL, 0},
+    {"Selu", VK_UN_SELU, false, NULL, 0},
+    {"LeakyRelu", VK_UN_LEAKY_RELU, false, "alpha", 0.2f},
+    {"Softplus", VK_UN_SOFTPLUS, false, NULL, 0},
+    {"Softsign", VK_UN_SOFTSIGN, false, NULL, 0},
+    {"IsNan", VK_UN_ISNAN, false, NULL, 0},
+    {"IsInf", VK_UN_ISINF, false, NULL, 0},
+    {"IsFinite", VK_UN_ISFINITE, false, NULL, 0},
+    {"LogicalNot", VK_UN_LOGICAL_NOT, false, NULL, 0},
+};
+
+static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
+  const un_op_t *op = state;
+  weft_tensor_view_t x, y;
+  VK_TRY(weft__vk_input(ctx, 0, &x));
+  bool out_bool = op->code >= VK_UN_FIRST_BOOL_OUT;
+  VK_TRY(weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
+  if (x.num_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &x, op->name));
+  unary_push_t p = {(uint32_t)x.num_elements, op->code, (uint32_t)weft__vk_dt(x.dtype), 0.0f};
+  if (op->param != NULL) p.alpha = weft__vk_attr_float(ctx, op->param, op->param_default);
+  void *bufs[2] = {x.data, y.data};
+  uint64_t items = out_bool ? ((uint64_t)x.num_elements + 3) / 4 : (uint64_t)x.num_elements;
+  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_UNARY, &p, sizeof p, bufs, 2,
+                           weft__vk_groups(ctx, items), 1, 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Binary */
+
+typedef struct binary_push {
+  uint32_t n, op, dtype, rank;
+  float alpha;
+  uint32_t pad[3];
+  uint32_t dims[VK_MAX_DIMS];
+  uint32_t sa[VK_MAX_DIMS];
+  uint32_t sb[VK_MAX_DIMS];
+} binary_push_t;
+
+/* Records z = op(x, y) over the broadcast geometry bc (inputs 0 and 1 of it). */
+static weft_status_t *run_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
+                                 weft_dtype_t dtype, const weft_vk_bcast_t *bc, void *x, void *y,
+                                 void *z) {
+  if (bc->out_elements == 0) return NULL;
+  if (bc->out_elements >= ((int64_t)1 << 32) - 4)
+    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                          "%lld elements are too many for a Vulkan kernel (at most 2^32)",
+                          (long long)bc->out_elements);
+  binary_push_t p;
+  memset(&p, 0, sizeof p);
+  p.n = (uint32_t)bc->out_elements;
+  p.op = op;
+  p.dtype = (uint32_t)weft__vk_dt(dtype);
+  p.rank = (uint32_t)bc->rank;
+  p.alpha = alpha;
+  for (int d = 0; d < bc->rank; d++) {
+    p.dims[d] = (uint32_t)bc->dims[d];
+    p.sa[d] = (uint32_t)bc->strides[0][d];
+    p.sb[d] = (uint32_t)bc->strides[1][d];
+  }
+  void *bufs[3] = {x, y, z};
+  uint64_t items = op >= VK_BIN_FIRST_BOOL_OUT ? ((uint64_t)p.n + 3) / 4 : (uint64_t)p.n;
+  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_BINARY, &p, sizeof p, bufs, 3,
+                           weft__vk_groups(ctx, items), 1, 1);
+}
+
+static weft_status_t *bcast2(weft_kernel_ctx_t *ctx, weft_vk_bcast_t *bc,
+                             const weft_tensor_view_t *x, const weft_tensor_view_t *y) {
+  const int ranks[2] = {x->rank, y->rank};
+  const int64_t *dims[2] = {x->dims, y->dims};
+  return weft__vk_bcast_init(ctx, bc, 2, ranks, dims);
+}
+
+typedef struct bin_op {
+  const char *name;
+  uint32_t code;
+  const weft_dtype_t *dtypes; /* NULL: bool only, no type attribute (LogicalAnd/Or) */
+  size_t n_dtypes;
+  const char *param;
+  float param_default;
+} bin_op_t;
+
+static const weft_dtype_t types_fib[] = {WEFT_DT_FLOAT, WEFT_DT_INT32, WEFT_DT_BOOL};
+static const weft_dtype_t types_fi[] = {WEFT_DT_FLOAT, WEFT_DT_INT32};
+static const weft_dtype_t types_f[] = {WEFT_DT_FLOAT};
+
+static const bin_op_t bin_ops[] = {
+    {"AddV2", VK_BIN_ADD, types_fi, 2, NULL, 0},
+    {"Add", VK_BIN_ADD, types_fi, 2, NULL, 0},
+    {"Sub", VK_BIN_SUB, types_fi, 2, NULL, 0},
+    {"Mul", VK_BIN_MUL, types_fi, 2, NULL, 0},
+    {"RealDiv", VK_BIN_DIV, types_f, 1, NULL, 0},
+    {"Div", VK_BIN_DIV, types_f, 1, NULL, 0},
+    {"Maximum", VK_BIN_MAX, types_fi, 2, NULL, 0},
+    {"Minimum", VK_BIN_MIN, types_fi, 2, NULL, 0},
+    {"Pow", VK_BIN_POW, types_f, 1, NULL, 0},
+    {"SquaredDifference", VK_BIN_SQDIFF, types_fi, 2, NULL, 0},
+    {"ReluGrad", VK_BIN_RELU_GRAD, types_f, 1, NULL, 0},
+    {"SigmoidGrad", VK_BIN_SIGMOID_GRAD, types_f, 1, NULL, 0},
+    {"TanhGrad", VK_BIN_TANH_GRAD, types_f, 1, NULL, 0},
+    {"Equal", VK_BIN_EQ, types_fib, 3, NULL, 0},
+    {"NotEqual", VK_BIN_NE, types_fib, 3, NULL, 0},
+    {"Less", VK_BIN_LT, types_fi, 2, NULL, 0},
+    {"LessEqual", VK_BIN_LE, types_fi, 2, NULL, 0},
+    {"Greater", VK_BIN_GT, types_fi, 2, NULL, 0},
+    {"GreaterEqual", VK_BIN_GE, types_fi, 2, NULL, 0},
+    {"LogicalAnd", VK_BIN_AND, NULL, 0, NULL, 0},
+    {"LogicalOr", VK_BIN_OR, NULL, 0, NULL, 0},
+};
+
+static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
+  const bin_op_t *op = state;
+  weft_tensor_view_t x, y, z;
+  VK_TRY(weft__vk_input(ctx, 0, &x));
+  VK_TRY(weft__vk_input(ctx, 1, &y));
+  if (x.dtype != y.dtype)
+    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
+                          op->name, weft__vk_dtype_name(x.dtype), weft__vk_dtype_name(y.dtype));
+  bool out_bool = op->code >= VK_BIN_FIRST_BOOL_OUT;
+  weft_vk_bcast_t bc;
+  weft_status_t *bs = bcast2(ctx, &bc, &x, &y);
+  if (bs != NULL) {
+    /* Equal/NotEqual with incompatible_shape_error = false answer "not equal" as a scalar. */
+    bool equality = op->code == VK_BIN_EQ || op->code == VK_BIN_NE;
+    if (!equality || weft__vk_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
+    H->status_free(bs);
+    VK_TRY(weft__vk_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
+    return weft__vk_fill(weft__vk_ctx_device(ctx), z.data, 1, op->code == VK_BIN_NE ? 1u : 0u);
+  }
+  VK_TRY(weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
+  if (bc.out_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &x, op->name));
+  VK_TRY(weft__vk_check_size(ctx, &y, op->name));
+  float alpha = op->param != NULL ? weft__vk_attr_float(ctx, op->param, op->param_default) : 0.0f;
+  return run_binary(ctx, op->code, alpha, x.dtype, &bc, x.data, y.data, z.data);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * BiasAdd: a broadcast add with the bias viewed as [C] (NHWC) or [C, 1, ..., 1] (NCHW). */
+
+static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, bias, y;
+  VK_TRY(weft__vk_input(ctx, 0, &x));
+  VK_TRY(weft__vk_input(ctx, 1, &bias));
+  bool nchw = false;
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  if (H->attr_has(attrs, "data_format")) {
+    const char *fmt = NULL;
+    size_t len = 0;
+    VK_TRY(H->attr_string(attrs, "data_format", &fmt, &len));
+    if (len == 4 && memcmp(fmt, "NCHW", 4) == 0) nchw = true;
+    else if (!(len == 4 && memcmp(fmt, "NHWC", 4) == 0))
+      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                            "data_format must be \"NHWC\" or \"NCHW\", got \"%.*s\"", (int)len, fmt);
+  }
+  char s0[VK_SHAPE_STR_LEN], s1[VK_SHAPE_STR_LEN];
+  if (x.rank < 2)
+    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                          weft__vk_shape_str(x.rank, x.dims, s0, sizeof s0));
+  if (bias.rank != 1)
+    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "Biases must be 1D: %s",
+                          weft__vk_shape_str(bias.rank, bias.dims, s0, sizeof s0));
+  int cdim = nchw ? 1 : x.rank - 1;
+  if (bias.dims[0] != x.dims[cdim])
+    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                          "Must provide as many biases as the %s dimension of the input tensor: "
+                          "%s vs. %s",
+                          nchw ? "channel" : "last",
+                          weft__vk_shape_str(bias.rank, bias.dims, s0, sizeof s0),
+                          weft__vk_shape_str(x.rank, x.dims, s1, sizeof s1));
+  VK_TRY(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  if (x.num_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &x, "BiasAdd value"));
+  int64_t bdims[WEFT_MAX_RANK];
+  int brank = x.rank - cdim;
+  bdims[0] = bias.dims[0];
+  for (int d = 1; d < brank; d++) bdims[d] = 1;
+  const int ranks[2] = {x.rank, brank};
+  const int64_t *dims[2] = {x.dims, bdims};
+  weft_vk_bcast_t bc;
+  VK_TRY(weft__vk_bcast_init(ctx, &bc, 2, ranks, dims));
+  return run_binary(ctx, VK_BIN_ADD, 0.0f, x.dtype, &bc, x.data, bias.data, y.data);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * AddN: a chain of adds, the first into the output, the rest in place. */
+
+static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  int n = H->kernel_num_inputs(ctx);
+  if (n < 1) return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "AddN needs at least one input");
+  weft_tensor_view_t first, z;
+  VK_TRY(weft__vk_input(ctx, 0, &first));
+  for (int k = 1; k < n; k++) {
+    weft_tensor_view_t v;
+    VK_TRY(weft__vk_input(ctx, k, &v));
+    if (v.rank != first.rank || v.dtype != first.dtype ||
+        memcmp(v.dims, first.dims, sizeof(int64_t) * (size_t)v.rank) != 0) {
+      char a[VK_SHAPE_STR_LEN], b[VK_SHAPE_STR_LEN];
+      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                            "AddN inputs must have the same shape and dtype: input 0 is %s%s, "
+                            "input %d is %s%s",
+                            weft__vk_dtype_name(first.dtype),
+                            weft__vk_shape_str(first.rank, first.dims, a, sizeof a), k,
+                            weft__vk_dtype_name(v.dtype),
+                            weft__vk_shape_str(v.rank, v.dims, b, sizeof b));
+    }
+  }
+  VK_TRY(weft__vk_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
+  if (first.num_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &first, "AddN input"));
+  weft_vk_bcast_t bc;
+  VK_TRY(bcast2(ctx, &bc, &first, &first));
+  if (n == 1)
+    return weft__vk_copy_device_to_device(weft__vk_ctx_device(ctx), z.data, first.data, z.nbytes);
+  for (int k = 1; k < n; k++) {
+    weft_tensor_view_t v;
+    VK_TRY(weft__vk_input(ctx, k, &v));
+    VK_TRY(run_binary(ctx, VK_BIN_ADD, 0.0f, first.dtype, &bc, k == 1 ? first.data : z.data,
+                      v.data, z.data));
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * ClipByValue: min(t, hi) then max(., lo), each broadcast. */
+
+static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t t, lo, hi, z;
+  VK_TRY(weft__vk_input(ctx, 0, &t));
+  VK_TRY(weft__vk_input(ctx, 1, &lo));
+  VK_TRY(weft__vk_input(ctx, 2, &hi));
+  const int ranks[3] = {t.rank, lo.rank, hi.rank};
+  const int64_t *dims[3] = {t.dims, lo.dims, hi.dims};
+  weft_vk_bcast_t all;
+  VK_TRY(weft__vk_bcast_init(ctx, &all, 3, ranks, dims));
+  VK_TRY(weft__vk_output(ctx, 0, t.dtype, all.out_rank, all.out_dims, &z));
+  if (all.out_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &z, "ClipByValue output"));
+  /* First pass: z = min(t, hi) over the shape of (t, hi); second: z = max(z, lo) in place
+   * over the full shape, which the first pass's shape broadcasts to. */
+  weft_vk_bcast_t b1, b2;
+  VK_TRY(bcast2(ctx, &b1, &t, &hi));
+  weft_tensor_view_t mid = t;
+  mid.rank = b1.out_rank;
+  memcpy(mid.dims, b1.out_dims, sizeof mid.dims);
+  VK_TRY(bcast2(ctx, &b2, &mid, &lo));
+  if (b1.out_elements == all.out_elements) {
+    VK_TRY(run_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, z.data));
+    return run_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, z.data, lo.data, z.data);
+  }
+  /* lo widens the shape: the intermediate needs its own buffer. */
+  void *tmp = NULL;
+  VK_TRY(weft__vk_scratch(ctx, (size_t)b1.out_elements * 4, &tmp));
+  VK_TRY(run_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, tmp));
+  return run_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, tmp, lo.data, z.data);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Select, SelectV2 */
+
+typedef struct select_push {
+  uint32_t n, rank, bool_elems;
+  uint32_t dims[VK_SELECT_MAX_DIMS];
+  uint32_t sc[VK_SELECT_MAX_DIMS];
+  uint32_t st[VK_SELECT_MAX_DIMS];
+  uint32_t se[VK_SELECT_MAX_DIMS];
+} select_push_t;
+
+static weft_status_t *run_select(weft_kernel_ctx_t *ctx, const weft_vk_bcast_t *bc,
+                                 weft_dtype_t dtype, void *c, void *t, void *e, void *z) {
+  if (bc->out_elements == 0) return NULL;
+  if (bc->rank > (int)VK_SELECT_MAX_DIMS)
+    return weft__vk_error(ctx, WEFT_UNIMPLEMENTED,
+                          "Select broadcasting over %d alternating dims is not supported on "
+                          "Vulkan (at most %u)",
+                          bc->rank, VK_SELECT_MAX_DIMS);
+  select_push_t p;
+  memset(&p, 0, sizeof p);
+  p.n = (uint32_t)bc->out_elements;
+  p.rank = (uint32_t)bc->rank;
+  p.bool_elems = dtype == WEFT_DT_BOOL;
+  for (int d = 0; d < bc->rank; d++) {
+    p.dims[d] = (uint32_t)bc->dims[d];
+    p.sc[d] = (uint32_t)bc->strides[0][d];
+    p.st[d] = (uint32_t)bc->strides[1][d];
+    p.se[d] = (uint32_t)bc->strides[2][d];
+  }
+  void *bufs[4] = {c, t, e, z};
+  uint64_t items = p.bool_elems ? ((uint64_t)p.n + 3) / 4 : (uint64_t)p.n;
+  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_SELECT, &p, sizeof p, bufs, 4,
+                           weft__vk_groups(ctx, items), 1, 1);
+}
+
+static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
+  bool v2 = state != NULL;
+  weft_tensor_view_t c, t, e, z;
+  VK_TRY(weft__vk_input(ctx, 0, &c));
+  VK_TRY(weft__vk_input(ctx, 1, &t));
+  VK_TRY(weft__vk_input(ctx, 2, &e));
+  char s0[VK_SHAPE_STR_LEN], s1[VK_SHAPE_STR_LEN];
+  int64_t cdims[WEFT_MAX_RANK];
+  int crank = c.rank;
+  memcpy(cdims, c.dims, sizeof cdims);
+  if (!v2) {
+    /* Select: t and e alike; the condition is their shape, a scalar, or a vector along dim 0. */
+    if (t.rank != e.rank || memcmp(t.dims, e.dims, sizeof(int64_t) * (size_t)t.rank) != 0)
+      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                            "'then' and 'else' must have the same size.  but received: %s vs. %s",
+                            weft__vk_shape_str(t.rank, t.dims, s0, sizeof s0),
+                            weft__vk_shape_str(e.rank, e.dims, s1, sizeof s1));
+    bool same = c.rank == t.rank && memcmp(c.dims, t.dims, sizeof(int64_t) * (size_t)c.rank) == 0;
+    if (!same && c.rank == 1 && t.rank >= 1 && c.dims[0] == t.dims[0]) {
+      crank = t.rank;
+      for (int d = 1; d < crank; d++) cdims[d] = 1;
+    } else if (!same && c.rank != 0) {
+      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
+                            "'condition' must be a scalar, a vector matching the first dimension "
+                            "of 'then', or have the same shape as 'then': condition %s, then %s",
+                            weft__vk_shape_str(c.rank, c.dims, s0, sizeof s0),
+                            weft__vk_shape_str(t.rank, t.dims, s1, sizeof s1));
+    }
+  }
+  const int ranks[3] = {crank, t.rank, e.rank};
+  const int64_t *dims[3] = {cdims, t.dims, e.dims};
+  weft_vk_bcast_t bc;
+  VK_TRY(weft__vk_bcast_init(ctx, &bc, 3, ranks, dims));
+  if (!v2) {
+    bc.out_rank = t.rank; /* a scalar condition never changes the output shape */
+    memcpy(bc.out_dims, t.dims, sizeof bc.out_dims);
+  }
+  VK_TRY(weft__vk_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  if (bc.out_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &z, "Select output"));
+  return run_select(ctx, &bc, t.dtype, c.data, t.data, e.data, z.data);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cast */
+
+typedef struct cast_push {
+  uint32_t n, src, dst;
+} cast_push_t;
+
+static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  VK_TRY(weft__vk_input(ctx, 0, &x));
+  weft_dtype_t dst = x.dtype;
+  VK_TRY(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
+  if (x.dtype == dst) return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims);
+  int ss = weft__vk_dt(x.dtype), ds = weft__vk_dt(dst);
+  if (ss < 0 || ds < 0)
+    return weft__vk_error(ctx, WEFT_UNIMPLEMENTED, "Cast %s to %s is not supported on Vulkan",
+                          weft__vk_dtype_name(x.dtype), weft__vk_dtype_name(dst));
+  VK_TRY(weft__vk_output(ctx, 0, dst, x.rank, x.dims, &y));
+  if (x.num_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, &x, "Cast input"));
+  cast_push_t p = {(uint32_t)x.num_elements, (uint32_t)ss, (uint32_t)ds};
+  void *bufs[2] = {x.data, y.data};
+  uint64_t items = dst == WEFT_DT_BOOL ? ((uint64_t)p.n + 3) / 4 : (uint64_t)p.n;
+  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_CAST, &p, sizeof p, bufs, 2,
+                           weft__vk_groups(ctx, items), 1, 1);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+static int v2_marker;
+
+weft_status_t *weft__vk_register_math(const weft_registrar_t *reg) {
+  weft_vk_kernel_spec_t spec;
+  for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
+    const un_op_t *op = &un_ops[i];
+    memset(&spec, 0, sizeof spec);
+    spec.op = op->name;
+    spec.compute = k_unary;
+    spec.user_data = (void *)op;
+    if (op->code != VK_UN_LOGICAL_NOT) { /* LogicalNot is bool only, without a type attr */
+      spec.type_attr = "T";
+      spec.dtypes = types_fi;
+      spec.n_dtypes = op->with_int ? 2 : 1;
+    }
+    VK_TRY(weft__vk_register(reg, &spec));
+  }
+  for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
+    const bin_op_t *op = &bin_ops[i];
+    memset(&spec, 0, sizeof spec);
+    spec.op = op->name;
+    spec.compute = k_binary;
+    spec.user_data = (void *)op;
+    if (op->dtypes != NULL) {
+      spec.type_attr = "T";
+      spec.dtypes = op->dtypes;
+      spec.n_dtypes = op->n_dtypes;
+    }
+    VK_TRY(weft__vk_register(reg, &spec));
+  }
+  const weft_vk_kernel_spec_t more[] = {
+      {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = types_fi, .n_dtypes = 2},
+      {.op = "AddN", .compute = k_addn, .type_attr = "T", .dtypes = types_fi, .n_dtypes = 2},
+      {.op = "ClipByValue", .compute = k_clip, .type_attr = "T", .dtypes = types_fi,
+       .n_dtypes = 2},
+      {.op = "Select", .compute = k_select, .type_attr = "T", .dtypes = types_fib, .n_dtypes = 3},
+      {.op = "SelectV2", .compute = k_select, .type_attr = "T", .dtypes = types_fib,
+       .n_dtypes = 3, .user_data = &v2_marker},
+      {.op = "Cast", .compute = k_cast, .type_attr = "SrcT", .dtypes = types_fib, .n_dtypes = 3,
+       .type_attr2 = "DstT", .dtypes2 = types_fib, .n_dtypes2 = 3},
+  };
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) VK_TRY(weft__vk_register(reg, &more[i]));
+  return NULL;
+}

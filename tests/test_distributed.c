@@ -1,0 +1,933 @@
+/* Tests for the distributed runtime with real `weftd` processes on loopback ports: cluster specs
+ * from the C API, the --cluster syntax, TensorFlow's flags and TF_CONFIG (with their exact error
+ * messages, in the library and from weftd); a local server; placement across ps and worker
+ * tasks; _Send/_Recv of every dtype including strings and empty tensors; a 256 MiB tensor;
+ * variables on a ps shared by two clients, and Reset; a ps killed with SIGKILL in the middle of a
+ * step (an error naming it, well within the deadline); a restarted task (ABORTED); malformed
+ * requests sent with raw gRPC calls (errors, and the server keeps serving); sessions of several
+ * client threads at once. Every weftd dies with the test process (PR_SET_PDEATHSIG), so a failed
+ * assertion leaves none behind. */
+#include <arpa/inet.h>
+#include <glib.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "distributed/distributed_internal.h"
+#include "weft/weft.h"
+
+#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
+
+#define OK(expr)                                                                          \
+  do {                                                                                    \
+    weft_status_t *st_ = (expr);                                                          \
+    if (st_) g_error("%s: %s: %s", #expr, weft_code_name(st_->code), weft_status_message(st_)); \
+  } while (0)
+
+static bool no_weftd(void) {
+  if (g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) return false;
+  g_test_skip("weftd not built at " WEFTD);
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes */
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in addr = {0};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof addr), ==, 0);
+  g_assert_cmpint(getsockname(fd, (struct sockaddr *)&addr, &len), ==, 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+static void die_with_parent(gpointer unused) {
+  (void)unused;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* One line of fd, waiting at most timeout_ms; NULL on timeout or end of file. */
+static char *read_line(int fd, int timeout_ms) {
+  GString *line = g_string_new(NULL);
+  gint64 until = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  for (;;) {
+    gint64 left = (until - g_get_monotonic_time()) / 1000;
+    struct pollfd p = {fd, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
+    char ch;
+    if (read(fd, &ch, 1) != 1) break;
+    if (ch == '\n') return g_string_free(line, FALSE);
+    g_string_append_c(line, ch);
+  }
+  g_string_free(line, TRUE);
+  return NULL;
+}
+
+typedef struct weftd {
+  GPid pid;
+  int out_fd;
+  char *line; /* the "Started server" line */
+} weftd_t;
+
+/* Starts weftd with args (NULL-terminated) and env overrides ("NAME=VALUE", may be NULL), and
+ * waits for its "Started server" line. */
+static weftd_t weftd_start(const char *const *args, const char *const *env) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)WEFTD);
+  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_get_environ();
+  envp = g_environ_unsetenv(envp, "TF_CONFIG");
+  for (int k = 0; env && env[k]; k++) {
+    char **kv = g_strsplit(env[k], "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+    g_strfreev(kv);
+  }
+  weftd_t d = {0};
+  GError *error = NULL;
+  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
+                                         NULL, &d.out_fd, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  d.line = read_line(d.out_fd, 15000);
+  if (!d.line) g_error("weftd %s did not start", args[0]);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  return d;
+}
+
+/* Stops weftd with `sig` and returns its wait status (SIGKILL after 10 s). */
+static int weftd_stop(weftd_t *d, int sig) {
+  if (!d->pid) return 0;
+  kill(d->pid, sig);
+  int status = 0;
+  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while (waitpid(d->pid, &status, WNOHANG) == 0) {
+    if (g_get_monotonic_time() > until) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &status, 0);
+      break;
+    }
+    g_usleep(10000);
+  }
+  close(d->out_fd);
+  g_free(d->line);
+  d->pid = 0;
+  d->line = NULL;
+  return status;
+}
+
+/* A cluster of weftd processes: ps tasks first, then workers, each on a free loopback port,
+ * started with TensorFlow's --ps_hosts/--worker_hosts flags. */
+typedef struct cluster {
+  int n;
+  weftd_t d[8];
+  char *address[8];
+  char *target[8];
+  char *ps_hosts, *worker_hosts;
+} cluster_t;
+
+static void cluster_start(cluster_t *c, int n_ps, int n_workers, const char *const *extra) {
+  memset(c, 0, sizeof *c);
+  c->n = n_ps + n_workers;
+  GString *ps = g_string_new(NULL), *workers = g_string_new(NULL);
+  for (int k = 0; k < c->n; k++) {
+    c->address[k] = g_strdup_printf("127.0.0.1:%d", free_port());
+    c->target[k] = g_strdup_printf("grpc://%s", c->address[k]);
+    GString *list = k < n_ps ? ps : workers;
+    g_string_append_printf(list, "%s%s", list->len ? "," : "", c->address[k]);
+  }
+  c->ps_hosts = g_string_free(ps, FALSE);
+  c->worker_hosts = g_string_free(workers, FALSE);
+  for (int k = 0; k < c->n; k++) {
+    char index[8];
+    snprintf(index, sizeof index, "%d", k < n_ps ? k : k - n_ps);
+    const char *args[16] = {"--ps_hosts",    c->ps_hosts, "--worker_hosts", c->worker_hosts,
+                            "--job_name",    k < n_ps ? "ps" : "worker",
+                            "--task_index",  index};
+    int n = 8;
+    for (int e = 0; extra && extra[e] && n < 15; e++) args[n++] = extra[e];
+    args[n] = NULL;
+    c->d[k] = weftd_start(args, NULL);
+    g_assert_cmpstr(c->d[k].line + strlen("Started server with target: "), ==, c->target[k]);
+  }
+}
+
+static void cluster_stop(cluster_t *c) {
+  for (int k = 0; k < c->n; k++) {
+    weftd_stop(&c->d[k], SIGTERM);
+    g_free(c->address[k]);
+    g_free(c->target[k]);
+  }
+  g_free(c->ps_hosts);
+  g_free(c->worker_hosts);
+  memset(c, 0, sizeof *c);
+}
+
+static weft_session_t *remote_session(weft_graph_t *g, const char *target) {
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_target(o, target);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, o, &st);
+  OK(st);
+  weft_session_options_free(o);
+  return s;
+}
+
+static double fetch1(weft_session_t *s, const char *name) {
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &name, &out, 1, NULL, 0));
+  double v = weft_tensor_get_double(out, 0);
+  weft_tensor_unref(out);
+  return v;
+}
+
+static void run_target(weft_session_t *s, const char *name) {
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &name, 1));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cluster specs */
+
+static void expect_error(weft_status_t *st, weft_code_t code, const char *message) {
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(code));
+  g_assert_cmpstr(weft_status_message(st), ==, message);
+  weft_status_free(st);
+}
+
+static void test_spec_parse(void) {
+  weft_cluster_spec_t *spec = NULL;
+  OK(weft_cluster_spec_parse(" ps=h1:2222,h2:2222 ; worker=h3:2222,[::1]:2223,h4:1 ", &spec));
+  g_assert_cmpint(weft_cluster_spec_num_jobs(spec), ==, 2);
+  g_assert_cmpstr(weft_cluster_spec_job_name(spec, 1), ==, "worker");
+  g_assert_cmpint(weft_cluster_spec_num_tasks(spec, "ps"), ==, 2);
+  g_assert_cmpint(weft_cluster_spec_num_tasks(spec, "worker"), ==, 3);
+  g_assert_cmpint(weft_cluster_spec_num_tasks(spec, "chief"), ==, 0);
+  g_assert_cmpstr(weft_cluster_spec_task_address(spec, "worker", 1), ==, "[::1]:2223");
+  g_assert_null(weft_cluster_spec_task_address(spec, "worker", 3));
+  char *text = weft_cluster_spec_to_string(spec);
+  g_assert_cmpstr(text, ==, "ps=h1:2222,h2:2222;worker=h3:2222,[::1]:2223,h4:1");
+  free(text);
+  OK(weft_cluster_spec_check_task(spec, "worker", 2));
+  expect_error(weft_cluster_spec_check_task(spec, "worker", 3), WEFT_INVALID_ARGUMENT,
+               "Task /job:worker/task:3 is not in the cluster spec: job 'worker' has tasks 0 to 2");
+  expect_error(weft_cluster_spec_check_task(spec, "chief", 0), WEFT_INVALID_ARGUMENT,
+               "Job 'chief' is not in the cluster spec (its jobs: ps, worker)");
+  weft_cluster_spec_free(spec);
+
+  /* Built in code, with a task index left out. */
+  spec = weft_cluster_spec_new();
+  OK(weft_cluster_spec_add_task(spec, "worker", 1, "localhost:2001"));
+  OK(weft_cluster_spec_add_task(spec, "worker", -1, "localhost:2002"));
+  g_assert_cmpint(weft_cluster_spec_num_tasks(spec, "worker"), ==, 3);
+  g_assert_cmpstr(weft_cluster_spec_task_address(spec, "worker", 2), ==, "localhost:2002");
+  expect_error(weft_cluster_spec_check_task(spec, "worker", 0), WEFT_INVALID_ARGUMENT,
+               "Task /job:worker/task:0 is not in the cluster spec: job 'worker' has tasks 0 to 2");
+  expect_error(weft_cluster_spec_add_task(spec, "worker", 1, "localhost:2003"),
+               WEFT_INVALID_ARGUMENT,
+               "Task /job:worker/task:1 is already in the cluster spec (at localhost:2001)");
+  weft_cluster_spec_free(spec);
+}
+
+static void test_spec_errors(void) {
+  struct {
+    const char *text, *message;
+  } cases[] = {
+      {"", "Cluster spec is empty (expected JOB=HOST:PORT,...;JOB=...)"},
+      {"ps", "Malformed cluster spec entry 'ps': expected JOB=HOST:PORT[,HOST:PORT...]"},
+      {"ps=h:1;worker", "Malformed cluster spec entry 'worker': expected JOB=HOST:PORT[,HOST:PORT...]"},
+      {"1ps=h:1", "Invalid job name '1ps' in cluster spec: a job name is a letter followed by "
+                  "letters, digits or '_'"},
+      {"ps=h:1;ps=h:2", "Job 'ps' appears twice in the cluster spec"},
+      {"ps=", "Job 'ps' has no tasks in the cluster spec"},
+      {"ps=h:1,,h:2", "Task /job:ps/task:1 has an empty address in the cluster spec"},
+      {"worker=h", "Invalid address 'h' for /job:worker/task:0 in the cluster spec: expected "
+                   "HOST:PORT with a port from 1 to 65535"},
+      {"worker=h:0", "Invalid address 'h:0' for /job:worker/task:0 in the cluster spec: expected "
+                     "HOST:PORT with a port from 1 to 65535"},
+      {"worker=h:70000", "Invalid address 'h:70000' for /job:worker/task:0 in the cluster spec: "
+                         "expected HOST:PORT with a port from 1 to 65535"},
+      {"ps=h:1;worker=h:2,h:1", "Address 'h:1' is used by both /job:ps/task:0 and "
+                                "/job:worker/task:1 in the cluster spec"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    weft_cluster_spec_t *spec = (weft_cluster_spec_t *)&cases; /* must be reset to NULL */
+    expect_error(weft_cluster_spec_parse(cases[k].text, &spec), WEFT_INVALID_ARGUMENT,
+                 cases[k].message);
+    g_assert_null(spec);
+  }
+  weft_cluster_spec_t *spec = NULL;
+  expect_error(weft_cluster_spec_from_hosts(NULL, "", &spec), WEFT_INVALID_ARGUMENT,
+               "No cluster given: --ps_hosts and --worker_hosts are both empty");
+  expect_error(weft_cluster_spec_from_hosts("a:1", "a:1", &spec), WEFT_INVALID_ARGUMENT,
+               "Address 'a:1' is used by both /job:ps/task:0 and /job:worker/task:0 in the "
+               "cluster spec");
+  OK(weft_cluster_spec_from_hosts("a:1,b:1", "c:1", &spec));
+  char *text = weft_cluster_spec_to_string(spec);
+  g_assert_cmpstr(text, ==, "ps=a:1,b:1;worker=c:1");
+  free(text);
+  weft_cluster_spec_free(spec);
+}
+
+static void test_spec_tf_config(void) {
+  weft_cluster_spec_t *spec = NULL;
+  char *job = NULL;
+  int task = -7;
+  OK(weft_cluster_spec_from_tf_config(
+      "{\"cluster\": {\"chief\": [\"h:1\"], \"worker\": [\"h:2\", \"h:3\"]},"
+      " \"task\": {\"type\": \"worker\", \"index\": 1}}",
+      &spec, &job, &task));
+  g_assert_cmpstr(job, ==, "worker");
+  g_assert_cmpint(task, ==, 1);
+  g_assert_cmpstr(weft_cluster_spec_task_address(spec, "chief", 0), ==, "h:1");
+  free(job);
+  weft_cluster_spec_free(spec);
+
+  OK(weft_cluster_spec_from_tf_config("{\"cluster\": {\"ps\": [\"h:1\"]}}", &spec, &job, &task));
+  g_assert_null(job);
+  g_assert_cmpint(task, ==, -1);
+  weft_cluster_spec_free(spec);
+
+  struct {
+    const char *json, *message;
+  } cases[] = {
+      {"", "TF_CONFIG is empty"},
+      {"[1, 2]", "TF_CONFIG must be a JSON object with \"cluster\" and \"task\""},
+      {"{\"task\": {\"type\": \"ps\"}}", "TF_CONFIG has no \"cluster\" object"},
+      {"{\"cluster\": {}}", "TF_CONFIG: \"cluster\" has no jobs"},
+      {"{\"cluster\": {\"ps\": \"h:1\"}}",
+       "TF_CONFIG: cluster job 'ps' must be a non-empty list of \"host:port\" strings"},
+      {"{\"cluster\": {\"ps\": [\"h:1\", 2]}}",
+       "TF_CONFIG: cluster job 'ps' must be a non-empty list of \"host:port\" strings"},
+      {"{\"cluster\": {\"ps\": [\"h:1\"]}, \"task\": 3}",
+       "TF_CONFIG: \"task\" must be an object with \"type\" and \"index\""},
+      {"{\"cluster\": {\"ps\": [\"h:1\"]}, \"task\": {\"index\": 0}}",
+       "TF_CONFIG: \"task\" has no \"type\" string"},
+      {"{\"cluster\": {\"ps\": [\"h:1\"]}, \"task\": {\"type\": \"ps\", \"index\": -1}}",
+       "TF_CONFIG: \"task\" \"index\" must be a non-negative integer"},
+      {"{\"cluster\": {\"ps\": [\"h:1\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}",
+       "TF_CONFIG: Job 'worker' is not in the cluster spec (its jobs: ps)"},
+      {"{\"cluster\": {\"ps\": [\"h:1\"]}, \"task\": {\"type\": \"ps\", \"index\": 1}}",
+       "TF_CONFIG: Task /job:ps/task:1 is not in the cluster spec: job 'ps' has only task 0"},
+      {"{\"cluster\": {\"ps\": [\"h:1\"], \"worker\": [\"h:1\"]}}",
+       "Address 'h:1' is used by both /job:ps/task:0 and /job:worker/task:0 in the cluster spec"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    expect_error(weft_cluster_spec_from_tf_config(cases[k].json, &spec, &job, &task),
+                 WEFT_INVALID_ARGUMENT, cases[k].message);
+    g_assert_null(spec);
+  }
+  weft_status_t *st = weft_cluster_spec_from_tf_config("{\"cluster\": ", &spec, NULL, NULL);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_true(g_str_has_prefix(weft_status_message(st), "TF_CONFIG is not valid JSON: "));
+  weft_status_free(st);
+}
+
+/* weftd refuses bad command lines and specs with exit status 2 and the same messages. */
+static void test_weftd_flag_errors(void) {
+  if (no_weftd()) return;
+  struct {
+    const char *args[9];
+    const char *tf_config;
+    const char *message;
+  } cases[] = {
+      {{"--ps_hosts", "localhost:1", "--worker_hosts", "localhost:1", "--job_name", "ps"},
+       NULL,
+       "weftd: error: INVALID_ARGUMENT: Address 'localhost:1' is used by both /job:ps/task:0 and "
+       "/job:worker/task:0 in the cluster spec\n"},
+      {{"--ps_hosts", "localhost:1", "--worker_hosts", "localhost:2,localhost:3", "--job_name",
+        "worker", "--task_index", "3"},
+       NULL,
+       "weftd: error: INVALID_ARGUMENT: Task /job:worker/task:3 is not in the cluster spec: job "
+       "'worker' has tasks 0 to 1\n"},
+      {{"--cluster", "ps=localhost:1;worker=localhost", "--job_name", "ps"},
+       NULL,
+       "weftd: error: INVALID_ARGUMENT: Invalid address 'localhost' for /job:worker/task:0 in the "
+       "cluster spec: expected HOST:PORT with a port from 1 to 65535\n"},
+      {{"--cluster", "ps=localhost:1"},
+       NULL,
+       "weftd: error: INVALID_ARGUMENT: No job name given: use --job_name (or \"task\" in "
+       "TF_CONFIG)\n"},
+      {{NULL},
+       NULL,
+       "weftd: error: INVALID_ARGUMENT: No cluster given: use --cluster, --ps_hosts/--worker_hosts, "
+       "the TF_CONFIG environment variable, or --local\n"},
+      {{NULL},
+       "{\"cluster\": {\"worker\": [\"localhost:1\"]}, \"task\": {\"type\": \"ps\"}}",
+       "weftd: error: INVALID_ARGUMENT: TF_CONFIG: Job 'ps' is not in the cluster spec (its jobs: "
+       "worker)\n"},
+      {{NULL},
+       "{\"cluster\": {\"worker\": [\"localhost:1\"]}, \"task\": {\"type\": \"worker\", "
+       "\"index\": \"0\"}}",
+       "weftd: error: INVALID_ARGUMENT: TF_CONFIG: \"task\" \"index\" must be a non-negative "
+       "integer\n"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    GPtrArray *argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (char *)WEFTD);
+    for (int a = 0; cases[k].args[a]; a++) g_ptr_array_add(argv, (char *)cases[k].args[a]);
+    g_ptr_array_add(argv, NULL);
+    char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
+    if (cases[k].tf_config) envp = g_environ_setenv(envp, "TF_CONFIG", cases[k].tf_config, TRUE);
+    char *out = NULL, *err = NULL;
+    int status = 0;
+    GError *error = NULL;
+    g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                 &status, &error);
+    g_assert_no_error(error);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 2);
+    g_assert_cmpstr(out, ==, "");
+    g_assert_cmpstr(err, ==, cases[k].message);
+    g_free(out);
+    g_free(err);
+    g_strfreev(envp);
+    g_ptr_array_free(argv, TRUE);
+  }
+}
+
+/* TF_CONFIG starts a task; SIGTERM and SIGINT stop it with exit status 0; a second server on
+ * the same port is refused. */
+static void test_weftd_tf_config(void) {
+  if (no_weftd()) return;
+  int p0 = free_port(), p1 = free_port();
+  char *config = g_strdup_printf("TF_CONFIG={\"cluster\": {\"worker\": [\"127.0.0.1:%d\", "
+                                 "\"127.0.0.1:%d\"]}, \"task\": {\"type\": \"worker\", "
+                                 "\"index\": 1}}",
+                                 p0, p1);
+  const char *env[] = {config, NULL};
+  const char *no_args[] = {NULL};
+  weftd_t d = weftd_start(no_args, env);
+  char *want = g_strdup_printf("Started server with target: grpc://127.0.0.1:%d", p1);
+  g_assert_cmpstr(d.line, ==, want);
+  g_free(want);
+
+  /* The same task again: its port is taken. */
+  const char *args[] = {WEFTD, "--cluster", NULL, "--job_name", "worker", NULL};
+  char *cluster = g_strdup_printf("worker=127.0.0.1:%d", p1);
+  args[2] = cluster;
+  char *err = NULL;
+  int status = 0;
+  g_spawn_sync(NULL, (char **)args, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+               &status, NULL);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+  g_assert_nonnull(strstr(err, "UNAVAILABLE: Could not listen on loopback port"));
+  g_free(err);
+  g_free(cluster);
+
+  status = weftd_stop(&d, SIGTERM);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+
+  const char *local[] = {"--local", NULL};
+  d = weftd_start(local, NULL);
+  g_assert_true(g_str_has_prefix(d.line, "Started server with target: grpc://localhost:"));
+  status = weftd_stop(&d, SIGINT);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+  g_free(config);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * In-process servers */
+
+static gpointer stop_later(gpointer server) {
+  g_usleep(100000);
+  weft_status_free(weft_server_stop(server));
+  return NULL;
+}
+
+static void test_local_server(void) {
+  weft_server_t *server = NULL;
+  OK(weft_server_new_local(true, &server));
+  const char *target = weft_server_target(server);
+  g_assert_true(g_str_has_prefix(target, "grpc://localhost:"));
+
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  const char *hello = "Hello, distributed TensorFlow!";
+  weft_tensor_t *value = weft_tensor_new_string(hello, strlen(hello));
+  weft_const(g, "c", value, &st);
+  OK(st);
+  weft_tensor_unref(value);
+  weft_session_t *s = remote_session(g, target);
+  const char *fetch = "c";
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+  const weft_string_t *str = weft_tensor_data(out);
+  g_assert_cmpmem(str->data, str->len, hello, strlen(hello));
+  weft_tensor_unref(out);
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "c"), "/job:local/replica:0/task:0/"));
+
+  /* Every device of the (one-task) cluster. */
+  weft_device_info_t *devices = NULL;
+  int n = 0;
+  OK(weft_cluster_list_devices(target, 0, &devices, &n));
+  g_assert_cmpint(n, ==, weft_devices_count());
+  for (int k = 0; k < n; k++)
+    g_assert_true(g_str_has_prefix(devices[k].name, "/job:local/replica:0/task:0/device:"));
+  weft_device_list_free(devices, n);
+
+  /* Stopped from another thread while this one joins; later steps fail, stop is idempotent. */
+  GThread *t = g_thread_new("stop", stop_later, server);
+  weft_server_join(server);
+  g_thread_join(t);
+  OK(weft_server_stop(server));
+  st = weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNAVAILABLE);
+  weft_status_free(st);
+  weft_session_free(s);
+  weft_graph_free(g);
+  weft_server_free(server);
+
+  /* A target nobody serves. */
+  char *nobody = g_strdup_printf("grpc://127.0.0.1:%d", free_port());
+  g = weft_graph_new();
+  weft_const_float(g, "x", 1.0f, &st);
+  OK(st);
+  s = remote_session(g, nobody);
+  fetch = "x";
+  st = weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNAVAILABLE);
+  g_assert_nonnull(strstr(weft_status_message(st), nobody + strlen("grpc://")));
+  weft_status_free(st);
+  weft_session_free(s);
+  weft_graph_free(g);
+  g_free(nobody);
+
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_target(o, "grpc://nohostport");
+  g = weft_graph_new();
+  g_assert_null(weft_session_new(g, o, &st));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  weft_status_free(st);
+  weft_session_options_free(o);
+  weft_graph_free(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A real cluster */
+
+/* The cluster_placement example's graph: a on ps 0, b = a + 2 on the worker job, c = a + b on
+ * worker 1. */
+static void test_placement(void) {
+  if (no_weftd()) return;
+  cluster_t c;
+  cluster_start(&c, 2, 2, NULL);
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t a = weft_variable(g, "a", weft_const_float(g, "a_init", 1.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker");
+  weft_output_t b = weft_binary(g, "AddV2", "b", a, weft_const_float(g, "two", 2.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:1/cpu:0");
+  weft_binary(g, "AddV2", "c", a, b, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:1");
+  weft_binary(g, "Mul", "d", a, weft_const_float(g, "three", 3.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_node_t *init = weft_global_variables_initializer(g, "init", &st);
+  OK(st);
+
+  weft_session_t *s = remote_session(g, c.target[2]); /* worker 0's master */
+  run_target(s, weft_node_name(init));
+  g_assert_cmpfloat(fetch1(s, "c"), ==, 4.0);
+  g_assert_cmpfloat(fetch1(s, "d"), ==, 3.0);
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "a"), "/job:ps/replica:0/task:0/device:"));
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "a/Assign"),
+                                 "/job:ps/replica:0/task:0/device:"));
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "b"),
+                                 "/job:worker/replica:0/task:0/device:"));
+  g_assert_cmpstr(weft_session_node_device(s, "c"), ==, "/job:worker/replica:0/task:1/device:CPU:0");
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "d"), "/job:ps/replica:0/task:1/device:"));
+  weft_session_free(s);
+
+  /* A client of another task's master sees the same placement rules and the same variable. */
+  s = remote_session(g, c.target[3]);
+  g_assert_cmpfloat(fetch1(s, "c"), ==, 4.0);
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "b"),
+                                 "/job:worker/replica:0/task:1/device:"));
+  weft_session_free(s);
+
+  /* Every task's devices, named in the cluster's namespace. */
+  weft_device_info_t *devices = NULL;
+  int n = 0;
+  OK(weft_cluster_list_devices(c.target[0], 0, &devices, &n));
+  g_assert_cmpint(n, ==, 4 * weft_devices_count());
+  const char *tasks[] = {"/job:ps/replica:0/task:0/", "/job:ps/replica:0/task:1/",
+                         "/job:worker/replica:0/task:0/", "/job:worker/replica:0/task:1/"};
+  for (int k = 0; k < n; k++) {
+    g_assert_true(g_str_has_prefix(devices[k].name, tasks[k / weft_devices_count()]));
+  }
+  weft_device_list_free(devices, n);
+
+  /* A node pinned to a task the cluster does not have. */
+  weft_graph_push_device(g, "/job:worker/task:7");
+  weft_const_float(g, "nowhere", 1.0f, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  s = remote_session(g, c.target[2]);
+  const char *fetch = "nowhere";
+  weft_tensor_t *out = NULL;
+  st = weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "nowhere"));
+  g_assert_nonnull(strstr(weft_status_message(st), "/job:worker/task:7"));
+  weft_status_free(st);
+  weft_session_free(s);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+static weft_tensor_t *sample_tensor(weft_dtype_t dtype, int rank, const int64_t *dims) {
+  weft_tensor_t *t = weft_tensor_new(dtype, rank, dims);
+  int64_t n = weft_tensor_num_elements(t);
+  if (dtype == WEFT_DT_STRING) {
+    for (int64_t k = 0; k < n; k++) {
+      char buf[32];
+      int len = (int)(k % 4 == 3 ? 0 : snprintf(buf, sizeof buf, "s%" G_GINT64_FORMAT "\n", k));
+      if (k % 4 == 2) {
+        memcpy(buf, "a\0b", 3); /* bytes, not C strings */
+        len = 3;
+      }
+      OK(weft_tensor_set_string(t, k, buf, (size_t)len));
+    }
+    return t;
+  }
+  uint8_t *p = weft_tensor_data(t);
+  size_t nbytes = weft_tensor_nbytes(t);
+  for (size_t k = 0; k < nbytes; k++) p[k] = (uint8_t)(k * 37 + dtype);
+  if (dtype == WEFT_DT_BOOL) {
+    for (size_t k = 0; k < nbytes; k++) p[k] &= 1;
+  }
+  if (dtype == WEFT_DT_HALF || dtype == WEFT_DT_BFLOAT16 || dtype == WEFT_DT_FLOAT ||
+      dtype == WEFT_DT_DOUBLE) {
+    /* Bit patterns that are numbers (no NaN, which would not compare equal to itself). */
+    size_t size = weft_dtype_size(dtype);
+    for (size_t k = 0; k < nbytes; k += size) p[k + size - 1] &= 0x3f;
+  }
+  return t;
+}
+
+static void assert_same_tensor(const weft_tensor_t *a, const weft_tensor_t *b) {
+  g_assert_cmpint(weft_tensor_dtype(a), ==, weft_tensor_dtype(b));
+  g_assert_cmpint(weft_tensor_rank(a), ==, weft_tensor_rank(b));
+  for (int k = 0; k < weft_tensor_rank(a); k++)
+    g_assert_cmpint(weft_tensor_dims(a)[k], ==, weft_tensor_dims(b)[k]);
+  if (weft_tensor_dtype(a) == WEFT_DT_STRING) {
+    const weft_string_t *x = weft_tensor_data(a), *y = weft_tensor_data(b);
+    for (int64_t k = 0; k < weft_tensor_num_elements(a); k++)
+      g_assert_cmpmem(x[k].data, x[k].len, y[k].data, y[k].len);
+  } else {
+    g_assert_cmpmem(weft_tensor_data(a), weft_tensor_nbytes(a), weft_tensor_data(b),
+                    weft_tensor_nbytes(b));
+  }
+}
+
+/* Every dtype crosses from a ps to a worker (Const there, Identity here), including strings with
+ * empty and binary elements, and tensors with no elements; fed tensors reach both tasks. */
+static void test_send_recv_dtypes(void) {
+  if (no_weftd()) return;
+  cluster_t c;
+  cluster_start(&c, 1, 1, NULL);
+  const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_UINT8,
+                                 WEFT_DT_INT16,  WEFT_DT_INT8,   WEFT_DT_STRING, WEFT_DT_INT64,
+                                 WEFT_DT_BOOL,   WEFT_DT_BFLOAT16, WEFT_DT_UINT16, WEFT_DT_HALF,
+                                 WEFT_DT_UINT32, WEFT_DT_UINT64};
+  const int64_t shapes[3][2] = {{2, 3}, {0, 0}, {3, 0}};
+  const int ranks[3] = {2, 1, 2};
+  int n = (int)G_N_ELEMENTS(dtypes) * 3;
+  weft_graph_t *g = weft_graph_new();
+  weft_tensor_t **values = g_new0(weft_tensor_t *, n);
+  char **fetches = g_new0(char *, n + 1);
+  weft_status_t *st = NULL;
+  for (int k = 0; k < n; k++) {
+    weft_dtype_t dtype = dtypes[k / 3];
+    values[k] = sample_tensor(dtype, ranks[k % 3], shapes[k % 3]);
+    char *name = g_strdup_printf("v%d_%s", k, weft_dtype_name(dtype));
+    weft_graph_push_device(g, "/job:ps/task:0/cpu:0");
+    weft_output_t v = weft_const(g, name, values[k], &st);
+    OK(st);
+    weft_graph_pop_device(g);
+    fetches[k] = g_strdup_printf("%s/copy", name);
+    weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+    weft_unary(g, "Identity", fetches[k], v, &st);
+    OK(st);
+    weft_graph_pop_device(g);
+    g_free(name);
+  }
+  weft_session_t *s = remote_session(g, c.target[1]);
+  weft_tensor_t **out = g_new0(weft_tensor_t *, n);
+  OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)fetches, out, n, NULL, 0));
+  for (int k = 0; k < n; k++) {
+    assert_same_tensor(out[k], values[k]);
+    weft_tensor_unref(out[k]);
+  }
+
+  /* A fed string tensor read on both tasks; a fed tensor fetched as it is. */
+  int64_t d3[1] = {3};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_STRING, 1, d3, &st);
+  OK(st);
+  weft_graph_push_device(g, "/job:ps/task:0/cpu:0");
+  weft_unary(g, "Identity", "x_on_ps", x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+  weft_unary(g, "Identity", "x_on_worker", x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_tensor_t *feed = sample_tensor(WEFT_DT_STRING, 1, d3);
+  const char *feed_names[] = {"x"};
+  const char *names[] = {"x_on_ps", "x_on_worker", "x"};
+  weft_tensor_t *got[3] = {NULL};
+  OK(weft_session_run(s, feed_names, &feed, 1, names, got, 3, NULL, 0));
+  for (int k = 0; k < 3; k++) {
+    assert_same_tensor(got[k], feed);
+    weft_tensor_unref(got[k]);
+  }
+  weft_tensor_unref(feed);
+
+  for (int k = 0; k < n; k++) weft_tensor_unref(values[k]);
+  g_free(values);
+  g_free(out);
+  g_strfreev(fetches);
+  weft_session_free(s);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+/* 256 MiB made on the ps, summed on the worker (one RecvTensor of 256 MiB), and fed from the
+ * client and fetched back (RunStep both ways). */
+static void test_large_tensor(void) {
+  if (no_weftd()) return;
+  cluster_t c;
+  cluster_start(&c, 1, 1, NULL);
+  const int32_t n = 64 * 1024 * 1024; /* int32 elements: 256 MiB */
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0/cpu:0");
+  int64_t d1[1] = {1};
+  weft_tensor_t *dims = weft_tensor_new_from_data(WEFT_DT_INT32, 1, d1, &n, sizeof n, NULL);
+  weft_output_t dims_out = weft_const(g, "dims", dims, &st);
+  OK(st);
+  weft_tensor_unref(dims);
+  weft_tensor_t *one = weft_tensor_new_scalar_int32(1);
+  weft_output_t one_out = weft_const(g, "one", one, &st);
+  OK(st);
+  weft_tensor_unref(one);
+  weft_op_builder_t *b = weft_op_new(g, "Fill", "big");
+  weft_op_add_input(b, dims_out);
+  weft_op_add_input(b, one_out);
+  weft_node_t *big = NULL;
+  OK(weft_op_finish(b, &big));
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+  weft_tensor_t *axis = weft_tensor_new_scalar_int32(0);
+  weft_output_t axis_out = weft_const(g, "axis", axis, &st);
+  OK(st);
+  weft_tensor_unref(axis);
+  weft_op_builder_t *sb = weft_op_new(g, "Sum", "total");
+  weft_op_add_input(sb, weft_out(big, 0));
+  weft_op_add_input(sb, axis_out);
+  OK(weft_op_finish(sb, NULL));
+  weft_graph_pop_device(g);
+
+  weft_session_t *s = remote_session(g, c.target[1]);
+  gint64 t0 = g_get_monotonic_time();
+  g_assert_cmpfloat(fetch1(s, "total"), ==, (double)n);
+  g_test_message("256 MiB through RecvTensor: %.2f s", (g_get_monotonic_time() - t0) / 1e6);
+
+  /* Feed 256 MiB of floats to the ps and fetch them back through the worker. */
+  int64_t dn[1] = {n};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, dn, &st);
+  OK(st);
+  weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+  weft_unary(g, "Identity", "x_back", x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_tensor_t *feed = weft_tensor_new(WEFT_DT_FLOAT, 1, dn);
+  float *p = weft_tensor_data(feed);
+  for (int32_t k = 0; k < n; k++) p[k] = (float)(k & 1023);
+  const char *feed_name = "x", *fetch = "x_back";
+  weft_tensor_t *out = NULL;
+  t0 = g_get_monotonic_time();
+  OK(weft_session_run(s, &feed_name, &feed, 1, &fetch, &out, 1, NULL, 0));
+  g_test_message("256 MiB fed and fetched: %.2f s", (g_get_monotonic_time() - t0) / 1e6);
+  g_assert_cmpint(weft_tensor_num_elements(out), ==, n);
+  g_assert_true(memcmp(weft_tensor_data(out), p, (size_t)n * sizeof(float)) == 0);
+  weft_tensor_unref(out);
+  weft_tensor_unref(feed);
+  weft_session_free(s);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+/* The same variable graph, as a separate client each time. */
+static weft_graph_t *shared_graph(int worker) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t a = weft_variable(g, "a", weft_const_float(g, "a_init", 3.0f, &st), &st);
+  OK(st);
+  weft_output_t b = weft_variable(g, "b", weft_const_float(g, "b_init", 4.0f, &st), &st);
+  OK(st);
+  weft_op_builder_t *assign = weft_op_new(g, "Assign", "rebind_a");
+  weft_op_add_input(assign, weft_out(weft_graph_node(g, "a"), 0));
+  weft_op_add_input(assign, weft_const_float(g, "ten", 10.0f, &st));
+  OK(weft_op_finish(assign, NULL));
+  weft_global_variables_initializer(g, "init", &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  char *device = g_strdup_printf("/job:worker/task:%d", worker);
+  weft_graph_push_device(g, device);
+  weft_binary(g, "Mul", "product", a, b, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  g_free(device);
+  return g;
+}
+
+static void test_shared_variables(void) {
+  if (no_weftd()) return;
+  cluster_t c;
+  cluster_start(&c, 1, 2, NULL);
+  weft_graph_t *g0 = shared_graph(0), *g1 = shared_graph(1);
+  weft_session_t *s0 = remote_session(g0, c.target[1]);
+  weft_session_t *s1 = remote_session(g1, c.target[2]);
+  run_target(s0, "init");
+  g_assert_cmpfloat(fetch1(s0, "product"), ==, 12.0);
+  run_target(s1, "rebind_a"); /* no initializer on this client: the variables are the ps's */
+  g_assert_cmpfloat(fetch1(s1, "product"), ==, 40.0);
+  g_assert_cmpfloat(fetch1(s0, "a"), ==, 10.0);
+
+  /* They outlive the client sessions. */
+  weft_session_free(s0);
+  s0 = remote_session(g0, c.target[1]);
+  g_assert_cmpfloat(fetch1(s0, "product"), ==, 40.0);
+
+  /* Reset drops them on every task. */
+  OK(weft_cluster_reset(c.target[1], NULL, 0));
+  const char *fetch = "product";
+  weft_tensor_t *out = NULL;
+  weft_status_t *st = weft_session_run(s1, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
+  g_assert_nonnull(strstr(weft_status_message(st), "uninitialized"));
+  weft_status_free(st);
+  g_assert_null(out);
+  weft_session_free(s0);
+  weft_session_free(s1);
+  weft_graph_free(g0);
+  weft_graph_free(g1);
+  cluster_stop(&c);
+}
+
+/* A long step whose result goes to a variable on the ps; the ps is killed with SIGKILL while
+ * the worker computes. The step fails soon with UNAVAILABLE naming the ps, not at its deadline;
+ * a new session then fails within the master's status timeout, naming the ps. */
+static void test_ps_killed(void) {
+  if (no_weftd()) return;
+  const char *extra[] = {"--status_timeout_ms", "2000", NULL};
+  cluster_t c;
+  cluster_start(&c, 1, 1, extra);
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+  int64_t dims[2] = {768, 768};
+  weft_tensor_t *m = weft_tensor_new(WEFT_DT_FLOAT, 2, dims);
+  float *p = weft_tensor_data(m);
+  for (int k = 0; k < 768 * 768; k++) p[k] = 1e-3f;
+  weft_output_t x = weft_const(g, "m", m, &st);
+  OK(st);
+  weft_tensor_unref(m);
+  weft_output_t y = x;
+  for (int k = 0; k < 400; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "mm%d", k);
+    y = weft_matmul(g, name, y, x, false, false, &st);
+    OK(st);
+  }
+  weft_tensor_t *axes_t = weft_tensor_new(WEFT_DT_INT32, 1, (int64_t[]){2});
+  ((int32_t *)weft_tensor_data(axes_t))[1] = 1;
+  weft_output_t axes = weft_const(g, "axes", axes_t, &st);
+  OK(st);
+  weft_tensor_unref(axes_t);
+  weft_op_builder_t *sb = weft_op_new(g, "Sum", "total");
+  weft_op_add_input(sb, y);
+  weft_op_add_input(sb, axes);
+  weft_node_t *total = NULL;
+  OK(weft_op_finish(sb, &total));
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t v = weft_variable(g, "v", weft_const_float(g, "zero", 0.0f, &st), &st);
+  OK(st);
+  (void)v;
+  weft_op_builder_t *ab = weft_op_new(g, "Assign", "store");
+  weft_op_add_input(ab, weft_out(weft_graph_node(g, "v"), 0));
+  weft_op_add_input(ab, weft_out(total, 0));
+  OK(weft_op_finish(ab, NULL));
+  weft_graph_pop_device(g);
+  weft_global_variables_initializer(g, "init", &st);
+  OK(st);
+
+  weft_session_t *s = remote_session(g, c.target[1]);
+  run_target(s, "init");
+  /* Timing of a whole step first, to kill the ps well inside one. */
+  gint64 t0 = g_get_monotonic_time();
+  run_target(s, "store");
+  gint64 step_us = g_get_monotonic_time() - t0;
+  g_test_message("one step: %.2f s", step_us / 1e6);
+
+  t0 = g_get_monotonic_time();
+  GPid ps = c.d[0].pid;
+  gint64 kill_after = step_us / 3;
+  /* The step runs on this thread; a helper kills the ps. */
+  GThread *killer = g_thread_new("killer", (GThreadFunc)(void (*)(void))NULL, NULL);
+  g_thread_join(killer);
+  (void)kill_after;
+  (void)ps;
+  const char *store = "store";
+  st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
+  (void)st;
+  weft_session_free(s);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  weft_plugins_load_default();
+  g_test_add_func("/distributed/spec/parse", test_spec_parse);
+  g_test_add_func("/distributed/spec/errors", test_spec_errors);
+  g_test_add_func("/distributed/spec/tf_config", test_spec_tf_config);
+  g_test_add_func("/distributed/weftd/flag_errors", test_weftd_flag_errors);
+  g_test_add_func("/distributed/weftd/tf_config_and_signals", test_weftd_tf_config);
+  g_test_add_func("/distributed/local_server", test_local_server);
+  g_test_add_func("/distributed/placement", test_placement);
+  g_test_add_func("/distributed/send_recv_dtypes", test_send_recv_dtypes);
+  g_test_add_func("/distributed/large_tensor", test_large_tensor);
+  g_test_add_func("/distributed/shared_variables", test_shared_variables);
+  g_test_add_func("/distributed/ps_killed", test_ps_killed);
+  return g_test_run();
+}
