@@ -221,10 +221,10 @@ static const weft_dtype_t pad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT
                                           WEFT_DT_BOOL, WEFT_DT_INVALID};
 
 const cf_suite_t cf_suites_image[] = {
-    {"Conv2D", cf_dtypes_numeric, emit_conv2d},
-    {"MaxPool", cf_dtypes_numeric, emit_pool},
-    {"AvgPool", cf_dtypes_numeric, emit_pool},
-    {"PadV2", pad_dtypes, emit_pad_v2},
-    {"MirrorPad", pad_dtypes, emit_pad_v2},
-    {NULL, NULL, NULL},
+    {"Conv2D", cf_dtypes_numeric, emit_conv2d, NULL},
+    {"MaxPool", cf_dtypes_numeric, emit_pool, NULL},
+    {"AvgPool", cf_dtypes_numeric, emit_pool, NULL},
+    {"PadV2", pad_dtypes, emit_pad_v2, NULL},
+    {"MirrorPad", pad_dtypes, emit_pad_v2, NULL},
+    {NULL, NULL, NULL, NULL},
 };

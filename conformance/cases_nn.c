@@ -171,12 +171,12 @@ static void emit_l2loss(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 }
 
 const cf_suite_t cf_suites_nn[] = {
-    {"BiasAdd", cf_dtypes_numeric, emit_bias_add},
-    {"BiasAddGrad", cf_dtypes_numeric, emit_bias_add},
-    {"Softmax", cf_dtypes_float, emit_softmax},
-    {"LogSoftmax", cf_dtypes_float, emit_softmax},
-    {"SoftmaxCrossEntropyWithLogits", cf_dtypes_float, emit_xent},
-    {"SparseSoftmaxCrossEntropyWithLogits", cf_dtypes_float, emit_xent},
-    {"L2Loss", cf_dtypes_float, emit_l2loss},
-    {NULL, NULL, NULL},
+    {"BiasAdd", cf_dtypes_numeric, emit_bias_add, NULL},
+    {"BiasAddGrad", cf_dtypes_numeric, emit_bias_add, NULL},
+    {"Softmax", cf_dtypes_float, emit_softmax, NULL},
+    {"LogSoftmax", cf_dtypes_float, emit_softmax, NULL},
+    {"SoftmaxCrossEntropyWithLogits", cf_dtypes_float, emit_xent, NULL},
+    {"SparseSoftmaxCrossEntropyWithLogits", cf_dtypes_float, emit_xent, NULL},
+    {"L2Loss", cf_dtypes_float, emit_l2loss, NULL},
+    {NULL, NULL, NULL, NULL},
 };

@@ -318,6 +318,8 @@ typedef struct cf_suite {
   const weft_dtype_t *dtypes;
   /* Emits this op's cases for one dtype through cf_run_case. */
   void (*emit)(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype);
+  /* The type attribute the dtypes are for, for --list (NULL: "T"). */
+  const char *type_attr;
 } cf_suite_t;
 
 /* dtype lists shared by suites (terminated by WEFT_DT_INVALID). */
@@ -334,6 +336,7 @@ extern const cf_suite_t cf_suites_math[];
 extern const cf_suite_t cf_suites_nn[];
 extern const cf_suite_t cf_suites_array[];
 extern const cf_suite_t cf_suites_image[];
+extern const cf_suite_t cf_suites_state[];
 
 /* ---------------------------------------------------------------------------------------------
  * The ONNX node-test runner (onnx_runner.c, onnx_map.c). */

@@ -318,6 +318,17 @@ bool cf_kernel_available(const cf_run_ctx_t *ctx, const char *op, const char *ty
     v->u.type = dtype;
     weft__attrs_set(attrs, type_attr, v);
   }
+  /* Other type attributes without a default (Cast's DstT, Gather's Tindices): the same dtype
+   * when they allow it, else their first allowed type. */
+  for (guint i = 0; def && i < def->attrs->len; i++) {
+    const weft__attr_def_t *a = def->attrs->pdata[i];
+    if (strcmp(a->type, "type") != 0 || weft__attrs_get(attrs, a->name)) continue;
+    bool allows = a->allowed_types == NULL;
+    for (size_t k = 0; !allows && k < a->n_allowed_types; k++) allows = a->allowed_types[k] == dtype;
+    weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
+    v->u.type = allows ? dtype : a->allowed_types[0];
+    weft__attrs_set(attrs, a->name, v);
+  }
   bool ok = weft__kernel_exists(op, ctx->device->type, attrs);
   weft__attrs_free(attrs);
   return ok;

@@ -14,7 +14,8 @@
 #endif
 
 static const cf_suite_t *const all_suites[] = {cf_suites_elementwise, cf_suites_math,
-                                               cf_suites_nn, cf_suites_array, cf_suites_image};
+                                               cf_suites_nn, cf_suites_array, cf_suites_image,
+                                               cf_suites_state};
 
 static char **opt_devices, **opt_ops, **opt_cases, **opt_plugins;
 static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected;
@@ -118,7 +119,8 @@ static void list_suites(GPtrArray *devices) {
         for (const weft_dtype_t *dt = s->dtypes; ; dt++) {
           bool none = *dt == WEFT_DT_INVALID;
           if (none && dt != s->dtypes) break;
-          if (cf_kernel_available(&ctx, s->op, none ? NULL : "T", *dt))
+          if (cf_kernel_available(&ctx, s->op, none ? NULL : s->type_attr ? s->type_attr : "T",
+                                  *dt))
             g_string_append_printf(line, "%s%s", line->len ? "," : "",
                                    none ? "any" : weft_dtype_name(*dt));
           if (none) break;

@@ -1742,6 +1742,366 @@ static weft_status_t *map_global_pool(cf_onnx_ctx_t *x, const Onnx__NodeProto *n
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * More normalisations and layout ops */
+
+static weft_status_t *map_rmsnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  int64_t axis = cf_onnx_attr_int(node, "axis", -1);
+  if (!norm_axes(x, &axis, 1, rank, &st)) return st;
+  double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
+  int64_t axes[WEFT_MAX_RANK];
+  int na = 0;
+  for (int d = (int)axis; d < rank; d++) axes[na++] = d;
+  weft_dtype_t dt = cf_onnx_out_dtype(v);
+  out_t xv = cf_onnx_attr_int(node, "stash_type", 1) == 1 ? cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st)
+                                                          : v;
+  out_t ms = reduce_op(x, "Mean", ew(x, "Mul", xv, xv, &st), axes, na, true, &st);
+  out_t y = ew(x, "Mul", xv, ew(x, "Rsqrt", add_scalar(x, ms, eps, &st), NONE, &st), &st);
+  y = ew(x, "Mul", cf_onnx_cast(x, y, dt, &st), IN(1), &st);
+  BIND(0, y);
+  return st;
+}
+
+static weft_status_t *map_groupnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  int64_t groups = cf_onnx_attr_int(node, "num_groups", 1), c = dims[1];
+  if (rank < 3 || groups <= 0 || c % groups != 0 || rank + 1 > WEFT_MAX_RANK)
+    return cf_onnx_unsupported(x, "GroupNormalization of this shape");
+  double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
+  /* [N, G, C/G, spatial...]: statistics over everything but N and G. */
+  int64_t gd[WEFT_MAX_RANK] = {dims[0], groups, c / groups}, axes[WEFT_MAX_RANK];
+  int na = 0;
+  for (int d = 2; d < rank; d++) gd[d + 1] = dims[d];
+  for (int d = 2; d < rank + 1; d++) axes[na++] = d;
+  weft_dtype_t dt = cf_onnx_out_dtype(v);
+  out_t g = cf_onnx_reshape(x, cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st), gd, rank + 1, &st);
+  out_t mean = reduce_op(x, "Mean", g, axes, na, true, &st);
+  out_t diff = ew(x, "Sub", g, mean, &st);
+  out_t var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
+  out_t y = ew(x, "Mul", diff, ew(x, "Rsqrt", add_scalar(x, var, eps, &st), NONE, &st), &st);
+  y = cf_onnx_cast(x, cf_onnx_reshape(x, y, dims, rank, &st), dt, &st);
+  /* Opset 21 scales per channel; opset 18 per group. */
+  int64_t sd[WEFT_MAX_RANK];
+  out_t scale = IN(1), bias = IN(2);
+  if (rank_of(scale, sd) == 1 && sd[0] == groups && groups != c) {
+    int64_t rep = c / groups, gd2[2] = {groups, 1}, cd = c;
+    out_t t = cf_onnx_const_ints(x, WEFT_DT_INT64, (int64_t[]){1, rep}, 2, false, &st);
+    scale = cf_onnx_reshape(x, cf_onnx_binary(x, "Tile", cf_onnx_reshape(x, scale, gd2, 2, &st),
+                                              t, &st), &cd, 1, &st);
+    bias = cf_onnx_reshape(x, cf_onnx_binary(x, "Tile", cf_onnx_reshape(x, bias, gd2, 2, &st), t,
+                                             &st), &cd, 1, &st);
+  }
+  y = ew(x, "AddV2", ew(x, "Mul", y, channel_param(x, scale, rank, c, &st), &st),
+         channel_param(x, bias, rank, c, &st), &st);
+  BIND(0, y);
+  return st;
+}
+
+static weft_status_t *map_lrn(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  int64_t size = cf_onnx_attr_int(node, "size", 1);
+  double alpha = cf_onnx_attr_float(node, "alpha", 1e-4f), beta = cf_onnx_attr_float(node, "beta",
+                                                                                     0.75f);
+  double bias = cf_onnx_attr_float(node, "bias", 1.0f);
+  /* Sum of squares over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]. */
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  out_t sq = ew(x, "Mul", v, v, &st);
+  int64_t pd[2] = {rank, 2};
+  weft_tensor_t *pt = weft_tensor_new(WEFT_DT_INT64, 2, pd);
+  ((int64_t *)weft_tensor_data(pt))[2] = before;
+  ((int64_t *)weft_tensor_data(pt))[3] = after;
+  out_t pads = cf_onnx_const_tensor(x, pt, &st);
+  weft_tensor_unref(pt);
+  weft_op_builder_t *pb = cf_onnx_op(x, "PadV2");
+  out_t zero = scalar_like(x, v, 0, &st);
+  if (st) {
+    weft_op_finish(pb, NULL);
+    return st;
+  }
+  weft_op_add_input(pb, sq);
+  weft_op_add_input(pb, pads);
+  weft_op_add_input(pb, zero);
+  out_t padded = cf_onnx_finish(x, pb, &st);
+  out_t sum = NONE;
+  for (int64_t k = 0; k < size && !st; k++) {
+    int64_t begin[WEFT_MAX_RANK] = {0}, sz[WEFT_MAX_RANK];
+    for (int d = 0; d < rank; d++) sz[d] = dims[d];
+    begin[1] = k;
+    weft_op_builder_t *b = cf_onnx_op(x, "Slice");
+    weft_op_add_input(b, padded);
+    weft_op_add_input(b, cf_onnx_const_ints(x, WEFT_DT_INT64, begin, rank, false, &st));
+    weft_op_add_input(b, cf_onnx_const_ints(x, WEFT_DT_INT64, sz, rank, false, &st));
+    out_t sl = cf_onnx_finish(x, b, &st);
+    sum = k == 0 ? sl : ew(x, "AddV2", sum, sl, &st);
+  }
+  out_t denom = add_scalar(x, mul_scalar(x, sum, alpha / (double)size, &st), bias, &st);
+  denom = ew(x, "Pow", denom, scalar_like(x, v, beta, &st), &st);
+  BIND(0, ew(x, "Div", v, denom, &st));
+  return st;
+}
+
+static weft_status_t *map_trilu(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  if (rank < 2) return cf_onnx_unsupported(x, "Trilu of rank < 2");
+  double k = 0;
+  if (cf_onnx_has_in(node, 1) && !cf_onnx_in_scalar(x, node, 1, &k, &st)) return st;
+  bool upper = cf_onnx_attr_int(node, "upper", 1) != 0;
+  int64_t n = dims[rank - 2], m = dims[rank - 1], md[2] = {n, m};
+  weft_tensor_t *mask = weft_tensor_new(WEFT_DT_BOOL, 2, md);
+  uint8_t *mv = weft_tensor_data(mask);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++)
+      mv[i * m + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+  out_t mk = cf_onnx_const_tensor(x, mask, &st);
+  weft_tensor_unref(mask);
+  out_t zero = cf_onnx_unary(x, "ZerosLike", v, &st);
+  weft_op_builder_t *b = cf_onnx_op(x, "SelectV2");
+  if (st) {
+    weft_op_finish(b, NULL);
+    return st;
+  }
+  weft_op_add_input(b, mk);
+  weft_op_add_input(b, v);
+  weft_op_add_input(b, zero);
+  BIND(0, cf_onnx_finish(x, b, &st));
+  return st;
+}
+
+static weft_status_t *map_eyelike(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  if (rank != 2) return cf_onnx_unsupported(x, "EyeLike of rank %d", rank);
+  weft_dtype_t dt = cf_onnx_out_dtype(v);
+  if (cf_onnx_attr(node, "dtype")) dt = cf_onnx_dtype((int)cf_onnx_attr_int(node, "dtype", 1));
+  if (dt == WEFT_DT_INVALID) return cf_onnx_unsupported(x, "EyeLike to an unknown dtype");
+  int64_t k = cf_onnx_attr_int(node, "k", 0);
+  cf_array_t *a = cf_array_new(dt, 2, dims);
+  for (int64_t i = 0; i < dims[0]; i++)
+    if (i + k >= 0 && i + k < dims[1]) a->v[i * dims[1] + i + k] = 1;
+  weft_tensor_t *t = cf_array_to_tensor(a, NULL);
+  cf_array_free(a);
+  BIND(0, cf_onnx_unary(x, "Identity", cf_onnx_const_tensor(x, t, &st), &st));
+  weft_tensor_unref(t);
+  return st;
+}
+
+static weft_status_t *map_depth_space(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t d[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, d))) return st;
+  int64_t b = cf_onnx_attr_int(node, "blocksize", 1);
+  if (rank != 4 || b < 1) return cf_onnx_unsupported(x, "a block rearrangement of rank %d", rank);
+  bool to_space = strcmp(node->op_type, "DepthToSpace") == 0;
+  int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+  out_t r;
+  if (to_space) {
+    bool crd = strcmp(cf_onnx_attr_string(node, "mode", "DCR"), "CRD") == 0;
+    int64_t s6[6] = {n, b, b, c / (b * b), h, w}, p6[6] = {0, 3, 4, 1, 5, 2};
+    int64_t s6c[6] = {n, c / (b * b), b, b, h, w}, p6c[6] = {0, 1, 4, 2, 5, 3};
+    r = cf_onnx_reshape(x, v, crd ? s6c : s6, 6, &st);
+    r = cf_onnx_transpose(x, r, crd ? p6c : p6, 6, &st);
+    int64_t o[4] = {n, c / (b * b), h * b, w * b};
+    r = cf_onnx_reshape(x, r, o, 4, &st);
+  } else {
+    int64_t s6[6] = {n, c, h / b, b, w / b, b}, p6[6] = {0, 3, 5, 1, 2, 4};
+    r = cf_onnx_reshape(x, v, s6, 6, &st);
+    r = cf_onnx_transpose(x, r, p6, 6, &st);
+    int64_t o[4] = {n, c * b * b, h / b, w / b};
+    r = cf_onnx_reshape(x, r, o, 4, &st);
+  }
+  BIND(0, r);
+  return st;
+}
+
+static weft_status_t *map_gather_elements(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t data = IN(0), idx = IN(1);
+  int64_t dd[WEFT_MAX_RANK], id[WEFT_MAX_RANK];
+  int dr, ir;
+  if ((st = need_shape(x, data, &dr, dd)) || (st = need_shape(x, idx, &ir, id))) return st;
+  if (dr != ir) return cf_onnx_unsupported(x, "GatherElements with ranks %d and %d", dr, ir);
+  int64_t axis = cf_onnx_attr_int(node, "axis", 0);
+  if (!norm_axes(x, &axis, 1, dr, &st)) return st;
+  /* out[i] = data[flat(i with its axis coordinate replaced by idx[i])]: a gather from the
+   * flattened data with index idx * stride(axis) + (the other coordinates' offset). */
+  int64_t strides[WEFT_MAX_RANK];
+  cf_strides(dr, dd, strides);
+  int64_t n = cf_num_elements(ir, id);
+  weft_tensor_t *ot = weft_tensor_new(WEFT_DT_INT64, ir, id);
+  int64_t *off = weft_tensor_data(ot);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rem = i, o = 0;
+    for (int d = ir - 1; d >= 0; d--) {
+      int64_t coord = rem % id[d];
+      rem /= id[d];
+      if (d != axis) o += coord * strides[d];
+    }
+    off[i] = o;
+  }
+  out_t offsets = cf_onnx_const_tensor(x, ot, &st);
+  weft_tensor_unref(ot);
+  out_t i64 = cf_onnx_cast(x, idx, WEFT_DT_INT64, &st);
+  out_t neg = cf_onnx_binary(x, "Less", i64, scalar_like(x, i64, 0, &st), &st);
+  out_t wrapped = cf_onnx_binary(x, "AddV2", i64, scalar_like(x, i64, (double)dd[axis], &st), &st);
+  weft_op_builder_t *sb = cf_onnx_op(x, "SelectV2");
+  if (st) {
+    weft_op_finish(sb, NULL);
+    return st;
+  }
+  weft_op_add_input(sb, neg);
+  weft_op_add_input(sb, wrapped);
+  weft_op_add_input(sb, i64);
+  out_t fixed = cf_onnx_finish(x, sb, &st);
+  out_t flat_idx = cf_onnx_binary(
+      x, "AddV2", cf_onnx_binary(x, "Mul", fixed, scalar_like(x, fixed, (double)strides[axis], &st),
+                                 &st),
+      offsets, &st);
+  int64_t all = cf_num_elements(dr, dd), zero = 0;
+  out_t flat = cf_onnx_reshape(x, data, &all, 1, &st);
+  weft_op_builder_t *g = cf_onnx_op(x, "GatherV2");
+  if (st) {
+    weft_op_finish(g, NULL);
+    return st;
+  }
+  weft_op_add_input(g, flat);
+  weft_op_add_input(g, flat_idx);
+  weft_op_add_input(g, cf_onnx_const_ints(x, WEFT_DT_INT64, &zero, 1, true, &st));
+  BIND(0, cf_onnx_finish(x, g, &st));
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Losses */
+
+/* NegativeLogLikelihoodLoss of log-probabilities [N, C, d...] and targets [N, d...]: the picked
+ * entry (a one-hot over C), weighted, zero where target == ignore_index, then reduced. */
+static out_t nll(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, out_t logp, out_t target,
+                 out_t weight, weft_status_t **st) {
+  int64_t dims[WEFT_MAX_RANK];
+  int rank = rank_of(logp, dims);
+  if (rank < 2) {
+    if (!*st) *st = cf_onnx_unsupported(x, "a loss over rank %d scores", rank);
+    return NONE;
+  }
+  const char *reduction = cf_onnx_attr_string(node, "reduction", "mean");
+  bool has_ignore = cf_onnx_attr(node, "ignore_index") != NULL;
+  int64_t ignore = cf_onnx_attr_int(node, "ignore_index", 0);
+  weft_dtype_t dt = cf_onnx_out_dtype(logp);
+  out_t t64 = cf_onnx_cast(x, target, WEFT_DT_INT64, st);
+  out_t keep = NONE, tsafe = t64;
+  if (has_ignore) {
+    keep = cf_onnx_binary(x, "NotEqual", t64, scalar_like(x, t64, (double)ignore, st), st);
+    weft_op_builder_t *b = cf_onnx_op(x, "SelectV2");
+    out_t zero = scalar_like(x, t64, 0, st);
+    if (*st) {
+      weft_op_finish(b, NULL);
+      return NONE;
+    }
+    weft_op_add_input(b, keep);
+    weft_op_add_input(b, t64);
+    weft_op_add_input(b, zero);
+    tsafe = cf_onnx_finish(x, b, st);
+  }
+  /* One-hot over the class axis (1), picked by multiplying and summing. */
+  weft_op_builder_t *oh = cf_onnx_op(x, "OneHot");
+  int64_t c = dims[1];
+  out_t depth = cf_onnx_const_ints(x, WEFT_DT_INT32, &c, 1, true, st);
+  out_t on = cf_onnx_const_scalar(x, dt, 1, st), off = cf_onnx_const_scalar(x, dt, 0, st);
+  if (*st) {
+    weft_op_finish(oh, NULL);
+    return NONE;
+  }
+  weft_op_add_input(oh, tsafe);
+  weft_op_add_input(oh, depth);
+  weft_op_add_input(oh, on);
+  weft_op_add_input(oh, off);
+  weft_op_set_attr_int(oh, "axis", 1);
+  out_t onehot = cf_onnx_finish(x, oh, st);
+  int64_t one = 1;
+  out_t picked = reduce_op(x, "Sum", ew(x, "Mul", logp, onehot, st), &one, 1, false, st);
+  out_t w = NONE;
+  if (weight.node) {
+    weft_op_builder_t *g = cf_onnx_op(x, "GatherV2");
+    int64_t zero = 0;
+    out_t ax = cf_onnx_const_ints(x, WEFT_DT_INT64, &zero, 1, true, st);
+    if (*st) {
+      weft_op_finish(g, NULL);
+      return NONE;
+    }
+    weft_op_add_input(g, weight);
+    weft_op_add_input(g, tsafe);
+    weft_op_add_input(g, ax);
+    w = cf_onnx_finish(x, g, st);
+  }
+  if (keep.node) {
+    out_t kf = cf_onnx_cast(x, keep, dt, st);
+    w = w.node ? ew(x, "Mul", w, kf, st) : kf;
+  }
+  out_t loss = ew(x, "Neg", picked, NONE, st);
+  if (w.node) loss = ew(x, "Mul", loss, w, st);
+  if (*st) return NONE;
+  int64_t axes[WEFT_MAX_RANK];
+  int na = rank - 1;
+  for (int d = 0; d < na; d++) axes[d] = d;
+  if (strcmp(reduction, "none") == 0) return loss;
+  out_t total = reduce_op(x, "Sum", loss, axes, na, false, st);
+  if (strcmp(reduction, "sum") == 0) return total;
+  out_t denom = w.node ? reduce_op(x, "Sum", w, axes, na, false, st)
+                       : cf_onnx_const_scalar(x, dt, (double)(cf_num_elements(rank, dims) / c), st);
+  return ew(x, "Div", total, denom, st);
+}
+
+static weft_status_t *map_nll(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  BIND(0, nll(x, node, IN(0), IN(1), IN(2), &st));
+  return st;
+}
+
+static weft_status_t *map_sce(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  out_t v = IN(0);
+  int64_t dims[WEFT_MAX_RANK], perm[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  /* log-softmax over the class axis (1): moved last for LogSoftmax, then back. */
+  out_t logp;
+  if (rank == 2) {
+    logp = ew(x, "LogSoftmax", v, NONE, &st);
+  } else {
+    for (int d = 0; d < rank; d++) perm[d] = d;
+    perm[1] = rank - 1;
+    perm[rank - 1] = 1;
+    logp = cf_onnx_transpose(x, ew(x, "LogSoftmax", cf_onnx_transpose(x, v, perm, rank, &st),
+                                   NONE, &st),
+                             perm, rank, &st);
+  }
+  BIND(0, nll(x, node, logp, IN(1), IN(2), &st));
+  if (HAS_OUT(1)) BIND(1, logp);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The table */
 
 typedef struct mapper {
@@ -1789,6 +2149,11 @@ static const mapper_t mappers[] = {
     {"Dropout", map_dropout},
     {"Conv", map_conv}, {"MaxPool", map_pool}, {"AveragePool", map_pool},
     {"GlobalAveragePool", map_global_pool}, {"GlobalMaxPool", map_global_pool},
+    {"RMSNormalization", map_rmsnorm}, {"GroupNormalization", map_groupnorm},
+    {"LRN", map_lrn}, {"Trilu", map_trilu}, {"EyeLike", map_eyelike},
+    {"DepthToSpace", map_depth_space}, {"SpaceToDepth", map_depth_space},
+    {"GatherElements", map_gather_elements},
+    {"NegativeLogLikelihoodLoss", map_nll}, {"SoftmaxCrossEntropyLoss", map_sce},
 };
 
 cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type) {

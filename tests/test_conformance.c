@@ -116,7 +116,34 @@ static void check_device(const char *device) {
   g_assert_cmpint(failed, ==, 0);
   g_assert_cmpint(status, ==, 0);
   g_assert_cmpint(passed, >, 0);
+  /* Every op --list says the device has a kernel for ran at least one passing case. */
+  char *listing = NULL;
+  const char *list_args[] = {"--list", "--device", device, NULL};
+  g_assert_cmpint(run(list_args, &listing), ==, 0);
+  char **lines = g_strsplit(listing, "\n", -1);
+  int n_ops = 0;
+  for (char **l = lines; *l; l++) {
+    char **f = g_strsplit_set(g_strstrip(*l), " ", -1);
+    if (f[0] && f[0][0] && !strstr(*l, "(no kernel)")) {
+      int n = 0;
+      for (guint i = 0; i < json_array_get_length(results); i++) {
+        JsonObject *r = json_array_get_object_element(results, i);
+        if (strcmp(json_object_get_string_member(r, "op"), f[0]) == 0 &&
+            strcmp(json_object_get_string_member(r, "status"), "passed") == 0)
+          n++;
+      }
+      if (n == 0) g_test_message("%s has a kernel on %s but no passing case", f[0], device);
+      g_assert_cmpint(n, >, 0);
+      n_ops++;
+    }
+    g_strfreev(f);
+  }
+  g_strfreev(lines);
+  g_free(listing);
+  g_test_message("%s: %d ops with kernels, each with passing cases", device, n_ops);
+  g_assert_cmpint(n_ops, >, 10);
   if (g_str_has_prefix(device, "CPU")) {
+    g_assert_cmpint(n_ops, >, 130);
     g_assert_cmpint(passed, >, 5000);
     for (const char *const *op = cpu_ops; *op; op++) {
       int n = 0;

@@ -140,8 +140,10 @@ typedef struct cluster {
   char *ps_hosts, *worker_hosts;
 } cluster_t;
 
-static void cluster_start(cluster_t *c, int n_ps, int n_workers, const char *const *extra) {
+/* False (and the test skipped) when weftd is not built. */
+static bool cluster_start(cluster_t *c, int n_ps, int n_workers, const char *const *extra) {
   memset(c, 0, sizeof *c);
+  if (no_weftd()) return false;
   c->n = n_ps + n_workers;
   GString *ps = g_string_new(NULL), *workers = g_string_new(NULL);
   for (int k = 0; k < c->n; k++) {
@@ -164,6 +166,7 @@ static void cluster_start(cluster_t *c, int n_ps, int n_workers, const char *con
     c->d[k] = weftd_start(args, NULL);
     g_assert_cmpstr(c->d[k].line + strlen("Started server with target: "), ==, c->target[k]);
   }
+  return true;
 }
 
 static void cluster_stop(cluster_t *c) {
@@ -526,9 +529,8 @@ static void test_local_server(void) {
 /* The cluster_placement example's graph: a on ps 0, b = a + 2 on the worker job, c = a + b on
  * worker 1. */
 static void test_placement(void) {
-  if (no_weftd()) return;
   cluster_t c;
-  cluster_start(&c, 2, 2, NULL);
+  if (!cluster_start(&c, 2, 2, NULL)) return;
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/job:ps/task:0");
@@ -648,9 +650,8 @@ static void assert_same_tensor(const weft_tensor_t *a, const weft_tensor_t *b) {
 /* Every dtype crosses from a ps to a worker (Const there, Identity here), including strings with
  * empty and binary elements, and tensors with no elements; fed tensors reach both tasks. */
 static void test_send_recv_dtypes(void) {
-  if (no_weftd()) return;
   cluster_t c;
-  cluster_start(&c, 1, 1, NULL);
+  if (!cluster_start(&c, 1, 1, NULL)) return;
   const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_UINT8,
                                  WEFT_DT_INT16,  WEFT_DT_INT8,   WEFT_DT_STRING, WEFT_DT_INT64,
                                  WEFT_DT_BOOL,   WEFT_DT_BFLOAT16, WEFT_DT_UINT16, WEFT_DT_HALF,
@@ -720,9 +721,8 @@ static void test_send_recv_dtypes(void) {
 /* 256 MiB made on the ps, summed on the worker (one RecvTensor of 256 MiB), and fed from the
  * client and fetched back (RunStep both ways). */
 static void test_large_tensor(void) {
-  if (no_weftd()) return;
   cluster_t c;
-  cluster_start(&c, 1, 1, NULL);
+  if (!cluster_start(&c, 1, 1, NULL)) return;
   const int32_t n = 64 * 1024 * 1024; /* int32 elements: 256 MiB */
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -783,6 +783,12 @@ static void test_large_tensor(void) {
   cluster_stop(&c);
 }
 
+static void push_worker(weft_graph_t *g, int worker) {
+  char *device = g_strdup_printf("/job:worker/task:%d", worker);
+  weft_graph_push_device(g, device);
+  g_free(device);
+}
+
 /* The same variable graph, as a separate client each time. */
 static weft_graph_t *shared_graph(int worker) {
   weft_graph_t *g = weft_graph_new();
@@ -799,19 +805,16 @@ static weft_graph_t *shared_graph(int worker) {
   weft_global_variables_initializer(g, "init", &st);
   OK(st);
   weft_graph_pop_device(g);
-  char *device = g_strdup_printf("/job:worker/task:%d", worker);
-  weft_graph_push_device(g, device);
+  push_worker(g, worker);
   weft_binary(g, "Mul", "product", a, b, &st);
   OK(st);
   weft_graph_pop_device(g);
-  g_free(device);
   return g;
 }
 
 static void test_shared_variables(void) {
-  if (no_weftd()) return;
   cluster_t c;
-  cluster_start(&c, 1, 2, NULL);
+  if (!cluster_start(&c, 1, 2, NULL)) return;
   weft_graph_t *g0 = shared_graph(0), *g1 = shared_graph(1);
   weft_session_t *s0 = remote_session(g0, c.target[1]);
   weft_session_t *s1 = remote_session(g1, c.target[2]);
@@ -842,75 +845,341 @@ static void test_shared_variables(void) {
   cluster_stop(&c);
 }
 
-/* A long step whose result goes to a variable on the ps; the ps is killed with SIGKILL while
- * the worker computes. The step fails soon with UNAVAILABLE naming the ps, not at its deadline;
- * a new session then fails within the master's status timeout, naming the ps. */
-static void test_ps_killed(void) {
-  if (no_weftd()) return;
-  const char *extra[] = {"--status_timeout_ms", "2000", NULL};
-  cluster_t c;
-  cluster_start(&c, 1, 1, extra);
+/* A step whose result goes to a variable on the ps (the ps waits for the worker's tensor). */
+static weft_graph_t *store_graph(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
-  weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
-  int64_t dims[2] = {768, 768};
-  weft_tensor_t *m = weft_tensor_new(WEFT_DT_FLOAT, 2, dims);
-  float *p = weft_tensor_data(m);
-  for (int k = 0; k < 768 * 768; k++) p[k] = 1e-3f;
-  weft_output_t x = weft_const(g, "m", m, &st);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = weft_const_float(g, "x", 2.5f, &st);
   OK(st);
-  weft_tensor_unref(m);
-  weft_output_t y = x;
-  for (int k = 0; k < 400; k++) {
-    char name[32];
-    snprintf(name, sizeof name, "mm%d", k);
-    y = weft_matmul(g, name, y, x, false, false, &st);
-    OK(st);
-  }
-  weft_tensor_t *axes_t = weft_tensor_new(WEFT_DT_INT32, 1, (int64_t[]){2});
-  ((int32_t *)weft_tensor_data(axes_t))[1] = 1;
-  weft_output_t axes = weft_const(g, "axes", axes_t, &st);
+  weft_output_t y = weft_binary(g, "Mul", "y", x, x, &st);
   OK(st);
-  weft_tensor_unref(axes_t);
-  weft_op_builder_t *sb = weft_op_new(g, "Sum", "total");
-  weft_op_add_input(sb, y);
-  weft_op_add_input(sb, axes);
-  weft_node_t *total = NULL;
-  OK(weft_op_finish(sb, &total));
   weft_graph_pop_device(g);
   weft_graph_push_device(g, "/job:ps/task:0");
-  weft_output_t v = weft_variable(g, "v", weft_const_float(g, "zero", 0.0f, &st), &st);
+  weft_variable(g, "v", weft_const_float(g, "zero", 0.0f, &st), &st);
   OK(st);
-  (void)v;
   weft_op_builder_t *ab = weft_op_new(g, "Assign", "store");
   weft_op_add_input(ab, weft_out(weft_graph_node(g, "v"), 0));
-  weft_op_add_input(ab, weft_out(total, 0));
+  weft_op_add_input(ab, y);
   OK(weft_op_finish(ab, NULL));
   weft_graph_pop_device(g);
   weft_global_variables_initializer(g, "init", &st);
   OK(st);
+  return g;
+}
 
-  weft_session_t *s = remote_session(g, c.target[1]);
+/* Initialises store_graph()'s variable and runs the step once. */
+static void init_and_store(weft_session_t *s) {
   run_target(s, "init");
-  /* Timing of a whole step first, to kill the ps well inside one. */
-  gint64 t0 = g_get_monotonic_time();
   run_target(s, "store");
-  gint64 step_us = g_get_monotonic_time() - t0;
-  g_test_message("one step: %.2f s", step_us / 1e6);
+  g_assert_cmpfloat(fetch1(s, "v"), ==, 6.25);
+}
 
-  t0 = g_get_monotonic_time();
-  GPid ps = c.d[0].pid;
-  gint64 kill_after = step_us / 3;
-  /* The step runs on this thread; a helper kills the ps. */
-  GThread *killer = g_thread_new("killer", (GThreadFunc)(void (*)(void))NULL, NULL);
-  g_thread_join(killer);
-  (void)kill_after;
-  (void)ps;
+typedef struct step_thread {
+  weft_session_t *s;
+  const char *target;
+  weft_status_t *status;
+  gint64 finished;
+} step_thread_t;
+
+static gpointer run_store(gpointer data) {
+  step_thread_t *t = data;
+  t->status = weft_session_run(t->s, NULL, NULL, 0, NULL, NULL, 0, &t->target, 1);
+  t->finished = g_get_monotonic_time();
+  return NULL;
+}
+
+/* A ps that hangs (SIGSTOP) makes the step fail at its deadline, naming the ps; a ps killed
+ * (SIGKILL) while a step waits on it fails the step at once with UNAVAILABLE naming it; a new
+ * session then fails within the master's status timeout, naming the ps. */
+static void test_ps_killed(void) {
+  const char *extra[] = {"--status_timeout_ms", "2000", NULL};
+  cluster_t c;
+  if (!cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = store_graph();
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_target(o, c.target[1]);
+  weft_session_options_set_operation_timeout_ms(o, 1500);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, o, &st);
+  OK(st);
+  init_and_store(s);
+  /* A second client without a deadline of its own, with its graphs registered already. */
+  weft_session_t *s2 = remote_session(g, c.target[1]);
+  run_target(s2, "store");
+
+  /* Hung: the deadline of the step (1.5 s, plus the master's slack) ends it. */
+  kill(c.d[0].pid, SIGSTOP);
+  gint64 t0 = g_get_monotonic_time();
   const char *store = "store";
   st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
-  (void)st;
+  double hung_s = (g_get_monotonic_time() - t0) / 1e6;
+  g_test_message("hung ps: %.2f s: %s", hung_s, weft_status_message(st));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_DEADLINE_EXCEEDED);
+  g_assert_nonnull(strstr(weft_status_message(st), "/job:ps/replica:0/task:0"));
+  g_assert_cmpfloat(hung_s, <, 8.0);
+  weft_status_free(st);
+  weft_session_free(s);
+
+  /* Killed in the middle of a step. */
+  step_thread_t t = {s2, "store", NULL, 0};
+  GThread *th = g_thread_new("step", run_store, &t);
+  g_usleep(500000);
+  g_assert_cmpint(t.finished, ==, 0); /* still waiting for the frozen ps */
+  gint64 killed = g_get_monotonic_time();
+  kill(c.d[0].pid, SIGKILL);
+  g_thread_join(th);
+  double after_kill = (t.finished - killed) / 1e6;
+  g_test_message("killed ps: failed %.2f s after the kill: %s", after_kill,
+                 weft_status_message(t.status));
+  g_assert_cmpint(weft_status_code(t.status), ==, WEFT_UNAVAILABLE);
+  g_assert_nonnull(strstr(weft_status_message(t.status), "/job:ps/replica:0/task:0"));
+  g_assert_cmpfloat(after_kill, <, 5.0);
+  weft_status_free(t.status);
+  weft_session_free(s2);
+
+  /* A new session cannot learn the cluster: the message names the task that is gone. */
+  s = remote_session(g, c.target[1]);
+  t0 = g_get_monotonic_time();
+  st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
+  double create_s = (g_get_monotonic_time() - t0) / 1e6;
+  char *want = g_strdup_printf("CreateSession: 1 of 2 tasks did not answer GetStatus within 2000 "
+                               "ms: /job:ps/replica:0/task:0 (%s)",
+                               c.address[0]);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNAVAILABLE);
+  g_assert_cmpstr(weft_status_message(st), ==, want);
+  g_assert_cmpfloat(create_s, <, 6.0);
+  g_free(want);
+  weft_status_free(st);
+  weft_session_free(s);
+  weft_session_options_free(o);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+/* A ps that restarts loses its graphs and variables: the next step fails with ABORTED, the one
+ * after runs again (with the variable uninitialised until the client initialises it). */
+static void test_restart_aborted(void) {
+  cluster_t c;
+  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weft_graph_t *g = store_graph();
+  weft_session_t *s = remote_session(g, c.target[1]);
+  init_and_store(s);
+
+  weftd_stop(&c.d[0], SIGKILL);
+  const char *args[] = {"--ps_hosts", c.ps_hosts, "--worker_hosts", c.worker_hosts,
+                        "--job_name", "ps",       NULL};
+  c.d[0] = weftd_start(args, NULL);
+
+  const char *store = "store";
+  weft_status_t *st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_ABORTED);
+  g_assert_nonnull(strstr(weft_status_message(st), "/job:ps/replica:0/task:0 was restarted"));
+  weft_status_free(st);
+  const char *v = "v";
+  weft_tensor_t *out = NULL;
+  st = weft_session_run(s, NULL, NULL, 0, &v, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
+  g_assert_nonnull(strstr(weft_status_message(st), "uninitialized"));
+  weft_status_free(st);
+  init_and_store(s);
   weft_session_free(s);
   weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+static void expect_raw_error(const char *address, const char *method, const void *bytes,
+                             size_t len, weft_code_t code, const char *needle) {
+  char *answer = NULL;
+  size_t answer_len = 0;
+  weft_status_t *st = weft__rpc_raw(address, method, bytes, len, 5000, &answer, &answer_len);
+  g_test_message("%s: %s", method, weft_status_message(st));
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(code));
+  g_assert_nonnull(strstr(weft_status_message(st), needle));
+  weft_status_free(st);
+  g_free(answer);
+}
+
+/* Frames `msg` with a TensorList and no tensor bytes. */
+static GByteArray *frame(const ProtobufCMessage *msg, const Weft__TensorList *list) {
+  GByteArray *out = g_byte_array_new();
+  const ProtobufCMessage *parts[2] = {msg, &list->base};
+  for (int k = 0; k < 2; k++) {
+    size_t len = protobuf_c_message_get_packed_size(parts[k]);
+    uint8_t varint[10];
+    int n = 0;
+    size_t v = len;
+    do {
+      varint[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+      v >>= 7;
+    } while (v);
+    g_byte_array_append(out, varint, (guint)n);
+    uint8_t *buf = g_malloc(len + 1);
+    protobuf_c_message_pack(parts[k], buf);
+    g_byte_array_append(out, buf, (guint)len);
+    g_free(buf);
+  }
+  return out;
+}
+
+/* Requests that are garbage, lie about their sizes, name unknown ops or devices of another
+ * task, or call methods that do not exist: each gets an error, and the server keeps serving. */
+static void test_malformed_requests(void) {
+  cluster_t c;
+  if (!cluster_start(&c, 1, 1, NULL)) return;
+  const char *ps = c.address[0];
+  expect_raw_error(ps, "/weft.Master/RunStep", "\xff\xff\xff\xff garbage", 13,
+                   WEFT_INVALID_ARGUMENT, "Malformed request");
+  expect_raw_error(ps, "/weft.Worker/RunGraph", "", 0, WEFT_INVALID_ARGUMENT, "Malformed request");
+  expect_raw_error(ps, "/weft.Worker/NoSuchMethod", "x", 1, WEFT_UNIMPLEMENTED,
+                   "no method '/weft.Worker/NoSuchMethod'");
+
+  /* A tensor that claims a terabyte. */
+  Weft__RunGraphRequest run = WEFT__RUN_GRAPH_REQUEST__INIT;
+  run.graph_handle = "nope";
+  Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
+  int64_t dims[1] = {250000000000LL};
+  meta.dtype = WEFT_DT_FLOAT;
+  meta.n_dims = 1;
+  meta.dims = dims;
+  meta.nbytes = 1000000000000ULL;
+  Weft__TensorMeta *metas[1] = {&meta};
+  Weft__TensorList list = WEFT__TENSOR_LIST__INIT;
+  list.n_tensor = 1;
+  list.tensor = metas;
+  GByteArray *bytes = frame(&run.base, &list);
+  expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "needs 1000000000000 bytes but only 0 are left");
+  g_byte_array_free(bytes, TRUE);
+  /* A size that does not match the shape. */
+  dims[0] = 4;
+  meta.nbytes = 12;
+  bytes = frame(&run.base, &list);
+  g_byte_array_append(bytes, (const guint8 *)"123456789012", 12);
+  expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "says 12 bytes");
+  g_byte_array_free(bytes, TRUE);
+  /* A bad dtype. */
+  meta.dtype = 77;
+  bytes = frame(&run.base, &list);
+  expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "invalid dtype 77");
+  g_byte_array_free(bytes, TRUE);
+
+  /* Graphs with an unknown op, and with a node on another task's device. */
+  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
+  const char *ops[2] = {"NoSuchOp", "NoOp"};
+  const char *devices[2] = {"/job:ps/replica:0/task:0/device:CPU:0",
+                            "/job:worker/replica:0/task:0/device:CPU:0"};
+  const char *needles[2] = {"Op type not registered 'NoSuchOp'",
+                            "which is not a device of task /job:ps/replica:0/task:0"};
+  for (int k = 0; k < 2; k++) {
+    Tensorflow__NodeDef node = TENSORFLOW__NODE_DEF__INIT;
+    node.name = "n";
+    node.op = (char *)ops[k];
+    node.device = (char *)devices[k];
+    Tensorflow__NodeDef *nodes[1] = {&node};
+    Tensorflow__GraphDef gd = TENSORFLOW__GRAPH_DEF__INIT;
+    gd.n_node = 1;
+    gd.node = nodes;
+    Weft__RegisterGraphRequest reg = WEFT__REGISTER_GRAPH_REQUEST__INIT;
+    reg.graph_def = &gd;
+    bytes = frame(&reg.base, &empty);
+    expect_raw_error(ps, "/weft.Worker/RegisterGraph", bytes->data, bytes->len,
+                     k == 0 ? WEFT_NOT_FOUND : WEFT_INVALID_ARGUMENT, needles[k]);
+    g_byte_array_free(bytes, TRUE);
+  }
+  Weft__RecvTensorRequest recv = WEFT__RECV_TENSOR_REQUEST__INIT;
+  bytes = frame(&recv.base, &empty);
+  expect_raw_error(ps, "/weft.Worker/RecvTensor", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "no rendezvous key");
+  g_byte_array_free(bytes, TRUE);
+  Weft__RunStepRequest step = WEFT__RUN_STEP_REQUEST__INIT;
+  step.session_handle = "no-such-session";
+  char *fetch = "x";
+  step.n_fetch = 1;
+  step.fetch = &fetch;
+  bytes = frame(&step.base, &empty);
+  expect_raw_error(ps, "/weft.Master/RunStep", bytes->data, bytes->len, WEFT_ABORTED,
+                   "Session 'no-such-session' is not known");
+  g_byte_array_free(bytes, TRUE);
+
+  /* Still serving. */
+  weft_graph_t *g = store_graph();
+  weft_session_t *s = remote_session(g, c.target[0]);
+  init_and_store(s);
+  weft_session_free(s);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+typedef struct client_thread {
+  const char *target;
+  int index;
+  bool shared;
+  weft_session_t *session;
+} client_thread_t;
+
+/* y = x * w + index with x fed, on the client's worker, w on the ps. */
+static weft_graph_t *client_graph(int worker, int index) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t w = weft_const_float(g, "w", 3.0f, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  push_worker(g, worker);
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 0, NULL, &st);
+  OK(st);
+  weft_output_t xw = weft_binary(g, "Mul", "xw", x, w, &st);
+  OK(st);
+  weft_binary(g, "AddV2", "y", xw, weft_const_float(g, "k", (float)index, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  return g;
+}
+
+static gpointer client_main(gpointer data) {
+  client_thread_t *t = data;
+  weft_graph_t *g = t->shared ? NULL : client_graph(t->index % 2, t->index);
+  weft_session_t *s = t->shared ? t->session : remote_session(g, t->target);
+  for (int step = 0; step < 15; step++) {
+    weft_tensor_t *x = weft_tensor_new_scalar_float((float)step);
+    const char *feed = "x", *fetch = "y";
+    weft_tensor_t *y = NULL;
+    OK(weft_session_run(s, &feed, &x, 1, &fetch, &y, 1, NULL, 0));
+    double want = 3.0 * step + (t->shared ? 100 : t->index);
+    g_assert_cmpfloat(weft_tensor_get_double(y, 0), ==, want);
+    weft_tensor_unref(x);
+    weft_tensor_unref(y);
+  }
+  if (!t->shared) {
+    weft_session_free(s);
+    weft_graph_free(g);
+  }
+  return NULL;
+}
+
+/* Six clients with their own sessions on two workers' masters, and three threads sharing one
+ * session, all at once. */
+static void test_concurrent_clients(void) {
+  client_thread_t t[9];
+  GThread *threads[9];
+  cluster_t c;
+  if (!cluster_start(&c, 1, 2, NULL)) return;
+  weft_graph_t *shared_g = client_graph(1, 100);
+  weft_session_t *shared = remote_session(shared_g, c.target[1]);
+  for (int k = 0; k < 9; k++) {
+    t[k].index = k;
+    t[k].target = c.target[1 + k % 2];
+    t[k].shared = k >= 6;
+    t[k].session = shared;
+    threads[k] = g_thread_new("client", client_main, &t[k]);
+  }
+  for (int k = 0; k < 9; k++) g_thread_join(threads[k]);
+  weft_session_free(shared);
+  weft_graph_free(shared_g);
   cluster_stop(&c);
 }
 
@@ -929,5 +1198,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/large_tensor", test_large_tensor);
   g_test_add_func("/distributed/shared_variables", test_shared_variables);
   g_test_add_func("/distributed/ps_killed", test_ps_killed);
+  g_test_add_func("/distributed/restart_aborted", test_restart_aborted);
+  g_test_add_func("/distributed/malformed_requests", test_malformed_requests);
+  g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
   return g_test_run();
 }

@@ -1207,6 +1207,7 @@ static void test_memory_fraction(void) {
 static void no_driver_child(void) {
   /* Before anything loads the plugins: point the Vulkan loader at a driver list that does not
    * exist, so it finds no driver. */
+  g_unsetenv("WEFT_VULKAN_DISABLE");
   g_setenv("VK_ICD_FILENAMES", "/nonexistent/weft-no-icd.json", TRUE);
   g_setenv("VK_DRIVER_FILES", "/nonexistent/weft-no-icd.json", TRUE);
   g_assert_null(vulkan_device());

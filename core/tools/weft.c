@@ -33,10 +33,13 @@ static int cmd_run(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const command_t commands[] = {
-    {"devices", "", "list the local devices, and the backends that found none", cmd_devices},
+    {"devices", "[--target grpc://HOST:PORT]",
+     "list the local devices (or a cluster's), and the backends that found none", cmd_devices},
     {"plugins", "", "list the plugins found, what each offers, and why any failed to load",
      cmd_plugins},
-    {"run", "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]...",
+    {"run",
+     "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... "
+     "[--target grpc://HOST:PORT]",
      "import a TensorFlow GraphDef and run it in a local session", cmd_run},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
 };
@@ -120,26 +123,42 @@ static char *format_memory(uint64_t bytes) {
 }
 
 static int cmd_devices(int argc, char **argv) {
-  GOptionEntry entries[] = {{NULL}};
+  char *target = NULL;
+  GOptionEntry entries[] = {
+      {"target", 't', 0, G_OPTION_ARG_STRING, &target,
+       "list every device of the cluster behind this server instead", "grpc://HOST:PORT"},
+      {NULL}};
   if (!parse_options("devices", entries, "list the local devices", &argc, &argv))
     return EXIT_USAGE;
   weft_plugins_load_default();
-  int n = weft_devices_count();
+  weft_device_info_t *cluster = NULL;
+  int n = 0;
+  if (target) {
+    weft_status_t *st = weft_cluster_list_devices(target, 0, &cluster, &n);
+    g_free(target);
+    if (st) return report_status(st);
+  } else {
+    n = weft_devices_count();
+  }
   /* Columns line up so a glance down the list compares devices. */
   int w_name = 0, w_type = 0, w_desc = 0;
   for (int k = 0; k < n; k++) {
-    const weft_device_info_t *d = weft_devices_get(k);
+    const weft_device_info_t *d = cluster ? &cluster[k] : weft_devices_get(k);
     w_name = MAX(w_name, (int)strlen(d->name ? d->name : ""));
     w_type = MAX(w_type, (int)strlen(d->device_type ? d->device_type : ""));
     w_desc = MAX(w_desc, (int)strlen(d->description ? d->description : ""));
   }
   for (int k = 0; k < n; k++) {
-    const weft_device_info_t *d = weft_devices_get(k);
+    const weft_device_info_t *d = cluster ? &cluster[k] : weft_devices_get(k);
     char *mem = format_memory(d->memory_bytes);
     printf("%-*s  %-*s  %-*s  %s\n", w_name, d->name ? d->name : "", w_type,
            d->device_type ? d->device_type : "", w_desc, d->description ? d->description : "",
            mem);
     g_free(mem);
+  }
+  if (cluster) {
+    weft_device_list_free(cluster, n);
+    return 0;
   }
   const char **reasons = NULL;
   int n_without = weft_backends_without_devices(&reasons);
@@ -315,8 +334,10 @@ static int cmd_run(int argc, char **argv) {
        "(e.g. x=2, x:0=[1,2], x:int32=[[1,2],[3,4]])",
        "NAME[:INDEX][:DTYPE]=VALUE"},
       {"fetch", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fetches, "print this tensor", "NAME[:INDEX]"},
-      {"target", 't', 0, G_OPTION_ARG_STRING_ARRAY, &targets, "run this node for its effects",
-       "NODE"},
+      {"target", 't', 0, G_OPTION_ARG_STRING_ARRAY, &targets,
+       "run this node for its effects; a grpc://HOST:PORT target runs the graph on that "
+       "server's cluster instead of in this process",
+       "NODE|grpc://HOST:PORT"},
       {"log-device-placement", 0, 0, G_OPTION_ARG_NONE, &log_placement,
        "log the device each node is placed on", NULL},
       {"allow-soft-placement", 0, 0, G_OPTION_ARG_NONE, &soft_placement,
@@ -335,6 +356,7 @@ static int cmd_run(int argc, char **argv) {
   weft_session_t *session = NULL;
   weft_session_options_t *opts = NULL;
   weft_status_t *st = NULL;
+  char *session_target = NULL;
 
   if (!parse_options("run", entries, "import a GraphDef and run it", &argc, &argv)) goto out;
   if (graph_path == NULL) {
@@ -344,6 +366,18 @@ static int cmd_run(int argc, char **argv) {
   n_feeds = feed_args ? (int)g_strv_length(feed_args) : 0;
   n_fetches = fetches ? (int)g_strv_length(fetches) : 0;
   n_targets = targets ? (int)g_strv_length(targets) : 0;
+  /* TensorFlow calls the server a session's target: `--target grpc://...` is that one. */
+  for (int k = 0; k < n_targets; k++) {
+    if (!g_str_has_prefix(targets[k], "grpc://")) continue;
+    if (session_target) {
+      usage_error("run", "more than one --target grpc://... given");
+      goto out;
+    }
+    session_target = targets[k];
+    memmove(&targets[k], &targets[k + 1], sizeof(char *) * (size_t)(n_targets - k));
+    n_targets--;
+    k--;
+  }
   if (n_fetches == 0 && n_targets == 0) {
     usage_error("run", "nothing to run: give at least one --fetch or --target");
     goto out;
@@ -394,6 +428,7 @@ static int cmd_run(int argc, char **argv) {
   opts = weft_session_options_new();
   weft_session_options_set_log_device_placement(opts, log_placement);
   weft_session_options_set_allow_soft_placement(opts, soft_placement);
+  if (session_target) weft_session_options_set_target(opts, session_target);
   st = NULL;
   session = weft_session_new(graph, opts, &st);
   weft_session_options_free(opts);
@@ -422,6 +457,7 @@ out:
   for (int k = 0; feeds && k < n_feeds; k++) feed_spec_clear(&feeds[k]);
   g_free(feeds);
   g_free(graph_path);
+  g_free(session_target);
   g_strfreev(feed_args);
   g_strfreev(fetches);
   g_strfreev(targets);

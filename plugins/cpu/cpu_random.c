@@ -148,6 +148,17 @@ static inline void store_float(weft_dtype_t dt, void *out, int64_t i, double v) 
   }
 }
 
+/* A uniform in [0, 1) with only as many random bits as the dtype's significand holds, so that
+ * storing it is exact: rounding a finer value to float16 or bfloat16 could reach 1.0, which
+ * TensorFlow's [0, 1) range excludes. */
+static inline double unit_for_dtype(weft_dtype_t dt, uint32_t bits) {
+  switch (dt) {
+    case WEFT_DT_HALF: return (double)(bits >> 22) / 1024.0;
+    case WEFT_DT_BFLOAT16: return (double)(bits >> 24) / 256.0;
+    default: return u32_to_unit_float(bits);
+  }
+}
+
 typedef enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_TRUNCATED, RNG_INT } rng_kind_t;
 
 typedef struct rng_job {
@@ -199,7 +210,7 @@ static void rng_range(void *arg, int64_t b, int64_t e) {
                 u64_to_unit_double(((uint64_t)r.v[2 * k] << 32) | r.v[2 * k + 1]);
         } else {
           for (int k = 0; k < cnt; k++)
-            store_float(j->dtype, j->out, i0 + k, u32_to_unit_float(r.v[k]));
+            store_float(j->dtype, j->out, i0 + k, unit_for_dtype(j->dtype, r.v[k]));
         }
         break;
       case RNG_NORMAL: {

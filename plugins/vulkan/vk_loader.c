@@ -218,7 +218,7 @@ static void init_instance(void) {
     why_no_devices = "could not enumerate Vulkan devices";
     return;
   }
-  int count = 0;
+  int count = 0, too_small = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t nq = 0;
     weft__vkf.GetPhysicalDeviceQueueFamilyProperties(handles[i], &nq, NULL);
@@ -234,6 +234,15 @@ static void init_instance(void) {
     }
     free(q);
     if (family < 0) continue;
+    /* The shaders run 256 invocations per workgroup; Vulkan only promises 128. */
+    VkPhysicalDeviceProperties props;
+    weft__vkf.GetPhysicalDeviceProperties(handles[i], &props);
+    if (props.limits.maxComputeWorkGroupInvocations < VK_LOCAL_SIZE ||
+        props.limits.maxComputeWorkGroupSize[0] < VK_LOCAL_SIZE ||
+        props.limits.maxPushConstantsSize < VK_MAX_PUSH) {
+      too_small++;
+      continue;
+    }
     weft_vk_physical_t *p = &found[count];
     p->handle = handles[i];
     p->queue_family = (uint32_t)family;
@@ -245,7 +254,9 @@ static void init_instance(void) {
   free(handles);
   if (count == 0) {
     free(found);
-    why_no_devices = "no Vulkan device with a compute queue";
+    why_no_devices = too_small > 0 ? "no Vulkan device with 256 invocations per workgroup and "
+                                     "128 bytes of push constants"
+                                   : "no Vulkan device with a compute queue";
     return;
   }
   /* A stable sort by device type (insertion sort: a handful of devices). */

@@ -19,6 +19,9 @@
 /* Prefix of an error a task reports only because another task's failure aborted the step; the
  * master prefers the original error and strips the prefix. */
 #define WEFT_DERIVED_PREFIX "[derived] "
+/* Trailing metadata every answer of a Weft server carries: a status with it is the service's
+ * own error, one without is gRPC's (the peer could not be reached, the deadline passed). */
+#define WEFT_ORIGIN_KEY "weft-origin"
 
 /* ---------------------------------------------------------------------------------------------
  * Cluster specs (cluster_spec.c) */
@@ -85,8 +88,8 @@ typedef struct weft__peer {
 
 /* One unary call: frames `msg` + tensors, waits for the answer (at most timeout_ms), unframes
  * it. wait_for_ready: wait for the peer to come up until the deadline instead of failing at once.
- * `set` may be NULL. Errors keep gRPC's code; UNAVAILABLE and DEADLINE_EXCEEDED name the peer
- * and the method. On success *resp (protobuf_c_message_free_unpacked) and *resp_tensors
+ * `set` may be NULL. Errors keep their code; those of the transport (not the peer's own answer)
+ * name the peer and the method. On success *resp (protobuf_c_message_free_unpacked) and *resp_tensors
  * (weft__tensors_free) are the caller's; resp_tensors may be NULL when none are expected. */
 weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
                                const ProtobufCMessage *msg, weft_tensor_t *const *tensors,

@@ -144,10 +144,19 @@ static void call_set_remove(weft__call_set_t *set, grpc_call *call) {
 /* ---------------------------------------------------------------------------------------------
  * Unary calls */
 
+static bool from_service(const grpc_metadata_array *md) {
+  for (size_t k = 0; k < md->count; k++) {
+    if (grpc_slice_str_cmp(md->metadata[k].key, WEFT_ORIGIN_KEY) == 0) return true;
+  }
+  return false;
+}
+
+/* *answered: the status came from the service itself (see WEFT_ORIGIN_KEY). */
 static weft_status_t *call_raw(const char *address, const char *method, grpc_byte_buffer *request,
                                int64_t timeout_ms, bool wait_for_ready, weft__call_set_t *set,
-                               grpc_byte_buffer **response) {
+                               grpc_byte_buffer **response, bool *answered) {
   *response = NULL;
+  *answered = false;
   grpc_channel *channel = channel_for(address);
   grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -199,6 +208,7 @@ static weft_status_t *call_raw(const char *address, const char *method, grpc_byt
     st = weft_status_new(WEFT_INTERNAL, "%s: could not start the call: %s", method,
                          grpc_call_error_to_string(err));
   } else if (code != GRPC_STATUS_OK) {
+    *answered = from_service(&trailing_md);
     char *text = grpc_slice_to_c_string(details);
     weft_code_t wc = (code > 0 && code <= 16) ? (weft_code_t)code : WEFT_UNKNOWN;
     st = weft_status_new(wc, "%s", text && *text ? text : "(no details)");
@@ -238,10 +248,12 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
   weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &request);
   if (st) return st;
   grpc_byte_buffer *response = NULL;
-  st = call_raw(peer->address, method, request, timeout_ms, wait_for_ready, set, &response);
+  bool answered = false;
+  st = call_raw(peer->address, method, request, timeout_ms, wait_for_ready, set, &response,
+                &answered);
   grpc_byte_buffer_destroy(request);
   if (st) {
-    weft_code_t code = weft_status_code(st);
+    weft_code_t code = answered ? WEFT_OK : weft_status_code(st);
     /* Task names start with '/'; other peers (a client's server) come with their own words. */
     const char *what = peer->name[0] == '/' ? "Task " : "";
     if (code == WEFT_UNAVAILABLE) {
@@ -267,7 +279,9 @@ weft_status_t *weft__rpc_raw(const char *address, const char *method, const void
   grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
   grpc_slice_unref(slice);
   grpc_byte_buffer *response = NULL;
-  weft_status_t *st = call_raw(address, method, request, timeout_ms, false, NULL, &response);
+  bool answered = false;
+  weft_status_t *st =
+      call_raw(address, method, request, timeout_ms, false, NULL, &response, &answered);
   grpc_byte_buffer_destroy(request);
   if (st) return st;
   grpc_byte_buffer_reader reader;

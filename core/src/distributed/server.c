@@ -154,6 +154,16 @@ static void answer(call_ctx_t *ctx, weft_status_t *status, grpc_byte_buffer *res
     grpc_byte_buffer_destroy(response);
   }
   ctx->details = grpc_slice_from_copied_string(status ? weft_status_message(status) : "");
+  /* Says the status is the service's answer, not gRPC's account of a transport failure. */
+  static grpc_metadata origin;
+  static gsize origin_once = 0;
+  if (g_once_init_enter(&origin_once)) {
+    origin.key = grpc_slice_from_static_string(WEFT_ORIGIN_KEY);
+    origin.value = grpc_slice_from_static_string("1");
+    g_once_init_leave(&origin_once, 1);
+  }
+  ops[n].data.send_status_from_server.trailing_metadata_count = 1;
+  ops[n].data.send_status_from_server.trailing_metadata = &origin;
   ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
   ops[n].data.send_status_from_server.status =
       status ? (grpc_status_code)weft_status_code(status) : GRPC_STATUS_OK;

@@ -1,0 +1,267 @@
+/* cases_state.c: conformance cases of the stateful ops: variables (VariableV2, Assign, AssignAdd,
+ * AssignSub, IsVariableInitialized), the training ops that update variables in place
+ * (ApplyGradientDescent, ApplyMomentum with and without Nesterov, ApplyAdagrad, ApplyAdam,
+ * ApplyRMSProp: both the op's output and the variables' values afterwards are checked against
+ * the update rules computed in double), and the random ops, checked by their statistics (range,
+ * mean, spread) over 10^5 draws since their values are not reproducible across backends. */
+#include <math.h>
+#include <string.h>
+
+#include "reference.h"
+
+static cf_array_t *gen(cf_rng_t *rng, weft_dtype_t dt, int rank, const int64_t *dims, double lo,
+                       double hi) {
+  return cf_gen_uniform(rng, dt, rank, dims, lo, hi);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Variables */
+
+static void emit_assign(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool add = strcmp(op, "AssignAdd") == 0, sub = strcmp(op, "AssignSub") == 0;
+  const char *names[] = {"rank2", "scalar", "n1023"};
+  int ranks[] = {2, 0, 1};
+  int64_t dims[][2] = {{3, 4}, {0}, {1023}};
+  for (int s = 0; s < 3; s++) {
+    cf_case_t *c = cf_case_new(op, names[s], dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    bool is_num = dt != WEFT_DT_BOOL && dt != WEFT_DT_STRING;
+    cf_gen_t g = {is_num ? CF_GEN_UNIFORM : (dt == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_ARANGE),
+                  cf_dtype_is_signed(dt) ? -20 : 0, 20};
+    cf_array_t *var = cf_gen_array(&rng, dt, ranks[s], dims[s], g);
+    cf_array_t *value = cf_gen_array(&rng, dt, ranks[s], dims[s], g);
+    cf_array_t *after = cf_array_copy(value);
+    if (add || sub) {
+      for (int64_t i = 0; i < after->n; i++)
+        after->v[i] = add ? var->v[i] + value->v[i] : var->v[i] - value->v[i];
+      cf_array_round(after);
+    }
+    cf_case_variable_input(c, var, cf_array_copy(after));
+    cf_case_input(c, value);
+    cf_case_expect(c, after);
+    cf_run_case(ctx, c);
+  }
+}
+
+static void emit_is_initialized(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "dtype", dt)) return;
+  cf_case_t *c = cf_case_new(op, "initialized", dt);
+  int64_t d[2] = {2, 3};
+  cf_case_variable_input(c, cf_array_new(dt, 2, d), NULL);
+  cf_case_expect(c, cf_array_scalar(WEFT_DT_BOOL, 1));
+  cf_run_case(ctx, c);
+}
+
+static void emit_variable(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "dtype", dt)) return;
+  /* Reading a variable nobody assigned is refused, naming it. */
+  cf_case_t *c = cf_case_new(op, "read_uninitialized", dt);
+  int64_t d[2] = {2, 3};
+  cf_case_attr_shape(c, "shape", 2, d);
+  cf_case_attr_type(c, "dtype", dt);
+  cf_case_expect(c, NULL);
+  cf_case_expect_error(c, WEFT_FAILED_PRECONDITION, NULL);
+  cf_run_case(ctx, c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Training ops */
+
+typedef enum { GD, MOMENTUM, NESTEROV, ADAGRAD, ADAM, ADAM_NESTEROV, RMSPROP } rule_t;
+
+static void training_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
+                          rule_t rule, int rank, const int64_t *dims) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  cf_array_t *var = gen(&rng, dt, rank, dims, -2, 2);
+  cf_array_t *grad = gen(&rng, dt, rank, dims, -1, 1);
+  cf_array_t *s1 = gen(&rng, dt, rank, dims, 0.1, 1); /* accum / m / ms */
+  cf_array_t *s2 = gen(&rng, dt, rank, dims, 0.1, 1); /* v / mom */
+  cf_array_t *nv = cf_array_copy(var), *n1 = cf_array_copy(s1), *n2 = cf_array_copy(s2);
+  const double lr = cf_round_to_dtype(dt, 0.1), mom = cf_round_to_dtype(dt, 0.9);
+  const double b1 = cf_round_to_dtype(dt, 0.9), b2 = cf_round_to_dtype(dt, 0.999);
+  const double b1p = cf_round_to_dtype(dt, 0.81), b2p = cf_round_to_dtype(dt, 0.998);
+  const double eps = cf_round_to_dtype(dt, 1e-7), rho = cf_round_to_dtype(dt, 0.95);
+  for (int64_t i = 0; i < var->n; i++) {
+    double g = grad->v[i];
+    switch (rule) {
+      case GD: nv->v[i] = var->v[i] - lr * g; break;
+      case MOMENTUM:
+      case NESTEROV:
+        n1->v[i] = s1->v[i] * mom + g;
+        nv->v[i] = rule == MOMENTUM ? var->v[i] - lr * n1->v[i]
+                                    : var->v[i] - (g * lr + n1->v[i] * mom * lr);
+        break;
+      case ADAGRAD:
+        n1->v[i] = s1->v[i] + g * g;
+        nv->v[i] = var->v[i] - lr * g / sqrt(n1->v[i]);
+        break;
+      case ADAM:
+      case ADAM_NESTEROV: {
+        double lr_t = lr * sqrt(1 - b2p) / (1 - b1p);
+        n1->v[i] = s1->v[i] + (g - s1->v[i]) * (1 - b1);
+        n2->v[i] = s2->v[i] + (g * g - s2->v[i]) * (1 - b2);
+        double m = rule == ADAM ? n1->v[i] : n1->v[i] * b1 + (1 - b1) * g;
+        nv->v[i] = var->v[i] - lr_t * m / (sqrt(n2->v[i]) + eps);
+        break;
+      }
+      case RMSPROP:
+        n1->v[i] = s1->v[i] * rho + g * g * (1 - rho);
+        n2->v[i] = s2->v[i] * mom + lr * g / sqrt(n1->v[i] + eps);
+        nv->v[i] = var->v[i] - n2->v[i];
+        break;
+    }
+  }
+  cf_array_round(nv);
+  cf_array_round(n1);
+  cf_array_round(n2);
+  bool has_s1 = rule != GD, has_s2 = rule == ADAM || rule == ADAM_NESTEROV || rule == RMSPROP;
+  cf_case_variable_input(c, var, cf_array_copy(nv));
+  if (has_s1) cf_case_variable_input(c, s1, n1); else { cf_array_free(s1); cf_array_free(n1); }
+  if (has_s2) cf_case_variable_input(c, s2, n2); else { cf_array_free(s2); cf_array_free(n2); }
+  switch (rule) {
+    case GD:
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, grad);
+      break;
+    case MOMENTUM:
+    case NESTEROV:
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, grad);
+      cf_case_input(c, cf_array_scalar(dt, mom));
+      if (rule == NESTEROV) cf_case_attr_bool(c, "use_nesterov", true);
+      break;
+    case ADAGRAD:
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, grad);
+      break;
+    case ADAM:
+    case ADAM_NESTEROV:
+      cf_case_input(c, cf_array_scalar(dt, b1p));
+      cf_case_input(c, cf_array_scalar(dt, b2p));
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, cf_array_scalar(dt, b1));
+      cf_case_input(c, cf_array_scalar(dt, b2));
+      cf_case_input(c, cf_array_scalar(dt, eps));
+      cf_case_input(c, grad);
+      if (rule == ADAM_NESTEROV) cf_case_attr_bool(c, "use_nesterov", true);
+      break;
+    case RMSPROP:
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, cf_array_scalar(dt, rho));
+      cf_case_input(c, cf_array_scalar(dt, mom));
+      cf_case_input(c, cf_array_scalar(dt, eps));
+      cf_case_input(c, grad);
+      break;
+  }
+  cf_case_expect(c, nv);
+  c->tol = cf_tol_scale(c->tol, 8);
+  cf_run_case(ctx, c);
+}
+
+static void emit_training(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  rule_t rule = GD, alt = GD;
+  bool has_alt = false;
+  if (strcmp(op, "ApplyMomentum") == 0) {
+    rule = MOMENTUM;
+    alt = NESTEROV;
+    has_alt = true;
+  } else if (strcmp(op, "ApplyAdagrad") == 0) {
+    rule = ADAGRAD;
+  } else if (strcmp(op, "ApplyAdam") == 0) {
+    rule = ADAM;
+    alt = ADAM_NESTEROV;
+    has_alt = true;
+  } else if (strcmp(op, "ApplyRMSProp") == 0) {
+    rule = RMSPROP;
+  }
+  int64_t d2[2] = {3, 5}, d1 = 1023;
+  training_case(ctx, op, dt, "rank2", rule, 2, d2);
+  training_case(ctx, op, dt, "n1023", rule, 1, &d1);
+  training_case(ctx, op, dt, "scalar", rule, 0, NULL);
+  if (has_alt) training_case(ctx, op, dt, "nesterov", alt, 2, d2);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Random ops: checked by statistics */
+
+static char *check_random(const cf_case_t *c, cf_array_t *const *outs, int n) {
+  if (n < 1 || outs[0] == NULL) return g_strdup("no output");
+  const cf_array_t *y = outs[0];
+  if (y->rank != 2 || y->dims[0] != 1000 || y->dims[1] != 100)
+    return g_strdup("output shape is not [1000,100]");
+  double sum = 0, sum2 = 0, lo = INFINITY, hi = -INFINITY;
+  for (int64_t i = 0; i < y->n; i++) {
+    double v = y->v[i];
+    if (!isfinite(v)) return g_strdup_printf("element %" G_GINT64_FORMAT " is %g", i, v);
+    sum += v;
+    sum2 += v * v;
+    lo = fmin(lo, v);
+    hi = fmax(hi, v);
+  }
+  double mean = sum / (double)y->n, sd = sqrt(sum2 / (double)y->n - mean * mean);
+  double want_mean, want_sd, min_ok, max_ok;
+  if (strcmp(c->op, "RandomUniform") == 0) {
+    want_mean = 0.5, want_sd = sqrt(1.0 / 12), min_ok = 0, max_ok = 1;
+    if (hi >= 1) return g_strdup_printf("a value %g is not below 1", hi);
+  } else if (strcmp(c->op, "RandomStandardNormal") == 0) {
+    want_mean = 0, want_sd = 1, min_ok = -10, max_ok = 10;
+  } else if (strcmp(c->op, "TruncatedNormal") == 0) {
+    want_mean = 0, want_sd = 0.87962566, min_ok = -2, max_ok = 2;
+  } else { /* RandomUniformInt over [-5, 15) */
+    want_mean = 4.5, want_sd = sqrt((20.0 * 20 - 1) / 12), min_ok = -5, max_ok = 14;
+    if (lo != -5 || hi != 14) return g_strdup_printf("values span [%g, %g], not [-5, 14]", lo, hi);
+  }
+  if (lo < min_ok || hi > max_ok)
+    return g_strdup_printf("values span [%g, %g], outside [%g, %g]", lo, hi, min_ok, max_ok);
+  /* 10^5 draws: the mean is within 5 standard errors, the spread within 2%. */
+  double se = want_sd / sqrt((double)y->n);
+  if (fabs(mean - want_mean) > 5 * se + 1e-3)
+    return g_strdup_printf("mean %g, expected %g", mean, want_mean);
+  if (fabs(sd - want_sd) > 0.02 * want_sd)
+    return g_strdup_printf("standard deviation %g, expected %g", sd, want_sd);
+  return NULL;
+}
+
+static void emit_random(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  bool is_int = strcmp(op, "RandomUniformInt") == 0;
+  if (!cf_supported(ctx, op, is_int ? "Tout" : "dtype", dt)) return;
+  cf_case_t *c = cf_case_new(op, "statistics_1e5", dt);
+  int64_t shape[2] = {1000, 100};
+  cf_case_const_input(c, cf_array_ints(WEFT_DT_INT32, 2, shape));
+  if (is_int) {
+    cf_case_input(c, cf_array_scalar(dt, -5));
+    cf_case_input(c, cf_array_scalar(dt, 15));
+  } else {
+    cf_case_attr_type(c, "dtype", dt);
+  }
+  cf_case_attr_int(c, "seed", 7);
+  cf_case_attr_int(c, "seed2", 11);
+  cf_case_expect(c, NULL);
+  c->check = check_random;
+  cf_run_case(ctx, c);
+}
+
+static const weft_dtype_t int_out[] = {WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_INVALID};
+
+const cf_suite_t cf_suites_state[] = {
+    {"VariableV2", cf_dtypes_all, emit_variable, "dtype"},
+    {"Assign", cf_dtypes_all, emit_assign, NULL},
+    {"AssignAdd", cf_dtypes_numeric, emit_assign, NULL},
+    {"AssignSub", cf_dtypes_numeric, emit_assign, NULL},
+    {"IsVariableInitialized", cf_dtypes_all, emit_is_initialized, "dtype"},
+    {"ApplyGradientDescent", cf_dtypes_float, emit_training, NULL},
+    {"ApplyMomentum", cf_dtypes_float, emit_training, NULL},
+    {"ApplyAdagrad", cf_dtypes_float, emit_training, NULL},
+    {"ApplyAdam", cf_dtypes_float, emit_training, NULL},
+    {"ApplyRMSProp", cf_dtypes_float, emit_training, NULL},
+    {"RandomUniform", cf_dtypes_float, emit_random, "dtype"},
+    {"RandomStandardNormal", cf_dtypes_float, emit_random, "dtype"},
+    {"TruncatedNormal", cf_dtypes_float, emit_random, "dtype"},
+    {"RandomUniformInt", int_out, emit_random, "Tout"},
+    {NULL, NULL, NULL, NULL},
+};
