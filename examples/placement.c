@@ -1,6 +1,6 @@
 /* The local part of TensorFlow's device-placement guide, in Weft's C API: a variable pinned to the
- * CPU, a device function that sends MatMuls to the GPU when there is one, an int32 variable pinned
- * to /gpu:0 that soft placement moves to a device with a kernel, and control dependencies that
+ * CPU, a device function that sends MatMuls to the GPU when there is one, an integer variable
+ * pinned to /gpu:0 that soft placement moves to a device with a kernel, and control dependencies that
  * order an update before a read. Runs with log_device_placement on, so it prints where every node
  * went, then the results. This is the demo `scripts/demo.sh` runs. */
 #include <stdio.h>
@@ -73,9 +73,12 @@ int main(void) {
   check(st, "product");
   weft_graph_pop_device(g);
 
-  /* 3. An int32 variable pinned to /gpu:0: soft placement finds it a device with a kernel. */
+  /* 3. An integer step variable pinned to /gpu:0. TensorFlow's guide uses int32, which has no GPU
+   * kernel there; Weft's Vulkan backend does have int32 variables, so the step is int64 (as
+   * TensorFlow's own global_step is), which no gpu-like backend here supports: soft placement
+   * moves it, with its initializer and increment, to the CPU. */
   weft_graph_push_device(g, "/gpu:0");
-  weft_tensor_t *zero = weft_tensor_new_scalar_int32(0);
+  weft_tensor_t *zero = weft_tensor_new(WEFT_DT_INT64, 0, NULL);
   weft_output_t step_init = weft_const(g, "step_init", zero, &st);
   check(st, "step_init");
   weft_tensor_unref(zero);
@@ -84,7 +87,8 @@ int main(void) {
   weft_graph_pop_device(g);
 
   /* 4. Control dependencies: the step is incremented before it is read. */
-  weft_tensor_t *one = weft_tensor_new_scalar_int32(1);
+  weft_tensor_t *one = weft_tensor_new(WEFT_DT_INT64, 0, NULL);
+  *(int64_t *)weft_tensor_data(one) = 1;
   weft_output_t one_c = weft_const(g, "one", one, &st);
   check(st, "one");
   weft_tensor_unref(one);

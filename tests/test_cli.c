@@ -491,6 +491,40 @@ static void test_run_corrupt_graph(void) {
   g_free(path);
 }
 
+/* The placement example (what scripts/demo.sh runs): its results and its placement log. */
+static void test_example_placement(void) {
+  const char *exe = WEFT_BUILD_DIR "/examples/placement";
+  char *argv[] = {(char *)exe, NULL};
+  char *out = NULL, *err = NULL;
+  int wait_status = 0;
+  GError *error = NULL;
+  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                             &wait_status, &error));
+  g_assert_no_error(error);
+  g_test_message("stdout: %s\nstderr: %s", out, err);
+  g_assert_true(WIFEXITED(wait_status));
+  g_assert_cmpint(WEXITSTATUS(wait_status), ==, 0);
+  assert_contains(out, "product = float32[2,2] [19, 25, 41.5, 56.5]\n");
+  assert_contains(out, "step_after_increment = int64[] 1\nstep_after_increment = int64[] 2\n");
+  const char *cpu = "/job:localhost/replica:0/task:0/device:CPU:0";
+  char *want = g_strdup_printf("weights: (VariableV2): %s\n", cpu);
+  assert_contains(err, want);
+  g_free(want);
+  want = g_strdup_printf("weights/Assign: (Assign): %s\n", cpu);
+  assert_contains(err, want);
+  g_free(want);
+  /* Pinned to /gpu:0, soft-placed onto the CPU: no gpu-like backend has int64 variables. */
+  want = g_strdup_printf("global_step: (VariableV2): %s\n", cpu);
+  assert_contains(err, want);
+  g_free(want);
+  want = g_strdup_printf("increment_step: (AssignAdd): %s\n", cpu);
+  assert_contains(err, want);
+  g_free(want);
+  assert_contains(err, "product: (MatMul): /job:localhost/replica:0/task:0/device:");
+  g_free(out);
+  g_free(err);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cli/devices", test_devices);
@@ -507,5 +541,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/run/bad_feed_shape", test_run_bad_feed_shape);
   g_test_add_func("/cli/run/missing_fetch", test_run_missing_fetch);
   g_test_add_func("/cli/run/corrupt_graph", test_run_corrupt_graph);
+  g_test_add_func("/cli/example/placement", test_example_placement);
   return g_test_run();
 }
