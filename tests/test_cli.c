@@ -491,6 +491,53 @@ static void test_run_corrupt_graph(void) {
   g_free(path);
 }
 
+/* `weft bench` writes one well-formed record per benchmark (figures are not judged here). */
+static void test_bench_json(void) {
+  if (no_weft()) return;
+  char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "bench.json", NULL);
+  const char *args[] = {"bench", "--quick", "--only", "step/", "--json", path, NULL};
+  result_t r = run_weft(args, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "step/scalar_addv2");
+  assert_contains(r.out, "step/chain_100");
+  JsonParser *parser = json_parser_new();
+  GError *error = NULL;
+  g_assert_true(json_parser_load_from_file(parser, path, &error));
+  g_assert_no_error(error);
+  JsonArray *records = json_node_get_array(json_parser_get_root(parser));
+  guint measured = 0;
+  for (guint k = 0; k < json_array_get_length(records); k++) {
+    JsonObject *rec = json_array_get_object_element(records, k);
+    const char *name = json_object_get_string_member(rec, "name");
+    g_assert_nonnull(strstr(name, "step/"));
+    /* Rows whose parts are not built yet are reported as skipped, with the reason. */
+    if (json_object_get_boolean_member(rec, "skipped")) {
+      g_assert_nonnull(json_object_get_string_member(rec, "note"));
+      continue;
+    }
+    measured++;
+    g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "us");
+    g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
+    JsonObject *runs = json_object_get_object_member(rec, "weft_runs");
+    g_assert_cmpint(json_object_get_int_member(runs, "runs"), ==, 3);
+    g_assert_cmpfloat(json_object_get_double_member(runs, "min"), <=,
+                      json_object_get_double_member(runs, "max"));
+  }
+  g_assert_cmpuint(measured, ==, 2);
+  g_object_unref(parser);
+  result_clear(&r);
+  const char *none[] = {"bench", "--only", "no-such-benchmark", NULL};
+  r = run_weft(none, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "no benchmark matches --only 'no-such-benchmark'");
+  result_clear(&r);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+}
+
 /* The placement example (what scripts/demo.sh runs): its results and its placement log. */
 static void test_example_placement(void) {
   const char *exe = WEFT_BUILD_DIR "/examples/placement";
@@ -542,5 +589,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/run/missing_fetch", test_run_missing_fetch);
   g_test_add_func("/cli/run/corrupt_graph", test_run_corrupt_graph);
   g_test_add_func("/cli/example/placement", test_example_placement);
+  g_test_add_func("/cli/bench/json", test_bench_json);
   return g_test_run();
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "weft/plugin.h"
 #include "weft/weft.h"
 
@@ -31,6 +32,7 @@ static int cmd_devices(int argc, char **argv);
 static int cmd_plugins(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
+static int cmd_bench(int argc, char **argv);
 
 static const command_t commands[] = {
     {"devices", "[--target grpc://HOST:PORT]",
@@ -41,6 +43,8 @@ static const command_t commands[] = {
      "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... "
      "[--target grpc://HOST:PORT]",
      "import a TensorFlow GraphDef and run it in a local session", cmd_run},
+    {"bench", "[--only NAME] [--json FILE] [--device D] [--quick]",
+     "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
 };
 
@@ -482,6 +486,9 @@ static int cmd_help(int argc, char **argv) {
   char *args[] = {(char *)c->name, (char *)"--help", NULL};
   return c->run(2, args);
 }
+
+/* The benchmarks live in bench/ (docs/performance.md). */
+static int cmd_bench(int argc, char **argv) { return weft_bench_main(argc, argv); }
 
 int main(int argc, char **argv) {
   if (argc < 2) {

@@ -1,0 +1,210 @@
+/* The `weft bench` harness: options, repeated timing with warm-up, median/min/max, the console
+ * table and the JSON report. Benchmarks themselves live in bench_kernels.c and bench_session.c. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct bench_report {
+  GPtrArray *results; /* bench_result_t* */
+};
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool bench_selected(const bench_options_t *o, const char *name) {
+  return !o->only || strstr(name, o->only) != NULL;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
+                   bool throughput, bench_stats_t *out, weft_status_t **error) {
+  for (int k = 0; k < o->warmup; k++) {
+    if (body(arg, error) < 0) return false;
+  }
+  double *values = g_new(double, o->runs);
+  for (int k = 0; k < o->runs; k++) {
+    double seconds = body(arg, error);
+    if (seconds < 0) {
+      g_free(values);
+      return false;
+    }
+    if (seconds < 1e-12) seconds = 1e-12;
+    values[k] = throughput ? scale / seconds : seconds * scale;
+  }
+  qsort(values, (size_t)o->runs, sizeof(double), compare_doubles);
+  out->runs = o->runs;
+  out->min = values[0];
+  out->max = values[o->runs - 1];
+  out->median = (o->runs % 2) ? values[o->runs / 2]
+                              : 0.5 * (values[o->runs / 2 - 1] + values[o->runs / 2]);
+  g_free(values);
+  return true;
+}
+
+void bench_report_add(bench_report_t *r, bench_result_t *res) {
+  g_ptr_array_add(r->results, res);
+  /* Progress as it happens: the whole suite takes a while. */
+  if (res->skipped) {
+    fprintf(stderr, "bench: %s skipped: %s\n", res->name, res->note ? res->note : "");
+  } else {
+    fprintf(stderr, "bench: %s done\n", res->name);
+  }
+}
+
+static void result_free(bench_result_t *res) {
+  g_free(res->name);
+  g_free(res->params);
+  g_free(res->unit);
+  g_free(res->baseline_name);
+  g_free(res->note);
+  g_free(res);
+}
+
+/* weft/baseline, oriented so that > 1 means Weft is better. */
+static double ratio_of(const bench_result_t *res) {
+  if (res->baseline.runs == 0 || res->baseline.median <= 0 || res->weft.median <= 0) return 0;
+  return res->higher_is_better ? res->weft.median / res->baseline.median
+                               : res->baseline.median / res->weft.median;
+}
+
+static void print_table(const bench_report_t *r) {
+  printf("%-34s %14s %14s %-26s %8s  %s\n", "benchmark", "weft", "baseline", "(baseline is)",
+         "ratio", "note");
+  for (guint k = 0; k < r->results->len; k++) {
+    const bench_result_t *res = r->results->pdata[k];
+    if (res->skipped) {
+      printf("%-34s %14s %14s %-26s %8s  %s\n", res->name, "-", "-", "", "-",
+             res->note ? res->note : "skipped");
+      continue;
+    }
+    char weft[64], base[64], ratio[32];
+    g_snprintf(weft, sizeof weft, "%.4g %s", res->weft.median, res->unit);
+    if (res->baseline.runs) {
+      g_snprintf(base, sizeof base, "%.4g %s", res->baseline.median, res->unit);
+      g_snprintf(ratio, sizeof ratio, "%.2fx", ratio_of(res));
+    } else {
+      g_strlcpy(base, "-", sizeof base);
+      g_strlcpy(ratio, "-", sizeof ratio);
+    }
+    printf("%-34s %14s %14s %-26s %8s  %s\n", res->name, weft, base,
+           res->baseline_name ? res->baseline_name : "", ratio, res->note ? res->note : "");
+  }
+  printf("ratio: Weft relative to the baseline, > 1 means Weft is better; medians of each side.\n");
+}
+
+static void json_stats(GString *s, const char *key, const bench_stats_t *st) {
+  g_string_append_printf(s, "\"%s\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, \"runs\": %d}",
+                         key, st->median, st->min, st->max, st->runs);
+}
+
+static void json_string(GString *s, const char *v) {
+  if (!v) {
+    g_string_append(s, "null");
+    return;
+  }
+  g_string_append_c(s, '"');
+  for (const char *p = v; *p; p++) {
+    if (*p == '"' || *p == '\\') g_string_append_c(s, '\\');
+    if ((unsigned char)*p < 0x20) g_string_append_printf(s, "\\u%04x", *p);
+    else g_string_append_c(s, *p);
+  }
+  g_string_append_c(s, '"');
+}
+
+static bool write_json(const bench_report_t *r, const char *path, weft_status_t **error) {
+  GString *s = g_string_new("[\n");
+  for (guint k = 0; k < r->results->len; k++) {
+    const bench_result_t *res = r->results->pdata[k];
+    g_string_append(s, "  {\"name\": ");
+    json_string(s, res->name);
+    g_string_append(s, ", \"parameters\": ");
+    json_string(s, res->params);
+    g_string_append(s, ", \"unit\": ");
+    json_string(s, res->unit);
+    g_string_append_printf(s, ", \"skipped\": %s, \"note\": ", res->skipped ? "true" : "false");
+    json_string(s, res->note);
+    if (!res->skipped) {
+      g_string_append_printf(s, ", \"weft\": %.9g, ", res->weft.median);
+      json_stats(s, "weft_runs", &res->weft);
+      if (res->baseline.runs) {
+        g_string_append_printf(s, ", \"baseline\": %.9g, \"baseline_name\": ", res->baseline.median);
+        json_string(s, res->baseline_name);
+        g_string_append(s, ", ");
+        json_stats(s, "baseline_runs", &res->baseline);
+        g_string_append_printf(s, ", \"ratio\": %.6g", ratio_of(res));
+      } else {
+        g_string_append(s, ", \"baseline\": null, \"ratio\": null");
+      }
+      g_string_append_printf(s, ", \"runs\": %d", res->weft.runs);
+    }
+    g_string_append_printf(s, "}%s\n", k + 1 < r->results->len ? "," : "");
+  }
+  g_string_append(s, "]\n");
+  GError *gerr = NULL;
+  bool ok = g_file_set_contents(path, s->str, (gssize)s->len, &gerr);
+  if (!ok) {
+    *error = weft_status_new(WEFT_PERMISSION_DENIED, "could not write %s: %s", path, gerr->message);
+    g_error_free(gerr);
+  }
+  g_string_free(s, TRUE);
+  return ok;
+}
+
+int weft_bench_main(int argc, char **argv) {
+  char *only = NULL, *json = NULL, *device = NULL;
+  gboolean quick = FALSE;
+  GOptionEntry entries[] = {
+      {"only", 0, 0, G_OPTION_ARG_STRING, &only, "run only benchmarks whose name contains NAME", "NAME"},
+      {"json", 0, 0, G_OPTION_ARG_FILENAME, &json, "write one JSON record per benchmark to FILE", "FILE"},
+      {"device", 0, 0, G_OPTION_ARG_STRING, &device,
+       "device for the kernel benchmarks (default /device:CPU:0)", "D"},
+      {"quick", 0, 0, G_OPTION_ARG_NONE, &quick, "fewer runs and smaller sizes (a smoke run)", NULL},
+      {NULL, 0, 0, 0, NULL, NULL, NULL},
+  };
+  GOptionContext *ctx = g_option_context_new("- measure Weft against baselines run beside it");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *gerr = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &gerr)) {
+    fprintf(stderr, "weft bench: %s\n", gerr->message);
+    g_error_free(gerr);
+    g_option_context_free(ctx);
+    return 2;
+  }
+  g_option_context_free(ctx);
+  if (argc > 1) {
+    fprintf(stderr, "weft bench: unexpected argument '%s'\n", argv[1]);
+    return 2;
+  }
+  weft_plugins_load_default();
+  bench_options_t o = {only, device ? device : "/device:CPU:0", quick, quick ? 1 : 2,
+                       quick ? 3 : 7};
+  bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};
+  bench_run_kernels(&o, &report);
+  bench_run_session(&o, &report);
+  print_table(&report);
+  int rc = 0;
+  weft_status_t *st = NULL;
+  if (json && !write_json(&report, json, &st)) {
+    fprintf(stderr, "weft bench: %s\n", weft_status_message(st));
+    weft_status_free(st);
+    rc = 1;
+  }
+  if (report.results->len == 0) {
+    fprintf(stderr, "weft bench: no benchmark matches --only '%s'\n", only ? only : "");
+    rc = 2;
+  }
+  g_ptr_array_free(report.results, TRUE);
+  g_free(only);
+  g_free(json);
+  g_free(device);
+  return rc;
+}

@@ -1,0 +1,61 @@
+/* Internal interface of `weft bench`: the harness (timing, statistics, reports) and the
+ * benchmark groups it runs. Every figure is measured beside a baseline in the same run. */
+#ifndef WEFT_BENCH_H
+#define WEFT_BENCH_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/weft.h"
+
+typedef struct bench_options {
+  const char *only;   /* substring filter on benchmark names, or NULL */
+  const char *device; /* device spec for kernel benchmarks, e.g. "/device:CPU:0" */
+  bool quick;
+  int warmup;
+  int runs;
+} bench_options_t;
+
+/* Summary of repeated timings of one side (Weft or baseline), in the benchmark's unit. */
+typedef struct bench_stats {
+  double min, median, max;
+  int runs;
+} bench_stats_t;
+
+typedef struct bench_result {
+  char *name;       /* "matmul/1024" */
+  char *params;     /* "n=1024 dtype=float32 device=/device:CPU:0" */
+  char *unit;       /* "GFLOP/s", "GB/s", "us", "s", "bytes" */
+  bool higher_is_better;
+  bench_stats_t weft;
+  bench_stats_t baseline; /* runs == 0: no baseline (absolute figure) */
+  char *baseline_name;
+  char *note;       /* target, skip reason, or NULL */
+  bool skipped;
+} bench_result_t;
+
+typedef struct bench_report bench_report_t;
+
+/* A timed body: returns seconds taken for one repetition, or a negative value on failure (with
+ * *error set). */
+typedef double (*bench_body_fn)(void *arg, weft_status_t **error);
+
+/* Runs body warmup + runs times and summarises the repetitions as value = scale / seconds
+ * (throughput) or value = seconds * scale (latency) depending on `throughput`. */
+bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
+                   bool throughput, bench_stats_t *out, weft_status_t **error);
+
+/* Adds a result; the report takes ownership of the strings (g_strdup'ed by the caller). */
+void bench_report_add(bench_report_t *r, bench_result_t *res);
+bool bench_selected(const bench_options_t *o, const char *name);
+double bench_now(void); /* seconds, monotonic */
+
+/* Benchmark groups (bench_kernels.c, bench_session.c). */
+void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
+void bench_run_session(const bench_options_t *o, bench_report_t *r);
+
+/* Entry point behind `weft bench`. */
+int weft_bench_main(int argc, char **argv);
+
+#endif /* WEFT_BENCH_H */

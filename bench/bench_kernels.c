@@ -1,0 +1,339 @@
+/* Kernel benchmarks through a session: MatMul against cblas_sgemm called directly, elementwise
+ * ops and reductions against plain C loops run on the same number of threads. */
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * A session running one op over constant inputs */
+
+typedef struct op_case {
+  weft_graph_t *graph;
+  weft_session_t *session;
+  const char *fetch;
+} op_case_t;
+
+static weft_tensor_t *random_tensor(int rank, const int64_t *dims, float lo, float hi) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
+  float *p = weft_tensor_data(t);
+  uint32_t x = 12345u;
+  int64_t n = weft_tensor_num_elements(t);
+  for (int64_t k = 0; k < n; k++) {
+    x = x * 1664525u + 1013904223u;
+    p[k] = lo + (hi - lo) * (float)(x >> 8) * (1.0f / 16777216.0f);
+  }
+  return t;
+}
+
+/* Builds op(inputs...) with extra int attrs/bools set by the caller through `setup`. */
+static weft_status_t *op_case_new(const bench_options_t *o, const char *op, weft_tensor_t **inputs,
+                                  int n_inputs, void (*setup)(weft_op_builder_t *, void *),
+                                  void *setup_arg, op_case_t *out) {
+  memset(out, 0, sizeof *out);
+  out->graph = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(out->graph, o->device);
+  weft_op_builder_t *b = weft_op_new(out->graph, op, "bench_op");
+  for (int k = 0; k < n_inputs && !st; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "input%d", k);
+    weft_output_t in = weft_const(out->graph, name, inputs[k], &st);
+    weft_op_add_input(b, in);
+  }
+  if (setup) setup(b, setup_arg);
+  if (st) {
+    weft_status_free(weft_op_finish(b, NULL));
+    return st;
+  }
+  st = weft_op_finish(b, NULL);
+  weft_graph_pop_device(out->graph);
+  if (!st) out->session = weft_session_new(out->graph, NULL, &st);
+  out->fetch = "bench_op";
+  return st;
+}
+
+static void op_case_free(op_case_t *c) {
+  weft_session_free(c->session);
+  weft_graph_free(c->graph);
+}
+
+static double run_op_case(void *arg, weft_status_t **error) {
+  op_case_t *c = arg;
+  weft_tensor_t *out = NULL;
+  const char *fetch[] = {c->fetch};
+  double t0 = bench_now();
+  weft_status_t *st = weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
+  double dt = bench_now() - t0;
+  weft_tensor_unref(out);
+  if (st) {
+    *error = st;
+    return -1;
+  }
+  return dt;
+}
+
+static void add_result(bench_report_t *r, const char *name, const char *params, const char *unit,
+                       bool higher, const bench_stats_t *weft, const bench_stats_t *base,
+                       const char *base_name, const char *note) {
+  bench_result_t *res = g_new0(bench_result_t, 1);
+  res->name = g_strdup(name);
+  res->params = g_strdup(params);
+  res->unit = g_strdup(unit);
+  res->higher_is_better = higher;
+  res->weft = *weft;
+  if (base) res->baseline = *base;
+  res->baseline_name = g_strdup(base_name);
+  res->note = g_strdup(note);
+  bench_report_add(r, res);
+}
+
+static void add_skip(bench_report_t *r, const char *name, const char *why) {
+  bench_result_t *res = g_new0(bench_result_t, 1);
+  res->name = g_strdup(name);
+  res->params = g_strdup("");
+  res->unit = g_strdup("");
+  res->note = g_strdup(why);
+  res->skipped = true;
+  bench_report_add(r, res);
+}
+
+static void add_failure(bench_report_t *r, const char *name, weft_status_t *st) {
+  char *why = g_strdup_printf("failed: %s", weft_status_message(st));
+  add_skip(r, name, why);
+  g_free(why);
+  weft_status_free(st);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Threaded plain loops (the baselines) */
+
+typedef void (*range_fn)(void *arg, int64_t begin, int64_t end);
+
+typedef struct range_job {
+  range_fn fn;
+  void *arg;
+  int64_t begin, end;
+} range_job_t;
+
+static void *range_thread(void *p) {
+  range_job_t *j = p;
+  j->fn(j->arg, j->begin, j->end);
+  return NULL;
+}
+
+/* Splits [0,n) over as many threads as the machine has cores (the intra-op pool's default). */
+static void threaded(int64_t n, range_fn fn, void *arg) {
+  int t = (int)g_get_num_processors();
+  if (t < 1) t = 1;
+  pthread_t threads[256];
+  range_job_t jobs[256];
+  if (t > 256) t = 256;
+  for (int k = 0; k < t; k++) {
+    jobs[k] = (range_job_t){fn, arg, n * k / t, n * (k + 1) / t};
+    if (k > 0) pthread_create(&threads[k], NULL, range_thread, &jobs[k]);
+  }
+  range_thread(&jobs[0]);
+  for (int k = 1; k < t; k++) pthread_join(threads[k], NULL);
+}
+
+typedef struct loop_args {
+  const float *a, *b;
+  float *out;
+  int64_t rows, cols;
+  int kind;
+} loop_args_t;
+
+enum { LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_SUM_ROWS, LOOP_SUM_COLS };
+
+static void elementwise_range(void *p, int64_t begin, int64_t end) {
+  loop_args_t *a = p;
+  const float *restrict x = a->a, *restrict y = a->b;
+  float *restrict o = a->out;
+  switch (a->kind) {
+    case LOOP_ADD:
+      for (int64_t k = begin; k < end; k++) o[k] = x[k] + y[k];
+      break;
+    case LOOP_MUL:
+      for (int64_t k = begin; k < end; k++) o[k] = x[k] * y[k];
+      break;
+    case LOOP_RELU:
+      for (int64_t k = begin; k < end; k++) o[k] = x[k] > 0 ? x[k] : 0;
+      break;
+    case LOOP_SIGMOID:
+      for (int64_t k = begin; k < end; k++) o[k] = 1.0f / (1.0f + expf(-x[k]));
+      break;
+    default:
+      break;
+  }
+}
+
+static void sum_rows_range(void *p, int64_t begin, int64_t end) {
+  loop_args_t *a = p;
+  for (int64_t r = begin; r < end; r++) {
+    const float *row = a->a + r * a->cols;
+    float s = 0;
+    for (int64_t c = 0; c < a->cols; c++) s += row[c];
+    a->out[r] = s;
+  }
+}
+
+static void sum_cols_range(void *p, int64_t begin, int64_t end) {
+  loop_args_t *a = p;
+  float *restrict o = a->out;
+  for (int64_t c = begin; c < end; c++) o[c] = 0;
+  for (int64_t r = 0; r < a->rows; r++) {
+    const float *restrict row = a->a + r * a->cols;
+    for (int64_t c = begin; c < end; c++) o[c] += row[c];
+  }
+}
+
+static double run_loop(void *arg, weft_status_t **error) {
+  (void)error;
+  loop_args_t *a = arg;
+  double t0 = bench_now();
+  switch (a->kind) {
+    case LOOP_SUM_ROWS: threaded(a->rows, sum_rows_range, a); break;
+    case LOOP_SUM_COLS: threaded(a->cols, sum_cols_range, a); break;
+    default: threaded(a->rows * a->cols, elementwise_range, a); break;
+  }
+  return bench_now() - t0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MatMul */
+
+typedef struct gemm_args {
+  const float *a, *b;
+  float *c;
+  int n;
+} gemm_args_t;
+
+static double run_sgemm(void *arg, weft_status_t **error) {
+  (void)error;
+  gemm_args_t *g = arg;
+  double t0 = bench_now();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+              g->n, 0.0f, g->c, g->n);
+  return bench_now() - t0;
+}
+
+static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
+  char name[64];
+  g_snprintf(name, sizeof name, "matmul/%d", n);
+  if (!bench_selected(o, name)) return;
+  int64_t dims[2] = {n, n};
+  weft_tensor_t *ins[2] = {random_tensor(2, dims, -1, 1), random_tensor(2, dims, -1, 1)};
+  op_case_t c;
+  weft_status_t *st = op_case_new(o, "MatMul", ins, 2, NULL, NULL, &c);
+  double flops = 2.0 * n * (double)n * n * 1e-9;
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) bench_measure(o, run_op_case, &c, flops, true, &weft, &st);
+  if (!st) {
+    float *out = g_new(float, (size_t)n * (size_t)n);
+    gemm_args_t g = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
+    bench_measure(o, run_sgemm, &g, flops, true, &base, &st);
+    g_free(out);
+  }
+  if (st) {
+    add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("n=%d dtype=float32 device=%s", n, o->device);
+    add_result(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm direct",
+               "target >= 0.95x");
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(ins[0]);
+  weft_tensor_unref(ins[1]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Elementwise and reductions */
+
+static void set_axis_attrs(weft_op_builder_t *b, void *arg) {
+  (void)arg;
+  weft_op_set_attr_bool(b, "keep_dims", false);
+}
+
+static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const char *op,
+                              int kind, bool binary) {
+  char name[64];
+  g_snprintf(name, sizeof name, "elementwise/%s", op);
+  if (!bench_selected(o, name)) return;
+  int64_t n = o->quick ? (1 << 22) : (1 << 24);
+  int64_t dims[1] = {n};
+  weft_tensor_t *ins[2] = {random_tensor(1, dims, -4, 4), random_tensor(1, dims, -4, 4)};
+  op_case_t c;
+  weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
+  double gb = (double)n * sizeof(float) * (binary ? 3 : 2) * 1e-9;
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) bench_measure(o, run_op_case, &c, gb, true, &weft, &st);
+  if (!st) {
+    float *out = g_new(float, n);
+    loop_args_t a = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, 1, n, kind};
+    bench_measure(o, run_loop, &a, gb, true, &base, &st);
+    g_free(out);
+  }
+  if (st) {
+    add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " dtype=float32 device=%s", n,
+                                   o->device);
+    add_result(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
+               "target >= 1.0x");
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(ins[0]);
+  weft_tensor_unref(ins[1]);
+}
+
+static void bench_reduction(const bench_options_t *o, bench_report_t *r, const char *op,
+                            int axis) {
+  char name[64];
+  g_snprintf(name, sizeof name, "reduce/%s/%s", op, axis == 1 ? "rows" : "columns");
+  if (!bench_selected(o, name)) return;
+  int64_t side = o->quick ? 2048 : 4096;
+  int64_t dims[2] = {side, side};
+  weft_tensor_t *ins[2] = {random_tensor(2, dims, -1, 1), weft_tensor_new_scalar_int32(axis)};
+  op_case_t c;
+  weft_status_t *st = op_case_new(o, op, ins, 2, set_axis_attrs, NULL, &c);
+  double gb = (double)side * (double)side * sizeof(float) * 1e-9;
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) bench_measure(o, run_op_case, &c, gb, true, &weft, &st);
+  if (!st) {
+    float *out = g_new(float, side);
+    loop_args_t a = {weft_tensor_data(ins[0]), NULL, out, side, side,
+                     axis == 1 ? LOOP_SUM_ROWS : LOOP_SUM_COLS};
+    bench_measure(o, run_loop, &a, gb, true, &base, &st);
+    g_free(out);
+  }
+  if (st) {
+    add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("shape=[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "] axis=%d "
+                                   "dtype=float32 device=%s", side, side, axis, o->device);
+    add_result(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
+               "target >= 1.0x");
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(ins[0]);
+  weft_tensor_unref(ins[1]);
+}
+
+void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
+  int sizes[3] = {256, 1024, 2048};
+  for (int k = 0; k < (o->quick ? 2 : 3); k++) bench_matmul(o, r, sizes[k]);
+  bench_elementwise(o, r, "AddV2", LOOP_ADD, true);
+  bench_elementwise(o, r, "Mul", LOOP_MUL, true);
+  bench_elementwise(o, r, "Relu", LOOP_RELU, false);
+  bench_elementwise(o, r, "Sigmoid", LOOP_SIGMOID, false);
+  bench_reduction(o, r, "Sum", 1);
+  bench_reduction(o, r, "Sum", 0);
+  bench_reduction(o, r, "Mean", 1);
+  bench_reduction(o, r, "Mean", 0);
+}
