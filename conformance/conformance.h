@@ -338,6 +338,14 @@ extern const cf_suite_t cf_suites_array[];
 extern const cf_suite_t cf_suites_image[];
 extern const cf_suite_t cf_suites_state[];
 
+/* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's
+ * device when the device has a kernel for its op; lists them for --list. */
+void cf_run_plugin_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
+void cf_list_plugin_cases(GPtrArray *devices, bool (*op_selected)(const char *op));
+/* Gradient checks (cases_grad.c): the built-in gradient of each differentiable op against
+ * central finite differences, as records named "grad_<case>" under the op. */
+void cf_run_grad_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
+
 /* ---------------------------------------------------------------------------------------------
  * The ONNX node-test runner (onnx_runner.c, onnx_map.c). */
 

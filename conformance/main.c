@@ -130,6 +130,7 @@ static void list_suites(GPtrArray *devices) {
       }
       printf("\n");
     }
+  cf_list_plugin_cases(devices, op_selected);
 }
 
 static void run_suites(cf_run_ctx_t *ctx) {
@@ -142,6 +143,10 @@ static void run_suites(cf_run_ctx_t *ctx) {
         if (*dt == WEFT_DT_INVALID) break;
       }
     }
+  /* Cases plugins registered for their own ops (--plugin, WEFT_PLUGIN_PATH). */
+  cf_run_plugin_cases(ctx, op_selected);
+  /* Symbolic gradients of the ops above against finite differences ("grad_*" cases). */
+  cf_run_grad_cases(ctx, op_selected);
 }
 
 static GPtrArray *strv_to_array(char **v) {

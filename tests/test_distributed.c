@@ -9,6 +9,7 @@
  * assertion leaves none behind. */
 #include <arpa/inet.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -24,6 +25,7 @@
 #include "weft/weft.h"
 
 #define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
+#define WEFT_CLI WEFT_BUILD_DIR "/core/tools/weft"
 
 #define OK(expr)                                                                          \
   do {                                                                                    \
@@ -155,7 +157,7 @@ static bool cluster_start(cluster_t *c, int n_ps, int n_workers, const char *con
   c->ps_hosts = g_string_free(ps, FALSE);
   c->worker_hosts = g_string_free(workers, FALSE);
   for (int k = 0; k < c->n; k++) {
-    char index[8];
+    char index[16];
     snprintf(index, sizeof index, "%d", k < n_ps ? k : k - n_ps);
     const char *args[16] = {"--ps_hosts",    c->ps_hosts, "--worker_hosts", c->worker_hosts,
                             "--job_name",    k < n_ps ? "ps" : "worker",
@@ -169,9 +171,16 @@ static bool cluster_start(cluster_t *c, int n_ps, int n_workers, const char *con
   return true;
 }
 
+/* Stops every task that still runs; each must exit cleanly (status 0: under AddressSanitizer
+ * that also means it leaked nothing). */
 static void cluster_stop(cluster_t *c) {
   for (int k = 0; k < c->n; k++) {
-    weftd_stop(&c->d[k], SIGTERM);
+    bool running = c->d[k].pid != 0;
+    int status = weftd_stop(&c->d[k], SIGTERM);
+    if (running) {
+      g_assert_true(WIFEXITED(status));
+      g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    }
     g_free(c->address[k]);
     g_free(c->target[k]);
   }
@@ -496,6 +505,14 @@ static void test_local_server(void) {
   weft_status_free(st);
   weft_session_free(s);
   weft_graph_free(g);
+  st = weft_server_start(server);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
+  weft_status_free(st);
+  weft_server_free(server);
+
+  /* A server that never started frees cleanly. */
+  OK(weft_server_new_local(false, &server));
+  g_assert_true(g_str_has_prefix(weft_server_target(server), "grpc://localhost:"));
   weft_server_free(server);
 
   /* A target nobody serves. */
@@ -927,7 +944,7 @@ static void test_ps_killed(void) {
   g_usleep(500000);
   g_assert_cmpint(t.finished, ==, 0); /* still waiting for the frozen ps */
   gint64 killed = g_get_monotonic_time();
-  kill(c.d[0].pid, SIGKILL);
+  weftd_stop(&c.d[0], SIGKILL);
   g_thread_join(th);
   double after_kill = (t.finished - killed) / 1e6;
   g_test_message("killed ps: failed %.2f s after the kill: %s", after_kill,
@@ -953,6 +970,62 @@ static void test_ps_killed(void) {
   weft_status_free(st);
   weft_session_free(s);
   weft_session_options_free(o);
+  weft_graph_free(g);
+  cluster_stop(&c);
+}
+
+/* A kernel that fails on worker 0 while the ps and worker 1 wait for what it would have sent:
+ * every partition stops at once, and the step fails with the original error, not an echo. */
+static void test_kernel_error_aborts_step(void) {
+  cluster_t c;
+  if (!cluster_start(&c, 1, 2, NULL)) return;
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, -1, NULL, &st);
+  OK(st);
+  weft_tensor_t *shape = weft_tensor_new(WEFT_DT_INT32, 1, (int64_t[]){2});
+  ((int32_t *)weft_tensor_data(shape))[0] = 4;
+  ((int32_t *)weft_tensor_data(shape))[1] = 4;
+  weft_output_t r = weft_binary(g, "Reshape", "reshape", x, weft_const(g, "shape", shape, &st), &st);
+  OK(st);
+  weft_tensor_unref(shape);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t y = weft_binary(g, "AddV2", "y", r, weft_const_float(g, "one", 1.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  push_worker(g, 1);
+  weft_binary(g, "Mul", "z", y, weft_const_float(g, "two", 2.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_session_t *s = remote_session(g, c.target[2]);
+
+  const char *feed = "x", *fetch = "z";
+  weft_tensor_t *out = NULL;
+  weft_tensor_t *bad = weft_tensor_new(WEFT_DT_FLOAT, 1, (int64_t[]){3});
+  gint64 t0 = g_get_monotonic_time();
+  st = weft_session_run(s, &feed, &bad, 1, &fetch, &out, 1, NULL, 0);
+  double took = (g_get_monotonic_time() - t0) / 1e6;
+  g_test_message("failed in %.2f s: %s", took, weft_status_message(st));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "reshape"));
+  g_assert_nonnull(strstr(weft_status_message(st), "/job:worker/replica:0/task:0/device:"));
+  g_assert_null(strstr(weft_status_message(st), WEFT_DERIVED_PREFIX));
+  g_assert_cmpfloat(took, <, 5.0);
+  g_assert_null(out);
+  weft_status_free(st);
+  weft_tensor_unref(bad);
+
+  /* The same partitions run the next step. */
+  weft_tensor_t *good = weft_tensor_new(WEFT_DT_FLOAT, 1, (int64_t[]){16});
+  ((float *)weft_tensor_data(good))[5] = 4.0f;
+  OK(weft_session_run(s, &feed, &good, 1, &fetch, &out, 1, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(out, 5), ==, 10.0);
+  g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 2.0);
+  weft_tensor_unref(out);
+  weft_tensor_unref(good);
+  weft_session_free(s);
   weft_graph_free(g);
   cluster_stop(&c);
 }
@@ -1183,6 +1256,126 @@ static void test_concurrent_clients(void) {
   cluster_stop(&c);
 }
 
+/* Runs the weft CLI; returns its exit status, stdout and stderr (g_free). */
+static int run_weft(const char *const *args, char **out, char **err) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)WEFT_CLI);
+  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  int status = 0;
+  GError *error = NULL;
+  g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out, err, &status,
+               &error);
+  g_assert_no_error(error);
+  g_ptr_array_free(argv, TRUE);
+  g_test_message("weft %s %s -> %d\nstdout: %s\nstderr: %s", args[0], args[1], status, *out, *err);
+  g_assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+/* `weft devices --target` lists every task's devices; `weft run --target grpc://...` runs a
+ * GraphDef whose NodeDefs pin nodes to the ps and a worker, and --log-device-placement prints
+ * full cluster device names. */
+static void test_cli(void) {
+  if (!g_file_test(WEFT_CLI, G_FILE_TEST_IS_EXECUTABLE)) {
+    g_test_skip("weft not built at " WEFT_CLI);
+    return;
+  }
+  cluster_t c;
+  if (!cluster_start(&c, 1, 1, NULL)) return;
+  const char *devices[] = {"devices", "--target", c.target[1], NULL};
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint(run_weft(devices, &out, &err), ==, 0);
+  char **lines = g_strsplit(g_strchomp(out), "\n", -1);
+  g_assert_cmpint(g_strv_length(lines), ==, 2 * weft_devices_count());
+  g_assert_true(g_str_has_prefix(lines[0], "/job:ps/replica:0/task:0/device:"));
+  g_assert_true(g_str_has_prefix(lines[g_strv_length(lines) - 1],
+                                 "/job:worker/replica:0/task:0/device:"));
+  g_strfreev(lines);
+  g_free(out);
+  g_free(err);
+
+  /* x (fed) * w on the ps, + 1 on the worker's CPU. */
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 0, NULL, &st);
+  OK(st);
+  weft_output_t xw = weft_binary(g, "Mul", "xw", x, weft_const_float(g, "w", 3.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  weft_binary(g, "AddV2", "y", xw, weft_const_float(g, "one", 1.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  void *bytes = NULL;
+  size_t len = 0;
+  OK(weft_graph_export_graphdef(g, &bytes, &len));
+  char *path = NULL;
+  int fd = g_file_open_tmp("weft-distributed-XXXXXX.pb", &path, NULL);
+  g_assert_cmpint(fd, >=, 0);
+  g_assert_cmpint(write(fd, bytes, len), ==, (ssize_t)len);
+  close(fd);
+  free(bytes);
+  weft_graph_free(g);
+
+  const char *run[] = {"run",   "--graph", path, "--target", c.target[1], "--feed", "x=2",
+                       "--fetch", "y",    "--json", "--log-device-placement", NULL};
+  g_assert_cmpint(run_weft(run, &out, &err), ==, 0);
+  g_assert_cmpstr(out, ==, "{\"y\": {\"dtype\": \"float32\", \"shape\": [], \"values\": [7]}}\n");
+  g_assert_nonnull(strstr(err, "y: (AddV2): /job:worker/replica:0/task:0/device:CPU:0\n"));
+  g_assert_nonnull(strstr(err, "xw: (Mul): /job:ps/replica:0/task:0/device:"));
+  g_free(out);
+  g_free(err);
+
+  const char *down[] = {"run", "--graph", path, "--target", "grpc://127.0.0.1:1", "--fetch", "y",
+                        NULL};
+  g_assert_cmpint(run_weft(down, &out, &err), ==, 1);
+  g_assert_nonnull(strstr(err, "weft: error: UNAVAILABLE: The server at 127.0.0.1:1 is "
+                              "unavailable (CreateSession)"));
+  g_free(out);
+  g_free(err);
+  g_unlink(path);
+  g_free(path);
+  cluster_stop(&c);
+}
+
+/* The three examples, run as a user runs them, print their known answers. */
+static void test_examples(void) {
+  struct {
+    const char *name;
+    const char *lines[3];
+  } cases[] = {
+      {"hello_distributed", {"Hello, distributed TensorFlow!\n"}},
+      {"cluster_placement", {"c = 4.0\n", "  c: (AddV2): /job:worker/replica:0/task:1/device:"}},
+      {"shared_variables",
+       {"worker 0: a * b = 12.0 (product on /job:worker/replica:0/task:0/device:",
+        "worker 1: a * b = 40.0 (product on /job:worker/replica:0/task:1/device:"}},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    char *path = g_build_filename(WEFT_BUILD_DIR, "examples", cases[k].name, NULL);
+    if (!g_file_test(path, G_FILE_TEST_IS_EXECUTABLE)) {
+      g_test_message("%s not built", path);
+      g_free(path);
+      continue;
+    }
+    const char *argv[] = {path, NULL};
+    char *out = NULL, *err = NULL;
+    int status = 0;
+    GError *error = NULL;
+    g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status,
+                 &error);
+    g_assert_no_error(error);
+    g_test_message("%s -> %d\nstdout: %s\nstderr: %s", cases[k].name, status, out, err);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    for (int l = 0; l < 3 && cases[k].lines[l]; l++) g_assert_nonnull(strstr(out, cases[k].lines[l]));
+    g_free(out);
+    g_free(err);
+    g_free(path);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   signal(SIGPIPE, SIG_IGN);
@@ -1198,8 +1391,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/large_tensor", test_large_tensor);
   g_test_add_func("/distributed/shared_variables", test_shared_variables);
   g_test_add_func("/distributed/ps_killed", test_ps_killed);
+  g_test_add_func("/distributed/kernel_error_aborts_step", test_kernel_error_aborts_step);
   g_test_add_func("/distributed/restart_aborted", test_restart_aborted);
   g_test_add_func("/distributed/malformed_requests", test_malformed_requests);
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
+  g_test_add_func("/distributed/cli", test_cli);
+  g_test_add_func("/distributed/examples", test_examples);
   return g_test_run();
 }

@@ -72,6 +72,63 @@ static weft_status_t *resolve_task(const flags_t *f, weft_cluster_spec_t **spec,
   return st;
 }
 
+/* Everything after option parsing; returns the exit status. */
+static int serve(const flags_t *f) {
+  if (f->port < 0 || f->port > 65535) return usage("--port must be from 0 to 65535");
+  weft_cluster_spec_t *spec = NULL;
+  char *job = NULL;
+  int task = 0;
+  weft_status_t *st = NULL;
+  if (f->local) {
+    spec = weft_cluster_spec_new();
+    char *address = g_strdup_printf("localhost:%d", f->port);
+    st = weft_cluster_spec_add_task(spec, "local", 0, address);
+    g_free(address);
+    job = g_strdup("local");
+  } else {
+    st = resolve_task(f, &spec, &job, &task);
+  }
+  if (st) {
+    weft_cluster_spec_free(spec);
+    g_free(job);
+    return fail(EXIT_USAGE, st);
+  }
+
+  /* Signals are taken by sigwait below; blocked now, before any thread starts, so that no
+   * gRPC or pool thread is picked to run a handler. */
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+  weft_plugins_load_default();
+  weft_server_options_t *opts = weft_server_options_new();
+  weft_server_options_set_bind_address(opts, f->bind);
+  if (f->status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f->status_timeout_ms);
+  if (f->step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f->step_timeout_ms);
+  weft_server_t *server = NULL;
+  st = weft_server_new(spec, job, task, opts, &server);
+  weft_server_options_free(opts);
+  weft_cluster_spec_free(spec);
+  g_free(job);
+  if (!st) st = weft_server_start(server);
+  if (st) {
+    weft_server_free(server);
+    return fail(weft_status_code(st) == WEFT_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME, st);
+  }
+  printf("Started server with target: %s\n", weft_server_target(server));
+  fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  fprintf(stderr, "weftd: %s received, stopping %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+          weft_server_target(server));
+  weft_status_free(weft_server_stop(server));
+  weft_server_free(server);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   flags_t f = {0};
   f.task_index = -1;
@@ -98,76 +155,22 @@ int main(int argc, char **argv) {
   GOptionContext *ctx = g_option_context_new("- serve one task of a Weft cluster");
   g_option_context_add_main_entries(ctx, entries, NULL);
   GError *error = NULL;
+  int rc = 0;
   if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    int rc = usage(error->message);
+    rc = usage(error->message);
     g_error_free(error);
-    g_option_context_free(ctx);
-    return rc;
+  } else if (argc > 1) {
+    char *msg = g_strdup_printf("unexpected argument '%s'", argv[1]);
+    rc = usage(msg);
+    g_free(msg);
+  } else {
+    rc = serve(&f);
   }
   g_option_context_free(ctx);
-  if (argc > 1) {
-    char *msg = g_strdup_printf("unexpected argument '%s'", argv[1]);
-    int rc = usage(msg);
-    g_free(msg);
-    return rc;
-  }
-  if (f.port < 0 || f.port > 65535) return usage("--port must be from 0 to 65535");
-
-  weft_cluster_spec_t *spec = NULL;
-  char *job = NULL;
-  int task = 0;
-  weft_status_t *st = NULL;
-  if (f.local) {
-    spec = weft_cluster_spec_new();
-    char *address = g_strdup_printf("localhost:%d", f.port);
-    st = weft_cluster_spec_add_task(spec, "local", 0, address);
-    g_free(address);
-    job = g_strdup("local");
-  } else {
-    st = resolve_task(&f, &spec, &job, &task);
-  }
-  if (st) {
-    weft_cluster_spec_free(spec);
-    g_free(job);
-    return fail(EXIT_USAGE, st);
-  }
-
-  /* Signals are taken by sigwait below; blocked now, before any thread starts, so that no
-   * gRPC or pool thread is picked to run a handler. */
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-
-  weft_plugins_load_default();
-  weft_server_options_t *opts = weft_server_options_new();
-  weft_server_options_set_bind_address(opts, f.bind);
-  if (f.status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f.status_timeout_ms);
-  if (f.step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f.step_timeout_ms);
-  weft_server_t *server = NULL;
-  st = weft_server_new(spec, job, task, opts, &server);
-  weft_server_options_free(opts);
-  weft_cluster_spec_free(spec);
-  g_free(job);
-  if (!st) st = weft_server_start(server);
-  if (st) {
-    weft_server_free(server);
-    return fail(weft_status_code(st) == WEFT_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME, st);
-  }
-  printf("Started server with target: %s\n", weft_server_target(server));
-  fflush(stdout);
-
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  fprintf(stderr, "weftd: %s received, stopping %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-          weft_server_target(server));
-  weft_status_free(weft_server_stop(server));
-  weft_server_free(server);
   g_free(f.cluster);
   g_free(f.ps_hosts);
   g_free(f.worker_hosts);
   g_free(f.job_name);
   g_free(f.bind);
-  return 0;
+  return rc;
 }

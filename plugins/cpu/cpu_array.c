@@ -1,7 +1,10 @@
 /* cpu_array.c: kernels that move elements around without arithmetic: Transpose, ConcatV2,
  * Concat, Pack, Unpack, Slice, StridedSlice, Tile, Range, GatherV2, Gather, Split, SplitV, Pad,
  * PadV2, OneHot, BroadcastTo, Fill, ZerosLike, OnesLike, DynamicStitch. Every kernel works for
- * every dtype, strings included (moved element by element through host->string_assign). */
+ * every dtype, strings included (moved element by element through host->string_assign). The
+ * shapes and argument checks of the kernels the other plugins have too are shared (plugins/common:
+ * the weft_pc_k_* kernels, which call array_ops below for the copying, and the Tile, Pad and
+ * Fill plans). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +12,6 @@
 #include "cpu_internal.h"
 
 #define H weft__cpu_host
-
-static void contiguous_strides(int rank, const int64_t *dims, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) {
-    strides[d] = s;
-    s *= dims[d];
-  }
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Block copies shared by Concat, Pack, Unpack, Split: out row o of length `out_len` gets
@@ -54,283 +49,55 @@ static weft_status_t *copy_blocks(weft_kernel_ctx_t *ctx, const weft_tensor_view
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Transpose */
+ * The copying steps of the shared Transpose, BroadcastTo, Slice, Concat, Pack, Split, SplitV and
+ * Unpack kernels (plugins/common/array_kernels.c). */
 
-static weft_status_t *k_transpose(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, perm_v, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &perm_v));
-  int64_t perm[WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &perm_v, "perm", perm, WEFT_MAX_RANK, &n));
-  if (n != x.rank)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "transpose expects a vector of size %d. But input(1) is a vector of "
-                           "size %lld",
-                           x.rank, (long long)n);
-  bool seen[WEFT_MAX_RANK] = {false};
-  for (int i = 0; i < x.rank; i++) {
-    int64_t p = perm[i] < 0 ? perm[i] + x.rank : perm[i];
-    if (p < 0 || p >= x.rank || seen[p])
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "perm is not a permutation of [0, %d): perm[%d] = %lld", x.rank, i,
-                             (long long)perm[i]);
-    seen[p] = true;
-    perm[i] = p;
-  }
-  int64_t in_strides[WEFT_MAX_RANK], dims[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
-  contiguous_strides(x.rank, x.dims, in_strides);
-  for (int i = 0; i < x.rank; i++) {
-    dims[i] = x.dims[perm[i]];
-    strides[i] = in_strides[perm[i]];
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, dims, &y));
-  return weft__cpu_strided_gather(ctx, &y, &x, 0, x.rank, dims, strides);
+static weft_status_t *array_gather(weft_kernel_ctx_t *ctx, const weft_pc_view_t *v,
+                                   const weft_tensor_view_t *y, const char *op) {
+  (void)op;
+  return weft__cpu_strided_gather(ctx, y, &v->x, v->base, v->rank, v->dims, v->strides);
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Concat, Pack */
-
-/* Concatenates inputs [first, first + n) along axis (new_axis: stacks them along a new one). */
-static weft_status_t *concat_impl(weft_kernel_ctx_t *ctx, int first, int n, int64_t axis_raw,
-                                  bool new_axis, const char *what) {
-  if (n < 1) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs at least one value", what);
-  weft_tensor_view_t *ins = malloc(sizeof(weft_tensor_view_t) * (size_t)n);
-  if (ins == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
-  weft_status_t *s = NULL;
-  for (int i = 0; i < n && s == NULL; i++) s = weft__cpu_input(ctx, first + i, &ins[i]);
-  const weft_tensor_view_t *v0 = &ins[0];
-  int out_rank = v0->rank + (new_axis ? 1 : 0);
-  int axis = 0;
-  if (s == NULL && out_rank > WEFT_MAX_RANK)
-    s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s output rank exceeds %d", what,
-                        WEFT_MAX_RANK);
-  if (s == NULL && out_rank == 0)
-    s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Can't concatenate scalars (use tf.stack "
-                        "instead)");
-  if (s == NULL) s = weft__cpu_axis(ctx, axis_raw, out_rank, "axis", &axis);
-  int64_t out_dims[WEFT_MAX_RANK];
-  for (int i = 0; i < n && s == NULL; i++) {
-    const weft_tensor_view_t *v = &ins[i];
-    bool ok = v->rank == v0->rank && v->dtype == v0->dtype;
-    for (int d = 0; ok && d < v->rank; d++)
-      if (v->dims[d] != v0->dims[d] && (new_axis || d != axis)) ok = false;
-    if (!ok) {
-      char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN];
-      s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "%s : Dimensions of inputs should match: shape[0] = %s vs. shape[%d] = %s",
-                          what, weft__cpu_shape_str(v0->rank, v0->dims, a, sizeof a), i,
-                          weft__cpu_shape_str(v->rank, v->dims, b, sizeof b));
-    }
+/* Input i fills columns [col_i, col_i + len_i) of every outer row of the output. */
+static weft_status_t *array_concat(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
+                                   const weft_tensor_view_t *y, const char *op) {
+  (void)op;
+  int64_t outer = 1;
+  for (int d = 0; d < c->axis; d++) outer *= c->out_dims[d];
+  int64_t out_len = y->num_elements / outer, col = 0;
+  for (int i = 0; i < c->n; i++) {
+    int64_t len = outer > 0 ? c->ins[i].num_elements / outer : 0;
+    CPU_TRY(copy_blocks(ctx, y, out_len, col, &c->ins[i], len, 0, len, outer));
+    col += len;
   }
-  weft_tensor_view_t y;
-  if (s == NULL) {
-    int64_t total_axis = 0;
-    for (int i = 0; i < n; i++) total_axis += new_axis ? 1 : ins[i].dims[axis];
-    for (int d = 0, k = 0; d < out_rank; d++) {
-      if (d == axis) {
-        out_dims[d] = total_axis;
-        if (!new_axis) k++;
-      } else {
-        out_dims[d] = v0->dims[k++];
-      }
-    }
-    s = weft__cpu_output(ctx, 0, v0->dtype, out_rank, out_dims, &y);
-  }
-  if (s == NULL && y.num_elements > 0) {
-    int64_t outer = 1;
-    for (int d = 0; d < axis; d++) outer *= out_dims[d];
-    int64_t out_len = y.num_elements / outer, col = 0;
-    for (int i = 0; i < n && s == NULL; i++) {
-      int64_t len = outer > 0 ? ins[i].num_elements / outer : 0;
-      s = copy_blocks(ctx, &y, out_len, col, &ins[i], len, 0, len, outer);
-      col += len;
-    }
-  }
-  free(ins);
-  return s;
+  return NULL;
 }
 
-static weft_status_t *k_concat_v2(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  int n = H->kernel_num_inputs(ctx) - 1;
-  weft_tensor_view_t axis_v;
-  int64_t axis;
-  CPU_TRY(weft__cpu_input(ctx, n, &axis_v));
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis));
-  return concat_impl(ctx, 0, n, axis, false, "ConcatOp");
-}
-
-static weft_status_t *k_concat_v1(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  int n = H->kernel_num_inputs(ctx) - 1;
-  weft_tensor_view_t axis_v;
-  int64_t axis;
-  CPU_TRY(weft__cpu_input(ctx, 0, &axis_v));
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "concat_dim", &axis));
-  return concat_impl(ctx, 1, n, axis, false, "ConcatOp");
-}
-
-static weft_status_t *k_pack(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  return concat_impl(ctx, 0, H->kernel_num_inputs(ctx), weft__cpu_attr_int(ctx, "axis", 0), true,
-                     "Pack");
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Unpack, Split, SplitV: output i takes `sizes[i]` slices along axis. */
-
-static weft_status_t *split_impl(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x, int axis,
-                                 const int64_t *sizes, int n, bool drop_axis) {
+/* Output i takes `sizes[i]` slices along the axis. */
+static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p) {
+  const weft_tensor_view_t *x = &p->x;
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < x->rank; d++) {
-    if (d < axis) outer *= x->dims[d];
-    if (d > axis) inner *= x->dims[d];
+    if (d < p->axis) outer *= x->dims[d];
+    if (d > p->axis) inner *= x->dims[d];
   }
-  int64_t in_len = x->dims[axis] * inner, col = 0;
-  for (int i = 0; i < n; i++) {
+  int64_t in_len = x->dims[p->axis] * inner, col = 0;
+  for (int i = 0; i < p->n; i++) {
     int64_t dims[WEFT_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < x->rank; d++) {
-      if (d == axis) {
-        if (!drop_axis) dims[r++] = sizes[i];
-      } else {
-        dims[r++] = x->dims[d];
-      }
-    }
+    int r = weft_pc_split_part_dims(p, i, dims);
     weft_tensor_view_t y;
     CPU_TRY(weft__cpu_output(ctx, i, x->dtype, r, dims, &y));
-    int64_t len = sizes[i] * inner;
+    int64_t len = p->sizes[i] * inner;
     CPU_TRY(copy_blocks(ctx, &y, len, 0, x, in_len, col, len, outer));
     col += len;
   }
   return NULL;
 }
 
-static weft_status_t *k_unpack(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  int axis;
-  CPU_TRY(weft__cpu_axis(ctx, weft__cpu_attr_int(ctx, "axis", 0), x.rank, "axis", &axis));
-  int n = H->kernel_num_outputs(ctx);
-  if (x.dims[axis] != n) {
-    char s[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Input shape axis %d must equal %d, got shape %s", axis, n,
-                           weft__cpu_shape_str(x.rank, x.dims, s, sizeof s));
-  }
-  int64_t *sizes = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-  if (sizes == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < n; i++) sizes[i] = 1;
-  weft_status_t *s = split_impl(ctx, &x, axis, sizes, n, true);
-  free(sizes);
-  return s;
-}
-
-static weft_status_t *k_split(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t axis_v, x;
-  CPU_TRY(weft__cpu_input(ctx, 0, &axis_v));
-  CPU_TRY(weft__cpu_input(ctx, 1, &x));
-  int64_t axis_raw;
-  int axis;
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "split_dim", &axis_raw));
-  CPU_TRY(weft__cpu_axis(ctx, axis_raw, x.rank, "split_dim", &axis));
-  int n = H->kernel_num_outputs(ctx);
-  if (n < 1 || x.dims[axis] % n != 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Number of ways to split should evenly divide the split dimension, "
-                           "but got split_dim %d (size = %lld) and num_split %d",
-                           axis, (long long)x.dims[axis], n);
-  int64_t *sizes = malloc(sizeof(int64_t) * (size_t)n);
-  if (sizes == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
-  for (int i = 0; i < n; i++) sizes[i] = x.dims[axis] / n;
-  weft_status_t *s = split_impl(ctx, &x, axis, sizes, n, false);
-  free(sizes);
-  return s;
-}
-
-static weft_status_t *k_split_v(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, sizes_v, axis_v;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &sizes_v));
-  CPU_TRY(weft__cpu_input(ctx, 2, &axis_v));
-  int64_t axis_raw;
-  int axis;
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "split_dim", &axis_raw));
-  CPU_TRY(weft__cpu_axis(ctx, axis_raw, x.rank, "split_dim", &axis));
-  int n = H->kernel_num_outputs(ctx);
-  if (sizes_v.num_elements != n)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "size_splits has %lld elements but num_split is %d",
-                           (long long)sizes_v.num_elements, n);
-  int64_t *sizes = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-  if (sizes == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
-  int64_t got = 0;
-  weft_status_t *s = weft__cpu_read_indices(ctx, &sizes_v, "size_splits", sizes, n, &got);
-  int unknown = -1;
-  int64_t known = 0;
-  for (int i = 0; i < n && s == NULL; i++) {
-    if (sizes[i] == -1 && unknown < 0) {
-      unknown = i;
-    } else if (sizes[i] < 0) {
-      s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "size_splits may hold one -1 and otherwise non-negative sizes, got "
-                          "%lld at %d",
-                          (long long)sizes[i], i);
-    } else {
-      known += sizes[i];
-    }
-  }
-  if (s == NULL) {
-    if (unknown >= 0 && known <= x.dims[axis]) sizes[unknown] = x.dims[axis] - known;
-    else if (unknown >= 0 || known != x.dims[axis])
-      s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "Determined shape must either match input shape along split_dim "
-                          "exactly if fully specified, or be less than the size of the input "
-                          "along split_dim if not fully specified.  Got: %lld",
-                          (long long)known);
-  }
-  if (s == NULL) s = split_impl(ctx, &x, axis, sizes, n, false);
-  free(sizes);
-  return s;
-}
+static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_split};
 
 /* ---------------------------------------------------------------------------------------------
- * Slice, StridedSlice */
-
-static weft_status_t *k_slice(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, begin_v, size_v, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &begin_v));
-  CPU_TRY(weft__cpu_input(ctx, 2, &size_v));
-  int64_t begin[WEFT_MAX_RANK], size[WEFT_MAX_RANK], nb = 0, ns = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &begin_v, "begin", begin, WEFT_MAX_RANK, &nb));
-  CPU_TRY(weft__cpu_read_indices(ctx, &size_v, "size", size, WEFT_MAX_RANK, &ns));
-  if (nb != x.rank || ns != x.rank)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Expected begin and size arguments to be 1-D tensors of size %d, but "
-                           "got shapes [%lld] and [%lld] instead.",
-                           x.rank, (long long)nb, (long long)ns);
-  int64_t strides[WEFT_MAX_RANK], base = 0;
-  contiguous_strides(x.rank, x.dims, strides);
-  for (int d = 0; d < x.rank; d++) {
-    if (size[d] == -1) size[d] = x.dims[d] - begin[d];
-    if (begin[d] < 0 || begin[d] > x.dims[d] || size[d] < 0 || begin[d] + size[d] > x.dims[d])
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "Expected size[%d] in [0, %lld], but got %lld (begin[%d] = %lld, "
-                             "dimension size %lld)",
-                             d, (long long)(x.dims[d] - begin[d]), (long long)size[d], d,
-                             (long long)begin[d], (long long)x.dims[d]);
-    base += begin[d] * strides[d];
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, size, &y));
-  if (y.num_elements == 0) return NULL;
-  return weft__cpu_strided_gather(ctx, &y, &x, base, x.rank, size, strides);
-}
+ * StridedSlice */
 
 #define SS_NEW_AXIS (-1)
 #define SS_SHRINK (-2)
@@ -409,7 +176,7 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
   }
   /* Resolve each dense dim into begin, stride and size. */
   int64_t in_strides[WEFT_MAX_RANK], sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], base = 0;
-  contiguous_strides(x.rank, x.dims, in_strides);
+  weft_pc_contiguous_strides(x.rank, x.dims, in_strides);
   for (int d = 0; d < x.rank; d++) {
     int64_t dim = x.dims[d], st = ds[d], b, e;
     if (st == 0)
@@ -468,21 +235,21 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
  * times. */
 
 typedef struct tile_job {
-  const weft_tensor_view_t *x;
+  const weft_pc_tile_t *t;
   char *dst;
   const char *src;
   size_t es;
   int rank;
-  int64_t out_dims[WEFT_MAX_RANK], in_strides[WEFT_MAX_RANK];
+  int64_t in_strides[WEFT_MAX_RANK];
   int64_t in_row, reps;
 } tile_job_t;
 
 static int64_t tile_src_row(const tile_job_t *j, int64_t r) {
   int64_t off = 0;
   for (int d = j->rank - 2; d >= 0; d--) {
-    int64_t i = r % j->out_dims[d];
-    r /= j->out_dims[d];
-    off += (i % j->x->dims[d]) * j->in_strides[d];
+    int64_t i = r % j->t->y.dims[d];
+    r /= j->t->y.dims[d];
+    off += (i % j->t->x.dims[d]) * j->in_strides[d];
   }
   return off;
 }
@@ -499,41 +266,25 @@ static void tile_range(void *arg, int64_t b, int64_t e) {
 
 static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, mv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &mv));
-  int64_t mult[WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &mv, "multiples", mult, WEFT_MAX_RANK, &n));
-  if (n != x.rank)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Expected multiples argument to be a vector of length %d but got "
-                           "length %lld",
-                           x.rank, (long long)n);
-  tile_job_t j;
-  memset(&j, 0, sizeof j);
-  for (int d = 0; d < x.rank; d++) {
-    if (mult[d] < 0)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "Expected multiples[%d] >= 0, but got %lld", d, (long long)mult[d]);
-    j.out_dims[d] = x.dims[d] * mult[d];
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, j.out_dims, &y));
-  if (y.num_elements == 0) return NULL;
-  if (x.rank == 0) return weft__cpu_copy_elems(ctx, &y, 0, &x, 0, 1);
-  j.x = &x;
-  j.dst = y.data;
-  j.src = x.data;
-  j.es = weft__cpu_dtype_size(x.dtype);
-  j.rank = x.rank;
-  contiguous_strides(x.rank, x.dims, j.in_strides);
-  j.in_row = x.dims[x.rank - 1];
-  j.reps = mult[x.rank - 1];
-  int64_t rows = y.num_elements / j.out_dims[x.rank - 1];
-  if (x.dtype == WEFT_DT_STRING) {
+  weft_pc_tile_t t;
+  CPU_TRY(weft_pc_tile_prepare(ctx, &t));
+  const weft_tensor_view_t *x = &t.x, *y = &t.y;
+  if (y->num_elements == 0) return NULL;
+  if (x->rank == 0) return weft__cpu_copy_elems(ctx, y, 0, x, 0, 1);
+  tile_job_t j = {.t = &t,
+                  .dst = y->data,
+                  .src = x->data,
+                  .es = weft__cpu_dtype_size(x->dtype),
+                  .rank = x->rank,
+                  .in_row = x->dims[x->rank - 1],
+                  .reps = t.multiples[x->rank - 1]};
+  weft_pc_contiguous_strides(x->rank, x->dims, j.in_strides);
+  int64_t rows = y->num_elements / y->dims[x->rank - 1];
+  if (x->dtype == WEFT_DT_STRING) {
     for (int64_t r = 0; r < rows; r++) {
       int64_t src = tile_src_row(&j, r);
       for (int64_t k = 0; k < j.reps; k++)
-        CPU_TRY(weft__cpu_copy_elems(ctx, &y, (r * j.reps + k) * j.in_row, &x, src, j.in_row));
+        CPU_TRY(weft__cpu_copy_elems(ctx, y, (r * j.reps + k) * j.in_row, x, src, j.in_row));
     }
     return NULL;
   }
@@ -713,20 +464,23 @@ static weft_status_t *k_gather_v2(weft_kernel_ctx_t *ctx, void *state) {
  * Pad, PadV2 */
 
 typedef struct pad_job {
+  const weft_pc_pad_t *p;
   char *dst;
   const char *src;
   size_t es;
-  int rank;
-  int64_t in_dims[WEFT_MAX_RANK], out_strides[WEFT_MAX_RANK], before[WEFT_MAX_RANK];
+  int64_t out_strides[WEFT_MAX_RANK];
   int64_t inner;
 } pad_job_t;
 
+/* Where input row r (all dims but the last) starts in the output. */
 static int64_t pad_dst_offset(const pad_job_t *j, int64_t r) {
-  int64_t off = j->before[j->rank - 1];
-  for (int d = j->rank - 2; d >= 0; d--) {
-    int64_t i = r % j->in_dims[d];
-    r /= j->in_dims[d];
-    off += (i + j->before[d]) * j->out_strides[d];
+  const weft_pc_pad_t *p = j->p;
+  int last = p->x.rank - 1;
+  int64_t off = p->before[last];
+  for (int d = last - 1; d >= 0; d--) {
+    int64_t i = r % p->x.dims[d];
+    r /= p->x.dims[d];
+    off += (i + p->before[d]) * j->out_strides[d];
   }
   return off;
 }
@@ -740,54 +494,29 @@ static void pad_range(void *arg, int64_t b, int64_t e) {
 
 static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, pv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &pv));
-  int64_t pads[2 * WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
-  if (pv.rank != 2 || pv.dims[0] != x.rank || pv.dims[1] != 2) {
-    char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "The first dimension of paddings must be the rank of inputs and the "
-                           "second 2: paddings %s, input %s",
-                           weft__cpu_shape_str(pv.rank, pv.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(x.rank, x.dims, s1, sizeof s1));
-  }
-  pad_job_t j;
-  memset(&j, 0, sizeof j);
-  int64_t out_dims[WEFT_MAX_RANK];
-  for (int d = 0; d < x.rank; d++) {
-    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld",
-                             (long long)pads[2 * d], (long long)pads[2 * d + 1]);
-    out_dims[d] = x.dims[d] + pads[2 * d] + pads[2 * d + 1];
-    j.before[d] = pads[2 * d];
-    j.in_dims[d] = x.dims[d];
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
-  if (y.num_elements == 0) return NULL;
+  weft_pc_pad_t p;
+  CPU_TRY(weft_pc_pad_prepare(ctx, &p));
+  const weft_tensor_view_t *x = &p.x, *y = &p.y;
+  if (y->num_elements == 0) return NULL;
   if (H->kernel_num_inputs(ctx) > 2) {
     weft_tensor_view_t cv;
     CPU_TRY(weft__cpu_input(ctx, 2, &cv));
-    if (cv.num_elements != 1 || cv.dtype != x.dtype)
+    if (cv.num_elements != 1 || cv.dtype != x->dtype)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "constant_values must be a scalar of the input's dtype");
-    CPU_TRY(weft__cpu_fill_from(ctx, &y, &cv, 0));
+    CPU_TRY(weft__cpu_fill_from(ctx, y, &cv, 0));
   } else {
-    CPU_TRY(weft__cpu_zero(ctx, &y));
+    CPU_TRY(weft__cpu_zero(ctx, y));
   }
-  if (x.num_elements == 0) return NULL;
-  if (x.rank == 0) return weft__cpu_copy_elems(ctx, &y, 0, &x, 0, 1);
-  j.dst = y.data;
-  j.src = x.data;
-  j.es = weft__cpu_dtype_size(x.dtype);
-  j.rank = x.rank;
-  contiguous_strides(x.rank, out_dims, j.out_strides);
-  j.inner = x.dims[x.rank - 1];
-  int64_t rows = x.num_elements / j.inner;
-  if (x.dtype == WEFT_DT_STRING) {
+  if (x->num_elements == 0) return NULL;
+  if (x->rank == 0) return weft__cpu_copy_elems(ctx, y, 0, x, 0, 1);
+  pad_job_t j = {.p = &p, .dst = y->data, .src = x->data, .es = weft__cpu_dtype_size(x->dtype),
+                 .inner = x->dims[x->rank - 1]};
+  weft_pc_contiguous_strides(x->rank, y->dims, j.out_strides);
+  int64_t rows = x->num_elements / j.inner;
+  if (x->dtype == WEFT_DT_STRING) {
     for (int64_t r = 0; r < rows; r++)
-      CPU_TRY(weft__cpu_copy_elems(ctx, &y, pad_dst_offset(&j, r), &x, r * j.inner, j.inner));
+      CPU_TRY(weft__cpu_copy_elems(ctx, y, pad_dst_offset(&j, r), x, r * j.inner, j.inner));
     return NULL;
   }
   weft__cpu_parallel(ctx, rows, j.inner + 20, pad_range, &j);
@@ -843,61 +572,13 @@ static weft_status_t *k_one_hot(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * BroadcastTo, Fill, ZerosLike, OnesLike */
-
-static weft_status_t *k_broadcast_to(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, sv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &sv));
-  int64_t dims[WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &n));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  int rank = (int)n;
-  bool ok = x.rank <= rank;
-  int64_t in_strides[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
-  contiguous_strides(x.rank, x.dims, in_strides);
-  for (int d = 0; d < rank && ok; d++) {
-    int k = d - (rank - x.rank);
-    if (dims[d] < 0) ok = false;
-    if (k < 0) {
-      strides[d] = 0;
-    } else if (x.dims[k] == dims[d]) {
-      strides[d] = in_strides[k];
-    } else if (x.dims[k] == 1) {
-      strides[d] = 0;
-    } else {
-      ok = false;
-    }
-  }
-  if (!ok)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Unable to broadcast tensor of shape %s to "
-                           "tensor of shape %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(rank, dims, s1, sizeof s1));
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, rank, dims, &y));
-  if (y.num_elements == 0) return NULL;
-  return weft__cpu_strided_gather(ctx, &y, &x, 0, rank, dims, strides);
-}
+ * Fill, ZerosLike, OnesLike */
 
 static weft_status_t *k_fill(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t dv, v, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &dv));
-  CPU_TRY(weft__cpu_input(ctx, 1, &v));
-  int64_t dims[WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &dv, "dims", dims, WEFT_MAX_RANK, &n));
-  if (v.num_elements != 1) {
-    char s[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "value must be a scalar, got shape %s",
-                           weft__cpu_shape_str(v.rank, v.dims, s, sizeof s));
-  }
-  for (int64_t d = 0; d < n; d++)
-    if (dims[d] < 0)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "dims[%lld] = %lld must be non-negative",
-                             (long long)d, (long long)dims[d]);
-  CPU_TRY(weft__cpu_output(ctx, 0, v.dtype, (int)n, dims, &y));
-  return weft__cpu_fill_from(ctx, &y, &v, 0);
+  weft_pc_fill_t f;
+  CPU_TRY(weft_pc_fill_prepare(ctx, &f));
+  return weft__cpu_fill_from(ctx, &f.y, &f.value, 0);
 }
 
 static weft_status_t *k_zeros_like(weft_kernel_ctx_t *ctx, void *state) {
@@ -1022,12 +703,6 @@ static weft_status_t *k_dynamic_stitch(weft_kernel_ctx_t *ctx, void *state) {
 /* ---------------------------------------------------------------------------------------------
  * Registration */
 
-typedef struct array_kernel {
-  const char *op;
-  weft_kernel_compute_fn compute;
-  const char *const *host_memory;
-} array_kernel_t;
-
 weft_status_t *weft__cpu_register_array(const weft_registrar_t *reg) {
   static const char *const hm_perm[] = {"perm", NULL};
   static const char *const hm_axis[] = {"axis", NULL};
@@ -1043,45 +718,34 @@ weft_status_t *weft__cpu_register_array(const weft_registrar_t *reg) {
   static const char *const hm_shape[] = {"shape", NULL};
   static const char *const hm_dims[] = {"dims", NULL};
   static const char *const hm_stitch[] = {"indices", NULL};
-  static const array_kernel_t kernels[] = {
-      {"Transpose", k_transpose, hm_perm},
-      {"ConcatV2", k_concat_v2, hm_axis},
-      {"Concat", k_concat_v1, hm_concat},
-      {"Pack", k_pack, NULL},
-      {"Unpack", k_unpack, NULL},
-      {"Split", k_split, hm_split},
-      {"SplitV", k_split_v, hm_split_v},
-      {"Slice", k_slice, hm_slice},
-      {"StridedSlice", k_strided_slice, hm_strided},
-      {"Tile", k_tile, hm_tile},
-      {"GatherV2", k_gather_v2, hm_axis},
-      {"Gather", k_gather_v2, NULL},
-      {"Pad", k_pad, hm_pad},
-      {"PadV2", k_pad, hm_pad},
-      {"OneHot", k_one_hot, hm_one_hot},
-      {"BroadcastTo", k_broadcast_to, hm_shape},
-      {"Fill", k_fill, hm_dims},
-      {"ZerosLike", k_zeros_like, NULL},
-      {"OnesLike", k_ones_like, NULL},
-      {"DynamicStitch", k_dynamic_stitch, hm_stitch},
-      {"ParallelDynamicStitch", k_dynamic_stitch, hm_stitch},
-  };
-  weft_cpu_kernel_spec_t spec;
-  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
-    memset(&spec, 0, sizeof spec);
-    spec.op = kernels[i].op;
-    spec.compute = kernels[i].compute;
-    spec.host_memory = kernels[i].host_memory;
-    CPU_TRY(weft__cpu_register(reg, &spec));
-  }
   static const weft_dtype_t range_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                              WEFT_DT_INT64};
-  memset(&spec, 0, sizeof spec);
-  spec.op = "Range";
-  spec.compute = k_range;
-  spec.host_memory = hm_range;
-  spec.type_attr = "Tidx";
-  spec.dtypes = range_types;
-  spec.n_dtypes = 4;
-  return weft__cpu_register(reg, &spec);
+  void *ops = (void *)&array_ops; /* the shared kernels' copying steps */
+  const weft_cpu_kernel_spec_t kernels[] = {
+      {.op = "Transpose", .compute = weft_pc_k_transpose, .host_memory = hm_perm, .user_data = ops},
+      {.op = "ConcatV2", .compute = weft_pc_k_concat_v2, .host_memory = hm_axis, .user_data = ops},
+      {.op = "Concat", .compute = weft_pc_k_concat_v1, .host_memory = hm_concat, .user_data = ops},
+      {.op = "Pack", .compute = weft_pc_k_pack, .user_data = ops},
+      {.op = "Unpack", .compute = weft_pc_k_unpack, .user_data = ops},
+      {.op = "Split", .compute = weft_pc_k_split, .host_memory = hm_split, .user_data = ops},
+      {.op = "SplitV", .compute = weft_pc_k_split_v, .host_memory = hm_split_v, .user_data = ops},
+      {.op = "Slice", .compute = weft_pc_k_slice, .host_memory = hm_slice, .user_data = ops},
+      {.op = "StridedSlice", .compute = k_strided_slice, .host_memory = hm_strided},
+      {.op = "Tile", .compute = k_tile, .host_memory = hm_tile},
+      {.op = "GatherV2", .compute = k_gather_v2, .host_memory = hm_axis},
+      {.op = "Gather", .compute = k_gather_v2},
+      {.op = "Pad", .compute = k_pad, .host_memory = hm_pad},
+      {.op = "PadV2", .compute = k_pad, .host_memory = hm_pad},
+      {.op = "OneHot", .compute = k_one_hot, .host_memory = hm_one_hot},
+      {.op = "BroadcastTo", .compute = weft_pc_k_broadcast_to, .host_memory = hm_shape,
+       .user_data = ops},
+      {.op = "Fill", .compute = k_fill, .host_memory = hm_dims},
+      {.op = "ZerosLike", .compute = k_zeros_like},
+      {.op = "OnesLike", .compute = k_ones_like},
+      {.op = "DynamicStitch", .compute = k_dynamic_stitch, .host_memory = hm_stitch},
+      {.op = "ParallelDynamicStitch", .compute = k_dynamic_stitch, .host_memory = hm_stitch},
+      {.op = "Range", .compute = k_range, .type_attr = "Tidx", .dtypes = range_types,
+       .n_dtypes = 4, .host_memory = hm_range},
+  };
+  return weft__cpu_register_specs(reg, kernels, sizeof kernels / sizeof kernels[0]);
 }

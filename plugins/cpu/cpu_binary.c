@@ -246,30 +246,26 @@ static void bin_run_f16(const bin_job_t *j, bin_fn fn, const uint16_t *x, int64_
   }
 }
 
-/* Elements [b, e) of the output, walked one broadcast run at a time. */
-static void bin_range(void *arg, int64_t b, int64_t e) {
+/* One broadcast run: len output elements from pos, the inputs from element off[k] on. */
+static void bin_run(void *arg, const int64_t *off, int64_t pos, int64_t len) {
   const bin_job_t *j = arg;
   const weft_cpu_bcast_t *bc = j->bc;
-  int64_t inner = weft__cpu_bcast_inner(bc);
   int64_t sx = bc->strides[0][bc->rank - 1], sy = bc->strides[1][bc->rank - 1];
   bin_fn fn = sx && sy ? j->fns->vv : (sx ? j->fns->vs : j->fns->sv);
-  int64_t pos = b;
-  while (pos < e) {
-    int64_t row = pos / inner, col = pos % inner;
-    int64_t off[CPU_BCAST_MAX_IN];
-    weft__cpu_bcast_row_offsets(bc, row, off);
-    int64_t len = inner - col;
-    if (len > e - pos) len = e - pos;
-    const char *xp = j->x + (size_t)(off[0] + col * sx) * j->es;
-    const char *yp = j->y + (size_t)(off[1] + col * sy) * j->es;
-    char *zp = j->z + (size_t)pos * j->zs;
-    if (j->f16 != WEFT_DT_INVALID)
-      bin_run_f16(j, fn, (const uint16_t *)(const void *)xp, sx, (const uint16_t *)(const void *)yp,
-                  sy, zp, len);
-    else
-      fn(xp, yp, zp, len, j->p);
-    pos += len;
-  }
+  const char *xp = j->x + (size_t)off[0] * j->es;
+  const char *yp = j->y + (size_t)off[1] * j->es;
+  char *zp = j->z + (size_t)pos * j->zs;
+  if (j->f16 != WEFT_DT_INVALID)
+    bin_run_f16(j, fn, (const uint16_t *)(const void *)xp, sx, (const uint16_t *)(const void *)yp,
+                sy, zp, len);
+  else
+    fn(xp, yp, zp, len, j->p);
+}
+
+/* Elements [b, e) of the output. */
+static void bin_range(void *arg, int64_t b, int64_t e) {
+  const bin_job_t *j = arg;
+  weft__cpu_bcast_runs(j->bc, b, e, bin_run, arg);
 }
 
 static bool any_zero(const weft_tensor_view_t *v) {
@@ -341,11 +337,7 @@ static weft_status_t *string_binary(weft_kernel_ctx_t *ctx, const bin_op_t *op,
 static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   const bin_op_t *op = state;
   weft_tensor_view_t x, y, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &y));
-  if (x.dtype != y.dtype)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
-                           op->name, weft__cpu_dtype_name(x.dtype), weft__cpu_dtype_name(y.dtype));
+  CPU_TRY(weft_pc_binary_inputs(ctx, op->name, &x, &y));
   const weft_tensor_view_t *ins[2] = {&x, &y};
   weft_cpu_bcast_t bc;
   weft_status_t *bs = weft__cpu_bcast_init(ctx, &bc, 2, ins);
@@ -416,50 +408,23 @@ typedef struct addn_job {
 static void addn_range(void *arg, int64_t b, int64_t e) {
   const addn_job_t *j = arg;
   switch (j->dtype) {
-    ADDN_CASE(WEFT_DT_FLOAT, float, float)
-    ADDN_CASE(WEFT_DT_DOUBLE, double, double)
-    ADDN_CASE(WEFT_DT_INT32, int32_t, uint32_t)
-    ADDN_CASE(WEFT_DT_INT64, int64_t, uint64_t)
-    ADDN_CASE(WEFT_DT_INT8, int8_t, uint32_t)
-    ADDN_CASE(WEFT_DT_INT16, int16_t, uint32_t)
-    ADDN_CASE(WEFT_DT_UINT8, uint8_t, uint32_t)
-    ADDN_CASE(WEFT_DT_UINT16, uint16_t, uint32_t)
-    ADDN_CASE(WEFT_DT_UINT32, uint32_t, uint32_t)
-    ADDN_CASE(WEFT_DT_UINT64, uint64_t, uint64_t)
+    CPU_NUMERIC_TYPES(ADDN_CASE)
     default: break;
   }
 }
 
-static const weft_dtype_t num_types[] = {
-    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,
-    WEFT_DT_INT16, WEFT_DT_UINT8,  WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
-};
-#define N_NUM_TYPES (sizeof num_types / sizeof num_types[0])
 
 static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  int n = H->kernel_num_inputs(ctx);
-  if (n < 1) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "AddN needs at least one input");
+  int n;
   weft_tensor_view_t first, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &first));
+  CPU_TRY(weft_pc_addn_first(ctx, &n, &first));
   const void **ptrs = malloc(sizeof(void *) * (size_t)n);
   if (ptrs == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
   ptrs[0] = first.data;
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    weft_status_t *s = weft__cpu_input(ctx, k, &v);
-    if (s == NULL && (v.num_elements != first.num_elements || v.rank != first.rank ||
-                      v.dtype != first.dtype ||
-                      memcmp(v.dims, first.dims, sizeof(int64_t) * (size_t)v.rank) != 0)) {
-      char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN];
-      s = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "AddN inputs must have the same shape and dtype: input 0 is %s%s, "
-                          "input %d is %s%s",
-                          weft__cpu_dtype_name(first.dtype),
-                          weft__cpu_shape_str(first.rank, first.dims, a, sizeof a), k,
-                          weft__cpu_dtype_name(v.dtype),
-                          weft__cpu_shape_str(v.rank, v.dims, b, sizeof b));
-    }
+    weft_status_t *s = weft_pc_addn_input(ctx, k, &first, &v);
     if (s != NULL) {
       free(ptrs);
       return s;
@@ -510,6 +475,16 @@ static void select_run(const uint8_t *restrict c, int64_t sc, const char *t, int
   }
 }
 
+/* One broadcast run of SelectV2 (inputs: condition, then, else). */
+static void select_bcast_run(void *arg, const int64_t *off, int64_t pos, int64_t len) {
+  const select_job_t *j = arg;
+  const weft_cpu_bcast_t *bc = j->bc;
+  int r = bc->rank - 1;
+  select_run(j->c + off[0], bc->strides[0][r], j->t + (size_t)off[1] * j->es, bc->strides[1][r],
+             j->e + (size_t)off[2] * j->es, bc->strides[2][r], j->z + (size_t)pos * j->es, j->es,
+             len);
+}
+
 static void select_range(void *arg, int64_t b, int64_t e) {
   const select_job_t *j = arg;
   if (j->row_len > 0) {
@@ -524,22 +499,7 @@ static void select_range(void *arg, int64_t b, int64_t e) {
                j->z + (size_t)b * j->es, j->es, e - b);
     return;
   }
-  const weft_cpu_bcast_t *bc = j->bc;
-  int64_t inner = weft__cpu_bcast_inner(bc);
-  int64_t sc = bc->strides[0][bc->rank - 1], st = bc->strides[1][bc->rank - 1],
-          se = bc->strides[2][bc->rank - 1];
-  int64_t pos = b;
-  while (pos < e) {
-    int64_t row = pos / inner, col = pos % inner;
-    int64_t off[CPU_BCAST_MAX_IN];
-    weft__cpu_bcast_row_offsets(bc, row, off);
-    int64_t len = inner - col;
-    if (len > e - pos) len = e - pos;
-    select_run(j->c + off[0] + col * sc, sc, j->t + (size_t)(off[1] + col * st) * j->es, st,
-               j->e + (size_t)(off[2] + col * se) * j->es, se, j->z + (size_t)pos * j->es,
-               j->es, len);
-    pos += len;
-  }
+  weft__cpu_bcast_runs(j->bc, b, e, select_bcast_run, arg);
 }
 
 /* Strings cannot be moved with memcpy; a serial element loop through string_assign. */
@@ -576,38 +536,25 @@ static weft_status_t *select_run_job(weft_kernel_ctx_t *ctx, select_job_t *j,
 
 static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t c, t, e, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &c));
-  CPU_TRY(weft__cpu_input(ctx, 1, &t));
-  CPU_TRY(weft__cpu_input(ctx, 2, &e));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (t.rank != e.rank || memcmp(t.dims, e.dims, sizeof(int64_t) * (size_t)t.rank) != 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "'then' and 'else' must have the same size.  but received: %s vs. %s",
-                           weft__cpu_shape_str(t.rank, t.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(e.rank, e.dims, s1, sizeof s1));
+  weft_tensor_view_t in[3], z; /* condition, then, else */
+  CPU_TRY(weft_pc_inputs(ctx, 3, in));
+  const weft_tensor_view_t c = in[0], t = in[1], e = in[2];
+  weft_pc_select_cond_t cond;
+  CPU_TRY(weft_pc_select_check(ctx, &c, &t, &e, &cond));
   select_job_t j;
   memset(&j, 0, sizeof j);
   j.c = c.data;
   j.t = t.data;
   j.e = e.data;
   j.es = weft__cpu_dtype_size(t.dtype);
-  bool same = c.rank == t.rank && memcmp(c.dims, t.dims, sizeof(int64_t) * (size_t)c.rank) == 0;
+  bool same = cond == WEFT_PC_SELECT_SAME;
   int64_t units = t.num_elements;
-  if (same) {
-    /* elementwise */
-  } else if (c.rank == 0) {
+  if (cond == WEFT_PC_SELECT_SCALAR) {
     j.row_len = t.num_elements; /* one row: the whole tensor */
     units = t.num_elements > 0 ? 1 : 0;
-  } else if (c.rank == 1 && t.rank >= 1 && c.dims[0] == t.dims[0]) {
+  } else if (cond == WEFT_PC_SELECT_ROWS) {
     j.row_len = t.dims[0] > 0 ? t.num_elements / t.dims[0] : 0;
     units = t.dims[0];
-  } else {
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "'condition' must be a scalar, a vector matching the first dimension of "
-                           "'then', or have the same shape as 'then': condition %s, then %s",
-                           weft__cpu_shape_str(c.rank, c.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(t.rank, t.dims, s1, sizeof s1));
   }
   CPU_TRY(weft__cpu_output_like(ctx, 0, t.dtype, &t, &z));
   if (t.num_elements == 0 || (j.row_len == 0 && !same)) return NULL;
@@ -617,23 +564,18 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *k_select_v2(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t c, t, e, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &c));
-  CPU_TRY(weft__cpu_input(ctx, 1, &t));
-  CPU_TRY(weft__cpu_input(ctx, 2, &e));
-  const weft_tensor_view_t *ins[3] = {&c, &t, &e};
+  weft_tensor_view_t in[3], z; /* condition, then, else */
   weft_cpu_bcast_t bc;
-  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 3, ins));
-  CPU_TRY(weft__cpu_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  CPU_TRY(weft_pc_bcast3_prepare(ctx, in, 1, &bc, &z));
   if (bc.out_elements == 0) return NULL;
   select_job_t j;
   memset(&j, 0, sizeof j);
   j.bc = &bc;
-  j.c = c.data;
-  j.t = t.data;
-  j.e = e.data;
+  j.c = in[0].data;
+  j.t = in[1].data;
+  j.e = in[2].data;
   j.z = z.data;
-  j.es = weft__cpu_dtype_size(t.dtype);
+  j.es = weft__cpu_dtype_size(in[1].dtype);
   return select_run_job(ctx, &j, &z, bc.out_elements, bc.out_elements);
 }
 
@@ -647,11 +589,11 @@ typedef struct clip_job {
   void *z;
 } clip_job_t;
 
-#define CLIP_CASE(DT, T)                                                             \
+#define CLIP_CASE(DT, T, U)                                                             \
   case DT: {                                                                         \
-    const T *restrict tt = (const T *)j->t + off[0] + col * s0;                      \
-    const T *restrict ll = (const T *)j->lo + off[1] + col * s1;                     \
-    const T *restrict hh = (const T *)j->hi + off[2] + col * s2;                     \
+    const T *restrict tt = (const T *)j->t + off[0];                                 \
+    const T *restrict ll = (const T *)j->lo + off[1];                                \
+    const T *restrict hh = (const T *)j->hi + off[2];                                \
     T *restrict zz = (T *)j->z + pos;                                                \
     for (int64_t i = 0; i < len; i++) {                                              \
       T v = tt[i * s0];                                                              \
@@ -661,48 +603,29 @@ typedef struct clip_job {
     break;                                                                           \
   }
 
-static void clip_range(void *arg, int64_t b, int64_t e) {
+static void clip_run(void *arg, const int64_t *off, int64_t pos, int64_t len) {
   const clip_job_t *j = arg;
   const weft_cpu_bcast_t *bc = j->bc;
-  int64_t inner = weft__cpu_bcast_inner(bc);
   int r = bc->rank - 1;
   int64_t s0 = bc->strides[0][r], s1 = bc->strides[1][r], s2 = bc->strides[2][r];
-  int64_t pos = b;
-  while (pos < e) {
-    int64_t row = pos / inner, col = pos % inner;
-    int64_t off[CPU_BCAST_MAX_IN];
-    weft__cpu_bcast_row_offsets(bc, row, off);
-    int64_t len = inner - col;
-    if (len > e - pos) len = e - pos;
-    switch (j->dtype) {
-      CLIP_CASE(WEFT_DT_FLOAT, float)
-      CLIP_CASE(WEFT_DT_DOUBLE, double)
-      CLIP_CASE(WEFT_DT_INT32, int32_t)
-      CLIP_CASE(WEFT_DT_INT64, int64_t)
-      CLIP_CASE(WEFT_DT_INT8, int8_t)
-      CLIP_CASE(WEFT_DT_INT16, int16_t)
-      CLIP_CASE(WEFT_DT_UINT8, uint8_t)
-      CLIP_CASE(WEFT_DT_UINT16, uint16_t)
-      CLIP_CASE(WEFT_DT_UINT32, uint32_t)
-      CLIP_CASE(WEFT_DT_UINT64, uint64_t)
-      default: break;
-    }
-    pos += len;
+  switch (j->dtype) {
+    CPU_NUMERIC_TYPES(CLIP_CASE)
+    default: break;
   }
+}
+
+static void clip_range(void *arg, int64_t b, int64_t e) {
+  const clip_job_t *j = arg;
+  weft__cpu_bcast_runs(j->bc, b, e, clip_run, arg);
 }
 
 static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t t, lo, hi, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &t));
-  CPU_TRY(weft__cpu_input(ctx, 1, &lo));
-  CPU_TRY(weft__cpu_input(ctx, 2, &hi));
-  const weft_tensor_view_t *ins[3] = {&t, &lo, &hi};
+  weft_tensor_view_t in[3], z; /* t, lo, hi */
   weft_cpu_bcast_t bc;
-  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 3, ins));
-  CPU_TRY(weft__cpu_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  CPU_TRY(weft_pc_bcast3_prepare(ctx, in, 0, &bc, &z));
   if (bc.out_elements == 0) return NULL;
-  clip_job_t j = {&bc, t.dtype, t.data, lo.data, hi.data, z.data};
+  clip_job_t j = {&bc, in[0].dtype, in[0].data, in[1].data, in[2].data, z.data};
   weft__cpu_parallel(ctx, bc.out_elements, 3, clip_range, &j);
   return NULL;
 }
@@ -711,49 +634,33 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
  * Registration */
 
 weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg) {
-  weft_cpu_kernel_spec_t spec;
   for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
     const bin_op_t *op = &bin_ops[i];
+    bool has[CPU_N_SLOTS];
+    for (int s = 0; s < CPU_N_SLOTS; s++) has[s] = op->fns[s].vv != NULL;
     weft_dtype_t dtypes[CPU_N_SLOTS + 3];
-    size_t n = 0;
-    for (int s = 0; s < CPU_N_SLOTS; s++)
-      if (op->fns[s].vv != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
-    if (op->fns[CPU_SLOT_F32].vv != NULL) { /* 16-bit floats through the float32 loops */
-      dtypes[n++] = WEFT_DT_HALF;
-      dtypes[n++] = WEFT_DT_BFLOAT16;
-    }
+    size_t n = weft__cpu_slot_types(has, dtypes);
     if (op->strings) dtypes[n++] = WEFT_DT_STRING;
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_binary;
     /* LogicalAnd/LogicalOr are bool-only ops without a type attribute. */
-    spec.type_attr = op->fns[CPU_SLOT_F32].vv == NULL && op->fns[CPU_SLOT_BOOL].vv != NULL ? NULL
-                                                                                          : "T";
-    spec.dtypes = dtypes;
-    spec.n_dtypes = n;
-    spec.user_data = (void *)op;
+    bool bool_only = op->fns[CPU_SLOT_F32].vv == NULL && op->fns[CPU_SLOT_BOOL].vv != NULL;
+    const weft_cpu_kernel_spec_t spec = {.op = op->name,
+                                         .compute = k_binary,
+                                         .type_attr = bool_only ? NULL : "T",
+                                         .dtypes = dtypes,
+                                         .n_dtypes = n,
+                                         .user_data = (void *)op};
     CPU_TRY(weft__cpu_register(reg, &spec));
   }
-
-  memset(&spec, 0, sizeof spec);
-  spec.op = "AddN";
-  spec.compute = k_addn;
-  spec.type_attr = "T";
-  spec.dtypes = num_types;
-  spec.n_dtypes = N_NUM_TYPES;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-
-  spec.op = "ClipByValue";
-  spec.compute = k_clip;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-
-  spec.op = "Select";
-  spec.compute = k_select;
-  spec.dtypes = weft__cpu_all_types;
-  spec.n_dtypes = weft__cpu_n_all_types;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "SelectV2";
-  spec.compute = k_select_v2;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  return NULL;
+  const weft_dtype_t *all = weft__cpu_all_types;
+  const size_t n_all = weft__cpu_n_all_types;
+  const weft_cpu_kernel_spec_t specs[] = {
+      {.op = "AddN", .compute = k_addn, .type_attr = "T", .dtypes = weft__cpu_num_types,
+       .n_dtypes = weft__cpu_n_num_types},
+      {.op = "ClipByValue", .compute = k_clip, .type_attr = "T", .dtypes = weft__cpu_num_types,
+       .n_dtypes = weft__cpu_n_num_types},
+      {.op = "Select", .compute = k_select, .type_attr = "T", .dtypes = all, .n_dtypes = n_all},
+      {.op = "SelectV2", .compute = k_select_v2, .type_attr = "T", .dtypes = all,
+       .n_dtypes = n_all},
+  };
+  return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

@@ -225,14 +225,10 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
+    bool has[CPU_N_SLOTS];
+    for (int s = 0; s < CPU_N_SLOTS; s++) has[s] = op->fns[s] != NULL;
     weft_dtype_t dtypes[CPU_N_SLOTS + 2];
-    size_t n = 0;
-    for (int s = 0; s < CPU_N_SLOTS; s++)
-      if (op->fns[s] != NULL) dtypes[n++] = weft__cpu_slot_dtype(s);
-    if (op->fns[CPU_SLOT_F32] != NULL) { /* 16-bit floats through the float32 loop */
-      dtypes[n++] = WEFT_DT_HALF;
-      dtypes[n++] = WEFT_DT_BFLOAT16;
-    }
+    size_t n = weft__cpu_slot_types(has, dtypes);
     weft_cpu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
     spec.op = op->name;

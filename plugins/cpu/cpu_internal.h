@@ -1,9 +1,10 @@
 /* cpu_internal.h: what the files of the CPU plugin share: the host table, dtype slots, error and
  * input helpers, broadcasting, data movement and the per-concern registration functions.
  *
- * The plugin sees only the SDK headers (weft/plugin.h, weft/types.h), libc, libm, pthreads and
- * cblas; it never links libweft or GLib. Names shared between its files start with weft__cpu_ and
- * stay hidden (the module is built with hidden visibility; only weft_plugin_entry is exported). */
+ * The plugin sees only the SDK headers (weft/plugin.h, weft/types.h), the helpers it shares with
+ * the other plugins (plugins/common/plugin_common.h), libc, libm, pthreads and cblas; it never
+ * links libweft or GLib. Names shared between its files start with weft__cpu_ and stay hidden
+ * (the module is built with hidden visibility; only weft_plugin_entry is exported). */
 #ifndef WEFT_CPU_INTERNAL_H
 #define WEFT_CPU_INTERNAL_H
 
@@ -11,21 +12,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plugin_common.h"
 #include "weft/plugin.h"
 #include "weft/types.h"
 
 #define WEFT_CPU_PLUGIN_NAME "cpu"
 #define WEFT_CPU_DEVICE_TYPE "CPU"
 
+/* Helpers that are the same in every plugin live in plugins/common (weft_pc_*); the CPU kernels
+ * call them under the weft__cpu_ names below, so that the plugin's code reads one way whichever
+ * file a helper lives in. */
+
 /* The host table handed to init(); valid for the life of the process once the plugin loaded. */
-extern const weft_host_t *weft__cpu_host;
+#define weft__cpu_host weft_pc_host
 
 /* Returns from the enclosing function when a status-returning call fails. */
-#define CPU_TRY(expr)                          \
-  do {                                         \
-    weft_status_t *cpu_try_s_ = (expr);        \
-    if (cpu_try_s_ != NULL) return cpu_try_s_; \
-  } while (0)
+#define CPU_TRY(expr) WEFT_PC_TRY(expr)
 
 /* ---------------------------------------------------------------------------------------------
  * dtypes. Kernel tables are indexed by a dense "slot" rather than the sparse TensorFlow enum. */
@@ -51,14 +53,36 @@ typedef enum weft_cpu_slot {
 /* -1 for a dtype the plugin does not know. */
 int weft__cpu_slot(weft_dtype_t dtype);
 weft_dtype_t weft__cpu_slot_dtype(int slot);
-size_t weft__cpu_dtype_size(weft_dtype_t dtype);
-const char *weft__cpu_dtype_name(weft_dtype_t dtype);
-bool weft__cpu_dtype_is_float(weft_dtype_t dtype); /* float, double, half, bfloat16 */
-bool weft__cpu_dtype_is_int(weft_dtype_t dtype);   /* signed or unsigned integers */
+/* The dtypes of the slots marked in has[0..CPU_N_SLOTS), in slot order, then half and bfloat16
+ * when float32 is marked (kernels run the 16-bit floats through their float32 loops). out has
+ * room for CPU_N_SLOTS + 2; returns the count. */
+size_t weft__cpu_slot_types(const bool *has, weft_dtype_t *out);
+#define weft__cpu_dtype_size weft_pc_dtype_size
+#define weft__cpu_dtype_name weft_pc_dtype_name
+#define weft__cpu_dtype_is_float weft_pc_dtype_is_float /* float, double, half, bfloat16 */
+#define weft__cpu_dtype_is_int weft_pc_dtype_is_int     /* signed or unsigned integers */
+
+/* The ten numeric dtypes (floats and integers) as X(dtype, C type, U) with U the type their
+ * arithmetic runs in: the float type itself, or an unsigned type of at least 32 bits, so that
+ * integer sums and products wrap (TensorFlow's behaviour) instead of overflowing a signed int.
+ * For switch tables and dtype lists over them. */
+#define CPU_NUMERIC_TYPES(X)            \
+  X(WEFT_DT_FLOAT, float, float)        \
+  X(WEFT_DT_DOUBLE, double, double)     \
+  X(WEFT_DT_INT32, int32_t, uint32_t)   \
+  X(WEFT_DT_INT64, int64_t, uint64_t)   \
+  X(WEFT_DT_INT8, int8_t, uint32_t)     \
+  X(WEFT_DT_INT16, int16_t, uint32_t)   \
+  X(WEFT_DT_UINT8, uint8_t, uint32_t)   \
+  X(WEFT_DT_UINT16, uint16_t, uint32_t) \
+  X(WEFT_DT_UINT32, uint32_t, uint32_t) \
+  X(WEFT_DT_UINT64, uint64_t, uint64_t)
 
 /* Common dtype sets for type constraints (static arrays owned by the plugin). */
 extern const weft_dtype_t weft__cpu_all_types[];     /* every slot, string included */
 extern const size_t weft__cpu_n_all_types;
+extern const weft_dtype_t weft__cpu_num_types[];     /* CPU_NUMERIC_TYPES, in that order */
+extern const size_t weft__cpu_n_num_types;
 extern const weft_dtype_t weft__cpu_index_types[];   /* int32, int64 */
 extern const size_t weft__cpu_n_index_types;
 
@@ -79,40 +103,30 @@ void weft__cpu_float_to_f16(weft_dtype_t dtype, const float *src, uint16_t *dst,
 /* ---------------------------------------------------------------------------------------------
  * Errors. Each returns a new status owned by the caller whose message names the kernel's node. */
 
-weft_status_t *weft__cpu_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define weft__cpu_error weft_pc_error
 /* "[2,3]" into buf (always NUL-terminated). */
-const char *weft__cpu_shape_str(int rank, const int64_t *dims, char *buf, size_t len);
-#define CPU_SHAPE_STR_LEN 200
+#define weft__cpu_shape_str weft_pc_shape_str
+#define CPU_SHAPE_STR_LEN WEFT_PC_SHAPE_STR_LEN
 
 /* ---------------------------------------------------------------------------------------------
- * Inputs and outputs. */
+ * Inputs and outputs (plugin_common.h says what each does). */
 
-weft_status_t *weft__cpu_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out);
-weft_status_t *weft__cpu_output(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
-                                const int64_t *dims, weft_tensor_view_t *out);
+#define weft__cpu_input weft_pc_input
+#define weft__cpu_output weft_pc_output
 /* Output with the dtype and shape of `like`. */
 weft_status_t *weft__cpu_output_like(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype,
                                      const weft_tensor_view_t *like, weft_tensor_view_t *out);
-/* Element i of an integer tensor (index arguments may be any integer type). */
-int64_t weft__cpu_index_at(const weft_tensor_view_t *v, int64_t i);
-bool weft__cpu_is_index_dtype(weft_dtype_t dtype);
-/* Reads an integer tensor of at most max_n elements (any rank) into out; INVALID_ARGUMENT
- * naming `what` for another dtype or too many elements. */
-weft_status_t *weft__cpu_read_indices(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
-                                      const char *what, int64_t *out, int64_t max_n, int64_t *n);
-/* A scalar (or one-element) integer tensor. */
-weft_status_t *weft__cpu_read_scalar_index(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
-                                           const char *what, int64_t *out);
+#define weft__cpu_index_at weft_pc_index_at
+#define weft__cpu_is_index_dtype weft_pc_dtype_is_int
+#define weft__cpu_read_indices weft_pc_read_indices
+#define weft__cpu_read_scalar_index weft_pc_read_scalar_index
 /* Element i of a numeric or bool tensor as a double (0 for strings). */
 double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i);
-/* Canonicalises axis in [-rank, rank) to [0, rank); INVALID_ARGUMENT otherwise. */
-weft_status_t *weft__cpu_axis(weft_kernel_ctx_t *ctx, int64_t axis, int rank, const char *what,
-                              int *out);
+#define weft__cpu_axis weft_pc_axis
 /* Attribute readers with a default for absent attrs. */
-bool weft__cpu_attr_bool(weft_kernel_ctx_t *ctx, const char *name, bool dflt);
-int64_t weft__cpu_attr_int(weft_kernel_ctx_t *ctx, const char *name, int64_t dflt);
-float weft__cpu_attr_float(weft_kernel_ctx_t *ctx, const char *name, float dflt);
+#define weft__cpu_attr_bool weft_pc_attr_bool
+#define weft__cpu_attr_int weft_pc_attr_int
+#define weft__cpu_attr_float weft_pc_attr_float
 
 /* ---------------------------------------------------------------------------------------------
  * Parallelism. Runs fn over [0, total) on the intra-op pool (inline when total is small). */
@@ -122,35 +136,26 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 
 /* ---------------------------------------------------------------------------------------------
  * Broadcasting (TensorFlow/numpy rules) of up to 3 operands, collapsed so that runs of dims
- * with the same broadcast pattern merge. Dims of size 1 in the output are dropped; the result
- * always has rank >= 1 (a scalar output is rank 1 of size 1). */
+ * with the same broadcast pattern merge (weft_pc_bcast_t in plugin_common.h). */
 
-#define CPU_BCAST_MAX_IN 3
-typedef struct weft_cpu_bcast {
-  int n_in;
-  int rank;
-  int64_t dims[WEFT_MAX_RANK];
-  int64_t strides[CPU_BCAST_MAX_IN][WEFT_MAX_RANK]; /* in elements; 0 on broadcast dims */
-  int64_t out_elements;
-  /* The full (uncollapsed) output shape. */
-  int out_rank;
-  int64_t out_dims[WEFT_MAX_RANK];
-} weft_cpu_bcast_t;
+#define CPU_BCAST_MAX_IN WEFT_PC_BCAST_MAX_IN
+typedef weft_pc_bcast_t weft_cpu_bcast_t;
 
-/* INVALID_ARGUMENT "Incompatible shapes: [..] vs. [..]" naming the node when they do not
- * broadcast. */
-weft_status_t *weft__cpu_bcast_init(weft_kernel_ctx_t *ctx, weft_cpu_bcast_t *b, int n_in,
-                                    const weft_tensor_view_t *const *ins);
+/* INVALID_ARGUMENT "Incompatible shapes: [..] vs. [..]" naming the node when the shapes of
+ * ins[0..n_in) do not broadcast. */
+#define weft__cpu_bcast_init weft_pc_bcast_views
 /* Offsets of each input for output row `row` (a row is the innermost collapsed dim). */
-void weft__cpu_bcast_row_offsets(const weft_cpu_bcast_t *b, int64_t row, int64_t *offsets);
-/* Number of rows and row length. */
-static inline int64_t weft__cpu_bcast_inner(const weft_cpu_bcast_t *b) {
-  return b->dims[b->rank - 1];
-}
-static inline int64_t weft__cpu_bcast_rows(const weft_cpu_bcast_t *b) {
-  int64_t inner = b->dims[b->rank - 1];
-  return inner == 0 ? 0 : b->out_elements / inner;
-}
+#define weft__cpu_bcast_row_offsets weft_pc_bcast_row_offsets
+/* Row length and number of rows. */
+#define weft__cpu_bcast_inner weft_pc_bcast_inner
+#define weft__cpu_bcast_rows weft_pc_bcast_rows
+/* Calls fn(arg, offsets, pos, len) for each run of output elements [begin, end) that lies in one
+ * collapsed row: offsets[k] is input k's element at output element pos, and the next len - 1
+ * elements follow with input k's innermost stride. */
+typedef void (*weft_cpu_bcast_run_fn)(void *arg, const int64_t *offsets, int64_t pos,
+                                      int64_t len);
+void weft__cpu_bcast_runs(const weft_cpu_bcast_t *b, int64_t begin, int64_t end,
+                          weft_cpu_bcast_run_fn fn, void *arg);
 
 /* ---------------------------------------------------------------------------------------------
  * Data movement that works for every dtype (strings through host->string_assign). */
@@ -178,22 +183,16 @@ weft_status_t *weft__cpu_reduce_sum(weft_kernel_ctx_t *ctx, const weft_tensor_vi
 /* ---------------------------------------------------------------------------------------------
  * Registration. */
 
-typedef struct weft_cpu_kernel_spec {
-  const char *op;
-  weft_kernel_compute_fn compute;
-  const char *type_attr;            /* NULL: no constraint */
-  const weft_dtype_t *dtypes;
-  size_t n_dtypes;
-  const char *const *host_memory;   /* NULL-terminated or NULL */
-  weft_kernel_create_fn create;
-  weft_kernel_destroy_fn destroy;
-  void *user_data;
-} weft_cpu_kernel_spec_t;
+/* {op, compute, type_attr, dtypes, n_dtypes, host_memory, create, destroy, user_data} */
+typedef weft_pc_kernel_spec_t weft_cpu_kernel_spec_t;
 
 /* Registers one kernel on device type CPU. A kernel for an op the host does not define is
  * skipped with a debug log (a core without that op simply cannot use it); any other refusal is
  * returned. */
 weft_status_t *weft__cpu_register(const weft_registrar_t *reg, const weft_cpu_kernel_spec_t *spec);
+/* Registers specs[0..n) in order (weft__cpu_register each). */
+weft_status_t *weft__cpu_register_specs(const weft_registrar_t *reg,
+                                        const weft_cpu_kernel_spec_t *specs, size_t n);
 /* Same with several type constraints. */
 weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *op,
                                        const weft_type_constraint_t *constraints,

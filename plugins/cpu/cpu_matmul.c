@@ -144,88 +144,36 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
 
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t a, b, c;
-  CPU_TRY(weft__cpu_input(ctx, 0, &a));
-  CPU_TRY(weft__cpu_input(ctx, 1, &b));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (a.rank != 2 || b.rank != 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "MatMul needs matrices (rank 2): In[0]: %s, In[1]: %s",
-                           weft__cpu_shape_str(a.rank, a.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(b.rank, b.dims, s1, sizeof s1));
-  bool ta = weft__cpu_attr_bool(ctx, "transpose_a", false);
-  bool tb = weft__cpu_attr_bool(ctx, "transpose_b", false);
-  int64_t m = ta ? a.dims[1] : a.dims[0], ka = ta ? a.dims[0] : a.dims[1];
-  int64_t kb = tb ? b.dims[1] : b.dims[0], n = tb ? b.dims[0] : b.dims[1];
-  if (ka != kb)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Matrix size-incompatible: In[0]: %s, In[1]: %s (transpose_a=%d, "
-                           "transpose_b=%d)",
-                           weft__cpu_shape_str(a.rank, a.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(b.rank, b.dims, s1, sizeof s1), ta, tb);
-  int64_t dims[2] = {m, n};
-  CPU_TRY(weft__cpu_output(ctx, 0, a.dtype, 2, dims, &c));
-  gemm_args_t g = {a.dtype, ta, tb, m, n, ka, a.data, a.dims[1], b.data, b.dims[1], c.data};
+  weft_pc_matmul_t mm;
+  CPU_TRY(weft_pc_matmul_prepare(ctx, &mm));
+  gemm_args_t g = {mm.a.dtype, mm.ta,        mm.tb,     mm.m,         mm.n,     mm.k,
+                   mm.a.data,  mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data};
   return gemm(ctx, &g);
 }
 
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL; /* BatchMatMul (v1) needs equal batch dims; V2 broadcasts them */
-  weft_tensor_view_t x, y, z;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &y));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (x.rank < 2 || y.rank < 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "BatchMatMul needs inputs of rank >= 2: x %s, y %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1));
-  bool adj_x = weft__cpu_attr_bool(ctx, "adj_x", false);
-  bool adj_y = weft__cpu_attr_bool(ctx, "adj_y", false);
+  weft_pc_batch_matmul_t bm;
+  CPU_TRY(weft_pc_batch_matmul_prepare(ctx, !v2, &bm));
+  const weft_tensor_view_t x = bm.x, y = bm.y, z = bm.z;
+  const weft_cpu_bcast_t *bc = &bm.bc;
+  if (z.num_elements == 0) return NULL;
   int64_t xr = x.dims[x.rank - 2], xc = x.dims[x.rank - 1];
   int64_t yr = y.dims[y.rank - 2], yc = y.dims[y.rank - 1];
-  int64_t m = adj_x ? xc : xr, k = adj_x ? xr : xc;
-  int64_t ky = adj_y ? yc : yr, n = adj_y ? yr : yc;
-  if (k != ky)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Matrix size-incompatible: In[0]: %s, In[1]: %s (adj_x=%d, adj_y=%d)",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1), adj_x, adj_y);
-  /* Batch dims as their own views, broadcast against each other. */
-  weft_tensor_view_t xb = x, yb = y;
-  xb.rank = x.rank - 2;
-  yb.rank = y.rank - 2;
-  if (!v2 && (xb.rank != yb.rank ||
-              memcmp(xb.dims, yb.dims, sizeof(int64_t) * (size_t)xb.rank) != 0))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "BatchMatMul needs equal batch dimensions: x %s, y %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(y.rank, y.dims, s1, sizeof s1));
-  const weft_tensor_view_t *ins[2] = {&xb, &yb};
-  weft_cpu_bcast_t bc;
-  CPU_TRY(weft__cpu_bcast_init(ctx, &bc, 2, ins));
-  int64_t dims[WEFT_MAX_RANK];
-  if (bc.out_rank + 2 > WEFT_MAX_RANK)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "BatchMatMul output rank exceeds %d",
-                           WEFT_MAX_RANK);
-  for (int d = 0; d < bc.out_rank; d++) dims[d] = bc.out_dims[d];
-  dims[bc.out_rank] = m;
-  dims[bc.out_rank + 1] = n;
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, bc.out_rank + 2, dims, &z));
-  if (z.num_elements == 0) return NULL;
+  int64_t m = bm.m, n = bm.n;
   size_t es = weft__cpu_dtype_size(x.dtype);
-  int64_t inner = weft__cpu_bcast_inner(&bc);
-  int64_t sx = bc.strides[0][bc.rank - 1], sy = bc.strides[1][bc.rank - 1];
-  for (int64_t bi = 0; bi < bc.out_elements; bi++) {
+  int64_t inner = weft__cpu_bcast_inner(bc);
+  int64_t sx = bc->strides[0][bc->rank - 1], sy = bc->strides[1][bc->rank - 1];
+  for (int64_t bi = 0; bi < bc->out_elements; bi++) {
     int64_t off[CPU_BCAST_MAX_IN];
-    weft__cpu_bcast_row_offsets(&bc, bi / inner, off);
+    weft__cpu_bcast_row_offsets(bc, bi / inner, off);
     int64_t xo = off[0] + (bi % inner) * sx, yo = off[1] + (bi % inner) * sy;
     gemm_args_t g = {x.dtype,
-                     adj_x,
-                     adj_y,
+                     bm.adj_x,
+                     bm.adj_y,
                      m,
                      n,
-                     k,
+                     bm.k,
                      (const char *)x.data + (size_t)(xo * xr * xc) * es,
                      xc,
                      (const char *)y.data + (size_t)(yo * yr * yc) * es,
@@ -243,19 +191,14 @@ static const weft_dtype_t matmul_types[] = {
 static int v2_marker;
 
 weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg) {
-  weft_cpu_kernel_spec_t spec;
-  memset(&spec, 0, sizeof spec);
-  spec.type_attr = "T";
-  spec.dtypes = matmul_types;
-  spec.n_dtypes = sizeof matmul_types / sizeof matmul_types[0];
-  spec.op = "MatMul";
-  spec.compute = k_matmul;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "BatchMatMul";
-  spec.compute = k_batch_matmul;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "BatchMatMulV2";
-  spec.user_data = &v2_marker;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  return NULL;
+  const size_t n = sizeof matmul_types / sizeof matmul_types[0];
+  const weft_cpu_kernel_spec_t specs[] = {
+      {.op = "MatMul", .compute = k_matmul, .type_attr = "T", .dtypes = matmul_types,
+       .n_dtypes = n},
+      {.op = "BatchMatMul", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
+       .n_dtypes = n},
+      {.op = "BatchMatMulV2", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
+       .n_dtypes = n, .user_data = &v2_marker},
+  };
+  return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

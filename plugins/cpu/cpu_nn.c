@@ -2,7 +2,6 @@
  * NCHW), BiasAddGrad, Softmax, LogSoftmax, the two softmax cross-entropy losses and L2Loss.
  * Softmax-style kernels subtract each row's maximum before exponentiating, so large logits
  * neither overflow nor lose the small probabilities. */
-#include <string.h>
 #include <tgmath.h>
 
 #include "cpu_internal.h"
@@ -12,23 +11,6 @@
 static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
 static const weft_dtype_t bias_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                           WEFT_DT_INT64};
-
-/* Reads data_format: true for NCHW (channels second), false for NHWC (channels last). */
-static weft_status_t *read_nchw(weft_kernel_ctx_t *ctx, bool *nchw) {
-  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
-  *nchw = false;
-  if (!H->attr_has(attrs, "data_format")) return NULL;
-  const char *fmt = NULL;
-  size_t len = 0;
-  CPU_TRY(H->attr_string(attrs, "data_format", &fmt, &len));
-  if (len == 4 && memcmp(fmt, "NHWC", 4) == 0) return NULL;
-  if (len == 4 && memcmp(fmt, "NCHW", 4) == 0) {
-    *nchw = true;
-    return NULL;
-  }
-  return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                         "data_format must be \"NHWC\" or \"NCHW\", got \"%.*s\"", (int)len, fmt);
-}
 
 /* ---------------------------------------------------------------------------------------------
  * BiasAdd: value viewed as [outer, C, inner]; NHWC has inner = 1, NCHW has outer = N. */
@@ -71,33 +53,15 @@ static void bias_range(void *arg, int64_t b, int64_t e) {
 
 static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, bias, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &bias));
-  bool nchw;
-  CPU_TRY(read_nchw(ctx, &nchw));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (x.rank < 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0));
-  if (bias.rank != 1)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Biases must be 1D: %s",
-                           weft__cpu_shape_str(bias.rank, bias.dims, s0, sizeof s0));
-  int cdim = nchw ? 1 : x.rank - 1;
-  if (bias.dims[0] != x.dims[cdim])
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Must provide as many biases as the %s dimension of the input tensor: "
-                           "%s vs. %s",
-                           nchw ? "channel" : "last",
-                           weft__cpu_shape_str(bias.rank, bias.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(x.rank, x.dims, s1, sizeof s1));
-  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
-  if (x.num_elements == 0) return NULL;
-  int64_t c = x.dims[cdim], inner = 1;
-  for (int d = cdim + 1; d < x.rank; d++) inner *= x.dims[d];
-  bias_job_t j = {x.dtype, x.data, bias.data, y.data, c, inner};
+  weft_pc_bias_add_t b;
+  CPU_TRY(weft_pc_bias_add_prepare(ctx, &b));
+  const weft_tensor_view_t *x = &b.x;
+  if (x->num_elements == 0) return NULL;
+  int64_t c = x->dims[b.cdim], inner = 1;
+  for (int d = b.cdim + 1; d < x->rank; d++) inner *= x->dims[d];
+  bias_job_t j = {x->dtype, x->data, b.bias.data, b.y.data, c, inner};
   int64_t len = inner == 1 ? c : inner;
-  weft__cpu_parallel(ctx, x.num_elements / len, len + 5, bias_range, &j);
+  weft__cpu_parallel(ctx, x->num_elements / len, len + 5, bias_range, &j);
   return NULL;
 }
 
@@ -105,15 +69,9 @@ static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t g, y;
   CPU_TRY(weft__cpu_input(ctx, 0, &g));
-  bool nchw;
-  CPU_TRY(read_nchw(ctx, &nchw));
-  char s0[CPU_SHAPE_STR_LEN];
-  if (g.rank < 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
-                           weft__cpu_shape_str(g.rank, g.dims, s0, sizeof s0));
-  int cdim = nchw ? 1 : g.rank - 1;
+  int cdim;
   bool reduced[WEFT_MAX_RANK];
-  for (int d = 0; d < g.rank; d++) reduced[d] = d != cdim;
+  CPU_TRY(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
   CPU_TRY(weft__cpu_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
   return weft__cpu_reduce_sum(ctx, &g, reduced, &y);
 }
@@ -365,37 +323,20 @@ static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
 static int log_marker;
 
 weft_status_t *weft__cpu_register_nn(const weft_registrar_t *reg) {
-  weft_cpu_kernel_spec_t spec;
-  memset(&spec, 0, sizeof spec);
-  spec.type_attr = "T";
-  spec.dtypes = bias_types;
-  spec.n_dtypes = sizeof bias_types / sizeof bias_types[0];
-  spec.op = "BiasAdd";
-  spec.compute = k_bias_add;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "BiasAddV1";
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "BiasAddGrad";
-  spec.compute = k_bias_add_grad;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-
-  spec.dtypes = float_types;
-  spec.n_dtypes = 2;
-  spec.op = "Softmax";
-  spec.compute = k_softmax;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "LogSoftmax";
-  spec.user_data = &log_marker;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.user_data = NULL;
-  spec.op = "SoftmaxCrossEntropyWithLogits";
-  spec.compute = k_xent;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "SparseSoftmaxCrossEntropyWithLogits";
-  spec.compute = k_sparse_xent;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "L2Loss";
-  spec.compute = k_l2loss;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  return NULL;
+  const weft_dtype_t *bt = bias_types, *ft = float_types;
+  const weft_cpu_kernel_spec_t specs[] = {
+      {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = bt, .n_dtypes = 4},
+      {.op = "BiasAddV1", .compute = k_bias_add, .type_attr = "T", .dtypes = bt, .n_dtypes = 4},
+      {.op = "BiasAddGrad", .compute = k_bias_add_grad, .type_attr = "T", .dtypes = bt,
+       .n_dtypes = 4},
+      {.op = "Softmax", .compute = k_softmax, .type_attr = "T", .dtypes = ft, .n_dtypes = 2},
+      {.op = "LogSoftmax", .compute = k_softmax, .type_attr = "T", .dtypes = ft, .n_dtypes = 2,
+       .user_data = &log_marker},
+      {.op = "SoftmaxCrossEntropyWithLogits", .compute = k_xent, .type_attr = "T", .dtypes = ft,
+       .n_dtypes = 2},
+      {.op = "SparseSoftmaxCrossEntropyWithLogits", .compute = k_sparse_xent, .type_attr = "T",
+       .dtypes = ft, .n_dtypes = 2},
+      {.op = "L2Loss", .compute = k_l2loss, .type_attr = "T", .dtypes = ft, .n_dtypes = 2},
+  };
+  return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

@@ -139,20 +139,8 @@ static const weft_backend_t cpu_backend = {
 static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *registrar,
                                void **plugin_state) {
   *plugin_state = NULL;
-  /* Every host function used here exists in ABI 1.0; a host table shorter than that cannot be
-   * trusted for any of them. */
-  if (host->struct_size < sizeof(weft_host_t)) {
-    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
-      return host->status_new(WEFT_FAILED_PRECONDITION,
-                              "CPU plugin: host table too small (%zu < %zu bytes)",
-                              host->struct_size, sizeof(weft_host_t));
-    return NULL; /* cannot even report it; register nothing */
-  }
-  weft__cpu_host = host;
-  if (registrar->struct_size < sizeof(weft_registrar_t))
-    return host->status_new(WEFT_FAILED_PRECONDITION,
-                            "CPU plugin: registrar table too small (%zu < %zu bytes)",
-                            registrar->struct_size, sizeof(weft_registrar_t));
+  weft_status_t *err = NULL;
+  if (!weft_pc_init(host, registrar, "CPU plugin", &err)) return err;
   CPU_TRY(registrar->register_backend(registrar->ctx, &cpu_backend));
   CPU_TRY(weft__cpu_register_state(registrar));
   CPU_TRY(weft__cpu_register_elementwise(registrar));

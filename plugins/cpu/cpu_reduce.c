@@ -299,53 +299,26 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_impl_t *impl
     impl->finish(acc, y->data, y->num_elements, 0);
     return NULL;
   }
-  /* Runs of kept / reduced dims; dims of size 1 belong to neither. */
-  int n_groups = 0;
-  bool g_red[WEFT_MAX_RANK];
-  int64_t g_size[WEFT_MAX_RANK];
-  for (int d = 0; d < x->rank; d++) {
-    if (x->dims[d] == 1) continue;
-    if (n_groups > 0 && g_red[n_groups - 1] == reduced[d]) {
-      g_size[n_groups - 1] *= x->dims[d];
-    } else {
-      g_red[n_groups] = reduced[d];
-      g_size[n_groups] = x->dims[d];
-      n_groups++;
-    }
-  }
-  bool any_reduced = false;
-  for (int g = 0; g < n_groups; g++) any_reduced |= g_red[g];
-  if (!any_reduced) {
+  weft_pc_reduce_groups_t g;
+  weft_pc_reduce_groups(x, reduced, &g);
+  if (!g.any_reduced) {
     /* Nothing of size > 1 is reduced: each output is its single input element, and every
      * reduction of one element is that element. */
     memcpy(y->data, x->data, (size_t)x->num_elements * es);
     return NULL;
   }
-  if (n_groups == 1)
-    return reduce_rows(ctx, impl, x->data, es, y->data, es, 1, g_size[0], count);
-  if (n_groups == 2 && !g_red[0])
-    return reduce_rows(ctx, impl, x->data, es, y->data, es, g_size[0], g_size[1], count);
-  if (n_groups == 2) /* [R, K] */
-    return reduce_mid(ctx, impl, x->data, es, y->data, es, 1, g_size[0], g_size[1], count);
-  if (n_groups == 3 && !g_red[0])
-    return reduce_mid(ctx, impl, x->data, es, y->data, es, g_size[0], g_size[1], g_size[2],
+  if (g.n == 1)
+    return reduce_rows(ctx, impl, x->data, es, y->data, es, 1, g.size[0], count);
+  if (g.n == 2 && !g.red[0])
+    return reduce_rows(ctx, impl, x->data, es, y->data, es, g.size[0], g.size[1], count);
+  if (g.n == 2) /* [R, K] */
+    return reduce_mid(ctx, impl, x->data, es, y->data, es, 1, g.size[0], g.size[1], count);
+  if (g.n == 3 && !g.red[0])
+    return reduce_mid(ctx, impl, x->data, es, y->data, es, g.size[0], g.size[1], g.size[2],
                       count);
   /* General: gather kept dims first, reduced dims last, then reduce rows. */
-  int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], g_stride[WEFT_MAX_RANK];
-  int64_t s = 1, kept = 1, red = 1;
-  for (int g = n_groups - 1; g >= 0; g--) {
-    g_stride[g] = s;
-    s *= g_size[g];
-  }
-  int r = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int g = 0; g < n_groups; g++) {
-      if (g_red[g] != (pass == 1)) continue;
-      sizes[r] = g_size[g];
-      strides[r] = g_stride[g];
-      if (pass == 0) kept *= g_size[g]; else red *= g_size[g];
-      r++;
-    }
+  int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], kept, red;
+  int r = weft_pc_reduce_regroup(&g, sizes, strides, &kept, &red);
   void *tmp = NULL;
   CPU_TRY(H->kernel_scratch(ctx, (size_t)x->num_elements * es, &tmp));
   weft_tensor_view_t tv = *x;
@@ -353,8 +326,6 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_impl_t *impl
   CPU_TRY(weft__cpu_strided_gather(ctx, &tv, x, 0, r, sizes, strides));
   return reduce_rows(ctx, impl, tmp, es, y->data, es, kept, red, count);
 }
-
-#define MAX_AXES 64
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
@@ -366,31 +337,11 @@ static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   if (impl == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
                            weft__cpu_dtype_name(x.dtype));
-  int64_t axes[MAX_AXES], n_axes = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &axes_v, "reduction_indices", axes, MAX_AXES, &n_axes));
-  bool reduced[WEFT_MAX_RANK] = {false};
-  for (int64_t i = 0; i < n_axes; i++) {
-    if (axes[i] < -(int64_t)x.rank || axes[i] >= x.rank)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "Invalid reduction dimension (%lld for input with %d dimension(s)",
-                             (long long)axes[i], x.rank);
-    reduced[axes[i] < 0 ? axes[i] + x.rank : axes[i]] = true;
-  }
-  bool keep_dims = weft__cpu_attr_bool(ctx, "keep_dims", false);
-  int out_rank = 0;
-  int64_t out_dims[WEFT_MAX_RANK];
-  int64_t count = 1;
-  for (int d = 0; d < x.rank; d++) {
-    if (reduced[d]) {
-      count *= x.dims[d];
-      if (keep_dims) out_dims[out_rank++] = 1;
-    } else {
-      out_dims[out_rank++] = x.dims[d];
-    }
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, out_rank, out_dims, &y));
+  weft_pc_reduction_t red;
+  CPU_TRY(weft_pc_reduction_axes(ctx, &x, &axes_v, &red));
+  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, red.out_rank, red.out_dims, &y));
   if (y.num_elements == 0) return NULL;
-  return reduce_into(ctx, impl, &x, reduced, &y, count);
+  return reduce_into(ctx, impl, &x, red.reduced, &y, red.count);
 }
 
 weft_status_t *weft__cpu_reduce_sum(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
@@ -480,38 +431,20 @@ static void arg_range(void *arg, int64_t b, int64_t e) {
 
 static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
   bool is_max = state != NULL;
-  weft_tensor_view_t x, dim_v, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &dim_v));
-  int64_t axis_raw;
-  int axis;
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &dim_v, "dimension", &axis_raw));
-  CPU_TRY(weft__cpu_axis(ctx, axis_raw, x.rank, "dimension", &axis));
-  weft_dtype_t out_dtype = WEFT_DT_INT64;
-  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
-  if (H->attr_has(attrs, "output_type")) CPU_TRY(H->attr_type(attrs, "output_type", &out_dtype));
+  weft_pc_arg_t a;
+  weft_tensor_view_t y;
+  CPU_TRY(weft_pc_arg_plan(ctx, &a));
+  weft_dtype_t out_dtype = a.out_dtype;
   if (out_dtype != WEFT_DT_INT32 && out_dtype != WEFT_DT_INT64 && out_dtype != WEFT_DT_INT16 &&
       out_dtype != WEFT_DT_UINT16)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "output_type must be int16, uint16, int32 or int64, got %s",
                            weft__cpu_dtype_name(out_dtype));
-  int64_t n = x.dims[axis], outer = 1, inner = 1;
-  int64_t out_dims[WEFT_MAX_RANK];
-  int r = 0;
-  for (int d = 0; d < x.rank; d++) {
-    if (d < axis) outer *= x.dims[d];
-    if (d > axis) inner *= x.dims[d];
-    if (d != axis) out_dims[r++] = x.dims[d];
-  }
-  if (n == 0) {
-    char s[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Reduction axis %d is empty in shape %s",
-                           axis, weft__cpu_shape_str(x.rank, x.dims, s, sizeof s));
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, out_dtype, r, out_dims, &y));
+  CPU_TRY(weft_pc_arg_shape(ctx, &a));
+  CPU_TRY(weft__cpu_output(ctx, 0, out_dtype, a.out_rank, a.out_dims, &y));
   if (y.num_elements == 0) return NULL;
-  arg_job_t j = {x.dtype, out_dtype, is_max, x.data, y.data, n, inner};
-  weft__cpu_parallel(ctx, outer * inner, n * 2, arg_range, &j);
+  arg_job_t j = {a.x.dtype, out_dtype, is_max, a.x.data, y.data, a.n, a.inner};
+  weft__cpu_parallel(ctx, a.outer * a.inner, a.n * 2, arg_range, &j);
   return NULL;
 }
 
@@ -553,16 +486,7 @@ static void cum_range(void *arg, int64_t b, int64_t e) {
     int64_t i0 = blk * COL_BLOCK;
     int64_t nc = j->inner - i0 < COL_BLOCK ? j->inner - i0 : COL_BLOCK;
     switch (j->dtype) {
-      CUM_CASE(WEFT_DT_FLOAT, float, float)
-      CUM_CASE(WEFT_DT_DOUBLE, double, double)
-      CUM_CASE(WEFT_DT_INT32, int32_t, uint32_t)
-      CUM_CASE(WEFT_DT_INT64, int64_t, uint64_t)
-      CUM_CASE(WEFT_DT_INT8, int8_t, uint32_t)
-      CUM_CASE(WEFT_DT_INT16, int16_t, uint32_t)
-      CUM_CASE(WEFT_DT_UINT8, uint8_t, uint32_t)
-      CUM_CASE(WEFT_DT_UINT16, uint16_t, uint32_t)
-      CUM_CASE(WEFT_DT_UINT32, uint32_t, uint32_t)
-      CUM_CASE(WEFT_DT_UINT64, uint64_t, uint64_t)
+      CPU_NUMERIC_TYPES(CUM_CASE)
       default: break;
     }
   }
@@ -604,10 +528,6 @@ static weft_status_t *k_cum(weft_kernel_ctx_t *ctx, void *state) {
 /* ---------------------------------------------------------------------------------------------
  * Registration */
 
-static const weft_dtype_t num_types[] = {
-    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,
-    WEFT_DT_INT16, WEFT_DT_UINT8,  WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
-};
 static const weft_dtype_t arg_types[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,  WEFT_DT_INT16,
     WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64, WEFT_DT_BOOL,
@@ -618,42 +538,31 @@ weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg) {
   static const char *const reduce_host[] = {"reduction_indices", NULL};
   static const char *const arg_host[] = {"dimension", NULL};
   static const char *const cum_host[] = {"axis", NULL};
-  weft_cpu_kernel_spec_t spec;
+  const weft_dtype_t *num_types = weft__cpu_num_types;
+  const size_t n_num = weft__cpu_n_num_types;
+  const size_t n_arg = sizeof arg_types / sizeof arg_types[0];
   for (size_t i = 0; i < sizeof red_ops / sizeof red_ops[0]; i++) {
     const red_op_t *op = &red_ops[i];
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_reduce;
-    spec.host_memory = reduce_host;
-    spec.user_data = (void *)op;
-    if (op->impls[CPU_SLOT_BOOL] == NULL) { /* All and Any are bool-only, without T */
-      spec.type_attr = "T";
-      spec.dtypes = num_types;
-      spec.n_dtypes = sizeof num_types / sizeof num_types[0];
-    }
+    bool bool_only = op->impls[CPU_SLOT_BOOL] != NULL; /* All and Any, without T */
+    const weft_cpu_kernel_spec_t spec = {.op = op->name,
+                                         .compute = k_reduce,
+                                         .type_attr = bool_only ? NULL : "T",
+                                         .dtypes = bool_only ? NULL : num_types,
+                                         .n_dtypes = bool_only ? 0 : n_num,
+                                         .host_memory = reduce_host,
+                                         .user_data = (void *)op};
     CPU_TRY(weft__cpu_register(reg, &spec));
   }
-  memset(&spec, 0, sizeof spec);
-  spec.type_attr = "T";
-  spec.dtypes = arg_types;
-  spec.n_dtypes = sizeof arg_types / sizeof arg_types[0];
-  spec.compute = k_arg;
-  spec.host_memory = arg_host;
-  spec.op = "ArgMax";
-  spec.user_data = &max_marker;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "ArgMin";
-  spec.user_data = NULL;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-
-  spec.dtypes = num_types;
-  spec.n_dtypes = sizeof num_types / sizeof num_types[0];
-  spec.compute = k_cum;
-  spec.host_memory = cum_host;
-  spec.op = "Cumsum";
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  spec.op = "Cumprod";
-  spec.user_data = &max_marker;
-  CPU_TRY(weft__cpu_register(reg, &spec));
-  return NULL;
+  /* user_data marks ArgMax (against ArgMin) and Cumprod (against Cumsum). */
+  const weft_cpu_kernel_spec_t specs[] = {
+      {.op = "ArgMax", .compute = k_arg, .type_attr = "T", .dtypes = arg_types, .n_dtypes = n_arg,
+       .host_memory = arg_host, .user_data = &max_marker},
+      {.op = "ArgMin", .compute = k_arg, .type_attr = "T", .dtypes = arg_types, .n_dtypes = n_arg,
+       .host_memory = arg_host},
+      {.op = "Cumsum", .compute = k_cum, .type_attr = "T", .dtypes = num_types, .n_dtypes = n_num,
+       .host_memory = cum_host},
+      {.op = "Cumprod", .compute = k_cum, .type_attr = "T", .dtypes = num_types,
+       .n_dtypes = n_num, .host_memory = cum_host, .user_data = &max_marker},
+  };
+  return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

@@ -1,14 +1,10 @@
-/* cpu_util.c: helpers every CPU kernel file uses: dtype slots and sizes, half/bfloat16
- * conversion, errors that name the node, input readers, broadcasting geometry, dtype-agnostic
- * data movement (strings included) and kernel registration. */
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
+/* cpu_util.c: helpers every CPU kernel file uses beyond those all plugins share (plugins/common):
+ * dtype slots, half/bfloat16 conversion, reading any number as a double, the intra-op pool,
+ * walking broadcast runs, dtype-agnostic data movement (strings included) and the CPU side of
+ * kernel registration. */
 #include <string.h>
 
 #include "cpu_internal.h"
-
-const weft_host_t *weft__cpu_host;
 
 /* ---------------------------------------------------------------------------------------------
  * dtypes */
@@ -26,6 +22,11 @@ const weft_dtype_t weft__cpu_all_types[] = {
 };
 const size_t weft__cpu_n_all_types = sizeof weft__cpu_all_types / sizeof weft__cpu_all_types[0];
 
+#define CPU_DTYPE_OF(DT, T, U) DT,
+const weft_dtype_t weft__cpu_num_types[] = {CPU_NUMERIC_TYPES(CPU_DTYPE_OF)};
+#undef CPU_DTYPE_OF
+const size_t weft__cpu_n_num_types = sizeof weft__cpu_num_types / sizeof weft__cpu_num_types[0];
+
 const weft_dtype_t weft__cpu_index_types[] = {WEFT_DT_INT32, WEFT_DT_INT64};
 const size_t weft__cpu_n_index_types = 2;
 
@@ -39,50 +40,15 @@ weft_dtype_t weft__cpu_slot_dtype(int slot) {
   return slot >= 0 && slot < CPU_N_SLOTS ? slot_dtypes[slot] : WEFT_DT_INVALID;
 }
 
-size_t weft__cpu_dtype_size(weft_dtype_t dtype) {
-  switch (dtype) {
-    case WEFT_DT_FLOAT: case WEFT_DT_INT32: case WEFT_DT_UINT32: return 4;
-    case WEFT_DT_DOUBLE: case WEFT_DT_INT64: case WEFT_DT_UINT64: return 8;
-    case WEFT_DT_UINT8: case WEFT_DT_INT8: case WEFT_DT_BOOL: return 1;
-    case WEFT_DT_INT16: case WEFT_DT_UINT16: case WEFT_DT_HALF: case WEFT_DT_BFLOAT16: return 2;
-    case WEFT_DT_STRING: return sizeof(weft_string_t);
-    default: return 0;
+size_t weft__cpu_slot_types(const bool *has, weft_dtype_t *out) {
+  size_t n = 0;
+  for (int s = 0; s < CPU_N_SLOTS; s++)
+    if (has[s]) out[n++] = slot_dtypes[s];
+  if (has[CPU_SLOT_F32]) {
+    out[n++] = WEFT_DT_HALF;
+    out[n++] = WEFT_DT_BFLOAT16;
   }
-}
-
-const char *weft__cpu_dtype_name(weft_dtype_t dtype) {
-  switch (dtype) {
-    case WEFT_DT_FLOAT: return "float32";
-    case WEFT_DT_DOUBLE: return "float64";
-    case WEFT_DT_INT32: return "int32";
-    case WEFT_DT_UINT8: return "uint8";
-    case WEFT_DT_INT16: return "int16";
-    case WEFT_DT_INT8: return "int8";
-    case WEFT_DT_STRING: return "string";
-    case WEFT_DT_INT64: return "int64";
-    case WEFT_DT_BOOL: return "bool";
-    case WEFT_DT_BFLOAT16: return "bfloat16";
-    case WEFT_DT_UINT16: return "uint16";
-    case WEFT_DT_HALF: return "float16";
-    case WEFT_DT_UINT32: return "uint32";
-    case WEFT_DT_UINT64: return "uint64";
-    default: return "invalid";
-  }
-}
-
-bool weft__cpu_dtype_is_float(weft_dtype_t dtype) {
-  return dtype == WEFT_DT_FLOAT || dtype == WEFT_DT_DOUBLE || dtype == WEFT_DT_HALF ||
-         dtype == WEFT_DT_BFLOAT16;
-}
-
-bool weft__cpu_dtype_is_int(weft_dtype_t dtype) {
-  switch (dtype) {
-    case WEFT_DT_INT8: case WEFT_DT_INT16: case WEFT_DT_INT32: case WEFT_DT_INT64:
-    case WEFT_DT_UINT8: case WEFT_DT_UINT16: case WEFT_DT_UINT32: case WEFT_DT_UINT64:
-      return true;
-    default:
-      return false;
-  }
+  return n;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -172,92 +138,11 @@ void weft__cpu_float_to_f16(weft_dtype_t dtype, const float *src, uint16_t *dst,
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Errors */
-
-weft_status_t *weft__cpu_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const char *node = ctx != NULL ? weft__cpu_host->kernel_node_name(ctx) : NULL;
-  if (node == NULL) return weft__cpu_host->status_new(code, "%s", msg);
-  return weft__cpu_host->status_new(code, "node '%s': %s", node, msg);
-}
-
-const char *weft__cpu_shape_str(int rank, const int64_t *dims, char *buf, size_t len) {
-  size_t at = 0;
-  if (len == 0) return buf;
-  buf[0] = '\0';
-  at += (size_t)snprintf(buf + at, len - at, "[");
-  for (int i = 0; i < rank && at < len; i++)
-    at += (size_t)snprintf(buf + at, len - at, i ? ",%lld" : "%lld", (long long)dims[i]);
-  if (at < len) snprintf(buf + at, len - at, "]");
-  return buf;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Inputs and outputs */
-
-weft_status_t *weft__cpu_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out) {
-  memset(out, 0, sizeof *out);
-  out->struct_size = sizeof *out;
-  return weft__cpu_host->kernel_input(ctx, index, out);
-}
-
-weft_status_t *weft__cpu_output(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
-                                const int64_t *dims, weft_tensor_view_t *out) {
-  memset(out, 0, sizeof *out);
-  out->struct_size = sizeof *out;
-  return weft__cpu_host->kernel_allocate_output(ctx, index, dtype, rank, dims, out);
-}
 
 weft_status_t *weft__cpu_output_like(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype,
                                      const weft_tensor_view_t *like, weft_tensor_view_t *out) {
   return weft__cpu_output(ctx, index, dtype, like->rank, like->dims, out);
-}
-
-int64_t weft__cpu_index_at(const weft_tensor_view_t *v, int64_t i) {
-  switch (v->dtype) {
-    case WEFT_DT_INT64: return ((const int64_t *)v->data)[i];
-    case WEFT_DT_INT32: return ((const int32_t *)v->data)[i];
-    case WEFT_DT_INT16: return ((const int16_t *)v->data)[i];
-    case WEFT_DT_INT8: return ((const int8_t *)v->data)[i];
-    case WEFT_DT_UINT8: return ((const uint8_t *)v->data)[i];
-    case WEFT_DT_UINT16: return ((const uint16_t *)v->data)[i];
-    case WEFT_DT_UINT32: return ((const uint32_t *)v->data)[i];
-    case WEFT_DT_UINT64: return (int64_t)((const uint64_t *)v->data)[i];
-    default: return 0;
-  }
-}
-
-bool weft__cpu_is_index_dtype(weft_dtype_t dtype) { return weft__cpu_dtype_is_int(dtype); }
-
-weft_status_t *weft__cpu_read_indices(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
-                                      const char *what, int64_t *out, int64_t max_n, int64_t *n) {
-  if (!weft__cpu_is_index_dtype(v->dtype))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be an integer tensor, got %s",
-                           what, weft__cpu_dtype_name(v->dtype));
-  if (v->num_elements > max_n)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s has %lld elements, at most %lld allowed",
-                           what, (long long)v->num_elements, (long long)max_n);
-  for (int64_t i = 0; i < v->num_elements; i++) out[i] = weft__cpu_index_at(v, i);
-  *n = v->num_elements;
-  return NULL;
-}
-
-weft_status_t *weft__cpu_read_scalar_index(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
-                                           const char *what, int64_t *out) {
-  if (!weft__cpu_is_index_dtype(v->dtype))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be an integer tensor, got %s",
-                           what, weft__cpu_dtype_name(v->dtype));
-  if (v->num_elements != 1) {
-    char s[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be a scalar, got shape %s", what,
-                           weft__cpu_shape_str(v->rank, v->dims, s, sizeof s));
-  }
-  *out = weft__cpu_index_at(v, 0);
-  return NULL;
 }
 
 double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i) {
@@ -280,49 +165,6 @@ double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i) {
   }
 }
 
-weft_status_t *weft__cpu_axis(weft_kernel_ctx_t *ctx, int64_t axis, int rank, const char *what,
-                              int *out) {
-  if (axis < -(int64_t)rank || axis >= rank)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "%s %lld is out of range for a tensor of rank %d (must be in [%d, %d))",
-                           what, (long long)axis, rank, -rank, rank);
-  *out = (int)(axis < 0 ? axis + rank : axis);
-  return NULL;
-}
-
-bool weft__cpu_attr_bool(weft_kernel_ctx_t *ctx, const char *name, bool dflt) {
-  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
-  int v = 0;
-  weft_status_t *s = weft__cpu_host->attr_bool(attrs, name, &v);
-  if (s != NULL) {
-    weft__cpu_host->status_free(s);
-    return dflt;
-  }
-  return v != 0;
-}
-
-int64_t weft__cpu_attr_int(weft_kernel_ctx_t *ctx, const char *name, int64_t dflt) {
-  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
-  int64_t v = 0;
-  weft_status_t *s = weft__cpu_host->attr_int(attrs, name, &v);
-  if (s != NULL) {
-    weft__cpu_host->status_free(s);
-    return dflt;
-  }
-  return v;
-}
-
-float weft__cpu_attr_float(weft_kernel_ctx_t *ctx, const char *name, float dflt) {
-  const weft_attrs_t *attrs = weft__cpu_host->kernel_attrs(ctx);
-  float v = 0;
-  weft_status_t *s = weft__cpu_host->attr_float(attrs, name, &v);
-  if (s != NULL) {
-    weft__cpu_host->status_free(s);
-    return dflt;
-  }
-  return v;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Parallelism */
 
@@ -341,93 +183,18 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 /* ---------------------------------------------------------------------------------------------
  * Broadcasting */
 
-weft_status_t *weft__cpu_bcast_init(weft_kernel_ctx_t *ctx, weft_cpu_bcast_t *b, int n_in,
-                                    const weft_tensor_view_t *const *ins) {
-  memset(b, 0, sizeof *b);
-  b->n_in = n_in;
-  int rank = 0;
-  for (int k = 0; k < n_in; k++)
-    if (ins[k]->rank > rank) rank = ins[k]->rank;
-  /* Right-aligned padded dims of every input and the output. */
-  int64_t pad[CPU_BCAST_MAX_IN][WEFT_MAX_RANK];
-  int64_t out[WEFT_MAX_RANK];
-  for (int d = 0; d < rank; d++) {
-    out[d] = 1;
-    for (int k = 0; k < n_in; k++) {
-      int off = rank - ins[k]->rank;
-      pad[k][d] = d < off ? 1 : ins[k]->dims[d - off];
-    }
-    for (int k = 0; k < n_in; k++) {
-      int64_t v = pad[k][d];
-      if (v == 1) continue;
-      if (out[d] == 1) {
-        out[d] = v;
-      } else if (out[d] != v) {
-        char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
-        if (n_in == 3)
-          return weft__cpu_error(
-              ctx, WEFT_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s vs. %s",
-              weft__cpu_shape_str(ins[0]->rank, ins[0]->dims, s0, sizeof s0),
-              weft__cpu_shape_str(ins[1]->rank, ins[1]->dims, s1, sizeof s1),
-              weft__cpu_shape_str(ins[2]->rank, ins[2]->dims, s2, sizeof s2));
-        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                               weft__cpu_shape_str(ins[0]->rank, ins[0]->dims, s0, sizeof s0),
-                               weft__cpu_shape_str(ins[n_in - 1]->rank, ins[n_in - 1]->dims, s1,
-                                                   sizeof s1));
-      }
-    }
-  }
-  b->out_rank = rank;
-  b->out_elements = 1;
-  for (int d = 0; d < rank; d++) {
-    b->out_dims[d] = out[d];
-    b->out_elements *= out[d];
-  }
-  /* Collapse: drop dims of size 1 (nobody iterates them), then merge neighbours whose broadcast
-   * pattern is the same, so that the innermost run is as long as possible. */
-  int64_t cd[WEFT_MAX_RANK];
-  int cb[WEFT_MAX_RANK]; /* bit k set: input k is broadcast along this dim */
-  int cr = 0;
-  for (int d = 0; d < rank; d++) {
-    if (out[d] == 1) continue;
-    int bits = 0;
-    for (int k = 0; k < n_in; k++)
-      if (pad[k][d] == 1) bits |= 1 << k;
-    if (cr > 0 && cb[cr - 1] == bits) {
-      cd[cr - 1] *= out[d];
-    } else {
-      cd[cr] = out[d];
-      cb[cr] = bits;
-      cr++;
-    }
-  }
-  if (cr == 0) {
-    cd[0] = b->out_elements; /* 1, or 0 can't happen: a 0 dim is kept */
-    cb[0] = 0;
-    cr = 1;
-  }
-  b->rank = cr;
-  for (int d = 0; d < cr; d++) b->dims[d] = cd[d];
-  for (int k = 0; k < n_in; k++) {
-    int64_t s = 1;
-    for (int d = cr - 1; d >= 0; d--) {
-      if (cb[d] & (1 << k)) {
-        b->strides[k][d] = 0;
-      } else {
-        b->strides[k][d] = s;
-        s *= cd[d];
-      }
-    }
-  }
-  return NULL;
-}
-
-void weft__cpu_bcast_row_offsets(const weft_cpu_bcast_t *b, int64_t row, int64_t *offsets) {
-  for (int k = 0; k < b->n_in; k++) offsets[k] = 0;
-  for (int d = b->rank - 2; d >= 0; d--) {
-    int64_t i = row % b->dims[d];
-    row /= b->dims[d];
-    for (int k = 0; k < b->n_in; k++) offsets[k] += i * b->strides[k][d];
+void weft__cpu_bcast_runs(const weft_cpu_bcast_t *b, int64_t begin, int64_t end,
+                          weft_cpu_bcast_run_fn fn, void *arg) {
+  int64_t inner = weft__cpu_bcast_inner(b);
+  int r = b->rank - 1;
+  for (int64_t pos = begin; pos < end;) {
+    int64_t row = pos / inner, col = pos % inner;
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(b, row, off);
+    for (int k = 0; k < b->n_in; k++) off[k] += col * b->strides[k][r];
+    int64_t len = inner - col < end - pos ? inner - col : end - pos;
+    fn(arg, off, pos, len);
+    pos += len;
   }
 }
 
@@ -706,27 +473,13 @@ static const char *const ops_core_lacks[] = {
     "BroadcastArgs",
 };
 
-weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *op,
-                                       const weft_type_constraint_t *constraints,
-                                       size_t n_constraints, const char *const *host_memory,
-                                       weft_kernel_create_fn create, weft_kernel_compute_fn compute,
-                                       weft_kernel_destroy_fn destroy, void *user_data) {
+static bool core_lacks(const char *op) {
   for (size_t i = 0; i < sizeof ops_core_lacks / sizeof ops_core_lacks[0]; i++)
-    if (strcmp(op, ops_core_lacks[i]) == 0) return NULL;
-  weft_kernel_def_t def;
-  memset(&def, 0, sizeof def);
-  def.struct_size = sizeof def;
-  def.op = op;
-  def.device_type = WEFT_CPU_DEVICE_TYPE;
-  def.constraints = constraints;
-  def.n_constraints = n_constraints;
-  def.host_memory_args = host_memory;
-  def.priority = 0;
-  def.create = create;
-  def.compute = compute;
-  def.destroy = destroy;
-  def.user_data = user_data;
-  weft_status_t *s = reg->register_kernel(reg->ctx, &def);
+    if (strcmp(op, ops_core_lacks[i]) == 0) return true;
+  return false;
+}
+
+static weft_status_t *skip_unknown_op(const char *op, weft_status_t *s) {
   if (s != NULL && weft__cpu_host->status_code(s) == WEFT_NOT_FOUND) {
     /* An older or trimmed core without this op: the kernel is useless there, not an error. */
     weft__cpu_host->log(WEFT_LOG_DEBUG, WEFT_CPU_PLUGIN_NAME, "skipping kernel %s: %s", op,
@@ -737,12 +490,24 @@ weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *
   return s;
 }
 
+weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *op,
+                                       const weft_type_constraint_t *constraints,
+                                       size_t n_constraints, const char *const *host_memory,
+                                       weft_kernel_create_fn create, weft_kernel_compute_fn compute,
+                                       weft_kernel_destroy_fn destroy, void *user_data) {
+  if (core_lacks(op)) return NULL;
+  return skip_unknown_op(op, weft_pc_register_full(reg, WEFT_CPU_DEVICE_TYPE, op, constraints,
+                                                   n_constraints, host_memory, create, compute,
+                                                   destroy, user_data));
+}
+
 weft_status_t *weft__cpu_register(const weft_registrar_t *reg, const weft_cpu_kernel_spec_t *spec) {
-  weft_type_constraint_t c;
-  c.attr = spec->type_attr;
-  c.dtypes = spec->dtypes;
-  c.n_dtypes = spec->n_dtypes;
-  return weft__cpu_register_full(reg, spec->op, &c, spec->type_attr != NULL ? 1 : 0,
-                                 spec->host_memory, spec->create, spec->compute, spec->destroy,
-                                 spec->user_data);
+  if (core_lacks(spec->op)) return NULL;
+  return skip_unknown_op(spec->op, weft_pc_register(reg, WEFT_CPU_DEVICE_TYPE, spec));
+}
+
+weft_status_t *weft__cpu_register_specs(const weft_registrar_t *reg,
+                                        const weft_cpu_kernel_spec_t *specs, size_t n) {
+  for (size_t i = 0; i < n; i++) CPU_TRY(weft__cpu_register(reg, &specs[i]));
+  return NULL;
 }

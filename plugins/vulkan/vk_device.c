@@ -833,23 +833,37 @@ static weft_status_t *check_range(weft_vk_device_t *dev, const weft_vk_mem_t *m,
   return NULL;
 }
 
+/* A copy between host memory and device memory through the batch's staging memory: nbytes at
+ * b->map + off, recorded into slot s. */
+typedef struct staged {
+  slot_t *s;
+  stage_buf_t *b;
+  VkDeviceSize off;
+} staged_t;
+
+/* Under the device lock: checks that m can take nbytes and sets up *c. */
+static weft_status_t *staged_begin(weft_vk_device_t *dev, const weft_vk_mem_t *m, size_t nbytes,
+                                   const char *what, staged_t *c) {
+  memset(c, 0, sizeof *c);
+  weft_status_t *st = check_range(dev, m, nbytes, what);
+  if (st == NULL) st = slot_open(dev, &c->s);
+  if (st == NULL) st = stage_alloc(dev, c->s, nbytes, &c->b, &c->off);
+  return st;
+}
+
 weft_status_t *weft__vk_copy_to_device(weft_vk_device_t *dev, void *dst, const void *src,
                                        size_t nbytes) {
   if (nbytes == 0) return NULL;
   weft_vk_mem_t *m = dst;
+  staged_t c;
   pthread_mutex_lock(&dev->lock);
-  weft_status_t *st = check_range(dev, m, nbytes, "copy to device");
-  slot_t *s = NULL;
-  if (st == NULL) st = slot_open(dev, &s);
-  stage_buf_t *b = NULL;
-  VkDeviceSize off = 0;
-  if (st == NULL) st = stage_alloc(dev, s, nbytes, &b, &off);
+  weft_status_t *st = staged_begin(dev, m, nbytes, "copy to device", &c);
   if (st == NULL) {
-    memcpy(b->map + off, src, nbytes);
-    command_barrier(s);
-    VkBufferCopy region = {off, m->offset, nbytes};
-    weft__vkf.CmdCopyBuffer(s->cmd, b->buffer, m->buffer, 1, &region);
-    st = after_record(dev, s);
+    memcpy(c.b->map + c.off, src, nbytes);
+    command_barrier(c.s);
+    VkBufferCopy region = {c.off, m->offset, nbytes};
+    weft__vkf.CmdCopyBuffer(c.s->cmd, c.b->buffer, m->buffer, 1, &region);
+    st = after_record(dev, c.s);
   }
   pthread_mutex_unlock(&dev->lock);
   return st;
@@ -859,22 +873,18 @@ weft_status_t *weft__vk_copy_from_device(weft_vk_device_t *dev, void *dst, const
                                          size_t nbytes) {
   if (nbytes == 0) return NULL;
   const weft_vk_mem_t *m = src;
+  staged_t c;
   pthread_mutex_lock(&dev->lock);
-  weft_status_t *st = check_range(dev, m, nbytes, "copy from device");
-  slot_t *s = NULL;
-  if (st == NULL) st = slot_open(dev, &s);
-  stage_buf_t *b = NULL;
-  VkDeviceSize off = 0;
-  if (st == NULL) st = stage_alloc(dev, s, nbytes, &b, &off);
+  weft_status_t *st = staged_begin(dev, m, nbytes, "copy from device", &c);
   if (st == NULL) {
-    command_barrier(s);
-    VkBufferCopy region = {m->offset, off, nbytes};
-    weft__vkf.CmdCopyBuffer(s->cmd, m->buffer, b->buffer, 1, &region);
-    s->n_commands++;
+    command_barrier(c.s);
+    VkBufferCopy region = {m->offset, c.off, nbytes};
+    weft__vkf.CmdCopyBuffer(c.s->cmd, m->buffer, c.b->buffer, 1, &region);
+    c.s->n_commands++;
     /* The slot is not recycled before it is opened again, which cannot happen while we hold
      * the lock, so the staging bytes stay put until they are copied out. */
     st = sync_all(dev);
-    if (st == NULL) memcpy(dst, b->map + off, nbytes);
+    if (st == NULL) memcpy(dst, c.b->map + c.off, nbytes);
   }
   pthread_mutex_unlock(&dev->lock);
   return st;

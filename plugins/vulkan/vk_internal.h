@@ -2,8 +2,9 @@
  * time, the physical devices found, the device API the kernels record work through (memory,
  * dispatch of the embedded compute shaders, fills and copies), and the kernel helpers.
  *
- * The plugin sees only the SDK headers (weft/plugin.h, weft/types.h), the Vulkan headers, libc,
- * libdl and pthreads. It never links libvulkan: the loader is dlopen'ed when devices are first
+ * The plugin sees only the SDK headers (weft/plugin.h, weft/types.h), the helpers it shares with
+ * the other plugins (plugins/common/plugin_common.h), the Vulkan headers, libc, libdl and
+ * pthreads. It never links libvulkan: the loader is dlopen'ed when devices are first
  * counted, so a machine without Vulkan still loads the plugin and is told why there is no
  * device. Names shared between files start with weft__vk_ and stay hidden (the module is built
  * with hidden visibility; only weft_plugin_entry is exported). */
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "plugin_common.h"
 #include "shaders/vk_ops.h"
 #include "weft/plugin.h"
 #include "weft/types.h"
@@ -23,15 +25,15 @@
 #define WEFT_VK_PLUGIN_NAME "vulkan"
 #define WEFT_VK_DEVICE_TYPE "VULKAN"
 
+/* Helpers that are the same in every plugin live in plugins/common (weft_pc_*); the Vulkan
+ * kernels call them under the weft__vk_ names used here, so that the plugin's code reads one way
+ * whichever file a helper lives in. */
+
 /* The host table handed to init(); valid for the life of the process once the plugin loaded. */
-extern const weft_host_t *weft__vk_host;
+#define weft__vk_host weft_pc_host
 
 /* Returns from the enclosing function when a status-returning call fails. */
-#define VK_TRY(expr)                          \
-  do {                                        \
-    weft_status_t *vk_try_s_ = (expr);        \
-    if (vk_try_s_ != NULL) return vk_try_s_;  \
-  } while (0)
+#define VK_TRY(expr) WEFT_PC_TRY(expr)
 
 /* ---------------------------------------------------------------------------------------------
  * Vulkan entry points (vk_loader.c), resolved through vkGetInstanceProcAddr once the instance
@@ -214,27 +216,24 @@ weft_status_t *weft__vk_fill(weft_vk_device_t *dev, void *dst, size_t nbytes, ui
  * Kernel helpers (vk_util.c). */
 
 /* A new status naming the kernel's node: "node 'name': message". */
-weft_status_t *weft__vk_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#define VK_SHAPE_STR_LEN 200
-const char *weft__vk_shape_str(int rank, const int64_t *dims, char *buf, size_t len);
-const char *weft__vk_dtype_name(weft_dtype_t dtype);
-size_t weft__vk_dtype_size(weft_dtype_t dtype);
+#define weft__vk_error weft_pc_error
+#define VK_SHAPE_STR_LEN WEFT_PC_SHAPE_STR_LEN
+#define weft__vk_shape_str weft_pc_shape_str
+#define weft__vk_dtype_name weft_pc_dtype_name
+#define weft__vk_dtype_size weft_pc_dtype_size
 /* The shader dtype code of a tensor dtype, or -1 for one the shaders do not handle. */
 int weft__vk_dt(weft_dtype_t dtype);
 
 weft_vk_device_t *weft__vk_ctx_device(weft_kernel_ctx_t *ctx);
-weft_status_t *weft__vk_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out);
-weft_status_t *weft__vk_output(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
-                               const int64_t *dims, weft_tensor_view_t *out);
+#define weft__vk_input weft_pc_input
+#define weft__vk_output weft_pc_output
 /* Device scratch memory freed after compute returns (work recorded before then keeps using it
  * safely: later users of the memory are recorded after). */
 weft_status_t *weft__vk_scratch(weft_kernel_ctx_t *ctx, size_t nbytes, void **out);
 /* Reads an integer tensor (host memory) of at most max_n elements into out. */
-weft_status_t *weft__vk_read_indices(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
-                                     const char *what, int64_t *out, int64_t max_n, int64_t *n);
-bool weft__vk_attr_bool(weft_kernel_ctx_t *ctx, const char *name, bool dflt);
-float weft__vk_attr_float(weft_kernel_ctx_t *ctx, const char *name, float dflt);
+#define weft__vk_read_indices weft_pc_read_indices
+#define weft__vk_attr_bool weft_pc_attr_bool
+#define weft__vk_attr_float weft_pc_attr_float
 /* Fails with INVALID_ARGUMENT when a tensor has more elements or bytes than a shader can index
  * (32-bit element indices, the device's largest binding). */
 weft_status_t *weft__vk_check_size(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
@@ -244,17 +243,15 @@ uint32_t weft__vk_groups(weft_kernel_ctx_t *ctx, uint64_t n_items);
 
 /* Broadcasting (TensorFlow/numpy rules) of 2 or 3 operands, collapsed: size-1 dims dropped,
  * neighbouring dims with the same broadcast pattern merged (rank >= 1 always). */
-typedef struct weft_vk_bcast {
-  int rank;
-  int64_t dims[WEFT_MAX_RANK];
-  int64_t strides[3][WEFT_MAX_RANK]; /* in elements; 0 along broadcast dims */
-  int64_t out_elements;
-  int out_rank; /* the full output shape */
-  int64_t out_dims[WEFT_MAX_RANK];
-} weft_vk_bcast_t;
+typedef weft_pc_bcast_t weft_vk_bcast_t;
 /* INVALID_ARGUMENT "Incompatible shapes: [..] vs. [..]" when they do not broadcast. */
-weft_status_t *weft__vk_bcast_init(weft_kernel_ctx_t *ctx, weft_vk_bcast_t *b, int n_in,
-                                   const int *ranks, const int64_t *const *dims);
+#define weft__vk_bcast_init weft_pc_bcast_init
+
+/* Records z = op(x, y) by the binary shader (VK_BIN_* op, alpha its parameter) over the
+ * broadcast geometry bc of x (input 0) and y (input 1); z may be x (in place). */
+weft_status_t *weft__vk_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
+                               weft_dtype_t dtype, const weft_vk_bcast_t *bc, void *x, void *y,
+                               void *z);
 
 /* Records out = gather(in): out element i (row-major over dims[0..rank)) is in element
  * sum(coord[d] * strides[d]). bool tensors (1-byte elements) and 4-byte elements. */
@@ -271,21 +268,20 @@ weft_status_t *weft__vk_copy_strided(weft_kernel_ctx_t *ctx, void *out, int64_t 
                                      const int64_t *in_strides, weft_dtype_t dtype, int rank,
                                      const int64_t *dims);
 
-/* Registers one kernel on VULKAN. */
-typedef struct weft_vk_kernel_spec {
-  const char *op;
-  weft_kernel_compute_fn compute;
-  const char *type_attr; /* NULL: no constraint */
-  const weft_dtype_t *dtypes;
-  size_t n_dtypes;
-  const char *const *host_memory; /* NULL-terminated or NULL */
-  void *user_data;
-  /* a second constraint (Cast's DstT), or NULL */
-  const char *type_attr2;
-  const weft_dtype_t *dtypes2;
-  size_t n_dtypes2;
-} weft_vk_kernel_spec_t;
+/* Registers one kernel on VULKAN (at most one type constraint; weft_pc_kernel_spec_t). */
+typedef weft_pc_kernel_spec_t weft_vk_kernel_spec_t;
 weft_status_t *weft__vk_register(const weft_registrar_t *reg, const weft_vk_kernel_spec_t *spec);
+/* Registers op `name` of a kernel table: compute with user_data, constrained on "T" to
+ * dtypes[0..n_dtypes), or unconstrained when dtypes is NULL (a bool-only op without T). */
+weft_status_t *weft__vk_register_typed(const weft_registrar_t *reg, const char *name,
+                                       weft_kernel_compute_fn compute,
+                                       const char *const *host_memory, void *user_data,
+                                       const weft_dtype_t *dtypes, size_t n_dtypes);
+/* The same with several type constraints (Cast's SrcT and DstT). */
+weft_status_t *weft__vk_register_full(const weft_registrar_t *reg, const char *op,
+                                      const weft_type_constraint_t *constraints,
+                                      size_t n_constraints, const char *const *host_memory,
+                                      weft_kernel_compute_fn compute, void *user_data);
 
 extern const weft_dtype_t weft__vk_types_f[];    /* float */
 extern const weft_dtype_t weft__vk_types_fi[];   /* float, int32 */

@@ -99,10 +99,9 @@ typedef struct binary_push {
   uint32_t sb[VK_MAX_DIMS];
 } binary_push_t;
 
-/* Records z = op(x, y) over the broadcast geometry bc (inputs 0 and 1 of it). */
-static weft_status_t *run_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
-                                 weft_dtype_t dtype, const weft_vk_bcast_t *bc, void *x, void *y,
-                                 void *z) {
+weft_status_t *weft__vk_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
+                               weft_dtype_t dtype, const weft_vk_bcast_t *bc, void *x, void *y,
+                               void *z) {
   if (bc->out_elements == 0) return NULL;
   if (bc->out_elements >= ((int64_t)1 << 32) - 4)
     return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -128,9 +127,8 @@ static weft_status_t *run_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alph
 
 static weft_status_t *bcast2(weft_kernel_ctx_t *ctx, weft_vk_bcast_t *bc,
                              const weft_tensor_view_t *x, const weft_tensor_view_t *y) {
-  const int ranks[2] = {x->rank, y->rank};
-  const int64_t *dims[2] = {x->dims, y->dims};
-  return weft__vk_bcast_init(ctx, bc, 2, ranks, dims);
+  const weft_tensor_view_t *ins[2] = {x, y};
+  return weft_pc_bcast_views(ctx, bc, 2, ins);
 }
 
 typedef struct bin_op {
@@ -142,30 +140,27 @@ typedef struct bin_op {
   float param_default;
 } bin_op_t;
 
-static const weft_dtype_t types_fib[] = {WEFT_DT_FLOAT, WEFT_DT_INT32, WEFT_DT_BOOL};
-static const weft_dtype_t types_fi[] = {WEFT_DT_FLOAT, WEFT_DT_INT32};
-static const weft_dtype_t types_f[] = {WEFT_DT_FLOAT};
 
 static const bin_op_t bin_ops[] = {
-    {"AddV2", VK_BIN_ADD, types_fi, 2, NULL, 0},
-    {"Add", VK_BIN_ADD, types_fi, 2, NULL, 0},
-    {"Sub", VK_BIN_SUB, types_fi, 2, NULL, 0},
-    {"Mul", VK_BIN_MUL, types_fi, 2, NULL, 0},
-    {"RealDiv", VK_BIN_DIV, types_f, 1, NULL, 0},
-    {"Div", VK_BIN_DIV, types_f, 1, NULL, 0},
-    {"Maximum", VK_BIN_MAX, types_fi, 2, NULL, 0},
-    {"Minimum", VK_BIN_MIN, types_fi, 2, NULL, 0},
-    {"Pow", VK_BIN_POW, types_f, 1, NULL, 0},
-    {"SquaredDifference", VK_BIN_SQDIFF, types_fi, 2, NULL, 0},
-    {"ReluGrad", VK_BIN_RELU_GRAD, types_f, 1, NULL, 0},
-    {"SigmoidGrad", VK_BIN_SIGMOID_GRAD, types_f, 1, NULL, 0},
-    {"TanhGrad", VK_BIN_TANH_GRAD, types_f, 1, NULL, 0},
-    {"Equal", VK_BIN_EQ, types_fib, 3, NULL, 0},
-    {"NotEqual", VK_BIN_NE, types_fib, 3, NULL, 0},
-    {"Less", VK_BIN_LT, types_fi, 2, NULL, 0},
-    {"LessEqual", VK_BIN_LE, types_fi, 2, NULL, 0},
-    {"Greater", VK_BIN_GT, types_fi, 2, NULL, 0},
-    {"GreaterEqual", VK_BIN_GE, types_fi, 2, NULL, 0},
+    {"AddV2", VK_BIN_ADD, weft__vk_types_fi, 2, NULL, 0},
+    {"Add", VK_BIN_ADD, weft__vk_types_fi, 2, NULL, 0},
+    {"Sub", VK_BIN_SUB, weft__vk_types_fi, 2, NULL, 0},
+    {"Mul", VK_BIN_MUL, weft__vk_types_fi, 2, NULL, 0},
+    {"RealDiv", VK_BIN_DIV, weft__vk_types_f, 1, NULL, 0},
+    {"Div", VK_BIN_DIV, weft__vk_types_f, 1, NULL, 0},
+    {"Maximum", VK_BIN_MAX, weft__vk_types_fi, 2, NULL, 0},
+    {"Minimum", VK_BIN_MIN, weft__vk_types_fi, 2, NULL, 0},
+    {"Pow", VK_BIN_POW, weft__vk_types_f, 1, NULL, 0},
+    {"SquaredDifference", VK_BIN_SQDIFF, weft__vk_types_fi, 2, NULL, 0},
+    {"ReluGrad", VK_BIN_RELU_GRAD, weft__vk_types_f, 1, NULL, 0},
+    {"SigmoidGrad", VK_BIN_SIGMOID_GRAD, weft__vk_types_f, 1, NULL, 0},
+    {"TanhGrad", VK_BIN_TANH_GRAD, weft__vk_types_f, 1, NULL, 0},
+    {"Equal", VK_BIN_EQ, weft__vk_types_fib, 3, NULL, 0},
+    {"NotEqual", VK_BIN_NE, weft__vk_types_fib, 3, NULL, 0},
+    {"Less", VK_BIN_LT, weft__vk_types_fi, 2, NULL, 0},
+    {"LessEqual", VK_BIN_LE, weft__vk_types_fi, 2, NULL, 0},
+    {"Greater", VK_BIN_GT, weft__vk_types_fi, 2, NULL, 0},
+    {"GreaterEqual", VK_BIN_GE, weft__vk_types_fi, 2, NULL, 0},
     {"LogicalAnd", VK_BIN_AND, NULL, 0, NULL, 0},
     {"LogicalOr", VK_BIN_OR, NULL, 0, NULL, 0},
 };
@@ -173,11 +168,7 @@ static const bin_op_t bin_ops[] = {
 static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   const bin_op_t *op = state;
   weft_tensor_view_t x, y, z;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_input(ctx, 1, &y));
-  if (x.dtype != y.dtype)
-    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
-                          op->name, weft__vk_dtype_name(x.dtype), weft__vk_dtype_name(y.dtype));
+  VK_TRY(weft_pc_binary_inputs(ctx, op->name, &x, &y));
   bool out_bool = op->code >= VK_BIN_FIRST_BOOL_OUT;
   weft_vk_bcast_t bc;
   weft_status_t *bs = bcast2(ctx, &bc, &x, &y);
@@ -194,7 +185,7 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   VK_TRY(weft__vk_check_size(ctx, &x, op->name));
   VK_TRY(weft__vk_check_size(ctx, &y, op->name));
   float alpha = op->param != NULL ? weft__vk_attr_float(ctx, op->param, op->param_default) : 0.0f;
-  return run_binary(ctx, op->code, alpha, x.dtype, &bc, x.data, y.data, z.data);
+  return weft__vk_binary(ctx, op->code, alpha, x.dtype, &bc, x.data, y.data, z.data);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -202,47 +193,20 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, bias, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_input(ctx, 1, &bias));
-  bool nchw = false;
-  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
-  if (H->attr_has(attrs, "data_format")) {
-    const char *fmt = NULL;
-    size_t len = 0;
-    VK_TRY(H->attr_string(attrs, "data_format", &fmt, &len));
-    if (len == 4 && memcmp(fmt, "NCHW", 4) == 0) nchw = true;
-    else if (!(len == 4 && memcmp(fmt, "NHWC", 4) == 0))
-      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
-                            "data_format must be \"NHWC\" or \"NCHW\", got \"%.*s\"", (int)len, fmt);
-  }
-  char s0[VK_SHAPE_STR_LEN], s1[VK_SHAPE_STR_LEN];
-  if (x.rank < 2)
-    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
-                          weft__vk_shape_str(x.rank, x.dims, s0, sizeof s0));
-  if (bias.rank != 1)
-    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "Biases must be 1D: %s",
-                          weft__vk_shape_str(bias.rank, bias.dims, s0, sizeof s0));
-  int cdim = nchw ? 1 : x.rank - 1;
-  if (bias.dims[0] != x.dims[cdim])
-    return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "Must provide as many biases as the %s dimension of the input tensor: "
-                          "%s vs. %s",
-                          nchw ? "channel" : "last",
-                          weft__vk_shape_str(bias.rank, bias.dims, s0, sizeof s0),
-                          weft__vk_shape_str(x.rank, x.dims, s1, sizeof s1));
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
-  if (x.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &x, "BiasAdd value"));
+  weft_pc_bias_add_t b;
+  VK_TRY(weft_pc_bias_add_prepare(ctx, &b));
+  const weft_tensor_view_t *x = &b.x;
+  if (x->num_elements == 0) return NULL;
+  VK_TRY(weft__vk_check_size(ctx, x, "BiasAdd value"));
   int64_t bdims[WEFT_MAX_RANK];
-  int brank = x.rank - cdim;
-  bdims[0] = bias.dims[0];
+  int brank = x->rank - b.cdim;
+  bdims[0] = b.bias.dims[0];
   for (int d = 1; d < brank; d++) bdims[d] = 1;
-  const int ranks[2] = {x.rank, brank};
-  const int64_t *dims[2] = {x.dims, bdims};
+  const int ranks[2] = {x->rank, brank};
+  const int64_t *dims[2] = {x->dims, bdims};
   weft_vk_bcast_t bc;
   VK_TRY(weft__vk_bcast_init(ctx, &bc, 2, ranks, dims));
-  return run_binary(ctx, VK_BIN_ADD, 0.0f, x.dtype, &bc, x.data, bias.data, y.data);
+  return weft__vk_binary(ctx, VK_BIN_ADD, 0.0f, x->dtype, &bc, x->data, b.bias.data, b.y.data);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -250,24 +214,12 @@ static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  int n = H->kernel_num_inputs(ctx);
-  if (n < 1) return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT, "AddN needs at least one input");
+  int n;
   weft_tensor_view_t first, z;
-  VK_TRY(weft__vk_input(ctx, 0, &first));
+  VK_TRY(weft_pc_addn_first(ctx, &n, &first));
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    VK_TRY(weft__vk_input(ctx, k, &v));
-    if (v.rank != first.rank || v.dtype != first.dtype ||
-        memcmp(v.dims, first.dims, sizeof(int64_t) * (size_t)v.rank) != 0) {
-      char a[VK_SHAPE_STR_LEN], b[VK_SHAPE_STR_LEN];
-      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
-                            "AddN inputs must have the same shape and dtype: input 0 is %s%s, "
-                            "input %d is %s%s",
-                            weft__vk_dtype_name(first.dtype),
-                            weft__vk_shape_str(first.rank, first.dims, a, sizeof a), k,
-                            weft__vk_dtype_name(v.dtype),
-                            weft__vk_shape_str(v.rank, v.dims, b, sizeof b));
-    }
+    VK_TRY(weft_pc_addn_input(ctx, k, &first, &v));
   }
   VK_TRY(weft__vk_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
   if (first.num_elements == 0) return NULL;
@@ -279,7 +231,7 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
     VK_TRY(weft__vk_input(ctx, k, &v));
-    VK_TRY(run_binary(ctx, VK_BIN_ADD, 0.0f, first.dtype, &bc, k == 1 ? first.data : z.data,
+    VK_TRY(weft__vk_binary(ctx, VK_BIN_ADD, 0.0f, first.dtype, &bc, k == 1 ? first.data : z.data,
                       v.data, z.data));
   }
   return NULL;
@@ -290,15 +242,10 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t t, lo, hi, z;
-  VK_TRY(weft__vk_input(ctx, 0, &t));
-  VK_TRY(weft__vk_input(ctx, 1, &lo));
-  VK_TRY(weft__vk_input(ctx, 2, &hi));
-  const int ranks[3] = {t.rank, lo.rank, hi.rank};
-  const int64_t *dims[3] = {t.dims, lo.dims, hi.dims};
+  weft_tensor_view_t in[3], z;
   weft_vk_bcast_t all;
-  VK_TRY(weft__vk_bcast_init(ctx, &all, 3, ranks, dims));
-  VK_TRY(weft__vk_output(ctx, 0, t.dtype, all.out_rank, all.out_dims, &z));
+  VK_TRY(weft_pc_bcast3_prepare(ctx, in, 0, &all, &z));
+  const weft_tensor_view_t t = in[0], lo = in[1], hi = in[2];
   if (all.out_elements == 0) return NULL;
   VK_TRY(weft__vk_check_size(ctx, &z, "ClipByValue output"));
   /* First pass: z = min(t, hi) over the shape of (t, hi); second: z = max(z, lo) in place
@@ -310,14 +257,14 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   memcpy(mid.dims, b1.out_dims, sizeof mid.dims);
   VK_TRY(bcast2(ctx, &b2, &mid, &lo));
   if (b1.out_elements == all.out_elements) {
-    VK_TRY(run_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, z.data));
-    return run_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, z.data, lo.data, z.data);
+    VK_TRY(weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, z.data));
+    return weft__vk_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, z.data, lo.data, z.data);
   }
   /* lo widens the shape: the intermediate needs its own buffer. */
   void *tmp = NULL;
   VK_TRY(weft__vk_scratch(ctx, (size_t)b1.out_elements * 4, &tmp));
-  VK_TRY(run_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, tmp));
-  return run_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, tmp, lo.data, z.data);
+  VK_TRY(weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, tmp));
+  return weft__vk_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, tmp, lo.data, z.data);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -358,31 +305,20 @@ static weft_status_t *run_select(weft_kernel_ctx_t *ctx, const weft_vk_bcast_t *
 
 static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL;
-  weft_tensor_view_t c, t, e, z;
-  VK_TRY(weft__vk_input(ctx, 0, &c));
-  VK_TRY(weft__vk_input(ctx, 1, &t));
-  VK_TRY(weft__vk_input(ctx, 2, &e));
-  char s0[VK_SHAPE_STR_LEN], s1[VK_SHAPE_STR_LEN];
+  weft_tensor_view_t in[3], z; /* condition, then, else */
+  VK_TRY(weft_pc_inputs(ctx, 3, in));
+  const weft_tensor_view_t c = in[0], t = in[1], e = in[2];
   int64_t cdims[WEFT_MAX_RANK];
   int crank = c.rank;
   memcpy(cdims, c.dims, sizeof cdims);
   if (!v2) {
-    /* Select: t and e alike; the condition is their shape, a scalar, or a vector along dim 0. */
-    if (t.rank != e.rank || memcmp(t.dims, e.dims, sizeof(int64_t) * (size_t)t.rank) != 0)
-      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
-                            "'then' and 'else' must have the same size.  but received: %s vs. %s",
-                            weft__vk_shape_str(t.rank, t.dims, s0, sizeof s0),
-                            weft__vk_shape_str(e.rank, e.dims, s1, sizeof s1));
-    bool same = c.rank == t.rank && memcmp(c.dims, t.dims, sizeof(int64_t) * (size_t)c.rank) == 0;
-    if (!same && c.rank == 1 && t.rank >= 1 && c.dims[0] == t.dims[0]) {
+    /* Select: t and e alike; the condition is their shape, a scalar, or a vector along dim 0,
+     * which broadcasts as [n, 1, ..., 1]. */
+    weft_pc_select_cond_t cond;
+    VK_TRY(weft_pc_select_check(ctx, &c, &t, &e, &cond));
+    if (cond == WEFT_PC_SELECT_ROWS) {
       crank = t.rank;
       for (int d = 1; d < crank; d++) cdims[d] = 1;
-    } else if (!same && c.rank != 0) {
-      return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
-                            "'condition' must be a scalar, a vector matching the first dimension "
-                            "of 'then', or have the same shape as 'then': condition %s, then %s",
-                            weft__vk_shape_str(c.rank, c.dims, s0, sizeof s0),
-                            weft__vk_shape_str(t.rank, t.dims, s1, sizeof s1));
     }
   }
   const int ranks[3] = {crank, t.rank, e.rank};
@@ -433,44 +369,27 @@ static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
 static int v2_marker;
 
 weft_status_t *weft__vk_register_math(const weft_registrar_t *reg) {
-  weft_vk_kernel_spec_t spec;
+  const weft_dtype_t *fib = weft__vk_types_fib, *fi = weft__vk_types_fi;
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_unary;
-    spec.user_data = (void *)op;
-    if (op->code != VK_UN_LOGICAL_NOT) { /* LogicalNot is bool only, without a type attr */
-      spec.type_attr = "T";
-      spec.dtypes = types_fi;
-      spec.n_dtypes = op->with_int ? 2 : 1;
-    }
-    VK_TRY(weft__vk_register(reg, &spec));
+    bool typed = op->code != VK_UN_LOGICAL_NOT; /* LogicalNot is bool only, without a type attr */
+    VK_TRY(weft__vk_register_typed(reg, op->name, k_unary, NULL, (void *)op, typed ? fi : NULL,
+                                   op->with_int ? 2 : 1));
   }
   for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
     const bin_op_t *op = &bin_ops[i];
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_binary;
-    spec.user_data = (void *)op;
-    if (op->dtypes != NULL) {
-      spec.type_attr = "T";
-      spec.dtypes = op->dtypes;
-      spec.n_dtypes = op->n_dtypes;
-    }
-    VK_TRY(weft__vk_register(reg, &spec));
+    VK_TRY(weft__vk_register_typed(reg, op->name, k_binary, NULL, (void *)op, op->dtypes,
+                                   op->n_dtypes));
   }
   const weft_vk_kernel_spec_t more[] = {
-      {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = types_fi, .n_dtypes = 2},
-      {.op = "AddN", .compute = k_addn, .type_attr = "T", .dtypes = types_fi, .n_dtypes = 2},
-      {.op = "ClipByValue", .compute = k_clip, .type_attr = "T", .dtypes = types_fi,
-       .n_dtypes = 2},
-      {.op = "Select", .compute = k_select, .type_attr = "T", .dtypes = types_fib, .n_dtypes = 3},
-      {.op = "SelectV2", .compute = k_select, .type_attr = "T", .dtypes = types_fib,
-       .n_dtypes = 3, .user_data = &v2_marker},
-      {.op = "Cast", .compute = k_cast, .type_attr = "SrcT", .dtypes = types_fib, .n_dtypes = 3,
-       .type_attr2 = "DstT", .dtypes2 = types_fib, .n_dtypes2 = 3},
+      {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = fi, .n_dtypes = 2},
+      {.op = "AddN", .compute = k_addn, .type_attr = "T", .dtypes = fi, .n_dtypes = 2},
+      {.op = "ClipByValue", .compute = k_clip, .type_attr = "T", .dtypes = fi, .n_dtypes = 2},
+      {.op = "Select", .compute = k_select, .type_attr = "T", .dtypes = fib, .n_dtypes = 3},
+      {.op = "SelectV2", .compute = k_select, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
+       .user_data = &v2_marker},
   };
   for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) VK_TRY(weft__vk_register(reg, &more[i]));
-  return NULL;
+  const weft_type_constraint_t cast_types[] = {{"SrcT", fib, 3}, {"DstT", fib, 3}};
+  return weft__vk_register_full(reg, "Cast", cast_types, 2, NULL, k_cast, NULL);
 }

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
-
-const weft_host_t *weft__vk_host;
+#include "vk_services.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shaders */
@@ -116,6 +115,7 @@ static const weft_backend_t vk_backend = {
     .synchronize = vk_synchronize,
     .memory_usage = vk_memory_usage,
     .backend_shutdown = vk_backend_shutdown,
+    .device_services = weft__vk_device_services,
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -124,18 +124,8 @@ static const weft_backend_t vk_backend = {
 static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *registrar,
                               void **plugin_state) {
   *plugin_state = NULL;
-  if (host->struct_size < sizeof(weft_host_t)) {
-    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
-      return host->status_new(WEFT_FAILED_PRECONDITION,
-                              "Vulkan plugin: host table too small (%zu < %zu bytes)",
-                              host->struct_size, sizeof(weft_host_t));
-    return NULL; /* cannot even report it; register nothing */
-  }
-  weft__vk_host = host;
-  if (registrar->struct_size < sizeof(weft_registrar_t))
-    return host->status_new(WEFT_FAILED_PRECONDITION,
-                            "Vulkan plugin: registrar table too small (%zu < %zu bytes)",
-                            registrar->struct_size, sizeof(weft_registrar_t));
+  weft_status_t *err = NULL;
+  if (!weft_pc_init(host, registrar, "Vulkan plugin", &err)) return err;
   for (int s = 0; s < VK_SH_COUNT; s++)
     if (weft__vk_shader_code((weft_vk_shader_t)s) == NULL)
       return host->status_new(WEFT_INTERNAL, "Vulkan plugin: shader '%s' was not built in",

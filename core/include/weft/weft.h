@@ -347,6 +347,200 @@ void weft_device_list_free(weft_device_info_t *devices, int n);
  * includes every variable) on every task of the cluster behind `target`. */
 weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n);
 
+/* ---------------------------------------------------------------------------------------------
+ * Checkpoints: TensorFlow's tensor-bundle format (PREFIX.index, a sorted table of tensor entries,
+ * and PREFIX.data-NNNNN-of-NNNNN, the tensors' bytes), the `checkpoint` state file, and a saver
+ * over a local session's variables (docs/checkpoints.md). */
+
+typedef struct weft_checkpoint_reader weft_checkpoint_reader_t;
+
+/* Opens the checkpoint PREFIX (reads and checks PREFIX.index; data files are opened when a
+ * tensor is read). NOT_FOUND naming the file when there is no index; DATA_LOSS naming the file
+ * when it is truncated or corrupted. On success the caller owns *out. */
+weft_status_t *weft_checkpoint_reader_open(const char *prefix, weft_checkpoint_reader_t **out);
+void weft_checkpoint_reader_free(weft_checkpoint_reader_t *reader); /* accepts NULL */
+/* Tensors in key order; keys are borrowed from the reader. */
+int weft_checkpoint_reader_num_tensors(const weft_checkpoint_reader_t *reader);
+const char *weft_checkpoint_reader_key(const weft_checkpoint_reader_t *reader, int index);
+bool weft_checkpoint_reader_has(const weft_checkpoint_reader_t *reader, const char *key);
+/* dtype and shape of `key` (any pointer may be NULL); NOT_FOUND naming the key and checkpoint. */
+weft_status_t *weft_checkpoint_reader_info(const weft_checkpoint_reader_t *reader, const char *key,
+                                           weft_dtype_t *dtype, int *rank,
+                                           int64_t dims[WEFT_MAX_RANK]);
+/* Reads `key` into a new host tensor (the caller unrefs it), checking its crc32c: DATA_LOSS naming
+ * the data file, the key, its offset and size when the bytes do not match. */
+weft_status_t *weft_checkpoint_reader_read(weft_checkpoint_reader_t *reader, const char *key,
+                                           weft_tensor_t **out);
+
+typedef struct weft_checkpoint_writer weft_checkpoint_writer_t;
+
+/* Starts checkpoint PREFIX (its folder is created if needed). Tensors go to temporary files that
+ * only weft_checkpoint_writer_finish renames to the final names, so a writer that is freed
+ * unfinished (or a crash) never leaves a partial checkpoint under PREFIX. */
+weft_status_t *weft_checkpoint_writer_new(const char *prefix, weft_checkpoint_writer_t **out);
+/* Index blocks Snappy-compressed (default off, as TensorFlow writes them) and their size
+ * (default 4096 bytes). Set before finish. */
+void weft_checkpoint_writer_set_snappy(weft_checkpoint_writer_t *writer, bool on);
+void weft_checkpoint_writer_set_block_size(weft_checkpoint_writer_t *writer, size_t bytes);
+/* Appends a tensor (copied out at once; host or device). INVALID_ARGUMENT for an empty or
+ * repeated key. */
+weft_status_t *weft_checkpoint_writer_add(weft_checkpoint_writer_t *writer, const char *key,
+                                          const weft_tensor_t *tensor);
+/* Writes the index, fsyncs, and renames both files into place. */
+weft_status_t *weft_checkpoint_writer_finish(weft_checkpoint_writer_t *writer);
+/* Frees the writer; unfinished, its temporary files are removed. Accepts NULL. */
+void weft_checkpoint_writer_free(weft_checkpoint_writer_t *writer);
+/* TensorFlow's sharded save (MergeV2Checkpoints): merges checkpoints written separately (one per
+ * ps task, say) into one checkpoint PREFIX whose data files are PREFIX.data-0000N-of-0000M, one
+ * per input shard, in input order. Data files are linked (or moved) into place, then the merged
+ * index appears atomically; the inputs are removed when delete_inputs is true. INVALID_ARGUMENT
+ * naming a key found in two inputs; NOT_FOUND / DATA_LOSS naming an input that is missing or bad. */
+weft_status_t *weft_checkpoint_merge(const char *const *input_prefixes, int n_inputs,
+                                     const char *prefix, bool delete_inputs);
+
+/* The `checkpoint` state file of folder `dir` (a text CheckpointState). *latest (may be NULL)
+ * and every entry of *all (a NULL-terminated array, may be NULL) are paths resolved against
+ * `dir` when relative; the caller frees them with g_free / g_strfreev. NOT_FOUND when the folder
+ * has no state file. */
+weft_status_t *weft_checkpoint_state_read(const char *dir, char **latest, char ***all);
+/* Writes the state file atomically; paths inside `dir` are written relative to it. */
+weft_status_t *weft_checkpoint_state_write(const char *dir, const char *latest,
+                                           const char *const *all, int n_all);
+/* tf.train.latest_checkpoint: the newest prefix in `dir` whose index exists, or NULL. The caller
+ * g_free()s it. */
+char *weft_checkpoint_latest(const char *dir);
+
+/* TensorFlow's Saver over the variables of a local session. */
+typedef struct weft_saver weft_saver_t;
+
+/* max_to_keep: how many checkpoints save keeps (older ones are deleted); 0 or less keeps all. */
+weft_saver_t *weft_saver_new(int max_to_keep);
+void weft_saver_free(weft_saver_t *saver); /* accepts NULL */
+/* Restricts the saver to these variable node names (default: every variable of the graph). */
+void weft_saver_set_var_list(weft_saver_t *saver, const char *const *names, int n);
+void weft_saver_set_snappy(weft_saver_t *saver, bool on);
+/* Writes every variable of `graph` (NULL: the session's graph) under its node name to
+ * PREFIX-GLOBAL_STEP (global_step < 0: PREFIX), updates the `checkpoint` file in PREFIX's folder
+ * and deletes checkpoints beyond max_to_keep (the list is picked up from the state file on the
+ * first save, so it survives restarts). FAILED_PRECONDITION naming a variable that is not
+ * initialised. *saved_path (may be NULL) receives the prefix written; the caller g_free()s it.
+ * `saver` may be NULL (max_to_keep 5). */
+weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
+                               const weft_graph_t *graph, const char *prefix,
+                               int64_t global_step, char **saved_path);
+/* Assigns every variable of `graph` (NULL: the session's) from checkpoint PREFIX: NOT_FOUND
+ * naming a variable the checkpoint lacks; INVALID_ARGUMENT naming the variable with both dtypes
+ * or shapes when they differ. Nothing is assigned unless everything checks out. */
+weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
+                                  const weft_graph_t *graph, const char *prefix);
+
+/* ---------------------------------------------------------------------------------------------
+ * Training (docs/training.md): symbolic gradients, losses, optimizers, the replica device
+ * setter. Nodes these functions add belong to the graph, like every node. */
+
+/* TensorFlow's tf.gradients: adds nodes computing d(sum of ys)/d(x) for each x, under the name
+ * scope "gradients/...". grad_ys (may be NULL; an entry with node NULL means the same) gives the
+ * gradient flowing into each y, default ones. grads_out (n_xs entries, the caller's array) gets
+ * one output per x, owned by the graph; an x the ys do not depend on gets {NULL, 0} (TensorFlow's
+ * None). UNIMPLEMENTED naming the node and op type when a node on the way has no gradient
+ * function; INVALID_ARGUMENT for a y that is not a float tensor. On error nodes added so far stay
+ * in the graph (unused) and grads_out is all {NULL, 0}. */
+weft_status_t *weft_gradients(weft_graph_t *graph, const weft_output_t *ys, int n_ys,
+                              const weft_output_t *xs, int n_xs, const weft_output_t *grad_ys,
+                              weft_output_t *grads_out);
+
+/* Losses: scalar outputs averaged over all elements (mean squared error) or over the batch (the
+ * cross entropies: logits [batch, classes]; labels a distribution of the same shape, or class
+ * indices [batch] of type int32/int64 for the sparse form). {NULL,0} and *status on error. */
+weft_output_t weft_mean_squared_error(weft_graph_t *graph, weft_output_t labels,
+                                      weft_output_t predictions, weft_status_t **status);
+weft_output_t weft_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
+                                         weft_output_t logits, weft_status_t **status);
+weft_output_t weft_sparse_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
+                                                weft_output_t logits, weft_status_t **status);
+
+/* The trainable variables (VariableV2 nodes made by weft_variable), in creation order. */
+int weft_graph_num_trainable_variables(const weft_graph_t *graph);
+weft_node_t *weft_graph_trainable_variable(const weft_graph_t *graph, int index);
+
+/* The node "global_step" (an int64 scalar VariableV2, initialised to 0 by
+ * weft_global_variables_initializer, not trainable), created on first use. NULL and *status on
+ * error. */
+weft_node_t *weft_train_global_step(weft_graph_t *graph, weft_status_t **status);
+
+typedef enum weft_optimizer_kind {
+  WEFT_OPTIMIZER_GRADIENT_DESCENT = 0,
+  WEFT_OPTIMIZER_MOMENTUM,
+  WEFT_OPTIMIZER_ADAGRAD,
+  WEFT_OPTIMIZER_ADAM,
+  WEFT_OPTIMIZER_RMSPROP,
+} weft_optimizer_kind_t;
+
+/* Hyper-parameters, used literally; weft_optimizer_spec_default fills TensorFlow's defaults. */
+typedef struct weft_optimizer_spec {
+  weft_optimizer_kind_t kind;
+  double learning_rate;
+  double momentum;          /* MOMENTUM (no default: 0.9 from _default), RMSPROP (0) */
+  bool use_nesterov;        /* MOMENTUM, ADAM */
+  double initial_accumulator_value; /* ADAGRAD (0.1) */
+  double beta1, beta2;      /* ADAM (0.9, 0.999) */
+  double decay;             /* RMSPROP's rho (0.9) */
+  double epsilon;           /* ADAM (1e-8), RMSPROP (1e-10) */
+  const char *name;         /* name scope of the update ops; NULL: "GradientDescent", "Momentum",
+                               "Adagrad", "Adam", "RMSProp" (also the slot suffix) */
+} weft_optimizer_spec_t;
+
+weft_optimizer_spec_t weft_optimizer_spec_default(weft_optimizer_kind_t kind,
+                                                  double learning_rate);
+
+/* TensorFlow's optimizer.minimize: gradients of `loss` for var_list (VariableV2 nodes; NULL or
+ * n_vars 0: every trainable variable), slot variables colocated with each variable ("w/Momentum",
+ * "w/Adam", "w/Adam_1", ...; they join the global variables initializer), one Apply* op per
+ * variable colocated with it, and, when global_step is not NULL, an AssignAdd of 1 to it after
+ * the updates. *train_op is a NoOp named after the optimizer depending on all of it. Variables
+ * the loss does not depend on are skipped; INVALID_ARGUMENT when none is left. */
+weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
+                             const weft_optimizer_spec_t *spec, weft_node_t *const *var_list,
+                             int n_vars, weft_node_t *global_step, weft_node_t **train_op);
+
+/* TensorFlow's replica_device_setter, used as a device function:
+ *     weft_replica_device_setter_t *s = weft_replica_device_setter(g, 2, "/job:ps",
+ *         "/job:worker/task:0", true, WEFT_PS_ROUND_ROBIN);
+ *     weft_graph_push_device_fn(g, weft_replica_device_setter_fn, s);
+ *     ... build the model ...
+ *     weft_graph_pop_device(g); weft_replica_device_setter_free(s);
+ * Variable ops (VariableV2, VarHandleOp, ...) go to ps_device + "/task:N", N chosen by the
+ * strategy over ps_tasks tasks; every other op goes to worker_device (NULL: no opinion). Nodes
+ * built under weft_graph_push_colocate get no device from the setter (they follow the node they
+ * are colocated with, as TensorFlow's colocate_with). Device scopes pushed inside the setter are
+ * merged over its result (their fields win); with merge_devices false, a node under an inner
+ * non-empty device scope gets no device from the setter at all. With ps_tasks 0 the setter has no
+ * opinion. The setter borrows `graph`; the caller frees it after popping it. */
+typedef struct weft_replica_device_setter weft_replica_device_setter_t;
+typedef enum weft_ps_strategy {
+  WEFT_PS_ROUND_ROBIN = 0, /* task 0, 1, ..., ps_tasks-1, 0, ... in creation order */
+  WEFT_PS_BY_BYTE_SIZE,    /* the least-loaded task (bytes of its variables, from the node's
+                              "dtype" and "shape" attrs) takes the next variable; ties: lowest */
+} weft_ps_strategy_t;
+weft_replica_device_setter_t *weft_replica_device_setter(weft_graph_t *graph, int ps_tasks,
+                                                         const char *ps_device,
+                                                         const char *worker_device,
+                                                         bool merge_devices,
+                                                         weft_ps_strategy_t strategy);
+/* Same with ps_tasks from the "ps" job of `cluster`; INVALID_ARGUMENT if it has no ps job. */
+weft_status_t *weft_replica_device_setter_from_cluster(weft_graph_t *graph,
+                                                       const weft_cluster_spec_t *cluster,
+                                                       const char *ps_device,
+                                                       const char *worker_device,
+                                                       bool merge_devices,
+                                                       weft_ps_strategy_t strategy,
+                                                       weft_replica_device_setter_t **out);
+/* The weft_device_fn; user_data is the setter. */
+const char *weft_replica_device_setter_fn(void *user_data, const char *op, const char *node_name);
+/* Bytes of variables placed on ps task `task` so far. */
+uint64_t weft_replica_device_setter_ps_load(const weft_replica_device_setter_t *setter, int task);
+void weft_replica_device_setter_free(weft_replica_device_setter_t *setter); /* accepts NULL */
+
 #ifdef __cplusplus
 }
 #endif

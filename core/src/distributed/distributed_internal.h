@@ -149,8 +149,10 @@ void weft__step_table_free(weft__step_table_t *t);
  * table is shut down. */
 weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **status);
 void weft__step_unref(weft__step_t *step);
-/* Drops the table's reference to step `id` after failing what still waits on it. */
+/* Fails what still waits on step `id` and keeps it only as a tombstone (CleanupGraph). */
 void weft__step_table_remove(weft__step_table_t *t, int64_t id);
+/* Lets the table drop the step a minute from now (it stays aborted until then). */
+void weft__step_mark_finished(weft__step_t *step);
 /* Drops step `id` when nothing of it is left (every sent tensor taken, nobody waiting). */
 void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id);
 /* Aborts every step and refuses new ones with `why`. */

@@ -480,7 +480,7 @@ static void do_register(void *arg) {
   req.peer = peer_ptrs;
   ProtobufCMessage *resp = NULL;
   c->status = weft__rpc_unary(&c->part->task->peer, M_REGISTER_GRAPH, &req.base, NULL, 0,
-                              WEFT_CONTROL_TIMEOUT_MS, false, c->s->master->control,
+                              c->s->master->opts.step_timeout_ms, false, c->s->master->control,
                               &weft__register_graph_response__descriptor, &resp, NULL, NULL);
   if (!c->status) {
     c->part->graph_handle = g_strdup(((Weft__RegisterGraphResponse *)resp)->graph_handle);
@@ -492,6 +492,7 @@ static void do_register(void *arg) {
 }
 
 typedef struct deregister_call {
+  weft__master_t *m;
   weft__peer_t peer;
   char *handle;
 } deregister_call_t;
@@ -502,7 +503,7 @@ static void do_deregister(void *arg) {
   req.graph_handle = c->handle;
   ProtobufCMessage *resp = NULL;
   weft_status_t *st = weft__rpc_unary(&c->peer, M_DEREGISTER_GRAPH, &req.base, NULL, 0,
-                                      WEFT_CONTROL_TIMEOUT_MS, false, NULL,
+                                      WEFT_CONTROL_TIMEOUT_MS, false, c->m->control,
                                       &weft__deregister_graph_response__descriptor, &resp, NULL,
                                       NULL);
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
@@ -519,6 +520,7 @@ static void forget_plan(weft__master_t *m, mplan_t *plan) {
     mpart_t *part = plan->parts->pdata[k];
     if (!part->graph_handle) continue;
     deregister_call_t *c = g_new0(deregister_call_t, 1);
+    c->m = m;
     c->peer.name = g_strdup(part->task->peer.name);
     c->peer.address = g_strdup(part->task->peer.address);
     c->handle = g_strdup(part->graph_handle);
@@ -694,6 +696,7 @@ static void do_run_graph(void *arg) {
 }
 
 typedef struct notify_call {
+  weft__master_t *m;
   weft__peer_t peer;
   int64_t step_id;
   bool abort;
@@ -711,13 +714,13 @@ static void do_notify(void *arg) {
     req.code = c->code;
     req.reason = c->reason;
     st = weft__rpc_unary(&c->peer, M_ABORT, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS, false,
-                         NULL, &weft__abort_response__descriptor, &resp, NULL, NULL);
+                         c->m->control, &weft__abort_response__descriptor, &resp, NULL, NULL);
   } else {
     Weft__CleanupGraphRequest req = WEFT__CLEANUP_GRAPH_REQUEST__INIT;
     req.step_id = c->step_id;
     st = weft__rpc_unary(&c->peer, M_CLEANUP_GRAPH, &req.base, NULL, 0, WEFT_CONTROL_TIMEOUT_MS,
-                         false, NULL, &weft__cleanup_graph_response__descriptor, &resp, NULL,
-                         NULL);
+                         false, c->m->control, &weft__cleanup_graph_response__descriptor, &resp,
+                         NULL, NULL);
   }
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
   weft_status_free(st); /* best effort: a task that cannot be told has lost the step anyway */
@@ -730,6 +733,7 @@ static void notify_parts(weft__master_t *m, mplan_t *plan, int64_t step_id, bool
   for (guint k = 0; k < plan->parts->len; k++) {
     mpart_t *part = plan->parts->pdata[k];
     notify_call_t *c = g_new0(notify_call_t, 1);
+    c->m = m;
     c->peer = part->task->peer;
     c->step_id = step_id;
     c->abort = abort;

@@ -10,6 +10,9 @@
 
 /* Steps nobody has touched for this long are dropped (their master is gone). */
 #define STEP_IDLE_LIMIT_US (15 * 60 * G_USEC_PER_SEC)
+/* How long a cleaned-up or aborted step is remembered: a RecvTensor, RunGraph or Abort of it that
+ * arrives late fails at once instead of starting the step afresh and waiting for its deadline. */
+#define STEP_TOMBSTONE_US (60 * G_USEC_PER_SEC)
 
 typedef struct waiter {
   weft__recv_done_fn done;
@@ -27,6 +30,7 @@ struct weft__step {
   weft__call_set_t *calls;
   gint64 deadline_us;   /* monotonic; G_MAXINT64 when none */
   gint64 touched_us;
+  gint64 expires_us;    /* a tombstone's end; G_MAXINT64 for a live step */
 };
 
 struct weft__step_table {
@@ -46,6 +50,7 @@ static weft__step_t *step_new(int64_t id) {
   s->calls = weft__call_set_new();
   s->deadline_us = G_MAXINT64;
   s->touched_us = g_get_monotonic_time();
+  s->expires_us = G_MAXINT64;
   return s;
 }
 
@@ -170,9 +175,14 @@ void weft__step_take(weft__step_t *s, const char *key, weft__recv_done_fn done, 
   g_mutex_unlock(&s->lock);
 }
 
+/* Nothing of the step is left to hand over or wait for. An aborted step is never idle: it stays
+ * as a tombstone until it expires. */
+static void mark_finished_if_aborted(weft__step_t *s);
+
 static bool step_idle(weft__step_t *s) {
   g_mutex_lock(&s->lock);
-  bool idle = g_hash_table_size(s->ready) == 0 && g_hash_table_size(s->waiting) == 0;
+  bool idle = !s->aborted && g_hash_table_size(s->ready) == 0 &&
+              g_hash_table_size(s->waiting) == 0;
   g_mutex_unlock(&s->lock);
   return idle;
 }
@@ -208,7 +218,8 @@ static GPtrArray *sweep_locked(weft__step_table_t *t) {
   g_hash_table_iter_init(&it, t->steps);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     weft__step_t *s = value;
-    if (now - s->touched_us < STEP_IDLE_LIMIT_US || g_atomic_int_get(&s->refcount) > 1) continue;
+    bool expired = now - s->touched_us >= STEP_IDLE_LIMIT_US || now >= s->expires_us;
+    if (!expired || g_atomic_int_get(&s->refcount) > 1) continue;
     if (!stale) stale = g_ptr_array_new();
     g_ptr_array_add(stale, s);
     g_hash_table_iter_remove(&it);
@@ -250,29 +261,45 @@ weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **
 }
 
 void weft__step_table_remove(weft__step_table_t *t, int64_t id) {
-  g_mutex_lock(&t->lock);
-  weft__step_t *s = g_hash_table_lookup(t->steps, &id);
-  if (s) g_hash_table_remove(t->steps, &id);
-  g_mutex_unlock(&t->lock);
+  weft_status_t *st = NULL;
+  weft__step_t *s = weft__step_get(t, id, &st);
+  weft_status_free(st);
   if (!s) return;
+  /* Kept as a tombstone for a while: see STEP_TOMBSTONE_US. */
   weft_status_t *why = weft_status_new(WEFT_CANCELLED, "Step %" G_GINT64_FORMAT " was cleaned up",
                                        id);
   weft__step_abort(s, why, true);
   weft_status_free(why);
+  weft__step_mark_finished(s);
   weft__step_unref(s);
+}
+
+static void mark_finished_if_aborted(weft__step_t *s) {
+  g_mutex_lock(&s->lock);
+  bool aborted = s->aborted != NULL;
+  g_mutex_unlock(&s->lock);
+  if (aborted) weft__step_mark_finished(s);
+}
+
+void weft__step_mark_finished(weft__step_t *s) {
+  g_mutex_lock(&s->lock);
+  gint64 until = g_get_monotonic_time() + STEP_TOMBSTONE_US;
+  if (until < s->expires_us) s->expires_us = until;
+  g_mutex_unlock(&s->lock);
 }
 
 void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   g_mutex_lock(&t->lock);
   weft__step_t *s = g_hash_table_lookup(t->steps, &id);
   /* The table's reference is the only one left: no RunGraph or RecvTensor is using it. */
+  weft__step_t *drop = NULL;
   if (s && g_atomic_int_get(&s->refcount) == 1 && step_idle(s)) {
     g_hash_table_remove(t->steps, &id);
-  } else {
-    s = NULL;
+    drop = s;
   }
   g_mutex_unlock(&t->lock);
-  weft__step_unref(s);
+  if (s && !drop) mark_finished_if_aborted(s);
+  weft__step_unref(drop);
 }
 
 void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why) {

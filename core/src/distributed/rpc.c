@@ -20,6 +20,9 @@ static void grpc_log(gpr_log_func_args *args) {
 
 static gpointer init_grpc(gpointer unused) {
   (void)unused;
+  /* Host names resolve the way the rest of the system resolves them (getaddrinfo: /etc/hosts,
+   * nsswitch) rather than through gRPC's own c-ares resolver, unless the user chose otherwise. */
+  g_setenv("GRPC_DNS_RESOLVER", "native", FALSE);
   gpr_set_log_function(grpc_log);
   grpc_init();
   return NULL;
@@ -47,10 +50,6 @@ const grpc_channel_args *weft__grpc_channel_args(void) {
       {GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, {.integer = 100}},
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = 1000}},
       {GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}},
-      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, {.integer = 16 << 20}},
-      {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_FRAME_SIZE, {.integer = (16 << 20) - 1}},
-      {GRPC_ARG_INTEGER, GRPC_ARG_TCP_READ_CHUNK_SIZE, {.integer = 4 << 20}},
-      {GRPC_ARG_INTEGER, GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, {.integer = 16 << 20}},
   };
   static grpc_channel_args all = {G_N_ELEMENTS(args), args};
   return &all;

@@ -554,6 +554,7 @@ void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_stat
   weft_status_free(st);
   if (!step) return;
   weft__step_abort(step, why, true);
+  weft__step_mark_finished(step);
   weft__step_unref(step);
 }
 

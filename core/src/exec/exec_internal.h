@@ -15,6 +15,11 @@ weft__variable_t *weft__resource_mgr_variable(weft__resource_mgr_t *rm, weft__de
                                               const char *container, const char *name);
 /* Drops every variable in the named containers (NULL or empty array: all containers). */
 void weft__resource_mgr_clear(weft__resource_mgr_t *rm, const char *const *containers, int n);
+/* Calls fn for every variable (device name "" when it has none), under the manager's lock: fn
+ * must not call back into the manager; it may take a reference to var. */
+typedef void (*weft__resource_mgr_fn)(void *user, const char *device, const char *container,
+                                      const char *name, weft__variable_t *var);
+void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn fn, void *user);
 
 /* ---------------------------------------------------------------------------------------------
  * Executor */

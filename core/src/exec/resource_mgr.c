@@ -81,3 +81,17 @@ void weft__resource_mgr_clear(weft__resource_mgr_t *rm, const char *const *conta
   }
   g_mutex_unlock(&rm->lock);
 }
+
+void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn fn, void *user) {
+  g_mutex_lock(&rm->lock);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, rm->vars);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    /* key is "device|container|name"; device names and containers hold no '|' */
+    char **parts = g_strsplit(k, "|", 3);
+    if (parts[0] && parts[1] && parts[2]) fn(user, parts[0], parts[1], parts[2], v);
+    g_strfreev(parts);
+  }
+  g_mutex_unlock(&rm->lock);
+}

@@ -22,6 +22,7 @@ weft_graph_t *weft_graph_new(void) {
   g->control_scopes = g_ptr_array_new();
   g->colocate_stack = g_ptr_array_new();
   g->initializers = g_ptr_array_new();
+  g->trainable = g_ptr_array_new();
   return g;
 }
 
@@ -60,6 +61,7 @@ void weft_graph_free(weft_graph_t *g) {
   g_ptr_array_free(g->control_scopes, TRUE);
   g_ptr_array_free(g->colocate_stack, TRUE);
   g_ptr_array_free(g->initializers, TRUE);
+  g_ptr_array_free(g->trainable, TRUE);
   g_mutex_clear(&g->lock);
   g_free(g);
 }
@@ -70,6 +72,7 @@ void weft__graph_truncate(weft_graph_t *g, int n_nodes) {
     weft_node_t *n = g_ptr_array_steal_index(g->nodes, g->nodes->len - 1);
     g_hash_table_remove(g->by_name, n->name);
     g_ptr_array_remove(g->initializers, n);
+    g_ptr_array_remove(g->trainable, n);
     node_free(n);
   }
   g_atomic_int_inc(&g->version);
@@ -495,7 +498,9 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   g_mutex_unlock(&g->lock);
 
   char *device = NULL;
+  g->building_attrs = b->attrs;
   st = resolve_device(b, name, &device);
+  g->building_attrs = NULL;
   if (st) {
     st = weft_status_prefix(st, "Node '%s'", name);
     g_free(name);

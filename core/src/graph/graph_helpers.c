@@ -128,6 +128,7 @@ weft_output_t weft_variable(weft_graph_t *g, const char *name, weft_output_t ini
   }
   g_mutex_lock(&g->lock);
   g_ptr_array_add(g->initializers, assign);
+  g_ptr_array_add(g->trainable, var);
   g_mutex_unlock(&g->lock);
   if (status) *status = NULL;
   return weft_out(read, 0);

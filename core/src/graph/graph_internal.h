@@ -175,6 +175,11 @@ struct weft_graph {
   GPtrArray *colocate_stack; /* weft_node_t* */
   GPtrArray *initializers;   /* weft_node_t*: the global variables collection's initializers */
   gint version;              /* bumps on every node added, for sessions to notice growth */
+  GPtrArray *trainable;      /* weft_node_t*: VariableV2 nodes of weft_variable (the trainable
+                                variables collection), in creation order */
+  const weft_attrs_t *building_attrs; /* while device scopes are resolved for a new node: its
+                                         attrs (for device functions that look at dtype/shape,
+                                         e.g. the replica device setter); NULL otherwise */
 };
 
 /* Adds a fully formed node (used by import): validates inputs against the op def, fills

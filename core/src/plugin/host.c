@@ -454,6 +454,64 @@ static void host_kernel_unlock_ref(weft_kernel_ctx_t *ctx, int index) {
     g_rec_mutex_unlock(&ctx->inputs[index].ref->lock);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Device services (ABI 1.1): what a kernel of one plugin needs to work on another plugin's
+ * device, whose memory it cannot read. */
+
+static const char *host_kernel_device_type(weft_kernel_ctx_t *ctx) {
+  return ctx->device ? ctx->device->type : "CPU";
+}
+
+/* The device whose backend moves the bytes, or NULL when plain memcpy does. */
+static weft__device_t *copy_device(weft_kernel_ctx_t *ctx) {
+  return (ctx->device && !ctx->device->props.host_accessible) ? ctx->device : NULL;
+}
+
+static weft_status_t *host_kernel_copy_to_host(weft_kernel_ctx_t *ctx, void *host_dst,
+                                               const void *device_src, size_t nbytes) {
+  if (nbytes == 0) return NULL;
+  if (!host_dst || !device_src) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): kernel_copy_to_host of %zu "
+                           "bytes with a NULL pointer", ctx->node->name, ctx->node->op_name,
+                           nbytes);
+  }
+  weft__device_t *d = copy_device(ctx);
+  if (!d) {
+    memcpy(host_dst, device_src, nbytes);
+    return NULL;
+  }
+  weft_status_t *st = d->backend->table.copy_from_device(d->handle, host_dst, device_src, nbytes);
+  return st ? weft_status_prefix(st, "Node '%s' (%s): copying %zu bytes from %s to the host",
+                                 ctx->node->name, ctx->node->op_name, nbytes, d->name)
+            : NULL;
+}
+
+static weft_status_t *host_kernel_copy_from_host(weft_kernel_ctx_t *ctx, void *device_dst,
+                                                 const void *host_src, size_t nbytes) {
+  if (nbytes == 0) return NULL;
+  if (!device_dst || !host_src) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): kernel_copy_from_host of %zu "
+                           "bytes with a NULL pointer", ctx->node->name, ctx->node->op_name,
+                           nbytes);
+  }
+  weft__device_t *d = copy_device(ctx);
+  if (!d) {
+    memcpy(device_dst, host_src, nbytes);
+    return NULL;
+  }
+  weft_status_t *st = d->backend->table.copy_to_device(d->handle, device_dst, host_src, nbytes);
+  return st ? weft_status_prefix(st, "Node '%s' (%s): copying %zu bytes from the host to %s",
+                                 ctx->node->name, ctx->node->op_name, nbytes, d->name)
+            : NULL;
+}
+
+static const void *host_kernel_device_services(weft_kernel_ctx_t *ctx, const char *name) {
+  weft__device_t *d = ctx->device;
+  if (!d || !name || !d->backend->table.device_services) return NULL;
+  /* A backend whose device_open gave no handle gets NULL, not the core's "opened" mark. */
+  return d->backend->table.device_services(d->handle == (void *)d ? NULL : d->handle, name);
+}
+
 weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx) {
   return weft__status_take(&ctx->deferred);
 }
@@ -508,6 +566,10 @@ static const weft_host_t host_table = {
     .shape_input_dtype = weft__shape_input_dtype,
     .shape_input_const = weft__shape_input_const,
     .shape_set_output = weft__shape_set_output,
+    .kernel_device_type = host_kernel_device_type,
+    .kernel_copy_to_host = host_kernel_copy_to_host,
+    .kernel_copy_from_host = host_kernel_copy_from_host,
+    .kernel_device_services = host_kernel_device_services,
 };
 
 const weft_host_t *weft__host(void) { return &host_table; }

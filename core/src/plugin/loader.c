@@ -33,6 +33,8 @@ typedef struct staging {
   GPtrArray *ops;      /* weft__op_def_t* */
   GPtrArray *kernels;  /* weft__kernel_t* */
   GPtrArray *backends; /* weft__backend_t* */
+  GPtrArray *gradients; /* weft__grad_program_t* (ABI 1.1) */
+  GPtrArray *cases;    /* weft__plugin_case_t* (ABI 1.1) */
   weft_status_t *error; /* the first registration error */
 } staging_t;
 
@@ -106,30 +108,69 @@ static weft_status_t *stage_backend(void *ctx, const weft_backend_t *table) {
   return NULL;
 }
 
+/* An op this plugin staged, or one already in the registry (weft__op_lookup_fn). */
+static const weft__op_def_t *staged_op_lookup(const char *name, void *arg) {
+  staging_t *s = arg;
+  for (guint k = 0; k < s->ops->len; k++)
+    if (strcmp(((weft__op_def_t *)s->ops->pdata[k])->name, name) == 0) return s->ops->pdata[k];
+  return weft__op_registry_lookup(name);
+}
+
+static bool staged_op_exists(staging_t *s, const char *name) {
+  return staged_op_lookup(name, s) != NULL;
+}
+
 static weft_status_t *stage_op(void *ctx, const weft_op_def_t *spec) {
   staging_t *s = ctx;
   weft_status_t *st = NULL;
   if (!spec || spec->struct_size < offsetof(weft_op_def_t, shape_fn) || !spec->name) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "op definition table too small or unnamed");
-  } else if (weft__op_registry_lookup(spec->name)) {
+  } else if (staged_op_exists(s, spec->name)) {
     st = weft_status_new(WEFT_ALREADY_EXISTS, "op '%s' is already registered", spec->name);
   } else {
+    /* A plugin built against an older minor has a smaller table: the fields it lacks stay 0. */
     weft_op_def_t copy = {0};
     size_t n = spec->struct_size < sizeof(copy) ? spec->struct_size : sizeof(copy);
     memcpy(&copy, spec, n);
     copy.struct_size = sizeof(copy);
     weft__op_def_t *def = NULL;
     st = weft__op_def_parse(&copy, s->path, &def);
-    if (!st) g_ptr_array_add(s->ops, def);
+    weft__grad_program_t *grad = NULL;
+    if (!st && copy.gradient) {
+      /* The op itself counts as known while its gradient is checked (a gradient may use it). */
+      g_ptr_array_add(s->ops, def);
+      st = weft__grad_program_parse(def, copy.gradient, staged_op_lookup, s, &grad);
+      g_ptr_array_remove_index(s->ops, s->ops->len - 1);
+    }
+    if (!st) {
+      g_ptr_array_add(s->ops, def);
+      if (grad) g_ptr_array_add(s->gradients, grad);
+    } else {
+      weft__op_def_free(def);
+    }
   }
   if (st) stage_error(s, st);
   return st;
 }
 
-static bool staged_op_exists(staging_t *s, const char *name) {
-  for (guint k = 0; k < s->ops->len; k++)
-    if (strcmp(((weft__op_def_t *)s->ops->pdata[k])->name, name) == 0) return true;
-  return weft__op_registry_lookup(name) != NULL;
+static weft_status_t *stage_case(void *ctx, const weft_conformance_case_t *c) {
+  staging_t *s = ctx;
+  weft__plugin_case_t *pc = NULL;
+  weft_status_t *st = weft__plugin_case_copy(c, staged_op_lookup, s, s->path, &pc);
+  for (guint k = 0; !st && k < s->cases->len; k++) {
+    const weft__plugin_case_t *other = s->cases->pdata[k];
+    if (strcmp(other->op, pc->op) == 0 && strcmp(other->name, pc->name) == 0) {
+      st = weft_status_new(WEFT_ALREADY_EXISTS, "conformance case '%s' of op %s is registered "
+                           "twice", pc->name, pc->op);
+    }
+  }
+  if (st) {
+    weft__plugin_case_free(pc);
+    stage_error(s, st);
+    return st;
+  }
+  g_ptr_array_add(s->cases, pc);
+  return NULL;
 }
 
 static weft_status_t *stage_kernel(void *ctx, const weft_kernel_def_t *def) {
@@ -163,6 +204,10 @@ static weft_status_t *stage_kernel(void *ctx, const weft_kernel_def_t *def) {
 
 static void staging_discard(staging_t *s) {
   for (guint k = 0; k < s->ops->len; k++) weft__op_def_free(s->ops->pdata[k]);
+  for (guint k = 0; k < s->gradients->len; k++) weft__grad_program_free(s->gradients->pdata[k]);
+  for (guint k = 0; k < s->cases->len; k++) weft__plugin_case_free(s->cases->pdata[k]);
+  g_ptr_array_set_size(s->gradients, 0);
+  g_ptr_array_set_size(s->cases, 0);
   for (guint k = 0; k < s->kernels->len; k++) weft__kernel_free(s->kernels->pdata[k]);
   for (guint k = 0; k < s->backends->len; k++) {
     weft__backend_t *be = s->backends->pdata[k];
@@ -264,8 +309,10 @@ static weft_status_t *load_file_locked(const char *path) {
     return ret;
   }
 
-  staging_t s = {path, g_ptr_array_new(), g_ptr_array_new(), g_ptr_array_new(), NULL};
-  weft_registrar_t registrar = {sizeof(registrar), &s, stage_backend, stage_op, stage_kernel};
+  staging_t s = {path,          g_ptr_array_new(), g_ptr_array_new(), g_ptr_array_new(),
+                 g_ptr_array_new(), g_ptr_array_new(), NULL};
+  weft_registrar_t registrar = {sizeof(registrar), &s,         stage_backend,
+                                stage_op,          stage_kernel, stage_case};
   void *plugin_state = NULL;
   weft_status_t *init_st = info->init(weft__host(), &registrar, &plugin_state);
   if (init_st || s.error) {
@@ -282,22 +329,29 @@ static weft_status_t *load_file_locked(const char *path) {
       weft_status_t *add = weft__op_registry_add(s.ops->pdata[k]);
       if (add) weft_status_free(add); /* checked while staging; a race would only lose the dup */
     }
+    for (guint k = 0; k < s.gradients->len; k++) weft__gradients_add(s.gradients->pdata[k]);
+    for (guint k = 0; k < s.cases->len; k++) weft__plugin_cases_add(s.cases->pdata[k]);
     for (guint k = 0; k < s.kernels->len; k++) weft__registry_add_kernel(s.kernels->pdata[k]);
     for (guint k = 0; k < s.backends->len; k++) weft__registry_add_backend(s.backends->pdata[k]);
     r->pub.n_ops = (int)s.ops->len;
     r->pub.n_kernels = (int)s.kernels->len;
     g_free((char *)r->pub.device_types);
     r->pub.device_types = weft__registry_device_types_from(path);
+    int n_cases = (int)s.cases->len;
     g_ptr_array_set_size(s.ops, 0);
     g_ptr_array_set_size(s.kernels, 0);
     g_ptr_array_set_size(s.backends, 0);
-    weft__log(WEFT_LOG_INFO, "plugin", "loaded %s (%s %s, ABI %u.%u): %d kernels, %d ops", path,
-              info->name, r->pub.version, info->abi_major, info->abi_minor, r->pub.n_kernels,
-              r->pub.n_ops);
+    g_ptr_array_set_size(s.gradients, 0);
+    g_ptr_array_set_size(s.cases, 0);
+    weft__log(WEFT_LOG_INFO, "plugin", "loaded %s (%s %s, ABI %u.%u): %d kernels, %d ops, %d "
+              "conformance cases", path, info->name, r->pub.version, info->abi_major,
+              info->abi_minor, r->pub.n_kernels, r->pub.n_ops, n_cases);
   }
   g_ptr_array_free(s.ops, TRUE);
   g_ptr_array_free(s.kernels, TRUE);
   g_ptr_array_free(s.backends, TRUE);
+  g_ptr_array_free(s.gradients, TRUE);
+  g_ptr_array_free(s.cases, TRUE);
   if (st) {
     weft_status_t *ret = weft_status_new(weft_status_code(st), "%s", weft_status_message(st));
     record_fail(r, st);

@@ -103,4 +103,78 @@ char *weft__registry_backend_owner(const char *device_type);
 /* The host table's kernel-context services (host.c) used by the executor. */
 weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx);
 
+/* Finds an op definition by name for the loader's checks: the registry's, or one the plugin
+ * being loaded has staged. */
+typedef const weft__op_def_t *(*weft__op_lookup_fn)(const char *op, void *arg);
+
+/* Parses `text` ("name = value" of an attr of def, e.g. "beta" and "1.5", "perm" and "[1,0]")
+ * as def's attr type. *out is the caller's (weft__attr_value_free). INVALID_ARGUMENT naming the
+ * op, attr and text (gradient.c). */
+weft_status_t *weft__attr_parse_value(const weft__op_def_t *def, const char *name,
+                                      const char *text, weft__attr_value_t **out);
+
+/* Sets attr `name` of a node under construction from an internal value (gradient.c). */
+void weft__op_builder_set_attr_value(weft_op_builder_t *b, const char *name,
+                                     const weft__attr_value_t *value);
+
+/* ---------------------------------------------------------------------------------------------
+ * Gradient programs (gradient.c): weft_op_def_t.gradient, parsed when the op is registered. */
+
+typedef struct weft__grad_program weft__grad_program_t;
+
+/* Parses and checks def's gradient program (ops known through lookup, names, attrs). *out is the
+ * caller's; INVALID_ARGUMENT naming the op and the line at fault. */
+weft_status_t *weft__grad_program_parse(const weft__op_def_t *def, const char *text,
+                                        weft__op_lookup_fn lookup, void *lookup_arg,
+                                        weft__grad_program_t **out);
+void weft__grad_program_free(weft__grad_program_t *prog);
+/* The program's source text (borrowed from prog). */
+const char *weft__grad_program_text(const weft__grad_program_t *prog);
+/* Keeps prog as the gradient of its op (takes ownership). */
+void weft__gradients_add(weft__grad_program_t *prog);
+/* The gradient program of op, or NULL (borrowed; programs live as long as the process). */
+const weft__grad_program_t *weft__gradient_lookup(const char *op);
+/* Adds the gradient of `node` to `graph`, under the caller's name and device scopes
+ * (weft_gradients pushes "gradients/<node>_grad"); statements name their nodes. dys[k] is the
+ * gradient flowing into output k ({NULL, 0}: none, zeros where the program needs it; dys itself
+ * may be NULL); dxs (node->n_inputs entries) receives the gradient of each input, {NULL, 0}
+ * where there is none. NOT_FOUND when the op has no program; a graph error names the node and
+ * the program's line. For weft_gradients (core/src/train): ops without a built-in gradient
+ * function may have one here (weft__gradient_lookup). */
+weft_status_t *weft__gradient_build(weft_graph_t *graph, weft_node_t *node,
+                                    const weft_output_t *dys, weft_output_t *dxs);
+
+/* ---------------------------------------------------------------------------------------------
+ * Conformance cases plugins ship (cases.c), checked and copied at registration. */
+
+typedef struct weft__plugin_case {
+  char *op;
+  char *name;
+  char *plugin_path;
+  weft_dtype_t *dtypes;       /* n_dtypes; empty: run once without a type attr */
+  size_t n_dtypes;
+  char *type_attr;            /* "T" unless the case said otherwise */
+  weft_attrs_t *attrs;        /* parsed from the case's "name=value" strings */
+  weft_case_input_t *inputs;  /* n_inputs, this core's struct layout */
+  size_t n_inputs;
+  weft_case_reference_fn reference;
+  void *user_data;
+  double rtol, atol, max_nmse, tol_scale;
+  bool check_gradient;
+  weft_code_t expect_code;
+  char *expect_message;
+} weft__plugin_case_t;
+
+/* Checks c against its op (found through lookup) and copies it; *out is the caller's.
+ * INVALID_ARGUMENT / NOT_FOUND / ALREADY_EXISTS naming the case and op. */
+weft_status_t *weft__plugin_case_copy(const weft_conformance_case_t *c, weft__op_lookup_fn lookup,
+                                      void *lookup_arg, const char *plugin_path,
+                                      weft__plugin_case_t **out);
+void weft__plugin_case_free(weft__plugin_case_t *c);
+void weft__plugin_cases_add(weft__plugin_case_t *c); /* takes ownership */
+/* Registered cases, in registration order; borrowed, process lifetime. */
+int weft__plugin_case_count(void);
+const weft__plugin_case_t *weft__plugin_case_at(int index);
+const weft__plugin_case_t *weft__plugin_case_find(const char *op, const char *name);
+
 #endif /* WEFT_PLUGIN_INTERNAL_H */

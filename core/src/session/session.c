@@ -91,6 +91,14 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
   return s;
 }
 
+weft__resource_mgr_t *weft__session_resources(weft_session_t *s) {
+  return (s && !s->remote && !s->closed) ? s->resources : NULL;
+}
+
+weft_graph_t *weft__session_graph(weft_session_t *s) {
+  return s ? s->graph : NULL;
+}
+
 const char *weft_session_node_device(weft_session_t *s, const char *node_name) {
   if (s->remote) return weft__remote_session_node_device(s->remote, node_name);
   g_mutex_lock(&s->lock);

@@ -18,6 +18,11 @@ struct weft_session_options {
 };
 
 weft_session_options_t *weft__session_options_copy(const weft_session_options_t *src);
+/* The resource manager holding a local session's variables (for the saver); NULL for a remote
+ * or closed session. Borrowed from the session. */
+weft__resource_mgr_t *weft__session_resources(weft_session_t *session);
+/* The graph the session runs (borrowed). */
+weft_graph_t *weft__session_graph(weft_session_t *session);
 
 /* A step's feeds, fetches and targets resolved against a graph. The arrays are owned by the
  * spec (freed by weft__step_spec_clear); feed tensors are borrowed from the caller. */

@@ -1,5 +1,5 @@
-/* The Weft plugin ABI, version 1: everything a backend or kernel-set plugin needs, and nothing that
- * needs libweft. A plugin is a shared object that exports one symbol, WEFT_PLUGIN_ENTRY_SYMBOL,
+/* The Weft plugin ABI, version 1.1: everything a backend or kernel-set plugin needs, and nothing
+ * that needs libweft. A plugin is a shared object that exports one symbol, WEFT_PLUGIN_ENTRY_SYMBOL,
  * returning a const weft_plugin_info_t. The host calls its init() with a table of host functions
  * and a registrar through which the plugin adds device backends, op definitions and kernels.
  *
@@ -8,12 +8,24 @@
  *    appended; a reader uses a field only when struct_size says the writer had it.
  *  - WEFT_ABI_MAJOR must match exactly; WEFT_ABI_MINOR only grows (additions).
  *  - Plugins never link against libweft; every service comes through weft_host_t.
+ *  - Arrays of structs (weft_conformance_case_t.inputs) are walked with the stride of their first
+ *    element's struct_size, so that their element type may grow too.
+ *  - A field added in minor N is marked "ABI 1.N" below. A plugin built against an older minor
+ *    simply has smaller structs (the host reads only what struct_size covers); a plugin that uses a
+ *    host or registrar entry added in minor N checks host->abi_minor >= N (or the table's
+ *    struct_size) first when it wants to keep loading in older cores. The loader refuses plugins
+ *    whose minor is newer than its own, so a plugin built against this header never meets a core
+ *    without these entries.
  *
  * Ownership: strings and arrays a plugin passes to the registrar are copied by the host during the
- * call. Views (weft_tensor_view_t) the host fills are borrowed: valid until the kernel's compute
- * returns. A weft_status_t returned by a plugin function is owned by the host from then on; one
- * returned by a host function is owned by the plugin, which returns it onward or frees it with
- * host->status_free. */
+ * call (the plugin may free or reuse them when the call returns); function pointers and user_data
+ * pointers are kept as they are and must stay valid while the plugin is loaded (plugins are never
+ * unloaded once init succeeded). Views (weft_tensor_view_t, weft_case_array_t) the host fills are
+ * borrowed: valid until the plugin function they were handed to returns. Tables the plugin hands
+ * over by pointer (weft_plugin_info_t, the services a backend returns) stay owned by the plugin and
+ * must outlive it. A weft_status_t returned by a plugin function is owned by the host from then
+ * on; one returned by a host function is owned by the plugin, which returns it onward or frees it
+ * with host->status_free. */
 #ifndef WEFT_PLUGIN_H
 #define WEFT_PLUGIN_H
 
@@ -28,7 +40,7 @@ extern "C" {
 #endif
 
 #define WEFT_ABI_MAJOR 1
-#define WEFT_ABI_MINOR 0
+#define WEFT_ABI_MINOR 1
 
 /* The one symbol a plugin exports; its type is weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_SYMBOL "weft_plugin_entry"
@@ -120,6 +132,14 @@ typedef struct weft_backend {
   weft_status_t *(*memory_usage)(void *device, uint64_t *in_use, uint64_t *limit);
   /* Optional: called once when the plugin is unloaded, after every device is closed. */
   void (*backend_shutdown)(void *backend_state);
+
+  /* ABI 1.1, optional (NULL: none). Backend-specific services for kernels of other plugins that
+   * run on this backend's devices: returns the table called `name` (a name carries its major
+   * version, e.g. WEFT_VULKAN_SERVICES in weft/vulkan.h) for the opened device `device`, or NULL
+   * when the backend has no such table. The table starts with size_t struct_size, is owned by the
+   * backend and stays valid while the device is open. Kernels reach it through
+   * host->kernel_device_services. */
+  const void *(*device_services)(void *device, const char *name);
 } weft_backend_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -139,6 +159,19 @@ typedef struct weft_op_def {
   const char *const *attrs;   /* NULL-terminated; may be NULL */
   int is_stateful;            /* never constant-folded or deduplicated */
   weft_shape_fn shape_fn;     /* NULL: outputs of unknown shape */
+
+  /* ABI 1.1, optional (NULL: the op has no gradient). The gradient of the op as a small program
+   * over existing ops, one statement per line (or ';'), e.g. for y = x * sigmoid(beta * x):
+   *     s  = Sigmoid(Mul(x, $beta))
+   *     dx = Mul(dy, AddV2(s, Mul(Mul($beta, y), Sub(1, s))))
+   * Names: the op's input and output args ("x", "y"), "d<output>" for the gradient flowing into
+   * an output ("dy"), earlier statements, "name:k" for output k. "$attr" is a scalar constant
+   * from the forward node's attr, a number is a scalar constant; constants take the dtype of the
+   * first non-constant input of their call. "Op(...){attr=value, attr=$attr}" sets attrs.
+   * The statement "d<input>" is the gradient of input <input>; an input without one has none.
+   * Checked when the op is registered (unknown ops or names are INVALID_ARGUMENT naming the op
+   * and the line); copied by the host. The full grammar is in docs/sdk.md. */
+  const char *gradient;
 } weft_op_def_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -172,7 +205,81 @@ typedef struct weft_kernel_def {
 } weft_kernel_def_t;
 
 /* ---------------------------------------------------------------------------------------------
- * Registration: handed to the plugin's init(). ctx is the host's and goes back unchanged. */
+ * Conformance cases (ABI 1.1): a plugin ships cases for its ops, and weft-conformance runs them
+ * beside its own, on every device that has a kernel for the op (docs/sdk.md, docs/conformance.md).
+ * A case names the op, its attrs, how to generate each input, and a reference function that
+ * computes the outputs in double precision from the same inputs. */
+
+/* How an input's values are generated (deterministically, seeded from op, dtype and case name). */
+typedef enum weft_case_gen {
+  WEFT_CASE_GEN_UNIFORM = 0,  /* uniform in [lo, hi] (integers: within the dtype's range) */
+  WEFT_CASE_GEN_NONZERO = 1,  /* as UNIFORM, never 0 (divisors) */
+  WEFT_CASE_GEN_POSITIVE = 2, /* in (0, hi] */
+  WEFT_CASE_GEN_SPECIAL = 3,  /* the dtype's special values (NaN, +-Inf, +-0, denormals, extremes)
+                                 mixed with ordinary values */
+  WEFT_CASE_GEN_ARANGE = 4,   /* 0, 1, 2, ... */
+  WEFT_CASE_GEN_BOOL = 5,     /* random 0/1 */
+} weft_case_gen_t;
+
+typedef struct weft_case_input {
+  size_t struct_size;
+  weft_dtype_t dtype;          /* WEFT_DT_INVALID: the dtype the case is running with */
+  int rank;                    /* 0..WEFT_MAX_RANK */
+  int64_t dims[WEFT_MAX_RANK];
+  weft_case_gen_t gen;
+  double lo, hi;               /* lo == hi == 0: the generator's default range for the dtype */
+  int is_const;                /* a Const node rather than a fed Placeholder (axes, shapes) */
+} weft_case_input_t;
+
+/* An array of values in double precision, row-major. The host owns the values: inputs are
+ * read-only; the reference writes outputs' values (already shaped, zero-filled). */
+typedef struct weft_case_array {
+  size_t struct_size;
+  weft_dtype_t dtype;
+  int rank;
+  int64_t dims[WEFT_MAX_RANK];
+  int64_t num_elements;
+  double *values;              /* num_elements values (bools as 0/1) */
+} weft_case_array_t;
+
+/* Computes the expected outputs from the inputs. attrs are the node's attributes (the case's,
+ * the op's defaults and the type attribute), read with host->attr_*. outputs arrive with the
+ * dtype and shape the op's shape function gives (the case fails if it cannot tell); the reference
+ * fills their values, rounding is the host's business. A returned status fails the case. Called
+ * from one thread at a time. */
+typedef weft_status_t *(*weft_case_reference_fn)(const weft_host_t *host, const weft_attrs_t *attrs,
+                                                 const weft_case_array_t *inputs, size_t n_inputs,
+                                                 weft_case_array_t *outputs, size_t n_outputs,
+                                                 void *user_data);
+
+typedef struct weft_conformance_case {
+  size_t struct_size;
+  const char *op;                  /* an op this plugin (or an earlier one, or the core) defines */
+  const char *name;                /* what the case checks: "odd_1023", "beta_2": [A-Za-z0-9_.-] */
+  const weft_dtype_t *dtypes;      /* the case runs once per dtype (with type_attr set to it) */
+  size_t n_dtypes;                 /* 0: once, with no type attribute set */
+  const char *type_attr;           /* NULL: "T" */
+  const char *const *attrs;        /* NULL-terminated "name=value" in the op's attr syntax
+                                      ("beta=1.5", "transpose_a=true", "perm=[1,0]"), or NULL */
+  const weft_case_input_t *inputs; /* n_inputs, one per input of the op (stride: struct_size) */
+  size_t n_inputs;
+  weft_case_reference_fn reference; /* required unless expect_code is set */
+  void *user_data;                 /* passed to reference; kept, not copied */
+  /* Tolerances (numpy's allclose |got - want| <= atol + rtol |want|, and the normalised mean
+   * squared error): 0 keeps the conformance default for the dtype (a few ulps for floats, exact
+   * for integers); tol_scale > 1 multiplies the defaults (transcendental functions). */
+  double rtol, atol, max_nmse, tol_scale;
+  /* Also check the op's gradient (weft_op_def_t.gradient) on the device against central finite
+   * differences of the reference, for floating-point dtypes. */
+  int check_gradient;
+  /* WEFT_OK (0), or the code the run must fail with (and a substring of its message, or NULL). */
+  weft_code_t expect_code;
+  const char *expect_message;
+} weft_conformance_case_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration: handed to the plugin's init(). ctx is the host's and goes back unchanged. Every
+ * entry copies what it is given (see Ownership above) and returns a status the plugin owns. */
 
 struct weft_registrar {
   size_t struct_size;
@@ -180,6 +287,10 @@ struct weft_registrar {
   weft_status_t *(*register_backend)(void *ctx, const weft_backend_t *backend);
   weft_status_t *(*register_op)(void *ctx, const weft_op_def_t *op);
   weft_status_t *(*register_kernel)(void *ctx, const weft_kernel_def_t *kernel);
+  /* ABI 1.1. Its op must be defined already (by the core, an earlier plugin, or this plugin
+   * before this call); its attrs must parse as the op's attr types. INVALID_ARGUMENT or NOT_FOUND
+   * naming the case otherwise. */
+  weft_status_t *(*register_conformance_case)(void *ctx, const weft_conformance_case_t *c);
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -281,6 +392,25 @@ struct weft_host {
   weft_status_t *(*shape_input_const)(weft_shape_ctx_t *ctx, int index, weft_tensor_view_t *out);
   weft_status_t *(*shape_set_output)(weft_shape_ctx_t *ctx, int index, int rank,
                                      const int64_t *dims);
+
+  /* ---- ABI 1.1 (present when abi_minor >= 1): device services for kernels. ---- */
+  /* The kernel's device type ("VULKAN"); borrowed, valid for the process lifetime. */
+  const char *(*kernel_device_type)(weft_kernel_ctx_t *ctx);
+  /* Synchronous copies between host memory and memory of the kernel's device, through the
+   * backend's copy functions: device_src / device_dst is a device pointer as a view's data holds
+   * it (the buffer from its start; opaque handles have no meaningful offsets), host memory is the
+   * caller's. Operations queued on the device before the call are complete before a copy to the
+   * host reads; work queued after a copy from the host sees its bytes. On host-accessible
+   * devices they are plain memcpy (host-memory arguments are host memory already: use memcpy).
+   * This is how a kernel of one plugin works with memory of another plugin's backend it knows
+   * nothing about. */
+  weft_status_t *(*kernel_copy_to_host)(weft_kernel_ctx_t *ctx, void *host_dst,
+                                        const void *device_src, size_t nbytes);
+  weft_status_t *(*kernel_copy_from_host)(weft_kernel_ctx_t *ctx, void *device_dst,
+                                          const void *host_src, size_t nbytes);
+  /* The backend's services table `name` for the kernel's device (weft_backend_t.device_services),
+   * or NULL when the backend offers none. Borrowed from the backend. */
+  const void *(*kernel_device_services)(weft_kernel_ctx_t *ctx, const char *name);
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -293,7 +423,9 @@ typedef struct weft_plugin_info {
   const char *name;
   const char *version;
   /* Registers what the plugin offers. *plugin_state goes to shutdown. A returned status means the
-   * plugin is skipped (and everything it registered is dropped). */
+   * plugin is skipped (and everything it registered is dropped). host is valid for the life of
+   * the process (keep it); registrar only until init returns. name and version are borrowed for
+   * the call (copied). */
   weft_status_t *(*init)(const weft_host_t *host, const weft_registrar_t *registrar,
                          void **plugin_state);
   void (*shutdown)(void *plugin_state); /* optional */

@@ -1,0 +1,912 @@
+/* Symbolic differentiation (TensorFlow's tf.gradients): walks back from the ys over the nodes that
+ * lie between them and the xs, sums the gradients arriving at each tensor with AddN, and calls
+ * each op's gradient function, which adds the gradient nodes under "gradients/<node>_grad" with
+ * the ordinary graph API. The gradient functions follow TensorFlow's formulas, broadcasting
+ * included (Shape + BroadcastGradientArgs + Sum + Reshape). */
+#include "train_internal.h"
+
+#include "../plugin/plugin_internal.h"
+
+#include <string.h>
+
+static const weft_output_t NONE = {NULL, 0};
+
+/* The builder state shared by the gradient functions: the first error sticks, and every helper
+ * returns NONE once one happened, so gradient functions need no error checks of their own. */
+typedef struct gb {
+  weft_graph_t *g;
+  weft_status_t *st;
+} gb_t;
+
+static bool has(weft_output_t o) { return o.node != NULL; }
+
+static weft_dtype_t dt(weft_output_t o) { return weft__dtype_base(o.node->output_types[o.index]); }
+
+static weft_output_t in(weft_node_t *n, int i) {
+  return weft_out(n->inputs[i].src, n->inputs[i].src_index);
+}
+
+static void fail(gb_t *c, weft_status_t *st) {
+  if (!c->st) c->st = st;
+  else weft_status_free(st);
+}
+
+static weft_op_builder_t *start(gb_t *c, const char *op, const weft_output_t *ins, int n) {
+  if (c->st) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (!ins[i].node) {
+      fail(c, weft_status_new(WEFT_INTERNAL, "gradient of %s: input %d is missing", op, i));
+      return NULL;
+    }
+  }
+  weft_op_builder_t *b = weft_op_new(c->g, op, NULL);
+  for (int i = 0; i < n; i++) weft_op_add_input(b, ins[i]);
+  return b;
+}
+
+static weft_output_t end(gb_t *c, weft_op_builder_t *b, int index) {
+  if (!b) return NONE;
+  weft_node_t *node = NULL;
+  weft_status_t *st = weft_op_finish(b, &node);
+  if (st) {
+    fail(c, st);
+    return NONE;
+  }
+  return weft_out(node, index);
+}
+
+static weft_output_t U(gb_t *c, const char *op, weft_output_t x) {
+  return end(c, start(c, op, &x, 1), 0);
+}
+
+static weft_output_t B(gb_t *c, const char *op, weft_output_t x, weft_output_t y) {
+  weft_output_t ins[2] = {x, y};
+  return end(c, start(c, op, ins, 2), 0);
+}
+
+static weft_output_t T3(gb_t *c, const char *op, weft_output_t x, weft_output_t y,
+                        weft_output_t z) {
+  weft_output_t ins[3] = {x, y, z};
+  return end(c, start(c, op, ins, 3), 0);
+}
+
+static weft_output_t const_tensor(gb_t *c, weft_tensor_t *t) {
+  if (c->st) {
+    weft_tensor_unref(t);
+    return NONE;
+  }
+  weft_status_t *st = NULL;
+  weft_output_t o = weft_const(c->g, "Const", t, &st);
+  weft_tensor_unref(t);
+  if (st) fail(c, st);
+  return o;
+}
+
+static void set_element(weft_tensor_t *t, int64_t i, double v) {
+  void *d = weft_tensor_data(t);
+  switch (weft_tensor_dtype(t)) {
+    case WEFT_DT_FLOAT: ((float *)d)[i] = (float)v; break;
+    case WEFT_DT_DOUBLE: ((double *)d)[i] = v; break;
+    case WEFT_DT_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    case WEFT_DT_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+    case WEFT_DT_HALF: ((uint16_t *)d)[i] = weft__float_to_half((float)v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)d)[i] = weft__float_to_bfloat16((float)v); break;
+    default: break;
+  }
+}
+
+static weft_output_t scalar(gb_t *c, weft_dtype_t dtype, double v) {
+  weft_tensor_t *t = weft_tensor_new(dtype, 0, NULL);
+  set_element(t, 0, v);
+  return const_tensor(c, t);
+}
+
+static weft_output_t vec_i32(gb_t *c, const int64_t *v, int n) {
+  int64_t dims[1] = {n};
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_INT32, 1, dims);
+  for (int i = 0; i < n; i++) ((int32_t *)weft_tensor_data(t))[i] = (int32_t)v[i];
+  return const_tensor(c, t);
+}
+
+static weft_output_t sum(gb_t *c, weft_output_t x, weft_output_t axes, bool keep_dims) {
+  weft_output_t ins[2] = {x, axes};
+  weft_op_builder_t *b = start(c, "Sum", ins, 2);
+  if (b) weft_op_set_attr_bool(b, "keep_dims", keep_dims);
+  return end(c, b, 0);
+}
+
+static weft_output_t cast(gb_t *c, weft_output_t x, weft_dtype_t to) {
+  weft_op_builder_t *b = start(c, "Cast", &x, 1);
+  if (b) weft_op_set_attr_type(b, "DstT", to);
+  return end(c, b, 0);
+}
+
+static weft_output_t matmul(gb_t *c, weft_output_t a, weft_output_t b_in, bool ta, bool tb) {
+  weft_output_t ins[2] = {a, b_in};
+  weft_op_builder_t *b = start(c, "MatMul", ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "transpose_a", ta);
+    weft_op_set_attr_bool(b, "transpose_b", tb);
+  }
+  return end(c, b, 0);
+}
+
+static bool attr_bool(const weft_node_t *n, const char *name) {
+  const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
+  return v && v->kind == WEFT_ATTR_BOOL && v->u.b;
+}
+
+/* Static shape of o when every dim is known; false otherwise. */
+static bool static_shape(weft_output_t o, weft__shape_t *s) {
+  *s = o.node->output_shapes[o.index];
+  if (s->rank < 0) return false;
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] < 0) return false;
+  return true;
+}
+
+static bool same_static_shape(weft_output_t a, weft_output_t b) {
+  weft__shape_t sa, sb;
+  if (!static_shape(a, &sa) || !static_shape(b, &sb) || sa.rank != sb.rank) return false;
+  return sa.rank == 0 || memcmp(sa.dims, sb.dims, sizeof(int64_t) * (size_t)sa.rank) == 0;
+}
+
+/* The gradients of a broadcasting binary op's two inputs from the gradients gx, gy of the
+ * broadcast result: sums over the broadcast dimensions and reshapes back (skipped when the shapes
+ * are statically equal). */
+static void unbroadcast(gb_t *c, weft_output_t x, weft_output_t y, weft_output_t gx,
+                        weft_output_t gy, weft_output_t *dx) {
+  if (same_static_shape(x, y) && (!has(gx) || same_static_shape(gx, x)) &&
+      (!has(gy) || same_static_shape(gy, y))) {
+    dx[0] = gx;
+    dx[1] = gy;
+    return;
+  }
+  weft_output_t sx = U(c, "Shape", x), sy = U(c, "Shape", y);
+  weft_output_t ins[2] = {sx, sy};
+  weft_op_builder_t *b = start(c, "BroadcastGradientArgs", ins, 2);
+  weft_output_t r0 = end(c, b, 0);
+  weft_output_t r1 = r0.node ? weft_out(r0.node, 1) : NONE;
+  if (has(gx)) dx[0] = B(c, "Reshape", sum(c, gx, r0, false), sx);
+  if (has(gy)) dx[1] = B(c, "Reshape", sum(c, gy, r1, false), sy);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Gradient functions: dy has one entry per output (NONE where no gradient arrives), dx one per
+ * input, preset to NONE. */
+
+typedef void (*grad_fn_t)(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx);
+
+static void gr_add(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  unbroadcast(c, in(n, 0), in(n, 1), dy[0], dy[0], dx);
+}
+
+static void gr_sub(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  unbroadcast(c, in(n, 0), in(n, 1), dy[0], U(c, "Neg", dy[0]), dx);
+}
+
+static void gr_mul(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "Mul", dy[0], y), B(c, "Mul", x, dy[0]), dx);
+}
+
+static void gr_div(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t gx = B(c, "RealDiv", dy[0], y);
+  weft_output_t gy =
+      B(c, "Mul", dy[0], B(c, "RealDiv", B(c, "RealDiv", U(c, "Neg", x), y), y));
+  unbroadcast(c, x, y, gx, gy, dx);
+}
+
+static void minmax(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx,
+                   const char *cmp) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t mask = B(c, cmp, x, y);
+  weft_output_t zeros = U(c, "ZerosLike", dy[0]);
+  unbroadcast(c, x, y, T3(c, "Select", mask, dy[0], zeros), T3(c, "Select", mask, zeros, dy[0]),
+              dx);
+}
+
+static void gr_maximum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  minmax(c, n, dy, dx, "GreaterEqual");
+}
+
+static void gr_minimum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  minmax(c, n, dy, dx, "LessEqual");
+}
+
+static void gr_sqdiff(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t t =
+      B(c, "Mul", B(c, "Mul", scalar(c, dt(x), 2.0), dy[0]), B(c, "Sub", x, y));
+  unbroadcast(c, x, y, t, U(c, "Neg", t), dx);
+}
+
+static void gr_pow(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1), z = weft_out(n, 0);
+  weft_output_t gx = B(c, "Mul", B(c, "Mul", dy[0], y),
+                       B(c, "Pow", x, B(c, "Sub", y, scalar(c, dt(y), 1.0))));
+  /* d/dy x^y = x^y log x, taken as 0 where x <= 0 (TensorFlow does the same). */
+  weft_output_t zx = U(c, "ZerosLike", x);
+  weft_output_t logx = T3(c, "Select", B(c, "Greater", x, zx), U(c, "Log", x), zx);
+  weft_output_t gy = B(c, "Mul", B(c, "Mul", dy[0], z), logx);
+  unbroadcast(c, x, y, gx, gy, dx);
+}
+
+static void gr_neg(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)n;
+  dx[0] = U(c, "Neg", dy[0]);
+}
+
+static void gr_abs(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Sign", in(n, 0)));
+}
+
+static void gr_square(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "Mul", dy[0], B(c, "Mul", scalar(c, dt(x), 2.0), x));
+}
+
+static void gr_sqrt(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = B(c, "RealDiv", B(c, "Mul", dy[0], scalar(c, dt(y), 0.5)), y);
+}
+
+static void gr_rsqrt(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  weft_output_t y3 = B(c, "Mul", y, B(c, "Mul", y, y));
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(y), -0.5)), y3);
+}
+
+static void gr_reciprocal(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = U(c, "Neg", B(c, "Mul", dy[0], B(c, "Mul", y, y)));
+}
+
+static void gr_exp(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], weft_out(n, 0));
+}
+
+static void gr_log(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "RealDiv", dy[0], in(n, 0));
+}
+
+static weft_output_t one_like(gb_t *c, weft_output_t x) { return scalar(c, dt(x), 1.0); }
+
+static void gr_sin(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Cos", in(n, 0)));
+}
+
+static void gr_cos(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = U(c, "Neg", B(c, "Mul", dy[0], U(c, "Sin", in(n, 0))));
+}
+
+static void gr_tan(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t cx = U(c, "Cos", in(n, 0));
+  dx[0] = B(c, "RealDiv", dy[0], B(c, "Mul", cx, cx));
+}
+
+static void gr_sinh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Cosh", in(n, 0)));
+}
+
+static void gr_cosh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Sinh", in(n, 0)));
+}
+
+static void gr_atan(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "RealDiv", dy[0], B(c, "AddV2", one_like(c, x), U(c, "Square", x)));
+}
+
+static void gr_log1p(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "RealDiv", dy[0], B(c, "AddV2", one_like(c, x), x));
+}
+
+static void gr_expm1(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Exp", in(n, 0)));
+}
+
+static void gr_erf(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft_output_t e = U(c, "Exp", U(c, "Neg", U(c, "Square", x)));
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(x), 1.1283791670955126)), e);
+}
+
+static void gr_softplus(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Sigmoid", in(n, 0)));
+}
+
+static void gr_softsign(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft_output_t d = B(c, "AddV2", one_like(c, x), U(c, "Abs", x));
+  dx[0] = B(c, "RealDiv", dy[0], B(c, "Mul", d, d));
+}
+
+/* Elu: dy where y > 0, dy * (y + 1) elsewhere (y + 1 = exp(x) there). */
+static void gr_elu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  weft_output_t pos = B(c, "Greater", y, U(c, "ZerosLike", y));
+  dx[0] = T3(c, "Select", pos, dy[0], B(c, "Mul", dy[0], B(c, "AddV2", y, one_like(c, y))));
+}
+
+static void gr_relu6(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft_output_t inside = B(c, "LogicalAnd", B(c, "Greater", x, U(c, "ZerosLike", x)),
+                           B(c, "Less", x, scalar(c, dt(x), 6.0)));
+  dx[0] = T3(c, "Select", inside, dy[0], U(c, "ZerosLike", dy[0]));
+}
+
+static void gr_leaky_relu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "alpha");
+  double alpha = a && a->kind == WEFT_ATTR_FLOAT ? a->u.f : 0.2;
+  weft_output_t pos = B(c, "Greater", x, U(c, "ZerosLike", x));
+  dx[0] = T3(c, "Select", pos, dy[0], B(c, "Mul", dy[0], scalar(c, dt(x), alpha)));
+}
+
+static weft_output_t to_i32(gb_t *c, weft_output_t x) {
+  if (c->st || !x.node) return x;
+  return dt(x) == WEFT_DT_INT32 ? x : cast(c, x, WEFT_DT_INT32);
+}
+
+/* Slice: dy padded back to x's shape: before = begin, after = shape(x) - begin - shape(y). */
+static void gr_slice(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_output_t begin = to_i32(c, in(n, 1));
+  weft_output_t after = B(c, "Sub", B(c, "Sub", U(c, "Shape", x), begin), U(c, "Shape", y));
+  weft_output_t parts[2] = {begin, after};
+  weft_op_builder_t *b = start(c, "Pack", parts, 0);
+  if (b) {
+    weft_op_add_input_list(b, parts, 2);
+    weft_op_set_attr_int(b, "axis", 1);
+  }
+  weft_output_t paddings = end(c, b, 0);
+  dx[0] = B(c, "Pad", dy[0], paddings);
+}
+
+/* Pad: the slice of dy that covers x. */
+static void gr_pad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  int64_t zero2[2] = {0, 0}, col[2] = {-1, 1}, flat = -1;
+  weft_output_t pads = to_i32(c, in(n, 1));
+  weft_output_t before = B(c, "Reshape", T3(c, "Slice", pads, vec_i32(c, zero2, 2),
+                                           vec_i32(c, col, 2)),
+                           vec_i32(c, &flat, 1));
+  dx[0] = T3(c, "Slice", dy[0], before, U(c, "Shape", x));
+}
+
+/* Tile: dy viewed as [m0, d0, m1, d1, ...] summed over the multiples' axes. Needs x's static
+ * shape and constant multiples. */
+static void gr_tile(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft__shape_t sx;
+  const weft_tensor_t *mult =
+      weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
+  if (!static_shape(x, &sx) || !mult || weft_tensor_num_elements(mult) != sx.rank ||
+      2 * sx.rank > WEFT_MAX_RANK) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Tile) needs a static input "
+                            "shape and constant multiples", n->name));
+    return;
+  }
+  int64_t split[WEFT_MAX_RANK], axes[WEFT_MAX_RANK];
+  for (int d = 0; d < sx.rank; d++) {
+    split[2 * d] = (int64_t)weft_tensor_get_double(mult, d);
+    split[2 * d + 1] = sx.dims[d];
+    axes[d] = 2 * d;
+  }
+  weft_output_t r = B(c, "Reshape", dy[0], vec_i32(c, split, 2 * sx.rank));
+  dx[0] = sum(c, r, vec_i32(c, axes, sx.rank), false);
+}
+
+static void gr_relu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "ReluGrad", dy[0], weft_out(n, 0));
+}
+
+static void gr_sigmoid(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "SigmoidGrad", weft_out(n, 0), dy[0]);
+}
+
+static void gr_tanh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "TanhGrad", weft_out(n, 0), dy[0]);
+}
+
+static void gr_identity(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)c;
+  (void)n;
+  dx[0] = dy[0];
+}
+
+static void gr_addn(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)c;
+  for (int i = 0; i < n->n_inputs; i++) dx[i] = dy[0];
+}
+
+static void gr_l2loss(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", in(n, 0), dy[0]);
+}
+
+static void gr_matmul(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool ta = attr_bool(n, "transpose_a"), tb = attr_bool(n, "transpose_b");
+  weft_output_t a = in(n, 0), b = in(n, 1), g = dy[0];
+  if (!ta && !tb) {
+    dx[0] = matmul(c, g, b, false, true);
+    dx[1] = matmul(c, a, g, true, false);
+  } else if (!ta && tb) {
+    dx[0] = matmul(c, g, b, false, false);
+    dx[1] = matmul(c, g, a, true, false);
+  } else if (ta && !tb) {
+    dx[0] = matmul(c, b, g, false, true);
+    dx[1] = matmul(c, a, g, false, false);
+  } else {
+    dx[0] = matmul(c, b, g, true, true);
+    dx[1] = matmul(c, g, a, true, true);
+  }
+}
+
+static weft_output_t bmm(gb_t *c, weft_output_t x, weft_output_t y, bool ax, bool ay) {
+  weft_output_t ins[2] = {x, y};
+  weft_op_builder_t *b = start(c, "BatchMatMulV2", ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "adj_x", ax);
+    weft_op_set_attr_bool(b, "adj_y", ay);
+  }
+  return end(c, b, 0);
+}
+
+/* Sums a batched gradient over the batch dims its input was broadcast along. */
+static weft_output_t unbroadcast_batch(gb_t *c, weft_output_t g, weft_output_t x,
+                                       weft_output_t other) {
+  if (same_static_shape(g, x)) return g;
+  weft__shape_t sx = x.node->output_shapes[x.index], so = other.node->output_shapes[other.index];
+  if (sx.rank < 2 || so.rank < 2) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of BatchMatMulV2 with broadcast "
+                            "batch dims needs inputs of known rank"));
+    return NONE;
+  }
+  int64_t zero = 0, nx = sx.rank - 2, no = so.rank - 2;
+  weft_output_t shx = U(c, "Shape", x), sho = U(c, "Shape", other);
+  weft_output_t bx = T3(c, "Slice", shx, vec_i32(c, &zero, 1), vec_i32(c, &nx, 1));
+  weft_output_t bo = T3(c, "Slice", sho, vec_i32(c, &zero, 1), vec_i32(c, &no, 1));
+  weft_output_t ins[2] = {bx, bo};
+  weft_output_t r0 = end(c, start(c, "BroadcastGradientArgs", ins, 2), 0);
+  return B(c, "Reshape", sum(c, g, r0, false), shx);
+}
+
+static void gr_batch_matmul(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool ax = attr_bool(n, "adj_x"), ay = attr_bool(n, "adj_y");
+  weft_output_t x = in(n, 0), y = in(n, 1), g = dy[0], gx, gy;
+  if (!ax && !ay) {
+    gx = bmm(c, g, y, false, true);
+    gy = bmm(c, x, g, true, false);
+  } else if (!ax && ay) {
+    gx = bmm(c, g, y, false, false);
+    gy = bmm(c, g, x, true, false);
+  } else if (ax && !ay) {
+    gx = bmm(c, y, g, false, true);
+    gy = bmm(c, x, g, false, false);
+  } else {
+    gx = bmm(c, y, g, true, true);
+    gy = bmm(c, g, x, true, true);
+  }
+  dx[0] = unbroadcast_batch(c, gx, x, y);
+  dx[1] = unbroadcast_batch(c, gy, y, x);
+}
+
+static void gr_bias_add(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = dy[0];
+  weft_op_builder_t *b = start(c, "BiasAddGrad", dy, 1);
+  const weft__attr_value_t *fmt = weft__attrs_get(n->attrs, "data_format");
+  if (b && fmt && fmt->kind == WEFT_ATTR_STRING)
+    weft_op_set_attr_string(b, "data_format", fmt->u.s.data);
+  dx[1] = end(c, b, 0);
+}
+
+static weft_output_t last_axis_sum(gb_t *c, weft_output_t x) {
+  int64_t axis = -1;
+  return sum(c, x, vec_i32(c, &axis, 1), true);
+}
+
+static void gr_softmax(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = B(c, "Mul", B(c, "Sub", dy[0], last_axis_sum(c, B(c, "Mul", dy[0], y))), y);
+}
+
+static void gr_log_softmax(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = B(c, "Sub", dy[0], B(c, "Mul", last_axis_sum(c, dy[0]), U(c, "Exp", y)));
+}
+
+static weft_output_t expand_last(gb_t *c, weft_output_t x) {
+  int64_t axis = -1;
+  weft_output_t ax = vec_i32(c, &axis, 1);
+  /* ExpandDims wants a scalar axis; reshape the vector constant's one element away. */
+  return B(c, "ExpandDims", x, B(c, "Reshape", ax, vec_i32(c, NULL, 0)));
+}
+
+/* Only the loss output's gradient is propagated (the backprop output is itself a gradient). */
+static void gr_softmax_xent(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_output_t d = expand_last(c, dy[0]);
+  dx[0] = B(c, "Mul", d, weft_out(n, 1));
+  if (strcmp(n->op_name, "SoftmaxCrossEntropyWithLogits") == 0)
+    dx[1] = B(c, "Mul", d, U(c, "Neg", U(c, "LogSoftmax", in(n, 0))));
+}
+
+/* The shape of a reduction's result with the reduced dims kept as 1, as an int32 vector, from
+ * the input's static rank and the constant axes. */
+static weft_output_t kept_shape(gb_t *c, weft_node_t *n) {
+  if (c->st) return NONE;
+  weft_output_t x = in(n, 0);
+  weft__shape_t s = x.node->output_shapes[x.index];
+  const weft_tensor_t *axes = weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
+  if (s.rank < 0 || !axes) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
+                            "gradient of '%s' (%s) needs a known input rank and constant axes",
+                            n->name, n->op_name));
+    return NONE;
+  }
+  int64_t keep[WEFT_MAX_RANK], reduced[WEFT_MAX_RANK];
+  for (int d = 0; d < s.rank; d++) keep[d] = 1, reduced[d] = 0;
+  for (int64_t k = 0; k < weft_tensor_num_elements(axes); k++) {
+    int64_t a = (int64_t)weft_tensor_get_double(axes, k);
+    if (a < 0) a += s.rank;
+    if (a < 0 || a >= s.rank) {
+      fail(c, weft_status_new(WEFT_INVALID_ARGUMENT, "'%s' (%s): axis %" G_GINT64_FORMAT
+                              " out of range for rank %d", n->name, n->op_name, a, s.rank));
+      return NONE;
+    }
+    keep[a] = 0;
+    reduced[a] = 1;
+  }
+  weft__shape_t full;
+  if (static_shape(x, &full)) {
+    int64_t dims[WEFT_MAX_RANK];
+    for (int d = 0; d < s.rank; d++) dims[d] = keep[d] ? full.dims[d] : 1;
+    return vec_i32(c, dims, s.rank);
+  }
+  return B(c, "AddV2", B(c, "Mul", U(c, "Shape", x), vec_i32(c, keep, s.rank)),
+           vec_i32(c, reduced, s.rank));
+}
+
+static weft_output_t sum_grad(gb_t *c, weft_node_t *n, weft_output_t g) {
+  weft_output_t x = in(n, 0);
+  weft_output_t kept = kept_shape(c, n);
+  return B(c, "BroadcastTo", B(c, "Reshape", g, kept), U(c, "Shape", x));
+}
+
+static void gr_sum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = sum_grad(c, n, dy[0]);
+}
+
+static void gr_mean(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_dtype_t t = dt(x);
+  weft__shape_t sx, sy;
+  weft_output_t factor;
+  if (static_shape(x, &sx) && static_shape(y, &sy)) {
+    int64_t nx = weft__shape_num_elements(sx.rank, sx.dims);
+    int64_t ny = weft__shape_num_elements(sy.rank, sy.dims);
+    factor = scalar(c, t, ny > 0 ? (double)nx / (double)ny : 1.0);
+  } else {
+    factor = B(c, "RealDiv", cast(c, U(c, "Size", x), t), cast(c, U(c, "Size", y), t));
+  }
+  dx[0] = B(c, "RealDiv", sum_grad(c, n, dy[0]), factor);
+}
+
+/* Max/Min: the gradient goes to the elements equal to the result, split evenly between ties. */
+static void gr_maxmin(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_output_t kept = kept_shape(c, n);
+  weft_output_t ind = cast(c, B(c, "Equal", B(c, "Reshape", y, kept), x), dt(x));
+  weft_output_t count = B(c, "Reshape", sum(c, ind, in(n, 1), false), kept);
+  dx[0] = B(c, "Mul", B(c, "RealDiv", ind, count), B(c, "Reshape", dy[0], kept));
+}
+
+static void gr_reshape(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Reshape", dy[0], U(c, "Shape", in(n, 0)));
+}
+
+static void gr_transpose(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  const weft_tensor_t *perm =
+      weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
+  if (!perm) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
+                            "gradient of '%s' (Transpose) needs a constant perm", n->name));
+    return;
+  }
+  int64_t k = weft_tensor_num_elements(perm);
+  int64_t inv[WEFT_MAX_RANK];
+  if (k > WEFT_MAX_RANK) k = WEFT_MAX_RANK;
+  for (int64_t i = 0; i < k; i++) {
+    int64_t p = (int64_t)weft_tensor_get_double(perm, i);
+    if (p >= 0 && p < k) inv[p] = i;
+  }
+  dx[0] = B(c, "Transpose", dy[0], vec_i32(c, inv, (int)k));
+}
+
+/* ConcatV2: each input's gradient is its slice of dy; the offsets come from the static sizes of
+ * the inputs along the (constant) axis. */
+static void gr_concat(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  int n_values = n->n_inputs - 1;
+  const weft_tensor_t *axis_t =
+      weft__node_constant_output(n->inputs[n_values].src, n->inputs[n_values].src_index);
+  weft__shape_t s0 = n->output_shapes[0];
+  if (!axis_t || s0.rank < 0) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
+                            "gradient of '%s' (ConcatV2) needs a constant axis and known rank",
+                            n->name));
+    return;
+  }
+  int64_t axis = (int64_t)weft_tensor_get_double(axis_t, 0);
+  if (axis < 0) axis += s0.rank;
+  int64_t offset = 0;
+  for (int i = 0; i < n_values && !c->st; i++) {
+    weft_output_t x = in(n, i);
+    int64_t begin[WEFT_MAX_RANK] = {0};
+    begin[axis] = offset;
+    dx[i] = T3(c, "Slice", dy[0], vec_i32(c, begin, s0.rank), U(c, "Shape", x));
+    weft__shape_t sx = x.node->output_shapes[x.index];
+    if (i + 1 < n_values && (sx.rank <= axis || sx.dims[axis] < 0)) {
+      fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
+                              "gradient of '%s' (ConcatV2): input %d has an unknown size along "
+                              "axis %" G_GINT64_FORMAT, n->name, i, axis));
+      return;
+    }
+    offset += sx.dims[axis];
+  }
+}
+
+static bool is_float(weft_dtype_t t) {
+  return t == WEFT_DT_FLOAT || t == WEFT_DT_DOUBLE || t == WEFT_DT_HALF || t == WEFT_DT_BFLOAT16;
+}
+
+static void gr_cast(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_dtype_t src = dt(in(n, 0));
+  if (is_float(src) && is_float(dt(weft_out(n, 0)))) dx[0] = cast(c, dy[0], src);
+}
+
+static void gr_select(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t cond = in(n, 0);
+  weft_output_t zeros = U(c, "ZerosLike", dy[0]);
+  dx[1] = T3(c, "Select", cond, dy[0], zeros);
+  dx[2] = T3(c, "Select", cond, zeros, dy[0]);
+}
+
+typedef struct grad_entry {
+  const char *op;
+  grad_fn_t fn; /* NULL: the op has no gradient on purpose (stops propagation) */
+} grad_entry_t;
+
+static const grad_entry_t grad_table[] = {
+    {"Add", gr_add},
+    {"AddV2", gr_add},
+    {"Sub", gr_sub},
+    {"Mul", gr_mul},
+    {"RealDiv", gr_div},
+    {"Div", gr_div},
+    {"Maximum", gr_maximum},
+    {"Minimum", gr_minimum},
+    {"SquaredDifference", gr_sqdiff},
+    {"Pow", gr_pow},
+    {"Neg", gr_neg},
+    {"Abs", gr_abs},
+    {"Square", gr_square},
+    {"Sqrt", gr_sqrt},
+    {"Rsqrt", gr_rsqrt},
+    {"Reciprocal", gr_reciprocal},
+    {"Inv", gr_reciprocal},
+    {"Exp", gr_exp},
+    {"Log", gr_log},
+    {"Relu", gr_relu},
+    {"Relu6", gr_relu6},
+    {"Elu", gr_elu},
+    {"LeakyRelu", gr_leaky_relu},
+    {"Softplus", gr_softplus},
+    {"Softsign", gr_softsign},
+    {"Sin", gr_sin},
+    {"Cos", gr_cos},
+    {"Tan", gr_tan},
+    {"Sinh", gr_sinh},
+    {"Cosh", gr_cosh},
+    {"Atan", gr_atan},
+    {"Log1p", gr_log1p},
+    {"Expm1", gr_expm1},
+    {"Erf", gr_erf},
+    {"Slice", gr_slice},
+    {"Pad", gr_pad},
+    {"Tile", gr_tile},
+    {"Sigmoid", gr_sigmoid},
+    {"Tanh", gr_tanh},
+    {"Identity", gr_identity},
+    {"Snapshot", gr_identity},
+    {"AddN", gr_addn},
+    {"L2Loss", gr_l2loss},
+    {"MatMul", gr_matmul},
+    {"BatchMatMulV2", gr_batch_matmul},
+    {"BatchMatMul", gr_batch_matmul},
+    {"BiasAdd", gr_bias_add},
+    {"BiasAddV1", gr_bias_add},
+    {"Softmax", gr_softmax},
+    {"LogSoftmax", gr_log_softmax},
+    {"SoftmaxCrossEntropyWithLogits", gr_softmax_xent},
+    {"SparseSoftmaxCrossEntropyWithLogits", gr_softmax_xent},
+    {"Sum", gr_sum},
+    {"Mean", gr_mean},
+    {"Max", gr_maxmin},
+    {"Min", gr_maxmin},
+    {"Reshape", gr_reshape},
+    {"ExpandDims", gr_reshape},
+    {"Squeeze", gr_reshape},
+    {"Transpose", gr_transpose},
+    {"ConcatV2", gr_concat},
+    {"Cast", gr_cast},
+    {"Select", gr_select},
+    {"StopGradient", NULL},
+    {"PreventGradient", NULL},
+};
+
+static const grad_entry_t *lookup(const char *op) {
+  for (size_t k = 0; k < G_N_ELEMENTS(grad_table); k++)
+    if (strcmp(grad_table[k].op, op) == 0) return &grad_table[k];
+  /* Ops a plugin registered may carry a gradient program (weft_op_def_t.gradient); the walk
+   * falls back to weft__gradient_lookup/weft__gradient_build for them. */
+  return NULL;
+}
+
+bool weft__gradient_defined(const char *op) {
+  const grad_entry_t *e = lookup(op);
+  return e ? e->fn != NULL : weft__gradient_lookup(op) != NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The walk */
+
+static weft_output_t aggregate(gb_t *c, GArray *list) {
+  if (!list || list->len == 0) return NONE;
+  if (list->len == 1) return g_array_index(list, weft_output_t, 0);
+  weft_op_builder_t *b = start(c, "AddN", (const weft_output_t *)(void *)list->data, 0);
+  if (b) weft_op_add_input_list(b, (const weft_output_t *)(void *)list->data, (int)list->len);
+  return end(c, b, 0);
+}
+
+weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys,
+                              const weft_output_t *xs, int n_xs, const weft_output_t *grad_ys,
+                              weft_output_t *grads_out) {
+  if (!g || (n_ys > 0 && !ys) || (n_xs > 0 && (!xs || !grads_out)) || n_ys < 0 || n_xs < 0)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_gradients: missing graph, ys or xs");
+  for (int i = 0; i < n_xs; i++) grads_out[i] = NONE;
+  for (int i = 0; i < n_ys; i++) {
+    if (!ys[i].node || ys[i].node->graph != g || ys[i].index < 0 ||
+        ys[i].index >= ys[i].node->n_outputs)
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_gradients: y %d is not an output of "
+                             "this graph", i);
+    if (!is_float(dt(ys[i])))
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "weft_gradients: y '%s:%d' is %s; gradients need a float tensor",
+                             ys[i].node->name, ys[i].index, weft_dtype_name(dt(ys[i])));
+  }
+  for (int i = 0; i < n_xs; i++) {
+    if (!xs[i].node || xs[i].node->graph != g || xs[i].index < 0 ||
+        xs[i].index >= xs[i].node->n_outputs)
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_gradients: x %d is not an output of "
+                             "this graph", i);
+  }
+
+  int n0 = weft_graph_num_nodes(g);
+  /* Nodes are created after their data inputs, so creation order is a topological order. */
+  guint8 *from_y = g_new0(guint8, n0), *to_x = g_new0(guint8, n0);
+  GPtrArray *stack = g_ptr_array_new();
+  for (int i = 0; i < n_ys; i++) {
+    if (!from_y[ys[i].node->id]) {
+      from_y[ys[i].node->id] = 1;
+      g_ptr_array_add(stack, ys[i].node);
+    }
+  }
+  while (stack->len) {
+    weft_node_t *n = g_ptr_array_steal_index(stack, stack->len - 1);
+    for (int k = 0; k < n->n_inputs; k++) {
+      weft_node_t *src = n->inputs[k].src;
+      if (src->id < n0 && !from_y[src->id]) {
+        from_y[src->id] = 1;
+        g_ptr_array_add(stack, src);
+      }
+    }
+  }
+  g_ptr_array_free(stack, TRUE);
+  for (int i = 0; i < n_xs; i++) to_x[xs[i].node->id] = 1;
+  for (int id = 0; id < n0; id++) {
+    weft_node_t *n = weft_graph_node_at(g, id);
+    for (int k = 0; k < n->n_inputs && !to_x[id]; k++) {
+      int src = n->inputs[k].src->id;
+      if (src < id && to_x[src]) to_x[id] = 1;
+    }
+  }
+
+  /* Per node, per output: the gradients that arrived (weft_output_t arrays). */
+  GArray ***arrived = g_new0(GArray **, n0);
+  weft_output_t **total = g_new0(weft_output_t *, n0);
+  gb_t c = {g, NULL};
+  weft_graph_push_name_scope(g, "gradients");
+
+  for (int i = 0; i < n_ys && !c.st; i++) {
+    weft_node_t *n = ys[i].node;
+    if (!to_x[n->id]) continue;
+    weft_output_t gy = grad_ys ? grad_ys[i] : NONE;
+    if (!has(gy)) gy = U(&c, "OnesLike", ys[i]);
+    if (!arrived[n->id]) arrived[n->id] = g_new0(GArray *, n->n_outputs);
+    if (!arrived[n->id][ys[i].index])
+      arrived[n->id][ys[i].index] = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
+    g_array_append_val(arrived[n->id][ys[i].index], gy);
+  }
+
+  for (int id = n0 - 1; id >= 0 && !c.st; id--) {
+    if (!from_y[id] || !to_x[id] || !arrived[id]) continue;
+    weft_node_t *n = weft_graph_node_at(g, id);
+    char *scope = g_strdup_printf("%s_grad", n->name);
+    weft_graph_push_name_scope(g, scope);
+    g_free(scope);
+    total[id] = g_new0(weft_output_t, n->n_outputs);
+    bool any = false;
+    for (int k = 0; k < n->n_outputs; k++) {
+      total[id][k] = aggregate(&c, arrived[id][k]);
+      any = any || has(total[id][k]);
+    }
+    /* Does any float input lead back to an x? */
+    bool needed = false;
+    for (int k = 0; k < n->n_inputs; k++) {
+      weft_node_t *src = n->inputs[k].src;
+      if (src->id < id && to_x[src->id] && from_y[src->id] &&
+          is_float(weft__dtype_base(n->input_types[k])))
+        needed = true;
+    }
+    if (any && needed && !c.st) {
+      const grad_entry_t *e = lookup(n->op_name);
+      bool program = !e && weft__gradient_lookup(n->op_name) != NULL;
+      if (!e && !program) {
+        fail(&c, weft_status_new(WEFT_UNIMPLEMENTED,
+                                 "No gradient defined for operation '%s' (op type: %s)", n->name,
+                                 n->op_name));
+      } else if (program || e->fn) {
+        weft_output_t *dx = g_new0(weft_output_t, n->n_inputs > 0 ? n->n_inputs : 1);
+        if (program) fail(&c, weft__gradient_build(g, n, total[id], dx));
+        else e->fn(&c, n, total[id], dx);
+        for (int k = 0; k < n->n_inputs && !c.st; k++) {
+          weft_node_t *src = n->inputs[k].src;
+          int si = n->inputs[k].src_index;
+          if (!has(dx[k]) || src->id >= id || !to_x[src->id] || !from_y[src->id]) continue;
+          if (!is_float(weft__dtype_base(n->input_types[k]))) continue;
+          if (!arrived[src->id]) arrived[src->id] = g_new0(GArray *, src->n_outputs);
+          if (!arrived[src->id][si])
+            arrived[src->id][si] = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
+          g_array_append_val(arrived[src->id][si], dx[k]);
+        }
+        g_free(dx);
+      }
+    }
+    weft_graph_pop_name_scope(g);
+  }
+  weft_graph_pop_name_scope(g);
+
+  if (!c.st) {
+    for (int i = 0; i < n_xs; i++) {
+      int id = xs[i].node->id;
+      if (total[id]) grads_out[i] = total[id][xs[i].index];
+    }
+  }
+  for (int id = 0; id < n0; id++) {
+    if (arrived[id]) {
+      weft_node_t *n = weft_graph_node_at(g, id);
+      for (int k = 0; k < n->n_outputs; k++)
+        if (arrived[id][k]) g_array_free(arrived[id][k], TRUE);
+      g_free(arrived[id]);
+    }
+    g_free(total[id]);
+  }
+  g_free(arrived);
+  g_free(total);
+  g_free(from_y);
+  g_free(to_x);
+  return c.st;
+}

@@ -1,0 +1,295 @@
+/* util.c: the plumbing every plugin kernel uses, whatever its device: the host table and the
+ * init-time checks of it, dtype sizes and names, errors that name the node, inputs and outputs
+ * through the host, integer arguments read from host memory, attribute defaults, host-memory int
+ * outputs, and kernel registration. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugin_common.h"
+
+#define H weft_pc_host
+
+const weft_host_t *weft_pc_host;
+
+bool weft_pc_init(const weft_host_t *host, const weft_registrar_t *registrar, const char *who,
+                  weft_status_t **err) {
+  *err = NULL;
+  if (host->struct_size < sizeof(weft_host_t)) {
+    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
+      *err = host->status_new(WEFT_FAILED_PRECONDITION,
+                              "%s: host table too small (%zu < %zu bytes)", who,
+                              host->struct_size, sizeof(weft_host_t));
+    return false;
+  }
+  weft_pc_host = host;
+  if (registrar->struct_size < sizeof(weft_registrar_t)) {
+    *err = host->status_new(WEFT_FAILED_PRECONDITION,
+                            "%s: registrar table too small (%zu < %zu bytes)", who,
+                            registrar->struct_size, sizeof(weft_registrar_t));
+    return false;
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * dtypes */
+
+size_t weft_pc_dtype_size(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_FLOAT: case WEFT_DT_INT32: case WEFT_DT_UINT32: return 4;
+    case WEFT_DT_DOUBLE: case WEFT_DT_INT64: case WEFT_DT_UINT64: return 8;
+    case WEFT_DT_UINT8: case WEFT_DT_INT8: case WEFT_DT_BOOL: return 1;
+    case WEFT_DT_INT16: case WEFT_DT_UINT16: case WEFT_DT_HALF: case WEFT_DT_BFLOAT16: return 2;
+    case WEFT_DT_STRING: return sizeof(weft_string_t);
+    default: return 0;
+  }
+}
+
+const char *weft_pc_dtype_name(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_FLOAT: return "float32";
+    case WEFT_DT_DOUBLE: return "float64";
+    case WEFT_DT_INT32: return "int32";
+    case WEFT_DT_UINT8: return "uint8";
+    case WEFT_DT_INT16: return "int16";
+    case WEFT_DT_INT8: return "int8";
+    case WEFT_DT_STRING: return "string";
+    case WEFT_DT_INT64: return "int64";
+    case WEFT_DT_BOOL: return "bool";
+    case WEFT_DT_BFLOAT16: return "bfloat16";
+    case WEFT_DT_UINT16: return "uint16";
+    case WEFT_DT_HALF: return "float16";
+    case WEFT_DT_UINT32: return "uint32";
+    case WEFT_DT_UINT64: return "uint64";
+    default: return "invalid";
+  }
+}
+
+bool weft_pc_dtype_is_float(weft_dtype_t dtype) {
+  return dtype == WEFT_DT_FLOAT || dtype == WEFT_DT_DOUBLE || dtype == WEFT_DT_HALF ||
+         dtype == WEFT_DT_BFLOAT16;
+}
+
+bool weft_pc_dtype_is_int(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_INT8: case WEFT_DT_INT16: case WEFT_DT_INT32: case WEFT_DT_INT64:
+    case WEFT_DT_UINT8: case WEFT_DT_UINT16: case WEFT_DT_UINT32: case WEFT_DT_UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Errors */
+
+weft_status_t *weft_pc_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *node = ctx != NULL ? H->kernel_node_name(ctx) : NULL;
+  if (node == NULL) return H->status_new(code, "%s", msg);
+  return H->status_new(code, "node '%s': %s", node, msg);
+}
+
+const char *weft_pc_shape_str(int rank, const int64_t *dims, char *buf, size_t len) {
+  size_t at = 0;
+  if (len == 0) return buf;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf + at, len - at, "[");
+  for (int i = 0; i < rank && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, i ? ",%lld" : "%lld", (long long)dims[i]);
+  if (at < len) snprintf(buf + at, len - at, "]");
+  return buf;
+}
+
+void weft_pc_shape_pair(weft_pc_shape_pair_t *p, const weft_tensor_view_t *a,
+                        const weft_tensor_view_t *b) {
+  weft_pc_shape_str(a->rank, a->dims, p->a, sizeof p->a);
+  weft_pc_shape_str(b->rank, b->dims, p->b, sizeof p->b);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Inputs, outputs and attributes */
+
+weft_status_t *weft_pc_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out) {
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  return H->kernel_input(ctx, index, out);
+}
+
+weft_status_t *weft_pc_output(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
+                              const int64_t *dims, weft_tensor_view_t *out) {
+  memset(out, 0, sizeof *out);
+  out->struct_size = sizeof *out;
+  return H->kernel_allocate_output(ctx, index, dtype, rank, dims, out);
+}
+
+int64_t weft_pc_index_at(const weft_tensor_view_t *v, int64_t i) {
+  switch (v->dtype) {
+    case WEFT_DT_INT64: return ((const int64_t *)v->data)[i];
+    case WEFT_DT_INT32: return ((const int32_t *)v->data)[i];
+    case WEFT_DT_INT16: return ((const int16_t *)v->data)[i];
+    case WEFT_DT_INT8: return ((const int8_t *)v->data)[i];
+    case WEFT_DT_UINT8: return ((const uint8_t *)v->data)[i];
+    case WEFT_DT_UINT16: return ((const uint16_t *)v->data)[i];
+    case WEFT_DT_UINT32: return ((const uint32_t *)v->data)[i];
+    case WEFT_DT_UINT64: return (int64_t)((const uint64_t *)v->data)[i];
+    default: return 0;
+  }
+}
+
+static weft_status_t *not_integer(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
+                                  const char *what) {
+  return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be an integer tensor, got %s", what,
+                       weft_pc_dtype_name(v->dtype));
+}
+
+weft_status_t *weft_pc_read_indices(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
+                                    const char *what, int64_t *out, int64_t max_n, int64_t *n) {
+  if (!weft_pc_dtype_is_int(v->dtype)) return not_integer(ctx, v, what);
+  if (v->num_elements > max_n)
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s has %lld elements, at most %lld allowed",
+                         what, (long long)v->num_elements, (long long)max_n);
+  for (int64_t i = 0; i < v->num_elements; i++) out[i] = weft_pc_index_at(v, i);
+  *n = v->num_elements;
+  return NULL;
+}
+
+weft_status_t *weft_pc_read_scalar_index(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v,
+                                         const char *what, int64_t *out) {
+  if (!weft_pc_dtype_is_int(v->dtype)) return not_integer(ctx, v, what);
+  if (v->num_elements != 1) {
+    char s[WEFT_PC_SHAPE_STR_LEN];
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be a scalar, got shape %s", what,
+                         weft_pc_shape_str(v->rank, v->dims, s, sizeof s));
+  }
+  *out = weft_pc_index_at(v, 0);
+  return NULL;
+}
+
+weft_status_t *weft_pc_axis(weft_kernel_ctx_t *ctx, int64_t axis, int rank, const char *what,
+                            int *out) {
+  if (axis < -(int64_t)rank || axis >= rank)
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
+                         "%s %lld is out of range for a tensor of rank %d (must be in [%d, %d))",
+                         what, (long long)axis, rank, -rank, rank);
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return NULL;
+}
+
+weft_status_t *weft_pc_read_axis(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v, int rank,
+                                 const char *what, int *out) {
+  int64_t axis = 0;
+  WEFT_PC_TRY(weft_pc_read_scalar_index(ctx, v, what, &axis));
+  return weft_pc_axis(ctx, axis, rank, what, out);
+}
+
+weft_status_t *weft_pc_inputs(weft_kernel_ctx_t *ctx, int n, weft_tensor_view_t *in) {
+  for (int i = 0; i < n; i++) WEFT_PC_TRY(weft_pc_input(ctx, i, &in[i]));
+  return NULL;
+}
+
+weft_status_t *weft_pc_tensor_and_ints(weft_kernel_ctx_t *ctx, weft_tensor_view_t *x,
+                                       const char *what, int64_t *vals, int64_t max_n,
+                                       int64_t *n) {
+  weft_tensor_view_t v;
+  WEFT_PC_TRY(weft_pc_input(ctx, 0, x));
+  WEFT_PC_TRY(weft_pc_input(ctx, 1, &v));
+  return weft_pc_read_indices(ctx, &v, what, vals, max_n, n);
+}
+
+/* An absent attribute and one of another type both mean "use the default" (the op definitions
+ * give every attribute these kernels read its type, so only an older graph can lack one): true
+ * when the read worked. */
+static bool attr_read(weft_status_t *s) {
+  if (s == NULL) return true;
+  H->status_free(s);
+  return false;
+}
+
+bool weft_pc_attr_bool(weft_kernel_ctx_t *ctx, const char *name, bool dflt) {
+  int v = 0;
+  return attr_read(H->attr_bool(H->kernel_attrs(ctx), name, &v)) ? v != 0 : dflt;
+}
+
+int64_t weft_pc_attr_int(weft_kernel_ctx_t *ctx, const char *name, int64_t dflt) {
+  int64_t v = 0;
+  return attr_read(H->attr_int(H->kernel_attrs(ctx), name, &v)) ? v : dflt;
+}
+
+float weft_pc_attr_float(weft_kernel_ctx_t *ctx, const char *name, float dflt) {
+  float v = 0;
+  return attr_read(H->attr_float(H->kernel_attrs(ctx), name, &v)) ? v : dflt;
+}
+
+weft_status_t *weft_pc_attr_type(weft_kernel_ctx_t *ctx, const char *name, weft_dtype_t dflt,
+                                 weft_dtype_t *out) {
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  *out = dflt;
+  if (!H->attr_has(attrs, name)) return NULL;
+  return H->attr_type(attrs, name, out);
+}
+
+void weft_pc_contiguous_strides(int rank, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= dims[d];
+  }
+}
+
+bool weft_pc_same_shape(const weft_tensor_view_t *a, const weft_tensor_view_t *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+weft_status_t *weft_pc_write_ints(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
+                                  const int64_t *values, int64_t n) {
+  weft_tensor_view_t y;
+  WEFT_PC_TRY(weft_pc_output(ctx, index, dtype, rank, &n, &y));
+  for (int64_t i = 0; i < n; i++) {
+    if (dtype == WEFT_DT_INT32) {
+      if (values[i] > INT32_MAX)
+        return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "value %lld does not fit out_type int32; use int64",
+                             (long long)values[i]);
+      ((int32_t *)y.data)[i] = (int32_t)values[i];
+    } else {
+      ((int64_t *)y.data)[i] = values[i];
+    }
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration */
+
+weft_status_t *weft_pc_register_full(const weft_registrar_t *reg, const char *device_type,
+                                     const char *op, const weft_type_constraint_t *constraints,
+                                     size_t n_constraints, const char *const *host_memory,
+                                     weft_kernel_create_fn create, weft_kernel_compute_fn compute,
+                                     weft_kernel_destroy_fn destroy, void *user_data) {
+  const weft_kernel_def_t def = {
+      .struct_size = sizeof def, .op = op, .device_type = device_type, .constraints = constraints,
+      .n_constraints = n_constraints, .host_memory_args = host_memory, .priority = 0,
+      .create = create, .compute = compute, .destroy = destroy, .user_data = user_data};
+  return reg->register_kernel(reg->ctx, &def);
+}
+
+weft_status_t *weft_pc_register(const weft_registrar_t *reg, const char *device_type,
+                                const weft_pc_kernel_spec_t *spec) {
+  weft_type_constraint_t c;
+  c.attr = spec->type_attr;
+  c.dtypes = spec->dtypes;
+  c.n_dtypes = spec->n_dtypes;
+  bool constrained = spec->type_attr != NULL;
+  return weft_pc_register_full(reg, device_type, spec->op, constrained ? &c : NULL,
+                               constrained ? 1 : 0, spec->host_memory, spec->create,
+                               spec->compute, spec->destroy, spec->user_data);
+}
