@@ -468,6 +468,47 @@ static void test_closed(void) {
   weft_graph_free(g);
 }
 
+/* A variable initialised in one run and updated by an op in a later run is placed with its whole
+ * colocation group at the first run, so the update finds it on a device that has its kernel
+ * (an unpinned variable would otherwise go to a gpu-like device lacking ApplyGradientDescent). */
+static void test_colocation_group_placed_whole(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  float init_v[2] = {1.0f, 2.0f};
+  weft_tensor_t *init_t = vec_f32(2, init_v);
+  weft_output_t init_value = weft_const(g, "w_init", init_t, &st);
+  OK(st);
+  weft_tensor_unref(init_t);
+  weft_variable(g, "w", init_value, &st);
+  OK(st);
+  weft_global_variables_initializer(g, "init", &st);
+  OK(st);
+  weft_output_t lr = weft_const_float(g, "lr", 0.5f, &st);
+  OK(st);
+  float delta_v[2] = {2.0f, 4.0f};
+  weft_tensor_t *delta_t = vec_f32(2, delta_v);
+  weft_output_t delta = weft_const(g, "delta", delta_t, &st);
+  OK(st);
+  weft_tensor_unref(delta_t);
+  weft_op_builder_t *b = weft_op_new(g, "ApplyGradientDescent", "update");
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "w"), 0));
+  weft_op_add_input(b, lr);
+  weft_op_add_input(b, delta);
+  OK(weft_op_finish(b, NULL));
+  weft_session_t *s = session(g, NULL);
+  const char *init[] = {"init"};
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, init, 1));
+  g_assert_cmpstr(weft_session_node_device(s, "update"), ==, weft_session_node_device(s, "w"));
+  const char *fetch[] = {"update"};
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  g_assert_cmpfloat(f0(out, 0), ==, 0.0f);
+  g_assert_cmpfloat(f0(out, 1), ==, 0.0f);
+  weft_tensor_unref(out);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/session/feed_fetch", test_feed_fetch);
@@ -479,5 +520,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/session/parallel_branches_and_runs", test_parallel_branches_and_runs);
   g_test_add_func("/session/string_hello", test_string_hello);
   g_test_add_func("/session/closed", test_closed);
+  g_test_add_func("/session/colocation_group_placed_whole", test_colocation_group_placed_whole);
   return g_test_run();
 }

@@ -528,12 +528,14 @@ static void forget_plan(weft__master_t *m, mplan_t *plan) {
   }
 }
 
-static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *nodes, GPtrArray *placements) {
+static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *needed, GPtrArray *placements) {
+  GPtrArray *nodes = weft__colocation_closure(s->graph, needed, s->placement);
   GPtrArray *todo = g_ptr_array_new();
   for (guint k = 0; k < nodes->len; k++) {
     weft_node_t *n = nodes->pdata[k];
     if (!g_hash_table_contains(s->placement, n->name)) g_ptr_array_add(todo, n);
   }
+  g_ptr_array_free(nodes, TRUE);
   weft_status_t *st = NULL;
   if (todo->len) {
     weft__master_t *m = s->master;

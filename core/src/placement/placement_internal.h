@@ -64,4 +64,9 @@ typedef struct weft__placer_options {
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
                            const weft__placer_options_t *opts, GHashTable *placement);
 
+/* `nodes` plus every node of `graph` not yet in `placement` that shares a colocation group (ref
+ * edges, _class "loc:@x") with one of them, so groups are placed whole. The caller frees the
+ * array (g_ptr_array_free(a, TRUE)); the nodes belong to the graph. */
+GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHashTable *placement);
+
 #endif /* WEFT_PLACEMENT_INTERNAL_H */

@@ -191,12 +191,14 @@ void weft__log_placement(GPtrArray *nodes, GHashTable *placement) {
   g_string_free(log, TRUE);
 }
 
-static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *nodes) {
+static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *needed) {
+  GPtrArray *nodes = weft__colocation_closure(s->graph, needed, s->placement);
   GPtrArray *todo = g_ptr_array_new();
   for (guint k = 0; k < nodes->len; k++) {
     weft_node_t *n = nodes->pdata[k];
     if (!g_hash_table_contains(s->placement, n->name)) g_ptr_array_add(todo, n);
   }
+  g_ptr_array_free(nodes, TRUE);
   if (!todo->len) {
     g_ptr_array_free(todo, TRUE);
     return NULL;

@@ -1,0 +1,59 @@
+/* Colocation closure: the nodes a placement must cover so that a colocation group is placed as a
+ * whole. A session places only what a step needs, but a variable placed for its initializer
+ * alone could land on a device that lacks kernels for the ops that update it later (a gpu-like
+ * backend without Apply* kernels); TensorFlow avoids that by placing the whole graph. Weft places
+ * the step's nodes plus every not-yet-placed node that shares a colocation group with one of
+ * them (through ref edges or _class "loc:@x"), which keeps groups whole without placing
+ * unrelated parts of the graph. */
+#include "placement_internal.h"
+
+static int find_root(int *parent, int x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+static void join(int *parent, int a, int b) {
+  a = find_root(parent, a);
+  b = find_root(parent, b);
+  if (a != b) parent[a] = b;
+}
+
+GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHashTable *placement) {
+  int n = weft_graph_num_nodes(graph);
+  int *parent = g_new(int, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++) parent[k] = k;
+  for (int k = 0; k < n; k++) {
+    weft_node_t *node = weft_graph_node_at(graph, k);
+    for (int i = 0; i < node->n_inputs; i++) {
+      if (weft__dtype_is_ref(node->input_types[i]) && node->inputs[i].src->id < n)
+        join(parent, k, node->inputs[i].src->id);
+    }
+    if (node->colocation_group) {
+      weft_node_t *with = weft_graph_node(graph, node->colocation_group);
+      if (with && with->id < n) join(parent, k, with->id);
+    }
+  }
+  GHashTable *wanted_roots = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GHashTable *included = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GPtrArray *out = g_ptr_array_new();
+  for (guint k = 0; k < nodes->len; k++) {
+    weft_node_t *node = nodes->pdata[k];
+    g_ptr_array_add(out, node);
+    g_hash_table_add(included, node);
+    if (node->id < n) g_hash_table_add(wanted_roots, GINT_TO_POINTER(find_root(parent, node->id)));
+  }
+  for (int k = 0; k < n; k++) {
+    weft_node_t *node = weft_graph_node_at(graph, k);
+    if (g_hash_table_contains(included, node)) continue;
+    if (placement && g_hash_table_contains(placement, node->name)) continue;
+    if (g_hash_table_contains(wanted_roots, GINT_TO_POINTER(find_root(parent, k))))
+      g_ptr_array_add(out, node);
+  }
+  g_hash_table_destroy(wanted_roots);
+  g_hash_table_destroy(included);
+  g_free(parent);
+  return out;
+}
