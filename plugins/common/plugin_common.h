@@ -1,11 +1,12 @@
 /* plugin_common.h: what the CPU and the Vulkan plugin share (plugins/common, a static library
  * linked into each): the host table and errors that name the node, dtype sizes and names, input
  * and host-memory integer readers, attribute defaults, kernel registration, the shape logic of
- * the kernels both plugins implement (broadcasting, reduction axes, MatMul, BiasAdd, Transpose,
- * BroadcastTo, Slice, Tile, Pad, Fill, Concat, Pack, Split, Unpack) and the kernels that need no
- * device code at all (Const, Identity, NoOp, Reshape, Shape, ... and the variable kernels, whose
- * few device steps come through weft_pc_state_ops_t). Each plugin keeps only what is specific
- * to its device: the CPU loops, the Vulkan shader dispatch.
+ * the kernels both plugins implement (broadcasting, reduction axes, ArgMax, MatMul, BiasAdd,
+ * AddN, Select, Tile, Pad, Fill), the kernels that need no device code at all (Const, Identity,
+ * NoOp, Reshape, ExpandDims, Squeeze, Shape, Size, Rank), and the kernels whose few device steps
+ * a plugin hands in as a table (the variables: weft_pc_state_ops_t; Transpose, BroadcastTo,
+ * Slice, Concat, Pack, Split, Unpack: weft_pc_array_ops_t). Each plugin keeps only what is
+ * specific to its device: the CPU loops, the Vulkan shader dispatch.
  *
  * Like the plugins, it sees only the SDK headers and libc: no libweft, no GLib. Names start with
  * weft_pc_. The library is built with hidden visibility, so every plugin carries its own copy,
@@ -29,9 +30,9 @@
 extern const weft_host_t *weft_pc_host;
 
 /* Returns from the enclosing function when a status-returning call fails. */
-#define WEFT_PC_TRY(expr)                    \
-  do {                                       \
-    weft_status_t *weft_pc_s_ = (expr);      \
+#define WEFT_PC_TRY(expr)                      \
+  do {                                         \
+    weft_status_t *weft_pc_s_ = (expr);        \
     if (weft_pc_s_ != NULL) return weft_pc_s_; \
   } while (0)
 

@@ -435,7 +435,6 @@ weft_status_t *weft__cu_blas_handle(weft_cu_device_t *dev, const weft_cu_blas_t 
  * Open and close */
 
 const char *weft__cu_device_name(const weft_cu_device_t *dev) { return dev->name; }
-int weft__cu_device_ordinal(const weft_cu_device_t *dev) { return dev->ordinal; }
 
 static void lane_destroy(copy_lane_t *lane) {
   for (int i = 0; i < STAGE_SLOTS; i++) {

@@ -1,9 +1,9 @@
 /* cu_internal.h: what the host-side files of the CUDA plugin share: the runtime probe and device
  * properties (cu_runtime.c), cuBLAS loaded on first use (cu_runtime.c), the open devices with
- * their streams, staging buffers and memory arenas (cu_device.c), the shape helpers
- * shared with the other plugins (plugins/common, weft_pc_*: errors, inputs, attributes, the
- * shape rules and plans of every kernel, the kernels with no device code), and the CUDA kernel
- * helpers (cu_util.c).
+ * their streams, staging buffers and memory arenas (cu_device.c), and the CUDA kernel helpers
+ * (cu_util.c). Errors, inputs, attributes, the shape rules and plans of every kernel and the
+ * kernels with no device code come from the helpers all plugins share (plugins/common,
+ * weft_pc_*).
  *
  * The plugin sees only the SDK headers, the CUDA runtime and cuBLAS headers, libc, libdl and
  * pthreads. The CUDA runtime is linked statically and loads the driver (libcuda.so.1) itself when
@@ -49,8 +49,6 @@
 int weft__cu_device_count(const char **why_none);
 /* Properties as enumerated (NULL for a bad ordinal). */
 const weft_device_props_t *weft__cu_props(int ordinal);
-/* Multiprocessors of a device (for launch sizes), 0 if unknown. */
-int weft__cu_sm_count(int ordinal);
 /* "cudaErrorMemoryAllocation (out of memory)" */
 const char *weft__cu_error_str(cudaError_t e, char *buf, size_t len);
 
@@ -102,7 +100,6 @@ void weft__cu_close_all_devices(void);
 
 /* "CUDA:0" */
 const char *weft__cu_device_name(const weft_cu_device_t *dev);
-int weft__cu_device_ordinal(const weft_cu_device_t *dev);
 /* Makes the device current on the calling thread and returns its compute stream. */
 cudaStream_t weft__cu_enter(weft_cu_device_t *dev);
 /* NULL when e is cudaSuccess; otherwise a status naming the device and `what`. An error that

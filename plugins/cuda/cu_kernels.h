@@ -1,8 +1,8 @@
 /* cu_kernels.h: the C interface between the CUDA plugin's host code (C) and its device kernels
- * (the .cu files in kernels/, CUDA C++ compiled by nvcc). The host code decides shapes, dtypes and geometry;
- * each launcher here enqueues one or two kernels on the given stream and returns at once with
- * the launch status (cudaGetLastError): faults inside a kernel surface later, at the next
- * synchronisation, the way CUDA reports them.
+ * (the .cu files in kernels/, CUDA C++ compiled by nvcc). The host code decides shapes, dtypes
+ * and geometry; each launcher here enqueues one or two kernels on the given stream and returns
+ * at once with the launch status (cudaGetLastError): faults inside a kernel surface later, at
+ * the next synchronisation, the way CUDA reports them.
  *
  * Everything here is plain data (no pointers into host memory survive the call: geometry structs
  * are copied into the kernels' parameters), so a launcher may be called from any thread. Device

@@ -36,7 +36,6 @@ static int n_devices;
 static const char *why_no_devices;
 static char why_buf[384];
 static weft_device_props_t *device_props;
-static int *sm_counts;
 
 static void format_version(int v, char *buf, size_t len) {
   snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
@@ -125,12 +124,7 @@ static void probe(void) {
     return;
   }
   device_props = calloc((size_t)n, sizeof *device_props);
-  sm_counts = calloc((size_t)n, sizeof *sm_counts);
-  if (device_props == NULL || sm_counts == NULL) {
-    free(device_props);
-    free(sm_counts);
-    device_props = NULL;
-    sm_counts = NULL;
+  if (device_props == NULL) {
     no_devices("out of host memory listing %d CUDA devices", n);
     return;
   }
@@ -150,7 +144,6 @@ static void probe(void) {
                weft__cu_error_str(e, es, sizeof es));
       continue;
     }
-    sm_counts[i] = p.multiProcessorCount;
     describe_device(i, &p, &device_props[i]);
   }
   n_devices = n;
@@ -165,11 +158,6 @@ int weft__cu_device_count(const char **why_none) {
 const weft_device_props_t *weft__cu_props(int ordinal) {
   pthread_once(&probe_once, probe);
   return ordinal >= 0 && ordinal < n_devices ? &device_props[ordinal] : NULL;
-}
-
-int weft__cu_sm_count(int ordinal) {
-  pthread_once(&probe_once, probe);
-  return ordinal >= 0 && ordinal < n_devices ? sm_counts[ordinal] : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------

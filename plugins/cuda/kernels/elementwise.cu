@@ -325,14 +325,19 @@ cudaError_t launch_cast_from(cudaStream_t s, weft_cu_dt_t dst, const void *x, vo
                              int64_t n) {
   const S *xs = static_cast<const S *>(x);
   const unsigned grid = grid_for(n);
+#define WEFT_CU_CAST_TO(DT, D)                                                      \
+  case DT:                                                                          \
+    cast_kernel<S, D><<<grid, kThreads, 0, s>>>(xs, static_cast<D *>(y), n);        \
+    break;
   switch (dst) {
-    case CU_DT_F32: cast_kernel<S, float><<<grid, kThreads, 0, s>>>(xs, static_cast<float *>(y), n); break;
-    case CU_DT_F64: cast_kernel<S, double><<<grid, kThreads, 0, s>>>(xs, static_cast<double *>(y), n); break;
-    case CU_DT_I32: cast_kernel<S, int32_t><<<grid, kThreads, 0, s>>>(xs, static_cast<int32_t *>(y), n); break;
-    case CU_DT_I64: cast_kernel<S, int64_t><<<grid, kThreads, 0, s>>>(xs, static_cast<int64_t *>(y), n); break;
-    case CU_DT_BOOL: cast_kernel<S, uint8_t><<<grid, kThreads, 0, s>>>(xs, static_cast<uint8_t *>(y), n); break;
+    WEFT_CU_CAST_TO(CU_DT_F32, float)
+    WEFT_CU_CAST_TO(CU_DT_F64, double)
+    WEFT_CU_CAST_TO(CU_DT_I32, int32_t)
+    WEFT_CU_CAST_TO(CU_DT_I64, int64_t)
+    WEFT_CU_CAST_TO(CU_DT_BOOL, uint8_t)
     default: return cudaErrorInvalidValue;
   }
+#undef WEFT_CU_CAST_TO
   return launched();
 }
 
@@ -347,7 +352,8 @@ __global__ void train_kernel(weft_cu_train_args_t a) {
   const T *__restrict__ g = static_cast<const T *>(a.grad);
   T c[6];
 #pragma unroll
-  for (int k = 0; k < 6; k++) c[k] = a.scalars[k] != nullptr ? *static_cast<const T *>(a.scalars[k]) : T(0);
+  for (int k = 0; k < 6; k++)
+    c[k] = a.scalars[k] != nullptr ? *static_cast<const T *>(a.scalars[k]) : T(0);
   switch (a.kind) {
     case CU_TRAIN_SGD: {
       const T alpha = c[0];
