@@ -60,6 +60,38 @@ void bench_report_add(bench_report_t *r, bench_result_t *res) {
   }
 }
 
+void bench_add_row(bench_report_t *r, const char *name, const char *params, const char *unit,
+                   bool higher_is_better, const bench_stats_t *weft, const bench_stats_t *base,
+                   const char *base_name, const char *note) {
+  bench_result_t *res = g_new0(bench_result_t, 1);
+  res->name = g_strdup(name);
+  res->params = g_strdup(params);
+  res->unit = g_strdup(unit);
+  res->higher_is_better = higher_is_better;
+  res->weft = *weft;
+  if (base) res->baseline = *base;
+  res->baseline_name = g_strdup(base_name);
+  res->note = g_strdup(note);
+  bench_report_add(r, res);
+}
+
+void bench_add_skip(bench_report_t *r, const char *name, const char *why) {
+  bench_result_t *res = g_new0(bench_result_t, 1);
+  res->name = g_strdup(name);
+  res->params = g_strdup("");
+  res->unit = g_strdup("");
+  res->note = g_strdup(why);
+  res->skipped = true;
+  bench_report_add(r, res);
+}
+
+void bench_add_failure(bench_report_t *r, const char *name, weft_status_t *st) {
+  char *why = g_strdup_printf("failed: %s", st ? weft_status_message(st) : "unknown error");
+  bench_add_skip(r, name, why);
+  g_free(why);
+  weft_status_free(st);
+}
+
 static void result_free(bench_result_t *res) {
   g_free(res->name);
   g_free(res->params);

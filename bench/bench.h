@@ -49,11 +49,21 @@ bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, doub
 /* Adds a result; the report takes ownership of the strings (g_strdup'ed by the caller). */
 void bench_report_add(bench_report_t *r, bench_result_t *res);
 bool bench_selected(const bench_options_t *o, const char *name);
+/* Adds a measured row (base may be NULL for an absolute figure); strings are copied. */
+void bench_add_row(bench_report_t *r, const char *name, const char *params, const char *unit,
+                   bool higher_is_better, const bench_stats_t *weft, const bench_stats_t *base,
+                   const char *base_name, const char *note);
+/* Adds a row that was not measured, with the reason. */
+void bench_add_skip(bench_report_t *r, const char *name, const char *why);
+/* Adds a "failed: <message>" row; takes st. */
+void bench_add_failure(bench_report_t *r, const char *name, weft_status_t *st);
 double bench_now(void); /* seconds, monotonic */
 
-/* Benchmark groups (bench_kernels.c, bench_session.c). */
+/* Benchmark groups (bench_kernels.c, bench_session.c, bench_distributed.c). */
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
 void bench_run_session(const bench_options_t *o, bench_report_t *r);
+/* Remote step and tensor transfers against weftd children; called by bench_run_session. */
+void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 
 /* Entry point behind `weft bench`. */
 int weft_bench_main(int argc, char **argv);

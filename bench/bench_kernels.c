@@ -75,38 +75,6 @@ static double run_op_case(void *arg, weft_status_t **error) {
   return dt;
 }
 
-static void add_result(bench_report_t *r, const char *name, const char *params, const char *unit,
-                       bool higher, const bench_stats_t *weft, const bench_stats_t *base,
-                       const char *base_name, const char *note) {
-  bench_result_t *res = g_new0(bench_result_t, 1);
-  res->name = g_strdup(name);
-  res->params = g_strdup(params);
-  res->unit = g_strdup(unit);
-  res->higher_is_better = higher;
-  res->weft = *weft;
-  if (base) res->baseline = *base;
-  res->baseline_name = g_strdup(base_name);
-  res->note = g_strdup(note);
-  bench_report_add(r, res);
-}
-
-static void add_skip(bench_report_t *r, const char *name, const char *why) {
-  bench_result_t *res = g_new0(bench_result_t, 1);
-  res->name = g_strdup(name);
-  res->params = g_strdup("");
-  res->unit = g_strdup("");
-  res->note = g_strdup(why);
-  res->skipped = true;
-  bench_report_add(r, res);
-}
-
-static void add_failure(bench_report_t *r, const char *name, weft_status_t *st) {
-  char *why = g_strdup_printf("failed: %s", weft_status_message(st));
-  add_skip(r, name, why);
-  g_free(why);
-  weft_status_free(st);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Threaded plain loops (the baselines) */
 
@@ -238,10 +206,10 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
     g_free(out);
   }
   if (st) {
-    add_failure(r, name, st);
+    bench_add_failure(r, name, st);
   } else {
     char *params = g_strdup_printf("n=%d dtype=float32 device=%s", n, o->device);
-    add_result(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm direct",
+    bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm direct",
                "target >= 0.95x");
     g_free(params);
   }
@@ -278,11 +246,11 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
     g_free(out);
   }
   if (st) {
-    add_failure(r, name, st);
+    bench_add_failure(r, name, st);
   } else {
     char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " dtype=float32 device=%s", n,
                                    o->device);
-    add_result(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
+    bench_add_row(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
                "target >= 1.0x");
     g_free(params);
   }
@@ -312,11 +280,11 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
     g_free(out);
   }
   if (st) {
-    add_failure(r, name, st);
+    bench_add_failure(r, name, st);
   } else {
     char *params = g_strdup_printf("shape=[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "] axis=%d "
                                    "dtype=float32 device=%s", side, side, axis, o->device);
-    add_result(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
+    bench_add_row(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
                "target >= 1.0x");
     g_free(params);
   }

@@ -1,7 +1,8 @@
 /* Session-level benchmarks: step overhead (a scalar AddV2, a chain of 100), graph build and
- * placement at 10k/100k/1M nodes, and peak memory of a 100-op chain over 64 MiB tensors. Rows
- * that need parts not built yet (the distributed runtime, training) are reported as skipped with
- * the reason, so the table always shows the whole suite. */
+ * placement at 10k/100k/1M nodes, and peak memory of a 100-op chain over 64 MiB tensors; the
+ * distributed rows come from bench_distributed.c. Rows that need parts not built yet (a
+ * shared-memory path, training across a cluster) are reported as skipped with the reason, so the
+ * table always shows the whole suite. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,41 +10,8 @@
 #include "placement/placement_internal.h"
 #include "plugin/plugin_internal.h"
 
-static void add(bench_report_t *r, const char *name, const char *params, const char *unit,
-                bool higher, const bench_stats_t *weft, const bench_stats_t *base,
-                const char *base_name, const char *note) {
-  bench_result_t *res = g_new0(bench_result_t, 1);
-  res->name = g_strdup(name);
-  res->params = g_strdup(params);
-  res->unit = g_strdup(unit);
-  res->higher_is_better = higher;
-  res->weft = *weft;
-  if (base) res->baseline = *base;
-  res->baseline_name = g_strdup(base_name);
-  res->note = g_strdup(note);
-  bench_report_add(r, res);
-}
-
 static void skip(bench_report_t *r, const bench_options_t *o, const char *name, const char *why) {
-  if (!bench_selected(o, name)) return;
-  bench_result_t *res = g_new0(bench_result_t, 1);
-  res->name = g_strdup(name);
-  res->params = g_strdup("");
-  res->unit = g_strdup("");
-  res->note = g_strdup(why);
-  res->skipped = true;
-  bench_report_add(r, res);
-}
-
-static void fail(bench_report_t *r, const char *name, weft_status_t *st) {
-  bench_result_t *res = g_new0(bench_result_t, 1);
-  res->name = g_strdup(name);
-  res->params = g_strdup("");
-  res->unit = g_strdup("");
-  res->note = g_strdup_printf("failed: %s", weft_status_message(st));
-  res->skipped = true;
-  bench_report_add(r, res);
-  weft_status_free(st);
+  if (bench_selected(o, name)) bench_add_skip(r, name, why);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -90,10 +58,10 @@ static void bench_step(const bench_options_t *o, bench_report_t *r, int chain) {
     bench_measure(o, run_steps, &args, 1e6, false, &weft, &st);
   }
   if (st) {
-    fail(r, name, st);
+    bench_add_failure(r, name, st);
   } else {
     char *params = g_strdup_printf("ops=%d device=/device:CPU:0", chain);
-    add(r, name, params, "us", false, &weft, NULL, NULL,
+    bench_add_row(r, name, params, "us", false, &weft, NULL, NULL,
         chain == 1 ? "absolute; target <= 2 us" : "absolute; target <= 40 us");
     g_free(params);
   }
@@ -164,7 +132,7 @@ static void bench_build(const bench_options_t *o, bench_report_t *r) {
     bench_stats_t weft = {0};
     weft_status_t *st = NULL;
     if (!bench_measure(&few, run_build, &b, 1.0, false, &weft, &st)) {
-      fail(r, name, st);
+      bench_add_failure(r, name, st);
       continue;
     }
     medians[k] = weft.median;
@@ -177,7 +145,7 @@ static void bench_build(const bench_options_t *o, bench_report_t *r) {
     } else {
       note = g_strdup(k == 2 ? "target <= 2 s" : "");
     }
-    add(r, name, params, "s", false, &weft, NULL, NULL, note);
+    bench_add_row(r, name, params, "s", false, &weft, NULL, NULL, note);
     g_free(params);
     g_free(note);
   }
@@ -229,7 +197,7 @@ static void bench_peak_memory(const bench_options_t *o, bench_report_t *r) {
   int64_t peak = read_status_kib("VmHWM:");
   weft_tensor_unref(out);
   if (st) {
-    fail(r, name, st);
+    bench_add_failure(r, name, st);
   } else if (!reset || before < 0 || peak < 0) {
     skip(r, o, name, "cannot read or reset peak RSS (/proc/self/clear_refs, VmHWM)");
   } else {
@@ -241,7 +209,7 @@ static void bench_peak_memory(const bench_options_t *o, bench_report_t *r) {
     char *note = g_strdup_printf("peak above the fed input = %.2f tensors (target <= 4)",
                                  used / tensor);
     char *params = g_strdup_printf("ops=100 elements=%" G_GINT64_FORMAT " dtype=float32", n);
-    add(r, name, params, "bytes", false, &weft, &base, "one tensor", note);
+    bench_add_row(r, name, params, "bytes", false, &weft, &base, "one tensor", note);
     g_free(note);
     g_free(params);
   }
@@ -255,12 +223,10 @@ void bench_run_session(const bench_options_t *o, bench_report_t *r) {
   bench_step(o, r, 100);
   bench_build(o, r);
   bench_peak_memory(o, r);
-  const char *needs_cluster = "needs the distributed runtime's benchmarks (issue 4/8), not written yet";
-  skip(r, o, "remote_step/scalar", needs_cluster);
-  skip(r, o, "transfer/1MiB", needs_cluster);
-  skip(r, o, "transfer/64MiB", needs_cluster);
-  skip(r, o, "transfer/256MiB", needs_cluster);
-  skip(r, o, "transfer/shared_memory", needs_cluster);
+  bench_run_distributed(o, r);
+  skip(r, o, "transfer/shared_memory",
+       "no shared-memory path between tasks exists yet: tensors between tasks on one host go "
+       "through gRPC on loopback");
   skip(r, o, "async_training/linear", "needs training across a cluster (issue 5), not written yet");
   skip(r, o, "async_training/mlp", "needs training across a cluster (issue 5), not written yet");
 }

@@ -516,7 +516,8 @@ static void test_bench_json(void) {
       g_assert_nonnull(json_object_get_string_member(rec, "note"));
       continue;
     }
-    measured++;
+    /* "step/" also matches remote_step/scalar, which /cli/bench/remote checks. */
+    if (g_str_has_prefix(name, "step/")) measured++;
     g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "us");
     g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
     JsonObject *runs = json_object_get_object_member(rec, "weft_runs");
@@ -572,6 +573,45 @@ static void test_example_placement(void) {
   g_free(err);
 }
 
+/* `weft bench`'s remote step runs against a weftd child and is measured beside a raw gRPC call:
+ * the record is a measurement (not skipped, not failed) with both figures (no timing judged). */
+static void test_bench_remote(void) {
+  if (no_weft()) return;
+  char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "bench.json", NULL);
+  const char *args[] = {"bench", "--quick", "--only", "remote_step", "--json", path, NULL};
+  result_t r = run_weft(args, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "remote_step/scalar");
+  JsonParser *parser = json_parser_new();
+  GError *error = NULL;
+  g_assert_true(json_parser_load_from_file(parser, path, &error));
+  g_assert_no_error(error);
+  JsonArray *records = json_node_get_array(json_parser_get_root(parser));
+  g_assert_cmpuint(json_array_get_length(records), ==, 1);
+  JsonObject *rec = json_array_get_object_element(records, 0);
+  g_assert_cmpstr(json_object_get_string_member(rec, "name"), ==, "remote_step/scalar");
+  if (json_object_get_boolean_member(rec, "skipped")) {
+    g_test_message("note: %s", json_object_get_string_member(rec, "note"));
+  }
+  g_assert_false(json_object_get_boolean_member(rec, "skipped"));
+  g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "us");
+  g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
+  g_assert_cmpfloat(json_object_get_double_member(rec, "baseline"), >, 0.0);
+  g_assert_cmpfloat(json_object_get_double_member(rec, "ratio"), >, 0.0);
+  g_assert_cmpstr(json_object_get_string_member(rec, "baseline_name"), ==, "raw gRPC unary call");
+  JsonObject *runs = json_object_get_object_member(rec, "baseline_runs");
+  g_assert_cmpint(json_object_get_int_member(runs, "runs"), ==, 3);
+  g_assert_cmpfloat(json_object_get_double_member(runs, "min"), <=,
+                    json_object_get_double_member(runs, "max"));
+  g_object_unref(parser);
+  result_clear(&r);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cli/devices", test_devices);
@@ -590,5 +630,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/run/corrupt_graph", test_run_corrupt_graph);
   g_test_add_func("/cli/example/placement", test_example_placement);
   g_test_add_func("/cli/bench/json", test_bench_json);
+  g_test_add_func("/cli/bench/remote", test_bench_remote);
   return g_test_run();
 }
