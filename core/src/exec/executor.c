@@ -30,6 +30,7 @@ typedef struct exec_node {
   int n_fetches;
   bool *input_in_host_memory; /* per input */
   bool *input_is_ref;         /* per input: the kernel wants the reference itself */
+  bool inexpensive;           /* runs inline on the thread that readied it, never hops */
 } exec_node_t;
 
 typedef struct feed_target {
@@ -51,6 +52,19 @@ struct weft__executor {
 
 /* ---------------------------------------------------------------------------------------------
  * Building */
+
+/* Ops whose kernels only forward or produce tiny values: handing them to another thread costs
+ * more than running them (TensorFlow's "inexpensive" kernels). */
+static bool is_inexpensive_op(const char *op) {
+  static const char *const ops[] = {
+      "Const", "Identity", "NoOp", "StopGradient", "PreventGradient", "Placeholder",
+      "PlaceholderWithDefault", "VariableV2", "Shape", "ShapeN", "Size", "Rank", "Reshape",
+      "ExpandDims", "Squeeze", "IsVariableInitialized", NULL,
+  };
+  for (const char *const *o = ops; *o; o++)
+    if (strcmp(*o, op) == 0) return true;
+  return false;
+}
 
 weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__executor_t **out) {
   weft__executor_t *ex = g_new0(weft__executor_t, 1);
@@ -77,6 +91,7 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
   for (int k = 0; k < ex->n_nodes; k++) {
     exec_node_t *en = &ex->nodes[k];
     const weft_node_t *n = en->node;
+    en->inexpensive = is_inexpensive_op(n->op_name);
     en->input_in_host_memory = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     en->input_is_ref = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     for (int i = 0; i < n->n_inputs; i++) {
@@ -291,8 +306,28 @@ static void store_fetch(step_t *s, int fetch, const weft__value_t *v, const exec
 
 static void schedule_node(step_t *s, int node);
 
-/* Runs one node; returns the index of a successor to run next on this thread, or -1. */
-static int run_node(step_t *s, int k) {
+/* Nodes a thread will run itself, in LIFO order: every inexpensive successor, and one other. */
+#define LOCAL_READY_MAX 64
+typedef struct local_ready {
+  int nodes[LOCAL_READY_MAX];
+  int top;
+  bool has_expensive;
+} local_ready_t;
+
+/* A node became ready: keep it on this thread when it is cheap, or when this thread has no
+ * expensive work yet; else hand it to the inter-op pool. */
+static void ready(step_t *s, local_ready_t *local, int node) {
+  bool cheap = s->ex->nodes[node].inexpensive;
+  if (local->top < LOCAL_READY_MAX && (cheap || !local->has_expensive)) {
+    if (!cheap) local->has_expensive = true;
+    local->nodes[local->top++] = node;
+  } else {
+    schedule_node(s, node);
+  }
+}
+
+/* Runs one node; readied successors go to `local` or the pool. */
+static void run_node(step_t *s, int k, local_ready_t *local) {
   exec_node_t *en = &s->ex->nodes[k];
   const weft_node_t *node = en->node;
   weft_status_t *st = NULL;
@@ -344,7 +379,6 @@ static int run_node(step_t *s, int k) {
   }
   for (int i = 0; i < node->n_inputs; i++) value_clear(&s->inputs[en->input_base + i]);
 
-  int next = -1;
   if (!g_atomic_int_get(&s->cancelled)) {
     for (int f = 0; f < en->n_fetches; f++)
       store_fetch(s, en->fetches[f].fetch, &outs[en->fetches[f].output], en);
@@ -358,28 +392,35 @@ static int run_node(step_t *s, int k) {
       }
       if (g_atomic_int_dec_and_test(&s->pending[oe->dst])) {
         g_atomic_int_inc(&s->outstanding);
-        if (next < 0) next = oe->dst;
-        else schedule_node(s, oe->dst);
+        ready(s, local, oe->dst);
       }
     }
   }
   for (int o = 0; o < n_out; o++) value_clear(&outs[o]);
   if (outs != outs_small) g_free(outs);
-  return next;
 }
 
-/* Runs a node and the chain of successors it hands to this thread; signals when the step ends. */
-static void run_chain(step_t *s, int k) {
-  while (k >= 0) {
-    int next = run_node(s, k);
+/* Runs the nodes of `local` and what they ready; signals when the step ends. */
+static void run_local(step_t *s, local_ready_t *local) {
+  while (local->top > 0) {
+    int k = local->nodes[--local->top];
+    if (!s->ex->nodes[k].inexpensive) local->has_expensive = false;
+    run_node(s, k, local);
     if (g_atomic_int_dec_and_test(&s->outstanding)) {
       g_mutex_lock(&s->lock);
       s->done = true;
       g_cond_signal(&s->done_cond);
       g_mutex_unlock(&s->lock);
     }
-    k = next;
   }
+}
+
+/* Runs a node and the chain of successors it hands to this thread. */
+static void run_chain(step_t *s, int k) {
+  local_ready_t local = {{0}, 0, false};
+  local.nodes[local.top++] = k;
+  local.has_expensive = !s->ex->nodes[k].inexpensive;
+  run_local(s, &local);
 }
 
 static void task_run(void *arg) {
@@ -429,8 +470,9 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
 
   if (ex->n_roots > 0 && !s.cancelled) {
     s.outstanding = ex->n_roots;
-    for (int r = 1; r < ex->n_roots; r++) schedule_node(&s, ex->roots[r]);
-    run_chain(&s, ex->roots[0]);
+    local_ready_t local = {{0}, 0, false};
+    for (int r = ex->n_roots - 1; r >= 0; r--) ready(&s, &local, ex->roots[r]);
+    run_local(&s, &local);
     g_mutex_lock(&s.lock);
     while (!s.done) g_cond_wait(&s.done_cond, &s.lock);
     g_mutex_unlock(&s.lock);

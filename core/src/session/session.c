@@ -63,7 +63,8 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
     if (status) {
       *status = weft_status_new(WEFT_INVALID_ARGUMENT,
                                 "Session target '%s' is not supported: use \"\" or \"local\" "
-                                "for an in-process session, or grpc://HOST:PORT for a server",
+                                "for an in-process session, or grpc://HOST:PORT (grpcs:// for TLS) for a "
+                                "server",
                                 target);
     }
     return NULL;
@@ -270,15 +271,33 @@ static weft_status_t *instantiate_kernels(weft_session_t *s, GPtrArray *nodes,
   return NULL;
 }
 
+/* Appends "name:index," without printf: this runs on every step. */
+static void append_tensor_key(GString *sig, const char *name, int index) {
+  char digits[16];
+  int n = 0;
+  unsigned v = index < 0 ? 0u : (unsigned)index;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v && n < (int)sizeof digits);
+  g_string_append(sig, name);
+  g_string_append_c(sig, ':');
+  while (n > 0) g_string_append_c(sig, digits[--n]);
+  g_string_append_c(sig, ',');
+}
+
 char *weft__step_spec_signature(const weft__step_spec_t *spec) {
-  GString *sig = g_string_new(NULL);
+  GString *sig = g_string_sized_new(64);
   for (int k = 0; k < spec->n_feeds; k++)
-    g_string_append_printf(sig, "%s:%d,", spec->feeds[k].node->name, spec->feeds[k].index);
+    append_tensor_key(sig, spec->feeds[k].node->name, spec->feeds[k].index);
   g_string_append_c(sig, '|');
   for (int k = 0; k < spec->n_fetches; k++)
-    g_string_append_printf(sig, "%s:%d,", spec->fetches[k].node->name, spec->fetches[k].index);
+    append_tensor_key(sig, spec->fetches[k].node->name, spec->fetches[k].index);
   g_string_append_c(sig, '|');
-  for (int k = 0; k < spec->n_targets; k++) g_string_append_printf(sig, "%s,", spec->targets[k]->name);
+  for (int k = 0; k < spec->n_targets; k++) {
+    g_string_append(sig, spec->targets[k]->name);
+    g_string_append_c(sig, ',');
+  }
   return g_string_free(sig, FALSE);
 }
 
