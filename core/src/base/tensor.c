@@ -90,8 +90,80 @@ static void free_string_elements(weft_string_t *strings, int64_t n) {
   for (int64_t i = 0; i < n; i++) g_free(strings[i].data);
 }
 
-weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
-                                weft__buffer_t **out) {
+/* ---------------------------------------------------------------------------------------------
+ * Large host blocks are kept for reuse: a step that allocates a 64 MiB output every run would
+ * otherwise get fresh pages from the kernel each time and pay to fault them in, which costs as
+ * much as the kernel's own pass over the data. Blocks of at least HOST_CACHE_MIN_BYTES go back
+ * to a small exact-size cache, capped by WEFT_HOST_BUFFER_CACHE_MB (default 256; 0 disables);
+ * the oldest block is released first. Not used with guard bytes, which want every allocation
+ * fresh. */
+#define HOST_CACHE_MIN_BYTES ((size_t)1 << 20)
+
+typedef struct cached_block {
+  void *data;
+  size_t nbytes;
+} cached_block_t;
+
+static GMutex host_cache_lock;
+static GQueue host_cache = G_QUEUE_INIT; /* cached_block_t*, oldest first */
+static size_t host_cache_bytes;
+
+static size_t host_cache_limit(void) {
+  static gsize limit_plus_one = 0;
+  if (g_once_init_enter(&limit_plus_one)) {
+    const char *env = g_getenv("WEFT_HOST_BUFFER_CACHE_MB");
+    guint64 mb = 256;
+    if (env != NULL && *env != '\0') mb = g_ascii_strtoull(env, NULL, 10);
+    g_once_init_leave(&limit_plus_one, (gsize)(mb << 20) + 1);
+  }
+  return (size_t)(limit_plus_one - 1);
+}
+
+static void *host_cache_take(size_t nbytes) {
+  if (nbytes < HOST_CACHE_MIN_BYTES || guards_on()) return NULL;
+  void *data = NULL;
+  g_mutex_lock(&host_cache_lock);
+  for (GList *l = host_cache.tail; l != NULL; l = l->prev) {
+    cached_block_t *b = l->data;
+    if (b->nbytes == nbytes) {
+      data = b->data;
+      host_cache_bytes -= nbytes;
+      g_queue_delete_link(&host_cache, l);
+      g_free(b);
+      break;
+    }
+  }
+  g_mutex_unlock(&host_cache_lock);
+  return data;
+}
+
+/* Keeps the block for reuse, or frees it; true if the cache took it. */
+static bool host_cache_give(void *data, size_t nbytes) {
+  size_t limit = host_cache_limit();
+  if (nbytes < HOST_CACHE_MIN_BYTES || guards_on() || nbytes > limit) return false;
+  GSList *evicted = NULL;
+  g_mutex_lock(&host_cache_lock);
+  while (host_cache_bytes + nbytes > limit && !g_queue_is_empty(&host_cache)) {
+    cached_block_t *old = g_queue_pop_head(&host_cache);
+    host_cache_bytes -= old->nbytes;
+    evicted = g_slist_prepend(evicted, old);
+  }
+  cached_block_t *b = g_new(cached_block_t, 1);
+  b->data = data;
+  b->nbytes = nbytes;
+  g_queue_push_tail(&host_cache, b);
+  host_cache_bytes += nbytes;
+  g_mutex_unlock(&host_cache_lock);
+  for (GSList *l = evicted; l != NULL; l = l->next) {
+    free(((cached_block_t *)l->data)->data);
+    g_free(l->data);
+  }
+  g_slist_free(evicted);
+  return true;
+}
+
+static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
+                                bool zeroed, weft__buffer_t **out) {
   if (out == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft__buffer_new: out is NULL");
   *out = NULL;
   size_t elem = weft_dtype_size(dtype);
@@ -122,13 +194,17 @@ weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int6
     /* posix_memalign of 0 bytes may return NULL; a non-NULL pointer keeps "data == NULL" from
      * meaning anything. */
     size_t extra = guards_on() ? 2 * GUARD : 0;
-    if (posix_memalign(&data, HOST_ALIGNMENT, (nbytes > 0 ? nbytes : HOST_ALIGNMENT) + extra) != 0)
+    data = host_cache_take(nbytes);
+    if (data == NULL &&
+        posix_memalign(&data, HOST_ALIGNMENT, (nbytes > 0 ? nbytes : HOST_ALIGNMENT) + extra) != 0)
       return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                              "out of host memory allocating %zu bytes for %" G_GINT64_FORMAT
                              " %s elements",
                              nbytes, n_elements, weft_dtype_name(dtype));
     if (extra) data = guard_fill(data, nbytes);
-    memset(data, 0, nbytes);
+    /* Kernel outputs are written whole, so only callers that read before writing (and string
+     * arrays, whose elements must start empty) pay for zeroing. */
+    if (zeroed || dtype == WEFT_DT_STRING) memset(data, 0, nbytes);
   } else {
     const weft_backend_t *table = device->backend != NULL ? &device->backend->table : NULL;
     if (table == NULL || table->alloc == NULL || table->free == NULL)
@@ -159,6 +235,11 @@ weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int6
   return NULL;
 }
 
+weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
+                                weft__buffer_t **out) {
+  return buffer_new(device, dtype, n_elements, true, out);
+}
+
 weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer) {
   if (buffer != NULL) g_atomic_int_inc(&buffer->refcount);
   return buffer;
@@ -167,8 +248,10 @@ weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer) {
 void weft__buffer_unref(weft__buffer_t *buffer) {
   if (buffer == NULL || !g_atomic_int_dec_and_test(&buffer->refcount)) return;
   if (buffer->dtype == WEFT_DT_STRING) free_string_elements(buffer->data, buffer->n_elements);
-  if (buffer->device == NULL)
-    free(guards_on() ? guard_check(buffer->data, buffer->nbytes) : buffer->data);
+  if (buffer->device == NULL) {
+    if (guards_on()) free(guard_check(buffer->data, buffer->nbytes));
+    else if (!host_cache_give(buffer->data, buffer->nbytes)) free(buffer->data);
+  }
   else if (buffer->data != NULL)
     buffer->device->backend->table.free(buffer->device->handle, buffer->data);
   g_free(buffer);
@@ -302,8 +385,8 @@ weft_tensor_t *weft__tensor_wrap(weft_dtype_t dtype, int rank, const int64_t *di
   return tensor;
 }
 
-weft_status_t *weft__tensor_alloc(weft__device_t *device, weft_dtype_t dtype, int rank,
-                                  const int64_t *dims, weft_tensor_t **out) {
+static weft_status_t *tensor_alloc(weft__device_t *device, weft_dtype_t dtype, int rank,
+                                   const int64_t *dims, bool zeroed, weft_tensor_t **out) {
   if (out == NULL)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft__tensor_alloc: out is NULL");
   *out = NULL;
@@ -311,11 +394,16 @@ weft_status_t *weft__tensor_alloc(weft__device_t *device, weft_dtype_t dtype, in
   weft_status_t *status = check_new("allocating a tensor", dtype, rank, dims, &n);
   if (status != NULL) return status;
   weft__buffer_t *buffer = NULL;
-  status = weft__buffer_new(device, dtype, n, &buffer);
+  status = buffer_new(device, dtype, n, zeroed, &buffer);
   if (status != NULL) return status;
   *out = weft__tensor_wrap(dtype, rank, dims, buffer);
   weft__buffer_unref(buffer);
   return NULL;
+}
+
+weft_status_t *weft__tensor_alloc(weft__device_t *device, weft_dtype_t dtype, int rank,
+                                  const int64_t *dims, weft_tensor_t **out) {
+  return tensor_alloc(device, dtype, rank, dims, false, out);
 }
 
 bool weft__tensor_is_host(const weft_tensor_t *tensor) {
@@ -404,7 +492,7 @@ void weft__tensor_fill_view(const weft_tensor_t *tensor, weft_tensor_view_t *vie
 
 weft_tensor_t *weft_tensor_new(weft_dtype_t dtype, int rank, const int64_t *dims) {
   weft_tensor_t *tensor = NULL;
-  weft_status_t *status = weft__tensor_alloc(NULL, dtype, rank, dims, &tensor);
+  weft_status_t *status = tensor_alloc(NULL, dtype, rank, dims, true, &tensor);
   if (status != NULL) {
     /* The API has no status here; say why in the log rather than fail silently. */
     weft__log(WEFT_LOG_WARNING, "weft_tensor_new", "%s", weft_status_message(status));
