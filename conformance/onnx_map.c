@@ -1207,6 +1207,53 @@ static out_t channel_param(cf_onnx_ctx_t *x, out_t p, int rank, int64_t c, weft_
   return cf_onnx_reshape(x, p, d, rank, st);
 }
 
+/* axes = from, from + 1, ..., to - 1; returns how many. */
+static int axes_range(int64_t *axes, int from, int to) {
+  int n = 0;
+  for (int d = from; d < to; d++) axes[n++] = d;
+  return n;
+}
+
+/* The statistics every normalisation starts from: the mean of v over axes (kept as size-1 dims,
+ * in *mean), v minus it (*diff), and the mean of the squared differences (returned). */
+static out_t moments(cf_onnx_ctx_t *x, out_t v, const int64_t *axes, int na, out_t *mean,
+                     out_t *diff, weft_status_t **st) {
+  *mean = reduce_op(x, "Mean", v, axes, na, true, st);
+  *diff = ew(x, "Sub", v, *mean, st);
+  return reduce_op(x, "Mean", ew(x, "Mul", *diff, *diff, st), axes, na, true, st);
+}
+
+/* 1 / sqrt(var + eps). */
+static out_t inv_std(cf_onnx_ctx_t *x, out_t var, double eps, weft_status_t **st) {
+  return ew(x, "Rsqrt", add_scalar(x, var, eps, st), NONE, st);
+}
+
+/* What LayerNormalization and RMSNormalization share: statistics over the axes from `axis` to
+ * the last, computed in float32 when stash_type is 1 (the default), the result cast back. */
+typedef struct trailing_norm {
+  out_t xv;        /* the input, cast to float32 where stash_type asks */
+  weft_dtype_t dt; /* the input's dtype, for the result */
+  double eps;
+  int64_t axes[WEFT_MAX_RANK];
+  int na;
+} trailing_norm_t;
+
+static weft_status_t *trailing_norm_setup(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, out_t v,
+                                          trailing_norm_t *tn) {
+  weft_status_t *st = NULL;
+  int64_t dims[WEFT_MAX_RANK];
+  int rank;
+  if ((st = need_shape(x, v, &rank, dims))) return st;
+  int64_t axis = cf_onnx_attr_int(node, "axis", -1);
+  if (!norm_axes(x, &axis, 1, rank, &st)) return st;
+  tn->eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
+  tn->na = axes_range(tn->axes, (int)axis, rank);
+  tn->dt = cf_onnx_out_dtype(v);
+  tn->xv = cf_onnx_attr_int(node, "stash_type", 1) == 1 ? cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st)
+                                                        : v;
+  return st;
+}
+
 static weft_status_t *map_batchnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   weft_status_t *st = NULL;
   out_t v = IN(0);
@@ -1226,11 +1273,10 @@ static weft_status_t *map_batchnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *nod
     if (d != 1) axes[na++] = d;
   out_t use_mean = mean, use_var = var;
   if (training) {
-    use_mean = reduce_op(x, "Mean", v, axes, na, true, &st);
-    out_t diff = ew(x, "Sub", v, use_mean, &st);
-    use_var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
+    out_t diff;
+    use_var = moments(x, v, axes, na, &use_mean, &diff, &st);
   }
-  out_t inv = ew(x, "Rsqrt", add_scalar(x, use_var, eps, &st), NONE, &st);
+  out_t inv = inv_std(x, use_var, eps, &st);
   out_t y = ew(x, "AddV2", ew(x, "Mul", ew(x, "Sub", v, use_mean, &st),
                               ew(x, "Mul", scale, inv, &st), &st),
                bias, &st);
@@ -1248,26 +1294,13 @@ static weft_status_t *map_batchnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *nod
 }
 
 static weft_status_t *map_layernorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
-  weft_status_t *st = NULL;
-  out_t v = IN(0);
-  int64_t dims[WEFT_MAX_RANK];
-  int rank;
-  if ((st = need_shape(x, v, &rank, dims))) return st;
-  int64_t axis = cf_onnx_attr_int(node, "axis", -1);
-  if (!norm_axes(x, &axis, 1, rank, &st)) return st;
-  double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
-  int64_t axes[WEFT_MAX_RANK];
-  int na = 0;
-  for (int d = (int)axis; d < rank; d++) axes[na++] = d;
-  weft_dtype_t dt = cf_onnx_out_dtype(v);
-  /* stash_type 1 computes the statistics in float32. */
-  out_t xv = cf_onnx_attr_int(node, "stash_type", 1) == 1 ? cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st)
-                                                          : v;
-  out_t mean = reduce_op(x, "Mean", xv, axes, na, true, &st);
-  out_t diff = ew(x, "Sub", xv, mean, &st);
-  out_t var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
-  out_t inv = ew(x, "Rsqrt", add_scalar(x, var, eps, &st), NONE, &st);
-  out_t y = cf_onnx_cast(x, ew(x, "Mul", diff, inv, &st), dt, &st);
+  trailing_norm_t tn;
+  weft_status_t *st = trailing_norm_setup(x, node, IN(0), &tn);
+  if (st) return st;
+  out_t mean, diff;
+  out_t var = moments(x, tn.xv, tn.axes, tn.na, &mean, &diff, &st);
+  out_t inv = inv_std(x, var, tn.eps, &st);
+  out_t y = cf_onnx_cast(x, ew(x, "Mul", diff, inv, &st), tn.dt, &st);
   y = ew(x, "Mul", y, IN(1), &st);
   if (cf_onnx_has_in(node, 2)) y = ew(x, "AddV2", y, IN(2), &st);
   BIND(0, y);
@@ -1284,12 +1317,10 @@ static weft_status_t *map_instancenorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *
   if ((st = need_shape(x, v, &rank, dims))) return st;
   double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
   int64_t axes[WEFT_MAX_RANK];
-  int na = 0;
-  for (int d = 2; d < rank; d++) axes[na++] = d;
-  out_t mean = reduce_op(x, "Mean", v, axes, na, true, &st);
-  out_t diff = ew(x, "Sub", v, mean, &st);
-  out_t var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
-  out_t y = ew(x, "Mul", diff, ew(x, "Rsqrt", add_scalar(x, var, eps, &st), NONE, &st), &st);
+  int na = axes_range(axes, 2, rank);
+  out_t mean, diff;
+  out_t var = moments(x, v, axes, na, &mean, &diff, &st);
+  out_t y = ew(x, "Mul", diff, inv_std(x, var, eps, &st), &st);
   y = ew(x, "AddV2", ew(x, "Mul", y, channel_param(x, IN(1), rank, dims[1], &st), &st),
          channel_param(x, IN(2), rank, dims[1], &st), &st);
   BIND(0, y);
@@ -1308,9 +1339,8 @@ static weft_status_t *map_mvn(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   int na = a ? (int)n : 3;
   for (int i = 0; a && i < na; i++) axes[i] = a[i];
   if (!norm_axes(x, axes, na, rank, &st)) return st;
-  out_t mean = reduce_op(x, "Mean", v, axes, na, true, &st);
-  out_t diff = ew(x, "Sub", v, mean, &st);
-  out_t var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
+  out_t mean, diff;
+  out_t var = moments(x, v, axes, na, &mean, &diff, &st);
   BIND(0, ew(x, "Div", diff, add_scalar(x, ew(x, "Sqrt", var, NONE, &st), 1e-9, &st), &st));
   return st;
 }
@@ -1734,8 +1764,7 @@ static weft_status_t *map_global_pool(cf_onnx_ctx_t *x, const Onnx__NodeProto *n
   int64_t dims[WEFT_MAX_RANK], axes[WEFT_MAX_RANK];
   int rank;
   if ((st = need_shape(x, v, &rank, dims))) return st;
-  int na = 0;
-  for (int d = 2; d < rank; d++) axes[na++] = d;
+  int na = axes_range(axes, 2, rank);
   bool is_max = strcmp(node->op_type, "GlobalMaxPool") == 0;
   BIND(0, reduce_op(x, is_max ? "Max" : "Mean", v, axes, na, true, &st));
   return st;
@@ -1745,23 +1774,12 @@ static weft_status_t *map_global_pool(cf_onnx_ctx_t *x, const Onnx__NodeProto *n
  * More normalisations and layout ops */
 
 static weft_status_t *map_rmsnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
-  weft_status_t *st = NULL;
-  out_t v = IN(0);
-  int64_t dims[WEFT_MAX_RANK];
-  int rank;
-  if ((st = need_shape(x, v, &rank, dims))) return st;
-  int64_t axis = cf_onnx_attr_int(node, "axis", -1);
-  if (!norm_axes(x, &axis, 1, rank, &st)) return st;
-  double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
-  int64_t axes[WEFT_MAX_RANK];
-  int na = 0;
-  for (int d = (int)axis; d < rank; d++) axes[na++] = d;
-  weft_dtype_t dt = cf_onnx_out_dtype(v);
-  out_t xv = cf_onnx_attr_int(node, "stash_type", 1) == 1 ? cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st)
-                                                          : v;
-  out_t ms = reduce_op(x, "Mean", ew(x, "Mul", xv, xv, &st), axes, na, true, &st);
-  out_t y = ew(x, "Mul", xv, ew(x, "Rsqrt", add_scalar(x, ms, eps, &st), NONE, &st), &st);
-  y = ew(x, "Mul", cf_onnx_cast(x, y, dt, &st), IN(1), &st);
+  trailing_norm_t tn;
+  weft_status_t *st = trailing_norm_setup(x, node, IN(0), &tn);
+  if (st) return st;
+  out_t ms = reduce_op(x, "Mean", ew(x, "Mul", tn.xv, tn.xv, &st), tn.axes, tn.na, true, &st);
+  out_t y = ew(x, "Mul", tn.xv, inv_std(x, ms, tn.eps, &st), &st);
+  y = ew(x, "Mul", cf_onnx_cast(x, y, tn.dt, &st), IN(1), &st);
   BIND(0, y);
   return st;
 }
@@ -1778,15 +1796,13 @@ static weft_status_t *map_groupnorm(cf_onnx_ctx_t *x, const Onnx__NodeProto *nod
   double eps = cf_onnx_attr_float(node, "epsilon", 1e-5f);
   /* [N, G, C/G, spatial...]: statistics over everything but N and G. */
   int64_t gd[WEFT_MAX_RANK] = {dims[0], groups, c / groups}, axes[WEFT_MAX_RANK];
-  int na = 0;
   for (int d = 2; d < rank; d++) gd[d + 1] = dims[d];
-  for (int d = 2; d < rank + 1; d++) axes[na++] = d;
+  int na = axes_range(axes, 2, rank + 1);
   weft_dtype_t dt = cf_onnx_out_dtype(v);
   out_t g = cf_onnx_reshape(x, cf_onnx_cast(x, v, WEFT_DT_FLOAT, &st), gd, rank + 1, &st);
-  out_t mean = reduce_op(x, "Mean", g, axes, na, true, &st);
-  out_t diff = ew(x, "Sub", g, mean, &st);
-  out_t var = reduce_op(x, "Mean", ew(x, "Mul", diff, diff, &st), axes, na, true, &st);
-  out_t y = ew(x, "Mul", diff, ew(x, "Rsqrt", add_scalar(x, var, eps, &st), NONE, &st), &st);
+  out_t mean, diff;
+  out_t var = moments(x, g, axes, na, &mean, &diff, &st);
+  out_t y = ew(x, "Mul", diff, inv_std(x, var, eps, &st), &st);
   y = cf_onnx_cast(x, cf_onnx_reshape(x, y, dims, rank, &st), dt, &st);
   /* Opset 21 scales per channel; opset 18 per group. */
   int64_t sd[WEFT_MAX_RANK];

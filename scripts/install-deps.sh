@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   libsnappy-dev
+  openssl
   python3
 )
 

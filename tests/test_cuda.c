@@ -26,21 +26,14 @@
 #include <string.h>
 
 #include "weft/weft.h"
+#include "device_compare.h"
 
 /* The allocator is plain C with no CUDA dependency: test it here, where no GPU is needed. */
 #include "../plugins/cuda/cu_alloc.c"
 
 #define CU_DEV "/device:CUDA:0"
-#define CPU_DEV "/device:CPU:0"
 #define CU_FULL "/job:localhost/replica:0/task:0/device:CUDA:0"
-#define CPU_FULL "/job:localhost/replica:0/task:0/device:CPU:0"
 #define CUDA_PLUGIN WEFT_BUILD_DIR "/plugins/cuda/libweft-cuda.so"
-
-#define OK(expr)                                                   \
-  do {                                                             \
-    weft_status_t *st_ = (expr);                                   \
-    if (st_) g_error("%s: %s", #expr, weft_status_message(st_));   \
-  } while (0)
 
 /* ---------------------------------------------------------------------------------------------
  * The plugin and its devices */
@@ -56,13 +49,7 @@ static const weft_plugin_record_t *cuda_record(void) {
   return NULL;
 }
 
-static const weft_device_info_t *cuda_device(void) {
-  for (int i = 0; i < weft_devices_count(); i++) {
-    const weft_device_info_t *d = weft_devices_get(i);
-    if (d && strcmp(d->device_type, "CUDA") == 0 && d->ordinal == 0) return d;
-  }
-  return NULL;
-}
+static const weft_device_info_t *cuda_device(void) { return dc_find_device("CUDA"); }
 
 /* The backend's "CUDA: why" line, or NULL. */
 static const char *cuda_reason(void) {
@@ -88,246 +75,12 @@ static bool no_cuda(void) {
   return true;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Data */
-
-static guint64 rng_state = 0x2545f4914f6cdd1dull;
-
-static double rnd(double lo, double hi) {
-  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-  double u = (double)(rng_state >> 11) / 9007199254740992.0;
-  return lo + (hi - lo) * u;
-}
-
-/* A tensor of dtype with values in [lo, hi] (integers: whole numbers, bools: 0/1). */
-static weft_tensor_t *rand_t(weft_dtype_t dtype, int rank, const int64_t *dims, double lo,
-                             double hi) {
-  weft_tensor_t *t = weft_tensor_new(dtype, rank, dims);
-  void *p = weft_tensor_data(t);
-  for (int64_t i = 0; i < weft_tensor_num_elements(t); i++) {
-    double v = rnd(lo, hi);
-    switch (dtype) {
-      case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-      case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-      case WEFT_DT_INT32: ((int32_t *)p)[i] = (int32_t)floor(rnd(lo, hi + 1)); break;
-      case WEFT_DT_INT64: ((int64_t *)p)[i] = (int64_t)floor(rnd(lo, hi + 1)); break;
-      case WEFT_DT_BOOL: ((uint8_t *)p)[i] = rnd(0, 1) < 0.5; break;
-      default: g_error("rand_t: dtype %d", dtype);
-    }
-  }
-  return t;
-}
-
-static weft_tensor_t *rand_f32(int rank, const int64_t *dims, double lo, double hi) {
-  return rand_t(WEFT_DT_FLOAT, rank, dims, lo, hi);
-}
-
-static weft_tensor_t *vec_f32(int n, const float *v) {
-  int64_t d[1] = {n};
-  return weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, d, v, sizeof(float) * (size_t)n, NULL);
-}
-
-static weft_tensor_t *vec_i32(int n, const int32_t *v) {
-  int64_t d[1] = {n};
-  return weft_tensor_new_from_data(WEFT_DT_INT32, 1, d, v, sizeof(int32_t) * (size_t)n, NULL);
-}
-
 static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
 static const weft_dtype_t int_types[] = {WEFT_DT_INT32, WEFT_DT_INT64};
 static const weft_dtype_t num_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                          WEFT_DT_INT64};
 static const weft_dtype_t all_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                          WEFT_DT_INT64, WEFT_DT_BOOL};
-
-static bool is_float(weft_dtype_t t) { return t == WEFT_DT_FLOAT || t == WEFT_DT_DOUBLE; }
-
-/* ---------------------------------------------------------------------------------------------
- * Running one op on a device */
-
-typedef void (*attrs_fn)(weft_op_builder_t *b, const void *arg);
-
-typedef struct op_run {
-  const char *op;
-  weft_tensor_t *const *ins; /* each becomes a Const input */
-  int n_ins;
-  attrs_fn attrs;
-  const void *arg;
-  const char *input_device; /* where the Consts go; NULL: with the op */
-  int list_len;             /* the first list_len inputs form one list argument (AddN, Pack) */
-  int fetch_index;          /* which output to fetch */
-} op_run_t;
-
-#define RUN(OP, INS, N, ATTRS, ARG) \
-  { .op = (OP), .ins = (INS), .n_ins = (N), .attrs = (ATTRS), .arg = (ARG) }
-
-/* Builds the op on `device`, runs it, and returns output fetch_index (a new reference) or the
- * error. */
-static weft_status_t *run_on(const char *device, const op_run_t *r, weft_tensor_t **out,
-                             char **placed) {
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_output_t ins[8];
-  weft_graph_push_device(g, r->input_device ? r->input_device : device);
-  for (int i = 0; i < r->n_ins && !st; i++) {
-    char name[16];
-    g_snprintf(name, sizeof name, "in%d", i);
-    ins[i] = weft_const(g, name, r->ins[i], &st);
-  }
-  weft_graph_pop_device(g);
-  if (!st) {
-    weft_graph_push_device(g, device);
-    weft_op_builder_t *b = weft_op_new(g, r->op, "op");
-    if (r->list_len > 0) weft_op_add_input_list(b, ins, r->list_len);
-    for (int i = r->list_len; i < r->n_ins; i++) weft_op_add_input(b, ins[i]);
-    if (r->attrs) r->attrs(b, r->arg);
-    st = weft_op_finish(b, NULL);
-    weft_graph_pop_device(g);
-  }
-  weft_session_t *s = NULL;
-  if (!st) s = weft_session_new(g, NULL, &st);
-  if (!st) {
-    char fetch_name[16];
-    g_snprintf(fetch_name, sizeof fetch_name, "op:%d", r->fetch_index);
-    const char *fetch[] = {fetch_name};
-    st = weft_session_run(s, NULL, NULL, 0, fetch, out, 1, NULL, 0);
-    if (placed) *placed = g_strdup(weft_session_node_device(s, "op"));
-  }
-  weft_session_free(s);
-  weft_graph_free(g);
-  return st;
-}
-
-static const char *dtype_of(weft_tensor_t *t) { return weft_dtype_name(weft_tensor_dtype(t)); }
-
-static char *shape_str(weft_tensor_t *t) {
-  GString *s = g_string_new("[");
-  for (int d = 0; d < weft_tensor_rank(t); d++)
-    g_string_append_printf(s, d ? ",%" G_GINT64_FORMAT : "%" G_GINT64_FORMAT, weft_tensor_dims(t)[d]);
-  g_string_append(s, "]");
-  return g_string_free(s, FALSE);
-}
-
-/* Compares element by element: floats within atol + rtol * |want| (NaN matching NaN, infinities
- * matching exactly), everything else exactly. Marks the test failed (and says where) if not. */
-static bool same_values(const char *what, weft_tensor_t *got, weft_tensor_t *want, double rtol,
-                        double atol) {
-  char *gs = shape_str(got), *ws = shape_str(want);
-  bool ok = weft_tensor_dtype(got) == weft_tensor_dtype(want) && strcmp(gs, ws) == 0;
-  if (!ok) {
-    g_test_message("%s: got %s%s, want %s%s", what, dtype_of(got), gs, dtype_of(want), ws);
-    g_test_fail();
-  }
-  g_free(gs);
-  g_free(ws);
-  if (!ok) return false;
-  bool fl = is_float(weft_tensor_dtype(got));
-  for (int64_t i = 0; i < weft_tensor_num_elements(got); i++) {
-    double a = weft_tensor_get_double(got, i), b = weft_tensor_get_double(want, i);
-    bool good;
-    if (!fl) good = a == b;
-    else if (isnan(b)) good = isnan(a);
-    else if (isinf(b)) good = a == b;
-    else good = !isnan(a) && fabs(a - b) <= atol + rtol * fabs(b);
-    if (!good) {
-      g_test_message("%s: element %" G_GINT64_FORMAT " is %.17g on CUDA, %.17g on CPU", what, i,
-                     a, b);
-      g_test_fail();
-      return false;
-    }
-  }
-  return true;
-}
-
-/* Runs the op on CUDA and on the CPU and compares; checks it really ran on CUDA. */
-static bool check_op(const char *what, const op_run_t *r, double rtol, double atol) {
-  weft_tensor_t *got = NULL, *want = NULL;
-  char *placed = NULL;
-  weft_status_t *st = run_on(CU_DEV, r, &got, &placed);
-  if (st) {
-    g_test_message("%s on CUDA: %s", what, weft_status_message(st));
-    g_test_fail();
-    weft_status_free(st);
-    return false;
-  }
-  OK(run_on(CPU_DEV, r, &want, NULL));
-  if (g_strcmp0(placed, CU_FULL) != 0) {
-    g_test_message("%s ran on %s", what, placed);
-    g_test_fail();
-  }
-  bool ok = same_values(what, got, want, rtol, atol);
-  g_free(placed);
-  weft_tensor_unref(got);
-  weft_tensor_unref(want);
-  return ok;
-}
-
-/* Runs the op on `device` with its inputs fed to Placeholders of unknown shape (on the CPU), so
- * that the kernel, not shape inference, meets what is wrong with them. */
-static weft_status_t *run_fed(const char *device, const op_run_t *r) {
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_output_t ins[8];
-  const char *feeds[8];
-  char names[8][16];
-  weft_graph_push_device(g, CPU_DEV);
-  for (int i = 0; i < r->n_ins && !st; i++) {
-    int64_t unknown[WEFT_MAX_RANK];
-    for (int d = 0; d < WEFT_MAX_RANK; d++) unknown[d] = WEFT_DIM_UNKNOWN;
-    g_snprintf(names[i], sizeof names[i], "in%d", i);
-    feeds[i] = names[i];
-    ins[i] = weft_placeholder(g, names[i], weft_tensor_dtype(r->ins[i]),
-                              weft_tensor_rank(r->ins[i]), unknown, &st);
-  }
-  weft_graph_pop_device(g);
-  if (!st) {
-    weft_graph_push_device(g, device);
-    weft_op_builder_t *b = weft_op_new(g, r->op, "op");
-    for (int i = 0; i < r->n_ins; i++) weft_op_add_input(b, ins[i]);
-    if (r->attrs) r->attrs(b, r->arg);
-    st = weft_op_finish(b, NULL);
-    weft_graph_pop_device(g);
-  }
-  weft_session_t *s = NULL;
-  if (!st) s = weft_session_new(g, NULL, &st);
-  if (!st) {
-    const char *fetch[] = {"op:0"};
-    weft_tensor_t *out = NULL;
-    st = weft_session_run(s, feeds, (weft_tensor_t **)r->ins, r->n_ins, fetch, &out, 1, NULL, 0);
-    weft_tensor_unref(out);
-  }
-  weft_session_free(s);
-  weft_graph_free(g);
-  return st;
-}
-
-/* Runs the op on CUDA and on the CPU with fed inputs and checks both fail with the same code,
- * the CUDA message naming `substr` and the device. */
-static void check_error(const char *what, const op_run_t *r, const char *substr) {
-  weft_status_t *cu = run_fed(CU_DEV, r);
-  weft_status_t *cpu = run_fed(CPU_DEV, r);
-  if (!cu || !cpu) {
-    g_test_message("%s: expected errors, CUDA: %s, CPU: %s", what,
-                   cu ? weft_status_message(cu) : "ok", cpu ? weft_status_message(cpu) : "ok");
-    g_test_fail();
-  } else {
-    g_assert_cmpint(weft_status_code(cu), ==, weft_status_code(cpu));
-    if (!strstr(weft_status_message(cu), substr) || !strstr(weft_status_message(cu), "CUDA:0")) {
-      g_test_message("%s: '%s' lacks '%s' or the device", what, weft_status_message(cu), substr);
-      g_test_fail();
-    }
-  }
-  weft_status_free(cu);
-  weft_status_free(cpu);
-}
-
-static void set_dst_t(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_type(b, "DstT", *(const weft_dtype_t *)arg);
-}
-
-static void set_string(weft_op_builder_t *b, const void *arg) {
-  const char *const *kv = arg;
-  weft_op_set_attr_string(b, kv[0], kv[1]);
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Without a GPU: the plugin loads, and says why it has no devices */
@@ -686,15 +439,15 @@ static void test_arena_random(void) {
   weft_cu_arena_t *a = fake_arena(&f, 4096 * MiB, 0, 1);
   GArray *live = g_array_new(FALSE, FALSE, sizeof(live_alloc_t));
   for (int step = 0; step < 20000; step++) {
-    bool do_free = live->len > 0 && (rnd(0, 1) < 0.45 || live->len > 300);
+    bool do_free = live->len > 0 && (dc_rnd(0, 1) < 0.45 || live->len > 300);
     if (do_free) {
-      guint k = (guint)rnd(0, live->len);
+      guint k = (guint)dc_rnd(0, live->len);
       if (k >= live->len) k = live->len - 1;
       live_alloc_t la = g_array_index(live, live_alloc_t, k);
       g_assert_cmpint(weft__cu_arena_free(a, (void *)(uintptr_t)la.addr), ==, 0);
       g_array_remove_index_fast(live, k);
     } else {
-      size_t n = rnd(0, 1) < 0.1 ? (size_t)rnd(1, 8 * MiB) : (size_t)rnd(1, 70000);
+      size_t n = dc_rnd(0, 1) < 0.1 ? (size_t)dc_rnd(1, 8 * MiB) : (size_t)dc_rnd(1, 70000);
       void *p = NULL;
       g_assert_cmpint(weft__cu_arena_alloc(a, n, &p), ==, 0);
       live_alloc_t la = {(uint64_t)(uintptr_t)p, n};
@@ -788,51 +541,30 @@ static void test_properties_logged(void) {
 /* ---------------------------------------------------------------------------------------------
  * Elementwise */
 
-typedef struct unary_case {
-  const char *op;
-  double lo, hi;
-  bool ints;
-} unary_case_t;
-
-static const unary_case_t unary_cases[] = {
-    {"Neg", -10, 10, true},    {"Abs", -10, 10, true},      {"Square", -10, 10, true},
-    {"Sqrt", 0, 100, false},   {"Rsqrt", 0.01, 100, false}, {"Exp", -20, 20, false},
-    {"Log", 1e-3, 1e3, false}, {"Log1p", -0.9, 10, false},  {"Expm1", -5, 5, false},
-    {"Sign", -2, 2, true},     {"Reciprocal", 0.1, 10, false}, {"Inv", -10, -0.1, false},
-    {"Floor", -10, 10, false}, {"Ceil", -10, 10, false},    {"Round", -10, 10, true},
-    {"Sin", -10, 10, false},   {"Cos", -10, 10, false},     {"Tan", -1.5, 1.5, false},
-    {"Asin", -0.99, 0.99, false}, {"Acos", -0.99, 0.99, false}, {"Atan", -10, 10, false},
-    {"Sinh", -5, 5, false},    {"Cosh", -5, 5, false},      {"Asinh", -10, 10, false},
-    {"Acosh", 1, 10, false},   {"Atanh", -0.99, 0.99, false}, {"Tanh", -10, 10, false},
-    {"Sigmoid", -20, 20, false}, {"Erf", -3, 3, false},     {"Relu", -5, 5, true},
-    {"Relu6", -2, 8, true},    {"Elu", -5, 5, false},       {"Selu", -5, 5, false},
-    {"LeakyRelu", -5, 5, false}, {"Softplus", -20, 20, false}, {"Softsign", -5, 5, false},
-};
-
 static void test_unary(void) {
   if (no_cuda()) return;
   static const int64_t sizes[] = {1, 7, 1023, 100000};
-  for (size_t c = 0; c < G_N_ELEMENTS(unary_cases); c++) {
-    const unary_case_t *u = &unary_cases[c];
+  for (size_t c = 0; c < dc_n_unary_cases; c++) {
+    const dc_unary_case_t *u = &dc_unary_cases[c];
     for (size_t s = 0; s < G_N_ELEMENTS(sizes); s++) {
       for (int k = 0; k < 4; k++) {
         weft_dtype_t t = num_types[k];
-        if (!is_float(t) && !u->ints) continue;
-        weft_tensor_t *x = rand_t(t, 1, &sizes[s], u->lo, u->hi);
+        if (!dc_is_float(t) && !u->ints) continue;
+        weft_tensor_t *x = dc_rand_t(t, 1, &sizes[s], u->lo, u->hi);
         op_run_t r = RUN(u->op, &x, 1, NULL, NULL);
         char what[80];
         g_snprintf(what, sizeof what, "%s %s[%" G_GINT64_FORMAT "]", u->op, weft_dtype_name(t),
                    sizes[s]);
-        check_op(what, &r, is_float(t) ? 1e-5 : 0, is_float(t) ? 1e-6 : 0);
+        dc_check_op(what, &r, dc_is_float(t) ? 1e-5 : 0, dc_is_float(t) ? 1e-6 : 0);
         weft_tensor_unref(x);
       }
     }
   }
   /* A 2-D input keeps its shape. */
   int64_t d2[2] = {33, 31};
-  weft_tensor_t *x = rand_f32(2, d2, -3, 3);
+  weft_tensor_t *x = dc_rand_f32(2, d2, -3, 3);
   op_run_t r = RUN("Tanh", &x, 1, NULL, NULL);
-  check_op("Tanh float32[33,31]", &r, 1e-5, 1e-6);
+  dc_check_op("Tanh float32[33,31]", &r, 1e-5, 1e-6);
   weft_tensor_unref(x);
 }
 
@@ -846,27 +578,27 @@ static void test_special_values(void) {
       "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Atan", "Sinh", "Cosh", "Tanh",
       "Sigmoid", "Erf", "Relu", "Relu6", "Elu", "Softplus", "Softsign", "Asinh",
   };
-  weft_tensor_t *x = vec_f32(G_N_ELEMENTS(v), v);
+  weft_tensor_t *x = dc_vec_f32(G_N_ELEMENTS(v), v);
   for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
     op_run_t r = RUN(ops[i], &x, 1, NULL, NULL);
     char what[64];
     g_snprintf(what, sizeof what, "%s on special values", ops[i]);
-    check_op(what, &r, 1e-5, 1e-6);
+    dc_check_op(what, &r, 1e-5, 1e-6);
   }
   /* Abs and Neg keep denormals exactly (no flush to zero). */
   static const char *const exact[] = {"Abs", "Neg"};
   for (size_t i = 0; i < G_N_ELEMENTS(exact); i++) {
     op_run_t r = RUN(exact[i], &x, 1, NULL, NULL);
-    check_op(exact[i], &r, 0, 0);
+    dc_check_op(exact[i], &r, 0, 0);
   }
   static const char *const bool_ops[] = {"IsNan", "IsInf", "IsFinite"};
   for (size_t i = 0; i < G_N_ELEMENTS(bool_ops); i++) {
     op_run_t r = RUN(bool_ops[i], &x, 1, NULL, NULL);
-    check_op(bool_ops[i], &r, 0, 0);
+    dc_check_op(bool_ops[i], &r, 0, 0);
   }
   const float a[] = {NAN, 1.0f, INFINITY, -INFINITY, 0.0f, 2.0f, -2.0f, 0.0f, -0.0f, 5.0f};
   const float b[] = {1.0f, NAN, INFINITY, 2.0f, 0.0f, INFINITY, 0.5f, -3.0f, -1.0f, 0.0f};
-  weft_tensor_t *ab[2] = {vec_f32(10, a), vec_f32(10, b)};
+  weft_tensor_t *ab[2] = {dc_vec_f32(10, a), dc_vec_f32(10, b)};
   static const char *const bin[] = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow",
                                     "SquaredDifference", "FloorDiv", "FloorMod", "Equal",
                                     "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"};
@@ -874,7 +606,7 @@ static void test_special_values(void) {
     op_run_t r = RUN(bin[i], ab, 2, NULL, NULL);
     char what[64];
     g_snprintf(what, sizeof what, "%s on special values", bin[i]);
-    check_op(what, &r, 1e-5, 0);
+    dc_check_op(what, &r, 1e-5, 0);
   }
   weft_tensor_unref(ab[0]);
   weft_tensor_unref(ab[1]);
@@ -910,25 +642,25 @@ static void test_binary_broadcast(void) {
     for (size_t i = 0; i < G_N_ELEMENTS(float_ops); i++) {
       bool pow = strcmp(float_ops[i], "Pow") == 0;
       for (int k = 0; k < 2; k++) {
-        weft_tensor_t *in[2] = {rand_t(float_types[k], sp->ra, sp->a, pow ? 0.1 : -10, 10),
-                                rand_t(float_types[k], sp->rb, sp->b, pow ? -3 : -10,
+        weft_tensor_t *in[2] = {dc_rand_t(float_types[k], sp->ra, sp->a, pow ? 0.1 : -10, 10),
+                                dc_rand_t(float_types[k], sp->rb, sp->b, pow ? -3 : -10,
                                        pow ? 3 : 10)};
         op_run_t r = RUN(float_ops[i], in, 2, NULL, NULL);
         g_snprintf(what, sizeof what, "%s %s shapes #%zu", float_ops[i],
                    weft_dtype_name(float_types[k]), s);
-        check_op(what, &r, 1e-5, 1e-6);
+        dc_check_op(what, &r, 1e-5, 1e-6);
         weft_tensor_unref(in[0]);
         weft_tensor_unref(in[1]);
       }
     }
     for (size_t i = 0; i < G_N_ELEMENTS(int_ops); i++) {
       for (int k = 0; k < 2; k++) {
-        weft_tensor_t *in[2] = {rand_t(int_types[k], sp->ra, sp->a, -1000, 1000),
-                                rand_t(int_types[k], sp->rb, sp->b, -1000, 1000)};
+        weft_tensor_t *in[2] = {dc_rand_t(int_types[k], sp->ra, sp->a, -1000, 1000),
+                                dc_rand_t(int_types[k], sp->rb, sp->b, -1000, 1000)};
         op_run_t r = RUN(int_ops[i], in, 2, NULL, NULL);
         g_snprintf(what, sizeof what, "%s %s shapes #%zu", int_ops[i],
                    weft_dtype_name(int_types[k]), s);
-        check_op(what, &r, 0, 0);
+        dc_check_op(what, &r, 0, 0);
         weft_tensor_unref(in[0]);
         weft_tensor_unref(in[1]);
       }
@@ -936,9 +668,9 @@ static void test_binary_broadcast(void) {
     for (size_t i = 0; i < G_N_ELEMENTS(cmp_ops); i++) {
       for (int k = 0; k < 4; k++) {
         /* small whole numbers, so that equal pairs occur */
-        weft_tensor_t *in[2] = {rand_t(num_types[k], sp->ra, sp->a, -3, 3),
-                                rand_t(num_types[k], sp->rb, sp->b, -3, 3)};
-        if (is_float(num_types[k]))
+        weft_tensor_t *in[2] = {dc_rand_t(num_types[k], sp->ra, sp->a, -3, 3),
+                                dc_rand_t(num_types[k], sp->rb, sp->b, -3, 3)};
+        if (dc_is_float(num_types[k]))
           for (int j = 0; j < 2; j++)
             for (int64_t e = 0; e < weft_tensor_num_elements(in[j]); e++) {
               double v = floor(weft_tensor_get_double(in[j], e));
@@ -948,18 +680,18 @@ static void test_binary_broadcast(void) {
         op_run_t r = RUN(cmp_ops[i], in, 2, NULL, NULL);
         g_snprintf(what, sizeof what, "%s %s shapes #%zu", cmp_ops[i],
                    weft_dtype_name(num_types[k]), s);
-        check_op(what, &r, 0, 0);
+        dc_check_op(what, &r, 0, 0);
         weft_tensor_unref(in[0]);
         weft_tensor_unref(in[1]);
       }
     }
     static const char *const bool_ops[] = {"LogicalAnd", "LogicalOr", "Equal", "NotEqual"};
     for (size_t i = 0; i < G_N_ELEMENTS(bool_ops); i++) {
-      weft_tensor_t *in[2] = {rand_t(WEFT_DT_BOOL, sp->ra, sp->a, 0, 1),
-                              rand_t(WEFT_DT_BOOL, sp->rb, sp->b, 0, 1)};
+      weft_tensor_t *in[2] = {dc_rand_t(WEFT_DT_BOOL, sp->ra, sp->a, 0, 1),
+                              dc_rand_t(WEFT_DT_BOOL, sp->rb, sp->b, 0, 1)};
       op_run_t r = RUN(bool_ops[i], in, 2, NULL, NULL);
       g_snprintf(what, sizeof what, "%s bool shapes #%zu", bool_ops[i], s);
-      check_op(what, &r, 0, 0);
+      dc_check_op(what, &r, 0, 0);
       weft_tensor_unref(in[0]);
       weft_tensor_unref(in[1]);
     }
@@ -969,81 +701,52 @@ static void test_binary_broadcast(void) {
   static const char *const grads[] = {"ReluGrad", "SigmoidGrad", "TanhGrad"};
   for (size_t i = 0; i < G_N_ELEMENTS(grads); i++)
     for (int k = 0; k < 2; k++) {
-      weft_tensor_t *gi[2] = {rand_t(float_types[k], 2, dg, -1, 1),
-                              rand_t(float_types[k], 2, dg, -1, 1)};
+      weft_tensor_t *gi[2] = {dc_rand_t(float_types[k], 2, dg, -1, 1),
+                              dc_rand_t(float_types[k], 2, dg, -1, 1)};
       op_run_t r = RUN(grads[i], gi, 2, NULL, NULL);
-      check_op(grads[i], &r, 1e-5, 1e-6);
+      dc_check_op(grads[i], &r, 1e-5, 1e-6);
       weft_tensor_unref(gi[0]);
       weft_tensor_unref(gi[1]);
     }
   /* Incompatible shapes fail on CUDA with the CPU's message. */
-  int64_t d3[1] = {3}, d4[1] = {4};
-  weft_tensor_t *bad[2] = {rand_f32(1, d3, 0, 1), rand_f32(1, d4, 0, 1)};
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  int64_t unknown[1] = {WEFT_DIM_UNKNOWN};
-  weft_graph_push_device(g, CU_DEV);
-  weft_output_t pa = weft_placeholder(g, "a", WEFT_DT_FLOAT, 1, unknown, &st);
-  OK(st);
-  weft_output_t pb = weft_placeholder(g, "b", WEFT_DT_FLOAT, 1, unknown, &st);
-  OK(st);
-  weft_binary(g, "AddV2", "sum", pa, pb, &st);
-  OK(st);
-  weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true); /* the placeholders */
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  const char *feeds[] = {"a", "b"}, *fetch[] = {"sum"};
-  weft_tensor_t *out = NULL;
-  st = weft_session_run(s, feeds, bad, 2, fetch, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_nonnull(strstr(weft_status_message(st), "Incompatible shapes: [3] vs. [4]"));
-  g_assert_nonnull(strstr(weft_status_message(st), "CUDA:0"));
-  weft_status_free(st);
-  g_assert_cmpstr(weft_session_node_device(s, "sum"), ==, CU_FULL);
-  weft_session_free(s);
-  weft_session_options_free(o);
-  weft_graph_free(g);
-  weft_tensor_unref(bad[0]);
-  weft_tensor_unref(bad[1]);
+  dc_check_incompatible_add();
 }
 
 static void test_logic_select_clip(void) {
   if (no_cuda()) return;
   int64_t d[2] = {5, 7}, d7[1] = {7}, d5[1] = {5};
-  weft_tensor_t *b = rand_t(WEFT_DT_BOOL, 2, d, 0, 1);
+  weft_tensor_t *b = dc_rand_t(WEFT_DT_BOOL, 2, d, 0, 1);
   op_run_t r = RUN("LogicalNot", &b, 1, NULL, NULL);
-  check_op("LogicalNot bool[5,7]", &r, 0, 0);
-  weft_tensor_t *cv = rand_t(WEFT_DT_BOOL, 1, d5, 0, 1);
-  weft_tensor_t *c7 = rand_t(WEFT_DT_BOOL, 1, d7, 0, 1);
+  dc_check_op("LogicalNot bool[5,7]", &r, 0, 0);
+  weft_tensor_t *cv = dc_rand_t(WEFT_DT_BOOL, 1, d5, 0, 1);
+  weft_tensor_t *c7 = dc_rand_t(WEFT_DT_BOOL, 1, d7, 0, 1);
   for (int k = 0; k < 5; k++) {
     weft_dtype_t t = all_types[k];
-    weft_tensor_t *te[2] = {rand_t(t, 2, d, -9, 9), rand_t(t, 2, d, -9, 9)};
+    weft_tensor_t *te[2] = {dc_rand_t(t, 2, d, -9, 9), dc_rand_t(t, 2, d, -9, 9)};
     weft_tensor_t *sel[3] = {b, te[0], te[1]};
     char what[64];
     op_run_t rs = RUN("Select", sel, 3, NULL, NULL);
     g_snprintf(what, sizeof what, "Select %s same shapes", weft_dtype_name(t));
-    check_op(what, &rs, 0, 0);
+    dc_check_op(what, &rs, 0, 0);
     weft_tensor_t *sel_v[3] = {cv, te[0], te[1]};
     op_run_t rsv = RUN("Select", sel_v, 3, NULL, NULL);
     g_snprintf(what, sizeof what, "Select %s vector condition", weft_dtype_name(t));
-    check_op(what, &rsv, 0, 0);
-    weft_tensor_t *scalar = rand_t(t, 0, NULL, -9, 9);
+    dc_check_op(what, &rsv, 0, 0);
+    weft_tensor_t *scalar = dc_rand_t(t, 0, NULL, -9, 9);
     weft_tensor_t *sel2[3] = {c7, te[0], scalar};
     op_run_t rs2 = RUN("SelectV2", sel2, 3, NULL, NULL);
     g_snprintf(what, sizeof what, "SelectV2 %s broadcast", weft_dtype_name(t));
-    check_op(what, &rs2, 0, 0);
+    dc_check_op(what, &rs2, 0, 0);
     if (t != WEFT_DT_BOOL) {
-      weft_tensor_t *clip[3] = {te[0], rand_t(t, 0, NULL, -3, -1), rand_t(t, 2, d, 1, 4)};
+      weft_tensor_t *clip[3] = {te[0], dc_rand_t(t, 0, NULL, -3, -1), dc_rand_t(t, 2, d, 1, 4)};
       op_run_t rc = RUN("ClipByValue", clip, 3, NULL, NULL);
       g_snprintf(what, sizeof what, "ClipByValue %s", weft_dtype_name(t));
-      check_op(what, &rc, 0, 0);
+      dc_check_op(what, &rc, 0, 0);
       weft_tensor_t *addn[3] = {te[0], te[1], clip[2]};
       op_run_t ra = RUN("AddN", addn, 3, NULL, NULL);
       ra.list_len = 3;
       g_snprintf(what, sizeof what, "AddN %s", weft_dtype_name(t));
-      check_op(what, &ra, 1e-6, 1e-6);
+      dc_check_op(what, &ra, 1e-6, 1e-6);
       weft_tensor_unref(clip[1]);
       weft_tensor_unref(clip[2]);
     }
@@ -1064,8 +767,8 @@ static void test_cast(void) {
   for (int s = 0; s < 5; s++) {
     weft_dtype_t src = all_types[s];
     int64_t n = G_N_ELEMENTS(edge) + 200;
-    weft_tensor_t *x = rand_t(src, 1, &n, -100, 100);
-    for (size_t i = 0; i < G_N_ELEMENTS(edge) && is_float(src); i++) {
+    weft_tensor_t *x = dc_rand_t(src, 1, &n, -100, 100);
+    for (size_t i = 0; i < G_N_ELEMENTS(edge) && dc_is_float(src); i++) {
       if (src == WEFT_DT_FLOAT) ((float *)weft_tensor_data(x))[i] = (float)edge[i];
       else ((double *)weft_tensor_data(x))[i] = edge[i];
     }
@@ -1080,10 +783,10 @@ static void test_cast(void) {
     }
     for (int d = 0; d < 5; d++) {
       weft_dtype_t dst = all_types[d];
-      op_run_t r = RUN("Cast", &x, 1, set_dst_t, &dst);
+      op_run_t r = RUN("Cast", &x, 1, dc_set_dst_t, &dst);
       char what[64];
       g_snprintf(what, sizeof what, "Cast %s to %s", weft_dtype_name(src), weft_dtype_name(dst));
-      check_op(what, &r, 0, 0);
+      dc_check_op(what, &r, 0, 0);
     }
     weft_tensor_unref(x);
   }
@@ -1095,18 +798,6 @@ static void test_cast(void) {
 typedef struct mm_case {
   int64_t m, k, n;
 } mm_case_t;
-
-static void set_transposes(weft_op_builder_t *b, const void *arg) {
-  const bool *t = arg;
-  weft_op_set_attr_bool(b, "transpose_a", t[0]);
-  weft_op_set_attr_bool(b, "transpose_b", t[1]);
-}
-
-static void set_adj(weft_op_builder_t *b, const void *arg) {
-  const char *const *kv = arg;
-  weft_op_set_attr_bool(b, kv[0], kv[1][0] == '1');
-  weft_op_set_attr_bool(b, kv[2], kv[3][0] == '1');
-}
 
 static void test_matmul(void) {
   if (no_cuda()) return;
@@ -1120,16 +811,16 @@ static void test_matmul(void) {
         bool tr[2] = {(t & 1) != 0, (t & 2) != 0};
         int64_t da[2] = {tr[0] ? cases[c].k : cases[c].m, tr[0] ? cases[c].m : cases[c].k};
         int64_t db[2] = {tr[1] ? cases[c].n : cases[c].k, tr[1] ? cases[c].k : cases[c].n};
-        weft_tensor_t *in[2] = {rand_t(float_types[k], 2, da, -1, 1),
-                                rand_t(float_types[k], 2, db, -1, 1)};
-        op_run_t r = RUN("MatMul", in, 2, set_transposes, tr);
+        weft_tensor_t *in[2] = {dc_rand_t(float_types[k], 2, da, -1, 1),
+                                dc_rand_t(float_types[k], 2, db, -1, 1)};
+        op_run_t r = RUN("MatMul", in, 2, dc_set_transposes, tr);
         char what[96];
         g_snprintf(what, sizeof what,
                    "MatMul %s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
                    " ta=%d tb=%d",
                    weft_dtype_name(float_types[k]), cases[c].m, cases[c].k, cases[c].n, tr[0],
                    tr[1]);
-        check_op(what, &r, 1e-4, 1e-4);
+        dc_check_op(what, &r, 1e-4, 1e-4);
         weft_tensor_unref(in[0]);
         weft_tensor_unref(in[1]);
       }
@@ -1145,19 +836,19 @@ static void test_matmul(void) {
     int64_t dx[4], dy[4];
     memcpy(dx, bx[c], sizeof dx);
     memcpy(dy, by[c], sizeof dy);
-    weft_tensor_t *in[2] = {rand_f32(brx[c], dx, -1, 1), rand_f32(bry[c], dy, -1, 1)};
-    op_run_t r = RUN("BatchMatMulV2", in, 2, set_adj, adj[c]);
+    weft_tensor_t *in[2] = {dc_rand_f32(brx[c], dx, -1, 1), dc_rand_f32(bry[c], dy, -1, 1)};
+    op_run_t r = RUN("BatchMatMulV2", in, 2, dc_set_adj, adj[c]);
     char what[64];
     g_snprintf(what, sizeof what, "BatchMatMulV2 case #%zu", c);
-    check_op(what, &r, 1e-4, 1e-4);
+    dc_check_op(what, &r, 1e-4, 1e-4);
     weft_tensor_unref(in[0]);
     weft_tensor_unref(in[1]);
   }
   /* Shape errors are the CPU's. */
   int64_t d23[2] = {2, 3};
-  weft_tensor_t *bad[2] = {rand_f32(2, d23, -1, 1), rand_f32(2, d23, -1, 1)};
+  weft_tensor_t *bad[2] = {dc_rand_f32(2, d23, -1, 1), dc_rand_f32(2, d23, -1, 1)};
   op_run_t rb = RUN("MatMul", bad, 2, NULL, NULL);
-  check_error("MatMul [2,3]x[2,3]", &rb, "Matrix size-incompatible");
+  dc_check_error("MatMul [2,3]x[2,3]", &rb, "Matrix size-incompatible");
   weft_tensor_unref(bad[0]);
   weft_tensor_unref(bad[1]);
 }
@@ -1169,15 +860,7 @@ typedef struct red_case {
   int32_t axes[4];
 } red_case_t;
 
-static void set_keep_dims(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_bool(b, "keep_dims", *(const bool *)arg);
-}
-
 static const weft_dtype_t i64 = WEFT_DT_INT64, i32 = WEFT_DT_INT32;
-
-static void set_output_type(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_type(b, "output_type", *(const weft_dtype_t *)arg);
-}
 
 static void test_reductions(void) {
   if (no_cuda()) return;
@@ -1194,32 +877,32 @@ static void test_reductions(void) {
     const red_case_t *rc = &cases[c];
     for (int keep = 0; keep < 2; keep++) {
       bool kd = keep != 0;
-      weft_tensor_t *axes = vec_i32(rc->n_axes, rc->axes);
+      weft_tensor_t *axes = dc_vec_i32(rc->n_axes, rc->axes);
       for (size_t o = 0; o < G_N_ELEMENTS(ops); o++) {
         bool prod = strcmp(ops[o], "Prod") == 0;
         for (int k = 0; k < 4; k++) {
           weft_dtype_t t = num_types[k];
-          weft_tensor_t *x = is_float(t) ? rand_t(t, rc->rank, rc->dims, prod ? 0.99 : -10,
+          weft_tensor_t *x = dc_is_float(t) ? dc_rand_t(t, rc->rank, rc->dims, prod ? 0.99 : -10,
                                                   prod ? 1.01 : 10)
-                                         : rand_t(t, rc->rank, rc->dims, prod ? -2 : -1000,
+                                         : dc_rand_t(t, rc->rank, rc->dims, prod ? -2 : -1000,
                                                   prod ? 2 : 1000);
           weft_tensor_t *in[2] = {x, axes};
-          op_run_t r = RUN(ops[o], in, 2, set_keep_dims, &kd);
+          op_run_t r = RUN(ops[o], in, 2, dc_set_keep_dims, &kd);
           char what[96];
           g_snprintf(what, sizeof what, "%s %s case #%zu keep_dims=%d", ops[o],
                      weft_dtype_name(t), c, keep);
-          check_op(what, &r, is_float(t) ? 1e-4 : 0, is_float(t) ? 1e-4 : 0);
+          dc_check_op(what, &r, dc_is_float(t) ? 1e-4 : 0, dc_is_float(t) ? 1e-4 : 0);
           weft_tensor_unref(x);
         }
       }
       static const char *const bool_ops[] = {"All", "Any"};
       for (size_t o = 0; o < G_N_ELEMENTS(bool_ops); o++) {
-        weft_tensor_t *xb = rand_t(WEFT_DT_BOOL, rc->rank, rc->dims, 0, 1);
+        weft_tensor_t *xb = dc_rand_t(WEFT_DT_BOOL, rc->rank, rc->dims, 0, 1);
         weft_tensor_t *in[2] = {xb, axes};
-        op_run_t r = RUN(bool_ops[o], in, 2, set_keep_dims, &kd);
+        op_run_t r = RUN(bool_ops[o], in, 2, dc_set_keep_dims, &kd);
         char what[96];
         g_snprintf(what, sizeof what, "%s bool case #%zu keep_dims=%d", bool_ops[o], c, keep);
-        check_op(what, &r, 0, 0);
+        dc_check_op(what, &r, 0, 0);
         weft_tensor_unref(xb);
       }
       weft_tensor_unref(axes);
@@ -1228,8 +911,8 @@ static void test_reductions(void) {
   /* ArgMax / ArgMin along every axis, int64 and int32 indices, NaN winning, ties to the first;
    * a long innermost axis takes the block-per-row kernel. */
   int64_t da[2] = {7, 1023}, dl[2] = {3, 5000};
-  weft_tensor_t *xs[4] = {rand_f32(2, da, -10, 10), rand_t(WEFT_DT_INT32, 2, da, -5, 5),
-                          rand_t(WEFT_DT_DOUBLE, 2, dl, -10, 10), rand_t(WEFT_DT_INT64, 2, dl, -3, 3)};
+  weft_tensor_t *xs[4] = {dc_rand_f32(2, da, -10, 10), dc_rand_t(WEFT_DT_INT32, 2, da, -5, 5),
+                          dc_rand_t(WEFT_DT_DOUBLE, 2, dl, -10, 10), dc_rand_t(WEFT_DT_INT64, 2, dl, -3, 3)};
   ((float *)weft_tensor_data(xs[0]))[5 * 1023 + 17] = NAN;
   ((double *)weft_tensor_data(xs[2]))[2 * 5000 + 4000] = NAN;
   static const char *const arg_ops[] = {"ArgMax", "ArgMin"};
@@ -1238,32 +921,32 @@ static void test_reductions(void) {
       weft_tensor_t *dim = weft_tensor_new_scalar_int32(axis);
       for (int k = 0; k < 4; k++) {
         weft_tensor_t *in[2] = {xs[k], dim};
-        op_run_t r = RUN(arg_ops[o], in, 2, set_output_type, k % 2 == 0 ? &i64 : &i32);
+        op_run_t r = RUN(arg_ops[o], in, 2, dc_set_output_type, k % 2 == 0 ? &i64 : &i32);
         char what[64];
-        g_snprintf(what, sizeof what, "%s %s axis %d", arg_ops[o], dtype_of(in[0]), axis);
-        check_op(what, &r, 0, 0);
+        g_snprintf(what, sizeof what, "%s %s axis %d", arg_ops[o], dc_dtype_of(in[0]), axis);
+        dc_check_op(what, &r, 0, 0);
       }
       weft_tensor_unref(dim);
     }
   }
   for (int k = 0; k < 4; k++) weft_tensor_unref(xs[k]);
   for (int k = 0; k < 2; k++) {
-    weft_tensor_t *xl = rand_t(float_types[k], 2, da, -1, 1);
+    weft_tensor_t *xl = dc_rand_t(float_types[k], 2, da, -1, 1);
     op_run_t rl2 = RUN("L2Loss", &xl, 1, NULL, NULL);
-    check_op("L2Loss", &rl2, 1e-5, 0);
+    dc_check_op("L2Loss", &rl2, 1e-5, 0);
     weft_tensor_unref(xl);
   }
   /* Large full sums stay accurate (double accumulators, two passes). */
   int64_t big[1] = {1 << 22};
-  weft_tensor_t *x = rand_f32(1, big, 0, 1);
+  weft_tensor_t *x = dc_rand_f32(1, big, 0, 1);
   int32_t zero = 0;
-  weft_tensor_t *axes = vec_i32(1, &zero);
+  weft_tensor_t *axes = dc_vec_i32(1, &zero);
   weft_tensor_t *in[2] = {x, axes};
   bool kd = false;
-  op_run_t r = RUN("Sum", in, 2, set_keep_dims, &kd);
-  check_op("Sum float32[4194304]", &r, 1e-6, 0);
-  op_run_t rm = RUN("Mean", in, 2, set_keep_dims, &kd);
-  check_op("Mean float32[4194304]", &rm, 1e-6, 0);
+  op_run_t r = RUN("Sum", in, 2, dc_set_keep_dims, &kd);
+  dc_check_op("Sum float32[4194304]", &r, 1e-6, 0);
+  op_run_t rm = RUN("Mean", in, 2, dc_set_keep_dims, &kd);
+  dc_check_op("Mean float32[4194304]", &rm, 1e-6, 0);
   weft_tensor_unref(x);
   weft_tensor_unref(axes);
 }
@@ -1275,31 +958,31 @@ static void test_nn(void) {
   static const int ranks[] = {2, 2, 2, 3, 2, 2};
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
     for (int k = 0; k < 2; k++) {
-      weft_tensor_t *x = rand_t(float_types[k], ranks[s], shapes[s], -20, 20);
+      weft_tensor_t *x = dc_rand_t(float_types[k], ranks[s], shapes[s], -20, 20);
       op_run_t r = RUN("Softmax", &x, 1, NULL, NULL);
       char what[64];
-      g_snprintf(what, sizeof what, "Softmax %s shape #%zu", dtype_of(x), s);
-      check_op(what, &r, 1e-4, 1e-6);
+      g_snprintf(what, sizeof what, "Softmax %s shape #%zu", dc_dtype_of(x), s);
+      dc_check_op(what, &r, 1e-4, 1e-6);
       op_run_t rl = RUN("LogSoftmax", &x, 1, NULL, NULL);
-      g_snprintf(what, sizeof what, "LogSoftmax %s shape #%zu", dtype_of(x), s);
-      check_op(what, &rl, 1e-4, 1e-5);
+      g_snprintf(what, sizeof what, "LogSoftmax %s shape #%zu", dc_dtype_of(x), s);
+      dc_check_op(what, &rl, 1e-4, 1e-5);
       weft_tensor_unref(x);
     }
   }
   int64_t dx[4] = {2, 3, 4, 5}, dc[1] = {5}, dn[1] = {3};
   for (int k = 0; k < 4; k++) {
     weft_dtype_t t = num_types[k];
-    weft_tensor_t *nhwc[2] = {rand_t(t, 4, dx, -9, 9), rand_t(t, 1, dc, -9, 9)};
+    weft_tensor_t *nhwc[2] = {dc_rand_t(t, 4, dx, -9, 9), dc_rand_t(t, 1, dc, -9, 9)};
     op_run_t r = RUN("BiasAdd", nhwc, 2, NULL, NULL);
-    check_op("BiasAdd NHWC", &r, 1e-6, 1e-6);
-    weft_tensor_t *nchw[2] = {nhwc[0], rand_t(t, 1, dn, -9, 9)};
+    dc_check_op("BiasAdd NHWC", &r, 1e-6, 1e-6);
+    weft_tensor_t *nchw[2] = {nhwc[0], dc_rand_t(t, 1, dn, -9, 9)};
     static const char *const fmt[] = {"data_format", "NCHW"};
-    op_run_t rn = RUN("BiasAdd", nchw, 2, set_string, fmt);
-    check_op("BiasAdd NCHW", &rn, 1e-6, 1e-6);
+    op_run_t rn = RUN("BiasAdd", nchw, 2, dc_set_string, fmt);
+    dc_check_op("BiasAdd NCHW", &rn, 1e-6, 1e-6);
     op_run_t rg = RUN("BiasAddGrad", nhwc, 1, NULL, NULL);
-    check_op("BiasAddGrad NHWC", &rg, 1e-4, 1e-5);
-    op_run_t rgn = RUN("BiasAddGrad", nchw, 1, set_string, fmt);
-    check_op("BiasAddGrad NCHW", &rgn, 1e-4, 1e-5);
+    dc_check_op("BiasAddGrad NHWC", &rg, 1e-4, 1e-5);
+    op_run_t rgn = RUN("BiasAddGrad", nchw, 1, dc_set_string, fmt);
+    dc_check_op("BiasAddGrad NCHW", &rgn, 1e-4, 1e-5);
     weft_tensor_unref(nhwc[0]);
     weft_tensor_unref(nhwc[1]);
     weft_tensor_unref(nchw[1]);
@@ -1308,34 +991,34 @@ static void test_nn(void) {
    * outputs. */
   int64_t dl[2] = {64, 10}, d1[2] = {1, 10}, ds[1] = {64};
   for (int k = 0; k < 2; k++) {
-    weft_tensor_t *logits = rand_t(float_types[k], 2, dl, -5, 5);
-    weft_tensor_t *probs = rand_t(float_types[k], 2, dl, 0, 1);
-    weft_tensor_t *one_row = rand_t(float_types[k], 2, d1, 0, 1);
-    weft_tensor_t *labels = rand_t(WEFT_DT_INT32, 1, ds, 0, 9);
-    weft_tensor_t *labels64 = rand_t(WEFT_DT_INT64, 1, ds, 0, 9);
+    weft_tensor_t *logits = dc_rand_t(float_types[k], 2, dl, -5, 5);
+    weft_tensor_t *probs = dc_rand_t(float_types[k], 2, dl, 0, 1);
+    weft_tensor_t *one_row = dc_rand_t(float_types[k], 2, d1, 0, 1);
+    weft_tensor_t *labels = dc_rand_t(WEFT_DT_INT32, 1, ds, 0, 9);
+    weft_tensor_t *labels64 = dc_rand_t(WEFT_DT_INT64, 1, ds, 0, 9);
     for (int out = 0; out < 2; out++) {
       weft_tensor_t *in[2] = {logits, probs};
       op_run_t r = RUN("SoftmaxCrossEntropyWithLogits", in, 2, NULL, NULL);
       r.fetch_index = out;
-      check_op("SoftmaxCrossEntropyWithLogits", &r, 1e-5, 1e-6);
+      dc_check_op("SoftmaxCrossEntropyWithLogits", &r, 1e-5, 1e-6);
       weft_tensor_t *inb[2] = {logits, one_row};
       op_run_t rb = RUN("SoftmaxCrossEntropyWithLogits", inb, 2, NULL, NULL);
       rb.fetch_index = out;
-      check_op("SoftmaxCrossEntropyWithLogits broadcast labels", &rb, 1e-5, 1e-6);
+      dc_check_op("SoftmaxCrossEntropyWithLogits broadcast labels", &rb, 1e-5, 1e-6);
       weft_tensor_t *ins[2] = {logits, labels};
       op_run_t rs = RUN("SparseSoftmaxCrossEntropyWithLogits", ins, 2, NULL, NULL);
       rs.fetch_index = out;
-      check_op("SparseSoftmaxCrossEntropyWithLogits int32", &rs, 1e-5, 1e-6);
+      dc_check_op("SparseSoftmaxCrossEntropyWithLogits int32", &rs, 1e-5, 1e-6);
       weft_tensor_t *ins64[2] = {logits, labels64};
       op_run_t rs64 = RUN("SparseSoftmaxCrossEntropyWithLogits", ins64, 2, NULL, NULL);
       rs64.fetch_index = out;
-      check_op("SparseSoftmaxCrossEntropyWithLogits int64", &rs64, 1e-5, 1e-6);
+      dc_check_op("SparseSoftmaxCrossEntropyWithLogits int64", &rs64, 1e-5, 1e-6);
     }
     /* A label out of range is the CPU's error, found before anything runs. */
     ((int32_t *)weft_tensor_data(labels))[9] = 10;
     weft_tensor_t *ins[2] = {logits, labels};
     op_run_t rbad = RUN("SparseSoftmaxCrossEntropyWithLogits", ins, 2, NULL, NULL);
-    check_error("sparse label 10 of 10 classes", &rbad,
+    dc_check_error("sparse label 10 of 10 classes", &rbad,
                 "Received a label value of 10 which is outside the valid range of [0, 10)");
     weft_tensor_unref(logits);
     weft_tensor_unref(probs);
@@ -1348,18 +1031,6 @@ static void test_nn(void) {
 /* ---------------------------------------------------------------------------------------------
  * Shapes and data movement, every dtype */
 
-static void set_num_split(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_int(b, "num_split", *(const int *)arg);
-}
-
-static void set_num(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_int(b, "num", *(const int *)arg);
-}
-
-static void set_axis(weft_op_builder_t *b, const void *arg) {
-  weft_op_set_attr_int(b, "axis", *(const int *)arg);
-}
-
 static void test_shapes_and_movement(void) {
   if (no_cuda()) return;
   int64_t d[3] = {3, 4, 5};
@@ -1367,60 +1038,60 @@ static void test_shapes_and_movement(void) {
   const int32_t begin[] = {1, 0, 2}, size[] = {2, -1, 3}, mult[] = {2, 1, 3};
   const int32_t pads[] = {1, 0, 0, 2, 3, 1};
   int64_t dp[2] = {3, 2};
-  weft_tensor_t *bv = vec_i32(3, begin), *sv = vec_i32(3, size), *mv = vec_i32(3, mult);
+  weft_tensor_t *bv = dc_vec_i32(3, begin), *sv = dc_vec_i32(3, size), *mv = dc_vec_i32(3, mult);
   weft_tensor_t *pv = weft_tensor_new_from_data(WEFT_DT_INT32, 2, dp, pads, sizeof pads, NULL);
   for (int k = 0; k < 5; k++) {
     weft_dtype_t t = all_types[k];
-    weft_tensor_t *x = rand_t(t, 3, d, -100, 100);
+    weft_tensor_t *x = dc_rand_t(t, 3, d, -100, 100);
     char what[64];
     for (size_t p = 0; p < G_N_ELEMENTS(perms); p++) {
-      weft_tensor_t *perm = vec_i32(3, perms[p]);
+      weft_tensor_t *perm = dc_vec_i32(3, perms[p]);
       weft_tensor_t *in[2] = {x, perm};
       op_run_t r = RUN("Transpose", in, 2, NULL, NULL);
-      g_snprintf(what, sizeof what, "Transpose %s perm #%zu", dtype_of(x), p);
-      check_op(what, &r, 0, 0);
+      g_snprintf(what, sizeof what, "Transpose %s perm #%zu", dc_dtype_of(x), p);
+      dc_check_op(what, &r, 0, 0);
       weft_tensor_unref(perm);
     }
     const int32_t shape[] = {5, -1};
-    weft_tensor_t *shv = vec_i32(2, shape);
+    weft_tensor_t *shv = dc_vec_i32(2, shape);
     weft_tensor_t *rin[2] = {x, shv};
     op_run_t rr = RUN("Reshape", rin, 2, NULL, NULL);
-    check_op("Reshape", &rr, 0, 0);
+    dc_check_op("Reshape", &rr, 0, 0);
     weft_tensor_unref(shv);
     weft_tensor_t *dim = weft_tensor_new_scalar_int32(-1);
     weft_tensor_t *ein[2] = {x, dim};
     op_run_t re = RUN("ExpandDims", ein, 2, NULL, NULL);
-    check_op("ExpandDims", &re, 0, 0);
+    dc_check_op("ExpandDims", &re, 0, 0);
     weft_tensor_unref(dim);
     static const char *const simple[] = {"Identity", "ZerosLike", "OnesLike", "Shape", "Size",
                                          "Rank"};
     for (size_t i = 0; i < G_N_ELEMENTS(simple); i++) {
       op_run_t ri = RUN(simple[i], &x, 1, NULL, NULL);
-      g_snprintf(what, sizeof what, "%s %s", simple[i], dtype_of(x));
-      check_op(what, &ri, 0, 0);
+      g_snprintf(what, sizeof what, "%s %s", simple[i], dc_dtype_of(x));
+      dc_check_op(what, &ri, 0, 0);
     }
     weft_tensor_t *sl[3] = {x, bv, sv};
     op_run_t r1 = RUN("Slice", sl, 3, NULL, NULL);
-    check_op("Slice", &r1, 0, 0);
+    dc_check_op("Slice", &r1, 0, 0);
     weft_tensor_t *ti[2] = {x, mv};
     op_run_t r2 = RUN("Tile", ti, 2, NULL, NULL);
-    check_op("Tile", &r2, 0, 0);
+    dc_check_op("Tile", &r2, 0, 0);
     weft_tensor_t *pa[2] = {x, pv};
     op_run_t r6 = RUN("Pad", pa, 2, NULL, NULL);
-    check_op("Pad", &r6, 0, 0);
+    dc_check_op("Pad", &r6, 0, 0);
     /* BroadcastTo and Fill. */
     int64_t d31[2] = {3, 1};
-    weft_tensor_t *small = rand_t(t, 2, d31, -9, 9);
+    weft_tensor_t *small = dc_rand_t(t, 2, d31, -9, 9);
     const int32_t target[] = {2, 3, 4};
-    weft_tensor_t *tv = vec_i32(3, target);
+    weft_tensor_t *tv = dc_vec_i32(3, target);
     weft_tensor_t *bin[2] = {small, tv};
     op_run_t rb = RUN("BroadcastTo", bin, 2, NULL, NULL);
-    check_op("BroadcastTo", &rb, 0, 0);
-    weft_tensor_t *value = rand_t(t, 0, NULL, -9, 9);
+    dc_check_op("BroadcastTo", &rb, 0, 0);
+    weft_tensor_t *value = dc_rand_t(t, 0, NULL, -9, 9);
     weft_tensor_t *fin[2] = {tv, value};
     op_run_t rf = RUN("Fill", fin, 2, NULL, NULL);
-    g_snprintf(what, sizeof what, "Fill %s", dtype_of(value));
-    check_op(what, &rf, 0, 0);
+    g_snprintf(what, sizeof what, "Fill %s", dc_dtype_of(value));
+    dc_check_op(what, &rf, 0, 0);
     weft_tensor_unref(value);
     weft_tensor_unref(small);
     weft_tensor_unref(tv);
@@ -1428,53 +1099,53 @@ static void test_shapes_and_movement(void) {
     weft_tensor_t *one = weft_tensor_new_scalar_int32(1), *two = weft_tensor_new_scalar_int32(2);
     weft_tensor_t *sp[2] = {one, x};
     const int32_t parts[] = {1, -1, 2};
-    weft_tensor_t *pv3 = vec_i32(3, parts);
+    weft_tensor_t *pv3 = dc_vec_i32(3, parts);
     weft_tensor_t *spv[3] = {x, pv3, two};
     for (int out = 0; out < 3; out++) {
-      op_run_t r7 = RUN("Split", sp, 2, set_num_split, (const int[]){2});
+      op_run_t r7 = RUN("Split", sp, 2, dc_set_num_split, (const int[]){2});
       r7.fetch_index = out < 2 ? out : 1;
-      check_op("Split", &r7, 0, 0);
-      op_run_t r8 = RUN("SplitV", spv, 3, set_num_split, (const int[]){3});
+      dc_check_op("Split", &r7, 0, 0);
+      op_run_t r8 = RUN("SplitV", spv, 3, dc_set_num_split, (const int[]){3});
       r8.fetch_index = out;
-      check_op("SplitV", &r8, 0, 0);
-      op_run_t r9 = RUN("Unpack", &x, 1, set_num, (const int[]){3});
+      dc_check_op("SplitV", &r8, 0, 0);
+      op_run_t r9 = RUN("Unpack", &x, 1, dc_set_num, (const int[]){3});
       r9.fetch_index = out;
-      check_op("Unpack", &r9, 0, 0);
+      dc_check_op("Unpack", &r9, 0, 0);
     }
     weft_tensor_unref(one);
     weft_tensor_unref(two);
     weft_tensor_unref(pv3);
     int64_t d2[3] = {3, 2, 5};
-    weft_tensor_t *other = rand_t(t, 3, d2, -9, 9);
+    weft_tensor_t *other = dc_rand_t(t, 3, d2, -9, 9);
     weft_tensor_t *axis = weft_tensor_new_scalar_int32(1);
     weft_tensor_t *cc[4] = {x, other, x, axis};
     op_run_t r4 = RUN("ConcatV2", cc, 4, NULL, NULL);
     r4.list_len = 3;
-    check_op("ConcatV2 axis 1", &r4, 0, 0);
+    dc_check_op("ConcatV2 axis 1", &r4, 0, 0);
     weft_tensor_unref(axis);
     weft_tensor_unref(other);
     weft_tensor_t *pk[3] = {x, x, x};
     for (int ax = -1; ax <= 3; ax++) {
-      op_run_t r5 = RUN("Pack", pk, 3, set_axis, &ax);
+      op_run_t r5 = RUN("Pack", pk, 3, dc_set_axis, &ax);
       r5.list_len = 3;
-      g_snprintf(what, sizeof what, "Pack %s axis %d", dtype_of(x), ax);
-      check_op(what, &r5, 0, 0);
+      g_snprintf(what, sizeof what, "Pack %s axis %d", dc_dtype_of(x), ax);
+      dc_check_op(what, &r5, 0, 0);
     }
     weft_tensor_unref(x);
   }
   int64_t ds[4] = {3, 1, 5, 1};
-  weft_tensor_t *sq = rand_f32(4, ds, -1, 1);
+  weft_tensor_t *sq = dc_rand_f32(4, ds, -1, 1);
   op_run_t rs = RUN("Squeeze", &sq, 1, NULL, NULL);
-  check_op("Squeeze", &rs, 0, 0);
+  dc_check_op("Squeeze", &rs, 0, 0);
   weft_tensor_unref(sq);
   /* A large transpose (the 64-bit-free fast path and many blocks). */
   int64_t dbig[2] = {1000, 3000};
-  weft_tensor_t *xb = rand_f32(2, dbig, -1, 1);
+  weft_tensor_t *xb = dc_rand_f32(2, dbig, -1, 1);
   const int32_t p10[] = {1, 0};
-  weft_tensor_t *perm = vec_i32(2, p10);
+  weft_tensor_t *perm = dc_vec_i32(2, p10);
   weft_tensor_t *tin[2] = {xb, perm};
   op_run_t rt = RUN("Transpose", tin, 2, NULL, NULL);
-  check_op("Transpose float32[1000,3000]", &rt, 0, 0);
+  dc_check_op("Transpose float32[1000,3000]", &rt, 0, 0);
   weft_tensor_unref(perm);
   weft_tensor_unref(xb);
   weft_tensor_unref(bv);
@@ -1488,75 +1159,7 @@ static void test_shapes_and_movement(void) {
 
 static void test_variables(void) {
   if (no_cuda()) return;
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_graph_push_device(g, CU_DEV);
-  float init_v[4] = {1, 2, 3, 4};
-  weft_tensor_t *init_t = vec_f32(4, init_v);
-  weft_output_t init = weft_const(g, "v_init", init_t, &st);
-  OK(st);
-  weft_output_t read = weft_variable(g, "v", init, &st);
-  OK(st);
-  float step_v[4] = {0.5f, -1, 2, 10};
-  weft_tensor_t *step_t = vec_f32(4, step_v);
-  weft_output_t step = weft_const(g, "step", step_t, &st);
-  OK(st);
-  weft_output_t var = {weft_graph_node(g, "v"), 0};
-  weft_binary(g, "AssignAdd", "add", var, step, &st);
-  OK(st);
-  weft_binary(g, "AssignSub", "sub", var, step, &st);
-  OK(st);
-  weft_binary(g, "Mul", "twice", read, weft_const_float(g, "two", 2.0f, &st), &st);
-  OK(st);
-  weft_op_builder_t *b = weft_op_new(g, "IsVariableInitialized", "is_init");
-  weft_op_add_input(b, var);
-  weft_op_set_attr_type(b, "dtype", WEFT_DT_FLOAT);
-  OK(weft_op_finish(b, NULL));
-  weft_global_variables_initializer(g, "init", &st);
-  OK(st);
-  weft_graph_pop_device(g);
-
-  weft_session_t *s = weft_session_new(g, NULL, &st);
-  OK(st);
-  const char *is_init[] = {"is_init"};
-  weft_tensor_t *out = NULL;
-  OK(weft_session_run(s, NULL, NULL, 0, is_init, &out, 1, NULL, 0));
-  g_assert_cmpint(((uint8_t *)weft_tensor_data(out))[0], ==, 0);
-  weft_tensor_unref(out);
-  const char *fetch_read[] = {"v/read"};
-  st = weft_session_run(s, NULL, NULL, 0, fetch_read, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
-  weft_status_free(st);
-  const char *targets[] = {"init"};
-  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 1));
-  OK(weft_session_run(s, NULL, NULL, 0, is_init, &out, 1, NULL, 0));
-  g_assert_cmpint(((uint8_t *)weft_tensor_data(out))[0], ==, 1);
-  weft_tensor_unref(out);
-  const char *add[] = {"add"};
-  for (int k = 0; k < 3; k++) OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, add, 1));
-  const char *sub[] = {"sub"};
-  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, sub, 1));
-  const char *fetches[] = {"v/read", "twice"};
-  weft_tensor_t *outs[2] = {NULL, NULL};
-  OK(weft_session_run(s, NULL, NULL, 0, fetches, outs, 2, NULL, 0));
-  for (int i = 0; i < 4; i++) {
-    float want = init_v[i] + 2 * step_v[i];
-    g_assert_cmpfloat(((float *)weft_tensor_data(outs[0]))[i], ==, want);
-    g_assert_cmpfloat(((float *)weft_tensor_data(outs[1]))[i], ==, 2 * want);
-  }
-  weft_tensor_unref(outs[0]);
-  weft_tensor_unref(outs[1]);
-  g_assert_cmpstr(weft_session_node_device(s, "v"), ==, CU_FULL);
-  g_assert_cmpstr(weft_session_node_device(s, "add"), ==, CU_FULL);
-  g_assert_cmpstr(weft_session_node_device(s, "v/Assign"), ==, CU_FULL);
-  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 1));
-  OK(weft_session_run(s, NULL, NULL, 0, fetch_read, &out, 1, NULL, 0));
-  g_assert_cmpfloat(((float *)weft_tensor_data(out))[3], ==, 4.0f);
-  weft_tensor_unref(out);
-  weft_session_free(s);
-  weft_graph_free(g);
-  weft_tensor_unref(init_t);
-  weft_tensor_unref(step_t);
+  dc_check_float_variable();
 }
 
 static void set_nesterov(weft_op_builder_t *b, const void *arg) {
@@ -1568,14 +1171,14 @@ static void set_nesterov(weft_op_builder_t *b, const void *arg) {
 static void run_apply(const char *device, const char *op, weft_dtype_t t, bool nesterov,
                       int steps, weft_tensor_t **outs, int n_refs) {
   int64_t d[2] = {31, 17};
-  rng_state = 0x1234567ull; /* the same values on both devices */
+  dc_seed(0x1234567ull); /* the same values on both devices */
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, device);
   weft_output_t refs[3];
   char name[16];
   for (int r = 0; r < n_refs; r++) {
-    weft_tensor_t *v0 = rand_t(t, 2, d, r == 0 ? -1 : 0.1, 1);
+    weft_tensor_t *v0 = dc_rand_t(t, 2, d, r == 0 ? -1 : 0.1, 1);
     g_snprintf(name, sizeof name, "init%d", r);
     weft_output_t c = weft_const(g, name, v0, &st);
     OK(st);
@@ -1585,7 +1188,7 @@ static void run_apply(const char *device, const char *op, weft_dtype_t t, bool n
     OK(st);
     refs[r] = (weft_output_t){weft_graph_node(g, name), 0};
   }
-  weft_tensor_t *grad_t = rand_t(t, 2, d, -1, 1);
+  weft_tensor_t *grad_t = dc_rand_t(t, 2, d, -1, 1);
   weft_output_t grad = weft_const(g, "grad", grad_t, &st);
   OK(st);
   weft_tensor_unref(grad_t);
@@ -1673,7 +1276,7 @@ static void test_apply_ops(void) {
           char what[96];
           g_snprintf(what, sizeof what, "%s %s nesterov=%d ref %d", ops[o].op,
                      weft_dtype_name(float_types[k]), nest, r);
-          same_values(what, got[r], want[r], 1e-5, 1e-6);
+          dc_same_values(what, got[r], want[r], 1e-5, 1e-6);
           weft_tensor_unref(got[r]);
           weft_tensor_unref(want[r]);
         }
@@ -1684,12 +1287,12 @@ static void test_apply_ops(void) {
  * backward kernels (MatMul both ways, BiasAdd, Relu, ReluGrad, BiasAddGrad, the sparse
  * cross-entropy, Sum/Mean, Reshape, ...) and the updates agree. */
 static void train_model(const char *device, weft_tensor_t **w_out) {
-  rng_state = 0xfeedbeefull;
+  dc_seed(0xfeedbeefull);
   int64_t dx[2] = {64, 20}, dy[1] = {64}, dw1[2] = {20, 32}, db1[1] = {32}, dw2[2] = {32, 5},
           db2[1] = {5};
-  weft_tensor_t *xt = rand_f32(2, dx, -1, 1), *yt = rand_t(WEFT_DT_INT32, 1, dy, 0, 4);
-  weft_tensor_t *w1t = rand_f32(2, dw1, -0.3, 0.3), *b1t = rand_f32(1, db1, -0.1, 0.1);
-  weft_tensor_t *w2t = rand_f32(2, dw2, -0.3, 0.3), *b2t = rand_f32(1, db2, -0.1, 0.1);
+  weft_tensor_t *xt = dc_rand_f32(2, dx, -1, 1), *yt = dc_rand_t(WEFT_DT_INT32, 1, dy, 0, 4);
+  weft_tensor_t *w1t = dc_rand_f32(2, dw1, -0.3, 0.3), *b1t = dc_rand_f32(1, db1, -0.1, 0.1);
+  weft_tensor_t *w2t = dc_rand_f32(2, dw2, -0.3, 0.3), *b2t = dc_rand_f32(1, db2, -0.1, 0.1);
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, device);
@@ -1747,7 +1350,7 @@ static void test_training(void) {
   for (int i = 0; i < 4; i++) {
     char what[64];
     g_snprintf(what, sizeof what, "%s after 20 Adam steps", names[i]);
-    same_values(what, got[i], want[i], 1e-3, 1e-4);
+    dc_same_values(what, got[i], want[i], 1e-3, 1e-4);
     weft_tensor_unref(got[i]);
     weft_tensor_unref(want[i]);
   }
@@ -1758,182 +1361,36 @@ static void test_training(void) {
 
 static void test_long_chain_and_parallel(void) {
   if (no_cuda()) return;
-  /* 700 dependent adds queued on the compute stream without a host wait in between. */
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_graph_push_device(g, CU_DEV);
-  weft_output_t x = weft_const_float(g, "x", 0.0f, &st);
-  OK(st);
-  weft_output_t one = weft_const_float(g, "one", 1.0f, &st);
-  OK(st);
-  for (int i = 0; i < 700; i++) {
-    x = weft_binary(g, "AddV2", NULL, x, one, &st);
-    OK(st);
-  }
-  weft_node_t *last = x.node;
-  /* 8 independent branches, each 50 ops long, summed at the end, from 8 threads. */
-  weft_output_t branch_ends[8];
-  for (int b = 0; b < 8; b++) {
-    int64_t d[1] = {100000};
-    weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 1, d);
-    for (int i = 0; i < 100000; i++) ((float *)weft_tensor_data(t))[i] = (float)b;
-    char name[32];
-    g_snprintf(name, sizeof name, "start%d", b);
-    weft_output_t y = weft_const(g, name, t, &st);
-    OK(st);
-    weft_tensor_unref(t);
-    for (int i = 0; i < 50; i++) {
-      y = weft_binary(g, "AddV2", NULL, y, one, &st);
-      OK(st);
-    }
-    branch_ends[b] = y;
-  }
-  weft_op_builder_t *bld = weft_op_new(g, "AddN", "total");
-  weft_op_add_input_list(bld, branch_ends, 8);
-  OK(weft_op_finish(bld, NULL));
-  weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_inter_op_threads(o, 8);
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  const char *fetch[] = {weft_node_name(last), "total"};
-  for (int run = 0; run < 5; run++) {
-    weft_tensor_t *out[2] = {NULL, NULL};
-    OK(weft_session_run(s, NULL, NULL, 0, fetch, out, 2, NULL, 0));
-    g_assert_cmpfloat(((float *)weft_tensor_data(out[0]))[0], ==, 700.0f);
-    /* sum over b of (b + 50) = 28 + 400 */
-    for (int i = 0; i < 100000; i += 9999)
-      g_assert_cmpfloat(((float *)weft_tensor_data(out[1]))[i], ==, 428.0f);
-    weft_tensor_unref(out[0]);
-    weft_tensor_unref(out[1]);
-  }
-  g_assert_cmpstr(weft_session_node_device(s, "total"), ==, CU_FULL);
-  weft_session_free(s);
-  weft_session_options_free(o);
-  weft_graph_free(g);
+  /* Queued on the one compute stream. */
+  dc_check_long_chain_and_parallel(100000, 5);
 }
 
 static void test_cross_device(void) {
   if (no_cuda()) return;
-  int64_t da[2] = {400, 300}, db[2] = {300, 200};
-  weft_tensor_t *a_t = rand_f32(2, da, -1, 1), *b_t = rand_f32(2, db, -1, 1);
-  weft_tensor_t *results[2] = {NULL, NULL};
-  for (int pass = 0; pass < 2; pass++) {
-    weft_graph_t *g = weft_graph_new();
-    weft_status_t *st = NULL;
-    /* The operands are computed on the CPU, uploaded, multiplied, and the product goes back. */
-    weft_graph_push_device(g, CPU_DEV);
-    weft_output_t a = weft_unary(g, "Relu", "a", weft_const(g, "a0", a_t, &st), &st);
-    OK(st);
-    weft_output_t b = weft_unary(g, "Tanh", "b", weft_const(g, "b0", b_t, &st), &st);
-    OK(st);
-    weft_graph_pop_device(g);
-    weft_graph_push_device(g, pass == 0 ? CU_DEV : CPU_DEV);
-    weft_output_t c = weft_matmul(g, "c", a, b, false, false, &st);
-    OK(st);
-    weft_graph_pop_device(g);
-    weft_graph_push_device(g, CPU_DEV);
-    weft_unary(g, "Neg", "d", c, &st);
-    OK(st);
-    weft_graph_pop_device(g);
-    weft_session_t *s = weft_session_new(g, NULL, &st);
-    OK(st);
-    const char *fetch[] = {"d"};
-    OK(weft_session_run(s, NULL, NULL, 0, fetch, &results[pass], 1, NULL, 0));
-    g_assert_cmpstr(weft_session_node_device(s, "c"), ==, pass == 0 ? CU_FULL : CPU_FULL);
-    g_assert_cmpstr(weft_session_node_device(s, "d"), ==, CPU_FULL);
-    weft_session_free(s);
-    weft_graph_free(g);
-  }
-  same_values("MatMul of CPU operands", results[0], results[1], 1e-4, 1e-5);
-  weft_tensor_unref(results[0]);
-  weft_tensor_unref(results[1]);
-  weft_tensor_unref(a_t);
-  weft_tensor_unref(b_t);
+  dc_check_cross_device_matmul(400, 300, 200);
   /* A tensor larger than the staging buffers (4 x 4 MiB) goes up and down intact. */
   int64_t dbig[1] = {12 << 20};
-  weft_tensor_t *big = rand_f32(1, dbig, -1, 1);
+  weft_tensor_t *big = dc_rand_f32(1, dbig, -1, 1);
   op_run_t rn = RUN("Neg", &big, 1, NULL, NULL);
   rn.input_device = CPU_DEV;
-  check_op("Neg of 48 MiB from the host", &rn, 0, 0);
+  dc_check_op("Neg of 48 MiB from the host", &rn, 0, 0);
   weft_tensor_unref(big);
 }
 
 static void test_soft_placement(void) {
   if (no_cuda()) return;
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_graph_push_device(g, CU_DEV);
+  /* CUDA has no int8 kernels. */
   int64_t d[1] = {3};
   weft_tensor_t *i8 = weft_tensor_new(WEFT_DT_INT8, 1, d);
   for (int i = 0; i < 3; i++) ((int8_t *)weft_tensor_data(i8))[i] = (int8_t)(10 + i);
-  weft_output_t c = weft_const(g, "small", i8, &st);
-  OK(st);
-  weft_binary(g, "AddV2", "small_sum", c, c, &st);
-  OK(st);
-  weft_tensor_t *str = weft_tensor_new_string("hello", 5);
-  weft_const(g, "greeting", str, &st);
-  OK(st);
-  weft_const_float(g, "f", 1.5f, &st);
-  OK(st);
-  weft_graph_pop_device(g);
-  /* Without soft placement the int8 op cannot be pinned to CUDA. */
-  weft_session_t *s = weft_session_new(g, NULL, &st);
-  OK(st);
-  const char *fetch[] = {"small_sum"};
-  weft_tensor_t *out = NULL;
-  st = weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_nonnull(strstr(weft_status_message(st), "CUDA"));
-  weft_status_free(st);
-  weft_session_free(s);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true);
-  s = weft_session_new(g, o, &st);
-  OK(st);
-  const char *fetches[] = {"small_sum", "greeting", "f"};
-  weft_tensor_t *outs[3] = {NULL, NULL, NULL};
-  OK(weft_session_run(s, NULL, NULL, 0, fetches, outs, 3, NULL, 0));
-  g_assert_cmpint(((int8_t *)weft_tensor_data(outs[0]))[2], ==, 24);
-  g_assert_cmpuint(((weft_string_t *)weft_tensor_data(outs[1]))[0].len, ==, 5);
-  g_assert_cmpfloat(((float *)weft_tensor_data(outs[2]))[0], ==, 1.5f);
-  g_assert_cmpstr(weft_session_node_device(s, "small_sum"), ==, CPU_FULL);
-  g_assert_cmpstr(weft_session_node_device(s, "greeting"), ==, CPU_FULL);
-  g_assert_cmpstr(weft_session_node_device(s, "f"), ==, CU_FULL);
-  for (int i = 0; i < 3; i++) weft_tensor_unref(outs[i]);
-  weft_session_free(s);
-  weft_session_options_free(o);
-  weft_graph_free(g);
+  dc_check_soft_placement(i8, 24, "CUDA");
   weft_tensor_unref(i8);
-  weft_tensor_unref(str);
 }
 
 /* /gpu:0 is CUDA:0, above any Vulkan device; unpinned ops prefer it too. */
 static void test_gpu_alias(void) {
   if (no_cuda()) return;
-  weft_graph_t *g = weft_graph_new();
-  weft_status_t *st = NULL;
-  weft_graph_push_device(g, "/gpu:0");
-  weft_output_t a = weft_const_float(g, "a", 3.0f, &st);
-  OK(st);
-  weft_unary(g, "Square", "sq", a, &st);
-  OK(st);
-  weft_graph_pop_device(g);
-  weft_unary(g, "Neg", "unpinned", a, &st);
-  OK(st);
-  weft_session_t *s = weft_session_new(g, NULL, &st);
-  OK(st);
-  const char *fetch[] = {"sq", "unpinned"};
-  weft_tensor_t *out[2] = {NULL, NULL};
-  OK(weft_session_run(s, NULL, NULL, 0, fetch, out, 2, NULL, 0));
-  g_assert_cmpfloat(((float *)weft_tensor_data(out[0]))[0], ==, 9.0f);
-  g_assert_cmpfloat(((float *)weft_tensor_data(out[1]))[0], ==, -3.0f);
-  g_assert_cmpstr(weft_session_node_device(s, "sq"), ==, CU_FULL);
-  g_assert_cmpstr(weft_session_node_device(s, "unpinned"), ==, CU_FULL);
-  weft_tensor_unref(out[0]);
-  weft_tensor_unref(out[1]);
-  weft_session_free(s);
-  weft_graph_free(g);
+  dc_check_gpu_alias(false);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1944,7 +1401,7 @@ static weft_status_t *fill_under(double fraction, bool growth, int32_t floats) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, CU_DEV);
-  weft_tensor_t *dims = vec_i32(1, &floats);
+  weft_tensor_t *dims = dc_vec_i32(1, &floats);
   weft_output_t dv = weft_const(g, "dims", dims, &st);
   OK(st);
   weft_output_t v = weft_const_float(g, "v", 1.0f, &st);
@@ -1952,7 +1409,7 @@ static weft_status_t *fill_under(double fraction, bool growth, int32_t floats) {
   weft_output_t big = weft_binary(g, "Fill", "big", dv, v, &st);
   OK(st);
   int32_t zero = 0;
-  weft_tensor_t *axes = vec_i32(1, &zero);
+  weft_tensor_t *axes = dc_vec_i32(1, &zero);
   weft_binary(g, "Sum", "total", big, weft_const(g, "axes", axes, &st), &st);
   OK(st);
   weft_graph_pop_device(g);
@@ -2015,6 +1472,8 @@ static void test_allow_growth(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  dc_set_device("CUDA");
+  dc_seed(0x2545f4914f6cdd1dull);
   /* Plugins load on first use, so that a subprocess test can set its environment first. */
   g_test_add_func("/cuda/plugin_loaded", test_plugin_loaded);
   g_test_add_func("/cuda/no_device_placement", test_no_device_placement);

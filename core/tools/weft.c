@@ -35,13 +35,15 @@ static int cmd_help(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
 
 static const command_t commands[] = {
-    {"devices", "[--target grpc://HOST:PORT]",
+    {"devices", "[--target grpc[s]://HOST:PORT [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] "
+                "[--auth-token-file FILE]]",
      "list the local devices (or a cluster's), and the backends that found none", cmd_devices},
     {"plugins", "", "list the plugins found, what each offers, and why any failed to load",
      cmd_plugins},
     {"run",
      "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... "
-     "[--target grpc://HOST:PORT]",
+     "[--target grpc[s]://HOST:PORT [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] "
+     "[--auth-token-file FILE]]",
      "import a TensorFlow GraphDef and run it in a local session", cmd_run},
     {"bench", "[--only NAME] [--json FILE] [--device D] [--quick]",
      "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
@@ -126,19 +128,68 @@ static char *format_memory(uint64_t bytes) {
   return g_strdup_printf("%.1f %s", value, units[u]);
 }
 
+/* The flags that say how to reach a server: TLS files and the cluster token
+ * (docs/security.md). */
+typedef struct security_flags {
+  char *tls_ca, *tls_cert, *tls_key, *auth_token_file;
+} security_flags_t;
+
+#define SECURITY_OPTION_ENTRIES(f)                                                              \
+  {"tls-ca", 0, 0, G_OPTION_ARG_FILENAME, &(f).tls_ca,                                          \
+   "with a grpcs:// target: verify the server against this CA (default: the system's roots)",  \
+   "FILE"},                                                                                     \
+      {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &(f).tls_cert,                                  \
+       "with a grpcs:// target: the client certificate a mutual-TLS server asks for", "FILE"},  \
+      {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &(f).tls_key, "the client certificate's key",    \
+       "FILE"},                                                                                 \
+      {"auth-token-file", 0, 0, G_OPTION_ARG_FILENAME, &(f).auth_token_file,                    \
+       "send the cluster token in this file with every call", "FILE"}
+
+static void security_flags_apply(const security_flags_t *f, weft_session_options_t *opts) {
+  weft_session_options_set_tls(opts, f->tls_cert, f->tls_key, f->tls_ca);
+  weft_session_options_set_auth_token_file(opts, f->auth_token_file);
+}
+
+static bool security_flags_given(const security_flags_t *f) {
+  return f->tls_ca || f->tls_cert || f->tls_key || f->auth_token_file;
+}
+
+static void security_flags_clear(security_flags_t *f) {
+  g_free(f->tls_ca);
+  g_free(f->tls_cert);
+  g_free(f->tls_key);
+  g_free(f->auth_token_file);
+}
+
+static bool is_server_target(const char *t) {
+  return g_str_has_prefix(t, "grpc://") || g_str_has_prefix(t, "grpcs://");
+}
+
 static int cmd_devices(int argc, char **argv) {
   char *target = NULL;
+  security_flags_t sec = {0};
   GOptionEntry entries[] = {
       {"target", 't', 0, G_OPTION_ARG_STRING, &target,
-       "list every device of the cluster behind this server instead", "grpc://HOST:PORT"},
+       "list every device of the cluster behind this server instead", "grpc[s]://HOST:PORT"},
+      SECURITY_OPTION_ENTRIES(sec),
       {NULL}};
-  if (!parse_options("devices", entries, "list the local devices", &argc, &argv))
+  if (!parse_options("devices", entries, "list the local devices", &argc, &argv)) {
+    security_flags_clear(&sec);
     return EXIT_USAGE;
+  }
+  if (!target && security_flags_given(&sec)) {
+    security_flags_clear(&sec);
+    return usage_error("devices", "--tls-* and --auth-token-file need --target");
+  }
   weft_plugins_load_default();
   weft_device_info_t *cluster = NULL;
   int n = 0;
   if (target) {
-    weft_status_t *st = weft_cluster_list_devices(target, 0, &cluster, &n);
+    weft_session_options_t *opts = weft_session_options_new();
+    security_flags_apply(&sec, opts);
+    weft_status_t *st = weft_cluster_list_devices_with_options(target, opts, 0, &cluster, &n);
+    weft_session_options_free(opts);
+    security_flags_clear(&sec);
     g_free(target);
     if (st) return report_status(st);
   } else {
@@ -330,6 +381,7 @@ static int cmd_run(int argc, char **argv) {
   char **feed_args = NULL, **fetches = NULL, **targets = NULL;
   gboolean log_placement = FALSE, soft_placement = FALSE, as_json = FALSE;
   int max_elements = 100;
+  security_flags_t sec = {0};
   GOptionEntry entries[] = {
       {"graph", 'g', 0, G_OPTION_ARG_FILENAME, &graph_path, "GraphDef to run (binary protobuf)",
        "FILE.pb"},
@@ -339,9 +391,10 @@ static int cmd_run(int argc, char **argv) {
        "NAME[:INDEX][:DTYPE]=VALUE"},
       {"fetch", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fetches, "print this tensor", "NAME[:INDEX]"},
       {"target", 't', 0, G_OPTION_ARG_STRING_ARRAY, &targets,
-       "run this node for its effects; a grpc://HOST:PORT target runs the graph on that "
-       "server's cluster instead of in this process",
-       "NODE|grpc://HOST:PORT"},
+       "run this node for its effects; a grpc://HOST:PORT (grpcs:// for TLS) target runs the "
+       "graph on that server's cluster instead of in this process",
+       "NODE|grpc[s]://HOST:PORT"},
+      SECURITY_OPTION_ENTRIES(sec),
       {"log-device-placement", 0, 0, G_OPTION_ARG_NONE, &log_placement,
        "log the device each node is placed on", NULL},
       {"allow-soft-placement", 0, 0, G_OPTION_ARG_NONE, &soft_placement,
@@ -372,9 +425,9 @@ static int cmd_run(int argc, char **argv) {
   n_targets = targets ? (int)g_strv_length(targets) : 0;
   /* TensorFlow calls the server a session's target: `--target grpc://...` is that one. */
   for (int k = 0; k < n_targets; k++) {
-    if (!g_str_has_prefix(targets[k], "grpc://")) continue;
+    if (!is_server_target(targets[k])) continue;
     if (session_target) {
-      usage_error("run", "more than one --target grpc://... given");
+      usage_error("run", "more than one --target grpc[s]://... given");
       goto out;
     }
     session_target = targets[k];
@@ -384,6 +437,10 @@ static int cmd_run(int argc, char **argv) {
   }
   if (n_fetches == 0 && n_targets == 0) {
     usage_error("run", "nothing to run: give at least one --fetch or --target");
+    goto out;
+  }
+  if (!session_target && security_flags_given(&sec)) {
+    usage_error("run", "--tls-* and --auth-token-file need --target grpc[s]://HOST:PORT");
     goto out;
   }
   feeds = g_new0(feed_spec_t, n_feeds + 1);
@@ -433,6 +490,7 @@ static int cmd_run(int argc, char **argv) {
   weft_session_options_set_log_device_placement(opts, log_placement);
   weft_session_options_set_allow_soft_placement(opts, soft_placement);
   if (session_target) weft_session_options_set_target(opts, session_target);
+  security_flags_apply(&sec, opts);
   st = NULL;
   session = weft_session_new(graph, opts, &st);
   weft_session_options_free(opts);
@@ -462,6 +520,7 @@ out:
   g_free(feeds);
   g_free(graph_path);
   g_free(session_target);
+  security_flags_clear(&sec);
   g_strfreev(feed_args);
   g_strfreev(fetches);
   g_strfreev(targets);

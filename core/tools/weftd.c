@@ -5,7 +5,9 @@
  * create_local_server instead (job "local", one task). Once serving it prints exactly
  * "Started server with target: grpc://HOST:PORT" on stdout; SIGINT or SIGTERM stop it cleanly
  * (exit 0). Exit status 2 for a command line or cluster spec that does not make sense, 1 when
- * the server cannot start (a port in use). */
+ * the server cannot start (a port in use). --tls-cert/--tls-key[/--tls-ca] serve TLS (mutual TLS
+ * with the CA) and --auth-token-file requires a token on every call (docs/security.md); a server
+ * that listens beyond loopback without TLS says on stderr that it is unencrypted. */
 #include <glib.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,6 +34,7 @@ static int usage(const char *message) {
 
 typedef struct flags {
   char *cluster, *ps_hosts, *worker_hosts, *job_name, *bind;
+  char *tls_cert, *tls_key, *tls_ca, *auth_token_file;
   int task_index;
   gboolean local;
   int port;
@@ -72,9 +75,16 @@ static weft_status_t *resolve_task(const flags_t *f, weft_cluster_spec_t **spec,
   return st;
 }
 
+static bool is_loopback(const char *host) {
+  return strcmp(host, "127.0.0.1") == 0 || strcmp(host, "::1") == 0 ||
+         strcmp(host, "localhost") == 0 || g_str_has_prefix(host, "127.");
+}
+
 /* Everything after option parsing; returns the exit status. */
 static int serve(const flags_t *f) {
   if (f->port < 0 || f->port > 65535) return usage("--port must be from 0 to 65535");
+  if (!f->tls_cert != !f->tls_key) return usage("--tls-cert and --tls-key go together");
+  if (f->tls_ca && !f->tls_cert) return usage("--tls-ca needs --tls-cert and --tls-key");
   weft_cluster_spec_t *spec = NULL;
   char *job = NULL;
   int task = 0;
@@ -105,6 +115,8 @@ static int serve(const flags_t *f) {
   weft_plugins_load_default();
   weft_server_options_t *opts = weft_server_options_new();
   weft_server_options_set_bind_address(opts, f->bind);
+  weft_server_options_set_tls(opts, f->tls_cert, f->tls_key, f->tls_ca);
+  weft_server_options_set_auth_token_file(opts, f->auth_token_file);
   if (f->status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f->status_timeout_ms);
   if (f->step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f->step_timeout_ms);
   weft_server_t *server = NULL;
@@ -116,6 +128,19 @@ static int serve(const flags_t *f) {
   if (st) {
     weft_server_free(server);
     return fail(weft_status_code(st) == WEFT_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME, st);
+  }
+  if (f->bind && *f->bind && !is_loopback(f->bind) && !f->tls_cert) {
+    /* Anyone who reaches the port can read and change what travels (and, without a token, run
+     * any graph): say so where the operator looks. */
+    fprintf(stderr,
+            "weftd: WARNING: listening on %s without TLS: the connection is unencrypted%s. Use "
+            "--tls-cert/--tls-key%s (docs/security.md).\n",
+            f->bind,
+            f->auth_token_file ? " and the auth token travels in clear"
+                               : " and unauthenticated: anyone who reaches the port can run any "
+                                 "graph",
+            f->auth_token_file ? "" : " and --auth-token-file");
+    fflush(stderr);
   }
   printf("Started server with target: %s\n", weft_server_target(server));
   fflush(stdout);
@@ -143,6 +168,15 @@ int main(int argc, char **argv) {
        "N"},
       {"bind", 0, 0, G_OPTION_ARG_STRING, &f.bind,
        "listen on this host instead of loopback (0.0.0.0: everywhere)", "ADDR"},
+      {"tls-cert", 0, 0, G_OPTION_ARG_FILENAME, &f.tls_cert,
+       "serve TLS with this certificate chain (PEM; with --tls-key)", "FILE"},
+      {"tls-key", 0, 0, G_OPTION_ARG_FILENAME, &f.tls_key, "the certificate's private key (PEM)",
+       "FILE"},
+      {"tls-ca", 0, 0, G_OPTION_ARG_FILENAME, &f.tls_ca,
+       "mutual TLS: clients and peer tasks must present a certificate signed by this CA (PEM)",
+       "FILE"},
+      {"auth-token-file", 0, 0, G_OPTION_ARG_FILENAME, &f.auth_token_file,
+       "every call must carry the token in this file (the cluster token)", "FILE"},
       {"local", 0, 0, G_OPTION_ARG_NONE, &f.local,
        "a one-task server of job 'local' (TensorFlow's create_local_server)", NULL},
       {"port", 0, 0, G_OPTION_ARG_INT, &f.port, "with --local: the port (0: a free one)", "PORT"},
@@ -172,5 +206,9 @@ int main(int argc, char **argv) {
   g_free(f.worker_hosts);
   g_free(f.job_name);
   g_free(f.bind);
+  g_free(f.tls_cert);
+  g_free(f.tls_key);
+  g_free(f.tls_ca);
+  g_free(f.auth_token_file);
   return rc;
 }

@@ -2,7 +2,8 @@
  * Transpose, BroadcastTo and Slice (a strided view of the input), ConcatV2, Concat and Pack (the
  * inputs joined along an axis), Split, SplitV and Unpack (the input cut along an axis). The
  * shape rules and argument checks, with TensorFlow's error messages, are here; the plugin's
- * weft_pc_array_ops_t, passed as the kernel's user_data, moves the elements on its device. */
+ * weft_pc_array_ops_t, passed as the kernel's user_data, moves the elements on its device
+ * (weft_pc_concat_strided and weft_pc_split_strided do it for devices with strided copies). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,7 +258,17 @@ static weft_status_t *run_split(weft_kernel_ctx_t *ctx, const weft_pc_array_ops_
                                 split_plan_fn plan) {
   weft_pc_split_t p;
   WEFT_PC_TRY(plan(ctx, &p));
-  weft_status_t *s = ops->split(ctx, &p);
+  /* Every output is allocated here, so that the plugins only copy. */
+  weft_tensor_view_t *ys = calloc((size_t)(p.n > 0 ? p.n : 1), sizeof *ys);
+  weft_status_t *s = ys != NULL ? NULL
+                                : weft_pc_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < p.n && s == NULL; i++) {
+    int64_t dims[WEFT_MAX_RANK];
+    int r = weft_pc_split_part_dims(&p, i, dims);
+    s = weft_pc_output(ctx, i, p.x.dtype, r, dims, &ys[i]);
+  }
+  if (s == NULL) s = ops->split(ctx, &p, ys);
+  free(ys);
   split_free(&p);
   return s;
 }
@@ -364,4 +375,58 @@ int weft_pc_split_part_dims(const weft_pc_split_t *s, int i, int64_t *dims) {
     else if (!s->drop_axis) dims[r++] = s->sizes[i];
   }
   return r;
+}
+
+/* Where part i of a concat (input i) or a split (output i) lies in the joined tensor (the
+ * concat's output, the split's input): its dims over the joined tensor's rank (size 1 at a
+ * Pack's new axis), the part's own contiguous strides, the joined tensor's strides, and the
+ * element at which the part starts there. */
+typedef struct part {
+  int rank;
+  int64_t dims[WEFT_MAX_RANK];
+  int64_t strides[WEFT_MAX_RANK];
+  int64_t joined_strides[WEFT_MAX_RANK];
+  int64_t offset;
+} part_t;
+
+/* Input k viewed with the output's rank: a size-1 dim at a Pack's new axis. */
+static void concat_part_dims(const weft_pc_concat_t *c, int k, int64_t *dims) {
+  for (int d = 0, j = 0; d < c->out_rank; d++)
+    dims[d] = (c->new_axis && d == c->axis) ? 1 : c->ins[k].dims[j++];
+}
+
+weft_status_t *weft_pc_concat_strided(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
+                                      const weft_tensor_view_t *y, weft_pc_copy_strided_fn copy) {
+  part_t p;
+  p.rank = c->out_rank;
+  weft_pc_contiguous_strides(c->out_rank, c->out_dims, p.joined_strides);
+  int64_t at = 0;
+  for (int i = 0; i < c->n; i++) {
+    concat_part_dims(c, i, p.dims);
+    weft_pc_contiguous_strides(p.rank, p.dims, p.strides);
+    p.offset = at * p.joined_strides[c->axis];
+    at += p.dims[c->axis];
+    if (c->ins[i].num_elements > 0)
+      WEFT_PC_TRY(copy(ctx, y->data, p.offset, p.joined_strides, c->ins[i].data, 0, p.strides,
+                       y->dtype, p.rank, p.dims));
+  }
+  return NULL;
+}
+
+weft_status_t *weft_pc_split_strided(weft_kernel_ctx_t *ctx, const weft_pc_split_t *s,
+                                     const weft_tensor_view_t *ys, weft_pc_copy_strided_fn copy) {
+  const weft_tensor_view_t *x = &s->x;
+  part_t p;
+  p.rank = x->rank;
+  weft_pc_contiguous_strides(x->rank, x->dims, p.joined_strides);
+  int64_t at = 0;
+  for (int i = 0; i < s->n; i++) {
+    for (int d = 0; d < x->rank; d++) p.dims[d] = d == s->axis ? s->sizes[i] : x->dims[d];
+    p.offset = at * p.joined_strides[s->axis];
+    at += s->sizes[i];
+    if (ys[i].num_elements > 0)
+      WEFT_PC_TRY(copy(ctx, ys[i].data, 0, NULL, x->data, p.offset, p.joined_strides, x->dtype,
+                       p.rank, p.dims));
+  }
+  return NULL;
 }

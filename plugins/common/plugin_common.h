@@ -190,6 +190,10 @@ typedef struct weft_pc_reduction {
 } weft_pc_reduction_t;
 weft_status_t *weft_pc_reduction_axes(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
                                       const weft_tensor_view_t *axes_v, weft_pc_reduction_t *r);
+/* The same for a reduction kernel whose input 0 is x (already read): reads the axes (input 1)
+ * and allocates output 0, y, in x's dtype. */
+weft_status_t *weft_pc_reduction_prepare(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
+                                         weft_pc_reduction_t *r, weft_tensor_view_t *y);
 
 /* x's dims as alternating runs of kept and reduced dims (size-1 dims belong to neither). */
 typedef struct weft_pc_reduce_groups {
@@ -204,6 +208,28 @@ void weft_pc_reduce_groups(const weft_tensor_view_t *x, const bool *reduced,
  * rows reduce contiguously): sizes and element strides over the source; returns their count. */
 int weft_pc_reduce_regroup(const weft_pc_reduce_groups_t *g, int64_t *sizes, int64_t *strides,
                            int64_t *kept, int64_t *red);
+
+/* How a device with row and column reduction kernels reduces groups g in which something is
+ * reduced (g->any_reduced): ROWS reduces `rows` contiguous runs of `len` elements; COLS reduces
+ * the middle dim of an [outer, mid, inner] layout, chosen unless its outputs are few
+ * (outer * inner < WEFT_PC_COLS_FEW_OUTPUTS) and its runs long (mid >= WEFT_PC_COLS_LONG_RUN),
+ * where regrouping gives more parallel work; REGROUP gathers x with weft_pc_reduce_regroup
+ * (rank, sizes, strides) into a scratch [rows = kept, len = red] matrix, then reduces its rows. */
+#define WEFT_PC_COLS_FEW_OUTPUTS 4096
+#define WEFT_PC_COLS_LONG_RUN 1024
+typedef enum weft_pc_reduce_kind {
+  WEFT_PC_REDUCE_ROWS = 0,
+  WEFT_PC_REDUCE_COLS,
+  WEFT_PC_REDUCE_REGROUP,
+} weft_pc_reduce_kind_t;
+typedef struct weft_pc_reduce_plan {
+  weft_pc_reduce_kind_t kind;
+  int64_t rows, len;          /* ROWS, REGROUP */
+  int64_t outer, mid, inner;  /* COLS */
+  int rank;                   /* REGROUP: the gather */
+  int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
+} weft_pc_reduce_plan_t;
+void weft_pc_reduce_plan(const weft_pc_reduce_groups_t *g, weft_pc_reduce_plan_t *p);
 
 /* ArgMax / ArgMin: input x and the axis (input "dimension"); the output_type attribute
  * (default int64) is the plugin's to vet before weft_pc_arg_shape views x as [outer, n, inner]
@@ -276,6 +302,19 @@ weft_status_t *weft_pc_select_check(weft_kernel_ctx_t *ctx, const weft_tensor_vi
                                     const weft_tensor_view_t *t, const weft_tensor_view_t *e,
                                     weft_pc_select_cond_t *kind);
 
+/* SoftmaxCrossEntropyWithLogits and its sparse form: logits x (input 0), labels (input 1), and
+ * outputs 0 (loss, [rows]) and 1 (backprop, [rows, n]) allocated in x's dtype. Dense: x and the
+ * labels are rank 1 (one row) or 2 with n classes each, a single row broadcasting against many;
+ * x_rstride / l_rstride step a row (0 for a broadcast one). Sparse: x is [rows, n] and the labels
+ * int32 or int64 [rows], each checked to lie in [0, n) (so they must be in host memory);
+ * l_rstride is 0. */
+typedef struct weft_pc_xent {
+  weft_tensor_view_t x, labels, loss, backprop;
+  int64_t rows, n, x_rstride, l_rstride;
+} weft_pc_xent_t;
+weft_status_t *weft_pc_xent_prepare(weft_kernel_ctx_t *ctx, weft_pc_xent_t *xe);
+weft_status_t *weft_pc_sparse_xent_prepare(weft_kernel_ctx_t *ctx, weft_pc_xent_t *xe);
+
 /* ---------------------------------------------------------------------------------------------
  * Data movement: what to move where. Each plan reads the kernel's inputs itself. */
 
@@ -287,10 +326,13 @@ typedef struct weft_pc_tile {
 weft_status_t *weft_pc_tile_prepare(weft_kernel_ctx_t *ctx, weft_pc_tile_t *t);
 
 /* Pad, PadV2: x lands at offset before[d] along each dim of output 0, y (allocated). The constant
- * of PadV2 (input 2) is the plugin's to read. */
+ * of PadV2 (input 2) is the plugin's to read. For a strided copy: x starts at element `offset`
+ * of y, whose contiguous strides are out_strides (x's own are in_strides). */
 typedef struct weft_pc_pad {
   weft_tensor_view_t x, y;
   int64_t before[WEFT_MAX_RANK];
+  int64_t offset;
+  int64_t out_strides[WEFT_MAX_RANK], in_strides[WEFT_MAX_RANK];
 } weft_pc_pad_t;
 weft_status_t *weft_pc_pad_prepare(weft_kernel_ctx_t *ctx, weft_pc_pad_t *p);
 
@@ -337,6 +379,21 @@ typedef struct weft_pc_split {
 /* The shape of output i; returns its rank. */
 int weft_pc_split_part_dims(const weft_pc_split_t *s, int i, int64_t *dims);
 
+/* A device's strided copy: dims elements (row-major over rank dims) from in + in_off stepping by
+ * in_strides to out + out_off stepping by out_strides (NULL: contiguous). Offsets and strides
+ * are in elements. */
+typedef weft_status_t *(*weft_pc_copy_strided_fn)(weft_kernel_ctx_t *ctx, void *out,
+                                                  int64_t out_off, const int64_t *out_strides,
+                                                  const void *in, int64_t in_off,
+                                                  const int64_t *in_strides, weft_dtype_t dtype,
+                                                  int rank, const int64_t *dims);
+/* The concat and split steps of weft_pc_array_ops_t for a device whose copies are strided:
+ * one copy per non-empty part. */
+weft_status_t *weft_pc_concat_strided(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
+                                      const weft_tensor_view_t *y, weft_pc_copy_strided_fn copy);
+weft_status_t *weft_pc_split_strided(weft_kernel_ctx_t *ctx, const weft_pc_split_t *s,
+                                     const weft_tensor_view_t *ys, weft_pc_copy_strided_fn copy);
+
 typedef struct weft_pc_array_ops {
   /* Transpose, BroadcastTo, Slice: y (allocated with the view's shape, not empty) = the view of
    * v->x. `op` names the kernel ("Transpose"). */
@@ -346,8 +403,10 @@ typedef struct weft_pc_array_ops {
    * "Pack". */
   weft_status_t *(*concat)(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
                            const weft_tensor_view_t *y, const char *op);
-  /* Split, SplitV, Unpack: allocates each output i (weft_pc_split_part_dims) and fills it. */
-  weft_status_t *(*split)(weft_kernel_ctx_t *ctx, const weft_pc_split_t *s);
+  /* Split, SplitV, Unpack: fills each output ys[i] (allocated with weft_pc_split_part_dims's
+   * shape; some may be empty). */
+  weft_status_t *(*split)(weft_kernel_ctx_t *ctx, const weft_pc_split_t *s,
+                          const weft_tensor_view_t *ys);
 } weft_pc_array_ops_t;
 
 weft_status_t *weft_pc_k_transpose(weft_kernel_ctx_t *ctx, void *state);

@@ -1,7 +1,7 @@
 /* shape_util.c: the shape half of the kernels every plugin implements, so that their shape rules
  * and error messages cannot drift apart: TensorFlow broadcasting, reduction axes and the runs a
  * reduction collapses into, ArgMax's view, MatMul and BatchMatMul, BiasAdd, AddN and Select
- * checks, and the plans of Tile, Pad and Fill. The plugins do the moving and computing (the
+ * checks, the cross-entropy losses' shapes and labels, and the plans of Tile, Pad and Fill. The plugins do the moving and computing (the
  * other data-movement kernels are in array_kernels.c). */
 #include <string.h>
 
@@ -155,6 +155,14 @@ weft_status_t *weft_pc_reduction_axes(weft_kernel_ctx_t *ctx, const weft_tensor_
   return NULL;
 }
 
+weft_status_t *weft_pc_reduction_prepare(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
+                                         weft_pc_reduction_t *r, weft_tensor_view_t *y) {
+  weft_tensor_view_t axes_v;
+  WEFT_PC_TRY(weft_pc_input(ctx, 1, &axes_v));
+  WEFT_PC_TRY(weft_pc_reduction_axes(ctx, x, &axes_v, r));
+  return weft_pc_output(ctx, 0, x->dtype, r->out_rank, r->out_dims, y);
+}
+
 void weft_pc_reduce_groups(const weft_tensor_view_t *x, const bool *reduced,
                            weft_pc_reduce_groups_t *g) {
   g->n = 0;
@@ -192,6 +200,38 @@ int weft_pc_reduce_regroup(const weft_pc_reduce_groups_t *g, int64_t *sizes, int
       r++;
     }
   return r;
+}
+
+void weft_pc_reduce_plan(const weft_pc_reduce_groups_t *g, weft_pc_reduce_plan_t *p) {
+  memset(p, 0, sizeof *p);
+  p->outer = 1;
+  p->inner = 1;
+  if (g->n == 1 || (g->n == 2 && !g->red[0])) { /* [R] or [K, R] */
+    p->kind = WEFT_PC_REDUCE_ROWS;
+    p->rows = g->n == 1 ? 1 : g->size[0];
+    p->len = g->size[g->n - 1];
+    return;
+  }
+  bool cols_shape = false;
+  if (g->n == 2) { /* [R, K] */
+    p->mid = g->size[0];
+    p->inner = g->size[1];
+    cols_shape = true;
+  } else if (g->n == 3 && !g->red[0]) { /* [K, R, K] */
+    p->outer = g->size[0];
+    p->mid = g->size[1];
+    p->inner = g->size[2];
+    cols_shape = true;
+  }
+  if (cols_shape &&
+      !(p->outer * p->inner < WEFT_PC_COLS_FEW_OUTPUTS && p->mid >= WEFT_PC_COLS_LONG_RUN)) {
+    p->kind = WEFT_PC_REDUCE_COLS;
+    return;
+  }
+  /* Regroup: kept dims first, reduced dims last, then reduce rows. */
+  p->kind = WEFT_PC_REDUCE_REGROUP;
+  p->outer = p->mid = p->inner = 0;
+  p->rank = weft_pc_reduce_regroup(g, p->sizes, p->strides, &p->rows, &p->len);
 }
 
 weft_status_t *weft_pc_arg_plan(weft_kernel_ctx_t *ctx, weft_pc_arg_t *a) {
@@ -451,6 +491,9 @@ weft_status_t *weft_pc_pad_prepare(weft_kernel_ctx_t *ctx, weft_pc_pad_t *p) {
     p->before[d] = pads[2 * d];
     out_dims[d] = x->dims[d] + pads[2 * d] + pads[2 * d + 1];
   }
+  weft_pc_contiguous_strides(x->rank, out_dims, p->out_strides);
+  weft_pc_contiguous_strides(x->rank, x->dims, p->in_strides);
+  for (int d = 0; d < x->rank; d++) p->offset += p->before[d] * p->out_strides[d];
   return weft_pc_output(ctx, 0, x->dtype, x->rank, out_dims, &p->y);
 }
 
@@ -470,4 +513,69 @@ weft_status_t *weft_pc_fill_prepare(weft_kernel_ctx_t *ctx, weft_pc_fill_t *f) {
       return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "dims[%lld] = %lld must be non-negative",
                            (long long)d, (long long)dims[d]);
   return weft_pc_output(ctx, 0, f->value.dtype, (int)n, dims, &f->y);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cross-entropy losses */
+
+weft_status_t *weft_pc_xent_prepare(weft_kernel_ctx_t *ctx, weft_pc_xent_t *xe) {
+  const weft_tensor_view_t *x = &xe->x, *l = &xe->labels;
+  weft_status_t *st = weft_pc_input(ctx, 0, &xe->x);
+  if (st == NULL) st = weft_pc_input(ctx, 1, &xe->labels);
+  if (st != NULL) return st;
+  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
+  /* Rank-1 inputs are one row; rank-2 rows broadcast when one side has a single row. */
+  int64_t xr = x->rank == 2 ? x->dims[0] : 1, lr = l->rank == 2 ? l->dims[0] : 1;
+  int64_t xn = x->rank >= 1 ? x->dims[x->rank - 1] : -1;
+  int64_t ln = l->rank >= 1 ? l->dims[l->rank - 1] : -2;
+  if (x->rank < 1 || x->rank > 2 || l->rank < 1 || l->rank > 2 || xn != ln ||
+      (xr != lr && xr != 1 && lr != 1))
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
+                         "logits and labels must be broadcastable: logits_size=%s "
+                         "labels_size=%s",
+                         weft_pc_shape_str(x->rank, x->dims, s0, sizeof s0),
+                         weft_pc_shape_str(l->rank, l->dims, s1, sizeof s1));
+  xe->rows = xr > lr ? xr : lr;
+  xe->n = xn;
+  xe->x_rstride = xr == 1 ? 0 : xn;
+  xe->l_rstride = lr == 1 ? 0 : xn;
+  int64_t dims[2] = {xe->rows, xn};
+  st = weft_pc_output(ctx, 0, x->dtype, 1, dims, &xe->loss);
+  if (st == NULL) st = weft_pc_output(ctx, 1, x->dtype, 2, dims, &xe->backprop);
+  return st;
+}
+
+weft_status_t *weft_pc_sparse_xent_prepare(weft_kernel_ctx_t *ctx, weft_pc_xent_t *xe) {
+  const weft_tensor_view_t *x = &xe->x, *l = &xe->labels;
+  weft_status_t *st = weft_pc_input(ctx, 0, &xe->x);
+  if (st == NULL) st = weft_pc_input(ctx, 1, &xe->labels);
+  if (st != NULL) return st;
+  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
+  if (x->rank != 2)
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
+                         weft_pc_shape_str(x->rank, x->dims, s0, sizeof s0));
+  if (l->rank != 1 || l->dims[0] != x->dims[0])
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
+                         "logits and labels must have the same first dimension, got logits "
+                         "shape %s and labels shape %s",
+                         weft_pc_shape_str(x->rank, x->dims, s0, sizeof s0),
+                         weft_pc_shape_str(l->rank, l->dims, s1, sizeof s1));
+  if (l->dtype != WEFT_DT_INT32 && l->dtype != WEFT_DT_INT64)
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
+                         weft_pc_dtype_name(l->dtype));
+  xe->rows = x->dims[0];
+  xe->n = x->dims[1];
+  xe->x_rstride = xe->n;
+  xe->l_rstride = 0;
+  for (int64_t r = 0; r < xe->rows; r++) {
+    int64_t v = weft_pc_index_at(l, r);
+    if (v < 0 || v >= xe->n)
+      return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Received a label value of %lld which is outside the valid range "
+                           "of [0, %lld).  Label index: %lld",
+                           (long long)v, (long long)xe->n, (long long)r);
+  }
+  st = weft_pc_output(ctx, 0, x->dtype, 1, x->dims, &xe->loss);
+  if (st == NULL) st = weft_pc_output(ctx, 1, x->dtype, 2, x->dims, &xe->backprop);
+  return st;
 }

@@ -74,7 +74,8 @@ static weft_status_t *array_concat(weft_kernel_ctx_t *ctx, const weft_pc_concat_
 }
 
 /* Output i takes `sizes[i]` slices along the axis. */
-static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p) {
+static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p,
+                                  const weft_tensor_view_t *ys) {
   const weft_tensor_view_t *x = &p->x;
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < x->rank; d++) {
@@ -83,12 +84,8 @@ static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t 
   }
   int64_t in_len = x->dims[p->axis] * inner, col = 0;
   for (int i = 0; i < p->n; i++) {
-    int64_t dims[WEFT_MAX_RANK];
-    int r = weft_pc_split_part_dims(p, i, dims);
-    weft_tensor_view_t y;
-    CPU_TRY(weft__cpu_output(ctx, i, x->dtype, r, dims, &y));
     int64_t len = p->sizes[i] * inner;
-    CPU_TRY(copy_blocks(ctx, &y, len, 0, x, in_len, col, len, outer));
+    CPU_TRY(copy_blocks(ctx, &ys[i], len, 0, x, in_len, col, len, outer));
     col += len;
   }
   return NULL;

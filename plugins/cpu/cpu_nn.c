@@ -190,73 +190,44 @@ static void xent_range(void *arg, int64_t b, int64_t e) {
   }
 }
 
+static xent_job_t xent_job(const weft_pc_xent_t *xe, bool sparse) {
+  return (xent_job_t){.dtype = xe->x.dtype,
+                      .x = xe->x.data,
+                      .labels = xe->labels.data,
+                      .x_rstride = xe->x_rstride,
+                      .l_rstride = xe->l_rstride,
+                      .label_dtype = xe->labels.dtype,
+                      .sparse = sparse,
+                      .loss = xe->loss.data,
+                      .backprop = xe->backprop.data,
+                      .n = xe->n};
+}
+
 static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, l, loss, bp;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &l));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  /* Rank-1 inputs are one row; rank-2 rows broadcast when one side has a single row. */
-  int64_t xr = x.rank == 2 ? x.dims[0] : 1, lr = l.rank == 2 ? l.dims[0] : 1;
-  int64_t xn = x.rank >= 1 ? x.dims[x.rank - 1] : -1, ln = l.rank >= 1 ? l.dims[l.rank - 1] : -2;
-  if (x.rank < 1 || x.rank > 2 || l.rank < 1 || l.rank > 2 || xn != ln ||
-      (xr != lr && xr != 1 && lr != 1))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "logits and labels must be broadcastable: logits_size=%s "
-                           "labels_size=%s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(l.rank, l.dims, s1, sizeof s1));
-  int64_t rows = xr > lr ? xr : lr;
-  int64_t dims[2] = {rows, xn};
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 1, dims, &loss));
-  CPU_TRY(weft__cpu_output(ctx, 1, x.dtype, 2, dims, &bp));
-  if (rows == 0) return NULL;
-  if (xn == 0) {
+  weft_pc_xent_t xe;
+  CPU_TRY(weft_pc_xent_prepare(ctx, &xe));
+  if (xe.rows == 0) return NULL;
+  if (xe.n == 0) {
     /* No classes: TensorFlow gives NaN losses (log of an empty sum). */
-    for (int64_t r = 0; r < rows; r++) {
-      if (x.dtype == WEFT_DT_FLOAT) ((float *)loss.data)[r] = NAN;
-      else ((double *)loss.data)[r] = NAN;
+    for (int64_t r = 0; r < xe.rows; r++) {
+      if (xe.x.dtype == WEFT_DT_FLOAT) ((float *)xe.loss.data)[r] = NAN;
+      else ((double *)xe.loss.data)[r] = NAN;
     }
     return NULL;
   }
-  xent_job_t j = {x.dtype, x.data, l.data, xr == 1 ? 0 : xn, lr == 1 ? 0 : xn,
-                  l.dtype, false, loss.data, bp.data, xn};
-  weft__cpu_parallel(ctx, rows, xn * 40, xent_range, &j);
+  xent_job_t j = xent_job(&xe, false);
+  weft__cpu_parallel(ctx, xe.rows, xe.n * 40, xent_range, &j);
   return NULL;
 }
 
 static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, l, loss, bp;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &l));
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (x.rank != 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0));
-  if (l.rank != 1 || l.dims[0] != x.dims[0])
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "logits and labels must have the same first dimension, got logits "
-                           "shape %s and labels shape %s",
-                           weft__cpu_shape_str(x.rank, x.dims, s0, sizeof s0),
-                           weft__cpu_shape_str(l.rank, l.dims, s1, sizeof s1));
-  if (l.dtype != WEFT_DT_INT32 && l.dtype != WEFT_DT_INT64)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
-                           weft__cpu_dtype_name(l.dtype));
-  int64_t rows = x.dims[0], n = x.dims[1];
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t v = weft__cpu_index_at(&l, r);
-    if (v < 0 || v >= n)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "Received a label value of %lld which is outside the valid range "
-                             "of [0, %lld).  Label index: %lld",
-                             (long long)v, (long long)n, (long long)r);
-  }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 1, x.dims, &loss));
-  CPU_TRY(weft__cpu_output(ctx, 1, x.dtype, 2, x.dims, &bp));
-  if (rows == 0) return NULL;
-  xent_job_t j = {x.dtype, x.data, l.data, n, 0, l.dtype, true, loss.data, bp.data, n};
-  weft__cpu_parallel(ctx, rows, n * 40, xent_range, &j);
+  weft_pc_xent_t xe;
+  CPU_TRY(weft_pc_sparse_xent_prepare(ctx, &xe));
+  if (xe.rows == 0) return NULL;
+  xent_job_t j = xent_job(&xe, true);
+  weft__cpu_parallel(ctx, xe.rows, xe.n * 40, xent_range, &j);
   return NULL;
 }
 

@@ -329,17 +329,15 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_impl_t *impl
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
-  weft_tensor_view_t x, axes_v, y;
+  weft_tensor_view_t x, y;
   CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &axes_v));
   int slot = weft__cpu_slot(x.dtype);
   const red_impl_t *impl = slot >= 0 ? op->impls[slot] : NULL;
   if (impl == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
                            weft__cpu_dtype_name(x.dtype));
   weft_pc_reduction_t red;
-  CPU_TRY(weft_pc_reduction_axes(ctx, &x, &axes_v, &red));
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, red.out_rank, red.out_dims, &y));
+  CPU_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   if (y.num_elements == 0) return NULL;
   return reduce_into(ctx, impl, &x, red.reduced, &y, red.count);
 }

@@ -25,41 +25,13 @@ static weft_status_t *array_gather(weft_kernel_ctx_t *ctx, const weft_pc_view_t 
 static weft_status_t *array_concat(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
                                    const weft_tensor_view_t *y, const char *op) {
   (void)op;
-  weft_dtype_t dtype = c->ins[0].dtype;
-  int64_t out_strides[WEFT_MAX_RANK];
-  weft_pc_contiguous_strides(c->out_rank, c->out_dims, out_strides);
-  int64_t at = 0;
-  for (int i = 0; i < c->n; i++) {
-    int64_t dims[WEFT_MAX_RANK], strides[WEFT_MAX_RANK];
-    for (int d = 0, k = 0; d < c->out_rank; d++)
-      dims[d] = (c->new_axis && d == c->axis) ? 1 : c->ins[i].dims[k++];
-    weft_pc_contiguous_strides(c->out_rank, dims, strides);
-    if (c->ins[i].num_elements > 0)
-      CU_TRY(weft__cu_copy_strided(ctx, y->data, at * out_strides[c->axis], out_strides,
-                                   c->ins[i].data, 0, strides, dtype, c->out_rank, dims));
-    at += dims[c->axis];
-  }
-  return NULL;
+  return weft_pc_concat_strided(ctx, c, y, weft__cu_copy_strided);
 }
 
 /* Split, SplitV, Unpack: part i of the input along the axis into output i. */
-static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p) {
-  const weft_tensor_view_t *x = &p->x;
-  int64_t in_strides[WEFT_MAX_RANK];
-  weft_pc_contiguous_strides(x->rank, x->dims, in_strides);
-  int64_t at = 0;
-  for (int i = 0; i < p->n; i++) {
-    int64_t dims[WEFT_MAX_RANK], part[WEFT_MAX_RANK];
-    int r = weft_pc_split_part_dims(p, i, dims);
-    for (int d = 0; d < x->rank; d++) part[d] = d == p->axis ? p->sizes[i] : x->dims[d];
-    weft_tensor_view_t y;
-    CU_TRY(weft_pc_output(ctx, i, x->dtype, r, dims, &y));
-    if (y.num_elements > 0)
-      CU_TRY(weft__cu_copy_strided(ctx, y.data, 0, NULL, x->data, at * in_strides[p->axis],
-                                   in_strides, x->dtype, x->rank, part));
-    at += p->sizes[i];
-  }
-  return NULL;
+static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p,
+                                  const weft_tensor_view_t *ys) {
+  return weft_pc_split_strided(ctx, p, ys, weft__cu_copy_strided);
 }
 
 static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_split};
@@ -95,12 +67,8 @@ static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   const uint64_t zero = 0;
   CU_TRY(weft__cu_fill(ctx, y->data, x->dtype, y->num_elements, &zero));
   if (x->num_elements == 0) return NULL;
-  int64_t out_strides[WEFT_MAX_RANK], in_strides[WEFT_MAX_RANK], off = 0;
-  weft_pc_contiguous_strides(y->rank, y->dims, out_strides);
-  weft_pc_contiguous_strides(x->rank, x->dims, in_strides);
-  for (int d = 0; d < x->rank; d++) off += p.before[d] * out_strides[d];
-  return weft__cu_copy_strided(ctx, y->data, off, out_strides, x->data, 0, in_strides, x->dtype,
-                               x->rank, x->dims);
+  return weft__cu_copy_strided(ctx, y->data, p.offset, p.out_strides, x->data, 0, p.in_strides,
+                               x->dtype, x->rank, x->dims);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -139,32 +139,16 @@ static weft_status_t *nan_fill(weft_kernel_ctx_t *ctx, const weft_tensor_view_t 
 
 static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, l, loss, bp;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_input(ctx, 1, &l));
-  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
-  /* Rank-1 inputs are one row; rank-2 rows broadcast when one side has a single row. */
-  int64_t xr = x.rank == 2 ? x.dims[0] : 1, lr = l.rank == 2 ? l.dims[0] : 1;
-  int64_t xn = x.rank >= 1 ? x.dims[x.rank - 1] : -1, ln = l.rank >= 1 ? l.dims[l.rank - 1] : -2;
-  if (x.rank < 1 || x.rank > 2 || l.rank < 1 || l.rank > 2 || xn != ln ||
-      (xr != lr && xr != 1 && lr != 1))
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "logits and labels must be broadcastable: logits_size=%s "
-                          "labels_size=%s",
-                          weft_pc_shape_str(x.rank, x.dims, s0, sizeof s0),
-                          weft_pc_shape_str(l.rank, l.dims, s1, sizeof s1));
-  int64_t rows = xr > lr ? xr : lr;
-  int64_t dims[2] = {rows, xn};
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, 1, dims, &loss));
-  CU_TRY(weft_pc_output(ctx, 1, x.dtype, 2, dims, &bp));
-  if (rows == 0) return NULL;
-  if (xn == 0) return nan_fill(ctx, &loss); /* no classes: log of an empty sum */
+  weft_pc_xent_t xe;
+  CU_TRY(weft_pc_xent_prepare(ctx, &xe));
+  if (xe.rows == 0) return NULL;
+  if (xe.n == 0) return nan_fill(ctx, &xe.loss); /* no classes: log of an empty sum */
   cudaStream_t s;
   weft__cu_ctx_device(ctx, &s);
   return weft__cu_launched(ctx,
-                           weft__cu_k_xent(s, (weft_cu_dt_t)weft__cu_dt(x.dtype), x.data,
-                                           xr == 1 ? 0 : xn, l.data, lr == 1 ? 0 : xn, 0,
-                                           loss.data, bp.data, rows, xn),
+                           weft__cu_k_xent(s, (weft_cu_dt_t)weft__cu_dt(xe.x.dtype), xe.x.data,
+                                           xe.x_rstride, xe.labels.data, xe.l_rstride, 0,
+                                           xe.loss.data, xe.backprop.data, xe.rows, xe.n),
                            "SoftmaxCrossEntropyWithLogits");
 }
 
@@ -172,41 +156,14 @@ static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
  * of range) and uploaded as int64. */
 static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t x, l, loss, bp;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_input(ctx, 1, &l));
-  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
-  if (x.rank != 2)
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
-                          weft_pc_shape_str(x.rank, x.dims, s0, sizeof s0));
-  if (l.rank != 1 || l.dims[0] != x.dims[0])
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
-                          "logits and labels must have the same first dimension, got logits "
-                          "shape %s and labels shape %s",
-                          weft_pc_shape_str(x.rank, x.dims, s0, sizeof s0),
-                          weft_pc_shape_str(l.rank, l.dims, s1, sizeof s1));
-  if (l.dtype != WEFT_DT_INT32 && l.dtype != WEFT_DT_INT64)
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
-                          weft_pc_dtype_name(l.dtype));
-  int64_t rows = x.dims[0], n = x.dims[1];
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t v = l.dtype == WEFT_DT_INT64 ? ((const int64_t *)l.data)[r]
-                                         : ((const int32_t *)l.data)[r];
-    if (v < 0 || v >= n)
-      return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
-                            "Received a label value of %lld which is outside the valid range "
-                            "of [0, %lld).  Label index: %lld",
-                            (long long)v, (long long)n, (long long)r);
-  }
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, 1, x.dims, &loss));
-  CU_TRY(weft_pc_output(ctx, 1, x.dtype, 2, x.dims, &bp));
-  if (rows == 0) return NULL;
-  size_t lbytes = sizeof(int64_t) * (size_t)rows;
+  weft_pc_xent_t xe;
+  CU_TRY(weft_pc_sparse_xent_prepare(ctx, &xe));
+  if (xe.rows == 0) return NULL;
+  const weft_tensor_view_t *l = &xe.labels;
+  size_t lbytes = sizeof(int64_t) * (size_t)xe.rows;
   int64_t *labels = malloc(lbytes);
   if (labels == NULL) return weft_pc_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of host memory");
-  for (int64_t r = 0; r < rows; r++)
-    labels[r] = l.dtype == WEFT_DT_INT64 ? ((const int64_t *)l.data)[r]
-                                         : ((const int32_t *)l.data)[r];
+  for (int64_t r = 0; r < xe.rows; r++) labels[r] = weft_pc_index_at(l, r);
   void *dlabels = NULL;
   weft_status_t *st = weft__cu_scratch(ctx, lbytes, &dlabels);
   weft_cu_device_t *dev = weft__cu_ctx_device(ctx, NULL);
@@ -215,8 +172,9 @@ static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   CU_TRY(st);
   cudaStream_t s = weft__cu_enter(dev);
   return weft__cu_launched(ctx,
-                           weft__cu_k_xent(s, (weft_cu_dt_t)weft__cu_dt(x.dtype), x.data, n,
-                                           dlabels, 0, 1, loss.data, bp.data, rows, n),
+                           weft__cu_k_xent(s, (weft_cu_dt_t)weft__cu_dt(xe.x.dtype), xe.x.data,
+                                           xe.n, dlabels, 0, 1, xe.loss.data, xe.backprop.data,
+                                           xe.rows, xe.n),
                            "SparseSoftmaxCrossEntropyWithLogits");
 }
 
@@ -230,9 +188,6 @@ typedef struct red_op {
   size_t n_dtypes;
 } red_op_t;
 
-/* Below this many outputs, a column reduction over a long run is regrouped to rows first. */
-#define COLS_FEW_OUTPUTS 4096
-#define COLS_LONG_RUN 1024
 
 static weft_status_t *reduce_rows(weft_kernel_ctx_t *ctx, const red_op_t *op, weft_dtype_t dtype,
                                   const void *x, void *y, int64_t rows, int64_t len,
@@ -315,40 +270,25 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_op_t *op,
      * row reduction of length 1 does it with the right finishing. */
     return reduce_rows(ctx, op, x->dtype, x->data, y->data, x->num_elements, 1, count);
   }
-  if (g.n == 1) return reduce_rows(ctx, op, x->dtype, x->data, y->data, 1, g.size[0], count);
-  if (g.n == 2 && !g.red[0])
-    return reduce_rows(ctx, op, x->dtype, x->data, y->data, g.size[0], g.size[1], count);
-  int64_t outer = 1, mid = 0, inner = 1;
-  bool cols_shape = false;
-  if (g.n == 2) { /* [R, K] */
-    mid = g.size[0];
-    inner = g.size[1];
-    cols_shape = true;
-  } else if (g.n == 3 && !g.red[0]) { /* [K, R, K] */
-    outer = g.size[0];
-    mid = g.size[1];
-    inner = g.size[2];
-    cols_shape = true;
-  }
-  if (cols_shape && !(outer * inner < COLS_FEW_OUTPUTS && mid >= COLS_LONG_RUN))
-    return reduce_cols(ctx, op, x->dtype, x->data, y->data, outer, mid, inner, count);
-  /* Regroup: kept dims first, reduced dims last, then reduce rows. */
-  int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], kept = 1, red = 1;
-  int r = weft_pc_reduce_regroup(&g, sizes, strides, &kept, &red);
+  weft_pc_reduce_plan_t p;
+  weft_pc_reduce_plan(&g, &p);
+  if (p.kind == WEFT_PC_REDUCE_ROWS)
+    return reduce_rows(ctx, op, x->dtype, x->data, y->data, p.rows, p.len, count);
+  if (p.kind == WEFT_PC_REDUCE_COLS)
+    return reduce_cols(ctx, op, x->dtype, x->data, y->data, p.outer, p.mid, p.inner, count);
   void *tmp = NULL;
   CU_TRY(weft__cu_scratch(ctx, x->nbytes, &tmp));
-  CU_TRY(weft__cu_copy_strided(ctx, tmp, 0, NULL, x->data, 0, strides, x->dtype, r, sizes));
-  return reduce_rows(ctx, op, x->dtype, tmp, y->data, kept, red, count);
+  CU_TRY(weft__cu_copy_strided(ctx, tmp, 0, NULL, x->data, 0, p.strides, x->dtype, p.rank,
+                               p.sizes));
+  return reduce_rows(ctx, op, x->dtype, tmp, y->data, p.rows, p.len, count);
 }
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
-  weft_tensor_view_t x, axes_v, y;
+  weft_tensor_view_t x, y;
   CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_input(ctx, 1, &axes_v));
   weft_pc_reduction_t red;
-  CU_TRY(weft_pc_reduction_axes(ctx, &x, &axes_v, &red));
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, red.out_rank, red.out_dims, &y));
+  CU_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   return reduce_into(ctx, op, &x, red.reduced, &y, red.count);
 }
 

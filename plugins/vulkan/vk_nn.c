@@ -134,9 +134,6 @@ typedef struct cols_push {
 
 /* Below this row length a row is one invocation's loop rather than a workgroup's. */
 #define ROW_MIN_LEN 64
-/* Column reductions with fewer outputs than this and longer runs are regrouped to rows. */
-#define COLS_FEW_OUTPUTS 4096
-#define COLS_LONG_RUN 1024
 
 static weft_status_t *reduce_rows(weft_kernel_ctx_t *ctx, const red_op_t *op, weft_dtype_t dtype,
                                   void *x, void *y, int64_t rows, int64_t len, int64_t count) {
@@ -199,40 +196,24 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_op_t *op,
     /* Every output folds in exactly one element: the reduction of one element is itself. */
     return weft__vk_copy_device_to_device(dev, y->data, x->data, x->nbytes);
   }
-  if (g.n == 1) return reduce_rows(ctx, op, x->dtype, x->data, y->data, 1, g.size[0], count);
-  if (g.n == 2 && !g.red[0])
-    return reduce_rows(ctx, op, x->dtype, x->data, y->data, g.size[0], g.size[1], count);
-  int64_t outer = 1, mid = 0, inner = 1;
-  bool cols_shape = false;
-  if (g.n == 2) { /* [R, K] */
-    mid = g.size[0];
-    inner = g.size[1];
-    cols_shape = true;
-  } else if (g.n == 3 && !g.red[0]) { /* [K, R, K] */
-    outer = g.size[0];
-    mid = g.size[1];
-    inner = g.size[2];
-    cols_shape = true;
-  }
-  if (cols_shape && !(outer * inner < COLS_FEW_OUTPUTS && mid >= COLS_LONG_RUN))
-    return reduce_cols(ctx, op, x->dtype, x->data, y->data, outer, mid, inner, count);
-  /* Regroup: kept dims first, reduced dims last, then reduce rows. */
-  int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], kept, red;
-  int r = weft_pc_reduce_regroup(&g, sizes, strides, &kept, &red);
+  weft_pc_reduce_plan_t p;
+  weft_pc_reduce_plan(&g, &p);
+  if (p.kind == WEFT_PC_REDUCE_ROWS)
+    return reduce_rows(ctx, op, x->dtype, x->data, y->data, p.rows, p.len, count);
+  if (p.kind == WEFT_PC_REDUCE_COLS)
+    return reduce_cols(ctx, op, x->dtype, x->data, y->data, p.outer, p.mid, p.inner, count);
   void *tmp = NULL;
   VK_TRY(weft__vk_scratch(ctx, x->nbytes, &tmp));
-  VK_TRY(weft__vk_gather(ctx, tmp, x->data, x->dtype, r, sizes, strides));
-  return reduce_rows(ctx, op, x->dtype, tmp, y->data, kept, red, count);
+  VK_TRY(weft__vk_gather(ctx, tmp, x->data, x->dtype, p.rank, p.sizes, p.strides));
+  return reduce_rows(ctx, op, x->dtype, tmp, y->data, p.rows, p.len, count);
 }
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
-  weft_tensor_view_t x, axes_v, y;
+  weft_tensor_view_t x, y;
   VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_input(ctx, 1, &axes_v));
   weft_pc_reduction_t red;
-  VK_TRY(weft_pc_reduction_axes(ctx, &x, &axes_v, &red));
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, red.out_rank, red.out_dims, &y));
+  VK_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   return reduce_into(ctx, op, &x, red.reduced, &y, red.count);
 }
 

@@ -347,6 +347,39 @@ void weft_device_list_free(weft_device_info_t *devices, int n);
  * includes every variable) on every task of the cluster behind `target`. */
 weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n);
 
+/* Transport security and the cluster token (docs/security.md). Files are read when the server
+ * or session is created; an unreadable, empty or malformed file is INVALID_ARGUMENT naming it.
+ *
+ * Servers: serve TLS with this certificate chain and key (PEM); with ca_file (may be NULL),
+ * mutual TLS: clients and peer tasks must present a certificate signed by it. The server talks
+ * to the other tasks of its cluster over TLS with the same files: its certificate is its client
+ * certificate, and it verifies theirs against ca_file or, when NULL, against its own certificate
+ * chain (one shared certificate, or full-chain files that end in the same CA). NULL cert_file:
+ * no TLS. With TLS its target is "grpcs://host:port". */
+void weft_server_options_set_tls(weft_server_options_t *opts, const char *cert_file,
+                                 const char *key_file, const char *ca_file);
+/* Every call must carry the token in this file (surrounding white space stripped; printable
+ * ASCII); calls without it or with another get UNAUTHENTICATED and run nothing. The server sends
+ * it on its own calls to the other tasks. NULL: no token. */
+void weft_server_options_set_auth_token_file(weft_server_options_t *opts, const char *path);
+/* Sessions (and the calls below) with a "grpcs://host:port" target: TLS, verifying the server
+ * against ca_file (NULL: the system's roots); cert_file and key_file (both or neither) are the
+ * client certificate a mutual-TLS server asks for. Setting files for a grpc:// target is an
+ * error at weft_session_new (plaintext would ignore them). */
+void weft_session_options_set_tls(weft_session_options_t *opts, const char *cert_file,
+                                  const char *key_file, const char *ca_file);
+/* The cluster token every call of the session carries. NULL: none. */
+void weft_session_options_set_auth_token_file(weft_session_options_t *opts, const char *path);
+/* weft_cluster_list_devices and weft_cluster_reset with a session options' TLS files and token
+ * (opts may be NULL: plaintext, no token; its target is not used). */
+weft_status_t *weft_cluster_list_devices_with_options(const char *target,
+                                                      const weft_session_options_t *opts,
+                                                      int64_t timeout_ms,
+                                                      weft_device_info_t **devices, int *n);
+weft_status_t *weft_cluster_reset_with_options(const char *target,
+                                               const weft_session_options_t *opts,
+                                               const char *const *containers, int n);
+
 /* ---------------------------------------------------------------------------------------------
  * Checkpoints: TensorFlow's tensor-bundle format (PREFIX.index, a sorted table of tensor entries,
  * and PREFIX.data-NNNNN-of-NNNNN, the tensors' bytes), the `checkpoint` state file, and a saver

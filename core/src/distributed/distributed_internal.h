@@ -65,6 +65,39 @@ weft_status_t *weft__wire_decode(grpc_byte_buffer *bb, const ProtobufCMessageDes
 void weft__tensors_free(weft_tensor_t **tensors, int n); /* unrefs each, frees the array */
 
 /* ---------------------------------------------------------------------------------------------
+ * Transport security and the cluster token (security.c, docs/security.md) */
+
+/* TLS material and the token, read once; immutable and shared by reference. */
+typedef struct weft__security weft__security_t;
+/* Reads the files (each may be NULL or ""): tls says whether to use TLS at all (a client with
+ * tls and no CA trusts the system's roots; a server without a CA verifies its peer tasks against
+ * its own certificate chain). A certificate needs its key. INVALID_ARGUMENT naming the file when
+ * one is unreadable, empty or not PEM, or the token is not printable ASCII. The caller owns
+ * *out (weft__security_unref). */
+weft_status_t *weft__security_new(bool tls, bool server, const char *cert_file,
+                                  const char *key_file, const char *ca_file,
+                                  const char *token_file, weft__security_t **out);
+weft__security_t *weft__security_ref(weft__security_t *s); /* accepts NULL */
+void weft__security_unref(weft__security_t *s);            /* accepts NULL */
+bool weft__security_tls(const weft__security_t *s);        /* NULL: false */
+bool weft__security_mutual(const weft__security_t *s);     /* TLS with a CA */
+bool weft__security_has_token(const weft__security_t *s);
+/* A string that differs between different TLS material ("plain" without TLS); borrowed. */
+const char *weft__security_channel_key(const weft__security_t *s);
+/* New credentials (the caller releases them): insecure when s is NULL or without TLS. */
+grpc_server_credentials *weft__security_server_credentials(const weft__security_t *s);
+grpc_channel_credentials *weft__security_channel_credentials(const weft__security_t *s);
+/* The metadata key and value ("Bearer <token>", NULL without a token) a call carries. */
+const char *weft__security_auth_key(void);
+const char *weft__security_auth_value(const weft__security_t *s);
+/* UNAUTHENTICATED (naming `method`) when the server has a token and the call's metadata does
+ * not carry it; NULL otherwise. Constant-time comparison. */
+weft_status_t *weft__security_check_call(const weft__security_t *s, const grpc_metadata_array *md,
+                                         const char *method);
+/* Whether an in-process client with `client`'s token may call a server with `server`'s. */
+bool weft__security_client_allowed(const weft__security_t *server, const weft__security_t *client);
+
+/* ---------------------------------------------------------------------------------------------
  * RPC client (rpc.c) */
 
 void weft__grpc_init_once(void);
@@ -84,6 +117,8 @@ void weft__call_set_cancel(weft__call_set_t *set, const weft_status_t *why);
 typedef struct weft__peer {
   const char *name;
   const char *address;
+  /* How to reach it: TLS material and token (borrowed; NULL: plaintext, no token). */
+  const weft__security_t *security;
 } weft__peer_t;
 
 /* One unary call: frames `msg` + tensors, waits for the answer (at most timeout_ms), unframes
@@ -101,9 +136,10 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);
 
-/* Maps a grpc:// target to "host:port" (g_free()); NULL when it is not one. */
+/* Maps a grpc:// or grpcs:// target to "host:port" (g_free()); NULL when it is not one. */
 char *weft__target_address(const char *target);
-bool weft__is_grpc_target(const char *target);
+bool weft__is_grpc_target(const char *target); /* grpc:// or grpcs:// */
+bool weft__is_tls_target(const char *target);  /* grpcs:// */
 
 /* ---------------------------------------------------------------------------------------------
  * Worker (worker.c, rendezvous.c, sendrecv.c) */
@@ -114,6 +150,8 @@ typedef struct weft__step weft__step_t;
 /* The worker of task `job`/`task`. Its devices are this process's devices renamed into the
  * task's namespace; its resource manager is shared by every session on the task. */
 weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms);
+/* How its _Recv kernels reach the other tasks (a reference is taken); set before serving. */
+void weft__worker_set_security(weft__worker_t *w, weft__security_t *security);
 void weft__worker_free(weft__worker_t *w);
 /* Aborts every step (UNAVAILABLE: the server is stopping) and refuses new ones. */
 void weft__worker_shutdown(weft__worker_t *w);
@@ -192,6 +230,7 @@ typedef struct weft__xfer_state {
  * task name -> Weft__TaskAddress*). Free with weft__xfer_instance_free. */
 weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
                                        weft__step_t *const *step, GHashTable *peers,
+                                       const weft__security_t *security,
                                        weft__kernel_instance_t **out);
 void weft__xfer_instance_free(weft__kernel_instance_t *inst);
 bool weft__is_xfer_op(const char *op);
@@ -228,6 +267,7 @@ typedef struct weft__master weft__master_t;
 typedef struct weft__master_options {
   int64_t status_timeout_ms;
   int64_t step_timeout_ms;
+  weft__security_t *security; /* how to reach the workers (the master takes a reference) */
 } weft__master_options_t;
 
 /* The master of task job/task in `spec` (copied). */
@@ -263,8 +303,11 @@ void weft__device_attributes_free(Weft__DeviceAttributes *d);
  * Server registry (server.c): masters of servers in this process, so a client in the same
  * process skips gRPC. */
 
-/* The master serving `address` in this process (a new reference), or NULL. */
-weft__master_t *weft__local_master_lookup(const char *address);
+/* The master serving `address` in this process (a new reference), or NULL (also when the
+ * client's TLS choice differs from the server's: it then goes through gRPC). NULL with
+ * UNAUTHENTICATED in *status when the server requires a token `client` does not carry. */
+weft__master_t *weft__local_master_lookup(const char *address, const weft__security_t *client,
+                                          weft_status_t **status);
 
 /* ---------------------------------------------------------------------------------------------
  * Remote sessions (remote_session.c), behind weft_session_* for grpc:// targets. */

@@ -154,6 +154,7 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
                                                                   : WEFT_DEFAULT_STATUS_TIMEOUT_MS;
   m->opts.step_timeout_ms = opts && opts->step_timeout_ms > 0 ? opts->step_timeout_ms
                                                               : WEFT_DEFAULT_STEP_TIMEOUT_MS;
+  m->opts.security = weft__security_ref(opts ? opts->security : NULL);
   m->tasks = weft__cluster_spec_tasks(m->spec);
   g_mutex_init(&m->lock);
   m->sessions = g_hash_table_new(g_str_hash, g_str_equal);
@@ -182,6 +183,7 @@ void weft__master_unref(weft__master_t *m) {
   weft__call_set_free(m->control);
   g_ptr_array_free(m->tasks, TRUE);
   weft_cluster_spec_free(m->spec);
+  weft__security_unref(m->opts.security);
   g_mutex_clear(&m->lock);
   g_free(m->job);
   g_free(m->task_name);
@@ -223,7 +225,7 @@ typedef struct status_call {
 
 static void do_get_status(void *arg) {
   status_call_t *c = arg;
-  weft__peer_t peer = {c->task->name, c->task->address};
+  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security};
   Weft__GetStatusRequest req = WEFT__GET_STATUS_REQUEST__INIT;
   ProtobufCMessage *resp = NULL;
   /* Wait for tasks that are still starting, up to the deadline. */
@@ -312,6 +314,7 @@ static void learn(msession_t *s, status_call_t *calls) {
       ts->ref = ref;
       ts->peer.name = ref->name;
       ts->peer.address = ref->address;
+      ts->peer.security = m->opts.security;
       g_ptr_array_add(s->tasks, ts);
       g_hash_table_insert(s->task_by_name, (gpointer)ref->name, ts);
     }
@@ -523,6 +526,7 @@ static void forget_plan(weft__master_t *m, mplan_t *plan) {
     c->m = m;
     c->peer.name = g_strdup(part->task->peer.name);
     c->peer.address = g_strdup(part->task->peer.address);
+    c->peer.security = part->task->peer.security;
     c->handle = g_strdup(part->graph_handle);
     submit(m, do_deregister, c, NULL);
   }
@@ -951,7 +955,7 @@ typedef struct cleanup_all_call {
 
 static void do_cleanup_all(void *arg) {
   cleanup_all_call_t *c = arg;
-  weft__peer_t peer = {c->task->name, c->task->address};
+  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security};
   Weft__CleanupAllRequest req = WEFT__CLEANUP_ALL_REQUEST__INIT;
   req.n_container = (size_t)c->n;
   req.container = (char **)c->containers;

@@ -4,7 +4,8 @@
  * slices. When the target is a server of this very process the master is called directly,
  * without gRPC. The placement the master reports is kept for weft_session_node_device and
  * printed as TensorFlow's log_device_placement lines when asked. Also the cluster-wide client
- * calls of the public API: listing every device of a cluster and resetting its containers. */
+ * calls of the public API: listing every device of a cluster and resetting its containers.
+ * A grpcs:// target means TLS with the options' files; the options' token rides on every call. */
 #include "distributed_internal.h"
 
 #include <stdio.h>
@@ -32,6 +33,7 @@ struct weft__remote_session {
   weft_session_options_t *opts;
   char *address;
   weft__peer_t peer;
+  weft__security_t *security; /* the peer's TLS material and token (a reference) */
   weft__master_t *local; /* the in-process master of the target, or NULL */
   GMutex lock;           /* the graph sync: one CreateSession/ExtendSession at a time */
   char *handle;
@@ -41,9 +43,23 @@ struct weft__remote_session {
   GHashTable *placement; /* node name -> device */
 };
 
-static weft__peer_t server_peer(const char *address) {
-  weft__peer_t peer = {"The server", address};
+static weft__peer_t server_peer(const char *address, const weft__security_t *security) {
+  weft__peer_t peer = {"The server", address, security};
   return peer;
+}
+
+/* The TLS material and token of the options for `target`: TLS when it is grpcs://. */
+static weft_status_t *client_security(const char *target, const weft_session_options_t *opts,
+                                      weft__security_t **out) {
+  *out = NULL;
+  bool tls = weft__is_tls_target(target);
+  bool files = opts && (opts->tls_cert || opts->tls_key || opts->tls_ca);
+  if (files && !tls) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "TLS files are set but target '%s' is plaintext: use grpcs://", target);
+  }
+  return weft__security_new(tls, false, opts ? opts->tls_cert : NULL, opts ? opts->tls_key : NULL,
+                            opts ? opts->tls_ca : NULL, opts ? opts->auth_token_file : NULL, out);
 }
 
 weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
@@ -54,15 +70,30 @@ weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_
   if (!address || !weft__address_split(address, NULL, NULL)) {
     g_free(address);
     return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Session target '%s' is not of the form grpc://HOST:PORT", target);
+                           "Session target '%s' is not of the form grpc://HOST:PORT or "
+                           "grpcs://HOST:PORT",
+                           target);
+  }
+  weft__security_t *security = NULL;
+  weft_status_t *st = client_security(target, opts, &security);
+  if (st) {
+    g_free(address);
+    return st;
   }
   weft__grpc_init_once();
+  weft__master_t *local = weft__local_master_lookup(address, security, &st);
+  if (st) {
+    weft__security_unref(security);
+    g_free(address);
+    return st;
+  }
   weft__remote_session_t *r = g_new0(weft__remote_session_t, 1);
   r->graph = graph;
   r->opts = weft__session_options_copy(opts);
   r->address = address;
-  r->peer = server_peer(r->address);
-  r->local = weft__local_master_lookup(address);
+  r->security = security;
+  r->peer = server_peer(r->address, security);
+  r->local = local;
   g_mutex_init(&r->lock);
   g_mutex_init(&r->placement_lock);
   r->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -245,6 +276,7 @@ void weft__remote_session_free(weft__remote_session_t *r) {
   if (!r) return;
   weft_status_free(weft__remote_session_close(r));
   if (r->local) weft__master_unref(r->local);
+  weft__security_unref(r->security);
   g_hash_table_destroy(r->placement);
   weft_session_options_free(r->opts);
   g_mutex_clear(&r->lock);
@@ -256,33 +288,58 @@ void weft__remote_session_free(weft__remote_session_t *r) {
 /* ---------------------------------------------------------------------------------------------
  * Cluster-wide client calls */
 
-static weft_status_t *target_peer(const char *target, char **address) {
+/* The address of `target`, its security and, when it is served in this process, its master.
+ * On error nothing is left to free. */
+static weft_status_t *target_peer(const char *target, const weft_session_options_t *opts,
+                                  char **address, weft__security_t **security,
+                                  weft__master_t **local) {
+  *security = NULL;
+  *local = NULL;
   *address = weft__target_address(target);
   if (!*address || !weft__address_split(*address, NULL, NULL)) {
     g_free(*address);
     *address = NULL;
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "Target '%s' is not of the form grpc://HOST:PORT",
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Target '%s' is not of the form grpc://HOST:PORT or grpcs://HOST:PORT",
                            target ? target : "");
   }
-  weft__grpc_init_once();
-  return NULL;
+  weft_status_t *st = client_security(target, opts, security);
+  if (!st) {
+    weft__grpc_init_once();
+    *local = weft__local_master_lookup(*address, *security, &st);
+  }
+  if (st) {
+    weft__security_unref(*security);
+    *security = NULL;
+    g_free(*address);
+    *address = NULL;
+  }
+  return st;
 }
 
 weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
                                          weft_device_info_t **devices, int *n) {
+  return weft_cluster_list_devices_with_options(target, NULL, timeout_ms, devices, n);
+}
+
+weft_status_t *weft_cluster_list_devices_with_options(const char *target,
+                                                      const weft_session_options_t *opts,
+                                                      int64_t timeout_ms,
+                                                      weft_device_info_t **devices, int *n) {
   *devices = NULL;
   *n = 0;
   char *address = NULL;
-  weft_status_t *st = target_peer(target, &address);
+  weft__security_t *security = NULL;
+  weft__master_t *local = NULL;
+  weft_status_t *st = target_peer(target, opts, &address, &security, &local);
   if (st) return st;
-  weft__master_t *local = weft__local_master_lookup(address);
   GPtrArray *list = NULL;
   ProtobufCMessage *resp = NULL;
   if (local) {
     st = weft__master_list_devices(local, &list);
     weft__master_unref(local);
   } else {
-    weft__peer_t peer = server_peer(address);
+    weft__peer_t peer = server_peer(address, security);
     Weft__ListDevicesRequest req = WEFT__LIST_DEVICES_REQUEST__INIT;
     st = weft__rpc_unary(&peer, M_LIST_DEVICES, &req.base, NULL, 0,
                          timeout_ms > 0 ? timeout_ms : CREATE_TIMEOUT_MS, false, NULL,
@@ -309,6 +366,7 @@ weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
   }
   if (list) g_ptr_array_free(list, TRUE);
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  weft__security_unref(security);
   g_free(address);
   return st;
 }
@@ -324,15 +382,22 @@ void weft_device_list_free(weft_device_info_t *devices, int n) {
 }
 
 weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n) {
+  return weft_cluster_reset_with_options(target, NULL, containers, n);
+}
+
+weft_status_t *weft_cluster_reset_with_options(const char *target,
+                                               const weft_session_options_t *opts,
+                                               const char *const *containers, int n) {
   char *address = NULL;
-  weft_status_t *st = target_peer(target, &address);
+  weft__security_t *security = NULL;
+  weft__master_t *local = NULL;
+  weft_status_t *st = target_peer(target, opts, &address, &security, &local);
   if (st) return st;
-  weft__master_t *local = weft__local_master_lookup(address);
   if (local) {
     st = weft__master_reset(local, containers, n);
     weft__master_unref(local);
   } else {
-    weft__peer_t peer = server_peer(address);
+    weft__peer_t peer = server_peer(address, security);
     Weft__ResetRequest req = WEFT__RESET_REQUEST__INIT;
     req.n_container = n > 0 ? (size_t)n : 0;
     req.container = (char **)containers;
@@ -341,6 +406,7 @@ weft_status_t *weft_cluster_reset(const char *target, const char *const *contain
                          &weft__reset_response__descriptor, &resp, NULL, NULL);
     if (resp) protobuf_c_message_free_unpacked(resp, NULL);
   }
+  weft__security_unref(security);
   g_free(address);
   return st;
 }

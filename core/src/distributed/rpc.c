@@ -2,7 +2,9 @@
  * (cached for the process lifetime; gRPC reconnects it), unary calls with a deadline, each on its
  * own completion queue so any thread may block in one, and call sets that cancel a step's calls
  * in flight at once. Errors keep gRPC's status code (the same numbers as weft_code_t) and name
- * the peer and the method when the peer could not be reached in time. */
+ * the peer and the method when the peer could not be reached in time. Channels are TLS or
+ * plaintext after the peer's security (security.c), and every call carries the cluster token when
+ * there is one. */
 #include "distributed_internal.h"
 
 #include <grpc/grpc_security.h>
@@ -56,32 +58,41 @@ const grpc_channel_args *weft__grpc_channel_args(void) {
 }
 
 static GMutex channels_lock;
-static GHashTable *channels; /* address -> grpc_channel* */
+static GHashTable *channels; /* "address|credentials key" -> grpc_channel* */
 
-static grpc_channel *channel_for(const char *address) {
+/* One channel per address and TLS material: a process may reach one server in plaintext and
+ * another over TLS, or hold two servers with different certificates. */
+static grpc_channel *channel_for(const char *address, const weft__security_t *security) {
   weft__grpc_init_once();
+  char *key = g_strconcat(address, "|", weft__security_channel_key(security), NULL);
   g_mutex_lock(&channels_lock);
   if (!channels) channels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  grpc_channel *ch = g_hash_table_lookup(channels, address);
+  grpc_channel *ch = g_hash_table_lookup(channels, key);
   if (!ch) {
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_channel_credentials *creds = weft__security_channel_credentials(security);
     ch = grpc_channel_create(address, creds, weft__grpc_channel_args());
     grpc_channel_credentials_release(creds);
-    g_hash_table_insert(channels, g_strdup(address), ch);
+    g_hash_table_insert(channels, key, ch);
+    key = NULL;
   }
   g_mutex_unlock(&channels_lock);
+  g_free(key);
   return ch;
 }
 
 char *weft__target_address(const char *target) {
-  if (!target || !g_str_has_prefix(target, "grpc://")) return NULL;
-  const char *rest = target + strlen("grpc://");
+  if (!weft__is_grpc_target(target)) return NULL;
+  const char *rest = strstr(target, "://") + 3;
   size_t len = strcspn(rest, "/");
   return len > 0 ? g_strndup(rest, len) : NULL;
 }
 
 bool weft__is_grpc_target(const char *target) {
-  return target && g_str_has_prefix(target, "grpc://");
+  return target && (g_str_has_prefix(target, "grpc://") || g_str_has_prefix(target, "grpcs://"));
+}
+
+bool weft__is_tls_target(const char *target) {
+  return target && g_str_has_prefix(target, "grpcs://");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -151,12 +162,13 @@ static bool from_service(const grpc_metadata_array *md) {
 }
 
 /* *answered: the status came from the service itself (see WEFT_ORIGIN_KEY). */
-static weft_status_t *call_raw(const char *address, const char *method, grpc_byte_buffer *request,
+static weft_status_t *call_raw(const char *address, const weft__security_t *security,
+                               const char *method, grpc_byte_buffer *request,
                                int64_t timeout_ms, bool wait_for_ready, weft__call_set_t *set,
                                grpc_byte_buffer **response, bool *answered) {
   *response = NULL;
   *answered = false;
-  grpc_channel *channel = channel_for(address);
+  grpc_channel *channel = channel_for(address, security);
   grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
@@ -181,6 +193,16 @@ static weft_status_t *call_raw(const char *address, const char *method, grpc_byt
   grpc_op ops[6];
   memset(ops, 0, sizeof ops);
   ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+  /* The cluster token rides on every call (the server checks it before anything runs). */
+  grpc_metadata auth;
+  memset(&auth, 0, sizeof auth);
+  const char *auth_value = weft__security_auth_value(security);
+  if (auth_value) {
+    auth.key = grpc_slice_from_static_string(weft__security_auth_key());
+    auth.value = grpc_slice_from_static_string(auth_value);
+    ops[0].data.send_initial_metadata.count = 1;
+    ops[0].data.send_initial_metadata.metadata = &auth;
+  }
   ops[0].flags = wait_for_ready ? (GRPC_INITIAL_METADATA_WAIT_FOR_READY |
                                    GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET)
                                 : 0;
@@ -248,8 +270,8 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
   if (st) return st;
   grpc_byte_buffer *response = NULL;
   bool answered = false;
-  st = call_raw(peer->address, method, request, timeout_ms, wait_for_ready, set, &response,
-                &answered);
+  st = call_raw(peer->address, peer->security, method, request, timeout_ms, wait_for_ready, set,
+                &response, &answered);
   grpc_byte_buffer_destroy(request);
   if (st) {
     weft_code_t code = answered ? WEFT_OK : weft_status_code(st);
@@ -258,6 +280,17 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
     if (code == WEFT_UNAVAILABLE) {
       weft_status_prefix(st, "%s%s at %s is unavailable (%s)", what, peer->name, peer->address,
                          short_method(method));
+      /* gRPC's words for a failed handshake are terse: say where to look (docs/security.md). */
+      if (weft__security_tls(peer->security) && strstr(weft_status_message(st), "andshake")) {
+        char *hint = g_strdup_printf("%s [TLS handshake failed: check the CA file, the names in "
+                                     "the server's certificate and, for mutual TLS, the client "
+                                     "certificate]",
+                                     weft_status_message(st));
+        weft_status_t *with_hint = weft_status_new(WEFT_UNAVAILABLE, "%s", hint);
+        g_free(hint);
+        weft_status_free(st);
+        st = with_hint;
+      }
     } else if (code == WEFT_DEADLINE_EXCEEDED) {
       weft_status_prefix(st, "%s%s at %s did not answer %s within %" G_GINT64_FORMAT " ms", what,
                          peer->name, peer->address, short_method(method), timeout_ms);
@@ -280,7 +313,7 @@ weft_status_t *weft__rpc_raw(const char *address, const char *method, const void
   grpc_byte_buffer *response = NULL;
   bool answered = false;
   weft_status_t *st =
-      call_raw(address, method, request, timeout_ms, false, NULL, &response, &answered);
+      call_raw(address, NULL, method, request, timeout_ms, false, NULL, &response, &answered);
   grpc_byte_buffer_destroy(request);
   if (st) return st;
   grpc_byte_buffer_reader reader;

@@ -112,11 +112,13 @@ static void xfer_state_free(weft__xfer_state_t *x) {
   g_free(x->key);
   g_free((char *)x->peer.name);
   g_free((char *)x->peer.address);
+  weft__security_unref((weft__security_t *)x->peer.security);
   g_free(x);
 }
 
 weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
                                        weft__step_t *const *step, GHashTable *peers,
+                                       const weft__security_t *security,
                                        weft__kernel_instance_t **out) {
   *out = NULL;
   bool is_recv = strcmp(node->op_name, "_Recv") == 0;
@@ -150,6 +152,7 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
     }
     x->peer.name = task;
     x->peer.address = g_strdup(peer->address);
+    x->peer.security = weft__security_ref((weft__security_t *)security);
     x->peer_incarnation = peer->incarnation;
   } else {
     const weft__attr_value_t *copy = weft__attrs_get(node->attrs, "copy_on_send");

@@ -4,7 +4,9 @@
  * request is posted at once so calls keep being accepted. RecvTensor never holds a thread: its
  * answer is sent by whoever makes the tensor available (the _Send kernel) or aborts the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
- * gets INVALID_ARGUMENT and the server carries on. Stopping refuses new calls, aborts running
+ * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
+ * TLS with a CA), and with a token every call is checked for it before anything else
+ * (security.c, docs/security.md). Stopping refuses new calls, aborts running
  * steps, waits for the handlers, then closes the port. */
 #include "distributed_internal.h"
 
@@ -47,6 +49,8 @@ struct weft_server_options {
   char *bind;
   int64_t status_timeout_ms;
   int64_t step_timeout_ms;
+  char *tls_cert, *tls_key, *tls_ca; /* files; NULL: no TLS / no mutual TLS */
+  char *auth_token_file;             /* NULL: no token */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -56,7 +60,8 @@ struct weft_server {
   char *job;
   int task;
   char *address; /* host:port others reach it at */
-  char *target;  /* grpc://address */
+  char *target;  /* grpc://address, grpcs:// with TLS */
+  weft__security_t *security; /* what it serves with and talks to its peers with */
   weft__master_t *master;
   weft__worker_t *worker;
   grpc_server *server;
@@ -90,29 +95,58 @@ typedef struct call_ctx {
  * Servers in this process, for clients in the same process */
 
 static GMutex local_lock;
-static GHashTable *local_masters; /* address -> weft__master_t* (a reference) */
+static GHashTable *local_masters; /* address -> local_entry_t* */
 
-static void local_register(const char *address, weft__master_t *m) {
+/* A server of this process: its master and the security it serves with. */
+typedef struct local_entry {
+  weft__master_t *master;     /* a reference */
+  weft__security_t *security; /* a reference; may be NULL */
+} local_entry_t;
+
+static void local_entry_free(local_entry_t *e) {
+  weft__master_unref(e->master);
+  weft__security_unref(e->security);
+  g_free(e);
+}
+
+static void local_register(const char *address, weft__master_t *m, weft__security_t *security) {
   g_mutex_lock(&local_lock);
   if (!local_masters) {
     local_masters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)weft__master_unref);
+                                          (GDestroyNotify)local_entry_free);
   }
-  g_hash_table_replace(local_masters, g_strdup(address), weft__master_ref(m));
+  local_entry_t *e = g_new0(local_entry_t, 1);
+  e->master = weft__master_ref(m);
+  e->security = weft__security_ref(security);
+  g_hash_table_replace(local_masters, g_strdup(address), e);
   g_mutex_unlock(&local_lock);
 }
 
 static void local_unregister(const char *address, weft__master_t *m) {
   g_mutex_lock(&local_lock);
-  if (local_masters && g_hash_table_lookup(local_masters, address) == m)
-    g_hash_table_remove(local_masters, address);
+  local_entry_t *e = local_masters ? g_hash_table_lookup(local_masters, address) : NULL;
+  if (e && e->master == m) g_hash_table_remove(local_masters, address);
   g_mutex_unlock(&local_lock);
 }
 
-weft__master_t *weft__local_master_lookup(const char *address) {
+weft__master_t *weft__local_master_lookup(const char *address, const weft__security_t *client,
+                                          weft_status_t **status) {
+  *status = NULL;
   g_mutex_lock(&local_lock);
-  weft__master_t *m = local_masters && address ? g_hash_table_lookup(local_masters, address) : NULL;
-  if (m) weft__master_ref(m);
+  local_entry_t *e = local_masters && address ? g_hash_table_lookup(local_masters, address) : NULL;
+  weft__master_t *m = NULL;
+  /* A client that asked for TLS against a plaintext server (or the reverse) goes through gRPC,
+   * which fails the way it would from another process. */
+  if (e && weft__security_tls(e->security) == weft__security_tls(client)) {
+    if (weft__security_client_allowed(e->security, client)) {
+      m = weft__master_ref(e->master);
+    } else {
+      *status = weft_status_new(WEFT_UNAUTHENTICATED,
+                                "The server at %s requires the cluster auth token and the "
+                                "client's is %s",
+                                address, weft__security_has_token(client) ? "wrong" : "missing");
+    }
+  }
   g_mutex_unlock(&local_lock);
   return m;
 }
@@ -364,6 +398,14 @@ static const ProtobufCMessageDescriptor *request_descriptor(int method) {
 static void handle_call(gpointer data, gpointer unused) {
   (void)unused;
   call_ctx_t *ctx = data;
+  /* The token first: a call without it learns nothing, not even whether the method exists. */
+  weft_status_t *denied = weft__security_check_call(
+      ctx->server->security, &ctx->request_md,
+      ctx->method >= 0 ? method_paths[ctx->method] : "This server");
+  if (denied) {
+    answer(ctx, denied, NULL);
+    return;
+  }
   if (ctx->method < 0) {
     char *method = grpc_slice_to_c_string(ctx->call_details.method);
     answer(ctx, weft_status_new(WEFT_UNIMPLEMENTED, "This server has no method '%s'", method),
@@ -464,7 +506,27 @@ weft_server_options_t *weft_server_options_new(void) {
 void weft_server_options_free(weft_server_options_t *o) {
   if (!o) return;
   g_free(o->bind);
+  g_free(o->tls_cert);
+  g_free(o->tls_key);
+  g_free(o->tls_ca);
+  g_free(o->auth_token_file);
   g_free(o);
+}
+
+static void set_path(char **field, const char *path) {
+  g_free(*field);
+  *field = path && *path ? g_strdup(path) : NULL;
+}
+
+void weft_server_options_set_tls(weft_server_options_t *o, const char *cert_file,
+                                 const char *key_file, const char *ca_file) {
+  set_path(&o->tls_cert, cert_file);
+  set_path(&o->tls_key, key_file);
+  set_path(&o->tls_ca, ca_file);
+}
+
+void weft_server_options_set_auth_token_file(weft_server_options_t *o, const char *path) {
+  set_path(&o->auth_token_file, path);
 }
 
 void weft_server_options_set_bind_address(weft_server_options_t *o, const char *host) {
@@ -483,10 +545,11 @@ void weft_server_options_set_step_timeout_ms(weft_server_options_t *o, int64_t m
 /* ---------------------------------------------------------------------------------------------
  * Life cycle */
 
-static int listen_on(grpc_server *server, const char *host, int port) {
+static int listen_on(grpc_server *server, const weft__security_t *security, const char *host,
+                     int port) {
   char *addr = strchr(host, ':') ? g_strdup_printf("[%s]:%d", host, port)
                                  : g_strdup_printf("%s:%d", host, port);
-  grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+  grpc_server_credentials *creds = weft__security_server_credentials(security);
   int bound = grpc_server_add_http2_port(server, addr, creds);
   grpc_server_credentials_release(creds);
   g_free(addr);
@@ -520,7 +583,22 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Invalid address '%s' for /job:%s/task:%d",
                            address, job, task);
   }
+  weft__security_t *security = NULL;
+  if (opts && opts->tls_ca && !opts->tls_cert) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "A TLS CA ('%s') was given without the server's certificate and key",
+                         opts->tls_ca);
+  } else {
+    st = weft__security_new(opts && opts->tls_cert, true, opts ? opts->tls_cert : NULL,
+                            opts ? opts->tls_key : NULL, opts ? opts->tls_ca : NULL,
+                            opts ? opts->auth_token_file : NULL, &security);
+  }
+  if (st) {
+    g_free(host);
+    return weft_status_prefix(st, "Server for /job:%s/task:%d", job, task);
+  }
   weft_server_t *s = g_new0(weft_server_t, 1);
+  s->security = security;
   s->spec = weft__cluster_spec_copy(spec);
   s->job = g_strdup(job);
   s->task = task;
@@ -536,11 +614,11 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   int bound = 0;
   const char *bind = opts ? opts->bind : NULL;
   if (bind) {
-    bound = listen_on(s->server, bind, port);
+    bound = listen_on(s->server, security, bind, port);
   } else {
     /* Loopback unless told otherwise: IPv4, and IPv6 on the same port when the host has it. */
-    bound = listen_on(s->server, "127.0.0.1", port);
-    if (bound > 0) listen_on(s->server, "::1", bound);
+    bound = listen_on(s->server, security, "127.0.0.1", port);
+    if (bound > 0) listen_on(s->server, security, "::1", bound);
   }
   if (bound <= 0) {
     st = weft_status_new(WEFT_UNAVAILABLE,
@@ -551,6 +629,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     grpc_completion_queue_shutdown(s->cq);
     grpc_completion_queue_destroy(s->cq);
     weft_cluster_spec_free(s->spec);
+    weft__security_unref(s->security);
     g_free(s->job);
     g_mutex_clear(&s->lock);
     g_cond_clear(&s->cond);
@@ -562,11 +641,13 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
                                  : g_strdup_printf("%s:%d", host, bound);
   g_free(host);
   weft__cluster_spec_set_address(s->spec, job, task, s->address);
-  s->target = g_strdup_printf("grpc://%s", s->address);
+  s->target = g_strdup_printf("%s://%s", weft__security_tls(security) ? "grpcs" : "grpc",
+                              s->address);
   weft__master_options_t mopts = {opts ? opts->status_timeout_ms : 0,
-                                  opts ? opts->step_timeout_ms : 0};
+                                  opts ? opts->step_timeout_ms : 0, security};
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
+  weft__worker_set_security(s->worker, security);
   s->handlers = g_thread_pool_new(handle_call, NULL, -1, FALSE, NULL);
   *out = s;
   return NULL;
@@ -603,7 +684,7 @@ weft_status_t *weft_server_start(weft_server_t *s) {
   for (int m = -1; m < N_METHODS; m++)
     for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(s, m);
   for (int k = 0; k < CQ_THREADS; k++) s->cq_threads[k] = g_thread_new("weft-grpc", poll_cq, s);
-  local_register(s->address, s->master);
+  local_register(s->address, s->master, s->security);
   weft__log(WEFT_LOG_INFO, "server", "Started server with target: %s", s->target);
   return NULL;
 }
@@ -673,6 +754,7 @@ void weft_server_free(weft_server_t *s) {
   weft__master_unref(s->master);
   weft__worker_free(s->worker);
   weft_cluster_spec_free(s->spec);
+  weft__security_unref(s->security);
   g_mutex_clear(&s->lock);
   g_cond_clear(&s->cond);
   g_free(s->job);

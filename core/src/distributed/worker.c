@@ -44,6 +44,7 @@ typedef struct reg_graph {
   weft__fetch_t *fetches;
   int n_fetches;
   GHashTable *peers; /* task name -> Weft__TaskAddress* */
+  weft__security_t *security; /* how its _Recv kernels reach the peers (a reference) */
   int n_recv;
   GMutex lock;
   GPtrArray *free_slots;
@@ -61,6 +62,7 @@ struct weft__worker {
   GMutex lock;
   GHashTable *graphs; /* handle -> reg_graph_t* */
   bool shut_down;
+  weft__security_t *security; /* TLS material and token for the other tasks; may be NULL */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -156,6 +158,12 @@ weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step
   return w;
 }
 
+void weft__worker_set_security(weft__worker_t *w, weft__security_t *security) {
+  weft__security_t *old = w->security;
+  w->security = weft__security_ref(security);
+  weft__security_unref(old);
+}
+
 const char *weft__worker_task(const weft__worker_t *w) { return w->task_name; }
 guint64 weft__worker_incarnation(const weft__worker_t *w) { return w->incarnation; }
 
@@ -180,6 +188,7 @@ static void reg_graph_unref(reg_graph_t *g) {
   g_strfreev(g->feed_names);
   g_free(g->fetches);
   g_hash_table_destroy(g->peers);
+  weft__security_unref(g->security);
   weft_graph_free(g->graph);
   g_mutex_clear(&g->lock);
   g_free(g->handle);
@@ -206,6 +215,7 @@ void weft__worker_free(weft__worker_t *w) {
   weft__step_table_free(w->steps);
   weft__resource_mgr_free(w->resources);
   g_mutex_clear(&w->lock);
+  weft__security_unref(w->security);
   g_free(w->job);
   g_free(w->task_name);
   g_free(w);
@@ -302,7 +312,8 @@ static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
       kernels[k] = g->kernels[k];
       continue;
     }
-    st = weft__xfer_instance_new(node, g->devices[k], &slot->step, g->peers, &kernels[k]);
+    st = weft__xfer_instance_new(node, g->devices[k], &slot->step, g->peers, g->security,
+                                 &kernels[k]);
     if (!st) slot->xfer[slot->n_xfer++] = kernels[k];
   }
   if (!st) {
@@ -393,6 +404,7 @@ weft_status_t *weft__worker_register_graph(weft__worker_t *w,
   g->graph = weft_graph_new();
   g->peers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                    (GDestroyNotify)task_address_free);
+  g->security = weft__security_ref(w->security);
   g_mutex_init(&g->lock);
   g->slots = g_ptr_array_new();
   g->free_slots = g_ptr_array_new();

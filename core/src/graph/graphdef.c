@@ -16,6 +16,10 @@
 /* Tensors larger than this (bytes) are refused at import: a tiny splatted TensorProto could
  * otherwise ask for an allocation no machine has. */
 #define WEFT_MAX_CONST_BYTES ((uint64_t)1 << 36)
+/* Without tensor_content, a few repeated (or no) values fill the whole tensor: a message of a
+ * hundred bytes could ask for many gigabytes (found by fuzz/, tensor_proto). Such tensors are
+ * capped lower; bigger ones must carry their bytes, which bounds them by the message's size. */
+#define WEFT_MAX_SPLAT_BYTES ((uint64_t)1 << 28)
 
 /* ---------------------------------------------------------------------------------------------
  * Shapes */
@@ -241,6 +245,15 @@ weft_status_t *weft__tensor_from_proto(const Tensorflow__TensorProto *p, weft_te
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
                          "TensorProto of %s%s has %zu values for %" G_GINT64_FORMAT " elements",
                          weft_dtype_name(dtype), shape_str, count, n);
+  } else if (!st && count < (size_t)n &&
+             (uint64_t)n * (dtype == WEFT_DT_STRING ? 256 : esize) > WEFT_MAX_SPLAT_BYTES) {
+    /* (each string element is an allocation of its own: counted as 256 bytes) */
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "TensorProto of %s%s repeats %zu values into %" G_GINT64_FORMAT
+                         " elements, more than %" G_GUINT64_FORMAT
+                         " bytes; give every element (numbers in tensor_content)",
+                         weft_dtype_name(dtype), shape_str, count, n,
+                         (guint64)WEFT_MAX_SPLAT_BYTES);
   }
   if (st) {
     g_free(shape_str);

@@ -15,6 +15,10 @@ struct weft_session_options {
   double gpu_memory_fraction;
   bool gpu_allow_growth;
   int64_t operation_timeout_ms; /* remote sessions: deadline of one step; 0 = the server's */
+  /* Remote sessions (docs/security.md): TLS files for grpcs:// targets and the cluster token
+   * file; NULL when unset. */
+  char *tls_cert, *tls_key, *tls_ca;
+  char *auth_token_file;
 };
 
 weft_session_options_t *weft__session_options_copy(const weft_session_options_t *src);

@@ -1,5 +1,6 @@
 /* Session options: TensorFlow's ConfigProto fields that Weft honours (placement logging, soft
- * placement, thread pools, GPU memory), plus the target a session talks to. */
+ * placement, thread pools, GPU memory), plus the target a session talks to and, for a server, the TLS files and token to reach it
+ * with. */
 #include "session_internal.h"
 
 weft_session_options_t *weft_session_options_new(void) {
@@ -12,12 +13,20 @@ weft_session_options_t *weft__session_options_copy(const weft_session_options_t 
   weft_session_options_t *o = g_new0(weft_session_options_t, 1);
   if (src) *o = *src;
   o->target = g_strdup(src && src->target ? src->target : "");
+  o->tls_cert = g_strdup(src ? src->tls_cert : NULL);
+  o->tls_key = g_strdup(src ? src->tls_key : NULL);
+  o->tls_ca = g_strdup(src ? src->tls_ca : NULL);
+  o->auth_token_file = g_strdup(src ? src->auth_token_file : NULL);
   return o;
 }
 
 void weft_session_options_free(weft_session_options_t *o) {
   if (!o) return;
   g_free(o->target);
+  g_free(o->tls_cert);
+  g_free(o->tls_key);
+  g_free(o->tls_ca);
+  g_free(o->auth_token_file);
   g_free(o);
 }
 
@@ -56,4 +65,20 @@ void weft_session_options_set_gpu_allow_growth(weft_session_options_t *o, bool o
 
 void weft_session_options_set_operation_timeout_ms(weft_session_options_t *o, int64_t ms) {
   o->operation_timeout_ms = ms < 0 ? 0 : ms;
+}
+
+static void set_path(char **field, const char *path) {
+  g_free(*field);
+  *field = path && *path ? g_strdup(path) : NULL;
+}
+
+void weft_session_options_set_tls(weft_session_options_t *o, const char *cert_file,
+                                  const char *key_file, const char *ca_file) {
+  set_path(&o->tls_cert, cert_file);
+  set_path(&o->tls_key, key_file);
+  set_path(&o->tls_ca, ca_file);
+}
+
+void weft_session_options_set_auth_token_file(weft_session_options_t *o, const char *path) {
+  set_path(&o->auth_token_file, path);
 }

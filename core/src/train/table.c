@@ -125,10 +125,12 @@ static void block_add(block_builder_t *b, const guint8 *key, size_t klen, const 
   weft__put_varint64(b->buf, shared);
   weft__put_varint64(b->buf, klen - shared);
   weft__put_varint64(b->buf, vlen);
-  g_byte_array_append(b->buf, key + shared, (guint)(klen - shared));
-  g_byte_array_append(b->buf, val, (guint)vlen);
+  /* An empty key or value may come with a NULL pointer (an empty GByteArray has no storage),
+   * and NULL + 0 is undefined: skip empty appends (found by fuzz/ checkpoint). */
+  if (klen > shared) g_byte_array_append(b->buf, key + shared, (guint)(klen - shared));
+  if (vlen) g_byte_array_append(b->buf, val, (guint)vlen);
   g_byte_array_set_size(b->last_key, 0);
-  g_byte_array_append(b->last_key, key, (guint)klen);
+  if (klen) g_byte_array_append(b->last_key, key, (guint)klen);
   b->since_restart++;
   b->n_entries++;
 }
