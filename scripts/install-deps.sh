@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential meson ninja-build pkg-config clang
+  build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libglib2.0-dev libjson-glib-dev
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
   libopenblas-dev
