@@ -9,6 +9,7 @@
  * stderr; `weft devices` and `weft run` with `--target grpcs://`. Every weftd dies with the test process
  * (PR_SET_PDEATHSIG) and is stopped at the end of its test. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <netinet/in.h>
@@ -198,6 +199,16 @@ static void weftd_stop(weftd_t *d) {
       break;
     }
     g_usleep(10000);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    /* Say why before failing: the server's own stderr (a sanitizer report, an error). */
+    char buf[4096];
+    ssize_t got;
+    fcntl(d->err_fd, F_SETFL, fcntl(d->err_fd, F_GETFL) | O_NONBLOCK);
+    while ((got = read(d->err_fd, buf, sizeof buf - 1)) > 0) {
+      buf[got] = '\0';
+      fprintf(stderr, "%s", buf);
+    }
   }
   close(d->out_fd);
   close(d->err_fd);
