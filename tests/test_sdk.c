@@ -4,7 +4,8 @@
  *    once against the installed SDK (PKG_CONFIG_PATH into the install, PKG_CONFIG_SYSROOT_DIR at
  *    the destdir) and once against the build tree (build/meson-uninstalled);
  *  - the FusedSwish kernel set loaded through WEFT_PLUGIN_PATH and run in graphs (CPU, and
- *    VULKAN when a Vulkan device is listed), its gradient program against the analytic
+ *    VULKAN when a Vulkan device is listed: its shader must run on the Vulkan backend's own device
+ *    through the "weft.vulkan.2" services, no VkDevice of its own), its gradient program against the analytic
  *    derivative, its conformance cases through weft-conformance --plugin (the build tree's tool
  *    and the installed one);
  *  - the SIMACC backend: placement onto /device:SIMACC:0, soft placement of what it lacks, its
@@ -23,6 +24,7 @@
 
 #include "plugin/plugin_internal.h"
 #include "plugins/sdk/abi_v1_0.h"
+#include "weft/vulkan.h"
 #include "weft/weft.h"
 
 #ifndef WEFT_BUILD_DIR
@@ -507,7 +509,25 @@ static void test_custom_kernel_graph(void) {
   } else if (r->n_kernels < 2) {
     g_test_message("the example was built without Vulkan (no headers or glslc)");
   } else {
+    /* The kernel records its shader through the backend's services: their dispatch count moves
+     * by one per run, and the plugin has no VkDevice (nor any Vulkan entry point) of its own. */
+    weft__device_t *d = weft__device_find("/job:localhost/replica:0/task:0/device:VULKAN:0");
+    g_assert_nonnull(d);
+    g_assert_null(weft__device_open(d, NULL));
+    const weft_vulkan_services_t *vk =
+        d->backend->table.device_services(d->handle, WEFT_VULKAN_SERVICES_2);
+    g_assert_nonnull(vk);
+    uint64_t before = vk->dispatch_count(vk);
     check_swish("/device:VULKAN:0", WEFT_DT_FLOAT, 1e-5);
+    g_assert_cmpuint(vk->dispatch_count(vk), ==, before + 1);
+    for (int k = 0; k < 2; k++) {
+      char *so = NULL;
+      gsize len = 0;
+      g_assert_true(g_file_get_contents(S.swish_so[k], &so, &len, NULL));
+      g_assert_null(g_strstr_len(so, (gssize)len, "vkCreateDevice"));
+      g_assert_null(g_strstr_len(so, (gssize)len, "vkQueueSubmit"));
+      g_free(so);
+    }
   }
 }
 
@@ -664,6 +684,16 @@ static void test_custom_kernel_conformance(void) {
   report = conformance(true, args2, &parser, NULL);
   check_swish_report(report);
   g_object_unref(parser);
+  /* VULKAN:0 alone, the way docs/sdk.md runs it: every float case passes on the shared device. */
+  if (has_device("VULKAN") && record_named("swish")->n_kernels >= 2) {
+    const char *args3[] = {"--plugin", S.swish_so[1], "--op", "FusedSwish", "--device", "VULKAN:0",
+                           NULL};
+    report = conformance(false, args3, &parser, NULL);
+    g_assert_cmpint(cases_summary(report, "failed"), ==, 0);
+    g_assert_cmpint(count_records(report, "FusedSwish", "VULKAN:", "passed", NULL), ==, 10);
+    g_assert_cmpint(count_records(report, "FusedSwish", "CPU:", "passed", NULL), ==, 0);
+    g_object_unref(parser);
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------

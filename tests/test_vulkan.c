@@ -5,8 +5,10 @@
  * zeros, huge values), bool and int32 tensors, and multi-output ops; variables assigned and
  * updated on the device across runs; long chains and parallel branches (command batching, many
  * threads); cross-device inputs; soft placement of ops VULKAN lacks (int64, strings); /gpu:0
- * naming VULKAN:0; the memory_fraction cap (RESOURCE_EXHAUSTED naming the device and sizes); and
- * a machine without a Vulkan driver, where the plugin loads with zero devices and a reason.
+ * naming VULKAN:0; the memory_fraction cap (RESOURCE_EXHAUSTED naming the device and sizes); the
+ * "weft.vulkan.2" device services other plugins' kernels use (a shader of the test's own run on
+ * the backend's buffers, and every error path); and a machine without a Vulkan driver, where the
+ * plugin loads with zero devices and a reason.
  *
  * Without a VULKAN device (no loader, no driver) every test is skipped with the reason the
  * backend gave. */
@@ -15,6 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plugin/plugin_internal.h"
+#include "weft/vulkan.h"
 #include "weft/weft.h"
 #include "device_compare.h"
 
@@ -760,6 +764,172 @@ static void no_driver_child(void) {
   weft_graph_free(g);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The device services ("weft.vulkan.2") */
+
+/* glslc --target-env=vulkan1.0 -O of
+ *   layout(local_size_x = 64) in;
+ *   layout(std430, binding = 0) buffer Data { float v[]; };
+ *   layout(push_constant) uniform Params { uint n; float a; float b; } p;
+ *   void main() { uint i = gl_GlobalInvocationID.x; if (i < p.n) v[i] = v[i] * p.a + p.b; } */
+static const uint32_t scale_spirv[] = {
+    0x07230203, 0x00010000, 0x000d000b, 0x00000034, 0x00000000, 0x00020011, 0x00000001, 0x0006000b,
+    0x00000001, 0x4c534c47, 0x6474732e, 0x3035342e, 0x00000000, 0x0003000e, 0x00000000, 0x00000001,
+    0x0006000f, 0x00000005, 0x00000004, 0x6e69616d, 0x00000000, 0x0000000b, 0x00060010, 0x00000004,
+    0x00000011, 0x00000040, 0x00000001, 0x00000001, 0x00040047, 0x0000000b, 0x0000000b, 0x0000001c,
+    0x00050048, 0x00000012, 0x00000000, 0x00000023, 0x00000000, 0x00050048, 0x00000012, 0x00000001,
+    0x00000023, 0x00000004, 0x00050048, 0x00000012, 0x00000002, 0x00000023, 0x00000008, 0x00030047,
+    0x00000012, 0x00000002, 0x00040047, 0x0000001e, 0x00000006, 0x00000004, 0x00050048, 0x0000001f,
+    0x00000000, 0x00000023, 0x00000000, 0x00030047, 0x0000001f, 0x00000003, 0x00040047, 0x00000021,
+    0x00000022, 0x00000000, 0x00040047, 0x00000021, 0x00000021, 0x00000000, 0x00040047, 0x00000033,
+    0x0000000b, 0x00000019, 0x00020013, 0x00000002, 0x00030021, 0x00000003, 0x00000002, 0x00040015,
+    0x00000006, 0x00000020, 0x00000000, 0x00040017, 0x00000009, 0x00000006, 0x00000003, 0x00040020,
+    0x0000000a, 0x00000001, 0x00000009, 0x0004003b, 0x0000000a, 0x0000000b, 0x00000001, 0x0004002b,
+    0x00000006, 0x0000000c, 0x00000000, 0x00040020, 0x0000000d, 0x00000001, 0x00000006, 0x00030016,
+    0x00000011, 0x00000020, 0x0005001e, 0x00000012, 0x00000006, 0x00000011, 0x00000011, 0x00040020,
+    0x00000013, 0x00000009, 0x00000012, 0x0004003b, 0x00000013, 0x00000014, 0x00000009, 0x00040015,
+    0x00000015, 0x00000020, 0x00000001, 0x0004002b, 0x00000015, 0x00000016, 0x00000000, 0x00040020,
+    0x00000017, 0x00000009, 0x00000006, 0x00020014, 0x0000001a, 0x0003001d, 0x0000001e, 0x00000011,
+    0x0003001e, 0x0000001f, 0x0000001e, 0x00040020, 0x00000020, 0x00000002, 0x0000001f, 0x0004003b,
+    0x00000020, 0x00000021, 0x00000002, 0x00040020, 0x00000024, 0x00000002, 0x00000011, 0x0004002b,
+    0x00000015, 0x00000027, 0x00000001, 0x00040020, 0x00000028, 0x00000009, 0x00000011, 0x0004002b,
+    0x00000015, 0x0000002c, 0x00000002, 0x0004002b, 0x00000006, 0x00000031, 0x00000040, 0x0004002b,
+    0x00000006, 0x00000032, 0x00000001, 0x0006002c, 0x00000009, 0x00000033, 0x00000031, 0x00000032,
+    0x00000032, 0x00050036, 0x00000002, 0x00000004, 0x00000000, 0x00000003, 0x000200f8, 0x00000005,
+    0x00050041, 0x0000000d, 0x0000000e, 0x0000000b, 0x0000000c, 0x0004003d, 0x00000006, 0x0000000f,
+    0x0000000e, 0x00050041, 0x00000017, 0x00000018, 0x00000014, 0x00000016, 0x0004003d, 0x00000006,
+    0x00000019, 0x00000018, 0x000500b0, 0x0000001a, 0x0000001b, 0x0000000f, 0x00000019, 0x000300f7,
+    0x0000001d, 0x00000000, 0x000400fa, 0x0000001b, 0x0000001c, 0x0000001d, 0x000200f8, 0x0000001c,
+    0x00060041, 0x00000024, 0x00000025, 0x00000021, 0x00000016, 0x0000000f, 0x0004003d, 0x00000011,
+    0x00000026, 0x00000025, 0x00050041, 0x00000028, 0x00000029, 0x00000014, 0x00000027, 0x0004003d,
+    0x00000011, 0x0000002a, 0x00000029, 0x00050041, 0x00000028, 0x0000002d, 0x00000014, 0x0000002c,
+    0x0004003d, 0x00000011, 0x0000002e, 0x0000002d, 0x0008000c, 0x00000011, 0x0000002f, 0x00000001,
+    0x00000032, 0x00000026, 0x0000002a, 0x0000002e, 0x0003003e, 0x00000025, 0x0000002f, 0x000200f9,
+    0x0000001d, 0x000200f8, 0x0000001d, 0x000100fd, 0x00010038,
+};
+
+typedef struct scale_push {
+  uint32_t n;
+  float a, b;
+} scale_push_t;
+
+/* The services of VULKAN:0 as a kernel there would get them, the device opened. */
+static const weft_vulkan_services_t *services(weft__device_t **dev_out, const char *name) {
+  weft__device_t *d = weft__device_find(VK_FULL);
+  g_assert_nonnull(d);
+  OK(weft__device_open(d, NULL));
+  g_assert_nonnull(d->backend->table.device_services);
+  *dev_out = d;
+  return d->backend->table.device_services(d->handle, name);
+}
+
+static void expect_error(weft_status_t *st, weft_code_t code, const char *a, const char *b) {
+  g_assert_nonnull(st);
+  if (weft_status_code(st) != code || !strstr(weft_status_message(st), a) ||
+      (b && !strstr(weft_status_message(st), b)))
+    g_test_message("%s", weft_status_message(st));
+  g_assert_cmpint(weft_status_code(st), ==, code);
+  g_assert_nonnull(strstr(weft_status_message(st), a));
+  if (b) g_assert_nonnull(strstr(weft_status_message(st), b));
+  weft_status_free(st);
+}
+
+static void test_services(void) {
+  if (no_vulkan()) return;
+  weft__device_t *d = NULL;
+  const weft_vulkan_services_t *vk = services(&d, WEFT_VULKAN_SERVICES_2);
+  g_assert_nonnull(vk);
+  /* One table for both versions; an unknown version gets nothing. */
+  g_assert_true(services(&d, WEFT_VULKAN_SERVICES) == vk);
+  g_assert_null(services(&d, "weft.vulkan.99"));
+  g_assert_cmpuint(vk->struct_size, ==, sizeof(weft_vulkan_services_t));
+  g_assert_cmpint(vk->ordinal, ==, 0);
+  g_assert_nonnull(vk->device);
+  g_assert_nonnull(vk->get_device_proc_addr(vk->device, "vkCmdDispatch"));
+  g_assert_null(vk->get_device_proc_addr(vk->device, "vkNoSuchFunction"));
+  g_assert_nonnull(vk->get_instance_proc_addr(vk->instance, "vkGetDeviceProcAddr"));
+  g_assert_cmpuint(vk->max_push_constant_bytes, ==, 128);
+  g_assert_cmpuint(vk->max_buffers, ==, 4);
+  g_assert_cmpuint(vk->max_group_count[0], >=, 65535);
+
+  /* A buffer of the backend's, filled and read back through the backend's own copies. */
+  const weft_backend_t *be = &d->backend->table;
+  enum { N = 1000 };
+  void *mem = NULL;
+  OK(be->alloc(d->handle, N * sizeof(float), &mem));
+  weft_vulkan_buffer_t b = {.struct_size = sizeof b};
+  OK(vk->buffer(vk, mem, "x", &b));
+  g_assert_cmpuint(b.buffer, !=, 0);
+  g_assert_cmpuint(b.size, ==, N * sizeof(float));
+  g_assert_cmpuint(b.range, >=, b.size);
+  float host[N], back[N];
+  for (int i = 0; i < N; i++) host[i] = (float)i - 300.5f;
+  OK(be->copy_to_device(d->handle, mem, host, sizeof host));
+
+  /* The pipeline is made once and cached by content. */
+  weft_vulkan_pipeline_t *p = NULL, *again = NULL;
+  OK(vk->pipeline(vk, "scale", scale_spirv, sizeof scale_spirv, sizeof(scale_push_t), 1, &p));
+  g_assert_nonnull(p);
+  OK(vk->pipeline(vk, "scale", scale_spirv, sizeof scale_spirv, sizeof(scale_push_t), 1, &again));
+  g_assert_true(p == again);
+  uint64_t before = vk->dispatch_count(vk);
+  scale_push_t push = {N - 1, 2.0f, 0.25f}; /* the last element is left alone */
+  void *bufs[1] = {mem};
+  OK(vk->dispatch(vk, p, &push, sizeof push, bufs, 1, (N + 63) / 64, 1, 1));
+  push.a = -1.0f;
+  push.b = 0.0f;
+  OK(vk->dispatch(vk, p, &push, sizeof push, bufs, 1, (N + 63) / 64, 1, 1)); /* ordered after */
+  OK(vk->dispatch(vk, p, &push, sizeof push, bufs, 1, 0, 1, 1));              /* records nothing */
+  g_assert_cmpuint(vk->dispatch_count(vk), ==, before + 2);
+  OK(be->copy_from_device(d->handle, back, mem, sizeof back));
+  for (int i = 0; i < N - 1; i++) g_assert_cmpfloat(back[i], ==, -(host[i] * 2.0f + 0.25f));
+  g_assert_cmpfloat(back[N - 1], ==, host[N - 1]);
+
+  /* buffer(): anything but a live allocation of this device is refused, naming it. */
+  b.buffer = 0;
+  expect_error(vk->buffer(vk, host, "input 0 of 'mine'", &b), WEFT_INVALID_ARGUMENT,
+               "VULKAN:0: input 0 of 'mine'", "is not a live buffer of this device");
+  g_assert_cmpuint(b.buffer, ==, 0);
+  expect_error(vk->buffer(vk, NULL, "output 0", &b), WEFT_INVALID_ARGUMENT, "output 0",
+               "NULL device pointer");
+  weft_vulkan_services_t fake = *vk;
+  expect_error(vk->buffer(&fake, mem, "x", &b), WEFT_INVALID_ARGUMENT, "buffer:",
+               "is not a \"weft.vulkan.2\" table");
+
+  /* pipeline(): words that are not SPIR-V, sizes out of range. */
+  static const uint32_t junk[] = {0xdeadbeef, 0x00010000, 0, 8, 0, 0x00020011};
+  weft_vulkan_pipeline_t *bad = (weft_vulkan_pipeline_t *)&fake;
+  expect_error(vk->pipeline(vk, "junk", junk, sizeof junk, 8, 1, &bad), WEFT_INVALID_ARGUMENT,
+               "pipeline 'junk'", "first word is 0xdeadbeef, not the magic number 0x07230203");
+  g_assert_null(bad);
+  expect_error(vk->pipeline(vk, "short", scale_spirv, 18, 8, 1, &bad), WEFT_INVALID_ARGUMENT,
+               "pipeline 'short'", "18 bytes are not a SPIR-V module");
+  expect_error(vk->pipeline(vk, "push", scale_spirv, sizeof scale_spirv, 132, 1, &bad),
+               WEFT_INVALID_ARGUMENT, "pipeline 'push'", "132 bytes of push constants");
+  expect_error(vk->pipeline(vk, "bufs", scale_spirv, sizeof scale_spirv, 12, 5, &bad),
+               WEFT_INVALID_ARGUMENT, "pipeline 'bufs'", "5 storage buffers (at most 4)");
+
+  /* dispatch(): buffers and sizes that do not fit the pipeline or the device. */
+  void *host_bufs[1] = {host};
+  expect_error(vk->dispatch(vk, p, &push, sizeof push, host_bufs, 1, 1, 1, 1),
+               WEFT_INVALID_ARGUMENT, "pipeline 'scale', buffer 0", "not a live buffer");
+  void *two[2] = {mem, mem};
+  expect_error(vk->dispatch(vk, p, &push, sizeof push, two, 2, 1, 1, 1), WEFT_INVALID_ARGUMENT,
+               "pipeline 'scale' binds 1 buffers, the dispatch gave 2", NULL);
+  char big[16] = {0};
+  expect_error(vk->dispatch(vk, p, big, sizeof big, bufs, 1, 1, 1, 1), WEFT_INVALID_ARGUMENT,
+               "16 bytes of push constants (at most 12", NULL);
+  expect_error(vk->dispatch(vk, p, &push, sizeof push, bufs, 1, vk->max_group_count[0] + 1u, 1, 1),
+               WEFT_INVALID_ARGUMENT, "workgroups exceed the device's", NULL);
+  expect_error(vk->dispatch(vk, NULL, &push, sizeof push, bufs, 1, 1, 1, 1),
+               WEFT_INVALID_ARGUMENT, "NULL pipeline", NULL);
+  g_assert_cmpuint(vk->dispatch_count(vk), ==, before + 2);
+  /* A freed allocation is no longer a buffer of the device. */
+  be->free(d->handle, mem);
+  expect_error(vk->buffer(vk, mem, "freed", &b), WEFT_INVALID_ARGUMENT, "freed",
+               "not a live buffer");
+}
+
 static void test_no_driver(void) {
   bool plugin_built = g_file_test(WEFT_BUILD_DIR "/plugins/vulkan/libweft-vulkan.so",
                                   G_FILE_TEST_EXISTS);
@@ -792,6 +962,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/vulkan/soft_placement", test_soft_placement);
   g_test_add_func("/vulkan/gpu_alias", test_gpu_alias);
   g_test_add_func("/vulkan/memory_fraction", test_memory_fraction);
+  g_test_add_func("/vulkan/services", test_services);
   g_test_add_func("/vulkan/no_driver", test_no_driver);
   g_test_add_func("/vulkan/subprocess/memory_cap", memory_cap_child);
   g_test_add_func("/vulkan/subprocess/no_driver", no_driver_child);

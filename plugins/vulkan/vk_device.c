@@ -17,6 +17,12 @@
  * Uploads never wait: the bytes are copied into the slot's staging memory at once. Downloads
  * submit and wait for everything recorded so far.
  *
+ * Other plugins' kernels (the "weft.vulkan.2" services, vk_services.c) record their own SPIR-V
+ * through the same path: their pipelines share the backend's layout (VK_MAX_BINDINGS storage
+ * buffers, VK_MAX_PUSH bytes of push constants; a shader may use fewer), are cached per device by
+ * content, and their dispatches go into the same slots behind the same barrier. Their device
+ * pointers are checked against a set of the live allocations before anything is read from them.
+ *
  * Every entry point takes the device lock, so the executor may call from many threads. A failed
  * submission or wait marks the device lost; every later call reports that first failure. */
 #include <pthread.h>
@@ -38,6 +44,7 @@
 #define STAGE_KEEP ((VkDeviceSize)64 << 20)
 #define SLOT_MAX_STAGED ((VkDeviceSize)256 << 20)
 #define FENCE_TIMEOUT_NS (600ull * 1000000000ull)
+#define LIVE_MIN_BUCKETS 256u
 
 typedef struct free_range {
   VkDeviceSize offset, size;
@@ -96,8 +103,23 @@ struct weft_vk_device {
   weft_vk_block_t *blocks;
   weft_vk_block_t *doomed; /* freed dedicated blocks waiting for the queue to drain */
   void *dummy;             /* bound where a shader's binding is unused */
+  weft_vk_mem_t **live;    /* hash set of the allocations handed out (chained by live_next) */
+  size_t n_live_buckets, n_live;
+  weft_vulkan_pipeline_t *foreign; /* other plugins' pipelines, newest first */
   bool closed;
   char lost[512]; /* non-empty once the device failed */
+};
+
+/* Another plugin's compute pipeline (weft/vulkan.h). Records stay until the process ends (the
+ * plugin that asked holds the pointer); the VkPipeline goes with the device. */
+struct weft_vulkan_pipeline {
+  weft_vk_device_t *dev;
+  char name[64];
+  uint32_t *code;
+  size_t size; /* bytes */
+  uint32_t push_size, n_buffers;
+  VkPipeline pipe;
+  weft_vulkan_pipeline_t *next;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -513,6 +535,10 @@ static void destroy_objects(weft_vk_device_t *dev) {
   for (int i = 0; i < VK_SH_COUNT; i++)
     if (dev->pipelines[i] != VK_NULL_HANDLE)
       weft__vkf.DestroyPipeline(dev->device, dev->pipelines[i], NULL);
+  for (weft_vulkan_pipeline_t *f = dev->foreign; f != NULL; f = f->next) {
+    if (f->pipe != VK_NULL_HANDLE) weft__vkf.DestroyPipeline(dev->device, f->pipe, NULL);
+    f->pipe = VK_NULL_HANDLE;
+  }
   for (int i = 0; i < N_SLOTS; i++) {
     slot_t *s = &dev->slots[i];
     for (uint32_t k = 0; k < s->n_pools; k++)
@@ -650,9 +676,15 @@ weft_status_t *weft__vk_device_open(int ordinal, const weft_device_options_t *op
   dev->phys = p;
   snprintf(dev->name, sizeof dev->name, "VULKAN:%d", ordinal);
   weft_status_t *st = open_objects(dev, opts);
+  if (st == NULL) {
+    dev->live = calloc(LIVE_MIN_BUCKETS, sizeof *dev->live);
+    dev->n_live_buckets = LIVE_MIN_BUCKETS;
+    if (dev->live == NULL) st = vk_status(dev, WEFT_RESOURCE_EXHAUSTED, "out of host memory");
+  }
   if (st == NULL) st = weft__vk_alloc(dev, 256, &dev->dummy);
   if (st != NULL) {
     destroy_objects(dev);
+    free(dev->live);
     pthread_mutex_destroy(&dev->lock);
     free(dev);
     return st;
@@ -702,6 +734,63 @@ bool weft__vk_close_all_devices(void) {
   }
   pthread_mutex_unlock(&open_lock);
   return all;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The set of live allocations: lets another plugin's device pointer be checked without reading
+ * the memory it points to (it may be host memory, or nothing). */
+
+static size_t live_slot(const void *p, size_t n_buckets) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)(x & (n_buckets - 1));
+}
+
+static void live_add(weft_vk_device_t *dev, weft_vk_mem_t *m) {
+  if (dev->n_live >= 2 * dev->n_live_buckets) {
+    /* Grow; when that fails the chains just get longer. */
+    size_t n = dev->n_live_buckets * 2;
+    weft_vk_mem_t **grown = calloc(n, sizeof *grown);
+    if (grown != NULL) {
+      for (size_t i = 0; i < dev->n_live_buckets; i++) {
+        weft_vk_mem_t *e = dev->live[i];
+        while (e != NULL) {
+          weft_vk_mem_t *next = e->live_next;
+          size_t k = live_slot(e, n);
+          e->live_next = grown[k];
+          grown[k] = e;
+          e = next;
+        }
+      }
+      free(dev->live);
+      dev->live = grown;
+      dev->n_live_buckets = n;
+    }
+  }
+  size_t k = live_slot(m, dev->n_live_buckets);
+  m->live_next = dev->live[k];
+  dev->live[k] = m;
+  dev->n_live++;
+}
+
+static void live_remove(weft_vk_device_t *dev, weft_vk_mem_t *m) {
+  if (dev->live == NULL) return;
+  weft_vk_mem_t **link = &dev->live[live_slot(m, dev->n_live_buckets)];
+  while (*link != NULL && *link != m) link = &(*link)->live_next;
+  if (*link == m) {
+    *link = m->live_next;
+    dev->n_live--;
+  }
+}
+
+static const weft_vk_mem_t *live_find(const weft_vk_device_t *dev, const void *p) {
+  if (dev->live == NULL || p == NULL) return NULL;
+  for (const weft_vk_mem_t *e = dev->live[live_slot(p, dev->n_live_buckets)]; e != NULL;
+       e = e->live_next)
+    if ((const void *)e == p) return e;
+  return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -779,6 +868,7 @@ static weft_status_t *alloc_locked(weft_vk_device_t *dev, size_t nbytes, void **
   m->size = nbytes;
   m->reserved = size;
   dev->in_use += size;
+  live_add(dev, m);
   *ptr = m;
   return NULL;
 }
@@ -794,6 +884,7 @@ void weft__vk_free(weft_vk_device_t *dev, void *ptr) {
   if (ptr == NULL) return;
   weft_vk_mem_t *m = ptr;
   pthread_mutex_lock(&dev->lock);
+  live_remove(dev, m);
   if (!dev->closed) {
     weft_vk_block_t *b = m->block;
     dev->in_use -= m->reserved;
@@ -1013,6 +1104,44 @@ static weft_status_t *descriptor_set(weft_vk_device_t *dev, slot_t *s, VkDescrip
   }
 }
 
+/* Under the lock: records `pipe` over the allocations mems[0..VK_MAX_BINDINGS) (NULL binds the
+ * dummy), behind the command barrier. The one path every dispatch takes. */
+static weft_status_t *record_dispatch(weft_vk_device_t *dev, VkPipeline pipe, const void *push,
+                                      uint32_t push_size, const weft_vk_mem_t *const *mems,
+                                      uint32_t gx, uint32_t gy, uint32_t gz) {
+  slot_t *s = NULL;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  weft_status_t *st = slot_open(dev, &s);
+  if (st == NULL) st = descriptor_set(dev, s, &set);
+  if (st != NULL) return st;
+  VkDescriptorBufferInfo infos[VK_MAX_BINDINGS];
+  VkDeviceSize max_range = dev->phys->props.limits.maxStorageBufferRange;
+  for (int i = 0; i < VK_MAX_BINDINGS; i++) {
+    const weft_vk_mem_t *m = mems[i] != NULL ? mems[i] : dev->dummy;
+    infos[i].buffer = m->buffer;
+    infos[i].offset = m->offset;
+    infos[i].range = m->reserved < max_range ? m->reserved : max_range;
+  }
+  VkWriteDescriptorSet w;
+  memset(&w, 0, sizeof w);
+  w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+  w.dstSet = set;
+  w.dstBinding = 0;
+  w.descriptorCount = VK_MAX_BINDINGS;
+  w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  w.pBufferInfo = infos;
+  weft__vkf.UpdateDescriptorSets(dev->device, 1, &w, 0, NULL);
+  command_barrier(s);
+  weft__vkf.CmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+  weft__vkf.CmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->pipe_layout, 0, 1,
+                                  &set, 0, NULL);
+  if (push_size > 0)
+    weft__vkf.CmdPushConstants(s->cmd, dev->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               push_size, push);
+  weft__vkf.CmdDispatch(s->cmd, gx, gy, gz);
+  return after_record(dev, s);
+}
+
 weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader, const void *push,
                                  uint32_t push_size, void *const *bufs, int n_bufs, uint32_t gx,
                                  uint32_t gy, uint32_t gz) {
@@ -1021,41 +1150,164 @@ weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader,
       shader >= VK_SH_COUNT)
     return vk_status(dev, WEFT_INTERNAL, "bad dispatch of shader %d (%u push bytes, %d buffers)",
                      (int)shader, push_size, n_bufs);
+  const weft_vk_mem_t *mems[VK_MAX_BINDINGS] = {NULL};
+  for (int i = 0; i < n_bufs; i++) mems[i] = bufs[i];
   pthread_mutex_lock(&dev->lock);
   VkPipeline pipe = VK_NULL_HANDLE;
-  slot_t *s = NULL;
-  VkDescriptorSet set = VK_NULL_HANDLE;
   weft_status_t *st = unusable(dev) ? lost_status(dev) : pipeline(dev, shader, &pipe);
-  if (st == NULL) st = slot_open(dev, &s);
-  if (st == NULL) st = descriptor_set(dev, s, &set);
-  if (st == NULL) {
-    VkDescriptorBufferInfo infos[VK_MAX_BINDINGS];
-    VkDeviceSize max_range = dev->phys->props.limits.maxStorageBufferRange;
-    for (int i = 0; i < VK_MAX_BINDINGS; i++) {
-      const weft_vk_mem_t *m = i < n_bufs && bufs[i] != NULL ? bufs[i] : dev->dummy;
-      infos[i].buffer = m->buffer;
-      infos[i].offset = m->offset;
-      infos[i].range = m->reserved < max_range ? m->reserved : max_range;
-    }
-    VkWriteDescriptorSet w;
-    memset(&w, 0, sizeof w);
-    w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    w.dstSet = set;
-    w.dstBinding = 0;
-    w.descriptorCount = VK_MAX_BINDINGS;
-    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w.pBufferInfo = infos;
-    weft__vkf.UpdateDescriptorSets(dev->device, 1, &w, 0, NULL);
-    command_barrier(s);
-    weft__vkf.CmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    weft__vkf.CmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->pipe_layout, 0, 1,
-                                    &set, 0, NULL);
-    if (push_size > 0)
-      weft__vkf.CmdPushConstants(s->cmd, dev->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                                 push_size, push);
-    weft__vkf.CmdDispatch(s->cmd, gx, gy, gz);
-    st = after_record(dev, s);
+  if (st == NULL) st = record_dispatch(dev, pipe, push, push_size, mems, gx, gy, gz);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Other plugins' kernels */
+
+VkDevice weft__vk_device_handle(const weft_vk_device_t *dev) { return dev->device; }
+
+uint32_t weft__vk_queue_family(const weft_vk_device_t *dev) { return dev->phys->queue_family; }
+
+const VkPhysicalDeviceLimits *weft__vk_limits(const weft_vk_device_t *dev) {
+  return &dev->phys->props.limits;
+}
+
+static weft_status_t *lookup_locked(weft_vk_device_t *dev, const void *ptr, const char *what,
+                                    const weft_vk_mem_t **out) {
+  if (ptr == NULL)
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "%s: NULL device pointer (an empty tensor has no device memory)", what);
+  const weft_vk_mem_t *m = live_find(dev, ptr);
+  if (m == NULL)
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "%s: %p is not a live buffer of this device (host memory, another device's "
+                     "or freed memory?)",
+                     what, ptr);
+  *out = m;
+  return NULL;
+}
+
+weft_status_t *weft__vk_lookup(weft_vk_device_t *dev, const void *ptr, const char *what,
+                               weft_vk_mem_t *out) {
+  pthread_mutex_lock(&dev->lock);
+  const weft_vk_mem_t *m = NULL;
+  weft_status_t *st = unusable(dev) ? lost_status(dev) : lookup_locked(dev, ptr, what, &m);
+  if (st == NULL) *out = *m;
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+static weft_status_t *foreign_create(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f) {
+  VkShaderModuleCreateInfo mi;
+  memset(&mi, 0, sizeof mi);
+  mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+  mi.codeSize = f->size;
+  mi.pCode = f->code;
+  VkShaderModule module;
+  VkResult r = weft__vkf.CreateShaderModule(dev->device, &mi, NULL, &module);
+  if (r != VK_SUCCESS)
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s': the driver refused the SPIR-V module (%zu bytes): "
+                     "vkCreateShaderModule: %s",
+                     f->name, f->size, weft__vk_result_name(r));
+  VkComputePipelineCreateInfo pi;
+  memset(&pi, 0, sizeof pi);
+  pi.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pi.stage.module = module;
+  pi.stage.pName = "main";
+  pi.layout = dev->pipe_layout;
+  r = weft__vkf.CreateComputePipelines(dev->device, dev->pipe_cache, 1, &pi, NULL, &f->pipe);
+  weft__vkf.DestroyShaderModule(dev->device, module, NULL);
+  if (r != VK_SUCCESS) {
+    f->pipe = VK_NULL_HANDLE;
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s': the driver refused the compute shader (%zu bytes of "
+                     "SPIR-V, entry point 'main'): vkCreateComputePipelines: %s",
+                     f->name, f->size, weft__vk_result_name(r));
   }
+  weft__vk_arm_exit_handler();
+  return NULL;
+}
+
+weft_status_t *weft__vk_foreign_pipeline(weft_vk_device_t *dev, const char *name,
+                                         const uint32_t *spirv, size_t spirv_bytes,
+                                         uint32_t push_size, uint32_t n_buffers,
+                                         weft_vulkan_pipeline_t **out) {
+  *out = NULL;
+  pthread_mutex_lock(&dev->lock);
+  weft_status_t *st = unusable(dev) ? lost_status(dev) : NULL;
+  weft_vulkan_pipeline_t *f = dev->foreign;
+  while (st == NULL && f != NULL &&
+         !(f->size == spirv_bytes && f->push_size == push_size && f->n_buffers == n_buffers &&
+           memcmp(f->code, spirv, spirv_bytes) == 0))
+    f = f->next;
+  if (st == NULL && f == NULL) {
+    f = calloc(1, sizeof *f);
+    uint32_t *code = malloc(spirv_bytes);
+    if (f == NULL || code == NULL) {
+      free(f);
+      free(code);
+      f = NULL;
+      st = vk_status(dev, WEFT_RESOURCE_EXHAUSTED, "out of host memory");
+    } else {
+      memcpy(code, spirv, spirv_bytes);
+      f->dev = dev;
+      snprintf(f->name, sizeof f->name, "%s", name != NULL ? name : "(unnamed)");
+      f->code = code;
+      f->size = spirv_bytes;
+      f->push_size = push_size;
+      f->n_buffers = n_buffers;
+      st = foreign_create(dev, f);
+      if (st == NULL) {
+        f->next = dev->foreign;
+        dev->foreign = f;
+      } else {
+        free(f->code);
+        free(f);
+        f = NULL;
+      }
+    }
+  }
+  if (st == NULL) *out = f;
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+weft_status_t *weft__vk_foreign_dispatch(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f,
+                                         const void *push, uint32_t push_size,
+                                         void *const *bufs, uint32_t n_bufs, uint32_t gx,
+                                         uint32_t gy, uint32_t gz) {
+  if (f == NULL) return vk_status(dev, WEFT_INVALID_ARGUMENT, "dispatch of a NULL pipeline");
+  if (f->dev != dev)
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s' was made for %s, not for this device", f->name,
+                     f->dev->name);
+  if (n_bufs != f->n_buffers || (n_bufs > 0 && bufs == NULL))
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s' binds %u buffers, the dispatch gave %u", f->name,
+                     f->n_buffers, bufs == NULL ? 0 : n_bufs);
+  if (push_size > f->push_size || push_size % 4 != 0 || (push_size > 0 && push == NULL))
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s': %u bytes of push constants (at most %u, a multiple of 4)",
+                     f->name, push_size, f->push_size);
+  const uint32_t *most = dev->phys->props.limits.maxComputeWorkGroupCount;
+  if (gx > most[0] || gy > most[1] || gz > most[2])
+    return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                     "pipeline '%s': %u x %u x %u workgroups exceed the device's %u x %u x %u",
+                     f->name, gx, gy, gz, most[0], most[1], most[2]);
+  if (gx == 0 || gy == 0 || gz == 0) return NULL;
+  const weft_vk_mem_t *mems[VK_MAX_BINDINGS] = {NULL};
+  pthread_mutex_lock(&dev->lock);
+  weft_status_t *st = unusable(dev) ? lost_status(dev) : NULL;
+  for (uint32_t i = 0; st == NULL && i < n_bufs; i++) {
+    char what[96];
+    snprintf(what, sizeof what, "pipeline '%s', buffer %u", f->name, i);
+    st = lookup_locked(dev, bufs[i], what, &mems[i]);
+  }
+  if (st == NULL && f->pipe == VK_NULL_HANDLE)
+    st = vk_status(dev, WEFT_FAILED_PRECONDITION, "pipeline '%s' is gone", f->name);
+  if (st == NULL) st = record_dispatch(dev, f->pipe, push, push_size, mems, gx, gy, gz);
   pthread_mutex_unlock(&dev->lock);
   return st;
 }

@@ -21,6 +21,7 @@
 #include "shaders/vk_ops.h"
 #include "weft/plugin.h"
 #include "weft/types.h"
+#include "weft/vulkan.h"
 
 #define WEFT_VK_PLUGIN_NAME "vulkan"
 #define WEFT_VK_DEVICE_TYPE "VULKAN"
@@ -177,6 +178,7 @@ typedef struct weft_vk_mem {
   VkDeviceSize size;      /* bytes asked for */
   VkDeviceSize reserved;  /* bytes set aside (size rounded up to the allocation alignment) */
   weft_vk_block_t *block;
+  struct weft_vk_mem *live_next; /* the device's set of live allocations (weft__vk_lookup) */
 } weft_vk_mem_t;
 
 weft_status_t *weft__vk_device_open(int ordinal, const weft_device_options_t *opts,
@@ -209,6 +211,28 @@ uint64_t weft__vk_max_binding(const weft_vk_device_t *dev);
 weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader, const void *push,
                                  uint32_t push_size, void *const *bufs, int n_bufs, uint32_t gx,
                                  uint32_t gy, uint32_t gz);
+/* ---- What the device services (vk_services.c) lend other plugins' kernels ---- */
+
+VkDevice weft__vk_device_handle(const weft_vk_device_t *dev);
+uint32_t weft__vk_queue_family(const weft_vk_device_t *dev);
+const VkPhysicalDeviceLimits *weft__vk_limits(const weft_vk_device_t *dev);
+/* The allocation behind a device pointer, when it is a live allocation of dev; else
+ * INVALID_ARGUMENT naming `what` (no memory behind ptr is read before it is found in the set). */
+weft_status_t *weft__vk_lookup(weft_vk_device_t *dev, const void *ptr, const char *what,
+                               weft_vk_mem_t *out);
+/* The cached pipeline of another plugin's SPIR-V (created on first request; sizes checked by the
+ * caller), laid out like the backend's own: VK_MAX_BINDINGS storage buffers, VK_MAX_PUSH bytes of
+ * push constants. */
+weft_status_t *weft__vk_foreign_pipeline(weft_vk_device_t *dev, const char *name,
+                                         const uint32_t *spirv, size_t spirv_bytes,
+                                         uint32_t push_size, uint32_t n_buffers,
+                                         weft_vulkan_pipeline_t **out);
+/* Records one dispatch of a foreign pipeline over exactly its n_buffers device pointers. */
+weft_status_t *weft__vk_foreign_dispatch(weft_vk_device_t *dev, weft_vulkan_pipeline_t *pipeline,
+                                         const void *push, uint32_t push_size,
+                                         void *const *bufs, uint32_t n_bufs, uint32_t gx,
+                                         uint32_t gy, uint32_t gz);
+
 /* Records a fill of the first nbytes (rounded up to 4) of dst with a 32-bit pattern. */
 weft_status_t *weft__vk_fill(weft_vk_device_t *dev, void *dst, size_t nbytes, uint32_t pattern);
 

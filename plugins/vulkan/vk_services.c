@@ -1,26 +1,154 @@
-/* vk_services.c: the "weft.vulkan.1" device services (sdk/include/weft/vulkan.h). A kernel set
- * registered for VULKAN asks the host for them and learns which VkInstance and physical device
- * stand behind its "VULKAN:N", so that it can run compute shaders of its own on the same GPU.
- * One table per device ordinal, built on first request and kept for the life of the process
- * (the SDK promises the table outlives the open device). */
+/* vk_services.c: the Vulkan backend's device services (sdk/include/weft/vulkan.h). A kernel set
+ * registered for VULKAN asks the host for them: version 1 names the VkInstance and physical
+ * device behind its "VULKAN:N"; version 2 adds the backend's VkDevice and lets the kernel run its
+ * own SPIR-V on the backend's queue over the backend's buffers (vk_device.c records it exactly
+ * like the backend's own kernels).
+ *
+ * One table per device ordinal, built on first request and kept for the life of the process (the
+ * SDK promises the table outlives the open device); both names return it. The public table is
+ * the first member of a private record that also knows the open device and counts dispatches. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
 #include "vk_services.h"
-#include "weft/vulkan.h"
 
+#define H weft__vk_host
 #define MAX_SERVICE_TABLES 64
+#define SPIRV_MAGIC 0x07230203u
+
+typedef struct service_table {
+  weft_vulkan_services_t pub; /* first: what kernels get */
+  weft_vk_device_t *_Atomic dev;
+  atomic_uint_fast64_t dispatches;
+} service_table_t;
 
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
-static weft_vulkan_services_t *tables[MAX_SERVICE_TABLES];
+static service_table_t *tables[MAX_SERVICE_TABLES];
 
 /* vkGetInstanceProcAddr with the SDK's handle types. */
 static weft_vulkan_void_fn get_instance_proc_addr(void *instance, const char *name) {
   if (weft__vkf.GetInstanceProcAddr == NULL || name == NULL) return NULL;
   return (weft_vulkan_void_fn)weft__vkf.GetInstanceProcAddr((VkInstance)instance, name);
+}
+
+/* vkGetDeviceProcAddr, loaded through the instance on first use. */
+static weft_vulkan_void_fn get_device_proc_addr(void *device, const char *name) {
+  static _Atomic(PFN_vkGetDeviceProcAddr) gdpa;
+  if (device == NULL || name == NULL || weft__vkf.GetInstanceProcAddr == NULL) return NULL;
+  PFN_vkGetDeviceProcAddr f = atomic_load(&gdpa);
+  if (f == NULL) {
+    f = (PFN_vkGetDeviceProcAddr)weft__vkf.GetInstanceProcAddr(weft__vk_instance(),
+                                                                "vkGetDeviceProcAddr");
+    if (f == NULL) return NULL;
+    atomic_store(&gdpa, f);
+  }
+  return (weft_vulkan_void_fn)f((VkDevice)device, name);
+}
+
+/* The private record of a table handed out, or NULL (with *st set) for anything else. */
+static service_table_t *own_table(const weft_vulkan_services_t *vk, const char *call,
+                                  weft_status_t **st) {
+  *st = NULL;
+  service_table_t *found = NULL;
+  pthread_mutex_lock(&tables_lock);
+  for (int i = 0; vk != NULL && found == NULL && i < MAX_SERVICE_TABLES; i++)
+    if (tables[i] != NULL && &tables[i]->pub == vk) found = tables[i];
+  pthread_mutex_unlock(&tables_lock);
+  if (found != NULL) {
+    if (atomic_load(&found->dev) != NULL) return found;
+    *st = H->status_new(WEFT_FAILED_PRECONDITION, "VULKAN:%d: %s: the device is not open",
+                        found->pub.ordinal, call);
+    return NULL;
+  }
+  *st = H->status_new(WEFT_INVALID_ARGUMENT,
+                      "%s: %p is not a \"" WEFT_VULKAN_SERVICES_2 "\" table of the Vulkan plugin",
+                      call, (const void *)vk);
+  return NULL;
+}
+
+static weft_status_t *svc_buffer(const weft_vulkan_services_t *vk, const void *device_ptr,
+                                 const char *what, weft_vulkan_buffer_t *out) {
+  weft_status_t *st = NULL;
+  service_table_t *t = own_table(vk, "buffer", &st);
+  if (t == NULL) return st;
+  if (out == NULL || out->struct_size < offsetof(weft_vulkan_buffer_t, buffer))
+    return H->status_new(WEFT_INVALID_ARGUMENT,
+                         "VULKAN:%d: buffer: the weft_vulkan_buffer_t out has no struct_size set",
+                         vk->ordinal);
+  weft_vk_mem_t m;
+  st = weft__vk_lookup(atomic_load(&t->dev), device_ptr, what ? what : "buffer", &m);
+  if (st != NULL) return st;
+  VkDeviceSize max_range = weft__vk_limits(atomic_load(&t->dev))->maxStorageBufferRange;
+  uint64_t fields[4] = {(uint64_t)(uintptr_t)m.buffer, m.offset,
+                        m.reserved < max_range ? m.reserved : max_range, m.size};
+  /* Only the fields the caller's struct_size covers. */
+  uint64_t *dst[4] = {&out->buffer, &out->offset, &out->range, &out->size};
+  for (int i = 0; i < 4; i++)
+    if ((size_t)((char *)dst[i] - (char *)out) + sizeof(uint64_t) <= out->struct_size)
+      *dst[i] = fields[i];
+  return NULL;
+}
+
+static weft_status_t *svc_pipeline(const weft_vulkan_services_t *vk, const char *name,
+                                   const uint32_t *spirv, size_t spirv_bytes,
+                                   uint32_t push_constant_bytes, uint32_t n_buffers,
+                                   weft_vulkan_pipeline_t **out) {
+  weft_status_t *st = NULL;
+  if (out != NULL) *out = NULL;
+  service_table_t *t = own_table(vk, "pipeline", &st);
+  if (t == NULL) return st;
+  const char *n = name != NULL ? name : "(unnamed)";
+  if (out == NULL)
+    return H->status_new(WEFT_INVALID_ARGUMENT, "VULKAN:%d: pipeline '%s': NULL out", vk->ordinal,
+                         n);
+  if (spirv == NULL || spirv_bytes < 20 || spirv_bytes % 4 != 0)
+    return H->status_new(WEFT_INVALID_ARGUMENT,
+                         "VULKAN:%d: pipeline '%s': %zu bytes are not a SPIR-V module (a "
+                         "multiple of 4 bytes, at least the 5-word header)",
+                         vk->ordinal, n, spirv == NULL ? (size_t)0 : spirv_bytes);
+  if (spirv[0] != SPIRV_MAGIC)
+    return H->status_new(WEFT_INVALID_ARGUMENT,
+                         "VULKAN:%d: pipeline '%s': not SPIR-V: the first word is 0x%08x, not "
+                         "the magic number 0x%08x (words in host byte order)",
+                         vk->ordinal, n, spirv[0], SPIRV_MAGIC);
+  if (push_constant_bytes > VK_MAX_PUSH || push_constant_bytes % 4 != 0)
+    return H->status_new(WEFT_INVALID_ARGUMENT,
+                         "VULKAN:%d: pipeline '%s': %u bytes of push constants (at most %u, a "
+                         "multiple of 4)",
+                         vk->ordinal, n, push_constant_bytes, VK_MAX_PUSH);
+  if (n_buffers > VK_MAX_BINDINGS)
+    return H->status_new(WEFT_INVALID_ARGUMENT,
+                         "VULKAN:%d: pipeline '%s': %u storage buffers (at most %u)", vk->ordinal,
+                         n, n_buffers, VK_MAX_BINDINGS);
+  return weft__vk_foreign_pipeline(atomic_load(&t->dev), n, spirv, spirv_bytes,
+                                   push_constant_bytes, n_buffers, out);
+}
+
+static weft_status_t *svc_dispatch(const weft_vulkan_services_t *vk,
+                                   weft_vulkan_pipeline_t *pipeline, const void *push,
+                                   uint32_t push_bytes, void *const *buffers, uint32_t n_buffers,
+                                   uint32_t gx, uint32_t gy, uint32_t gz) {
+  weft_status_t *st = NULL;
+  service_table_t *t = own_table(vk, "dispatch", &st);
+  if (t == NULL) return st;
+  st = weft__vk_foreign_dispatch(atomic_load(&t->dev), pipeline, push, push_bytes, buffers,
+                                 n_buffers, gx, gy, gz);
+  if (st == NULL && gx != 0 && gy != 0 && gz != 0) atomic_fetch_add(&t->dispatches, 1);
+  return st;
+}
+
+static uint64_t svc_dispatch_count(const weft_vulkan_services_t *vk) {
+  weft_status_t *st = NULL;
+  service_table_t *t = own_table(vk, "dispatch_count", &st);
+  if (t == NULL) {
+    H->status_free(st);
+    return 0;
+  }
+  return atomic_load(&t->dispatches);
 }
 
 /* "VULKAN:3" -> 3, or -1. */
@@ -34,29 +162,48 @@ static int device_ordinal(const weft_vk_device_t *dev) {
 }
 
 const void *weft__vk_device_services(void *device, const char *name) {
-  if (device == NULL || name == NULL || strcmp(name, WEFT_VULKAN_SERVICES) != 0) return NULL;
-  int ordinal = device_ordinal(device);
+  if (device == NULL || name == NULL ||
+      (strcmp(name, WEFT_VULKAN_SERVICES) != 0 && strcmp(name, WEFT_VULKAN_SERVICES_2) != 0))
+    return NULL;
+  weft_vk_device_t *dev = device;
+  int ordinal = device_ordinal(dev);
   const weft_vk_physical_t *p = ordinal >= 0 ? weft__vk_physical(ordinal) : NULL;
   if (p == NULL) return NULL;
   pthread_mutex_lock(&tables_lock);
-  weft_vulkan_services_t *t = tables[ordinal];
+  service_table_t *t = tables[ordinal];
   if (t == NULL) {
     t = calloc(1, sizeof *t);
     if (t != NULL) {
-      t->struct_size = sizeof *t;
-      t->ordinal = ordinal;
-      t->instance = (void *)weft__vk_instance();
-      t->get_instance_proc_addr = get_instance_proc_addr;
-      t->physical_device = (void *)p->handle;
-      t->compute_queue_family = p->queue_family;
-      t->api_version = p->props.apiVersion;
-      t->vendor_id = p->props.vendorID;
-      t->device_id = p->props.deviceID;
-      memcpy(t->pipeline_cache_uuid, p->props.pipelineCacheUUID, sizeof t->pipeline_cache_uuid);
-      snprintf(t->device_name, sizeof t->device_name, "%s", p->props.deviceName);
+      weft_vulkan_services_t *v = &t->pub;
+      v->struct_size = sizeof *v;
+      v->ordinal = ordinal;
+      v->instance = (void *)weft__vk_instance();
+      v->get_instance_proc_addr = get_instance_proc_addr;
+      v->physical_device = (void *)p->handle;
+      v->compute_queue_family = p->queue_family;
+      v->api_version = p->props.apiVersion;
+      v->vendor_id = p->props.vendorID;
+      v->device_id = p->props.deviceID;
+      memcpy(v->pipeline_cache_uuid, p->props.pipelineCacheUUID, sizeof v->pipeline_cache_uuid);
+      snprintf(v->device_name, sizeof v->device_name, "%s", p->props.deviceName);
+      v->get_device_proc_addr = get_device_proc_addr;
+      v->max_push_constant_bytes = VK_MAX_PUSH;
+      v->max_buffers = VK_MAX_BINDINGS;
+      for (int i = 0; i < 3; i++)
+        v->max_group_count[i] = p->props.limits.maxComputeWorkGroupCount[i];
+      v->buffer = svc_buffer;
+      v->pipeline = svc_pipeline;
+      v->dispatch = svc_dispatch;
+      v->dispatch_count = svc_dispatch_count;
       tables[ordinal] = t;
     }
   }
+  if (t != NULL) {
+    /* The device asking is the one open for this ordinal (a reopened device replaces it). */
+    atomic_store(&t->dev, dev);
+    void *handle = (void *)weft__vk_device_handle(dev);
+    if (t->pub.device != handle) t->pub.device = handle;
+  }
   pthread_mutex_unlock(&tables_lock);
-  return t;
+  return t != NULL ? &t->pub : NULL;
 }
