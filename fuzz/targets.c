@@ -282,9 +282,15 @@ int weft_fuzz_rpc_request(const uint8_t *data, size_t size) {
   ProtobufCMessage *msg = NULL;
   weft_tensor_t **tensors = NULL;
   int n_tensors = 0;
+  /* The server's limit checks (validate.c) run on every frame, before and after decoding. */
+  weft__limits_t limits;
+  weft__limits_default(&limits);
+  weft_status_free(weft__validate_frame(&limits, m->name, bb));
   weft_status_t *st =
       weft__wire_decode(bb, m->desc, &msg, m->takes_tensors ? &tensors : NULL, &n_tensors);
   grpc_byte_buffer_destroy(bb);
+  if (st == NULL && msg)
+    weft_status_free(weft__validate_request(&limits, NULL, m->name, msg, n_tensors));
   if (st == NULL && msg) {
     if (m->desc == &weft__create_session_request__descriptor)
       import_checked(((const Weft__CreateSessionRequest *)msg)->graph_def);

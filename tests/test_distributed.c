@@ -1089,7 +1089,7 @@ static void test_malformed_requests(void) {
   list.tensor = metas;
   GByteArray *bytes = frame(&run.base, &list);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
-                   "needs 1000000000000 bytes but only 0 are left");
+                   "field 'feed[0].tensor_content' needs 1000000000000 bytes");
   g_byte_array_free(bytes, TRUE);
   /* A size that does not match the shape. */
   dims[0] = 4;
@@ -1097,13 +1097,13 @@ static void test_malformed_requests(void) {
   bytes = frame(&run.base, &list);
   g_byte_array_append(bytes, (const guint8 *)"123456789012", 12);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
-                   "says 12 bytes");
+                   "holds 12 bytes but dtype float32 and shape [4] need 16");
   g_byte_array_free(bytes, TRUE);
   /* A bad dtype. */
   meta.dtype = 77;
   bytes = frame(&run.base, &list);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
-                   "invalid dtype 77");
+                   "field 'feed[0].dtype' is 77");
   g_byte_array_free(bytes, TRUE);
 
   /* Graphs with an unknown op, and with a node on another task's device. */
@@ -1126,7 +1126,7 @@ static void test_malformed_requests(void) {
     reg.graph_def = &gd;
     bytes = frame(&reg.base, &empty);
     expect_raw_error(ps, "/weft.Worker/RegisterGraph", bytes->data, bytes->len,
-                     k == 0 ? WEFT_NOT_FOUND : WEFT_INVALID_ARGUMENT, needles[k]);
+                     WEFT_INVALID_ARGUMENT, needles[k]);
     g_byte_array_free(bytes, TRUE);
   }
   Weft__RecvTensorRequest recv = WEFT__RECV_TENSOR_REQUEST__INIT;

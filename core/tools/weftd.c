@@ -7,7 +7,8 @@
  * (exit 0). Exit status 2 for a command line or cluster spec that does not make sense, 1 when
  * the server cannot start (a port in use). --tls-cert/--tls-key[/--tls-ca] serve TLS (mutual TLS
  * with the CA) and --auth-token-file requires a token on every call (docs/security.md); a server
- * that listens beyond loopback without TLS says on stderr that it is unencrypted. */
+ * that listens beyond loopback without TLS says on stderr that it is unencrypted. The --max_*
+ * flags bound what one request may hold (docs/security.md, "Request validation"). */
 #include <glib.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,6 +40,8 @@ typedef struct flags {
   gboolean local;
   int port;
   gint64 status_timeout_ms, step_timeout_ms;
+  gint64 max_message_bytes, max_tensor_bytes, max_graph_nodes, max_node_attrs;
+  int max_tensor_rank;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -85,6 +88,12 @@ static int serve(const flags_t *f) {
   if (f->port < 0 || f->port > 65535) return usage("--port must be from 0 to 65535");
   if (!f->tls_cert != !f->tls_key) return usage("--tls-cert and --tls-key go together");
   if (f->tls_ca && !f->tls_cert) return usage("--tls-ca needs --tls-cert and --tls-key");
+  if (f->max_message_bytes < 0 || f->max_tensor_bytes < 0 || f->max_graph_nodes < 0 ||
+      f->max_node_attrs < 0)
+    return usage("--max_message_bytes, --max_tensor_bytes, --max_graph_nodes and --max_node_attrs "
+                 "must be positive (0: the default)");
+  if (f->max_tensor_rank < 0 || f->max_tensor_rank > WEFT_MAX_RANK)
+    return usage("--max_tensor_rank must be from 1 to 8 (0: the default, 8)");
   weft_cluster_spec_t *spec = NULL;
   char *job = NULL;
   int task = 0;
@@ -119,6 +128,11 @@ static int serve(const flags_t *f) {
   weft_server_options_set_auth_token_file(opts, f->auth_token_file);
   if (f->status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f->status_timeout_ms);
   if (f->step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f->step_timeout_ms);
+  weft_server_options_set_max_message_bytes(opts, f->max_message_bytes);
+  weft_server_options_set_max_tensor_bytes(opts, f->max_tensor_bytes);
+  weft_server_options_set_max_graph_nodes(opts, f->max_graph_nodes);
+  weft_server_options_set_max_node_attrs(opts, f->max_node_attrs);
+  weft_server_options_set_max_tensor_rank(opts, f->max_tensor_rank);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -184,6 +198,16 @@ int main(int argc, char **argv) {
        "how long the master waits for every task to answer (10000)", "MS"},
       {"step_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.step_timeout_ms,
        "the deadline of a step whose session sets none (120000)", "MS"},
+      {"max_message_bytes", 0, 0, G_OPTION_ARG_INT64, &f.max_message_bytes,
+       "refuse requests larger than this (1073741824)", "BYTES"},
+      {"max_tensor_bytes", 0, 0, G_OPTION_ARG_INT64, &f.max_tensor_bytes,
+       "refuse a fed or constant tensor larger than this (1073741824)", "BYTES"},
+      {"max_graph_nodes", 0, 0, G_OPTION_ARG_INT64, &f.max_graph_nodes,
+       "refuse graphs with more nodes, steps with more names (1000000)", "N"},
+      {"max_node_attrs", 0, 0, G_OPTION_ARG_INT64, &f.max_node_attrs,
+       "refuse nodes with more attributes (1000)", "N"},
+      {"max_tensor_rank", 0, 0, G_OPTION_ARG_INT, &f.max_tensor_rank,
+       "refuse tensors and shapes of a higher rank (8)", "N"},
       {NULL},
   };
   GOptionContext *ctx = g_option_context_new("- serve one task of a Weft cluster");

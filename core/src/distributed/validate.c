@@ -1,0 +1,489 @@
+/* Checks every Master and Worker request against the server's limits before any work starts
+ * (docs/security.md, "Request validation"). Two passes: the frame before it is decoded (its
+ * size, and the tensors its TensorList declares: dtype, rank, shape against bytes, bytes against
+ * the limit), so nothing is allocated for a request that lies about its sizes; then the decoded
+ * message (graph node and attribute counts, op names, device names inside the cluster, constant
+ * tensors in attributes, names that must not be empty). Each violation is INVALID_ARGUMENT
+ * saying which request and which field, e.g. "Invalid RunStep request: field
+ * 'feed[0].tensor_content' holds 12 bytes but dtype float32 and shape [4] need 16". */
+#include "distributed_internal.h"
+
+#include <string.h>
+
+#include "../graph/graph_internal.h"
+#include "../placement/placement_internal.h"
+
+void weft__limits_default(weft__limits_t *l) {
+  l->max_message_bytes = WEFT_DEFAULT_MAX_MESSAGE_BYTES;
+  l->max_tensor_bytes = WEFT_DEFAULT_MAX_TENSOR_BYTES;
+  l->max_graph_nodes = WEFT_DEFAULT_MAX_GRAPH_NODES;
+  l->max_node_attrs = WEFT_DEFAULT_MAX_NODE_ATTRS;
+  l->max_rank = WEFT_MAX_RANK;
+}
+
+/* "/weft.Worker/RunGraph" -> "RunGraph". */
+static const char *method_name(const char *method) {
+  const char *slash = strrchr(method, '/');
+  return slash ? slash + 1 : method;
+}
+
+static weft_status_t *invalid(const char *method, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static weft_status_t *invalid(const char *method, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *text = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  weft_status_t *st =
+      weft_status_new(WEFT_INVALID_ARGUMENT, "Invalid %s request: %s", method_name(method), text);
+  g_free(text);
+  return st;
+}
+
+/* "[2,3]" */
+static char *shape_text(const int64_t *dims, size_t n) {
+  GString *s = g_string_new("[");
+  for (size_t k = 0; k < n; k++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, k ? "," : "", dims[k]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+/* The element count of a shape, or an error for negative dimensions, too high a rank or a count
+ * that overflows. */
+static weft_status_t *check_dims(const char *method, const char *field, const weft__limits_t *l,
+                                 const int64_t *dims, size_t n, uint64_t *elements) {
+  if (n > (size_t)l->max_rank) {
+    return invalid(method, "field '%s' has rank %zu; the server allows at most %d "
+                   "(--max_tensor_rank)", field, n, l->max_rank);
+  }
+  uint64_t count = 1;
+  for (size_t k = 0; k < n; k++) {
+    if (dims[k] < 0) {
+      return invalid(method, "field '%s' has negative dimension %" G_GINT64_FORMAT " at %zu",
+                     field, dims[k], k);
+    }
+    if (dims[k] > 0 && count > (uint64_t)G_MAXINT64 / (uint64_t)dims[k]) {
+      return invalid(method, "field '%s' has too many elements", field);
+    }
+    count *= (uint64_t)dims[k];
+  }
+  *elements = count;
+  return NULL;
+}
+
+static bool dtype_ok(int dtype) {
+  return weft__dtype_is_valid(dtype) && !weft__dtype_is_ref(dtype) &&
+         (dtype == WEFT_DT_STRING || weft_dtype_size((weft_dtype_t)dtype) > 0);
+}
+
+static weft_status_t *too_large(const char *method, const char *field, uint64_t bytes,
+                                const weft__limits_t *l) {
+  return invalid(method, "field '%s' needs %" G_GUINT64_FORMAT " bytes; the server allows at "
+                 "most %" G_GINT64_FORMAT " per tensor (--max_tensor_bytes)",
+                 field, bytes, l->max_tensor_bytes);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The frame */
+
+typedef struct reader {
+  grpc_byte_buffer_reader r;
+  grpc_slice slice;
+  size_t offset;
+  bool have_slice;
+  size_t remaining;
+} reader_t;
+
+/* Copies n bytes to dst, or skips them when dst is NULL. */
+static bool reader_take(reader_t *c, uint8_t *dst, size_t n) {
+  if (n > c->remaining) return false;
+  while (n > 0) {
+    if (!c->have_slice || c->offset == GRPC_SLICE_LENGTH(c->slice)) {
+      if (c->have_slice) grpc_slice_unref(c->slice);
+      c->have_slice = grpc_byte_buffer_reader_next(&c->r, &c->slice) != 0;
+      c->offset = 0;
+      if (!c->have_slice) return false;
+      continue;
+    }
+    size_t take = MIN(GRPC_SLICE_LENGTH(c->slice) - c->offset, n);
+    if (dst) {
+      memcpy(dst, GRPC_SLICE_START_PTR(c->slice) + c->offset, take);
+      dst += take;
+    }
+    c->offset += take;
+    c->remaining -= take;
+    n -= take;
+  }
+  return true;
+}
+
+static bool reader_varint(reader_t *c, uint64_t *v) {
+  *v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    uint8_t b;
+    if (!reader_take(c, &b, 1)) return false;
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+static weft_status_t *check_meta(const char *method, const weft__limits_t *l,
+                                 const Weft__TensorMeta *m, size_t index, uint64_t *nbytes) {
+  char field[64];
+  g_snprintf(field, sizeof field, "feed[%zu]", index);
+  if (!dtype_ok(m->dtype)) {
+    return invalid(method, "field '%s.dtype' is %d, not a dtype a tensor can have", field,
+                   m->dtype);
+  }
+  char shape_field[80];
+  g_snprintf(shape_field, sizeof shape_field, "%s.shape", field);
+  uint64_t elements = 0;
+  weft_status_t *st = check_dims(method, shape_field, l, m->dims, m->n_dims, &elements);
+  if (st) return st;
+  char *shape = shape_text(m->dims, m->n_dims);
+  if (m->dtype == WEFT_DT_STRING) {
+    uint64_t total = 0;
+    bool overflow = false;
+    for (size_t k = 0; k < m->n_string_lengths; k++) {
+      if (m->string_lengths[k] > (uint64_t)G_MAXINT64 - total) overflow = true;
+      else total += m->string_lengths[k];
+    }
+    if (m->n_string_lengths != elements) {
+      st = invalid(method, "field '%s.string_lengths' has %zu entries but shape %s has %"
+                   G_GUINT64_FORMAT " elements", field, m->n_string_lengths, shape, elements);
+    } else if (overflow || total != m->nbytes) {
+      st = invalid(method, "field '%s.tensor_content' holds %" G_GUINT64_FORMAT " bytes but its "
+                   "string lengths add up to %s%" G_GUINT64_FORMAT, field, (guint64)m->nbytes,
+                   overflow ? "more than " : "", total);
+    }
+  } else {
+    uint64_t size = weft_dtype_size((weft_dtype_t)m->dtype);
+    if (elements > (uint64_t)G_MAXINT64 / size) {
+      st = invalid(method, "field '%s' (dtype %s, shape %s) has too many elements", field,
+                   weft_dtype_name((weft_dtype_t)m->dtype), shape);
+    } else if (elements * size != m->nbytes) {
+      st = invalid(method, "field '%s.tensor_content' holds %" G_GUINT64_FORMAT " bytes but dtype "
+                   "%s and shape %s need %" G_GUINT64_FORMAT, field, (guint64)m->nbytes,
+                   weft_dtype_name((weft_dtype_t)m->dtype), shape, elements * size);
+    }
+  }
+  g_free(shape);
+  if (!st && m->nbytes > (uint64_t)l->max_tensor_bytes) {
+    char content[96];
+    g_snprintf(content, sizeof content, "%s.tensor_content", field);
+    st = too_large(method, content, m->nbytes, l);
+  }
+  *nbytes = m->nbytes;
+  return st;
+}
+
+weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
+                                    grpc_byte_buffer *bb) {
+  if (!bb) return NULL; /* the decoder says "no message" */
+  size_t total = grpc_byte_buffer_length(bb);
+  if ((uint64_t)total > (uint64_t)l->max_message_bytes) {
+    return invalid(method, "the message is %zu bytes; the server accepts at most %" G_GINT64_FORMAT
+                   " (--max_message_bytes)", total, l->max_message_bytes);
+  }
+  reader_t c = {0};
+  if (!grpc_byte_buffer_reader_init(&c.r, bb)) return NULL;
+  c.remaining = total;
+  weft_status_t *st = NULL;
+  uint64_t len = 0;
+  uint8_t *list_bytes = NULL;
+  Weft__TensorList *list = NULL;
+  /* A frame that does not even have this shape is the decoder's to describe. */
+  if (reader_varint(&c, &len) && len <= c.remaining && reader_take(&c, NULL, len) &&
+      reader_varint(&c, &len) && len <= c.remaining) {
+    list_bytes = g_malloc(len > 0 ? len : 1);
+    if (reader_take(&c, list_bytes, len)) list = weft__tensor_list__unpack(NULL, len, list_bytes);
+  }
+  uint64_t left = c.remaining;
+  for (size_t k = 0; list && !st && k < list->n_tensor; k++) {
+    uint64_t nbytes = 0;
+    st = check_meta(method, l, list->tensor[k], k, &nbytes);
+    if (!st && nbytes > left) {
+      st = invalid(method, "field 'feed[%zu].tensor_content' needs %" G_GUINT64_FORMAT " bytes "
+                   "but only %" G_GUINT64_FORMAT " follow in the message", k, nbytes, left);
+    }
+    if (!st) left -= nbytes;
+  }
+  if (list) weft__tensor_list__free_unpacked(list, NULL);
+  g_free(list_bytes);
+  if (c.have_slice) grpc_slice_unref(c.slice);
+  grpc_byte_buffer_reader_destroy(&c.r);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoded messages */
+
+static weft_status_t *check_tensor_proto(const char *method, const char *field,
+                                         const weft__limits_t *l,
+                                         const Tensorflow__TensorProto *t) {
+  if (!t) return NULL;
+  if (!dtype_ok((int)t->dtype)) {
+    return invalid(method, "field '%s.dtype' is %d, not a dtype a tensor can have", field,
+                   (int)t->dtype);
+  }
+  size_t rank = t->tensor_shape ? t->tensor_shape->n_dim : 0;
+  if (t->tensor_shape && t->tensor_shape->unknown_rank) {
+    return invalid(method, "field '%s.tensor_shape' has an unknown rank", field);
+  }
+  if (rank > (size_t)l->max_rank) {
+    return invalid(method, "field '%s.tensor_shape' has rank %zu; the server allows at most %d "
+                   "(--max_tensor_rank)", field, rank, l->max_rank);
+  }
+  int64_t dims[WEFT_MAX_RANK];
+  for (size_t k = 0; k < rank; k++)
+    dims[k] = t->tensor_shape->dim[k] ? t->tensor_shape->dim[k]->size : 0;
+  char *shape_field = g_strdup_printf("%s.tensor_shape", field);
+  uint64_t elements = 0;
+  weft_status_t *st = check_dims(method, shape_field, l, dims, rank, &elements);
+  g_free(shape_field);
+  if (st) return st;
+  weft_dtype_t dtype = (weft_dtype_t)t->dtype;
+  uint64_t size = dtype == WEFT_DT_STRING ? sizeof(weft_string_t) : weft_dtype_size(dtype);
+  if (elements > (uint64_t)G_MAXINT64 / size || elements * size > (uint64_t)l->max_tensor_bytes) {
+    return invalid(method, "field '%s' (dtype %s, %" G_GUINT64_FORMAT " elements) needs more than "
+                   "the %" G_GINT64_FORMAT " bytes the server allows per tensor "
+                   "(--max_tensor_bytes)", field, weft_dtype_name(dtype), elements,
+                   l->max_tensor_bytes);
+  }
+  char *shape = shape_text(dims, rank);
+  if (t->tensor_content.len > 0 && dtype != WEFT_DT_STRING &&
+      t->tensor_content.len != elements * size) {
+    st = invalid(method, "field '%s.tensor_content' holds %zu bytes but dtype %s and shape %s "
+                 "need %" G_GUINT64_FORMAT, field, t->tensor_content.len, weft_dtype_name(dtype),
+                 shape, elements * size);
+  }
+  /* Typed values may be fewer than the elements (the last one repeats), never more. */
+  struct { const char *name; size_t n; } vals[] = {
+      {"half_val", t->n_half_val},         {"float_val", t->n_float_val},
+      {"double_val", t->n_double_val},     {"int_val", t->n_int_val},
+      {"string_val", t->n_string_val},     {"scomplex_val", t->n_scomplex_val / 2},
+      {"int64_val", t->n_int64_val},       {"bool_val", t->n_bool_val},
+      {"dcomplex_val", t->n_dcomplex_val / 2}, {"uint32_val", t->n_uint32_val},
+      {"uint64_val", t->n_uint64_val},
+  };
+  for (size_t k = 0; !st && k < G_N_ELEMENTS(vals); k++) {
+    if (vals[k].n > elements) {
+      st = invalid(method, "field '%s.%s' has %zu values but shape %s has %" G_GUINT64_FORMAT
+                   " elements", field, vals[k].name, vals[k].n, shape, elements);
+    }
+  }
+  g_free(shape);
+  return st;
+}
+
+static weft_status_t *check_shape_proto(const char *method, const char *field,
+                                        const weft__limits_t *l,
+                                        const Tensorflow__TensorShapeProto *s) {
+  if (s && s->n_dim > (size_t)l->max_rank) {
+    return invalid(method, "field '%s' has rank %zu; the server allows at most %d "
+                   "(--max_tensor_rank)", field, s->n_dim, l->max_rank);
+  }
+  return NULL;
+}
+
+static weft_status_t *check_attr(const char *method, const char *field, const weft__limits_t *l,
+                                 const Tensorflow__AttrValue *v) {
+  if (!v) return NULL;
+  weft_status_t *st = NULL;
+  switch (v->value_case) {
+    case TENSORFLOW__ATTR_VALUE__VALUE_TENSOR: {
+      char *f = g_strdup_printf("%s.tensor", field);
+      st = check_tensor_proto(method, f, l, v->tensor);
+      g_free(f);
+      break;
+    }
+    case TENSORFLOW__ATTR_VALUE__VALUE_SHAPE: {
+      char *f = g_strdup_printf("%s.shape", field);
+      st = check_shape_proto(method, f, l, v->shape);
+      g_free(f);
+      break;
+    }
+    case TENSORFLOW__ATTR_VALUE__VALUE_LIST:
+      for (size_t k = 0; v->list && !st && k < v->list->n_tensor; k++) {
+        char *f = g_strdup_printf("%s.list.tensor[%zu]", field, k);
+        st = check_tensor_proto(method, f, l, v->list->tensor[k]);
+        g_free(f);
+      }
+      for (size_t k = 0; v->list && !st && k < v->list->n_shape; k++) {
+        char *f = g_strdup_printf("%s.list.shape[%zu]", field, k);
+        st = check_shape_proto(method, f, l, v->list->shape[k]);
+        g_free(f);
+      }
+      break;
+    default:
+      break;
+  }
+  return st;
+}
+
+/* A requested device must parse and, when it names a job (and task), be inside the cluster. */
+static weft_status_t *check_device(const char *method, const char *field_name, const char *node,
+                                   const weft_cluster_spec_t *spec, const char *device) {
+  if (!device || !*device) return NULL;
+  char *field = node ? g_strdup_printf("%s' of node '%s", field_name, node) : g_strdup(field_name);
+  weft__device_spec_t d;
+  weft__device_spec_init(&d);
+  weft_status_t *st = weft__device_spec_parse(device, &d);
+  if (st) {
+    weft_status_t *out = invalid(method, "field '%s': %s", field, weft_status_message(st));
+    weft_status_free(st);
+    g_free(field);
+    return out;
+  }
+  if (spec && d.job) {
+    if (!weft_cluster_spec_task_address(spec, d.job, 0)) {
+      char *jobs = weft_cluster_spec_to_string(spec);
+      st = invalid(method, "field '%s' is '%s', but the cluster has no job '%s' (cluster: %s)",
+                   field, device, d.job, jobs);
+      free(jobs);
+    } else if (d.task >= 0 && !weft_cluster_spec_task_address(spec, d.job, d.task)) {
+      st = invalid(method, "field '%s' is '%s', but job '%s' has no task %d", field, device, d.job,
+                   d.task);
+    } else if (d.replica > 0) {
+      st = invalid(method, "field '%s' is '%s', but the cluster has only replica 0", field,
+                   device);
+    }
+  }
+  weft__device_spec_clear(&d);
+  g_free(field);
+  return st;
+}
+
+static weft_status_t *check_graph(const char *method, const char *field, const weft__limits_t *l,
+                                  const weft_cluster_spec_t *spec, const Tensorflow__GraphDef *gd) {
+  if (!gd) return NULL;
+  if (gd->n_node > (uint64_t)l->max_graph_nodes) {
+    return invalid(method, "field '%s.node' has %zu nodes; the server allows at most %"
+                   G_GINT64_FORMAT " (--max_graph_nodes)", field, gd->n_node, l->max_graph_nodes);
+  }
+  weft_status_t *st = NULL;
+  char f[160];
+  for (size_t k = 0; k < gd->n_node && !st; k++) {
+    const Tensorflow__NodeDef *n = gd->node[k];
+    if (!n || !n->name || !*n->name) {
+      st = invalid(method, "field '%s.node[%zu].name' is empty", field, k);
+      break;
+    }
+    if (!n->op || !*n->op) {
+      st = invalid(method, "field '%s.node[%zu].op' of node '%s' is empty", field, k, n->name);
+    } else if (!weft__op_registry_lookup(n->op)) {
+      st = invalid(method, "field '%s.node[%zu].op' of node '%s': Op type not registered '%s'",
+                   field, k, n->name, n->op);
+    } else if (n->n_attr > (uint64_t)l->max_node_attrs) {
+      st = invalid(method, "field '%s.node[%zu].attr' of node '%s' has %zu attributes; the "
+                   "server allows at most %" G_GINT64_FORMAT " (--max_node_attrs)",
+                   field, k, n->name, n->n_attr, l->max_node_attrs);
+    }
+    if (!st) {
+      g_snprintf(f, sizeof f, "%s.node[%zu].device", field, k);
+      st = check_device(method, f, n->name, spec, n->device);
+    }
+    for (size_t a = 0; !st && a < n->n_attr; a++) {
+      const Tensorflow__AttrEntry *e = n->attr[a];
+      if (!e || !e->key || !*e->key) {
+        st = invalid(method, "field '%s.node[%zu].attr[%zu]' of node '%s' has no name", field, k,
+                     a, n->name);
+        break;
+      }
+      char *af = g_strdup_printf("%s.node[%zu].attr['%s']", field, k, e->key);
+      st = check_attr(method, af, l, e->value);
+      g_free(af);
+    }
+  }
+  return st;
+}
+
+static weft_status_t *check_names(const char *method, const char *field, char *const *names,
+                                  size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    if (!names[k] || !*names[k]) return invalid(method, "field '%s[%zu]' is empty", field, k);
+  }
+  return NULL;
+}
+
+static weft_status_t *check_handle(const char *method, const char *field, const char *handle) {
+  if (handle && *handle) return NULL;
+  return invalid(method, "field '%s' is empty", field);
+}
+
+static weft_status_t *check_timeout(const char *method, int64_t ms) {
+  if (ms >= 0) return NULL;
+  return invalid(method, "field 'timeout_ms' is %" G_GINT64_FORMAT "; it must be 0 (the "
+                 "default) or more", ms);
+}
+
+weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluster_spec_t *spec,
+                                      const char *method, const ProtobufCMessage *msg,
+                                      int n_tensors) {
+  const ProtobufCMessageDescriptor *d = msg->descriptor;
+  weft_status_t *st = NULL;
+  if (d == &weft__create_session_request__descriptor) {
+    const Weft__CreateSessionRequest *r = (const void *)msg;
+    st = check_graph(method, "graph_def", l, spec, r->graph_def);
+    if (!st && r->config && r->config->operation_timeout_ms < 0) {
+      st = invalid(method, "field 'config.operation_timeout_ms' is %" G_GINT64_FORMAT "; it must "
+                   "be 0 (the default) or more", r->config->operation_timeout_ms);
+    }
+  } else if (d == &weft__extend_session_request__descriptor) {
+    const Weft__ExtendSessionRequest *r = (const void *)msg;
+    st = check_handle(method, "session_handle", r->session_handle);
+    if (!st) st = check_graph(method, "graph_def", l, spec, r->graph_def);
+  } else if (d == &weft__run_step_request__descriptor) {
+    const Weft__RunStepRequest *r = (const void *)msg;
+    st = check_handle(method, "session_handle", r->session_handle);
+    uint64_t names = (uint64_t)r->n_feed + r->n_fetch + r->n_target;
+    if (!st && names > (uint64_t)l->max_graph_nodes) {
+      st = invalid(method, "fields 'feed', 'fetch' and 'target' name %" G_GUINT64_FORMAT
+                   " tensors; the server allows at most %" G_GINT64_FORMAT " (--max_graph_nodes)",
+                   names, l->max_graph_nodes);
+    }
+    if (!st) st = check_names(method, "feed", r->feed, r->n_feed);
+    if (!st) st = check_names(method, "fetch", r->fetch, r->n_fetch);
+    if (!st) st = check_names(method, "target", r->target, r->n_target);
+    if (!st && (size_t)n_tensors != r->n_feed) {
+      st = invalid(method, "field 'feed' names %zu tensors but the message carries %d",
+                   r->n_feed, n_tensors);
+    }
+    if (!st) st = check_timeout(method, r->timeout_ms);
+  } else if (d == &weft__close_session_request__descriptor) {
+    st = check_handle(method, "session_handle",
+                      ((const Weft__CloseSessionRequest *)msg)->session_handle);
+  } else if (d == &weft__register_graph_request__descriptor) {
+    const Weft__RegisterGraphRequest *r = (const void *)msg;
+    if (!r->graph_def) st = invalid(method, "field 'graph_def' is missing");
+    if (!st) st = check_graph(method, "graph_def", l, spec, r->graph_def);
+    if (!st) st = check_names(method, "feed", r->feed, r->n_feed);
+    if (!st) st = check_names(method, "fetch", r->fetch, r->n_fetch);
+    for (size_t k = 0; !st && k < r->n_peer; k++) {
+      const Weft__TaskAddress *p = r->peer[k];
+      char *task = p && p->task ? weft__task_of_device(p->task) : NULL;
+      if (!task || strcmp(task, p->task) != 0) {
+        st = invalid(method, "field 'peer[%zu].task' is '%s', not a task name "
+                     "(/job:J/replica:0/task:T)", k, p && p->task ? p->task : "");
+      } else {
+        char f[48];
+        g_snprintf(f, sizeof f, "peer[%zu].task", k);
+        st = check_device(method, f, NULL, spec, p->task);
+      }
+      if (!st && (!p->address || !*p->address)) {
+        st = invalid(method, "field 'peer[%zu].address' of task %s is empty", k, p->task);
+      }
+      g_free(task);
+    }
+  } else if (d == &weft__deregister_graph_request__descriptor) {
+    st = check_handle(method, "graph_handle",
+                      ((const Weft__DeregisterGraphRequest *)msg)->graph_handle);
+  } else if (d == &weft__run_graph_request__descriptor) {
+    const Weft__RunGraphRequest *r = (const void *)msg;
+    st = check_handle(method, "graph_handle", r->graph_handle);
+    if (!st) st = check_timeout(method, r->timeout_ms);
+  }
+  return st;
+}
