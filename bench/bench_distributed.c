@@ -44,13 +44,11 @@ typedef struct child {
   char *target; /* grpc://HOST:PORT once it serves */
 } child_t;
 
-/* weftd sits next to the weft binary, in the build tree (core/tools) and once installed (bin).
- * g_free(). */
-static char *weftd_path(void) {
+char *bench_tool_path(const char *name) {
   char *self = g_file_read_link("/proc/self/exe", NULL);
   if (!self) return NULL;
   char *dir = g_path_get_dirname(self);
-  char *path = g_build_filename(dir, "weftd", NULL);
+  char *path = g_build_filename(dir, name, NULL);
   g_free(dir);
   g_free(self);
   return path;
@@ -102,7 +100,7 @@ static void child_stop(child_t *c) {
 static weft_status_t *child_start(const char *const *args, child_t *c, bool *port_in_use) {
   *c = (child_t){0, -1, -1, NULL};
   if (port_in_use) *port_in_use = false;
-  char *exe = weftd_path();
+  char *exe = bench_tool_path("weftd");
   if (!exe || !g_file_test(exe, G_FILE_TEST_IS_EXECUTABLE)) {
     weft_status_t *st = weft_status_new(WEFT_NOT_FOUND, "weftd not found at %s (it is looked "
                                         "for next to the weft binary)", exe ? exe : "?");
@@ -205,7 +203,7 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
 
 /* A port nobody listens on now (the kernel's pick for an ephemeral bind); 0 on failure. Another
  * process may take it before weftd binds it: callers retry when weftd says it is in use. */
-static int free_port(void) {
+int bench_free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   struct sockaddr_in a;
@@ -522,9 +520,14 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
   weft_session_t *s = NULL;
   weft_output_t y = {NULL, 0};
   if (!st) {
+    /* On the CPU, as step/scalar_addv2: unpinned, a machine with a Vulkan device (lavapipe
+     * included) would place the AddV2 there, and the row would time a shader dispatch rather
+     * than the RPC path. */
+    weft_graph_push_device(g, "/device:CPU:0");
     weft_output_t x = weft_const_float(g, "x", 1.0f, &st);
     weft_output_t one = st ? x : weft_const_float(g, "one", 1.0f, &st);
     if (!st) y = weft_binary(g, "AddV2", "add", x, one, &st);
+    weft_graph_pop_device(g);
   }
   if (!st) s = remote_session(g, server.target, &st);
   int repeat = o->quick ? 100 : 1000;
@@ -574,7 +577,8 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
     bench_add_failure(r, name, st);
     return;
   }
-  char *params = g_strdup_printf("graph=AddV2 of two scalar consts; client -> weftd --local child "
+  char *params = g_strdup_printf("graph=AddV2 of two scalar consts on /device:CPU:0; client -> "
+                                 "weftd --local child "
                                  "(RunStep, then RunGraph to its worker); %d steps per run; "
                                  "raw call: %zu-byte request, %zu-byte answer", repeat,
                                  request_bytes, reply_bytes);
@@ -595,7 +599,7 @@ static weft_status_t *start_cluster(child_t tasks[2]) {
   for (int attempt = 0; attempt < 4; attempt++) {
     weft_status_free(st);
     st = NULL;
-    int p0 = free_port(), p1 = free_port();
+    int p0 = bench_free_port(), p1 = bench_free_port();
     if (p0 == 0 || p1 == 0 || p0 == p1) {
       st = weft_status_new(WEFT_UNAVAILABLE, "could not find two free loopback ports");
       continue;
@@ -707,10 +711,60 @@ static weft_status_t *measure_raw_transfer(const bench_options_t *o, int64_t byt
   return st;
 }
 
+typedef struct copy_bytes {
+  void *src, *dst;
+  size_t n;
+} copy_bytes_t;
+
+static double run_memcpy(void *arg, weft_status_t **error) {
+  copy_bytes_t *c = arg;
+  double t0 = bench_now();
+  memcpy(c->dst, c->src, c->n);
+  double seconds = bench_now() - t0;
+  /* Keep the copy observable, so it cannot be optimised away. */
+  if (((volatile unsigned char *)c->dst)[c->n - 1] != 0x3f) {
+    *error = weft_status_new(WEFT_INTERNAL, "memcpy baseline copied the wrong bytes");
+    return -1;
+  }
+  return seconds;
+}
+
+/* transfer/shared_memory: the 64 MiB transfer between the two children (which, on loopback,
+ * move it through shared memory unless WEFT_SHM_TRANSFER=0) against one memcpy of as many
+ * bytes between two buffers already in memory. */
+static void bench_shared_memory(const bench_options_t *o, bench_report_t *r, const char *target) {
+  const char *name = "transfer/shared_memory";
+  int64_t bytes = (int64_t)64 << 20;
+  bench_stats_t weft = {0}, base = {0};
+  weft_status_t *st = measure_transfer(o, target, bytes / (int64_t)sizeof(float), &weft);
+  if (!st) {
+    copy_bytes_t c = {g_malloc((gsize)bytes), g_malloc((gsize)bytes), (size_t)bytes};
+    memset(c.src, 0x3f, c.n);
+    memset(c.dst, 0, c.n);
+    bench_measure(o, run_memcpy, &c, (double)bytes * 1e-9, true, &base, &st);
+    g_free(c.src);
+    g_free(c.dst);
+  }
+  if (st) {
+    bench_add_failure(r, name, st);
+    return;
+  }
+  const char *off = g_getenv("WEFT_SHM_TRANSFER");
+  char *params = g_strdup_printf("bytes=%" G_GINT64_FORMAT " float32 task 0 -> task 1 of two "
+                                 "weftd children on loopback (WEFT_SHM_TRANSFER=%s); baseline: "
+                                 "memcpy of as many bytes between two resident buffers",
+                                 bytes, off ? off : "unset (on)");
+  char *note = g_strdup_printf("target >= 0.4x memcpy (%.2fx)",
+                               base.median > 0 ? weft.median / base.median : 0.0);
+  bench_add_row(r, name, params, "GB/s", true, &weft, &base, "memcpy", note);
+  g_free(params);
+  g_free(note);
+}
+
 static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
   const int mib[3] = {1, 64, 256};
   int count = o->quick ? 2 : 3;
-  bool any = false;
+  bool any = bench_selected(o, "transfer/shared_memory");
   for (int k = 0; k < count; k++) {
     char name[64];
     g_snprintf(name, sizeof name, "transfer/%dMiB", mib[k]);
@@ -749,6 +803,15 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
     bench_add_row(r, name, params, "GB/s", true, &weft, &base, "raw gRPC unary call", note);
     g_free(params);
     g_free(note);
+  }
+  if (bench_selected(o, "transfer/shared_memory")) {
+    if (cluster_st) {
+      bench_add_failure(r, "transfer/shared_memory",
+                        weft_status_new(weft_status_code(cluster_st), "%s",
+                                        weft_status_message(cluster_st)));
+    } else {
+      bench_shared_memory(o, r, tasks[0].target);
+    }
   }
   child_stop(&tasks[0]);
   child_stop(&tasks[1]);

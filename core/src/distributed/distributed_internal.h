@@ -65,6 +65,36 @@ weft_status_t *weft__wire_decode(grpc_byte_buffer *bb, const ProtobufCMessageDes
 void weft__tensors_free(weft_tensor_t **tensors, int n); /* unrefs each, frees the array */
 
 /* ---------------------------------------------------------------------------------------------
+ * Request validation (validate.c, docs/security.md): limits a server holds every request to. */
+
+#define WEFT_DEFAULT_MAX_MESSAGE_BYTES ((int64_t)1 << 30)
+#define WEFT_DEFAULT_MAX_TENSOR_BYTES ((int64_t)1 << 30)
+#define WEFT_DEFAULT_MAX_GRAPH_NODES ((int64_t)1000000)
+#define WEFT_DEFAULT_MAX_NODE_ATTRS ((int64_t)1000)
+
+typedef struct weft__limits {
+  int64_t max_message_bytes; /* a whole request, tensors included */
+  int64_t max_tensor_bytes;  /* one tensor: fed, or a constant in a graph attribute */
+  int64_t max_graph_nodes;   /* nodes of one GraphDef; names of one RunStep */
+  int64_t max_node_attrs;    /* attributes of one node */
+  int max_rank;              /* of any tensor or shape (at most WEFT_MAX_RANK) */
+} weft__limits_t;
+
+void weft__limits_default(weft__limits_t *l);
+/* Before decoding: the frame's size and the tensors its TensorList declares (dtype, rank, shape
+ * against bytes, bytes against the limit and against what follows). INVALID_ARGUMENT "Invalid
+ * <Method> request: field '...' ..."; NULL when fine or when the frame is too broken to read
+ * (weft__wire_decode then says how). */
+weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
+                                    grpc_byte_buffer *bb);
+/* After decoding: graph node and attribute counts, op names, device names inside `spec`,
+ * constant tensors in attributes, names and handles that must not be empty, n_tensors against
+ * the feeds. `method` is the full path ("/weft.Master/RunStep"). */
+weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluster_spec_t *spec,
+                                      const char *method, const ProtobufCMessage *msg,
+                                      int n_tensors);
+
+/* ---------------------------------------------------------------------------------------------
  * Transport security and the cluster token (security.c, docs/security.md) */
 
 /* TLS material and the token, read once; immutable and shared by reference. */
@@ -135,6 +165,11 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
 /* Sends raw bytes to a method and returns the raw answer (tests of malformed requests). */
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);
+/* The same over TLS and with the cluster token of `security` (NULL: plaintext, no token), for
+ * tests and tools that probe a secured server. */
+weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t *security,
+                                    const char *method, const void *bytes, size_t len,
+                                    int64_t timeout_ms, char **answer, size_t *answer_len);
 
 /* Maps a grpc:// or grpcs:// target to "host:port" (g_free()); NULL when it is not one. */
 char *weft__target_address(const char *target);
@@ -166,9 +201,11 @@ weft_status_t *weft__worker_register_graph(weft__worker_t *w, const Weft__Regist
 weft_status_t *weft__worker_deregister_graph(weft__worker_t *w, const char *graph_handle);
 /* Runs one step of a registered graph; *fetched (n registered fetches) is the caller's
  * (weft__tensors_free). */
+/* stats (NULL: not traced) receives the partition's node records. */
 weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphRequest *req,
                                       weft_tensor_t *const *feeds, int n_feeds,
-                                      weft_tensor_t ***fetched, int *n_fetched);
+                                      weft_tensor_t ***fetched, int *n_fetched,
+                                      weft_run_metadata_t *stats);
 /* Answers a RecvTensor when the tensor is there (maybe at once, maybe from the _Send kernel's
  * thread, maybe with an error when the step is aborted). done takes ownership of both. */
 typedef void (*weft__recv_done_fn)(void *user_data, weft_status_t *status, weft_tensor_t *tensor);
@@ -224,6 +261,7 @@ typedef struct weft__xfer_state {
   guint64 peer_incarnation;
   weft_dtype_t dtype;
   bool copy_on_send;
+  struct weft__shm_segment *shm; /* _Recv from a task of this host: its segment; else NULL */
 } weft__xfer_state_t;
 /* Builds the kernel instance of a _Send or _Recv node for a slot whose step pointer is *step;
  * peers maps task names to weft__task_ref_t* (address) and incarnations (GHashTable of
@@ -291,7 +329,7 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
                                      int n_feeds, const char *const *fetch_names, int n_fetches,
                                      const char *const *target_names, int n_targets,
                                      int64_t timeout_ms, weft_tensor_t **fetched,
-                                     GPtrArray *placements);
+                                     GPtrArray *placements, weft_run_metadata_t *stats);
 weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle);
 /* *devices: Weft__DeviceAttributes* (free with weft__device_attributes_free). */
 weft_status_t *weft__master_list_devices(weft__master_t *m, GPtrArray **devices);
@@ -319,9 +357,55 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
                                         weft_tensor_t *const *feeds, int n_feeds,
                                         const char *const *fetch_names,
                                         weft_tensor_t **fetch_outputs, int n_fetches,
-                                        const char *const *target_names, int n_targets);
+                                        const char *const *target_names, int n_targets,
+                                        int64_t timeout_ms, weft_run_metadata_t *stats);
 const char *weft__remote_session_node_device(weft__remote_session_t *r, const char *node_name);
 weft_status_t *weft__remote_session_close(weft__remote_session_t *r);
 void weft__remote_session_free(weft__remote_session_t *r);
+
+/* ---------------------------------------------------------------------------------------------
+ * Step stats on the wire (step_stats_wire.c) */
+
+/* A StepStats message holding copies of meta's records (NULL meta: an empty one); free it with
+ * weft__step_stats_msg_free. */
+Weft__StepStats *weft__step_stats_to_msg(const weft_run_metadata_t *meta);
+void weft__step_stats_msg_free(Weft__StepStats *msg); /* accepts NULL */
+/* Appends the records of msg (may be NULL) to meta. */
+void weft__step_stats_from_msg(weft_run_metadata_t *meta, const Weft__StepStats *msg);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensor transfers through shared memory between tasks of one host (shm_transfer.c) */
+
+/* False when the environment has WEFT_SHM_TRANSFER=0 (or off, false). */
+bool weft__shm_enabled(void);
+/* "127.x.x.x:port", "localhost:port", "[::1]:port". */
+bool weft__address_is_loopback(const char *address);
+
+/* Receiver: the segment of one _Recv, reused by its steps (one step at a time). */
+typedef struct weft__shm_segment weft__shm_segment_t;
+weft__shm_segment_t *weft__shm_segment_new(void);
+void weft__shm_segment_free(weft__shm_segment_t *seg); /* accepts NULL */
+/* Offers the segment in a RecvTensor request (req's strings borrow from seg). */
+void weft__shm_fill_request(weft__shm_segment_t *seg, Weft__RecvTensorRequest *req);
+/* After the call: *out gets the tensor when it came through the segment (checked against the
+ * segment's size and the declared dtype and shape); grows the segment when the sender asked
+ * for more; a failed call drops it. seg may be NULL (nothing to do). */
+weft_status_t *weft__shm_after_recv(weft__shm_segment_t *seg, bool call_failed,
+                                    const Weft__RecvTensorResponse *resp, weft_tensor_t **out);
+
+/* Sender: the offer of one RecvTensor request (pid 0: none). */
+typedef struct weft__shm_offer {
+  int pid;
+  int fd;
+  guint64 capacity;
+  char token[33];
+} weft__shm_offer_t;
+void weft__shm_offer_from_request(const Weft__RecvTensorRequest *req, weft__shm_offer_t *offer);
+/* Writes t into the offered segment and sets resp->in_shm and resp->shm_tensor = meta (clear it
+ * with weft__shm_meta_clear); false when the bytes must go in the response instead (small or
+ * string tensor, no usable offer; resp->shm_wanted is set when the segment was too small). */
+bool weft__shm_export(const weft__shm_offer_t *offer, const weft_tensor_t *t,
+                      Weft__RecvTensorResponse *resp, Weft__TensorMeta *meta);
+void weft__shm_meta_clear(Weft__TensorMeta *meta);
 
 #endif /* WEFT_DISTRIBUTED_INTERNAL_H */

@@ -305,6 +305,12 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
 
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len) {
+  return weft__rpc_raw_secure(address, NULL, method, bytes, len, timeout_ms, answer, answer_len);
+}
+
+weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t *security,
+                                    const char *method, const void *bytes, size_t len,
+                                    int64_t timeout_ms, char **answer, size_t *answer_len) {
   *answer = NULL;
   *answer_len = 0;
   grpc_slice slice = grpc_slice_from_copied_buffer(bytes, len);
@@ -313,7 +319,7 @@ weft_status_t *weft__rpc_raw(const char *address, const char *method, const void
   grpc_byte_buffer *response = NULL;
   bool answered = false;
   weft_status_t *st =
-      call_raw(address, NULL, method, request, timeout_ms, false, NULL, &response, &answered);
+      call_raw(address, security, method, request, timeout_ms, false, NULL, &response, &answered);
   grpc_byte_buffer_destroy(request);
   if (st) return st;
   grpc_byte_buffer_reader reader;

@@ -50,10 +50,25 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
     req.step_id = weft__step_id(step);
     req.rendezvous_key = x->key;
     req.incarnation = x->peer_incarnation;
+    weft__shm_fill_request(x->shm, &req);
     int64_t timeout_ms = left_us / 1000 + 1;
     st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, timeout_ms, false,
                          weft__step_calls(step), &weft__recv_tensor_response__descriptor, &resp,
                          &tensors, &n);
+  }
+  if (x->shm) {
+    /* The sender may have put the bytes in this _Recv's shared memory (shm_transfer.c). */
+    weft_tensor_t *t = NULL;
+    weft_status_t *shm_st = weft__shm_after_recv(x->shm, st != NULL, (const void *)resp, &t);
+    if (shm_st) st = weft_status_prefix(shm_st, "_Recv '%s' from %s", x->key, x->peer.name);
+    if (t && n == 0) {
+      g_free(tensors);
+      tensors = g_new0(weft_tensor_t *, 1);
+      tensors[0] = t;
+      n = 1;
+    } else {
+      weft_tensor_unref(t);
+    }
   }
   if (!st && (n != 1 || tensors[0]->dtype != x->dtype)) {
     st = weft_status_new(WEFT_INTERNAL, "RecvTensor '%s' from %s returned %d tensor(s)%s%s", x->key,
@@ -113,6 +128,7 @@ static void xfer_state_free(weft__xfer_state_t *x) {
   g_free((char *)x->peer.name);
   g_free((char *)x->peer.address);
   weft__security_unref((weft__security_t *)x->peer.security);
+  weft__shm_segment_free(x->shm);
   g_free(x);
 }
 
@@ -154,6 +170,8 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
     x->peer.address = g_strdup(peer->address);
     x->peer.security = weft__security_ref((weft__security_t *)security);
     x->peer_incarnation = peer->incarnation;
+    if (weft__shm_enabled() && weft__address_is_loopback(peer->address))
+      x->shm = weft__shm_segment_new();
   } else {
     const weft__attr_value_t *copy = weft__attrs_get(node->attrs, "copy_on_send");
     x->copy_on_send = copy && copy->kind == WEFT_ATTR_BOOL && copy->u.b;

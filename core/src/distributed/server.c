@@ -51,6 +51,7 @@ struct weft_server_options {
   int64_t step_timeout_ms;
   char *tls_cert, *tls_key, *tls_ca; /* files; NULL: no TLS / no mutual TLS */
   char *auth_token_file;             /* NULL: no token */
+  weft__limits_t limits;             /* what a request may hold (validate.c) */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -62,6 +63,7 @@ struct weft_server {
   char *address; /* host:port others reach it at */
   char *target;  /* grpc://address, grpcs:// with TLS */
   weft__security_t *security; /* what it serves with and talks to its peers with */
+  weft__limits_t limits;
   weft__master_t *master;
   weft__worker_t *worker;
   grpc_server *server;
@@ -89,6 +91,7 @@ typedef struct call_ctx {
   grpc_byte_buffer *response;
   grpc_slice details;
   int cancelled;
+  weft__shm_offer_t shm; /* RecvTensor: the receiver's shared-memory segment, if offered */
 } call_ctx_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -255,16 +258,21 @@ static void handle_master(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
       weft_tensor_t **fetched = g_new0(weft_tensor_t *, req->n_fetch + 1);
       GPtrArray *placements = g_ptr_array_new_with_free_func(
           (GDestroyNotify)weft__node_placement_free);
+      weft_run_metadata_t *stats = req->trace_level > 0 ? weft__run_metadata_new() : NULL;
       if (!st) {
         st = weft__master_run_step(m, req->session_handle, (const char *const *)req->feed,
                                    tensors, (int)req->n_feed, (const char *const *)req->fetch,
                                    (int)req->n_fetch, (const char *const *)req->target,
-                                   (int)req->n_target, req->timeout_ms, fetched, placements);
+                                   (int)req->n_target, req->timeout_ms, fetched, placements,
+                                   stats);
       }
       Weft__RunStepResponse resp = WEFT__RUN_STEP_RESPONSE__INIT;
       resp.n_placement = placements->len;
       resp.placement = (Weft__NodePlacement **)placements->pdata;
+      if (stats && !st) resp.step_stats = weft__step_stats_to_msg(stats);
       answer_msg(ctx, st, &resp.base, fetched, st ? 0 : (int)req->n_fetch);
+      weft__step_stats_msg_free(resp.step_stats);
+      weft_run_metadata_free(stats);
       weft__tensors_free(fetched, (int)req->n_fetch);
       g_ptr_array_free(placements, TRUE);
       break;
@@ -303,7 +311,10 @@ static void handle_master(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
 static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
   call_ctx_t *ctx = user_data;
   Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
-  answer_msg(ctx, status, &resp.base, &tensor, status ? 0 : 1);
+  Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
+  bool in_shm = !status && weft__shm_export(&ctx->shm, tensor, &resp, &meta);
+  answer_msg(ctx, status, &resp.base, &tensor, status || in_shm ? 0 : 1);
+  weft__shm_meta_clear(&meta);
   weft_tensor_unref(tensor);
 }
 
@@ -334,15 +345,21 @@ static void handle_worker(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
     case W_RUN_GRAPH: {
       weft_tensor_t **fetched = NULL;
       int n_fetched = 0;
-      weft_status_t *st =
-          weft__worker_run_graph(w, (const void *)msg, tensors, n_tensors, &fetched, &n_fetched);
+      const Weft__RunGraphRequest *req = (const void *)msg;
+      weft_run_metadata_t *stats = req->trace_level > 0 ? weft__run_metadata_new() : NULL;
+      weft_status_t *st = weft__worker_run_graph(w, req, tensors, n_tensors, &fetched, &n_fetched,
+                                                 stats);
       Weft__RunGraphResponse resp = WEFT__RUN_GRAPH_RESPONSE__INIT;
+      if (stats && !st) resp.step_stats = weft__step_stats_to_msg(stats);
       answer_msg(ctx, st, &resp.base, fetched, n_fetched);
+      weft__step_stats_msg_free(resp.step_stats);
+      weft_run_metadata_free(stats);
       weft__tensors_free(fetched, n_fetched);
       break;
     }
     case W_RECV_TENSOR: {
       const Weft__RecvTensorRequest *req = (const void *)msg;
+      weft__shm_offer_from_request(req, &ctx->shm);
       weft__worker_recv_tensor(w, req->step_id, req->rendezvous_key, req->incarnation, recv_done,
                                ctx);
       break;
@@ -417,10 +434,25 @@ static void handle_call(gpointer data, gpointer unused) {
   ProtobufCMessage *msg = NULL;
   weft_tensor_t **tensors = NULL;
   int n_tensors = 0;
-  weft_status_t *st = weft__wire_decode(ctx->payload, request_descriptor(ctx->method), &msg,
-                                        takes_tensors ? &tensors : NULL, &n_tensors);
+  /* Limits and declared sizes first, so nothing is allocated for a request that lies. */
+  weft_status_t *st =
+      weft__validate_frame(&ctx->server->limits, method_paths[ctx->method], ctx->payload);
+  if (st) {
+    answer(ctx, st, NULL);
+    return;
+  }
+  st = weft__wire_decode(ctx->payload, request_descriptor(ctx->method), &msg,
+                         takes_tensors ? &tensors : NULL, &n_tensors);
   if (st) {
     answer(ctx, weft_status_prefix(st, "%s", method_paths[ctx->method]), NULL);
+    return;
+  }
+  st = weft__validate_request(&ctx->server->limits, ctx->server->spec, method_paths[ctx->method],
+                              msg, n_tensors);
+  if (st) {
+    answer(ctx, st, NULL);
+    weft__tensors_free(tensors, n_tensors);
+    protobuf_c_message_free_unpacked(msg, NULL);
     return;
   }
   if (ctx->method <= M_RESET) handle_master(ctx, msg, tensors, n_tensors);
@@ -500,6 +532,7 @@ weft_server_options_t *weft_server_options_new(void) {
   weft_server_options_t *o = g_new0(weft_server_options_t, 1);
   o->status_timeout_ms = WEFT_DEFAULT_STATUS_TIMEOUT_MS;
   o->step_timeout_ms = WEFT_DEFAULT_STEP_TIMEOUT_MS;
+  weft__limits_default(&o->limits);
   return o;
 }
 
@@ -542,6 +575,26 @@ void weft_server_options_set_step_timeout_ms(weft_server_options_t *o, int64_t m
   o->step_timeout_ms = ms > 0 ? ms : WEFT_DEFAULT_STEP_TIMEOUT_MS;
 }
 
+void weft_server_options_set_max_message_bytes(weft_server_options_t *o, int64_t bytes) {
+  o->limits.max_message_bytes = bytes > 0 ? bytes : WEFT_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+void weft_server_options_set_max_tensor_bytes(weft_server_options_t *o, int64_t bytes) {
+  o->limits.max_tensor_bytes = bytes > 0 ? bytes : WEFT_DEFAULT_MAX_TENSOR_BYTES;
+}
+
+void weft_server_options_set_max_graph_nodes(weft_server_options_t *o, int64_t n) {
+  o->limits.max_graph_nodes = n > 0 ? n : WEFT_DEFAULT_MAX_GRAPH_NODES;
+}
+
+void weft_server_options_set_max_node_attrs(weft_server_options_t *o, int64_t n) {
+  o->limits.max_node_attrs = n > 0 ? n : WEFT_DEFAULT_MAX_NODE_ATTRS;
+}
+
+void weft_server_options_set_max_tensor_rank(weft_server_options_t *o, int rank) {
+  o->limits.max_rank = rank > 0 && rank <= WEFT_MAX_RANK ? rank : WEFT_MAX_RANK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Life cycle */
 
@@ -556,10 +609,17 @@ static int listen_on(grpc_server *server, const weft__security_t *security, cons
   return bound;
 }
 
-static grpc_server *create_grpc_server(void) {
+static grpc_server *create_grpc_server(const weft__limits_t *limits) {
   const grpc_channel_args *common = weft__grpc_channel_args();
   grpc_arg *args = g_new0(grpc_arg, common->num_args + 1);
   memcpy(args, common->args, sizeof(grpc_arg) * common->num_args);
+  /* gRPC drops a request far beyond the limit (RESOURCE_EXHAUSTED) before it is read whole; one
+   * just beyond it is read and gets validate.c's INVALID_ARGUMENT naming the limit's flag. */
+  int64_t receive = limits->max_message_bytes + (1 << 20);
+  for (size_t k = 0; k < common->num_args; k++) {
+    if (strcmp(args[k].key, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH) == 0)
+      args[k].value.integer = receive > G_MAXINT ? -1 : (int)receive;
+  }
   /* Two servers on one port would split the calls between them: refuse instead. */
   args[common->num_args].type = GRPC_ARG_INTEGER;
   args[common->num_args].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
@@ -604,7 +664,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->task = task;
   g_mutex_init(&s->lock);
   g_cond_init(&s->cond);
-  s->server = create_grpc_server();
+  if (opts) s->limits = opts->limits;
+  else weft__limits_default(&s->limits);
+  s->server = create_grpc_server(&s->limits);
   s->cq = grpc_completion_queue_create_for_next(NULL);
   grpc_server_register_completion_queue(s->server, s->cq, NULL);
   for (int k = 0; k < N_METHODS; k++) {

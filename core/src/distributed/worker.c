@@ -466,7 +466,8 @@ static void give_slot(reg_graph_t *g, slot_t *slot) {
 
 weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphRequest *req,
                                       weft_tensor_t *const *feeds, int n_feeds,
-                                      weft_tensor_t ***fetched, int *n_fetched) {
+                                      weft_tensor_t ***fetched, int *n_fetched,
+                                      weft_run_metadata_t *stats) {
   *fetched = NULL;
   *n_fetched = 0;
   weft_status_t *st = check_incarnation(w, req->incarnation);
@@ -513,7 +514,7 @@ weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphReq
     slot->step = step;
     out = g_new0(weft_tensor_t *, g->n_fetches + 1);
     weft__run_args_t args = {feeds, slot->pool, weft__default_intra_op_pool(0), w->resources,
-                             on_step_error, step};
+                             on_step_error, step, stats, 0};
     st = weft__executor_run(slot->executor, &args, out);
     give_slot(g, slot);
     if (st) {

@@ -74,11 +74,30 @@ typedef struct weft__run_args {
    * otherwise wait for peers that never send). The status is borrowed for the call. */
   void (*on_error)(void *user_data, const weft_status_t *status);
   void *on_error_data;
+  /* Optional (NULL: off, and then nothing is measured): receives one record per node run. */
+  weft_run_metadata_t *stats;
+  /* Optional (0: none): monotonic time (g_get_monotonic_time) after which no node starts. */
+  gint64 deadline_us;
 } weft__run_args_t;
 
 /* Runs one step; fetched[i] gets a new host reference for fetches[i]. The first failing kernel's
  * status, prefixed with node, op and device, cancels the rest. */
 weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *args,
                                   weft_tensor_t **fetched);
+
+/* ---------------------------------------------------------------------------------------------
+ * Step stats (step_stats.c): the public weft_run_options_t / weft_run_metadata_t. Adding to a
+ * metadata is thread-safe (the nodes of a step finish on many threads). */
+
+struct weft_run_options {
+  weft_trace_level_t trace_level;
+  int64_t timeout_ms;
+};
+
+weft_run_metadata_t *weft__run_metadata_new(void);
+/* Copies every string. */
+void weft__run_metadata_add(weft_run_metadata_t *meta, const weft_node_stats_t *rec);
+/* Appends every record of `from` (copied). */
+void weft__run_metadata_merge(weft_run_metadata_t *into, const weft_run_metadata_t *from);
 
 #endif /* WEFT_EXEC_INTERNAL_H */

@@ -306,6 +306,31 @@ static void store_fetch(step_t *s, int fetch, const weft__value_t *v, const exec
 
 static void schedule_node(step_t *s, int node);
 
+/* Traced steps only: the record of one node that ran, measured around input binding and the
+ * kernel (what the node cost its thread). */
+static void record_stats(step_t *s, const exec_node_t *en, gint64 start_real, gint64 start_mono,
+                         const weft__value_t *outs) {
+  gint64 dur = g_get_monotonic_time() - start_mono;
+  const weft_node_t *node = en->node;
+  guint64 bytes = 0;
+  for (int o = 0; o < node->n_outputs; o++)
+    if (outs[o].tensor) bytes += weft_tensor_nbytes(outs[o].tensor);
+  GString *inputs = g_string_new(NULL);
+  for (int i = 0; i < node->n_inputs; i++) {
+    const weft__edge_t *e = &node->inputs[i];
+    g_string_append_printf(inputs, "%s%s:%d", inputs->len ? ", " : "", e->src->name,
+                           e->src_index);
+  }
+  for (guint c = 0; c < node->control_inputs->len; c++) {
+    const weft_node_t *src = node->control_inputs->pdata[c];
+    g_string_append_printf(inputs, "%s^%s", inputs->len ? ", " : "", src->name);
+  }
+  weft_node_stats_t rec = {node->name, node->op_name, device_name_of(en), inputs->str,
+                           start_real, dur, bytes, (uint64_t)(uintptr_t)g_thread_self()};
+  weft__run_metadata_add(s->args->stats, &rec);
+  g_string_free(inputs, TRUE);
+}
+
 /* Nodes a thread will run itself, in LIFO order: every inexpensive successor, and one other. */
 #define LOCAL_READY_MAX 64
 typedef struct local_ready {
@@ -336,7 +361,18 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
   weft__value_t *outs = n_out <= 4 ? outs_small : g_new0(weft__value_t, n_out);
   memset(outs, 0, sizeof(weft__value_t) * (size_t)(n_out <= 4 ? 4 : n_out));
 
+  if (s->args->deadline_us && !g_atomic_int_get(&s->cancelled) &&
+      g_get_monotonic_time() > s->args->deadline_us) {
+    record_error(s, weft_status_new(WEFT_DEADLINE_EXCEEDED,
+                                    "The step passed its deadline before node '%s' (%s) started",
+                                    node->name, node->op_name));
+  }
   if (!g_atomic_int_get(&s->cancelled)) {
+    gint64 start_real = 0, start_mono = 0;
+    if (s->args->stats) {
+      start_real = g_get_real_time();
+      start_mono = g_get_monotonic_time();
+    }
     for (int i = 0; i < node->n_inputs && !st; i++) st = bind_input(s, en, i);
     if (!st && !en->kinst) {
       st = weft_status_new(WEFT_INTERNAL, "No kernel for node '%s' (%s)", node->name, node->op_name);
@@ -375,6 +411,8 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
                                 device_name_of(en));
       }
       record_error(s, st);
+    } else if (s->args->stats) {
+      record_stats(s, en, start_real, start_mono, outs);
     }
   }
   for (int i = 0; i < node->n_inputs; i++) value_clear(&s->inputs[en->input_base + i]);

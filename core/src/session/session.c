@@ -427,10 +427,21 @@ weft_status_t *weft_session_run(weft_session_t *s, const char *const *feed_names
                                 weft_tensor_t *const *feed_values, int n_feeds,
                                 const char *const *fetch_names, weft_tensor_t **fetch_outputs,
                                 int n_fetches, const char *const *target_names, int n_targets) {
-  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: session is NULL");
+  return weft_session_run_with_options(s, NULL, feed_names, feed_values, n_feeds, fetch_names,
+                                       fetch_outputs, n_fetches, target_names, n_targets, NULL);
+}
+
+static weft_status_t *run_step(weft_session_t *s, const weft_run_options_t *ro,
+                               const char *const *feed_names, weft_tensor_t *const *feed_values,
+                               int n_feeds, const char *const *fetch_names,
+                               weft_tensor_t **fetch_outputs, int n_fetches,
+                               const char *const *target_names, int n_targets,
+                               weft_run_metadata_t *stats) {
+  int64_t timeout_ms = ro ? ro->timeout_ms : 0;
   if (s->remote) {
     return weft__remote_session_run(s->remote, feed_names, feed_values, n_feeds, fetch_names,
-                                    fetch_outputs, n_fetches, target_names, n_targets);
+                                    fetch_outputs, n_fetches, target_names, n_targets,
+                                    timeout_ms, stats);
   }
   if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
   weft__step_spec_t spec;
@@ -452,10 +463,34 @@ weft_status_t *weft_session_run(weft_session_t *s, const char *const *feed_names
   }
   g_mutex_unlock(&s->lock);
   if (!st) {
-    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL};
+    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
+                             stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
+                                                   : 0};
     st = weft__executor_run(plan->executor, &args, fetch_outputs);
   }
   weft__step_spec_clear(&spec);
+  return st;
+}
+
+weft_status_t *weft_session_run_with_options(
+    weft_session_t *s, const weft_run_options_t *ro, const char *const *feed_names,
+    weft_tensor_t *const *feed_values, int n_feeds, const char *const *fetch_names,
+    weft_tensor_t **fetch_outputs, int n_fetches, const char *const *target_names, int n_targets,
+    weft_run_metadata_t **metadata) {
+  if (metadata) *metadata = NULL;
+  if (!s) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: session is NULL");
+  if (ro && (ro->trace_level < WEFT_TRACE_NONE || ro->trace_level > WEFT_TRACE_FULL)) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: unknown trace level %d",
+                           (int)ro->trace_level);
+  }
+  /* Untraced steps pass no collector at all, so the executor measures nothing. */
+  weft_run_metadata_t *meta = metadata ? weft__run_metadata_new() : NULL;
+  bool trace = meta && ro && ro->trace_level > WEFT_TRACE_NONE;
+  weft_status_t *st = run_step(s, ro, feed_names, feed_values, n_feeds, fetch_names,
+                               fetch_outputs, n_fetches, target_names, n_targets,
+                               trace ? meta : NULL);
+  if (st || !metadata) weft_run_metadata_free(meta);
+  else *metadata = meta;
   return st;
 }
 

@@ -1,0 +1,291 @@
+/* Tests for tensor transfers through shared memory between tasks of one host: the segment
+ * protocol in one process (offers, growth, the checks on forged or inconsistent answers, the
+ * fallbacks), and a real two-weftd cluster moving a large tensor with the path on and off. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "distributed/distributed_internal.h"
+#include "process_util.h"
+#include "weft/weft.h"
+
+#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
+
+#define OK(expr)                                                                              \
+  do {                                                                                        \
+    weft_status_t *st_ = (expr);                                                              \
+    if (st_) g_error("%s: %s: %s", #expr, weft_code_name(weft_status_code(st_)),              \
+                     weft_status_message(st_));                                               \
+  } while (0)
+
+/* n float32 elements k * 0.5. */
+static weft_tensor_t *ramp(int64_t n) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+  float *p = weft_tensor_data(t);
+  for (int64_t k = 0; k < n; k++) p[k] = (float)k * 0.5f;
+  return t;
+}
+
+static void assert_ramp(const weft_tensor_t *t, int64_t n) {
+  g_assert_cmpint(weft_tensor_num_elements(t), ==, n);
+  const float *p = weft_tensor_data(t);
+  for (int64_t k = 0; k < n; k++)
+    if (p[k] != (float)k * 0.5f) g_error("element %" G_GINT64_FORMAT " is %g", k, p[k]);
+}
+
+/* One RecvTensor exchange in this process: the receiver's request, the sender's answer. */
+static bool exchange(weft__shm_segment_t *seg, const weft_tensor_t *t,
+                     Weft__RecvTensorResponse *resp, Weft__TensorMeta *meta) {
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  weft__shm_fill_request(seg, &req);
+  weft__shm_offer_t offer;
+  weft__shm_offer_from_request(&req, &offer);
+  weft__recv_tensor_response__init(resp);
+  return weft__shm_export(&offer, t, resp, meta);
+}
+
+static void test_protocol(void) {
+  const int64_t n = 1 << 18; /* 1 MiB */
+  weft_tensor_t *t = ramp(n);
+  weft__shm_segment_t *seg = weft__shm_segment_new();
+  Weft__RecvTensorResponse resp;
+  Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
+  weft_tensor_t *got = NULL;
+
+  /* No segment yet: the bytes go in the response, and the sender says what it needed. */
+  g_assert_false(exchange(seg, t, &resp, &meta));
+  g_assert_cmpuint(resp.shm_wanted, ==, (guint64)n * 4);
+  OK(weft__shm_after_recv(seg, false, &resp, &got));
+  g_assert_null(got);
+
+  /* The next step goes through the grown segment. */
+  for (int step = 0; step < 2; step++) {
+    g_assert_true(exchange(seg, t, &resp, &meta));
+    g_assert_true(resp.in_shm);
+    g_assert_cmpuint(meta.nbytes, ==, (guint64)n * 4);
+    OK(weft__shm_after_recv(seg, false, &resp, &got));
+    assert_ramp(got, n);
+    weft_tensor_unref(got);
+    weft__shm_meta_clear(&meta);
+  }
+
+  /* Small tensors and strings always travel in the response. */
+  weft_tensor_t *small = ramp(16);
+  g_assert_false(exchange(seg, small, &resp, &meta));
+  g_assert_cmpuint(resp.shm_wanted, ==, 0);
+  weft_tensor_unref(small);
+  weft_tensor_t *str = weft_tensor_new_string("abc", 3);
+  g_assert_false(exchange(seg, str, &resp, &meta));
+  weft_tensor_unref(str);
+
+  /* A forged offer (a token that is not the segment's): the sender writes nothing. */
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  weft__shm_fill_request(seg, &req);
+  weft__shm_offer_t offer;
+  weft__shm_offer_from_request(&req, &offer);
+  offer.token[0] = offer.token[0] == 'a' ? 'b' : 'a';
+  weft__recv_tensor_response__init(&resp);
+  g_assert_false(weft__shm_export(&offer, t, &resp, &meta));
+  g_assert_false(resp.in_shm);
+  /* A descriptor that is not the segment (here stdin), for a segment never written to. */
+  weft__shm_segment_t *fresh = weft__shm_segment_new();
+  g_assert_false(exchange(fresh, t, &resp, &meta));
+  OK(weft__shm_after_recv(fresh, false, &resp, &got));
+  weft__shm_fill_request(fresh, &req);
+  weft__shm_offer_from_request(&req, &offer);
+  offer.fd = 0;
+  g_assert_false(weft__shm_export(&offer, t, &resp, &meta));
+  weft__shm_segment_free(fresh);
+
+  /* An answer whose shape does not match its byte count, or does not fit the segment. */
+  g_assert_true(exchange(seg, t, &resp, &meta));
+  meta.dims[0] = n + 1;
+  weft_status_t *st = weft__shm_after_recv(seg, false, &resp, &got);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INTERNAL);
+  g_assert_nonnull(strstr(weft_status_message(st), "does not match its shape"));
+  g_assert_null(got);
+  weft_status_free(st);
+  weft__shm_meta_clear(&meta);
+  /* ... which dropped the segment: the next exchange starts over. */
+  g_assert_false(exchange(seg, t, &resp, &meta));
+  g_assert_cmpuint(resp.shm_wanted, ==, (guint64)n * 4);
+  OK(weft__shm_after_recv(seg, false, &resp, &got));
+  g_assert_true(exchange(seg, t, &resp, &meta));
+  meta.nbytes = (guint64)n * 8;
+  meta.dims[0] = n * 2;
+  st = weft__shm_after_recv(seg, false, &resp, &got);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INTERNAL);
+  g_assert_nonnull(strstr(weft_status_message(st), "fit the"));
+  weft_status_free(st);
+  weft__shm_meta_clear(&meta);
+
+  /* A failed call drops the segment (a late sender may still write into it). */
+  g_assert_false(exchange(seg, t, &resp, &meta));
+  OK(weft__shm_after_recv(seg, false, &resp, &got));
+  weft__shm_fill_request(seg, &req);
+  g_assert_cmpuint(req.shm_capacity, ==, (guint64)n * 4);
+  OK(weft__shm_after_recv(seg, true, NULL, &got));
+  weft__shm_fill_request(seg, &req);
+  g_assert_cmpuint(req.shm_capacity, ==, 0);
+
+  weft__shm_segment_free(seg);
+  weft__shm_segment_free(NULL);
+  weft_tensor_unref(t);
+}
+
+static void test_switches(void) {
+  g_assert_true(weft__address_is_loopback("127.0.0.1:2222"));
+  g_assert_true(weft__address_is_loopback("localhost:2222"));
+  g_assert_true(weft__address_is_loopback("[::1]:2222"));
+  g_assert_false(weft__address_is_loopback("10.0.0.2:2222"));
+  g_assert_false(weft__address_is_loopback("localhostx:1"));
+  g_assert_false(weft__address_is_loopback(NULL));
+  g_assert_true(weft__shm_enabled());
+  g_setenv("WEFT_SHM_TRANSFER", "0", TRUE);
+  g_assert_false(weft__shm_enabled());
+  /* Turned off on the sending side: offers are ignored. */
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  req.shm_pid = getpid();
+  weft__shm_offer_t offer;
+  weft__shm_offer_from_request(&req, &offer);
+  g_assert_cmpint(offer.pid, ==, 0);
+  g_unsetenv("WEFT_SHM_TRANSFER");
+  g_assert_true(weft__shm_enabled());
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Two weftd tasks */
+
+typedef struct weftd {
+  GPid pid;
+  int out_fd;
+} weftd_t;
+
+static weftd_t weftd_start(const char *const *args, const char *env_shm) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)WEFTD);
+  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
+  if (env_shm) envp = g_environ_setenv(envp, "WEFT_SHM_TRANSFER", env_shm, TRUE);
+  else envp = g_environ_unsetenv(envp, "WEFT_SHM_TRANSFER");
+  weftd_t d = {0};
+  GError *error = NULL;
+  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
+                                         NULL, &d.out_fd, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  char *line = read_line(d.out_fd, 15000);
+  if (!line) g_error("weftd did not start");
+  g_free(line);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  return d;
+}
+
+static void weftd_stop(weftd_t *d) {
+  kill(d->pid, SIGTERM);
+  int status = 0;
+  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while (waitpid(d->pid, &status, WNOHANG) == 0) {
+    if (g_get_monotonic_time() > until) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &status, 0);
+      break;
+    }
+    g_usleep(10000);
+  }
+  close(d->out_fd);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+/* Whether process pid holds a weft shared-memory segment. */
+static bool has_segment(GPid pid) {
+  char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  bool found = false;
+  const char *entry;
+  while (d && !found && (entry = g_dir_read_name(d))) {
+    char *path = g_build_filename(dir, entry, NULL);
+    char *target = g_file_read_link(path, NULL);
+    found = target && g_str_has_prefix(target, "/memfd:weft-");
+    g_free(target);
+    g_free(path);
+  }
+  if (d) g_dir_close(d);
+  g_free(dir);
+  return found;
+}
+
+/* A 1 MiB ramp on task 0 read by Identity on task 1 and fetched, three steps: the first grows
+ * task 1's segment, the next go through it. With env_shm "0" there is no segment and the same
+ * values. */
+static void run_cluster(const char *env_shm, bool expect_segment) {
+  if (!g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) {
+    g_test_skip("weftd not built at " WEFTD);
+    return;
+  }
+  char *a0 = g_strdup_printf("127.0.0.1:%d", free_port());
+  char *a1 = g_strdup_printf("127.0.0.1:%d", free_port());
+  char *hosts = g_strdup_printf("%s,%s", a0, a1);
+  weftd_t d[2];
+  for (int k = 0; k < 2; k++) {
+    const char *args[] = {"--worker_hosts", hosts, "--job_name", "worker",
+                          "--task_index",   k ? "1" : "0", NULL};
+    d[k] = weftd_start(args, env_shm);
+  }
+  const int64_t n = 1 << 18;
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_tensor_t *value = ramp(n);
+  weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  weft_output_t c = weft_const(g, "payload", value, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_tensor_unref(value);
+  weft_graph_push_device(g, "/job:worker/task:1/device:CPU:0");
+  weft_unary(g, "Identity", "received", c, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_session_options_t *o = weft_session_options_new();
+  char *target = g_strdup_printf("grpc://%s", a0);
+  weft_session_options_set_target(o, target);
+  weft_session_t *s = weft_session_new(g, o, &st);
+  OK(st);
+  weft_session_options_free(o);
+  const char *fetch = "received";
+  for (int step = 0; step < 3; step++) {
+    weft_tensor_t *out = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+    assert_ramp(out, n);
+    weft_tensor_unref(out);
+  }
+  g_assert_cmpint(has_segment(d[1].pid), ==, expect_segment);
+  g_assert_false(has_segment(d[0].pid)); /* task 0 receives nothing */
+  weft_session_free(s);
+  weft_graph_free(g);
+  for (int k = 0; k < 2; k++) weftd_stop(&d[k]);
+  g_free(target);
+  g_free(hosts);
+  g_free(a0);
+  g_free(a1);
+}
+
+static void test_cluster_on(void) { run_cluster(NULL, true); }
+static void test_cluster_off(void) { run_cluster("0", false); }
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_unsetenv("WEFT_SHM_TRANSFER");
+  weft_plugins_load_default();
+  g_test_add_func("/shm_transfer/protocol", test_protocol);
+  g_test_add_func("/shm_transfer/switches", test_switches);
+  g_test_add_func("/shm_transfer/cluster_on", test_cluster_on);
+  g_test_add_func("/shm_transfer/cluster_off", test_cluster_off);
+  return g_test_run();
+}

@@ -1,0 +1,519 @@
+/* Tests for step profiling: run options (trace level, deadline), the per-node stats a traced step
+ * collects in a local session and across the tasks of a weftd cluster, the Chrome trace written
+ * from them (parsed back with json-glib), and `weft run --trace`. */
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "process_util.h"
+#include "weft/weft.h"
+
+#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
+#define WEFT_CLI WEFT_BUILD_DIR "/core/tools/weft"
+#define CPU0 "/job:localhost/replica:0/task:0/device:CPU:0"
+
+#define OK(expr)                                                                              \
+  do {                                                                                        \
+    weft_status_t *st_ = (expr);                                                              \
+    if (st_) g_error("%s: %s: %s", #expr, weft_code_name(weft_status_code(st_)),              \
+                     weft_status_message(st_));                                               \
+  } while (0)
+
+/* z = x + y, w = z * x over scalar floats x = 2, y = 3, on the CPU (a GPU backend, when there
+ * is one, would otherwise take the arithmetic). */
+static weft_graph_t *small_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_const_float(g, "x", 2.0f, &st);
+  OK(st);
+  weft_output_t y = weft_const_float(g, "y", 3.0f, &st);
+  OK(st);
+  weft_output_t z = weft_binary(g, "AddV2", "z", x, y, &st);
+  OK(st);
+  weft_binary(g, "Mul", "w", z, x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  return g;
+}
+
+static const weft_node_stats_t *find_stats(const weft_run_metadata_t *meta, const char *node) {
+  for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
+    const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
+    if (strcmp(r->node_name, node) == 0) return r;
+  }
+  return NULL;
+}
+
+/* Parses a Chrome trace and checks its shape: every event has ph/pid/tid, every "X" event a
+ * name, ts, dur and args {name, op, inputs, bytes}, every pid a process_name. Returns the number
+ * of process_name events; *x_events gets the X events' args keyed by node name (new refs). */
+static int check_chrome_trace(const char *text, GHashTable *x_events, GHashTable *pid_names) {
+  GError *err = NULL;
+  JsonParser *p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, text, -1, &err));
+  g_assert_no_error(err);
+  JsonObject *root = json_node_get_object(json_parser_get_root(p));
+  g_assert_cmpstr(json_object_get_string_member(root, "displayTimeUnit"), ==, "ms");
+  JsonArray *events = json_object_get_array_member(root, "traceEvents");
+  g_assert_nonnull(events);
+  int processes = 0;
+  GHashTable *pids_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (guint k = 0; k < json_array_get_length(events); k++) {
+    JsonObject *e = json_array_get_object_element(events, k);
+    const char *ph = json_object_get_string_member(e, "ph");
+    gint64 pid = json_object_get_int_member(e, "pid");
+    g_assert_true(json_object_has_member(e, "tid"));
+    g_assert_cmpint(pid, >, 0);
+    if (strcmp(ph, "M") == 0) {
+      const char *what = json_object_get_string_member(e, "name");
+      if (strcmp(what, "process_name") == 0) {
+        processes++;
+        const char *dev = json_object_get_string_member(json_object_get_object_member(e, "args"),
+                                                        "name");
+        g_hash_table_insert(pid_names, GINT_TO_POINTER((int)pid), g_strdup(dev));
+      }
+      continue;
+    }
+    g_assert_cmpstr(ph, ==, "X");
+    /* Metadata comes before the first event of its process. */
+    g_assert_true(g_hash_table_contains(pid_names, GINT_TO_POINTER((int)pid)));
+    g_hash_table_add(pids_seen, GINT_TO_POINTER((int)pid));
+    g_assert_cmpint(json_object_get_int_member(e, "ts"), >=, 0);
+    g_assert_cmpint(json_object_get_int_member(e, "dur"), >=, 0);
+    JsonObject *args = json_object_get_object_member(e, "args");
+    g_assert_cmpstr(json_object_get_string_member(args, "name"), ==,
+                    json_object_get_string_member(e, "name"));
+    g_assert_cmpstr(json_object_get_string_member(args, "op"), ==,
+                    json_object_get_string_member(e, "cat"));
+    g_assert_true(json_object_has_member(args, "inputs"));
+    g_assert_true(json_object_has_member(args, "bytes"));
+    /* Keep the device with the args so callers can check where each node ran. */
+    JsonObject *copy = json_object_new();
+    json_object_set_string_member(copy, "op", json_object_get_string_member(args, "op"));
+    json_object_set_string_member(copy, "inputs", json_object_get_string_member(args, "inputs"));
+    json_object_set_int_member(copy, "bytes", json_object_get_int_member(args, "bytes"));
+    json_object_set_string_member(copy, "device",
+                                  g_hash_table_lookup(pid_names, GINT_TO_POINTER((int)pid)));
+    g_hash_table_insert(x_events, g_strdup(json_object_get_string_member(e, "name")), copy);
+  }
+  g_assert_cmpint(g_hash_table_size(pids_seen), ==, processes);
+  g_hash_table_destroy(pids_seen);
+  g_object_unref(p);
+  return processes;
+}
+
+static GHashTable *new_events_table(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                               (GDestroyNotify)json_object_unref);
+}
+
+static GHashTable *new_pid_table(void) {
+  return g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Local sessions */
+
+static void test_local_trace(void) {
+  weft_graph_t *g = small_graph();
+  weft_session_t *s = NULL;
+  weft_status_t *st = NULL;
+  s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  const char *fetch = "w";
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  int64_t before = g_get_real_time();
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  int64_t after = g_get_real_time();
+  g_assert_cmpfloat(*(float *)weft_tensor_data(out), ==, 10.0f);
+  weft_tensor_unref(out);
+  g_assert_nonnull(meta);
+  g_assert_cmpint(weft_run_metadata_num_node_stats(meta), ==, 4);
+  g_assert_null(weft_run_metadata_node_stats(meta, 4));
+  g_assert_null(weft_run_metadata_node_stats(meta, -1));
+  const char *names[] = {"x", "y", "z", "w"};
+  const char *ops[] = {"Const", "Const", "AddV2", "Mul"};
+  const char *inputs[] = {"", "", "x:0, y:0", "z:0, x:0"};
+  for (int k = 0; k < 4; k++) {
+    const weft_node_stats_t *r = find_stats(meta, names[k]);
+    g_assert_nonnull(r);
+    g_assert_cmpstr(r->op, ==, ops[k]);
+    g_assert_cmpstr(r->device, ==, CPU0);
+    g_assert_cmpstr(r->inputs, ==, inputs[k]);
+    g_assert_cmpuint(r->output_bytes, ==, 4);
+    g_assert_cmpint(r->start_us, >=, before);
+    g_assert_cmpint(r->start_us + r->duration_us, <=, after + 1);
+    g_assert_cmpint(r->duration_us, >=, 0);
+  }
+  /* Dependencies show in the times: w cannot start before z has finished. */
+  const weft_node_stats_t *z = find_stats(meta, "z"), *w = find_stats(meta, "w");
+  g_assert_cmpint(w->start_us, >=, z->start_us);
+
+  char *text = weft_run_metadata_chrome_trace(meta);
+  GHashTable *events = new_events_table(), *pids = new_pid_table();
+  g_assert_cmpint(check_chrome_trace(text, events, pids), ==, 1);
+  g_assert_cmpuint(g_hash_table_size(events), ==, 4);
+  JsonObject *ze = g_hash_table_lookup(events, "z");
+  g_assert_cmpstr(json_object_get_string_member(ze, "op"), ==, "AddV2");
+  g_assert_cmpstr(json_object_get_string_member(ze, "inputs"), ==, "x:0, y:0");
+  g_assert_cmpint(json_object_get_int_member(ze, "bytes"), ==, 4);
+  g_assert_cmpstr(json_object_get_string_member(ze, "device"), ==, CPU0);
+  g_hash_table_destroy(events);
+  g_hash_table_destroy(pids);
+  g_free(text);
+
+  /* The same through a file. */
+  char *dir = g_dir_make_tmp("weft-trace-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "step.json", NULL);
+  OK(weft_run_metadata_write_chrome_trace(meta, path));
+  char *written = NULL;
+  g_assert_true(g_file_get_contents(path, &written, NULL, NULL));
+  text = weft_run_metadata_chrome_trace(meta);
+  g_assert_cmpstr(written, ==, text);
+  g_free(text);
+  g_free(written);
+  /* A path in a folder that does not exist: the status names the file. */
+  char *bad = g_build_filename(dir, "no-such-folder", "step.json", NULL);
+  st = weft_run_metadata_write_chrome_trace(meta, bad);
+  g_assert_nonnull(st);
+  g_assert_nonnull(strstr(weft_status_message(st), bad));
+  weft_status_free(st);
+  g_free(bad);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+  weft_run_metadata_free(meta);
+
+  /* A second traced step of the cached plan reports its own nodes only. */
+  meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  weft_tensor_unref(out);
+  g_assert_cmpint(weft_run_metadata_num_node_stats(meta), ==, 4);
+  weft_run_metadata_free(meta);
+
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+static void test_untraced(void) {
+  weft_graph_t *g = small_graph();
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  const char *fetch = "w";
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  /* Default options: metadata, but no node stats. */
+  OK(weft_session_run_with_options(s, NULL, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  g_assert_cmpfloat(*(float *)weft_tensor_data(out), ==, 10.0f);
+  weft_tensor_unref(out);
+  g_assert_nonnull(meta);
+  g_assert_cmpint(weft_run_metadata_num_node_stats(meta), ==, 0);
+  /* An empty trace is still a valid one. */
+  char *text = weft_run_metadata_chrome_trace(meta);
+  GHashTable *events = new_events_table(), *pids = new_pid_table();
+  g_assert_cmpint(check_chrome_trace(text, events, pids), ==, 0);
+  g_hash_table_destroy(events);
+  g_hash_table_destroy(pids);
+  g_free(text);
+  weft_run_metadata_free(meta);
+
+  /* Tracing asked for but no metadata to put it in. */
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL));
+  weft_tensor_unref(out);
+
+  /* A trace level that does not exist. */
+  weft_run_options_set_trace_level(ro, (weft_trace_level_t)7);
+  meta = (weft_run_metadata_t *)ro; /* must be reset to NULL */
+  st = weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "trace level 7"));
+  g_assert_null(meta);
+  weft_status_free(st);
+
+  /* A failing step gives no metadata. */
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  fetch = "nope";
+  meta = (weft_run_metadata_t *)ro;
+  st = weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_NOT_FOUND);
+  g_assert_null(meta);
+  weft_status_free(st);
+  weft_run_options_free(ro);
+  weft_run_metadata_free(NULL);
+  weft_run_options_free(NULL);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* A step of 64 Negs over 4 MiB cannot finish within 1 ms: it stops at a node boundary. */
+static void test_local_deadline(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/device:CPU:0");
+  int64_t dims[] = {1 << 20};
+  weft_tensor_t *big = weft_tensor_new(WEFT_DT_FLOAT, 1, dims);
+  memset(weft_tensor_data(big), 0, weft_tensor_nbytes(big));
+  weft_output_t x = weft_const(g, "big", big, &st);
+  OK(st);
+  weft_tensor_unref(big);
+  for (int k = 0; k < 64; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "neg%d", k);
+    x = weft_unary(g, "Neg", name, x, &st);
+    OK(st);
+  }
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_timeout_ms(ro, 1);
+  const char *fetch = "neg63";
+  weft_tensor_t *out = NULL;
+  st = weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_DEADLINE_EXCEEDED);
+  g_assert_nonnull(strstr(weft_status_message(st), "passed its deadline before node '"));
+  g_assert_null(out);
+  weft_status_free(st);
+  /* A generous deadline does not get in the way, nor does one too large to add to a clock. */
+  weft_run_options_set_timeout_ms(ro, G_MAXINT64);
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL));
+  weft_tensor_unref(out);
+  weft_run_options_set_timeout_ms(ro, 60000);
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL));
+  g_assert_cmpint(weft_tensor_nbytes(out), ==, 4 << 20);
+  weft_tensor_unref(out);
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Remote steps */
+
+typedef struct weftd {
+  GPid pid;
+  int out_fd;
+} weftd_t;
+
+static bool no_weftd(void) {
+  if (g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) return false;
+  g_test_skip("weftd not built at " WEFTD);
+  return true;
+}
+
+static weftd_t weftd_start(const char *const *args) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)WEFTD);
+  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
+  weftd_t d = {0};
+  GError *error = NULL;
+  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
+                                         NULL, &d.out_fd, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  char *line = read_line(d.out_fd, 15000);
+  if (!line) g_error("weftd did not start");
+  g_assert_true(g_str_has_prefix(line, "Started server with target: "));
+  g_free(line);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  return d;
+}
+
+/* SIGTERM, and the exit status must be 0 (under AddressSanitizer: nothing leaked). */
+static void weftd_stop(weftd_t *d) {
+  kill(d->pid, SIGTERM);
+  int status = 0;
+  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while (waitpid(d->pid, &status, WNOHANG) == 0) {
+    if (g_get_monotonic_time() > until) {
+      kill(d->pid, SIGKILL);
+      waitpid(d->pid, &status, 0);
+      break;
+    }
+    g_usleep(10000);
+  }
+  close(d->out_fd);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+#define TASK(n) "/job:worker/replica:0/task:" #n "/device:CPU:0"
+
+/* x and y on task 0, z = x + y and w = z * x on task 1: every node's record comes back through
+ * RunGraph and RunStep, with the _Send/_Recv pairs between the tasks. */
+static void test_remote_trace(void) {
+  if (no_weftd()) return;
+  char *addr[2], *hosts;
+  addr[0] = g_strdup_printf("127.0.0.1:%d", free_port());
+  addr[1] = g_strdup_printf("127.0.0.1:%d", free_port());
+  hosts = g_strdup_printf("%s,%s", addr[0], addr[1]);
+  weftd_t d[2];
+  for (int k = 0; k < 2; k++) {
+    const char *args[] = {"--worker_hosts", hosts, "--job_name", "worker",
+                          "--task_index",   k ? "1" : "0", NULL};
+    d[k] = weftd_start(args);
+  }
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+  weft_output_t x = weft_const_float(g, "x", 2.0f, &st);
+  weft_output_t y = weft_const_float(g, "y", 3.0f, &st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:1/device:CPU:0");
+  weft_output_t z = weft_binary(g, "AddV2", "z", x, y, &st);
+  weft_binary(g, "Mul", "w", z, x, &st);
+  weft_graph_pop_device(g);
+  OK(st);
+  weft_session_options_t *o = weft_session_options_new();
+  char *target = g_strdup_printf("grpc://%s", addr[0]);
+  weft_session_options_set_target(o, target);
+  weft_session_t *s = weft_session_new(g, o, &st);
+  OK(st);
+  weft_session_options_free(o);
+
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  weft_run_options_set_timeout_ms(ro, 30000);
+  const char *fetch = "w";
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  g_assert_cmpfloat(*(float *)weft_tensor_data(out), ==, 10.0f);
+  weft_tensor_unref(out);
+  const char *where[][2] = {{"x", TASK(0)}, {"y", TASK(0)}, {"z", TASK(1)}, {"w", TASK(1)}};
+  for (int k = 0; k < 4; k++) {
+    const weft_node_stats_t *r = find_stats(meta, where[k][0]);
+    g_assert_nonnull(r);
+    g_assert_cmpstr(r->device, ==, where[k][1]);
+    g_assert_cmpuint(r->output_bytes, ==, 4);
+  }
+  /* The transfers between the tasks are nodes too: a _Send on task 0 per tensor task 1 reads,
+   * and a _Recv on task 1 for each. */
+  int sends = 0, recvs = 0;
+  for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
+    const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
+    if (strcmp(r->op, "_Send") == 0) {
+      sends++;
+      g_assert_cmpstr(r->device, ==, TASK(0));
+    } else if (strcmp(r->op, "_Recv") == 0) {
+      recvs++;
+      g_assert_cmpstr(r->device, ==, TASK(1));
+    }
+  }
+  g_assert_cmpint(sends, ==, 2);
+  g_assert_cmpint(recvs, ==, 2);
+
+  char *text = weft_run_metadata_chrome_trace(meta);
+  GHashTable *events = new_events_table(), *pids = new_pid_table();
+  g_assert_cmpint(check_chrome_trace(text, events, pids), ==, 2);
+  JsonObject *we = g_hash_table_lookup(events, "w");
+  g_assert_cmpstr(json_object_get_string_member(we, "device"), ==, TASK(1));
+  g_assert_cmpstr(json_object_get_string_member(we, "op"), ==, "Mul");
+  g_assert_cmpstr(json_object_get_string_member(g_hash_table_lookup(events, "x"), "device"), ==,
+                  TASK(0));
+  g_hash_table_destroy(events);
+  g_hash_table_destroy(pids);
+  g_free(text);
+  weft_run_metadata_free(meta);
+
+  /* Untraced remote steps carry no stats. */
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_NONE);
+  meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  weft_tensor_unref(out);
+  g_assert_cmpint(weft_run_metadata_num_node_stats(meta), ==, 0);
+  weft_run_metadata_free(meta);
+
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  weft_graph_free(g);
+  for (int k = 0; k < 2; k++) weftd_stop(&d[k]);
+  g_free(target);
+  g_free(hosts);
+  g_free(addr[0]);
+  g_free(addr[1]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft run --trace */
+
+static void test_cli_trace(void) {
+  if (!g_file_test(WEFT_CLI, G_FILE_TEST_IS_EXECUTABLE)) {
+    g_test_skip("weft not built at " WEFT_CLI);
+    return;
+  }
+  weft_graph_t *g = small_graph();
+  void *bytes = NULL;
+  size_t len = 0;
+  OK(weft_graph_export_graphdef(g, &bytes, &len));
+  weft_graph_free(g);
+  char *dir = g_dir_make_tmp("weft-trace-cli-XXXXXX", NULL);
+  char *pb = g_build_filename(dir, "g.pb", NULL);
+  char *json = g_build_filename(dir, "trace.json", NULL);
+  g_assert_true(g_file_set_contents(pb, bytes, (gssize)len, NULL));
+  free(bytes);
+  const char *argv[] = {WEFT_CLI, "run", "--graph", pb, "--fetch", "w", "--trace", json, NULL};
+  char *out = NULL, *err = NULL;
+  int status = 0;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                             &status, NULL));
+  if (!g_spawn_check_wait_status(status, NULL)) g_error("weft run --trace failed: %s", err);
+  g_assert_nonnull(strstr(out, "10"));
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(json, &text, NULL, NULL));
+  GHashTable *events = new_events_table(), *pids = new_pid_table();
+  g_assert_cmpint(check_chrome_trace(text, events, pids), ==, 1);
+  g_assert_cmpuint(g_hash_table_size(events), ==, 4);
+  g_assert_cmpstr(json_object_get_string_member(g_hash_table_lookup(events, "w"), "op"), ==,
+                  "Mul");
+  g_hash_table_destroy(events);
+  g_hash_table_destroy(pids);
+  g_free(text);
+  g_free(out);
+  g_free(err);
+
+  /* An unwritable trace file: the step's error names it, exit status 1. */
+  char *bad = g_build_filename(dir, "missing", "trace.json", NULL);
+  argv[7] = bad;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                             &status, NULL));
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+  g_assert_nonnull(strstr(err, bad));
+  g_free(out);
+  g_free(err);
+  g_free(bad);
+  g_unlink(json);
+  g_unlink(pb);
+  g_rmdir(dir);
+  g_free(json);
+  g_free(pb);
+  g_free(dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  weft_plugins_load_default();
+  g_test_add_func("/trace/local", test_local_trace);
+  g_test_add_func("/trace/untraced", test_untraced);
+  g_test_add_func("/trace/local_deadline", test_local_deadline);
+  g_test_add_func("/trace/remote", test_remote_trace);
+  g_test_add_func("/trace/cli", test_cli_trace);
+  return g_test_run();
+}
