@@ -1,6 +1,7 @@
 /* weft.c: the `weft` command-line tool. One binary, several subcommands (a table below, so that
  * later ones such as bench and demo slot in): `devices` and `plugins` report what this machine
- * and its plugins offer, `run` imports a TensorFlow GraphDef and runs it in a local session.
+ * and its plugins offer, `run` imports a TensorFlow GraphDef (or a SavedModel) and runs it in a
+ * local session, `checkpoint ls` lists the tensors of a checkpoint.
  *
  * Exit status: 0 on success, 1 when the runtime reports an error (printed as
  * "weft: error: CODE_NAME: message" on stderr), 2 for a command line that does not make sense. */
@@ -31,6 +32,7 @@ typedef struct command {
 static int cmd_devices(int argc, char **argv);
 static int cmd_plugins(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
+static int cmd_checkpoint(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
 
@@ -41,10 +43,13 @@ static const command_t commands[] = {
     {"plugins", "", "list the plugins found, what each offers, and why any failed to load",
      cmd_plugins},
     {"run",
-     "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... "
+     "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... [--trace FILE] "
      "[--target grpc[s]://HOST:PORT [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] "
      "[--auth-token-file FILE]]",
-     "import a TensorFlow GraphDef and run it in a local session", cmd_run},
+     "import a TensorFlow GraphDef (or SavedModel) and run it in a local session", cmd_run},
+    {"checkpoint", "ls PATH [--json] [--values]",
+     "list the tensors (name, dtype, shape) of a checkpoint or a SavedModel's variables",
+     cmd_checkpoint},
     {"bench", "[--only NAME] [--json FILE] [--device D] [--quick]",
      "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
@@ -60,7 +65,7 @@ static const command_t *find_command(const char *name) {
 static void print_usage(FILE *out) {
   fprintf(out, "Usage: weft COMMAND [OPTIONS]\n\nCommands:\n");
   for (size_t k = 0; k < G_N_ELEMENTS(commands); k++)
-    fprintf(out, "  %-9s %s\n", commands[k].name, commands[k].summary);
+    fprintf(out, "  %-10s %s\n", commands[k].name, commands[k].summary);
   fprintf(out,
           "\nOptions:\n  --version  print the version\n  --help     show this help\n\n"
           "Run 'weft help COMMAND' for the options of one command.\n");
@@ -376,15 +381,141 @@ static int print_fetches(char **fetches, weft_tensor_t **values, int n, bool as_
   return 0;
 }
 
+/* `weft run --saved-model DIR`: the feeds and fetches of `weft run`, with names that may be keys
+ * of --signature, against a SavedModel whose nodes are imported as the step needs them. The step
+ * runs --repeat times in one session, so stateful models (a counter) show their state moving;
+ * every run prints its fetches. */
+static int run_saved_model(const char *dir, const char *tags, const char *signature, int repeat,
+                           char **feed_args, char **fetches, char **targets, bool log_placement,
+                           bool soft_placement, bool as_json, int max_elements) {
+  int n_feeds = feed_args ? (int)g_strv_length(feed_args) : 0;
+  int n_fetches = fetches ? (int)g_strv_length(fetches) : 0;
+  int n_targets = targets ? (int)g_strv_length(targets) : 0;
+  if (repeat < 1) return usage_error("run", "--repeat must be at least 1, not %d", repeat);
+  for (int k = 0; k < n_targets; k++) {
+    if (is_server_target(targets[k]))
+      return usage_error("run", "--saved-model runs in this process: no --target %s", targets[k]);
+  }
+  feed_spec_t *feeds = g_new0(feed_spec_t, n_feeds + 1);
+  for (int k = 0; k < n_feeds; k++) {
+    char *why = NULL;
+    if (!parse_feed(feed_args[k], &feeds[k], &why)) {
+      for (int j = 0; j <= k; j++) feed_spec_clear(&feeds[j]);
+      g_free(feeds);
+      int rc = usage_error("run", "%s", why);
+      g_free(why);
+      return rc;
+    }
+  }
+  int status = EXIT_RUNTIME;
+  weft_saved_model_t *model = NULL;
+  weft_tensor_t **feed_values = g_new0(weft_tensor_t *, n_feeds + 1);
+  const char **feed_names = g_new0(const char *, n_feeds + 1);
+  char **fetch_names = NULL;
+  weft_tensor_t **fetch_values = NULL;
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_log_device_placement(opts, log_placement);
+  weft_session_options_set_allow_soft_placement(opts, soft_placement);
+  weft_plugins_load_default();
+  weft_status_t *st = weft_saved_model_load(dir, tags, opts, &model);
+  weft_session_options_free(opts);
+  if (!st && signature) st = weft_saved_model_signature(model, signature, NULL, NULL, NULL);
+  if (st) {
+    status = report_status(st);
+    goto out;
+  }
+  /* Without --fetch, a signature's outputs are the fetches, in key order. */
+  if (n_fetches == 0 && signature) {
+    int n_out = 0;
+    weft_status_free(weft_saved_model_signature(model, signature, NULL, &n_out, NULL));
+    fetch_names = g_new0(char *, n_out + 1);
+    for (int k = 0; k < n_out; k++) {
+      weft_saved_model_tensor_info_t info;
+      weft_status_free(weft_saved_model_signature_output(model, signature, k, &info));
+      fetch_names[k] = g_strdup(info.key);
+    }
+    n_fetches = n_out;
+  } else {
+    fetch_names = g_strdupv(fetches ? fetches : (char *[]){NULL});
+  }
+  if (n_fetches == 0 && n_targets == 0) {
+    GString *keys = g_string_new("");
+    for (int k = 0; k < weft_saved_model_num_signatures(model); k++)
+      g_string_append_printf(keys, "%s%s", k ? ", " : "", weft_saved_model_signature_key(model, k));
+    status = usage_error("run", "nothing to run: give --signature KEY (this model has: %s), "
+                         "--fetch or --target", keys->len ? keys->str : "none");
+    g_string_free(keys, TRUE);
+    goto out;
+  }
+  for (int k = 0; k < n_feeds; k++) {
+    feed_spec_t *f = &feeds[k];
+    weft_dtype_t dtype = f->dtype;
+    /* Without a dtype the value takes the signature's or the node's, as plain `weft run`. */
+    if (dtype == WEFT_DT_INVALID)
+      weft_status_free(weft_saved_model_tensor_dtype(model, signature, f->tensor_name, &dtype));
+    st = NULL;
+    feed_values[k] = weft_tensor_from_json(f->value, dtype, &st);
+    if (feed_values[k] == NULL || st != NULL) {
+      if (st == NULL)
+        st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not read the value '%s'", f->value);
+      status = report_status(weft_status_prefix(st, "--feed %s", f->arg));
+      goto out;
+    }
+    feed_names[k] = f->tensor_name;
+  }
+  fetch_values = g_new0(weft_tensor_t *, n_fetches + 1);
+  status = 0;
+  for (int r = 0; r < repeat && status == 0; r++) {
+    st = weft_saved_model_run(model, signature, feed_names, feed_values, n_feeds,
+                              (const char *const *)fetch_names, fetch_values, n_fetches,
+                              (const char *const *)targets, n_targets);
+    if (st) {
+      status = report_status(st);
+      break;
+    }
+    status = print_fetches(fetch_names, fetch_values, n_fetches, as_json, max_elements);
+    for (int k = 0; k < n_fetches; k++) {
+      weft_tensor_unref(fetch_values[k]);
+      fetch_values[k] = NULL;
+    }
+  }
+
+out:
+  g_free(fetch_values);
+  g_strfreev(fetch_names);
+  weft_saved_model_free(model);
+  for (int k = 0; k < n_feeds; k++) weft_tensor_unref(feed_values[k]);
+  g_free(feed_values);
+  g_free(feed_names);
+  for (int k = 0; k < n_feeds; k++) feed_spec_clear(&feeds[k]);
+  g_free(feeds);
+  return status;
+}
+
 static int cmd_run(int argc, char **argv) {
   char *graph_path = NULL;
   char **feed_args = NULL, **fetches = NULL, **targets = NULL;
   gboolean log_placement = FALSE, soft_placement = FALSE, as_json = FALSE;
   int max_elements = 100;
   security_flags_t sec = {0};
+  char *trace_path = NULL;
+  char *saved_model_dir = NULL, *sm_tags = NULL, *sm_signature = NULL;
+  int sm_repeat = 1;
   GOptionEntry entries[] = {
       {"graph", 'g', 0, G_OPTION_ARG_FILENAME, &graph_path, "GraphDef to run (binary protobuf)",
        "FILE.pb"},
+      {"saved-model", 0, 0, G_OPTION_ARG_FILENAME, &saved_model_dir,
+       "run a TensorFlow SavedModel folder instead of --graph", "DIR"},
+      {"tag", 0, 0, G_OPTION_ARG_STRING, &sm_tags,
+       "with --saved-model: the MetaGraphDef's tag set (default serve)", "TAG[,TAG]"},
+      {"signature", 0, 0, G_OPTION_ARG_STRING, &sm_signature,
+       "with --saved-model: feed and fetch names may be this signature's keys; without --fetch, "
+       "its outputs are fetched", "KEY"},
+      {"repeat", 0, 0, G_OPTION_ARG_INT, &sm_repeat,
+       "with --saved-model: run the step N times in one session, printing each", "N"},
+      {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_path,
+       "write the step's per-node timings as a Chrome trace (chrome://tracing, Perfetto)",
+       "FILE.json"},
       {"feed", 'f', 0, G_OPTION_ARG_STRING_ARRAY, &feed_args,
        "feed a tensor: VALUE is a JSON number or nested array; DTYPE defaults to the node's "
        "(e.g. x=2, x:0=[1,2], x:int32=[[1,2],[3,4]])",
@@ -416,6 +547,17 @@ static int cmd_run(int argc, char **argv) {
   char *session_target = NULL;
 
   if (!parse_options("run", entries, "import a GraphDef and run it", &argc, &argv)) goto out;
+  if (saved_model_dir != NULL) {
+    status = graph_path ? usage_error("run", "--graph and --saved-model exclude each other")
+                        : run_saved_model(saved_model_dir, sm_tags, sm_signature, sm_repeat,
+                                          feed_args, fetches, targets, log_placement,
+                                          soft_placement, as_json, max_elements);
+    goto out;
+  }
+  if (sm_tags || sm_signature || sm_repeat != 1) {
+    usage_error("run", "--tag, --signature and --repeat need --saved-model DIR");
+    goto out;
+  }
   if (graph_path == NULL) {
     usage_error("run", "--graph FILE.pb is required");
     goto out;
@@ -500,8 +642,18 @@ static int cmd_run(int argc, char **argv) {
     goto out;
   }
   fetch_values = g_new0(weft_tensor_t *, n_fetches + 1);
-  st = weft_session_run(session, feed_names, feed_values, n_feeds, (const char *const *)fetches,
-                        fetch_values, n_fetches, (const char *const *)targets, n_targets);
+  {
+    weft_run_options_t *run_opts = weft_run_options_new();
+    weft_run_options_set_trace_level(run_opts, trace_path ? WEFT_TRACE_FULL : WEFT_TRACE_NONE);
+    weft_run_metadata_t *meta = NULL;
+    st = weft_session_run_with_options(session, run_opts, feed_names, feed_values, n_feeds,
+                                       (const char *const *)fetches, fetch_values, n_fetches,
+                                       (const char *const *)targets, n_targets,
+                                       trace_path ? &meta : NULL);
+    weft_run_options_free(run_opts);
+    if (!st && trace_path) st = weft_run_metadata_write_chrome_trace(meta, trace_path);
+    weft_run_metadata_free(meta);
+  }
   if (st) {
     status = report_status(st);
     goto out;
@@ -519,11 +671,163 @@ out:
   for (int k = 0; feeds && k < n_feeds; k++) feed_spec_clear(&feeds[k]);
   g_free(feeds);
   g_free(graph_path);
+  g_free(trace_path);
+  g_free(saved_model_dir);
+  g_free(sm_tags);
+  g_free(sm_signature);
   g_free(session_target);
   security_flags_clear(&sec);
   g_strfreev(feed_args);
   g_strfreev(fetches);
   g_strfreev(targets);
+  return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft checkpoint ls */
+
+/* The checkpoint prefix PATH names: a SavedModel folder's variables/variables, the latest
+ * checkpoint of a folder's `checkpoint` state file, or PATH itself (a trailing ".index" dropped).
+ * The caller g_free()s *prefix. */
+static weft_status_t *checkpoint_prefix(const char *path, char **prefix) {
+  *prefix = NULL;
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    char *sm = g_build_filename(path, "variables", "variables", NULL);
+    char *sm_index = g_strconcat(sm, ".index", NULL);
+    char *state = g_build_filename(path, "checkpoint", NULL);
+    weft_status_t *st = NULL;
+    if (g_file_test(sm_index, G_FILE_TEST_EXISTS)) {
+      *prefix = g_strdup(sm);
+    } else if (g_file_test(state, G_FILE_TEST_EXISTS)) {
+      st = weft_checkpoint_state_read(path, prefix, NULL);
+      if (!st && (*prefix == NULL || **prefix == '\0')) {
+        g_free(*prefix);
+        *prefix = NULL;
+        st = weft_status_new(WEFT_NOT_FOUND, "'%s' names no latest checkpoint", state);
+      }
+    } else {
+      st = weft_status_new(WEFT_NOT_FOUND, "'%s' is a folder with neither a `checkpoint` state "
+                           "file nor variables/variables.index (a SavedModel's)", path);
+    }
+    g_free(state);
+    g_free(sm_index);
+    g_free(sm);
+    return st;
+  }
+  *prefix = g_str_has_suffix(path, ".index") ? g_strndup(path, strlen(path) - strlen(".index"))
+                                             : g_strdup(path);
+  return NULL;
+}
+
+static char *dims_string(int rank, const int64_t *dims) {
+  GString *s = g_string_new("[");
+  for (int d = 0; d < rank; d++)
+    g_string_append_printf(s, "%s%lld", d ? "," : "", (long long)dims[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+static int checkpoint_ls(const char *path, bool as_json, bool values, int max_elements) {
+  char *prefix = NULL;
+  weft_checkpoint_reader_t *reader = NULL;
+  weft_status_t *st = checkpoint_prefix(path, &prefix);
+  if (!st) st = weft_checkpoint_reader_open(prefix, &reader);
+  if (st) {
+    g_free(prefix);
+    return report_status(weft_status_prefix(st, "checkpoint ls %s", path));
+  }
+  GString *json = g_string_new("");
+  if (as_json) {
+    char *q = json_quote(prefix);
+    g_string_append_printf(json, "{\"prefix\": %s, \"tensors\": [", q);
+    g_free(q);
+  }
+  int n = weft_checkpoint_reader_num_tensors(reader);
+  for (int i = 0; i < n && !st; i++) {
+    const char *key = weft_checkpoint_reader_key(reader, i);
+    weft_dtype_t dtype = WEFT_DT_INVALID;
+    int rank = 0;
+    int64_t dims[WEFT_MAX_RANK];
+    st = weft_checkpoint_reader_info(reader, key, &dtype, &rank, dims);
+    weft_tensor_t *t = NULL;
+    if (!st && values) st = weft_checkpoint_reader_read(reader, key, &t);
+    if (st) break;
+    char *shape = dims_string(rank, dims);
+    if (as_json) {
+      char *q = json_quote(key);
+      g_string_append_printf(json, "%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": %s",
+                             i ? ", " : "", q, weft_dtype_name(dtype), shape);
+      g_free(q);
+      if (t) {
+        char *v = weft_tensor_to_json(t);
+        g_string_append_printf(json, ", \"value\": %s", v ? v : "null");
+        free(v);
+      }
+      g_string_append_c(json, '}');
+    } else {
+      printf("%s (%s) %s\n", key, weft_dtype_name(dtype), shape);
+      if (t) {
+        char *v = weft_tensor_to_string(t, max_elements);
+        printf("  %s\n", v);
+        free(v);
+      }
+    }
+    weft_tensor_unref(t);
+    g_free(shape);
+  }
+  weft_checkpoint_reader_free(reader);
+  g_free(prefix);
+  int status = 0;
+  if (st) {
+    status = report_status(weft_status_prefix(st, "checkpoint ls %s", path));
+  } else if (as_json) {
+    g_string_append(json, "]}\n");
+    fputs(json->str, stdout);
+  }
+  g_string_free(json, TRUE);
+  return status;
+}
+
+static int cmd_checkpoint(int argc, char **argv) {
+  static const char help[] =
+      "Usage:\n  weft checkpoint ls PATH [--json] [--values] [--max-elements N]\n\n"
+      "Lists the tensors of a TensorFlow checkpoint, one line each: NAME (DTYPE) [SHAPE].\n"
+      "PATH is a checkpoint prefix (PREFIX.index exists), a folder with a `checkpoint` state\n"
+      "file (its latest checkpoint), or a SavedModel folder (its variables/variables).\n\n"
+      "Options:\n  --json            one JSON object {prefix, tensors: [{name, dtype, shape}]}\n"
+      "  --values          also print each tensor's values\n"
+      "  --max-elements N  elements printed per tensor without --json (-1: all)\n";
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    fputs(help, stdout);
+    return 0;
+  }
+  if (argc < 2 || strcmp(argv[1], "ls") != 0)
+    return usage_error("checkpoint", "expected 'ls PATH' (see weft help checkpoint)");
+  gboolean as_json = FALSE, values = FALSE;
+  int max_elements = 100;
+  char **rest = NULL;
+  GOptionEntry entries[] = {
+      {"json", 'j', 0, G_OPTION_ARG_NONE, &as_json,
+       "print one JSON object {prefix, tensors: [{name, dtype, shape}]}", NULL},
+      {"values", 0, 0, G_OPTION_ARG_NONE, &values, "also print each tensor's values", NULL},
+      {"max-elements", 0, 0, G_OPTION_ARG_INT, &max_elements,
+       "elements printed per tensor without --json (-1: all)", "N"},
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "PATH"},
+      {NULL}};
+  int sub_argc = argc - 1;
+  char **sub_argv = argv + 1;
+  int status = EXIT_USAGE;
+  if (!parse_options("checkpoint", entries, "list the tensors of a checkpoint", &sub_argc,
+                     &sub_argv)) {
+    goto out;
+  }
+  if (rest == NULL || rest[0] == NULL || rest[1] != NULL) {
+    usage_error("checkpoint", "ls takes exactly one PATH");
+    goto out;
+  }
+  status = checkpoint_ls(rest[0], as_json, values, max_elements);
+out:
+  g_strfreev(rest);
   return status;
 }
 
