@@ -2,8 +2,10 @@
  * AssignSub, IsVariableInitialized), the training ops that update variables in place
  * (ApplyGradientDescent, ApplyMomentum with and without Nesterov, ApplyAdagrad, ApplyAdam,
  * ApplyRMSProp: both the op's output and the variables' values afterwards are checked against
- * the update rules computed in double), and the random ops, checked by their statistics (range,
- * mean, spread) over 10^5 draws since their values are not reproducible across backends. */
+ * the update rules computed in double), the synchronous-replicas gradient accumulator
+ * (WeftAccumulatorApply, WeftAccumulatorTake: the output and the accumulator's sum, count and step
+ * afterwards), and the random ops, checked by their statistics (range, mean, spread) over 10^5
+ * draws since their values are not reproducible across backends. */
 #include <math.h>
 #include <string.h>
 
@@ -187,6 +189,138 @@ static void emit_training(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The synchronous-replicas accumulator (docs/training.md, "Synchronous training"): acc sums the
+ * gradients of the accumulator's current step, count says how many, step is that step. A case
+ * runs one op, so "several accumulations" are the state the earlier ones leave: the running sum
+ * of `held` gradients, each addition rounded to the dtype as an accumulator stored in it is. */
+
+static const weft_dtype_t accumulator_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INVALID};
+
+static cf_array_t *accumulated(cf_rng_t *rng, weft_dtype_t dt, int rank, const int64_t *dims,
+                               int held) {
+  cf_array_t *acc = cf_array_new(dt, rank, dims);
+  for (int k = 0; k < held; k++) {
+    cf_array_t *g = gen(rng, dt, rank, dims, -1, 1);
+    for (int64_t i = 0; i < acc->n; i++) acc->v[i] = cf_round_to_dtype(dt, acc->v[i] + g->v[i]);
+    cf_array_free(g);
+  }
+  return acc;
+}
+
+typedef struct accumulator_case {
+  const char *name;
+  int rank;
+  int64_t dims[2];
+  int held;           /* gradients already summed */
+  int64_t step;       /* the accumulator's step */
+  int64_t arg;        /* Apply: the gradient's local_step; Take: num_required */
+  bool grad_mismatch; /* Apply: a gradient of another shape, hidden from shape inference */
+} accumulator_case_t;
+
+static void accumulator_apply_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                                   const accumulator_case_t *k) {
+  cf_case_t *c = cf_case_new(op, k->name, dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  cf_array_t *acc = accumulated(&rng, dt, k->rank, k->dims, k->held);
+  int64_t gdims[2] = {k->dims[1], k->dims[0]};
+  cf_array_t *grad = gen(&rng, dt, k->rank, k->grad_mismatch ? gdims : k->dims, -1, 1);
+  cf_array_t *new_acc = cf_array_copy(acc);
+  /* A gradient of an older step is dropped; one of a newer step (a global step restored from a
+   * checkpoint) first discards the older sum and moves the accumulator to its step. */
+  bool accepted = k->arg >= k->step;
+  int64_t new_count = k->held, new_step = k->step;
+  if (accepted && !k->grad_mismatch) {
+    if (k->arg > k->step) {
+      for (int64_t i = 0; i < new_acc->n; i++) new_acc->v[i] = 0;
+      new_count = 0;
+      new_step = k->arg;
+    }
+    for (int64_t i = 0; i < new_acc->n; i++) new_acc->v[i] += grad->v[i];
+    cf_array_round(new_acc);
+    new_count++;
+  }
+  cf_case_variable_input(c, acc, new_acc);
+  cf_case_variable_input(c, cf_array_scalar(WEFT_DT_INT64, k->held),
+                         cf_array_scalar(WEFT_DT_INT64, (double)new_count));
+  cf_case_variable_input(c, cf_array_scalar(WEFT_DT_INT64, (double)k->step),
+                         cf_array_scalar(WEFT_DT_INT64, (double)new_step));
+  cf_case_input(c, cf_array_scalar(WEFT_DT_INT64, (double)k->arg));
+  int gi = cf_case_input(c, grad);
+  if (k->grad_mismatch) {
+    c->unknown_shape[gi] = true;
+    cf_case_expect(c, NULL);
+    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, NULL);
+  } else {
+    cf_case_expect(c, cf_array_scalar(WEFT_DT_BOOL, accepted));
+  }
+  cf_run_case(ctx, c);
+}
+
+static void accumulator_take_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                                  const accumulator_case_t *k) {
+  cf_case_t *c = cf_case_new(op, k->name, dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  cf_array_t *acc = accumulated(&rng, dt, k->rank, k->dims, k->held);
+  /* Taking the average empties the accumulator and starts its next step. */
+  cf_case_variable_input(c, acc, cf_array_new(dt, k->rank, k->dims));
+  cf_case_variable_input(c, cf_array_scalar(WEFT_DT_INT64, k->held),
+                         cf_array_scalar(WEFT_DT_INT64, 0));
+  cf_case_variable_input(c, cf_array_scalar(WEFT_DT_INT64, (double)k->step),
+                         cf_array_scalar(WEFT_DT_INT64, (double)(k->step + 1)));
+  cf_case_input(c, cf_array_scalar(WEFT_DT_INT64, (double)k->arg));
+  if (k->arg < 1) {
+    cf_case_expect(c, NULL);
+    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, NULL);
+  } else if (k->held < k->arg) {
+    /* The message is the documented one the chief's step reports (docs/training.md). */
+    char *why = g_strdup_printf("accumulator has %d of %" G_GINT64_FORMAT " gradients", k->held,
+                                k->arg);
+    cf_case_expect(c, NULL);
+    cf_case_expect_error(c, WEFT_FAILED_PRECONDITION, why);
+    g_free(why);
+  } else {
+    cf_array_t *average = cf_array_new(dt, k->rank, k->dims);
+    for (int64_t i = 0; i < average->n; i++) average->v[i] = acc->v[i] / k->held;
+    cf_array_round(average);
+    cf_case_expect(c, average);
+  }
+  cf_run_case(ctx, c);
+}
+
+static void emit_accumulator(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  static const accumulator_case_t apply_cases[] = {
+      {"fresh_first", 2, {3, 5}, 0, 5, 5, false},
+      {"fresh_after_3", 1, {1023}, 3, 5, 5, false},
+      {"fresh_scalar", 0, {0}, 1, 0, 0, false},
+      {"stale", 2, {3, 5}, 2, 5, 4, false},
+      {"stale_scalar", 0, {0}, 1, 7, 0, false},
+      {"newer_discards_sum", 2, {3, 5}, 2, 5, 9, false},
+      {"grad_shape_mismatch", 2, {3, 5}, 1, 5, 5, true},
+  };
+  static const accumulator_case_t take_cases[] = {
+      {"average_of_2", 2, {3, 5}, 2, 5, 2, false},
+      {"average_of_3", 1, {1023}, 3, 0, 3, false},
+      {"more_than_required", 2, {3, 5}, 4, 5, 2, false},
+      {"scalar", 0, {0}, 1, 9, 1, false},
+      {"not_enough", 2, {3, 5}, 1, 5, 2, false},
+      {"empty", 1, {7}, 0, 5, 1, false},
+      {"num_required_0", 1, {7}, 0, 5, 0, false},
+  };
+  bool apply = strcmp(op, "WeftAccumulatorApply") == 0;
+  const accumulator_case_t *cases = apply ? apply_cases : take_cases;
+  size_t n = apply ? G_N_ELEMENTS(apply_cases) : G_N_ELEMENTS(take_cases);
+  for (size_t i = 0; i < n; i++) {
+    if (apply)
+      accumulator_apply_case(ctx, op, dt, &cases[i]);
+    else
+      accumulator_take_case(ctx, op, dt, &cases[i]);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Random ops: checked by statistics */
 
 static char *check_random(const cf_case_t *c, cf_array_t *const *outs, int n) {
@@ -259,6 +393,8 @@ const cf_suite_t cf_suites_state[] = {
     {"ApplyAdagrad", cf_dtypes_float, emit_training, NULL},
     {"ApplyAdam", cf_dtypes_float, emit_training, NULL},
     {"ApplyRMSProp", cf_dtypes_float, emit_training, NULL},
+    {"WeftAccumulatorApply", accumulator_dtypes, emit_accumulator, NULL},
+    {"WeftAccumulatorTake", accumulator_dtypes, emit_accumulator, NULL},
     {"RandomUniform", cf_dtypes_float, emit_random, "dtype"},
     {"RandomStandardNormal", cf_dtypes_float, emit_random, "dtype"},
     {"TruncatedNormal", cf_dtypes_float, emit_random, "dtype"},

@@ -300,6 +300,7 @@ static void test_registry_standard_ops(void) {
       "SparseSoftmaxCrossEntropyWithLogits", "ReluGrad", "SigmoidGrad", "TanhGrad", "L2Loss",
       "VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
       "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyAdam", "ApplyRMSProp",
+      "WeftAccumulatorApply", "WeftAccumulatorTake",
       "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {

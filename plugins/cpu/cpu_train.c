@@ -1,7 +1,10 @@
 /* cpu_train.c: the optimizer update kernels on reference variables, with TensorFlow's update
  * formulas: ApplyGradientDescent, ApplyMomentum (use_nesterov), ApplyAdagrad (update_slots),
  * ApplyAdam (use_nesterov) and ApplyRMSProp. Each updates the variable and its slots in place
- * (under the variables' locks when use_locking) and outputs the variable's reference. */
+ * (under the variables' locks when use_locking) and outputs the variable's reference. Also the
+ * synchronous-replicas gradient accumulator (WeftAccumulatorApply, WeftAccumulatorTake). */
+#include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 #include <tgmath.h>
 
@@ -194,6 +197,146 @@ static weft_status_t *k_train(weft_kernel_ctx_t *ctx, void *state) {
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The synchronous-replicas gradient accumulator (core/src/train/sync_replicas.c): acc (input 0)
+ * sums the gradients of the current step, count (input 1) says how many, step (input 2) is the
+ * accumulator's own global step. acc's lock guards all three: only these two ops change them
+ * after initialisation, and both take it. */
+
+typedef struct accumulator {
+  weft_tensor_view_t acc, count, step;
+} accumulator_t;
+
+static weft_status_t *accumulator_refs(weft_kernel_ctx_t *ctx, accumulator_t *a) {
+  weft_tensor_view_t *views[3] = {&a->acc, &a->count, &a->step};
+  static const char *const names[3] = {"acc", "count", "step"};
+  for (int r = 0; r < 3; r++) {
+    memset(views[r], 0, sizeof *views[r]);
+    views[r]->struct_size = sizeof *views[r];
+    CPU_TRY(H->kernel_ref_input(ctx, r, views[r]));
+  }
+  for (int r = 1; r < 3; r++)
+    if (views[r]->dtype != WEFT_DT_INT64 || views[r]->num_elements != 1 || views[r]->rank != 0) {
+      char s[CPU_SHAPE_STR_LEN];
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "the accumulator's %s is not an int64 scalar: %s %s", names[r],
+                             weft__cpu_dtype_name(views[r]->dtype),
+                             weft__cpu_shape_str(views[r]->rank, views[r]->dims, s, sizeof s));
+    }
+  if (a->acc.dtype != WEFT_DT_FLOAT && a->acc.dtype != WEFT_DT_DOUBLE)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "the accumulator has no CPU kernel for %s",
+                           weft__cpu_dtype_name(a->acc.dtype));
+  return NULL;
+}
+
+static weft_status_t *read_int64_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
+                                        int64_t *out) {
+  weft_tensor_view_t v;
+  CPU_TRY(weft__cpu_input(ctx, index, &v));
+  if (v.dtype != WEFT_DT_INT64 || v.rank != 0 || v.num_elements != 1) {
+    char s[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not an int64 scalar: %s %s", name,
+                           weft__cpu_dtype_name(v.dtype),
+                           weft__cpu_shape_str(v.rank, v.dims, s, sizeof s));
+  }
+  *out = *(const int64_t *)v.data;
+  return NULL;
+}
+
+static void zero_acc(const weft_tensor_view_t *acc) {
+  memset(acc->data, 0, (size_t)acc->num_elements * (acc->dtype == WEFT_DT_FLOAT ? 4 : 8));
+}
+
+static weft_status_t *accumulate_locked(weft_kernel_ctx_t *ctx, bool *accepted) {
+  accumulator_t a;
+  CPU_TRY(accumulator_refs(ctx, &a));
+  int64_t local_step;
+  CPU_TRY(read_int64_scalar(ctx, 3, "local_step", &local_step));
+  weft_tensor_view_t grad;
+  CPU_TRY(weft__cpu_input(ctx, 4, &grad));
+  if (!same_shape(&a.acc, &grad) || grad.dtype != a.acc.dtype) {
+    char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "the gradient (%s %s) does not match the accumulator (%s %s)",
+                           weft__cpu_dtype_name(grad.dtype),
+                           weft__cpu_shape_str(grad.rank, grad.dims, s1, sizeof s1),
+                           weft__cpu_dtype_name(a.acc.dtype),
+                           weft__cpu_shape_str(a.acc.rank, a.acc.dims, s0, sizeof s0));
+  }
+  int64_t *count = a.count.data, *step = a.step.data;
+  *accepted = local_step >= *step;
+  if (!*accepted) return NULL; /* computed from variables older than the current step */
+  if (local_step > *step) {
+    /* The global step is ahead of the accumulator (restored from a checkpoint): what it holds
+     * belongs to an older step and is stale too. */
+    zero_acc(&a.acc);
+    *count = 0;
+    *step = local_step;
+  }
+  if (a.acc.dtype == WEFT_DT_FLOAT) {
+    float *d = a.acc.data;
+    const float *g = grad.data;
+    for (int64_t i = 0; i < a.acc.num_elements; i++) d[i] += g[i];
+  } else {
+    double *d = a.acc.data;
+    const double *g = grad.data;
+    for (int64_t i = 0; i < a.acc.num_elements; i++) d[i] += g[i];
+  }
+  *count += 1;
+  return NULL;
+}
+
+static weft_status_t *k_accumulator_apply(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  bool accepted = false;
+  H->kernel_lock_ref(ctx, 0);
+  weft_status_t *s = accumulate_locked(ctx, &accepted);
+  H->kernel_unlock_ref(ctx, 0);
+  CPU_TRY(s);
+  weft_tensor_view_t out;
+  CPU_TRY(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &out));
+  *(bool *)out.data = accepted;
+  return NULL;
+}
+
+static weft_status_t *take_locked(weft_kernel_ctx_t *ctx) {
+  accumulator_t a;
+  CPU_TRY(accumulator_refs(ctx, &a));
+  int64_t required;
+  CPU_TRY(read_int64_scalar(ctx, 3, "num_required", &required));
+  int64_t *count = a.count.data, *step = a.step.data;
+  if (required < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "num_required must be at least 1, not %" PRId64, required);
+  if (*count < required)
+    return weft__cpu_error(ctx, WEFT_FAILED_PRECONDITION,
+                           "accumulator has %" PRId64 " of %" PRId64 " gradients", *count,
+                           required);
+  weft_tensor_view_t out;
+  CPU_TRY(weft__cpu_output(ctx, 0, a.acc.dtype, a.acc.rank, a.acc.dims, &out));
+  if (a.acc.dtype == WEFT_DT_FLOAT) {
+    const float *d = a.acc.data;
+    float *o = out.data;
+    for (int64_t i = 0; i < a.acc.num_elements; i++) o[i] = d[i] / (float)*count;
+  } else {
+    const double *d = a.acc.data;
+    double *o = out.data;
+    for (int64_t i = 0; i < a.acc.num_elements; i++) o[i] = d[i] / (double)*count;
+  }
+  zero_acc(&a.acc);
+  *count = 0;
+  *step += 1;
+  return NULL;
+}
+
+static weft_status_t *k_accumulator_take(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  H->kernel_lock_ref(ctx, 0);
+  weft_status_t *s = take_locked(ctx);
+  H->kernel_unlock_ref(ctx, 0);
+  return s;
+}
+
 weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
   static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
   for (size_t i = 0; i < sizeof train_ops / sizeof train_ops[0]; i++) {
@@ -205,6 +348,21 @@ weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
     spec.dtypes = types;
     spec.n_dtypes = 2;
     spec.user_data = (void *)&train_ops[i];
+    CPU_TRY(weft__cpu_register(reg, &spec));
+  }
+  static const struct {
+    const char *op;
+    weft_kernel_compute_fn fn;
+  } accumulator_ops[] = {{"WeftAccumulatorApply", k_accumulator_apply},
+                         {"WeftAccumulatorTake", k_accumulator_take}};
+  for (size_t i = 0; i < sizeof accumulator_ops / sizeof accumulator_ops[0]; i++) {
+    weft_cpu_kernel_spec_t spec;
+    memset(&spec, 0, sizeof spec);
+    spec.op = accumulator_ops[i].op;
+    spec.compute = accumulator_ops[i].fn;
+    spec.type_attr = "T";
+    spec.dtypes = types;
+    spec.n_dtypes = 2;
     CPU_TRY(weft__cpu_register(reg, &spec));
   }
   return NULL;

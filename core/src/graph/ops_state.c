@@ -63,6 +63,35 @@ static weft_status_t *apply_rmsprop_shape(weft_shape_ctx_t *ctx) {
   return apply_shape(ctx, "ssskkkks");
 }
 
+/* The synchronous-replicas accumulator ops (core/src/train/sync_replicas.c): acc is shaped like
+ * the gradient; count, step, local_step and num_required are scalars. */
+static weft_status_t *accumulator_apply_shape(weft_shape_ctx_t *ctx) {
+  static const char *const names[] = {"count (input 1)", "step (input 2)",
+                                      "local_step (input 3)"};
+  weft__shape_t acc, grad, s;
+  for (int i = 1; i <= 3; i++) {
+    weft__sh_input(ctx, i, &s);
+    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
+  }
+  weft__sh_input(ctx, 0, &acc);
+  weft__sh_input(ctx, 4, &grad);
+  WEFT__TRY(weft__sh_merge(ctx, &acc, &grad, &acc, "the accumulator (input 0) and grad (input 4)"));
+  weft__shape_t scalar = {.rank = 0};
+  return weft__sh_output(ctx, 0, &scalar);
+}
+
+static weft_status_t *accumulator_take_shape(weft_shape_ctx_t *ctx) {
+  static const char *const names[] = {"count (input 1)", "step (input 2)",
+                                      "num_required (input 3)"};
+  weft__shape_t acc, s;
+  for (int i = 1; i <= 3; i++) {
+    weft__sh_input(ctx, i, &s);
+    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
+  }
+  weft__sh_input(ctx, 0, &acc);
+  return weft__sh_output(ctx, 0, &acc);
+}
+
 const weft_op_def_t weft__ops_state[] = {
     WEFT__OP("VariableV2", WEFT__NO_SPECS, WEFT__SPECS("ref: Ref(dtype)"),
              WEFT__SPECS("shape: shape", "dtype: type", "container: string = ''",
@@ -109,5 +138,15 @@ const weft_op_def_t weft__ops_state[] = {
                          "momentum: T", "epsilon: T", "grad: T"),
              WEFT__SPECS("out: Ref(T)"), WEFT__SPECS("T: numbertype", "use_locking: bool = false"),
              1, apply_rmsprop_shape),
+    WEFT__OP("WeftAccumulatorApply",
+             WEFT__SPECS("acc: Ref(T)", "count: Ref(int64)", "step: Ref(int64)",
+                         "local_step: int64", "grad: T"),
+             WEFT__SPECS("accepted: bool"), WEFT__SPECS("T: {float, double}"), 1,
+             accumulator_apply_shape),
+    WEFT__OP("WeftAccumulatorTake",
+             WEFT__SPECS("acc: Ref(T)", "count: Ref(int64)", "step: Ref(int64)",
+                         "num_required: int64"),
+             WEFT__SPECS("average: T"), WEFT__SPECS("T: {float, double}"), 1,
+             accumulator_take_shape),
     WEFT__OPS_END,
 };

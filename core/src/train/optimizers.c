@@ -377,21 +377,41 @@ weft_status_t *weft_minimize(weft_graph_t *g, weft_output_t loss,
   weft_output_t *grads = g_new0(weft_output_t, n);
   for (int i = 0; i < n; i++) xs[i] = weft_out(vars->pdata[i], 0);
   weft_status_t *st = weft_gradients(g, &loss, 1, xs, n, NULL, grads);
+  int n_grads = 0;
+  for (int i = 0; i < n; i++) n_grads += grads[i].node != NULL;
+  if (!st && n_grads == 0)
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "minimize: no gradients provided for any variable (the loss '%s' does "
+                         "not depend on them)", loss.node->name);
+  if (st)
+    st = weft_status_prefix(st, "minimize (%s)", opt_name);
+  else
+    st = weft__apply_gradients(g, spec, (weft_node_t *const *)vars->pdata, grads, n, global_step,
+                               train_op);
+  g_free(xs);
+  g_free(grads);
+  g_ptr_array_free(vars, TRUE);
+  return st;
+}
+
+weft_status_t *weft__apply_gradients(weft_graph_t *g, const weft_optimizer_spec_t *spec,
+                                     weft_node_t *const *vars, const weft_output_t *grads,
+                                     int n, weft_node_t *global_step, weft_node_t **train_op) {
+  if (train_op) *train_op = NULL;
+  if (!g || !spec || !kind_name(spec->kind))
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "apply gradients: missing a valid optimizer");
+  const char *opt_name = spec->name ? spec->name : kind_name(spec->kind);
+  weft_status_t *st = NULL;
   GArray *infos = g_array_new(FALSE, TRUE, sizeof(var_info_t));
-  for (int i = 0; i < n && !st; i++) {
+  for (int i = 0; i < n; i++) {
     if (!grads[i].node) continue;
-    var_info_t vi = {.var = vars->pdata[i], .grad = grads[i]};
+    var_info_t vi = {.var = vars[i], .grad = grads[i]};
     vi.dtype = weft__dtype_base(vi.var->output_types[0]);
     vi.shape = vi.var->output_shapes[0];
     g_array_append_val(infos, vi);
   }
-  g_free(xs);
-  g_free(grads);
-  g_ptr_array_free(vars, TRUE);
-  if (!st && infos->len == 0)
-    st = weft_status_new(WEFT_INVALID_ARGUMENT,
-                         "minimize: no gradients provided for any variable (the loss '%s' does "
-                         "not depend on them)", loss.node->name);
+  if (infos->len == 0)
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "apply gradients: no gradient for any variable");
 
   /* Slots, named like TensorFlow's ("w/Momentum", "w/Adam_1"). */
   for (guint k = 0; k < infos->len && !st; k++) {
