@@ -1,7 +1,8 @@
 /* Tests for core/src/placement: device spec parsing, merging, printing and matching, and the
  * placer (device scopes, device functions, colocation, kernel availability, soft placement,
  * already-placed nodes) over hand-made device lists and the real kernel registry with the CPU
- * plugin loaded. */
+ * plugin loaded, and colocation groups placed whole by local sessions on the real VULKAN device
+ * (lavapipe) when the Vulkan plugin finds one. */
 #include <string.h>
 
 #include "../core/src/placement/placement_internal.h"
@@ -820,6 +821,216 @@ static void test_place_class_string_list_joins_groups(void) {
   weft_graph_free(g);
 }
 
+static bool closure_has(GPtrArray *closure, const char *name) {
+  for (guint i = 0; i < closure->len; i++)
+    if (strcmp(((weft_node_t *)closure->pdata[i])->name, name) == 0) return true;
+  return false;
+}
+
+static void test_closure_follows_every_class_entry(void) {
+  /* c ties a and b together through its second _class entry; a step needing only a must still
+   * place b's group with it, and nothing outside the group. */
+  weft_graph_t *g = weft_graph_new();
+  weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
+  weft_node_t *a = identity(g, "a", x, NULL);
+  identity(g, "b", x, NULL);
+  weft_op_builder_t *bld = weft_op_new(g, "Identity", "c");
+  weft_op_add_input(bld, weft_out(x, 0));
+  const char *cls[] = {"loc:@b", "loc:@a"};
+  weft_op_set_attr_string_list(bld, "_class", cls, 2);
+  g_assert_null(weft_op_finish(bld, NULL));
+  identity(g, "d", x, NULL);
+  GPtrArray *needed = g_ptr_array_new();
+  g_ptr_array_add(needed, a);
+  GHashTable *placement = new_placement();
+  GPtrArray *closure = weft__colocation_closure(g, needed, placement);
+  g_assert_cmpuint(closure->len, ==, 3);
+  g_assert_true(closure_has(closure, "a"));
+  g_assert_true(closure_has(closure, "b"));
+  g_assert_true(closure_has(closure, "c"));
+  g_ptr_array_free(closure, TRUE);
+
+  /* Members already placed are not placed again. */
+  g_hash_table_insert(placement, g_strdup("b"), g_strdup(kCpu0.name));
+  closure = weft__colocation_closure(g, needed, placement);
+  g_assert_cmpuint(closure->len, ==, 2);
+  g_assert_false(closure_has(closure, "b"));
+  g_ptr_array_free(closure, TRUE);
+  g_ptr_array_free(needed, TRUE);
+  g_hash_table_destroy(placement);
+  weft_graph_free(g);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Colocation groups in a local session with the Vulkan plugin: the group is placed whole at
+ * the first step that touches any member, on a device with kernels for every member. */
+
+/* The name of the first VULKAN device, or NULL (and the test skipped) when there is none. */
+static const char *vulkan_device_or_skip(void) {
+  for (int i = 0; i < weft_devices_count(); i++) {
+    const weft_device_info_t *d = weft_devices_get(i);
+    if (d->device_type != NULL && strcmp(d->device_type, "VULKAN") == 0) return d->name;
+  }
+  g_test_skip("no VULKAN device: the Vulkan plugin is not built or finds no Vulkan driver");
+  return NULL;
+}
+
+static weft_node_t *const_f32(weft_graph_t *g, const char *name, float a, float b) {
+  int64_t dims[1] = {2};
+  float data[2] = {a, b};
+  weft_status_t *st = NULL;
+  weft_tensor_t *t = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, data, sizeof data, &st);
+  g_assert_null(st);
+  weft_output_t o = weft_const(g, name, t, &st);
+  weft_tensor_unref(t);
+  g_assert_null(st);
+  return o.node;
+}
+
+static weft_node_t *scalar_f32(weft_graph_t *g, const char *name, float v) {
+  weft_status_t *st = NULL;
+  weft_output_t o = weft_const_float(g, name, v, &st);
+  g_assert_null(st);
+  return o.node;
+}
+
+/* rmsprop = ApplyRMSProp(w, ms, mom, lr 0.5, rho 0, momentum 0, epsilon 0, grad [2, 2]) on the
+ * float variables w = [1, 2], ms = mom = [0, 0]: w becomes w - 0.5 * 2 / sqrt(4) = w - 0.5. */
+static weft_op_builder_t *rmsprop_builder(weft_graph_t *g, const char *name) {
+  weft_op_builder_t *b = weft_op_new(g, "ApplyRMSProp", name);
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "w"), 0));
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "ms"), 0));
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "mom"), 0));
+  weft_op_add_input(b, weft_out(scalar_f32(g, "lr", 0.5f), 0));
+  weft_op_add_input(b, weft_out(scalar_f32(g, "rho", 0.0f), 0));
+  weft_op_add_input(b, weft_out(scalar_f32(g, "momentum", 0.0f), 0));
+  weft_op_add_input(b, weft_out(scalar_f32(g, "epsilon", 0.0f), 0));
+  weft_op_add_input(b, weft_out(const_f32(g, "grad", 2.0f, 2.0f), 0));
+  return b;
+}
+
+static void rmsprop_variables(weft_graph_t *g, const char *w_device) {
+  if (w_device != NULL) weft_graph_push_device(g, w_device);
+  variable(g, "w", const_f32(g, "w_init", 1.0f, 2.0f));
+  if (w_device != NULL) weft_graph_pop_device(g);
+  variable(g, "ms", const_f32(g, "ms_init", 0.0f, 0.0f));
+  variable(g, "mom", const_f32(g, "mom_init", 0.0f, 0.0f));
+}
+
+static weft_status_t *run_targets(weft_session_t *s, const char *a, const char *b) {
+  const char *targets[2] = {a, b};
+  return weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, b != NULL ? 2 : 1);
+}
+
+static void test_session_group_avoids_device_without_update_kernel(void) {
+  const char *vulkan = vulkan_device_or_skip();
+  if (vulkan == NULL) return;
+  weft_graph_t *g = weft_graph_new();
+  rmsprop_variables(g, NULL);
+  weft_op_builder_t *b = rmsprop_builder(g, "rmsprop");
+  g_assert_null(weft_op_finish(b, NULL));
+  /* A variable nothing but its initializer touches: VULKAN has both kernels, so it goes there. */
+  variable(g, "v", const_f32(g, "v_init", 3.0f, 4.0f));
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  g_assert_null(st);
+
+  /* The first step needs only w's initializer, yet w is placed for ApplyRMSProp too. */
+  st = run_targets(s, "w/Assign", "v/Assign");
+  if (st != NULL) g_test_message("%s", weft_status_message(st));
+  g_assert_null(st);
+  const char *cpu = "/job:localhost/replica:0/task:0/device:CPU:0";
+  g_assert_cmpstr(weft_session_node_device(s, "w"), ==, cpu);
+  g_assert_cmpstr(weft_session_node_device(s, "w/Assign"), ==, cpu);
+  g_assert_cmpstr(weft_session_node_device(s, "rmsprop"), ==, cpu);
+  g_assert_cmpstr(weft_session_node_device(s, "v"), ==, vulkan);
+  g_assert_cmpstr(weft_session_node_device(s, "v/Assign"), ==, vulkan);
+
+  g_assert_null(run_targets(s, "ms/Assign", "mom/Assign"));
+  const char *fetch[1] = {"rmsprop"};
+  weft_tensor_t *out = NULL;
+  st = weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
+  if (st != NULL) g_test_message("%s", weft_status_message(st));
+  g_assert_null(st);
+  const float *w = weft_tensor_data(out);
+  g_assert_cmpfloat_with_epsilon(w[0], 0.5f, 1e-6f);
+  g_assert_cmpfloat_with_epsilon(w[1], 1.5f, 1e-6f);
+  weft_tensor_unref(out);
+  g_assert_cmpstr(weft_session_node_device(s, "ms"), ==, cpu);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+static void test_session_explicit_vulkan_variable_with_unsupported_update(void) {
+  const char *vulkan = vulkan_device_or_skip();
+  if (vulkan == NULL) return;
+  weft_graph_t *g = weft_graph_new();
+  rmsprop_variables(g, "/device:VULKAN:0");
+  weft_op_builder_t *b = rmsprop_builder(g, "rmsprop");
+  g_assert_null(weft_op_finish(b, NULL));
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  g_assert_null(st);
+  /* The initializer alone fails already: TensorFlow places the whole group at once. */
+  st = run_targets(s, "w/Assign", NULL);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_test_message("%s", weft_status_message(st));
+  g_assert_true(g_str_has_prefix(
+      weft_status_message(st),
+      "Cannot assign a device for operation 'rmsprop': Could not satisfy explicit device "
+      "specification '/device:VULKAN:0' (requested by 'w', which it is colocated with) because "
+      "no supported kernel for VULKAN devices is available (op ApplyRMSProp, dtype float32). "
+      "Registered devices: ["));
+  weft_status_free(st);
+  g_assert_cmpstr(weft_session_node_device(s, "w"), ==, "");
+  weft_session_free(s);
+
+  /* Soft placement moves the whole group to the CPU. */
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_allow_soft_placement(opts, true);
+  s = weft_session_new(g, opts, &st);
+  weft_session_options_free(opts);
+  g_assert_null(st);
+  g_assert_null(run_targets(s, "w/Assign", NULL));
+  g_assert_cmpstr(weft_session_node_device(s, "w"), ==,
+                  "/job:localhost/replica:0/task:0/device:CPU:0");
+  g_assert_cmpstr(weft_session_node_device(s, "rmsprop"), ==,
+                  "/job:localhost/replica:0/task:0/device:CPU:0");
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+static void test_session_node_added_to_placed_group_fails(void) {
+  const char *vulkan = vulkan_device_or_skip();
+  if (vulkan == NULL) return;
+  weft_graph_t *g = weft_graph_new();
+  rmsprop_variables(g, NULL);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  g_assert_null(st);
+  g_assert_null(run_targets(s, "w/Assign", NULL));
+  g_assert_cmpstr(weft_session_node_device(s, "w"), ==, vulkan);
+
+  /* Added after w was placed: like TensorFlow, the group does not move. */
+  weft_op_builder_t *b = rmsprop_builder(g, "rmsprop");
+  g_assert_null(weft_op_finish(b, NULL));
+  st = run_targets(s, "rmsprop", NULL);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  char *want = g_strdup_printf("Cannot assign a device for operation 'rmsprop': it is colocated "
+                               "with 'w', which is already placed on '%s', but no supported "
+                               "kernel for VULKAN devices is available (op ApplyRMSProp, dtype "
+                               "float32). ",
+                               vulkan);
+  g_test_message("%s", weft_status_message(st));
+  g_assert_true(g_str_has_prefix(weft_status_message(st), want));
+  g_free(want);
+  weft_status_free(st);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   weft_plugins_load_default();
@@ -853,5 +1064,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place/pinned_conflict", test_place_pinned_conflicts_with_request);
   g_test_add_func("/placement/place/unknown_colocation", test_place_unknown_colocation_target);
   g_test_add_func("/placement/place/class_list", test_place_class_string_list_joins_groups);
+  g_test_add_func("/placement/closure/every_class_entry", test_closure_follows_every_class_entry);
+  g_test_add_func("/placement/session/group_avoids_device_without_kernel",
+                  test_session_group_avoids_device_without_update_kernel);
+  g_test_add_func("/placement/session/explicit_vulkan_unsupported_update",
+                  test_session_explicit_vulkan_variable_with_unsupported_update);
+  g_test_add_func("/placement/session/node_added_to_placed_group",
+                  test_session_node_added_to_placed_group_fails);
   return g_test_run();
 }

@@ -21,6 +21,31 @@ static void join(int *parent, int a, int b) {
   if (a != b) parent[a] = b;
 }
 
+static void join_named(weft_graph_t *graph, int *parent, int n, int k, const char *name) {
+  weft_node_t *with = name != NULL ? weft_graph_node(graph, name) : NULL;
+  if (with != NULL && with->id < n) join(parent, k, with->id);
+}
+
+/* Every "loc:@x" entry of _class joins, as in the placer: the first entry alone (the node's
+ * colocation_group) would miss a node that ties two groups together. An unknown name is the
+ * placer's error to report, not the closure's. */
+static void join_class(weft_graph_t *graph, int *parent, int n, int k, const weft_node_t *node) {
+  const weft__attr_value_t *cls = node->attrs != NULL ? weft__attrs_get(node->attrs, "_class")
+                                                      : NULL;
+  if (cls != NULL && cls->kind == WEFT_ATTR_LIST_STRING) {
+    for (size_t i = 0; i < cls->u.list.n; i++) {
+      const char *entry = cls->u.list.s[i].data;
+      if (entry != NULL && g_str_has_prefix(entry, "loc:@"))
+        join_named(graph, parent, n, k, entry + 5);
+    }
+  } else if (cls != NULL && cls->kind == WEFT_ATTR_STRING && cls->u.s.data != NULL &&
+             g_str_has_prefix(cls->u.s.data, "loc:@")) {
+    join_named(graph, parent, n, k, cls->u.s.data + 5);
+  }
+  if (node->colocation_group != NULL && node->colocation_group[0] != '\0')
+    join_named(graph, parent, n, k, node->colocation_group);
+}
+
 GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHashTable *placement) {
   int n = weft_graph_num_nodes(graph);
   int *parent = g_new(int, n > 0 ? n : 1);
@@ -31,10 +56,7 @@ GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHash
       if (weft__dtype_is_ref(node->input_types[i]) && node->inputs[i].src->id < n)
         join(parent, k, node->inputs[i].src->id);
     }
-    if (node->colocation_group) {
-      weft_node_t *with = weft_graph_node(graph, node->colocation_group);
-      if (with && with->id < n) join(parent, k, with->id);
-    }
+    join_class(graph, parent, n, k, node);
   }
   GHashTable *wanted_roots = g_hash_table_new(g_direct_hash, g_direct_equal);
   GHashTable *included = g_hash_table_new(g_direct_hash, g_direct_equal);

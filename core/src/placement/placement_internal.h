@@ -57,8 +57,10 @@ typedef struct weft__placer_options {
 /* Places `nodes` (weft_node_t*, a subset of graph) on `devices`. `placement` maps node name (char*,
  * owned by the table) -> device name (char*, owned by the table); nodes already in it keep their
  * device. Rules: requested specs, colocation groups (_class "loc:@x", ref edges), kernel
- * availability for the node's op and attrs on the device type (weft__kernel_exists), unpinned
- * nodes to the first gpu-like device with a kernel else CPU, soft placement. On error nothing is
+ * availability for the node's op and attrs on the device type (weft__kernel_exists) -- for a
+ * group with nothing placed yet, of every member reached, in `nodes` or not --, unpinned groups
+ * to the first gpu-like device with kernels for them else CPU, soft placement. Callers pass
+ * weft__colocation_closure's nodes so that a group is weighed whole. On error nothing is
  * added to `placement` and the status is INVALID_ARGUMENT naming node, op, requested device and,
  * when no kernel is the cause, the dtype and the devices that do have kernels. */
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,

@@ -186,15 +186,17 @@ static const member_t *group_at(placer_t *p, GArray *group, guint k) {
   return &g_array_index(p->members, member_t, g_array_index(group, int, k));
 }
 
+/* Only called for a group none of whose members is placed yet. Members outside this call count
+ * too: they will have to follow the device chosen now, so it must have their kernels as well. */
 static bool group_has_kernels(placer_t *p, GArray *group, const weft__place_device_t *device) {
   for (guint k = 0; k < group->len; k++) {
     const member_t *m = group_at(p, group, k);
-    if (m->to_place && !member_has_kernel(m, device)) return false;
+    if (!member_has_kernel(m, device)) return false;
   }
   return true;
 }
 
-/* Best device matching spec with kernels for every member to place; -1 if none. *n_matching
+/* Best device matching spec with kernels for every member; -1 if none. *n_matching
  * counts the devices the spec selects at all. */
 static int choose(placer_t *p, GArray *group, const weft__device_spec_t *spec, int *n_matching) {
   int best = -1;
@@ -403,7 +405,6 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
   const member_t *culprit = NULL;
   for (guint k = 0; k < group->len && culprit == NULL; k++) {
     const member_t *m = group_at(p, group, k);
-    if (!m->to_place) continue;
     bool any = false;
     for (int i = 0; i < p->n_devices && !any; i++)
       any = weft__device_spec_matches(spec, &p->devices[i], p->gpu_type) &&
@@ -425,10 +426,17 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
                              named->node->name, want, want, names);
     g_free(names);
   } else if (culprit != NULL) {
+    /* The request may come from another member (a variable pinned by the user, the culprit an
+     * update op colocated with it): name both, or the user sees a request they never wrote. */
+    char *by = requester != NULL && requester != culprit
+                   ? g_strdup_printf(" (requested by '%s', which it is colocated with)",
+                                     requester->node->name)
+                   : g_strdup("");
     char *prefix = explicit_request
-                       ? g_strdup_printf("Could not satisfy explicit device specification '%s' "
-                                         "because ", want)
+                       ? g_strdup_printf("Could not satisfy explicit device specification '%s'%s "
+                                         "because ", want, by)
                        : g_strdup("");
+    g_free(by);
     char *which = spec->type != NULL ? g_strdup_printf("%s devices", spec->type)
                   : explicit_request ? g_strdup_printf("devices matching '%s'", want)
                                      : g_strdup("any device");
