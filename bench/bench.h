@@ -62,6 +62,14 @@ double bench_now(void); /* seconds, monotonic */
 /* Benchmark groups (bench_kernels.c, bench_session.c, bench_distributed.c). */
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
 void bench_run_session(const bench_options_t *o, bench_report_t *r);
+/* A program installed beside the weft binary (weftd, weft-train: core/tools in the build tree,
+ * bin once installed); NULL when /proc/self/exe cannot be read. g_free(). */
+char *bench_tool_path(const char *name);
+/* A loopback port nobody listens on now (0 on failure); another process may take it first. */
+int bench_free_port(void);
+/* Asynchronous training by weft-train processes beside weft-train --local (bench_training.c);
+ * called by bench_run_session. */
+void bench_run_training(const bench_options_t *o, bench_report_t *r);
 /* Remote step and tensor transfers against weftd children; called by bench_run_session. */
 void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 

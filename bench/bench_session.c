@@ -224,9 +224,5 @@ void bench_run_session(const bench_options_t *o, bench_report_t *r) {
   bench_build(o, r);
   bench_peak_memory(o, r);
   bench_run_distributed(o, r);
-  skip(r, o, "transfer/shared_memory",
-       "no shared-memory path between tasks exists yet: tensors between tasks on one host go "
-       "through gRPC on loopback");
-  skip(r, o, "async_training/linear", "needs training across a cluster (issue 5), not written yet");
-  skip(r, o, "async_training/mlp", "needs training across a cluster (issue 5), not written yet");
+  bench_run_training(o, r);
 }

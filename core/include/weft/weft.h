@@ -221,6 +221,49 @@ weft_status_t *weft_session_run(weft_session_t *session, const char *const *feed
                                 weft_tensor_t *const *feeds, int n_feeds,
                                 const char *const *fetch_names, weft_tensor_t **fetch_outputs,
                                 int n_fetches, const char *const *target_names, int n_targets);
+/* Per-step options (TensorFlow's RunOptions) and what a traced step reports (RunMetadata);
+ * docs/performance.md, "Profiling a step". */
+typedef enum weft_trace_level {
+  WEFT_TRACE_NONE = 0, /* collect nothing (the default; costs nothing) */
+  WEFT_TRACE_FULL = 1, /* one weft_node_stats_t per node run, on every task of the step */
+} weft_trace_level_t;
+typedef struct weft_run_options weft_run_options_t;
+weft_run_options_t *weft_run_options_new(void);
+void weft_run_options_free(weft_run_options_t *opts); /* accepts NULL */
+void weft_run_options_set_trace_level(weft_run_options_t *opts, weft_trace_level_t level);
+/* Deadline of this step (0, the default: local steps have none, remote ones the session's
+ * operation timeout). A local step checks it before each node starts: DEADLINE_EXCEEDED. */
+void weft_run_options_set_timeout_ms(weft_run_options_t *opts, int64_t ms);
+
+typedef struct weft_node_stats {
+  const char *node_name, *op, *device; /* full device name */
+  const char *inputs;                  /* "a:0, b:1, ^c" ("^": control input) */
+  int64_t start_us;                    /* wall clock, microseconds since the Unix epoch */
+  int64_t duration_us;
+  uint64_t output_bytes; /* bytes of the node's outputs */
+  uint64_t thread_id;    /* which thread of its task ran it */
+} weft_node_stats_t;
+typedef struct weft_run_metadata weft_run_metadata_t;
+
+/* weft_session_run with options (NULL: defaults). When `metadata` is not NULL, *metadata gets a
+ * new weft_run_metadata_t the caller frees with weft_run_metadata_free (NULL when the step
+ * failed); its node stats are empty unless the trace level is above NONE. */
+weft_status_t *weft_session_run_with_options(
+    weft_session_t *session, const weft_run_options_t *run_options, const char *const *feed_names,
+    weft_tensor_t *const *feeds, int n_feeds, const char *const *fetch_names,
+    weft_tensor_t **fetch_outputs, int n_fetches, const char *const *target_names, int n_targets,
+    weft_run_metadata_t **metadata);
+int weft_run_metadata_num_node_stats(const weft_run_metadata_t *meta);
+/* Borrowed from meta; NULL when i is out of range. */
+const weft_node_stats_t *weft_run_metadata_node_stats(const weft_run_metadata_t *meta, int i);
+/* The step as a Chrome trace (chrome://tracing, ui.perfetto.dev): one process per device, one
+ * complete ("X") event per node. The string is the caller's (g_free). */
+char *weft_run_metadata_chrome_trace(const weft_run_metadata_t *meta);
+/* Writes it to `path`; a status naming the file when it cannot be written. */
+weft_status_t *weft_run_metadata_write_chrome_trace(const weft_run_metadata_t *meta,
+                                                    const char *path);
+void weft_run_metadata_free(weft_run_metadata_t *meta); /* accepts NULL */
+
 /* The device a node was placed on, after a run that used it ("" if not placed yet). */
 const char *weft_session_node_device(weft_session_t *session, const char *node_name);
 weft_status_t *weft_session_close(weft_session_t *session);
@@ -316,6 +359,16 @@ void weft_server_options_set_bind_address(weft_server_options_t *opts, const cha
 void weft_server_options_set_status_timeout_ms(weft_server_options_t *opts, int64_t ms);
 /* Deadline of a step when the session sets none (default 120000 ms). */
 void weft_server_options_set_step_timeout_ms(weft_server_options_t *opts, int64_t ms);
+/* Limits every request is checked against before any work starts (docs/security.md): a request
+ * beyond one gets INVALID_ARGUMENT naming the field and the limit. 0 or less restores the
+ * default. The whole message (default 1 GiB), one tensor fed or held as a constant (default
+ * 1 GiB), the nodes of one graph and the names of one step (default 1000000), the attributes of
+ * one node (default 1000), the rank of any tensor or shape (default and at most WEFT_MAX_RANK). */
+void weft_server_options_set_max_message_bytes(weft_server_options_t *opts, int64_t bytes);
+void weft_server_options_set_max_tensor_bytes(weft_server_options_t *opts, int64_t bytes);
+void weft_server_options_set_max_graph_nodes(weft_server_options_t *opts, int64_t n);
+void weft_server_options_set_max_node_attrs(weft_server_options_t *opts, int64_t n);
+void weft_server_options_set_max_tensor_rank(weft_server_options_t *opts, int rank);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */
@@ -336,6 +389,11 @@ void weft_server_free(weft_server_t *server); /* stops it first if needed; accep
 
 /* Remote sessions: the deadline of one step (0: the server's default). */
 void weft_session_options_set_operation_timeout_ms(weft_session_options_t *opts, int64_t ms);
+/* Remote sessions: TensorFlow's device_filters. The session only involves the tasks matching one
+ * of the filters ("/job:ps", "/job:worker/task:1"), so a worker's session does not wait for the
+ * other workers (n 0: every task, the default). Copied. */
+void weft_session_options_set_device_filters(weft_session_options_t *opts,
+                                             const char *const *filters, int n);
 
 /* Every device of the cluster behind `target` ("grpc://host:port"), as its master sees them.
  * timeout_ms 0 means the default (10000 ms). *devices is an array of *n entries the caller frees
@@ -383,7 +441,7 @@ weft_status_t *weft_cluster_reset_with_options(const char *target,
 /* ---------------------------------------------------------------------------------------------
  * Checkpoints: TensorFlow's tensor-bundle format (PREFIX.index, a sorted table of tensor entries,
  * and PREFIX.data-NNNNN-of-NNNNN, the tensors' bytes), the `checkpoint` state file, and a saver
- * over a local session's variables (docs/checkpoints.md). */
+ * over a session's variables, local or remote (docs/checkpoints.md). */
 
 typedef struct weft_checkpoint_reader weft_checkpoint_reader_t;
 
@@ -443,7 +501,11 @@ weft_status_t *weft_checkpoint_state_write(const char *dir, const char *latest,
  * g_free()s it. */
 char *weft_checkpoint_latest(const char *dir);
 
-/* TensorFlow's Saver over the variables of a local session. */
+/* TensorFlow's Saver over the variables of a session. A local session's variables are read and
+ * assigned directly; a remote session's by steps, for which the saver adds its nodes to the graph
+ * once ("<var>/is_initialized", "<var>/restore_value", "<var>/restore"; so the graph, although
+ * declared const below, must not be in use by another thread then), and the checkpoint gets one
+ * shard per task holding variables (docs/training.md, "Saving a cluster's variables"). */
 typedef struct weft_saver weft_saver_t;
 
 /* max_to_keep: how many checkpoints save keeps (older ones are deleted); 0 or less keeps all. */
@@ -466,6 +528,71 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
  * or shapes when they differ. Nothing is assigned unless everything checks out. */
 weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
                                   const weft_graph_t *graph, const char *prefix);
+
+/* ---------------------------------------------------------------------------------------------
+ * SavedModels (docs/training.md#savedmodels): TensorFlow's DIR/saved_model.pb (a MetaGraphDef per
+ * tag set, with signatures) and DIR/variables/variables (a checkpoint), run in a local session.
+ * Nodes are imported on demand: a run imports only what its fetches and targets need, cut at the
+ * tensors it feeds, so parts of the graph Weft has no op for (ParseExample, SaveV2, ...) never
+ * have to load unless a run needs them. */
+
+typedef struct weft_saved_model weft_saved_model_t;
+
+/* Loads the MetaGraphDef tagged `tags` (comma-separated, order free; NULL or "" means "serve")
+ * and restores every variable (VariableV2) of its graph that DIR/variables/variables holds, by
+ * checkpoint key = variable node name; a SavedModel without DIR/variables/variables.index has
+ * none to restore. opts (may be NULL) is copied into the model's local session. NOT_FOUND naming
+ * DIR/saved_model.pb when it is missing, and naming the tag sets present when none matches;
+ * DATA_LOSS naming the file when the pb or the variables are corrupt. The caller owns *out. */
+weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
+                                     const weft_session_options_t *opts,
+                                     weft_saved_model_t **out);
+void weft_saved_model_free(weft_saved_model_t *model); /* accepts NULL */
+/* The graph of the nodes imported so far and the session running it (borrowed). */
+weft_graph_t *weft_saved_model_graph(const weft_saved_model_t *model);
+weft_session_t *weft_saved_model_session(const weft_saved_model_t *model);
+
+/* Signatures, by key in sorted order. */
+int weft_saved_model_num_signatures(const weft_saved_model_t *model);
+const char *weft_saved_model_signature_key(const weft_saved_model_t *model, int index);
+/* One input or output of a signature; strings are borrowed from the model. */
+typedef struct weft_saved_model_tensor_info {
+  const char *key;  /* the signature's name for it ("x") */
+  const char *name; /* the graph tensor ("x:0") */
+  weft_dtype_t dtype; /* reference dtypes are given as their base type */
+  int rank;           /* -1: unknown */
+  int64_t dims[WEFT_MAX_RANK]; /* -1: unknown */
+} weft_saved_model_tensor_info_t;
+/* Counts of the signature's inputs and outputs (either pointer may be NULL) and its method name
+ * (borrowed; may be NULL). NOT_FOUND listing the signature keys present. */
+weft_status_t *weft_saved_model_signature(const weft_saved_model_t *model, const char *key,
+                                          int *n_inputs, int *n_outputs, const char **method);
+/* Input / output `index` of signature `key`, in key order. NOT_FOUND as above or for an index out
+ * of range. */
+weft_status_t *weft_saved_model_signature_input(const weft_saved_model_t *model, const char *key,
+                                                int index, weft_saved_model_tensor_info_t *out);
+weft_status_t *weft_saved_model_signature_output(const weft_saved_model_t *model, const char *key,
+                                                 int index, weft_saved_model_tensor_info_t *out);
+/* The dtype of a feedable tensor: `name` is an input or output key of `signature` (NULL: none)
+ * or a tensor name; the dtype comes from the signature, else the node's "dtype" or "T" attribute.
+ * NOT_FOUND when there is no such tensor; INVALID_ARGUMENT when the node does not say. */
+weft_status_t *weft_saved_model_tensor_dtype(const weft_saved_model_t *model,
+                                             const char *signature, const char *name,
+                                             weft_dtype_t *dtype);
+
+/* Runs one step of the model's session. Names are input keys (feeds) or output keys (fetches)
+ * of `signature` when one is given, else (or when no key matches) tensor names of the graph;
+ * targets are node names. Nodes the step needs are imported first (see above): UNIMPLEMENTED
+ * naming the node and its op when Weft has no such op; NOT_FOUND naming a tensor, node or
+ * signature the model lacks. feeds are borrowed; fetch_outputs[i] receives a new reference (the
+ * caller unrefs it). Variables keep their values between runs, as in any session. A tensor fed
+ * in one run whose producer was not imported is read through a stand-in placeholder by the
+ * nodes imported in that run, so later runs that need those nodes must feed it too. */
+weft_status_t *weft_saved_model_run(weft_saved_model_t *model, const char *signature,
+                                    const char *const *feed_names, weft_tensor_t *const *feeds,
+                                    int n_feeds, const char *const *fetch_names,
+                                    weft_tensor_t **fetch_outputs, int n_fetches,
+                                    const char *const *target_names, int n_targets);
 
 /* ---------------------------------------------------------------------------------------------
  * Training (docs/training.md): symbolic gradients, losses, optimizers, the replica device
@@ -536,6 +663,48 @@ weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
                              const weft_optimizer_spec_t *spec, weft_node_t *const *var_list,
                              int n_vars, weft_node_t *global_step, weft_node_t **train_op);
 
+/* Synchronous replicated training, TensorFlow's SyncReplicasOptimizer for between-graph
+ * replication (docs/training.md, "Synchronous training"). Every worker builds the same graph
+ * (variables on ps tasks) and calls weft_sync_replicas_minimize instead of weft_minimize; it adds
+ * the gradients of `loss` for var_list (NULL or n_vars 0: every trainable variable), per variable
+ * three accumulator variables colocated with it ("<var>/sync_acc", "<var>/sync_count",
+ * "<var>/sync_step"; they join the global variables initializer), an int64 placeholder
+ * "sync_replicas/local_step", one WeftAccumulatorApply per variable (the worker's push) and the
+ * chief's update: one WeftAccumulatorTake per variable feeding `spec`'s Apply* ops, then the
+ * increment of global_step (NULL: weft_train_global_step). replicas_to_aggregate (N, >= 1)
+ * gradients make one update; total_num_replicas (0: N) may exceed N, the rest being backup
+ * workers whose late gradients are dropped. INVALID_ARGUMENT for bad counts or variables. On
+ * success the caller owns *out (free it with weft_sync_replicas_free, before the graph, which it
+ * borrows); the nodes belong to the graph. */
+typedef struct weft_sync_replicas weft_sync_replicas_t;
+weft_status_t *weft_sync_replicas_minimize(weft_graph_t *graph, weft_output_t loss,
+                                           const weft_optimizer_spec_t *spec,
+                                           weft_node_t *const *var_list, int n_vars,
+                                           weft_node_t *global_step, int replicas_to_aggregate,
+                                           int total_num_replicas, weft_sync_replicas_t **out);
+/* One synchronous step as a worker runs it: reads the global step G, runs the gradient push for
+ * step G with the caller's feeds (borrowed) and fetches (outputs[i] gets a new reference the
+ * caller unrefs, as weft_session_run); then the chief (is_chief) polls the accumulators until
+ * each has N gradients and runs the update (the global step becomes G+1), while any other worker
+ * polls the global step until it passes G. *global_step_out (may be NULL) is the global step
+ * after the step. Past timeout_ms (> 0): DEADLINE_EXCEEDED naming what was missing ("sync
+ * replicas: 1 of 2 gradients for variable 'w' arrived within 5000 ms; is a worker slow or
+ * gone?"); on any error no output is set. Calling it again after a deadline for the same global
+ * step waits again without pushing a second gradient. One thread at a time per sync object. */
+weft_status_t *weft_sync_replicas_step(weft_sync_replicas_t *sync, weft_session_t *session,
+                                       bool is_chief, const char *const *feed_names,
+                                       weft_tensor_t *const *feeds, int n_feeds,
+                                       const char *const *fetch_names, weft_tensor_t **outputs,
+                                       int n_fetches, int64_t timeout_ms,
+                                       int64_t *global_step_out);
+/* The worker's push as a target (a NoOp on every accumulate op; it needs the local_step feed)
+ * and the chief's update (a NoOp); both borrowed from the graph. */
+weft_node_t *weft_sync_replicas_train_op(const weft_sync_replicas_t *sync);
+weft_node_t *weft_sync_replicas_update_op(const weft_sync_replicas_t *sync);
+/* Gradients of this replica dropped as stale so far (one per variable per late push). */
+int64_t weft_sync_replicas_num_stale(const weft_sync_replicas_t *sync);
+void weft_sync_replicas_free(weft_sync_replicas_t *sync); /* accepts NULL */
+
 /* TensorFlow's replica_device_setter, used as a device function:
  *     weft_replica_device_setter_t *s = weft_replica_device_setter(g, 2, "/job:ps",
  *         "/job:worker/task:0", true, WEFT_PS_ROUND_ROBIN);
@@ -573,6 +742,100 @@ const char *weft_replica_device_setter_fn(void *user_data, const char *op, const
 /* Bytes of variables placed on ps task `task` so far. */
 uint64_t weft_replica_device_setter_ps_load(const weft_replica_device_setter_t *setter, int task);
 void weft_replica_device_setter_free(weft_replica_device_setter_t *setter); /* accepts NULL */
+
+/* ---------------------------------------------------------------------------------------------
+ * Monitored training sessions (docs/training.md): TensorFlow's MonitoredTrainingSession. The chief
+ * restores the latest checkpoint of its folder or runs the initializer; the other workers wait
+ * until every variable is initialised. Hooks run after each step: stop at a global step, save a
+ * checkpoint every N seconds or N steps (chief), log loss and steps/s every N steps, and the
+ * caller's own. A step that fails with UNAVAILABLE or ABORTED (a task was lost or restarted), or
+ * finds a variable uninitialised after such a restart, makes it recreate its session, restore the
+ * last checkpoint (chief) or wait for the variables (others), and run the step again, with
+ * growing pauses and a bounded number of attempts. */
+
+typedef struct weft_monitored_session_options weft_monitored_session_options_t;
+typedef struct weft_monitored_session weft_monitored_session_t;
+
+weft_monitored_session_options_t *weft_monitored_session_options_new(void);
+void weft_monitored_session_options_free(weft_monitored_session_options_t *opts); /* NULL ok */
+/* Target, TLS files, token, timeouts of the sessions it creates (copied; default: local). */
+void weft_monitored_session_options_set_session_options(weft_monitored_session_options_t *opts,
+                                                        const weft_session_options_t *session);
+void weft_monitored_session_options_set_is_chief(weft_monitored_session_options_t *opts,
+                                                 bool is_chief); /* default true */
+/* Folder of the checkpoints (created if needed); NULL (default): no checkpoints. The chief saves
+ * to DIR/model.ckpt-GLOBAL_STEP. */
+void weft_monitored_session_options_set_checkpoint_dir(weft_monitored_session_options_t *opts,
+                                                       const char *dir);
+/* Save every `secs` seconds (default 600) and/or every `steps` global steps (default 0: off);
+ * 0 turns either off. max_to_keep as weft_saver_new (default 5). */
+void weft_monitored_session_options_set_save_checkpoint_secs(weft_monitored_session_options_t *opts,
+                                                             double secs);
+void weft_monitored_session_options_set_save_checkpoint_steps(
+    weft_monitored_session_options_t *opts, int64_t steps);
+void weft_monitored_session_options_set_max_to_keep(weft_monitored_session_options_t *opts,
+                                                    int max_to_keep);
+/* StopAtStepHook: should_stop becomes true once the global step reaches last_step (default -1:
+ * never). */
+void weft_monitored_session_options_set_last_step(weft_monitored_session_options_t *opts,
+                                                  int64_t last_step);
+/* Every `steps` steps of this worker, log "global_step G, loss L (S steps/s)" at INFO level
+ * (WEFT_LOG=info shows it); loss_tensor (may be NULL) is fetched with each step for it. 0: off. */
+void weft_monitored_session_options_set_log_every_steps(weft_monitored_session_options_t *opts,
+                                                        int64_t steps, const char *loss_tensor);
+/* The caller's hook, called after every successful step with the global step and what the
+ * step fetched (borrowed for the call). Returning true asks to stop (should_stop). */
+typedef bool (*weft_monitored_after_run_fn)(void *user_data, int64_t global_step,
+                                            weft_tensor_t *const *fetched, int n_fetched);
+void weft_monitored_session_options_set_after_run(weft_monitored_session_options_t *opts,
+                                                  weft_monitored_after_run_fn fn,
+                                                  void *user_data);
+/* Recovery: how many times in a row a step may be recovered (default 10) and the first pause
+ * (default 200 ms, doubling, at most 5 s). */
+void weft_monitored_session_options_set_max_retries(weft_monitored_session_options_t *opts,
+                                                    int max_retries);
+void weft_monitored_session_options_set_retry_backoff_ms(weft_monitored_session_options_t *opts,
+                                                         int64_t ms);
+/* How long a non-chief waits for the chief to initialise or restore the variables (default
+ * 60000 ms): then DEADLINE_EXCEEDED naming the variables still uninitialised. */
+void weft_monitored_session_options_set_ready_timeout_ms(weft_monitored_session_options_t *opts,
+                                                         int64_t ms);
+
+/* Creates the session over `graph` (borrowed; it must outlive the monitored session; the
+ * initializer, checkpoint and readiness nodes are added to it): the chief restores the latest
+ * checkpoint of the folder or runs the initializer and saves a first checkpoint; the others wait
+ * until the variables are ready. The graph needs a "global_step" (weft_train_global_step). On
+ * success the caller owns *out. */
+weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
+                                          const weft_monitored_session_options_t *opts,
+                                          weft_monitored_session_t **out);
+/* weft_session_run with the hooks and the recovery around it. */
+weft_status_t *weft_monitored_session_run(weft_monitored_session_t *ms,
+                                          const char *const *feed_names,
+                                          weft_tensor_t *const *feeds, int n_feeds,
+                                          const char *const *fetch_names,
+                                          weft_tensor_t **fetch_outputs, int n_fetches,
+                                          const char *const *target_names, int n_targets);
+/* TensorFlow's run_step_fn: `fn` runs one step its own way on the session it is given (borrowed
+ * for the call; weft_sync_replicas_step, say); the hooks and the recovery work as for run (fn is
+ * called again after a recovery). */
+typedef weft_status_t *(*weft_monitored_step_fn)(void *user_data, weft_session_t *session);
+weft_status_t *weft_monitored_session_run_step_fn(weft_monitored_session_t *ms,
+                                                  weft_monitored_step_fn fn, void *user_data);
+bool weft_monitored_session_should_stop(const weft_monitored_session_t *ms);
+/* The global step seen after the last step (or restored / initialised). */
+int64_t weft_monitored_session_global_step(const weft_monitored_session_t *ms);
+/* How many times the session was recreated after a lost or restarted task. */
+int weft_monitored_session_recoveries(const weft_monitored_session_t *ms);
+/* The checkpoint last saved or restored ("" if none); borrowed. */
+const char *weft_monitored_session_last_checkpoint(const weft_monitored_session_t *ms);
+/* The current session (borrowed: it changes after a recovery). */
+weft_session_t *weft_monitored_session_session(weft_monitored_session_t *ms);
+/* Saves a checkpoint now (chief with a checkpoint folder; otherwise does nothing). */
+weft_status_t *weft_monitored_session_save(weft_monitored_session_t *ms);
+/* The chief saves a final checkpoint, then the session closes. */
+weft_status_t *weft_monitored_session_close(weft_monitored_session_t *ms);
+void weft_monitored_session_free(weft_monitored_session_t *ms); /* closes if needed; NULL ok */
 
 #ifdef __cplusplus
 }

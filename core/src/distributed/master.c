@@ -66,6 +66,7 @@ typedef struct msession {
   GHashTable *placement;    /* node name -> device */
   GHashTable *plans;        /* signature -> mplan_t* */
   bool stale;               /* a task restarted: learn incarnations again before the next step */
+  char **device_filters;    /* NULL: every task */
 } msession_t;
 
 struct weft__master {
@@ -242,17 +243,38 @@ static void do_get_status(void *arg) {
   }
 }
 
-/* GetStatus of every task; *calls (one per master task, in order) is the caller's to free with
- * free_status_calls. UNAVAILABLE naming every task that did not answer. */
-static weft_status_t *discover(weft__master_t *m, status_call_t **calls_out) {
+/* True when task `ref` matches one of the device filters ("/job:ps", "/job:worker/task:1"; NULL
+ * or empty: every task matches), as TensorFlow's device_filters select the tasks of a session. */
+static bool task_matches_filters(const weft__task_ref_t *ref, char *const *filters) {
+  if (!filters || !filters[0]) return true;
+  for (int i = 0; filters[i]; i++) {
+    bool ok = true;
+    char **parts = g_strsplit(filters[i], "/", -1);
+    for (int p = 0; ok && parts[p]; p++) {
+      if (g_str_has_prefix(parts[p], "job:")) ok = strcmp(parts[p] + 4, ref->job) == 0;
+      else if (g_str_has_prefix(parts[p], "task:")) ok = atoi(parts[p] + 5) == ref->task;
+    }
+    g_strfreev(parts);
+    if (ok) return true;
+  }
+  return false;
+}
+
+/* GetStatus of every task the filters select (NULL: all); *calls (one per master task, in order;
+ * tasks filtered out have no answer) is the caller's to free with free_status_calls. UNAVAILABLE
+ * naming every task that did not answer. */
+static weft_status_t *discover(weft__master_t *m, char *const *filters, status_call_t **calls_out) {
   int n = (int)m->tasks->len;
   status_call_t *calls = g_new0(status_call_t, n > 0 ? n : 1);
   latch_t latch;
   latch_init(&latch);
+  int n_asked = 0;
   for (int k = 0; k < n; k++) {
     calls[k].m = m;
     calls[k].task = m->tasks->pdata[k];
     calls[k].timeout_ms = m->opts.status_timeout_ms;
+    if (!task_matches_filters(calls[k].task, filters)) continue;
+    n_asked++;
     submit(m, do_get_status, &calls[k], &latch);
   }
   latch_wait_and_clear(&latch);
@@ -275,7 +297,7 @@ static weft_status_t *discover(weft__master_t *m, status_call_t **calls_out) {
     st = weft_status_new(WEFT_UNAVAILABLE,
                          "%d of %d task%s did not answer GetStatus within %" G_GINT64_FORMAT
                          " ms: %s",
-                         n_missing, n, n == 1 ? "" : "s", m->opts.status_timeout_ms,
+                         n_missing, n_asked, n_asked == 1 ? "" : "s", m->opts.status_timeout_ms,
                          missing->str);
   } else if (first) {
     st = weft_status_new(first->code, "%s", first->message);
@@ -302,12 +324,14 @@ static const char *keep(msession_t *s, char *str) {
 static void learn(msession_t *s, status_call_t *calls) {
   weft__master_t *m = s->master;
   int n_devices = 0;
-  for (guint k = 0; k < m->tasks->len; k++) n_devices += (int)calls[k].resp->n_device;
+  for (guint k = 0; k < m->tasks->len; k++)
+    if (calls[k].resp) n_devices += (int)calls[k].resp->n_device;
   g_free(s->devices);
   s->devices = g_new0(weft__place_device_t, n_devices > 0 ? n_devices : 1);
   s->n_devices = 0;
   for (guint k = 0; k < m->tasks->len; k++) {
     const weft__task_ref_t *ref = m->tasks->pdata[k];
+    if (!calls[k].resp) continue; /* filtered out */
     task_state_t *ts = g_hash_table_lookup(s->task_by_name, ref->name);
     if (!ts) {
       ts = g_new0(task_state_t, 1);
@@ -362,6 +386,7 @@ static void session_unref(msession_t *s) {
   weft_graph_free(s->graph);
   g_mutex_clear(&s->lock);
   g_free(s->handle);
+  g_strfreev(s->device_filters);
   g_free(s);
 }
 
@@ -400,11 +425,16 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
     s->log_placement = config->log_device_placement;
     s->soft_placement = config->allow_soft_placement;
     s->timeout_ms = config->operation_timeout_ms;
+    if (config->n_device_filters) {
+      s->device_filters = g_new0(char *, config->n_device_filters + 1);
+      for (size_t i = 0; i < config->n_device_filters; i++)
+        s->device_filters[i] = g_strdup(config->device_filters[i]);
+    }
   }
   if (gd) st = weft__graph_import_graphdef_proto(s->graph, gd, NULL);
   status_call_t *calls = NULL;
   if (!st) {
-    st = discover(m, &calls);
+    st = discover(m, s->device_filters, &calls);
     if (!st) learn(s, calls);
     free_status_calls(calls, (int)m->tasks->len);
   }
@@ -629,7 +659,7 @@ static weft_status_t *build_plan(msession_t *s, const weft__step_spec_t *spec,
 /* Learns every task's incarnation again after one restarted, and drops the registered graphs. */
 static weft_status_t *refresh(msession_t *s) {
   status_call_t *calls = NULL;
-  weft_status_t *st = discover(s->master, &calls);
+  weft_status_t *st = discover(s->master, s->device_filters, &calls);
   if (!st) {
     learn(s, calls);
     GHashTableIter it;
@@ -668,6 +698,7 @@ struct step_run {
   int pending;
   int failures;
   GPtrArray *errors; /* part_call_t* in the order they failed */
+  weft_run_metadata_t *stats; /* traced steps: every partition's records; else NULL */
 };
 
 static void do_run_graph(void *arg) {
@@ -678,6 +709,7 @@ static void do_run_graph(void *arg) {
   req.step_id = run->step_id;
   req.incarnation = c->part->task->incarnation;
   req.timeout_ms = run->timeout_ms;
+  req.trace_level = run->stats ? 1 : 0;
   weft_tensor_t **feeds = g_new0(weft_tensor_t *, c->part->n_feeds + 1);
   for (int k = 0; k < c->part->n_feeds; k++) feeds[k] = run->feeds[c->part->feed_index[k]];
   ProtobufCMessage *resp = NULL;
@@ -686,6 +718,9 @@ static void do_run_graph(void *arg) {
                               run->calls, &weft__run_graph_response__descriptor, &resp,
                               &c->fetched, &c->n_fetched);
   g_free(feeds);
+  if (resp && !c->status && run->stats) {
+    weft__step_stats_from_msg(run->stats, ((const Weft__RunGraphResponse *)resp)->step_stats);
+  }
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
   if (!c->status && c->n_fetched != c->part->n_fetches) {
     c->status = weft_status_new(WEFT_INTERNAL, "%s returned %d fetches instead of %d",
@@ -765,7 +800,8 @@ static weft_status_t *pick_error(step_run_t *run) {
 }
 
 static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const *feeds,
-                              int64_t timeout_ms, part_call_t **calls_out) {
+                              int64_t timeout_ms, weft_run_metadata_t *stats,
+                              part_call_t **calls_out) {
   weft__master_t *m = s->master;
   int n = (int)plan->parts->len;
   step_run_t run = {0};
@@ -773,6 +809,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   run.step_id = (((int64_t)g_random_int() << 31) ^ g_random_int()) & G_MAXINT64;
   run.timeout_ms = timeout_ms;
   run.feeds = feeds;
+  run.stats = stats;
   run.calls = weft__call_set_new();
   g_mutex_init(&run.lock);
   g_cond_init(&run.cond);
@@ -842,7 +879,7 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
                                      int n_feeds, const char *const *fetch_names, int n_fetches,
                                      const char *const *target_names, int n_targets,
                                      int64_t timeout_ms, weft_tensor_t **fetched,
-                                     GPtrArray *placements) {
+                                     GPtrArray *placements, weft_run_metadata_t *stats) {
   weft_status_t *st = check_running(m);
   if (st) return st;
   msession_t *s = find_session(m, handle, &st);
@@ -875,7 +912,7 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   weft__step_spec_clear(&spec);
 
   part_call_t *calls = NULL;
-  if (!st) st = execute(s, plan, feeds, timeout, &calls);
+  if (!st) st = execute(s, plan, feeds, timeout, stats, &calls);
   if (!st) {
     for (int k = 0; k < plan->n_fetches; k++) {
       int part = plan->fetch_part[k], slot = plan->fetch_slot[k];
@@ -917,7 +954,7 @@ weft_status_t *weft__master_list_devices(weft__master_t *m, GPtrArray **devices)
   weft_status_t *st = check_running(m);
   if (st) return st;
   status_call_t *calls = NULL;
-  st = discover(m, &calls);
+  st = discover(m, NULL, &calls);
   if (!st) {
     GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)weft__device_attributes_free);
     for (guint k = 0; k < m->tasks->len; k++) {

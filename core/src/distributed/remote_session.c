@@ -119,6 +119,8 @@ static weft_status_t *sync_graph(weft__remote_session_t *r) {
     config.log_device_placement = r->opts->log_device_placement;
     config.allow_soft_placement = r->opts->allow_soft_placement;
     config.operation_timeout_ms = r->opts->operation_timeout_ms;
+    config.n_device_filters = r->opts->device_filters ? g_strv_length(r->opts->device_filters) : 0;
+    config.device_filters = r->opts->device_filters;
     char *handle = NULL;
     int64_t version = 0;
     if (r->local) {
@@ -176,7 +178,8 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
                                         weft_tensor_t *const *feeds, int n_feeds,
                                         const char *const *fetch_names,
                                         weft_tensor_t **fetch_outputs, int n_fetches,
-                                        const char *const *target_names, int n_targets) {
+                                        const char *const *target_names, int n_targets,
+                                        int64_t timeout_ms, weft_run_metadata_t *stats) {
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
@@ -194,13 +197,13 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
     g_free(handle);
     return st;
   }
-  int64_t timeout = r->opts->operation_timeout_ms;
+  int64_t timeout = timeout_ms > 0 ? timeout_ms : r->opts->operation_timeout_ms;
   if (r->local) {
     GPtrArray *placements =
         g_ptr_array_new_with_free_func((GDestroyNotify)weft__node_placement_free);
     st = weft__master_run_step(r->local, handle, feed_names, feeds, n_feeds, fetch_names,
                                n_fetches, target_names, n_targets, timeout, fetch_outputs,
-                               placements);
+                               placements, stats);
     record_placements(r, (Weft__NodePlacement *const *)placements->pdata, placements->len);
     g_ptr_array_free(placements, TRUE);
     g_free(handle);
@@ -215,6 +218,7 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
   req.n_target = (size_t)n_targets;
   req.target = (char **)target_names;
   req.timeout_ms = timeout;
+  req.trace_level = stats ? 1 : 0;
   ProtobufCMessage *resp = NULL;
   weft_tensor_t **tensors = NULL;
   int n = 0;
@@ -228,6 +232,7 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
   if (!st) {
     const Weft__RunStepResponse *rr = (const Weft__RunStepResponse *)resp;
     record_placements(r, rr->placement, rr->n_placement);
+    weft__step_stats_from_msg(stats, rr->step_stats);
     for (int k = 0; k < n; k++) {
       fetch_outputs[k] = tensors[k];
       tensors[k] = NULL;

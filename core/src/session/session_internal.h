@@ -19,6 +19,7 @@ struct weft_session_options {
    * file; NULL when unset. */
   char *tls_cert, *tls_key, *tls_ca;
   char *auth_token_file;
+  char **device_filters; /* remote sessions: NULL, or the tasks to involve */
 };
 
 weft_session_options_t *weft__session_options_copy(const weft_session_options_t *src);

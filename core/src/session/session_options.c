@@ -17,6 +17,7 @@ weft_session_options_t *weft__session_options_copy(const weft_session_options_t 
   o->tls_key = g_strdup(src ? src->tls_key : NULL);
   o->tls_ca = g_strdup(src ? src->tls_ca : NULL);
   o->auth_token_file = g_strdup(src ? src->auth_token_file : NULL);
+  o->device_filters = src ? g_strdupv(src->device_filters) : NULL;
   return o;
 }
 
@@ -27,6 +28,7 @@ void weft_session_options_free(weft_session_options_t *o) {
   g_free(o->tls_key);
   g_free(o->tls_ca);
   g_free(o->auth_token_file);
+  g_strfreev(o->device_filters);
   g_free(o);
 }
 
@@ -81,4 +83,13 @@ void weft_session_options_set_tls(weft_session_options_t *o, const char *cert_fi
 
 void weft_session_options_set_auth_token_file(weft_session_options_t *o, const char *path) {
   set_path(&o->auth_token_file, path);
+}
+
+void weft_session_options_set_device_filters(weft_session_options_t *o,
+                                             const char *const *filters, int n) {
+  g_strfreev(o->device_filters);
+  o->device_filters = NULL;
+  if (!filters || n <= 0) return;
+  o->device_filters = g_new0(char *, n + 1);
+  for (int i = 0; i < n; i++) o->device_filters[i] = g_strdup(filters[i]);
 }

@@ -7,8 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <glib/gstdio.h>
+
 #include "../graph/graph_internal.h"
 #include "../session/session_internal.h"
+#include "train_internal.h"
 
 #define STATE_FILE "checkpoint"
 
@@ -232,15 +235,12 @@ static weft_status_t *collect_variables(const weft_saver_t *saver, const weft_gr
   return NULL;
 }
 
-static weft_status_t *session_parts(weft_session_t *session, const weft_graph_t *graph,
-                                    const weft_graph_t **g, weft__resource_mgr_t **rm) {
+/* The graph the saver works on; the session may be local or remote. */
+static weft_status_t *saver_graph(weft_session_t *session, const weft_graph_t *graph,
+                                  const weft_graph_t **g) {
   if (!session) return weft_status_new(WEFT_INVALID_ARGUMENT, "Saver: session is NULL");
-  *rm = weft__session_resources(session);
-  if (!*rm) {
-    return weft_status_new(WEFT_UNIMPLEMENTED, "Saver: the session is closed or remote; saving "
-                           "and restoring need a local, open session");
-  }
   *g = graph ? graph : weft__session_graph(session);
+  if (!*g) return weft_status_new(WEFT_FAILED_PRECONDITION, "Saver: the session is closed");
   return NULL;
 }
 
@@ -254,6 +254,134 @@ static weft__variable_t *find_variable(weft_session_t *session, weft__resource_m
   const char *shared = string_attr(n, "shared_name");
   return weft__resource_mgr_variable(rm, dev, string_attr(n, "container"),
                                      *shared ? shared : n->name);
+}
+
+/* Values of `vars` straight from a local session's resource manager (no step runs). */
+static weft_status_t *read_local_values(weft_session_t *session, weft__resource_mgr_t *rm,
+                                        GPtrArray *vars, weft_tensor_t **values) {
+  weft_status_t *st = NULL;
+  for (guint i = 0; !st && i < vars->len; i++) {
+    const weft_node_t *n = vars->pdata[i];
+    weft__variable_t *var = find_variable(session, rm, n);
+    if (var) {
+      g_rec_mutex_lock(&var->lock);
+      if (var->value) st = weft__tensor_copy_to_host(var->value, &values[i]);
+      g_rec_mutex_unlock(&var->lock);
+      weft__variable_unref(var);
+    }
+    if (!st && !values[i]) {
+      st = weft_status_new(WEFT_FAILED_PRECONDITION, "Saver: attempting to save uninitialized "
+                           "variable '%s' (run its initializer or restore it first)", n->name);
+    }
+  }
+  return st;
+}
+
+weft_status_t *weft__variable_initialized_probe(weft_graph_t *g, weft_node_t *var,
+                                                weft_node_t **out) {
+  char *name = g_strconcat(var->name, "/is_initialized", NULL);
+  *out = weft_graph_node(g, name);
+  weft_status_t *st = NULL;
+  if (!*out) {
+    weft_graph_push_colocate(g, var);
+    weft_op_builder_t *b = weft_op_new(g, "IsVariableInitialized", name);
+    weft_op_add_input(b, weft_out(var, 0));
+    weft_op_set_attr_type(b, "dtype", weft__dtype_base(var->output_types[0]));
+    st = weft_op_finish(b, out);
+    weft_graph_pop_colocate(g);
+  }
+  g_free(name);
+  return st;
+}
+
+/* Values of `vars` from any session (a remote one: the tasks holding them send them): one step
+ * fetching every variable, after one checking which are initialised so the error names them. */
+static weft_status_t *fetch_values(weft_session_t *session, weft_graph_t *g, GPtrArray *vars,
+                                   weft_tensor_t **values) {
+  const char **names = g_new(const char *, vars->len);
+  for (guint i = 0; i < vars->len; i++) names[i] = ((weft_node_t *)vars->pdata[i])->name;
+  weft_status_t *st = NULL;
+  char **probes = g_new0(char *, vars->len + 1);
+  for (guint i = 0; !st && i < vars->len; i++) {
+    weft_node_t *probe = NULL;
+    st = weft__variable_initialized_probe(g, vars->pdata[i], &probe);
+    if (!st) probes[i] = g_strdup(probe->name);
+  }
+  weft_tensor_t **inited = g_new0(weft_tensor_t *, vars->len + 1);
+  if (!st && vars->len) {
+    st = weft_session_run(session, NULL, NULL, 0, (const char *const *)probes, inited,
+                          (int)vars->len, NULL, 0);
+  }
+  for (guint i = 0; !st && i < vars->len; i++) {
+    if (weft_tensor_get_double(inited[i], 0) == 0) {
+      st = weft_status_new(WEFT_FAILED_PRECONDITION, "Saver: attempting to save uninitialized "
+                           "variable '%s' (run its initializer or restore it first)", names[i]);
+    }
+  }
+  for (guint i = 0; i < vars->len; i++) weft_tensor_unref(inited[i]);
+  g_free(inited);
+  g_strfreev(probes);
+  if (!st && vars->len) {
+    st = weft_session_run(session, NULL, NULL, 0, names, values, (int)vars->len, NULL, 0);
+    if (st) weft_status_prefix(st, "Saver: reading the variables");
+  }
+  g_free(names);
+  return st;
+}
+
+/* "/job:ps/replica:0/task:1" of a full device name: variables of one task form one shard, as in
+ * TensorFlow's sharded saver. */
+static char *task_of_device(const char *device) {
+  const char *d = device ? strstr(device, "/device:") : NULL;
+  return d ? g_strndup(device, (gsize)(d - device)) : g_strdup(device ? device : "");
+}
+
+/* Writes values[i] under the node names of `vars` to checkpoint `path`: one shard per task the
+ * variables live on, each written on its own and then merged (TensorFlow's MergeV2Checkpoints),
+ * so the data files are PATH.data-0000K-of-0000N with N the number of tasks. */
+static weft_status_t *write_shards(const weft_saver_t *saver, weft_session_t *session,
+                                   GPtrArray *vars, weft_tensor_t **values, const char *path) {
+  GPtrArray *tasks = g_ptr_array_new_with_free_func(g_free); /* sorted, distinct */
+  char **task_of = g_new0(char *, vars->len + 1);
+  for (guint i = 0; i < vars->len; i++) {
+    task_of[i] = task_of_device(weft_session_node_device(session, ((weft_node_t *)vars->pdata[i])->name));
+    guint at = 0;
+    while (at < tasks->len && strcmp(tasks->pdata[at], task_of[i]) < 0) at++;
+    if (at == tasks->len || strcmp(tasks->pdata[at], task_of[i]) != 0)
+      g_ptr_array_insert(tasks, (gint)at, g_strdup(task_of[i]));
+  }
+  if (tasks->len == 0) g_ptr_array_add(tasks, g_strdup(""));
+  char *temp_dir = NULL;
+  char **parts = g_new0(char *, tasks->len + 1);
+  weft_status_t *st = NULL;
+  if (tasks->len == 1) {
+    parts[0] = g_strdup(path);
+  } else {
+    temp_dir = g_strdup_printf("%s_temp_%08x%08x", path, g_random_int(), g_random_int());
+    for (guint k = 0; k < tasks->len; k++)
+      parts[k] = g_strdup_printf("%s/part-%05u-of-%05u", temp_dir, k, tasks->len);
+  }
+  for (guint k = 0; !st && k < tasks->len; k++) {
+    weft_checkpoint_writer_t *w = NULL;
+    st = weft_checkpoint_writer_new(parts[k], &w);
+    if (!st) weft_checkpoint_writer_set_snappy(w, saver->snappy);
+    for (guint i = 0; !st && i < vars->len; i++) {
+      if (strcmp(task_of[i], tasks->pdata[k]) == 0)
+        st = weft_checkpoint_writer_add(w, ((weft_node_t *)vars->pdata[i])->name, values[i]);
+    }
+    if (!st) st = weft_checkpoint_writer_finish(w);
+    weft_checkpoint_writer_free(w);
+  }
+  if (!st && temp_dir) st = weft_checkpoint_merge((const char *const *)parts, (int)tasks->len, path, true);
+  if (temp_dir) {
+    for (guint k = 0; k < tasks->len; k++) delete_checkpoint(parts[k]);
+    g_rmdir(temp_dir);
+  }
+  g_free(temp_dir);
+  g_strfreev(parts);
+  g_strfreev(task_of);
+  g_ptr_array_unref(tasks);
+  return st;
 }
 
 static void forget_kept(weft_saver_t *saver, const char *prefix) {
@@ -273,34 +401,20 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
   weft_saver_t *tmp_saver = NULL;
   if (!saver) saver = tmp_saver = weft_saver_new(5);
   const weft_graph_t *g;
-  weft__resource_mgr_t *rm;
   GPtrArray *vars = NULL;
-  weft_checkpoint_writer_t *w = NULL;
   char *path = global_step >= 0 ? g_strdup_printf("%s-%" G_GINT64_FORMAT, prefix, global_step)
                                 : g_strdup(prefix);
-  weft_status_t *st = session_parts(session, graph, &g, &rm);
+  weft_status_t *st = saver_graph(session, graph, &g);
   if (!st) st = collect_variables(saver, g, &vars);
-  if (!st) st = weft_checkpoint_writer_new(path, &w);
-  if (!st) weft_checkpoint_writer_set_snappy(w, saver->snappy);
-  for (guint i = 0; !st && i < vars->len; i++) {
-    const weft_node_t *n = vars->pdata[i];
-    weft__variable_t *var = find_variable(session, rm, n);
-    weft_tensor_t *value = NULL;
-    if (var) {
-      g_rec_mutex_lock(&var->lock);
-      if (var->value) st = weft__tensor_copy_to_host(var->value, &value);
-      g_rec_mutex_unlock(&var->lock);
-      weft__variable_unref(var);
-    }
-    if (!st && !value) {
-      st = weft_status_new(WEFT_FAILED_PRECONDITION, "Saver: attempting to save uninitialized "
-                           "variable '%s' (run its initializer or restore it first)", n->name);
-    }
-    if (!st) st = weft_checkpoint_writer_add(w, n->name, value);
-    weft_tensor_unref(value);
+  weft_tensor_t **values = vars ? g_new0(weft_tensor_t *, vars->len + 1) : NULL;
+  weft__resource_mgr_t *rm = st ? NULL : weft__session_resources(session);
+  if (!st) {
+    st = rm ? read_local_values(session, rm, vars, values)
+            : fetch_values(session, (weft_graph_t *)g, vars, values);
   }
-  if (!st) st = weft_checkpoint_writer_finish(w);
-  weft_checkpoint_writer_free(w);
+  if (!st) st = write_shards(saver, session, vars, values, path);
+  for (guint i = 0; vars && i < vars->len; i++) weft_tensor_unref(values[i]);
+  g_free(values);
   if (vars) g_ptr_array_unref(vars);
 
   if (!st) {
@@ -347,14 +461,92 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
   return st;
 }
 
+/* Puts values[i] into the variables of a local session's resource manager directly. */
+static weft_status_t *assign_local(weft_session_t *session, weft__resource_mgr_t *rm,
+                                   GPtrArray *vars, weft_tensor_t **values) {
+  /* Variables that never ran have no place nor resource yet: running their nodes places them
+   * and creates them (uninitialised), as the first step of a training program would. */
+  const char **names = g_new(const char *, vars->len);
+  for (guint i = 0; i < vars->len; i++) names[i] = ((weft_node_t *)vars->pdata[i])->name;
+  weft_status_t *st = weft_session_run(session, NULL, NULL, 0, NULL, NULL, 0, names,
+                                       (int)vars->len);
+  g_free(names);
+  for (guint i = 0; !st && i < vars->len; i++) {
+    const weft_node_t *n = vars->pdata[i];
+    weft__variable_t *var = find_variable(session, rm, n);
+    if (!var) {
+      st = weft_status_new(WEFT_INTERNAL, "Saver: variable '%s' has no device after running it",
+                           n->name);
+      break;
+    }
+    weft__device_t *placement = (var->device && !var->device->props.host_accessible) ? var->device : NULL;
+    weft_tensor_t *t = NULL;
+    st = weft__tensor_to_device(values[i], placement, &t);
+    if (!st) {
+      g_rec_mutex_lock(&var->lock);
+      weft_tensor_unref(var->value);
+      var->value = t;
+      g_rec_mutex_unlock(&var->lock);
+    }
+    weft__variable_unref(var);
+  }
+  return st;
+}
+
+/* Any session (a remote one: the values travel to the tasks holding the variables): one step
+ * feeding each value to an Assign colocated with its variable ("W/restore" from the placeholder
+ * "W/restore_value", TensorFlow's save/Assign), added to the graph on first use. */
+static weft_status_t *assign_by_step(weft_session_t *session, weft_graph_t *g, GPtrArray *vars,
+                                     weft_tensor_t **values) {
+  weft_status_t *st = NULL;
+  char **feed_names = g_new0(char *, vars->len + 1);
+  char **targets = g_new0(char *, vars->len + 1);
+  for (guint i = 0; !st && i < vars->len; i++) {
+    weft_node_t *var = vars->pdata[i];
+    char *ph_name = g_strconcat(var->name, "/restore_value", NULL);
+    char *assign_name = g_strconcat(var->name, "/restore", NULL);
+    weft_node_t *ph = weft_graph_node(g, ph_name);
+    weft_node_t *assign = weft_graph_node(g, assign_name);
+    if (!ph || !assign) {
+      /* Only the Assign goes with the variable: the fed placeholder may be anywhere. */
+      const weft_tensor_t *v = values[i];
+      weft_output_t ph_out = weft_placeholder(g, ph_name, weft_tensor_dtype(v),
+                                              weft_tensor_rank(v), weft_tensor_dims(v), &st);
+      weft_graph_push_colocate(g, var);
+      if (!st) {
+        weft_op_builder_t *b = weft_op_new(g, "Assign", assign_name);
+        weft_op_add_input(b, weft_out(var, 0));
+        weft_op_add_input(b, ph_out);
+        weft_op_set_attr_type(b, "T", weft_tensor_dtype(v));
+        st = weft_op_finish(b, &assign);
+        ph = ph_out.node;
+      }
+      weft_graph_pop_colocate(g);
+    }
+    if (!st) {
+      feed_names[i] = g_strdup(ph->name);
+      targets[i] = g_strdup(assign->name);
+    }
+    g_free(ph_name);
+    g_free(assign_name);
+  }
+  if (!st) {
+    st = weft_session_run(session, (const char *const *)feed_names, values, (int)vars->len, NULL,
+                          NULL, 0, (const char *const *)targets, (int)vars->len);
+    if (st) weft_status_prefix(st, "Saver: assigning the restored values");
+  }
+  g_strfreev(feed_names);
+  g_strfreev(targets);
+  return st;
+}
+
 weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
                                   const weft_graph_t *graph, const char *prefix) {
   if (!prefix || !*prefix) return weft_status_new(WEFT_INVALID_ARGUMENT, "Saver: empty prefix");
   const weft_graph_t *g;
-  weft__resource_mgr_t *rm;
   GPtrArray *vars = NULL;
   weft_checkpoint_reader_t *r = NULL;
-  weft_status_t *st = session_parts(session, graph, &g, &rm);
+  weft_status_t *st = saver_graph(session, graph, &g);
   if (!st) st = collect_variables(saver, g, &vars);
   if (!st) st = weft_checkpoint_reader_open(prefix, &r);
   weft_tensor_t **values = vars ? g_new0(weft_tensor_t *, vars->len + 1) : NULL;
@@ -395,32 +587,10 @@ weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
     }
     st = weft_checkpoint_reader_read(r, n->name, &values[i]);
   }
-  /* Variables that never ran have no place nor resource yet: running their nodes places them
-   * and creates them (uninitialised), as the first step of a training program would. */
   if (!st && vars->len) {
-    const char **names = g_new(const char *, vars->len);
-    for (guint i = 0; i < vars->len; i++) names[i] = ((weft_node_t *)vars->pdata[i])->name;
-    st = weft_session_run(session, NULL, NULL, 0, NULL, NULL, 0, names, (int)vars->len);
-    g_free(names);
-  }
-  for (guint i = 0; !st && i < vars->len; i++) {
-    const weft_node_t *n = vars->pdata[i];
-    weft__variable_t *var = find_variable(session, rm, n);
-    if (!var) {
-      st = weft_status_new(WEFT_INTERNAL, "Saver: variable '%s' has no device after running it",
-                           n->name);
-      break;
-    }
-    weft__device_t *placement = (var->device && !var->device->props.host_accessible) ? var->device : NULL;
-    weft_tensor_t *t = NULL;
-    st = weft__tensor_to_device(values[i], placement, &t);
-    if (!st) {
-      g_rec_mutex_lock(&var->lock);
-      weft_tensor_unref(var->value);
-      var->value = t;
-      g_rec_mutex_unlock(&var->lock);
-    }
-    weft__variable_unref(var);
+    weft__resource_mgr_t *rm = weft__session_resources(session);
+    st = rm ? assign_local(session, rm, vars, values)
+            : assign_by_step(session, (weft_graph_t *)g, vars, values);
   }
   for (guint i = 0; vars && i < vars->len; i++) weft_tensor_unref(values[i]);
   g_free(values);

@@ -16,4 +16,18 @@ weft_output_t weft__train_variable(weft_graph_t *graph, const char *name,
                                    weft_output_t initial_value, bool trainable,
                                    weft_node_t **var_out, weft_status_t **status);
 
+/* The second half of weft_minimize (optimizers.c): slots, one Apply* op per variable with a
+ * gradient (grads[i].node NULL: vars[i] is skipped), and the global step's increment when
+ * global_step is not NULL; *train_op is the NoOp depending on all of it. Also used by the
+ * synchronous replicas, whose gradients are the accumulators' averages. */
+weft_status_t *weft__apply_gradients(weft_graph_t *graph, const weft_optimizer_spec_t *spec,
+                                     weft_node_t *const *vars, const weft_output_t *grads,
+                                     int n, weft_node_t *global_step, weft_node_t **train_op);
+
+/* The IsVariableInitialized node "<var>/is_initialized" colocated with variable node `var`,
+ * added on first use (checkpoint.c; the saver and the monitored session's readiness check share
+ * it). *out is owned by the graph. */
+weft_status_t *weft__variable_initialized_probe(weft_graph_t *graph, weft_node_t *var,
+                                                weft_node_t **out);
+
 #endif /* WEFT_TRAIN_INTERNAL_H */

@@ -1,0 +1,678 @@
+/* Training as users run it: the monitored session (chief initialisation and restore, the stop /
+ * checkpoint / caller hooks, non-chief readiness), the saver over remote sessions with one shard
+ * per ps task, and weft-train launched as real ps and worker processes on loopback: asynchronous
+ * and synchronous training reaching their targets, a ps killed with SIGKILL and restarted in the
+ * middle of training with the workers recovering from the last checkpoint, and the command
+ * line's errors. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "process_util.h"
+#include "weft/weft.h"
+
+#define WEFT_TRAIN WEFT_BUILD_DIR "/core/tools/weft-train"
+#define PROCESS_TIMEOUT_MS 120000
+
+#define OK(expr)                                                                   \
+  do {                                                                             \
+    weft_status_t *st_ = (expr);                                                   \
+    if (st_) g_error("%s: %s", #expr, weft_status_message(st_));                   \
+  } while (0)
+
+static void expect_error(weft_status_t *st, weft_code_t code, const char *part1,
+                         const char *part2) {
+  g_assert_nonnull(st);
+  if (weft_status_code(st) != code || (part1 && !strstr(weft_status_message(st), part1)) ||
+      (part2 && !strstr(weft_status_message(st), part2))) {
+    g_error("expected %s with '%s' and '%s', got %s: %s", weft_code_name(code), part1 ? part1 : "",
+            part2 ? part2 : "", weft_code_name(weft_status_code(st)), weft_status_message(st));
+  }
+  weft_status_free(st);
+}
+
+static char *tmpdir(void) {
+  GError *err = NULL;
+  char *dir = g_dir_make_tmp("weft-training-XXXXXX", &err);
+  g_assert_no_error(err);
+  return dir;
+}
+
+static void rm_rf(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+      char *child = g_build_filename(path, name, NULL);
+      rm_rf(child);
+      g_free(child);
+    }
+    g_dir_close(d);
+  }
+  g_remove(path);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * A small linear model: W (scalar) and b, y = W x + b, MSE against y = 2x + 1, plain gradient
+ * descent, a global step. */
+
+typedef struct lin {
+  weft_graph_t *g;
+  weft_node_t *train_op;
+} lin_t;
+
+static lin_t build_linear(const char *ps_device) {
+  lin_t m = {weft_graph_new(), NULL};
+  weft_status_t *st = NULL;
+  if (ps_device) weft_graph_push_device(m.g, ps_device);
+  weft_node_t *gs = weft_train_global_step(m.g, &st);
+  OK(st);
+  weft_output_t w = weft_variable(m.g, "W", weft_const_float(m.g, "W/init", 0, &st), &st);
+  OK(st);
+  weft_output_t b = weft_variable(m.g, "b", weft_const_float(m.g, "b/init", 0, &st), &st);
+  OK(st);
+  if (ps_device) weft_graph_pop_device(m.g);
+  int64_t dims[1] = {4};
+  weft_output_t x = weft_placeholder(m.g, "x", WEFT_DT_FLOAT, 1, dims, &st);
+  weft_output_t y = weft_placeholder(m.g, "y", WEFT_DT_FLOAT, 1, dims, &st);
+  weft_output_t pred = weft_binary(m.g, "AddV2", "pred", weft_binary(m.g, "Mul", "wx", w, x, &st),
+                                   b, &st);
+  weft_output_t loss = weft_mean_squared_error(m.g, y, pred, &st);
+  OK(st);
+  weft_optimizer_spec_t spec = weft_optimizer_spec_default(WEFT_OPTIMIZER_GRADIENT_DESCENT, 0.1);
+  OK(weft_minimize(m.g, loss, &spec, NULL, 0, gs, &m.train_op));
+  return m;
+}
+
+static weft_status_t *train_steps(weft_monitored_session_t *ms, const lin_t *m, int n) {
+  float xs[4] = {-1, 0, 0.5f, 1}, ys[4];
+  for (int i = 0; i < 4; i++) ys[i] = 2 * xs[i] + 1;
+  int64_t dims[1] = {4};
+  weft_tensor_t *x = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, NULL);
+  weft_tensor_t *y = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, ys, sizeof ys, NULL);
+  const char *feeds[2] = {"x", "y"};
+  weft_tensor_t *values[2] = {x, y};
+  const char *target = weft_node_name(m->train_op);
+  weft_status_t *st = NULL;
+  for (int i = 0; i < n && !st && !weft_monitored_session_should_stop(ms); i++)
+    st = weft_monitored_session_run(ms, feeds, values, 2, NULL, NULL, 0, &target, 1);
+  weft_tensor_unref(x);
+  weft_tensor_unref(y);
+  return st;
+}
+
+static double fetch_scalar(weft_session_t *s, const char *name) {
+  weft_tensor_t *t = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &name, &t, 1, NULL, 0));
+  double v = weft_tensor_get_double(t, 0);
+  weft_tensor_unref(t);
+  return v;
+}
+
+typedef struct hook_log {
+  int calls;
+  int64_t last_step;
+  int stop_at;
+} hook_log_t;
+
+static bool record_hook(void *user, int64_t global_step, weft_tensor_t *const *fetched, int n) {
+  (void)fetched;
+  (void)n;
+  hook_log_t *h = user;
+  h->calls++;
+  h->last_step = global_step;
+  return h->stop_at > 0 && global_step >= h->stop_at;
+}
+
+static void test_monitored_local(void) {
+  char *dir = tmpdir();
+  char *ckpt_dir = g_build_filename(dir, "train", NULL);
+  lin_t m = build_linear(NULL);
+  weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_checkpoint_dir(o, ckpt_dir);
+  weft_monitored_session_options_set_save_checkpoint_secs(o, 0);
+  weft_monitored_session_options_set_save_checkpoint_steps(o, 10);
+  weft_monitored_session_options_set_last_step(o, 25);
+  hook_log_t hook = {0};
+  weft_monitored_session_options_set_after_run(o, record_hook, &hook);
+  weft_monitored_session_t *ms = NULL;
+  OK(weft_monitored_session_new(m.g, o, &ms));
+  /* The chief initialised and saved step 0. */
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 0);
+  g_assert_true(g_str_has_suffix(weft_monitored_session_last_checkpoint(ms), "model.ckpt-0"));
+  OK(train_steps(ms, &m, 100));
+  /* StopAtStepHook: exactly 25 steps; the caller's hook saw each. */
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 25);
+  g_assert_true(weft_monitored_session_should_stop(ms));
+  g_assert_cmpint(hook.calls, ==, 25);
+  g_assert_cmpint(hook.last_step, ==, 25);
+  /* Saved every 10 steps. */
+  g_assert_true(g_str_has_suffix(weft_monitored_session_last_checkpoint(ms), "model.ckpt-20"));
+  double w = fetch_scalar(weft_monitored_session_session(ms), "W");
+  OK(weft_monitored_session_close(ms));
+  g_assert_true(g_str_has_suffix(weft_monitored_session_last_checkpoint(ms), "model.ckpt-25"));
+  const char *target = weft_node_name(m.train_op);
+  expect_error(weft_monitored_session_run(ms, NULL, NULL, 0, NULL, NULL, 0, &target, 1),
+               WEFT_FAILED_PRECONDITION, "closed", NULL);
+  weft_monitored_session_free(ms);
+
+  /* A new chief over the same folder restores step 25 and the trained W, and goes on. */
+  lin_t m2 = build_linear(NULL);
+  weft_monitored_session_options_set_last_step(o, 30);
+  hook = (hook_log_t){0};
+  OK(weft_monitored_session_new(m2.g, o, &ms));
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 25);
+  g_assert_cmpfloat(fetch_scalar(weft_monitored_session_session(ms), "W"), ==, w);
+  g_assert_true(g_str_has_suffix(weft_monitored_session_last_checkpoint(ms), "model.ckpt-25"));
+  OK(train_steps(ms, &m2, 100));
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 30);
+  g_assert_cmpint(hook.calls, ==, 5);
+  weft_monitored_session_free(ms);
+
+  /* The caller's hook can stop training. */
+  lin_t m3 = build_linear(NULL);
+  weft_monitored_session_options_set_checkpoint_dir(o, NULL);
+  weft_monitored_session_options_set_last_step(o, -1);
+  hook = (hook_log_t){.stop_at = 7};
+  OK(weft_monitored_session_new(m3.g, o, &ms));
+  OK(train_steps(ms, &m3, 100));
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 7);
+  g_assert_cmpstr(weft_monitored_session_last_checkpoint(ms), ==, "");
+  weft_monitored_session_free(ms);
+
+  weft_monitored_session_options_free(o);
+  weft_graph_free(m.g);
+  weft_graph_free(m2.g);
+  weft_graph_free(m3.g);
+  g_free(ckpt_dir);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_monitored_errors(void) {
+  /* No global step. */
+  weft_graph_t *g = weft_graph_new();
+  weft_monitored_session_t *ms = NULL;
+  expect_error(weft_monitored_session_new(g, NULL, &ms), WEFT_INVALID_ARGUMENT, "'global_step'",
+               "weft_train_global_step");
+  g_assert_null(ms);
+  weft_graph_free(g);
+
+  /* A non-chief whose chief never initialises gives up after its ready timeout, naming what is
+   * not ready. */
+  lin_t m = build_linear(NULL);
+  weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_is_chief(o, false);
+  weft_monitored_session_options_set_ready_timeout_ms(o, 300);
+  gint64 t0 = g_get_monotonic_time();
+  expect_error(weft_monitored_session_new(m.g, o, &ms), WEFT_DEADLINE_EXCEEDED,
+               "not ready after 300 ms", "'global_step'");
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+  weft_monitored_session_options_free(o);
+  weft_graph_free(m.g);
+
+  /* A checkpoint folder whose latest checkpoint is corrupt: the chief refuses it, naming it. */
+  char *dir = tmpdir();
+  lin_t a = build_linear(NULL);
+  o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_checkpoint_dir(o, dir);
+  OK(weft_monitored_session_new(a.g, o, &ms));
+  OK(weft_monitored_session_close(ms));
+  char *data = g_strconcat(weft_monitored_session_last_checkpoint(ms), ".data-00000-of-00001",
+                           NULL);
+  weft_monitored_session_free(ms);
+  gchar *bytes;
+  gsize len;
+  g_assert_true(g_file_get_contents(data, &bytes, &len, NULL));
+  bytes[0] ^= 0x40;
+  g_assert_true(g_file_set_contents(data, bytes, (gssize)len, NULL));
+  g_free(bytes);
+  lin_t b = build_linear(NULL);
+  expect_error(weft_monitored_session_new(b.g, o, &ms), WEFT_DATA_LOSS, data, NULL);
+  weft_monitored_session_options_free(o);
+  weft_graph_free(a.g);
+  weft_graph_free(b.g);
+  g_free(data);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The saver over a remote session: two ps tasks, one shard each. */
+
+static weft_server_t *start_server(weft_cluster_spec_t *spec, const char *job, int task) {
+  weft_server_t *s = NULL;
+  OK(weft_server_new(spec, job, task, NULL, &s));
+  OK(weft_server_start(s));
+  return s;
+}
+
+static void test_saver_remote_sharded(void) {
+  char *spec_text = g_strdup_printf("ps=localhost:%d,localhost:%d;worker=localhost:%d",
+                                    free_port(), free_port(), free_port());
+  weft_cluster_spec_t *spec = NULL;
+  OK(weft_cluster_spec_parse(spec_text, &spec));
+  weft_server_t *ps0 = start_server(spec, "ps", 0), *ps1 = start_server(spec, "ps", 1);
+  weft_server_t *worker = start_server(spec, "worker", 0);
+
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t a = weft_variable(g, "a", weft_const_float(g, "a/init", 1.5f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:1");
+  weft_variable(g, "b", weft_const_float(g, "b/init", -2.25f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_variable(g, "c", weft_const_float(g, "c/init", 7, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_node_t *init = weft_global_variables_initializer(g, NULL, &st);
+  OK(st);
+  (void)a;
+  weft_session_options_t *so = weft_session_options_new();
+  weft_session_options_set_target(so, weft_server_target(worker));
+  weft_session_t *s = weft_session_new(g, so, &st);
+  OK(st);
+
+  char *dir = tmpdir();
+  char *prefix = g_build_filename(dir, "model.ckpt", NULL);
+  /* Nothing initialised: the error names a variable. */
+  expect_error(weft_saver_save(NULL, s, NULL, prefix, 1, NULL), WEFT_FAILED_PRECONDITION,
+               "uninitialized variable 'a'", NULL);
+  const char *init_name = weft_node_name(init);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init_name, 1));
+  char *saved = NULL;
+  OK(weft_saver_save(NULL, s, NULL, prefix, 1, &saved));
+  /* Three tasks hold variables: three shards, merged into one checkpoint. */
+  for (int k = 0; k < 3; k++) {
+    char *name = g_strdup_printf("%s.data-%05d-of-00003", saved, k);
+    g_assert_true(g_file_test(name, G_FILE_TEST_IS_REGULAR));
+    g_free(name);
+  }
+  weft_checkpoint_reader_t *r = NULL;
+  OK(weft_checkpoint_reader_open(saved, &r));
+  g_assert_cmpint(weft_checkpoint_reader_num_tensors(r), ==, 3);
+  weft_tensor_t *t = NULL;
+  OK(weft_checkpoint_reader_read(r, "b", &t));
+  g_assert_cmpfloat(weft_tensor_get_double(t, 0), ==, -2.25);
+  weft_tensor_unref(t);
+  weft_checkpoint_reader_free(r);
+  /* No temporary folder is left beside it. */
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while ((name = g_dir_read_name(d))) g_assert_null(strstr(name, "_temp_"));
+  g_dir_close(d);
+
+  /* Change the values remotely, then restore: the saved ones come back on their tasks. */
+  OK(weft_cluster_reset(weft_server_target(worker), NULL, 0));
+  OK(weft_saver_restore(NULL, s, NULL, saved));
+  g_assert_cmpfloat(fetch_scalar(s, "a"), ==, 1.5);
+  g_assert_cmpfloat(fetch_scalar(s, "b"), ==, -2.25);
+  g_assert_cmpfloat(fetch_scalar(s, "c"), ==, 7);
+  g_assert_true(g_str_has_prefix(weft_session_node_device(s, "b/restore"),
+                                 "/job:ps/replica:0/task:1/device:"));
+
+  weft_session_free(s);
+  weft_session_options_free(so);
+  weft_graph_free(g);
+  weft_server_free(worker);
+  weft_server_free(ps1);
+  weft_server_free(ps0);
+  weft_cluster_spec_free(spec);
+  g_free(spec_text);
+  g_free(saved);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* A worker's session with device filters neither waits for nor needs a worker that is not
+ * there; the devices it sees are the filtered tasks' only. */
+static void test_device_filters(void) {
+  char *spec_text = g_strdup_printf("ps=localhost:%d;worker=localhost:%d,localhost:%d",
+                                    free_port(), free_port(), free_port());
+  weft_cluster_spec_t *spec = NULL;
+  OK(weft_cluster_spec_parse(spec_text, &spec));
+  weft_server_t *ps = start_server(spec, "ps", 0), *worker = start_server(spec, "worker", 0);
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t a = weft_const_float(g, "a", 3, &st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_binary(g, "Mul", "b", a, a, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_session_options_t *so = weft_session_options_new();
+  weft_session_options_set_target(so, weft_server_target(worker));
+  const char *filters[2] = {"/job:ps", "/job:worker/task:0"};
+  weft_session_options_set_device_filters(so, filters, 2);
+  weft_session_t *s = weft_session_new(g, so, &st);
+  OK(st);
+  gint64 t0 = g_get_monotonic_time();
+  g_assert_cmpfloat(fetch_scalar(s, "b"), ==, 9);
+  /* Well under the master's 10 s wait for tasks that do not answer. */
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+  weft_session_free(s);
+  /* A node pinned to a filtered-out task cannot be placed. */
+  weft_graph_push_device(g, "/job:worker/task:1");
+  weft_binary(g, "AddV2", "c", a, a, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  s = weft_session_new(g, so, &st);
+  OK(st);
+  const char *c = "c";
+  weft_tensor_t *out = NULL;
+  expect_error(weft_session_run(s, NULL, NULL, 0, &c, &out, 1, NULL, 0), WEFT_INVALID_ARGUMENT,
+               "'c'", "/job:worker/task:1");
+  weft_session_free(s);
+  weft_session_options_free(so);
+  weft_graph_free(g);
+  weft_server_free(worker);
+  weft_server_free(ps);
+  weft_cluster_spec_free(spec);
+  g_free(spec_text);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft-train processes */
+
+static void child_setup(gpointer unused) {
+  die_with_parent(unused);
+  dup2(STDOUT_FILENO, STDERR_FILENO); /* one stream to read */
+}
+
+typedef struct proc {
+  GPid pid;
+  int out;
+  GString *log;
+} proc_t;
+
+static proc_t spawn_train(const char *hosts, const char *job, int task, const char *extra) {
+  char *cmd = g_strdup_printf("%s %s --job_name %s --task_index %d --progress lines %s",
+                              WEFT_TRAIN, hosts, job, task, extra ? extra : "");
+  char **argv = NULL;
+  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+  proc_t p = {0, -1, g_string_new(NULL)};
+  GError *err = NULL;
+  g_assert_true(g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_setup,
+                                         NULL, &p.pid, NULL, &p.out, NULL, &err));
+  g_assert_no_error(err);
+  g_strfreev(argv);
+  g_free(cmd);
+  return p;
+}
+
+/* Reads the process's output until a line containing `needle` (NULL: until it ends); returns
+ * that line (the caller g_free()s it) or NULL. Everything read is kept in p->log. */
+static char *read_until(proc_t *p, const char *needle, int timeout_ms) {
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  while (g_get_monotonic_time() < deadline) {
+    char *line = read_line(p->out, (int)((deadline - g_get_monotonic_time()) / 1000) + 1);
+    if (!line) return NULL;
+    g_string_append_printf(p->log, "%s\n", line);
+    if (needle && strstr(line, needle)) return line;
+    g_free(line);
+  }
+  return NULL;
+}
+
+static int wait_exit(proc_t *p) {
+  g_free(read_until(p, NULL, PROCESS_TIMEOUT_MS));
+  int status = 0;
+  g_assert_cmpint(waitpid(p->pid, &status, 0), ==, p->pid);
+  close(p->out);
+  g_spawn_close_pid(p->pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void stop_proc(proc_t *p, int sig) {
+  kill(p->pid, sig);
+  int status;
+  waitpid(p->pid, &status, 0);
+  close(p->out);
+  g_spawn_close_pid(p->pid);
+}
+
+static void free_proc(proc_t *p) {
+  g_string_free(p->log, TRUE);
+}
+
+/* The final JSON line of a worker's log, parsed. */
+static JsonObject *final_json(proc_t *p, JsonParser **parser) {
+  char **lines = g_strsplit(p->log->str, "\n", -1);
+  const char *json = NULL;
+  for (int i = 0; lines[i]; i++)
+    if (lines[i][0] == '{') json = lines[i];
+  if (!json) g_error("no JSON line in:\n%s", p->log->str);
+  *parser = json_parser_new();
+  GError *err = NULL;
+  g_assert_true(json_parser_load_from_data(*parser, json, -1, &err));
+  g_assert_no_error(err);
+  g_strfreev(lines);
+  return json_node_get_object(json_parser_get_root(*parser));
+}
+
+static char *hosts_flags(int *ps_port) {
+  *ps_port = free_port();
+  return g_strdup_printf("--ps_hosts localhost:%d --worker_hosts localhost:%d,localhost:%d",
+                         *ps_port, free_port(), free_port());
+}
+
+/* 1 ps + 2 workers; returns both workers' final JSON objects through out0 / out1. */
+static void run_cluster(const char *extra, const char *ckpt_dir, proc_t *w0, proc_t *w1) {
+  int ps_port;
+  char *hosts = hosts_flags(&ps_port);
+  proc_t ps = spawn_train(hosts, "ps", 0, NULL);
+  char *chief_extra = g_strdup_printf("%s --checkpoint_dir %s", extra, ckpt_dir);
+  *w0 = spawn_train(hosts, "worker", 0, chief_extra);
+  *w1 = spawn_train(hosts, "worker", 1, extra);
+  int rc0 = wait_exit(w0), rc1 = wait_exit(w1);
+  if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0->log->str, w1->log->str);
+  stop_proc(&ps, SIGTERM);
+  free_proc(&ps);
+  g_free(chief_extra);
+  g_free(hosts);
+}
+
+static void test_train_async_linear(void) {
+  char *dir = tmpdir();
+  proc_t w0, w1;
+  run_cluster("--model linear --train_steps 300 --log_every 100", dir, &w0, &w1);
+  for (int k = 0; k < 2; k++) {
+    JsonParser *parser;
+    JsonObject *o = final_json(k ? &w1 : &w0, &parser);
+    /* Asynchronous: either worker may add the last step(s). */
+    g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 300);
+    g_assert_cmpint(json_object_get_int_member(o, "global_step"), <=, 302);
+    g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, 0.1);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "b") - 1), <, 0.1);
+    g_assert_cmpint(json_object_get_int_member(o, "worker"), ==, k);
+    g_object_unref(parser);
+  }
+  /* Progress lines came along the way. */
+  g_assert_nonnull(strstr(w1.log->str, "progress worker=1 step="));
+  /* The chief's last checkpoint holds the trained variables, sharded per ps task (one here). */
+  char *latest = weft_checkpoint_latest(dir);
+  g_assert_nonnull(latest);
+  weft_checkpoint_reader_t *r = NULL;
+  OK(weft_checkpoint_reader_open(latest, &r));
+  weft_tensor_t *w = NULL;
+  OK(weft_checkpoint_reader_read(r, "W", &w));
+  g_assert_cmpfloat(fabs(weft_tensor_get_double(w, 0) - 2), <, 0.1);
+  weft_tensor_unref(w);
+  weft_checkpoint_reader_free(r);
+  g_free(latest);
+  free_proc(&w0);
+  free_proc(&w1);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_train_sync_linear(void) {
+  char *dir = tmpdir();
+  proc_t w0, w1;
+  run_cluster("--model linear --train_steps 150 --sync_replicas --log_every 50", dir, &w0, &w1);
+  for (int k = 0; k < 2; k++) {
+    JsonParser *parser;
+    JsonObject *o = final_json(k ? &w1 : &w0, &parser);
+    /* Synchronous: one global step per aggregated update, never more. */
+    g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 150);
+    g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, 0.1);
+    g_object_unref(parser);
+  }
+  free_proc(&w0);
+  free_proc(&w1);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+static void test_train_mlp(void) {
+  char *dir = tmpdir();
+  proc_t w0, w1;
+  run_cluster("--model mlp --train_steps 400 --log_every 100 --device CPU", dir, &w0, &w1);
+  JsonParser *parser;
+  JsonObject *o = final_json(&w0, &parser);
+  /* The accuracy weft-train's documentation states for the MLP. */
+  g_assert_cmpfloat(json_object_get_double_member(o, "accuracy"), >=, 0.9);
+  g_object_unref(parser);
+  free_proc(&w0);
+  free_proc(&w1);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* The step number in "... model.ckpt-N ..." or after "global step ". */
+static int64_t number_after(const char *text, const char *marker) {
+  const char *at = strstr(text, marker);
+  g_assert_nonnull(at);
+  return g_ascii_strtoll(at + strlen(marker), NULL, 10);
+}
+
+static void test_train_ps_killed_and_restarted(void) {
+  char *dir = tmpdir();
+  int ps_port;
+  char *hosts = hosts_flags(&ps_port);
+  proc_t ps = spawn_train(hosts, "ps", 0, NULL);
+  char *chief_extra = g_strdup_printf("--model linear --train_steps 900 --save_steps 50 "
+                                      "--log_every 10 --device CPU --checkpoint_dir %s", dir);
+  proc_t w0 = spawn_train(hosts, "worker", 0, chief_extra);
+  proc_t w1 = spawn_train(hosts, "worker", 1,
+                          "--model linear --train_steps 900 --log_every 10 --device CPU");
+  /* Let it train past a few checkpoints, then kill the ps: its variables are gone. */
+  char *line = read_until(&w0, "step=2", PROCESS_TIMEOUT_MS);
+  g_assert_nonnull(line);
+  g_free(line);
+  char *before = weft_checkpoint_latest(dir);
+  g_assert_nonnull(before);
+  int64_t saved_before = number_after(before, "model.ckpt-");
+  stop_proc(&ps, SIGKILL);
+  free_proc(&ps);
+  g_usleep(500 * 1000);
+  proc_t ps2 = spawn_train(hosts, "ps", 0, NULL);
+  int rc0 = wait_exit(&w0), rc1 = wait_exit(&w1);
+  if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0.log->str, w1.log->str);
+  /* Both recovered; the chief restored a checkpoint at least as new as the one on disk when
+   * the ps died, and the global step went on from it, never back past it. */
+  const char *rec = strstr(w0.log->str, "worker 0: recovered");
+  if (!rec) g_error("no recovery in the chief's log:\n%s", w0.log->str);
+  int64_t restored = number_after(rec, "model.ckpt-");
+  int64_t resumed = number_after(rec, "going on from global step ");
+  g_assert_cmpint(restored, >=, saved_before);
+  g_assert_cmpint(resumed, >=, restored);
+  g_assert_nonnull(strstr(w1.log->str, "worker 1: recovered"));
+  JsonParser *parser;
+  JsonObject *o = final_json(&w0, &parser);
+  g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
+  g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 900);
+  g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
+  g_object_unref(parser);
+  stop_proc(&ps2, SIGTERM);
+  free_proc(&ps2);
+  free_proc(&w0);
+  free_proc(&w1);
+  g_free(before);
+  g_free(chief_extra);
+  g_free(hosts);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* --local trains the same model in one process: the baseline weft bench compares the cluster
+ * with. */
+static void test_train_local(void) {
+  char *out = NULL;
+  int status = 0;
+  g_assert_true(g_spawn_command_line_sync(WEFT_TRAIN " --local --model linear --train_steps 200 "
+                                          "--progress lines --device CPU", &out, NULL, &status, NULL));
+  g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  proc_t p = {0, -1, g_string_new(out)};
+  JsonParser *parser;
+  JsonObject *o = final_json(&p, &parser);
+  g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 200);
+  g_assert_cmpint(json_object_get_int_member(o, "steps"), ==, 200);
+  g_assert_cmpfloat(json_object_get_double_member(o, "examples_per_sec"), >, 0);
+  g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, 0.1);
+  g_object_unref(parser);
+  free_proc(&p);
+  g_free(out);
+}
+
+static void test_train_command_line_errors(void) {
+  static const struct { const char *args; const char *message; } cases[] = {
+      {"--job_name worker", "no cluster: give --ps_hosts and --worker_hosts"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name chief",
+       "--job_name must be 'ps' or 'worker'"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --model cnn",
+       "--model must be 'linear' or 'mlp'"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --optimizer lbfgs",
+       "--optimizer must be one of sgd, momentum, adagrad, adam, rmsprop"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --task_index 3",
+       "/job:worker/task:3"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --sync_replicas "
+       "--replicas_to_aggregate 2", "--replicas_to_aggregate 2 is more than the 1 workers"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --train_steps 0",
+       "--train_steps must be positive"},
+      {"--local --job_name worker", "--local trains in this process"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --step_timeout_ms 0",
+       "--step_timeout_ms must be positive"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    char *cmd = g_strdup_printf("%s %s", WEFT_TRAIN, cases[i].args);
+    char *err = NULL;
+    int status = 0;
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, &err, &status, NULL));
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 2);
+    if (!strstr(err, cases[i].message)) g_error("'%s': expected '%s' in:\n%s", cmd, cases[i].message, err);
+    g_free(err);
+    g_free(cmd);
+  }
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  weft_plugins_load_default();
+  g_test_add_func("/training/monitored_session/local", test_monitored_local);
+  g_test_add_func("/training/monitored_session/errors", test_monitored_errors);
+  g_test_add_func("/training/saver/remote_sharded", test_saver_remote_sharded);
+  g_test_add_func("/training/session/device_filters", test_device_filters);
+  g_test_add_func("/training/weft_train/async_linear", test_train_async_linear);
+  g_test_add_func("/training/weft_train/sync_linear", test_train_sync_linear);
+  g_test_add_func("/training/weft_train/mlp", test_train_mlp);
+  g_test_add_func("/training/weft_train/ps_killed_and_restarted",
+                  test_train_ps_killed_and_restarted);
+  g_test_add_func("/training/weft_train/local", test_train_local);
+  g_test_add_func("/training/weft_train/command_line_errors", test_train_command_line_errors);
+  return g_test_run();
+}
