@@ -9,17 +9,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+void free_ports(int n, int *ports) {
+  int *fds = g_new(int, n);
+  for (int k = 0; k < n; k++) {
+    fds[k] = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    g_assert_cmpint(fds[k], >=, 0);
+    g_assert_cmpint(bind(fds[k], (struct sockaddr *)&addr, sizeof addr), ==, 0);
+    g_assert_cmpint(getsockname(fds[k], (struct sockaddr *)&addr, &len), ==, 0);
+    ports[k] = ntohs(addr.sin_port);
+  }
+  for (int k = 0; k < n; k++) close(fds[k]);
+  g_free(fds);
+}
+
 int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {0};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  g_assert_cmpint(fd, >=, 0);
-  g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof addr), ==, 0);
-  g_assert_cmpint(getsockname(fd, (struct sockaddr *)&addr, &len), ==, 0);
-  close(fd);
-  return ntohs(addr.sin_port);
+  int port = 0;
+  free_ports(1, &port);
+  return port;
 }
 
 void die_with_parent(gpointer unused) {

@@ -7,6 +7,9 @@
 
 /* A loopback TCP port that was free a moment ago. */
 int free_port(void);
+/* n different loopback TCP ports that were free a moment ago (all are held at once while they
+ * are chosen, so none repeats). */
+void free_ports(int n, int *ports);
 /* A GSpawnChildSetupFunc: the child gets SIGKILL when the test process dies. */
 void die_with_parent(gpointer unused);
 /* One line of fd without its newline, waiting at most timeout_ms; NULL on timeout or end of

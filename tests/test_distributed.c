@@ -24,8 +24,8 @@
 #include "distributed/distributed_internal.h"
 #include "process_util.h"
 #include "weft/weft.h"
+#include "weftd_cluster.h"
 
-#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
 #define WEFT_CLI WEFT_BUILD_DIR "/core/tools/weft"
 
 #define OK(expr)                                                                          \
@@ -33,137 +33,6 @@
     weft_status_t *st_ = (expr);                                                          \
     if (st_) g_error("%s: %s: %s", #expr, weft_code_name(st_->code), weft_status_message(st_)); \
   } while (0)
-
-static bool no_weftd(void) {
-  if (g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) return false;
-  g_test_skip("weftd not built at " WEFTD);
-  return true;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Processes */
-
-typedef struct weftd {
-  GPid pid;
-  int out_fd;
-  char *line; /* the "Started server" line */
-} weftd_t;
-
-/* Starts weftd with args (NULL-terminated) and env overrides ("NAME=VALUE", may be NULL), and
- * waits for its "Started server" line. */
-static weftd_t weftd_start(const char *const *args, const char *const *env) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)WEFTD);
-  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
-  g_ptr_array_add(argv, NULL);
-  char **envp = g_get_environ();
-  envp = g_environ_unsetenv(envp, "TF_CONFIG");
-  for (int k = 0; env && env[k]; k++) {
-    char **kv = g_strsplit(env[k], "=", 2);
-    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
-    g_strfreev(kv);
-  }
-  weftd_t d = {0};
-  GError *error = NULL;
-  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
-                                         NULL, &d.out_fd, NULL, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  d.line = read_line(d.out_fd, 15000);
-  if (!d.line) g_error("weftd %s did not start", args[0]);
-  g_strfreev(envp);
-  g_ptr_array_free(argv, TRUE);
-  return d;
-}
-
-/* Stops weftd with `sig` and returns its wait status (SIGKILL after 10 s). */
-static int weftd_stop(weftd_t *d, int sig) {
-  if (!d->pid) return 0;
-  kill(d->pid, sig);
-  int status = 0;
-  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-  while (waitpid(d->pid, &status, WNOHANG) == 0) {
-    if (g_get_monotonic_time() > until) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &status, 0);
-      break;
-    }
-    g_usleep(10000);
-  }
-  close(d->out_fd);
-  g_free(d->line);
-  d->pid = 0;
-  d->line = NULL;
-  return status;
-}
-
-/* A cluster of weftd processes: ps tasks first, then workers, each on a free loopback port,
- * started with TensorFlow's --ps_hosts/--worker_hosts flags. */
-typedef struct cluster {
-  int n;
-  weftd_t d[8];
-  char *address[8];
-  char *target[8];
-  char *ps_hosts, *worker_hosts;
-} cluster_t;
-
-/* False (and the test skipped) when weftd is not built. */
-static bool cluster_start(cluster_t *c, int n_ps, int n_workers, const char *const *extra) {
-  memset(c, 0, sizeof *c);
-  if (no_weftd()) return false;
-  c->n = n_ps + n_workers;
-  GString *ps = g_string_new(NULL), *workers = g_string_new(NULL);
-  for (int k = 0; k < c->n; k++) {
-    c->address[k] = g_strdup_printf("127.0.0.1:%d", free_port());
-    c->target[k] = g_strdup_printf("grpc://%s", c->address[k]);
-    GString *list = k < n_ps ? ps : workers;
-    g_string_append_printf(list, "%s%s", list->len ? "," : "", c->address[k]);
-  }
-  c->ps_hosts = g_string_free(ps, FALSE);
-  c->worker_hosts = g_string_free(workers, FALSE);
-  for (int k = 0; k < c->n; k++) {
-    char index[16];
-    snprintf(index, sizeof index, "%d", k < n_ps ? k : k - n_ps);
-    const char *args[16] = {"--ps_hosts",    c->ps_hosts, "--worker_hosts", c->worker_hosts,
-                            "--job_name",    k < n_ps ? "ps" : "worker",
-                            "--task_index",  index};
-    int n = 8;
-    for (int e = 0; extra && extra[e] && n < 15; e++) args[n++] = extra[e];
-    args[n] = NULL;
-    c->d[k] = weftd_start(args, NULL);
-    g_assert_cmpstr(c->d[k].line + strlen("Started server with target: "), ==, c->target[k]);
-  }
-  return true;
-}
-
-/* Stops every task that still runs; each must exit cleanly (status 0: under AddressSanitizer
- * that also means it leaked nothing). */
-static void cluster_stop(cluster_t *c) {
-  for (int k = 0; k < c->n; k++) {
-    bool running = c->d[k].pid != 0;
-    int status = weftd_stop(&c->d[k], SIGTERM);
-    if (running) {
-      g_assert_true(WIFEXITED(status));
-      g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-    }
-    g_free(c->address[k]);
-    g_free(c->target[k]);
-  }
-  g_free(c->ps_hosts);
-  g_free(c->worker_hosts);
-  memset(c, 0, sizeof *c);
-}
-
-static weft_session_t *remote_session(weft_graph_t *g, const char *target) {
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_target(o, target);
-  weft_status_t *st = NULL;
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  weft_session_options_free(o);
-  return s;
-}
 
 static double fetch1(weft_session_t *s, const char *name) {
   weft_tensor_t *out = NULL;
@@ -317,7 +186,7 @@ static void test_spec_tf_config(void) {
 
 /* weftd refuses bad command lines and specs with exit status 2 and the same messages. */
 static void test_weftd_flag_errors(void) {
-  if (no_weftd()) return;
+  if (!weftd_available()) return;
   struct {
     const char *args[9];
     const char *tf_config;
@@ -356,7 +225,7 @@ static void test_weftd_flag_errors(void) {
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     GPtrArray *argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (char *)WEFTD);
+    g_ptr_array_add(argv, (char *)WEFTD_PATH);
     for (int a = 0; cases[k].args[a]; a++) g_ptr_array_add(argv, (char *)cases[k].args[a]);
     g_ptr_array_add(argv, NULL);
     char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
@@ -381,7 +250,7 @@ static void test_weftd_flag_errors(void) {
 /* TF_CONFIG starts a task; SIGTERM and SIGINT stop it with exit status 0; a second server on
  * the same port is refused. */
 static void test_weftd_tf_config(void) {
-  if (no_weftd()) return;
+  if (!weftd_available()) return;
   int p0 = free_port(), p1 = free_port();
   char *config = g_strdup_printf("TF_CONFIG={\"cluster\": {\"worker\": [\"127.0.0.1:%d\", "
                                  "\"127.0.0.1:%d\"]}, \"task\": {\"type\": \"worker\", "
@@ -389,13 +258,13 @@ static void test_weftd_tf_config(void) {
                                  p0, p1);
   const char *env[] = {config, NULL};
   const char *no_args[] = {NULL};
-  weftd_t d = weftd_start(no_args, env);
-  char *want = g_strdup_printf("Started server with target: grpc://127.0.0.1:%d", p1);
-  g_assert_cmpstr(d.line, ==, want);
+  weftd_proc_t d = weftd_spawn(no_args, env, false);
+  char *want = g_strdup_printf("grpc://127.0.0.1:%d", p1);
+  g_assert_cmpstr(d.target, ==, want);
   g_free(want);
 
   /* The same task again: its port is taken. */
-  const char *args[] = {WEFTD, "--cluster", NULL, "--job_name", "worker", NULL};
+  const char *args[] = {WEFTD_PATH, "--cluster", NULL, "--job_name", "worker", NULL};
   char *cluster = g_strdup_printf("worker=127.0.0.1:%d", p1);
   args[2] = cluster;
   char *err = NULL;
@@ -408,14 +277,14 @@ static void test_weftd_tf_config(void) {
   g_free(err);
   g_free(cluster);
 
-  status = weftd_stop(&d, SIGTERM);
+  status = weftd_signal(&d, SIGTERM);
   g_assert_true(WIFEXITED(status));
   g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 
   const char *local[] = {"--local", NULL};
-  d = weftd_start(local, NULL);
-  g_assert_true(g_str_has_prefix(d.line, "Started server with target: grpc://localhost:"));
-  status = weftd_stop(&d, SIGINT);
+  d = weftd_spawn(local, NULL, false);
+  g_assert_true(g_str_has_prefix(d.target, "grpc://localhost:"));
+  status = weftd_signal(&d, SIGINT);
   g_assert_true(WIFEXITED(status));
   g_assert_cmpint(WEXITSTATUS(status), ==, 0);
   g_free(config);
@@ -443,7 +312,7 @@ static void test_local_server(void) {
   weft_const(g, "c", value, &st);
   OK(st);
   weft_tensor_unref(value);
-  weft_session_t *s = remote_session(g, target);
+  weft_session_t *s = weftd_remote_session(g, target);
   const char *fetch = "c";
   weft_tensor_t *out = NULL;
   OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
@@ -486,7 +355,7 @@ static void test_local_server(void) {
   g = weft_graph_new();
   weft_const_float(g, "x", 1.0f, &st);
   OK(st);
-  s = remote_session(g, nobody);
+  s = weftd_remote_session(g, nobody);
   fetch = "x";
   st = weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_UNAVAILABLE);
@@ -512,8 +381,8 @@ static void test_local_server(void) {
 /* The cluster_placement example's graph: a on ps 0, b = a + 2 on the worker job, c = a + b on
  * worker 1. */
 static void test_placement(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 2, 2, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 2, 2, NULL)) return;
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/job:ps/task:0");
@@ -535,7 +404,7 @@ static void test_placement(void) {
   weft_node_t *init = weft_global_variables_initializer(g, "init", &st);
   OK(st);
 
-  weft_session_t *s = remote_session(g, c.target[2]); /* worker 0's master */
+  weft_session_t *s = weftd_remote_session(g, c.target[2]); /* worker 0's master */
   run_target(s, weft_node_name(init));
   g_assert_cmpfloat(fetch1(s, "c"), ==, 4.0);
   g_assert_cmpfloat(fetch1(s, "d"), ==, 3.0);
@@ -549,7 +418,7 @@ static void test_placement(void) {
   weft_session_free(s);
 
   /* A client of another task's master sees the same placement rules and the same variable. */
-  s = remote_session(g, c.target[3]);
+  s = weftd_remote_session(g, c.target[3]);
   g_assert_cmpfloat(fetch1(s, "c"), ==, 4.0);
   g_assert_true(g_str_has_prefix(weft_session_node_device(s, "b"),
                                  "/job:worker/replica:0/task:1/device:"));
@@ -572,7 +441,7 @@ static void test_placement(void) {
   weft_const_float(g, "nowhere", 1.0f, &st);
   OK(st);
   weft_graph_pop_device(g);
-  s = remote_session(g, c.target[2]);
+  s = weftd_remote_session(g, c.target[2]);
   const char *fetch = "nowhere";
   weft_tensor_t *out = NULL;
   st = weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0);
@@ -582,7 +451,7 @@ static void test_placement(void) {
   weft_status_free(st);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 static weft_tensor_t *sample_tensor(weft_dtype_t dtype, int rank, const int64_t *dims) {
@@ -633,8 +502,8 @@ static void assert_same_tensor(const weft_tensor_t *a, const weft_tensor_t *b) {
 /* Every dtype crosses from a ps to a worker (Const there, Identity here), including strings with
  * empty and binary elements, and tensors with no elements; fed tensors reach both tasks. */
 static void test_send_recv_dtypes(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_UINT8,
                                  WEFT_DT_INT16,  WEFT_DT_INT8,   WEFT_DT_STRING, WEFT_DT_INT64,
                                  WEFT_DT_BOOL,   WEFT_DT_BFLOAT16, WEFT_DT_UINT16, WEFT_DT_HALF,
@@ -661,7 +530,7 @@ static void test_send_recv_dtypes(void) {
     weft_graph_pop_device(g);
     g_free(name);
   }
-  weft_session_t *s = remote_session(g, c.target[1]);
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
   weft_tensor_t **out = g_new0(weft_tensor_t *, n);
   OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)fetches, out, n, NULL, 0));
   for (int k = 0; k < n; k++) {
@@ -698,14 +567,14 @@ static void test_send_recv_dtypes(void) {
   g_strfreev(fetches);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* 256 MiB made on the ps, summed on the worker (one RecvTensor of 256 MiB), and fed from the
  * client and fetched back (RunStep both ways). */
 static void test_large_tensor(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   const int32_t n = 64 * 1024 * 1024; /* int32 elements: 256 MiB */
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -736,7 +605,7 @@ static void test_large_tensor(void) {
   OK(weft_op_finish(sb, NULL));
   weft_graph_pop_device(g);
 
-  weft_session_t *s = remote_session(g, c.target[1]);
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
   gint64 t0 = g_get_monotonic_time();
   g_assert_cmpfloat(fetch1(s, "total"), ==, (double)n);
   g_test_message("256 MiB through RecvTensor: %.2f s", (g_get_monotonic_time() - t0) / 1e6);
@@ -763,7 +632,7 @@ static void test_large_tensor(void) {
   weft_tensor_unref(feed);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 static void push_worker(weft_graph_t *g, int worker) {
@@ -796,11 +665,11 @@ static weft_graph_t *shared_graph(int worker) {
 }
 
 static void test_shared_variables(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 2, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 2, NULL)) return;
   weft_graph_t *g0 = shared_graph(0), *g1 = shared_graph(1);
-  weft_session_t *s0 = remote_session(g0, c.target[1]);
-  weft_session_t *s1 = remote_session(g1, c.target[2]);
+  weft_session_t *s0 = weftd_remote_session(g0, c.target[1]);
+  weft_session_t *s1 = weftd_remote_session(g1, c.target[2]);
   run_target(s0, "init");
   g_assert_cmpfloat(fetch1(s0, "product"), ==, 12.0);
   run_target(s1, "rebind_a"); /* no initializer on this client: the variables are the ps's */
@@ -809,7 +678,7 @@ static void test_shared_variables(void) {
 
   /* They outlive the client sessions. */
   weft_session_free(s0);
-  s0 = remote_session(g0, c.target[1]);
+  s0 = weftd_remote_session(g0, c.target[1]);
   g_assert_cmpfloat(fetch1(s0, "product"), ==, 40.0);
 
   /* Reset drops them on every task. */
@@ -825,7 +694,7 @@ static void test_shared_variables(void) {
   weft_session_free(s1);
   weft_graph_free(g0);
   weft_graph_free(g1);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* A step whose result goes to a variable on the ps (the ps waits for the worker's tensor). */
@@ -877,8 +746,8 @@ static gpointer run_store(gpointer data) {
  * session then fails within the master's status timeout, naming the ps. */
 static void test_ps_killed(void) {
   const char *extra[] = {"--status_timeout_ms", "2000", NULL};
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, extra)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
   weft_graph_t *g = store_graph();
   weft_session_options_t *o = weft_session_options_new();
   weft_session_options_set_target(o, c.target[1]);
@@ -888,11 +757,11 @@ static void test_ps_killed(void) {
   OK(st);
   init_and_store(s);
   /* A second client without a deadline of its own, with its graphs registered already. */
-  weft_session_t *s2 = remote_session(g, c.target[1]);
+  weft_session_t *s2 = weftd_remote_session(g, c.target[1]);
   run_target(s2, "store");
 
   /* Hung: the deadline of the step (1.5 s, plus the master's slack) ends it. */
-  kill(c.d[0].pid, SIGSTOP);
+  weftd_cluster_signal(&c, 0, SIGSTOP);
   gint64 t0 = g_get_monotonic_time();
   const char *store = "store";
   st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
@@ -910,7 +779,7 @@ static void test_ps_killed(void) {
   g_usleep(500000);
   g_assert_cmpint(t.finished, ==, 0); /* still waiting for the frozen ps */
   gint64 killed = g_get_monotonic_time();
-  weftd_stop(&c.d[0], SIGKILL);
+  weftd_cluster_signal(&c, 0, SIGKILL);
   g_thread_join(th);
   double after_kill = (t.finished - killed) / 1e6;
   g_test_message("killed ps: failed %.2f s after the kill: %s", after_kill,
@@ -922,7 +791,7 @@ static void test_ps_killed(void) {
   weft_session_free(s2);
 
   /* A new session cannot learn the cluster: the message names the task that is gone. */
-  s = remote_session(g, c.target[1]);
+  s = weftd_remote_session(g, c.target[1]);
   t0 = g_get_monotonic_time();
   st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
   double create_s = (g_get_monotonic_time() - t0) / 1e6;
@@ -937,14 +806,14 @@ static void test_ps_killed(void) {
   weft_session_free(s);
   weft_session_options_free(o);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* A kernel that fails on worker 0 while the ps and worker 1 wait for what it would have sent:
  * every partition stops at once, and the step fails with the original error, not an echo. */
 static void test_kernel_error_aborts_step(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 2, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 2, NULL)) return;
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/job:worker/task:0");
@@ -965,7 +834,7 @@ static void test_kernel_error_aborts_step(void) {
   weft_binary(g, "Mul", "z", y, weft_const_float(g, "two", 2.0f, &st), &st);
   OK(st);
   weft_graph_pop_device(g);
-  weft_session_t *s = remote_session(g, c.target[2]);
+  weft_session_t *s = weftd_remote_session(g, c.target[2]);
 
   const char *feed = "x", *fetch = "z";
   weft_tensor_t *out = NULL;
@@ -993,22 +862,20 @@ static void test_kernel_error_aborts_step(void) {
   weft_tensor_unref(good);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* A ps that restarts loses its graphs and variables: the next step fails with ABORTED, the one
  * after runs again (with the variable uninitialised until the client initialises it). */
 static void test_restart_aborted(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   weft_graph_t *g = store_graph();
-  weft_session_t *s = remote_session(g, c.target[1]);
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
   init_and_store(s);
 
-  weftd_stop(&c.d[0], SIGKILL);
-  const char *args[] = {"--ps_hosts", c.ps_hosts, "--worker_hosts", c.worker_hosts,
-                        "--job_name", "ps",       NULL};
-  c.d[0] = weftd_start(args, NULL);
+  weftd_cluster_signal(&c, 0, SIGKILL);
+  weftd_cluster_restart(&c, 0, NULL);
 
   const char *store = "store";
   weft_status_t *st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &store, 1);
@@ -1024,7 +891,7 @@ static void test_restart_aborted(void) {
   init_and_store(s);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 static void expect_raw_error(const char *address, const char *method, const void *bytes,
@@ -1065,8 +932,8 @@ static GByteArray *frame(const ProtobufCMessage *msg, const Weft__TensorList *li
 /* Requests that are garbage, lie about their sizes, name unknown ops or devices of another
  * task, or call methods that do not exist: each gets an error, and the server keeps serving. */
 static void test_malformed_requests(void) {
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   const char *ps = c.address[0];
   expect_raw_error(ps, "/weft.Master/RunStep", "\xff\xff\xff\xff garbage", 13,
                    WEFT_INVALID_ARGUMENT, "Malformed request");
@@ -1146,11 +1013,11 @@ static void test_malformed_requests(void) {
 
   /* Still serving. */
   weft_graph_t *g = store_graph();
-  weft_session_t *s = remote_session(g, c.target[0]);
+  weft_session_t *s = weftd_remote_session(g, c.target[0]);
   init_and_store(s);
   weft_session_free(s);
   weft_graph_free(g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 typedef struct client_thread {
@@ -1182,7 +1049,7 @@ static weft_graph_t *client_graph(int worker, int index) {
 static gpointer client_main(gpointer data) {
   client_thread_t *t = data;
   weft_graph_t *g = t->shared ? NULL : client_graph(t->index % 2, t->index);
-  weft_session_t *s = t->shared ? t->session : remote_session(g, t->target);
+  weft_session_t *s = t->shared ? t->session : weftd_remote_session(g, t->target);
   for (int step = 0; step < 15; step++) {
     weft_tensor_t *x = weft_tensor_new_scalar_float((float)step);
     const char *feed = "x", *fetch = "y";
@@ -1205,10 +1072,10 @@ static gpointer client_main(gpointer data) {
 static void test_concurrent_clients(void) {
   client_thread_t t[9];
   GThread *threads[9];
-  cluster_t c;
-  if (!cluster_start(&c, 1, 2, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 2, NULL)) return;
   weft_graph_t *shared_g = client_graph(1, 100);
-  weft_session_t *shared = remote_session(shared_g, c.target[1]);
+  weft_session_t *shared = weftd_remote_session(shared_g, c.target[1]);
   for (int k = 0; k < 9; k++) {
     t[k].index = k;
     t[k].target = c.target[1 + k % 2];
@@ -1219,7 +1086,7 @@ static void test_concurrent_clients(void) {
   for (int k = 0; k < 9; k++) g_thread_join(threads[k]);
   weft_session_free(shared);
   weft_graph_free(shared_g);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* Runs the weft CLI; returns its exit status, stdout and stderr (g_free). */
@@ -1247,8 +1114,8 @@ static void test_cli(void) {
     g_test_skip("weft not built at " WEFT_CLI);
     return;
   }
-  cluster_t c;
-  if (!cluster_start(&c, 1, 1, NULL)) return;
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   const char *devices[] = {"devices", "--target", c.target[1], NULL};
   char *out = NULL, *err = NULL;
   g_assert_cmpint(run_weft(devices, &out, &err), ==, 0);
@@ -1303,7 +1170,7 @@ static void test_cli(void) {
   g_free(err);
   g_unlink(path);
   g_free(path);
-  cluster_stop(&c);
+  weftd_cluster_stop(&c);
 }
 
 /* The three examples, run as a user runs them, print their known answers. */

@@ -202,7 +202,7 @@ static void test_validation(void) {
                          "--max_tensor_rank",   "3",     "--auth-token-file",  token,
                          NULL};
   weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 0, extra, NULL)) {
+  if (!weftd_cluster_start(&c, 1, 0, extra)) {
     g_free(token);
     g_free(dir);
     return;
@@ -450,7 +450,7 @@ static gpointer run_fetch(gpointer data) {
  * worker. */
 static void test_worker_killed(void) {
   weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 2, NULL, NULL)) return;
+  if (!weftd_cluster_start(&c, 1, 2, NULL)) return;
   weft_graph_t *g = two_worker_graph(true);
   weft_session_t *s = session_to(g, c.target[2], 8000, NULL);
   g_assert_cmpfloat(fetch1(s, "a0"), ==, 7.25);
@@ -505,7 +505,7 @@ static void test_silent_peer(void) {
   const char *fixed[3] = {NULL, NULL, silent};
   const char *extra[] = {"--status_timeout_ms", "1500", NULL};
   weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 2, extra, fixed)) {
+  if (!weftd_cluster_start_full(&c, 1, 2, extra, NULL, fixed)) {
     close(fd);
     g_free(silent);
     return;
@@ -553,7 +553,7 @@ static void test_silent_peer(void) {
  * the worker; after SIGCONT the same session runs again. */
 static void test_stopped_worker(void) {
   weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 1, NULL, NULL)) return;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
   weft_graph_t *g = two_worker_graph(false);
   weft_session_t *s = session_to(g, c.target[0], 1500, NULL);
   g_assert_cmpfloat(fetch1(s, "a0"), ==, 7.25);

@@ -24,8 +24,8 @@
 
 #include "process_util.h"
 #include "weft/weft.h"
+#include "weftd_cluster.h"
 
-#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
 #define WEFT_CLI WEFT_BUILD_DIR "/core/tools/weft"
 
 #define OK(expr)                                                                               \
@@ -40,10 +40,7 @@ static char *certs;
 static char *cert_path(const char *name) { return g_build_filename(certs, name, NULL); }
 
 static bool skip_without_certs(void) {
-  if (!g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) {
-    g_test_skip("weftd not built at " WEFTD);
-    return true;
-  }
+  if (!weftd_available()) return true;
   if (!certs) {
     g_test_skip("the openssl command is not installed (scripts/install-deps.sh installs it)");
     return true;
@@ -120,74 +117,9 @@ static void remove_certs(void) {
 /* ---------------------------------------------------------------------------------------------
  * Processes */
 
-typedef struct weftd {
-  GPid pid;
-  int out_fd, err_fd;
-  char *target; /* from its "Started server with target: ..." line */
-} weftd_t;
-
-/* Starts weftd with args (NULL-terminated; cert names are paths in the certificate folder) and
- * waits for its "Started server" line. */
-static weftd_t weftd_start(const char *const *args) {
-  GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_add(argv, g_strdup(WEFTD));
-  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, g_strdup(args[k]));
-  g_ptr_array_add(argv, NULL);
-  char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
-  weftd_t d = {0};
-  GError *error = NULL;
-  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
-                                         NULL, &d.out_fd, &d.err_fd, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  char *line = read_line(d.out_fd, 15000);
-  if (!line) g_error("weftd %s did not start", args[0]);
-  const char *prefix = "Started server with target: ";
-  g_assert_true(g_str_has_prefix(line, prefix));
-  d.target = g_strdup(line + strlen(prefix));
-  g_free(line);
-  g_strfreev(envp);
-  g_ptr_array_free(argv, TRUE);
-  return d;
-}
-
-/* Stops weftd (SIGTERM, SIGKILL after 10 s) and checks it exited cleanly. */
-static void weftd_stop(weftd_t *d) {
-  if (!d->pid) return;
-  kill(d->pid, SIGTERM);
-  int status = 0;
-  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-  while (waitpid(d->pid, &status, WNOHANG) == 0) {
-    if (g_get_monotonic_time() > until) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &status, 0);
-      break;
-    }
-    g_usleep(10000);
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    /* Say why before failing: the server's own stderr (a sanitizer report, an error). */
-    char buf[4096];
-    ssize_t got;
-    fcntl(d->err_fd, F_SETFL, fcntl(d->err_fd, F_GETFL) | O_NONBLOCK);
-    while ((got = read(d->err_fd, buf, sizeof buf - 1)) > 0) {
-      buf[got] = '\0';
-      fprintf(stderr, "%s", buf);
-    }
-  }
-  close(d->out_fd);
-  close(d->err_fd);
-  g_free(d->target);
-  d->pid = 0;
-  d->target = NULL;
-  g_assert_true(WIFEXITED(status));
-  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-}
-
 /* A one-task server (--local) on a free port with extra flags; FILE arguments are resolved in
  * the certificate folder. */
-static weftd_t local_server(const char *const *extra) {
+static weftd_proc_t local_server(const char *const *extra) {
   const char *args[16] = {"--local", "--port", "0"};
   int n = 3;
   char *paths[16] = {0};
@@ -197,7 +129,7 @@ static weftd_t local_server(const char *const *extra) {
     args[n++] = file ? (paths[k] = cert_path(extra[k])) : extra[k];
   }
   args[n] = NULL;
-  weftd_t d = weftd_start(args);
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
   for (int k = 0; k < 16; k++) g_free(paths[k]);
   return d;
 }
@@ -296,7 +228,7 @@ static void test_tls(void) {
   if (skip_without_certs()) return;
   /* Without --tls-ca the task trusts its own chain for its peers (its own master included). */
   const char *flags[] = {"--tls-cert", "server-chain.crt", "--tls-key", "server.key", NULL};
-  weftd_t d = local_server(flags);
+  weftd_proc_t d = local_server(flags);
   g_assert_true(g_str_has_prefix(d.target, "grpcs://localhost:"));
 
   /* A TLS client that trusts the CA: devices, and a step. */
@@ -343,7 +275,7 @@ static void test_mutual_tls(void) {
   if (skip_without_certs()) return;
   const char *flags[] = {"--tls-cert", "server.crt", "--tls-key", "server.key",
                          "--tls-ca",   "ca.crt",     NULL};
-  weftd_t d = local_server(flags);
+  weftd_proc_t d = local_server(flags);
   double seconds = 0;
   /* No client certificate. */
   weft_session_options_t *o = client_options(d.target, NULL, NULL, "ca.crt", NULL);
@@ -370,18 +302,14 @@ static void test_mutual_tls(void) {
  * the worker's _Recv pulls the ps's variable, all over TLS with the token. */
 static void test_tls_cluster(void) {
   if (skip_without_certs()) return;
-  char *ps = g_strdup_printf("127.0.0.1:%d", free_port());
-  char *worker = g_strdup_printf("127.0.0.1:%d", free_port());
   char *crt = cert_path("server.crt"), *key = cert_path("server.key"), *ca = cert_path("ca.crt"),
        *token = cert_path("token");
-  weftd_t d[2];
-  for (int k = 0; k < 2; k++) {
-    const char *args[] = {"--ps_hosts",  ps,  "--worker_hosts",    worker, "--job_name",
-                          k ? "worker" : "ps", "--task_index", "0", "--tls-cert", crt,
-                          "--tls-key", key, "--tls-ca", ca, "--auth-token-file", token, NULL};
-    d[k] = weftd_start(args);
-  }
-  char *expected = g_strdup_printf("grpcs://%s", worker);
+  const char *extra[] = {"--tls-cert", crt, "--tls-key",         key,   "--tls-ca",
+                         ca,           "--auth-token-file", token, NULL};
+  weftd_cluster_t c;
+  g_assert_true(weftd_cluster_start(&c, 1, 1, extra));
+  weftd_proc_t *d = c.d;
+  char *expected = g_strdup_printf("grpcs://%s", c.address[1]);
   g_assert_cmpstr(d[1].target, ==, expected);
   g_free(expected);
 
@@ -401,16 +329,14 @@ static void test_tls_cluster(void) {
   weft_session_free(s);
 
   /* The ps itself refuses a client without the token. */
-  char *ps_target = g_strdup_printf("grpcs://%s", ps);
+  char *ps_target = g_strdup_printf("grpcs://%s", c.address[0]);
   weft_session_options_t *o = client_options(ps_target, "client.crt", "client.key", "ca.crt", NULL);
   expect_code(try_list(ps_target, o, NULL), WEFT_UNAUTHENTICATED, "auth token");
   weft_session_options_free(o);
 
   weft_graph_free(g);
   g_free(ps_target);
-  for (int k = 1; k >= 0; k--) weftd_stop(&d[k]);
-  g_free(ps);
-  g_free(worker);
+  weftd_cluster_stop(&c);
   g_free(crt);
   g_free(key);
   g_free(ca);
@@ -420,7 +346,7 @@ static void test_tls_cluster(void) {
 static void test_token(void) {
   if (skip_without_certs()) return;
   const char *flags[] = {"--auth-token-file", "token", NULL};
-  weftd_t d = local_server(flags);
+  weftd_proc_t d = local_server(flags);
   g_assert_true(g_str_has_prefix(d.target, "grpc://localhost:"));
   weft_graph_t *g = variable_graph("/job:local/task:0", "/job:local/task:0");
 
@@ -463,7 +389,7 @@ static void test_token(void) {
   weftd_stop(&d);
 
   char *empty = cert_path("empty-token");
-  char *argv[] = {WEFTD, "--local", "--port", "0", "--auth-token-file", empty, NULL};
+  char *argv[] = {WEFTD_PATH, "--local", "--port", "0", "--auth-token-file", empty, NULL};
   char *out = NULL, *err = NULL;
   int status = 0;
   g_assert_true(
@@ -517,7 +443,7 @@ static void test_in_process(void) {
 static void test_bind_warning(void) {
   if (skip_without_certs()) return;
   const char *flags[] = {"--bind", "0.0.0.0", NULL};
-  weftd_t d = local_server(flags);
+  weftd_proc_t d = local_server(flags);
   char *line = read_line(d.err_fd, 5000);
   g_assert_nonnull(line);
   g_test_message("%s", line);
@@ -544,7 +470,7 @@ static void test_cli(void) {
   }
   const char *flags[] = {"--tls-cert", "server.crt", "--tls-key", "server.key", "--tls-ca",
                          "ca.crt", "--auth-token-file", "token", NULL};
-  weftd_t d = local_server(flags);
+  weftd_proc_t d = local_server(flags);
   char *ca = cert_path("ca.crt"), *crt = cert_path("client.crt"), *key = cert_path("client.key"),
        *token = cert_path("token");
   char *argv[] = {WEFT_CLI, "devices", "--target", d.target, "--tls-ca", ca, "--tls-cert", crt,

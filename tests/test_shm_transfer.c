@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 #include "distributed/distributed_internal.h"
-#include "process_util.h"
 #include "weft/weft.h"
+#include "weftd_cluster.h"
 
-#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
 
 #define OK(expr)                                                                              \
   do {                                                                                        \
@@ -159,51 +158,6 @@ static void test_switches(void) {
 /* ---------------------------------------------------------------------------------------------
  * Two weftd tasks */
 
-typedef struct weftd {
-  GPid pid;
-  int out_fd;
-} weftd_t;
-
-static weftd_t weftd_start(const char *const *args, const char *env_shm) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)WEFTD);
-  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
-  g_ptr_array_add(argv, NULL);
-  char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
-  if (env_shm) envp = g_environ_setenv(envp, "WEFT_SHM_TRANSFER", env_shm, TRUE);
-  else envp = g_environ_unsetenv(envp, "WEFT_SHM_TRANSFER");
-  weftd_t d = {0};
-  GError *error = NULL;
-  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
-                                         NULL, &d.out_fd, NULL, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  char *line = read_line(d.out_fd, 15000);
-  if (!line) g_error("weftd did not start");
-  g_free(line);
-  g_strfreev(envp);
-  g_ptr_array_free(argv, TRUE);
-  return d;
-}
-
-static void weftd_stop(weftd_t *d) {
-  kill(d->pid, SIGTERM);
-  int status = 0;
-  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-  while (waitpid(d->pid, &status, WNOHANG) == 0) {
-    if (g_get_monotonic_time() > until) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &status, 0);
-      break;
-    }
-    g_usleep(10000);
-  }
-  close(d->out_fd);
-  g_assert_true(WIFEXITED(status));
-  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-}
-
 /* Whether process pid holds a weft shared-memory segment. */
 static bool has_segment(GPid pid) {
   char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
@@ -226,18 +180,13 @@ static bool has_segment(GPid pid) {
  * task 1's segment, the next go through it. With env_shm "0" there is no segment and the same
  * values. */
 static void run_cluster(const char *env_shm, bool expect_segment) {
-  if (!g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) {
-    g_test_skip("weftd not built at " WEFTD);
+  char *shm = env_shm ? g_strdup_printf("WEFT_SHM_TRANSFER=%s", env_shm)
+                      : g_strdup("WEFT_SHM_TRANSFER");
+  const char *env[] = {shm, NULL};
+  weftd_cluster_t cluster;
+  if (!weftd_cluster_start_full(&cluster, 0, 2, NULL, env, NULL)) {
+    g_free(shm);
     return;
-  }
-  char *a0 = g_strdup_printf("127.0.0.1:%d", free_port());
-  char *a1 = g_strdup_printf("127.0.0.1:%d", free_port());
-  char *hosts = g_strdup_printf("%s,%s", a0, a1);
-  weftd_t d[2];
-  for (int k = 0; k < 2; k++) {
-    const char *args[] = {"--worker_hosts", hosts, "--job_name", "worker",
-                          "--task_index",   k ? "1" : "0", NULL};
-    d[k] = weftd_start(args, env_shm);
   }
   const int64_t n = 1 << 18;
   weft_graph_t *g = weft_graph_new();
@@ -252,12 +201,7 @@ static void run_cluster(const char *env_shm, bool expect_segment) {
   weft_unary(g, "Identity", "received", c, &st);
   OK(st);
   weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  char *target = g_strdup_printf("grpc://%s", a0);
-  weft_session_options_set_target(o, target);
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  weft_session_options_free(o);
+  weft_session_t *s = weftd_remote_session(g, cluster.target[0]);
   const char *fetch = "received";
   for (int step = 0; step < 3; step++) {
     weft_tensor_t *out = NULL;
@@ -265,15 +209,12 @@ static void run_cluster(const char *env_shm, bool expect_segment) {
     assert_ramp(out, n);
     weft_tensor_unref(out);
   }
-  g_assert_cmpint(has_segment(d[1].pid), ==, expect_segment);
-  g_assert_false(has_segment(d[0].pid)); /* task 0 receives nothing */
+  g_assert_cmpint(has_segment(cluster.d[1].pid), ==, expect_segment);
+  g_assert_false(has_segment(cluster.d[0].pid)); /* task 0 receives nothing */
   weft_session_free(s);
   weft_graph_free(g);
-  for (int k = 0; k < 2; k++) weftd_stop(&d[k]);
-  g_free(target);
-  g_free(hosts);
-  g_free(a0);
-  g_free(a1);
+  weftd_cluster_stop(&cluster);
+  g_free(shm);
 }
 
 static void test_cluster_on(void) { run_cluster(NULL, true); }

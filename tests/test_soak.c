@@ -120,7 +120,7 @@ static gint64 total_steps(const client_t *clients) {
 
 static void test_soak(void) {
   weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 2, NULL, NULL)) return;
+  if (!weftd_cluster_start(&c, 1, 2, NULL)) return;
   /* Every task answers (and gRPC is set up before the client threads start). */
   weft_device_info_t *devices = NULL;
   int n_devices = 0;

@@ -9,10 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "process_util.h"
 #include "weft/weft.h"
+#include "weftd_cluster.h"
 
-#define WEFTD WEFT_BUILD_DIR "/core/tools/weftd"
 #define WEFT_CLI WEFT_BUILD_DIR "/core/tools/weft"
 #define CPU0 "/job:localhost/replica:0/task:0/device:CPU:0"
 
@@ -302,73 +301,13 @@ static void test_local_deadline(void) {
 /* ---------------------------------------------------------------------------------------------
  * Remote steps */
 
-typedef struct weftd {
-  GPid pid;
-  int out_fd;
-} weftd_t;
-
-static bool no_weftd(void) {
-  if (g_file_test(WEFTD, G_FILE_TEST_IS_EXECUTABLE)) return false;
-  g_test_skip("weftd not built at " WEFTD);
-  return true;
-}
-
-static weftd_t weftd_start(const char *const *args) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)WEFTD);
-  for (int k = 0; args[k]; k++) g_ptr_array_add(argv, (char *)args[k]);
-  g_ptr_array_add(argv, NULL);
-  char **envp = g_environ_unsetenv(g_get_environ(), "TF_CONFIG");
-  weftd_t d = {0};
-  GError *error = NULL;
-  gboolean ok = g_spawn_async_with_pipes(NULL, (char **)argv->pdata, envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &d.pid,
-                                         NULL, &d.out_fd, NULL, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  char *line = read_line(d.out_fd, 15000);
-  if (!line) g_error("weftd did not start");
-  g_assert_true(g_str_has_prefix(line, "Started server with target: "));
-  g_free(line);
-  g_strfreev(envp);
-  g_ptr_array_free(argv, TRUE);
-  return d;
-}
-
-/* SIGTERM, and the exit status must be 0 (under AddressSanitizer: nothing leaked). */
-static void weftd_stop(weftd_t *d) {
-  kill(d->pid, SIGTERM);
-  int status = 0;
-  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-  while (waitpid(d->pid, &status, WNOHANG) == 0) {
-    if (g_get_monotonic_time() > until) {
-      kill(d->pid, SIGKILL);
-      waitpid(d->pid, &status, 0);
-      break;
-    }
-    g_usleep(10000);
-  }
-  close(d->out_fd);
-  g_assert_true(WIFEXITED(status));
-  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-}
-
 #define TASK(n) "/job:worker/replica:0/task:" #n "/device:CPU:0"
 
 /* x and y on task 0, z = x + y and w = z * x on task 1: every node's record comes back through
  * RunGraph and RunStep, with the _Send/_Recv pairs between the tasks. */
 static void test_remote_trace(void) {
-  if (no_weftd()) return;
-  char *addr[2], *hosts;
-  addr[0] = g_strdup_printf("127.0.0.1:%d", free_port());
-  addr[1] = g_strdup_printf("127.0.0.1:%d", free_port());
-  hosts = g_strdup_printf("%s,%s", addr[0], addr[1]);
-  weftd_t d[2];
-  for (int k = 0; k < 2; k++) {
-    const char *args[] = {"--worker_hosts", hosts, "--job_name", "worker",
-                          "--task_index",   k ? "1" : "0", NULL};
-    d[k] = weftd_start(args);
-  }
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 2, NULL)) return;
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
@@ -380,12 +319,7 @@ static void test_remote_trace(void) {
   weft_binary(g, "Mul", "w", z, x, &st);
   weft_graph_pop_device(g);
   OK(st);
-  weft_session_options_t *o = weft_session_options_new();
-  char *target = g_strdup_printf("grpc://%s", addr[0]);
-  weft_session_options_set_target(o, target);
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  weft_session_options_free(o);
+  weft_session_t *s = weftd_remote_session(g, c.target[0]);
 
   weft_run_options_t *ro = weft_run_options_new();
   weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
@@ -443,11 +377,7 @@ static void test_remote_trace(void) {
   weft_run_options_free(ro);
   weft_session_free(s);
   weft_graph_free(g);
-  for (int k = 0; k < 2; k++) weftd_stop(&d[k]);
-  g_free(target);
-  g_free(hosts);
-  g_free(addr[0]);
-  g_free(addr[1]);
+  weftd_cluster_stop(&c);
 }
 
 /* ---------------------------------------------------------------------------------------------

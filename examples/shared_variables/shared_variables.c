@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,29 +78,36 @@ static int run_client(int index, const char *target) {
   return 0;
 }
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {0};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-      getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
-    perror("shared_variables: finding a free port");
-    exit(1);
+/* n different loopback ports that were free a moment ago: all are held while they are chosen,
+ * so none repeats (two tasks on one address would be a malformed cluster). */
+static void free_ports(int n, int *ports) {
+  int fds[8];
+  for (int k = 0; k < n; k++) {
+    fds[k] = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fds[k] < 0 || bind(fds[k], (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        getsockname(fds[k], (struct sockaddr *)&addr, &len) != 0) {
+      perror("shared_variables: finding a free port");
+      exit(1);
+    }
+    ports[k] = ntohs(addr.sin_port);
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  for (int k = 0; k < n; k++) close(fds[k]);
 }
 
 /* Starts `weftd --cluster spec --job_name job --task_index task` and waits for its "Started"
- * line. */
-static pid_t start_weftd(const char *spec, const char *job, int task) {
+ * line; -1 when it exits without one (*exit_code: its exit status, or -1 when it did not exit
+ * by itself). */
+static pid_t start_weftd(const char *spec, const char *job, int task, int *exit_code) {
   int out[2];
   if (pipe(out) != 0) {
     perror("pipe");
     exit(1);
   }
+  fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
@@ -116,13 +124,55 @@ static pid_t start_weftd(const char *spec, const char *job, int task) {
   FILE *f = fdopen(out[0], "r");
   char line[256] = "";
   if (!fgets(line, sizeof line, f) || strncmp(line, "Started server", 14) != 0) {
-    fprintf(stderr, "shared_variables: weftd for /job:%s/task:%d did not start\n", job, task);
-    kill(pid, SIGKILL);
-    exit(1);
+    fclose(f);
+    kill(pid, SIGKILL); /* does nothing when it has exited already */
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return -1;
   }
   printf("/job:%s/task:%d: %s", job, task, line);
   fclose(f);
   return pid;
+}
+
+static void stop_weftd(const pid_t *pids, int n) {
+  for (int k = 0; k < n; k++) {
+    kill(pids[k], SIGTERM);
+    waitpid(pids[k], NULL, 0);
+  }
+}
+
+/* Starts the ps and both workers on free ports into pids; t0 and t1 get the workers' targets.
+ * The ports are free when chosen, but another process may take one before its weftd listens
+ * there (weftd then exits with status 1 and says so): the whole cluster moves to new ports,
+ * three attempts at most. Any other failure is reported at once. */
+static bool start_cluster(pid_t *pids, char *t0, char *t1, size_t target_size) {
+  static const char *const jobs[3] = {"ps", "worker", "worker"};
+  static const int tasks[3] = {0, 0, 1};
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    int port[3];
+    free_ports(3, port);
+    char spec[128];
+    snprintf(spec, sizeof spec, "ps=127.0.0.1:%d;worker=127.0.0.1:%d,127.0.0.1:%d", port[0],
+             port[1], port[2]);
+    printf("Cluster: %s\n", spec);
+    int started = 0, exit_code = 0;
+    while (started < 3 && (pids[started] = start_weftd(spec, jobs[started], tasks[started],
+                                                       &exit_code)) > 0)
+      started++;
+    if (started == 3) {
+      snprintf(t0, target_size, "grpc://127.0.0.1:%d", port[1]);
+      snprintf(t1, target_size, "grpc://127.0.0.1:%d", port[2]);
+      return true;
+    }
+    stop_weftd(pids, started);
+    fprintf(stderr, "shared_variables: weftd for /job:%s/task:%d did not start (exit status %d)\n",
+            jobs[started], tasks[started], exit_code);
+    if (exit_code != 1) return false;
+    if (attempt < 3) fprintf(stderr, "shared_variables: trying again on new ports\n");
+  }
+  return false;
 }
 
 static int run_child_client(int index, const char *target) {
@@ -141,20 +191,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "Usage: shared_variables [--worker N --target grpc://HOST:PORT]\n");
     return 2;
   }
-  int ps = free_port(), w0 = free_port(), w1 = free_port();
-  char spec[128];
-  snprintf(spec, sizeof spec, "ps=127.0.0.1:%d;worker=127.0.0.1:%d,127.0.0.1:%d", ps, w0, w1);
-  printf("Cluster: %s\n", spec);
-  pid_t pids[3] = {start_weftd(spec, "ps", 0), start_weftd(spec, "worker", 0),
-                   start_weftd(spec, "worker", 1)};
+  pid_t pids[3];
   char t0[64], t1[64];
-  snprintf(t0, sizeof t0, "grpc://127.0.0.1:%d", w0);
-  snprintf(t1, sizeof t1, "grpc://127.0.0.1:%d", w1);
+  if (!start_cluster(pids, t0, t1, sizeof t0)) return 1;
   int rc = run_child_client(0, t0);
   if (rc == 0) rc = run_child_client(1, t1);
-  for (int k = 0; k < 3; k++) {
-    kill(pids[k], SIGTERM);
-    waitpid(pids[k], NULL, 0);
-  }
+  stop_weftd(pids, 3);
   return rc;
 }
