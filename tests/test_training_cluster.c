@@ -569,10 +569,15 @@ static void test_train_ps_killed_and_restarted(void) {
   proc_t w0 = spawn_train(hosts, "worker", 0, chief_extra);
   proc_t w1 = spawn_train(hosts, "worker", 1,
                           "--model linear --train_steps 900 --log_every 10 --device CPU");
-  /* Let it train past a few checkpoints, then kill the ps: its variables are gone. */
-  char *line = read_until(&w0, "step=2", PROCESS_TIMEOUT_MS);
-  g_assert_nonnull(line);
-  g_free(line);
+  /* Let it train past a few checkpoints (every 50 steps), then kill the ps: its variables are
+   * gone. */
+  for (;;) {
+    char *line = read_until(&w0, "progress worker=0 step=", PROCESS_TIMEOUT_MS);
+    if (!line) g_error("the chief stopped before step 200:\n%s", w0.log->str);
+    int64_t step = number_after(line, "step=");
+    g_free(line);
+    if (step >= 200) break;
+  }
   char *before = weft_checkpoint_latest(dir);
   g_assert_nonnull(before);
   int64_t saved_before = number_after(before, "model.ckpt-");
@@ -588,6 +593,7 @@ static void test_train_ps_killed_and_restarted(void) {
   if (!rec) g_error("no recovery in the chief's log:\n%s", w0.log->str);
   int64_t restored = number_after(rec, "model.ckpt-");
   int64_t resumed = number_after(rec, "going on from global step ");
+  g_assert_cmpint(saved_before, >=, 100); /* checkpoints every 50 steps, killed past 200 */
   g_assert_cmpint(restored, >=, saved_before);
   g_assert_cmpint(resumed, >=, restored);
   g_assert_nonnull(strstr(w1.log->str, "worker 1: recovered"));
