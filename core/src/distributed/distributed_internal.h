@@ -315,6 +315,10 @@ weft__master_t *weft__master_ref(weft__master_t *m);
 void weft__master_unref(weft__master_t *m);
 /* Refuses new work with UNAVAILABLE and cancels the calls of running steps. */
 void weft__master_shutdown(weft__master_t *m);
+/* The worker of the master's own task (borrowed): RunGraph of that task's partitions calls it
+ * directly instead of through gRPC. NULL detaches it, waiting for the direct calls in flight
+ * (abort the worker's steps first so they end). */
+void weft__master_set_local_worker(weft__master_t *m, weft__worker_t *w);
 
 weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__GraphDef *gd,
                                            const Weft__SessionConfig *config, char **handle,

@@ -3,9 +3,11 @@
  * every task that did not answer), places new nodes over all the cluster's devices with the
  * placer local sessions use, partitions each step per task, registers the partitions with the
  * workers and caches them per feed/fetch/target signature. A step calls RunGraph on every
- * partition's worker in parallel; the first failure aborts the others' steps, gives them a
- * moment to report, then cancels what is still running, and the step fails with the original
- * error (not an echo of it from a task that was only aborted). Every call has a deadline. */
+ * partition's worker in parallel (the worker of the master's own task directly, without gRPC;
+ * a step of one partition on the calling thread); the first failure aborts the others' steps,
+ * gives them a moment to report, then cancels what is still running, and the step fails with the
+ * original error (not an echo of it from a task that was only aborted). Every call has a
+ * deadline. */
 #include "distributed_internal.h"
 
 #include <string.h>
@@ -83,6 +85,11 @@ struct weft__master {
   weft__call_set_t *control; /* every other call, cancelled when the master shuts down */
   bool shut_down;
   GThreadPool *pool;
+  /* The worker of this task, called without gRPC (NULL: through gRPC), and the direct calls in
+   * it, which detaching waits for: the worker may be freed right after. Under `lock`. */
+  weft__worker_t *local_worker;
+  int local_worker_users;
+  GCond local_worker_idle;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -158,6 +165,7 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
   m->opts.security = weft__security_ref(opts ? opts->security : NULL);
   m->tasks = weft__cluster_spec_tasks(m->spec);
   g_mutex_init(&m->lock);
+  g_cond_init(&m->local_worker_idle);
   m->sessions = g_hash_table_new(g_str_hash, g_str_equal);
   m->running = g_hash_table_new(g_direct_hash, g_direct_equal);
   m->control = weft__call_set_new();
@@ -186,9 +194,34 @@ void weft__master_unref(weft__master_t *m) {
   weft_cluster_spec_free(m->spec);
   weft__security_unref(m->opts.security);
   g_mutex_clear(&m->lock);
+  g_cond_clear(&m->local_worker_idle);
   g_free(m->job);
   g_free(m->task_name);
   g_free(m);
+}
+
+void weft__master_set_local_worker(weft__master_t *m, weft__worker_t *w) {
+  g_mutex_lock(&m->lock);
+  m->local_worker = w;
+  while (!w && m->local_worker_users > 0) g_cond_wait(&m->local_worker_idle, &m->lock);
+  g_mutex_unlock(&m->lock);
+}
+
+/* The worker of `task` when it is this master's own and attached (release it with
+ * release_local_worker), else NULL. */
+static weft__worker_t *acquire_local_worker(weft__master_t *m, const weft__task_ref_t *task) {
+  if (task->task != m->task || strcmp(task->job, m->job) != 0) return NULL;
+  g_mutex_lock(&m->lock);
+  weft__worker_t *w = m->local_worker;
+  if (w) m->local_worker_users++;
+  g_mutex_unlock(&m->lock);
+  return w;
+}
+
+static void release_local_worker(weft__master_t *m) {
+  g_mutex_lock(&m->lock);
+  if (--m->local_worker_users == 0) g_cond_broadcast(&m->local_worker_idle);
+  g_mutex_unlock(&m->lock);
 }
 
 void weft__master_shutdown(weft__master_t *m) {
@@ -713,10 +746,28 @@ static void do_run_graph(void *arg) {
   weft_tensor_t **feeds = g_new0(weft_tensor_t *, c->part->n_feeds + 1);
   for (int k = 0; k < c->part->n_feeds; k++) feeds[k] = run->feeds[c->part->feed_index[k]];
   ProtobufCMessage *resp = NULL;
-  c->status = weft__rpc_unary(&c->part->task->peer, M_RUN_GRAPH, &req.base, feeds,
-                              c->part->n_feeds, run->timeout_ms + RUN_GRAPH_SLACK_MS, false,
-                              run->calls, &weft__run_graph_response__descriptor, &resp,
-                              &c->fetched, &c->n_fetched);
+  weft__worker_t *local = acquire_local_worker(run->m, c->part->task->ref);
+  if (local) {
+    /* This task's own worker: no RPC, no copies of the feeds and fetches, no thread hand-offs.
+     * It ends at the step's deadline or when the step is aborted, as it would behind gRPC.
+     * Traced records go through the message form, as other partitions' do, so that concurrent
+     * partitions merge into run->stats the same way. */
+    weft_run_metadata_t *stats = run->stats ? weft__run_metadata_new() : NULL;
+    c->status = weft__worker_run_graph(local, &req, feeds, c->part->n_feeds, &c->fetched,
+                                       &c->n_fetched, stats);
+    release_local_worker(run->m);
+    if (stats && !c->status) {
+      Weft__StepStats *msg = weft__step_stats_to_msg(stats);
+      weft__step_stats_from_msg(run->stats, msg);
+      weft__step_stats_msg_free(msg);
+    }
+    weft_run_metadata_free(stats);
+  } else {
+    c->status = weft__rpc_unary(&c->part->task->peer, M_RUN_GRAPH, &req.base, feeds,
+                                c->part->n_feeds, run->timeout_ms + RUN_GRAPH_SLACK_MS, false,
+                                run->calls, &weft__run_graph_response__descriptor, &resp,
+                                &c->fetched, &c->n_fetched);
+  }
   g_free(feeds);
   if (resp && !c->status && run->stats) {
     weft__step_stats_from_msg(run->stats, ((const Weft__RunGraphResponse *)resp)->step_stats);
@@ -823,7 +874,10 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   for (int k = 0; k < n; k++) {
     calls[k].run = &run;
     calls[k].part = plan->parts->pdata[k];
-    submit(m, do_run_graph, &calls[k], NULL);
+    /* One partition: this thread would only wait for it, so it runs it (one thread hand-off
+     * less). With several, each needs its own thread so that a failure can abort the others. */
+    if (n == 1) do_run_graph(&calls[k]);
+    else submit(m, do_run_graph, &calls[k], NULL);
   }
   g_mutex_lock(&run.lock);
   while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);

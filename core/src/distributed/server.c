@@ -1,7 +1,9 @@
 /* The server of one task (TensorFlow's tf.train.Server): a gRPC server with the Master and Worker
- * services on one port. Two threads poll the completion queue; each arriving call is handed to a
- * handler pool that grows as needed (RunStep and RunGraph block for a step), and a replacement
- * request is posted at once so calls keep being accepted. RecvTensor never holds a thread: its
+ * services on one port. Two threads poll the completion queue; an arriving call is handled on the
+ * thread that took it while the other one keeps polling (a wake-up less per call), else handed to
+ * a handler pool that grows as needed (RunStep and RunGraph block for a step, and the queue must
+ * never be left without a poller), and a replacement request is posted at once so calls keep
+ * being accepted. RecvTensor never holds a thread: its
  * answer is sent by whoever makes the tensor available (the _Send kernel) or aborts the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
  * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
@@ -75,6 +77,7 @@ struct weft_server {
   GCond cond;
   server_state_t state;
   int inflight;       /* calls being handled or answered */
+  int free_pollers;   /* completion-queue threads not busy handling a call */
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -511,6 +514,11 @@ static gpointer poll_cq(gpointer data) {
     g_mutex_lock(&s->lock);
     bool serving = s->state == SERVER_STARTED;
     if (serving) s->inflight++;
+    /* The call is handled on this thread (no hand-off to the pool and its wake-up) only while
+     * another thread keeps polling: a handler may block for a whole step, waiting for
+     * completions this queue delivers, so the queue is never left without a poller. */
+    bool here = serving && s->free_pollers > 1;
+    if (here) s->free_pollers--;
     g_mutex_unlock(&s->lock);
     if (!serving) {
       g_mutex_lock(&s->lock);
@@ -520,7 +528,14 @@ static gpointer poll_cq(gpointer data) {
       continue;
     }
     request_call(s, ctx->method);
-    g_thread_pool_push(s->handlers, ctx, NULL);
+    if (here) {
+      handle_call(ctx, NULL);
+      g_mutex_lock(&s->lock);
+      s->free_pollers++;
+      g_mutex_unlock(&s->lock);
+    } else {
+      g_thread_pool_push(s->handlers, ctx, NULL);
+    }
   }
   return NULL;
 }
@@ -710,6 +725,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
+  weft__master_set_local_worker(s->master, s->worker);
   s->handlers = g_thread_pool_new(handle_call, NULL, -1, FALSE, NULL);
   *out = s;
   return NULL;
@@ -745,6 +761,9 @@ weft_status_t *weft_server_start(weft_server_t *s) {
   grpc_server_start(s->server);
   for (int m = -1; m < N_METHODS; m++)
     for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(s, m);
+  g_mutex_lock(&s->lock);
+  s->free_pollers = CQ_THREADS;
+  g_mutex_unlock(&s->lock);
   for (int k = 0; k < CQ_THREADS; k++) s->cq_threads[k] = g_thread_new("weft-grpc", poll_cq, s);
   local_register(s->address, s->master, s->security);
   weft__log(WEFT_LOG_INFO, "server", "Started server with target: %s", s->target);
@@ -780,6 +799,8 @@ weft_status_t *weft_server_stop(weft_server_t *s) {
     local_unregister(s->address, s->master);
     weft__master_shutdown(s->master);
     weft__worker_shutdown(s->worker);
+    /* Direct RunGraphs of the master end with their aborted steps; none starts after. */
+    weft__master_set_local_worker(s->master, NULL);
     grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
     grpc_server_cancel_all_calls(s->server);
     g_mutex_lock(&s->lock);
@@ -813,6 +834,8 @@ void weft_server_free(weft_server_t *s) {
   if (!s) return;
   weft_status_free(weft_server_stop(s));
   g_thread_pool_free(s->handlers, FALSE, TRUE);
+  /* A client of this process may still hold the master: it must not reach the freed worker. */
+  weft__master_set_local_worker(s->master, NULL);
   weft__master_unref(s->master);
   weft__worker_free(s->worker);
   weft_cluster_spec_free(s->spec);
