@@ -25,29 +25,63 @@ static int compare_doubles(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+static void summarise(double *values, int n, bench_stats_t *out) {
+  qsort(values, (size_t)n, sizeof(double), compare_doubles);
+  out->runs = n;
+  out->min = values[0];
+  out->max = values[n - 1];
+  out->median = (n % 2) ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+static bool measure_once(bench_body_fn body, void *arg, double scale, bool throughput,
+                         double *value, weft_status_t **error) {
+  double seconds = body(arg, error);
+  if (seconds < 0) return false;
+  if (seconds < 1e-12) seconds = 1e-12;
+  *value = throughput ? scale / seconds : seconds * scale;
+  return true;
+}
+
 bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
                    bool throughput, bench_stats_t *out, weft_status_t **error) {
   for (int k = 0; k < o->warmup; k++) {
     if (body(arg, error) < 0) return false;
   }
   double *values = g_new(double, o->runs);
-  for (int k = 0; k < o->runs; k++) {
-    double seconds = body(arg, error);
-    if (seconds < 0) {
-      g_free(values);
-      return false;
-    }
-    if (seconds < 1e-12) seconds = 1e-12;
-    values[k] = throughput ? scale / seconds : seconds * scale;
-  }
-  qsort(values, (size_t)o->runs, sizeof(double), compare_doubles);
-  out->runs = o->runs;
-  out->min = values[0];
-  out->max = values[o->runs - 1];
-  out->median = (o->runs % 2) ? values[o->runs / 2]
-                              : 0.5 * (values[o->runs / 2 - 1] + values[o->runs / 2]);
+  bool ok = true;
+  for (int k = 0; ok && k < o->runs; k++)
+    ok = measure_once(body, arg, scale, throughput, &values[k], error);
+  if (ok) summarise(values, o->runs, out);
   g_free(values);
-  return true;
+  return ok;
+}
+
+bool bench_measure_pair(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
+                        bench_body_fn base_body, void *base_arg, double scale, bool throughput,
+                        bench_stats_t *weft, bench_stats_t *base, weft_status_t **error) {
+  for (int k = 0; k < o->warmup; k++) {
+    if (weft_body(weft_arg, error) < 0 || base_body(base_arg, error) < 0) return false;
+  }
+  double *w = g_new(double, o->runs), *b = g_new(double, o->runs);
+  bool ok = true;
+  /* Alternating, and swapping which side goes first each round, so that a machine getting
+   * busier or quieter during the row weighs on both sides alike. */
+  for (int k = 0; ok && k < o->runs; k++) {
+    if (k % 2 == 0) {
+      ok = measure_once(weft_body, weft_arg, scale, throughput, &w[k], error) &&
+           measure_once(base_body, base_arg, scale, throughput, &b[k], error);
+    } else {
+      ok = measure_once(base_body, base_arg, scale, throughput, &b[k], error) &&
+           measure_once(weft_body, weft_arg, scale, throughput, &w[k], error);
+    }
+  }
+  if (ok) {
+    summarise(w, o->runs, weft);
+    summarise(b, o->runs, base);
+  }
+  g_free(w);
+  g_free(b);
+  return ok;
 }
 
 void bench_report_add(bench_report_t *r, bench_result_t *res) {

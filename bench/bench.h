@@ -46,6 +46,12 @@ typedef double (*bench_body_fn)(void *arg, weft_status_t **error);
 bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
                    bool throughput, bench_stats_t *out, weft_status_t **error);
 
+/* The same for a row's two sides at once: after both warm up, runs alternate between them
+ * (W B, B W, W B, ...) so that the machine's drift during the row falls on both alike. */
+bool bench_measure_pair(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
+                        bench_body_fn base_body, void *base_arg, double scale, bool throughput,
+                        bench_stats_t *weft, bench_stats_t *base, weft_status_t **error);
+
 /* Adds a result; the report takes ownership of the strings (g_strdup'ed by the caller). */
 void bench_report_add(bench_report_t *r, bench_result_t *res);
 bool bench_selected(const bench_options_t *o, const char *name);

@@ -198,11 +198,10 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
   weft_status_t *st = op_case_new(o, "MatMul", ins, 2, NULL, NULL, &c);
   double flops = 2.0 * n * (double)n * n * 1e-9;
   bench_stats_t weft = {0}, base = {0};
-  if (!st) bench_measure(o, run_op_case, &c, flops, true, &weft, &st);
   if (!st) {
     float *out = g_new(float, (size_t)n * (size_t)n);
     gemm_args_t g = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
-    bench_measure(o, run_sgemm, &g, flops, true, &base, &st);
+    bench_measure_pair(o, run_op_case, &c, run_sgemm, &g, flops, true, &weft, &base, &st);
     g_free(out);
   }
   if (st) {
@@ -238,11 +237,10 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
   double gb = (double)n * sizeof(float) * (binary ? 3 : 2) * 1e-9;
   bench_stats_t weft = {0}, base = {0};
-  if (!st) bench_measure(o, run_op_case, &c, gb, true, &weft, &st);
   if (!st) {
     float *out = g_new(float, n);
     loop_args_t a = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, 1, n, kind};
-    bench_measure(o, run_loop, &a, gb, true, &base, &st);
+    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
     g_free(out);
   }
   if (st) {
@@ -271,12 +269,11 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
   weft_status_t *st = op_case_new(o, op, ins, 2, set_axis_attrs, NULL, &c);
   double gb = (double)side * (double)side * sizeof(float) * 1e-9;
   bench_stats_t weft = {0}, base = {0};
-  if (!st) bench_measure(o, run_op_case, &c, gb, true, &weft, &st);
   if (!st) {
     float *out = g_new(float, side);
     loop_args_t a = {weft_tensor_data(ins[0]), NULL, out, side, side,
                      axis == 1 ? LOOP_SUM_ROWS : LOOP_SUM_COLS};
-    bench_measure(o, run_loop, &a, gb, true, &base, &st);
+    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
     g_free(out);
   }
   if (st) {

@@ -164,8 +164,7 @@ static void bench_async(const bench_options_t *o, bench_report_t *r, const char 
   train_args_t cluster = {exe, model, steps, batch, true}, local = {exe, model, steps, batch, false};
   bench_stats_t weft = {0}, base = {0};
   weft_status_t *st = NULL;
-  bench_measure(&few, train_once, &cluster, 1.0, true, &weft, &st);
-  if (!st) bench_measure(&few, train_once, &local, 1.0, true, &base, &st);
+  bench_measure_pair(&few, train_once, &cluster, train_once, &local, 1.0, true, &weft, &base, &st);
   if (st) {
     bench_add_failure(r, name, st);
   } else {
