@@ -596,7 +596,16 @@ static void test_train_ps_killed_and_restarted(void) {
   g_assert_cmpint(saved_before, >=, 100); /* checkpoints every 50 steps, killed past 200 */
   g_assert_cmpint(restored, >=, saved_before);
   g_assert_cmpint(resumed, >=, restored);
-  g_assert_nonnull(strstr(w1.log->str, "worker 1: recovered"));
+  /* Worker 1 normally fails a step while the ps is down and recovers too; when it was not
+   * scheduled during that window its master finds the new ps itself and, once the chief has
+   * restored, its steps simply go on. Either way it must finish well. */
+  if (!strstr(w1.log->str, "worker 1: recovered"))
+    g_test_message("worker 1 ran no step while the ps was down (no recovery needed)");
+  JsonParser *parser1;
+  JsonObject *o1 = final_json(&w1, &parser1);
+  g_assert_cmpint(json_object_get_int_member(o1, "global_step"), >=, 900);
+  g_assert_cmpfloat(json_object_get_double_member(o1, "loss"), <, 0.05);
+  g_object_unref(parser1);
   JsonParser *parser;
   JsonObject *o = final_json(&w0, &parser);
   g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
