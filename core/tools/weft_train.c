@@ -285,9 +285,7 @@ typedef struct trainer {
   model_t *model;
   GRand *rng;
   bool is_chief;
-  float *x;
-  void *y;
-  weft_tensor_t *xt, *yt;
+  weft_tensor_t *xt, *yt; /* the current batch */
   double last_loss;
   gint64 started_us;
   int64_t local_steps; /* steps this worker ran */
