@@ -64,10 +64,11 @@ static void rm_rf(const char *path) {
 typedef struct lin {
   weft_graph_t *g;
   weft_node_t *train_op;
+  const char *loss; /* the loss node's name, borrowed from the graph */
 } lin_t;
 
 static lin_t build_linear(const char *ps_device) {
-  lin_t m = {weft_graph_new(), NULL};
+  lin_t m = {weft_graph_new(), NULL, NULL};
   weft_status_t *st = NULL;
   if (ps_device) weft_graph_push_device(m.g, ps_device);
   weft_node_t *gs = weft_train_global_step(m.g, &st);
@@ -84,6 +85,7 @@ static lin_t build_linear(const char *ps_device) {
                                    b, &st);
   weft_output_t loss = weft_mean_squared_error(m.g, y, pred, &st);
   OK(st);
+  m.loss = weft_node_name(loss.node);
   weft_optimizer_spec_t spec = weft_optimizer_spec_default(WEFT_OPTIMIZER_GRADIENT_DESCENT, 0.1);
   OK(weft_minimize(m.g, loss, &spec, NULL, 0, gs, &m.train_op));
   return m;
@@ -192,6 +194,28 @@ static void test_monitored_local(void) {
   g_free(ckpt_dir);
   rm_rf(dir);
   g_free(dir);
+}
+
+/* The logging hook: every 5 steps one INFO line with the global step, the loss and steps/s. It
+ * runs in a subprocess, which main() gives WEFT_LOG_LEVEL=info. */
+static void test_monitored_logging(void) {
+  if (g_test_subprocess()) {
+    lin_t m = build_linear(NULL);
+    weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+    weft_monitored_session_options_set_log_every_steps(o, 5, m.loss);
+    weft_monitored_session_options_set_last_step(o, 10);
+    weft_monitored_session_t *ms = NULL;
+    OK(weft_monitored_session_new(m.g, o, &ms));
+    OK(train_steps(ms, &m, 100));
+    weft_monitored_session_free(ms);
+    weft_monitored_session_options_free(o);
+    weft_graph_free(m.g);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  g_test_trap_assert_stderr("*I monitored_session: global_step 5, loss *(* steps/s)*"
+                            "I monitored_session: global_step 10, loss *(* steps/s)*");
 }
 
 static void test_monitored_errors(void) {
@@ -677,8 +701,10 @@ static void test_train_command_line_errors(void) {
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
+  if (g_test_subprocess()) g_setenv("WEFT_LOG_LEVEL", "info", TRUE);
   weft_plugins_load_default();
   g_test_add_func("/training/monitored_session/local", test_monitored_local);
+  g_test_add_func("/training/monitored_session/logging", test_monitored_logging);
   g_test_add_func("/training/monitored_session/errors", test_monitored_errors);
   g_test_add_func("/training/saver/remote_sharded", test_saver_remote_sharded);
   g_test_add_func("/training/session/device_filters", test_device_filters);
