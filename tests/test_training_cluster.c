@@ -218,6 +218,43 @@ static void test_monitored_logging(void) {
                             "I monitored_session: global_step 10, loss *(* steps/s)*");
 }
 
+/* Saving by time: every 0.2 s, with steps 0.1 s apart. */
+static bool slow_hook(void *user, int64_t global_step, weft_tensor_t *const *fetched, int n) {
+  (void)user;
+  (void)global_step;
+  (void)fetched;
+  (void)n;
+  g_usleep(100 * 1000);
+  return false;
+}
+
+static void test_monitored_save_secs(void) {
+  char *dir = tmpdir();
+  lin_t m = build_linear(NULL);
+  weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_checkpoint_dir(o, dir);
+  weft_monitored_session_options_set_save_checkpoint_secs(o, 0.2);
+  weft_monitored_session_options_set_max_to_keep(o, 100);
+  weft_monitored_session_options_set_last_step(o, 8);
+  weft_monitored_session_options_set_after_run(o, slow_hook, NULL);
+  weft_monitored_session_t *ms = NULL;
+  OK(weft_monitored_session_new(m.g, o, &ms));
+  OK(train_steps(ms, &m, 100));
+  /* Saved at step 0, then by time while training (about every second step on an idle
+   * machine; every step when steps are slower than 0.2 s), not only at the start. */
+  char **all = NULL;
+  OK(weft_checkpoint_state_read(dir, NULL, &all));
+  int n = (int)g_strv_length(all);
+  g_assert_cmpint(n, >=, 3);
+  g_assert_cmpint(n, <=, 9);
+  g_strfreev(all);
+  weft_monitored_session_free(ms);
+  weft_monitored_session_options_free(o);
+  weft_graph_free(m.g);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 static void test_monitored_errors(void) {
   /* No global step. */
   weft_graph_t *g = weft_graph_new();
@@ -705,6 +742,7 @@ int main(int argc, char **argv) {
   weft_plugins_load_default();
   g_test_add_func("/training/monitored_session/local", test_monitored_local);
   g_test_add_func("/training/monitored_session/logging", test_monitored_logging);
+  g_test_add_func("/training/monitored_session/save_secs", test_monitored_save_secs);
   g_test_add_func("/training/monitored_session/errors", test_monitored_errors);
   g_test_add_func("/training/saver/remote_sharded", test_saver_remote_sharded);
   g_test_add_func("/training/session/device_filters", test_device_filters);
