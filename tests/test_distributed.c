@@ -907,27 +907,6 @@ static void expect_raw_error(const char *address, const char *method, const void
   g_free(answer);
 }
 
-/* Frames `msg` with a TensorList and no tensor bytes. */
-static GByteArray *frame(const ProtobufCMessage *msg, const Weft__TensorList *list) {
-  GByteArray *out = g_byte_array_new();
-  const ProtobufCMessage *parts[2] = {msg, &list->base};
-  for (int k = 0; k < 2; k++) {
-    size_t len = protobuf_c_message_get_packed_size(parts[k]);
-    uint8_t varint[10];
-    int n = 0;
-    size_t v = len;
-    do {
-      varint[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-      v >>= 7;
-    } while (v);
-    g_byte_array_append(out, varint, (guint)n);
-    uint8_t *buf = g_malloc(len + 1);
-    protobuf_c_message_pack(parts[k], buf);
-    g_byte_array_append(out, buf, (guint)len);
-    g_free(buf);
-  }
-  return out;
-}
 
 /* Requests that are garbage, lie about their sizes, name unknown ops or devices of another
  * task, or call methods that do not exist: each gets an error, and the server keeps serving. */
@@ -954,21 +933,21 @@ static void test_malformed_requests(void) {
   Weft__TensorList list = WEFT__TENSOR_LIST__INIT;
   list.n_tensor = 1;
   list.tensor = metas;
-  GByteArray *bytes = frame(&run.base, &list);
+  GByteArray *bytes = weftd_frame_request(&run.base, &list, NULL, 0);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
                    "field 'feed[0].tensor_content' needs 1000000000000 bytes");
   g_byte_array_free(bytes, TRUE);
   /* A size that does not match the shape. */
   dims[0] = 4;
   meta.nbytes = 12;
-  bytes = frame(&run.base, &list);
+  bytes = weftd_frame_request(&run.base, &list, NULL, 0);
   g_byte_array_append(bytes, (const guint8 *)"123456789012", 12);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
                    "holds 12 bytes but dtype float32 and shape [4] need 16");
   g_byte_array_free(bytes, TRUE);
   /* A bad dtype. */
   meta.dtype = 77;
-  bytes = frame(&run.base, &list);
+  bytes = weftd_frame_request(&run.base, &list, NULL, 0);
   expect_raw_error(ps, "/weft.Worker/RunGraph", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
                    "field 'feed[0].dtype' is 77");
   g_byte_array_free(bytes, TRUE);
@@ -991,13 +970,13 @@ static void test_malformed_requests(void) {
     gd.node = nodes;
     Weft__RegisterGraphRequest reg = WEFT__REGISTER_GRAPH_REQUEST__INIT;
     reg.graph_def = &gd;
-    bytes = frame(&reg.base, &empty);
+    bytes = weftd_frame_request(&reg.base, &empty, NULL, 0);
     expect_raw_error(ps, "/weft.Worker/RegisterGraph", bytes->data, bytes->len,
                      WEFT_INVALID_ARGUMENT, needles[k]);
     g_byte_array_free(bytes, TRUE);
   }
   Weft__RecvTensorRequest recv = WEFT__RECV_TENSOR_REQUEST__INIT;
-  bytes = frame(&recv.base, &empty);
+  bytes = weftd_frame_request(&recv.base, &empty, NULL, 0);
   expect_raw_error(ps, "/weft.Worker/RecvTensor", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
                    "no rendezvous key");
   g_byte_array_free(bytes, TRUE);
@@ -1006,7 +985,7 @@ static void test_malformed_requests(void) {
   char *fetch = "x";
   step.n_fetch = 1;
   step.fetch = &fetch;
-  bytes = frame(&step.base, &empty);
+  bytes = weftd_frame_request(&step.base, &empty, NULL, 0);
   expect_raw_error(ps, "/weft.Master/RunStep", bytes->data, bytes->len, WEFT_ABORTED,
                    "Session 'no-such-session' is not known");
   g_byte_array_free(bytes, TRUE);

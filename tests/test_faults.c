@@ -69,29 +69,6 @@ static double fetch1(weft_session_t *s, const char *name) {
 /* ---------------------------------------------------------------------------------------------
  * Request validation */
 
-/* Frames `msg` with `list` and then `tail` (the tensor bytes; may be NULL). */
-static GByteArray *frame(const ProtobufCMessage *msg, const Weft__TensorList *list,
-                         const void *tail, size_t tail_len) {
-  GByteArray *out = g_byte_array_new();
-  const ProtobufCMessage *parts[2] = {msg, &list->base};
-  for (int k = 0; k < 2; k++) {
-    size_t len = protobuf_c_message_get_packed_size(parts[k]);
-    uint8_t varint[10];
-    int n = 0;
-    size_t v = len;
-    do {
-      varint[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-      v >>= 7;
-    } while (v);
-    g_byte_array_append(out, varint, (guint)n);
-    uint8_t *buf = g_malloc(len + 1);
-    protobuf_c_message_pack(parts[k], buf);
-    g_byte_array_append(out, buf, (guint)len);
-    g_free(buf);
-  }
-  if (tail_len) g_byte_array_append(out, tail, (guint)tail_len);
-  return out;
-}
 
 typedef struct raw_target {
   const char *address;
@@ -123,7 +100,7 @@ static GByteArray *run_step_frame(Weft__TensorMeta *meta, const void *tail, size
   Weft__TensorList list = WEFT__TENSOR_LIST__INIT;
   list.n_tensor = 1;
   list.tensor = metas;
-  return frame(&step.base, &list, tail, tail_len);
+  return weftd_frame_request(&step.base, &list, tail, tail_len);
 }
 
 /* A CreateSession whose graph holds `n` nodes n0..; node 0 gets op, device and attrs. */
@@ -149,7 +126,7 @@ static GByteArray *create_frame(int n, const char *op, const char *device,
   Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
   req.graph_def = &gd;
   Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
-  GByteArray *out = frame(&req.base, &empty, NULL, 0);
+  GByteArray *out = weftd_frame_request(&req.base, &empty, NULL, 0);
   for (int k = 0; k < n; k++) g_free(names[k]);
   g_free(names);
   g_free(ptrs);
@@ -331,17 +308,17 @@ static void test_validation(void) {
 
   Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
   Weft__RunStepRequest step = WEFT__RUN_STEP_REQUEST__INIT;
-  expect_raw(&t, "/weft.Master/RunStep", frame(&step.base, &empty, NULL, 0),
+  expect_raw(&t, "/weft.Master/RunStep", weftd_frame_request(&step.base, &empty, NULL, 0),
              WEFT_INVALID_ARGUMENT, "Invalid RunStep request: field 'session_handle' is empty");
   step.session_handle = "s";
   char *fetches[2] = {"y", ""};
   step.n_fetch = 2;
   step.fetch = fetches;
-  expect_raw(&t, "/weft.Master/RunStep", frame(&step.base, &empty, NULL, 0),
+  expect_raw(&t, "/weft.Master/RunStep", weftd_frame_request(&step.base, &empty, NULL, 0),
              WEFT_INVALID_ARGUMENT, "Invalid RunStep request: field 'fetch[1]' is empty");
   step.n_fetch = 1;
   step.timeout_ms = -5;
-  expect_raw(&t, "/weft.Master/RunStep", frame(&step.base, &empty, NULL, 0),
+  expect_raw(&t, "/weft.Master/RunStep", weftd_frame_request(&step.base, &empty, NULL, 0),
              WEFT_INVALID_ARGUMENT,
              "Invalid RunStep request: field 'timeout_ms' is -5; it must be 0 (the default) or "
              "more");
@@ -349,7 +326,7 @@ static void test_validation(void) {
   char *feed = "x";
   step.n_feed = 1;
   step.feed = &feed;
-  expect_raw(&t, "/weft.Master/RunStep", frame(&step.base, &empty, NULL, 0),
+  expect_raw(&t, "/weft.Master/RunStep", weftd_frame_request(&step.base, &empty, NULL, 0),
              WEFT_INVALID_ARGUMENT,
              "Invalid RunStep request: field 'feed' names 1 tensors but the message carries 0");
 
@@ -372,7 +349,7 @@ static void test_validation(void) {
                                "'/job:evil/replica:0/task:0', but the cluster has no job 'evil' "
                                "(cluster: ps=%s)",
                                c.address[0]);
-  expect_raw(&t, "/weft.Worker/RegisterGraph", frame(&reg.base, &empty, NULL, 0),
+  expect_raw(&t, "/weft.Worker/RegisterGraph", weftd_frame_request(&reg.base, &empty, NULL, 0),
              WEFT_INVALID_ARGUMENT, want);
   g_free(want);
 

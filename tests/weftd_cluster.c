@@ -288,3 +288,26 @@ int proc_fd_count(GPid pid) {
   g_free(path);
   return n;
 }
+
+GByteArray *weftd_frame_request(const ProtobufCMessage *msg, const Weft__TensorList *list,
+                                const void *tail, size_t tail_len) {
+  GByteArray *out = g_byte_array_new();
+  const ProtobufCMessage *parts[2] = {msg, &list->base};
+  for (int k = 0; k < 2; k++) {
+    size_t len = protobuf_c_message_get_packed_size(parts[k]);
+    uint8_t varint[10];
+    int n = 0;
+    size_t v = len;
+    do {
+      varint[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+      v >>= 7;
+    } while (v);
+    g_byte_array_append(out, varint, (guint)n);
+    uint8_t *buf = g_malloc(len + 1);
+    protobuf_c_message_pack(parts[k], buf);
+    g_byte_array_append(out, buf, (guint)len);
+    g_free(buf);
+  }
+  if (tail_len) g_byte_array_append(out, tail, (guint)tail_len);
+  return out;
+}

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "distributed/distributed_internal.h"
 #include "weft/weft.h"
 
 #define WEFTD_PATH WEFT_BUILD_DIR "/core/tools/weftd"
@@ -74,5 +75,11 @@ weft_session_t *weftd_remote_session(weft_graph_t *g, const char *target);
 /* VmRSS in KiB and the number of open descriptors of a process (-1 when unreadable). */
 int64_t proc_rss_kib(GPid pid);
 int proc_fd_count(GPid pid);
+
+/* A request frame as the servers read it, built by hand so tests can also send malformed ones:
+ * `msg`'s length and bytes, `list`'s length and bytes, then `tail` (the tensor bytes; may be
+ * NULL). The caller frees it with g_byte_array_unref. */
+GByteArray *weftd_frame_request(const ProtobufCMessage *msg, const Weft__TensorList *list,
+                                const void *tail, size_t tail_len);
 
 #endif /* WEFT_TEST_WEFTD_CLUSTER_H */
