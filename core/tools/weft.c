@@ -335,6 +335,19 @@ static bool parse_feed(const char *arg, feed_spec_t *f, char **why) {
   return ok;
 }
 
+/* The tensor of a --feed value in `dtype` (WEFT_DT_INVALID: the JSON decides); a status naming
+ * the --feed argument when the value does not read. The caller unrefs *out. */
+static weft_status_t *feed_value(const feed_spec_t *f, weft_dtype_t dtype, weft_tensor_t **out) {
+  weft_status_t *st = NULL;
+  *out = weft_tensor_from_json(f->value, dtype, &st);
+  if (*out != NULL && st == NULL) return NULL;
+  weft_tensor_unref(*out);
+  *out = NULL;
+  if (st == NULL)
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not read the value '%s'", f->value);
+  return weft_status_prefix(st, "--feed %s", f->arg);
+}
+
 static void feed_spec_clear(feed_spec_t *f) {
   g_free(f->arg);
   g_free(f->tensor_name);
@@ -453,12 +466,9 @@ static int run_saved_model(const char *dir, const char *tags, const char *signat
     /* Without a dtype the value takes the signature's or the node's, as plain `weft run`. */
     if (dtype == WEFT_DT_INVALID)
       weft_status_free(weft_saved_model_tensor_dtype(model, signature, f->tensor_name, &dtype));
-    st = NULL;
-    feed_values[k] = weft_tensor_from_json(f->value, dtype, &st);
-    if (feed_values[k] == NULL || st != NULL) {
-      if (st == NULL)
-        st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not read the value '%s'", f->value);
-      status = report_status(weft_status_prefix(st, "--feed %s", f->arg));
+    st = feed_value(f, dtype, &feed_values[k]);
+    if (st) {
+      status = report_status(st);
       goto out;
     }
     feed_names[k] = f->tensor_name;
@@ -617,12 +627,9 @@ static int cmd_run(int argc, char **argv) {
       if (declared > WEFT_DT_REF_OFFSET) declared -= WEFT_DT_REF_OFFSET;
       dtype = (weft_dtype_t)declared;
     }
-    st = NULL;
-    feed_values[k] = weft_tensor_from_json(f->value, dtype, &st);
-    if (feed_values[k] == NULL || st != NULL) {
-      if (st == NULL)
-        st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not read the value '%s'", f->value);
-      status = report_status(weft_status_prefix(st, "--feed %s", f->arg));
+    st = feed_value(f, dtype, &feed_values[k]);
+    if (st) {
+      status = report_status(st);
       goto out;
     }
     feed_names[k] = f->tensor_name;
