@@ -1,6 +1,7 @@
 /* Tests for tensor transfers through shared memory between tasks of one host: the segment
  * protocol in one process (offers, growth, the checks on forged or inconsistent answers, the
- * fallbacks), and a real two-weftd cluster moving a large tensor with the path on and off. */
+ * fallbacks), the lifetimes of segments lent to received tensors, and a real two-weftd cluster
+ * moving a large tensor with the path on and off. */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,11 +36,15 @@ static void assert_ramp(const weft_tensor_t *t, int64_t n) {
     if (p[k] != (float)k * 0.5f) g_error("element %" G_GINT64_FORMAT " is %g", k, p[k]);
 }
 
+/* The token of the segment the last exchange offered ("" for none). */
+static char last_token[33];
+
 /* One RecvTensor exchange in this process: the receiver's request, the sender's answer. */
 static bool exchange(weft__shm_segment_t *seg, const weft_tensor_t *t,
                      Weft__RecvTensorResponse *resp, Weft__TensorMeta *meta) {
   Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
   weft__shm_fill_request(seg, &req);
+  g_strlcpy(last_token, req.shm_token ? req.shm_token : "", sizeof last_token);
   weft__shm_offer_t offer;
   weft__shm_offer_from_request(&req, &offer);
   weft__recv_tensor_response__init(resp);
@@ -108,11 +113,11 @@ static void test_protocol(void) {
   g_assert_null(got);
   weft_status_free(st);
   weft__shm_meta_clear(&meta);
-  /* ... which dropped the segment: the next exchange starts over. */
-  g_assert_false(exchange(seg, t, &resp, &meta));
-  g_assert_cmpuint(resp.shm_wanted, ==, (guint64)n * 4);
-  OK(weft__shm_after_recv(seg, false, &resp, &got));
+  /* ... which dropped the segment: the next exchange goes through a new one. */
+  char dropped[33];
+  g_strlcpy(dropped, last_token, sizeof dropped);
   g_assert_true(exchange(seg, t, &resp, &meta));
+  g_assert_cmpstr(last_token, !=, dropped);
   meta.nbytes = (guint64)n * 8;
   meta.dims[0] = n * 2;
   st = weft__shm_after_recv(seg, false, &resp, &got);
@@ -121,18 +126,113 @@ static void test_protocol(void) {
   weft_status_free(st);
   weft__shm_meta_clear(&meta);
 
-  /* A failed call drops the segment (a late sender may still write into it). */
-  g_assert_false(exchange(seg, t, &resp, &meta));
-  OK(weft__shm_after_recv(seg, false, &resp, &got));
+  /* A failed call drops the segment (a late sender may still write into it): the next request
+   * offers another. */
   weft__shm_fill_request(seg, &req);
   g_assert_cmpuint(req.shm_capacity, ==, (guint64)n * 4);
+  g_strlcpy(dropped, req.shm_token, sizeof dropped);
   OK(weft__shm_after_recv(seg, true, NULL, &got));
+  g_assert_null(got);
   weft__shm_fill_request(seg, &req);
-  g_assert_cmpuint(req.shm_capacity, ==, 0);
+  g_assert_cmpuint(req.shm_capacity, ==, (guint64)n * 4);
+  g_assert_cmpstr(req.shm_token, !=, dropped);
+  OK(weft__shm_after_recv(seg, true, NULL, &got));
 
   weft__shm_segment_free(seg);
   weft__shm_segment_free(NULL);
   weft_tensor_unref(t);
+}
+
+/* n float32 elements all equal to v. */
+static weft_tensor_t *filled(int64_t n, float v) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+  float *p = weft_tensor_data(t);
+  for (int64_t k = 0; k < n; k++) p[k] = v;
+  return t;
+}
+
+static void assert_filled(const weft_tensor_t *t, int64_t n, float v) {
+  g_assert_cmpint(weft_tensor_num_elements(t), ==, n);
+  const float *p = weft_tensor_data(t);
+  for (int64_t k = 0; k < n; k++)
+    if (p[k] != v) g_error("element %" G_GINT64_FORMAT " is %g, not %g", k, p[k], v);
+}
+
+/* One step through the pool: t sent through shared memory, the received tensor returned. */
+static weft_tensor_t *step_through(weft__shm_segment_t *pool, const weft_tensor_t *t) {
+  Weft__RecvTensorResponse resp;
+  Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
+  weft_tensor_t *got = NULL;
+  g_assert_true(exchange(pool, t, &resp, &meta));
+  OK(weft__shm_after_recv(pool, false, &resp, &got));
+  weft__shm_meta_clear(&meta);
+  g_assert_nonnull(got);
+  return got;
+}
+
+static bool borrows(const weft_tensor_t *t) { return t->buffer->release != NULL; }
+
+/* A received tensor borrows its segment: while it is held, later steps go through other
+ * segments and never change its values; with every other segment lent, the last one is copied
+ * out of; released, a segment is offered again; a pool freed under a held tensor leaves it
+ * readable. */
+static void test_lifetimes(void) {
+  const int64_t n = 1 << 18; /* 1 MiB */
+  weft__shm_segment_t *pool = weft__shm_segment_new();
+  weft_tensor_t *vals[5];
+  for (int k = 0; k < 5; k++) vals[k] = filled(n, (float)(k + 1));
+  Weft__RecvTensorResponse resp;
+  Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
+  weft_tensor_t *got = NULL;
+  g_assert_false(exchange(pool, vals[0], &resp, &meta)); /* sizes the pool */
+  OK(weft__shm_after_recv(pool, false, &resp, &got));
+
+  weft_tensor_t *s1 = step_through(pool, vals[0]);
+  char tok1[33];
+  g_strlcpy(tok1, last_token, sizeof tok1);
+  g_assert_true(borrows(s1));
+  weft_tensor_t *s2 = step_through(pool, vals[1]);
+  char tok2[33];
+  g_strlcpy(tok2, last_token, sizeof tok2);
+  g_assert_cmpstr(tok2, !=, tok1);
+  g_assert_true(borrows(s2));
+  assert_filled(s1, n, 1.0f);
+  assert_filled(s2, n, 2.0f);
+  /* The third segment is the last free one: copied out of, so it stays free. */
+  weft_tensor_t *s3 = step_through(pool, vals[2]);
+  char tok3[33];
+  g_strlcpy(tok3, last_token, sizeof tok3);
+  g_assert_false(borrows(s3));
+  weft_tensor_t *s4 = step_through(pool, vals[3]);
+  g_assert_cmpstr(last_token, ==, tok3);
+  g_assert_false(borrows(s4));
+  assert_filled(s1, n, 1.0f);
+  assert_filled(s2, n, 2.0f);
+  assert_filled(s3, n, 3.0f);
+  assert_filled(s4, n, 4.0f);
+  /* A failed receive drops the segment it offered; the tensors lent before keep their values. */
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  weft__shm_fill_request(pool, &req);
+  g_assert_cmpstr(req.shm_token, ==, tok3);
+  OK(weft__shm_after_recv(pool, true, NULL, &got));
+  g_assert_null(got);
+  assert_filled(s1, n, 1.0f);
+  /* Released, the first segment is offered again. */
+  weft_tensor_unref(s1);
+  weft_tensor_t *s5 = step_through(pool, vals[4]);
+  g_assert_cmpstr(last_token, ==, tok1);
+  g_assert_true(borrows(s5)); /* the dropped segment's slot has room for another */
+  assert_filled(s5, n, 5.0f);
+  assert_filled(s2, n, 2.0f);
+  /* The pool goes first: the tensors still borrowing stay readable, and free their segments. */
+  weft__shm_segment_free(pool);
+  assert_filled(s2, n, 2.0f);
+  assert_filled(s5, n, 5.0f);
+  weft_tensor_unref(s2);
+  weft_tensor_unref(s5);
+  weft_tensor_unref(s3);
+  weft_tensor_unref(s4);
+  for (int k = 0; k < 5; k++) weft_tensor_unref(vals[k]);
 }
 
 static void test_switches(void) {
@@ -158,16 +258,16 @@ static void test_switches(void) {
 /* ---------------------------------------------------------------------------------------------
  * Two weftd tasks */
 
-/* Whether process pid holds a weft shared-memory segment. */
-static bool has_segment(GPid pid) {
+/* How many weft shared-memory segments process pid holds. */
+static int count_segments(GPid pid) {
   char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
   GDir *d = g_dir_open(dir, 0, NULL);
-  bool found = false;
+  int found = 0;
   const char *entry;
-  while (d && !found && (entry = g_dir_read_name(d))) {
+  while (d && (entry = g_dir_read_name(d))) {
     char *path = g_build_filename(dir, entry, NULL);
     char *target = g_file_read_link(path, NULL);
-    found = target && g_str_has_prefix(target, "/memfd:weft-");
+    found += target && g_str_has_prefix(target, "/memfd:weft-");
     g_free(target);
     g_free(path);
   }
@@ -209,8 +309,14 @@ static void run_cluster(const char *env_shm, bool expect_segment) {
     assert_ramp(out, n);
     weft_tensor_unref(out);
   }
-  g_assert_cmpint(has_segment(cluster.d[1].pid), ==, expect_segment);
-  g_assert_false(has_segment(cluster.d[0].pid)); /* task 0 receives nothing */
+  /* Fetched tensors held by this client are copies: task 1's segments are back in its pool, and
+   * there are no more than its cap of 3. */
+  int segments = count_segments(cluster.d[1].pid);
+  g_test_message("task 1 holds %d shared-memory segment(s)", segments);
+  if (expect_segment) g_assert_cmpint(segments, >=, 1);
+  else g_assert_cmpint(segments, ==, 0);
+  g_assert_cmpint(segments, <=, 3);
+  g_assert_cmpint(count_segments(cluster.d[0].pid), ==, 0); /* task 0 receives nothing */
   weft_session_free(s);
   weft_graph_free(g);
   weftd_cluster_stop(&cluster);
@@ -225,6 +331,7 @@ int main(int argc, char **argv) {
   g_unsetenv("WEFT_SHM_TRANSFER");
   weft_plugins_load_default();
   g_test_add_func("/shm_transfer/protocol", test_protocol);
+  g_test_add_func("/shm_transfer/lifetimes", test_lifetimes);
   g_test_add_func("/shm_transfer/switches", test_switches);
   g_test_add_func("/shm_transfer/cluster_on", test_cluster_on);
   g_test_add_func("/shm_transfer/cluster_off", test_cluster_off);

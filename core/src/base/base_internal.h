@@ -34,6 +34,10 @@ typedef struct weft__buffer {
   size_t nbytes;
   weft_dtype_t dtype;  /* for strings: the elements' bytes are freed with the buffer */
   int64_t n_elements;
+  /* Set for host memory the buffer borrows (weft__buffer_new_borrowed): called with
+   * release_arg instead of freeing data when the last reference goes. */
+  void (*release)(void *release_arg);
+  void *release_arg;
 } weft__buffer_t;
 
 struct weft_tensor {
@@ -54,6 +58,12 @@ weft_status_t *weft__status_take(weft_status_t **src);
  * The caller owns one reference. */
 weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
                                 weft__buffer_t **out);
+/* A host buffer over memory the caller owns (not strings): release(release_arg) runs, on
+ * whichever thread drops the last reference, instead of freeing `data`. NULL for a string dtype
+ * or a NULL release. The caller owns one reference. */
+weft__buffer_t *weft__buffer_new_borrowed(weft_dtype_t dtype, void *data, size_t nbytes,
+                                          int64_t n_elements, void (*release)(void *release_arg),
+                                          void *release_arg);
 weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer);
 void weft__buffer_unref(weft__buffer_t *buffer);
 /* True if the core may read and write the buffer's memory directly. */

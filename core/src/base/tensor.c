@@ -4,7 +4,9 @@
  * Host memory is 64-byte aligned (posix_memalign) so kernels may use aligned vector loads. A
  * device whose backend says host_accessible (the CPU backend) counts as host: its tensors are read
  * in place and never copied to or from host memory. String tensors only ever live in host memory:
- * their buffer is an array of weft_string_t whose bytes the buffer owns. */
+ * their buffer is an array of weft_string_t whose bytes the buffer owns. A host buffer may also
+ * borrow memory someone else owns (a received tensor over its shared-memory segment): its release
+ * callback, not free(), runs when the last reference goes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +242,21 @@ weft_status_t *weft__buffer_new(weft__device_t *device, weft_dtype_t dtype, int6
   return buffer_new(device, dtype, n_elements, true, out);
 }
 
+weft__buffer_t *weft__buffer_new_borrowed(weft_dtype_t dtype, void *data, size_t nbytes,
+                                          int64_t n_elements, void (*release)(void *release_arg),
+                                          void *release_arg) {
+  if (dtype == WEFT_DT_STRING || release == NULL) return NULL;
+  weft__buffer_t *buffer = g_new0(weft__buffer_t, 1);
+  buffer->refcount = 1;
+  buffer->data = data;
+  buffer->nbytes = nbytes;
+  buffer->dtype = dtype;
+  buffer->n_elements = n_elements;
+  buffer->release = release;
+  buffer->release_arg = release_arg;
+  return buffer;
+}
+
 weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer) {
   if (buffer != NULL) g_atomic_int_inc(&buffer->refcount);
   return buffer;
@@ -247,6 +264,11 @@ weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer) {
 
 void weft__buffer_unref(weft__buffer_t *buffer) {
   if (buffer == NULL || !g_atomic_int_dec_and_test(&buffer->refcount)) return;
+  if (buffer->release != NULL) {
+    buffer->release(buffer->release_arg);
+    g_free(buffer);
+    return;
+  }
   if (buffer->dtype == WEFT_DT_STRING) free_string_elements(buffer->data, buffer->n_elements);
   if (buffer->device == NULL) {
     if (guards_on()) free(guard_check(buffer->data, buffer->nbytes));

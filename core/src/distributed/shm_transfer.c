@@ -1,18 +1,24 @@
 /* Tensor transfers between two tasks of one host through shared memory. Each _Recv whose peer
- * has a loopback address owns a segment: an anonymous memfd named "weft-<128 random bits>",
- * mapped once and reused by every step. Its RecvTensor request offers the segment (process id,
- * descriptor, token, capacity); a sender on the same host opens it through /proc/PID/fd/FD,
- * checks that it is that memfd (the token in its name) and big enough, writes the tensor's
- * bytes at its start and answers with the dtype and shape only. The receiver checks those
- * against the capacity and copies the bytes into a tensor of its own: two memcpys instead of
- * gRPC's framing, HTTP/2 flow control and copies. Segments have no name in any file system, so
- * nothing can leak: the memory goes when the last descriptor closes.
+ * has a loopback address owns a small pool of segments: anonymous memfds named
+ * "weft-<128 random bits>", each mapped once and reused. Its RecvTensor request offers one free
+ * segment (process id, descriptor, token, capacity); a sender on the same host opens it through
+ * /proc/PID/fd/FD, checks that it is that memfd (the token in its name) and big enough, writes
+ * the tensor's bytes at its start and answers with the dtype and shape only. The receiver checks
+ * those against the capacity and hands out a tensor that borrows the segment: one memcpy instead
+ * of gRPC's framing, HTTP/2 flow control and copies. The segment goes back to the pool when the
+ * last reference to that tensor goes, and until then is never offered again, so no sender writes
+ * under a reader. Meanwhile the next step offers another segment (at most POOL_MAX per _Recv,
+ * SHM_POOL_BYTES per process beyond each pool's first); when no other segment would be left to
+ * offer, the receiver copies the bytes out into a tensor of its own instead of borrowing, as
+ * before. Segments have no name in any file system, so nothing can leak: the memory goes when
+ * the last descriptor closes.
  *
  * Anything that fails on the sending side (another host or pid namespace, another user, a small
- * segment) falls back to the bytes in the response; a too-small segment is grown for the next
- * step (RecvTensorResponse.shm_wanted). A receive that fails drops the segment, since a late
- * sender might still write into it. WEFT_SHM_TRANSFER=0 turns the path off on either side
- * (docs/distributed.md). */
+ * segment) falls back to the bytes in the response; a too-small segment is replaced by one of
+ * the size the tensor needed (RecvTensorResponse.shm_wanted) for the next step. A receive that
+ * fails drops the segment it offered, since a late sender might still write into it. Freeing the
+ * pool (the _Recv's kernel instance) drops its free segments; borrowed ones go when their tensor
+ * does. WEFT_SHM_TRANSFER=0 turns the path off on either side (docs/distributed.md). */
 #include "distributed_internal.h"
 
 #include <errno.h>
@@ -25,14 +31,36 @@
 
 /* Below this, gRPC's copy costs about what opening and mapping the segment does. */
 #define SHM_MIN_BYTES (256 * 1024)
+/* Segments per _Recv: one being written for this step, one or two still borrowed by the tensors
+ * of the steps before (a fetch the client still holds, a step still reading). */
+#define POOL_MAX 3
+/* Bytes of segments in this process beyond each pool's first: the price of borrowing. */
+#define SHM_POOL_BYTES ((guint64)1 << 30)
 
-struct weft__shm_segment {
-  int fd;          /* -1: none yet (or dropped) */
+typedef enum { SEG_FREE, SEG_OFFERED, SEG_BORROWED } seg_state_t;
+
+typedef struct shm_seg {
+  int fd;
   void *map;
   size_t capacity;
-  char token[33];  /* 32 hex digits */
-  bool disabled;   /* creating one failed: stop offering */
+  char token[33];             /* 32 hex digits */
+  seg_state_t state;
+  bool extra;                 /* counted in extra_bytes (not its pool's only segment when made) */
+  struct weft__shm_segment *pool; /* NULL once the pool is gone (a borrowed segment outlives it) */
+} shm_seg_t;
+
+/* One _Recv's segments (the type keeps its old name: callers see one object per _Recv). */
+struct weft__shm_segment {
+  shm_seg_t *slots[POOL_MAX]; /* NULL: empty slot */
+  shm_seg_t *offered;         /* the segment of the request in flight, or NULL */
+  guint64 want;               /* bytes the last large tensor needed: the size of new segments */
+  bool disabled;              /* creating one failed: stop offering */
 };
+
+/* Guards every segment's state and pool pointer, every pool's slots, and extra_bytes: the release
+ * of a borrowed segment comes from whichever thread drops its tensor. */
+static GMutex pool_lock;
+static guint64 extra_bytes; /* bytes of segments that are not the first of their pool */
 
 bool weft__shm_enabled(void) {
   const char *v = g_getenv("WEFT_SHM_TRANSFER");
@@ -60,33 +88,14 @@ static bool random_token(char out[33]) {
 }
 
 weft__shm_segment_t *weft__shm_segment_new(void) {
-  weft__shm_segment_t *seg = g_new0(weft__shm_segment_t, 1);
-  seg->fd = -1;
-  return seg;
+  return g_new0(weft__shm_segment_t, 1);
 }
 
-static void segment_drop(weft__shm_segment_t *seg) {
-  if (seg->map) munmap(seg->map, seg->capacity);
-  if (seg->fd >= 0) close(seg->fd);
-  seg->map = NULL;
-  seg->fd = -1;
-  seg->capacity = 0;
-}
-
-void weft__shm_segment_free(weft__shm_segment_t *seg) {
-  if (!seg) return;
-  segment_drop(seg);
-  g_free(seg);
-}
-
-/* A fresh segment of `bytes` (the old one is dropped: a sender may still hold it). */
-static void segment_grow(weft__shm_segment_t *seg, guint64 bytes) {
-  segment_drop(seg);
-  if (bytes > G_MAXSIZE / 2 || !random_token(seg->token)) {
-    seg->disabled = true;
-    return;
-  }
-  char *name = g_strdup_printf("weft-%s", seg->token);
+/* A fresh mapped memfd of `bytes`, or NULL. */
+static shm_seg_t *seg_create(guint64 bytes) {
+  char token[33];
+  if (bytes == 0 || bytes > G_MAXSIZE / 2 || !random_token(token)) return NULL;
+  char *name = g_strdup_printf("weft-%s", token);
   int fd = memfd_create(name, MFD_CLOEXEC);
   g_free(name);
   void *map = MAP_FAILED;
@@ -94,40 +103,147 @@ static void segment_grow(weft__shm_segment_t *seg, guint64 bytes) {
     map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
     if (fd >= 0) close(fd);
-    seg->disabled = true;
-    return;
+    return NULL;
   }
+  shm_seg_t *seg = g_new0(shm_seg_t, 1);
   seg->fd = fd;
   seg->map = map;
   seg->capacity = (size_t)bytes;
+  memcpy(seg->token, token, sizeof seg->token);
+  return seg;
 }
 
-void weft__shm_fill_request(weft__shm_segment_t *seg, Weft__RecvTensorRequest *req) {
-  if (!seg || seg->disabled) return;
-  req->shm_pid = (int32_t)getpid();
-  req->shm_fd = seg->fd;
-  req->shm_token = seg->fd >= 0 ? seg->token : (char *)"";
-  req->shm_capacity = seg->fd >= 0 ? seg->capacity : 0;
+/* Caller holds pool_lock. */
+static void seg_destroy_locked(shm_seg_t *seg) {
+  if (seg->extra) extra_bytes -= MIN(extra_bytes, (guint64)seg->capacity);
+  munmap(seg->map, seg->capacity);
+  close(seg->fd);
+  g_free(seg);
 }
 
-weft_status_t *weft__shm_after_recv(weft__shm_segment_t *seg, bool call_failed,
-                                    const Weft__RecvTensorResponse *resp, weft_tensor_t **out) {
-  *out = NULL;
-  if (!seg) return NULL;
-  if (call_failed) {
-    segment_drop(seg);
+/* Caller holds pool_lock. Takes seg out of its pool's slot k and destroys it. */
+static void slot_drop_locked(weft__shm_segment_t *pool, int k) {
+  shm_seg_t *seg = pool->slots[k];
+  pool->slots[k] = NULL;
+  if (pool->offered == seg) pool->offered = NULL;
+  seg_destroy_locked(seg);
+}
+
+static int slot_of_locked(const weft__shm_segment_t *pool, const shm_seg_t *seg) {
+  for (int k = 0; k < POOL_MAX; k++)
+    if (pool->slots[k] == seg) return k;
+  return -1;
+}
+
+void weft__shm_segment_free(weft__shm_segment_t *pool) {
+  if (!pool) return;
+  g_mutex_lock(&pool_lock);
+  for (int k = 0; k < POOL_MAX; k++) {
+    shm_seg_t *seg = pool->slots[k];
+    if (!seg) continue;
+    if (seg->state == SEG_BORROWED) {
+      seg->pool = NULL; /* its tensor's release destroys it */
+      pool->slots[k] = NULL;
+    } else {
+      slot_drop_locked(pool, k);
+    }
+  }
+  g_mutex_unlock(&pool_lock);
+  g_free(pool);
+}
+
+/* The release of a tensor borrowing a segment: back to its pool, or gone with it. */
+static void seg_release(void *arg) {
+  shm_seg_t *seg = arg;
+  g_mutex_lock(&pool_lock);
+  if (seg->pool) seg->state = SEG_FREE;
+  else seg_destroy_locked(seg);
+  g_mutex_unlock(&pool_lock);
+}
+
+/* Caller holds pool_lock. A free segment of at least pool->want bytes, made if need be (free
+ * ones too small are replaced), or NULL when every slot is busy or the byte cap is reached. */
+static shm_seg_t *pick_locked(weft__shm_segment_t *pool) {
+  int empty = -1;
+  for (int k = 0; k < POOL_MAX; k++) {
+    shm_seg_t *seg = pool->slots[k];
+    if (seg && seg->state == SEG_FREE && seg->capacity >= pool->want) return seg;
+    if (seg && seg->state == SEG_FREE) slot_drop_locked(pool, k); /* too small */
+    if (!pool->slots[k] && empty < 0) empty = k;
+  }
+  if (empty < 0 || pool->want < SHM_MIN_BYTES) return NULL;
+  bool first = true;
+  for (int k = 0; k < POOL_MAX; k++) first = first && pool->slots[k] == NULL;
+  if (!first && extra_bytes + pool->want > SHM_POOL_BYTES) return NULL;
+  shm_seg_t *seg = seg_create(pool->want);
+  if (!seg) {
+    pool->disabled = true;
     return NULL;
   }
-  if (!resp) return NULL;
+  seg->pool = pool;
+  pool->slots[empty] = seg;
+  seg->extra = !first;
+  if (seg->extra) extra_bytes += seg->capacity;
+  return seg;
+}
+
+void weft__shm_fill_request(weft__shm_segment_t *pool, Weft__RecvTensorRequest *req) {
+  if (!pool || pool->disabled) return;
+  g_mutex_lock(&pool_lock);
+  /* A request offered again without its answer (a retry) keeps the segment it offered. */
+  shm_seg_t *seg = pool->offered ? pool->offered : pick_locked(pool);
+  if (seg) {
+    seg->state = SEG_OFFERED;
+    pool->offered = seg;
+  }
+  g_mutex_unlock(&pool_lock);
+  req->shm_pid = (int32_t)getpid();
+  req->shm_fd = seg ? seg->fd : -1;
+  req->shm_token = seg ? seg->token : (char *)"";
+  req->shm_capacity = seg ? seg->capacity : 0;
+}
+
+/* Caller holds pool_lock. Whether another segment could be offered to the next step while seg
+ * is borrowed: one free and big enough, or room to make one. */
+static bool can_lend_locked(const weft__shm_segment_t *pool, const shm_seg_t *seg) {
+  bool room = false;
+  for (int k = 0; k < POOL_MAX; k++) {
+    const shm_seg_t *other = pool->slots[k];
+    if (other == seg) continue;
+    if (!other || (other->state == SEG_FREE && other->capacity < pool->want))
+      room = room || extra_bytes + pool->want <= SHM_POOL_BYTES;
+    else if (other->state == SEG_FREE)
+      return true;
+  }
+  return room;
+}
+
+weft_status_t *weft__shm_after_recv(weft__shm_segment_t *pool, bool call_failed,
+                                    const Weft__RecvTensorResponse *resp, weft_tensor_t **out) {
+  *out = NULL;
+  if (!pool) return NULL;
+  g_mutex_lock(&pool_lock);
+  shm_seg_t *seg = pool->offered;
+  pool->offered = NULL;
+  if (call_failed || !resp) {
+    /* A late sender may still write into what was offered: never offer it again. */
+    if (seg) slot_drop_locked(pool, slot_of_locked(pool, seg));
+    g_mutex_unlock(&pool_lock);
+    return NULL;
+  }
   if (!resp->in_shm) {
-    /* Offered nothing big enough: have a segment of the size this tensor needed next time. */
-    if (resp->shm_wanted >= SHM_MIN_BYTES && resp->shm_wanted > seg->capacity && !seg->disabled)
-      segment_grow(seg, resp->shm_wanted);
+    if (seg) seg->state = SEG_FREE;
+    /* Offered nothing big enough: have segments of the size this tensor needed next time. */
+    if (resp->shm_wanted >= SHM_MIN_BYTES && resp->shm_wanted <= G_MAXSIZE / 2 &&
+        resp->shm_wanted > (seg ? seg->capacity : 0))
+      pool->want = resp->shm_wanted;
+    g_mutex_unlock(&pool_lock);
     return NULL;
   }
   const Weft__TensorMeta *meta = resp->shm_tensor;
-  if (seg->fd < 0 || !meta || meta->n_dims > WEFT_MAX_RANK) {
-    segment_drop(seg);
+  if (!seg || !meta || meta->n_dims > WEFT_MAX_RANK) {
+    if (seg) slot_drop_locked(pool, slot_of_locked(pool, seg));
+    g_mutex_unlock(&pool_lock);
     return weft_status_new(WEFT_INTERNAL, "RecvTensor answered through shared memory without a "
                            "segment offered or a valid dtype and shape");
   }
@@ -144,16 +260,33 @@ weft_status_t *weft__shm_after_recv(weft__shm_segment_t *seg, bool call_failed,
     else expected *= (guint64)dims[d];
   }
   if (bad || expected != meta->nbytes || expected > seg->capacity) {
-    segment_drop(seg);
+    size_t capacity = seg->capacity;
+    slot_drop_locked(pool, slot_of_locked(pool, seg));
+    g_mutex_unlock(&pool_lock);
     return weft_status_new(WEFT_INTERNAL, "RecvTensor's shared-memory answer declares %"
                            G_GUINT64_FORMAT " bytes of dtype %d, which does not match its shape "
                            "or fit the %zu-byte segment", (guint64)meta->nbytes, meta->dtype,
-                           seg->capacity);
+                           capacity);
   }
+  bool lend = expected > 0 && can_lend_locked(pool, seg);
+  seg->state = lend ? SEG_BORROWED : SEG_OFFERED; /* offered: nobody else may touch it yet */
+  g_mutex_unlock(&pool_lock);
+  int64_t n_elements = (int64_t)(expected / elem);
+  if (lend) {
+    weft__buffer_t *buffer = weft__buffer_new_borrowed(dtype, seg->map, (size_t)expected,
+                                                       n_elements, seg_release, seg);
+    *out = weft__tensor_wrap(dtype, (int)meta->n_dims, dims, buffer);
+    weft__buffer_unref(buffer); /* the tensor holds the only reference */
+    return NULL;
+  }
+  /* No other segment for the next step: copy out so this one can be offered again. */
   weft_tensor_t *t = NULL;
   weft_status_t *st = weft__tensor_alloc(NULL, dtype, (int)meta->n_dims, dims, &t);
+  if (!st && expected > 0) memcpy(weft_tensor_data(t), seg->map, (size_t)expected);
+  g_mutex_lock(&pool_lock);
+  seg->state = SEG_FREE;
+  g_mutex_unlock(&pool_lock);
   if (st) return st;
-  if (expected > 0) memcpy(weft_tensor_data(t), seg->map, (size_t)expected);
   *out = t;
   return NULL;
 }
