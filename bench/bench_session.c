@@ -191,6 +191,9 @@ static void bench_peak_memory(const bench_options_t *o, bench_report_t *r) {
   weft_tensor_t *out = NULL;
   /* Measured on the first run: afterwards the allocator keeps freed blocks resident, and a
    * second run's peak would hide in memory the first one already touched. */
+  /* Blocks earlier rows left in the host buffer cache would serve this run without touching new
+   * pages and hide its peak. */
+  weft__host_buffer_cache_flush();
   int64_t before = read_status_kib("VmRSS:");
   bool reset = reset_peak_rss();
   if (!st) st = weft_session_run(s, feeds, &feed, 1, fetch, &out, 1, NULL, 0);

@@ -122,6 +122,10 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
  * call from a pool thread (the caller works too, so it cannot deadlock). */
 void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
+/* Releases every host block kept for reuse (tensor.c), so that what follows allocates fresh
+ * memory: for measurements of resident memory (weft bench's peak_memory row). */
+void weft__host_buffer_cache_flush(void);
+
 /* Shared default pools; sizes from the first caller's options (0 = number of cores). */
 weft__threadpool_t *weft__default_inter_op_pool(int n_threads);
 weft__threadpool_t *weft__default_intra_op_pool(int n_threads);

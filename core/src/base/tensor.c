@@ -164,6 +164,19 @@ static bool host_cache_give(void *data, size_t nbytes) {
   return true;
 }
 
+void weft__host_buffer_cache_flush(void) {
+  g_mutex_lock(&host_cache_lock);
+  GQueue blocks = host_cache;
+  host_cache = (GQueue)G_QUEUE_INIT;
+  host_cache_bytes = 0;
+  g_mutex_unlock(&host_cache_lock);
+  for (GList *l = blocks.head; l != NULL; l = l->next) {
+    free(((cached_block_t *)l->data)->data);
+    g_free(l->data);
+  }
+  g_list_free(blocks.head);
+}
+
 static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int64_t n_elements,
                                 bool zeroed, weft__buffer_t **out) {
   if (out == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "weft__buffer_new: out is NULL");
