@@ -301,6 +301,39 @@ static void test_monitored_errors(void) {
   g_free(data);
   rm_rf(dir);
   g_free(dir);
+
+  /* A save after a step that ran fails (the folder became a file): the error names the
+   * checkpoint, and the caller gets no outputs of that step (nothing to free, nothing leaked). */
+  dir = tmpdir();
+  lin_t c = build_linear(NULL);
+  o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_checkpoint_dir(o, dir);
+  weft_monitored_session_options_set_save_checkpoint_steps(o, 1);
+  OK(weft_monitored_session_new(c.g, o, &ms));
+  rm_rf(dir);
+  g_assert_true(g_file_set_contents(dir, "not a folder", -1, NULL));
+  float xs[4] = {-1, 0, 0.5f, 1}, ys[4] = {-1, 1, 2, 3};
+  int64_t dims[1] = {4};
+  weft_tensor_t *x = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, NULL);
+  weft_tensor_t *y = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, ys, sizeof ys, NULL);
+  const char *feeds[2] = {"x", "y"};
+  weft_tensor_t *values[2] = {x, y};
+  const char *target = weft_node_name(c.train_op);
+  weft_tensor_t *loss = (weft_tensor_t *)&loss; /* must be overwritten with NULL */
+  weft_status_t *st =
+      weft_monitored_session_run(ms, feeds, values, 2, &c.loss, &loss, 1, &target, 1);
+  g_assert_nonnull(st);
+  if (!strstr(weft_status_message(st), dir)) g_error("save error: %s", weft_status_message(st));
+  weft_status_free(st);
+  g_assert_null(loss);
+  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 1);
+  weft_tensor_unref(x);
+  weft_tensor_unref(y);
+  weft_monitored_session_free(ms);
+  weft_monitored_session_options_free(o);
+  weft_graph_free(c.g);
+  g_remove(dir);
+  g_free(dir);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -809,7 +809,9 @@ void weft_monitored_session_options_set_ready_timeout_ms(weft_monitored_session_
 weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
                                           const weft_monitored_session_options_t *opts,
                                           weft_monitored_session_t **out);
-/* weft_session_run with the hooks and the recovery around it. */
+/* weft_session_run with the hooks and the recovery around it. On success fetch_outputs[i]
+ * receives a new reference (the caller unrefs it); on failure every fetch_outputs[i] is NULL, also
+ * when the step ran but a hook after it (a save) failed. */
 weft_status_t *weft_monitored_session_run(weft_monitored_session_t *ms,
                                           const char *const *feed_names,
                                           weft_tensor_t *const *feeds, int n_feeds,

@@ -449,7 +449,9 @@ static weft_status_t *run_once(weft_monitored_session_t *ms, const run_call_t *c
   if (!st) {
     ms->global_step = (int64_t)weft_tensor_get_double(outs[c->n_fetches], 0);
     st = after_step(ms, outs, c->n_fetches, want_loss ? outs[c->n_fetches + 1] : NULL);
-    for (int i = 0; i < c->n_fetches; i++) {
+    /* When a hook failed (a save with the ps gone), the step may be run again after recovery:
+     * the caller gets the outputs of the attempt that succeeded as a whole, or none. */
+    for (int i = 0; i < c->n_fetches && !st; i++) {
       c->fetch_outputs[i] = outs[i];
       outs[i] = NULL;
     }
