@@ -39,7 +39,11 @@ const grpc_channel_args *weft__grpc_channel_args(void) {
   /* Tensors of any size (gRPC's default stops at 4 MiB), keep-alive pings that notice a peer
    * that vanished without closing its connection, and a short reconnect back-off so a task that
    * restarts is reachable again within a second. Every peer is one of ours, so servers accept
-   * the clients' ping rate. */
+   * the clients' ping rate. gRPC also takes the minimum reconnect back-off as the least time a
+   * connection attempt (TCP, TLS handshake, HTTP/2 settings) is given: it stays at seconds, or a
+   * TLS handshake on a busy machine fails with "timed out before receiving SETTINGS frame"; a
+   * peer that is down still fails at once (connection refused), and calls end at their
+   * deadlines. */
   static grpc_arg args[] = {
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = -1}},
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = -1}},
@@ -49,7 +53,7 @@ const grpc_channel_args *weft__grpc_channel_args(void) {
       {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, {.integer = 10000}},
       {GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_MAX_PING_STRIKES, {.integer = 0}},
       {GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, {.integer = 100}},
-      {GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, {.integer = 100}},
+      {GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, {.integer = 5000}},
       {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = 1000}},
       {GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}},
   };
