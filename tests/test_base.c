@@ -202,6 +202,14 @@ static void test_tensor_new(void) {
   weft_tensor_unref(t);
   weft_tensor_unref(t);
   weft_tensor_unref(NULL);
+  /* Around the size up to which the data shares the buffer's block: aligned and zeroed alike. */
+  for (int64_t n = 0; n <= 20; n++) {
+    weft_tensor_t *v = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+    g_assert_cmpuint((uintptr_t)weft_tensor_data(v) % 64, ==, 0);
+    const float *e = weft_tensor_data(v);
+    for (int64_t i = 0; i < n; i++) g_assert_cmpfloat(e[i], ==, 0);
+    weft_tensor_unref(v);
+  }
 
   /* Empty and scalar tensors. */
   int64_t zero[] = {0, 5};

@@ -15,6 +15,11 @@
 #include "base_internal.h"
 
 #define HOST_ALIGNMENT 64
+/* Host data of at most this many bytes is allocated with its buffer (see weft__buffer_t), by
+ * plain malloc (whose per-thread cache posix_memalign bypasses) with room to align the data to
+ * HOST_ALIGNMENT inside the block. */
+#define INLINE_MAX_BYTES 64
+#define INLINE_BLOCK_BYTES (sizeof(weft__buffer_t) + HOST_ALIGNMENT - 1 + INLINE_MAX_BYTES)
 
 static const char *device_name(const weft__device_t *device) {
   return device == NULL ? "host" : (device->name != NULL ? device->name : "<unnamed device>");
@@ -95,11 +100,14 @@ static void free_string_elements(weft_string_t *strings, int64_t n) {
 /* ---------------------------------------------------------------------------------------------
  * Large host blocks are kept for reuse: a step that allocates a 64 MiB output every run would
  * otherwise get fresh pages from the kernel each time and pay to fault them in, which costs as
- * much as the kernel's own pass over the data. Blocks of at least HOST_CACHE_MIN_BYTES go back
- * to a small exact-size cache, capped by WEFT_HOST_BUFFER_CACHE_MB (default 256; 0 disables);
- * the oldest block is released first. Not used with guard bytes, which want every allocation
- * fresh. */
-#define HOST_CACHE_MIN_BYTES ((size_t)1 << 20)
+ * much as the kernel's own pass over the data (glibc hands blocks over 128 KiB out as fresh
+ * mappings: a 256 KiB MatMul output faulted in its 64 pages every step). Blocks of at least
+ * HOST_CACHE_MIN_BYTES go back to a small exact-size cache of at most HOST_CACHE_MAX_BLOCKS
+ * blocks, capped by WEFT_HOST_BUFFER_CACHE_MB (default 256; 0 disables); the oldest block is
+ * released first. Not used with guard bytes, which want every allocation fresh. */
+#define HOST_CACHE_MIN_BYTES ((size_t)64 << 10)
+/* Blocks kept at most, so that finding one (a scan for the exact size) stays short. */
+#define HOST_CACHE_MAX_BLOCKS 64
 
 typedef struct cached_block {
   void *data;
@@ -145,7 +153,8 @@ static bool host_cache_give(void *data, size_t nbytes) {
   if (nbytes < HOST_CACHE_MIN_BYTES || guards_on() || nbytes > limit) return false;
   GSList *evicted = NULL;
   g_mutex_lock(&host_cache_lock);
-  while (host_cache_bytes + nbytes > limit && !g_queue_is_empty(&host_cache)) {
+  while ((host_cache_bytes + nbytes > limit || host_cache.length >= HOST_CACHE_MAX_BLOCKS) &&
+         !g_queue_is_empty(&host_cache)) {
     cached_block_t *old = g_queue_pop_head(&host_cache);
     host_cache_bytes -= old->nbytes;
     evicted = g_slist_prepend(evicted, old);
@@ -205,6 +214,26 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
   }
 
   void *data = NULL;
+  if (device == NULL && nbytes <= INLINE_MAX_BYTES && dtype != WEFT_DT_STRING && !guards_on()) {
+    void *block = malloc(INLINE_BLOCK_BYTES);
+    if (block == NULL)
+      return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                             "out of host memory allocating %zu bytes for %" G_GINT64_FORMAT
+                             " %s elements",
+                             nbytes, n_elements, weft_dtype_name(dtype));
+    weft__buffer_t *buffer = block;
+    memset(buffer, 0, sizeof *buffer);
+    buffer->refcount = 1;
+    uintptr_t after = (uintptr_t)block + sizeof *buffer;
+    buffer->data = (void *)((after + HOST_ALIGNMENT - 1) & ~(uintptr_t)(HOST_ALIGNMENT - 1));
+    buffer->nbytes = nbytes;
+    buffer->dtype = dtype;
+    buffer->n_elements = n_elements;
+    buffer->inline_data = true;
+    if (zeroed) memset(buffer->data, 0, nbytes);
+    *out = buffer;
+    return NULL;
+  }
   if (device == NULL) {
     /* posix_memalign of 0 bytes may return NULL; a non-NULL pointer keeps "data == NULL" from
      * meaning anything. */
@@ -239,7 +268,8 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
     if (device->props.host_accessible && data != NULL) memset(data, 0, nbytes);
   }
 
-  weft__buffer_t *buffer = g_new0(weft__buffer_t, 1);
+  weft__buffer_t *buffer = g_new(weft__buffer_t, 1); /* not g_new0: see weft__tensor_wrap */
+  memset(buffer, 0, sizeof *buffer);
   buffer->refcount = 1;
   buffer->device = device;
   buffer->data = data;
@@ -280,6 +310,10 @@ void weft__buffer_unref(weft__buffer_t *buffer) {
   if (buffer->release != NULL) {
     buffer->release(buffer->release_arg);
     g_free(buffer);
+    return;
+  }
+  if (buffer->inline_data) {
+    free(buffer);
     return;
   }
   if (buffer->dtype == WEFT_DT_STRING) free_string_elements(buffer->data, buffer->n_elements);
@@ -410,7 +444,10 @@ weft_tensor_t *weft__tensor_wrap(weft_dtype_t dtype, int rank, const int64_t *di
                                  weft__buffer_t *buffer) {
   if (buffer == NULL || rank < 0 || rank > WEFT_MAX_RANK || (rank > 0 && dims == NULL))
     return NULL;
-  weft_tensor_t *tensor = g_new0(weft_tensor_t, 1);
+  /* Not g_new0: glibc's calloc skips its per-thread cache, and this runs once per kernel
+   * output. */
+  weft_tensor_t *tensor = g_new(weft_tensor_t, 1);
+  memset(tensor, 0, sizeof *tensor);
   tensor->refcount = 1;
   tensor->dtype = dtype;
   tensor->rank = rank;
