@@ -128,6 +128,11 @@ void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_pe
 /* Releases every host block kept for reuse (tensor.c), so that what follows allocates fresh
  * memory: for measurements of resident memory (weft bench's peak_memory row). */
 void weft__host_buffer_cache_flush(void);
+/* Host tensor memory in use (bytes of live host buffers, the cache not counted) and the most
+ * that was in use since the last weft__host_memory_reset_peak(): what weft bench reports as a
+ * step's peak memory, independent of what the C library keeps resident. */
+void weft__host_memory_stats(size_t *live, size_t *peak);
+void weft__host_memory_reset_peak(void);
 
 /* Shared default pools; sizes from the first caller's options (0 = number of cores). */
 weft__threadpool_t *weft__default_inter_op_pool(int n_threads);

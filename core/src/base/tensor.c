@@ -1,7 +1,8 @@
 /* tensor.c: reference-counted buffers (host memory or a device's memory through its backend) and
  * the tensors viewing them; copies between host and devices; element access for the client API.
  *
- * Host memory is 64-byte aligned (posix_memalign) so kernels may use aligned vector loads. A
+ * Host memory is 64-byte aligned (posix_memalign, or an aligned offset in the block of a small
+ * buffer) so kernels may use aligned vector loads. A
  * device whose backend says host_accessible (the CPU backend) counts as host: its tensors are read
  * in place and never copied to or from host memory. String tensors only ever live in host memory:
  * their buffer is an array of weft_string_t whose bytes the buffer owns. A host buffer may also
@@ -9,6 +10,7 @@
  * callback, not free(), runs when the last reference goes. */
 #include <math.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "../plugin/plugin_internal.h"
@@ -113,6 +115,31 @@ typedef struct cached_block {
   void *data;
   size_t nbytes;
 } cached_block_t;
+
+static atomic_size_t host_live_bytes; /* see weft__host_memory_stats */
+static atomic_size_t host_peak_bytes;
+
+static void host_memory_add(size_t nbytes) {
+  size_t live = atomic_fetch_add_explicit(&host_live_bytes, nbytes, memory_order_relaxed) + nbytes;
+  size_t peak = atomic_load_explicit(&host_peak_bytes, memory_order_relaxed);
+  while (live > peak && !atomic_compare_exchange_weak_explicit(&host_peak_bytes, &peak, live,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+  }
+}
+
+static void host_memory_sub(size_t nbytes) {
+  atomic_fetch_sub_explicit(&host_live_bytes, nbytes, memory_order_relaxed);
+}
+
+void weft__host_memory_stats(size_t *live, size_t *peak) {
+  if (live) *live = atomic_load(&host_live_bytes);
+  if (peak) *peak = atomic_load(&host_peak_bytes);
+}
+
+void weft__host_memory_reset_peak(void) {
+  atomic_store(&host_peak_bytes, atomic_load(&host_live_bytes));
+}
 
 static GMutex host_cache_lock;
 static GQueue host_cache = G_QUEUE_INIT; /* cached_block_t*, oldest first */
@@ -231,6 +258,7 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
     buffer->n_elements = n_elements;
     buffer->inline_data = true;
     if (zeroed) memset(buffer->data, 0, nbytes);
+    host_memory_add(nbytes);
     *out = buffer;
     return NULL;
   }
@@ -249,6 +277,7 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
     /* Kernel outputs are written whole, so only callers that read before writing (and string
      * arrays, whose elements must start empty) pay for zeroing. */
     if (zeroed || dtype == WEFT_DT_STRING) memset(data, 0, nbytes);
+    host_memory_add(nbytes);
   } else {
     const weft_backend_t *table = device->backend != NULL ? &device->backend->table : NULL;
     if (table == NULL || table->alloc == NULL || table->free == NULL)
@@ -313,11 +342,13 @@ void weft__buffer_unref(weft__buffer_t *buffer) {
     return;
   }
   if (buffer->inline_data) {
+    host_memory_sub(buffer->nbytes);
     free(buffer);
     return;
   }
   if (buffer->dtype == WEFT_DT_STRING) free_string_elements(buffer->data, buffer->n_elements);
   if (buffer->device == NULL) {
+    host_memory_sub(buffer->nbytes);
     if (guards_on()) free(guard_check(buffer->data, buffer->nbytes));
     else if (!host_cache_give(buffer->data, buffer->nbytes)) free(buffer->data);
   }
