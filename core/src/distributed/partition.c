@@ -299,7 +299,7 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
   if (!st) {
     weft_attrs_t *attrs = weft__attrs_copy(n->attrs);
     /* Colocation was settled by the placer; the partition may not hold the named node. */
-    g_hash_table_remove(attrs->map, "_class");
+    weft__attrs_remove(attrs, "_class");
     weft_node_t *copy = NULL;
     st = add_node(p, n->name, n->op_name, inputs, n->n_inputs,
                   (weft_node_t *const *)controls->pdata, (int)controls->len, device, attrs, &copy);

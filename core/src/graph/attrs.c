@@ -90,49 +90,81 @@ weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *src) {
 }
 
 weft_attrs_t *weft__attrs_new(void) {
-  weft_attrs_t *a = g_new0(weft_attrs_t, 1);
-  a->map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                 (GDestroyNotify)weft__attr_value_free);
-  return a;
+  return g_new0(weft_attrs_t, 1);
 }
 
 void weft__attrs_free(weft_attrs_t *attrs) {
   if (!attrs) return;
-  g_hash_table_destroy(attrs->map);
+  for (int k = 0; k < attrs->n; k++) {
+    g_free(attrs->entries[k].name);
+    weft__attr_value_free(attrs->entries[k].value);
+  }
+  g_free(attrs->entries);
   g_free(attrs);
 }
 
 weft_attrs_t *weft__attrs_copy(const weft_attrs_t *attrs) {
   weft_attrs_t *a = weft__attrs_new();
-  if (!attrs) return a;
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, attrs->map);
-  while (g_hash_table_iter_next(&it, &k, &v))
-    g_hash_table_insert(a->map, g_strdup(k), weft__attr_value_copy(v));
+  if (!attrs || attrs->n == 0) return a;
+  a->n = a->cap = attrs->n;
+  a->entries = g_new(weft__attr_entry_t, a->n);
+  for (int k = 0; k < a->n; k++) {
+    a->entries[k].name = g_strdup(attrs->entries[k].name);
+    a->entries[k].value = weft__attr_value_copy(attrs->entries[k].value);
+  }
   return a;
 }
 
+/* The index of `name`, or -(insertion point) - 1 when it is not there. */
+static int find(const weft_attrs_t *attrs, const char *name) {
+  int lo = 0, hi = attrs->n - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(attrs->entries[mid].name, name);
+    if (c == 0) return mid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -lo - 1;
+}
+
 void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *value) {
-  g_hash_table_insert(attrs->map, g_strdup(name), value);
+  int at = find(attrs, name);
+  if (at >= 0) {
+    weft__attr_value_free(attrs->entries[at].value);
+    attrs->entries[at].value = value;
+    return;
+  }
+  at = -at - 1;
+  if (attrs->n == attrs->cap) {
+    attrs->cap = attrs->cap ? 2 * attrs->cap : 4;
+    attrs->entries = g_renew(weft__attr_entry_t, attrs->entries, attrs->cap);
+  }
+  memmove(&attrs->entries[at + 1], &attrs->entries[at],
+          sizeof(weft__attr_entry_t) * (size_t)(attrs->n - at));
+  attrs->entries[at].name = g_strdup(name);
+  attrs->entries[at].value = value;
+  attrs->n++;
 }
 
 const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char *name) {
-  if (!attrs) return NULL;
-  return g_hash_table_lookup(attrs->map, name);
+  if (!attrs || !name) return NULL;
+  int at = find(attrs, name);
+  return at >= 0 ? attrs->entries[at].value : NULL;
 }
 
-static gint compare_names(gconstpointer a, gconstpointer b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+void weft__attrs_remove(weft_attrs_t *attrs, const char *name) {
+  int at = attrs && name ? find(attrs, name) : -1;
+  if (at < 0) return;
+  g_free(attrs->entries[at].name);
+  weft__attr_value_free(attrs->entries[at].value);
+  memmove(&attrs->entries[at], &attrs->entries[at + 1],
+          sizeof(weft__attr_entry_t) * (size_t)(attrs->n - at - 1));
+  attrs->n--;
 }
 
 GPtrArray *weft__attrs_sorted_names(const weft_attrs_t *attrs) {
   GPtrArray *names = g_ptr_array_new();
-  if (!attrs) return names;
-  GHashTableIter it;
-  gpointer k;
-  g_hash_table_iter_init(&it, attrs->map);
-  while (g_hash_table_iter_next(&it, &k, NULL)) g_ptr_array_add(names, k);
-  g_ptr_array_sort(names, compare_names);
+  for (int k = 0; attrs && k < attrs->n; k++) g_ptr_array_add(names, attrs->entries[k].name);
   return names;
 }

@@ -473,6 +473,12 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
   return NULL;
 }
 
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+                                            const weft__edge_t *inputs, int n_inputs,
+                                            weft_node_t *const *control_inputs, int n_control,
+                                            const char *device, weft_attrs_t *attrs,
+                                            weft_node_t **out);
+
 weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   if (out) *out = NULL;
   weft_graph_t *g = b->graph;
@@ -537,9 +543,11 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     g_ptr_array_add(controls, b->control_inputs->pdata[k]);
 
   weft_node_t *node = NULL;
-  st = weft__graph_add_node(g, name, b->op, (weft__edge_t *)(void *)edges->data, (int)edges->len,
-                            (weft_node_t *const *)controls->pdata, (int)controls->len, device,
-                            b->attrs, &node);
+  weft_attrs_t *attrs = b->attrs;
+  b->attrs = NULL; /* handed over */
+  st = add_node_taking_attrs(g, name, b->op, (weft__edge_t *)(void *)edges->data,
+                             (int)edges->len, (weft_node_t *const *)controls->pdata,
+                             (int)controls->len, device, attrs, &node);
   g_array_free(edges, TRUE);
   g_ptr_array_free(controls, TRUE);
   g_free(device);
@@ -701,12 +709,25 @@ weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const cha
                                     weft_node_t *const *control_inputs, int n_control,
                                     const char *device, const weft_attrs_t *attrs,
                                     weft_node_t **out) {
+  return add_node_taking_attrs(g, name, op, inputs, n_inputs, control_inputs, n_control, device,
+                               weft__attrs_copy(attrs), out);
+}
+
+/* weft__graph_add_node with the attrs handed over (freed on failure): the op builder's own are
+ * not copied. */
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+                                            const weft__edge_t *inputs, int n_inputs,
+                                            weft_node_t *const *control_inputs, int n_control,
+                                            const char *device, weft_attrs_t *attrs,
+                                            weft_node_t **out) {
   weft__ops_register_standard();
   const weft__op_def_t *def = weft__op_registry_lookup(op);
   if (!def) {
+    weft__attrs_free(attrs);
     return weft_status_new(WEFT_NOT_FOUND, "Op type not registered '%s' (node '%s')", op, name);
   }
   if (!name || !*name) {
+    weft__attrs_free(attrs);
     return weft_status_new(WEFT_INVALID_ARGUMENT, "A node of op %s has an empty name", op);
   }
   weft_node_t *node = g_new0(weft_node_t, 1);
@@ -715,7 +736,7 @@ weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const cha
   node->op_name = g_strdup(op);
   node->def = def;
   node->requested_device = g_strdup(device ? device : "");
-  node->attrs = weft__attrs_copy(attrs);
+  node->attrs = attrs;
   node->control_inputs = g_ptr_array_new();
   weft_status_t *st = check_attrs(node);
 
@@ -792,9 +813,7 @@ weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const cha
   }
   node->id = (int)g->nodes->len;
   g_ptr_array_add(g->nodes, node);
-  g_hash_table_insert(g->by_name, node->name, node);
-  if (!g_hash_table_contains(g->name_counts, node->name))
-    g_hash_table_insert(g->name_counts, g_strdup(node->name), GINT_TO_POINTER(1));
+  g_hash_table_insert(g->by_name, node->name, node); /* unique_name looks here too */
   g_atomic_int_inc(&g->version);
   g_mutex_unlock(&g->lock);
   if (out) *out = node;

@@ -51,9 +51,17 @@ typedef struct weft__attr_value {
   } u;
 } weft__attr_value_t;
 
-/* The host-visible attrs (weft_attrs_t in the plugin ABI): name -> weft__attr_value_t*. */
+/* The host-visible attrs (weft_attrs_t in the plugin ABI): name -> weft__attr_value_t*, as an
+ * array sorted by name (a node has a handful; a hash table per node cost a graph of a million
+ * nodes hundreds of megabytes). */
+typedef struct weft__attr_entry {
+  char *name;
+  weft__attr_value_t *value;
+} weft__attr_entry_t;
+
 struct weft_attrs {
-  GHashTable *map;
+  int n, cap;
+  weft__attr_entry_t *entries;
 };
 
 weft_attrs_t *weft__attrs_new(void);
@@ -62,6 +70,8 @@ weft_attrs_t *weft__attrs_copy(const weft_attrs_t *attrs);
 /* Takes ownership of value. */
 void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *value);
 const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char *name);
+/* Removes (and frees) the attr if it is there. */
+void weft__attrs_remove(weft_attrs_t *attrs, const char *name);
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
 void weft__attr_value_free(weft__attr_value_t *value);
