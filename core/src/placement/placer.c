@@ -302,15 +302,20 @@ static void assign_group(placer_t *p, GArray *group, const char *device, GArray 
 static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_spec_t *merged,
                                      const member_t **requester) {
   *requester = NULL;
-  /* The specs kept so far, to name the member a conflicting request clashes with. */
-  GArray *kept = g_array_new(FALSE, TRUE, sizeof(weft__device_spec_t));
-  GPtrArray *kept_by = g_ptr_array_new();
+  /* The specs kept so far, to name the member a conflicting request clashes with; made at the
+   * first request (most groups of a big graph have none). */
+  GArray *kept = NULL;
+  GPtrArray *kept_by = NULL;
   weft_status_t *status = NULL;
 
   for (guint k = 0; k < group->len && status == NULL; k++) {
     const member_t *m = group_at(p, group, k);
     const char *req = m->node->requested_device;
     if (req == NULL || req[0] == '\0') continue;
+    if (kept == NULL) {
+      kept = g_array_new(FALSE, TRUE, sizeof(weft__device_spec_t));
+      kept_by = g_ptr_array_new();
+    }
     weft__device_spec_t spec;
     status = weft__device_spec_parse(req, &spec);
     if (status != NULL) {
@@ -347,10 +352,12 @@ static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_sp
     g_ptr_array_add(kept_by, (gpointer)m);
   }
 
-  for (guint j = 0; j < kept->len; j++)
-    weft__device_spec_clear(&g_array_index(kept, weft__device_spec_t, j));
-  g_array_free(kept, TRUE);
-  g_ptr_array_free(kept_by, TRUE);
+  if (kept != NULL) {
+    for (guint j = 0; j < kept->len; j++)
+      weft__device_spec_clear(&g_array_index(kept, weft__device_spec_t, j));
+    g_array_free(kept, TRUE);
+    g_ptr_array_free(kept_by, TRUE);
+  }
   return status;
 }
 
@@ -553,25 +560,28 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
 
   GArray *out = g_array_new(FALSE, FALSE, sizeof(assignment_t));
   if (status == NULL) {
-    /* Members by root, in member order, so groups are placed in the order of their first node. */
-    GHashTable *groups = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                               (GDestroyNotify)g_array_unref);
-    GPtrArray *order = g_ptr_array_new();
-    for (guint i = 0; i < p.members->len; i++) {
-      int root = find_root(&p, (int)i);
-      GArray *group = g_hash_table_lookup(groups, GINT_TO_POINTER(root + 1));
-      if (group == NULL) {
-        group = g_array_new(FALSE, FALSE, sizeof(int));
-        g_hash_table_insert(groups, GINT_TO_POINTER(root + 1), group);
-        g_ptr_array_add(order, group);
-      }
-      int idx = (int)i;
-      g_array_append_val(group, idx);
+    /* Groups in the order of their first member, each member list in member order. A root is
+     * its group's earliest member (see unite), so walking the members in order meets every
+     * root before the rest of its group; the members of each group are chained through
+     * next[], and one scratch array holds the group being placed. */
+    int n = (int)p.members->len;
+    int *next = g_new(int, n > 0 ? n : 1), *last = g_new(int, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++) {
+      next[i] = -1;
+      int root = find_root(&p, i);
+      if (root != i) next[last[root]] = i;
+      last[root] = i;
     }
-    for (guint g = 0; g < order->len && status == NULL; g++)
-      status = place_group(&p, g_ptr_array_index(order, g), out);
-    g_ptr_array_free(order, TRUE);
-    g_hash_table_destroy(groups);
+    GArray *group = g_array_new(FALSE, FALSE, sizeof(int));
+    for (int i = 0; i < n && status == NULL; i++) {
+      if (find_root(&p, i) != i) continue;
+      g_array_set_size(group, 0);
+      for (int m = i; m >= 0; m = next[m]) g_array_append_val(group, m);
+      status = place_group(&p, group, out);
+    }
+    g_array_free(group, TRUE);
+    g_free(next);
+    g_free(last);
   }
 
   if (status == NULL) {
