@@ -16,7 +16,7 @@ weft_graph_t *weft_graph_new(void) {
   g_mutex_init(&g->lock);
   g->nodes = g_ptr_array_new();
   g->by_name = g_hash_table_new(g_str_hash, g_str_equal);
-  g->name_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g->name_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g->name_scopes = g_ptr_array_new_with_free_func(g_free);
   g->device_scopes = g_ptr_array_new();
   g->control_scopes = g_ptr_array_new();
@@ -372,22 +372,30 @@ void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor
   set_attr(b, name, v);
 }
 
-/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock. */
+/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock.
+ * name_counts maps a base to the next suffix to try (an int the table owns, updated in place). */
 static char *unique_name(weft_graph_t *g, const char *base) {
-  if (!g_hash_table_contains(g->by_name, base) && !g_hash_table_contains(g->name_counts, base)) {
-    g_hash_table_insert(g->name_counts, g_strdup(base), GINT_TO_POINTER(1));
-    return g_strdup(base);
+  int *next = g_hash_table_lookup(g->name_counts, base);
+  if (!next) {
+    next = g_new(int, 1);
+    *next = 1;
+    g_hash_table_insert(g->name_counts, g_strdup(base), next);
+    if (!g_hash_table_contains(g->by_name, base)) return g_strdup(base);
   }
-  int next = GPOINTER_TO_INT(g_hash_table_lookup(g->name_counts, base));
-  if (next < 1) next = 1;
-  char *candidate = NULL;
+  /* The suffix is formatted by hand: g_strdup_printf was a tenth of building a large graph. */
+  size_t len = strlen(base);
+  char *candidate = g_malloc(len + 13);
+  memcpy(candidate, base, len);
+  candidate[len] = '_';
   for (;;) {
-    candidate = g_strdup_printf("%s_%d", base, next++);
-    if (!g_hash_table_contains(g->by_name, candidate)) break;
-    g_free(candidate);
+    char digits[12];
+    int n = 0;
+    for (unsigned v = (unsigned)(*next)++; n == 0 || v > 0; v /= 10)
+      digits[n++] = (char)('0' + v % 10);
+    for (int k = 0; k < n; k++) candidate[len + 1 + k] = digits[n - 1 - k];
+    candidate[len + 1 + n] = '\0';
+    if (!g_hash_table_contains(g->by_name, candidate)) return candidate;
   }
-  g_hash_table_insert(g->name_counts, g_strdup(base), GINT_TO_POINTER(next));
-  return candidate;
 }
 
 /* The merged device spec of the scopes plus the builder's own, as a canonical string. */
