@@ -26,18 +26,16 @@ weft_graph_t *weft_graph_new(void) {
   return g;
 }
 
+/* The requested device of every node that asked for none (most of a big graph). */
+static char no_device[1] = "";
+
 static void node_free(weft_node_t *n) {
   g_free(n->name);
   g_free(n->op_name);
-  g_free(n->requested_device);
+  if (n->requested_device != no_device) g_free(n->requested_device);
   weft__attrs_free(n->attrs);
-  g_free(n->inputs);
-  g_free(n->input_types);
-  g_free(n->input_arg_start);
+  g_free(n->arrays);
   g_ptr_array_free(n->control_inputs, TRUE);
-  g_free(n->output_types);
-  g_free(n->output_shapes);
-  g_free(n->output_arg_start);
   g_free(n->colocation_group);
   g_free(n);
 }
@@ -573,8 +571,10 @@ static int64_t attr_int_or(const weft_attrs_t *attrs, const char *name, int64_t 
   return (v && v->kind == WEFT_ATTR_INT) ? v->u.i : dflt;
 }
 
-/* Number and types of the values an arg stands for, from the attrs. */
-static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *arg, GArray *types) {
+/* Number (*count) and, when `types` is not NULL, types of the values an arg stands for, from the
+ * attrs. */
+static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *arg,
+                                weft_dtype_t *types, int *count) {
   const weft_attrs_t *attrs = node->attrs;
   if (arg->type_list_attr) {
     const weft__attr_value_t *v = weft__attrs_get(attrs, arg->type_list_attr);
@@ -583,21 +583,20 @@ static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *
                              "Node '%s' (%s): attr '%s' (list of types for arg '%s') is missing",
                              node->name, node->op_name, arg->type_list_attr, arg->name);
     }
-    for (size_t k = 0; v->kind == WEFT_ATTR_LIST_TYPE && k < v->u.list.n; k++) {
-      int t = (int)v->u.list.type[k] + (arg->is_ref ? WEFT_DT_REF_OFFSET : 0);
-      g_array_append_val(types, t);
-    }
+    *count = v->kind == WEFT_ATTR_LIST_TYPE ? (int)v->u.list.n : 0;
+    for (int k = 0; types && k < *count; k++)
+      types[k] = (weft_dtype_t)((int)v->u.list.type[k] + (arg->is_ref ? WEFT_DT_REF_OFFSET : 0));
     return NULL;
   }
-  int count = 1;
+  int n = 1;
   if (arg->number_attr) {
-    int64_t n = attr_int_or(attrs, arg->number_attr, -1);
-    if (n < 0 || n > 1000000) {
+    int64_t want = attr_int_or(attrs, arg->number_attr, -1);
+    if (want < 0 || want > 1000000) {
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "Node '%s' (%s): attr '%s' (length of arg '%s') is missing or invalid",
                              node->name, node->op_name, arg->number_attr, arg->name);
     }
-    count = (int)n;
+    n = (int)want;
   }
   int dtype = arg->fixed_type;
   if (arg->type_attr) {
@@ -610,7 +609,8 @@ static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *
     dtype = v->u.type;
   }
   if (arg->is_ref) dtype += WEFT_DT_REF_OFFSET;
-  for (int k = 0; k < count; k++) g_array_append_val(types, dtype);
+  *count = n;
+  for (int k = 0; types && k < n; k++) types[k] = (weft_dtype_t)dtype;
   return NULL;
 }
 
@@ -694,22 +694,54 @@ static weft_status_t *check_attrs(weft_node_t *node) {
   return NULL;
 }
 
-static weft_status_t *compute_arg_types(weft_node_t *node, GPtrArray *args, int **starts,
-                                        weft_dtype_t **types, int *n_total) {
-  GArray *all = g_array_new(FALSE, FALSE, sizeof(int));
-  *starts = g_new0(int, args->len + 1);
+/* The number of values the args stand for in all. */
+static weft_status_t *count_args(const weft_node_t *node, const GPtrArray *args, int *n_total) {
+  *n_total = 0;
   for (guint k = 0; k < args->len; k++) {
-    (*starts)[k] = (int)all->len;
-    weft_status_t *st = arg_types(node, args->pdata[k], all);
-    if (st) {
-      g_array_free(all, TRUE);
-      return st;
-    }
+    int n = 0;
+    weft_status_t *st = arg_types(node, args->pdata[k], NULL, &n);
+    if (st) return st;
+    *n_total += n;
   }
-  (*starts)[args->len] = (int)all->len;
-  *n_total = (int)all->len;
-  *types = (weft_dtype_t *)(void *)g_array_free(all, FALSE);
   return NULL;
+}
+
+/* Fills the flat types and each arg's first index (one extra entry: the total). */
+static void fill_args(const weft_node_t *node, const GPtrArray *args, weft_dtype_t *types,
+                      int *starts) {
+  int at = 0;
+  for (guint k = 0; k < args->len; k++) {
+    int n = 0;
+    starts[k] = at;
+    weft_status_free(arg_types(node, args->pdata[k], types + at, &n)); /* counted before */
+    at += n;
+  }
+  starts[args->len] = at;
+}
+
+/* The node's arrays in one block (node->arrays): edges and shapes first, for their alignment. */
+static void alloc_node_arrays(weft_node_t *node, int n_inputs, int n_outputs) {
+  const weft__op_def_t *def = node->def;
+  size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
+  size_t shapes = sizeof(weft__shape_t) * (size_t)n_outputs;
+  size_t in_types = sizeof(weft_dtype_t) * (size_t)n_inputs;
+  size_t in_starts = sizeof(int) * (def->inputs->len + 1);
+  size_t out_types = sizeof(weft_dtype_t) * (size_t)n_outputs;
+  size_t out_starts = sizeof(int) * (def->outputs->len + 1);
+  char *block = g_malloc0(edges + shapes + in_types + in_starts + out_types + out_starts);
+  node->arrays = block;
+  node->inputs = (weft__edge_t *)(void *)block;
+  node->output_shapes = (weft__shape_t *)(void *)(block + edges);
+  node->input_types = (weft_dtype_t *)(void *)(block + edges + shapes);
+  node->input_arg_start = (int *)(void *)(block + edges + shapes + in_types);
+  node->output_types = (weft_dtype_t *)(void *)(block + edges + shapes + in_types + in_starts);
+  node->output_arg_start =
+      (int *)(void *)(block + edges + shapes + in_types + in_starts + out_types);
+  node->n_inputs = n_inputs;
+  node->n_outputs = n_outputs;
+  fill_args(node, def->inputs, node->input_types, node->input_arg_start);
+  fill_args(node, def->outputs, node->output_types, node->output_arg_start);
+  for (int k = 0; k < n_outputs; k++) node->output_shapes[k].rank = -1;
 }
 
 weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const char *op,
@@ -743,47 +775,42 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
   node->name = g_strdup(name);
   node->op_name = g_strdup(op);
   node->def = def;
-  node->requested_device = g_strdup(device ? device : "");
+  node->requested_device = device && *device ? g_strdup(device) : no_device;
   node->attrs = attrs;
   node->control_inputs = g_ptr_array_new();
   weft_status_t *st = check_attrs(node);
 
-  int n_expected = 0;
-  if (!st) st = compute_arg_types(node, def->inputs, &node->input_arg_start, &node->input_types,
-                                  &n_expected);
+  int n_expected = 0, n_outputs = 0;
+  if (!st) st = count_args(node, def->inputs, &n_expected);
   if (!st && n_expected != n_inputs) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
                          "Node '%s' (%s) has %d input%s but its op definition expects %d",
                          name, op, n_inputs, n_inputs == 1 ? "" : "s", n_expected);
   }
-  if (!st) {
-    node->n_inputs = n_inputs;
-    node->inputs = g_new0(weft__edge_t, n_inputs > 0 ? n_inputs : 1);
-    for (int k = 0; k < n_inputs && !st; k++) {
-      const weft__edge_t *e = &inputs[k];
-      if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
-        st = weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): input %d is not a valid output",
-                             name, op, k);
-        break;
-      }
-      node->inputs[k] = *e;
-      int have = e->src->output_types[e->src_index];
-      int want = node->input_types[k];
-      bool ok = have == want || (weft__dtype_is_ref(have) && !weft__dtype_is_ref(want) &&
-                                 weft__dtype_base(have) == (weft_dtype_t)want);
-      if (!ok) {
-        st = weft_status_new(
-            WEFT_INVALID_ARGUMENT,
-            "Input %d of node '%s' (%s) was expected to be %s%s but is %s%s (from '%s:%d')", k,
-            name, op, weft__dtype_is_ref(want) ? "a reference to " : "",
-            weft_dtype_name(weft__dtype_base(want)),
-            weft__dtype_is_ref(have) ? "a reference to " : "",
-            weft_dtype_name(weft__dtype_base(have)), e->src->name, e->src_index);
-      }
+  if (!st) st = count_args(node, def->outputs, &n_outputs);
+  if (!st) alloc_node_arrays(node, n_inputs, n_outputs);
+  for (int k = 0; k < n_inputs && !st; k++) {
+    const weft__edge_t *e = &inputs[k];
+    if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (%s): input %d is not a valid output",
+                           name, op, k);
+      break;
+    }
+    node->inputs[k] = *e;
+    int have = e->src->output_types[e->src_index];
+    int want = node->input_types[k];
+    bool ok = have == want || (weft__dtype_is_ref(have) && !weft__dtype_is_ref(want) &&
+                               weft__dtype_base(have) == (weft_dtype_t)want);
+    if (!ok) {
+      st = weft_status_new(
+          WEFT_INVALID_ARGUMENT,
+          "Input %d of node '%s' (%s) was expected to be %s%s but is %s%s (from '%s:%d')", k,
+          name, op, weft__dtype_is_ref(want) ? "a reference to " : "",
+          weft_dtype_name(weft__dtype_base(want)),
+          weft__dtype_is_ref(have) ? "a reference to " : "",
+          weft_dtype_name(weft__dtype_base(have)), e->src->name, e->src_index);
     }
   }
-  if (!st) st = compute_arg_types(node, def->outputs, &node->output_arg_start, &node->output_types,
-                                  &node->n_outputs);
   if (st) {
     node_free(node);
     return st;
@@ -792,8 +819,6 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
     if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
       g_ptr_array_add(node->control_inputs, control_inputs[k]);
   }
-  node->output_shapes = g_new0(weft__shape_t, node->n_outputs > 0 ? node->n_outputs : 1);
-  for (int k = 0; k < node->n_outputs; k++) node->output_shapes[k].rank = -1;
 
   /* The colocation group, from _class "loc:@x" (the first entry names the group). */
   const weft__attr_value_t *cls = weft__attrs_get(node->attrs, "_class");

@@ -166,6 +166,7 @@ struct weft_node {
   weft__shape_t *output_shapes;
   int *output_arg_start;
   char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
+  void *arrays;                  /* one block holding inputs ... output_arg_start */
 };
 
 typedef struct weft__device_scope {
