@@ -22,7 +22,15 @@ typedef struct placer {
   GHashTable *placement;
   const char *gpu_type;
   GArray *members;    /* member_t */
+  /* node -> member index + 1: by node id for nodes of `graph` (the first node's), else hashed */
+  weft_graph_t *graph;
+  GArray *by_id;      /* int */
   GHashTable *index;  /* weft_node_t* -> member index + 1 */
+  /* The devices a group that requests nothing may go to (the empty spec with the defaults), best
+   * first; computed at the first such group (most groups of a big graph). */
+  int *open_order;
+  int n_open;
+  bool open_ready;
 } placer_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -49,15 +57,25 @@ static void unite(placer_t *p, int a, int b) {
 }
 
 static int member_of(placer_t *p, weft_node_t *node, bool to_place) {
-  gpointer found = g_hash_table_lookup(p->index, node);
-  if (found != NULL) return GPOINTER_TO_INT(found) - 1;
+  if (p->graph == NULL) p->graph = node->graph;
+  bool by_id = node->graph == p->graph && node->id >= 0;
+  if (by_id) {
+    if ((guint)node->id >= p->by_id->len) g_array_set_size(p->by_id, (guint)node->id + 1);
+    int found = g_array_index(p->by_id, int, node->id);
+    if (found != 0) return found - 1;
+  } else {
+    gpointer found = g_hash_table_lookup(p->index, node);
+    if (found != NULL) return GPOINTER_TO_INT(found) - 1;
+  }
   member_t m = {0};
   m.node = node;
-  m.placed = g_hash_table_lookup(p->placement, node->name);
+  /* A table nothing was placed in yet (a first placement) needs no lookup. */
+  m.placed = g_hash_table_size(p->placement) ? g_hash_table_lookup(p->placement, node->name) : NULL;
   m.to_place = to_place && m.placed == NULL;
   m.parent = (int)p->members->len;
   g_array_append_val(p->members, m);
-  g_hash_table_insert(p->index, node, GINT_TO_POINTER(m.parent + 1));
+  if (by_id) g_array_index(p->by_id, int, node->id) = m.parent + 1;
+  else g_hash_table_insert(p->index, node, GINT_TO_POINTER(m.parent + 1));
   return m.parent;
 }
 
@@ -470,6 +488,35 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
   return status;
 }
 
+static void compute_open_order(placer_t *p) {
+  p->open_ready = true;
+  weft__device_spec_t spec;
+  weft__device_spec_init(&spec);
+  apply_defaults(&spec, p->opts);
+  p->open_order = g_new(int, p->n_devices > 0 ? p->n_devices : 1);
+  for (int i = 0; i < p->n_devices; i++) {
+    if (!weft__device_spec_matches(&spec, &p->devices[i], p->gpu_type)) continue;
+    int at = p->n_open++;
+    /* Insertion sort by preference: there are a handful of devices. */
+    while (at > 0 && prefer(&p->devices[i], i, &p->devices[p->open_order[at - 1]],
+                            p->open_order[at - 1])) {
+      p->open_order[at] = p->open_order[at - 1];
+      at--;
+    }
+    p->open_order[at] = i;
+  }
+  weft__device_spec_clear(&spec);
+}
+
+/* A group that requests nothing: the best open device with every member's kernels, or -1 (then
+ * the general path decides, with its soft placement and its messages). */
+static int choose_open(placer_t *p, GArray *group) {
+  if (!p->open_ready) compute_open_order(p);
+  for (int k = 0; k < p->n_open; k++)
+    if (group_has_kernels(p, group, &p->devices[p->open_order[k]])) return p->open_order[k];
+  return -1;
+}
+
 static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
   bool any_to_place = false;
   for (guint k = 0; k < group->len && !any_to_place; k++)
@@ -506,7 +553,13 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
   }
 
   int n_matching = 0;
-  int best = choose_with_defaults(p, group, &merged, &n_matching);
+  int best = spec_is_empty(&merged) ? choose_open(p, group) : -1;
+  if (best >= 0) {
+    weft__device_spec_clear(&merged);
+    assign_group(p, group, p->devices[best].name, out);
+    return NULL;
+  }
+  best = choose_with_defaults(p, group, &merged, &n_matching);
   if (best < 0 && p->opts != NULL && p->opts->allow_soft_placement) {
     /* Soft placement: keep where (job, replica, task), forget what (type, id); then anything. */
     weft__device_spec_t relaxed;
@@ -548,6 +601,7 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   p.gpu_type = highest_gpu_type(devices, n_devices);
   p.members = g_array_new(FALSE, TRUE, sizeof(member_t));
   p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
+  p.by_id = g_array_new(FALSE, TRUE, sizeof(int));
 
   weft_status_t *status = NULL;
   for (guint i = 0; i < nodes->len; i++) {
@@ -593,6 +647,8 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
     }
   }
   g_array_free(out, TRUE);
+  g_free(p.open_order);
+  g_array_free(p.by_id, TRUE);
   g_hash_table_destroy(p.index);
   g_array_free(p.members, TRUE);
   return status;
