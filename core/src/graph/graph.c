@@ -398,6 +398,10 @@ static char *unique_name(weft_graph_t *g, const char *base) {
 
 /* The merged device spec of the scopes plus the builder's own, as a canonical string. */
 static weft_status_t *resolve_device(weft_op_builder_t *b, const char *final_name, char **out) {
+  if (b->graph->device_scopes->len == 0 && !b->device) {
+    *out = NULL; /* nothing requested: no spec to parse or print */
+    return NULL;
+  }
   weft__device_spec_t spec;
   weft__device_spec_init(&spec);
   weft_graph_t *g = b->graph;
@@ -530,32 +534,39 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     g_free(loc);
   }
 
-  /* Flatten inputs and collect control inputs (explicit plus control-dependency scopes). */
-  GArray *edges = g_array_new(FALSE, FALSE, sizeof(weft__edge_t));
+  /* Flatten inputs and collect control inputs (explicit plus control-dependency scopes), on
+   * the stack when there are few. */
+  int n_edges = 0, n_controls = 0;
+  for (guint k = 0; k < b->slots->len; k++)
+    n_edges += (int)g_array_index(b->slots, input_slot_t, k).outputs->len;
+  for (guint k = 0; k < g->control_scopes->len; k++)
+    n_controls += (int)((GPtrArray *)g->control_scopes->pdata[k])->len;
+  n_controls += (int)b->control_inputs->len;
+  weft__edge_t edges_small[8];
+  weft_node_t *controls_small[8];
+  weft__edge_t *edges = n_edges <= 8 ? edges_small : g_new(weft__edge_t, n_edges);
+  weft_node_t **controls = n_controls <= 8 ? controls_small : g_new(weft_node_t *, n_controls);
+  int e_at = 0, c_at = 0;
   for (guint k = 0; k < b->slots->len; k++) {
     input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
     for (guint j = 0; j < slot->outputs->len; j++) {
       weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
-      weft__edge_t e = {o.node, o.index};
-      g_array_append_val(edges, e);
+      edges[e_at++] = (weft__edge_t){o.node, o.index};
     }
   }
-  GPtrArray *controls = g_ptr_array_new();
   for (guint k = 0; k < g->control_scopes->len; k++) {
     GPtrArray *scope_nodes = g->control_scopes->pdata[k];
-    for (guint j = 0; j < scope_nodes->len; j++) g_ptr_array_add(controls, scope_nodes->pdata[j]);
+    for (guint j = 0; j < scope_nodes->len; j++) controls[c_at++] = scope_nodes->pdata[j];
   }
-  for (guint k = 0; k < b->control_inputs->len; k++)
-    g_ptr_array_add(controls, b->control_inputs->pdata[k]);
+  for (guint k = 0; k < b->control_inputs->len; k++) controls[c_at++] = b->control_inputs->pdata[k];
 
   weft_node_t *node = NULL;
   weft_attrs_t *attrs = b->attrs;
   b->attrs = NULL; /* handed over */
-  st = add_node_taking_attrs(g, name, b->op, (weft__edge_t *)(void *)edges->data,
-                             (int)edges->len, (weft_node_t *const *)controls->pdata,
-                             (int)controls->len, device, attrs, &node);
-  g_array_free(edges, TRUE);
-  g_ptr_array_free(controls, TRUE);
+  st = add_node_taking_attrs(g, name, b->op, edges, n_edges, controls, n_controls, device, attrs,
+                             &node);
+  if (edges != edges_small) g_free(edges);
+  if (controls != controls_small) g_free(controls);
   g_free(device);
   g_free(name);
   builder_free(b);
