@@ -22,7 +22,8 @@ typedef struct placer {
   GHashTable *placement;
   const char *gpu_type;
   GArray *members;    /* member_t */
-  /* node -> member index + 1: by node id for nodes of `graph` (the first node's), else hashed */
+  /* node -> member index + 1: by node id for nodes of `graph` (set when this call places a good
+   * share of one graph's nodes, so the array is not mostly empty), else hashed */
   weft_graph_t *graph;
   GArray *by_id;      /* int */
   GHashTable *index;  /* weft_node_t* -> member index + 1 */
@@ -57,8 +58,7 @@ static void unite(placer_t *p, int a, int b) {
 }
 
 static int member_of(placer_t *p, weft_node_t *node, bool to_place) {
-  if (p->graph == NULL) p->graph = node->graph;
-  bool by_id = node->graph == p->graph && node->id >= 0;
+  bool by_id = p->graph != NULL && node->graph == p->graph && node->id >= 0;
   if (by_id) {
     if ((guint)node->id >= p->by_id->len) g_array_set_size(p->by_id, (guint)node->id + 1);
     int found = g_array_index(p->by_id, int, node->id);
@@ -602,6 +602,10 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   p.members = g_array_new(FALSE, TRUE, sizeof(member_t));
   p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
   p.by_id = g_array_new(FALSE, TRUE, sizeof(int));
+  weft_node_t *first = nodes->len ? g_ptr_array_index(nodes, 0) : NULL;
+  if (first != NULL && first->graph != NULL && nodes->len >= 1024 &&
+      (int64_t)nodes->len * 4 >= weft_graph_num_nodes(first->graph))
+    p.graph = first->graph;
 
   weft_status_t *status = NULL;
   for (guint i = 0; i < nodes->len; i++) {
