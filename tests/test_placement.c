@@ -756,6 +756,72 @@ static void test_place_incrementally(void) {
   weft_graph_free(g);
 }
 
+/* A graph big enough for the placer's large-graph paths (members found by node id, the open
+ * devices ordered once): 400 variables alternating over two ps tasks, each with an Assign (ref
+ * edge) and an Identity in its colocation scope, and 400 unconstrained constants. Placed in two
+ * calls: the first 1600 nodes, then the rest (a small share: the hash table path) next to them. */
+static void test_place_large_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  for (int k = 0; k < 400; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "w%d", k);
+    weft_op_builder_t *b = weft_op_new(g, "VariableV2", name);
+    weft_op_set_attr_type(b, "dtype", WEFT_DT_FLOAT);
+    weft_op_set_attr_shape(b, "shape", 0, NULL);
+    weft_op_set_device(b, k % 2 ? "/job:ps/task:1" : "/job:ps/task:0");
+    weft_node_t *w = NULL;
+    g_assert_null(weft_op_finish(b, &w));
+    g_snprintf(name, sizeof name, "c%d", k);
+    weft_output_t value = weft_const_float(g, name, (float)k, &st);
+    g_assert_null(st);
+    g_snprintf(name, sizeof name, "set%d", k);
+    b = weft_op_new(g, "Assign", name);
+    weft_op_add_input(b, weft_out(w, 0));
+    weft_op_add_input(b, value);
+    g_assert_null(weft_op_finish(b, NULL));
+    weft_graph_push_colocate(g, w);
+    g_snprintf(name, sizeof name, "read%d", k);
+    identity(g, name, w, NULL);
+    weft_graph_pop_colocate(g);
+  }
+  int n = weft_graph_num_nodes(g);
+  g_assert_cmpint(n, ==, 1600);
+  identity(g, "late", weft_graph_node(g, "c7"), NULL);
+  weft_op_builder_t *b = weft_op_new(g, "Assign", "late_set");
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "w3"), 0));
+  weft_op_add_input(b, weft_out(weft_graph_node(g, "c3"), 0));
+  g_assert_null(weft_op_finish(b, NULL));
+
+  const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
+  GHashTable *placement = new_placement();
+  GPtrArray *first = g_ptr_array_new();
+  for (int i = 0; i < n; i++) g_ptr_array_add(first, weft_graph_node_at(g, i));
+  g_assert_null(weft__place(first, devices, G_N_ELEMENTS(devices), &kStrict, placement));
+  g_ptr_array_free(first, TRUE);
+  g_assert_cmpuint(g_hash_table_size(placement), ==, 1600);
+  for (int k = 0; k < 400; k++) {
+    const char *ps = k % 2 ? kPs1.name : kPs0.name;
+    char name[32];
+    g_snprintf(name, sizeof name, "w%d", k);
+    assert_placed(placement, name, ps);
+    g_snprintf(name, sizeof name, "set%d", k);
+    assert_placed(placement, name, ps);
+    g_snprintf(name, sizeof name, "read%d", k);
+    assert_placed(placement, name, ps);
+    g_snprintf(name, sizeof name, "c%d", k);
+    assert_placed(placement, name, kCpu0.name);
+  }
+  GPtrArray *rest = g_ptr_array_new();
+  for (int i = n; i < weft_graph_num_nodes(g); i++) g_ptr_array_add(rest, weft_graph_node_at(g, i));
+  g_assert_null(weft__place(rest, devices, G_N_ELEMENTS(devices), &kStrict, placement));
+  g_ptr_array_free(rest, TRUE);
+  assert_placed(placement, "late", kCpu0.name);
+  assert_placed(placement, "late_set", kPs1.name); /* follows w3, already placed */
+  g_hash_table_destroy(placement);
+  weft_graph_free(g);
+}
+
 static void test_place_pinned_conflicts_with_request(void) {
   weft_graph_t *g = weft_graph_new();
   weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
@@ -1061,6 +1127,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place/gpu_alias_in_group", test_place_gpu_alias_inside_group);
   g_test_add_func("/placement/place/keeps_placed", test_place_keeps_already_placed);
   g_test_add_func("/placement/place/incremental", test_place_incrementally);
+  g_test_add_func("/placement/place/large_graph", test_place_large_graph);
   g_test_add_func("/placement/place/pinned_conflict", test_place_pinned_conflicts_with_request);
   g_test_add_func("/placement/place/unknown_colocation", test_place_unknown_colocation_target);
   g_test_add_func("/placement/place/class_list", test_place_class_string_list_joins_groups);
