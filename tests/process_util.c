@@ -1,4 +1,4 @@
-/* Helpers for tests that run real server processes (see process_util.h). */
+/* Helpers for tests that run real processes (see process_util.h). */
 #include "process_util.h"
 
 #include <arpa/inet.h>
@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void free_ports(int n, int *ports) {
@@ -52,4 +53,35 @@ char *read_line(int fd, int timeout_ms) {
   }
   g_string_free(line, TRUE);
   return NULL;
+}
+
+run_result_t run_program(const char *path, const char *const *args, const char *const *env) {
+  GPtrArray *argv = g_ptr_array_new();
+  g_ptr_array_add(argv, (char *)path);
+  for (int k = 0; args[k] != NULL; k++) g_ptr_array_add(argv, (char *)args[k]);
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_get_environ();
+  for (int k = 0; env != NULL && env[k] != NULL; k++) {
+    char **kv = g_strsplit(env[k], "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+    g_strfreev(kv);
+  }
+  run_result_t r = {0};
+  int wait_status = 0;
+  GError *error = NULL;
+  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
+                             &r.err, &wait_status, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  g_assert_true(WIFEXITED(wait_status));
+  r.exit_code = WEXITSTATUS(wait_status);
+  g_test_message("%s ... -> %d\nstdout: %s\nstderr: %s", path, r.exit_code, r.out, r.err);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  return r;
+}
+
+void run_result_clear(run_result_t *r) {
+  g_free(r->out);
+  g_free(r->err);
 }

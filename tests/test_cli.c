@@ -11,20 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "process_util.h"
 #include "weft/weft.h"
 
 #define WEFT_EXE WEFT_BUILD_DIR "/core/tools/weft"
-
-typedef struct result {
-  int exit_code;
-  char *out;
-  char *err;
-} result_t;
-
-static void result_clear(result_t *r) {
-  g_free(r->out);
-  g_free(r->err);
-}
 
 /* True (and the test skipped) when the binary is missing. */
 static bool no_weft(void) {
@@ -33,32 +23,9 @@ static bool no_weft(void) {
   return true;
 }
 
-/* Runs weft with args (NULL-terminated) and env overrides "NAME=VALUE" (NULL-terminated, may be
- * NULL). */
-static result_t run_weft(const char *const *args, const char *const *env) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)WEFT_EXE);
-  for (int k = 0; args[k] != NULL; k++) g_ptr_array_add(argv, (char *)args[k]);
-  g_ptr_array_add(argv, NULL);
-  char **envp = g_get_environ();
-  for (int k = 0; env != NULL && env[k] != NULL; k++) {
-    char **kv = g_strsplit(env[k], "=", 2);
-    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
-    g_strfreev(kv);
-  }
-  result_t r = {0};
-  int wait_status = 0;
-  GError *error = NULL;
-  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
-                             &r.err, &wait_status, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  g_assert_true(WIFEXITED(wait_status));
-  r.exit_code = WEXITSTATUS(wait_status);
-  g_test_message("weft ... -> %d\nstdout: %s\nstderr: %s", r.exit_code, r.out, r.err);
-  g_strfreev(envp);
-  g_ptr_array_free(argv, TRUE);
-  return r;
+/* Runs weft with args (NULL-terminated) and env overrides "NAME=VALUE" (may be NULL). */
+static run_result_t run_weft(const char *const *args, const char *const *env) {
+  return run_program(WEFT_EXE, args, env);
 }
 
 static char *corpus_graph(const char *name) {
@@ -150,7 +117,7 @@ static void assert_json_fetch(const char *json, const char *name, const char *dt
 
 static void test_devices(void) {
   if (no_weft()) return;
-  result_t r = run_weft((const char *[]){"devices", NULL}, NULL);
+  run_result_t r = run_weft((const char *[]){"devices", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   char *cpu = line_with(r.out, "/job:localhost/replica:0/task:0/device:CPU:0");
   g_assert_nonnull(cpu);
@@ -158,12 +125,12 @@ static void test_devices(void) {
   /* Memory in binary units. */
   g_assert_true(strstr(cpu, "iB") != NULL || strstr(cpu, "bytes") != NULL);
   g_free(cpu);
-  result_clear(&r);
+  run_result_clear(&r);
 }
 
 static void test_plugins(void) {
   if (no_weft()) return;
-  result_t r = run_weft((const char *[]){"plugins", NULL}, NULL);
+  run_result_t r = run_weft((const char *[]){"plugins", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   /* The report is on stdout; failures are not also logged to stderr. */
   g_assert_cmpstr(r.err, ==, "");
@@ -174,7 +141,7 @@ static void test_plugins(void) {
   assert_contains(cpu, "devices: CPU");
   assert_contains(cpu, "kernels: ");
   g_free(cpu);
-  result_clear(&r);
+  run_result_clear(&r);
 }
 
 /* Broken plugins are listed with the reason each was refused, and the report still exits 0. */
@@ -190,7 +157,7 @@ static void test_plugins_broken(void) {
     return;
   }
   char *env = g_strdup_printf("WEFT_PLUGIN_PATH=%s", dir);
-  result_t r = run_weft((const char *[]){"plugins", NULL}, (const char *[]){env, NULL});
+  run_result_t r = run_weft((const char *[]){"plugins", NULL}, (const char *[]){env, NULL});
   g_free(env);
   g_assert_cmpint(r.exit_code, ==, 0);
   /* The healthy plugin still loads beside them. */
@@ -217,56 +184,56 @@ static void test_plugins_broken(void) {
     assert_contains(reason, broken[k].reason);
     g_free(line);
   }
-  result_clear(&r);
+  run_result_clear(&r);
 }
 
 static void test_version_and_help(void) {
   if (no_weft()) return;
-  result_t r = run_weft((const char *[]){"--version", NULL}, NULL);
+  run_result_t r = run_weft((const char *[]){"--version", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_true(g_str_has_prefix(r.out, "weft "));
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"help", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "devices");
   assert_contains(r.out, "plugins");
   assert_contains(r.out, "run");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"help", "run", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "--feed");
   assert_contains(r.out, "--json");
-  result_clear(&r);
+  run_result_clear(&r);
 }
 
 static void test_usage_errors(void) {
   if (no_weft()) return;
-  result_t r = run_weft((const char *[]){NULL}, NULL);
+  run_result_t r = run_weft((const char *[]){NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"frobnicate", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "weft: error: unknown command 'frobnicate'");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--fetch", "c", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--graph FILE.pb is required");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--graph", "x.pb", "--fetch", "c", "--feed", "a", NULL},
                NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "weft: error: --feed 'a' has no '='");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--graph", "x.pb", "--fetch", "c", "--feed", "a:floot=1",
                                 NULL},
                NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "'floot' is neither an output index nor a known dtype");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--graph", "x.pb", "--bogus", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--bogus");
-  result_clear(&r);
+  run_result_clear(&r);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -277,12 +244,12 @@ static void test_run_multiplication(void) {
   char *g = corpus_graph("multiplication.pb");
   if (g == NULL) return;
   /* `a=2` is an integer in JSON; the placeholder's float dtype decides. */
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=2", "--feed", "b=3",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=2", "--feed", "b=3",
                                          "--fetch", "c", "--json", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_json_fetch(r.out, "c", "float32", NULL, 0, (double[]){6}, 1, 0);
-  result_clear(&r);
+  run_result_clear(&r);
   /* Text output: NAME = tensor. */
   r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=2.5", "--feed", "b=4", "--fetch",
                                 "c:0", NULL},
@@ -290,14 +257,14 @@ static void test_run_multiplication(void) {
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_true(g_str_has_prefix(r.out, "c:0 = float32"));
   assert_contains(r.out, "10");
-  result_clear(&r);
+  run_result_clear(&r);
   /* A target alone runs and prints nothing. */
   r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=1", "--feed", "b=1", "--target",
                                 "c", NULL},
                NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_cmpstr(r.out, ==, "");
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -305,12 +272,12 @@ static void test_run_addition_int32(void) {
   if (no_weft()) return;
   char *g = corpus_graph("addition_int32.pb");
   if (g == NULL) return;
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=2147483000", "--feed",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=2147483000", "--feed",
                                          "y:0:int32=-1000", "--fetch", "z", "--json", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_json_fetch(r.out, "z", "int32", NULL, 0, (double[]){2147482000.0}, 1, 0);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -318,7 +285,7 @@ static void test_run_regression(void) {
   if (no_weft()) return;
   char *g = corpus_graph("regression_frozen.pb");
   if (g == NULL) return;
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "X=[[1,2],[3,-4]]",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "X=[[1,2],[3,-4]]",
                                          "--fetch", "pred", "--fetch", "W", "--json", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
@@ -327,7 +294,7 @@ static void test_run_regression(void) {
   for (int k = 0; k < 4; k++) want[k] = xs[k] * 0.21396178 + 1.04952538;
   assert_json_fetch(r.out, "pred", "float32", (int64_t[]){2, 2}, 2, want, 4, 1e-6);
   assert_json_fetch(r.out, "W", "float32", NULL, 0, (double[]){0.21396178}, 1, 1e-7);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -350,7 +317,7 @@ static void check_mlp_against_library(const char *file, const char *input, const
   }
   g_string_append(json, "]");
   char *feed = g_strdup_printf("%s=%s", input, json->str);
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", feed, "--fetch", output,
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", feed, "--fetch", output,
                                          "--json", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
@@ -378,7 +345,7 @@ static void check_mlp_against_library(const char *file, const char *input, const
   weft_tensor_unref(x);
   weft_session_free(s);
   weft_graph_free(graph);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(feed);
   g_free(xs);
   g_string_free(json, TRUE);
@@ -400,7 +367,7 @@ static void test_run_bad_feed_dtype(void) {
   if (no_weft()) return;
   char *g = corpus_graph("multiplication.pb");
   if (g == NULL) return;
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a:int32=2", "--feed",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a:int32=2", "--feed",
                                          "b=3", "--fetch", "c", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 1);
@@ -410,7 +377,7 @@ static void test_run_bad_feed_dtype(void) {
                   "weft: error: INVALID_ARGUMENT: Feed 'a': expected a tensor of type float32 but "
                   "got int32");
   g_free(line);
-  result_clear(&r);
+  run_result_clear(&r);
   /* A value that is not JSON at all. */
   r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=[1,", "--feed", "b=3", "--fetch",
                                 "c", NULL},
@@ -419,7 +386,7 @@ static void test_run_bad_feed_dtype(void) {
   line = error_line(r.err);
   g_assert_true(g_str_has_prefix(line, "weft: error: INVALID_ARGUMENT: --feed a=[1,: "));
   g_free(line);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -428,7 +395,7 @@ static void test_run_bad_feed_shape(void) {
   char *g = corpus_graph("mlp_5_5_1_frozen.pb");
   if (g == NULL) return;
   /* x is [?,5]: three columns cannot multiply the 5x5 kernel. */
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=[[1,2,3]]", "--fetch",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "x=[[1,2,3]]", "--fetch",
                                          "Identity", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 1);
@@ -438,7 +405,7 @@ static void test_run_bad_feed_shape(void) {
                   "weft: error: INVALID_ARGUMENT: Feed 'x': cannot feed a value of shape [1,3] to "
                   "a tensor of shape [?,5]");
   g_free(line);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -446,7 +413,7 @@ static void test_run_missing_fetch(void) {
   if (no_weft()) return;
   char *g = corpus_graph("multiplication.pb");
   if (g == NULL) return;
-  result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=1", "--feed", "b=1",
+  run_result_t r = run_weft((const char *[]){"run", "--graph", g, "--feed", "a=1", "--feed", "b=1",
                                          "--fetch", "no_such_node", NULL},
                         NULL);
   g_assert_cmpint(r.exit_code, ==, 1);
@@ -455,7 +422,7 @@ static void test_run_missing_fetch(void) {
                   "weft: error: NOT_FOUND: The tensor 'no_such_node' does not exist in the graph: "
                   "no node 'no_such_node'");
   g_free(line);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(g);
 }
 
@@ -468,7 +435,7 @@ static void test_run_corrupt_graph(void) {
   uint8_t junk[100];
   memset(junk, 0xff, sizeof junk);
   g_assert_true(g_file_set_contents(path, (const char *)junk, sizeof junk, NULL));
-  result_t r = run_weft((const char *[]){"run", "--graph", path, "--fetch", "c", NULL}, NULL);
+  run_result_t r = run_weft((const char *[]){"run", "--graph", path, "--fetch", "c", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 1);
   g_assert_cmpstr(r.out, ==, "");
   char *want = g_strdup_printf(
@@ -478,7 +445,7 @@ static void test_run_corrupt_graph(void) {
   g_assert_cmpstr(line, ==, want);
   g_free(line);
   g_free(want);
-  result_clear(&r);
+  run_result_clear(&r);
   g_unlink(path);
   /* A file that is not there. */
   r = run_weft((const char *[]){"run", "--graph", path, "--fetch", "c", NULL}, NULL);
@@ -487,7 +454,7 @@ static void test_run_corrupt_graph(void) {
   g_assert_true(g_str_has_prefix(line, "weft: error: NOT_FOUND: "));
   assert_contains(line, path);
   g_free(line);
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(path);
 }
 
@@ -497,7 +464,7 @@ static void test_bench_json(void) {
   char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
   char *path = g_build_filename(dir, "bench.json", NULL);
   const char *args[] = {"bench", "--quick", "--only", "step/", "--json", path, NULL};
-  result_t r = run_weft(args, NULL);
+  run_result_t r = run_weft(args, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "step/scalar_addv2");
   assert_contains(r.out, "step/chain_100");
@@ -527,12 +494,12 @@ static void test_bench_json(void) {
   }
   g_assert_cmpuint(measured, ==, 2);
   g_object_unref(parser);
-  result_clear(&r);
+  run_result_clear(&r);
   const char *none[] = {"bench", "--only", "no-such-benchmark", NULL};
   r = run_weft(none, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "no benchmark matches --only 'no-such-benchmark'");
-  result_clear(&r);
+  run_result_clear(&r);
   g_unlink(path);
   g_rmdir(dir);
   g_free(path);
@@ -580,7 +547,7 @@ static void test_bench_remote(void) {
   char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
   char *path = g_build_filename(dir, "bench.json", NULL);
   const char *args[] = {"bench", "--quick", "--only", "remote_step", "--json", path, NULL};
-  result_t r = run_weft(args, NULL);
+  run_result_t r = run_weft(args, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "remote_step/scalar");
   JsonParser *parser = json_parser_new();
@@ -605,7 +572,7 @@ static void test_bench_remote(void) {
   g_assert_cmpfloat(json_object_get_double_member(runs, "min"), <=,
                     json_object_get_double_member(runs, "max"));
   g_object_unref(parser);
-  result_clear(&r);
+  run_result_clear(&r);
   g_unlink(path);
   g_rmdir(dir);
   g_free(path);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "process_util.h"
 #include "weft/weft.h"
 
 #define WEFT_EXE WEFT_BUILD_DIR "/core/tools/weft"
@@ -402,34 +403,8 @@ static void test_run_errors(void) {
 /* ---------------------------------------------------------------------------------------------
  * CLI */
 
-typedef struct result {
-  int exit_code;
-  char *out;
-  char *err;
-} result_t;
-
-static result_t run_weft(const char *const *args) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (char *)WEFT_EXE);
-  for (int k = 0; args[k] != NULL; k++) g_ptr_array_add(argv, (char *)args[k]);
-  g_ptr_array_add(argv, NULL);
-  result_t r = {0};
-  int wait_status = 0;
-  GError *error = NULL;
-  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
-                             &r.err, &wait_status, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-  g_assert_true(WIFEXITED(wait_status));
-  r.exit_code = WEXITSTATUS(wait_status);
-  g_test_message("weft ... -> %d\nstdout: %s\nstderr: %s", r.exit_code, r.out, r.err);
-  g_ptr_array_free(argv, TRUE);
-  return r;
-}
-
-static void result_clear(result_t *r) {
-  g_free(r->out);
-  g_free(r->err);
+static run_result_t run_weft(const char *const *args) {
+  return run_program(WEFT_EXE, args, NULL);
 }
 
 static bool no_weft(void) {
@@ -447,26 +422,26 @@ static void test_cli_run(void) {
   char *hp2 = corpus_path("saved_model/half_plus_two_cpu");
   char *counter = corpus_path("saved_model/counter");
   if (hp2 == NULL || counter == NULL) goto out;
-  result_t r = run_weft((const char *[]){"run", "--saved-model", hp2, "--feed", "x=[0,1,2,3]",
+  run_result_t r = run_weft((const char *[]){"run", "--saved-model", hp2, "--feed", "x=[0,1,2,3]",
                                          "--fetch", "y", "--json", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_cmpstr(r.out, ==,
                   "{\"y\": {\"dtype\": \"float32\", \"shape\": [4], "
                   "\"values\": [2, 2.5, 3, 3.5]}}\n");
-  result_clear(&r);
+  run_result_clear(&r);
 
   r = run_weft((const char *[]){"run", "--saved-model", hp2, "--signature", "regress_x2_to_y3",
                                 "--feed", "inputs=[[1],[2]]", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_cmpstr(r.out, ==, "outputs = float32[2,1] [3.5, 4]\n");
-  result_clear(&r);
+  run_result_clear(&r);
 
   r = run_weft((const char *[]){"run", "--saved-model", counter, "--signature", "incr_counter",
                                 "--repeat", "3", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_cmpstr(r.out, ==,
                   "output = float32[] 1\noutput = float32[] 2\noutput = float32[] 3\n");
-  result_clear(&r);
+  run_result_clear(&r);
 
   r = run_weft((const char *[]){"run", "--saved-model", counter, "--signature", "incr_counter_by",
                                 "--feed", "delta=2", "--repeat", "2", "--json", NULL});
@@ -474,43 +449,43 @@ static void test_cli_run(void) {
   g_assert_cmpstr(r.out, ==,
                   "{\"output\": {\"dtype\": \"float32\", \"shape\": [], \"values\": [2]}}\n"
                   "{\"output\": {\"dtype\": \"float32\", \"shape\": [], \"values\": [4]}}\n");
-  result_clear(&r);
+  run_result_clear(&r);
 
   /* Errors: runtime ones exit 1, command-line ones 2. */
   r = run_weft((const char *[]){"run", "--saved-model", hp2, "--signature", "nope", NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "weft: error: NOT_FOUND: SavedModel '");
   assert_contains(r.err, "has no signature 'nope'; its signatures are 'classify_x_to_y'");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", hp2, "--tag", "gpu", "--fetch", "y", NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "has no MetaGraphDef tagged {gpu}; the tag sets present are {serve}");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", hp2, "--fetch", "y", NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "UNIMPLEMENTED: ");
   assert_contains(r.err, "needs op 'ParseExample'");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", counter, NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "nothing to run: give --signature KEY (this model has: get_counter, "
                          "incr_counter, incr_counter_by, reset_counter)");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", counter, "--signature", "incr_counter",
                                 "--repeat", "0", NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--repeat must be at least 1, not 0");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", counter, "--graph", "x.pb", "--fetch",
                                 "counter", NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--graph and --saved-model exclude each other");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--graph", "x.pb", "--signature", "s", "--fetch", "y",
                                 NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--tag, --signature and --repeat need --saved-model DIR");
-  result_clear(&r);
+  run_result_clear(&r);
 out:
   g_free(hp2);
   g_free(counter);
@@ -528,16 +503,16 @@ static void test_cli_checkpoint_ls(void) {
   char *index = g_strconcat(prefix, ".index", NULL);
   const char *paths[] = {reg, prefix, index};
   for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
-    result_t r = run_weft((const char *[]){"checkpoint", "ls", paths[i], NULL});
+    run_result_t r = run_weft((const char *[]){"checkpoint", "ls", paths[i], NULL});
     g_assert_cmpint(r.exit_code, ==, 0);
     g_assert_cmpstr(r.out, ==, "W (float32) []\nb (float32) []\n");
-    result_clear(&r);
+    run_result_clear(&r);
   }
-  result_t r = run_weft((const char *[]){"checkpoint", "ls", reg, "--values", NULL});
+  run_result_t r = run_weft((const char *[]){"checkpoint", "ls", reg, "--values", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "W (float32) []\n  float32[] 0.21396");
   assert_contains(r.out, "b (float32) []\n  float32[] 1.0495");
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(index);
   g_free(prefix);
 
@@ -547,7 +522,7 @@ static void test_cli_checkpoint_ls(void) {
   g_assert_cmpstr(r.out, ==,
                   "a (float32) []\na2 (float32) []\nb (float32) []\nc (float32) []\n"
                   "c2 (float32) []\n");
-  result_clear(&r);
+  run_result_clear(&r);
 
   r = run_weft((const char *[]){"checkpoint", "ls", keras, "--json", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
@@ -568,19 +543,19 @@ static void test_cli_checkpoint_ls(void) {
   g_assert_cmpint(json_array_get_int_element(shape, 0), ==, 5);
   g_assert_cmpint(json_array_get_int_element(shape, 1), ==, 5);
   g_object_unref(parser);
-  result_clear(&r);
+  run_result_clear(&r);
 
   /* Errors name PATH. */
   r = run_weft((const char *[]){"checkpoint", "ls", "/nonexistent/ckpt", NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "weft: error: NOT_FOUND: checkpoint ls /nonexistent/ckpt: ");
   assert_contains(r.err, "/nonexistent/ckpt.index");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"checkpoint", "ls", matrix, NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "is a folder with neither a `checkpoint` state file nor "
                          "variables/variables.index");
-  result_clear(&r);
+  run_result_clear(&r);
   char *tmp = g_dir_make_tmp("weft-ckls-XXXXXX", NULL);
   write_file(tmp, "bad.index", "garbage garbage", 15);
   char *bad = g_build_filename(tmp, "bad", NULL);
@@ -588,22 +563,22 @@ static void test_cli_checkpoint_ls(void) {
   g_assert_cmpint(r.exit_code, ==, 1);
   assert_contains(r.err, "weft: error: DATA_LOSS: checkpoint ls ");
   assert_contains(r.err, "bad.index");
-  result_clear(&r);
+  run_result_clear(&r);
   g_free(bad);
   rm_tree(tmp);
   g_free(tmp);
   r = run_weft((const char *[]){"checkpoint", "list", reg, NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "expected 'ls PATH'");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"checkpoint", "ls", NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "ls takes exactly one PATH");
-  result_clear(&r);
+  run_result_clear(&r);
   r = run_weft((const char *[]){"help", "checkpoint", NULL});
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "weft checkpoint ls PATH");
-  result_clear(&r);
+  run_result_clear(&r);
 out:
   g_free(reg);
   g_free(hp2);
