@@ -1028,6 +1028,42 @@ weft_status_t *weft__vk_fill(weft_vk_device_t *dev, void *dst, size_t nbytes, ui
 /* ---------------------------------------------------------------------------------------------
  * Pipelines and dispatch */
 
+/* A compute pipeline over the device's layout from SPIR-V whose entry point is "main". On failure
+ * returns the VkResult and names the call that failed in *failed (the callers word the error:
+ * a built-in shader is the plugin's fault, an SDK user's module is the caller's). */
+static VkResult create_compute_pipeline(weft_vk_device_t *dev, const uint32_t *code, size_t size,
+                                        VkPipeline *out, const char **failed) {
+  *out = VK_NULL_HANDLE;
+  VkShaderModuleCreateInfo mi;
+  memset(&mi, 0, sizeof mi);
+  mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+  mi.codeSize = size;
+  mi.pCode = code;
+  VkShaderModule module;
+  VkResult r = weft__vkf.CreateShaderModule(dev->device, &mi, NULL, &module);
+  if (r != VK_SUCCESS) {
+    *failed = "vkCreateShaderModule";
+    return r;
+  }
+  VkComputePipelineCreateInfo pi;
+  memset(&pi, 0, sizeof pi);
+  pi.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pi.stage.module = module;
+  pi.stage.pName = "main";
+  pi.layout = dev->pipe_layout;
+  r = weft__vkf.CreateComputePipelines(dev->device, dev->pipe_cache, 1, &pi, NULL, out);
+  weft__vkf.DestroyShaderModule(dev->device, module, NULL);
+  if (r != VK_SUCCESS) {
+    *out = VK_NULL_HANDLE;
+    *failed = "vkCreateComputePipelines";
+    return r;
+  }
+  weft__vk_arm_exit_handler();
+  return VK_SUCCESS;
+}
+
 static weft_status_t *pipeline(weft_vk_device_t *dev, weft_vk_shader_t shader, VkPipeline *out) {
   if (dev->pipelines[shader] != VK_NULL_HANDLE) {
     *out = dev->pipelines[shader];
@@ -1037,33 +1073,12 @@ static weft_status_t *pipeline(weft_vk_device_t *dev, weft_vk_shader_t shader, V
   if (code == NULL)
     return vk_status(dev, WEFT_INTERNAL, "shader '%s' is missing from this build of the plugin",
                      weft__vk_shader_name(shader));
-  VkShaderModuleCreateInfo mi;
-  memset(&mi, 0, sizeof mi);
-  mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-  mi.codeSize = code->size;
-  mi.pCode = code->code;
-  VkShaderModule module;
-  VkResult r = weft__vkf.CreateShaderModule(dev->device, &mi, NULL, &module);
+  const char *failed = NULL;
+  VkResult r = create_compute_pipeline(dev, code->code, code->size, &dev->pipelines[shader],
+                                       &failed);
   if (r != VK_SUCCESS)
-    return vk_status(dev, WEFT_INTERNAL, "vkCreateShaderModule(%s): %s", code->name,
+    return vk_status(dev, WEFT_INTERNAL, "%s(%s): %s", failed, code->name,
                      weft__vk_result_name(r));
-  VkComputePipelineCreateInfo pi;
-  memset(&pi, 0, sizeof pi);
-  pi.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pi.stage.module = module;
-  pi.stage.pName = "main";
-  pi.layout = dev->pipe_layout;
-  r = weft__vkf.CreateComputePipelines(dev->device, dev->pipe_cache, 1, &pi, NULL,
-                                       &dev->pipelines[shader]);
-  weft__vkf.DestroyShaderModule(dev->device, module, NULL);
-  if (r != VK_SUCCESS) {
-    dev->pipelines[shader] = VK_NULL_HANDLE;
-    return vk_status(dev, WEFT_INTERNAL, "vkCreateComputePipelines(%s): %s", code->name,
-                     weft__vk_result_name(r));
-  }
-  weft__vk_arm_exit_handler();
   *out = dev->pipelines[shader];
   return NULL;
 }
@@ -1197,37 +1212,18 @@ weft_status_t *weft__vk_lookup(weft_vk_device_t *dev, const void *ptr, const cha
 }
 
 static weft_status_t *foreign_create(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f) {
-  VkShaderModuleCreateInfo mi;
-  memset(&mi, 0, sizeof mi);
-  mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-  mi.codeSize = f->size;
-  mi.pCode = f->code;
-  VkShaderModule module;
-  VkResult r = weft__vkf.CreateShaderModule(dev->device, &mi, NULL, &module);
-  if (r != VK_SUCCESS)
+  const char *failed = NULL;
+  VkResult r = create_compute_pipeline(dev, f->code, f->size, &f->pipe, &failed);
+  if (r == VK_SUCCESS) return NULL;
+  if (strcmp(failed, "vkCreateShaderModule") == 0)
     return vk_status(dev, WEFT_INVALID_ARGUMENT,
                      "pipeline '%s': the driver refused the SPIR-V module (%zu bytes): "
                      "vkCreateShaderModule: %s",
                      f->name, f->size, weft__vk_result_name(r));
-  VkComputePipelineCreateInfo pi;
-  memset(&pi, 0, sizeof pi);
-  pi.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-  pi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pi.stage.module = module;
-  pi.stage.pName = "main";
-  pi.layout = dev->pipe_layout;
-  r = weft__vkf.CreateComputePipelines(dev->device, dev->pipe_cache, 1, &pi, NULL, &f->pipe);
-  weft__vkf.DestroyShaderModule(dev->device, module, NULL);
-  if (r != VK_SUCCESS) {
-    f->pipe = VK_NULL_HANDLE;
-    return vk_status(dev, WEFT_INVALID_ARGUMENT,
-                     "pipeline '%s': the driver refused the compute shader (%zu bytes of "
-                     "SPIR-V, entry point 'main'): vkCreateComputePipelines: %s",
-                     f->name, f->size, weft__vk_result_name(r));
-  }
-  weft__vk_arm_exit_handler();
-  return NULL;
+  return vk_status(dev, WEFT_INVALID_ARGUMENT,
+                   "pipeline '%s': the driver refused the compute shader (%zu bytes of "
+                   "SPIR-V, entry point 'main'): vkCreateComputePipelines: %s",
+                   f->name, f->size, weft__vk_result_name(r));
 }
 
 weft_status_t *weft__vk_foreign_pipeline(weft_vk_device_t *dev, const char *name,
