@@ -5,7 +5,8 @@
  * variables on a ps shared by two clients, and Reset; a ps killed with SIGKILL in the middle of a
  * step (an error naming it, well within the deadline); a restarted task (ABORTED); malformed
  * requests sent with raw gRPC calls (errors, and the server keeps serving); sessions of several
- * client threads at once. Every weftd dies with the test process (PR_SET_PDEATHSIG), so a failed
+ * client threads at once; the rendezvous dropping each finished step whichever of the sender's
+ * RunGraph and the receiver's RecvTensor comes last. Every weftd dies with the test process (PR_SET_PDEATHSIG), so a failed
  * assertion leaves none behind. */
 #include <arpa/inet.h>
 #include <glib.h>
@@ -1088,6 +1089,107 @@ static int run_weft(const char *const *args, char **out, char **err) {
 /* `weft devices --target` lists every task's devices; `weft run --target grpc://...` runs a
  * GraphDef whose NodeDefs pin nodes to the ps and a worker, and --log-device-placement prints
  * full cluster device names. */
+/* ---------------------------------------------------------------------------------------------
+ * The rendezvous keeps nothing of a finished step */
+
+typedef struct received {
+  gint calls;
+  float value;
+  weft_code_t code;
+} received_t;
+
+static void on_received(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
+  received_t *r = user_data;
+  r->code = status ? weft_status_code(status) : WEFT_OK;
+  r->value = tensor ? (float)weft_tensor_get_double(tensor, 0) : NAN;
+  weft_status_free(status);
+  weft_tensor_unref(tensor);
+  g_atomic_int_inc(&r->calls);
+}
+
+/* A sender's RunGraph as the worker runs it: the step, one _Send, the end of the RunGraph. */
+static void sender_run_graph(weft__step_table_t *t, int64_t id, float value) {
+  weft_status_t *st = NULL;
+  weft__step_t *step = weft__step_get(t, id, &st);
+  g_assert_null(st);
+  weft_tensor_t *x = weft_tensor_new_scalar_float(value);
+  OK(weft__step_put(step, "edge;0", x));
+  weft_tensor_unref(x);
+  weft__step_unref(step);
+  weft__step_table_release_if_idle(t, id);
+}
+
+typedef struct race {
+  weft__step_table_t *table;
+  int steps;
+  received_t *got;
+} race_t;
+
+static gpointer race_sender(gpointer data) {
+  race_t *r = data;
+  for (int k = 0; k < r->steps; k++) sender_run_graph(r->table, k + 1, (float)k);
+  return NULL;
+}
+
+static gpointer race_receiver(gpointer data) {
+  race_t *r = data;
+  for (int k = 0; k < r->steps; k++) {
+    OK(weft__step_table_take(r->table, k + 1, "edge;0", on_received, &r->got[k]));
+  }
+  return NULL;
+}
+
+static void test_rendezvous_release(void) {
+  weft__step_table_t *t = weft__step_table_new();
+  /* The receiver asks after the sender's RunGraph ended: the tensor waits in the step, and the
+   * RecvTensor that takes it drops the step. */
+  sender_run_graph(t, 7, 2.5f);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 1);
+  received_t late = {0, 0, WEFT_UNKNOWN};
+  OK(weft__step_table_take(t, 7, "edge;0", on_received, &late));
+  g_assert_cmpint(late.calls, ==, 1);
+  g_assert_cmpint(late.code, ==, WEFT_OK);
+  g_assert_cmpfloat(late.value, ==, 2.5f);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+
+  /* The receiver asks first: it waits in the step, the _Send answers it, and the end of the
+   * sender's RunGraph drops the step. */
+  received_t early = {0, 0, WEFT_UNKNOWN};
+  OK(weft__step_table_take(t, 8, "edge;0", on_received, &early));
+  g_assert_cmpint(early.calls, ==, 0);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 1);
+  sender_run_graph(t, 8, -1.0f);
+  g_assert_cmpint(early.calls, ==, 1);
+  g_assert_cmpfloat(early.value, ==, -1.0f);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+
+  /* Both at once on many steps, as a busy worker sees them: each step is answered once with its
+   * own value and none is left behind. (The soak test, under load, is what found a step freed
+   * under a concurrent release; this loop rarely hits that window.) */
+  race_t race = {t, 3000, g_new0(received_t, 3000)};
+  GThread *a = g_thread_new("sender", race_sender, &race);
+  GThread *b = g_thread_new("receiver", race_receiver, &race);
+  g_thread_join(a);
+  g_thread_join(b);
+  for (int k = 0; k < race.steps; k++) {
+    g_assert_cmpint(race.got[k].calls, ==, 1);
+    g_assert_cmpint(race.got[k].code, ==, WEFT_OK);
+    g_assert_cmpfloat(race.got[k].value, ==, (float)k);
+  }
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+  g_free(race.got);
+
+  /* A shut-down table refuses the RecvTensor with its reason and does not call back. */
+  weft_status_t *why = weft_status_new(WEFT_CANCELLED, "The worker is shutting down");
+  weft__step_table_shutdown(t, why);
+  weft_status_free(why);
+  received_t refused = {0, 0, WEFT_UNKNOWN};
+  expect_error(weft__step_table_take(t, 9, "edge;0", on_received, &refused), WEFT_CANCELLED,
+               "The worker is shutting down");
+  g_assert_cmpint(refused.calls, ==, 0);
+  weft__step_table_free(t);
+}
+
 static void test_cli(void) {
   if (!g_file_test(WEFT_CLI, G_FILE_TEST_IS_EXECUTABLE)) {
     g_test_skip("weft not built at " WEFT_CLI);
@@ -1207,6 +1309,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/restart_aborted", test_restart_aborted);
   g_test_add_func("/distributed/malformed_requests", test_malformed_requests);
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
+  g_test_add_func("/distributed/rendezvous/release", test_rendezvous_release);
   g_test_add_func("/distributed/cli", test_cli);
   g_test_add_func("/distributed/examples", test_examples);
   return g_test_run();

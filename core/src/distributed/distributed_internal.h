@@ -230,6 +230,13 @@ void weft__step_table_remove(weft__step_table_t *t, int64_t id);
 void weft__step_mark_finished(weft__step_t *step);
 /* Drops step `id` when nothing of it is left (every sent tensor taken, nobody waiting). */
 void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id);
+/* RecvTensor's side of step `id`: takes `key` (done as in weft__step_take), then drops the step
+ * when that was the last of it after its RunGraph ended. NULL, or the status (the caller owns
+ * it) when the table is shut down, in which case done is not called. */
+weft_status_t *weft__step_table_take(weft__step_table_t *t, int64_t id, const char *key,
+                                     weft__recv_done_fn done, void *user_data);
+/* Steps the table holds, live and tombstones (for tests). */
+guint weft__step_table_size(weft__step_table_t *t);
 /* Aborts every step and refuses new ones with `why`. */
 void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why);
 int64_t weft__step_id(const weft__step_t *step);

@@ -37,7 +37,13 @@ struct weft__step_table {
   GMutex lock;
   GHashTable *steps; /* &step->id -> weft__step_t* (the table's reference) */
   weft_status_t *shutdown;
+  gint64 swept_us;   /* when sweep_locked last walked the table */
 };
+
+/* The sweep walks every step, so it runs at most this often rather than on every new step:
+ * expiry is counted in seconds and minutes, and a busy worker starts thousands of steps a
+ * second. */
+#define SWEEP_INTERVAL_US G_USEC_PER_SEC
 
 static weft__step_t *step_new(int64_t id) {
   weft__step_t *s = g_new0(weft__step_t, 1);
@@ -213,6 +219,8 @@ void weft__step_table_free(weft__step_table_t *t) {
 static GPtrArray *sweep_locked(weft__step_table_t *t) {
   GPtrArray *stale = NULL;
   gint64 now = g_get_monotonic_time();
+  if (now - t->swept_us < SWEEP_INTERVAL_US) return NULL;
+  t->swept_us = now;
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, t->steps);
@@ -296,10 +304,34 @@ void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   if (s && g_atomic_int_get(&s->refcount) == 1 && step_idle(s)) {
     g_hash_table_remove(t->steps, &id);
     drop = s;
+  } else if (s) {
+    /* Still under the table's lock: once it is released, another caller (the RecvTensor that
+     * holds the other reference) may drop and free the step. */
+    mark_finished_if_aborted(s);
   }
   g_mutex_unlock(&t->lock);
-  if (s && !drop) mark_finished_if_aborted(s);
   weft__step_unref(drop);
+}
+
+weft_status_t *weft__step_table_take(weft__step_table_t *t, int64_t id, const char *key,
+                                     weft__recv_done_fn done, void *user_data) {
+  weft_status_t *st = NULL;
+  weft__step_t *step = weft__step_get(t, id, &st);
+  if (!step) return st;
+  weft__step_take(step, key, done, user_data);
+  weft__step_unref(step);
+  /* When this took the step's last tensor after its RunGraph had ended, nothing else would drop
+   * the step: it would stay in the table until the idle limit, and every new step's sweep
+   * would walk it. */
+  weft__step_table_release_if_idle(t, id);
+  return NULL;
+}
+
+guint weft__step_table_size(weft__step_table_t *t) {
+  g_mutex_lock(&t->lock);
+  guint n = g_hash_table_size(t->steps);
+  g_mutex_unlock(&t->lock);
+  return n;
 }
 
 void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why) {

@@ -547,18 +547,12 @@ weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphReq
 void weft__worker_recv_tensor(weft__worker_t *w, int64_t step_id, const char *key,
                               guint64 incarnation, weft__recv_done_fn done, void *user_data) {
   weft_status_t *st = check_incarnation(w, incarnation);
-  weft__step_t *step = NULL;
   if (!st && (!key || !*key)) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "RecvTensor on %s: no rendezvous key",
                          w->task_name);
   }
-  if (!st) step = weft__step_get(w->steps, step_id, &st);
-  if (st) {
-    done(user_data, st, NULL);
-    return;
-  }
-  weft__step_take(step, key, done, user_data);
-  weft__step_unref(step);
+  if (!st) st = weft__step_table_take(w->steps, step_id, key, done, user_data);
+  if (st) done(user_data, st, NULL);
 }
 
 void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_status_t *why) {
