@@ -1,10 +1,12 @@
 /* The server of one task (TensorFlow's tf.train.Server): a gRPC server with the Master and Worker
- * services on one port. Two threads poll the completion queue; an arriving call is handled on the
- * thread that took it while the other one keeps polling (a wake-up less per call), else handed to
- * a handler pool that grows as needed (RunStep and RunGraph block for a step, and the queue must
- * never be left without a poller), and a replacement request is posted at once so calls keep
- * being accepted. RecvTensor never holds a thread: its
- * answer is sent by whoever makes the tensor available (the _Send kernel) or aborts the step.
+ * services on one port. One thread polls the completion queue (with two, gRPC hands the poller
+ * role back and forth between them on every event: measured, about a third more context
+ * switches per step). Calls that never block (RecvTensor, Abort, CleanupGraph) are handled on
+ * that thread; the others are handed to a handler pool that grows as needed (RunStep and
+ * RunGraph block for a step, and the queue must never be left without a poller), and a
+ * replacement request is posted at once so calls keep being accepted. RecvTensor never holds a
+ * thread: its answer is sent by whoever makes the tensor available (the _Send kernel) or aborts
+ * the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
  * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
  * TLS with a CA), and with a token every call is checked for it before anything else
@@ -45,7 +47,7 @@ static const char *const method_paths[N_METHODS] = {
 
 /* Requests of each method posted at once, so a burst of calls does not wait for re-posting. */
 #define REQUESTS_PER_METHOD 4
-#define CQ_THREADS 2
+#define CQ_THREADS 1
 
 struct weft_server_options {
   char *bind;
@@ -95,7 +97,15 @@ typedef struct call_ctx {
   grpc_slice details;
   int cancelled;
   weft__shm_offer_t shm; /* RecvTensor: the receiver's shared-memory segment, if offered */
+  weft_tensor_t *deferred; /* RecvTensor: a large tensor to copy and answer from the pool */
 } call_ctx_t;
+
+/* Set on the thread that polls the completion queue. */
+static _Thread_local bool on_poller;
+
+/* A copy into shared memory this large is left to the handler pool rather than made on the
+ * polling thread (which serves every other call meanwhile): about a millisecond of memcpy. */
+#define POLLER_COPY_MAX_BYTES ((size_t)4 << 20)
 
 /* ---------------------------------------------------------------------------------------------
  * Servers in this process, for clients in the same process */
@@ -313,6 +323,12 @@ static void handle_master(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
 
 static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
   call_ctx_t *ctx = user_data;
+  if (on_poller && !status && ctx->shm.pid != 0 &&
+      weft_tensor_nbytes(tensor) >= POLLER_COPY_MAX_BYTES) {
+    ctx->deferred = tensor;
+    g_thread_pool_push(ctx->server->handlers, ctx, NULL);
+    return;
+  }
   Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
   Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
   bool in_shm = !status && weft__shm_export(&ctx->shm, tensor, &resp, &meta);
@@ -418,6 +434,12 @@ static const ProtobufCMessageDescriptor *request_descriptor(int method) {
 static void handle_call(gpointer data, gpointer unused) {
   (void)unused;
   call_ctx_t *ctx = data;
+  if (ctx->deferred) {
+    weft_tensor_t *tensor = ctx->deferred;
+    ctx->deferred = NULL;
+    recv_done(ctx, NULL, tensor);
+    return;
+  }
   /* The token first: a call without it learns nothing, not even whether the method exists. */
   weft_status_t *denied = weft__security_check_call(
       ctx->server->security, &ctx->request_md,
@@ -488,8 +510,15 @@ static void request_call(weft_server_t *s, int method) {
   if (err != GRPC_CALL_OK) ctx_free(ctx);
 }
 
+/* Methods whose handler only looks up or updates the rendezvous and answers (or leaves the
+ * answer to whoever sends the tensor). */
+static bool never_blocks(int method) {
+  return method == W_RECV_TENSOR || method == W_ABORT || method == W_CLEANUP_GRAPH;
+}
+
 static gpointer poll_cq(gpointer data) {
   weft_server_t *s = data;
+  on_poller = true;
   for (;;) {
     grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
@@ -514,10 +543,11 @@ static gpointer poll_cq(gpointer data) {
     g_mutex_lock(&s->lock);
     bool serving = s->state == SERVER_STARTED;
     if (serving) s->inflight++;
-    /* The call is handled on this thread (no hand-off to the pool and its wake-up) only while
-     * another thread keeps polling: a handler may block for a whole step, waiting for
-     * completions this queue delivers, so the queue is never left without a poller. */
-    bool here = serving && s->free_pollers > 1;
+    /* The call is handled on this thread (no hand-off to the pool and its wake-up) when it
+     * cannot block, or while another thread keeps polling: a handler may block for a whole
+     * step, waiting for completions this queue delivers, so the queue is never left without a
+     * poller. */
+    bool here = serving && (s->free_pollers > 1 || never_blocks(ctx->method));
     if (here) s->free_pollers--;
     g_mutex_unlock(&s->lock);
     if (!serving) {
