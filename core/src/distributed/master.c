@@ -732,7 +732,13 @@ struct step_run {
   int failures;
   GPtrArray *errors; /* part_call_t* in the order they failed */
   weft_run_metadata_t *stats; /* traced steps: every partition's records; else NULL */
+  mplan_t *plan;
+  bool abort_sent;   /* the other partitions were told to abort (under lock) */
 };
+
+static void notify_parts(weft__master_t *m, mplan_t *plan, int64_t step_id, bool abort,
+                         const weft_status_t *why, latch_t *latch);
+static weft_status_t *pick_error(step_run_t *run);
 
 static void do_run_graph(void *arg) {
   part_call_t *c = arg;
@@ -779,9 +785,20 @@ static void do_run_graph(void *arg) {
   }
   g_mutex_lock(&run->lock);
   run->pending--;
+  bool tell_others = false;
   if (c->status) {
     run->failures++;
     g_ptr_array_add(run->errors, c);
+    tell_others = !run->abort_sent && run->plan->parts->len > 1;
+    run->abort_sent = run->abort_sent || tell_others;
+  }
+  if (tell_others) {
+    /* The first failure tells the other partitions at once, from here: the thread that waits
+     * for the step may itself be busy running the master's own partition. Under the lock, so
+     * that the step (and its plan) outlive this: notify_parts only queues the calls. */
+    weft_status_t *first = pick_error(run);
+    notify_parts(run->m, run->plan, run->step_id, true, first, NULL);
+    weft_status_free(first);
   }
   g_cond_broadcast(&run->cond);
   g_mutex_unlock(&run->lock);
@@ -870,15 +887,23 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   g_hash_table_add(m->running, run.calls);
   g_mutex_unlock(&m->lock);
 
+  run.plan = plan;
+
   run.pending = n;
+  /* This thread would only wait, so it runs one partition itself: the master's own task's if
+   * it has one (no RPC), else the only one; the others each get a pool thread, so that a call
+   * blocked in one does not hold up the rest. */
+  int here = n == 1 ? 0 : -1;
   for (int k = 0; k < n; k++) {
     calls[k].run = &run;
     calls[k].part = plan->parts->pdata[k];
-    /* One partition: this thread would only wait for it, so it runs it (one thread hand-off
-     * less). With several, each needs its own thread so that a failure can abort the others. */
-    if (n == 1) do_run_graph(&calls[k]);
-    else submit(m, do_run_graph, &calls[k], NULL);
+    const weft__task_ref_t *task = calls[k].part->task->ref;
+    if (here < 0 && task->task == m->task && strcmp(task->job, m->job) == 0) here = k;
   }
+  for (int k = 0; k < n; k++) {
+    if (k != here) submit(m, do_run_graph, &calls[k], NULL);
+  }
+  if (here >= 0) do_run_graph(&calls[here]);
   g_mutex_lock(&run.lock);
   while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);
   bool failed = run.failures > 0;
@@ -886,11 +911,8 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
 
   weft_status_t *st = NULL;
   if (failed) {
-    /* Tell the others at once, give them a moment to report (the original error may still be
-     * on its way), then stop waiting for them. */
-    weft_status_t *first = pick_error(&run);
-    notify_parts(m, plan, run.step_id, true, first, NULL);
-    weft_status_free(first);
+    /* The first failure has told the others (do_run_graph); give them a moment to report (the
+     * original error may still be on its way), then stop waiting for them. */
     gint64 until = g_get_monotonic_time() + ABORT_GRACE_US;
     g_mutex_lock(&run.lock);
     while (run.pending > 0 && g_cond_wait_until(&run.cond, &run.lock, until)) {
