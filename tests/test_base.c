@@ -1056,6 +1056,25 @@ static void test_log_default(void) {
   g_free(saved);
 }
 
+static void test_thread_limit(void) {
+  int cores = (int)g_get_num_processors();
+  /* OpenBLAS's variable is set for the CPU plugin to find, unless the user set it. */
+  g_unsetenv("OPENBLAS_NUM_THREADS");
+  weft_threads_set_limit(3);
+  g_assert_cmpint(weft__num_cores(), ==, 3);
+  g_assert_cmpstr(g_getenv("OPENBLAS_NUM_THREADS"), ==, "3");
+  g_setenv("OPENBLAS_NUM_THREADS", "5", TRUE);
+  weft_threads_set_limit(2);
+  g_assert_cmpint(weft__num_cores(), ==, 2);
+  g_assert_cmpstr(g_getenv("OPENBLAS_NUM_THREADS"), ==, "5");
+  /* 0 (or less) goes back to one thread per core. */
+  weft_threads_set_limit(0);
+  g_assert_cmpint(weft__num_cores(), ==, cores > 0 ? cores : 1);
+  weft_threads_set_limit(-4);
+  g_assert_cmpint(weft__num_cores(), ==, cores > 0 ? cores : 1);
+  g_unsetenv("OPENBLAS_NUM_THREADS");
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   /* First: they set environment variables, which is only safe before any thread exists. */
@@ -1077,5 +1096,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/base/threadpool/parallel_for_sum", test_parallel_for_sum);
   g_test_add_func("/base/threadpool/parallel_for_nested", test_parallel_for_nested);
   g_test_add_func("/base/threadpool/default_pools", test_default_pools);
+  g_test_add_func("/base/threadpool/thread_limit", test_thread_limit);
   return g_test_run();
 }

@@ -71,6 +71,10 @@ static void test_spec_parse(void) {
   g_assert_cmpstr(text, ==, "ps=h1:2222,h2:2222;worker=h3:2222,[::1]:2223,h4:1");
   free(text);
   OK(weft_cluster_spec_check_task(spec, "worker", 2));
+  /* Every host here holds one task. */
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "ps", 0), ==, 1);
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "worker", 1), ==, 1);
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "worker", 3), ==, 0);
   expect_error(weft_cluster_spec_check_task(spec, "worker", 3), WEFT_INVALID_ARGUMENT,
                "Task /job:worker/task:3 is not in the cluster spec: job 'worker' has tasks 0 to 2");
   expect_error(weft_cluster_spec_check_task(spec, "chief", 0), WEFT_INVALID_ARGUMENT,
@@ -83,6 +87,14 @@ static void test_spec_parse(void) {
   OK(weft_cluster_spec_add_task(spec, "worker", -1, "localhost:2002"));
   g_assert_cmpint(weft_cluster_spec_num_tasks(spec, "worker"), ==, 3);
   g_assert_cmpstr(weft_cluster_spec_task_address(spec, "worker", 2), ==, "localhost:2002");
+  /* The loopback names are one host; a task left out counts for nothing. */
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "worker", 1), ==, 2);
+  OK(weft_cluster_spec_add_task(spec, "ps", 0, "127.0.0.1:2000"));
+  OK(weft_cluster_spec_add_task(spec, "ps", 1, "[::1]:2000"));
+  OK(weft_cluster_spec_add_task(spec, "ps", 2, "other-host:2000"));
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "worker", 2), ==, 4);
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "ps", 2), ==, 1);
+  g_assert_cmpint(weft_cluster_spec_tasks_on_host(spec, "worker", 0), ==, 0);
   expect_error(weft_cluster_spec_check_task(spec, "worker", 0), WEFT_INVALID_ARGUMENT,
                "Task /job:worker/task:0 is not in the cluster spec: job 'worker' has tasks 0 to 2");
   expect_error(weft_cluster_spec_add_task(spec, "worker", 1, "localhost:2003"),

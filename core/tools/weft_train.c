@@ -621,6 +621,9 @@ static int train_main(flags_t *f) {
     weft_cluster_spec_free(spec);
     return fail(EXIT_USAGE, st, "the cluster");
   }
+  /* Tasks of the cluster on this host share its cores (weft_threads_set_limit). */
+  int sharing = weft_cluster_spec_tasks_on_host(spec, f->job_name, f->task_index);
+  if (sharing > 1) weft_threads_set_limit(MAX(1, (int)g_get_num_processors() / sharing));
   weft_plugins_load_default();
   int code = strcmp(f->job_name, "ps") == 0 ? run_ps(f, spec) : run_worker(f, spec);
   weft_cluster_spec_free(spec);

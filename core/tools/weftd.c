@@ -121,6 +121,9 @@ static int serve(const flags_t *f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
+  /* Tasks of the cluster on this host share its cores (weft_threads_set_limit). */
+  int sharing = weft_cluster_spec_tasks_on_host(spec, job, task);
+  if (sharing > 1) weft_threads_set_limit(MAX(1, (int)g_get_num_processors() / sharing));
   weft_plugins_load_default();
   weft_server_options_t *opts = weft_server_options_new();
   weft_server_options_set_bind_address(opts, f->bind);

@@ -272,6 +272,15 @@ void weft_session_free(weft_session_t *session); /* closes if needed */
 /* ---------------------------------------------------------------------------------------------
  * Plugins and devices (process-wide). */
 
+/* Caps the threads this process gives kernels at n (0: one per core, the default): the size of
+ * the process-wide inter- and intra-op pools that sessions with 0 ("auto") threads use, and
+ * OpenBLAS's threads (OPENBLAS_NUM_THREADS, unless the environment already sets it). Call it
+ * before weft_plugins_load_default and before the first session: OpenBLAS reads the variable
+ * when the CPU plugin loads it, and the pools keep the size they were made with. weftd and
+ * weft-train call it with cores / weft_cluster_spec_tasks_on_host when tasks share a host:
+ * several processes each spinning up a thread per core slow each other down. */
+void weft_threads_set_limit(int n);
+
 /* Loads plugins from the build folder, the install folder and WEFT_PLUGIN_PATH, once per process.
  * Broken plugins are recorded (see weft_plugin_*) and skipped; this never fails. */
 void weft_plugins_load_default(void);
@@ -342,6 +351,10 @@ int weft_cluster_spec_num_tasks(const weft_cluster_spec_t *spec, const char *job
 /* Borrowed; NULL when the task is not in the spec. */
 const char *weft_cluster_spec_task_address(const weft_cluster_spec_t *spec, const char *job,
                                            int task);
+/* How many of the spec's tasks share the host of /job:job/task:task, itself included (the
+ * loopback names localhost, 127.x.y.z and ::1 count as one host); 0 when the task is not in the
+ * spec. weftd and weft-train divide the cores among them (weft_threads_set_limit). */
+int weft_cluster_spec_tasks_on_host(const weft_cluster_spec_t *spec, const char *job, int task);
 /* INVALID_ARGUMENT naming the task and what the spec does have when /job:job/task:task is not
  * in it. */
 weft_status_t *weft_cluster_spec_check_task(const weft_cluster_spec_t *spec, const char *job,

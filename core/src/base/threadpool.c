@@ -20,7 +20,22 @@ static void run_pool_task(gpointer data, gpointer user_data) {
   g_free(task);
 }
 
+/* weft_threads_set_limit's cap; 0: one thread per core. */
+static gint thread_limit;
+
+void weft_threads_set_limit(int n) {
+  g_atomic_int_set(&thread_limit, n > 0 ? n : 0);
+  if (n > 0) {
+    /* OpenBLAS reads this once, when the CPU plugin loads it; a value the user set wins. */
+    char value[16];
+    g_snprintf(value, sizeof value, "%d", n);
+    g_setenv("OPENBLAS_NUM_THREADS", value, FALSE);
+  }
+}
+
 int weft__num_cores(void) {
+  int limit = g_atomic_int_get(&thread_limit);
+  if (limit > 0) return limit;
   int n = (int)g_get_num_processors();
   return n > 0 ? n : 1;
 }

@@ -362,6 +362,33 @@ const char *weft_cluster_spec_task_address(const weft_cluster_spec_t *spec, cons
   return j->addresses->pdata[task];
 }
 
+/* The host part of an address; the loopback names are one host. NULL when malformed. */
+static char *host_key(const char *address) {
+  char *host = NULL;
+  if (!address || !weft__address_split(address, &host, NULL)) return NULL;
+  if (strcmp(host, "localhost") == 0 || g_str_has_prefix(host, "127.") || strcmp(host, "::1") == 0) {
+    g_free(host);
+    return g_strdup("localhost");
+  }
+  return host;
+}
+
+int weft_cluster_spec_tasks_on_host(const weft_cluster_spec_t *spec, const char *job, int task) {
+  char *mine = host_key(weft_cluster_spec_task_address(spec, job, task));
+  if (!mine) return 0;
+  int count = 0;
+  for (guint k = 0; k < spec->jobs->len; k++) {
+    const job_t *j = spec->jobs->pdata[k];
+    for (guint t = 0; t < j->addresses->len; t++) {
+      char *host = host_key(j->addresses->pdata[t]);
+      if (host && strcmp(host, mine) == 0) count++;
+      g_free(host);
+    }
+  }
+  g_free(mine);
+  return count;
+}
+
 weft_status_t *weft_cluster_spec_check_task(const weft_cluster_spec_t *spec, const char *job,
                                             int task) {
   if (!spec) return weft_status_new(WEFT_INVALID_ARGUMENT, "No cluster spec given");
