@@ -890,16 +890,18 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   run.plan = plan;
 
   run.pending = n;
-  /* This thread would only wait, so it runs one partition itself: the master's own task's if
-   * it has one (no RPC), else the only one; the others each get a pool thread, so that a call
-   * blocked in one does not hold up the rest. */
+  /* This thread would only wait, so it runs one partition itself: another task's if there is
+   * one (its RunGraph call then starts with no thread hand-off, and its answer wakes this
+   * thread directly), else the only one. The others each get a pool thread, so that a call
+   * blocked in one does not hold up the rest; the master's own partition usually ends first. */
   int here = n == 1 ? 0 : -1;
   for (int k = 0; k < n; k++) {
     calls[k].run = &run;
     calls[k].part = plan->parts->pdata[k];
     const weft__task_ref_t *task = calls[k].part->task->ref;
-    if (here < 0 && task->task == m->task && strcmp(task->job, m->job) == 0) here = k;
+    if (here < 0 && !(task->task == m->task && strcmp(task->job, m->job) == 0)) here = k;
   }
+  if (here < 0) here = 0;
   for (int k = 0; k < n; k++) {
     if (k != here) submit(m, do_run_graph, &calls[k], NULL);
   }
