@@ -1,12 +1,13 @@
 /* The server of one task (TensorFlow's tf.train.Server): a gRPC server with the Master and Worker
- * services on one port. One thread polls the completion queue (with two, gRPC hands the poller
- * role back and forth between them on every event: measured, about a third more context
- * switches per step). Calls that never block (RecvTensor, Abort, CleanupGraph) are handled on
- * that thread; the others are handed to a handler pool that grows as needed (RunStep and
- * RunGraph block for a step, and the queue must never be left without a poller), and a
- * replacement request is posted at once so calls keep being accepted. RecvTensor never holds a
- * thread: its answer is sent by whoever makes the tensor available (the _Send kernel) or aborts
- * the step.
+ * services on one port. One thread at a time waits on the completion queue (with two waiting,
+ * gRPC hands its poller role back and forth between them on every event: measured, about a
+ * third more context switches per step). It handles calls that never block (RecvTensor, Abort,
+ * CleanupGraph) itself; before one that may block for a whole step (RunStep, RunGraph, ...) it
+ * wakes an idle thread (or starts one) to take the queue over, and then handles that call
+ * itself, so a step's call reaches its handler with no hand-off (leader and followers, in
+ * poll_cq). A replacement request is posted at once so calls keep being accepted. RecvTensor
+ * never holds a thread: its answer is sent by whoever makes the tensor available (the _Send
+ * kernel) or aborts the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
  * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
  * TLS with a CA), and with a token every call is checked for it before anything else
@@ -47,7 +48,6 @@ static const char *const method_paths[N_METHODS] = {
 
 /* Requests of each method posted at once, so a burst of calls does not wait for re-posting. */
 #define REQUESTS_PER_METHOD 4
-#define CQ_THREADS 1
 
 struct weft_server_options {
   char *bind;
@@ -73,13 +73,16 @@ struct weft_server {
   grpc_server *server;
   grpc_completion_queue *cq;
   void *methods[N_METHODS];
-  GThread *cq_threads[CQ_THREADS];
+  GPtrArray *pollers;   /* GThread*: every completion-queue thread (poll_cq), joined at stop */
+  GCond follow;         /* idle pollers wait here for their turn */
+  bool polling;         /* a thread is in grpc_completion_queue_next */
+  bool queue_down;      /* the queue returned GRPC_QUEUE_SHUTDOWN */
+  int idle_pollers;
   GThreadPool *handlers;
   GMutex lock;
   GCond cond;
   server_state_t state;
   int inflight;       /* calls being handled or answered */
-  int free_pollers;   /* completion-queue threads not busy handling a call */
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -516,57 +519,76 @@ static bool never_blocks(int method) {
   return method == W_RECV_TENSOR || method == W_ABORT || method == W_CLEANUP_GRAPH;
 }
 
+static gpointer poll_cq(gpointer data);
+
+/* Called with s->lock held by the polling thread about to handle a call that may block: another
+ * thread takes over the queue (an idle one, else a new one), so the call needs no hand-off. */
+static void promote_follower_locked(weft_server_t *s) {
+  if (s->idle_pollers > 0) {
+    g_cond_signal(&s->follow);
+    return;
+  }
+  g_ptr_array_add(s->pollers, g_thread_new("weft-grpc", poll_cq, s));
+}
+
+/* Leader and followers: one thread at a time waits on the completion queue (two in
+ * grpc_completion_queue_next hand gRPC's poller role back and forth on every event). It
+ * handles what cannot block itself; before a call that may block (RunStep, RunGraph, ...) it
+ * wakes a follower to take the queue over, then handles the call on this thread and becomes
+ * a follower when done. The thread that got the call runs it: no hand-off on the step's path. */
 static gpointer poll_cq(gpointer data) {
   weft_server_t *s = data;
-  on_poller = true;
+  g_mutex_lock(&s->lock);
   for (;;) {
+    while (s->polling && !s->queue_down) {
+      s->idle_pollers++;
+      g_cond_wait(&s->follow, &s->lock);
+      s->idle_pollers--;
+    }
+    if (s->queue_down) break;
+    s->polling = true;
+    g_mutex_unlock(&s->lock);
     grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+    g_mutex_lock(&s->lock);
+    s->polling = false;
+    if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+      s->queue_down = true;
+      g_cond_broadcast(&s->follow);
+      g_cond_broadcast(&s->cond);
+      break;
+    }
     if (ev.type != GRPC_OP_COMPLETE) continue;
     if (ev.tag == &s->shutdown_tag) {
-      g_mutex_lock(&s->lock);
       s->shutdown_done = true;
       g_cond_broadcast(&s->cond);
-      g_mutex_unlock(&s->lock);
       continue;
     }
     call_ctx_t *ctx = ev.tag;
-    if (ctx->answering) {
+    if (ctx->answering || !ev.success) {
+      /* An answer sent, or a request the server cancelled as it shut down. */
+      bool answered = ctx->answering;
+      g_mutex_unlock(&s->lock);
       ctx_free(ctx);
-      call_done(s);
+      if (answered) call_done(s);
+      g_mutex_lock(&s->lock);
       continue;
     }
-    if (!ev.success) {
-      ctx_free(ctx); /* the server is shutting down */
-      continue;
-    }
-    g_mutex_lock(&s->lock);
     bool serving = s->state == SERVER_STARTED;
-    if (serving) s->inflight++;
-    /* The call is handled on this thread (no hand-off to the pool and its wake-up) when it
-     * cannot block, or while another thread keeps polling: a handler may block for a whole
-     * step, waiting for completions this queue delivers, so the queue is never left without a
-     * poller. */
-    bool here = serving && (s->free_pollers > 1 || never_blocks(ctx->method));
-    if (here) s->free_pollers--;
+    s->inflight++; /* a refusal's answer counts it down too */
+    bool blocks = serving && !never_blocks(ctx->method);
+    if (blocks) promote_follower_locked(s);
     g_mutex_unlock(&s->lock);
     if (!serving) {
-      g_mutex_lock(&s->lock);
-      s->inflight++; /* answer()'s completion counts it down */
-      g_mutex_unlock(&s->lock);
       answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
-      continue;
-    }
-    request_call(s, ctx->method);
-    if (here) {
-      handle_call(ctx, NULL);
-      g_mutex_lock(&s->lock);
-      s->free_pollers++;
-      g_mutex_unlock(&s->lock);
     } else {
-      g_thread_pool_push(s->handlers, ctx, NULL);
+      request_call(s, ctx->method);
+      on_poller = !blocks;
+      handle_call(ctx, NULL);
+      on_poller = false;
     }
+    g_mutex_lock(&s->lock);
   }
+  g_mutex_unlock(&s->lock);
   return NULL;
 }
 
@@ -709,6 +731,8 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->task = task;
   g_mutex_init(&s->lock);
   g_cond_init(&s->cond);
+  g_cond_init(&s->follow);
+  s->pollers = g_ptr_array_new();
   if (opts) s->limits = opts->limits;
   else weft__limits_default(&s->limits);
   s->server = create_grpc_server(&s->limits);
@@ -740,6 +764,8 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     g_free(s->job);
     g_mutex_clear(&s->lock);
     g_cond_clear(&s->cond);
+    g_cond_clear(&s->follow);
+    g_ptr_array_free(s->pollers, TRUE);
     g_free(s);
     g_free(host);
     return st;
@@ -792,9 +818,8 @@ weft_status_t *weft_server_start(weft_server_t *s) {
   for (int m = -1; m < N_METHODS; m++)
     for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(s, m);
   g_mutex_lock(&s->lock);
-  s->free_pollers = CQ_THREADS;
+  g_ptr_array_add(s->pollers, g_thread_new("weft-grpc", poll_cq, s));
   g_mutex_unlock(&s->lock);
-  for (int k = 0; k < CQ_THREADS; k++) s->cq_threads[k] = g_thread_new("weft-grpc", poll_cq, s);
   local_register(s->address, s->master, s->security);
   weft__log(WEFT_LOG_INFO, "server", "Started server with target: %s", s->target);
   return NULL;
@@ -837,7 +862,14 @@ weft_status_t *weft_server_stop(weft_server_t *s) {
     while (!s->shutdown_done || s->inflight > 0) g_cond_wait(&s->cond, &s->lock);
     g_mutex_unlock(&s->lock);
     grpc_completion_queue_shutdown(s->cq);
-    for (int k = 0; k < CQ_THREADS; k++) g_thread_join(s->cq_threads[k]);
+    /* No thread is added once the queue is down: the array is complete when it is. */
+    g_mutex_lock(&s->lock);
+    while (!s->queue_down) g_cond_wait(&s->cond, &s->lock);
+    GPtrArray *pollers = s->pollers;
+    s->pollers = g_ptr_array_new();
+    g_mutex_unlock(&s->lock);
+    for (guint k = 0; k < pollers->len; k++) g_thread_join(pollers->pdata[k]);
+    g_ptr_array_free(pollers, TRUE);
   }
   grpc_server_destroy(s->server);
   grpc_completion_queue_destroy(s->cq);
@@ -872,6 +904,8 @@ void weft_server_free(weft_server_t *s) {
   weft__security_unref(s->security);
   g_mutex_clear(&s->lock);
   g_cond_clear(&s->cond);
+  g_cond_clear(&s->follow);
+  g_ptr_array_free(s->pollers, TRUE);
   g_free(s->job);
   g_free(s->address);
   g_free(s->target);
