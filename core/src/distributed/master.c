@@ -794,8 +794,8 @@ static void do_run_graph(void *arg) {
   }
   if (tell_others) {
     /* The first failure tells the other partitions at once, from here: the thread that waits
-     * for the step may itself be busy running the master's own partition. Under the lock, so
-     * that the step (and its plan) outlive this: notify_parts only queues the calls. */
+     * for the step is itself busy with one of them (execute). Under the lock, so that the step
+     * (and its plan) outlive this: notify_parts only queues the calls. */
     weft_status_t *first = pick_error(run);
     notify_parts(run->m, run->plan, run->step_id, true, first, NULL);
     weft_status_free(first);
@@ -905,7 +905,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   for (int k = 0; k < n; k++) {
     if (k != here) submit(m, do_run_graph, &calls[k], NULL);
   }
-  if (here >= 0) do_run_graph(&calls[here]);
+  do_run_graph(&calls[here]);
   g_mutex_lock(&run.lock);
   while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);
   bool failed = run.failures > 0;

@@ -103,11 +103,11 @@ typedef struct call_ctx {
   weft_tensor_t *deferred; /* RecvTensor: a large tensor to copy and answer from the pool */
 } call_ctx_t;
 
-/* Set on the thread that polls the completion queue. */
+/* Set while the polling thread handles a call that never blocks: nobody else polls meanwhile. */
 static _Thread_local bool on_poller;
 
-/* A copy into shared memory this large is left to the handler pool rather than made on the
- * polling thread (which serves every other call meanwhile): about a millisecond of memcpy. */
+/* A copy into shared memory this large is left to the handler pool rather than made by the
+ * polling thread, which would keep every other call waiting: about a millisecond of memcpy. */
 #define POLLER_COPY_MAX_BYTES ((size_t)4 << 20)
 
 /* ---------------------------------------------------------------------------------------------
