@@ -30,8 +30,6 @@ weft_graph_t *weft_graph_new(void) {
 static char no_device[1] = "";
 
 static void node_free(weft_node_t *n) {
-  g_free(n->name);
-  g_free(n->op_name);
   if (n->requested_device != no_device) g_free(n->requested_device);
   weft__attrs_free(n->attrs);
   g_free(n->arrays);
@@ -226,58 +224,93 @@ void weft_graph_pop_colocate(weft_graph_t *g) {
 /* ---------------------------------------------------------------------------------------------
  * The op builder */
 
+/* An input arg of the builder: a run of `count` entries of the builder's flat input array. */
 typedef struct input_slot {
   bool is_list;
-  GArray *outputs; /* weft_output_t */
+  int start, count;
 } input_slot_t;
 
+/* Room for the inputs of most ops inside the builder itself (a node with more grows arrays). */
+enum { BUILDER_INLINE = 4 };
+
+/* A node being built. The builder, its op and its name are one allocation, and the first few
+ * inputs live inline: a graph of a million nodes made three allocations per input before. */
 struct weft_op_builder {
   weft_graph_t *graph;
-  char *op;
-  char *name;
-  GArray *slots; /* input_slot_t */
-  GPtrArray *control_inputs;
+  const char *op;   /* in the same block as the builder */
+  const char *name; /* idem */
+  int n_slots, slot_cap;
+  input_slot_t *slots; /* slots_inline or owned */
+  int n_inputs, input_cap;
+  weft_output_t *inputs; /* inputs_inline or owned */
+  GPtrArray *control_inputs; /* made at the first one */
   char *device; /* NULL: scopes decide */
   weft_attrs_t *attrs;
+  input_slot_t slots_inline[BUILDER_INLINE];
+  weft_output_t inputs_inline[BUILDER_INLINE];
 };
 
 weft_op_builder_t *weft_op_new(weft_graph_t *g, const char *op, const char *name) {
-  weft_op_builder_t *b = g_new0(weft_op_builder_t, 1);
+  if (!op) op = "";
+  if (!name || !*name) name = op;
+  size_t op_len = strlen(op), name_len = strlen(name);
+  weft_op_builder_t *b = g_malloc0(sizeof *b + op_len + name_len + 2);
+  char *text = (char *)(b + 1);
+  memcpy(text, op, op_len + 1);
+  memcpy(text + op_len + 1, name, name_len + 1);
   b->graph = g;
-  b->op = g_strdup(op ? op : "");
-  b->name = g_strdup(name && *name ? name : op);
-  b->slots = g_array_new(FALSE, TRUE, sizeof(input_slot_t));
-  b->control_inputs = g_ptr_array_new();
+  b->op = text;
+  b->name = text + op_len + 1;
+  b->slots = b->slots_inline;
+  b->slot_cap = BUILDER_INLINE;
+  b->inputs = b->inputs_inline;
+  b->input_cap = BUILDER_INLINE;
   b->attrs = weft__attrs_new();
   return b;
 }
 
 static void builder_free(weft_op_builder_t *b) {
-  for (guint k = 0; k < b->slots->len; k++)
-    g_array_free(g_array_index(b->slots, input_slot_t, k).outputs, TRUE);
-  g_array_free(b->slots, TRUE);
-  g_ptr_array_free(b->control_inputs, TRUE);
+  if (b->slots != b->slots_inline) g_free(b->slots);
+  if (b->inputs != b->inputs_inline) g_free(b->inputs);
+  if (b->control_inputs) g_ptr_array_free(b->control_inputs, TRUE);
   weft__attrs_free(b->attrs);
-  g_free(b->op);
-  g_free(b->name);
   g_free(b->device);
   g_free(b);
 }
 
+/* Grows *array (inline storage first) to hold at least `need` elements of `size` bytes. */
+static void *grow(void *array, const void *inline_storage, int *cap, int need, size_t size) {
+  if (need <= *cap) return array;
+  int cap2 = *cap;
+  while (cap2 < need) cap2 *= 2;
+  void *bigger = g_malloc(size * (size_t)cap2);
+  memcpy(bigger, array, size * (size_t)*cap);
+  if (array != inline_storage) g_free(array);
+  *cap = cap2;
+  return bigger;
+}
+
+static void add_slot(weft_op_builder_t *b, bool is_list, const weft_output_t *inputs, int n) {
+  if (n < 0) n = 0;
+  b->slots = grow(b->slots, b->slots_inline, &b->slot_cap, b->n_slots + 1, sizeof *b->slots);
+  b->inputs = grow(b->inputs, b->inputs_inline, &b->input_cap, b->n_inputs + n, sizeof *b->inputs);
+  b->slots[b->n_slots++] = (input_slot_t){is_list, b->n_inputs, n};
+  if (n > 0) memcpy(&b->inputs[b->n_inputs], inputs, sizeof *inputs * (size_t)n);
+  b->n_inputs += n;
+}
+
 void weft_op_add_input(weft_op_builder_t *b, weft_output_t input) {
-  input_slot_t s = {false, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
-  g_array_append_val(s.outputs, input);
-  g_array_append_val(b->slots, s);
+  add_slot(b, false, &input, 1);
 }
 
 void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n) {
-  input_slot_t s = {true, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
-  if (n > 0) g_array_append_vals(s.outputs, inputs, (guint)n);
-  g_array_append_val(b->slots, s);
+  add_slot(b, true, inputs, n);
 }
 
 void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node) {
-  if (node) g_ptr_array_add(b->control_inputs, node);
+  if (!node) return;
+  if (!b->control_inputs) b->control_inputs = g_ptr_array_new();
+  g_ptr_array_add(b->control_inputs, node);
 }
 
 void weft_op_set_device(weft_op_builder_t *b, const char *device) {
@@ -370,20 +403,21 @@ void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor
   set_attr(b, name, v);
 }
 
-/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock.
+/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock. The
+ * result is written to buf when it fits (most names), else to a new string the caller frees.
  * name_counts maps a base to the next suffix to try (an int the table owns, updated in place). */
-static char *unique_name(weft_graph_t *g, const char *base) {
+static char *unique_name(weft_graph_t *g, const char *base, char *buf, size_t buf_size) {
+  size_t len = strlen(base);
+  char *candidate = len + 13 <= buf_size ? buf : g_malloc(len + 13);
+  memcpy(candidate, base, len + 1);
   int *next = g_hash_table_lookup(g->name_counts, base);
   if (!next) {
     next = g_new(int, 1);
     *next = 1;
     g_hash_table_insert(g->name_counts, g_strdup(base), next);
-    if (!g_hash_table_contains(g->by_name, base)) return g_strdup(base);
+    if (!g_hash_table_contains(g->by_name, base)) return candidate;
   }
   /* The suffix is formatted by hand: g_strdup_printf was a tenth of building a large graph. */
-  size_t len = strlen(base);
-  char *candidate = g_malloc(len + 13);
-  memcpy(candidate, base, len);
   candidate[len] = '_';
   for (;;) {
     char digits[12];
@@ -435,18 +469,18 @@ static weft_status_t *resolve_device(weft_op_builder_t *b, const char *final_nam
 
 /* Fills attributes the caller left out that the inputs determine (T, N, Tlist). */
 static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__op_def_t *def) {
-  if (b->slots->len != def->inputs->len) {
+  if ((guint)b->n_slots != def->inputs->len) {
     return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Node '%s' (%s) was given %u input%s but the op takes %u (%s)", b->name,
-                           b->op, b->slots->len, b->slots->len == 1 ? "" : "s", def->inputs->len,
+                           "Node '%s' (%s) was given %d input%s but the op takes %u (%s)", b->name,
+                           b->op, b->n_slots, b->n_slots == 1 ? "" : "s", def->inputs->len,
                            def->inputs->len ? "see its definition" : "none");
   }
   for (guint k = 0; k < def->inputs->len; k++) {
     const weft__arg_def_t *arg = def->inputs->pdata[k];
-    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
-    int count = (int)slot->outputs->len;
+    const weft_output_t *slot = &b->inputs[b->slots[k].start];
+    int count = b->slots[k].count;
     for (int j = 0; j < count; j++) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+      weft_output_t o = slot[j];
       if (!o.node || o.index < 0 || o.index >= o.node->n_outputs) {
         return weft_status_new(WEFT_INVALID_ARGUMENT,
                                "Node '%s' (%s): input '%s' refers to a missing output", b->name,
@@ -464,7 +498,7 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
       weft__attrs_set(b->attrs, arg->number_attr, v);
     }
     if (arg->type_attr && count > 0 && !weft__attrs_get(b->attrs, arg->type_attr)) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, 0);
+      weft_output_t o = slot[0];
       weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
       v->u.type = weft__dtype_base(o.node->output_types[o.index]);
       weft__attrs_set(b->attrs, arg->type_attr, v);
@@ -474,7 +508,7 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
       v->u.list.n = (size_t)count;
       v->u.list.type = g_new0(weft_dtype_t, count > 0 ? count : 1);
       for (int j = 0; j < count; j++) {
-        weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+        weft_output_t o = slot[j];
         v->u.list.type[j] = weft__dtype_base(o.node->output_types[o.index]);
       }
       weft__attrs_set(b->attrs, arg->type_list_attr, v);
@@ -483,7 +517,8 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
   return NULL;
 }
 
-static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_t *def,
+                                            const char *name, const char *op,
                                             const weft__edge_t *inputs, int n_inputs,
                                             weft_node_t *const *control_inputs, int n_control,
                                             const char *device, weft_attrs_t *attrs,
@@ -492,6 +527,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
 weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   if (out) *out = NULL;
   weft_graph_t *g = b->graph;
+  weft__ops_register_standard();
   const weft__op_def_t *def = weft__op_registry_lookup(b->op);
   if (!def) {
     weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
@@ -506,11 +542,22 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     return st;
   }
 
+  /* The full and the unique name are built on the stack unless they are long. */
+  char full_buf[128], name_buf[128];
   g_mutex_lock(&g->lock);
   const char *scope = g->name_scopes->len ? g->name_scopes->pdata[g->name_scopes->len - 1] : NULL;
-  char *full = scope ? g_strdup_printf("%s/%s", scope, b->name) : g_strdup(b->name);
-  char *name = unique_name(g, full);
-  g_free(full);
+  const char *full = b->name;
+  if (scope) {
+    size_t scope_len = strlen(scope), own_len = strlen(b->name);
+    char *joined = scope_len + own_len + 2 <= sizeof full_buf
+                       ? full_buf : g_malloc(scope_len + own_len + 2);
+    memcpy(joined, scope, scope_len);
+    joined[scope_len] = '/';
+    memcpy(joined + scope_len + 1, b->name, own_len + 1);
+    full = joined;
+  }
+  char *name = unique_name(g, full, name_buf, sizeof name_buf);
+  if (full != b->name && full != full_buf) g_free((char *)full);
   g_mutex_unlock(&g->lock);
 
   char *device = NULL;
@@ -519,7 +566,7 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   g->building_attrs = NULL;
   if (st) {
     st = weft_status_prefix(st, "Node '%s'", name);
-    g_free(name);
+    if (name != name_buf) g_free(name);
     builder_free(b);
     return st;
   }
@@ -534,41 +581,34 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     g_free(loc);
   }
 
-  /* Flatten inputs and collect control inputs (explicit plus control-dependency scopes), on
-   * the stack when there are few. */
-  int n_edges = 0, n_controls = 0;
-  for (guint k = 0; k < b->slots->len; k++)
-    n_edges += (int)g_array_index(b->slots, input_slot_t, k).outputs->len;
+  /* Control inputs: explicit plus control-dependency scopes, on the stack when there are few.
+   * The builder's inputs are already flat, and weft_output_t is laid out as an edge. */
+  G_STATIC_ASSERT(sizeof(weft_output_t) == sizeof(weft__edge_t));
+  G_STATIC_ASSERT(G_STRUCT_OFFSET(weft_output_t, node) == G_STRUCT_OFFSET(weft__edge_t, src));
+  G_STATIC_ASSERT(G_STRUCT_OFFSET(weft_output_t, index) ==
+                  G_STRUCT_OFFSET(weft__edge_t, src_index));
+  const weft__edge_t *edges = (const weft__edge_t *)(const void *)b->inputs;
+  int n_controls = b->control_inputs ? (int)b->control_inputs->len : 0;
   for (guint k = 0; k < g->control_scopes->len; k++)
     n_controls += (int)((GPtrArray *)g->control_scopes->pdata[k])->len;
-  n_controls += (int)b->control_inputs->len;
-  weft__edge_t edges_small[8];
   weft_node_t *controls_small[8];
-  weft__edge_t *edges = n_edges <= 8 ? edges_small : g_new(weft__edge_t, n_edges);
   weft_node_t **controls = n_controls <= 8 ? controls_small : g_new(weft_node_t *, n_controls);
-  int e_at = 0, c_at = 0;
-  for (guint k = 0; k < b->slots->len; k++) {
-    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
-    for (guint j = 0; j < slot->outputs->len; j++) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
-      edges[e_at++] = (weft__edge_t){o.node, o.index};
-    }
-  }
+  int c_at = 0;
   for (guint k = 0; k < g->control_scopes->len; k++) {
     GPtrArray *scope_nodes = g->control_scopes->pdata[k];
     for (guint j = 0; j < scope_nodes->len; j++) controls[c_at++] = scope_nodes->pdata[j];
   }
-  for (guint k = 0; k < b->control_inputs->len; k++) controls[c_at++] = b->control_inputs->pdata[k];
+  for (guint k = 0; b->control_inputs && k < b->control_inputs->len; k++)
+    controls[c_at++] = b->control_inputs->pdata[k];
 
   weft_node_t *node = NULL;
   weft_attrs_t *attrs = b->attrs;
   b->attrs = NULL; /* handed over */
-  st = add_node_taking_attrs(g, name, b->op, edges, n_edges, controls, n_controls, device, attrs,
-                             &node);
-  if (edges != edges_small) g_free(edges);
+  st = add_node_taking_attrs(g, def, name, b->op, edges, b->n_inputs, controls, n_controls,
+                             device, attrs, &node);
   if (controls != controls_small) g_free(controls);
   g_free(device);
-  g_free(name);
+  if (name != name_buf) g_free(name);
   builder_free(b);
   if (!st && out) *out = node;
   return st;
@@ -760,19 +800,22 @@ weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const cha
                                     weft_node_t *const *control_inputs, int n_control,
                                     const char *device, const weft_attrs_t *attrs,
                                     weft_node_t **out) {
-  return add_node_taking_attrs(g, name, op, inputs, n_inputs, control_inputs, n_control, device,
-                               weft__attrs_copy(attrs), out);
+  return add_node_taking_attrs(g, NULL, name, op, inputs, n_inputs, control_inputs, n_control,
+                               device, weft__attrs_copy(attrs), out);
 }
 
 /* weft__graph_add_node with the attrs handed over (freed on failure): the op builder's own are
- * not copied. */
-static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+ * not copied. def: op's definition when the caller has looked it up already, else NULL. */
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_t *def,
+                                            const char *name, const char *op,
                                             const weft__edge_t *inputs, int n_inputs,
                                             weft_node_t *const *control_inputs, int n_control,
                                             const char *device, weft_attrs_t *attrs,
                                             weft_node_t **out) {
-  weft__ops_register_standard();
-  const weft__op_def_t *def = weft__op_registry_lookup(op);
+  if (!def) {
+    weft__ops_register_standard();
+    def = weft__op_registry_lookup(op);
+  }
   if (!def) {
     weft__attrs_free(attrs);
     return weft_status_new(WEFT_NOT_FOUND, "Op type not registered '%s' (node '%s')", op, name);
@@ -781,10 +824,13 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
     weft__attrs_free(attrs);
     return weft_status_new(WEFT_INVALID_ARGUMENT, "A node of op %s has an empty name", op);
   }
-  weft_node_t *node = g_new0(weft_node_t, 1);
+  /* The name lives in the node's own block, and the op name is the definition's (nodes already
+   * rely on the definition outliving them). */
+  size_t name_len = strlen(name);
+  weft_node_t *node = g_malloc0(sizeof *node + name_len + 1);
   node->graph = g;
-  node->name = g_strdup(name);
-  node->op_name = g_strdup(op);
+  node->name = memcpy(node + 1, name, name_len + 1);
+  node->op_name = def->name;
   node->def = def;
   node->requested_device = device && *device ? g_strdup(device) : no_device;
   node->attrs = attrs;

@@ -150,8 +150,8 @@ typedef struct weft__edge {
 struct weft_node {
   weft_graph_t *graph;
   int id;                        /* creation order, index in graph->nodes */
-  char *name;
-  char *op_name;
+  char *name;                    /* in the node's own allocation */
+  const char *op_name;           /* def->name */
   const weft__op_def_t *def;
   char *requested_device;        /* merged device spec from scopes and weft_op_set_device, or "" */
   weft_attrs_t *attrs;
