@@ -665,29 +665,6 @@ static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *
   return NULL;
 }
 
-static const char *attr_kind_for_type(const char *type, weft__attr_kind_t *kind) {
-  static const struct {
-    const char *name;
-    weft__attr_kind_t kind;
-  } table[] = {
-      {"int", WEFT_ATTR_INT},          {"float", WEFT_ATTR_FLOAT},
-      {"bool", WEFT_ATTR_BOOL},        {"type", WEFT_ATTR_TYPE},
-      {"string", WEFT_ATTR_STRING},    {"shape", WEFT_ATTR_SHAPE},
-      {"tensor", WEFT_ATTR_TENSOR},    {"func", WEFT_ATTR_FUNC},
-      {"list(int)", WEFT_ATTR_LIST_INT}, {"list(float)", WEFT_ATTR_LIST_FLOAT},
-      {"list(bool)", WEFT_ATTR_LIST_BOOL}, {"list(type)", WEFT_ATTR_LIST_TYPE},
-      {"list(string)", WEFT_ATTR_LIST_STRING}, {"list(shape)", WEFT_ATTR_LIST_SHAPE},
-      {"list(tensor)", WEFT_ATTR_LIST_TENSOR},
-  };
-  for (size_t k = 0; k < G_N_ELEMENTS(table); k++) {
-    if (strcmp(table[k].name, type) == 0) {
-      *kind = table[k].kind;
-      return table[k].name;
-    }
-  }
-  return NULL;
-}
-
 /* Checks every declared attr is present (defaults filled in) with the declared type and value
  * constraints. */
 static weft_status_t *check_attrs(weft_node_t *node) {
@@ -704,8 +681,8 @@ static weft_status_t *check_attrs(weft_node_t *node) {
       v = weft__attr_value_copy(ad->default_value);
       weft__attrs_set(node->attrs, ad->name, v);
     }
-    weft__attr_kind_t want = WEFT_ATTR_NONE;
-    if (attr_kind_for_type(ad->type, &want)) {
+    weft__attr_kind_t want = ad->kind;
+    if (want != WEFT_ATTR_NONE) {
       /* An empty list from a GraphDef takes its element type from the definition. */
       if (v->kind == WEFT_ATTR_LIST_EMPTY && want >= WEFT_ATTR_LIST_INT) v->kind = want;
       if (v->kind != want) {

@@ -94,6 +94,8 @@ typedef struct weft__attr_def {
   char *name;
   char *type;                      /* "int", "float", "bool", "type", "string", "shape",
                                       "tensor", "func", "list(int)", "list(type)", ... */
+  weft__attr_kind_t kind;           /* the value kind type stands for, parsed once: every node
+                                      checks its attrs against it */
   weft__attr_value_t *default_value; /* NULL: required */
   weft_dtype_t *allowed_types;     /* for type attrs "{float, int32}"; NULL: any */
   size_t n_allowed_types;
