@@ -638,6 +638,44 @@ static void test_place_no_kernel_anywhere(void) {
   weft_graph_free(g);
 }
 
+/* The placer remembers kernel answers per op and device type within a call: many Softmax nodes
+ * of float32 (CPU has kernels) must not make it forget that float16 has none. */
+static void test_place_kernel_answers_follow_dtype(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t dims[1] = {3}; /* Softmax wants rank >= 1 */
+  weft_status_t *st = NULL;
+  weft_node_t *x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, dims, &st).node;
+  g_assert_null(st);
+  weft_node_t *h = weft_placeholder(g, "h", WEFT_DT_HALF, 1, dims, &st).node;
+  g_assert_null(st);
+  GPtrArray *floats = g_ptr_array_new();
+  g_ptr_array_add(floats, x);
+  for (int k = 0; k < 40; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "s%d", k);
+    weft_output_t y = weft_unary(g, "Softmax", name, weft_out(k == 20 ? h : x, 0), &st);
+    g_assert_null(st);
+    if (k != 20) g_ptr_array_add(floats, y.node);
+  }
+  const weft__place_device_t devices[] = {kCuda0, kCpu0};
+  GHashTable *placement = new_placement();
+  st = place_all_status(g, devices, 2, &kStrict, placement);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_true(g_str_has_prefix(weft_status_message(st),
+                                 "Cannot assign a device for operation 's20': no supported kernel "
+                                 "for any device is available (op Softmax, dtype float16)"));
+  weft_status_free(st);
+  g_assert_cmpuint(g_hash_table_size(placement), ==, 0);
+
+  g_assert_null(weft__place(floats, devices, 2, &kStrict, placement));
+  g_assert_cmpuint(g_hash_table_size(placement), ==, 40);
+  assert_placed(placement, "s0", kCpu0.name);
+  assert_placed(placement, "s39", kCpu0.name);
+  g_ptr_array_free(floats, TRUE);
+  g_hash_table_destroy(placement);
+  weft_graph_free(g);
+}
+
 static void test_place_incompatible_colocation(void) {
   weft_graph_t *g = weft_graph_new();
   weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
@@ -1123,6 +1161,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place/soft_unknown_device", test_place_soft_unknown_device);
   g_test_add_func("/placement/place/soft_drops_everything", test_place_soft_drops_everything);
   g_test_add_func("/placement/place/no_kernel_anywhere", test_place_no_kernel_anywhere);
+  g_test_add_func("/placement/place/kernel_answers_follow_dtype",
+                  test_place_kernel_answers_follow_dtype);
   g_test_add_func("/placement/place/incompatible_colocation", test_place_incompatible_colocation);
   g_test_add_func("/placement/place/gpu_alias_in_group", test_place_gpu_alias_inside_group);
   g_test_add_func("/placement/place/keeps_placed", test_place_keeps_already_placed);

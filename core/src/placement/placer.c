@@ -15,6 +15,14 @@ typedef struct member {
   int parent;         /* union-find */
 } member_t;
 
+/* Whether a node like `attrs` (same op) has a kernel on devices of `type`. */
+typedef struct kernel_memo {
+  const weft__op_def_t *def;
+  const char *type;
+  const weft_attrs_t *attrs; /* of the node first asked about, alive for the call */
+  bool exists;
+} kernel_memo_t;
+
 typedef struct placer {
   const weft__place_device_t *devices;
   int n_devices;
@@ -32,6 +40,9 @@ typedef struct placer {
   int *open_order;
   int n_open;
   bool open_ready;
+  /* Recent kernel availability answers (see member_has_kernel), replaced round robin. */
+  kernel_memo_t memo[16];
+  int n_memo, memo_next;
 } placer_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -195,9 +206,45 @@ static bool prefer(const weft__place_device_t *a, int ia, const weft__place_devi
   return ia < ib;
 }
 
-static bool member_has_kernel(const member_t *m, const weft__place_device_t *device) {
+/* Do two attr sets look the same to a kernel's type constraints? Those read a named attr's
+ * dtype (or dtypes) and fail on any other kind, so the names, kinds and dtypes decide. */
+static bool same_for_kernels(const weft_attrs_t *a, const weft_attrs_t *b) {
+  if (a == b) return true;
+  if (a == NULL || b == NULL || a->n != b->n) return false;
+  for (int k = 0; k < a->n; k++) {
+    const weft__attr_value_t *va = a->entries[k].value, *vb = b->entries[k].value;
+    if (va->kind != vb->kind || strcmp(a->entries[k].name, b->entries[k].name) != 0) return false;
+    if (va->kind == WEFT_ATTR_TYPE && va->u.type != vb->u.type) return false;
+    if (va->kind == WEFT_ATTR_LIST_TYPE &&
+        (va->u.list.n != vb->u.list.n ||
+         (va->u.list.n > 0 &&
+          memcmp(va->u.list.type, vb->u.list.type, sizeof(weft_dtype_t) * va->u.list.n) != 0)))
+      return false;
+  }
+  return true;
+}
+
+/* The registry's answer for a member on a device, remembered per (op, device type, attrs that
+ * look the same to kernels): a big graph asks the same few questions for every node, and each
+ * registry lookup takes its lock and hashes the op name. */
+static bool member_has_kernel(placer_t *p, const member_t *m, const weft__place_device_t *device) {
   if (device->type == NULL) return false;
-  return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+  const weft_node_t *node = m->node;
+  for (int k = 0; k < p->n_memo; k++) {
+    const kernel_memo_t *e = &p->memo[k];
+    if (e->def == node->def && node->def != NULL &&
+        (e->type == device->type || strcmp(e->type, device->type) == 0) &&
+        same_for_kernels(e->attrs, node->attrs))
+      return e->exists;
+  }
+  bool exists = weft__kernel_exists(node->op_name, device->type, node->attrs);
+  if (node->def != NULL) {
+    kernel_memo_t *e = &p->memo[p->memo_next];
+    p->memo_next = (p->memo_next + 1) % (int)G_N_ELEMENTS(p->memo);
+    if (p->n_memo < (int)G_N_ELEMENTS(p->memo)) p->n_memo++;
+    *e = (kernel_memo_t){node->def, device->type, node->attrs, exists};
+  }
+  return exists;
 }
 
 static const member_t *group_at(placer_t *p, GArray *group, guint k) {
@@ -209,7 +256,7 @@ static const member_t *group_at(placer_t *p, GArray *group, guint k) {
 static bool group_has_kernels(placer_t *p, GArray *group, const weft__place_device_t *device) {
   for (guint k = 0; k < group->len; k++) {
     const member_t *m = group_at(p, group, k);
-    if (!member_has_kernel(m, device)) return false;
+    if (!member_has_kernel(p, m, device)) return false;
   }
   return true;
 }
@@ -404,7 +451,7 @@ static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *a
     }
     for (guint k = 0; k < group->len; k++) {
       const member_t *m = group_at(p, group, k);
-      if (!m->to_place || member_has_kernel(m, device)) continue;
+      if (!m->to_place || member_has_kernel(p, m, device)) continue;
       char *prefix = g_strdup_printf("it is colocated with '%s', which is already placed on '%s', "
                                      "but ", anchor->node->name, anchor->placed);
       char *which = g_strdup_printf("%s devices", device->type);
@@ -433,7 +480,7 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
     bool any = false;
     for (int i = 0; i < p->n_devices && !any; i++)
       any = weft__device_spec_matches(spec, &p->devices[i], p->gpu_type) &&
-            member_has_kernel(m, &p->devices[i]);
+            member_has_kernel(p, m, &p->devices[i]);
     if (!any) culprit = m;
   }
   /* When nothing matches at all, the node that asked is the one to name. */
