@@ -251,7 +251,7 @@ static const weft__placer_options_t kStrict = {false, "localhost", 0, 0};
 static const weft__placer_options_t kSoft = {true, "localhost", 0, 0};
 
 static GHashTable *new_placement(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  return weft__placement_new();
 }
 
 static GPtrArray *all_nodes(weft_graph_t *g) {
@@ -335,6 +335,8 @@ static void test_place_unpinned_goes_to_cpu_without_gpu_kernels(void) {
   g_assert_cmpuint(g_hash_table_size(placement), ==, 2);
   assert_placed(placement, "x", LOCAL "CPU:0");
   assert_placed(placement, "y", LOCAL "CPU:0");
+  /* Values are interned: one string per device, not per node. */
+  g_assert_true(g_hash_table_lookup(placement, "x") == g_intern_string(LOCAL "CPU:0"));
   g_hash_table_destroy(placement);
   weft_graph_free(g);
 }
@@ -741,7 +743,7 @@ static void test_place_keeps_already_placed(void) {
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
   /* Placed by an earlier run somewhere no rule would put it now. */
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs1.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
   place_all(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   assert_placed(placement, "x", kPs1.name);
   assert_placed(placement, "y", kPs1.name);
@@ -750,7 +752,7 @@ static void test_place_keeps_already_placed(void) {
 
   /* Only y is placed in this call; x, outside the subset but placed, still pins it. */
   placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs0.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs0.name));
   GPtrArray *subset = g_ptr_array_new();
   g_ptr_array_add(subset, y);
   g_assert_null(weft__place(subset, devices, G_N_ELEMENTS(devices), &kStrict, placement));
@@ -868,7 +870,7 @@ static void test_place_pinned_conflicts_with_request(void) {
   weft_graph_pop_colocate(g);
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs1.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
   weft_status_t *st = place_all_status(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
   g_assert_cmpstr(weft_status_message(st), ==,
@@ -955,7 +957,7 @@ static void test_closure_follows_every_class_entry(void) {
   g_ptr_array_free(closure, TRUE);
 
   /* Members already placed are not placed again. */
-  g_hash_table_insert(placement, g_strdup("b"), g_strdup(kCpu0.name));
+  g_hash_table_insert(placement, g_strdup("b"), (gpointer)g_intern_string(kCpu0.name));
   closure = weft__colocation_closure(g, needed, placement);
   g_assert_cmpuint(closure->len, ==, 2);
   g_assert_false(closure_has(closure, "b"));

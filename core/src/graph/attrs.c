@@ -4,8 +4,11 @@
 
 #include <string.h>
 
+/* Not g_new0: calloc skips the allocator's per-thread cache, where the op builder's values of the
+ * node before wait to be reused. */
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind) {
-  weft__attr_value_t *v = g_new0(weft__attr_value_t, 1);
+  weft__attr_value_t *v = g_new(weft__attr_value_t, 1);
+  memset(v, 0, sizeof *v);
   v->kind = kind;
   return v;
 }
@@ -30,11 +33,16 @@ static bool kind_is_list(weft__attr_kind_t kind) {
   return kind >= WEFT_ATTR_LIST_INT;
 }
 
-void weft__attr_value_free(weft__attr_value_t *v) {
-  if (!v) return;
+/* Releases what the value owns (strings, lists, tensor references), not the value itself. */
+static void value_clear(weft__attr_value_t *v) {
   if (v->kind == WEFT_ATTR_STRING || v->kind == WEFT_ATTR_FUNC) g_free(v->u.s.data);
   if (v->kind == WEFT_ATTR_TENSOR) weft_tensor_unref(v->u.tensor);
   if (kind_is_list(v->kind)) free_shape_list_and_tensors(v);
+}
+
+void weft__attr_value_free(weft__attr_value_t *v) {
+  if (!v) return;
+  value_clear(v);
   g_free(v);
 }
 
@@ -90,17 +98,75 @@ weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *src) {
 }
 
 weft_attrs_t *weft__attrs_new(void) {
-  return g_new0(weft_attrs_t, 1);
+  weft_attrs_t *a = g_new(weft_attrs_t, 1); /* not g_new0: see weft__attr_value_new */
+  memset(a, 0, sizeof *a);
+  return a;
 }
 
 void weft__attrs_free(weft_attrs_t *attrs) {
   if (!attrs) return;
   for (int k = 0; k < attrs->n; k++) {
-    g_free(attrs->entries[k].name);
-    weft__attr_value_free(attrs->entries[k].value);
+    if (attrs->packed) {
+      value_clear(attrs->entries[k].value);
+    } else {
+      g_free(attrs->entries[k].name);
+      weft__attr_value_free(attrs->entries[k].value);
+    }
   }
+  if (!attrs->packed) g_free(attrs->entries);
+  if (!attrs->embedded) g_free(attrs);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Packed attrs: a node's attrs, entries, values and names inside the node's own allocation
+ * (graph.c), so that a node is one allocation instead of one per attr, value and name. What the
+ * values own (strings, lists, tensor references) stays separately allocated. */
+
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+size_t weft__attrs_packed_size(const weft_attrs_t *attrs) {
+  size_t size = ALIGN8(sizeof(weft_attrs_t));
+  size += ALIGN8(sizeof(weft__attr_entry_t) * (size_t)attrs->n);
+  size += sizeof(weft__attr_value_t) * (size_t)attrs->n;
+  for (int k = 0; k < attrs->n; k++) size += strlen(attrs->entries[k].name) + 1;
+  return ALIGN8(size);
+}
+
+weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block) {
+  char *at = block;
+  weft_attrs_t *packed = (weft_attrs_t *)(void *)at;
+  at += ALIGN8(sizeof(weft_attrs_t));
+  weft__attr_entry_t *entries = (weft__attr_entry_t *)(void *)at;
+  at += ALIGN8(sizeof(weft__attr_entry_t) * (size_t)attrs->n);
+  weft__attr_value_t *values = (weft__attr_value_t *)(void *)at;
+  at += sizeof(weft__attr_value_t) * (size_t)attrs->n;
+  for (int k = 0; k < attrs->n; k++) {
+    size_t len = strlen(attrs->entries[k].name) + 1;
+    entries[k].name = memcpy(at, attrs->entries[k].name, len);
+    at += len;
+    values[k] = *attrs->entries[k].value; /* what it owns moves with it */
+    entries[k].value = &values[k];
+    g_free(attrs->entries[k].name);
+    g_free(attrs->entries[k].value);
+  }
+  *packed = (weft_attrs_t){attrs->n, attrs->n, attrs->n > 0 ? entries : NULL, true, true};
   g_free(attrs->entries);
   g_free(attrs);
+  return packed;
+}
+
+/* Gives packed attrs separately allocated entries again before they change; the packed
+ * entries stay behind, unused, in the node's block. */
+static void unpack(weft_attrs_t *attrs) {
+  if (!attrs->packed) return;
+  weft__attr_entry_t *entries = g_new(weft__attr_entry_t, attrs->n > 0 ? attrs->n : 1);
+  for (int k = 0; k < attrs->n; k++) {
+    entries[k].name = g_strdup(attrs->entries[k].name);
+    entries[k].value = g_memdup2(attrs->entries[k].value, sizeof(weft__attr_value_t));
+  }
+  attrs->entries = entries;
+  attrs->cap = attrs->n > 0 ? attrs->n : 1;
+  attrs->packed = false;
 }
 
 weft_attrs_t *weft__attrs_copy(const weft_attrs_t *attrs) {
@@ -129,6 +195,7 @@ static int find(const weft_attrs_t *attrs, const char *name) {
 }
 
 void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *value) {
+  unpack(attrs);
   int at = find(attrs, name);
   if (at >= 0) {
     weft__attr_value_free(attrs->entries[at].value);
@@ -156,6 +223,7 @@ const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char 
 void weft__attrs_remove(weft_attrs_t *attrs, const char *name) {
   int at = attrs && name ? find(attrs, name) : -1;
   if (at < 0) return;
+  unpack(attrs);
   g_free(attrs->entries[at].name);
   weft__attr_value_free(attrs->entries[at].value);
   memmove(&attrs->entries[at], &attrs->entries[at + 1],

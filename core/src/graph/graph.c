@@ -32,7 +32,6 @@ static char no_device[1] = "";
 static void node_free(weft_node_t *n) {
   if (n->requested_device != no_device) g_free(n->requested_device);
   weft__attrs_free(n->attrs);
-  g_free(n->arrays);
   g_ptr_array_free(n->control_inputs, TRUE);
   g_free(n->colocation_group);
   g_free(n);
@@ -747,29 +746,48 @@ static void fill_args(const weft_node_t *node, const GPtrArray *args, weft_dtype
   starts[args->len] = at;
 }
 
-/* The node's arrays in one block (node->arrays): edges and shapes first, for their alignment. */
-static void alloc_node_arrays(weft_node_t *node, int n_inputs, int n_outputs) {
-  const weft__op_def_t *def = node->def;
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+/* The node as one allocation: the struct, its arrays (edges and shapes first, for their
+ * alignment), its attrs packed and its name. `probe` holds what was checked so far (name, def,
+ * attrs, which the node takes over). A million-node graph made about ten allocations per node. */
+static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_outputs) {
+  const weft__op_def_t *def = probe->def;
+  size_t head = ALIGN8(sizeof(weft_node_t));
   size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
   size_t shapes = sizeof(weft__shape_t) * (size_t)n_outputs;
+  size_t attrs = weft__attrs_packed_size(probe->attrs);
   size_t in_types = sizeof(weft_dtype_t) * (size_t)n_inputs;
   size_t in_starts = sizeof(int) * (def->inputs->len + 1);
   size_t out_types = sizeof(weft_dtype_t) * (size_t)n_outputs;
   size_t out_starts = sizeof(int) * (def->outputs->len + 1);
-  char *block = g_malloc0(edges + shapes + in_types + in_starts + out_types + out_starts);
-  node->arrays = block;
-  node->inputs = (weft__edge_t *)(void *)block;
-  node->output_shapes = (weft__shape_t *)(void *)(block + edges);
-  node->input_types = (weft_dtype_t *)(void *)(block + edges + shapes);
-  node->input_arg_start = (int *)(void *)(block + edges + shapes + in_types);
-  node->output_types = (weft_dtype_t *)(void *)(block + edges + shapes + in_types + in_starts);
-  node->output_arg_start =
-      (int *)(void *)(block + edges + shapes + in_types + in_starts + out_types);
+  size_t name = strlen(probe->name) + 1;
+  size_t arrays = ALIGN8(edges + shapes);
+  size_t total = head + arrays + attrs + in_types + in_starts + out_types + out_starts + name;
+  /* Not g_malloc0: calloc bypasses the allocator's per-thread cache. */
+  char *block = g_malloc(total);
+  memset(block, 0, head + arrays);
+  weft_node_t *node = (weft_node_t *)(void *)block;
+  *node = *probe;
+  char *at = block + head;
+  node->inputs = (weft__edge_t *)(void *)at;
+  node->output_shapes = (weft__shape_t *)(void *)(at + edges);
+  at += arrays;
+  node->attrs = weft__attrs_pack(probe->attrs, at);
+  at += attrs;
+  node->input_types = (weft_dtype_t *)(void *)at;
+  node->input_arg_start = (int *)(void *)(at + in_types);
+  at += in_types + in_starts;
+  node->output_types = (weft_dtype_t *)(void *)at;
+  node->output_arg_start = (int *)(void *)(at + out_types);
+  at += out_types + out_starts;
+  node->name = memcpy(at, probe->name, name);
   node->n_inputs = n_inputs;
   node->n_outputs = n_outputs;
   fill_args(node, def->inputs, node->input_types, node->input_arg_start);
   fill_args(node, def->outputs, node->output_types, node->output_arg_start);
   for (int k = 0; k < n_outputs; k++) node->output_shapes[k].rank = -1;
+  return node;
 }
 
 weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const char *op,
@@ -801,28 +819,31 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
     weft__attrs_free(attrs);
     return weft_status_new(WEFT_INVALID_ARGUMENT, "A node of op %s has an empty name", op);
   }
-  /* The name lives in the node's own block, and the op name is the definition's (nodes already
-   * rely on the definition outliving them). */
-  size_t name_len = strlen(name);
-  weft_node_t *node = g_malloc0(sizeof *node + name_len + 1);
-  node->graph = g;
-  node->name = memcpy(node + 1, name, name_len + 1);
-  node->op_name = def->name;
-  node->def = def;
-  node->requested_device = device && *device ? g_strdup(device) : no_device;
-  node->attrs = attrs;
-  node->control_inputs = g_ptr_array_new();
-  weft_status_t *st = check_attrs(node);
-
+  /* Checked first on a node on the stack: the attrs (defaults filled in) and the number of
+   * inputs and outputs decide the size of the node's block. The op name is the definition's
+   * (nodes already rely on the definition outliving them). */
+  weft_node_t probe = {0};
+  probe.graph = g;
+  probe.name = (char *)name;
+  probe.op_name = def->name;
+  probe.def = def;
+  probe.attrs = attrs;
+  weft_status_t *st = check_attrs(&probe);
   int n_expected = 0, n_outputs = 0;
-  if (!st) st = count_args(node, def->inputs, &n_expected);
+  if (!st) st = count_args(&probe, def->inputs, &n_expected);
   if (!st && n_expected != n_inputs) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
                          "Node '%s' (%s) has %d input%s but its op definition expects %d",
                          name, op, n_inputs, n_inputs == 1 ? "" : "s", n_expected);
   }
-  if (!st) st = count_args(node, def->outputs, &n_outputs);
-  if (!st) alloc_node_arrays(node, n_inputs, n_outputs);
+  if (!st) st = count_args(&probe, def->outputs, &n_outputs);
+  if (st) {
+    weft__attrs_free(attrs);
+    return st;
+  }
+  weft_node_t *node = alloc_node(&probe, n_inputs, n_outputs);
+  node->requested_device = device && *device ? g_strdup(device) : no_device;
+  node->control_inputs = g_ptr_array_new();
   for (int k = 0; k < n_inputs && !st; k++) {
     const weft__edge_t *e = &inputs[k];
     if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {

@@ -62,6 +62,8 @@ typedef struct weft__attr_entry {
 struct weft_attrs {
   int n, cap;
   weft__attr_entry_t *entries;
+  bool packed;   /* entries, values and names live in the block around this struct (a node's) */
+  bool embedded; /* this struct lives in another allocation (a node's): not freed on its own */
 };
 
 weft_attrs_t *weft__attrs_new(void);
@@ -72,6 +74,12 @@ void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *
 const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char *name);
 /* Removes (and frees) the attr if it is there. */
 void weft__attrs_remove(weft_attrs_t *attrs, const char *name);
+/* Bytes weft__attrs_pack needs for attrs (a multiple of 8). */
+size_t weft__attrs_packed_size(const weft_attrs_t *attrs);
+/* Moves attrs into `block` (8-aligned, weft__attrs_packed_size bytes) and frees what is left of
+ * it; returns the packed attrs, which weft__attrs_free releases without freeing the block. Setting
+ * or removing an attr later gives them separate entries again. */
+weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block);
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
 void weft__attr_value_free(weft__attr_value_t *value);
@@ -152,7 +160,7 @@ typedef struct weft__edge {
 struct weft_node {
   weft_graph_t *graph;
   int id;                        /* creation order, index in graph->nodes */
-  char *name;                    /* in the node's own allocation */
+  char *name;
   const char *op_name;           /* def->name */
   const weft__op_def_t *def;
   char *requested_device;        /* merged device spec from scopes and weft_op_set_device, or "" */
@@ -168,7 +176,8 @@ struct weft_node {
   weft__shape_t *output_shapes;
   int *output_arg_start;
   char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
-  void *arrays;                  /* one block holding inputs ... output_arg_start */
+  /* The node is one allocation: this struct, inputs ... output_arg_start, attrs (packed) and
+   * name (see alloc_node in graph.c). */
 };
 
 typedef struct weft__device_scope {

@@ -635,6 +635,10 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
 /* ---------------------------------------------------------------------------------------------
  * Entry point */
 
+GHashTable *weft__placement_new(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
                            const weft__placer_options_t *opts, GHashTable *placement) {
   if (nodes == NULL || placement == NULL || (devices == NULL && n_devices > 0) || n_devices < 0)
@@ -690,11 +694,12 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   }
 
   if (status == NULL) {
-    /* Copy before inserting: an assignment may borrow a device name from the table itself. */
+    /* Assignments come in runs of one device: intern once per run. */
+    const char *source = NULL, *interned = NULL;
     for (guint i = 0; i < out->len; i++) {
       const assignment_t *a = &g_array_index(out, assignment_t, i);
-      char *device = g_strdup(a->device);
-      g_hash_table_insert(placement, g_strdup(a->node), device);
+      if (a->device != source) interned = g_intern_string(source = a->device);
+      g_hash_table_insert(placement, g_strdup(a->node), (gpointer)interned);
     }
   }
   g_array_free(out, TRUE);

@@ -74,7 +74,7 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
   s->graph = graph;
   s->opts = weft__session_options_copy(opts);
   g_mutex_init(&s->lock);
-  s->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->placement = weft__placement_new();
   s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                      (GDestroyNotify)weft__kernel_instance_free);
   s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)plan_free);
