@@ -29,10 +29,19 @@ weft_graph_t *weft_graph_new(void) {
 /* The requested device of every node that asked for none (most of a big graph). */
 static char no_device[1] = "";
 
+/* The control inputs of every node that has none (most of a big graph): one array that is
+ * never changed nor freed, so that a node does not need its own. */
+static GPtrArray *no_controls(void) {
+  static GPtrArray *empty;
+  if (g_once_init_enter(&empty)) g_once_init_leave(&empty, g_ptr_array_new());
+  return empty;
+}
+
 static void node_free(weft_node_t *n) {
   if (n->requested_device != no_device) g_free(n->requested_device);
   weft__attrs_free(n->attrs);
-  g_ptr_array_free(n->control_inputs, TRUE);
+  if (n->control_inputs && n->control_inputs != no_controls())
+    g_ptr_array_free(n->control_inputs, TRUE);
   g_free(n->colocation_group);
   g_free(n);
 }
@@ -253,7 +262,10 @@ weft_op_builder_t *weft_op_new(weft_graph_t *g, const char *op, const char *name
   if (!op) op = "";
   if (!name || !*name) name = op;
   size_t op_len = strlen(op), name_len = strlen(name);
-  weft_op_builder_t *b = g_malloc0(sizeof *b + op_len + name_len + 2);
+  /* Not g_malloc0: calloc bypasses glibc's per-thread cache, where the builder of the node
+   * before waits to be reused; the inline arrays need no zeroing. */
+  weft_op_builder_t *b = g_malloc(sizeof *b + op_len + name_len + 2);
+  memset(b, 0, G_STRUCT_OFFSET(weft_op_builder_t, slots_inline));
   char *text = (char *)(b + 1);
   memcpy(text, op, op_len + 1);
   memcpy(text + op_len + 1, name, name_len + 1);
@@ -622,9 +634,10 @@ static int64_t attr_int_or(const weft_attrs_t *attrs, const char *name, int64_t 
 }
 
 /* Number (*count) and, when `types` is not NULL, types of the values an arg stands for, from the
- * attrs. */
+ * attrs. *uniform (when not NULL): the one type of all values, or -1 for a list of types. */
 static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *arg,
-                                weft_dtype_t *types, int *count) {
+                                weft_dtype_t *types, int *count, int *uniform) {
+  if (uniform) *uniform = -1;
   const weft_attrs_t *attrs = node->attrs;
   if (arg->type_list_attr) {
     const weft__attr_value_t *v = weft__attrs_get(attrs, arg->type_list_attr);
@@ -660,6 +673,7 @@ static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *
   }
   if (arg->is_ref) dtype += WEFT_DT_REF_OFFSET;
   *count = n;
+  if (uniform) *uniform = dtype;
   for (int k = 0; types && k < n; k++) types[k] = (weft_dtype_t)dtype;
   return NULL;
 }
@@ -721,26 +735,44 @@ static weft_status_t *check_attrs(weft_node_t *node) {
   return NULL;
 }
 
+/* What count_args learnt per arg, so that fill_args need not look the attrs up again (for ops of
+ * up to MAX_COUNTED args). */
+enum { MAX_COUNTED = 16 };
+typedef struct arg_counts {
+  int count[MAX_COUNTED];
+  int uniform[MAX_COUNTED]; /* see arg_types */
+} arg_counts_t;
+
 /* The number of values the args stand for in all. */
-static weft_status_t *count_args(const weft_node_t *node, const GPtrArray *args, int *n_total) {
+static weft_status_t *count_args(const weft_node_t *node, const GPtrArray *args, int *n_total,
+                                 arg_counts_t *counts) {
   *n_total = 0;
   for (guint k = 0; k < args->len; k++) {
-    int n = 0;
-    weft_status_t *st = arg_types(node, args->pdata[k], NULL, &n);
+    int n = 0, uniform = -1;
+    weft_status_t *st = arg_types(node, args->pdata[k], NULL, &n, &uniform);
     if (st) return st;
+    if (k < MAX_COUNTED) {
+      counts->count[k] = n;
+      counts->uniform[k] = uniform;
+    }
     *n_total += n;
   }
   return NULL;
 }
 
 /* Fills the flat types and each arg's first index (one extra entry: the total). */
-static void fill_args(const weft_node_t *node, const GPtrArray *args, weft_dtype_t *types,
-                      int *starts) {
+static void fill_args(const weft_node_t *node, const GPtrArray *args, const arg_counts_t *counts,
+                      weft_dtype_t *types, int *starts) {
   int at = 0;
   for (guint k = 0; k < args->len; k++) {
     int n = 0;
     starts[k] = at;
-    weft_status_free(arg_types(node, args->pdata[k], types + at, &n)); /* counted before */
+    if (k < MAX_COUNTED && counts->uniform[k] >= 0) {
+      n = counts->count[k];
+      for (int j = 0; j < n; j++) types[at + j] = (weft_dtype_t)counts->uniform[k];
+    } else {
+      weft_status_free(arg_types(node, args->pdata[k], types + at, &n, NULL)); /* counted */
+    }
     at += n;
   }
   starts[args->len] = at;
@@ -751,7 +783,8 @@ static void fill_args(const weft_node_t *node, const GPtrArray *args, weft_dtype
 /* The node as one allocation: the struct, its arrays (edges and shapes first, for their
  * alignment), its attrs packed and its name. `probe` holds what was checked so far (name, def,
  * attrs, which the node takes over). A million-node graph made about ten allocations per node. */
-static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_outputs) {
+static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_outputs,
+                               const arg_counts_t *in_counts, const arg_counts_t *out_counts) {
   const weft__op_def_t *def = probe->def;
   size_t head = ALIGN8(sizeof(weft_node_t));
   size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
@@ -784,8 +817,8 @@ static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_out
   node->name = memcpy(at, probe->name, name);
   node->n_inputs = n_inputs;
   node->n_outputs = n_outputs;
-  fill_args(node, def->inputs, node->input_types, node->input_arg_start);
-  fill_args(node, def->outputs, node->output_types, node->output_arg_start);
+  fill_args(node, def->inputs, in_counts, node->input_types, node->input_arg_start);
+  fill_args(node, def->outputs, out_counts, node->output_types, node->output_arg_start);
   for (int k = 0; k < n_outputs; k++) node->output_shapes[k].rank = -1;
   return node;
 }
@@ -830,20 +863,21 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
   probe.attrs = attrs;
   weft_status_t *st = check_attrs(&probe);
   int n_expected = 0, n_outputs = 0;
-  if (!st) st = count_args(&probe, def->inputs, &n_expected);
+  arg_counts_t in_counts, out_counts;
+  if (!st) st = count_args(&probe, def->inputs, &n_expected, &in_counts);
   if (!st && n_expected != n_inputs) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
                          "Node '%s' (%s) has %d input%s but its op definition expects %d",
                          name, op, n_inputs, n_inputs == 1 ? "" : "s", n_expected);
   }
-  if (!st) st = count_args(&probe, def->outputs, &n_outputs);
+  if (!st) st = count_args(&probe, def->outputs, &n_outputs, &out_counts);
   if (st) {
     weft__attrs_free(attrs);
     return st;
   }
-  weft_node_t *node = alloc_node(&probe, n_inputs, n_outputs);
+  weft_node_t *node = alloc_node(&probe, n_inputs, n_outputs, &in_counts, &out_counts);
   node->requested_device = device && *device ? g_strdup(device) : no_device;
-  node->control_inputs = g_ptr_array_new();
+  node->control_inputs = n_control > 0 ? g_ptr_array_new() : no_controls();
   for (int k = 0; k < n_inputs && !st; k++) {
     const weft__edge_t *e = &inputs[k];
     if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
