@@ -650,13 +650,16 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   p.opts = opts;
   p.placement = placement;
   p.gpu_type = highest_gpu_type(devices, n_devices);
-  p.members = g_array_new(FALSE, TRUE, sizeof(member_t));
+  /* Sized for `nodes` up front: growing by doubling copied a big graph's arrays over and over. */
+  p.members = g_array_sized_new(FALSE, TRUE, sizeof(member_t), nodes->len);
   p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
   p.by_id = g_array_new(FALSE, TRUE, sizeof(int));
   weft_node_t *first = nodes->len ? g_ptr_array_index(nodes, 0) : NULL;
-  if (first != NULL && first->graph != NULL && nodes->len >= 1024 &&
-      (int64_t)nodes->len * 4 >= weft_graph_num_nodes(first->graph))
+  int graph_nodes = first != NULL && first->graph != NULL ? weft_graph_num_nodes(first->graph) : 0;
+  if (nodes->len >= 1024 && (int64_t)nodes->len * 4 >= graph_nodes) {
     p.graph = first->graph;
+    g_array_set_size(p.by_id, (guint)graph_nodes);
+  }
 
   weft_status_t *status = NULL;
   for (guint i = 0; i < nodes->len; i++) {
@@ -667,7 +670,7 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
    * through an outside node still joins the group. */
   for (guint i = 0; i < p.members->len && status == NULL; i++) status = link_member(&p, (int)i);
 
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(assignment_t));
+  GArray *out = g_array_sized_new(FALSE, FALSE, sizeof(assignment_t), p.members->len);
   if (status == NULL) {
     /* Groups in the order of their first member, each member list in member order. A root is
      * its group's earliest member (see unite), so walking the members in order meets every
