@@ -124,15 +124,26 @@ void weft__attrs_free(weft_attrs_t *attrs) {
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
-size_t weft__attrs_packed_size(const weft_attrs_t *attrs) {
+/* The op definition's own copy of an attr name, or NULL: packed attrs point at it rather than
+ * copying it (the definition outlives its nodes), and a million nodes share a few names. */
+static const char *def_name(const weft__op_def_t *def, const char *name) {
+  for (guint k = 0; def && k < def->attrs->len; k++) {
+    const weft__attr_def_t *ad = def->attrs->pdata[k];
+    if (strcmp(ad->name, name) == 0) return ad->name;
+  }
+  return NULL;
+}
+
+size_t weft__attrs_packed_size(const weft_attrs_t *attrs, const weft__op_def_t *def) {
   size_t size = ALIGN8(sizeof(weft_attrs_t));
   size += ALIGN8(sizeof(weft__attr_entry_t) * (size_t)attrs->n);
   size += sizeof(weft__attr_value_t) * (size_t)attrs->n;
-  for (int k = 0; k < attrs->n; k++) size += strlen(attrs->entries[k].name) + 1;
+  for (int k = 0; k < attrs->n; k++)
+    if (!def_name(def, attrs->entries[k].name)) size += strlen(attrs->entries[k].name) + 1;
   return ALIGN8(size);
 }
 
-weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block) {
+weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const weft__op_def_t *def) {
   char *at = block;
   weft_attrs_t *packed = (weft_attrs_t *)(void *)at;
   at += ALIGN8(sizeof(weft_attrs_t));
@@ -141,9 +152,14 @@ weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block) {
   weft__attr_value_t *values = (weft__attr_value_t *)(void *)at;
   at += sizeof(weft__attr_value_t) * (size_t)attrs->n;
   for (int k = 0; k < attrs->n; k++) {
-    size_t len = strlen(attrs->entries[k].name) + 1;
-    entries[k].name = memcpy(at, attrs->entries[k].name, len);
-    at += len;
+    const char *shared = def_name(def, attrs->entries[k].name);
+    if (shared) {
+      entries[k].name = (char *)shared; /* never freed through a packed entry */
+    } else {
+      size_t len = strlen(attrs->entries[k].name) + 1;
+      entries[k].name = memcpy(at, attrs->entries[k].name, len);
+      at += len;
+    }
     values[k] = *attrs->entries[k].value; /* what it owns moves with it */
     entries[k].value = &values[k];
     g_free(attrs->entries[k].name);

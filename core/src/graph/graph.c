@@ -789,7 +789,7 @@ static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_out
   size_t head = ALIGN8(sizeof(weft_node_t));
   size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
   size_t shapes = sizeof(weft__shape_t) * (size_t)n_outputs;
-  size_t attrs = weft__attrs_packed_size(probe->attrs);
+  size_t attrs = weft__attrs_packed_size(probe->attrs, def);
   size_t in_types = sizeof(weft_dtype_t) * (size_t)n_inputs;
   size_t in_starts = sizeof(int) * (def->inputs->len + 1);
   size_t out_types = sizeof(weft_dtype_t) * (size_t)n_outputs;
@@ -806,7 +806,7 @@ static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_out
   node->inputs = (weft__edge_t *)(void *)at;
   node->output_shapes = (weft__shape_t *)(void *)(at + edges);
   at += arrays;
-  node->attrs = weft__attrs_pack(probe->attrs, at);
+  node->attrs = weft__attrs_pack(probe->attrs, at, def);
   at += attrs;
   node->input_types = (weft_dtype_t *)(void *)at;
   node->input_arg_start = (int *)(void *)(at + in_types);

@@ -75,11 +75,13 @@ const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char 
 /* Removes (and frees) the attr if it is there. */
 void weft__attrs_remove(weft_attrs_t *attrs, const char *name);
 /* Bytes weft__attrs_pack needs for attrs (a multiple of 8). */
-size_t weft__attrs_packed_size(const weft_attrs_t *attrs);
+struct weft__op_def;
+size_t weft__attrs_packed_size(const weft_attrs_t *attrs, const struct weft__op_def *def);
 /* Moves attrs into `block` (8-aligned, weft__attrs_packed_size bytes) and frees what is left of
- * it; returns the packed attrs, which weft__attrs_free releases without freeing the block. Setting
- * or removing an attr later gives them separate entries again. */
-weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block);
+ * it; returns the packed attrs, which weft__attrs_free releases without freeing the block. Names
+ * def declares point at def's copies (def must outlive the attrs, as it outlives its nodes).
+ * Setting or removing an attr later gives them separate entries again. */
+weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const struct weft__op_def *def);
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
 void weft__attr_value_free(weft__attr_value_t *value);

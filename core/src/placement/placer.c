@@ -213,7 +213,8 @@ static bool same_for_kernels(const weft_attrs_t *a, const weft_attrs_t *b) {
   if (a == NULL || b == NULL || a->n != b->n) return false;
   for (int k = 0; k < a->n; k++) {
     const weft__attr_value_t *va = a->entries[k].value, *vb = b->entries[k].value;
-    if (va->kind != vb->kind || strcmp(a->entries[k].name, b->entries[k].name) != 0) return false;
+    const char *na = a->entries[k].name, *nb = b->entries[k].name;
+    if (va->kind != vb->kind || (na != nb && strcmp(na, nb) != 0)) return false;
     if (va->kind == WEFT_ATTR_TYPE && va->u.type != vb->u.type) return false;
     if (va->kind == WEFT_ATTR_LIST_TYPE &&
         (va->u.list.n != vb->u.list.n ||
