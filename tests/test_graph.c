@@ -258,6 +258,13 @@ static void test_node_block_and_attrs(void) {
   /* A copy is separate; the node's own attrs unpack when they change, and keep their values. */
   weft_attrs_t *copy = weft__attrs_copy(sum->attrs);
   g_assert_cmpint(copy->n, ==, sum->attrs->n);
+  g_assert_cmpstr(weft__attrs_get(copy, "_class")->u.list.s[1].data, ==, "other");
+  weft__attrs_free(copy);
+  /* Packed values are as long as their kind needs: copies read no more than that. */
+  const weft_tensor_t *value = weft__attrs_get(x.node->attrs, "value")->u.tensor;
+  copy = weft__attrs_copy(x.node->attrs);
+  g_assert_true(weft__attrs_get(copy, "value")->u.tensor == value);
+  g_assert_cmpint(weft__attrs_get(copy, "dtype")->u.type, ==, WEFT_DT_FLOAT);
   weft__attrs_free(copy);
   weft__attr_value_t *extra = weft__attr_value_new(WEFT_ATTR_INT);
   extra->u.i = 42;

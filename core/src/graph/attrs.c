@@ -55,9 +55,28 @@ static weft_string_t copy_bytes(const char *data, size_t len) {
   return s;
 }
 
+/* The bytes of a value that mean anything for its kind: the kind and the union member it uses.
+ * Packed values (below) are only that long, so values are copied by this size, never whole. */
+static size_t value_size(weft__attr_kind_t kind) {
+  switch (kind) {
+    case WEFT_ATTR_NONE:
+    case WEFT_ATTR_INT:
+    case WEFT_ATTR_FLOAT:
+    case WEFT_ATTR_BOOL:
+    case WEFT_ATTR_TYPE:
+    case WEFT_ATTR_TENSOR:
+      return G_STRUCT_OFFSET(weft__attr_value_t, u) + sizeof(int64_t);
+    case WEFT_ATTR_STRING:
+    case WEFT_ATTR_FUNC:
+      return G_STRUCT_OFFSET(weft__attr_value_t, u) + sizeof(weft_string_t);
+    default: /* shapes and lists */
+      return sizeof(weft__attr_value_t);
+  }
+}
+
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *src) {
   weft__attr_value_t *v = g_new0(weft__attr_value_t, 1);
-  *v = *src;
+  memcpy(v, src, value_size(src->kind));
   size_t n = src->u.list.n;
   switch (src->kind) {
     case WEFT_ATTR_STRING:
@@ -137,9 +156,10 @@ static const char *def_name(const weft__op_def_t *def, const char *name) {
 size_t weft__attrs_packed_size(const weft_attrs_t *attrs, const weft__op_def_t *def) {
   size_t size = ALIGN8(sizeof(weft_attrs_t));
   size += ALIGN8(sizeof(weft__attr_entry_t) * (size_t)attrs->n);
-  size += sizeof(weft__attr_value_t) * (size_t)attrs->n;
-  for (int k = 0; k < attrs->n; k++)
+  for (int k = 0; k < attrs->n; k++) {
+    size += ALIGN8(value_size(attrs->entries[k].value->kind));
     if (!def_name(def, attrs->entries[k].name)) size += strlen(attrs->entries[k].name) + 1;
+  }
   return ALIGN8(size);
 }
 
@@ -149,8 +169,15 @@ weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const weft__op_
   at += ALIGN8(sizeof(weft_attrs_t));
   weft__attr_entry_t *entries = (weft__attr_entry_t *)(void *)at;
   at += ALIGN8(sizeof(weft__attr_entry_t) * (size_t)attrs->n);
-  weft__attr_value_t *values = (weft__attr_value_t *)(void *)at;
-  at += sizeof(weft__attr_value_t) * (size_t)attrs->n;
+  /* Values first, each only as long as its kind needs (a tensor's is 16 bytes, not 80), names
+   * after them. */
+  for (int k = 0; k < attrs->n; k++) {
+    const weft__attr_value_t *value = attrs->entries[k].value;
+    size_t size = value_size(value->kind);
+    entries[k].value = memcpy(at, value, size); /* what it owns moves with it */
+    at += ALIGN8(size);
+    g_free(attrs->entries[k].value);
+  }
   for (int k = 0; k < attrs->n; k++) {
     const char *shared = def_name(def, attrs->entries[k].name);
     if (shared) {
@@ -160,10 +187,7 @@ weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const weft__op_
       entries[k].name = memcpy(at, attrs->entries[k].name, len);
       at += len;
     }
-    values[k] = *attrs->entries[k].value; /* what it owns moves with it */
-    entries[k].value = &values[k];
     g_free(attrs->entries[k].name);
-    g_free(attrs->entries[k].value);
   }
   *packed = (weft_attrs_t){attrs->n, attrs->n, attrs->n > 0 ? entries : NULL, true, true};
   g_free(attrs->entries);
@@ -178,7 +202,9 @@ static void unpack(weft_attrs_t *attrs) {
   weft__attr_entry_t *entries = g_new(weft__attr_entry_t, attrs->n > 0 ? attrs->n : 1);
   for (int k = 0; k < attrs->n; k++) {
     entries[k].name = g_strdup(attrs->entries[k].name);
-    entries[k].value = g_memdup2(attrs->entries[k].value, sizeof(weft__attr_value_t));
+    const weft__attr_value_t *packed = attrs->entries[k].value;
+    entries[k].value = g_new0(weft__attr_value_t, 1);
+    memcpy(entries[k].value, packed, value_size(packed->kind));
   }
   attrs->entries = entries;
   attrs->cap = attrs->n > 0 ? attrs->n : 1;

@@ -28,6 +28,8 @@ typedef enum weft__attr_kind {
   WEFT_ATTR_LIST_EMPTY, /* a list with no values whose element type is not known yet */
 } weft__attr_kind_t;
 
+/* A node's values are packed (see weft__attrs_pack) and then hold only the bytes their kind
+ * uses: read the member of the kind, copy with weft__attr_value_copy, never by assignment. */
 typedef struct weft__attr_value {
   weft__attr_kind_t kind;
   union {
@@ -162,19 +164,20 @@ typedef struct weft__edge {
 struct weft_node {
   weft_graph_t *graph;
   int id;                        /* creation order, index in graph->nodes */
+  int n_inputs;                  /* next to id and n_outputs: no padding in a struct a big graph
+                                    has a million of */
+  int n_outputs;
   char *name;
   const char *op_name;           /* def->name */
   const weft__op_def_t *def;
   char *requested_device;        /* merged device spec from scopes and weft_op_set_device, or "" */
   weft_attrs_t *attrs;
-  /* Data inputs, flattened over the op's input args (a list arg contributes N inputs). */
-  int n_inputs;
+  /* Data inputs (n_inputs), flattened over the op's input args (a list arg contributes N). */
   weft__edge_t *inputs;
   weft_dtype_t *input_types;     /* expected types, + WEFT_DT_REF_OFFSET for ref args */
   int *input_arg_start;          /* per input arg: first flat index; one extra entry = n_inputs */
   GPtrArray *control_inputs;     /* weft_node_t* */
-  int n_outputs;
-  weft_dtype_t *output_types;    /* + WEFT_DT_REF_OFFSET for ref outputs */
+  weft_dtype_t *output_types;    /* n_outputs of them, + WEFT_DT_REF_OFFSET for ref outputs */
   weft__shape_t *output_shapes;
   int *output_arg_start;
   char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
