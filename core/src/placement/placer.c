@@ -13,15 +13,20 @@ typedef struct member {
   bool to_place;      /* in `nodes` and not yet in the placement */
   const char *placed; /* its device if it is already placed (borrowed from the table) */
   int parent;         /* union-find */
+  /* Read off the node while linking, so that placing a group that requests nothing does not
+   * go back to the node (a big graph's nodes no longer fit any cache by then). */
+  bool requests;      /* its requested device is not empty */
+  int kernel_class;   /* see kernel_class_t; -1: none */
+  const char *name;
 } member_t;
 
-/* Whether a node like `attrs` (same op) has a kernel on devices of `type`. */
-typedef struct kernel_memo {
-  const weft__op_def_t *def;
-  const char *type;
-  const weft_attrs_t *attrs; /* of the node first asked about, alive for the call */
-  bool exists;
-} kernel_memo_t;
+/* Nodes that kernels cannot tell apart (same op, attrs that look the same to type constraints)
+ * form a class; whether a class has a kernel on a device is asked once per call: a big graph
+ * asks the same few questions for every node, and each registry lookup takes its lock. */
+typedef struct kernel_class {
+  const weft_node_t *node; /* its first member's node: its op and attrs speak for the class */
+  signed char *on_device;  /* per device: -1 not asked yet, else 0 or 1 */
+} kernel_class_t;
 
 typedef struct placer {
   const weft__place_device_t *devices;
@@ -40,9 +45,10 @@ typedef struct placer {
   int *open_order;
   int n_open;
   bool open_ready;
-  /* Recent kernel availability answers (see member_has_kernel), replaced round robin. */
-  kernel_memo_t memo[16];
-  int n_memo, memo_next;
+  GArray *classes;    /* kernel_class_t */
+  /* The classes made most recently, where a new member's is looked for, replaced round robin. */
+  int recent[16];
+  int n_recent, recent_next;
 } placer_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -80,6 +86,8 @@ static int member_of(placer_t *p, weft_node_t *node, bool to_place) {
   }
   member_t m = {0};
   m.node = node;
+  m.name = node->name;
+  m.kernel_class = -1;
   /* A table nothing was placed in yet (a first placement) needs no lookup. */
   m.placed = g_hash_table_size(p->placement) ? g_hash_table_lookup(p->placement, node->name) : NULL;
   m.to_place = to_place && m.placed == NULL;
@@ -110,6 +118,45 @@ static weft_status_t *link_class_entry(placer_t *p, int i, const char *entry) {
   return link_by_name(p, i, entry + 5);
 }
 
+/* Do two attr sets look the same to a kernel's type constraints? Those read a named attr's
+ * dtype (or dtypes) and fail on any other kind, so the names, kinds and dtypes decide. */
+static bool same_for_kernels(const weft_attrs_t *a, const weft_attrs_t *b) {
+  if (a == b) return true;
+  if (a == NULL || b == NULL || a->n != b->n) return false;
+  for (int k = 0; k < a->n; k++) {
+    const weft__attr_value_t *va = a->entries[k].value, *vb = b->entries[k].value;
+    const char *na = a->entries[k].name, *nb = b->entries[k].name;
+    if (va->kind != vb->kind || (na != nb && strcmp(na, nb) != 0)) return false;
+    if (va->kind == WEFT_ATTR_TYPE && va->u.type != vb->u.type) return false;
+    if (va->kind == WEFT_ATTR_LIST_TYPE &&
+        (va->u.list.n != vb->u.list.n ||
+         (va->u.list.n > 0 &&
+          memcmp(va->u.list.type, vb->u.list.type, sizeof(weft_dtype_t) * va->u.list.n) != 0)))
+      return false;
+  }
+  return true;
+}
+
+/* The kernel class of a node: one of the recent classes when kernels cannot tell them apart,
+ * else a new one. */
+static int kernel_class_of(placer_t *p, const weft_node_t *node) {
+  if (node->def == NULL) return -1;
+  for (int k = 0; k < p->n_recent; k++) {
+    int index = p->recent[(p->recent_next - 1 - k + 2 * (int)G_N_ELEMENTS(p->recent)) %
+                          (int)G_N_ELEMENTS(p->recent)];
+    const kernel_class_t *c = &g_array_index(p->classes, kernel_class_t, index);
+    if (c->node->def == node->def && same_for_kernels(c->node->attrs, node->attrs)) return index;
+  }
+  kernel_class_t c = {node, g_new(signed char, p->n_devices > 0 ? p->n_devices : 1)};
+  memset(c.on_device, -1, (size_t)(p->n_devices > 0 ? p->n_devices : 1));
+  g_array_append_val(p->classes, c);
+  int index = (int)p->classes->len - 1;
+  p->recent[p->recent_next] = index;
+  p->recent_next = (p->recent_next + 1) % (int)G_N_ELEMENTS(p->recent);
+  if (p->n_recent < (int)G_N_ELEMENTS(p->recent)) p->n_recent++;
+  return index;
+}
+
 static weft_status_t *link_member(placer_t *p, int i) {
   weft_node_t *node = g_array_index(p->members, member_t, i).node;
   weft_status_t *status = NULL;
@@ -133,6 +180,11 @@ static weft_status_t *link_member(placer_t *p, int i) {
     int j = member_of(p, src, false);
     unite(p, i, j);
   }
+  /* member_of may have grown the array: the member is looked up again. */
+  member_t *m = &g_array_index(p->members, member_t, i);
+  m->requests = node->requested_device != NULL && node->requested_device[0] != '\0';
+  m->name = node->name;
+  m->kernel_class = kernel_class_of(p, node);
   return status;
 }
 
@@ -206,46 +258,17 @@ static bool prefer(const weft__place_device_t *a, int ia, const weft__place_devi
   return ia < ib;
 }
 
-/* Do two attr sets look the same to a kernel's type constraints? Those read a named attr's
- * dtype (or dtypes) and fail on any other kind, so the names, kinds and dtypes decide. */
-static bool same_for_kernels(const weft_attrs_t *a, const weft_attrs_t *b) {
-  if (a == b) return true;
-  if (a == NULL || b == NULL || a->n != b->n) return false;
-  for (int k = 0; k < a->n; k++) {
-    const weft__attr_value_t *va = a->entries[k].value, *vb = b->entries[k].value;
-    const char *na = a->entries[k].name, *nb = b->entries[k].name;
-    if (va->kind != vb->kind || (na != nb && strcmp(na, nb) != 0)) return false;
-    if (va->kind == WEFT_ATTR_TYPE && va->u.type != vb->u.type) return false;
-    if (va->kind == WEFT_ATTR_LIST_TYPE &&
-        (va->u.list.n != vb->u.list.n ||
-         (va->u.list.n > 0 &&
-          memcmp(va->u.list.type, vb->u.list.type, sizeof(weft_dtype_t) * va->u.list.n) != 0)))
-      return false;
-  }
-  return true;
-}
-
-/* The registry's answer for a member on a device, remembered per (op, device type, attrs that
- * look the same to kernels): a big graph asks the same few questions for every node, and each
- * registry lookup takes its lock and hashes the op name. */
+/* Whether the member's node has a kernel on the device (one of the call's devices, or one it
+ * was not told about). */
 static bool member_has_kernel(placer_t *p, const member_t *m, const weft__place_device_t *device) {
   if (device->type == NULL) return false;
-  const weft_node_t *node = m->node;
-  for (int k = 0; k < p->n_memo; k++) {
-    const kernel_memo_t *e = &p->memo[k];
-    if (e->def == node->def && node->def != NULL &&
-        (e->type == device->type || strcmp(e->type, device->type) == 0) &&
-        same_for_kernels(e->attrs, node->attrs))
-      return e->exists;
-  }
-  bool exists = weft__kernel_exists(node->op_name, device->type, node->attrs);
-  if (node->def != NULL) {
-    kernel_memo_t *e = &p->memo[p->memo_next];
-    p->memo_next = (p->memo_next + 1) % (int)G_N_ELEMENTS(p->memo);
-    if (p->n_memo < (int)G_N_ELEMENTS(p->memo)) p->n_memo++;
-    *e = (kernel_memo_t){node->def, device->type, node->attrs, exists};
-  }
-  return exists;
+  ptrdiff_t d = device - p->devices;
+  if (m->kernel_class < 0 || d < 0 || d >= p->n_devices)
+    return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+  kernel_class_t *c = &g_array_index(p->classes, kernel_class_t, m->kernel_class);
+  if (c->on_device[d] < 0)
+    c->on_device[d] = weft__kernel_exists(c->node->op_name, device->type, c->node->attrs);
+  return c->on_device[d] != 0;
 }
 
 static const member_t *group_at(placer_t *p, GArray *group, guint k) {
@@ -358,7 +381,7 @@ static void assign_group(placer_t *p, GArray *group, const char *device, GArray 
   for (guint k = 0; k < group->len; k++) {
     const member_t *m = group_at(p, group, k);
     if (!m->to_place) continue;
-    assignment_t a = {m->node->name, device};
+    assignment_t a = {m->name, device};
     g_array_append_val(out, a);
   }
 }
@@ -376,8 +399,8 @@ static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_sp
 
   for (guint k = 0; k < group->len && status == NULL; k++) {
     const member_t *m = group_at(p, group, k);
+    if (!m->requests) continue;
     const char *req = m->node->requested_device;
-    if (req == NULL || req[0] == '\0') continue;
     if (kept == NULL) {
       kept = g_array_new(FALSE, TRUE, sizeof(weft__device_spec_t));
       kept_by = g_ptr_array_new();
@@ -636,10 +659,10 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
 /* ---------------------------------------------------------------------------------------------
  * Entry point */
 
-/* The placer walks the nodes several times, and each node is a few cache lines (its block:
- * struct, arrays, packed attrs, name; see alloc_node in graph.c) somewhere in memory the size of
- * the graph: a big graph waited on memory at every node. Asking for a node some steps ahead
- * hides most of that wait. */
+/* The placer walks the nodes (to index and to link them), and each node is a few cache lines
+ * (its block: struct, arrays, packed attrs, name; see alloc_node in graph.c) somewhere in memory
+ * the size of the graph: a big graph waited on memory at every node. Asking for a node some
+ * steps ahead hides most of that wait. */
 enum { AHEAD = 8, NODE_LINES = 6 };
 
 static void prefetch_node(const weft_node_t *node) {
@@ -669,6 +692,7 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   p.members = g_array_sized_new(FALSE, TRUE, sizeof(member_t), nodes->len);
   p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
   p.by_id = g_array_new(FALSE, TRUE, sizeof(int));
+  p.classes = g_array_new(FALSE, FALSE, sizeof(kernel_class_t));
   weft_node_t *first = nodes->len ? g_ptr_array_index(nodes, 0) : NULL;
   int graph_nodes = first != NULL && first->graph != NULL ? weft_graph_num_nodes(first->graph) : 0;
   if (nodes->len >= 1024 && (int64_t)nodes->len * 4 >= graph_nodes) {
@@ -706,7 +730,6 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
     }
     GArray *group = g_array_new(FALSE, FALSE, sizeof(int));
     for (int i = 0; i < n && status == NULL; i++) {
-      prefetch_member(&p, (guint)(i + AHEAD));
       if (find_root(&p, i) != i) continue;
       g_array_set_size(group, 0);
       for (int m = i; m >= 0; m = next[m]) g_array_append_val(group, m);
@@ -730,6 +753,9 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   g_array_free(out, TRUE);
   g_free(p.open_order);
   g_array_free(p.by_id, TRUE);
+  for (guint i = 0; i < p.classes->len; i++)
+    g_free(g_array_index(p.classes, kernel_class_t, i).on_device);
+  g_array_free(p.classes, TRUE);
   g_hash_table_destroy(p.index);
   g_array_free(p.members, TRUE);
   return status;
