@@ -10,14 +10,17 @@
 /* A node taking part in this call: one of `nodes`, or one reached through a colocation link. */
 typedef struct member {
   weft_node_t *node;
-  bool to_place;      /* in `nodes` and not yet in the placement */
-  const char *placed; /* its device if it is already placed (borrowed from the table) */
-  int parent;         /* union-find */
+  /* Its device if it was placed before this call (borrowed from the table); for a member to
+   * place, the device chosen once its group is placed (borrowed from the device list or the
+   * table), which goes into the table when every group has one. */
+  const char *placed;
   /* Read off the node while linking, so that placing a group that requests nothing does not
    * go back to the node (a big graph's nodes no longer fit any cache by then). */
-  bool requests;      /* its requested device is not empty */
-  int kernel_class;   /* see kernel_class_t; -1: none */
   const char *name;
+  int parent;         /* union-find */
+  int kernel_class;   /* see kernel_class_t; -1: none */
+  bool to_place;      /* in `nodes` and not yet in the placement */
+  bool requests;      /* its requested device is not empty */
 } member_t;
 
 /* Nodes that kernels cannot tell apart (same op, attrs that look the same to type constraints)
@@ -372,17 +375,10 @@ static weft_status_t *kernel_error(placer_t *p, const member_t *culprit, const c
 /* ---------------------------------------------------------------------------------------------
  * Placing one group */
 
-typedef struct assignment {
-  const char *node;   /* borrowed from the node */
-  const char *device; /* borrowed from the device list or the placement table */
-} assignment_t;
-
-static void assign_group(placer_t *p, GArray *group, const char *device, GArray *out) {
+static void assign_group(placer_t *p, GArray *group, const char *device) {
   for (guint k = 0; k < group->len; k++) {
-    const member_t *m = group_at(p, group, k);
-    if (!m->to_place) continue;
-    assignment_t a = {m->name, device};
-    g_array_append_val(out, a);
+    member_t *m = &g_array_index(p->members, member_t, g_array_index(group, int, k));
+    if (m->to_place) m->placed = device;
   }
 }
 
@@ -452,7 +448,7 @@ static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_sp
 
 /* The group already has a placed member: everything else follows it. */
 static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *anchor,
-                                   const weft__device_spec_t *merged, GArray *out) {
+                                   const weft__device_spec_t *merged) {
   const weft__place_device_t *device = NULL;
   for (int i = 0; i < p->n_devices && device == NULL; i++)
     if (p->devices[i].name != NULL && strcmp(p->devices[i].name, anchor->placed) == 0)
@@ -486,7 +482,7 @@ static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *a
     }
   }
   /* A device this call was not told about (a remote task's, say) is taken on trust. */
-  assign_group(p, group, anchor->placed, out);
+  assign_group(p, group, anchor->placed);
   return NULL;
 }
 
@@ -588,7 +584,7 @@ static int choose_open(placer_t *p, GArray *group) {
   return -1;
 }
 
-static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
+static weft_status_t *place_group(placer_t *p, GArray *group) {
   bool any_to_place = false;
   for (guint k = 0; k < group->len && !any_to_place; k++)
     any_to_place = group_at(p, group, k)->to_place;
@@ -618,7 +614,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
     return status;
   }
   if (anchor != NULL) {
-    status = place_pinned(p, group, anchor, &merged, out);
+    status = place_pinned(p, group, anchor, &merged);
     weft__device_spec_clear(&merged);
     return status;
   }
@@ -627,7 +623,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
   int best = spec_is_empty(&merged) ? choose_open(p, group) : -1;
   if (best >= 0) {
     weft__device_spec_clear(&merged);
-    assign_group(p, group, p->devices[best].name, out);
+    assign_group(p, group, p->devices[best].name);
     return NULL;
   }
   best = choose_with_defaults(p, group, &merged, &n_matching);
@@ -652,7 +648,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
     return status;
   }
   weft__device_spec_clear(&merged);
-  assign_group(p, group, p->devices[best].name, out);
+  assign_group(p, group, p->devices[best].name);
   return NULL;
 }
 
@@ -714,7 +710,6 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
     status = link_member(&p, (int)i);
   }
 
-  GArray *out = g_array_sized_new(FALSE, FALSE, sizeof(assignment_t), p.members->len);
   if (status == NULL) {
     /* Groups in the order of their first member, each member list in member order. A root is
      * its group's earliest member (see unite), so walking the members in order meets every
@@ -733,7 +728,7 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
       if (find_root(&p, i) != i) continue;
       g_array_set_size(group, 0);
       for (int m = i; m >= 0; m = next[m]) g_array_append_val(group, m);
-      status = place_group(&p, group, out);
+      status = place_group(&p, group);
     }
     g_array_free(group, TRUE);
     g_free(next);
@@ -741,16 +736,17 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   }
 
   if (status == NULL) {
-    /* Assignments come in runs of one device: intern once per run. */
+    /* Devices come in runs of one: intern once per run. */
     const char *source = NULL, *interned = NULL;
-    for (guint i = 0; i < out->len; i++) {
-      const assignment_t *a = &g_array_index(out, assignment_t, i);
-      if (i + AHEAD < out->len) __builtin_prefetch(g_array_index(out, assignment_t, i + AHEAD).node);
-      if (a->device != source) interned = g_intern_string(source = a->device);
-      g_hash_table_insert(placement, g_strdup(a->node), (gpointer)interned);
+    for (guint i = 0; i < p.members->len; i++) {
+      const member_t *m = &g_array_index(p.members, member_t, i);
+      if (i + AHEAD < p.members->len)
+        __builtin_prefetch(g_array_index(p.members, member_t, i + AHEAD).name);
+      if (!m->to_place) continue;
+      if (m->placed != source) interned = g_intern_string(source = m->placed);
+      g_hash_table_insert(placement, g_strdup(m->name), (gpointer)interned);
     }
   }
-  g_array_free(out, TRUE);
   g_free(p.open_order);
   g_array_free(p.by_id, TRUE);
   for (guint i = 0; i < p.classes->len; i++)
