@@ -49,6 +49,7 @@ typedef struct placer {
   int n_open;
   bool open_ready;
   GArray *classes;    /* kernel_class_t */
+  bool united;        /* some group has more than one member */
   /* The classes made most recently, where a new member's is looked for, replaced round robin. */
   int recent[16];
   int n_recent, recent_next;
@@ -71,6 +72,7 @@ static void unite(placer_t *p, int a, int b) {
   if (ra == rb) return;
   /* The lower index stays root so that a group's representative is its earliest member. */
   member_t *m = &g_array_index(p->members, member_t, 0);
+  p->united = true;
   if (ra < rb)
     m[rb].parent = ra;
   else
@@ -714,25 +716,30 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
     /* Groups in the order of their first member, each member list in member order. A root is
      * its group's earliest member (see unite), so walking the members in order meets every
      * root before the rest of its group; the members of each group are chained through
-     * next[], and one scratch array holds the group being placed. */
+     * next[], and one scratch array holds the group being placed. Without a single union
+     * (no colocation anywhere) every group is one member and there is nothing to chain. */
     int n = (int)p.members->len;
-    int *next = g_new(int, n > 0 ? n : 1), *last = g_new(int, n > 0 ? n : 1);
-    for (int i = 0; i < n; i++) {
-      next[i] = -1;
-      int root = find_root(&p, i);
-      if (root != i) next[last[root]] = i;
-      last[root] = i;
+    int *next = NULL;
+    if (p.united) {
+      next = g_new(int, n > 0 ? n : 1);
+      int *last = g_new(int, n > 0 ? n : 1);
+      for (int i = 0; i < n; i++) {
+        next[i] = -1;
+        int root = find_root(&p, i);
+        if (root != i) next[last[root]] = i;
+        last[root] = i;
+      }
+      g_free(last);
     }
     GArray *group = g_array_new(FALSE, FALSE, sizeof(int));
     for (int i = 0; i < n && status == NULL; i++) {
-      if (find_root(&p, i) != i) continue;
+      if (next != NULL && find_root(&p, i) != i) continue;
       g_array_set_size(group, 0);
-      for (int m = i; m >= 0; m = next[m]) g_array_append_val(group, m);
+      for (int m = i; m >= 0; m = next != NULL ? next[m] : -1) g_array_append_val(group, m);
       status = place_group(&p, group);
     }
     g_array_free(group, TRUE);
     g_free(next);
-    g_free(last);
   }
 
   if (status == NULL) {
