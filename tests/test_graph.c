@@ -285,6 +285,52 @@ static void test_node_block_and_attrs(void) {
   weft_graph_free(g);
 }
 
+/* Output shapes are stored as long as the node's highest rank (graph.c alloc_node): outputs of
+ * one node with different ranks, unknown ranks, and a node too big for the stack scratch
+ * its checks run in. */
+static void test_output_shapes_stored_compactly(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t dims[3] = {4, WEFT_DIM_UNKNOWN, 5};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 3, dims, &st);
+  OK(st);
+  weft_op_builder_t *b = weft_op_new(g, "Unpack", "parts");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int(b, "num", 4);
+  weft_node_t *parts = NULL;
+  OK(weft_op_finish(b, &parts));
+  g_assert_cmpint(weft_node_num_outputs(parts), ==, 4);
+  int64_t out[WEFT_MAX_RANK];
+  for (int k = 0; k < 4; k++) {
+    g_assert_cmpint(weft_node_output_shape(parts, k, out), ==, 2);
+    g_assert_cmpint(out[0], ==, WEFT_DIM_UNKNOWN);
+    g_assert_cmpint(out[1], ==, 5);
+  }
+  weft_output_t u = weft_placeholder(g, "u", WEFT_DT_FLOAT, -1, NULL, &st);
+  OK(st);
+  g_assert_cmpint(weft_node_output_shape(u.node, 0, out), ==, -1);
+  weft_output_t s = weft_const_float(g, "s", 1.0f, &st);
+  OK(st);
+  g_assert_cmpint(weft_node_output_shape(s.node, 0, out), ==, 0);
+  /* Rank 3 next to rank 0 in one node's inputs; 100 inputs overflow the stack scratch. */
+  weft_output_t many[100];
+  for (int k = 0; k < 100; k++) many[k] = weft_out(parts, k % 4);
+  b = weft_op_new(g, "AddN", "sum");
+  weft_op_add_input_list(b, many, 100);
+  weft_node_t *sum = NULL;
+  OK(weft_op_finish(b, &sum));
+  g_assert_cmpint(sum->n_inputs, ==, 100);
+  g_assert_true(sum->inputs[99].src == parts && sum->inputs[99].src_index == 3);
+  g_assert_cmpint(weft_node_output_shape(sum, 0, out), ==, 2);
+  g_assert_cmpint(out[1], ==, 5);
+  weft__shape_t shape = weft__node_shape(x.node, 0);
+  g_assert_cmpint(shape.rank, ==, 3);
+  g_assert_cmpint(shape.dims[0], ==, 4);
+  g_assert_cmpint(shape.dims[2], ==, 5);
+  g_assert_cmpint(shape.dims[3], ==, 0);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/graph/unique_names_and_scopes", test_unique_names_and_scopes);
@@ -293,5 +339,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/graph/validation_errors", test_validation_errors);
   g_test_add_func("/graph/output_types_and_shapes", test_output_types_and_shapes);
   g_test_add_func("/graph/node_block_and_attrs", test_node_block_and_attrs);
+  g_test_add_func("/graph/output_shapes_stored_compactly", test_output_shapes_stored_compactly);
   return g_test_run();
 }

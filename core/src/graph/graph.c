@@ -122,9 +122,9 @@ weft_dtype_t weft_node_output_dtype(const weft_node_t *n, int index) {
 
 int weft_node_output_shape(const weft_node_t *n, int index, int64_t dims[WEFT_MAX_RANK]) {
   if (index < 0 || index >= n->n_outputs) return -1;
-  const weft__shape_t *s = &n->output_shapes[index];
-  if (s->rank > 0) memcpy(dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
-  return s->rank;
+  weft__shape_t s = weft__node_shape(n, index);
+  if (s.rank > 0) memcpy(dims, s.dims, sizeof(int64_t) * (size_t)s.rank);
+  return s.rank;
 }
 
 weft_output_t weft_out(weft_node_t *node, int index) {
@@ -780,46 +780,53 @@ static void fill_args(const weft_node_t *node, const GPtrArray *args, const arg_
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
-/* The node as one allocation: the struct, its arrays (edges and shapes first, for their
- * alignment), its attrs packed and its name. `probe` holds what was checked so far (name, def,
- * attrs, which the node takes over). A million-node graph made about ten allocations per node. */
-static weft_node_t *alloc_node(const weft_node_t *probe, int n_inputs, int n_outputs,
-                               const arg_counts_t *in_counts, const arg_counts_t *out_counts) {
+/* The node as one allocation: the struct, its arrays, its output shapes (each only as long as
+ * the node's highest rank: a scalar's takes an int, not 72 bytes), its attrs packed and its
+ * name. `probe` is the node checked on the stack: its arrays and `shapes` are copied, its attrs
+ * are taken over. A million-node graph made about ten allocations per node. */
+static weft_node_t *alloc_node(const weft_node_t *probe, const weft__shape_t *shapes) {
   const weft__op_def_t *def = probe->def;
+  int n_inputs = probe->n_inputs, n_outputs = probe->n_outputs, stride = 0;
+  for (int k = 0; k < n_outputs; k++) stride = MAX(stride, shapes[k].rank);
   size_t head = ALIGN8(sizeof(weft_node_t));
   size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
-  size_t shapes = sizeof(weft__shape_t) * (size_t)n_outputs;
+  size_t dims = sizeof(int64_t) * (size_t)n_outputs * (size_t)stride;
   size_t attrs = weft__attrs_packed_size(probe->attrs, def);
   size_t in_types = sizeof(weft_dtype_t) * (size_t)n_inputs;
   size_t in_starts = sizeof(int) * (def->inputs->len + 1);
   size_t out_types = sizeof(weft_dtype_t) * (size_t)n_outputs;
   size_t out_starts = sizeof(int) * (def->outputs->len + 1);
+  size_t ranks = sizeof(int) * (size_t)n_outputs;
   size_t name = strlen(probe->name) + 1;
-  size_t arrays = ALIGN8(edges + shapes);
-  size_t total = head + arrays + attrs + in_types + in_starts + out_types + out_starts + name;
-  /* Not g_malloc0: calloc bypasses the allocator's per-thread cache. */
-  char *block = g_malloc(total);
-  memset(block, 0, head + arrays);
+  size_t total = head + edges + dims + attrs + in_types + in_starts + out_types + out_starts +
+                 ranks + name;
+  char *block = g_malloc(total); /* not g_malloc0: calloc bypasses glibc's per-thread cache */
   weft_node_t *node = (weft_node_t *)(void *)block;
   *node = *probe;
   char *at = block + head;
-  node->inputs = (weft__edge_t *)(void *)at;
-  node->output_shapes = (weft__shape_t *)(void *)(at + edges);
-  at += arrays;
+  node->inputs = memcpy(at, probe->inputs, edges);
+  at += edges;
+  node->output_dims = (int64_t *)(void *)at;
+  node->output_dims_stride = stride;
+  for (int k = 0; k < n_outputs; k++)
+    for (int j = 0; j < stride; j++)
+      node->output_dims[(size_t)k * (size_t)stride + (size_t)j] =
+          j < shapes[k].rank ? shapes[k].dims[j] : WEFT_DIM_UNKNOWN;
+  at += dims;
   node->attrs = weft__attrs_pack(probe->attrs, at, def);
   at += attrs;
-  node->input_types = (weft_dtype_t *)(void *)at;
-  node->input_arg_start = (int *)(void *)(at + in_types);
-  at += in_types + in_starts;
-  node->output_types = (weft_dtype_t *)(void *)at;
-  node->output_arg_start = (int *)(void *)(at + out_types);
-  at += out_types + out_starts;
+  node->input_types = memcpy(at, probe->input_types, in_types);
+  at += in_types;
+  node->input_arg_start = memcpy(at, probe->input_arg_start, in_starts);
+  at += in_starts;
+  node->output_types = memcpy(at, probe->output_types, out_types);
+  at += out_types;
+  node->output_arg_start = memcpy(at, probe->output_arg_start, out_starts);
+  at += out_starts;
+  node->output_ranks = (int *)(void *)at;
+  for (int k = 0; k < n_outputs; k++) node->output_ranks[k] = shapes[k].rank;
+  at += ranks;
   node->name = memcpy(at, probe->name, name);
-  node->n_inputs = n_inputs;
-  node->n_outputs = n_outputs;
-  fill_args(node, def->inputs, in_counts, node->input_types, node->input_arg_start);
-  fill_args(node, def->outputs, out_counts, node->output_types, node->output_arg_start);
-  for (int k = 0; k < n_outputs; k++) node->output_shapes[k].rank = -1;
   return node;
 }
 
@@ -875,9 +882,31 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
     weft__attrs_free(attrs);
     return st;
   }
-  weft_node_t *node = alloc_node(&probe, n_inputs, n_outputs, &in_counts, &out_counts);
-  node->requested_device = device && *device ? g_strdup(device) : no_device;
-  node->control_inputs = n_control > 0 ? g_ptr_array_new() : no_controls();
+  /* The arrays are filled and checked and the output shapes inferred on the probe too, in
+   * scratch memory (on the stack when small): the node's block is made last, sized for exactly
+   * what it holds. */
+  size_t n_in_starts = def->inputs->len + 1, n_out_starts = def->outputs->len + 1;
+  size_t scratch_size = sizeof(weft__shape_t) * (size_t)n_outputs +
+                        sizeof(weft__edge_t) * (size_t)n_inputs +
+                        sizeof(weft_dtype_t) * (size_t)(n_inputs + n_outputs) +
+                        sizeof(int) * (n_in_starts + n_out_starts);
+  int64_t scratch_small[128];
+  char *scratch = scratch_size <= sizeof scratch_small ? (char *)scratch_small
+                                                       : g_malloc(scratch_size);
+  weft__shape_t *shapes = (weft__shape_t *)(void *)scratch;
+  char *at = scratch + sizeof(weft__shape_t) * (size_t)n_outputs;
+  probe.inputs = (weft__edge_t *)(void *)at;
+  at += sizeof(weft__edge_t) * (size_t)n_inputs;
+  probe.input_types = (weft_dtype_t *)(void *)at;
+  at += sizeof(weft_dtype_t) * (size_t)n_inputs;
+  probe.output_types = (weft_dtype_t *)(void *)at;
+  at += sizeof(weft_dtype_t) * (size_t)n_outputs;
+  probe.input_arg_start = (int *)(void *)at;
+  probe.output_arg_start = probe.input_arg_start + n_in_starts;
+  probe.n_inputs = n_inputs;
+  probe.n_outputs = n_outputs;
+  fill_args(&probe, def->inputs, &in_counts, probe.input_types, probe.input_arg_start);
+  fill_args(&probe, def->outputs, &out_counts, probe.output_types, probe.output_arg_start);
   for (int k = 0; k < n_inputs && !st; k++) {
     const weft__edge_t *e = &inputs[k];
     if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
@@ -885,9 +914,9 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
                            name, op, k);
       break;
     }
-    node->inputs[k] = *e;
+    probe.inputs[k] = *e;
     int have = e->src->output_types[e->src_index];
-    int want = node->input_types[k];
+    int want = probe.input_types[k];
     bool ok = have == want || (weft__dtype_is_ref(have) && !weft__dtype_is_ref(want) &&
                                weft__dtype_base(have) == (weft_dtype_t)want);
     if (!ok) {
@@ -900,30 +929,31 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
           weft_dtype_name(weft__dtype_base(have)), e->src->name, e->src_index);
     }
   }
-  if (st) {
-    node_free(node);
-    return st;
-  }
-  for (int k = 0; k < n_control; k++) {
-    if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
-      g_ptr_array_add(node->control_inputs, control_inputs[k]);
-  }
 
   /* The colocation group, from _class "loc:@x" (the first entry names the group). */
-  const weft__attr_value_t *cls = weft__attrs_get(node->attrs, "_class");
+  const weft__attr_value_t *cls = st ? NULL : weft__attrs_get(probe.attrs, "_class");
   if (cls && cls->kind == WEFT_ATTR_LIST_STRING) {
     for (size_t k = 0; k < cls->u.list.n; k++) {
       if (g_str_has_prefix(cls->u.list.s[k].data, "loc:@")) {
-        node->colocation_group = g_strdup(cls->u.list.s[k].data + 5);
+        probe.colocation_group = g_strdup(cls->u.list.s[k].data + 5);
         break;
       }
     }
   }
 
-  st = weft__node_infer_shapes(node);
+  if (!st) st = weft__node_infer_shapes(&probe, shapes);
+  weft_node_t *node = st ? NULL : alloc_node(&probe, shapes);
+  if (scratch != (char *)scratch_small) g_free(scratch);
   if (st) {
-    node_free(node);
+    g_free(probe.colocation_group);
+    weft__attrs_free(attrs);
     return st;
+  }
+  node->requested_device = device && *device ? g_strdup(device) : no_device;
+  node->control_inputs = n_control > 0 ? g_ptr_array_new() : no_controls();
+  for (int k = 0; k < n_control; k++) {
+    if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
+      g_ptr_array_add(node->control_inputs, control_inputs[k]);
   }
 
   g_mutex_lock(&g->lock);

@@ -3,6 +3,8 @@
 #ifndef WEFT_GRAPH_INTERNAL_H
 #define WEFT_GRAPH_INTERNAL_H
 
+#include <string.h>
+
 #include "../base/base_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -167,6 +169,7 @@ struct weft_node {
   int n_inputs;                  /* next to id and n_outputs: no padding in a struct a big graph
                                     has a million of */
   int n_outputs;
+  int output_dims_stride;        /* the highest rank of the outputs (0 if none is known) */
   char *name;
   const char *op_name;           /* def->name */
   const weft__op_def_t *def;
@@ -178,7 +181,10 @@ struct weft_node {
   int *input_arg_start;          /* per input arg: first flat index; one extra entry = n_inputs */
   GPtrArray *control_inputs;     /* weft_node_t* */
   weft_dtype_t *output_types;    /* n_outputs of them, + WEFT_DT_REF_OFFSET for ref outputs */
-  weft__shape_t *output_shapes;
+  /* The inferred output shapes (read them with weft__node_shape): ranks (-1: unknown), and
+   * output k's dims at output_dims[k * output_dims_stride]. */
+  int *output_ranks;
+  int64_t *output_dims;
   int *output_arg_start;
   char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
   /* The node is one allocation: this struct, inputs ... output_arg_start, attrs (packed) and
@@ -221,14 +227,25 @@ bool weft__node_input_arg_range(const weft_node_t *node, const char *arg_name, i
                                 int *end);
 bool weft__node_output_arg_range(const weft_node_t *node, const char *arg_name, int *start,
                                  int *end);
-/* Runs the op's shape function for a node whose inputs are set. */
-weft_status_t *weft__node_infer_shapes(weft_node_t *node);
+/* Runs the op's shape function for a node whose inputs are set, into shapes[n_outputs]. */
+weft_status_t *weft__node_infer_shapes(weft_node_t *node, weft__shape_t *shapes);
+
+/* Output `index`'s inferred shape (rank -1: unknown); dims past the rank are 0. */
+static inline weft__shape_t weft__node_shape(const weft_node_t *node, int index) {
+  weft__shape_t s;
+  memset(&s, 0, sizeof s);
+  s.rank = node->output_ranks[index];
+  const int64_t *dims = node->output_dims + (size_t)index * (size_t)node->output_dims_stride;
+  for (int k = 0; k < s.rank; k++) s.dims[k] = dims[k];
+  return s;
+}
 /* Removes nodes added after the graph had n_nodes nodes (undo of a failed import). */
 void weft__graph_truncate(weft_graph_t *graph, int n_nodes);
 
 /* Shape-inference services behind the host table's shape_* entries (shape_infer.c). */
 struct weft_shape_ctx {
   weft_node_t *node;
+  weft__shape_t *shapes; /* the node's output shapes being inferred */
 };
 const weft_attrs_t *weft__shape_attrs(weft_shape_ctx_t *ctx);
 const char *weft__shape_node_name(weft_shape_ctx_t *ctx);
