@@ -661,7 +661,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group) {
  * (its block: struct, arrays, packed attrs, name; see alloc_node in graph.c) somewhere in memory
  * the size of the graph: a big graph waited on memory at every node. Asking for a node some
  * steps ahead hides most of that wait. */
-enum { AHEAD = 8, NODE_LINES = 6 };
+enum { AHEAD = 16, NODE_LINES = 5 };
 
 static void prefetch_node(const weft_node_t *node) {
   for (int k = 0; k < NODE_LINES; k++) __builtin_prefetch((const char *)node + 64 * k);
@@ -701,8 +701,8 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   weft_status_t *status = NULL;
   for (guint i = 0; i < nodes->len; i++) {
     weft_node_t *node = g_ptr_array_index(nodes, i);
-    if (i + AHEAD < nodes->len && g_ptr_array_index(nodes, i + AHEAD) != NULL)
-      __builtin_prefetch(g_ptr_array_index(nodes, i + AHEAD));
+    if (i + 2 * AHEAD < nodes->len && g_ptr_array_index(nodes, i + 2 * AHEAD) != NULL)
+      __builtin_prefetch(g_ptr_array_index(nodes, i + 2 * AHEAD));
     if (node != NULL) member_of(&p, node, true);
   }
   /* members grows while links pull in nodes outside `nodes`; their links count too, so a chain
