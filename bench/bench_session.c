@@ -95,7 +95,7 @@ static double run_build(void *arg, weft_status_t **error) {
     }
     GPtrArray *nodes = g_ptr_array_new();
     for (int k = 0; k < weft_graph_num_nodes(g); k++) g_ptr_array_add(nodes, weft_graph_node_at(g, k));
-    GHashTable *placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GHashTable *placement = weft__placement_new();
     weft__placer_options_t popts = {false, "localhost", 0, 0};
     st = weft__place(nodes, devices, n_devices, &popts, placement);
     g_hash_table_destroy(placement);

@@ -209,6 +209,128 @@ static void test_output_types_and_shapes(void) {
   weft_graph_free(g);
 }
 
+/* A node is one allocation with its attrs packed inside (graph.c alloc_node); changing a node's
+ * attrs afterwards gives them separate entries again. Also builders with more inputs and input
+ * args than they hold inline, and removal of such nodes. Run under ASan for the memory side. */
+static void test_node_block_and_attrs(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_const_float(g, "x", 1.0f, &st);
+  OK(st);
+  weft_output_t vars[3];
+  const char *var_names[3] = {"var", "m", "v"};
+  for (int k = 0; k < 3; k++) {
+    weft_variable(g, var_names[k], x, &st);
+    OK(st);
+    vars[k] = weft_out(weft_graph_node(g, var_names[k]), 0);
+  }
+  int n_before = weft_graph_num_nodes(g);
+
+  /* Ten input args: more than the builder keeps inline. */
+  weft_op_builder_t *b = weft_op_new(g, "ApplyAdam", "adam");
+  for (int k = 0; k < 3; k++) weft_op_add_input(b, vars[k]);
+  for (int k = 0; k < 7; k++) weft_op_add_input(b, x);
+  weft_op_set_attr_bool(b, "use_locking", true);
+  weft_node_t *adam = NULL;
+  OK(weft_op_finish(b, &adam));
+  g_assert_cmpint(adam->n_inputs, ==, 10);
+  g_assert_true(adam->inputs[2].src == vars[2].node);
+  g_assert_true(adam->inputs[9].src == x.node);
+
+  /* One list of six inputs, plus a string list and a string attr. */
+  weft_output_t six[6] = {x, x, x, x, x, x};
+  b = weft_op_new(g, "AddN", "sum");
+  weft_op_add_input_list(b, six, 6);
+  const char *classes[2] = {"loc:@x", "other"};
+  weft_op_set_attr_string_list(b, "_class", classes, 2);
+  weft_op_set_attr_string(b, "_note", "kept");
+  int64_t ints[3] = {1, 2, 3};
+  weft_op_set_attr_int_list(b, "_ints", ints, 3);
+  weft_node_t *sum = NULL;
+  OK(weft_op_finish(b, &sum));
+  g_assert_cmpint(sum->n_inputs, ==, 6);
+  g_assert_cmpstr(sum->colocation_group, ==, "x");
+  const weft__attr_value_t *n_attr = weft__attrs_get(sum->attrs, "N");
+  g_assert_nonnull(n_attr);
+  g_assert_cmpint(n_attr->u.i, ==, 6);
+  g_assert_true(sum->attrs->packed);
+
+  /* A copy is separate; the node's own attrs unpack when they change, and keep their values. */
+  weft_attrs_t *copy = weft__attrs_copy(sum->attrs);
+  g_assert_cmpint(copy->n, ==, sum->attrs->n);
+  g_assert_cmpstr(weft__attrs_get(copy, "_class")->u.list.s[1].data, ==, "other");
+  weft__attrs_free(copy);
+  /* Packed values are as long as their kind needs: copies read no more than that. */
+  const weft_tensor_t *value = weft__attrs_get(x.node->attrs, "value")->u.tensor;
+  copy = weft__attrs_copy(x.node->attrs);
+  g_assert_true(weft__attrs_get(copy, "value")->u.tensor == value);
+  g_assert_cmpint(weft__attrs_get(copy, "dtype")->u.type, ==, WEFT_DT_FLOAT);
+  weft__attrs_free(copy);
+  weft__attr_value_t *extra = weft__attr_value_new(WEFT_ATTR_INT);
+  extra->u.i = 42;
+  weft__attrs_set(sum->attrs, "_extra", extra);
+  g_assert_false(sum->attrs->packed);
+  g_assert_cmpint(weft__attrs_get(sum->attrs, "_extra")->u.i, ==, 42);
+  g_assert_cmpstr(weft__attrs_get(sum->attrs, "_note")->u.s.data, ==, "kept");
+  g_assert_cmpint(weft__attrs_get(sum->attrs, "_ints")->u.list.i[2], ==, 3);
+  g_assert_cmpint(weft__attrs_get(sum->attrs, "T")->u.type, ==, WEFT_DT_FLOAT);
+  weft__attrs_remove(adam->attrs, "use_locking");
+  g_assert_null(weft__attrs_get(adam->attrs, "use_locking"));
+  g_assert_nonnull(weft__attrs_get(adam->attrs, "T"));
+
+  /* Removing the new nodes (undo of an import) frees them, packed or not. */
+  weft__graph_truncate(g, n_before);
+  g_assert_null(weft_graph_node(g, "adam"));
+  g_assert_null(weft_graph_node(g, "sum"));
+  weft_graph_free(g);
+}
+
+/* Output shapes are stored as long as the node's highest rank (graph.c alloc_node): outputs of
+ * one node with different ranks, unknown ranks, and a node too big for the stack scratch
+ * its checks run in. */
+static void test_output_shapes_stored_compactly(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t dims[3] = {4, WEFT_DIM_UNKNOWN, 5};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 3, dims, &st);
+  OK(st);
+  weft_op_builder_t *b = weft_op_new(g, "Unpack", "parts");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_int(b, "num", 4);
+  weft_node_t *parts = NULL;
+  OK(weft_op_finish(b, &parts));
+  g_assert_cmpint(weft_node_num_outputs(parts), ==, 4);
+  int64_t out[WEFT_MAX_RANK];
+  for (int k = 0; k < 4; k++) {
+    g_assert_cmpint(weft_node_output_shape(parts, k, out), ==, 2);
+    g_assert_cmpint(out[0], ==, WEFT_DIM_UNKNOWN);
+    g_assert_cmpint(out[1], ==, 5);
+  }
+  weft_output_t u = weft_placeholder(g, "u", WEFT_DT_FLOAT, -1, NULL, &st);
+  OK(st);
+  g_assert_cmpint(weft_node_output_shape(u.node, 0, out), ==, -1);
+  weft_output_t s = weft_const_float(g, "s", 1.0f, &st);
+  OK(st);
+  g_assert_cmpint(weft_node_output_shape(s.node, 0, out), ==, 0);
+  /* Rank 3 next to rank 0 in one node's inputs; 100 inputs overflow the stack scratch. */
+  weft_output_t many[100];
+  for (int k = 0; k < 100; k++) many[k] = weft_out(parts, k % 4);
+  b = weft_op_new(g, "AddN", "sum");
+  weft_op_add_input_list(b, many, 100);
+  weft_node_t *sum = NULL;
+  OK(weft_op_finish(b, &sum));
+  g_assert_cmpint(sum->n_inputs, ==, 100);
+  g_assert_true(sum->inputs[99].src == parts && sum->inputs[99].src_index == 3);
+  g_assert_cmpint(weft_node_output_shape(sum, 0, out), ==, 2);
+  g_assert_cmpint(out[1], ==, 5);
+  weft__shape_t shape = weft__node_shape(x.node, 0);
+  g_assert_cmpint(shape.rank, ==, 3);
+  g_assert_cmpint(shape.dims[0], ==, 4);
+  g_assert_cmpint(shape.dims[2], ==, 5);
+  g_assert_cmpint(shape.dims[3], ==, 0);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/graph/unique_names_and_scopes", test_unique_names_and_scopes);
@@ -216,5 +338,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/graph/control_and_colocation_scopes", test_control_and_colocation_scopes);
   g_test_add_func("/graph/validation_errors", test_validation_errors);
   g_test_add_func("/graph/output_types_and_shapes", test_output_types_and_shapes);
+  g_test_add_func("/graph/node_block_and_attrs", test_node_block_and_attrs);
+  g_test_add_func("/graph/output_shapes_stored_compactly", test_output_shapes_stored_compactly);
   return g_test_run();
 }

@@ -251,7 +251,7 @@ static const weft__placer_options_t kStrict = {false, "localhost", 0, 0};
 static const weft__placer_options_t kSoft = {true, "localhost", 0, 0};
 
 static GHashTable *new_placement(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  return weft__placement_new();
 }
 
 static GPtrArray *all_nodes(weft_graph_t *g) {
@@ -335,6 +335,8 @@ static void test_place_unpinned_goes_to_cpu_without_gpu_kernels(void) {
   g_assert_cmpuint(g_hash_table_size(placement), ==, 2);
   assert_placed(placement, "x", LOCAL "CPU:0");
   assert_placed(placement, "y", LOCAL "CPU:0");
+  /* Values are interned: one string per device, not per node. */
+  g_assert_true(g_hash_table_lookup(placement, "x") == g_intern_string(LOCAL "CPU:0"));
   g_hash_table_destroy(placement);
   weft_graph_free(g);
 }
@@ -638,6 +640,44 @@ static void test_place_no_kernel_anywhere(void) {
   weft_graph_free(g);
 }
 
+/* The placer remembers kernel answers per op and device type within a call: many Softmax nodes
+ * of float32 (CPU has kernels) must not make it forget that float16 has none. */
+static void test_place_kernel_answers_follow_dtype(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t dims[1] = {3}; /* Softmax wants rank >= 1 */
+  weft_status_t *st = NULL;
+  weft_node_t *x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, dims, &st).node;
+  g_assert_null(st);
+  weft_node_t *h = weft_placeholder(g, "h", WEFT_DT_HALF, 1, dims, &st).node;
+  g_assert_null(st);
+  GPtrArray *floats = g_ptr_array_new();
+  g_ptr_array_add(floats, x);
+  for (int k = 0; k < 40; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "s%d", k);
+    weft_output_t y = weft_unary(g, "Softmax", name, weft_out(k == 20 ? h : x, 0), &st);
+    g_assert_null(st);
+    if (k != 20) g_ptr_array_add(floats, y.node);
+  }
+  const weft__place_device_t devices[] = {kCuda0, kCpu0};
+  GHashTable *placement = new_placement();
+  st = place_all_status(g, devices, 2, &kStrict, placement);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_true(g_str_has_prefix(weft_status_message(st),
+                                 "Cannot assign a device for operation 's20': no supported kernel "
+                                 "for any device is available (op Softmax, dtype float16)"));
+  weft_status_free(st);
+  g_assert_cmpuint(g_hash_table_size(placement), ==, 0);
+
+  g_assert_null(weft__place(floats, devices, 2, &kStrict, placement));
+  g_assert_cmpuint(g_hash_table_size(placement), ==, 40);
+  assert_placed(placement, "s0", kCpu0.name);
+  assert_placed(placement, "s39", kCpu0.name);
+  g_ptr_array_free(floats, TRUE);
+  g_hash_table_destroy(placement);
+  weft_graph_free(g);
+}
+
 static void test_place_incompatible_colocation(void) {
   weft_graph_t *g = weft_graph_new();
   weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
@@ -703,7 +743,7 @@ static void test_place_keeps_already_placed(void) {
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
   /* Placed by an earlier run somewhere no rule would put it now. */
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs1.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
   place_all(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   assert_placed(placement, "x", kPs1.name);
   assert_placed(placement, "y", kPs1.name);
@@ -712,7 +752,7 @@ static void test_place_keeps_already_placed(void) {
 
   /* Only y is placed in this call; x, outside the subset but placed, still pins it. */
   placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs0.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs0.name));
   GPtrArray *subset = g_ptr_array_new();
   g_ptr_array_add(subset, y);
   g_assert_null(weft__place(subset, devices, G_N_ELEMENTS(devices), &kStrict, placement));
@@ -830,7 +870,7 @@ static void test_place_pinned_conflicts_with_request(void) {
   weft_graph_pop_colocate(g);
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), g_strdup(kPs1.name));
+  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
   weft_status_t *st = place_all_status(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
   g_assert_cmpstr(weft_status_message(st), ==,
@@ -917,7 +957,7 @@ static void test_closure_follows_every_class_entry(void) {
   g_ptr_array_free(closure, TRUE);
 
   /* Members already placed are not placed again. */
-  g_hash_table_insert(placement, g_strdup("b"), g_strdup(kCpu0.name));
+  g_hash_table_insert(placement, g_strdup("b"), (gpointer)g_intern_string(kCpu0.name));
   closure = weft__colocation_closure(g, needed, placement);
   g_assert_cmpuint(closure->len, ==, 2);
   g_assert_false(closure_has(closure, "b"));
@@ -1123,6 +1163,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place/soft_unknown_device", test_place_soft_unknown_device);
   g_test_add_func("/placement/place/soft_drops_everything", test_place_soft_drops_everything);
   g_test_add_func("/placement/place/no_kernel_anywhere", test_place_no_kernel_anywhere);
+  g_test_add_func("/placement/place/kernel_answers_follow_dtype",
+                  test_place_kernel_answers_follow_dtype);
   g_test_add_func("/placement/place/incompatible_colocation", test_place_incompatible_colocation);
   g_test_add_func("/placement/place/gpu_alias_in_group", test_place_gpu_alias_inside_group);
   g_test_add_func("/placement/place/keeps_placed", test_place_keeps_already_placed);

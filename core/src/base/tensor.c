@@ -19,9 +19,10 @@
 #define HOST_ALIGNMENT 64
 /* Host data of at most this many bytes is allocated with its buffer (see weft__buffer_t), by
  * plain malloc (whose per-thread cache posix_memalign bypasses) with room to align the data to
- * HOST_ALIGNMENT inside the block. */
+ * HOST_ALIGNMENT inside the block. The block is sized for the data it holds: a scalar's is 144
+ * bytes, not 208 (a graph of half a million constants has half a million of them). */
 #define INLINE_MAX_BYTES 64
-#define INLINE_BLOCK_BYTES (sizeof(weft__buffer_t) + HOST_ALIGNMENT - 1 + INLINE_MAX_BYTES)
+#define INLINE_BLOCK_BYTES(nbytes) (sizeof(weft__buffer_t) + HOST_ALIGNMENT - 1 + (nbytes))
 
 static const char *device_name(const weft__device_t *device) {
   return device == NULL ? "host" : (device->name != NULL ? device->name : "<unnamed device>");
@@ -242,7 +243,7 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
 
   void *data = NULL;
   if (device == NULL && nbytes <= INLINE_MAX_BYTES && dtype != WEFT_DT_STRING && !guards_on()) {
-    void *block = malloc(INLINE_BLOCK_BYTES);
+    void *block = malloc(INLINE_BLOCK_BYTES(nbytes));
     if (block == NULL)
       return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                              "out of host memory allocating %zu bytes for %" G_GINT64_FORMAT

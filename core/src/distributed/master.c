@@ -452,7 +452,7 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   s->tasks = g_ptr_array_new_with_free_func(g_free);
   s->task_by_name = g_hash_table_new(g_str_hash, g_str_equal);
   s->strings = g_ptr_array_new_with_free_func(g_free);
-  s->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->placement = weft__placement_new();
   s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)mplan_unref);
   if (config) {
     s->log_placement = config->log_device_placement;

@@ -227,7 +227,7 @@ static weft_status_t *feed_node_for(part_state_t *ps, weft__partition_t *dst, in
   weft_attrs_t *attrs = weft__attrs_new();
   set_type(attrs, "dtype", weft__dtype_base(feed->node->output_types[feed->index]));
   weft__attr_value_t *shape = weft__attr_value_new(WEFT_ATTR_SHAPE);
-  shape->u.shape = feed->node->output_shapes[feed->index];
+  shape->u.shape = weft__node_shape(feed->node, feed->index);
   weft__attrs_set(attrs, "shape", shape);
   weft_status_t *st = add_node(dst, name, "Placeholder", NULL, 0, NULL, 0, device, attrs, out);
   weft__attrs_free(attrs);

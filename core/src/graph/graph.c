@@ -29,13 +29,19 @@ weft_graph_t *weft_graph_new(void) {
 /* The requested device of every node that asked for none (most of a big graph). */
 static char no_device[1] = "";
 
+/* The control inputs of every node that has none (most of a big graph): one array that is
+ * never changed nor freed, so that a node does not need its own. */
+static GPtrArray *no_controls(void) {
+  static GPtrArray *empty;
+  if (g_once_init_enter(&empty)) g_once_init_leave(&empty, g_ptr_array_new());
+  return empty;
+}
+
 static void node_free(weft_node_t *n) {
-  g_free(n->name);
-  g_free(n->op_name);
   if (n->requested_device != no_device) g_free(n->requested_device);
   weft__attrs_free(n->attrs);
-  g_free(n->arrays);
-  g_ptr_array_free(n->control_inputs, TRUE);
+  if (n->control_inputs && n->control_inputs != no_controls())
+    g_ptr_array_free(n->control_inputs, TRUE);
   g_free(n->colocation_group);
   g_free(n);
 }
@@ -116,9 +122,9 @@ weft_dtype_t weft_node_output_dtype(const weft_node_t *n, int index) {
 
 int weft_node_output_shape(const weft_node_t *n, int index, int64_t dims[WEFT_MAX_RANK]) {
   if (index < 0 || index >= n->n_outputs) return -1;
-  const weft__shape_t *s = &n->output_shapes[index];
-  if (s->rank > 0) memcpy(dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
-  return s->rank;
+  weft__shape_t s = weft__node_shape(n, index);
+  if (s.rank > 0) memcpy(dims, s.dims, sizeof(int64_t) * (size_t)s.rank);
+  return s.rank;
 }
 
 weft_output_t weft_out(weft_node_t *node, int index) {
@@ -226,58 +232,96 @@ void weft_graph_pop_colocate(weft_graph_t *g) {
 /* ---------------------------------------------------------------------------------------------
  * The op builder */
 
+/* An input arg of the builder: a run of `count` entries of the builder's flat input array. */
 typedef struct input_slot {
   bool is_list;
-  GArray *outputs; /* weft_output_t */
+  int start, count;
 } input_slot_t;
 
+/* Room for the inputs of most ops inside the builder itself (a node with more grows arrays). */
+enum { BUILDER_INLINE = 4 };
+
+/* A node being built. The builder, its op and its name are one allocation, and the first few
+ * inputs live inline: a graph of a million nodes made three allocations per input before. */
 struct weft_op_builder {
   weft_graph_t *graph;
-  char *op;
-  char *name;
-  GArray *slots; /* input_slot_t */
-  GPtrArray *control_inputs;
+  const char *op;   /* in the same block as the builder */
+  const char *name; /* idem */
+  int n_slots, slot_cap;
+  input_slot_t *slots; /* slots_inline or owned */
+  int n_inputs, input_cap;
+  weft_output_t *inputs; /* inputs_inline or owned */
+  GPtrArray *control_inputs; /* made at the first one */
   char *device; /* NULL: scopes decide */
   weft_attrs_t *attrs;
+  input_slot_t slots_inline[BUILDER_INLINE];
+  weft_output_t inputs_inline[BUILDER_INLINE];
 };
 
 weft_op_builder_t *weft_op_new(weft_graph_t *g, const char *op, const char *name) {
-  weft_op_builder_t *b = g_new0(weft_op_builder_t, 1);
+  if (!op) op = "";
+  if (!name || !*name) name = op;
+  size_t op_len = strlen(op), name_len = strlen(name);
+  /* Not g_malloc0: calloc bypasses glibc's per-thread cache, where the builder of the node
+   * before waits to be reused; the inline arrays need no zeroing. */
+  weft_op_builder_t *b = g_malloc(sizeof *b + op_len + name_len + 2);
+  memset(b, 0, G_STRUCT_OFFSET(weft_op_builder_t, slots_inline));
+  char *text = (char *)(b + 1);
+  memcpy(text, op, op_len + 1);
+  memcpy(text + op_len + 1, name, name_len + 1);
   b->graph = g;
-  b->op = g_strdup(op ? op : "");
-  b->name = g_strdup(name && *name ? name : op);
-  b->slots = g_array_new(FALSE, TRUE, sizeof(input_slot_t));
-  b->control_inputs = g_ptr_array_new();
+  b->op = text;
+  b->name = text + op_len + 1;
+  b->slots = b->slots_inline;
+  b->slot_cap = BUILDER_INLINE;
+  b->inputs = b->inputs_inline;
+  b->input_cap = BUILDER_INLINE;
   b->attrs = weft__attrs_new();
   return b;
 }
 
 static void builder_free(weft_op_builder_t *b) {
-  for (guint k = 0; k < b->slots->len; k++)
-    g_array_free(g_array_index(b->slots, input_slot_t, k).outputs, TRUE);
-  g_array_free(b->slots, TRUE);
-  g_ptr_array_free(b->control_inputs, TRUE);
+  if (b->slots != b->slots_inline) g_free(b->slots);
+  if (b->inputs != b->inputs_inline) g_free(b->inputs);
+  if (b->control_inputs) g_ptr_array_free(b->control_inputs, TRUE);
   weft__attrs_free(b->attrs);
-  g_free(b->op);
-  g_free(b->name);
   g_free(b->device);
   g_free(b);
 }
 
+/* Grows *array (inline storage first) to hold at least `need` elements of `size` bytes. */
+static void *grow(void *array, const void *inline_storage, int *cap, int need, size_t size) {
+  if (need <= *cap) return array;
+  int cap2 = *cap;
+  while (cap2 < need) cap2 *= 2;
+  void *bigger = g_malloc(size * (size_t)cap2);
+  memcpy(bigger, array, size * (size_t)*cap);
+  if (array != inline_storage) g_free(array);
+  *cap = cap2;
+  return bigger;
+}
+
+static void add_slot(weft_op_builder_t *b, bool is_list, const weft_output_t *inputs, int n) {
+  if (n < 0) n = 0;
+  b->slots = grow(b->slots, b->slots_inline, &b->slot_cap, b->n_slots + 1, sizeof *b->slots);
+  b->inputs = grow(b->inputs, b->inputs_inline, &b->input_cap, b->n_inputs + n, sizeof *b->inputs);
+  b->slots[b->n_slots++] = (input_slot_t){is_list, b->n_inputs, n};
+  if (n > 0) memcpy(&b->inputs[b->n_inputs], inputs, sizeof *inputs * (size_t)n);
+  b->n_inputs += n;
+}
+
 void weft_op_add_input(weft_op_builder_t *b, weft_output_t input) {
-  input_slot_t s = {false, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
-  g_array_append_val(s.outputs, input);
-  g_array_append_val(b->slots, s);
+  add_slot(b, false, &input, 1);
 }
 
 void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n) {
-  input_slot_t s = {true, g_array_new(FALSE, FALSE, sizeof(weft_output_t))};
-  if (n > 0) g_array_append_vals(s.outputs, inputs, (guint)n);
-  g_array_append_val(b->slots, s);
+  add_slot(b, true, inputs, n);
 }
 
 void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node) {
-  if (node) g_ptr_array_add(b->control_inputs, node);
+  if (!node) return;
+  if (!b->control_inputs) b->control_inputs = g_ptr_array_new();
+  g_ptr_array_add(b->control_inputs, node);
 }
 
 void weft_op_set_device(weft_op_builder_t *b, const char *device) {
@@ -370,20 +414,21 @@ void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor
   set_attr(b, name, v);
 }
 
-/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock.
+/* Makes `base` unique in the graph ("add", "add_1", ...). Caller holds the graph lock. The
+ * result is written to buf when it fits (most names), else to a new string the caller frees.
  * name_counts maps a base to the next suffix to try (an int the table owns, updated in place). */
-static char *unique_name(weft_graph_t *g, const char *base) {
+static char *unique_name(weft_graph_t *g, const char *base, char *buf, size_t buf_size) {
+  size_t len = strlen(base);
+  char *candidate = len + 13 <= buf_size ? buf : g_malloc(len + 13);
+  memcpy(candidate, base, len + 1);
   int *next = g_hash_table_lookup(g->name_counts, base);
   if (!next) {
     next = g_new(int, 1);
     *next = 1;
     g_hash_table_insert(g->name_counts, g_strdup(base), next);
-    if (!g_hash_table_contains(g->by_name, base)) return g_strdup(base);
+    if (!g_hash_table_contains(g->by_name, base)) return candidate;
   }
   /* The suffix is formatted by hand: g_strdup_printf was a tenth of building a large graph. */
-  size_t len = strlen(base);
-  char *candidate = g_malloc(len + 13);
-  memcpy(candidate, base, len);
   candidate[len] = '_';
   for (;;) {
     char digits[12];
@@ -435,18 +480,18 @@ static weft_status_t *resolve_device(weft_op_builder_t *b, const char *final_nam
 
 /* Fills attributes the caller left out that the inputs determine (T, N, Tlist). */
 static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__op_def_t *def) {
-  if (b->slots->len != def->inputs->len) {
+  if ((guint)b->n_slots != def->inputs->len) {
     return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Node '%s' (%s) was given %u input%s but the op takes %u (%s)", b->name,
-                           b->op, b->slots->len, b->slots->len == 1 ? "" : "s", def->inputs->len,
+                           "Node '%s' (%s) was given %d input%s but the op takes %u (%s)", b->name,
+                           b->op, b->n_slots, b->n_slots == 1 ? "" : "s", def->inputs->len,
                            def->inputs->len ? "see its definition" : "none");
   }
   for (guint k = 0; k < def->inputs->len; k++) {
     const weft__arg_def_t *arg = def->inputs->pdata[k];
-    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
-    int count = (int)slot->outputs->len;
+    const weft_output_t *slot = &b->inputs[b->slots[k].start];
+    int count = b->slots[k].count;
     for (int j = 0; j < count; j++) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+      weft_output_t o = slot[j];
       if (!o.node || o.index < 0 || o.index >= o.node->n_outputs) {
         return weft_status_new(WEFT_INVALID_ARGUMENT,
                                "Node '%s' (%s): input '%s' refers to a missing output", b->name,
@@ -464,7 +509,7 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
       weft__attrs_set(b->attrs, arg->number_attr, v);
     }
     if (arg->type_attr && count > 0 && !weft__attrs_get(b->attrs, arg->type_attr)) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, 0);
+      weft_output_t o = slot[0];
       weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TYPE);
       v->u.type = weft__dtype_base(o.node->output_types[o.index]);
       weft__attrs_set(b->attrs, arg->type_attr, v);
@@ -474,7 +519,7 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
       v->u.list.n = (size_t)count;
       v->u.list.type = g_new0(weft_dtype_t, count > 0 ? count : 1);
       for (int j = 0; j < count; j++) {
-        weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
+        weft_output_t o = slot[j];
         v->u.list.type[j] = weft__dtype_base(o.node->output_types[o.index]);
       }
       weft__attrs_set(b->attrs, arg->type_list_attr, v);
@@ -483,7 +528,8 @@ static weft_status_t *infer_attrs_from_inputs(weft_op_builder_t *b, const weft__
   return NULL;
 }
 
-static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_t *def,
+                                            const char *name, const char *op,
                                             const weft__edge_t *inputs, int n_inputs,
                                             weft_node_t *const *control_inputs, int n_control,
                                             const char *device, weft_attrs_t *attrs,
@@ -492,6 +538,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
 weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   if (out) *out = NULL;
   weft_graph_t *g = b->graph;
+  weft__ops_register_standard();
   const weft__op_def_t *def = weft__op_registry_lookup(b->op);
   if (!def) {
     weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
@@ -506,11 +553,22 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     return st;
   }
 
+  /* The full and the unique name are built on the stack unless they are long. */
+  char full_buf[128], name_buf[128];
   g_mutex_lock(&g->lock);
   const char *scope = g->name_scopes->len ? g->name_scopes->pdata[g->name_scopes->len - 1] : NULL;
-  char *full = scope ? g_strdup_printf("%s/%s", scope, b->name) : g_strdup(b->name);
-  char *name = unique_name(g, full);
-  g_free(full);
+  const char *full = b->name;
+  if (scope) {
+    size_t scope_len = strlen(scope), own_len = strlen(b->name);
+    char *joined = scope_len + own_len + 2 <= sizeof full_buf
+                       ? full_buf : g_malloc(scope_len + own_len + 2);
+    memcpy(joined, scope, scope_len);
+    joined[scope_len] = '/';
+    memcpy(joined + scope_len + 1, b->name, own_len + 1);
+    full = joined;
+  }
+  char *name = unique_name(g, full, name_buf, sizeof name_buf);
+  if (full != b->name && full != full_buf) g_free((char *)full);
   g_mutex_unlock(&g->lock);
 
   char *device = NULL;
@@ -519,7 +577,7 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   g->building_attrs = NULL;
   if (st) {
     st = weft_status_prefix(st, "Node '%s'", name);
-    g_free(name);
+    if (name != name_buf) g_free(name);
     builder_free(b);
     return st;
   }
@@ -534,41 +592,34 @@ weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
     g_free(loc);
   }
 
-  /* Flatten inputs and collect control inputs (explicit plus control-dependency scopes), on
-   * the stack when there are few. */
-  int n_edges = 0, n_controls = 0;
-  for (guint k = 0; k < b->slots->len; k++)
-    n_edges += (int)g_array_index(b->slots, input_slot_t, k).outputs->len;
+  /* Control inputs: explicit plus control-dependency scopes, on the stack when there are few.
+   * The builder's inputs are already flat, and weft_output_t is laid out as an edge. */
+  G_STATIC_ASSERT(sizeof(weft_output_t) == sizeof(weft__edge_t));
+  G_STATIC_ASSERT(G_STRUCT_OFFSET(weft_output_t, node) == G_STRUCT_OFFSET(weft__edge_t, src));
+  G_STATIC_ASSERT(G_STRUCT_OFFSET(weft_output_t, index) ==
+                  G_STRUCT_OFFSET(weft__edge_t, src_index));
+  const weft__edge_t *edges = (const weft__edge_t *)(const void *)b->inputs;
+  int n_controls = b->control_inputs ? (int)b->control_inputs->len : 0;
   for (guint k = 0; k < g->control_scopes->len; k++)
     n_controls += (int)((GPtrArray *)g->control_scopes->pdata[k])->len;
-  n_controls += (int)b->control_inputs->len;
-  weft__edge_t edges_small[8];
   weft_node_t *controls_small[8];
-  weft__edge_t *edges = n_edges <= 8 ? edges_small : g_new(weft__edge_t, n_edges);
   weft_node_t **controls = n_controls <= 8 ? controls_small : g_new(weft_node_t *, n_controls);
-  int e_at = 0, c_at = 0;
-  for (guint k = 0; k < b->slots->len; k++) {
-    input_slot_t *slot = &g_array_index(b->slots, input_slot_t, k);
-    for (guint j = 0; j < slot->outputs->len; j++) {
-      weft_output_t o = g_array_index(slot->outputs, weft_output_t, j);
-      edges[e_at++] = (weft__edge_t){o.node, o.index};
-    }
-  }
+  int c_at = 0;
   for (guint k = 0; k < g->control_scopes->len; k++) {
     GPtrArray *scope_nodes = g->control_scopes->pdata[k];
     for (guint j = 0; j < scope_nodes->len; j++) controls[c_at++] = scope_nodes->pdata[j];
   }
-  for (guint k = 0; k < b->control_inputs->len; k++) controls[c_at++] = b->control_inputs->pdata[k];
+  for (guint k = 0; b->control_inputs && k < b->control_inputs->len; k++)
+    controls[c_at++] = b->control_inputs->pdata[k];
 
   weft_node_t *node = NULL;
   weft_attrs_t *attrs = b->attrs;
   b->attrs = NULL; /* handed over */
-  st = add_node_taking_attrs(g, name, b->op, edges, n_edges, controls, n_controls, device, attrs,
-                             &node);
-  if (edges != edges_small) g_free(edges);
+  st = add_node_taking_attrs(g, def, name, b->op, edges, b->n_inputs, controls, n_controls,
+                             device, attrs, &node);
   if (controls != controls_small) g_free(controls);
   g_free(device);
-  g_free(name);
+  if (name != name_buf) g_free(name);
   builder_free(b);
   if (!st && out) *out = node;
   return st;
@@ -583,9 +634,10 @@ static int64_t attr_int_or(const weft_attrs_t *attrs, const char *name, int64_t 
 }
 
 /* Number (*count) and, when `types` is not NULL, types of the values an arg stands for, from the
- * attrs. */
+ * attrs. *uniform (when not NULL): the one type of all values, or -1 for a list of types. */
 static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *arg,
-                                weft_dtype_t *types, int *count) {
+                                weft_dtype_t *types, int *count, int *uniform) {
+  if (uniform) *uniform = -1;
   const weft_attrs_t *attrs = node->attrs;
   if (arg->type_list_attr) {
     const weft__attr_value_t *v = weft__attrs_get(attrs, arg->type_list_attr);
@@ -621,30 +673,8 @@ static weft_status_t *arg_types(const weft_node_t *node, const weft__arg_def_t *
   }
   if (arg->is_ref) dtype += WEFT_DT_REF_OFFSET;
   *count = n;
+  if (uniform) *uniform = dtype;
   for (int k = 0; types && k < n; k++) types[k] = (weft_dtype_t)dtype;
-  return NULL;
-}
-
-static const char *attr_kind_for_type(const char *type, weft__attr_kind_t *kind) {
-  static const struct {
-    const char *name;
-    weft__attr_kind_t kind;
-  } table[] = {
-      {"int", WEFT_ATTR_INT},          {"float", WEFT_ATTR_FLOAT},
-      {"bool", WEFT_ATTR_BOOL},        {"type", WEFT_ATTR_TYPE},
-      {"string", WEFT_ATTR_STRING},    {"shape", WEFT_ATTR_SHAPE},
-      {"tensor", WEFT_ATTR_TENSOR},    {"func", WEFT_ATTR_FUNC},
-      {"list(int)", WEFT_ATTR_LIST_INT}, {"list(float)", WEFT_ATTR_LIST_FLOAT},
-      {"list(bool)", WEFT_ATTR_LIST_BOOL}, {"list(type)", WEFT_ATTR_LIST_TYPE},
-      {"list(string)", WEFT_ATTR_LIST_STRING}, {"list(shape)", WEFT_ATTR_LIST_SHAPE},
-      {"list(tensor)", WEFT_ATTR_LIST_TENSOR},
-  };
-  for (size_t k = 0; k < G_N_ELEMENTS(table); k++) {
-    if (strcmp(table[k].name, type) == 0) {
-      *kind = table[k].kind;
-      return table[k].name;
-    }
-  }
   return NULL;
 }
 
@@ -664,8 +694,8 @@ static weft_status_t *check_attrs(weft_node_t *node) {
       v = weft__attr_value_copy(ad->default_value);
       weft__attrs_set(node->attrs, ad->name, v);
     }
-    weft__attr_kind_t want = WEFT_ATTR_NONE;
-    if (attr_kind_for_type(ad->type, &want)) {
+    weft__attr_kind_t want = ad->kind;
+    if (want != WEFT_ATTR_NONE) {
       /* An empty list from a GraphDef takes its element type from the definition. */
       if (v->kind == WEFT_ATTR_LIST_EMPTY && want >= WEFT_ATTR_LIST_INT) v->kind = want;
       if (v->kind != want) {
@@ -705,54 +735,99 @@ static weft_status_t *check_attrs(weft_node_t *node) {
   return NULL;
 }
 
+/* What count_args learnt per arg, so that fill_args need not look the attrs up again (for ops of
+ * up to MAX_COUNTED args). */
+enum { MAX_COUNTED = 16 };
+typedef struct arg_counts {
+  int count[MAX_COUNTED];
+  int uniform[MAX_COUNTED]; /* see arg_types */
+} arg_counts_t;
+
 /* The number of values the args stand for in all. */
-static weft_status_t *count_args(const weft_node_t *node, const GPtrArray *args, int *n_total) {
+static weft_status_t *count_args(const weft_node_t *node, const GPtrArray *args, int *n_total,
+                                 arg_counts_t *counts) {
   *n_total = 0;
   for (guint k = 0; k < args->len; k++) {
-    int n = 0;
-    weft_status_t *st = arg_types(node, args->pdata[k], NULL, &n);
+    int n = 0, uniform = -1;
+    weft_status_t *st = arg_types(node, args->pdata[k], NULL, &n, &uniform);
     if (st) return st;
+    if (k < MAX_COUNTED) {
+      counts->count[k] = n;
+      counts->uniform[k] = uniform;
+    }
     *n_total += n;
   }
   return NULL;
 }
 
 /* Fills the flat types and each arg's first index (one extra entry: the total). */
-static void fill_args(const weft_node_t *node, const GPtrArray *args, weft_dtype_t *types,
-                      int *starts) {
+static void fill_args(const weft_node_t *node, const GPtrArray *args, const arg_counts_t *counts,
+                      weft_dtype_t *types, int *starts) {
   int at = 0;
   for (guint k = 0; k < args->len; k++) {
     int n = 0;
     starts[k] = at;
-    weft_status_free(arg_types(node, args->pdata[k], types + at, &n)); /* counted before */
+    if (k < MAX_COUNTED && counts->uniform[k] >= 0) {
+      n = counts->count[k];
+      for (int j = 0; j < n; j++) types[at + j] = (weft_dtype_t)counts->uniform[k];
+    } else {
+      weft_status_free(arg_types(node, args->pdata[k], types + at, &n, NULL)); /* counted */
+    }
     at += n;
   }
   starts[args->len] = at;
 }
 
-/* The node's arrays in one block (node->arrays): edges and shapes first, for their alignment. */
-static void alloc_node_arrays(weft_node_t *node, int n_inputs, int n_outputs) {
-  const weft__op_def_t *def = node->def;
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+/* The node as one allocation: the struct, its arrays, its output shapes (each only as long as
+ * the node's highest rank: a scalar's takes an int, not 72 bytes), its attrs packed and its
+ * name. `probe` is the node checked on the stack: its arrays and `shapes` are copied, its attrs
+ * are taken over. A million-node graph made about ten allocations per node. */
+static weft_node_t *alloc_node(const weft_node_t *probe, const weft__shape_t *shapes) {
+  const weft__op_def_t *def = probe->def;
+  int n_inputs = probe->n_inputs, n_outputs = probe->n_outputs, stride = 0;
+  for (int k = 0; k < n_outputs; k++) stride = MAX(stride, shapes[k].rank);
+  size_t head = ALIGN8(sizeof(weft_node_t));
   size_t edges = sizeof(weft__edge_t) * (size_t)n_inputs;
-  size_t shapes = sizeof(weft__shape_t) * (size_t)n_outputs;
+  size_t dims = sizeof(int64_t) * (size_t)n_outputs * (size_t)stride;
+  size_t attrs = weft__attrs_packed_size(probe->attrs, def);
   size_t in_types = sizeof(weft_dtype_t) * (size_t)n_inputs;
   size_t in_starts = sizeof(int) * (def->inputs->len + 1);
   size_t out_types = sizeof(weft_dtype_t) * (size_t)n_outputs;
   size_t out_starts = sizeof(int) * (def->outputs->len + 1);
-  char *block = g_malloc0(edges + shapes + in_types + in_starts + out_types + out_starts);
-  node->arrays = block;
-  node->inputs = (weft__edge_t *)(void *)block;
-  node->output_shapes = (weft__shape_t *)(void *)(block + edges);
-  node->input_types = (weft_dtype_t *)(void *)(block + edges + shapes);
-  node->input_arg_start = (int *)(void *)(block + edges + shapes + in_types);
-  node->output_types = (weft_dtype_t *)(void *)(block + edges + shapes + in_types + in_starts);
-  node->output_arg_start =
-      (int *)(void *)(block + edges + shapes + in_types + in_starts + out_types);
-  node->n_inputs = n_inputs;
-  node->n_outputs = n_outputs;
-  fill_args(node, def->inputs, node->input_types, node->input_arg_start);
-  fill_args(node, def->outputs, node->output_types, node->output_arg_start);
-  for (int k = 0; k < n_outputs; k++) node->output_shapes[k].rank = -1;
+  size_t ranks = sizeof(int) * (size_t)n_outputs;
+  size_t name = strlen(probe->name) + 1;
+  size_t total = head + edges + dims + attrs + in_types + in_starts + out_types + out_starts +
+                 ranks + name;
+  char *block = g_malloc(total); /* not g_malloc0: calloc bypasses glibc's per-thread cache */
+  weft_node_t *node = (weft_node_t *)(void *)block;
+  *node = *probe;
+  char *at = block + head;
+  node->inputs = memcpy(at, probe->inputs, edges);
+  at += edges;
+  node->output_dims = (int64_t *)(void *)at;
+  node->output_dims_stride = stride;
+  for (int k = 0; k < n_outputs; k++)
+    for (int j = 0; j < stride; j++)
+      node->output_dims[(size_t)k * (size_t)stride + (size_t)j] =
+          j < shapes[k].rank ? shapes[k].dims[j] : WEFT_DIM_UNKNOWN;
+  at += dims;
+  node->attrs = weft__attrs_pack(probe->attrs, at, def);
+  at += attrs;
+  node->input_types = memcpy(at, probe->input_types, in_types);
+  at += in_types;
+  node->input_arg_start = memcpy(at, probe->input_arg_start, in_starts);
+  at += in_starts;
+  node->output_types = memcpy(at, probe->output_types, out_types);
+  at += out_types;
+  node->output_arg_start = memcpy(at, probe->output_arg_start, out_starts);
+  at += out_starts;
+  node->output_ranks = (int *)(void *)at;
+  for (int k = 0; k < n_outputs; k++) node->output_ranks[k] = shapes[k].rank;
+  at += ranks;
+  node->name = memcpy(at, probe->name, name);
+  return node;
 }
 
 weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const char *op,
@@ -760,19 +835,22 @@ weft_status_t *weft__graph_add_node(weft_graph_t *g, const char *name, const cha
                                     weft_node_t *const *control_inputs, int n_control,
                                     const char *device, const weft_attrs_t *attrs,
                                     weft_node_t **out) {
-  return add_node_taking_attrs(g, name, op, inputs, n_inputs, control_inputs, n_control, device,
-                               weft__attrs_copy(attrs), out);
+  return add_node_taking_attrs(g, NULL, name, op, inputs, n_inputs, control_inputs, n_control,
+                               device, weft__attrs_copy(attrs), out);
 }
 
 /* weft__graph_add_node with the attrs handed over (freed on failure): the op builder's own are
- * not copied. */
-static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, const char *op,
+ * not copied. def: op's definition when the caller has looked it up already, else NULL. */
+static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_t *def,
+                                            const char *name, const char *op,
                                             const weft__edge_t *inputs, int n_inputs,
                                             weft_node_t *const *control_inputs, int n_control,
                                             const char *device, weft_attrs_t *attrs,
                                             weft_node_t **out) {
-  weft__ops_register_standard();
-  const weft__op_def_t *def = weft__op_registry_lookup(op);
+  if (!def) {
+    weft__ops_register_standard();
+    def = weft__op_registry_lookup(op);
+  }
   if (!def) {
     weft__attrs_free(attrs);
     return weft_status_new(WEFT_NOT_FOUND, "Op type not registered '%s' (node '%s')", op, name);
@@ -781,25 +859,54 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
     weft__attrs_free(attrs);
     return weft_status_new(WEFT_INVALID_ARGUMENT, "A node of op %s has an empty name", op);
   }
-  weft_node_t *node = g_new0(weft_node_t, 1);
-  node->graph = g;
-  node->name = g_strdup(name);
-  node->op_name = g_strdup(op);
-  node->def = def;
-  node->requested_device = device && *device ? g_strdup(device) : no_device;
-  node->attrs = attrs;
-  node->control_inputs = g_ptr_array_new();
-  weft_status_t *st = check_attrs(node);
-
+  /* Checked first on a node on the stack: the attrs (defaults filled in) and the number of
+   * inputs and outputs decide the size of the node's block. The op name is the definition's
+   * (nodes already rely on the definition outliving them). */
+  weft_node_t probe = {0};
+  probe.graph = g;
+  probe.name = (char *)name;
+  probe.op_name = def->name;
+  probe.def = def;
+  probe.attrs = attrs;
+  weft_status_t *st = check_attrs(&probe);
   int n_expected = 0, n_outputs = 0;
-  if (!st) st = count_args(node, def->inputs, &n_expected);
+  arg_counts_t in_counts, out_counts;
+  if (!st) st = count_args(&probe, def->inputs, &n_expected, &in_counts);
   if (!st && n_expected != n_inputs) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
                          "Node '%s' (%s) has %d input%s but its op definition expects %d",
                          name, op, n_inputs, n_inputs == 1 ? "" : "s", n_expected);
   }
-  if (!st) st = count_args(node, def->outputs, &n_outputs);
-  if (!st) alloc_node_arrays(node, n_inputs, n_outputs);
+  if (!st) st = count_args(&probe, def->outputs, &n_outputs, &out_counts);
+  if (st) {
+    weft__attrs_free(attrs);
+    return st;
+  }
+  /* The arrays are filled and checked and the output shapes inferred on the probe too, in
+   * scratch memory (on the stack when small): the node's block is made last, sized for exactly
+   * what it holds. */
+  size_t n_in_starts = def->inputs->len + 1, n_out_starts = def->outputs->len + 1;
+  size_t scratch_size = sizeof(weft__shape_t) * (size_t)n_outputs +
+                        sizeof(weft__edge_t) * (size_t)n_inputs +
+                        sizeof(weft_dtype_t) * (size_t)(n_inputs + n_outputs) +
+                        sizeof(int) * (n_in_starts + n_out_starts);
+  int64_t scratch_small[128];
+  char *scratch = scratch_size <= sizeof scratch_small ? (char *)scratch_small
+                                                       : g_malloc(scratch_size);
+  weft__shape_t *shapes = (weft__shape_t *)(void *)scratch;
+  char *at = scratch + sizeof(weft__shape_t) * (size_t)n_outputs;
+  probe.inputs = (weft__edge_t *)(void *)at;
+  at += sizeof(weft__edge_t) * (size_t)n_inputs;
+  probe.input_types = (weft_dtype_t *)(void *)at;
+  at += sizeof(weft_dtype_t) * (size_t)n_inputs;
+  probe.output_types = (weft_dtype_t *)(void *)at;
+  at += sizeof(weft_dtype_t) * (size_t)n_outputs;
+  probe.input_arg_start = (int *)(void *)at;
+  probe.output_arg_start = probe.input_arg_start + n_in_starts;
+  probe.n_inputs = n_inputs;
+  probe.n_outputs = n_outputs;
+  fill_args(&probe, def->inputs, &in_counts, probe.input_types, probe.input_arg_start);
+  fill_args(&probe, def->outputs, &out_counts, probe.output_types, probe.output_arg_start);
   for (int k = 0; k < n_inputs && !st; k++) {
     const weft__edge_t *e = &inputs[k];
     if (!e->src || e->src_index < 0 || e->src_index >= e->src->n_outputs) {
@@ -807,9 +914,9 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
                            name, op, k);
       break;
     }
-    node->inputs[k] = *e;
+    probe.inputs[k] = *e;
     int have = e->src->output_types[e->src_index];
-    int want = node->input_types[k];
+    int want = probe.input_types[k];
     bool ok = have == want || (weft__dtype_is_ref(have) && !weft__dtype_is_ref(want) &&
                                weft__dtype_base(have) == (weft_dtype_t)want);
     if (!ok) {
@@ -822,30 +929,31 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const char *name, c
           weft_dtype_name(weft__dtype_base(have)), e->src->name, e->src_index);
     }
   }
-  if (st) {
-    node_free(node);
-    return st;
-  }
-  for (int k = 0; k < n_control; k++) {
-    if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
-      g_ptr_array_add(node->control_inputs, control_inputs[k]);
-  }
 
   /* The colocation group, from _class "loc:@x" (the first entry names the group). */
-  const weft__attr_value_t *cls = weft__attrs_get(node->attrs, "_class");
+  const weft__attr_value_t *cls = st ? NULL : weft__attrs_get(probe.attrs, "_class");
   if (cls && cls->kind == WEFT_ATTR_LIST_STRING) {
     for (size_t k = 0; k < cls->u.list.n; k++) {
       if (g_str_has_prefix(cls->u.list.s[k].data, "loc:@")) {
-        node->colocation_group = g_strdup(cls->u.list.s[k].data + 5);
+        probe.colocation_group = g_strdup(cls->u.list.s[k].data + 5);
         break;
       }
     }
   }
 
-  st = weft__node_infer_shapes(node);
+  if (!st) st = weft__node_infer_shapes(&probe, shapes);
+  weft_node_t *node = st ? NULL : alloc_node(&probe, shapes);
+  if (scratch != (char *)scratch_small) g_free(scratch);
   if (st) {
-    node_free(node);
+    g_free(probe.colocation_group);
+    weft__attrs_free(attrs);
     return st;
+  }
+  node->requested_device = device && *device ? g_strdup(device) : no_device;
+  node->control_inputs = n_control > 0 ? g_ptr_array_new() : no_controls();
+  for (int k = 0; k < n_control; k++) {
+    if (control_inputs[k] && !g_ptr_array_find(node->control_inputs, control_inputs[k], NULL))
+      g_ptr_array_add(node->control_inputs, control_inputs[k]);
   }
 
   g_mutex_lock(&g->lock);

@@ -3,6 +3,8 @@
 #ifndef WEFT_GRAPH_INTERNAL_H
 #define WEFT_GRAPH_INTERNAL_H
 
+#include <string.h>
+
 #include "../base/base_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -28,6 +30,8 @@ typedef enum weft__attr_kind {
   WEFT_ATTR_LIST_EMPTY, /* a list with no values whose element type is not known yet */
 } weft__attr_kind_t;
 
+/* A node's values are packed (see weft__attrs_pack) and then hold only the bytes their kind
+ * uses: read the member of the kind, copy with weft__attr_value_copy, never by assignment. */
 typedef struct weft__attr_value {
   weft__attr_kind_t kind;
   union {
@@ -62,6 +66,8 @@ typedef struct weft__attr_entry {
 struct weft_attrs {
   int n, cap;
   weft__attr_entry_t *entries;
+  bool packed;   /* entries, values and names live in the block around this struct (a node's) */
+  bool embedded; /* this struct lives in another allocation (a node's): not freed on its own */
 };
 
 weft_attrs_t *weft__attrs_new(void);
@@ -72,6 +78,14 @@ void weft__attrs_set(weft_attrs_t *attrs, const char *name, weft__attr_value_t *
 const weft__attr_value_t *weft__attrs_get(const weft_attrs_t *attrs, const char *name);
 /* Removes (and frees) the attr if it is there. */
 void weft__attrs_remove(weft_attrs_t *attrs, const char *name);
+/* Bytes weft__attrs_pack needs for attrs (a multiple of 8). */
+struct weft__op_def;
+size_t weft__attrs_packed_size(const weft_attrs_t *attrs, const struct weft__op_def *def);
+/* Moves attrs into `block` (8-aligned, weft__attrs_packed_size bytes) and frees what is left of
+ * it; returns the packed attrs, which weft__attrs_free releases without freeing the block. Names
+ * def declares point at def's copies (def must outlive the attrs, as it outlives its nodes).
+ * Setting or removing an attr later gives them separate entries again. */
+weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const struct weft__op_def *def);
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
 void weft__attr_value_free(weft__attr_value_t *value);
@@ -94,6 +108,8 @@ typedef struct weft__attr_def {
   char *name;
   char *type;                      /* "int", "float", "bool", "type", "string", "shape",
                                       "tensor", "func", "list(int)", "list(type)", ... */
+  weft__attr_kind_t kind;           /* the value kind type stands for, parsed once: every node
+                                      checks its attrs against it */
   weft__attr_value_t *default_value; /* NULL: required */
   weft_dtype_t *allowed_types;     /* for type attrs "{float, int32}"; NULL: any */
   size_t n_allowed_types;
@@ -150,23 +166,29 @@ typedef struct weft__edge {
 struct weft_node {
   weft_graph_t *graph;
   int id;                        /* creation order, index in graph->nodes */
+  int n_inputs;                  /* next to id and n_outputs: no padding in a struct a big graph
+                                    has a million of */
+  int n_outputs;
+  int output_dims_stride;        /* the highest rank of the outputs (0 if none is known) */
   char *name;
-  char *op_name;
+  const char *op_name;           /* def->name */
   const weft__op_def_t *def;
   char *requested_device;        /* merged device spec from scopes and weft_op_set_device, or "" */
   weft_attrs_t *attrs;
-  /* Data inputs, flattened over the op's input args (a list arg contributes N inputs). */
-  int n_inputs;
+  /* Data inputs (n_inputs), flattened over the op's input args (a list arg contributes N). */
   weft__edge_t *inputs;
   weft_dtype_t *input_types;     /* expected types, + WEFT_DT_REF_OFFSET for ref args */
   int *input_arg_start;          /* per input arg: first flat index; one extra entry = n_inputs */
   GPtrArray *control_inputs;     /* weft_node_t* */
-  int n_outputs;
-  weft_dtype_t *output_types;    /* + WEFT_DT_REF_OFFSET for ref outputs */
-  weft__shape_t *output_shapes;
+  weft_dtype_t *output_types;    /* n_outputs of them, + WEFT_DT_REF_OFFSET for ref outputs */
+  /* The inferred output shapes (read them with weft__node_shape): ranks (-1: unknown), and
+   * output k's dims at output_dims[k * output_dims_stride]. */
+  int *output_ranks;
+  int64_t *output_dims;
   int *output_arg_start;
   char *colocation_group;        /* the node named in _class "loc:@x", or NULL */
-  void *arrays;                  /* one block holding inputs ... output_arg_start */
+  /* The node is one allocation: this struct, inputs ... output_arg_start, attrs (packed) and
+   * name (see alloc_node in graph.c). */
 };
 
 typedef struct weft__device_scope {
@@ -205,14 +227,25 @@ bool weft__node_input_arg_range(const weft_node_t *node, const char *arg_name, i
                                 int *end);
 bool weft__node_output_arg_range(const weft_node_t *node, const char *arg_name, int *start,
                                  int *end);
-/* Runs the op's shape function for a node whose inputs are set. */
-weft_status_t *weft__node_infer_shapes(weft_node_t *node);
+/* Runs the op's shape function for a node whose inputs are set, into shapes[n_outputs]. */
+weft_status_t *weft__node_infer_shapes(weft_node_t *node, weft__shape_t *shapes);
+
+/* Output `index`'s inferred shape (rank -1: unknown); dims past the rank are 0. */
+static inline weft__shape_t weft__node_shape(const weft_node_t *node, int index) {
+  weft__shape_t s;
+  memset(&s, 0, sizeof s);
+  s.rank = node->output_ranks[index];
+  const int64_t *dims = node->output_dims + (size_t)index * (size_t)node->output_dims_stride;
+  for (int k = 0; k < s.rank; k++) s.dims[k] = dims[k];
+  return s;
+}
 /* Removes nodes added after the graph had n_nodes nodes (undo of a failed import). */
 void weft__graph_truncate(weft_graph_t *graph, int n_nodes);
 
 /* Shape-inference services behind the host table's shape_* entries (shape_infer.c). */
 struct weft_shape_ctx {
   weft_node_t *node;
+  weft__shape_t *shapes; /* the node's output shapes being inferred */
 };
 const weft_attrs_t *weft__shape_attrs(weft_shape_ctx_t *ctx);
 const char *weft__shape_node_name(weft_shape_ctx_t *ctx);

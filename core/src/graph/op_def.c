@@ -520,6 +520,27 @@ out:
   return status;
 }
 
+/* The value kind an attr type string stands for; WEFT_ATTR_NONE for one without a kind. */
+static weft__attr_kind_t attr_kind_for_type(const char *type) {
+  static const struct {
+    const char *name;
+    weft__attr_kind_t kind;
+  } table[] = {
+      {"int", WEFT_ATTR_INT},          {"float", WEFT_ATTR_FLOAT},
+      {"bool", WEFT_ATTR_BOOL},        {"type", WEFT_ATTR_TYPE},
+      {"string", WEFT_ATTR_STRING},    {"shape", WEFT_ATTR_SHAPE},
+      {"tensor", WEFT_ATTR_TENSOR},    {"func", WEFT_ATTR_FUNC},
+      {"list(int)", WEFT_ATTR_LIST_INT}, {"list(float)", WEFT_ATTR_LIST_FLOAT},
+      {"list(bool)", WEFT_ATTR_LIST_BOOL}, {"list(type)", WEFT_ATTR_LIST_TYPE},
+      {"list(string)", WEFT_ATTR_LIST_STRING}, {"list(shape)", WEFT_ATTR_LIST_SHAPE},
+      {"list(tensor)", WEFT_ATTR_LIST_TENSOR},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(table); k++) {
+    if (strcmp(table[k].name, type) == 0) return table[k].kind;
+  }
+  return WEFT_ATTR_NONE;
+}
+
 static weft_status_t *parse_attr(const char *op, const char *spec, weft__attr_def_t **out) {
   spec_ref_t ref = {op, "attr", spec};
   const char *colon = strchr(spec, ':');
@@ -535,6 +556,7 @@ static weft_status_t *parse_attr(const char *op, const char *spec, weft__attr_de
   const char *p = skip_space(colon + 1);
   status = parse_attr_type(&ref, &p, def, &extra);
   if (status) goto out;
+  def->kind = attr_kind_for_type(def->type);
   p = skip_space(p);
   if (p[0] == '>' && p[1] == '=') {
     if (strcmp(def->type, "int") != 0 && strncmp(def->type, "list(", 5) != 0) {

@@ -19,9 +19,9 @@ int weft__shape_num_inputs(weft_shape_ctx_t *ctx) { return ctx->node->n_inputs; 
 int weft__shape_input(weft_shape_ctx_t *ctx, int index, int64_t dims[WEFT_MAX_RANK]) {
   if (index < 0 || index >= ctx->node->n_inputs) return -1;
   const weft__edge_t *e = &ctx->node->inputs[index];
-  const weft__shape_t *s = &e->src->output_shapes[e->src_index];
-  if (s->rank > 0) memcpy(dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
-  return s->rank;
+  weft__shape_t s = weft__node_shape(e->src, e->src_index);
+  if (s.rank > 0) memcpy(dims, s.dims, sizeof(int64_t) * (size_t)s.rank);
+  return s.rank;
 }
 
 weft_dtype_t weft__shape_input_dtype(weft_shape_ctx_t *ctx, int index) {
@@ -64,16 +64,16 @@ weft_status_t *weft__shape_set_output(weft_shape_ctx_t *ctx, int index, int rank
                            "supports at most %d dimensions", node->name, node->op_name, index,
                            rank, WEFT_MAX_RANK);
   }
-  weft__shape_t *s = &node->output_shapes[index];
+  weft__shape_t *s = &ctx->shapes[index];
   s->rank = rank < 0 ? -1 : rank;
   for (int k = 0; k < rank; k++) s->dims[k] = dims[k] < 0 ? WEFT_DIM_UNKNOWN : dims[k];
   return NULL;
 }
 
-weft_status_t *weft__node_infer_shapes(weft_node_t *node) {
-  for (int k = 0; k < node->n_outputs; k++) node->output_shapes[k].rank = -1;
+weft_status_t *weft__node_infer_shapes(weft_node_t *node, weft__shape_t *shapes) {
+  for (int k = 0; k < node->n_outputs; k++) shapes[k].rank = -1;
   if (!node->def->shape_fn) return NULL;
-  weft_shape_ctx_t ctx = {node};
+  weft_shape_ctx_t ctx = {node, shapes};
   weft_status_t *st = node->def->shape_fn(&ctx);
   if (st && !strstr(weft_status_message(st), node->name)) {
     st = weft_status_prefix(st, "Node '%s' (%s)", node->name, node->op_name);

@@ -10,10 +10,26 @@
 /* A node taking part in this call: one of `nodes`, or one reached through a colocation link. */
 typedef struct member {
   weft_node_t *node;
-  bool to_place;      /* in `nodes` and not yet in the placement */
-  const char *placed; /* its device if it is already placed (borrowed from the table) */
+  /* Its device if it was placed before this call (borrowed from the table); for a member to
+   * place, the device chosen once its group is placed (borrowed from the device list or the
+   * table), which goes into the table when every group has one. */
+  const char *placed;
+  /* Read off the node while linking, so that placing a group that requests nothing does not
+   * go back to the node (a big graph's nodes no longer fit any cache by then). */
+  const char *name;
   int parent;         /* union-find */
+  int kernel_class;   /* see kernel_class_t; -1: none */
+  bool to_place;      /* in `nodes` and not yet in the placement */
+  bool requests;      /* its requested device is not empty */
 } member_t;
+
+/* Nodes that kernels cannot tell apart (same op, attrs that look the same to type constraints)
+ * form a class; whether a class has a kernel on a device is asked once per call: a big graph
+ * asks the same few questions for every node, and each registry lookup takes its lock. */
+typedef struct kernel_class {
+  const weft_node_t *node; /* its first member's node: its op and attrs speak for the class */
+  signed char *on_device;  /* per device: -1 not asked yet, else 0 or 1 */
+} kernel_class_t;
 
 typedef struct placer {
   const weft__place_device_t *devices;
@@ -32,6 +48,11 @@ typedef struct placer {
   int *open_order;
   int n_open;
   bool open_ready;
+  GArray *classes;    /* kernel_class_t */
+  bool united;        /* some group has more than one member */
+  /* The classes made most recently, where a new member's is looked for, replaced round robin. */
+  int recent[16];
+  int n_recent, recent_next;
 } placer_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -51,6 +72,7 @@ static void unite(placer_t *p, int a, int b) {
   if (ra == rb) return;
   /* The lower index stays root so that a group's representative is its earliest member. */
   member_t *m = &g_array_index(p->members, member_t, 0);
+  p->united = true;
   if (ra < rb)
     m[rb].parent = ra;
   else
@@ -69,6 +91,8 @@ static int member_of(placer_t *p, weft_node_t *node, bool to_place) {
   }
   member_t m = {0};
   m.node = node;
+  m.name = node->name;
+  m.kernel_class = -1;
   /* A table nothing was placed in yet (a first placement) needs no lookup. */
   m.placed = g_hash_table_size(p->placement) ? g_hash_table_lookup(p->placement, node->name) : NULL;
   m.to_place = to_place && m.placed == NULL;
@@ -99,6 +123,45 @@ static weft_status_t *link_class_entry(placer_t *p, int i, const char *entry) {
   return link_by_name(p, i, entry + 5);
 }
 
+/* Do two attr sets look the same to a kernel's type constraints? Those read a named attr's
+ * dtype (or dtypes) and fail on any other kind, so the names, kinds and dtypes decide. */
+static bool same_for_kernels(const weft_attrs_t *a, const weft_attrs_t *b) {
+  if (a == b) return true;
+  if (a == NULL || b == NULL || a->n != b->n) return false;
+  for (int k = 0; k < a->n; k++) {
+    const weft__attr_value_t *va = a->entries[k].value, *vb = b->entries[k].value;
+    const char *na = a->entries[k].name, *nb = b->entries[k].name;
+    if (va->kind != vb->kind || (na != nb && strcmp(na, nb) != 0)) return false;
+    if (va->kind == WEFT_ATTR_TYPE && va->u.type != vb->u.type) return false;
+    if (va->kind == WEFT_ATTR_LIST_TYPE &&
+        (va->u.list.n != vb->u.list.n ||
+         (va->u.list.n > 0 &&
+          memcmp(va->u.list.type, vb->u.list.type, sizeof(weft_dtype_t) * va->u.list.n) != 0)))
+      return false;
+  }
+  return true;
+}
+
+/* The kernel class of a node: one of the recent classes when kernels cannot tell them apart,
+ * else a new one. */
+static int kernel_class_of(placer_t *p, const weft_node_t *node) {
+  if (node->def == NULL) return -1;
+  for (int k = 0; k < p->n_recent; k++) {
+    int index = p->recent[(p->recent_next - 1 - k + 2 * (int)G_N_ELEMENTS(p->recent)) %
+                          (int)G_N_ELEMENTS(p->recent)];
+    const kernel_class_t *c = &g_array_index(p->classes, kernel_class_t, index);
+    if (c->node->def == node->def && same_for_kernels(c->node->attrs, node->attrs)) return index;
+  }
+  kernel_class_t c = {node, g_new(signed char, p->n_devices > 0 ? p->n_devices : 1)};
+  memset(c.on_device, -1, (size_t)(p->n_devices > 0 ? p->n_devices : 1));
+  g_array_append_val(p->classes, c);
+  int index = (int)p->classes->len - 1;
+  p->recent[p->recent_next] = index;
+  p->recent_next = (p->recent_next + 1) % (int)G_N_ELEMENTS(p->recent);
+  if (p->n_recent < (int)G_N_ELEMENTS(p->recent)) p->n_recent++;
+  return index;
+}
+
 static weft_status_t *link_member(placer_t *p, int i) {
   weft_node_t *node = g_array_index(p->members, member_t, i).node;
   weft_status_t *status = NULL;
@@ -122,6 +185,11 @@ static weft_status_t *link_member(placer_t *p, int i) {
     int j = member_of(p, src, false);
     unite(p, i, j);
   }
+  /* member_of may have grown the array: the member is looked up again. */
+  member_t *m = &g_array_index(p->members, member_t, i);
+  m->requests = node->requested_device != NULL && node->requested_device[0] != '\0';
+  m->name = node->name;
+  m->kernel_class = kernel_class_of(p, node);
   return status;
 }
 
@@ -195,9 +263,17 @@ static bool prefer(const weft__place_device_t *a, int ia, const weft__place_devi
   return ia < ib;
 }
 
-static bool member_has_kernel(const member_t *m, const weft__place_device_t *device) {
+/* Whether the member's node has a kernel on the device (one of the call's devices, or one it
+ * was not told about). */
+static bool member_has_kernel(placer_t *p, const member_t *m, const weft__place_device_t *device) {
   if (device->type == NULL) return false;
-  return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+  ptrdiff_t d = device - p->devices;
+  if (m->kernel_class < 0 || d < 0 || d >= p->n_devices)
+    return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+  kernel_class_t *c = &g_array_index(p->classes, kernel_class_t, m->kernel_class);
+  if (c->on_device[d] < 0)
+    c->on_device[d] = weft__kernel_exists(c->node->op_name, device->type, c->node->attrs);
+  return c->on_device[d] != 0;
 }
 
 static const member_t *group_at(placer_t *p, GArray *group, guint k) {
@@ -209,7 +285,7 @@ static const member_t *group_at(placer_t *p, GArray *group, guint k) {
 static bool group_has_kernels(placer_t *p, GArray *group, const weft__place_device_t *device) {
   for (guint k = 0; k < group->len; k++) {
     const member_t *m = group_at(p, group, k);
-    if (!member_has_kernel(m, device)) return false;
+    if (!member_has_kernel(p, m, device)) return false;
   }
   return true;
 }
@@ -301,17 +377,10 @@ static weft_status_t *kernel_error(placer_t *p, const member_t *culprit, const c
 /* ---------------------------------------------------------------------------------------------
  * Placing one group */
 
-typedef struct assignment {
-  const char *node;   /* borrowed from the node */
-  const char *device; /* borrowed from the device list or the placement table */
-} assignment_t;
-
-static void assign_group(placer_t *p, GArray *group, const char *device, GArray *out) {
+static void assign_group(placer_t *p, GArray *group, const char *device) {
   for (guint k = 0; k < group->len; k++) {
-    const member_t *m = group_at(p, group, k);
-    if (!m->to_place) continue;
-    assignment_t a = {m->node->name, device};
-    g_array_append_val(out, a);
+    member_t *m = &g_array_index(p->members, member_t, g_array_index(group, int, k));
+    if (m->to_place) m->placed = device;
   }
 }
 
@@ -328,8 +397,8 @@ static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_sp
 
   for (guint k = 0; k < group->len && status == NULL; k++) {
     const member_t *m = group_at(p, group, k);
+    if (!m->requests) continue;
     const char *req = m->node->requested_device;
-    if (req == NULL || req[0] == '\0') continue;
     if (kept == NULL) {
       kept = g_array_new(FALSE, TRUE, sizeof(weft__device_spec_t));
       kept_by = g_ptr_array_new();
@@ -381,7 +450,7 @@ static weft_status_t *merge_requests(placer_t *p, GArray *group, weft__device_sp
 
 /* The group already has a placed member: everything else follows it. */
 static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *anchor,
-                                   const weft__device_spec_t *merged, GArray *out) {
+                                   const weft__device_spec_t *merged) {
   const weft__place_device_t *device = NULL;
   for (int i = 0; i < p->n_devices && device == NULL; i++)
     if (p->devices[i].name != NULL && strcmp(p->devices[i].name, anchor->placed) == 0)
@@ -404,7 +473,7 @@ static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *a
     }
     for (guint k = 0; k < group->len; k++) {
       const member_t *m = group_at(p, group, k);
-      if (!m->to_place || member_has_kernel(m, device)) continue;
+      if (!m->to_place || member_has_kernel(p, m, device)) continue;
       char *prefix = g_strdup_printf("it is colocated with '%s', which is already placed on '%s', "
                                      "but ", anchor->node->name, anchor->placed);
       char *which = g_strdup_printf("%s devices", device->type);
@@ -415,7 +484,7 @@ static weft_status_t *place_pinned(placer_t *p, GArray *group, const member_t *a
     }
   }
   /* A device this call was not told about (a remote task's, say) is taken on trust. */
-  assign_group(p, group, anchor->placed, out);
+  assign_group(p, group, anchor->placed);
   return NULL;
 }
 
@@ -433,7 +502,7 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
     bool any = false;
     for (int i = 0; i < p->n_devices && !any; i++)
       any = weft__device_spec_matches(spec, &p->devices[i], p->gpu_type) &&
-            member_has_kernel(m, &p->devices[i]);
+            member_has_kernel(p, m, &p->devices[i]);
     if (!any) culprit = m;
   }
   /* When nothing matches at all, the node that asked is the one to name. */
@@ -517,7 +586,7 @@ static int choose_open(placer_t *p, GArray *group) {
   return -1;
 }
 
-static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
+static weft_status_t *place_group(placer_t *p, GArray *group) {
   bool any_to_place = false;
   for (guint k = 0; k < group->len && !any_to_place; k++)
     any_to_place = group_at(p, group, k)->to_place;
@@ -547,7 +616,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
     return status;
   }
   if (anchor != NULL) {
-    status = place_pinned(p, group, anchor, &merged, out);
+    status = place_pinned(p, group, anchor, &merged);
     weft__device_spec_clear(&merged);
     return status;
   }
@@ -556,7 +625,7 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
   int best = spec_is_empty(&merged) ? choose_open(p, group) : -1;
   if (best >= 0) {
     weft__device_spec_clear(&merged);
-    assign_group(p, group, p->devices[best].name, out);
+    assign_group(p, group, p->devices[best].name);
     return NULL;
   }
   best = choose_with_defaults(p, group, &merged, &n_matching);
@@ -581,12 +650,30 @@ static weft_status_t *place_group(placer_t *p, GArray *group, GArray *out) {
     return status;
   }
   weft__device_spec_clear(&merged);
-  assign_group(p, group, p->devices[best].name, out);
+  assign_group(p, group, p->devices[best].name);
   return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
  * Entry point */
+
+/* The placer walks the nodes (to index and to link them), and each node is a few cache lines
+ * (its block: struct, arrays, packed attrs, name; see alloc_node in graph.c) somewhere in memory
+ * the size of the graph: a big graph waited on memory at every node. Asking for a node some
+ * steps ahead hides most of that wait. */
+enum { AHEAD = 16, NODE_LINES = 5 };
+
+static void prefetch_node(const weft_node_t *node) {
+  for (int k = 0; k < NODE_LINES; k++) __builtin_prefetch((const char *)node + 64 * k);
+}
+
+static void prefetch_member(placer_t *p, guint i) {
+  if (i < p->members->len) prefetch_node(g_array_index(p->members, member_t, i).node);
+}
+
+GHashTable *weft__placement_new(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
 
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
                            const weft__placer_options_t *opts, GHashTable *placement) {
@@ -599,60 +686,79 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
   p.opts = opts;
   p.placement = placement;
   p.gpu_type = highest_gpu_type(devices, n_devices);
-  p.members = g_array_new(FALSE, TRUE, sizeof(member_t));
+  /* Sized for `nodes` up front: growing by doubling copied a big graph's arrays over and over. */
+  p.members = g_array_sized_new(FALSE, TRUE, sizeof(member_t), nodes->len);
   p.index = g_hash_table_new(g_direct_hash, g_direct_equal);
   p.by_id = g_array_new(FALSE, TRUE, sizeof(int));
+  p.classes = g_array_new(FALSE, FALSE, sizeof(kernel_class_t));
   weft_node_t *first = nodes->len ? g_ptr_array_index(nodes, 0) : NULL;
-  if (first != NULL && first->graph != NULL && nodes->len >= 1024 &&
-      (int64_t)nodes->len * 4 >= weft_graph_num_nodes(first->graph))
+  int graph_nodes = first != NULL && first->graph != NULL ? weft_graph_num_nodes(first->graph) : 0;
+  if (nodes->len >= 1024 && (int64_t)nodes->len * 4 >= graph_nodes) {
     p.graph = first->graph;
+    g_array_set_size(p.by_id, (guint)graph_nodes);
+  }
 
   weft_status_t *status = NULL;
   for (guint i = 0; i < nodes->len; i++) {
     weft_node_t *node = g_ptr_array_index(nodes, i);
+    if (i + 2 * AHEAD < nodes->len && g_ptr_array_index(nodes, i + 2 * AHEAD) != NULL)
+      __builtin_prefetch(g_ptr_array_index(nodes, i + 2 * AHEAD));
     if (node != NULL) member_of(&p, node, true);
   }
   /* members grows while links pull in nodes outside `nodes`; their links count too, so a chain
    * through an outside node still joins the group. */
-  for (guint i = 0; i < p.members->len && status == NULL; i++) status = link_member(&p, (int)i);
+  for (guint i = 0; i < p.members->len && status == NULL; i++) {
+    prefetch_member(&p, i + AHEAD);
+    status = link_member(&p, (int)i);
+  }
 
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(assignment_t));
   if (status == NULL) {
     /* Groups in the order of their first member, each member list in member order. A root is
      * its group's earliest member (see unite), so walking the members in order meets every
      * root before the rest of its group; the members of each group are chained through
-     * next[], and one scratch array holds the group being placed. */
+     * next[], and one scratch array holds the group being placed. Without a single union
+     * (no colocation anywhere) every group is one member and there is nothing to chain. */
     int n = (int)p.members->len;
-    int *next = g_new(int, n > 0 ? n : 1), *last = g_new(int, n > 0 ? n : 1);
-    for (int i = 0; i < n; i++) {
-      next[i] = -1;
-      int root = find_root(&p, i);
-      if (root != i) next[last[root]] = i;
-      last[root] = i;
+    int *next = NULL;
+    if (p.united) {
+      next = g_new(int, n > 0 ? n : 1);
+      int *last = g_new(int, n > 0 ? n : 1);
+      for (int i = 0; i < n; i++) {
+        next[i] = -1;
+        int root = find_root(&p, i);
+        if (root != i) next[last[root]] = i;
+        last[root] = i;
+      }
+      g_free(last);
     }
     GArray *group = g_array_new(FALSE, FALSE, sizeof(int));
     for (int i = 0; i < n && status == NULL; i++) {
-      if (find_root(&p, i) != i) continue;
+      if (next != NULL && find_root(&p, i) != i) continue;
       g_array_set_size(group, 0);
-      for (int m = i; m >= 0; m = next[m]) g_array_append_val(group, m);
-      status = place_group(&p, group, out);
+      for (int m = i; m >= 0; m = next != NULL ? next[m] : -1) g_array_append_val(group, m);
+      status = place_group(&p, group);
     }
     g_array_free(group, TRUE);
     g_free(next);
-    g_free(last);
   }
 
   if (status == NULL) {
-    /* Copy before inserting: an assignment may borrow a device name from the table itself. */
-    for (guint i = 0; i < out->len; i++) {
-      const assignment_t *a = &g_array_index(out, assignment_t, i);
-      char *device = g_strdup(a->device);
-      g_hash_table_insert(placement, g_strdup(a->node), device);
+    /* Devices come in runs of one: intern once per run. */
+    const char *source = NULL, *interned = NULL;
+    for (guint i = 0; i < p.members->len; i++) {
+      const member_t *m = &g_array_index(p.members, member_t, i);
+      if (i + AHEAD < p.members->len)
+        __builtin_prefetch(g_array_index(p.members, member_t, i + AHEAD).name);
+      if (!m->to_place) continue;
+      if (m->placed != source) interned = g_intern_string(source = m->placed);
+      g_hash_table_insert(placement, g_strdup(m->name), (gpointer)interned);
     }
   }
-  g_array_free(out, TRUE);
   g_free(p.open_order);
   g_array_free(p.by_id, TRUE);
+  for (guint i = 0; i < p.classes->len; i++)
+    g_free(g_array_index(p.classes, kernel_class_t, i).on_device);
+  g_array_free(p.classes, TRUE);
   g_hash_table_destroy(p.index);
   g_array_free(p.members, TRUE);
   return status;

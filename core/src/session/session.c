@@ -74,7 +74,7 @@ weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options
   s->graph = graph;
   s->opts = weft__session_options_copy(opts);
   g_mutex_init(&s->lock);
-  s->placement = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  s->placement = weft__placement_new();
   s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                      (GDestroyNotify)weft__kernel_instance_free);
   s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)plan_free);
@@ -169,7 +169,8 @@ weft_status_t *weft__check_unfed_placeholders(GPtrArray *nodes) {
   for (guint k = 0; k < nodes->len; k++) {
     const weft_node_t *n = nodes->pdata[k];
     if (strcmp(n->op_name, "Placeholder") != 0) continue;
-    char *shape = weft__shape_to_string(n->output_shapes[0].rank, n->output_shapes[0].dims);
+    weft__shape_t declared = weft__node_shape(n, 0);
+    char *shape = weft__shape_to_string(declared.rank, declared.dims);
     weft_status_t *st = weft_status_new(
         WEFT_INVALID_ARGUMENT,
         "You must feed a value for placeholder tensor '%s' with dtype %s and shape %s", n->name,
@@ -336,7 +337,7 @@ weft_status_t *weft__check_feed(const weft_node_t *node, int index, const char *
                            "Feed '%s': expected a tensor of type %s but got %s", name,
                            weft_dtype_name(want), weft_dtype_name(t->dtype));
   }
-  const weft__shape_t *shape = &node->output_shapes[index];
+  const weft__shape_t declared = weft__node_shape(node, index), *shape = &declared;
   bool ok = shape->rank < 0 || shape->rank == t->rank;
   for (int k = 0; ok && shape->rank >= 0 && k < t->rank; k++)
     ok = shape->dims[k] < 0 || shape->dims[k] == t->dims[k];

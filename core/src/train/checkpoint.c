@@ -566,7 +566,7 @@ weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
     st = weft_checkpoint_reader_info(r, n->name, &dtype, &rank, dims);
     if (st) break;
     weft_dtype_t want = weft__dtype_base(n->output_types[0]);
-    const weft__shape_t *shape = &n->output_shapes[0];
+    const weft__shape_t declared = weft__node_shape(n, 0), *shape = &declared;
     if (dtype != want) {
       st = weft_status_new(WEFT_INVALID_ARGUMENT, "Saver: variable '%s' has dtype %s but "
                            "checkpoint '%s' holds %s", n->name, weft_dtype_name(want), prefix,

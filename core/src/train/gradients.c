@@ -138,7 +138,7 @@ static bool attr_bool(const weft_node_t *n, const char *name) {
 
 /* Static shape of o when every dim is known; false otherwise. */
 static bool static_shape(weft_output_t o, weft__shape_t *s) {
-  *s = o.node->output_shapes[o.index];
+  *s = weft__node_shape(o.node, o.index);
   if (s->rank < 0) return false;
   for (int d = 0; d < s->rank; d++)
     if (s->dims[d] < 0) return false;
@@ -459,7 +459,7 @@ static weft_output_t bmm(gb_t *c, weft_output_t x, weft_output_t y, bool ax, boo
 static weft_output_t unbroadcast_batch(gb_t *c, weft_output_t g, weft_output_t x,
                                        weft_output_t other) {
   if (same_static_shape(g, x)) return g;
-  weft__shape_t sx = x.node->output_shapes[x.index], so = other.node->output_shapes[other.index];
+  weft__shape_t sx = weft__node_shape(x.node, x.index), so = weft__node_shape(other.node, other.index);
   if (sx.rank < 2 || so.rank < 2) {
     fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of BatchMatMulV2 with broadcast "
                             "batch dims needs inputs of known rank"));
@@ -539,7 +539,7 @@ static void gr_softmax_xent(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
 static weft_output_t kept_shape(gb_t *c, weft_node_t *n) {
   if (c->st) return NONE;
   weft_output_t x = in(n, 0);
-  weft__shape_t s = x.node->output_shapes[x.index];
+  weft__shape_t s = weft__node_shape(x.node, x.index);
   const weft_tensor_t *axes = weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
   if (s.rank < 0 || !axes) {
     fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
@@ -632,7 +632,7 @@ static void gr_concat(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   int n_values = n->n_inputs - 1;
   const weft_tensor_t *axis_t =
       weft__node_constant_output(n->inputs[n_values].src, n->inputs[n_values].src_index);
-  weft__shape_t s0 = n->output_shapes[0];
+  weft__shape_t s0 = weft__node_shape(n, 0);
   if (!axis_t || s0.rank < 0) {
     fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
                             "gradient of '%s' (ConcatV2) needs a constant axis and known rank",
@@ -647,7 +647,7 @@ static void gr_concat(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
     int64_t begin[WEFT_MAX_RANK] = {0};
     begin[axis] = offset;
     dx[i] = T3(c, "Slice", dy[0], vec_i32(c, begin, s0.rank), U(c, "Shape", x));
-    weft__shape_t sx = x.node->output_shapes[x.index];
+    weft__shape_t sx = weft__node_shape(x.node, x.index);
     if (i + 1 < n_values && (sx.rank <= axis || sx.dims[axis] < 0)) {
       fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
                               "gradient of '%s' (ConcatV2): input %d has an unknown size along "

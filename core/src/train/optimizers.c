@@ -407,7 +407,7 @@ weft_status_t *weft__apply_gradients(weft_graph_t *g, const weft_optimizer_spec_
     if (!grads[i].node) continue;
     var_info_t vi = {.var = vars[i], .grad = grads[i]};
     vi.dtype = weft__dtype_base(vi.var->output_types[0]);
-    vi.shape = vi.var->output_shapes[0];
+    vi.shape = weft__node_shape(vi.var, 0);
     g_array_append_val(infos, vi);
   }
   if (infos->len == 0)

@@ -54,7 +54,7 @@ typedef struct accumulator {
 } accumulator_t;
 
 static weft_status_t *build_accumulator(weft_graph_t *g, accumulator_t *a) {
-  const weft__shape_t *shape = &a->var->output_shapes[0];
+  const weft__shape_t declared = weft__node_shape(a->var, 0), *shape = &declared;
   bool defined = shape->rank >= 0;
   for (int d = 0; defined && d < shape->rank; d++) defined = shape->dims[d] >= 0;
   if (!defined)
