@@ -743,7 +743,7 @@ static void test_place_keeps_already_placed(void) {
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
   /* Placed by an earlier run somewhere no rule would put it now. */
-  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
+  g_hash_table_insert(placement, "x", (gpointer)g_intern_string(kPs1.name));
   place_all(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   assert_placed(placement, "x", kPs1.name);
   assert_placed(placement, "y", kPs1.name);
@@ -752,7 +752,7 @@ static void test_place_keeps_already_placed(void) {
 
   /* Only y is placed in this call; x, outside the subset but placed, still pins it. */
   placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs0.name));
+  g_hash_table_insert(placement, "x", (gpointer)g_intern_string(kPs0.name));
   GPtrArray *subset = g_ptr_array_new();
   g_ptr_array_add(subset, y);
   g_assert_null(weft__place(subset, devices, G_N_ELEMENTS(devices), &kStrict, placement));
@@ -870,7 +870,7 @@ static void test_place_pinned_conflicts_with_request(void) {
   weft_graph_pop_colocate(g);
   const weft__place_device_t devices[] = {kCpu0, kPs0, kPs1};
   GHashTable *placement = new_placement();
-  g_hash_table_insert(placement, g_strdup("x"), (gpointer)g_intern_string(kPs1.name));
+  g_hash_table_insert(placement, "x", (gpointer)g_intern_string(kPs1.name));
   weft_status_t *st = place_all_status(g, devices, G_N_ELEMENTS(devices), &kStrict, placement);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
   g_assert_cmpstr(weft_status_message(st), ==,
@@ -957,7 +957,7 @@ static void test_closure_follows_every_class_entry(void) {
   g_ptr_array_free(closure, TRUE);
 
   /* Members already placed are not placed again. */
-  g_hash_table_insert(placement, g_strdup("b"), (gpointer)g_intern_string(kCpu0.name));
+  g_hash_table_insert(placement, "b", (gpointer)g_intern_string(kCpu0.name));
   closure = weft__colocation_closure(g, needed, placement);
   g_assert_cmpuint(closure->len, ==, 2);
   g_assert_false(closure_has(closure, "b"));

@@ -54,9 +54,10 @@ typedef struct weft__placer_options {
   int default_task;
 } weft__placer_options_t;
 
-/* Places `nodes` (weft_node_t*, a subset of graph) on `devices`. `placement` maps node name (char*,
- * owned by the table) -> device name (an interned string, g_intern_string: the table frees
- * keys only, as weft__placement_new's does); nodes already in it keep their device. Rules: requested specs, colocation groups (_class "loc:@x", ref edges), kernel
+/* Places `nodes` (weft_node_t*, a subset of graph) on `devices`. `placement` maps node name (the
+ * node's own name string, borrowed) -> device name (an interned string, g_intern_string), as
+ * weft__placement_new's table holds them; nodes already in it keep their device. Rules:
+ * requested specs, colocation groups (_class "loc:@x", ref edges), kernel
  * availability for the node's op and attrs on the device type (weft__kernel_exists) -- for a
  * group with nothing placed yet, of every member reached, in `nodes` or not --, unpinned groups
  * to the first gpu-like device with kernels for them else CPU, soft placement. Callers pass
@@ -66,9 +67,10 @@ typedef struct weft__placer_options {
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
                            const weft__placer_options_t *opts, GHashTable *placement);
 
-/* An empty placement table for weft__place: it owns its keys; its values are interned device
- * names (a process has a handful of devices; a graph of a million nodes had a copy of one
- * device name per node). */
+/* An empty placement table for weft__place. It owns nothing: its keys are the nodes' own names,
+ * so the graph must outlive the table (a session's graph does, and a master session frees its
+ * table before its graph), and its values are interned device names. A graph of a million nodes
+ * had a copy of every node name and of one device name per node. */
 GHashTable *weft__placement_new(void);
 
 /* `nodes` plus every node of `graph` not yet in `placement` that shares a colocation group (ref

@@ -672,7 +672,7 @@ static void prefetch_member(placer_t *p, guint i) {
 }
 
 GHashTable *weft__placement_new(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  return g_hash_table_new(g_str_hash, g_str_equal);
 }
 
 weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
@@ -751,7 +751,7 @@ weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices
         __builtin_prefetch(g_array_index(p.members, member_t, i + AHEAD).name);
       if (!m->to_place) continue;
       if (m->placed != source) interned = g_intern_string(source = m->placed);
-      g_hash_table_insert(placement, g_strdup(m->name), (gpointer)interned);
+      g_hash_table_insert(placement, (gpointer)m->name, (gpointer)interned);
     }
   }
   g_free(p.open_order);
