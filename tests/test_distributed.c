@@ -1081,6 +1081,62 @@ static void test_concurrent_clients(void) {
   weftd_cluster_stop(&c);
 }
 
+/* Threads of process pid whose name is `name` (/proc/PID/task/TID/comm). */
+static int threads_named(GPid pid, const char *name) {
+  char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
+  GDir *dir = g_dir_open(dir_path, 0, NULL);
+  g_assert_nonnull(dir);
+  int count = 0;
+  const char *tid;
+  while ((tid = g_dir_read_name(dir)) != NULL) {
+    char *comm_path = g_strdup_printf("%s/%s/comm", dir_path, tid);
+    char *comm = NULL;
+    if (g_file_get_contents(comm_path, &comm, NULL, NULL)) {
+      g_strchomp(comm);
+      if (strcmp(comm, name) == 0) count++;
+    }
+    g_free(comm);
+    g_free(comm_path);
+  }
+  g_dir_close(dir);
+  g_free(dir_path);
+  return count;
+}
+
+/* Sixteen clients at once on one worker's master: each RunStep waits for the ps, so the
+ * server takes on a polling thread per call in flight; once the burst is over, at most a few
+ * spare ones stay (server.c, MAX_IDLE_POLLERS = 4) besides the one polling. Counted against the
+ * same process after one client's steps, since threads that libraries start lazily from a
+ * polling thread (lavapipe's, OpenBLAS's) inherit its name. */
+static void test_server_threads_after_burst(void) {
+  enum { CLIENTS = 16 };
+  client_thread_t t[CLIENTS];
+  GThread *threads[CLIENTS];
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  for (int k = 0; k < CLIENTS; k++) {
+    t[k].index = 2 * k; /* client_graph(index % 2): all on worker 0 */
+    t[k].target = c.target[1];
+    t[k].shared = false;
+    t[k].session = NULL;
+  }
+  client_main(&t[0]);
+  int warm = threads_named(c.d[1].pid, "weft-grpc");
+  for (int k = 0; k < CLIENTS; k++) threads[k] = g_thread_new("client", client_main, &t[k]);
+  for (int k = 0; k < CLIENTS; k++) g_thread_join(threads[k]);
+  /* The last answers' completions reach the queue after the clients return. */
+  int after = 0;
+  for (int tries = 0; tries < 50; tries++) {
+    after = threads_named(c.d[1].pid, "weft-grpc");
+    if (after <= warm + 4) break;
+    g_usleep(20000);
+  }
+  g_test_message("weft-grpc threads of the worker: %d after one client, %d after %d at once",
+                 warm, after, CLIENTS);
+  g_assert_cmpint(after, <=, warm + 4);
+  weftd_cluster_stop(&c);
+}
+
 /* Runs the weft CLI; returns its exit status, stdout and stderr (g_free). */
 static int run_weft(const char *const *args, char **out, char **err) {
   GPtrArray *argv = g_ptr_array_new();
@@ -1321,6 +1377,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/restart_aborted", test_restart_aborted);
   g_test_add_func("/distributed/malformed_requests", test_malformed_requests);
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
+  g_test_add_func("/distributed/server_threads_after_burst", test_server_threads_after_burst);
   g_test_add_func("/distributed/rendezvous/release", test_rendezvous_release);
   g_test_add_func("/distributed/cli", test_cli);
   g_test_add_func("/distributed/examples", test_examples);

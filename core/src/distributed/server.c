@@ -5,9 +5,9 @@
  * CleanupGraph) itself; before one that may block for a whole step (RunStep, RunGraph, ...) it
  * wakes an idle thread (or starts one) to take the queue over, and then handles that call
  * itself, so a step's call reaches its handler with no hand-off (leader and followers, in
- * poll_cq). A replacement request is posted at once so calls keep being accepted. RecvTensor
- * never holds a thread: its answer is sent by whoever makes the tensor available (the _Send
- * kernel) or aborts the step.
+ * poll_cq); after a burst, spare threads beyond a few end. A replacement request is posted at
+ * once so calls keep being accepted. RecvTensor never holds a thread: its answer is sent by
+ * whoever makes the tensor available (the _Send kernel) or aborts the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
  * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
  * TLS with a CA), and with a token every call is checked for it before anything else
@@ -521,6 +521,9 @@ static bool never_blocks(int method) {
 
 static gpointer poll_cq(gpointer data);
 
+/* Spare polling threads kept after a burst of concurrent calls; the others end. */
+#define MAX_IDLE_POLLERS 4
+
 /* Called with s->lock held by the polling thread about to handle a call that may block: another
  * thread takes over the queue (an idle one, else a new one), so the call needs no hand-off. */
 static void promote_follower_locked(weft_server_t *s) {
@@ -540,6 +543,15 @@ static gpointer poll_cq(gpointer data) {
   weft_server_t *s = data;
   g_mutex_lock(&s->lock);
   for (;;) {
+    if (s->polling && !s->queue_down && s->idle_pollers >= MAX_IDLE_POLLERS) {
+      /* Enough spares wait already: this one ends, and nothing joins it (the array held the
+       * only other reference). */
+      GThread *self = g_thread_self();
+      g_ptr_array_remove_fast(s->pollers, self);
+      g_mutex_unlock(&s->lock);
+      g_thread_unref(self);
+      return NULL;
+    }
     while (s->polling && !s->queue_down) {
       s->idle_pollers++;
       g_cond_wait(&s->follow, &s->lock);
