@@ -347,26 +347,14 @@ static weft_string_t copy_bytes(const void *data, size_t len) {
   return s;
 }
 
-/* The list kind an attr of op-definition type `type` ("list(int)") holds. */
-static weft__attr_kind_t list_kind_for_def_type(const char *type) {
-  static const struct {
-    const char *type;
-    weft__attr_kind_t kind;
-  } table[] = {
-      {"list(int)", WEFT_ATTR_LIST_INT},       {"list(float)", WEFT_ATTR_LIST_FLOAT},
-      {"list(bool)", WEFT_ATTR_LIST_BOOL},     {"list(type)", WEFT_ATTR_LIST_TYPE},
-      {"list(string)", WEFT_ATTR_LIST_STRING}, {"list(shape)", WEFT_ATTR_LIST_SHAPE},
-      {"list(tensor)", WEFT_ATTR_LIST_TENSOR},
-  };
-  if (type == NULL) return WEFT_ATTR_LIST_EMPTY;
-  for (size_t k = 0; k < G_N_ELEMENTS(table); k++) {
-    if (strcmp(table[k].type, type) == 0) return table[k].kind;
-  }
-  return WEFT_ATTR_LIST_EMPTY;
+/* The kind of an empty list for an attr whose op definition says `def_kind` (the definition's
+ * parsed type, WEFT_ATTR_NONE when the op does not declare the attr). */
+static weft__attr_kind_t empty_list_kind(weft__attr_kind_t def_kind) {
+  return def_kind >= WEFT_ATTR_LIST_INT ? def_kind : WEFT_ATTR_LIST_EMPTY;
 }
 
 static weft_status_t *list_from_proto(const Tensorflow__AttrValue__ListValue *l,
-                                      const char *def_type, weft__attr_value_t **out) {
+                                      weft__attr_kind_t def_kind, weft__attr_value_t **out) {
   *out = NULL;
   int kinds = (l->n_s > 0) + (l->n_i > 0) + (l->n_f > 0) + (l->n_b > 0) + (l->n_type > 0) +
               (l->n_shape > 0) + (l->n_tensor > 0) + (l->n_func > 0);
@@ -424,15 +412,16 @@ static weft_status_t *list_from_proto(const Tensorflow__AttrValue__ListValue *l,
     }
   } else {
     /* An empty list says nothing about its element type; the op definition does. */
-    v = weft__attr_value_new(list_kind_for_def_type(def_type));
+    v = weft__attr_value_new(empty_list_kind(def_kind));
   }
   *out = v;
   return NULL;
 }
 
 /* Converts one AttrValue. *out stays NULL for a value with nothing set (the attr is skipped).
- * def_type is the op definition's type for the attr, or NULL when the op does not declare it. */
-static weft_status_t *attr_from_proto(const Tensorflow__AttrValue *pv, const char *def_type,
+ * def_kind is the op definition's kind for the attr, WEFT_ATTR_NONE when the op does not declare
+ * it. */
+static weft_status_t *attr_from_proto(const Tensorflow__AttrValue *pv, weft__attr_kind_t def_kind,
                                       weft__attr_value_t **out) {
   *out = NULL;
   weft__attr_value_t *v = NULL;
@@ -470,9 +459,9 @@ static weft_status_t *attr_from_proto(const Tensorflow__AttrValue *pv, const cha
       break;
     case TENSORFLOW__ATTR_VALUE__VALUE_LIST:
       if (pv->list == NULL) {
-        v = weft__attr_value_new(list_kind_for_def_type(def_type));
+        v = weft__attr_value_new(empty_list_kind(def_kind));
       } else {
-        st = list_from_proto(pv->list, def_type, &v);
+        st = list_from_proto(pv->list, def_kind, &v);
       }
       break;
     case TENSORFLOW__ATTR_VALUE__VALUE_FUNC: {
@@ -704,7 +693,7 @@ static weft_status_t *convert_node(const Tensorflow__NodeDef *nd, int i, const c
     if (e->value == NULL) continue;
     const weft__attr_def_t *ad = weft__op_def_find_attr(def, e->key);
     weft__attr_value_t *v = NULL;
-    weft_status_t *st = attr_from_proto(e->value, ad != NULL ? ad->type : NULL, &v);
+    weft_status_t *st = attr_from_proto(e->value, ad != NULL ? ad->kind : WEFT_ATTR_NONE, &v);
     if (st) return weft_status_prefix(st, "Node '%s' (%s): attr '%s'", name, op, e->key);
     if (v != NULL) weft__attrs_set(p->attrs, e->key, v);
   }
