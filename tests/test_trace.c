@@ -380,6 +380,93 @@ static void test_remote_trace(void) {
   weftd_cluster_stop(&c);
 }
 
+/* One traced gradient-descent step of y = W*x + b with the variables on task 0 (the ps) and the
+ * rest on task 1, the master. The step's messages are its _Recv nodes: the worker reads W and b,
+ * the ps the two gradients. The train op waits on two updates on the ps: without a global step
+ * it sits on the worker and the two updates come as one control message; with one it sits beside
+ * the global step (as TensorFlow's) and the worker waits for no control message at all. */
+static void traced_training_step(weftd_cluster_t *c, bool with_global_step) {
+  weft_graph_t *g = weft_graph_new();
+  weft_replica_device_setter_t *setter =
+      weft_replica_device_setter(g, 1, "/job:worker", "/job:worker/task:1", true,
+                                 WEFT_PS_ROUND_ROBIN);
+  weft_graph_push_device_fn(g, weft_replica_device_setter_fn, setter);
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_status_t *st = NULL;
+  int64_t four[1] = {4};
+  weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 1, four);
+  weft_tensor_t *yt = weft_tensor_new(WEFT_DT_FLOAT, 1, four);
+  for (int i = 0; i < 4; i++) {
+    ((float *)weft_tensor_data(xt))[i] = (float)(i + 1);
+    ((float *)weft_tensor_data(yt))[i] = (float)(2 * (i + 1) + 1);
+  }
+  weft_output_t x = weft_const(g, "x", xt, &st);
+  weft_output_t y = st ? x : weft_const(g, "y", yt, &st);
+  weft_output_t w = st ? x : weft_variable(g, "W", weft_const_float(g, "W_init", 0.5f, &st), &st);
+  weft_output_t b = st ? x : weft_variable(g, "b", weft_const_float(g, "b_init", 0.0f, &st), &st);
+  weft_output_t wx = st ? x : weft_binary(g, "Mul", "wx", x, w, &st);
+  weft_output_t pred = st ? x : weft_binary(g, "AddV2", "pred", wx, b, &st);
+  weft_output_t loss = st ? x : weft_mean_squared_error(g, y, pred, &st);
+  OK(st);
+  weft_node_t *gs = with_global_step ? weft_train_global_step(g, &st) : NULL;
+  OK(st);
+  weft_optimizer_spec_t sgd = weft_optimizer_spec_default(WEFT_OPTIMIZER_GRADIENT_DESCENT, 0.1);
+  weft_node_t *train = NULL;
+  OK(weft_minimize(g, loss, &sgd, NULL, 0, gs, &train));
+  weft_node_t *init = weft_global_variables_initializer(g, "init", &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_pop_device(g);
+  weft_replica_device_setter_free(setter);
+  weft_tensor_unref(xt);
+  weft_tensor_unref(yt);
+
+  weft_session_t *s = weftd_remote_session(g, c->target[1]);
+  const char *target = weft_node_name(init);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1));
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  weft_run_options_set_timeout_ms(ro, 30000);
+  weft_run_metadata_t *meta = NULL;
+  target = weft_node_name(train);
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, NULL, NULL, 0, &target, 1, &meta));
+  int data_recvs[2] = {0, 0}, control_recvs[2] = {0, 0};
+  for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
+    const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
+    if (strcmp(r->op, "_Recv") != 0) continue;
+    int task = strcmp(r->device, TASK(0)) == 0 ? 0 : 1;
+    if (task == 1) g_assert_cmpstr(r->device, ==, TASK(1));
+    if (g_str_has_prefix(r->node_name, "_weft/recv/ctrl/")) control_recvs[task]++;
+    else data_recvs[task]++;
+  }
+  g_assert_cmpint(data_recvs[1], ==, 2);     /* W and b */
+  g_assert_cmpint(data_recvs[0], ==, 2);     /* their gradients */
+  g_assert_cmpint(control_recvs[0], ==, 0);
+  g_assert_cmpint(control_recvs[1], ==, with_global_step ? 0 : 1);
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+
+  /* pred = 0.5x, so dL/dW = mean(2(pred - y)x) = -27.5 and dL/db = -9.5. */
+  const char *fetches[3] = {"W", "b", "global_step"};
+  weft_tensor_t *out[3] = {NULL, NULL, NULL};
+  int n_fetches = with_global_step ? 3 : 2;
+  OK(weft_session_run(s, NULL, NULL, 0, fetches, out, n_fetches, NULL, 0));
+  g_assert_cmpfloat_with_epsilon(weft_tensor_get_double(out[0], 0), 3.25, 1e-5);
+  g_assert_cmpfloat_with_epsilon(weft_tensor_get_double(out[1], 0), 0.95, 1e-5);
+  if (with_global_step) g_assert_cmpfloat(weft_tensor_get_double(out[2], 0), ==, 1);
+  for (int k = 0; k < n_fetches; k++) weft_tensor_unref(out[k]);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+static void test_remote_training_step(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 2, NULL)) return;
+  traced_training_step(&c, false);
+  traced_training_step(&c, true);
+  weftd_cluster_stop(&c);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * weft run --trace */
 
@@ -444,6 +531,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/trace/untraced", test_untraced);
   g_test_add_func("/trace/local_deadline", test_local_deadline);
   g_test_add_func("/trace/remote", test_remote_trace);
+  g_test_add_func("/trace/remote_training_step", test_remote_training_step);
   g_test_add_func("/trace/cli", test_cli_trace);
   return g_test_run();
 }

@@ -670,7 +670,9 @@ weft_optimizer_spec_t weft_optimizer_spec_default(weft_optimizer_kind_t kind,
  * n_vars 0: every trainable variable), slot variables colocated with each variable ("w/Momentum",
  * "w/Adam", "w/Adam_1", ...; they join the global variables initializer), one Apply* op per
  * variable colocated with it, and, when global_step is not NULL, an AssignAdd of 1 to it after
- * the updates. *train_op is a NoOp named after the optimizer depending on all of it. Variables
+ * the updates. *train_op is a NoOp named after the optimizer depending on all of it, colocated
+ * with global_step when there is one (as TensorFlow's train op, the step's increment, is: on a
+ * cluster a worker's step then waits for no control message from the ps). Variables
  * the loss does not depend on are skipped; INVALID_ARGUMENT when none is left. */
 weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
                              const weft_optimizer_spec_t *spec, weft_node_t *const *var_list,

@@ -2,7 +2,8 @@
  * their assigned device as their device; an edge whose ends are on different tasks becomes a
  * _Send in the producer's partition and a _Recv in the consumer's, joined by a rendezvous key
  * (one pair per tensor and receiving task, however many nodes there read it); a control edge
- * between tasks becomes a tiny int32 sent the same way, on which the consumer then waits; a fed
+ * between tasks becomes a tiny int32 sent the same way, on which the consumer then waits (one
+ * message for all the control inputs a node has on one other task); a fed
  * tensor becomes a Placeholder in every partition that reads it, fed by the worker. Edges inside
  * a task stay edges: the executor moves tensors between a task's devices itself. */
 #include "distributed_internal.h"
@@ -159,33 +160,47 @@ static char *const_device(const char *device, const weft_attrs_t *const_attrs) {
   return out ? out : g_strdup(device);
 }
 
-/* The node in `dst` that stands for control input `src` (on another task). */
-static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst, weft_node_t *src,
-                                       const char *recv_device, weft_node_t **out) {
-  char *memo = g_strdup_printf("ctrl|%s|%s", src->name, dst->task);
+/* The node in `dst` that stands for control inputs `srcs` (all on one other task). One source
+ * keeps one message however many nodes of `dst` wait on it; several, the control inputs of one
+ * node (`waiter`) from one task, share one message sent when the last of them has run, so a node
+ * waiting on k updates on a ps task costs one RecvTensor, not k. Waiting for all of them at the
+ * source cannot deadlock: the waiter needed all of them before it could run anyway. */
+static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst,
+                                       weft_node_t *const *srcs, int n_srcs,
+                                       const weft_node_t *waiter, const char *recv_device,
+                                       weft_node_t **out) {
+  GString *memo_text = g_string_new("ctrl");
+  for (int k = 0; k < n_srcs; k++) g_string_append_printf(memo_text, "|%s", srcs[k]->name);
+  g_string_append_printf(memo_text, "|%s", dst->task);
+  char *memo = g_string_free(memo_text, FALSE);
   *out = g_hash_table_lookup(ps->made, memo);
   if (*out) {
     g_free(memo);
     return NULL;
   }
-  const char *src_task = g_hash_table_lookup(ps->task_of, src);
+  const char *src_task = g_hash_table_lookup(ps->task_of, srcs[0]);
   weft__partition_t *sp = g_hash_table_lookup(ps->by_task, src_task);
-  char *key = g_strdup_printf("^%s;%s", src->name, dst->task);
   char *to = safe_name(dst->task);
-  char *const_name = g_strdup_printf("_weft/ctrl/%s/to_%s", src->name, to);
-  char *send_name = g_strdup_printf("_weft/send/ctrl/%s/to_%s", src->name, to);
-  char *recv_name = g_strdup_printf("_weft/recv/ctrl/%s", src->name);
+  char *from = safe_name(src_task);
+  /* A group is named after its waiter, unique per (waiter, source task). */
+  char *what = n_srcs == 1 ? g_strdup(srcs[0]->name)
+                           : g_strdup_printf("%s/from_%s", waiter->name, from);
+  char *key = g_strdup_printf("^%s;%s", what, dst->task);
+  char *const_name = g_strdup_printf("_weft/ctrl/%s/to_%s", what, to);
+  char *send_name = g_strdup_printf("_weft/send/ctrl/%s/to_%s", what, to);
+  char *recv_name = g_strdup_printf("_weft/recv/ctrl/%s", what);
+  weft_node_t **src_copies = g_new(weft_node_t *, n_srcs);
+  for (int k = 0; k < n_srcs; k++) src_copies[k] = g_hash_table_lookup(ps->copies, srcs[k]);
 
   weft_attrs_t *ca = weft__attrs_new();
   weft__attr_value_t *value = weft__attr_value_new(WEFT_ATTR_TENSOR);
   value->u.tensor = weft_tensor_new_scalar_int32(0);
   weft__attrs_set(ca, "value", value);
   set_type(ca, "dtype", WEFT_DT_INT32);
-  char *send_device = const_device(device_of(ps, src), ca);
-  weft_node_t *src_copy = g_hash_table_lookup(ps->copies, src);
+  char *send_device = const_device(device_of(ps, srcs[0]), ca);
   weft_node_t *trigger = NULL;
-  weft_status_t *st =
-      add_node(sp, const_name, "Const", NULL, 0, &src_copy, 1, send_device, ca, &trigger);
+  weft_status_t *st = add_node(sp, const_name, "Const", NULL, 0, src_copies, n_srcs, send_device,
+                               ca, &trigger);
   weft__attrs_free(ca);
   if (!st) {
     weft_attrs_t *sa = weft__attrs_new();
@@ -207,6 +222,9 @@ static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst,
   g_free(send_device);
   g_free(key);
   g_free(to);
+  g_free(from);
+  g_free(what);
+  g_free(src_copies);
   g_free(const_name);
   g_free(send_name);
   g_free(recv_name);
@@ -287,15 +305,34 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
       inputs[i].src_index = 0;
     }
   }
+  /* Control inputs on this task stay edges; those on other tasks go in one group per task. */
+  GPtrArray *remote = g_ptr_array_new();
   for (guint c = 0; c < n->control_inputs->len && !st; c++) {
     weft_node_t *ctl = n->control_inputs->pdata[c];
     const char *ctl_task = g_hash_table_lookup(ps->task_of, ctl);
     if (!ctl_task) continue; /* not part of the step: all its outputs are fed */
-    weft_node_t *dep = NULL;
-    if (strcmp(ctl_task, p->task) == 0) dep = g_hash_table_lookup(ps->copies, ctl);
-    else st = control_recv_for(ps, p, ctl, device, &dep);
-    if (dep) g_ptr_array_add(controls, dep);
+    if (strcmp(ctl_task, p->task) == 0) g_ptr_array_add(controls, g_hash_table_lookup(ps->copies, ctl));
+    else g_ptr_array_add(remote, ctl);
   }
+  for (guint c = 0; c < remote->len && !st; c++) {
+    weft_node_t *first = remote->pdata[c];
+    if (!first) continue;
+    const char *task_of_first = g_hash_table_lookup(ps->task_of, first);
+    GPtrArray *group = g_ptr_array_new();
+    for (guint d = c; d < remote->len; d++) {
+      weft_node_t *ctl = remote->pdata[d];
+      if (ctl && g_hash_table_lookup(ps->task_of, ctl) == task_of_first) {
+        g_ptr_array_add(group, ctl);
+        remote->pdata[d] = NULL;
+      }
+    }
+    weft_node_t *dep = NULL;
+    st = control_recv_for(ps, p, (weft_node_t *const *)group->pdata, (int)group->len, n, device,
+                          &dep);
+    if (dep) g_ptr_array_add(controls, dep);
+    g_ptr_array_free(group, TRUE);
+  }
+  g_ptr_array_free(remote, TRUE);
   if (!st) {
     weft_attrs_t *attrs = weft__attrs_copy(n->attrs);
     /* Colocation was settled by the placer; the partition may not hold the named node. */

@@ -494,9 +494,14 @@ weft_status_t *weft__apply_gradients(weft_graph_t *g, const weft_optimizer_spec_
   }
   weft_graph_pop_name_scope(g);
   if (!st) {
+    /* With a global step the train op sits beside it, as TensorFlow's (the step's increment is
+     * its train op): on a cluster the updates then signal it without leaving the ps task, and a
+     * worker's step waits for no control message of its own. */
+    if (global_step) weft_graph_push_colocate(g, global_step);
     weft_op_builder_t *b = weft_op_new(g, "NoOp", opt_name);
     for (guint k = 0; k < finals->len; k++) weft_op_add_control_input(b, finals->pdata[k]);
     st = weft_op_finish(b, train_op);
+    if (global_step) weft_graph_pop_colocate(g);
   }
   g_ptr_array_free(updates, TRUE);
   g_ptr_array_free(finals, TRUE);
