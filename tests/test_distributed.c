@@ -993,6 +993,87 @@ static void test_malformed_requests(void) {
   expect_raw_error(ps, "/weft.Worker/RecvTensor", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
                    "no rendezvous key");
   g_byte_array_free(bytes, TRUE);
+  /* Grouped receives: too many keys, an empty one. */
+  char *more[64];
+  for (int k = 0; k < 64; k++) more[k] = "k:0;/job:ps/replica:0/task:0";
+  recv.rendezvous_key = "k:0;/job:ps/replica:0/task:0";
+  recv.n_more_keys = 64;
+  recv.more_keys = more;
+  bytes = weftd_frame_request(&recv.base, &empty, NULL, 0);
+  expect_raw_error(ps, "/weft.Worker/RecvTensor", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "Invalid RecvTensor request: field 'more_keys' names 64 keys; a grouped "
+                   "receive takes at most 64 keys in all");
+  g_byte_array_free(bytes, TRUE);
+  more[1] = "";
+  recv.n_more_keys = 2;
+  bytes = weftd_frame_request(&recv.base, &empty, NULL, 0);
+  expect_raw_error(ps, "/weft.Worker/RecvTensor", bytes->data, bytes->len, WEFT_INVALID_ARGUMENT,
+                   "Invalid RecvTensor request: field 'more_keys[1]' is empty");
+  g_byte_array_free(bytes, TRUE);
+  /* A _Recv whose group does not list its own key. */
+  {
+    Tensorflow__AttrValue sv[4], tv = TENSORFLOW__ATTR_VALUE__INIT, lv = TENSORFLOW__ATTR_VALUE__INIT;
+    const char *names[4] = {"tensor_name", "send_device", "recv_device", "client_terminated"};
+    const char *values[3] = {"k:0;/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0/device:CPU:0",
+                             "/job:ps/replica:0/task:0/device:CPU:0"};
+    Tensorflow__AttrEntry entries[7], *attrs[7];
+    for (int k = 0; k < 4; k++) {
+      tensorflow__attr_value__init(&sv[k]);
+      if (k < 3) {
+        sv[k].value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
+        sv[k].s.data = (uint8_t *)values[k];
+        sv[k].s.len = strlen(values[k]);
+      } else {
+        sv[k].value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
+      }
+      tensorflow__attr_entry__init(&entries[k]);
+      entries[k].key = (char *)names[k];
+      entries[k].value = &sv[k];
+    }
+    tv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
+    tv.type = TENSORFLOW__DATA_TYPE__DT_FLOAT;
+    tensorflow__attr_entry__init(&entries[4]);
+    entries[4].key = "tensor_type";
+    entries[4].value = &tv;
+    Tensorflow__AttrValue__ListValue keys = TENSORFLOW__ATTR_VALUE__LIST_VALUE__INIT;
+    ProtobufCBinaryData others[2] = {{3, (uint8_t *)"one"}, {3, (uint8_t *)"two"}};
+    keys.n_s = 2;
+    keys.s = others;
+    lv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    lv.list = &keys;
+    tensorflow__attr_entry__init(&entries[5]);
+    entries[5].key = WEFT_RECV_GROUP_ATTR;
+    entries[5].value = &lv;
+    Tensorflow__AttrValue iv = TENSORFLOW__ATTR_VALUE__INIT;
+    iv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+    tensorflow__attr_entry__init(&entries[6]);
+    entries[6].key = "send_device_incarnation";
+    entries[6].value = &iv;
+    for (int k = 0; k < 7; k++) attrs[k] = &entries[k];
+    Tensorflow__NodeDef node = TENSORFLOW__NODE_DEF__INIT;
+    node.name = "r";
+    node.op = "_Recv";
+    node.device = "/job:ps/replica:0/task:0/device:CPU:0";
+    node.n_attr = 7;
+    node.attr = attrs;
+    Tensorflow__NodeDef *nodes[1] = {&node};
+    Tensorflow__GraphDef gd = TENSORFLOW__GRAPH_DEF__INIT;
+    gd.n_node = 1;
+    gd.node = nodes;
+    Weft__TaskAddress peer = WEFT__TASK_ADDRESS__INIT;
+    peer.task = "/job:worker/replica:0/task:0";
+    peer.address = (char *)c.address[1];
+    Weft__TaskAddress *peers[1] = {&peer};
+    Weft__RegisterGraphRequest reg = WEFT__REGISTER_GRAPH_REQUEST__INIT;
+    reg.graph_def = &gd;
+    reg.n_peer = 1;
+    reg.peer = peers;
+    bytes = weftd_frame_request(&reg.base, &empty, NULL, 0);
+    expect_raw_error(ps, "/weft.Worker/RegisterGraph", bytes->data, bytes->len,
+                     WEFT_INVALID_ARGUMENT, "Node 'r' (_Recv): attr '_weft_recv_group' must list "
+                     "2 to 64 distinct rendezvous keys, 'k:0;/job:ps/replica:0/task:0' among them");
+    g_byte_array_free(bytes, TRUE);
+  }
   Weft__RunStepRequest step = WEFT__RUN_STEP_REQUEST__INIT;
   step.session_handle = "no-such-session";
   char *fetch = "x";
@@ -1134,6 +1215,268 @@ static void test_server_threads_after_burst(void) {
   g_test_message("weft-grpc threads of the worker: %d after one client, %d after %d at once",
                  warm, after, CLIENTS);
   g_assert_cmpint(after, <=, warm + 4);
+  weftd_cluster_stop(&c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Grouped receives */
+
+#define TASK0 "/job:worker/replica:0/task:0"
+#define TASK1 "/job:worker/replica:0/task:1"
+
+static weft_output_t small_const(weft_graph_t *g, const char *name, int64_t n, float value) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+  for (int64_t k = 0; k < n; k++) ((float *)weft_tensor_data(t))[k] = value;
+  weft_status_t *st = NULL;
+  weft_output_t out = weft_const(g, name, t, &st);
+  OK(st);
+  weft_tensor_unref(t);
+  return out;
+}
+
+static weft_output_t unary(weft_graph_t *g, const char *op, const char *name, weft_output_t x) {
+  weft_status_t *st = NULL;
+  weft_output_t out = weft_unary(g, op, name, x, &st);
+  OK(st);
+  return out;
+}
+
+static weft_output_t binary(weft_graph_t *g, const char *op, const char *name, weft_output_t x,
+                            weft_output_t y) {
+  weft_status_t *st = NULL;
+  weft_output_t out = weft_binary(g, op, name, x, y, &st);
+  OK(st);
+  return out;
+}
+
+/* Small tensors: a, b; a big one (128 KiB) that is never grouped. Task 1 fetches u = a * b and
+ * w = Identity(big). */
+static weft_graph_t *simple_group_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  weft_output_t a = small_const(g, "a", 1, 3.0f), b = small_const(g, "b", 4, 2.0f);
+  weft_output_t big = small_const(g, "big", 32768, 1.0f);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  binary(g, "Mul", "u", a, b);
+  unary(g, "Identity", "w", big);
+  weft_graph_pop_device(g);
+  return g;
+}
+
+/* c, sent to task 1 like a, is computed on task 0 from what task 1 made of a: waiting for a and
+ * c together would wait forever. */
+static weft_graph_t *dependent_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  weft_output_t a = small_const(g, "a", 2, 1.5f);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  weft_output_t x = unary(g, "Neg", "x", a);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  weft_output_t c = binary(g, "Mul", "c", x, x);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  binary(g, "AddV2", "y", x, c); /* -1.5 + 2.25 */
+  weft_graph_pop_device(g);
+  return g;
+}
+
+/* Two groups that are each fine alone but wait on each other together: a1 = f(b2) and a2 go to
+ * task 1, b1 = g(a2) and b2 to task 0. Only one of them may be made. */
+static weft_graph_t *crossing_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  weft_output_t b2 = small_const(g, "b2", 1, 5.0f);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  weft_output_t a1 = unary(g, "Neg", "a1", b2);
+  weft_output_t a2 = small_const(g, "a2", 1, 7.0f);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  weft_output_t b1 = unary(g, "Neg", "b1", a2);
+  unary(g, "Identity", "k", a1); /* -5 */
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  unary(g, "Identity", "h", b1); /* -7 */
+  weft_graph_pop_device(g);
+  return g;
+}
+
+/* Partitions the whole graph (every node placed where it asked, fetching `fetches`); returns
+ * the partitions. */
+static GPtrArray *partition_all(weft_graph_t *g, const char *const *fetches, int n_fetches) {
+  GHashTable *placement = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+  GPtrArray *nodes = g_ptr_array_new();
+  for (int k = 0; k < weft_graph_num_nodes(g); k++) {
+    weft_node_t *n = weft_graph_node_at(g, k); /* creation order is topological here */
+    g_ptr_array_add(nodes, n);
+    g_hash_table_insert(placement, (gpointer)weft_node_name(n),
+                        g_strdup(weft_node_requested_device(n)));
+  }
+  weft__fetch_t *fs = g_new0(weft__fetch_t, n_fetches);
+  for (int f = 0; f < n_fetches; f++) fs[f].node = weft_graph_node(g, fetches[f]);
+  weft__step_spec_t spec = {.fetches = fs, .n_fetches = n_fetches};
+  int fetch_part[8], fetch_slot[8];
+  GPtrArray *parts = NULL;
+  OK(weft__partition_step(nodes, placement, &spec, &parts, fetch_part, fetch_slot));
+  g_free(fs);
+  g_ptr_array_free(nodes, TRUE);
+  g_hash_table_destroy(placement);
+  return parts;
+}
+
+/* The keys of the group of the _Recv of `tensor` ("node_index") on `task`: NULL when the _Recv
+ * is not grouped (a borrowed list; *n gets its length). Fails when there is no such _Recv. */
+static const weft__attr_value_t *recv_group(GPtrArray *parts, const char *task, const char *tensor) {
+  for (guint k = 0; k < parts->len; k++) {
+    weft__partition_t *p = parts->pdata[k];
+    if (strcmp(p->task, task) != 0) continue;
+    char *name = g_strdup_printf("_weft/recv/%s", tensor);
+    weft_node_t *n = weft_graph_node(p->graph, name);
+    g_free(name);
+    g_assert_nonnull(n);
+    return weft__attrs_get(n->attrs, WEFT_RECV_GROUP_ATTR);
+  }
+  g_error("no partition for %s", task);
+  return NULL;
+}
+
+static void test_recv_groups_partition(void) {
+  const char *simple_fetches[2] = {"u", "w"};
+  weft_graph_t *g = simple_group_graph();
+  GPtrArray *parts = partition_all(g, simple_fetches, 2);
+  const weft__attr_value_t *ga = recv_group(parts, TASK1, "a_0");
+  const weft__attr_value_t *gb = recv_group(parts, TASK1, "b_0");
+  g_assert_nonnull(ga);
+  g_assert_cmpint(ga->kind, ==, WEFT_ATTR_LIST_STRING);
+  g_assert_cmpuint(ga->u.list.n, ==, 2);
+  g_assert_cmpstr(ga->u.list.s[0].data, ==, "a:0;" TASK1);
+  g_assert_cmpstr(ga->u.list.s[1].data, ==, "b:0;" TASK1);
+  g_assert_nonnull(gb);
+  g_assert_cmpuint(gb->u.list.n, ==, 2);
+  g_assert_null(recv_group(parts, TASK1, "big_0")); /* over 64 KiB */
+  g_ptr_array_free(parts, TRUE);
+  weft_graph_free(g);
+
+  const char *y = "y";
+  g = dependent_graph();
+  parts = partition_all(g, &y, 1);
+  g_assert_null(recv_group(parts, TASK1, "a_0"));
+  g_assert_null(recv_group(parts, TASK1, "c_0"));
+  g_ptr_array_free(parts, TRUE);
+  weft_graph_free(g);
+
+  const char *kh[2] = {"k", "h"};
+  g = crossing_graph();
+  parts = partition_all(g, kh, 2);
+  bool to1 = recv_group(parts, TASK1, "a1_0") != NULL, to0 = recv_group(parts, TASK0, "b1_0") != NULL;
+  g_assert_true((recv_group(parts, TASK1, "a2_0") != NULL) == to1);
+  g_assert_true((recv_group(parts, TASK0, "b2_0") != NULL) == to0);
+  g_assert_true(to1 != to0);
+  g_ptr_array_free(parts, TRUE);
+  weft_graph_free(g);
+}
+
+static double fetch_one(weft_session_t *s, const char *name, int index) {
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &name, &out, 1, NULL, 0));
+  double v = weft_tensor_get_double(out, index);
+  weft_tensor_unref(out);
+  return v;
+}
+
+/* The graphs above, and 70 small tensors (groups of 64 and 6), run on two weftd tasks; a group
+ * member that fails on the sender fails the step with the sender's error, at once. */
+static void test_recv_groups_cluster(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 2, NULL)) return;
+  weft_graph_t *g = simple_group_graph();
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
+  for (int step = 0; step < 3; step++) {
+    g_assert_cmpfloat(fetch_one(s, "u", 3), ==, 6.0);
+    g_assert_cmpfloat(fetch_one(s, "w", 32767), ==, 1.0);
+  }
+  weft_session_free(s);
+  weft_graph_free(g);
+
+  g = dependent_graph();
+  s = weftd_remote_session(g, c.target[1]);
+  g_assert_cmpfloat(fetch_one(s, "y", 1), ==, 0.75);
+  weft_session_free(s);
+  weft_graph_free(g);
+
+  g = crossing_graph();
+  s = weftd_remote_session(g, c.target[1]);
+  const char *kh[2] = {"k", "h"};
+  weft_tensor_t *out[2] = {NULL, NULL};
+  OK(weft_session_run(s, NULL, NULL, 0, kh, out, 2, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(out[0], 0), ==, -5.0);
+  g_assert_cmpfloat(weft_tensor_get_double(out[1], 0), ==, -7.0);
+  weft_tensor_unref(out[0]);
+  weft_tensor_unref(out[1]);
+  weft_session_free(s);
+  weft_graph_free(g);
+
+  g = weft_graph_new();
+  weft_output_t sum = {NULL, 0};
+  for (int k = 0; k < 70; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "c%d", k);
+    weft_graph_push_device(g, TASK0 "/device:CPU:0");
+    weft_output_t v = small_const(g, name, 1, (float)k);
+    weft_graph_pop_device(g);
+    weft_graph_push_device(g, TASK1 "/device:CPU:0");
+    g_snprintf(name, sizeof name, "sum%d", k);
+    sum = k == 0 ? unary(g, "Identity", name, v) : binary(g, "AddV2", name, sum, v);
+    weft_graph_pop_device(g);
+  }
+  s = weftd_remote_session(g, c.target[1]);
+  g_assert_cmpfloat(fetch_one(s, "sum69", 0), ==, 69.0 * 70 / 2);
+  weft_session_free(s);
+  weft_graph_free(g);
+
+  /* x fed with 3 elements cannot become [2, 2] on task 0; task 1 waits for it and ok together. */
+  g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, TASK0 "/device:CPU:0");
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, -1, NULL, &st);
+  OK(st);
+  weft_tensor_t *shape = weft_tensor_new(WEFT_DT_INT32, 1, (int64_t[]){2});
+  ((int32_t *)weft_tensor_data(shape))[0] = 2;
+  ((int32_t *)weft_tensor_data(shape))[1] = 2;
+  weft_output_t r = binary(g, "Reshape", "reshape", x, weft_const(g, "shape", shape, &st));
+  OK(st);
+  weft_tensor_unref(shape);
+  weft_output_t ok = small_const(g, "ok", 1, 1.0f);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, TASK1 "/device:CPU:0");
+  binary(g, "AddV2", "z", r, ok);
+  weft_graph_pop_device(g);
+  s = weftd_remote_session(g, c.target[1]);
+  const char *feed = "x", *fetch = "z";
+  weft_tensor_t *bad = weft_tensor_new(WEFT_DT_FLOAT, 1, (int64_t[]){3});
+  weft_tensor_t *z = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  st = weft_session_run(s, &feed, &bad, 1, &fetch, &z, 1, NULL, 0);
+  double took = (g_get_monotonic_time() - t0) / 1e6;
+  g_test_message("failed in %.2f s: %s", took, weft_status_message(st));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "reshape"));
+  g_assert_null(strstr(weft_status_message(st), WEFT_DERIVED_PREFIX));
+  g_assert_cmpfloat(took, <, 5.0);
+  g_assert_null(z);
+  weft_status_free(st);
+  weft_tensor_unref(bad);
+  weft_tensor_t *good = weft_tensor_new(WEFT_DT_FLOAT, 1, (int64_t[]){4});
+  memset(weft_tensor_data(good), 0, 16);
+  OK(weft_session_run(s, &feed, &good, 1, &fetch, &z, 1, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(z, 3), ==, 1.0);
+  weft_tensor_unref(z);
+  weft_tensor_unref(good);
+  weft_session_free(s);
+  weft_graph_free(g);
   weftd_cluster_stop(&c);
 }
 
@@ -1379,6 +1722,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
   g_test_add_func("/distributed/server_threads_after_burst", test_server_threads_after_burst);
   g_test_add_func("/distributed/rendezvous/release", test_rendezvous_release);
+  g_test_add_func("/distributed/recv_groups/partition", test_recv_groups_partition);
+  g_test_add_func("/distributed/recv_groups/cluster", test_recv_groups_cluster);
   g_test_add_func("/distributed/cli", test_cli);
   g_test_add_func("/distributed/examples", test_examples);
   return g_test_run();

@@ -211,6 +211,13 @@ weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphReq
 typedef void (*weft__recv_done_fn)(void *user_data, weft_status_t *status, weft_tensor_t *tensor);
 void weft__worker_recv_tensor(weft__worker_t *w, int64_t step_id, const char *key,
                               guint64 incarnation, weft__recv_done_fn done, void *user_data);
+/* A grouped RecvTensor: answers once every key is there (tensors in key order; done owns the
+ * status, the array and its references), or with the first error. */
+typedef void (*weft__recv_many_done_fn)(void *user_data, weft_status_t *status,
+                                        weft_tensor_t **tensors, int n);
+void weft__worker_recv_tensors(weft__worker_t *w, int64_t step_id, const char *const *keys,
+                               int n_keys, guint64 incarnation, weft__recv_many_done_fn done,
+                               void *user_data);
 void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_status_t *why);
 void weft__worker_cleanup_step(weft__worker_t *w, int64_t step_id);
 void weft__worker_cleanup_all(weft__worker_t *w, const char *const *containers, int n);
@@ -252,6 +259,14 @@ weft_status_t *weft__step_put(weft__step_t *step, const char *key, weft_tensor_t
 /* Takes the tensor under key, now or when it is put (see weft__recv_done_fn). */
 void weft__step_take(weft__step_t *step, const char *key, weft__recv_done_fn done,
                      void *user_data);
+/* The receiving side of a grouped receive (sendrecv.c). weft__step_claim_group is true for the
+ * first caller of a group (named by its first key), which fetches the group and hands the other
+ * tensors over with weft__step_deliver (a new reference is taken); the others wait for theirs
+ * with weft__step_wait_delivered until then, the step's abort or deadline_us (monotonic). */
+bool weft__step_claim_group(weft__step_t *step, const char *group);
+void weft__step_deliver(weft__step_t *step, const char *key, weft_tensor_t *tensor);
+weft_status_t *weft__step_wait_delivered(weft__step_t *step, const char *key, gint64 deadline_us,
+                                         weft_tensor_t **out);
 /* The calls this step has in flight (cancelled when it is aborted). */
 weft__call_set_t *weft__step_calls(weft__step_t *step);
 gint64 weft__step_deadline(const weft__step_t *step);
@@ -269,7 +284,16 @@ typedef struct weft__xfer_state {
   weft_dtype_t dtype;
   bool copy_on_send;
   struct weft__shm_segment *shm; /* _Recv from a task of this host: its segment; else NULL */
+  char **group_keys;         /* _Recv of a group: every key of it (NULL-terminated); else NULL */
+  int n_group_keys;
 } weft__xfer_state_t;
+
+/* Grouped receives (docs/distributed.md): the partitioner gives the _Recv nodes of the small
+ * tensors one task sends another in a step the attr WEFT_RECV_GROUP_ATTR, the list of the
+ * group's keys, when waiting for all of them at once cannot deadlock the step. */
+#define WEFT_RECV_GROUP_ATTR "_weft_recv_group"
+#define WEFT_MAX_RECV_GROUP 64
+#define WEFT_RECV_GROUP_MAX_BYTES ((int64_t)64 << 10)
 /* Builds the kernel instance of a _Send or _Recv node for a slot whose step pointer is *step;
  * peers maps task names to weft__task_ref_t* (address) and incarnations (GHashTable of
  * task name -> Weft__TaskAddress*). Free with weft__xfer_instance_free. */

@@ -13,6 +13,9 @@
 #include "../placement/placement_internal.h"
 
 typedef struct part_state {
+  GHashTable *recv_groups; /* "recv|src:index|task" -> GPtrArray of the group's keys (borrowed
+                              from group_keys) */
+  GPtrArray *group_keys;   /* GPtrArray* of char*, one per group (owned) */
   GHashTable *placement;
   const weft__step_spec_t *spec;
   GHashTable *by_task;   /* task name -> weft__partition_t* */
@@ -132,6 +135,17 @@ static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_no
     weft_attrs_t *ra = weft__attrs_new();
     set_type(ra, "tensor_type", dtype);
     xfer_attrs(ra, key, send_device, recv_device);
+    GPtrArray *group = ps->recv_groups ? g_hash_table_lookup(ps->recv_groups, memo) : NULL;
+    if (group) {
+      weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
+      v->u.list.n = group->len;
+      v->u.list.s = g_new0(weft_string_t, group->len);
+      for (guint k = 0; k < group->len; k++) {
+        v->u.list.s[k].data = g_strdup(group->pdata[k]);
+        v->u.list.s[k].len = strlen(group->pdata[k]);
+      }
+      weft__attrs_set(ra, WEFT_RECV_GROUP_ATTR, v);
+    }
     st = add_node(dst, recv_name, "_Recv", NULL, 0, NULL, 0, recv_device, ra, out);
     weft__attrs_free(ra);
   }
@@ -348,6 +362,256 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
   return st;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Grouped receives: which of the small tensors one task sends another in the step its _Recv
+ * nodes fetch with one RecvTensor. A group is answered once all its tensors are there, so it
+ * must not hold back a tensor its own members' consumers are needed to produce: with the group
+ * as one node (every member's producer before it, every member's consumer after it), the step
+ * must stay acyclic. Each group, taken in turn, keeps the members whose producer no consumer of
+ * its members reaches, following edges and the groups already made, until that holds. */
+
+typedef struct transfer {
+  weft_node_t *src;
+  int index;
+  const char *src_task, *dst_task; /* interned in plan_t.tasks */
+  GArray *consumers;               /* int: step positions of the nodes of dst_task reading it */
+  bool small;                      /* a fixed size of at most WEFT_RECV_GROUP_MAX_BYTES */
+} transfer_t;
+
+typedef struct plan {
+  GHashTable *tasks;      /* device -> task name (owned) */
+  GHashTable *position;   /* weft_node_t* -> step position + 1 */
+  const char **task;      /* per step position */
+  GHashTable *transfers;  /* "src:index|task" -> transfer_t* (owned) */
+  GPtrArray *order;       /* transfer_t*, in the order found */
+  int n;
+  int *succ_start, *succ; /* edges of the step, by position (compressed rows) */
+  GPtrArray *joins;       /* per position: NULL or GArray of int, consumers a group adds */
+} plan_t;
+
+static void transfer_free(transfer_t *t) {
+  g_array_free(t->consumers, TRUE);
+  g_free(t);
+}
+
+static void joins_free(gpointer joined) {
+  if (joined) g_array_free(joined, TRUE);
+}
+
+static int plan_position(const plan_t *pl, const weft_node_t *n) {
+  return GPOINTER_TO_INT(g_hash_table_lookup(pl->position, n)) - 1;
+}
+
+static bool small_fixed_size(const weft_node_t *src, int index) {
+  weft__shape_t shape = weft__node_shape(src, index);
+  size_t elem = weft_dtype_size(weft__dtype_base(src->output_types[index]));
+  if (shape.rank < 0 || elem == 0) return false;
+  int64_t bytes = (int64_t)elem;
+  for (int d = 0; d < shape.rank; d++) {
+    if (shape.dims[d] < 0) return false;
+    bytes *= shape.dims[d];
+    if (bytes > WEFT_RECV_GROUP_MAX_BYTES) return false;
+  }
+  return true;
+}
+
+/* The step's edges by position: data inputs that are not fed, and control inputs. */
+static void plan_edges(plan_t *pl, GPtrArray *nodes, const weft__step_spec_t *spec) {
+  int *count = g_new0(int, pl->n + 1);
+  GArray *from = g_array_new(FALSE, FALSE, sizeof(int)), *to = g_array_new(FALSE, FALSE, sizeof(int));
+  for (int v = 0; v < pl->n; v++) {
+    weft_node_t *n = nodes->pdata[v];
+    for (int i = 0; i < n->n_inputs; i++) {
+      int u = plan_position(pl, n->inputs[i].src);
+      if (u < 0 || feed_of(spec, n->inputs[i].src, n->inputs[i].src_index) >= 0) continue;
+      g_array_append_val(from, u);
+      g_array_append_val(to, v);
+      count[u]++;
+    }
+    for (guint c = 0; c < n->control_inputs->len; c++) {
+      int u = plan_position(pl, n->control_inputs->pdata[c]);
+      if (u < 0) continue;
+      g_array_append_val(from, u);
+      g_array_append_val(to, v);
+      count[u]++;
+    }
+  }
+  pl->succ_start = g_new0(int, pl->n + 1);
+  for (int v = 0; v < pl->n; v++) pl->succ_start[v + 1] = pl->succ_start[v] + count[v];
+  pl->succ = g_new(int, from->len + 1);
+  memset(count, 0, sizeof(int) * (size_t)(pl->n + 1));
+  for (guint e = 0; e < from->len; e++) {
+    int u = g_array_index(from, int, e);
+    pl->succ[pl->succ_start[u] + count[u]++] = g_array_index(to, int, e);
+  }
+  g_array_free(from, TRUE);
+  g_array_free(to, TRUE);
+  g_free(count);
+}
+
+/* Positions reachable from `start` (edges and the groups made so far). */
+static guint8 *plan_reach(const plan_t *pl, GArray *start) {
+  guint8 *seen = g_new0(guint8, pl->n);
+  GArray *stack = g_array_new(FALSE, FALSE, sizeof(int));
+  for (guint k = 0; k < start->len; k++) {
+    int v = g_array_index(start, int, k);
+    if (!seen[v]) {
+      seen[v] = 1;
+      g_array_append_val(stack, v);
+    }
+  }
+  while (stack->len > 0) {
+    int u = g_array_index(stack, int, stack->len - 1);
+    g_array_set_size(stack, stack->len - 1);
+    GArray *joined = pl->joins->pdata[u];
+    int n_real = pl->succ_start[u + 1] - pl->succ_start[u];
+    int n_all = n_real + (joined ? (int)joined->len : 0);
+    for (int e = 0; e < n_all; e++) {
+      int v = e < n_real ? pl->succ[pl->succ_start[u] + e] : g_array_index(joined, int, e - n_real);
+      if (!seen[v]) {
+        seen[v] = 1;
+        g_array_append_val(stack, v);
+      }
+    }
+  }
+  g_array_free(stack, TRUE);
+  return seen;
+}
+
+/* Makes groups of `members` (transfer_t*, one source and receiving task); consumes it. */
+static void plan_group(part_state_t *ps, plan_t *pl, GPtrArray *members) {
+  for (;;) {
+    if (members->len < 2) return;
+    GArray *start = g_array_new(FALSE, FALSE, sizeof(int));
+    for (guint k = 0; k < members->len; k++) {
+      transfer_t *t = members->pdata[k];
+      g_array_append_vals(start, t->consumers->data, t->consumers->len);
+    }
+    guint8 *seen = plan_reach(pl, start);
+    g_array_free(start, TRUE);
+    guint kept = 0;
+    for (guint k = 0; k < members->len; k++) {
+      transfer_t *t = members->pdata[k];
+      if (!seen[plan_position(pl, t->src)]) members->pdata[kept++] = t;
+    }
+    g_free(seen);
+    if (kept == members->len) break;
+    g_ptr_array_set_size(members, kept);
+  }
+  /* Every member's producer now comes before every member's consumer. */
+  GArray *all_consumers = g_array_new(FALSE, FALSE, sizeof(int));
+  for (guint k = 0; k < members->len; k++) {
+    transfer_t *t = members->pdata[k];
+    g_array_append_vals(all_consumers, t->consumers->data, t->consumers->len);
+  }
+  for (guint k = 0; k < members->len; k++) {
+    int p = plan_position(pl, ((transfer_t *)members->pdata[k])->src);
+    GArray *joined = pl->joins->pdata[p];
+    if (!joined) joined = pl->joins->pdata[p] = g_array_new(FALSE, FALSE, sizeof(int));
+    g_array_append_vals(joined, all_consumers->data, all_consumers->len);
+  }
+  g_array_free(all_consumers, TRUE);
+  for (guint first = 0; first < members->len; first += WEFT_MAX_RECV_GROUP) {
+    guint end = MIN(members->len, first + WEFT_MAX_RECV_GROUP);
+    if (end - first < 2) break;
+    GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(ps->group_keys, keys);
+    for (guint k = first; k < end; k++) {
+      transfer_t *t = members->pdata[k];
+      g_ptr_array_add(keys, g_strdup_printf("%s:%d;%s", t->src->name, t->index, t->dst_task));
+      g_hash_table_insert(ps->recv_groups,
+                          g_strdup_printf("recv|%s:%d|%s", t->src->name, t->index, t->dst_task),
+                          keys);
+    }
+  }
+}
+
+static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
+  plan_t pl = {0};
+  pl.n = (int)nodes->len;
+  pl.tasks = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+  pl.position = g_hash_table_new(g_direct_hash, g_direct_equal);
+  pl.task = g_new0(const char *, pl.n + 1);
+  pl.transfers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)transfer_free);
+  pl.order = g_ptr_array_new();
+  for (int v = 0; v < pl.n; v++) {
+    weft_node_t *n = nodes->pdata[v];
+    g_hash_table_insert(pl.position, n, GINT_TO_POINTER(v + 1));
+    const char *device = device_of(ps, n);
+    if (!device) continue;
+    char *task = g_hash_table_lookup(pl.tasks, device);
+    if (!task) {
+      task = weft__task_of_device(device);
+      if (!task) continue;
+      g_hash_table_insert(pl.tasks, (gpointer)device, task);
+    }
+    pl.task[v] = task;
+  }
+  /* Tasks are interned by device: compare them by name. */
+  GHashTable *by_pair = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GPtrArray *pairs = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  for (int v = 0; v < pl.n; v++) {
+    weft_node_t *n = nodes->pdata[v];
+    for (int i = 0; i < n->n_inputs && pl.task[v]; i++) {
+      weft_node_t *src = n->inputs[i].src;
+      int index = n->inputs[i].src_index, u = plan_position(&pl, src);
+      if (u < 0 || !pl.task[u] || strcmp(pl.task[u], pl.task[v]) == 0 ||
+          feed_of(ps->spec, src, index) >= 0 || weft__dtype_is_ref(n->input_types[i]))
+        continue;
+      char *name = g_strdup_printf("%s:%d|%s", src->name, index, pl.task[v]);
+      transfer_t *t = g_hash_table_lookup(pl.transfers, name);
+      if (!t) {
+        t = g_new0(transfer_t, 1);
+        t->src = src;
+        t->index = index;
+        t->src_task = pl.task[u];
+        t->dst_task = pl.task[v];
+        t->consumers = g_array_new(FALSE, FALSE, sizeof(int));
+        t->small = small_fixed_size(src, index);
+        g_hash_table_insert(pl.transfers, name, t);
+        g_ptr_array_add(pl.order, t);
+        if (t->small) {
+          char *pair = g_strdup_printf("%s|%s", t->src_task, t->dst_task);
+          GPtrArray *members = g_hash_table_lookup(by_pair, pair);
+          if (!members) {
+            members = g_ptr_array_new();
+            g_hash_table_insert(by_pair, pair, members);
+            g_ptr_array_add(pairs, members);
+          } else {
+            g_free(pair);
+          }
+          g_ptr_array_add(members, t);
+        }
+      } else {
+        g_free(name);
+      }
+      g_array_append_val(t->consumers, v);
+    }
+  }
+  for (guint k = 0; k < pairs->len; k++) {
+    GPtrArray *members = pairs->pdata[k];
+    if (members->len < 2) continue;
+    if (!pl.succ) {
+      plan_edges(&pl, nodes, ps->spec);
+      pl.joins = g_ptr_array_new_with_free_func(joins_free);
+      g_ptr_array_set_size(pl.joins, pl.n);
+      ps->recv_groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+      ps->group_keys = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+    }
+    plan_group(ps, &pl, members);
+  }
+  g_ptr_array_free(pairs, TRUE);
+  g_hash_table_destroy(by_pair);
+  if (pl.joins) g_ptr_array_free(pl.joins, TRUE);
+  g_free(pl.succ_start);
+  g_free(pl.succ);
+  g_ptr_array_free(pl.order, TRUE);
+  g_hash_table_destroy(pl.transfers);
+  g_free(pl.task);
+  g_hash_table_destroy(pl.position);
+  g_hash_table_destroy(pl.tasks);
+}
+
 weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
                                     const weft__step_spec_t *spec, GPtrArray **out,
                                     int *fetch_part, int *fetch_slot) {
@@ -361,6 +625,7 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   ps.copies = g_hash_table_new(g_direct_hash, g_direct_equal);
   ps.made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   weft_status_t *st = NULL;
+  plan_recv_groups(&ps, nodes);
   for (guint k = 0; k < nodes->len && !st; k++) st = place_node(&ps, nodes->pdata[k]);
   for (int f = 0; f < spec->n_fetches && !st; f++) {
     const weft__fetch_t *fetch = &spec->fetches[f];
@@ -387,6 +652,8 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   g_hash_table_destroy(ps.task_of);
   g_hash_table_destroy(ps.copies);
   g_hash_table_destroy(ps.made);
+  if (ps.recv_groups) g_hash_table_destroy(ps.recv_groups);
+  if (ps.group_keys) g_ptr_array_free(ps.group_keys, TRUE);
   if (st) {
     g_ptr_array_free(ps.parts, TRUE);
     return st;

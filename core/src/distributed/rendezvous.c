@@ -2,8 +2,10 @@
  * other tasks, kept under their keys until the other task's RecvTensor takes them, and the
  * RecvTensor calls that arrived before the tensor did. A step also carries its abort status
  * (every waiter is answered with it, every later operation fails with it), its deadline, and the
- * set of outgoing calls its _Recv kernels have in flight, which an abort cancels. Nothing here
- * blocks: a RecvTensor that must wait leaves a callback, answered by the _Send or the abort. */
+ * set of outgoing calls its _Recv kernels have in flight, which an abort cancels, and the
+ * tensors of grouped receives that one _Recv fetched for the others. Nothing here blocks but
+ * weft__step_wait_delivered (a _Recv kernel's thread): a RecvTensor that must wait leaves a
+ * callback, answered by the _Send or the abort. */
 #include "distributed_internal.h"
 
 #include <string.h>
@@ -31,6 +33,10 @@ struct weft__step {
   gint64 deadline_us;   /* monotonic; G_MAXINT64 when none */
   gint64 touched_us;
   gint64 expires_us;    /* a tombstone's end; G_MAXINT64 for a live step */
+  /* Grouped receives of this task's _Recv kernels (made on first use). */
+  GHashTable *claimed;   /* group name (its first key), a set */
+  GHashTable *delivered; /* key -> weft_tensor_t*, fetched by another _Recv of its group */
+  GCond delivered_cond;  /* signalled by deliveries and the abort */
 };
 
 struct weft__step_table {
@@ -57,6 +63,7 @@ static weft__step_t *step_new(int64_t id) {
   s->deadline_us = G_MAXINT64;
   s->touched_us = g_get_monotonic_time();
   s->expires_us = G_MAXINT64;
+  g_cond_init(&s->delivered_cond);
   return s;
 }
 
@@ -66,6 +73,9 @@ void weft__step_unref(weft__step_t *s) {
   g_hash_table_destroy(s->waiting);
   weft_status_free(s->aborted);
   weft__call_set_free(s->calls);
+  if (s->claimed) g_hash_table_destroy(s->claimed);
+  if (s->delivered) g_hash_table_destroy(s->delivered);
+  g_cond_clear(&s->delivered_cond);
   g_mutex_clear(&s->lock);
   g_free(s);
 }
@@ -101,6 +111,8 @@ void weft__step_abort(weft__step_t *s, const weft_status_t *why, bool derived) {
   GHashTable *waiting = s->waiting;
   s->waiting = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_hash_table_remove_all(s->ready);
+  if (s->delivered) g_hash_table_remove_all(s->delivered);
+  g_cond_broadcast(&s->delivered_cond);
   g_mutex_unlock(&s->lock);
   weft__call_set_cancel(s->calls, why);
   /* A peer waiting here fails because of this task's trouble: for the peer it is derived. */
@@ -179,6 +191,56 @@ void weft__step_take(weft__step_t *s, const char *key, weft__recv_done_fn done, 
   w->user_data = user_data;
   g_hash_table_insert(s->waiting, g_strdup(key), w);
   g_mutex_unlock(&s->lock);
+}
+
+bool weft__step_claim_group(weft__step_t *s, const char *group) {
+  g_mutex_lock(&s->lock);
+  if (!s->claimed) s->claimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  bool first = !g_hash_table_contains(s->claimed, group);
+  if (first) g_hash_table_add(s->claimed, g_strdup(group));
+  g_mutex_unlock(&s->lock);
+  return first;
+}
+
+void weft__step_deliver(weft__step_t *s, const char *key, weft_tensor_t *tensor) {
+  g_mutex_lock(&s->lock);
+  if (!s->aborted) {
+    if (!s->delivered) {
+      s->delivered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)weft_tensor_unref);
+    }
+    g_hash_table_replace(s->delivered, g_strdup(key), weft_tensor_ref(tensor));
+    g_cond_broadcast(&s->delivered_cond);
+  }
+  g_mutex_unlock(&s->lock);
+}
+
+weft_status_t *weft__step_wait_delivered(weft__step_t *s, const char *key, gint64 deadline_us,
+                                         weft_tensor_t **out) {
+  *out = NULL;
+  weft_status_t *st = NULL;
+  g_mutex_lock(&s->lock);
+  for (;;) {
+    gpointer stolen_key = NULL, tensor = NULL;
+    if (s->aborted) {
+      st = copy_status(s->aborted, s->derived);
+      break;
+    }
+    if (s->delivered && g_hash_table_steal_extended(s->delivered, key, &stolen_key, &tensor)) {
+      g_free(stolen_key);
+      *out = tensor;
+      break;
+    }
+    if (g_get_monotonic_time() >= deadline_us) {
+      st = weft_status_new(WEFT_DEADLINE_EXCEEDED,
+                           "Step %" G_GINT64_FORMAT " ran out of time before its group receive "
+                           "delivered '%s'", s->id, key);
+      break;
+    }
+    g_cond_wait_until(&s->delivered_cond, &s->lock, deadline_us);
+  }
+  g_mutex_unlock(&s->lock);
+  return st;
 }
 
 /* Nothing of the step is left to hand over or wait for. An aborted step is never idle: it stays

@@ -3,7 +3,8 @@
  * device and the host around them). _Send puts its input into the step's rendezvous; _Recv pulls
  * the tensor from the sending task with RecvTensor, with the step's deadline, through the step's
  * call set so an abort cancels it. A _Recv that fails aborts its own step at once, so the rest
- * of the partition stops waiting (a peer's abort is "derived": not this task's fault).
+ * of the partition stops waiting (a peer's abort is "derived": not this task's fault). The
+ * _Recv nodes of a group (WEFT_RECV_GROUP_ATTR, see partition.c) share one RecvTensor.
  *
  * Their kernel instances are built per execution slot rather than by the kernel's create(): the
  * state points at the slot's current step, which changes every RunGraph. */
@@ -31,10 +32,85 @@ static weft_status_t *send_compute(weft_kernel_ctx_t *ctx, void *state) {
   return st;
 }
 
+/* A _Recv fails: the rest of its partition stops waiting at once (a peer's abort is
+ * "derived": not this task's fault). */
+static weft_status_t *recv_failed(weft__step_t *step, weft_status_t *st) {
+  bool derived = g_str_has_prefix(weft_status_message(st), WEFT_DERIVED_PREFIX);
+  weft__step_abort(step, st, derived);
+  return st;
+}
+
+static weft_status_t *check_received(const weft__xfer_state_t *x, const char *key,
+                                     weft_dtype_t dtype, weft_tensor_t *t) {
+  if (t && t->dtype == dtype) return NULL;
+  return weft_status_new(WEFT_INTERNAL, "RecvTensor '%s' from %s returned a tensor of type %s, "
+                         "not %s", key, x->peer.name, t ? weft_dtype_name(t->dtype) : "(none)",
+                         weft_dtype_name(dtype));
+}
+
+/* A _Recv of a group: the first of the group to run fetches every key with one RecvTensor and
+ * hands the others their tensors through the step; the rest wait for theirs. */
+static weft_status_t *recv_group(weft_kernel_ctx_t *ctx, weft__xfer_state_t *x,
+                                 weft__step_t *step) {
+  weft_tensor_t *mine = NULL;
+  weft_status_t *st = NULL;
+  if (!weft__step_claim_group(step, x->group_keys[0])) {
+    st = weft__step_wait_delivered(step, x->key, weft__step_deadline(step), &mine);
+    if (!st) st = check_received(x, x->key, x->dtype, mine);
+    if (st) {
+      weft_tensor_unref(mine);
+      return recv_failed(step, st);
+    }
+    ctx->outputs[0].tensor = mine;
+    return NULL;
+  }
+  gint64 left_us = weft__step_deadline(step) - g_get_monotonic_time();
+  if (left_us <= 0) {
+    return recv_failed(step, weft_status_new(WEFT_DEADLINE_EXCEEDED,
+                                             "Step %" G_GINT64_FORMAT " ran out of time before "
+                                             "receiving '%s' and %d more from %s",
+                                             weft__step_id(step), x->key, x->n_group_keys - 1,
+                                             x->peer.name));
+  }
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  req.step_id = weft__step_id(step);
+  req.rendezvous_key = x->group_keys[0];
+  req.more_keys = x->group_keys + 1;
+  req.n_more_keys = (size_t)x->n_group_keys - 1;
+  req.incarnation = x->peer_incarnation;
+  ProtobufCMessage *resp = NULL;
+  weft_tensor_t **tensors = NULL;
+  int n = 0;
+  st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, left_us / 1000 + 1,
+                       false, weft__step_calls(step), &weft__recv_tensor_response__descriptor,
+                       &resp, &tensors, &n);
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  if (!st && n != x->n_group_keys) {
+    st = weft_status_new(WEFT_INTERNAL, "RecvTensor of %d keys ('%s', ...) from %s returned %d "
+                         "tensor(s)", x->n_group_keys, x->group_keys[0], x->peer.name, n);
+  }
+  for (int k = 0; k < n && !st; k++) {
+    if (strcmp(x->group_keys[k], x->key) == 0) {
+      st = check_received(x, x->key, x->dtype, tensors[k]);
+      if (!st) mine = weft_tensor_ref(tensors[k]);
+    } else {
+      weft__step_deliver(step, x->group_keys[k], tensors[k]);
+    }
+  }
+  weft__tensors_free(tensors, n);
+  if (st) {
+    weft_tensor_unref(mine);
+    return recv_failed(step, st);
+  }
+  ctx->outputs[0].tensor = mine;
+  return NULL;
+}
+
 static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
   weft__xfer_state_t *x = state;
   weft__step_t *step = x->step ? *x->step : NULL;
   if (!step) return weft_status_new(WEFT_INTERNAL, "_Recv '%s' runs outside a step", x->key);
+  if (x->group_keys) return recv_group(ctx, x, step);
   gint64 left_us = weft__step_deadline(step) - g_get_monotonic_time();
   weft_status_t *st = NULL;
   if (left_us <= 0) {
@@ -78,9 +154,7 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
   if (st) {
     weft__tensors_free(tensors, n);
-    bool derived = g_str_has_prefix(weft_status_message(st), WEFT_DERIVED_PREFIX);
-    weft__step_abort(step, st, derived);
-    return st;
+    return recv_failed(step, st);
   }
   ctx->outputs[0].tensor = tensors[0];
   g_free(tensors);
@@ -125,11 +199,38 @@ static const char *string_attr(const weft_node_t *node, const char *name) {
 static void xfer_state_free(weft__xfer_state_t *x) {
   if (!x) return;
   g_free(x->key);
+  g_strfreev(x->group_keys);
   g_free((char *)x->peer.name);
   g_free((char *)x->peer.address);
   weft__security_unref((weft__security_t *)x->peer.security);
   weft__shm_segment_free(x->shm);
   g_free(x);
+}
+
+/* The keys of a grouped _Recv: 2 to WEFT_MAX_RECV_GROUP distinct non-empty keys, its own among
+ * them. */
+static weft_status_t *group_keys_from_attr(const weft_node_t *node, const char *key,
+                                           const weft__attr_value_t *group,
+                                           weft__xfer_state_t *x) {
+  size_t n = group->kind == WEFT_ATTR_LIST_STRING ? group->u.list.n : 0;
+  bool mine = false, distinct = true;
+  for (size_t k = 0; k < n; k++) {
+    const char *other = group->u.list.s[k].data;
+    if (!other || !*other) distinct = false;
+    else if (strcmp(other, key) == 0) mine = true;
+    for (size_t j = 0; j < k && distinct; j++)
+      if (strcmp(other, group->u.list.s[j].data) == 0) distinct = false;
+  }
+  if (n < 2 || n > WEFT_MAX_RECV_GROUP || !mine || !distinct) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Node '%s' (_Recv): attr '%s' must list 2 to %d distinct rendezvous "
+                           "keys, '%s' among them",
+                           node->name, WEFT_RECV_GROUP_ATTR, WEFT_MAX_RECV_GROUP, key);
+  }
+  x->group_keys = g_new0(char *, n + 1);
+  for (size_t k = 0; k < n; k++) x->group_keys[k] = g_strdup(group->u.list.s[k].data);
+  x->n_group_keys = (int)n;
+  return NULL;
 }
 
 weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
@@ -170,7 +271,15 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
     x->peer.address = g_strdup(peer->address);
     x->peer.security = weft__security_ref((weft__security_t *)security);
     x->peer_incarnation = peer->incarnation;
-    if (weft__shm_enabled() && weft__address_is_loopback(peer->address))
+    const weft__attr_value_t *group = weft__attrs_get(node->attrs, WEFT_RECV_GROUP_ATTR);
+    if (group) {
+      weft_status_t *st = group_keys_from_attr(node, key, group, x);
+      if (st) {
+        xfer_state_free(x);
+        return st;
+      }
+    }
+    if (!x->group_keys && weft__shm_enabled() && weft__address_is_loopback(peer->address))
       x->shm = weft__shm_segment_new();
   } else {
     const weft__attr_value_t *copy = weft__attrs_get(node->attrs, "copy_on_send");

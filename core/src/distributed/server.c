@@ -340,6 +340,15 @@ static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *ten
   weft_tensor_unref(tensor);
 }
 
+/* A grouped RecvTensor's answer: one tensor per key, never in shared memory. */
+static void recv_many_done(void *user_data, weft_status_t *status, weft_tensor_t **tensors,
+                           int n) {
+  call_ctx_t *ctx = user_data;
+  Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
+  answer_msg(ctx, status, &resp.base, tensors, status ? 0 : n);
+  weft__tensors_free(tensors, n);
+}
+
 static void handle_worker(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t **tensors,
                           int n_tensors) {
   weft__worker_t *w = ctx->server->worker;
@@ -381,6 +390,15 @@ static void handle_worker(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
     }
     case W_RECV_TENSOR: {
       const Weft__RecvTensorRequest *req = (const void *)msg;
+      if (req->n_more_keys > 0) {
+        const char *keys[WEFT_MAX_RECV_GROUP];
+        int n_keys = 0;
+        keys[n_keys++] = req->rendezvous_key;
+        for (size_t k = 0; k < req->n_more_keys; k++) keys[n_keys++] = req->more_keys[k];
+        weft__worker_recv_tensors(w, req->step_id, keys, n_keys, req->incarnation,
+                                  recv_many_done, ctx);
+        break;
+      }
       weft__shm_offer_from_request(req, &ctx->shm);
       weft__worker_recv_tensor(w, req->step_id, req->rendezvous_key, req->incarnation, recv_done,
                                ctx);

@@ -484,6 +484,13 @@ weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluste
     const Weft__RunGraphRequest *r = (const void *)msg;
     st = check_handle(method, "graph_handle", r->graph_handle);
     if (!st) st = check_timeout(method, r->timeout_ms);
+  } else if (d == &weft__recv_tensor_request__descriptor) {
+    const Weft__RecvTensorRequest *r = (const void *)msg;
+    if (r->n_more_keys >= WEFT_MAX_RECV_GROUP) {
+      st = invalid(method, "field 'more_keys' names %zu keys; a grouped receive takes at most %d "
+                   "keys in all", r->n_more_keys, WEFT_MAX_RECV_GROUP);
+    }
+    if (!st) st = check_names(method, "more_keys", r->more_keys, r->n_more_keys);
   }
   return st;
 }

@@ -555,6 +555,91 @@ void weft__worker_recv_tensor(weft__worker_t *w, int64_t step_id, const char *ke
   if (st) done(user_data, st, NULL);
 }
 
+/* A grouped RecvTensor in progress: one reference per key still to come back, one for the
+ * caller of weft__worker_recv_tensors. */
+typedef struct gather {
+  gint refs;
+  GMutex lock;
+  int n, left;
+  bool answered;
+  weft_tensor_t **tensors;
+  weft__recv_many_done_fn done;
+  void *user_data;
+} gather_t;
+
+typedef struct gather_slot {
+  gather_t *gather;
+  int index;
+} gather_slot_t;
+
+static void gather_unref(gather_t *g) {
+  if (!g_atomic_int_dec_and_test(&g->refs)) return;
+  if (g->tensors) weft__tensors_free(g->tensors, g->n);
+  g_mutex_clear(&g->lock);
+  g_free(g);
+}
+
+/* One key came back: the answer goes out with the first error, or when the last key is in. */
+static void gather_one(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
+  gather_slot_t *slot = user_data;
+  gather_t *g = slot->gather;
+  int index = slot->index;
+  g_free(slot);
+  weft_tensor_t **answer = NULL;
+  bool answer_now = false;
+  g_mutex_lock(&g->lock);
+  if (g->answered) {
+    weft_status_free(status);
+    weft_tensor_unref(tensor);
+    status = NULL;
+  } else if (status) {
+    g->answered = answer_now = true;
+  } else {
+    g->tensors[index] = tensor;
+    if (--g->left == 0) {
+      g->answered = answer_now = true;
+      answer = g->tensors;
+      g->tensors = NULL;
+    }
+  }
+  g_mutex_unlock(&g->lock);
+  if (answer_now) g->done(g->user_data, status, answer, answer ? g->n : 0);
+  gather_unref(g);
+}
+
+void weft__worker_recv_tensors(weft__worker_t *w, int64_t step_id, const char *const *keys,
+                               int n_keys, guint64 incarnation, weft__recv_many_done_fn done,
+                               void *user_data) {
+  weft_status_t *st = check_incarnation(w, incarnation);
+  for (int k = 0; k < n_keys && !st; k++) {
+    if (!keys[k] || !*keys[k]) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "RecvTensor on %s: rendezvous key %d is empty",
+                           w->task_name, k);
+    }
+  }
+  if (st || n_keys <= 0) {
+    if (!st) st = weft_status_new(WEFT_INVALID_ARGUMENT, "RecvTensor on %s: no rendezvous key",
+                                  w->task_name);
+    done(user_data, st, NULL, 0);
+    return;
+  }
+  gather_t *g = g_new0(gather_t, 1);
+  g->refs = n_keys + 1;
+  g_mutex_init(&g->lock);
+  g->n = g->left = n_keys;
+  g->tensors = g_new0(weft_tensor_t *, n_keys);
+  g->done = done;
+  g->user_data = user_data;
+  for (int k = 0; k < n_keys; k++) {
+    gather_slot_t *slot = g_new(gather_slot_t, 1);
+    slot->gather = g;
+    slot->index = k;
+    st = weft__step_table_take(w->steps, step_id, keys[k], gather_one, slot);
+    if (st) gather_one(slot, st, NULL);
+  }
+  gather_unref(g);
+}
+
 void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_status_t *why) {
   weft_status_t *st = NULL;
   weft__step_t *step = weft__step_get(w->steps, step_id, &st);
