@@ -1356,6 +1356,13 @@ static void test_recv_groups_partition(void) {
   g_assert_cmpstr(ga->u.list.s[1].data, ==, "b:0;" TASK1);
   g_assert_nonnull(gb);
   g_assert_cmpuint(gb->u.list.n, ==, 2);
+  /* b's _Recv runs after a's, which fetches both. */
+  weft__partition_t *p1 = strcmp(((weft__partition_t *)parts->pdata[0])->task, TASK1) == 0
+                              ? parts->pdata[0] : parts->pdata[1];
+  weft_node_t *rb = weft_graph_node(p1->graph, "_weft/recv/b_0");
+  g_assert_cmpuint(rb->control_inputs->len, ==, 1);
+  g_assert_cmpstr(((weft_node_t *)rb->control_inputs->pdata[0])->name, ==, "_weft/recv/a_0");
+  g_assert_cmpuint(weft_graph_node(p1->graph, "_weft/recv/a_0")->control_inputs->len, ==, 0);
   g_assert_null(recv_group(parts, TASK1, "big_0")); /* over 64 KiB */
   g_ptr_array_free(parts, TRUE);
   weft_graph_free(g);

@@ -302,6 +302,9 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
                                        const weft__security_t *security,
                                        weft__kernel_instance_t **out);
 void weft__xfer_instance_free(weft__kernel_instance_t *inst);
+/* A _Recv of a group that is not its first: it runs after the first (the partitioner gives it a
+ * control input on it) and only takes the tensor the first fetched. */
+bool weft__xfer_is_group_follower(const weft__kernel_instance_t *inst);
 bool weft__is_xfer_op(const char *op);
 
 /* ---------------------------------------------------------------------------------------------

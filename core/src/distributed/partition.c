@@ -12,10 +12,21 @@
 
 #include "../placement/placement_internal.h"
 
+/* A grouped receive: its keys, and the tensor of the first, whose _Recv fetches them all. */
+typedef struct recv_group {
+  GPtrArray *keys; /* char* */
+  weft_node_t *first_src;
+  int first_index;
+} recv_group_t;
+
+static void recv_group_free(recv_group_t *g) {
+  g_ptr_array_free(g->keys, TRUE);
+  g_free(g);
+}
+
 typedef struct part_state {
-  GHashTable *recv_groups; /* "recv|src:index|task" -> GPtrArray of the group's keys (borrowed
-                              from group_keys) */
-  GPtrArray *group_keys;   /* GPtrArray* of char*, one per group (owned) */
+  GHashTable *recv_groups; /* "recv|src:index|task" -> recv_group_t* (borrowed from groups) */
+  GPtrArray *groups;       /* recv_group_t*, owned */
   GHashTable *placement;
   const weft__step_spec_t *spec;
   GHashTable *by_task;   /* task name -> weft__partition_t* */
@@ -135,18 +146,26 @@ static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_no
     weft_attrs_t *ra = weft__attrs_new();
     set_type(ra, "tensor_type", dtype);
     xfer_attrs(ra, key, send_device, recv_device);
-    GPtrArray *group = ps->recv_groups ? g_hash_table_lookup(ps->recv_groups, memo) : NULL;
+    recv_group_t *group = ps->recv_groups ? g_hash_table_lookup(ps->recv_groups, memo) : NULL;
+    weft_node_t *first = NULL;
     if (group) {
+      GPtrArray *keys = group->keys;
       weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
-      v->u.list.n = group->len;
-      v->u.list.s = g_new0(weft_string_t, group->len);
-      for (guint k = 0; k < group->len; k++) {
-        v->u.list.s[k].data = g_strdup(group->pdata[k]);
-        v->u.list.s[k].len = strlen(group->pdata[k]);
+      v->u.list.n = keys->len;
+      v->u.list.s = g_new0(weft_string_t, keys->len);
+      for (guint k = 0; k < keys->len; k++) {
+        v->u.list.s[k].data = g_strdup(keys->pdata[k]);
+        v->u.list.s[k].len = strlen(keys->pdata[k]);
       }
       weft__attrs_set(ra, WEFT_RECV_GROUP_ATTR, v);
+      /* The others run after the first, which has their tensors by then: they never wait. */
+      if (strcmp(keys->pdata[0], key) != 0)
+        st = recv_for(ps, dst, group->first_src, group->first_index, recv_device, &first);
     }
-    st = add_node(dst, recv_name, "_Recv", NULL, 0, NULL, 0, recv_device, ra, out);
+    if (!st) {
+      st = add_node(dst, recv_name, "_Recv", NULL, 0, first ? &first : NULL, first ? 1 : 0,
+                    recv_device, ra, out);
+    }
     weft__attrs_free(ra);
   }
   if (!st) g_hash_table_insert(ps->made, memo, *out);
@@ -514,14 +533,17 @@ static void plan_group(part_state_t *ps, plan_t *pl, GPtrArray *members) {
   for (guint first = 0; first < members->len; first += WEFT_MAX_RECV_GROUP) {
     guint end = MIN(members->len, first + WEFT_MAX_RECV_GROUP);
     if (end - first < 2) break;
-    GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
-    g_ptr_array_add(ps->group_keys, keys);
+    recv_group_t *group = g_new0(recv_group_t, 1);
+    group->keys = g_ptr_array_new_with_free_func(g_free);
+    group->first_src = ((transfer_t *)members->pdata[first])->src;
+    group->first_index = ((transfer_t *)members->pdata[first])->index;
+    g_ptr_array_add(ps->groups, group);
     for (guint k = first; k < end; k++) {
       transfer_t *t = members->pdata[k];
-      g_ptr_array_add(keys, g_strdup_printf("%s:%d;%s", t->src->name, t->index, t->dst_task));
+      g_ptr_array_add(group->keys, g_strdup_printf("%s:%d;%s", t->src->name, t->index, t->dst_task));
       g_hash_table_insert(ps->recv_groups,
                           g_strdup_printf("recv|%s:%d|%s", t->src->name, t->index, t->dst_task),
-                          keys);
+                          group);
     }
   }
 }
@@ -596,7 +618,7 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
       pl.joins = g_ptr_array_new_with_free_func(joins_free);
       g_ptr_array_set_size(pl.joins, pl.n);
       ps->recv_groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-      ps->group_keys = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+      ps->groups = g_ptr_array_new_with_free_func((GDestroyNotify)recv_group_free);
     }
     plan_group(ps, &pl, members);
   }
@@ -653,7 +675,7 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   g_hash_table_destroy(ps.copies);
   g_hash_table_destroy(ps.made);
   if (ps.recv_groups) g_hash_table_destroy(ps.recv_groups);
-  if (ps.group_keys) g_ptr_array_free(ps.group_keys, TRUE);
+  if (ps.groups) g_ptr_array_free(ps.groups, TRUE);
   if (st) {
     g_ptr_array_free(ps.parts, TRUE);
     return st;

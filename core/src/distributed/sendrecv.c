@@ -293,6 +293,11 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
   return NULL;
 }
 
+bool weft__xfer_is_group_follower(const weft__kernel_instance_t *inst) {
+  const weft__xfer_state_t *x = inst ? inst->state : NULL;
+  return x && x->group_keys && strcmp(x->key, x->group_keys[0]) != 0;
+}
+
 void weft__xfer_instance_free(weft__kernel_instance_t *inst) {
   if (!inst) return;
   xfer_state_free(inst->state);

@@ -304,6 +304,7 @@ static weft_status_t *resolve_names(weft_graph_t *graph, char *const *names, siz
 static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
   slot_t *slot = g_new0(slot_t, 1);
   weft__kernel_instance_t **kernels = g_new0(weft__kernel_instance_t *, g->nodes->len + 1);
+  bool *inexpensive = g_new0(bool, g->nodes->len + 1);
   slot->xfer = g_new0(weft__kernel_instance_t *, g->nodes->len + 1);
   weft_status_t *st = NULL;
   for (guint k = 0; k < g->nodes->len && !st; k++) {
@@ -314,13 +315,18 @@ static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
     }
     st = weft__xfer_instance_new(node, g->devices[k], &slot->step, g->peers, g->security,
                                  &kernels[k]);
-    if (!st) slot->xfer[slot->n_xfer++] = kernels[k];
+    if (!st) {
+      slot->xfer[slot->n_xfer++] = kernels[k];
+      inexpensive[k] = weft__xfer_is_group_follower(kernels[k]);
+    }
   }
   if (!st) {
-    weft__executor_params_t p = {g->nodes, kernels, g->feeds, g->n_feeds, g->fetches, g->n_fetches};
+    weft__executor_params_t p = {g->nodes,   kernels,      g->feeds, g->n_feeds,
+                                 g->fetches, g->n_fetches, inexpensive};
     st = weft__executor_new(&p, &slot->executor);
   }
   g_free(kernels);
+  g_free(inexpensive);
   if (st) {
     slot_free(slot);
     return st;

@@ -58,6 +58,9 @@ typedef struct weft__executor_params {
   int n_feeds;
   const weft__fetch_t *fetches;
   int n_fetches;
+  /* Optional, per entry of nodes: run it on the thread that readied it, as the executor's own
+   * inexpensive ops (the distributed runtime's _Recv nodes whose tensor is already here). */
+  const bool *inexpensive;
 } weft__executor_params_t;
 
 /* Builds the dependency structure once; the executor may then run many steps. */

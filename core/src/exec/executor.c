@@ -91,7 +91,7 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
   for (int k = 0; k < ex->n_nodes; k++) {
     exec_node_t *en = &ex->nodes[k];
     const weft_node_t *n = en->node;
-    en->inexpensive = is_inexpensive_op(n->op_name);
+    en->inexpensive = is_inexpensive_op(n->op_name) || (p->inexpensive && p->inexpensive[k]);
     en->input_in_host_memory = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     en->input_is_ref = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     for (int i = 0; i < n->n_inputs; i++) {
@@ -331,24 +331,24 @@ static void record_stats(step_t *s, const exec_node_t *en, gint64 start_real, gi
   g_string_free(inputs, TRUE);
 }
 
-/* Nodes a thread will run itself, in LIFO order: every inexpensive successor, and one other. */
+/* Nodes a thread will run itself: every inexpensive successor (LIFO), and one other, run only
+ * once the inexpensive ones are done. A kernel that blocks (a _Recv waiting for its peer) then
+ * never holds up ready work queued behind it on its thread: that work may be what the peer is
+ * waiting for. */
 #define LOCAL_READY_MAX 64
 typedef struct local_ready {
   int nodes[LOCAL_READY_MAX];
   int top;
-  bool has_expensive;
+  int expensive; /* -1: none */
 } local_ready_t;
 
 /* A node became ready: keep it on this thread when it is cheap, or when this thread has no
  * expensive work yet; else hand it to the inter-op pool. */
 static void ready(step_t *s, local_ready_t *local, int node) {
   bool cheap = s->ex->nodes[node].inexpensive;
-  if (local->top < LOCAL_READY_MAX && (cheap || !local->has_expensive)) {
-    if (!cheap) local->has_expensive = true;
-    local->nodes[local->top++] = node;
-  } else {
-    schedule_node(s, node);
-  }
+  if (cheap && local->top < LOCAL_READY_MAX) local->nodes[local->top++] = node;
+  else if (!cheap && local->expensive < 0) local->expensive = node;
+  else schedule_node(s, node);
 }
 
 /* Runs one node; readied successors go to `local` or the pool. */
@@ -440,9 +440,15 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
 
 /* Runs the nodes of `local` and what they ready; signals when the step ends. */
 static void run_local(step_t *s, local_ready_t *local) {
-  while (local->top > 0) {
-    int k = local->nodes[--local->top];
-    if (!s->ex->nodes[k].inexpensive) local->has_expensive = false;
+  for (;;) {
+    int k = local->expensive;
+    if (local->top > 0) {
+      k = local->nodes[--local->top];
+    } else if (k >= 0) {
+      local->expensive = -1;
+    } else {
+      break;
+    }
     run_node(s, k, local);
     if (g_atomic_int_dec_and_test(&s->outstanding)) {
       g_mutex_lock(&s->lock);
@@ -455,9 +461,9 @@ static void run_local(step_t *s, local_ready_t *local) {
 
 /* Runs a node and the chain of successors it hands to this thread. */
 static void run_chain(step_t *s, int k) {
-  local_ready_t local = {{0}, 0, false};
-  local.nodes[local.top++] = k;
-  local.has_expensive = !s->ex->nodes[k].inexpensive;
+  local_ready_t local = {{0}, 0, -1};
+  if (s->ex->nodes[k].inexpensive) local.nodes[local.top++] = k;
+  else local.expensive = k;
   run_local(s, &local);
 }
 
@@ -508,7 +514,7 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
 
   if (ex->n_roots > 0 && !s.cancelled) {
     s.outstanding = ex->n_roots;
-    local_ready_t local = {{0}, 0, false};
+    local_ready_t local = {{0}, 0, -1};
     for (int r = ex->n_roots - 1; r >= 0; r--) ready(&s, &local, ex->roots[r]);
     run_local(&s, &local);
     g_mutex_lock(&s.lock);

@@ -310,7 +310,7 @@ static weft_status_t *build_plan(weft_session_t *s, const weft__step_spec_t *spe
   if (!st) st = instantiate_kernels(s, nodes, kernels);
   if (!st) {
     weft__executor_params_t p = {nodes,         kernels,         spec->feeds,
-                                 spec->n_feeds, spec->fetches, spec->n_fetches};
+                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL};
     weft__executor_t *ex = NULL;
     st = weft__executor_new(&p, &ex);
     if (!st) {
