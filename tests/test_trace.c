@@ -298,6 +298,46 @@ static void test_local_deadline(void) {
   weft_graph_free(g);
 }
 
+/* Six independent Muls of a 4-element tensor: handing each to a pool thread would cost more
+ * than running it, so they all run on the thread that readied them, the one that ran x. */
+static void test_small_nodes_inline(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_status_t *st = NULL;
+  int64_t four = 4;
+  weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 1, &four);
+  for (int i = 0; i < 4; i++) ((float *)weft_tensor_data(xt))[i] = (float)i;
+  weft_output_t x = weft_const(g, "x", xt, &st);
+  OK(st);
+  weft_tensor_unref(xt);
+  const char *names[6] = {"m0", "m1", "m2", "m3", "m4", "m5"};
+  for (int k = 0; k < 6; k++) {
+    weft_binary(g, "Mul", names[k], x, x, &st);
+    OK(st);
+  }
+  weft_graph_pop_device(g);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  weft_tensor_t *out[6] = {NULL};
+  weft_run_metadata_t *meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, names, out, 6, NULL, 0, &meta));
+  const weft_node_stats_t *xs = find_stats(meta, "x");
+  g_assert_nonnull(xs);
+  for (int k = 0; k < 6; k++) {
+    g_assert_cmpfloat(weft_tensor_get_double(out[k], 3), ==, 9.0);
+    weft_tensor_unref(out[k]);
+    const weft_node_stats_t *r = find_stats(meta, names[k]);
+    g_assert_nonnull(r);
+    g_assert_cmpuint(r->thread_id, ==, xs->thread_id);
+  }
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Remote steps */
 
@@ -530,6 +570,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/trace/local", test_local_trace);
   g_test_add_func("/trace/untraced", test_untraced);
   g_test_add_func("/trace/local_deadline", test_local_deadline);
+  g_test_add_func("/trace/small_nodes_inline", test_small_nodes_inline);
   g_test_add_func("/trace/remote", test_remote_trace);
   g_test_add_func("/trace/remote_training_step", test_remote_training_step);
   g_test_add_func("/trace/cli", test_cli_trace);

@@ -342,10 +342,28 @@ typedef struct local_ready {
   int expensive; /* -1: none */
 } local_ready_t;
 
+/* Inputs up to this size make any kernel cheaper than a thread hand-off (a few microseconds of
+ * arithmetic against the wake-up of a pool thread): a ps applying the gradients of a small
+ * model's variables spent three times as long handing its Apply ops over as running them. */
+#define INLINE_INPUT_MAX_BYTES (16 << 10)
+
+/* Whether the node's data inputs are all there and small. A node without data inputs (a _Recv,
+ * a source) is never judged by size: what it waits for is not in its inputs. */
+static bool small_inputs(const step_t *s, const exec_node_t *en) {
+  int n = en->node->n_inputs;
+  if (n == 0) return false;
+  for (int i = 0; i < n; i++) {
+    const weft_tensor_t *t = s->inputs[en->input_base + i].tensor;
+    if (t && weft_tensor_nbytes(t) > INLINE_INPUT_MAX_BYTES) return false;
+  }
+  return true;
+}
+
 /* A node became ready: keep it on this thread when it is cheap, or when this thread has no
  * expensive work yet; else hand it to the inter-op pool. */
 static void ready(step_t *s, local_ready_t *local, int node) {
-  bool cheap = s->ex->nodes[node].inexpensive;
+  const exec_node_t *en = &s->ex->nodes[node];
+  bool cheap = en->inexpensive || small_inputs(s, en);
   if (cheap && local->top < LOCAL_READY_MAX) local->nodes[local->top++] = node;
   else if (!cheap && local->expensive < 0) local->expensive = node;
   else schedule_node(s, node);
