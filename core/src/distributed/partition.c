@@ -497,10 +497,14 @@ static guint8 *plan_reach(const plan_t *pl, GArray *start) {
   return seen;
 }
 
+/* Passes over the step one pair of tasks may take before its tensors travel alone: each drops
+ * the members a consumer reaches, usually all such at once. */
+#define PLAN_MAX_PASSES 8
+
 /* Makes groups of `members` (transfer_t*, one source and receiving task); consumes it. */
 static void plan_group(part_state_t *ps, plan_t *pl, GPtrArray *members) {
-  for (;;) {
-    if (members->len < 2) return;
+  for (int pass = 0;; pass++) {
+    if (members->len < 2 || pass == PLAN_MAX_PASSES) return;
     GArray *start = g_array_new(FALSE, FALSE, sizeof(int));
     for (guint k = 0; k < members->len; k++) {
       transfer_t *t = members->pdata[k];
@@ -556,6 +560,8 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
   pl.task = g_new0(const char *, pl.n + 1);
   pl.transfers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)transfer_free);
   pl.order = g_ptr_array_new();
+  const char *first_task = NULL;
+  bool several_tasks = false;
   for (int v = 0; v < pl.n; v++) {
     weft_node_t *n = nodes->pdata[v];
     g_hash_table_insert(pl.position, n, GINT_TO_POINTER(v + 1));
@@ -568,11 +574,14 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
       g_hash_table_insert(pl.tasks, (gpointer)device, task);
     }
     pl.task[v] = task;
+    if (!first_task) first_task = task;
+    else if (strcmp(task, first_task) != 0) several_tasks = true;
   }
-  /* Tasks are interned by device: compare them by name. */
+  /* A step on one task has nothing to group. Tasks are interned per device, not per name:
+   * compare them by name. */
   GHashTable *by_pair = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GPtrArray *pairs = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
-  for (int v = 0; v < pl.n; v++) {
+  for (int v = 0; v < pl.n && several_tasks; v++) {
     weft_node_t *n = nodes->pdata[v];
     for (int i = 0; i < n->n_inputs && pl.task[v]; i++) {
       weft_node_t *src = n->inputs[i].src;
