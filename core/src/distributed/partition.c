@@ -402,7 +402,6 @@ typedef struct plan {
   GHashTable *position;   /* weft_node_t* -> step position + 1 */
   const char **task;      /* per step position */
   GHashTable *transfers;  /* "src:index|task" -> transfer_t* (owned) */
-  GPtrArray *order;       /* transfer_t*, in the order found */
   int n;
   int *succ_start, *succ; /* edges of the step, by position (compressed rows) */
   GPtrArray *joins;       /* per position: NULL or GArray of int, consumers a group adds */
@@ -559,7 +558,6 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
   pl.position = g_hash_table_new(g_direct_hash, g_direct_equal);
   pl.task = g_new0(const char *, pl.n + 1);
   pl.transfers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)transfer_free);
-  pl.order = g_ptr_array_new();
   const char *first_task = NULL;
   bool several_tasks = false;
   for (int v = 0; v < pl.n; v++) {
@@ -600,7 +598,6 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
         t->consumers = g_array_new(FALSE, FALSE, sizeof(int));
         t->small = small_fixed_size(src, index);
         g_hash_table_insert(pl.transfers, name, t);
-        g_ptr_array_add(pl.order, t);
         if (t->small) {
           char *pair = g_strdup_printf("%s|%s", t->src_task, t->dst_task);
           GPtrArray *members = g_hash_table_lookup(by_pair, pair);
@@ -636,7 +633,6 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
   if (pl.joins) g_ptr_array_free(pl.joins, TRUE);
   g_free(pl.succ_start);
   g_free(pl.succ);
-  g_ptr_array_free(pl.order, TRUE);
   g_hash_table_destroy(pl.transfers);
   g_free(pl.task);
   g_hash_table_destroy(pl.position);
