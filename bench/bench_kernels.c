@@ -1,6 +1,7 @@
 /* Kernel benchmarks through a session: MatMul against cblas_sgemm called directly, elementwise
  * ops and reductions against plain C loops run on the same number of threads. */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -173,7 +174,31 @@ static double run_loop(void *arg, weft_status_t **error) {
 /* ---------------------------------------------------------------------------------------------
  * MatMul */
 
+typedef void (*sgemm_fn)(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE,
+                         const enum CBLAS_TRANSPOSE, const blasint, const blasint, const blasint,
+                         const float, const float *, const blasint, const float *, const blasint,
+                         const float, float *, const blasint);
+
+/* The OpenBLAS the CPU plugin uses, opened at run time rather than linked: a library linked
+ * into this program would pick its kernels before libweft could ask for the CPU's best ones
+ * (OPENBLAS_CORETYPE, plugin/loader.c), and the baseline would then run other kernels than
+ * the plugin's. NULL and *error when it cannot be opened. */
+static sgemm_fn openblas_sgemm(weft_status_t **error) {
+  static sgemm_fn fn;
+  static char *why;
+  static gsize once;
+  if (g_once_init_enter(&once)) {
+    void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (lib) fn = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+    if (!fn) why = g_strdup_printf("cannot open OpenBLAS's cblas_sgemm: %s", dlerror());
+    g_once_init_leave(&once, 1);
+  }
+  if (!fn) *error = weft_status_new(WEFT_NOT_FOUND, "%s", why);
+  return fn;
+}
+
 typedef struct gemm_args {
+  sgemm_fn sgemm;
   const float *a, *b;
   float *c;
   int n;
@@ -183,8 +208,8 @@ static double run_sgemm(void *arg, weft_status_t **error) {
   (void)error;
   gemm_args_t *g = arg;
   double t0 = bench_now();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
-              g->n, 0.0f, g->c, g->n);
+  g->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+           g->n, 0.0f, g->c, g->n);
   return bench_now() - t0;
 }
 
@@ -198,9 +223,10 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
   weft_status_t *st = op_case_new(o, "MatMul", ins, 2, NULL, NULL, &c);
   double flops = 2.0 * n * (double)n * n * 1e-9;
   bench_stats_t weft = {0}, base = {0};
+  sgemm_fn sgemm = st ? NULL : openblas_sgemm(&st);
   if (!st) {
     float *out = g_new(float, (size_t)n * (size_t)n);
-    gemm_args_t g = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
+    gemm_args_t g = {sgemm, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
     bench_measure_pair(o, run_op_case, &c, run_sgemm, &g, flops, true, &weft, &base, &st);
     g_free(out);
   }
