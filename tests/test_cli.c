@@ -124,6 +124,23 @@ static void test_devices(void) {
   assert_contains(cpu, "  CPU  ");
   /* Memory in binary units. */
   g_assert_true(strstr(cpu, "iB") != NULL || strstr(cpu, "bytes") != NULL);
+  assert_contains(cpu, ", OpenBLAS ");
+  /* On a CPU with AVX-512 libweft asks OpenBLAS for its SkylakeX kernels (Debian 12's OpenBLAS
+   * falls back to its generic ones on CPUs newer than itself), unless the user chose. */
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vl");
+  if (avx512 && !g_getenv("OPENBLAS_CORETYPE")) assert_contains(cpu, "OpenBLAS SkylakeX kernels");
+  if (__builtin_cpu_supports("avx2")) {
+    run_result_t chosen = run_weft((const char *[]){"devices", NULL},
+                                   (const char *[]){"OPENBLAS_CORETYPE=Haswell", NULL});
+    g_assert_cmpint(chosen.exit_code, ==, 0);
+    assert_contains(chosen.out, "OpenBLAS Haswell kernels");
+    run_result_clear(&chosen);
+  }
+#endif
   g_free(cpu);
   run_result_clear(&r);
 }

@@ -1,6 +1,7 @@
 /* cpu_plugin.c: the CPU plugin's entry point (weft_plugin_entry), its init, and the CPU device
  * backend: one host-memory device whose allocations are 64-byte-aligned malloc and whose copies
  * are memcpy. Kernels live in the other cpu_*.c files and register from here. */
+#include <cblas.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +57,10 @@ static weft_status_t *cpu_device_properties(void *backend_state, int ordinal,
   cpu_model_name(model, sizeof model);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
-  snprintf(p.description, sizeof p.description, "%s, %ld core%s", model, cores,
-           cores == 1 ? "" : "s");
+  /* Which kernels OpenBLAS chose says at a glance whether MatMul runs at the CPU's speed. */
+  snprintf(p.description, sizeof p.description, "%.60s, %d core%s, OpenBLAS %.24s kernels",
+           model, (int)(cores < 1000000 ? cores : 1000000), cores == 1 ? "" : "s",
+           openblas_get_corename());
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGESIZE);
   p.memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
