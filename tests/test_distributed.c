@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "distributed/distributed_internal.h"
+#include "graph/graphdef_internal.h"
 #include "process_util.h"
 #include "weft/weft.h"
 #include "weftd_cluster.h"
@@ -35,13 +36,16 @@
     if (st_) g_error("%s: %s: %s", #expr, weft_code_name(st_->code), weft_status_message(st_)); \
   } while (0)
 
-static double fetch1(weft_session_t *s, const char *name) {
+/* Element `index` of the fetched tensor `name`. */
+static double fetch_at(weft_session_t *s, const char *name, int64_t index) {
   weft_tensor_t *out = NULL;
   OK(weft_session_run(s, NULL, NULL, 0, &name, &out, 1, NULL, 0));
-  double v = weft_tensor_get_double(out, 0);
+  double v = weft_tensor_get_double(out, index);
   weft_tensor_unref(out);
   return v;
 }
+
+static double fetch1(weft_session_t *s, const char *name) { return fetch_at(s, name, 0); }
 
 static void run_target(weft_session_t *s, const char *name) {
   OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &name, 1));
@@ -1012,60 +1016,27 @@ static void test_malformed_requests(void) {
   g_byte_array_free(bytes, TRUE);
   /* A _Recv whose group does not list its own key. */
   {
-    Tensorflow__AttrValue sv[4], tv = TENSORFLOW__ATTR_VALUE__INIT, lv = TENSORFLOW__ATTR_VALUE__INIT;
-    const char *names[4] = {"tensor_name", "send_device", "recv_device", "client_terminated"};
-    const char *values[3] = {"k:0;/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0/device:CPU:0",
-                             "/job:ps/replica:0/task:0/device:CPU:0"};
-    Tensorflow__AttrEntry entries[7], *attrs[7];
-    for (int k = 0; k < 4; k++) {
-      tensorflow__attr_value__init(&sv[k]);
-      if (k < 3) {
-        sv[k].value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
-        sv[k].s.data = (uint8_t *)values[k];
-        sv[k].s.len = strlen(values[k]);
-      } else {
-        sv[k].value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
-      }
-      tensorflow__attr_entry__init(&entries[k]);
-      entries[k].key = (char *)names[k];
-      entries[k].value = &sv[k];
-    }
-    tv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
-    tv.type = TENSORFLOW__DATA_TYPE__DT_FLOAT;
-    tensorflow__attr_entry__init(&entries[4]);
-    entries[4].key = "tensor_type";
-    entries[4].value = &tv;
-    Tensorflow__AttrValue__ListValue keys = TENSORFLOW__ATTR_VALUE__LIST_VALUE__INIT;
-    ProtobufCBinaryData others[2] = {{3, (uint8_t *)"one"}, {3, (uint8_t *)"two"}};
-    keys.n_s = 2;
-    keys.s = others;
-    lv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
-    lv.list = &keys;
-    tensorflow__attr_entry__init(&entries[5]);
-    entries[5].key = WEFT_RECV_GROUP_ATTR;
-    entries[5].value = &lv;
-    Tensorflow__AttrValue iv = TENSORFLOW__ATTR_VALUE__INIT;
-    iv.value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
-    tensorflow__attr_entry__init(&entries[6]);
-    entries[6].key = "send_device_incarnation";
-    entries[6].value = &iv;
-    for (int k = 0; k < 7; k++) attrs[k] = &entries[k];
-    Tensorflow__NodeDef node = TENSORFLOW__NODE_DEF__INIT;
-    node.name = "r";
-    node.op = "_Recv";
-    node.device = "/job:ps/replica:0/task:0/device:CPU:0";
-    node.n_attr = 7;
-    node.attr = attrs;
-    Tensorflow__NodeDef *nodes[1] = {&node};
-    Tensorflow__GraphDef gd = TENSORFLOW__GRAPH_DEF__INIT;
-    gd.n_node = 1;
-    gd.node = nodes;
+    weft_graph_t *rg = weft_graph_new();
+    weft_graph_push_device(rg, "/job:ps/replica:0/task:0/device:CPU:0");
+    weft_op_builder_t *rb = weft_op_new(rg, "_Recv", "r");
+    weft_op_set_attr_string(rb, "tensor_name", "k:0;/job:ps/replica:0/task:0");
+    weft_op_set_attr_string(rb, "send_device", "/job:worker/replica:0/task:0/device:CPU:0");
+    weft_op_set_attr_string(rb, "recv_device", "/job:ps/replica:0/task:0/device:CPU:0");
+    weft_op_set_attr_int(rb, "send_device_incarnation", 0);
+    weft_op_set_attr_bool(rb, "client_terminated", false);
+    weft_op_set_attr_type(rb, "tensor_type", WEFT_DT_FLOAT);
+    const char *others[2] = {"one", "two"};
+    weft_op_set_attr_string_list(rb, WEFT_RECV_GROUP_ATTR, others, 2);
+    OK(weft_op_finish(rb, NULL));
+    weft_graph_pop_device(rg);
+    Tensorflow__GraphDef *gd = NULL;
+    OK(weft__graph_to_graphdef_proto(rg, &gd));
     Weft__TaskAddress peer = WEFT__TASK_ADDRESS__INIT;
     peer.task = "/job:worker/replica:0/task:0";
     peer.address = (char *)c.address[1];
     Weft__TaskAddress *peers[1] = {&peer};
     Weft__RegisterGraphRequest reg = WEFT__REGISTER_GRAPH_REQUEST__INIT;
-    reg.graph_def = &gd;
+    reg.graph_def = gd;
     reg.n_peer = 1;
     reg.peer = peers;
     bytes = weftd_frame_request(&reg.base, &empty, NULL, 0);
@@ -1073,6 +1044,8 @@ static void test_malformed_requests(void) {
                      WEFT_INVALID_ARGUMENT, "Node 'r' (_Recv): attr '_weft_recv_group' must list "
                      "2 to 64 distinct rendezvous keys, 'k:0;/job:ps/replica:0/task:0' among them");
     g_byte_array_free(bytes, TRUE);
+    tensorflow__graph_def__free_unpacked(gd, NULL);
+    weft_graph_free(rg);
   }
   Weft__RunStepRequest step = WEFT__RUN_STEP_REQUEST__INIT;
   step.session_handle = "no-such-session";
@@ -1386,14 +1359,6 @@ static void test_recv_groups_partition(void) {
   weft_graph_free(g);
 }
 
-static double fetch_one(weft_session_t *s, const char *name, int index) {
-  weft_tensor_t *out = NULL;
-  OK(weft_session_run(s, NULL, NULL, 0, &name, &out, 1, NULL, 0));
-  double v = weft_tensor_get_double(out, index);
-  weft_tensor_unref(out);
-  return v;
-}
-
 /* The graphs above, and 70 small tensors (groups of 64 and 6), run on two weftd tasks; a group
  * member that fails on the sender fails the step with the sender's error, at once. */
 static void test_recv_groups_cluster(void) {
@@ -1402,15 +1367,15 @@ static void test_recv_groups_cluster(void) {
   weft_graph_t *g = simple_group_graph();
   weft_session_t *s = weftd_remote_session(g, c.target[1]);
   for (int step = 0; step < 3; step++) {
-    g_assert_cmpfloat(fetch_one(s, "u", 3), ==, 6.0);
-    g_assert_cmpfloat(fetch_one(s, "w", 32767), ==, 1.0);
+    g_assert_cmpfloat(fetch_at(s, "u", 3), ==, 6.0);
+    g_assert_cmpfloat(fetch_at(s, "w", 32767), ==, 1.0);
   }
   weft_session_free(s);
   weft_graph_free(g);
 
   g = dependent_graph();
   s = weftd_remote_session(g, c.target[1]);
-  g_assert_cmpfloat(fetch_one(s, "y", 1), ==, 0.75);
+  g_assert_cmpfloat(fetch_at(s, "y", 1), ==, 0.75);
   weft_session_free(s);
   weft_graph_free(g);
 
@@ -1440,7 +1405,7 @@ static void test_recv_groups_cluster(void) {
     weft_graph_pop_device(g);
   }
   s = weftd_remote_session(g, c.target[1]);
-  g_assert_cmpfloat(fetch_one(s, "sum69", 0), ==, 69.0 * 70 / 2);
+  g_assert_cmpfloat(fetch_at(s, "sum69", 0), ==, 69.0 * 70 / 2);
   weft_session_free(s);
   weft_graph_free(g);
 

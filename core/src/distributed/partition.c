@@ -150,14 +150,9 @@ static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_no
     weft_node_t *first = NULL;
     if (group) {
       GPtrArray *keys = group->keys;
-      weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
-      v->u.list.n = keys->len;
-      v->u.list.s = g_new0(weft_string_t, keys->len);
-      for (guint k = 0; k < keys->len; k++) {
-        v->u.list.s[k].data = g_strdup(keys->pdata[k]);
-        v->u.list.s[k].len = strlen(keys->pdata[k]);
-      }
-      weft__attrs_set(ra, WEFT_RECV_GROUP_ATTR, v);
+      weft__attrs_set(ra, WEFT_RECV_GROUP_ATTR,
+                      weft__attr_value_new_string_list((const char *const *)keys->pdata,
+                                                       (int)keys->len));
       /* The others run after the first, which has their tensors by then: they never wait. */
       if (strcmp(keys->pdata[0], key) != 0)
         st = recv_for(ps, dst, group->first_src, group->first_index, recv_device, &first);

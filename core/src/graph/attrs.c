@@ -13,6 +13,17 @@ weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind) {
   return v;
 }
 
+weft__attr_value_t *weft__attr_value_new_string_list(const char *const *values, int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
+  v->u.list.n = (size_t)n;
+  v->u.list.s = g_new0(weft_string_t, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++) {
+    v->u.list.s[k].len = strlen(values[k]);
+    v->u.list.s[k].data = g_strdup(values[k]);
+  }
+  return v;
+}
+
 static void free_shape_list_and_tensors(weft__attr_value_t *v) {
   if (v->u.list.s) {
     for (size_t k = 0; k < v->u.list.n; k++) g_free(v->u.list.s[k].data);

@@ -390,14 +390,7 @@ void weft_op_set_attr_type_list(weft_op_builder_t *b, const char *name,
 
 void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *name,
                                   const char *const *values, int n) {
-  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_STRING);
-  v->u.list.n = (size_t)n;
-  v->u.list.s = g_new0(weft_string_t, n > 0 ? n : 1);
-  for (int k = 0; k < n; k++) {
-    v->u.list.s[k].len = strlen(values[k]);
-    v->u.list.s[k].data = g_strdup(values[k]);
-  }
-  set_attr(b, name, v);
+  set_attr(b, name, weft__attr_value_new_string_list(values, n));
 }
 
 void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,

@@ -87,6 +87,8 @@ size_t weft__attrs_packed_size(const weft_attrs_t *attrs, const struct weft__op_
  * Setting or removing an attr later gives them separate entries again. */
 weft_attrs_t *weft__attrs_pack(weft_attrs_t *attrs, void *block, const struct weft__op_def *def);
 weft__attr_value_t *weft__attr_value_new(weft__attr_kind_t kind);
+/* A list(string) value holding copies of values[0..n). */
+weft__attr_value_t *weft__attr_value_new_string_list(const char *const *values, int n);
 weft__attr_value_t *weft__attr_value_copy(const weft__attr_value_t *value);
 void weft__attr_value_free(weft__attr_value_t *value);
 /* Sorted attribute names (for stable export); the caller frees the array, not the names. */
