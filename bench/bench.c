@@ -225,6 +225,37 @@ static bool write_json(const bench_report_t *r, const char *path, weft_status_t 
   return ok;
 }
 
+/* The local device --device names, as "/device:TYPE:N": a device spec ("/device:VULKAN:0"), a
+ * type ("vulkan") or a type and ordinal ("CUDA:1"), the type in any case. NULL when no local
+ * device is that one; *known then lists them. */
+static char *resolve_device(const char *wanted, char **known) {
+  const char *short_form = g_str_has_prefix(wanted, "/device:") ? wanted + strlen("/device:")
+                                                                 : wanted;
+  char **parts = g_strsplit(short_form, ":", 3);
+  int ordinal = 0;
+  bool ok = parts[0] && *parts[0] && (!parts[1] || !parts[2]);
+  if (ok && parts[1]) {
+    char *end = NULL;
+    gint64 v = g_ascii_strtoll(parts[1], &end, 10);
+    ok = *parts[1] && end && !*end && v >= 0 && v <= G_MAXINT;
+    ordinal = (int)v;
+  }
+  char *found = NULL;
+  GString *all = g_string_new(NULL);
+  for (int k = 0; k < weft_devices_count(); k++) {
+    const weft_device_info_t *d = weft_devices_get(k);
+    char *spec = g_strdup_printf("/device:%s:%d", d->device_type, d->ordinal);
+    g_string_append_printf(all, "%s%s", all->len ? ", " : "", spec);
+    if (ok && !found && g_ascii_strcasecmp(parts[0], d->device_type) == 0 &&
+        ordinal == d->ordinal)
+      found = g_strdup(spec);
+    g_free(spec);
+  }
+  g_strfreev(parts);
+  *known = g_string_free(all, FALSE);
+  return found;
+}
+
 int weft_bench_main(int argc, char **argv) {
   char *only = NULL, *json = NULL, *device = NULL;
   gboolean quick = FALSE;
@@ -232,7 +263,8 @@ int weft_bench_main(int argc, char **argv) {
       {"only", 0, 0, G_OPTION_ARG_STRING, &only, "run only benchmarks whose name contains NAME", "NAME"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &json, "write one JSON record per benchmark to FILE", "FILE"},
       {"device", 0, 0, G_OPTION_ARG_STRING, &device,
-       "device for the kernel benchmarks (default /device:CPU:0)", "D"},
+       "device for the kernel benchmarks: /device:VULKAN:0, VULKAN, vulkan:0 (default "
+       "/device:CPU:0)", "D"},
       {"quick", 0, 0, G_OPTION_ARG_NONE, &quick, "fewer runs and smaller sizes (a smoke run)", NULL},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
@@ -251,6 +283,22 @@ int weft_bench_main(int argc, char **argv) {
     return 2;
   }
   weft_plugins_load_default();
+  if (device) {
+    char *known = NULL;
+    char *spec = resolve_device(device, &known);
+    if (!spec) {
+      fprintf(stderr, "weft bench: --device '%s' is not a device of this machine (it has: %s)\n",
+              device, *known ? known : "none");
+      g_free(known);
+      g_free(device);
+      g_free(only);
+      g_free(json);
+      return 2;
+    }
+    g_free(known);
+    g_free(device);
+    device = spec;
+  }
   bench_options_t o = {only, device ? device : "/device:CPU:0", quick, quick ? 1 : 2,
                        quick ? 3 : 7};
   bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};

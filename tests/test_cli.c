@@ -523,6 +523,80 @@ static void test_bench_json(void) {
   g_free(dir);
 }
 
+/* The record of one benchmark in a `weft bench --json` file (a new reference, or NULL). */
+static JsonObject *bench_record(const char *path, const char *name) {
+  JsonParser *parser = json_parser_new();
+  GError *error = NULL;
+  g_assert_true(json_parser_load_from_file(parser, path, &error));
+  g_assert_no_error(error);
+  JsonArray *records = json_node_get_array(json_parser_get_root(parser));
+  JsonObject *found = NULL;
+  for (guint k = 0; k < json_array_get_length(records) && !found; k++) {
+    JsonObject *rec = json_array_get_object_element(records, k);
+    if (strcmp(json_object_get_string_member(rec, "name"), name) == 0)
+      found = json_object_ref(rec);
+  }
+  g_object_unref(parser);
+  return found;
+}
+
+/* `weft bench --device` takes a device spec, a type or a type and ordinal in any case, runs the
+ * kernel rows there (a device other than the CPU is a report against the CPU baseline), and
+ * refuses a device the machine does not have, naming those it has. */
+static void test_bench_device(void) {
+  if (no_weft()) return;
+  const char *missing[] = {"bench", "--device", "tpu:0", "--only", "matmul/256", NULL};
+  run_result_t r = run_weft(missing, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "weft bench: --device 'tpu:0' is not a device of this machine (it has: ");
+  assert_contains(r.err, "/device:CPU:0");
+  run_result_clear(&r);
+  const char *bad[] = {"bench", "--device", "CPU:zero", "--only", "matmul/256", NULL};
+  r = run_weft(bad, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  assert_contains(r.err, "weft bench: --device 'CPU:zero' is not a device of this machine");
+  run_result_clear(&r);
+
+  const char *list[] = {"devices", NULL};
+  r = run_weft(list, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  bool have_vulkan = strstr(r.out, "device:VULKAN:0") != NULL;
+  run_result_clear(&r);
+  char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "bench.json", NULL);
+  const struct {
+    const char *given, *spec, *note;
+  } cases[] = {
+      {"cpu", "/device:CPU:0", "target >= 0.95x"},
+      {"Vulkan", "/device:VULKAN:0", "report: this device against the CPU"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    if (k == 1 && !have_vulkan) {
+      g_test_message("no Vulkan device here (lavapipe missing?): its case is left out");
+      continue;
+    }
+    const char *args[] = {"bench", "--quick", "--device", cases[k].given, "--only", "matmul/256",
+                          "--json", path, NULL};
+    r = run_weft(args, NULL);
+    g_test_message("stdout: %s\nstderr: %s", r.out, r.err);
+    g_assert_cmpint(r.exit_code, ==, 0);
+    JsonObject *rec = bench_record(path, "matmul/256");
+    g_assert_nonnull(rec);
+    g_assert_false(json_object_get_boolean_member(rec, "skipped"));
+    char *want = g_strdup_printf("device=%s", cases[k].spec);
+    assert_contains(json_object_get_string_member(rec, "parameters"), want);
+    g_free(want);
+    g_assert_cmpstr(json_object_get_string_member(rec, "note"), ==, cases[k].note);
+    g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
+    json_object_unref(rec);
+    run_result_clear(&r);
+  }
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+}
+
 /* The placement example (what scripts/demo.sh runs): its results and its placement log. */
 static void test_example_placement(void) {
   const char *exe = WEFT_BUILD_DIR "/examples/placement";
@@ -615,5 +689,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/example/placement", test_example_placement);
   g_test_add_func("/cli/bench/json", test_bench_json);
   g_test_add_func("/cli/bench/remote", test_bench_remote);
+  g_test_add_func("/cli/bench/device", test_bench_device);
   return g_test_run();
 }
