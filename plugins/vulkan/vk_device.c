@@ -93,6 +93,13 @@ struct weft_vk_device {
   VkPipelineLayout pipe_layout;
   VkPipelineCache pipe_cache;
   VkPipeline pipelines[VK_SH_COUNT];
+  /* Pipelines of the specialized shaders, one per (shader, op, dtype) dispatched so far. */
+  struct spec_pipe {
+    weft_vk_shader_t shader;
+    uint32_t op, dtype;
+    VkPipeline pipe;
+  } *spec_pipes;
+  size_t n_spec_pipes;
   slot_t slots[N_SLOTS];
   int cur;
   uint32_t device_type, host_type; /* memory type indices */
@@ -535,6 +542,11 @@ static void destroy_objects(weft_vk_device_t *dev) {
   for (int i = 0; i < VK_SH_COUNT; i++)
     if (dev->pipelines[i] != VK_NULL_HANDLE)
       weft__vkf.DestroyPipeline(dev->device, dev->pipelines[i], NULL);
+  for (size_t i = 0; i < dev->n_spec_pipes; i++)
+    weft__vkf.DestroyPipeline(dev->device, dev->spec_pipes[i].pipe, NULL);
+  free(dev->spec_pipes);
+  dev->spec_pipes = NULL;
+  dev->n_spec_pipes = 0;
   for (weft_vulkan_pipeline_t *f = dev->foreign; f != NULL; f = f->next) {
     if (f->pipe != VK_NULL_HANDLE) weft__vkf.DestroyPipeline(dev->device, f->pipe, NULL);
     f->pipe = VK_NULL_HANDLE;
@@ -1032,7 +1044,8 @@ weft_status_t *weft__vk_fill(weft_vk_device_t *dev, void *dst, size_t nbytes, ui
  * returns the VkResult and names the call that failed in *failed (the callers word the error:
  * a built-in shader is the plugin's fault, an SDK user's module is the caller's). */
 static VkResult create_compute_pipeline(weft_vk_device_t *dev, const uint32_t *code, size_t size,
-                                        VkPipeline *out, const char **failed) {
+                                        const VkSpecializationInfo *spec, VkPipeline *out,
+                                        const char **failed) {
   *out = VK_NULL_HANDLE;
   VkShaderModuleCreateInfo mi;
   memset(&mi, 0, sizeof mi);
@@ -1052,6 +1065,7 @@ static VkResult create_compute_pipeline(weft_vk_device_t *dev, const uint32_t *c
   pi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pi.stage.module = module;
   pi.stage.pName = "main";
+  pi.stage.pSpecializationInfo = spec;
   pi.layout = dev->pipe_layout;
   r = weft__vkf.CreateComputePipelines(dev->device, dev->pipe_cache, 1, &pi, NULL, out);
   weft__vkf.DestroyShaderModule(dev->device, module, NULL);
@@ -1064,22 +1078,52 @@ static VkResult create_compute_pipeline(weft_vk_device_t *dev, const uint32_t *c
   return VK_SUCCESS;
 }
 
-static weft_status_t *pipeline(weft_vk_device_t *dev, weft_vk_shader_t shader, VkPipeline *out) {
-  if (dev->pipelines[shader] != VK_NULL_HANDLE) {
+/* The shaders whose op and dtype are specialization constants (see weft__vk_dispatch_op). */
+static bool specialized(weft_vk_shader_t shader) {
+  return shader == VK_SH_UNARY || shader == VK_SH_BINARY || shader == VK_SH_REDUCE_ROWS ||
+         shader == VK_SH_REDUCE_COLS;
+}
+
+/* The pipeline of `shader`; with spec (op and dtype, for a specialized shader) the pipeline of
+ * that pair. Caller holds dev->lock. */
+static weft_status_t *pipeline(weft_vk_device_t *dev, weft_vk_shader_t shader,
+                               const uint32_t spec[2], VkPipeline *out) {
+  if (spec == NULL && dev->pipelines[shader] != VK_NULL_HANDLE) {
     *out = dev->pipelines[shader];
     return NULL;
+  }
+  for (size_t i = 0; spec != NULL && i < dev->n_spec_pipes; i++) {
+    const struct spec_pipe *sp = &dev->spec_pipes[i];
+    if (sp->shader == shader && sp->op == spec[0] && sp->dtype == spec[1]) {
+      *out = sp->pipe;
+      return NULL;
+    }
   }
   const weft_vk_spirv_t *code = weft__vk_shader_code(shader);
   if (code == NULL)
     return vk_status(dev, WEFT_INTERNAL, "shader '%s' is missing from this build of the plugin",
                      weft__vk_shader_name(shader));
+  static const VkSpecializationMapEntry entries[2] = {{0, 0, sizeof(uint32_t)},
+                                                      {1, sizeof(uint32_t), sizeof(uint32_t)}};
+  VkSpecializationInfo info = {2, entries, 2 * sizeof(uint32_t), spec};
+  struct spec_pipe *grown = NULL;
+  if (spec != NULL) {
+    grown = realloc(dev->spec_pipes, (dev->n_spec_pipes + 1) * sizeof *grown);
+    if (grown == NULL) return vk_status(dev, WEFT_RESOURCE_EXHAUSTED, "out of host memory");
+    dev->spec_pipes = grown;
+  }
   const char *failed = NULL;
-  VkResult r = create_compute_pipeline(dev, code->code, code->size, &dev->pipelines[shader],
+  VkPipeline made = VK_NULL_HANDLE;
+  VkResult r = create_compute_pipeline(dev, code->code, code->size, spec ? &info : NULL, &made,
                                        &failed);
   if (r != VK_SUCCESS)
     return vk_status(dev, WEFT_INTERNAL, "%s(%s): %s", failed, code->name,
                      weft__vk_result_name(r));
-  *out = dev->pipelines[shader];
+  if (spec != NULL)
+    dev->spec_pipes[dev->n_spec_pipes++] = (struct spec_pipe){shader, spec[0], spec[1], made};
+  else
+    dev->pipelines[shader] = made;
+  *out = made;
   return NULL;
 }
 
@@ -1157,22 +1201,38 @@ static weft_status_t *record_dispatch(weft_vk_device_t *dev, VkPipeline pipe, co
   return after_record(dev, s);
 }
 
-weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader, const void *push,
-                                 uint32_t push_size, void *const *bufs, int n_bufs, uint32_t gx,
-                                 uint32_t gy, uint32_t gz) {
+static weft_status_t *dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader,
+                              const uint32_t spec[2], const void *push, uint32_t push_size,
+                              void *const *bufs, int n_bufs, uint32_t gx, uint32_t gy,
+                              uint32_t gz) {
   if (gx == 0 || gy == 0 || gz == 0) return NULL;
   if (push_size > VK_MAX_PUSH || push_size % 4 != 0 || n_bufs > VK_MAX_BINDINGS || (int)shader < 0 ||
-      shader >= VK_SH_COUNT)
-    return vk_status(dev, WEFT_INTERNAL, "bad dispatch of shader %d (%u push bytes, %d buffers)",
-                     (int)shader, push_size, n_bufs);
+      shader >= VK_SH_COUNT || specialized(shader) != (spec != NULL))
+    return vk_status(dev, WEFT_INTERNAL, "bad dispatch of shader %d (%u push bytes, %d buffers%s)",
+                     (int)shader, push_size, n_bufs,
+                     spec != NULL ? ", op and dtype" : "");
   const weft_vk_mem_t *mems[VK_MAX_BINDINGS] = {NULL};
   for (int i = 0; i < n_bufs; i++) mems[i] = bufs[i];
   pthread_mutex_lock(&dev->lock);
   VkPipeline pipe = VK_NULL_HANDLE;
-  weft_status_t *st = unusable(dev) ? lost_status(dev) : pipeline(dev, shader, &pipe);
+  weft_status_t *st = unusable(dev) ? lost_status(dev) : pipeline(dev, shader, spec, &pipe);
   if (st == NULL) st = record_dispatch(dev, pipe, push, push_size, mems, gx, gy, gz);
   pthread_mutex_unlock(&dev->lock);
   return st;
+}
+
+weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader, const void *push,
+                                 uint32_t push_size, void *const *bufs, int n_bufs, uint32_t gx,
+                                 uint32_t gy, uint32_t gz) {
+  return dispatch(dev, shader, NULL, push, push_size, bufs, n_bufs, gx, gy, gz);
+}
+
+weft_status_t *weft__vk_dispatch_op(weft_vk_device_t *dev, weft_vk_shader_t shader, uint32_t op,
+                                    uint32_t dtype, const void *push, uint32_t push_size,
+                                    void *const *bufs, int n_bufs, uint32_t gx, uint32_t gy,
+                                    uint32_t gz) {
+  const uint32_t spec[2] = {op, dtype};
+  return dispatch(dev, shader, spec, push, push_size, bufs, n_bufs, gx, gy, gz);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1213,7 +1273,7 @@ weft_status_t *weft__vk_lookup(weft_vk_device_t *dev, const void *ptr, const cha
 
 static weft_status_t *foreign_create(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f) {
   const char *failed = NULL;
-  VkResult r = create_compute_pipeline(dev, f->code, f->size, &f->pipe, &failed);
+  VkResult r = create_compute_pipeline(dev, f->code, f->size, NULL, &f->pipe, &failed);
   if (r == VK_SUCCESS) return NULL;
   if (strcmp(failed, "vkCreateShaderModule") == 0)
     return vk_status(dev, WEFT_INVALID_ARGUMENT,

@@ -211,6 +211,13 @@ uint64_t weft__vk_max_binding(const weft_vk_device_t *dev);
 weft_status_t *weft__vk_dispatch(weft_vk_device_t *dev, weft_vk_shader_t shader, const void *push,
                                  uint32_t push_size, void *const *bufs, int n_bufs, uint32_t gx,
                                  uint32_t gy, uint32_t gz);
+/* The same for the shaders that take their op and dtype (VK_DT_*) as specialization constants
+ * (SPEC_OP, SPEC_DTYPE: unary, binary and the reductions): the pipeline of that pair, made on
+ * first use and kept with the device. weft__vk_dispatch refuses those shaders. */
+weft_status_t *weft__vk_dispatch_op(weft_vk_device_t *dev, weft_vk_shader_t shader, uint32_t op,
+                                    uint32_t dtype, const void *push, uint32_t push_size,
+                                    void *const *bufs, int n_bufs, uint32_t gx, uint32_t gy,
+                                    uint32_t gz);
 /* ---- What the device services (vk_services.c) lend other plugins' kernels ---- */
 
 VkDevice weft__vk_device_handle(const weft_vk_device_t *dev);

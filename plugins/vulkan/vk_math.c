@@ -83,8 +83,8 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   if (op->param != NULL) p.alpha = weft__vk_attr_float(ctx, op->param, op->param_default);
   void *bufs[2] = {x.data, y.data};
   uint64_t items = out_bool ? ((uint64_t)x.num_elements + 3) / 4 : (uint64_t)x.num_elements;
-  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_UNARY, &p, sizeof p, bufs, 2,
-                           weft__vk_groups(ctx, items), 1, 1);
+  return weft__vk_dispatch_op(weft__vk_ctx_device(ctx), VK_SH_UNARY, p.op, p.dtype, &p,
+                              sizeof p, bufs, 2, weft__vk_groups(ctx, items), 1, 1);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -121,8 +121,8 @@ weft_status_t *weft__vk_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
   }
   void *bufs[3] = {x, y, z};
   uint64_t items = op >= VK_BIN_FIRST_BOOL_OUT ? ((uint64_t)p.n + 3) / 4 : (uint64_t)p.n;
-  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_BINARY, &p, sizeof p, bufs, 3,
-                           weft__vk_groups(ctx, items), 1, 1);
+  return weft__vk_dispatch_op(weft__vk_ctx_device(ctx), VK_SH_BINARY, p.op, p.dtype, &p,
+                              sizeof p, bufs, 3, weft__vk_groups(ctx, items), 1, 1);
 }
 
 static weft_status_t *bcast2(weft_kernel_ctx_t *ctx, weft_vk_bcast_t *bc,

@@ -143,15 +143,16 @@ static weft_status_t *reduce_rows(weft_kernel_ctx_t *ctx, const red_op_t *op, we
                      (float)count, 0};
     void *bufs[2] = {x, y};
     uint64_t items = dtype == WEFT_DT_BOOL ? ((uint64_t)rows + 3) / 4 : (uint64_t)rows;
-    return weft__vk_dispatch(dev, VK_SH_REDUCE_COLS, &p, sizeof p, bufs, 2,
-                             weft__vk_groups(ctx, items), 1, 1);
+    return weft__vk_dispatch_op(dev, VK_SH_REDUCE_COLS, p.op, p.dtype, &p, sizeof p, bufs, 2,
+                                weft__vk_groups(ctx, items), 1, 1);
   }
   rows_push_t p = {(uint32_t)rows, (uint32_t)len, op->code, (uint32_t)weft__vk_dt(dtype),
                    (float)count};
   uint32_t max = weft__vk_max_groups(dev);
   uint32_t groups = rows > (int64_t)max ? max : (uint32_t)rows;
   void *bufs[2] = {x, y};
-  return weft__vk_dispatch(dev, VK_SH_REDUCE_ROWS, &p, sizeof p, bufs, 2, groups, 1, 1);
+  return weft__vk_dispatch_op(dev, VK_SH_REDUCE_ROWS, p.op, p.dtype, &p, sizeof p, bufs, 2,
+                              groups, 1, 1);
 }
 
 static weft_status_t *reduce_cols(weft_kernel_ctx_t *ctx, const red_op_t *op, weft_dtype_t dtype,
@@ -162,8 +163,8 @@ static weft_status_t *reduce_cols(weft_kernel_ctx_t *ctx, const red_op_t *op, we
   void *bufs[2] = {x, y};
   uint64_t outs = (uint64_t)outer * (uint64_t)inner;
   uint64_t items = dtype == WEFT_DT_BOOL ? (outs + 3) / 4 : outs;
-  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_REDUCE_COLS, &p, sizeof p, bufs, 2,
-                           weft__vk_groups(ctx, items), 1, 1);
+  return weft__vk_dispatch_op(weft__vk_ctx_device(ctx), VK_SH_REDUCE_COLS, p.op, p.dtype,
+                              &p, sizeof p, bufs, 2, weft__vk_groups(ctx, items), 1, 1);
 }
 
 /* The identity of a reduction, written to every output when nothing is reduced into it. */
@@ -250,8 +251,9 @@ static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
                    is_max ? VK_RED_ARGMAX : VK_RED_ARGMIN, (uint32_t)weft__vk_dt(x->dtype), 0.0f,
                    out_dtype == WEFT_DT_INT64};
   void *bufs[2] = {x->data, y.data};
-  return weft__vk_dispatch(weft__vk_ctx_device(ctx), VK_SH_REDUCE_COLS, &p, sizeof p, bufs, 2,
-                           weft__vk_groups(ctx, (uint64_t)(a.outer * a.inner)), 1, 1);
+  return weft__vk_dispatch_op(weft__vk_ctx_device(ctx), VK_SH_REDUCE_COLS, p.op, p.dtype,
+                              &p, sizeof p, bufs, 2,
+                              weft__vk_groups(ctx, (uint64_t)(a.outer * a.inner)), 1, 1);
 }
 
 static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {

@@ -9,12 +9,16 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
+// The op and dtype are specialization constants (one pipeline per pair, made on first use): a
+// switch over a run-time value kept every case in the compiled shader, and lavapipe ran them all.
+layout(constant_id = 0) const uint SPEC_OP = 0u;
+layout(constant_id = 1) const uint SPEC_DTYPE = 0u;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer Z { uint z[]; };
 layout(push_constant) uniform P {
   uint n;      // output elements
-  uint op;
+  uint op;     // also SPEC_OP, which the shader reads
   uint dtype;  // of the operands
   uint rank;   // collapsed dims
   float alpha;
@@ -42,7 +46,7 @@ void offsets(uint i, out uint oa, out uint ob) {
 }
 
 float binary_f(float x, float y) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_BIN_ADD: return x + y;
     case VK_BIN_SUB: return x - y;
     case VK_BIN_MUL: return x * y;
@@ -71,7 +75,7 @@ float binary_f(float x, float y) {
 }
 
 int binary_i(int x, int y) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_BIN_ADD: return x + y;  // GLSL integer arithmetic wraps
     case VK_BIN_SUB: return x - y;
     case VK_BIN_MUL: return x * y;
@@ -85,7 +89,7 @@ int binary_i(int x, int y) {
 }
 
 bool compare_f(float x, float y) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_BIN_EQ: return x == y;
     case VK_BIN_NE: return !(x == y);
     case VK_BIN_LT: return x < y;
@@ -97,7 +101,7 @@ bool compare_f(float x, float y) {
 }
 
 bool compare_i(int x, int y) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_BIN_EQ: return x == y;
     case VK_BIN_NE: return x != y;
     case VK_BIN_LT: return x < y;
@@ -109,7 +113,7 @@ bool compare_i(int x, int y) {
 }
 
 bool compare_b(bool x, bool y) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_BIN_EQ: return x == y;
     case VK_BIN_NE: return x != y;
     case VK_BIN_AND: return x && y;
@@ -121,15 +125,15 @@ bool compare_b(bool x, bool y) {
 bool bool_result(uint i) {
   uint oa, ob;
   offsets(i, oa, ob);
-  if (p.dtype == VK_DT_BOOL)
+  if (SPEC_DTYPE == VK_DT_BOOL)
     return compare_b(get_byte(a[oa >> 2], oa & 3u) != 0u, get_byte(b[ob >> 2], ob & 3u) != 0u);
-  if (p.dtype == VK_DT_I32) return compare_i(int(a[oa]), int(b[ob]));
+  if (SPEC_DTYPE == VK_DT_I32) return compare_i(int(a[oa]), int(b[ob]));
   return compare_f(uintBitsToFloat(a[oa]), uintBitsToFloat(b[ob]));
 }
 
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  if (p.op >= VK_BIN_FIRST_BOOL_OUT) {
+  if (SPEC_OP >= VK_BIN_FIRST_BOOL_OUT) {
     uint words = (p.n + 3u) / 4u;
     for (uint w = gl_GlobalInvocationID.x; w < words; w += stride) {
       uint packed = 0u;
@@ -144,7 +148,7 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     uint oa, ob;
     offsets(i, oa, ob);
-    if (p.dtype == VK_DT_I32)
+    if (SPEC_DTYPE == VK_DT_I32)
       z[i] = uint(binary_i(int(a[oa]), int(b[ob])));
     else
       z[i] = floatBitsToUint(binary_f(uintBitsToFloat(a[oa]), uintBitsToFloat(b[ob])));

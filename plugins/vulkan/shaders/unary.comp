@@ -7,17 +7,21 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
+// The op and dtype are specialization constants (one pipeline per pair, made on first use): a
+// switch over a run-time value kept every case in the compiled shader, and lavapipe ran them all.
+layout(constant_id = 0) const uint SPEC_OP = 0u;
+layout(constant_id = 1) const uint SPEC_DTYPE = 0u;
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
 layout(push_constant) uniform P {
   uint n;      // elements
-  uint op;
+  uint op;     // also SPEC_OP, which the shader reads
   uint dtype;  // VK_DT_F32 or VK_DT_I32 (bool for LogicalNot)
   float alpha; // LeakyRelu
 } p;
 
 float unary_f(float a) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_UN_NEG: return -a;
     case VK_UN_ABS: return abs(a);
     case VK_UN_SQUARE: return a * a;
@@ -62,7 +66,7 @@ float unary_f(float a) {
 }
 
 int unary_i(int a) {
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_UN_NEG: return -a;  // wraps at INT_MIN, like two's complement
     case VK_UN_ABS: return a < 0 ? -a : a;
     case VK_UN_SQUARE: return a * a;
@@ -75,9 +79,9 @@ int unary_i(int a) {
 }
 
 bool unary_b(uint i) {
-  if (p.op == VK_UN_LOGICAL_NOT) return get_byte(x[i >> 2], i & 3u) == 0u;
+  if (SPEC_OP == VK_UN_LOGICAL_NOT) return get_byte(x[i >> 2], i & 3u) == 0u;
   float a = uintBitsToFloat(x[i]);
-  switch (p.op) {
+  switch (SPEC_OP) {
     case VK_UN_ISNAN: return f_isnan(a);
     case VK_UN_ISINF: return f_isinf(a);
     case VK_UN_ISFINITE: return !f_isnan(a) && !f_isinf(a);
@@ -87,7 +91,7 @@ bool unary_b(uint i) {
 
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  if (p.op >= VK_UN_FIRST_BOOL_OUT) {
+  if (SPEC_OP >= VK_UN_FIRST_BOOL_OUT) {
     uint words = (p.n + 3u) / 4u;
     for (uint w = gl_GlobalInvocationID.x; w < words; w += stride) {
       uint packed = 0u;
@@ -100,7 +104,7 @@ void main() {
     return;
   }
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    if (p.dtype == VK_DT_I32)
+    if (SPEC_DTYPE == VK_DT_I32)
       y[i] = uint(unary_i(int(x[i])));
     else
       y[i] = floatBitsToUint(unary_f(uintBitsToFloat(x[i])));
