@@ -33,25 +33,47 @@ static void summarise(double *values, int n, bench_stats_t *out) {
   out->median = (n % 2) ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-static bool measure_once(bench_body_fn body, void *arg, double scale, bool throughput,
+/* A run lasts at least this long: a body of a fraction of a millisecond (matmul/256) timed once
+ * per run is at the mercy of one timer interrupt or one descheduling. */
+#define BENCH_MIN_RUN_SECONDS 0.02
+#define BENCH_MAX_CALLS_PER_RUN 1000
+
+/* One run: `calls` calls of body, each timing itself; the value is of their mean. */
+static bool measure_once(bench_body_fn body, void *arg, int calls, double scale, bool throughput,
                          double *value, weft_status_t **error) {
-  double seconds = body(arg, error);
-  if (seconds < 0) return false;
+  double seconds = 0;
+  for (int k = 0; k < calls; k++) {
+    double one = body(arg, error);
+    if (one < 0) return false;
+    seconds += one;
+  }
+  seconds /= calls;
   if (seconds < 1e-12) seconds = 1e-12;
   *value = throughput ? scale / seconds : seconds * scale;
   return true;
 }
 
+/* Calls per run so that a run of a body that took `seconds` (its last warm-up call) lasts
+ * BENCH_MIN_RUN_SECONDS. */
+static int calls_for(double seconds) {
+  if (seconds >= BENCH_MIN_RUN_SECONDS) return 1;
+  double calls = BENCH_MIN_RUN_SECONDS / (seconds > 1e-9 ? seconds : 1e-9);
+  return calls >= BENCH_MAX_CALLS_PER_RUN ? BENCH_MAX_CALLS_PER_RUN : (int)calls + 1;
+}
+
 bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
                    bool throughput, bench_stats_t *out, weft_status_t **error) {
+  double last = BENCH_MIN_RUN_SECONDS;
   for (int k = 0; k < o->warmup; k++) {
-    if (body(arg, error) < 0) return false;
+    if ((last = body(arg, error)) < 0) return false;
   }
+  int calls = o->warmup > 0 ? calls_for(last) : 1;
   double *values = g_new(double, o->runs);
   bool ok = true;
   for (int k = 0; ok && k < o->runs; k++)
-    ok = measure_once(body, arg, scale, throughput, &values[k], error);
+    ok = measure_once(body, arg, calls, scale, throughput, &values[k], error);
   if (ok) summarise(values, o->runs, out);
+  out->calls_per_run = calls;
   g_free(values);
   return ok;
 }
@@ -59,26 +81,31 @@ bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, doub
 bool bench_measure_pair(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
                         bench_body_fn base_body, void *base_arg, double scale, bool throughput,
                         bench_stats_t *weft, bench_stats_t *base, weft_status_t **error) {
+  double weft_last = BENCH_MIN_RUN_SECONDS, base_last = BENCH_MIN_RUN_SECONDS;
   for (int k = 0; k < o->warmup; k++) {
-    if (weft_body(weft_arg, error) < 0 || base_body(base_arg, error) < 0) return false;
+    if ((weft_last = weft_body(weft_arg, error)) < 0 || (base_last = base_body(base_arg, error)) < 0)
+      return false;
   }
+  /* Both sides make the same number of calls per run, sized by the slower of the two. */
+  int calls = o->warmup > 0 ? calls_for(weft_last > base_last ? weft_last : base_last) : 1;
   double *w = g_new(double, o->runs), *b = g_new(double, o->runs);
   bool ok = true;
   /* Alternating, and swapping which side goes first each round, so that a machine getting
    * busier or quieter during the row weighs on both sides alike. */
   for (int k = 0; ok && k < o->runs; k++) {
     if (k % 2 == 0) {
-      ok = measure_once(weft_body, weft_arg, scale, throughput, &w[k], error) &&
-           measure_once(base_body, base_arg, scale, throughput, &b[k], error);
+      ok = measure_once(weft_body, weft_arg, calls, scale, throughput, &w[k], error) &&
+           measure_once(base_body, base_arg, calls, scale, throughput, &b[k], error);
     } else {
-      ok = measure_once(base_body, base_arg, scale, throughput, &b[k], error) &&
-           measure_once(weft_body, weft_arg, scale, throughput, &w[k], error);
+      ok = measure_once(base_body, base_arg, calls, scale, throughput, &b[k], error) &&
+           measure_once(weft_body, weft_arg, calls, scale, throughput, &w[k], error);
     }
   }
   if (ok) {
     summarise(w, o->runs, weft);
     summarise(b, o->runs, base);
   }
+  weft->calls_per_run = base->calls_per_run = calls;
   g_free(w);
   g_free(b);
   return ok;
@@ -168,8 +195,9 @@ static void print_table(const bench_report_t *r) {
 }
 
 static void json_stats(GString *s, const char *key, const bench_stats_t *st) {
-  g_string_append_printf(s, "\"%s\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, \"runs\": %d}",
-                         key, st->median, st->min, st->max, st->runs);
+  g_string_append_printf(s, "\"%s\": {\"median\": %.9g, \"min\": %.9g, \"max\": %.9g, "
+                         "\"runs\": %d, \"calls_per_run\": %d}", key, st->median, st->min,
+                         st->max, st->runs, st->calls_per_run > 0 ? st->calls_per_run : 1);
 }
 
 static void json_string(GString *s, const char *v) {

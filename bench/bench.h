@@ -21,6 +21,8 @@ typedef struct bench_options {
 typedef struct bench_stats {
   double min, median, max;
   int runs;
+  int calls_per_run; /* calls of the body each run averages (short bodies are called several
+                        times so that a run lasts about 20 ms); 0 counts as 1 */
 } bench_stats_t;
 
 typedef struct bench_result {
@@ -41,8 +43,10 @@ typedef struct bench_report bench_report_t;
  * *error set). */
 typedef double (*bench_body_fn)(void *arg, weft_status_t **error);
 
-/* Runs body warmup + runs times and summarises the repetitions as value = scale / seconds
- * (throughput) or value = seconds * scale (latency) depending on `throughput`. */
+/* Runs body warmup times, then `runs` runs, and summarises the runs as value = scale / seconds
+ * (throughput) or value = seconds * scale (latency) depending on `throughput`. A run calls body
+ * often enough to last about 20 ms (judged from the last warm-up call; one call when there is
+ * no warm-up) and takes the mean of its calls' seconds. */
 bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, double scale,
                    bool throughput, bench_stats_t *out, weft_status_t **error);
 

@@ -207,8 +207,8 @@ static void bench_peak_memory(const bench_options_t *o, bench_report_t *r) {
      * growth of the process's peak RSS is reported beside it. */
     double tensor = (double)n * sizeof(float);
     double used = (double)(live_peak - live_before);
-    bench_stats_t weft = {used, used, used, 1};
-    bench_stats_t base = {tensor, tensor, tensor, 1};
+    bench_stats_t weft = {used, used, used, 1, 1};
+    bench_stats_t base = {tensor, tensor, tensor, 1, 1};
     char rss[96] = "peak RSS not readable";
     if (reset && before >= 0 && peak >= 0) {
       g_snprintf(rss, sizeof rss, "peak RSS grew %.2f tensors",

@@ -506,6 +506,8 @@ static void test_bench_json(void) {
     g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
     JsonObject *runs = json_object_get_object_member(rec, "weft_runs");
     g_assert_cmpint(json_object_get_int_member(runs, "runs"), ==, 3);
+    /* A short body is called several times per run (about 20 ms each); never zero times. */
+    g_assert_cmpint(json_object_get_int_member(runs, "calls_per_run"), >=, 1);
     g_assert_cmpfloat(json_object_get_double_member(runs, "min"), <=,
                       json_object_get_double_member(runs, "max"));
   }
