@@ -186,34 +186,51 @@ typedef void (*sgemm_fn)(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE,
                          const float, const float *, const blasint, const float *, const blasint,
                          const float, float *, const blasint);
 
+typedef void (*set_threads_fn)(int);
+
 /* The OpenBLAS the CPU plugin uses, opened at run time rather than linked: a library linked
  * into this program would pick its kernels before libweft could ask for the CPU's best ones
  * (OPENBLAS_CORETYPE, plugin/loader.c), and the baseline would then run other kernels than
- * the plugin's. NULL and *error when it cannot be opened. */
-static sgemm_fn openblas_sgemm(weft_status_t **error) {
+ * the plugin's. NULL and *error when it cannot be opened. *set_threads: its
+ * openblas_set_num_threads. */
+static sgemm_fn openblas_sgemm(set_threads_fn *set_threads, weft_status_t **error) {
   static sgemm_fn fn;
+  static set_threads_fn threads_fn;
   static char *why;
   static gsize once;
   if (g_once_init_enter(&once)) {
     void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (lib) fn = (sgemm_fn)dlsym(lib, "cblas_sgemm");
-    if (!fn) why = g_strdup_printf("cannot open OpenBLAS's cblas_sgemm: %s", dlerror());
+    if (lib) {
+      fn = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+      threads_fn = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
+    }
+    if (!fn || !threads_fn) {
+      why = g_strdup_printf("cannot open OpenBLAS's cblas_sgemm and openblas_set_num_threads: %s",
+                            dlerror());
+      fn = NULL;
+    }
     g_once_init_leave(&once, 1);
   }
   if (!fn) *error = weft_status_new(WEFT_NOT_FOUND, "%s", why);
+  *set_threads = threads_fn;
   return fn;
 }
 
 typedef struct gemm_args {
   sgemm_fn sgemm;
+  set_threads_fn set_threads;
   const float *a, *b;
   float *c;
   int n;
 } gemm_args_t;
 
+/* The baseline is OpenBLAS as a program calling it directly gets it: a thread per core. The
+ * library is the plugin's own, whose kernels set its thread count per call (one for small
+ * GEMMs, plugins/cpu/cpu_matmul.c), so the baseline sets it back first, untimed. */
 static double run_sgemm(void *arg, weft_status_t **error) {
   (void)error;
   gemm_args_t *g = arg;
+  g->set_threads((int)g_get_num_processors());
   double t0 = bench_now();
   g->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
            g->n, 0.0f, g->c, g->n);
@@ -230,10 +247,11 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
   weft_status_t *st = op_case_new(o, "MatMul", ins, 2, NULL, NULL, &c);
   double flops = 2.0 * n * (double)n * n * 1e-9;
   bench_stats_t weft = {0}, base = {0};
-  sgemm_fn sgemm = st ? NULL : openblas_sgemm(&st);
+  set_threads_fn set_threads = NULL;
+  sgemm_fn sgemm = st ? NULL : openblas_sgemm(&set_threads, &st);
   if (!st) {
     float *out = g_new(float, (size_t)n * (size_t)n);
-    gemm_args_t g = {sgemm, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
+    gemm_args_t g = {sgemm, set_threads, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
     bench_measure_pair(o, run_op_case, &c, run_sgemm, &g, flops, true, &weft, &base, &st);
     g_free(out);
   }

@@ -919,8 +919,10 @@ static void naive_matmul(const double *a, const double *b, int64_t m, int64_t k,
 }
 
 static void test_matmul(void) {
+  /* {m, k, n}; the last is above the size from which OpenBLAS runs on its own threads
+   * (2^24 multiply-adds, plugins/cpu/cpu_matmul.c), the others below it. */
   static const int64_t sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {4, 0, 3}, {0, 3, 2},
-                                     {128, 64, 96}};
+                                     {128, 64, 96}, {512, 64, 520}};
   static const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                         WEFT_DT_INT64};
   for (size_t di = 0; di < G_N_ELEMENTS(dtypes); di++) {

@@ -3,7 +3,6 @@
  * with wrapping arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool
  * (dividing by the in-bounds count, TensorFlow's SAME semantics) and MirrorPad (REFLECT and
  * SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID and EXPLICIT padding; Conv2D dilations. */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -315,14 +314,9 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
           }
         continue;
       }
-      if (dbl)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)pixels, (int)mg, (int)k, 1.0,
-                    (const double *)cols, (int)k, (const double *)fin + grp * mg, (int)m, 0.0,
-                    (double *)yout + n * pixels * m + grp * mg, (int)m);
-      else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)pixels, (int)mg, (int)k, 1.0f,
-                    (const float *)cols, (int)k, (const float *)fin + grp * mg, (int)m, 0.0f,
-                    (float *)yout + n * pixels * m + grp * mg, (int)m);
+      weft__cpu_blas_gemm(ctx, dbl, false, false, pixels, mg, k, cols, k,
+                          (const char *)fin + (size_t)(grp * mg) * es, m,
+                          (char *)yout + (size_t)(n * pixels * m + grp * mg) * es, m);
     }
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t p = 0; p < pixels; p++)

@@ -144,6 +144,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   *plugin_state = NULL;
   weft_status_t *err = NULL;
   if (!weft_pc_init(host, registrar, "CPU plugin", &err)) return err;
+  weft__cpu_blas_init(); /* each GEMM then sets OpenBLAS's threads for itself */
   CPU_TRY(registrar->register_backend(registrar->ctx, &cpu_backend));
   CPU_TRY(weft__cpu_register_state(registrar));
   CPU_TRY(weft__cpu_register_elementwise(registrar));
