@@ -251,7 +251,8 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
   sgemm_fn sgemm = st ? NULL : openblas_sgemm(&set_threads, &st);
   if (!st) {
     float *out = g_new(float, (size_t)n * (size_t)n);
-    gemm_args_t g = {sgemm, set_threads, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, n};
+    gemm_args_t g = {sgemm, set_threads, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out,
+                     n};
     bench_measure_pair(o, run_op_case, &c, run_sgemm, &g, flops, true, &weft, &base, &st);
     g_free(out);
   }

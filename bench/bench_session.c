@@ -127,7 +127,8 @@ static void add_build_row(bench_report_t *r, const char *name, const build_args_
 static void bench_build(const bench_options_t *o, bench_report_t *r) {
   int sizes[3] = {10000, 100000, 1000000};
   char names[3][64];
-  for (int k = 0; k < 3; k++) g_snprintf(names[k], sizeof names[k], "graph_build_place/%d", sizes[k]);
+  for (int k = 0; k < 3; k++)
+    g_snprintf(names[k], sizeof names[k], "graph_build_place/%d", sizes[k]);
   bench_options_t few = *o;
   few.warmup = 0;
   few.runs = o->quick ? 1 : 5;
@@ -149,7 +150,8 @@ static void bench_build(const bench_options_t *o, bench_report_t *r) {
   weft_status_t *st = NULL;
   if (!bench_measure_pair(&few, run_build, &small, run_build, &big, 1.0, false, &small_stats,
                           &big_stats, &st)) {
-    bench_add_failure(r, names[1], weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
+    bench_add_failure(r, names[1],
+                      weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
     bench_add_failure(r, names[2], st);
     return;
   }

@@ -136,9 +136,8 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 
 /* C[m,n] (row stride ldc) = op(A) op(B) in float32 (dbl: float64), row-major, with OpenBLAS on
  * as many threads as the intra-op pool has (or OPENBLAS_NUM_THREADS says) when large, else on
- * this thread alone (cpu_matmul.c). A is
- * [m,k] (ta: [k,m]) with row stride lda, B is [k,n] (tb: [n,k]) with row stride ldb; the
- * dimensions fit in int (the caller checks). */
+ * this thread alone (cpu_matmul.c). A is [m,k] (ta: [k,m]) with row stride lda, B is [k,n]
+ * (tb: [n,k]) with row stride ldb; the dimensions fit in int (the caller checks). */
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);

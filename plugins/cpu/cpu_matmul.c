@@ -79,9 +79,10 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * with OpenBLAS's threads and 2.4 million with one. OpenBLAS (0.3.21) has no per-call thread
  * count, only the process-wide openblas_set_num_threads, which each call here sets: a large
  * GEMM runs on as many OpenBLAS threads as the intra-op pool has (or OPENBLAS_NUM_THREADS
- * says), a smaller one on the calling thread alone. (Cutting mid-sized GEMMs into blocks over the intra-op pool instead was no
- * faster than one thread: 2.25 against 2.36 million examples/s.) Two kernels setting the count
- * at once can only make one of them use the other's count: slower, never wrong. */
+ * says), a smaller one on the calling thread alone. (Cutting mid-sized GEMMs into blocks over
+ * the intra-op pool instead was no faster than one thread: 2.25 against 2.36 million
+ * examples/s.) Two kernels setting the count at once can only make one of them use the other's
+ * count: slower, never wrong. */
 
 /* From this many multiply-adds (256x256x256) OpenBLAS's own threads pay for their spinning. */
 #define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
