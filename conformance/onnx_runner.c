@@ -44,96 +44,117 @@ static const char *onnx_type_name(int t) {
   return t >= 0 && t < (int)G_N_ELEMENTS(names) ? names[t] : "UNKNOWN";
 }
 
+/* How many values the typed field that carries dtype holds (int32_data carries the 8/16/32-bit
+ * types and the bits of the 16-bit floats). */
+static size_t onnx_value_count(const Onnx__TensorProto *t, weft_dtype_t dt) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: return t->n_float_data;
+    case WEFT_DT_DOUBLE: return t->n_double_data;
+    case WEFT_DT_INT64: return t->n_int64_data;
+    case WEFT_DT_UINT32:
+    case WEFT_DT_UINT64: return t->n_uint64_data;
+    case WEFT_DT_STRING: return t->n_string_data;
+    default: return t->n_int32_data;
+  }
+}
+
+static void onnx_fill_typed(const Onnx__TensorProto *t, weft_dtype_t dt, void *data, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    switch (dt) {
+      case WEFT_DT_FLOAT: ((float *)data)[i] = t->float_data[i]; break;
+      case WEFT_DT_DOUBLE: ((double *)data)[i] = t->double_data[i]; break;
+      case WEFT_DT_INT64: ((int64_t *)data)[i] = t->int64_data[i]; break;
+      case WEFT_DT_UINT32: ((uint32_t *)data)[i] = (uint32_t)t->uint64_data[i]; break;
+      case WEFT_DT_UINT64: ((uint64_t *)data)[i] = t->uint64_data[i]; break;
+      case WEFT_DT_INT32: ((int32_t *)data)[i] = t->int32_data[i]; break;
+      case WEFT_DT_INT16: ((int16_t *)data)[i] = (int16_t)t->int32_data[i]; break;
+      case WEFT_DT_INT8: ((int8_t *)data)[i] = (int8_t)t->int32_data[i]; break;
+      case WEFT_DT_UINT16:
+      case WEFT_DT_HALF:
+      case WEFT_DT_BFLOAT16: ((uint16_t *)data)[i] = (uint16_t)t->int32_data[i]; break;
+      case WEFT_DT_UINT8: ((uint8_t *)data)[i] = (uint8_t)t->int32_data[i]; break;
+      case WEFT_DT_BOOL: ((uint8_t *)data)[i] = t->int32_data[i] != 0; break;
+      default: break;
+    }
+  }
+}
+
 weft_tensor_t *cf_onnx_tensor(const Onnx__TensorProto *t, weft_status_t **status) {
   *status = NULL;
+  const char *name = t->name ? t->name : "";
   weft_dtype_t dt = cf_onnx_dtype(t->data_type);
   if (dt == WEFT_DT_INVALID) {
     *status = weft_status_new(WEFT_UNIMPLEMENTED, "tensor '%s' has ONNX type %s (%d): no Weft "
                               "dtype holds it",
-                              t->name ? t->name : "", onnx_type_name(t->data_type),
-                              t->data_type);
+                              name, onnx_type_name(t->data_type), t->data_type);
     return NULL;
   }
   if (t->n_dims > WEFT_MAX_RANK) {
-    *status = weft_status_new(WEFT_UNIMPLEMENTED, "tensor '%s' has rank %zu > %d",
-                              t->name ? t->name : "", t->n_dims, WEFT_MAX_RANK);
+    *status = weft_status_new(WEFT_UNIMPLEMENTED, "tensor '%s' has rank %zu > %d", name,
+                              t->n_dims, WEFT_MAX_RANK);
     return NULL;
   }
   int64_t dims[WEFT_MAX_RANK] = {0};
-  int64_t n = 1;
+  bool has_zero = false;
   for (size_t d = 0; d < t->n_dims; d++) {
     dims[d] = t->dims[d];
-    n *= dims[d];
+    if (dims[d] < 0) {
+      *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': dim %zu is %" G_GINT64_FORMAT
+                                ", which is negative",
+                                name, d, dims[d]);
+      return NULL;
+    }
+    has_zero |= dims[d] == 0;
+  }
+  /* The element count is checked against the values the file holds before anything is
+   * allocated, so a shape that claims more than the file carries costs nothing. */
+  guint64 n = has_zero ? 0 : 1;
+  for (size_t d = 0; d < t->n_dims && n > 0; d++) {
+    if (!g_uint64_checked_mul(&n, n, (guint64)dims[d]) || n > (guint64)G_MAXINT64) {
+      *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': its %zu dims multiply past "
+                                "2^63 elements",
+                                name, t->n_dims);
+      return NULL;
+    }
+  }
+  size_t es = weft_dtype_size(dt);
+  bool raw = t->has_raw_data && dt != WEFT_DT_STRING;
+  if (raw) {
+    guint64 need = 0;
+    if (!g_uint64_checked_mul(&need, n, es) || t->raw_data.len != need) {
+      *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': raw_data has %zu bytes, expected "
+                                "%" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " elements of %zu)",
+                                name, t->raw_data.len, n * (guint64)es, n, es);
+      return NULL;
+    }
+  } else if (onnx_value_count(t, dt) != n) {
+    *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': %zu values for %" G_GUINT64_FORMAT
+                              " elements",
+                              name, onnx_value_count(t, dt), n);
+    return NULL;
   }
   weft_tensor_t *out = weft_tensor_new(dt, (int)t->n_dims, dims);
-  void *data = weft_tensor_data(out);
-  size_t es = weft_dtype_size(dt);
-  size_t count = 0;
-  if (t->has_raw_data && dt != WEFT_DT_STRING) {
-    if (t->raw_data.len != (size_t)n * es) {
-      *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': raw_data has %zu bytes, expected "
-                                "%zu", t->name ? t->name : "", t->raw_data.len, (size_t)n * es);
-      weft_tensor_unref(out);
-      return NULL;
-    }
-    if (n > 0) memcpy(data, t->raw_data.data, t->raw_data.len);
-    return out;
+  if (out == NULL) {
+    *status = weft_status_new(WEFT_RESOURCE_EXHAUSTED, "tensor '%s': %" G_GUINT64_FORMAT
+                              " elements of %s could not be allocated",
+                              name, n, weft_dtype_name(dt));
+    return NULL;
   }
-  for (int64_t i = 0; i < n; i++) {
-    switch (dt) {
-      case WEFT_DT_FLOAT:
-        count = t->n_float_data;
-        if ((size_t)i < count) ((float *)data)[i] = t->float_data[i];
-        break;
-      case WEFT_DT_DOUBLE:
-        count = t->n_double_data;
-        if ((size_t)i < count) ((double *)data)[i] = t->double_data[i];
-        break;
-      case WEFT_DT_INT64:
-        count = t->n_int64_data;
-        if ((size_t)i < count) ((int64_t *)data)[i] = t->int64_data[i];
-        break;
-      case WEFT_DT_UINT32:
-        count = t->n_uint64_data;
-        if ((size_t)i < count) ((uint32_t *)data)[i] = (uint32_t)t->uint64_data[i];
-        break;
-      case WEFT_DT_UINT64:
-        count = t->n_uint64_data;
-        if ((size_t)i < count) ((uint64_t *)data)[i] = t->uint64_data[i];
-        break;
-      case WEFT_DT_STRING:
-        count = t->n_string_data;
-        if ((size_t)i < count) {
-          weft_status_t *st = weft_tensor_set_string(out, i, (const char *)t->string_data[i].data,
-                                                     t->string_data[i].len);
-          weft_status_free(st);
-        }
-        break;
-      default: /* int32_data carries the 8/16/32-bit types and the 16-bit float bits */
-        count = t->n_int32_data;
-        if ((size_t)i < count) {
-          int32_t v = t->int32_data[i];
-          switch (dt) {
-            case WEFT_DT_INT32: ((int32_t *)data)[i] = v; break;
-            case WEFT_DT_INT16: ((int16_t *)data)[i] = (int16_t)v; break;
-            case WEFT_DT_INT8: ((int8_t *)data)[i] = (int8_t)v; break;
-            case WEFT_DT_UINT16:
-            case WEFT_DT_HALF:
-            case WEFT_DT_BFLOAT16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-            case WEFT_DT_UINT8: ((uint8_t *)data)[i] = (uint8_t)v; break;
-            case WEFT_DT_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-            default: break;
-          }
-        }
-        break;
+  void *data = weft_tensor_data(out);
+  if (raw) {
+    if (n > 0) memcpy(data, t->raw_data.data, t->raw_data.len);
+  } else if (dt == WEFT_DT_STRING) {
+    for (guint64 i = 0; i < n && *status == NULL; i++) {
+      *status = weft_tensor_set_string(out, (int64_t)i, (const char *)t->string_data[i].data,
+                                       t->string_data[i].len);
+      if (*status) *status = weft_status_prefix(*status, "tensor '%s'", name);
     }
-    if ((size_t)i >= count) {
-      *status = weft_status_new(WEFT_DATA_LOSS, "tensor '%s': %zu values for %" G_GINT64_FORMAT
-                                " elements",
-                                t->name ? t->name : "", count, n);
-      weft_tensor_unref(out);
-      return NULL;
-    }
+  } else {
+    onnx_fill_typed(t, dt, data, (size_t)n);
+  }
+  if (*status) {
+    weft_tensor_unref(out);
+    return NULL;
   }
   return out;
 }
