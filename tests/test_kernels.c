@@ -1010,6 +1010,33 @@ static void test_batch_matmul(void) {
       naive_matmul(x + bi * 12, y + bj * 20, 3, 4, 5, true, false, ref + (bi * 3 + bj) * 15);
   check_close(t, ref, 90, 1e-12, 1e-12, "BatchMatMulV2 broadcast adj_x");
   weft_tensor_unref(t);
+  /* Twenty float32 GEMMs of 33x40x27, broadcast: big enough that the intra-op pool shares the
+   * batches out, each GEMM small enough for one OpenBLAS thread. */
+  int64_t fdx[4] = {4, 1, 33, 40}, fdy[3] = {5, 27, 40};
+  int64_t fnx = numel(4, fdx), fny = numel(3, fdy);
+  float *fx = g_new(float, fnx), *fy = g_new(float, fny);
+  double *dxv = g_new(double, fnx), *dyv = g_new(double, fny);
+  for (int64_t i = 0; i < fnx; i++) dxv[i] = fx[i] = (float)pseudo(i + 7, -1, 1);
+  for (int64_t i = 0; i < fny; i++) dyv[i] = fy[i] = (float)pseudo(i + 301, -1, 1);
+  b = B(g, "BatchMatMulV2");
+  weft_op_add_input(b, Kf(g, 4, fdx, fx));
+  weft_op_add_input(b, Kf(g, 3, fdy, fy));
+  weft_op_set_attr_bool(b, "adj_y", true);
+  t = eval(g, fin(b));
+  int64_t fdout[4] = {4, 5, 33, 27};
+  check_shape(t, 4, fdout);
+  double *fref = g_new(double, 4 * 5 * 33 * 27);
+  for (int bi = 0; bi < 4; bi++)
+    for (int bj = 0; bj < 5; bj++)
+      naive_matmul(dxv + bi * 33 * 40, dyv + bj * 27 * 40, 33, 40, 27, false, true,
+                   fref + (bi * 5 + bj) * 33 * 27);
+  check_close(t, fref, 4 * 5 * 33 * 27, 1e-5, 1e-5, "BatchMatMulV2 float32 broadcast adj_y");
+  weft_tensor_unref(t);
+  g_free(fref);
+  g_free(fx);
+  g_free(fy);
+  g_free(dxv);
+  g_free(dyv);
   /* A size mismatch names the node and both shapes. */
   float f6[6] = {0};
   weft_status_t *st = NULL;

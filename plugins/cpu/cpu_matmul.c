@@ -1,6 +1,7 @@
 /* cpu_matmul.c: MatMul and BatchMatMulV2 (BatchMatMul too). float32 and float64 go through
  * OpenBLAS (cblas_sgemm / cblas_dgemm), its threads chosen per call by size
- * (weft__cpu_blas_gemm); float16 and bfloat16 are widened to float32 around sgemm;
+ * (weft__cpu_blas_gemm); a float batch of GEMMs too small for OpenBLAS's threads is shared
+ * out over the intra-op pool instead; float16 and bfloat16 are widened to float32 around sgemm;
  * integers use a row-parallel loop with wrapping arithmetic. */
 #include <cblas.h>
 #include <stdlib.h>
@@ -100,12 +101,9 @@ void weft__cpu_blas_init(void) {
   openblas_set_num_threads(1);
 }
 
-void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
-                         int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
-                         int64_t ldb, void *c, int64_t ldc) {
-  int threads = openblas_threads_asked ? openblas_threads_asked : H->kernel_num_threads(ctx);
-  openblas_set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
-                                                                                      : 1);
+static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                           int64_t ldc) {
   enum CBLAS_TRANSPOSE tra = ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE trb = tb ? CblasTrans : CblasNoTrans;
   if (dbl)
@@ -114,6 +112,15 @@ void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int
   else
     cblas_sgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
                 0.0f, c, (int)ldc);
+}
+
+void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
+                         int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                         int64_t ldb, void *c, int64_t ldc) {
+  int threads = openblas_threads_asked ? openblas_threads_asked : H->kernel_num_threads(ctx);
+  openblas_set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
+                                                                                      : 1);
+  blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
@@ -195,6 +202,38 @@ static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   return gemm(ctx, &g);
 }
 
+/* Float batches whose GEMMs all run on one OpenBLAS thread and cannot fail (BLAS's int range is
+ * checked here once for all). */
+static bool small_float_batches(const weft_pc_batch_matmul_t *bm) {
+  weft_dtype_t dt = bm->x.dtype;
+  int64_t lda = bm->x.dims[bm->x.rank - 1], ldb = bm->y.dims[bm->y.rank - 1];
+  return (dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE) && bm->bc.out_elements > 1 && bm->k > 0 &&
+         bm->m <= INT32_MAX && bm->n <= INT32_MAX && bm->k <= INT32_MAX && lda <= INT32_MAX &&
+         ldb <= INT32_MAX && bm->m * bm->n * bm->k < GEMM_OPENBLAS_THREADS_MIN_MACS;
+}
+
+typedef struct batch_job {
+  const weft_pc_batch_matmul_t *bm;
+  int64_t x_matrix, y_matrix; /* elements per matrix of x and y */
+  int64_t inner, sx, sy;      /* from the broadcast: see k_batch_matmul */
+  size_t es;
+} batch_job_t;
+
+static void batch_range(void *arg, int64_t begin, int64_t end) {
+  const batch_job_t *j = arg;
+  const weft_pc_batch_matmul_t *bm = j->bm;
+  int64_t xc = bm->x.dims[bm->x.rank - 1], yc = bm->y.dims[bm->y.rank - 1];
+  for (int64_t bi = begin; bi < end; bi++) {
+    int64_t off[CPU_BCAST_MAX_IN];
+    weft__cpu_bcast_row_offsets(&bm->bc, bi / j->inner, off);
+    int64_t xo = off[0] + (bi % j->inner) * j->sx, yo = off[1] + (bi % j->inner) * j->sy;
+    blas_gemm_call(bm->x.dtype == WEFT_DT_DOUBLE, bm->adj_x, bm->adj_y, bm->m, bm->n, bm->k,
+                   (const char *)bm->x.data + (size_t)(xo * j->x_matrix) * j->es, xc,
+                   (const char *)bm->y.data + (size_t)(yo * j->y_matrix) * j->es, yc,
+                   (char *)bm->z.data + (size_t)(bi * bm->m * bm->n) * j->es, bm->n);
+  }
+}
+
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL; /* BatchMatMul (v1) needs equal batch dims; V2 broadcasts them */
   weft_pc_batch_matmul_t bm;
@@ -208,6 +247,14 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   size_t es = weft__cpu_dtype_size(x.dtype);
   int64_t inner = weft__cpu_bcast_inner(bc);
   int64_t sx = bc->strides[0][bc->rank - 1], sy = bc->strides[1][bc->rank - 1];
+  if (small_float_batches(&bm)) {
+    /* Each GEMM is too small for OpenBLAS's threads: the batches are shared out over the
+     * intra-op pool instead, each on one OpenBLAS thread. */
+    openblas_set_num_threads(1);
+    batch_job_t job = {&bm, xr * xc, yr * yc, inner, sx, sy, es};
+    weft__cpu_parallel(ctx, bc->out_elements, 2 * m * n * bm.k + 1, batch_range, &job);
+    return NULL;
+  }
   for (int64_t bi = 0; bi < bc->out_elements; bi++) {
     int64_t off[CPU_BCAST_MAX_IN];
     weft__cpu_bcast_row_offsets(bc, bi / inner, off);
