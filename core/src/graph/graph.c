@@ -10,12 +10,29 @@
 /* ---------------------------------------------------------------------------------------------
  * Graph lifetime */
 
+/* by_name is a set of nodes hashed by name: a million-node graph then keeps one array of
+ * pointers beside GHashTable's hashes, not a key array and a value array. */
+static guint node_name_hash(gconstpointer node) {
+  return g_str_hash(((const weft_node_t *)node)->name);
+}
+
+static gboolean node_name_equal(gconstpointer a, gconstpointer b) {
+  return strcmp(((const weft_node_t *)a)->name, ((const weft_node_t *)b)->name) == 0;
+}
+
+/* The node named `name`, or NULL; the caller holds the graph lock. */
+static weft_node_t *node_by_name(const weft_graph_t *g, const char *name) {
+  weft_node_t probe;
+  probe.name = (char *)name;
+  return g_hash_table_lookup(g->by_name, &probe);
+}
+
 weft_graph_t *weft_graph_new(void) {
   weft__ops_register_standard();
   weft_graph_t *g = g_new0(weft_graph_t, 1);
   g_mutex_init(&g->lock);
   g->nodes = g_ptr_array_new();
-  g->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  g->by_name = g_hash_table_new(node_name_hash, node_name_equal);
   g->name_counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g->name_scopes = g_ptr_array_new_with_free_func(g_free);
   g->device_scopes = g_ptr_array_new();
@@ -74,7 +91,7 @@ void weft__graph_truncate(weft_graph_t *g, int n_nodes) {
   g_mutex_lock(&g->lock);
   while ((int)g->nodes->len > n_nodes) {
     weft_node_t *n = g_ptr_array_steal_index(g->nodes, g->nodes->len - 1);
-    g_hash_table_remove(g->by_name, n->name);
+    g_hash_table_remove(g->by_name, n);
     g_ptr_array_remove(g->initializers, n);
     g_ptr_array_remove(g->trainable, n);
     node_free(n);
@@ -89,7 +106,7 @@ void weft__graph_truncate(weft_graph_t *g, int n_nodes) {
 weft_node_t *weft_graph_node(const weft_graph_t *g, const char *name) {
   weft_graph_t *mg = (weft_graph_t *)g;
   g_mutex_lock(&mg->lock);
-  weft_node_t *n = g_hash_table_lookup(g->by_name, name);
+  weft_node_t *n = node_by_name(g, name);
   g_mutex_unlock(&mg->lock);
   return n;
 }
@@ -419,7 +436,7 @@ static char *unique_name(weft_graph_t *g, const char *base, char *buf, size_t bu
     next = g_new(int, 1);
     *next = 1;
     g_hash_table_insert(g->name_counts, g_strdup(base), next);
-    if (!g_hash_table_contains(g->by_name, base)) return candidate;
+    if (!node_by_name(g, base)) return candidate;
   }
   /* The suffix is formatted by hand: g_strdup_printf was a tenth of building a large graph. */
   candidate[len] = '_';
@@ -430,7 +447,7 @@ static char *unique_name(weft_graph_t *g, const char *base, char *buf, size_t bu
       digits[n++] = (char)('0' + v % 10);
     for (int k = 0; k < n; k++) candidate[len + 1 + k] = digits[n - 1 - k];
     candidate[len + 1 + n] = '\0';
-    if (!g_hash_table_contains(g->by_name, candidate)) return candidate;
+    if (!node_by_name(g, candidate)) return candidate;
   }
 }
 
@@ -950,7 +967,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
   }
 
   g_mutex_lock(&g->lock);
-  if (g_hash_table_contains(g->by_name, node->name)) {
+  if (g_hash_table_contains(g->by_name, node)) {
     g_mutex_unlock(&g->lock);
     st = weft_status_new(WEFT_ALREADY_EXISTS, "Duplicate node name in graph: '%s'", node->name);
     node_free(node);
@@ -958,7 +975,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
   }
   node->id = (int)g->nodes->len;
   g_ptr_array_add(g->nodes, node);
-  g_hash_table_insert(g->by_name, node->name, node); /* unique_name looks here too */
+  g_hash_table_add(g->by_name, node); /* unique_name looks here too */
   g_atomic_int_inc(&g->version);
   g_mutex_unlock(&g->lock);
   if (out) *out = node;

@@ -202,7 +202,7 @@ typedef struct weft__device_scope {
 struct weft_graph {
   GMutex lock;
   GPtrArray *nodes;          /* weft_node_t*, owned */
-  GHashTable *by_name;       /* name -> weft_node_t* */
+  GHashTable *by_name;       /* the nodes, a set hashed by name (graph.c: node_by_name) */
   GHashTable *name_counts;   /* base name -> next suffix, for unique names */
   GPtrArray *name_scopes;    /* char* full prefixes */
   GPtrArray *device_scopes;  /* weft__device_scope_t* */
