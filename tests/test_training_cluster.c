@@ -577,6 +577,16 @@ static void run_cluster(const char *extra, const char *ckpt_dir, proc_t *w0, pro
   g_free(hosts);
 }
 
+/* How far asynchronous training may leave the linear model (y = 2x + 1, N(0, 0.1) noise; W
+ * and b start at 0, learning rate 0.1) from W = 2, b = 1, and its loss. A worker's step reads
+ * the variables, computes a gradient and applies it; on a loaded machine the worker can be
+ * descheduled in between, and the gradient then lands late. One computed at the start (W = b =
+ * 0) and applied last moves W by up to 0.1 x 4/3 and b by up to 0.1 x 2 (a full test run here
+ * ended with W off by 0.114), which raises the loss to about 0.065. An untrained model is 2
+ * and 1 away, with a loss of 2.33. */
+#define ASYNC_PARAM_TOLERANCE 0.25
+#define ASYNC_LOSS_LIMIT 0.1
+
 static void test_train_async_linear(void) {
   char *dir = tmpdir();
   proc_t w0, w1;
@@ -587,9 +597,9 @@ static void test_train_async_linear(void) {
     /* Asynchronous: either worker may add the last step(s). */
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 300);
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), <=, 302);
-    g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
-    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, 0.1);
-    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "b") - 1), <, 0.1);
+    g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, ASYNC_LOSS_LIMIT);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, ASYNC_PARAM_TOLERANCE);
+    g_assert_cmpfloat(fabs(json_object_get_double_member(o, "b") - 1), <, ASYNC_PARAM_TOLERANCE);
     g_assert_cmpint(json_object_get_int_member(o, "worker"), ==, k);
     g_object_unref(parser);
   }
@@ -602,7 +612,7 @@ static void test_train_async_linear(void) {
   OK(weft_checkpoint_reader_open(latest, &r));
   weft_tensor_t *w = NULL;
   OK(weft_checkpoint_reader_read(r, "W", &w));
-  g_assert_cmpfloat(fabs(weft_tensor_get_double(w, 0) - 2), <, 0.1);
+  g_assert_cmpfloat(fabs(weft_tensor_get_double(w, 0) - 2), <, ASYNC_PARAM_TOLERANCE);
   weft_tensor_unref(w);
   weft_checkpoint_reader_free(r);
   g_free(latest);
@@ -698,13 +708,13 @@ static void test_train_ps_killed_and_restarted(void) {
   JsonParser *parser1;
   JsonObject *o1 = final_json(&w1, &parser1);
   g_assert_cmpint(json_object_get_int_member(o1, "global_step"), >=, 900);
-  g_assert_cmpfloat(json_object_get_double_member(o1, "loss"), <, 0.05);
+  g_assert_cmpfloat(json_object_get_double_member(o1, "loss"), <, ASYNC_LOSS_LIMIT);
   g_object_unref(parser1);
   JsonParser *parser;
   JsonObject *o = final_json(&w0, &parser);
   g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
   g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 900);
-  g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
+  g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, ASYNC_LOSS_LIMIT);
   g_object_unref(parser);
   stop_proc(&ps2, SIGTERM);
   free_proc(&ps2);
