@@ -77,6 +77,8 @@ void bench_run_session(const bench_options_t *o, bench_report_t *r);
 char *bench_tool_path(const char *name);
 /* A loopback port nobody listens on now (0 on failure); another process may take it first. */
 int bench_free_port(void);
+/* n distinct such ports into ports[0..n-1]; false on failure. */
+bool bench_free_ports(int n, int *ports);
 /* Asynchronous training by weft-train processes beside weft-train --local (bench_training.c);
  * called by bench_run_session. */
 void bench_run_training(const bench_options_t *o, bench_report_t *r);

@@ -201,23 +201,34 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
   return st;
 }
 
-/* A port nobody listens on now (the kernel's pick for an ephemeral bind); 0 on failure. Another
- * process may take it before weftd binds it: callers retry when weftd says it is in use. */
-int bench_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-    port = ntohs(a.sin_port);
+/* n distinct ports nobody listens on now (the kernel's picks for ephemeral binds, held open
+ * together until all are picked: one closed before the next bind can be picked twice); false
+ * on failure. Another process may take one before weftd binds it: callers retry when weftd
+ * says it is in use. */
+bool bench_free_ports(int n, int *ports) {
+  int *fds = g_new(int, n);
+  int opened = 0;
+  bool ok = true;
+  for (; opened < n && ok; opened++) {
+    fds[opened] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ok = fds[opened] >= 0 && bind(fds[opened], (struct sockaddr *)&a, sizeof a) == 0 &&
+         getsockname(fds[opened], (struct sockaddr *)&a, &len) == 0;
+    ports[opened] = ok ? ntohs(a.sin_port) : 0;
   }
-  close(fd);
-  return port;
+  for (int k = 0; k < opened; k++)
+    if (fds[k] >= 0) close(fds[k]);
+  g_free(fds);
+  return ok;
+}
+
+int bench_free_port(void) {
+  int port = 0;
+  return bench_free_ports(1, &port) ? port : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -599,12 +610,12 @@ static weft_status_t *start_cluster(child_t tasks[2]) {
   for (int attempt = 0; attempt < 4; attempt++) {
     weft_status_free(st);
     st = NULL;
-    int p0 = bench_free_port(), p1 = bench_free_port();
-    if (p0 == 0 || p1 == 0 || p0 == p1) {
+    int ports[2];
+    if (!bench_free_ports(2, ports)) {
       st = weft_status_new(WEFT_UNAVAILABLE, "could not find two free loopback ports");
       continue;
     }
-    char *cluster = g_strdup_printf("worker=127.0.0.1:%d,127.0.0.1:%d", p0, p1);
+    char *cluster = g_strdup_printf("worker=127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1]);
     bool in_use = false;
     for (int k = 0; k < 2 && !st; k++) {
       char index[16];

@@ -100,8 +100,13 @@ static double train_once(void *arg, weft_status_t **error) {
     if (p.text) g_string_free(p.text, TRUE);
     g_free(argv);
   } else {
-    char *ps_hosts = g_strdup_printf("localhost:%d", bench_free_port());
-    char *worker_hosts = g_strdup_printf("localhost:%d,localhost:%d", bench_free_port(), bench_free_port());
+    int ports[3] = {0, 0, 0};
+    if (!bench_free_ports(3, ports)) {
+      *error = weft_status_new(WEFT_UNAVAILABLE, "could not find three free loopback ports");
+      return -1;
+    }
+    char *ps_hosts = g_strdup_printf("localhost:%d", ports[0]);
+    char *worker_hosts = g_strdup_printf("localhost:%d,localhost:%d", ports[1], ports[2]);
     char *ps_argv[] = {a->exe, "--ps_hosts", ps_hosts, "--worker_hosts", worker_hosts,
                        "--job_name", "ps", NULL};
     proc_t ps, workers[2] = {{0}, {0}};

@@ -268,7 +268,9 @@ static void test_weftd_flag_errors(void) {
  * the same port is refused. */
 static void test_weftd_tf_config(void) {
   if (!weftd_available()) return;
-  int p0 = free_port(), p1 = free_port();
+  int ports[2];
+  free_ports(2, ports);
+  int p0 = ports[0], p1 = ports[1];
   char *config = g_strdup_printf("TF_CONFIG={\"cluster\": {\"worker\": [\"127.0.0.1:%d\", "
                                  "\"127.0.0.1:%d\"]}, \"task\": {\"type\": \"worker\", "
                                  "\"index\": 1}}",

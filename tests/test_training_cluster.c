@@ -347,8 +347,10 @@ static weft_server_t *start_server(weft_cluster_spec_t *spec, const char *job, i
 }
 
 static void test_saver_remote_sharded(void) {
+  int ports[3];
+  free_ports(3, ports);
   char *spec_text = g_strdup_printf("ps=localhost:%d,localhost:%d;worker=localhost:%d",
-                                    free_port(), free_port(), free_port());
+                                    ports[0], ports[1], ports[2]);
   weft_cluster_spec_t *spec = NULL;
   OK(weft_cluster_spec_parse(spec_text, &spec));
   weft_server_t *ps0 = start_server(spec, "ps", 0), *ps1 = start_server(spec, "ps", 1);
@@ -431,8 +433,10 @@ static void test_saver_remote_sharded(void) {
 /* A worker's session with device filters neither waits for nor needs a worker that is not
  * there; the devices it sees are the filtered tasks' only. */
 static void test_device_filters(void) {
+  int ports[3];
+  free_ports(3, ports);
   char *spec_text = g_strdup_printf("ps=localhost:%d;worker=localhost:%d,localhost:%d",
-                                    free_port(), free_port(), free_port());
+                                    ports[0], ports[1], ports[2]);
   weft_cluster_spec_t *spec = NULL;
   OK(weft_cluster_spec_parse(spec_text, &spec));
   weft_server_t *ps = start_server(spec, "ps", 0), *worker = start_server(spec, "worker", 0);
@@ -556,9 +560,11 @@ static JsonObject *final_json(proc_t *p, JsonParser **parser) {
 }
 
 static char *hosts_flags(int *ps_port) {
-  *ps_port = free_port();
+  int ports[3];
+  free_ports(3, ports); /* distinct: three free_port() calls can return one port twice */
+  *ps_port = ports[0];
   return g_strdup_printf("--ps_hosts localhost:%d --worker_hosts localhost:%d,localhost:%d",
-                         *ps_port, free_port(), free_port());
+                         ports[0], ports[1], ports[2]);
 }
 
 /* 1 ps + 2 workers; returns both workers' final JSON objects through out0 / out1. */
