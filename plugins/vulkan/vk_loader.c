@@ -7,6 +7,7 @@
  * backend with zero devices and a sentence saying why; nothing here fails the plugin.
  * WEFT_VULKAN_DISABLE=1 in the environment hides the devices (for runs that want CPU only). */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ static void describe(weft_vk_physical_t *p, uint32_t instance_version) {
   memset(w, 0, sizeof *w);
   w->struct_size = sizeof *w;
   w->host_accessible = 0; /* device memory is reached only through copies */
+  w->emulated = p->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   uint32_t api = p->props.apiVersion;
   snprintf(w->compute_capability, sizeof w->compute_capability, "Vulkan %u.%u",
            VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
@@ -139,6 +141,54 @@ static int compare_physicals(const void *a, const void *b) {
   return rx - ry;
 }
 
+/* The paths of the shared objects mapped into the process, for pin_new_objects(). */
+typedef struct {
+  char **paths;
+  size_t n, cap;
+} object_list_t;
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  object_list_t *list = data;
+  if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0') return 0;
+  if (list->n == list->cap) {
+    size_t cap = list->cap ? list->cap * 2 : 64;
+    char **grown = realloc(list->paths, cap * sizeof *grown);
+    if (grown == NULL) return 1;
+    list->paths = grown;
+    list->cap = cap;
+  }
+  char *copy = strdup(info->dlpi_name);
+  if (copy == NULL) return 1;
+  list->paths[list->n++] = copy;
+  return 0;
+}
+
+static void free_objects(object_list_t *list) {
+  for (size_t i = 0; i < list->n; i++) free(list->paths[i]);
+  free(list->paths);
+  memset(list, 0, sizeof *list);
+}
+
+/* Keeps every object that vkCreateInstance mapped (the drivers and what they link, such as
+ * Mesa's LLVM) mapped until the process exits. The loader unmaps drivers in vkDestroyInstance;
+ * memory a driver keeps in process-wide state (lavapipe's JIT) is then reported by a leak
+ * checker with frames that name no module, so no suppression can match the driver precisely.
+ * Pinned, the driver's frames keep their module (tests/lsan.supp names it) and Weft's own
+ * allocations stay checked. Unmapping a driver at shutdown gains nothing anyway. */
+static void pin_new_objects(const object_list_t *before) {
+  object_list_t after = {0};
+  dl_iterate_phdr(collect_object, &after);
+  for (size_t i = 0; i < after.n; i++) {
+    bool known = false;
+    for (size_t j = 0; j < before->n && !known; j++)
+      known = strcmp(after.paths[i], before->paths[j]) == 0;
+    /* RTLD_NOLOAD only takes a reference to what is already mapped; it is never closed. */
+    if (!known) (void)dlopen(after.paths[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  free_objects(&after);
+}
+
 static void init_instance(void) {
   const char *off = getenv("WEFT_VULKAN_DISABLE");
   if (off != NULL && *off != '\0' && strcmp(off, "0") != 0) {
@@ -183,7 +233,11 @@ static void init_instance(void) {
   memset(&ci, 0, sizeof ci);
   ci.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   ci.pApplicationInfo = &app;
+  object_list_t before = {0};
+  dl_iterate_phdr(collect_object, &before);
   VkResult r = weft__vkf.CreateInstance(&ci, NULL, &instance);
+  pin_new_objects(&before);
+  free_objects(&before);
   if (r != VK_SUCCESS) {
     instance = VK_NULL_HANDLE;
     why_no_devices = r == VK_ERROR_INCOMPATIBLE_DRIVER
