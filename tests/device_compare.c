@@ -383,16 +383,29 @@ void dc_check_cross_device_matmul(int64_t m, int64_t k, int64_t n) {
   weft_tensor_unref(b_t);
 }
 
+weft_session_t *dc_soft_session(weft_graph_t *g) {
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_allow_soft_placement(o, true);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, o, &st);
+  weft_session_options_free(o);
+  OK(st);
+  return s;
+}
+
 void dc_check_gpu_alias(bool others_may_outrank) {
-  for (int i = 0; others_may_outrank && i < weft_devices_count(); i++) {
+  const weft_device_info_t *dut = NULL;
+  for (int i = 0; i < weft_devices_count(); i++) {
     const weft_device_info_t *d = weft_devices_get(i);
-    if (d->gpu_like && strcmp(d->device_type, dut_type) != 0) {
+    if (strcmp(d->device_type, dut_type) == 0 && dut == NULL) dut = d;
+    if (others_may_outrank && d->gpu_like && !d->emulated && strcmp(d->device_type, dut_type) != 0) {
       char *why = g_strdup_printf("another gpu-like backend outranks %s here", dut_type);
       g_test_skip(why);
       g_free(why);
       return;
     }
   }
+  g_assert_nonnull(dut);
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/gpu:0");
@@ -407,6 +420,34 @@ void dc_check_gpu_alias(bool others_may_outrank) {
   OK(st);
   const char *fetch[] = {"sq", "unpinned"};
   weft_tensor_t *out[2] = {NULL, NULL};
+  if (dut->emulated) {
+    /* A GPU emulated on the CPU (lavapipe) is never what "/gpu:0" means, and takes nothing
+     * unpinned: without soft placement "/gpu:0" names no device, and says why. */
+    st = weft_session_run(s, NULL, NULL, 0, fetch, out, 2, NULL, 0);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+    char *tail = g_strdup_printf("(emulated on the CPU, so chosen only when pinned by type, as in "
+                                 "'/device:TYPE:N': %s:0)", dut_type);
+    g_test_message("%s", weft_status_message(st));
+    g_assert_true(strstr(weft_status_message(st), "no devices match '/device:GPU:0'") != NULL);
+    g_assert_true(g_str_has_suffix(weft_status_message(st), tail));
+    g_free(tail);
+    weft_status_free(st);
+    weft_session_free(s);
+    /* With soft placement everything runs on the CPU, the unpinned op included. */
+    s = dc_soft_session(g);
+    OK(weft_session_run(s, NULL, NULL, 0, fetch, out, 2, NULL, 0));
+    g_assert_cmpfloat(((float *)weft_tensor_data(out[0]))[0], ==, 9.0f);
+    g_assert_cmpfloat(((float *)weft_tensor_data(out[1]))[0], ==, -3.0f);
+    g_assert_cmpstr(weft_session_node_device(s, "sq"), ==,
+                    "/job:localhost/replica:0/task:0/device:CPU:0");
+    g_assert_cmpstr(weft_session_node_device(s, "unpinned"), ==,
+                    "/job:localhost/replica:0/task:0/device:CPU:0");
+    weft_tensor_unref(out[0]);
+    weft_tensor_unref(out[1]);
+    weft_session_free(s);
+    weft_graph_free(g);
+    return;
+  }
   OK(weft_session_run(s, NULL, NULL, 0, fetch, out, 2, NULL, 0));
   g_assert_cmpfloat(((float *)weft_tensor_data(out[0]))[0], ==, 9.0f);
   g_assert_cmpfloat(((float *)weft_tensor_data(out[1]))[0], ==, -3.0f);
@@ -506,10 +547,7 @@ void dc_check_incompatible_add(void) {
   weft_binary(g, "AddV2", "sum", pa, pb, &st);
   OK(st);
   weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true); /* the placeholders */
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
+  weft_session_t *s = dc_soft_session(g); /* the placeholders */
   const char *feeds[] = {"a", "b"}, *fetch[] = {"sum"};
   weft_tensor_t *out = NULL;
   st = weft_session_run(s, feeds, bad, 2, fetch, &out, 1, NULL, 0);
@@ -519,7 +557,6 @@ void dc_check_incompatible_add(void) {
   weft_status_free(st);
   g_assert_cmpstr(weft_session_node_device(s, "sum"), ==, dut_full);
   weft_session_free(s);
-  weft_session_options_free(o);
   weft_graph_free(g);
   weft_tensor_unref(bad[0]);
   weft_tensor_unref(bad[1]);
@@ -550,10 +587,7 @@ void dc_check_soft_placement(weft_tensor_t *unsupported, double want_sum_2,
   g_assert_nonnull(strstr(weft_status_message(st), error_substr));
   weft_status_free(st);
   weft_session_free(s);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true);
-  s = weft_session_new(g, o, &st);
-  OK(st);
+  s = dc_soft_session(g);
   const char *fetches[] = {"odd_sum", "greeting", "f"};
   weft_tensor_t *outs[3] = {NULL, NULL, NULL};
   OK(weft_session_run(s, NULL, NULL, 0, fetches, outs, 3, NULL, 0));
@@ -565,7 +599,6 @@ void dc_check_soft_placement(weft_tensor_t *unsupported, double want_sum_2,
   g_assert_cmpstr(weft_session_node_device(s, "f"), ==, dut_full);
   for (int i = 0; i < 3; i++) weft_tensor_unref(outs[i]);
   weft_session_free(s);
-  weft_session_options_free(o);
   weft_graph_free(g);
   weft_tensor_unref(str);
 }

@@ -61,6 +61,9 @@ typedef struct op_run {
 #define RUN(OP, INS, N, ATTRS, ARG) \
   { .op = (OP), .ins = (INS), .n_ins = (N), .attrs = (ATTRS), .arg = (ARG) }
 
+/* A new session of g with soft placement on; asserts that it could be made. */
+weft_session_t *dc_soft_session(weft_graph_t *g);
+
 /* Builds the op on `device`, runs it, and returns output fetch_index in *out (a new reference)
  * or the error; *placed (if asked for, g_free it) is the device the op ran on. */
 weft_status_t *dc_run_on(const char *device, const op_run_t *r, weft_tensor_t **out,

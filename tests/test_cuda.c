@@ -142,10 +142,7 @@ static void test_no_device_placement(void) {
   g_assert_nonnull(strstr(weft_status_message(st), "CUDA"));
   weft_status_free(st);
   weft_session_free(s);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true);
-  s = weft_session_new(g, o, &st);
-  OK(st);
+  s = dc_soft_session(g);
   const char *fetch[] = {"sq"};
   weft_tensor_t *out = NULL;
   OK(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
@@ -153,7 +150,6 @@ static void test_no_device_placement(void) {
   g_assert_null(strstr(weft_session_node_device(s, "sq"), "CUDA"));
   weft_tensor_unref(out);
   weft_session_free(s);
-  weft_session_options_free(o);
   weft_graph_free(g);
 }
 
@@ -174,17 +170,13 @@ static void disabled_child(void) {
   weft_const_float(g, "a", 2.0f, &st);
   OK(st);
   weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true);
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
+  weft_session_t *s = dc_soft_session(g);
   const char *fetch[] = {"a"};
   weft_tensor_t *out = NULL;
   OK(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
   g_assert_null(strstr(weft_session_node_device(s, "a"), "CUDA"));
   weft_tensor_unref(out);
   weft_session_free(s);
-  weft_session_options_free(o);
   weft_graph_free(g);
 }
 
@@ -1317,10 +1309,7 @@ static void train_model(const char *device, weft_tensor_t **w_out) {
   weft_global_variables_initializer(g, "init", &st);
   OK(st);
   weft_graph_pop_device(g);
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_allow_soft_placement(o, true); /* anything CUDA lacks */
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
+  weft_session_t *s = dc_soft_session(g); /* anything CUDA lacks */
   const char *init[] = {"init"}, *step[] = {weft_node_name(train)};
   OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, init, 1));
   for (int k = 0; k < 20; k++) OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, step, 1));
@@ -1331,7 +1320,6 @@ static void train_model(const char *device, weft_tensor_t **w_out) {
     g_assert_cmpstr(weft_session_node_device(s, "w1"), ==, CU_FULL);
   }
   weft_session_free(s);
-  weft_session_options_free(o);
   weft_graph_free(g);
   weft_tensor_unref(xt);
   weft_tensor_unref(yt);

@@ -196,22 +196,22 @@ static void test_spec_compatible(void) {
 
 #define LOCAL "/job:localhost/replica:0/task:0/device:"
 
-static const weft__place_device_t kCpu0 = {LOCAL "CPU:0", "localhost", 0, 0, "CPU", 0, false, 0};
-static const weft__place_device_t kCpu1 = {LOCAL "CPU:1", "localhost", 0, 0, "CPU", 1, false, 0};
+static const weft__place_device_t kCpu0 = {LOCAL "CPU:0", "localhost", 0, 0, "CPU", 0, false, 0, false};
+static const weft__place_device_t kCpu1 = {LOCAL "CPU:1", "localhost", 0, 0, "CPU", 1, false, 0, false};
 static const weft__place_device_t kCuda0 = {LOCAL "FAKEGPU:0", "localhost", 0, 0, "FAKEGPU", 0, true,
-                                            100};
+                                            100, false};
 static const weft__place_device_t kCuda1 = {LOCAL "FAKEGPU:1", "localhost", 0, 0, "FAKEGPU", 1, true,
-                                            100};
+                                            100, false};
 static const weft__place_device_t kVulkan0 = {LOCAL "VULKAN:0", "localhost", 0, 0, "VULKAN", 0,
-                                              true, 50};
+                                              true, 50, false};
 static const weft__place_device_t kPs0 = {"/job:ps/replica:0/task:0/device:CPU:0", "ps", 0, 0,
-                                          "CPU", 0, false, 0};
+                                          "CPU", 0, false, 0, false};
 static const weft__place_device_t kPs1 = {"/job:ps/replica:0/task:1/device:CPU:0", "ps", 0, 1,
-                                          "CPU", 0, false, 0};
+                                          "CPU", 0, false, 0, false};
 static const weft__place_device_t kWorker0 = {"/job:worker/replica:0/task:0/device:CPU:0",
-                                              "worker", 0, 0, "CPU", 0, false, 0};
+                                              "worker", 0, 0, "CPU", 0, false, 0, false};
 static const weft__place_device_t kWorker1 = {"/job:worker/replica:0/task:1/device:CPU:0",
-                                              "worker", 0, 1, "CPU", 0, false, 0};
+                                              "worker", 0, 1, "CPU", 0, false, 0, false};
 
 static bool matches(const char *text, const weft__place_device_t *device, const char *gpu_type) {
   weft__device_spec_t spec;
@@ -341,6 +341,49 @@ static void test_place_unpinned_goes_to_cpu_without_gpu_kernels(void) {
   weft_graph_free(g);
 }
 
+/* A device that emulates a GPU on the host's CPU (lavapipe) ranks below the CPU: unpinned ops,
+ * "/gpu:0" and "/device:CPU:*" never reach it; a spec naming its own type and ordinal does. The
+ * emulated entry is of type CPU (so that it has the CPU plugin's kernels), gpu-like, of a higher
+ * priority and listed first, so that only its being emulated decides. */
+static void test_place_emulated_below_cpu(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
+  identity(g, "y", x, NULL);
+  identity(g, "any_cpu", x, "/device:CPU:*");
+  identity(g, "pinned", x, "/device:CPU:1");
+  identity(g, "gpu", x, "/gpu:0");
+  const weft__place_device_t emulated = {LOCAL "CPU:1", "localhost", 0, 0, "CPU", 1, true, 10, true};
+  const weft__place_device_t devices[] = {emulated, kCpu0};
+  GHashTable *placement = new_placement();
+  place_all(g, devices, 2, &kSoft, placement);
+  assert_placed(placement, "x", LOCAL "CPU:0");
+  assert_placed(placement, "y", LOCAL "CPU:0");
+  assert_placed(placement, "any_cpu", LOCAL "CPU:0");
+  assert_placed(placement, "pinned", LOCAL "CPU:1");
+  /* No real GPU: with soft placement "/gpu:0" falls back to the CPU, not to the emulation. */
+  assert_placed(placement, "gpu", LOCAL "CPU:0");
+  g_hash_table_destroy(placement);
+
+  /* Without soft placement "/gpu:0" is an error that says there is no GPU. */
+  placement = new_placement();
+  weft_status_t *st = place_all_status(g, devices, 2, &kStrict, placement);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_test_message("%s", weft_status_message(st));
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Cannot assign a device for operation 'gpu': Could not satisfy explicit device "
+                  "specification '/device:GPU:0' because no devices match '/device:GPU:0'. "
+                  "Available devices: [" LOCAL "CPU:1, " LOCAL "CPU:0] (emulated on the CPU, so "
+                  "chosen only when pinned by type, as in '/device:TYPE:N': CPU:1)");
+  weft_status_free(st);
+  g_hash_table_destroy(placement);
+  weft_graph_free(g);
+  g_assert_true(matches("/device:CPU:1", &emulated, NULL));
+  g_assert_false(matches("/gpu:0", &emulated, "CPU"));
+  g_assert_false(matches("", &emulated, NULL));
+  g_assert_false(matches("/job:localhost", &emulated, NULL));
+}
+
 static void test_place_prefers_gpu_like(void) {
   weft_graph_t *g = weft_graph_new();
   weft_node_t *x = placeholder(g, "x", WEFT_DT_FLOAT);
@@ -350,7 +393,8 @@ static void test_place_prefers_gpu_like(void) {
   /* A gpu-like entry of type CPU: kernels are registered by type, so this one has the CPU
    * plugin's kernels, which lets the test see the preference for gpu-like devices. Listed
    * after CPU:0 so that the order of the list is not what decides. */
-  const weft__place_device_t fake_gpu = {LOCAL "CPU:1", "localhost", 0, 0, "CPU", 1, true, 10};
+  const weft__place_device_t fake_gpu = {LOCAL "CPU:1", "localhost", 0, 0, "CPU", 1, true, 10,
+                                             false};
   const weft__place_device_t devices[] = {kCpu0, fake_gpu};
   GHashTable *placement = new_placement();
   place_all(g, devices, 2, &kStrict, placement);
@@ -981,6 +1025,16 @@ static const char *vulkan_device_or_skip(void) {
   return NULL;
 }
 
+/* Whether the VULKAN device is an emulation on the CPU (lavapipe): then it takes only what is
+ * pinned to it, and the unpinned groups below go to the CPU. */
+static bool vulkan_is_emulated(void) {
+  for (int i = 0; i < weft_devices_count(); i++) {
+    const weft_device_info_t *d = weft_devices_get(i);
+    if (d->device_type != NULL && strcmp(d->device_type, "VULKAN") == 0) return d->emulated;
+  }
+  return false;
+}
+
 static weft_node_t *const_f32(weft_graph_t *g, const char *name, float a, float b) {
   int64_t dims[1] = {2};
   float data[2] = {a, b};
@@ -1035,8 +1089,10 @@ static void test_session_group_avoids_device_without_update_kernel(void) {
   rmsprop_variables(g, NULL);
   weft_op_builder_t *b = rmsprop_builder(g, "rmsprop");
   g_assert_null(weft_op_finish(b, NULL));
-  /* A variable nothing but its initializer touches: VULKAN has both kernels, so it goes there. */
+  /* A variable nothing but its initializer touches: VULKAN has both kernels, so it goes there,
+   * unless VULKAN is an emulation (lavapipe), which only pinned ops reach. */
   variable(g, "v", const_f32(g, "v_init", 3.0f, 4.0f));
+  const char *v_device = vulkan_is_emulated() ? "/job:localhost/replica:0/task:0/device:CPU:0" : vulkan;
   weft_status_t *st = NULL;
   weft_session_t *s = weft_session_new(g, NULL, &st);
   g_assert_null(st);
@@ -1049,8 +1105,8 @@ static void test_session_group_avoids_device_without_update_kernel(void) {
   g_assert_cmpstr(weft_session_node_device(s, "w"), ==, cpu);
   g_assert_cmpstr(weft_session_node_device(s, "w/Assign"), ==, cpu);
   g_assert_cmpstr(weft_session_node_device(s, "rmsprop"), ==, cpu);
-  g_assert_cmpstr(weft_session_node_device(s, "v"), ==, vulkan);
-  g_assert_cmpstr(weft_session_node_device(s, "v/Assign"), ==, vulkan);
+  g_assert_cmpstr(weft_session_node_device(s, "v"), ==, v_device);
+  g_assert_cmpstr(weft_session_node_device(s, "v/Assign"), ==, v_device);
 
   g_assert_null(run_targets(s, "ms/Assign", "mom/Assign"));
   const char *fetch[1] = {"rmsprop"};
@@ -1111,7 +1167,8 @@ static void test_session_node_added_to_placed_group_fails(void) {
   const char *vulkan = vulkan_device_or_skip();
   if (vulkan == NULL) return;
   weft_graph_t *g = weft_graph_new();
-  rmsprop_variables(g, NULL);
+  /* An emulated VULKAN device takes w only when w is pinned to it. */
+  rmsprop_variables(g, vulkan_is_emulated() ? "/device:VULKAN:0" : NULL);
   weft_status_t *st = NULL;
   weft_session_t *s = weft_session_new(g, NULL, &st);
   g_assert_null(st);
@@ -1151,6 +1208,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/placement/place/unpinned_cpu",
                   test_place_unpinned_goes_to_cpu_without_gpu_kernels);
   g_test_add_func("/placement/place/prefers_gpu_like", test_place_prefers_gpu_like);
+  g_test_add_func("/placement/place/emulated_below_cpu", test_place_emulated_below_cpu);
   g_test_add_func("/placement/place/nested_device_scopes", test_place_nested_device_scopes);
   g_test_add_func("/placement/place/default_task", test_place_default_task);
   g_test_add_func("/placement/place/device_function_variable",

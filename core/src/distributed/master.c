@@ -386,6 +386,7 @@ static void learn(msession_t *s, status_call_t *calls) {
       pd->type = keep(s, g_strdup(a->device_type));
       pd->id = a->id;
       pd->gpu_like = a->gpu_like;
+      pd->emulated = a->emulated;
       pd->priority = a->priority;
     }
   }
@@ -1045,6 +1046,7 @@ weft_status_t *weft__master_list_devices(weft__master_t *m, GPtrArray **devices)
         c->device_type = g_strdup(a->device_type);
         c->id = a->id;
         c->gpu_like = a->gpu_like;
+        c->emulated = a->emulated;
         c->priority = a->priority;
         c->description = g_strdup(a->description);
         c->memory_bytes = a->memory_bytes;

@@ -365,6 +365,7 @@ weft_status_t *weft_cluster_list_devices_with_options(const char *target,
       out[k].description = g_strdup(a->description);
       out[k].memory_bytes = a->memory_bytes;
       out[k].gpu_like = a->gpu_like;
+      out[k].emulated = a->emulated;
     }
     *devices = out;
     *n = (int)list->len;

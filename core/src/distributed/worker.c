@@ -82,6 +82,7 @@ static weft__device_t *device_alias(weft__device_t *orig, const char *name) {
     a->backend = orig->backend;
     a->props = orig->props;
     a->gpu_like = orig->gpu_like;
+    a->emulated = orig->emulated;
     a->priority = orig->priority;
     g_mutex_init(&a->open_lock);
     g_mutex_init(&a->refs_lock);
@@ -246,6 +247,7 @@ void weft__worker_get_status(weft__worker_t *w, Weft__GetStatusResponse *resp) {
     a->device_type = g_strdup(d->type);
     a->id = d->ordinal;
     a->gpu_like = d->gpu_like;
+    a->emulated = d->emulated;
     a->priority = d->priority;
     a->description = g_strdup(d->props.description);
     a->memory_bytes = d->props.memory_bytes;

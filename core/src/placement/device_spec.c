@@ -199,6 +199,9 @@ bool weft__device_spec_matches(const weft__device_spec_t *spec, const weft__plac
     return false;
   if (spec->replica >= 0 && spec->replica != device->replica) return false;
   if (spec->task >= 0 && spec->task != device->task) return false;
+  if (device->emulated &&
+      (spec->type == NULL || device->type == NULL || g_ascii_strcasecmp(spec->type, device->type) != 0))
+    return false;
   if (spec->type != NULL) {
     if (device->type == NULL) return false;
     if (g_ascii_strcasecmp(spec->type, "GPU") == 0) {

@@ -39,10 +39,13 @@ typedef struct weft__place_device {
   int id;
   bool gpu_like;
   int priority;           /* backend priority */
+  bool emulated;          /* a GPU emulated on the CPU: selected only by a spec naming its type */
 } weft__place_device_t;
 
 /* Does `spec` select `device`? Type "GPU" matches devices of gpu_type (the highest-priority
- * gpu-like backend's type); "CPU" matches type CPU. */
+ * gpu-like backend's type that is not emulated); "CPU" matches type CPU. An emulated device is
+ * selected only by a spec that names its own type ("/device:VULKAN:0"), so unpinned ops and
+ * "/gpu:N" never land on it. */
 bool weft__device_spec_matches(const weft__device_spec_t *spec, const weft__place_device_t *device,
                                const char *gpu_type);
 

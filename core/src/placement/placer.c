@@ -248,15 +248,17 @@ static bool apply_defaults(weft__device_spec_t *spec, const weft__placer_options
 static const char *highest_gpu_type(const weft__place_device_t *devices, int n) {
   const weft__place_device_t *best = NULL;
   for (int i = 0; i < n; i++) {
-    if (!devices[i].gpu_like || devices[i].type == NULL) continue;
+    if (!devices[i].gpu_like || devices[i].emulated || devices[i].type == NULL) continue;
     if (best == NULL || devices[i].priority > best->priority) best = &devices[i];
   }
   return best != NULL ? best->type : NULL;
 }
 
-/* Is a better than b for an op that may run on either? gpu-like first, then backend priority,
- * then the lowest ordinal, then the order the caller listed them in. */
+/* Is a better than b for an op that may run on either? A real gpu-like device first, then
+ * cpu-like, then emulated ones; then backend priority, then the lowest ordinal, then the order
+ * the caller listed them in. */
 static bool prefer(const weft__place_device_t *a, int ia, const weft__place_device_t *b, int ib) {
+  if (a->emulated != b->emulated) return b->emulated;
   if (a->gpu_like != b->gpu_like) return a->gpu_like;
   if (a->priority != b->priority) return a->priority > b->priority;
   if (a->id != b->id) return a->id < b->id;
@@ -341,6 +343,22 @@ static char *device_names_list(placer_t *p) {
     g_string_append(s, p->devices[i].name != NULL ? p->devices[i].name : "?");
   }
   g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+/* Says which devices are emulations that a spec must name by type, so that a user whose
+ * "/gpu:0" matched nothing learns why the Vulkan device they see was not taken. "" if none. */
+static char *emulated_note(placer_t *p) {
+  GString *s = g_string_new("");
+  for (int i = 0; i < p->n_devices; i++) {
+    const weft__place_device_t *d = &p->devices[i];
+    if (!d->emulated || d->type == NULL) continue;
+    g_string_append_printf(s, "%s%s:%d", s->len == 0 ? "" : ", ", d->type, d->id);
+  }
+  if (s->len == 0) return g_string_free(s, FALSE);
+  g_string_prepend(s, " (emulated on the CPU, so chosen only when pinned by type, as in "
+                      "'/device:TYPE:N': ");
+  g_string_append_c(s, ')');
   return g_string_free(s, FALSE);
 }
 
@@ -513,11 +531,13 @@ static weft_status_t *no_device_error(placer_t *p, GArray *group, const weft__de
 
   if (explicit_request && n_matching == 0) {
     char *names = device_names_list(p);
+    char *emulated = emulated_note(p);
     status = weft_status_new(WEFT_INVALID_ARGUMENT,
                              "Cannot assign a device for operation '%s': Could not satisfy "
                              "explicit device specification '%s' because no devices match '%s'. "
-                             "Available devices: %s",
-                             named->node->name, want, want, names);
+                             "Available devices: %s%s",
+                             named->node->name, want, want, names, emulated);
+    g_free(emulated);
     g_free(names);
   } else if (culprit != NULL) {
     /* The request may come from another member (a variable pinned by the user, the culprit an

@@ -20,6 +20,7 @@ struct weft__device {
   weft__backend_t *backend;
   weft_device_props_t props;
   bool gpu_like;
+  bool emulated;         /* props.emulated: a CPU emulation, ranked below the CPU */
   int priority;
   GMutex open_lock;
   void *handle;          /* backend device handle once opened */
@@ -33,7 +34,8 @@ typedef struct weft__kernel {
   char *plugin_path;
 } weft__kernel_t;
 
-/* Devices, process-wide, in placement order: gpu-like by priority then ordinal, then cpu-like. */
+/* Devices, process-wide, in placement order: gpu-like by priority then ordinal, then cpu-like,
+ * then emulated devices (docs/c-api.md, "Placement"). */
 int weft__device_count(void);
 weft__device_t *weft__device_at(int index);
 weft__device_t *weft__device_find(const char *full_name);

@@ -183,10 +183,18 @@ int weft__registry_count_kernels_from(const char *plugin_path) {
 /* ---------------------------------------------------------------------------------------------
  * Backends and devices */
 
+/* 0: a real gpu-like device, 1: a cpu-like one, 2: a device that emulates a GPU on the CPU
+ * (lavapipe), which is slower than the CPU backend for every op it has. */
+static int device_rank(const weft__device_t *d) {
+  if (d->emulated) return 2;
+  return d->gpu_like ? 0 : 1;
+}
+
 static gint device_order(gconstpointer pa, gconstpointer pb) {
   const weft__device_t *a = *(weft__device_t *const *)pa;
   const weft__device_t *b = *(weft__device_t *const *)pb;
-  if (a->gpu_like != b->gpu_like) return a->gpu_like ? -1 : 1;
+  int ra = device_rank(a), rb = device_rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
   if (a->priority != b->priority) return a->priority > b->priority ? -1 : 1;
   int t = strcmp(a->type, b->type);
   if (t) return t;
@@ -221,6 +229,7 @@ void weft__registry_add_backend(weft__backend_t *be) {
       }
     }
     d->props.description[sizeof(d->props.description) - 1] = '\0';
+    d->emulated = d->props.emulated != 0;
     weft__log(WEFT_LOG_INFO, "plugin", "Found device %s:%d with properties: %s, memory %" G_GUINT64_FORMAT
               " bytes%s%s%s%s", d->type, k, d->props.description, d->props.memory_bytes,
               d->props.compute_capability[0] ? ", compute capability " : "",
@@ -270,7 +279,9 @@ const char *weft__gpu_device_type(void) {
   g_mutex_lock(&registry_lock);
   ensure_tables();
   const char *t = NULL;
-  if (devices->len && ((weft__device_t *)devices->pdata[0])->gpu_like)
+  /* "/gpu:N" never means an emulated device: the first device is a real GPU or there is none. */
+  if (devices->len && ((weft__device_t *)devices->pdata[0])->gpu_like &&
+      !((weft__device_t *)devices->pdata[0])->emulated)
     t = ((weft__device_t *)devices->pdata[0])->type;
   g_mutex_unlock(&registry_lock);
   return t;
@@ -315,6 +326,7 @@ const weft_device_info_t *weft_devices_get(int index) {
       info->description = d->props.description;
       info->memory_bytes = d->props.memory_bytes;
       info->gpu_like = d->gpu_like;
+      info->emulated = d->emulated;
       g_ptr_array_add(device_infos, info);
     }
   }

@@ -216,6 +216,7 @@ static weft_status_t *place_new_nodes(weft_session_t *s, GPtrArray *needed) {
     devices[k].type = d->type;
     devices[k].id = d->ordinal;
     devices[k].gpu_like = d->gpu_like;
+    devices[k].emulated = d->emulated;
     devices[k].priority = d->priority;
   }
   weft__placer_options_t popts = {s->opts->allow_soft_placement, "localhost", 0, 0};

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define WEFT_ABI_MAJOR 1
-#define WEFT_ABI_MINOR 1
+#define WEFT_ABI_MINOR 2
 
 /* The one symbol a plugin exports; its type is weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_SYMBOL "weft_plugin_entry"
@@ -95,6 +95,10 @@ typedef struct weft_device_props {
   char compute_capability[32]; /* free-form, "" if none */
   char bus_id[64];             /* free-form, "" if none */
   int host_accessible;         /* device pointers are plain host memory the core may touch */
+  /* Since ABI 1.2. Non-zero when the device is itself an emulation running on the host's CPU
+   * (lavapipe, VkPhysicalDeviceType CPU): placement ranks it below the CPU, gives it only the
+   * ops pinned to it by its own type (/device:VULKAN:0), and never lets "/gpu:N" mean it. */
+  int emulated;
 } weft_device_props_t;
 
 /* Options a session hands to a device when it opens it (TensorFlow's GPUOptions). */
