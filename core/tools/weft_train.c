@@ -7,8 +7,9 @@
  * data made in code: "linear" (y = 2x + 1 plus Gaussian noise of standard deviation 0.1) and
  * "mlp" (three classes of 2-D points: inside a circle, and the two diagonal quadrant pairs
  * outside it). --local trains the same model in one process instead (the baseline of weft
- * bench). The flags are documented in docs/training.md. Exit status: 0 done, 1 training or
- * serving failed, 2 a command line that does not make sense. */
+ * bench). The flags are documented in docs/training.md. Progress goes to stderr, the final JSON
+ * line (the result) to stdout. Exit status: 0 done, 1 training or serving failed, 2 a command
+ * line that does not make sense. */
 #include <glib.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,7 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tool_help.h"
 #include "weft/weft.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -41,6 +47,7 @@ typedef struct flags {
   gint64 save_steps;
   gint64 log_every;
   gint64 step_timeout_ms;
+  gint64 pause_at_step; /* stop this process (SIGSTOP) once the global step reaches it; 0: off */
   int seed;
 } flags_t;
 
@@ -339,10 +346,12 @@ static void print_progress(trainer_t *t, int64_t global_step, bool last) {
     fflush(stderr);
     return;
   }
-  printf("progress worker=%d step=%" G_GINT64_FORMAT " total=%" G_GINT64_FORMAT
-         " loss=%.6f steps_per_sec=%.1f\n",
-         t->f->task_index, global_step, t->f->train_steps, t->last_loss, rate);
-  fflush(stdout);
+  /* Progress is for people and logs: stderr. stdout carries only the result (the final JSON
+   * line), so that `weft-train ... > metrics.json` keeps just that. */
+  fprintf(stderr, "progress worker=%d step=%" G_GINT64_FORMAT " total=%" G_GINT64_FORMAT
+          " loss=%.6f steps_per_sec=%.1f\n",
+          t->f->task_index, global_step, t->f->train_steps, t->last_loss, rate);
+  fflush(stderr);
 }
 
 static bool after_run(void *user_data, int64_t global_step, weft_tensor_t *const *fetched,
@@ -471,7 +480,19 @@ static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
     const char *feeds[2] = {"x", "y"};
     const char *target = model.train_op ? weft_node_name(model.train_op) : NULL;
     int recoveries = 0;
+    bool paused = false;
     while (!st && !weft_monitored_session_should_stop(ms)) {
+      if (f->pause_at_step > 0 && !paused &&
+          weft_monitored_session_global_step(ms) >= f->pause_at_step) {
+        /* A fault drill (the demo kills the ps now): this worker holds still, with the chief's
+         * checkpoint of the steps so far on disk, until someone sends SIGCONT. */
+        paused = true;
+        fprintf(stderr, "%sworker %d: paused at global step %" G_GINT64_FORMAT
+                " (--pause_at_step); continues on SIGCONT\n", t.tty ? "\n" : "", f->task_index,
+                weft_monitored_session_global_step(ms));
+        fflush(stderr);
+        raise(SIGSTOP);
+      }
       if (weft_monitored_session_recoveries(ms) != recoveries) {
         recoveries = weft_monitored_session_recoveries(ms);
         const char *ckpt = weft_monitored_session_last_checkpoint(ms);
@@ -504,7 +525,8 @@ static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
     } else {
       int64_t global_step = weft_monitored_session_global_step(ms);
       double train_secs = (double)(g_get_monotonic_time() - t.started_us) / 1e6;
-      print_progress(&t, global_step, true);
+      /* The closing line, unless after_run just printed this very step (a bar always ends). */
+      if (t.tty || global_step != t.last_printed) print_progress(&t, global_step, true);
       double loss = NAN, accuracy = NAN;
       st = evaluate(weft_monitored_session_session(ms), &model, f, &loss, &accuracy);
       double w = NAN, b = NAN;
@@ -595,6 +617,7 @@ static int train_main(flags_t *f) {
   if (strcmp(f->progress, "auto") != 0 && strcmp(f->progress, "lines") != 0)
     return usage("--progress must be 'auto' or 'lines'");
   if (f->task_index < 0) return usage("--task_index must be 0 or more");
+  if (f->pause_at_step < 0) return usage("--pause_at_step must be 0 (off) or positive");
   if (f->local) {
     weft_plugins_load_default();
     return run_worker(f, NULL);
@@ -633,6 +656,7 @@ static int train_main(flags_t *f) {
 int main(int argc, char **argv) {
   flags_t f = {.task_index = 0, .train_steps = 1000, .batch_size = 0, .learning_rate = 0,
                .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000, .seed = 1};
+  gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
       {"ps_hosts", 0, 0, G_OPTION_ARG_STRING, &f.ps_hosts, "the ps tasks: host:port,...", "HOSTS"},
       {"worker_hosts", 0, 0, G_OPTION_ARG_STRING, &f.worker_hosts,
@@ -672,10 +696,29 @@ int main(int argc, char **argv) {
       {"device", 0, 0, G_OPTION_ARG_STRING, &f.device,
        "put every node on a device of this type (CPU, VULKAN, CUDA; default: the placer's choice, "
        "the highest-priority device)", "TYPE"},
+      {"pause_at_step", 0, 0, G_OPTION_ARG_INT64, &f.pause_at_step,
+       "for fault drills: stop this worker (SIGSTOP) once the global step reaches N, until "
+       "SIGCONT (0: off)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT, &f.seed, "seed of the data and initial weights (1)", "N"},
+      {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
+      {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},
   };
-  GOptionContext *ctx = g_option_context_new("- train a model on a Weft cluster");
+  GOptionContext *ctx = g_option_context_new(NULL);
+  g_option_context_set_help_enabled(ctx, FALSE); /* tool_print_help lays it out for help2man */
+  g_option_context_set_summary(ctx,
+      "TensorFlow's distributed example trainer: a ps task serves the variables, worker tasks\n"
+      "train the linear or mlp model asynchronously (or --sync_replicas) through a monitored\n"
+      "session; --local trains in this process alone. Progress goes to stderr; the final\n"
+      "metrics are one JSON line on stdout.");
+  g_option_context_set_description(ctx,
+      "Examples:\n"
+      "  weft-train --local --model linear --train_steps 200\n"
+      "  weft-train --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name ps\n"
+      "  weft-train --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name worker\n"
+      "\n"
+      "Exit status: 0 done, 1 training or serving failed, 2 a usage error.\n"
+      "See docs/training.md.\n");
   g_option_context_add_main_entries(ctx, entries, NULL);
   GError *err = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
@@ -684,8 +727,22 @@ int main(int argc, char **argv) {
     g_option_context_free(ctx);
     return code;
   }
+  if (show_help) {
+    tool_print_help(ctx, "weft-train [OPTION]...");
+    g_option_context_free(ctx);
+    return 0;
+  }
   g_option_context_free(ctx);
-  if (argc > 1) return usage("unexpected argument");
+  if (show_version) {
+    printf("weft-train %s\n", WEFT_VERSION);
+    return 0;
+  }
+  if (argc > 1) {
+    char *msg = g_strdup_printf("unexpected argument '%s'", argv[1]);
+    int code = usage(msg);
+    g_free(msg);
+    return code;
+  }
   if (!f.model) f.model = g_strdup("linear");
   bool mlp = strcmp(f.model, "mlp") == 0;
   if (!f.optimizer) f.optimizer = g_strdup(mlp ? "adam" : "sgd");
