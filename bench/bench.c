@@ -2,6 +2,7 @@
  * table and the JSON report. Benchmarks themselves live in bench_kernels.c and bench_session.c. */
 #include "bench.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -16,8 +17,22 @@ double bench_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* One --only pattern against a benchmark name: a glob (* or ?) must match the whole name;
+ * otherwise NAME selects the benchmark of that exact name and the group NAME/ (every name that
+ * starts with "NAME/"; a trailing '/' may be written). Substrings never match: "step" selects
+ * step/chain_100 but not remote_step/scalar, and "chain_100" selects nothing. */
+static bool pattern_selects(const char *pattern, const char *name) {
+  if (strpbrk(pattern, "*?")) return g_pattern_match_simple(pattern, name);
+  size_t n = strlen(pattern);
+  if (n > 0 && pattern[n - 1] == '/') return g_str_has_prefix(name, pattern);
+  return strcmp(pattern, name) == 0 || (g_str_has_prefix(name, pattern) && name[n] == '/');
+}
+
 bool bench_selected(const bench_options_t *o, const char *name) {
-  return !o->only || strstr(name, o->only) != NULL;
+  if (!o->only) return true;
+  for (const char *const *p = o->only; *p; p++)
+    if (pattern_selects(*p, name)) return true;
+  return false;
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -160,6 +175,29 @@ void bench_add_failure(bench_report_t *r, const char *name, weft_status_t *st) {
   weft_status_free(st);
 }
 
+/* weft/baseline, oriented so that > 1 means Weft is better. */
+static double ratio_of(const bench_result_t *res);
+
+static bench_result_t *last_row(bench_report_t *r) {
+  return r->results->len ? r->results->pdata[r->results->len - 1] : NULL;
+}
+
+void bench_set_target_met(bench_report_t *r, bool met) {
+  bench_result_t *res = last_row(r);
+  if (res && !res->skipped) res->target = met ? BENCH_TARGET_MET : BENCH_TARGET_MISSED;
+}
+
+void bench_set_target_ratio(bench_report_t *r, double min_ratio) {
+  bench_result_t *res = last_row(r);
+  if (res && !res->skipped) bench_set_target_met(r, ratio_of(res) >= min_ratio);
+}
+
+static const char *target_text(const bench_result_t *res) {
+  return res->target == BENCH_TARGET_MET      ? "met"
+         : res->target == BENCH_TARGET_MISSED ? "missed"
+                                              : "-";
+}
+
 static void result_free(bench_result_t *res) {
   g_free(res->name);
   g_free(res->params);
@@ -177,12 +215,12 @@ static double ratio_of(const bench_result_t *res) {
 }
 
 static void print_table(const bench_report_t *r) {
-  printf("%-34s %14s %14s %-26s %8s  %s\n", "benchmark", "weft", "baseline", "(baseline is)",
-         "ratio", "note");
+  printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", "benchmark", "weft", "baseline",
+         "(baseline is)", "ratio", "target", "note");
   for (guint k = 0; k < r->results->len; k++) {
     const bench_result_t *res = r->results->pdata[k];
     if (res->skipped) {
-      printf("%-34s %14s %14s %-26s %8s  %s\n", res->name, "-", "-", "", "-",
+      printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", res->name, "-", "-", "", "-", "-",
              res->note ? res->note : "skipped");
       continue;
     }
@@ -195,10 +233,12 @@ static void print_table(const bench_report_t *r) {
       g_strlcpy(base, "-", sizeof base);
       g_strlcpy(ratio, "-", sizeof ratio);
     }
-    printf("%-34s %14s %14s %-26s %8s  %s\n", res->name, weft, base,
-           res->baseline_name ? res->baseline_name : "", ratio, res->note ? res->note : "");
+    printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", res->name, weft, base,
+           res->baseline_name ? res->baseline_name : "", ratio, target_text(res),
+           res->note ? res->note : "");
   }
-  printf("ratio: Weft relative to the baseline, > 1 means Weft is better; medians of each side.\n");
+  printf("ratio: Weft relative to the baseline, > 1 means Weft is better; medians of each side.\n"
+         "target: met or missed, for rows whose note states a target.\n");
 }
 
 static void json_stats(GString *s, const char *key, const bench_stats_t *st) {
@@ -247,6 +287,8 @@ static bool write_json(const bench_report_t *r, const char *path, weft_status_t 
       }
       g_string_append_printf(s, ", \"runs\": %d", res->weft.runs);
     }
+    if (res->target == BENCH_NO_TARGET) g_string_append(s, ", \"target\": null");
+    else g_string_append_printf(s, ", \"target\": \"%s\"", target_text(res));
     g_string_append_printf(s, "}%s\n", k + 1 < r->results->len ? "," : "");
   }
   g_string_append(s, "]\n");
@@ -291,11 +333,26 @@ static char *resolve_device(const char *wanted, char **known) {
   return found;
 }
 
+/* A usage error of `weft bench`, printed as every weft subcommand prints one. */
+static int usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "weft: error: %s\nTry 'weft help bench'.\n", msg);
+  g_free(msg);
+  return 2;
+}
+
 int weft_bench_main(int argc, char **argv) {
-  char *only = NULL, *json = NULL, *device = NULL;
+  char **only = NULL;
+  char *json = NULL, *device = NULL;
   gboolean quick = FALSE;
   GOptionEntry entries[] = {
-      {"only", 0, 0, G_OPTION_ARG_STRING, &only, "run only benchmarks whose name contains NAME", "NAME"},
+      {"only", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only,
+       "run only this benchmark (an exact name: step/chain_100), this group (step or step/: every "
+       "step/... name) or the names a glob matches whole (*/scalar_addv2); repeatable", "NAME"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &json, "write one JSON record per benchmark to FILE", "FILE"},
       {"device", 0, 0, G_OPTION_ARG_STRING, &device,
        "device for the kernel benchmarks: /device:VULKAN:0, VULKAN, vulkan:0 (default "
@@ -304,55 +361,62 @@ int weft_bench_main(int argc, char **argv) {
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *ctx = g_option_context_new("- measure Weft against baselines run beside it");
+  g_option_context_set_description(ctx,
+      "The table goes to stdout, progress to stderr. Its target column says met or missed for\n"
+      "each row whose note states a target. Exit status: 0 done (missed targets included),\n"
+      "1 the --json file could not be written, 2 a usage error or an --only that matches\n"
+      "no benchmark. See docs/performance.md.\n");
   g_option_context_add_main_entries(ctx, entries, NULL);
   GError *gerr = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &gerr)) {
-    fprintf(stderr, "weft bench: %s\n", gerr->message);
+    int rc = usage_error("%s", gerr->message);
     g_error_free(gerr);
     g_option_context_free(ctx);
-    return 2;
+    return rc;
   }
   g_option_context_free(ctx);
-  if (argc > 1) {
-    fprintf(stderr, "weft bench: unexpected argument '%s'\n", argv[1]);
-    return 2;
-  }
+  if (argc > 1) return usage_error("unexpected argument '%s'", argv[1]);
   weft_plugins_load_default();
   if (device) {
     char *known = NULL;
     char *spec = resolve_device(device, &known);
     if (!spec) {
-      fprintf(stderr, "weft bench: --device '%s' is not a device of this machine (it has: %s)\n",
-              device, *known ? known : "none");
+      int rc = usage_error("--device '%s' is not a device of this machine (it has: %s)", device,
+                           *known ? known : "none");
       g_free(known);
       g_free(device);
-      g_free(only);
+      g_strfreev(only);
       g_free(json);
-      return 2;
+      return rc;
     }
     g_free(known);
     g_free(device);
     device = spec;
   }
-  bench_options_t o = {only, device ? device : "/device:CPU:0", quick, quick ? 1 : 2,
-                       quick ? 3 : 7};
+  bench_options_t o = {(const char *const *)only, device ? device : "/device:CPU:0", quick,
+                       quick ? 1 : 2, quick ? 3 : 7};
   bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};
   bench_run_kernels(&o, &report);
   bench_run_session(&o, &report);
-  print_table(&report);
   int rc = 0;
+  if (report.results->len == 0) {
+    GString *names = g_string_new(NULL);
+    for (char **p = only; p && *p; p++)
+      g_string_append_printf(names, "%s'%s'", names->len ? ", " : "", *p);
+    rc = usage_error("no benchmark matches --only %s", names->str);
+    g_string_free(names, TRUE);
+  } else {
+    print_table(&report);
+  }
   weft_status_t *st = NULL;
-  if (json && !write_json(&report, json, &st)) {
-    fprintf(stderr, "weft bench: %s\n", weft_status_message(st));
+  if (rc == 0 && json && !write_json(&report, json, &st)) {
+    fprintf(stderr, "weft: error: %s: %s\n", weft_code_name(weft_status_code(st)),
+            weft_status_message(st));
     weft_status_free(st);
     rc = 1;
   }
-  if (report.results->len == 0) {
-    fprintf(stderr, "weft bench: no benchmark matches --only '%s'\n", only ? only : "");
-    rc = 2;
-  }
   g_ptr_array_free(report.results, TRUE);
-  g_free(only);
+  g_strfreev(only);
   g_free(json);
   g_free(device);
   return rc;

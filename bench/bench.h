@@ -10,7 +10,9 @@
 #include "weft/weft.h"
 
 typedef struct bench_options {
-  const char *only;   /* substring filter on benchmark names, or NULL */
+  /* --only NAME..., NULL-terminated, or NULL for every benchmark: exact names, groups (NAME or
+   * NAME/: the names starting with "NAME/"), or globs (* and ?) over the whole name. */
+  const char *const *only;
   const char *device; /* device spec for kernel benchmarks, e.g. "/device:CPU:0" */
   bool quick;
   int warmup;
@@ -25,6 +27,13 @@ typedef struct bench_stats {
                         times so that a run lasts about 20 ms); 0 counts as 1 */
 } bench_stats_t;
 
+/* A row's verdict against its target: the table's met/missed column and the JSON's "target". */
+typedef enum bench_target {
+  BENCH_NO_TARGET = 0, /* a report without a target (or the row was not measured) */
+  BENCH_TARGET_MET,
+  BENCH_TARGET_MISSED,
+} bench_target_t;
+
 typedef struct bench_result {
   char *name;       /* "matmul/1024" */
   char *params;     /* "n=1024 dtype=float32 device=/device:CPU:0" */
@@ -35,6 +44,7 @@ typedef struct bench_result {
   char *baseline_name;
   char *note;       /* target, skip reason, or NULL */
   bool skipped;
+  bench_target_t target; /* whether the row met the target its note states */
 } bench_result_t;
 
 typedef struct bench_report bench_report_t;
@@ -63,6 +73,12 @@ bool bench_selected(const bench_options_t *o, const char *name);
 void bench_add_row(bench_report_t *r, const char *name, const char *params, const char *unit,
                    bool higher_is_better, const bench_stats_t *weft, const bench_stats_t *base,
                    const char *base_name, const char *note);
+/* The verdict of the row added last (by bench_add_row), judged by its caller: `met` says whether
+ * it met the target its note states. */
+void bench_set_target_met(bench_report_t *r, bool met);
+/* The same for a target on the row's ratio to its baseline (oriented like the table's: > 1
+ * means Weft is better): met when ratio >= min_ratio. */
+void bench_set_target_ratio(bench_report_t *r, double min_ratio);
 /* Adds a row that was not measured, with the reason. */
 void bench_add_skip(bench_report_t *r, const char *name, const char *why);
 /* Adds a "failed: <message>" row; takes st. */

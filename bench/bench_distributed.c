@@ -596,6 +596,7 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
   char *note = g_strdup_printf("target <= 2x the raw call (%.2fx)",
                                base.median > 0 ? weft.median / base.median : 0.0);
   bench_add_row(r, name, params, "us", false, &weft, &base, "raw gRPC unary call", note);
+  bench_set_target_ratio(r, 0.5); /* latency within 2x the raw call: raw/weft >= 0.5 */
   g_free(params);
   g_free(note);
 }
@@ -780,6 +781,7 @@ static void bench_shared_memory(const bench_options_t *o, bench_report_t *r, con
   char *note = g_strdup_printf("target >= 0.4x memcpy (%.2fx)",
                                base.median > 0 ? weft.median / base.median : 0.0);
   bench_add_row(r, name, params, "GB/s", true, &weft, &base, "memcpy", note);
+  bench_set_target_ratio(r, 0.4);
   g_free(params);
   g_free(note);
 }
@@ -842,6 +844,7 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
     char *note = g_strdup_printf("target >= 2x the raw call (%.2fx)",
                                  base.median > 0 ? weft.median / base.median : 0.0);
     bench_add_row(r, name, params, "GB/s", true, &weft, &base, "raw gRPC unary call", note);
+    bench_set_target_ratio(r, 2.0);
     g_free(params);
     g_free(note);
   }

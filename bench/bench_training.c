@@ -181,6 +181,7 @@ static void bench_async(const bench_options_t *o, bench_report_t *r, const char 
                                    batch_text);
     bench_add_row(r, name, params, "examples/s", true, &weft, &base, "one local session",
                   "target >= 1.5x");
+    bench_set_target_ratio(r, 1.5);
     g_free(params);
   }
   g_free(exe);

@@ -260,7 +260,9 @@ void cf_report_add(cf_report_t *r, const char *suite, const char *op, const char
 int cf_report_count(const cf_report_t *r, const char *suite, cf_status_t status);
 int cf_report_n_records(const cf_report_t *r);
 const cf_record_t *cf_report_record(const cf_report_t *r, int index);
-void cf_report_print_console(const cf_report_t *r, bool verbose);
+/* The tables, the failures and the summary lines: one per suite with records, and one (of 0
+ * cases) for a suite that was run (cases_run, onnx_run) but filed nothing. */
+void cf_report_print_console(const cf_report_t *r, bool verbose, bool cases_run, bool onnx_run);
 bool cf_report_write_json(const cf_report_t *r, const char *path, GError **error);
 bool cf_report_write_markdown(const cf_report_t *r, const char *path, GError **error);
 

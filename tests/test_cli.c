@@ -210,6 +210,19 @@ static void test_version_and_help(void) {
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_true(g_str_has_prefix(r.out, "weft "));
   run_result_clear(&r);
+  /* --help is laid out for help2man: the usage first, one "or:" line per command. */
+  r = run_weft((const char *[]){"--help", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_true(g_str_has_prefix(r.out, "Usage: weft COMMAND [OPTIONS]\n  or:  weft devices "));
+  assert_contains(r.out, "\n  or:  weft bench [--only NAME]");
+  assert_contains(r.out, "\nOptions:\n  -V, --version  print the version and exit\n");
+  g_assert_cmpstr(r.err, ==, "");
+  run_result_clear(&r);
+  r = run_weft((const char *[]){"help", "bench", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "weft bench [OPTION");
+  assert_contains(r.out, "--only=NAME");
+  run_result_clear(&r);
   r = run_weft((const char *[]){"help", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "devices");
@@ -227,6 +240,8 @@ static void test_usage_errors(void) {
   if (no_weft()) return;
   run_result_t r = run_weft((const char *[]){NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
+  g_assert_true(g_str_has_prefix(r.err, "weft: error: no command given\nUsage: weft COMMAND"));
+  g_assert_cmpstr(r.out, ==, "");
   run_result_clear(&r);
   r = run_weft((const char *[]){"frobnicate", NULL}, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
@@ -251,6 +266,65 @@ static void test_usage_errors(void) {
   g_assert_cmpint(r.exit_code, ==, 2);
   assert_contains(r.err, "--bogus");
   run_result_clear(&r);
+}
+
+/* Every tool: --version and --help on stdout with exit 0 (the help laid out for help2man, which
+ * makes the man pages from them), and a bad option as "PROG: error: ..." on stderr, exit 2. */
+static void test_tools_version_help_usage(void) {
+  static const struct {
+    const char *path, *prog;
+  } tools[] = {
+      {WEFT_BUILD_DIR "/core/tools/weftd", "weftd"},
+      {WEFT_BUILD_DIR "/core/tools/weft-train", "weft-train"},
+      {WEFT_BUILD_DIR "/conformance/weft-conformance", "weft-conformance"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(tools); k++) {
+    const char *prog = tools[k].prog;
+    run_result_t r = run_program(tools[k].path, (const char *[]){"--version", NULL}, NULL);
+    g_assert_cmpint(r.exit_code, ==, 0);
+    char *want = g_strdup_printf("%s 0.1.0", prog);
+    g_assert_true(g_str_has_prefix(r.out, want));
+    g_free(want);
+    run_result_clear(&r);
+    r = run_program(tools[k].path, (const char *[]){"--help", NULL}, NULL);
+    g_assert_cmpint(r.exit_code, ==, 0);
+    want = g_strdup_printf("Usage: %s [OPTION]...\n\n", prog);
+    g_assert_true(g_str_has_prefix(r.out, want));
+    g_free(want);
+    assert_contains(r.out, "\nOptions:\n");
+    assert_contains(r.out, "  -V, --version ");
+    g_assert_cmpstr(r.err, ==, "");
+    run_result_clear(&r);
+    r = run_program(tools[k].path, (const char *[]){"--bogus", NULL}, NULL);
+    g_assert_cmpint(r.exit_code, ==, 2);
+    want = g_strdup_printf("%s: error: Unknown option --bogus\nTry '%s --help'.\n", prog, prog);
+    g_assert_cmpstr(r.err, ==, want);
+    g_free(want);
+    g_assert_cmpstr(r.out, ==, "");
+    run_result_clear(&r);
+  }
+  /* weft-train: an argument left over names itself. */
+  run_result_t r = run_program(WEFT_BUILD_DIR "/core/tools/weft-train",
+                               (const char *[]){"--local", "stray", NULL}, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  g_assert_cmpstr(r.err, ==, "weft-train: error: unexpected argument 'stray'\n"
+                             "Try 'weft-train --help'.\n");
+  run_result_clear(&r);
+  /* The man pages, when help2man was there to make them. */
+  if (g_file_test(WEFT_BUILD_DIR "/core/tools/weft.1", G_FILE_TEST_EXISTS)) {
+    const char *pages[] = {WEFT_BUILD_DIR "/core/tools/weft.1", WEFT_BUILD_DIR "/core/tools/weftd.1",
+                           WEFT_BUILD_DIR "/core/tools/weft-train.1",
+                           WEFT_BUILD_DIR "/conformance/weft-conformance.1"};
+    for (size_t k = 0; k < G_N_ELEMENTS(pages); k++) {
+      char *text = NULL;
+      g_assert_true(g_file_get_contents(pages[k], &text, NULL, NULL));
+      assert_contains(text, ".SH SYNOPSIS");
+      assert_contains(text, ".SH OPTIONS");
+      g_free(text);
+    }
+  } else {
+    g_test_message("no man pages in the build (help2man missing?)");
+  }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -480,7 +554,7 @@ static void test_bench_json(void) {
   if (no_weft()) return;
   char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
   char *path = g_build_filename(dir, "bench.json", NULL);
-  const char *args[] = {"bench", "--quick", "--only", "step/", "--json", path, NULL};
+  const char *args[] = {"bench", "--quick", "--only", "step", "--json", path, NULL};
   run_result_t r = run_weft(args, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "step/scalar_addv2");
@@ -500,8 +574,12 @@ static void test_bench_json(void) {
       g_assert_nonnull(json_object_get_string_member(rec, "note"));
       continue;
     }
-    /* "step/" also matches remote_step/scalar, which /cli/bench/remote checks. */
-    if (g_str_has_prefix(name, "step/")) measured++;
+    /* "step" is the group step/: remote_step/scalar is not in it (/cli/bench/remote runs it). */
+    g_assert_true(g_str_has_prefix(name, "step/"));
+    measured++;
+    /* Both rows state an absolute target: the verdict is there, whichever it is. */
+    const char *target = json_object_get_string_member(rec, "target");
+    g_assert_true(strcmp(target, "met") == 0 || strcmp(target, "missed") == 0);
     g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "us");
     g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
     JsonObject *runs = json_object_get_object_member(rec, "weft_runs");
@@ -513,11 +591,36 @@ static void test_bench_json(void) {
   }
   g_assert_cmpuint(measured, ==, 2);
   g_object_unref(parser);
+  /* The table has the target column; progress went to stderr, not into the table. */
+  char *header = line_with(r.out, "benchmark");
+  g_assert_nonnull(header);
+  assert_contains(header, " ratio target  note");
+  g_free(header);
+  g_assert_null(strstr(r.out, "remote_step"));
+  g_assert_null(strstr(r.out, "bench: step/scalar_addv2 done"));
+  assert_contains(r.err, "bench: step/scalar_addv2 done");
   run_result_clear(&r);
-  const char *none[] = {"bench", "--only", "no-such-benchmark", NULL};
+  /* An exact name selects that row alone; a glob the rows it matches whole. */
+  const char *exact[] = {"bench", "--quick", "--only", "step/chain_100", "--json", path, NULL};
+  r = run_weft(exact, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_null(strstr(r.out, "step/scalar_addv2"));
+  assert_contains(r.out, "step/chain_100");
+  run_result_clear(&r);
+  const char *glob[] = {"bench", "--quick", "--only", "*/scalar_addv2", "--json", path, NULL};
+  r = run_weft(glob, NULL);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, "step/scalar_addv2");
+  g_assert_null(strstr(r.out, "step/chain_100"));
+  run_result_clear(&r);
+  /* A substring is not a name: "scalar_addv2" (of step/scalar_addv2) matches nothing. */
+  const char *none[] = {"bench", "--only", "no-such-benchmark", "--only", "scalar_addv2", NULL};
   r = run_weft(none, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
-  assert_contains(r.err, "no benchmark matches --only 'no-such-benchmark'");
+  g_assert_cmpstr(r.out, ==, "");
+  char *err_line = error_line(r.err);
+  g_assert_cmpstr(err_line, ==, "weft: error: no benchmark matches --only 'no-such-benchmark', 'scalar_addv2'");
+  g_free(err_line);
   run_result_clear(&r);
   g_unlink(path);
   g_rmdir(dir);
@@ -550,13 +653,13 @@ static void test_bench_device(void) {
   const char *missing[] = {"bench", "--device", "tpu:0", "--only", "matmul/256", NULL};
   run_result_t r = run_weft(missing, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
-  assert_contains(r.err, "weft bench: --device 'tpu:0' is not a device of this machine (it has: ");
+  assert_contains(r.err, "weft: error: --device 'tpu:0' is not a device of this machine (it has: ");
   assert_contains(r.err, "/device:CPU:0");
   run_result_clear(&r);
   const char *bad[] = {"bench", "--device", "CPU:zero", "--only", "matmul/256", NULL};
   r = run_weft(bad, NULL);
   g_assert_cmpint(r.exit_code, ==, 2);
-  assert_contains(r.err, "weft bench: --device 'CPU:zero' is not a device of this machine");
+  assert_contains(r.err, "weft: error: --device 'CPU:zero' is not a device of this machine");
   run_result_clear(&r);
 
   const char *list[] = {"devices", NULL};
@@ -589,6 +692,11 @@ static void test_bench_device(void) {
     assert_contains(json_object_get_string_member(rec, "parameters"), want);
     g_free(want);
     g_assert_cmpstr(json_object_get_string_member(rec, "note"), ==, cases[k].note);
+    /* The CPU row has a target, judged; another device's row is a report without one. */
+    if (k == 0)
+      g_assert_nonnull(json_object_get_string_member(rec, "target"));
+    else
+      g_assert_true(json_object_get_null_member(rec, "target"));
     g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
     json_object_unref(rec);
     run_result_clear(&r);
@@ -639,7 +747,7 @@ static void test_bench_remote(void) {
   if (no_weft()) return;
   char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
   char *path = g_build_filename(dir, "bench.json", NULL);
-  const char *args[] = {"bench", "--quick", "--only", "remote_step", "--json", path, NULL};
+  const char *args[] = {"bench", "--quick", "--only", "remote_step/", "--json", path, NULL};
   run_result_t r = run_weft(args, NULL);
   g_assert_cmpint(r.exit_code, ==, 0);
   assert_contains(r.out, "remote_step/scalar");
@@ -679,6 +787,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/plugins_broken", test_plugins_broken);
   g_test_add_func("/cli/version_and_help", test_version_and_help);
   g_test_add_func("/cli/usage_errors", test_usage_errors);
+  g_test_add_func("/cli/tools_version_help_usage", test_tools_version_help_usage);
   g_test_add_func("/cli/run/multiplication", test_run_multiplication);
   g_test_add_func("/cli/run/addition_int32", test_run_addition_int32);
   g_test_add_func("/cli/run/regression", test_run_regression);

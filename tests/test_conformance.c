@@ -4,12 +4,15 @@
  * that every test of the operators issue 3 lists passes on CPU; proves that each kind of fault is
  * caught (a wrong value, an out-of-bounds write, a write into an input) with a plugin of broken
  * kernels, and that expected failures and unexpected passes are reported; and checks the options
- * (--list, --markdown, usage errors). */
+ * (--list, --markdown, usage errors, --version and --help), and that a selection matching
+ * nothing or a plugin that does not load exits 2 with the summary line printed. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/wait.h>
 
+#include "weft/plugin.h"
 #include "weft/weft.h"
 
 #ifndef WEFT_BUILD_DIR
@@ -504,6 +507,151 @@ static void test_options(void) {
   g_free(md);
 }
 
+/* Runs weft-conformance with args and env overrides ("NAME=VALUE", NULL-terminated, may be
+ * NULL); returns the exit status, and its stdout and stderr (g_free both). */
+static int run_env(const char *const *args, const char *const *env, char **out, char **err) {
+  GPtrArray *argv = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(argv, program());
+  for (const char *const *a = args; *a; a++) g_ptr_array_add(argv, g_strdup(*a));
+  g_ptr_array_add(argv, NULL);
+  char **envp = g_get_environ();
+  for (const char *const *e = env; e && *e; e++) {
+    char **kv = g_strsplit(*e, "=", 2);
+    envp = g_environ_setenv(envp, kv[0], kv[1], TRUE);
+    g_strfreev(kv);
+  }
+  int wait_status = 0;
+  GError *error = NULL;
+  if (!g_spawn_sync(NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, out, err,
+                    &wait_status, &error))
+    g_error("spawning weft-conformance: %s", error->message);
+  g_strfreev(envp);
+  g_ptr_array_free(argv, TRUE);
+  g_assert_true(WIFEXITED(wait_status));
+  return WEXITSTATUS(wait_status);
+}
+
+/* The line of text that starts with prefix (without its newline), or "" (g_free it). */
+static char *line_starting(const char *text, const char *prefix) {
+  char **lines = g_strsplit(text, "\n", -1);
+  char *found = NULL;
+  for (char **l = lines; *l && !found; l++)
+    if (g_str_has_prefix(*l, prefix)) found = g_strdup(*l);
+  g_strfreev(lines);
+  return found ? found : g_strdup("");
+}
+
+#define EMPTY_SUMMARY                                                                          \
+  "conformance cases: 0 cases: 0 passed, 0 failed, 0 unsupported, 0 expected failures, 0 "     \
+  "unexpectedly passed"
+
+/* A selection that matches nothing and a plugin that does not load exit 2 with the cause on
+ * stderr, and the summary line is printed all the same (issue 17). */
+static void test_selection_errors(void) {
+  static const struct {
+    const char *args[8];
+    const char *error;
+  } cases[] = {
+      {{"--device", "CPU:0", "--op", "NoSuchOp", NULL},
+       "weft-conformance: error: --op 'NoSuchOp' matches no op with conformance cases (see "
+       "--list)"},
+      {{"--device", "CPU:0", "--op", "MatMul", "--op", "Nope*", NULL},
+       "weft-conformance: error: --op 'Nope*' matches no op with conformance cases (see --list)"},
+      {{"--device", "CPU:0", "--op", "MatMul", "--case", "nonexistent", NULL},
+       "weft-conformance: error: --case 'nonexistent' matches no case that ran on the devices "
+       "selected"},
+      {{"--device", "NOPE:0", NULL}, "weft-conformance: error: no device matches --device"},
+      {{"--plugin", "/nonexistent/libweft-none.so", NULL},
+       "weft-conformance: error: --plugin /nonexistent/libweft-none.so: "
+       "/nonexistent/libweft-none.so: plugin file not found"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    char *out = NULL, *err = NULL;
+    int status = run_env(cases[k].args, NULL, &out, &err);
+    g_test_message("%s\n%s", out, err);
+    g_assert_cmpint(status, ==, 2);
+    char *line = line_starting(err, "weft-conformance: error: ");
+    g_assert_cmpstr(line, ==, cases[k].error);
+    g_free(line);
+    /* MatMul's cases ran beside the unmatched pattern: its summary counts them. */
+    line = line_starting(out, "conformance cases: ");
+    if (k == 1) g_assert_true(g_str_has_prefix(line, "conformance cases: ") &&
+                              !g_str_has_prefix(line, "conformance cases: 0 cases"));
+    else g_assert_cmpstr(line, ==, EMPTY_SUMMARY);
+    g_free(line);
+    g_free(out);
+    g_free(err);
+  }
+
+  /* A plugin on WEFT_PLUGIN_PATH whose gradient program is broken: nothing runs, exit 2. */
+  char *plugin = g_build_filename(WEFT_BUILD_DIR, "tests", "plugins", "sdk",
+                                  "libweft-sdk-bad-gradient.so", NULL);
+  char *env_path = g_strdup_printf("WEFT_PLUGIN_PATH=%s", plugin);
+  const char *env[] = {env_path, NULL};
+  const char *args[] = {"--device", "CPU:0", "--op", "MatMul", NULL};
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint(run_env(args, env, &out, &err), ==, 2);
+  char *line = line_starting(err, "weft-conformance: error: ");
+  char *want = g_strdup_printf("weft-conformance: error: plugin from WEFT_PLUGIN_PATH did not load: "
+                               "%s: plugin 'sdk-bad-gradient' init failed: gradient of op "
+                               "BadGradientOp, line 2 ('dx = NoSuchOp(dy, t)'): op 'NoSuchOp' is "
+                               "not registered", plugin);
+  g_assert_cmpstr(line, ==, want);
+  g_free(want);
+  g_free(line);
+  line = line_starting(out, "conformance cases: ");
+  g_assert_cmpstr(line, ==, EMPTY_SUMMARY);
+  g_free(line);
+  g_free(out);
+  g_free(err);
+  /* A folder on WEFT_PLUGIN_PATH that does not exist is a plugin that did not load too. */
+  const char *missing_env[] = {"WEFT_PLUGIN_PATH=/nonexistent/weft-plugins", NULL};
+  g_assert_cmpint(run_env(args, missing_env, &out, &err), ==, 2);
+  line = line_starting(err, "weft-conformance: error: ");
+  g_assert_cmpstr(line, ==, "weft-conformance: error: plugin from WEFT_PLUGIN_PATH did not load: "
+                            "/nonexistent/weft-plugins (from WEFT_PLUGIN_PATH): no such file or "
+                            "folder");
+  g_free(line);
+  g_free(out);
+  g_free(err);
+  g_free(env_path);
+  g_free(plugin);
+
+  /* A selection that runs: the summary line, exit 0. */
+  const char *good[] = {"--device", "CPU:0", "--op", "MatMul", "--case", "transpose_a", NULL};
+  g_assert_cmpint(run_env(good, NULL, &out, &err), ==, 0);
+  line = line_starting(out, "conformance cases: ");
+  g_assert_true(g_str_has_prefix(line, "conformance cases: "));
+  g_assert_null(strstr(line, " 0 cases"));
+  g_free(line);
+  g_free(out);
+  g_free(err);
+}
+
+/* --version, --help (laid out for help2man) and usage errors as "weft-conformance: error:". */
+static void test_version_and_help(void) {
+  char *out = NULL, *err = NULL;
+  g_assert_cmpint(run_env((const char *[]){"--version", NULL}, NULL, &out, &err), ==, 0);
+  char *want = g_strdup_printf("weft-conformance 0.1.0 (plugin ABI %d.%d)\n", WEFT_ABI_MAJOR,
+                               WEFT_ABI_MINOR);
+  g_assert_cmpstr(out, ==, want);
+  g_free(want);
+  g_free(out);
+  g_free(err);
+  g_assert_cmpint(run_env((const char *[]){"--help", NULL}, NULL, &out, &err), ==, 0);
+  g_assert_true(g_str_has_prefix(out, "Usage: weft-conformance [OPTION]...\n"));
+  g_assert_nonnull(strstr(out, "\nOptions:\n"));
+  g_assert_nonnull(strstr(out, "--op=OP"));
+  g_free(out);
+  g_free(err);
+  g_assert_cmpint(run_env((const char *[]){"--no-such-option", NULL}, NULL, &out, &err), ==, 2);
+  g_assert_cmpstr(err, ==, "weft-conformance: error: Unknown option --no-such-option\n"
+                           "Try 'weft-conformance --help'.\n");
+  g_assert_cmpstr(out, ==, "");
+  g_free(out);
+  g_free(err);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/conformance/cpu", test_cpu);
@@ -512,5 +660,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/conformance/onnx_bad_tensors", test_onnx_bad_tensors);
   g_test_add_func("/conformance/faults_are_caught", test_faults_are_caught);
   g_test_add_func("/conformance/options", test_options);
+  g_test_add_func("/conformance/selection_errors", test_selection_errors);
+  g_test_add_func("/conformance/version_and_help", test_version_and_help);
   return g_test_run();
 }

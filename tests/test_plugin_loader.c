@@ -1,6 +1,8 @@
 /* Tests for the plugin loader: broken plugins on WEFT_PLUGIN_PATH are reported with file, symbol,
- * versions and reason, and skipped; the same plugin reached through two paths loads once; the CPU
- * plugin registers its backend and kernels. */
+ * versions and reason, and skipped (a kernel constraining an attr its own op lacks included); the
+ * same plugin reached through two paths loads once; the CPU plugin registers its backend and
+ * kernels; and building a node of a plugin's op with weft_op_new finds the op before anything
+ * else has loaded the plugins (docs/sdk.md, step 6). */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -25,7 +27,11 @@ static void test_cpu_plugin_loaded(void) {
   g_assert_cmpstr(r->device_types, ==, "CPU");
   g_assert_cmpint(r->n_kernels, >, 50);
   g_assert_cmpint(weft_devices_count(), >=, 1);
-  const weft_device_info_t *d = weft_devices_get(weft_devices_count() - 1);
+  /* Found by type: the ABI 1.0 test plugin on the path adds a device of its own. */
+  const weft_device_info_t *d = NULL;
+  for (int k = 0; k < weft_devices_count() && !d; k++)
+    if (strcmp(weft_devices_get(k)->device_type, "CPU") == 0) d = weft_devices_get(k);
+  g_assert_nonnull(d);
   g_assert_cmpstr(d->name, ==, "/job:localhost/replica:0/task:0/device:CPU:0");
   g_assert_cmpstr(d->device_type, ==, "CPU");
   g_assert_false(d->gpu_like);
@@ -87,6 +93,45 @@ static void test_unknown_op_kernel(void) {
   g_assert_null(weft__kernel_lookup("NoSuchOpAnywhere", "CPU", NULL));
 }
 
+static void test_kernel_attr_not_in_own_op(void) {
+  const weft_plugin_record_t *r = record_for("libweft-broken-kernel-attr.so");
+  g_assert_nonnull(r);
+  g_assert_nonnull(r->error);
+  char *want = g_strdup_printf("%s: plugin 'kernelattr' registered something invalid: kernel for "
+                               "BrokenKernelAttrOp on CPU constrains attr 'T', which the op does "
+                               "not have", r->path);
+  g_assert_cmpstr(r->error, ==, want);
+  g_free(want);
+  /* Refused as a whole: its op is not registered either. */
+  g_assert_null(weft__op_registry_lookup("BrokenKernelAttrOp"));
+  g_assert_null(weft__kernel_lookup("BrokenKernelAttrOp", "CPU", NULL));
+}
+
+/* Runs first, before anything has loaded the plugins: weft_op_finish must load them to find a
+ * plugin's op, as GraphDef import does. OldMinorScale comes from tests/plugins/sdk's ABI 1.0
+ * plugin, which main puts on WEFT_PLUGIN_PATH. */
+static void test_op_new_finds_plugin_op(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_const_float(g, "x", 3.0f, &st);
+  g_assert_null(st);
+  weft_op_builder_t *b = weft_op_new(g, "OldMinorScale", "scaled");
+  weft_op_add_input(b, x);
+  weft_node_t *node = NULL;
+  st = weft_op_finish(b, &node);
+  if (st) g_error("weft_op_finish: %s", weft_status_message(st));
+  g_assert_nonnull(node);
+  g_assert_cmpstr(weft_node_op(node), ==, "OldMinorScale");
+  /* An op nobody registers still fails, naming it. */
+  b = weft_op_new(g, "NoSuchOpAnywhere", "nothing");
+  st = weft_op_finish(b, NULL);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_NOT_FOUND);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Op type not registered 'NoSuchOpAnywhere' (while building node 'nothing')");
+  weft_status_free(st);
+  weft_graph_free(g);
+}
+
 static void test_small_table(void) {
   const weft_plugin_record_t *r = record_for("libweft-broken-small-table.so");
   g_assert_nonnull(r);
@@ -144,12 +189,17 @@ int main(int argc, char **argv) {
   char *cpu_dir = g_build_filename(WEFT_BUILD_DIR, "plugins", "cpu", NULL);
   char *cpu_file = g_build_filename(cpu_dir, "libweft-cpu.so", NULL);
   /* The CPU plugin twice (folder and file) plus the build tree's own copy: loaded once. */
-  char *path = g_strdup_printf("%s:%s:%s:/nonexistent/weft-plugins", broken ? broken : "", cpu_dir,
-                               cpu_file);
+  char *old_minor = g_build_filename(WEFT_BUILD_DIR, "tests", "plugins", "sdk",
+                                     "libweft-sdk-old-minor.so", NULL);
+  char *path = g_strdup_printf("%s:%s:%s:%s:/nonexistent/weft-plugins", broken ? broken : "",
+                               cpu_dir, cpu_file, old_minor);
+  g_free(old_minor);
   g_setenv("WEFT_PLUGIN_PATH", path, TRUE);
   g_free(path);
   g_free(cpu_dir);
   g_free(cpu_file);
+  /* First: nothing may have loaded the plugins before it. */
+  g_test_add_func("/plugin_loader/op_new_finds_plugin_op", test_op_new_finds_plugin_op);
   g_test_add_func("/plugin_loader/cpu_plugin_loaded", test_cpu_plugin_loaded);
   g_test_add_func("/plugin_loader/same_plugin_two_paths_loads_once",
                   test_same_plugin_two_paths_loads_once);
@@ -157,6 +207,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/plugin_loader/bad_major", test_bad_major);
   g_test_add_func("/plugin_loader/init_fails", test_init_fails);
   g_test_add_func("/plugin_loader/unknown_op_kernel", test_unknown_op_kernel);
+  g_test_add_func("/plugin_loader/kernel_attr_not_in_own_op", test_kernel_attr_not_in_own_op);
   g_test_add_func("/plugin_loader/small_table", test_small_table);
   g_test_add_func("/plugin_loader/missing_path_entry", test_missing_path_entry);
   g_test_add_func("/plugin_loader/load_file_errors", test_load_file_errors);

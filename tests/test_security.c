@@ -5,7 +5,8 @@
  * another CA) and accepting one signed by the CA; a two-task mutual-TLS cluster with a token
  * running a step whose tensors cross tasks; the token: right, missing and wrong (UNAUTHENTICATED
  * and nothing ran), unreadable and empty files, the token with a server of the test's own
- * process; `weftd --bind 0.0.0.0` without TLS warning on
+ * process; a certificate given with another's key named as such (weftd and client); `weftd
+ * --bind 0.0.0.0` without TLS warning on
  * stderr; `weft devices` and `weft run` with `--target grpcs://`. Every weftd dies with the test process
  * (PR_SET_PDEATHSIG) and is stopped at the end of its test. */
 #include <arpa/inet.h>
@@ -402,6 +403,58 @@ static void test_token(void) {
   g_free(empty);
 }
 
+/* A certificate with another certificate's key is named as such, in weftd (exit 2) and in a
+ * client, instead of gRPC's "is the port in use?" and "empty address list". */
+static void test_key_mismatch(void) {
+  if (skip_without_certs()) return;
+  char *crt = cert_path("server.crt"), *wrong_key = cert_path("client.key");
+  char *argv[] = {WEFTD_PATH, "--local", "--port", "0", "--tls-cert", crt, "--tls-key", wrong_key,
+                  NULL};
+  char *out = NULL, *err = NULL;
+  int status = 0;
+  g_assert_true(
+      g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, NULL));
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 2);
+  g_assert_cmpstr(out, ==, "");
+  char *want = g_strdup_printf("weftd: error: INVALID_ARGUMENT: Server for /job:local/task:0: The "
+                               "TLS key file '%s' does not match the certificate in '%s' (the key "
+                               "is not the private key of that certificate)\n", wrong_key, crt);
+  /* This exact line (stderr may also hold a backend's log lines). */
+  if (strstr(err, want) == NULL) g_assert_cmpstr(err, ==, want);
+  g_free(want);
+  g_free(out);
+  g_free(err);
+
+  /* A client whose certificate and key do not belong together, against a mutual-TLS server. */
+  const char *flags[] = {"--tls-cert", "server.crt", "--tls-key", "server.key",
+                         "--tls-ca",   "ca.crt",     NULL};
+  weftd_proc_t d = local_server(flags);
+  weft_session_options_t *o = client_options(d.target, "client.crt", "rogue.key", "ca.crt", NULL);
+  weft_status_t *st = try_list(d.target, o, NULL);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  char *client_crt = cert_path("client.crt"), *rogue_key = cert_path("rogue.key");
+  want = g_strdup_printf("The TLS key file '%s' does not match the certificate in '%s' (the key is "
+                         "not the private key of that certificate)", rogue_key, client_crt);
+  g_assert_cmpstr(weft_status_message(st), ==, want);
+  g_free(want);
+  weft_status_free(st);
+  /* The same through a session. */
+  weft_graph_t *g = weft_graph_new();
+  g_assert_null(weft_session_new(g, o, &st));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "does not match the certificate"));
+  weft_status_free(st);
+  weft_graph_free(g);
+  weft_session_options_free(o);
+  weftd_stop(&d);
+  g_free(client_crt);
+  g_free(rogue_key);
+  g_free(crt);
+  g_free(wrong_key);
+}
+
 /* A server of this process: its clients skip gRPC, but the token is checked all the same. */
 static void test_in_process(void) {
   if (skip_without_certs()) return;
@@ -533,6 +586,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/security/tls_cluster_with_token", test_tls_cluster);
   g_test_add_func("/security/token", test_token);
   g_test_add_func("/security/in_process", test_in_process);
+  g_test_add_func("/security/key_mismatch", test_key_mismatch);
   g_test_add_func("/security/bind_warning", test_bind_warning);
   g_test_add_func("/security/cli", test_cli);
   int rc = g_test_run();

@@ -736,11 +736,24 @@ static void test_train_ps_killed_and_restarted(void) {
 /* --local trains the same model in one process: the baseline weft bench compares the cluster
  * with. */
 static void test_train_local(void) {
-  char *out = NULL;
+  char *out = NULL, *err = NULL;
   int status = 0;
   g_assert_true(g_spawn_command_line_sync(WEFT_TRAIN " --local --model linear --train_steps 200 "
-                                          "--progress lines --device CPU", &out, NULL, &status, NULL));
+                                          "--progress lines --device CPU", &out, &err, &status,
+                                          NULL));
   g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* stdout is the result alone, one JSON line; progress is on stderr, its last step once (the
+   * closing line is not printed again when the last step was just logged). */
+  g_assert_cmpint(out[0], ==, '{');
+  g_assert_nonnull(strchr(out, '\n'));
+  g_assert_cmpstr(strchr(out, '\n'), ==, "\n");
+  g_assert_null(strstr(out, "progress "));
+  const char *last = "progress worker=0 step=200 total=200 ";
+  const char *at = strstr(err, last);
+  g_assert_nonnull(at);
+  g_assert_null(strstr(at + 1, last));
+  g_assert_nonnull(strstr(err, "progress worker=0 step=50 total=200 "));
+  g_free(err);
   proc_t p = {0, -1, g_string_new(out)};
   JsonParser *parser;
   JsonObject *o = final_json(&p, &parser);

@@ -16,7 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tool_help.h"
 #include "weft/weft.h"
+
+#ifndef WEFT_VERSION
+#define WEFT_VERSION "0.1.0"
+#endif
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -174,6 +179,7 @@ static int serve(const flags_t *f) {
 int main(int argc, char **argv) {
   flags_t f = {0};
   f.task_index = -1;
+  gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
       {"cluster", 0, 0, G_OPTION_ARG_STRING, &f.cluster,
        "the cluster: 'ps=host:port,...;worker=host:port,...'", "SPEC"},
@@ -211,15 +217,36 @@ int main(int argc, char **argv) {
        "refuse nodes with more attributes (1000)", "N"},
       {"max_tensor_rank", 0, 0, G_OPTION_ARG_INT, &f.max_tensor_rank,
        "refuse tensors and shapes of a higher rank (8)", "N"},
+      {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
+      {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},
   };
-  GOptionContext *ctx = g_option_context_new("- serve one task of a Weft cluster");
+  GOptionContext *ctx = g_option_context_new(NULL);
+  g_option_context_set_help_enabled(ctx, FALSE); /* tool_print_help lays it out for help2man */
+  g_option_context_set_summary(ctx,
+      "The server of one task of a Weft cluster (TensorFlow's tf.train.Server as a program).\n"
+      "The cluster comes from --cluster, --ps_hosts/--worker_hosts or TF_CONFIG; --local\n"
+      "serves a one-task cluster. Once serving it prints \"Started server with target:\n"
+      "grpc://HOST:PORT\" on stdout; SIGINT or SIGTERM stop it.");
+  g_option_context_set_description(ctx,
+      "Examples:\n"
+      "  weftd --local --port 2222\n"
+      "  weftd --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name ps\n"
+      "  weftd --local --port 2222 --tls-cert server.crt --tls-key server.key\n"
+      "\n"
+      "Exit status: 0 stopped cleanly, 1 the server could not start, 2 a usage error or a\n"
+      "cluster spec, TLS file or token file that does not make sense.\n"
+      "See docs/distributed.md and docs/security.md.\n");
   g_option_context_add_main_entries(ctx, entries, NULL);
   GError *error = NULL;
   int rc = 0;
   if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
     rc = usage(error->message);
     g_error_free(error);
+  } else if (show_help) {
+    tool_print_help(ctx, "weftd [OPTION]...");
+  } else if (show_version) {
+    printf("weftd %s\n", WEFT_VERSION);
   } else if (argc > 1) {
     char *msg = g_strdup_printf("unexpected argument '%s'", argv[1]);
     rc = usage(msg);

@@ -5,6 +5,13 @@
 #include "distributed_internal.h"
 
 #include <grpc/grpc_security.h>
+/* OpenSSL comes with gRPC (grpc.pc requires openssl): used only to check, before gRPC sees them,
+ * that a certificate and a key belong together, because gRPC reports that mismatch as an
+ * unbindable port (a server) or an "empty address list" (a client). */
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <string.h>
 
 #define AUTH_KEY "authorization"
@@ -75,6 +82,45 @@ static weft_status_t *read_token(const char *path, char **out) {
   return NULL;
 }
 
+/* An encrypted key would make OpenSSL prompt on the terminal; gRPC cannot use one anyway. */
+static int no_passphrase(char *buf, int size, int rwflag, void *user) {
+  (void)buf;
+  (void)size;
+  (void)rwflag;
+  (void)user;
+  return 0;
+}
+
+/* INVALID_ARGUMENT naming both files when the key is not the private key of the chain's first
+ * (leaf) certificate, or when either cannot be parsed. */
+static weft_status_t *check_key_pair(const char *cert_file, const char *cert_pem,
+                                     const char *key_file, const char *key_pem) {
+  weft_status_t *st = NULL;
+  BIO *cert_bio = BIO_new_mem_buf(cert_pem, -1);
+  X509 *cert = cert_bio ? PEM_read_bio_X509(cert_bio, NULL, no_passphrase, NULL) : NULL;
+  BIO *key_bio = BIO_new_mem_buf(key_pem, -1);
+  EVP_PKEY *key = key_bio ? PEM_read_bio_PrivateKey(key_bio, NULL, no_passphrase, NULL) : NULL;
+  if (cert == NULL) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "The TLS certificate file '%s' holds no readable certificate (a PEM "
+                         "CERTIFICATE block)", cert_file);
+  } else if (key == NULL) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "The TLS key file '%s' holds no readable private key (an unencrypted "
+                         "PEM PRIVATE KEY block)", key_file);
+  } else if (X509_check_private_key(cert, key) != 1) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "The TLS key file '%s' does not match the certificate in '%s' (the key "
+                         "is not the private key of that certificate)", key_file, cert_file);
+  }
+  ERR_clear_error(); /* OpenSSL's error queue is per thread: leave nothing for gRPC to find */
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  BIO_free(key_bio);
+  BIO_free(cert_bio);
+  return st;
+}
+
 weft_status_t *weft__security_new(bool tls, bool server, const char *cert_file,
                                   const char *key_file, const char *ca_file,
                                   const char *token_file, weft__security_t **out) {
@@ -95,6 +141,8 @@ weft_status_t *weft__security_new(bool tls, bool server, const char *cert_file,
   if (tls && ca_file && *ca_file) st = read_pem("TLS CA", ca_file, &s->ca_pem);
   if (!st && tls && cert_file && *cert_file) st = read_pem("TLS certificate", cert_file, &s->cert_pem);
   if (!st && tls && key_file && *key_file) st = read_pem("TLS key", key_file, &s->key_pem);
+  if (!st && s->cert_pem && s->key_pem)
+    st = check_key_pair(cert_file, s->cert_pem, key_file, s->key_pem);
   if (!st && token_file && *token_file) st = read_token(token_file, &s->token);
   if (st) {
     weft__security_unref(s);

@@ -782,10 +782,14 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     if (bound > 0) listen_on(s->server, security, "::1", bound);
   }
   if (bound <= 0) {
-    st = weft_status_new(WEFT_UNAVAILABLE,
-                         "Could not listen on %s port %d for /job:%s/task:%d (is the port in "
-                         "use?)",
-                         bind ? bind : "loopback", port, job, task);
+    /* Port 0 takes any free port, so it cannot be in use; with TLS, gRPC also refuses to listen
+     * when it cannot use the certificate and key (their pairing was checked already). */
+    bool tls = weft__security_tls(security);
+    st = weft_status_new(WEFT_UNAVAILABLE, "Could not listen on %s port %d for /job:%s/task:%d (%s)",
+                         bind ? bind : "loopback", port, job, task,
+                         port == 0 && tls ? "gRPC refused the TLS certificate and key"
+                         : tls ? "is the port in use? else gRPC refused the TLS certificate and key"
+                               : "is the port in use?");
     grpc_server_destroy(s->server);
     grpc_completion_queue_shutdown(s->cq);
     grpc_completion_queue_destroy(s->cq);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../placement/placement_internal.h"
+/* For weft__plugins_ensure_loaded only: ops that plugins define exist once they are loaded. */
+#include "../plugin/plugin_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Graph lifetime */
@@ -545,11 +547,20 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
                                             const char *device, weft_attrs_t *attrs,
                                             weft_node_t **out);
 
+const weft__op_def_t *weft__op_lookup_loading_plugins(const char *name) {
+  const weft__op_def_t *def = weft__op_registry_lookup(name);
+  if (def == NULL && name != NULL) {
+    weft__plugins_ensure_loaded();
+    def = weft__op_registry_lookup(name);
+  }
+  return def;
+}
+
 weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   if (out) *out = NULL;
   weft_graph_t *g = b->graph;
   weft__ops_register_standard();
-  const weft__op_def_t *def = weft__op_registry_lookup(b->op);
+  const weft__op_def_t *def = weft__op_lookup_loading_plugins(b->op);
   if (!def) {
     weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
                                         "Op type not registered '%s' (while building node '%s')",
@@ -859,7 +870,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
                                             weft_node_t **out) {
   if (!def) {
     weft__ops_register_standard();
-    def = weft__op_registry_lookup(op);
+    def = weft__op_lookup_loading_plugins(op);
   }
   if (!def) {
     weft__attrs_free(attrs);

@@ -139,6 +139,10 @@ weft_status_t *weft__op_registry_add(weft__op_def_t *def);
 /* Removes an op a failed plugin registered. */
 void weft__op_registry_remove(const char *name);
 const weft__op_def_t *weft__op_registry_lookup(const char *name);
+/* The same, but an op the registry lacks is looked up again after the default plugins are
+ * loaded: what building a node (weft_op_finish, GraphDef import) uses, so that a plugin's op is
+ * found without a prior weft_plugins_load_default(). Never call it from the plugin loader. */
+const weft__op_def_t *weft__op_lookup_loading_plugins(const char *name);
 /* Registers the standard (TensorFlow-named) ops once; called by every entry point that needs ops. */
 void weft__ops_register_standard(void);
 const weft__attr_def_t *weft__op_def_find_attr(const weft__op_def_t *def, const char *name);

@@ -1,9 +1,12 @@
-/* The plugin loader: finds libweft-*.so files (WEFT_PLUGIN_PATH, the build tree's plugin folder
- * when libweft itself runs from the build tree, the installed plugin folder), dlopens each once,
+/* The plugin loader: finds libweft-*.so files (WEFT_PLUGIN_PATH, then the build tree's plugin
+ * folder when the core runs from the build tree, else the plugin folder of the install it belongs
+ * to, found next to libweft.so.0 or the program: base/install_dirs.h), dlopens each once,
  * checks its entry table (symbol, struct size, ABI version), runs its init() against a staging
  * registrar, and commits what it registered only if everything about it was valid. Every plugin
  * tried leaves a record saying what loaded, or why not. */
 #include "plugin_internal.h"
+
+#include "../base/install_dirs.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -14,9 +17,6 @@
 
 #ifndef WEFT_BUILD_PLUGIN_DIR
 #define WEFT_BUILD_PLUGIN_DIR ""
-#endif
-#ifndef WEFT_INSTALL_PLUGIN_DIR
-#define WEFT_INSTALL_PLUGIN_DIR ""
 #endif
 
 typedef struct record {
@@ -185,7 +185,9 @@ static weft_status_t *stage_kernel(void *ctx, const weft_kernel_def_t *def) {
                          "kernel registered for unknown op '%s' on device type %s", def->op,
                          def->device_type);
   } else {
-    const weft__op_def_t *opdef = weft__op_registry_lookup(def->op);
+    /* The op may be one this plugin staged a moment ago, not yet in the registry: its
+     * constraints are checked against that definition too (docs/plugin-abi.md). */
+    const weft__op_def_t *opdef = staged_op_lookup(def->op, s);
     for (size_t c = 0; opdef && c < def->n_constraints && !st; c++) {
       if (!weft__op_def_find_attr(opdef, def->constraints[c].attr)) {
         st = weft_status_new(WEFT_INVALID_ARGUMENT,
@@ -398,20 +400,6 @@ static void load_dir_locked(const char *dir, bool subfolders) {
   g_ptr_array_free(subdirs, TRUE);
 }
 
-/* True when this libweft is the one in the build tree, so the build's plugins belong with it. */
-static bool running_from_build_tree(void) {
-  if (!*WEFT_BUILD_PLUGIN_DIR) return false;
-  Dl_info info;
-  if (!dladdr((void *)running_from_build_tree, &info) || !info.dli_fname) return false;
-  char real_lib[PATH_MAX], real_build[PATH_MAX];
-  if (!realpath(info.dli_fname, real_lib)) return false;
-  char *build_root = g_path_get_dirname(WEFT_BUILD_PLUGIN_DIR);
-  bool ok = realpath(build_root, real_build) && g_str_has_prefix(real_lib, real_build) &&
-            real_lib[strlen(real_build)] == '/';
-  g_free(build_root);
-  return ok;
-}
-
 /* Debian 12's OpenBLAS (0.3.21), which the CPU plugin links, does not know x86 CPUs newer than
  * its release and falls back to its generic SSE3 kernels ("Prescott") on them: on a Sapphire
  * Rapids VM, matmul/1024 ran at 64 GFLOP/s instead of 245. OpenBLAS picks its kernels once, when
@@ -450,8 +438,17 @@ static gpointer load_default_once(gpointer unused) {
     }
     g_strfreev(parts);
   }
-  if (running_from_build_tree()) load_dir_locked(WEFT_BUILD_PLUGIN_DIR, true);
-  if (*WEFT_INSTALL_PLUGIN_DIR) load_dir_locked(WEFT_INSTALL_PLUGIN_DIR, false);
+  /* The build tree's plugins for a core that runs from the build tree, the install's for an
+   * installed one; never both: with a build tree beside an install of it, every plugin would be
+   * found twice and its second copy refused with a "skipping plugin ... already loaded" warning
+   * on every run (what happened when both folders were searched). */
+  if (weft__running_from_build_tree()) {
+    load_dir_locked(WEFT_BUILD_PLUGIN_DIR, true);
+  } else {
+    char *dir = weft__install_dir(WEFT__DIR_PLUGINS);
+    if (*dir) load_dir_locked(dir, false);
+    g_free(dir);
+  }
   g_mutex_unlock(&loader_lock);
   return NULL;
 }
