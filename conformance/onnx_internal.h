@@ -36,6 +36,11 @@ typedef weft_status_t *(*cf_onnx_map_fn)(cf_onnx_ctx_t *x, const Onnx__NodeProto
 /* The mapper for an ONNX op type of the default domain, or NULL. */
 cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type);
 
+/* A ModelProto from the bytes of a model.onnx that `what` names (the file), its nesting bounded
+ * before protobuf-c's recursive unpack (TypeProto nests itself): NULL and *status set when it
+ * nests too deep (INVALID_ARGUMENT), does not parse or has no graph (DATA_LOSS). */
+Onnx__ModelProto *cf_onnx_model_parse(const uint8_t *bytes, size_t len, const char *what,
+                                      weft_status_t **status);
 /* ONNX TensorProto.DataType -> Weft dtype; WEFT_DT_INVALID for types Weft lacks. */
 weft_dtype_t cf_onnx_dtype(int onnx_type);
 /* A host tensor from a TensorProto (raw_data or the typed fields); NULL and *status set for an

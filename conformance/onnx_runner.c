@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "base/protobuf_internal.h"
 #include "onnx_internal.h"
 #include "plugin/plugin_internal.h"
 
@@ -169,8 +170,10 @@ static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status)
     g_error_free(err);
     return NULL;
   }
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)bytes);
+  Onnx__TensorProto *t = (Onnx__TensorProto *)weft__pb_unpack(
+      &onnx__tensor_proto__descriptor, (const uint8_t *)bytes, len, path, status);
   g_free(bytes);
+  if (*status) return NULL;
   if (t == NULL) {
     *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX TensorProto", path);
     return NULL;
@@ -469,6 +472,20 @@ static bool default_domain(const char *domain) {
   return domain == NULL || domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0;
 }
 
+Onnx__ModelProto *cf_onnx_model_parse(const uint8_t *bytes, size_t len, const char *what,
+                                      weft_status_t **status) {
+  *status = NULL;
+  Onnx__ModelProto *m = (Onnx__ModelProto *)weft__pb_unpack(&onnx__model_proto__descriptor,
+                                                            bytes, len, what, status);
+  if (*status) return NULL;
+  if (m == NULL || m->graph == NULL) {
+    if (m) onnx__model_proto__free_unpacked(m, NULL);
+    *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX model", what);
+    return NULL;
+  }
+  return m;
+}
+
 static Onnx__ModelProto *read_model(const char *path, weft_status_t **status) {
   char *bytes = NULL;
   gsize len = 0;
@@ -478,13 +495,8 @@ static Onnx__ModelProto *read_model(const char *path, weft_status_t **status) {
     g_error_free(err);
     return NULL;
   }
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)bytes);
+  Onnx__ModelProto *m = cf_onnx_model_parse((const uint8_t *)bytes, len, path, status);
   g_free(bytes);
-  if (m == NULL || m->graph == NULL) {
-    if (m) onnx__model_proto__free_unpacked(m, NULL);
-    *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX model", path);
-    return NULL;
-  }
   return m;
 }
 

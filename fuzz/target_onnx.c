@@ -30,7 +30,10 @@ static void walk_graph(const Onnx__GraphProto *g) {
 }
 
 int weft_fuzz_onnx(const uint8_t *data, size_t size) {
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+  /* The runner's own parse (nesting bounded before protobuf-c recurses). */
+  weft_status_t *st = NULL;
+  Onnx__ModelProto *m = cf_onnx_model_parse(data, size, "model.onnx", &st);
+  weft_status_free(st);
   if (m == NULL) return 0;
   walk_graph(m->graph);
   onnx__model_proto__free_unpacked(m, NULL);

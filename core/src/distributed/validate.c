@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "../base/protobuf_internal.h"
 #include "../graph/graph_internal.h"
 #include "../placement/placement_internal.h"
 
@@ -198,7 +199,13 @@ weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
   if (reader_varint(&c, &len) && len <= c.remaining && reader_take(&c, NULL, len) &&
       reader_varint(&c, &len) && len <= c.remaining) {
     list_bytes = g_malloc(len > 0 ? len : 1);
-    if (reader_take(&c, list_bytes, len)) list = weft__tensor_list__unpack(NULL, len, list_bytes);
+    /* A TensorList that does not parse (or nests too deep) is the decoder's to describe. */
+    weft_status_t *deep = NULL;
+    if (reader_take(&c, list_bytes, len)) {
+      list = (Weft__TensorList *)weft__pb_unpack(&weft__tensor_list__descriptor, list_bytes, len,
+                                                 "tensor list", &deep);
+    }
+    weft_status_free(deep);
   }
   uint64_t left = c.remaining;
   for (size_t k = 0; list && !st && k < list->n_tensor; k++) {

@@ -8,6 +8,8 @@
 #include <grpc/slice.h>
 #include <string.h>
 
+#include "../base/protobuf_internal.h"
+
 /* ---------------------------------------------------------------------------------------------
  * Encoding */
 
@@ -179,8 +181,13 @@ static weft_status_t *read_message(cursor_t *c, const ProtobufCMessageDescriptor
   }
   uint8_t *bytes = g_malloc(len > 0 ? len : 1);
   cursor_read(c, bytes, len);
-  *out = protobuf_c_message_unpack(desc, NULL, len, bytes);
+  /* Nesting bounded first: protobuf-c recurses once per level (a deep GraphDef crashed weftd). */
+  char named[160];
+  g_snprintf(named, sizeof named, "Malformed request: the %s (%s)", what, desc->name);
+  weft_status_t *deep = NULL;
+  *out = weft__pb_unpack(desc, bytes, len, named, &deep);
   g_free(bytes);
+  if (deep) return deep;
   if (!*out) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Malformed request: the %s (%s, %" G_GUINT64_FORMAT
                            " bytes) does not parse", what, desc->name, len);

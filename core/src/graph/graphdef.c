@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "../base/protobuf_internal.h"
 #include "../plugin/plugin_internal.h"
 #include "types.pb-c.h"
 
@@ -661,12 +662,7 @@ static void prefix_colocation(weft_attrs_t *attrs, const char *prefix, GHashTabl
 
 /* An op definition by name; ops that plugins define only exist once the plugins are loaded. */
 static const weft__op_def_t *lookup_op(const char *op) {
-  const weft__op_def_t *def = weft__op_registry_lookup(op);
-  if (def == NULL) {
-    weft__plugins_ensure_loaded();
-    def = weft__op_registry_lookup(op);
-  }
-  return def;
+  return weft__op_lookup_loading_plugins(op);
 }
 
 /* Name, op and attrs of NodeDef i. */
@@ -883,6 +879,27 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
   return st;
 }
 
+/* Imports GraphDef bytes from a client, or from the file `path` (NULL for bytes). Their nesting
+ * is bounded before protobuf-c's recursive unpack sees them: a GraphDef nested thousands of
+ * AttrValue levels deep overflowed the stack. */
+static weft_status_t *import_bytes(weft_graph_t *graph, const void *bytes, size_t len,
+                                   const char *prefix, const char *path) {
+  char *what = path ? g_strdup_printf("GraphDef '%s'", path) : g_strdup("GraphDef");
+  weft_status_t *st = NULL;
+  Tensorflow__GraphDef *gd = (Tensorflow__GraphDef *)weft__pb_unpack(
+      &tensorflow__graph_def__descriptor, bytes, len, what, &st);
+  g_free(what);
+  if (st) return st; /* names the file already */
+  if (gd == NULL) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not parse GraphDef (%zu bytes)", len);
+  } else {
+    st = weft__graph_import_graphdef_proto(graph, gd, prefix);
+    tensorflow__graph_def__free_unpacked(gd, NULL);
+  }
+  if (st && path) weft_status_prefix(st, "while importing %s", path);
+  return st;
+}
+
 weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const void *bytes, size_t len,
                                           const char *prefix) {
   if (graph == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph");
@@ -890,17 +907,12 @@ weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const void *bytes
     return weft_status_new(WEFT_INVALID_ARGUMENT, "GraphDef bytes are NULL but the length is %zu",
                            len);
   }
-  Tensorflow__GraphDef *gd = tensorflow__graph_def__unpack(NULL, len, bytes);
-  if (gd == NULL) {
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "could not parse GraphDef (%zu bytes)", len);
-  }
-  weft_status_t *st = weft__graph_import_graphdef_proto(graph, gd, prefix);
-  tensorflow__graph_def__free_unpacked(gd, NULL);
-  return st;
+  return import_bytes(graph, bytes, len, prefix, NULL);
 }
 
 weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *path,
                                                const char *prefix) {
+  if (graph == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph");
   if (path == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "no GraphDef file given");
   gchar *contents = NULL;
   gsize len = 0;
@@ -925,9 +937,8 @@ weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *
     g_error_free(error);
     return st;
   }
-  weft_status_t *st = weft_graph_import_graphdef(graph, contents, len, prefix);
+  weft_status_t *st = import_bytes(graph, contents, len, prefix, path);
   g_free(contents);
-  if (st) weft_status_prefix(st, "while importing %s", path);
   return st;
 }
 

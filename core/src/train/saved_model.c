@@ -5,6 +5,7 @@
  * saver), and a run that feeds past them or does not reach them must not pay for them. */
 #include <string.h>
 
+#include "../base/protobuf_internal.h"
 #include "../graph/graphdef_internal.h"
 #include "../plugin/plugin_internal.h"
 #include "saved_model.pb-c.h"
@@ -105,8 +106,13 @@ static weft_status_t *read_proto(weft_saved_model_t *m) {
     g_error_free(err);
     return st;
   }
-  m->proto = tensorflow__saved_model__unpack(NULL, len, (const uint8_t *)bytes);
+  char *what = g_strdup_printf("SavedModel '%s': %s", m->dir, m->pb_path);
+  weft_status_t *deep = NULL;
+  m->proto = (Tensorflow__SavedModel *)weft__pb_unpack(
+      &tensorflow__saved_model__descriptor, (const uint8_t *)bytes, len, what, &deep);
+  g_free(what);
   g_free(bytes);
+  if (deep) return deep;
   if (m->proto == NULL) {
     return weft_status_new(WEFT_DATA_LOSS, "SavedModel '%s': %s is not a valid SavedModel "
                            "protobuf (%zu bytes)", m->dir, m->pb_path, (size_t)len);
@@ -262,7 +268,33 @@ static weft_status_t *restore_variables(weft_saved_model_t *m) {
   char *prefix = g_build_filename(m->dir, "variables", "variables", NULL);
   char *index = g_strconcat(prefix, ".index", NULL);
   weft_status_t *st = NULL;
-  if (!g_file_test(index, G_FILE_TEST_EXISTS)) goto out; /* nothing to restore */
+  if (!g_file_test(index, G_FILE_TEST_EXISTS)) {
+    /* A model without variables may come without variables/; one with variables cannot run
+     * without their values, and would otherwise fail later, at the first read ("uninitialized
+     * value"), far from the cause. */
+    const Tensorflow__GraphDef *graph = m->meta->graph_def;
+    size_t n_vars = 0;
+    const char *first = NULL;
+    for (size_t i = 0; graph && i < graph->n_node; i++) {
+      const char *op = graph->node[i]->op;
+      if (strcmp(op, "VariableV2") != 0 && strcmp(op, "Variable") != 0) continue;
+      if (!first) first = graph->node[i]->name;
+      n_vars++;
+    }
+    if (n_vars > 0) {
+      char *vars_dir = g_path_get_dirname(index);
+      st = weft_status_new(WEFT_NOT_FOUND,
+                           "SavedModel '%s': its graph has %zu variable%s ('%s'%s) but %s is "
+                           "missing (%s), so their values cannot be restored",
+                           m->dir, n_vars, n_vars == 1 ? "" : "s", first, n_vars > 1 ? ", ..." : "",
+                           index,
+                           g_file_test(vars_dir, G_FILE_TEST_IS_DIR)
+                               ? "the variables/ folder has no variables.index"
+                               : "the model has no variables/ folder");
+      g_free(vars_dir);
+    }
+    goto out;
+  }
 
   weft_checkpoint_reader_t *reader = NULL;
   st = weft_checkpoint_reader_open(prefix, &reader);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/protobuf_internal.h"
 #include "tensor_bundle.pb-c.h"
 
 /* TensorFlow's tensor-bundle version; files it writes say producer 1. */
@@ -42,6 +43,21 @@ static weft_code_t code_from_errno(int err) {
 static weft_status_t *errno_status(int err, const char *what, const char *path) {
   return weft_status_new(code_from_errno(err), "Checkpoint: cannot %s '%s': %s", what, path,
                          g_strerror(err));
+}
+
+/* An index value (the header when key is NULL, else the entry of tensor `key`) through the
+ * nesting-checked unpack every untrusted protobuf takes. NULL with *st set for nesting too deep;
+ * NULL with *st NULL when it does not parse (the caller says so). */
+static ProtobufCMessage *unpack_index_value(const ProtobufCMessageDescriptor *desc,
+                                            const guint8 *value, size_t value_len,
+                                            const char *index_path, const char *key,
+                                            weft_status_t **st) {
+  char *what = key ? g_strdup_printf("Checkpoint index '%s': the entry of tensor '%s'",
+                                     index_path, key)
+                   : g_strdup_printf("Checkpoint index '%s': the header entry", index_path);
+  ProtobufCMessage *m = weft__pb_unpack(desc, value, value_len, what, st);
+  g_free(what);
+  return m;
 }
 
 /* Bytes of one element in a checkpoint: 0 for strings (variable length) and unknown dtypes. */
@@ -84,12 +100,14 @@ static weft_status_t *on_index_entry(void *user, const guint8 *key, size_t key_l
                                      const guint8 *value, size_t value_len) {
   weft_checkpoint_reader_t *r = user;
   if (key_len == 0) {
-    Tensorflow__BundleHeaderProto *h = tensorflow__bundle_header_proto__unpack(NULL, value_len, value);
+    weft_status_t *st = NULL;
+    Tensorflow__BundleHeaderProto *h = (Tensorflow__BundleHeaderProto *)unpack_index_value(
+        &tensorflow__bundle_header_proto__descriptor, value, value_len, r->index_path, NULL, &st);
+    if (st) return st;
     if (!h) {
       return weft_status_new(WEFT_DATA_LOSS, "Checkpoint index '%s': the header entry does not parse",
                              r->index_path);
     }
-    weft_status_t *st = NULL;
     if (h->endianness != TENSORFLOW__BUNDLE_HEADER_PROTO__ENDIANNESS__LITTLE) {
       st = weft_status_new(WEFT_UNIMPLEMENTED,
                            "Checkpoint '%s' was written big-endian; only little-endian bundles are "
@@ -109,11 +127,15 @@ static weft_status_t *on_index_entry(void *user, const guint8 *key, size_t key_l
     return st;
   }
   char *name = g_strndup((const char *)key, key_len);
-  Tensorflow__BundleEntryProto *p = tensorflow__bundle_entry_proto__unpack(NULL, value_len, value);
+  weft_status_t *deep = NULL;
+  Tensorflow__BundleEntryProto *p = (Tensorflow__BundleEntryProto *)unpack_index_value(
+      &tensorflow__bundle_entry_proto__descriptor, value, value_len, r->index_path, name, &deep);
   if (!p) {
-    weft_status_t *st = weft_status_new(WEFT_DATA_LOSS,
-                                        "Checkpoint index '%s': the entry of tensor '%s' does not parse",
-                                        r->index_path, name);
+    weft_status_t *st =
+        deep ? deep
+             : weft_status_new(WEFT_DATA_LOSS,
+                               "Checkpoint index '%s': the entry of tensor '%s' does not parse",
+                               r->index_path, name);
     g_free(name);
     return st;
   }
@@ -693,7 +715,11 @@ static weft_status_t *on_merge_entry(void *user, const guint8 *key, size_t key_l
                                      const guint8 *value, size_t value_len) {
   merge_input_t *in = user;
   if (key_len == 0) {
-    Tensorflow__BundleHeaderProto *h = tensorflow__bundle_header_proto__unpack(NULL, value_len, value);
+    weft_status_t *deep = NULL;
+    Tensorflow__BundleHeaderProto *h = (Tensorflow__BundleHeaderProto *)unpack_index_value(
+        &tensorflow__bundle_header_proto__descriptor, value, value_len, in->index_path, NULL,
+        &deep);
+    if (deep) return deep;
     if (!h || h->num_shards < 1 || h->endianness != TENSORFLOW__BUNDLE_HEADER_PROTO__ENDIANNESS__LITTLE) {
       if (h) tensorflow__bundle_header_proto__free_unpacked(h, NULL);
       return weft_status_new(WEFT_DATA_LOSS, "Checkpoint merge: bad bundle header in '%s'",
@@ -710,10 +736,14 @@ static weft_status_t *on_merge_entry(void *user, const guint8 *key, size_t key_l
     g_free(name);
     return st;
   }
-  Tensorflow__BundleEntryProto *p = tensorflow__bundle_entry_proto__unpack(NULL, value_len, value);
+  weft_status_t *deep = NULL;
+  Tensorflow__BundleEntryProto *p = (Tensorflow__BundleEntryProto *)unpack_index_value(
+      &tensorflow__bundle_entry_proto__descriptor, value, value_len, in->index_path, name, &deep);
   if (!p) {
-    weft_status_t *st = weft_status_new(WEFT_DATA_LOSS, "Checkpoint merge: the entry of tensor "
-                                        "'%s' in '%s' does not parse", name, in->index_path);
+    weft_status_t *st =
+        deep ? deep
+             : weft_status_new(WEFT_DATA_LOSS, "Checkpoint merge: the entry of tensor '%s' in "
+                               "'%s' does not parse", name, in->index_path);
     g_free(name);
     return st;
   }
