@@ -1,7 +1,8 @@
 /* Fuzz entry points for the core library's parsers of untrusted bytes: GraphDef import, TensorProto
  * decoding, checkpoint (tensor bundle) indexes, cluster specs and TF_CONFIG, and the framed RPC
- * requests a server decodes before any work starts. Each returns 0 and leaves nothing allocated;
- * errors are expected results (most inputs are malformed) and are freed, never reported. */
+ * requests a server decodes before any work starts, and NumPy .npy/.npz files. Each returns 0
+ * and leaves nothing allocated; errors are expected results (most inputs are malformed) and are
+ * freed, never reported. */
 #include "fuzz_targets.h"
 
 #include <glib.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/protobuf_internal.h"
 #include "distributed/distributed_internal.h"
 #include "graph/graphdef_internal.h"
 #include "train/checkpoint_internal.h"
@@ -36,10 +38,15 @@ int weft_fuzz_graphdef(const uint8_t *data, size_t size) {
 /* ---- TensorProto decode (Const values, RPC tensors, checkpoint-free paths). */
 
 int weft_fuzz_tensor_proto(const uint8_t *data, size_t size) {
-  Tensorflow__TensorProto *proto = tensorflow__tensor_proto__unpack(NULL, size, data);
-  if (proto == NULL) return 0;
+  weft_status_t *st = NULL;
+  Tensorflow__TensorProto *proto = (Tensorflow__TensorProto *)weft__pb_unpack(
+      &tensorflow__tensor_proto__descriptor, data, size, "TensorProto", &st);
+  if (proto == NULL) {
+    weft_status_free(st);
+    return 0;
+  }
   weft_tensor_t *t = NULL;
-  weft_status_t *st = weft__tensor_from_proto(proto, &t);
+  st = weft__tensor_from_proto(proto, &t);
   if (st == NULL) {
     /* A decoded tensor is re-encoded as a client would see it sent back. */
     Tensorflow__TensorProto *back = NULL;
@@ -302,5 +309,46 @@ int weft_fuzz_rpc_request(const uint8_t *data, size_t size) {
   weft_status_free(st);
   weft__tensors_free(tensors, n_tensors);
   if (msg) protobuf_c_message_free_unpacked(msg, NULL);
+  return 0;
+}
+
+/* ---- NumPy files (`weft run --feed NAME=@FILE.npy|.npz`, weft_tensor_read_npy/npz). The first
+ * byte picks: even, the rest is a .npy parsed from memory (and a tensor that parses is written
+ * and parsed again); odd, the rest is written as a .npz in a private temporary folder and its
+ * only array, then its array "a", are read. */
+
+int weft_fuzz_npy(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  if ((data[0] & 1) == 0) {
+    weft_tensor_t *t = NULL;
+    weft_status_free(weft_tensor_parse_npy(data + 1, size - 1, "fuzz.npy", &t));
+    if (t) {
+      void *bytes = NULL;
+      size_t len = 0;
+      weft_tensor_t *back = NULL;
+      weft_status_t *st = weft_tensor_to_npy(t, &bytes, &len);
+      if (st == NULL) weft_status_free(weft_tensor_parse_npy(bytes, len, "fuzz.npy", &back));
+      weft_status_free(st);
+      free(bytes);
+      weft_tensor_unref(back);
+      weft_tensor_unref(t);
+    }
+    return 0;
+  }
+  char *dir = g_dir_make_tmp("weft-fuzz-npz-XXXXXX", NULL);
+  if (dir == NULL) return 0;
+  char *path = g_build_filename(dir, "f.npz", NULL);
+  if (g_file_set_contents(path, (const char *)data + 1, (gssize)(size - 1), NULL)) {
+    weft_tensor_t *t = NULL;
+    weft_status_free(weft_tensor_read_npz(path, NULL, &t));
+    weft_tensor_unref(t);
+    t = NULL;
+    weft_status_free(weft_tensor_read_npz(path, "a", &t));
+    weft_tensor_unref(t);
+  }
+  g_remove(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
   return 0;
 }

@@ -6,7 +6,7 @@
 #     --quick        5 s per target (what scripts/test.sh runs)
 #     --time S       S seconds per target (default 10)
 #     --json FILE    also write the results as a meson testlog.json line for count-tests.py
-#     TARGET         graphdef tensor_proto checkpoint cluster_spec rpc_request onnx (default: all)
+#     TARGET         graphdef tensor_proto checkpoint cluster_spec rpc_request onnx npy (default: all)
 # Environment: WEFT_CORPUS (default ../shared/corpus), FUZZ_BUILD_DIR (default build-fuzz),
 # FUZZ_JOBS (parallel fuzzing processes per target, default 1).
 # New interesting inputs accumulate in $FUZZ_BUILD_DIR/fuzz-corpus/TARGET; a crashing input is
@@ -15,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(graphdef tensor_proto checkpoint cluster_spec rpc_request onnx)
+all_targets=(graphdef tensor_proto checkpoint cluster_spec rpc_request onnx npy)
 seconds=10
 json=""
 targets=()

@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "weft/plugin.h"
+#include "weft_io.h"
 #include "weft/weft.h"
 
 #ifndef WEFT_VERSION
@@ -35,6 +36,7 @@ static int cmd_run(int argc, char **argv);
 static int cmd_checkpoint(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
+static int cmd_inspect(int argc, char **argv) { return weft_cli_inspect(argc, argv); }
 
 static const command_t commands[] = {
     {"devices", "[--target grpc[s]://HOST:PORT [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] "
@@ -50,6 +52,9 @@ static const command_t commands[] = {
     {"checkpoint", "ls PATH [--json] [--values]",
      "list the tensors (name, dtype, shape) of a checkpoint or a SavedModel's variables",
      cmd_checkpoint},
+    {"inspect", "MODEL [--json]",
+     "show a SavedModel's or GraphDef's signatures, placeholders, variables and ops",
+     cmd_inspect},
     {"bench", "[--only NAME] [--json FILE] [--device D] [--quick]",
      "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
@@ -62,13 +67,22 @@ static const command_t *find_command(const char *name) {
   return NULL;
 }
 
+/* Laid out for people and for help2man, which makes the man page from it (core/tools/
+ * meson.build): "Usage:"/"or:" lines become the synopsis, "Options:" lines the options. */
 static void print_usage(FILE *out) {
-  fprintf(out, "Usage: weft COMMAND [OPTIONS]\n\nCommands:\n");
+  fprintf(out, "Usage: weft COMMAND [OPTIONS]\n");
   for (size_t k = 0; k < G_N_ELEMENTS(commands); k++)
-    fprintf(out, "  %-10s %s\n", commands[k].name, commands[k].summary);
+    fprintf(out, "  or:  weft %s %s\n", commands[k].name, commands[k].args);
+  fprintf(out, "Run and inspect TensorFlow graphs with Weft, list devices and plugins, read\n"
+               "checkpoints and run the benchmarks.\n\nCommands:\n");
+  for (size_t k = 0; k < G_N_ELEMENTS(commands); k++)
+    fprintf(out, "  %-10s  %s\n", commands[k].name, commands[k].summary);
   fprintf(out,
-          "\nOptions:\n  --version  print the version\n  --help     show this help\n\n"
-          "Run 'weft help COMMAND' for the options of one command.\n");
+          "\nOptions:\n  -V, --version  print the version and exit\n"
+          "  -h, --help     show this help and exit\n\n"
+          "Run 'weft help COMMAND' for the options of one command.\n\n"
+          "Exit status: 0 on success, 1 when the runtime reports an error (printed as\n"
+          "'weft: error: CODE: message' on stderr), 2 for a usage error.\n");
 }
 
 /* Prints a runtime error the way every subcommand does, frees it, and gives the exit status. */
@@ -211,9 +225,10 @@ static int cmd_devices(int argc, char **argv) {
   for (int k = 0; k < n; k++) {
     const weft_device_info_t *d = cluster ? &cluster[k] : weft_devices_get(k);
     char *mem = format_memory(d->memory_bytes);
-    printf("%-*s  %-*s  %-*s  %s\n", w_name, d->name ? d->name : "", w_type,
+    /* An emulation on the CPU says so: placement passes it by unless an op is pinned to it. */
+    printf("%-*s  %-*s  %-*s  %s%s\n", w_name, d->name ? d->name : "", w_type,
            d->device_type ? d->device_type : "", w_desc, d->description ? d->description : "",
-           mem);
+           mem, d->emulated ? "  (emulated on the CPU: only ops pinned to it run there)" : "");
     g_free(mem);
   }
   if (cluster) {
@@ -339,6 +354,11 @@ static bool parse_feed(const char *arg, feed_spec_t *f, char **why) {
  * the --feed argument when the value does not read. The caller unrefs *out. */
 static weft_status_t *feed_value(const feed_spec_t *f, weft_dtype_t dtype, weft_tensor_t **out) {
   weft_status_t *st = NULL;
+  /* "@FILE": a .npy, .npz or JSON file (core/tools/weft_io.c). */
+  if (f->value[0] == '@') {
+    st = weft_cli_read_feed_file(f->value + 1, f->node_name, dtype, out);
+    return st ? weft_status_prefix(st, "--feed %s", f->arg) : NULL;
+  }
   *out = weft_tensor_from_json(f->value, dtype, &st);
   if (*out != NULL && st == NULL) return NULL;
   weft_tensor_unref(*out);
@@ -364,7 +384,11 @@ static char *json_quote(const char *s) {
 }
 
 static int print_fetches(char **fetches, weft_tensor_t **values, int n, bool as_json,
-                         int max_elements) {
+                         int max_elements, const char *output_dir) {
+  if (output_dir != NULL) {
+    weft_status_t *st = weft_cli_write_outputs(output_dir, fetches, values, n);
+    if (st) return report_status(st);
+  }
   if (!as_json) {
     for (int k = 0; k < n; k++) {
       char *text = weft_tensor_to_string(values[k], max_elements);
@@ -400,7 +424,8 @@ static int print_fetches(char **fetches, weft_tensor_t **values, int n, bool as_
  * every run prints its fetches. */
 static int run_saved_model(const char *dir, const char *tags, const char *signature, int repeat,
                            char **feed_args, char **fetches, char **targets, bool log_placement,
-                           bool soft_placement, bool as_json, int max_elements) {
+                           bool soft_placement, bool as_json, int max_elements,
+                           const char *output_dir) {
   int n_feeds = feed_args ? (int)g_strv_length(feed_args) : 0;
   int n_fetches = fetches ? (int)g_strv_length(fetches) : 0;
   int n_targets = targets ? (int)g_strv_length(targets) : 0;
@@ -473,22 +498,39 @@ static int run_saved_model(const char *dir, const char *tags, const char *signat
     }
     feed_names[k] = f->tensor_name;
   }
+  /* A signature run as a whole (no --fetch) needs every input, as TensorFlow Serving does: say
+   * which one is missing rather than what fails deep in the graph without it. With --fetch only
+   * some inputs may matter, so a missing one is named only if the run then fails. */
+  char *unfed = signature ? weft_cli_unfed_inputs(model, signature, feed_names, n_feeds) : NULL;
+  if (unfed && (fetches == NULL || fetches[0] == NULL)) {
+    status = report_status(weft_status_new(WEFT_INVALID_ARGUMENT, "signature '%s' needs input "
+                                           "%s: feed it with --feed KEY=VALUE or KEY=@FILE.npy",
+                                           signature, unfed));
+    g_free(unfed);
+    goto out;
+  }
   fetch_values = g_new0(weft_tensor_t *, n_fetches + 1);
   status = 0;
   for (int r = 0; r < repeat && status == 0; r++) {
     st = weft_saved_model_run(model, signature, feed_names, feed_values, n_feeds,
                               (const char *const *)fetch_names, fetch_values, n_fetches,
                               (const char *const *)targets, n_targets);
+    if (st && unfed) {
+      st = weft_status_prefix(st, "signature '%s' input %s was not fed, and the run failed",
+                              signature, unfed);
+    }
     if (st) {
       status = report_status(st);
       break;
     }
-    status = print_fetches(fetch_names, fetch_values, n_fetches, as_json, max_elements);
+    status = print_fetches(fetch_names, fetch_values, n_fetches, as_json, max_elements,
+                           output_dir);
     for (int k = 0; k < n_fetches; k++) {
       weft_tensor_unref(fetch_values[k]);
       fetch_values[k] = NULL;
     }
   }
+  g_free(unfed);
 
 out:
   g_free(fetch_values);
@@ -510,6 +552,7 @@ static int cmd_run(int argc, char **argv) {
   security_flags_t sec = {0};
   char *trace_path = NULL;
   char *saved_model_dir = NULL, *sm_tags = NULL, *sm_signature = NULL;
+  char *output_dir = NULL;
   int sm_repeat = 1;
   GOptionEntry entries[] = {
       {"graph", 'g', 0, G_OPTION_ARG_FILENAME, &graph_path, "GraphDef to run (binary protobuf)",
@@ -527,10 +570,14 @@ static int cmd_run(int argc, char **argv) {
        "write the step's per-node timings as a Chrome trace (chrome://tracing, Perfetto)",
        "FILE.json"},
       {"feed", 'f', 0, G_OPTION_ARG_STRING_ARRAY, &feed_args,
-       "feed a tensor: VALUE is a JSON number or nested array; DTYPE defaults to the node's "
-       "(e.g. x=2, x:0=[1,2], x:int32=[[1,2],[3,4]])",
+       "feed a tensor: VALUE is a JSON number or nested array, or @FILE (FILE.npy, FILE.npz, "
+       "FILE.npz:KEY, else a JSON file); DTYPE defaults to the node's "
+       "(e.g. x=2, x:0=[1,2], x:int32=[[1,2],[3,4]], x=@x.npy)",
        "NAME[:INDEX][:DTYPE]=VALUE"},
       {"fetch", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &fetches, "print this tensor", "NAME[:INDEX]"},
+      {"output", 0, 0, G_OPTION_ARG_FILENAME, &output_dir,
+       "also write each fetch to DIR/NAME.npy ('/', ':' and other characters not allowed in "
+       "file names become '_')", "DIR"},
       {"target", 't', 0, G_OPTION_ARG_STRING_ARRAY, &targets,
        "run this node for its effects; a grpc://HOST:PORT (grpcs:// for TLS) target runs the "
        "graph on that server's cluster instead of in this process",
@@ -561,7 +608,7 @@ static int cmd_run(int argc, char **argv) {
     status = graph_path ? usage_error("run", "--graph and --saved-model exclude each other")
                         : run_saved_model(saved_model_dir, sm_tags, sm_signature, sm_repeat,
                                           feed_args, fetches, targets, log_placement,
-                                          soft_placement, as_json, max_elements);
+                                          soft_placement, as_json, max_elements, output_dir);
     goto out;
   }
   if (sm_tags || sm_signature || sm_repeat != 1) {
@@ -665,7 +712,7 @@ static int cmd_run(int argc, char **argv) {
     status = report_status(st);
     goto out;
   }
-  status = print_fetches(fetches, fetch_values, n_fetches, as_json, max_elements);
+  status = print_fetches(fetches, fetch_values, n_fetches, as_json, max_elements, output_dir);
 
 out:
   for (int k = 0; fetch_values && k < n_fetches; k++) weft_tensor_unref(fetch_values[k]);
@@ -679,6 +726,7 @@ out:
   g_free(feeds);
   g_free(graph_path);
   g_free(trace_path);
+  g_free(output_dir);
   g_free(saved_model_dir);
   g_free(sm_tags);
   g_free(sm_signature);
@@ -858,10 +906,14 @@ static int cmd_help(int argc, char **argv) {
 }
 
 /* The benchmarks live in bench/ (docs/performance.md). */
-static int cmd_bench(int argc, char **argv) { return weft_bench_main(argc, argv); }
+static int cmd_bench(int argc, char **argv) {
+  g_set_prgname("weft bench"); /* its --help says "weft bench [OPTION...]" */
+  return weft_bench_main(argc, argv);
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
+    fprintf(stderr, "weft: error: no command given\n");
     print_usage(stderr);
     return EXIT_USAGE;
   }
