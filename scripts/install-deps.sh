@@ -9,9 +9,12 @@ packages=(
   libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
   libopenblas-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
-  libsnappy-dev
+  libsnappy-dev zlib1g-dev
   openssl
+  help2man
   python3
+  # scripts/test-packages.sh (run by scripts/test.sh) builds the Debian packages in debian/.
+  debhelper dpkg-dev fakeroot binutils
 )
 
 missing=()

@@ -14,7 +14,11 @@
  *    and another major are refused naming both versions, every 1.0 field keeps its offset, and a
  *    bad gradient program or conformance case fails its plugin at load time;
  *  - the gradient-program parser's error messages, and docs/sdk.md's code, which must be the
- *    examples' code word for word. */
+ *    examples' code word for word;
+ *  - the install as a Debian user gets it (issue 17): the installed tools run from the destdir
+ *    with no LD_LIBRARY_PATH or WEFT_PLUGIN_PATH, find their own plugins and data relative to
+ *    themselves and print no "skipping plugin" warning; libweft.so.0 exports exactly the
+ *    functions weft.h declares. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -154,6 +158,7 @@ static void show_failure(const char *what, const proc_t *p) {
 
 typedef struct setup {
   bool ok;
+  bool installed; /* meson install worked (the install tests need no example builds) */
   char *why_not; /* why the builds could not be done (a skip reason) */
   char *tmp;
   char *destdir;    /* meson install --destdir */
@@ -291,6 +296,7 @@ static void prepare(void) {
   S.prefix_dir = g_path_get_dirname(S.bindir);
   S.plugindir = g_build_filename(S.libdir, "weft", "plugins", NULL);
   S.uninstalled_pc = g_build_filename(WEFT_BUILD_DIR, "meson-uninstalled", NULL);
+  S.installed = true;
   g_free(pc);
   g_free(weft);
   for (int k = 0; k < 2; k++) {
@@ -339,8 +345,8 @@ static void test_install_layout(void) {
     g_assert_true(g_file_test(f, G_FILE_TEST_IS_EXECUTABLE));
     g_free(f);
   }
-  const char *in_lib[] = {"libweft.so", "pkgconfig/weft.pc", "pkgconfig/weft-sdk.pc",
-                          "weft/plugins/libweft-cpu.so"};
+  const char *in_lib[] = {"libweft.so", "libweft.so.0", "pkgconfig/weft.pc",
+                          "pkgconfig/weft-sdk.pc", "weft/plugins/libweft-cpu.so"};
   for (size_t i = 0; i < G_N_ELEMENTS(in_lib); i++) {
     char *f = g_build_filename(S.libdir, in_lib[i], NULL);
     if (!g_file_test(f, G_FILE_TEST_EXISTS)) g_test_message("missing %s", f);
@@ -365,6 +371,152 @@ static void test_install_layout(void) {
   proc_clear(&p);
   g_free(weft);
   g_strfreev(env);
+}
+
+/* The environment of a user who installed Weft: none of the variables that would point the
+ * installed programs at libweft or at plugins. */
+static char **clean_run_env(void) {
+  char **env = g_get_environ();
+  const char *drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "WEFT_PLUGIN_PATH", "WEFT_LOG_LEVEL",
+                        "WEFT_CONFORMANCE_EXPECTED"};
+  for (size_t i = 0; i < G_N_ELEMENTS(drop); i++) env = g_environ_unsetenv(env, drop[i]);
+  return env;
+}
+
+/* The installed weft, with a clean environment, from another folder: libweft.so.0 through its
+ * RUNPATH (weftd), the plugins of the install it belongs to (the destdir, not the configured
+ * prefix), and not a warning on stderr: the build tree beside it is not searched. */
+static void test_install_relocated(void) {
+  if (!S.installed) {
+    g_test_skip(S.why_not ? S.why_not : "meson install failed");
+    return;
+  }
+  char **env = clean_run_env();
+  char *weft = g_build_filename(S.bindir, "weft", NULL);
+  const char *argv[] = {weft, "devices", NULL};
+  proc_t p = run(argv, env, S.tmp);
+  if (p.status != 0 || strstr(p.err, "skipping plugin")) show_failure("installed weft devices", &p);
+  g_assert_cmpint(p.status, ==, 0);
+  g_assert_nonnull(strstr(p.out, "/device:CPU:0"));
+  g_assert_null(strstr(p.err, "skipping plugin"));
+  g_assert_null(strstr(p.err, "warning"));
+  proc_clear(&p);
+  const char *plugins_argv[] = {weft, "plugins", NULL};
+  p = run(plugins_argv, env, S.tmp);
+  g_assert_cmpint(p.status, ==, 0);
+  /* The plugin came from the destdir's plugin folder, found next to the program. */
+  char *cpu = g_build_filename(S.plugindir, "libweft-cpu.so", NULL);
+  if (!strstr(p.out, cpu)) show_failure("installed weft plugins", &p);
+  g_assert_nonnull(strstr(p.out, cpu));
+  g_free(cpu);
+  proc_clear(&p);
+  g_free(weft);
+  /* weftd links libweft.so.0 and finds it through RUNPATH $ORIGIN/../<libdir>. */
+  char *weftd = g_build_filename(S.bindir, "weftd", NULL);
+  const char *weftd_argv[] = {weftd, "--help", NULL};
+  p = run(weftd_argv, env, S.tmp);
+  if (p.status != 0) show_failure("installed weftd --help", &p);
+  g_assert_cmpint(p.status, ==, 0);
+  proc_clear(&p);
+  g_free(weftd);
+  g_strfreev(env);
+}
+
+/* The installed weft-conformance reads the expected-failure lists installed into
+ * <datadir>/weft/expected_failures (found relative to itself): an entry added to the installed
+ * CPU list turns the passes it names into "unexpectedly passed". */
+static void test_install_conformance_lists(void) {
+  if (!S.installed) {
+    g_test_skip(S.why_not ? S.why_not : "meson install failed");
+    return;
+  }
+  char *list = g_build_filename(S.prefix_dir, "share", "weft", "expected_failures", "CPU.txt",
+                                NULL);
+  char *text = NULL;
+  if (!g_file_get_contents(list, &text, NULL, NULL)) g_test_message("missing %s", list);
+  g_assert_nonnull(text);
+  char *marked = g_strdup_printf("%s\nAdd float32 n7 marked by test_sdk\n", text);
+  g_assert_true(g_file_set_contents(list, marked, -1, NULL));
+  char **env = clean_run_env();
+  char *tool = g_build_filename(S.bindir, "weft-conformance", NULL);
+  const char *argv[] = {tool, "--op", "Add", "--device", "CPU", "--case", "n7", NULL};
+  proc_t p = run(argv, env, S.tmp);
+  g_assert_true(g_file_set_contents(list, text, -1, NULL));
+  if (!strstr(p.out, " 1 unexpectedly passed")) show_failure("installed weft-conformance", &p);
+  g_assert_nonnull(strstr(p.out, " 1 unexpectedly passed"));
+  g_assert_null(strstr(p.err, "skipping plugin"));
+  proc_clear(&p);
+  g_free(tool);
+  g_strfreev(env);
+  g_free(marked);
+  g_free(text);
+  g_free(list);
+}
+
+/* libweft.so.0 exports the functions weft.h declares and nothing else: no weft__ internals, no
+ * protobuf-c code (tensorflow__*, which would clash with a program's own), each declaration
+ * marked WEFT_API. */
+static void test_install_exports(void) {
+  if (!S.installed) {
+    g_test_skip(S.why_not ? S.why_not : "meson install failed");
+    return;
+  }
+  char *nm = g_find_program_in_path("nm");
+  if (!nm) {
+    g_test_skip("nm (binutils) is not on PATH");
+    return;
+  }
+  g_free(nm);
+  char *lib = g_build_filename(S.libdir, "libweft.so.0", NULL);
+  const char *argv[] = {"nm", "-D", "--defined-only", lib, NULL};
+  proc_t p = run(argv, NULL, NULL);
+  g_assert_cmpint(p.status, ==, 0);
+  GHashTable *exported = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  char **lines = g_strsplit(p.out, "\n", -1);
+  for (char **l = lines; *l; l++) {
+    char **f = g_strsplit_set(g_strstrip(*l), " \t", -1);
+    int n = (int)g_strv_length(f);
+    if (n >= 2) {
+      const char *sym = f[n - 1];
+      if (!g_str_has_prefix(sym, "weft_") || g_str_has_prefix(sym, "weft__"))
+        g_test_message("libweft.so.0 exports %s", sym);
+      g_assert_true(g_str_has_prefix(sym, "weft_") && !g_str_has_prefix(sym, "weft__"));
+      g_hash_table_add(exported, g_strdup(sym));
+    }
+    g_strfreev(f);
+  }
+  g_strfreev(lines);
+  proc_clear(&p);
+  /* Every function weft.h declares (a line at column 0 naming weft_*( that is not a typedef)
+   * carries WEFT_API and is exported. */
+  char *header = g_build_filename(WEFT_SOURCE_DIR, "core", "include", "weft", "weft.h", NULL);
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(header, &text, NULL, NULL));
+  GRegex *decl = g_regex_new("^(?!typedef|#|/\\*| )[^(\\n]*?\\b(weft_[a-z0-9_]+)\\(",
+                             G_REGEX_MULTILINE, 0, NULL);
+  g_assert_nonnull(decl);
+  GMatchInfo *m = NULL;
+  int declared = 0;
+  for (g_regex_match(decl, text, 0, &m); g_match_info_matches(m); g_match_info_next(m, NULL)) {
+    char *line = g_match_info_fetch(m, 0);
+    char *name = g_match_info_fetch(m, 1);
+    if (!g_str_has_prefix(line, "WEFT_API ") || !g_hash_table_contains(exported, name))
+      g_test_message("weft.h declares %s without WEFT_API, or it is not exported", name);
+    g_assert_true(g_str_has_prefix(line, "WEFT_API "));
+    g_assert_true(g_hash_table_contains(exported, name));
+    declared++;
+    g_free(name);
+    g_free(line);
+  }
+  g_match_info_free(m);
+  g_regex_unref(decl);
+  g_assert_cmpint(declared, >, 200);
+  g_test_message("weft.h declares %d functions; libweft.so.0 exports %u symbols", declared,
+                 g_hash_table_size(exported));
+  g_free(text);
+  g_free(header);
+  g_hash_table_unref(exported);
+  g_free(lib);
 }
 
 static char *pkg_config(bool installed, const char *const *args) {
@@ -499,7 +651,7 @@ static void test_custom_kernel_graph(void) {
   const weft_plugin_record_t *r = record_named("swish");
   g_assert_nonnull(r);
   g_assert_null(r->error);
-  g_assert_cmpint(r->abi_minor, ==, 1);
+  g_assert_cmpint(r->abi_minor, ==, WEFT_ABI_MINOR); /* built against this build's SDK */
   g_assert_cmpint(r->n_ops, ==, 1);
   g_assert_true(g_str_has_prefix(r->path, S.swish[0])); /* the one built against the install */
   check_swish("/device:CPU:0", WEFT_DT_FLOAT, 1e-6);
@@ -1084,6 +1236,9 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/sdk/install/layout", test_install_layout);
   g_test_add_func("/sdk/install/pkgconfig", test_pkgconfig);
+  g_test_add_func("/sdk/install/relocated", test_install_relocated);
+  g_test_add_func("/sdk/install/conformance-lists", test_install_conformance_lists);
+  g_test_add_func("/sdk/install/exports", test_install_exports);
   g_test_add_func("/sdk/custom-kernel/graph", test_custom_kernel_graph);
   g_test_add_func("/sdk/custom-kernel/gradient", test_custom_kernel_gradient);
   g_test_add_func("/sdk/custom-kernel/conformance", test_custom_kernel_conformance);

@@ -17,6 +17,18 @@
 
 #include "weft/types.h"
 
+/* WEFT_API marks what libweft.so.0 exports: the library is built with hidden visibility, so its
+ * internals (and the protobuf-c code of TensorFlow's messages it carries) never clash with a
+ * program's own symbols (docs/architecture.md, "The installed library"). Every function declared
+ * here carries it. */
+#ifndef WEFT_API
+#if defined(__GNUC__) || defined(__clang__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,22 +37,32 @@ extern "C" {
  * Status */
 
 /* New status; the caller owns it. code WEFT_OK gives NULL. */
-weft_status_t *weft_status_new(weft_code_t code, const char *fmt, ...)
+WEFT_API weft_status_t *weft_status_new(weft_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-weft_code_t weft_status_code(const weft_status_t *status); /* NULL -> WEFT_OK */
-const char *weft_status_message(const weft_status_t *status); /* NULL -> "" */
-const char *weft_code_name(weft_code_t code);                 /* "INVALID_ARGUMENT" */
-void weft_status_free(weft_status_t *status);                 /* accepts NULL */
+WEFT_API weft_code_t weft_status_code(const weft_status_t *status); /* NULL -> WEFT_OK */
+WEFT_API const char *weft_status_message(const weft_status_t *status); /* NULL -> "" */
+WEFT_API const char *weft_code_name(weft_code_t code);                 /* "INVALID_ARGUMENT" */
+WEFT_API void weft_status_free(weft_status_t *status);                 /* accepts NULL */
 /* Prefixes the message with context ("while importing x.pb: ..."); returns the same status. */
-weft_status_t *weft_status_prefix(weft_status_t *status, const char *fmt, ...)
+WEFT_API weft_status_t *weft_status_prefix(weft_status_t *status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory */
+
+/* Frees a string or buffer the library handed to the caller ("the caller frees with weft_free");
+ * accepts NULL. They come from the C library's malloc, so free() works as well. */
+WEFT_API void weft_free(void *ptr);
+/* Frees a NULL-terminated array of such strings and every string in it; accepts NULL. */
+WEFT_API void weft_strv_free(char **strv);
 
 /* ---------------------------------------------------------------------------------------------
  * Data types */
 
-const char *weft_dtype_name(weft_dtype_t dtype);               /* "float32", "int32", ... */
-bool weft_dtype_from_name(const char *name, weft_dtype_t *out); /* accepts "float32", "float" */
-size_t weft_dtype_size(weft_dtype_t dtype);                     /* bytes per element; 0 unknown */
+WEFT_API const char *weft_dtype_name(weft_dtype_t dtype); /* "float32", "int32", ... */
+/* accepts "float32", "float" */
+WEFT_API bool weft_dtype_from_name(const char *name, weft_dtype_t *out);
+WEFT_API size_t weft_dtype_size(weft_dtype_t dtype); /* bytes per element; 0 unknown */
 
 /* ---------------------------------------------------------------------------------------------
  * Tensors: reference-counted, in host memory when the client sees them. */
@@ -48,36 +70,59 @@ size_t weft_dtype_size(weft_dtype_t dtype);                     /* bytes per ele
 typedef struct weft_tensor weft_tensor_t;
 
 /* Zero-filled host tensor (strings: empty). The caller owns one reference. */
-weft_tensor_t *weft_tensor_new(weft_dtype_t dtype, int rank, const int64_t *dims);
+WEFT_API weft_tensor_t *weft_tensor_new(weft_dtype_t dtype, int rank, const int64_t *dims);
 /* Host tensor copying nbytes from data; NULL and *status set if nbytes does not match. */
-weft_tensor_t *weft_tensor_new_from_data(weft_dtype_t dtype, int rank, const int64_t *dims,
-                                         const void *data, size_t nbytes, weft_status_t **status);
-weft_tensor_t *weft_tensor_new_scalar_float(float value);
-weft_tensor_t *weft_tensor_new_scalar_int32(int32_t value);
-weft_tensor_t *weft_tensor_new_string(const char *bytes, size_t len); /* scalar string */
-weft_tensor_t *weft_tensor_ref(weft_tensor_t *tensor);
-void weft_tensor_unref(weft_tensor_t *tensor); /* accepts NULL */
+WEFT_API weft_tensor_t *weft_tensor_new_from_data(weft_dtype_t dtype, int rank, const int64_t *dims,
+                                                  const void *data, size_t nbytes,
+                                                  weft_status_t **status);
+WEFT_API weft_tensor_t *weft_tensor_new_scalar_float(float value);
+WEFT_API weft_tensor_t *weft_tensor_new_scalar_int32(int32_t value);
+WEFT_API weft_tensor_t *weft_tensor_new_string(const char *bytes, size_t len); /* scalar string */
+WEFT_API weft_tensor_t *weft_tensor_ref(weft_tensor_t *tensor);
+WEFT_API void weft_tensor_unref(weft_tensor_t *tensor); /* accepts NULL */
 
-weft_dtype_t weft_tensor_dtype(const weft_tensor_t *tensor);
-int weft_tensor_rank(const weft_tensor_t *tensor);
-const int64_t *weft_tensor_dims(const weft_tensor_t *tensor);
-int64_t weft_tensor_num_elements(const weft_tensor_t *tensor);
-size_t weft_tensor_nbytes(const weft_tensor_t *tensor);
+WEFT_API weft_dtype_t weft_tensor_dtype(const weft_tensor_t *tensor);
+WEFT_API int weft_tensor_rank(const weft_tensor_t *tensor);
+WEFT_API const int64_t *weft_tensor_dims(const weft_tensor_t *tensor);
+WEFT_API int64_t weft_tensor_num_elements(const weft_tensor_t *tensor);
+WEFT_API size_t weft_tensor_nbytes(const weft_tensor_t *tensor);
 /* Host data. For WEFT_DT_STRING it is an array of weft_string_t. */
-void *weft_tensor_data(const weft_tensor_t *tensor);
+WEFT_API void *weft_tensor_data(const weft_tensor_t *tensor);
 /* Sets element i of a string tensor (copies the bytes). */
-weft_status_t *weft_tensor_set_string(weft_tensor_t *tensor, int64_t index, const char *bytes,
-                                      size_t len);
+WEFT_API weft_status_t *weft_tensor_set_string(weft_tensor_t *tensor, int64_t index,
+                                               const char *bytes, size_t len);
 /* Element i as a double (numbers and bool); 0 for strings. */
-double weft_tensor_get_double(const weft_tensor_t *tensor, int64_t index);
+WEFT_API double weft_tensor_get_double(const weft_tensor_t *tensor, int64_t index);
 
 /* Parses a JSON number or nested array into a tensor of dtype (WEFT_DT_INVALID: float32 for
  * numbers with a fraction or exponent, int32 otherwise; strings give a string tensor). */
-weft_tensor_t *weft_tensor_from_json(const char *json, weft_dtype_t dtype, weft_status_t **status);
-/* {"dtype": "float32", "shape": [..], "values": [..]}; the caller frees with g_free/free. */
-char *weft_tensor_to_json(const weft_tensor_t *tensor);
-/* Short human form: "float32[2,2] [1, 2, 3, 4]". The caller frees it with free(). */
-char *weft_tensor_to_string(const weft_tensor_t *tensor, int max_elements);
+WEFT_API weft_tensor_t *weft_tensor_from_json(const char *json, weft_dtype_t dtype,
+                                              weft_status_t **status);
+/* {"dtype": "float32", "shape": [..], "values": [..]}; the caller frees with weft_free. */
+WEFT_API char *weft_tensor_to_json(const weft_tensor_t *tensor);
+/* Short human form: "float32[2,2] [1, 2, 3, 4]". The caller frees with weft_free. */
+WEFT_API char *weft_tensor_to_string(const weft_tensor_t *tensor, int max_elements);
+
+/* NumPy files (docs/c-api.md, "NumPy files"). Reading takes .npy format 1.0, 2.0 and 3.0, either
+ * byte order, C order; dtypes bool, int8..int64, uint8..uint64, float16/32/64 and the strings
+ * 'S' (bytes) and 'U' (stored as UTF-8). Everything read is treated as untrusted: INVALID_ARGUMENT
+ * naming the file (or `source`) and what is wrong for a malformed file; UNIMPLEMENTED for Fortran
+ * order, object arrays and dtypes Weft has no type for. On success *out is a new host tensor the
+ * caller owns (one reference); on error *out is NULL. */
+/* bytes borrowed; source may be NULL */
+WEFT_API weft_status_t *weft_tensor_parse_npy(const void *bytes, size_t len, const char *source,
+                                              weft_tensor_t **out);
+WEFT_API weft_status_t *weft_tensor_read_npy(const char *path, weft_tensor_t **out);
+/* The array `key` ("x" or "x.npy"; NULL: the only one) of a .npz archive, stored or deflated.
+ * NOT_FOUND listing the arrays present when there is no such key. */
+WEFT_API weft_status_t *weft_tensor_read_npz(const char *path, const char *key,
+                                             weft_tensor_t **out);
+/* The tensor as .npy bytes (version 1.0, host byte order, C order; strings as 'S' of the longest
+ * element, so trailing NUL bytes of an element do not survive). the caller frees *bytes
+ * with weft_free. UNIMPLEMENTED for bfloat16, which numpy has no dtype for. */
+WEFT_API weft_status_t *weft_tensor_to_npy(const weft_tensor_t *tensor, void **bytes, size_t *len);
+/* Writes them to `path` (atomically: a temporary file renamed); the tensor is borrowed. */
+WEFT_API weft_status_t *weft_tensor_write_npy(const weft_tensor_t *tensor, const char *path);
 
 /* ---------------------------------------------------------------------------------------------
  * Graphs */
@@ -92,105 +137,107 @@ typedef struct weft_output {
   int index;
 } weft_output_t;
 
-weft_graph_t *weft_graph_new(void);
-void weft_graph_free(weft_graph_t *graph);
+WEFT_API weft_graph_t *weft_graph_new(void);
+WEFT_API void weft_graph_free(weft_graph_t *graph);
 
 /* Starts a node of op type `op` named `name` (made unique and prefixed by the name scope; NULL
  * means the op type). Finish with weft_op_finish, which always frees the builder. */
-weft_op_builder_t *weft_op_new(weft_graph_t *graph, const char *op, const char *name);
-void weft_op_add_input(weft_op_builder_t *b, weft_output_t input);
-void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n);
-void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node);
+WEFT_API weft_op_builder_t *weft_op_new(weft_graph_t *graph, const char *op, const char *name);
+WEFT_API void weft_op_add_input(weft_op_builder_t *b, weft_output_t input);
+WEFT_API void weft_op_add_input_list(weft_op_builder_t *b, const weft_output_t *inputs, int n);
+WEFT_API void weft_op_add_control_input(weft_op_builder_t *b, weft_node_t *node);
 /* Overrides the device from the device scopes. */
-void weft_op_set_device(weft_op_builder_t *b, const char *device);
-void weft_op_set_attr_int(weft_op_builder_t *b, const char *name, int64_t value);
-void weft_op_set_attr_float(weft_op_builder_t *b, const char *name, float value);
-void weft_op_set_attr_bool(weft_op_builder_t *b, const char *name, bool value);
-void weft_op_set_attr_type(weft_op_builder_t *b, const char *name, weft_dtype_t value);
-void weft_op_set_attr_string(weft_op_builder_t *b, const char *name, const char *value);
-void weft_op_set_attr_int_list(weft_op_builder_t *b, const char *name, const int64_t *values,
-                               int n);
-void weft_op_set_attr_float_list(weft_op_builder_t *b, const char *name, const float *values,
-                                 int n);
-void weft_op_set_attr_type_list(weft_op_builder_t *b, const char *name,
-                                const weft_dtype_t *values, int n);
-void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *name,
-                                  const char *const *values, int n);
+WEFT_API void weft_op_set_device(weft_op_builder_t *b, const char *device);
+WEFT_API void weft_op_set_attr_int(weft_op_builder_t *b, const char *name, int64_t value);
+WEFT_API void weft_op_set_attr_float(weft_op_builder_t *b, const char *name, float value);
+WEFT_API void weft_op_set_attr_bool(weft_op_builder_t *b, const char *name, bool value);
+WEFT_API void weft_op_set_attr_type(weft_op_builder_t *b, const char *name, weft_dtype_t value);
+WEFT_API void weft_op_set_attr_string(weft_op_builder_t *b, const char *name, const char *value);
+WEFT_API void weft_op_set_attr_int_list(weft_op_builder_t *b, const char *name,
+                                        const int64_t *values, int n);
+WEFT_API void weft_op_set_attr_float_list(weft_op_builder_t *b, const char *name,
+                                          const float *values, int n);
+WEFT_API void weft_op_set_attr_type_list(weft_op_builder_t *b, const char *name,
+                                         const weft_dtype_t *values, int n);
+WEFT_API void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *name,
+                                           const char *const *values, int n);
 /* rank -1: unknown rank; dims may hold WEFT_DIM_UNKNOWN. */
-void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
-                            const int64_t *dims);
+WEFT_API void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
+                                     const int64_t *dims);
 /* The builder takes its own reference to the tensor. */
-void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value);
+WEFT_API void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value);
 /* Validates against the op definition (inputs, attrs, defaults), infers output types and
  * shapes, and adds the node. On success *out (if not NULL) is the new node. Frees b. */
-weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out);
+WEFT_API weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out);
 
-weft_node_t *weft_graph_node(const weft_graph_t *graph, const char *name);
-int weft_graph_num_nodes(const weft_graph_t *graph);
-weft_node_t *weft_graph_node_at(const weft_graph_t *graph, int index); /* creation order */
-const char *weft_node_name(const weft_node_t *node);
-const char *weft_node_op(const weft_node_t *node);
-const char *weft_node_requested_device(const weft_node_t *node);
-int weft_node_num_outputs(const weft_node_t *node);
-weft_dtype_t weft_node_output_dtype(const weft_node_t *node, int index);
+WEFT_API weft_node_t *weft_graph_node(const weft_graph_t *graph, const char *name);
+WEFT_API int weft_graph_num_nodes(const weft_graph_t *graph);
+WEFT_API weft_node_t *weft_graph_node_at(const weft_graph_t *graph, int index); /* creation order */
+WEFT_API const char *weft_node_name(const weft_node_t *node);
+WEFT_API const char *weft_node_op(const weft_node_t *node);
+WEFT_API const char *weft_node_requested_device(const weft_node_t *node);
+WEFT_API int weft_node_num_outputs(const weft_node_t *node);
+WEFT_API weft_dtype_t weft_node_output_dtype(const weft_node_t *node, int index);
 /* The inferred shape; returns the rank (-1 unknown) and fills dims. */
-int weft_node_output_shape(const weft_node_t *node, int index, int64_t dims[WEFT_MAX_RANK]);
-weft_output_t weft_out(weft_node_t *node, int index);
+WEFT_API int weft_node_output_shape(const weft_node_t *node, int index,
+                                    int64_t dims[WEFT_MAX_RANK]);
+WEFT_API weft_output_t weft_out(weft_node_t *node, int index);
 /* "name" or "name:1" -> output; NOT_FOUND naming it if there is no such node or output. */
-weft_status_t *weft_graph_find_output(const weft_graph_t *graph, const char *tensor_name,
-                                      weft_output_t *out);
+WEFT_API weft_status_t *weft_graph_find_output(const weft_graph_t *graph, const char *tensor_name,
+                                               weft_output_t *out);
 
 /* Scopes. Each push must be matched by a pop. */
-void weft_graph_push_name_scope(weft_graph_t *graph, const char *scope);
-void weft_graph_pop_name_scope(weft_graph_t *graph);
+WEFT_API void weft_graph_push_name_scope(weft_graph_t *graph, const char *scope);
+WEFT_API void weft_graph_pop_name_scope(weft_graph_t *graph);
 /* A device spec merged with the enclosing ones, inner fields winning ("" clears). */
-void weft_graph_push_device(weft_graph_t *graph, const char *device);
+WEFT_API void weft_graph_push_device(weft_graph_t *graph, const char *device);
 /* A device function: called for each new node with its op type and name; returns a device spec
  * string the graph copies (or NULL for "no opinion"). */
 typedef const char *(*weft_device_fn)(void *user_data, const char *op, const char *node_name);
-void weft_graph_push_device_fn(weft_graph_t *graph, weft_device_fn fn, void *user_data);
-void weft_graph_pop_device(weft_graph_t *graph);
+WEFT_API void weft_graph_push_device_fn(weft_graph_t *graph, weft_device_fn fn, void *user_data);
+WEFT_API void weft_graph_pop_device(weft_graph_t *graph);
 /* Every node created inside gets control inputs on these nodes. */
-void weft_graph_push_control_deps(weft_graph_t *graph, weft_node_t *const *nodes, int n);
-void weft_graph_pop_control_deps(weft_graph_t *graph);
+WEFT_API void weft_graph_push_control_deps(weft_graph_t *graph, weft_node_t *const *nodes, int n);
+WEFT_API void weft_graph_pop_control_deps(weft_graph_t *graph);
 /* Nodes created inside are colocated with `node` (TensorFlow's colocate_with). */
-void weft_graph_push_colocate(weft_graph_t *graph, weft_node_t *node);
-void weft_graph_pop_colocate(weft_graph_t *graph);
+WEFT_API void weft_graph_push_colocate(weft_graph_t *graph, weft_node_t *node);
+WEFT_API void weft_graph_pop_colocate(weft_graph_t *graph);
 
 /* Helpers for common nodes. Each returns the node's first output, or {NULL,0} and *status set. */
-weft_output_t weft_const(weft_graph_t *graph, const char *name, weft_tensor_t *value,
-                         weft_status_t **status);
-weft_output_t weft_const_float(weft_graph_t *graph, const char *name, float value,
-                               weft_status_t **status);
-weft_output_t weft_placeholder(weft_graph_t *graph, const char *name, weft_dtype_t dtype,
-                               int rank, const int64_t *dims, weft_status_t **status);
+WEFT_API weft_output_t weft_const(weft_graph_t *graph, const char *name, weft_tensor_t *value,
+                                  weft_status_t **status);
+WEFT_API weft_output_t weft_const_float(weft_graph_t *graph, const char *name, float value,
+                                        weft_status_t **status);
+WEFT_API weft_output_t weft_placeholder(weft_graph_t *graph, const char *name, weft_dtype_t dtype,
+                                        int rank, const int64_t *dims, weft_status_t **status);
 /* A binary or unary op with attribute T taken from the first input. */
-weft_output_t weft_binary(weft_graph_t *graph, const char *op, const char *name, weft_output_t x,
-                          weft_output_t y, weft_status_t **status);
-weft_output_t weft_unary(weft_graph_t *graph, const char *op, const char *name, weft_output_t x,
-                         weft_status_t **status);
-weft_output_t weft_matmul(weft_graph_t *graph, const char *name, weft_output_t a,
-                          weft_output_t b, bool transpose_a, bool transpose_b,
-                          weft_status_t **status);
+WEFT_API weft_output_t weft_binary(weft_graph_t *graph, const char *op, const char *name,
+                                   weft_output_t x, weft_output_t y, weft_status_t **status);
+WEFT_API weft_output_t weft_unary(weft_graph_t *graph, const char *op, const char *name,
+                                  weft_output_t x, weft_status_t **status);
+WEFT_API weft_output_t weft_matmul(weft_graph_t *graph, const char *name, weft_output_t a,
+                                   weft_output_t b, bool transpose_a, bool transpose_b,
+                                   weft_status_t **status);
 
 /* A TensorFlow-style variable (tf.Variable): a VariableV2 node `name`, an Assign `name/Assign`
  * from `initial_value` (its initializer), and a read `name/read`. Returns the read output; the
  * variable node itself is weft_graph_node(graph, name). The initializer joins the graph's global
  * variables collection. */
-weft_output_t weft_variable(weft_graph_t *graph, const char *name, weft_output_t initial_value,
-                            weft_status_t **status);
+WEFT_API weft_output_t weft_variable(weft_graph_t *graph, const char *name,
+                                     weft_output_t initial_value, weft_status_t **status);
 /* A NoOp named `name` (default "init") with control inputs on every variable initializer. */
-weft_node_t *weft_global_variables_initializer(weft_graph_t *graph, const char *name,
-                                               weft_status_t **status);
+WEFT_API weft_node_t *weft_global_variables_initializer(weft_graph_t *graph, const char *name,
+                                                        weft_status_t **status);
 
 /* GraphDef (TensorFlow's wire format). Import adds the nodes of `bytes` to `graph` under `prefix`
  * (NULL or "" for none); on error nothing is added and the status names the node at fault. */
-weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const void *bytes, size_t len,
-                                          const char *prefix);
-weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *path,
-                                               const char *prefix);
-/* Serialises the graph; *bytes is the caller's, freed with free(). */
-weft_status_t *weft_graph_export_graphdef(const weft_graph_t *graph, void **bytes, size_t *len);
+WEFT_API weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const void *bytes,
+                                                   size_t len, const char *prefix);
+WEFT_API weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *path,
+                                                        const char *prefix);
+/* Serialises the graph; the caller frees *bytes with weft_free. */
+WEFT_API weft_status_t *weft_graph_export_graphdef(const weft_graph_t *graph, void **bytes,
+                                                   size_t *len);
 
 /* ---------------------------------------------------------------------------------------------
  * Sessions */
@@ -198,29 +245,33 @@ weft_status_t *weft_graph_export_graphdef(const weft_graph_t *graph, void **byte
 typedef struct weft_session_options weft_session_options_t;
 typedef struct weft_session weft_session_t;
 
-weft_session_options_t *weft_session_options_new(void);
-void weft_session_options_free(weft_session_options_t *opts);
+WEFT_API weft_session_options_t *weft_session_options_new(void);
+WEFT_API void weft_session_options_free(weft_session_options_t *opts);
 /* "" (default) or "local" for in-process; "grpc://host:port" for the cluster of a server. */
-void weft_session_options_set_target(weft_session_options_t *opts, const char *target);
-void weft_session_options_set_log_device_placement(weft_session_options_t *opts, bool on);
-void weft_session_options_set_allow_soft_placement(weft_session_options_t *opts, bool on);
-void weft_session_options_set_inter_op_threads(weft_session_options_t *opts, int n); /* 0 auto */
-void weft_session_options_set_intra_op_threads(weft_session_options_t *opts, int n); /* 0 auto */
-void weft_session_options_set_use_per_session_threads(weft_session_options_t *opts, bool on);
-void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *opts, double f);
-void weft_session_options_set_gpu_allow_growth(weft_session_options_t *opts, bool on);
+WEFT_API void weft_session_options_set_target(weft_session_options_t *opts, const char *target);
+WEFT_API void weft_session_options_set_log_device_placement(weft_session_options_t *opts, bool on);
+WEFT_API void weft_session_options_set_allow_soft_placement(weft_session_options_t *opts, bool on);
+/* 0 auto */
+WEFT_API void weft_session_options_set_inter_op_threads(weft_session_options_t *opts, int n);
+/* 0 auto */
+WEFT_API void weft_session_options_set_intra_op_threads(weft_session_options_t *opts, int n);
+WEFT_API void weft_session_options_set_use_per_session_threads(weft_session_options_t *opts,
+    bool on);
+WEFT_API void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *opts, double f);
+WEFT_API void weft_session_options_set_gpu_allow_growth(weft_session_options_t *opts, bool on);
 
 /* The session borrows `graph`, which must outlive it; nodes added to the graph later are picked
  * up by later runs (placement of nodes already placed is kept). */
-weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
-                                 weft_status_t **status);
+WEFT_API weft_session_t *weft_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
+                                          weft_status_t **status);
 /* Runs one step. feeds[i] (borrowed) replaces tensor feed_names[i]; fetch_outputs[i] receives a
  * new reference to tensor fetch_names[i] (the caller unrefs it); targets are node names run for
  * their effects. On error no output is set. */
-weft_status_t *weft_session_run(weft_session_t *session, const char *const *feed_names,
-                                weft_tensor_t *const *feeds, int n_feeds,
-                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
-                                int n_fetches, const char *const *target_names, int n_targets);
+WEFT_API weft_status_t *weft_session_run(weft_session_t *session, const char *const *feed_names,
+                                         weft_tensor_t *const *feeds, int n_feeds,
+                                         const char *const *fetch_names,
+                                         weft_tensor_t **fetch_outputs, int n_fetches,
+                                         const char *const *target_names, int n_targets);
 /* Per-step options (TensorFlow's RunOptions) and what a traced step reports (RunMetadata);
  * docs/performance.md, "Profiling a step". */
 typedef enum weft_trace_level {
@@ -228,12 +279,12 @@ typedef enum weft_trace_level {
   WEFT_TRACE_FULL = 1, /* one weft_node_stats_t per node run, on every task of the step */
 } weft_trace_level_t;
 typedef struct weft_run_options weft_run_options_t;
-weft_run_options_t *weft_run_options_new(void);
-void weft_run_options_free(weft_run_options_t *opts); /* accepts NULL */
-void weft_run_options_set_trace_level(weft_run_options_t *opts, weft_trace_level_t level);
+WEFT_API weft_run_options_t *weft_run_options_new(void);
+WEFT_API void weft_run_options_free(weft_run_options_t *opts); /* accepts NULL */
+WEFT_API void weft_run_options_set_trace_level(weft_run_options_t *opts, weft_trace_level_t level);
 /* Deadline of this step (0, the default: local steps have none, remote ones the session's
  * operation timeout). A local step checks it before each node starts: DEADLINE_EXCEEDED. */
-void weft_run_options_set_timeout_ms(weft_run_options_t *opts, int64_t ms);
+WEFT_API void weft_run_options_set_timeout_ms(weft_run_options_t *opts, int64_t ms);
 
 typedef struct weft_node_stats {
   const char *node_name, *op, *device; /* full device name */
@@ -248,26 +299,31 @@ typedef struct weft_run_metadata weft_run_metadata_t;
 /* weft_session_run with options (NULL: defaults). When `metadata` is not NULL, *metadata gets a
  * new weft_run_metadata_t the caller frees with weft_run_metadata_free (NULL when the step
  * failed); its node stats are empty unless the trace level is above NONE. */
-weft_status_t *weft_session_run_with_options(
-    weft_session_t *session, const weft_run_options_t *run_options, const char *const *feed_names,
-    weft_tensor_t *const *feeds, int n_feeds, const char *const *fetch_names,
-    weft_tensor_t **fetch_outputs, int n_fetches, const char *const *target_names, int n_targets,
-    weft_run_metadata_t **metadata);
-int weft_run_metadata_num_node_stats(const weft_run_metadata_t *meta);
+WEFT_API weft_status_t *weft_session_run_with_options(weft_session_t *session,
+                                                      const weft_run_options_t *run_options,
+                                                      const char *const *feed_names,
+                                                      weft_tensor_t *const *feeds, int n_feeds,
+                                                      const char *const *fetch_names,
+                                                      weft_tensor_t **fetch_outputs, int n_fetches,
+                                                      const char *const *target_names,
+                                                      int n_targets,
+                                                      weft_run_metadata_t **metadata);
+WEFT_API int weft_run_metadata_num_node_stats(const weft_run_metadata_t *meta);
 /* Borrowed from meta; NULL when i is out of range. */
-const weft_node_stats_t *weft_run_metadata_node_stats(const weft_run_metadata_t *meta, int i);
+WEFT_API const weft_node_stats_t *weft_run_metadata_node_stats(const weft_run_metadata_t *meta,
+    int i);
 /* The step as a Chrome trace (chrome://tracing, ui.perfetto.dev): one process per device, one
- * complete ("X") event per node. The string is the caller's (g_free). */
-char *weft_run_metadata_chrome_trace(const weft_run_metadata_t *meta);
+ * complete ("X") event per node. The caller frees with weft_free. */
+WEFT_API char *weft_run_metadata_chrome_trace(const weft_run_metadata_t *meta);
 /* Writes it to `path`; a status naming the file when it cannot be written. */
-weft_status_t *weft_run_metadata_write_chrome_trace(const weft_run_metadata_t *meta,
-                                                    const char *path);
-void weft_run_metadata_free(weft_run_metadata_t *meta); /* accepts NULL */
+WEFT_API weft_status_t *weft_run_metadata_write_chrome_trace(const weft_run_metadata_t *meta,
+    const char *path);
+WEFT_API void weft_run_metadata_free(weft_run_metadata_t *meta); /* accepts NULL */
 
 /* The device a node was placed on, after a run that used it ("" if not placed yet). */
-const char *weft_session_node_device(weft_session_t *session, const char *node_name);
-weft_status_t *weft_session_close(weft_session_t *session);
-void weft_session_free(weft_session_t *session); /* closes if needed */
+WEFT_API const char *weft_session_node_device(weft_session_t *session, const char *node_name);
+WEFT_API weft_status_t *weft_session_close(weft_session_t *session);
+WEFT_API void weft_session_free(weft_session_t *session); /* closes if needed */
 
 /* ---------------------------------------------------------------------------------------------
  * Plugins and devices (process-wide). */
@@ -279,13 +335,13 @@ void weft_session_free(weft_session_t *session); /* closes if needed */
  * when the CPU plugin loads it, and the pools keep the size they were made with. weftd and
  * weft-train call it with cores / weft_cluster_spec_tasks_on_host when tasks share a host:
  * several processes each spinning up a thread per core slow each other down. */
-void weft_threads_set_limit(int n);
+WEFT_API void weft_threads_set_limit(int n);
 
 /* Loads plugins from the build folder, the install folder and WEFT_PLUGIN_PATH, once per process.
  * Broken plugins are recorded (see weft_plugin_*) and skipped; this never fails. */
-void weft_plugins_load_default(void);
+WEFT_API void weft_plugins_load_default(void);
 /* Loads one more plugin file; a status explains why it was refused (also recorded). */
-weft_status_t *weft_plugins_load_file(const char *path);
+WEFT_API weft_status_t *weft_plugins_load_file(const char *path);
 
 typedef struct weft_plugin_record {
   const char *path;        /* as found */
@@ -297,9 +353,9 @@ typedef struct weft_plugin_record {
   int n_ops;
   const char *error;       /* NULL if loaded, else why not */
 } weft_plugin_record_t;
-int weft_plugins_count(void);
+WEFT_API int weft_plugins_count(void);
 /* Borrowed, valid until the process exits. */
-const weft_plugin_record_t *weft_plugins_get(int index);
+WEFT_API const weft_plugin_record_t *weft_plugins_get(int index);
 
 typedef struct weft_device_info {
   const char *name;        /* /job:localhost/replica:0/task:0/device:CPU:0 */
@@ -308,12 +364,15 @@ typedef struct weft_device_info {
   const char *description;
   uint64_t memory_bytes;
   bool gpu_like;
+  /* A GPU emulated on the host's CPU (lavapipe): listed after the CPU, given only the ops pinned
+   * to its own type (/device:VULKAN:0), never what "/gpu:N" names (docs/c-api.md, Placement). */
+  bool emulated;
 } weft_device_info_t;
 /* The local devices, ordered as placement sees them. Borrowed, process lifetime. */
-int weft_devices_count(void);
-const weft_device_info_t *weft_devices_get(int index);
+WEFT_API int weft_devices_count(void);
+WEFT_API const weft_device_info_t *weft_devices_get(int index);
 /* Backends that were registered but report no devices, with the reason ("CUDA: no driver"). */
-int weft_backends_without_devices(const char ***reasons);
+WEFT_API int weft_backends_without_devices(const char ***reasons);
 
 /* ---------------------------------------------------------------------------------------------
  * Cluster and servers: TensorFlow's ClusterSpec and tf.train.Server (DESIGN 4.5,
@@ -325,98 +384,103 @@ typedef struct weft_server_options weft_server_options_t;
 typedef struct weft_server weft_server_t;
 
 /* An empty spec; add jobs and tasks with weft_cluster_spec_add_task. */
-weft_cluster_spec_t *weft_cluster_spec_new(void);
-void weft_cluster_spec_free(weft_cluster_spec_t *spec); /* accepts NULL */
+WEFT_API weft_cluster_spec_t *weft_cluster_spec_new(void);
+WEFT_API void weft_cluster_spec_free(weft_cluster_spec_t *spec); /* accepts NULL */
 /* Task `index` (-1: the next one) of `job` at "host:port". INVALID_ARGUMENT naming the job, task
  * or address when the job name or address is malformed, the task already exists, or another task
  * already has the address. */
-weft_status_t *weft_cluster_spec_add_task(weft_cluster_spec_t *spec, const char *job, int index,
-                                          const char *address);
+WEFT_API weft_status_t *weft_cluster_spec_add_task(weft_cluster_spec_t *spec, const char *job,
+                                                   int index, const char *address);
 /* "ps=host:port,host:port;worker=host:port,...". On error *out is NULL and the message quotes the
  * part at fault. */
-weft_status_t *weft_cluster_spec_parse(const char *text, weft_cluster_spec_t **out);
+WEFT_API weft_status_t *weft_cluster_spec_parse(const char *text, weft_cluster_spec_t **out);
 /* TensorFlow's example-trainer flags: --ps_hosts and --worker_hosts ("host:port,host:port";
  * either may be NULL or "" but not both). */
-weft_status_t *weft_cluster_spec_from_hosts(const char *ps_hosts, const char *worker_hosts,
-                                            weft_cluster_spec_t **out);
+WEFT_API weft_status_t *weft_cluster_spec_from_hosts(const char *ps_hosts, const char *worker_hosts,
+                                                     weft_cluster_spec_t **out);
 /* The TF_CONFIG environment variable's JSON: {"cluster": {"ps": ["h:p"], "worker": [...]},
- * "task": {"type": "worker", "index": 0}}. *job (free() it) and *task are set from "task" when
- * they are not NULL (NULL and -1 when TF_CONFIG has no task). */
-weft_status_t *weft_cluster_spec_from_tf_config(const char *json, weft_cluster_spec_t **out,
-                                                char **job, int *task);
-int weft_cluster_spec_num_jobs(const weft_cluster_spec_t *spec);
-const char *weft_cluster_spec_job_name(const weft_cluster_spec_t *spec, int index); /* borrowed */
+ * "task": {"type": "worker", "index": 0}}. *job (the caller frees with weft_free) and *task are
+ * set from "task" when they are not NULL (NULL and -1 when TF_CONFIG has no task). */
+WEFT_API weft_status_t *weft_cluster_spec_from_tf_config(const char *json,
+                                                         weft_cluster_spec_t **out, char **job,
+                                                         int *task);
+WEFT_API int weft_cluster_spec_num_jobs(const weft_cluster_spec_t *spec);
+/* borrowed */
+WEFT_API const char *weft_cluster_spec_job_name(const weft_cluster_spec_t *spec, int index);
 /* Highest task index + 1 of `job`; 0 when there is no such job. */
-int weft_cluster_spec_num_tasks(const weft_cluster_spec_t *spec, const char *job);
+WEFT_API int weft_cluster_spec_num_tasks(const weft_cluster_spec_t *spec, const char *job);
 /* Borrowed; NULL when the task is not in the spec. */
-const char *weft_cluster_spec_task_address(const weft_cluster_spec_t *spec, const char *job,
-                                           int task);
+WEFT_API const char *weft_cluster_spec_task_address(const weft_cluster_spec_t *spec,
+                                                    const char *job, int task);
 /* How many of the spec's tasks share the host of /job:job/task:task, itself included (the
  * loopback names localhost, 127.x.y.z and ::1 count as one host); 0 when the task is not in the
  * spec. weftd and weft-train divide the cores among them (weft_threads_set_limit). */
-int weft_cluster_spec_tasks_on_host(const weft_cluster_spec_t *spec, const char *job, int task);
+WEFT_API int weft_cluster_spec_tasks_on_host(const weft_cluster_spec_t *spec, const char *job,
+                                             int task);
 /* INVALID_ARGUMENT naming the task and what the spec does have when /job:job/task:task is not
  * in it. */
-weft_status_t *weft_cluster_spec_check_task(const weft_cluster_spec_t *spec, const char *job,
-                                            int task);
-/* "ps=h:p,h:p;worker=h:p" (parseable again); the caller free()s it. */
-char *weft_cluster_spec_to_string(const weft_cluster_spec_t *spec);
+WEFT_API weft_status_t *weft_cluster_spec_check_task(const weft_cluster_spec_t *spec,
+                                                     const char *job, int task);
+/* "ps=h:p,h:p;worker=h:p" (parseable again); the caller frees with weft_free. */
+WEFT_API char *weft_cluster_spec_to_string(const weft_cluster_spec_t *spec);
 
-weft_server_options_t *weft_server_options_new(void);
-void weft_server_options_free(weft_server_options_t *opts);
+WEFT_API weft_server_options_t *weft_server_options_new(void);
+WEFT_API void weft_server_options_free(weft_server_options_t *opts);
 /* The host to listen on; default loopback (127.0.0.1 and ::1). "0.0.0.0" listens everywhere.
  * The port is always the task's port from the spec. */
-void weft_server_options_set_bind_address(weft_server_options_t *opts, const char *host);
+WEFT_API void weft_server_options_set_bind_address(weft_server_options_t *opts, const char *host);
 /* How long a master waits for every task to answer GetStatus before it fails with UNAVAILABLE
  * naming the tasks that did not (default 10000 ms). */
-void weft_server_options_set_status_timeout_ms(weft_server_options_t *opts, int64_t ms);
+WEFT_API void weft_server_options_set_status_timeout_ms(weft_server_options_t *opts, int64_t ms);
 /* Deadline of a step when the session sets none (default 120000 ms). */
-void weft_server_options_set_step_timeout_ms(weft_server_options_t *opts, int64_t ms);
+WEFT_API void weft_server_options_set_step_timeout_ms(weft_server_options_t *opts, int64_t ms);
 /* Limits every request is checked against before any work starts (docs/security.md): a request
  * beyond one gets INVALID_ARGUMENT naming the field and the limit. 0 or less restores the
  * default. The whole message (default 1 GiB), one tensor fed or held as a constant (default
  * 1 GiB), the nodes of one graph and the names of one step (default 1000000), the attributes of
  * one node (default 1000), the rank of any tensor or shape (default and at most WEFT_MAX_RANK). */
-void weft_server_options_set_max_message_bytes(weft_server_options_t *opts, int64_t bytes);
-void weft_server_options_set_max_tensor_bytes(weft_server_options_t *opts, int64_t bytes);
-void weft_server_options_set_max_graph_nodes(weft_server_options_t *opts, int64_t n);
-void weft_server_options_set_max_node_attrs(weft_server_options_t *opts, int64_t n);
-void weft_server_options_set_max_tensor_rank(weft_server_options_t *opts, int rank);
+WEFT_API void weft_server_options_set_max_message_bytes(weft_server_options_t *opts, int64_t bytes);
+WEFT_API void weft_server_options_set_max_tensor_bytes(weft_server_options_t *opts, int64_t bytes);
+WEFT_API void weft_server_options_set_max_graph_nodes(weft_server_options_t *opts, int64_t n);
+WEFT_API void weft_server_options_set_max_node_attrs(weft_server_options_t *opts, int64_t n);
+WEFT_API void weft_server_options_set_max_tensor_rank(weft_server_options_t *opts, int rank);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */
-weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job, int task,
-                               const weft_server_options_t *opts, weft_server_t **out);
+WEFT_API weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job, int task,
+                                        const weft_server_options_t *opts, weft_server_t **out);
 /* TensorFlow's create_local_server: job "local", one task, on a free loopback port. Started
  * when `start` is true. */
-weft_status_t *weft_server_new_local(bool start, weft_server_t **out);
-weft_status_t *weft_server_start(weft_server_t *server);
+WEFT_API weft_status_t *weft_server_new_local(bool start, weft_server_t **out);
+WEFT_API weft_status_t *weft_server_start(weft_server_t *server);
 /* Blocks until the server has stopped (weft_server_stop from another thread). */
-void weft_server_join(weft_server_t *server);
+WEFT_API void weft_server_join(weft_server_t *server);
 /* Stops serving: new calls are refused, running steps are aborted, then the port is closed.
  * Idempotent. */
-weft_status_t *weft_server_stop(weft_server_t *server);
+WEFT_API weft_status_t *weft_server_stop(weft_server_t *server);
 /* "grpc://host:port" (borrowed). */
-const char *weft_server_target(const weft_server_t *server);
-void weft_server_free(weft_server_t *server); /* stops it first if needed; accepts NULL */
+WEFT_API const char *weft_server_target(const weft_server_t *server);
+WEFT_API void weft_server_free(weft_server_t *server); /* stops it first if needed; accepts NULL */
 
 /* Remote sessions: the deadline of one step (0: the server's default). */
-void weft_session_options_set_operation_timeout_ms(weft_session_options_t *opts, int64_t ms);
+WEFT_API void weft_session_options_set_operation_timeout_ms(weft_session_options_t *opts,
+                                                            int64_t ms);
 /* Remote sessions: TensorFlow's device_filters. The session only involves the tasks matching one
  * of the filters ("/job:ps", "/job:worker/task:1"), so a worker's session does not wait for the
  * other workers (n 0: every task, the default). Copied. */
-void weft_session_options_set_device_filters(weft_session_options_t *opts,
-                                             const char *const *filters, int n);
+WEFT_API void weft_session_options_set_device_filters(weft_session_options_t *opts,
+                                                      const char *const *filters, int n);
 
 /* Every device of the cluster behind `target` ("grpc://host:port"), as its master sees them.
  * timeout_ms 0 means the default (10000 ms). *devices is an array of *n entries the caller frees
  * with weft_device_list_free. */
-weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
-                                         weft_device_info_t **devices, int *n);
-void weft_device_list_free(weft_device_info_t *devices, int n);
+WEFT_API weft_status_t *weft_cluster_list_devices(const char *target, int64_t timeout_ms,
+                                                  weft_device_info_t **devices, int *n);
+WEFT_API void weft_device_list_free(weft_device_info_t *devices, int n);
 /* TensorFlow's Session.reset: drops the named resource containers (n == 0: all of them, which
  * includes every variable) on every task of the cluster behind `target`. */
-weft_status_t *weft_cluster_reset(const char *target, const char *const *containers, int n);
+WEFT_API weft_status_t *weft_cluster_reset(const char *target, const char *const *containers,
+                                           int n);
 
 /* Transport security and the cluster token (docs/security.md). Files are read when the server
  * or session is created; an unreadable, empty or malformed file is INVALID_ARGUMENT naming it.
@@ -427,29 +491,29 @@ weft_status_t *weft_cluster_reset(const char *target, const char *const *contain
  * certificate, and it verifies theirs against ca_file or, when NULL, against its own certificate
  * chain (one shared certificate, or full-chain files that end in the same CA). NULL cert_file:
  * no TLS. With TLS its target is "grpcs://host:port". */
-void weft_server_options_set_tls(weft_server_options_t *opts, const char *cert_file,
-                                 const char *key_file, const char *ca_file);
+WEFT_API void weft_server_options_set_tls(weft_server_options_t *opts, const char *cert_file,
+                                          const char *key_file, const char *ca_file);
 /* Every call must carry the token in this file (surrounding white space stripped; printable
  * ASCII); calls without it or with another get UNAUTHENTICATED and run nothing. The server sends
  * it on its own calls to the other tasks. NULL: no token. */
-void weft_server_options_set_auth_token_file(weft_server_options_t *opts, const char *path);
+WEFT_API void weft_server_options_set_auth_token_file(weft_server_options_t *opts,
+                                                      const char *path);
 /* Sessions (and the calls below) with a "grpcs://host:port" target: TLS, verifying the server
  * against ca_file (NULL: the system's roots); cert_file and key_file (both or neither) are the
  * client certificate a mutual-TLS server asks for. Setting files for a grpc:// target is an
  * error at weft_session_new (plaintext would ignore them). */
-void weft_session_options_set_tls(weft_session_options_t *opts, const char *cert_file,
-                                  const char *key_file, const char *ca_file);
+WEFT_API void weft_session_options_set_tls(weft_session_options_t *opts, const char *cert_file,
+                                           const char *key_file, const char *ca_file);
 /* The cluster token every call of the session carries. NULL: none. */
-void weft_session_options_set_auth_token_file(weft_session_options_t *opts, const char *path);
+WEFT_API void weft_session_options_set_auth_token_file(weft_session_options_t *opts,
+                                                       const char *path);
 /* weft_cluster_list_devices and weft_cluster_reset with a session options' TLS files and token
  * (opts may be NULL: plaintext, no token; its target is not used). */
-weft_status_t *weft_cluster_list_devices_with_options(const char *target,
-                                                      const weft_session_options_t *opts,
-                                                      int64_t timeout_ms,
-                                                      weft_device_info_t **devices, int *n);
-weft_status_t *weft_cluster_reset_with_options(const char *target,
-                                               const weft_session_options_t *opts,
-                                               const char *const *containers, int n);
+WEFT_API weft_status_t *weft_cluster_list_devices_with_options(const char *target,
+    const weft_session_options_t *opts, int64_t timeout_ms, weft_device_info_t **devices, int *n);
+WEFT_API weft_status_t *weft_cluster_reset_with_options(const char *target,
+                                                        const weft_session_options_t *opts,
+                                                        const char *const *containers, int n);
 
 /* ---------------------------------------------------------------------------------------------
  * Checkpoints: TensorFlow's tensor-bundle format (PREFIX.index, a sorted table of tensor entries,
@@ -461,58 +525,60 @@ typedef struct weft_checkpoint_reader weft_checkpoint_reader_t;
 /* Opens the checkpoint PREFIX (reads and checks PREFIX.index; data files are opened when a
  * tensor is read). NOT_FOUND naming the file when there is no index; DATA_LOSS naming the file
  * when it is truncated or corrupted. On success the caller owns *out. */
-weft_status_t *weft_checkpoint_reader_open(const char *prefix, weft_checkpoint_reader_t **out);
-void weft_checkpoint_reader_free(weft_checkpoint_reader_t *reader); /* accepts NULL */
+WEFT_API weft_status_t *weft_checkpoint_reader_open(const char *prefix,
+                                                    weft_checkpoint_reader_t **out);
+WEFT_API void weft_checkpoint_reader_free(weft_checkpoint_reader_t *reader); /* accepts NULL */
 /* Tensors in key order; keys are borrowed from the reader. */
-int weft_checkpoint_reader_num_tensors(const weft_checkpoint_reader_t *reader);
-const char *weft_checkpoint_reader_key(const weft_checkpoint_reader_t *reader, int index);
-bool weft_checkpoint_reader_has(const weft_checkpoint_reader_t *reader, const char *key);
+WEFT_API int weft_checkpoint_reader_num_tensors(const weft_checkpoint_reader_t *reader);
+WEFT_API const char *weft_checkpoint_reader_key(const weft_checkpoint_reader_t *reader, int index);
+WEFT_API bool weft_checkpoint_reader_has(const weft_checkpoint_reader_t *reader, const char *key);
 /* dtype and shape of `key` (any pointer may be NULL); NOT_FOUND naming the key and checkpoint. */
-weft_status_t *weft_checkpoint_reader_info(const weft_checkpoint_reader_t *reader, const char *key,
-                                           weft_dtype_t *dtype, int *rank,
-                                           int64_t dims[WEFT_MAX_RANK]);
+WEFT_API weft_status_t *weft_checkpoint_reader_info(const weft_checkpoint_reader_t *reader,
+                                                    const char *key, weft_dtype_t *dtype, int *rank,
+                                                    int64_t dims[WEFT_MAX_RANK]);
 /* Reads `key` into a new host tensor (the caller unrefs it), checking its crc32c: DATA_LOSS naming
  * the data file, the key, its offset and size when the bytes do not match. */
-weft_status_t *weft_checkpoint_reader_read(weft_checkpoint_reader_t *reader, const char *key,
-                                           weft_tensor_t **out);
+WEFT_API weft_status_t *weft_checkpoint_reader_read(weft_checkpoint_reader_t *reader,
+                                                    const char *key, weft_tensor_t **out);
 
 typedef struct weft_checkpoint_writer weft_checkpoint_writer_t;
 
 /* Starts checkpoint PREFIX (its folder is created if needed). Tensors go to temporary files that
  * only weft_checkpoint_writer_finish renames to the final names, so a writer that is freed
  * unfinished (or a crash) never leaves a partial checkpoint under PREFIX. */
-weft_status_t *weft_checkpoint_writer_new(const char *prefix, weft_checkpoint_writer_t **out);
+WEFT_API weft_status_t *weft_checkpoint_writer_new(const char *prefix,
+                                                   weft_checkpoint_writer_t **out);
 /* Index blocks Snappy-compressed (default off, as TensorFlow writes them) and their size
  * (default 4096 bytes). Set before finish. */
-void weft_checkpoint_writer_set_snappy(weft_checkpoint_writer_t *writer, bool on);
-void weft_checkpoint_writer_set_block_size(weft_checkpoint_writer_t *writer, size_t bytes);
+WEFT_API void weft_checkpoint_writer_set_snappy(weft_checkpoint_writer_t *writer, bool on);
+WEFT_API void weft_checkpoint_writer_set_block_size(weft_checkpoint_writer_t *writer, size_t bytes);
 /* Appends a tensor (copied out at once; host or device). INVALID_ARGUMENT for an empty or
  * repeated key. */
-weft_status_t *weft_checkpoint_writer_add(weft_checkpoint_writer_t *writer, const char *key,
-                                          const weft_tensor_t *tensor);
+WEFT_API weft_status_t *weft_checkpoint_writer_add(weft_checkpoint_writer_t *writer,
+                                                   const char *key, const weft_tensor_t *tensor);
 /* Writes the index, fsyncs, and renames both files into place. */
-weft_status_t *weft_checkpoint_writer_finish(weft_checkpoint_writer_t *writer);
+WEFT_API weft_status_t *weft_checkpoint_writer_finish(weft_checkpoint_writer_t *writer);
 /* Frees the writer; unfinished, its temporary files are removed. Accepts NULL. */
-void weft_checkpoint_writer_free(weft_checkpoint_writer_t *writer);
+WEFT_API void weft_checkpoint_writer_free(weft_checkpoint_writer_t *writer);
 /* TensorFlow's sharded save (MergeV2Checkpoints): merges checkpoints written separately (one per
  * ps task, say) into one checkpoint PREFIX whose data files are PREFIX.data-0000N-of-0000M, one
  * per input shard, in input order. Data files are linked (or moved) into place, then the merged
  * index appears atomically; the inputs are removed when delete_inputs is true. INVALID_ARGUMENT
  * naming a key found in two inputs; NOT_FOUND / DATA_LOSS naming an input that is missing or bad. */
-weft_status_t *weft_checkpoint_merge(const char *const *input_prefixes, int n_inputs,
-                                     const char *prefix, bool delete_inputs);
+WEFT_API weft_status_t *weft_checkpoint_merge(const char *const *input_prefixes, int n_inputs,
+                                              const char *prefix, bool delete_inputs);
 
 /* The `checkpoint` state file of folder `dir` (a text CheckpointState). *latest (may be NULL)
  * and every entry of *all (a NULL-terminated array, may be NULL) are paths resolved against
- * `dir` when relative; the caller frees them with g_free / g_strfreev. NOT_FOUND when the folder
+ * `dir` when relative; the caller frees with weft_free / weft_strv_free. NOT_FOUND when the folder
  * has no state file. */
-weft_status_t *weft_checkpoint_state_read(const char *dir, char **latest, char ***all);
+WEFT_API weft_status_t *weft_checkpoint_state_read(const char *dir, char **latest, char ***all);
 /* Writes the state file atomically; paths inside `dir` are written relative to it. */
-weft_status_t *weft_checkpoint_state_write(const char *dir, const char *latest,
-                                           const char *const *all, int n_all);
+WEFT_API weft_status_t *weft_checkpoint_state_write(const char *dir, const char *latest,
+                                                    const char *const *all, int n_all);
 /* tf.train.latest_checkpoint: the newest prefix in `dir` whose index exists, or NULL. The caller
- * g_free()s it. */
-char *weft_checkpoint_latest(const char *dir);
+ * frees with weft_free. */
+WEFT_API char *weft_checkpoint_latest(const char *dir);
 
 /* TensorFlow's Saver over the variables of a session. A local session's variables are read and
  * assigned directly; a remote session's by steps, for which the saver adds its nodes to the graph
@@ -522,25 +588,25 @@ char *weft_checkpoint_latest(const char *dir);
 typedef struct weft_saver weft_saver_t;
 
 /* max_to_keep: how many checkpoints save keeps (older ones are deleted); 0 or less keeps all. */
-weft_saver_t *weft_saver_new(int max_to_keep);
-void weft_saver_free(weft_saver_t *saver); /* accepts NULL */
+WEFT_API weft_saver_t *weft_saver_new(int max_to_keep);
+WEFT_API void weft_saver_free(weft_saver_t *saver); /* accepts NULL */
 /* Restricts the saver to these variable node names (default: every variable of the graph). */
-void weft_saver_set_var_list(weft_saver_t *saver, const char *const *names, int n);
-void weft_saver_set_snappy(weft_saver_t *saver, bool on);
+WEFT_API void weft_saver_set_var_list(weft_saver_t *saver, const char *const *names, int n);
+WEFT_API void weft_saver_set_snappy(weft_saver_t *saver, bool on);
 /* Writes every variable of `graph` (NULL: the session's graph) under its node name to
  * PREFIX-GLOBAL_STEP (global_step < 0: PREFIX), updates the `checkpoint` file in PREFIX's folder
  * and deletes checkpoints beyond max_to_keep (the list is picked up from the state file on the
  * first save, so it survives restarts). FAILED_PRECONDITION naming a variable that is not
- * initialised. *saved_path (may be NULL) receives the prefix written; the caller g_free()s it.
- * `saver` may be NULL (max_to_keep 5). */
-weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
-                               const weft_graph_t *graph, const char *prefix,
-                               int64_t global_step, char **saved_path);
+ * initialised. *saved_path (may be NULL) receives the prefix written; the caller frees with
+ * weft_free. `saver` may be NULL (max_to_keep 5). */
+WEFT_API weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
+                                        const weft_graph_t *graph, const char *prefix,
+                                        int64_t global_step, char **saved_path);
 /* Assigns every variable of `graph` (NULL: the session's) from checkpoint PREFIX: NOT_FOUND
  * naming a variable the checkpoint lacks; INVALID_ARGUMENT naming the variable with both dtypes
  * or shapes when they differ. Nothing is assigned unless everything checks out. */
-weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
-                                  const weft_graph_t *graph, const char *prefix);
+WEFT_API weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
+                                           const weft_graph_t *graph, const char *prefix);
 
 /* ---------------------------------------------------------------------------------------------
  * SavedModels (docs/training.md#savedmodels): TensorFlow's DIR/saved_model.pb (a MetaGraphDef per
@@ -557,17 +623,17 @@ typedef struct weft_saved_model weft_saved_model_t;
  * none to restore. opts (may be NULL) is copied into the model's local session. NOT_FOUND naming
  * DIR/saved_model.pb when it is missing, and naming the tag sets present when none matches;
  * DATA_LOSS naming the file when the pb or the variables are corrupt. The caller owns *out. */
-weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
-                                     const weft_session_options_t *opts,
-                                     weft_saved_model_t **out);
-void weft_saved_model_free(weft_saved_model_t *model); /* accepts NULL */
+WEFT_API weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
+                                              const weft_session_options_t *opts,
+                                              weft_saved_model_t **out);
+WEFT_API void weft_saved_model_free(weft_saved_model_t *model); /* accepts NULL */
 /* The graph of the nodes imported so far and the session running it (borrowed). */
-weft_graph_t *weft_saved_model_graph(const weft_saved_model_t *model);
-weft_session_t *weft_saved_model_session(const weft_saved_model_t *model);
+WEFT_API weft_graph_t *weft_saved_model_graph(const weft_saved_model_t *model);
+WEFT_API weft_session_t *weft_saved_model_session(const weft_saved_model_t *model);
 
 /* Signatures, by key in sorted order. */
-int weft_saved_model_num_signatures(const weft_saved_model_t *model);
-const char *weft_saved_model_signature_key(const weft_saved_model_t *model, int index);
+WEFT_API int weft_saved_model_num_signatures(const weft_saved_model_t *model);
+WEFT_API const char *weft_saved_model_signature_key(const weft_saved_model_t *model, int index);
 /* One input or output of a signature; strings are borrowed from the model. */
 typedef struct weft_saved_model_tensor_info {
   const char *key;  /* the signature's name for it ("x") */
@@ -578,20 +644,23 @@ typedef struct weft_saved_model_tensor_info {
 } weft_saved_model_tensor_info_t;
 /* Counts of the signature's inputs and outputs (either pointer may be NULL) and its method name
  * (borrowed; may be NULL). NOT_FOUND listing the signature keys present. */
-weft_status_t *weft_saved_model_signature(const weft_saved_model_t *model, const char *key,
-                                          int *n_inputs, int *n_outputs, const char **method);
+WEFT_API weft_status_t *weft_saved_model_signature(const weft_saved_model_t *model, const char *key,
+                                                   int *n_inputs, int *n_outputs,
+                                                   const char **method);
 /* Input / output `index` of signature `key`, in key order. NOT_FOUND as above or for an index out
  * of range. */
-weft_status_t *weft_saved_model_signature_input(const weft_saved_model_t *model, const char *key,
-                                                int index, weft_saved_model_tensor_info_t *out);
-weft_status_t *weft_saved_model_signature_output(const weft_saved_model_t *model, const char *key,
-                                                 int index, weft_saved_model_tensor_info_t *out);
+WEFT_API weft_status_t *weft_saved_model_signature_input(const weft_saved_model_t *model,
+                                                         const char *key, int index,
+                                                         weft_saved_model_tensor_info_t *out);
+WEFT_API weft_status_t *weft_saved_model_signature_output(const weft_saved_model_t *model,
+                                                          const char *key, int index,
+                                                          weft_saved_model_tensor_info_t *out);
 /* The dtype of a feedable tensor: `name` is an input or output key of `signature` (NULL: none)
  * or a tensor name; the dtype comes from the signature, else the node's "dtype" or "T" attribute.
  * NOT_FOUND when there is no such tensor; INVALID_ARGUMENT when the node does not say. */
-weft_status_t *weft_saved_model_tensor_dtype(const weft_saved_model_t *model,
-                                             const char *signature, const char *name,
-                                             weft_dtype_t *dtype);
+WEFT_API weft_status_t *weft_saved_model_tensor_dtype(const weft_saved_model_t *model,
+                                                      const char *signature, const char *name,
+                                                      weft_dtype_t *dtype);
 
 /* Runs one step of the model's session. Names are input keys (feeds) or output keys (fetches)
  * of `signature` when one is given, else (or when no key matches) tensor names of the graph;
@@ -601,11 +670,12 @@ weft_status_t *weft_saved_model_tensor_dtype(const weft_saved_model_t *model,
  * caller unrefs it). Variables keep their values between runs, as in any session. A tensor fed
  * in one run whose producer was not imported is read through a stand-in placeholder by the
  * nodes imported in that run, so later runs that need those nodes must feed it too. */
-weft_status_t *weft_saved_model_run(weft_saved_model_t *model, const char *signature,
-                                    const char *const *feed_names, weft_tensor_t *const *feeds,
-                                    int n_feeds, const char *const *fetch_names,
-                                    weft_tensor_t **fetch_outputs, int n_fetches,
-                                    const char *const *target_names, int n_targets);
+WEFT_API weft_status_t *weft_saved_model_run(weft_saved_model_t *model, const char *signature,
+                                             const char *const *feed_names,
+                                             weft_tensor_t *const *feeds, int n_feeds,
+                                             const char *const *fetch_names,
+                                             weft_tensor_t **fetch_outputs, int n_fetches,
+                                             const char *const *target_names, int n_targets);
 
 /* ---------------------------------------------------------------------------------------------
  * Training (docs/training.md): symbolic gradients, losses, optimizers, the replica device
@@ -618,28 +688,29 @@ weft_status_t *weft_saved_model_run(weft_saved_model_t *model, const char *signa
  * None). UNIMPLEMENTED naming the node and op type when a node on the way has no gradient
  * function; INVALID_ARGUMENT for a y that is not a float tensor. On error nodes added so far stay
  * in the graph (unused) and grads_out is all {NULL, 0}. */
-weft_status_t *weft_gradients(weft_graph_t *graph, const weft_output_t *ys, int n_ys,
-                              const weft_output_t *xs, int n_xs, const weft_output_t *grad_ys,
-                              weft_output_t *grads_out);
+WEFT_API weft_status_t *weft_gradients(weft_graph_t *graph, const weft_output_t *ys, int n_ys,
+                                       const weft_output_t *xs, int n_xs,
+                                       const weft_output_t *grad_ys, weft_output_t *grads_out);
 
 /* Losses: scalar outputs averaged over all elements (mean squared error) or over the batch (the
  * cross entropies: logits [batch, classes]; labels a distribution of the same shape, or class
  * indices [batch] of type int32/int64 for the sparse form). {NULL,0} and *status on error. */
-weft_output_t weft_mean_squared_error(weft_graph_t *graph, weft_output_t labels,
-                                      weft_output_t predictions, weft_status_t **status);
-weft_output_t weft_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
-                                         weft_output_t logits, weft_status_t **status);
-weft_output_t weft_sparse_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
-                                                weft_output_t logits, weft_status_t **status);
+WEFT_API weft_output_t weft_mean_squared_error(weft_graph_t *graph, weft_output_t labels,
+                                               weft_output_t predictions, weft_status_t **status);
+WEFT_API weft_output_t weft_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
+                                                  weft_output_t logits, weft_status_t **status);
+WEFT_API weft_output_t weft_sparse_softmax_cross_entropy(weft_graph_t *graph, weft_output_t labels,
+                                                         weft_output_t logits,
+                                                         weft_status_t **status);
 
 /* The trainable variables (VariableV2 nodes made by weft_variable), in creation order. */
-int weft_graph_num_trainable_variables(const weft_graph_t *graph);
-weft_node_t *weft_graph_trainable_variable(const weft_graph_t *graph, int index);
+WEFT_API int weft_graph_num_trainable_variables(const weft_graph_t *graph);
+WEFT_API weft_node_t *weft_graph_trainable_variable(const weft_graph_t *graph, int index);
 
 /* The node "global_step" (an int64 scalar VariableV2, initialised to 0 by
  * weft_global_variables_initializer, not trainable), created on first use. NULL and *status on
  * error. */
-weft_node_t *weft_train_global_step(weft_graph_t *graph, weft_status_t **status);
+WEFT_API weft_node_t *weft_train_global_step(weft_graph_t *graph, weft_status_t **status);
 
 typedef enum weft_optimizer_kind {
   WEFT_OPTIMIZER_GRADIENT_DESCENT = 0,
@@ -663,8 +734,8 @@ typedef struct weft_optimizer_spec {
                                "Adagrad", "Adam", "RMSProp" (also the slot suffix) */
 } weft_optimizer_spec_t;
 
-weft_optimizer_spec_t weft_optimizer_spec_default(weft_optimizer_kind_t kind,
-                                                  double learning_rate);
+WEFT_API weft_optimizer_spec_t weft_optimizer_spec_default(weft_optimizer_kind_t kind,
+                                                           double learning_rate);
 
 /* TensorFlow's optimizer.minimize: gradients of `loss` for var_list (VariableV2 nodes; NULL or
  * n_vars 0: every trainable variable), slot variables colocated with each variable ("w/Momentum",
@@ -674,9 +745,10 @@ weft_optimizer_spec_t weft_optimizer_spec_default(weft_optimizer_kind_t kind,
  * with global_step when there is one (as TensorFlow's train op, the step's increment, is: on a
  * cluster a worker's step then waits for no control message from the ps). Variables
  * the loss does not depend on are skipped; INVALID_ARGUMENT when none is left. */
-weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
-                             const weft_optimizer_spec_t *spec, weft_node_t *const *var_list,
-                             int n_vars, weft_node_t *global_step, weft_node_t **train_op);
+WEFT_API weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
+                                      const weft_optimizer_spec_t *spec,
+                                      weft_node_t *const *var_list, int n_vars,
+                                      weft_node_t *global_step, weft_node_t **train_op);
 
 /* Synchronous replicated training, TensorFlow's SyncReplicasOptimizer for between-graph
  * replication (docs/training.md, "Synchronous training"). Every worker builds the same graph
@@ -692,11 +764,13 @@ weft_status_t *weft_minimize(weft_graph_t *graph, weft_output_t loss,
  * success the caller owns *out (free it with weft_sync_replicas_free, before the graph, which it
  * borrows); the nodes belong to the graph. */
 typedef struct weft_sync_replicas weft_sync_replicas_t;
-weft_status_t *weft_sync_replicas_minimize(weft_graph_t *graph, weft_output_t loss,
-                                           const weft_optimizer_spec_t *spec,
-                                           weft_node_t *const *var_list, int n_vars,
-                                           weft_node_t *global_step, int replicas_to_aggregate,
-                                           int total_num_replicas, weft_sync_replicas_t **out);
+WEFT_API weft_status_t *weft_sync_replicas_minimize(weft_graph_t *graph, weft_output_t loss,
+                                                    const weft_optimizer_spec_t *spec,
+                                                    weft_node_t *const *var_list, int n_vars,
+                                                    weft_node_t *global_step,
+                                                    int replicas_to_aggregate,
+                                                    int total_num_replicas,
+                                                    weft_sync_replicas_t **out);
 /* One synchronous step as a worker runs it: reads the global step G, runs the gradient push for
  * step G with the caller's feeds (borrowed) and fetches (outputs[i] gets a new reference the
  * caller unrefs, as weft_session_run); then the chief (is_chief) polls the accumulators until
@@ -706,19 +780,19 @@ weft_status_t *weft_sync_replicas_minimize(weft_graph_t *graph, weft_output_t lo
  * replicas: 1 of 2 gradients for variable 'w' arrived within 5000 ms; is a worker slow or
  * gone?"); on any error no output is set. Calling it again after a deadline for the same global
  * step waits again without pushing a second gradient. One thread at a time per sync object. */
-weft_status_t *weft_sync_replicas_step(weft_sync_replicas_t *sync, weft_session_t *session,
-                                       bool is_chief, const char *const *feed_names,
-                                       weft_tensor_t *const *feeds, int n_feeds,
-                                       const char *const *fetch_names, weft_tensor_t **outputs,
-                                       int n_fetches, int64_t timeout_ms,
-                                       int64_t *global_step_out);
+WEFT_API weft_status_t *weft_sync_replicas_step(weft_sync_replicas_t *sync, weft_session_t *session,
+                                                bool is_chief, const char *const *feed_names,
+                                                weft_tensor_t *const *feeds, int n_feeds,
+                                                const char *const *fetch_names,
+                                                weft_tensor_t **outputs, int n_fetches,
+                                                int64_t timeout_ms, int64_t *global_step_out);
 /* The worker's push as a target (a NoOp on every accumulate op; it needs the local_step feed)
  * and the chief's update (a NoOp); both borrowed from the graph. */
-weft_node_t *weft_sync_replicas_train_op(const weft_sync_replicas_t *sync);
-weft_node_t *weft_sync_replicas_update_op(const weft_sync_replicas_t *sync);
+WEFT_API weft_node_t *weft_sync_replicas_train_op(const weft_sync_replicas_t *sync);
+WEFT_API weft_node_t *weft_sync_replicas_update_op(const weft_sync_replicas_t *sync);
 /* Gradients of this replica dropped as stale so far (one per variable per late push). */
-int64_t weft_sync_replicas_num_stale(const weft_sync_replicas_t *sync);
-void weft_sync_replicas_free(weft_sync_replicas_t *sync); /* accepts NULL */
+WEFT_API int64_t weft_sync_replicas_num_stale(const weft_sync_replicas_t *sync);
+WEFT_API void weft_sync_replicas_free(weft_sync_replicas_t *sync); /* accepts NULL */
 
 /* TensorFlow's replica_device_setter, used as a device function:
  *     weft_replica_device_setter_t *s = weft_replica_device_setter(g, 2, "/job:ps",
@@ -739,24 +813,21 @@ typedef enum weft_ps_strategy {
   WEFT_PS_BY_BYTE_SIZE,    /* the least-loaded task (bytes of its variables, from the node's
                               "dtype" and "shape" attrs) takes the next variable; ties: lowest */
 } weft_ps_strategy_t;
-weft_replica_device_setter_t *weft_replica_device_setter(weft_graph_t *graph, int ps_tasks,
-                                                         const char *ps_device,
-                                                         const char *worker_device,
-                                                         bool merge_devices,
-                                                         weft_ps_strategy_t strategy);
+WEFT_API weft_replica_device_setter_t *weft_replica_device_setter(weft_graph_t *graph, int ps_tasks,
+    const char *ps_device, const char *worker_device, bool merge_devices,
+    weft_ps_strategy_t strategy);
 /* Same with ps_tasks from the "ps" job of `cluster`; INVALID_ARGUMENT if it has no ps job. */
-weft_status_t *weft_replica_device_setter_from_cluster(weft_graph_t *graph,
-                                                       const weft_cluster_spec_t *cluster,
-                                                       const char *ps_device,
-                                                       const char *worker_device,
-                                                       bool merge_devices,
-                                                       weft_ps_strategy_t strategy,
-                                                       weft_replica_device_setter_t **out);
+WEFT_API weft_status_t *weft_replica_device_setter_from_cluster(weft_graph_t *graph,
+    const weft_cluster_spec_t *cluster, const char *ps_device, const char *worker_device,
+    bool merge_devices, weft_ps_strategy_t strategy, weft_replica_device_setter_t **out);
 /* The weft_device_fn; user_data is the setter. */
-const char *weft_replica_device_setter_fn(void *user_data, const char *op, const char *node_name);
+WEFT_API const char *weft_replica_device_setter_fn(void *user_data, const char *op,
+                                                   const char *node_name);
 /* Bytes of variables placed on ps task `task` so far. */
-uint64_t weft_replica_device_setter_ps_load(const weft_replica_device_setter_t *setter, int task);
-void weft_replica_device_setter_free(weft_replica_device_setter_t *setter); /* accepts NULL */
+WEFT_API uint64_t weft_replica_device_setter_ps_load(const weft_replica_device_setter_t *setter,
+                                                     int task);
+/* accepts NULL */
+WEFT_API void weft_replica_device_setter_free(weft_replica_device_setter_t *setter);
 
 /* ---------------------------------------------------------------------------------------------
  * Monitored training sessions (docs/training.md): TensorFlow's MonitoredTrainingSession. The chief
@@ -771,88 +842,91 @@ void weft_replica_device_setter_free(weft_replica_device_setter_t *setter); /* a
 typedef struct weft_monitored_session_options weft_monitored_session_options_t;
 typedef struct weft_monitored_session weft_monitored_session_t;
 
-weft_monitored_session_options_t *weft_monitored_session_options_new(void);
-void weft_monitored_session_options_free(weft_monitored_session_options_t *opts); /* NULL ok */
+WEFT_API weft_monitored_session_options_t *weft_monitored_session_options_new(void);
+/* NULL ok */
+WEFT_API void weft_monitored_session_options_free(weft_monitored_session_options_t *opts);
 /* Target, TLS files, token, timeouts of the sessions it creates (copied; default: local). */
-void weft_monitored_session_options_set_session_options(weft_monitored_session_options_t *opts,
-                                                        const weft_session_options_t *session);
-void weft_monitored_session_options_set_is_chief(weft_monitored_session_options_t *opts,
-                                                 bool is_chief); /* default true */
+WEFT_API void weft_monitored_session_options_set_session_options(
+    weft_monitored_session_options_t *opts, const weft_session_options_t *session);
+WEFT_API void weft_monitored_session_options_set_is_chief(weft_monitored_session_options_t *opts,
+                                                          bool is_chief); /* default true */
 /* Folder of the checkpoints (created if needed); NULL (default): no checkpoints. The chief saves
  * to DIR/model.ckpt-GLOBAL_STEP. */
-void weft_monitored_session_options_set_checkpoint_dir(weft_monitored_session_options_t *opts,
-                                                       const char *dir);
+WEFT_API void weft_monitored_session_options_set_checkpoint_dir(
+    weft_monitored_session_options_t *opts, const char *dir);
 /* Save every `secs` seconds (default 600) and/or every `steps` global steps (default 0: off);
  * 0 turns either off. max_to_keep as weft_saver_new (default 5). */
-void weft_monitored_session_options_set_save_checkpoint_secs(weft_monitored_session_options_t *opts,
-                                                             double secs);
-void weft_monitored_session_options_set_save_checkpoint_steps(
+WEFT_API void weft_monitored_session_options_set_save_checkpoint_secs(
+    weft_monitored_session_options_t *opts, double secs);
+WEFT_API void weft_monitored_session_options_set_save_checkpoint_steps(
     weft_monitored_session_options_t *opts, int64_t steps);
-void weft_monitored_session_options_set_max_to_keep(weft_monitored_session_options_t *opts,
-                                                    int max_to_keep);
+WEFT_API void weft_monitored_session_options_set_max_to_keep(weft_monitored_session_options_t *opts,
+    int max_to_keep);
 /* StopAtStepHook: should_stop becomes true once the global step reaches last_step (default -1:
  * never). */
-void weft_monitored_session_options_set_last_step(weft_monitored_session_options_t *opts,
-                                                  int64_t last_step);
+WEFT_API void weft_monitored_session_options_set_last_step(weft_monitored_session_options_t *opts,
+                                                           int64_t last_step);
 /* Every `steps` steps of this worker, log "global_step G, loss L (S steps/s)" at INFO level
  * (WEFT_LOG=info shows it); loss_tensor (may be NULL) is fetched with each step for it. 0: off. */
-void weft_monitored_session_options_set_log_every_steps(weft_monitored_session_options_t *opts,
-                                                        int64_t steps, const char *loss_tensor);
+WEFT_API void weft_monitored_session_options_set_log_every_steps(
+    weft_monitored_session_options_t *opts, int64_t steps, const char *loss_tensor);
 /* The caller's hook, called after every successful step with the global step and what the
  * step fetched (borrowed for the call). Returning true asks to stop (should_stop). */
 typedef bool (*weft_monitored_after_run_fn)(void *user_data, int64_t global_step,
                                             weft_tensor_t *const *fetched, int n_fetched);
-void weft_monitored_session_options_set_after_run(weft_monitored_session_options_t *opts,
-                                                  weft_monitored_after_run_fn fn,
-                                                  void *user_data);
+WEFT_API void weft_monitored_session_options_set_after_run(weft_monitored_session_options_t *opts,
+                                                           weft_monitored_after_run_fn fn,
+                                                           void *user_data);
 /* Recovery: how many times in a row a step may be recovered (default 10) and the first pause
  * (default 200 ms, doubling, at most 5 s). */
-void weft_monitored_session_options_set_max_retries(weft_monitored_session_options_t *opts,
-                                                    int max_retries);
-void weft_monitored_session_options_set_retry_backoff_ms(weft_monitored_session_options_t *opts,
-                                                         int64_t ms);
+WEFT_API void weft_monitored_session_options_set_max_retries(weft_monitored_session_options_t *opts,
+    int max_retries);
+WEFT_API void weft_monitored_session_options_set_retry_backoff_ms(
+    weft_monitored_session_options_t *opts, int64_t ms);
 /* How long a non-chief waits for the chief to initialise or restore the variables (default
  * 60000 ms): then DEADLINE_EXCEEDED naming the variables still uninitialised. */
-void weft_monitored_session_options_set_ready_timeout_ms(weft_monitored_session_options_t *opts,
-                                                         int64_t ms);
+WEFT_API void weft_monitored_session_options_set_ready_timeout_ms(
+    weft_monitored_session_options_t *opts, int64_t ms);
 
 /* Creates the session over `graph` (borrowed; it must outlive the monitored session; the
  * initializer, checkpoint and readiness nodes are added to it): the chief restores the latest
  * checkpoint of the folder or runs the initializer and saves a first checkpoint; the others wait
  * until the variables are ready. The graph needs a "global_step" (weft_train_global_step). On
  * success the caller owns *out. */
-weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
-                                          const weft_monitored_session_options_t *opts,
-                                          weft_monitored_session_t **out);
+WEFT_API weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
+                                                   const weft_monitored_session_options_t *opts,
+                                                   weft_monitored_session_t **out);
 /* weft_session_run with the hooks and the recovery around it. On success fetch_outputs[i]
  * receives a new reference (the caller unrefs it); on failure every fetch_outputs[i] is NULL, also
  * when the step ran but a hook after it (a save) failed. */
-weft_status_t *weft_monitored_session_run(weft_monitored_session_t *ms,
-                                          const char *const *feed_names,
-                                          weft_tensor_t *const *feeds, int n_feeds,
-                                          const char *const *fetch_names,
-                                          weft_tensor_t **fetch_outputs, int n_fetches,
-                                          const char *const *target_names, int n_targets);
+WEFT_API weft_status_t *weft_monitored_session_run(weft_monitored_session_t *ms,
+                                                   const char *const *feed_names,
+                                                   weft_tensor_t *const *feeds, int n_feeds,
+                                                   const char *const *fetch_names,
+                                                   weft_tensor_t **fetch_outputs, int n_fetches,
+                                                   const char *const *target_names, int n_targets);
 /* TensorFlow's run_step_fn: `fn` runs one step its own way on the session it is given (borrowed
  * for the call; weft_sync_replicas_step, say); the hooks and the recovery work as for run (fn is
  * called again after a recovery). */
 typedef weft_status_t *(*weft_monitored_step_fn)(void *user_data, weft_session_t *session);
-weft_status_t *weft_monitored_session_run_step_fn(weft_monitored_session_t *ms,
-                                                  weft_monitored_step_fn fn, void *user_data);
-bool weft_monitored_session_should_stop(const weft_monitored_session_t *ms);
+WEFT_API weft_status_t *weft_monitored_session_run_step_fn(weft_monitored_session_t *ms,
+                                                           weft_monitored_step_fn fn,
+                                                           void *user_data);
+WEFT_API bool weft_monitored_session_should_stop(const weft_monitored_session_t *ms);
 /* The global step seen after the last step (or restored / initialised). */
-int64_t weft_monitored_session_global_step(const weft_monitored_session_t *ms);
+WEFT_API int64_t weft_monitored_session_global_step(const weft_monitored_session_t *ms);
 /* How many times the session was recreated after a lost or restarted task. */
-int weft_monitored_session_recoveries(const weft_monitored_session_t *ms);
+WEFT_API int weft_monitored_session_recoveries(const weft_monitored_session_t *ms);
 /* The checkpoint last saved or restored ("" if none); borrowed. */
-const char *weft_monitored_session_last_checkpoint(const weft_monitored_session_t *ms);
+WEFT_API const char *weft_monitored_session_last_checkpoint(const weft_monitored_session_t *ms);
 /* The current session (borrowed: it changes after a recovery). */
-weft_session_t *weft_monitored_session_session(weft_monitored_session_t *ms);
+WEFT_API weft_session_t *weft_monitored_session_session(weft_monitored_session_t *ms);
 /* Saves a checkpoint now (chief with a checkpoint folder; otherwise does nothing). */
-weft_status_t *weft_monitored_session_save(weft_monitored_session_t *ms);
+WEFT_API weft_status_t *weft_monitored_session_save(weft_monitored_session_t *ms);
 /* The chief saves a final checkpoint, then the session closes. */
-weft_status_t *weft_monitored_session_close(weft_monitored_session_t *ms);
-void weft_monitored_session_free(weft_monitored_session_t *ms); /* closes if needed; NULL ok */
+WEFT_API weft_status_t *weft_monitored_session_close(weft_monitored_session_t *ms);
+/* closes if needed; NULL ok */
+WEFT_API void weft_monitored_session_free(weft_monitored_session_t *ms);
 
 #ifdef __cplusplus
 }

@@ -365,7 +365,7 @@ static weft_status_t *on_index_entry(void *user, const guint8 *key, size_t key_l
                                      const guint8 *value, size_t value_len) {
   index_walk_t *w = user;
   const guint8 *p = value;
-  uint64_t off, size;
+  uint64_t off = 0, size = 0; /* GCC cannot see read_handle sets them on success */
   weft_status_t *st = read_handle(&p, value + value_len, &off, &size, w->filename, "data");
   if (st) return st;
   const guint8 *contents;
