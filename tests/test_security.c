@@ -390,16 +390,11 @@ static void test_token(void) {
   weftd_stop(&d);
 
   char *empty = cert_path("empty-token");
-  char *argv[] = {WEFTD_PATH, "--local", "--port", "0", "--auth-token-file", empty, NULL};
-  char *out = NULL, *err = NULL;
-  int status = 0;
-  g_assert_true(
-      g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, NULL));
-  g_assert_true(WIFEXITED(status));
-  g_assert_cmpint(WEXITSTATUS(status), ==, 2);
-  g_assert_nonnull(strstr(err, "empty-token' is empty"));
-  g_free(out);
-  g_free(err);
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", empty, NULL};
+  run_result_t r = run_program(WEFTD_PATH, args, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  g_assert_nonnull(strstr(r.err, "empty-token' is empty"));
+  run_result_clear(&r);
   g_free(empty);
 }
 
@@ -408,23 +403,17 @@ static void test_token(void) {
 static void test_key_mismatch(void) {
   if (skip_without_certs()) return;
   char *crt = cert_path("server.crt"), *wrong_key = cert_path("client.key");
-  char *argv[] = {WEFTD_PATH, "--local", "--port", "0", "--tls-cert", crt, "--tls-key", wrong_key,
-                  NULL};
-  char *out = NULL, *err = NULL;
-  int status = 0;
-  g_assert_true(
-      g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, NULL));
-  g_assert_true(WIFEXITED(status));
-  g_assert_cmpint(WEXITSTATUS(status), ==, 2);
-  g_assert_cmpstr(out, ==, "");
+  const char *args[] = {"--local", "--port", "0", "--tls-cert", crt, "--tls-key", wrong_key, NULL};
+  run_result_t r = run_program(WEFTD_PATH, args, NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  g_assert_cmpstr(r.out, ==, "");
   char *want = g_strdup_printf("weftd: error: INVALID_ARGUMENT: Server for /job:local/task:0: The "
                                "TLS key file '%s' does not match the certificate in '%s' (the key "
                                "is not the private key of that certificate)\n", wrong_key, crt);
   /* This exact line (stderr may also hold a backend's log lines). */
-  if (strstr(err, want) == NULL) g_assert_cmpstr(err, ==, want);
+  if (strstr(r.err, want) == NULL) g_assert_cmpstr(r.err, ==, want);
   g_free(want);
-  g_free(out);
-  g_free(err);
+  run_result_clear(&r);
 
   /* A client whose certificate and key do not belong together, against a mutual-TLS server. */
   const char *flags[] = {"--tls-cert", "server.crt", "--tls-key", "server.key",
