@@ -190,6 +190,37 @@ static void test_disabled(void) {
   g_test_trap_assert_stdout("CUDA: disabled by WEFT_CUDA_DISABLE*");
 }
 
+/* CUDA_VISIBLE_DEVICES="" hides every GPU of the CUDA plugin, as in TensorFlow: no CUDA device,
+ * /gpu:0 is not CUDA, and the reason names the variable wherever a driver is there to ask. */
+static void invisible_child(void) {
+  g_setenv("CUDA_VISIBLE_DEVICES", "", TRUE);
+  g_assert_null(cuda_device());
+  const weft_plugin_record_t *r = cuda_record();
+  g_assert_nonnull(r);
+  g_assert_null(r->error);
+  const char *why = cuda_reason();
+  g_assert_nonnull(why);
+  for (int i = 0; i < weft_devices_count(); i++)
+    g_assert_cmpstr(weft_devices_get(i)->device_type, !=, "CUDA");
+  printf("%s\n", why);
+}
+
+static void test_visible_devices_empty(void) {
+  if (!plugin_built()) {
+    g_test_skip("the CUDA plugin is not built (no CUDA toolkit at build time)");
+    return;
+  }
+  g_test_trap_subprocess("/cuda/subprocess/invisible", 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  /* Without a driver the plugin says so before it gets to count devices (this process, which
+   * left the variable alone, tells which case this machine is). */
+  const char *here = cuda_reason();
+  if (here != NULL && g_str_has_prefix(here, "CUDA: no CUDA driver"))
+    g_test_trap_assert_stdout("CUDA: no CUDA driver*");
+  else
+    g_test_trap_assert_stdout("CUDA: *CUDA_VISIBLE_DEVICES=\"\"*");
+}
+
 static void registration_child(void) {
   g_setenv("WEFT_CUDA_KERNELS_WITHOUT_DEVICE", "1", TRUE);
   const weft_plugin_record_t *r = cuda_record();
@@ -1466,6 +1497,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cuda/plugin_loaded", test_plugin_loaded);
   g_test_add_func("/cuda/no_device_placement", test_no_device_placement);
   g_test_add_func("/cuda/disabled", test_disabled);
+  g_test_add_func("/cuda/visible_devices_empty", test_visible_devices_empty);
   g_test_add_func("/cuda/registration", test_registration);
   g_test_add_func("/cuda/arena/basics", test_arena_basics);
   g_test_add_func("/cuda/arena/best_fit_and_merge", test_arena_best_fit_and_merge);
@@ -1496,6 +1528,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cuda/memory_fraction", test_memory_fraction);
   g_test_add_func("/cuda/allow_growth", test_allow_growth);
   g_test_add_func("/cuda/subprocess/disabled", disabled_child);
+  g_test_add_func("/cuda/subprocess/invisible", invisible_child);
   g_test_add_func("/cuda/subprocess/registration", registration_child);
   g_test_add_func("/cuda/subprocess/properties", properties_child);
   g_test_add_func("/cuda/subprocess/memory_cap", memory_cap_child);
