@@ -47,6 +47,8 @@ typedef struct flags {
   gint64 status_timeout_ms, step_timeout_ms;
   gint64 max_message_bytes, max_tensor_bytes, max_graph_nodes, max_node_attrs;
   int max_tensor_rank;
+  int max_concurrent_steps;
+  gint64 session_gc_seconds;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -99,6 +101,9 @@ static int serve(const flags_t *f) {
                  "must be positive (0: the default)");
   if (f->max_tensor_rank < 0 || f->max_tensor_rank > WEFT_MAX_RANK)
     return usage("--max_tensor_rank must be from 1 to 8 (0: the default, 8)");
+  if (f->max_concurrent_steps < 0 || f->session_gc_seconds < 0)
+    return usage("--max_concurrent_steps and --session_gc_seconds must be positive (0: the "
+                 "default)");
   weft_cluster_spec_t *spec = NULL;
   char *job = NULL;
   int task = 0;
@@ -141,6 +146,8 @@ static int serve(const flags_t *f) {
   weft_server_options_set_max_graph_nodes(opts, f->max_graph_nodes);
   weft_server_options_set_max_node_attrs(opts, f->max_node_attrs);
   weft_server_options_set_max_tensor_rank(opts, f->max_tensor_rank);
+  weft_server_options_set_max_concurrent_steps(opts, f->max_concurrent_steps);
+  weft_server_options_set_session_gc_seconds(opts, f->session_gc_seconds);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -217,6 +224,11 @@ int main(int argc, char **argv) {
        "refuse nodes with more attributes (1000)", "N"},
       {"max_tensor_rank", 0, 0, G_OPTION_ARG_INT, &f.max_tensor_rank,
        "refuse tensors and shapes of a higher rank (8)", "N"},
+      {"max_concurrent_steps", 0, 0, G_OPTION_ARG_INT, &f.max_concurrent_steps,
+       "calls that may block (RunStep, RunGraph, ...) handled at once; more get "
+       "RESOURCE_EXHAUSTED (256)", "N"},
+      {"session_gc_seconds", 0, 0, G_OPTION_ARG_INT64, &f.session_gc_seconds,
+       "close sessions no call has used for this long (86400)", "SECONDS"},
       {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
       {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},

@@ -87,6 +87,13 @@ void weft__limits_default(weft__limits_t *l);
  * (weft__wire_decode then says how). */
 weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
                                     grpc_byte_buffer *bb);
+/* A request that arrived compressed (gzip or deflate; the server leaves gRPC's own inflating
+ * off) is inflated here, in pieces, never past l->max_message_bytes: a small body that would
+ * inflate beyond it is refused with INVALID_ARGUMENT naming --max_message_bytes, having taken at
+ * most that much memory. On success *bb is replaced by the inflated buffer (an uncompressed one
+ * is left as it is). */
+weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method,
+                                     grpc_byte_buffer **bb);
 /* After decoding: graph node and attribute counts, op names, device names inside `spec`,
  * constant tensors in attributes, names and handles that must not be empty, n_tensors against
  * the feeds. `method` is the full path ("/weft.Master/RunStep"). */
@@ -170,6 +177,11 @@ weft_status_t *weft__rpc_raw(const char *address, const char *method, const void
 weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t *security,
                                     const char *method, const void *bytes, size_t len,
                                     int64_t timeout_ms, char **answer, size_t *answer_len);
+/* The same with `gz_bytes` a gzip stream of the message, sent as a gRPC message compressed with
+ * gzip, byte for byte (tests of compressed requests: a small body that inflates to a huge one). */
+weft_status_t *weft__rpc_raw_gzip(const char *address, const weft__security_t *security,
+                                  const char *method, const void *gz_bytes, size_t len,
+                                  int64_t timeout_ms, char **answer, size_t *answer_len);
 
 /* Maps a grpc:// or grpcs:// target to "host:port" (g_free()); NULL when it is not one. */
 char *weft__target_address(const char *target);
@@ -340,6 +352,7 @@ typedef struct weft__master_options {
   int64_t status_timeout_ms;
   int64_t step_timeout_ms;
   weft__security_t *security; /* how to reach the workers (the master takes a reference) */
+  int64_t session_gc_seconds; /* idle sessions are closed after this; 0 or less: never */
 } weft__master_options_t;
 
 /* The master of task job/task in `spec` (copied). */

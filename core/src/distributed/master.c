@@ -54,6 +54,8 @@ typedef struct mplan {
 typedef struct msession {
   gint refcount;
   char *handle;
+  int users;         /* calls using it now (under the master's lock): never reclaimed then */
+  gint64 last_used;  /* g_get_monotonic_time() when the last call using it ended */
   weft__master_t *master;
   GMutex lock;
   weft_graph_t *graph;
@@ -90,6 +92,12 @@ struct weft__master {
   weft__worker_t *local_worker;
   int local_worker_users;
   GCond local_worker_idle;
+  /* Idle sessions are closed by this thread (session_gc_seconds); NULL when off or when no
+   * thread could be made (then create_session collects them). Under `lock`. */
+  GThread *gc_thread;
+  GCond gc_wake;
+  bool gc_stop;
+  GHashTable *reclaimed; /* handles closed for being idle, for a clear error afterwards */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -148,6 +156,74 @@ static void latch_wait_and_clear(latch_t *l) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Reclaiming idle sessions (session_gc_seconds, as TensorFlow's): a client that went away
+ * without closing its session would otherwise keep its graphs, and their threads on every
+ * task, for the life of the server. */
+
+/* Remembered reclaimed handles, so that a late call is told why; beyond this many the oldest
+ * knowledge is dropped (the call then gets the generic "not known" error). */
+#define MAX_RECLAIMED_REMEMBERED 4096
+
+/* Closes every session idle for longer than the limit. */
+static void collect_idle_sessions(weft__master_t *m) {
+  if (m->opts.session_gc_seconds <= 0) return;
+  gint64 now = g_get_monotonic_time();
+  gint64 limit_us = m->opts.session_gc_seconds * G_USEC_PER_SEC;
+  GPtrArray *idle = g_ptr_array_new_with_free_func(g_free);
+  g_mutex_lock(&m->lock);
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, m->sessions);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    msession_t *s = value;
+    if (s->users == 0 && now - s->last_used > limit_us) g_ptr_array_add(idle, g_strdup(s->handle));
+  }
+  for (guint k = 0; k < idle->len; k++) {
+    if (g_hash_table_size(m->reclaimed) >= MAX_RECLAIMED_REMEMBERED)
+      g_hash_table_remove_all(m->reclaimed);
+    g_hash_table_add(m->reclaimed, g_strdup(idle->pdata[k]));
+  }
+  g_mutex_unlock(&m->lock);
+  for (guint k = 0; k < idle->len; k++) {
+    weft__log(WEFT_LOG_INFO, "master",
+              "Closing session %s: unused for more than %" G_GINT64_FORMAT " s "
+              "(--session_gc_seconds)", (const char *)idle->pdata[k],
+              m->opts.session_gc_seconds);
+    weft_status_free(weft__master_close_session(m, idle->pdata[k]));
+  }
+  g_ptr_array_free(idle, TRUE);
+}
+
+static gpointer gc_main(gpointer data) {
+  weft__master_t *m = data;
+  /* A quarter of the limit between looks: a session goes at most 25% past it. */
+  gint64 period_us = m->opts.session_gc_seconds * G_USEC_PER_SEC / 4;
+  period_us = CLAMP(period_us, G_USEC_PER_SEC / 4, 60 * G_USEC_PER_SEC);
+  g_mutex_lock(&m->lock);
+  while (!m->gc_stop) {
+    gint64 until = g_get_monotonic_time() + period_us;
+    while (!m->gc_stop && g_cond_wait_until(&m->gc_wake, &m->lock, until)) {
+    }
+    if (m->gc_stop) break;
+    g_mutex_unlock(&m->lock);
+    collect_idle_sessions(m);
+    g_mutex_lock(&m->lock);
+  }
+  g_mutex_unlock(&m->lock);
+  return NULL;
+}
+
+static void stop_gc(weft__master_t *m) {
+  g_mutex_lock(&m->lock);
+  GThread *t = m->gc_thread;
+  m->gc_thread = NULL;
+  m->gc_stop = true;
+  g_cond_broadcast(&m->gc_wake);
+  g_mutex_unlock(&m->lock);
+  if (t) g_thread_join(t);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The master */
 
 weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *job, int task,
@@ -170,6 +246,19 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
   m->running = g_hash_table_new(g_direct_hash, g_direct_equal);
   m->control = weft__call_set_new();
   m->pool = g_thread_pool_new(run_job, NULL, -1, FALSE, NULL);
+  m->opts.session_gc_seconds = opts ? opts->session_gc_seconds : 0;
+  g_cond_init(&m->gc_wake);
+  m->reclaimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (m->opts.session_gc_seconds > 0) {
+    GError *error = NULL;
+    m->gc_thread = g_thread_try_new("weft-session-gc", gc_main, m, &error);
+    if (!m->gc_thread) {
+      weft__log(WEFT_LOG_WARNING, "master",
+                "cannot start the idle-session collector (%s); idle sessions are closed when "
+                "the next session is created", error ? error->message : "unknown error");
+      g_clear_error(&error);
+    }
+  }
   return m;
 }
 
@@ -179,15 +268,19 @@ weft__master_t *weft__master_ref(weft__master_t *m) {
 }
 
 static void session_unref(msession_t *s);
+static void stop_gc(weft__master_t *m);
 
 void weft__master_unref(weft__master_t *m) {
   if (!m || !g_atomic_int_dec_and_test(&m->refcount)) return;
+  stop_gc(m);
   g_thread_pool_free(m->pool, FALSE, TRUE);
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, m->sessions);
   while (g_hash_table_iter_next(&it, NULL, &value)) session_unref(value);
   g_hash_table_destroy(m->sessions);
+  g_hash_table_destroy(m->reclaimed);
+  g_cond_clear(&m->gc_wake);
   g_hash_table_destroy(m->running);
   weft__call_set_free(m->control);
   g_ptr_array_free(m->tasks, TRUE);
@@ -235,7 +328,7 @@ void weft__master_shutdown(weft__master_t *m) {
   while (g_hash_table_iter_next(&it, &set, NULL)) weft__call_set_cancel(set, why);
   g_mutex_unlock(&m->lock);
   weft__call_set_cancel(m->control, why);
-  weft_status_free(why);
+  weft_status_free(why);  stop_gc(m);
 }
 
 static weft_status_t *check_running(weft__master_t *m) {
@@ -428,9 +521,18 @@ static msession_t *find_session(weft__master_t *m, const char *handle, weft_stat
   *status = NULL;
   g_mutex_lock(&m->lock);
   msession_t *s = handle ? g_hash_table_lookup(m->sessions, handle) : NULL;
-  if (s) g_atomic_int_inc(&s->refcount);
+  if (s) {
+    g_atomic_int_inc(&s->refcount);
+    s->users++;
+  }
+  bool reclaimed = !s && handle && g_hash_table_contains(m->reclaimed, handle);
   g_mutex_unlock(&m->lock);
-  if (!s) {
+  if (reclaimed) {
+    *status = weft_status_new(WEFT_ABORTED,
+                              "Session '%s' was closed by the master of %s after %" G_GINT64_FORMAT
+                              " s unused (--session_gc_seconds); create the session again",
+                              handle, m->task_name, m->opts.session_gc_seconds);
+  } else if (!s) {
     *status = weft_status_new(WEFT_ABORTED,
                               "Session '%s' is not known to the master of %s (it was closed, or "
                               "the server restarted); create the session again",
@@ -439,12 +541,26 @@ static msession_t *find_session(weft__master_t *m, const char *handle, weft_stat
   return s;
 }
 
+/* Ends a call's use of a session found with find_session. */
+static void release_session(weft__master_t *m, msession_t *s) {
+  g_mutex_lock(&m->lock);
+  s->users--;
+  s->last_used = g_get_monotonic_time();
+  g_mutex_unlock(&m->lock);
+  session_unref(s);
+}
+
 weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__GraphDef *gd,
                                            const Weft__SessionConfig *config, char **handle,
                                            int64_t *graph_version) {
   *handle = NULL;
   weft_status_t *st = check_running(m);
   if (st) return st;
+  /* Without the collector thread (it could not be made), idle sessions go here. */
+  g_mutex_lock(&m->lock);
+  bool no_collector = !m->gc_thread;
+  g_mutex_unlock(&m->lock);
+  if (no_collector) collect_idle_sessions(m);
   msession_t *s = g_new0(msession_t, 1);
   s->refcount = 1;
   s->master = m;
@@ -477,6 +593,7 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
     return weft_status_prefix(st, "CreateSession");
   }
   s->handle = g_strdup_printf("%08x%08x%08x", g_random_int(), g_random_int(), g_random_int());
+  s->last_used = g_get_monotonic_time();
   g_mutex_lock(&m->lock);
   g_hash_table_insert(m->sessions, s->handle, s);
   g_mutex_unlock(&m->lock);
@@ -505,7 +622,7 @@ weft_status_t *weft__master_extend_session(weft__master_t *m, const char *handle
   }
   *new_version = weft_graph_num_nodes(s->graph);
   g_mutex_unlock(&s->lock);
-  session_unref(s);
+  release_session(m, s);
   return st;
 }
 
@@ -1004,7 +1121,7 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   }
   g_free(calls);
   mplan_unref(plan);
-  session_unref(s);
+  release_session(m, s);
   return st;
 }
 

@@ -66,15 +66,27 @@ static GHashTable *channels; /* "address|credentials key" -> grpc_channel* */
 
 /* One channel per address and TLS material: a process may reach one server in plaintext and
  * another over TLS, or hold two servers with different certificates. */
-static grpc_channel *channel_for(const char *address, const weft__security_t *security) {
+static grpc_channel *channel_for(const char *address, const weft__security_t *security,
+                                 bool gzip) {
   weft__grpc_init_once();
-  char *key = g_strconcat(address, "|", weft__security_channel_key(security), NULL);
+  char *key = g_strconcat(address, "|", weft__security_channel_key(security),
+                          gzip ? "|gzip" : "", NULL);
   g_mutex_lock(&channels_lock);
   if (!channels) channels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   grpc_channel *ch = g_hash_table_lookup(channels, key);
   if (!ch) {
     grpc_channel_credentials *creds = weft__security_channel_credentials(security);
-    ch = grpc_channel_create(address, creds, weft__grpc_channel_args());
+    const grpc_channel_args *common = weft__grpc_channel_args();
+    /* A channel whose calls say "grpc-encoding: gzip" (weft__rpc_raw_gzip): messages already
+     * compressed are sent as they are. */
+    grpc_arg *args = g_new0(grpc_arg, common->num_args + 1);
+    memcpy(args, common->args, sizeof(grpc_arg) * common->num_args);
+    args[common->num_args].type = GRPC_ARG_INTEGER;
+    args[common->num_args].key = (char *)GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM;
+    args[common->num_args].value.integer = GRPC_COMPRESS_GZIP;
+    grpc_channel_args with_gzip = {common->num_args + 1, args};
+    ch = grpc_channel_create(address, creds, gzip ? &with_gzip : common);
+    g_free(args);
     grpc_channel_credentials_release(creds);
     g_hash_table_insert(channels, key, ch);
     key = NULL;
@@ -172,7 +184,8 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
                                grpc_byte_buffer **response, bool *answered) {
   *response = NULL;
   *answered = false;
-  grpc_channel *channel = channel_for(address, security);
+  bool gzip = request->type == GRPC_BB_RAW && request->data.raw.compression == GRPC_COMPRESS_GZIP;
+  grpc_channel *channel = channel_for(address, security, gzip);
   grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
@@ -312,13 +325,15 @@ weft_status_t *weft__rpc_raw(const char *address, const char *method, const void
   return weft__rpc_raw_secure(address, NULL, method, bytes, len, timeout_ms, answer, answer_len);
 }
 
-weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t *security,
-                                    const char *method, const void *bytes, size_t len,
-                                    int64_t timeout_ms, char **answer, size_t *answer_len) {
+static weft_status_t *raw_call(const char *address, const weft__security_t *security,
+                               const char *method, const void *bytes, size_t len, bool gzip,
+                               int64_t timeout_ms, char **answer, size_t *answer_len) {
   *answer = NULL;
   *answer_len = 0;
   grpc_slice slice = grpc_slice_from_copied_buffer(bytes, len);
-  grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
+  grpc_byte_buffer *request = gzip ? grpc_raw_compressed_byte_buffer_create(&slice, 1,
+                                                                            GRPC_COMPRESS_GZIP)
+                                   : grpc_raw_byte_buffer_create(&slice, 1);
   grpc_slice_unref(slice);
   grpc_byte_buffer *response = NULL;
   bool answered = false;
@@ -337,4 +352,16 @@ weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t 
   grpc_slice_unref(all);
   grpc_byte_buffer_destroy(response);
   return NULL;
+}
+
+weft_status_t *weft__rpc_raw_secure(const char *address, const weft__security_t *security,
+                                    const char *method, const void *bytes, size_t len,
+                                    int64_t timeout_ms, char **answer, size_t *answer_len) {
+  return raw_call(address, security, method, bytes, len, false, timeout_ms, answer, answer_len);
+}
+
+weft_status_t *weft__rpc_raw_gzip(const char *address, const weft__security_t *security,
+                                  const char *method, const void *gz_bytes, size_t len,
+                                  int64_t timeout_ms, char **answer, size_t *answer_len) {
+  return raw_call(address, security, method, gz_bytes, len, true, timeout_ms, answer, answer_len);
 }

@@ -10,9 +10,12 @@
  * whoever makes the tensor available (the _Send kernel) or aborts the step.
  * Every request is decoded and validated before it reaches the master or the worker; a bad one
  * gets INVALID_ARGUMENT and the server carries on. With TLS options the port serves TLS (mutual
- * TLS with a CA), and with a token every call is checked for it before anything else
- * (security.c, docs/security.md). Stopping refuses new calls, aborts running
- * steps, waits for the handlers, then closes the port. */
+ * TLS with a CA), and with a token every call is checked for it before its message is even
+ * received (security.c, docs/security.md); compressed messages are inflated here, within the
+ * limit, not by gRPC. At most max_concurrent_steps calls that may block are handled at once,
+ * and a thread that cannot be made refuses the call (RESOURCE_EXHAUSTED) rather than aborting.
+ * Stopping refuses new calls, aborts running steps, waits for the handlers, then closes the
+ * port. */
 #include "distributed_internal.h"
 
 #include <grpc/grpc_security.h>
@@ -56,6 +59,8 @@ struct weft_server_options {
   char *tls_cert, *tls_key, *tls_ca; /* files; NULL: no TLS / no mutual TLS */
   char *auth_token_file;             /* NULL: no token */
   weft__limits_t limits;             /* what a request may hold (validate.c) */
+  int max_concurrent_steps;          /* calls that may block handled at once */
+  int64_t session_gc_seconds;        /* idle master sessions closed after this; 0: never */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -83,6 +88,8 @@ struct weft_server {
   GCond cond;
   server_state_t state;
   int inflight;       /* calls being handled or answered */
+  int blocking;       /* calls that may block being handled (at most max_concurrent_steps) */
+  int max_concurrent_steps;
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -91,6 +98,7 @@ typedef struct call_ctx {
   weft_server_t *server;
   int method; /* -1: a method this server does not have */
   grpc_call_details call_details;
+  bool receiving; /* the token was accepted and the message is being received */
   bool answering;
   grpc_call *call;
   gpr_timespec deadline;
@@ -461,28 +469,17 @@ static void handle_call(gpointer data, gpointer unused) {
     recv_done(ctx, NULL, tensor);
     return;
   }
-  /* The token first: a call without it learns nothing, not even whether the method exists. */
-  weft_status_t *denied = weft__security_check_call(
-      ctx->server->security, &ctx->request_md,
-      ctx->method >= 0 ? method_paths[ctx->method] : "This server");
-  if (denied) {
-    answer(ctx, denied, NULL);
-    return;
-  }
-  if (ctx->method < 0) {
-    char *method = grpc_slice_to_c_string(ctx->call_details.method);
-    answer(ctx, weft_status_new(WEFT_UNIMPLEMENTED, "This server has no method '%s'", method),
-           NULL);
-    gpr_free(method);
-    return;
-  }
+  /* The token was checked (check_and_receive) before the message was received. */
   bool takes_tensors = ctx->method == M_RUN_STEP || ctx->method == W_RUN_GRAPH;
   ProtobufCMessage *msg = NULL;
   weft_tensor_t **tensors = NULL;
   int n_tensors = 0;
-  /* Limits and declared sizes first, so nothing is allocated for a request that lies. */
+  /* A compressed request is inflated no further than the limit; then limits and declared sizes,
+   * so nothing is allocated for a request that lies. */
   weft_status_t *st =
-      weft__validate_frame(&ctx->server->limits, method_paths[ctx->method], ctx->payload);
+      weft__inflate_request(&ctx->server->limits, method_paths[ctx->method], &ctx->payload);
+  if (!st)
+    st = weft__validate_frame(&ctx->server->limits, method_paths[ctx->method], ctx->payload);
   if (st) {
     answer(ctx, st, NULL);
     return;
@@ -524,9 +521,11 @@ static void request_call(weft_server_t *s, int method) {
     err = grpc_server_request_call(s->server, &ctx->call, &ctx->call_details, &ctx->request_md,
                                    s->cq, s->cq, ctx);
   } else {
+    /* No payload yet: the call surfaces with its metadata, the token is checked, and only then
+     * is the message received (check_and_receive). */
     err = grpc_server_request_registered_call(s->server, s->methods[method], &ctx->call,
-                                              &ctx->deadline, &ctx->request_md, &ctx->payload,
-                                              s->cq, s->cq, ctx);
+                                              &ctx->deadline, &ctx->request_md, NULL, s->cq,
+                                              s->cq, ctx);
   }
   if (err != GRPC_CALL_OK) ctx_free(ctx);
 }
@@ -544,12 +543,58 @@ static gpointer poll_cq(gpointer data);
 
 /* Called with s->lock held by the polling thread about to handle a call that may block: another
  * thread takes over the queue (an idle one, else a new one), so the call needs no hand-off. */
-static void promote_follower_locked(weft_server_t *s) {
+static weft_status_t *promote_follower_locked(weft_server_t *s) {
   if (s->idle_pollers > 0) {
     g_cond_signal(&s->follow);
+    return NULL;
+  }
+  /* g_thread_new aborts the process when no thread can be made (RLIMIT_NPROC, a cgroup's pids
+   * limit): the call is refused instead, and this thread goes on polling. */
+  GError *error = NULL;
+  GThread *t = g_thread_try_new("weft-grpc", poll_cq, s, &error);
+  if (!t) {
+    weft_status_t *st = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                                        "The server cannot start a thread for the call (%s); "
+                                        "try again later",
+                                        error ? error->message : "unknown error");
+    g_clear_error(&error);
+    return st;
+  }
+  g_ptr_array_add(s->pollers, t);
+  return NULL;
+}
+
+/* A new call, with its metadata only: the token is checked before a byte of the message is
+ * received, so a caller without it cannot make the server read, inflate or hold a body. Then
+ * the message is received on the queue (the call comes back with `receiving` set). */
+static void check_and_receive(call_ctx_t *ctx) {
+  /* The token first: a call without it learns nothing, not even whether the method exists. */
+  weft_status_t *denied = weft__security_check_call(
+      ctx->server->security, &ctx->request_md,
+      ctx->method >= 0 ? method_paths[ctx->method] : "This server");
+  if (denied) {
+    answer(ctx, denied, NULL);
     return;
   }
-  g_ptr_array_add(s->pollers, g_thread_new("weft-grpc", poll_cq, s));
+  if (ctx->method < 0) {
+    char *method = grpc_slice_to_c_string(ctx->call_details.method);
+    answer(ctx, weft_status_new(WEFT_UNIMPLEMENTED, "This server has no method '%s'", method),
+           NULL);
+    gpr_free(method);
+    return;
+  }
+  grpc_op op;
+  memset(&op, 0, sizeof op);
+  op.op = GRPC_OP_RECV_MESSAGE;
+  op.data.recv_message.recv_message = &ctx->payload;
+  ctx->receiving = true;
+  grpc_call_error err = grpc_call_start_batch(ctx->call, &op, 1, ctx, NULL);
+  if (err != GRPC_CALL_OK) {
+    ctx->receiving = false;
+    answer(ctx, weft_status_new(WEFT_INTERNAL, "%s: cannot receive the message: %s",
+                                method_paths[ctx->method], grpc_call_error_to_string(err)),
+           NULL);
+  }
 }
 
 /* Leader and followers: one thread at a time waits on the completion queue (two in
@@ -594,7 +639,7 @@ static gpointer poll_cq(gpointer data) {
       continue;
     }
     call_ctx_t *ctx = ev.tag;
-    if (ctx->answering || !ev.success) {
+    if (ctx->answering || (!ev.success && !ctx->receiving)) {
       /* An answer sent, or a request the server cancelled as it shut down. */
       bool answered = ctx->answering;
       g_mutex_unlock(&s->lock);
@@ -604,19 +649,57 @@ static gpointer poll_cq(gpointer data) {
       continue;
     }
     bool serving = s->state == SERVER_STARTED;
-    s->inflight++; /* a refusal's answer counts it down too */
-    bool blocks = serving && !never_blocks(ctx->method);
-    if (blocks) promote_follower_locked(s);
-    g_mutex_unlock(&s->lock);
-    if (!serving) {
-      answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
-    } else {
-      request_call(s, ctx->method);
-      on_poller = !blocks;
-      handle_call(ctx, NULL);
-      on_poller = false;
+    if (!ctx->receiving) {
+      /* A new call: counted until its answer is sent, a refusal's included. */
+      s->inflight++;
+      g_mutex_unlock(&s->lock);
+      if (!serving) {
+        answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
+      } else {
+        request_call(s, ctx->method);
+        check_and_receive(ctx);
+      }
+      g_mutex_lock(&s->lock);
+      continue;
     }
+    ctx->receiving = false;
+    if (!ev.success || !ctx->payload) {
+      /* The caller went away (or gRPC refused the message, e.g. beyond the receive limit, and
+       * told the caller so): this answer only closes the call. */
+      g_mutex_unlock(&s->lock);
+      answer(ctx, weft_status_new(WEFT_CANCELLED, "%s: the request carried no message",
+                                  method_paths[ctx->method]), NULL);
+      g_mutex_lock(&s->lock);
+      continue;
+    }
+    bool blocks = serving && !never_blocks(ctx->method);
+    weft_status_t *refused = NULL;
+    if (!serving) {
+      refused = weft_status_new(WEFT_UNAVAILABLE, "The server is stopping");
+    } else if (blocks && s->blocking >= s->max_concurrent_steps) {
+      /* Back-pressure: each call that may block holds a thread (and a step's worth more), so
+       * beyond the bound the caller is told to come back instead of the server growing. */
+      refused = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                                "%s: the server is handling %d calls that may block, its limit "
+                                "(--max_concurrent_steps); try again later",
+                                method_paths[ctx->method], s->blocking);
+    } else if (blocks) {
+      refused = promote_follower_locked(s);
+      if (refused) weft_status_prefix(refused, "%s", method_paths[ctx->method]);
+    }
+    if (refused) {
+      g_mutex_unlock(&s->lock);
+      answer(ctx, refused, NULL);
+      g_mutex_lock(&s->lock);
+      continue;
+    }
+    if (blocks) s->blocking++;
+    g_mutex_unlock(&s->lock);
+    on_poller = !blocks;
+    handle_call(ctx, NULL);
+    on_poller = false;
     g_mutex_lock(&s->lock);
+    if (blocks) s->blocking--;
   }
   g_mutex_unlock(&s->lock);
   return NULL;
@@ -630,6 +713,8 @@ weft_server_options_t *weft_server_options_new(void) {
   o->status_timeout_ms = WEFT_DEFAULT_STATUS_TIMEOUT_MS;
   o->step_timeout_ms = WEFT_DEFAULT_STEP_TIMEOUT_MS;
   weft__limits_default(&o->limits);
+  o->max_concurrent_steps = WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
+  o->session_gc_seconds = WEFT_DEFAULT_SESSION_GC_SECONDS;
   return o;
 }
 
@@ -692,6 +777,14 @@ void weft_server_options_set_max_tensor_rank(weft_server_options_t *o, int rank)
   o->limits.max_rank = rank > 0 && rank <= WEFT_MAX_RANK ? rank : WEFT_MAX_RANK;
 }
 
+void weft_server_options_set_max_concurrent_steps(weft_server_options_t *o, int n) {
+  o->max_concurrent_steps = n > 0 ? n : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
+}
+
+void weft_server_options_set_session_gc_seconds(weft_server_options_t *o, int64_t seconds) {
+  o->session_gc_seconds = seconds > 0 ? seconds : WEFT_DEFAULT_SESSION_GC_SECONDS;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Life cycle */
 
@@ -708,7 +801,7 @@ static int listen_on(grpc_server *server, const weft__security_t *security, cons
 
 static grpc_server *create_grpc_server(const weft__limits_t *limits) {
   const grpc_channel_args *common = weft__grpc_channel_args();
-  grpc_arg *args = g_new0(grpc_arg, common->num_args + 1);
+  grpc_arg *args = g_new0(grpc_arg, common->num_args + 2);
   memcpy(args, common->args, sizeof(grpc_arg) * common->num_args);
   /* gRPC drops a request far beyond the limit (RESOURCE_EXHAUSTED) before it is read whole; one
    * just beyond it is read and gets validate.c's INVALID_ARGUMENT naming the limit's flag. */
@@ -721,7 +814,14 @@ static grpc_server *create_grpc_server(const weft__limits_t *limits) {
   args[common->num_args].type = GRPC_ARG_INTEGER;
   args[common->num_args].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
   args[common->num_args].value.integer = 0;
-  grpc_channel_args all = {common->num_args + 1, args};
+  /* gRPC 1.51 inflates a compressed message in full before it looks at the limit (the receive
+   * limit above bounds only the compressed bytes): 1 MB of gzip became 1 GiB in memory. The
+   * server receives compressed messages as they came and inflates them itself, after the token
+   * check and never past --max_message_bytes (weft__inflate_request). */
+  args[common->num_args + 1].type = GRPC_ARG_INTEGER;
+  args[common->num_args + 1].key = (char *)GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
+  args[common->num_args + 1].value.integer = 0;
+  grpc_channel_args all = {common->num_args + 2, args};
   grpc_server *server = grpc_server_create(&all, NULL);
   g_free(args);
   return server;
@@ -765,12 +865,13 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->pollers = g_ptr_array_new();
   if (opts) s->limits = opts->limits;
   else weft__limits_default(&s->limits);
+  s->max_concurrent_steps = opts ? opts->max_concurrent_steps : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
   s->server = create_grpc_server(&s->limits);
   s->cq = grpc_completion_queue_create_for_next(NULL);
   grpc_server_register_completion_queue(s->server, s->cq, NULL);
   for (int k = 0; k < N_METHODS; k++) {
     s->methods[k] = grpc_server_register_method(s->server, method_paths[k], NULL,
-                                                GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+                                                GRPC_SRM_PAYLOAD_NONE, 0);
   }
   int bound = 0;
   const char *bind = opts ? opts->bind : NULL;
@@ -811,7 +912,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->target = g_strdup_printf("%s://%s", weft__security_tls(security) ? "grpcs" : "grpc",
                               s->address);
   weft__master_options_t mopts = {opts ? opts->status_timeout_ms : 0,
-                                  opts ? opts->step_timeout_ms : 0, security};
+                                  opts ? opts->step_timeout_ms : 0, security,
+                                  opts ? opts->session_gc_seconds
+                                       : WEFT_DEFAULT_SESSION_GC_SECONDS};
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
@@ -848,12 +951,23 @@ weft_status_t *weft_server_start(weft_server_t *s) {
     return weft_status_new(WEFT_FAILED_PRECONDITION, "The server for %s was stopped; create a new one",
                            s->target);
   }
+  /* The first polling thread before anything listens: without it the server could not serve. */
+  GError *error = NULL;
+  g_mutex_lock(&s->lock);
+  GThread *first = g_thread_try_new("weft-grpc", poll_cq, s, &error);
+  if (first) g_ptr_array_add(s->pollers, first);
+  else s->state = SERVER_NEW;
+  g_mutex_unlock(&s->lock);
+  if (!first) {
+    weft_status_t *st = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                                        "Cannot start the server %s: cannot start a thread: %s",
+                                        s->target, error ? error->message : "unknown error");
+    g_clear_error(&error);
+    return st;
+  }
   grpc_server_start(s->server);
   for (int m = -1; m < N_METHODS; m++)
     for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(s, m);
-  g_mutex_lock(&s->lock);
-  g_ptr_array_add(s->pollers, g_thread_new("weft-grpc", poll_cq, s));
-  g_mutex_unlock(&s->lock);
   local_register(s->address, s->master, s->security);
   weft__log(WEFT_LOG_INFO, "server", "Started server with target: %s", s->target);
   return NULL;

@@ -8,7 +8,10 @@
  * 'feed[0].tensor_content' holds 12 bytes but dtype float32 and shape [4] need 16". */
 #include "distributed_internal.h"
 
+#include <grpc/compression.h>
+#include <malloc.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "../base/protobuf_internal.h"
 #include "../graph/graph_internal.h"
@@ -221,6 +224,97 @@ weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
   g_free(list_bytes);
   if (c.have_slice) grpc_slice_unref(c.slice);
   grpc_byte_buffer_reader_destroy(&c.r);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Compressed requests */
+
+/* Inflated bytes go into slices this large, so a small message takes little memory and a large
+ * one is not copied again. */
+#define INFLATE_SLICE_BYTES ((size_t)256 << 10)
+/* A refused request that took this much memory hands it back to the system (malloc_trim): glibc
+ * keeps freed memory of other threads' arenas otherwise, and the server's RSS stays high. */
+#define TRIM_AFTER_BYTES ((size_t)16 << 20)
+
+weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method,
+                                     grpc_byte_buffer **bb) {
+  grpc_byte_buffer *in = *bb;
+  if (!in || in->type != GRPC_BB_RAW || in->data.raw.compression == GRPC_COMPRESS_NONE)
+    return NULL;
+  grpc_compression_algorithm alg = in->data.raw.compression;
+  if (alg != GRPC_COMPRESS_GZIP && alg != GRPC_COMPRESS_DEFLATE) {
+    const char *name = NULL;
+    grpc_compression_algorithm_name(alg, &name);
+    return weft_status_new(WEFT_UNIMPLEMENTED,
+                           "%s: the request is compressed with '%s'; this server inflates only "
+                           "gzip and deflate", method, name ? name : "unknown");
+  }
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  /* 32 + MAX_WBITS: a zlib (gRPC's "deflate") or a gzip header, whichever the stream has. */
+  if (inflateInit2(&z, 32 + MAX_WBITS) != Z_OK) {
+    return weft_status_new(WEFT_RESOURCE_EXHAUSTED, "%s: cannot start inflating the request: %s",
+                           method, z.msg ? z.msg : "zlib could not allocate its state");
+  }
+  uint64_t limit = (uint64_t)l->max_message_bytes;
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(grpc_slice));
+  grpc_slice cur = grpc_empty_slice();
+  size_t cur_used = 0, cur_cap = 0;
+  uint64_t total = 0;
+  weft_status_t *st = NULL;
+  int zr = Z_OK;
+  grpc_slice_buffer *sb = &in->data.raw.slice_buffer;
+  for (size_t k = 0; k < sb->count && zr != Z_STREAM_END && !st; k++) {
+    z.next_in = GRPC_SLICE_START_PTR(sb->slices[k]);
+    z.avail_in = (uInt)GRPC_SLICE_LENGTH(sb->slices[k]);
+    while (z.avail_in > 0 && zr != Z_STREAM_END && !st) {
+      if (cur_used == cur_cap) {
+        if (cur_cap > 0) g_array_append_val(out, cur);
+        /* One byte beyond the limit is enough to know the message is too large. */
+        uint64_t room = limit + 1 - total;
+        cur_cap = room < INFLATE_SLICE_BYTES ? (size_t)room : INFLATE_SLICE_BYTES;
+        cur = grpc_slice_malloc(cur_cap);
+        cur_used = 0;
+      }
+      z.next_out = GRPC_SLICE_START_PTR(cur) + cur_used;
+      z.avail_out = (uInt)(cur_cap - cur_used);
+      zr = inflate(&z, Z_NO_FLUSH);
+      size_t made = (cur_cap - cur_used) - z.avail_out;
+      cur_used += made;
+      total += made;
+      if (total > limit) {
+        st = invalid(method, "the message inflates to more than %" G_GINT64_FORMAT " bytes (it "
+                     "came compressed, %zu bytes); the server accepts at most %" G_GINT64_FORMAT
+                     " (--max_message_bytes)", l->max_message_bytes, grpc_byte_buffer_length(in),
+                     l->max_message_bytes);
+      } else if (zr != Z_OK && zr != Z_STREAM_END && !(zr == Z_BUF_ERROR && z.avail_out == 0)) {
+        st = invalid(method, "the compressed message does not inflate: %s",
+                     z.msg ? z.msg : "corrupt data");
+      }
+    }
+  }
+  if (!st && zr != Z_STREAM_END) {
+    st = invalid(method, "the compressed message is truncated (it ends inside the stream)");
+  }
+  inflateEnd(&z);
+  if (cur_cap > 0) {
+    if (!st && cur_used < cur_cap) {
+      grpc_slice whole = cur;
+      cur = grpc_slice_sub(whole, 0, cur_used);
+      grpc_slice_unref(whole);
+    }
+    g_array_append_val(out, cur);
+  }
+  if (!st) {
+    grpc_slice *slices = (grpc_slice *)(void *)out->data;
+    grpc_byte_buffer *plain = grpc_raw_byte_buffer_create(slices, out->len);
+    grpc_byte_buffer_destroy(in);
+    *bb = plain;
+  }
+  for (guint k = 0; k < out->len; k++) grpc_slice_unref(g_array_index(out, grpc_slice, k));
+  g_array_free(out, TRUE);
+  if (st && total >= TRIM_AFTER_BYTES) malloc_trim(0);
   return st;
 }
 

@@ -1,0 +1,484 @@
+/* Resource limits of weftd against hostile or overloading callers, with real weftd processes and
+ * real gRPC on loopback (docs/security.md, "Resource limits"): a gzip body that inflates to 1 GiB
+ * is refused before it is inflated (UNAUTHENTICATED without the token, INVALID_ARGUMENT naming
+ * --max_message_bytes with it) while the server's memory stays far below the body's size;
+ * concurrent blocked steps beyond --max_concurrent_steps get RESOURCE_EXHAUSTED and the server
+ * keeps serving; a server that cannot make a thread (a cgroup pids limit) answers an error
+ * instead of aborting; an idle session is closed after --session_gc_seconds. */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "distributed/distributed_internal.h"
+#include "process_util.h"
+#include "weft/weft.h"
+#include "weftd_cluster.h"
+
+#define OK(expr)                                                                          \
+  do {                                                                                    \
+    weft_status_t *st_ = (expr);                                                          \
+    if (st_) g_error("%s: %s: %s", #expr, weft_code_name(st_->code), weft_status_message(st_)); \
+  } while (0)
+
+static void expect_code(weft_status_t *st, weft_code_t code) {
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(code));
+}
+
+/* A field of /proc/PID/status in KiB (VmHWM, VmRSS) or as a count (Threads); -1 if unreadable. */
+static int64_t proc_status_field(GPid pid, const char *field) {
+  char *path = g_strdup_printf("/proc/%d/status", (int)pid);
+  char *text = NULL;
+  int64_t v = -1;
+  if (g_file_get_contents(path, &text, NULL, NULL)) {
+    char *key = g_strconcat("\n", field, ":", NULL);
+    const char *at = strstr(text, key);
+    if (at) v = g_ascii_strtoll(at + strlen(key), NULL, 10);
+    g_free(key);
+  }
+  g_free(text);
+  g_free(path);
+  return v;
+}
+
+/* A gzip stream of `prefix` followed by `zeros` zero bytes (made piecewise: ~1 MB for 1 GiB). */
+static GByteArray *gzip_body(const GByteArray *prefix, uint64_t zeros) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  g_assert_cmpint(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), ==,
+                  Z_OK);
+  GByteArray *out = g_byte_array_new();
+  enum { CHUNK = 1 << 20 };
+  guint8 *in = g_malloc0(CHUNK);
+  guint8 *buf = g_malloc(CHUNK);
+  uint64_t left = zeros;
+  bool first = prefix != NULL;
+  for (;;) {
+    int flush = Z_NO_FLUSH;
+    if (first) {
+      z.next_in = prefix->data;
+      z.avail_in = prefix->len;
+      first = false;
+      if (zeros == 0) flush = Z_FINISH;
+    } else {
+      size_t n = left < CHUNK ? (size_t)left : CHUNK;
+      z.next_in = in;
+      z.avail_in = (uInt)n;
+      left -= n;
+      if (left == 0) flush = Z_FINISH;
+    }
+    int zr;
+    do {
+      z.next_out = buf;
+      z.avail_out = CHUNK;
+      zr = deflate(&z, flush);
+      g_byte_array_append(out, buf, CHUNK - z.avail_out);
+    } while (z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+    if (flush == Z_FINISH) break;
+  }
+  deflateEnd(&z);
+  g_free(in);
+  g_free(buf);
+  return out;
+}
+
+static char *write_token(void) {
+  char *path = NULL;
+  int fd = g_file_open_tmp("weft-limits-token-XXXXXX", &path, NULL);
+  g_assert_cmpint(fd, >=, 0);
+  const char *token = "limits-test-token-0123456789";
+  g_assert_cmpint(write(fd, token, strlen(token)), ==, (ssize_t)strlen(token));
+  close(fd);
+  return path;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Compressed bodies */
+
+static void test_gzip_bodies(void) {
+  if (!weftd_available()) return;
+  char *token = write_token();
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token,
+                        "--max_message_bytes", "65536", NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  char *address = weft__target_address(d.target);
+  weft__security_t *sec = NULL;
+  OK(weft__security_new(false, false, NULL, NULL, NULL, token, &sec));
+  int64_t hwm0 = proc_status_field(d.pid, "VmHWM");
+  g_test_message("weftd at start: VmHWM %" G_GINT64_FORMAT " KiB", hwm0);
+
+  /* A RunStep frame: the message, an empty tensor list, then 1 GiB of zeros. */
+  Weft__RunStepRequest step = WEFT__RUN_STEP_REQUEST__INIT;
+  step.session_handle = (char *)"s";
+  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
+  GByteArray *head = weftd_frame_request(&step.base, &empty, NULL, 0);
+  gint64 t0 = g_get_monotonic_time();
+  GByteArray *gib = gzip_body(head, (uint64_t)1 << 30);
+  g_test_message("1 GiB of zeros as gzip: %u bytes (%.1f s to make)", gib->len,
+                 (g_get_monotonic_time() - t0) / 1e6);
+
+  /* Without the token: refused before a byte of the body is read. */
+  char *answer = NULL;
+  size_t answer_len = 0;
+  t0 = g_get_monotonic_time();
+  weft_status_t *st = weft__rpc_raw_gzip(address, NULL, "/weft.Master/RunStep", gib->data,
+                                         gib->len, 10000, &answer, &answer_len);
+  g_test_message("unauthenticated 1 GiB gzip body: %.2f s: %s",
+                 (g_get_monotonic_time() - t0) / 1e6, st ? weft_status_message(st) : "OK");
+  expect_code(st, WEFT_UNAUTHENTICATED);
+  weft_status_free(st);
+  int64_t hwm1 = proc_status_field(d.pid, "VmHWM");
+  g_test_message("after it: VmHWM %" G_GINT64_FORMAT " KiB, VmRSS %" G_GINT64_FORMAT " KiB", hwm1,
+                 proc_status_field(d.pid, "VmRSS"));
+  g_assert_cmpint(hwm1 - hwm0, <, 64 << 10); /* KiB: far below the 1 GiB it would inflate to */
+
+  /* With the token: inflated no further than the limit. 256 MiB of zeros keep the compressed
+   * body under gRPC's own receive limit (the flag plus 1 MiB), so the inflating is what stops
+   * it; the 1 GiB body may be stopped by either, naming a limit. */
+  GByteArray *big = gzip_body(head, (uint64_t)256 << 20);
+  t0 = g_get_monotonic_time();
+  st = weft__rpc_raw_gzip(address, sec, "/weft.Master/RunStep", big->data, big->len, 10000,
+                          &answer, &answer_len);
+  g_test_message("authenticated 256 MiB gzip body (%u bytes): %.2f s: %s", big->len,
+                 (g_get_monotonic_time() - t0) / 1e6, st ? weft_status_message(st) : "OK");
+  expect_code(st, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "inflates to more than 65536 bytes"));
+  g_assert_nonnull(strstr(weft_status_message(st), "(--max_message_bytes)"));
+  weft_status_free(st);
+  st = weft__rpc_raw_gzip(address, sec, "/weft.Master/RunStep", gib->data, gib->len, 10000,
+                          &answer, &answer_len);
+  g_assert_nonnull(st);
+  g_test_message("authenticated 1 GiB gzip body: %s", weft_status_message(st));
+  g_assert_true(weft_status_code(st) == WEFT_INVALID_ARGUMENT ||
+                weft_status_code(st) == WEFT_RESOURCE_EXHAUSTED);
+  g_assert_true(strstr(weft_status_message(st), "--max_message_bytes") ||
+                strstr(weft_status_message(st), "larger than max"));
+  weft_status_free(st);
+  int64_t hwm2 = proc_status_field(d.pid, "VmHWM");
+  int64_t rss2 = proc_status_field(d.pid, "VmRSS");
+  g_test_message("after them: VmHWM %" G_GINT64_FORMAT " KiB, VmRSS %" G_GINT64_FORMAT " KiB",
+                 hwm2, rss2);
+  g_assert_cmpint(hwm2 - hwm0, <, 64 << 10);
+
+  /* A small compressed request that is fine is inflated and served. */
+  Weft__ListDevicesRequest list = WEFT__LIST_DEVICES_REQUEST__INIT;
+  GByteArray *plain = weftd_frame_request(&list.base, &empty, NULL, 0);
+  GByteArray *small = gzip_body(plain, 0);
+  OK(weft__rpc_raw_gzip(address, sec, "/weft.Master/ListDevices", small->data, small->len, 10000,
+                        &answer, &answer_len));
+  g_assert_cmpuint(answer_len, >, 0);
+  g_free(answer);
+  /* A corrupt one is refused, naming why. */
+  small->data[small->len / 2] ^= 0x55;
+  small->data[small->len - 5] ^= 0x55;
+  st = weft__rpc_raw_gzip(address, sec, "/weft.Master/ListDevices", small->data, small->len,
+                          10000, &answer, &answer_len);
+  g_assert_nonnull(st);
+  g_test_message("corrupt gzip body: %s", weft_status_message(st));
+  expect_code(st, WEFT_INVALID_ARGUMENT);
+  weft_status_free(st);
+
+  /* A good client goes on working. */
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_auth_token_file(o, token);
+  weft_device_info_t *devices = NULL;
+  int n = 0;
+  OK(weft_cluster_list_devices_with_options(d.target, o, 5000, &devices, &n));
+  g_assert_cmpint(n, >, 0);
+  weft_device_list_free(devices, n);
+  weft_session_options_free(o);
+
+  g_byte_array_unref(small);
+  g_byte_array_unref(plain);
+  g_byte_array_unref(big);
+  g_byte_array_unref(gib);
+  g_byte_array_unref(head);
+  weft__security_unref(sec);
+  g_free(address);
+  weftd_stop(&d);
+  g_unlink(token);
+  g_free(token);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads */
+
+/* On the worker: sq = x^2 (x fed); on the ps: a = sq + 1. Fetching a needs the worker. */
+static weft_graph_t *ps_worker_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 0, NULL, &st);
+  weft_output_t sq = weft_binary(g, "Mul", "sq", x, x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t one = weft_const_float(g, "one", 1.0f, &st);
+  weft_binary(g, "AddV2", "a", sq, one, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  return g;
+}
+
+static weft_session_t *session_to(weft_graph_t *g, const char *target, int64_t timeout_ms) {
+  weft_session_options_t *o = weft_session_options_new();
+  weft_session_options_set_target(o, target);
+  if (timeout_ms > 0) weft_session_options_set_operation_timeout_ms(o, timeout_ms);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, o, &st);
+  OK(st);
+  weft_session_options_free(o);
+  return s;
+}
+
+static weft_status_t *run_a(weft_session_t *s, weft_tensor_t **out) {
+  const char *feed = "x", *fetch = "a";
+  weft_tensor_t *x = weft_tensor_new_scalar_float(2.5f);
+  weft_status_t *st = weft_session_run(s, &feed, &x, 1, &fetch, out, 1, NULL, 0);
+  weft_tensor_unref(x);
+  return st;
+}
+
+static void expect_a(weft_session_t *s) {
+  weft_tensor_t *out = NULL;
+  OK(run_a(s, &out));
+  g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 7.25);
+  weft_tensor_unref(out);
+}
+
+typedef struct step_thread {
+  weft_session_t *s;
+  weft_status_t *status;
+} step_thread_t;
+
+static gpointer run_step_thread(gpointer data) {
+  step_thread_t *t = data;
+  weft_tensor_t *out = NULL;
+  t->status = run_a(t->s, &out);
+  weft_tensor_unref(out);
+  return NULL;
+}
+
+/* n steps at once on sessions s[0..n-1] (the worker frozen): returns how many got each code. */
+static void run_concurrently(weft_session_t **s, int n, int *exhausted, int *deadline,
+                             int *other, const char *want_in_exhausted) {
+  step_thread_t *t = g_new0(step_thread_t, n);
+  GThread **th = g_new0(GThread *, n);
+  for (int k = 0; k < n; k++) {
+    t[k].s = s[k];
+    th[k] = g_thread_new("step", run_step_thread, &t[k]);
+  }
+  *exhausted = *deadline = *other = 0;
+  for (int k = 0; k < n; k++) {
+    g_thread_join(th[k]);
+    weft_code_t code = t[k].status ? weft_status_code(t[k].status) : WEFT_OK;
+    if (code == WEFT_RESOURCE_EXHAUSTED) {
+      (*exhausted)++;
+      if (want_in_exhausted)
+        g_assert_nonnull(strstr(weft_status_message(t[k].status), want_in_exhausted));
+    } else if (code == WEFT_DEADLINE_EXCEEDED) {
+      (*deadline)++;
+    } else {
+      (*other)++;
+    }
+    if (code != WEFT_DEADLINE_EXCEEDED)
+      g_test_message("step %d: %s: %s", k, weft_code_name(code),
+                     t[k].status ? weft_status_message(t[k].status) : "OK");
+    weft_status_free(t[k].status);
+  }
+  g_free(th);
+  g_free(t);
+}
+
+#define N_STEPS 10
+
+/* More concurrent blocked steps than --max_concurrent_steps: the extra ones get
+ * RESOURCE_EXHAUSTED at once, the others their deadline, and the server keeps serving. */
+static void test_concurrent_steps(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--max_concurrent_steps", "4", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *s[N_STEPS];
+  for (int k = 0; k < N_STEPS; k++) {
+    s[k] = session_to(g, c.target[0], 1500);
+    expect_a(s[k]);
+  }
+  int64_t threads0 = proc_status_field(c.d[0].pid, "Threads");
+  weftd_cluster_signal(&c, 1, SIGSTOP);
+  int exhausted = 0, deadline = 0, other = 0;
+  run_concurrently(s, N_STEPS, &exhausted, &deadline, &other, "--max_concurrent_steps");
+  int64_t threads1 = proc_status_field(c.d[0].pid, "Threads");
+  g_test_message("%d steps at once, limit 4: %d RESOURCE_EXHAUSTED, %d DEADLINE_EXCEEDED, %d "
+                 "other; ps threads %" G_GINT64_FORMAT " before, %" G_GINT64_FORMAT " after",
+                 N_STEPS, exhausted, deadline, other, threads0, threads1);
+  g_assert_cmpint(exhausted, ==, N_STEPS - 4);
+  g_assert_cmpint(deadline, ==, 4);
+  g_assert_cmpint(other, ==, 0);
+  weftd_cluster_signal(&c, 1, SIGCONT);
+  for (int k = 0; k < N_STEPS; k++) expect_a(s[k]);
+  for (int k = 0; k < N_STEPS; k++) weft_session_free(s[k]);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
+/* A pids cgroup (v1 or v2) this test may make, or NULL with the reason in *why. As root,
+ * RLIMIT_NPROC is not enforced, so a cgroup's pids.max is what makes thread creation fail. */
+static char *make_pids_cgroup(const char **why) {
+  const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup", NULL};
+  for (int k = 0; roots[k]; k++) {
+    char *max = g_build_filename(roots[k], "pids.max", NULL);
+    char *procs = g_build_filename(roots[k], "cgroup.procs", NULL);
+    bool usable = g_file_test(procs, G_FILE_TEST_EXISTS);
+    g_free(max);
+    g_free(procs);
+    if (!usable) continue;
+    char *name = g_strdup_printf("weft-limits-test-%d", (int)getpid());
+    char *dir = g_build_filename(roots[k], name, NULL);
+    g_free(name);
+    if (g_mkdir(dir, 0755) == 0 || errno == EEXIST) {
+      char *pmax = g_build_filename(dir, "pids.max", NULL);
+      bool has = g_file_test(pmax, G_FILE_TEST_EXISTS);
+      g_free(pmax);
+      if (has) return dir;
+      g_rmdir(dir);
+    }
+    g_free(dir);
+  }
+  *why = "no writable cgroup with the pids controller (RLIMIT_NPROC does not bind root)";
+  return NULL;
+}
+
+static void cgroup_write(const char *dir, const char *file, const char *value) {
+  /* Written in place: g_file_set_contents would replace the file with a new one. */
+  char *path = g_build_filename(dir, file, NULL);
+  FILE *f = fopen(path, "w");
+  g_assert_nonnull(f);
+  g_assert_cmpint(fputs(value, f), >=, 0);
+  g_assert_cmpint(fclose(f), ==, 0);
+  g_free(path);
+}
+
+/* A master that cannot make threads (the pids cgroup is full) answers errors instead of
+ * aborting (GLib's g_thread_new would), and serves again once threads can be made. */
+static void test_no_threads(void) {
+  const char *why = NULL;
+  char *cg = make_pids_cgroup(&why);
+  if (!cg) {
+    g_test_skip(why);
+    return;
+  }
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) {
+    g_rmdir(cg);
+    g_free(cg);
+    return;
+  }
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *s[N_STEPS];
+  for (int k = 0; k < N_STEPS; k++) {
+    s[k] = session_to(g, c.target[0], 1500);
+    expect_a(s[k]);
+  }
+  char pid[32];
+  g_snprintf(pid, sizeof pid, "%d", (int)c.d[0].pid);
+  cgroup_write(cg, "cgroup.procs", pid);
+  char *current = NULL;
+  char *cur_path = g_build_filename(cg, "pids.current", NULL);
+  g_assert_true(g_file_get_contents(cur_path, &current, NULL, NULL));
+  int64_t n_now = g_ascii_strtoll(current, NULL, 10);
+  g_free(current);
+  /* Room for two more threads only. */
+  char max[32];
+  g_snprintf(max, sizeof max, "%" G_GINT64_FORMAT, n_now + 2);
+  cgroup_write(cg, "pids.max", max);
+  weftd_cluster_signal(&c, 1, SIGSTOP);
+  int exhausted = 0, deadline = 0, other = 0;
+  run_concurrently(s, N_STEPS, &exhausted, &deadline, &other, NULL);
+  g_test_message("%d steps at once with %" G_GINT64_FORMAT " threads allowed: %d "
+                 "RESOURCE_EXHAUSTED, %d DEADLINE_EXCEEDED, %d other", N_STEPS, n_now + 2,
+                 exhausted, deadline, other);
+  g_assert_cmpint(exhausted, >, 0);
+  /* Still alive: no abort. */
+  g_assert_cmpint(kill(c.d[0].pid, 0), ==, 0);
+  cgroup_write(cg, "pids.max", "max");
+  weftd_cluster_signal(&c, 1, SIGCONT);
+  for (int k = 0; k < N_STEPS; k++) expect_a(s[k]);
+  for (int k = 0; k < N_STEPS; k++) weft_session_free(s[k]);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+  g_assert_cmpint(g_rmdir(cg), ==, 0);
+  g_free(cur_path);
+  g_free(cg);
+}
+
+/* Threads of process pid whose name is `name`. */
+static int threads_named(GPid pid, const char *name) {
+  char *dir = g_strdup_printf("/proc/%d/task", (int)pid);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int n = 0;
+  const char *tid;
+  while (d && (tid = g_dir_read_name(d))) {
+    char *path = g_strdup_printf("%s/%s/comm", dir, tid);
+    char *comm = NULL;
+    if (g_file_get_contents(path, &comm, NULL, NULL) && strcmp(g_strstrip(comm), name) == 0) n++;
+    g_free(comm);
+    g_free(path);
+  }
+  if (d) g_dir_close(d);
+  g_free(dir);
+  return n;
+}
+
+/* An idle session is closed after --session_gc_seconds: the worker's threads for its graph go,
+ * and a later step says why. */
+static void test_session_gc(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--session_gc_seconds", "1", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *s = session_to(g, c.target[0], 5000);
+  expect_a(s);
+  /* The worker runs the session's graph on a pool of its own (GLib names its threads
+   * "pool-" and the program). */
+  int with = threads_named(c.d[1].pid, "pool-weftd");
+  int after = with;
+  /* Collected within 1 s + a quarter of it; the graph's deregistration follows. */
+  for (int k = 0; k < 50 && after >= with; k++) {
+    g_usleep(100000);
+    after = threads_named(c.d[1].pid, "pool-weftd");
+  }
+  g_test_message("worker's graph threads: %d with the session, %d after it was idle", with, after);
+  g_assert_cmpint(with, >, 0);
+  g_assert_cmpint(after, <, with);
+  weft_tensor_t *out = NULL;
+  weft_status_t *st = run_a(s, &out);
+  g_assert_nonnull(st);
+  g_test_message("step on the reclaimed session: %s", weft_status_message(st));
+  expect_code(st, WEFT_ABORTED);
+  g_assert_nonnull(strstr(weft_status_message(st), "--session_gc_seconds"));
+  weft_status_free(st);
+  weft_session_free(s);
+  /* A new session works. */
+  s = session_to(g, c.target[0], 5000);
+  expect_a(s);
+  weft_session_free(s);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  weft_plugins_load_default();
+  g_test_add_func("/limits/gzip_bodies", test_gzip_bodies);
+  g_test_add_func("/limits/concurrent_steps", test_concurrent_steps);
+  g_test_add_func("/limits/no_threads", test_no_threads);
+  g_test_add_func("/limits/session_gc", test_session_gc);
+  return g_test_run();
+}
