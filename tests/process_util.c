@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -84,4 +85,21 @@ run_result_t run_program(const char *path, const char *const *args, const char *
 void run_result_clear(run_result_t *r) {
   g_free(r->out);
   g_free(r->err);
+}
+
+gboolean wait_stopped(GPid pid, int timeout_ms) {
+  char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  gboolean stopped = FALSE;
+  while (!stopped && g_get_monotonic_time() < deadline) {
+    char *stat = NULL;
+    if (!g_file_get_contents(path, &stat, NULL, NULL)) break;
+    /* "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so from the last ')'. */
+    const char *close = strrchr(stat, ')');
+    stopped = close != NULL && close[1] == ' ' && close[2] == 'T';
+    g_free(stat);
+    if (!stopped) g_usleep(10 * 1000);
+  }
+  g_free(path);
+  return stopped;
 }

@@ -16,6 +16,12 @@ void die_with_parent(gpointer unused);
  * file. The caller g_free()s it. */
 char *read_line(int fd, int timeout_ms);
 
+/* Waits until process pid is stopped (SIGSTOP: state T in /proc/PID/stat), at most timeout_ms;
+ * false on timeout or when it is gone. A process that says it will stop itself (weft-train's
+ * --pause_at_step) may not have yet: a SIGCONT sent before it stops is lost, and it stops for
+ * good. */
+gboolean wait_stopped(GPid pid, int timeout_ms);
+
 /* What a program run to its end printed, and its exit code. */
 typedef struct run_result {
   int exit_code;

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "weft/weft.h"
@@ -972,6 +973,93 @@ static void test_max_to_keep(void) {
   g_free(dir);
 }
 
+static void touch(const char *dir, const char *name) {
+  char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, "x", 1, NULL));
+  g_free(path);
+}
+
+static bool present(const char *dir, const char *name) {
+  char *path = g_build_filename(dir, name, NULL);
+  bool yes = g_file_test(path, G_FILE_TEST_EXISTS);
+  g_free(path);
+  return yes;
+}
+
+/* Temporary files that writers killed half way left: the ones of this prefix whose process is
+ * gone go (files, and the part files and folder of a sharded save); those of a live process or
+ * of this one, of another prefix, or not named as the writers name them stay. The saver does it
+ * before each save. */
+static void test_stale_temp_files(void) {
+  char *dir = tmpdir();
+  char *prefix = g_build_filename(dir, "model.ckpt", NULL);
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  g_assert_cmpint(dead, >, 0);
+  g_assert_cmpint(waitpid(dead, NULL, 0), ==, dead);
+  char *gone[] = {
+      g_strdup_printf("model.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de", (int)dead),
+      g_strdup_printf("model.ckpt-5.index.tempstate%d-12345678", (int)dead),
+      g_strdup_printf("model.ckpt.index.tempstate%d-abcdef01", (int)dead),
+      NULL};
+  char *stay[] = {
+      g_strdup_printf("model.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de", (int)getpid()),
+      g_strdup_printf("model.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de", (int)getppid()),
+      g_strdup_printf("other.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de", (int)dead),
+      g_strdup_printf("model.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de.keep", (int)dead),
+      g_strdup_printf("xmodel.ckpt-5.index.tempstate%d-12345678", (int)dead),
+      g_strdup("model.ckpt-5.data-00000-of-00001"),
+      g_strdup("notes.txt"),
+      NULL};
+  for (int i = 0; gone[i]; i++) touch(dir, gone[i]);
+  for (int i = 0; stay[i]; i++) touch(dir, stay[i]);
+  /* A sharded save's folder: its parts go, then the folder. One with something else inside
+   * loses its parts only. */
+  char *shard_dir = g_strdup_printf("%s-7_temp_%d-0123456789abcdef", prefix, (int)dead);
+  char *other_dir = g_strdup_printf("%s-8_temp_%d-0123456789abcdef", prefix, (int)dead);
+  g_assert_cmpint(g_mkdir(shard_dir, 0755), ==, 0);
+  g_assert_cmpint(g_mkdir(other_dir, 0755), ==, 0);
+  touch(shard_dir, "part-00000-of-00002.data-00000-of-00001");
+  char *part_temp = g_strdup_printf("part-00001-of-00002.index.tempstate%d-0badc0de", (int)dead);
+  touch(shard_dir, part_temp);
+  touch(other_dir, "part-00000-of-00002.index");
+  touch(other_dir, "mine.txt");
+  int removed = -1;
+  OK(weft_checkpoint_remove_stale_temp_files(prefix, &removed));
+  g_assert_cmpint(removed, ==, 3 + 2 + 1 + 1);
+  for (int i = 0; gone[i]; i++) g_assert_false(present(dir, gone[i]));
+  for (int i = 0; stay[i]; i++) g_assert_true(present(dir, stay[i]));
+  g_assert_false(g_file_test(shard_dir, G_FILE_TEST_EXISTS));
+  g_assert_true(present(other_dir, "mine.txt"));
+  g_assert_false(present(other_dir, "part-00000-of-00002.index"));
+  /* Nothing left to do: nothing more goes. */
+  OK(weft_checkpoint_remove_stale_temp_files(prefix, &removed));
+  g_assert_cmpint(removed, ==, 0);
+  /* The saver cleans up before it saves. */
+  touch(dir, gone[0]);
+  model_t m = build_model(1, false, false);
+  run_init(&m);
+  weft_saver_t *s = weft_saver_new(5);
+  OK(weft_saver_save(s, m.session, NULL, prefix, 9, NULL));
+  g_assert_false(present(dir, gone[0]));
+  g_assert_true(present(dir, stay[0]));
+  weft_saver_free(s);
+  model_free(&m);
+  /* A folder that does not exist has nothing to clean. */
+  char *nowhere = g_build_filename(dir, "nowhere", "model.ckpt", NULL);
+  OK(weft_checkpoint_remove_stale_temp_files(nowhere, &removed));
+  g_assert_cmpint(removed, ==, 0);
+  g_free(nowhere);
+  for (int i = 0; gone[i]; i++) g_free(gone[i]);
+  for (int i = 0; stay[i]; i++) g_free(stay[i]);
+  g_free(part_temp);
+  g_free(shard_dir);
+  g_free(other_dir);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 static void test_state_file(void) {
   char *dir = tmpdir();
   char *inside = g_build_filename(dir, "a b \"q\"", NULL);
@@ -1015,5 +1103,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/checkpoint/saver", test_saver);
   g_test_add_func("/checkpoint/saver/dtype_mismatch", test_saver_dtype_mismatch);
   g_test_add_func("/checkpoint/saver/max_to_keep", test_max_to_keep);
+  g_test_add_func("/checkpoint/saver/stale_temp_files", test_stale_temp_files);
   return g_test_run();
 }

@@ -665,6 +665,17 @@ static void test_checkpoint_killed(void) {
     g_test_message("checkpoint %d was complete but not yet in the state file", last_saved + 1);
   }
   g_free(next_index);
+  /* The killed writer's temporary files are its own (its pid is in their names) and it is
+   * gone: the next saver of this prefix removes them, and only them. */
+  char *prefix = g_build_filename(dir, "ckpt", NULL);
+  int temps = count_with(dir, "tempstate"), removed = -1;
+  g_assert_cmpint(temps, >=, partial);
+  weft_status_t *st = weft_checkpoint_remove_stale_temp_files(prefix, &removed);
+  g_assert_null(st);
+  g_assert_cmpint(removed, ==, temps);
+  g_assert_cmpint(count_with(dir, "tempstate"), ==, 0);
+  assert_checkpoint(latest, last_saved, 24);
+  g_free(prefix);
   g_free(want);
   g_free(latest);
   remove_tree(dir);

@@ -542,6 +542,54 @@ static void test_content_size_mismatch(void) {
   weft_graph_free(g);
 }
 
+/* A Const whose "dtype" attr disagrees with the tensor in its "value" attr is refused at import
+ * (and when built through the C API), naming the node and both dtypes, not left to fail at run
+ * time. The GraphDef is written byte by byte: dtype DT_FLOAT, value an int32 scalar 7. */
+static void test_const_dtype_mismatch(void) {
+  static const uint8_t bytes[] = {
+      0x0a, 0x2b,                                     /* GraphDef.node, 43 bytes */
+      0x0a, 0x01, 'c',                                /* NodeDef.name "c" */
+      0x12, 0x05, 'C', 'o', 'n', 's', 't',            /* NodeDef.op "Const" */
+      0x2a, 0x0b,                                     /* NodeDef.attr entry, 11 bytes */
+      0x0a, 0x05, 'd', 't', 'y', 'p', 'e',            /*   key "dtype" */
+      0x12, 0x02, 0x30, 0x01,                         /*   AttrValue.type DT_FLOAT */
+      0x2a, 0x12,                                     /* NodeDef.attr entry, 18 bytes */
+      0x0a, 0x05, 'v', 'a', 'l', 'u', 'e',            /*   key "value" */
+      0x12, 0x09, 0x42, 0x07,                         /*   AttrValue.tensor, 7 bytes: */
+      0x08, 0x03, 0x12, 0x00, 0x3a, 0x01, 0x07,       /*   DT_INT32, shape [], int_val 7 */
+  };
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = weft_graph_import_graphdef(g, bytes, sizeof bytes, NULL);
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, "INVALID_ARGUMENT");
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "node 'c': Const's attr 'dtype' is float32, but its attr 'value' holds a tensor "
+                  "of int32");
+  weft_status_free(st);
+  g_assert_cmpint(weft_graph_num_nodes(g), ==, 0);
+  /* The same bytes with dtype DT_INT32 import. */
+  uint8_t fixed[sizeof bytes];
+  memcpy(fixed, bytes, sizeof bytes);
+  fixed[24] = 0x03;
+  g_assert_null(weft_graph_import_graphdef(g, fixed, sizeof fixed, NULL));
+  g_assert_cmpint(weft_graph_num_nodes(g), ==, 1);
+  /* Through the C API: an op builder given both attrs. */
+  weft_tensor_t *seven = weft_tensor_new_scalar_int32(7);
+  weft_op_builder_t *b = weft_op_new(g, "Const", "d");
+  weft_op_set_attr_tensor(b, "value", seven);
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_node_t *node = NULL;
+  st = weft_op_finish(b, &node);
+  g_assert_nonnull(st);
+  g_assert_null(node);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "node 'd': Const's attr 'dtype' is float64, but its attr 'value' holds a tensor "
+                  "of int32");
+  weft_status_free(st);
+  weft_tensor_unref(seven);
+  weft_graph_free(g);
+}
+
 static void test_cycle(void) {
   weft_graph_t *g = weft_graph_new();
   Tensorflow__NodeDef *nodes[] = {nd_placeholder("p", WEFT_DT_FLOAT, 0, NULL),
@@ -1083,6 +1131,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/graphdef/error/unknown_op", test_unknown_op);
   g_test_add_func("/graphdef/error/missing_input", test_missing_input);
   g_test_add_func("/graphdef/error/content_size", test_content_size_mismatch);
+  g_test_add_func("/graphdef/error/const_dtype", test_const_dtype_mismatch);
   g_test_add_func("/graphdef/error/cycle", test_cycle);
   g_test_add_func("/graphdef/error/names", test_duplicate_and_existing_names);
   g_test_add_func("/graphdef/error/adds_nothing", test_failure_adds_nothing);

@@ -2,8 +2,9 @@
  * checkpoint / caller hooks, non-chief readiness), the saver over remote sessions with one shard
  * per ps task, and weft-train launched as real ps and worker processes on loopback: asynchronous
  * and synchronous training reaching their targets, a ps killed with SIGKILL and restarted in the
- * middle of training with the workers recovering from the last checkpoint, and the command
- * line's errors. */
+ * middle of training with the workers recovering from the last checkpoint, a ps frozen (SIGSTOP)
+ * past the step timeout, periodic saves failing, the recovery budget running out, and the
+ * command line's errors. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -302,8 +303,10 @@ static void test_monitored_errors(void) {
   rm_rf(dir);
   g_free(dir);
 
-  /* A save after a step that ran fails (the folder became a file): the error names the
-   * checkpoint, and the caller gets no outputs of that step (nothing to free, nothing leaked). */
+  /* A periodic save after a step that ran fails (the folder became a file): training goes on,
+   * the step's outputs come back, the latest checkpoint stays the one before, and the save is
+   * tried again at the next save point. The final save at close returns its error, naming the
+   * checkpoint. */
   dir = tmpdir();
   lin_t c = build_linear(NULL);
   o = weft_monitored_session_options_new();
@@ -319,14 +322,18 @@ static void test_monitored_errors(void) {
   const char *feeds[2] = {"x", "y"};
   weft_tensor_t *values[2] = {x, y};
   const char *target = weft_node_name(c.train_op);
-  weft_tensor_t *loss = (weft_tensor_t *)&loss; /* must be overwritten with NULL */
-  weft_status_t *st =
-      weft_monitored_session_run(ms, feeds, values, 2, &c.loss, &loss, 1, &target, 1);
+  for (int i = 1; i <= 2; i++) {
+    weft_tensor_t *loss = NULL;
+    OK(weft_monitored_session_run(ms, feeds, values, 2, &c.loss, &loss, 1, &target, 1));
+    g_assert_nonnull(loss);
+    weft_tensor_unref(loss);
+    g_assert_cmpint(weft_monitored_session_global_step(ms), ==, i);
+    g_assert_true(g_str_has_suffix(weft_monitored_session_last_checkpoint(ms), "model.ckpt-0"));
+  }
+  weft_status_t *st = weft_monitored_session_close(ms);
   g_assert_nonnull(st);
   if (!strstr(weft_status_message(st), dir)) g_error("save error: %s", weft_status_message(st));
   weft_status_free(st);
-  g_assert_null(loss);
-  g_assert_cmpint(weft_monitored_session_global_step(ms), ==, 1);
   weft_tensor_unref(x);
   weft_tensor_unref(y);
   weft_monitored_session_free(ms);
@@ -334,6 +341,76 @@ static void test_monitored_errors(void) {
   weft_graph_free(c.g);
   g_remove(dir);
   g_free(dir);
+}
+
+/* The recovery budget: a step that keeps missing its deadline runs again on the same session,
+ * with the pauses logged, until recovery_timeout_secs is used; then the last error comes back
+ * with its code, named. A step that works again within the budget succeeds, and 0 turns
+ * recovery off. Runs in a subprocess to see the log on stderr. */
+typedef struct flaky {
+  int calls;
+  int fail_first; /* fail this many calls with DEADLINE_EXCEEDED; < 0: all */
+} flaky_t;
+
+static weft_status_t *flaky_step(void *user_data, weft_session_t *session) {
+  (void)session;
+  flaky_t *f = user_data;
+  f->calls++;
+  if (f->fail_first < 0 || f->calls <= f->fail_first)
+    return weft_status_new(WEFT_DEADLINE_EXCEEDED, "fake deadline %d", f->calls);
+  return NULL;
+}
+
+static void test_monitored_recovery_budget(void) {
+  if (g_test_subprocess()) {
+    lin_t m = build_linear(NULL);
+    weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+    weft_monitored_session_options_set_retry_backoff_ms(o, 100);
+    weft_monitored_session_options_set_recovery_timeout_secs(o, 0.5);
+    weft_monitored_session_t *ms = NULL;
+    OK(weft_monitored_session_new(m.g, o, &ms));
+    /* Works on the third call: two pauses, 0.1 s then 0.2 s. */
+    flaky_t f = {0, 2};
+    OK(weft_monitored_session_run_step_fn(ms, flaky_step, &f));
+    g_assert_cmpint(f.calls, ==, 3);
+    g_assert_cmpint(weft_monitored_session_recoveries(ms), ==, 0); /* same session throughout */
+    /* Never works: 0.1 + 0.2 + the 0.2 s left of the budget. */
+    f = (flaky_t){0, -1};
+    gint64 t0 = g_get_monotonic_time();
+    weft_status_t *st = weft_monitored_session_run_step_fn(ms, flaky_step, &f);
+    double took = (double)(g_get_monotonic_time() - t0) / 1e6;
+    g_assert_nonnull(st);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_DEADLINE_EXCEEDED);
+    if (!g_regex_match_simple("^Monitored session: gave up recovering after 3 attempts in 0\\.[5-9] s "
+                              "\\(recovery timeout 0\\.5 s\\); last error: DEADLINE_EXCEEDED: "
+                              "fake deadline 4$", weft_status_message(st), 0, 0))
+      g_error("unexpected: %s", weft_status_message(st));
+    weft_status_free(st);
+    g_assert_cmpint(f.calls, ==, 4);
+    g_assert_cmpfloat(took, >=, 0.5);
+    g_assert_cmpfloat(took, <, 3);
+    weft_monitored_session_free(ms);
+    /* 0: no recovery at all. */
+    weft_monitored_session_options_set_recovery_timeout_secs(o, 0);
+    OK(weft_monitored_session_new(m.g, o, &ms));
+    f = (flaky_t){0, -1};
+    st = weft_monitored_session_run_step_fn(ms, flaky_step, &f);
+    g_assert_cmpint(f.calls, ==, 1);
+    g_assert_cmpstr(weft_status_message(st), ==, "Monitored session: gave up recovering after 0 "
+                    "attempts in 0.0 s (recovery timeout 0 s); last error: DEADLINE_EXCEEDED: "
+                    "fake deadline 1");
+    weft_status_free(st);
+    weft_monitored_session_free(ms);
+    weft_monitored_session_options_free(o);
+    weft_graph_free(m.g);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  g_test_trap_assert_stderr(
+      "*W monitored_session: a task did not answer in time (DEADLINE_EXCEEDED: fake deadline 1); "
+      "running the step again in 0.1 s, 0.0 s of 0.5 s used (attempt 1)*"
+      "W monitored_session: recovered: the step ran after 2 attempts in 0.* s (global step 0)*");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -733,6 +810,168 @@ static void test_train_ps_killed_and_restarted(void) {
   g_free(dir);
 }
 
+/* Reads the chief's progress lines until the global step reaches `step`. */
+static void wait_for_step(proc_t *p, int64_t step) {
+  for (;;) {
+    char *line = read_until(p, "progress worker=", PROCESS_TIMEOUT_MS);
+    if (!line) g_error("the worker stopped before step %" G_GINT64_FORMAT ":\n%s", step, p->log->str);
+    int64_t at = number_after(line, "step=");
+    g_free(line);
+    if (at >= step) return;
+  }
+}
+
+/* A ps frozen (SIGSTOP) for longer than the step timeout: both workers' steps miss their
+ * deadline, are run again on the same sessions with growing pauses, and go on once the ps is
+ * back (SIGCONT); training ends at the target with nothing restored. */
+static void test_train_ps_frozen(void) {
+  char *dir = tmpdir();
+  int ps_port;
+  char *hosts = hosts_flags(&ps_port);
+  proc_t ps = spawn_train(hosts, "ps", 0, NULL);
+  const char *common = "--model linear --train_steps 1500 --log_every 20 --device CPU "
+                       "--step_timeout_ms 1000 --recovery_timeout_secs 20";
+  char *chief_extra = g_strdup_printf("%s --save_steps 100 --checkpoint_dir %s", common, dir);
+  proc_t w0 = spawn_train(hosts, "worker", 0, chief_extra);
+  proc_t w1 = spawn_train(hosts, "worker", 1, common);
+  wait_for_step(&w0, 150); /* between two saves */
+  kill(ps.pid, SIGSTOP);
+  /* Longer than a step's deadline: the step timeout plus the master's margin for its RunGraph
+   * calls (2 s). */
+  g_usleep(5 * G_USEC_PER_SEC);
+  kill(ps.pid, SIGCONT);
+  int rc0 = wait_exit(&w0), rc1 = wait_exit(&w1);
+  if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0.log->str, w1.log->str);
+  proc_t *w[2] = {&w0, &w1};
+  for (int k = 0; k < 2; k++) {
+    /* What the monitored session said while it waited, and when it got through. */
+    const char *retry = strstr(w[k]->log->str, "W monitored_session: a task did not answer in "
+                               "time (DEADLINE_EXCEEDED: ");
+    if (!retry) g_error("worker %d did not retry a missed deadline:\n%s", k, w[k]->log->str);
+    g_assert_nonnull(strstr(retry, "running the step again in "));
+    g_assert_nonnull(strstr(retry, " s of 20 s used (attempt 1)"));
+    g_assert_nonnull(strstr(retry, "W monitored_session: recovered: the step ran after "));
+    JsonParser *parser;
+    JsonObject *o = final_json(w[k], &parser);
+    /* The target, plus the last steps of the other worker, plus the steps that missed their
+     * deadline but that the ps still ran once it was back (at most a few per worker). */
+    g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 1500);
+    g_assert_cmpint(json_object_get_int_member(o, "global_step"), <=, 1515);
+    g_assert_cmpint(json_object_get_int_member(o, "recoveries"), ==, 0); /* nothing restored */
+    g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, ASYNC_LOSS_LIMIT);
+    g_object_unref(parser);
+  }
+  stop_proc(&ps, SIGTERM);
+  free_proc(&ps);
+  free_proc(&w0);
+  free_proc(&w1);
+  g_free(chief_extra);
+  g_free(hosts);
+  rm_rf(dir);
+  g_free(dir);
+}
+
+/* Periodic saves that fail (the checkpoint folder replaced by a file: root ignores permissions)
+ * do not end training: the chief logs each one and tries again at the next save point; the
+ * previous checkpoint stays whole and the latest; once the folder is back, saves work again and
+ * training finishes with a final checkpoint. */
+static void test_train_save_fails(void) {
+  char *top = tmpdir();
+  char *dir = g_build_filename(top, "ckpt", NULL);
+  char *hidden = g_build_filename(top, "ckpt.hidden", NULL);
+  int ps_port;
+  char *hosts = hosts_flags(&ps_port);
+  proc_t ps = spawn_train(hosts, "ps", 0, NULL);
+  /* The chief alone (its sessions leave the other worker out), holding still at step 50. */
+  char *extra = g_strdup_printf("--model linear --train_steps 3000 --log_every 50 --device CPU "
+                                "--save_steps 20 --pause_at_step 50 --checkpoint_dir %s", dir);
+  proc_t w0 = spawn_train(hosts, "worker", 0, extra);
+  g_free(read_until(&w0, "paused at global step", PROCESS_TIMEOUT_MS));
+  char *before = weft_checkpoint_latest(dir);
+  g_assert_nonnull(before);
+  char *before_base = g_path_get_basename(before);
+  g_assert_cmpint(g_rename(dir, hidden), ==, 0);
+  g_assert_true(g_file_set_contents(dir, "in the way", -1, NULL));
+  g_assert_true(wait_stopped(w0.pid, PROCESS_TIMEOUT_MS));
+  kill(w0.pid, SIGCONT);
+  char *line = read_until(&w0, "2 in a row", PROCESS_TIMEOUT_MS);
+  if (!line) g_error("no second failed save:\n%s", w0.log->str);
+  char *want = g_strdup_printf("; the latest checkpoint is still %s; trying again at the next "
+                               "save point (in 20 steps or in 600 s)", before);
+  g_assert_nonnull(strstr(line, want));
+  g_assert_nonnull(strstr(line, "W monitored_session: checkpoint at global step "));
+  g_assert_nonnull(strstr(line, "Not a directory"));
+  /* The previous checkpoint, untouched and still the latest of its folder, restores. */
+  char *latest_hidden = weft_checkpoint_latest(hidden);
+  g_assert_nonnull(latest_hidden);
+  char *latest_base = g_path_get_basename(latest_hidden);
+  g_assert_cmpstr(latest_base, ==, before_base);
+  weft_checkpoint_reader_t *r = NULL;
+  OK(weft_checkpoint_reader_open(latest_hidden, &r));
+  weft_tensor_t *w = NULL;
+  OK(weft_checkpoint_reader_read(r, "W", &w));
+  weft_tensor_unref(w);
+  weft_checkpoint_reader_free(r);
+  /* The folder comes back: training finishes and saves again. */
+  g_assert_cmpint(g_remove(dir), ==, 0);
+  g_assert_cmpint(g_rename(hidden, dir), ==, 0);
+  int rc = wait_exit(&w0);
+  if (rc) g_error("the chief exited %d:\n%s", rc, w0.log->str);
+  JsonParser *parser;
+  JsonObject *o = final_json(&w0, &parser);
+  g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 3000);
+  char *final_ckpt = g_strdup_printf("%s/model.ckpt-3000", dir);
+  g_assert_cmpstr(json_object_get_string_member(o, "checkpoint"), ==, final_ckpt);
+  char *latest = weft_checkpoint_latest(dir);
+  g_assert_cmpstr(latest, ==, final_ckpt);
+  g_object_unref(parser);
+  stop_proc(&ps, SIGTERM);
+  free_proc(&ps);
+  free_proc(&w0);
+  g_free(latest);
+  g_free(final_ckpt);
+  g_free(latest_base);
+  g_free(latest_hidden);
+  g_free(want);
+  g_free(line);
+  g_free(before_base);
+  g_free(before);
+  g_free(extra);
+  g_free(hosts);
+  g_free(hidden);
+  g_free(dir);
+  rm_rf(top);
+  g_free(top);
+}
+
+/* A ps frozen for longer than the recovery budget: the worker gives up once the budget is used,
+ * with the last error's code and the budget named, and exits 1. The budget is checked before
+ * each new attempt, so the time can pass it by one attempt (here the step timeout of 0.5 s plus
+ * the master's 2 s margin on its RunGraph calls). */
+static void test_train_recovery_exhausted(void) {
+  int ps_port;
+  char *hosts = hosts_flags(&ps_port);
+  proc_t ps = spawn_train(hosts, "ps", 0, NULL);
+  proc_t w0 = spawn_train(hosts, "worker", 0, "--model linear --train_steps 1000000 "
+                          "--log_every 20 --device CPU --step_timeout_ms 500 "
+                          "--recovery_timeout_secs 2");
+  wait_for_step(&w0, 40);
+  kill(ps.pid, SIGSTOP);
+  int rc = wait_exit(&w0);
+  kill(ps.pid, SIGCONT);
+  g_assert_cmpint(rc, ==, 1);
+  GRegex *re = g_regex_new("^weft-train: error: training: DEADLINE_EXCEEDED: Monitored session: "
+                           "gave up recovering after [0-9]+ attempts? in [2-9]\\.[0-9] s "
+                           "\\(recovery timeout 2 s\\); last error: DEADLINE_EXCEEDED: .*"
+                           "/job:ps/replica:0/task:0.*$", G_REGEX_MULTILINE, 0, NULL);
+  if (!g_regex_match(re, w0.log->str, 0, NULL)) g_error("unexpected end:\n%s", w0.log->str);
+  g_regex_unref(re);
+  stop_proc(&ps, SIGTERM);
+  free_proc(&ps);
+  free_proc(&w0);
+  g_free(hosts);
+}
+
 /* --local trains the same model in one process: the baseline weft bench compares the cluster
  * with. */
 static void test_train_local(void) {
@@ -806,6 +1045,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/training/monitored_session/logging", test_monitored_logging);
   g_test_add_func("/training/monitored_session/save_secs", test_monitored_save_secs);
   g_test_add_func("/training/monitored_session/errors", test_monitored_errors);
+  g_test_add_func("/training/monitored_session/recovery_budget", test_monitored_recovery_budget);
   g_test_add_func("/training/saver/remote_sharded", test_saver_remote_sharded);
   g_test_add_func("/training/session/device_filters", test_device_filters);
   g_test_add_func("/training/weft_train/async_linear", test_train_async_linear);
@@ -813,6 +1053,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/training/weft_train/mlp", test_train_mlp);
   g_test_add_func("/training/weft_train/ps_killed_and_restarted",
                   test_train_ps_killed_and_restarted);
+  g_test_add_func("/training/weft_train/ps_frozen", test_train_ps_frozen);
+  g_test_add_func("/training/weft_train/save_fails", test_train_save_fails);
+  g_test_add_func("/training/weft_train/recovery_exhausted", test_train_recovery_exhausted);
   g_test_add_func("/training/weft_train/local", test_train_local);
   g_test_add_func("/training/weft_train/command_line_errors", test_train_command_line_errors);
   return g_test_run();

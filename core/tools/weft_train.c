@@ -36,6 +36,7 @@
 typedef struct flags {
   char *ps_hosts, *worker_hosts, *job_name, *model, *optimizer, *checkpoint_dir, *progress;
   char *device; /* device type for every node, or NULL: the placer's choice */
+  char *bind;   /* the address this task's server listens on, or NULL: loopback */
   int task_index;
   gint64 train_steps;
   int batch_size;
@@ -47,6 +48,7 @@ typedef struct flags {
   gint64 save_steps;
   gint64 log_every;
   gint64 step_timeout_ms;
+  double recovery_timeout_secs; /* the monitored session's recovery budget of one step */
   gint64 pause_at_step; /* stop this process (SIGSTOP) once the global step reaches it; 0: off */
   int seed;
 } flags_t;
@@ -298,6 +300,7 @@ typedef struct trainer {
   int64_t local_steps; /* steps this worker ran */
   int64_t last_printed;
   bool tty;
+  bool past_last_step; /* sync: a non-chief waited in vain for the update after the last step */
 } trainer_t;
 
 /* Fresh batch tensors for the next step. */
@@ -318,6 +321,15 @@ static void next_batch(trainer_t *t) {
   }
 }
 
+static double fetch_scalar(weft_session_t *session, const char *name) {
+  weft_tensor_t *t = NULL;
+  weft_status_t *st = weft_session_run(session, NULL, NULL, 0, &name, &t, 1, NULL, 0);
+  double v = st ? NAN : weft_tensor_get_double(t, 0);
+  weft_status_free(st);
+  weft_tensor_unref(t);
+  return v;
+}
+
 static weft_status_t *sync_step(void *user_data, weft_session_t *session) {
   trainer_t *t = user_data;
   const char *feeds[2] = {"x", "y"};
@@ -326,7 +338,16 @@ static weft_status_t *sync_step(void *user_data, weft_session_t *session) {
   weft_status_t *st = weft_sync_replicas_step(t->model->sync, session, t->is_chief, feeds, values,
                                               2, &t->model->loss, &loss, 1,
                                               t->f->step_timeout_ms, NULL);
-  if (!st) t->last_loss = weft_tensor_get_double(loss, 0);
+  /* The chief stops at the last step; a worker still waiting for that update then waits in
+   * vain: past the last step there is nothing left to wait for. Said here, before the monitored
+   * session would retry the missed deadline. */
+  if (st && weft_status_code(st) == WEFT_DEADLINE_EXCEEDED && !t->is_chief &&
+      fetch_scalar(session, "global_step") >= (double)t->f->train_steps - 1) {
+    weft_status_free(st);
+    st = NULL;
+    t->past_last_step = true;
+  }
+  if (!st && loss) t->last_loss = weft_tensor_get_double(loss, 0);
   weft_tensor_unref(loss);
   return st;
 }
@@ -408,24 +429,26 @@ static weft_status_t *evaluate(weft_session_t *session, model_t *m, const flags_
   return st;
 }
 
-static double fetch_scalar(weft_session_t *session, const char *name) {
-  weft_tensor_t *t = NULL;
-  weft_status_t *st = weft_session_run(session, NULL, NULL, 0, &name, &t, 1, NULL, 0);
-  double v = st ? NAN : weft_tensor_get_double(t, 0);
-  weft_status_free(st);
-  weft_tensor_unref(t);
-  return v;
-}
-
 static void print_json_number(GString *s, const char *key, double v) {
   if (isfinite(v)) g_string_append_printf(s, ",\"%s\":%.6g", key, v);
   else g_string_append_printf(s, ",\"%s\":null", key);
 }
 
+/* This task's server, listening on --bind when given (a cluster across machines or network
+ * namespaces), else on loopback. */
+static weft_status_t *new_server(const flags_t *f, weft_cluster_spec_t *spec, const char *job,
+                                 weft_server_t **server) {
+  weft_server_options_t *o = weft_server_options_new();
+  weft_server_options_set_bind_address(o, f->bind);
+  weft_status_t *st = weft_server_new(spec, job, f->task_index, o, server);
+  weft_server_options_free(o);
+  return st;
+}
+
 /* A worker task, or with spec NULL (--local) the whole training in this process. */
 static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
   weft_server_t *server = NULL;
-  weft_status_t *st = spec ? weft_server_new(spec, "worker", f->task_index, NULL, &server) : NULL;
+  weft_status_t *st = spec ? new_server(f, spec, "worker", &server) : NULL;
   if (!st && server) st = weft_server_start(server);
   if (st) {
     weft_server_free(server);
@@ -463,6 +486,7 @@ static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
   weft_monitored_session_options_set_save_checkpoint_steps(mopts, f->save_steps);
   weft_monitored_session_options_set_last_step(mopts, f->train_steps);
   weft_monitored_session_options_set_after_run(mopts, after_run, &t);
+  weft_monitored_session_options_set_recovery_timeout_secs(mopts, f->recovery_timeout_secs);
   weft_monitored_session_t *ms = NULL;
   st = weft_monitored_session_new(model.graph, mopts, &ms);
   weft_monitored_session_options_free(mopts);
@@ -505,14 +529,7 @@ static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
       t.local_steps++;
       if (model.sync) {
         st = weft_monitored_session_run_step_fn(ms, sync_step, &t);
-        /* The chief stops at the last step; a worker still waiting for that update then
-         * waits in vain: past the last step there is nothing left to wait for. */
-        if (st && weft_status_code(st) == WEFT_DEADLINE_EXCEEDED && !t.is_chief &&
-            fetch_scalar(weft_monitored_session_session(ms), "global_step") >= (double)f->train_steps - 1) {
-          weft_status_free(st);
-          st = NULL;
-          break;
-        }
+        if (!st && t.past_last_step) break;
       } else {
         weft_tensor_t *values[2] = {t.xt, t.yt};
         weft_tensor_t *loss = NULL;
@@ -583,7 +600,7 @@ static int run_ps(const flags_t *f, weft_cluster_spec_t *spec) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   weft_server_t *server = NULL;
-  weft_status_t *st = weft_server_new(spec, "ps", f->task_index, NULL, &server);
+  weft_status_t *st = new_server(f, spec, "ps", &server);
   if (!st) st = weft_server_start(server);
   if (st) {
     weft_server_free(server);
@@ -614,6 +631,7 @@ static int train_main(flags_t *f) {
   if (!(f->learning_rate > 0)) return usage("--learning_rate must be positive");
   if (f->log_every <= 0) return usage("--log_every must be positive");
   if (f->step_timeout_ms <= 0) return usage("--step_timeout_ms must be positive");
+  if (!(f->recovery_timeout_secs >= 0)) return usage("--recovery_timeout_secs must be 0 or more");
   if (strcmp(f->progress, "auto") != 0 && strcmp(f->progress, "lines") != 0)
     return usage("--progress must be 'auto' or 'lines'");
   if (f->task_index < 0) return usage("--task_index must be 0 or more");
@@ -655,7 +673,8 @@ static int train_main(flags_t *f) {
 
 int main(int argc, char **argv) {
   flags_t f = {.task_index = 0, .train_steps = 1000, .batch_size = 0, .learning_rate = 0,
-               .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000, .seed = 1};
+               .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000,
+               .recovery_timeout_secs = 300, .seed = 1};
   gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
       {"ps_hosts", 0, 0, G_OPTION_ARG_STRING, &f.ps_hosts, "the ps tasks: host:port,...", "HOSTS"},
@@ -693,6 +712,12 @@ int main(int argc, char **argv) {
        "auto (a bar on a terminal, else lines) or lines", "MODE"},
       {"step_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.step_timeout_ms,
        "deadline of one step, and of a synchronous step's wait (30000)", "MS"},
+      {"recovery_timeout_secs", 0, 0, G_OPTION_ARG_DOUBLE, &f.recovery_timeout_secs,
+       "how long a failed step is retried (a task lost, restarted or not answering in time) "
+       "before training fails (300; 0: no retries)", "S"},
+      {"bind", 0, 0, G_OPTION_ARG_STRING, &f.bind,
+       "listen on this address instead of loopback (0.0.0.0: every interface), as weftd --bind",
+       "ADDR"},
       {"device", 0, 0, G_OPTION_ARG_STRING, &f.device,
        "put every node on a device of this type (CPU, VULKAN, CUDA; default: the placer's choice, "
        "the highest-priority device)", "TYPE"},
@@ -758,5 +783,6 @@ int main(int argc, char **argv) {
   g_free(f.checkpoint_dir);
   g_free(f.progress);
   g_free(f.device);
+  g_free(f.bind);
   return code;
 }

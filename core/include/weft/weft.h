@@ -444,6 +444,18 @@ WEFT_API void weft_server_options_set_max_tensor_bytes(weft_server_options_t *op
 WEFT_API void weft_server_options_set_max_graph_nodes(weft_server_options_t *opts, int64_t n);
 WEFT_API void weft_server_options_set_max_node_attrs(weft_server_options_t *opts, int64_t n);
 WEFT_API void weft_server_options_set_max_tensor_rank(weft_server_options_t *opts, int rank);
+/* Calls that may block for a whole step (RunStep, RunGraph, CreateSession, ...) the server
+ * handles at once; one more gets RESOURCE_EXHAUSTED and the server keeps serving. Each holds a
+ * few threads while it runs. 0 or less restores the default, WEFT_DEFAULT_MAX_CONCURRENT_STEPS. */
+#define WEFT_DEFAULT_MAX_CONCURRENT_STEPS 256
+WEFT_API void weft_server_options_set_max_concurrent_steps(weft_server_options_t *opts, int n);
+/* A master session no call has used for this long is closed, and its graphs and threads on every
+ * task are released (TensorFlow's session_gc_seconds); a later call on it gets an error saying
+ * so (ABORTED: create the session again). 0 or less restores the default,
+ * WEFT_DEFAULT_SESSION_GC_SECONDS (one day). */
+#define WEFT_DEFAULT_SESSION_GC_SECONDS 86400
+WEFT_API void weft_server_options_set_session_gc_seconds(weft_server_options_t *opts,
+                                                         int64_t seconds);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */
@@ -579,6 +591,13 @@ WEFT_API weft_status_t *weft_checkpoint_state_write(const char *dir, const char 
 /* tf.train.latest_checkpoint: the newest prefix in `dir` whose index exists, or NULL. The caller
  * frees with weft_free. */
 WEFT_API char *weft_checkpoint_latest(const char *dir);
+/* Removes the temporary files and folders that writers of checkpoints of `prefix` (a path such
+ * as DIR/model.ckpt, without the -STEP) left when they died: PREFIX[-STEP].index.tempstate<pid>-*,
+ * PREFIX[-STEP].data-*.tempstate<pid>-* and PREFIX[-STEP]_temp_<pid>-<hex> folders of sharded saves,
+ * only those whose process <pid> no longer exists on this machine and never this process's own.
+ * Nothing else in the folder is touched. weft_saver_save does it before each save.
+ * *removed (may be NULL) receives how many files and folders went. */
+WEFT_API weft_status_t *weft_checkpoint_remove_stale_temp_files(const char *prefix, int *removed);
 
 /* TensorFlow's Saver over the variables of a session. A local session's variables are read and
  * assigned directly; a remote session's by steps, for which the saver adds its nodes to the graph
@@ -837,7 +856,7 @@ WEFT_API void weft_replica_device_setter_free(weft_replica_device_setter_t *sett
  * caller's own. A step that fails with UNAVAILABLE or ABORTED (a task was lost or restarted), or
  * finds a variable uninitialised after such a restart, makes it recreate its session, restore the
  * last checkpoint (chief) or wait for the variables (others), and run the step again, with
- * growing pauses and a bounded number of attempts. */
+ * growing pauses, within a time budget (set_recovery_timeout_secs). */
 
 typedef struct weft_monitored_session_options weft_monitored_session_options_t;
 typedef struct weft_monitored_session weft_monitored_session_t;
@@ -877,12 +896,18 @@ typedef bool (*weft_monitored_after_run_fn)(void *user_data, int64_t global_step
 WEFT_API void weft_monitored_session_options_set_after_run(weft_monitored_session_options_t *opts,
                                                            weft_monitored_after_run_fn fn,
                                                            void *user_data);
-/* Recovery: how many times in a row a step may be recovered (default 10) and the first pause
- * (default 200 ms, doubling, at most 5 s). */
+/* Recovery (docs/training.md, "Recovery"): a step failing with UNAVAILABLE, ABORTED (or an
+ * uninitialised variable after a restart) recreates the session; one failing with
+ * DEADLINE_EXCEEDED runs again on the same session. Pauses start at retry_backoff_ms (default
+ * 200 ms), double and are capped at 5 s. A step gives up once recovery_timeout_secs (default 300;
+ * 0: no recovery) have passed since its first failure, or after max_retries attempts in a row
+ * (default -1: no count limit), returning the last error's code with a message naming it. */
 WEFT_API void weft_monitored_session_options_set_max_retries(weft_monitored_session_options_t *opts,
     int max_retries);
 WEFT_API void weft_monitored_session_options_set_retry_backoff_ms(
     weft_monitored_session_options_t *opts, int64_t ms);
+WEFT_API void weft_monitored_session_options_set_recovery_timeout_secs(
+    weft_monitored_session_options_t *opts, double secs);
 /* How long a non-chief waits for the chief to initialise or restore the variables (default
  * 60000 ms): then DEADLINE_EXCEEDED naming the variables still uninitialised. */
 WEFT_API void weft_monitored_session_options_set_ready_timeout_ms(
@@ -897,8 +922,9 @@ WEFT_API weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
                                                    const weft_monitored_session_options_t *opts,
                                                    weft_monitored_session_t **out);
 /* weft_session_run with the hooks and the recovery around it. On success fetch_outputs[i]
- * receives a new reference (the caller unrefs it); on failure every fetch_outputs[i] is NULL, also
- * when the step ran but a hook after it (a save) failed. */
+ * receives a new reference (the caller unrefs it); on failure every fetch_outputs[i] is NULL. A
+ * periodic save that fails is logged (WARNING) and tried again at the next save point; the step
+ * still succeeds. */
 WEFT_API weft_status_t *weft_monitored_session_run(weft_monitored_session_t *ms,
                                                    const char *const *feed_names,
                                                    weft_tensor_t *const *feeds, int n_feeds,

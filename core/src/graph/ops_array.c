@@ -52,6 +52,18 @@ static weft_status_t *const_shape(weft_shape_ctx_t *ctx) {
     h->status_free(status);
     return named;
   }
+  /* The output's dtype comes from the "dtype" attr, the tensor from "value": a GraphDef (or a
+   * hand-made node) where they disagree would only fail when a kernel reads the value, as
+   * INTERNAL, far from its cause. The op def already requires "dtype"; absent, that check
+   * speaks. */
+  weft_dtype_t declared = WEFT_DT_INVALID;
+  status = h->attr_type(h->shape_attrs(ctx), "dtype", &declared);
+  if (status) {
+    h->status_free(status);
+  } else if (declared != view.dtype) {
+    return weft__sh_error(ctx, "Const's attr 'dtype' is %s, but its attr 'value' holds a "
+                          "tensor of %s", weft_dtype_name(declared), weft_dtype_name(view.dtype));
+  }
   weft__shape_t s = {.rank = view.rank};
   for (int i = 0; i < view.rank && i < WEFT_MAX_RANK; i++) s.dims[i] = view.dims[i];
   return weft__sh_output(ctx, 0, &s);

@@ -1,10 +1,13 @@
 /* The `checkpoint` state file (TensorFlow's CheckpointState in protobuf text form), the latest
- * checkpoint of a folder, and the saver: TensorFlow's Saver over the variables of a local
- * session, reading and writing their values straight from the session's resource manager. */
+ * checkpoint of a folder, the removal of temporary files that crashed writers left, and the
+ * saver: TensorFlow's Saver over the variables of a local session, reading and writing their
+ * values straight from the session's resource manager. */
 #include "checkpoint_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -162,6 +165,100 @@ static void delete_checkpoint(const char *prefix) {
   g_free(data_prefix);
   g_free(base);
   g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Temporary files left by writers that died */
+
+/* Whether process `pid` of this machine is gone. A process we may not signal (EPERM) exists. */
+static bool pid_gone(const char *digits) {
+  gint64 pid = g_ascii_strtoll(digits, NULL, 10);
+  if (pid <= 0 || pid > G_MAXINT32) return false;
+  if ((pid_t)pid == getpid()) return false; /* our own writers: maybe writing right now */
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes `path`, counting it; true when it went. */
+static bool remove_counted(const char *path, int *removed) {
+  if (g_remove(path) != 0) return false;
+  (*removed)++;
+  return true;
+}
+
+weft_status_t *weft_checkpoint_remove_stale_temp_files(const char *prefix, int *removed) {
+  int count = 0;
+  if (removed) *removed = 0;
+  if (!prefix || !*prefix)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Checkpoint temporary files: empty prefix");
+  char *dir = g_path_get_dirname(prefix);
+  char *base = g_path_get_basename(prefix);
+  char *escaped = g_regex_escape_string(base, -1);
+  /* What this saver's writers name their temporary files and folders, and nothing else:
+   * PREFIX[-STEP].{index,data-N-of-M}.tempstate<pid>-<8 hex> (tensor_bundle.c) and the folder
+   * of a sharded save, PREFIX[-STEP]_temp_<pid>-<16 hex>, with part-N-of-M files inside. */
+  char *file_pattern = g_strdup_printf("^%s(-[0-9]+)?\\.(index|data-[0-9]{5}-of-[0-9]{5})"
+                                       "\\.tempstate([0-9]+)-[0-9a-f]{8}$", escaped);
+  char *dir_pattern = g_strdup_printf("^%s(-[0-9]+)?_temp_([0-9]+)-[0-9a-f]{16}$", escaped);
+  GRegex *file_re = g_regex_new(file_pattern, 0, 0, NULL);
+  GRegex *dir_re = g_regex_new(dir_pattern, 0, 0, NULL);
+  GRegex *part_re = g_regex_new("^part-[0-9]{5}-of-[0-9]{5}\\.(index|data-[0-9]{5}-of-[0-9]{5})"
+                                "(\\.tempstate[0-9]+-[0-9a-f]{8})?$", 0, 0, NULL);
+  GError *err = NULL;
+  GDir *d = g_dir_open(dir, 0, &err);
+  weft_status_t *st = NULL;
+  if (!d) {
+    if (!g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+      st = weft_status_new(WEFT_INTERNAL, "Checkpoint temporary files: cannot list '%s': %s", dir,
+                           err->message);
+    g_error_free(err);
+  }
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    GMatchInfo *m = NULL;
+    char *full = g_build_filename(dir, name, NULL);
+    if (g_regex_match(file_re, name, 0, &m)) {
+      char *pid = g_match_info_fetch(m, 3);
+      if (pid_gone(pid) && g_file_test(full, G_FILE_TEST_IS_REGULAR)) remove_counted(full, &count);
+      g_free(pid);
+    } else {
+      g_match_info_free(m);
+      m = NULL;
+      if (g_regex_match(dir_re, name, 0, &m)) {
+        char *pid = g_match_info_fetch(m, 2);
+        if (pid_gone(pid) && g_file_test(full, G_FILE_TEST_IS_DIR) &&
+            !g_file_test(full, G_FILE_TEST_IS_SYMLINK)) {
+          GDir *sub = g_dir_open(full, 0, NULL);
+          const char *part;
+          while (sub && (part = g_dir_read_name(sub))) {
+            if (!g_regex_match(part_re, part, 0, NULL)) continue;
+            char *part_path = g_build_filename(full, part, NULL);
+            remove_counted(part_path, &count);
+            g_free(part_path);
+          }
+          if (sub) g_dir_close(sub);
+          remove_counted(full, &count); /* only when nothing else is in it */
+        }
+        g_free(pid);
+      }
+    }
+    g_match_info_free(m);
+    g_free(full);
+  }
+  if (d) g_dir_close(d);
+  if (count) {
+    weft__log(WEFT_LOG_INFO, "checkpoint", "removed %d temporary file%s of '%s' left by writers "
+              "that are gone", count, count == 1 ? "" : "s", prefix);
+  }
+  g_regex_unref(file_re);
+  g_regex_unref(dir_re);
+  g_regex_unref(part_re);
+  g_free(file_pattern);
+  g_free(dir_pattern);
+  g_free(escaped);
+  g_free(base);
+  g_free(dir);
+  if (removed) *removed = count;
+  return st;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -357,7 +454,9 @@ static weft_status_t *write_shards(const weft_saver_t *saver, weft_session_t *se
   if (tasks->len == 1) {
     parts[0] = g_strdup(path);
   } else {
-    temp_dir = g_strdup_printf("%s_temp_%08x%08x", path, g_random_int(), g_random_int());
+    /* With the pid, so that weft_checkpoint_remove_stale_temp_files knows whose it is. */
+    temp_dir = g_strdup_printf("%s_temp_%d-%08x%08x", path, (int)getpid(), g_random_int(),
+                               g_random_int());
     for (guint k = 0; k < tasks->len; k++)
       parts[k] = g_strdup_printf("%s/part-%05u-of-%05u", temp_dir, k, tasks->len);
   }
@@ -412,6 +511,8 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
     st = rm ? read_local_values(session, rm, vars, values)
             : fetch_values(session, (weft_graph_t *)g, vars, values);
   }
+  /* Leftovers of writers of this prefix that crashed (never our own: see pid_gone). */
+  if (!st) weft_status_free(weft_checkpoint_remove_stale_temp_files(prefix, NULL));
   if (!st) st = write_shards(saver, session, vars, values, path);
   for (guint i = 0; vars && i < vars->len; i++) weft_tensor_unref(values[i]);
   g_free(values);
@@ -444,12 +545,20 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
       }
     }
     g_ptr_array_add(saver->kept, g_strdup(path));
-    while (saver->max_to_keep > 0 && saver->kept->len > (guint)saver->max_to_keep) {
-      delete_checkpoint(g_ptr_array_index(saver->kept, 0));
-      g_ptr_array_remove_index(saver->kept, 0);
-    }
+    GPtrArray *doomed = g_ptr_array_new_with_free_func(g_free);
+    while (saver->max_to_keep > 0 && saver->kept->len > (guint)saver->max_to_keep)
+      g_ptr_array_add(doomed, g_ptr_array_steal_index(saver->kept, 0));
     st = weft_checkpoint_state_write(dir, path, (const char *const *)saver->kept->pdata,
                                      (int)saver->kept->len);
+    /* The old checkpoints go only once the state file no longer names them: a state file that
+     * could not be written still names the previous checkpoint, which must stay whole. */
+    for (guint i = 0; !st && i < doomed->len; i++) delete_checkpoint(doomed->pdata[i]);
+    if (st) {
+      for (guint i = doomed->len; i > 0; i--)
+        g_ptr_array_insert(saver->kept, 0, g_ptr_array_steal_index(doomed, i - 1));
+      g_ptr_array_remove_index(saver->kept, saver->kept->len - 1);
+    }
+    g_ptr_array_unref(doomed);
     g_free(dir);
   }
   if (!st && saved_path) {

@@ -2,7 +2,11 @@
  * itself up the way a training program needs (the chief restores or initialises, the others wait
  * for the variables), runs the stop / checkpoint / logging hooks after each step, and survives
  * the loss of a task: a step that fails because a task went away or came back empty recreates
- * the session, restores the last checkpoint and runs again. */
+ * the session, restores the last checkpoint and runs again; a step that ran past its deadline (a
+ * frozen peer) runs again on the same session; a periodic save that fails is logged and tried
+ * again at the next save point. Retries pause with capped exponential backoff and stop once the
+ * recovery budget (a time, default RECOVERY_TIMEOUT_SECS) is used: then the last error is
+ * returned. */
 #include <math.h>
 #include <string.h>
 
@@ -13,6 +17,9 @@
 #define MS_WHO "monitored_session"
 #define READY_POLL_MS 50
 #define BACKOFF_CAP_MS 5000
+/* Long enough for a ps to be restarted by hand or by a scheduler, short enough that a cluster
+ * that is not coming back ends the job instead of hanging it. */
+#define RECOVERY_TIMEOUT_SECS 300.0
 
 struct weft_monitored_session_options {
   weft_session_options_t *session;
@@ -26,8 +33,9 @@ struct weft_monitored_session_options {
   char *loss_tensor;
   weft_monitored_after_run_fn after_run;
   void *after_run_data;
-  int max_retries;
+  int max_retries;      /* < 0: no count limit, the time budget alone */
   int64_t backoff_ms;
+  double recovery_secs; /* the time budget of one step's recovery */
   int64_t ready_timeout_ms;
 };
 
@@ -42,6 +50,11 @@ struct weft_monitored_session {
   int64_t global_step;
   int64_t saved_step;        /* global step of the last save or restore */
   gint64 saved_time_us;
+  int64_t save_tried_step;   /* global step and time of the last save attempt, failed or not: */
+  gint64 save_tried_us;      /* the next periodic save is due counting from them */
+  int failed_saves;          /* periodic saves failed in a row */
+  bool ready_timed_out;      /* create_session's error is the readiness timeout: not retried */
+  bool session_ready;        /* the session was set up completely (a step may run again on it) */
   int64_t local_steps;
   int64_t logged_step;
   gint64 logged_time_us;
@@ -57,8 +70,9 @@ weft_monitored_session_options_t *weft_monitored_session_options_new(void) {
   o->save_secs = 600;
   o->max_to_keep = 5;
   o->last_step = -1;
-  o->max_retries = 10;
+  o->max_retries = -1;
   o->backoff_ms = 200;
+  o->recovery_secs = RECOVERY_TIMEOUT_SECS;
   o->ready_timeout_ms = 60000;
   return o;
 }
@@ -128,7 +142,12 @@ void weft_monitored_session_options_set_after_run(weft_monitored_session_options
 
 void weft_monitored_session_options_set_max_retries(weft_monitored_session_options_t *o,
                                                     int max_retries) {
-  o->max_retries = max_retries > 0 ? max_retries : 0;
+  o->max_retries = max_retries >= 0 ? max_retries : -1;
+}
+
+void weft_monitored_session_options_set_recovery_timeout_secs(weft_monitored_session_options_t *o,
+                                                              double secs) {
+  o->recovery_secs = secs > 0 ? secs : 0;
 }
 
 void weft_monitored_session_options_set_retry_backoff_ms(weft_monitored_session_options_t *o,
@@ -212,6 +231,12 @@ static void set_last_checkpoint(weft_monitored_session_t *ms, const char *path) 
   ms->last_checkpoint = g_strdup(path ? path : "");
 }
 
+static void mark_saved(weft_monitored_session_t *ms) {
+  ms->saved_step = ms->save_tried_step = ms->global_step;
+  ms->saved_time_us = ms->save_tried_us = g_get_monotonic_time();
+  ms->failed_saves = 0;
+}
+
 static weft_status_t *save_now(weft_monitored_session_t *ms) {
   if (!ms->opts.is_chief || !ms->checkpoint_prefix) return NULL;
   char *saved = NULL;
@@ -219,8 +244,7 @@ static weft_status_t *save_now(weft_monitored_session_t *ms) {
                                       ms->global_step, &saved);
   if (!st) {
     set_last_checkpoint(ms, saved);
-    ms->saved_step = ms->global_step;
-    ms->saved_time_us = g_get_monotonic_time();
+    mark_saved(ms);
     weft__log(WEFT_LOG_INFO, MS_WHO, "saved checkpoint %s", saved);
   }
   g_free(saved);
@@ -229,13 +253,14 @@ static weft_status_t *save_now(weft_monitored_session_t *ms) {
 
 /* A new session in the state training can start from: the chief restores the latest checkpoint
  * (or initialises and saves a first one), the others wait until the chief has done so. */
-static weft_status_t *create_session(weft_monitored_session_t *ms) {
+static weft_status_t *setup_session(weft_monitored_session_t *ms) {
   if (ms->session) {
     weft_status_free(weft_session_close(ms->session));
     weft_session_free(ms->session);
     ms->session = NULL;
   }
   weft_status_t *st = NULL;
+  ms->ready_timed_out = false;
   ms->session = weft_session_new(ms->graph, ms->opts.session, &st);
   if (st) return st;
   if (ms->opts.is_chief) {
@@ -245,8 +270,7 @@ static weft_status_t *create_session(weft_monitored_session_t *ms) {
       if (!st) {
         set_last_checkpoint(ms, latest);
         st = read_global_step(ms);
-        ms->saved_step = ms->global_step;
-        ms->saved_time_us = g_get_monotonic_time();
+        mark_saved(ms);
         weft__log(WEFT_LOG_INFO, MS_WHO, "restored %s (global step %" G_GINT64_FORMAT ")",
                   latest, ms->global_step);
       }
@@ -264,6 +288,7 @@ static weft_status_t *create_session(weft_monitored_session_t *ms) {
     st = check_ready(ms);
     if (!st || weft_status_code(st) != WEFT_FAILED_PRECONDITION) break;
     if (g_get_monotonic_time() >= deadline) {
+      ms->ready_timed_out = true;
       weft_status_t *late = weft_status_new(
           WEFT_DEADLINE_EXCEEDED, "Monitored session: the variables were not ready after %" G_GINT64_FORMAT
           " ms (is the chief running?): %s", ms->opts.ready_timeout_ms, weft_status_message(st));
@@ -277,8 +302,15 @@ static weft_status_t *create_session(weft_monitored_session_t *ms) {
   return st;
 }
 
+static weft_status_t *create_session(weft_monitored_session_t *ms) {
+  ms->session_ready = false;
+  weft_status_t *st = setup_session(ms);
+  ms->session_ready = st == NULL;
+  return st;
+}
+
 /* Errors a lost or restarted task causes; the step is worth running again on a new session. */
-static bool recoverable(const weft_status_t *st) {
+static bool needs_new_session(const weft_status_t *st) {
   weft_code_t code = weft_status_code(st);
   if (code == WEFT_UNAVAILABLE || code == WEFT_ABORTED) return true;
   /* A parameter server that came back empty: its variables are gone until the chief restores. */
@@ -286,23 +318,55 @@ static bool recoverable(const weft_status_t *st) {
          strstr(weft_status_message(st), "uninitialized value") != NULL;
 }
 
-/* Recreates the session until it works, pausing longer each time; at most max_retries times. */
-static weft_status_t *recover(weft_monitored_session_t *ms, weft_status_t *cause, int *attempts) {
+/* A step (or a session's creation) that ran past its deadline: a peer frozen or cut off, whose
+ * variables are still there once it answers again. The step runs again on the same session
+ * (recreating it would throw away the steps since the last checkpoint for nothing). */
+static bool retryable(const weft_monitored_session_t *ms, const weft_status_t *st) {
+  if (needs_new_session(st)) return true;
+  return weft_status_code(st) == WEFT_DEADLINE_EXCEEDED && !ms->ready_timed_out;
+}
+
+static double secs_since(gint64 t0_us) {
+  return (double)(g_get_monotonic_time() - t0_us) / 1e6;
+}
+
+/* Retries `cause` until something works or the budget is used: recreates the session for a lost
+ * or restarted task, or just pauses before the step runs again on the same session for a missed
+ * deadline (*rerun then says so and nothing else is done). Pauses start at backoff_ms, double, are
+ * capped at BACKOFF_CAP_MS and never end past the budget. *attempts counts the attempts since
+ * *first_us, the monotonic time of the first failure of this step (set here when 0). Returns NULL
+ * when the step may run again, else the error to give up with. */
+static weft_status_t *recover(weft_monitored_session_t *ms, weft_status_t *cause, int *attempts,
+                              gint64 *first_us) {
   weft_status_t *st = cause;
-  while (st && recoverable(st)) {
-    if (*attempts >= ms->opts.max_retries) {
+  if (!*first_us) *first_us = g_get_monotonic_time();
+  double budget = ms->opts.recovery_secs;
+  while (st && retryable(ms, st)) {
+    double used = secs_since(*first_us);
+    if (ms->opts.max_retries >= 0 && *attempts >= ms->opts.max_retries) {
       return weft_status_prefix(st, "Monitored session: giving up after %d recovery attempts",
                                 *attempts);
+    }
+    if (used >= budget) {
+      return weft_status_prefix(st, "Monitored session: gave up recovering after %d attempt%s "
+                                "in %.1f s (recovery timeout %g s); last error: %s", *attempts,
+                                *attempts == 1 ? "" : "s", used, budget,
+                                weft_code_name(weft_status_code(st)));
     }
     int64_t pause = ms->opts.backoff_ms;
     for (int i = 0; i < *attempts && pause < BACKOFF_CAP_MS; i++) pause *= 2;
     if (pause > BACKOFF_CAP_MS) pause = BACKOFF_CAP_MS;
+    if ((double)pause / 1e3 > budget - used) pause = (int64_t)((budget - used) * 1e3) + 1;
     (*attempts)++;
-    weft__log(WEFT_LOG_WARNING, MS_WHO, "step failed (%s: %s); recreating the session in %"
-              G_GINT64_FORMAT " ms (attempt %d of %d)", weft_code_name(weft_status_code(st)),
-              weft_status_message(st), pause, *attempts, ms->opts.max_retries);
+    bool same_session = !needs_new_session(st) && ms->session_ready;
+    weft__log(WEFT_LOG_WARNING, MS_WHO, "%s (%s: %s); %s in %.1f s, %.1f s of %g s used "
+              "(attempt %d)", same_session ? "a task did not answer in time" : "a task was lost "
+              "or restarted", weft_code_name(weft_status_code(st)), weft_status_message(st),
+              same_session ? "running the step again" : "recreating the session",
+              (double)pause / 1e3, used, budget, *attempts);
     weft_status_free(st);
     g_usleep((gulong)pause * 1000);
+    if (same_session) return NULL;
     st = create_session(ms);
     if (!st) ms->recoveries++;
   }
@@ -333,13 +397,17 @@ weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
   if (ms->opts.checkpoint_dir) {
     g_mkdir_with_parents(ms->opts.checkpoint_dir, 0755);
     ms->checkpoint_prefix = g_build_filename(ms->opts.checkpoint_dir, "model.ckpt", NULL);
+    /* Temporary files of saves that a crash cut short: the chief owns the folder's saves. */
+    if (ms->opts.is_chief)
+      weft_status_free(weft_checkpoint_remove_stale_temp_files(ms->checkpoint_prefix, NULL));
   }
   weft_status_t *st = NULL;
   ms->init_op = weft_graph_node(graph, "monitored_session/init");
   if (!ms->init_op) ms->init_op = weft_global_variables_initializer(graph, "monitored_session/init", &st);
   int attempts = 0;
+  gint64 first_us = 0;
   if (!st) st = create_session(ms);
-  if (st) st = recover(ms, st, &attempts);
+  if (st) st = recover(ms, st, &attempts, &first_us);
   if (st) {
     weft_monitored_session_free(ms);
     return weft_status_prefix(st, "Monitored session");
@@ -353,6 +421,32 @@ weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
 
 /* ---------------------------------------------------------------------------------------------
  * Steps */
+
+/* A save the schedule asked for (CheckpointSaverHook). One that fails (a full disk, the folder
+ * gone) does not end training: the step ran, the previous checkpoint is still whole and still the
+ * latest (a checkpoint appears only once complete), so the failure is logged and the save is tried
+ * again at the next save point, counted from this attempt. The final save at close and an explicit
+ * weft_monitored_session_save do return their errors. */
+static weft_status_t *periodic_save(weft_monitored_session_t *ms) {
+  ms->save_tried_step = ms->global_step;
+  ms->save_tried_us = g_get_monotonic_time();
+  weft_status_t *st = save_now(ms);
+  if (!st) return NULL;
+  ms->failed_saves++;
+  GString *next = g_string_new(NULL);
+  if (ms->opts.save_steps)
+    g_string_append_printf(next, "in %" G_GINT64_FORMAT " steps", ms->opts.save_steps);
+  if (ms->opts.save_secs > 0)
+    g_string_append_printf(next, "%sin %g s", next->len ? " or " : "", ms->opts.save_secs);
+  weft__log(WEFT_LOG_WARNING, MS_WHO, "checkpoint at global step %" G_GINT64_FORMAT " failed "
+            "(%s: %s; %d in a row); the latest checkpoint is still %s; trying again at the next "
+            "save point (%s)", ms->global_step, weft_code_name(weft_status_code(st)),
+            weft_status_message(st), ms->failed_saves,
+            *ms->last_checkpoint ? ms->last_checkpoint : "(none)", next->str);
+  g_string_free(next, TRUE);
+  weft_status_free(st);
+  return NULL;
+}
 
 /* The hooks after a successful step; `fetched` holds the caller's fetches, then (when asked for)
  * the loss. */
@@ -378,10 +472,10 @@ static weft_status_t *after_step(weft_monitored_session_t *ms, weft_tensor_t *co
     ms->stop = true;
   }
   if (ms->opts.last_step >= 0 && ms->global_step >= ms->opts.last_step) ms->stop = true;
-  bool due = (ms->opts.save_steps && ms->global_step - ms->saved_step >= ms->opts.save_steps) ||
-             (ms->opts.save_secs > 0 &&
-              (double)(g_get_monotonic_time() - ms->saved_time_us) / 1e6 >= ms->opts.save_secs);
-  return due && ms->global_step != ms->saved_step ? save_now(ms) : NULL;
+  bool due = (ms->opts.save_steps && ms->global_step - ms->save_tried_step >= ms->opts.save_steps) ||
+             (ms->opts.save_secs > 0 && secs_since(ms->save_tried_us) >= ms->opts.save_secs);
+  if (!due || ms->global_step == ms->saved_step) return NULL;
+  return periodic_save(ms);
 }
 
 typedef struct run_call {
@@ -469,6 +563,7 @@ static weft_status_t *step_with_recovery(weft_monitored_session_t *ms, const run
     return weft_status_new(WEFT_FAILED_PRECONDITION, "Monitored session: it was closed");
   }
   int attempts = 0;
+  gint64 first_us = 0;
   for (;;) {
     weft_status_t *st;
     if (call) {
@@ -478,8 +573,13 @@ static weft_status_t *step_with_recovery(weft_monitored_session_t *ms, const run
       if (!st) st = read_global_step(ms);
       if (!st) st = after_step(ms, NULL, 0, NULL);
     }
-    if (!st || !recoverable(st)) return st;
-    st = recover(ms, st, &attempts);
+    if (!st && attempts) {
+      weft__log(WEFT_LOG_WARNING, MS_WHO, "recovered: the step ran after %d attempt%s in %.1f s "
+                "(global step %" G_GINT64_FORMAT ")", attempts, attempts == 1 ? "" : "s",
+                secs_since(first_us), ms->global_step);
+    }
+    if (!st || !retryable(ms, st)) return st;
+    st = recover(ms, st, &attempts, &first_us);
     if (st) return st;
   }
 }
