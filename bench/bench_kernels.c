@@ -123,7 +123,10 @@ typedef struct loop_args {
   int kind;
 } loop_args_t;
 
-enum { LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_SUM_ROWS, LOOP_SUM_COLS };
+enum {
+  LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH,
+  LOOP_SUM_ROWS, LOOP_SUM_COLS
+};
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
   loop_args_t *a = p;
@@ -141,6 +144,16 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
       break;
     case LOOP_SIGMOID:
       for (int64_t k = begin; k < end; k++) o[k] = 1.0f / (1.0f + expf(-x[k]));
+      break;
+    /* glibc's float functions, one call per element: what a plain C program gets. */
+    case LOOP_EXP:
+      for (int64_t k = begin; k < end; k++) o[k] = expf(x[k]);
+      break;
+    case LOOP_LOG:
+      for (int64_t k = begin; k < end; k++) o[k] = logf(x[k]);
+      break;
+    case LOOP_TANH:
+      for (int64_t k = begin; k < end; k++) o[k] = tanhf(x[k]);
       break;
     default:
       break;
@@ -286,7 +299,9 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   if (!bench_selected(o, name)) return;
   int64_t n = o->quick ? (1 << 22) : (1 << 24);
   int64_t dims[1] = {n};
-  weft_tensor_t *ins[2] = {random_tensor(1, dims, -4, 4), random_tensor(1, dims, -4, 4)};
+  /* Log's input is positive: its kernel and baseline would only make NaNs of the rest. */
+  float lo = kind == LOOP_LOG ? 0.01f : -4;
+  weft_tensor_t *ins[2] = {random_tensor(1, dims, lo, 4), random_tensor(1, dims, lo, 4)};
   op_case_t c;
   weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
   double gb = (double)n * sizeof(float) * (binary ? 3 : 2) * 1e-9;
@@ -353,6 +368,9 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_elementwise(o, r, "Mul", LOOP_MUL, true);
   bench_elementwise(o, r, "Relu", LOOP_RELU, false);
   bench_elementwise(o, r, "Sigmoid", LOOP_SIGMOID, false);
+  bench_elementwise(o, r, "Exp", LOOP_EXP, false);
+  bench_elementwise(o, r, "Log", LOOP_LOG, false);
+  bench_elementwise(o, r, "Tanh", LOOP_TANH, false);
   bench_reduction(o, r, "Sum", 1);
   bench_reduction(o, r, "Sum", 0);
   bench_reduction(o, r, "Mean", 1);

@@ -1,11 +1,14 @@
 /* cpu_elementwise.c: unary elementwise kernels (Neg, Abs, Sqrt, Exp, Tanh, Sigmoid, Relu,
  * IsNan, LogicalNot, ...). Each op is a table row of per-dtype loops over contiguous memory;
- * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows,
+ * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows
+ * (float32 Exp, Log, Tanh and Sigmoid are the hand-vectorised ones of cpu_vmath.h instead),
  * and the driver splits them over the intra-op pool. */
+#include <stdlib.h>
 #include <string.h>
 #include <tgmath.h>
 
 #include "cpu_internal.h"
+#include "cpu_vmath.h"
 
 /* y[i] = EXPR(a = x[i]) with T_ the element type and U_ an unsigned type wide enough to do
  * wrapping integer arithmetic without signed overflow. `p` is the op's float parameter. */
@@ -65,8 +68,8 @@ UN_SINT(square, (T_)((U_)a * (U_)a))
 UN_UINT(square, (T_)((U_)a * (U_)a))
 UN_FLOAT(sqrt, sqrt(a))
 UN_FLOAT(rsqrt, (T_)1 / sqrt(a))
-UN_FLOAT(exp, exp(a))
-UN_FLOAT(log, log(a))
+UN_DEF(exp_f64, double, double, double, exp(a))
+UN_DEF(log_f64, double, double, double, log(a))
 UN_FLOAT(log1p, log1p(a))
 UN_FLOAT(expm1, expm1(a))
 UN_FLOAT(sign, a > 0 ? (T_)1 : (a < 0 ? (T_)-1 : a))
@@ -88,40 +91,23 @@ UN_FLOAT(cosh, cosh(a))
 UN_FLOAT(asinh, asinh(a))
 UN_FLOAT(acosh, acosh(a))
 UN_FLOAT(atanh, atanh(a))
-UN_FLOAT(tanh, tanh(a))
+UN_DEF(tanh_f64, double, double, double, tanh(a))
 UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
 
-/* float32 Sigmoid without a libm call per element, so that gcc vectorises it: exp(-|a|) by
- * Cody-Waite reduction to r = m - k ln2 (|r| <= ln2/2) and e^r's Taylor terms up to r^7 (the
- * next is below 2^-27 of the sum), scaled by 2^k through the exponent bits; then 1/(1+e) or
- * e/(1+e). At most 3 ulp from the correctly rounded value over [-100, 100] (the conformance
- * suite checks it against a double reference). Below -87.5, exp(-|a|) is under FLT_MIN and
- * counts as 0, so Sigmoid of -inf is 0 and of +inf 1; NaN stays NaN. Comparisons that cannot
- * trap let gcc turn the selects into vector blends. */
-__attribute__((optimize("O3", "no-trapping-math"))) static void sigmoid_f32(const void *xv, void *yv, int64_t n,
-                                                          double p_) {
-  (void)p_;
-  const float *restrict x = (const float *)xv;
-  float *restrict y = (float *)yv;
-  for (int64_t i = 0; i < n; i++) {
-    const float a = x[i];
-    const float m = -fabsf(a);
-    const float z = m >= -87.5f ? m : -87.5f; /* NaN too: no NaN reaches the integer cast */
-    const float k = (z * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    const float r = (z - k * 0.693359375f) - k * -2.12194440e-4f;
-    const float er =
-        1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
-                                r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    union {
-      int32_t i;
-      float f;
-    } scale = {.i = ((int32_t)k + 127) << 23};
-    const float e = m >= -87.5f ? er * scale.f : 0.0f;
-    const float inv = 1.0f / (1.0f + e);
-    const float out = a >= 0 ? inv : e * inv;
-    y[i] = a == a ? out : a;
+/* float32 Exp, Log, Tanh and Sigmoid: the vectorised loops (cpu_vmath.h) of the instruction
+ * set level chosen once at plugin init (weft__cpu_register_elementwise); float16 and bfloat16
+ * reach them through un_range's widened blocks. float64 keeps libm's double precision. */
+static const weft_cpu_vmath_t *vm;
+#define VM_F32(OP)                                                    \
+  static void OP##_f32(const void *xv, void *yv, int64_t n, double p) { \
+    (void)p;                                                          \
+    (vm->OP)((const float *)xv, (float *)yv, n); /* () keeps tgmath.h off */ \
   }
-}
+VM_F32(exp)
+VM_F32(log)
+VM_F32(tanh)
+VM_F32(sigmoid)
+
 UN_FLOAT(erf, erf(a))
 UN_FLOAT(erfc, erfc(a))
 UN_FLOAT(lgamma, lgamma(a))
@@ -255,6 +241,14 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
+  char *warning = NULL;
+  weft_cpu_isa_t isa = weft__cpu_isa_choose(getenv("WEFT_CPU_ISA"), &warning);
+  /* (host->log) in parentheses: tgmath.h's log() macro would take it otherwise. */
+  if (warning != NULL) (weft__cpu_host->log)(WEFT_LOG_WARNING, "CPU plugin", "%s", warning);
+  free(warning);
+  (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin", "float32 Exp, Log, Tanh, Sigmoid: %s code",
+                        weft__cpu_isa_name(isa));
+  vm = weft__cpu_vmath_for(isa);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
     bool has[CPU_N_SLOTS];

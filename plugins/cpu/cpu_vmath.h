@@ -1,0 +1,44 @@
+/* cpu_vmath.h: the CPU plugin's vectorised float32 math (Exp, Log, Tanh, Sigmoid) and the
+ * run-time choice among its builds for each instruction set level: baseline x86-64 (SSE2),
+ * AVX2+FMA and AVX-512F. Each level is the same source (cpu_vmath_impl.h) compiled in its own
+ * file with its own -m flags, so the plugin as a whole still runs on any x86-64; a level's
+ * functions are only called once __builtin_cpu_supports says the CPU has it.
+ * Plain C with no SDK types, so that tests/test_cpu_math.c can call every level directly. */
+#ifndef WEFT_CPU_VMATH_H
+#define WEFT_CPU_VMATH_H
+
+#include <stdint.h>
+
+typedef enum weft_cpu_isa {
+  WEFT_CPU_ISA_BASELINE = 0,
+  WEFT_CPU_ISA_AVX2 = 1,   /* AVX2 and FMA */
+  WEFT_CPU_ISA_AVX512 = 2, /* AVX-512F (and FMA) */
+  WEFT_CPU_ISA_COUNT
+} weft_cpu_isa_t;
+
+/* y[i] = f(x[i]) for i < n; x and y may be the same array. */
+typedef void (*weft_cpu_vm_fn)(const float *x, float *y, int64_t n);
+
+typedef struct weft_cpu_vmath {
+  weft_cpu_vm_fn exp, log, tanh, sigmoid;
+} weft_cpu_vmath_t;
+
+extern const weft_cpu_vmath_t weft__cpu_vmath_baseline;
+#if defined(__x86_64__) || defined(__i386__)
+extern const weft_cpu_vmath_t weft__cpu_vmath_avx2;
+extern const weft_cpu_vmath_t weft__cpu_vmath_avx512;
+#endif
+
+/* "baseline", "avx2", "avx512". */
+const char *weft__cpu_isa_name(weft_cpu_isa_t isa);
+/* Whether this CPU (and its OS) can run `isa`'s code. */
+int weft__cpu_isa_supported(weft_cpu_isa_t isa);
+/* The functions built for `isa` (which must be supported). */
+const weft_cpu_vmath_t *weft__cpu_vmath_for(weft_cpu_isa_t isa);
+/* The level to use: the best this CPU supports, or `request` (WEFT_CPU_ISA's value, may be
+ * NULL or empty) where it names a supported level. Where it names an unknown or unsupported
+ * level, the best supported one instead and *warning (else NULL) says why, in a string the
+ * caller frees with free(). */
+weft_cpu_isa_t weft__cpu_isa_choose(const char *request, char **warning);
+
+#endif

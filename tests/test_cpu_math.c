@@ -1,0 +1,289 @@
+/* test_cpu_math.c: the CPU plugin's vectorised float32 Exp, Log, Tanh and Sigmoid
+ * (plugins/cpu/cpu_vmath.h) at every instruction set level this machine has: the largest
+ * error in ulp against double-precision libm over a dense sweep of float bit patterns, the
+ * special values exactly (NaN, +-inf, +-0, denormals, overflow, saturation), every tail
+ * length, WEFT_CPU_ISA's parsing and fallback, and the kernels through a session with
+ * WEFT_CPU_ISA forcing each level (in a subprocess, since the plugin chooses once). */
+#include <float.h>
+#include <glib.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_vmath.h"
+#include "weft/weft.h"
+
+#define OK(st) g_assert_null(st)
+
+static double ref_exp(double x) { return exp(x); }
+static double ref_log(double x) { return log(x); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+typedef struct fn_case {
+  const char *name;
+  size_t offset; /* of the function in weft_cpu_vmath_t */
+  double (*ref)(double);
+  double max_ulp; /* allowed */
+} fn_case_t;
+
+static const fn_case_t fns[] = {
+    {"exp", offsetof(weft_cpu_vmath_t, exp), ref_exp, 2},
+    {"log", offsetof(weft_cpu_vmath_t, log), ref_log, 2},
+    {"tanh", offsetof(weft_cpu_vmath_t, tanh), ref_tanh, 3},
+    {"sigmoid", offsetof(weft_cpu_vmath_t, sigmoid), ref_sigmoid, 3},
+};
+
+static weft_cpu_vm_fn fn_of(const weft_cpu_vmath_t *vm, const fn_case_t *c) {
+  return *(const weft_cpu_vm_fn *)((const char *)vm + c->offset);
+}
+
+/* Error of `got` from the exact `want` in units of the float ulp at want (the spacing of
+ * floats around it; denormal spacing below FLT_MIN). Both infinite and equal, or both NaN:
+ * 0. One of them non-finite and the other not: infinity. */
+static double ulp_error(float got, double want) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : INFINITY;
+  if (isinf(got) || want > FLT_MAX || want < -FLT_MAX) {
+    /* A finite want beyond FLT_MAX rounds to inf; an infinite got must come from that. */
+    double w = want > FLT_MAX ? INFINITY : (want < -FLT_MAX ? -INFINITY : want);
+    if ((double)got == w) return 0;
+    if (isinf(w) || isinf(got)) {
+      /* want just under the overflow threshold may round to FLT_MAX. */
+      return fabs(want) < 0x1.ffffffp127 && fabs((double)got) == (double)FLT_MAX ? 0 : INFINITY;
+    }
+  }
+  int e;
+  frexp(want, &e);
+  double ulp = ldexp(1.0, (e - 24) < -149 ? -149 : e - 24);
+  return fabs((double)got - want) / ulp;
+}
+
+static uint32_t bits_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static float float_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Every `step`-th float bit pattern (both signs; NaNs included), through `fn` in blocks. */
+static void sweep(const weft_cpu_vmath_t *vm, const fn_case_t *c, const char *level,
+                  uint32_t step) {
+  enum { BLOCK = 1 << 16 };
+  float *x = g_new(float, BLOCK), *y = g_new(float, BLOCK);
+  double worst = 0;
+  float worst_x = 0, worst_got = 0;
+  uint64_t u = 0;
+  while (u <= 0xffffffffu) {
+    int n = 0;
+    for (; n < BLOCK && u <= 0xffffffffu; n++, u += step) x[n] = float_of((uint32_t)u);
+    fn_of(vm, c)(x, y, n);
+    for (int i = 0; i < n; i++) {
+      double err = ulp_error(y[i], c->ref((double)x[i]));
+      if (err > worst) {
+        worst = err;
+        worst_x = x[i];
+        worst_got = y[i];
+      }
+    }
+  }
+  g_test_message("%s %s: max error %.3f ulp (at %a) over every %u-th float", level, c->name,
+                 worst, (double)worst_x, step);
+  if (g_test_verbose()) g_printerr("%s %s: max %.3f ulp at %a\n", level, c->name, worst,
+                                   (double)worst_x);
+  if (worst > c->max_ulp)
+    g_error("%s %s: %.3f ulp at %a (%a, want %a), allowed %.1f", level, c->name, worst,
+            (double)worst_x, (double)worst_got, c->ref((double)worst_x), c->max_ulp);
+  g_free(x);
+  g_free(y);
+}
+
+/* The values whose results are exact by definition (glibc's and TensorFlow's). */
+typedef struct special {
+  const char *fn;
+  float x, want;
+} special_t;
+
+static void check_specials(const weft_cpu_vmath_t *vm, const char *level) {
+  const float inf = INFINITY, nan_ = NAN;
+  const float dmin = 0x1p-149f; /* the smallest denormal */
+  const special_t cases[] = {
+      {"exp", -inf, 0},        {"exp", inf, inf},        {"exp", 0.0f, 1},
+      {"exp", -0.0f, 1},       {"exp", 88.73f, inf},     {"exp", 1000, inf},
+      {"exp", -1000, 0},       {"exp", -104, 0},         {"exp", -103.28f, dmin},
+      {"exp", dmin, 1},        {"exp", -dmin, 1},        {"log", 0.0f, -inf},
+      {"log", -0.0f, -inf},    {"log", 1, 0},            {"log", inf, inf},
+      {"log", -1, nan_},       {"log", -inf, nan_},      {"log", -dmin, nan_},
+      {"tanh", inf, 1},        {"tanh", -inf, -1},       {"tanh", 0.0f, 0.0f},
+      {"tanh", -0.0f, -0.0f},  {"tanh", 10, 1},          {"tanh", -20, -1},
+      {"tanh", dmin, dmin},    {"tanh", -dmin, -dmin},   {"tanh", 0x1p-100f, 0x1p-100f},
+      {"sigmoid", inf, 1},     {"sigmoid", -inf, 0},     {"sigmoid", 0.0f, 0.5f},
+      {"sigmoid", -0.0f, 0.5f}, {"sigmoid", 17, 1},      {"sigmoid", 1000, 1},
+      {"sigmoid", -1000, 0},   {"sigmoid", -104, 0},     {"sigmoid", dmin, 0.5f},
+      {"exp", nan_, nan_},     {"log", nan_, nan_},      {"tanh", nan_, nan_},
+      {"sigmoid", nan_, nan_},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    const fn_case_t *c = NULL;
+    for (size_t f = 0; f < G_N_ELEMENTS(fns); f++)
+      if (strcmp(fns[f].name, cases[k].fn) == 0) c = &fns[f];
+    g_assert_nonnull(c);
+    /* In a full vector and alone in a tail. */
+    float x[17], y[17];
+    for (int i = 0; i < 17; i++) x[i] = cases[k].x;
+    for (int n = 1; n <= 17; n += 16) {
+      fn_of(vm, c)(x, y, n);
+      for (int i = 0; i < n; i++) {
+        float want = cases[k].want, got = y[i];
+        gboolean same = isnan(want) ? isnan(got) : bits_of(got) == bits_of(want);
+        if (!same)
+          g_error("%s %s(%a) = %a, want %a", level, c->name, (double)cases[k].x, (double)got,
+                  (double)want);
+      }
+    }
+  }
+  /* Denormal and tiny-normal inputs to log (the scaled path) against libm. */
+  for (uint32_t u = 1; u < 0x01000000u; u += 4099) {
+    float xf = float_of(u), got;
+    vm->log(&xf, &got, 1);
+    g_assert_cmpfloat(ulp_error(got, log((double)xf)), <=, fns[1].max_ulp);
+  }
+}
+
+/* Every length from 0 to 40 (whole vectors and every tail) gives what one-at-a-time does,
+ * and writes nothing past n. */
+static void check_lengths(const weft_cpu_vmath_t *vm, const char *level) {
+  float x[41], y[42], one;
+  for (int i = 0; i < 41; i++) x[i] = (float)(i - 20) * 0.37f + 0.01f;
+  for (size_t f = 0; f < G_N_ELEMENTS(fns); f++) {
+    for (int n = 0; n <= 40; n++) {
+      for (int i = 0; i < 42; i++) y[i] = -7.0f;
+      fn_of(vm, &fns[f])(x, y, n);
+      for (int i = 0; i < n; i++) {
+        fn_of(vm, &fns[f])(&x[i], &one, 1);
+        if (!(bits_of(one) == bits_of(y[i]) || (isnan(one) && isnan(y[i]))))
+          g_error("%s %s: n=%d element %d differs from n=1", level, fns[f].name, n, i);
+      }
+      for (int i = n; i < 42; i++) g_assert_cmpfloat(y[i], ==, -7.0f);
+    }
+  }
+}
+
+static void test_level(gconstpointer data) {
+  weft_cpu_isa_t isa = (weft_cpu_isa_t)GPOINTER_TO_INT(data);
+  if (!weft__cpu_isa_supported(isa)) {
+    g_test_skip("this CPU cannot run it");
+    return;
+  }
+  const weft_cpu_vmath_t *vm = weft__cpu_vmath_for(isa);
+  const char *level = weft__cpu_isa_name(isa);
+  check_specials(vm, level);
+  check_lengths(vm, level);
+  /* Every 97th pattern: about 44 million floats per function, all exponents, odd step so
+   * that every low-bit pattern of the mantissa comes up. */
+  for (size_t f = 0; f < G_N_ELEMENTS(fns); f++) sweep(vm, &fns[f], level, 97);
+}
+
+static void test_choose(void) {
+  char *warning = NULL;
+  weft_cpu_isa_t best = weft__cpu_isa_choose(NULL, &warning);
+  g_assert_null(warning);
+  g_assert_true(weft__cpu_isa_supported(best));
+  g_assert_cmpint(weft__cpu_isa_choose("", &warning), ==, best);
+  g_assert_null(warning);
+  g_assert_cmpint(weft__cpu_isa_choose("baseline", &warning), ==, WEFT_CPU_ISA_BASELINE);
+  g_assert_null(warning);
+  g_assert_cmpint(weft__cpu_isa_choose("sse9", &warning), ==, best);
+  g_assert_nonnull(warning);
+  g_assert_nonnull(strstr(warning, "sse9"));
+  free(warning);
+  for (int k = 0; k < WEFT_CPU_ISA_COUNT; k++) {
+    weft_cpu_isa_t got = weft__cpu_isa_choose(weft__cpu_isa_name((weft_cpu_isa_t)k), &warning);
+    if (weft__cpu_isa_supported((weft_cpu_isa_t)k)) {
+      g_assert_cmpint(got, ==, k);
+      g_assert_null(warning);
+    } else {
+      g_assert_cmpint(got, ==, best);
+      g_assert_nonnull(warning);
+      free(warning);
+    }
+  }
+}
+
+/* Exp, Log, Tanh and Sigmoid through a CPU session, in this process (whose WEFT_CPU_ISA the
+ * parent set), against double libm. */
+static void session_child(void) {
+  enum { N = 1003 }; /* several pool chunks' worth, with a tail */
+  static const char *const ops[] = {"Exp", "Log", "Tanh", "Sigmoid"};
+  double (*refs[])(double) = {ref_exp, ref_log, ref_tanh, ref_sigmoid};
+  float xs[N];
+  for (int i = 0; i < N; i++) xs[i] = (float)(i - N / 2) * 0.05f + 0.001f;
+  for (size_t k = 0; k < G_N_ELEMENTS(ops); k++) {
+    weft_graph_t *g = weft_graph_new();
+    weft_graph_push_device(g, "/device:CPU:0");
+    weft_status_t *st = NULL;
+    int64_t dims[1] = {N};
+    weft_tensor_t *t = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, &st);
+    OK(st);
+    weft_output_t x = weft_const(g, "x", t, &st);
+    OK(st);
+    weft_tensor_unref(t);
+    weft_op_builder_t *b = weft_op_new(g, ops[k], "y");
+    weft_op_add_input(b, x);
+    OK(weft_op_finish(b, NULL));
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    const char *fetch[] = {"y"};
+    weft_tensor_t *out = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+    const float *y = weft_tensor_data(out);
+    for (int i = 0; i < N; i++) {
+      double want = refs[k]((double)xs[i]);
+      if (isnan(want)) {
+        g_assert_true(isnan(y[i]));
+      } else {
+        g_assert_cmpfloat(ulp_error(y[i], want), <=, 3);
+      }
+    }
+    weft_tensor_unref(out);
+    weft_session_free(s);
+    weft_graph_free(g);
+  }
+}
+
+static void test_session_levels(void) {
+  if (g_getenv("WEFT_TEST_CPU_MATH_CHILD") != NULL) {
+    session_child();
+    return;
+  }
+  for (int k = 0; k <= WEFT_CPU_ISA_COUNT; k++) {
+    /* The last round asks for a level that does not exist: a warning, then the best. */
+    const char *isa = k < WEFT_CPU_ISA_COUNT ? weft__cpu_isa_name((weft_cpu_isa_t)k) : "bogus";
+    if (k < WEFT_CPU_ISA_COUNT && !weft__cpu_isa_supported((weft_cpu_isa_t)k)) continue;
+    g_setenv("WEFT_CPU_ISA", isa, TRUE);
+    g_setenv("WEFT_TEST_CPU_MATH_CHILD", "1", TRUE);
+    g_test_trap_subprocess("/cpu_math/session_levels", 120 * G_USEC_PER_SEC,
+                           0);
+    g_unsetenv("WEFT_TEST_CPU_MATH_CHILD");
+    g_unsetenv("WEFT_CPU_ISA");
+    g_test_trap_assert_passed();
+    if (k == WEFT_CPU_ISA_COUNT) g_test_trap_assert_stderr("*WEFT_CPU_ISA=bogus*");
+  }
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cpu_math/choose", test_choose);
+  for (int k = 0; k < WEFT_CPU_ISA_COUNT; k++) {
+    char *path = g_strdup_printf("/cpu_math/level/%s", weft__cpu_isa_name((weft_cpu_isa_t)k));
+    g_test_add_data_func(path, GINT_TO_POINTER(k), test_level);
+    g_free(path);
+  }
+  g_test_add_func("/cpu_math/session_levels", test_session_levels);
+  return g_test_run();
+}
