@@ -101,6 +101,10 @@ void bench_run_training(const bench_options_t *o, bench_report_t *r);
 /* Remote step and tensor transfers against weftd children; called by bench_run_session. */
 void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 
+/* `weft bench --netns-child MODE ...`: one side of a netns_transfer row, run by the bench itself
+ * in a network namespace (bench_netns.c); not for users. */
+int bench_netns_child_main(int argc, char **argv);
+
 /* Entry point behind `weft bench`. */
 int weft_bench_main(int argc, char **argv);
 

@@ -25,7 +25,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-#include "bench.h"
+#include "bench_grpc.h"
 #include "distributed/distributed_internal.h"
 
 #define START_TIMEOUT_MS 20000 /* a weftd child must print its target by then */
@@ -36,13 +36,6 @@
 
 /* ---------------------------------------------------------------------------------------------
  * weftd children */
-
-typedef struct child {
-  pid_t pid;    /* 0: not running */
-  int out_fd;   /* read end of its stdout */
-  int err_fd;   /* its stderr: an unlinked temporary file, read for error messages */
-  char *target; /* grpc://HOST:PORT once it serves */
-} child_t;
 
 char *bench_tool_path(const char *name) {
   char *self = g_file_read_link("/proc/self/exe", NULL);
@@ -55,7 +48,7 @@ char *bench_tool_path(const char *name) {
 }
 
 /* The last line the child wrote on stderr, for messages; g_free(). */
-static char *child_stderr_tail(const child_t *c) {
+static char *child_stderr_tail(const bench_child_t *c) {
   char buf[4096];
   ssize_t n = c->err_fd >= 0 ? pread(c->err_fd, buf, sizeof buf - 1, 0) : -1;
   if (n <= 0) return g_strdup("(nothing on stderr)");
@@ -66,7 +59,7 @@ static char *child_stderr_tail(const child_t *c) {
 }
 
 /* Waits up to timeout_ms for the child to exit; true (and *status) when it was reaped. */
-static bool child_wait(child_t *c, int timeout_ms, int *status) {
+static bool child_wait(bench_child_t *c, int timeout_ms, int *status) {
   double until = bench_now() + timeout_ms * 1e-3;
   for (;;) {
     pid_t got = waitpid(c->pid, status, WNOHANG);
@@ -76,8 +69,7 @@ static bool child_wait(child_t *c, int timeout_ms, int *status) {
   }
 }
 
-/* Stops and reaps the child (SIGTERM, then SIGKILL after STOP_TIMEOUT_MS); safe to call twice. */
-static void child_stop(child_t *c) {
+void bench_child_stop(bench_child_t *c) {
   if (c->pid > 0) {
     int status = 0;
     if (kill(-c->pid, SIGTERM) != 0) kill(c->pid, SIGTERM); /* not its own group yet */
@@ -95,19 +87,32 @@ static void child_stop(child_t *c) {
   c->target = NULL;
 }
 
-/* Starts `weftd ARGS...` and waits for its "Started server with target: ..." line. On failure
- * the child is already stopped and reaped; *port_in_use tells a lost race for a port. */
-static weft_status_t *child_start(const char *const *args, child_t *c, bool *port_in_use) {
-  *c = (child_t){0, -1, -1, NULL};
+weft_status_t *bench_child_start(const char *netns, const char *program,
+                                 const char *const *args, const char *ready_prefix,
+                                 int timeout_ms, bench_child_t *c, bool *port_in_use) {
+  *c = (bench_child_t){0, -1, -1, NULL};
   if (port_in_use) *port_in_use = false;
-  char *exe = bench_tool_path("weftd");
+  char *exe = bench_tool_path(program);
   if (!exe || !g_file_test(exe, G_FILE_TEST_IS_EXECUTABLE)) {
-    weft_status_t *st = weft_status_new(WEFT_NOT_FOUND, "weftd not found at %s (it is looked "
-                                        "for next to the weft binary)", exe ? exe : "?");
+    weft_status_t *st = weft_status_new(WEFT_NOT_FOUND, "%s not found at %s (it is looked "
+                                        "for next to the weft binary)", program, exe ? exe : "?");
     g_free(exe);
     return st;
   }
+  char *ip = netns ? g_find_program_in_path("ip") : NULL;
+  if (netns && !ip) {
+    g_free(exe);
+    return weft_status_new(WEFT_NOT_FOUND, "cannot run %s in namespace %s: `ip` not found",
+                           program, netns);
+  }
   GPtrArray *argv = g_ptr_array_new();
+  if (netns) {
+    /* `ip netns exec` execs the program in the namespace: the pid stays the program's. */
+    g_ptr_array_add(argv, ip);
+    g_ptr_array_add(argv, (char *)"netns");
+    g_ptr_array_add(argv, (char *)"exec");
+    g_ptr_array_add(argv, (char *)netns);
+  }
   g_ptr_array_add(argv, exe);
   for (const char *const *a = args; *a; a++) g_ptr_array_add(argv, (char *)*a);
   g_ptr_array_add(argv, NULL);
@@ -117,11 +122,12 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
   int err_fd = mkostemp(err_template, O_CLOEXEC);
   if (err_fd >= 0) unlink(err_template);
   if (err_fd < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    weft_status_t *st = weft_status_new(WEFT_INTERNAL, "cannot set up weftd's output: %s",
-                                        g_strerror(errno));
+    weft_status_t *st = weft_status_new(WEFT_INTERNAL, "cannot set up %s's output: %s",
+                                        program, g_strerror(errno));
     if (err_fd >= 0) close(err_fd);
     g_ptr_array_free(argv, TRUE);
     g_free(exe);
+    g_free(ip);
     return st;
   }
   pid_t parent = getpid();
@@ -134,12 +140,13 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
     setpgid(0, 0); /* its own group, so stopping it reaches anything it started */
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
-    execv(exe, (char *const *)argv->pdata);
+    execv(argv->pdata[0], (char *const *)argv->pdata);
     _exit(127);
   }
   int fork_errno = errno;
   close(pipe_fds[1]);
   g_ptr_array_free(argv, TRUE);
+  g_free(ip);
   if (pid < 0) {
     weft_status_t *st = weft_status_new(WEFT_INTERNAL, "cannot start %s: %s", exe,
                                         g_strerror(fork_errno));
@@ -153,14 +160,14 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
   c->err_fd = err_fd;
 
   GString *out = g_string_new(NULL);
-  double until = bench_now() + START_TIMEOUT_MS * 1e-3;
+  double until = bench_now() + timeout_ms * 1e-3;
   weft_status_t *st = NULL;
-  const char *prefix = "Started server with target: ";
+  const char *prefix = ready_prefix;
   while (!strchr(out->str, '\n')) {
     int left_ms = (int)((until - bench_now()) * 1e3);
     if (left_ms <= 0) {
-      st = weft_status_new(WEFT_DEADLINE_EXCEEDED, "weftd did not start serving within %d ms",
-                           START_TIMEOUT_MS);
+      st = weft_status_new(WEFT_DEADLINE_EXCEEDED, "%s did not print '%s...' within %d ms",
+                           program, prefix, timeout_ms);
       break;
     }
     struct pollfd p = {c->out_fd, POLLIN, 0};
@@ -180,8 +187,8 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
       }
       int code = reaped && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       if (port_in_use) *port_in_use = code == 1 && strstr(tail, "in use") != NULL;
-      st = weft_status_new(WEFT_UNAVAILABLE, "weftd exited (status %d) before serving: %s", code,
-                           tail);
+      st = weft_status_new(WEFT_UNAVAILABLE, "%s exited (status %d) before serving: %s", program,
+                           code, tail);
       g_free(tail);
       break;
     }
@@ -192,13 +199,20 @@ static weft_status_t *child_start(const char *const *args, child_t *c, bool *por
     if (g_str_has_prefix(out->str, prefix)) {
       c->target = g_strdup(out->str + strlen(prefix));
     } else {
-      st = weft_status_new(WEFT_INTERNAL, "weftd printed '%s' instead of its target", out->str);
+      st = weft_status_new(WEFT_INTERNAL, "%s printed '%s' instead of '%s...'", program, out->str,
+                           prefix);
     }
   }
   g_string_free(out, TRUE);
   g_free(exe);
-  if (st) child_stop(c);
+  if (st) bench_child_stop(c);
   return st;
+}
+
+/* Starts `weftd ARGS...` and waits for its "Started server with target: ..." line. */
+static weft_status_t *child_start(const char *const *args, bench_child_t *c, bool *port_in_use) {
+  return bench_child_start(NULL, "weftd", args, "Started server with target: ", START_TIMEOUT_MS,
+                           c, port_in_use);
 }
 
 /* n distinct ports nobody listens on now (the kernel's picks for ephemeral binds, held open
@@ -233,16 +247,6 @@ int bench_free_port(void) {
 
 /* ---------------------------------------------------------------------------------------------
  * The baseline: an echo service on gRPC's C core, served in this process */
-
-typedef struct echo_server {
-  grpc_server *server;
-  grpc_completion_queue *cq;
-  void *method;
-  GThread *thread;
-  int port;
-  grpc_byte_buffer *reply; /* answered to every call (a copy each time) */
-  bool copy_request;       /* gather the request into one buffer, as a receiver that parses it */
-} echo_server_t;
 
 enum { TAG_NEW = 1, TAG_DONE, TAG_SHUTDOWN };
 
@@ -337,8 +341,8 @@ static gpointer echo_serve(gpointer arg) {
   return NULL;
 }
 
-/* Serves ECHO_METHOD on a free loopback port; answers every call with a copy of `reply` (taken). */
-static weft_status_t *echo_start(echo_server_t *e, grpc_byte_buffer *reply, bool copy_request) {
+weft_status_t *bench_echo_start(echo_server_t *e, const char *address, grpc_byte_buffer *reply,
+                                bool copy_request) {
   memset(e, 0, sizeof *e);
   weft__grpc_init_once();
   e->reply = reply;
@@ -349,7 +353,7 @@ static weft_status_t *echo_start(echo_server_t *e, grpc_byte_buffer *reply, bool
   e->method = grpc_server_register_method(e->server, ECHO_METHOD, NULL,
                                           GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
   grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-  e->port = grpc_server_add_http2_port(e->server, "127.0.0.1:0", creds);
+  e->port = grpc_server_add_http2_port(e->server, address, creds);
   grpc_server_credentials_release(creds);
   if (e->port <= 0) {
     grpc_server_destroy(e->server);
@@ -360,14 +364,19 @@ static weft_status_t *echo_start(echo_server_t *e, grpc_byte_buffer *reply, bool
     grpc_completion_queue_destroy(e->cq);
     grpc_byte_buffer_destroy(e->reply);
     memset(e, 0, sizeof *e);
-    return weft_status_new(WEFT_UNAVAILABLE, "the echo server could not listen on 127.0.0.1");
+    return weft_status_new(WEFT_UNAVAILABLE, "the echo server could not listen on %s", address);
   }
   grpc_server_start(e->server);
   e->thread = g_thread_new("bench-echo", echo_serve, e);
   return NULL;
 }
 
-static void echo_stop(echo_server_t *e) {
+/* Serves ECHO_METHOD on a free loopback port; answers every call with a copy of `reply` (taken). */
+static weft_status_t *echo_start(echo_server_t *e, grpc_byte_buffer *reply, bool copy_request) {
+  return bench_echo_start(e, "127.0.0.1:0", reply, copy_request);
+}
+
+void bench_echo_stop(echo_server_t *e) {
   if (!e->server) return;
   grpc_server_shutdown_and_notify(e->server, e->cq, (void *)(intptr_t)TAG_SHUTDOWN);
   grpc_server_cancel_all_calls(e->server);
@@ -382,26 +391,25 @@ static void echo_stop(echo_server_t *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* The client side of the baseline: raw unary calls on one channel and one completion queue. */
-typedef struct raw_client {
-  grpc_channel *channel;
-  grpc_completion_queue *cq;
-  grpc_byte_buffer *request; /* sent (a copy) by every call */
-  int repeat;                /* calls per timed repetition */
-} raw_client_t;
-
-static void raw_client_open(raw_client_t *c, int port, grpc_byte_buffer *request, int repeat) {
-  char *address = g_strdup_printf("127.0.0.1:%d", port);
+void bench_raw_client_open(raw_client_t *c, const char *address, grpc_byte_buffer *request,
+                           int repeat) {
+  weft__grpc_init_once();
+  memset(c, 0, sizeof *c);
   grpc_channel_credentials *creds = grpc_insecure_credentials_create();
   c->channel = grpc_channel_create(address, creds, weft__grpc_channel_args());
   grpc_channel_credentials_release(creds);
-  g_free(address);
   c->cq = grpc_completion_queue_create_for_pluck(NULL);
   c->request = request;
   c->repeat = repeat;
 }
 
-static void raw_client_close(raw_client_t *c) {
+static void raw_client_open(raw_client_t *c, int port, grpc_byte_buffer *request, int repeat) {
+  char *address = g_strdup_printf("127.0.0.1:%d", port);
+  bench_raw_client_open(c, address, request, repeat);
+  g_free(address);
+}
+
+void bench_raw_client_close(raw_client_t *c) {
   if (c->cq) {
     grpc_completion_queue_shutdown(c->cq);
     grpc_completion_queue_destroy(c->cq);
@@ -460,7 +468,7 @@ static weft_status_t *raw_call(raw_client_t *c) {
   return st;
 }
 
-static double run_raw_calls(void *arg, weft_status_t **error) {
+double bench_run_raw_calls(void *arg, weft_status_t **error) {
   raw_client_t *c = arg;
   double t0 = bench_now();
   for (int k = 0; k < c->repeat; k++) {
@@ -469,6 +477,7 @@ static double run_raw_calls(void *arg, weft_status_t **error) {
       *error = st;
       return -1;
     }
+    c->calls++;
   }
   return (bench_now() - t0) / c->repeat;
 }
@@ -524,7 +533,7 @@ static grpc_byte_buffer *frame_of(const ProtobufCMessage *msg, weft_tensor_t *co
 static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
   const char *name = "remote_step/scalar";
   if (!bench_selected(o, name)) return;
-  child_t server = {0, -1, -1, NULL};
+  bench_child_t server = {0, -1, -1, NULL};
   const char *args[] = {"--local", "--port", "0", NULL};
   weft_status_t *st = child_start(args, &server, NULL);
   weft_graph_t *g = weft_graph_new();
@@ -548,7 +557,7 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
     bench_measure(o, run_remote_steps, &args_steps, 1e6, false, &weft, &st);
   }
   weft_session_free(s); /* closes the session on the server while it is still up */
-  child_stop(&server);
+  bench_child_stop(&server);
   weft_graph_free(g);
 
   /* The baseline's messages are RunStep's own frames: the request naming a 24-character
@@ -577,9 +586,9 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
       raw_client_t client;
       raw_client_open(&client, echo.port, request, repeat);
       request = NULL;
-      bench_measure(o, run_raw_calls, &client, 1e6, false, &base, &st);
-      raw_client_close(&client);
-      echo_stop(&echo);
+      bench_measure(o, bench_run_raw_calls, &client, 1e6, false, &base, &st);
+      bench_raw_client_close(&client);
+      bench_echo_stop(&echo);
     }
     if (request) grpc_byte_buffer_destroy(request);
     if (reply) grpc_byte_buffer_destroy(reply);
@@ -606,7 +615,7 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
 
 /* A 2-task cluster (job "worker") on free loopback ports; retries when a port was taken between
  * picking it and binding it. */
-static weft_status_t *start_cluster(child_t tasks[2]) {
+static weft_status_t *start_cluster(bench_child_t tasks[2]) {
   weft_status_t *st = NULL;
   for (int attempt = 0; attempt < 4; attempt++) {
     weft_status_free(st);
@@ -627,22 +636,14 @@ static weft_status_t *start_cluster(child_t tasks[2]) {
     }
     g_free(cluster);
     if (!st) return NULL;
-    child_stop(&tasks[0]);
-    child_stop(&tasks[1]);
+    bench_child_stop(&tasks[0]);
+    bench_child_stop(&tasks[1]);
     if (!in_use) break;
   }
   return st;
 }
 
-typedef struct transfer {
-  weft_session_t *session;
-  weft_graph_t *graph;
-  const char *fetch;
-  int64_t elements;
-  int repeat; /* steps per timed repetition */
-} transfer_t;
-
-static double run_transfer(void *arg, weft_status_t **error) {
+double bench_run_transfer(void *arg, weft_status_t **error) {
   transfer_t *t = arg;
   const char *fetch[] = {t->fetch};
   double t0 = bench_now();
@@ -661,11 +662,12 @@ static double run_transfer(void *arg, weft_status_t **error) {
       *error = st;
       return -1;
     }
+    t->steps++;
   }
   return (bench_now() - t0) / t->repeat;
 }
 
-static void transfer_close(transfer_t *t) {
+void bench_transfer_close(transfer_t *t) {
   weft_session_free(t->session);
   weft_graph_free(t->graph);
   memset(t, 0, sizeof *t);
@@ -673,8 +675,8 @@ static void transfer_close(transfer_t *t) {
 
 /* The Weft side of one size: a Const on task 0, Identity then Size on task 1, Size fetched, so
  * the bytes cross task 0 -> task 1 (RecvTensor) and only a scalar comes back. */
-static weft_status_t *transfer_open(const char *target, int64_t elements, int repeat,
-                                    transfer_t *t) {
+weft_status_t *bench_transfer_open(const char *target, int64_t elements, int repeat,
+                                  transfer_t *t) {
   memset(t, 0, sizeof *t);
   t->graph = weft_graph_new();
   t->elements = elements;
@@ -702,28 +704,36 @@ static weft_status_t *transfer_open(const char *target, int64_t elements, int re
     int saved = t->repeat;
     t->repeat = 1;
     weft_status_t *first = NULL;
-    if (run_transfer(t, &first) < 0) st = first;
+    if (bench_run_transfer(t, &first) < 0) st = first;
     t->repeat = saved;
   }
-  if (st) transfer_close(t);
+  if (st) bench_transfer_close(t);
   return st;
 }
 
 static void free_payload(void *p) { g_free(p); }
+
+grpc_byte_buffer *bench_raw_payload(int64_t bytes) {
+  void *payload = g_malloc((gsize)bytes);
+  memset(payload, 0x3f, (size_t)bytes);
+  grpc_slice slice = grpc_slice_new(payload, (size_t)bytes, free_payload);
+  grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
+  grpc_slice_unref(slice);
+  return request;
+}
+
+grpc_byte_buffer *bench_raw_reply(void) {
+  grpc_slice small = grpc_slice_from_static_buffer("received", 8);
+  return grpc_raw_byte_buffer_create(&small, 1);
+}
 
 /* The baseline of one size: raw calls whose request carries the bytes (a slice over one buffer,
  * as Weft's frames point at tensor buffers), gathered by the echo service, answered with 8
  * bytes. */
 static weft_status_t *raw_transfer_open(int64_t bytes, int repeat, echo_server_t *echo,
                                         raw_client_t *client) {
-  void *payload = g_malloc((gsize)bytes);
-  memset(payload, 0x3f, (size_t)bytes);
-  grpc_slice slice = grpc_slice_new(payload, (size_t)bytes, free_payload);
-  grpc_byte_buffer *request = grpc_raw_byte_buffer_create(&slice, 1);
-  grpc_slice_unref(slice);
-  grpc_slice small = grpc_slice_from_static_buffer("received", 8);
-  grpc_byte_buffer *reply = grpc_raw_byte_buffer_create(&small, 1);
-  weft_status_t *st = echo_start(echo, reply, true);
+  grpc_byte_buffer *request = bench_raw_payload(bytes);
+  weft_status_t *st = echo_start(echo, bench_raw_reply(), true);
   if (st) {
     grpc_byte_buffer_destroy(request);
     return st;
@@ -758,16 +768,16 @@ static void bench_shared_memory(const bench_options_t *o, bench_report_t *r, con
   int64_t bytes = (int64_t)64 << 20;
   bench_stats_t weft = {0}, base = {0};
   transfer_t t;
-  weft_status_t *st = transfer_open(target, bytes / (int64_t)sizeof(float), 1, &t);
+  weft_status_t *st = bench_transfer_open(target, bytes / (int64_t)sizeof(float), 1, &t);
   if (!st) {
     copy_bytes_t c = {g_malloc((gsize)bytes), g_malloc((gsize)bytes), (size_t)bytes};
     memset(c.src, 0x3f, c.n);
     memset(c.dst, 0, c.n);
-    bench_measure_pair(o, run_transfer, &t, run_memcpy, &c, (double)bytes * 1e-9, true, &weft,
+    bench_measure_pair(o, bench_run_transfer, &t, run_memcpy, &c, (double)bytes * 1e-9, true, &weft,
                        &base, &st);
     g_free(c.src);
     g_free(c.dst);
-    transfer_close(&t);
+    bench_transfer_close(&t);
   }
   if (st) {
     bench_add_failure(r, name, st);
@@ -796,7 +806,7 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
     any = any || bench_selected(o, name);
   }
   if (!any) return;
-  child_t tasks[2] = {{0, -1, -1, NULL}, {0, -1, -1, NULL}};
+  bench_child_t tasks[2] = {{0, -1, -1, NULL}, {0, -1, -1, NULL}};
   weft_status_t *cluster_st = start_cluster(tasks);
   for (int k = 0; k < count; k++) {
     char name[64];
@@ -816,21 +826,21 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
     int repeat = bytes <= ((int64_t)4 << 20) ? (o->quick ? 4 : 16) : 1;
     bench_stats_t weft = {0}, base = {0};
     transfer_t t;
-    weft_status_t *st = transfer_open(tasks[0].target, bytes / (int64_t)sizeof(float), repeat,
+    weft_status_t *st = bench_transfer_open(tasks[0].target, bytes / (int64_t)sizeof(float), repeat,
                                       &t);
     /* One side after the other, not interleaved: the echo service's polling thread would
      * otherwise take the Weft client's completions and hand them over. */
     if (!st) {
-      bench_measure(&sized, run_transfer, &t, (double)bytes * 1e-9, true, &weft, &st);
-      transfer_close(&t);
+      bench_measure(&sized, bench_run_transfer, &t, (double)bytes * 1e-9, true, &weft, &st);
+      bench_transfer_close(&t);
     }
     echo_server_t echo;
     raw_client_t client;
     if (!st) st = raw_transfer_open(bytes, repeat, &echo, &client);
     if (!st) {
-      bench_measure(&sized, run_raw_calls, &client, (double)bytes * 1e-9, true, &base, &st);
-      raw_client_close(&client);
-      echo_stop(&echo);
+      bench_measure(&sized, bench_run_raw_calls, &client, (double)bytes * 1e-9, true, &base, &st);
+      bench_raw_client_close(&client);
+      bench_echo_stop(&echo);
     }
     if (st) {
       bench_add_failure(r, name, st);
@@ -857,12 +867,13 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
       bench_shared_memory(o, r, tasks[0].target);
     }
   }
-  child_stop(&tasks[0]);
-  child_stop(&tasks[1]);
+  bench_child_stop(&tasks[0]);
+  bench_child_stop(&tasks[1]);
   weft_status_free(cluster_st);
 }
 
 void bench_run_distributed(const bench_options_t *o, bench_report_t *r) {
   bench_remote_step(o, r);
   bench_transfers(o, r);
+  bench_run_netns(o, r);
 }

@@ -780,6 +780,51 @@ static void test_bench_remote(void) {
   g_free(dir);
 }
 
+/* `weft bench --only netns_transfer` measures the transfers across network namespaces it makes
+ * itself (bench/bench_netns.c) beside a raw gRPC call between the same namespaces: both rows
+ * with positive figures and a ratio, their parameters saying no shared-memory segment was used;
+ * or, where namespaces cannot be made (not root, no `ip`), both skipped with the reason. */
+static void test_bench_netns(void) {
+  if (no_weft()) return;
+  char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "bench.json", NULL);
+  const char *args[] = {"bench", "--quick", "--only", "netns_transfer", "--json", path, NULL};
+  gint64 t0 = g_get_monotonic_time();
+  run_result_t r = run_weft(args, NULL);
+  g_test_message("stdout: %s\nstderr: %s", r.out, r.err);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 60 * G_USEC_PER_SEC);
+  const char *names[] = {"netns_transfer/1KiB", "netns_transfer/1MiB"};
+  for (size_t k = 0; k < G_N_ELEMENTS(names); k++) {
+    JsonObject *rec = bench_record(path, names[k]);
+    g_assert_nonnull(rec);
+    const char *note = json_object_get_string_member(rec, "note");
+    if (json_object_get_boolean_member(rec, "skipped")) {
+      /* A skip says why; a failure ("failed: ...") is not a skip. */
+      g_test_message("%s: %s", names[k], note);
+      g_assert_nonnull(note);
+      g_assert_false(g_str_has_prefix(note, "failed"));
+      if (geteuid() != 0) assert_contains(note, "not root");
+    } else {
+      g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "GB/s");
+      g_assert_cmpfloat(json_object_get_double_member(rec, "weft"), >, 0.0);
+      g_assert_cmpfloat(json_object_get_double_member(rec, "baseline"), >, 0.0);
+      g_assert_cmpfloat(json_object_get_double_member(rec, "ratio"), >, 0.0);
+      g_assert_cmpstr(json_object_get_string_member(rec, "baseline_name"), ==,
+                      "raw gRPC unary call");
+      /* The bench checked the link counters and the segments before writing the row. */
+      assert_contains(json_object_get_string_member(rec, "parameters"), "no shared memory (0 "
+                      "segments; task 1's eth0 received ");
+    }
+    json_object_unref(rec);
+  }
+  run_result_clear(&r);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(path);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cli/devices", test_devices);
@@ -801,5 +846,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/bench/json", test_bench_json);
   g_test_add_func("/cli/bench/remote", test_bench_remote);
   g_test_add_func("/cli/bench/device", test_bench_device);
+  g_test_add_func("/cli/bench/netns", test_bench_netns);
   return g_test_run();
 }
