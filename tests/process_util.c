@@ -103,3 +103,82 @@ gboolean wait_stopped(GPid pid, int timeout_ms) {
   g_free(path);
   return stopped;
 }
+
+static void join_stderr_and_die_with_parent(gpointer unused) {
+  die_with_parent(unused);
+  dup2(STDOUT_FILENO, STDERR_FILENO); /* one stream to read */
+}
+
+proc_t proc_spawn(const char *cmdline, GSpawnFlags flags) {
+  char **argv = NULL;
+  g_assert_true(g_shell_parse_argv(cmdline, NULL, &argv, NULL));
+  proc_t p = {0, -1, g_string_new(NULL)};
+  GError *err = NULL;
+  g_assert_true(g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | flags,
+                                         join_stderr_and_die_with_parent, NULL, &p.pid, NULL,
+                                         &p.out, NULL, &err));
+  g_assert_no_error(err);
+  g_strfreev(argv);
+  return p;
+}
+
+char *proc_read_until(proc_t *p, const char *needle, int timeout_ms) {
+  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+  while (g_get_monotonic_time() < deadline) {
+    char *line = read_line(p->out, (int)((deadline - g_get_monotonic_time()) / 1000) + 1);
+    if (!line) return NULL;
+    g_string_append_printf(p->log, "%s\n", line);
+    if (needle && strstr(line, needle)) return line;
+    g_free(line);
+  }
+  return NULL;
+}
+
+int proc_wait_exit(proc_t *p, int timeout_ms) {
+  g_free(proc_read_until(p, NULL, timeout_ms));
+  int status = 0;
+  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+  while (waitpid(p->pid, &status, WNOHANG) == 0) {
+    if (g_get_monotonic_time() > until) {
+      kill(p->pid, SIGKILL);
+      waitpid(p->pid, &status, 0);
+      break;
+    }
+    g_usleep(10000);
+  }
+  close(p->out);
+  g_spawn_close_pid(p->pid);
+  p->pid = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int count_shm_segments(GPid pid) {
+  char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int found = 0;
+  const char *entry;
+  while (d && (entry = g_dir_read_name(d))) {
+    char *path = g_build_filename(dir, entry, NULL);
+    char *target = g_file_read_link(path, NULL);
+    found += target && g_str_has_prefix(target, "/memfd:weft-");
+    g_free(target);
+    g_free(path);
+  }
+  if (d) g_dir_close(d);
+  g_free(dir);
+  return found;
+}
+
+JsonObject *proc_final_json(proc_t *p, JsonParser **parser) {
+  char **lines = g_strsplit(p->log->str, "\n", -1);
+  const char *json = NULL;
+  for (int i = 0; lines[i]; i++)
+    if (lines[i][0] == '{') json = lines[i];
+  if (!json) g_error("no JSON line in:\n%s", p->log->str);
+  *parser = json_parser_new();
+  GError *err = NULL;
+  g_assert_true(json_parser_load_from_data(*parser, json, -1, &err));
+  g_assert_no_error(err);
+  g_strfreev(lines);
+  return json_node_get_object(json_parser_get_root(*parser));
+}

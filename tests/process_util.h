@@ -4,6 +4,7 @@
 #define WEFT_TEST_PROCESS_UTIL_H
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 /* A loopback TCP port that was free a moment ago. */
 int free_port(void);
@@ -21,6 +22,28 @@ char *read_line(int fd, int timeout_ms);
  * --pause_at_step) may not have yet: a SIGCONT sent before it stops is lost, and it stops for
  * good. */
 gboolean wait_stopped(GPid pid, int timeout_ms);
+
+/* A child whose stdout and stderr come through one pipe, read a line at a time into log. */
+typedef struct proc {
+  GPid pid;
+  int out;
+  GString *log;
+} proc_t;
+/* Starts the command line (split as a shell would, no shell run) with stderr joined to stdout,
+ * killed when the test dies; asserts it started. flags: more GSpawnFlags (G_SPAWN_SEARCH_PATH).
+ * The caller ends it with proc_wait_exit or its own kill and waitpid, then frees log. */
+proc_t proc_spawn(const char *cmdline, GSpawnFlags flags);
+/* Reads until a line containing needle (NULL: to the end of output), at most timeout_ms; returns
+ * that line (g_free) or NULL. Everything read is kept in p->log. */
+char *proc_read_until(proc_t *p, const char *needle, int timeout_ms);
+/* Reads the rest (at most timeout_ms), waits up to 10 s more for the exit, then SIGKILL; closes
+ * the pipe. Returns the exit code, or 128 + the signal that ended it. */
+int proc_wait_exit(proc_t *p, int timeout_ms);
+/* The last line of p->log that starts with '{' (a weft-train worker's result), parsed; the
+ * test fails when there is none. The object belongs to *parser (g_object_unref it). */
+JsonObject *proc_final_json(proc_t *p, JsonParser **parser);
+/* How many weft shared-memory segments (memfds "weft-...") process pid holds. */
+int count_shm_segments(GPid pid);
 
 /* What a program run to its end printed, and its exit code. */
 typedef struct run_result {

@@ -202,87 +202,20 @@ static bool netem_available(net_t *n) {
 /* ---------------------------------------------------------------------------------------------
  * Processes in namespaces (ip netns exec execs the program: the pid is the program's) */
 
-typedef struct proc {
-  GPid pid;
-  int out;
-  GString *log;
-} proc_t;
-
-static void child_setup(gpointer unused) {
-  die_with_parent(unused);
-  dup2(STDOUT_FILENO, STDERR_FILENO); /* one stream to read */
-}
-
 static proc_t spawn_in(const char *ns, const char *cmdline) {
   char *cmd = g_strdup_printf("ip netns exec %s %s", ns, cmdline);
-  char **argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  proc_t p = {0, -1, g_string_new(NULL)};
-  GError *err = NULL;
-  g_assert_true(g_spawn_async_with_pipes(NULL, argv, NULL,
-                                         G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                         child_setup, NULL, &p.pid, NULL, &p.out, NULL, &err));
-  g_assert_no_error(err);
-  g_strfreev(argv);
+  proc_t p = proc_spawn(cmd, G_SPAWN_SEARCH_PATH);
   g_free(cmd);
   return p;
-}
-
-/* Reads until a line containing `needle` (NULL: the end); that line (g_free) or NULL. */
-static char *read_until(proc_t *p, const char *needle, int timeout_ms) {
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  while (g_get_monotonic_time() < deadline) {
-    char *line = read_line(p->out, (int)((deadline - g_get_monotonic_time()) / 1000) + 1);
-    if (!line) return NULL;
-    g_string_append_printf(p->log, "%s\n", line);
-    if (needle && strstr(line, needle)) return line;
-    g_free(line);
-  }
-  return NULL;
-}
-
-static int wait_exit(proc_t *p) {
-  g_free(read_until(p, NULL, PROCESS_TIMEOUT_MS));
-  int status = 0;
-  gint64 until = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-  while (waitpid(p->pid, &status, WNOHANG) == 0) {
-    if (g_get_monotonic_time() > until) {
-      kill(p->pid, SIGKILL);
-      waitpid(p->pid, &status, 0);
-      break;
-    }
-    g_usleep(10000);
-  }
-  close(p->out);
-  p->pid = 0;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void stop_proc(proc_t *p) {
   if (p->pid) {
     kill(p->pid, SIGTERM);
-    wait_exit(p);
+    proc_wait_exit(p, PROCESS_TIMEOUT_MS);
   }
   g_string_free(p->log, TRUE);
   p->log = NULL;
-}
-
-/* How many weft shared-memory segments (memfds "weft-...") process pid holds. */
-static int count_segments(GPid pid) {
-  char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
-  GDir *d = g_dir_open(dir, 0, NULL);
-  int found = 0;
-  const char *entry;
-  while (d && (entry = g_dir_read_name(d))) {
-    char *path = g_build_filename(dir, entry, NULL);
-    char *target = g_file_read_link(path, NULL);
-    found += target && g_str_has_prefix(target, "/memfd:weft-");
-    g_free(target);
-    g_free(path);
-  }
-  if (d) g_dir_close(d);
-  g_free(dir);
-  return found;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -349,7 +282,7 @@ static proc_t start_weftd(net_t *n, int r, int index) {
                               "--bind %s --step_timeout_ms %d", WEFTD, addresses[NS_W0], PORT,
                               addresses[NS_W1], PORT, index, addresses[r], PROCESS_TIMEOUT_MS);
   proc_t p = spawn_in(n->ns[r], cmd);
-  char *line = read_until(&p, "Started server with target: ", PROCESS_TIMEOUT_MS);
+  char *line = proc_read_until(&p, "Started server with target: ", PROCESS_TIMEOUT_MS);
   if (!line) g_error("weftd in %s did not start:\n%s", n->ns[r], p.log->str);
   g_free(line);
   g_free(cmd);
@@ -373,8 +306,8 @@ static void test_remote_exact(void) {
   gint64 rx = rx_bytes(&n, NS_W1) - rx_before;
   g_test_message("task 1 received %" G_GINT64_FORMAT " bytes on its link", rx);
   g_assert_cmpint(rx, >=, 3 * (gint64)RAMP * 4);
-  g_assert_cmpint(count_segments(t1.pid), ==, 0);
-  g_assert_cmpint(count_segments(t0.pid), ==, 0);
+  g_assert_cmpint(count_shm_segments(t1.pid), ==, 0);
+  g_assert_cmpint(count_shm_segments(t0.pid), ==, 0);
   stop_proc(&t0);
   stop_proc(&t1);
   net_down(&n);
@@ -382,21 +315,6 @@ static void test_remote_exact(void) {
 
 /* ---------------------------------------------------------------------------------------------
  * Training across namespaces */
-
-/* The final JSON line of a worker's log, parsed (g_object_unref *parser). */
-static JsonObject *final_json(proc_t *p, JsonParser **parser) {
-  char **lines = g_strsplit(p->log->str, "\n", -1);
-  const char *json = NULL;
-  for (int i = 0; lines[i]; i++)
-    if (lines[i][0] == '{') json = lines[i];
-  if (!json) g_error("no JSON line in:\n%s", p->log->str);
-  *parser = json_parser_new();
-  GError *err = NULL;
-  g_assert_true(json_parser_load_from_data(*parser, json, -1, &err));
-  g_assert_no_error(err);
-  g_strfreev(lines);
-  return json_node_get_object(json_parser_get_root(*parser));
-}
 
 static gint64 number_after(const char *text, const char *marker) {
   const char *at = strstr(text, marker);
@@ -430,7 +348,7 @@ static void cluster_start(net_t *n, cluster_t *c, int train_steps) {
   c->dir = g_dir_make_tmp("weft-netns-XXXXXX", &err);
   g_assert_no_error(err);
   c->ps = start_task(n, NS_PS, "ps", 0, "");
-  char *line = read_until(&c->ps, "Started server with target: ", PROCESS_TIMEOUT_MS);
+  char *line = proc_read_until(&c->ps, "Started server with target: ", PROCESS_TIMEOUT_MS);
   if (!line) g_error("the ps did not start:\n%s", c->ps.log->str);
   g_free(line);
   char *common = g_strdup_printf("--model linear --train_steps %d --log_every 10 "
@@ -446,7 +364,7 @@ static void cluster_start(net_t *n, cluster_t *c, int train_steps) {
 static gint64 wait_step(cluster_t *c, int k, gint64 step, int timeout_ms) {
   char *needle = g_strdup_printf("progress worker=%d step=", k);
   for (;;) {
-    char *line = read_until(&c->w[k], needle, timeout_ms);
+    char *line = proc_read_until(&c->w[k], needle, timeout_ms);
     if (!line) g_error("worker %d did not reach step %" G_GINT64_FORMAT ":\n%s", k, step,
                        c->w[k].log->str);
     gint64 at = number_after(line, "step=");
@@ -465,7 +383,7 @@ static gint64 drain_step(cluster_t *c, int k, gint64 latest) {
   char *needle = g_strdup_printf("progress worker=%d step=", k);
   char *line;
   gint64 until = g_get_monotonic_time() + 300 * 1000;
-  while (g_get_monotonic_time() < until && (line = read_until(&c->w[k], needle, 100))) {
+  while (g_get_monotonic_time() < until && (line = proc_read_until(&c->w[k], needle, 100))) {
     latest = MAX(latest, number_after(line, "step="));
     g_free(line);
   }
@@ -475,13 +393,13 @@ static gint64 drain_step(cluster_t *c, int k, gint64 latest) {
 
 /* Both workers finish with status 0 and a well-trained model: no wrong value was ever applied. */
 static void cluster_finish(cluster_t *c, int train_steps) {
-  int rc0 = wait_exit(&c->w[0]), rc1 = wait_exit(&c->w[1]);
+  int rc0 = proc_wait_exit(&c->w[0], PROCESS_TIMEOUT_MS), rc1 = proc_wait_exit(&c->w[1], PROCESS_TIMEOUT_MS);
   if (rc0 || rc1)
     g_error("workers exited %d and %d:\n--- worker 0\n%s--- worker 1\n%s", rc0, rc1,
             c->w[0].log->str, c->w[1].log->str);
   for (int k = 0; k < 2; k++) {
     JsonParser *parser;
-    JsonObject *o = final_json(&c->w[k], &parser);
+    JsonObject *o = proc_final_json(&c->w[k], &parser);
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, train_steps);
     g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, ASYNC_LOSS_LIMIT);
     g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2), <, ASYNC_PARAM_TOLERANCE);
@@ -547,7 +465,7 @@ static void test_worker_partition(void) {
   g_assert_cmpint(during, >, before);
   /* Worker 1 rejoined: it runs steps again (a progress line of its own after the link came
    * back; the last one at least, should the chief have finished meanwhile). */
-  char *line = read_until(&c.w[1], "progress worker=1 step=", PROCESS_TIMEOUT_MS);
+  char *line = proc_read_until(&c.w[1], "progress worker=1 step=", PROCESS_TIMEOUT_MS);
   if (!line) g_error("worker 1 did not rejoin:\n%s", c.w[1].log->str);
   g_free(line);
   cluster_finish(&c, steps);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "process_util.h"
 #include "distributed/distributed_internal.h"
 #include "weft/weft.h"
 #include "weftd_cluster.h"
@@ -258,24 +259,6 @@ static void test_switches(void) {
 /* ---------------------------------------------------------------------------------------------
  * Two weftd tasks */
 
-/* How many weft shared-memory segments process pid holds. */
-static int count_segments(GPid pid) {
-  char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
-  GDir *d = g_dir_open(dir, 0, NULL);
-  int found = 0;
-  const char *entry;
-  while (d && (entry = g_dir_read_name(d))) {
-    char *path = g_build_filename(dir, entry, NULL);
-    char *target = g_file_read_link(path, NULL);
-    found += target && g_str_has_prefix(target, "/memfd:weft-");
-    g_free(target);
-    g_free(path);
-  }
-  if (d) g_dir_close(d);
-  g_free(dir);
-  return found;
-}
-
 /* A 1 MiB ramp on task 0 read by Identity on task 1 and fetched, three steps: the first grows
  * task 1's segment, the next go through it. With env_shm "0" there is no segment and the same
  * values. */
@@ -311,12 +294,12 @@ static void run_cluster(const char *env_shm, bool expect_segment) {
   }
   /* Fetched tensors held by this client are copies: task 1's segments are back in its pool, and
    * there are no more than its cap of 3. */
-  int segments = count_segments(cluster.d[1].pid);
+  int segments = count_shm_segments(cluster.d[1].pid);
   g_test_message("task 1 holds %d shared-memory segment(s)", segments);
   if (expect_segment) g_assert_cmpint(segments, >=, 1);
   else g_assert_cmpint(segments, ==, 0);
   g_assert_cmpint(segments, <=, 3);
-  g_assert_cmpint(count_segments(cluster.d[0].pid), ==, 0); /* task 0 receives nothing */
+  g_assert_cmpint(count_shm_segments(cluster.d[0].pid), ==, 0); /* task 0 receives nothing */
   weft_session_free(s);
   weft_graph_free(g);
   weftd_cluster_stop(&cluster);

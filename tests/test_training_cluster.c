@@ -560,53 +560,12 @@ static void test_device_filters(void) {
 /* ---------------------------------------------------------------------------------------------
  * weft-train processes */
 
-static void child_setup(gpointer unused) {
-  die_with_parent(unused);
-  dup2(STDOUT_FILENO, STDERR_FILENO); /* one stream to read */
-}
-
-typedef struct proc {
-  GPid pid;
-  int out;
-  GString *log;
-} proc_t;
-
 static proc_t spawn_train(const char *hosts, const char *job, int task, const char *extra) {
   char *cmd = g_strdup_printf("%s %s --job_name %s --task_index %d --progress lines %s",
                               WEFT_TRAIN, hosts, job, task, extra ? extra : "");
-  char **argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  proc_t p = {0, -1, g_string_new(NULL)};
-  GError *err = NULL;
-  g_assert_true(g_spawn_async_with_pipes(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_setup,
-                                         NULL, &p.pid, NULL, &p.out, NULL, &err));
-  g_assert_no_error(err);
-  g_strfreev(argv);
+  proc_t p = proc_spawn(cmd, 0);
   g_free(cmd);
   return p;
-}
-
-/* Reads the process's output until a line containing `needle` (NULL: until it ends); returns
- * that line (the caller g_free()s it) or NULL. Everything read is kept in p->log. */
-static char *read_until(proc_t *p, const char *needle, int timeout_ms) {
-  gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-  while (g_get_monotonic_time() < deadline) {
-    char *line = read_line(p->out, (int)((deadline - g_get_monotonic_time()) / 1000) + 1);
-    if (!line) return NULL;
-    g_string_append_printf(p->log, "%s\n", line);
-    if (needle && strstr(line, needle)) return line;
-    g_free(line);
-  }
-  return NULL;
-}
-
-static int wait_exit(proc_t *p) {
-  g_free(read_until(p, NULL, PROCESS_TIMEOUT_MS));
-  int status = 0;
-  g_assert_cmpint(waitpid(p->pid, &status, 0), ==, p->pid);
-  close(p->out);
-  g_spawn_close_pid(p->pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void stop_proc(proc_t *p, int sig) {
@@ -619,21 +578,6 @@ static void stop_proc(proc_t *p, int sig) {
 
 static void free_proc(proc_t *p) {
   g_string_free(p->log, TRUE);
-}
-
-/* The final JSON line of a worker's log, parsed. */
-static JsonObject *final_json(proc_t *p, JsonParser **parser) {
-  char **lines = g_strsplit(p->log->str, "\n", -1);
-  const char *json = NULL;
-  for (int i = 0; lines[i]; i++)
-    if (lines[i][0] == '{') json = lines[i];
-  if (!json) g_error("no JSON line in:\n%s", p->log->str);
-  *parser = json_parser_new();
-  GError *err = NULL;
-  g_assert_true(json_parser_load_from_data(*parser, json, -1, &err));
-  g_assert_no_error(err);
-  g_strfreev(lines);
-  return json_node_get_object(json_parser_get_root(*parser));
 }
 
 static char *hosts_flags(int *ps_port) {
@@ -652,7 +596,7 @@ static void run_cluster(const char *extra, const char *ckpt_dir, proc_t *w0, pro
   char *chief_extra = g_strdup_printf("%s --checkpoint_dir %s", extra, ckpt_dir);
   *w0 = spawn_train(hosts, "worker", 0, chief_extra);
   *w1 = spawn_train(hosts, "worker", 1, extra);
-  int rc0 = wait_exit(w0), rc1 = wait_exit(w1);
+  int rc0 = proc_wait_exit(w0, PROCESS_TIMEOUT_MS), rc1 = proc_wait_exit(w1, PROCESS_TIMEOUT_MS);
   if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0->log->str, w1->log->str);
   stop_proc(&ps, SIGTERM);
   free_proc(&ps);
@@ -676,7 +620,7 @@ static void test_train_async_linear(void) {
   run_cluster("--model linear --train_steps 300 --log_every 100", dir, &w0, &w1);
   for (int k = 0; k < 2; k++) {
     JsonParser *parser;
-    JsonObject *o = final_json(k ? &w1 : &w0, &parser);
+    JsonObject *o = proc_final_json(k ? &w1 : &w0, &parser);
     /* Asynchronous: either worker may add the last step(s). */
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 300);
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), <=, 302);
@@ -711,7 +655,7 @@ static void test_train_sync_linear(void) {
   run_cluster("--model linear --train_steps 150 --sync_replicas --log_every 50", dir, &w0, &w1);
   for (int k = 0; k < 2; k++) {
     JsonParser *parser;
-    JsonObject *o = final_json(k ? &w1 : &w0, &parser);
+    JsonObject *o = proc_final_json(k ? &w1 : &w0, &parser);
     /* Synchronous: one global step per aggregated update, never more. */
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 150);
     g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
@@ -729,7 +673,7 @@ static void test_train_mlp(void) {
   proc_t w0, w1;
   run_cluster("--model mlp --train_steps 400 --log_every 100 --device CPU", dir, &w0, &w1);
   JsonParser *parser;
-  JsonObject *o = final_json(&w0, &parser);
+  JsonObject *o = proc_final_json(&w0, &parser);
   /* The accuracy weft-train's documentation states for the MLP. */
   g_assert_cmpfloat(json_object_get_double_member(o, "accuracy"), >=, 0.9);
   g_object_unref(parser);
@@ -759,7 +703,7 @@ static void test_train_ps_killed_and_restarted(void) {
   /* Let it train past a few checkpoints (every 50 steps), then kill the ps: its variables are
    * gone. */
   for (;;) {
-    char *line = read_until(&w0, "progress worker=0 step=", PROCESS_TIMEOUT_MS);
+    char *line = proc_read_until(&w0, "progress worker=0 step=", PROCESS_TIMEOUT_MS);
     if (!line) g_error("the chief stopped before step 200:\n%s", w0.log->str);
     int64_t step = number_after(line, "step=");
     g_free(line);
@@ -772,7 +716,7 @@ static void test_train_ps_killed_and_restarted(void) {
   free_proc(&ps);
   g_usleep(500 * 1000);
   proc_t ps2 = spawn_train(hosts, "ps", 0, NULL);
-  int rc0 = wait_exit(&w0), rc1 = wait_exit(&w1);
+  int rc0 = proc_wait_exit(&w0, PROCESS_TIMEOUT_MS), rc1 = proc_wait_exit(&w1, PROCESS_TIMEOUT_MS);
   if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0.log->str, w1.log->str);
   /* Both recovered; the chief restored a checkpoint at least as new as the one on disk when
    * the ps died, and the global step went on from it, never back past it. */
@@ -789,12 +733,12 @@ static void test_train_ps_killed_and_restarted(void) {
   if (!strstr(w1.log->str, "worker 1: recovered"))
     g_test_message("worker 1 ran no step while the ps was down (no recovery needed)");
   JsonParser *parser1;
-  JsonObject *o1 = final_json(&w1, &parser1);
+  JsonObject *o1 = proc_final_json(&w1, &parser1);
   g_assert_cmpint(json_object_get_int_member(o1, "global_step"), >=, 900);
   g_assert_cmpfloat(json_object_get_double_member(o1, "loss"), <, ASYNC_LOSS_LIMIT);
   g_object_unref(parser1);
   JsonParser *parser;
-  JsonObject *o = final_json(&w0, &parser);
+  JsonObject *o = proc_final_json(&w0, &parser);
   g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
   g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 900);
   g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, ASYNC_LOSS_LIMIT);
@@ -813,7 +757,7 @@ static void test_train_ps_killed_and_restarted(void) {
 /* Reads the chief's progress lines until the global step reaches `step`. */
 static void wait_for_step(proc_t *p, int64_t step) {
   for (;;) {
-    char *line = read_until(p, "progress worker=", PROCESS_TIMEOUT_MS);
+    char *line = proc_read_until(p, "progress worker=", PROCESS_TIMEOUT_MS);
     if (!line) g_error("the worker stopped before step %" G_GINT64_FORMAT ":\n%s", step, p->log->str);
     int64_t at = number_after(line, "step=");
     g_free(line);
@@ -840,7 +784,7 @@ static void test_train_ps_frozen(void) {
    * calls (2 s). */
   g_usleep(5 * G_USEC_PER_SEC);
   kill(ps.pid, SIGCONT);
-  int rc0 = wait_exit(&w0), rc1 = wait_exit(&w1);
+  int rc0 = proc_wait_exit(&w0, PROCESS_TIMEOUT_MS), rc1 = proc_wait_exit(&w1, PROCESS_TIMEOUT_MS);
   if (rc0 || rc1) g_error("workers exited %d and %d:\n%s\n%s", rc0, rc1, w0.log->str, w1.log->str);
   proc_t *w[2] = {&w0, &w1};
   for (int k = 0; k < 2; k++) {
@@ -852,7 +796,7 @@ static void test_train_ps_frozen(void) {
     g_assert_nonnull(strstr(retry, " s of 20 s used (attempt 1)"));
     g_assert_nonnull(strstr(retry, "W monitored_session: recovered: the step ran after "));
     JsonParser *parser;
-    JsonObject *o = final_json(w[k], &parser);
+    JsonObject *o = proc_final_json(w[k], &parser);
     /* The target, plus the last steps of the other worker, plus the steps that missed their
      * deadline but that the ps still ran once it was back (at most a few per worker). */
     g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 1500);
@@ -886,7 +830,7 @@ static void test_train_save_fails(void) {
   char *extra = g_strdup_printf("--model linear --train_steps 3000 --log_every 50 --device CPU "
                                 "--save_steps 20 --pause_at_step 50 --checkpoint_dir %s", dir);
   proc_t w0 = spawn_train(hosts, "worker", 0, extra);
-  g_free(read_until(&w0, "paused at global step", PROCESS_TIMEOUT_MS));
+  g_free(proc_read_until(&w0, "paused at global step", PROCESS_TIMEOUT_MS));
   char *before = weft_checkpoint_latest(dir);
   g_assert_nonnull(before);
   char *before_base = g_path_get_basename(before);
@@ -894,7 +838,7 @@ static void test_train_save_fails(void) {
   g_assert_true(g_file_set_contents(dir, "in the way", -1, NULL));
   g_assert_true(wait_stopped(w0.pid, PROCESS_TIMEOUT_MS));
   kill(w0.pid, SIGCONT);
-  char *line = read_until(&w0, "2 in a row", PROCESS_TIMEOUT_MS);
+  char *line = proc_read_until(&w0, "2 in a row", PROCESS_TIMEOUT_MS);
   if (!line) g_error("no second failed save:\n%s", w0.log->str);
   char *want = g_strdup_printf("; the latest checkpoint is still %s; trying again at the next "
                                "save point (in 20 steps or in 600 s)", before);
@@ -915,10 +859,10 @@ static void test_train_save_fails(void) {
   /* The folder comes back: training finishes and saves again. */
   g_assert_cmpint(g_remove(dir), ==, 0);
   g_assert_cmpint(g_rename(hidden, dir), ==, 0);
-  int rc = wait_exit(&w0);
+  int rc = proc_wait_exit(&w0, PROCESS_TIMEOUT_MS);
   if (rc) g_error("the chief exited %d:\n%s", rc, w0.log->str);
   JsonParser *parser;
-  JsonObject *o = final_json(&w0, &parser);
+  JsonObject *o = proc_final_json(&w0, &parser);
   g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 3000);
   char *final_ckpt = g_strdup_printf("%s/model.ckpt-3000", dir);
   g_assert_cmpstr(json_object_get_string_member(o, "checkpoint"), ==, final_ckpt);
@@ -957,7 +901,7 @@ static void test_train_recovery_exhausted(void) {
                           "--recovery_timeout_secs 2");
   wait_for_step(&w0, 40);
   kill(ps.pid, SIGSTOP);
-  int rc = wait_exit(&w0);
+  int rc = proc_wait_exit(&w0, PROCESS_TIMEOUT_MS);
   kill(ps.pid, SIGCONT);
   g_assert_cmpint(rc, ==, 1);
   GRegex *re = g_regex_new("^weft-train: error: training: DEADLINE_EXCEEDED: Monitored session: "
@@ -995,7 +939,7 @@ static void test_train_local(void) {
   g_free(err);
   proc_t p = {0, -1, g_string_new(out)};
   JsonParser *parser;
-  JsonObject *o = final_json(&p, &parser);
+  JsonObject *o = proc_final_json(&p, &parser);
   g_assert_cmpint(json_object_get_int_member(o, "global_step"), ==, 200);
   g_assert_cmpint(json_object_get_int_member(o, "steps"), ==, 200);
   g_assert_cmpfloat(json_object_get_double_member(o, "examples_per_sec"), >, 0);
