@@ -967,6 +967,8 @@ static void test_train_command_line_errors(void) {
       {"--local --job_name worker", "--local trains in this process"},
       {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --step_timeout_ms 0",
        "--step_timeout_ms must be positive"},
+      {"--ps_hosts localhost:1 --worker_hosts localhost:2 --job_name worker --pause_at_step -1",
+       "weft-train: error: --pause_at_step must be 0 (off) or positive"},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     char *cmd = g_strdup_printf("%s %s", WEFT_TRAIN, cases[i].args);
