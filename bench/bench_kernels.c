@@ -124,8 +124,8 @@ typedef struct loop_args {
 } loop_args_t;
 
 enum {
-  LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH,
-  LOOP_SUM_ROWS, LOOP_SUM_COLS
+  LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH, LOOP_ERF,
+  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS
 };
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
@@ -154,6 +154,16 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
       break;
     case LOOP_TANH:
       for (int64_t k = begin; k < end; k++) o[k] = tanhf(x[k]);
+      break;
+    case LOOP_ERF:
+      for (int64_t k = begin; k < end; k++) o[k] = erff(x[k]);
+      break;
+    case LOOP_SOFTPLUS:
+      /* TensorFlow's thresholds, as the kernel: x above 13.94, e^x below -13.94. */
+      for (int64_t k = begin; k < end; k++) {
+        float e = expf(x[k]);
+        o[k] = x[k] > 13.942385f ? x[k] : (x[k] < -13.942385f ? e : log1pf(e));
+      }
       break;
     default:
       break;
@@ -371,6 +381,8 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_elementwise(o, r, "Exp", LOOP_EXP, false);
   bench_elementwise(o, r, "Log", LOOP_LOG, false);
   bench_elementwise(o, r, "Tanh", LOOP_TANH, false);
+  bench_elementwise(o, r, "Erf", LOOP_ERF, false);
+  bench_elementwise(o, r, "Softplus", LOOP_SOFTPLUS, false);
   bench_reduction(o, r, "Sum", 1);
   bench_reduction(o, r, "Sum", 0);
   bench_reduction(o, r, "Mean", 1);

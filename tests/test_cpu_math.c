@@ -1,9 +1,10 @@
-/* test_cpu_math.c: the CPU plugin's vectorised float32 Exp, Log, Tanh and Sigmoid
- * (plugins/cpu/cpu_vmath.h) at every instruction set level this machine has: the largest
- * error in ulp against double-precision libm over a dense sweep of float bit patterns, the
- * special values exactly (NaN, +-inf, +-0, denormals, overflow, saturation), every tail
- * length, WEFT_CPU_ISA's parsing and fallback, and the kernels through a session with
- * WEFT_CPU_ISA forcing each level (in a subprocess, since the plugin chooses once). */
+/* test_cpu_math.c: the CPU plugin's vectorised float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p,
+ * Erf, Softplus, Elu and Selu (plugins/cpu/cpu_vmath.h) at every instruction set level this
+ * machine has: the largest error in ulp against double-precision libm over a dense sweep of
+ * float bit patterns, the special values exactly (NaN, +-inf, +-0, denormals, overflow,
+ * saturation), every tail length, WEFT_CPU_ISA's parsing and fallback, and the kernels through
+ * a session with WEFT_CPU_ISA forcing each level (in a subprocess, since the plugin chooses
+ * once). */
 #include <float.h>
 #include <glib.h>
 #include <math.h>
@@ -20,6 +21,19 @@ static double ref_exp(double x) { return exp(x); }
 static double ref_log(double x) { return log(x); }
 static double ref_tanh(double x) { return tanh(x); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_expm1(double x) { return expm1(x); }
+static double ref_log1p(double x) { return log1p(x); }
+static double ref_erf(double x) { return erf(x); }
+/* TensorFlow's float Softplus: x and e^x beyond +-13.94 (log(float epsilon) + 2), so the
+ * reference is the same piecewise function in double, not log1p(e^x) everywhere. */
+static double ref_softplus(double x) {
+  return x > 13.942385 ? x : (x < -13.942385 ? exp(x) : log1p(exp(x)));
+}
+static double ref_elu(double x) { return x < 0 ? expm1(x) : x; }
+/* The kernel's constants are the float roundings of TensorFlow's scale and scale * alpha. */
+static double ref_selu(double x) {
+  return x < 0 ? (double)1.7580993408473768600f * expm1(x) : (double)1.0507009873554804934f * x;
+}
 
 typedef struct fn_case {
   const char *name;
@@ -33,6 +47,12 @@ static const fn_case_t fns[] = {
     {"log", offsetof(weft_cpu_vmath_t, log), ref_log, 2},
     {"tanh", offsetof(weft_cpu_vmath_t, tanh), ref_tanh, 3},
     {"sigmoid", offsetof(weft_cpu_vmath_t, sigmoid), ref_sigmoid, 3},
+    {"expm1", offsetof(weft_cpu_vmath_t, expm1), ref_expm1, 3},
+    {"log1p", offsetof(weft_cpu_vmath_t, log1p), ref_log1p, 3},
+    {"erf", offsetof(weft_cpu_vmath_t, erf), ref_erf, 3},
+    {"softplus", offsetof(weft_cpu_vmath_t, softplus), ref_softplus, 3},
+    {"elu", offsetof(weft_cpu_vmath_t, elu), ref_elu, 3},
+    {"selu", offsetof(weft_cpu_vmath_t, selu), ref_selu, 3},
 };
 
 static weft_cpu_vm_fn fn_of(const weft_cpu_vmath_t *vm, const fn_case_t *c) {
@@ -127,6 +147,21 @@ static void check_specials(const weft_cpu_vmath_t *vm, const char *level) {
       {"sigmoid", -1000, 0},   {"sigmoid", -104, 0},     {"sigmoid", dmin, 0.5f},
       {"exp", nan_, nan_},     {"log", nan_, nan_},      {"tanh", nan_, nan_},
       {"sigmoid", nan_, nan_},
+      {"expm1", 0.0f, 0.0f},   {"expm1", -0.0f, -0.0f},  {"expm1", inf, inf},
+      {"expm1", -inf, -1},     {"expm1", 89, inf},       {"expm1", -20, -1},
+      {"expm1", dmin, dmin},   {"expm1", -dmin, -dmin},  {"expm1", nan_, nan_},
+      {"log1p", 0.0f, 0.0f},   {"log1p", -0.0f, -0.0f},  {"log1p", inf, inf},
+      {"log1p", -1, -inf},     {"log1p", -2, nan_},      {"log1p", -inf, nan_},
+      {"log1p", dmin, dmin},   {"log1p", -dmin, -dmin},  {"log1p", nan_, nan_},
+      {"erf", 0.0f, 0.0f},     {"erf", -0.0f, -0.0f},    {"erf", inf, 1},
+      {"erf", -inf, -1},       {"erf", 4, 1},            {"erf", -10, -1},
+      {"erf", nan_, nan_},
+      {"softplus", inf, inf},  {"softplus", -inf, 0},    {"softplus", 20, 20},
+      {"softplus", -200, 0},   {"softplus", nan_, nan_},
+      {"elu", 0.0f, 0.0f},     {"elu", -0.0f, -0.0f},    {"elu", inf, inf},
+      {"elu", -inf, -1},       {"elu", 3, 3},            {"elu", nan_, nan_},
+      {"selu", 0.0f, 0.0f},    {"selu", -0.0f, -0.0f},   {"selu", inf, inf},
+      {"selu", -inf, -1.7580993408473768600f},           {"selu", nan_, nan_},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     const fn_case_t *c = NULL;
@@ -215,12 +250,14 @@ static void test_choose(void) {
   }
 }
 
-/* Exp, Log, Tanh and Sigmoid through a CPU session, in this process (whose WEFT_CPU_ISA the
+/* The vectorised ops through a CPU session, in this process (whose WEFT_CPU_ISA the
  * parent set), against double libm. */
 static void session_child(void) {
   enum { N = 1003 }; /* several pool chunks' worth, with a tail */
-  static const char *const ops[] = {"Exp", "Log", "Tanh", "Sigmoid"};
-  double (*refs[])(double) = {ref_exp, ref_log, ref_tanh, ref_sigmoid};
+  static const char *const ops[] = {"Exp",   "Log", "Tanh",     "Sigmoid", "Expm1",
+                                    "Log1p", "Erf", "Softplus", "Elu",     "Selu"};
+  double (*refs[])(double) = {ref_exp,   ref_log, ref_tanh,     ref_sigmoid, ref_expm1,
+                              ref_log1p, ref_erf, ref_softplus, ref_elu,     ref_selu};
   float xs[N];
   for (int i = 0; i < N; i++) xs[i] = (float)(i - N / 2) * 0.05f + 0.001f;
   for (size_t k = 0; k < G_N_ELEMENTS(ops); k++) {

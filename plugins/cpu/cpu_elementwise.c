@@ -1,8 +1,9 @@
 /* cpu_elementwise.c: unary elementwise kernels (Neg, Abs, Sqrt, Exp, Tanh, Sigmoid, Relu,
  * IsNan, LogicalNot, ...). Each op is a table row of per-dtype loops over contiguous memory;
  * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows
- * (float32 Exp, Log, Tanh and Sigmoid are the hand-vectorised ones of cpu_vmath.h instead),
- * and the driver splits them over the intra-op pool. */
+ * (float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu and Selu are the
+ * hand-vectorised ones of cpu_vmath.h instead), and the driver splits them over the intra-op
+ * pool. */
 #include <stdlib.h>
 #include <string.h>
 #include <tgmath.h>
@@ -70,8 +71,8 @@ UN_FLOAT(sqrt, sqrt(a))
 UN_FLOAT(rsqrt, (T_)1 / sqrt(a))
 UN_DEF(exp_f64, double, double, double, exp(a))
 UN_DEF(log_f64, double, double, double, log(a))
-UN_FLOAT(log1p, log1p(a))
-UN_FLOAT(expm1, expm1(a))
+UN_DEF(log1p_f64, double, double, double, log1p(a))
+UN_DEF(expm1_f64, double, double, double, expm1(a))
 UN_FLOAT(sign, a > 0 ? (T_)1 : (a < 0 ? (T_)-1 : a))
 UN_SINT(sign, (a > 0) - (a < 0))
 UN_UINT(sign, a > 0)
@@ -94,9 +95,10 @@ UN_FLOAT(atanh, atanh(a))
 UN_DEF(tanh_f64, double, double, double, tanh(a))
 UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
 
-/* float32 Exp, Log, Tanh and Sigmoid: the vectorised loops (cpu_vmath.h) of the instruction
- * set level chosen once at plugin init (weft__cpu_register_elementwise); float16 and bfloat16
- * reach them through un_range's widened blocks. float64 keeps libm's double precision. */
+/* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu and Selu: the vectorised
+ * loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
+ * (weft__cpu_register_elementwise); float16 and bfloat16 reach them through un_range's widened
+ * blocks. float64 keeps libm's double precision. */
 static const weft_cpu_vmath_t *vm;
 #define VM_F32(OP)                                                    \
   static void OP##_f32(const void *xv, void *yv, int64_t n, double p) { \
@@ -107,8 +109,14 @@ VM_F32(exp)
 VM_F32(log)
 VM_F32(tanh)
 VM_F32(sigmoid)
+VM_F32(expm1)
+VM_F32(log1p)
+VM_F32(erf)
+VM_F32(softplus)
+VM_F32(elu)
+VM_F32(selu)
 
-UN_FLOAT(erf, erf(a))
+UN_DEF(erf_f64, double, double, double, erf(a))
 UN_FLOAT(erfc, erfc(a))
 UN_FLOAT(lgamma, lgamma(a))
 UN_FLOAT_BOOL(isnan, isnan(a))
@@ -121,10 +129,11 @@ UN_UINT(relu, a)
 UN_FLOAT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
 UN_SINT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
 UN_UINT(relu6, a > 6 ? (T_)6 : a)
-UN_FLOAT(elu, a < 0 ? expm1(a) : a)
-UN_FLOAT(selu, a < 0 ? (T_)(SELU_SCALE * SELU_ALPHA) * expm1(a) : (T_)SELU_SCALE * a)
+UN_DEF(elu_f64, double, double, double, a < 0 ? expm1(a) : a)
+UN_DEF(selu_f64, double, double, double,
+       a < 0 ? (T_)(SELU_SCALE * SELU_ALPHA) * expm1(a) : (T_)SELU_SCALE * a)
 UN_FLOAT(leaky_relu, a < 0 ? p * a : a)
-UN_FLOAT(softplus, a > -SOFTPLUS_THRESHOLD(T_)
+UN_DEF(softplus_f64, double, double, double, a > -SOFTPLUS_THRESHOLD(T_)
                        ? a
                        : (a < SOFTPLUS_THRESHOLD(T_) ? exp(a) : log1p(exp(a))))
 UN_FLOAT(softsign, a / ((T_)1 + fabs(a)))
@@ -246,7 +255,9 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   /* (host->log) in parentheses: tgmath.h's log() macro would take it otherwise. */
   if (warning != NULL) (weft__cpu_host->log)(WEFT_LOG_WARNING, "CPU plugin", "%s", warning);
   free(warning);
-  (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin", "float32 Exp, Log, Tanh, Sigmoid: %s code",
+  (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
+                        "float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, "
+                        "Selu: %s code",
                         weft__cpu_isa_name(isa));
   vm = weft__cpu_vmath_for(isa);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {

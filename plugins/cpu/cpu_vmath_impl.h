@@ -1,9 +1,10 @@
-/* cpu_vmath_impl.h: the float32 Exp, Log, Tanh and Sigmoid loops, written once with GCC vector
- * extensions and included by cpu_vmath_{baseline,avx2,avx512}.c, each of which defines
- * VM_WIDTH (floats per vector: 4, 8, 16) and VM_SUFFIX and is compiled with its level's -m
- * flags and -ffp-contract=fast (so the multiply-adds below become FMAs where the level has
- * them). No libm call and no branch per element: every lane computes the polynomial and the
- * special cases (NaN, infinities, zeros, overflow, denormals) are selected in with masks.
+/* cpu_vmath_impl.h: the float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu and
+ * Selu loops, written once with GCC vector extensions and included by
+ * cpu_vmath_{baseline,avx2,avx512}.c, each of which defines VM_WIDTH (floats per vector: 4, 8,
+ * 16) and VM_SUFFIX and is compiled with its level's -m flags and -ffp-contract=fast (so the
+ * multiply-adds below become FMAs where the level has them). No libm call and no branch per
+ * element: every lane computes the polynomial and the special cases (NaN, infinities, zeros,
+ * overflow, denormals) are selected in with masks.
  *
  * Accuracy (measured by tests/test_cpu_math.c against double-precision libm over a dense
  * sweep of all floats): see docs/performance.md; all are within a few ulp, far inside the
@@ -131,6 +132,121 @@ VM_INLINE vf vsigmoid(vf x) {
   return vsel(x >= 0.0f, inv, e * inv);
 }
 
+/* e^x - 1 without exp's cancellation near 0. The same reduction as vexp (x = n ln2 + r), then
+ * e^r - 1 by its Taylor series to r^8 kept as r + r^2 q(r) (the r^9 term is under 2^-30 of
+ * r), and e^x - 1 = 2^n (e^r - 1) + (2^n - 1): for n = 0 that is the polynomial itself, and
+ * for n != 0 the two terms do not cancel (|e^r - 1| < 0.42). x is clamped to [-30, 89]: below
+ * -17.4 the float result is exactly -1 (-inf included); from n = 25 on the -1 is lost in
+ * rounding, so those lanes take vexp's two-halves scaling, which also overflows x above
+ * ln(FLT_MAX) to +inf. -0 is put back by a select (the polynomial gives +0); NaN stays NaN. */
+VM_INLINE vf vexpm1(vf x) {
+  const float log2e = 1.44269504088896341f;
+  const float ln2_hi = 0.693359375f;
+  const float ln2_lo = -2.12194440054690583e-4f;
+  const float round_magic = 12582912.0f;
+  vf xc = vsel(x < -30.0f, vsplat(-30.0f), x);
+  xc = vsel(xc > 89.0f, vsplat(89.0f), xc);
+  vf j = xc * log2e + round_magic;
+  vf n = j - round_magic;
+  vu ni = (vu)j - 0x4b400000u;
+  vf r = xc - n * ln2_hi;
+  r = r - n * ln2_lo;
+  vf q = vsplat(1.0f / 40320);
+  q = q * r + 1.0f / 5040;
+  q = q * r + 1.0f / 720;
+  q = q * r + 1.0f / 120;
+  q = q * r + 1.0f / 24;
+  q = q * r + 1.0f / 6;
+  q = q * r + 0.5f;
+  vf pm1 = r + (r * r) * q;
+  /* Lanes with n > 24 take `big`; n = 0 there keeps this 2^n finite. For n from -43 to 24, 2^n
+   * is a normal float and 2^n - 1 is exact. */
+  vu nsmall = ni & ~(vu)(n > 24.0f);
+  vf s = (vf)((nsmall + 127u) << 23);
+  vf small = s * pm1 + (s - 1.0f);
+  vu n1 = (vu)((vi)ni >> 1);
+  vu n2 = ni - n1;
+  vf big = (pm1 + 1.0f) * (vf)((n1 + 127u) << 23) * (vf)((n2 + 127u) << 23);
+  vf y = vsel(n > 24.0f, big, small);
+  return vsel(x == 0.0f, x, y);
+}
+
+/* ln(1 + x) = ln u + (x - (u - 1)) / u with u = 1 + x rounded: the second term is the rounding
+ * error of u, to first order, so tiny x gives x and no bits are lost near 0. Specials as
+ * glibc's log1pf: log1p(-1) = -inf, x < -1 gives NaN, +inf stays, +-0 stays; NaN stays. */
+VM_INLINE vf vlog1p(vf x) {
+  vf u = 1.0f + x;
+  vf y = vlog(u) + (x - (u - 1.0f)) / u;
+  y = vsel(x == 1.0f / 0.0f, x, y);
+  y = vsel(x == -1.0f, vsplat(-1.0f / 0.0f), y);
+  y = vsel(x < -1.0f, vsplat(__builtin_nanf("")), y);
+  y = vsel(x == 0.0f, x, y);
+  return vsel(x != x, x, y);
+}
+
+/* erf x, odd: computed on a = |x| with x's sign put back (so -0 stays -0 and erf(+-inf) =
+ * +-1). Below 1, a P(a^2) with P of degree 7 (a Chebyshev interpolant of erf(a)/a in a^2, error
+ * under 4e-11 relative). From 1, 1 - erfc(a) with erfc a degree 15 Chebyshev interpolant on
+ * [1, 4] in t = a - 2.5 (exact, unlike a scaled t, whose rounding would cost an ulp at a = 1;
+ * error under 7e-10 absolute, a hundredth of an ulp of erf there). a is clamped to 4 first:
+ * from about 3.83 on, erfc(a) < 2^-25 and erf rounds to exactly 1; NaN passes the clamp. */
+VM_INLINE vf verf(vf x) {
+  vf a = vabs(x);
+  vf z = a * a;
+  vf p = vsplat(-9.673591139e-06f);
+  p = p * z + 1.126825395e-04f;
+  p = p * z - 8.484396549e-04f;
+  p = p * z + 5.221053412e-03f;
+  p = p * z - 2.686543831e-02f;
+  p = p * z + 1.128378262e-01f;
+  p = p * z - 3.761263848e-01f;
+  p = p * z + 1.128379167e+00f;
+  vf small = a * p;
+  vf t = vsel(a > 4.0f, vsplat(4.0f), a) - 2.5f;
+  vf c = vsplat(3.512991446e-07f);
+  c = c * t - 8.901371472e-07f;
+  c = c * t - 3.462653725e-06f;
+  c = c * t + 1.571927083e-05f;
+  c = c * t - 7.756445320e-06f;
+  c = c * t - 8.110047295e-05f;
+  c = c * t + 2.534241779e-04f;
+  c = c * t - 2.587301173e-04f;
+  c = c * t - 5.445338303e-04f;
+  c = c * t + 2.797554688e-03f;
+  c = c * t - 6.116587560e-03f;
+  c = c * t + 8.622604298e-03f;
+  c = c * t - 8.350211774e-03f;
+  c = c * t + 5.445688652e-03f;
+  c = c * t - 2.178278504e-03f;
+  c = c * t + 4.069523677e-04f;
+  vf large = 1.0f - c;
+  vf y = vsel(a < 1.0f, small, large);
+  return (vf)((vu)y | ((vu)x & 0x80000000u));
+}
+
+/* TensorFlow's float Softplus: x itself above -log(epsilon) - 2 = 13.94 (where log1p(e^x) - x
+ * rounds away), e^x below -13.94 (where log1p(e^x) = e^x to float precision), log1p(e^x)
+ * between. So Softplus(inf) = inf, Softplus(-inf) = 0, and NaN stays NaN. */
+VM_INLINE vf vsoftplus(vf x) {
+  const float threshold = 13.942385f;
+  vf e = vexp(x);
+  vf y = vlog1p(e);
+  y = vsel(x < -threshold, e, y);
+  return vsel(x > threshold, x, y);
+}
+
+/* Elu: x from 0 up (-0 and NaN included: the comparison is false), e^x - 1 below (TensorFlow
+ * writes exp(x) - 1; expm1 is the accurate form of the same function). */
+VM_INLINE vf velu(vf x) { return vsel(x < 0.0f, vexpm1(x), x); }
+
+/* Selu, with TensorFlow's constants (Klambauer et al.): scale x from 0 up, scale alpha
+ * (e^x - 1) below; the products are rounded to float once, as the scalar kernel does. */
+VM_INLINE vf vselu(vf x) {
+  const float scale = 1.0507009873554804934f;
+  const float scale_alpha = 1.7580993408473768600f;
+  return vsel(x < 0.0f, scale_alpha * vexpm1(x), scale * x);
+}
+
 /* One loop per function: whole vectors, then the tail through a zero-padded vector (a few
  * lanes of wasted work instead of a scalar copy of each function). */
 #define VM_LOOP(f)                                                        \
@@ -154,6 +270,13 @@ VM_LOOP(exp)
 VM_LOOP(log)
 VM_LOOP(tanh)
 VM_LOOP(sigmoid)
+VM_LOOP(expm1)
+VM_LOOP(log1p)
+VM_LOOP(erf)
+VM_LOOP(softplus)
+VM_LOOP(elu)
+VM_LOOP(selu)
 
 const weft_cpu_vmath_t VM_CAT(weft__cpu_vmath_, VM_SUFFIX) = {
-    VM_NAME(exp), VM_NAME(log), VM_NAME(tanh), VM_NAME(sigmoid)};
+    VM_NAME(exp),   VM_NAME(log),  VM_NAME(tanh),     VM_NAME(sigmoid), VM_NAME(expm1),
+    VM_NAME(log1p), VM_NAME(erf),  VM_NAME(softplus), VM_NAME(elu),     VM_NAME(selu)};
