@@ -314,8 +314,8 @@ int weft_fuzz_rpc_request(const uint8_t *data, size_t size) {
 
 /* ---- NumPy files (`weft run --feed NAME=@FILE.npy|.npz`, weft_tensor_read_npy/npz). The first
  * byte picks: even, the rest is a .npy parsed from memory (and a tensor that parses is written
- * and parsed again); odd, the rest is written as a .npz in a private temporary folder and its
- * only array, then its array "a", are read. */
+ * and parsed again); odd, the rest is an .npz archive in memory, and its only array, then its
+ * array "a", are read. */
 
 int weft_fuzz_npy(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
@@ -335,20 +335,11 @@ int weft_fuzz_npy(const uint8_t *data, size_t size) {
     }
     return 0;
   }
-  char *dir = g_dir_make_tmp("weft-fuzz-npz-XXXXXX", NULL);
-  if (dir == NULL) return 0;
-  char *path = g_build_filename(dir, "f.npz", NULL);
-  if (g_file_set_contents(path, (const char *)data + 1, (gssize)(size - 1), NULL)) {
-    weft_tensor_t *t = NULL;
-    weft_status_free(weft_tensor_read_npz(path, NULL, &t));
-    weft_tensor_unref(t);
-    t = NULL;
-    weft_status_free(weft_tensor_read_npz(path, "a", &t));
-    weft_tensor_unref(t);
-  }
-  g_remove(path);
-  g_rmdir(dir);
-  g_free(path);
-  g_free(dir);
+  weft_tensor_t *t = NULL;
+  weft_status_free(weft__npz_parse(data + 1, size - 1, "fuzz.npz", NULL, &t));
+  weft_tensor_unref(t);
+  t = NULL;
+  weft_status_free(weft__npz_parse(data + 1, size - 1, "fuzz.npz", "a", &t));
+  weft_tensor_unref(t);
   return 0;
 }

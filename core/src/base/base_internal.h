@@ -144,4 +144,9 @@ void weft__log(weft_log_level_t level, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void weft__vlog(weft_log_level_t level, const char *who, const char *fmt, va_list ap);
 
+/* weft_tensor_read_npz over the archive's bytes in memory (npy.c); `path` names it in errors.
+ * The fuzz target reads archives this way, without a file per input. */
+weft_status_t *weft__npz_parse(const uint8_t *bytes, size_t len, const char *path, const char *key,
+                               weft_tensor_t **out);
+
 #endif /* WEFT_BASE_INTERNAL_H */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "weft/weft.h"
+#include "base_internal.h"
 
 /* numpy's reader refuses longer headers by default (max_header_size); a real header of a
  * rank-8 array is under 200 bytes, so this bound costs nothing and keeps a hostile length from
@@ -674,17 +674,11 @@ static weft_status_t *zip_extract(const uint8_t *b, size_t len, const char *path
   return NULL;
 }
 
-weft_status_t *weft_tensor_read_npz(const char *path, const char *key, weft_tensor_t **out) {
-  if (out) *out = NULL;
-  if (path == NULL || out == NULL)
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "no .npz path or output given");
-  GMappedFile *mf = NULL;
-  weft_status_t *st = map_file(path, &mf);
-  if (st) return st;
-  const uint8_t *b = (const uint8_t *)g_mapped_file_get_contents(mf);
-  size_t len = g_mapped_file_get_length(mf);
+weft_status_t *weft__npz_parse(const uint8_t *b, size_t len, const char *path, const char *key,
+                               weft_tensor_t **out) {
+  *out = NULL;
   GArray *entries = NULL;
-  st = zip_directory(b ? b : (const uint8_t *)"", len, path, &entries);
+  weft_status_t *st = zip_directory(b ? b : (const uint8_t *)"", len, path, &entries);
   const zip_entry_t *found = NULL;
   if (!st) {
     char *want = key && !g_str_has_suffix(key, ".npy") ? g_strconcat(key, ".npy", NULL)
@@ -721,6 +715,18 @@ weft_status_t *weft_tensor_read_npz(const char *path, const char *key, weft_tens
     g_free(data);
   }
   if (entries) zip_entries_free(entries);
+  return st;
+}
+
+weft_status_t *weft_tensor_read_npz(const char *path, const char *key, weft_tensor_t **out) {
+  if (out) *out = NULL;
+  if (path == NULL || out == NULL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "no .npz path or output given");
+  GMappedFile *mf = NULL;
+  weft_status_t *st = map_file(path, &mf);
+  if (st) return st;
+  st = weft__npz_parse((const uint8_t *)g_mapped_file_get_contents(mf),
+                       g_mapped_file_get_length(mf), path, key, out);
   g_mapped_file_unref(mf);
   return st;
 }
