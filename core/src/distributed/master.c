@@ -328,7 +328,8 @@ void weft__master_shutdown(weft__master_t *m) {
   while (g_hash_table_iter_next(&it, &set, NULL)) weft__call_set_cancel(set, why);
   g_mutex_unlock(&m->lock);
   weft__call_set_cancel(m->control, why);
-  weft_status_free(why);  stop_gc(m);
+  weft_status_free(why);
+  stop_gc(m);
 }
 
 static weft_status_t *check_running(weft__master_t *m) {
