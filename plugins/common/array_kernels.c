@@ -21,8 +21,8 @@ static weft_status_t *run_view(weft_kernel_ctx_t *ctx, const weft_pc_array_ops_t
                                view_plan_fn plan, const char *op) {
   weft_pc_view_t v;
   weft_tensor_view_t y;
-  WEFT_PC_TRY(plan(ctx, &v));
-  WEFT_PC_TRY(weft_pc_output(ctx, 0, v.x.dtype, v.rank, v.dims, &y));
+  WEFT_RETURN_IF_ERROR(plan(ctx, &v));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, v.x.dtype, v.rank, v.dims, &y));
   if (y.num_elements == 0) return NULL;
   return ops->gather(ctx, &v, &y, op);
 }
@@ -31,7 +31,7 @@ static weft_status_t *transpose_view(weft_kernel_ctx_t *ctx, weft_pc_view_t *v) 
   memset(v, 0, sizeof *v);
   const weft_tensor_view_t *x = &v->x;
   int64_t perm[WEFT_MAX_RANK], n = 0;
-  WEFT_PC_TRY(weft_pc_tensor_and_ints(ctx, &v->x, "perm", perm, WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft_pc_tensor_and_ints(ctx, &v->x, "perm", perm, WEFT_MAX_RANK, &n));
   if (n != x->rank)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                          "transpose expects a vector of size %d. But input(1) is a vector of "
@@ -65,7 +65,7 @@ static weft_status_t *broadcast_to_view(weft_kernel_ctx_t *ctx, weft_pc_view_t *
   memset(v, 0, sizeof *v);
   const weft_tensor_view_t *x = &v->x;
   int64_t n = 0;
-  WEFT_PC_TRY(weft_pc_tensor_and_ints(ctx, &v->x, "shape", v->dims, WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft_pc_tensor_and_ints(ctx, &v->x, "shape", v->dims, WEFT_MAX_RANK, &n));
   int rank = (int)n;
   bool ok = x->rank <= rank;
   int64_t in_strides[WEFT_MAX_RANK];
@@ -98,13 +98,13 @@ static weft_status_t *slice_view(weft_kernel_ctx_t *ctx, weft_pc_view_t *v) {
   memset(v, 0, sizeof *v);
   const weft_tensor_view_t *x = &v->x;
   weft_tensor_view_t begin_v, size_v;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &v->x));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &begin_v));
-  WEFT_PC_TRY(weft_pc_input(ctx, 2, &size_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &v->x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &begin_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 2, &size_v));
   int64_t begin[WEFT_MAX_RANK], nb = 0, ns = 0;
   int64_t *size = v->dims;
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, &begin_v, "begin", begin, WEFT_MAX_RANK, &nb));
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, &size_v, "size", size, WEFT_MAX_RANK, &ns));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, &begin_v, "begin", begin, WEFT_MAX_RANK, &nb));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, &size_v, "size", size, WEFT_MAX_RANK, &ns));
   if (nb != x->rank || ns != x->rank)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                          "Expected begin and size arguments to be 1-D tensors of size %d, but "
@@ -138,7 +138,7 @@ static weft_status_t *run_concat(weft_kernel_ctx_t *ctx, const weft_pc_array_ops
                                  concat_plan_fn plan, const char *op) {
   weft_pc_concat_t c;
   weft_tensor_view_t y;
-  WEFT_PC_TRY(plan(ctx, &c));
+  WEFT_RETURN_IF_ERROR(plan(ctx, &c));
   weft_status_t *s = weft_pc_output(ctx, 0, c.ins[0].dtype, c.out_rank, c.out_dims, &y);
   if (s == NULL && y.num_elements > 0) s = ops->concat(ctx, &c, &y, op);
   free(c.ins);
@@ -207,8 +207,8 @@ static weft_status_t *concat_axis_input(weft_kernel_ctx_t *ctx, bool axis_last, 
   int n = H->kernel_num_inputs(ctx) - 1;
   weft_tensor_view_t axis_v;
   int64_t axis = 0;
-  WEFT_PC_TRY(weft_pc_input(ctx, axis_last ? n : 0, &axis_v));
-  WEFT_PC_TRY(weft_pc_read_scalar_index(ctx, &axis_v, what, &axis));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, axis_last ? n : 0, &axis_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_scalar_index(ctx, &axis_v, what, &axis));
   return concat_plan(ctx, axis_last ? 0 : 1, n, axis, false, "ConcatOp", c);
 }
 
@@ -257,7 +257,7 @@ typedef weft_status_t *(*split_plan_fn)(weft_kernel_ctx_t *ctx, weft_pc_split_t 
 static weft_status_t *run_split(weft_kernel_ctx_t *ctx, const weft_pc_array_ops_t *ops,
                                 split_plan_fn plan) {
   weft_pc_split_t p;
-  WEFT_PC_TRY(plan(ctx, &p));
+  WEFT_RETURN_IF_ERROR(plan(ctx, &p));
   /* Every output is allocated here, so that the plugins only copy. */
   weft_tensor_view_t *ys = calloc((size_t)(p.n > 0 ? p.n : 1), sizeof *ys);
   weft_status_t *s = ys != NULL ? NULL
@@ -276,9 +276,9 @@ static weft_status_t *run_split(weft_kernel_ctx_t *ctx, const weft_pc_array_ops_
 static weft_status_t *split_plan(weft_kernel_ctx_t *ctx, weft_pc_split_t *s) {
   memset(s, 0, sizeof *s);
   weft_tensor_view_t axis_v;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &axis_v));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &s->x));
-  WEFT_PC_TRY(weft_pc_read_axis(ctx, &axis_v, s->x.rank, "split_dim", &s->axis));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &axis_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &s->x));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_axis(ctx, &axis_v, s->x.rank, "split_dim", &s->axis));
   s->n = H->kernel_num_outputs(ctx);
   int64_t dim = s->x.dims[s->axis];
   if (s->n < 1 || dim % s->n != 0)
@@ -286,7 +286,7 @@ static weft_status_t *split_plan(weft_kernel_ctx_t *ctx, weft_pc_split_t *s) {
                          "Number of ways to split should evenly divide the split dimension, "
                          "but got split_dim %d (size = %lld) and num_split %d",
                          s->axis, (long long)dim, s->n);
-  WEFT_PC_TRY(alloc_sizes(ctx, s));
+  WEFT_RETURN_IF_ERROR(alloc_sizes(ctx, s));
   for (int i = 0; i < s->n; i++) s->sizes[i] = dim / s->n;
   return NULL;
 }
@@ -299,7 +299,7 @@ weft_status_t *weft_pc_k_split(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *split_v_sizes(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *sizes_v,
                                     weft_pc_split_t *s) {
   int64_t got = 0, dim = s->x.dims[s->axis];
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, sizes_v, "size_splits", s->sizes, s->n, &got));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, sizes_v, "size_splits", s->sizes, s->n, &got));
   int unknown = -1;
   int64_t known = 0;
   for (int i = 0; i < s->n; i++) {
@@ -328,16 +328,16 @@ static weft_status_t *split_v_sizes(weft_kernel_ctx_t *ctx, const weft_tensor_vi
 static weft_status_t *split_v_plan(weft_kernel_ctx_t *ctx, weft_pc_split_t *s) {
   memset(s, 0, sizeof *s);
   weft_tensor_view_t sizes_v, axis_v;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &s->x));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &sizes_v));
-  WEFT_PC_TRY(weft_pc_input(ctx, 2, &axis_v));
-  WEFT_PC_TRY(weft_pc_read_axis(ctx, &axis_v, s->x.rank, "split_dim", &s->axis));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &s->x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &sizes_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 2, &axis_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_axis(ctx, &axis_v, s->x.rank, "split_dim", &s->axis));
   s->n = H->kernel_num_outputs(ctx);
   if (sizes_v.num_elements != s->n)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                          "size_splits has %lld elements but num_split is %d",
                          (long long)sizes_v.num_elements, s->n);
-  WEFT_PC_TRY(alloc_sizes(ctx, s));
+  WEFT_RETURN_IF_ERROR(alloc_sizes(ctx, s));
   weft_status_t *st = split_v_sizes(ctx, &sizes_v, s);
   if (st != NULL) split_free(s);
   return st;
@@ -349,8 +349,9 @@ weft_status_t *weft_pc_k_split_v(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *unpack_plan(weft_kernel_ctx_t *ctx, weft_pc_split_t *s) {
   memset(s, 0, sizeof *s);
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &s->x));
-  WEFT_PC_TRY(weft_pc_axis(ctx, weft_pc_attr_int(ctx, "axis", 0), s->x.rank, "axis", &s->axis));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &s->x));
+  WEFT_RETURN_IF_ERROR(
+      weft_pc_axis(ctx, weft_pc_attr_int(ctx, "axis", 0), s->x.rank, "axis", &s->axis));
   s->n = H->kernel_num_outputs(ctx);
   s->drop_axis = true;
   if (s->x.dims[s->axis] != s->n) {
@@ -359,7 +360,7 @@ static weft_status_t *unpack_plan(weft_kernel_ctx_t *ctx, weft_pc_split_t *s) {
                          "Input shape axis %d must equal %d, got shape %s", s->axis, s->n,
                          weft_pc_shape_str(s->x.rank, s->x.dims, str, sizeof str));
   }
-  WEFT_PC_TRY(alloc_sizes(ctx, s));
+  WEFT_RETURN_IF_ERROR(alloc_sizes(ctx, s));
   for (int i = 0; i < s->n; i++) s->sizes[i] = 1;
   return NULL;
 }
@@ -407,8 +408,8 @@ weft_status_t *weft_pc_concat_strided(weft_kernel_ctx_t *ctx, const weft_pc_conc
     p.offset = at * p.joined_strides[c->axis];
     at += p.dims[c->axis];
     if (c->ins[i].num_elements > 0)
-      WEFT_PC_TRY(copy(ctx, y->data, p.offset, p.joined_strides, c->ins[i].data, 0, p.strides,
-                       y->dtype, p.rank, p.dims));
+      WEFT_RETURN_IF_ERROR(copy(ctx, y->data, p.offset, p.joined_strides, c->ins[i].data, 0,
+                                p.strides, y->dtype, p.rank, p.dims));
   }
   return NULL;
 }
@@ -425,8 +426,8 @@ weft_status_t *weft_pc_split_strided(weft_kernel_ctx_t *ctx, const weft_pc_split
     p.offset = at * p.joined_strides[s->axis];
     at += s->sizes[i];
     if (ys[i].num_elements > 0)
-      WEFT_PC_TRY(copy(ctx, ys[i].data, 0, NULL, x->data, p.offset, p.joined_strides, x->dtype,
-                       p.rank, p.dims));
+      WEFT_RETURN_IF_ERROR(copy(ctx, ys[i].data, 0, NULL, x->data, p.offset, p.joined_strides,
+                                x->dtype, p.rank, p.dims));
   }
   return NULL;
 }

@@ -29,13 +29,6 @@
  * process once the plugin loaded. */
 extern const weft_host_t *weft_pc_host;
 
-/* Returns from the enclosing function when a status-returning call fails. */
-#define WEFT_PC_TRY(expr)                      \
-  do {                                         \
-    weft_status_t *weft_pc_s_ = (expr);        \
-    if (weft_pc_s_ != NULL) return weft_pc_s_; \
-  } while (0)
-
 /* Checks that the host and registrar tables are as large as ABI 1.0 (a shorter table cannot be
  * trusted for any function) and remembers host in weft_pc_host. `who` names the plugin in the
  * messages ("CPU plugin"). Returns false when the plugin must register nothing; *err is then what

@@ -9,14 +9,14 @@
 weft_status_t *weft_pc_k_reshape(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, sv;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &x));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &sv));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &sv));
   char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
   if (sv.rank > 1)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "sizes input must be 1-D, not %s",
                          weft_pc_shape_str(sv.rank, sv.dims, s0, sizeof s0));
   int64_t dims[WEFT_MAX_RANK], n = 0;
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &n));
   int unknown = -1;
   int64_t known = 1;
   for (int64_t d = 0; d < n; d++) {
@@ -58,10 +58,10 @@ weft_status_t *weft_pc_k_reshape(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft_pc_k_expand_dims(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, dv;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &x));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &dv));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &dv));
   int64_t dim;
-  WEFT_PC_TRY(weft_pc_read_scalar_index(ctx, &dv, "dim", &dim));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_scalar_index(ctx, &dv, "dim", &dim));
   if (x.rank + 1 > WEFT_MAX_RANK)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "ExpandDims output rank exceeds %d",
                          WEFT_MAX_RANK);
@@ -78,7 +78,7 @@ weft_status_t *weft_pc_k_expand_dims(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft_pc_k_squeeze(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   const weft_attrs_t *attrs = H->kernel_attrs(ctx);
   const int64_t *axes = NULL;
   size_t n_axes = 0;
@@ -97,7 +97,7 @@ weft_status_t *weft_pc_k_squeeze(weft_kernel_ctx_t *ctx, void *state) {
   char s0[WEFT_PC_SHAPE_STR_LEN];
   for (size_t i = 0; i < n_axes; i++) {
     int a;
-    WEFT_PC_TRY(weft_pc_axis(ctx, axes[i], x.rank, "squeeze dimension", &a));
+    WEFT_RETURN_IF_ERROR(weft_pc_axis(ctx, axes[i], x.rank, "squeeze dimension", &a));
     if (x.dims[a] != 1)
       return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                            "Can not squeeze dim[%d], expected a dimension of 1, got %lld "
@@ -117,7 +117,7 @@ weft_status_t *weft_pc_k_squeeze(weft_kernel_ctx_t *ctx, void *state) {
 
 /* The dtype of Shape / ShapeN / Size outputs. */
 static weft_status_t *out_type(weft_kernel_ctx_t *ctx, weft_dtype_t *t) {
-  WEFT_PC_TRY(weft_pc_attr_type(ctx, "out_type", WEFT_DT_INT32, t));
+  WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "out_type", WEFT_DT_INT32, t));
   if (*t != WEFT_DT_INT32 && *t != WEFT_DT_INT64)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "out_type must be int32 or int64, got %s",
                          weft_pc_dtype_name(*t));
@@ -127,12 +127,12 @@ static weft_status_t *out_type(weft_kernel_ctx_t *ctx, weft_dtype_t *t) {
 weft_status_t *weft_pc_k_shape(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_dtype_t t;
-  WEFT_PC_TRY(out_type(ctx, &t));
+  WEFT_RETURN_IF_ERROR(out_type(ctx, &t));
   int n = H->kernel_num_outputs(ctx); /* ShapeN: one per input */
   for (int i = 0; i < n; i++) {
     weft_tensor_view_t x;
-    WEFT_PC_TRY(weft_pc_input(ctx, i, &x));
-    WEFT_PC_TRY(weft_pc_write_ints(ctx, i, t, 1, x.dims, x.rank));
+    WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, i, &x));
+    WEFT_RETURN_IF_ERROR(weft_pc_write_ints(ctx, i, t, 1, x.dims, x.rank));
   }
   return NULL;
 }
@@ -140,16 +140,16 @@ weft_status_t *weft_pc_k_shape(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft_pc_k_size(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_dtype_t t;
-  WEFT_PC_TRY(out_type(ctx, &t));
+  WEFT_RETURN_IF_ERROR(out_type(ctx, &t));
   weft_tensor_view_t x;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   return weft_pc_write_ints(ctx, 0, t, 0, &x.num_elements, 1);
 }
 
 weft_status_t *weft_pc_k_rank(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   int64_t r = x.rank;
   return weft_pc_write_ints(ctx, 0, WEFT_DT_INT32, 0, &r, 1);
 }

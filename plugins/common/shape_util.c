@@ -12,7 +12,7 @@
 /* Inputs 0 and 1 of a kernel. */
 static weft_status_t *two_inputs(weft_kernel_ctx_t *ctx, weft_tensor_view_t *a,
                                  weft_tensor_view_t *b) {
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, a));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, a));
   return weft_pc_input(ctx, 1, b);
 }
 
@@ -109,9 +109,9 @@ weft_status_t *weft_pc_bcast_views(weft_kernel_ctx_t *ctx, weft_pc_bcast_t *b, i
 
 weft_status_t *weft_pc_bcast3_prepare(weft_kernel_ctx_t *ctx, weft_tensor_view_t *in, int like,
                                       weft_pc_bcast_t *bc, weft_tensor_view_t *z) {
-  WEFT_PC_TRY(weft_pc_inputs(ctx, 3, in));
+  WEFT_RETURN_IF_ERROR(weft_pc_inputs(ctx, 3, in));
   const weft_tensor_view_t *ins[3] = {&in[0], &in[1], &in[2]};
-  WEFT_PC_TRY(weft_pc_bcast_views(ctx, bc, 3, ins));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast_views(ctx, bc, 3, ins));
   return weft_pc_output(ctx, 0, in[like].dtype, bc->out_rank, bc->out_dims, z);
 }
 
@@ -134,7 +134,8 @@ weft_status_t *weft_pc_reduction_axes(weft_kernel_ctx_t *ctx, const weft_tensor_
                                       const weft_tensor_view_t *axes_v, weft_pc_reduction_t *r) {
   memset(r, 0, sizeof *r);
   int64_t axes[MAX_AXES], n_axes = 0;
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, axes_v, "reduction_indices", axes, MAX_AXES, &n_axes));
+  WEFT_RETURN_IF_ERROR(
+      weft_pc_read_indices(ctx, axes_v, "reduction_indices", axes, MAX_AXES, &n_axes));
   for (int64_t i = 0; i < n_axes; i++) {
     if (axes[i] < -(int64_t)x->rank || axes[i] >= x->rank)
       return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -158,8 +159,8 @@ weft_status_t *weft_pc_reduction_axes(weft_kernel_ctx_t *ctx, const weft_tensor_
 weft_status_t *weft_pc_reduction_prepare(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
                                          weft_pc_reduction_t *r, weft_tensor_view_t *y) {
   weft_tensor_view_t axes_v;
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &axes_v));
-  WEFT_PC_TRY(weft_pc_reduction_axes(ctx, x, &axes_v, r));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &axes_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_reduction_axes(ctx, x, &axes_v, r));
   return weft_pc_output(ctx, 0, x->dtype, r->out_rank, r->out_dims, y);
 }
 
@@ -237,8 +238,8 @@ void weft_pc_reduce_plan(const weft_pc_reduce_groups_t *g, weft_pc_reduce_plan_t
 weft_status_t *weft_pc_arg_plan(weft_kernel_ctx_t *ctx, weft_pc_arg_t *a) {
   memset(a, 0, sizeof *a);
   weft_tensor_view_t dim_v;
-  WEFT_PC_TRY(two_inputs(ctx, &a->x, &dim_v));
-  WEFT_PC_TRY(weft_pc_read_axis(ctx, &dim_v, a->x.rank, "dimension", &a->axis));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &a->x, &dim_v));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_axis(ctx, &dim_v, a->x.rank, "dimension", &a->axis));
   return weft_pc_attr_type(ctx, "output_type", WEFT_DT_INT64, &a->out_dtype);
 }
 
@@ -267,7 +268,7 @@ weft_status_t *weft_pc_arg_shape(weft_kernel_ctx_t *ctx, weft_pc_arg_t *a) {
 weft_status_t *weft_pc_matmul_prepare(weft_kernel_ctx_t *ctx, weft_pc_matmul_t *mm) {
   memset(mm, 0, sizeof *mm);
   const weft_tensor_view_t *a = &mm->a, *b = &mm->b;
-  WEFT_PC_TRY(two_inputs(ctx, &mm->a, &mm->b));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &mm->a, &mm->b));
   weft_pc_shape_pair_t s;
   if (a->rank != 2 || b->rank != 2) {
     weft_pc_shape_pair(&s, a, b);
@@ -295,7 +296,7 @@ weft_status_t *weft_pc_batch_matmul_prepare(weft_kernel_ctx_t *ctx, bool equal_b
                                             weft_pc_batch_matmul_t *bm) {
   memset(bm, 0, sizeof *bm);
   const weft_tensor_view_t *x = &bm->x, *y = &bm->y;
-  WEFT_PC_TRY(two_inputs(ctx, &bm->x, &bm->y));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &bm->x, &bm->y));
   weft_pc_shape_pair_t s;
   if (x->rank < 2 || y->rank < 2) {
     weft_pc_shape_pair(&s, x, y);
@@ -325,7 +326,7 @@ weft_status_t *weft_pc_batch_matmul_prepare(weft_kernel_ctx_t *ctx, bool equal_b
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                          "BatchMatMul needs equal batch dimensions: x %s, y %s", s.a, s.b);
   }
-  WEFT_PC_TRY(weft_pc_bcast_init(ctx, &bm->bc, 2, ranks, dims));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast_init(ctx, &bm->bc, 2, ranks, dims));
   if (bm->bc.out_rank + 2 > WEFT_MAX_RANK)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "BatchMatMul output rank exceeds %d",
                          WEFT_MAX_RANK);
@@ -345,7 +346,7 @@ weft_status_t *weft_pc_data_format_nchw(weft_kernel_ctx_t *ctx, bool *nchw) {
   if (!H->attr_has(attrs, "data_format")) return NULL;
   const char *fmt = NULL;
   size_t len = 0;
-  WEFT_PC_TRY(H->attr_string(attrs, "data_format", &fmt, &len));
+  WEFT_RETURN_IF_ERROR(H->attr_string(attrs, "data_format", &fmt, &len));
   if (len == 4 && memcmp(fmt, "NHWC", 4) == 0) return NULL;
   if (len == 4 && memcmp(fmt, "NCHW", 4) == 0) {
     *nchw = true;
@@ -358,7 +359,7 @@ weft_status_t *weft_pc_data_format_nchw(weft_kernel_ctx_t *ctx, bool *nchw) {
 /* The channel dim of a BiasAdd / BiasAddGrad value, which must be at least 2-D. */
 static weft_status_t *bias_channel_dim(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
                                        bool *nchw, int *cdim) {
-  WEFT_PC_TRY(weft_pc_data_format_nchw(ctx, nchw));
+  WEFT_RETURN_IF_ERROR(weft_pc_data_format_nchw(ctx, nchw));
   if (x->rank < 2) {
     char s[WEFT_PC_SHAPE_STR_LEN];
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
@@ -371,10 +372,10 @@ static weft_status_t *bias_channel_dim(weft_kernel_ctx_t *ctx, const weft_tensor
 weft_status_t *weft_pc_bias_add_prepare(weft_kernel_ctx_t *ctx, weft_pc_bias_add_t *b) {
   memset(b, 0, sizeof *b);
   const weft_tensor_view_t *x = &b->x, *bias = &b->bias;
-  WEFT_PC_TRY(two_inputs(ctx, &b->x, &b->bias));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &b->x, &b->bias));
   bool nchw;
   int *cdim = &b->cdim;
-  WEFT_PC_TRY(bias_channel_dim(ctx, x, &nchw, cdim));
+  WEFT_RETURN_IF_ERROR(bias_channel_dim(ctx, x, &nchw, cdim));
   weft_pc_shape_pair_t s;
   weft_pc_shape_pair(&s, bias, x);
   if (bias->rank != 1)
@@ -390,14 +391,14 @@ weft_status_t *weft_pc_bias_add_prepare(weft_kernel_ctx_t *ctx, weft_pc_bias_add
 weft_status_t *weft_pc_bias_grad_shape(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *g,
                                        int *cdim, bool *reduced) {
   bool nchw;
-  WEFT_PC_TRY(bias_channel_dim(ctx, g, &nchw, cdim));
+  WEFT_RETURN_IF_ERROR(bias_channel_dim(ctx, g, &nchw, cdim));
   for (int d = 0; d < g->rank; d++) reduced[d] = d != *cdim;
   return NULL;
 }
 
 weft_status_t *weft_pc_binary_inputs(weft_kernel_ctx_t *ctx, const char *op, weft_tensor_view_t *x,
                                      weft_tensor_view_t *y) {
-  WEFT_PC_TRY(two_inputs(ctx, x, y));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, x, y));
   if (x->dtype == y->dtype) return NULL;
   return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
                        op, weft_pc_dtype_name(x->dtype), weft_pc_dtype_name(y->dtype));
@@ -411,7 +412,7 @@ weft_status_t *weft_pc_addn_first(weft_kernel_ctx_t *ctx, int *n, weft_tensor_vi
 
 weft_status_t *weft_pc_addn_input(weft_kernel_ctx_t *ctx, int k, const weft_tensor_view_t *first,
                                   weft_tensor_view_t *v) {
-  WEFT_PC_TRY(weft_pc_input(ctx, k, v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, k, v));
   if (v->dtype == first->dtype && weft_pc_same_shape(v, first)) return NULL;
   weft_pc_shape_pair_t s;
   weft_pc_shape_pair(&s, first, v);
@@ -455,7 +456,8 @@ weft_status_t *weft_pc_tile_prepare(weft_kernel_ctx_t *ctx, weft_pc_tile_t *t) {
   memset(t, 0, sizeof *t);
   const weft_tensor_view_t *x = &t->x;
   int64_t n = 0, out_dims[WEFT_MAX_RANK];
-  WEFT_PC_TRY(weft_pc_tensor_and_ints(ctx, &t->x, "multiples", t->multiples, WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(
+      weft_pc_tensor_and_ints(ctx, &t->x, "multiples", t->multiples, WEFT_MAX_RANK, &n));
   if (n != x->rank)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                          "Expected multiples argument to be a vector of length %d but got "
@@ -474,9 +476,9 @@ weft_status_t *weft_pc_pad_prepare(weft_kernel_ctx_t *ctx, weft_pc_pad_t *p) {
   memset(p, 0, sizeof *p);
   const weft_tensor_view_t *x = &p->x;
   weft_tensor_view_t pv;
-  WEFT_PC_TRY(two_inputs(ctx, &p->x, &pv));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &p->x, &pv));
   int64_t pads[2 * WEFT_MAX_RANK], n = 0, out_dims[WEFT_MAX_RANK];
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
   if (pv.rank != 2 || pv.dims[0] != x->rank || pv.dims[1] != 2) {
     weft_pc_shape_pair_t s;
     weft_pc_shape_pair(&s, &pv, x);
@@ -500,9 +502,9 @@ weft_status_t *weft_pc_pad_prepare(weft_kernel_ctx_t *ctx, weft_pc_pad_t *p) {
 weft_status_t *weft_pc_fill_prepare(weft_kernel_ctx_t *ctx, weft_pc_fill_t *f) {
   memset(f, 0, sizeof *f);
   weft_tensor_view_t dv;
-  WEFT_PC_TRY(two_inputs(ctx, &dv, &f->value));
+  WEFT_RETURN_IF_ERROR(two_inputs(ctx, &dv, &f->value));
   int64_t dims[WEFT_MAX_RANK], n = 0;
-  WEFT_PC_TRY(weft_pc_read_indices(ctx, &dv, "dims", dims, WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_indices(ctx, &dv, "dims", dims, WEFT_MAX_RANK, &n));
   if (f->value.num_elements != 1) {
     char s[WEFT_PC_SHAPE_STR_LEN];
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "value must be a scalar, got shape %s",

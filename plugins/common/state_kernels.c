@@ -22,8 +22,8 @@ weft_status_t *weft_pc_k_forward(weft_kernel_ctx_t *ctx, void *state) {
   int n = H->kernel_num_outputs(ctx);
   for (int i = 0; i < n; i++) {
     weft_tensor_view_t in;
-    WEFT_PC_TRY(weft_pc_input(ctx, i, &in));
-    WEFT_PC_TRY(H->kernel_forward_input(ctx, i, i, in.rank, in.dims));
+    WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, i, &in));
+    WEFT_RETURN_IF_ERROR(H->kernel_forward_input(ctx, i, i, in.rank, in.dims));
   }
   return NULL;
 }
@@ -60,8 +60,8 @@ weft_status_t *weft_pc_k_is_variable_initialized(weft_kernel_ctx_t *ctx, void *s
   const weft_pc_state_ops_t *ops = state;
   weft_tensor_view_t cur, out;
   bool initialised;
-  WEFT_PC_TRY(ref_value(ctx, &cur, &initialised));
-  WEFT_PC_TRY(weft_pc_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &out));
+  WEFT_RETURN_IF_ERROR(ref_value(ctx, &cur, &initialised));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &out));
   return ops->set_bool(ctx, &out, initialised);
 }
 
@@ -70,7 +70,7 @@ static weft_status_t *assign_locked(weft_kernel_ctx_t *ctx, const weft_pc_state_
   if (validate_shape) {
     weft_tensor_view_t old;
     bool initialised;
-    WEFT_PC_TRY(ref_value(ctx, &old, &initialised));
+    WEFT_RETURN_IF_ERROR(ref_value(ctx, &old, &initialised));
     /* A variable not initialised yet may take any shape as its first value. */
     if (initialised && !weft_pc_same_shape(&old, value)) {
       weft_pc_shape_pair_t s;
@@ -83,7 +83,7 @@ static weft_status_t *assign_locked(weft_kernel_ctx_t *ctx, const weft_pc_state_
   weft_tensor_view_t dst;
   memset(&dst, 0, sizeof dst);
   dst.struct_size = sizeof dst;
-  WEFT_PC_TRY(H->kernel_ref_assign(ctx, 0, value->dtype, value->rank, value->dims, &dst));
+  WEFT_RETURN_IF_ERROR(H->kernel_ref_assign(ctx, 0, value->dtype, value->rank, value->dims, &dst));
   if (dst.data == value->data) return NULL; /* the variable already holds this buffer */
   return ops->copy(ctx, &dst, value);
 }
@@ -91,13 +91,13 @@ static weft_status_t *assign_locked(weft_kernel_ctx_t *ctx, const weft_pc_state_
 weft_status_t *weft_pc_k_assign(weft_kernel_ctx_t *ctx, void *state) {
   const weft_pc_state_ops_t *ops = state;
   weft_tensor_view_t value;
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &value));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &value));
   bool validate = weft_pc_attr_bool(ctx, "validate_shape", true);
   bool lock = weft_pc_attr_bool(ctx, "use_locking", true);
   if (lock) H->kernel_lock_ref(ctx, 0);
   weft_status_t *s = assign_locked(ctx, ops, &value, validate);
   if (lock) H->kernel_unlock_ref(ctx, 0);
-  WEFT_PC_TRY(s);
+  WEFT_RETURN_IF_ERROR(s);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 
@@ -106,7 +106,7 @@ static weft_status_t *update_locked(weft_kernel_ctx_t *ctx, const weft_pc_state_
   weft_tensor_view_t var;
   memset(&var, 0, sizeof var);
   var.struct_size = sizeof var;
-  WEFT_PC_TRY(H->kernel_ref_input(ctx, 0, &var));
+  WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, 0, &var));
   if (!weft_pc_same_shape(&var, value)) {
     weft_pc_shape_pair_t s;
     weft_pc_shape_pair(&s, &var, value);
@@ -124,12 +124,12 @@ static weft_status_t *update_locked(weft_kernel_ctx_t *ctx, const weft_pc_state_
 static weft_status_t *assign_update(weft_kernel_ctx_t *ctx, const weft_pc_state_ops_t *ops,
                                     bool sub) {
   weft_tensor_view_t value;
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &value));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &value));
   bool lock = weft_pc_attr_bool(ctx, "use_locking", false);
   if (lock) H->kernel_lock_ref(ctx, 0);
   weft_status_t *s = update_locked(ctx, ops, &value, sub);
   if (lock) H->kernel_unlock_ref(ctx, 0);
-  WEFT_PC_TRY(s);
+  WEFT_RETURN_IF_ERROR(s);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 

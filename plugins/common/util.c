@@ -184,12 +184,12 @@ weft_status_t *weft_pc_axis(weft_kernel_ctx_t *ctx, int64_t axis, int rank, cons
 weft_status_t *weft_pc_read_axis(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *v, int rank,
                                  const char *what, int *out) {
   int64_t axis = 0;
-  WEFT_PC_TRY(weft_pc_read_scalar_index(ctx, v, what, &axis));
+  WEFT_RETURN_IF_ERROR(weft_pc_read_scalar_index(ctx, v, what, &axis));
   return weft_pc_axis(ctx, axis, rank, what, out);
 }
 
 weft_status_t *weft_pc_inputs(weft_kernel_ctx_t *ctx, int n, weft_tensor_view_t *in) {
-  for (int i = 0; i < n; i++) WEFT_PC_TRY(weft_pc_input(ctx, i, &in[i]));
+  for (int i = 0; i < n; i++) WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, i, &in[i]));
   return NULL;
 }
 
@@ -197,8 +197,8 @@ weft_status_t *weft_pc_tensor_and_ints(weft_kernel_ctx_t *ctx, weft_tensor_view_
                                        const char *what, int64_t *vals, int64_t max_n,
                                        int64_t *n) {
   weft_tensor_view_t v;
-  WEFT_PC_TRY(weft_pc_input(ctx, 0, x));
-  WEFT_PC_TRY(weft_pc_input(ctx, 1, &v));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &v));
   return weft_pc_read_indices(ctx, &v, what, vals, max_n, n);
 }
 
@@ -252,7 +252,7 @@ bool weft_pc_same_shape(const weft_tensor_view_t *a, const weft_tensor_view_t *b
 weft_status_t *weft_pc_write_ints(weft_kernel_ctx_t *ctx, int index, weft_dtype_t dtype, int rank,
                                   const int64_t *values, int64_t n) {
   weft_tensor_view_t y;
-  WEFT_PC_TRY(weft_pc_output(ctx, index, dtype, rank, &n, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, index, dtype, rank, &n, &y));
   for (int64_t i = 0; i < n; i++) {
     if (dtype == WEFT_DT_INT32) {
       if (values[i] > INT32_MAX)

@@ -38,8 +38,8 @@ static weft_status_t *copy_blocks(weft_kernel_ctx_t *ctx, const weft_tensor_view
   if (len == 0 || outer == 0) return NULL;
   if (src->dtype == WEFT_DT_STRING) {
     for (int64_t o = 0; o < outer; o++)
-      CPU_TRY(weft__cpu_copy_elems(ctx, dst, o * dst_len + dst_col, src, o * src_len + src_col,
-                                   len));
+      WEFT_RETURN_IF_ERROR(
+          weft__cpu_copy_elems(ctx, dst, o * dst_len + dst_col, src, o * src_len + src_col, len));
     return NULL;
   }
   block_job_t j = {dst->data, src->data, weft__cpu_dtype_size(src->dtype),
@@ -67,7 +67,7 @@ static weft_status_t *array_concat(weft_kernel_ctx_t *ctx, const weft_pc_concat_
   int64_t out_len = y->num_elements / outer, col = 0;
   for (int i = 0; i < c->n; i++) {
     int64_t len = outer > 0 ? c->ins[i].num_elements / outer : 0;
-    CPU_TRY(copy_blocks(ctx, y, out_len, col, &c->ins[i], len, 0, len, outer));
+    WEFT_RETURN_IF_ERROR(copy_blocks(ctx, y, out_len, col, &c->ins[i], len, 0, len, outer));
     col += len;
   }
   return NULL;
@@ -85,7 +85,7 @@ static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t 
   int64_t in_len = x->dims[p->axis] * inner, col = 0;
   for (int i = 0; i < p->n; i++) {
     int64_t len = p->sizes[i] * inner;
-    CPU_TRY(copy_blocks(ctx, &ys[i], len, 0, x, in_len, col, len, outer));
+    WEFT_RETURN_IF_ERROR(copy_blocks(ctx, &ys[i], len, 0, x, in_len, col, len, outer));
     col += len;
   }
   return NULL;
@@ -102,15 +102,15 @@ static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_
 static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, bv, ev, sv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &bv));
-  CPU_TRY(weft__cpu_input(ctx, 2, &ev));
-  CPU_TRY(weft__cpu_input(ctx, 3, &sv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &bv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &ev));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &sv));
   enum { SPARSE_MAX = 32 };
   int64_t sb[SPARSE_MAX], se[SPARSE_MAX], ss[SPARSE_MAX], n = 0, n2 = 0, n3 = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &bv, "begin", sb, SPARSE_MAX - 1, &n));
-  CPU_TRY(weft__cpu_read_indices(ctx, &ev, "end", se, SPARSE_MAX - 1, &n2));
-  CPU_TRY(weft__cpu_read_indices(ctx, &sv, "strides", ss, SPARSE_MAX - 1, &n3));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &bv, "begin", sb, SPARSE_MAX - 1, &n));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &ev, "end", se, SPARSE_MAX - 1, &n2));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "strides", ss, SPARSE_MAX - 1, &n3));
   if (n != n2 || n != n3)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "Expected begin, end, and strides to be 1D equal size tensors, but got "
@@ -222,7 +222,7 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
                              WEFT_MAX_RANK);
     out_dims[out_rank++] = gather[g] == SS_NEW_AXIS ? 1 : sizes[gather[g]];
   }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, out_rank, out_dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, out_rank, out_dims, &y));
   if (y.num_elements == 0) return NULL;
   return weft__cpu_strided_gather(ctx, &y, &x, base, x.rank, sizes, strides);
 }
@@ -264,7 +264,7 @@ static void tile_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_tile_t t;
-  CPU_TRY(weft_pc_tile_prepare(ctx, &t));
+  WEFT_RETURN_IF_ERROR(weft_pc_tile_prepare(ctx, &t));
   const weft_tensor_view_t *x = &t.x, *y = &t.y;
   if (y->num_elements == 0) return NULL;
   if (x->rank == 0) return weft__cpu_copy_elems(ctx, y, 0, x, 0, 1);
@@ -281,7 +281,8 @@ static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
     for (int64_t r = 0; r < rows; r++) {
       int64_t src = tile_src_row(&j, r);
       for (int64_t k = 0; k < j.reps; k++)
-        CPU_TRY(weft__cpu_copy_elems(ctx, y, (r * j.reps + k) * j.in_row, x, src, j.in_row));
+        WEFT_RETURN_IF_ERROR(
+            weft__cpu_copy_elems(ctx, y, (r * j.reps + k) * j.in_row, x, src, j.in_row));
     }
     return NULL;
   }
@@ -295,9 +296,9 @@ static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_range(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t sv, lv, dv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &sv));
-  CPU_TRY(weft__cpu_input(ctx, 1, &lv));
-  CPU_TRY(weft__cpu_input(ctx, 2, &dv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &lv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &dv));
   if (sv.num_elements != 1 || lv.num_elements != 1 || dv.num_elements != 1)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "start, limit and delta must be scalars");
   weft_dtype_t t = sv.dtype;
@@ -317,7 +318,7 @@ static weft_status_t *k_range(weft_kernel_ctx_t *ctx, void *state) {
     uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
     uint64_t step = d > 0 ? (uint64_t)d : 0u - (uint64_t)d;
     size = (int64_t)((span + step - 1) / step);
-    CPU_TRY(weft__cpu_output(ctx, 0, t, 1, &size, &y));
+    WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, t, 1, &size, &y));
     for (int64_t i = 0; i < size; i++) {
       int64_t v = (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d);
       if (t == WEFT_DT_INT32) ((int32_t *)y.data)[i] = (int32_t)v;
@@ -338,7 +339,7 @@ static weft_status_t *k_range(weft_kernel_ctx_t *ctx, void *state) {
   if (!(count < 9.0e15))
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Range of %g elements is too large", count);
   size = (int64_t)count;
-  CPU_TRY(weft__cpu_output(ctx, 0, t, 1, &size, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, t, 1, &size, &y));
   for (int64_t i = 0; i < size; i++) {
     if (t == WEFT_DT_FLOAT) {
       float fs = (float)s, fd = (float)d;
@@ -387,7 +388,7 @@ static weft_status_t *gather_impl(weft_kernel_ctx_t *ctx, const weft_tensor_view
                            "batch_dims must be in [-%d, %d], got %lld", ind->rank, ind->rank,
                            (long long)batch_dims);
   int axis;
-  CPU_TRY(weft__cpu_axis(ctx, axis_raw, p->rank, "axis", &axis));
+  WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, p->rank, "axis", &axis));
   if (axis < batch_dims)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "batch_dims (%lld) must be less than or equal to axis (%d)",
@@ -427,7 +428,7 @@ static weft_status_t *gather_impl(weft_kernel_ctx_t *ctx, const weft_tensor_view
                              (long long)i, (long long)v, (long long)axis_size);
   }
   weft_tensor_view_t y;
-  CPU_TRY(weft__cpu_output(ctx, 0, p->dtype, out_rank, dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, p->dtype, out_rank, dims, &y));
   if (y.num_elements == 0) return NULL;
   gather_idx_job_t j = {p->data, y.data,    weft__cpu_dtype_size(p->dtype),
                         ind,     outer,     batch > 0 ? outer / batch : 1,
@@ -436,7 +437,8 @@ static weft_status_t *gather_impl(weft_kernel_ctx_t *ctx, const weft_tensor_view
     for (int64_t t = 0; t < outer * n_idx; t++) {
       int64_t o = t / n_idx, k = t % n_idx;
       int64_t idx = weft__cpu_index_at(ind, (o / j.per_batch_outer) * n_idx + k);
-      CPU_TRY(weft__cpu_copy_elems(ctx, &y, t * inner, p, (o * axis_size + idx) * inner, inner));
+      WEFT_RETURN_IF_ERROR(
+          weft__cpu_copy_elems(ctx, &y, t * inner, p, (o * axis_size + idx) * inner, inner));
     }
     return NULL;
   }
@@ -447,12 +449,12 @@ static weft_status_t *gather_impl(weft_kernel_ctx_t *ctx, const weft_tensor_view
 static weft_status_t *k_gather_v2(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t p, ind, axis_v;
-  CPU_TRY(weft__cpu_input(ctx, 0, &p));
-  CPU_TRY(weft__cpu_input(ctx, 1, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &p));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
   int64_t axis = 0;
   if (H->kernel_num_inputs(ctx) > 2) {
-    CPU_TRY(weft__cpu_input(ctx, 2, &axis_v));
-    CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &axis_v));
+    WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis));
   }
   return gather_impl(ctx, &p, &ind, axis, weft__cpu_attr_int(ctx, "batch_dims", 0));
 }
@@ -492,18 +494,18 @@ static void pad_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_pad_t p;
-  CPU_TRY(weft_pc_pad_prepare(ctx, &p));
+  WEFT_RETURN_IF_ERROR(weft_pc_pad_prepare(ctx, &p));
   const weft_tensor_view_t *x = &p.x, *y = &p.y;
   if (y->num_elements == 0) return NULL;
   if (H->kernel_num_inputs(ctx) > 2) {
     weft_tensor_view_t cv;
-    CPU_TRY(weft__cpu_input(ctx, 2, &cv));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &cv));
     if (cv.num_elements != 1 || cv.dtype != x->dtype)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "constant_values must be a scalar of the input's dtype");
-    CPU_TRY(weft__cpu_fill_from(ctx, y, &cv, 0));
+    WEFT_RETURN_IF_ERROR(weft__cpu_fill_from(ctx, y, &cv, 0));
   } else {
-    CPU_TRY(weft__cpu_zero(ctx, y));
+    WEFT_RETURN_IF_ERROR(weft__cpu_zero(ctx, y));
   }
   if (x->num_elements == 0) return NULL;
   if (x->rank == 0) return weft__cpu_copy_elems(ctx, y, 0, x, 0, 1);
@@ -513,7 +515,8 @@ static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   int64_t rows = x->num_elements / j.inner;
   if (x->dtype == WEFT_DT_STRING) {
     for (int64_t r = 0; r < rows; r++)
-      CPU_TRY(weft__cpu_copy_elems(ctx, y, pad_dst_offset(&j, r), x, r * j.inner, j.inner));
+      WEFT_RETURN_IF_ERROR(
+          weft__cpu_copy_elems(ctx, y, pad_dst_offset(&j, r), x, r * j.inner, j.inner));
     return NULL;
   }
   weft__cpu_parallel(ctx, rows, j.inner + 20, pad_range, &j);
@@ -526,12 +529,12 @@ static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_one_hot(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t ind, depth_v, on, off, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &ind));
-  CPU_TRY(weft__cpu_input(ctx, 1, &depth_v));
-  CPU_TRY(weft__cpu_input(ctx, 2, &on));
-  CPU_TRY(weft__cpu_input(ctx, 3, &off));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &depth_v));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &on));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &off));
   int64_t depth;
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &depth_v, "depth", &depth));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &depth_v, "depth", &depth));
   if (depth < 0)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "depth must be non-negative, got: %lld",
                            (long long)depth);
@@ -556,14 +559,15 @@ static weft_status_t *k_one_hot(weft_kernel_ctx_t *ctx, void *state) {
       k++;
     }
   }
-  CPU_TRY(weft__cpu_output(ctx, 0, on.dtype, out_rank, dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, on.dtype, out_rank, dims, &y));
   if (y.num_elements == 0) return NULL;
-  CPU_TRY(weft__cpu_fill_from(ctx, &y, &off, 0));
+  WEFT_RETURN_IF_ERROR(weft__cpu_fill_from(ctx, &y, &off, 0));
   for (int64_t p = 0; p < prefix; p++)
     for (int64_t s = 0; s < suffix; s++) {
       int64_t v = weft__cpu_index_at(&ind, p * suffix + s);
       if (v >= 0 && v < depth)
-        CPU_TRY(weft__cpu_copy_elems(ctx, &y, (p * depth + v) * suffix + s, &on, 0, 1));
+        WEFT_RETURN_IF_ERROR(
+            weft__cpu_copy_elems(ctx, &y, (p * depth + v) * suffix + s, &on, 0, 1));
     }
   return NULL;
 }
@@ -574,23 +578,23 @@ static weft_status_t *k_one_hot(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_fill(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_fill_t f;
-  CPU_TRY(weft_pc_fill_prepare(ctx, &f));
+  WEFT_RETURN_IF_ERROR(weft_pc_fill_prepare(ctx, &f));
   return weft__cpu_fill_from(ctx, &f.y, &f.value, 0);
 }
 
 static weft_status_t *k_zeros_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
   return weft__cpu_zero(ctx, &y);
 }
 
 static weft_status_t *k_ones_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y, one;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
   union {
     float f;
     double d;

@@ -295,8 +295,8 @@ static weft_status_t *string_binary(weft_kernel_ctx_t *ctx, const bin_op_t *op,
   bool concat = !op->out_bool;
   bool eq = strcmp(op->name, "Equal") == 0;
   weft_tensor_view_t z;
-  CPU_TRY(weft__cpu_output(ctx, 0, concat ? WEFT_DT_STRING : WEFT_DT_BOOL, bc.out_rank,
-                           bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, concat ? WEFT_DT_STRING : WEFT_DT_BOOL, bc.out_rank,
+                                        bc.out_dims, &z));
   const weft_string_t *xs = x->data, *ys = y->data;
   int64_t inner = weft__cpu_bcast_inner(&bc), rows = weft__cpu_bcast_rows(&bc);
   int64_t sx = bc.strides[0][bc.rank - 1], sy = bc.strides[1][bc.rank - 1];
@@ -337,7 +337,7 @@ static weft_status_t *string_binary(weft_kernel_ctx_t *ctx, const bin_op_t *op,
 static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   const bin_op_t *op = state;
   weft_tensor_view_t x, y, z;
-  CPU_TRY(weft_pc_binary_inputs(ctx, op->name, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_binary_inputs(ctx, op->name, &x, &y));
   const weft_tensor_view_t *ins[2] = {&x, &y};
   weft_cpu_bcast_t bc;
   weft_status_t *bs = weft__cpu_bcast_init(ctx, &bc, 2, ins);
@@ -346,7 +346,7 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
     bool equality = op->out_bool && op->strings;
     if (!equality || weft__cpu_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
     H->status_free(bs);
-    CPU_TRY(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
+    WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
     *(uint8_t *)z.data = strcmp(op->name, "NotEqual") == 0;
     return NULL;
   }
@@ -366,7 +366,7 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "Integers to negative integer powers are not allowed");
   }
-  CPU_TRY(weft__cpu_output(ctx, 0, zt, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, zt, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
   bin_job_t j = {fns,
                  &bc,
@@ -418,7 +418,7 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   int n;
   weft_tensor_view_t first, z;
-  CPU_TRY(weft_pc_addn_first(ctx, &n, &first));
+  WEFT_RETURN_IF_ERROR(weft_pc_addn_first(ctx, &n, &first));
   const void **ptrs = malloc(sizeof(void *) * (size_t)n);
   if (ptrs == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
   ptrs[0] = first.data;
@@ -522,7 +522,7 @@ static weft_status_t *select_strings(weft_kernel_ctx_t *ctx, const select_job_t 
       ei = off[2] + col * j->bc->strides[2][r];
     }
     const weft_string_t *src = j->c[ci] ? &t[ti] : &e[ei];
-    CPU_TRY(H->string_assign(ctx, z, i, src->data, src->len));
+    WEFT_RETURN_IF_ERROR(H->string_assign(ctx, z, i, src->data, src->len));
   }
   return NULL;
 }
@@ -537,10 +537,10 @@ static weft_status_t *select_run_job(weft_kernel_ctx_t *ctx, select_job_t *j,
 static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t in[3], z; /* condition, then, else */
-  CPU_TRY(weft_pc_inputs(ctx, 3, in));
+  WEFT_RETURN_IF_ERROR(weft_pc_inputs(ctx, 3, in));
   const weft_tensor_view_t c = in[0], t = in[1], e = in[2];
   weft_pc_select_cond_t cond;
-  CPU_TRY(weft_pc_select_check(ctx, &c, &t, &e, &cond));
+  WEFT_RETURN_IF_ERROR(weft_pc_select_check(ctx, &c, &t, &e, &cond));
   select_job_t j;
   memset(&j, 0, sizeof j);
   j.c = c.data;
@@ -556,7 +556,7 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
     j.row_len = t.dims[0] > 0 ? t.num_elements / t.dims[0] : 0;
     units = t.dims[0];
   }
-  CPU_TRY(weft__cpu_output_like(ctx, 0, t.dtype, &t, &z));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, t.dtype, &t, &z));
   if (t.num_elements == 0 || (j.row_len == 0 && !same)) return NULL;
   j.z = z.data;
   return select_run_job(ctx, &j, &z, t.num_elements, units);
@@ -566,7 +566,7 @@ static weft_status_t *k_select_v2(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t in[3], z; /* condition, then, else */
   weft_cpu_bcast_t bc;
-  CPU_TRY(weft_pc_bcast3_prepare(ctx, in, 1, &bc, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast3_prepare(ctx, in, 1, &bc, &z));
   if (bc.out_elements == 0) return NULL;
   select_job_t j;
   memset(&j, 0, sizeof j);
@@ -623,7 +623,7 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t in[3], z; /* t, lo, hi */
   weft_cpu_bcast_t bc;
-  CPU_TRY(weft_pc_bcast3_prepare(ctx, in, 0, &bc, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast3_prepare(ctx, in, 0, &bc, &z));
   if (bc.out_elements == 0) return NULL;
   clip_job_t j = {&bc, in[0].dtype, in[0].data, in[1].data, in[2].data, z.data};
   weft__cpu_parallel(ctx, bc.out_elements, 3, clip_range, &j);
@@ -649,7 +649,7 @@ weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg) {
                                          .dtypes = dtypes,
                                          .n_dtypes = n,
                                          .user_data = (void *)op};
-    CPU_TRY(weft__cpu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   const weft_dtype_t *all = weft__cpu_all_types;
   const size_t n_all = weft__cpu_n_all_types;

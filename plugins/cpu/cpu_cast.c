@@ -129,10 +129,10 @@ static void cast_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   const weft_attrs_t *attrs = H->kernel_attrs(ctx);
   weft_dtype_t dst = x.dtype;
-  CPU_TRY(H->attr_type(attrs, "DstT", &dst));
+  WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "DstT", &dst));
   bool trunc = weft__cpu_attr_bool(ctx, "Truncate", false);
   if (x.dtype == dst) return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims);
   int ss = weft__cpu_slot(x.dtype), ds = weft__cpu_slot(dst);
@@ -140,7 +140,7 @@ static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
   if (fn == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "Cast %s to %s is not supported",
                            weft__cpu_dtype_name(x.dtype), weft__cpu_dtype_name(dst));
-  CPU_TRY(weft__cpu_output_like(ctx, 0, dst, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, dst, &x, &y));
   if (x.num_elements == 0) return NULL;
   cast_job_t j = {fn, x.data, y.data, weft__cpu_dtype_size(x.dtype), weft__cpu_dtype_size(dst),
                   trunc};

@@ -50,7 +50,7 @@ static weft_status_t *hw_list(weft_kernel_ctx_t *ctx, const char *name, bool nch
   }
   const int64_t *v = NULL;
   size_t n = 0;
-  CPU_TRY(H->attr_int_list(attrs, name, &v, &n));
+  WEFT_RETURN_IF_ERROR(H->attr_int_list(attrs, name, &v, &n));
   if (n == 0 && !required) return NULL;
   if (n != 4)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must have 4 values, got %zu", name, n);
@@ -90,9 +90,9 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
   g->h = x->dims[g->nchw ? 2 : 1];
   g->w = x->dims[g->nchw ? 3 : 2];
   g->c = x->dims[g->nchw ? 1 : 3];
-  CPU_TRY(hw_list(ctx, "strides", g->nchw, true, &g->sh, &g->sw));
+  WEFT_RETURN_IF_ERROR(hw_list(ctx, "strides", g->nchw, true, &g->sh, &g->sw));
   g->dh = g->dw = 1;
-  if (dilations) CPU_TRY(hw_list(ctx, "dilations", g->nchw, false, &g->dh, &g->dw));
+  if (dilations) WEFT_RETURN_IF_ERROR(hw_list(ctx, "dilations", g->nchw, false, &g->dh, &g->dw));
   int64_t eh = (g->kh - 1) * g->dh + 1, ew = (g->kw - 1) * g->dw + 1;
   g->pt = g->pb = g->pl = g->pr = 0;
   if (attr_is(ctx, "padding", "SAME", "VALID")) {
@@ -109,7 +109,7 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
     if (attr_is(ctx, "padding", "EXPLICIT", "VALID")) {
       const int64_t *p = NULL;
       size_t n = 0;
-      CPU_TRY(H->attr_int_list(H->kernel_attrs(ctx), "explicit_paddings", &p, &n));
+      WEFT_RETURN_IF_ERROR(H->attr_int_list(H->kernel_attrs(ctx), "explicit_paddings", &p, &n));
       if (n != 8)
         return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                                "explicit_paddings must have 8 values, got %zu", n);
@@ -244,8 +244,8 @@ static void conv_int_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, f, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &f));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &f));
   if (f.rank != 4) {
     char s[CPU_SHAPE_STR_LEN];
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "filter must be 4-dimensional, got %s",
@@ -255,7 +255,7 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
   memset(&g, 0, sizeof g);
   g.kh = f.dims[0];
   g.kw = f.dims[1];
-  CPU_TRY(geom_init(ctx, &x, &g, true));
+  WEFT_RETURN_IF_ERROR(geom_init(ctx, &x, &g, true));
   int64_t cg = f.dims[2], m = f.dims[3];
   if (cg <= 0 || g.c % cg != 0 || m % (g.c / cg) != 0)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -264,7 +264,7 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
                            (long long)g.c, (long long)cg, (long long)m);
   int64_t groups = g.c / cg, mg = m / groups;
   g.oc = m;
-  CPU_TRY(alloc_output(ctx, &g, x.dtype, &y));
+  WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &y));
   if (y.num_elements == 0) return NULL;
   if (x.dtype == WEFT_DT_INT32) {
     conv_int_job_t j = {&g, cg, mg, x.data, f.data, y.data};
@@ -276,10 +276,10 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
   int64_t k = g.kh * g.kw * cg, pixels = g.oh * g.ow;
   /* The input as NHWC float/double, the filter as float/double, the output NHWC. */
   void *xin = NULL, *fin = NULL, *yout = NULL, *cols = NULL;
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)x.num_elements * es + 1, &xin));
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)f.num_elements * es + 1, &fin));
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)(g.n * pixels * m) * es + 1, &yout));
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)(pixels * k) * es + 1, &cols));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)x.num_elements * es + 1, &xin));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)f.num_elements * es + 1, &fin));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)(g.n * pixels * m) * es + 1, &yout));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)(pixels * k) * es + 1, &cols));
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t yy = 0; yy < g.h; yy++)
       for (int64_t xx = 0; xx < g.w; xx++)
@@ -409,14 +409,14 @@ static void pool_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
   bool is_max = state != NULL;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   geom_t g;
   memset(&g, 0, sizeof g);
   bool nchw = attr_is(ctx, "data_format", "NCHW", "NHWC");
-  CPU_TRY(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
-  CPU_TRY(geom_init(ctx, &x, &g, false));
+  WEFT_RETURN_IF_ERROR(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
+  WEFT_RETURN_IF_ERROR(geom_init(ctx, &x, &g, false));
   g.oc = g.c;
-  CPU_TRY(alloc_output(ctx, &g, x.dtype, &y));
+  WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &y));
   if (y.num_elements == 0) return NULL;
   pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};
   weft__cpu_parallel(ctx, g.n * g.oh, g.ow * g.c * g.kh * g.kw + 1, pool_range, &j);
@@ -429,10 +429,10 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, pv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &pv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &pv));
   int64_t pads[2 * WEFT_MAX_RANK], n = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
   if (pv.rank != 2 || pv.dims[0] != x.rank || pv.dims[1] != 2)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "paddings must have shape [%d, 2] for an input of rank %d", x.rank,
@@ -449,7 +449,7 @@ static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
                              (long long)lim, reflect ? "REFLECT" : "SYMMETRIC");
     out_dims[d] = x.dims[d] + pads[2 * d] + pads[2 * d + 1];
   }
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
   int64_t in_strides[WEFT_MAX_RANK], s = 1;
   for (int d = x.rank - 1; d >= 0; d--) {
     in_strides[d] = s;
@@ -465,7 +465,7 @@ static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
       if (p >= x.dims[d]) p = 2 * x.dims[d] - 2 - p + off;
       src += p * in_strides[d];
     }
-    CPU_TRY(weft__cpu_copy_elems(ctx, &y, i, &x, src, 1));
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &x, src, 1));
   }
   return NULL;
 }
@@ -496,7 +496,7 @@ weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     weft_cpu_kernel_spec_t s = specs[i];
     if (s.dtypes == weft__cpu_all_types) s.n_dtypes = weft__cpu_n_all_types;
-    CPU_TRY(weft__cpu_register(reg, &s));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &s));
   }
   return NULL;
 }

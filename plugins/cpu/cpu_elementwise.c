@@ -226,7 +226,7 @@ static void un_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   const un_op_t *op = state;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   int slot = weft__cpu_slot(x.dtype);
   bool f16 = slot == CPU_SLOT_F16 || slot == CPU_SLOT_BF16;
   un_fn fn = slot >= 0 ? op->fns[f16 ? CPU_SLOT_F32 : slot] : NULL;
@@ -234,7 +234,7 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
                            weft__cpu_dtype_name(x.dtype));
   weft_dtype_t out_dtype = op->out_bool ? WEFT_DT_BOOL : x.dtype;
-  CPU_TRY(weft__cpu_output_like(ctx, 0, out_dtype, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, out_dtype, &x, &y));
   if (x.num_elements == 0) return NULL;
   un_job_t j = {fn,
                 x.data,
@@ -275,7 +275,7 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
     spec.dtypes = dtypes;
     spec.n_dtypes = n;
     spec.user_data = (void *)op;
-    CPU_TRY(weft__cpu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   return NULL;
 }

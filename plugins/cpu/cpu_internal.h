@@ -27,7 +27,6 @@
 #define weft__cpu_host weft_pc_host
 
 /* Returns from the enclosing function when a status-returning call fails. */
-#define CPU_TRY(expr) WEFT_PC_TRY(expr)
 
 /* ---------------------------------------------------------------------------------------------
  * dtypes. Kernel tables are indexed by a dense "slot" rather than the sparse TensorFlow enum. */

@@ -148,9 +148,12 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
       int64_t arows = g->ta ? g->k : g->m, brows = g->tb ? g->n : g->k;
       int64_t acols = g->ta ? g->m : g->k, bcols = g->tb ? g->k : g->n;
       float *fa = NULL, *fb = NULL, *fc = NULL;
-      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(arows * acols), (void **)&fa));
-      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(brows * bcols), (void **)&fb));
-      CPU_TRY(H->kernel_scratch(ctx, sizeof(float) * (size_t)(g->m * g->n), (void **)&fc));
+      WEFT_RETURN_IF_ERROR(
+          H->kernel_scratch(ctx, sizeof(float) * (size_t)(arows * acols), (void **)&fa));
+      WEFT_RETURN_IF_ERROR(
+          H->kernel_scratch(ctx, sizeof(float) * (size_t)(brows * bcols), (void **)&fb));
+      WEFT_RETURN_IF_ERROR(
+          H->kernel_scratch(ctx, sizeof(float) * (size_t)(g->m * g->n), (void **)&fc));
       const uint16_t *a = g->a, *b = g->b;
       for (int64_t r = 0; r < arows; r++)
         for (int64_t c = 0; c < acols; c++)
@@ -174,7 +177,7 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
       int_gemm_job_t j = {g, g->b};
       if (g->tb || g->ldb != g->n) {
         void *bt = NULL;
-        CPU_TRY(H->kernel_scratch(ctx, (size_t)(g->k * g->n) * es, &bt));
+        WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)(g->k * g->n) * es, &bt));
         if (g->tb) {
           transpose_into(bt, g->b, g->n, g->k, g->ldb, es);
         } else {
@@ -196,7 +199,7 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_matmul_t mm;
-  CPU_TRY(weft_pc_matmul_prepare(ctx, &mm));
+  WEFT_RETURN_IF_ERROR(weft_pc_matmul_prepare(ctx, &mm));
   gemm_args_t g = {mm.a.dtype, mm.ta,        mm.tb,     mm.m,         mm.n,     mm.k,
                    mm.a.data,  mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data};
   return gemm(ctx, &g);
@@ -237,7 +240,7 @@ static void batch_range(void *arg, int64_t begin, int64_t end) {
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL; /* BatchMatMul (v1) needs equal batch dims; V2 broadcasts them */
   weft_pc_batch_matmul_t bm;
-  CPU_TRY(weft_pc_batch_matmul_prepare(ctx, !v2, &bm));
+  WEFT_RETURN_IF_ERROR(weft_pc_batch_matmul_prepare(ctx, !v2, &bm));
   const weft_tensor_view_t x = bm.x, y = bm.y, z = bm.z;
   const weft_cpu_bcast_t *bc = &bm.bc;
   if (z.num_elements == 0) return NULL;
@@ -270,7 +273,7 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
                      (const char *)y.data + (size_t)(yo * yr * yc) * es,
                      yc,
                      (char *)z.data + (size_t)(bi * m * n) * es};
-    CPU_TRY(gemm(ctx, &g));
+    WEFT_RETURN_IF_ERROR(gemm(ctx, &g));
   }
   return NULL;
 }

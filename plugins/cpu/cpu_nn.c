@@ -54,7 +54,7 @@ static void bias_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_bias_add_t b;
-  CPU_TRY(weft_pc_bias_add_prepare(ctx, &b));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_add_prepare(ctx, &b));
   const weft_tensor_view_t *x = &b.x;
   if (x->num_elements == 0) return NULL;
   int64_t c = x->dims[b.cdim], inner = 1;
@@ -68,11 +68,11 @@ static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t g, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &g));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &g));
   int cdim;
   bool reduced[WEFT_MAX_RANK];
-  CPU_TRY(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
-  CPU_TRY(weft__cpu_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
   return weft__cpu_reduce_sum(ctx, &g, reduced, &y);
 }
 
@@ -124,12 +124,12 @@ static void softmax_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
   bool log_softmax = state != NULL;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   if (x.rank < 1) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "logits must have >= 1 dimension, got a scalar");
   }
-  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
   int64_t n = x.dims[x.rank - 1];
   if (x.num_elements == 0) return NULL;
   softmax_job_t j = {x.dtype, log_softmax, x.data, y.data, n};
@@ -206,7 +206,7 @@ static xent_job_t xent_job(const weft_pc_xent_t *xe, bool sparse) {
 static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_xent_t xe;
-  CPU_TRY(weft_pc_xent_prepare(ctx, &xe));
+  WEFT_RETURN_IF_ERROR(weft_pc_xent_prepare(ctx, &xe));
   if (xe.rows == 0) return NULL;
   if (xe.n == 0) {
     /* No classes: TensorFlow gives NaN losses (log of an empty sum). */
@@ -224,7 +224,7 @@ static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_xent_t xe;
-  CPU_TRY(weft_pc_sparse_xent_prepare(ctx, &xe));
+  WEFT_RETURN_IF_ERROR(weft_pc_sparse_xent_prepare(ctx, &xe));
   if (xe.rows == 0) return NULL;
   xent_job_t j = xent_job(&xe, true);
   weft__cpu_parallel(ctx, xe.rows, xe.n * 40, xent_range, &j);
@@ -270,13 +270,14 @@ static void l2_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_output(ctx, 0, x.dtype, 0, NULL, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, 0, NULL, &y));
   int64_t chunks = (x.num_elements + L2_CHUNK - 1) / L2_CHUNK;
   double total = 0;
   if (chunks > 0) {
     double *partial = NULL;
-    CPU_TRY(H->kernel_scratch(ctx, sizeof(double) * (size_t)chunks, (void **)&partial));
+    WEFT_RETURN_IF_ERROR(
+        H->kernel_scratch(ctx, sizeof(double) * (size_t)chunks, (void **)&partial));
     l2_job_t j = {x.dtype, x.data, x.num_elements, partial};
     weft__cpu_parallel(ctx, chunks, L2_CHUNK * 2, l2_range, &j);
     for (int64_t c = 0; c < chunks; c++) total += partial[c];

@@ -145,19 +145,19 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   weft_status_t *err = NULL;
   if (!weft_pc_init(host, registrar, "CPU plugin", &err)) return err;
   weft__cpu_blas_init(); /* each GEMM then sets OpenBLAS's threads for itself */
-  CPU_TRY(registrar->register_backend(registrar->ctx, &cpu_backend));
-  CPU_TRY(weft__cpu_register_state(registrar));
-  CPU_TRY(weft__cpu_register_elementwise(registrar));
-  CPU_TRY(weft__cpu_register_binary(registrar));
-  CPU_TRY(weft__cpu_register_reduce(registrar));
-  CPU_TRY(weft__cpu_register_matmul(registrar));
-  CPU_TRY(weft__cpu_register_nn(registrar));
-  CPU_TRY(weft__cpu_register_array(registrar));
-  CPU_TRY(weft__cpu_register_shape(registrar));
-  CPU_TRY(weft__cpu_register_random(registrar));
-  CPU_TRY(weft__cpu_register_cast(registrar));
-  CPU_TRY(weft__cpu_register_train(registrar));
-  CPU_TRY(weft__cpu_register_conv(registrar));
+  WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cpu_backend));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_state(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_elementwise(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_binary(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_reduce(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_matmul(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_nn(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_array(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_shape(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_random(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_cast(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_train(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_conv(registrar));
   return NULL;
 }
 

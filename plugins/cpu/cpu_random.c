@@ -245,9 +245,9 @@ static void rng_range(void *arg, int64_t b, int64_t e) {
 
 static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_kind_t kind) {
   weft_tensor_view_t sv, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &sv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
   int64_t dims[WEFT_MAX_RANK], rank = 0;
-  CPU_TRY(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
   for (int64_t d = 0; d < rank; d++)
     if (dims[d] < 0)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "shape[%lld] = %lld must be non-negative",
@@ -258,8 +258,8 @@ static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_k
   j.kind = kind;
   if (kind == RNG_INT) {
     weft_tensor_view_t lo, hi;
-    CPU_TRY(weft__cpu_input(ctx, 1, &lo));
-    CPU_TRY(weft__cpu_input(ctx, 2, &hi));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &lo));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &hi));
     if (lo.num_elements != 1 || hi.num_elements != 1 ||
         (lo.dtype != WEFT_DT_INT32 && lo.dtype != WEFT_DT_INT64))
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -274,7 +274,7 @@ static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_k
   } else {
     const weft_attrs_t *attrs = H->kernel_attrs(ctx);
     weft_dtype_t dt = WEFT_DT_FLOAT;
-    if (H->attr_has(attrs, "dtype")) CPU_TRY(H->attr_type(attrs, "dtype", &dt));
+    if (H->attr_has(attrs, "dtype")) WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "dtype", &dt));
     if (dt != WEFT_DT_FLOAT && dt != WEFT_DT_DOUBLE && dt != WEFT_DT_HALF &&
         dt != WEFT_DT_BFLOAT16)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -282,7 +282,7 @@ static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_k
                              weft__cpu_dtype_name(dt));
     j.dtype = dt;
   }
-  CPU_TRY(weft__cpu_output(ctx, 0, j.dtype, (int)rank, dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, j.dtype, (int)rank, dims, &y));
   j.out = y.data;
   j.n = y.num_elements;
   bool wide = j.dtype == WEFT_DT_DOUBLE || j.dtype == WEFT_DT_INT64;
@@ -324,13 +324,13 @@ weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   spec.n_dtypes = 4;
   spec.op = "RandomUniform";
   spec.compute = k_uniform;
-  CPU_TRY(weft__cpu_register(reg, &spec));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   spec.op = "RandomStandardNormal";
   spec.compute = k_normal;
-  CPU_TRY(weft__cpu_register(reg, &spec));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   spec.op = "TruncatedNormal";
   spec.compute = k_truncated;
-  CPU_TRY(weft__cpu_register(reg, &spec));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   spec.op = "RandomUniformInt";
   spec.compute = k_uniform_int;
   spec.type_attr = "Tout";

@@ -222,7 +222,8 @@ static weft_status_t *reduce_rows(weft_kernel_ctx_t *ctx, const red_impl_t *impl
     return NULL;
   }
   void *partial = NULL;
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)(rows * j.chunks) * impl->acc_size, &partial));
+  WEFT_RETURN_IF_ERROR(
+      H->kernel_scratch(ctx, (size_t)(rows * j.chunks) * impl->acc_size, &partial));
   j.partial = partial;
   weft__cpu_parallel(ctx, rows * j.chunks, (n + j.chunks - 1) / j.chunks + 10, row_range, &j);
   for (int64_t r = 0; r < rows; r++) {
@@ -293,7 +294,7 @@ static weft_status_t *reduce_mid(weft_kernel_ctx_t *ctx, const red_impl_t *impl,
   }
   void *partial = NULL;
   size_t plane = (size_t)(outer * inner) * impl->acc_size;
-  CPU_TRY(H->kernel_scratch(ctx, plane * (size_t)j.chunks, &partial));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, plane * (size_t)j.chunks, &partial));
   j.partial = partial;
   weft__cpu_parallel(ctx, tasks * j.chunks, cost, mid_range, &j);
   for (int64_t c = 1; c < j.chunks; c++)
@@ -316,7 +317,7 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_impl_t *impl
     /* Reducing nothing: every output is the identity (0, 1, -inf, +inf, true, false; NaN for a
      * float mean). */
     void *acc = NULL;
-    CPU_TRY(H->kernel_scratch(ctx, (size_t)y->num_elements * impl->acc_size, &acc));
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)y->num_elements * impl->acc_size, &acc));
     impl->init(acc, y->num_elements);
     impl->finish(acc, y->data, y->num_elements, 0);
     return NULL;
@@ -342,24 +343,24 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_impl_t *impl
   int64_t sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], kept, red;
   int r = weft_pc_reduce_regroup(&g, sizes, strides, &kept, &red);
   void *tmp = NULL;
-  CPU_TRY(H->kernel_scratch(ctx, (size_t)x->num_elements * es, &tmp));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)x->num_elements * es, &tmp));
   weft_tensor_view_t tv = *x;
   tv.data = tmp;
-  CPU_TRY(weft__cpu_strided_gather(ctx, &tv, x, 0, r, sizes, strides));
+  WEFT_RETURN_IF_ERROR(weft__cpu_strided_gather(ctx, &tv, x, 0, r, sizes, strides));
   return reduce_rows(ctx, impl, tmp, es, y->data, es, kept, red, count);
 }
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
   weft_tensor_view_t x, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   int slot = weft__cpu_slot(x.dtype);
   const red_impl_t *impl = slot >= 0 ? op->impls[slot] : NULL;
   if (impl == NULL)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
                            weft__cpu_dtype_name(x.dtype));
   weft_pc_reduction_t red;
-  CPU_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   if (y.num_elements == 0) return NULL;
   return reduce_into(ctx, impl, &x, red.reduced, &y, red.count);
 }
@@ -453,15 +454,15 @@ static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
   bool is_max = state != NULL;
   weft_pc_arg_t a;
   weft_tensor_view_t y;
-  CPU_TRY(weft_pc_arg_plan(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_plan(ctx, &a));
   weft_dtype_t out_dtype = a.out_dtype;
   if (out_dtype != WEFT_DT_INT32 && out_dtype != WEFT_DT_INT64 && out_dtype != WEFT_DT_INT16 &&
       out_dtype != WEFT_DT_UINT16)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "output_type must be int16, uint16, int32 or int64, got %s",
                            weft__cpu_dtype_name(out_dtype));
-  CPU_TRY(weft_pc_arg_shape(ctx, &a));
-  CPU_TRY(weft__cpu_output(ctx, 0, out_dtype, a.out_rank, a.out_dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_shape(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, out_dtype, a.out_rank, a.out_dims, &y));
   if (y.num_elements == 0) return NULL;
   arg_job_t j = {a.x.dtype, out_dtype, is_max, a.x.data, y.data, a.n, a.inner};
   weft__cpu_parallel(ctx, a.outer * a.inner, a.n * 2, arg_range, &j);
@@ -515,16 +516,16 @@ static void cum_range(void *arg, int64_t b, int64_t e) {
 static weft_status_t *k_cum(weft_kernel_ctx_t *ctx, void *state) {
   bool prod = state != NULL;
   weft_tensor_view_t x, axis_v, y;
-  CPU_TRY(weft__cpu_input(ctx, 0, &x));
-  CPU_TRY(weft__cpu_input(ctx, 1, &axis_v));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &axis_v));
   int64_t axis_raw;
   int axis;
-  CPU_TRY(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis_raw));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis_raw));
   if (x.rank == 0)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs an input of rank >= 1, got a scalar",
                            prod ? "Cumprod" : "Cumsum");
-  CPU_TRY(weft__cpu_axis(ctx, axis_raw, x.rank, "axis", &axis));
-  CPU_TRY(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, x.rank, "axis", &axis));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
   if (x.num_elements == 0) return NULL;
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < x.rank; d++) {
@@ -571,7 +572,7 @@ weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg) {
                                          .n_dtypes = bool_only ? 0 : n_num,
                                          .host_memory = reduce_host,
                                          .user_data = (void *)op};
-    CPU_TRY(weft__cpu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   /* user_data marks ArgMax (against ArgMin) and Cumprod (against Cumsum). */
   const weft_cpu_kernel_spec_t specs[] = {

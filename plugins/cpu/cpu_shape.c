@@ -24,12 +24,12 @@ typedef struct shape_pair {
 
 static weft_status_t *broadcast_shape_pair(weft_kernel_ctx_t *ctx, shape_pair_t *p) {
   weft_tensor_view_t v0, v1;
-  CPU_TRY(weft__cpu_input(ctx, 0, &v0));
-  CPU_TRY(weft__cpu_input(ctx, 1, &v1));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &v0));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &v1));
   memset(p, 0, sizeof *p);
   p->dtype = v0.dtype;
-  CPU_TRY(weft__cpu_read_indices(ctx, &v0, "s0", p->a, MAX_SHAPE_RANK, &p->na));
-  CPU_TRY(weft__cpu_read_indices(ctx, &v1, "s1", p->b, MAX_SHAPE_RANK, &p->nb));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &v0, "s0", p->a, MAX_SHAPE_RANK, &p->na));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &v1, "s1", p->b, MAX_SHAPE_RANK, &p->nb));
   p->rank = p->na > p->nb ? p->na : p->nb;
   for (int64_t d = 0; d < p->rank; d++) {
     int64_t x = d < p->rank - p->na ? 1 : p->a[d - (p->rank - p->na)];
@@ -51,17 +51,17 @@ static weft_status_t *broadcast_shape_pair(weft_kernel_ctx_t *ctx, shape_pair_t 
 static weft_status_t *k_bcast_grad_args(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   shape_pair_t p;
-  CPU_TRY(broadcast_shape_pair(ctx, &p));
+  WEFT_RETURN_IF_ERROR(broadcast_shape_pair(ctx, &p));
   if (p.na == p.nb && (p.na == 0 || memcmp(p.a, p.b, sizeof(int64_t) * (size_t)p.na) == 0))
     p.n0 = p.n1 = 0; /* identical shapes: nothing to sum over */
-  CPU_TRY(weft_pc_write_ints(ctx, 0, p.dtype, 1, p.r0, p.n0));
+  WEFT_RETURN_IF_ERROR(weft_pc_write_ints(ctx, 0, p.dtype, 1, p.r0, p.n0));
   return weft_pc_write_ints(ctx, 1, p.dtype, 1, p.r1, p.n1);
 }
 
 static weft_status_t *k_bcast_args(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   shape_pair_t p;
-  CPU_TRY(broadcast_shape_pair(ctx, &p));
+  WEFT_RETURN_IF_ERROR(broadcast_shape_pair(ctx, &p));
   return weft_pc_write_ints(ctx, 0, p.dtype, 1, p.out, p.rank);
 }
 

@@ -106,7 +106,7 @@ weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg) {
                                             "Snapshot", "IdentityN", "PlaceholderWithDefault"};
   for (size_t i = 0; i < sizeof forward_ops / sizeof forward_ops[0]; i++) {
     const weft_cpu_kernel_spec_t forward = {.op = forward_ops[i], .compute = weft_pc_k_forward};
-    CPU_TRY(weft__cpu_register(reg, &forward));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &forward));
   }
   void *ops = (void *)&state_ops; /* the host-memory steps of the shared variable kernels */
   const weft_dtype_t *update_types = weft__cpu_num_types;

@@ -127,7 +127,7 @@ static bool same_shape(const weft_tensor_view_t *a, const weft_tensor_view_t *b)
 static weft_status_t *read_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
                                   weft_dtype_t dtype, double *out) {
   weft_tensor_view_t v;
-  CPU_TRY(weft__cpu_input(ctx, index, &v));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, index, &v));
   if (v.num_elements != 1 || v.rank != 0 || v.dtype != dtype) {
     char s[CPU_SHAPE_STR_LEN];
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not a %s scalar: %s %s", name,
@@ -144,9 +144,9 @@ static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op)
   for (int r = 0; r < op->n_refs; r++) {
     memset(&refs[r], 0, sizeof refs[r]);
     refs[r].struct_size = sizeof refs[r];
-    CPU_TRY(H->kernel_ref_input(ctx, r, &refs[r]));
+    WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, r, &refs[r]));
   }
-  CPU_TRY(weft__cpu_input(ctx, op->grad_input, &grad));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, op->grad_input, &grad));
   const weft_tensor_view_t *var = &refs[0];
   char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
   if (var->dtype != WEFT_DT_FLOAT && var->dtype != WEFT_DT_DOUBLE)
@@ -175,8 +175,9 @@ static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op)
   j.grad = grad.data;
   int k = 0;
   for (; op->scalars[k] != NULL; k++)
-    CPU_TRY(read_scalar(ctx, op->n_refs + k, op->scalars[k], var->dtype, &j.c[k]));
-  if (op->kind == TRAIN_MOMENTUM) CPU_TRY(read_scalar(ctx, 4, "momentum", var->dtype, &j.c[1]));
+    WEFT_RETURN_IF_ERROR(read_scalar(ctx, op->n_refs + k, op->scalars[k], var->dtype, &j.c[k]));
+  if (op->kind == TRAIN_MOMENTUM)
+    WEFT_RETURN_IF_ERROR(read_scalar(ctx, 4, "momentum", var->dtype, &j.c[1]));
   if (op->kind == TRAIN_ADAM) /* lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) */
     j.c[6] = j.c[2] * sqrt(1.0 - j.c[1]) / (1.0 - j.c[0]);
   j.nesterov = weft__cpu_attr_bool(ctx, "use_nesterov", false);
@@ -193,7 +194,7 @@ static weft_status_t *k_train(weft_kernel_ctx_t *ctx, void *state) {
   if (lock) H->kernel_lock_ref(ctx, 0);
   weft_status_t *s = train_locked(ctx, op);
   if (lock) H->kernel_unlock_ref(ctx, 0);
-  CPU_TRY(s);
+  WEFT_RETURN_IF_ERROR(s);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 
@@ -213,7 +214,7 @@ static weft_status_t *accumulator_refs(weft_kernel_ctx_t *ctx, accumulator_t *a)
   for (int r = 0; r < 3; r++) {
     memset(views[r], 0, sizeof *views[r]);
     views[r]->struct_size = sizeof *views[r];
-    CPU_TRY(H->kernel_ref_input(ctx, r, views[r]));
+    WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, r, views[r]));
   }
   for (int r = 1; r < 3; r++)
     if (views[r]->dtype != WEFT_DT_INT64 || views[r]->num_elements != 1 || views[r]->rank != 0) {
@@ -232,7 +233,7 @@ static weft_status_t *accumulator_refs(weft_kernel_ctx_t *ctx, accumulator_t *a)
 static weft_status_t *read_int64_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
                                         int64_t *out) {
   weft_tensor_view_t v;
-  CPU_TRY(weft__cpu_input(ctx, index, &v));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, index, &v));
   if (v.dtype != WEFT_DT_INT64 || v.rank != 0 || v.num_elements != 1) {
     char s[CPU_SHAPE_STR_LEN];
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not an int64 scalar: %s %s", name,
@@ -249,11 +250,11 @@ static void zero_acc(const weft_tensor_view_t *acc) {
 
 static weft_status_t *accumulate_locked(weft_kernel_ctx_t *ctx, bool *accepted) {
   accumulator_t a;
-  CPU_TRY(accumulator_refs(ctx, &a));
+  WEFT_RETURN_IF_ERROR(accumulator_refs(ctx, &a));
   int64_t local_step;
-  CPU_TRY(read_int64_scalar(ctx, 3, "local_step", &local_step));
+  WEFT_RETURN_IF_ERROR(read_int64_scalar(ctx, 3, "local_step", &local_step));
   weft_tensor_view_t grad;
-  CPU_TRY(weft__cpu_input(ctx, 4, &grad));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 4, &grad));
   if (!same_shape(&a.acc, &grad) || grad.dtype != a.acc.dtype) {
     char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -292,18 +293,18 @@ static weft_status_t *k_accumulator_apply(weft_kernel_ctx_t *ctx, void *state) {
   H->kernel_lock_ref(ctx, 0);
   weft_status_t *s = accumulate_locked(ctx, &accepted);
   H->kernel_unlock_ref(ctx, 0);
-  CPU_TRY(s);
+  WEFT_RETURN_IF_ERROR(s);
   weft_tensor_view_t out;
-  CPU_TRY(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &out));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &out));
   *(bool *)out.data = accepted;
   return NULL;
 }
 
 static weft_status_t *take_locked(weft_kernel_ctx_t *ctx) {
   accumulator_t a;
-  CPU_TRY(accumulator_refs(ctx, &a));
+  WEFT_RETURN_IF_ERROR(accumulator_refs(ctx, &a));
   int64_t required;
-  CPU_TRY(read_int64_scalar(ctx, 3, "num_required", &required));
+  WEFT_RETURN_IF_ERROR(read_int64_scalar(ctx, 3, "num_required", &required));
   int64_t *count = a.count.data, *step = a.step.data;
   if (required < 1)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -313,7 +314,7 @@ static weft_status_t *take_locked(weft_kernel_ctx_t *ctx) {
                            "accumulator has %" PRId64 " of %" PRId64 " gradients", *count,
                            required);
   weft_tensor_view_t out;
-  CPU_TRY(weft__cpu_output(ctx, 0, a.acc.dtype, a.acc.rank, a.acc.dims, &out));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, a.acc.dtype, a.acc.rank, a.acc.dims, &out));
   if (a.acc.dtype == WEFT_DT_FLOAT) {
     const float *d = a.acc.data;
     float *o = out.data;
@@ -348,7 +349,7 @@ weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
     spec.dtypes = types;
     spec.n_dtypes = 2;
     spec.user_data = (void *)&train_ops[i];
-    CPU_TRY(weft__cpu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   static const struct {
     const char *op;
@@ -363,7 +364,7 @@ weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
     spec.type_attr = "T";
     spec.dtypes = types;
     spec.n_dtypes = 2;
-    CPU_TRY(weft__cpu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   return NULL;
 }

@@ -208,7 +208,8 @@ weft_status_t *weft__cpu_copy_elems(weft_kernel_ctx_t *ctx, const weft_tensor_vi
   if (src->dtype == WEFT_DT_STRING) {
     const weft_string_t *s = src->data;
     for (int64_t i = 0; i < n; i++)
-      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, di + i, s[si + i].data, s[si + i].len));
+      WEFT_RETURN_IF_ERROR(
+          weft__cpu_host->string_assign(ctx, dst, di + i, s[si + i].data, s[si + i].len));
     return NULL;
   }
   size_t es = weft__cpu_dtype_size(src->dtype);
@@ -380,7 +381,8 @@ weft_status_t *weft__cpu_strided_gather(weft_kernel_ctx_t *ctx, const weft_tenso
       int64_t off = gather_row_offset(&j, r);
       for (int64_t i = 0; i < inner; i++) {
         const weft_string_t *e = &s[off + i * j.strides[cr - 1]];
-        CPU_TRY(weft__cpu_host->string_assign(ctx, dst, r * inner + i, e->data, e->len));
+        WEFT_RETURN_IF_ERROR(
+            weft__cpu_host->string_assign(ctx, dst, r * inner + i, e->data, e->len));
       }
     }
     return NULL;
@@ -415,7 +417,7 @@ weft_status_t *weft__cpu_fill_from(weft_kernel_ctx_t *ctx, const weft_tensor_vie
   if (src->dtype == WEFT_DT_STRING) {
     const weft_string_t *e = (const weft_string_t *)src->data + si;
     for (int64_t i = 0; i < n; i++)
-      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, i, e->data, e->len));
+      WEFT_RETURN_IF_ERROR(weft__cpu_host->string_assign(ctx, dst, i, e->data, e->len));
     return NULL;
   }
   size_t es = weft__cpu_dtype_size(src->dtype);
@@ -449,7 +451,7 @@ weft_status_t *weft__cpu_fill_from(weft_kernel_ctx_t *ctx, const weft_tensor_vie
 weft_status_t *weft__cpu_zero(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *dst) {
   if (dst->dtype == WEFT_DT_STRING) {
     for (int64_t i = 0; i < dst->num_elements; i++)
-      CPU_TRY(weft__cpu_host->string_assign(ctx, dst, i, "", 0));
+      WEFT_RETURN_IF_ERROR(weft__cpu_host->string_assign(ctx, dst, i, "", 0));
     return NULL;
   }
   if (dst->num_elements > 0)
@@ -508,6 +510,6 @@ weft_status_t *weft__cpu_register(const weft_registrar_t *reg, const weft_cpu_ke
 
 weft_status_t *weft__cpu_register_specs(const weft_registrar_t *reg,
                                         const weft_cpu_kernel_spec_t *specs, size_t n) {
-  for (size_t i = 0; i < n; i++) CPU_TRY(weft__cpu_register(reg, &specs[i]));
+  for (size_t i = 0; i < n; i++) WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &specs[i]));
   return NULL;
 }

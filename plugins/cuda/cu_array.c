@@ -42,7 +42,7 @@ static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_
 static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_tile_t t;
-  CU_TRY(weft_pc_tile_prepare(ctx, &t));
+  WEFT_RETURN_IF_ERROR(weft_pc_tile_prepare(ctx, &t));
   const weft_tensor_view_t *x = &t.x;
   if (t.y.num_elements == 0) return NULL;
   /* Output dim d of size m * s is the row-major pair (m, s) reading the input at (0, stride). */
@@ -61,11 +61,11 @@ static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_pad_t p;
-  CU_TRY(weft_pc_pad_prepare(ctx, &p));
+  WEFT_RETURN_IF_ERROR(weft_pc_pad_prepare(ctx, &p));
   const weft_tensor_view_t *x = &p.x, *y = &p.y;
   if (y->num_elements == 0) return NULL;
   const uint64_t zero = 0;
-  CU_TRY(weft__cu_fill(ctx, y->data, x->dtype, y->num_elements, &zero));
+  WEFT_RETURN_IF_ERROR(weft__cu_fill(ctx, y->data, x->dtype, y->num_elements, &zero));
   if (x->num_elements == 0) return NULL;
   return weft__cu_copy_strided(ctx, y->data, p.offset, p.out_strides, x->data, 0, p.in_strides,
                                x->dtype, x->rank, x->dims);
@@ -120,6 +120,7 @@ weft_status_t *weft__cu_register_array(const weft_registrar_t *reg) {
       {.op = "Rank", .compute = weft_pc_k_rank, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_out},
   };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) CU_TRY(weft__cu_register(reg, &specs[i]));
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &specs[i]));
   return NULL;
 }

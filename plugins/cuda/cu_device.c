@@ -209,7 +209,7 @@ static weft_status_t *oom(weft_cu_device_t *dev, size_t nbytes, weft_cu_arena_re
 
 weft_status_t *weft__cu_alloc(weft_cu_device_t *dev, size_t nbytes, void **ptr) {
   *ptr = NULL;
-  CU_TRY(lost_status(dev));
+  WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
   weft_cu_arena_result_t r = weft__cu_arena_alloc(dev->arena, nbytes, ptr);
   if (r != WEFT_CU_ARENA_OK) return oom(dev, nbytes, r);
@@ -322,7 +322,7 @@ static weft_status_t *upload(weft_cu_device_t *dev, copy_lane_t *lane, char *dst
 
 weft_status_t *weft__cu_copy_to_device(weft_cu_device_t *dev, void *dst, const void *src,
                                        size_t nbytes) {
-  CU_TRY(lost_status(dev));
+  WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
   weft__cu_enter(dev);
   pthread_mutex_lock(&dev->up.lock);
@@ -370,7 +370,7 @@ static weft_status_t *download(weft_cu_device_t *dev, copy_lane_t *lane, char *d
 
 weft_status_t *weft__cu_copy_from_device(weft_cu_device_t *dev, void *dst, const void *src,
                                          size_t nbytes) {
-  CU_TRY(lost_status(dev));
+  WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
   weft__cu_enter(dev);
   pthread_mutex_lock(&dev->down.lock);
@@ -381,7 +381,7 @@ weft_status_t *weft__cu_copy_from_device(weft_cu_device_t *dev, void *dst, const
 
 weft_status_t *weft__cu_copy_device_to_device(weft_cu_device_t *dev, void *dst, const void *src,
                                               size_t nbytes) {
-  CU_TRY(lost_status(dev));
+  WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0 || dst == src) return NULL;
   cudaStream_t s = weft__cu_enter(dev);
   return weft__cu_check(dev, cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, s),
@@ -389,7 +389,7 @@ weft_status_t *weft__cu_copy_device_to_device(weft_cu_device_t *dev, void *dst, 
 }
 
 weft_status_t *weft__cu_synchronize(weft_cu_device_t *dev) {
-  CU_TRY(lost_status(dev));
+  WEFT_RETURN_IF_ERROR(lost_status(dev));
   cudaStream_t s = weft__cu_enter(dev);
   /* Uploads are waited for by the compute stream and downloads finish before they return, so
    * the compute stream's tail is everything. */

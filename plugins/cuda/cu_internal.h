@@ -34,13 +34,6 @@
  * once the plugin loaded. */
 #define weft__cu_host weft_pc_host
 
-/* Returns from the enclosing function when a status-returning call fails. */
-#define CU_TRY(expr)                         \
-  do {                                       \
-    weft_status_t *cu_try_s_ = (expr);       \
-    if (cu_try_s_ != NULL) return cu_try_s_; \
-  } while (0)
-
 /* ---------------------------------------------------------------------------------------------
  * The runtime and the devices it sees (cu_runtime.c) */
 

@@ -79,13 +79,14 @@ static const un_op_t un_ops[] = {
 static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   const un_op_t *op = state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   int dt = weft__cu_dt(x.dtype);
   if (dt < 0)
     return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CUDA kernel for %s", op->name,
                           weft_pc_dtype_name(x.dtype));
   bool out_bool = op->code >= CU_UN_FIRST_BOOL_OUT;
-  CU_TRY(weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(
+      weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
   double alpha = op->param != NULL ? weft_pc_attr_float(ctx, op->param, op->param_default) : 0.0;
   cudaStream_t s;
@@ -166,8 +167,8 @@ static weft_status_t *run_binary(weft_kernel_ctx_t *ctx, int code, double alpha,
 static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   const bin_op_t *op = state;
   weft_tensor_view_t x, y, z;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_input(ctx, 1, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &y));
   if (x.dtype != y.dtype)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
                           op->name, weft_pc_dtype_name(x.dtype), weft_pc_dtype_name(y.dtype));
@@ -180,11 +181,12 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
     bool equality = op->code == CU_BIN_EQ || op->code == CU_BIN_NE;
     if (!equality || weft_pc_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
     H->status_free(bs);
-    CU_TRY(weft_pc_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
+    WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
     const uint8_t v = op->code == CU_BIN_NE;
     return weft__cu_fill(ctx, z.data, WEFT_DT_BOOL, 1, &v);
   }
-  CU_TRY(weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(
+      weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
   double alpha = op->param != NULL ? weft_pc_attr_float(ctx, op->param, op->param_default) : 0.0;
   weft_cu_geom_t g;
   weft__cu_geom(&bc, &g);
@@ -197,7 +199,7 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_bias_add_t ba;
-  CU_TRY(weft_pc_bias_add_prepare(ctx, &ba));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_add_prepare(ctx, &ba));
   const weft_tensor_view_t *x = &ba.x;
   if (x->num_elements == 0) return NULL;
   int64_t bdims[WEFT_MAX_RANK];
@@ -207,7 +209,7 @@ static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   const int ranks[2] = {x->rank, brank};
   const int64_t *dims[2] = {x->dims, bdims};
   weft_pc_bcast_t bc;
-  CU_TRY(weft_pc_bcast_init(ctx, &bc, 2, ranks, dims));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast_init(ctx, &bc, 2, ranks, dims));
   weft_cu_geom_t g;
   weft__cu_geom(&bc, &g);
   return run_binary(ctx, CU_BIN_ADD, 0.0, x->dtype, &g, x->data, ba.bias.data, ba.y.data,
@@ -221,21 +223,21 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   int n = 0;
   weft_tensor_view_t first, z;
-  CU_TRY(weft_pc_addn_first(ctx, &n, &first));
+  WEFT_RETURN_IF_ERROR(weft_pc_addn_first(ctx, &n, &first));
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    CU_TRY(weft_pc_addn_input(ctx, k, &first, &v));
+    WEFT_RETURN_IF_ERROR(weft_pc_addn_input(ctx, k, &first, &v));
   }
-  CU_TRY(weft_pc_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
   if (first.num_elements == 0) return NULL;
   if (n == 1) return weft__cu_copy_d2d(ctx, z.data, first.data, z.nbytes);
   weft_cu_geom_t g;
   weft__cu_geom_flat(first.num_elements, &g);
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    CU_TRY(weft_pc_input(ctx, k, &v));
-    CU_TRY(run_binary(ctx, CU_BIN_ADD, 0.0, first.dtype, &g, k == 1 ? first.data : z.data, v.data,
-                      z.data, "AddN"));
+    WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, k, &v));
+    WEFT_RETURN_IF_ERROR(run_binary(ctx, CU_BIN_ADD, 0.0, first.dtype, &g,
+                                    k == 1 ? first.data : z.data, v.data, z.data, "AddN"));
   }
   return NULL;
 }
@@ -246,13 +248,13 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t t, lo, hi, z;
-  CU_TRY(weft_pc_input(ctx, 0, &t));
-  CU_TRY(weft_pc_input(ctx, 1, &lo));
-  CU_TRY(weft_pc_input(ctx, 2, &hi));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &t));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &lo));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 2, &hi));
   const weft_tensor_view_t *ins[3] = {&t, &lo, &hi};
   weft_pc_bcast_t bc;
-  CU_TRY(weft_pc_bcast_views(ctx, &bc, 3, ins));
-  CU_TRY(weft_pc_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast_views(ctx, &bc, 3, ins));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
   int dt = weft__cu_dt(t.dtype);
   if (dt < 0 || t.dtype == WEFT_DT_BOOL)
@@ -273,13 +275,13 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL;
   weft_tensor_view_t c, t, e, z;
-  CU_TRY(weft_pc_input(ctx, 0, &c));
-  CU_TRY(weft_pc_input(ctx, 1, &t));
-  CU_TRY(weft_pc_input(ctx, 2, &e));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &c));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &t));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 2, &e));
   weft_tensor_view_t cv = c; /* the condition as broadcasting sees it */
   if (!v2) {
     weft_pc_select_cond_t kind;
-    CU_TRY(weft_pc_select_check(ctx, &c, &t, &e, &kind));
+    WEFT_RETURN_IF_ERROR(weft_pc_select_check(ctx, &c, &t, &e, &kind));
     if (kind == WEFT_PC_SELECT_ROWS) { /* a vector along dim 0: [n, 1, ..., 1] */
       cv.rank = t.rank;
       for (int d = 1; d < cv.rank; d++) cv.dims[d] = 1;
@@ -287,12 +289,12 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   }
   const weft_tensor_view_t *ins[3] = {&cv, &t, &e};
   weft_pc_bcast_t bc;
-  CU_TRY(weft_pc_bcast_views(ctx, &bc, 3, ins));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast_views(ctx, &bc, 3, ins));
   if (!v2) {
     bc.out_rank = t.rank; /* a scalar condition never changes the output shape */
     memcpy(bc.out_dims, t.dims, sizeof bc.out_dims);
   }
-  CU_TRY(weft_pc_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
   weft_cu_geom_t g;
   weft__cu_geom(&bc, &g);
@@ -310,15 +312,15 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   weft_dtype_t dst = x.dtype;
-  CU_TRY(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
+  WEFT_RETURN_IF_ERROR(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
   if (x.dtype == dst) return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims);
   int ss = weft__cu_dt(x.dtype), ds = weft__cu_dt(dst);
   if (ss < 0 || ds < 0)
     return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "Cast %s to %s is not supported on CUDA",
                           weft_pc_dtype_name(x.dtype), weft_pc_dtype_name(dst));
-  CU_TRY(weft_pc_output(ctx, 0, dst, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, dst, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
   cudaStream_t s;
   weft__cu_ctx_device(ctx, &s);
@@ -345,7 +347,7 @@ weft_status_t *weft__cu_register_math(const weft_registrar_t *reg) {
       spec.dtypes = types_n;
       spec.n_dtypes = op->with_int ? 4 : 2;
     }
-    CU_TRY(weft__cu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
   }
   for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
     const bin_op_t *op = &bin_ops[i];
@@ -358,7 +360,7 @@ weft_status_t *weft__cu_register_math(const weft_registrar_t *reg) {
       spec.dtypes = op->dtypes;
       spec.n_dtypes = op->n_dtypes;
     }
-    CU_TRY(weft__cu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
   }
   const weft_cu_kernel_spec_t more[] = {
       {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = types_n, .n_dtypes = 4},
@@ -372,6 +374,7 @@ weft_status_t *weft__cu_register_math(const weft_registrar_t *reg) {
       {.op = "Cast", .compute = k_cast, .type_attr = "SrcT", .dtypes = types_nb, .n_dtypes = 5,
        .type_attr2 = "DstT", .dtypes2 = types_nb, .n_dtypes2 = 5},
   };
-  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) CU_TRY(weft__cu_register(reg, &more[i]));
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &more[i]));
   return NULL;
 }

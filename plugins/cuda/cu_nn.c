@@ -74,7 +74,7 @@ static weft_status_t *zero_fill(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_matmul_t mm;
-  CU_TRY(weft_pc_matmul_prepare(ctx, &mm));
+  WEFT_RETURN_IF_ERROR(weft_pc_matmul_prepare(ctx, &mm));
   if (mm.c.num_elements == 0) return NULL;
   if (mm.k == 0) return zero_fill(ctx, &mm.c);
   return gemm(ctx, mm.a.dtype, mm.a.data, mm.b.data, mm.c.data, mm.m, mm.n, mm.k, mm.ta, mm.tb, 1,
@@ -86,7 +86,7 @@ static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_batch_matmul_t bm;
-  CU_TRY(weft_pc_batch_matmul_prepare(ctx, false, &bm));
+  WEFT_RETURN_IF_ERROR(weft_pc_batch_matmul_prepare(ctx, false, &bm));
   const weft_tensor_view_t *x = &bm.x, *y = &bm.y, *z = &bm.z;
   if (z->num_elements == 0) return NULL;
   if (bm.k == 0) return zero_fill(ctx, z);
@@ -103,8 +103,8 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
     const char *xa = (const char *)x->data + (size_t)(off[0] * xm) * es;
     const char *ya = (const char *)y->data + (size_t)(off[1] * ym) * es;
     char *za = (char *)z->data + (size_t)(run * inner * m * n) * es;
-    CU_TRY(gemm(ctx, x->dtype, xa, ya, za, m, n, bm.k, bm.adj_x, bm.adj_y, inner,
-                bc->strides[0][r] * xm, bc->strides[1][r] * ym));
+    WEFT_RETURN_IF_ERROR(gemm(ctx, x->dtype, xa, ya, za, m, n, bm.k, bm.adj_x, bm.adj_y, inner,
+                              bc->strides[0][r] * xm, bc->strides[1][r] * ym));
   }
   return NULL;
 }
@@ -115,11 +115,11 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
   bool log_softmax = state != NULL;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   if (x.rank < 1)
     return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
                           "logits must have >= 1 dimension, got a scalar");
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
   int64_t cols = x.dims[x.rank - 1], rows = x.num_elements / cols;
   cudaStream_t s;
@@ -140,7 +140,7 @@ static weft_status_t *nan_fill(weft_kernel_ctx_t *ctx, const weft_tensor_view_t 
 static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_xent_t xe;
-  CU_TRY(weft_pc_xent_prepare(ctx, &xe));
+  WEFT_RETURN_IF_ERROR(weft_pc_xent_prepare(ctx, &xe));
   if (xe.rows == 0) return NULL;
   if (xe.n == 0) return nan_fill(ctx, &xe.loss); /* no classes: log of an empty sum */
   cudaStream_t s;
@@ -157,7 +157,7 @@ static weft_status_t *k_xent(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_xent_t xe;
-  CU_TRY(weft_pc_sparse_xent_prepare(ctx, &xe));
+  WEFT_RETURN_IF_ERROR(weft_pc_sparse_xent_prepare(ctx, &xe));
   if (xe.rows == 0) return NULL;
   const weft_tensor_view_t *l = &xe.labels;
   size_t lbytes = sizeof(int64_t) * (size_t)xe.rows;
@@ -169,7 +169,7 @@ static weft_status_t *k_sparse_xent(weft_kernel_ctx_t *ctx, void *state) {
   weft_cu_device_t *dev = weft__cu_ctx_device(ctx, NULL);
   if (st == NULL) st = weft__cu_named(ctx, weft__cu_copy_to_device(dev, dlabels, labels, lbytes));
   free(labels);
-  CU_TRY(st);
+  WEFT_RETURN_IF_ERROR(st);
   cudaStream_t s = weft__cu_enter(dev);
   return weft__cu_launched(ctx,
                            weft__cu_k_xent(s, (weft_cu_dt_t)weft__cu_dt(xe.x.dtype), xe.x.data,
@@ -193,7 +193,7 @@ static weft_status_t *reduce_rows(weft_kernel_ctx_t *ctx, const red_op_t *op, we
                                   const void *x, void *y, int64_t rows, int64_t len,
                                   int64_t count) {
   void *partial = NULL;
-  CU_TRY(weft__cu_scratch(ctx, weft__cu_reduce_partial_bytes(rows, len), &partial));
+  WEFT_RETURN_IF_ERROR(weft__cu_scratch(ctx, weft__cu_reduce_partial_bytes(rows, len), &partial));
   cudaStream_t s;
   weft__cu_ctx_device(ctx, &s);
   return weft__cu_launched(ctx,
@@ -277,18 +277,18 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_op_t *op,
   if (p.kind == WEFT_PC_REDUCE_COLS)
     return reduce_cols(ctx, op, x->dtype, x->data, y->data, p.outer, p.mid, p.inner, count);
   void *tmp = NULL;
-  CU_TRY(weft__cu_scratch(ctx, x->nbytes, &tmp));
-  CU_TRY(weft__cu_copy_strided(ctx, tmp, 0, NULL, x->data, 0, p.strides, x->dtype, p.rank,
-                               p.sizes));
+  WEFT_RETURN_IF_ERROR(weft__cu_scratch(ctx, x->nbytes, &tmp));
+  WEFT_RETURN_IF_ERROR(
+      weft__cu_copy_strided(ctx, tmp, 0, NULL, x->data, 0, p.strides, x->dtype, p.rank, p.sizes));
   return reduce_rows(ctx, op, x->dtype, tmp, y->data, p.rows, p.len, count);
 }
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
   weft_pc_reduction_t red;
-  CU_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   return reduce_into(ctx, op, &x, red.reduced, &y, red.count);
 }
 
@@ -298,8 +298,8 @@ static const red_op_t l2_op = {"L2Loss", CU_RED_L2, NULL, 0};
 static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, 0, NULL, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, x.dtype, 0, NULL, &y));
   if (x.num_elements == 0) return fill_identity(ctx, &l2_op, &y);
   return reduce_rows(ctx, &l2_op, x.dtype, x.data, y.data, 1, x.num_elements, x.num_elements);
 }
@@ -307,12 +307,12 @@ static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t g, y;
-  CU_TRY(weft_pc_input(ctx, 0, &g));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &g));
   int cdim = 0;
   bool reduced[WEFT_MAX_RANK];
-  CU_TRY(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
   int64_t count = g.num_elements / (g.dims[cdim] > 0 ? g.dims[cdim] : 1);
-  CU_TRY(weft_pc_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
   return reduce_into(ctx, &sum_op, &g, reduced, &y, count);
 }
 
@@ -321,13 +321,13 @@ static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
   bool is_max = state != NULL;
   weft_pc_arg_t a;
   weft_tensor_view_t y;
-  CU_TRY(weft_pc_arg_plan(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_plan(ctx, &a));
   if (a.out_dtype != WEFT_DT_INT32 && a.out_dtype != WEFT_DT_INT64)
     return weft_pc_error(ctx, WEFT_UNIMPLEMENTED,
                          "ArgMax/ArgMin on CUDA write int32 or int64 indices, not %s",
                          weft_pc_dtype_name(a.out_dtype));
-  CU_TRY(weft_pc_arg_shape(ctx, &a));
-  CU_TRY(weft_pc_output(ctx, 0, a.out_dtype, a.out_rank, a.out_dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_shape(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, a.out_dtype, a.out_rank, a.out_dims, &y));
   if (y.num_elements == 0) return NULL;
   cudaStream_t s;
   weft__cu_ctx_device(ctx, &s);
@@ -382,7 +382,8 @@ weft_status_t *weft__cu_register_nn(const weft_registrar_t *reg) {
        .host_memory = hm_dim, .type_attr2 = "output_type", .dtypes2 = types_index,
        .n_dtypes2 = 2},
   };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) CU_TRY(weft__cu_register(reg, &specs[i]));
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &specs[i]));
   for (size_t i = 0; i < sizeof red_ops / sizeof red_ops[0]; i++) {
     weft_cu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
@@ -395,7 +396,7 @@ weft_status_t *weft__cu_register_nn(const weft_registrar_t *reg) {
       spec.dtypes = red_ops[i].dtypes;
       spec.n_dtypes = red_ops[i].n_dtypes;
     }
-    CU_TRY(weft__cu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
   }
   return NULL;
 }

@@ -41,7 +41,7 @@ static weft_status_t *cu_device_open(void *backend_state, int ordinal,
                                      const weft_device_options_t *opts, void **device) {
   (void)backend_state;
   weft_cu_device_t *dev = NULL;
-  CU_TRY(weft__cu_device_open(ordinal, opts, &dev));
+  WEFT_RETURN_IF_ERROR(weft__cu_device_open(ordinal, opts, &dev));
   *device = dev;
   return NULL;
 }
@@ -105,7 +105,7 @@ static weft_status_t *cu_init(const weft_host_t *host, const weft_registrar_t *r
   *plugin_state = NULL;
   weft_status_t *err = NULL;
   if (!weft_pc_init(host, registrar, "CUDA plugin", &err)) return err;
-  CU_TRY(registrar->register_backend(registrar->ctx, &cu_backend));
+  WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cu_backend));
   /* Kernels only where they can run: a CUDA kernel registered on a machine without a CUDA
    * device would tell the placer and weft-conformance that CUDA can run an op when nothing
    * can. The backend stays registered either way, so the missing devices are reported. */
@@ -117,11 +117,11 @@ static weft_status_t *cu_init(const weft_host_t *host, const weft_registrar_t *r
               why != NULL ? why : "none found");
     return NULL;
   }
-  CU_TRY(weft__cu_register_state(registrar));
-  CU_TRY(weft__cu_register_math(registrar));
-  CU_TRY(weft__cu_register_nn(registrar));
-  CU_TRY(weft__cu_register_array(registrar));
-  CU_TRY(weft__cu_register_train(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cu_register_state(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cu_register_math(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cu_register_nn(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cu_register_array(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cu_register_train(registrar));
   return NULL;
 }
 

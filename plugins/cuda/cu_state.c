@@ -17,15 +17,15 @@
 static weft_status_t *k_fill(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_fill_t f;
-  CU_TRY(weft_pc_fill_prepare(ctx, &f));
+  WEFT_RETURN_IF_ERROR(weft_pc_fill_prepare(ctx, &f));
   return weft__cu_fill(ctx, f.y.data, f.value.dtype, f.y.num_elements, f.value.data);
 }
 
 static weft_status_t *k_zeros_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   const uint64_t zero = 0;
   return weft__cu_fill(ctx, y.data, x.dtype, y.num_elements, &zero);
 }
@@ -33,8 +33,8 @@ static weft_status_t *k_zeros_like(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_ones_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  CU_TRY(weft_pc_input(ctx, 0, &x));
-  CU_TRY(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   const float one_f = 1.0f;
   const double one_d = 1.0;
   const int32_t one_i = 1;
@@ -125,6 +125,6 @@ weft_status_t *weft__cu_register_state(const weft_registrar_t *reg) {
        .n_dtypes = CU_N_NUM, .user_data = ops},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-    CU_TRY(weft__cu_register(reg, &specs[i]));
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &specs[i]));
   return NULL;
 }

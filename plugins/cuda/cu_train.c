@@ -39,8 +39,8 @@ static const train_op_t train_ops[] = {
 static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op) {
   static const char *const slot_names[3] = {"var", "accum", "slot"};
   weft_tensor_view_t refs[3], grad;
-  for (int r = 0; r < op->n_refs; r++) CU_TRY(weft__cu_ref_input(ctx, r, &refs[r]));
-  CU_TRY(weft_pc_input(ctx, op->grad_input, &grad));
+  for (int r = 0; r < op->n_refs; r++) WEFT_RETURN_IF_ERROR(weft__cu_ref_input(ctx, r, &refs[r]));
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, op->grad_input, &grad));
   const weft_tensor_view_t *var = &refs[0];
   char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
   if (var->dtype != WEFT_DT_FLOAT && var->dtype != WEFT_DT_DOUBLE)
@@ -69,7 +69,7 @@ static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op)
   a.grad = grad.data;
   for (int k = 0; k < 6 && op->scalars[k] >= 0; k++) {
     weft_tensor_view_t v;
-    CU_TRY(weft_pc_input(ctx, op->scalars[k], &v));
+    WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, op->scalars[k], &v));
     if (v.num_elements != 1 || v.rank != 0 || v.dtype != var->dtype) {
       char s[WEFT_PC_SHAPE_STR_LEN];
       return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not a %s scalar: %s %s",
@@ -97,7 +97,7 @@ static weft_status_t *k_train(weft_kernel_ctx_t *ctx, void *state) {
   if (lock) H->kernel_lock_ref(ctx, 0);
   weft_status_t *s = train_locked(ctx, op);
   if (lock) H->kernel_unlock_ref(ctx, 0);
-  CU_TRY(s);
+  WEFT_RETURN_IF_ERROR(s);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 
@@ -111,7 +111,7 @@ weft_status_t *weft__cu_register_train(const weft_registrar_t *reg) {
     spec.dtypes = weft__cu_types_float;
     spec.n_dtypes = CU_N_FLOAT;
     spec.user_data = (void *)&train_ops[i];
-    CU_TRY(weft__cu_register(reg, &spec));
+    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
   }
   return NULL;
 }

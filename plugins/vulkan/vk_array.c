@@ -19,7 +19,7 @@ static weft_status_t *array_gather(weft_kernel_ctx_t *ctx, const weft_pc_view_t 
    * input (BroadcastTo), the input otherwise. */
   char what[64];
   snprintf(what, sizeof what, "%s %s", op, v->expands ? "output" : "input");
-  VK_TRY(weft__vk_check_size(ctx, v->expands ? y : &v->x, what));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, v->expands ? y : &v->x, what));
   return weft__vk_copy_strided(ctx, y->data, 0, NULL, v->x.data, v->base, v->strides, v->x.dtype,
                                v->rank, v->dims);
 }
@@ -28,14 +28,14 @@ static weft_status_t *array_gather(weft_kernel_ctx_t *ctx, const weft_pc_view_t 
  * output from position at_i along the axis. */
 static weft_status_t *array_concat(weft_kernel_ctx_t *ctx, const weft_pc_concat_t *c,
                                    const weft_tensor_view_t *y, const char *op) {
-  VK_TRY(weft__vk_check_size(ctx, y, op));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, op));
   return weft_pc_concat_strided(ctx, c, y, weft__vk_copy_strided);
 }
 
 /* Output i is the part [at_i, at_i + sizes[i]) of the input along the axis. */
 static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t *p,
                                   const weft_tensor_view_t *ys) {
-  if (p->x.num_elements > 0) VK_TRY(weft__vk_check_size(ctx, &p->x, "split input"));
+  if (p->x.num_elements > 0) WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &p->x, "split input"));
   return weft_pc_split_strided(ctx, p, ys, weft__vk_copy_strided);
 }
 
@@ -47,10 +47,10 @@ static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_
 static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_tile_t t;
-  VK_TRY(weft_pc_tile_prepare(ctx, &t));
+  WEFT_RETURN_IF_ERROR(weft_pc_tile_prepare(ctx, &t));
   const weft_tensor_view_t *x = &t.x, *y = &t.y;
   if (y->num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, y, "Tile output"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, "Tile output"));
   /* Output dim d of size m * s is the row-major pair (m, s) reading the input at (0, stride). */
   int64_t in_strides[WEFT_MAX_RANK], dims[VK_MAX_COPY_DIMS], strides[VK_MAX_COPY_DIMS];
   weft_pc_contiguous_strides(x->rank, x->dims, in_strides);
@@ -66,11 +66,11 @@ static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_pad_t p;
-  VK_TRY(weft_pc_pad_prepare(ctx, &p));
+  WEFT_RETURN_IF_ERROR(weft_pc_pad_prepare(ctx, &p));
   const weft_tensor_view_t *x = &p.x, *y = &p.y;
   if (y->num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, y, "Pad output"));
-  VK_TRY(weft__vk_fill(weft__vk_ctx_device(ctx), y->data, y->nbytes, 0u));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, "Pad output"));
+  WEFT_RETURN_IF_ERROR(weft__vk_fill(weft__vk_ctx_device(ctx), y->data, y->nbytes, 0u));
   if (x->num_elements == 0) return NULL;
   return weft__vk_copy_strided(ctx, y->data, p.offset, p.out_strides, x->data, 0, p.in_strides,
                                x->dtype, x->rank, x->dims);
@@ -122,6 +122,7 @@ weft_status_t *weft__vk_register_array(const weft_registrar_t *reg) {
       {.op = "Rank", .compute = weft_pc_k_rank, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .host_memory = hm_out},
   };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) VK_TRY(weft__vk_register(reg, &specs[i]));
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__vk_register(reg, &specs[i]));
   return NULL;
 }

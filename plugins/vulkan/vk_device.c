@@ -392,7 +392,7 @@ static weft_status_t *slot_open(weft_vk_device_t *dev, slot_t **out) {
   if (unusable(dev)) return lost_status(dev);
   slot_t *s = &dev->slots[dev->cur];
   if (!s->open) {
-    VK_TRY(slot_wait(dev, s));
+    WEFT_RETURN_IF_ERROR(slot_wait(dev, s));
     slot_recycle(dev, s);
     VkCommandBufferBeginInfo bi;
     memset(&bi, 0, sizeof bi);
@@ -448,8 +448,8 @@ static weft_status_t *slot_submit(weft_vk_device_t *dev) {
 /* Submits what is recorded and waits until the queue has run all of it. */
 static weft_status_t *sync_all(weft_vk_device_t *dev) {
   if (unusable(dev)) return lost_status(dev);
-  VK_TRY(slot_submit(dev));
-  for (int i = 0; i < N_SLOTS; i++) VK_TRY(slot_wait(dev, &dev->slots[i]));
+  WEFT_RETURN_IF_ERROR(slot_submit(dev));
+  for (int i = 0; i < N_SLOTS; i++) WEFT_RETURN_IF_ERROR(slot_wait(dev, &dev->slots[i]));
   release_blocks(dev, false);
   return NULL;
 }
@@ -666,7 +666,7 @@ static weft_status_t *open_objects(weft_vk_device_t *dev, const weft_device_opti
   r = weft__vkf.CreatePipelineCache(dev->device, &pci, NULL, &dev->pipe_cache);
   if (r != VK_SUCCESS) dev->pipe_cache = VK_NULL_HANDLE; /* only a speed-up */
 
-  VK_TRY(choose_memory_types(dev));
+  WEFT_RETURN_IF_ERROR(choose_memory_types(dev));
   VkDeviceSize align = p->props.limits.minStorageBufferOffsetAlignment;
   dev->align = align > 256 ? align : 256;
   if (opts != NULL && opts->memory_fraction > 0.0 && p->weft_props.memory_bytes > 0) {

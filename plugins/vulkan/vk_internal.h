@@ -34,7 +34,6 @@
 #define weft__vk_host weft_pc_host
 
 /* Returns from the enclosing function when a status-returning call fails. */
-#define VK_TRY(expr) WEFT_PC_TRY(expr)
 
 /* ---------------------------------------------------------------------------------------------
  * Vulkan entry points (vk_loader.c), resolved through vkGetInstanceProcAddr once the instance

@@ -74,11 +74,12 @@ static const un_op_t un_ops[] = {
 static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   const un_op_t *op = state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
   bool out_bool = op->code >= VK_UN_FIRST_BOOL_OUT;
-  VK_TRY(weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(
+      weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &x, op->name));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &x, op->name));
   unary_push_t p = {(uint32_t)x.num_elements, op->code, (uint32_t)weft__vk_dt(x.dtype), 0.0f};
   if (op->param != NULL) p.alpha = weft__vk_attr_float(ctx, op->param, op->param_default);
   void *bufs[2] = {x.data, y.data};
@@ -168,7 +169,7 @@ static const bin_op_t bin_ops[] = {
 static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   const bin_op_t *op = state;
   weft_tensor_view_t x, y, z;
-  VK_TRY(weft_pc_binary_inputs(ctx, op->name, &x, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_binary_inputs(ctx, op->name, &x, &y));
   bool out_bool = op->code >= VK_BIN_FIRST_BOOL_OUT;
   weft_vk_bcast_t bc;
   weft_status_t *bs = bcast2(ctx, &bc, &x, &y);
@@ -177,13 +178,14 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
     bool equality = op->code == VK_BIN_EQ || op->code == VK_BIN_NE;
     if (!equality || weft__vk_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
     H->status_free(bs);
-    VK_TRY(weft__vk_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
+    WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
     return weft__vk_fill(weft__vk_ctx_device(ctx), z.data, 1, op->code == VK_BIN_NE ? 1u : 0u);
   }
-  VK_TRY(weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(
+      weft__vk_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &x, op->name));
-  VK_TRY(weft__vk_check_size(ctx, &y, op->name));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &x, op->name));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &y, op->name));
   float alpha = op->param != NULL ? weft__vk_attr_float(ctx, op->param, op->param_default) : 0.0f;
   return weft__vk_binary(ctx, op->code, alpha, x.dtype, &bc, x.data, y.data, z.data);
 }
@@ -194,10 +196,10 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_bias_add_t b;
-  VK_TRY(weft_pc_bias_add_prepare(ctx, &b));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_add_prepare(ctx, &b));
   const weft_tensor_view_t *x = &b.x;
   if (x->num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, x, "BiasAdd value"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, x, "BiasAdd value"));
   int64_t bdims[WEFT_MAX_RANK];
   int brank = x->rank - b.cdim;
   bdims[0] = b.bias.dims[0];
@@ -205,7 +207,7 @@ static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
   const int ranks[2] = {x->rank, brank};
   const int64_t *dims[2] = {x->dims, bdims};
   weft_vk_bcast_t bc;
-  VK_TRY(weft__vk_bcast_init(ctx, &bc, 2, ranks, dims));
+  WEFT_RETURN_IF_ERROR(weft__vk_bcast_init(ctx, &bc, 2, ranks, dims));
   return weft__vk_binary(ctx, VK_BIN_ADD, 0.0f, x->dtype, &bc, x->data, b.bias.data, b.y.data);
 }
 
@@ -216,23 +218,23 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   int n;
   weft_tensor_view_t first, z;
-  VK_TRY(weft_pc_addn_first(ctx, &n, &first));
+  WEFT_RETURN_IF_ERROR(weft_pc_addn_first(ctx, &n, &first));
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    VK_TRY(weft_pc_addn_input(ctx, k, &first, &v));
+    WEFT_RETURN_IF_ERROR(weft_pc_addn_input(ctx, k, &first, &v));
   }
-  VK_TRY(weft__vk_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
   if (first.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &first, "AddN input"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &first, "AddN input"));
   weft_vk_bcast_t bc;
-  VK_TRY(bcast2(ctx, &bc, &first, &first));
+  WEFT_RETURN_IF_ERROR(bcast2(ctx, &bc, &first, &first));
   if (n == 1)
     return weft__vk_copy_device_to_device(weft__vk_ctx_device(ctx), z.data, first.data, z.nbytes);
   for (int k = 1; k < n; k++) {
     weft_tensor_view_t v;
-    VK_TRY(weft__vk_input(ctx, k, &v));
-    VK_TRY(weft__vk_binary(ctx, VK_BIN_ADD, 0.0f, first.dtype, &bc, k == 1 ? first.data : z.data,
-                      v.data, z.data));
+    WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, k, &v));
+    WEFT_RETURN_IF_ERROR(weft__vk_binary(ctx, VK_BIN_ADD, 0.0f, first.dtype, &bc,
+                                         k == 1 ? first.data : z.data, v.data, z.data));
   }
   return NULL;
 }
@@ -244,26 +246,28 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t in[3], z;
   weft_vk_bcast_t all;
-  VK_TRY(weft_pc_bcast3_prepare(ctx, in, 0, &all, &z));
+  WEFT_RETURN_IF_ERROR(weft_pc_bcast3_prepare(ctx, in, 0, &all, &z));
   const weft_tensor_view_t t = in[0], lo = in[1], hi = in[2];
   if (all.out_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &z, "ClipByValue output"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &z, "ClipByValue output"));
   /* First pass: z = min(t, hi) over the shape of (t, hi); second: z = max(z, lo) in place
    * over the full shape, which the first pass's shape broadcasts to. */
   weft_vk_bcast_t b1, b2;
-  VK_TRY(bcast2(ctx, &b1, &t, &hi));
+  WEFT_RETURN_IF_ERROR(bcast2(ctx, &b1, &t, &hi));
   weft_tensor_view_t mid = t;
   mid.rank = b1.out_rank;
   memcpy(mid.dims, b1.out_dims, sizeof mid.dims);
-  VK_TRY(bcast2(ctx, &b2, &mid, &lo));
+  WEFT_RETURN_IF_ERROR(bcast2(ctx, &b2, &mid, &lo));
   if (b1.out_elements == all.out_elements) {
-    VK_TRY(weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, z.data));
+    WEFT_RETURN_IF_ERROR(
+        weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, z.data));
     return weft__vk_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, z.data, lo.data, z.data);
   }
   /* lo widens the shape: the intermediate needs its own buffer. */
   void *tmp = NULL;
-  VK_TRY(weft__vk_scratch(ctx, (size_t)b1.out_elements * 4, &tmp));
-  VK_TRY(weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, tmp));
+  WEFT_RETURN_IF_ERROR(weft__vk_scratch(ctx, (size_t)b1.out_elements * 4, &tmp));
+  WEFT_RETURN_IF_ERROR(
+      weft__vk_binary(ctx, VK_BIN_CLIP_HI, 0.0f, t.dtype, &b1, t.data, hi.data, tmp));
   return weft__vk_binary(ctx, VK_BIN_CLIP_LO, 0.0f, t.dtype, &b2, tmp, lo.data, z.data);
 }
 
@@ -306,7 +310,7 @@ static weft_status_t *run_select(weft_kernel_ctx_t *ctx, const weft_vk_bcast_t *
 static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL;
   weft_tensor_view_t in[3], z; /* condition, then, else */
-  VK_TRY(weft_pc_inputs(ctx, 3, in));
+  WEFT_RETURN_IF_ERROR(weft_pc_inputs(ctx, 3, in));
   const weft_tensor_view_t c = in[0], t = in[1], e = in[2];
   int64_t cdims[WEFT_MAX_RANK];
   int crank = c.rank;
@@ -315,7 +319,7 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
     /* Select: t and e alike; the condition is their shape, a scalar, or a vector along dim 0,
      * which broadcasts as [n, 1, ..., 1]. */
     weft_pc_select_cond_t cond;
-    VK_TRY(weft_pc_select_check(ctx, &c, &t, &e, &cond));
+    WEFT_RETURN_IF_ERROR(weft_pc_select_check(ctx, &c, &t, &e, &cond));
     if (cond == WEFT_PC_SELECT_ROWS) {
       crank = t.rank;
       for (int d = 1; d < crank; d++) cdims[d] = 1;
@@ -324,14 +328,14 @@ static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
   const int ranks[3] = {crank, t.rank, e.rank};
   const int64_t *dims[3] = {cdims, t.dims, e.dims};
   weft_vk_bcast_t bc;
-  VK_TRY(weft__vk_bcast_init(ctx, &bc, 3, ranks, dims));
+  WEFT_RETURN_IF_ERROR(weft__vk_bcast_init(ctx, &bc, 3, ranks, dims));
   if (!v2) {
     bc.out_rank = t.rank; /* a scalar condition never changes the output shape */
     memcpy(bc.out_dims, t.dims, sizeof bc.out_dims);
   }
-  VK_TRY(weft__vk_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
   if (bc.out_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &z, "Select output"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &z, "Select output"));
   return run_select(ctx, &bc, t.dtype, c.data, t.data, e.data, z.data);
 }
 
@@ -345,17 +349,17 @@ typedef struct cast_push {
 static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
   weft_dtype_t dst = x.dtype;
-  VK_TRY(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
+  WEFT_RETURN_IF_ERROR(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
   if (x.dtype == dst) return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims);
   int ss = weft__vk_dt(x.dtype), ds = weft__vk_dt(dst);
   if (ss < 0 || ds < 0)
     return weft__vk_error(ctx, WEFT_UNIMPLEMENTED, "Cast %s to %s is not supported on Vulkan",
                           weft__vk_dtype_name(x.dtype), weft__vk_dtype_name(dst));
-  VK_TRY(weft__vk_output(ctx, 0, dst, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, dst, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &x, "Cast input"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &x, "Cast input"));
   cast_push_t p = {(uint32_t)x.num_elements, (uint32_t)ss, (uint32_t)ds};
   void *bufs[2] = {x.data, y.data};
   uint64_t items = dst == WEFT_DT_BOOL ? ((uint64_t)p.n + 3) / 4 : (uint64_t)p.n;
@@ -373,13 +377,13 @@ weft_status_t *weft__vk_register_math(const weft_registrar_t *reg) {
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
     bool typed = op->code != VK_UN_LOGICAL_NOT; /* LogicalNot is bool only, without a type attr */
-    VK_TRY(weft__vk_register_typed(reg, op->name, k_unary, NULL, (void *)op, typed ? fi : NULL,
-                                   op->with_int ? 2 : 1));
+    WEFT_RETURN_IF_ERROR(weft__vk_register_typed(reg, op->name, k_unary, NULL, (void *)op,
+                                                 typed ? fi : NULL, op->with_int ? 2 : 1));
   }
   for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
     const bin_op_t *op = &bin_ops[i];
-    VK_TRY(weft__vk_register_typed(reg, op->name, k_binary, NULL, (void *)op, op->dtypes,
-                                   op->n_dtypes));
+    WEFT_RETURN_IF_ERROR(weft__vk_register_typed(reg, op->name, k_binary, NULL, (void *)op,
+                                                 op->dtypes, op->n_dtypes));
   }
   const weft_vk_kernel_spec_t more[] = {
       {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = fi, .n_dtypes = 2},
@@ -389,7 +393,8 @@ weft_status_t *weft__vk_register_math(const weft_registrar_t *reg) {
       {.op = "SelectV2", .compute = k_select, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .user_data = &v2_marker},
   };
-  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) VK_TRY(weft__vk_register(reg, &more[i]));
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__vk_register(reg, &more[i]));
   const weft_type_constraint_t cast_types[] = {{"SrcT", fib, 3}, {"DstT", fib, 3}};
   return weft__vk_register_full(reg, "Cast", cast_types, 2, NULL, k_cast, NULL);
 }

@@ -44,13 +44,13 @@ static weft_status_t *run_matmul(weft_kernel_ctx_t *ctx, void *a, void *b, void 
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_matmul_t mm;
-  VK_TRY(weft_pc_matmul_prepare(ctx, &mm));
+  WEFT_RETURN_IF_ERROR(weft_pc_matmul_prepare(ctx, &mm));
   const weft_tensor_view_t *a = &mm.a, *b = &mm.b, *c = &mm.c;
   if (c->num_elements == 0) return NULL;
   if (mm.k == 0) return weft__vk_fill(weft__vk_ctx_device(ctx), c->data, c->nbytes, 0u);
-  VK_TRY(weft__vk_check_size(ctx, a, "MatMul a"));
-  VK_TRY(weft__vk_check_size(ctx, b, "MatMul b"));
-  VK_TRY(weft__vk_check_size(ctx, c, "MatMul product"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, a, "MatMul a"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, b, "MatMul b"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, c, "MatMul product"));
   return run_matmul(ctx, a->data, b->data, c->data, mm.m, mm.n, mm.k, mm.ta, mm.tb, 1, 0, 0, 0, 0,
                     0);
 }
@@ -60,15 +60,15 @@ static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_batch_matmul_t bm;
-  VK_TRY(weft_pc_batch_matmul_prepare(ctx, false, &bm));
+  WEFT_RETURN_IF_ERROR(weft_pc_batch_matmul_prepare(ctx, false, &bm));
   const weft_tensor_view_t *x = &bm.x, *y = &bm.y, *z = &bm.z;
   const weft_vk_bcast_t *bc = &bm.bc;
   int64_t m = bm.m, n = bm.n, k = bm.k;
   if (z->num_elements == 0) return NULL;
   if (k == 0) return weft__vk_fill(weft__vk_ctx_device(ctx), z->data, z->nbytes, 0u);
-  VK_TRY(weft__vk_check_size(ctx, x, "BatchMatMul x"));
-  VK_TRY(weft__vk_check_size(ctx, y, "BatchMatMul y"));
-  VK_TRY(weft__vk_check_size(ctx, z, "BatchMatMul output"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, x, "BatchMatMul x"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, "BatchMatMul y"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, z, "BatchMatMul output"));
   int r = bc->rank - 1;
   int64_t inner = weft_pc_bcast_inner(bc), runs = weft_pc_bcast_rows(bc);
   int64_t xm = x->dims[x->rank - 2] * x->dims[x->rank - 1];
@@ -77,9 +77,9 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
     /* Matrix offsets of this run's first batch element. */
     int64_t off[WEFT_PC_BCAST_MAX_IN];
     weft_pc_bcast_row_offsets(bc, run, off);
-    VK_TRY(run_matmul(ctx, x->data, y->data, z->data, m, n, k, bm.adj_x, bm.adj_y, inner,
-                      bc->strides[0][r] * xm, bc->strides[1][r] * ym, off[0] * xm, off[1] * ym,
-                      run * inner * m * n));
+    WEFT_RETURN_IF_ERROR(run_matmul(ctx, x->data, y->data, z->data, m, n, k, bm.adj_x, bm.adj_y,
+                                    inner, bc->strides[0][r] * xm, bc->strides[1][r] * ym,
+                                    off[0] * xm, off[1] * ym, run * inner * m * n));
   }
   return NULL;
 }
@@ -94,13 +94,13 @@ typedef struct softmax_push {
 static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
   bool log_softmax = state != NULL;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
   if (x.rank < 1)
     return weft__vk_error(ctx, WEFT_INVALID_ARGUMENT,
                           "logits must have >= 1 dimension, got a scalar");
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   if (x.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, &x, "logits"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &x, "logits"));
   int64_t cols = x.dims[x.rank - 1], rows = x.num_elements / cols;
   softmax_push_t p = {(uint32_t)rows, (uint32_t)cols, log_softmax};
   uint32_t groups = rows > weft__vk_max_groups(weft__vk_ctx_device(ctx))
@@ -190,7 +190,7 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_op_t *op,
   weft_vk_device_t *dev = weft__vk_ctx_device(ctx);
   if (y->num_elements == 0) return NULL;
   if (x->num_elements == 0) return weft__vk_fill(dev, y->data, y->nbytes, identity_pattern(op, x->dtype));
-  VK_TRY(weft__vk_check_size(ctx, x, op->name));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, x, op->name));
   weft_pc_reduce_groups_t g;
   weft_pc_reduce_groups(x, reduced, &g);
   if (!g.any_reduced) {
@@ -204,17 +204,17 @@ static weft_status_t *reduce_into(weft_kernel_ctx_t *ctx, const red_op_t *op,
   if (p.kind == WEFT_PC_REDUCE_COLS)
     return reduce_cols(ctx, op, x->dtype, x->data, y->data, p.outer, p.mid, p.inner, count);
   void *tmp = NULL;
-  VK_TRY(weft__vk_scratch(ctx, x->nbytes, &tmp));
-  VK_TRY(weft__vk_gather(ctx, tmp, x->data, x->dtype, p.rank, p.sizes, p.strides));
+  WEFT_RETURN_IF_ERROR(weft__vk_scratch(ctx, x->nbytes, &tmp));
+  WEFT_RETURN_IF_ERROR(weft__vk_gather(ctx, tmp, x->data, x->dtype, p.rank, p.sizes, p.strides));
   return reduce_rows(ctx, op, x->dtype, tmp, y->data, p.rows, p.len, count);
 }
 
 static weft_status_t *k_reduce(weft_kernel_ctx_t *ctx, void *state) {
   const red_op_t *op = state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
   weft_pc_reduction_t red;
-  VK_TRY(weft_pc_reduction_prepare(ctx, &x, &red, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_reduction_prepare(ctx, &x, &red, &y));
   return reduce_into(ctx, op, &x, red.reduced, &y, red.count);
 }
 
@@ -224,10 +224,10 @@ static const red_op_t l2_op = {"L2Loss", VK_RED_L2, NULL, 0};
 static weft_status_t *k_l2loss(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, 0, NULL, &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, x.dtype, 0, NULL, &y));
   if (x.num_elements == 0) return weft__vk_fill(weft__vk_ctx_device(ctx), y.data, y.nbytes, 0u);
-  VK_TRY(weft__vk_check_size(ctx, &x, "L2Loss input"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, &x, "L2Loss input"));
   return reduce_rows(ctx, &l2_op, x.dtype, x.data, y.data, 1, x.num_elements, x.num_elements);
 }
 
@@ -236,17 +236,17 @@ static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
   bool is_max = state != NULL;
   weft_pc_arg_t a;
   weft_tensor_view_t y;
-  VK_TRY(weft_pc_arg_plan(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_plan(ctx, &a));
   const weft_tensor_view_t *x = &a.x;
   weft_dtype_t out_dtype = a.out_dtype;
   if (out_dtype != WEFT_DT_INT32 && out_dtype != WEFT_DT_INT64)
     return weft__vk_error(ctx, WEFT_UNIMPLEMENTED,
                           "ArgMax/ArgMin on Vulkan write int32 or int64 indices, not %s",
                           weft__vk_dtype_name(out_dtype));
-  VK_TRY(weft_pc_arg_shape(ctx, &a));
-  VK_TRY(weft__vk_output(ctx, 0, out_dtype, a.out_rank, a.out_dims, &y));
+  WEFT_RETURN_IF_ERROR(weft_pc_arg_shape(ctx, &a));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, out_dtype, a.out_rank, a.out_dims, &y));
   if (y.num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, x, is_max ? "ArgMax input" : "ArgMin input"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, x, is_max ? "ArgMax input" : "ArgMin input"));
   cols_push_t p = {(uint32_t)a.outer, (uint32_t)a.n, (uint32_t)a.inner,
                    is_max ? VK_RED_ARGMAX : VK_RED_ARGMIN, (uint32_t)weft__vk_dt(x->dtype), 0.0f,
                    out_dtype == WEFT_DT_INT64};
@@ -259,14 +259,14 @@ static weft_status_t *k_arg(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_bias_add_grad(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t g, y;
-  VK_TRY(weft__vk_input(ctx, 0, &g));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &g));
   int cdim;
   bool reduced[WEFT_MAX_RANK];
-  VK_TRY(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
+  WEFT_RETURN_IF_ERROR(weft_pc_bias_grad_shape(ctx, &g, &cdim, reduced));
   int64_t count = 1;
   for (int d = 0; d < g.rank; d++)
     if (reduced[d]) count *= g.dims[d];
-  VK_TRY(weft__vk_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, g.dtype, 1, &g.dims[cdim], &y));
   return reduce_into(ctx, &sum_op, &g, reduced, &y, count);
 }
 
@@ -298,14 +298,16 @@ weft_status_t *weft__vk_register_nn(const weft_registrar_t *reg) {
        .n_dtypes = 2},
       {.op = "L2Loss", .compute = k_l2loss, .type_attr = "T", .dtypes = f, .n_dtypes = 1},
   };
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) VK_TRY(weft__vk_register(reg, &specs[i]));
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__vk_register(reg, &specs[i]));
   const weft_type_constraint_t arg_types[] = {{"T", fi, 2}, {"output_type", types_index, 2}};
-  VK_TRY(weft__vk_register_full(reg, "ArgMax", arg_types, 2, hm_dim, k_arg, &max_marker));
-  VK_TRY(weft__vk_register_full(reg, "ArgMin", arg_types, 2, hm_dim, k_arg, NULL));
+  WEFT_RETURN_IF_ERROR(
+      weft__vk_register_full(reg, "ArgMax", arg_types, 2, hm_dim, k_arg, &max_marker));
+  WEFT_RETURN_IF_ERROR(weft__vk_register_full(reg, "ArgMin", arg_types, 2, hm_dim, k_arg, NULL));
   for (size_t i = 0; i < sizeof red_ops / sizeof red_ops[0]; i++) {
     const red_op_t *op = &red_ops[i];
-    VK_TRY(weft__vk_register_typed(reg, op->name, k_reduce, hm_axes, (void *)op, op->dtypes,
-                                   op->n_dtypes));
+    WEFT_RETURN_IF_ERROR(weft__vk_register_typed(reg, op->name, k_reduce, hm_axes, (void *)op,
+                                                 op->dtypes, op->n_dtypes));
   }
   return NULL;
 }

@@ -61,7 +61,7 @@ static weft_status_t *vk_device_open(void *backend_state, int ordinal,
                                      const weft_device_options_t *opts, void **device) {
   (void)backend_state;
   weft_vk_device_t *dev = NULL;
-  VK_TRY(weft__vk_device_open(ordinal, opts, &dev));
+  WEFT_RETURN_IF_ERROR(weft__vk_device_open(ordinal, opts, &dev));
   *device = dev;
   return NULL;
 }
@@ -130,11 +130,11 @@ static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *r
     if (weft__vk_shader_code((weft_vk_shader_t)s) == NULL)
       return host->status_new(WEFT_INTERNAL, "Vulkan plugin: shader '%s' was not built in",
                               shader_names[s]);
-  VK_TRY(registrar->register_backend(registrar->ctx, &vk_backend));
-  VK_TRY(weft__vk_register_state(registrar));
-  VK_TRY(weft__vk_register_math(registrar));
-  VK_TRY(weft__vk_register_nn(registrar));
-  VK_TRY(weft__vk_register_array(registrar));
+  WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &vk_backend));
+  WEFT_RETURN_IF_ERROR(weft__vk_register_state(registrar));
+  WEFT_RETURN_IF_ERROR(weft__vk_register_math(registrar));
+  WEFT_RETURN_IF_ERROR(weft__vk_register_nn(registrar));
+  WEFT_RETURN_IF_ERROR(weft__vk_register_array(registrar));
   return NULL;
 }
 

@@ -28,23 +28,23 @@ static weft_status_t *fill(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *y, 
 static weft_status_t *k_fill(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_pc_fill_t f;
-  VK_TRY(weft_pc_fill_prepare(ctx, &f));
+  WEFT_RETURN_IF_ERROR(weft_pc_fill_prepare(ctx, &f));
   return fill(ctx, &f.y, fill_pattern(f.value.dtype, f.value.data));
 }
 
 static weft_status_t *k_zeros_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   return fill(ctx, &y, 0u);
 }
 
 static weft_status_t *k_ones_like(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, y;
-  VK_TRY(weft__vk_input(ctx, 0, &x));
-  VK_TRY(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(weft__vk_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__vk_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   float one_f = 1.0f;
   int32_t one_i = 1;
   uint8_t one_b = 1;
@@ -73,11 +73,11 @@ static weft_status_t *state_set_bool(weft_kernel_ctx_t *ctx, const weft_tensor_v
 static weft_status_t *state_update(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *var,
                                    const weft_tensor_view_t *value, bool sub) {
   if (var->num_elements == 0) return NULL;
-  VK_TRY(weft__vk_check_size(ctx, var, "variable"));
+  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, var, "variable"));
   const int ranks[2] = {1, 1};
   const int64_t *dims[2] = {&var->num_elements, &var->num_elements};
   weft_vk_bcast_t flat;
-  VK_TRY(weft__vk_bcast_init(ctx, &flat, 2, ranks, dims));
+  WEFT_RETURN_IF_ERROR(weft__vk_bcast_init(ctx, &flat, 2, ranks, dims));
   return weft__vk_binary(ctx, sub ? VK_BIN_SUB : VK_BIN_ADD, 0.0f, var->dtype, &flat, var->data,
                          value->data, var->data);
 }
@@ -126,6 +126,6 @@ weft_status_t *weft__vk_register_state(const weft_registrar_t *reg) {
        .n_dtypes = 2, .user_data = ops},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-    VK_TRY(weft__vk_register(reg, &specs[i]));
+    WEFT_RETURN_IF_ERROR(weft__vk_register(reg, &specs[i]));
   return NULL;
 }

@@ -116,7 +116,7 @@ static weft_status_t *reshape_shape(weft_shape_ctx_t *ctx) {
   int rank = 0;
   if (!weft__sh_const_ints(ctx, 1, &vals, &n, &rank)) {
     weft__shape_t out;
-    WEFT__TRY(weft__sh_shape_from_tensor(ctx, 1, &out));
+    WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 1, &out));
     return weft__sh_output(ctx, 0, &out);
   }
   weft_status_t *status = NULL;
@@ -256,7 +256,7 @@ static weft_status_t *concat_shape(weft_shape_ctx_t *ctx) {
     return weft__sh_output(ctx, 0, &out);
   }
   int axis;
-  WEFT__TRY(weft__sh_axis(ctx, axis_value, first.rank, "ConcatV2 axis", &axis));
+  WEFT_RETURN_IF_ERROR(weft__sh_axis(ctx, axis_value, first.rank, "ConcatV2 axis", &axis));
   weft__shape_t out = first;
   out.dims[axis] = 0;
   for (int i = 0; i < n; i++) {
@@ -295,13 +295,13 @@ static weft_status_t *pack_shape(weft_shape_ctx_t *ctx) {
     weft__sh_input(ctx, i, &s);
     char what[48];
     g_snprintf(what, sizeof what, "Pack inputs 0 and %d", i);
-    WEFT__TRY(weft__sh_merge(ctx, &merged, &s, &merged, what));
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &merged, &s, &merged, what));
   }
   if (merged.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
   if (merged.rank + 1 > WEFT_MAX_RANK) return rank_too_big(ctx, merged.rank + 1);
   int axis;
-  WEFT__TRY(weft__sh_axis(ctx, weft__sh_attr_int(ctx, "axis", 0), merged.rank + 1, "Pack axis",
-                    &axis));
+  WEFT_RETURN_IF_ERROR(
+      weft__sh_axis(ctx, weft__sh_attr_int(ctx, "axis", 0), merged.rank + 1, "Pack axis", &axis));
   weft__shape_t out = {.rank = merged.rank + 1};
   for (int d = 0, src = 0; d < out.rank; d++)
     out.dims[d] = d == axis ? n : merged.dims[src++];
@@ -317,7 +317,8 @@ static weft_status_t *unpack_shape(weft_shape_ctx_t *ctx) {
     if (in.rank == 0)
       return weft__sh_error(ctx, "Unpack needs an input of rank >= 1, not a scalar");
     int axis;
-    WEFT__TRY(weft__sh_axis(ctx, weft__sh_attr_int(ctx, "axis", 0), in.rank, "Unpack axis", &axis));
+    WEFT_RETURN_IF_ERROR(
+        weft__sh_axis(ctx, weft__sh_attr_int(ctx, "axis", 0), in.rank, "Unpack axis", &axis));
     if (in.dims[axis] >= 0 && in.dims[axis] != num) {
       char *str = weft__sh_str(&in);
       weft_status_t *status = weft__sh_error(
@@ -330,16 +331,16 @@ static weft_status_t *unpack_shape(weft_shape_ctx_t *ctx) {
     for (int d = 0, dst = 0; d < in.rank; d++)
       if (d != axis) out.dims[dst++] = in.dims[d];
   }
-  for (int64_t i = 0; i < num; i++) WEFT__TRY(weft__sh_output(ctx, (int)i, &out));
+  for (int64_t i = 0; i < num; i++) WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, (int)i, &out));
   return NULL;
 }
 
 static weft_status_t *fill_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t value;
   weft__sh_input(ctx, 1, &value);
-  WEFT__TRY(weft__sh_with_rank(ctx, &value, 0, "Fill's value"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &value, 0, "Fill's value"));
   weft__shape_t out;
-  WEFT__TRY(weft__sh_shape_from_tensor(ctx, 0, &out));
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 0, &out));
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -356,7 +357,7 @@ static weft_status_t *shape_n_shape(weft_shape_ctx_t *ctx) {
     weft__shape_t in;
     weft__sh_input(ctx, i, &in);
     weft__shape_t out = {.rank = 1, .dims = {in.rank >= 0 ? in.rank : WEFT_DIM_UNKNOWN}};
-    WEFT__TRY(weft__sh_output(ctx, i, &out));
+    WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, i, &out));
   }
   return NULL;
 }
@@ -690,7 +691,7 @@ static weft_status_t *range_shape(weft_shape_ctx_t *ctx) {
     weft__shape_t s;
     weft__sh_input(ctx, i, &s);
     static const char *const names[] = {"start", "limit", "delta"};
-    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i]));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i]));
   }
   weft__shape_t out = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}};
   bool integer = dtype_is_integer(weft__host()->shape_input_dtype(ctx, 0));
@@ -741,9 +742,9 @@ static weft_status_t *gather_common(weft_shape_ctx_t *ctx, bool has_axis) {
     }
   }
   if (params.rank < 0 || indices.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &params, 1, "params"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &params, 1, "params"));
   int axis;
-  WEFT__TRY(weft__sh_axis(ctx, axis_value, params.rank, "Gather axis", &axis));
+  WEFT_RETURN_IF_ERROR(weft__sh_axis(ctx, axis_value, params.rank, "Gather axis", &axis));
   int64_t batch_dims = has_axis ? weft__sh_attr_int(ctx, "batch_dims", 0) : 0;
   if (batch_dims < 0) batch_dims += indices.rank;
   if (batch_dims < 0 || batch_dims > indices.rank || batch_dims > axis)
@@ -773,7 +774,7 @@ static weft_status_t *split_shape(weft_shape_ctx_t *ctx) {
     out = weft__sh_unknown_dims(value.rank);
   } else if (value.rank >= 0) {
     int d;
-    WEFT__TRY(weft__sh_axis(ctx, dim_value, value.rank, "split_dim", &d));
+    WEFT_RETURN_IF_ERROR(weft__sh_axis(ctx, dim_value, value.rank, "split_dim", &d));
     if (value.dims[d] >= 0 && num > 0) {
       if (value.dims[d] % num != 0) {
         char *str = weft__sh_str(&value);
@@ -787,7 +788,7 @@ static weft_status_t *split_shape(weft_shape_ctx_t *ctx) {
       out.dims[d] = value.dims[d] / num;
     }
   }
-  for (int64_t i = 0; i < num; i++) WEFT__TRY(weft__sh_output(ctx, (int)i, &out));
+  for (int64_t i = 0; i < num; i++) WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, (int)i, &out));
   return NULL;
 }
 
@@ -801,16 +802,16 @@ static weft_status_t *split_v_shape(weft_shape_ctx_t *ctx) {
   if (not_single) return weft__sh_error(ctx, "split_dim must be a scalar");
   if (value.rank < 0 || !has_dim) {
     weft__shape_t out = value.rank >= 0 ? weft__sh_unknown_dims(value.rank) : kUnknownShape;
-    for (int64_t i = 0; i < num; i++) WEFT__TRY(weft__sh_output(ctx, (int)i, &out));
+    for (int64_t i = 0; i < num; i++) WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, (int)i, &out));
     return NULL;
   }
   int d;
-  WEFT__TRY(weft__sh_axis(ctx, dim_value, value.rank, "split_dim", &d));
+  WEFT_RETURN_IF_ERROR(weft__sh_axis(ctx, dim_value, value.rank, "split_dim", &d));
   int64_t *sizes = NULL, n = 0;
   weft__shape_t out = value;
   if (!weft__sh_const_ints(ctx, 1, &sizes, &n, NULL)) {
     out.dims[d] = WEFT_DIM_UNKNOWN;
-    for (int64_t i = 0; i < num; i++) WEFT__TRY(weft__sh_output(ctx, (int)i, &out));
+    for (int64_t i = 0; i < num; i++) WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, (int)i, &out));
     return NULL;
   }
   weft_status_t *status = NULL;
@@ -861,7 +862,7 @@ static weft_status_t *pad_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in, pads;
   weft__sh_input(ctx, 0, &in);
   weft__sh_input(ctx, 1, &pads);
-  WEFT__TRY(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
   if (pads.rank == 2 && pads.dims[1] >= 0 && pads.dims[1] != 2)
     return weft__sh_error(ctx, "paddings must have shape [n, 2], not [%" G_GINT64_FORMAT ",%"
                           G_GINT64_FORMAT "]", pads.dims[0], pads.dims[1]);
@@ -913,7 +914,7 @@ static weft_status_t *one_hot_shape(weft_shape_ctx_t *ctx) {
     weft__shape_t s;
     weft__sh_input(ctx, i, &s);
     static const char *const names[] = {"", "depth", "on_value", "off_value"};
-    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i]));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i]));
   }
   if (indices.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
   if (indices.rank + 1 > WEFT_MAX_RANK) return rank_too_big(ctx, indices.rank + 1);
@@ -936,7 +937,7 @@ static weft_status_t *one_hot_shape(weft_shape_ctx_t *ctx) {
 static weft_status_t *broadcast_to_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in, target;
   weft__sh_input(ctx, 0, &in);
-  WEFT__TRY(weft__sh_shape_from_tensor(ctx, 1, &target));
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 1, &target));
   if (in.rank >= 0 && target.rank >= 0) {
     bool ok = in.rank <= target.rank;
     for (int i = 0; ok && i < in.rank; i++) {
@@ -980,8 +981,8 @@ static weft_status_t *dynamic_stitch_shape(weft_shape_ctx_t *ctx) {
       }
       weft__shape_t rest = {.rank = data.rank - idx.rank};
       for (int d = 0; d < rest.rank; d++) rest.dims[d] = data.dims[idx.rank + d];
-      WEFT__TRY(weft__sh_merge(ctx, &extra, &rest, &extra,
-                               "the trailing dims of data[0] and data[i]"));
+      WEFT_RETURN_IF_ERROR(
+          weft__sh_merge(ctx, &extra, &rest, &extra, "the trailing dims of data[0] and data[i]"));
     }
     int64_t *vals = NULL, count = 0;
     if (all_const && weft__sh_const_ints(ctx, i, &vals, &count, NULL)) {
@@ -1004,10 +1005,10 @@ static weft_status_t *broadcast_gradient_args_shape(weft_shape_ctx_t *ctx) {
   for (int i = 0; i < 2; i++) {
     weft__shape_t s;
     weft__sh_input(ctx, i, &s);
-    WEFT__TRY(weft__sh_with_rank(ctx, &s, 1, i == 0 ? "s0" : "s1"));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 1, i == 0 ? "s0" : "s1"));
   }
   weft__shape_t out = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}};
-  WEFT__TRY(weft__sh_output(ctx, 0, &out));
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &out));
   return weft__sh_output(ctx, 1, &out);
 }
 

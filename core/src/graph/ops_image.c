@@ -64,26 +64,26 @@ static weft_status_t *explicit_pads(weft_shape_ctx_t *ctx, bool nchw, int64_t pa
 static weft_status_t *windowed_shape(weft_shape_ctx_t *ctx, bool conv) {
   weft__shape_t in, filter = {.rank = -1};
   weft__sh_input(ctx, 0, &in);
-  WEFT__TRY(weft__sh_with_rank(ctx, &in, 4, "input"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &in, 4, "input"));
   bool nchw = is_nchw(ctx);
   int64_t k[2] = {WEFT_DIM_UNKNOWN, WEFT_DIM_UNKNOWN}, stride[2], dilation[2] = {1, 1};
   int64_t out_c = WEFT_DIM_UNKNOWN;
   if (conv) {
     weft__sh_input(ctx, 1, &filter);
-    WEFT__TRY(weft__sh_with_rank(ctx, &filter, 4, "filter"));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &filter, 4, "filter"));
     if (filter.rank == 4) {
       k[0] = filter.dims[0];
       k[1] = filter.dims[1];
       out_c = filter.dims[3];
     }
-    WEFT__TRY(hw_attr(ctx, "dilations", nchw, 1, dilation));
+    WEFT_RETURN_IF_ERROR(hw_attr(ctx, "dilations", nchw, 1, dilation));
   } else {
-    WEFT__TRY(hw_attr(ctx, "ksize", nchw, WEFT_DIM_UNKNOWN, k));
+    WEFT_RETURN_IF_ERROR(hw_attr(ctx, "ksize", nchw, WEFT_DIM_UNKNOWN, k));
   }
-  WEFT__TRY(hw_attr(ctx, "strides", nchw, 1, stride));
+  WEFT_RETURN_IF_ERROR(hw_attr(ctx, "strides", nchw, 1, stride));
   const char *padding = weft__sh_attr_string(ctx, "padding", "VALID");
   int64_t pads[4] = {0, 0, 0, 0};
-  if (strcmp(padding, "EXPLICIT") == 0) WEFT__TRY(explicit_pads(ctx, nchw, pads));
+  if (strcmp(padding, "EXPLICIT") == 0) WEFT_RETURN_IF_ERROR(explicit_pads(ctx, nchw, pads));
   int ih = nchw ? 2 : 1, iw = nchw ? 3 : 2, ic = nchw ? 1 : 3;
   weft__shape_t out = weft__sh_unknown_dims(4);
   if (in.rank == 4) {
@@ -114,7 +114,7 @@ static weft_status_t *pad_like_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in, pads;
   weft__sh_input(ctx, 0, &in);
   weft__sh_input(ctx, 1, &pads);
-  WEFT__TRY(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
   int rank = in.rank;
   if (rank < 0 && pads.rank == 2 && pads.dims[0] >= 0 && pads.dims[0] <= WEFT_MAX_RANK)
     rank = (int)pads.dims[0];

@@ -28,10 +28,10 @@ static weft_status_t *select_shape(weft_shape_ctx_t *ctx) {
   weft__sh_input(ctx, 0, &cond);
   weft__sh_input(ctx, 1, &t);
   weft__sh_input(ctx, 2, &e);
-  WEFT__TRY(weft__sh_merge(ctx, &t, &e, &out, "Select's t and e"));
+  WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &t, &e, &out, "Select's t and e"));
   if (cond.rank < 0 || cond.rank == 0 || out.rank < 0) return weft__sh_output(ctx, 0, &out);
   if (cond.rank == out.rank) {
-    WEFT__TRY(weft__sh_merge(ctx, &cond, &out, &out, "Select's condition and t"));
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &cond, &out, &out, "Select's condition and t"));
   } else if (cond.rank == 1) {
     if (!weft__sh_merge_dim(cond.dims[0], out.dims[0], &out.dims[0])) {
       char *a = weft__sh_str(&cond), *b = weft__sh_str(&out);
@@ -58,8 +58,8 @@ static weft_status_t *select_v2_shape(weft_shape_ctx_t *ctx) {
   weft__sh_input(ctx, 0, &cond);
   weft__sh_input(ctx, 1, &t);
   weft__sh_input(ctx, 2, &e);
-  WEFT__TRY(weft__sh_broadcast(ctx, &t, &e, &te));
-  WEFT__TRY(weft__sh_broadcast(ctx, &cond, &te, &out));
+  WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &t, &e, &te));
+  WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &cond, &te, &out));
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -67,8 +67,8 @@ static weft_status_t *matmul_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t a, b;
   weft__sh_input(ctx, 0, &a);
   weft__sh_input(ctx, 1, &b);
-  WEFT__TRY(weft__sh_with_rank(ctx, &a, 2, "MatMul's a"));
-  WEFT__TRY(weft__sh_with_rank(ctx, &b, 2, "MatMul's b"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &a, 2, "MatMul's a"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &b, 2, "MatMul's b"));
   bool ta = weft__sh_attr_bool(ctx, "transpose_a", false);
   bool tb = weft__sh_attr_bool(ctx, "transpose_b", false);
   int64_t m = WEFT_DIM_UNKNOWN, ka = WEFT_DIM_UNKNOWN, kb = WEFT_DIM_UNKNOWN, n = WEFT_DIM_UNKNOWN;
@@ -99,8 +99,8 @@ static weft_status_t *batch_matmul_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t x, y;
   weft__sh_input(ctx, 0, &x);
   weft__sh_input(ctx, 1, &y);
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &x, 2, "BatchMatMulV2's x"));
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &y, 2, "BatchMatMulV2's y"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &x, 2, "BatchMatMulV2's x"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &y, 2, "BatchMatMulV2's y"));
   if (x.rank < 0 || y.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
   bool adj_x = weft__sh_attr_bool(ctx, "adj_x", false);
   bool adj_y = weft__sh_attr_bool(ctx, "adj_y", false);
@@ -120,7 +120,7 @@ static weft_status_t *batch_matmul_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t bx = {.rank = x.rank - 2}, by = {.rank = y.rank - 2}, batch;
   memcpy(bx.dims, x.dims, sizeof(int64_t) * (size_t)bx.rank);
   memcpy(by.dims, y.dims, sizeof(int64_t) * (size_t)by.rank);
-  WEFT__TRY(weft__sh_broadcast(ctx, &bx, &by, &batch));
+  WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &bx, &by, &batch));
   weft__shape_t out = batch;
   out.dims[out.rank++] = m;
   out.dims[out.rank++] = n;
@@ -188,7 +188,7 @@ static weft_status_t *arg_minmax_shape(weft_shape_ctx_t *ctx) {
   if (n != 1) return weft__sh_error(ctx, "dimension must be a scalar");
   if (in.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
   int axis;
-  WEFT__TRY(weft__sh_axis(ctx, value, in.rank, "dimension", &axis));
+  WEFT_RETURN_IF_ERROR(weft__sh_axis(ctx, value, in.rank, "dimension", &axis));
   weft__shape_t out = {.rank = 0};
   for (int d = 0; d < in.rank; d++)
     if (d != axis) out.dims[out.rank++] = in.dims[d];
@@ -202,9 +202,9 @@ static weft_status_t *clip_shape(weft_shape_ctx_t *ctx) {
     weft__shape_t s, merged;
     weft__sh_input(ctx, i, &s);
     if (s.rank == 0) continue;
-    WEFT__TRY(weft__sh_merge(ctx, &t, &s, &merged,
-                       i == 1 ? "t and clip_value_min (unless a scalar)"
-                              : "t and clip_value_max (unless a scalar)"));
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &t, &s, &merged,
+                                        i == 1 ? "t and clip_value_min (unless a scalar)"
+                                               : "t and clip_value_max (unless a scalar)"));
   }
   return weft__sh_output(ctx, 0, &t);
 }

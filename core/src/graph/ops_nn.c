@@ -20,8 +20,8 @@ static weft_status_t *bias_add_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t value, bias;
   weft__sh_input(ctx, 0, &value);
   weft__sh_input(ctx, 1, &bias);
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &value, min_rank(ctx), "BiasAdd's value"));
-  WEFT__TRY(weft__sh_with_rank(ctx, &bias, 1, "BiasAdd's bias"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &value, min_rank(ctx), "BiasAdd's value"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &bias, 1, "BiasAdd's bias"));
   if (value.rank < 0) return weft__sh_output(ctx, 0, &value);
   weft__shape_t out = value;
   int c = channel_dim(ctx, value.rank);
@@ -41,7 +41,8 @@ static weft_status_t *bias_add_shape(weft_shape_ctx_t *ctx) {
 static weft_status_t *bias_add_grad_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t grad;
   weft__sh_input(ctx, 0, &grad);
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &grad, min_rank(ctx), "BiasAddGrad's out_backprop"));
+  WEFT_RETURN_IF_ERROR(
+      weft__sh_with_rank_at_least(ctx, &grad, min_rank(ctx), "BiasAddGrad's out_backprop"));
   weft__shape_t out = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}};
   if (grad.rank >= 0) out.dims[0] = grad.dims[channel_dim(ctx, grad.rank)];
   return weft__sh_output(ctx, 0, &out);
@@ -50,7 +51,7 @@ static weft_status_t *bias_add_grad_shape(weft_shape_ctx_t *ctx) {
 static weft_status_t *softmax_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t logits;
   weft__sh_input(ctx, 0, &logits);
-  WEFT__TRY(weft__sh_with_rank_at_least(ctx, &logits, 1, "logits"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &logits, 1, "logits"));
   return weft__sh_output(ctx, 0, &logits);
 }
 
@@ -58,7 +59,7 @@ static weft_status_t *softmax_shape(weft_shape_ctx_t *ctx) {
 static weft_status_t *xent_outputs(weft_shape_ctx_t *ctx, int64_t batch, int64_t classes) {
   weft__shape_t loss = {.rank = 1, .dims = {batch}};
   weft__shape_t backprop = {.rank = 2, .dims = {batch, classes}};
-  WEFT__TRY(weft__sh_output(ctx, 0, &loss));
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &loss));
   return weft__sh_output(ctx, 1, &backprop);
 }
 
@@ -67,8 +68,8 @@ static weft_status_t *softmax_xent_shape(weft_shape_ctx_t *ctx) {
   weft__sh_input(ctx, 0, &features);
   weft__sh_input(ctx, 1, &labels);
   /* TensorFlow lets the labels broadcast against the features (both rank 2 in the end). */
-  WEFT__TRY(weft__sh_broadcast(ctx, &features, &labels, &both));
-  WEFT__TRY(weft__sh_with_rank(ctx, &both, 2, "features and labels (broadcast)"));
+  WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &features, &labels, &both));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &both, 2, "features and labels (broadcast)"));
   if (both.rank < 0) return xent_outputs(ctx, WEFT_DIM_UNKNOWN, WEFT_DIM_UNKNOWN);
   return xent_outputs(ctx, both.dims[0], both.dims[1]);
 }
@@ -77,8 +78,8 @@ static weft_status_t *sparse_softmax_xent_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t features, labels;
   weft__sh_input(ctx, 0, &features);
   weft__sh_input(ctx, 1, &labels);
-  WEFT__TRY(weft__sh_with_rank(ctx, &features, 2, "features"));
-  WEFT__TRY(weft__sh_with_rank(ctx, &labels, 1, "labels"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &features, 2, "features"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &labels, 1, "labels"));
   int64_t batch = features.rank == 2 ? features.dims[0] : WEFT_DIM_UNKNOWN;
   int64_t classes = features.rank == 2 ? features.dims[1] : WEFT_DIM_UNKNOWN;
   int64_t lb = labels.rank == 1 ? labels.dims[0] : WEFT_DIM_UNKNOWN;

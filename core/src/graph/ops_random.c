@@ -6,7 +6,7 @@
 /* The output shape is the value of the 1-D shape input. */
 static weft_status_t *random_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t out;
-  WEFT__TRY(weft__sh_shape_from_tensor(ctx, 0, &out));
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 0, &out));
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -14,8 +14,8 @@ static weft_status_t *random_int_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t minval, maxval;
   weft__sh_input(ctx, 1, &minval);
   weft__sh_input(ctx, 2, &maxval);
-  WEFT__TRY(weft__sh_with_rank(ctx, &minval, 0, "minval"));
-  WEFT__TRY(weft__sh_with_rank(ctx, &maxval, 0, "maxval"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &minval, 0, "minval"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &maxval, 0, "maxval"));
   return random_shape(ctx);
 }
 

@@ -17,13 +17,6 @@
   }
 #define WEFT__OPS_END {.name = NULL}
 
-/* Returns from the enclosing shape function when expr yields a status. */
-#define WEFT__TRY(expr)                          \
-  do {                                           \
-    weft_status_t *try_status_ = (expr);         \
-    if (try_status_ != NULL) return try_status_; \
-  } while (0)
-
 /* A shape of known rank whose dims are all unknown (rank -1: unknown rank). */
 static inline weft__shape_t weft__sh_unknown_dims(int rank) {
   weft__shape_t s = {.rank = rank};

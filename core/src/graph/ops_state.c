@@ -24,7 +24,7 @@ static weft_status_t *assign_shape(weft_shape_ctx_t *ctx) {
   /* Without validate_shape the variable takes whatever shape the value has. */
   if (!weft__sh_attr_bool(ctx, "validate_shape", true)) return weft__sh_output(ctx, 0, &value);
   weft__shape_t out;
-  WEFT__TRY(weft__sh_merge(ctx, &ref, &value, &out, "the variable (ref) and the value"));
+  WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &ref, &value, &out, "the variable (ref) and the value"));
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -39,11 +39,11 @@ static weft_status_t *apply_shape(weft_shape_ctx_t *ctx, const char *pattern) {
     weft__shape_t s;
     weft__sh_input(ctx, i, &s);
     if (pattern[i] == 'k') {
-      WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i]));
+      WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i]));
     } else {
       char what[64];
       g_snprintf(what, sizeof what, "var (input 0) and input %d", i);
-      WEFT__TRY(weft__sh_merge(ctx, &var, &s, &var, what));
+      WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &var, &s, &var, what));
     }
   }
   return weft__sh_output(ctx, 0, &var);
@@ -71,11 +71,12 @@ static weft_status_t *accumulator_apply_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t acc, grad, s;
   for (int i = 1; i <= 3; i++) {
     weft__sh_input(ctx, i, &s);
-    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
   }
   weft__sh_input(ctx, 0, &acc);
   weft__sh_input(ctx, 4, &grad);
-  WEFT__TRY(weft__sh_merge(ctx, &acc, &grad, &acc, "the accumulator (input 0) and grad (input 4)"));
+  WEFT_RETURN_IF_ERROR(
+      weft__sh_merge(ctx, &acc, &grad, &acc, "the accumulator (input 0) and grad (input 4)"));
   weft__shape_t scalar = {.rank = 0};
   return weft__sh_output(ctx, 0, &scalar);
 }
@@ -86,7 +87,7 @@ static weft_status_t *accumulator_take_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t acc, s;
   for (int i = 1; i <= 3; i++) {
     weft__sh_input(ctx, i, &s);
-    WEFT__TRY(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
   }
   weft__sh_input(ctx, 0, &acc);
   return weft__sh_output(ctx, 0, &acc);

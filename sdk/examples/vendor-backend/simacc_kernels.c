@@ -15,12 +15,6 @@
 #include "simacc.h"
 
 #define H simacc_host
-#define TRY(expr)                    \
-  do {                               \
-    weft_status_t *try_st_ = (expr); \
-    if (try_st_) return try_st_;     \
-  } while (0)
-
 static weft_tensor_view_t new_view(void) {
   weft_tensor_view_t v;
   memset(&v, 0, sizeof v);
@@ -53,7 +47,7 @@ static weft_status_t *k_const(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_identity(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x = new_view();
-  TRY(H->kernel_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 0, &x));
   return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims); /* no copy */
 }
 
@@ -87,7 +81,7 @@ static weft_status_t *assign_locked(weft_kernel_ctx_t *ctx, const weft_tensor_vi
     }
   }
   weft_tensor_view_t dst = new_view();
-  TRY(H->kernel_ref_assign(ctx, 0, value->dtype, value->rank, value->dims, &dst));
+  WEFT_RETURN_IF_ERROR(H->kernel_ref_assign(ctx, 0, value->dtype, value->rank, value->dims, &dst));
   if (dst.data == value->data || value->nbytes == 0) return NULL;
   weft_status_t *st = NULL;
   void *to = simacc_bytes(ctx, &dst, &st);
@@ -101,12 +95,12 @@ static weft_status_t *assign_locked(weft_kernel_ctx_t *ctx, const weft_tensor_vi
 static weft_status_t *k_assign(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t value = new_view();
-  TRY(H->kernel_input(ctx, 1, &value));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 1, &value));
   bool lock = attr_bool(ctx, "use_locking", true);
   if (lock) H->kernel_lock_ref(ctx, 0);
   weft_status_t *st = assign_locked(ctx, &value);
   if (lock) H->kernel_unlock_ref(ctx, 0);
-  TRY(st);
+  WEFT_RETURN_IF_ERROR(st);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
 
@@ -139,8 +133,8 @@ typedef enum { OP_ADD, OP_SUB, OP_MUL } binop_t;
 
 static weft_status_t *binary(weft_kernel_ctx_t *ctx, binop_t op) {
   weft_tensor_view_t a = new_view(), b = new_view(), c = new_view();
-  TRY(H->kernel_input(ctx, 0, &a));
-  TRY(H->kernel_input(ctx, 1, &b));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 0, &a));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 1, &b));
   int rank = a.rank > b.rank ? a.rank : b.rank;
   int64_t out[WEFT_MAX_RANK], xs[WEFT_MAX_RANK], ys[WEFT_MAX_RANK], idx[WEFT_MAX_RANK];
   int64_t xstride = 1, ystride = 1;
@@ -161,7 +155,7 @@ static weft_status_t *binary(weft_kernel_ctx_t *ctx, binop_t op) {
     ystride *= nb;
     idx[d] = 0;
   }
-  TRY(H->kernel_allocate_output(ctx, 0, a.dtype, rank, out, &c));
+  WEFT_RETURN_IF_ERROR(H->kernel_allocate_output(ctx, 0, a.dtype, rank, out, &c));
   int64_t n = c.num_elements, xi = 0, yi = 0;
   if (n == 0) return NULL;
   weft_status_t *st = NULL;
@@ -206,8 +200,8 @@ static weft_status_t *k_mul(weft_kernel_ctx_t *ctx, void *s) {
 static weft_status_t *k_relu(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x = new_view(), y = new_view();
-  TRY(H->kernel_input(ctx, 0, &x));
-  TRY(H->kernel_allocate_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(H->kernel_allocate_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
   weft_status_t *st = NULL;
   const void *in = simacc_bytes(ctx, &x, &st);
   void *out = st ? NULL : simacc_bytes(ctx, &y, &st);
@@ -227,8 +221,8 @@ static weft_status_t *k_relu(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t a = new_view(), b = new_view(), c = new_view();
-  TRY(H->kernel_input(ctx, 0, &a));
-  TRY(H->kernel_input(ctx, 1, &b));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 0, &a));
+  WEFT_RETURN_IF_ERROR(H->kernel_input(ctx, 1, &b));
   bool ta = attr_bool(ctx, "transpose_a", false), tb = attr_bool(ctx, "transpose_b", false);
   if (a.rank != 2 || b.rank != 2)
     return H->status_new(WEFT_INVALID_ARGUMENT,
@@ -243,7 +237,7 @@ static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
                          H->kernel_node_name(ctx), (long long)a.dims[0], (long long)a.dims[1],
                          (long long)b.dims[0], (long long)b.dims[1]);
   int64_t dims[2] = {m, n};
-  TRY(H->kernel_allocate_output(ctx, 0, a.dtype, 2, dims, &c));
+  WEFT_RETURN_IF_ERROR(H->kernel_allocate_output(ctx, 0, a.dtype, 2, dims, &c));
   if (m * n == 0) return NULL;
   weft_status_t *st = NULL;
   const void *pa = k ? simacc_bytes(ctx, &a, &st) : NULL;
@@ -315,7 +309,7 @@ weft_status_t *simacc_register_kernels(const weft_registrar_t *reg) {
     k.constraints = &c;
     k.n_constraints = 1;
     k.compute = specs[i].compute;
-    TRY(reg->register_kernel(reg->ctx, &k)); /* copied by the host */
+    WEFT_RETURN_IF_ERROR(reg->register_kernel(reg->ctx, &k)); /* copied by the host */
   }
   return NULL;
 }

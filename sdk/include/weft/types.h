@@ -60,6 +60,14 @@ typedef enum weft_code {
  * host->status_free in a plugin). */
 typedef struct weft_status weft_status_t;
 
+/* Returns a failed status from the enclosing function (which returns weft_status_t *): the one
+ * early-return macro of the core, the plugins and the SDK's examples. */
+#define WEFT_RETURN_IF_ERROR(expr)                                                 \
+  do {                                                                             \
+    weft_status_t *weft_return_if_error_status_ = (expr);                          \
+    if (weft_return_if_error_status_ != NULL) return weft_return_if_error_status_; \
+  } while (0)
+
 /* Most dimensions a tensor may have. */
 #define WEFT_MAX_RANK 8
 
