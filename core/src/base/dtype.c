@@ -12,23 +12,12 @@ typedef struct {
   size_t size;
 } dtype_info_t;
 
-static const dtype_info_t kDtypes[] = {
-    {WEFT_DT_FLOAT, "float32", "float", "DT_FLOAT", 4},
-    {WEFT_DT_DOUBLE, "float64", "double", "DT_DOUBLE", 8},
-    {WEFT_DT_HALF, "float16", "half", "DT_HALF", 2},
-    {WEFT_DT_BFLOAT16, "bfloat16", "bfloat16", "DT_BFLOAT16", 2},
-    {WEFT_DT_INT8, "int8", "int8", "DT_INT8", 1},
-    {WEFT_DT_INT16, "int16", "int16", "DT_INT16", 2},
-    {WEFT_DT_INT32, "int32", "int32", "DT_INT32", 4},
-    {WEFT_DT_INT64, "int64", "int64", "DT_INT64", 8},
-    {WEFT_DT_UINT8, "uint8", "uint8", "DT_UINT8", 1},
-    {WEFT_DT_UINT16, "uint16", "uint16", "DT_UINT16", 2},
-    {WEFT_DT_UINT32, "uint32", "uint32", "DT_UINT32", 4},
-    {WEFT_DT_UINT64, "uint64", "uint64", "DT_UINT64", 8},
-    {WEFT_DT_BOOL, "bool", "bool", "DT_BOOL", 1},
-    /* A string tensor's memory is an array of weft_string_t whose bytes live elsewhere. */
-    {WEFT_DT_STRING, "string", "string", "DT_STRING", sizeof(weft_string_t)},
-};
+/* A string tensor's memory is an array of weft_string_t whose bytes live elsewhere, so its
+ * element size is sizeof(weft_string_t). */
+#define WEFT__DTYPE_INFO_ROW(dtype, ctype, name, tf_name, proto_name) \
+  {dtype, name, tf_name, proto_name, sizeof(ctype)},
+static const dtype_info_t kDtypes[] = {WEFT_DTYPE_LIST(WEFT__DTYPE_INFO_ROW)};
+#undef WEFT__DTYPE_INFO_ROW
 
 static const dtype_info_t *find_info(int dtype) {
   for (size_t i = 0; i < G_N_ELEMENTS(kDtypes); i++)

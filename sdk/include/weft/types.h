@@ -32,6 +32,27 @@ typedef enum weft_dtype {
   WEFT_DT_UINT64 = 23,
 } weft_dtype_t;
 
+/* Every element type once, for code that needs a case, a row or a name per type: define
+ * X(dtype, ctype, name, tf_name, proto_name) and expand WEFT_DTYPE_LIST(X). ctype is the C type an
+ * element is stored as (float16 and bfloat16 as their bits in a uint16_t, a string element as a
+ * weft_string_t); name is Weft's (weft_dtype_name), tf_name the one in REGISTER_OP specs and
+ * TensorFlow's Python API, proto_name the DataType enum value's name in TensorFlow's protos. */
+#define WEFT_DTYPE_LIST(X)                                               \
+  X(WEFT_DT_FLOAT, float, "float32", "float", "DT_FLOAT")                \
+  X(WEFT_DT_DOUBLE, double, "float64", "double", "DT_DOUBLE")            \
+  X(WEFT_DT_HALF, uint16_t, "float16", "half", "DT_HALF")                \
+  X(WEFT_DT_BFLOAT16, uint16_t, "bfloat16", "bfloat16", "DT_BFLOAT16")   \
+  X(WEFT_DT_INT8, int8_t, "int8", "int8", "DT_INT8")                     \
+  X(WEFT_DT_INT16, int16_t, "int16", "int16", "DT_INT16")                \
+  X(WEFT_DT_INT32, int32_t, "int32", "int32", "DT_INT32")                \
+  X(WEFT_DT_INT64, int64_t, "int64", "int64", "DT_INT64")                \
+  X(WEFT_DT_UINT8, uint8_t, "uint8", "uint8", "DT_UINT8")                \
+  X(WEFT_DT_UINT16, uint16_t, "uint16", "uint16", "DT_UINT16")           \
+  X(WEFT_DT_UINT32, uint32_t, "uint32", "uint32", "DT_UINT32")           \
+  X(WEFT_DT_UINT64, uint64_t, "uint64", "uint64", "DT_UINT64")           \
+  X(WEFT_DT_BOOL, uint8_t, "bool", "bool", "DT_BOOL")                    \
+  X(WEFT_DT_STRING, weft_string_t, "string", "string", "DT_STRING")
+
 /* TensorFlow marks a reference-typed edge (the output of VariableV2) by adding 100 to the dtype. */
 #define WEFT_DT_REF_OFFSET 100
 
