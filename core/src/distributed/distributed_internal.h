@@ -8,7 +8,7 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 
-#include "../session/session_internal.h"
+#include "../exec/plan_internal.h"
 #include "distributed.pb-c.h"
 #include "graph.pb-c.h"
 
@@ -397,22 +397,6 @@ void weft__device_attributes_free(Weft__DeviceAttributes *d);
  * UNAUTHENTICATED in *status when the server requires a token `client` does not carry. */
 weft__master_t *weft__local_master_lookup(const char *address, const weft__security_t *client,
                                           weft_status_t **status);
-
-/* ---------------------------------------------------------------------------------------------
- * Remote sessions (remote_session.c), behind weft_session_* for grpc:// targets. */
-
-typedef struct weft__remote_session weft__remote_session_t;
-weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
-                                        weft__remote_session_t **out);
-weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *const *feed_names,
-                                        weft_tensor_t *const *feeds, int n_feeds,
-                                        const char *const *fetch_names,
-                                        weft_tensor_t **fetch_outputs, int n_fetches,
-                                        const char *const *target_names, int n_targets,
-                                        int64_t timeout_ms, weft_run_metadata_t *stats);
-const char *weft__remote_session_node_device(weft__remote_session_t *r, const char *node_name);
-weft_status_t *weft__remote_session_close(weft__remote_session_t *r);
-void weft__remote_session_free(weft__remote_session_t *r);
 
 /* ---------------------------------------------------------------------------------------------
  * Step stats on the wire (step_stats_wire.c) */

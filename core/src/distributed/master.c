@@ -68,7 +68,7 @@ typedef struct msession {
   int n_devices;
   GPtrArray *strings;       /* what the place devices point at */
   GHashTable *placement;    /* node name -> device */
-  GHashTable *plans;        /* signature -> mplan_t* */
+  weft__plan_cache_t *plans; /* of mplan_t */
   bool stale;               /* a task restarted: learn incarnations again before the next step */
   char **device_filters;    /* NULL: every task */
 } msession_t;
@@ -505,7 +505,7 @@ static void mplan_unref(mplan_t *p) {
 
 static void session_unref(msession_t *s) {
   if (!s || !g_atomic_int_dec_and_test(&s->refcount)) return;
-  g_hash_table_destroy(s->plans);
+  weft__plan_cache_free(s->plans);
   g_hash_table_destroy(s->placement);
   g_hash_table_destroy(s->task_by_name);
   g_ptr_array_free(s->tasks, TRUE);
@@ -571,7 +571,7 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   s->task_by_name = g_hash_table_new(g_str_hash, g_str_equal);
   s->strings = g_ptr_array_new_with_free_func(g_free);
   s->placement = weft__placement_new();
-  s->plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)mplan_unref);
+  s->plans = weft__plan_cache_new((GDestroyNotify)mplan_unref);
   if (config) {
     s->log_placement = config->log_device_placement;
     s->soft_placement = config->allow_soft_placement;
@@ -714,6 +714,10 @@ static void forget_plan(weft__master_t *m, mplan_t *plan) {
   }
 }
 
+static void forget_cached_plan(gpointer plan, gpointer m) {
+  forget_plan(m, plan);
+}
+
 static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *needed, GPtrArray *placements) {
   GPtrArray *nodes = weft__colocation_closure(s->graph, needed, s->placement);
   GPtrArray *todo = g_ptr_array_new();
@@ -748,10 +752,19 @@ static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *needed, GPtrArra
   return st;
 }
 
-static weft_status_t *build_plan(msession_t *s, const weft__step_spec_t *spec,
-                                 GPtrArray *placements, mplan_t **out) {
-  GPtrArray *nodes = weft__step_needed_nodes(spec);
-  weft_status_t *st = weft__check_unfed_placeholders(nodes);
+/* What the plan cache hands build_plan. */
+typedef struct build_ctx {
+  msession_t *s;
+  GPtrArray *placements;
+} build_ctx_t;
+
+/* The plan cache's build function: prune (exec's planning, as a local session does), place what
+ * is new, partition and register the partitions with their workers. */
+static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec, void **out) {
+  msession_t *s = ((build_ctx_t *)user_data)->s;
+  GPtrArray *placements = ((build_ctx_t *)user_data)->placements;
+  GPtrArray *nodes = NULL;
+  weft_status_t *st = weft__step_prune(spec, &nodes);
   if (!st) st = place_new_nodes(s, nodes, placements);
   mplan_t *plan = g_new0(mplan_t, 1);
   plan->refcount = 1;
@@ -764,7 +777,7 @@ static weft_status_t *build_plan(msession_t *s, const weft__step_spec_t *spec,
     st = weft__partition_step(nodes, s->placement, spec, &partitions, plan->fetch_part,
                               plan->fetch_slot);
   }
-  g_ptr_array_free(nodes, TRUE);
+  if (nodes) g_ptr_array_free(nodes, TRUE);
   register_call_t *calls = NULL;
   if (!st) {
     int n = (int)partitions->len;
@@ -814,11 +827,8 @@ static weft_status_t *refresh(msession_t *s) {
   weft_status_t *st = discover(s->master, s->device_filters, &calls);
   if (!st) {
     learn(s, calls);
-    GHashTableIter it;
-    gpointer plan;
-    g_hash_table_iter_init(&it, s->plans);
-    while (g_hash_table_iter_next(&it, NULL, &plan)) forget_plan(s->master, plan);
-    g_hash_table_remove_all(s->plans);
+    weft__plan_cache_foreach(s->plans, forget_cached_plan, s->master);
+    weft__plan_cache_clear(s->plans);
     s->stale = false;
   }
   free_status_calls(calls, (int)s->master->tasks->len);
@@ -1091,15 +1101,10 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   }
   mplan_t *plan = NULL;
   if (!st) {
-    char *sig = weft__step_spec_signature(&spec);
-    plan = g_hash_table_lookup(s->plans, sig);
-    if (!plan) {
-      st = build_plan(s, &spec, placements, &plan);
-      if (!st) g_hash_table_insert(s->plans, sig, plan);
-      else g_free(sig);
-    } else {
-      g_free(sig);
-    }
+    build_ctx_t ctx = {s, placements};
+    void *cached = NULL;
+    st = weft__plan_cache_get(s->plans, &spec, build_plan, &ctx, &cached);
+    plan = cached;
     if (plan) g_atomic_int_inc(&plan->refcount);
   }
   int64_t timeout = timeout_ms > 0 ? timeout_ms
@@ -1133,11 +1138,8 @@ weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle)
   g_mutex_unlock(&m->lock);
   if (!s) return NULL; /* closing twice, or after a restart: nothing left to close */
   g_mutex_lock(&s->lock);
-  GHashTableIter it;
-  gpointer plan;
-  g_hash_table_iter_init(&it, s->plans);
-  while (g_hash_table_iter_next(&it, NULL, &plan)) forget_plan(m, plan);
-  g_hash_table_remove_all(s->plans);
+  weft__plan_cache_foreach(s->plans, forget_cached_plan, m);
+  weft__plan_cache_clear(s->plans);
   g_mutex_unlock(&s->lock);
   session_unref(s);
   return NULL;

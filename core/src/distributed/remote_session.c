@@ -1,4 +1,5 @@
-/* The client side of a grpc:// session (TensorFlow's GrpcSession): sends the graph to the master
+/* The client side of a grpc:// session (TensorFlow's GrpcSession), registered as the session
+ * layer's kind for grpc:// and grpcs:// targets (session_internal.h): sends the graph to the master
  * of the target server on the first run (CreateSession) and only the nodes added since on later
  * runs (ExtendSession), then runs steps with RunStep, feeds and fetches travelling as raw tensor
  * slices. When the target is a server of this very process the master is called directly,
@@ -6,12 +7,12 @@
  * printed as TensorFlow's log_device_placement lines when asked. Also the cluster-wide client
  * calls of the public API: listing every device of a cluster and resetting its containers.
  * A grpcs:// target means TLS with the options' files; the options' token rides on every call. */
-#include "distributed_internal.h"
-
 #include <stdio.h>
 #include <string.h>
 
 #include "../graph/graphdef_internal.h"
+#include "../session/session_internal.h"
+#include "distributed_internal.h"
 
 #define M_CREATE_SESSION "/weft.Master/CreateSession"
 #define M_EXTEND_SESSION "/weft.Master/ExtendSession"
@@ -28,7 +29,7 @@
 #define RUN_BACKSTOP_MS (3600 * 1000)
 #define RUN_SLACK_MS 10000
 
-struct weft__remote_session {
+typedef struct remote_session {
   weft_graph_t *graph;
   weft_session_options_t *opts;
   char *address;
@@ -41,7 +42,7 @@ struct weft__remote_session {
   bool closed;
   GMutex placement_lock;
   GHashTable *placement; /* node name -> device */
-};
+} remote_session_t;
 
 static weft__peer_t server_peer(const char *address, const weft__security_t *security) {
   weft__peer_t peer = {"The server", address, security};
@@ -62,8 +63,12 @@ static weft_status_t *client_security(const char *target, const weft_session_opt
                             opts ? opts->tls_ca : NULL, opts ? opts->auth_token_file : NULL, out);
 }
 
-weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_options_t *opts,
-                                        weft__remote_session_t **out) {
+static bool remote_accepts(const char *target) {
+  return weft__is_grpc_target(target);
+}
+
+static weft_status_t *remote_create(weft_graph_t *graph, const weft_session_options_t *opts,
+                                    void **out) {
   *out = NULL;
   const char *target = opts && opts->target ? opts->target : "";
   char *address = weft__target_address(target);
@@ -87,7 +92,7 @@ weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_
     g_free(address);
     return st;
   }
-  weft__remote_session_t *r = g_new0(weft__remote_session_t, 1);
+  remote_session_t *r = g_new0(remote_session_t, 1);
   r->graph = graph;
   r->opts = weft__session_options_copy(opts);
   r->address = address;
@@ -102,7 +107,7 @@ weft_status_t *weft__remote_session_new(weft_graph_t *graph, const weft_session_
 }
 
 /* Sends what the master does not have yet of the graph. Called with r->lock held. */
-static weft_status_t *sync_graph(weft__remote_session_t *r) {
+static weft_status_t *sync_graph(remote_session_t *r) {
   int n = weft_graph_num_nodes(r->graph);
   if (r->handle && n == r->n_sent) return NULL;
   Tensorflow__GraphDef *gd = NULL;
@@ -155,7 +160,7 @@ static weft_status_t *sync_graph(weft__remote_session_t *r) {
   return st;
 }
 
-static void record_placements(weft__remote_session_t *r, Weft__NodePlacement *const *p, size_t n) {
+static void record_placements(remote_session_t *r, Weft__NodePlacement *const *p, size_t n) {
   if (n == 0) return;
   GString *log = r->opts->log_device_placement ? g_string_new(NULL) : NULL;
   g_mutex_lock(&r->placement_lock);
@@ -174,12 +179,12 @@ static void record_placements(weft__remote_session_t *r, Weft__NodePlacement *co
   }
 }
 
-weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *const *feed_names,
-                                        weft_tensor_t *const *feeds, int n_feeds,
-                                        const char *const *fetch_names,
-                                        weft_tensor_t **fetch_outputs, int n_fetches,
-                                        const char *const *target_names, int n_targets,
-                                        int64_t timeout_ms, weft_run_metadata_t *stats) {
+static weft_status_t *remote_run(void *impl, const char *const *feed_names,
+                                 weft_tensor_t *const *feeds, int n_feeds,
+                                 const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                                 int n_fetches, const char *const *target_names, int n_targets,
+                                 int64_t timeout_ms, weft_run_metadata_t *stats) {
+  remote_session_t *r = impl;
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
@@ -243,7 +248,8 @@ weft_status_t *weft__remote_session_run(weft__remote_session_t *r, const char *c
   return st;
 }
 
-const char *weft__remote_session_node_device(weft__remote_session_t *r, const char *node_name) {
+static const char *remote_node_device(void *impl, const char *node_name) {
+  remote_session_t *r = impl;
   g_mutex_lock(&r->placement_lock);
   /* Entries are never replaced or removed while the session lives, so the string stays valid. */
   const char *d = g_hash_table_lookup(r->placement, node_name);
@@ -251,7 +257,8 @@ const char *weft__remote_session_node_device(weft__remote_session_t *r, const ch
   return d ? d : "";
 }
 
-weft_status_t *weft__remote_session_close(weft__remote_session_t *r) {
+static weft_status_t *remote_close(void *impl) {
+  remote_session_t *r = impl;
   g_mutex_lock(&r->lock);
   if (r->closed) {
     g_mutex_unlock(&r->lock);
@@ -277,9 +284,10 @@ weft_status_t *weft__remote_session_close(weft__remote_session_t *r) {
   return st;
 }
 
-void weft__remote_session_free(weft__remote_session_t *r) {
+static void remote_free(void *impl) {
+  remote_session_t *r = impl;
   if (!r) return;
-  weft_status_free(weft__remote_session_close(r));
+  weft_status_free(remote_close(r));
   if (r->local) weft__master_unref(r->local);
   weft__security_unref(r->security);
   g_hash_table_destroy(r->placement);
@@ -288,6 +296,27 @@ void weft__remote_session_free(weft__remote_session_t *r) {
   g_mutex_clear(&r->placement_lock);
   g_free(r->address);
   g_free(r);
+}
+
+/* The session kind of grpc:// and grpcs:// targets. A target of that scheme that is malformed is
+ * still this kind's: create refuses it with its own message. */
+static const weft__session_kind_t grpc_session_kind = {
+    .name = "grpc",
+    .usage = "grpc://HOST:PORT (grpcs:// for TLS) for a server",
+    .accepts = remote_accepts,
+    .create = remote_create,
+    .run = remote_run,
+    .node_device = remote_node_device,
+    .close = remote_close,
+    .free_impl = remote_free,
+    .resources = NULL,
+};
+
+/* Registered when the library is loaded, as TensorFlow's GrpcSessionRegistrar does, so that the
+ * session layer needs no knowledge of this one. Programs that link the core statically take the
+ * whole archive (core/meson.build), or this object would be left out. */
+__attribute__((constructor)) static void register_grpc_session_kind(void) {
+  weft__session_kind_register(&grpc_session_kind);
 }
 
 /* ---------------------------------------------------------------------------------------------

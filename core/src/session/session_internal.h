@@ -1,5 +1,5 @@
-/* Internal declarations of core/src/session: the options struct and helpers shared with the
- * distributed runtime, which runs the same plans on its workers. */
+/* Internal declarations of core/src/session: the options struct, the table of session kinds
+ * that upper layers register into, and what the saver needs of a session. */
 #ifndef WEFT_SESSION_INTERNAL_H
 #define WEFT_SESSION_INTERNAL_H
 
@@ -29,44 +29,53 @@ weft__resource_mgr_t *weft__session_resources(weft_session_t *session);
 /* The graph the session runs (borrowed). */
 weft_graph_t *weft__session_graph(weft_session_t *session);
 
-/* A step's feeds, fetches and targets resolved against a graph. The arrays are owned by the
- * spec (freed by weft__step_spec_clear); feed tensors are borrowed from the caller. */
-typedef struct weft__step_spec {
-  weft__feed_t *feeds;
-  int n_feeds;
-  weft__fetch_t *fetches;
-  int n_fetches;
-  weft_node_t **targets;
-  int n_targets;
-} weft__step_spec_t;
+/* ---------------------------------------------------------------------------------------------
+ * Session kinds (session.c; docs/architecture.md, "Adding a session kind"). weft_session_new
+ * picks the first registered kind that accepts the options' target, as TensorFlow's
+ * SessionFactory does; the public weft_session_* functions call its operations on the session's
+ * impl. The local kind is built in; kinds of upper layers register themselves, so this layer
+ * names none of them. */
 
-/* Resolves names ("x", "x:1"; targets may be node names) against `graph` and checks each feed's
- * dtype and shape against the tensor it replaces. NOT_FOUND / INVALID_ARGUMENT naming the name at
- * fault; on error the spec is left empty. */
-weft_status_t *weft__step_spec_resolve(weft_graph_t *graph, const char *const *feed_names,
-                                       weft_tensor_t *const *feed_values, int n_feeds,
-                                       const char *const *fetch_names, int n_fetches,
-                                       const char *const *target_names, int n_targets,
-                                       weft__step_spec_t *spec);
-void weft__step_spec_clear(weft__step_spec_t *spec);
-/* "feeds|fetches|targets" by name: the key of a cached plan. The caller g_free()s it. */
-char *weft__step_spec_signature(const weft__step_spec_t *spec);
-/* INVALID_ARGUMENT naming the feed when `t` does not fit output `index` of `node`. */
-weft_status_t *weft__check_feed(const weft_node_t *node, int index, const char *name,
-                                const weft_tensor_t *t);
-/* True when every output of `node` is fed (the node itself then does not run). */
-bool weft__node_fully_fed(const weft__feed_t *feeds, int n, const weft_node_t *node);
-/* The nodes the step needs, in creation order (a topological order); the caller frees the array
- * (not the nodes). */
-GPtrArray *weft__step_needed_nodes(const weft__step_spec_t *spec);
-/* INVALID_ARGUMENT naming the first Placeholder in `nodes` (which therefore is not fed). */
-weft_status_t *weft__check_unfed_placeholders(GPtrArray *nodes);
-/* Opens `dev`, picks the best kernel for the node there and instantiates it; NOT_FOUND naming
- * node, op, device and the kernels that do exist when there is none. */
-weft_status_t *weft__kernel_instance_for_node(const weft_node_t *node, weft__device_t *dev,
-                                              const weft_device_options_t *dopts,
-                                              weft__kernel_instance_t **out);
-/* Prints TensorFlow's log_device_placement lines "name: (Op): device" for `nodes` to stderr. */
-void weft__log_placement(GPtrArray *nodes, GHashTable *placement);
+typedef struct weft__session_kind {
+  const char *name; /* "local", ...: for messages */
+  /* How to write a target of this kind, for the error about a target no kind accepts:
+   * "\"\" or \"local\" for an in-process session". */
+  const char *usage;
+  /* Whether the target (never NULL; "" when unset) is this kind's. A kind that accepts a target
+   * then owns its errors: a malformed one fails in create with the kind's own message. */
+  bool (*accepts)(const char *target);
+  /* A session over `graph` (borrowed: it outlives the session and may grow between runs); opts
+   * may be NULL. On success *impl is the kind's, freed by free_impl. */
+  weft_status_t *(*create)(weft_graph_t *graph, const weft_session_options_t *opts, void **impl);
+  /* One step (arguments checked by the caller: session not NULL, trace level known). timeout_ms:
+   * the step's deadline, 0 for the session's default. stats: NULL when untraced, otherwise the
+   * metadata that receives the step's node records. fetch_outputs[k] gets a new reference. */
+  weft_status_t *(*run)(void *impl, const char *const *feed_names,
+                        weft_tensor_t *const *feed_values, int n_feeds,
+                        const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                        int n_fetches, const char *const *target_names, int n_targets,
+                        int64_t timeout_ms, weft_run_metadata_t *stats);
+  /* The device a node was placed on ("" when not placed yet); the string lives as long as the
+   * session. */
+  const char *(*node_device)(void *impl, const char *node_name);
+  /* Releases what the session holds (variables, server-side state); later runs fail with
+   * FAILED_PRECONDITION "Session has been closed". Closing twice is a no-op. */
+  weft_status_t *(*close)(void *impl);
+  /* Closes if needed and frees impl. */
+  void (*free_impl)(void *impl);
+  /* Optional (NULL: none, as for a remote session): the resource manager holding the session's
+   * variables, NULL once closed. */
+  weft__resource_mgr_t *(*resources)(void *impl);
+} weft__session_kind_t;
+
+/* Adds a kind to the process's table (a kind already there is not added again). Thread-safe; may
+ * run from a library constructor, before main. `kind` must live as long as the process. */
+void weft__session_kind_register(const weft__session_kind_t *kind);
+/* The first kind, in registration order after the built-in local kind, that accepts `target`
+ * (NULL: ""); NULL when none does. */
+const weft__session_kind_t *weft__session_kind_for_target(const char *target);
+
+/* The built-in kind (session_local.c): "" and "local", sessions in this process. */
+extern const weft__session_kind_t weft__local_session_kind;
 
 #endif /* WEFT_SESSION_INTERNAL_H */

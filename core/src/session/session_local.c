@@ -1,0 +1,256 @@
+/* The local session kind (targets "" and "local"), TensorFlow's DirectSession: resolves a step's
+ * feeds, fetches and targets, prunes the graph to what they need (both with exec's planning,
+ * plan_internal.h), places new nodes on this process's devices (placement is kept across runs),
+ * instantiates kernels once per node, and caches one executor per feed/fetch/target signature.
+ * Variables live in the session's resource manager. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../exec/plan_internal.h"
+#include "../placement/placement_internal.h"
+#include "session_internal.h"
+
+typedef struct plan {
+  weft__executor_t *executor;
+  int n_feeds;
+} plan_t;
+
+typedef struct local_session {
+  weft_graph_t *graph;
+  weft_session_options_t *opts;
+  GMutex lock;
+  GHashTable *placement;     /* node name -> device name */
+  GHashTable *kernels;       /* weft_node_t* -> weft__kernel_instance_t* */
+  weft__plan_cache_t *plans; /* of plan_t */
+  weft__resource_mgr_t *resources;
+  weft__threadpool_t *inter_pool;
+  weft__threadpool_t *intra_pool;
+  bool own_pools;
+  bool closed;
+} local_session_t;
+
+static void plan_free(plan_t *p) {
+  if (!p) return;
+  weft__executor_free(p->executor);
+  g_free(p);
+}
+
+static bool local_accepts(const char *target) {
+  return !*target || strcmp(target, "local") == 0;
+}
+
+static weft_status_t *local_create(weft_graph_t *graph, const weft_session_options_t *opts,
+                                   void **impl) {
+  weft__plugins_ensure_loaded();
+  local_session_t *s = g_new0(local_session_t, 1);
+  s->graph = graph;
+  s->opts = weft__session_options_copy(opts);
+  g_mutex_init(&s->lock);
+  s->placement = weft__placement_new();
+  s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                     (GDestroyNotify)weft__kernel_instance_free);
+  s->plans = weft__plan_cache_new((GDestroyNotify)plan_free);
+  s->resources = weft__resource_mgr_new();
+  if (s->opts->use_per_session_threads) {
+    int inter = s->opts->inter_op_threads ? s->opts->inter_op_threads : weft__num_cores();
+    int intra = s->opts->intra_op_threads ? s->opts->intra_op_threads : weft__num_cores();
+    s->inter_pool = weft__threadpool_new(inter, "weft-inter");
+    s->intra_pool = weft__threadpool_new(intra, "weft-intra");
+    s->own_pools = true;
+  } else {
+    s->inter_pool = weft__default_inter_op_pool(s->opts->inter_op_threads);
+    s->intra_pool = weft__default_intra_op_pool(s->opts->intra_op_threads);
+  }
+  *impl = s;
+  return NULL;
+}
+
+static weft__resource_mgr_t *local_resources(void *impl) {
+  local_session_t *s = impl;
+  return s->closed ? NULL : s->resources;
+}
+
+static const char *local_node_device(void *impl, const char *node_name) {
+  local_session_t *s = impl;
+  g_mutex_lock(&s->lock);
+  const char *d = g_hash_table_lookup(s->placement, node_name);
+  g_mutex_unlock(&s->lock);
+  return d ? d : "";
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Planning: placement and kernels are this kind's; resolving, pruning and the cache are exec's. */
+
+/* Prints TensorFlow's log_device_placement lines "name: (Op): device" for `nodes` to stderr. */
+static void log_placement(GPtrArray *nodes, GHashTable *placement) {
+  GString *log = g_string_new(NULL);
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    const char *device = g_hash_table_lookup(placement, n->name);
+    g_string_append_printf(log, "%s: (%s): %s\n", n->name, n->op_name, device ? device : "");
+  }
+  fputs(log->str, stderr);
+  fflush(stderr);
+  g_string_free(log, TRUE);
+}
+
+static weft_status_t *place_new_nodes(local_session_t *s, GPtrArray *needed) {
+  GPtrArray *nodes = weft__colocation_closure(s->graph, needed, s->placement);
+  GPtrArray *todo = g_ptr_array_new();
+  for (guint k = 0; k < nodes->len; k++) {
+    weft_node_t *n = nodes->pdata[k];
+    if (!g_hash_table_contains(s->placement, n->name)) g_ptr_array_add(todo, n);
+  }
+  g_ptr_array_free(nodes, TRUE);
+  if (!todo->len) {
+    g_ptr_array_free(todo, TRUE);
+    return NULL;
+  }
+  int n_devices = weft__device_count();
+  weft__place_device_t *devices = g_new0(weft__place_device_t, n_devices > 0 ? n_devices : 1);
+  for (int k = 0; k < n_devices; k++) {
+    weft__device_t *d = weft__device_at(k);
+    devices[k].name = d->name;
+    devices[k].job = "localhost";
+    devices[k].replica = 0;
+    devices[k].task = 0;
+    devices[k].type = d->type;
+    devices[k].id = d->ordinal;
+    devices[k].gpu_like = d->gpu_like;
+    devices[k].emulated = d->emulated;
+    devices[k].priority = d->priority;
+  }
+  weft__placer_options_t popts = {s->opts->allow_soft_placement, "localhost", 0, 0};
+  weft_status_t *st = NULL;
+  if (n_devices == 0) {
+    st = weft_status_new(WEFT_FAILED_PRECONDITION,
+                         "No devices: no backend plugin was loaded (see `weft plugins`; set "
+                         "WEFT_PLUGIN_PATH to the folder holding libweft-cpu.so)");
+  } else {
+    st = weft__place(todo, devices, n_devices, &popts, s->placement);
+  }
+  if (!st && s->opts->log_device_placement) log_placement(todo, s->placement);
+  g_free(devices);
+  g_ptr_array_free(todo, TRUE);
+  return st;
+}
+
+static weft_status_t *instantiate_kernels(local_session_t *s, GPtrArray *nodes,
+                                          weft__kernel_instance_t **out) {
+  weft_device_options_t dopts = {sizeof(dopts), s->opts->gpu_memory_fraction,
+                                 s->opts->gpu_allow_growth};
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    weft__kernel_instance_t *inst = g_hash_table_lookup(s->kernels, n);
+    if (!inst) {
+      const char *dev_name = g_hash_table_lookup(s->placement, n->name);
+      weft__device_t *dev = dev_name ? weft__device_find(dev_name) : NULL;
+      if (!dev) {
+        return weft_status_new(WEFT_INTERNAL, "Node '%s' was placed on unknown device '%s'",
+                               n->name, dev_name ? dev_name : "");
+      }
+      weft_status_t *st = weft__kernel_instance_for_node(n, dev, &dopts, &inst);
+      if (st) return st;
+      g_hash_table_insert(s->kernels, (gpointer)n, inst);
+    }
+    out[k] = inst;
+  }
+  return NULL;
+}
+
+/* The plan cache's build function: prune, place what is new, instantiate what is new, and build
+ * the executor. */
+static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec, void **out) {
+  local_session_t *s = user_data;
+  GPtrArray *nodes = NULL;
+  weft_status_t *st = weft__step_prune(spec, &nodes);
+  if (st) return st;
+  st = place_new_nodes(s, nodes);
+  weft__kernel_instance_t **kernels = g_new0(weft__kernel_instance_t *, nodes->len + 1);
+  if (!st) st = instantiate_kernels(s, nodes, kernels);
+  if (!st) {
+    weft__executor_params_t p = {nodes,         kernels,         spec->feeds,
+                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL};
+    weft__executor_t *ex = NULL;
+    st = weft__executor_new(&p, &ex);
+    if (!st) {
+      plan_t *plan = g_new0(plan_t, 1);
+      plan->executor = ex;
+      plan->n_feeds = spec->n_feeds;
+      *out = plan;
+    }
+  }
+  g_free(kernels);
+  g_ptr_array_free(nodes, TRUE);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running */
+
+static weft_status_t *local_run(void *impl, const char *const *feed_names,
+                                weft_tensor_t *const *feed_values, int n_feeds,
+                                const char *const *fetch_names, weft_tensor_t **fetch_outputs,
+                                int n_fetches, const char *const *target_names, int n_targets,
+                                int64_t timeout_ms, weft_run_metadata_t *stats) {
+  local_session_t *s = impl;
+  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  weft__step_spec_t spec;
+  weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
+                                              fetch_names, n_fetches, target_names, n_targets,
+                                              &spec);
+  if (st) return st;
+
+  void *plan = NULL;
+  g_mutex_lock(&s->lock);
+  st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+  g_mutex_unlock(&s->lock);
+  if (!st) {
+    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
+                             stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
+                                                   : 0};
+    st = weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
+  }
+  weft__step_spec_clear(&spec);
+  return st;
+}
+
+static weft_status_t *local_close(void *impl) {
+  local_session_t *s = impl;
+  if (s->closed) return NULL;
+  g_mutex_lock(&s->lock);
+  s->closed = true;
+  weft__plan_cache_clear(s->plans);
+  g_hash_table_remove_all(s->kernels);
+  weft__resource_mgr_clear(s->resources, NULL, 0);
+  g_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+static void local_free(void *impl) {
+  local_session_t *s = impl;
+  weft_status_free(local_close(s));
+  weft__plan_cache_free(s->plans);
+  g_hash_table_destroy(s->kernels);
+  g_hash_table_destroy(s->placement);
+  weft__resource_mgr_free(s->resources);
+  if (s->own_pools) {
+    weft__threadpool_free(s->inter_pool);
+    weft__threadpool_free(s->intra_pool);
+  }
+  weft_session_options_free(s->opts);
+  g_mutex_clear(&s->lock);
+  g_free(s);
+}
+
+const weft__session_kind_t weft__local_session_kind = {
+    .name = "local",
+    .usage = "\"\" or \"local\" for an in-process session",
+    .accepts = local_accepts,
+    .create = local_create,
+    .run = local_run,
+    .node_device = local_node_device,
+    .close = local_close,
+    .free_impl = local_free,
+    .resources = local_resources,
+};
