@@ -2,8 +2,11 @@
  * (including copies through a fake device backend), JSON in and out, shapes and broadcasting,
  * the thread pools' parallel-for, and logging. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "base/base_internal.h"
 #include "plugin/plugin_internal.h"
@@ -39,6 +42,74 @@ static void test_status_basics(void) {
   g_assert_cmpstr(weft_status_message(NULL), ==, "");
   g_assert_null(weft_status_prefix(NULL, "context"));
   weft_status_free(NULL);
+}
+
+/* Code-only statuses allocate nothing: code and message work, freeing and prefixing leave the
+ * constant as it was, so code that frees every status it gets is right with them too. */
+static void test_status_code_only(void) {
+  g_assert_null(weft_status_from_code(WEFT_OK));
+  weft_status_t *oom = weft_status_from_code(WEFT_RESOURCE_EXHAUSTED);
+  g_assert_nonnull(oom);
+  g_assert_true(weft_status_from_code(WEFT_RESOURCE_EXHAUSTED) == oom);
+  g_assert_cmpint(weft_status_code(oom), ==, WEFT_RESOURCE_EXHAUSTED);
+  g_assert_cmpstr(weft_status_message(oom), ==, "out of memory");
+  g_assert_true(weft_status_prefix(oom, "while importing %s", "g.pb") == oom);
+  g_assert_cmpstr(weft_status_message(oom), ==, "out of memory");
+  weft_status_free(oom);
+  weft_status_free(oom);
+  g_assert_cmpstr(weft_status_message(oom), ==, "out of memory");
+  for (int code = 1; code <= 16; code++) {
+    weft_status_t *st = weft_status_from_code((weft_code_t)code);
+    g_assert_cmpint(weft_status_code(st), ==, code);
+    if (code == WEFT_RESOURCE_EXHAUSTED) continue;
+    char *want = g_strdup_printf("%s (no memory for the message)", weft_code_name(code));
+    g_assert_cmpstr(weft_status_message(st), ==, want);
+    g_free(want);
+    weft_status_free(st);
+  }
+  weft_status_t *odd = weft_status_from_code((weft_code_t)99);
+  g_assert_cmpint(weft_status_code(odd), ==, WEFT_UNKNOWN);
+  weft_status_free(odd);
+  /* An allocated status is unaffected: still owned, freed and prefixed in place. */
+  weft_status_t *st = weft_status_new(WEFT_RESOURCE_EXHAUSTED, "no memory for %d bytes", 16);
+  g_assert_true(st != oom);
+  g_assert_cmpstr(weft_status_message(st), ==, "no memory for 16 bytes");
+  weft_status_free(st);
+}
+
+/* weft_status_new returns the code-only status of its code when the message cannot be
+ * allocated, rather than aborting (run in a child whose address space is capped). */
+static void test_status_new_out_of_memory(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_skip("ASan reserves more address space than the cap allows");
+  return;
+#endif
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    return;
+  }
+  long pages = 0;
+  FILE *statm = fopen("/proc/self/statm", "r");
+  if (statm == NULL || fscanf(statm, "%ld", &pages) != 1) {
+    if (statm) fclose(statm);
+    g_test_skip("no /proc/self/statm");
+    return;
+  }
+  fclose(statm);
+  struct rlimit cap = {.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (64 << 20)};
+  cap.rlim_max = cap.rlim_cur;
+  g_assert_cmpint(setrlimit(RLIMIT_AS, &cap), ==, 0);
+  /* A 512 MiB message cannot be allocated under the cap. */
+  weft_status_t *st = weft_status_new(WEFT_NOT_FOUND, "%*s", 512 << 20, "x");
+  g_assert_true(st == weft_status_from_code(WEFT_NOT_FOUND));
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_NOT_FOUND);
+  g_assert_cmpstr(weft_status_message(st), ==, "NOT_FOUND (no memory for the message)");
+  weft_status_free(st);
+  /* A small one still can. */
+  st = weft_status_new(WEFT_NOT_FOUND, "node %s", "x");
+  g_assert_cmpstr(weft_status_message(st), ==, "node x");
+  weft_status_free(st);
 }
 
 static void test_status_code_names(void) {
@@ -1082,6 +1153,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/base/log/default", test_log_default);
   g_test_add_func("/base/status/basics", test_status_basics);
   g_test_add_func("/base/status/code_names", test_status_code_names);
+  g_test_add_func("/base/status/code_only", test_status_code_only);
+  g_test_add_func("/base/status/new_out_of_memory", test_status_new_out_of_memory);
   g_test_add_func("/base/dtype/names", test_dtype_names);
   g_test_add_func("/base/dtype/refs", test_dtype_refs);
   g_test_add_func("/base/dtype/half_bfloat16", test_half_bfloat16);

@@ -17,9 +17,8 @@ typedef struct {
   int fail_level;
 } walk_t;
 
-/* A varint of at most max_bytes bytes that ends inside [*p, end); false (nothing consumed that
- * matters) if it does not. */
-static bool read_varint(const uint8_t **p, const uint8_t *end, int max_bytes, uint64_t *out) {
+bool weft__pb_read_varint(const uint8_t **p, const uint8_t *end, int max_bytes,
+                          uint64_t *out) {
   uint64_t v = 0;
   for (int i = 0; i < max_bytes && *p < end; i++) {
     uint8_t b = *(*p)++;
@@ -44,10 +43,10 @@ static bool walk(walk_t *w, const ProtobufCMessageDescriptor *desc, const uint8_
   while (p < end) {
     const uint8_t *field_start = p;
     uint64_t tag = 0, v = 0;
-    if ((*p & 0xf8) == 0 || !read_varint(&p, end, 5, &tag)) return true;
+    if ((*p & 0xf8) == 0 || !weft__pb_read_varint(&p, end, 5, &tag)) return true;
     switch (tag & 7) {
       case 0: /* varint */
-        if (!read_varint(&p, end, 10, &v)) return true;
+        if (!weft__pb_read_varint(&p, end, 10, &v)) return true;
         break;
       case 1: /* 64-bit */
         if (end - p < 8) return true;
@@ -59,7 +58,7 @@ static bool walk(walk_t *w, const ProtobufCMessageDescriptor *desc, const uint8_
         break;
       case 2: { /* length-delimited: a message only if desc says this field is one */
         uint64_t n = 0;
-        if (!read_varint(&p, end, 10, &n) || n > (uint64_t)(end - p)) return true;
+        if (!weft__pb_read_varint(&p, end, 10, &n) || n > (uint64_t)(end - p)) return true;
         const ProtobufCFieldDescriptor *f =
             protobuf_c_message_descriptor_get_field(desc, (unsigned)(uint32_t)(tag >> 3));
         if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE) {

@@ -7,6 +7,7 @@
 #define WEFT_BASE_PROTOBUF_INTERNAL_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,11 @@
  * protobuf parsers; the deepest of the 8,780 GraphDefs, SavedModels and ONNX files of the shared
  * corpus nests 11 levels (tests/test_protobuf.c, /protobuf/corpus). */
 #define WEFT_PB_MAX_DEPTH 100
+
+/* The core's one varint decoder: a varint of at most max_bytes bytes that ends inside [*p, end),
+ * stored in *out with *p moved past it; false (*p then somewhere inside) if it does not end
+ * there. The depth walk below and the RPC frame reader (distributed/wire_reader.c) both use it. */
+bool weft__pb_read_varint(const uint8_t **p, const uint8_t *end, int max_bytes, uint64_t *out);
 
 /* The depth check alone: NULL if `data` nests at most `max_depth` levels as `desc` reads it,
  * else INVALID_ARGUMENT "WHAT: protobuf nesting deeper than N levels at byte OFFSET (PATH)",

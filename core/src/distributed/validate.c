@@ -16,6 +16,7 @@
 #include "../base/protobuf_internal.h"
 #include "../graph/graph_internal.h"
 #include "../placement/placement_internal.h"
+#include "wire_reader.h"
 
 void weft__limits_default(weft__limits_t *l) {
   l->max_message_bytes = WEFT_DEFAULT_MAX_MESSAGE_BYTES;
@@ -61,19 +62,16 @@ static weft_status_t *check_dims(const char *method, const char *field, const we
     return invalid(method, "field '%s' has rank %zu; the server allows at most %d "
                    "(--max_tensor_rank)", field, n, l->max_rank);
   }
-  uint64_t count = 1;
-  for (size_t k = 0; k < n; k++) {
-    if (dims[k] < 0) {
+  size_t k = 0;
+  switch (weft__wire_dims_check(dims, n, &k, elements)) {
+    case WEFT__WIRE_META_NEGATIVE_DIM:
       return invalid(method, "field '%s' has negative dimension %" G_GINT64_FORMAT " at %zu",
                      field, dims[k], k);
-    }
-    if (dims[k] > 0 && count > (uint64_t)G_MAXINT64 / (uint64_t)dims[k]) {
+    case WEFT__WIRE_META_DIMS_OVERFLOW:
       return invalid(method, "field '%s' has too many elements", field);
-    }
-    count *= (uint64_t)dims[k];
+    default:
+      return NULL;
   }
-  *elements = count;
-  return NULL;
 }
 
 static bool dtype_ok(int dtype) {
@@ -91,87 +89,47 @@ static weft_status_t *too_large(const char *method, const char *field, uint64_t 
 /* ---------------------------------------------------------------------------------------------
  * The frame */
 
-typedef struct reader {
-  grpc_byte_buffer_reader r;
-  grpc_slice slice;
-  size_t offset;
-  bool have_slice;
-  size_t remaining;
-} reader_t;
-
-/* Copies n bytes to dst, or skips them when dst is NULL. */
-static bool reader_take(reader_t *c, uint8_t *dst, size_t n) {
-  if (n > c->remaining) return false;
-  while (n > 0) {
-    if (!c->have_slice || c->offset == GRPC_SLICE_LENGTH(c->slice)) {
-      if (c->have_slice) grpc_slice_unref(c->slice);
-      c->have_slice = grpc_byte_buffer_reader_next(&c->r, &c->slice) != 0;
-      c->offset = 0;
-      if (!c->have_slice) return false;
-      continue;
-    }
-    size_t take = MIN(GRPC_SLICE_LENGTH(c->slice) - c->offset, n);
-    if (dst) {
-      memcpy(dst, GRPC_SLICE_START_PTR(c->slice) + c->offset, take);
-      dst += take;
-    }
-    c->offset += take;
-    c->remaining -= take;
-    n -= take;
-  }
-  return true;
-}
-
-static bool reader_varint(reader_t *c, uint64_t *v) {
-  *v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    uint8_t b;
-    if (!reader_take(c, &b, 1)) return false;
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-
 static weft_status_t *check_meta(const char *method, const weft__limits_t *l,
-                                 const Weft__TensorMeta *m, size_t index, uint64_t *nbytes) {
+                                 const Weft__TensorMeta *m, size_t index) {
   char field[64];
   g_snprintf(field, sizeof field, "feed[%zu]", index);
-  if (!dtype_ok(m->dtype)) {
+  weft__wire_meta_check_t c;
+  weft__wire_meta_check(m, l->max_rank, &c);
+  if (c.fault == WEFT__WIRE_META_DTYPE) {
     return invalid(method, "field '%s.dtype' is %d, not a dtype a tensor can have", field,
                    m->dtype);
   }
-  char shape_field[80];
-  g_snprintf(shape_field, sizeof shape_field, "%s.shape", field);
-  uint64_t elements = 0;
-  weft_status_t *st = check_dims(method, shape_field, l, m->dims, m->n_dims, &elements);
-  if (st) return st;
+  if (c.fault == WEFT__WIRE_META_RANK || c.fault == WEFT__WIRE_META_NEGATIVE_DIM ||
+      c.fault == WEFT__WIRE_META_DIMS_OVERFLOW) {
+    char shape_field[80];
+    g_snprintf(shape_field, sizeof shape_field, "%s.shape", field);
+    uint64_t elements = 0;
+    return check_dims(method, shape_field, l, m->dims, m->n_dims, &elements);
+  }
   char *shape = shape_text(m->dims, m->n_dims);
-  if (m->dtype == WEFT_DT_STRING) {
-    uint64_t total = 0;
-    bool overflow = false;
-    for (size_t k = 0; k < m->n_string_lengths; k++) {
-      if (m->string_lengths[k] > (uint64_t)G_MAXINT64 - total) overflow = true;
-      else total += m->string_lengths[k];
-    }
-    if (m->n_string_lengths != elements) {
+  const char *dtype = weft_dtype_name((weft_dtype_t)m->dtype);
+  weft_status_t *st = NULL;
+  switch (c.fault) {
+    case WEFT__WIRE_META_STRING_COUNT:
       st = invalid(method, "field '%s.string_lengths' has %zu entries but shape %s has %"
-                   G_GUINT64_FORMAT " elements", field, m->n_string_lengths, shape, elements);
-    } else if (overflow || total != m->nbytes) {
+                   G_GUINT64_FORMAT " elements", field, m->n_string_lengths, shape, c.elements);
+      break;
+    case WEFT__WIRE_META_STRING_BYTES:
       st = invalid(method, "field '%s.tensor_content' holds %" G_GUINT64_FORMAT " bytes but its "
                    "string lengths add up to %s%" G_GUINT64_FORMAT, field, (guint64)m->nbytes,
-                   overflow ? "more than " : "", total);
-    }
-  } else {
-    uint64_t size = weft_dtype_size((weft_dtype_t)m->dtype);
-    if (elements > (uint64_t)G_MAXINT64 / size) {
-      st = invalid(method, "field '%s' (dtype %s, shape %s) has too many elements", field,
-                   weft_dtype_name((weft_dtype_t)m->dtype), shape);
-    } else if (elements * size != m->nbytes) {
+                   c.string_overflow ? "more than " : "", c.string_total);
+      break;
+    case WEFT__WIRE_META_BYTES_OVERFLOW:
+      st = invalid(method, "field '%s' (dtype %s, shape %s) has too many elements", field, dtype,
+                   shape);
+      break;
+    case WEFT__WIRE_META_BYTES:
       st = invalid(method, "field '%s.tensor_content' holds %" G_GUINT64_FORMAT " bytes but dtype "
-                   "%s and shape %s need %" G_GUINT64_FORMAT, field, (guint64)m->nbytes,
-                   weft_dtype_name((weft_dtype_t)m->dtype), shape, elements * size);
-    }
+                   "%s and shape %s need %" G_GUINT64_FORMAT, field, (guint64)m->nbytes, dtype,
+                   shape, c.elements * weft_dtype_size((weft_dtype_t)m->dtype));
+      break;
+    default:
+      break;
   }
   g_free(shape);
   if (!st && m->nbytes > (uint64_t)l->max_tensor_bytes) {
@@ -179,7 +137,6 @@ static weft_status_t *check_meta(const char *method, const weft__limits_t *l,
     g_snprintf(content, sizeof content, "%s.tensor_content", field);
     st = too_large(method, content, m->nbytes, l);
   }
-  *nbytes = m->nbytes;
   return st;
 }
 
@@ -191,39 +148,27 @@ weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
     return invalid(method, "the message is %zu bytes; the server accepts at most %" G_GINT64_FORMAT
                    " (--max_message_bytes)", total, l->max_message_bytes);
   }
-  reader_t c = {0};
-  if (!grpc_byte_buffer_reader_init(&c.r, bb)) return NULL;
-  c.remaining = total;
+  weft__wire_reader_t c;
+  if (!weft__wire_reader_init(&c, bb)) return NULL;
   weft_status_t *st = NULL;
-  uint64_t len = 0;
-  uint8_t *list_bytes = NULL;
+  /* A frame whose head is cut short, nests too deep or does not parse is the decoder's to
+   * describe; the head is read (the message only skipped) as the decoder reads it. */
   Weft__TensorList *list = NULL;
-  /* A frame that does not even have this shape is the decoder's to describe. */
-  if (reader_varint(&c, &len) && len <= c.remaining && reader_take(&c, NULL, len) &&
-      reader_varint(&c, &len) && len <= c.remaining) {
-    list_bytes = g_malloc(len > 0 ? len : 1);
-    /* A TensorList that does not parse (or nests too deep) is the decoder's to describe. */
-    weft_status_t *deep = NULL;
-    if (reader_take(&c, list_bytes, len)) {
-      list = (Weft__TensorList *)weft__pb_unpack(&weft__tensor_list__descriptor, list_bytes, len,
-                                                 "tensor list", &deep);
-    }
-    weft_status_free(deep);
-  }
+  ProtobufCMessage *unused = NULL;
+  weft_status_free(weft__wire_reader_head(&c, NULL, &unused, &list));
   uint64_t left = c.remaining;
   for (size_t k = 0; list && !st && k < list->n_tensor; k++) {
-    uint64_t nbytes = 0;
-    st = check_meta(method, l, list->tensor[k], k, &nbytes);
-    if (!st && nbytes > left) {
+    const Weft__TensorMeta *m = list->tensor[k];
+    st = check_meta(method, l, m, k);
+    if (!st && m->nbytes > left) {
       st = invalid(method, "field 'feed[%zu].tensor_content' needs %" G_GUINT64_FORMAT " bytes "
-                   "but only %" G_GUINT64_FORMAT " follow in the message", k, nbytes, left);
+                   "but only %" G_GUINT64_FORMAT " follow in the message", k,
+                   (guint64)m->nbytes, left);
     }
-    if (!st) left -= nbytes;
+    if (!st) left -= m->nbytes;
   }
   if (list) weft__tensor_list__free_unpacked(list, NULL);
-  g_free(list_bytes);
-  if (c.have_slice) grpc_slice_unref(c.slice);
-  grpc_byte_buffer_reader_destroy(&c.r);
+  weft__wire_reader_destroy(&c);
   return st;
 }
 

@@ -8,7 +8,7 @@
 #include <grpc/slice.h>
 #include <string.h>
 
-#include "../base/protobuf_internal.h"
+#include "wire_reader.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Encoding */
@@ -127,134 +127,52 @@ weft_status_t *weft__wire_encode(const ProtobufCMessage *msg, weft_tensor_t *con
 /* ---------------------------------------------------------------------------------------------
  * Decoding */
 
-typedef struct cursor {
-  grpc_byte_buffer_reader reader;
-  grpc_slice slice;
-  size_t offset;
-  bool have_slice;
-  size_t remaining; /* bytes not yet read */
-} cursor_t;
-
-static bool cursor_read(cursor_t *c, void *dst, size_t n) {
-  if (n > c->remaining) return false;
-  uint8_t *out = dst;
-  while (n > 0) {
-    if (!c->have_slice || c->offset == GRPC_SLICE_LENGTH(c->slice)) {
-      if (c->have_slice) grpc_slice_unref(c->slice);
-      c->have_slice = grpc_byte_buffer_reader_next(&c->reader, &c->slice) != 0;
-      c->offset = 0;
-      if (!c->have_slice) return false;
-      continue;
-    }
-    size_t take = GRPC_SLICE_LENGTH(c->slice) - c->offset;
-    if (take > n) take = n;
-    if (out) {
-      memcpy(out, GRPC_SLICE_START_PTR(c->slice) + c->offset, take);
-      out += take;
-    }
-    c->offset += take;
-    c->remaining -= take;
-    n -= take;
-  }
-  return true;
-}
-
-static bool cursor_varint(cursor_t *c, uint64_t *v) {
-  *v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    uint8_t b;
-    if (!cursor_read(c, &b, 1)) return false;
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-
-/* A length-prefixed protobuf message of the frame. */
-static weft_status_t *read_message(cursor_t *c, const ProtobufCMessageDescriptor *desc,
-                                   const char *what, ProtobufCMessage **out) {
-  uint64_t len = 0;
-  if (!cursor_varint(c, &len) || len > c->remaining) {
-    return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Malformed request: the %s length is missing or larger than the %zu "
-                           "bytes left", what, c->remaining);
-  }
-  uint8_t *bytes = g_malloc(len > 0 ? len : 1);
-  cursor_read(c, bytes, len);
-  /* Nesting bounded first: protobuf-c recurses once per level (a deep GraphDef crashed weftd). */
-  char named[160];
-  g_snprintf(named, sizeof named, "Malformed request: the %s (%s)", what, desc->name);
-  weft_status_t *deep = NULL;
-  *out = weft__pb_unpack(desc, bytes, len, named, &deep);
-  g_free(bytes);
-  if (deep) return deep;
-  if (!*out) {
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "Malformed request: the %s (%s, %" G_GUINT64_FORMAT
-                           " bytes) does not parse", what, desc->name, len);
-  }
-  return NULL;
-}
-
-static weft_status_t *check_meta(const Weft__TensorMeta *m, int index, uint64_t *nbytes) {
-  int dtype = m->dtype;
-  bool ok_type = weft__dtype_is_valid(dtype) && !weft__dtype_is_ref(dtype) &&
-                 (dtype == WEFT_DT_STRING || weft_dtype_size(dtype) > 0);
-  if (!ok_type) {
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "Tensor %d of the message has invalid dtype %d",
-                           index, dtype);
-  }
-  if (m->n_dims > WEFT_MAX_RANK) {
-    return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Tensor %d of the message has rank %zu; at most %d is supported", index,
-                           m->n_dims, WEFT_MAX_RANK);
-  }
-  uint64_t elements = 1;
-  for (size_t k = 0; k < m->n_dims; k++) {
-    if (m->dims[k] < 0) {
+/* The fault weft__wire_meta_check found, in the decoder's words. */
+static weft_status_t *meta_error(const Weft__TensorMeta *m, int index,
+                                 const weft__wire_meta_check_t *c) {
+  switch (c->fault) {
+    case WEFT__WIRE_META_OK:
+      break;
+    case WEFT__WIRE_META_DTYPE:
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "Tensor %d of the message has invalid dtype %d",
+                             index, m->dtype);
+    case WEFT__WIRE_META_RANK:
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Tensor %d of the message has rank %zu; at most %d is supported",
+                             index, m->n_dims, WEFT_MAX_RANK);
+    case WEFT__WIRE_META_NEGATIVE_DIM:
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "Tensor %d of the message has negative dimension %" G_GINT64_FORMAT,
-                             index, m->dims[k]);
-    }
-    if (m->dims[k] > 0 && elements > G_MAXINT64 / (uint64_t)m->dims[k]) {
+                             index, m->dims[c->dim]);
+    case WEFT__WIRE_META_DIMS_OVERFLOW:
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "Tensor %d of the message has too many elements", index);
-    }
-    elements *= (uint64_t)m->dims[k];
-  }
-  if (dtype == WEFT_DT_STRING) {
-    if (m->n_string_lengths != elements) {
+    case WEFT__WIRE_META_STRING_COUNT:
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "String tensor %d of the message has %" G_GUINT64_FORMAT
-                             " elements but %zu lengths", index, elements, m->n_string_lengths);
-    }
-    uint64_t total = 0;
-    for (size_t k = 0; k < m->n_string_lengths; k++) {
-      if (m->string_lengths[k] > G_MAXINT64 - total) {
+                             " elements but %zu lengths", index, c->elements, m->n_string_lengths);
+    case WEFT__WIRE_META_STRING_BYTES:
+      if (c->string_overflow) {
         return weft_status_new(WEFT_INVALID_ARGUMENT,
                                "String tensor %d of the message is too large", index);
       }
-      total += m->string_lengths[k];
-    }
-    if (total != m->nbytes) {
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "String tensor %d of the message says %" G_GUINT64_FORMAT
                              " bytes but its elements add up to %" G_GUINT64_FORMAT,
-                             index, (guint64)m->nbytes, total);
-    }
-  } else {
-    size_t size = weft_dtype_size(dtype);
-    if (elements > G_MAXINT64 / size || elements * size != m->nbytes) {
+                             index, (guint64)m->nbytes, c->string_total);
+    case WEFT__WIRE_META_BYTES_OVERFLOW:
+    case WEFT__WIRE_META_BYTES:
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "Tensor %d of the message (%s, %" G_GUINT64_FORMAT
                              " elements) says %" G_GUINT64_FORMAT " bytes",
-                             index, weft_dtype_name(dtype), elements, (guint64)m->nbytes);
-    }
+                             index, weft_dtype_name((weft_dtype_t)m->dtype), c->elements,
+                             (guint64)m->nbytes);
   }
-  *nbytes = m->nbytes;
   return NULL;
 }
 
-static weft_status_t *read_tensor(cursor_t *c, const Weft__TensorMeta *m, weft_tensor_t **out) {
+static weft_status_t *read_tensor(weft__wire_reader_t *c, const Weft__TensorMeta *m,
+                                  weft_tensor_t **out) {
   int64_t dims[WEFT_MAX_RANK];
   for (size_t k = 0; k < m->n_dims; k++) dims[k] = m->dims[k];
   weft_tensor_t *t = NULL;
@@ -262,7 +180,7 @@ static weft_status_t *read_tensor(cursor_t *c, const Weft__TensorMeta *m, weft_t
   if (st) return st;
   if (m->dtype == WEFT_DT_STRING) {
     char *bytes = g_malloc(m->nbytes > 0 ? m->nbytes : 1);
-    cursor_read(c, bytes, m->nbytes);
+    weft__wire_reader_read(c, bytes, m->nbytes);
     size_t at = 0;
     for (size_t k = 0; k < m->n_string_lengths && !st; k++) {
       st = weft_tensor_set_string(t, (int64_t)k, bytes + at, m->string_lengths[k]);
@@ -270,7 +188,7 @@ static weft_status_t *read_tensor(cursor_t *c, const Weft__TensorMeta *m, weft_t
     }
     g_free(bytes);
   } else if (m->nbytes > 0) {
-    cursor_read(c, weft_tensor_data(t), m->nbytes);
+    weft__wire_reader_read(c, weft_tensor_data(t), m->nbytes);
   }
   if (st) {
     weft_tensor_unref(t);
@@ -287,26 +205,24 @@ weft_status_t *weft__wire_decode(grpc_byte_buffer *bb, const ProtobufCMessageDes
   if (tensors) *tensors = NULL;
   if (n_tensors) *n_tensors = 0;
   if (!bb) return weft_status_new(WEFT_INVALID_ARGUMENT, "Malformed request: no message");
-  cursor_t c = {0};
-  if (!grpc_byte_buffer_reader_init(&c.reader, bb)) {
+  weft__wire_reader_t c;
+  if (!weft__wire_reader_init(&c, bb)) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Malformed request: unreadable message");
   }
-  c.remaining = grpc_byte_buffer_length(bb);
-  ProtobufCMessage *list_msg = NULL;
-  weft_status_t *st = read_message(&c, desc, "message", msg);
-  if (!st) st = read_message(&c, &weft__tensor_list__descriptor, "tensor list", &list_msg);
-  const Weft__TensorList *list = (const Weft__TensorList *)list_msg;
+  Weft__TensorList *list = NULL;
+  weft_status_t *st = weft__wire_reader_head(&c, desc, msg, &list);
   uint64_t total = 0;
   for (size_t k = 0; !st && k < list->n_tensor; k++) {
-    uint64_t nbytes = 0;
-    st = check_meta(list->tensor[k], (int)k, &nbytes);
-    if (!st && nbytes > c.remaining - total) {
+    const Weft__TensorMeta *m = list->tensor[k];
+    weft__wire_meta_check_t check;
+    if (!weft__wire_meta_check(m, WEFT_MAX_RANK, &check)) st = meta_error(m, (int)k, &check);
+    if (!st && m->nbytes > c.remaining - total) {
       st = weft_status_new(WEFT_INVALID_ARGUMENT,
                            "Malformed request: tensor %zu needs %" G_GUINT64_FORMAT
                            " bytes but only %" G_GUINT64_FORMAT " are left",
-                           k, nbytes, (guint64)(c.remaining - total));
+                           k, (guint64)m->nbytes, (guint64)(c.remaining - total));
     }
-    if (!st) total += nbytes;
+    if (!st) total += m->nbytes;
   }
   if (!st && total != c.remaining) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT,
@@ -326,9 +242,8 @@ weft_status_t *weft__wire_decode(grpc_byte_buffer *bb, const ProtobufCMessageDes
       if (!st) n++;
     }
   }
-  if (c.have_slice) grpc_slice_unref(c.slice);
-  grpc_byte_buffer_reader_destroy(&c.reader);
-  if (list_msg) protobuf_c_message_free_unpacked(list_msg, NULL);
+  weft__wire_reader_destroy(&c);
+  if (list) weft__tensor_list__free_unpacked(list, NULL);
   if (st) {
     weft__tensors_free(out, n);
     if (*msg) protobuf_c_message_free_unpacked(*msg, NULL);
