@@ -39,6 +39,11 @@ extern "C" {
 /* New status; the caller owns it. code WEFT_OK gives NULL. */
 WEFT_API weft_status_t *weft_status_new(weft_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A code-only status: a constant with a fixed message ("out of memory" for
+ * WEFT_RESOURCE_EXHAUSTED), for paths where memory ran out; it allocates nothing, freeing it does
+ * nothing, prefixing leaves it as it is. WEFT_OK gives NULL, a code outside the enum WEFT_UNKNOWN.
+ * weft_status_new returns these itself when it cannot allocate. */
+WEFT_API weft_status_t *weft_status_from_code(weft_code_t code);
 WEFT_API weft_code_t weft_status_code(const weft_status_t *status); /* NULL -> WEFT_OK */
 WEFT_API const char *weft_status_message(const weft_status_t *status); /* NULL -> "" */
 WEFT_API const char *weft_code_name(weft_code_t code);                 /* "INVALID_ARGUMENT" */
@@ -373,6 +378,47 @@ WEFT_API int weft_devices_count(void);
 WEFT_API const weft_device_info_t *weft_devices_get(int index);
 /* Backends that were registered but report no devices, with the reason ("CUDA: no driver"). */
 WEFT_API int weft_backends_without_devices(const char ***reasons);
+
+/* ---------------------------------------------------------------------------------------------
+ * Registries: what a process knows of ops, backends, devices and kernels (docs/c-api.md,
+ * "Registries"). The default registry is the process's: weft_graph_new, weft_session_new,
+ * weft_plugins_* and weft_devices_* use it, and it loads its plugins (WEFT_PLUGIN_PATH, then the
+ * build tree's or the install's plugin folder) once, on the first of those calls that needs
+ * devices or an op the standard ones lack. A private registry starts with the standard ops only,
+ * and never loads anything by itself. A plugin file is loaded once per process, always into the
+ * default registry, which owns what it registered; a private registry that loads it gets the
+ * plugin's ops, kernels and devices shared with the default. Sessions run on the default's
+ * devices and kernels. */
+typedef struct weft_registry weft_registry_t;
+
+/* A new private registry holding the standard ops, no plugin and no device. The caller frees it
+ * with weft_registry_free after every graph made in it. */
+WEFT_API weft_registry_t *weft_registry_new(void);
+/* Frees a private registry; the default is never freed (this does nothing to it). NULL is fine. */
+WEFT_API void weft_registry_free(weft_registry_t *reg);
+/* The process default, created and loaded on the first call; the same object on every call.
+ * Borrowed, process lifetime. */
+WEFT_API weft_registry_t *weft_registry_default(void);
+/* Loads the default's plugins (once per process) and, for a private reg, shares all of them with
+ * it. Broken plugins are recorded and skipped; this never fails. */
+WEFT_API void weft_registry_load_default(weft_registry_t *reg);
+/* Loads one plugin file into the default (once per process: a second path to the same file is
+ * not an error) and, for a private reg, shares what it registered. The caller owns the status
+ * (NULL: loaded), which says why the plugin was refused (also recorded). For the default, its
+ * plugin folders are loaded first, as weft_plugins_load_file does. */
+WEFT_API weft_status_t *weft_registry_load_plugin(weft_registry_t *reg, const char *path);
+/* The plugins reg asked for (the default: every plugin tried); records are borrowed, process
+ * lifetime. These and the counts below load nothing. */
+WEFT_API int weft_registry_plugin_count(weft_registry_t *reg);
+WEFT_API const weft_plugin_record_t *weft_registry_plugin_get(weft_registry_t *reg, int index);
+/* reg's devices in placement order; infos are borrowed for reg's life. */
+WEFT_API int weft_registry_device_count(weft_registry_t *reg);
+WEFT_API const weft_device_info_t *weft_registry_device_get(weft_registry_t *reg, int index);
+/* How many op definitions reg holds (the standard ops and its plugins'). */
+WEFT_API int weft_registry_op_count(weft_registry_t *reg);
+/* A new graph whose ops are reg's (weft_graph_new: the default's); reg must outlive it. Free it
+ * with weft_graph_free. */
+WEFT_API weft_graph_t *weft_graph_new_in(weft_registry_t *reg);
 
 /* ---------------------------------------------------------------------------------------------
  * Cluster and servers: TensorFlow's ClusterSpec and tf.train.Server (DESIGN 4.5,

@@ -17,7 +17,33 @@ struct weft_status {
   char *message;
 };
 
-typedef struct weft__device weft__device_t; /* plugin/plugin_internal.h */
+typedef struct weft__device weft__device_t;
+
+/* A backend and its devices as the registry (plugin/registry.c) records them. They are defined
+ * here, not with the registry, because buffers live on devices: tensor.c allocates and copies
+ * through a device's backend table. */
+typedef struct weft__backend {
+  weft_backend_t table;  /* copied from the plugin, strings owned by the registry */
+  char *plugin_path;
+  int n_devices;
+  char *why_no_devices;  /* when n_devices == 0 */
+  char *why_no_devices_line; /* "TYPE: reason", built on demand */
+} weft__backend_t;
+
+struct weft__device {
+  char *name;            /* /job:localhost/replica:0/task:0/device:CPU:0 */
+  char *type;            /* CPU */
+  int ordinal;
+  weft__backend_t *backend;
+  weft_device_props_t props;
+  bool gpu_like;
+  bool emulated;         /* props.emulated: a CPU emulation, ranked below the CPU */
+  int priority;
+  GMutex open_lock;
+  void *handle;          /* backend device handle once opened */
+  GMutex refs_lock;      /* serialises kernel_lock_ref on this device's variables */
+};
+
 
 /* A shape under inference or of a tensor: rank -1 is unknown rank, a dim of WEFT_DIM_UNKNOWN is an
  * unknown size. */

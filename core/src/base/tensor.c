@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "../plugin/plugin_internal.h"
 #include "base_internal.h"
 
 #define HOST_ALIGNMENT 64
@@ -30,6 +29,12 @@ static const char *device_name(const weft__device_t *device) {
 
 static bool device_is_host(const weft__device_t *device) {
   return device == NULL || device->props.host_accessible;
+}
+
+static void *device_handle(const weft__device_t *device) { return device->handle; }
+
+static const weft_backend_t *device_backend(const weft__device_t *device) {
+  return device->backend != NULL ? &device->backend->table : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -280,11 +285,11 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
     if (zeroed || dtype == WEFT_DT_STRING) memset(data, 0, nbytes);
     host_memory_add(nbytes);
   } else {
-    const weft_backend_t *table = device->backend != NULL ? &device->backend->table : NULL;
+    const weft_backend_t *table = device_backend(device);
     if (table == NULL || table->alloc == NULL || table->free == NULL)
       return weft_status_new(WEFT_INTERNAL, "device %s has no memory allocator",
                              device_name(device));
-    weft_status_t *status = table->alloc(device->handle, nbytes, &data);
+    weft_status_t *status = table->alloc(device_handle(device), nbytes, &data);
     if (status != NULL)
       return weft_status_prefix(status, "allocating %zu bytes for %" G_GINT64_FORMAT
                                 " %s elements on %s",
@@ -295,7 +300,7 @@ static weft_status_t *buffer_new(weft__device_t *device, weft_dtype_t dtype, int
                              nbytes);
     /* Memory the core can touch starts zeroed like host memory; other device memory is
      * uninitialised (kernels write every output element). */
-    if (device->props.host_accessible && data != NULL) memset(data, 0, nbytes);
+    if (device_is_host(device) && data != NULL) memset(data, 0, nbytes);
   }
 
   weft__buffer_t *buffer = g_new(weft__buffer_t, 1); /* not g_new0: see weft__tensor_wrap */
@@ -354,7 +359,7 @@ void weft__buffer_unref(weft__buffer_t *buffer) {
     else if (!host_cache_give(buffer->data, buffer->nbytes)) free(buffer->data);
   }
   else if (buffer->data != NULL)
-    buffer->device->backend->table.free(buffer->device->handle, buffer->data);
+    device_backend(buffer->device)->free(device_handle(buffer->device), buffer->data);
   g_free(buffer);
 }
 
@@ -391,36 +396,37 @@ static weft_status_t *buffer_copy(weft__buffer_t *dst, const weft__buffer_t *src
     return NULL;
   }
   if (src_host) {
-    const weft_backend_t *t = &dst->device->backend->table;
+    const weft_backend_t *t = device_backend(dst->device);
     if (t->copy_to_device == NULL)
       return weft_status_new(WEFT_UNIMPLEMENTED, "device %s cannot copy from host",
                              device_name(dst->device));
-    weft_status_t *status = t->copy_to_device(dst->device->handle, dst->data, src->data, nbytes);
+    weft_status_t *status =
+        t->copy_to_device(device_handle(dst->device), dst->data, src->data, nbytes);
     return status != NULL ? weft_status_prefix(status, "copying %zu bytes from host to %s",
                                                nbytes, device_name(dst->device))
                           : NULL;
   }
   if (dst_host) {
-    const weft_backend_t *t = &src->device->backend->table;
+    const weft_backend_t *t = device_backend(src->device);
     if (t->copy_from_device == NULL)
       return weft_status_new(WEFT_UNIMPLEMENTED, "device %s cannot copy to host",
                              device_name(src->device));
     weft_status_t *status =
-        t->copy_from_device(src->device->handle, dst->data, src->data, nbytes);
+        t->copy_from_device(device_handle(src->device), dst->data, src->data, nbytes);
     return status != NULL ? weft_status_prefix(status, "copying %zu bytes from %s to host",
                                                nbytes, device_name(src->device))
                           : NULL;
   }
-  if (src->device == dst->device && src->device->backend->table.copy_device_to_device != NULL) {
-    weft_status_t *status = src->device->backend->table.copy_device_to_device(
-        src->device->handle, dst->data, src->data, nbytes);
+  if (src->device == dst->device && device_backend(src->device)->copy_device_to_device != NULL) {
+    weft_status_t *status = device_backend(src->device)->copy_device_to_device(
+        device_handle(src->device), dst->data, src->data, nbytes);
     return status != NULL ? weft_status_prefix(status, "copying %zu bytes within %s", nbytes,
                                                device_name(src->device))
                           : NULL;
   }
   /* Two devices (possibly of different backends): stage through host memory. */
-  const weft_backend_t *ts = &src->device->backend->table;
-  const weft_backend_t *td = &dst->device->backend->table;
+  const weft_backend_t *ts = device_backend(src->device);
+  const weft_backend_t *td = device_backend(dst->device);
   if (ts->copy_from_device == NULL || td->copy_to_device == NULL)
     return weft_status_new(WEFT_UNIMPLEMENTED, "cannot copy from %s to %s",
                            device_name(src->device), device_name(dst->device));
@@ -429,9 +435,10 @@ static weft_status_t *buffer_copy(weft__buffer_t *dst, const weft__buffer_t *src
     return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                            "out of host memory staging %zu bytes from %s to %s", nbytes,
                            device_name(src->device), device_name(dst->device));
-  weft_status_t *status = ts->copy_from_device(src->device->handle, staging, src->data, nbytes);
+  weft_status_t *status =
+      ts->copy_from_device(device_handle(src->device), staging, src->data, nbytes);
   if (status == NULL)
-    status = td->copy_to_device(dst->device->handle, dst->data, staging, nbytes);
+    status = td->copy_to_device(device_handle(dst->device), dst->data, staging, nbytes);
   g_free(staging);
   return status != NULL ? weft_status_prefix(status, "copying %zu bytes from %s to %s", nbytes,
                                              device_name(src->device),

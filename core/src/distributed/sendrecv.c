@@ -169,7 +169,6 @@ void weft__sendrecv_register_kernels(void) {
   static GMutex lock;
   static GHashTable *done; /* device types that have the kernels */
   static const char *const host_args[] = {"tensor", NULL};
-  weft__plugins_ensure_loaded();
   g_mutex_lock(&lock);
   if (!done) done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   int n = weft__device_count();

@@ -140,8 +140,6 @@ static weft_status_t *resolve_device(weft__worker_t *w, const weft_node_t *node,
  * The worker */
 
 weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms) {
-  weft__plugins_ensure_loaded();
-  weft__ops_register_standard();
   weft__sendrecv_register_kernels();
   weft__worker_t *w = g_new0(weft__worker_t, 1);
   w->job = g_strdup(job);

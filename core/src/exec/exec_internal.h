@@ -1,9 +1,49 @@
-/* Internal declarations of core/src/exec: the resource manager that keeps variables alive between
- * steps, and the executor that runs a placed set of nodes once per step. */
+/* Internal declarations of core/src/exec: the kernel context and the host table's kernel entries
+ * (kernel_host.c), the resource manager that keeps variables alive between steps, and the
+ * executor that runs a placed set of nodes once per step. */
 #ifndef WEFT_EXEC_INTERNAL_H
 #define WEFT_EXEC_INTERNAL_H
 
 #include "../plugin/plugin_internal.h"
+
+/* The value a ref edge carries: a variable living in a resource manager. */
+typedef struct weft__variable {
+  gint refcount;
+  GRecMutex lock;         /* recursive: a kernel holding use_locking may assign through it */
+  char *name;             /* container/shared_name */
+  weft__device_t *device;
+  weft_tensor_t *value;   /* NULL until initialised */
+} weft__variable_t;
+weft__variable_t *weft__variable_ref(weft__variable_t *var);
+void weft__variable_unref(weft__variable_t *var);
+
+/* One slot of a kernel's inputs or outputs: a tensor, or a ref to a variable. */
+typedef struct weft__value {
+  weft_tensor_t *tensor;
+  weft__variable_t *ref;
+} weft__value_t;
+
+/* Resource manager lookups (exec/resource_mgr.c). */
+typedef struct weft__resource_mgr weft__resource_mgr_t;
+
+/* What a kernel invocation sees: built by the executor, read by the host table. */
+struct weft_kernel_ctx {
+  const weft_node_t *node;
+  const weft__kernel_t *kernel;
+  weft__device_t *device;
+  void *kernel_state;
+  struct weft__kernel_instance *instance; /* the node's kernel instance, for its caches */
+  weft__value_t *inputs;        /* node->n_inputs, borrowed from the executor */
+  weft__value_t *outputs;       /* node->n_outputs, filled by the kernel */
+  weft__threadpool_t *intra_pool;
+  weft__resource_mgr_t *resources;
+  GPtrArray *scratch;           /* weft__buffer_t* freed after compute */
+  weft_status_t *deferred;      /* a status a void host function could not return */
+};
+
+/* The host table's kernel-context services (kernel_host.c) used by the executor. */
+weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx);
+
 
 /* ---------------------------------------------------------------------------------------------
  * Resource manager: variables keyed by device, container and name. Thread-safe. */
@@ -31,6 +71,14 @@ typedef struct weft__kernel_instance {
   weft__device_t *device;
   void *state;
   bool has_state;
+  /* An attr's tensor as a kernel outputs it (kernel_output_from_attr: Const), kept once it is
+   * on the device, as TensorFlow's ConstantOp makes its device tensor once: without it every
+   * step of a graph with constant weights would upload them again. Keyed by the attr's tensor
+   * and the output's placement; guarded by attr_cache_lock, since steps run concurrently. */
+  GMutex attr_cache_lock;
+  const weft_tensor_t *attr_cache_source;
+  weft__device_t *attr_cache_placement;
+  weft_tensor_t *attr_cache_value;
 } weft__kernel_instance_t;
 
 weft_status_t *weft__kernel_instance_new(const weft_node_t *node, const weft__kernel_t *kernel,

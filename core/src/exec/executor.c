@@ -401,6 +401,7 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       ctx.kernel = en->kinst->kernel;
       ctx.device = en->kinst->device;
       ctx.kernel_state = en->kinst->state;
+      ctx.instance = en->kinst;
       ctx.inputs = &s->inputs[en->input_base];
       ctx.outputs = outs;
       ctx.intra_pool = s->args->intra_pool;

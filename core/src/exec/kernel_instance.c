@@ -8,10 +8,12 @@ weft_status_t *weft__kernel_instance_new(const weft_node_t *node, const weft__ke
   inst->kernel = kernel;
   inst->device = device;
   inst->state = kernel->def.user_data;
+  g_mutex_init(&inst->attr_cache_lock);
   if (kernel->def.create) {
     void *state = NULL;
     weft_status_t *st = kernel->def.create(weft__host(), node->attrs, kernel->def.user_data, &state);
     if (st) {
+      g_mutex_clear(&inst->attr_cache_lock);
       g_free(inst);
       return weft_status_prefix(st, "Could not create the %s kernel for node '%s' (%s)",
                                 kernel->def.device_type, node->name, node->op_name);
@@ -26,5 +28,7 @@ weft_status_t *weft__kernel_instance_new(const weft_node_t *node, const weft__ke
 void weft__kernel_instance_free(weft__kernel_instance_t *inst) {
   if (!inst) return;
   if (inst->has_state && inst->kernel->def.destroy) inst->kernel->def.destroy(inst->state);
+  weft_tensor_unref(inst->attr_cache_value);
+  g_mutex_clear(&inst->attr_cache_lock);
   g_free(inst);
 }

@@ -8,9 +8,6 @@
 #include <malloc.h>
 #endif
 
-#include "../placement/placement_internal.h"
-/* For weft__plugins_ensure_loaded only: ops that plugins define exist once they are loaded. */
-#include "../plugin/plugin_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Graph lifetime */
@@ -32,9 +29,9 @@ static weft_node_t *node_by_name(const weft_graph_t *g, const char *name) {
   return g_hash_table_lookup(g->by_name, &probe);
 }
 
-weft_graph_t *weft_graph_new(void) {
-  weft__ops_register_standard();
+weft_graph_t *weft__graph_new_in(weft__op_registry_t *ops) {
   weft_graph_t *g = g_new0(weft_graph_t, 1);
+  g->ops = ops;
   g_mutex_init(&g->lock);
   g->nodes = g_ptr_array_new();
   g->by_name = g_hash_table_new(node_name_hash, node_name_equal);
@@ -47,6 +44,8 @@ weft_graph_t *weft_graph_new(void) {
   g->trainable = g_ptr_array_new();
   return g;
 }
+
+weft_graph_t *weft_graph_new(void) { return weft__graph_new_in(weft__op_registry_process()); }
 
 /* The requested device of every node that asked for none (most of a big graph). */
 static char no_device[1] = "";
@@ -562,20 +561,10 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
                                             const char *device, weft_attrs_t *attrs,
                                             weft_node_t **out);
 
-const weft__op_def_t *weft__op_lookup_loading_plugins(const char *name) {
-  const weft__op_def_t *def = weft__op_registry_lookup(name);
-  if (def == NULL && name != NULL) {
-    weft__plugins_ensure_loaded();
-    def = weft__op_registry_lookup(name);
-  }
-  return def;
-}
-
 weft_status_t *weft_op_finish(weft_op_builder_t *b, weft_node_t **out) {
   if (out) *out = NULL;
   weft_graph_t *g = b->graph;
-  weft__ops_register_standard();
-  const weft__op_def_t *def = weft__op_lookup_loading_plugins(b->op);
+  const weft__op_def_t *def = weft__op_registry_find_loading(g->ops, b->op);
   if (!def) {
     weft_status_t *st = weft_status_new(WEFT_NOT_FOUND,
                                         "Op type not registered '%s' (while building node '%s')",
@@ -884,8 +873,7 @@ static weft_status_t *add_node_taking_attrs(weft_graph_t *g, const weft__op_def_
                                             const char *device, weft_attrs_t *attrs,
                                             weft_node_t **out) {
   if (!def) {
-    weft__ops_register_standard();
-    def = weft__op_lookup_loading_plugins(op);
+    def = weft__op_registry_find_loading(g->ops, op);
   }
   if (!def) {
     weft__attrs_free(attrs);

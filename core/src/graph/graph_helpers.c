@@ -1,5 +1,6 @@
 /* Convenience builders over the op builder for the nodes every program makes: constants,
- * placeholders, unary/binary math, MatMul, and TensorFlow-style variables with initializers. */
+ * placeholders, unary/binary math, MatMul, and TensorFlow-style variables with initializers;
+ * and attr values from text and into op builders (gradient programs, conformance cases). */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -146,4 +147,96 @@ weft_node_t *weft_global_variables_initializer(weft_graph_t *g, const char *name
   if (status) *status = st;
   else weft_status_free(st);
   return st ? NULL : node;
+}
+
+/* Parses "name=value" into the attribute's value for `def`'s attr of that name. Used by gradient
+ * programs and conformance cases (plugin layer). */
+weft_status_t *weft__attr_parse_value(const weft__op_def_t *def, const char *name, const char *text,
+                                      weft__attr_value_t **out) {
+  *out = NULL;
+  const weft__attr_def_t *ad = weft__op_def_find_attr(def, name);
+  if (!ad) return weft_status_new(WEFT_INVALID_ARGUMENT, "op %s has no attr '%s'", def->name, name);
+  /* The op-definition parser already knows every attr syntax: have it parse the value as the
+   * default of a one-attr op of the same type. */
+  char *spec = g_strdup_printf("v: %s = %s", ad->type, text);
+  const char *attrs[] = {spec, NULL};
+  const char *none[] = {NULL};
+  weft_op_def_t probe = {sizeof(probe), "AttrProbe", none, none, attrs, 0, NULL, NULL};
+  weft__op_def_t *parsed = NULL;
+  weft_status_t *st = weft__op_def_parse(&probe, "attr value", &parsed);
+  g_free(spec);
+  if (st) {
+    weft_status_free(st);
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "'%s' is not a valid %s value for attr '%s' of %s", text, ad->type, name,
+                           def->name);
+  }
+  const weft__attr_def_t *pd = parsed->attrs->pdata[0];
+  weft__attr_value_t *v = weft__attr_value_copy(pd->default_value);
+  weft__op_def_free(parsed);
+  if (v->kind == WEFT_ATTR_TYPE && ad->allowed_types) {
+    bool ok = false;
+    for (size_t k = 0; k < ad->n_allowed_types; k++) ok |= ad->allowed_types[k] == v->u.type;
+    if (!ok) {
+      weft__attr_value_free(v);
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "%s is not an allowed type for attr '%s' of %s",
+                             text, name, def->name);
+    }
+  }
+  if (v->kind == WEFT_ATTR_INT && ad->has_minimum && v->u.i < ad->minimum) {
+    weft__attr_value_free(v);
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "%s is below the minimum %" G_GINT64_FORMAT " of attr '%s' of %s", text,
+                           ad->minimum, name, def->name);
+  }
+  *out = v;
+  return NULL;
+}
+
+void weft__op_builder_set_attr_value(weft_op_builder_t *ob, const char *name,
+                                     const weft__attr_value_t *v) {
+  switch (v->kind) {
+    case WEFT_ATTR_INT:
+      weft_op_set_attr_int(ob, name, v->u.i);
+      break;
+    case WEFT_ATTR_FLOAT:
+      weft_op_set_attr_float(ob, name, v->u.f);
+      break;
+    case WEFT_ATTR_BOOL:
+      weft_op_set_attr_bool(ob, name, v->u.b);
+      break;
+    case WEFT_ATTR_TYPE:
+      weft_op_set_attr_type(ob, name, v->u.type);
+      break;
+    case WEFT_ATTR_STRING:
+      weft_op_set_attr_string(ob, name, v->u.s.data);
+      break;
+    case WEFT_ATTR_SHAPE:
+      weft_op_set_attr_shape(ob, name, v->u.shape.rank, v->u.shape.dims);
+      break;
+    case WEFT_ATTR_TENSOR:
+      weft_op_set_attr_tensor(ob, name, v->u.tensor);
+      break;
+    case WEFT_ATTR_LIST_INT:
+      weft_op_set_attr_int_list(ob, name, v->u.list.i, (int)v->u.list.n);
+      break;
+    case WEFT_ATTR_LIST_FLOAT:
+      weft_op_set_attr_float_list(ob, name, v->u.list.f, (int)v->u.list.n);
+      break;
+    case WEFT_ATTR_LIST_TYPE:
+      weft_op_set_attr_type_list(ob, name, v->u.list.type, (int)v->u.list.n);
+      break;
+    case WEFT_ATTR_LIST_STRING: {
+      const char **s = g_new0(const char *, v->u.list.n + 1);
+      for (size_t k = 0; k < v->u.list.n; k++) s[k] = v->u.list.s[k].data;
+      weft_op_set_attr_string_list(ob, name, s, (int)v->u.list.n);
+      g_free(s);
+      break;
+    }
+    case WEFT_ATTR_LIST_EMPTY:
+      weft_op_set_attr_int_list(ob, name, NULL, 0);
+      break;
+    default:
+      break; /* other kinds never come out of the parser */
+  }
 }

@@ -134,16 +134,37 @@ typedef struct weft__op_def {
 weft_status_t *weft__op_def_parse(const weft_op_def_t *spec, const char *origin,
                                   weft__op_def_t **out);
 void weft__op_def_free(weft__op_def_t *def);
-/* Adds to the process-wide registry; ALREADY_EXISTS if the name is taken. Takes ownership. */
+/* An op registry: op definitions by name. A registry object (plugin layer) holds one, and every
+ * graph borrows the one it was made in (weft_graph_new: the process's). */
+typedef struct weft__op_registry weft__op_registry_t;
+/* A new registry holding the standard ops (and nothing else); the caller frees it. */
+weft__op_registry_t *weft__op_registry_new(void);
+void weft__op_registry_free(weft__op_registry_t *reg);
+/* Adds def; ALREADY_EXISTS if the name is taken. Takes ownership of def even on failure. */
+weft_status_t *weft__op_registry_insert(weft__op_registry_t *reg, weft__op_def_t *def);
+/* Adds to dst, borrowed, the definitions of src whose origin is `origin` (a plugin's path); src
+ * must outlive dst (it is the default's). A name dst already has is skipped. */
+void weft__op_registry_share_origin(weft__op_registry_t *dst, weft__op_registry_t *src,
+                                    const char *origin);
+/* The definition of `name` in reg, or NULL; borrowed for reg's life. */
+const weft__op_def_t *weft__op_registry_find(weft__op_registry_t *reg, const char *name);
+int weft__op_registry_size(weft__op_registry_t *reg);
+/* The process's op registry (the default registry's ops), created with the standard ops on first
+ * use; creating it loads no plugin. */
+weft__op_registry_t *weft__op_registry_process(void);
+/* What to run when the process registry lacks an op a graph names: the default registry's
+ * one-time plugin load (set by the plugin layer when the library loads). */
+void weft__op_registry_set_process_loader(void (*load)(void));
+/* weft__op_registry_find, but when reg is the process registry and lacks the op, the default
+ * registry is loaded once (its plugins may define it) and the op looked up again: what building
+ * a node (weft_op_finish, GraphDef import) uses. A private registry never loads anything. Never
+ * call it from the plugin loader. */
+const weft__op_def_t *weft__op_registry_find_loading(weft__op_registry_t *reg, const char *name);
+/* The process registry's add, remove (an op a failed plugin registered; tests) and lookup. */
 weft_status_t *weft__op_registry_add(weft__op_def_t *def);
-/* Removes an op a failed plugin registered. */
 void weft__op_registry_remove(const char *name);
 const weft__op_def_t *weft__op_registry_lookup(const char *name);
-/* The same, but an op the registry lacks is looked up again after the default plugins are
- * loaded: what building a node (weft_op_finish, GraphDef import) uses, so that a plugin's op is
- * found without a prior weft_plugins_load_default(). Never call it from the plugin loader. */
-const weft__op_def_t *weft__op_lookup_loading_plugins(const char *name);
-/* Registers the standard (TensorFlow-named) ops once; called by every entry point that needs ops. */
+/* Creates the process registry (for tests that look ops up directly). */
 void weft__ops_register_standard(void);
 const weft__attr_def_t *weft__op_def_find_attr(const weft__op_def_t *def, const char *name);
 
@@ -158,8 +179,10 @@ extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
 extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool, AvgPool, PadV2 ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 
-/* The shape-function host services (used by the standard ops through the same table plugins get). */
-const weft_host_t *weft__host(void);
+/* The host table without its kernel-context entries (host_table.c, NULL there): logging,
+ * statuses, attributes and the shape-inference context, which the standard ops' shape functions
+ * use as plugins do. The full table plugins get is weft__host (plugin_internal.h). */
+const weft_host_t *weft__graph_host(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Nodes and graphs */
@@ -197,6 +220,33 @@ struct weft_node {
    * name (see alloc_node in graph.c). */
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * Device specs (device_spec.c): a graph's device scopes merge them; the placer matches them. */
+
+/* A possibly partial device spec. NULL strings and -1 numbers are unset. type is upper case; the
+ * legacy "/gpu:N" and "/cpu:N" forms parse to type "GPU" / "CPU". */
+typedef struct weft__device_spec {
+  char *job;
+  int replica;
+  int task;
+  char *type;
+  int id;
+} weft__device_spec_t;
+
+void weft__device_spec_init(weft__device_spec_t *spec);  /* all unset */
+void weft__device_spec_clear(weft__device_spec_t *spec); /* frees strings, back to unset */
+void weft__device_spec_copy(weft__device_spec_t *dst, const weft__device_spec_t *src);
+/* Accepts "", "/job:ps/replica:0/task:1/device:GPU:0", "/job:ps/task:0/cpu:0", "/gpu:1",
+ * "/device:VULKAN:0", "/device:CPU:*", "CPU:0", "cpu:0". INVALID_ARGUMENT quoting the spec and the
+ * part that does not parse. */
+weft_status_t *weft__device_spec_parse(const char *text, weft__device_spec_t *out);
+/* Fields set in `inner` replace those in `base` (TensorFlow's nested device scopes). */
+void weft__device_spec_merge(weft__device_spec_t *base, const weft__device_spec_t *inner);
+/* Canonical string "/job:ps/replica:0/task:0/device:CPU:0" with unset parts left out; g_free(). */
+char *weft__device_spec_to_string(const weft__device_spec_t *spec);
+/* True if no field set in both differs. */
+bool weft__device_spec_compatible(const weft__device_spec_t *a, const weft__device_spec_t *b);
+
 typedef struct weft__device_scope {
   char *spec;       /* NULL when fn is set */
   weft_device_fn fn;
@@ -212,6 +262,7 @@ struct weft_graph {
   GPtrArray *device_scopes;  /* weft__device_scope_t* */
   GPtrArray *control_scopes; /* GPtrArray* of weft_node_t* */
   GPtrArray *colocate_stack; /* weft_node_t* */
+  weft__op_registry_t *ops;  /* borrowed: the registry the graph was made in outlives it */
   GPtrArray *initializers;   /* weft_node_t*: the global variables collection's initializers */
   gint version;              /* bumps on every node added, for sessions to notice growth */
   GPtrArray *trainable;      /* weft_node_t*: VariableV2 nodes of weft_variable (the trainable
@@ -220,6 +271,20 @@ struct weft_graph {
                                          attrs (for device functions that look at dtype/shape,
                                          e.g. the replica device setter); NULL otherwise */
 };
+
+/* A new graph whose ops come from `ops` (borrowed: it must outlive the graph); weft_graph_new
+ * uses the process's. */
+weft_graph_t *weft__graph_new_in(weft__op_registry_t *ops);
+
+/* Parses `text` ("name = value" of an attr of def, e.g. "beta" and "1.5", "perm" and "[1,0]")
+ * as def's attr type. *out is the caller's (weft__attr_value_free). INVALID_ARGUMENT naming the
+ * op, attr and text (graph_helpers.c). */
+weft_status_t *weft__attr_parse_value(const weft__op_def_t *def, const char *name,
+                                      const char *text, weft__attr_value_t **out);
+
+/* Sets attr `name` of a node under construction from an internal value (graph_helpers.c). */
+void weft__op_builder_set_attr_value(weft_op_builder_t *b, const char *name,
+                                     const weft__attr_value_t *value);
 
 /* Adds a fully formed node (used by import): validates inputs against the op def, fills
  * input/output types, runs shape inference. Takes nothing; copies what it needs. */

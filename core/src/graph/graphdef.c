@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "../base/protobuf_internal.h"
-#include "../plugin/plugin_internal.h"
 #include "types.pb-c.h"
 
 /* The GraphDef producer version export claims: a TensorFlow 1.x graph. TensorFlow accepts newer
@@ -660,21 +659,20 @@ static void prefix_colocation(weft_attrs_t *attrs, const char *prefix, GHashTabl
   }
 }
 
-/* An op definition by name; ops that plugins define only exist once the plugins are loaded. */
-static const weft__op_def_t *lookup_op(const char *op) {
-  return weft__op_lookup_loading_plugins(op);
-}
 
 /* Name, op and attrs of NodeDef i. */
-static weft_status_t *convert_node(const Tensorflow__NodeDef *nd, int i, const char *prefix,
-                                   GHashTable *local_names, pending_node_t *p) {
+/* Ops are looked up in the graph's registry; ops that plugins define only exist there once the
+ * plugins are loaded (weft__op_registry_find_loading). */
+static weft_status_t *convert_node(weft_graph_t *graph, const Tensorflow__NodeDef *nd, int i,
+                                   const char *prefix, GHashTable *local_names,
+                                   pending_node_t *p) {
   const char *name = nd->name != NULL ? nd->name : "";
   const char *op = nd->op != NULL ? nd->op : "";
   if (*op == '\0') {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s' (GraphDef node #%d) has no op", name,
                            i);
   }
-  const weft__op_def_t *def = lookup_op(op);
+  const weft__op_def_t *def = weft__op_registry_find_loading(graph->ops, op);
   if (def == NULL) {
     return weft_status_new(WEFT_NOT_FOUND, "Op type not registered '%s' in binary (node '%s')", op,
                            name);
@@ -755,7 +753,6 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
   if (graph == NULL || gd == NULL) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph and a GraphDef");
   }
-  weft__ops_register_standard();
   char *pfx = prefix == NULL || *prefix == '\0' ? g_strdup("")
               : g_str_has_suffix(prefix, "/")   ? g_strdup(prefix)
                                                 : g_strconcat(prefix, "/", NULL);
@@ -789,7 +786,7 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
       }
     }
   }
-  for (int i = 0; i < n && !st; i++) st = convert_node(nodes[i].def, i, pfx, local, &nodes[i]);
+  for (int i = 0; i < n && !st; i++) st = convert_node(graph, nodes[i].def, i, pfx, local, &nodes[i]);
 
   for (int i = 0; i < n && !st; i++) {
     const Tensorflow__NodeDef *nd = nodes[i].def;

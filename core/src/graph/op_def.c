@@ -777,65 +777,43 @@ const weft__attr_def_t *weft__op_def_find_attr(const weft__op_def_t *def, const 
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The registry. Written rarely (startup, plugin loading), read on every node creation and kernel
- * lookup, so readers share a GRWLock. Definitions are never freed while the process runs except
- * those a failed plugin registered, which nothing has looked up yet. */
+ * Op registries. Written rarely (creation, plugin loading), read on every node creation and
+ * kernel lookup, so readers share a GRWLock. Definitions are never freed while their registry
+ * lives, except those a failed plugin registered, which nothing has looked up yet. */
 
-static GRWLock registry_lock;
-static GHashTable *registry; /* name (owned by the def) -> weft__op_def_t* */
+struct weft__op_registry {
+  GRWLock lock;
+  GHashTable *by_name; /* name (owned by the def) -> weft__op_def_t*, owned or borrowed */
+  GPtrArray *owned;    /* the weft__op_def_t* this registry frees */
+};
 
-static weft_status_t *registry_add_locked(weft__op_def_t *def) {
-  if (registry == NULL)
-    registry = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-                                     (GDestroyNotify)weft__op_def_free);
-  const weft__op_def_t *existing = g_hash_table_lookup(registry, def->name);
+static weft_status_t *registry_add_locked(weft__op_registry_t *reg, weft__op_def_t *def,
+                                          bool take) {
+  const weft__op_def_t *existing = g_hash_table_lookup(reg->by_name, def->name);
   if (existing != NULL) {
     weft_status_t *status =
         weft_status_new(WEFT_ALREADY_EXISTS, "op '%s' from %s is already registered (by %s)",
                         def->name, def->origin, existing->origin);
-    weft__op_def_free(def);
+    if (take) weft__op_def_free(def);
     return status;
   }
-  g_hash_table_insert(registry, def->name, def);
+  g_hash_table_insert(reg->by_name, def->name, def);
+  if (take) g_ptr_array_add(reg->owned, def);
   return NULL;
 }
 
-static weft_status_t *registry_add(weft__op_def_t *def) {
-  g_rw_lock_writer_lock(&registry_lock);
-  weft_status_t *status = registry_add_locked(def);
-  g_rw_lock_writer_unlock(&registry_lock);
+static weft_status_t *registry_add(weft__op_registry_t *reg, weft__op_def_t *def, bool take) {
+  g_rw_lock_writer_lock(&reg->lock);
+  weft_status_t *status = registry_add_locked(reg, def, take);
+  g_rw_lock_writer_unlock(&reg->lock);
   return status;
 }
 
-/* Takes ownership of def even on failure (it is freed then). */
-weft_status_t *weft__op_registry_add(weft__op_def_t *def) {
-  if (def == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "op registry: NULL definition");
-  /* The standard ops go in first, so a plugin cannot take a standard op's name. */
-  weft__ops_register_standard();
-  return registry_add(def);
-}
-
-void weft__op_registry_remove(const char *name) {
-  if (name == NULL) return;
-  g_rw_lock_writer_lock(&registry_lock);
-  if (registry != NULL) g_hash_table_remove(registry, name);
-  g_rw_lock_writer_unlock(&registry_lock);
-}
-
-const weft__op_def_t *weft__op_registry_lookup(const char *name) {
-  if (name == NULL) return NULL;
-  weft__ops_register_standard();
-  g_rw_lock_reader_lock(&registry_lock);
-  const weft__op_def_t *def = registry ? g_hash_table_lookup(registry, name) : NULL;
-  g_rw_lock_reader_unlock(&registry_lock);
-  return def;
-}
-
-static void register_table(const weft_op_def_t *table) {
+static void register_table(weft__op_registry_t *reg, const weft_op_def_t *table) {
   for (const weft_op_def_t *spec = table; spec->name != NULL; spec++) {
     weft__op_def_t *def = NULL;
     weft_status_t *status = weft__op_def_parse(spec, "core", &def);
-    if (status == NULL) status = registry_add(def);
+    if (status == NULL) status = registry_add(reg, def, true);
     if (status != NULL) {
       /* A built-in that does not parse is a bug in this file set, not a user error. */
       g_critical("standard op %s: %s", spec->name, weft_status_message(status));
@@ -844,27 +822,119 @@ static void register_table(const weft_op_def_t *table) {
   }
 }
 
-void weft__ops_register_standard(void) {
-  static gsize once = 0;
-  if (g_once_init_enter(&once)) {
-    register_table(weft__ops_control);
-    register_table(weft__ops_array);
-    register_table(weft__ops_math);
-    register_table(weft__ops_nn);
-    register_table(weft__ops_state);
-    register_table(weft__ops_random);
-    register_table(weft__ops_image);
-    register_table(weft__ops_distributed);
-    g_once_init_leave(&once, 1);
-  }
+weft__op_registry_t *weft__op_registry_new(void) {
+  weft__op_registry_t *reg = g_new0(weft__op_registry_t, 1);
+  g_rw_lock_init(&reg->lock);
+  reg->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  reg->owned = g_ptr_array_new_with_free_func((GDestroyNotify)weft__op_def_free);
+  /* The standard ops go in first, so a plugin cannot take a standard op's name. */
+  register_table(reg, weft__ops_control);
+  register_table(reg, weft__ops_array);
+  register_table(reg, weft__ops_math);
+  register_table(reg, weft__ops_nn);
+  register_table(reg, weft__ops_state);
+  register_table(reg, weft__ops_random);
+  register_table(reg, weft__ops_image);
+  register_table(reg, weft__ops_distributed);
+  return reg;
 }
+
+void weft__op_registry_free(weft__op_registry_t *reg) {
+  if (reg == NULL) return;
+  g_hash_table_destroy(reg->by_name);
+  g_ptr_array_free(reg->owned, TRUE);
+  g_rw_lock_clear(&reg->lock);
+  g_free(reg);
+}
+
+weft_status_t *weft__op_registry_insert(weft__op_registry_t *reg, weft__op_def_t *def) {
+  if (def == NULL) return weft_status_new(WEFT_INVALID_ARGUMENT, "op registry: NULL definition");
+  return registry_add(reg, def, true);
+}
+
+void weft__op_registry_share_origin(weft__op_registry_t *dst, weft__op_registry_t *src,
+                                    const char *origin) {
+  GPtrArray *defs = g_ptr_array_new();
+  g_rw_lock_reader_lock(&src->lock);
+  GHashTableIter it;
+  gpointer v;
+  g_hash_table_iter_init(&it, src->by_name);
+  while (g_hash_table_iter_next(&it, NULL, &v))
+    if (g_strcmp0(((weft__op_def_t *)v)->origin, origin) == 0) g_ptr_array_add(defs, v);
+  g_rw_lock_reader_unlock(&src->lock);
+  for (guint k = 0; k < defs->len; k++) weft_status_free(registry_add(dst, defs->pdata[k], false));
+  g_ptr_array_free(defs, TRUE);
+}
+
+const weft__op_def_t *weft__op_registry_find(weft__op_registry_t *reg, const char *name) {
+  if (reg == NULL || name == NULL) return NULL;
+  g_rw_lock_reader_lock(&reg->lock);
+  const weft__op_def_t *def = g_hash_table_lookup(reg->by_name, name);
+  g_rw_lock_reader_unlock(&reg->lock);
+  return def;
+}
+
+int weft__op_registry_size(weft__op_registry_t *reg) {
+  g_rw_lock_reader_lock(&reg->lock);
+  int n = (int)g_hash_table_size(reg->by_name);
+  g_rw_lock_reader_unlock(&reg->lock);
+  return n;
+}
+
+/* The process's op registry: the default registry's ops. Creating it is where the standard ops
+ * are registered for the process; it loads no plugin. */
+static gpointer create_process_ops(gpointer unused) {
+  (void)unused;
+  return weft__op_registry_new();
+}
+
+weft__op_registry_t *weft__op_registry_process(void) {
+  static GOnce once = G_ONCE_INIT;
+  return g_once(&once, create_process_ops, NULL);
+}
+
+static void (*process_ops_loader)(void);
+
+void weft__op_registry_set_process_loader(void (*load)(void)) { process_ops_loader = load; }
+
+const weft__op_def_t *weft__op_registry_find_loading(weft__op_registry_t *reg, const char *name) {
+  const weft__op_def_t *def = weft__op_registry_find(reg, name);
+  if (def == NULL && name != NULL && reg == weft__op_registry_process() && process_ops_loader) {
+    process_ops_loader();
+    def = weft__op_registry_find(reg, name);
+  }
+  return def;
+}
+
+/* Takes ownership of def even on failure (it is freed then). */
+weft_status_t *weft__op_registry_add(weft__op_def_t *def) {
+  return weft__op_registry_insert(weft__op_registry_process(), def);
+}
+
+void weft__op_registry_remove(const char *name) {
+  if (name == NULL) return;
+  weft__op_registry_t *reg = weft__op_registry_process();
+  g_rw_lock_writer_lock(&reg->lock);
+  weft__op_def_t *def = g_hash_table_lookup(reg->by_name, name);
+  if (def != NULL) {
+    g_hash_table_remove(reg->by_name, name);
+    g_ptr_array_remove_fast(reg->owned, def); /* frees it */
+  }
+  g_rw_lock_writer_unlock(&reg->lock);
+}
+
+const weft__op_def_t *weft__op_registry_lookup(const char *name) {
+  return weft__op_registry_find(weft__op_registry_process(), name);
+}
+
+void weft__ops_register_standard(void) { (void)weft__op_registry_process(); }
 
 /* ---------------------------------------------------------------------------------------------
  * Shape-function helpers (ops_shape.h). They go through the host table like a plugin would, so
  * the standard ops exercise the same path plugin ops use. */
 
 void weft__sh_input(weft_shape_ctx_t *ctx, int index, weft__shape_t *out) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   memset(out, 0, sizeof *out);
   out->rank = -1;
   if (index < 0 || index >= h->shape_num_inputs(ctx)) return;
@@ -875,7 +945,7 @@ void weft__sh_input(weft_shape_ctx_t *ctx, int index, weft__shape_t *out) {
 }
 
 weft_status_t *weft__sh_output(weft_shape_ctx_t *ctx, int index, const weft__shape_t *shape) {
-  return weft__host()->shape_set_output(ctx, index, shape->rank, shape->dims);
+  return weft__graph_host()->shape_set_output(ctx, index, shape->rank, shape->dims);
 }
 
 weft_status_t *weft__sh_error(weft_shape_ctx_t *ctx, const char *fmt, ...) {
@@ -883,7 +953,7 @@ weft_status_t *weft__sh_error(weft_shape_ctx_t *ctx, const char *fmt, ...) {
   va_start(ap, fmt);
   char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   const char *node = h->shape_node_name(ctx);
   weft_status_t *status =
       h->status_new(WEFT_INVALID_ARGUMENT, "node '%s': %s", node ? node : "?", msg);
@@ -896,7 +966,7 @@ char *weft__sh_str(const weft__shape_t *shape) {
 }
 
 static bool const_view(weft_shape_ctx_t *ctx, int index, weft_tensor_view_t *view) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   if (index < 0 || index >= h->shape_num_inputs(ctx)) return false;
   memset(view, 0, sizeof *view);
   view->struct_size = sizeof *view;
@@ -1033,7 +1103,7 @@ weft_status_t *weft__sh_shape_from_tensor(weft_shape_ctx_t *ctx, int index, weft
 }
 
 int64_t weft__sh_attr_int(weft_shape_ctx_t *ctx, const char *name, int64_t fallback) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   int64_t v = fallback;
   weft_status_t *status = h->attr_int(h->shape_attrs(ctx), name, &v);
   if (status) {
@@ -1044,7 +1114,7 @@ int64_t weft__sh_attr_int(weft_shape_ctx_t *ctx, const char *name, int64_t fallb
 }
 
 float weft__sh_attr_float(weft_shape_ctx_t *ctx, const char *name, float fallback) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   float v = fallback;
   weft_status_t *status = h->attr_float(h->shape_attrs(ctx), name, &v);
   if (status) {
@@ -1055,7 +1125,7 @@ float weft__sh_attr_float(weft_shape_ctx_t *ctx, const char *name, float fallbac
 }
 
 bool weft__sh_attr_bool(weft_shape_ctx_t *ctx, const char *name, bool fallback) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   int v = fallback;
   weft_status_t *status = h->attr_bool(h->shape_attrs(ctx), name, &v);
   if (status) {
@@ -1066,7 +1136,7 @@ bool weft__sh_attr_bool(weft_shape_ctx_t *ctx, const char *name, bool fallback) 
 }
 
 const char *weft__sh_attr_string(weft_shape_ctx_t *ctx, const char *name, const char *fallback) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   const char *v = NULL;
   size_t len = 0;
   weft_status_t *status = h->attr_string(h->shape_attrs(ctx), name, &v, &len);
@@ -1079,7 +1149,7 @@ const char *weft__sh_attr_string(weft_shape_ctx_t *ctx, const char *name, const 
 
 bool weft__sh_attr_int_list(weft_shape_ctx_t *ctx, const char *name, const int64_t **values,
                             size_t *n) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   *values = NULL;
   *n = 0;
   weft_status_t *status = h->attr_int_list(h->shape_attrs(ctx), name, values, n);
@@ -1189,7 +1259,7 @@ weft_status_t *weft__shape_fn_broadcast(weft_shape_ctx_t *ctx) {
 }
 
 weft_status_t *weft__shape_fn_merge_all(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx);
+  int n = weft__graph_host()->shape_num_inputs(ctx);
   weft__shape_t merged = {.rank = -1};
   for (int i = 0; i < n; i++) {
     weft__shape_t s;

@@ -42,7 +42,7 @@ static bool const_scalar(weft_shape_ctx_t *ctx, int index, int64_t *out, bool *n
  * Sources */
 
 static weft_status_t *const_shape(weft_shape_ctx_t *ctx) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   weft_tensor_view_t view;
   memset(&view, 0, sizeof view);
   view.struct_size = sizeof view;
@@ -71,7 +71,7 @@ static weft_status_t *const_shape(weft_shape_ctx_t *ctx) {
 
 /* The "shape" attr, or unknown rank when it is absent. */
 static weft__shape_t shape_attr(weft_shape_ctx_t *ctx, const char *name) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   weft__shape_t s = {.rank = -1};
   weft_status_t *status = h->attr_shape(h->shape_attrs(ctx), name, &s.rank, s.dims);
   if (status) {
@@ -225,7 +225,7 @@ out:
 }
 
 static weft_status_t *concat_shape(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx) - 1; /* the last input is the axis */
+  int n = weft__graph_host()->shape_num_inputs(ctx) - 1; /* the last input is the axis */
   weft__shape_t first = kUnknownShape;
   int first_index = -1;
   for (int i = 0; i < n; i++) {
@@ -288,7 +288,7 @@ static weft_status_t *concat_shape(weft_shape_ctx_t *ctx) {
 }
 
 static weft_status_t *pack_shape(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx);
+  int n = weft__graph_host()->shape_num_inputs(ctx);
   weft__shape_t merged = kUnknownShape;
   for (int i = 0; i < n; i++) {
     weft__shape_t s;
@@ -352,7 +352,7 @@ static weft_status_t *shape_of_shape(weft_shape_ctx_t *ctx) {
 }
 
 static weft_status_t *shape_n_shape(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx);
+  int n = weft__graph_host()->shape_num_inputs(ctx);
   for (int i = 0; i < n; i++) {
     weft__shape_t in;
     weft__sh_input(ctx, i, &in);
@@ -694,7 +694,7 @@ static weft_status_t *range_shape(weft_shape_ctx_t *ctx) {
     WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i]));
   }
   weft__shape_t out = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}};
-  bool integer = dtype_is_integer(weft__host()->shape_input_dtype(ctx, 0));
+  bool integer = dtype_is_integer(weft__graph_host()->shape_input_dtype(ctx, 0));
   double *v[3] = {NULL, NULL, NULL};
   int64_t n;
   bool all = true;
@@ -957,7 +957,7 @@ static weft_status_t *broadcast_to_shape(weft_shape_ctx_t *ctx) {
 }
 
 static weft_status_t *dynamic_stitch_shape(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx) / 2;
+  int n = weft__graph_host()->shape_num_inputs(ctx) / 2;
   int64_t max_index = -1;
   bool all_const = true;
   weft__shape_t extra = kUnknownShape; /* data dims beyond the indices' dims */

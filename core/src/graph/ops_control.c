@@ -4,7 +4,7 @@
 
 /* Output i has input i's shape (IdentityN). */
 static weft_status_t *identity_n_shape(weft_shape_ctx_t *ctx) {
-  int n = weft__host()->shape_num_inputs(ctx);
+  int n = weft__graph_host()->shape_num_inputs(ctx);
   for (int i = 0; i < n; i++) {
     weft__shape_t s;
     weft__sh_input(ctx, i, &s);

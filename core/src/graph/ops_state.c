@@ -7,7 +7,7 @@
 #include "ops_shape.h"
 
 static weft_status_t *variable_shape(weft_shape_ctx_t *ctx) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   weft__shape_t s = {.rank = -1};
   weft_status_t *status = h->attr_shape(h->shape_attrs(ctx), "shape", &s.rank, s.dims);
   if (status) {

@@ -1,33 +1,10 @@
-/* Internal declarations of core/src/placement: device specs (parse, merge, match) and the placer
- * that assigns every node of a graph to a device following TensorFlow's rules (DESIGN 4.3). */
+/* Internal declarations of core/src/placement: matching device specs (graph_internal.h parses
+ * them) against devices, and the placer that assigns every node of a graph to a device following
+ * TensorFlow's rules (DESIGN 4.3). */
 #ifndef WEFT_PLACEMENT_INTERNAL_H
 #define WEFT_PLACEMENT_INTERNAL_H
 
 #include "../graph/graph_internal.h"
-
-/* A possibly partial device spec. NULL strings and -1 numbers are unset. type is upper case; the
- * legacy "/gpu:N" and "/cpu:N" forms parse to type "GPU" / "CPU". */
-typedef struct weft__device_spec {
-  char *job;
-  int replica;
-  int task;
-  char *type;
-  int id;
-} weft__device_spec_t;
-
-void weft__device_spec_init(weft__device_spec_t *spec);  /* all unset */
-void weft__device_spec_clear(weft__device_spec_t *spec); /* frees strings, back to unset */
-void weft__device_spec_copy(weft__device_spec_t *dst, const weft__device_spec_t *src);
-/* Accepts "", "/job:ps/replica:0/task:1/device:GPU:0", "/job:ps/task:0/cpu:0", "/gpu:1",
- * "/device:VULKAN:0", "/device:CPU:*", "CPU:0", "cpu:0". INVALID_ARGUMENT quoting the spec and the
- * part that does not parse. */
-weft_status_t *weft__device_spec_parse(const char *text, weft__device_spec_t *out);
-/* Fields set in `inner` replace those in `base` (TensorFlow's nested device scopes). */
-void weft__device_spec_merge(weft__device_spec_t *base, const weft__device_spec_t *inner);
-/* Canonical string "/job:ps/replica:0/task:0/device:CPU:0" with unset parts left out; g_free(). */
-char *weft__device_spec_to_string(const weft__device_spec_t *spec);
-/* True if no field set in both differs. */
-bool weft__device_spec_compatible(const weft__device_spec_t *a, const weft__device_spec_t *b);
 
 /* A device the placer may choose. */
 typedef struct weft__place_device {
@@ -49,6 +26,16 @@ typedef struct weft__place_device {
 bool weft__device_spec_matches(const weft__device_spec_t *spec, const weft__place_device_t *device,
                                const char *gpu_type);
 
+/* What the placer asks about kernels. Kernels are the plugin layer's, above this one: it answers
+ * through this table (weft__place, plugin_internal.h, passes its registry's). */
+typedef struct weft__kernel_catalog {
+  /* True if some kernel exists for op on device_type for these attrs. */
+  bool (*exists)(const char *op, const char *device_type, const weft_attrs_t *attrs);
+  /* A sentence for errors: which dtypes and devices do have kernels for op (g_free(); NULL:
+   * none). */
+  char *(*describe_available)(const char *op);
+} weft__kernel_catalog_t;
+
 typedef struct weft__placer_options {
   bool allow_soft_placement;
   /* The job/replica/task that unqualified specs mean (localhost/0/0 for a local session). */
@@ -61,14 +48,15 @@ typedef struct weft__placer_options {
  * node's own name string, borrowed) -> device name (an interned string, g_intern_string), as
  * weft__placement_new's table holds them; nodes already in it keep their device. Rules:
  * requested specs, colocation groups (_class "loc:@x", ref edges), kernel
- * availability for the node's op and attrs on the device type (weft__kernel_exists) -- for a
+ * availability for the node's op and attrs on the device type (kernels->exists) -- for a
  * group with nothing placed yet, of every member reached, in `nodes` or not --, unpinned groups
  * to the first gpu-like device with kernels for them else CPU, soft placement. Callers pass
  * weft__colocation_closure's nodes so that a group is weighed whole. On error nothing is
  * added to `placement` and the status is INVALID_ARGUMENT naming node, op, requested device and,
  * when no kernel is the cause, the dtype and the devices that do have kernels. */
-weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
-                           const weft__placer_options_t *opts, GHashTable *placement);
+weft_status_t *weft__place_with(GPtrArray *nodes, const weft__place_device_t *devices,
+                                int n_devices, const weft__placer_options_t *opts,
+                                const weft__kernel_catalog_t *kernels, GHashTable *placement);
 
 /* An empty placement table for weft__place. It owns nothing: its keys are the nodes' own names,
  * so the graph must outlive the table (a session's graph does, and a master session frees its

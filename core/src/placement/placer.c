@@ -4,7 +4,6 @@
  * first gpu-like device; soft placement relaxes what cannot be satisfied. */
 #include <string.h>
 
-#include "../plugin/plugin_internal.h"
 #include "placement_internal.h"
 
 /* A node taking part in this call: one of `nodes`, or one reached through a colocation link. */
@@ -35,6 +34,7 @@ typedef struct placer {
   const weft__place_device_t *devices;
   int n_devices;
   const weft__placer_options_t *opts;
+  const weft__kernel_catalog_t *kernels;
   GHashTable *placement;
   const char *gpu_type;
   GArray *members;    /* member_t */
@@ -271,10 +271,10 @@ static bool member_has_kernel(placer_t *p, const member_t *m, const weft__place_
   if (device->type == NULL) return false;
   ptrdiff_t d = device - p->devices;
   if (m->kernel_class < 0 || d < 0 || d >= p->n_devices)
-    return weft__kernel_exists(m->node->op_name, device->type, m->node->attrs);
+    return p->kernels->exists(m->node->op_name, device->type, m->node->attrs);
   kernel_class_t *c = &g_array_index(p->classes, kernel_class_t, m->kernel_class);
   if (c->on_device[d] < 0)
-    c->on_device[d] = weft__kernel_exists(c->node->op_name, device->type, c->node->attrs);
+    c->on_device[d] = p->kernels->exists(c->node->op_name, device->type, c->node->attrs);
   return c->on_device[d] != 0;
 }
 
@@ -379,7 +379,7 @@ static weft_status_t *kernel_error(placer_t *p, const member_t *culprit, const c
                                    const char *which_devices) {
   char *what = op_and_dtype(culprit->node);
   char *types = device_types_list(p);
-  char *kernels = weft__kernel_describe_available(culprit->node->op_name);
+  char *kernels = p->kernels->describe_available(culprit->node->op_name);
   weft_status_t *status = weft_status_new(
       WEFT_INVALID_ARGUMENT,
       "Cannot assign a device for operation '%s': %sno supported kernel for %s is available "
@@ -695,15 +695,18 @@ GHashTable *weft__placement_new(void) {
   return g_hash_table_new(g_str_hash, g_str_equal);
 }
 
-weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
-                           const weft__placer_options_t *opts, GHashTable *placement) {
-  if (nodes == NULL || placement == NULL || (devices == NULL && n_devices > 0) || n_devices < 0)
+weft_status_t *weft__place_with(GPtrArray *nodes, const weft__place_device_t *devices,
+                                int n_devices, const weft__placer_options_t *opts,
+                                const weft__kernel_catalog_t *kernels, GHashTable *placement) {
+  if (nodes == NULL || placement == NULL || (devices == NULL && n_devices > 0) || n_devices < 0 ||
+      kernels == NULL)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft__place: missing nodes, devices or "
                                                   "placement table");
   placer_t p = {0};
   p.devices = devices;
   p.n_devices = n_devices;
   p.opts = opts;
+  p.kernels = kernels;
   p.placement = placement;
   p.gpu_type = highest_gpu_type(devices, n_devices);
   /* Sized for `nodes` up front: growing by doubling copied a big graph's arrays over and over. */

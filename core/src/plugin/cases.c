@@ -231,7 +231,6 @@ void weft__plugin_cases_add(weft__plugin_case_t *c) {
 }
 
 int weft__plugin_case_count(void) {
-  weft__plugins_ensure_loaded();
   g_mutex_lock(&cases_lock);
   int n = cases ? (int)cases->len : 0;
   g_mutex_unlock(&cases_lock);

@@ -164,49 +164,6 @@ static void check_ref(parser_t *ps, const char *name, int index) {
   }
 }
 
-/* Parses "name=value" into the attribute's value for `def`'s attr of that name. Also used for
- * conformance cases (cases.c). */
-weft_status_t *weft__attr_parse_value(const weft__op_def_t *def, const char *name, const char *text,
-                                      weft__attr_value_t **out) {
-  *out = NULL;
-  const weft__attr_def_t *ad = weft__op_def_find_attr(def, name);
-  if (!ad) return weft_status_new(WEFT_INVALID_ARGUMENT, "op %s has no attr '%s'", def->name, name);
-  /* The op-definition parser already knows every attr syntax: have it parse the value as the
-   * default of a one-attr op of the same type. */
-  char *spec = g_strdup_printf("v: %s = %s", ad->type, text);
-  const char *attrs[] = {spec, NULL};
-  const char *none[] = {NULL};
-  weft_op_def_t probe = {sizeof(probe), "AttrProbe", none, none, attrs, 0, NULL, NULL};
-  weft__op_def_t *parsed = NULL;
-  weft_status_t *st = weft__op_def_parse(&probe, "attr value", &parsed);
-  g_free(spec);
-  if (st) {
-    weft_status_free(st);
-    return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "'%s' is not a valid %s value for attr '%s' of %s", text, ad->type, name,
-                           def->name);
-  }
-  const weft__attr_def_t *pd = parsed->attrs->pdata[0];
-  weft__attr_value_t *v = weft__attr_value_copy(pd->default_value);
-  weft__op_def_free(parsed);
-  if (v->kind == WEFT_ATTR_TYPE && ad->allowed_types) {
-    bool ok = false;
-    for (size_t k = 0; k < ad->n_allowed_types; k++) ok |= ad->allowed_types[k] == v->u.type;
-    if (!ok) {
-      weft__attr_value_free(v);
-      return weft_status_new(WEFT_INVALID_ARGUMENT, "%s is not an allowed type for attr '%s' of %s",
-                             text, name, def->name);
-    }
-  }
-  if (v->kind == WEFT_ATTR_INT && ad->has_minimum && v->u.i < ad->minimum) {
-    weft__attr_value_free(v);
-    return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "%s is below the minimum %" G_GINT64_FORMAT " of attr '%s' of %s", text,
-                           ad->minimum, name, def->name);
-  }
-  *out = v;
-  return NULL;
-}
 
 static gexpr_t *parse_expr(parser_t *ps);
 
@@ -459,7 +416,6 @@ void weft__gradients_add(weft__grad_program_t *prog) {
 }
 
 const weft__grad_program_t *weft__gradient_lookup(const char *op) {
-  weft__plugins_ensure_loaded();
   g_mutex_lock(&gradients_lock);
   const weft__grad_program_t *p = gradients && op ? g_hash_table_lookup(gradients, op) : NULL;
   g_mutex_unlock(&gradients_lock);
@@ -482,53 +438,6 @@ static weft_status_t *build_error(builder_t *b, weft_status_t *st) {
                             b->node->op_name, b->line);
 }
 
-void weft__op_builder_set_attr_value(weft_op_builder_t *ob, const char *name,
-                                     const weft__attr_value_t *v) {
-  switch (v->kind) {
-    case WEFT_ATTR_INT:
-      weft_op_set_attr_int(ob, name, v->u.i);
-      break;
-    case WEFT_ATTR_FLOAT:
-      weft_op_set_attr_float(ob, name, v->u.f);
-      break;
-    case WEFT_ATTR_BOOL:
-      weft_op_set_attr_bool(ob, name, v->u.b);
-      break;
-    case WEFT_ATTR_TYPE:
-      weft_op_set_attr_type(ob, name, v->u.type);
-      break;
-    case WEFT_ATTR_STRING:
-      weft_op_set_attr_string(ob, name, v->u.s.data);
-      break;
-    case WEFT_ATTR_SHAPE:
-      weft_op_set_attr_shape(ob, name, v->u.shape.rank, v->u.shape.dims);
-      break;
-    case WEFT_ATTR_TENSOR:
-      weft_op_set_attr_tensor(ob, name, v->u.tensor);
-      break;
-    case WEFT_ATTR_LIST_INT:
-      weft_op_set_attr_int_list(ob, name, v->u.list.i, (int)v->u.list.n);
-      break;
-    case WEFT_ATTR_LIST_FLOAT:
-      weft_op_set_attr_float_list(ob, name, v->u.list.f, (int)v->u.list.n);
-      break;
-    case WEFT_ATTR_LIST_TYPE:
-      weft_op_set_attr_type_list(ob, name, v->u.list.type, (int)v->u.list.n);
-      break;
-    case WEFT_ATTR_LIST_STRING: {
-      const char **s = g_new0(const char *, v->u.list.n + 1);
-      for (size_t k = 0; k < v->u.list.n; k++) s[k] = v->u.list.s[k].data;
-      weft_op_set_attr_string_list(ob, name, s, (int)v->u.list.n);
-      g_free(s);
-      break;
-    }
-    case WEFT_ATTR_LIST_EMPTY:
-      weft_op_set_attr_int_list(ob, name, NULL, 0);
-      break;
-    default:
-      break; /* other kinds never come out of the parser */
-  }
-}
 
 /* A scalar tensor of dtype holding value; NULL for a dtype constants cannot take. */
 static weft_tensor_t *scalar_tensor(weft_dtype_t dtype, double value) {
@@ -671,7 +580,7 @@ static weft_status_t *eval_call(builder_t *b, const gexpr_t *e, const char *node
   }
   if (!st) {
     weft_op_builder_t *ob = weft_op_new(b->graph, e->name, node_name);
-    const weft__op_def_t *callee = weft__op_registry_lookup(e->name);
+    const weft__op_def_t *callee = weft__op_registry_find(b->graph->ops, e->name);
     /* One input arg per argument, except that a callee whose only input is a list takes them
      * all (AddN(a, b, c)). */
     bool one_list = callee && callee->inputs->len == 1 && is_list_arg(callee->inputs->pdata[0]);

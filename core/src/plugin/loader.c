@@ -311,10 +311,23 @@ static weft_status_t *load_file_locked(const char *path) {
     return ret;
   }
 
-  staging_t s = {path,          g_ptr_array_new(), g_ptr_array_new(), g_ptr_array_new(),
-                 g_ptr_array_new(), g_ptr_array_new(), NULL};
-  weft_registrar_t registrar = {sizeof(registrar), &s,         stage_backend,
-                                stage_op,          stage_kernel, stage_case};
+  staging_t s = {
+      .path = path,
+      .ops = g_ptr_array_new(),
+      .kernels = g_ptr_array_new(),
+      .backends = g_ptr_array_new(),
+      .gradients = g_ptr_array_new(),
+      .cases = g_ptr_array_new(),
+      .error = NULL,
+  };
+  weft_registrar_t registrar = {
+      .struct_size = sizeof(registrar),
+      .ctx = &s,
+      .register_backend = stage_backend,
+      .register_op = stage_op,
+      .register_kernel = stage_kernel,
+      .register_conformance_case = stage_case,
+  };
   void *plugin_state = NULL;
   weft_status_t *init_st = info->init(weft__host(), &registrar, &plugin_state);
   if (init_st || s.error) {
@@ -400,25 +413,10 @@ static void load_dir_locked(const char *dir, bool subfolders) {
   g_ptr_array_free(subdirs, TRUE);
 }
 
-/* Debian 12's OpenBLAS (0.3.21), which the CPU plugin links, does not know x86 CPUs newer than
- * its release and falls back to its generic SSE3 kernels ("Prescott") on them: on a Sapphire
- * Rapids VM, matmul/1024 ran at 64 GFLOP/s instead of 245. OpenBLAS picks its kernels once, when
- * it is loaded, from OPENBLAS_CORETYPE if set; so before anything can load it (a constructor runs
- * before main and before any thread, when changing the environment is safe), a CPU with the
- * AVX-512 subsets its SkylakeX kernels use asks for those, unless the user chose a core type. */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((constructor)) static void prefer_openblas_avx512_kernels(void) {
-  __builtin_cpu_init();
-  if (getenv("OPENBLAS_CORETYPE") || !__builtin_cpu_supports("avx512f") ||
-      !__builtin_cpu_supports("avx512cd") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl"))
-    return;
-  setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-}
-#endif
-
+/* The default registry's one-time load: the only place plugins are looked for. */
 static gpointer load_default_once(gpointer unused) {
-  weft__ops_register_standard();
+  (void)unused;
+  weft_registry_t *reg = weft__registry_process();
   g_mutex_lock(&loader_lock);
   if (!records) records = g_ptr_array_new();
   const char *env = g_getenv("WEFT_PLUGIN_PATH");
@@ -450,22 +448,119 @@ static gpointer load_default_once(gpointer unused) {
     g_free(dir);
   }
   g_mutex_unlock(&loader_lock);
-  return NULL;
+  return reg;
 }
 
-void weft__plugins_ensure_loaded(void) {
+weft_registry_t *weft__registry_default(void) {
   static GOnce once = G_ONCE_INIT;
-  g_once(&once, load_default_once, NULL);
+  return g_once(&once, load_default_once, NULL);
 }
+
+void weft__plugins_ensure_loaded(void) { (void)weft__registry_default(); }
+
+/* A graph naming an op the default's standard ops lack loads the default (its plugins may define
+ * the op): set before main, as the graph layer cannot name this one. */
+__attribute__((constructor)) static void register_op_loader(void) {
+  weft__op_registry_set_process_loader(weft__plugins_ensure_loaded);
+}
+
+/* Caller holds loader_lock. What a private registry gets of a file it asked for: the record, and
+ * what the plugin registered in the default (loaded there once per process). */
+static void share_record_locked(weft_registry_t *reg, record_t *r) {
+  for (guint k = 0; k < reg->plugins->len; k++)
+    if (reg->plugins->pdata[k] == &r->pub) return;
+  g_ptr_array_add(reg->plugins, &r->pub);
+  if (!r->pub.error) weft__registry_share_plugin(reg, r->pub.path);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The public registry functions (weft.h) */
+
+weft_registry_t *weft_registry_new(void) { return weft__registry_new_private(); }
+
+void weft_registry_free(weft_registry_t *reg) { weft__registry_free(reg); }
+
+weft_registry_t *weft_registry_default(void) { return weft__registry_default(); }
+
+void weft_registry_load_default(weft_registry_t *reg) {
+  weft__plugins_ensure_loaded();
+  if (reg == NULL || reg->is_default) return;
+  g_mutex_lock(&loader_lock);
+  for (guint k = 0; k < records->len; k++) share_record_locked(reg, records->pdata[k]);
+  g_mutex_unlock(&loader_lock);
+}
+
+weft_status_t *weft_registry_load_plugin(weft_registry_t *reg, const char *path) {
+  if (reg == NULL || path == NULL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_registry_load_plugin needs a registry and a path");
+  /* The default loads its folders first, as weft_plugins_load_file always did; a private
+   * registry loads the one file only. */
+  if (reg->is_default) weft__plugins_ensure_loaded();
+  weft__registry_process();
+  g_mutex_lock(&loader_lock);
+  if (!records) records = g_ptr_array_new();
+  weft_status_t *st = load_file_locked(path);
+  if (!reg->is_default) {
+    char real[PATH_MAX];
+    record_t *r = realpath(path, real) ? find_record_by_real_path(real) : NULL;
+    if (r) share_record_locked(reg, r);
+  }
+  g_mutex_unlock(&loader_lock);
+  return st;
+}
+
+/* The default's plugins are every record; a private registry's, those it asked for. */
+static GPtrArray *plugin_list_locked(weft_registry_t *reg) {
+  return reg->is_default ? records : reg->plugins;
+}
+
+static const weft_plugin_record_t *plugin_at_locked(weft_registry_t *reg, int index) {
+  GPtrArray *list = plugin_list_locked(reg);
+  if (!list || index < 0 || index >= (int)list->len) return NULL;
+  return reg->is_default ? &((record_t *)list->pdata[index])->pub : list->pdata[index];
+}
+
+int weft_registry_plugin_count(weft_registry_t *reg) {
+  if (reg == NULL) return 0;
+  g_mutex_lock(&loader_lock);
+  GPtrArray *list = plugin_list_locked(reg);
+  int n = list ? (int)list->len : 0;
+  g_mutex_unlock(&loader_lock);
+  return n;
+}
+
+const weft_plugin_record_t *weft_registry_plugin_get(weft_registry_t *reg, int index) {
+  if (reg == NULL) return NULL;
+  g_mutex_lock(&loader_lock);
+  const weft_plugin_record_t *r = plugin_at_locked(reg, index);
+  g_mutex_unlock(&loader_lock);
+  return r;
+}
+
+int weft_registry_device_count(weft_registry_t *reg) {
+  return reg ? weft__registry_device_count(reg) : 0;
+}
+
+const weft_device_info_t *weft_registry_device_get(weft_registry_t *reg, int index) {
+  return reg ? weft__registry_device_get(reg, index) : NULL;
+}
+
+int weft_registry_op_count(weft_registry_t *reg) {
+  return reg ? weft__op_registry_size(reg->ops) : 0;
+}
+
+weft_graph_t *weft_graph_new_in(weft_registry_t *reg) {
+  return reg ? weft__graph_new_in(reg->ops) : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The process-wide functions: the default registry's, loading it first */
 
 void weft_plugins_load_default(void) { weft__plugins_ensure_loaded(); }
 
 weft_status_t *weft_plugins_load_file(const char *path) {
-  weft__plugins_ensure_loaded();
-  g_mutex_lock(&loader_lock);
-  weft_status_t *st = load_file_locked(path);
-  g_mutex_unlock(&loader_lock);
-  return st;
+  return weft_registry_load_plugin(weft__registry_process(), path);
 }
 
 int weft_plugins_count(void) {
@@ -483,4 +578,14 @@ const weft_plugin_record_t *weft_plugins_get(int index) {
       (index >= 0 && index < (int)records->len) ? &((record_t *)records->pdata[index])->pub : NULL;
   g_mutex_unlock(&loader_lock);
   return r;
+}
+
+int weft_devices_count(void) { return weft__registry_device_count(weft__registry_default()); }
+
+const weft_device_info_t *weft_devices_get(int index) {
+  return weft__registry_device_get(weft__registry_default(), index);
+}
+
+int weft_backends_without_devices(const char ***reasons) {
+  return weft__registry_without_devices(weft__registry_default(), reasons);
 }

@@ -1,31 +1,9 @@
-/* Internal declarations of core/src/plugin: the plugin loader, the backend and device registry,
- * the kernel registry and the kernel context the host table reads from. */
+/* Internal declarations of core/src/plugin: the plugin loader, the registry objects (ops,
+ * backends and devices, kernels), the host table, gradient programs and conformance cases. */
 #ifndef WEFT_PLUGIN_INTERNAL_H
 #define WEFT_PLUGIN_INTERNAL_H
 
-#include "../graph/graph_internal.h"
-
-typedef struct weft__backend {
-  weft_backend_t table;  /* copied from the plugin, strings owned by the registry */
-  char *plugin_path;
-  int n_devices;
-  char *why_no_devices;  /* when n_devices == 0 */
-  char *why_no_devices_line; /* "TYPE: reason", built on demand */
-} weft__backend_t;
-
-struct weft__device {
-  char *name;            /* /job:localhost/replica:0/task:0/device:CPU:0 */
-  char *type;            /* CPU */
-  int ordinal;
-  weft__backend_t *backend;
-  weft_device_props_t props;
-  bool gpu_like;
-  bool emulated;         /* props.emulated: a CPU emulation, ranked below the CPU */
-  int priority;
-  GMutex open_lock;
-  void *handle;          /* backend device handle once opened */
-  GMutex refs_lock;      /* serialises kernel_lock_ref on this device's variables */
-};
+#include "../placement/placement_internal.h"
 
 typedef struct weft__kernel {
   weft_kernel_def_t def;     /* strings and arrays owned by the registry */
@@ -51,46 +29,51 @@ const weft__kernel_t *weft__kernel_lookup(const char *op, const char *device_typ
 bool weft__kernel_exists(const char *op, const char *device_type, const weft_attrs_t *attrs);
 /* A sentence for errors: which dtypes and devices do have kernels for op. */
 char *weft__kernel_describe_available(const char *op);
+/* weft__place_with (placement_internal.h) asking this registry about kernels. */
+weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
+                           const weft__placer_options_t *opts, GHashTable *placement);
 /* Is input (is_output false) or output `index` of node a host-memory argument of kernel? */
 bool weft__kernel_arg_in_host_memory(const weft__kernel_t *kernel, const weft_node_t *node,
                                      bool is_output, int index);
 
-/* The value a ref edge carries: a variable living in a resource manager. */
-typedef struct weft__variable {
-  gint refcount;
-  GRecMutex lock;         /* recursive: a kernel holding use_locking may assign through it */
-  char *name;             /* container/shared_name */
-  weft__device_t *device;
-  weft_tensor_t *value;   /* NULL until initialised */
-} weft__variable_t;
-weft__variable_t *weft__variable_ref(weft__variable_t *var);
-void weft__variable_unref(weft__variable_t *var);
-
-/* One slot of a kernel's inputs or outputs: a tensor, or a ref to a variable. */
-typedef struct weft__value {
-  weft_tensor_t *tensor;
-  weft__variable_t *ref;
-} weft__value_t;
-
-/* Resource manager lookups (exec/resource_mgr.c). */
-typedef struct weft__resource_mgr weft__resource_mgr_t;
-
-/* What a kernel invocation sees: built by the executor, read by the host table. */
-struct weft_kernel_ctx {
-  const weft_node_t *node;
-  const weft__kernel_t *kernel;
-  weft__device_t *device;
-  void *kernel_state;
-  weft__value_t *inputs;        /* node->n_inputs, borrowed from the executor */
-  weft__value_t *outputs;       /* node->n_outputs, filled by the kernel */
-  weft__threadpool_t *intra_pool;
-  weft__resource_mgr_t *resources;
-  GPtrArray *scratch;           /* weft__buffer_t* freed after compute */
-  weft_status_t *deferred;      /* a status a void host function could not return */
+/* ---------------------------------------------------------------------------------------------
+ * Registries (registry.c; docs/architecture.md, "The registry"). The default is the process's:
+ * its op registry is weft__op_registry_process(), plugins commit into it, and it is never freed.
+ * A private registry has its own op registry with the standard ops; everything else in it is
+ * borrowed from the default (what the plugins it asked for registered there). */
+struct weft_registry {
+  GMutex lock;                 /* guards the tables below, not ops (it has its own lock) */
+  weft__op_registry_t *ops;    /* owned when owns_ops */
+  bool owns_ops;
+  bool is_default;
+  GPtrArray *backends;         /* weft__backend_t*; the default owns them */
+  GPtrArray *devices;          /* weft__device_t*, placement order; the default owns them */
+  GHashTable *kernels_by_op;   /* op -> GPtrArray of weft__kernel_t* (the default owns those) */
+  GPtrArray *device_infos;     /* weft_device_info_t* for the public API, owned */
+  GPtrArray *retired_infos;    /* infos of an older device set, kept: callers may hold them */
+  GPtrArray *plugins;          /* const weft_plugin_record_t* this registry asked for (private) */
+  GPtrArray *without_devices;  /* char* borrowed from the backends, for the public API */
 };
 
-/* Plugin loader (loader.c): loads the default plugins once per process. */
+/* The default registry, created (standard ops, no plugin) but not necessarily loaded: for the
+ * loader and the lookups that must not load anything. */
+weft_registry_t *weft__registry_process(void);
+/* The default registry, loaded: its plugins loaded once per process (WEFT_PLUGIN_PATH, then the
+ * build tree's or the install's plugin folder). This is the one place the default loads
+ * (loader.c); the first of weft_session_new, weft_plugins_*, weft_devices_*, a graph naming an op
+ * the standard ops lack, or weft__device_count triggers it. */
+weft_registry_t *weft__registry_default(void);
+/* The same, for callers that want the side effect only. */
 void weft__plugins_ensure_loaded(void);
+weft_registry_t *weft__registry_new_private(void);
+void weft__registry_free(weft_registry_t *reg); /* the default: nothing happens */
+int weft__registry_device_count(weft_registry_t *reg);
+/* Borrowed for reg's life. */
+const weft_device_info_t *weft__registry_device_get(weft_registry_t *reg, int index);
+int weft__registry_without_devices(weft_registry_t *reg, const char ***reasons);
+/* Adds to a private reg, borrowed, what the plugin loaded from plugin_path (as the loader
+ * recorded the path) registered in the default: ops, kernels, backends and devices. */
+void weft__registry_share_plugin(weft_registry_t *reg, const char *plugin_path);
 
 /* Registry internals the loader uses (registry.c). */
 weft__kernel_t *weft__kernel_copy_def(const weft_kernel_def_t *def, const char *plugin_path);
@@ -102,22 +85,17 @@ char *weft__registry_device_types_from(const char *plugin_path); /* g_free() */
 /* The plugin path that registered device_type, or NULL (g_free() the result). */
 char *weft__registry_backend_owner(const char *device_type);
 
-/* The host table's kernel-context services (host.c) used by the executor. */
-weft_status_t *weft__kernel_ctx_take_status(weft_kernel_ctx_t *ctx);
+/* The host table every plugin gets (host.c): weft__graph_host's entries and the kernel
+ * context's, which the exec layer fills (weft__host_set_kernel_entries). Built once, on first
+ * use; borrowed for the process's life. */
+const weft_host_t *weft__host(void);
+/* Sets the function that fills the kernel-context entries of the host table; exec calls it when
+ * the library loads (exec/kernel_host.c), before anything can ask for the table. */
+void weft__host_set_kernel_entries(void (*fill)(weft_host_t *table));
 
 /* Finds an op definition by name for the loader's checks: the registry's, or one the plugin
  * being loaded has staged. */
 typedef const weft__op_def_t *(*weft__op_lookup_fn)(const char *op, void *arg);
-
-/* Parses `text` ("name = value" of an attr of def, e.g. "beta" and "1.5", "perm" and "[1,0]")
- * as def's attr type. *out is the caller's (weft__attr_value_free). INVALID_ARGUMENT naming the
- * op, attr and text (gradient.c). */
-weft_status_t *weft__attr_parse_value(const weft__op_def_t *def, const char *name,
-                                      const char *text, weft__attr_value_t **out);
-
-/* Sets attr `name` of a node under construction from an internal value (gradient.c). */
-void weft__op_builder_set_attr_value(weft_op_builder_t *b, const char *name,
-                                     const weft__attr_value_t *value);
 
 /* ---------------------------------------------------------------------------------------------
  * Gradient programs (gradient.c): weft_op_def_t.gradient, parsed when the op is registered. */

@@ -1,25 +1,60 @@
-/* The process-wide registries plugins fill: device backends and their devices (in placement
- * order), and kernels per (op, device type, dtype constraints) with priorities. Also answers the
- * placer's and executor's questions: which kernel runs this node here, which args live in host
- * memory, and what kernels exist when none fits. */
+/* Registry objects (weft_registry_t): the ops, backends and their devices (in placement order),
+ * and kernels per (op, device type, dtype constraints) with priorities; the process default,
+ * which plugins fill, and private registries (docs/architecture.md, "The registry"). Also answers
+ * the placer's and executor's questions about the default: which kernel runs this node here,
+ * which args live in host memory, and what kernels exist when none fits. */
 #include "plugin_internal.h"
 
 #include <string.h>
 
+static void registry_init(weft_registry_t *reg, weft__op_registry_t *ops, bool owns_ops) {
+  g_mutex_init(&reg->lock);
+  reg->ops = ops;
+  reg->owns_ops = owns_ops;
+  reg->backends = g_ptr_array_new();
+  reg->devices = g_ptr_array_new();
+  reg->kernels_by_op =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
+  reg->device_infos = g_ptr_array_new();
+  reg->retired_infos = g_ptr_array_new_with_free_func(g_free);
+  reg->plugins = g_ptr_array_new();
+  reg->without_devices = g_ptr_array_new();
+}
 
-static GMutex registry_lock;
-static GPtrArray *backends;      /* weft__backend_t* */
-static GPtrArray *devices;       /* weft__device_t*, placement order */
-static GHashTable *kernels_by_op; /* op -> GPtrArray of weft__kernel_t* */
-static GPtrArray *device_infos;  /* weft_device_info_t* for the public API */
+static gpointer create_process_registry(gpointer unused) {
+  (void)unused;
+  weft_registry_t *reg = g_new0(weft_registry_t, 1);
+  registry_init(reg, weft__op_registry_process(), false);
+  reg->is_default = true;
+  return reg;
+}
 
-static void ensure_tables(void) {
-  if (!backends) {
-    backends = g_ptr_array_new();
-    devices = g_ptr_array_new();
-    kernels_by_op = g_hash_table_new(g_str_hash, g_str_equal);
-    device_infos = g_ptr_array_new();
-  }
+weft_registry_t *weft__registry_process(void) {
+  static GOnce once = G_ONCE_INIT;
+  return g_once(&once, create_process_registry, NULL);
+}
+
+weft_registry_t *weft__registry_new_private(void) {
+  weft_registry_t *reg = g_new0(weft_registry_t, 1);
+  registry_init(reg, weft__op_registry_new(), true);
+  return reg;
+}
+
+void weft__registry_free(weft_registry_t *reg) {
+  /* The default lives as long as the process: its kernels and devices are borrowed by others. */
+  if (reg == NULL || reg->is_default) return;
+  /* Everything in a private registry's tables is the default's (borrowed), except its ops. */
+  if (reg->owns_ops) weft__op_registry_free(reg->ops);
+  g_ptr_array_free(reg->backends, TRUE);
+  g_ptr_array_free(reg->devices, TRUE);
+  g_hash_table_destroy(reg->kernels_by_op);
+  for (guint k = 0; k < reg->device_infos->len; k++) g_free(reg->device_infos->pdata[k]);
+  g_ptr_array_free(reg->device_infos, TRUE);
+  g_ptr_array_free(reg->retired_infos, TRUE);
+  g_ptr_array_free(reg->plugins, TRUE);
+  g_ptr_array_free(reg->without_devices, TRUE);
+  g_mutex_clear(&reg->lock);
+  g_free(reg);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -63,16 +98,20 @@ void weft__kernel_free(weft__kernel_t *k) {
   g_free(k);
 }
 
-void weft__registry_add_kernel(weft__kernel_t *k) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  GPtrArray *list = g_hash_table_lookup(kernels_by_op, k->def.op);
+static void add_kernel_locked(weft_registry_t *reg, weft__kernel_t *k) {
+  GPtrArray *list = g_hash_table_lookup(reg->kernels_by_op, k->def.op);
   if (!list) {
     list = g_ptr_array_new();
-    g_hash_table_insert(kernels_by_op, g_strdup(k->def.op), list);
+    g_hash_table_insert(reg->kernels_by_op, g_strdup(k->def.op), list);
   }
   g_ptr_array_add(list, k);
-  g_mutex_unlock(&registry_lock);
+}
+
+void weft__registry_add_kernel(weft__kernel_t *k) {
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
+  add_kernel_locked(reg, k);
+  g_mutex_unlock(&reg->lock);
 }
 
 static bool dtype_in(weft_dtype_t t, const weft_type_constraint_t *c) {
@@ -102,16 +141,16 @@ static bool kernel_matches(const weft__kernel_t *k, const char *device_type,
 
 const weft__kernel_t *weft__kernel_lookup(const char *op, const char *device_type,
                                           const weft_attrs_t *attrs) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   const weft__kernel_t *best = NULL;
-  GPtrArray *list = g_hash_table_lookup(kernels_by_op, op);
+  GPtrArray *list = g_hash_table_lookup(reg->kernels_by_op, op);
   for (guint k = 0; list && k < list->len; k++) {
     const weft__kernel_t *cand = list->pdata[k];
     if (!kernel_matches(cand, device_type, attrs)) continue;
     if (!best || cand->def.priority > best->def.priority) best = cand;
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return best;
 }
 
@@ -120,10 +159,10 @@ bool weft__kernel_exists(const char *op, const char *device_type, const weft_att
 }
 
 char *weft__kernel_describe_available(const char *op) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   GString *s = g_string_new(NULL);
-  GPtrArray *list = g_hash_table_lookup(kernels_by_op, op);
+  GPtrArray *list = g_hash_table_lookup(reg->kernels_by_op, op);
   if (!list || !list->len) {
     g_string_append_printf(s, "no kernels are registered for op %s", op);
   } else {
@@ -140,8 +179,18 @@ char *weft__kernel_describe_available(const char *op) {
       }
     }
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return g_string_free(s, FALSE);
+}
+
+static const weft__kernel_catalog_t kernel_catalog = {
+    .exists = weft__kernel_exists,
+    .describe_available = weft__kernel_describe_available,
+};
+
+weft_status_t *weft__place(GPtrArray *nodes, const weft__place_device_t *devices, int n_devices,
+                           const weft__placer_options_t *opts, GHashTable *placement) {
+  return weft__place_with(nodes, devices, n_devices, opts, &kernel_catalog, placement);
 }
 
 static bool arg_name_in_host_memory(const weft__kernel_t *kernel, const char *name) {
@@ -165,18 +214,18 @@ bool weft__kernel_arg_in_host_memory(const weft__kernel_t *kernel, const weft_no
 }
 
 int weft__registry_count_kernels_from(const char *plugin_path) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   int n = 0;
   GHashTableIter it;
   gpointer v;
-  g_hash_table_iter_init(&it, kernels_by_op);
+  g_hash_table_iter_init(&it, reg->kernels_by_op);
   while (g_hash_table_iter_next(&it, NULL, &v)) {
     GPtrArray *list = v;
     for (guint k = 0; k < list->len; k++)
       if (g_strcmp0(((weft__kernel_t *)list->pdata[k])->plugin_path, plugin_path) == 0) n++;
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return n;
 }
 
@@ -236,54 +285,55 @@ void weft__registry_add_backend(weft__backend_t *be) {
               d->props.compute_capability, d->props.bus_id[0] ? ", bus id " : "", d->props.bus_id);
     g_ptr_array_add(fresh, d);
   }
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  g_ptr_array_add(backends, be);
-  for (guint k = 0; k < fresh->len; k++) g_ptr_array_add(devices, fresh->pdata[k]);
-  g_ptr_array_sort(devices, device_order);
-  g_ptr_array_set_size(device_infos, 0);
-  g_mutex_unlock(&registry_lock);
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
+  g_ptr_array_add(reg->backends, be);
+  for (guint k = 0; k < fresh->len; k++) g_ptr_array_add(reg->devices, fresh->pdata[k]);
+  g_ptr_array_sort(reg->devices, device_order);
+  g_mutex_unlock(&reg->lock);
   g_ptr_array_free(fresh, TRUE);
 }
 
-int weft__device_count(void) {
-  weft__plugins_ensure_loaded();
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  int n = (int)devices->len;
-  g_mutex_unlock(&registry_lock);
+int weft__registry_device_count(weft_registry_t *reg) {
+  g_mutex_lock(&reg->lock);
+  int n = (int)reg->devices->len;
+  g_mutex_unlock(&reg->lock);
   return n;
 }
 
+int weft__device_count(void) { return weft__registry_device_count(weft__registry_default()); }
+
 weft__device_t *weft__device_at(int index) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  weft__device_t *d = (index >= 0 && index < (int)devices->len) ? devices->pdata[index] : NULL;
-  g_mutex_unlock(&registry_lock);
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
+  weft__device_t *d =
+      (index >= 0 && index < (int)reg->devices->len) ? reg->devices->pdata[index] : NULL;
+  g_mutex_unlock(&reg->lock);
   return d;
 }
 
 weft__device_t *weft__device_find(const char *full_name) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   weft__device_t *found = NULL;
-  for (guint k = 0; k < devices->len && !found; k++) {
-    weft__device_t *d = devices->pdata[k];
+  for (guint k = 0; k < reg->devices->len && !found; k++) {
+    weft__device_t *d = reg->devices->pdata[k];
     if (strcmp(d->name, full_name) == 0) found = d;
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return found;
 }
 
 const char *weft__gpu_device_type(void) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
+  GPtrArray *devices = reg->devices;
   const char *t = NULL;
   /* "/gpu:N" never means an emulated device: the first device is a real GPU or there is none. */
   if (devices->len && ((weft__device_t *)devices->pdata[0])->gpu_like &&
       !((weft__device_t *)devices->pdata[0])->emulated)
     t = ((weft__device_t *)devices->pdata[0])->type;
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return t;
 }
 
@@ -308,17 +358,16 @@ weft_status_t *weft__device_open(weft__device_t *d, const weft_device_options_t 
   return st;
 }
 
-int weft_devices_count(void) { return weft__device_count(); }
-
-const weft_device_info_t *weft_devices_get(int index) {
-  weft__plugins_ensure_loaded();
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  if (device_infos->len != devices->len) {
-    g_ptr_array_set_size(device_infos, 0);
-    for (guint k = 0; k < devices->len; k++) {
-      const weft__device_t *d = devices->pdata[k];
-      /* Kept for the process lifetime, as the API promises; rebuilt only when devices change. */
+const weft_device_info_t *weft__registry_device_get(weft_registry_t *reg, int index) {
+  g_mutex_lock(&reg->lock);
+  if (reg->device_infos->len != reg->devices->len) {
+    /* Infos handed out stay valid for the registry's life, as the API promises: the old set is
+     * retired, not freed, when the devices change. */
+    for (guint k = 0; k < reg->device_infos->len; k++)
+      g_ptr_array_add(reg->retired_infos, reg->device_infos->pdata[k]);
+    g_ptr_array_set_size(reg->device_infos, 0);
+    for (guint k = 0; k < reg->devices->len; k++) {
+      const weft__device_t *d = reg->devices->pdata[k];
       weft_device_info_t *info = g_new0(weft_device_info_t, 1);
       info->name = d->name;
       info->device_type = d->type;
@@ -327,58 +376,91 @@ const weft_device_info_t *weft_devices_get(int index) {
       info->memory_bytes = d->props.memory_bytes;
       info->gpu_like = d->gpu_like;
       info->emulated = d->emulated;
-      g_ptr_array_add(device_infos, info);
+      g_ptr_array_add(reg->device_infos, info);
     }
   }
-  const weft_device_info_t *r =
-      (index >= 0 && index < (int)device_infos->len) ? device_infos->pdata[index] : NULL;
-  g_mutex_unlock(&registry_lock);
+  const weft_device_info_t *r = (index >= 0 && index < (int)reg->device_infos->len)
+                                    ? reg->device_infos->pdata[index]
+                                    : NULL;
+  g_mutex_unlock(&reg->lock);
   return r;
 }
 
-int weft_backends_without_devices(const char ***reasons) {
-  weft__plugins_ensure_loaded();
-  static GPtrArray *cached;
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
-  if (!cached) cached = g_ptr_array_new();
-  g_ptr_array_set_size(cached, 0);
-  for (guint k = 0; k < backends->len; k++) {
-    weft__backend_t *be = backends->pdata[k];
+int weft__registry_without_devices(weft_registry_t *reg, const char ***reasons) {
+  g_mutex_lock(&reg->lock);
+  g_ptr_array_set_size(reg->without_devices, 0);
+  for (guint k = 0; k < reg->backends->len; k++) {
+    weft__backend_t *be = reg->backends->pdata[k];
     if (be->n_devices == 0) {
       /* Built once per backend and kept: the caller borrows it for the process lifetime. */
       if (!be->why_no_devices_line)
-        be->why_no_devices_line = g_strdup_printf("%s: %s", be->table.device_type, be->why_no_devices);
-      g_ptr_array_add(cached, be->why_no_devices_line);
+        be->why_no_devices_line =
+            g_strdup_printf("%s: %s", be->table.device_type, be->why_no_devices);
+      g_ptr_array_add(reg->without_devices, be->why_no_devices_line);
     }
   }
-  int n = (int)cached->len;
-  if (reasons) *reasons = (const char **)cached->pdata;
-  g_mutex_unlock(&registry_lock);
+  int n = (int)reg->without_devices->len;
+  if (reasons) *reasons = (const char **)reg->without_devices->pdata;
+  g_mutex_unlock(&reg->lock);
   return n;
 }
 
+void weft__registry_share_plugin(weft_registry_t *reg, const char *plugin_path) {
+  weft_registry_t *def = weft__registry_process();
+  weft__op_registry_share_origin(reg->ops, def->ops, plugin_path);
+  g_mutex_lock(&def->lock);
+  GPtrArray *kernels = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer v;
+  g_hash_table_iter_init(&it, def->kernels_by_op);
+  while (g_hash_table_iter_next(&it, NULL, &v)) {
+    GPtrArray *list = v;
+    for (guint k = 0; k < list->len; k++)
+      if (g_strcmp0(((weft__kernel_t *)list->pdata[k])->plugin_path, plugin_path) == 0)
+        g_ptr_array_add(kernels, list->pdata[k]);
+  }
+  GPtrArray *backends = g_ptr_array_new(), *devices = g_ptr_array_new();
+  for (guint k = 0; k < def->backends->len; k++) {
+    weft__backend_t *be = def->backends->pdata[k];
+    if (g_strcmp0(be->plugin_path, plugin_path) == 0) g_ptr_array_add(backends, be);
+  }
+  for (guint k = 0; k < def->devices->len; k++) {
+    weft__device_t *d = def->devices->pdata[k];
+    if (g_strcmp0(d->backend->plugin_path, plugin_path) == 0) g_ptr_array_add(devices, d);
+  }
+  g_mutex_unlock(&def->lock);
+  g_mutex_lock(&reg->lock);
+  for (guint k = 0; k < kernels->len; k++) add_kernel_locked(reg, kernels->pdata[k]);
+  for (guint k = 0; k < backends->len; k++) g_ptr_array_add(reg->backends, backends->pdata[k]);
+  for (guint k = 0; k < devices->len; k++) g_ptr_array_add(reg->devices, devices->pdata[k]);
+  g_ptr_array_sort(reg->devices, device_order);
+  g_mutex_unlock(&reg->lock);
+  g_ptr_array_free(kernels, TRUE);
+  g_ptr_array_free(backends, TRUE);
+  g_ptr_array_free(devices, TRUE);
+}
+
 char *weft__registry_device_types_from(const char *plugin_path) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   GString *s = g_string_new(NULL);
-  for (guint k = 0; k < backends->len; k++) {
-    weft__backend_t *be = backends->pdata[k];
+  for (guint k = 0; k < reg->backends->len; k++) {
+    weft__backend_t *be = reg->backends->pdata[k];
     if (g_strcmp0(be->plugin_path, plugin_path) == 0)
       g_string_append_printf(s, "%s%s", s->len ? "," : "", be->table.device_type);
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return g_string_free(s, FALSE);
 }
 
 char *weft__registry_backend_owner(const char *device_type) {
-  g_mutex_lock(&registry_lock);
-  ensure_tables();
+  weft_registry_t *reg = weft__registry_process();
+  g_mutex_lock(&reg->lock);
   char *owner = NULL;
-  for (guint k = 0; k < backends->len && !owner; k++) {
-    weft__backend_t *be = backends->pdata[k];
+  for (guint k = 0; k < reg->backends->len && !owner; k++) {
+    weft__backend_t *be = reg->backends->pdata[k];
     if (strcmp(be->table.device_type, device_type) == 0) owner = g_strdup(be->plugin_path);
   }
-  g_mutex_unlock(&registry_lock);
+  g_mutex_unlock(&reg->lock);
   return owner;
 }

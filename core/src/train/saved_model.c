@@ -355,7 +355,6 @@ weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
   if (dir == NULL || *dir == '\0' || out == NULL) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_saved_model_load needs a folder and out");
   }
-  weft__ops_register_standard();
   weft_plugins_load_default();
   weft_saved_model_t *m = g_new0(weft_saved_model_t, 1);
   m->dir = g_strdup(dir);

@@ -1,9 +1,10 @@
 /* device_spec.c: TensorFlow-style device specifications ("/job:ps/replica:0/task:1/device:GPU:0"
- * and the legacy "/gpu:0", "CPU:0" forms): parsing, merging nested scopes, printing, and deciding
- * whether a spec selects a concrete device. */
+ * and the legacy "/gpu:0", "CPU:0" forms): parsing, merging nested scopes and printing. They live
+ * with the graph because device scopes are merged as nodes are built; matching a spec against a
+ * concrete device is the placer's (placement/device_match.c). */
 #include <string.h>
 
-#include "placement_internal.h"
+#include "graph_internal.h"
 
 void weft__device_spec_init(weft__device_spec_t *spec) {
   spec->job = NULL;
@@ -190,30 +191,5 @@ bool weft__device_spec_compatible(const weft__device_spec_t *a, const weft__devi
   if (a->type != NULL && b->type != NULL && g_ascii_strcasecmp(a->type, b->type) != 0)
     return false;
   if (a->id >= 0 && b->id >= 0 && a->id != b->id) return false;
-  return true;
-}
-
-bool weft__device_spec_matches(const weft__device_spec_t *spec, const weft__place_device_t *device,
-                               const char *gpu_type) {
-  if (spec->job != NULL && (device->job == NULL || strcmp(spec->job, device->job) != 0))
-    return false;
-  if (spec->replica >= 0 && spec->replica != device->replica) return false;
-  if (spec->task >= 0 && spec->task != device->task) return false;
-  if (device->emulated &&
-      (spec->type == NULL || device->type == NULL || g_ascii_strcasecmp(spec->type, device->type) != 0))
-    return false;
-  if (spec->type != NULL) {
-    if (device->type == NULL) return false;
-    if (g_ascii_strcasecmp(spec->type, "GPU") == 0) {
-      /* "GPU" names whichever gpu-like backend ranks first; a backend that happens to be called
-       * "GPU" is still matched by its own name. */
-      bool by_alias = gpu_type != NULL && g_ascii_strcasecmp(device->type, gpu_type) == 0;
-      bool by_name = g_ascii_strcasecmp(device->type, "GPU") == 0;
-      if (!by_alias && !by_name) return false;
-    } else if (g_ascii_strcasecmp(spec->type, device->type) != 0) {
-      return false;
-    }
-  }
-  if (spec->id >= 0 && spec->id != device->id) return false;
   return true;
 }
