@@ -25,16 +25,10 @@
 #include "weft/plugin.h"
 #include "weft/types.h"
 
-/* The host table handed to the plugin's init (set by weft_pc_init); valid for the life of the
- * process once the plugin loaded. */
+/* The host table handed to the plugin's init, which stores it here right after
+ * WEFT_PLUGIN_INIT (weft/plugin.h) checked the host and registrar tables; valid for the life of
+ * the process once the plugin loaded. */
 extern const weft_host_t *weft_pc_host;
-
-/* Checks that the host and registrar tables are as large as ABI 1.0 (a shorter table cannot be
- * trusted for any function) and remembers host in weft_pc_host. `who` names the plugin in the
- * messages ("CPU plugin"). Returns false when the plugin must register nothing; *err is then what
- * its init returns (NULL where the host table is too small even to report that). */
-bool weft_pc_init(const weft_host_t *host, const weft_registrar_t *registrar, const char *who,
-                  weft_status_t **err);
 
 /* ---------------------------------------------------------------------------------------------
  * dtypes */
@@ -130,6 +124,23 @@ weft_status_t *weft_pc_register_full(const weft_registrar_t *reg, const char *de
                                      weft_kernel_destroy_fn destroy, void *user_data);
 weft_status_t *weft_pc_register(const weft_registrar_t *reg, const char *device_type,
                                 const weft_pc_kernel_spec_t *spec);
+/* Op `op` computed by `compute` (no create or destroy) with user_data, constrained on "T" to
+ * dtypes[0..n_dtypes), or unconstrained when dtypes is NULL. */
+weft_status_t *weft_pc_register_typed(const weft_registrar_t *reg, const char *device_type,
+                                      const char *op, weft_kernel_compute_fn compute,
+                                      const char *const *host_memory, void *user_data,
+                                      const weft_dtype_t *dtypes, size_t n_dtypes);
+
+/* ---------------------------------------------------------------------------------------------
+ * Training updates (ApplyGradientDescent, ApplyAdam, ...) */
+
+/* Reads and checks the operands every update checks: refs[0..n_refs) the variable and its slots
+ * (reference inputs 0..n_refs-1), *grad input grad_input. The variable must be float32 or float64
+ * (UNIMPLEMENTED "<op> has no <device> kernel for <dtype>"); the slots and the gradient ("delta"
+ * when sgd) must have its dtype and shape. */
+weft_status_t *weft_pc_train_operands(weft_kernel_ctx_t *ctx, const char *op, const char *device,
+                                      int n_refs, int grad_input, bool sgd,
+                                      weft_tensor_view_t *refs, weft_tensor_view_t *grad);
 
 /* ---------------------------------------------------------------------------------------------
  * Broadcasting (TensorFlow/numpy rules) of up to 3 operands, collapsed so that runs of dims with

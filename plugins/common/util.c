@@ -1,7 +1,7 @@
-/* util.c: the plumbing every plugin kernel uses, whatever its device: the host table and the
- * init-time checks of it, dtype sizes and names, errors that name the node, inputs and outputs
- * through the host, integer arguments read from host memory, attribute defaults, host-memory int
- * outputs, and kernel registration. */
+/* util.c: the plumbing every plugin kernel uses, whatever its device: the host table (checked by
+ * WEFT_PLUGIN_INIT in each plugin's init), dtype sizes and names, errors that name the node,
+ * inputs and outputs through the host, integer arguments read from host memory, attribute
+ * defaults, host-memory int outputs, and kernel registration. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,56 +12,27 @@
 
 const weft_host_t *weft_pc_host;
 
-bool weft_pc_init(const weft_host_t *host, const weft_registrar_t *registrar, const char *who,
-                  weft_status_t **err) {
-  *err = NULL;
-  if (host->struct_size < sizeof(weft_host_t)) {
-    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
-      *err = host->status_new(WEFT_FAILED_PRECONDITION,
-                              "%s: host table too small (%zu < %zu bytes)", who,
-                              host->struct_size, sizeof(weft_host_t));
-    return false;
-  }
-  weft_pc_host = host;
-  if (registrar->struct_size < sizeof(weft_registrar_t)) {
-    *err = host->status_new(WEFT_FAILED_PRECONDITION,
-                            "%s: registrar table too small (%zu < %zu bytes)", who,
-                            registrar->struct_size, sizeof(weft_registrar_t));
-    return false;
-  }
-  return true;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * dtypes */
 
 size_t weft_pc_dtype_size(weft_dtype_t dtype) {
   switch (dtype) {
-    case WEFT_DT_FLOAT: case WEFT_DT_INT32: case WEFT_DT_UINT32: return 4;
-    case WEFT_DT_DOUBLE: case WEFT_DT_INT64: case WEFT_DT_UINT64: return 8;
-    case WEFT_DT_UINT8: case WEFT_DT_INT8: case WEFT_DT_BOOL: return 1;
-    case WEFT_DT_INT16: case WEFT_DT_UINT16: case WEFT_DT_HALF: case WEFT_DT_BFLOAT16: return 2;
-    case WEFT_DT_STRING: return sizeof(weft_string_t);
+#define WEFT_PC_SIZE_CASE(dt, ctype, name, tf_name, proto_name) \
+  case dt:                                                      \
+    return sizeof(ctype);
+    WEFT_DTYPE_LIST(WEFT_PC_SIZE_CASE)
+#undef WEFT_PC_SIZE_CASE
     default: return 0;
   }
 }
 
 const char *weft_pc_dtype_name(weft_dtype_t dtype) {
   switch (dtype) {
-    case WEFT_DT_FLOAT: return "float32";
-    case WEFT_DT_DOUBLE: return "float64";
-    case WEFT_DT_INT32: return "int32";
-    case WEFT_DT_UINT8: return "uint8";
-    case WEFT_DT_INT16: return "int16";
-    case WEFT_DT_INT8: return "int8";
-    case WEFT_DT_STRING: return "string";
-    case WEFT_DT_INT64: return "int64";
-    case WEFT_DT_BOOL: return "bool";
-    case WEFT_DT_BFLOAT16: return "bfloat16";
-    case WEFT_DT_UINT16: return "uint16";
-    case WEFT_DT_HALF: return "float16";
-    case WEFT_DT_UINT32: return "uint32";
-    case WEFT_DT_UINT64: return "uint64";
+#define WEFT_PC_NAME_CASE(dt, ctype, name, tf_name, proto_name) \
+  case dt:                                                      \
+    return name;
+    WEFT_DTYPE_LIST(WEFT_PC_NAME_CASE)
+#undef WEFT_PC_NAME_CASE
     default: return "invalid";
   }
 }
@@ -292,4 +263,50 @@ weft_status_t *weft_pc_register(const weft_registrar_t *reg, const char *device_
   return weft_pc_register_full(reg, device_type, spec->op, constrained ? &c : NULL,
                                constrained ? 1 : 0, spec->host_memory, spec->create,
                                spec->compute, spec->destroy, spec->user_data);
+}
+
+weft_status_t *weft_pc_register_typed(const weft_registrar_t *reg, const char *device_type,
+                                      const char *op, weft_kernel_compute_fn compute,
+                                      const char *const *host_memory, void *user_data,
+                                      const weft_dtype_t *dtypes, size_t n_dtypes) {
+  const weft_pc_kernel_spec_t spec = {.op = op,
+                                      .compute = compute,
+                                      .type_attr = dtypes != NULL ? "T" : NULL,
+                                      .dtypes = dtypes,
+                                      .n_dtypes = dtypes != NULL ? n_dtypes : 0,
+                                      .host_memory = host_memory,
+                                      .user_data = user_data};
+  return weft_pc_register(reg, device_type, &spec);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Training updates */
+
+weft_status_t *weft_pc_train_operands(weft_kernel_ctx_t *ctx, const char *op, const char *device,
+                                      int n_refs, int grad_input, bool sgd,
+                                      weft_tensor_view_t *refs, weft_tensor_view_t *grad) {
+  static const char *const slot_names[3] = {"var", "accum", "slot"};
+  for (int r = 0; r < n_refs; r++) {
+    memset(&refs[r], 0, sizeof refs[r]);
+    refs[r].struct_size = sizeof refs[r];
+    WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, r, &refs[r]));
+  }
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, grad_input, grad));
+  const weft_tensor_view_t *var = &refs[0];
+  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
+  if (var->dtype != WEFT_DT_FLOAT && var->dtype != WEFT_DT_DOUBLE)
+    return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "%s has no %s kernel for %s", op, device,
+                         weft_pc_dtype_name(var->dtype));
+  for (int r = 1; r < n_refs; r++)
+    if (!weft_pc_same_shape(var, &refs[r]) || refs[r].dtype != var->dtype)
+      return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s",
+                           r == 1 ? slot_names[1] : slot_names[2],
+                           weft_pc_shape_str(var->rank, var->dims, s0, sizeof s0),
+                           weft_pc_shape_str(refs[r].rank, refs[r].dims, s1, sizeof s1));
+  if (!weft_pc_same_shape(var, grad) || grad->dtype != var->dtype)
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "var and %s do not have the same shape%s %s",
+                         sgd ? "delta" : "grad",
+                         weft_pc_shape_str(var->rank, var->dims, s0, sizeof s0),
+                         weft_pc_shape_str(grad->rank, grad->dims, s1, sizeof s1));
+  return NULL;
 }

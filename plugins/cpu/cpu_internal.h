@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <cblas.h>
 #include <stdint.h>
 
 #include "plugin_common.h"
@@ -140,9 +141,22 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
-/* Reads OPENBLAS_NUM_THREADS and sets OpenBLAS to one thread until a large GEMM: once, from the
- * plugin's init. */
-void weft__cpu_blas_init(void);
+/* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0. */
+typedef struct {
+  void (*sgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int, float,
+                const float *, int, const float *, int, float, float *, int);
+  void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int,
+                double, const double *, int, const double *, int, double, double *, int);
+  void (*set_num_threads)(int);
+  char *(*get_corename)(void);
+} weft_cpu_blas_t;
+extern weft_cpu_blas_t weft__cpu_blas;
+/* Chooses OpenBLAS's kernels (OPENBLAS_CORETYPE), loads it, reads OPENBLAS_NUM_THREADS and sets
+ * OpenBLAS to one thread until a large GEMM: once, from the plugin's init. A missing or
+ * foreign libopenblas.so.0 is FAILED_PRECONDITION, which fails the plugin's init. */
+weft_status_t *weft__cpu_blas_init(void);
+/* OPENBLAS_NUM_THREADS as the plugin found it (0: unset). */
+int weft__cpu_blas_threads_asked(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Broadcasting (TensorFlow/numpy rules) of up to 3 operands, collapsed so that runs of dims

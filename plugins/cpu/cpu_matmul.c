@@ -88,37 +88,25 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
 /* From this many multiply-adds (256x256x256) OpenBLAS's own threads pay for their spinning. */
 #define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
 
-/* OPENBLAS_NUM_THREADS as the plugin found it (0: unset): when set, a large GEMM's thread
- * count, so that a user (or weft_threads_set_limit) can still choose it. */
-static int openblas_threads_asked;
-
-void weft__cpu_blas_init(void) {
-  const char *env = getenv("OPENBLAS_NUM_THREADS");
-  long asked = env ? strtol(env, NULL, 10) : 0;
-  openblas_threads_asked = asked > 0 && asked < 1024 ? (int)asked : 0;
-  /* Until the first large GEMM, the threads OpenBLAS started when it was loaded have nothing
-   * to spin for. */
-  openblas_set_num_threads(1);
-}
-
 static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                            const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                            int64_t ldc) {
   enum CBLAS_TRANSPOSE tra = ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE trb = tb ? CblasTrans : CblasNoTrans;
   if (dbl)
-    cblas_dgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
+    weft__cpu_blas.dgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
                 0.0, c, (int)ldc);
   else
-    cblas_sgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
+    weft__cpu_blas.sgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
                 0.0f, c, (int)ldc);
 }
 
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc) {
-  int threads = openblas_threads_asked ? openblas_threads_asked : H->kernel_num_threads(ctx);
-  openblas_set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
+  int asked = weft__cpu_blas_threads_asked();
+  int threads = asked ? asked : H->kernel_num_threads(ctx);
+  weft__cpu_blas.set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
                                                                                       : 1);
   blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
@@ -253,7 +241,7 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   if (small_float_batches(&bm)) {
     /* Each GEMM is too small for OpenBLAS's threads: the batches are shared out over the
      * intra-op pool instead, each on one OpenBLAS thread. */
-    openblas_set_num_threads(1);
+    weft__cpu_blas.set_num_threads(1);
     batch_job_t job = {&bm, xr * xc, yr * yc, inner, sx, sy, es};
     weft__cpu_parallel(ctx, bc->out_elements, 2 * m * n * bm.k + 1, batch_range, &job);
     return NULL;

@@ -60,7 +60,7 @@ static weft_status_t *cpu_device_properties(void *backend_state, int ordinal,
   /* Which kernels OpenBLAS chose says at a glance whether MatMul runs at the CPU's speed. */
   snprintf(p.description, sizeof p.description, "%.60s, %d core%s, OpenBLAS %.24s kernels",
            model, (int)(cores < 1000000 ? cores : 1000000), cores == 1 ? "" : "s",
-           openblas_get_corename());
+           weft__cpu_blas.get_corename());
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGESIZE);
   p.memory_bytes = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
@@ -142,9 +142,9 @@ static const weft_backend_t cpu_backend = {
 static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *registrar,
                                void **plugin_state) {
   *plugin_state = NULL;
-  weft_status_t *err = NULL;
-  if (!weft_pc_init(host, registrar, "CPU plugin", &err)) return err;
-  weft__cpu_blas_init(); /* each GEMM then sets OpenBLAS's threads for itself */
+  WEFT_PLUGIN_INIT(host, registrar, "CPU plugin");
+  weft_pc_host = host;
+  WEFT_RETURN_IF_ERROR(weft__cpu_blas_init()); /* OpenBLAS, its kernels chosen first */
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cpu_backend));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_state(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_elementwise(registrar));

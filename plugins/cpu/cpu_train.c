@@ -139,32 +139,10 @@ static weft_status_t *read_scalar(weft_kernel_ctx_t *ctx, int index, const char 
 }
 
 static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op) {
-  static const char *const slot_names[3] = {"var", "accum", "slot"};
   weft_tensor_view_t refs[3], grad;
-  for (int r = 0; r < op->n_refs; r++) {
-    memset(&refs[r], 0, sizeof refs[r]);
-    refs[r].struct_size = sizeof refs[r];
-    WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, r, &refs[r]));
-  }
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, op->grad_input, &grad));
+  WEFT_RETURN_IF_ERROR(weft_pc_train_operands(ctx, op->name, "CPU", op->n_refs, op->grad_input,
+                                              op->kind == TRAIN_SGD, refs, &grad));
   const weft_tensor_view_t *var = &refs[0];
-  char s0[CPU_SHAPE_STR_LEN], s1[CPU_SHAPE_STR_LEN];
-  if (var->dtype != WEFT_DT_FLOAT && var->dtype != WEFT_DT_DOUBLE)
-    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CPU kernel for %s", op->name,
-                           weft__cpu_dtype_name(var->dtype));
-  for (int r = 1; r < op->n_refs; r++)
-    if (!same_shape(var, &refs[r]) || refs[r].dtype != var->dtype)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "var and %s do not have the same shape%s %s",
-                             r == 1 ? slot_names[1] : slot_names[2],
-                             weft__cpu_shape_str(var->rank, var->dims, s0, sizeof s0),
-                             weft__cpu_shape_str(refs[r].rank, refs[r].dims, s1, sizeof s1));
-  if (!same_shape(var, &grad) || grad.dtype != var->dtype)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "var and %s do not have the same shape%s %s",
-                           op->kind == TRAIN_SGD ? "delta" : "grad",
-                           weft__cpu_shape_str(var->rank, var->dims, s0, sizeof s0),
-                           weft__cpu_shape_str(grad.rank, grad.dims, s1, sizeof s1));
   train_job_t j;
   memset(&j, 0, sizeof j);
   j.kind = op->kind;

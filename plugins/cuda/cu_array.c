@@ -37,41 +37,6 @@ static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t 
 static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_split};
 
 /* ---------------------------------------------------------------------------------------------
- * Tile, Pad */
-
-static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_pc_tile_t t;
-  WEFT_RETURN_IF_ERROR(weft_pc_tile_prepare(ctx, &t));
-  const weft_tensor_view_t *x = &t.x;
-  if (t.y.num_elements == 0) return NULL;
-  /* Output dim d of size m * s is the row-major pair (m, s) reading the input at (0, stride). */
-  int64_t in_strides[WEFT_MAX_RANK], dims[CU_MAX_COPY_DIMS], strides[CU_MAX_COPY_DIMS];
-  weft_pc_contiguous_strides(x->rank, x->dims, in_strides);
-  for (int d = 0; d < x->rank; d++) {
-    dims[2 * d] = t.multiples[d];
-    strides[2 * d] = 0;
-    dims[2 * d + 1] = x->dims[d];
-    strides[2 * d + 1] = in_strides[d];
-  }
-  return weft__cu_copy_strided(ctx, t.y.data, 0, NULL, x->data, 0, strides, x->dtype, 2 * x->rank,
-                               dims);
-}
-
-static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_pc_pad_t p;
-  WEFT_RETURN_IF_ERROR(weft_pc_pad_prepare(ctx, &p));
-  const weft_tensor_view_t *x = &p.x, *y = &p.y;
-  if (y->num_elements == 0) return NULL;
-  const uint64_t zero = 0;
-  WEFT_RETURN_IF_ERROR(weft__cu_fill(ctx, y->data, x->dtype, y->num_elements, &zero));
-  if (x->num_elements == 0) return NULL;
-  return weft__cu_copy_strided(ctx, y->data, p.offset, p.out_strides, x->data, 0, p.in_strides,
-                               x->dtype, x->rank, x->dims);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Registration */
 
 weft_status_t *weft__cu_register_array(const weft_registrar_t *reg) {
@@ -95,7 +60,7 @@ weft_status_t *weft__cu_register_array(const weft_registrar_t *reg) {
        .n_dtypes = n, .host_memory = hm_shape, .user_data = ops},
       {.op = "Slice", .compute = weft_pc_k_slice, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_slice, .user_data = ops},
-      {.op = "Tile", .compute = k_tile, .type_attr = "T", .dtypes = all, .n_dtypes = n,
+      {.op = "Tile", .compute = weft_pc_k_tile, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_tile},
       {.op = "ConcatV2", .compute = weft_pc_k_concat_v2, .type_attr = "T", .dtypes = all,
        .n_dtypes = n, .host_memory = hm_axis, .user_data = ops},
@@ -103,18 +68,18 @@ weft_status_t *weft__cu_register_array(const weft_registrar_t *reg) {
        .n_dtypes = n, .host_memory = hm_concat_dim, .user_data = ops},
       {.op = "Pack", .compute = weft_pc_k_pack, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .user_data = ops},
-      {.op = "Pad", .compute = k_pad, .type_attr = "T", .dtypes = all, .n_dtypes = n,
+      {.op = "Pad", .compute = weft_pc_k_pad, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_pad},
       {.op = "Split", .compute = weft_pc_k_split, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_split, .user_data = ops},
-      {.op = "SplitV", .compute = weft_pc_k_split_v, .type_attr = "T", .dtypes = all,
-       .n_dtypes = n, .host_memory = hm_split_v, .user_data = ops},
-      {.op = "Unpack", .compute = weft_pc_k_unpack, .type_attr = "T", .dtypes = all,
-       .n_dtypes = n, .user_data = ops},
+      {.op = "SplitV", .compute = weft_pc_k_split_v, .type_attr = "T", .dtypes = all, .n_dtypes = n,
+       .host_memory = hm_split_v, .user_data = ops},
+      {.op = "Unpack", .compute = weft_pc_k_unpack, .type_attr = "T", .dtypes = all, .n_dtypes = n,
+       .user_data = ops},
       {.op = "Shape", .compute = weft_pc_k_shape, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_out},
-      {.op = "ShapeN", .compute = weft_pc_k_shape, .type_attr = "T", .dtypes = all,
-       .n_dtypes = n, .host_memory = hm_out},
+      {.op = "ShapeN", .compute = weft_pc_k_shape, .type_attr = "T", .dtypes = all, .n_dtypes = n,
+       .host_memory = hm_out},
       {.op = "Size", .compute = weft_pc_k_size, .type_attr = "T", .dtypes = all, .n_dtypes = n,
        .host_memory = hm_out},
       {.op = "Rank", .compute = weft_pc_k_rank, .type_attr = "T", .dtypes = all, .n_dtypes = n,

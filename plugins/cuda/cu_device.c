@@ -207,7 +207,8 @@ static weft_status_t *oom(weft_cu_device_t *dev, size_t nbytes, weft_cu_arena_re
                     free_s[0] ? ", free on the device " : "", free_s, state, opts);
 }
 
-weft_status_t *weft__cu_alloc(weft_cu_device_t *dev, size_t nbytes, void **ptr) {
+weft_status_t *weft__cu_alloc(void *device, size_t nbytes, void **ptr) {
+  weft_cu_device_t *dev = device;
   *ptr = NULL;
   WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
@@ -216,14 +217,16 @@ weft_status_t *weft__cu_alloc(weft_cu_device_t *dev, size_t nbytes, void **ptr) 
   return NULL;
 }
 
-void weft__cu_free(weft_cu_device_t *dev, void *ptr) {
+void weft__cu_free(void *device, void *ptr) {
+  weft_cu_device_t *dev = device;
   if (ptr == NULL) return;
   if (weft__cu_arena_free(dev->arena, ptr) != 0)
     H->log(WEFT_LOG_WARNING, WEFT_CU_PLUGIN_NAME, "%s: freeing %p, which this device never handed out",
            dev->name, ptr);
 }
 
-weft_status_t *weft__cu_memory_usage(weft_cu_device_t *dev, uint64_t *in_use, uint64_t *limit) {
+weft_status_t *weft__cu_memory_usage(void *device, uint64_t *in_use, uint64_t *limit) {
+  weft_cu_device_t *dev = device;
   weft_cu_arena_stats_t st;
   weft__cu_arena_stats(dev->arena, &st);
   *in_use = st.in_use;
@@ -320,8 +323,8 @@ static weft_status_t *upload(weft_cu_device_t *dev, copy_lane_t *lane, char *dst
   return weft__cu_check(dev, e, "ordering kernels after an upload");
 }
 
-weft_status_t *weft__cu_copy_to_device(weft_cu_device_t *dev, void *dst, const void *src,
-                                       size_t nbytes) {
+weft_status_t *weft__cu_copy_to_device(void *device, void *dst, const void *src, size_t nbytes) {
+  weft_cu_device_t *dev = device;
   WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
   weft__cu_enter(dev);
@@ -368,8 +371,8 @@ static weft_status_t *download(weft_cu_device_t *dev, copy_lane_t *lane, char *d
   return NULL;
 }
 
-weft_status_t *weft__cu_copy_from_device(weft_cu_device_t *dev, void *dst, const void *src,
-                                         size_t nbytes) {
+weft_status_t *weft__cu_copy_from_device(void *device, void *dst, const void *src, size_t nbytes) {
+  weft_cu_device_t *dev = device;
   WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0) return NULL;
   weft__cu_enter(dev);
@@ -379,8 +382,9 @@ weft_status_t *weft__cu_copy_from_device(weft_cu_device_t *dev, void *dst, const
   return s;
 }
 
-weft_status_t *weft__cu_copy_device_to_device(weft_cu_device_t *dev, void *dst, const void *src,
+weft_status_t *weft__cu_copy_device_to_device(void *device, void *dst, const void *src,
                                               size_t nbytes) {
+  weft_cu_device_t *dev = device;
   WEFT_RETURN_IF_ERROR(lost_status(dev));
   if (nbytes == 0 || dst == src) return NULL;
   cudaStream_t s = weft__cu_enter(dev);
@@ -388,7 +392,8 @@ weft_status_t *weft__cu_copy_device_to_device(weft_cu_device_t *dev, void *dst, 
                         "copying within the device");
 }
 
-weft_status_t *weft__cu_synchronize(weft_cu_device_t *dev) {
+weft_status_t *weft__cu_synchronize(void *device) {
+  weft_cu_device_t *dev = device;
   WEFT_RETURN_IF_ERROR(lost_status(dev));
   cudaStream_t s = weft__cu_enter(dev);
   /* Uploads are waited for by the compute stream and downloads finish before they return, so
@@ -551,7 +556,8 @@ weft_status_t *weft__cu_device_open(int ordinal, const weft_device_options_t *op
   return NULL;
 }
 
-void weft__cu_device_close(weft_cu_device_t *dev) {
+void weft__cu_device_close(void *device) {
+  weft_cu_device_t *dev = device;
   if (dev == NULL) return;
   pthread_mutex_lock(&open_lock);
   for (weft_cu_device_t **link = &open_devices; *link != NULL; link = &(*link)->next_open)

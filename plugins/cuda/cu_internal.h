@@ -23,6 +23,7 @@
 
 #include "cu_alloc.h"
 #include "cu_kernels.h"
+#include "gpu_kernels.h"
 #include "plugin_common.h"
 #include "weft/plugin.h"
 #include "weft/types.h"
@@ -77,17 +78,9 @@ typedef struct weft_cu_device weft_cu_device_t;
 
 weft_status_t *weft__cu_device_open(int ordinal, const weft_device_options_t *opts,
                                     weft_cu_device_t **out);
-void weft__cu_device_close(weft_cu_device_t *dev);
-weft_status_t *weft__cu_alloc(weft_cu_device_t *dev, size_t nbytes, void **ptr);
-void weft__cu_free(weft_cu_device_t *dev, void *ptr);
-weft_status_t *weft__cu_copy_to_device(weft_cu_device_t *dev, void *dst, const void *src,
-                                       size_t nbytes);
-weft_status_t *weft__cu_copy_from_device(weft_cu_device_t *dev, void *dst, const void *src,
-                                         size_t nbytes);
-weft_status_t *weft__cu_copy_device_to_device(weft_cu_device_t *dev, void *dst, const void *src,
-                                              size_t nbytes);
-weft_status_t *weft__cu_synchronize(weft_cu_device_t *dev);
-weft_status_t *weft__cu_memory_usage(weft_cu_device_t *dev, uint64_t *in_use, uint64_t *limit);
+/* The device interface (plugins/common/gpu_kernels.h): close, alloc, free, the copies,
+ * synchronize and memory_usage, with weft_backend_t's signatures (device: a weft_cu_device_t *). */
+WEFT_PC_DEVICE_API(weft__cu)
 /* Closes every device still open (backend shutdown). */
 void weft__cu_close_all_devices(void);
 
@@ -112,7 +105,6 @@ void weft__cu_blas_unlock(weft_cu_device_t *dev);
 
 /* The kernel's device, made current on this thread; *stream (if not NULL) its compute stream. */
 weft_cu_device_t *weft__cu_ctx_device(weft_kernel_ctx_t *ctx, cudaStream_t *stream);
-weft_status_t *weft__cu_ref_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out);
 /* Device scratch memory freed after compute returns (safe: later users are queued behind the
  * work queued now). */
 weft_status_t *weft__cu_scratch(weft_kernel_ctx_t *ctx, size_t nbytes, void **out);
@@ -154,6 +146,12 @@ typedef struct weft_cu_kernel_spec {
   size_t n_dtypes2;
 } weft_cu_kernel_spec_t;
 weft_status_t *weft__cu_register(const weft_registrar_t *reg, const weft_cu_kernel_spec_t *spec);
+/* The same for op `op` constrained on "T" to dtypes[0..n_dtypes), or unconstrained when dtypes is
+ * NULL (weft_pc_register_typed_fn). */
+weft_status_t *weft__cu_register_typed(const weft_registrar_t *reg, const char *op,
+                                       weft_kernel_compute_fn compute,
+                                       const char *const *host_memory, void *user_data,
+                                       const weft_dtype_t *dtypes, size_t n_dtypes);
 
 /* Dtype sets. */
 extern const weft_dtype_t weft__cu_types_float[]; /* float, double */
@@ -162,6 +160,10 @@ extern const weft_dtype_t weft__cu_types_all[];   /* float, double, int32, int64
 #define CU_N_FLOAT 2
 #define CU_N_NUM 4
 #define CU_N_ALL 5
+
+/* The device steps of the kernels the GPU backends share (cu_launch.c); init installs it as
+ * weft_pc_launch. */
+extern const weft_pc_launch_t weft__cu_launch;
 
 weft_status_t *weft__cu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cu_register_math(const weft_registrar_t *reg);

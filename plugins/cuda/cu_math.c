@@ -1,8 +1,8 @@
-/* cu_math.c: CUDA elementwise kernels (host side; the device code is kernels/elementwise.cu):
- * unary math and activations, binary arithmetic, comparisons and logic with TensorFlow
- * broadcasting, activation gradients, BiasAdd, AddN, ClipByValue, Select / SelectV2 and Cast
- * between float32, float64, int32, int64 and bool. Shapes and argument checks are the shared
- * ones (plugins/common), so the errors are the CPU kernels'.
+/* cu_math.c: the CUDA elementwise kernels: the tables of unary math and activations, binary
+ * arithmetic, comparisons and logic (TensorFlow broadcasting), activation gradients, BiasAdd,
+ * AddN, Select / SelectV2 and Cast between float32, float64, int32, int64 and bool, whose host
+ * side is the GPU backends' shared one (plugins/common/gpu_kernels.c, launching through
+ * cu_launch.c), and ClipByValue, which has a kernel of its own (kernels/elementwise.cu).
  *
  * Floats are float32 and float64 everywhere; int32 and int64 where the arithmetic is exact and
  * cannot fail. Integer division, modulo and powers stay on the CPU, whose kernels report division
@@ -22,15 +22,7 @@ static const weft_dtype_t types_nb[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_I
 /* ---------------------------------------------------------------------------------------------
  * Unary */
 
-typedef struct un_op {
-  const char *name;
-  int code;
-  bool with_int; /* int32 and int64 too */
-  const char *param;
-  float param_default;
-} un_op_t;
-
-static const un_op_t un_ops[] = {
+static const weft_pc_unary_op_t un_ops[] = {
     {"Neg", CU_UN_NEG, true, NULL, 0},
     {"Abs", CU_UN_ABS, true, NULL, 0},
     {"Square", CU_UN_SQUARE, true, NULL, 0},
@@ -76,42 +68,13 @@ static const un_op_t un_ops[] = {
     {"LogicalNot", CU_UN_LOGICAL_NOT, false, NULL, 0},
 };
 
-static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
-  const un_op_t *op = state;
-  weft_tensor_view_t x, y;
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
-  int dt = weft__cu_dt(x.dtype);
-  if (dt < 0)
-    return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CUDA kernel for %s", op->name,
-                          weft_pc_dtype_name(x.dtype));
-  bool out_bool = op->code >= CU_UN_FIRST_BOOL_OUT;
-  WEFT_RETURN_IF_ERROR(
-      weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, x.rank, x.dims, &y));
-  if (x.num_elements == 0) return NULL;
-  double alpha = op->param != NULL ? weft_pc_attr_float(ctx, op->param, op->param_default) : 0.0;
-  cudaStream_t s;
-  weft__cu_ctx_device(ctx, &s);
-  return weft__cu_launched(
-      ctx, weft__cu_k_unary(s, op->code, (weft_cu_dt_t)dt, x.data, y.data, x.num_elements, alpha),
-      op->name);
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Binary */
-
-typedef struct bin_op {
-  const char *name;
-  int code;
-  const weft_dtype_t *dtypes; /* NULL: bool only, no type attribute (LogicalAnd/Or) */
-  size_t n_dtypes;
-  const char *param;
-  float param_default;
-} bin_op_t;
 
 static const weft_dtype_t types_cmp_eq[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                             WEFT_DT_INT64, WEFT_DT_BOOL};
 
-static const bin_op_t bin_ops[] = {
+static const weft_pc_binary_op_t bin_ops[] = {
     {"AddV2", CU_BIN_ADD, types_n, 4, NULL, 0},
     {"Add", CU_BIN_ADD, types_n, 4, NULL, 0},
     {"Sub", CU_BIN_SUB, types_n, 4, NULL, 0},
@@ -150,98 +113,6 @@ static const bin_op_t bin_ops[] = {
     {"LogicalOr", CU_BIN_OR, NULL, 0, NULL, 0},
 };
 
-static weft_status_t *run_binary(weft_kernel_ctx_t *ctx, int code, double alpha,
-                                 weft_dtype_t dtype, const weft_cu_geom_t *g, const void *x,
-                                 const void *y, void *z, const char *what) {
-  if (g->n == 0) return NULL;
-  int dt = weft__cu_dt(dtype);
-  if (dt < 0)
-    return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CUDA kernel for %s", what,
-                          weft_pc_dtype_name(dtype));
-  cudaStream_t s;
-  weft__cu_ctx_device(ctx, &s);
-  return weft__cu_launched(ctx, weft__cu_k_binary(s, code, (weft_cu_dt_t)dt, g, x, y, z, alpha),
-                           what);
-}
-
-static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
-  const bin_op_t *op = state;
-  weft_tensor_view_t x, y, z;
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &y));
-  if (x.dtype != y.dtype)
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs operands of one dtype, got %s and %s",
-                          op->name, weft_pc_dtype_name(x.dtype), weft_pc_dtype_name(y.dtype));
-  bool out_bool = op->code >= CU_BIN_FIRST_BOOL_OUT;
-  weft_pc_bcast_t bc;
-  const weft_tensor_view_t *ins[2] = {&x, &y};
-  weft_status_t *bs = weft_pc_bcast_views(ctx, &bc, 2, ins);
-  if (bs != NULL) {
-    /* Equal/NotEqual with incompatible_shape_error = false answer "not equal" as a scalar. */
-    bool equality = op->code == CU_BIN_EQ || op->code == CU_BIN_NE;
-    if (!equality || weft_pc_attr_bool(ctx, "incompatible_shape_error", true)) return bs;
-    H->status_free(bs);
-    WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, WEFT_DT_BOOL, 0, NULL, &z));
-    const uint8_t v = op->code == CU_BIN_NE;
-    return weft__cu_fill(ctx, z.data, WEFT_DT_BOOL, 1, &v);
-  }
-  WEFT_RETURN_IF_ERROR(
-      weft_pc_output(ctx, 0, out_bool ? WEFT_DT_BOOL : x.dtype, bc.out_rank, bc.out_dims, &z));
-  double alpha = op->param != NULL ? weft_pc_attr_float(ctx, op->param, op->param_default) : 0.0;
-  weft_cu_geom_t g;
-  weft__cu_geom(&bc, &g);
-  return run_binary(ctx, op->code, alpha, x.dtype, &g, x.data, y.data, z.data, op->name);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * BiasAdd: a broadcast add with the bias viewed as [C] (NHWC) or [C, 1, ..., 1] (NCHW). */
-
-static weft_status_t *k_bias_add(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_pc_bias_add_t ba;
-  WEFT_RETURN_IF_ERROR(weft_pc_bias_add_prepare(ctx, &ba));
-  const weft_tensor_view_t *x = &ba.x;
-  if (x->num_elements == 0) return NULL;
-  int64_t bdims[WEFT_MAX_RANK];
-  int brank = x->rank - ba.cdim;
-  bdims[0] = ba.bias.dims[0];
-  for (int d = 1; d < brank; d++) bdims[d] = 1;
-  const int ranks[2] = {x->rank, brank};
-  const int64_t *dims[2] = {x->dims, bdims};
-  weft_pc_bcast_t bc;
-  WEFT_RETURN_IF_ERROR(weft_pc_bcast_init(ctx, &bc, 2, ranks, dims));
-  weft_cu_geom_t g;
-  weft__cu_geom(&bc, &g);
-  return run_binary(ctx, CU_BIN_ADD, 0.0, x->dtype, &g, x->data, ba.bias.data, ba.y.data,
-                    "BiasAdd");
-}
-
-/* ---------------------------------------------------------------------------------------------
- * AddN: a chain of adds, the first into the output, the rest in place. */
-
-static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  int n = 0;
-  weft_tensor_view_t first, z;
-  WEFT_RETURN_IF_ERROR(weft_pc_addn_first(ctx, &n, &first));
-  for (int k = 1; k < n; k++) {
-    weft_tensor_view_t v;
-    WEFT_RETURN_IF_ERROR(weft_pc_addn_input(ctx, k, &first, &v));
-  }
-  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, first.dtype, first.rank, first.dims, &z));
-  if (first.num_elements == 0) return NULL;
-  if (n == 1) return weft__cu_copy_d2d(ctx, z.data, first.data, z.nbytes);
-  weft_cu_geom_t g;
-  weft__cu_geom_flat(first.num_elements, &g);
-  for (int k = 1; k < n; k++) {
-    weft_tensor_view_t v;
-    WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, k, &v));
-    WEFT_RETURN_IF_ERROR(run_binary(ctx, CU_BIN_ADD, 0.0, first.dtype, &g,
-                                    k == 1 ? first.data : z.data, v.data, z.data, "AddN"));
-  }
-  return NULL;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * ClipByValue */
 
@@ -270,109 +141,29 @@ static weft_status_t *k_clip(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Select, SelectV2 */
-
-static weft_status_t *k_select(weft_kernel_ctx_t *ctx, void *state) {
-  bool v2 = state != NULL;
-  weft_tensor_view_t c, t, e, z;
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &c));
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 1, &t));
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 2, &e));
-  weft_tensor_view_t cv = c; /* the condition as broadcasting sees it */
-  if (!v2) {
-    weft_pc_select_cond_t kind;
-    WEFT_RETURN_IF_ERROR(weft_pc_select_check(ctx, &c, &t, &e, &kind));
-    if (kind == WEFT_PC_SELECT_ROWS) { /* a vector along dim 0: [n, 1, ..., 1] */
-      cv.rank = t.rank;
-      for (int d = 1; d < cv.rank; d++) cv.dims[d] = 1;
-    }
-  }
-  const weft_tensor_view_t *ins[3] = {&cv, &t, &e};
-  weft_pc_bcast_t bc;
-  WEFT_RETURN_IF_ERROR(weft_pc_bcast_views(ctx, &bc, 3, ins));
-  if (!v2) {
-    bc.out_rank = t.rank; /* a scalar condition never changes the output shape */
-    memcpy(bc.out_dims, t.dims, sizeof bc.out_dims);
-  }
-  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, t.dtype, bc.out_rank, bc.out_dims, &z));
-  if (bc.out_elements == 0) return NULL;
-  weft_cu_geom_t g;
-  weft__cu_geom(&bc, &g);
-  cudaStream_t s;
-  weft__cu_ctx_device(ctx, &s);
-  return weft__cu_launched(ctx,
-                           weft__cu_k_select(s, weft_pc_dtype_size(t.dtype), &g, c.data, t.data,
-                                             e.data, z.data),
-                           v2 ? "SelectV2" : "Select");
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Cast */
-
-static weft_status_t *k_cast(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, y;
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, 0, &x));
-  weft_dtype_t dst = x.dtype;
-  WEFT_RETURN_IF_ERROR(H->attr_type(H->kernel_attrs(ctx), "DstT", &dst));
-  if (x.dtype == dst) return H->kernel_forward_input(ctx, 0, 0, x.rank, x.dims);
-  int ss = weft__cu_dt(x.dtype), ds = weft__cu_dt(dst);
-  if (ss < 0 || ds < 0)
-    return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "Cast %s to %s is not supported on CUDA",
-                          weft_pc_dtype_name(x.dtype), weft_pc_dtype_name(dst));
-  WEFT_RETURN_IF_ERROR(weft_pc_output(ctx, 0, dst, x.rank, x.dims, &y));
-  if (x.num_elements == 0) return NULL;
-  cudaStream_t s;
-  weft__cu_ctx_device(ctx, &s);
-  return weft__cu_launched(
-      ctx, weft__cu_k_cast(s, (weft_cu_dt_t)ss, (weft_cu_dt_t)ds, x.data, y.data, x.num_elements),
-      "Cast");
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Registration */
 
 static int v2_marker;
 
 weft_status_t *weft__cu_register_math(const weft_registrar_t *reg) {
-  weft_cu_kernel_spec_t spec;
-  for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
-    const un_op_t *op = &un_ops[i];
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_unary;
-    spec.user_data = (void *)op;
-    if (op->code != CU_UN_LOGICAL_NOT) { /* LogicalNot is bool only, without a type attr */
-      spec.type_attr = "T";
-      spec.dtypes = types_n;
-      spec.n_dtypes = op->with_int ? 4 : 2;
-    }
-    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
-  }
-  for (size_t i = 0; i < sizeof bin_ops / sizeof bin_ops[0]; i++) {
-    const bin_op_t *op = &bin_ops[i];
-    memset(&spec, 0, sizeof spec);
-    spec.op = op->name;
-    spec.compute = k_binary;
-    spec.user_data = (void *)op;
-    if (op->dtypes != NULL) {
-      spec.type_attr = "T";
-      spec.dtypes = op->dtypes;
-      spec.n_dtypes = op->n_dtypes;
-    }
-    WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &spec));
-  }
+  WEFT_RETURN_IF_ERROR(weft_pc_register_unary_ops(reg, weft__cu_register_typed, un_ops,
+                                                  sizeof un_ops / sizeof un_ops[0], types_n, 2, 4,
+                                                  CU_UN_LOGICAL_NOT));
+  WEFT_RETURN_IF_ERROR(weft_pc_register_binary_ops(reg, weft__cu_register_typed, bin_ops,
+                                                   sizeof bin_ops / sizeof bin_ops[0]));
   const weft_cu_kernel_spec_t more[] = {
-      {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = types_n, .n_dtypes = 4},
-      {.op = "BiasAddV1", .compute = k_bias_add, .type_attr = "T", .dtypes = types_n,
+      {.op = "BiasAdd", .compute = weft_pc_k_bias_add, .type_attr = "T", .dtypes = types_n,
        .n_dtypes = 4},
-      {.op = "AddN", .compute = k_addn, .type_attr = "T", .dtypes = types_n, .n_dtypes = 4},
+      {.op = "BiasAddV1", .compute = weft_pc_k_bias_add, .type_attr = "T", .dtypes = types_n,
+       .n_dtypes = 4},
+      {.op = "AddN", .compute = weft_pc_k_addn, .type_attr = "T", .dtypes = types_n, .n_dtypes = 4},
       {.op = "ClipByValue", .compute = k_clip, .type_attr = "T", .dtypes = types_n, .n_dtypes = 4},
-      {.op = "Select", .compute = k_select, .type_attr = "T", .dtypes = types_nb, .n_dtypes = 5},
-      {.op = "SelectV2", .compute = k_select, .type_attr = "T", .dtypes = types_nb,
+      {.op = "Select", .compute = weft_pc_k_select, .type_attr = "T", .dtypes = types_nb,
+       .n_dtypes = 5},
+      {.op = "SelectV2", .compute = weft_pc_k_select, .type_attr = "T", .dtypes = types_nb,
        .n_dtypes = 5, .user_data = &v2_marker},
-      {.op = "Cast", .compute = k_cast, .type_attr = "SrcT", .dtypes = types_nb, .n_dtypes = 5,
-       .type_attr2 = "DstT", .dtypes2 = types_nb, .n_dtypes2 = 5},
+      {.op = "Cast", .compute = weft_pc_k_cast, .type_attr = "SrcT", .dtypes = types_nb,
+       .n_dtypes = 5, .type_attr2 = "DstT", .dtypes2 = types_nb, .n_dtypes2 = 5},
   };
   for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
     WEFT_RETURN_IF_ERROR(weft__cu_register(reg, &more[i]));

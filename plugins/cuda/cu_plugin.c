@@ -2,7 +2,7 @@
  * backend table: gpu-like, priority 100, above Vulkan's 50, so /gpu:N names CUDA device N
  * whenever there is one. The table forwards to cu_runtime.c (devices and their properties) and
  * cu_device.c (memory, copies, synchronisation); kernels register from cu_state.c, cu_math.c,
- * cu_nn.c, cu_array.c and cu_train.c.
+ * cu_nn.c, cu_array.c and cu_train.c, the shared ones launching through cu_launch.c.
  *
  * Nothing here needs a GPU or the NVIDIA driver: devices are counted at init (the CUDA runtime
  * loads the driver then); with none the backend is still registered and reports zero devices
@@ -25,16 +25,7 @@ static int cu_device_count(void *backend_state, const char **why_none) {
 static weft_status_t *cu_device_properties(void *backend_state, int ordinal,
                                            weft_device_props_t *out) {
   (void)backend_state;
-  const weft_device_props_t *p = weft__cu_props(ordinal);
-  if (p == NULL)
-    return weft_pc_host->status_new(WEFT_INVALID_ARGUMENT, "CUDA: no device with ordinal %d",
-                                    ordinal);
-  /* Copy no more than the caller's struct holds; it may be an older, smaller one. */
-  size_t size = out->struct_size;
-  size_t n = size < sizeof *out ? size : sizeof *out;
-  memcpy(out, p, n);
-  out->struct_size = size;
-  return NULL;
+  return weft_pc_device_properties(weft__cu_props(ordinal), WEFT_CU_DEVICE_TYPE, ordinal, out);
 }
 
 static weft_status_t *cu_device_open(void *backend_state, int ordinal,
@@ -44,32 +35,6 @@ static weft_status_t *cu_device_open(void *backend_state, int ordinal,
   WEFT_RETURN_IF_ERROR(weft__cu_device_open(ordinal, opts, &dev));
   *device = dev;
   return NULL;
-}
-
-static void cu_device_close(void *device) { weft__cu_device_close(device); }
-
-static weft_status_t *cu_alloc(void *device, size_t nbytes, void **ptr) {
-  return weft__cu_alloc(device, nbytes, ptr);
-}
-
-static void cu_free(void *device, void *ptr) { weft__cu_free(device, ptr); }
-
-static weft_status_t *cu_copy_to_device(void *device, void *dst, const void *src, size_t n) {
-  return weft__cu_copy_to_device(device, dst, src, n);
-}
-
-static weft_status_t *cu_copy_from_device(void *device, void *dst, const void *src, size_t n) {
-  return weft__cu_copy_from_device(device, dst, src, n);
-}
-
-static weft_status_t *cu_copy_d2d(void *device, void *dst, const void *src, size_t n) {
-  return weft__cu_copy_device_to_device(device, dst, src, n);
-}
-
-static weft_status_t *cu_synchronize(void *device) { return weft__cu_synchronize(device); }
-
-static weft_status_t *cu_memory_usage(void *device, uint64_t *in_use, uint64_t *limit) {
-  return weft__cu_memory_usage(device, in_use, limit);
 }
 
 static void cu_backend_shutdown(void *backend_state) {
@@ -86,14 +51,7 @@ static const weft_backend_t cu_backend = {
     .device_count = cu_device_count,
     .device_properties = cu_device_properties,
     .device_open = cu_device_open,
-    .device_close = cu_device_close,
-    .alloc = cu_alloc,
-    .free = cu_free,
-    .copy_to_device = cu_copy_to_device,
-    .copy_from_device = cu_copy_from_device,
-    .copy_device_to_device = cu_copy_d2d,
-    .synchronize = cu_synchronize,
-    .memory_usage = cu_memory_usage,
+    WEFT_PC_DEVICE_ENTRIES(weft__cu),
     .backend_shutdown = cu_backend_shutdown,
 };
 
@@ -103,8 +61,9 @@ static const weft_backend_t cu_backend = {
 static weft_status_t *cu_init(const weft_host_t *host, const weft_registrar_t *registrar,
                               void **plugin_state) {
   *plugin_state = NULL;
-  weft_status_t *err = NULL;
-  if (!weft_pc_init(host, registrar, "CUDA plugin", &err)) return err;
+  WEFT_PLUGIN_INIT(host, registrar, "CUDA plugin");
+  weft_pc_host = host;
+  weft_pc_launch = &weft__cu_launch;
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cu_backend));
   /* Kernels only where they can run: a CUDA kernel registered on a machine without a CUDA
    * device would tell the placer and weft-conformance that CUDA can run an op when nothing

@@ -37,28 +37,10 @@ static const train_op_t train_ops[] = {
 };
 
 static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op) {
-  static const char *const slot_names[3] = {"var", "accum", "slot"};
   weft_tensor_view_t refs[3], grad;
-  for (int r = 0; r < op->n_refs; r++) WEFT_RETURN_IF_ERROR(weft__cu_ref_input(ctx, r, &refs[r]));
-  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, op->grad_input, &grad));
+  WEFT_RETURN_IF_ERROR(weft_pc_train_operands(ctx, op->name, "CUDA", op->n_refs, op->grad_input,
+                                              op->kind == CU_TRAIN_SGD, refs, &grad));
   const weft_tensor_view_t *var = &refs[0];
-  char s0[WEFT_PC_SHAPE_STR_LEN], s1[WEFT_PC_SHAPE_STR_LEN];
-  if (var->dtype != WEFT_DT_FLOAT && var->dtype != WEFT_DT_DOUBLE)
-    return weft_pc_error(ctx, WEFT_UNIMPLEMENTED, "%s has no CUDA kernel for %s", op->name,
-                         weft_pc_dtype_name(var->dtype));
-  for (int r = 1; r < op->n_refs; r++)
-    if (!weft_pc_same_shape(var, &refs[r]) || refs[r].dtype != var->dtype)
-      return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "var and %s do not have the same shape%s %s",
-                           r == 1 ? slot_names[1] : slot_names[2],
-                           weft_pc_shape_str(var->rank, var->dims, s0, sizeof s0),
-                           weft_pc_shape_str(refs[r].rank, refs[r].dims, s1, sizeof s1));
-  if (!weft_pc_same_shape(var, &grad) || grad.dtype != var->dtype)
-    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT,
-                         "var and %s do not have the same shape%s %s",
-                         op->kind == CU_TRAIN_SGD ? "delta" : "grad",
-                         weft_pc_shape_str(var->rank, var->dims, s0, sizeof s0),
-                         weft_pc_shape_str(grad.rank, grad.dims, s1, sizeof s1));
   weft_cu_train_args_t a;
   memset(&a, 0, sizeof a);
   a.kind = op->kind;

@@ -22,12 +22,6 @@ weft_cu_device_t *weft__cu_ctx_device(weft_kernel_ctx_t *ctx, cudaStream_t *stre
   return dev;
 }
 
-weft_status_t *weft__cu_ref_input(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out) {
-  memset(out, 0, sizeof *out);
-  out->struct_size = sizeof *out;
-  return H->kernel_ref_input(ctx, index, out);
-}
-
 weft_status_t *weft__cu_scratch(weft_kernel_ctx_t *ctx, size_t nbytes, void **out) {
   *out = NULL;
   if (nbytes == 0) return NULL;
@@ -180,4 +174,13 @@ weft_status_t *weft__cu_register(const weft_registrar_t *reg, const weft_cu_kern
   }
   return weft_pc_register_full(reg, WEFT_CU_DEVICE_TYPE, spec->op, nc > 0 ? c : NULL, nc,
                                spec->host_memory, NULL, spec->compute, NULL, spec->user_data);
+}
+
+weft_status_t *weft__cu_register_typed(const weft_registrar_t *reg, const char *op,
+                                       weft_kernel_compute_fn compute,
+                                       const char *const *host_memory, void *user_data,
+                                       const weft_dtype_t *dtypes, size_t n_dtypes) {
+  if (core_lacks(op)) return NULL;
+  return weft_pc_register_typed(reg, WEFT_CU_DEVICE_TYPE, op, compute, host_memory, user_data,
+                                dtypes, n_dtypes);
 }

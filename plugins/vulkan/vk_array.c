@@ -4,7 +4,8 @@
  * Rank, whose shared kernels (plugins/common) write host-memory outputs so that shape arithmetic
  * never downloads the tensor. Shape arguments arrive in host memory. The shapes and argument
  * checks are the ones every plugin shares (the weft_pc_k_* kernels, which call array_ops below
- * for the copies, and the Tile and Pad plans), so the errors are the CPU kernels'. */
+ * for the copies; Tile and Pad are the GPU backends' shared kernels, plugins/common/gpu_kernels.c),
+ * so the errors are the CPU kernels'. */
 #include <stdio.h>
 
 #include "vk_internal.h"
@@ -42,41 +43,6 @@ static weft_status_t *array_split(weft_kernel_ctx_t *ctx, const weft_pc_split_t 
 static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_split};
 
 /* ---------------------------------------------------------------------------------------------
- * Tile, Pad */
-
-static weft_status_t *k_tile(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_pc_tile_t t;
-  WEFT_RETURN_IF_ERROR(weft_pc_tile_prepare(ctx, &t));
-  const weft_tensor_view_t *x = &t.x, *y = &t.y;
-  if (y->num_elements == 0) return NULL;
-  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, "Tile output"));
-  /* Output dim d of size m * s is the row-major pair (m, s) reading the input at (0, stride). */
-  int64_t in_strides[WEFT_MAX_RANK], dims[VK_MAX_COPY_DIMS], strides[VK_MAX_COPY_DIMS];
-  weft_pc_contiguous_strides(x->rank, x->dims, in_strides);
-  for (int d = 0; d < x->rank; d++) {
-    dims[2 * d] = t.multiples[d];
-    strides[2 * d] = 0;
-    dims[2 * d + 1] = x->dims[d];
-    strides[2 * d + 1] = in_strides[d];
-  }
-  return weft__vk_gather(ctx, y->data, x->data, x->dtype, 2 * x->rank, dims, strides);
-}
-
-static weft_status_t *k_pad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_pc_pad_t p;
-  WEFT_RETURN_IF_ERROR(weft_pc_pad_prepare(ctx, &p));
-  const weft_tensor_view_t *x = &p.x, *y = &p.y;
-  if (y->num_elements == 0) return NULL;
-  WEFT_RETURN_IF_ERROR(weft__vk_check_size(ctx, y, "Pad output"));
-  WEFT_RETURN_IF_ERROR(weft__vk_fill(weft__vk_ctx_device(ctx), y->data, y->nbytes, 0u));
-  if (x->num_elements == 0) return NULL;
-  return weft__vk_copy_strided(ctx, y->data, p.offset, p.out_strides, x->data, 0, p.in_strides,
-                               x->dtype, x->rank, x->dims);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Split, SplitV, Unpack: parts of the input along an axis, each into its own output */
 
 weft_status_t *weft__vk_register_array(const weft_registrar_t *reg) {
@@ -98,21 +64,21 @@ weft_status_t *weft__vk_register_array(const weft_registrar_t *reg) {
        .n_dtypes = 3, .host_memory = hm_shape, .user_data = ops},
       {.op = "Slice", .compute = weft_pc_k_slice, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .host_memory = hm_slice, .user_data = ops},
-      {.op = "Tile", .compute = k_tile, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
+      {.op = "Tile", .compute = weft_pc_k_tile, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .host_memory = hm_tile},
       /* bool parts would share output words between invocations: CPU only */
       {.op = "ConcatV2", .compute = weft_pc_k_concat_v2, .type_attr = "T", .dtypes = fi,
        .n_dtypes = 2, .host_memory = hm_axis, .user_data = ops},
       {.op = "Pack", .compute = weft_pc_k_pack, .type_attr = "T", .dtypes = fi, .n_dtypes = 2,
        .user_data = ops},
-      {.op = "Pad", .compute = k_pad, .type_attr = "T", .dtypes = fi, .n_dtypes = 2,
+      {.op = "Pad", .compute = weft_pc_k_pad, .type_attr = "T", .dtypes = fi, .n_dtypes = 2,
        .host_memory = hm_pad},
       {.op = "Split", .compute = weft_pc_k_split, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .host_memory = hm_split, .user_data = ops},
-      {.op = "SplitV", .compute = weft_pc_k_split_v, .type_attr = "T", .dtypes = fib,
-       .n_dtypes = 3, .host_memory = hm_split_v, .user_data = ops},
-      {.op = "Unpack", .compute = weft_pc_k_unpack, .type_attr = "T", .dtypes = fib,
-       .n_dtypes = 3, .user_data = ops},
+      {.op = "SplitV", .compute = weft_pc_k_split_v, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
+       .host_memory = hm_split_v, .user_data = ops},
+      {.op = "Unpack", .compute = weft_pc_k_unpack, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
+       .user_data = ops},
       {.op = "Shape", .compute = weft_pc_k_shape, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,
        .host_memory = hm_out},
       {.op = "ShapeN", .compute = weft_pc_k_shape, .type_attr = "T", .dtypes = fib, .n_dtypes = 3,

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "gpu_kernels.h"
 #include "plugin_common.h"
 #include "shaders/vk_ops.h"
 #include "weft/plugin.h"
@@ -160,8 +161,10 @@ const weft_vk_spirv_t *weft__vk_shader_code(weft_vk_shader_t shader);
 const char *weft__vk_shader_name(weft_vk_shader_t shader);
 
 /* ---------------------------------------------------------------------------------------------
- * Devices (vk_device.c). The backend's device handle is a weft_vk_device_t*; a device pointer
- * (what alloc hands the core and kernels see in weft_tensor_view_t.data) is a weft_vk_mem_t*.
+ * Devices: vk_device.c (open, close), vk_alloc.c (memory), vk_staging.c (batches, copies, fills),
+ * vk_pipeline.c (dispatch), over the record and the locking rules in vk_device.h. The backend's
+ * device handle is a weft_vk_device_t*; a device pointer (what alloc hands the core and kernels
+ * see in weft_tensor_view_t.data) is a weft_vk_mem_t*.
  *
  * Work is recorded into a command buffer under the device lock and submitted in batches: when a
  * batch grows past a threshold, when the host reads device memory (copy_from_device) and on
@@ -182,17 +185,9 @@ typedef struct weft_vk_mem {
 
 weft_status_t *weft__vk_device_open(int ordinal, const weft_device_options_t *opts,
                                     weft_vk_device_t **out);
-void weft__vk_device_close(weft_vk_device_t *dev);
-weft_status_t *weft__vk_alloc(weft_vk_device_t *dev, size_t nbytes, void **ptr);
-void weft__vk_free(weft_vk_device_t *dev, void *ptr);
-weft_status_t *weft__vk_copy_to_device(weft_vk_device_t *dev, void *dst, const void *src,
-                                       size_t nbytes);
-weft_status_t *weft__vk_copy_from_device(weft_vk_device_t *dev, void *dst, const void *src,
-                                         size_t nbytes);
-weft_status_t *weft__vk_copy_device_to_device(weft_vk_device_t *dev, void *dst, const void *src,
-                                              size_t nbytes);
-weft_status_t *weft__vk_synchronize(weft_vk_device_t *dev);
-weft_status_t *weft__vk_memory_usage(weft_vk_device_t *dev, uint64_t *in_use, uint64_t *limit);
+/* The device interface (plugins/common/gpu_kernels.h): close, alloc, free, the copies,
+ * synchronize and memory_usage, with weft_backend_t's signatures (device: a weft_vk_device_t *). */
+WEFT_PC_DEVICE_API(weft__vk)
 /* Closes every device still open (at process exit); false if one was busy and stayed open. */
 bool weft__vk_close_all_devices(void);
 
@@ -278,7 +273,7 @@ typedef weft_pc_bcast_t weft_vk_bcast_t;
 #define weft__vk_bcast_init weft_pc_bcast_init
 
 /* Records z = op(x, y) by the binary shader (VK_BIN_* op, alpha its parameter) over the
- * broadcast geometry bc of x (input 0) and y (input 1); z may be x (in place). */
+ * broadcast geometry bc of x (input 0) and y (input 1); z may be x (in place). In vk_launch.c. */
 weft_status_t *weft__vk_binary(weft_kernel_ctx_t *ctx, uint32_t op, float alpha,
                                weft_dtype_t dtype, const weft_vk_bcast_t *bc, void *x, void *y,
                                void *z);
@@ -316,6 +311,10 @@ weft_status_t *weft__vk_register_full(const weft_registrar_t *reg, const char *o
 extern const weft_dtype_t weft__vk_types_f[];    /* float */
 extern const weft_dtype_t weft__vk_types_fi[];   /* float, int32 */
 extern const weft_dtype_t weft__vk_types_fib[];  /* float, int32, bool */
+
+/* The device steps of the kernels the GPU backends share (vk_launch.c); init installs it as
+ * weft_pc_launch. */
+extern const weft_pc_launch_t weft__vk_launch;
 
 weft_status_t *weft__vk_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__vk_register_math(const weft_registrar_t *reg);

@@ -1,8 +1,9 @@
 /* vk_plugin.c: the Vulkan plugin's entry point (weft_plugin_entry), its init, and the VULKAN
  * device backend table (gpu-like, priority 50: below CUDA's 100, so /gpu:0 means a CUDA device
  * when there is one and a Vulkan device otherwise). The table forwards to vk_loader.c (devices
- * and their properties) and vk_device.c (memory, copies, synchronisation); kernels register
- * from vk_state.c, vk_math.c, vk_nn.c and vk_array.c. */
+ * and their properties) and to the device interface (vk_device.c, vk_alloc.c, vk_staging.c:
+ * memory, copies, synchronisation); kernels register from vk_state.c, vk_math.c, vk_nn.c and
+ * vk_array.c, the shared ones launching through vk_launch.c. */
 #include <stddef.h>
 #include <string.h>
 
@@ -47,14 +48,8 @@ static weft_status_t *vk_device_properties(void *backend_state, int ordinal,
                                            weft_device_props_t *out) {
   (void)backend_state;
   const weft_vk_physical_t *p = weft__vk_physical(ordinal);
-  if (p == NULL)
-    return weft__vk_host->status_new(WEFT_INVALID_ARGUMENT, "VULKAN: no device with ordinal %d",
-                                     ordinal);
-  size_t size = out->struct_size;
-  size_t n = size < sizeof *out ? size : sizeof *out;
-  memcpy(out, &p->weft_props, n);
-  out->struct_size = size;
-  return NULL;
+  return weft_pc_device_properties(p != NULL ? &p->weft_props : NULL, WEFT_VK_DEVICE_TYPE, ordinal,
+                                   out);
 }
 
 static weft_status_t *vk_device_open(void *backend_state, int ordinal,
@@ -64,32 +59,6 @@ static weft_status_t *vk_device_open(void *backend_state, int ordinal,
   WEFT_RETURN_IF_ERROR(weft__vk_device_open(ordinal, opts, &dev));
   *device = dev;
   return NULL;
-}
-
-static void vk_device_close(void *device) { weft__vk_device_close(device); }
-
-static weft_status_t *vk_alloc(void *device, size_t nbytes, void **ptr) {
-  return weft__vk_alloc(device, nbytes, ptr);
-}
-
-static void vk_free(void *device, void *ptr) { weft__vk_free(device, ptr); }
-
-static weft_status_t *vk_copy_to_device(void *device, void *dst, const void *src, size_t n) {
-  return weft__vk_copy_to_device(device, dst, src, n);
-}
-
-static weft_status_t *vk_copy_from_device(void *device, void *dst, const void *src, size_t n) {
-  return weft__vk_copy_from_device(device, dst, src, n);
-}
-
-static weft_status_t *vk_copy_d2d(void *device, void *dst, const void *src, size_t n) {
-  return weft__vk_copy_device_to_device(device, dst, src, n);
-}
-
-static weft_status_t *vk_synchronize(void *device) { return weft__vk_synchronize(device); }
-
-static weft_status_t *vk_memory_usage(void *device, uint64_t *in_use, uint64_t *limit) {
-  return weft__vk_memory_usage(device, in_use, limit);
 }
 
 static void vk_backend_shutdown(void *backend_state) {
@@ -106,14 +75,7 @@ static const weft_backend_t vk_backend = {
     .device_count = vk_device_count,
     .device_properties = vk_device_properties,
     .device_open = vk_device_open,
-    .device_close = vk_device_close,
-    .alloc = vk_alloc,
-    .free = vk_free,
-    .copy_to_device = vk_copy_to_device,
-    .copy_from_device = vk_copy_from_device,
-    .copy_device_to_device = vk_copy_d2d,
-    .synchronize = vk_synchronize,
-    .memory_usage = vk_memory_usage,
+    WEFT_PC_DEVICE_ENTRIES(weft__vk),
     .backend_shutdown = vk_backend_shutdown,
     .device_services = weft__vk_device_services,
 };
@@ -124,8 +86,9 @@ static const weft_backend_t vk_backend = {
 static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *registrar,
                               void **plugin_state) {
   *plugin_state = NULL;
-  weft_status_t *err = NULL;
-  if (!weft_pc_init(host, registrar, "Vulkan plugin", &err)) return err;
+  WEFT_PLUGIN_INIT(host, registrar, "Vulkan plugin");
+  weft_pc_host = host;
+  weft_pc_launch = &weft__vk_launch;
   for (int s = 0; s < VK_SH_COUNT; s++)
     if (weft__vk_shader_code((weft_vk_shader_t)s) == NULL)
       return host->status_new(WEFT_INTERNAL, "Vulkan plugin: shader '%s' was not built in",

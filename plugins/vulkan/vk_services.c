@@ -1,20 +1,22 @@
 /* vk_services.c: the Vulkan backend's device services (sdk/include/weft/vulkan.h). A kernel set
  * registered for VULKAN asks the host for them: version 1 names the VkInstance and physical
  * device behind its "VULKAN:N"; version 2 adds the backend's VkDevice and lets the kernel run its
- * own SPIR-V on the backend's queue over the backend's buffers (vk_device.c records it exactly
- * like the backend's own kernels).
+ * own SPIR-V on the backend's queue over the backend's buffers (vk_pipeline.c records it exactly
+ * like the backend's own kernels). Below the tables, the device side of those services: device
+ * pointers checked against the live set, and foreign pipelines cached per device by content.
  *
  * One table per device ordinal, built on first request and kept for the life of the process (the
  * SDK promises the table outlives the open device); both names return it. The public table is
  * the first member of a private record that also knows the open device and counts dispatches. */
+#include "vk_services.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vk_internal.h"
-#include "vk_services.h"
+#include "vk_device.h"
 
 #define H weft__vk_host
 #define MAX_SERVICE_TABLES 64
@@ -206,4 +208,142 @@ const void *weft__vk_device_services(void *device, const char *name) {
   }
   pthread_mutex_unlock(&tables_lock);
   return t != NULL ? &t->pub : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Other plugins' kernels */
+
+VkDevice weft__vk_device_handle(const weft_vk_device_t *dev) { return dev->device; }
+
+uint32_t weft__vk_queue_family(const weft_vk_device_t *dev) { return dev->phys->queue_family; }
+
+const VkPhysicalDeviceLimits *weft__vk_limits(const weft_vk_device_t *dev) {
+  return &dev->phys->props.limits;
+}
+
+static weft_status_t *lookup_locked(weft_vk_device_t *dev, const void *ptr, const char *what,
+                                    const weft_vk_mem_t **out) {
+  if (ptr == NULL)
+    return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT,
+                               "%s: NULL device pointer (an empty tensor has no device memory)",
+                               what);
+  const weft_vk_mem_t *m = weft__vk_live_find(dev, ptr);
+  if (m == NULL)
+    return weft__vk_dev_status(
+        dev, WEFT_INVALID_ARGUMENT,
+        "%s: %p is not a live buffer of this device (host memory, another device's "
+        "or freed memory?)",
+        what, ptr);
+  *out = m;
+  return NULL;
+}
+
+weft_status_t *weft__vk_lookup(weft_vk_device_t *dev, const void *ptr, const char *what,
+                               weft_vk_mem_t *out) {
+  pthread_mutex_lock(&dev->lock);
+  const weft_vk_mem_t *m = NULL;
+  weft_status_t *st =
+      weft__vk_unusable(dev) ? weft__vk_lost_status(dev) : lookup_locked(dev, ptr, what, &m);
+  if (st == NULL) *out = *m;
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+static weft_status_t *foreign_create(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f) {
+  const char *failed = NULL;
+  VkResult r = weft__vk_create_pipeline(dev, f->code, f->size, NULL, &f->pipe, &failed);
+  if (r == VK_SUCCESS) return NULL;
+  if (strcmp(failed, "vkCreateShaderModule") == 0)
+    return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT,
+                               "pipeline '%s': the driver refused the SPIR-V module (%zu bytes): "
+                               "vkCreateShaderModule: %s",
+                               f->name, f->size, weft__vk_result_name(r));
+  return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT,
+                             "pipeline '%s': the driver refused the compute shader (%zu bytes of "
+                             "SPIR-V, entry point 'main'): vkCreateComputePipelines: %s",
+                             f->name, f->size, weft__vk_result_name(r));
+}
+
+weft_status_t *weft__vk_foreign_pipeline(weft_vk_device_t *dev, const char *name,
+                                         const uint32_t *spirv, size_t spirv_bytes,
+                                         uint32_t push_size, uint32_t n_buffers,
+                                         weft_vulkan_pipeline_t **out) {
+  *out = NULL;
+  pthread_mutex_lock(&dev->lock);
+  weft_status_t *st = weft__vk_unusable(dev) ? weft__vk_lost_status(dev) : NULL;
+  weft_vulkan_pipeline_t *f = dev->foreign;
+  while (st == NULL && f != NULL &&
+         !(f->size == spirv_bytes && f->push_size == push_size && f->n_buffers == n_buffers &&
+           memcmp(f->code, spirv, spirv_bytes) == 0))
+    f = f->next;
+  if (st == NULL && f == NULL) {
+    f = calloc(1, sizeof *f);
+    uint32_t *code = malloc(spirv_bytes);
+    if (f == NULL || code == NULL) {
+      free(f);
+      free(code);
+      f = NULL;
+      st = weft__vk_dev_status(dev, WEFT_RESOURCE_EXHAUSTED, "out of host memory");
+    } else {
+      memcpy(code, spirv, spirv_bytes);
+      f->dev = dev;
+      snprintf(f->name, sizeof f->name, "%s", name != NULL ? name : "(unnamed)");
+      f->code = code;
+      f->size = spirv_bytes;
+      f->push_size = push_size;
+      f->n_buffers = n_buffers;
+      st = foreign_create(dev, f);
+      if (st == NULL) {
+        f->next = dev->foreign;
+        dev->foreign = f;
+      } else {
+        free(f->code);
+        free(f);
+        f = NULL;
+      }
+    }
+  }
+  if (st == NULL) *out = f;
+  pthread_mutex_unlock(&dev->lock);
+  return st;
+}
+
+weft_status_t *weft__vk_foreign_dispatch(weft_vk_device_t *dev, weft_vulkan_pipeline_t *f,
+                                         const void *push, uint32_t push_size, void *const *bufs,
+                                         uint32_t n_bufs, uint32_t gx, uint32_t gy, uint32_t gz) {
+  if (f == NULL)
+    return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT, "dispatch of a NULL pipeline");
+  if (f->dev != dev)
+    return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT,
+                               "pipeline '%s' was made for %s, not for this device", f->name,
+                               f->dev->name);
+  if (n_bufs != f->n_buffers || (n_bufs > 0 && bufs == NULL))
+    return weft__vk_dev_status(dev, WEFT_INVALID_ARGUMENT,
+                               "pipeline '%s' binds %u buffers, the dispatch gave %u", f->name,
+                               f->n_buffers, bufs == NULL ? 0 : n_bufs);
+  if (push_size > f->push_size || push_size % 4 != 0 || (push_size > 0 && push == NULL))
+    return weft__vk_dev_status(
+        dev, WEFT_INVALID_ARGUMENT,
+        "pipeline '%s': %u bytes of push constants (at most %u, a multiple of 4)", f->name,
+        push_size, f->push_size);
+  const uint32_t *most = dev->phys->props.limits.maxComputeWorkGroupCount;
+  if (gx > most[0] || gy > most[1] || gz > most[2])
+    return weft__vk_dev_status(
+        dev, WEFT_INVALID_ARGUMENT,
+        "pipeline '%s': %u x %u x %u workgroups exceed the device's %u x %u x %u", f->name, gx, gy,
+        gz, most[0], most[1], most[2]);
+  if (gx == 0 || gy == 0 || gz == 0) return NULL;
+  const weft_vk_mem_t *mems[VK_MAX_BINDINGS] = {NULL};
+  pthread_mutex_lock(&dev->lock);
+  weft_status_t *st = weft__vk_unusable(dev) ? weft__vk_lost_status(dev) : NULL;
+  for (uint32_t i = 0; st == NULL && i < n_bufs; i++) {
+    char what[96];
+    snprintf(what, sizeof what, "pipeline '%s', buffer %u", f->name, i);
+    st = lookup_locked(dev, bufs[i], what, &mems[i]);
+  }
+  if (st == NULL && f->pipe == VK_NULL_HANDLE)
+    st = weft__vk_dev_status(dev, WEFT_FAILED_PRECONDITION, "pipeline '%s' is gone", f->name);
+  if (st == NULL) st = weft__vk_record_dispatch(dev, f->pipe, push, push_size, mems, gx, gy, gz);
+  pthread_mutex_unlock(&dev->lock);
+  return st;
 }

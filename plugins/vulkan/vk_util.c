@@ -163,12 +163,6 @@ weft_status_t *weft__vk_register_typed(const weft_registrar_t *reg, const char *
                                        weft_kernel_compute_fn compute,
                                        const char *const *host_memory, void *user_data,
                                        const weft_dtype_t *dtypes, size_t n_dtypes) {
-  weft_vk_kernel_spec_t spec = {.op = name,
-                                .compute = compute,
-                                .type_attr = dtypes != NULL ? "T" : NULL,
-                                .dtypes = dtypes,
-                                .n_dtypes = dtypes != NULL ? n_dtypes : 0,
-                                .host_memory = host_memory,
-                                .user_data = user_data};
-  return weft__vk_register(reg, &spec);
+  return weft_pc_register_typed(reg, WEFT_VK_DEVICE_TYPE, name, compute, host_memory, user_data,
+                                dtypes, n_dtypes);
 }

@@ -167,6 +167,7 @@ static const weft_conformance_case_t swish_cases[] = {
 static weft_status_t *swish_init(const weft_host_t *host, const weft_registrar_t *reg,
                                  void **plugin_state) {
   *plugin_state = NULL;
+  WEFT_PLUGIN_INIT(host, reg, "swish plugin");
   swish_host = host;
   /* Everything below is ABI 1.1; the loader refuses this plugin in an older core anyway. */
   weft_status_t *st = reg->register_op(reg->ctx, &swish_op);

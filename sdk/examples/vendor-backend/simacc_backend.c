@@ -224,6 +224,7 @@ static const weft_backend_t simacc_backend = {
 static weft_status_t *simacc_init(const weft_host_t *host, const weft_registrar_t *reg,
                                   void **plugin_state) {
   *plugin_state = NULL;
+  WEFT_PLUGIN_INIT(host, reg, "simacc plugin");
   simacc_host = host;
   weft_status_t *st = reg->register_backend(reg->ctx, &simacc_backend);
   if (!st) st = simacc_register_kernels(reg);

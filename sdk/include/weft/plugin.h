@@ -437,6 +437,46 @@ typedef struct weft_plugin_info {
 
 typedef const weft_plugin_info_t *(*weft_plugin_entry_fn)(void);
 
+/* The first statement of a plugin's init(), in the spirit of SQLITE_EXTENSION_INIT:
+ *
+ *   static weft_status_t *my_init(const weft_host_t *host, const weft_registrar_t *reg,
+ *                                 void **plugin_state) {
+ *     *plugin_state = NULL;
+ *     WEFT_PLUGIN_INIT(host, reg, "my plugin");
+ *     ...
+ *
+ * It returns from init() when the host or registrar table is smaller than the ones this plugin
+ * was compiled against (a shorter table cannot be trusted for any function): FAILED_PRECONDITION
+ * "<who>: host table too small (N < M bytes)" (or "registrar table ..."), or NULL when the host
+ * table is too small even to hold status_new. Needs nothing but this header. */
+#define WEFT_PLUGIN_INIT(host, registrar, who)                                         \
+  do {                                                                                 \
+    weft_status_t *weft_plugin_init_err_ = NULL;                                       \
+    if (!weft_plugin_check_tables((host), (registrar), (who), &weft_plugin_init_err_)) \
+      return weft_plugin_init_err_;                                                    \
+  } while (0)
+
+/* What WEFT_PLUGIN_INIT checks: false (and *err set as above) when init must return at once. */
+static inline int weft_plugin_check_tables(const weft_host_t *host,
+                                           const weft_registrar_t *registrar, const char *who,
+                                           weft_status_t **err) {
+  *err = NULL;
+  if (host->struct_size < sizeof(weft_host_t)) {
+    if (host->struct_size >= offsetof(weft_host_t, status_new) + sizeof host->status_new)
+      *err =
+          host->status_new(WEFT_FAILED_PRECONDITION, "%s: host table too small (%zu < %zu bytes)",
+                           who, host->struct_size, sizeof(weft_host_t));
+    return 0;
+  }
+  if (registrar->struct_size < sizeof(weft_registrar_t)) {
+    *err = host->status_new(WEFT_FAILED_PRECONDITION,
+                            "%s: registrar table too small (%zu < %zu bytes)", who,
+                            registrar->struct_size, sizeof(weft_registrar_t));
+    return 0;
+  }
+  return 1;
+}
+
 #ifdef __cplusplus
 }
 #endif
