@@ -349,7 +349,7 @@ void cf_list_plugin_cases(GPtrArray *devices, bool (*op_selected)(const char *op
 void cf_run_grad_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
 
 /* ---------------------------------------------------------------------------------------------
- * The ONNX node-test runner (onnx_runner.c, onnx_map.c). */
+ * The ONNX node-test runner (onnx_runner.c, onnx/). */
 
 typedef struct cf_onnx_options {
   const char *dir;          /* the folder holding test_* folders */

@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
-#include "base/install_dirs.h"
-#include "plugin/plugin_internal.h"
 #include "../core/tools/tool_help.h"
+#include "base/install_dirs.h"
+#include "conformance.h"
+#include "plugin/plugin_internal.h"
+#include "tf_graphs.h"
 
 #ifndef CF_SOURCE_DIR
 #define CF_SOURCE_DIR "."
@@ -29,7 +30,8 @@ static const cf_suite_t *const all_suites[] = {cf_suites_elementwise, cf_suites_
                                                cf_suites_state};
 
 static char **opt_devices, **opt_ops, **opt_cases, **opt_plugins;
-static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected;
+static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected, *opt_tf_graphs, *opt_expect_passing,
+    *opt_write_passing;
 static gboolean opt_list, opt_verbose, opt_cases_too, opt_no_expanded, opt_no_guard, opt_version,
     opt_help;
 static int opt_threads;
@@ -47,10 +49,17 @@ static const GOptionEntry entries[] = {
      "Load this plugin file too (after the default ones); repeatable", "PATH"},
     {"onnx", 0, 0, G_OPTION_ARG_FILENAME, &opt_onnx,
      "Run the ONNX node tests in DIR (test_*/model.onnx) instead of the cases", "DIR"},
-    {"cases", 0, 0, G_OPTION_ARG_NONE, &opt_cases_too,
-     "With --onnx: run the cases as well", NULL},
+    {"cases", 0, 0, G_OPTION_ARG_NONE, &opt_cases_too, "With --onnx: run the cases as well", NULL},
     {"no-expanded", 0, 0, G_OPTION_ARG_NONE, &opt_no_expanded,
      "With --onnx: skip the *_expanded tests", NULL},
+    {"tf-graphs", 0, 0, G_OPTION_ARG_FILENAME, &opt_tf_graphs,
+     "Run the saved TensorFlow graphs below DIR (folders with frozen_model.pb and TensorFlow's "
+     "NAME.placeholder.csv feeds and NAME.prediction.csv answers) instead of the cases",
+     "DIR"},
+    {"expect-passing", 0, 0, G_OPTION_ARG_FILENAME, &opt_expect_passing,
+     "With --tf-graphs: the graphs listed in FILE must pass (exit status 1 otherwise)", "FILE"},
+    {"write-passing", 0, 0, G_OPTION_ARG_FILENAME, &opt_write_passing,
+     "With --tf-graphs: write the graphs that passed to FILE", "FILE"},
     {"json", 'j', 0, G_OPTION_ARG_FILENAME, &opt_json, "Write one JSON record per case to FILE",
      "FILE"},
     {"markdown", 'm', 0, G_OPTION_ARG_FILENAME, &opt_markdown,
@@ -236,6 +245,9 @@ static void free_options(void) {
   g_strfreev(opt_cases);
   g_strfreev(opt_plugins);
   g_free(opt_onnx);
+  g_free(opt_tf_graphs);
+  g_free(opt_expect_passing);
+  g_free(opt_write_passing);
   g_free(opt_json);
   g_free(opt_markdown);
   g_free(opt_expected);
@@ -249,7 +261,8 @@ int main(int argc, char **argv) {
       octx,
       "Runs every op that has conformance cases on every device (or those selected) through\n"
       "the public runtime path and compares the outputs with double-precision references;\n"
-      "with --onnx, runs the ONNX backend node tests instead. Prints a table, the failures\n"
+      "with --onnx, runs the ONNX backend node tests instead; with --tf-graphs, saved\n"
+      "TensorFlow graphs against TensorFlow's own answers. Prints a table, the failures\n"
       "and a summary line on stdout, progress on stderr.");
   g_option_context_set_description(
       octx,
@@ -258,6 +271,7 @@ int main(int argc, char **argv) {
       "  weft-conformance --device CPU:0 --op MatMul     one op on one device\n"
       "  weft-conformance --plugin ./libweft-acme.so --device ACME:0 --json acme.json\n"
       "  weft-conformance --onnx ../shared/corpus/onnx-node --json onnx.json\n"
+      "  weft-conformance --tf-graphs ../shared/corpus/tf/dl4j --json tf.json\n"
       "\n"
       "Each case reports passed, failed, unsupported (no kernel for the op and dtype on the\n"
       "device), expected failure or unexpectedly passed. Exit status: 0 when no case failed,\n"
@@ -286,6 +300,32 @@ int main(int argc, char **argv) {
     error_message("unexpected argument '%s'\nTry '" PROG " --help'.", argv[1]);
     free_options();
     return 2;
+  }
+
+  if ((opt_expect_passing || opt_write_passing) && opt_tf_graphs == NULL) {
+    error_message("--expect-passing and --write-passing go with --tf-graphs\nTry '" PROG
+                  " --help'.");
+    free_options();
+    return 2;
+  }
+  if (opt_tf_graphs != NULL) {
+    weft_plugins_load_default();
+    GPtrArray *filter = strv_to_array(opt_cases);
+    cf_tf_graphs_options_t to = {.dir = opt_tf_graphs,
+                                 .case_filter = filter,
+                                 .json = opt_json,
+                                 .expect_passing = opt_expect_passing,
+                                 .write_passing = opt_write_passing,
+                                 .verbose = opt_verbose};
+    int bad = cf_tf_graphs_run(&to, &error);
+    if (filter) g_ptr_array_free(filter, TRUE);
+    int tf_rc = bad < 0 ? 2 : bad > 0 ? 1 : 0;
+    if (bad < 0) {
+      error_message("--tf-graphs %s: %s", opt_tf_graphs, error->message);
+      g_clear_error(&error);
+    }
+    free_options();
+    return tf_rc;
   }
 
   int rc = 0;

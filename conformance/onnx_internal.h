@@ -1,6 +1,7 @@
 /* onnx_internal.h: what the ONNX node-test runner (onnx_runner.c) and the ONNX-to-Weft op
- * mapping (onnx_map.c) share: the state of one model being translated into a Weft graph, the
- * helpers mappers build with, and the mapping table.
+ * mapping (onnx/: one file per op family, the registration table in onnx/registry.c) share: the
+ * state of one model being translated into a Weft graph, the helpers mappers build with, and the
+ * dispatch to the mapping table.
  *
  * A mapper turns one ONNX NodeProto into Weft nodes (TensorFlow ops, a subgraph where the two
  * disagree) and binds the node's ONNX outputs to Weft outputs. It may ask for the value of any
@@ -33,8 +34,9 @@ typedef struct cf_onnx_ctx {
  * uses something the mapping does not cover, another error when building failed. */
 typedef weft_status_t *(*cf_onnx_map_fn)(cf_onnx_ctx_t *x, const Onnx__NodeProto *node);
 
-/* The mapper for an ONNX op type of the default domain, or NULL. */
-cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type);
+/* The mapper for an ONNX op type of the default domain in a model of that opset (the registered
+ * row with the greatest since_opset not above it; onnx/registry.c), or NULL. */
+cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type, int64_t opset);
 
 /* A ModelProto from the bytes of a model.onnx that `what` names (the file), its nesting bounded
  * before protobuf-c's recursive unpack (TypeProto nests itself): NULL and *status set when it

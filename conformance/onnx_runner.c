@@ -1,6 +1,6 @@
 /* onnx_runner.c: runs the ONNX backend node tests (a folder of test_NAME/model.onnx with
  * test_data_set_0/input_N.pb and output_N.pb) through Weft: parses each ModelProto, translates
- * its graph node by node with the mappers of onnx_map.c into a Weft graph whose ops are pinned to
+ * its graph node by node with the mappers of onnx/ into a Weft graph whose ops are pinned to
  * the device under test, feeds the inputs, and compares the fetched outputs with the expected
  * ones (rtol 1e-3, atol 1e-7 for float32, exact for integers, bools and strings). Tests that use
  * ops, dtypes or input kinds the mapping does not cover are counted as unsupported, with the
@@ -615,7 +615,8 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
     const Onnx__NodeProto *node = g->node[i];
     char *where = g_strdup_printf("ONNX %s", node->op_type);
     x.node_name = where;
-    cf_onnx_map_fn fn = default_domain(node->domain) ? cf_onnx_find_mapper(node->op_type) : NULL;
+    cf_onnx_map_fn fn =
+        default_domain(node->domain) ? cf_onnx_find_mapper(node->op_type, x.opset) : NULL;
     if (fn == NULL)
       st = weft_status_new(WEFT_UNIMPLEMENTED, "ONNX op %s%s%s is not mapped to Weft ops",
                            default_domain(node->domain) ? "" : node->domain,

@@ -273,6 +273,153 @@ static void test_onnx(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * --tf-graphs: saved TensorFlow graphs against TensorFlow's answers */
+
+static char *tf_corpus_dir(void) {
+  const char *env = g_getenv("WEFT_CORPUS");
+  return env ? g_build_filename(env, "tf", "dl4j", NULL)
+             : g_build_filename(WEFT_SOURCE_DIR, "..", "shared", "corpus", "tf", "dl4j", NULL);
+}
+
+/* Every graph of the corpus: no wrong answer, and every graph in the checked-in list of those
+ * that passed still passes. */
+static void test_tf_graphs(void) {
+  char *dir = tf_corpus_dir();
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    char *why = g_strdup_printf("TensorFlow graph corpus not found at %s (set WEFT_CORPUS)", dir);
+    g_test_skip(why);
+    g_free(why);
+    g_free(dir);
+    return;
+  }
+  char *list = g_build_filename(WEFT_SOURCE_DIR, "conformance", "tf_graphs_passing.txt", NULL);
+  char *json = temp_path("tf.json");
+  const char *args[] = {"--tf-graphs", dir, "--expect-passing", list, "--json", json, NULL};
+  char *out = NULL;
+  int status = run(args, &out);
+  const char *summary_line = strstr(out, "tf graphs: ");
+  g_assert_nonnull(summary_line);
+  g_test_message("%.*s", (int)strcspn(summary_line, "\n"), summary_line);
+  long graphs = 0, passed = 0, failed = -1, unsupported = 0, errors = 0, regressions = -1;
+  g_assert_cmpint(sscanf(summary_line,
+                         "tf graphs: %ld graphs: %ld passed, %ld failed, %ld unsupported, %ld "
+                         "errors, %ld regressions",
+                         &graphs, &passed, &failed, &unsupported, &errors, &regressions),
+                  ==, 6);
+  if (failed != 0 || regressions != 0) g_test_message("%s", out);
+  g_assert_cmpint(failed, ==, 0);
+  g_assert_cmpint(regressions, ==, 0);
+  g_assert_cmpint(graphs, ==, passed + failed + unsupported + errors);
+  g_assert_cmpint(graphs, >=, 970); /* the corpus holds 974 graphs */
+  g_assert_cmpint(status, ==, 0);
+  /* One JSON record per graph. */
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(json, &text, NULL, NULL));
+  long records = 0;
+  for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) records++;
+  g_assert_cmpint(records, ==, graphs);
+  g_free(text);
+  remove_temp(json);
+  g_free(json);
+  g_free(list);
+  g_free(out);
+  g_free(dir);
+}
+
+/* Writes a graph folder: y = Abs(x), x fed with `feed`, TensorFlow's answer `want`. */
+static void write_abs_case(const char *dir, const char *feed, const char *feed_shape,
+                           const char *want, const char *want_shape) {
+  g_assert_cmpint(g_mkdir_with_parents(dir, 0700), ==, 0);
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t dims[1] = {3};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, dims, &st);
+  g_assert_null(st);
+  weft_graph_push_name_scope(g, "scope");
+  weft_unary(g, "Abs", "y", x, &st);
+  weft_graph_pop_name_scope(g);
+  g_assert_null(st);
+  void *bytes = NULL;
+  size_t len = 0;
+  g_assert_null(weft_graph_export_graphdef(g, &bytes, &len));
+  char *path = g_build_filename(dir, "frozen_model.pb", NULL);
+  g_assert_true(g_file_set_contents(path, bytes, (gssize)len, NULL));
+  g_free(path);
+  weft_free(bytes);
+  weft_graph_free(g);
+  const char *files[][2] = {{"x.placeholder.csv", feed},
+                            {"x.placeholder.shape", feed_shape},
+                            {"scope____y.prediction.csv", want},
+                            {"scope____y.prediction.shape", want_shape}};
+  for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+    char *p = g_build_filename(dir, files[i][0], NULL);
+    g_assert_true(g_file_set_contents(p, files[i][1], -1, NULL));
+    g_free(p);
+  }
+}
+
+/* The runner tells a right answer from a wrong value and a wrong shape, reports a listed graph
+ * that stopped passing, and refuses what it cannot run with exit status 2. */
+static void test_tf_graphs_verdicts(void) {
+  char *root = g_dir_make_tmp("weft-tf-graphs-XXXXXX", NULL);
+  char *good = g_build_filename(root, "abs", "good", NULL);
+  char *wrong = g_build_filename(root, "abs", "wrong_value", NULL);
+  char *shape = g_build_filename(root, "abs", "wrong_shape", NULL);
+  write_abs_case(good, "-1.5,2,-3", "3", "1.5\n2\n3\n", "3\n");
+  write_abs_case(wrong, "-1.5,2,-3", "3", "1.5,2,3.001", "3");
+  write_abs_case(shape, "-1.5,2,-3", "3", "1.5,2,3", "1\n3\n");
+  char *list = g_build_filename(root, "passing.txt", NULL);
+  g_assert_true(g_file_set_contents(list, "# graphs\nabs/good\nabs/wrong_value\n", -1, NULL));
+  const char *args[] = {"--tf-graphs", root, "--expect-passing", list, NULL};
+  char *out = NULL;
+  g_assert_cmpint(run(args, &out), ==, 1);
+  g_assert_nonnull(strstr(out,
+                          "failed      abs/wrong_value: scope/y:0: element 2 is 3, "
+                          "TensorFlow's 3.00099993 (rtol 0.0001, atol 1e-05)\n"));
+  g_assert_nonnull(strstr(out,
+                          "failed      abs/wrong_shape: scope/y:0: shape [3], "
+                          "TensorFlow's [1,3]\n"));
+  g_assert_nonnull(strstr(out, "regression  abs/wrong_value: passed before (listed in "));
+  g_assert_nonnull(strstr(out,
+                          "tf graphs: 3 graphs: 1 passed, 2 failed, 0 unsupported, 0 errors, "
+                          "1 regressions\n"));
+  g_free(out);
+  /* Only the good graph: exit status 0. */
+  const char *only_good[] = {"--tf-graphs", root, "--case", "abs/good", NULL};
+  g_assert_cmpint(run(only_good, &out), ==, 0);
+  g_assert_nonnull(
+      strstr(out, "tf graphs: 1 graphs: 1 passed, 0 failed, 0 unsupported, 0 errors\n"));
+  g_free(out);
+  const char *no_match[] = {"--tf-graphs", root, "--case", "nothing/*", NULL};
+  g_assert_cmpint(run(no_match, NULL), ==, 2);
+  const char *missing[] = {"--tf-graphs", "/nonexistent/tf", NULL};
+  g_assert_cmpint(run(missing, NULL), ==, 2);
+  const char *orphan[] = {"--expect-passing", list, NULL};
+  g_assert_cmpint(run(orphan, NULL), ==, 2);
+  const char *cleanup[] = {good, wrong, shape, NULL};
+  for (const char *const *d = cleanup; *d; d++) {
+    const char *names[] = {"frozen_model.pb", "x.placeholder.csv", "x.placeholder.shape",
+                           "scope____y.prediction.csv", "scope____y.prediction.shape"};
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+      char *p = g_build_filename(*d, names[i], NULL);
+      g_unlink(p);
+      g_free(p);
+    }
+    g_rmdir(*d);
+  }
+  g_unlink(list);
+  char *fam = g_build_filename(root, "abs", NULL);
+  g_rmdir(fam);
+  g_rmdir(root);
+  g_free(fam);
+  g_free(list);
+  g_free(good);
+  g_free(wrong);
+  g_free(shape);
+  g_free(root);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Fault detection, expected failures */
 
 static JsonObject *find_record(JsonArray *results, const char *op, const char *dtype,
@@ -658,6 +805,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/conformance/vulkan", test_vulkan);
   g_test_add_func("/conformance/onnx", test_onnx);
   g_test_add_func("/conformance/onnx_bad_tensors", test_onnx_bad_tensors);
+  g_test_add_func("/conformance/tf_graphs", test_tf_graphs);
+  g_test_add_func("/conformance/tf_graphs_verdicts", test_tf_graphs_verdicts);
   g_test_add_func("/conformance/faults_are_caught", test_faults_are_caught);
   g_test_add_func("/conformance/options", test_options);
   g_test_add_func("/conformance/selection_errors", test_selection_errors);
