@@ -177,6 +177,7 @@ extern const weft_op_def_t weft__ops_state[];    /* ops_state.c: VariableV2, Ass
 extern const weft_op_def_t weft__ops_control[];  /* ops_control.c: NoOp, Identity ... */
 extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
 extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool, AvgPool, PadV2 ... */
+extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gradients ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,

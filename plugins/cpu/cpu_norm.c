@@ -1,0 +1,200 @@
+/* cpu_norm.c: the CPU kernels of the normalization ops FusedBatchNorm, FusedBatchNormV2 and
+ * FusedBatchNormV3 (training and inference, exponential_avg_factor, NHWC/NCHW and V3's
+ * NDHWC/NCDHW) and LRN (local response normalization across the depth of NHWC inputs), following
+ * tensorflow/core/kernels/fused_batch_norm_op.cc and lrn_op.cc. Sums run in double. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+static double load_f(weft_dtype_t dt, const void *p, int64_t i) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: return ((const float *)p)[i];
+    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
+    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
+    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    default: return 0;
+  }
+}
+
+static void store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
+    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
+    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
+    default: break;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * FusedBatchNorm, V2, V3. Training normalizes with the batch mean and the biased batch variance
+ * and reports the unbiased variance (n / (n - 1), n the elements per channel), blended with the
+ * given mean and variance by exponential_avg_factor; the reserve spaces hold the batch mean and
+ * biased variance; V3's reserve_space_3 is a scalar 0 on CPU. Inference uses the given mean and
+ * variance and passes them through. */
+
+static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
+  bool v3 = state != NULL;
+  weft_tensor_view_t x, p[4], y, o[5];
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  static const char *const names[4] = {"scale", "offset", "mean", "variance"};
+  for (int i = 0; i < 4; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i + 1, &p[i]));
+  const char *fmt = NULL;
+  size_t flen = 0;
+  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), "data_format", &fmt, &flen);
+  if (st) {
+    H->status_free(st);
+    fmt = "NHWC";
+  }
+  int rank = strlen(fmt) == 5 ? 5 : 4;
+  bool cfirst = fmt[1] == 'C';
+  char s[CPU_SHAPE_STR_LEN];
+  if (x.rank != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input must be %d-dimensional%s",
+                           rank, weft__cpu_shape_str(x.rank, x.dims, s, sizeof s));
+  for (int i = 0; i < 4; i++)
+    if (p[i].rank != 1)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be 1-dimensional%s",
+                             i == 2 ? "estimated_mean" : i == 3 ? "estimated_variance" : names[i],
+                             weft__cpu_shape_str(p[i].rank, p[i].dims, s, sizeof s));
+  bool training = weft__cpu_attr_bool(ctx, "is_training", true);
+  double eps = weft__cpu_attr_float(ctx, "epsilon", 0.0001f);
+  double factor = weft__cpu_attr_float(ctx, "exponential_avg_factor", 1.0f);
+  int64_t C = x.dims[cfirst ? 1 : rank - 1];
+  /* The given mean and variance are read in inference and when blending. */
+  int checked = !training || factor != 1.0 ? 4 : 2;
+  for (int i = 0; i < checked; i++)
+    if (p[i].dims[0] != C)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "%s must have the same number of elements as the channels of x, got "
+                             "%lld and %lld", names[i], (long long)p[i].dims[0], (long long)C);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, x.dims, &y));
+  for (int i = 0; i < 4; i++)
+    WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, i + 1, p[0].dtype, 1, &C, &o[i]));
+  if (v3) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 5, p[0].dtype, 0, NULL, &o[4]));
+    store_f(o[4].dtype, o[4].data, 0, 0.0);
+  }
+  weft_dtype_t u = p[0].dtype;
+  if (x.num_elements == 0) {
+    for (int64_t c = 0; c < C; c++) {
+      double m = NAN, v = NAN;
+      if (training && factor != 1.0) {
+        m = (1 - factor) * load_f(u, p[2].data, c);
+        v = (1 - factor) * load_f(u, p[3].data, c);
+      }
+      for (int i = 0; i < 4; i++) store_f(u, o[i].data, c, i % 2 ? v : m);
+    }
+    return NULL;
+  }
+  int64_t inner = 1;
+  if (cfirst)
+    for (int d = 2; d < rank; d++) inner *= x.dims[d];
+  int64_t rest = x.num_elements / C;
+  double *mean = NULL, *var = NULL;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)(2 * C + 1),
+                                         (void **)&mean));
+  var = mean + C;
+#define CH(i) (cfirst ? ((i) / inner) % C : (i) % C)
+  if (training) {
+    memset(mean, 0, sizeof(double) * (size_t)(2 * C));
+    for (int64_t i = 0; i < x.num_elements; i++) mean[CH(i)] += load_f(x.dtype, x.data, i);
+    for (int64_t c = 0; c < C; c++) mean[c] /= (double)rest;
+    for (int64_t i = 0; i < x.num_elements; i++) {
+      double d = load_f(x.dtype, x.data, i) - mean[CH(i)];
+      var[CH(i)] += d * d;
+    }
+    for (int64_t c = 0; c < C; c++) var[c] /= (double)rest;
+  } else {
+    for (int64_t c = 0; c < C; c++) {
+      mean[c] = load_f(u, p[2].data, c);
+      var[c] = load_f(u, p[3].data, c);
+    }
+  }
+  for (int64_t i = 0; i < x.num_elements; i++) {
+    int64_t c = CH(i);
+    double v = (load_f(x.dtype, x.data, i) - mean[c]) / sqrt(var[c] + eps) *
+                   load_f(u, p[0].data, c) + load_f(u, p[1].data, c);
+    store_f(y.dtype, y.data, i, v);
+  }
+#undef CH
+  double adjust = (double)rest / (double)(rest > 1 ? rest - 1 : 1);
+  for (int64_t c = 0; c < C; c++) {
+    double bm = mean[c], bv = var[c];
+    if (training) {
+      bv = var[c] * adjust;
+      if (factor != 1.0) {
+        bm = (1 - factor) * load_f(u, p[2].data, c) + factor * mean[c];
+        bv = (1 - factor) * load_f(u, p[3].data, c) + factor * adjust * var[c];
+      }
+    }
+    store_f(u, o[0].data, c, bm);
+    store_f(u, o[1].data, c, bv);
+    store_f(u, o[2].data, c, mean[c]);
+    store_f(u, o[3].data, c, var[c]);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * LRN: output = input / (bias + alpha * sqr_sum) ^ beta, sqr_sum over the depths within
+ * depth_radius of each depth (NHWC, the last dimension). */
+
+static weft_status_t *k_lrn(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  if (x.rank != 4) {
+    char s[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "in must be 4-dimensional, got %s",
+                           weft__cpu_shape_str(x.rank, x.dims, s, sizeof s));
+  }
+  int64_t r = weft__cpu_attr_int(ctx, "depth_radius", 5);
+  if (r > INT_MAX)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "depth_radius = %lld larger than int max",
+                           (long long)r);
+  double bias = weft__cpu_attr_float(ctx, "bias", 1.0f);
+  double alpha = weft__cpu_attr_float(ctx, "alpha", 1.0f);
+  double beta = weft__cpu_attr_float(ctx, "beta", 0.5f);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, 4, x.dims, &y));
+  int64_t C = x.dims[3];
+  if (y.num_elements == 0) return NULL;
+  for (int64_t row = 0; row < x.num_elements / C; row++)
+    for (int64_t c = 0; c < C; c++) {
+      int64_t lo = c - r < 0 ? 0 : c - r, hi = c + r >= C ? C - 1 : c + r;
+      double sum = 0;
+      for (int64_t k = lo; k <= hi; k++) {
+        double v = load_f(x.dtype, x.data, row * C + k);
+        sum += v * v;
+      }
+      double v = load_f(x.dtype, x.data, row * C + c);
+      store_f(y.dtype, y.data, row * C + c, v / pow(bias + alpha * sum, beta));
+    }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Registration (TensorFlow's CPU kernels: V1 float; V2/V3 float, half and bfloat16 x with float
+ * statistics; LRN float and half). */
+
+static const weft_dtype_t f32[] = {WEFT_DT_FLOAT};
+static const weft_dtype_t bn_x_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
+static const weft_dtype_t lrn_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF};
+static int v3_tag; /* user_data != NULL marks V3 (reserve_space_3) */
+
+weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg) {
+  const weft_cpu_kernel_spec_t specs[] = {
+      {"FusedBatchNorm", k_fused_bn, "T", f32, 1, NULL, NULL, NULL, NULL},
+      {"LRN", k_lrn, "T", lrn_types, 2, NULL, NULL, NULL, NULL},
+  };
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_specs(reg, specs, 2));
+  const weft_type_constraint_t c[] = {{"T", bn_x_types, 3}, {"U", f32, 1}};
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "FusedBatchNormV2", c, 2, NULL, NULL,
+                                               k_fused_bn, NULL, NULL));
+  return weft__cpu_register_full(reg, "FusedBatchNormV3", c, 2, NULL, NULL, k_fused_bn, NULL,
+                                 &v3_tag);
+}
