@@ -338,6 +338,7 @@ extern const cf_suite_t cf_suites_math[];
 extern const cf_suite_t cf_suites_nn[];
 extern const cf_suite_t cf_suites_array[];
 extern const cf_suite_t cf_suites_image[];
+extern const cf_suite_t cf_suites_conv[]; /* cases_conv.c */
 extern const cf_suite_t cf_suites_state[];
 
 /* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's

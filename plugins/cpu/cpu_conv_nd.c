@@ -290,7 +290,8 @@ static weft_status_t *conv_forward(weft_kernel_ctx_t *ctx, conv_plan_t *j, const
       j->group = grp;
       if (j->k == 0) {
         for (int64_t p = 0; p < P; p++)
-          for (int64_t q = 0; q < j->mg; q++) buf_set(j->dbl, y, (n * P + p) * m + grp * j->mg + q, 0);
+          for (int64_t q = 0; q < j->mg; q++)
+            buf_set(j->dbl, y, (n * P + p) * m + grp * j->mg + q, 0);
         continue;
       }
       weft__cpu_parallel(ctx, P, j->k + 1, im2col_range, j);

@@ -246,7 +246,7 @@ const weft_op_def_t weft__ops_conv[] = {
              WEFT__SPECS("x: T", "scale: U", "offset: U", "mean: U", "variance: U"),
              WEFT__SPECS("y: T", "batch_mean: U", "batch_variance: U", "reserve_space_1: U",
                          "reserve_space_2: U", "reserve_space_3: U"),
-             WEFT__SPECS("T: {half, bfloat16, float}", "U: {bfloat16, float}", BN_ATTRS,
+             WEFT__SPECS("T: {half, bfloat16, float}", "U: {float, bfloat16}", BN_ATTRS,
                          "data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'"),
              0, fused_bn_v3_shape),
     WEFT__OP("LRN", WEFT__SPECS("input: T"), WEFT__SPECS("output: T"),
