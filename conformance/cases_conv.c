@@ -141,9 +141,12 @@ static void emit_conv_family(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
     for (int k = 0; k < s->ns; k++) fd[k] = s->k[3 - s->ns + k];
     fd[s->ns] = s->c;
     fd[s->ns + 1] = s->m;
-    cf_array_t *x = cf_gen_uniform(&rng, dt, r, xd, -1, 1);
-    cf_array_t *f = cf_gen_uniform(&rng, dt, r, fd, -1, 1);
-    cf_array_t *dy = cf_gen_uniform(&rng, dt, r, yd, -1, 1);
+    /* Integers: small values, and in the first case values whose sums wrap int32 (TensorFlow's
+     * arithmetic; the products stay exact in double). */
+    double lim = cf_dtype_is_float(dt) ? 1 : i == 0 ? 1 << 20 : 5;
+    cf_array_t *x = cf_gen_uniform(&rng, dt, r, xd, -lim, lim);
+    cf_array_t *f = cf_gen_uniform(&rng, dt, r, fd, -lim, lim);
+    cf_array_t *dy = cf_gen_uniform(&rng, dt, r, yd, -lim, lim);
     double terms = (double)(s->k[0] * s->k[1] * s->k[2]) * (depthwise ? 1 : (double)s->c);
     if (kind == OP_FWD) {
       cf_case_expect(c, cf_ref_conv_nd(x, f, &g));
@@ -520,8 +523,11 @@ static void emit_lrn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+static const weft_dtype_t bp_input_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                               WEFT_DT_BFLOAT16, WEFT_DT_INT32, WEFT_DT_INVALID};
+
 const cf_suite_t cf_suites_conv[] = {
-    {"Conv2DBackpropInput", cf_dtypes_float, emit_conv_family, NULL},
+    {"Conv2DBackpropInput", bp_input_dtypes, emit_conv_family, NULL},
     {"Conv2DBackpropFilter", cf_dtypes_float, emit_conv_family, NULL},
     {"DepthwiseConv2dNative", cf_dtypes_float, emit_conv_family, NULL},
     {"DepthwiseConv2dNativeBackpropInput", cf_dtypes_float, emit_conv_family, NULL},

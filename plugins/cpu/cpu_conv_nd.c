@@ -365,6 +365,39 @@ static weft_status_t *conv_backprop_filter(weft_kernel_ctx_t *ctx, conv_plan_t *
   return NULL;
 }
 
+/* int32 Conv2DBackpropInput (TensorFlow registers it on CPU): a direct scatter, one batch per
+ * task, in uint32 so that sums wrap like TensorFlow's. */
+typedef struct bp_input_int {
+  const nd_t *g;
+  int64_t cg, mg;
+  const int32_t *f, *dy;
+  int32_t *dx;
+} bp_input_int_t;
+
+static void bp_input_int_range(void *arg, int64_t b, int64_t e) {
+  const bp_input_int_t *j = arg;
+  const nd_t *g = j->g;
+  int64_t P = nd_out_pixels(g), ip = nd_in_pixels(g), win = nd_window(g);
+  for (int64_t n = b; n < e; n++) {
+    for (int64_t i = 0; i < ip * g->c; i++)
+      j->dx[layout_index(g->cfirst, n, i / g->c, i % g->c, ip, g->c)] = 0;
+    for (int64_t p = 0; p < P; p++)
+      for (int64_t m = 0; m < g->oc; m++) {
+        uint32_t d = (uint32_t)j->dy[layout_index(g->cfirst, n, p, m, P, g->oc)];
+        int64_t grp = m / j->mg;
+        for (int64_t w = 0; w < win; w++) {
+          int64_t t = tap(g, p, w);
+          if (t < 0) continue;
+          for (int64_t ch = 0; ch < j->cg; ch++) {
+            int64_t xi = layout_index(g->cfirst, n, t, grp * j->cg + ch, ip, g->c);
+            int64_t fi = (w * j->cg + ch) * g->oc + m;
+            j->dx[xi] = (int32_t)((uint32_t)j->dx[xi] + d * (uint32_t)j->f[fi]);
+          }
+        }
+      }
+  }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The kernels. The op kind is the kernel's user data. */
 
@@ -524,6 +557,12 @@ static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
     WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dt, rank, ydims, &out));
   }
   if (out.num_elements == 0) return NULL;
+  if (dt == WEFT_DT_INT32 && bp_input) {
+    bp_input_int_t bj = {&g, cg, mg, f.data, dy.data, out.data};
+    weft__cpu_parallel(ctx, g.n, nd_out_pixels(&g) * g.oc * nd_window(&g) * cg + 1,
+                       bp_input_int_range, &bj);
+    return NULL;
+  }
   bool dbl = dt == WEFT_DT_DOUBLE;
   int64_t win = nd_window(&g), ip = nd_in_pixels(&g), op = nd_out_pixels(&g);
   conv_plan_t j = {&g, groups, cg, mg, win * cg, dbl, NULL, NULL, 0, 0};
@@ -690,6 +729,8 @@ static weft_status_t *k_max_pool_argmax(weft_kernel_ctx_t *ctx, void *state) {
 
 static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                            WEFT_DT_BFLOAT16};
+static const weft_dtype_t bp_input_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                              WEFT_DT_BFLOAT16, WEFT_DT_INT32};
 static const weft_dtype_t maxpool3d_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
 static const weft_dtype_t argmax_types[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32, WEFT_DT_INT64,  WEFT_DT_INT8,   WEFT_DT_INT16,
@@ -706,8 +747,8 @@ weft_status_t *weft__cpu_register_conv_nd(const weft_registrar_t *reg) {
        (void *)&kinds[K_CONV3D]},
       {"DepthwiseConv2dNative", k_conv, "T", float_types, N_OF(float_types), NULL, NULL, NULL,
        (void *)&kinds[K_DEPTHWISE]},
-      {"Conv2DBackpropInput", k_conv, "T", float_types, N_OF(float_types), sizes0_host, NULL,
-       NULL, (void *)&kinds[K_BP_INPUT_2D]},
+      {"Conv2DBackpropInput", k_conv, "T", bp_input_types, N_OF(bp_input_types), sizes0_host,
+       NULL, NULL, (void *)&kinds[K_BP_INPUT_2D]},
       {"Conv3DBackpropInputV2", k_conv, "T", float_types, N_OF(float_types), sizes0_host, NULL,
        NULL, (void *)&kinds[K_BP_INPUT_3D]},
       {"DepthwiseConv2dNativeBackpropInput", k_conv, "T", float_types, N_OF(float_types),
