@@ -143,14 +143,15 @@ static weft_status_t *nd_pads(weft_kernel_ctx_t *ctx, nd_t *g, bool allow_explic
         g->pb[i] = p[2 * dim];
         g->pa[i] = p[2 * dim + 1];
       }
+      /* TensorFlow's (in + pads - eff + stride) / stride, truncated: 0 is a valid size. */
       int64_t span = g->in[i] + g->pb[i] + g->pa[i] - eff;
-      if (span < 0)
+      if ((span + g->s[i]) / g->s[i] < 0)
         return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                                "Computed output size would be negative: %lld [input_size: %lld, "
                                "effective_filter_size: %lld, stride: %lld]",
-                               (long long)(span / g->s[i] + 1 - (span % g->s[i] != 0)),
+                               (long long)((span + g->s[i]) / g->s[i]),
                                (long long)g->in[i], (long long)eff, (long long)g->s[i]);
-      g->out[i] = span / g->s[i] + 1;
+      g->out[i] = (span + g->s[i]) / g->s[i];
     }
   }
   return NULL;
