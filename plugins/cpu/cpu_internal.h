@@ -238,5 +238,6 @@ weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg); /* cpu_conv.c */
 weft_status_t *weft__cpu_register_conv_nd(const weft_registrar_t *reg); /* cpu_conv_nd.c */
 weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg);    /* cpu_norm.c */
+weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_scatter.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */

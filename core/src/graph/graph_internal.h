@@ -179,6 +179,7 @@ extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
 extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool, AvgPool, PadV2 ... */
 extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gradients ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
+extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,
  * statuses, attributes and the shape-inference context, which the standard ops' shape functions

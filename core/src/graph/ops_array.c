@@ -1100,6 +1100,10 @@ const weft_op_def_t weft__ops_array[] = {
     WEFT__OP("DynamicStitch", WEFT__SPECS("indices: N * int32", "data: N * T"),
              WEFT__SPECS("merged: T"), WEFT__SPECS("N: int >= 1", "T: type"), 0,
              dynamic_stitch_shape),
+    /* The same merge; TensorFlow leaves the winner among duplicate indices unspecified. */
+    WEFT__OP("ParallelDynamicStitch", WEFT__SPECS("indices: N * int32", "data: N * T"),
+             WEFT__SPECS("merged: T"), WEFT__SPECS("N: int >= 1", "T: type"), 0,
+             dynamic_stitch_shape),
     WEFT__OP("BroadcastGradientArgs", WEFT__SPECS("s0: T", "s1: T"), WEFT__SPECS("r0: T", "r1: T"),
              WEFT__SPECS(INDEX_TYPE("T")), 0, broadcast_gradient_args_shape),
     WEFT__OP("Cast", WEFT__SPECS("x: SrcT"), WEFT__SPECS("y: DstT"),
