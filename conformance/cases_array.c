@@ -935,6 +935,7 @@ const cf_suite_t cf_suites_array[] = {
     {"OneHot", cf_dtypes_all, emit_one_hot, NULL},
     {"BroadcastTo", cf_dtypes_all, emit_broadcast_to, NULL},
     {"DynamicStitch", cf_dtypes_all, emit_dynamic_stitch, NULL},
+    {"ParallelDynamicStitch", cf_dtypes_all, emit_dynamic_stitch, NULL},
     {"BroadcastGradientArgs", index_dtypes, emit_bcast_grad_args, NULL},
     {"Cast", cf_dtypes_all, emit_cast_any, "SrcT"},
     {"IdentityN", cf_dtypes_none, emit_identity_n, NULL},

@@ -340,6 +340,7 @@ extern const cf_suite_t cf_suites_array[];
 extern const cf_suite_t cf_suites_image[];
 extern const cf_suite_t cf_suites_conv[]; /* cases_conv.c */
 extern const cf_suite_t cf_suites_state[];
+extern const cf_suite_t cf_suites_scatter[];
 
 /* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's
  * device when the device has a kernel for its op; lists them for --list. */
