@@ -111,7 +111,8 @@ static weft_status_t *sc_store(weft_kernel_ctx_t *ctx, sc_op_t op, const weft_te
     return NULL;
   }
   if (step == 1) return weft__cpu_copy_elems(ctx, dst, di, src, si, n);
-  for (int64_t k = 0; k < n; k++) WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, dst, di + k, src, si, 1));
+  for (int64_t k = 0; k < n; k++)
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, dst, di + k, src, si, 1));
   return NULL;
 }
 
@@ -171,7 +172,8 @@ static weft_status_t *scatter_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
                            "params.shape %s",
                            shape_of(upd, a), shape_of(ind, b), shape_of(&var, c));
   if (var.dtype != upd->dtype)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Cannot update a %s variable with %s updates",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Cannot update a %s variable with %s updates",
                            weft__cpu_dtype_name(var.dtype), weft__cpu_dtype_name(upd->dtype));
   const int64_t n = ind->num_elements, rows = var.dims[0];
   for (int64_t i = 0; i < n; i++) {
@@ -381,7 +383,8 @@ static weft_status_t *scatter_nd_ref_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
   var.struct_size = sizeof var;
   WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, 0, &var));
   if (var.dtype != upd->dtype)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Cannot update a %s variable with %s updates",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Cannot update a %s variable with %s updates",
                            weft__cpu_dtype_name(var.dtype), weft__cpu_dtype_name(upd->dtype));
   return scatter_nd_apply(ctx, op, &var, ind, upd);
 }
@@ -530,7 +533,8 @@ static weft_status_t *k_unsorted_segment(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ids));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &num_v));
   if (num_v.rank != 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_segments should be a scalar, not shape %s",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "num_segments should be a scalar, not shape %s",
                            shape_of(&num_v, a));
   bool starts = ids.rank <= x.rank;
   for (int d = 0; starts && d < ids.rank; d++) starts = ids.dims[d] == x.dims[d];
@@ -548,7 +552,8 @@ static weft_status_t *k_unsorted_segment(weft_kernel_ctx_t *ctx, void *state) {
     int64_t j = weft__cpu_index_at(&ids, i);
     if (j >= num) {
       slice_str(ids.rank, ids.dims, i, a, sizeof a);
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "segment_ids%s = %lld is out of range [0, %lld)",
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "segment_ids%s = %lld is out of range [0, %lld)",
                              a, (long long)j, (long long)num);
     }
   }
@@ -625,11 +630,13 @@ static weft_status_t *k_dynamic_partition(weft_kernel_ctx_t *ctx, void *state) {
 weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg) {
   /* numbertype without the complex types; ScatterMin/Max take TensorFlow's narrower list. */
   static const weft_dtype_t num_types[] = {
-      WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,   WEFT_DT_BFLOAT16, WEFT_DT_INT32,  WEFT_DT_INT64,
-      WEFT_DT_INT8,  WEFT_DT_INT16,  WEFT_DT_UINT8, WEFT_DT_UINT16,   WEFT_DT_UINT32, WEFT_DT_UINT64};
+      WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,   WEFT_DT_BFLOAT16, WEFT_DT_INT32,
+      WEFT_DT_INT64, WEFT_DT_INT8,   WEFT_DT_INT16,  WEFT_DT_UINT8,    WEFT_DT_UINT16,
+      WEFT_DT_UINT32, WEFT_DT_UINT64};
   static const weft_dtype_t minmax_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                               WEFT_DT_BFLOAT16, WEFT_DT_INT32, WEFT_DT_INT64};
-  const size_t n_num = sizeof num_types / sizeof num_types[0], n_mm = sizeof minmax_types / sizeof minmax_types[0];
+  const size_t n_num = sizeof num_types / sizeof num_types[0];
+  const size_t n_mm = sizeof minmax_types / sizeof minmax_types[0];
   const weft_dtype_t *all = weft__cpu_all_types;
   const size_t n_all = weft__cpu_n_all_types;
   void *upd = (void *)&kScatter[SC_ASSIGN], *add = (void *)&kScatter[SC_ADD];
@@ -655,11 +662,16 @@ weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg) {
       {"TensorScatterUpdate", k_tensor_scatter, "T", all, n_all, NULL, NULL, NULL, upd},
       {"TensorScatterAdd", k_tensor_scatter, "T", num_types, n_num, NULL, NULL, NULL, add},
       {"TensorScatterSub", k_tensor_scatter, "T", num_types, n_num, NULL, NULL, NULL, sub},
-      {"SegmentSum", k_segment, "T", num_types, n_num, NULL, NULL, NULL, (void *)(intptr_t)SEG_SUM},
-      {"SegmentMean", k_segment, "T", num_types, n_num, NULL, NULL, NULL, (void *)(intptr_t)SEG_MEAN},
-      {"SegmentProd", k_segment, "T", num_types, n_num, NULL, NULL, NULL, (void *)(intptr_t)SEG_PROD},
-      {"SegmentMin", k_segment, "T", num_types, n_num, NULL, NULL, NULL, (void *)(intptr_t)SEG_MIN},
-      {"SegmentMax", k_segment, "T", num_types, n_num, NULL, NULL, NULL, (void *)(intptr_t)SEG_MAX},
+      {"SegmentSum", k_segment, "T", num_types, n_num, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_SUM},
+      {"SegmentMean", k_segment, "T", num_types, n_num, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_MEAN},
+      {"SegmentProd", k_segment, "T", num_types, n_num, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_PROD},
+      {"SegmentMin", k_segment, "T", num_types, n_num, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_MIN},
+      {"SegmentMax", k_segment, "T", num_types, n_num, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_MAX},
       {"UnsortedSegmentSum", k_unsorted_segment, "T", num_types, n_num, hm_num, NULL, NULL,
        (void *)(intptr_t)SEG_SUM},
       {"UnsortedSegmentProd", k_unsorted_segment, "T", num_types, n_num, hm_num, NULL, NULL,

@@ -26,7 +26,8 @@ static weft_status_t *segment_shape(weft_shape_ctx_t *ctx) {
   weft__sh_input(ctx, 1, &ids);
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &data, 1, "data"));
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ids, 1, "segment_ids"));
-  if (data.rank >= 1 && ids.rank == 1 && !weft__sh_merge_dim(data.dims[0], ids.dims[0], &ids.dims[0]))
+  if (data.rank >= 1 && ids.rank == 1 &&
+      !weft__sh_merge_dim(data.dims[0], ids.dims[0], &ids.dims[0]))
     return weft__sh_error(ctx, "segment_ids should be the same size as dimension 0 of input.");
   weft__shape_t out = data;
   if (out.rank >= 1) out.dims[0] = WEFT_DIM_UNKNOWN;
