@@ -471,7 +471,7 @@ static const char *const ops_core_lacks[] = {
     "DivNoNan",      "TruncateMod",    "Atan2",         "Rint",           "Erfc",
     "Lgamma",        "BatchMatMul",    "BiasAddV1",     "Relu6Grad",      "LeakyReluGrad",
     "EluGrad",       "SeluGrad",       "SoftplusGrad",  "SoftsignGrad",   "SqrtGrad",
-    "RsqrtGrad",     "ReciprocalGrad", "BroadcastArgs",
+    "RsqrtGrad",     "ReciprocalGrad",
 };
 
 static bool core_lacks(const char *op) {

@@ -171,6 +171,7 @@ const weft__attr_def_t *weft__op_def_find_attr(const weft__op_def_t *def, const 
 /* Registration tables for the standard ops (core/src/graph/ops_*.c). Each file defines one
  * NULL-terminated array of weft_op_def_t. */
 extern const weft_op_def_t weft__ops_array[];    /* ops_array.c: Const, Placeholder, Reshape ... */
+extern const weft_op_def_t weft__ops_array_extra[]; /* ops_array_extra.c: ReverseV2, TopKV2 */
 extern const weft_op_def_t weft__ops_math[];     /* ops_math.c: arithmetic, reductions, MatMul */
 extern const weft_op_def_t weft__ops_nn[];       /* ops_nn.c: BiasAdd, Relu, Softmax ... */
 extern const weft_op_def_t weft__ops_state[];    /* ops_state.c: VariableV2, Assign ... */

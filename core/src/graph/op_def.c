@@ -842,6 +842,7 @@ void weft__ops_register_standard(void) {
   if (g_once_init_enter(&once)) {
     register_table(weft__ops_control);
     register_table(weft__ops_array);
+    register_table(weft__ops_array_extra);
     register_table(weft__ops_math);
     register_table(weft__ops_nn);
     register_table(weft__ops_state);
