@@ -231,6 +231,7 @@ weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_nn(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_array(const weft_registrar_t *reg);
+weft_status_t *weft__cpu_register_array_extra(const weft_registrar_t *reg); /* ReverseV2, ... */
 weft_status_t *weft__cpu_register_shape(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_cast(const weft_registrar_t *reg);

@@ -153,6 +153,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   WEFT_RETURN_IF_ERROR(weft__cpu_register_matmul(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_nn(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_array(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_array_extra(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_shape(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_random(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_cast(registrar));
