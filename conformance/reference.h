@@ -106,4 +106,36 @@ cf_array_t *cf_ref_conv2d(const cf_array_t *input, const cf_array_t *filter, con
 /* MaxPool (is_max) or AvgPool; avg divides by the number of in-bounds elements. */
 cf_array_t *cf_ref_pool2d(const cf_array_t *input, const cf_window_t *w, bool is_max);
 
+/* ---- reference_array_extra.c: ReverseV2, Roll, MatrixDiag, SpaceToBatchND, TopKV2, ... ---- */
+
+cf_array_t *cf_ref_reverse(const cf_array_t *x, const bool *axes);
+/* Roll by shift[d] along every dim d (any sign). */
+cf_array_t *cf_ref_roll(const cf_array_t *x, const int64_t *shift);
+cf_array_t *cf_ref_reverse_sequence(const cf_array_t *x, const int64_t *lens, int seq_dim,
+                                    int batch_dim);
+/* The MatrixDiag family for diagonals k in [lower, upper]; pad NULL: zeros. super_right and
+ * sub_right: the alignment of the super- and subdiagonals (V3's align). */
+cf_array_t *cf_ref_matrix_diag(const cf_array_t *diag, int64_t lower, int64_t upper, int64_t rows,
+                               int64_t cols, const cf_array_t *pad, bool super_right,
+                               bool sub_right);
+cf_array_t *cf_ref_matrix_diag_part(const cf_array_t *x, int64_t lower, int64_t upper,
+                                    const cf_array_t *pad, bool super_right, bool sub_right);
+cf_array_t *cf_ref_matrix_set_diag(const cf_array_t *x, const cf_array_t *diag, int64_t lower,
+                                   int64_t upper, bool super_right, bool sub_right);
+cf_array_t *cf_ref_band_part(const cf_array_t *x, int64_t lo, int64_t up);
+/* pads / crops: [m, 2] as 2m values. */
+cf_array_t *cf_ref_space_to_batch(const cf_array_t *x, int m, const int64_t *block,
+                                  const int64_t *pads);
+cf_array_t *cf_ref_batch_to_space(const cf_array_t *x, int m, const int64_t *block,
+                                  const int64_t *crops);
+/* SpaceToDepth (to_depth) or DepthToSpace, NHWC. */
+cf_array_t *cf_ref_space_to_depth(const cf_array_t *x, int64_t bs, bool to_depth);
+cf_array_t *cf_ref_where(const cf_array_t *x);
+cf_array_t *cf_ref_nth_element(const cf_array_t *x, int64_t n, bool reverse);
+void cf_ref_top_k(const cf_array_t *x, int64_t k, weft_dtype_t index_type, cf_array_t **values,
+                  cf_array_t **indices);
+void cf_ref_unique(const cf_array_t *x, weft_dtype_t idx_type, cf_array_t **y, cf_array_t **idx,
+                   cf_array_t **count);
+cf_array_t *cf_ref_invert_permutation(const cf_array_t *x);
+
 #endif /* WEFT_CONFORMANCE_REFERENCE_H */

@@ -71,7 +71,8 @@ static void next_coord(int rank, const int64_t *dims, int64_t *c) {
 /* Allocates output 0 with dims, fills it through map (built by the caller, may be NULL for an
  * empty output) and frees the map. */
 static weft_status_t *emit_mapped(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x, int rank,
-                                  const int64_t *dims, int64_t *map, const weft_tensor_view_t *pad) {
+                                  const int64_t *dims, int64_t *map,
+                                  const weft_tensor_view_t *pad) {
   weft_tensor_view_t y;
   weft_status_t *s = weft__cpu_output(ctx, 0, x->dtype, rank, dims, &y);
   if (s == NULL && y.num_elements > 0) {
@@ -131,12 +132,12 @@ static weft_status_t *k_reverse_sequence(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &lv));
   int64_t seq_dim = weft__cpu_attr_int(ctx, "seq_dim", 0);
   int64_t batch_dim = weft__cpu_attr_int(ctx, "batch_dim", 0);
-  char a[CPU_SHAPE_STR_LEN];
   if (batch_dim == seq_dim)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "batch_dim == seq_dim == %lld",
                            (long long)seq_dim);
   if (seq_dim < 0 || seq_dim >= x.rank)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "seq_dim must be < input rank ( %lld vs. %d)",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "seq_dim must be < input rank ( %lld vs. %d)",
                            (long long)seq_dim, x.rank);
   if (batch_dim < 0 || batch_dim >= x.rank)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -158,7 +159,6 @@ static weft_status_t *k_reverse_sequence(weft_kernel_ctx_t *ctx, void *state) {
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "seq_lengths(%lld) > input.dims(%lld)",
                              (long long)d, (long long)seq_dim);
   }
-  (void)a;
   weft_status_t *s = NULL;
   int64_t *map = map_new(ctx, x.num_elements, &s);
   if (s) return s;
@@ -636,7 +636,8 @@ static weft_status_t *space_batch_read(weft_kernel_ctx_t *ctx, space_batch_t *p,
                            bv.rank);
   int64_t m = bv.dims[0];
   if (pv.rank != 2 || pv.dims[0] != m || pv.dims[1] != 2)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s should have shape [%lld, 2] instead of %s",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s should have shape [%lld, 2] instead of %s",
                            what, (long long)m, shape_str(&pv, buf));
   if (p->x.rank < 1 + m)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input rank should be >= %lld instead of %d",
