@@ -802,6 +802,17 @@ static void emit_parallel_concat(cf_run_ctx_t *ctx, const char *op, weft_dtype_t
   cf_case_attr_shape(c, "shape", 3, out);
   cf_case_expect(c, want);
   cf_run_case(ctx, c);
+  c = new_case(op, "error_shape_attr", dt, &rng);
+  int64_t wrong[3] = {4, 2, 3};
+  for (int i = 0; i < 3; i++) {
+    int k = cf_case_input(c, shuffled(&rng, dt, 3, d));
+    c->unknown_shape[k] = true;
+  }
+  cf_case_args(c, 1, &len);
+  cf_case_attr_int(c, "N", 3);
+  cf_case_attr_shape(c, "shape", 3, wrong);
+  expect_error(c, 1, "do not make the attr shape");
+  cf_run_case(ctx, c);
 }
 
 static void emit_deep_copy(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {

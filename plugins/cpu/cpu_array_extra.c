@@ -201,7 +201,7 @@ static weft_status_t *k_roll(weft_kernel_ctx_t *ctx, void *state) {
     int64_t ca = a < 0 ? a + x.rank : a;
     if (ca < 0 || ca >= x.rank)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "axis %lld is out of range",
-                             (long long)a);
+                             (long long)ca);
     int64_t n = x.dims[ca];
     if (n == 0) continue;
     int64_t sh = weft__cpu_index_at(&sv, i) % n;
@@ -1256,6 +1256,22 @@ static weft_status_t *k_parallel_concat(weft_kernel_ctx_t *ctx, void *state) {
                              "values[%d] has shape %s, but values[0] has shape %s", i,
                              shape_str(&v, b1), shape_str(&first, b2));
   }
+  /* The output is allocated with the attr shape: the inputs must fill it exactly. */
+  int shape_rank = -1;
+  int64_t shape_dims[WEFT_MAX_RANK];
+  weft_status_t *st = H->attr_shape(H->kernel_attrs(ctx), "shape", &shape_rank, shape_dims);
+  if (st) {
+    H->status_free(st);
+    shape_rank = -1;
+  }
+  bool match = shape_rank < 0 || shape_rank == first.rank;
+  for (int d = 0; match && shape_rank > 0 && d < shape_rank; d++)
+    match = shape_dims[d] < 0 || shape_dims[d] == dims[d];
+  if (!match)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "the %d values of shape %s do not make the attr shape %s", n,
+                           shape_str(&first, b1),
+                           weft__cpu_shape_str(shape_rank, shape_dims, b2, sizeof b2));
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, first.dtype, first.rank, dims, &y));
   int64_t slice = first.num_elements;
   for (int i = 0; i < n; i++) {
