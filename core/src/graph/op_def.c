@@ -849,6 +849,7 @@ void weft__ops_register_standard(void) {
     register_table(weft__ops_random);
     register_table(weft__ops_image);
     register_table(weft__ops_conv);
+    register_table(weft__ops_imgproc);
     register_table(weft__ops_distributed);
     register_table(weft__ops_scatter);
     g_once_init_leave(&once, 1);
