@@ -3,7 +3,8 @@
  * registered dtype, TensorFlow's errors), CropAndResize (flipped and out-of-image boxes,
  * extrapolation, nearest, one-pixel crops), RGBToHSV / HSVToRGB (grey pixels, primaries),
  * AdjustHue / AdjustSaturation / AdjustContrast(v2), ExtractImagePatches (SAME/VALID, strides,
- * rates) and NonMaxSuppression V1..V5 (thresholds, ties, soft-NMS, padding, errors). */
+ * rates), NonMaxSuppression V1..V5 (thresholds, ties, soft-NMS, padding, errors) and
+ * DrawBoundingBoxes (V1, V2; boxes partly or wholly outside, inverted, 1/3/4 channels). */
 #include <math.h>
 #include <string.h>
 
@@ -536,6 +537,77 @@ static void emit_nms(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * DrawBoundingBoxes */
+
+static void emit_draw_boxes(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool v2 = strcmp(op, "DrawBoundingBoxesV2") == 0;
+  /* Inside, partly outside (edges beyond the image not drawn), inverted, wholly outside, a
+   * point, and more boxes than colours. */
+  static const double box_values[] = {0.1, 0.2, 0.7, 0.8, -0.3, 0.5, 0.6, 1.4, 0.8, 0.1,
+                                      0.2, 0.9, 1.2, 1.1, 1.5, 1.6, 0.5, 0.5, 0.5, 0.5,
+                                      0,   0,   1,   1,   0.3, 0.3, 0.4, 0.45, 0.05, 0.6,
+                                      0.95, 0.65, 0.2, 0.1, 0.3, 0.3, 0.4, 0.4, 0.9, 0.9,
+                                      0.6, 0.0, 0.7, 0.2, 0.01, 0.01, 0.02, 0.99};
+  static const struct {
+    const char *name;
+    int64_t in[4];
+    int64_t n_boxes;
+    int n_colors, color_depth;
+  } cases[] = {
+      {"rgb", {2, 9, 11, 3}, 6, 3, 3},   {"grey", {1, 8, 8, 1}, 5, 2, 1},
+      {"rgba_12_boxes", {1, 10, 12, 4}, 12, 5, 4}, {"no_boxes", {2, 4, 4, 3}, 0, 1, 4},
+      {"one_pixel_image", {1, 1, 1, 3}, 2, 1, 3},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    cf_case_t *c = cf_case_new(op, cases[i].name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    cf_array_t *x = image(&rng, dt, 4, cases[i].in, 0, 1);
+    int64_t bd[3] = {cases[i].in[0], cases[i].n_boxes, 4};
+    cf_array_t *boxes = cf_array_new(WEFT_DT_FLOAT, 3, bd);
+    for (int64_t k = 0; k < boxes->n; k++)
+      boxes->v[k] = cf_round_to_dtype(WEFT_DT_FLOAT,
+                                      box_values[k % (int64_t)G_N_ELEMENTS(box_values)]);
+    cf_array_t *colors = NULL;
+    if (v2) {
+      int64_t cd[2] = {cases[i].n_colors, cases[i].color_depth};
+      colors = cf_gen_uniform(&rng, WEFT_DT_FLOAT, 2, cd, 0, 1);
+    }
+    cf_case_expect(c, cf_ref_draw_boxes(x, boxes, colors));
+    cf_case_input(c, x);
+    cf_case_input(c, boxes);
+    if (v2) cf_case_input(c, colors);
+    cf_run_case(ctx, c);
+  }
+  if (dt != WEFT_DT_FLOAT) return;
+  static const struct {
+    const char *name;
+    int64_t in[4], boxes[3];
+    const char *msg;
+  } errs[] = {
+      {"err_2_channels", {1, 4, 4, 2}, {1, 1, 4},
+       "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)"},
+      {"err_batch_mismatch", {2, 4, 4, 3}, {1, 1, 4}, "The batch sizes should be the same"},
+      {"err_3_coordinates", {1, 4, 4, 3}, {1, 1, 3}, "boxes must have at least 4 coordinates"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(errs); i++) {
+    cf_case_t *c = cf_case_new(op, errs[i].name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    cf_case_input(c, image(&rng, dt, 4, errs[i].in, 0, 1));
+    cf_case_input(c, cf_gen_uniform(&rng, WEFT_DT_FLOAT, 3, errs[i].boxes, 0, 1));
+    c->unknown_shape[0] = c->unknown_shape[1] = true;
+    if (v2) {
+      int64_t cd[2] = {2, 4};
+      cf_case_input(c, cf_gen_uniform(&rng, WEFT_DT_FLOAT, 2, cd, 0, 1));
+    }
+    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, errs[i].msg);
+    cf_run_case(ctx, c);
+  }
+}
+
 const cf_suite_t cf_suites_imgproc[] = {
     {"ResizeBilinear", resize_dtypes, emit_resize, NULL},
     {"ResizeNearestNeighbor", resize_dtypes, emit_resize, NULL},
@@ -554,5 +626,7 @@ const cf_suite_t cf_suites_imgproc[] = {
     {"NonMaxSuppressionV3", half_float_dtypes, emit_nms, NULL},
     {"NonMaxSuppressionV4", half_float_dtypes, emit_nms, NULL},
     {"NonMaxSuppressionV5", half_float_dtypes, emit_nms, NULL},
+    {"DrawBoundingBoxes", half_float_dtypes, emit_draw_boxes, NULL},
+    {"DrawBoundingBoxesV2", half_float_dtypes, emit_draw_boxes, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -4,7 +4,8 @@
  * half-pixel (x+0.5)*scale-0.5, nearest's (x+0.5)*scale) in float32 as TensorFlow computes them,
  * bicubic's quantised 1025-entry coefficient table (a = -0.75, or Keys' -0.5 with out-of-image
  * taps dropped and renormalised), area's covered fractions, CropAndResize, the HSV conversions,
- * the hue / saturation / contrast adjustments, ExtractImagePatches and greedy (soft-)NMS. */
+ * the hue / saturation / contrast adjustments, ExtractImagePatches, greedy (soft-)NMS and the
+ * box outlines of DrawBoundingBoxes. */
 #include "reference_imgproc.h"
 
 #include <float.h>
@@ -359,4 +360,41 @@ void cf_ref_nms(const cf_array_t *boxes, const cf_array_t *scores, int64_t max_o
   g_free(sel);
   g_free(sel_s);
   g_free(live);
+}
+
+cf_array_t *cf_ref_draw_boxes(const cf_array_t *images, const cf_array_t *boxes,
+                              const cf_array_t *colors) {
+  /* TensorFlow's default colours: yellow, blue, red, lime, purple, olive, maroon, navy, aqua,
+   * fuchsia (RGBA); grey images draw channel 0 at 1. */
+  static const double dflt[10][4] = {{1, 1, 0, 1},     {0, 0, 1, 1},   {1, 0, 0, 1},
+                                     {0, 1, 0, 1},     {0.5, 0, 0.5, 1}, {0.5, 0.5, 0, 1},
+                                     {0.5, 0, 0, 1},   {0, 0, 0.5, 1}, {0, 1, 1, 1},
+                                     {1, 0, 1, 1}};
+  cf_array_t *y = cf_array_copy(images);
+  int64_t nb = images->dims[0], h = images->dims[1], w = images->dims[2], d = images->dims[3];
+  int64_t n = boxes->dims[1];
+  bool custom = colors != NULL && colors->n > 0;
+  int64_t n_colors = custom ? colors->dims[0] : 10;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t k = 0; k < n; k++) {
+      const double *bx = boxes->v + (b * n + k) * boxes->dims[2];
+      int64_t r0 = (int64_t)((float)bx[0] * (float)(h - 1));
+      int64_t c0 = (int64_t)((float)bx[1] * (float)(w - 1));
+      int64_t r1 = (int64_t)((float)bx[2] * (float)(h - 1));
+      int64_t c1 = (int64_t)((float)bx[3] * (float)(w - 1));
+      if (r0 > r1 || c0 > c1 || r0 >= h || r1 < 0 || c0 >= w || c1 < 0) continue;
+      double color[4];
+      for (int ch = 0; ch < 4 && ch < d; ch++)
+        color[ch] = custom ? colors->v[(k % n_colors) * colors->dims[1] + ch]
+                           : (d == 1 ? 1 : dflt[k % 10][ch]);
+      for (int64_t i = 0; i < h; i++)
+        for (int64_t j = 0; j < w; j++) {
+          bool on_row = (i == r0 || i == r1) && j >= c0 && j <= c1;
+          bool on_col = (j == c0 || j == c1) && i >= r0 && i <= r1;
+          if (!on_row && !on_col) continue;
+          for (int64_t ch = 0; ch < d; ch++) y->v[((b * h + i) * w + j) * d + ch] = color[ch];
+        }
+    }
+  cf_array_round(y);
+  return y;
 }

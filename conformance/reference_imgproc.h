@@ -38,4 +38,8 @@ void cf_ref_nms(const cf_array_t *boxes, const cf_array_t *scores, int64_t max_o
                 double iou_threshold, double score_threshold, double sigma, bool pad,
                 cf_array_t **selected, cf_array_t **scores_out, int64_t *n_valid);
 
+/* DrawBoundingBoxes (colors NULL: TensorFlow's default table of 10) or V2: boxes [b, n, 4]. */
+cf_array_t *cf_ref_draw_boxes(const cf_array_t *images, const cf_array_t *boxes,
+                              const cf_array_t *colors);
+
 #endif /* WEFT_CONFORMANCE_REFERENCE_IMGPROC_H */

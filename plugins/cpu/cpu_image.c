@@ -11,7 +11,8 @@
  *   - ExtractImagePatches (SAME/VALID, strides, rates; zeros outside the image);
  *   - NonMaxSuppression V1..V5: greedy selection by descending score (lower index first on
  *     ties), IOU on corner-normalised boxes, score_threshold, soft-NMS with a Gaussian weight
- *     exp(-0.5 * iou^2 / sigma), pad_to_max_output_size. */
+ *     exp(-0.5 * iou^2 / sigma), pad_to_max_output_size;
+ *   - DrawBoundingBoxes (V1: TensorFlow's default colour table; V2: the given colours). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,7 +38,6 @@ static const weft_dtype_t patch_types[] = {
     WEFT_DT_BFLOAT16, WEFT_DT_HALF, WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT8,
     WEFT_DT_INT16, WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_UINT8, WEFT_DT_UINT16,
     WEFT_DT_UINT32, WEFT_DT_UINT64, WEFT_DT_BOOL};
-static const weft_dtype_t float_only[] = {WEFT_DT_FLOAT};
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -931,6 +931,92 @@ static weft_status_t *k_nms(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * DrawBoundingBoxes and DrawBoundingBoxesV2 (draw_bounding_box_op.cc): a copy of the images with
+ * each box's outline drawn in colour bb % n_colours; corners scale by (size - 1) and truncate;
+ * inverted boxes and boxes wholly outside the image are skipped, edges outside are not drawn. */
+
+static const float default_colors[10][4] = {
+    {1, 1, 0, 1},   {0, 0, 1, 1}, {1, 0, 0, 1},   {0, 1, 0, 1}, {0.5f, 0, 0.5f, 1},
+    {0.5f, 0.5f, 0, 1}, {0.5f, 0, 0, 1}, {0, 0, 0.5f, 1}, {0, 1, 1, 1}, {1, 0, 1, 1}};
+
+static weft_status_t *k_draw_boxes(weft_kernel_ctx_t *ctx, void *state) {
+  bool v2 = state != NULL;
+  weft_tensor_view_t img, boxes, colors, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &img));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &boxes));
+  if (img.rank != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "The rank of the images should be 4");
+  if (boxes.rank != 3)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "The rank of the boxes tensor should be 3");
+  if (img.dims[0] != boxes.dims[0])
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "The batch sizes should be the same");
+  int64_t depth = img.dims[3], h = img.dims[1], w = img.dims[2];
+  if (depth != 1 && depth != 3 && depth != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)");
+  /* TensorFlow reads the first 4 values of each box; fewer would read past the tensor. */
+  if (boxes.dims[2] < 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "boxes must have at least 4 coordinates, not %lld",
+                           (long long)boxes.dims[2]);
+  const float *table = &default_colors[0][0];
+  int64_t n_colors = 10, stride = 4;
+  float grey[10][4];
+  if (v2) {
+    char buf[CPU_SHAPE_STR_LEN];
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &colors));
+    if (colors.rank != 2)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "colors must be a 2-D matrix%s",
+                             shape_of(&colors, buf));
+    if (colors.dims[1] < depth)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "colors must have equal or more channels than the image provided: "
+                             "%s",
+                             shape_of(&colors, buf));
+    if (colors.num_elements != 0) {
+      table = colors.data;
+      n_colors = colors.dims[0];
+      stride = colors.dims[1];
+    }
+  }
+  if (depth == 1 && table == &default_colors[0][0]) {
+    /* Grey images draw the default colours at full intensity. */
+    memcpy(grey, default_colors, sizeof grey);
+    for (int i = 0; i < 10; i++) grey[i][0] = 1;
+    table = &grey[0][0];
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, img.dtype, &img, &y));
+  if (img.num_elements > 0)
+    memcpy(y.data, img.data, (size_t)img.num_elements * weft__cpu_dtype_size(img.dtype));
+  const float *bx = boxes.data;
+  int64_t nb = boxes.dims[1], bstride = boxes.dims[2];
+  for (int64_t b = 0; b < img.dims[0]; b++)
+    for (int64_t k = 0; k < nb; k++) {
+      const float *box = bx + (b * nb + k) * bstride;
+      const float *color = table + (k % n_colors) * stride;
+      int64_t r0 = (int64_t)(box[0] * (float)(h - 1)), r1 = (int64_t)(box[2] * (float)(h - 1));
+      int64_t c0 = (int64_t)(box[1] * (float)(w - 1)), c1 = (int64_t)(box[3] * (float)(w - 1));
+      if (r0 > r1 || c0 > c1) continue;               /* inverted */
+      if (r0 >= h || r1 < 0 || c0 >= w || c1 < 0) continue; /* wholly outside */
+      int64_t r0c = imax(r0, 0), r1c = imin(r1, h - 1), c0c = imax(c0, 0), c1c = imin(c1, w - 1);
+#define PAINT(R, C)                                                                     \
+  for (int64_t ch = 0; ch < depth; ch++)                                                \
+  st_f(img.dtype, y.data, ((b * h + (R)) * w + (C)) * depth + ch, color[ch])
+      if (r0 >= 0)
+        for (int64_t j = c0c; j <= c1c; j++) PAINT(r0, j);
+      if (r1 < h)
+        for (int64_t j = c0c; j <= c1c; j++) PAINT(r1, j);
+      if (c0 >= 0)
+        for (int64_t i = r0c; i <= r1c; i++) PAINT(i, c0);
+      if (c1 < w)
+        for (int64_t i = r0c; i <= r1c; i++) PAINT(i, c1);
+#undef PAINT
+    }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration */
 
 static const char *const size_host[] = {"size", NULL};
@@ -974,10 +1060,13 @@ weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg) {
        NULL, NULL},
       {"AdjustContrast", k_adjust_contrast, "T", contrast_types, N_OF(contrast_types), NULL,
        NULL, NULL, &v1_tag},
+      {"DrawBoundingBoxes", k_draw_boxes, "T", half_float, N_OF(half_float), NULL, NULL, NULL,
+       NULL},
+      {"DrawBoundingBoxesV2", k_draw_boxes, "T", half_float, N_OF(half_float), NULL, NULL, NULL,
+       &v1_tag},
       {"ExtractImagePatches", k_extract_patches, "T", patch_types, N_OF(patch_types), NULL, NULL,
        NULL, NULL},
   };
-  (void)float_only;
   WEFT_RETURN_IF_ERROR(weft__cpu_register_specs(reg, specs, N_OF(specs)));
   WEFT_RETURN_IF_ERROR(reg_nms(reg, "NonMaxSuppression", 1));
   WEFT_RETURN_IF_ERROR(reg_nms(reg, "NonMaxSuppressionV2", 2));

@@ -1,9 +1,9 @@
 /* ops_imgproc.c: TensorFlow's image-processing ops (tensorflow/core/ops/image_ops.cc and
  * array_ops.cc for ExtractImagePatches): the resizes (ResizeBilinear, ResizeNearestNeighbor,
  * ResizeBicubic, ResizeArea), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
- * AdjustSaturation, AdjustContrast, AdjustContrastv2), ExtractImagePatches and the
- * non-max-suppression family (NonMaxSuppression V1..V5), with TensorFlow's names, args, attrs,
- * type constraints and defaults, and their shape functions. */
+ * AdjustSaturation, AdjustContrast, AdjustContrastv2), ExtractImagePatches, the
+ * non-max-suppression family (NonMaxSuppression V1..V5) and DrawBoundingBoxes (V1, V2), with
+ * TensorFlow's names, args, attrs, type constraints and defaults, and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -166,6 +166,14 @@ static weft_status_t *nms5_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 2, &scalar);
 }
 
+/* DrawBoundingBoxes: the images' shape. */
+static weft_status_t *draw_boxes_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in;
+  weft__sh_input(ctx, 0, &in);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &in, 4, "images"));
+  return weft__sh_output(ctx, 0, &in);
+}
+
 #define RESIZE_TYPES "{int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}"
 #define NMS_TYPES "{half, float} = DT_FLOAT"
 
@@ -247,5 +255,11 @@ const weft_op_def_t weft__ops_imgproc[] = {
                          "score_threshold: T", "soft_nms_sigma: T"),
              WEFT__SPECS("selected_indices: int32", "selected_scores: T", "valid_outputs: int32"),
              WEFT__SPECS("T: " NMS_TYPES, "pad_to_max_output_size: bool = false"), 0, nms5_shape),
+    WEFT__OP("DrawBoundingBoxes", WEFT__SPECS("images: T", "boxes: float"),
+             WEFT__SPECS("output: T"), WEFT__SPECS("T: {float, half} = DT_FLOAT"), 0,
+             draw_boxes_shape),
+    WEFT__OP("DrawBoundingBoxesV2", WEFT__SPECS("images: T", "boxes: float", "colors: float"),
+             WEFT__SPECS("output: T"), WEFT__SPECS("T: {float, half} = DT_FLOAT"), 0,
+             draw_boxes_shape),
     WEFT__OPS_END,
 };
