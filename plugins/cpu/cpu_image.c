@@ -426,7 +426,8 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
       float in_y = ch > 1 ? y1 * (float)(ih - 1) + (float)yy * hsc
                           : (float)(0.5 * (y1 + y2) * (float)(ih - 1));
       float *row = out + ((b * ch + yy) * cw) * depth;
-      if (in_y < 0 || in_y > (float)(ih - 1)) {
+      /* Written negated so that a NaN coordinate extrapolates instead of indexing. */
+      if (!(in_y >= 0 && in_y <= (float)(ih - 1))) {
         for (int64_t k = 0; k < cw * depth; k++) row[k] = extrap;
         continue;
       }
@@ -436,7 +437,7 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
         float in_x = cw > 1 ? x1 * (float)(iw - 1) + (float)xx * wsc
                             : (float)(0.5 * (x1 + x2) * (float)(iw - 1));
         float *px = row + xx * depth;
-        if (in_x < 0 || in_x > (float)(iw - 1)) {
+        if (!(in_x >= 0 && in_x <= (float)(iw - 1))) {
           for (int64_t d = 0; d < depth; d++) px[d] = extrap;
           continue;
         }
@@ -935,6 +936,14 @@ static weft_status_t *k_nms(weft_kernel_ctx_t *ctx, void *state) {
  * each box's outline drawn in colour bb % n_colours; corners scale by (size - 1) and truncate;
  * inverted boxes and boxes wholly outside the image are skipped, edges outside are not drawn. */
 
+/* float -> int64 truncating toward zero like C++'s cast, saturating far outside any image
+ * (where the cast itself would be undefined). */
+static int64_t trunc_i64(float v) {
+  if (v >= 4e18f) return INT64_C(4000000000000000000);
+  if (v <= -4e18f) return -INT64_C(4000000000000000000);
+  return (int64_t)v;
+}
+
 static const float default_colors[10][4] = {
     {1, 1, 0, 1},   {0, 0, 1, 1}, {1, 0, 0, 1},   {0, 1, 0, 1}, {0.5f, 0, 0.5f, 1},
     {0.5f, 0.5f, 0, 1}, {0.5f, 0, 0, 1}, {0, 0, 0.5f, 1}, {0, 1, 1, 1}, {1, 0, 1, 1}};
@@ -995,8 +1004,10 @@ static weft_status_t *k_draw_boxes(weft_kernel_ctx_t *ctx, void *state) {
     for (int64_t k = 0; k < nb; k++) {
       const float *box = bx + (b * nb + k) * bstride;
       const float *color = table + (k % n_colors) * stride;
-      int64_t r0 = (int64_t)(box[0] * (float)(h - 1)), r1 = (int64_t)(box[2] * (float)(h - 1));
-      int64_t c0 = (int64_t)(box[1] * (float)(w - 1)), c1 = (int64_t)(box[3] * (float)(w - 1));
+      float fr0 = box[0] * (float)(h - 1), fr1 = box[2] * (float)(h - 1);
+      float fc0 = box[1] * (float)(w - 1), fc1 = box[3] * (float)(w - 1);
+      if (isnan(fr0) || isnan(fr1) || isnan(fc0) || isnan(fc1)) continue;
+      int64_t r0 = trunc_i64(fr0), r1 = trunc_i64(fr1), c0 = trunc_i64(fc0), c1 = trunc_i64(fc1);
       if (r0 > r1 || c0 > c1) continue;               /* inverted */
       if (r0 >= h || r1 < 0 || c0 >= w || c1 < 0) continue; /* wholly outside */
       int64_t r0c = imax(r0, 0), r1c = imin(r1, h - 1), c0c = imax(c0, 0), c1c = imin(c1, w - 1);
