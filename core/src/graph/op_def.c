@@ -852,6 +852,7 @@ void weft__ops_register_standard(void) {
     register_table(weft__ops_imgproc);
     register_table(weft__ops_distributed);
     register_table(weft__ops_scatter);
+    register_table(weft__ops_bits);
     g_once_init_leave(&once, 1);
   }
 }
