@@ -241,5 +241,6 @@ weft_status_t *weft__cpu_register_conv_nd(const weft_registrar_t *reg); /* cpu_c
 weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg);    /* cpu_norm.c */
 weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_scatter.c */
 weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_image.c */
+weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */
