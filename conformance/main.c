@@ -31,6 +31,7 @@ static const cf_suite_t *const all_suites[] = {cf_suites_elementwise, cf_suites_
                                                cf_suites_state, cf_suites_scatter};
                                                cf_suites_state, cf_suites_array_extra};
                                                cf_suites_imgproc, cf_suites_state};
+                                               cf_suites_state, cf_suites_bits};
 
 static char **opt_devices, **opt_ops, **opt_cases, **opt_plugins;
 static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected, *opt_tf_graphs, *opt_expect_passing,

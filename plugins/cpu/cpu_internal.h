@@ -242,5 +242,6 @@ weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg);    /* cpu_n
 weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_scatter.c */
 weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_image.c */
 weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
+weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_special.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */

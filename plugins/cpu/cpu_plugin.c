@@ -164,6 +164,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   WEFT_RETURN_IF_ERROR(weft__cpu_register_scatter(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_image(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_bits(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_special(registrar));
   return NULL;
 }
 
