@@ -82,12 +82,13 @@ static double b_truncate_mod(double x, double y, weft_dtype_t t) {
  * Special functions (long double) */
 
 #define LD_EPS LDBL_EPSILON
+#define LD_PI 3.14159265358979323846264338327950288L
 
 static long double ld_digamma(long double x) {
   if (isnan(x)) return x;
   if (x <= 0 && floorl(x) == x) return NAN;
   if (x < 0) /* reflection: psi(1 - x) - psi(x) = pi cot(pi x) */
-    return ld_digamma(1 - x) - 3.14159265358979323846264338327950288L / tanl(3.14159265358979323846264338327950288L * x);
+    return ld_digamma(1 - x) - LD_PI / tanl(LD_PI * x);
   long double acc = 0;
   while (x < 20) {
     acc -= 1 / x;

@@ -113,7 +113,8 @@ static inline unsigned clamp_shift(bool neg, uint64_t amount, unsigned bits) {
   if (neg) return 0;
   return amount > bits - 1 ? bits - 1 : (unsigned)amount;
 }
-#define SHIFT_OF(T, S, b) clamp_shift(S && (int64_t)(b) < 0, (uint64_t)(b), (unsigned)(sizeof(T) * 8))
+#define SHIFT_OF(T, S, b) \
+  clamp_shift(S && (int64_t)(b) < 0, (uint64_t)(b), (unsigned)(sizeof(T) * 8))
 
 #define BIT_CASE(DT, T, UT, S)                                                               \
   case DT: {                                                                                \
@@ -273,7 +274,8 @@ static weft_status_t *k_compare_and_bitpack(weft_kernel_ctx_t *ctx, void *state)
   WEFT_RETURN_IF_ERROR(weft_pc_inputs(ctx, 2, in));
   char shape[CPU_SHAPE_STR_LEN];
   if (in[1].rank != 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Compare must be a scalar, but saw shape: %s",
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Compare must be a scalar, but saw shape: %s",
                            weft__cpu_shape_str(in[1].rank, in[1].dims, shape, sizeof shape));
   if (in[0].rank == 0)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,

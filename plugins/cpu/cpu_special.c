@@ -25,9 +25,12 @@ static double digamma(double x) {
   }
   /* psi(x) ~ ln x - 1/(2x) - sum B2k / (2k x^2k), B2..B12. */
   double x2 = 1 / (x * x);
-  double s = x2 * (1.0 / 12 - x2 * (1.0 / 120 - x2 * (1.0 / 252 - x2 * (1.0 / 240 -
-                                                                       x2 * (1.0 / 132 -
-                                                                             x2 * 691.0 / 32760)))));
+  double s = 691.0 / 32760;
+  s = 1.0 / 132 - x2 * s;
+  s = 1.0 / 240 - x2 * s;
+  s = 1.0 / 252 - x2 * s;
+  s = 1.0 / 120 - x2 * s;
+  s = x2 * (1.0 / 12 - x2 * s);
   return acc + log(x) - 1 / (2 * x) - s;
 }
 
