@@ -11,7 +11,7 @@
  *   Invert, PopulationCount (uint8 output);
  *   CompareAndBitpack  (x > threshold) packed 8 to a byte, the first element in the top bit;
  *   CheckNumerics      forwards its input, or fails naming the `message` attr;
- *   Bincount, HistogramFixedWidth, AccumulateNV2. */
+ *   Bincount, HistogramFixedWidth, AccumulateNV2, and Cumprod on float16/bfloat16. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,6 +581,53 @@ static weft_status_t *k_accumulate(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Cumprod on float16 and bfloat16 (the other dtypes are cpu_reduce.c's): the running product is
+ * rounded to 16 bits at every step, as TensorFlow's Eigen::half arithmetic rounds each multiply. */
+
+static weft_status_t *k_cumprod_f16(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, axis_v, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &axis_v));
+  int64_t axis_raw;
+  int axis;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis_raw));
+  if (x.rank == 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Cumprod needs an input of rank >= 1, got a scalar");
+  WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, x.rank, "axis", &axis));
+  if (x.dtype != WEFT_DT_HALF && x.dtype != WEFT_DT_BFLOAT16)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "Cumprod has no CPU kernel for %s here",
+                           weft__cpu_dtype_name(x.dtype));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  if (x.num_elements == 0) return NULL;
+  bool exclusive = weft__cpu_attr_bool(ctx, "exclusive", false);
+  bool reverse = weft__cpu_attr_bool(ctx, "reverse", false);
+  bool half = x.dtype == WEFT_DT_HALF;
+  int64_t outer = 1, inner = 1, n = x.dims[axis];
+  for (int d = 0; d < x.rank; d++) {
+    if (d < axis) outer *= x.dims[d];
+    if (d > axis) inner *= x.dims[d];
+  }
+  const uint16_t *xs = x.data;
+  uint16_t *ys = y.data;
+  uint16_t one = half ? weft__cpu_float_to_half(1.0f) : weft__cpu_float_to_bf16(1.0f);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      uint16_t acc = one;
+      for (int64_t s = 0; s < n; s++) {
+        int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + i;
+        if (exclusive) ys[at] = acc;
+        float p = (half ? weft__cpu_half_to_float(acc) : weft__cpu_bf16_to_float(acc)) *
+                  (half ? weft__cpu_half_to_float(xs[at]) : weft__cpu_bf16_to_float(xs[at]));
+        acc = half ? weft__cpu_float_to_half(p) : weft__cpu_float_to_bf16(p);
+        if (!exclusive) ys[at] = acc;
+      }
+    }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration */
 
 static const weft_dtype_t bitcast_types[] = {
@@ -600,6 +647,7 @@ static const weft_dtype_t accumulate_types[] = {
     WEFT_DT_INT16,  WEFT_DT_UINT8,  WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
     WEFT_DT_HALF,   WEFT_DT_BFLOAT16,
 };
+static const weft_dtype_t f16_types[] = {WEFT_DT_HALF, WEFT_DT_BFLOAT16};
 static int popcount_marker;
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -614,6 +662,7 @@ weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg) {
   }
   static const char *const bincount_host[] = {"size", NULL};
   static const char *const histogram_host[] = {"nbins", NULL};
+  static const char *const cum_host[] = {"axis", NULL};
   /* Bitcast is keyed on its input type T and its output `type`. */
   weft_type_constraint_t bitcast_c[2] = {
       {.attr = "T", .dtypes = bitcast_types, .n_dtypes = N_OF(bitcast_types)},
@@ -640,6 +689,8 @@ weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg) {
        .n_dtypes = N_OF(bincount_types), .host_memory = bincount_host},
       {.op = "AccumulateNV2", .compute = k_accumulate, .type_attr = "T",
        .dtypes = accumulate_types, .n_dtypes = N_OF(accumulate_types)},
+      {.op = "Cumprod", .compute = k_cumprod_f16, .type_attr = "T", .dtypes = f16_types,
+       .n_dtypes = N_OF(f16_types), .host_memory = cum_host},
   };
   return weft__cpu_register_specs(reg, specs, N_OF(specs));
 }
