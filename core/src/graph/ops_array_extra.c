@@ -195,7 +195,7 @@ static weft_status_t *space_batch_shape(weft_shape_ctx_t *ctx) {
 }
 
 static weft_status_t *parallel_concat_shape(weft_shape_ctx_t *ctx) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   weft__shape_t declared = {.rank = -1};
   weft_status_t *status = h->attr_shape(h->shape_attrs(ctx), "shape", &declared.rank,
                                         declared.dims);

@@ -12,7 +12,7 @@ static const weft__shape_t kUnknownShape = {.rank = -1};
 
 /* A type attribute of the node, or WEFT_DT_INVALID when absent. */
 static weft_dtype_t attr_type(weft_shape_ctx_t *ctx, const char *name) {
-  const weft_host_t *h = weft__host();
+  const weft_host_t *h = weft__graph_host();
   weft_dtype_t t = WEFT_DT_INVALID;
   weft_status_t *status = h->attr_type(h->shape_attrs(ctx), name, &t);
   if (status) {
