@@ -443,15 +443,20 @@ static void emit_space_batch(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
       {"padded_2x3", 4, {2, 3, 5, 2}, 2, {2, 3}, {1, 0, 0, 1}},
       {"one_spatial_dim", 3, {2, 5, 3}, 1, {3}, {1, 0}},
       {"empty_batch", 4, {0, 2, 2, 1}, 2, {2, 2}, {0, 0, 0, 0}},
+      /* Uneven padding on both sides of both dims, blocks of different sizes (the dilated
+       * depthwise convolution of the dl4j conv_4 graph). */
+      {"padded_3x2_both_sides", 4, {2, 3, 4, 2}, 2, {3, 2}, {1, 2, 1, 1}},
   };
   static const sb_t b2s[] = {
       {"block2x2", 4, {4, 2, 2, 1}, 2, {2, 2}, {0, 0, 0, 0}},
       {"cropped_2x3", 4, {12, 2, 2, 2}, 2, {2, 3}, {1, 0, 0, 1}},
       {"one_spatial_dim", 3, {6, 2, 3}, 1, {3}, {1, 0}},
       {"empty_batch", 4, {0, 2, 2, 1}, 2, {2, 2}, {0, 0, 0, 0}},
+      {"cropped_3x2_both_sides", 4, {12, 3, 2, 2}, 2, {3, 2}, {0, 1, 1, 1}},
   };
+  G_STATIC_ASSERT(G_N_ELEMENTS(s2b) == G_N_ELEMENTS(b2s));
   const sb_t *cases = to_batch ? s2b : b2s;
-  for (size_t i = 0; i < 4; i++) {
+  for (size_t i = 0; i < G_N_ELEMENTS(s2b); i++) {
     const sb_t *s = &cases[i];
     cf_rng_t rng;
     cf_case_t *c = new_case(op, s->name, dt, &rng);

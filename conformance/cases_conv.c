@@ -36,6 +36,10 @@ static const conv_spec_t conv2d_cases[] = {
     {"kernel_4_stride_2", 2, 1, {1, 6, 6}, 3, {1, 4, 4}, 2, {1, 2, 2}, {1, 1, 1}, "SAME", {0},
      false, 0},
     {"empty_batch", 2, 0, {1, 4, 4}, 2, {1, 3, 3}, 2, {1, 1, 1}, {1, 1, 1}, "SAME", {0}, false, 0},
+    /* A 7x7 window at stride 2 over 8: SAME pads 5 in all, 2 before and 3 after (tf.nn.conv2d_transpose
+     * 4x4 -> 8x8, as in the dl4j conv_4 graph). */
+    {"same_7x7_stride2_odd_pad", 2, 2, {1, 8, 8}, 4, {1, 7, 7}, 3, {1, 2, 2}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
     {"large_32x32x16", 2, 2, {1, 32, 32}, 16, {1, 3, 3}, 16, {1, 2, 2}, {1, 1, 1}, "SAME", {0},
      false, 0},
 };

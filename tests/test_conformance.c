@@ -365,9 +365,13 @@ static void test_tf_graphs_verdicts(void) {
   char *good = g_build_filename(root, "abs", "good", NULL);
   char *wrong = g_build_filename(root, "abs", "wrong_value", NULL);
   char *shape = g_build_filename(root, "abs", "wrong_shape", NULL);
+  char *scale = g_build_filename(root, "abs", "near_zero_in_large", NULL);
   write_abs_case(good, "-1.5,2,-3", "3", "1.5\n2\n3\n", "3\n");
   write_abs_case(wrong, "-1.5,2,-3", "3", "1.5,2,3.001", "3");
   write_abs_case(shape, "-1.5,2,-3", "3", "1.5,2,3", "1\n3\n");
+  /* 0.5 against 0.501 is off by 2e-3 of itself, but by 1e-7 of the tensor's largest value: the
+   * rounding error of cancelled large terms (a deep float32 network), within tolerance. */
+  write_abs_case(scale, "-10000,0.5,-3", "3", "10000,0.501,3", "3");
   char *list = g_build_filename(root, "passing.txt", NULL);
   g_assert_true(g_file_set_contents(list, "# graphs\nabs/good\nabs/wrong_value\n", -1, NULL));
   const char *args[] = {"--tf-graphs", root, "--expect-passing", list, NULL};
@@ -375,13 +379,14 @@ static void test_tf_graphs_verdicts(void) {
   g_assert_cmpint(run(args, &out), ==, 1);
   g_assert_nonnull(strstr(out,
                           "failed      abs/wrong_value: scope/y:0: element 2 is 3, "
-                          "TensorFlow's 3.00099993 (rtol 0.0001, atol 1e-05)\n"));
+                          "TensorFlow's 3.00099993 (rtol 0.0001, atol 1e-05, 1e-06 of the largest "
+                          "|value| 3.00099993)\n"));
   g_assert_nonnull(strstr(out,
                           "failed      abs/wrong_shape: scope/y:0: shape [3], "
                           "TensorFlow's [1,3]\n"));
   g_assert_nonnull(strstr(out, "regression  abs/wrong_value: passed before (listed in "));
   g_assert_nonnull(strstr(out,
-                          "tf graphs: 3 graphs: 1 passed, 2 failed, 0 unsupported, 0 errors, "
+                          "tf graphs: 4 graphs: 2 passed, 2 failed, 0 unsupported, 0 errors, "
                           "1 regressions\n"));
   g_free(out);
   /* Only the good graph: exit status 0. */
@@ -396,7 +401,7 @@ static void test_tf_graphs_verdicts(void) {
   g_assert_cmpint(run(missing, NULL), ==, 2);
   const char *orphan[] = {"--expect-passing", list, NULL};
   g_assert_cmpint(run(orphan, NULL), ==, 2);
-  const char *cleanup[] = {good, wrong, shape, NULL};
+  const char *cleanup[] = {good, wrong, shape, scale, NULL};
   for (const char *const *d = cleanup; *d; d++) {
     const char *names[] = {"frozen_model.pb", "x.placeholder.csv", "x.placeholder.shape",
                            "scope____y.prediction.csv", "scope____y.prediction.shape"};
@@ -416,6 +421,7 @@ static void test_tf_graphs_verdicts(void) {
   g_free(good);
   g_free(wrong);
   g_free(shape);
+  g_free(scale);
   g_free(root);
 }
 
