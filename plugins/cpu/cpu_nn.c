@@ -2,6 +2,7 @@
  * NCHW), BiasAddGrad, Softmax, LogSoftmax, the two softmax cross-entropy losses and L2Loss.
  * Softmax-style kernels subtract each row's maximum before exponentiating, so large logits
  * neither overflow nor lose the small probabilities. */
+#include <stdlib.h>
 #include <tgmath.h>
 
 #include "cpu_internal.h"
@@ -121,6 +122,21 @@ static void softmax_range(void *arg, int64_t b, int64_t e) {
   }
 }
 
+/* half and bfloat16 (TensorFlow registers both on CPU): each row is widened to float, run through
+ * the float loop and rounded back once, so only the final store loses precision. */
+static void softmax_f16_range(void *arg, int64_t b, int64_t e) {
+  const softmax_job_t *j = arg;
+  float *buf = malloc((size_t)j->n * 2 * sizeof(float));
+  if (buf == NULL) return; /* the caller checked that a row fits (see k_softmax) */
+  softmax_job_t fj = {WEFT_DT_FLOAT, j->log, buf, buf + j->n, j->n};
+  for (int64_t r = b; r < e; r++) {
+    weft__cpu_f16_to_float(j->dtype, (const uint16_t *)j->x + r * j->n, buf, j->n);
+    softmax_range(&fj, 0, 1);
+    weft__cpu_float_to_f16(j->dtype, buf + j->n, (uint16_t *)j->y + r * j->n, j->n);
+  }
+  free(buf);
+}
+
 static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
   bool log_softmax = state != NULL;
   weft_tensor_view_t x, y;
@@ -133,6 +149,13 @@ static weft_status_t *k_softmax(weft_kernel_ctx_t *ctx, void *state) {
   int64_t n = x.dims[x.rank - 1];
   if (x.num_elements == 0) return NULL;
   softmax_job_t j = {x.dtype, log_softmax, x.data, y.data, n};
+  if (x.dtype == WEFT_DT_HALF || x.dtype == WEFT_DT_BFLOAT16) {
+    if ((uint64_t)n > SIZE_MAX / (2 * sizeof(float)))
+      return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "softmax row of %lld is too long",
+                             (long long)n);
+    weft__cpu_parallel(ctx, x.num_elements / n, n * 40, softmax_f16_range, &j);
+    return NULL;
+  }
   weft__cpu_parallel(ctx, x.num_elements / n, n * 30, softmax_range, &j);
   return NULL;
 }
@@ -296,13 +319,14 @@ static int log_marker;
 
 weft_status_t *weft__cpu_register_nn(const weft_registrar_t *reg) {
   const weft_dtype_t *bt = bias_types, *ft = float_types;
+  static const weft_dtype_t sft[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "BiasAdd", .compute = k_bias_add, .type_attr = "T", .dtypes = bt, .n_dtypes = 4},
       {.op = "BiasAddV1", .compute = k_bias_add, .type_attr = "T", .dtypes = bt, .n_dtypes = 4},
       {.op = "BiasAddGrad", .compute = k_bias_add_grad, .type_attr = "T", .dtypes = bt,
        .n_dtypes = 4},
-      {.op = "Softmax", .compute = k_softmax, .type_attr = "T", .dtypes = ft, .n_dtypes = 2},
-      {.op = "LogSoftmax", .compute = k_softmax, .type_attr = "T", .dtypes = ft, .n_dtypes = 2,
+      {.op = "Softmax", .compute = k_softmax, .type_attr = "T", .dtypes = sft, .n_dtypes = 4},
+      {.op = "LogSoftmax", .compute = k_softmax, .type_attr = "T", .dtypes = sft, .n_dtypes = 4,
        .user_data = &log_marker},
       {.op = "SoftmaxCrossEntropyWithLogits", .compute = k_xent, .type_attr = "T", .dtypes = ft,
        .n_dtypes = 2},
