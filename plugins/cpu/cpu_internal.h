@@ -243,5 +243,6 @@ weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_s
 weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_image.c */
 weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
 weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_special.c */
+weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_nn_extra.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */

@@ -181,6 +181,7 @@ extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool
 extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gradients ... */
 extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colour, NMS ... */
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
+extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
 

@@ -1,5 +1,5 @@
 /* ops_random.c: the standard random ops (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal) with TensorFlow's args and attrs. They are stateful: two nodes with the same
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) with TensorFlow's args and attrs. They are stateful: two nodes with the same
  * inputs must not be merged, and their values are never constant-folded. */
 #include "ops_shape.h"
 
@@ -19,6 +19,21 @@ static weft_status_t *random_int_shape(weft_shape_ctx_t *ctx) {
   return random_shape(ctx);
 }
 
+/* RandomGamma, RandomPoisson(V2): one sample array of the shape input's value per element of
+ * the parameter input (1): output shape = shape ++ shape(param). */
+static weft_status_t *random_param_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t out, param;
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 0, &out));
+  weft__sh_input(ctx, 1, &param);
+  if (out.rank < 0 || param.rank < 0) return weft__sh_output(ctx, 0, &(weft__shape_t){.rank = -1});
+  if (out.rank + param.rank > WEFT_MAX_RANK)
+    return weft__sh_error(ctx, "output rank %d exceeds the maximum %d", out.rank + param.rank,
+                          WEFT_MAX_RANK);
+  for (int i = 0; i < param.rank; i++) out.dims[out.rank + i] = param.dims[i];
+  out.rank += param.rank;
+  return weft__sh_output(ctx, 0, &out);
+}
+
 #define RANDOM_FLOAT(name)                                                                    \
   WEFT__OP(name, WEFT__SPECS("shape: T"), WEFT__SPECS("output: dtype"),                        \
            WEFT__SPECS("seed: int = 0", "seed2: int = 0",                                    \
@@ -35,5 +50,21 @@ const weft_op_def_t weft__ops_random[] = {
              WEFT__SPECS("seed: int = 0", "seed2: int = 0", "Tout: {int32, int64}",
                          "T: {int32, int64}"),
              1, random_int_shape),
+    WEFT__OP("RandomGamma", WEFT__SPECS("shape: S", "alpha: T"), WEFT__SPECS("output: T"),
+             WEFT__SPECS("seed: int = 0", "seed2: int = 0", "S: {int32, int64}",
+                         "T: {half, float, double}"),
+             1, random_param_shape),
+    WEFT__OP("RandomPoisson", WEFT__SPECS("shape: S", "rate: dtype"), WEFT__SPECS("output: dtype"),
+             WEFT__SPECS("seed: int = 0", "seed2: int = 0", "S: {int32, int64}",
+                         "dtype: {half, float, double}"),
+             1, random_param_shape),
+    WEFT__OP("RandomPoissonV2", WEFT__SPECS("shape: S", "rate: R"), WEFT__SPECS("output: dtype"),
+             WEFT__SPECS("seed: int = 0", "seed2: int = 0", "S: {int32, int64}",
+                         "R: {half, float, double, int32, int64} = DT_DOUBLE",
+                         "dtype: {half, float, double, int32, int64} = DT_INT64"),
+             1, random_param_shape),
+    WEFT__OP("RandomShuffle", WEFT__SPECS("value: T"), WEFT__SPECS("output: T"),
+             WEFT__SPECS("seed: int = 0", "seed2: int = 0", "T: type"), 1,
+             weft__shape_fn_unchanged),
     WEFT__OPS_END,
 };
