@@ -1,5 +1,6 @@
 /* cpu_random.c: random kernels (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal) on a counter-based Philox-4x32-10 generator.
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) on a counter-based
+ * Philox-4x32-10 generator.
  *
  * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
  * a node with seed or seed2 set produces the same sequence in every session; with both 0 the
@@ -309,6 +310,189 @@ static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
   return rng_compute(ctx, state, RNG_INT);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * RandomGamma, RandomPoisson(V2), RandomShuffle.
+ *
+ * Gamma and Poisson samplers use a variable number of uniforms per sample, so each output
+ * element owns one Philox block (its counter) and draws further 4-word outputs from it by
+ * attempt number: an element's value depends only on (key, counter), whatever the threading. */
+
+typedef struct rng_stream {
+  const rng_state_t *st;
+  uint64_t block;
+  uint32_t attempt;
+  int idx;
+  philox_out_t r;
+} rng_stream_t;
+
+static void stream_init(rng_stream_t *s, const rng_state_t *st, uint64_t block) {
+  s->st = st;
+  s->block = block;
+  s->attempt = 0;
+  s->idx = 4;
+}
+
+static double stream_unit(rng_stream_t *s) { /* [0, 1), 52 random bits */
+  if (s->idx >= 4) {
+    s->r = rng_block(s->st, s->block, s->attempt++);
+    s->idx = 0;
+  }
+  uint64_t u = ((uint64_t)s->r.v[s->idx] << 32) | s->r.v[s->idx + 1];
+  s->idx += 2;
+  return u64_to_unit_double(u);
+}
+
+static double stream_normal(rng_stream_t *s) {
+  double z0, z1;
+  box_muller(stream_unit(s), stream_unit(s), &z0, &z1);
+  return z0;
+}
+
+/* Gamma(alpha, 1): Marsaglia and Tsang's method, as TensorFlow's random_gamma_op.cc; alpha == 1
+ * is an exponential, alpha < 1 boosts a Gamma(alpha + 1) sample by U^(1 / alpha). */
+static double sample_gamma(rng_stream_t *s, double alpha) {
+  if (!(alpha > 0)) return NAN;
+  if (alpha == 1.0) return -log1p(-stream_unit(s));
+  bool boost = alpha < 1.0;
+  double d = (boost ? alpha + 1.0 : alpha) - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+  double x;
+  for (;;) {
+    double z = stream_normal(s), v = 1.0 + c * z;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double u = stream_unit(s);
+    if (u < 1.0 - 0.0331 * z * z * z * z || log(u) < 0.5 * z * z + d * (1.0 - v + log(v))) {
+      x = d * v;
+      break;
+    }
+  }
+  if (boost) x *= pow(1.0 - stream_unit(s), 1.0 / alpha);
+  return x;
+}
+
+/* Poisson(rate), as TensorFlow's random_poisson_op.cc: Knuth's product of uniforms below rate
+ * 10, Hormann's transformed rejection (PTRS) above; +inf rate gives +inf, rate <= 0 gives 0. */
+static double sample_poisson(rng_stream_t *s, double rate) {
+  if (isnan(rate)) return NAN;
+  if (isinf(rate) && rate > 0) return INFINITY;
+  if (rate <= 0) return 0;
+  if (rate < 10) {
+    double exp_neg_rate = exp(-rate), prod = 1;
+    for (double k = 0;; k++) {
+      prod *= stream_unit(s);
+      if (prod <= exp_neg_rate) return k;
+    }
+  }
+  double log_rate = log(rate), b = 0.931 + 2.53 * sqrt(rate), a = -0.059 + 0.02483 * b;
+  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    double u = stream_unit(s) - 0.5, v = stream_unit(s);
+    double us = 0.5 - fabs(u);
+    double k = floor((2 * a / us + b) * u + rate + 0.43);
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    double lhs = log(v * inv_alpha / (a / (us * us) + b));
+    double rhs = -rate + k * log_rate - lgamma(k + 1);
+    if (lhs <= rhs) return k;
+  }
+}
+
+static inline void store_number(weft_dtype_t dt, void *out, int64_t i, double v) {
+  switch (dt) {
+    case WEFT_DT_INT32:
+      ((int32_t *)out)[i] = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : (int32_t)v;
+      break;
+    case WEFT_DT_INT64:
+      ((int64_t *)out)[i] = isnan(v) ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)v;
+      break;
+    default: store_float(dt, out, i, v); break;
+  }
+}
+
+typedef struct param_job {
+  const rng_state_t *st;
+  bool gamma;
+  const weft_tensor_view_t *param;
+  weft_dtype_t dtype;
+  void *out;
+  int64_t n_param;
+  uint64_t base;
+} param_job_t;
+
+static void param_range(void *arg, int64_t b, int64_t e) {
+  const param_job_t *j = arg;
+  for (int64_t i = b; i < e; i++) {
+    rng_stream_t s;
+    stream_init(&s, j->st, j->base + (uint64_t)i);
+    double p = weft__cpu_get_double(j->param, i % j->n_param);
+    store_number(j->dtype, j->out, i, j->gamma ? sample_gamma(&s, p) : sample_poisson(&s, p));
+  }
+}
+
+/* Output shape = the shape input's value ++ the parameter's shape. */
+static weft_status_t *param_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, bool gamma) {
+  weft_tensor_view_t sv, param, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &param));
+  int64_t dims[WEFT_MAX_RANK], rank = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
+  for (int64_t d = 0; d < rank; d++)
+    if (dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "shape[%lld] = %lld must be non-negative",
+                             (long long)d, (long long)dims[d]);
+  if (rank + param.rank > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output rank %lld exceeds the maximum %d",
+                           (long long)(rank + param.rank), WEFT_MAX_RANK);
+  for (int d = 0; d < param.rank; d++) dims[rank + d] = param.dims[d];
+  weft_dtype_t dt = param.dtype;
+  if (!gamma)
+    WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "dtype", param.dtype, &dt));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dt, (int)(rank + param.rank), dims, &y));
+  param_job_t j = {st, gamma, &param, dt, y.data, param.num_elements, 0};
+  if (y.num_elements == 0) return NULL;
+  j.base = atomic_fetch_add(&st->next_block, (uint64_t)y.num_elements);
+  weft__cpu_parallel(ctx, y.num_elements, 200, param_range, &j);
+  return NULL;
+}
+
+static weft_status_t *k_gamma(weft_kernel_ctx_t *ctx, void *state) {
+  return param_compute(ctx, state, true);
+}
+static weft_status_t *k_poisson(weft_kernel_ctx_t *ctx, void *state) {
+  return param_compute(ctx, state, false);
+}
+
+/* RandomShuffle: a uniform permutation of the first dimension (Fisher-Yates). */
+static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
+  rng_state_t *st = state;
+  weft_tensor_view_t x, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
+  int64_t n = x.rank == 0 ? 1 : x.dims[0];
+  if (n <= 1 || x.num_elements == 0) return weft__cpu_copy_elems(ctx, &y, 0, &x, 0, x.num_elements);
+  int64_t row = x.num_elements / n;
+  int64_t *perm = malloc((size_t)n * sizeof *perm);
+  if (perm == NULL)
+    return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory shuffling %lld rows",
+                           (long long)n);
+  for (int64_t i = 0; i < n; i++) perm[i] = i;
+  uint64_t base = atomic_fetch_add(&st->next_block, (uint64_t)(n + 1) / 2);
+  philox_out_t r = {{0, 0, 0, 0}};
+  for (int64_t i = n - 1, d = 0; i > 0; i--, d++) {
+    if (d % 2 == 0) r = rng_block(st, base + (uint64_t)(d / 2), 0);
+    uint64_t u = ((uint64_t)r.v[2 * (d % 2)] << 32) | r.v[2 * (d % 2) + 1];
+    int64_t k = (int64_t)(u % (uint64_t)(i + 1));
+    int64_t t = perm[i];
+    perm[i] = perm[k];
+    perm[k] = t;
+  }
+  weft_status_t *s = NULL;
+  for (int64_t i = 0; i < n && s == NULL; i++)
+    s = weft__cpu_copy_elems(ctx, &y, i * row, &x, perm[i] * row, row);
+  free(perm);
+  return s;
+}
+
 weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   static const char *const hm_shape[] = {"shape", NULL};
   static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
@@ -336,5 +520,29 @@ weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   spec.type_attr = "Tout";
   spec.dtypes = int_types;
   spec.n_dtypes = 2;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  static const weft_dtype_t gamma_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF};
+  static const weft_dtype_t poisson_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                               WEFT_DT_INT32, WEFT_DT_INT64};
+  spec.op = "RandomGamma";
+  spec.compute = k_gamma;
+  spec.type_attr = "T";
+  spec.dtypes = gamma_types;
+  spec.n_dtypes = 3;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "RandomPoisson";
+  spec.compute = k_poisson;
+  spec.type_attr = "dtype";
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "RandomPoissonV2";
+  spec.dtypes = poisson_types;
+  spec.n_dtypes = 5;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "RandomShuffle";
+  spec.compute = k_shuffle;
+  spec.host_memory = NULL;
+  spec.type_attr = "T";
+  spec.dtypes = weft__cpu_all_types;
+  spec.n_dtypes = weft__cpu_n_all_types;
   return weft__cpu_register(reg, &spec);
 }
