@@ -129,7 +129,7 @@ void cf_compare_arrays(const cf_array_t *got, const cf_array_t *want, cf_tol_t t
  * Cases. */
 
 #define CF_MAX_INPUTS 16
-#define CF_MAX_OUTPUTS 4
+#define CF_MAX_OUTPUTS 8
 #define CF_MAX_ATTRS 12
 
 typedef enum cf_attr_kind {
@@ -344,6 +344,7 @@ extern const cf_suite_t cf_suites_scatter[];
 extern const cf_suite_t cf_suites_array_extra[]; /* cases_array_extra.c */
 extern const cf_suite_t cf_suites_imgproc[]; /* cases_imgproc.c */
 extern const cf_suite_t cf_suites_bits[]; /* cases_bits.c */
+extern const cf_suite_t cf_suites_nn_extra[]; /* cases_nn_extra.c */
 
 /* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's
  * device when the device has a kernel for its op; lists them for --list. */

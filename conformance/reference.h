@@ -137,5 +137,31 @@ void cf_ref_top_k(const cf_array_t *x, int64_t k, weft_dtype_t index_type, cf_ar
 void cf_ref_unique(const cf_array_t *x, weft_dtype_t idx_type, cf_array_t **y, cf_array_t **idx,
                    cf_array_t **count);
 cf_array_t *cf_ref_invert_permutation(const cf_array_t *x);
+/* ---- reference_nn_extra.c: fused RNN cells, fake quantization, InTopK ---- */
+
+typedef struct cf_lstm_opts {
+  double forget_bias, cell_clip; /* cell_clip <= 0: no clipping */
+  bool peephole;
+  bool ifco;           /* BlockLSTMV2's gate layout (else i, c, f, o) */
+  int64_t seq_len_max; /* x of rank 3 (BlockLSTM): steps run; later steps are zero */
+} cf_lstm_opts_t;
+
+/* LSTMBlockCell (x [batch, input]) or BlockLSTM(V2) (x [time, batch, input]): the 7 outputs
+ * i, cs, f, o, ci, co, h. */
+void cf_ref_lstm(const cf_array_t *x, const cf_array_t *cs_prev, const cf_array_t *h_prev,
+                 const cf_array_t *w, const cf_array_t *wci, const cf_array_t *wcf,
+                 const cf_array_t *wco, const cf_array_t *b, const cf_lstm_opts_t *o,
+                 cf_array_t *out[7]);
+/* GRUBlockCell: r, u, c, h. */
+void cf_ref_gru(const cf_array_t *x, const cf_array_t *h_prev, const cf_array_t *w_ru,
+                const cf_array_t *w_c, const cf_array_t *b_ru, const cf_array_t *b_c,
+                cf_array_t *out[4]);
+/* FakeQuantWithMinMax{Args,Vars,VarsPerChannel} (grad NULL: out[0] only meaningful) or their
+ * gradients (grad given: out[0] wrt input, out[1] wrt min, out[2] wrt max). mins/maxs hold one
+ * value, or the last dimension's size when per_channel. args: the Args flavour (x * 1/scale). */
+void cf_ref_fake_quant(const cf_array_t *x, const cf_array_t *grad, const double *mins,
+                       const double *maxs, bool per_channel, int num_bits, bool narrow,
+                       bool args, cf_array_t *out[3]);
+cf_array_t *cf_ref_in_top_k(const cf_array_t *pred, const cf_array_t *targets, int64_t k);
 
 #endif /* WEFT_CONFORMANCE_REFERENCE_H */
