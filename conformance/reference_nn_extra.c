@@ -18,7 +18,8 @@ void cf_ref_lstm(const cf_array_t *x, const cf_array_t *cs_prev, const cf_array_
   int64_t T = block ? x->dims[0] : 1, B = x->dims[block ? 1 : 0], I = x->dims[block ? 2 : 1];
   int64_t C = cs_prev->dims[1];
   int64_t dims[3] = {T, B, C};
-  for (int k = 0; k < 7; k++) out[k] = cf_array_new(x->dtype, block ? 3 : 2, block ? dims : dims + 1);
+  for (int k = 0; k < 7; k++)
+    out[k] = cf_array_new(x->dtype, block ? 3 : 2, block ? dims : dims + 1);
   int64_t steps = block ? o->seq_len_max : 1;
   int64_t oi = 0, oc = o->ifco ? 2 * C : C, of = o->ifco ? C : 2 * C, oo = 3 * C;
   double *g = g_new0(double, 4 * C + 1);

@@ -352,8 +352,9 @@ static weft_status_t *k_fq_args(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(fq_read_attrs(ctx, &a));
   float min = weft__cpu_attr_float(ctx, "min", -6.0f), max = weft__cpu_attr_float(ctx, "max", 6.0f);
   if (!(min < max))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "min has to be smaller than max, was: %g >= %g",
-                           (double)min, (double)max);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "min has to be smaller than max, was: %g >= %g", (double)min,
+                           (double)max);
   weft_tensor_view_t g, x, y;
   if (grad) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &g));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, grad ? 1 : 0, &x));

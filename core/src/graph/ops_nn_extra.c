@@ -24,7 +24,8 @@ static weft_status_t *lstm_cell_shape(weft_shape_ctx_t *ctx) {
   return all_outputs(ctx, 7, &out);
 }
 
-/* BlockLSTM(V2): x [timelen, batch, input], cs_prev [batch, cell]; outputs [timelen, batch, cell]. */
+/* BlockLSTM(V2): x [timelen, batch, input], cs_prev [batch, cell]; outputs are
+ * [timelen, batch, cell]. */
 static weft_status_t *block_lstm_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t seq_len_max, x, cs_prev;
   weft__sh_input(ctx, 0, &seq_len_max);

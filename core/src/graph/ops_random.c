@@ -1,6 +1,7 @@
 /* ops_random.c: the standard random ops (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) with TensorFlow's args and attrs. They are stateful: two nodes with the same
- * inputs must not be merged, and their values are never constant-folded. */
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) with TensorFlow's args and
+ * attrs. They are stateful: two nodes with the same inputs must not be merged, and their values
+ * are never constant-folded. */
 #include "ops_shape.h"
 
 /* The output shape is the value of the 1-D shape input. */
