@@ -244,5 +244,6 @@ weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_ima
 weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
 weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_special.c */
 weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_nn_extra.c */
+weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_linalg.c */
 
 #endif /* WEFT_CPU_INTERNAL_H */

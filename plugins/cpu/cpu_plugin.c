@@ -166,6 +166,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
   WEFT_RETURN_IF_ERROR(weft__cpu_register_bits(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_special(registrar));
   WEFT_RETURN_IF_ERROR(weft__cpu_register_nn_extra(registrar));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_linalg(registrar));
   return NULL;
 }
 

@@ -854,6 +854,7 @@ void weft__ops_register_standard(void) {
     register_table(weft__ops_image);
     register_table(weft__ops_distributed);
     register_table(weft__ops_nn_extra);
+    register_table(weft__ops_linalg);
     g_once_init_leave(&once, 1);
   }
 }
