@@ -163,5 +163,20 @@ void cf_ref_fake_quant(const cf_array_t *x, const cf_array_t *grad, const double
                        const double *maxs, bool per_channel, int num_bits, bool narrow,
                        bool args, cf_array_t *out[3]);
 cf_array_t *cf_ref_in_top_k(const cf_array_t *pred, const cf_array_t *targets, int64_t k);
+/* ---- reference_linalg.c: dense linear algebra, per matrix over the leading batch dims ---- */
+
+/* Lu: the packed L\U factors (returned) and *p (idx_type) with gather(x, p) = L U. */
+cf_array_t *cf_ref_lu(const cf_array_t *x, weft_dtype_t idx_type, cf_array_t **p);
+/* LogMatrixDeterminant's sign and log|det| (empty: 1 and 0; singular: 0 and -inf). */
+void cf_ref_slogdet(const cf_array_t *x, cf_array_t **sign, cf_array_t **logdet);
+cf_array_t *cf_ref_determinant(const cf_array_t *x); /* sign * exp(log|det|) */
+/* NULL when a matrix is exactly singular. */
+cf_array_t *cf_ref_matrix_inverse(const cf_array_t *x, bool adjoint);
+cf_array_t *cf_ref_matrix_solve(const cf_array_t *m, const cf_array_t *r, bool adjoint);
+/* Lower factor from the lower triangle; NaN on the lower triangle when not positive definite. */
+cf_array_t *cf_ref_cholesky(const cf_array_t *x);
+/* MatrixTriangularSolve with broadcast batch dims; NULL when they do not broadcast. */
+cf_array_t *cf_ref_triangular_solve(const cf_array_t *m, const cf_array_t *r, bool lower,
+                                    bool adjoint);
 
 #endif /* WEFT_CONFORMANCE_REFERENCE_H */
