@@ -2,8 +2,9 @@
  * (lower/upper, adjoint, broadcast batch dims, the other triangle ignored), MatrixSolve and
  * MatrixInverse (adjoint, batches), MatrixDeterminant and LogMatrixDeterminant (negative,
  * singular and empty matrices), Cholesky (the upper triangle ignored, NaN for a matrix that is
- * not positive definite), Lu (pivoting, output_idx_type), each with empty shapes and
- * TensorFlow's errors (singular input, non-square, mismatched shapes, rank < 2). */
+ * not positive definite), Lu (pivoting, output_idx_type), Qr (Householder signs, tall, wide,
+ * full_matrices), each with empty shapes and TensorFlow's errors (singular input, non-square,
+ * mismatched shapes, rank < 2). */
 #include <math.h>
 #include <string.h>
 
@@ -347,6 +348,60 @@ static void emit_lu(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   square_errors(ctx, op, dt, "Input is not invertible.", "Input tensor must have rank >= 2, got 1");
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Qr */
+
+/* kind 0: random; 1: already upper triangular (no reflections: Q = I, R = A); 2: negative
+ * first column. */
+static void qr_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
+                    int rank, const int64_t *dims, bool full, int kind) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  cf_array_t *x = cf_gen_uniform(&rng, dt, rank, dims, -1, 1);
+  int64_t m = dims[rank - 2], n = dims[rank - 1];
+  for (int64_t b = 0; m * n > 0 && b < x->n / (m * n); b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double *v = &x->v[b * m * n + i * n + j];
+        if (kind == 1 && j < i) *v = 0;
+        if (kind == 2 && j == 0) *v = -fabs(*v) - 0.25;
+      }
+  cf_array_t *q, *r;
+  cf_ref_qr(x, full, &q, &r);
+  cf_case_expect(c, q);
+  cf_case_expect(c, r);
+  cf_case_input(c, x);
+  if (full) cf_case_attr_bool(c, "full_matrices", true);
+  c->tol = linalg_tol(dt);
+  cf_run_case(ctx, c);
+}
+
+static void emit_qr(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  qr_case(ctx, op, dt, "1x1", 2, (const int64_t[]){1, 1}, false, 0);
+  qr_case(ctx, op, dt, "3x3", 2, (const int64_t[]){3, 3}, false, 0);
+  qr_case(ctx, op, dt, "tall_5x3", 2, (const int64_t[]){5, 3}, false, 0);
+  qr_case(ctx, op, dt, "tall_5x3_full", 2, (const int64_t[]){5, 3}, true, 0);
+  qr_case(ctx, op, dt, "wide_3x6", 2, (const int64_t[]){3, 6}, false, 0);
+  qr_case(ctx, op, dt, "wide_3x6_full", 2, (const int64_t[]){3, 6}, true, 0);
+  qr_case(ctx, op, dt, "upper_triangular", 2, (const int64_t[]){4, 4}, false, 1);
+  qr_case(ctx, op, dt, "negative_column", 2, (const int64_t[]){4, 3}, true, 2);
+  qr_case(ctx, op, dt, "odd_13x11", 2, (const int64_t[]){13, 11}, false, 0);
+  qr_case(ctx, op, dt, "batch", 4, (const int64_t[]){2, 2, 4, 3}, false, 0);
+  qr_case(ctx, op, dt, "empty_rows_full", 2, (const int64_t[]){0, 3}, true, 0);
+  qr_case(ctx, op, dt, "empty_cols_full", 2, (const int64_t[]){3, 0}, true, 0);
+  qr_case(ctx, op, dt, "empty_cols", 2, (const int64_t[]){3, 0}, false, 0);
+  qr_case(ctx, op, dt, "empty_batch", 3, (const int64_t[]){0, 3, 2}, true, 0);
+  cf_case_t *c = cf_case_new(op, "error_rank", dt);
+  cf_case_input(c, cf_array_new(dt, 1, (const int64_t[]){4}));
+  c->unknown_shape[0] = true;
+  cf_case_expect(c, NULL);
+  cf_case_expect(c, NULL);
+  cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, "Input tensor 0 must have rank >= 2, got 1");
+  cf_run_case(ctx, c);
+}
+
 const cf_suite_t cf_suites_linalg[] = {
     {"MatrixTriangularSolve", linalg_dtypes, emit_triangular_solve, NULL},
     {"MatrixSolve", linalg_dtypes, emit_matrix_solve, NULL},
@@ -355,5 +410,6 @@ const cf_suite_t cf_suites_linalg[] = {
     {"LogMatrixDeterminant", linalg_dtypes, emit_determinant, NULL},
     {"Cholesky", linalg_dtypes, emit_cholesky, NULL},
     {"Lu", linalg_dtypes, emit_lu, NULL},
+    {"Qr", linalg_dtypes, emit_qr, NULL},
     {NULL, NULL, NULL, NULL},
 };

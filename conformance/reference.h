@@ -178,5 +178,7 @@ cf_array_t *cf_ref_cholesky(const cf_array_t *x);
 /* MatrixTriangularSolve with broadcast batch dims; NULL when they do not broadcast. */
 cf_array_t *cf_ref_triangular_solve(const cf_array_t *m, const cf_array_t *r, bool lower,
                                     bool adjoint);
+/* Qr with Eigen's Householder signs (R[k,k] = -sign(x0) |x|, no reflection for a zero tail). */
+void cf_ref_qr(const cf_array_t *x, bool full, cf_array_t **q, cf_array_t **r);
 
 #endif /* WEFT_CONFORMANCE_REFERENCE_H */

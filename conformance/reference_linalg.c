@@ -2,7 +2,7 @@
  * algorithms other than the CPU kernels' where TensorFlow's answer does not depend on the
  * algorithm (Gauss-Jordan for MatrixInverse and MatrixSolve, Cholesky-Crout by rows), and by
  * TensorFlow's own procedure where it does (Lu's pivots and packed factors, SLogDet's rules for
- * empty and singular matrices). */
+ * empty and singular matrices, Qr's Householder signs, here with explicit reflectors). */
 #include <math.h>
 #include <string.h>
 
@@ -221,4 +221,58 @@ cf_array_t *cf_ref_triangular_solve(const cf_array_t *m, const cf_array_t *r, bo
   }
   cf_array_round(y);
   return y;
+}
+
+void cf_ref_qr(const cf_array_t *x, bool full, cf_array_t **q_out, cf_array_t **r_out) {
+  int rank = x->rank;
+  int64_t m = x->dims[rank - 2], n = x->dims[rank - 1], p = m < n ? m : n;
+  int64_t qc = full ? m : p, rr = full ? m : p, nb = batch_count(x);
+  int64_t qd[WEFT_MAX_RANK], rd[WEFT_MAX_RANK];
+  memcpy(qd, x->dims, sizeof qd);
+  memcpy(rd, x->dims, sizeof rd);
+  qd[rank - 1] = qc;
+  rd[rank - 2] = rr;
+  *q_out = cf_array_new(x->dtype, rank, qd);
+  *r_out = cf_array_new(x->dtype, rank, rd);
+  /* The smallest normal number of the dtype: a column tail whose squared norm is at most this
+   * gets no reflection (Eigen's makeHouseholder). */
+  double tiny = x->dtype == WEFT_DT_DOUBLE ? 2.2250738585072014e-308
+                : x->dtype == WEFT_DT_HALF ? 6.103515625e-05 : 1.1754943508222875e-38;
+  double *a = g_new(double, m * n > 0 ? m * n : 1), *qm = g_new(double, m * m > 0 ? m * m : 1);
+  double *u = g_new(double, m > 0 ? m : 1);
+  for (int64_t b = 0; b < nb; b++) {
+    memcpy(a, x->v + b * m * n, sizeof(double) * (size_t)(m * n));
+    for (int64_t i = 0; i < m * m; i++) qm[i] = i % (m + 1) == 0 ? 1 : 0;
+    for (int64_t k = 0; k < p; k++) {
+      double tail = 0, x0 = a[k * n + k];
+      for (int64_t i = k + 1; i < m; i++) tail += a[i * n + k] * a[i * n + k];
+      if (tail <= tiny) continue;
+      /* H = I - 2 u u^T / u^T u with u = x - alpha e1, alpha = -sign(x0) |x|. */
+      double alpha = sqrt(x0 * x0 + tail) * (x0 >= 0 ? -1 : 1), uu = 0;
+      for (int64_t i = k; i < m; i++) {
+        u[i] = a[i * n + k] - (i == k ? alpha : 0);
+        uu += u[i] * u[i];
+      }
+      for (int64_t j = 0; j < n; j++) { /* A = H A */
+        double s = 0;
+        for (int64_t i = k; i < m; i++) s += u[i] * a[i * n + j];
+        for (int64_t i = k; i < m; i++) a[i * n + j] -= 2 * u[i] * s / uu;
+      }
+      for (int64_t i = 0; i < m; i++) { /* Q = Q H */
+        double s = 0;
+        for (int64_t j = k; j < m; j++) s += qm[i * m + j] * u[j];
+        for (int64_t j = k; j < m; j++) qm[i * m + j] -= 2 * s * u[j] / uu;
+      }
+    }
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < qc; j++) (*q_out)->v[b * m * qc + i * qc + j] = qm[i * m + j];
+    for (int64_t i = 0; i < rr; i++)
+      for (int64_t j = 0; j < n; j++)
+        (*r_out)->v[b * rr * n + i * n + j] = j >= i ? a[i * n + j] : 0;
+  }
+  g_free(a);
+  g_free(qm);
+  g_free(u);
+  cf_array_round(*q_out);
+  cf_array_round(*r_out);
 }

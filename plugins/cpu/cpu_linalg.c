@@ -1,7 +1,8 @@
 /* cpu_linalg.c: the dense linear-algebra kernels with TensorFlow's CPU semantics (the Eigen
  * kernels of tensorflow/core/kernels/linalg): MatrixTriangularSolve (batch dims broadcast, as
  * TensorFlow's V2 kernel), MatrixSolve, MatrixInverse, MatrixDeterminant, LogMatrixDeterminant,
- * Cholesky and Lu, for float32 and float64 (TensorFlow registers no 16-bit CPU kernel for them).
+ * Cholesky, Lu and Qr, for float32 and float64 (and half for Qr: the 16-bit CPU kernels
+ * TensorFlow registers).
  * Each matrix is factored alone, in plain C in double precision (the matrices of real graphs are
  * small, and the plugin adds no LAPACK dependency): partially pivoted LU as Eigen's PartialPivLU
  * (largest magnitude in the column, first on ties, no swap when the column is all zeros), LL^T
@@ -20,7 +21,10 @@ static const weft_dtype_t linalg_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
  * Matrices in and out of tensors (float32 or float64), as row-major doubles. */
 
 static void load(const weft_tensor_view_t *v, int64_t off, int64_t n, double *dst) {
-  if (v->dtype == WEFT_DT_DOUBLE) {
+  if (v->dtype == WEFT_DT_HALF) {
+    const uint16_t *src = (const uint16_t *)v->data + off;
+    for (int64_t i = 0; i < n; i++) dst[i] = weft__cpu_half_to_float(src[i]);
+  } else if (v->dtype == WEFT_DT_DOUBLE) {
     memcpy(dst, (const double *)v->data + off, sizeof(double) * (size_t)n);
   } else {
     const float *src = (const float *)v->data + off;
@@ -29,7 +33,10 @@ static void load(const weft_tensor_view_t *v, int64_t off, int64_t n, double *ds
 }
 
 static void store(const weft_tensor_view_t *v, int64_t off, int64_t n, const double *src) {
-  if (v->dtype == WEFT_DT_DOUBLE) {
+  if (v->dtype == WEFT_DT_HALF) {
+    uint16_t *dst = (uint16_t *)v->data + off;
+    for (int64_t i = 0; i < n; i++) dst[i] = weft__cpu_float_to_half((float)src[i]);
+  } else if (v->dtype == WEFT_DT_DOUBLE) {
     memcpy((double *)v->data + off, src, sizeof(double) * (size_t)n);
   } else {
     float *dst = (float *)v->data + off;
@@ -447,6 +454,87 @@ static weft_status_t *k_triangular_solve(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Qr: Eigen's HouseholderQR, whose sign convention TensorFlow's answer carries. Column k's
+ * reflector maps x = A[k:, k] to beta e1 with beta = -sign(x0) |x| (x0 = 0 counts as positive);
+ * when the tail of x is (numerically) zero there is no reflection and beta = x0. Q is
+ * H_0 H_1 ... H_{p-1} applied to the identity's first columns. */
+
+static weft_status_t *k_qr(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, q_out, r_out;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  if (x.rank < 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Input tensor 0 must have rank >= 2, got %d", x.rank);
+  bool full = weft__cpu_attr_bool(ctx, "full_matrices", false);
+  int64_t m = x.dims[x.rank - 2], n = x.dims[x.rank - 1], p = m < n ? m : n, batch = 1;
+  for (int d = 0; d < x.rank - 2; d++) batch *= x.dims[d];
+  int64_t qc = full ? m : p, rr = full ? m : p;
+  int64_t qd[WEFT_MAX_RANK], rd[WEFT_MAX_RANK];
+  memcpy(qd, x.dims, sizeof qd);
+  memcpy(rd, x.dims, sizeof rd);
+  qd[x.rank - 1] = qc;
+  rd[x.rank - 2] = rr;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, qd, &q_out));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, x.dtype, x.rank, rd, &r_out));
+  if (q_out.num_elements == 0 && r_out.num_elements == 0) return NULL;
+  /* Eigen's threshold below which a tail counts as zero: the dtype's smallest normal number. */
+  double tiny = x.dtype == WEFT_DT_DOUBLE ? 2.2250738585072014e-308
+                : x.dtype == WEFT_DT_HALF ? 6.103515625e-05 : 1.1754943508222875e-38;
+  double *a, *tau, *q, *r;
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, m * n, &a));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, p, &tau));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, m * qc, &q));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, rr * n, &r));
+  for (int64_t b = 0; b < batch; b++) {
+    load(&x, b * m * n, m * n, a);
+    for (int64_t k = 0; k < p; k++) {
+      double c0 = a[k * n + k], tail = 0;
+      for (int64_t i = k + 1; i < m; i++) tail += a[i * n + k] * a[i * n + k];
+      double beta = c0;
+      tau[k] = 0;
+      if (tail > tiny) {
+        beta = sqrt(c0 * c0 + tail);
+        if (c0 >= 0) beta = -beta;
+        for (int64_t i = k + 1; i < m; i++) a[i * n + k] /= c0 - beta;
+        tau[k] = (beta - c0) / beta;
+      } else {
+        for (int64_t i = k + 1; i < m; i++) a[i * n + k] = 0;
+      }
+      a[k * n + k] = beta;
+      /* A[k:, k+1:] = (I - tau v v^T) A[k:, k+1:], v = [1; A[k+1:, k]]. */
+      for (int64_t j = k + 1; j < n && tau[k] != 0; j++) {
+        double w = a[k * n + j];
+        for (int64_t i = k + 1; i < m; i++) w += a[i * n + k] * a[i * n + j];
+        w *= tau[k];
+        a[k * n + j] -= w;
+        for (int64_t i = k + 1; i < m; i++) a[i * n + j] -= a[i * n + k] * w;
+      }
+    }
+    for (int64_t i = 0; i < rr; i++)
+      for (int64_t j = 0; j < n; j++) r[i * n + j] = j >= i ? a[i * n + j] : 0;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < qc; j++) q[i * qc + j] = i == j ? 1 : 0;
+    for (int64_t k = p - 1; k >= 0; k--) {
+      if (tau[k] == 0) continue;
+      for (int64_t j = 0; j < qc; j++) {
+        double w = q[k * qc + j];
+        for (int64_t i = k + 1; i < m; i++) w += a[i * n + k] * q[i * qc + j];
+        w *= tau[k];
+        q[k * qc + j] -= w;
+        for (int64_t i = k + 1; i < m; i++) q[i * qc + j] -= a[i * n + k] * w;
+      }
+    }
+    store(&q_out, b * m * qc, m * qc, q);
+    store(&r_out, b * rr * n, rr * n, r);
+  }
+  return NULL;
+}
+
+/* TensorFlow registers Qr's CPU kernel for half too (qr_op_half.cc). */
+static const weft_dtype_t qr_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF};
+
 static int log_marker;
 
 weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg) {
@@ -465,6 +553,8 @@ weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg) {
       {.op = "LogMatrixDeterminant", .compute = k_determinant, .type_attr = "T",
        .dtypes = linalg_types, .n_dtypes = nt, .user_data = &log_marker},
       {.op = "Lu", .compute = k_lu, .type_attr = "T", .dtypes = linalg_types, .n_dtypes = nt},
+      {.op = "Qr", .compute = k_qr, .type_attr = "T", .dtypes = qr_types,
+       .n_dtypes = sizeof qr_types / sizeof qr_types[0]},
   };
   return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

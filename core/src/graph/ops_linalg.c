@@ -1,5 +1,5 @@
 /* ops_linalg.c: the dense linear-algebra ops (MatrixTriangularSolve, MatrixSolve, MatrixInverse,
- * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu) with TensorFlow's names, args, attrs
+ * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu, Qr) with TensorFlow's names, args, attrs
  * and type constraints (tensorflow/core/ops/linalg_ops.cc, less the complex types Weft does not
  * have), and their shape functions. */
 #include <string.h>
@@ -125,6 +125,26 @@ static weft_status_t *triangular_solve_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* Qr: input [..., M, N]; full_matrices: q [..., M, M], r [..., M, N]; else q [..., M, P],
+ * r [..., P, N] with P = min(M, N). */
+static weft_status_t *qr_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in;
+  weft__sh_input(ctx, 0, &in);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &in, 2, "input"));
+  if (in.rank < 0) {
+    WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &kUnknownShape));
+    return weft__sh_output(ctx, 1, &kUnknownShape);
+  }
+  int64_t m = in.dims[in.rank - 2], n = in.dims[in.rank - 1];
+  int64_t p = m == WEFT_DIM_UNKNOWN || n == WEFT_DIM_UNKNOWN ? WEFT_DIM_UNKNOWN : m < n ? m : n;
+  bool full = weft__sh_attr_bool(ctx, "full_matrices", false);
+  weft__shape_t q = in, r = in;
+  q.dims[q.rank - 1] = full ? m : p;
+  r.dims[r.rank - 2] = full ? m : p;
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &q));
+  return weft__sh_output(ctx, 1, &r);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The table. TensorFlow also allows complex64 and complex128, which Weft has no dtype for. */
 
@@ -149,5 +169,7 @@ const weft_op_def_t weft__ops_linalg[] = {
              WEFT__SPECS("T: {half, float, double}"), 0, log_determinant_shape),
     WEFT__OP("Lu", WEFT__SPECS("input: T"), WEFT__SPECS("lu: T", "p: output_idx_type"),
              WEFT__SPECS(LINALG_T, "output_idx_type: {int32, int64} = DT_INT32"), 0, lu_shape),
+    WEFT__OP("Qr", WEFT__SPECS("input: T"), WEFT__SPECS("q: T", "r: T"),
+             WEFT__SPECS("full_matrices: bool = false", LINALG_T), 0, qr_shape),
     WEFT__OPS_END,
 };
