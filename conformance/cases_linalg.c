@@ -3,8 +3,8 @@
  * MatrixInverse (adjoint, batches), MatrixDeterminant and LogMatrixDeterminant (negative,
  * singular and empty matrices), Cholesky (the upper triangle ignored, NaN for a matrix that is
  * not positive definite), Lu (pivoting, output_idx_type), Qr (Householder signs, tall, wide,
- * full_matrices), each with empty shapes and TensorFlow's errors (singular input, non-square,
- * mismatched shapes, rank < 2). */
+ * full_matrices), MatrixSolveLs (over- and underdetermined, l2_regularizer), each with empty
+ * shapes and TensorFlow's errors (singular input, non-square, mismatched shapes, rank < 2). */
 #include <math.h>
 #include <string.h>
 
@@ -349,6 +349,72 @@ static void emit_lu(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * MatrixSolveLs */
+
+static cf_case_t *solve_ls_new(const char *op, weft_dtype_t dt, const char *name, int rank,
+                               const int64_t *dm, const int64_t *dr, double l2,
+                               cf_array_t **m, cf_array_t **r) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  *m = cf_gen_uniform(&rng, dt, rank, dm, -1, 1);
+  *r = cf_gen_uniform(&rng, dt, rank, dr, -2, 2);
+  cf_case_input(c, *m);
+  cf_case_input(c, *r);
+  cf_case_input(c, cf_array_scalar(WEFT_DT_DOUBLE, l2));
+  return c;
+}
+
+static void solve_ls_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
+                          int rank, const int64_t *dm, const int64_t *dr, double l2) {
+  cf_array_t *m, *r;
+  cf_case_t *c = solve_ls_new(op, dt, name, rank, dm, dr, l2, &m, &r);
+  cf_case_expect(c, cf_ref_matrix_solve_ls(m, r, l2));
+  /* The normal equations square the condition number. */
+  c->tol = cf_tol_scale(linalg_tol(dt), 10);
+  cf_run_case(ctx, c);
+}
+
+static void emit_matrix_solve_ls(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  const int64_t m53[] = {5, 3}, r52[] = {5, 2}, m35[] = {3, 5}, r32[] = {3, 2};
+  solve_ls_case(ctx, op, dt, "overdetermined", 2, m53, r52, 0);
+  solve_ls_case(ctx, op, dt, "overdetermined_l2", 2, m53, r52, 0.5);
+  solve_ls_case(ctx, op, dt, "underdetermined", 2, m35, r32, 0);
+  solve_ls_case(ctx, op, dt, "underdetermined_l2", 2, m35, r32, 0.25);
+  solve_ls_case(ctx, op, dt, "square_4x4", 2, (const int64_t[]){4, 4},
+                (const int64_t[]){4, 1}, 0);
+  solve_ls_case(ctx, op, dt, "odd_17x7", 2, (const int64_t[]){17, 7},
+                (const int64_t[]){17, 3}, 0);
+  solve_ls_case(ctx, op, dt, "batch", 3, (const int64_t[]){2, 6, 3},
+                (const int64_t[]){2, 6, 2}, 0.1);
+  solve_ls_case(ctx, op, dt, "empty_rows", 2, (const int64_t[]){0, 3}, (const int64_t[]){0, 2},
+                0);
+  solve_ls_case(ctx, op, dt, "empty_rhs_cols", 2, m53, (const int64_t[]){5, 0}, 0);
+  solve_ls_case(ctx, op, dt, "empty_batch", 3, (const int64_t[]){0, 5, 3},
+                (const int64_t[]){0, 5, 2}, -1);
+
+  cf_array_t *m, *r;
+  cf_case_t *c = solve_ls_new(op, dt, "error_rank_deficient_over", 2, m53, r52, 0, &m, &r);
+  for (int64_t i = 0; i < 5; i++) m->v[i * 3 + 1] = 0;
+  error_case(ctx, c, WEFT_INVALID_ARGUMENT, "Input matrix was rank deficient or "
+             "ill-conditioned. Try setting fast=False or provide a larger l2_regularizer > 0.",
+             false);
+  c = solve_ls_new(op, dt, "error_rank_deficient_under", 2, m35, r32, 0, &m, &r);
+  for (int64_t j = 0; j < 5; j++) m->v[2 * 5 + j] = 0;
+  error_case(ctx, c, WEFT_INVALID_ARGUMENT, "Try setting fast=False or provide an "
+             "l2_regularizer > 0.", false);
+  c = solve_ls_new(op, dt, "error_negative_l2", 2, m53, r52, -0.5, &m, &r);
+  error_case(ctx, c, WEFT_INVALID_ARGUMENT, "l2_regularizer must be >= 0.", false);
+  c = solve_ls_new(op, dt, "error_rows", 2, m53, r32, 0, &m, &r);
+  error_case(ctx, c, WEFT_INVALID_ARGUMENT, "Input matrix and rhs are incompatible.", true);
+  /* The complete orthogonal decomposition path is not implemented: an honest error. */
+  c = solve_ls_new(op, dt, "unimplemented_not_fast", 2, m53, r52, 0, &m, &r);
+  cf_case_attr_bool(c, "fast", false);
+  error_case(ctx, c, WEFT_UNIMPLEMENTED, "fast=false", false);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Qr */
 
 /* kind 0: random; 1: already upper triangular (no reflections: Q = I, R = A); 2: negative
@@ -411,5 +477,6 @@ const cf_suite_t cf_suites_linalg[] = {
     {"Cholesky", linalg_dtypes, emit_cholesky, NULL},
     {"Lu", linalg_dtypes, emit_lu, NULL},
     {"Qr", linalg_dtypes, emit_qr, NULL},
+    {"MatrixSolveLs", linalg_dtypes, emit_matrix_solve_ls, NULL},
     {NULL, NULL, NULL, NULL},
 };

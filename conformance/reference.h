@@ -178,6 +178,9 @@ cf_array_t *cf_ref_cholesky(const cf_array_t *x);
 /* MatrixTriangularSolve with broadcast batch dims; NULL when they do not broadcast. */
 cf_array_t *cf_ref_triangular_solve(const cf_array_t *m, const cf_array_t *r, bool lower,
                                     bool adjoint);
+/* MatrixSolveLs (fast): least squares (rows >= cols) or minimum norm (rows < cols) solution with
+ * Tikhonov regularization l2; zeros for an empty system; NULL when singular. */
+cf_array_t *cf_ref_matrix_solve_ls(const cf_array_t *m, const cf_array_t *r, double l2);
 /* Qr with Eigen's Householder signs (R[k,k] = -sign(x0) |x|, no reflection for a zero tail). */
 void cf_ref_qr(const cf_array_t *x, bool full, cf_array_t **q, cf_array_t **r);
 

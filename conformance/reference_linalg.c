@@ -276,3 +276,58 @@ void cf_ref_qr(const cf_array_t *x, bool full, cf_array_t **q_out, cf_array_t **
   cf_array_round(*q_out);
   cf_array_round(*r_out);
 }
+
+cf_array_t *cf_ref_matrix_solve_ls(const cf_array_t *m, const cf_array_t *r, double l2) {
+  int rank = m->rank;
+  int64_t rows = m->dims[rank - 2], cols = m->dims[rank - 1], k = r->dims[rank - 1];
+  int64_t dims[WEFT_MAX_RANK];
+  memcpy(dims, m->dims, sizeof dims);
+  dims[rank - 2] = cols;
+  dims[rank - 1] = k;
+  cf_array_t *y = cf_array_new(m->dtype, rank, dims);
+  if (rows == 0 || cols == 0 || k == 0) return y; /* zeros: no equations */
+  bool over = rows >= cols;
+  int64_t g = over ? cols : rows, nb = batch_count(m);
+  double *gram = g_new(double, g * g), *rhs = g_new(double, g * k), *z = g_new(double, g * k);
+  bool ok = true;
+  for (int64_t b = 0; b < nb && ok; b++) {
+    const double *a = m->v + b * rows * cols, *bb = r->v + b * rows * k;
+    for (int64_t i = 0; i < g; i++)
+      for (int64_t j = 0; j < g; j++) {
+        double s = i == j ? l2 : 0;
+        for (int64_t q = 0; q < (over ? rows : cols); q++)
+          s += over ? a[q * cols + i] * a[q * cols + j] : a[i * cols + q] * a[j * cols + q];
+        gram[i * g + j] = s;
+      }
+    /* Over: (A^T A + l2 I) X = A^T B. Under: X = A^T (A A^T + l2 I)^-1 B. */
+    for (int64_t i = 0; i < g; i++)
+      for (int64_t c = 0; c < k; c++) {
+        double s = 0;
+        if (over)
+          for (int64_t q = 0; q < rows; q++) s += a[q * cols + i] * bb[q * k + c];
+        else
+          s = bb[i * k + c];
+        rhs[i * k + c] = s;
+      }
+    ok = gauss_jordan(gram, false, g, rhs, k, z);
+    double *x = y->v + b * cols * k;
+    for (int64_t i = 0; i < cols && ok; i++)
+      for (int64_t c = 0; c < k; c++) {
+        double s = 0;
+        if (over)
+          s = z[i * k + c];
+        else
+          for (int64_t q = 0; q < rows; q++) s += a[q * cols + i] * z[q * k + c];
+        x[i * k + c] = s;
+      }
+  }
+  g_free(gram);
+  g_free(rhs);
+  g_free(z);
+  if (!ok) {
+    cf_array_free(y);
+    return NULL;
+  }
+  cf_array_round(y);
+  return y;
+}

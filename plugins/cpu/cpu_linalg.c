@@ -1,8 +1,8 @@
 /* cpu_linalg.c: the dense linear-algebra kernels with TensorFlow's CPU semantics (the Eigen
  * kernels of tensorflow/core/kernels/linalg): MatrixTriangularSolve (batch dims broadcast, as
  * TensorFlow's V2 kernel), MatrixSolve, MatrixInverse, MatrixDeterminant, LogMatrixDeterminant,
- * Cholesky, Lu and Qr, for float32 and float64 (and half for Qr: the 16-bit CPU kernels
- * TensorFlow registers).
+ * Cholesky, Lu, Qr and MatrixSolveLs (its fast path), for float32 and float64 (and half for Qr:
+ * the 16-bit CPU kernels TensorFlow registers).
  * Each matrix is factored alone, in plain C in double precision (the matrices of real graphs are
  * small, and the plugin adds no LAPACK dependency): partially pivoted LU as Eigen's PartialPivLU
  * (largest magnitude in the column, first on ties, no swap when the column is all zeros), LL^T
@@ -135,6 +135,40 @@ static weft_status_t *square_input(weft_kernel_ctx_t *ctx, weft_tensor_view_t *x
   return NULL;
 }
 
+/* LL^T of a[n,n] in place as Eigen's LLT: only the lower triangle is read and written; false at
+ * the first column whose pivot is not > 0 (a NaN pivot does not fail). */
+static bool llt_inplace(double *a, int64_t n) {
+  for (int64_t k = 0; k < n; k++) {
+    double d = a[k * n + k];
+    for (int64_t j = 0; j < k; j++) d -= a[k * n + j] * a[k * n + j];
+    if (d <= 0) return false;
+    d = sqrt(d);
+    a[k * n + k] = d;
+    for (int64_t i = k + 1; i < n; i++) {
+      double s = a[i * n + k];
+      for (int64_t j = 0; j < k; j++) s -= a[i * n + j] * a[k * n + j];
+      a[i * n + k] = s / d;
+    }
+  }
+  return true;
+}
+
+/* b[n,k] = (L L^T)^-1 b in place, L the lower triangle of l[n,n]. */
+static void llt_solve(const double *l, int64_t n, double *b, int64_t k) {
+  for (int64_t c = 0; c < k; c++) {
+    for (int64_t i = 0; i < n; i++) {
+      double s = b[i * k + c];
+      for (int64_t j = 0; j < i; j++) s -= l[i * n + j] * b[j * k + c];
+      b[i * k + c] = s / l[i * n + i];
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+      double s = b[i * k + c];
+      for (int64_t j = i + 1; j < n; j++) s -= l[j * n + i] * b[j * k + c];
+      b[i * k + c] = s / l[i * n + i];
+    }
+  }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * MatrixInverse, Cholesky */
 
@@ -176,25 +210,8 @@ static weft_status_t *k_cholesky(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n * n, &a));
   for (int64_t b = 0; b < batch; b++) {
     load(&x, b * n * n, n * n, a);
-    /* Eigen's LLT: only the lower triangle is read; it fails at the first column whose pivot
-     * is not > 0 (a NaN pivot does not fail), and TensorFlow then fills the lower triangle with
-     * NaN instead of raising an error. */
-    bool ok = true;
-    for (int64_t k = 0; k < n && ok; k++) {
-      double d = a[k * n + k];
-      for (int64_t j = 0; j < k; j++) d -= a[k * n + j] * a[k * n + j];
-      if (d <= 0) {
-        ok = false;
-        break;
-      }
-      d = sqrt(d);
-      a[k * n + k] = d;
-      for (int64_t i = k + 1; i < n; i++) {
-        double s = a[i * n + k];
-        for (int64_t j = 0; j < k; j++) s -= a[i * n + j] * a[k * n + j];
-        a[i * n + k] = s / d;
-      }
-    }
+    /* A failed decomposition is no error: TensorFlow fills the lower triangle with NaN. */
+    bool ok = llt_inplace(a, n);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++)
         if (j > i)
@@ -351,6 +368,104 @@ static weft_status_t *k_matrix_solve(weft_kernel_ctx_t *ctx, void *state) {
     load(&r, b * n * k, n * k, rhs);
     lu_solve(a, perm, n, rhs, k, x);
     store(&y, b * n * k, n * k, x);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MatrixSolveLs: the fast path (normal equations and Cholesky) of TensorFlow's kernel. */
+
+static weft_status_t *k_matrix_solve_ls(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t m, r, l2, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &m));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &r));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &l2));
+  /* LinearAlgebraOp::AnalyzeInputs over the two matrix inputs, then ValidateSolver. */
+  if (m.rank < 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Input tensor 0 must have rank >= 2, got %d", m.rank);
+  if (r.rank != m.rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "All input tensors must have the same rank.");
+  int64_t batch = 1;
+  for (int d = 0; d < m.rank - 2; d++) {
+    if (r.dims[d] != m.dims[d])
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "All input tensors must have the same outer dimensions.");
+    batch *= m.dims[d];
+  }
+  int64_t rows = m.dims[m.rank - 2], cols = m.dims[m.rank - 1], k = r.dims[r.rank - 1];
+  if (r.dims[r.rank - 2] != rows)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input matrix and rhs are incompatible.");
+  int64_t dims[WEFT_MAX_RANK];
+  memcpy(dims, m.dims, sizeof dims);
+  dims[m.rank - 2] = cols;
+  dims[m.rank - 1] = k;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, m.dtype, m.rank, dims, &y));
+  if (batch == 0) return NULL; /* TensorFlow checks the regularizer per matrix */
+  if (l2.rank != 0) {
+    char buf[CPU_SHAPE_STR_LEN];
+    weft__cpu_shape_str(l2.rank, l2.dims, buf, sizeof buf);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "l2_regularizer must be scalar, got shape %s", buf);
+  }
+  double reg = *(const double *)l2.data;
+  if (!(reg >= 0))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "l2_regularizer must be >= 0.");
+  if (y.num_elements == 0) return NULL;
+  if (rows == 0 || cols == 0 || k == 0) {
+    /* TensorFlow leaves the output unwritten; zeros are the minimum-norm answer. */
+    return weft__cpu_zero(ctx, &y);
+  }
+  if (!weft__cpu_attr_bool(ctx, "fast", true))
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED,
+                           "MatrixSolveLs with fast=false (a complete orthogonal decomposition) "
+                           "has no CPU kernel in Weft");
+  bool over = rows >= cols; /* overdetermined: (A^T A + l2 I) X = A^T B */
+  int64_t g = over ? cols : rows;
+  double *a, *b, *gram, *t, *x;
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, rows * cols, &a));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, rows * k, &b));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, g * g, &gram));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, g * k, &t));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, cols * k, &x));
+  for (int64_t bi = 0; bi < batch; bi++) {
+    load(&m, bi * rows * cols, rows * cols, a);
+    load(&r, bi * rows * k, rows * k, b);
+    for (int64_t i = 0; i < g; i++)
+      for (int64_t j = 0; j <= i; j++) {
+        double s = 0;
+        if (over)
+          for (int64_t q = 0; q < rows; q++) s += a[q * cols + i] * a[q * cols + j];
+        else
+          for (int64_t q = 0; q < cols; q++) s += a[i * cols + q] * a[j * cols + q];
+        gram[i * g + j] = s + (i == j && reg > 0 ? reg : 0);
+      }
+    if (!llt_inplace(gram, g))
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "Input matrix was rank deficient or ill-conditioned. Try setting "
+                             "fast=False or provide %s l2_regularizer > 0.",
+                             over ? "a larger" : "an");
+    if (over) {
+      for (int64_t i = 0; i < cols; i++) /* X = A^T B, then solved in place */
+        for (int64_t c = 0; c < k; c++) {
+          double s = 0;
+          for (int64_t q = 0; q < rows; q++) s += a[q * cols + i] * b[q * k + c];
+          x[i * k + c] = s;
+        }
+      llt_solve(gram, g, x, k);
+    } else {
+      memcpy(t, b, sizeof(double) * (size_t)(rows * k)); /* Z = G^-1 B, X = A^T Z */
+      llt_solve(gram, g, t, k);
+      for (int64_t i = 0; i < cols; i++)
+        for (int64_t c = 0; c < k; c++) {
+          double s = 0;
+          for (int64_t q = 0; q < rows; q++) s += a[q * cols + i] * t[q * k + c];
+          x[i * k + c] = s;
+        }
+    }
+    store(&y, bi * cols * k, cols * k, x);
   }
   return NULL;
 }
@@ -553,6 +668,8 @@ weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg) {
       {.op = "LogMatrixDeterminant", .compute = k_determinant, .type_attr = "T",
        .dtypes = linalg_types, .n_dtypes = nt, .user_data = &log_marker},
       {.op = "Lu", .compute = k_lu, .type_attr = "T", .dtypes = linalg_types, .n_dtypes = nt},
+      {.op = "MatrixSolveLs", .compute = k_matrix_solve_ls, .type_attr = "T",
+       .dtypes = linalg_types, .n_dtypes = nt},
       {.op = "Qr", .compute = k_qr, .type_attr = "T", .dtypes = qr_types,
        .n_dtypes = sizeof qr_types / sizeof qr_types[0]},
   };

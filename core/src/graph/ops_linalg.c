@@ -1,7 +1,7 @@
 /* ops_linalg.c: the dense linear-algebra ops (MatrixTriangularSolve, MatrixSolve, MatrixInverse,
- * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu, Qr) with TensorFlow's names, args, attrs
- * and type constraints (tensorflow/core/ops/linalg_ops.cc, less the complex types Weft does not
- * have), and their shape functions. */
+ * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu, Qr, MatrixSolveLs) with TensorFlow's
+ * names, args, attrs and type constraints (tensorflow/core/ops/linalg_ops.cc, less the complex
+ * types Weft does not have), and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -125,6 +125,35 @@ static weft_status_t *triangular_solve_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* MatrixSolveLs: matrix [..., M, N], rhs [..., M, K] (same batch dims), a scalar
+ * l2_regularizer -> [..., N, K]. */
+static weft_status_t *matrix_solve_ls_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t lhs, rhs, l2;
+  weft__sh_input(ctx, 2, &l2);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &l2, 0, "l2_regularizer"));
+  weft__sh_input(ctx, 0, &lhs);
+  weft__sh_input(ctx, 1, &rhs);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &lhs, 2, "matrix"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &rhs, 2, "rhs"));
+  if (lhs.rank < 0 || rhs.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
+  weft__shape_t lb = batch_of(&lhs), rb = batch_of(&rhs), batch;
+  WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &lb, &rb, &batch, "the batch dims of matrix and rhs"));
+  int64_t m;
+  if (!weft__sh_merge_dim(lhs.dims[lhs.rank - 2], rhs.dims[rhs.rank - 2], &m)) {
+    char *a = weft__sh_str(&lhs), *b = weft__sh_str(&rhs);
+    weft_status_t *status = weft__sh_error(
+        ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+        ": matrix %s and rhs %s", lhs.dims[lhs.rank - 2], rhs.dims[rhs.rank - 2], a, b);
+    g_free(a);
+    g_free(b);
+    return status;
+  }
+  weft__shape_t out = batch;
+  out.dims[out.rank++] = lhs.dims[lhs.rank - 1];
+  out.dims[out.rank++] = rhs.dims[rhs.rank - 1];
+  return weft__sh_output(ctx, 0, &out);
+}
+
 /* Qr: input [..., M, N]; full_matrices: q [..., M, M], r [..., M, N]; else q [..., M, P],
  * r [..., P, N] with P = min(M, N). */
 static weft_status_t *qr_shape(weft_shape_ctx_t *ctx) {
@@ -169,6 +198,9 @@ const weft_op_def_t weft__ops_linalg[] = {
              WEFT__SPECS("T: {half, float, double}"), 0, log_determinant_shape),
     WEFT__OP("Lu", WEFT__SPECS("input: T"), WEFT__SPECS("lu: T", "p: output_idx_type"),
              WEFT__SPECS(LINALG_T, "output_idx_type: {int32, int64} = DT_INT32"), 0, lu_shape),
+    WEFT__OP("MatrixSolveLs", WEFT__SPECS("matrix: T", "rhs: T", "l2_regularizer: double"),
+             WEFT__SPECS("output: T"), WEFT__SPECS(LINALG_T, "fast: bool = true"), 0,
+             matrix_solve_ls_shape),
     WEFT__OP("Qr", WEFT__SPECS("input: T"), WEFT__SPECS("q: T", "r: T"),
              WEFT__SPECS("full_matrices: bool = false", LINALG_T), 0, qr_shape),
     WEFT__OPS_END,
