@@ -210,7 +210,8 @@ static weft_status_t *k_cholesky(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n * n, &a));
   for (int64_t b = 0; b < batch; b++) {
     load(&x, b * n * n, n * n, a);
-    /* A failed decomposition is no error: TensorFlow fills the lower triangle with NaN. */
+    /* A failed decomposition is no error: TensorFlow fills the lower triangle with NaN (and
+     * leaves the upper one as the output buffer held; here it is zero, as on success). */
     bool ok = llt_inplace(a, n);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++)
