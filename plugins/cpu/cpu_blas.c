@@ -45,7 +45,7 @@ weft_status_t *weft__cpu_blas_init(void) {
                                      dlerror());
   weft_cpu_blas_t b;
   memset(&b, 0, sizeof b);
-  /* dlsym gives object pointers; the casts name the functions' cblas.h types. */
+  /* dlsym gives object pointers; the casts name the table's function types. */
   *(void **)&b.sgemm = dlsym(lib, "cblas_sgemm");
   *(void **)&b.dgemm = dlsym(lib, "cblas_dgemm");
   *(void **)&b.set_num_threads = dlsym(lib, "openblas_set_num_threads");

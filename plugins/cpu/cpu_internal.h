@@ -10,7 +10,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <cblas.h>
 #include <stdint.h>
 
 #include "plugin_common.h"
@@ -141,12 +140,15 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
-/* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0. */
+/* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0.
+ * The order and transpose arguments are cblas.h's enums, passed as the ints they are: this
+ * header does not include cblas.h, whose <complex.h> would define `I` in every kernel file. */
 typedef struct {
-  void (*sgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int, float,
-                const float *, int, const float *, int, float, float *, int);
-  void (*dgemm)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int,
-                double, const double *, int, const double *, int, double, double *, int);
+  void (*sgemm)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+  void (*dgemm)(int order, int trans_a, int trans_b, int m, int n, int k, double alpha,
+                const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                int ldc);
   void (*set_num_threads)(int);
   char *(*get_corename)(void);
 } weft_cpu_blas_t;

@@ -1,7 +1,6 @@
 /* cpu_plugin.c: the CPU plugin's entry point (weft_plugin_entry), its init, and the CPU device
  * backend: one host-memory device whose allocations are 64-byte-aligned malloc and whose copies
  * are memcpy. Kernels live in the other cpu_*.c files and register from here. */
-#include <cblas.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

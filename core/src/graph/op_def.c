@@ -840,23 +840,10 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_array_extra);
   register_table(reg, weft__ops_scatter);
   register_table(reg, weft__ops_bits);
+  register_table(reg, weft__ops_nn_extra);
+  register_table(reg, weft__ops_linalg);
   register_table(reg, weft__ops_distributed);
   return reg;
-void weft__ops_register_standard(void) {
-  static gsize once = 0;
-  if (g_once_init_enter(&once)) {
-    register_table(weft__ops_control);
-    register_table(weft__ops_array);
-    register_table(weft__ops_math);
-    register_table(weft__ops_nn);
-    register_table(weft__ops_state);
-    register_table(weft__ops_random);
-    register_table(weft__ops_image);
-    register_table(weft__ops_distributed);
-    register_table(weft__ops_nn_extra);
-    register_table(weft__ops_linalg);
-    g_once_init_leave(&once, 1);
-  }
 }
 
 void weft__op_registry_free(weft__op_registry_t *reg) {
