@@ -7,12 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "reference.h"
-
-static cf_array_t *data(cf_rng_t *rng, weft_dtype_t dt, int rank, const int64_t *dims) {
-  cf_gen_t g = {dt == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_ARANGE, 0, 0};
-  return cf_gen_array(rng, dt, rank, dims, g);
-}
+#include "cases_array_common.h"
 
 /* Distinct values in random order (for the ops that order them). */
 static cf_array_t *shuffled(cf_rng_t *rng, weft_dtype_t dt, int rank, const int64_t *dims) {
@@ -26,22 +21,6 @@ static cf_array_t *shuffled(cf_rng_t *rng, weft_dtype_t dt, int rank, const int6
   return a;
 }
 
-static cf_case_t *new_case(const char *op, const char *name, weft_dtype_t dt, cf_rng_t *rng) {
-  cf_case_t *c = cf_case_new(op, name, dt);
-  cf_case_rng(c, rng);
-  c->tol = (cf_tol_t){0, 0, 0};
-  return c;
-}
-
-static cf_array_t *ints(weft_dtype_t dt, int n, const int64_t *v) {
-  return cf_array_ints(dt, n, v);
-}
-
-static cf_array_t *int_scalar(weft_dtype_t dt, int64_t v) {
-  cf_array_t *a = cf_array_ints(dt, 1, &v);
-  a->rank = 0;
-  return a;
-}
 
 static cf_array_t *int_matrix(weft_dtype_t dt, int rows, int cols, const int64_t *v) {
   cf_array_t *a = cf_array_ints(dt, rows * cols, v);

@@ -406,6 +406,23 @@ static weft_status_t *matrix_diag(weft_kernel_ctx_t *ctx, diag_version_t v) {
   return emit_mapped(ctx, &x, batch_rank + 2, dims, map, padp);
 }
 
+/* g's m and n from the last two dims of x (rank >= 2), the k range checked against them, and the
+ * number and the longest length of the diagonals it selects. */
+static weft_status_t *diag_bounds(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
+                                  diag_geom_t *g) {
+  g->m = x->dims[x->rank - 2];
+  g->n = x->dims[x->rank - 1];
+  if (!((-g->m < g->lower && g->lower < g->n) || g->lower == 0))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "lower_diag_index is out of bound.");
+  if (!((-g->m < g->upper && g->upper < g->n) || g->upper == 0))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "upper_diag_index is out of bound.");
+  g->num_diags = g->upper - g->lower + 1;
+  int64_t a = g->m + (g->upper < 0 ? g->upper : 0), bl = g->n - (g->lower > 0 ? g->lower : 0);
+  g->max_len = a < bl ? a : bl;
+  if (g->max_len < 0) g->max_len = 0;
+  return NULL;
+}
+
 static weft_status_t *matrix_diag_part(weft_kernel_ctx_t *ctx, diag_version_t v) {
   weft_tensor_view_t x, pad;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
@@ -421,16 +438,7 @@ static weft_status_t *matrix_diag_part(weft_kernel_ctx_t *ctx, diag_version_t v)
   if (x.rank < 2)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "input must be at least 2-dim, received shape: %s", shape_str(&x, buf));
-  g.m = x.dims[x.rank - 2];
-  g.n = x.dims[x.rank - 1];
-  if (!((-g.m < g.lower && g.lower < g.n) || g.lower == 0))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "lower_diag_index is out of bound.");
-  if (!((-g.m < g.upper && g.upper < g.n) || g.upper == 0))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "upper_diag_index is out of bound.");
-  g.num_diags = g.upper - g.lower + 1;
-  int64_t a = g.m + (g.upper < 0 ? g.upper : 0), bl = g.n - (g.lower > 0 ? g.lower : 0);
-  g.max_len = a < bl ? a : bl;
-  if (g.max_len < 0) g.max_len = 0;
+  WEFT_RETURN_IF_ERROR(diag_bounds(ctx, &x, &g));
   int batch_rank = x.rank - 2;
   int64_t dims[WEFT_MAX_RANK], batch = 1;
   for (int d = 0; d < batch_rank; d++) {
@@ -484,16 +492,7 @@ static weft_status_t *matrix_set_diag(weft_kernel_ctx_t *ctx, diag_version_t v) 
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "diagonal must be at least 1-dim, received shape: %s",
                            shape_str(&dg, b1));
-  g.m = x.dims[x.rank - 2];
-  g.n = x.dims[x.rank - 1];
-  if (!((-g.m < g.lower && g.lower < g.n) || g.lower == 0))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "lower_diag_index is out of bound.");
-  if (!((-g.m < g.upper && g.upper < g.n) || g.upper == 0))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "upper_diag_index is out of bound.");
-  g.num_diags = g.upper - g.lower + 1;
-  int64_t a = g.m + (g.upper < 0 ? g.upper : 0), bl = g.n - (g.lower > 0 ? g.lower : 0);
-  g.max_len = a < bl ? a : bl;
-  if (g.max_len < 0) g.max_len = 0;
+  WEFT_RETURN_IF_ERROR(diag_bounds(ctx, &x, &g));
   /* The diagonal's expected shape: input.shape[:-2] + [num_diags (if > 1), max_len]. */
   int want_rank = x.rank - 2 + (g.num_diags > 1 ? 2 : 1);
   bool ok = dg.rank == want_rank;
@@ -661,6 +660,25 @@ static weft_status_t *space_batch_read(weft_kernel_ctx_t *ctx, space_batch_t *p,
   return NULL;
 }
 
+/* The output dims past the block dims (x's), the map for the output dims, x's strides, and the
+ * output elements per [batch, spatial...] position (inner) and the number of positions (outer). */
+static int64_t *space_batch_map(weft_kernel_ctx_t *ctx, const space_batch_t *p, int64_t *dims,
+                                int64_t *in_strides, int64_t *inner, int64_t *outer,
+                                weft_status_t **s) {
+  const weft_tensor_view_t *x = &p->x;
+  int rank = x->rank;
+  for (int d = 1 + p->m; d < rank; d++) dims[d] = x->dims[d];
+  int64_t total = 1;
+  *inner = 1;
+  for (int d = 0; d < rank; d++) total *= dims[d];
+  for (int d = 1 + p->m; d < rank; d++) *inner *= dims[d];
+  int64_t *map = map_new(ctx, total, s);
+  if (*s) return map;
+  weft_pc_contiguous_strides(rank, x->dims, in_strides);
+  *outer = total / (*inner > 0 ? *inner : 1);
+  return map;
+}
+
 static weft_status_t *k_space_to_batch_nd(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   space_batch_t p;
@@ -678,17 +696,11 @@ static weft_status_t *k_space_to_batch_nd(weft_kernel_ctx_t *ctx, void *state) {
                              (long long)padded, i, (long long)p.block[i]);
     dims[1 + i] = padded / p.block[i];
   }
-  for (int d = 1 + p.m; d < rank; d++) dims[d] = x->dims[d];
-  int64_t total = 1, inner = 1;
-  for (int d = 0; d < rank; d++) total *= dims[d];
-  for (int d = 1 + p.m; d < rank; d++) inner *= dims[d];
+  int64_t in_strides[WEFT_MAX_RANK], c[WEFT_MAX_RANK] = {0}, inner, outer;
   weft_status_t *s = NULL;
-  int64_t *map = map_new(ctx, total, &s);
+  int64_t *map = space_batch_map(ctx, &p, dims, in_strides, &inner, &outer, &s);
   if (s) return s;
-  int64_t in_strides[WEFT_MAX_RANK], c[WEFT_MAX_RANK] = {0};
-  weft_pc_contiguous_strides(rank, x->dims, in_strides);
   /* c walks the output's [batch, spatial...] dims; each step covers `inner` elements. */
-  int64_t outer = total / (inner > 0 ? inner : 1);
   for (int64_t o = 0; o < outer && inner > 0; o++) {
     int64_t ob = c[0], b = ob % batch, rest = ob / batch, src = b * in_strides[0];
     bool pad = false;
@@ -732,16 +744,10 @@ static weft_status_t *k_batch_to_space_nd(weft_kernel_ctx_t *ctx, void *state) {
                              (long long)p.before[i], (long long)p.after[i], (long long)full);
     dims[1 + i] = size;
   }
-  for (int d = 1 + p.m; d < rank; d++) dims[d] = x->dims[d];
-  int64_t total = 1, inner = 1;
-  for (int d = 0; d < rank; d++) total *= dims[d];
-  for (int d = 1 + p.m; d < rank; d++) inner *= dims[d];
+  int64_t in_strides[WEFT_MAX_RANK], c[WEFT_MAX_RANK] = {0}, inner, outer;
   weft_status_t *s = NULL;
-  int64_t *map = map_new(ctx, total, &s);
+  int64_t *map = space_batch_map(ctx, &p, dims, in_strides, &inner, &outer, &s);
   if (s) return s;
-  int64_t in_strides[WEFT_MAX_RANK], c[WEFT_MAX_RANK] = {0};
-  weft_pc_contiguous_strides(rank, x->dims, in_strides);
-  int64_t outer = total / (inner > 0 ? inner : 1);
   for (int64_t o = 0; o < outer && inner > 0; o++) {
     int64_t block_index = 0, src = 0;
     for (int i = 0; i < p.m; i++) {

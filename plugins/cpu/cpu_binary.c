@@ -386,13 +386,6 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
 /* ---------------------------------------------------------------------------------------------
  * AddN */
 
-typedef struct addn_job {
-  weft_dtype_t dtype;
-  int n;
-  const void *const *ins;
-  void *out;
-} addn_job_t;
-
 #define ADDN_CASE(DT, T, U)                                                  \
   case DT: {                                                                 \
     T *restrict z = (T *)j->out;                                             \
@@ -405,8 +398,8 @@ typedef struct addn_job {
     break;                                                                   \
   }
 
-static void addn_range(void *arg, int64_t b, int64_t e) {
-  const addn_job_t *j = arg;
+void weft__cpu_addn_range(void *arg, int64_t b, int64_t e) {
+  const weft_cpu_addn_job_t *j = arg;
   switch (j->dtype) {
     CPU_NUMERIC_TYPES(ADDN_CASE)
     default: break;
@@ -433,8 +426,8 @@ static weft_status_t *k_addn(weft_kernel_ctx_t *ctx, void *state) {
   }
   weft_status_t *s = weft__cpu_output_like(ctx, 0, first.dtype, &first, &z);
   if (s == NULL && first.num_elements > 0) {
-    addn_job_t j = {first.dtype, n, ptrs, z.data};
-    weft__cpu_parallel(ctx, first.num_elements, n, addn_range, &j);
+    weft_cpu_addn_job_t j = {first.dtype, n, ptrs, z.data};
+    weft__cpu_parallel(ctx, first.num_elements, n, weft__cpu_addn_range, &j);
   }
   free(ptrs);
   return s;

@@ -503,29 +503,9 @@ static weft_status_t *k_histogram(weft_kernel_ctx_t *ctx, void *state) {
  * AccumulateNV2: the sum of N tensors of one shape (TensorFlow rewrites it into in-place adds
  * on a temporary variable; the answer is the same as AddN's). */
 
-typedef struct accumulate_job {
-  weft_dtype_t dtype;
-  int n;
-  const void *const *ins;
-  void *out;
-} accumulate_job_t;
-
-#define ACC_CASE(DT, T, U)                                                   \
-  case DT: {                                                                 \
-    T *restrict z = (T *)j->out;                                             \
-    const T *restrict a0 = (const T *)j->ins[0];                             \
-    for (int64_t i = b; i < e; i++) z[i] = a0[i];                            \
-    for (int k = 1; k < j->n; k++) {                                         \
-      const T *restrict ak = (const T *)j->ins[k];                           \
-      for (int64_t i = b; i < e; i++) z[i] = (T)((U)z[i] + (U)ak[i]);        \
-    }                                                                        \
-    break;                                                                   \
-  }
-
 static void accumulate_range(void *arg, int64_t b, int64_t e) {
-  const accumulate_job_t *j = arg;
+  const weft_cpu_addn_job_t *j = arg;
   switch (j->dtype) {
-    CPU_NUMERIC_TYPES(ACC_CASE)
     case WEFT_DT_HALF:
     case WEFT_DT_BFLOAT16: {
       /* Each partial sum is rounded back to 16 bits, as TensorFlow's Eigen::half adds are. */
@@ -544,7 +524,7 @@ static void accumulate_range(void *arg, int64_t b, int64_t e) {
       }
       break;
     }
-    default: break;
+    default: weft__cpu_addn_range(arg, b, e); break;
   }
 }
 
@@ -573,7 +553,7 @@ static weft_status_t *k_accumulate(weft_kernel_ctx_t *ctx, void *state) {
   }
   if (s == NULL) s = weft__cpu_output_like(ctx, 0, first.dtype, &first, &z);
   if (s == NULL && first.num_elements > 0) {
-    accumulate_job_t j = {first.dtype, n, ptrs, z.data};
+    weft_cpu_addn_job_t j = {first.dtype, n, ptrs, z.data};
     weft__cpu_parallel(ctx, first.num_elements, n, accumulate_range, &j);
   }
   free(ptrs);

@@ -65,18 +65,6 @@ static weft_status_t *hw_list(weft_kernel_ctx_t *ctx, const char *name, bool nch
   return NULL;
 }
 
-static bool attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
-                    const char *dflt) {
-  const char *s = NULL;
-  size_t len = 0;
-  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), name, &s, &len);
-  if (st) {
-    H->status_free(st);
-    s = dflt;
-  }
-  return s != NULL && strcmp(s, value) == 0;
-}
-
 /* Fills g from the input view, the window (kh, kw) and the attrs; out channels set by caller. */
 static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x, geom_t *g,
                                 bool dilations) {
@@ -85,7 +73,7 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input must be 4-dimensional, got %s",
                            weft__cpu_shape_str(x->rank, x->dims, s, sizeof s));
   }
-  g->nchw = attr_is(ctx, "data_format", "NCHW", "NHWC");
+  g->nchw = weft__cpu_attr_is(ctx, "data_format", "NCHW", "NHWC");
   g->n = x->dims[0];
   g->h = x->dims[g->nchw ? 2 : 1];
   g->w = x->dims[g->nchw ? 3 : 2];
@@ -95,7 +83,7 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
   if (dilations) WEFT_RETURN_IF_ERROR(hw_list(ctx, "dilations", g->nchw, false, &g->dh, &g->dw));
   int64_t eh = (g->kh - 1) * g->dh + 1, ew = (g->kw - 1) * g->dw + 1;
   g->pt = g->pb = g->pl = g->pr = 0;
-  if (attr_is(ctx, "padding", "SAME", "VALID")) {
+  if (weft__cpu_attr_is(ctx, "padding", "SAME", "VALID")) {
     g->oh = (g->h + g->sh - 1) / g->sh;
     g->ow = (g->w + g->sw - 1) / g->sw;
     int64_t th = (g->oh - 1) * g->sh + eh - g->h, tw = (g->ow - 1) * g->sw + ew - g->w;
@@ -106,7 +94,7 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
     g->pl = tw / 2;
     g->pr = tw - g->pl;
   } else {
-    if (attr_is(ctx, "padding", "EXPLICIT", "VALID")) {
+    if (weft__cpu_attr_is(ctx, "padding", "EXPLICIT", "VALID")) {
       const int64_t *p = NULL;
       size_t n = 0;
       WEFT_RETURN_IF_ERROR(H->attr_int_list(H->kernel_attrs(ctx), "explicit_paddings", &p, &n));
@@ -139,29 +127,6 @@ static weft_status_t *alloc_output(weft_kernel_ctx_t *ctx, geom_t *g, weft_dtype
   }
   layout_strides(g->nchw, g->oh, g->ow, g->oc, g->out_s);
   return weft__cpu_output(ctx, 0, dtype, 4, dims, y);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Element access as float/double for the float dtypes. */
-
-static double load_f(weft_dtype_t dt, const void *p, int64_t i) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: return ((const float *)p)[i];
-    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
-    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
-    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    default: return 0;
-  }
-}
-
-static void store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
-    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
-    default: break;
-  }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -287,15 +252,15 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
           int64_t src = n * g.in_s[0] + yy * g.in_s[1] + xx * g.in_s[2] + c * g.in_s[3];
           int64_t dst = ((n * g.h + yy) * g.w + xx) * g.c + c;
           if (dbl)
-            ((double *)xin)[dst] = load_f(x.dtype, x.data, src);
+            ((double *)xin)[dst] = weft__cpu_load_f(x.dtype, x.data, src);
           else
-            ((float *)xin)[dst] = (float)load_f(x.dtype, x.data, src);
+            ((float *)xin)[dst] = (float)weft__cpu_load_f(x.dtype, x.data, src);
         }
   for (int64_t i = 0; i < f.num_elements; i++) {
     if (dbl)
-      ((double *)fin)[i] = load_f(f.dtype, f.data, i);
+      ((double *)fin)[i] = weft__cpu_load_f(f.dtype, f.data, i);
     else
-      ((float *)fin)[i] = (float)load_f(f.dtype, f.data, i);
+      ((float *)fin)[i] = (float)weft__cpu_load_f(f.dtype, f.data, i);
   }
   conv_job_t j = {&g, cg, mg, k, 0, 0, dbl, xin, cols};
   for (int64_t n = 0; n < g.n; n++)
@@ -324,7 +289,7 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
         int64_t src = (n * pixels + p) * m + o;
         int64_t dst = n * g.out_s[0] + (p / g.ow) * g.out_s[1] + (p % g.ow) * g.out_s[2] +
                       o * g.out_s[3];
-        store_f(y.dtype, y.data, dst, dbl ? ((double *)yout)[src] : ((float *)yout)[src]);
+        weft__cpu_store_f(y.dtype, y.data, dst, dbl ? ((double *)yout)[src] : ((float *)yout)[src]);
       }
   return NULL;
 }
@@ -391,14 +356,15 @@ static void pool_range(void *arg, int64_t b, int64_t e) {
             int64_t count = 0;
             for (int64_t yy = y0; yy < y1; yy++)
               for (int64_t xx = x0; xx < x1; xx++) {
-                double v = load_f(j->dt, j->x, base + yy * g->in_s[1] + xx * g->in_s[2]);
+                double v = weft__cpu_load_f(j->dt, j->x, base + yy * g->in_s[1] + xx * g->in_s[2]);
                 if (j->is_max)
                   acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
                 else
                   acc += v;
                 count++;
               }
-            store_f(j->dt, j->y, out, j->is_max ? acc : acc / (double)(count ? count : 1));
+            weft__cpu_store_f(j->dt, j->y, out,
+                              j->is_max ? acc : acc / (double)(count ? count : 1));
             break;
           }
         }
@@ -412,7 +378,7 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   geom_t g;
   memset(&g, 0, sizeof g);
-  bool nchw = attr_is(ctx, "data_format", "NCHW", "NHWC");
+  bool nchw = weft__cpu_attr_is(ctx, "data_format", "NCHW", "NHWC");
   WEFT_RETURN_IF_ERROR(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
   WEFT_RETURN_IF_ERROR(geom_init(ctx, &x, &g, false));
   g.oc = g.c;
@@ -437,7 +403,7 @@ static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "paddings must have shape [%d, 2] for an input of rank %d", x.rank,
                            x.rank);
-  bool reflect = attr_is(ctx, "mode", "REFLECT", "REFLECT");
+  bool reflect = weft__cpu_attr_is(ctx, "mode", "REFLECT", "REFLECT");
   int64_t out_dims[WEFT_MAX_RANK];
   for (int d = 0; d < x.rank; d++) {
     int64_t lim = reflect ? x.dims[d] - 1 : x.dims[d];

@@ -29,18 +29,6 @@ static int64_t nd_in_pixels(const nd_t *g) { return g->in[0] * g->in[1] * g->in[
 static int64_t nd_out_pixels(const nd_t *g) { return g->out[0] * g->out[1] * g->out[2]; }
 static int64_t nd_window(const nd_t *g) { return g->k[0] * g->k[1] * g->k[2]; }
 
-static bool attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
-                    const char *dflt) {
-  const char *s = NULL;
-  size_t len = 0;
-  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), name, &s, &len);
-  if (st) {
-    H->status_free(st);
-    s = dflt;
-  }
-  return s != NULL && strcmp(s, value) == 0;
-}
-
 /* The spatial values of list attr `name` (ns + 2 values, 1 for batch and channels) into out[3]
  * (out[0] = 1 for 2-D ops). */
 static weft_status_t *spatial_list(weft_kernel_ctx_t *ctx, const nd_t *g, const char *name,
@@ -78,7 +66,7 @@ static weft_status_t *nd_attrs(weft_kernel_ctx_t *ctx, nd_t *g, int ns, bool dil
                                bool ksize) {
   memset(g, 0, sizeof *g);
   g->ns = ns;
-  g->cfirst = attr_is(ctx, "data_format", ns == 3 ? "NCDHW" : "NCHW", "");
+  g->cfirst = weft__cpu_attr_is(ctx, "data_format", ns == 3 ? "NCDHW" : "NCHW", "");
   WEFT_RETURN_IF_ERROR(spatial_list(ctx, g, "strides", true, g->s));
   if (dilations)
     WEFT_RETURN_IF_ERROR(spatial_list(ctx, g, "dilations", false, g->d));
@@ -109,8 +97,8 @@ static void nd_split(const nd_t *g, const int64_t *dims, int64_t *n, int64_t *sp
 /* Pads and output sizes from in, k, s, d and the padding attr (TensorFlow's
  * GetWindowedOutputSizeVerbose: SAME puts the odd padding after). */
 static weft_status_t *nd_pads(weft_kernel_ctx_t *ctx, nd_t *g, bool allow_explicit) {
-  bool same = attr_is(ctx, "padding", "SAME", "VALID");
-  bool expl = allow_explicit && attr_is(ctx, "padding", "EXPLICIT", "VALID");
+  bool same = weft__cpu_attr_is(ctx, "padding", "SAME", "VALID");
+  bool expl = allow_explicit && weft__cpu_attr_is(ctx, "padding", "EXPLICIT", "VALID");
   const int64_t *p = NULL;
   size_t np = 0;
   if (expl) {
@@ -161,26 +149,6 @@ static weft_status_t *nd_pads(weft_kernel_ctx_t *ctx, nd_t *g, bool allow_explic
  * Moving data between a tensor of the op's layout and dtype and a channels-last float or double
  * buffer [n, d, h, w, c]. */
 
-static double load_f(weft_dtype_t dt, const void *p, int64_t i) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: return ((const float *)p)[i];
-    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
-    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
-    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    default: return 0;
-  }
-}
-
-static void store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
-    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
-    default: break;
-  }
-}
-
 /* Index of element (n, pixel, c) in a tensor of the layout, pixels counted over sp. */
 static int64_t layout_index(bool cfirst, int64_t n, int64_t pix, int64_t c, int64_t pixels,
                             int64_t channels) {
@@ -215,8 +183,9 @@ static weft_status_t *to_cl(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *t,
   for (int64_t b = 0; b < n; b++)
     for (int64_t p = 0; p < pixels; p++)
       for (int64_t c = 0; c < channels; c++)
-        buf_set(dbl, *out, (b * pixels + p) * channels + c,
-                load_f(t->dtype, t->data, layout_index(cfirst, b, p, c, pixels, channels)));
+        buf_set(
+            dbl, *out, (b * pixels + p) * channels + c,
+            weft__cpu_load_f(t->dtype, t->data, layout_index(cfirst, b, p, c, pixels, channels)));
   return NULL;
 }
 
@@ -226,8 +195,8 @@ static void from_cl(const void *buf, bool dbl, const weft_tensor_view_t *t, bool
   for (int64_t b = 0; b < n; b++)
     for (int64_t p = 0; p < pixels; p++)
       for (int64_t c = 0; c < channels; c++)
-        store_f(t->dtype, t->data, layout_index(cfirst, b, p, c, pixels, channels),
-                buf_get(dbl, buf, (b * pixels + p) * channels + c));
+        weft__cpu_store_f(t->dtype, t->data, layout_index(cfirst, b, p, c, pixels, channels),
+                          buf_get(dbl, buf, (b * pixels + p) * channels + c));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -570,7 +539,8 @@ static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
   void *fbuf = NULL, *xbuf = NULL, *ybuf = NULL;
   if (!bp_filter) {
     WEFT_RETURN_IF_ERROR(scratch(ctx, dbl, f.num_elements, &fbuf));
-    for (int64_t i = 0; i < f.num_elements; i++) buf_set(dbl, fbuf, i, load_f(dt, f.data, i));
+    for (int64_t i = 0; i < f.num_elements; i++)
+      buf_set(dbl, fbuf, i, weft__cpu_load_f(dt, f.data, i));
   }
   if (!bp_input) {
     WEFT_RETURN_IF_ERROR(to_cl(ctx, &x, g.cfirst, ip, g.c, dbl, &xbuf));
@@ -586,7 +556,7 @@ static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
     WEFT_RETURN_IF_ERROR(scratch(ctx, dbl, out.num_elements, &fout_buf));
     WEFT_RETURN_IF_ERROR(conv_backprop_filter(ctx, &j, ybuf, fout_buf));
     for (int64_t i = 0; i < out.num_elements; i++)
-      store_f(dt, out.data, i, buf_get(dbl, fout_buf, i));
+      weft__cpu_store_f(dt, out.data, i, buf_get(dbl, fout_buf, i));
   } else {
     WEFT_RETURN_IF_ERROR(scratch(ctx, dbl, out.num_elements, &ybuf));
     WEFT_RETURN_IF_ERROR(conv_forward(ctx, &j, fbuf, ybuf));
@@ -626,8 +596,8 @@ static void pool3d_range(void *arg, int64_t b, int64_t e) {
         for (int64_t bb = lo[1]; bb < hi[1]; bb++)
           for (int64_t cc = lo[2]; cc < hi[2]; cc++) {
             int64_t pix = (a * g->in[1] + bb) * g->in[2] + cc;
-            double v = load_f(j->x->dtype, j->x->data,
-                              layout_index(g->cfirst, n, pix, c, ip, g->c));
+            double v = weft__cpu_load_f(j->x->dtype, j->x->data,
+                                        layout_index(g->cfirst, n, pix, c, ip, g->c));
             if (j->is_max)
               acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
             else
@@ -635,7 +605,7 @@ static void pool3d_range(void *arg, int64_t b, int64_t e) {
             count++;
           }
       if (!j->is_max) acc /= (double)(count ? count : 1);
-      store_f(j->y->dtype, j->y->data, layout_index(g->cfirst, n, p, c, op, g->c), acc);
+      weft__cpu_store_f(j->y->dtype, j->y->data, layout_index(g->cfirst, n, p, c, op, g->c), acc);
     }
   }
 }
@@ -708,7 +678,9 @@ static weft_status_t *k_max_pool_argmax(weft_kernel_ctx_t *ctx, void *state) {
   case DT: take = ((const T *)x.data)[best] < ((const T *)x.data)[i]; break;
                 ARGMAX_TYPES(ARGMAX_CMP)
 #undef ARGMAX_CMP
-                default: take = load_f(x.dtype, x.data, best) < load_f(x.dtype, x.data, i);
+                default:
+                  take = weft__cpu_load_f(x.dtype, x.data, best) <
+                         weft__cpu_load_f(x.dtype, x.data, i);
               }
             }
             if (take) best = i;

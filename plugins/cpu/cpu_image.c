@@ -46,17 +46,6 @@ static float ld(const weft_tensor_view_t *v, int64_t i) {
   return (float)weft__cpu_get_double(v, i);
 }
 
-/* Stores a float or double result in one of the float dtypes. */
-static void st_f(weft_dtype_t dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
-    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
-    default: break;
-  }
-}
-
 /* "[2,3]" for messages that quote a tensor's shape the way TensorFlow's DebugString does. */
 static const char *shape_of(const weft_tensor_view_t *v, char *buf) {
   return weft__cpu_shape_str(v->rank, v->dims, buf, CPU_SHAPE_STR_LEN);
@@ -517,7 +506,7 @@ static weft_status_t *k_rgb_hsv(weft_kernel_ctx_t *ctx, void *state) {
         rgb_to_hsv_float(a0, a1, a2, &o[0], &o[1], &o[2]);
       else
         hsv_to_rgb_float(a0, a1, a2, &o[0], &o[1], &o[2]);
-      for (int k = 0; k < 3; k++) st_f(x.dtype, y.data, 3 * p + k, o[k]);
+      for (int k = 0; k < 3; k++) weft__cpu_store_f(x.dtype, y.data, 3 * p + k, o[k]);
     }
   }
   return NULL;
@@ -638,7 +627,7 @@ static weft_status_t *k_adjust_hue_sat(weft_kernel_ctx_t *ctx, void *state) {
       s = fminf(1.0f, fmaxf(0.0f, s * f));
       sat_hsv_to_rgb(h, s, v, &o[0], &o[1], &o[2]);
     }
-    for (int k = 0; k < 3; k++) st_f(x.dtype, y.data, 3 * p + k, o[k]);
+    for (int k = 0; k < 3; k++) weft__cpu_store_f(x.dtype, y.data, 3 * p + k, o[k]);
   }
   return NULL;
 }
@@ -678,7 +667,7 @@ static weft_status_t *k_adjust_contrast(weft_kernel_ctx_t *ctx, void *state) {
         float v = ld(&x, base + k * c);
         float o = v1 ? (v - mean) * factor + mean : mean + factor * (v - mean);
         if (v1) o = fmaxf(fminf(o, hi), lo);
-        st_f(y.dtype, y.data, base + k * c, o);
+        weft__cpu_store_f(y.dtype, y.data, base + k * c, o);
       }
     }
   return NULL;
@@ -919,7 +908,8 @@ static weft_status_t *k_nms(weft_kernel_ctx_t *ctx, void *state) {
     if (version == 5) {
       err = weft__cpu_output(ctx, 1, dt, 1, &n_outp, &out);
       if (err == NULL)
-        for (int64_t i = 0; i < n_outp; i++) st_f(dt, out.data, i, i < n_sel ? sel_scores[i] : 0);
+        for (int64_t i = 0; i < n_outp; i++)
+          weft__cpu_store_f(dt, out.data, i, i < n_sel ? sel_scores[i] : 0);
     }
     if (err == NULL && version >= 4) {
       err = weft__cpu_output(ctx, version == 5 ? 2 : 1, WEFT_DT_INT32, 0, NULL, &out);
@@ -1013,7 +1003,7 @@ static weft_status_t *k_draw_boxes(weft_kernel_ctx_t *ctx, void *state) {
       int64_t r0c = imax(r0, 0), r1c = imin(r1, h - 1), c0c = imax(c0, 0), c1c = imin(c1, w - 1);
 #define PAINT(R, C)                                                                     \
   for (int64_t ch = 0; ch < depth; ch++)                                                \
-  st_f(img.dtype, y.data, ((b * h + (R)) * w + (C)) * depth + ch, color[ch])
+  weft__cpu_store_f(img.dtype, y.data, ((b * h + (R)) * w + (C)) * depth + ch, color[ch])
       if (r0 >= 0)
         for (int64_t j = c0c; j <= c1c; j++) PAINT(r0, j);
       if (r1 < h)

@@ -98,6 +98,29 @@ uint16_t weft__cpu_float_to_bf16_trunc(float f);
 void weft__cpu_f16_to_float(weft_dtype_t dtype, const uint16_t *src, float *dst, int64_t n);
 void weft__cpu_float_to_f16(weft_dtype_t dtype, const float *src, uint16_t *dst, int64_t n);
 #define CPU_F16_BLOCK 256
+/* Element i of a float, double, half or bfloat16 buffer as a double (0 for other dtypes), and a
+ * double stored into one (through float for the 16-bit dtypes; nothing for other dtypes). */
+static inline double weft__cpu_load_f(weft_dtype_t dt, const void *p, int64_t i) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: return ((const float *)p)[i];
+    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
+    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
+    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
+    default: return 0;
+  }
+}
+
+static inline void weft__cpu_store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
+    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
+    /* Through float: double -> float -> half could round twice, but the kernels that use this
+     * are not correctly rounded to begin with. */
+    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
+    default: break;
+  }
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Errors. Each returns a new status owned by the caller whose message names the kernel's node. */
@@ -126,12 +149,26 @@ double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i);
 #define weft__cpu_attr_bool weft_pc_attr_bool
 #define weft__cpu_attr_int weft_pc_attr_int
 #define weft__cpu_attr_float weft_pc_attr_float
+/* Whether string attr `name` (dflt where it is absent or not a string) equals value. */
+bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
+                       const char *dflt);
 
 /* ---------------------------------------------------------------------------------------------
  * Parallelism. Runs fn over [0, total) on the intra-op pool (inline when total is small). */
 
 void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
+
+/* The sum of n same-shape inputs of a CPU_NUMERIC_TYPES dtype over elements [b, e), each partial
+ * sum in the dtype's arithmetic (AddN, and AccumulateNV2 for those dtypes); a weft_range_fn over
+ * a weft_cpu_addn_job_t. Other dtypes are left alone. */
+typedef struct weft_cpu_addn_job {
+  weft_dtype_t dtype;
+  int n;
+  const void *const *ins;
+  void *out;
+} weft_cpu_addn_job_t;
+void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 
 /* C[m,n] (row stride ldc) = op(A) op(B) in float32 (dbl: float64), row-major, with OpenBLAS on
  * as many threads as the intra-op pool has (or OPENBLAS_NUM_THREADS says) when large, else on

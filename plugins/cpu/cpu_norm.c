@@ -10,26 +10,6 @@
 
 #define H weft__cpu_host
 
-static double load_f(weft_dtype_t dt, const void *p, int64_t i) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: return ((const float *)p)[i];
-    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
-    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
-    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    default: return 0;
-  }
-}
-
-static void store_f(weft_dtype_t dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
-    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
-    default: break;
-  }
-}
-
 /* ---------------------------------------------------------------------------------------------
  * FusedBatchNorm, V2, V3. Training normalizes with the batch mean and the biased batch variance
  * and reports the unbiased variance (n / (n - 1), n the elements per channel), blended with the
@@ -77,17 +57,17 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
     WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, i + 1, p[0].dtype, 1, &C, &o[i]));
   if (v3) {
     WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 5, p[0].dtype, 0, NULL, &o[4]));
-    store_f(o[4].dtype, o[4].data, 0, 0.0);
+    weft__cpu_store_f(o[4].dtype, o[4].data, 0, 0.0);
   }
   weft_dtype_t u = p[0].dtype;
   if (x.num_elements == 0) {
     for (int64_t c = 0; c < C; c++) {
       double m = NAN, v = NAN;
       if (training && factor != 1.0) {
-        m = (1 - factor) * load_f(u, p[2].data, c);
-        v = (1 - factor) * load_f(u, p[3].data, c);
+        m = (1 - factor) * weft__cpu_load_f(u, p[2].data, c);
+        v = (1 - factor) * weft__cpu_load_f(u, p[3].data, c);
       }
-      for (int i = 0; i < 4; i++) store_f(u, o[i].data, c, i % 2 ? v : m);
+      for (int i = 0; i < 4; i++) weft__cpu_store_f(u, o[i].data, c, i % 2 ? v : m);
     }
     return NULL;
   }
@@ -102,24 +82,26 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
 #define CH(i) (cfirst ? ((i) / inner) % C : (i) % C)
   if (training) {
     memset(mean, 0, sizeof(double) * (size_t)(2 * C));
-    for (int64_t i = 0; i < x.num_elements; i++) mean[CH(i)] += load_f(x.dtype, x.data, i);
+    for (int64_t i = 0; i < x.num_elements; i++)
+      mean[CH(i)] += weft__cpu_load_f(x.dtype, x.data, i);
     for (int64_t c = 0; c < C; c++) mean[c] /= (double)rest;
     for (int64_t i = 0; i < x.num_elements; i++) {
-      double d = load_f(x.dtype, x.data, i) - mean[CH(i)];
+      double d = weft__cpu_load_f(x.dtype, x.data, i) - mean[CH(i)];
       var[CH(i)] += d * d;
     }
     for (int64_t c = 0; c < C; c++) var[c] /= (double)rest;
   } else {
     for (int64_t c = 0; c < C; c++) {
-      mean[c] = load_f(u, p[2].data, c);
-      var[c] = load_f(u, p[3].data, c);
+      mean[c] = weft__cpu_load_f(u, p[2].data, c);
+      var[c] = weft__cpu_load_f(u, p[3].data, c);
     }
   }
   for (int64_t i = 0; i < x.num_elements; i++) {
     int64_t c = CH(i);
-    double v = (load_f(x.dtype, x.data, i) - mean[c]) / sqrt(var[c] + eps) *
-                   load_f(u, p[0].data, c) + load_f(u, p[1].data, c);
-    store_f(y.dtype, y.data, i, v);
+    double v = (weft__cpu_load_f(x.dtype, x.data, i) - mean[c]) / sqrt(var[c] + eps) *
+                   weft__cpu_load_f(u, p[0].data, c) +
+               weft__cpu_load_f(u, p[1].data, c);
+    weft__cpu_store_f(y.dtype, y.data, i, v);
   }
 #undef CH
   double adjust = (double)rest / (double)(rest > 1 ? rest - 1 : 1);
@@ -128,14 +110,14 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
     if (training) {
       bv = var[c] * adjust;
       if (factor != 1.0) {
-        bm = (1 - factor) * load_f(u, p[2].data, c) + factor * mean[c];
-        bv = (1 - factor) * load_f(u, p[3].data, c) + factor * adjust * var[c];
+        bm = (1 - factor) * weft__cpu_load_f(u, p[2].data, c) + factor * mean[c];
+        bv = (1 - factor) * weft__cpu_load_f(u, p[3].data, c) + factor * adjust * var[c];
       }
     }
-    store_f(u, o[0].data, c, bm);
-    store_f(u, o[1].data, c, bv);
-    store_f(u, o[2].data, c, mean[c]);
-    store_f(u, o[3].data, c, var[c]);
+    weft__cpu_store_f(u, o[0].data, c, bm);
+    weft__cpu_store_f(u, o[1].data, c, bv);
+    weft__cpu_store_f(u, o[2].data, c, mean[c]);
+    weft__cpu_store_f(u, o[3].data, c, var[c]);
   }
   return NULL;
 }
@@ -168,11 +150,11 @@ static weft_status_t *k_lrn(weft_kernel_ctx_t *ctx, void *state) {
       int64_t lo = c - r < 0 ? 0 : c - r, hi = c + r >= C ? C - 1 : c + r;
       double sum = 0;
       for (int64_t k = lo; k <= hi; k++) {
-        double v = load_f(x.dtype, x.data, row * C + k);
+        double v = weft__cpu_load_f(x.dtype, x.data, row * C + k);
         sum += v * v;
       }
-      double v = load_f(x.dtype, x.data, row * C + c);
-      store_f(y.dtype, y.data, row * C + c, v / pow(bias + alpha * sum, beta));
+      double v = weft__cpu_load_f(x.dtype, x.data, row * C + c);
+      weft__cpu_store_f(y.dtype, y.data, row * C + c, v / pow(bias + alpha * sum, beta));
     }
   return NULL;
 }

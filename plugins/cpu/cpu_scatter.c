@@ -148,13 +148,37 @@ static const sc_spec_t kScatter[] = {
     [SC_MAX] = {SC_MAX, false},
 };
 
+/* The reference variable, input 0. */
+static weft_status_t *ref_var(weft_kernel_ctx_t *ctx, weft_tensor_view_t *var) {
+  memset(var, 0, sizeof *var);
+  var->struct_size = sizeof *var;
+  return H->kernel_ref_input(ctx, 0, var);
+}
+
+typedef weft_status_t *(*ref_update_fn)(weft_kernel_ctx_t *ctx, sc_op_t op,
+                                         const weft_tensor_view_t *ind,
+                                         const weft_tensor_view_t *upd);
+
+/* The ref-variable ops: indices and updates are inputs 1 and 2, fn runs under the variable's lock
+ * when use_locking (default spec->lock_default) asks for it, and the variable is forwarded. */
+static weft_status_t *run_on_ref(weft_kernel_ctx_t *ctx, const sc_spec_t *spec,
+                                 ref_update_fn fn) {
+  weft_tensor_view_t ind, upd;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &upd));
+  bool lock = weft__cpu_attr_bool(ctx, "use_locking", spec->lock_default);
+  if (lock) H->kernel_lock_ref(ctx, 0);
+  weft_status_t *s = fn(ctx, spec->op, &ind, &upd);
+  if (lock) H->kernel_unlock_ref(ctx, 0);
+  WEFT_RETURN_IF_ERROR(s);
+  return H->kernel_forward_ref(ctx, 0, 0);
+}
+
 static weft_status_t *scatter_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
                                      const weft_tensor_view_t *ind,
                                      const weft_tensor_view_t *upd) {
   weft_tensor_view_t var;
-  memset(&var, 0, sizeof var);
-  var.struct_size = sizeof var;
-  WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, 0, &var));
+  WEFT_RETURN_IF_ERROR(ref_var(ctx, &var));
   char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN], c[CPU_SHAPE_STR_LEN];
   if (var.rank < 1)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "params must be at least 1-D, got shape %s",
@@ -198,16 +222,7 @@ static weft_status_t *scatter_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
 }
 
 static weft_status_t *k_scatter(weft_kernel_ctx_t *ctx, void *state) {
-  const sc_spec_t *spec = state;
-  weft_tensor_view_t ind, upd;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &upd));
-  bool lock = weft__cpu_attr_bool(ctx, "use_locking", spec->lock_default);
-  if (lock) H->kernel_lock_ref(ctx, 0);
-  weft_status_t *s = scatter_locked(ctx, spec->op, &ind, &upd);
-  if (lock) H->kernel_unlock_ref(ctx, 0);
-  WEFT_RETURN_IF_ERROR(s);
-  return H->kernel_forward_ref(ctx, 0, 0);
+  return run_on_ref(ctx, state, scatter_locked);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -379,9 +394,7 @@ static weft_status_t *scatter_nd_ref_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
                                             const weft_tensor_view_t *ind,
                                             const weft_tensor_view_t *upd) {
   weft_tensor_view_t var;
-  memset(&var, 0, sizeof var);
-  var.struct_size = sizeof var;
-  WEFT_RETURN_IF_ERROR(H->kernel_ref_input(ctx, 0, &var));
+  WEFT_RETURN_IF_ERROR(ref_var(ctx, &var));
   if (var.dtype != upd->dtype)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "Cannot update a %s variable with %s updates",
@@ -390,16 +403,7 @@ static weft_status_t *scatter_nd_ref_locked(weft_kernel_ctx_t *ctx, sc_op_t op,
 }
 
 static weft_status_t *k_scatter_nd_ref(weft_kernel_ctx_t *ctx, void *state) {
-  const sc_spec_t *spec = state;
-  weft_tensor_view_t ind, upd;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &upd));
-  bool lock = weft__cpu_attr_bool(ctx, "use_locking", spec->lock_default);
-  if (lock) H->kernel_lock_ref(ctx, 0);
-  weft_status_t *s = scatter_nd_ref_locked(ctx, spec->op, &ind, &upd);
-  if (lock) H->kernel_unlock_ref(ctx, 0);
-  WEFT_RETURN_IF_ERROR(s);
-  return H->kernel_forward_ref(ctx, 0, 0);
+  return run_on_ref(ctx, state, scatter_nd_ref_locked);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -110,31 +110,6 @@ static double betainc(double a, double b, double x) {
   return 1 - exp(lbt) * betacf(b, a, 1 - x) / b;
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Element access in any float dtype, through double */
-
-static double load(weft_dtype_t dt, const void *p, int64_t i) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: return ((const float *)p)[i];
-    case WEFT_DT_DOUBLE: return ((const double *)p)[i];
-    case WEFT_DT_HALF: return weft__cpu_half_to_float(((const uint16_t *)p)[i]);
-    case WEFT_DT_BFLOAT16: return weft__cpu_bf16_to_float(((const uint16_t *)p)[i]);
-    default: return NAN;
-  }
-}
-
-static void store(weft_dtype_t dt, void *p, int64_t i, double v) {
-  switch (dt) {
-    case WEFT_DT_FLOAT: ((float *)p)[i] = (float)v; break;
-    case WEFT_DT_DOUBLE: ((double *)p)[i] = v; break;
-    /* Through float: double -> float -> half could round twice, but these functions are not
-     * correctly rounded to begin with. */
-    case WEFT_DT_HALF: ((uint16_t *)p)[i] = weft__cpu_float_to_half((float)v); break;
-    case WEFT_DT_BFLOAT16: ((uint16_t *)p)[i] = weft__cpu_float_to_bf16((float)v); break;
-    default: break;
-  }
-}
-
 static bool is_float_dtype(weft_dtype_t dt) { return weft__cpu_dtype_is_float(dt); }
 
 /* ---------------------------------------------------------------------------------------------
@@ -148,7 +123,8 @@ typedef struct un_job {
 
 static void digamma_range(void *arg, int64_t b, int64_t e) {
   const un_job_t *j = arg;
-  for (int64_t i = b; i < e; i++) store(j->dt, j->y, i, digamma(load(j->dt, j->x, i)));
+  for (int64_t i = b; i < e; i++)
+    weft__cpu_store_f(j->dt, j->y, i, digamma(weft__cpu_load_f(j->dt, j->x, i)));
 }
 
 static weft_status_t *k_digamma(weft_kernel_ctx_t *ctx, void *state) {
@@ -181,9 +157,9 @@ static void gamma_run(void *arg, const int64_t *off, int64_t pos, int64_t len) {
   int r = j->bc->rank - 1;
   int64_t sa = j->bc->strides[0][r], sx = j->bc->strides[1][r];
   for (int64_t i = 0; i < len; i++)
-    store(j->dt, j->z, pos + i,
-          igamma(load(j->dt, j->a, off[0] + i * sa), load(j->dt, j->x, off[1] + i * sx),
-                 j->lower));
+    weft__cpu_store_f(j->dt, j->z, pos + i,
+                      igamma(weft__cpu_load_f(j->dt, j->a, off[0] + i * sa),
+                             weft__cpu_load_f(j->dt, j->x, off[1] + i * sx), j->lower));
 }
 
 static void gamma_range(void *arg, int64_t b, int64_t e) {
@@ -222,10 +198,10 @@ static void beta_range(void *arg, int64_t b, int64_t e) {
   const beta_job_t *j = arg;
   const weft_tensor_view_t *in = j->in;
   for (int64_t i = b; i < e; i++) {
-    double av = load(j->dt, in[0].data, in[0].rank > 0 ? i : 0);
-    double bv = load(j->dt, in[1].data, in[1].rank > 0 ? i : 0);
-    double xv = load(j->dt, in[2].data, in[2].rank > 0 ? i : 0);
-    store(j->dt, j->z, i, betainc(av, bv, xv));
+    double av = weft__cpu_load_f(j->dt, in[0].data, in[0].rank > 0 ? i : 0);
+    double bv = weft__cpu_load_f(j->dt, in[1].data, in[1].rank > 0 ? i : 0);
+    double xv = weft__cpu_load_f(j->dt, in[2].data, in[2].rank > 0 ? i : 0);
+    weft__cpu_store_f(j->dt, j->z, i, betainc(av, bv, xv));
   }
 }
 

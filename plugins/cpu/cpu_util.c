@@ -165,6 +165,19 @@ double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i) {
   }
 }
 
+bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
+                       const char *dflt) {
+  const char *s = NULL;
+  size_t len = 0;
+  const weft_host_t *h = weft__cpu_host;
+  weft_status_t *st = h->attr_string(h->kernel_attrs(ctx), name, &s, &len);
+  if (st) {
+    h->status_free(st);
+    s = dflt;
+  }
+  return s != NULL && strcmp(s, value) == 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Parallelism */
 
