@@ -27,6 +27,8 @@ typedef struct weft__value {
 typedef struct weft__resource_mgr weft__resource_mgr_t;
 
 /* What a kernel invocation sees: built by the executor, read by the host table. */
+typedef struct weft__step_resources weft__step_resources_t;
+
 struct weft_kernel_ctx {
   const weft_node_t *node;
   const weft__kernel_t *kernel;
@@ -39,6 +41,7 @@ struct weft_kernel_ctx {
   weft__resource_mgr_t *resources;
   GPtrArray *scratch;           /* weft__buffer_t* freed after compute */
   weft_status_t *deferred;      /* a status a void host function could not return */
+  weft__step_resources_t *step_resources; /* the step's TensorArrays (frames_internal.h) */
 };
 
 /* The host table's kernel-context services (kernel_host.c) used by the executor. */

@@ -5,6 +5,7 @@
  * device (or host memory for host-memory args) as they are bound. The first failing kernel
  * cancels the step: nothing new starts, and the error names the node, op and device. */
 #include "exec_internal.h"
+#include "frames_internal.h"
 
 #include <string.h>
 
@@ -48,6 +49,7 @@ struct weft__executor {
   int n_feed_targets;
   int n_fetches;
   int *fetch_from_feed; /* per fetch: feed index or -1 */
+  weft__cf_executor_t *cf; /* steps with control flow run there instead (frames.c) */
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -67,6 +69,13 @@ static bool is_inexpensive_op(const char *op) {
 }
 
 weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__executor_t **out) {
+  if (weft__cf_needed(p)) {
+    weft__cf_executor_t *cf = NULL;
+    WEFT_RETURN_IF_ERROR(weft__cf_executor_new(p, &cf));
+    *out = g_new0(weft__executor_t, 1);
+    (*out)->cf = cf;
+    return NULL;
+  }
   weft__executor_t *ex = g_new0(weft__executor_t, 1);
   ex->n_nodes = (int)p->nodes->len;
   ex->nodes = g_new0(exec_node_t, ex->n_nodes > 0 ? ex->n_nodes : 1);
@@ -176,6 +185,7 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
 
 void weft__executor_free(weft__executor_t *ex) {
   if (!ex) return;
+  weft__cf_executor_free(ex->cf);
   for (int k = 0; k < ex->n_nodes; k++) {
     g_free(ex->nodes[k].edges);
     g_free(ex->nodes[k].fetches);
@@ -204,6 +214,7 @@ typedef struct step {
   GCond done_cond;
   bool done;
   weft_status_t *error;
+  weft__step_resources_t step_resources;
 } step_t;
 
 typedef struct task {
@@ -406,6 +417,7 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       ctx.outputs = outs;
       ctx.intra_pool = s->args->intra_pool;
       ctx.resources = s->args->resources;
+      ctx.step_resources = &s->step_resources;
       st = en->kinst->kernel->def.compute(&ctx, en->kinst->state);
       if (!st) st = weft__kernel_ctx_take_status(&ctx);
       else weft_status_free(weft__kernel_ctx_take_status(&ctx));
@@ -508,6 +520,7 @@ static void schedule_node(step_t *s, int node) {
 
 weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *args,
                                   weft_tensor_t **fetched) {
+  if (ex->cf) return weft__cf_executor_run(ex->cf, args, fetched);
   step_t s = {0};
   s.ex = ex;
   s.args = args;
@@ -516,6 +529,7 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
   s.fetched = g_new0(weft_tensor_t *, ex->n_fetches > 0 ? ex->n_fetches : 1);
   g_mutex_init(&s.lock);
   g_cond_init(&s.done_cond);
+  g_mutex_init(&s.step_resources.lock);
   for (int k = 0; k < ex->n_nodes; k++) s.pending[k] = ex->nodes[k].initial_pending;
   for (int f = 0; f < ex->n_feed_targets; f++) {
     s.inputs[ex->feed_targets[f].slot].tensor = weft_tensor_ref(args->feed_values[ex->feed_targets[f].feed]);
@@ -560,6 +574,7 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
   g_free(s.inputs);
   g_free(s.pending);
   g_free(s.fetched);
+  weft__step_resources_clear(&s.step_resources);
   g_mutex_clear(&s.lock);
   g_cond_clear(&s.done_cond);
   return st;

@@ -447,7 +447,9 @@ static weft_status_t *attr_from_proto(const Tensorflow__AttrValue *pv, weft__att
       break;
     case TENSORFLOW__ATTR_VALUE__VALUE_TYPE:
       v = weft__attr_value_new(WEFT_ATTR_TYPE);
-      v->u.type = (weft_dtype_t)pv->type;
+      /* Weft carries resource handles (TensorArrayV3's) as string tensors naming the resource. */
+      v->u.type = pv->type == TENSORFLOW__DATA_TYPE__DT_RESOURCE ? WEFT_DT_STRING
+                                                                 : (weft_dtype_t)pv->type;
       break;
     case TENSORFLOW__ATTR_VALUE__VALUE_SHAPE:
       v = weft__attr_value_new(WEFT_ATTR_SHAPE);
@@ -600,6 +602,7 @@ typedef struct input_ref {
   int index;            /* output index; -1 for a control input */
   int local;            /* the producer's position in the GraphDef, or -1 */
   weft_node_t *existing; /* the producer when it is already in the graph */
+  bool back_edge;       /* a loop's NextIteration into its Merge: linked once both exist */
 } input_ref_t;
 
 typedef struct pending_node {
@@ -695,6 +698,58 @@ static weft_status_t *convert_node(weft_graph_t *graph, const Tensorflow__NodeDe
   return NULL;
 }
 
+/* TensorFlow's loops close their cycles with an edge from a NextIteration (or RefNextIteration)
+ * into a Merge (or RefMerge): the importer adds such a Merge before its producer exists, as
+ * TensorFlow's graph constructor does with its back edges. */
+static bool is_next_iteration(const char *op) {
+  return op && (strcmp(op, "NextIteration") == 0 || strcmp(op, "RefNextIteration") == 0);
+}
+
+static bool is_merge(const char *op) {
+  return op && (strcmp(op, "Merge") == 0 || strcmp(op, "RefMerge") == 0);
+}
+
+/* The first data input of a Merge that is not a back edge (-1: none). */
+static int forward_input(const pending_node_t *p) {
+  for (int k = 0; k < p->n_data; k++)
+    if (!p->inputs[k].back_edge && p->inputs[k].local >= 0) return k;
+  return -1;
+}
+
+static weft_status_t *mark_back_edges(pending_node_t *nodes, int n) {
+  for (int i = 0; i < n; i++) {
+    pending_node_t *p = &nodes[i];
+    if (!is_merge(p->def->op)) continue;
+    bool any = false;
+    for (int k = 0; k < p->n_data; k++) {
+      input_ref_t *r = &p->inputs[k];
+      if (r->local >= 0 && is_next_iteration(nodes[r->local].def->op)) r->back_edge = any = true;
+    }
+    if (any && forward_input(p) < 0) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "Merge node '%s' has only NextIteration inputs: its loop has no "
+                             "entry", p->def->name);
+    }
+  }
+  return NULL;
+}
+
+/* Points each Merge's back edges at their NextIteration nodes, now that they exist. The Merge's
+ * output shape becomes unknown: TensorFlow infers a loop's Merge with the back edge unknown. */
+static void link_back_edges(const pending_node_t *nodes, int n, weft_node_t **added) {
+  for (int i = 0; i < n; i++) {
+    const pending_node_t *p = &nodes[i];
+    bool any = false;
+    for (int k = 0; k < p->n_data; k++) {
+      if (!p->inputs[k].back_edge) continue;
+      added[i]->inputs[k].src = added[p->inputs[k].local];
+      added[i]->inputs[k].src_index = p->inputs[k].index;
+      any = true;
+    }
+    if (any) added[i]->output_ranks[0] = -1;
+  }
+}
+
 /* Orders the GraphDef's nodes so that every node comes after its local producers, keeping the
  * GraphDef's own order where it already is one (depth-first, inputs first, without recursion so
  * a long chain cannot overflow the stack). INVALID_ARGUMENT naming the nodes of a cycle. */
@@ -713,8 +768,9 @@ static weft_status_t *topo_order(const pending_node_t *nodes, int n, int *order)
     while (sp > 0 && !st) {
       int v = stack[sp - 1];
       if (next[sp - 1] < nodes[v].n_inputs) {
-        int u = nodes[v].inputs[next[sp - 1]++].local;
-        if (u < 0 || state[u] == 2) continue;
+        const input_ref_t *in = &nodes[v].inputs[next[sp - 1]++];
+        int u = in->local;
+        if (u < 0 || state[u] == 2 || in->back_edge) continue;
         if (state[u] == 0) {
           state[u] = 1;
           stack[sp] = u;
@@ -730,8 +786,8 @@ static weft_status_t *topo_order(const pending_node_t *nodes, int n, int *order)
           g_string_append_printf(cycle, " -> '%s'", nodes[stack[j]].def->name);
         g_string_append_printf(cycle, " -> '%s'", nodes[u].def->name);
         st = weft_status_new(WEFT_INVALID_ARGUMENT,
-                             "GraphDef has a cycle through nodes %s; loops (NextIteration) are "
-                             "not supported",
+                             "GraphDef has a cycle through nodes %s that no NextIteration -> Merge "
+                             "edge closes",
                              cycle->str);
         g_string_free(cycle, TRUE);
       } else {
@@ -827,6 +883,7 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
     }
   }
 
+  if (!st) st = mark_back_edges(nodes, n);
   int *order = g_new(int, n > 0 ? n : 1);
   if (!st) st = topo_order(nodes, n, order);
 
@@ -841,10 +898,18 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
       for (int k = 0; k < p->n_inputs; k++) {
         const input_ref_t *r = &p->inputs[k];
         weft_node_t *src = r->local >= 0 ? added[r->local] : r->existing;
+        /* A back edge's producer comes later: the Merge's forward input, of the same type, holds
+         * its place until link_back_edges. */
+        int src_index = r->index;
+        if (r->back_edge) {
+          const input_ref_t *fwd = &p->inputs[forward_input(p)];
+          src = added[fwd->local];
+          src_index = fwd->index;
+        }
         if (k < p->n_data) {
           edges[k].src = src;
-          edges[k].src_index = r->index;
-          if (r->index >= weft_node_num_outputs(src)) {
+          edges[k].src_index = src_index;
+          if (src_index >= weft_node_num_outputs(src)) {
             st = weft_status_new(WEFT_INVALID_ARGUMENT,
                                  "Node '%s' (%s) has input '%s:%d', but node '%s' (%s) has only %d "
                                  "output%s",
@@ -863,6 +928,7 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
       g_free(edges);
       g_free(controls);
     }
+    if (!st) link_back_edges(nodes, n, added);
     /* All or nothing: a graph half imported would run something nobody wrote. */
     if (st) weft__graph_truncate(graph, n_before);
     g_free(added);

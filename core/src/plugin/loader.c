@@ -413,10 +413,18 @@ static void load_dir_locked(const char *dir, bool subfolders) {
   g_ptr_array_free(subdirs, TRUE);
 }
 
+/* Kernels the core itself provides (exec's control-flow, Assert and TensorArray kernels),
+ * registered into the default at its load, before any plugin: set from an exec constructor, as
+ * this layer cannot name exec. */
+static void (*core_kernels_fn)(void);
+
+void weft__registry_set_core_kernels(void (*register_fn)(void)) { core_kernels_fn = register_fn; }
+
 /* The default registry's one-time load: the only place plugins are looked for. */
 static gpointer load_default_once(gpointer unused) {
   (void)unused;
   weft_registry_t *reg = weft__registry_process();
+  if (core_kernels_fn != NULL) core_kernels_fn();
   g_mutex_lock(&loader_lock);
   if (!records) records = g_ptr_array_new();
   const char *env = g_getenv("WEFT_PLUGIN_PATH");

@@ -79,6 +79,9 @@ void weft__registry_share_plugin(weft_registry_t *reg, const char *plugin_path);
 weft__kernel_t *weft__kernel_copy_def(const weft_kernel_def_t *def, const char *plugin_path);
 void weft__kernel_free(weft__kernel_t *kernel);
 void weft__registry_add_kernel(weft__kernel_t *kernel);   /* takes ownership */
+/* The function that registers the core's own kernels into the default at its one-time load
+ * (exec/flow_kernels.c sets it from a constructor: the plugin layer cannot name exec). */
+void weft__registry_set_core_kernels(void (*register_fn)(void));
 void weft__registry_add_backend(weft__backend_t *backend); /* takes ownership; enumerates */
 int weft__registry_count_kernels_from(const char *plugin_path);
 char *weft__registry_device_types_from(const char *plugin_path); /* g_free() */
