@@ -142,6 +142,57 @@ weft_status_t *weft_pc_train_operands(weft_kernel_ctx_t *ctx, const char *op, co
                                       int n_refs, int grad_input, bool sgd,
                                       weft_tensor_view_t *refs, weft_tensor_view_t *grad);
 
+/* Reads scalar input `index` (named `name` in messages) into *out; it must be a rank-0 tensor of
+ * dtype (INVALID_ARGUMENT "<name> is not a <dtype> scalar: <its dtype> <its shape>"). */
+weft_status_t *weft_pc_train_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
+                                    weft_dtype_t dtype, weft_tensor_view_t *out);
+
+/* The update ops every backend registers, in registration order, with TensorFlow's inputs. */
+typedef enum weft_pc_train_kind {
+  WEFT_PC_TRAIN_SGD = 0,  /* scalars: alpha */
+  WEFT_PC_TRAIN_MOMENTUM, /* lr, momentum */
+  WEFT_PC_TRAIN_ADAGRAD,  /* lr */
+  WEFT_PC_TRAIN_ADAM,     /* beta1_power, beta2_power, lr, beta1, beta2, epsilon */
+  WEFT_PC_TRAIN_RMSPROP,  /* lr, rho, momentum, epsilon */
+} weft_pc_train_kind_t;
+
+#define WEFT_PC_TRAIN_N_OPS 5
+
+#define WEFT_PC_TRAIN_MAX_SCALARS 6
+
+typedef struct weft_pc_train_op {
+  const char *name;
+  weft_pc_train_kind_t kind;
+  int n_refs;                                   /* var and slots: inputs [0, n_refs) */
+  int scalars[WEFT_PC_TRAIN_MAX_SCALARS];       /* input indices, in the kernel's order; -1 ends */
+  const char *names[WEFT_PC_TRAIN_MAX_SCALARS]; /* their names, for messages */
+  int grad_input;                               /* index of grad (or delta) */
+} weft_pc_train_op_t;
+
+extern const weft_pc_train_op_t weft_pc_train_ops[WEFT_PC_TRAIN_N_OPS];
+
+/* An update's operands: refs[0] the variable, refs[1..n_refs) its slots, the gradient, and the
+ * scalars[0..n_scalars) in the op's order. */
+typedef struct weft_pc_train_in {
+  weft_tensor_view_t refs[3], grad;
+  int n_scalars;
+  weft_tensor_view_t scalars[WEFT_PC_TRAIN_MAX_SCALARS];
+} weft_pc_train_in_t;
+
+/* weft_pc_train_operands, then weft_pc_train_scalar for each of op's scalars (the variable's
+ * dtype), in order; the first error is returned. */
+weft_status_t *weft_pc_train_read(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,
+                                  const char *device, weft_pc_train_in_t *in);
+
+/* The compute function of an update op (user_data: its weft_pc_train_op_t): `update` under the
+ * variable's lock when use_locking (only the variable's: the host's ref locks need not be
+ * re-entrant, and a variable's slots are only ever touched by its own update ops), then the
+ * variable's reference forwarded to output 0. */
+typedef weft_status_t *(*weft_pc_train_update_fn)(weft_kernel_ctx_t *ctx,
+                                                  const weft_pc_train_op_t *op);
+weft_status_t *weft_pc_train_compute(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,
+                                     weft_pc_train_update_fn update);
+
 /* ---------------------------------------------------------------------------------------------
  * Broadcasting (TensorFlow/numpy rules) of up to 3 operands, collapsed so that runs of dims with
  * the same broadcast pattern merge. Dims of size 1 in the output are dropped; the result always

@@ -310,3 +310,56 @@ weft_status_t *weft_pc_train_operands(weft_kernel_ctx_t *ctx, const char *op, co
                          weft_pc_shape_str(grad->rank, grad->dims, s1, sizeof s1));
   return NULL;
 }
+
+weft_status_t *weft_pc_train_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
+                                    weft_dtype_t dtype, weft_tensor_view_t *out) {
+  WEFT_RETURN_IF_ERROR(weft_pc_input(ctx, index, out));
+  if (out->num_elements != 1 || out->rank != 0 || out->dtype != dtype) {
+    char s[WEFT_PC_SHAPE_STR_LEN];
+    return weft_pc_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not a %s scalar: %s %s", name,
+                         weft_pc_dtype_name(dtype), weft_pc_dtype_name(out->dtype),
+                         weft_pc_shape_str(out->rank, out->dims, s, sizeof s));
+  }
+  return NULL;
+}
+
+const weft_pc_train_op_t weft_pc_train_ops[WEFT_PC_TRAIN_N_OPS] = {
+    {"ApplyGradientDescent", WEFT_PC_TRAIN_SGD, 1, {1, -1}, {"alpha"}, 2},
+    {"ApplyMomentum", WEFT_PC_TRAIN_MOMENTUM, 2, {2, 4, -1}, {"lr", "momentum"}, 3},
+    {"ApplyAdagrad", WEFT_PC_TRAIN_ADAGRAD, 2, {2, -1}, {"lr"}, 3},
+    {"ApplyAdam",
+     WEFT_PC_TRAIN_ADAM,
+     3,
+     {3, 4, 5, 6, 7, 8},
+     {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"},
+     9},
+    {"ApplyRMSProp",
+     WEFT_PC_TRAIN_RMSPROP,
+     3,
+     {3, 4, 5, 6, -1},
+     {"lr", "rho", "momentum", "epsilon"},
+     7},
+};
+
+weft_status_t *weft_pc_train_read(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,
+                                  const char *device, weft_pc_train_in_t *in) {
+  memset(in, 0, sizeof *in);
+  WEFT_RETURN_IF_ERROR(weft_pc_train_operands(ctx, op->name, device, op->n_refs, op->grad_input,
+                                              op->kind == WEFT_PC_TRAIN_SGD, in->refs, &in->grad));
+  for (; in->n_scalars < WEFT_PC_TRAIN_MAX_SCALARS && op->scalars[in->n_scalars] >= 0;
+       in->n_scalars++)
+    WEFT_RETURN_IF_ERROR(weft_pc_train_scalar(ctx, op->scalars[in->n_scalars],
+                                              op->names[in->n_scalars], in->refs[0].dtype,
+                                              &in->scalars[in->n_scalars]));
+  return NULL;
+}
+
+weft_status_t *weft_pc_train_compute(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,
+                                     weft_pc_train_update_fn update) {
+  bool lock = weft_pc_attr_bool(ctx, "use_locking", false);
+  if (lock) H->kernel_lock_ref(ctx, 0);
+  weft_status_t *s = update(ctx, op);
+  if (lock) H->kernel_unlock_ref(ctx, 0);
+  WEFT_RETURN_IF_ERROR(s);
+  return H->kernel_forward_ref(ctx, 0, 0);
+}

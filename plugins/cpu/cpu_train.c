@@ -12,36 +12,8 @@
 
 #define H weft__cpu_host
 
-typedef enum train_kind {
-  TRAIN_SGD,
-  TRAIN_MOMENTUM,
-  TRAIN_ADAGRAD,
-  TRAIN_ADAM,
-  TRAIN_RMSPROP,
-} train_kind_t;
-
-typedef struct train_op {
-  const char *name;
-  train_kind_t kind;
-  int n_refs;           /* var and slots: inputs [0, n_refs) */
-  const char *scalars[7]; /* the scalar inputs after the refs, in order, NULL-terminated */
-  int grad_input;       /* index of grad (or delta) */
-} train_op_t;
-
-static const train_op_t train_ops[] = {
-    {"ApplyGradientDescent", TRAIN_SGD, 1, {"alpha", NULL}, 2},
-    {"ApplyMomentum", TRAIN_MOMENTUM, 2, {"lr", NULL}, 3}, /* momentum is input 4 */
-    {"ApplyAdagrad", TRAIN_ADAGRAD, 2, {"lr", NULL}, 3},
-    {"ApplyAdam",
-     TRAIN_ADAM,
-     3,
-     {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", NULL},
-     9},
-    {"ApplyRMSProp", TRAIN_RMSPROP, 3, {"lr", "rho", "momentum", "epsilon", NULL}, 7},
-};
-
 typedef struct train_job {
-  train_kind_t kind;
+  weft_pc_train_kind_t kind;
   weft_dtype_t dtype;
   void *var, *s1, *s2; /* slots */
   const void *grad;
@@ -56,12 +28,12 @@ typedef struct train_job {
     T *restrict s2 = (T *)j->s2;                                                        \
     const T *restrict g = (const T *)j->grad;                                           \
     switch (j->kind) {                                                                  \
-      case TRAIN_SGD: {                                                                 \
+      case WEFT_PC_TRAIN_SGD: {                                                         \
         const T alpha = (T)j->c[0];                                                     \
         for (int64_t i = b; i < e; i++) var[i] -= alpha * g[i];                         \
         break;                                                                          \
       }                                                                                 \
-      case TRAIN_MOMENTUM: {                                                            \
+      case WEFT_PC_TRAIN_MOMENTUM: {                                                    \
         const T lr = (T)j->c[0], mom = (T)j->c[1];                                      \
         for (int64_t i = b; i < e; i++) {                                               \
           s1[i] = s1[i] * mom + g[i];                                                   \
@@ -72,7 +44,7 @@ typedef struct train_job {
         }                                                                               \
         break;                                                                          \
       }                                                                                 \
-      case TRAIN_ADAGRAD: {                                                             \
+      case WEFT_PC_TRAIN_ADAGRAD: {                                                     \
         const T lr = (T)j->c[0];                                                        \
         for (int64_t i = b; i < e; i++) {                                               \
           if (j->update_slots) s1[i] += g[i] * g[i];                                    \
@@ -80,7 +52,7 @@ typedef struct train_job {
         }                                                                               \
         break;                                                                          \
       }                                                                                 \
-      case TRAIN_ADAM: {                                                                \
+      case WEFT_PC_TRAIN_ADAM: {                                                        \
         /* c: beta1_power, beta2_power, lr, beta1, beta2, epsilon, lr_t */              \
         const T beta1 = (T)j->c[3], beta2 = (T)j->c[4], eps = (T)j->c[5];               \
         const T lr_t = (T)j->c[6];                                                      \
@@ -94,7 +66,7 @@ typedef struct train_job {
         }                                                                               \
         break;                                                                          \
       }                                                                                 \
-      case TRAIN_RMSPROP: {                                                             \
+      case WEFT_PC_TRAIN_RMSPROP: {                                                     \
         /* c: lr, rho, momentum, epsilon; s1 = ms, s2 = mom */                          \
         const T lr = (T)j->c[0], rho = (T)j->c[1], momentum = (T)j->c[2];               \
         const T eps = (T)j->c[3];                                                       \
@@ -124,56 +96,28 @@ static bool same_shape(const weft_tensor_view_t *a, const weft_tensor_view_t *b)
          (a->rank == 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0);
 }
 
-static weft_status_t *read_scalar(weft_kernel_ctx_t *ctx, int index, const char *name,
-                                  weft_dtype_t dtype, double *out) {
-  weft_tensor_view_t v;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, index, &v));
-  if (v.num_elements != 1 || v.rank != 0 || v.dtype != dtype) {
-    char s[CPU_SHAPE_STR_LEN];
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is not a %s scalar: %s %s", name,
-                           weft__cpu_dtype_name(dtype), weft__cpu_dtype_name(v.dtype),
-                           weft__cpu_shape_str(v.rank, v.dims, s, sizeof s));
-  }
-  *out = weft__cpu_get_double(&v, 0);
-  return NULL;
-}
-
-static weft_status_t *train_locked(weft_kernel_ctx_t *ctx, const train_op_t *op) {
-  weft_tensor_view_t refs[3], grad;
-  WEFT_RETURN_IF_ERROR(weft_pc_train_operands(ctx, op->name, "CPU", op->n_refs, op->grad_input,
-                                              op->kind == TRAIN_SGD, refs, &grad));
-  const weft_tensor_view_t *var = &refs[0];
-  train_job_t j;
-  memset(&j, 0, sizeof j);
-  j.kind = op->kind;
-  j.dtype = var->dtype;
-  j.var = var->data;
-  j.s1 = op->n_refs > 1 ? refs[1].data : NULL;
-  j.s2 = op->n_refs > 2 ? refs[2].data : NULL;
-  j.grad = grad.data;
-  int k = 0;
-  for (; op->scalars[k] != NULL; k++)
-    WEFT_RETURN_IF_ERROR(read_scalar(ctx, op->n_refs + k, op->scalars[k], var->dtype, &j.c[k]));
-  if (op->kind == TRAIN_MOMENTUM)
-    WEFT_RETURN_IF_ERROR(read_scalar(ctx, 4, "momentum", var->dtype, &j.c[1]));
-  if (op->kind == TRAIN_ADAM) /* lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) */
+static weft_status_t *train_update(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op) {
+  weft_pc_train_in_t in;
+  WEFT_RETURN_IF_ERROR(weft_pc_train_read(ctx, op, "CPU", &in));
+  const weft_tensor_view_t *var = &in.refs[0];
+  train_job_t j = {.kind = op->kind,
+                   .dtype = var->dtype,
+                   .var = var->data,
+                   .s1 = op->n_refs > 1 ? in.refs[1].data : NULL,
+                   .s2 = op->n_refs > 2 ? in.refs[2].data : NULL,
+                   .grad = in.grad.data};
+  for (int k = 0; k < in.n_scalars; k++) j.c[k] = weft__cpu_get_double(&in.scalars[k], 0);
+  if (op->kind == WEFT_PC_TRAIN_ADAM) /* lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) */
     j.c[6] = j.c[2] * sqrt(1.0 - j.c[1]) / (1.0 - j.c[0]);
   j.nesterov = weft__cpu_attr_bool(ctx, "use_nesterov", false);
   j.update_slots = weft__cpu_attr_bool(ctx, "update_slots", true);
-  weft__cpu_parallel(ctx, var->num_elements, op->kind == TRAIN_SGD ? 2 : 20, train_range, &j);
+  weft__cpu_parallel(ctx, var->num_elements, op->kind == WEFT_PC_TRAIN_SGD ? 2 : 20, train_range,
+                     &j);
   return NULL;
 }
 
 static weft_status_t *k_train(weft_kernel_ctx_t *ctx, void *state) {
-  const train_op_t *op = state;
-  /* Only the variable's lock: the host's ref locks need not be re-entrant, and a variable's
-   * slots are only ever touched by its own update ops. */
-  bool lock = weft__cpu_attr_bool(ctx, "use_locking", false);
-  if (lock) H->kernel_lock_ref(ctx, 0);
-  weft_status_t *s = train_locked(ctx, op);
-  if (lock) H->kernel_unlock_ref(ctx, 0);
-  WEFT_RETURN_IF_ERROR(s);
-  return H->kernel_forward_ref(ctx, 0, 0);
+  return weft_pc_train_compute(ctx, state, train_update);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -318,15 +262,15 @@ static weft_status_t *k_accumulator_take(weft_kernel_ctx_t *ctx, void *state) {
 
 weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
   static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
-  for (size_t i = 0; i < sizeof train_ops / sizeof train_ops[0]; i++) {
+  for (size_t i = 0; i < WEFT_PC_TRAIN_N_OPS; i++) {
     weft_cpu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
-    spec.op = train_ops[i].name;
+    spec.op = weft_pc_train_ops[i].name;
     spec.compute = k_train;
     spec.type_attr = "T";
     spec.dtypes = types;
     spec.n_dtypes = 2;
-    spec.user_data = (void *)&train_ops[i];
+    spec.user_data = (void *)&weft_pc_train_ops[i];
     WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   static const struct {
