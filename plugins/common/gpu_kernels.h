@@ -36,6 +36,58 @@
   .copy_device_to_device = prefix##_copy_device_to_device, .synchronize = prefix##_synchronize, \
   .memory_usage = prefix##_memory_usage
 
+/* The start of a GPU plugin's init: WEFT_PC_PLUGIN_INIT, then weft_pc_launch = launch. */
+#define WEFT_PC_GPU_PLUGIN_INIT(host, registrar, plugin_state, who, launch) \
+  do {                                                                      \
+    WEFT_PC_PLUGIN_INIT(host, registrar, plugin_state, who);                \
+    weft_pc_launch = (launch);                                              \
+  } while (0)
+
+/* A GPU backend's weft_backend_t, `var` (static const), gpu-like, with no backend state: its
+ * device_count, device_properties, device_open and backend_shutdown forward to
+ *   int count_fn(const char **why_none);
+ *   const weft_device_props_t *props_fn(int ordinal);             (NULL: no such device)
+ *   weft_status_t *open_fn(int ordinal, const weft_device_options_t *opts, device_t **out);
+ *   void shutdown_fn(void);
+ * and its device entry points are WEFT_PC_DEVICE_ENTRIES(prefix). `extra` is one more
+ * designated initializer (.device_services = ..., or one that changes nothing). */
+#define WEFT_PC_GPU_BACKEND(var, prefix, device_t, type, prio, count_fn, props_fn, open_fn,        \
+                            shutdown_fn, extra)                                                    \
+  static int var##_device_count(void *backend_state, const char **why_none) {                      \
+    (void)backend_state;                                                                           \
+    return count_fn(why_none);                                                                     \
+  }                                                                                                \
+  static weft_status_t *var##_device_properties(void *backend_state, int ordinal,                  \
+                                                weft_device_props_t *out) {                        \
+    (void)backend_state;                                                                           \
+    return weft_pc_device_properties(props_fn(ordinal), (type), ordinal, out);                     \
+  }                                                                                                \
+  static weft_status_t *var##_device_open(void *backend_state, int ordinal,                        \
+                                          const weft_device_options_t *opts, void **device) {      \
+    (void)backend_state;                                                                           \
+    device_t *dev = NULL;                                                                          \
+    WEFT_RETURN_IF_ERROR(open_fn(ordinal, opts, &dev));                                            \
+    *device = dev;                                                                                 \
+    return NULL;                                                                                   \
+  }                                                                                                \
+  static void var##_backend_shutdown(void *backend_state) {                                        \
+    (void)backend_state;                                                                           \
+    shutdown_fn();                                                                                 \
+  }                                                                                                \
+  static const weft_backend_t var = {                                                              \
+      .struct_size = sizeof(weft_backend_t),                                                       \
+      .device_type = (type),                                                                       \
+      .device_class = WEFT_DEVICE_GPU_LIKE,                                                        \
+      .priority = (prio),                                                                          \
+      .backend_state = NULL,                                                                       \
+      .device_count = var##_device_count,                                                          \
+      .device_properties = var##_device_properties,                                                \
+      .device_open = var##_device_open,                                                            \
+      WEFT_PC_DEVICE_ENTRIES(prefix),                                                              \
+      .backend_shutdown = var##_backend_shutdown,                                                  \
+      extra,                                                                                       \
+  }
+
 /* weft_backend_t.device_properties from the backend's record p of device `ordinal` (NULL when
  * there is none: INVALID_ARGUMENT "<device_type>: no device with ordinal N"), copied no further
  * than the caller's struct_size (an older core's struct is smaller). */

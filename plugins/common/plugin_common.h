@@ -30,6 +30,41 @@
  * the process once the plugin loaded. */
 extern const weft_host_t *weft_pc_host;
 
+/* The start of every plugin's init: *plugin_state = NULL, WEFT_PLUGIN_INIT's table checks
+ * (returning its error; `who` names the plugin in it), then weft_pc_host = host. */
+#define WEFT_PC_PLUGIN_INIT(host, registrar, plugin_state, who) \
+  do {                                                          \
+    *(plugin_state) = NULL;                                     \
+    WEFT_PLUGIN_INIT(host, registrar, who);                     \
+    weft_pc_host = (host);                                      \
+  } while (0)
+
+/* Registers a plugin's kernels: each of fns[0..n) with the registrar, in order, stopping at the
+ * first error. WEFT_PC_REGISTER_ALL(registrar, fn, ...) lists them in place. */
+typedef weft_status_t *(*weft_pc_register_fn)(const weft_registrar_t *registrar);
+weft_status_t *weft_pc_register_all(const weft_registrar_t *registrar,
+                                    const weft_pc_register_fn *fns, size_t n);
+#define WEFT_PC_REGISTER_ALL(registrar, ...)                                       \
+  weft_pc_register_all((registrar), (const weft_pc_register_fn[]){__VA_ARGS__}, \
+                       sizeof((const weft_pc_register_fn[]){__VA_ARGS__}) /        \
+                           sizeof(weft_pc_register_fn))
+
+/* The plugin's info table (ABI of this SDK, no shutdown) and its exported weft_plugin_entry. */
+#define WEFT_PC_PLUGIN_ENTRY(plugin_name, plugin_version, init_fn)                                 \
+  static const weft_plugin_info_t weft_pc_plugin_info = {                                          \
+      .struct_size = sizeof(weft_plugin_info_t),                                                   \
+      .abi_major = WEFT_ABI_MAJOR,                                                                 \
+      .abi_minor = WEFT_ABI_MINOR,                                                                 \
+      .name = (plugin_name),                                                                       \
+      .version = (plugin_version),                                                                 \
+      .init = (init_fn),                                                                           \
+      .shutdown = NULL,                                                                            \
+  };                                                                                               \
+  WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void);                            \
+  WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void) {                           \
+    return &weft_pc_plugin_info;                                                                   \
+  }
+
 /* ---------------------------------------------------------------------------------------------
  * dtypes */
 

@@ -363,3 +363,9 @@ weft_status_t *weft_pc_train_compute(weft_kernel_ctx_t *ctx, const weft_pc_train
   WEFT_RETURN_IF_ERROR(s);
   return H->kernel_forward_ref(ctx, 0, 0);
 }
+
+weft_status_t *weft_pc_register_all(const weft_registrar_t *registrar,
+                                    const weft_pc_register_fn *fns, size_t n) {
+  for (size_t i = 0; i < n; i++) WEFT_RETURN_IF_ERROR(fns[i](registrar));
+  return NULL;
+}

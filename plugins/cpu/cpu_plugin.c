@@ -140,45 +140,20 @@ static const weft_backend_t cpu_backend = {
 
 static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *registrar,
                                void **plugin_state) {
-  *plugin_state = NULL;
-  WEFT_PLUGIN_INIT(host, registrar, "CPU plugin");
-  weft_pc_host = host;
+  WEFT_PC_PLUGIN_INIT(host, registrar, plugin_state, "CPU plugin");
   WEFT_RETURN_IF_ERROR(weft__cpu_blas_init()); /* OpenBLAS, its kernels chosen first */
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cpu_backend));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_state(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_elementwise(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_binary(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_reduce(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_matmul(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_nn(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_array(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_array_extra(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_shape(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_random(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_cast(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_train(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_conv(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_conv_nd(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_norm(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_scatter(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_image(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_bits(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_special(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_nn_extra(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_linalg(registrar));
-  return NULL;
+  return WEFT_PC_REGISTER_ALL(registrar, weft__cpu_register_state, weft__cpu_register_elementwise,
+                               weft__cpu_register_binary, weft__cpu_register_reduce,
+                               weft__cpu_register_matmul, weft__cpu_register_nn,
+                               weft__cpu_register_array, weft__cpu_register_array_extra,
+                               weft__cpu_register_shape, weft__cpu_register_random,
+                               weft__cpu_register_cast, weft__cpu_register_train,
+                               weft__cpu_register_conv, weft__cpu_register_conv_nd,
+                               weft__cpu_register_norm, weft__cpu_register_scatter,
+                               weft__cpu_register_image, weft__cpu_register_bits,
+                               weft__cpu_register_special, weft__cpu_register_nn_extra,
+                               weft__cpu_register_linalg);
 }
 
-static const weft_plugin_info_t cpu_plugin_info = {
-    .struct_size = sizeof(weft_plugin_info_t),
-    .abi_major = WEFT_ABI_MAJOR,
-    .abi_minor = WEFT_ABI_MINOR,
-    .name = WEFT_CPU_PLUGIN_NAME,
-    .version = "0.1.0",
-    .init = cpu_init,
-    .shutdown = NULL,
-};
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void);
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void) { return &cpu_plugin_info; }
+WEFT_PC_PLUGIN_ENTRY(WEFT_CPU_PLUGIN_NAME, "0.1.0", cpu_init)

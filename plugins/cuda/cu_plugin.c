@@ -14,56 +14,14 @@
 
 #include "cu_internal.h"
 
-/* ---------------------------------------------------------------------------------------------
- * Backend */
+WEFT_PC_GPU_BACKEND(cu_backend, weft__cu, weft_cu_device_t, WEFT_CU_DEVICE_TYPE, 100,
+                    weft__cu_device_count, weft__cu_props, weft__cu_device_open,
+                    weft__cu_close_all_devices, .device_services = NULL);
 
-static int cu_device_count(void *backend_state, const char **why_none) {
-  (void)backend_state;
-  return weft__cu_device_count(why_none);
-}
-
-static weft_status_t *cu_device_properties(void *backend_state, int ordinal,
-                                           weft_device_props_t *out) {
-  (void)backend_state;
-  return weft_pc_device_properties(weft__cu_props(ordinal), WEFT_CU_DEVICE_TYPE, ordinal, out);
-}
-
-static weft_status_t *cu_device_open(void *backend_state, int ordinal,
-                                     const weft_device_options_t *opts, void **device) {
-  (void)backend_state;
-  weft_cu_device_t *dev = NULL;
-  WEFT_RETURN_IF_ERROR(weft__cu_device_open(ordinal, opts, &dev));
-  *device = dev;
-  return NULL;
-}
-
-static void cu_backend_shutdown(void *backend_state) {
-  (void)backend_state;
-  weft__cu_close_all_devices();
-}
-
-static const weft_backend_t cu_backend = {
-    .struct_size = sizeof(weft_backend_t),
-    .device_type = WEFT_CU_DEVICE_TYPE,
-    .device_class = WEFT_DEVICE_GPU_LIKE,
-    .priority = 100,
-    .backend_state = NULL,
-    .device_count = cu_device_count,
-    .device_properties = cu_device_properties,
-    .device_open = cu_device_open,
-    WEFT_PC_DEVICE_ENTRIES(weft__cu),
-    .backend_shutdown = cu_backend_shutdown,
-};
-
-/* ---------------------------------------------------------------------------------------------
- * Plugin */
-
+/* The plugin: registers the backend, then its kernels where a device can run them. */
 static weft_status_t *cu_init(const weft_host_t *host, const weft_registrar_t *registrar,
                               void **plugin_state) {
-  *plugin_state = NULL;
-  WEFT_PLUGIN_INIT(host, registrar, "CUDA plugin");
-  weft_pc_host = host;
-  weft_pc_launch = &weft__cu_launch;
+  WEFT_PC_GPU_PLUGIN_INIT(host, registrar, plugin_state, "CUDA plugin", &weft__cu_launch);
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &cu_backend));
   /* Kernels only where they can run: a CUDA kernel registered on a machine without a CUDA
    * device would tell the placer and weft-conformance that CUDA can run an op when nothing
@@ -76,24 +34,9 @@ static weft_status_t *cu_init(const weft_host_t *host, const weft_registrar_t *r
               why != NULL ? why : "none found");
     return NULL;
   }
-  WEFT_RETURN_IF_ERROR(weft__cu_register_state(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cu_register_math(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cu_register_nn(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cu_register_array(registrar));
-  WEFT_RETURN_IF_ERROR(weft__cu_register_train(registrar));
-  return NULL;
+  return WEFT_PC_REGISTER_ALL(registrar, weft__cu_register_state, weft__cu_register_math,
+                               weft__cu_register_nn, weft__cu_register_array,
+                               weft__cu_register_train);
 }
 
-static const weft_plugin_info_t cu_plugin_info = {
-    .struct_size = sizeof(weft_plugin_info_t),
-    .abi_major = WEFT_ABI_MAJOR,
-    .abi_minor = WEFT_ABI_MINOR,
-    .name = WEFT_CU_PLUGIN_NAME,
-    .version = "0.1.0",
-    .init = cu_init,
-    .shutdown = NULL,
-};
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void);
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void) { return &cu_plugin_info; }
+WEFT_PC_PLUGIN_ENTRY(WEFT_CU_PLUGIN_NAME, "0.1.0", cu_init)

@@ -39,78 +39,28 @@ const weft_vk_spirv_t *weft__vk_shader_code(weft_vk_shader_t shader) {
 /* ---------------------------------------------------------------------------------------------
  * Backend */
 
-static int vk_device_count(void *backend_state, const char **why_none) {
-  (void)backend_state;
-  return weft__vk_instance_devices(why_none);
-}
-
-static weft_status_t *vk_device_properties(void *backend_state, int ordinal,
-                                           weft_device_props_t *out) {
-  (void)backend_state;
+static const weft_device_props_t *vk_props(int ordinal) {
   const weft_vk_physical_t *p = weft__vk_physical(ordinal);
-  return weft_pc_device_properties(p != NULL ? &p->weft_props : NULL, WEFT_VK_DEVICE_TYPE, ordinal,
-                                   out);
+  return p != NULL ? &p->weft_props : NULL;
 }
 
-static weft_status_t *vk_device_open(void *backend_state, int ordinal,
-                                     const weft_device_options_t *opts, void **device) {
-  (void)backend_state;
-  weft_vk_device_t *dev = NULL;
-  WEFT_RETURN_IF_ERROR(weft__vk_device_open(ordinal, opts, &dev));
-  *device = dev;
-  return NULL;
-}
-
-static void vk_backend_shutdown(void *backend_state) {
-  (void)backend_state;
-  weft__vk_instance_shutdown();
-}
-
-static const weft_backend_t vk_backend = {
-    .struct_size = sizeof(weft_backend_t),
-    .device_type = WEFT_VK_DEVICE_TYPE,
-    .device_class = WEFT_DEVICE_GPU_LIKE,
-    .priority = 50,
-    .backend_state = NULL,
-    .device_count = vk_device_count,
-    .device_properties = vk_device_properties,
-    .device_open = vk_device_open,
-    WEFT_PC_DEVICE_ENTRIES(weft__vk),
-    .backend_shutdown = vk_backend_shutdown,
-    .device_services = weft__vk_device_services,
-};
+WEFT_PC_GPU_BACKEND(vk_backend, weft__vk, weft_vk_device_t, WEFT_VK_DEVICE_TYPE, 50,
+                    weft__vk_instance_devices, vk_props, weft__vk_device_open,
+                    weft__vk_instance_shutdown, .device_services = weft__vk_device_services);
 
 /* ---------------------------------------------------------------------------------------------
  * Plugin */
 
 static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *registrar,
                               void **plugin_state) {
-  *plugin_state = NULL;
-  WEFT_PLUGIN_INIT(host, registrar, "Vulkan plugin");
-  weft_pc_host = host;
-  weft_pc_launch = &weft__vk_launch;
+  WEFT_PC_GPU_PLUGIN_INIT(host, registrar, plugin_state, "Vulkan plugin", &weft__vk_launch);
   for (int s = 0; s < VK_SH_COUNT; s++)
     if (weft__vk_shader_code((weft_vk_shader_t)s) == NULL)
       return host->status_new(WEFT_INTERNAL, "Vulkan plugin: shader '%s' was not built in",
                               shader_names[s]);
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &vk_backend));
-  WEFT_RETURN_IF_ERROR(weft__vk_register_state(registrar));
-  WEFT_RETURN_IF_ERROR(weft__vk_register_math(registrar));
-  WEFT_RETURN_IF_ERROR(weft__vk_register_nn(registrar));
-  WEFT_RETURN_IF_ERROR(weft__vk_register_array(registrar));
-  return NULL;
+  return WEFT_PC_REGISTER_ALL(registrar, weft__vk_register_state, weft__vk_register_math,
+                               weft__vk_register_nn, weft__vk_register_array);
 }
 
-static const weft_plugin_info_t vk_plugin_info = {
-    .struct_size = sizeof(weft_plugin_info_t),
-    .abi_major = WEFT_ABI_MAJOR,
-    .abi_minor = WEFT_ABI_MINOR,
-    .name = WEFT_VK_PLUGIN_NAME,
-    .version = "0.1.0",
-    .init = vk_init,
-    .shutdown = NULL,
-};
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void);
-
-WEFT_PLUGIN_EXPORT const weft_plugin_info_t *weft_plugin_entry(void) { return &vk_plugin_info; }
+WEFT_PC_PLUGIN_ENTRY(WEFT_VK_PLUGIN_NAME, "0.1.0", vk_init)
