@@ -22,11 +22,41 @@ bool weftd_available(void) {
 }
 
 /* Reaps pid, waiting at most timeout_s before SIGKILL; its wait status. */
+/* Where each thread of a process that would not exit is (its name, state and kernel wait
+ * channel), printed before it is killed: a CI log then says what it waited for. */
+static void describe_threads(GPid pid) {
+  char *dir = g_strdup_printf("/proc/%d/task", (int)pid);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *tid;
+  fprintf(stderr, "weftd %d did not exit in time; its threads:\n", (int)pid);
+  while (d && (tid = g_dir_read_name(d))) {
+    char *comm = NULL, *wchan = NULL, *stat = NULL;
+    char *path = g_strdup_printf("%s/%s/comm", dir, tid);
+    g_file_get_contents(path, &comm, NULL, NULL);
+    g_free(path);
+    path = g_strdup_printf("%s/%s/wchan", dir, tid);
+    g_file_get_contents(path, &wchan, NULL, NULL);
+    g_free(path);
+    path = g_strdup_printf("%s/%s/stat", dir, tid);
+    g_file_get_contents(path, &stat, NULL, NULL);
+    g_free(path);
+    const char *paren = stat ? strrchr(stat, ')') : NULL;
+    fprintf(stderr, "  %s %s state %c wchan %s\n", tid, comm ? g_strstrip(comm) : "?",
+            paren && paren[1] ? paren[2] : '?', wchan && *wchan ? wchan : "-");
+    g_free(comm);
+    g_free(wchan);
+    g_free(stat);
+  }
+  if (d) g_dir_close(d);
+  g_free(dir);
+}
+
 static int reap(GPid pid, int timeout_s) {
   int status = 0;
   gint64 until = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (g_get_monotonic_time() > until) {
+      describe_threads(pid);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       break;
@@ -125,7 +155,9 @@ int weftd_signal(weftd_proc_t *p, int sig) {
   }
   if (sig != SIGKILL && sig != SIGTERM && sig != SIGINT) return 0;
   if (sig != SIGKILL) kill(p->pid, SIGCONT); /* a stopped task must run to exit */
-  int status = reap(p->pid, 15);
+  /* A stop takes milliseconds; the margin is for a sanitizer build on a loaded 2-core machine,
+   * where a task finishing an aborted step's calls and LeakSanitizer's scan at exit add up. */
+  int status = reap(p->pid, 45);
   close(p->out_fd);
   if (p->err_fd >= 0) close(p->err_fd);
   g_free(p->target);
