@@ -183,6 +183,7 @@ extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colo
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
 extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve, Lu, Cholesky ... */
+extern const weft_op_def_t weft__ops_svd_misc[];  /* ops_svd_misc.c: Svd, LinSpace, DiagPart ... */
 extern const weft_op_def_t weft__ops_control_flow[]; /* ops_control_flow.c: Switch, Merge ... */
 extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: TensorArrayV3 ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
