@@ -1,9 +1,10 @@
 /* cases_svd_misc.c: conformance cases of Svd (square, tall, wide, batched, full_matrices,
  * compute_uv, rank deficiency, repeated values, empty matrices, NaN input, rank < 2), LinSpace
- * (num 1, 2 and many, descending, int64 num, errors), DiagPart (ranks 2, 4, 6, every dtype,
- * empty, errors) and SparseTensorDenseAdd (ranks 1..3, duplicates, int64 indices, empty, each of
- * TensorFlow's validation errors). Svd's u and v are unique only up to sign, so they are checked
- * by property: orthonormal columns and U diag(s) V^T = A; s against the reference. */
+ * (num 1, 2 and many, descending, int64 num, errors), Diag (ranks 1..3, empty, rank 0), DiagPart
+ * (ranks 2, 4, 6, every dtype, empty, errors) and SparseTensorDenseAdd (ranks 1..3, duplicates,
+ * int64 indices, empty, each of TensorFlow's validation errors). Svd's u and v are unique only up
+ * to sign, so they are checked by property: orthonormal columns and U diag(s) V^T = A; s against
+ * the reference. */
 #include <math.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ static char *check_svd(const cf_case_t *c, cf_array_t *const *out, int n_out) {
   const cf_array_t *u = out[1], *v = out[2];
   int64_t uc = full ? m : p, vc = full ? n : p;
   if (!uv) {
-    if (u->n != 0 || v->n != 0 || u->rank != x->rank - 1) return g_strdup("u, v not [..., 0]");
+    if (u->n != 0 || v->n != 0 || u->rank != 1 || v->rank != 1) return g_strdup("u, v not [0]");
     return NULL;
   }
   if (u->rank != x->rank || u->dims[u->rank - 2] != m || u->dims[u->rank - 1] != uc ||
@@ -212,6 +213,35 @@ static void emit_diag_part(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Diag */
+
+static void diag_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
+                      int rank, const int64_t *dims) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_rng_seed(&rng, op, name, "x");
+  cf_array_t *x = cf_gen_uniform(&rng, dt, rank, dims, -50, 50);
+  cf_case_expect(c, cf_ref_diag(x));
+  cf_case_input(c, x);
+  cf_run_case(ctx, c);
+}
+
+static void emit_diag(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  diag_case(ctx, op, dt, "rank1", 1, (const int64_t[]){5});
+  diag_case(ctx, op, dt, "rank2", 2, (const int64_t[]){2, 3});
+  diag_case(ctx, op, dt, "rank3", 3, (const int64_t[]){2, 1, 3});
+  diag_case(ctx, op, dt, "one", 1, (const int64_t[]){1});
+  diag_case(ctx, op, dt, "empty", 2, (const int64_t[]){2, 0});
+  cf_case_t *c = cf_case_new(op, "error_scalar", dt);
+  cf_case_input(c, cf_array_scalar(dt, 1));
+  error_case(ctx, c, "Input must be at least rank 1, got 0", true);
+  c = cf_case_new(op, "error_shape_inference", dt);
+  cf_case_input(c, cf_array_scalar(dt, 1));
+  error_case(ctx, c, NULL, false);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * SparseTensorDenseAdd */
 
 static void sda_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
@@ -301,6 +331,7 @@ static const weft_dtype_t number_dtypes[] = {
 const cf_suite_t cf_suites_svd_misc[] = {
     {"Svd", float_dtypes, emit_svd, NULL},
     {"LinSpace", float_dtypes, emit_linspace, NULL},
+    {"Diag", diag_dtypes, emit_diag, NULL},
     {"DiagPart", diag_dtypes, emit_diag_part, NULL},
     {"SparseTensorDenseAdd", number_dtypes, emit_sparse_dense_add, NULL},
     {NULL, NULL, NULL, NULL},

@@ -188,6 +188,7 @@ void cf_ref_qr(const cf_array_t *x, bool full, cf_array_t **q, cf_array_t **r);
 /* Svd's s: [..., min(M, N)] in descending order. */
 cf_array_t *cf_ref_singular_values(const cf_array_t *x);
 cf_array_t *cf_ref_linspace(weft_dtype_t dt, double start, double stop, int64_t num);
+cf_array_t *cf_ref_diag(const cf_array_t *x);
 cf_array_t *cf_ref_diag_part(const cf_array_t *x);
 /* b plus the sparse tensor (indices [nnz, ndims], values [nnz]); duplicates add up. */
 cf_array_t *cf_ref_sparse_dense_add(const cf_array_t *ind, const cf_array_t *val,

@@ -1,6 +1,6 @@
 /* reference_svd_misc.c: double-precision references of Svd's singular values (the square roots
  * of the eigenvalues of A^T A or A A^T by the cyclic Jacobi eigenvalue method: another route than
- * the kernel's one-sided Jacobi SVD), LinSpace, DiagPart and SparseTensorDenseAdd. */
+ * the kernel's one-sided Jacobi SVD), LinSpace, Diag, DiagPart and SparseTensorDenseAdd. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +84,15 @@ cf_array_t *cf_ref_linspace(weft_dtype_t dt, double start, double stop, int64_t 
       y->v[i] = cf_round_to_dtype(dt, start + cf_round_to_dtype(dt, step * (double)i));
     y->v[num - 1] = stop;
   }
+  return y;
+}
+
+cf_array_t *cf_ref_diag(const cf_array_t *x) {
+  int64_t dims[WEFT_MAX_RANK];
+  memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  memcpy(dims + x->rank, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  cf_array_t *y = cf_array_new(x->dtype, 2 * x->rank, dims);
+  for (int64_t i = 0; i < x->n; i++) y->v[i * (x->n + 1)] = x->v[i];
   return y;
 }
 

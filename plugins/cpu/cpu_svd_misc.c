@@ -1,4 +1,4 @@
-/* cpu_svd_misc.c: the CPU kernels of Svd, LinSpace, DiagPart and SparseTensorDenseAdd with
+/* cpu_svd_misc.c: the CPU kernels of Svd, LinSpace, Diag, DiagPart and SparseTensorDenseAdd with
  * TensorFlow's CPU semantics (svd_op_impl.h, sequence_ops.cc, diag_op.cc and
  * sparse_tensor_dense_add_op.cc): their checks, error messages and results.
  * Svd is a one-sided (Hestenes) Jacobi SVD in plain C with double accumulation, one matrix at a
@@ -119,15 +119,16 @@ static weft_status_t *k_svd(weft_kernel_ctx_t *ctx, void *state) {
   ud[x.rank - 1] = uc;
   vd[x.rank - 2] = n;
   vd[x.rank - 1] = vc;
-  /* Without compute_uv, LinearAlgebraOp gives u and v the batch shape + [0]. */
-  if (!uv) ud[x.rank - 2] = vd[x.rank - 2] = 0;
+  /* Without compute_uv, LinearAlgebraOp allocates u and v as empty [0] tensors, as the shape
+   * function says. */
+  const int64_t none[1] = {0};
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank - 1, sd, &s_out));
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, x.dtype, uv ? x.rank : x.rank - 1, ud, &u_out));
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, x.dtype, uv ? x.rank : x.rank - 1, vd, &v_out));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, x.dtype, uv ? x.rank : 1, uv ? ud : none, &u_out));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, x.dtype, uv ? x.rank : 1, uv ? vd : none, &v_out));
   if (batch == 0) return NULL;
   if (m == 0 || n == 0) {
     /* An empty matrix: no singular values; full U and V are identities (TensorFlow's special
-     * case). */
+     * case: the other of U and V is empty then). */
     if (uv && full) {
       for (int64_t b = 0; b < batch; b++) {
         for (int64_t i = 0; i < m * m; i++)
@@ -256,6 +257,32 @@ static weft_status_t *k_linspace(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Diag: input [d1..dk] -> out[i1..ik, j1..jk] = i == j ? in[i] : 0. */
+
+static weft_status_t *k_diag(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  if (x.rank == 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input must be at least rank 1, got 0");
+  if (2 * x.rank > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Diag of a rank-%d input would have "
+                           "rank %d, more than %d", x.rank, 2 * x.rank, WEFT_MAX_RANK);
+  int64_t dims[WEFT_MAX_RANK];
+  memcpy(dims, x.dims, sizeof(int64_t) * (size_t)x.rank);
+  memcpy(dims + x.rank, x.dims, sizeof(int64_t) * (size_t)x.rank);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, 2 * x.rank, dims, &y));
+  size_t es = weft__cpu_dtype_size(x.dtype);
+  int64_t size = x.num_elements;
+  if (y.num_elements == 0) return NULL;
+  memset(y.data, 0, (size_t)y.num_elements * es);
+  for (int64_t i = 0; i < size; i++)
+    memcpy((char *)y.data + (size_t)(i * (size + 1)) * es, (const char *)x.data + (size_t)i * es,
+           es);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * DiagPart: input [d1..dk, d1..dk] -> out[i1..ik] = in[i1..ik, i1..ik]. */
 
 static weft_status_t *k_diag_part(weft_kernel_ctx_t *ctx, void *state) {
@@ -370,8 +397,9 @@ static weft_status_t *k_sparse_dense_add(weft_kernel_ctx_t *ctx, void *state) {
  * Registration: the dtypes of TensorFlow's CPU kernels. */
 
 static const weft_dtype_t svd_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
+/* diag_op.cc: no bfloat16 on the CPU. */
 static const weft_dtype_t diag_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
-                                          WEFT_DT_BFLOAT16, WEFT_DT_INT32, WEFT_DT_INT64};
+                                          WEFT_DT_INT32, WEFT_DT_INT64};
 static const weft_dtype_t sparse_add_types[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,  WEFT_DT_INT16,
     WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
@@ -383,6 +411,8 @@ weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg) {
        .n_dtypes = N(svd_types)},
       {.op = "LinSpace", .compute = k_linspace, .type_attr = "T", .dtypes = svd_types,
        .n_dtypes = N(svd_types)},
+      {.op = "Diag", .compute = k_diag, .type_attr = "T", .dtypes = diag_types,
+       .n_dtypes = N(diag_types)},
       {.op = "DiagPart", .compute = k_diag_part, .type_attr = "T", .dtypes = diag_types,
        .n_dtypes = N(diag_types)},
       {.op = "SparseTensorDenseAdd", .compute = k_sparse_dense_add, .type_attr = "T",

@@ -1,6 +1,6 @@
-/* ops_svd_misc.c: Svd, LinSpace, DiagPart and SparseTensorDenseAdd with TensorFlow's names, args,
- * attrs, type constraints (tensorflow/core/ops/linalg_ops.cc, math_ops.cc, array_ops.cc and
- * sparse_ops.cc, less the complex types Weft does not have) and shape functions. */
+/* ops_svd_misc.c: Svd, LinSpace, Diag, DiagPart and SparseTensorDenseAdd with TensorFlow's names,
+ * args, attrs, type constraints (tensorflow/core/ops/linalg_ops.cc, math_ops.cc, array_ops.cc
+ * and sparse_ops.cc, less the complex types Weft does not have) and shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -77,6 +77,21 @@ static weft_status_t *diag_part_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* Diag: input [d1..dk] (k >= 1) -> [d1..dk, d1..dk]. */
+static weft_status_t *diag_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in;
+  weft__sh_input(ctx, 0, &in);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &in, 1, "diagonal"));
+  if (in.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
+  if (2 * in.rank > WEFT_MAX_RANK)
+    return weft__sh_error(ctx, "Diag of a rank-%d input would have rank %d, more than %d",
+                          in.rank, 2 * in.rank, WEFT_MAX_RANK);
+  weft__shape_t out = in;
+  out.rank = 2 * in.rank;
+  memcpy(out.dims + in.rank, in.dims, sizeof(int64_t) * (size_t)in.rank);
+  return weft__sh_output(ctx, 0, &out);
+}
+
 /* SparseTensorDenseAdd: the output is b's shape. */
 static weft_status_t *sparse_dense_add_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t b;
@@ -94,6 +109,8 @@ const weft_op_def_t weft__ops_svd_misc[] = {
              WEFT__SPECS("T: {bfloat16, half, float, double}",
                          "Tidx: {int32, int64} = DT_INT32"),
              0, linspace_shape),
+    WEFT__OP("Diag", WEFT__SPECS("diagonal: T"), WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {bfloat16, half, float, double, int32, int64}"), 0, diag_shape),
     WEFT__OP("DiagPart", WEFT__SPECS("input: T"), WEFT__SPECS("diagonal: T"),
              WEFT__SPECS("T: {bfloat16, half, float, double, int32, int64}"), 0,
              diag_part_shape),
