@@ -104,6 +104,9 @@ static void emit_svd(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   svd_random(ctx, op, dt, "1x1", 2, (const int64_t[]){1, 1}, true, true);
   svd_random(ctx, op, dt, "row_1x4", 2, (const int64_t[]){1, 4}, true, true);
   svd_random(ctx, op, dt, "odd_9x7", 2, (const int64_t[]){9, 7}, true, false);
+  svd_random(ctx, op, dt, "tall_40x3_full", 2, (const int64_t[]){40, 3}, true, true);
+  svd_random(ctx, op, dt, "wide_2x33_full", 2, (const int64_t[]){2, 33}, true, true);
+  svd_random(ctx, op, dt, "square_16", 2, (const int64_t[]){16, 16}, true, false);
   svd_random(ctx, op, dt, "batch", 3, (const int64_t[]){2, 4, 3}, true, false);
   svd_random(ctx, op, dt, "batch_4d_full", 4, (const int64_t[]){2, 2, 3, 3}, true, true);
   svd_random(ctx, op, dt, "batch_no_uv", 3, (const int64_t[]){2, 3, 3}, false, false);

@@ -38,7 +38,7 @@ static void jacobi_orthogonalize(double *w, int64_t r, int64_t c, double *v) {
           beta += wq[i] * wq[i];
           gamma += wp[i] * wq[i];
         }
-        if (gamma == 0 || !(fabs(gamma) > DBL_EPSILON * sqrt(alpha * beta))) continue;
+        if (gamma == 0 || !(fabs(gamma) > DBL_EPSILON * sqrt(alpha) * sqrt(beta))) continue;
         rotated = true;
         double zeta = (beta - alpha) / (2 * gamma);
         double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
@@ -59,32 +59,41 @@ static void jacobi_orthogonalize(double *w, int64_t r, int64_t c, double *v) {
   }
 }
 
-/* Fills the columns of q (dim x k, column-major) whose ok[] is false with unit vectors
- * orthogonal to every other column: for each, the standard basis vector whose component
- * orthogonal to the columns so far is largest (Gram-Schmidt, twice for stability). */
-static void complete_basis(double *q, int64_t dim, int64_t k, bool *ok, double *tmp) {
-  for (int64_t j = 0; j < k; j++) {
-    if (ok[j]) continue;
-    double best = -1;
-    for (int64_t e = 0; e < dim; e++) {
-      for (int64_t i = 0; i < dim; i++) tmp[i] = i == e ? 1 : 0;
-      for (int pass = 0; pass < 2; pass++)
-        for (int64_t l = 0; l < k; l++) {
-          if (!ok[l]) continue;
-          const double *ql = q + l * dim;
-          double d = 0;
-          for (int64_t i = 0; i < dim; i++) d += ql[i] * tmp[i];
-          for (int64_t i = 0; i < dim; i++) tmp[i] -= d * ql[i];
-        }
-      double nrm = 0;
-      for (int64_t i = 0; i < dim; i++) nrm += tmp[i] * tmp[i];
-      nrm = sqrt(nrm);
-      if (nrm > best + 1e-12) {
-        best = nrm;
-        for (int64_t i = 0; i < dim; i++) q[j * dim + i] = tmp[i] / nrm;
-      }
+/* Fills columns kv..k-1 of q (dim x k, column-major; columns 0..kv-1 orthonormal) with an
+ * orthonormal basis of what the first kv columns do not span: the trailing columns of the Q of
+ * a Householder QR of those columns (Q e_j for j >= kv), so O(kv dim k) work. h (dim x kv) and
+ * beta (kv) are scratch. */
+static void complete_basis(double *q, int64_t dim, int64_t kv, int64_t k, double *h,
+                           double *beta) {
+  memcpy(h, q, sizeof(double) * (size_t)(dim * kv));
+  for (int64_t j = 0; j < kv; j++) {
+    double *v = h + j * dim + j;
+    int64_t len = dim - j;
+    double nrm = 0;
+    for (int64_t i = 0; i < len; i++) nrm += v[i] * v[i];
+    nrm = sqrt(nrm);
+    double alpha = v[0] >= 0 ? -nrm : nrm;
+    v[0] -= alpha;
+    double vv = 0;
+    for (int64_t i = 0; i < len; i++) vv += v[i] * v[i];
+    beta[j] = vv > 0 ? 2 / vv : 0;
+    for (int64_t l = j + 1; l < kv; l++) { /* the later columns: (I - beta v v^T) col */
+      double *col = h + l * dim + j, d = 0;
+      for (int64_t i = 0; i < len; i++) d += v[i] * col[i];
+      d *= beta[j];
+      for (int64_t i = 0; i < len; i++) col[i] -= d * v[i];
     }
-    ok[j] = true;
+  }
+  for (int64_t t = kv; t < k; t++) {
+    double *y = q + t * dim;
+    for (int64_t i = 0; i < dim; i++) y[i] = i == t ? 1 : 0;
+    for (int64_t j = kv - 1; j >= 0; j--) { /* Q e_t = H_0 H_1 ... H_{kv-1} e_t */
+      const double *v = h + j * dim + j;
+      double d = 0;
+      for (int64_t i = 0; i < dim - j; i++) d += v[i] * y[j + i];
+      d *= beta[j];
+      for (int64_t i = 0; i < dim - j; i++) y[j + i] -= d * v[i];
+    }
   }
 }
 
@@ -142,15 +151,14 @@ static weft_status_t *k_svd(weft_kernel_ctx_t *ctx, void *state) {
   /* Work on the tall orientation: w = A (m >= n) or A^T (m < n), r x c with r >= c. */
   bool tall = m >= n;
   int64_t r = tall ? m : n, c = p;
-  double *w, *v, *uq, *vq, *tmp;
-  bool *ok;
+  double *w, *v, *uq, *vq, *h, *beta;
   svd_order_t *order;
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, r * c, &w));
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, c * c, &v));
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, r * r, &uq)); /* left vectors of w, column-major */
   WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, c * c, &vq)); /* right vectors of w, sorted */
-  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, r, &tmp));
-  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(bool) * (size_t)r, (void **)&ok));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, r * c, &h));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, c, &beta));
   WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(svd_order_t) * (size_t)c, (void **)&order));
   int64_t rk = full ? r : c; /* columns of the left vectors wanted */
   for (int64_t b = 0; b < batch; b++) {
@@ -191,15 +199,13 @@ static weft_status_t *k_svd(weft_kernel_ctx_t *ctx, void *state) {
     /* Left vectors: the normalised columns of w, completed to rk orthonormal columns where a
      * singular value is (numerically) zero or full matrices ask for more. */
     double floor_s = smax * (double)r * DBL_EPSILON;
-    for (int64_t k = 0; k < rk; k++) {
-      ok[k] = false;
-      if (k < c && order[k].s > floor_s && order[k].s > 0) {
-        const double *col = w + order[k].j * r;
-        for (int64_t i = 0; i < r; i++) uq[k * r + i] = col[i] / order[k].s;
-        ok[k] = true;
-      }
+    int64_t kv = 0; /* the columns with a non-zero singular value (sorted first) */
+    while (kv < c && order[kv].s > floor_s && order[kv].s > 0) {
+      const double *col = w + order[kv].j * r;
+      for (int64_t i = 0; i < r; i++) uq[kv * r + i] = col[i] / order[kv].s;
+      kv++;
     }
-    complete_basis(uq, r, rk, ok, tmp);
+    complete_basis(uq, r, kv, rk, h, beta);
     for (int64_t k = 0; k < c; k++) memcpy(vq + k * c, v + order[k].j * c, sizeof(double) * c);
     /* tall: U = uq (m x rk), V = vq (n x n = c x c). wide: U = vq (m x m), V = uq (n x rk). */
     const double *uu = tall ? uq : vq, *vv = tall ? vq : uq;
