@@ -24,7 +24,7 @@ typedef struct {
   char *family;  /* first component of graph */
   tg_result_t result;
   char *detail;  /* failed: the worst element; unsupported: what is missing; error: the message */
-  char *missing; /* unsupported: the op (or "op (dtype)") */
+  char **missing; /* unsupported: the ops (or "op (dtype)"), NULL-terminated */
   bool shapes_only;
   int n_outputs;
 } tg_record_t;
@@ -50,7 +50,7 @@ static void record_free(gpointer p) {
   g_free(r->graph);
   g_free(r->family);
   g_free(r->detail);
-  g_free(r->missing);
+  g_strfreev(r->missing);
   g_free(r);
 }
 
@@ -515,6 +515,13 @@ static bool draws_random_numbers(const char *op) {
   return false;
 }
 
+/* A missing list of one (takes what). */
+static char **one_missing(char *what) {
+  char **v = g_new0(char *, 2);
+  v[0] = what;
+  return v;
+}
+
 /* Sorts a failed import or run into unsupported (with what is missing) or error. */
 static void classify_status(tg_record_t *r, const weft_status_t *st) {
   const char *msg = weft_status_message(st);
@@ -523,7 +530,19 @@ static void classify_status(tg_record_t *r, const weft_status_t *st) {
   if ((p = strstr(msg, "Op type not registered '")) != NULL) {
     p += strlen("Op type not registered '");
     r->result = TG_UNSUPPORTED;
-    r->missing = g_strndup(p, strcspn(p, "'"));
+    /* The importer names every op type the graph lacks: "...'X' in binary (node 'Y'); also not
+     * registered: 'Z' (node 'W'), ..." (and, past its cap, " and N more", not counted). */
+    GPtrArray *all = g_ptr_array_new();
+    g_ptr_array_add(all, g_strndup(p, strcspn(p, "'")));
+    const char *q = strstr(p, "; also not registered: ");
+    if (q != NULL) q += strlen("; also not registered: ");
+    while (q != NULL && *q == '\'') {
+      g_ptr_array_add(all, g_strndup(q + 1, strcspn(q + 1, "'")));
+      q = strstr(q + 1, "'), ");
+      if (q != NULL) q += strlen("'), ");
+    }
+    g_ptr_array_add(all, NULL);
+    r->missing = (char **)g_ptr_array_free(all, FALSE);
   } else if ((p = strstr(msg, "no supported kernel for ")) != NULL) {
     /* "... is available (op NAME, dtype T)" or "(op NAME)": the op and dtype nothing runs. */
     const char *op = strstr(p, "is available (op ");
@@ -534,18 +553,18 @@ static void classify_status(tg_record_t *r, const weft_status_t *st) {
       char *comma = strstr(what, ", dtype ");
       if (comma != NULL) {
         *comma = '\0';
-        r->missing = g_strdup_printf("%s (%s)", what, comma + strlen(", dtype "));
+        r->missing = one_missing(g_strdup_printf("%s (%s)", what, comma + strlen(", dtype ")));
         g_free(what);
       } else {
-        r->missing = what;
+        r->missing = one_missing(what);
       }
     } else {
-      r->missing = g_strndup(p, strcspn(p, "("));
+      r->missing = one_missing(g_strndup(p, strcspn(p, "(")));
     }
   } else if ((p = strstr(msg, "No kernel for node '")) != NULL && (p = strstr(p, "(op ")) != NULL) {
     p += strlen("(op ");
     r->result = TG_UNSUPPORTED;
-    r->missing = g_strndup(p, strcspn(p, ")"));
+    r->missing = one_missing(g_strndup(p, strcspn(p, ")")));
   } else {
     r->result = TG_ERROR;
   }
@@ -678,8 +697,10 @@ static bool write_json(const char *path, GPtrArray *records, GError **error) {
                            kResultNames[r->result], r->shapes_only ? "true" : "false",
                            r->n_outputs);
     if (r->missing) {
+      char *joined = g_strjoinv(", ", r->missing);
       g_string_append(s, ", \"missing\": ");
-      json_string(s, r->missing);
+      json_string(s, joined);
+      g_free(joined);
     }
     if (r->detail) {
       g_string_append(s, ", \"detail\": ");
@@ -717,9 +738,10 @@ static void print_report(GPtrArray *records, bool verbose, int *totals) {
     }
     f->counts[r->result]++;
     totals[r->result]++;
-    if (r->missing) {
-      int n = GPOINTER_TO_INT(g_hash_table_lookup(missing, r->missing));
-      g_hash_table_replace(missing, g_strdup(r->missing), GINT_TO_POINTER(n + 1));
+    /* Each op a graph lacks counts it as blocked. */
+    for (char **m = r->missing; m != NULL && *m != NULL; m++) {
+      int n = GPOINTER_TO_INT(g_hash_table_lookup(missing, *m));
+      g_hash_table_replace(missing, g_strdup(*m), GINT_TO_POINTER(n + 1));
     }
     if (verbose || r->result == TG_FAILED || r->result == TG_ERROR)
       printf("%-11s %s%s%s%s\n", kResultNames[r->result], r->graph, r->detail ? ": " : "",

@@ -498,6 +498,48 @@ static void test_unknown_op(void) {
   weft_graph_free(g);
 }
 
+/* Every missing op type is named at once, each with its first node, in graph order; one missing
+ * op type keeps TensorFlow's exact sentence. */
+static void test_unknown_ops_all_named(void) {
+  weft_graph_t *g = weft_graph_new();
+  Tensorflow__NodeDef *one[] = {nd_placeholder("a", WEFT_DT_FLOAT, 0, NULL),
+                                nd_new("w1", "NoSuchOpOne", "a", NULL),
+                                nd_new("w2", "NoSuchOpOne", "w1", NULL)};
+  weft_status_t *st = import_nodes(g, NULL, one, 3);
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Op type not registered 'NoSuchOpOne' in binary (node 'w1')");
+  weft_status_free(st);
+  Tensorflow__NodeDef *two[] = {nd_placeholder("a", WEFT_DT_FLOAT, 0, NULL),
+                                nd_new("w1", "NoSuchOpOne", "a", NULL),
+                                nd_new("w2", "NoSuchOpTwo", "w1", NULL),
+                                nd_new("w3", "NoSuchOpOne", "w2", NULL),
+                                nd_new("w4", "NoSuchOpThree", "w3", NULL)};
+  st = import_nodes(g, NULL, two, 5);
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(WEFT_NOT_FOUND));
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Op type not registered 'NoSuchOpOne' in binary (node 'w1'); also not "
+                  "registered: 'NoSuchOpTwo' (node 'w2'), 'NoSuchOpThree' (node 'w4')");
+  weft_status_free(st);
+  g_assert_cmpint(weft_graph_num_nodes(g), ==, 0);
+  /* Past the cap the rest are counted, not named. */
+  enum { N = 40 };
+  Tensorflow__NodeDef *many[N];
+  char op[32], name[32];
+  for (int i = 0; i < N; i++) {
+    g_snprintf(op, sizeof op, "NoSuchOp%d", i);
+    g_snprintf(name, sizeof name, "m%d", i);
+    many[i] = nd_new(name, op, NULL);
+  }
+  st = import_nodes(g, NULL, many, N);
+  g_assert_nonnull(st);
+  g_assert_nonnull(strstr(weft_status_message(st), "'NoSuchOp16' (node 'm16') and 23 more"));
+  g_assert_null(strstr(weft_status_message(st), "NoSuchOp17"));
+  weft_status_free(st);
+  weft_graph_free(g);
+}
+
 static void test_missing_input(void) {
   weft_graph_t *g = weft_graph_new();
   Tensorflow__NodeDef *nodes[] = {nd_placeholder("a", WEFT_DT_FLOAT, 0, NULL),
@@ -1129,6 +1171,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/graphdef/error/random_bytes", test_random_bytes);
   g_test_add_func("/graphdef/error/missing_file", test_missing_file);
   g_test_add_func("/graphdef/error/unknown_op", test_unknown_op);
+  g_test_add_func("/graphdef/error/unknown_ops_all_named", test_unknown_ops_all_named);
   g_test_add_func("/graphdef/error/missing_input", test_missing_input);
   g_test_add_func("/graphdef/error/content_size", test_content_size_mismatch);
   g_test_add_func("/graphdef/error/const_dtype", test_const_dtype_mismatch);

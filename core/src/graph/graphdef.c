@@ -698,6 +698,44 @@ static weft_status_t *convert_node(weft_graph_t *graph, const Tensorflow__NodeDe
   return NULL;
 }
 
+/* Missing op types beyond the first that the import error names; the rest are counted. */
+#define MAX_MISSING_NAMED 16
+
+/* Every op type of the GraphDef that the registry lacks, each once with its first node, in graph
+ * order, in one error: someone making a graph run learns all it lacks at once, not one op per
+ * try. With one missing op type the message is exactly TensorFlow's
+ * "Op type not registered 'X' in binary (node 'Y')". */
+static weft_status_t *check_registered(weft_graph_t *graph, const pending_node_t *nodes, int n) {
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+  GString *msg = NULL;
+  int n_missing = 0;
+  for (int i = 0; i < n; i++) {
+    const Tensorflow__NodeDef *nd = nodes[i].def;
+    if (nd == NULL) continue;
+    const char *op = nd->op != NULL ? nd->op : "";
+    /* A node with no op is convert_node's error, in its turn. */
+    if (*op == '\0' || g_hash_table_contains(seen, op)) continue;
+    g_hash_table_add(seen, (gpointer)op);
+    if (weft__op_registry_find_loading(graph->ops, op) != NULL) continue;
+    const char *name = nd->name != NULL ? nd->name : "";
+    if (msg == NULL) {
+      msg = g_string_new(NULL);
+      g_string_printf(msg, "Op type not registered '%s' in binary (node '%s')", op, name);
+    } else if (n_missing <= MAX_MISSING_NAMED) {
+      g_string_append_printf(msg, "%s'%s' (node '%s')",
+                             n_missing == 1 ? "; also not registered: " : ", ", op, name);
+    }
+    n_missing++;
+  }
+  g_hash_table_destroy(seen);
+  if (msg == NULL) return NULL;
+  if (n_missing > MAX_MISSING_NAMED + 1)
+    g_string_append_printf(msg, " and %d more", n_missing - MAX_MISSING_NAMED - 1);
+  weft_status_t *st = weft_status_new(WEFT_NOT_FOUND, "%s", msg->str);
+  g_string_free(msg, TRUE);
+  return st;
+}
+
 /* TensorFlow's loops close their cycles with an edge from a NextIteration (or RefNextIteration)
  * into a Merge (or RefMerge): the importer adds such a Merge before its producer exists, as
  * TensorFlow's graph constructor does with its back edges. */
@@ -842,6 +880,7 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
       }
     }
   }
+  if (!st) st = check_registered(graph, nodes, n);
   for (int i = 0; i < n && !st; i++) st = convert_node(graph, nodes[i].def, i, pfx, local, &nodes[i]);
 
   for (int i = 0; i < n && !st; i++) {
