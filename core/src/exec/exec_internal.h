@@ -56,6 +56,12 @@ void weft__resource_mgr_free(weft__resource_mgr_t *rm);
 /* Finds or creates the variable; the caller gets a new reference. */
 weft__variable_t *weft__resource_mgr_variable(weft__resource_mgr_t *rm, weft__device_t *device,
                                               const char *container, const char *name);
+/* The variable if it exists (a new reference), else NULL; nothing is created. */
+weft__variable_t *weft__resource_mgr_lookup(weft__resource_mgr_t *rm, weft__device_t *device,
+                                            const char *container, const char *name);
+/* Drops one variable (DestroyResourceOp); false when there was none. */
+bool weft__resource_mgr_remove(weft__resource_mgr_t *rm, weft__device_t *device,
+                               const char *container, const char *name);
 /* Drops every variable in the named containers (NULL or empty array: all containers). */
 void weft__resource_mgr_clear(weft__resource_mgr_t *rm, const char *const *containers, int n);
 /* Calls fn for every variable (device name "" when it has none), under the manager's lock: fn
@@ -63,6 +69,10 @@ void weft__resource_mgr_clear(weft__resource_mgr_t *rm, const char *const *conta
 typedef void (*weft__resource_mgr_fn)(void *user, const char *device, const char *container,
                                       const char *name, weft__variable_t *var);
 void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn fn, void *user);
+
+/* The core's resource-variable kernels (resource_var_kernels.c), registered beside the flow
+ * kernels. */
+void weft__resource_var_kernels_register(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Executor */

@@ -1001,6 +1001,7 @@ void weft__flow_kernels_register(void) {
                              .compute = kernels[k].compute};
     weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
   }
+  weft__resource_var_kernels_register(); /* resource_var_kernels.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers

@@ -95,3 +95,26 @@ void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn 
   }
   g_mutex_unlock(&rm->lock);
 }
+
+/* The variable if it exists (a new reference), NULL otherwise: resource variables tell a variable
+ * nobody created from one that is only uninitialised (TensorFlow's LookupResource). */
+weft__variable_t *weft__resource_mgr_lookup(weft__resource_mgr_t *rm, weft__device_t *device,
+                                            const char *container, const char *name) {
+  char *key = g_strdup_printf("%s|%s|%s", device ? device->name : "", container, name);
+  g_mutex_lock(&rm->lock);
+  weft__variable_t *var = g_hash_table_lookup(rm->vars, key);
+  if (var) weft__variable_ref(var);
+  g_mutex_unlock(&rm->lock);
+  g_free(key);
+  return var;
+}
+
+bool weft__resource_mgr_remove(weft__resource_mgr_t *rm, weft__device_t *device,
+                               const char *container, const char *name) {
+  char *key = g_strdup_printf("%s|%s|%s", device ? device->name : "", container, name);
+  g_mutex_lock(&rm->lock);
+  bool removed = g_hash_table_remove(rm->vars, key);
+  g_mutex_unlock(&rm->lock);
+  g_free(key);
+  return removed;
+}
