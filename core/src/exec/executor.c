@@ -6,6 +6,7 @@
  * cancels the step: nothing new starts, and the error names the node, op and device. */
 #include "exec_internal.h"
 #include "frames_internal.h"
+#include "kernel_call.h"
 
 #include <string.h>
 
@@ -222,13 +223,6 @@ typedef struct task {
   int node;
 } task_t;
 
-static void value_clear(weft__value_t *v) {
-  weft_tensor_unref(v->tensor);
-  weft__variable_unref(v->ref);
-  v->tensor = NULL;
-  v->ref = NULL;
-}
-
 static void record_error(step_t *s, weft_status_t *st) {
   g_mutex_lock(&s->lock);
   bool first = !s->error;
@@ -241,106 +235,21 @@ static void record_error(step_t *s, weft_status_t *st) {
 }
 
 static const char *device_name_of(const exec_node_t *en) {
-  return (en->kinst && en->kinst->device) ? en->kinst->device->name : "<no device>";
-}
-
-/* Binds input i of a node: dereferences a ref where the kernel wants a value and moves the tensor
- * to where the kernel reads it. */
-static weft_status_t *bind_input(step_t *s, const exec_node_t *en, int i) {
-  weft__value_t *v = &s->inputs[en->input_base + i];
-  if (en->input_is_ref[i]) {
-    if (!v->ref) {
-      return weft_status_new(WEFT_INVALID_ARGUMENT, "Input %d of node '%s' (%s) must be a reference",
-                             i, en->node->name, en->node->op_name);
-    }
-    return NULL;
-  }
-  if (v->ref) {
-    weft__variable_t *var = v->ref;
-    g_rec_mutex_lock(&var->lock);
-    weft_tensor_t *t = var->value ? weft_tensor_ref(var->value) : NULL;
-    g_rec_mutex_unlock(&var->lock);
-    if (!t) {
-      return weft_status_new(WEFT_FAILED_PRECONDITION,
-                             "Attempting to use uninitialized value %s (input %d of node '%s')",
-                             var->name, i, en->node->name);
-    }
-    v->ref = NULL;
-    weft__variable_unref(var);
-    v->tensor = t;
-  }
-  if (!v->tensor) {
-    return weft_status_new(WEFT_INTERNAL, "Input %d of node '%s' has no value", i, en->node->name);
-  }
-  weft__device_t *want = en->kinst ? en->kinst->device : NULL;
-  if (en->input_in_host_memory[i] || (want && want->props.host_accessible)) want = NULL;
-  weft__device_t *have = v->tensor->buffer->device;
-  bool have_host = weft__buffer_host_accessible(v->tensor->buffer);
-  if ((want == NULL && have_host) || want == have) return NULL;
-  weft_tensor_t *moved = NULL;
-  weft_status_t *st = weft__tensor_to_device(v->tensor, want, &moved);
-  if (st) return st;
-  weft_tensor_unref(v->tensor);
-  v->tensor = moved;
-  return NULL;
+  return weft__kinst_device_name(en->kinst);
 }
 
 static void store_fetch(step_t *s, int fetch, const weft__value_t *v, const exec_node_t *en) {
   weft_tensor_t *t = NULL;
-  if (v->ref) {
-    g_rec_mutex_lock(&v->ref->lock);
-    if (v->ref->value) t = weft_tensor_ref(v->ref->value);
-    g_rec_mutex_unlock(&v->ref->lock);
-    if (!t) {
-      record_error(s, weft_status_new(WEFT_FAILED_PRECONDITION,
-                                      "Attempting to use uninitialized value %s (fetched from '%s')",
-                                      v->ref->name, en->node->name));
-      return;
-    }
-  } else {
-    t = weft_tensor_ref(v->tensor);
-  }
-  weft_tensor_t *host = NULL;
-  weft_status_t *st = weft__tensor_is_host(t) ? NULL : weft__tensor_to_device(t, NULL, &host);
+  weft_status_t *st = weft__fetch_to_host(v, en->node, &t);
   if (st) {
-    record_error(s, weft_status_prefix(st, "Fetching output of '%s'", en->node->name));
-    weft_tensor_unref(t);
+    record_error(s, st);
     return;
-  }
-  if (host) {
-    weft_tensor_unref(t);
-    t = host;
   }
   weft_tensor_unref(s->fetched[fetch]);
   s->fetched[fetch] = t;
 }
 
 static void schedule_node(step_t *s, int node);
-
-/* Traced steps only: the record of one node that ran, measured around input binding and the
- * kernel (what the node cost its thread). */
-static void record_stats(step_t *s, const exec_node_t *en, gint64 start_real, gint64 start_mono,
-                         const weft__value_t *outs) {
-  gint64 dur = g_get_monotonic_time() - start_mono;
-  const weft_node_t *node = en->node;
-  guint64 bytes = 0;
-  for (int o = 0; o < node->n_outputs; o++)
-    if (outs[o].tensor) bytes += weft_tensor_nbytes(outs[o].tensor);
-  GString *inputs = g_string_new(NULL);
-  for (int i = 0; i < node->n_inputs; i++) {
-    const weft__edge_t *e = &node->inputs[i];
-    g_string_append_printf(inputs, "%s%s:%d", inputs->len ? ", " : "", e->src->name,
-                           e->src_index);
-  }
-  for (guint c = 0; c < node->control_inputs->len; c++) {
-    const weft_node_t *src = node->control_inputs->pdata[c];
-    g_string_append_printf(inputs, "%s^%s", inputs->len ? ", " : "", src->name);
-  }
-  weft_node_stats_t rec = {node->name, node->op_name, device_name_of(en), inputs->str,
-                           start_real, dur, bytes, (uint64_t)(uintptr_t)g_thread_self()};
-  weft__run_metadata_add(s->args->stats, &rec);
-  g_string_free(inputs, TRUE);
-}
 
 /* Nodes a thread will run itself: every inexpensive successor (LIFO), and one other, run only
  * once the inexpensive ones are done. A kernel that blocks (a _Recv waiting for its peer) then
@@ -402,33 +311,9 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       start_real = g_get_real_time();
       start_mono = g_get_monotonic_time();
     }
-    for (int i = 0; i < node->n_inputs && !st; i++) st = bind_input(s, en, i);
-    if (!st && !en->kinst) {
-      st = weft_status_new(WEFT_INTERNAL, "No kernel for node '%s' (%s)", node->name, node->op_name);
-    }
-    if (!st) {
-      weft_kernel_ctx_t ctx = {0};
-      ctx.node = node;
-      ctx.kernel = en->kinst->kernel;
-      ctx.device = en->kinst->device;
-      ctx.kernel_state = en->kinst->state;
-      ctx.instance = en->kinst;
-      ctx.inputs = &s->inputs[en->input_base];
-      ctx.outputs = outs;
-      ctx.intra_pool = s->args->intra_pool;
-      ctx.resources = s->args->resources;
-      ctx.step_resources = &s->step_resources;
-      st = en->kinst->kernel->def.compute(&ctx, en->kinst->state);
-      if (!st) st = weft__kernel_ctx_take_status(&ctx);
-      else weft_status_free(weft__kernel_ctx_take_status(&ctx));
-      if (ctx.scratch) g_ptr_array_free(ctx.scratch, TRUE);
-      for (int o = 0; o < n_out && !st; o++) {
-        if (!outs[o].tensor && !outs[o].ref) {
-          st = weft_status_new(WEFT_INTERNAL, "The %s kernel did not set output %d",
-                               en->kinst->kernel->def.device_type, o);
-        }
-      }
-    }
+    weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources};
+    st = weft__kernel_call(node, en->kinst, en->kinst, en->input_is_ref, en->input_in_host_memory,
+                           &s->inputs[en->input_base], outs, &env);
     if (st) {
       const char *msg = weft_status_message(st);
       /* Name the node once: kernels usually already say which node failed. */
@@ -443,10 +328,11 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       }
       record_error(s, st);
     } else if (s->args->stats) {
-      record_stats(s, en, start_real, start_mono, outs);
+      weft__record_node_stats(s->args->stats, node, device_name_of(en), start_real, start_mono,
+                              outs);
     }
   }
-  for (int i = 0; i < node->n_inputs; i++) value_clear(&s->inputs[en->input_base + i]);
+  for (int i = 0; i < node->n_inputs; i++) weft__value_clear(&s->inputs[en->input_base + i]);
 
   if (!g_atomic_int_get(&s->cancelled)) {
     for (int f = 0; f < en->n_fetches; f++)
@@ -465,7 +351,7 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       }
     }
   }
-  for (int o = 0; o < n_out; o++) value_clear(&outs[o]);
+  for (int o = 0; o < n_out; o++) weft__value_clear(&outs[o]);
   if (outs != outs_small) g_free(outs);
 }
 
@@ -570,7 +456,7 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
     if (st) weft_tensor_unref(s.fetched[f]);
     else fetched[f] = s.fetched[f];
   }
-  for (int k = 0; k < ex->total_inputs; k++) value_clear(&s.inputs[k]);
+  for (int k = 0; k < ex->total_inputs; k++) weft__value_clear(&s.inputs[k]);
   g_free(s.inputs);
   g_free(s.pending);
   g_free(s.fetched);

@@ -16,6 +16,7 @@
  * Steps without these ops never come here: executor.c keeps its own lock-free path for them. This
  * path takes one lock per step around the bookkeeping and runs kernels outside it. */
 #include "frames_internal.h"
+#include "kernel_call.h"
 
 #include <string.h>
 
@@ -392,13 +393,6 @@ typedef struct cf_step {
   weft__step_resources_t step_resources;
 } cf_step_t;
 
-static void value_clear(weft__value_t *v) {
-  weft_tensor_unref(v->tensor);
-  weft__variable_unref(v->ref);
-  v->tensor = NULL;
-  v->ref = NULL;
-}
-
 static void value_copy(weft__value_t *dst, const weft__value_t *src) {
   dst->tensor = src->tensor ? weft_tensor_ref(src->tensor) : NULL;
   dst->ref = src->ref ? weft__variable_ref(src->ref) : NULL;
@@ -421,7 +415,7 @@ static iter_state_t *iter_new(const weft__cf_executor_t *ex, int info) {
 static void iter_free(const weft__cf_executor_t *ex, iter_state_t *it) {
   (void)ex;
   if (!it) return;
-  for (int k = 0; k < it->n_inputs; k++) value_clear(&it->inputs[k]);
+  for (int k = 0; k < it->n_inputs; k++) weft__value_clear(&it->inputs[k]);
   g_free(it->pending);
   g_free(it->dead_count);
   g_free(it->inputs);
@@ -433,7 +427,7 @@ static iter_state_t *get_iter(frame_state_t *f, gint64 iter) {
 }
 
 static void held_clear(GArray *a) {
-  for (guint k = 0; k < a->len; k++) value_clear(&g_array_index(a, held_value_t, k).value);
+  for (guint k = 0; k < a->len; k++) weft__value_clear(&g_array_index(a, held_value_t, k).value);
   g_array_set_size(a, 0);
 }
 
@@ -671,81 +665,14 @@ static void record_error(cf_step_t *s, weft_status_t *st) {
 }
 
 static const char *device_name_of(const cf_node_t *cn) {
-  return (cn->kinst && cn->kinst->device) ? cn->kinst->device->name : "<no device>";
+  return weft__kinst_device_name(cn->kinst);
 }
 
-/* Dereferences a ref the kernel reads as a value and moves the tensor where the kernel reads it
- * (executor.c's bind_input). */
-static weft_status_t *bind_input(const cf_node_t *cn, weft__value_t *v, int i) {
-  if (cn->is_ref[i]) {
-    if (!v->ref) {
-      return weft_status_new(WEFT_INVALID_ARGUMENT,
-                             "Input %d of node '%s' (%s) must be a reference", i, cn->node->name,
-                             cn->node->op_name);
-    }
-    return NULL;
-  }
-  if (v->ref) {
-    weft__variable_t *var = v->ref;
-    g_rec_mutex_lock(&var->lock);
-    weft_tensor_t *t = var->value ? weft_tensor_ref(var->value) : NULL;
-    g_rec_mutex_unlock(&var->lock);
-    if (!t) {
-      return weft_status_new(WEFT_FAILED_PRECONDITION,
-                             "Attempting to use uninitialized value %s (input %d of node '%s')",
-                             var->name, i, cn->node->name);
-    }
-    v->ref = NULL;
-    weft__variable_unref(var);
-    v->tensor = t;
-  }
-  if (!v->tensor) {
-    return weft_status_new(WEFT_INTERNAL, "Input %d of node '%s' has no value", i, cn->node->name);
-  }
-  weft__device_t *want = cn->kinst ? cn->kinst->device : NULL;
-  if (cn->in_host[i] || (want && want->props.host_accessible)) want = NULL;
-  weft__device_t *have = v->tensor->buffer->device;
-  bool have_host = weft__buffer_host_accessible(v->tensor->buffer);
-  if ((want == NULL && have_host) || want == have) return NULL;
-  weft_tensor_t *moved = NULL;
-  weft_status_t *st = weft__tensor_to_device(v->tensor, want, &moved);
-  if (st) return st;
-  weft_tensor_unref(v->tensor);
-  v->tensor = moved;
-  return NULL;
-}
-
-/* Runs a normal node's kernel on its inputs. */
+/* Runs a normal node's kernel on its inputs (kernel_call.h). */
 static weft_status_t *run_kernel(cf_step_t *s, const cf_node_t *cn, weft__value_t *inputs,
                                  weft__value_t *outs) {
-  const weft_node_t *node = cn->node;
-  weft_status_t *st = NULL;
-  for (int i = 0; i < node->n_inputs && !st; i++) st = bind_input(cn, &inputs[i], i);
-  if (!st && !cn->kinst) {
-    st = weft_status_new(WEFT_INTERNAL, "No kernel for node '%s' (%s)", node->name, node->op_name);
-  }
-  if (st) return st;
-  weft_kernel_ctx_t ctx = {0};
-  ctx.node = node;
-  ctx.kernel = cn->kinst->kernel;
-  ctx.device = cn->kinst->device;
-  ctx.kernel_state = cn->kinst->state;
-  ctx.inputs = inputs;
-  ctx.outputs = outs;
-  ctx.intra_pool = s->args->intra_pool;
-  ctx.resources = s->args->resources;
-  ctx.step_resources = &s->step_resources;
-  st = cn->kinst->kernel->def.compute(&ctx, cn->kinst->state);
-  if (!st) st = weft__kernel_ctx_take_status(&ctx);
-  else weft_status_free(weft__kernel_ctx_take_status(&ctx));
-  if (ctx.scratch) g_ptr_array_free(ctx.scratch, TRUE);
-  for (int o = 0; o < node->n_outputs && !st; o++) {
-    if (!has_value(&outs[o])) {
-      st = weft_status_new(WEFT_INTERNAL, "The %s kernel did not set output %d",
-                           cn->kinst->kernel->def.device_type, o);
-    }
-  }
-  return st;
+  weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources};
+  return weft__kernel_call(cn->node, cn->kinst, NULL, cn->is_ref, cn->in_host, inputs, outs, &env);
 }
 
 /* Switch's predicate, read on the host. */
@@ -804,59 +731,16 @@ static weft_status_t *compute(cf_step_t *s, const cf_node_t *cn, weft__value_t *
 
 static void store_fetch(cf_step_t *s, int fetch, const weft__value_t *v, const cf_node_t *cn) {
   weft_tensor_t *t = NULL;
-  if (v->ref) {
-    g_rec_mutex_lock(&v->ref->lock);
-    if (v->ref->value) t = weft_tensor_ref(v->ref->value);
-    g_rec_mutex_unlock(&v->ref->lock);
-    if (!t) {
-      record_error(s, weft_status_new(WEFT_FAILED_PRECONDITION,
-                                      "Attempting to use uninitialized value %s (fetched from "
-                                      "'%s')", v->ref->name, cn->node->name));
-      return;
-    }
-  } else {
-    t = weft_tensor_ref(v->tensor);
-  }
-  weft_tensor_t *host = NULL;
-  weft_status_t *st = weft__tensor_is_host(t) ? NULL : weft__tensor_to_device(t, NULL, &host);
+  weft_status_t *st = weft__fetch_to_host(v, cn->node, &t);
   if (st) {
-    record_error(s, weft_status_prefix(st, "Fetching output of '%s'", cn->node->name));
-    weft_tensor_unref(t);
+    record_error(s, st);
     return;
-  }
-  if (host) {
-    weft_tensor_unref(t);
-    t = host;
   }
   weft_tensor_unref(s->fetched[fetch]);
   s->fetched[fetch] = t;
 }
 
 static void schedule(cf_step_t *s, ready_entry_t r);
-
-/* Traced steps only: the record of one node that ran (executor.c's record_stats). */
-static void record_stats(cf_step_t *s, const cf_node_t *cn, gint64 start_real, gint64 start_mono,
-                         const weft__value_t *outs) {
-  gint64 dur = g_get_monotonic_time() - start_mono;
-  const weft_node_t *node = cn->node;
-  guint64 bytes = 0;
-  for (int o = 0; o < node->n_outputs; o++)
-    if (outs[o].tensor) bytes += weft_tensor_nbytes(outs[o].tensor);
-  GString *inputs = g_string_new(NULL);
-  for (int i = 0; i < node->n_inputs; i++) {
-    const weft__edge_t *e = &node->inputs[i];
-    g_string_append_printf(inputs, "%s%s:%d", inputs->len ? ", " : "", e->src->name,
-                           e->src_index);
-  }
-  for (guint c = 0; c < node->control_inputs->len; c++) {
-    const weft_node_t *src = node->control_inputs->pdata[c];
-    g_string_append_printf(inputs, "%s^%s", inputs->len ? ", " : "", src->name);
-  }
-  weft_node_stats_t rec = {node->name, node->op_name, device_name_of(cn), inputs->str,
-                           start_real, dur, bytes, (uint64_t)(uintptr_t)g_thread_self()};
-  weft__run_metadata_add(s->args->stats, &rec);
-  g_string_free(inputs, TRUE);
-}
 
 /* Runs one ready node, then what it readies: one on this thread, the others on the pool. */
 static void process(cf_step_t *s, ready_entry_t r) {
@@ -893,7 +777,10 @@ static void process(cf_step_t *s, ready_entry_t r) {
           start_mono = g_get_monotonic_time();
         }
         weft_status_t *st = compute(s, cn, inputs, outs);
-        if (!st && s->args->stats) record_stats(s, cn, start_real, start_mono, outs);
+        if (!st && s->args->stats) {
+          weft__record_node_stats(s->args->stats, node, device_name_of(cn), start_real,
+                                  start_mono, outs);
+        }
         if (st) {
           const char *msg = weft_status_message(st);
           if (strstr(msg, node->name)) {
@@ -910,7 +797,7 @@ static void process(cf_step_t *s, ready_entry_t r) {
       }
       cancelled = g_atomic_int_get(&s->cancelled);
     }
-    for (int i = 0; i < n_in; i++) value_clear(&inputs[i]);
+    for (int i = 0; i < n_in; i++) weft__value_clear(&inputs[i]);
     g_free(inputs);
 
     GArray *ready = g_array_new(FALSE, FALSE, sizeof(ready_entry_t));
@@ -929,7 +816,7 @@ static void process(cf_step_t *s, ready_entry_t r) {
       g_atomic_int_add(&s->outstanding, (gint)ready->len);
       g_mutex_unlock(&s->lock);
     }
-    for (int o = 0; o < n_out; o++) value_clear(&outs[o]);
+    for (int o = 0; o < n_out; o++) weft__value_clear(&outs[o]);
     g_free(outs);
 
     for (guint k = 1; k < ready->len; k++) schedule(s, g_array_index(ready, ready_entry_t, k));

@@ -1269,6 +1269,48 @@ weft_status_t *weft__shape_fn_broadcast(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+weft_status_t *weft__sh_batch_matmul(weft_shape_ctx_t *ctx, const char *op, bool broadcast) {
+  weft__shape_t x, y;
+  weft__sh_input(ctx, 0, &x);
+  weft__sh_input(ctx, 1, &y);
+  char what[64];
+  g_snprintf(what, sizeof what, "%s's x", op);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &x, 2, what));
+  g_snprintf(what, sizeof what, "%s's y", op);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &y, 2, what));
+  if (x.rank < 0 || y.rank < 0) {
+    weft__shape_t unknown = {.rank = -1};
+    return weft__sh_output(ctx, 0, &unknown);
+  }
+  bool adj_x = weft__sh_attr_bool(ctx, "adj_x", false);
+  bool adj_y = weft__sh_attr_bool(ctx, "adj_y", false);
+  int64_t m = x.dims[x.rank - (adj_x ? 1 : 2)], kx = x.dims[x.rank - (adj_x ? 2 : 1)];
+  int64_t ky = y.dims[y.rank - (adj_y ? 1 : 2)], n = y.dims[y.rank - (adj_y ? 2 : 1)];
+  int64_t k;
+  if (!weft__sh_merge_dim(kx, ky, &k)) {
+    char *sx = weft__sh_str(&x), *sy = weft__sh_str(&y);
+    weft_status_t *status = weft__sh_error(
+        ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+        ": %s with input shapes %s, %s (adj_x=%s, adj_y=%s)",
+        kx, ky, op, sx, sy, adj_x ? "true" : "false", adj_y ? "true" : "false");
+    g_free(sx);
+    g_free(sy);
+    return status;
+  }
+  weft__shape_t bx = {.rank = x.rank - 2}, by = {.rank = y.rank - 2}, batch;
+  memcpy(bx.dims, x.dims, sizeof(int64_t) * (size_t)bx.rank);
+  memcpy(by.dims, y.dims, sizeof(int64_t) * (size_t)by.rank);
+  if (broadcast) {
+    WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &bx, &by, &batch));
+  } else {
+    g_snprintf(what, sizeof what, "%s's batch dimensions", op);
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &bx, &by, &batch, what));
+  }
+  batch.dims[batch.rank++] = m;
+  batch.dims[batch.rank++] = n;
+  return weft__sh_output(ctx, 0, &batch);
+}
+
 weft_status_t *weft__shape_fn_merge_all(weft_shape_ctx_t *ctx) {
   int n = weft__graph_host()->shape_num_inputs(ctx);
   weft__shape_t merged = {.rank = -1};

@@ -96,35 +96,7 @@ static weft_status_t *matmul_shape(weft_shape_ctx_t *ctx) {
 }
 
 static weft_status_t *batch_matmul_shape(weft_shape_ctx_t *ctx) {
-  weft__shape_t x, y;
-  weft__sh_input(ctx, 0, &x);
-  weft__sh_input(ctx, 1, &y);
-  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &x, 2, "BatchMatMulV2's x"));
-  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &y, 2, "BatchMatMulV2's y"));
-  if (x.rank < 0 || y.rank < 0) return weft__sh_output(ctx, 0, &kUnknownShape);
-  bool adj_x = weft__sh_attr_bool(ctx, "adj_x", false);
-  bool adj_y = weft__sh_attr_bool(ctx, "adj_y", false);
-  int64_t m = x.dims[x.rank - (adj_x ? 1 : 2)], kx = x.dims[x.rank - (adj_x ? 2 : 1)];
-  int64_t ky = y.dims[y.rank - (adj_y ? 1 : 2)], n = y.dims[y.rank - (adj_y ? 2 : 1)];
-  int64_t k;
-  if (!weft__sh_merge_dim(kx, ky, &k)) {
-    char *sx = weft__sh_str(&x), *sy = weft__sh_str(&y);
-    weft_status_t *status = weft__sh_error(
-        ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
-        ": BatchMatMulV2 with input shapes %s, %s (adj_x=%s, adj_y=%s)",
-        kx, ky, sx, sy, adj_x ? "true" : "false", adj_y ? "true" : "false");
-    g_free(sx);
-    g_free(sy);
-    return status;
-  }
-  weft__shape_t bx = {.rank = x.rank - 2}, by = {.rank = y.rank - 2}, batch;
-  memcpy(bx.dims, x.dims, sizeof(int64_t) * (size_t)bx.rank);
-  memcpy(by.dims, y.dims, sizeof(int64_t) * (size_t)by.rank);
-  WEFT_RETURN_IF_ERROR(weft__sh_broadcast(ctx, &bx, &by, &batch));
-  weft__shape_t out = batch;
-  out.dims[out.rank++] = m;
-  out.dims[out.rank++] = n;
-  return weft__sh_output(ctx, 0, &out);
+  return weft__sh_batch_matmul(ctx, "BatchMatMulV2", true);
 }
 
 /* Sum, Mean, Max, Min, Prod, All, Any: reduce input 0 over the axes in input 1. */

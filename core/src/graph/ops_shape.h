@@ -65,6 +65,9 @@ weft_status_t *weft__sh_with_rank(weft_shape_ctx_t *ctx, const weft__shape_t *s,
                                   const char *what);
 weft_status_t *weft__sh_with_rank_at_least(weft_shape_ctx_t *ctx, const weft__shape_t *s,
                                            int rank, const char *what);
+/* BatchMatMul's output shape (op names it in errors): inputs 0 and 1 of rank >= 2, honouring
+ * adj_x / adj_y; batch dims broadcast (V2 and later) or must be equal (v1, broadcast false). */
+weft_status_t *weft__sh_batch_matmul(weft_shape_ctx_t *ctx, const char *op, bool broadcast);
 /* Broadcasts a and b (numpy rules); the error names the node and both shapes. */
 weft_status_t *weft__sh_broadcast(weft_shape_ctx_t *ctx, const weft__shape_t *a,
                                   const weft__shape_t *b, weft__shape_t *out);

@@ -1,0 +1,54 @@
+/* The cold halves of running a node (kernel_call.h): fetching a value to host and step stats. */
+#include "kernel_call.h"
+
+weft_status_t *weft__fetch_to_host(const weft__value_t *v, const weft_node_t *node,
+                                   weft_tensor_t **out) {
+  weft_tensor_t *t = NULL;
+  if (v->ref) {
+    g_rec_mutex_lock(&v->ref->lock);
+    if (v->ref->value) t = weft_tensor_ref(v->ref->value);
+    g_rec_mutex_unlock(&v->ref->lock);
+    if (!t) {
+      return weft_status_new(WEFT_FAILED_PRECONDITION,
+                             "Attempting to use uninitialized value %s (fetched from '%s')",
+                             v->ref->name, node->name);
+    }
+  } else {
+    t = weft_tensor_ref(v->tensor);
+  }
+  weft_tensor_t *host = NULL;
+  weft_status_t *st = weft__tensor_is_host(t) ? NULL : weft__tensor_to_device(t, NULL, &host);
+  if (st) {
+    weft_tensor_unref(t);
+    return weft_status_prefix(st, "Fetching output of '%s'", node->name);
+  }
+  if (host) {
+    weft_tensor_unref(t);
+    t = host;
+  }
+  *out = t;
+  return NULL;
+}
+
+void weft__record_node_stats(weft_run_metadata_t *stats, const weft_node_t *node,
+                             const char *device, gint64 start_real, gint64 start_mono,
+                             const weft__value_t *outs) {
+  gint64 dur = g_get_monotonic_time() - start_mono;
+  guint64 bytes = 0;
+  for (int o = 0; o < node->n_outputs; o++)
+    if (outs[o].tensor) bytes += weft_tensor_nbytes(outs[o].tensor);
+  GString *inputs = g_string_new(NULL);
+  for (int i = 0; i < node->n_inputs; i++) {
+    const weft__edge_t *e = &node->inputs[i];
+    g_string_append_printf(inputs, "%s%s:%d", inputs->len ? ", " : "", e->src->name,
+                           e->src_index);
+  }
+  for (guint c = 0; c < node->control_inputs->len; c++) {
+    const weft_node_t *src = node->control_inputs->pdata[c];
+    g_string_append_printf(inputs, "%s^%s", inputs->len ? ", " : "", src->name);
+  }
+  weft_node_stats_t rec = {node->name, node->op_name, device, inputs->str,
+                           start_real, dur, bytes, (uint64_t)(uintptr_t)g_thread_self()};
+  weft__run_metadata_add(stats, &rec);
+  g_string_free(inputs, TRUE);
+}
