@@ -672,7 +672,9 @@ static const char *device_name_of(const cf_node_t *cn) {
 static weft_status_t *run_kernel(cf_step_t *s, const cf_node_t *cn, weft__value_t *inputs,
                                  weft__value_t *outs) {
   weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources};
-  return weft__kernel_call(cn->node, cn->kinst, NULL, cn->is_ref, cn->in_host, inputs, outs, &env);
+  /* The instance's attr cache too: a Const in a loop body is copied to its device once. */
+  return weft__kernel_call(cn->node, cn->kinst, cn->kinst, cn->is_ref, cn->in_host, inputs, outs,
+                           &env);
 }
 
 /* Switch's predicate, read on the host. */
