@@ -275,22 +275,14 @@ weft_status_t *weft__cf_executor_new(const weft__executor_params_t *p, weft__cf_
                                                : cn->n_data_edges + n_control[k];
   }
   ex->n_fetches = p->n_fetches;
-  ex->fetch_from_feed = g_new0(int, p->n_fetches > 0 ? p->n_fetches : 1);
-  for (int f = 0; f < p->n_fetches && !st; f++) {
-    ex->fetch_from_feed[f] = -1;
-    for (int d = 0; d < p->n_feeds; d++) {
-      if (p->feeds[d].node == p->fetches[f].node && p->feeds[d].index == p->fetches[f].index) {
-        ex->fetch_from_feed[f] = d;
-        break;
-      }
-    }
-    if (ex->fetch_from_feed[f] >= 0) continue;
-    int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, p->fetches[f].node)) - 1;
-    if (src >= 0) {
-      cf_fetch_t fr = {f, p->fetches[f].index};
-      g_array_append_val(fetches[src], fr);
-    }
+  int *fetch_source = NULL;
+  weft__plan_fetch_sources(p, index_of, &ex->fetch_from_feed, &fetch_source);
+  for (int f = 0; f < p->n_fetches; f++) {
+    if (fetch_source[f] < 0) continue;
+    cf_fetch_t fr = {f, p->fetches[f].index};
+    g_array_append_val(fetches[fetch_source[f]], fr);
   }
+  g_free(fetch_source);
   GArray *roots = g_array_new(FALSE, FALSE, sizeof(int));
   for (int k = 0; k < ex->n_nodes; k++) {
     cf_node_t *cn = &ex->nodes[k];

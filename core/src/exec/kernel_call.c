@@ -52,3 +52,23 @@ void weft__record_node_stats(weft_run_metadata_t *stats, const weft_node_t *node
   weft__run_metadata_add(stats, &rec);
   g_string_free(inputs, TRUE);
 }
+
+void weft__plan_fetch_sources(const weft__executor_params_t *p, GHashTable *index_of,
+                              int **out_from_feed, int **out_source) {
+  int n = p->n_fetches > 0 ? p->n_fetches : 1;
+  int *from_feed = g_new(int, n), *source = g_new(int, n);
+  for (int f = 0; f < p->n_fetches; f++) {
+    from_feed[f] = -1;
+    source[f] = -1;
+    for (int d = 0; d < p->n_feeds; d++) {
+      if (p->feeds[d].node == p->fetches[f].node && p->feeds[d].index == p->fetches[f].index) {
+        from_feed[f] = d;
+        break;
+      }
+    }
+    if (from_feed[f] < 0)
+      source[f] = GPOINTER_TO_INT(g_hash_table_lookup(index_of, p->fetches[f].node)) - 1;
+  }
+  *out_from_feed = from_feed;
+  *out_source = source;
+}

@@ -107,6 +107,12 @@ static inline weft_status_t *weft__kernel_call(const weft_node_t *node,
   return st;
 }
 
+/* Where each fetch of a step comes from, as both executors plan it: *out_from_feed[f] is the feed
+ * that answers fetch f directly, or -1; *out_source[f] is then the index (in index_of, 1-based
+ * values) of the node that produces it, or -1. Both arrays are new, of max(n_fetches, 1). */
+void weft__plan_fetch_sources(const weft__executor_params_t *p, GHashTable *index_of,
+                              int **out_from_feed, int **out_source);
+
 /* A fetched value as the caller gets it: a new host reference in *out, or the status to record
  * (an uninitialised variable, a failed copy to host). */
 weft_status_t *weft__fetch_to_host(const weft__value_t *v, const weft_node_t *node,
