@@ -125,6 +125,17 @@ static weft_status_t *make_exclusive(weft__variable_t *var) {
   return NULL;
 }
 
+/* Output 0 becomes t when st is NULL; else t is dropped and st returned. */
+static weft_status_t *set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t, weft_status_t *st) {
+  if (st) {
+    weft_tensor_unref(t);
+    return st;
+  }
+  weft_tensor_unref(ctx->outputs[0].tensor);
+  ctx->outputs[0].tensor = t;
+  return NULL;
+}
+
 static weft_status_t *var_handle(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   const char *container = attr_string(ctx->node, "container");
@@ -138,13 +149,7 @@ static weft_status_t *var_handle(weft_kernel_ctx_t *ctx, void *state) {
   weft_tensor_t *t = weft_tensor_new(WEFT_DT_STRING, 0, NULL);
   weft_status_t *st = weft_tensor_set_string(t, 0, text, strlen(text));
   g_free(text);
-  if (st) {
-    weft_tensor_unref(t);
-    return st;
-  }
-  weft_tensor_unref(ctx->outputs[0].tensor);
-  ctx->outputs[0].tensor = t;
-  return NULL;
+  return set_output0(ctx, t, st);
 }
 
 static weft_status_t *read_variable(weft_kernel_ctx_t *ctx, void *state) {
@@ -358,13 +363,7 @@ static weft_status_t *variable_shape(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   release(var);
-  if (st) {
-    weft_tensor_unref(t);
-    return st;
-  }
-  weft_tensor_unref(ctx->outputs[0].tensor);
-  ctx->outputs[0].tensor = t;
-  return NULL;
+  return set_output0(ctx, t, st);
 }
 
 /* ResourceGather with batch_dims 0: output = indices.shape + params.shape[1:]. */
@@ -448,13 +447,7 @@ static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   release(var);
-  if (st) {
-    weft_tensor_unref(out);
-    return st;
-  }
-  weft_tensor_unref(ctx->outputs[0].tensor);
-  ctx->outputs[0].tensor = out;
-  return NULL;
+  return set_output0(ctx, out, st);
 }
 
 static weft_status_t *destroy_resource(weft_kernel_ctx_t *ctx, void *state) {
