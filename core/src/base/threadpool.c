@@ -61,7 +61,13 @@ weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name) {
 void weft__threadpool_free(weft__threadpool_t *pool) {
   if (pool == NULL) return;
   /* Let queued tasks finish: they may hold references to state their submitters wait on. */
-  if (pool->pool != NULL) g_thread_pool_free(pool->pool, FALSE, TRUE);
+  if (pool->pool != NULL) {
+    g_thread_pool_free(pool->pool, FALSE, TRUE);
+    /* GLib parks a freed pool's threads as "unused" for up to 15 s, in case another pool wants
+     * them; Weft's pools are freed with a session or a graph (--session_gc_seconds included),
+     * whose threads are meant to go then. */
+    g_thread_pool_stop_unused_threads();
+  }
   g_free(pool->name);
   g_free(pool);
 }
