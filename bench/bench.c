@@ -96,41 +96,70 @@ bool bench_measure(const bench_options_t *o, bench_body_fn body, void *arg, doub
   return ok;
 }
 
+/* Sides 0..n-1 of a row (Weft, then the others): after all warm up, each round runs every side
+ * once, starting from another side each round and going the other way every second round
+ * (W B P, P B W, B P W, ...), so that a machine getting busier or quieter during the row weighs
+ * on every side alike. Every side makes the same number of calls per run, sized by the slowest. */
+static bool measure_sides(const bench_options_t *o, int n, const bench_body_fn *bodies,
+                          void *const *args, double scale, bool throughput, bench_stats_t **out,
+                          weft_status_t **error) {
+  double slowest = BENCH_MIN_RUN_SECONDS;
+  for (int k = 0; k < o->warmup; k++) {
+    slowest = 0;
+    for (int s = 0; s < n; s++) {
+      double t0 = bench_now();
+      if (bodies[s](args[s], error) < 0) return false;
+      double dt = bench_now() - t0;
+      if (dt > slowest) slowest = dt;
+    }
+  }
+  int calls = o->warmup > 0 ? calls_for(slowest) : 1;
+  double *values = g_new(double, (size_t)n * (size_t)o->runs);
+  bool ok = true;
+  for (int k = 0; ok && k < o->runs; k++) {
+    for (int j = 0; ok && j < n; j++) {
+      int s = (k % 2 == 0) ? (k / 2 + j) % n : (k / 2 + n - j) % n;
+      if (n == 2) s = (k % 2 == 0) ? j : 1 - j; /* the pair: W B, B W, ... as it always was */
+      ok = measure_once(bodies[s], args[s], calls, scale, throughput, &values[s * o->runs + k],
+                        error);
+    }
+  }
+  for (int s = 0; s < n; s++) {
+    if (ok) summarise(&values[s * o->runs], o->runs, out[s]);
+    out[s]->calls_per_run = calls;
+  }
+  g_free(values);
+  return ok;
+}
+
 bool bench_measure_pair(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
                         bench_body_fn base_body, void *base_arg, double scale, bool throughput,
                         bench_stats_t *weft, bench_stats_t *base, weft_status_t **error) {
-  double weft_last = BENCH_MIN_RUN_SECONDS, base_last = BENCH_MIN_RUN_SECONDS;
-  for (int k = 0; k < o->warmup; k++) {
-    double t0 = bench_now();
-    if (weft_body(weft_arg, error) < 0) return false;
-    double t1 = bench_now();
-    if (base_body(base_arg, error) < 0) return false;
-    weft_last = t1 - t0;
-    base_last = bench_now() - t1;
+  bench_body_fn bodies[2] = {weft_body, base_body};
+  void *args[2] = {weft_arg, base_arg};
+  bench_stats_t *out[2] = {weft, base};
+  return measure_sides(o, 2, bodies, args, scale, throughput, out, error);
+}
+
+bool bench_measure_row(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
+                       bench_body_fn base_body, void *base_arg, bench_body_fn peer_body,
+                       void *peer_arg, double scale, bool throughput, bench_stats_t *weft,
+                       bench_stats_t *base, bench_stats_t *peer, weft_status_t **error) {
+  bench_body_fn bodies[3] = {weft_body};
+  void *args[3] = {weft_arg};
+  bench_stats_t *out[3] = {weft};
+  int n = 1;
+  if (base_body) {
+    bodies[n] = base_body;
+    args[n] = base_arg;
+    out[n++] = base;
   }
-  /* Both sides make the same number of calls per run, sized by the slower of the two. */
-  int calls = o->warmup > 0 ? calls_for(weft_last > base_last ? weft_last : base_last) : 1;
-  double *w = g_new(double, o->runs), *b = g_new(double, o->runs);
-  bool ok = true;
-  /* Alternating, and swapping which side goes first each round, so that a machine getting
-   * busier or quieter during the row weighs on both sides alike. */
-  for (int k = 0; ok && k < o->runs; k++) {
-    if (k % 2 == 0) {
-      ok = measure_once(weft_body, weft_arg, calls, scale, throughput, &w[k], error) &&
-           measure_once(base_body, base_arg, calls, scale, throughput, &b[k], error);
-    } else {
-      ok = measure_once(base_body, base_arg, calls, scale, throughput, &b[k], error) &&
-           measure_once(weft_body, weft_arg, calls, scale, throughput, &w[k], error);
-    }
+  if (peer_body) {
+    bodies[n] = peer_body;
+    args[n] = peer_arg;
+    out[n++] = peer;
   }
-  if (ok) {
-    summarise(w, o->runs, weft);
-    summarise(b, o->runs, base);
-  }
-  weft->calls_per_run = base->calls_per_run = calls;
-  g_free(w);
-  g_free(b);
-  return ok;
+  return measure_sides(o, n, bodies, args, scale, throughput, out, error);
 }
 
 void bench_report_add(bench_report_t *r, bench_result_t *res) {
@@ -192,6 +221,14 @@ void bench_set_target_ratio(bench_report_t *r, double min_ratio) {
   if (res && !res->skipped) bench_set_target_met(r, ratio_of(res) >= min_ratio);
 }
 
+void bench_set_peer(bench_report_t *r, const bench_stats_t *peer, const char *note) {
+  bench_result_t *res = last_row(r);
+  if (!res || res->skipped) return;
+  if (peer) res->peer = *peer;
+  g_free(res->peer_note);
+  res->peer_note = g_strdup(note);
+}
+
 static const char *target_text(const bench_result_t *res) {
   return res->target == BENCH_TARGET_MET      ? "met"
          : res->target == BENCH_TARGET_MISSED ? "missed"
@@ -204,6 +241,7 @@ static void result_free(bench_result_t *res) {
   g_free(res->unit);
   g_free(res->baseline_name);
   g_free(res->note);
+  g_free(res->peer_note);
   g_free(res);
 }
 
@@ -214,14 +252,25 @@ static double ratio_of(const bench_result_t *res) {
                                : res->baseline.median / res->weft.median;
 }
 
-static void print_table(const bench_report_t *r) {
-  printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", "benchmark", "weft", "baseline",
-         "(baseline is)", "ratio", "target", "note");
+/* Weft's time over the peer's (lower is better for Weft), from the medians; 0 without a peer. */
+static double peer_ratio_of(const bench_result_t *res) {
+  if (res->peer.runs == 0 || res->peer.median <= 0 || res->weft.median <= 0) return 0;
+  return res->higher_is_better ? res->peer.median / res->weft.median
+                               : res->weft.median / res->peer.median;
+}
+
+static void print_table(const bench_report_t *r, const bench_options_t *o) {
+  bool peer = o->peer_name != NULL;
+  printf("%-34s %14s %14s %-26s %8s %-6s", "benchmark", "weft", "baseline", "(baseline is)",
+         "ratio", "target");
+  if (peer) printf(" %14s %9s", o->peer_name, "weft/peer");
+  printf("  note\n");
   for (guint k = 0; k < r->results->len; k++) {
     const bench_result_t *res = r->results->pdata[k];
     if (res->skipped) {
-      printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", res->name, "-", "-", "", "-", "-",
-             res->note ? res->note : "skipped");
+      printf("%-34s %14s %14s %-26s %8s %-6s", res->name, "-", "-", "", "-", "-");
+      if (peer) printf(" %14s %9s", "-", "-");
+      printf("  %s\n", res->note ? res->note : "skipped");
       continue;
     }
     char weft[64], base[64], ratio[32];
@@ -233,12 +282,29 @@ static void print_table(const bench_report_t *r) {
       g_strlcpy(base, "-", sizeof base);
       g_strlcpy(ratio, "-", sizeof ratio);
     }
-    printf("%-34s %14s %14s %-26s %8s %-6s  %s\n", res->name, weft, base,
-           res->baseline_name ? res->baseline_name : "", ratio, target_text(res),
-           res->note ? res->note : "");
+    printf("%-34s %14s %14s %-26s %8s %-6s", res->name, weft, base,
+           res->baseline_name ? res->baseline_name : "", ratio, target_text(res));
+    if (peer) {
+      char pv[64] = "-", pr[32] = "-";
+      if (res->peer.runs) {
+        g_snprintf(pv, sizeof pv, "%.4g %s", res->peer.median, res->unit);
+        g_snprintf(pr, sizeof pr, "%.2fx", peer_ratio_of(res));
+      }
+      printf(" %14s %9s", pv, pr);
+    }
+    const char *note = res->note ? res->note : "";
+    if (peer && res->peer_note) printf("  %s%speer: %s\n", note, *note ? "; " : "", res->peer_note);
+    else printf("  %s\n", note);
   }
   printf("ratio: Weft relative to the baseline, > 1 means Weft is better; medians of each side.\n"
          "target: met or missed, for rows whose note states a target.\n");
+  if (peer && o->peer)
+    printf("peer: ONNX Runtime %s (%s), %d intra-op thread%s, graph optimizations on; weft/peer: "
+           "Weft's time over the peer's, < 1 means Weft is faster.\n",
+           bench_peer_version(o->peer), bench_peer_path(o->peer), o->threads,
+           o->threads == 1 ? "" : "s");
+  else if (peer)
+    printf("peer: %s\n", o->peer_why);
 }
 
 static void json_stats(GString *s, const char *key, const bench_stats_t *st) {
@@ -286,6 +352,15 @@ static bool write_json(const bench_report_t *r, const char *path, weft_status_t 
         g_string_append(s, ", \"baseline\": null, \"ratio\": null");
       }
       g_string_append_printf(s, ", \"runs\": %d", res->weft.runs);
+      if (res->peer.runs) {
+        g_string_append_printf(s, ", \"peer\": %.9g, ", res->peer.median);
+        json_stats(s, "peer_runs", &res->peer);
+        g_string_append_printf(s, ", \"peer_ratio\": %.6g", peer_ratio_of(res));
+      } else {
+        g_string_append(s, ", \"peer\": null, \"peer_runs\": null, \"peer_ratio\": null");
+      }
+      g_string_append(s, ", \"peer_note\": ");
+      json_string(s, res->peer_note);
     }
     if (res->target == BENCH_NO_TARGET) g_string_append(s, ", \"target\": null");
     else g_string_append_printf(s, ", \"target\": \"%s\"", target_text(res));
@@ -350,8 +425,9 @@ int weft_bench_main(int argc, char **argv) {
   if (argc > 1 && g_str_has_prefix(argv[1], "--netns-child"))
     return bench_netns_child_main(argc, argv);
   char **only = NULL;
-  char *json = NULL, *device = NULL;
+  char *json = NULL, *device = NULL, *peer_name = NULL, *peer_lib = NULL;
   gboolean quick = FALSE;
+  gint threads = 0;
   GOptionEntry entries[] = {
       {"only", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only,
        "run only this benchmark (an exact name: step/chain_100), this group (step or step/: every "
@@ -361,6 +437,14 @@ int weft_bench_main(int argc, char **argv) {
        "device for the kernel benchmarks: /device:VULKAN:0, VULKAN, vulkan:0 (default "
        "/device:CPU:0)", "D"},
       {"quick", 0, 0, G_OPTION_ARG_NONE, &quick, "fewer runs and smaller sizes (a smoke run)", NULL},
+      {"threads", 0, 0, G_OPTION_ARG_INT, &threads,
+       "threads for Weft's kernels, the baselines and the peer (default: one per core)", "N"},
+      {"peer", 0, 0, G_OPTION_ARG_STRING, &peer_name,
+       "time a peer runtime beside Weft on the rows it can run: ort (ONNX Runtime, opened at run "
+       "time; scripts/install-ort-peer.sh installs it)", "NAME"},
+      {"peer-lib", 0, 0, G_OPTION_ARG_FILENAME, &peer_lib,
+       "the peer's library (default: $WEFT_ORT_LIB, then the build tree's ort-peer/, then the "
+       "loader's path)", "PATH"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *ctx = g_option_context_new("- measure Weft against baselines run beside it");
@@ -378,7 +462,28 @@ int weft_bench_main(int argc, char **argv) {
     return rc;
   }
   g_option_context_free(ctx);
-  if (argc > 1) return usage_error("unexpected argument '%s'", argv[1]);
+  char *why_bad = NULL;
+  if (argc > 1) {
+    why_bad = g_strdup_printf("unexpected argument '%s'", argv[1]);
+  } else if (peer_name && strcmp(peer_name, "ort") != 0) {
+    why_bad = g_strdup_printf("unknown --peer '%s' (the peers are: ort)", peer_name);
+  } else if (peer_lib && !peer_name) {
+    why_bad = g_strdup("--peer-lib needs --peer ort");
+  } else if (threads < 0 || threads > 4096) {
+    why_bad = g_strdup_printf("--threads %d is out of range (1 to 4096)", threads);
+  }
+  if (why_bad) {
+    int rc = usage_error("%s", why_bad);
+    g_free(why_bad);
+    g_strfreev(only);
+    g_free(json);
+    g_free(device);
+    g_free(peer_name);
+    g_free(peer_lib);
+    return rc;
+  }
+  /* Before the plugins load: OpenBLAS reads its thread count then, and the pools keep theirs. */
+  if (threads > 0) weft_threads_set_limit(threads);
   weft_plugins_load_default();
   if (device) {
     char *known = NULL;
@@ -397,7 +502,19 @@ int weft_bench_main(int argc, char **argv) {
     device = spec;
   }
   bench_options_t o = {(const char *const *)only, device ? device : "/device:CPU:0", quick,
-                       quick ? 1 : 2, quick ? 3 : 7};
+                       quick ? 1 : 2, quick ? 3 : 7, 0, NULL, NULL, NULL};
+  o.threads = threads > 0 ? threads : (int)g_get_num_processors();
+  char *peer_why = NULL;
+  if (peer_name) {
+    o.peer_name = peer_name;
+    o.peer = bench_peer_open(peer_lib, &peer_why);
+    if (o.peer)
+      fprintf(stderr, "bench: peer ONNX Runtime %s from %s\n", bench_peer_version(o.peer),
+              bench_peer_path(o.peer));
+    else
+      fprintf(stderr, "bench: peer: %s\n", peer_why);
+    o.peer_why = peer_why;
+  }
   bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};
   bench_run_kernels(&o, &report);
   bench_run_session(&o, &report);
@@ -409,7 +526,7 @@ int weft_bench_main(int argc, char **argv) {
     rc = usage_error("no benchmark matches --only %s", names->str);
     g_string_free(names, TRUE);
   } else {
-    print_table(&report);
+    print_table(&report, &o);
   }
   weft_status_t *st = NULL;
   if (rc == 0 && json && !write_json(&report, json, &st)) {
@@ -419,6 +536,10 @@ int weft_bench_main(int argc, char **argv) {
     rc = 1;
   }
   g_ptr_array_free(report.results, TRUE);
+  bench_peer_close(o.peer);
+  g_free(peer_why);
+  g_free(peer_name);
+  g_free(peer_lib);
   g_strfreev(only);
   g_free(json);
   g_free(device);

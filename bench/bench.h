@@ -9,6 +9,8 @@
 
 #include "weft/weft.h"
 
+typedef struct bench_peer bench_peer_t;
+
 typedef struct bench_options {
   /* --only NAME..., NULL-terminated, or NULL for every benchmark: exact names, groups (NAME or
    * NAME/: the names starting with "NAME/"), or globs (* and ?) over the whole name. */
@@ -17,6 +19,10 @@ typedef struct bench_options {
   bool quick;
   int warmup;
   int runs;
+  int threads;         /* --threads: Weft's, the baselines' and the peer's threads (>= 1) */
+  const char *peer_name; /* --peer NAME, or NULL when no peer was asked for */
+  bench_peer_t *peer;  /* that peer, opened; NULL when it could not be (peer_why says why) */
+  const char *peer_why;
 } bench_options_t;
 
 /* Summary of repeated timings of one side (Weft or baseline), in the benchmark's unit. */
@@ -45,6 +51,8 @@ typedef struct bench_result {
   char *note;       /* target, skip reason, or NULL */
   bool skipped;
   bench_target_t target; /* whether the row met the target its note states */
+  bench_stats_t peer;     /* runs == 0: no peer figure (peer_note says why, when one was asked) */
+  char *peer_note;        /* why the peer column is empty, or NULL */
 } bench_result_t;
 
 typedef struct bench_report bench_report_t;
@@ -66,6 +74,14 @@ bool bench_measure_pair(const bench_options_t *o, bench_body_fn weft_body, void 
                         bench_body_fn base_body, void *base_arg, double scale, bool throughput,
                         bench_stats_t *weft, bench_stats_t *base, weft_status_t **error);
 
+/* The same for up to three sides of a row at once (Weft, the baseline, the peer), any of the
+ * last two absent (NULL body): after all warm up, runs rotate among them so that drift weighs
+ * on every side alike. */
+bool bench_measure_row(const bench_options_t *o, bench_body_fn weft_body, void *weft_arg,
+                       bench_body_fn base_body, void *base_arg, bench_body_fn peer_body,
+                       void *peer_arg, double scale, bool throughput, bench_stats_t *weft,
+                       bench_stats_t *base, bench_stats_t *peer, weft_status_t **error);
+
 /* Adds a result; the report takes ownership of the strings (g_strdup'ed by the caller). */
 void bench_report_add(bench_report_t *r, bench_result_t *res);
 bool bench_selected(const bench_options_t *o, const char *name);
@@ -79,6 +95,8 @@ void bench_set_target_met(bench_report_t *r, bool met);
 /* The same for a target on the row's ratio to its baseline (oriented like the table's: > 1
  * means Weft is better): met when ratio >= min_ratio. */
 void bench_set_target_ratio(bench_report_t *r, double min_ratio);
+/* The peer's figure of the row added last, or (peer NULL) why it has none: note, copied. */
+void bench_set_peer(bench_report_t *r, const bench_stats_t *peer, const char *note);
 /* Adds a row that was not measured, with the reason. */
 void bench_add_skip(bench_report_t *r, const char *name, const char *why);
 /* Adds a "failed: <message>" row; takes st. */
@@ -88,6 +106,8 @@ double bench_now(void); /* seconds, monotonic */
 /* Benchmark groups (bench_kernels.c, bench_session.c, bench_distributed.c). */
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
 void bench_run_session(const bench_options_t *o, bench_report_t *r);
+/* MLP, unary chain and Conv2D rows (bench_models.c); called by bench_run_kernels. */
+void bench_run_models(const bench_options_t *o, bench_report_t *r);
 /* A program installed beside the weft binary (weftd, weft-train: core/tools in the build tree,
  * bin once installed); NULL when /proc/self/exe cannot be read. g_free(). */
 char *bench_tool_path(const char *name);
@@ -104,6 +124,57 @@ void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 /* `weft bench --netns-child MODE ...`: one side of a netns_transfer row, run by the bench itself
  * in a network namespace (bench_netns.c); not for users. */
 int bench_netns_child_main(int argc, char **argv);
+
+/* ONNX Runtime as the peer (bench_ort.c): the library at lib_path, else $WEFT_ORT_LIB, else
+ * the copy scripts/install-ort-peer.sh made in the build tree, else the loader's path. NULL and
+ * *why (g_free) when it cannot be used. Close with bench_peer_close. */
+bench_peer_t *bench_peer_open(const char *lib_path, char **why);
+void bench_peer_close(bench_peer_t *peer);
+const char *bench_peer_version(const bench_peer_t *peer); /* "1.30.0"; owned by peer */
+const char *bench_peer_path(const bench_peer_t *peer);
+
+/* An ONNX model (opset 13, float tensors) built in memory for the peer. */
+typedef struct bench_onnx bench_onnx_t;
+typedef struct bench_onnx_ints { /* an INTS attribute */
+  const char *name;
+  int n;
+  const int64_t *values;
+} bench_onnx_ints_t;
+bench_onnx_t *bench_onnx_new(void);
+void bench_onnx_input(bench_onnx_t *m, const char *name, int rank, const int64_t *dims);
+void bench_onnx_output(bench_onnx_t *m, const char *name, int rank, const int64_t *dims);
+/* A constant (ONNX Runtime may pre-pack it, as it does weights); data is copied. */
+void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
+                            const float *data);
+/* A node of the default domain; inputs NULL-terminated; attrs ended by a NULL name, or NULL. */
+void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
+                     const char *output, const bench_onnx_ints_t *attrs);
+/* The ModelProto's bytes; frees m. */
+GBytes *bench_onnx_finish(bench_onnx_t *m);
+
+/* A peer session of one model with o->threads intra-op threads, fed `inputs` (float tensors;
+ * the case keeps a reference and feeds their data without copying) under input_names, fetching
+ * output_name. Takes model (unref). NULL when no peer is asked for or it is absent (*why: the
+ * reason, or NULL when no peer was asked for) or the session failed (*why: "failed: ..."); g_free
+ * *why. */
+typedef struct bench_peer_case bench_peer_case_t;
+bench_peer_case_t *bench_peer_row_case(const bench_options_t *o, GBytes *model, int n_inputs,
+                                       const char *const *input_names, weft_tensor_t **inputs,
+                                       const char *output_name, char **why);
+/* Runs per timed call (the step rows time a call of many runs, as Weft's side does). */
+void bench_peer_case_set_repeat(bench_peer_case_t *c, int repeat);
+double bench_peer_case_run(void *arg, weft_status_t **error); /* a bench_body_fn */
+/* NULL when the peer's latest output equals expected[0..n) within atol + rtol * |expected|;
+ * otherwise a status naming the worst element. */
+weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected, int64_t n,
+                                     double rtol, double atol);
+void bench_peer_case_free(bench_peer_case_t *c);
+/* After the row's bench_add_row: checks the peer's output against Weft's `expected` and sets
+ * the row's peer column (stats, or "failed: <worst element>"), or why it is empty; frees c and
+ * why. */
+void bench_peer_finish(bench_report_t *r, const bench_options_t *o, bench_peer_case_t *c,
+                       char *why, const bench_stats_t *peer, const weft_tensor_t *expected,
+                       double rtol, double atol);
 
 /* Entry point behind `weft bench`. */
 int weft_bench_main(int argc, char **argv);

@@ -69,6 +69,14 @@ static void op_case_free(op_case_t *c) {
   weft_graph_free(c->graph);
 }
 
+/* The case's output once more, for comparing with the peer's; NULL when the run failed. */
+static weft_tensor_t *op_case_output(op_case_t *c) {
+  weft_tensor_t *out = NULL;
+  const char *fetch[] = {c->fetch};
+  weft_status_free(weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  return out;
+}
+
 static double run_op_case(void *arg, weft_status_t **error) {
   op_case_t *c = arg;
   weft_tensor_t *out = NULL;
@@ -101,9 +109,12 @@ static void *range_thread(void *p) {
   return NULL;
 }
 
-/* Splits [0,n) over as many threads as the machine has cores (the intra-op pool's default). */
+/* The baselines' threads: --threads, by default one per core (the intra-op pool's default). */
+static int loop_threads = 1;
+
+/* Splits [0,n) over loop_threads threads. */
 static void threaded(int64_t n, range_fn fn, void *arg) {
-  int t = (int)g_get_num_processors();
+  int t = loop_threads;
   if (t < 1) t = 1;
   pthread_t threads[256];
   range_job_t jobs[256];
@@ -246,6 +257,7 @@ typedef struct gemm_args {
   const float *a, *b;
   float *c;
   int n;
+  int threads;
 } gemm_args_t;
 
 /* The baseline is OpenBLAS as a program calling it directly gets it: a thread per core. The
@@ -254,7 +266,7 @@ typedef struct gemm_args {
 static double run_sgemm(void *arg, weft_status_t **error) {
   (void)error;
   gemm_args_t *g = arg;
-  g->set_threads((int)g_get_num_processors());
+  g->set_threads(g->threads);
   double t0 = bench_now();
   g->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
            g->n, 0.0f, g->c, g->n);
@@ -273,21 +285,37 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
   bench_stats_t weft = {0}, base = {0};
   set_threads_fn set_threads = NULL;
   sgemm_fn sgemm = st ? NULL : openblas_sgemm(&set_threads, &st);
+  bench_onnx_t *m = bench_onnx_new();
+  bench_onnx_input(m, "a", 2, dims);
+  bench_onnx_input(m, "b", 2, dims);
+  bench_onnx_node(m, "MatMul", (const char *const[]){"a", "b", NULL}, "y", NULL);
+  bench_onnx_output(m, "y", 2, dims);
+  char *peer_why = NULL;
+  bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m), 2,
+                                                (const char *const[]){"a", "b"}, ins, "y",
+                                                &peer_why);
+  bench_stats_t peer_stats = {0};
   if (!st) {
     float *out = g_new(float, (size_t)n * (size_t)n);
     gemm_args_t g = {sgemm, set_threads, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out,
-                     n};
-    bench_measure_pair(o, run_op_case, &c, run_sgemm, &g, flops, true, &weft, &base, &st);
+                     n, o->threads};
+    bench_measure_row(o, run_op_case, &c, run_sgemm, &g, peer ? bench_peer_case_run : NULL, peer,
+                      flops, true, &weft, &base, &peer_stats, &st);
     g_free(out);
   }
   if (st) {
     bench_add_failure(r, name, st);
+    bench_peer_case_free(peer);
+    g_free(peer_why);
   } else {
     char *params = g_strdup_printf("n=%d dtype=float32 device=%s", n, o->device);
     bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm direct",
                   kernel_note(o, "target >= 0.95x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 0.95);
     g_free(params);
+    weft_tensor_t *expected = peer ? op_case_output(&c) : NULL;
+    bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-3, 1e-3);
+    weft_tensor_unref(expected);
   }
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
@@ -303,7 +331,7 @@ static void set_axis_attrs(weft_op_builder_t *b, void *arg) {
 }
 
 static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const char *op,
-                              int kind, bool binary) {
+                              const char *onnx_op, int kind, bool binary) {
   char name[64];
   g_snprintf(name, sizeof name, "elementwise/%s", op);
   if (!bench_selected(o, name)) return;
@@ -315,15 +343,28 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   op_case_t c;
   weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
   double gb = (double)n * sizeof(float) * (binary ? 3 : 2) * 1e-9;
-  bench_stats_t weft = {0}, base = {0};
+  bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
+  bench_onnx_t *m = bench_onnx_new();
+  bench_onnx_input(m, "x", 1, dims);
+  if (binary) bench_onnx_input(m, "y", 1, dims);
+  bench_onnx_node(m, onnx_op, binary ? (const char *const[]){"x", "y", NULL}
+                                     : (const char *const[]){"x", NULL}, "z", NULL);
+  bench_onnx_output(m, "z", 1, dims);
+  char *peer_why = NULL;
+  bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m), binary ? 2 : 1,
+                                                (const char *const[]){"x", "y"}, ins, "z",
+                                                &peer_why);
   if (!st) {
     float *out = g_new(float, n);
     loop_args_t a = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, 1, n, kind};
-    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
+    bench_measure_row(o, run_op_case, &c, run_loop, &a, peer ? bench_peer_case_run : NULL, peer,
+                      gb, true, &weft, &base, &peer_stats, &st);
     g_free(out);
   }
   if (st) {
     bench_add_failure(r, name, st);
+    bench_peer_case_free(peer);
+    g_free(peer_why);
   } else {
     char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " dtype=float32 device=%s", n,
                                    o->device);
@@ -331,6 +372,10 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
                   kernel_note(o, "target >= 1.0x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
     g_free(params);
+    /* The two libraries' transcendental functions differ in their last bits. */
+    weft_tensor_t *expected = peer ? op_case_output(&c) : NULL;
+    bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-4, 1e-5);
+    weft_tensor_unref(expected);
   }
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
@@ -372,19 +417,21 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
 }
 
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
+  loop_threads = o->threads > 256 ? 256 : o->threads;
   int sizes[3] = {256, 1024, 2048};
   for (int k = 0; k < (o->quick ? 2 : 3); k++) bench_matmul(o, r, sizes[k]);
-  bench_elementwise(o, r, "AddV2", LOOP_ADD, true);
-  bench_elementwise(o, r, "Mul", LOOP_MUL, true);
-  bench_elementwise(o, r, "Relu", LOOP_RELU, false);
-  bench_elementwise(o, r, "Sigmoid", LOOP_SIGMOID, false);
-  bench_elementwise(o, r, "Exp", LOOP_EXP, false);
-  bench_elementwise(o, r, "Log", LOOP_LOG, false);
-  bench_elementwise(o, r, "Tanh", LOOP_TANH, false);
-  bench_elementwise(o, r, "Erf", LOOP_ERF, false);
-  bench_elementwise(o, r, "Softplus", LOOP_SOFTPLUS, false);
+  bench_elementwise(o, r, "AddV2", "Add", LOOP_ADD, true);
+  bench_elementwise(o, r, "Mul", "Mul", LOOP_MUL, true);
+  bench_elementwise(o, r, "Relu", "Relu", LOOP_RELU, false);
+  bench_elementwise(o, r, "Sigmoid", "Sigmoid", LOOP_SIGMOID, false);
+  bench_elementwise(o, r, "Exp", "Exp", LOOP_EXP, false);
+  bench_elementwise(o, r, "Log", "Log", LOOP_LOG, false);
+  bench_elementwise(o, r, "Tanh", "Tanh", LOOP_TANH, false);
+  bench_elementwise(o, r, "Erf", "Erf", LOOP_ERF, false);
+  bench_elementwise(o, r, "Softplus", "Softplus", LOOP_SOFTPLUS, false);
   bench_reduction(o, r, "Sum", 1);
   bench_reduction(o, r, "Sum", 0);
   bench_reduction(o, r, "Mean", 1);
   bench_reduction(o, r, "Mean", 0);
+  bench_run_models(o, r);
 }

@@ -451,7 +451,7 @@ int bench_netns_child_main(int argc, char **argv) {
   }
   g_option_context_free(ctx);
   int rc = 0;
-  bench_options_t o = {NULL, "/device:CPU:0", false, warmup, runs};
+  bench_options_t o = {.device = "/device:CPU:0", .warmup = warmup, .runs = runs, .threads = 1};
   bench_stats_t stats = {0};
   int64_t count = 0;
   if (st) {
