@@ -55,7 +55,7 @@ static const command_t commands[] = {
     {"inspect", "MODEL [--json]",
      "show a SavedModel's or GraphDef's signatures, placeholders, variables and ops",
      cmd_inspect},
-    {"bench", "[--only NAME] [--json FILE] [--device D] [--quick]",
+    {"bench", "[--only NAME] [--json FILE] [--device D] [--quick] [--threads N] [--peer ort]",
      "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
 };
