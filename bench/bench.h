@@ -82,6 +82,18 @@ bool bench_measure_row(const bench_options_t *o, bench_body_fn weft_body, void *
                        void *peer_arg, double scale, bool throughput, bench_stats_t *weft,
                        bench_stats_t *base, bench_stats_t *peer, weft_status_t **error);
 
+/* A session of a graph and the one tensor a step fetches (bench_kernels.c): the Weft side of the
+ * kernel and model rows. fetch is owned by the graph (a node's name). */
+typedef struct bench_case {
+  weft_graph_t *graph;
+  weft_session_t *session;
+  const char *fetch;
+} bench_case_t;
+/* One step of the case (a bench_body_fn: arg is a bench_case_t). */
+double bench_run_case(void *arg, weft_status_t **error);
+/* The fetch of one more step, for comparing with a peer's output (unref); NULL if it failed. */
+weft_tensor_t *bench_case_output(bench_case_t *c);
+
 /* Adds a result; the report takes ownership of the strings (g_strdup'ed by the caller). */
 void bench_report_add(bench_report_t *r, bench_result_t *res);
 bool bench_selected(const bench_options_t *o, const char *name);

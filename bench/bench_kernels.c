@@ -19,11 +19,7 @@ static const char *kernel_note(const bench_options_t *o, const char *cpu_target)
 /* ---------------------------------------------------------------------------------------------
  * A session running one op over constant inputs */
 
-typedef struct op_case {
-  weft_graph_t *graph;
-  weft_session_t *session;
-  const char *fetch;
-} op_case_t;
+typedef bench_case_t op_case_t;
 
 static weft_tensor_t *random_tensor(int rank, const int64_t *dims, float lo, float hi) {
   weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
@@ -69,15 +65,14 @@ static void op_case_free(op_case_t *c) {
   weft_graph_free(c->graph);
 }
 
-/* The case's output once more, for comparing with the peer's; NULL when the run failed. */
-static weft_tensor_t *op_case_output(op_case_t *c) {
+weft_tensor_t *bench_case_output(bench_case_t *c) {
   weft_tensor_t *out = NULL;
   const char *fetch[] = {c->fetch};
   weft_status_free(weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
   return out;
 }
 
-static double run_op_case(void *arg, weft_status_t **error) {
+double bench_run_case(void *arg, weft_status_t **error) {
   op_case_t *c = arg;
   weft_tensor_t *out = NULL;
   const char *fetch[] = {c->fetch};
@@ -299,7 +294,7 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
     float *out = g_new(float, (size_t)n * (size_t)n);
     gemm_args_t g = {sgemm, set_threads, weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out,
                      n, o->threads};
-    bench_measure_row(o, run_op_case, &c, run_sgemm, &g, peer ? bench_peer_case_run : NULL, peer,
+    bench_measure_row(o, bench_run_case, &c, run_sgemm, &g, peer ? bench_peer_case_run : NULL, peer,
                       flops, true, &weft, &base, &peer_stats, &st);
     g_free(out);
   }
@@ -313,7 +308,7 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
                   kernel_note(o, "target >= 0.95x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 0.95);
     g_free(params);
-    weft_tensor_t *expected = peer ? op_case_output(&c) : NULL;
+    weft_tensor_t *expected = peer ? bench_case_output(&c) : NULL;
     bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-3, 1e-3);
     weft_tensor_unref(expected);
   }
@@ -357,7 +352,7 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   if (!st) {
     float *out = g_new(float, n);
     loop_args_t a = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, 1, n, kind};
-    bench_measure_row(o, run_op_case, &c, run_loop, &a, peer ? bench_peer_case_run : NULL, peer,
+    bench_measure_row(o, bench_run_case, &c, run_loop, &a, peer ? bench_peer_case_run : NULL, peer,
                       gb, true, &weft, &base, &peer_stats, &st);
     g_free(out);
   }
@@ -373,7 +368,7 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
     if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
     g_free(params);
     /* The two libraries' transcendental functions differ in their last bits. */
-    weft_tensor_t *expected = peer ? op_case_output(&c) : NULL;
+    weft_tensor_t *expected = peer ? bench_case_output(&c) : NULL;
     bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-4, 1e-5);
     weft_tensor_unref(expected);
   }
@@ -398,7 +393,7 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
     float *out = g_new(float, side);
     loop_args_t a = {weft_tensor_data(ins[0]), NULL, out, side, side,
                      axis == 1 ? LOOP_SUM_ROWS : LOOP_SUM_COLS};
-    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
+    bench_measure_pair(o, bench_run_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
     g_free(out);
   }
   if (st) {

@@ -8,27 +8,6 @@
 
 #include "bench.h"
 
-typedef struct model_case {
-  weft_graph_t *graph;
-  weft_session_t *session;
-  char *fetch;
-} model_case_t;
-
-static double run_model(void *arg, weft_status_t **error) {
-  model_case_t *c = arg;
-  weft_tensor_t *out = NULL;
-  const char *fetch[] = {c->fetch};
-  double t0 = bench_now();
-  weft_status_t *st = weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
-  double dt = bench_now() - t0;
-  weft_tensor_unref(out);
-  if (st) {
-    *error = st;
-    return -1;
-  }
-  return dt;
-}
-
 /* Uniform in [lo, hi), from a seeded LCG so that every run of the bench sees the same data. */
 static weft_tensor_t *uniform(int rank, const int64_t *dims, float lo, float hi, uint32_t seed) {
   weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
@@ -45,12 +24,12 @@ static weft_tensor_t *uniform(int rank, const int64_t *dims, float lo, float hi,
  * column; frees the case, the peer case and peer_why. expected_fn turns Weft's output into the
  * layout the peer's has (NULL: the same). */
 static void finish_row(const bench_options_t *o, bench_report_t *r, const char *name,
-                       const char *params, const char *unit, double scale, model_case_t *c,
+                       const char *params, const char *unit, double scale, bench_case_t *c,
                        weft_status_t *st, bench_peer_case_t *peer, char *peer_why,
                        weft_tensor_t *(*expected_fn)(weft_tensor_t *), double rtol, double atol) {
   bench_stats_t weft = {0}, peer_stats = {0};
   if (!st)
-    bench_measure_row(o, run_model, c, NULL, NULL, peer ? bench_peer_case_run : NULL, peer, scale,
+    bench_measure_row(o, bench_run_case, c, NULL, NULL, peer ? bench_peer_case_run : NULL, peer, scale,
                       false, &weft, NULL, &peer_stats, &st);
   if (st) {
     bench_add_failure(r, name, st);
@@ -60,23 +39,19 @@ static void finish_row(const bench_options_t *o, bench_report_t *r, const char *
     bench_add_row(r, name, params, unit, false, &weft, NULL, NULL,
                   "absolute; beside the peer with --peer ort");
     weft_tensor_t *expected = NULL;
-    if (peer) {
-      const char *fetch[] = {c->fetch};
-      weft_status_free(weft_session_run(c->session, NULL, NULL, 0, fetch, &expected, 1, NULL, 0));
-      if (expected && expected_fn) expected = expected_fn(expected);
-    }
+    if (peer) expected = bench_case_output(c);
+    if (expected && expected_fn) expected = expected_fn(expected);
     bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, rtol, atol);
     weft_tensor_unref(expected);
   }
   weft_session_free(c->session);
   weft_graph_free(c->graph);
-  g_free(c->fetch);
 }
 
 /* Opens the case's session on its graph, fetching `out`. */
-static weft_status_t *open_case(model_case_t *c, weft_output_t out, weft_status_t *st) {
+static weft_status_t *open_case(bench_case_t *c, weft_output_t out, weft_status_t *st) {
   if (!st) c->session = weft_session_new(c->graph, NULL, &st);
-  if (!st) c->fetch = g_strdup(weft_node_name(out.node));
+  if (!st) c->fetch = weft_node_name(out.node);
   return st;
 }
 
@@ -90,7 +65,7 @@ static void bench_mlp(const bench_options_t *o, bench_report_t *r, int batch) {
   static const int64_t widths[4] = {784, 512, 512, 10};
   int64_t x_dims[2] = {batch, 784};
   weft_tensor_t *x = uniform(2, x_dims, 0, 1, 1u);
-  model_case_t c = {weft_graph_new(), NULL, NULL};
+  bench_case_t c = {weft_graph_new(), NULL, NULL};
   weft_status_t *st = NULL;
   weft_graph_push_device(c.graph, o->device);
   weft_output_t h = weft_const(c.graph, "x", x, &st);
@@ -150,7 +125,7 @@ static void bench_unary_chain(const bench_options_t *o, bench_report_t *r) {
   int64_t n = o->quick ? (1 << 22) : (1 << 24);
   int64_t dims[1] = {n};
   weft_tensor_t *x = uniform(1, dims, -4, 4, 7u);
-  model_case_t c = {weft_graph_new(), NULL, NULL};
+  bench_case_t c = {weft_graph_new(), NULL, NULL};
   weft_status_t *st = NULL;
   weft_graph_push_device(c.graph, o->device);
   weft_output_t y = weft_const(c.graph, "x", x, &st);
@@ -204,7 +179,7 @@ static void bench_conv2d(const bench_options_t *o, bench_report_t *r) {
   int64_t f_dims[4] = {CONV_K, CONV_K, CONV_C, CONV_F};
   weft_tensor_t *x = uniform(4, x_dims, 0, 1, 3u);
   weft_tensor_t *f = uniform(4, f_dims, -0.2f, 0.2f, 5u);
-  model_case_t c = {weft_graph_new(), NULL, NULL};
+  bench_case_t c = {weft_graph_new(), NULL, NULL};
   weft_status_t *st = NULL;
   weft_graph_push_device(c.graph, o->device);
   weft_output_t xo = weft_const(c.graph, "x", x, &st);

@@ -188,11 +188,11 @@ bench_peer_t *bench_peer_open(const char *lib_path, char **why) {
     bench_peer_close(p);
     p = NULL;
   }
-  lib = NULL; /* kept loaded, as bench_peer_close says */
+  lib = NULL; /* kept loaded once its API was used, as bench_peer_close says */
 out:
+  if (lib) dlclose(lib); /* a library that is no usable ONNX Runtime */
   g_string_free(errors, TRUE);
   g_ptr_array_free(paths, TRUE);
-  (void)lib;
   return p;
 }
 
