@@ -29,8 +29,8 @@ static void finish_row(const bench_options_t *o, bench_report_t *r, const char *
                        weft_tensor_t *(*expected_fn)(weft_tensor_t *), double rtol, double atol) {
   bench_stats_t weft = {0}, peer_stats = {0};
   if (!st)
-    bench_measure_row(o, bench_run_case, c, NULL, NULL, peer ? bench_peer_case_run : NULL, peer, scale,
-                      false, &weft, NULL, &peer_stats, &st);
+    bench_measure_row(o, bench_run_case, c, NULL, NULL, peer ? bench_peer_case_run : NULL, peer,
+                      scale, false, &weft, NULL, &peer_stats, &st);
   if (st) {
     bench_add_failure(r, name, st);
     bench_peer_case_free(peer);
