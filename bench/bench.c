@@ -470,7 +470,7 @@ int weft_bench_main(int argc, char **argv) {
   } else if (peer_lib && !peer_name) {
     why_bad = g_strdup("--peer-lib needs --peer ort");
   } else if (threads < 0 || threads > 4096) {
-    why_bad = g_strdup_printf("--threads %d is out of range (1 to 4096)", threads);
+    why_bad = g_strdup_printf("--threads %d is out of range (1 to 4096; 0 means one per core)", threads);
   }
   if (why_bad) {
     int rc = usage_error("%s", why_bad);
