@@ -847,6 +847,14 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
   if (graph == NULL || gd == NULL) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph and a GraphDef");
   }
+  if (weft__graphdef_has_functions(gd)) {
+    Tensorflow__GraphDef *flat = NULL;
+    weft_status_t *ist = weft__graphdef_inline_functions(graph->ops, gd, &flat);
+    if (ist) return ist;
+    ist = weft__graph_import_graphdef_proto(graph, flat, prefix);
+    tensorflow__graph_def__free_unpacked(flat, NULL);
+    return ist;
+  }
   char *pfx = prefix == NULL || *prefix == '\0' ? g_strdup("")
               : g_str_has_suffix(prefix, "/")   ? g_strdup(prefix)
                                                 : g_strconcat(prefix, "/", NULL);

@@ -36,4 +36,16 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
 weft_status_t *weft__graph_to_graphdef_proto(const weft_graph_t *graph,
                                              Tensorflow__GraphDef **out);
 
+/* Whether a GraphDef has a function library or functional ops (calls, If, While) that import
+ * must inline first. */
+bool weft__graphdef_has_functions(const Tensorflow__GraphDef *graph_def);
+/* A new GraphDef (freed with tensorflow__graph_def__free_unpacked(*out, NULL)) holding graph_def
+ * with every function call inlined and every If/While lowered to v1 control flow, and no
+ * library (function_inline.c). Output layouts of the ops are read from `ops`. NOT_FOUND naming a
+ * missing function, INVALID_ARGUMENT for signature mismatches, unbound attr placeholders and
+ * recursive calls, each naming the call node and function chain. */
+weft_status_t *weft__graphdef_inline_functions(weft__op_registry_t *ops,
+                                               const Tensorflow__GraphDef *graph_def,
+                                               Tensorflow__GraphDef **out);
+
 #endif /* WEFT_GRAPHDEF_INTERNAL_H */

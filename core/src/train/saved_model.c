@@ -147,6 +147,20 @@ static weft_status_t *pick_meta_graph(weft_saved_model_t *m, const char *tags) {
   return st;
 }
 
+/* TF2 SavedModels keep their computation in the graph's function library: the graph is replaced
+ * by its inlined form once, so that running a signature imports plain nodes like a TF1 graph's. */
+static weft_status_t *inline_functions(weft_saved_model_t *m) {
+  Tensorflow__MetaGraphDef *meta = (Tensorflow__MetaGraphDef *)m->meta;
+  if (!weft__graphdef_has_functions(meta->graph_def)) return NULL;
+  Tensorflow__GraphDef *flat = NULL;
+  weft_status_t *st = weft__graphdef_inline_functions(weft__op_registry_process(),
+                                                      meta->graph_def, &flat);
+  if (st) return weft_status_prefix(st, "SavedModel '%s'", m->dir);
+  tensorflow__graph_def__free_unpacked(meta->graph_def, NULL);
+  meta->graph_def = flat;
+  return NULL;
+}
+
 static weft_status_t *index_graph(weft_saved_model_t *m) {
   const Tensorflow__GraphDef *gd = m->meta->graph_def;
   for (size_t i = 0; i < gd->n_node; i++) {
@@ -262,6 +276,107 @@ static char *variable_device(const weft_saved_model_t *m, const Tensorflow__Node
   return pin;
 }
 
+static const Tensorflow__AttrValue *node_attr(const Tensorflow__NodeDef *nd, const char *key) {
+  for (size_t i = 0; i < nd->n_attr; i++) {
+    if (nd->attr[i] && nd->attr[i]->key && strcmp(nd->attr[i]->key, key) == 0)
+      return nd->attr[i]->value;
+  }
+  return NULL;
+}
+
+static bool has_resource_variables(const weft_saved_model_t *m) {
+  const Tensorflow__GraphDef *gd = m->meta->graph_def;
+  for (size_t i = 0; i < gd->n_node; i++)
+    if (strcmp(gd->node[i]->op, "VarHandleOp") == 0) return true;
+  return false;
+}
+
+/* The producer of input `in` past Identity nodes, and its output index; NULL when absent. */
+static const Tensorflow__NodeDef *source_of(const weft_saved_model_t *m, const char *in, int *k) {
+  for (int hops = 0; in != NULL && hops < 64; hops++) {
+    char *node = NULL;
+    if (*in == '^' || !split_tensor_name(in, &node, k)) return NULL;
+    const Tensorflow__NodeDef *nd = g_hash_table_lookup(m->defs, node);
+    g_free(node);
+    if (nd == NULL || strcmp(nd->op, "Identity") != 0 || nd->n_input == 0) return nd;
+    in = nd->input[0];
+  }
+  return NULL;
+}
+
+/* The checkpoint key a restore graph's AssignVariableOp writes: its value comes from output k of
+ * a RestoreV2 whose tensor_names is a Const. NULL when the value comes from elsewhere. */
+static const char *restored_key(const weft_saved_model_t *m, const Tensorflow__NodeDef *assign,
+                                size_t *len) {
+  int k = 0, kn = 0;
+  const Tensorflow__NodeDef *restore = source_of(m, assign->input[1], &k);
+  if (restore == NULL || strcmp(restore->op, "RestoreV2") != 0 || restore->n_input < 2) return NULL;
+  const Tensorflow__NodeDef *names = source_of(m, restore->input[1], &kn);
+  const Tensorflow__AttrValue *v = names ? node_attr(names, "value") : NULL;
+  if (names == NULL || strcmp(names->op, "Const") != 0 || v == NULL || v->tensor == NULL ||
+      k < 0 || (size_t)k >= v->tensor->n_string_val)
+    return NULL;
+  *len = v->tensor->string_val[k].len;
+  return (const char *)v->tensor->string_val[k].data;
+}
+
+/* Resource variables (TF2 SavedModels) are restored as the saver's restore function says: each
+ * of its AssignVariableOps writes a VarHandleOp's variable from a RestoreV2 output, whose key
+ * ("layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE") its tensor_names Const holds. The
+ * values are read here and fed to the assigns, which run as one step. */
+static weft_status_t *restore_resource_variables(weft_saved_model_t *m, const char *prefix) {
+  const Tensorflow__SaverDef *sd = m->meta->saver_def;
+  if (sd == NULL || sd->restore_op_name == NULL || *sd->restore_op_name == '\0') {
+    return weft_status_new(WEFT_UNIMPLEMENTED, "SavedModel '%s': its graph has resource variables "
+                           "but no saver restore op that says how to restore them", m->dir);
+  }
+  char *scope = g_strconcat(sd->restore_op_name, "/", NULL);
+  weft_checkpoint_reader_t *reader = NULL;
+  weft_status_t *st = weft_checkpoint_reader_open(prefix, &reader);
+  if (st) weft_status_prefix(st, "SavedModel '%s': variables", m->dir);
+  GPtrArray *feed_names = g_ptr_array_new();
+  GPtrArray *feeds = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
+  GPtrArray *targets = g_ptr_array_new();
+  const Tensorflow__GraphDef *gd = m->meta->graph_def;
+  for (size_t i = 0; i < gd->n_node && !st; i++) {
+    const Tensorflow__NodeDef *nd = gd->node[i];
+    if (strcmp(nd->op, "AssignVariableOp") != 0 || !g_str_has_prefix(nd->name, scope) ||
+        nd->n_input < 2)
+      continue;
+    size_t len = 0;
+    const char *key_bytes = restored_key(m, nd, &len);
+    if (key_bytes == NULL) continue;
+    char *key = g_strndup(key_bytes, len);
+    weft_tensor_t *value = NULL;
+    st = weft_checkpoint_reader_read(reader, key, &value);
+    if (st) {
+      weft_status_prefix(st, "SavedModel '%s': restoring '%s'", m->dir, nd->name);
+    } else {
+      g_ptr_array_add(feed_names, nd->input[1]);
+      g_ptr_array_add(feeds, value);
+      g_ptr_array_add(targets, nd->name);
+    }
+    g_free(key);
+  }
+  if (!st && targets->len == 0) {
+    st = weft_status_new(WEFT_UNIMPLEMENTED, "SavedModel '%s': its restore op '%s' assigns no "
+                         "variable from a RestoreV2 of constant keys", m->dir,
+                         sd->restore_op_name);
+  }
+  if (!st) {
+    st = weft_saved_model_run(m, NULL, (const char *const *)feed_names->pdata,
+                              (weft_tensor_t *const *)feeds->pdata, (int)feeds->len, NULL, NULL, 0,
+                              (const char *const *)targets->pdata, (int)targets->len);
+    if (st) weft_status_prefix(st, "SavedModel '%s': restoring variables", m->dir);
+  }
+  weft_checkpoint_reader_free(reader);
+  g_ptr_array_free(feed_names, TRUE);
+  g_ptr_array_free(feeds, TRUE);
+  g_ptr_array_free(targets, TRUE);
+  g_free(scope);
+  return st;
+}
+
 /* Imports the variables the checkpoint holds and assigns them from it, the way TensorFlow runs
  * the saver's restore op at load. */
 static weft_status_t *restore_variables(weft_saved_model_t *m) {
@@ -277,7 +392,9 @@ static weft_status_t *restore_variables(weft_saved_model_t *m) {
     const char *first = NULL;
     for (size_t i = 0; graph && i < graph->n_node; i++) {
       const char *op = graph->node[i]->op;
-      if (strcmp(op, "VariableV2") != 0 && strcmp(op, "Variable") != 0) continue;
+      if (strcmp(op, "VariableV2") != 0 && strcmp(op, "Variable") != 0 &&
+          strcmp(op, "VarHandleOp") != 0)
+        continue;
       if (!first) first = graph->node[i]->name;
       n_vars++;
     }
@@ -296,6 +413,10 @@ static weft_status_t *restore_variables(weft_saved_model_t *m) {
     goto out;
   }
 
+  if (has_resource_variables(m)) {
+    st = restore_resource_variables(m, prefix);
+    goto out;
+  }
   weft_checkpoint_reader_t *reader = NULL;
   st = weft_checkpoint_reader_open(prefix, &reader);
   if (st) {
@@ -364,6 +485,7 @@ weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
   m->standins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   weft_status_t *st = read_proto(m);
   if (!st) st = pick_meta_graph(m, tags);
+  if (!st) st = inline_functions(m);
   if (!st) st = index_graph(m);
   if (!st) {
     m->graph = weft_graph_new();
@@ -552,14 +674,6 @@ static weft_status_t *resolve(const weft_saved_model_t *m, const Tensorflow__Sig
   return NULL;
 }
 
-static const Tensorflow__AttrValue *node_attr(const Tensorflow__NodeDef *nd, const char *key) {
-  for (size_t i = 0; i < nd->n_attr; i++) {
-    if (nd->attr[i] && nd->attr[i]->key && strcmp(nd->attr[i]->key, key) == 0)
-      return nd->attr[i]->value;
-  }
-  return NULL;
-}
-
 weft_status_t *weft_saved_model_tensor_dtype(const weft_saved_model_t *m, const char *signature,
                                              const char *name, weft_dtype_t *dtype) {
   if (m == NULL || name == NULL || dtype == NULL)
@@ -639,15 +753,9 @@ static weft_status_t *plan_closure(run_plan_t *p) {
       return weft_status_new(WEFT_NOT_FOUND, "SavedModel '%s' has no node '%s'", p->m->dir, name);
     }
     if (weft__op_registry_lookup(nd->op) == NULL) {
-      /* TF2 SavedModels keep their computation in the graph's function library, which Weft
-       * does not import: say so rather than just naming the call op. */
-      bool call = strcmp(nd->op, "StatefulPartitionedCall") == 0 ||
-                  strcmp(nd->op, "PartitionedCall") == 0;
       return weft_status_new(WEFT_UNIMPLEMENTED, "SavedModel '%s': node '%s' needs op '%s', "
-                             "which Weft does not have (%s)", p->m->dir, nd->name, nd->op,
-                             call ? "it calls a function of the graph's library, as TF2 "
-                                    "SavedModels do; only TF1-style graphs are supported"
-                                  : "feed the tensors past it instead");
+                             "which Weft does not have (feed the tensors past it instead)",
+                             p->m->dir, nd->name, nd->op);
     }
     for (size_t i = 0; i < nd->n_input && !st; i++) {
       const char *in = nd->input[i];
