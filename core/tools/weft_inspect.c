@@ -317,7 +317,13 @@ static void add_graph(JsonBuilder *b, const Tensorflow__MetaGraphDef *mg,
   if (gd == NULL) gd = &empty;
   add_nodes_of(b, "placeholders", gd, is_placeholder, false);
   add_nodes_of(b, "variables", gd, is_variable, true);
-  add_ops(b, gd);
+  /* What runs is the graph with its function library inlined: count and check those nodes
+   * (the raw graph's when the library does not inline, e.g. a recursive function). */
+  Tensorflow__GraphDef *flat = NULL;
+  if (weft__graphdef_has_functions(gd))
+    weft_status_free(weft__graphdef_inline_functions(weft__op_registry_process(), gd, &flat));
+  add_ops(b, flat ? flat : gd);
+  if (flat) tensorflow__graph_def__free_unpacked(flat, NULL);
   json_builder_end_object(b);
 }
 
