@@ -15,6 +15,11 @@
 /* Calls nested deeper than this are refused: a library can be deep without a cycle only by
  * mistake, and each level costs a C stack frame. */
 #define MAX_CALL_DEPTH 64
+/* Nodes an inlined graph may have: a small library whose functions each call the next twice
+ * would otherwise ask for 2^depth copies. */
+#define MAX_INLINED_NODES (1 << 22)
+/* Tensors one list arg (N * T) may stand for: N comes from untrusted attrs. */
+#define MAX_ARG_TENSORS (1 << 16)
 
 typedef struct inliner {
   weft__op_registry_t *ops;
@@ -181,6 +186,11 @@ static weft_status_t *arg_layout(const char *arg, int fixed, const char *type_at
       return weft_status_new(WEFT_INVALID_ARGUMENT, "arg '%s' needs the list(type) attr '%s'",
                              arg, type_list_attr);
     }
+    if (v->list != NULL && v->list->n_type > MAX_ARG_TENSORS) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "arg '%s' has %zu types in '%s', more than "
+                             "the %d allowed", arg, v->list->n_type, type_list_attr,
+                             MAX_ARG_TENSORS);
+    }
     *count = v->list != NULL ? (int)v->list->n_type : 0;
     if (types)
       for (int k = 0; k < *count; k++) g_array_append_val(types, v->list->type[k]);
@@ -188,10 +198,14 @@ static weft_status_t *arg_layout(const char *arg, int fixed, const char *type_at
   }
   if (number_attr != NULL && *number_attr) {
     const Tensorflow__AttrValue *v = find(ctx, number_attr);
-    if (v == NULL || v->value_case != TENSORFLOW__ATTR_VALUE__VALUE_I || v->i < 0 ||
-        v->i > G_MAXINT / 2) {
+    if (v == NULL || v->value_case != TENSORFLOW__ATTR_VALUE__VALUE_I || v->i < 0) {
       return weft_status_new(WEFT_INVALID_ARGUMENT, "arg '%s' needs the int attr '%s'", arg,
                              number_attr);
+    }
+    if (v->i > MAX_ARG_TENSORS) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "arg '%s' has %s = %" G_GINT64_FORMAT
+                             " tensors, more than the %d allowed", arg, number_attr, v->i,
+                             MAX_ARG_TENSORS);
     }
     *count = (int)v->i;
   }
@@ -246,6 +260,12 @@ static weft_status_t *signature_layout(const Tensorflow__FunctionDef *f, bool ou
                                 sig->name);
     }
     at += count;
+    if (at > MAX_ARG_TENSORS) {
+      g_free(*first);
+      *first = NULL;
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "function '%s' has more than %d %s tensors",
+                             sig->name, MAX_ARG_TENSORS, outputs ? "output" : "input");
+    }
   }
   (*first)[n] = at;
   return NULL;
@@ -916,6 +936,10 @@ static weft_status_t *emit_node(inliner_t *c, Tensorflow__NodeDef *nd, int depth
   if (depth > MAX_CALL_DEPTH) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Node '%s': functions nested more than %d deep",
                            nd->name, MAX_CALL_DEPTH);
+  }
+  if (c->out->len >= MAX_INLINED_NODES) {
+    return weft_status_new(WEFT_RESOURCE_EXHAUSTED, "Node '%s': inlining the function library "
+                           "makes more than %d nodes", nd->name, MAX_INLINED_NODES);
   }
   if (is_if_op(nd->op)) return lower_if(c, nd, depth);
   if (is_while_op(nd->op)) return lower_while(c, nd, depth);
