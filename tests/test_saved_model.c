@@ -501,6 +501,23 @@ out:
   g_free(counter);
 }
 
+/* `weft run` on the TF2 Keras model: zeros give sigmoid(0) = 0.5 (the checkpoint's biases are
+ * 0, read by the Python reference of /saved_model/keras_tf2). */
+static void test_cli_keras_tf2(void) {
+  if (no_weft()) return;
+  char *keras = corpus_path("saved_model/cppflow_keras");
+  if (keras == NULL) return;
+  run_result_t r = run_weft((const char *[]){"run", "--saved-model", keras, "--signature",
+                                             "serving_default", "--feed", "input_1=[[0,0,0,0,0]]",
+                                             "--json", NULL});
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_cmpstr(r.out, ==,
+                  "{\"dense_1\": {\"dtype\": \"float32\", \"shape\": [1, 1], "
+                  "\"values\": [0.5]}}\n");
+  run_result_clear(&r);
+  g_free(keras);
+}
+
 static void test_cli_checkpoint_ls(void) {
   if (no_weft()) return;
   char *reg = corpus_path("checkpoint/regression");
@@ -650,6 +667,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/saved_model/load_errors", test_load_errors);
   g_test_add_func("/saved_model/run_errors", test_run_errors);
   g_test_add_func("/saved_model/cli_run", test_cli_run);
+  g_test_add_func("/saved_model/cli_keras_tf2", test_cli_keras_tf2);
   g_test_add_func("/saved_model/cli_checkpoint_ls", test_cli_checkpoint_ls);
   g_test_add_func("/saved_model/missing_variables", test_missing_variables);
   return g_test_run();

@@ -314,7 +314,8 @@ static weft_status_t *output_index(inliner_t *c, body_t *b, const Tensorflow__No
   if (callee != NULL) {
     const Tensorflow__OpDef *sig = callee->signature;
     bind_t *inner = g_hash_table_new(g_str_hash, g_str_equal);
-    for (size_t k = 0; k < ent.n; k++) g_hash_table_insert(inner, ent.attr[k]->key, ent.attr[k]->value);
+    for (size_t k = 0; k < ent.n; k++)
+      g_hash_table_insert(inner, ent.attr[k]->key, ent.attr[k]->value);
     weft_status_t *st = NULL;
     bool found = false;
     for (size_t k = 0; k < sig->n_output_arg && !st && !found; k++) {
@@ -504,7 +505,9 @@ static void add_attr(inliner_t *c, Tensorflow__NodeDef *n, const char *key,
   n->attr[n->n_attr++] = e;
 }
 
-static void add_input(Tensorflow__NodeDef *n, const char *in) { n->input[n->n_input++] = (char *)in; }
+static void add_input(Tensorflow__NodeDef *n, const char *in) {
+  n->input[n->n_input++] = (char *)in;
+}
 
 /* Where a call node's function and its binding come from. */
 static weft_status_t *lookup_function(inliner_t *c, const Tensorflow__NodeDef *call,
@@ -814,7 +817,8 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
   const Tensorflow__AttrValue *pi = entry_find(n->attr, n->n_attr, "parallel_iterations");
   int64_t par = pi && pi->value_case == TENSORFLOW__ATTR_VALUE__VALUE_I ? pi->i : 10;
   if (!st && par < 1) {
-    st = weft_status_new(WEFT_INVALID_ARGUMENT, "While node '%s' has parallel_iterations %" G_GINT64_FORMAT
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "While node '%s' has parallel_iterations %" G_GINT64_FORMAT
                          "; it must be at least 1", n->name, par);
   }
   char **merges = keep(c, g_new0(char *, nv + 1));
@@ -849,11 +853,12 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
     st = instantiate(c, n, keep_printf(c, "%s/cond", n->name), f, battr, n_battr, merges,
                      (int)nv, &ctl_in, 1, tlist, depth, rets, ret_types, ctl);
   }
-  if (!st && (rets->len != 1 || g_array_index(ret_types, int, 0) != TENSORFLOW__DATA_TYPE__DT_BOOL)) {
+  if (!st &&
+      (rets->len != 1 || g_array_index(ret_types, int, 0) != TENSORFLOW__DATA_TYPE__DT_BOOL)) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "While node '%s': its cond function '%s' must "
-                         "return one scalar bool, but returns %u output%s%s%s", n->name,
+                         "return one scalar bool, but returns %u output%s%s", n->name,
                          f->signature->name, rets->len, rets->len == 1 ? " of type " : "s",
-                         rets->len == 1 ? dtype_name(g_array_index(ret_types, int, 0)) : "", "");
+                         rets->len == 1 ? dtype_name(g_array_index(ret_types, int, 0)) : "");
   }
   char *loop_cond = keep_printf(c, "%s/loop_cond", n->name);
   if (!st) {
