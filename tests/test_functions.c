@@ -103,6 +103,17 @@ static Tensorflow__AttrValue *func_value(const char *name, int t) {
   return v;
 }
 
+/* A PartitionedCall or StatefulPartitionedCall of function attr f. */
+static Tensorflow__NodeDef *call(GPtrArray *into, const char *name, const char *op,
+                                 const char *inputs, Tensorflow__AttrValue *f,
+                                 Tensorflow__AttrValue *tin, Tensorflow__AttrValue *tout) {
+  Tensorflow__NodeDef *n = node(into, name, op, inputs);
+  set(n, "f", f);
+  set(n, "Tin", tin);
+  set(n, "Tout", tout);
+  return n;
+}
+
 static Tensorflow__NodeDef *const_scalar(GPtrArray *into, const char *name, int dtype, double x,
                                          const char *inputs) {
   Tensorflow__NodeDef *n = node(into, name, "Const", inputs);
@@ -279,10 +290,9 @@ static void test_partitioned_call(void) {
   add_square(&g);
   const_scalar(g.nodes, "a", F32, 2, NULL);
   const_scalar(g.nodes, "b", F32, 3, NULL);
-  Tensorflow__NodeDef *c = node(g.nodes, "call", "StatefulPartitionedCall", "a,b");
-  set(c, "f", func_value("AddSquare", 0));
-  set(c, "Tin", types_value(2, F32, F32));
-  set(c, "Tout", types_value(1, F32));
+  Tensorflow__NodeDef *c = call(g.nodes, "call", "StatefulPartitionedCall", "a,b",
+                                func_value("AddSquare", 0), types_value(2, F32, F32),
+                                types_value(1, F32));
   c->device = g_strdup("/device:CPU:0");
   /* An op named after the function calls it too. */
   node(g.nodes, "direct", "AddSquare", "call:0,a");
@@ -308,21 +318,17 @@ static void test_placeholders_and_nesting(void) {
   fn_take(sq, b);
   Tensorflow__FunctionDef *outer = function(&g, "Outer", "x:T", "y:T", "y=inner:output:0");
   b = g_ptr_array_new();
-  Tensorflow__NodeDef *in = node(b, "inner", "PartitionedCall", "x");
   Tensorflow__AttrValue *f = func_value("Square", 0);
   put(&f->func->attr, &f->func->n_attr, "T", placeholder_value("T"));
-  set(in, "f", f);
-  set(in, "Tin", types_value(1, I32)); /* as the instance the graph makes: int32 */
-  set(in, "Tout", types_value(1, I32));
+  /* Tin/Tout as the instance the graph makes: int32. */
+  call(b, "inner", "PartitionedCall", "x", f, types_value(1, I32), types_value(1, I32));
   fn_take(outer, b);
   const_scalar(g.nodes, "k", I32, 3, NULL);
   const_scalar(g.nodes, "h", F32, 1.5, NULL);
   Tensorflow__NodeDef *c = node(g.nodes, "sq_f", "Square", "h");
   set(c, "T", type_value(F32));
-  c = node(g.nodes, "outer", "PartitionedCall", "k");
-  set(c, "f", func_value("Outer", I32));
-  set(c, "Tin", types_value(1, I32));
-  set(c, "Tout", types_value(1, I32));
+  call(g.nodes, "outer", "PartitionedCall", "k", func_value("Outer", I32), types_value(1, I32),
+       types_value(1, I32));
   weft_graph_t *graph = NULL;
   assert_ok(import(&g, &graph));
   g_assert_cmpfloat(run_scalar(graph, "sq_f:0", NULL, 0, 0), ==, 2.25);
@@ -351,10 +357,8 @@ static void test_control_ret(void) {
   const_scalar(g.nodes, "zero", F32, 10, NULL);
   Tensorflow__NodeDef *init = node(g.nodes, "init", "AssignVariableOp", "v,zero");
   set(init, "dtype", type_value(F32));
-  Tensorflow__NodeDef *c = node(g.nodes, "bump", "StatefulPartitionedCall", "v,^init");
-  set(c, "f", func_value("Bump", 0));
-  set(c, "Tin", types_value(1, TENSORFLOW__DATA_TYPE__DT_RESOURCE));
-  set(c, "Tout", types_value(0));
+  call(g.nodes, "bump", "StatefulPartitionedCall", "v,^init", func_value("Bump", 0),
+       types_value(1, TENSORFLOW__DATA_TYPE__DT_RESOURCE), types_value(0));
   Tensorflow__NodeDef *r = node(g.nodes, "read", "ReadVariableOp", "v,^bump");
   set(r, "dtype", type_value(F32));
   weft_graph_t *graph = NULL;
@@ -477,11 +481,9 @@ static weft_status_t *call_graph(const char *callee, int n_inputs, int tin, weft
   op_t(b, "m", "Mul", "x,x", 0, "T");
   fn_take(u, b);
   const_scalar(g.nodes, "a", F32, 2, NULL);
-  Tensorflow__NodeDef *c = node(g.nodes, "c", "StatefulPartitionedCall", n_inputs == 2 ? "a,a"
-                                                                                      : "a");
-  set(c, "f", func_value(callee, 0));
-  set(c, "Tin", n_inputs == 2 ? types_value(2, tin, tin) : types_value(1, tin));
-  set(c, "Tout", types_value(1, F32));
+  call(g.nodes, "c", "StatefulPartitionedCall", n_inputs == 2 ? "a,a" : "a",
+       func_value(callee, 0), n_inputs == 2 ? types_value(2, tin, tin) : types_value(1, tin),
+       types_value(1, F32));
   return import(&g, out);
 }
 

@@ -634,13 +634,20 @@ static weft_status_t *instantiate(inliner_t *c, const Tensorflow__NodeDef *call,
   return st;
 }
 
-/* Splits a call's inputs into data and control ones. */
-static void split_inputs(const Tensorflow__NodeDef *call, GPtrArray *data, GPtrArray *controls) {
+/* Splits a call's inputs into data and control ones (new arrays, freed with free_inputs). */
+static void split_inputs(const Tensorflow__NodeDef *call, GPtrArray **data_out,
+                         GPtrArray **controls_out) {
+  GPtrArray *data = *data_out = g_ptr_array_new(), *controls = *controls_out = g_ptr_array_new();
   for (size_t k = 0; k < call->n_input; k++) {
     const char *in = call->input[k];
     if (in == NULL) continue;
     g_ptr_array_add(in[0] == '^' ? controls : data, (gpointer)in);
   }
+}
+
+static void free_inputs(GPtrArray *data, GPtrArray *controls) {
+  g_ptr_array_free(data, TRUE);
+  g_ptr_array_free(controls, TRUE);
 }
 
 static Tensorflow__NodeDef *identity_n(inliner_t *c, const char *name, const char *device,
@@ -664,8 +671,8 @@ static weft_status_t *expand_call(inliner_t *c, Tensorflow__NodeDef *call, int d
   size_t n_battr = 0;
   bool named = is_call_op(call->op);
   WEFT_RETURN_IF_ERROR(lookup_function(c, call, named ? "f" : NULL, &f, &battr, &n_battr));
-  GPtrArray *data = g_ptr_array_new(), *controls = g_ptr_array_new();
-  split_inputs(call, data, controls);
+  GPtrArray *data = NULL, *controls = NULL;
+  split_inputs(call, &data, &controls);
   GPtrArray *rets = g_ptr_array_new(), *ctl_rets = g_ptr_array_new();
   GArray *types = g_array_new(FALSE, FALSE, sizeof(int));
   const Tensorflow__AttrValue *tin = named ? entry_find(call->attr, call->n_attr, "Tin") : NULL;
@@ -683,8 +690,8 @@ static weft_status_t *expand_call(inliner_t *c, Tensorflow__NodeDef *call, int d
 
 /* If/StatelessIf as Switch/Merge, as TensorFlow's LowerIfOp. */
 static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) {
-  GPtrArray *data = g_ptr_array_new(), *controls = g_ptr_array_new();
-  split_inputs(n, data, controls);
+  GPtrArray *data = NULL, *controls = NULL;
+  split_inputs(n, &data, &controls);
   weft_status_t *st = NULL;
   const Tensorflow__AttrValue *tin = entry_find(n->attr, n->n_attr, "Tin");
   GArray *in_types = g_array_new(FALSE, FALSE, sizeof(int));
@@ -792,15 +799,14 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
   g_ptr_array_free(merged, TRUE);
   g_ptr_array_free(done, TRUE);
   g_array_free(in_types, TRUE);
-  g_ptr_array_free(data, TRUE);
-  g_ptr_array_free(controls, TRUE);
+  free_inputs(data, controls);
   return st;
 }
 
 /* While/StatelessWhile as a v1 loop frame named after the node, as TensorFlow's LowerWhileOp. */
 static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int depth) {
-  GPtrArray *data = g_ptr_array_new(), *controls = g_ptr_array_new();
-  split_inputs(n, data, controls);
+  GPtrArray *data = NULL, *controls = NULL;
+  split_inputs(n, &data, &controls);
   GArray *types = g_array_new(FALSE, FALSE, sizeof(int));
   entries_t ent = {n->attr, n->n_attr};
   int count = 0;
@@ -931,8 +937,7 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
   g_ptr_array_free(ctl, TRUE);
   g_array_free(ret_types, TRUE);
   g_array_free(types, TRUE);
-  g_ptr_array_free(data, TRUE);
-  g_ptr_array_free(controls, TRUE);
+  free_inputs(data, controls);
   return st;
 }
 
