@@ -404,8 +404,8 @@ static void test_if(void) {
   }
 }
 
-/* While(i, acc) { i < n } { i + 1, acc * 2 }: n fed, so the loop runs n times; the body's Const
- * runs once per iteration inside the frame. */
+/* While(i, acc, n) { i < n } { i + 1, Times2(acc), n }: n fed, so the loop runs n times; the
+ * body's Consts run once per iteration inside the frame. */
 static weft_status_t *while_graph(int cond_out, const char *op, weft_graph_t **graph) {
   lib_graph_t g = lib_new();
   Tensorflow__FunctionDef *c = function(&g, "cond_fn", "i:int32,acc:float,n:int32",
@@ -418,13 +418,20 @@ static weft_status_t *while_graph(int cond_out, const char *op, weft_graph_t **g
   fn_take(c, b);
   Tensorflow__FunctionDef *body = function(&g, "body_fn", "i:int32,acc:float,n:int32",
                                            "i2:int32,acc2:float,n2:int32",
-                                           "i2=inc:z:0,acc2=dbl:z:0,n2=n");
+                                           "i2=inc:z:0,acc2=dbl:output:0,n2=n");
   b = g_ptr_array_new();
   const_scalar(b, "one", I32, 1, NULL);
-  const_scalar(b, "two", F32, 2, NULL);
   op_t(b, "inc", "AddV2", "i,one:output:0", I32, NULL);
-  op_t(b, "dbl", "Mul", "acc,two:output:0", F32, NULL);
+  /* acc * 2 through a nested call whose body holds the Const: inlined into the loop, it must
+   * run in the frame, each iteration. */
+  call(b, "dbl", "PartitionedCall", "acc", func_value("Times2", 0), types_value(1, F32),
+       types_value(1, F32));
   fn_take(body, b);
+  Tensorflow__FunctionDef *times2 = function(&g, "Times2", "x:float", "y:float", "y=m:z:0");
+  b = g_ptr_array_new();
+  const_scalar(b, "two", F32, 2, NULL);
+  op_t(b, "m", "Mul", "x,two:output:0", F32, NULL);
+  fn_take(times2, b);
   const_scalar(g.nodes, "i0", I32, 0, NULL);
   const_scalar(g.nodes, "acc0", F32, 1, NULL);
   placeholder(g.nodes, "n", I32);
@@ -450,7 +457,7 @@ static void test_while(void) {
     const weft__attr_value_t *par = weft__attrs_get(enter->attrs, "parallel_iterations");
     g_assert_nonnull(par);
     g_assert_cmpint(par->u.i, ==, 3);
-    g_assert_nonnull(weft_graph_node(graph, "loop/body/dbl"));
+    g_assert_nonnull(weft_graph_node(graph, "loop/body/dbl/two"));
     weft_graph_free(graph);
   }
   weft_graph_t *graph = NULL;

@@ -609,11 +609,25 @@ static weft_status_t *instantiate(inliner_t *c, const Tensorflow__NodeDef *call,
     }
   }
   g_array_free(in_types, TRUE);
-  if (!st && n_controls > 0) {
+  if (!st && n_controls + n_inputs > 0) {
+    /* Body nodes without inputs (Consts) must run where and when the call does: after its
+     * control inputs, in its branch (a dead pivot makes them dead) and in its loop frame and
+     * iteration, which a control edge from each input's producer gives them. */
     char *name = g_strdup_printf("%sinput_control_node", b.prefix);
-    Tensorflow__NodeDef *noop = new_node(c, name, "NoOp", call->device, (size_t)n_controls);
+    Tensorflow__NodeDef *noop = new_node(c, name, "NoOp", call->device,
+                                         (size_t)(n_controls + n_inputs));
     g_free(name);
-    for (int k = 0; k < n_controls; k++) add_input(noop, controls[k]);
+    GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (int k = 0; k < n_controls; k++) {
+      if (g_hash_table_add(seen, controls[k])) add_input(noop, controls[k]);
+    }
+    for (int k = 0; k < n_inputs; k++) {
+      char *ctl = keep_printf(c, "^%s", inputs[k]);
+      char *colon = strchr(ctl, ':');
+      if (colon) *colon = '\0';
+      if (g_hash_table_add(seen, ctl)) add_input(noop, ctl);
+    }
+    g_hash_table_destroy(seen);
     g_ptr_array_add(c->out, noop);
     b.input_control = noop->name;
   }
