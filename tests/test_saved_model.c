@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "process_util.h"
+#include "saved_model.pb-c.h"
 #include "weft/weft.h"
 
 #define WEFT_EXE WEFT_BUILD_DIR "/core/tools/weft"
@@ -615,6 +616,67 @@ out:
 
 /* A model whose graph has variables but that comes without variables/ (or with an empty one)
  * fails at load, naming the missing index, not later with "uninitialized value a". */
+/* A copy of cppflow_keras whose saved_model.pb `edit` changed. */
+static char *edited_keras(void (*edit)(Tensorflow__MetaGraphDef *mg)) {
+  char *dir = copy_model("saved_model/cppflow_keras");
+  if (dir == NULL) return NULL;
+  char *pb = g_build_filename(dir, "saved_model.pb", NULL);
+  gchar *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(pb, &bytes, &len, NULL));
+  Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, (uint8_t *)bytes);
+  g_assert_nonnull(sm);
+  g_free(bytes);
+  edit(sm->meta_graphs[0]);
+  len = tensorflow__saved_model__get_packed_size(sm);
+  bytes = g_malloc(len);
+  tensorflow__saved_model__pack(sm, (uint8_t *)bytes);
+  g_assert_true(g_file_set_contents(pb, bytes, (gssize)len, NULL));
+  g_free(bytes);
+  tensorflow__saved_model__free_unpacked(sm, NULL);
+  g_free(pb);
+  return dir;
+}
+
+static void no_restore_op(Tensorflow__MetaGraphDef *mg) { mg->saver_def->restore_op_name[0] = 0; }
+
+/* Drops the function serving_default's StatefulPartitionedCall calls. */
+static void drop_serving_function(Tensorflow__MetaGraphDef *mg) {
+  Tensorflow__FunctionDefLibrary *lib = mg->graph_def->library;
+  for (size_t k = 0; k < lib->n_function; k++) {
+    if (strcmp(lib->function[k]->signature->name, "__inference_signature_wrapper_232") != 0)
+      continue;
+    tensorflow__function_def__free_unpacked(lib->function[k], NULL);
+    lib->function[k] = lib->function[--lib->n_function];
+    return;
+  }
+  g_assert_not_reached();
+}
+
+static void test_keras_tf2_errors(void) {
+  char *dir = edited_keras(no_restore_op);
+  if (dir == NULL) return;
+  weft_saved_model_t *m = NULL;
+  char *want = g_strdup_printf("SavedModel '%s': its graph has resource variables but no saver "
+                               "restore op that says how to restore them", dir);
+  assert_status(weft_saved_model_load(dir, NULL, NULL, &m), WEFT_UNIMPLEMENTED, want);
+  g_assert_null(m);
+  g_free(want);
+  rm_tree(dir);
+  g_free(dir);
+
+  dir = edited_keras(drop_serving_function);
+  want = g_strdup_printf("SavedModel '%s': Node 'StatefulPartitionedCall' "
+                         "(StatefulPartitionedCall) calls function "
+                         "'__inference_signature_wrapper_232', which is not in the graph's "
+                         "function library", dir);
+  assert_status(weft_saved_model_load(dir, NULL, NULL, &m), WEFT_NOT_FOUND, want);
+  g_assert_null(m);
+  g_free(want);
+  rm_tree(dir);
+  g_free(dir);
+}
+
 static void test_missing_variables(void) {
   char *dir = copy_model("saved_model/half_plus_two_cpu");
   if (dir == NULL) return;
@@ -663,6 +725,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/saved_model/counter", test_counter);
   g_test_add_func("/saved_model/regression_trains", test_regression_trains);
   g_test_add_func("/saved_model/keras_tf2", test_keras_tf2);
+  g_test_add_func("/saved_model/keras_tf2_errors", test_keras_tf2_errors);
   g_test_add_func("/saved_model/signatures", test_signatures);
   g_test_add_func("/saved_model/load_errors", test_load_errors);
   g_test_add_func("/saved_model/run_errors", test_run_errors);
