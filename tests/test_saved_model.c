@@ -386,8 +386,8 @@ static void test_run_errors(void) {
 /* A TF2 Keras SavedModel (model.save of Dense(5, relu) -> Dense(1, sigmoid)): serving_default's
  * output comes through StatefulPartitionedCall over the function library, its resource variables
  * are restored from the object-based checkpoint through the saver's restore function. The
- * references are sigmoid(relu(x K0 + b0) K1 + b1) computed in double precision by a Python script
- * that reads the checkpoint's bytes itself (no Weft code), rounded to float32. */
+ * references are sigmoid(relu(x K0 + b0) K1 + b1) computed in double precision by
+ * tests/ref/keras_tf2_ref.py, which reads the checkpoint's bytes itself (no Weft code). */
 static void test_keras_tf2(void) {
   weft_saved_model_t *m = load("saved_model/cppflow_keras", NULL);
   if (m == NULL) return;
