@@ -467,6 +467,55 @@ static void test_while(void) {
   weft_graph_free(graph);
 }
 
+/* While(i, acc, n) { i < n } { i + 1, StatelessIf(i % 2 == 0, acc) { acc * 2 } { acc + 1 }, n }:
+ * a lowered If in a lowered loop, its branches' deadness per iteration. From acc = 1 and n = 5:
+ * i = 0: 2, i = 1: 3, i = 2: 6, i = 3: 7, i = 4: 14. */
+static void test_if_in_while(void) {
+  lib_graph_t g = lib_new();
+  Tensorflow__FunctionDef *f = function(&g, "dbl", "x:float", "y:float", "y=m:z:0");
+  GPtrArray *b = g_ptr_array_new();
+  const_scalar(b, "two", F32, 2, NULL);
+  op_t(b, "m", "Mul", "x,two:output:0", F32, NULL);
+  fn_take(f, b);
+  f = function(&g, "inc", "x:float", "y:float", "y=a:z:0");
+  b = g_ptr_array_new();
+  const_scalar(b, "one", F32, 1, NULL);
+  op_t(b, "a", "AddV2", "x,one:output:0", F32, NULL);
+  fn_take(f, b);
+  f = function(&g, "cond_fn", "i:int32,acc:float,n:int32", "r:bool", "r=lt:z:0");
+  b = g_ptr_array_new();
+  op_t(b, "lt", "Less", "i,n", I32, NULL);
+  fn_take(f, b);
+  f = function(&g, "body_fn", "i:int32,acc:float,n:int32", "i2:int32,acc2:float,n2:int32",
+               "i2=next:z:0,acc2=branch:output:0,n2=n");
+  b = g_ptr_array_new();
+  const_scalar(b, "one", I32, 1, NULL);
+  const_scalar(b, "two", I32, 2, NULL);
+  const_scalar(b, "zero", I32, 0, NULL);
+  op_t(b, "next", "AddV2", "i,one:output:0", I32, NULL);
+  op_t(b, "rem", "FloorMod", "i,two:output:0", I32, NULL);
+  op_t(b, "even", "Equal", "rem:z:0,zero:output:0", I32, NULL);
+  Tensorflow__NodeDef *n = node(b, "branch", "StatelessIf", "even:z:0,acc");
+  set(n, "then_branch", func_value("dbl", 0));
+  set(n, "else_branch", func_value("inc", 0));
+  set(n, "Tin", types_value(1, F32));
+  set(n, "Tout", types_value(1, F32));
+  fn_take(f, b);
+  const_scalar(g.nodes, "i0", I32, 0, NULL);
+  const_scalar(g.nodes, "acc0", F32, 1, NULL);
+  placeholder(g.nodes, "n", I32);
+  Tensorflow__NodeDef *w = node(g.nodes, "loop", "StatelessWhile", "i0,acc0,n");
+  set(w, "T", types_value(3, I32, F32, I32));
+  set(w, "cond", func_value("cond_fn", 0));
+  set(w, "body", func_value("body_fn", 0));
+  weft_graph_t *graph = NULL;
+  assert_ok(import(&g, &graph));
+  g_assert_cmpfloat(run_scalar(graph, "loop:1", "n", I32, 5), ==, 14);
+  g_assert_cmpfloat(run_scalar(graph, "loop:1", "n", I32, 2), ==, 3);
+  g_assert_nonnull(weft_graph_node(graph, "loop/body/branch/then/two"));
+  weft_graph_free(graph);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Errors */
 
@@ -527,6 +576,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/functions/control_ret", test_control_ret);
   g_test_add_func("/functions/if", test_if);
   g_test_add_func("/functions/while", test_while);
+  g_test_add_func("/functions/if_in_while", test_if_in_while);
   g_test_add_func("/functions/errors", test_errors);
   return g_test_run();
 }
