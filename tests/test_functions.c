@@ -516,6 +516,44 @@ static void test_if_in_while(void) {
   weft_graph_free(graph);
 }
 
+/* A While whose cond returns a vector of bools: the loop's predicate must be a scalar, and the
+ * error (TensorFlow's Switch message) names the lowered loop's node. */
+static void test_while_vector_cond(void) {
+  lib_graph_t g = lib_new();
+  Tensorflow__FunctionDef *f = function(&g, "cond_fn", "x:float", "r:bool", "r=lt:z:0");
+  GPtrArray *b = g_ptr_array_new();
+  const_scalar(b, "ten", F32, 10, NULL);
+  op_t(b, "lt", "Less", "x,ten:output:0", F32, NULL);
+  fn_take(f, b);
+  f = function(&g, "body_fn", "x:float", "y:float", "y=x");
+  fn_take(f, g_ptr_array_new());
+  placeholder(g.nodes, "x", F32);
+  Tensorflow__NodeDef *w = node(g.nodes, "loop", "While", "x");
+  set(w, "T", types_value(1, F32));
+  set(w, "cond", func_value("cond_fn", 0));
+  set(w, "body", func_value("body_fn", 0));
+  weft_graph_t *graph = NULL;
+  assert_ok(import(&g, &graph));
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(graph, NULL, &st);
+  assert_ok(st);
+  weft_tensor_t *x = weft_tensor_new(WEFT_DT_FLOAT, 1, (const int64_t[]){2});
+  const char *feed = "x", *fetch = "loop:0";
+  weft_tensor_t *out = NULL;
+  st = weft_session_run(s, &feed, &x, 1, &fetch, &out, 1, NULL, 0);
+  g_test_message("%s", st ? weft_status_message(st) : "ok");
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_true(g_str_has_prefix(weft_status_message(st), "node 'loop/switch_0' (Switch) on "));
+  g_assert_true(g_str_has_suffix(weft_status_message(st),
+                                 ": The second input must be a scalar, but it has shape [2]"));
+  weft_status_free(st);
+  g_assert_null(out);
+  weft_tensor_unref(x);
+  weft_session_free(s);
+  weft_graph_free(graph);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Errors */
 
@@ -577,6 +615,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/functions/if", test_if);
   g_test_add_func("/functions/while", test_while);
   g_test_add_func("/functions/if_in_while", test_if_in_while);
+  g_test_add_func("/functions/while_vector_cond", test_while_vector_cond);
   g_test_add_func("/functions/errors", test_errors);
   return g_test_run();
 }
