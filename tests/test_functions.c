@@ -371,29 +371,50 @@ static void test_control_ret(void) {
 /* ---------------------------------------------------------------------------------------------
  * Functional control flow */
 
+/* f(x: float) -> y: float = OP(x, k), k a Const in the body (named `kname`), OP's node "m". */
+static void const_op_function(lib_graph_t *g, const char *name, const char *op,
+                              const char *kname, double k) {
+  Tensorflow__FunctionDef *f = function(g, name, "x:float", "y:float", "y=m:z:0");
+  GPtrArray *b = g_ptr_array_new();
+  const_scalar(b, kname, F32, k, NULL);
+  char *inputs = g_strdup_printf("x,%s:output:0", kname);
+  op_t(b, "m", op, inputs, F32, NULL);
+  g_free(inputs);
+  fn_take(f, b);
+}
+
+/* An If-family node over one float input. */
+static Tensorflow__NodeDef *if_node(GPtrArray *into, const char *name, const char *op,
+                                    const char *inputs, const char *then_fn, const char *else_fn) {
+  Tensorflow__NodeDef *n = node(into, name, op, inputs);
+  set(n, "then_branch", func_value(then_fn, 0));
+  set(n, "else_branch", func_value(else_fn, 0));
+  set(n, "Tin", types_value(1, F32));
+  set(n, "Tout", types_value(1, F32));
+  return n;
+}
+
+static Tensorflow__NodeDef *while_node(GPtrArray *into, const char *name, const char *op,
+                                       const char *inputs, Tensorflow__AttrValue *t) {
+  Tensorflow__NodeDef *n = node(into, name, op, inputs);
+  set(n, "T", t);
+  set(n, "cond", func_value("cond_fn", 0));
+  set(n, "body", func_value("body_fn", 0));
+  return n;
+}
+
 /* If(p, x): then x * 2, else x - 1, each with a Const in its body (which must only run in its
  * branch: deadness reaches it through the call's control input). */
 static void test_if(void) {
   for (int stateless = 0; stateless < 2; stateless++) {
     lib_graph_t g = lib_new();
-    Tensorflow__FunctionDef *t = function(&g, "then_fn", "x:float", "y:float", "y=m:z:0");
-    GPtrArray *b = g_ptr_array_new();
-    const_scalar(b, "two", F32, 2, NULL);
-    op_t(b, "m", "Mul", "x,two:output:0", F32, NULL);
-    fn_take(t, b);
-    Tensorflow__FunctionDef *e = function(&g, "else_fn", "x:float", "y:float", "y=s:z:0");
-    b = g_ptr_array_new();
-    const_scalar(b, "one", F32, 1, NULL);
-    op_t(b, "s", "Sub", "x,one:output:0", F32, NULL);
-    fn_take(e, b);
+    const_op_function(&g, "then_fn", "Mul", "two", 2);
+    const_op_function(&g, "else_fn", "Sub", "one", 1);
     placeholder(g.nodes, "p", BOOL);
     const_scalar(g.nodes, "x", F32, 5, NULL);
-    Tensorflow__NodeDef *n = node(g.nodes, "cond", stateless ? "StatelessIf" : "If", "p,x");
+    Tensorflow__NodeDef *n = if_node(g.nodes, "cond", stateless ? "StatelessIf" : "If", "p,x",
+                                     "then_fn", "else_fn");
     set(n, "Tcond", type_value(BOOL));
-    set(n, "then_branch", func_value("then_fn", 0));
-    set(n, "else_branch", func_value("else_fn", 0));
-    set(n, "Tin", types_value(1, F32));
-    set(n, "Tout", types_value(1, F32));
     op_t(g.nodes, "after", "Neg", "cond:0", F32, NULL);
     weft_graph_t *graph = NULL;
     assert_ok(import(&g, &graph));
@@ -427,18 +448,12 @@ static weft_status_t *while_graph(int cond_out, const char *op, weft_graph_t **g
   call(b, "dbl", "PartitionedCall", "acc", func_value("Times2", 0), types_value(1, F32),
        types_value(1, F32));
   fn_take(body, b);
-  Tensorflow__FunctionDef *times2 = function(&g, "Times2", "x:float", "y:float", "y=m:z:0");
-  b = g_ptr_array_new();
-  const_scalar(b, "two", F32, 2, NULL);
-  op_t(b, "m", "Mul", "x,two:output:0", F32, NULL);
-  fn_take(times2, b);
+  const_op_function(&g, "Times2", "Mul", "two", 2);
   const_scalar(g.nodes, "i0", I32, 0, NULL);
   const_scalar(g.nodes, "acc0", F32, 1, NULL);
   placeholder(g.nodes, "n", I32);
-  Tensorflow__NodeDef *w = node(g.nodes, "loop", op, "i0,acc0,n");
-  set(w, "T", types_value(3, I32, F32, I32));
-  set(w, "cond", func_value("cond_fn", 0));
-  set(w, "body", func_value("body_fn", 0));
+  Tensorflow__NodeDef *w = while_node(g.nodes, "loop", op, "i0,acc0,n",
+                                      types_value(3, I32, F32, I32));
   set(w, "parallel_iterations", int_value(3));
   return import(&g, graph);
 }
@@ -472,18 +487,11 @@ static void test_while(void) {
  * i = 0: 2, i = 1: 3, i = 2: 6, i = 3: 7, i = 4: 14. */
 static void test_if_in_while(void) {
   lib_graph_t g = lib_new();
-  Tensorflow__FunctionDef *f = function(&g, "dbl", "x:float", "y:float", "y=m:z:0");
+  const_op_function(&g, "dbl", "Mul", "two", 2);
+  const_op_function(&g, "inc", "AddV2", "one", 1);
+  Tensorflow__FunctionDef *f = function(&g, "cond_fn", "i:int32,acc:float,n:int32", "r:bool",
+                                        "r=lt:z:0");
   GPtrArray *b = g_ptr_array_new();
-  const_scalar(b, "two", F32, 2, NULL);
-  op_t(b, "m", "Mul", "x,two:output:0", F32, NULL);
-  fn_take(f, b);
-  f = function(&g, "inc", "x:float", "y:float", "y=a:z:0");
-  b = g_ptr_array_new();
-  const_scalar(b, "one", F32, 1, NULL);
-  op_t(b, "a", "AddV2", "x,one:output:0", F32, NULL);
-  fn_take(f, b);
-  f = function(&g, "cond_fn", "i:int32,acc:float,n:int32", "r:bool", "r=lt:z:0");
-  b = g_ptr_array_new();
   op_t(b, "lt", "Less", "i,n", I32, NULL);
   fn_take(f, b);
   f = function(&g, "body_fn", "i:int32,acc:float,n:int32", "i2:int32,acc2:float,n2:int32",
@@ -495,19 +503,12 @@ static void test_if_in_while(void) {
   op_t(b, "next", "AddV2", "i,one:output:0", I32, NULL);
   op_t(b, "rem", "FloorMod", "i,two:output:0", I32, NULL);
   op_t(b, "even", "Equal", "rem:z:0,zero:output:0", I32, NULL);
-  Tensorflow__NodeDef *n = node(b, "branch", "StatelessIf", "even:z:0,acc");
-  set(n, "then_branch", func_value("dbl", 0));
-  set(n, "else_branch", func_value("inc", 0));
-  set(n, "Tin", types_value(1, F32));
-  set(n, "Tout", types_value(1, F32));
+  if_node(b, "branch", "StatelessIf", "even:z:0,acc", "dbl", "inc");
   fn_take(f, b);
   const_scalar(g.nodes, "i0", I32, 0, NULL);
   const_scalar(g.nodes, "acc0", F32, 1, NULL);
   placeholder(g.nodes, "n", I32);
-  Tensorflow__NodeDef *w = node(g.nodes, "loop", "StatelessWhile", "i0,acc0,n");
-  set(w, "T", types_value(3, I32, F32, I32));
-  set(w, "cond", func_value("cond_fn", 0));
-  set(w, "body", func_value("body_fn", 0));
+  while_node(g.nodes, "loop", "StatelessWhile", "i0,acc0,n", types_value(3, I32, F32, I32));
   weft_graph_t *graph = NULL;
   assert_ok(import(&g, &graph));
   g_assert_cmpfloat(run_scalar(graph, "loop:1", "n", I32, 5), ==, 14);
@@ -528,10 +529,7 @@ static void test_while_vector_cond(void) {
   f = function(&g, "body_fn", "x:float", "y:float", "y=x");
   fn_take(f, g_ptr_array_new());
   placeholder(g.nodes, "x", F32);
-  Tensorflow__NodeDef *w = node(g.nodes, "loop", "While", "x");
-  set(w, "T", types_value(1, F32));
-  set(w, "cond", func_value("cond_fn", 0));
-  set(w, "body", func_value("body_fn", 0));
+  while_node(g.nodes, "loop", "While", "x", types_value(1, F32));
   weft_graph_t *graph = NULL;
   assert_ok(import(&g, &graph));
   weft_status_t *st = NULL;

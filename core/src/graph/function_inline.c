@@ -21,6 +21,8 @@
 /* Tensors one list arg (N * T) may stand for: N comes from untrusted attrs. */
 #define MAX_ARG_TENSORS (1 << 16)
 
+#define DT_BOOL TENSORFLOW__DATA_TYPE__DT_BOOL
+
 typedef struct inliner {
   weft__op_registry_t *ops;
   GHashTable *funcs;  /* name -> const Tensorflow__FunctionDef* */
@@ -702,6 +704,21 @@ static weft_status_t *expand_call(inliner_t *c, Tensorflow__NodeDef *call, int d
   return st;
 }
 
+/* A control-flow node of the lowering, added to the output: data inputs in0 and in1 (either may
+ * be NULL), then `controls` (may be NULL), attr T (unless dtype < 0) and, for a Merge, N = 2. */
+static Tensorflow__NodeDef *flow_node(inliner_t *c, const char *name, const char *op,
+                                      const char *device, int dtype, const char *in0,
+                                      const char *in1, const GPtrArray *controls) {
+  Tensorflow__NodeDef *n = new_node(c, name, op, device, 2 + (controls ? controls->len : 0));
+  if (in0) add_input(n, in0);
+  if (in1) add_input(n, in1);
+  for (guint k = 0; controls && k < controls->len; k++) add_input(n, controls->pdata[k]);
+  if (dtype >= 0) add_attr(c, n, "T", attr_type(c, dtype));
+  if (strcmp(op, "Merge") == 0) add_attr(c, n, "N", attr_int(c, 2));
+  g_ptr_array_add(c->out, n);
+  return n;
+}
+
 /* If/StatelessIf as Switch/Merge, as TensorFlow's LowerIfOp. */
 static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) {
   GPtrArray *data = NULL, *controls = NULL;
@@ -722,12 +739,7 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
   }
   char *sw = keep_printf(c, "%s/switch_pred", n->name);
   if (!st) {
-    Tensorflow__NodeDef *s = new_node(c, sw, "Switch", n->device, 2 + controls->len);
-    add_input(s, data->pdata[0]);
-    add_input(s, data->pdata[0]);
-    for (guint k = 0; k < controls->len; k++) add_input(s, controls->pdata[k]);
-    add_attr(c, s, "T", attr_type(c, TENSORFLOW__DATA_TYPE__DT_BOOL));
-    g_ptr_array_add(c->out, s);
+    flow_node(c, sw, "Switch", n->device, DT_BOOL, data->pdata[0], data->pdata[0], controls);
   }
   GPtrArray *rets[2] = {g_ptr_array_new(), g_ptr_array_new()};
   GPtrArray *ctl[2] = {g_ptr_array_new(), g_ptr_array_new()};
@@ -738,18 +750,13 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
   char *pivots[2] = {NULL, NULL};
   for (int br = 1; br >= 0 && !st; br--) {
     pivots[br] = keep_printf(c, "%s/pivot_%s", n->name, br ? "t" : "f");
-    Tensorflow__NodeDef *p = new_node(c, pivots[br], "Identity", n->device, 1);
-    add_input(p, keep_printf(c, "%s:%d", sw, br));
-    add_attr(c, p, "T", attr_type(c, TENSORFLOW__DATA_TYPE__DT_BOOL));
-    g_ptr_array_add(c->out, p);
+    flow_node(c, pivots[br], "Identity", n->device, DT_BOOL, keep_printf(c, "%s:%d", sw, br),
+              NULL, NULL);
     char **args = keep(c, g_new0(char *, data->len));
     for (guint k = 1; k < data->len; k++) {
       char *name = keep_printf(c, "%s/%s_input_%u", n->name, branch_name[br], k - 1);
-      Tensorflow__NodeDef *s = new_node(c, name, "Switch", n->device, 2);
-      add_input(s, data->pdata[k]);
-      add_input(s, data->pdata[0]);
-      add_attr(c, s, "T", attr_type(c, g_array_index(in_types, int, k - 1)));
-      g_ptr_array_add(c->out, s);
+      flow_node(c, name, "Switch", n->device, g_array_index(in_types, int, k - 1),
+                data->pdata[k], data->pdata[0], NULL);
       args[k - 1] = keep_printf(c, "%s:%d", name, br);
     }
     const Tensorflow__FunctionDef *f = NULL;
@@ -775,12 +782,7 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
       break;
     }
     char *name = keep_printf(c, "%s/output_%u", n->name, k);
-    Tensorflow__NodeDef *m = new_node(c, name, "Merge", n->device, 2);
-    add_input(m, rets[1]->pdata[k]);
-    add_input(m, rets[0]->pdata[k]);
-    add_attr(c, m, "T", attr_type(c, t1));
-    add_attr(c, m, "N", attr_int(c, 2));
-    g_ptr_array_add(c->out, m);
+    flow_node(c, name, "Merge", n->device, t1, rets[1]->pdata[k], rets[0]->pdata[k], NULL);
     g_ptr_array_add(merged, keep_printf(c, "%s:0", name));
   }
   if (!st) {
@@ -788,20 +790,10 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
     char *exec_names[2];
     for (int br = 0; br < 2; br++) {
       exec_names[br] = keep_printf(c, "%s/%s_executed", n->name, branch_name[br]);
-      Tensorflow__NodeDef *e = new_node(c, exec_names[br], "Identity", n->device,
-                                        1 + ctl[br]->len);
-      add_input(e, pivots[br]);
-      for (guint k = 0; k < ctl[br]->len; k++) add_input(e, ctl[br]->pdata[k]);
-      add_attr(c, e, "T", attr_type(c, TENSORFLOW__DATA_TYPE__DT_BOOL));
-      g_ptr_array_add(c->out, e);
+      flow_node(c, exec_names[br], "Identity", n->device, DT_BOOL, pivots[br], NULL, ctl[br]);
     }
     char *be = keep_printf(c, "%s/branch_executed", n->name);
-    Tensorflow__NodeDef *m = new_node(c, be, "Merge", n->device, 2);
-    add_input(m, exec_names[1]);
-    add_input(m, exec_names[0]);
-    add_attr(c, m, "T", attr_type(c, TENSORFLOW__DATA_TYPE__DT_BOOL));
-    add_attr(c, m, "N", attr_int(c, 2));
-    g_ptr_array_add(c->out, m);
+    flow_node(c, be, "Merge", n->device, DT_BOOL, exec_names[1], exec_names[0], NULL);
     g_ptr_array_add(done, keep_printf(c, "^%s", be));
     g_ptr_array_add(c->out, identity_n(c, n->name, n->device, merged, out_types[1], done));
   }
@@ -845,20 +837,13 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
   for (guint k = 0; k < nv && !st; k++) {
     int t = g_array_index(types, int, k);
     char *enter = keep_printf(c, "%s/enter_%u", n->name, k);
-    Tensorflow__NodeDef *e = new_node(c, enter, "Enter", n->device, 1 + controls->len);
-    add_input(e, data->pdata[k]);
-    for (guint j = 0; j < controls->len; j++) add_input(e, controls->pdata[j]);
-    add_attr(c, e, "T", attr_type(c, t));
+    Tensorflow__NodeDef *e = flow_node(c, enter, "Enter", n->device, t, data->pdata[k], NULL,
+                                       controls);
     add_attr(c, e, "frame_name", attr_string(c, n->name));
     add_attr(c, e, "parallel_iterations", attr_int(c, par));
-    g_ptr_array_add(c->out, e);
     char *merge = keep_printf(c, "%s/merge_%u", n->name, k);
-    Tensorflow__NodeDef *m = new_node(c, merge, "Merge", n->device, 2);
-    add_input(m, enter);
-    add_input(m, keep_printf(c, "%s/next_iteration_%u", n->name, k));
-    add_attr(c, m, "T", attr_type(c, t));
-    add_attr(c, m, "N", attr_int(c, 2));
-    g_ptr_array_add(c->out, m);
+    flow_node(c, merge, "Merge", n->device, t, enter,
+              keep_printf(c, "%s/next_iteration_%u", n->name, k), NULL);
     merges[k] = keep_printf(c, "%s:0", merge);
   }
   GPtrArray *rets = g_ptr_array_new(), *ctl = g_ptr_array_new();
@@ -874,7 +859,7 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
                      (int)nv, &ctl_in, 1, tlist, depth, rets, ret_types, ctl);
   }
   if (!st &&
-      (rets->len != 1 || g_array_index(ret_types, int, 0) != TENSORFLOW__DATA_TYPE__DT_BOOL)) {
+      (rets->len != 1 || g_array_index(ret_types, int, 0) != DT_BOOL)) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "While node '%s': its cond function '%s' must "
                          "return one scalar bool, but returns %u output%s%s", n->name,
                          f->signature->name, rets->len, rets->len == 1 ? " of type " : "s",
@@ -882,32 +867,19 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
   }
   char *loop_cond = keep_printf(c, "%s/loop_cond", n->name);
   if (!st) {
-    Tensorflow__NodeDef *lc = new_node(c, loop_cond, "LoopCond", n->device, 1 + ctl->len);
-    add_input(lc, rets->pdata[0]);
-    for (guint j = 0; j < ctl->len; j++) add_input(lc, ctl->pdata[j]);
-    g_ptr_array_add(c->out, lc);
+    flow_node(c, loop_cond, "LoopCond", n->device, -1, rets->pdata[0], NULL, ctl);
   }
   char **body_in = keep(c, g_new0(char *, nv + 1));
   GPtrArray *exits = g_ptr_array_new();
   for (guint k = 0; k < nv && !st; k++) {
     int t = g_array_index(types, int, k);
     char *sw = keep_printf(c, "%s/switch_%u", n->name, k);
-    Tensorflow__NodeDef *s = new_node(c, sw, "Switch", n->device, 2);
-    add_input(s, merges[k]);
-    add_input(s, loop_cond);
-    add_attr(c, s, "T", attr_type(c, t));
-    g_ptr_array_add(c->out, s);
+    flow_node(c, sw, "Switch", n->device, t, merges[k], loop_cond, NULL);
     char *exit = keep_printf(c, "%s/exit_%u", n->name, k);
-    Tensorflow__NodeDef *x = new_node(c, exit, "Exit", n->device, 1);
-    add_input(x, keep_printf(c, "%s:0", sw));
-    add_attr(c, x, "T", attr_type(c, t));
-    g_ptr_array_add(c->out, x);
+    flow_node(c, exit, "Exit", n->device, t, keep_printf(c, "%s:0", sw), NULL, NULL);
     g_ptr_array_add(exits, keep_printf(c, "%s:0", exit));
     char *id = keep_printf(c, "%s/body_input_%u", n->name, k);
-    Tensorflow__NodeDef *i = new_node(c, id, "Identity", n->device, 1);
-    add_input(i, keep_printf(c, "%s:1", sw));
-    add_attr(c, i, "T", attr_type(c, t));
-    g_ptr_array_add(c->out, i);
+    flow_node(c, id, "Identity", n->device, t, keep_printf(c, "%s:1", sw), NULL, NULL);
     body_in[k] = keep_printf(c, "%s:0", id);
   }
   g_ptr_array_set_size(rets, 0);
@@ -933,13 +905,8 @@ static weft_status_t *lower_while(inliner_t *c, Tensorflow__NodeDef *n, int dept
       break;
     }
     char *next = keep_printf(c, "%s/next_iteration_%u", n->name, k);
-    Tensorflow__NodeDef *x = new_node(c, next, "NextIteration", n->device, 1 + ctl->len);
-    add_input(x, rets->pdata[k]);
     /* The body's stateful nodes finish before the next iteration starts. */
-    if (k == 0)
-      for (guint j = 0; j < ctl->len; j++) add_input(x, ctl->pdata[j]);
-    add_attr(c, x, "T", attr_type(c, t));
-    g_ptr_array_add(c->out, x);
+    flow_node(c, next, "NextIteration", n->device, t, rets->pdata[k], NULL, k == 0 ? ctl : NULL);
   }
   if (!st) {
     GPtrArray *none = g_ptr_array_new();
