@@ -1,5 +1,6 @@
 /* Kernel benchmarks through a session: MatMul against cblas_sgemm called directly, elementwise
- * ops and reductions against plain C loops run on the same number of threads. */
+ * ops and reductions against plain C loops run on the same number of threads, convolutions
+ * against im2col + cblas_sgemm (depthwise: a plain loop) and an MLP against cblas_sgemm. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -411,6 +412,249 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
   weft_tensor_unref(ins[1]);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Convolutions and an MLP: float32 NHWC, batch 1 unless named, against what a C program
+ * writes plainly with OpenBLAS (a thread per core, set untimed as in run_sgemm). */
+
+typedef struct conv_shape {
+  const char *name;
+  int64_t h, w, c, kh, kw, m, stride;
+  bool depthwise; /* m is then the channel multiplier */
+} conv_shape_t;
+
+typedef struct conv_base {
+  const conv_shape_t *s;
+  sgemm_fn sgemm;
+  set_threads_fn set_threads;
+  const float *x, *f;
+  float *cols, *y;
+  int64_t oh, ow, pt, pl;
+} conv_base_t;
+
+static void set_conv_attrs(weft_op_builder_t *b, void *arg) {
+  const conv_shape_t *s = arg;
+  int64_t strides[4] = {1, s->stride, s->stride, 1};
+  weft_op_set_attr_int_list(b, "strides", strides, 4);
+  weft_op_set_attr_string(b, "padding", "SAME");
+}
+
+/* One output row of the depthwise baseline: the textbook loop, input channel outermost. */
+static void depthwise_base_range(void *arg, int64_t begin, int64_t end) {
+  const conv_base_t *j = arg;
+  const conv_shape_t *s = j->s;
+  int64_t mult = s->m, oc = s->c * mult;
+  for (int64_t oy = begin; oy < end; oy++)
+    for (int64_t ox = 0; ox < j->ow; ox++)
+      for (int64_t ch = 0; ch < s->c; ch++)
+        for (int64_t q = 0; q < mult; q++) {
+          float acc = 0;
+          for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t k = 0; k < s->kw; k++) {
+              int64_t iy = oy * s->stride + i - j->pt, ix = ox * s->stride + k - j->pl;
+              if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) continue;
+              acc += j->x[(iy * s->w + ix) * s->c + ch] * j->f[((i * s->kw + k) * s->c + ch) *
+                                                                mult + q];
+            }
+          j->y[(oy * j->ow + ox) * oc + ch * mult + q] = acc;
+        }
+}
+
+/* im2col then one cblas_sgemm into the output; depthwise: the plain loop on every core. */
+static double run_conv_base(void *arg, weft_status_t **error) {
+  (void)error;
+  conv_base_t *j = arg;
+  const conv_shape_t *s = j->s;
+  j->set_threads((int)g_get_num_processors());
+  double t0 = bench_now();
+  if (s->depthwise) {
+    threaded(j->oh, depthwise_base_range, j);
+    return bench_now() - t0;
+  }
+  int64_t k = s->kh * s->kw * s->c;
+  for (int64_t oy = 0; oy < j->oh; oy++)
+    for (int64_t ox = 0; ox < j->ow; ox++)
+      for (int64_t i = 0; i < s->kh; i++)
+        for (int64_t q = 0; q < s->kw; q++) {
+          float *dst = j->cols + (oy * j->ow + ox) * k + (i * s->kw + q) * s->c;
+          int64_t iy = oy * s->stride + i - j->pt, ix = ox * s->stride + q - j->pl;
+          if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w)
+            memset(dst, 0, sizeof(float) * (size_t)s->c);
+          else
+            memcpy(dst, j->x + (iy * s->w + ix) * s->c, sizeof(float) * (size_t)s->c);
+        }
+  j->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(j->oh * j->ow), (int)s->m, (int)k,
+           1.0f, j->cols, (int)k, j->f, (int)s->m, 0.0f, j->y, (int)s->m);
+  return bench_now() - t0;
+}
+
+static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_shape_t *s) {
+  char name[64];
+  g_snprintf(name, sizeof name, "conv2d/%s", s->name);
+  if (!bench_selected(o, name)) return;
+  int64_t xd[4] = {1, s->h, s->w, s->c}, fd[4] = {s->kh, s->kw, s->c, s->m};
+  weft_tensor_t *ins[2] = {random_tensor(4, xd, -1, 1), random_tensor(4, fd, -1, 1)};
+  op_case_t c;
+  weft_status_t *st = op_case_new(o, s->depthwise ? "DepthwiseConv2dNative" : "Conv2D", ins, 2,
+                                  set_conv_attrs, (void *)s, &c);
+  conv_base_t j = {.s = s, .x = weft_tensor_data(ins[0]), .f = weft_tensor_data(ins[1])};
+  j.oh = (s->h + s->stride - 1) / s->stride;
+  j.ow = (s->w + s->stride - 1) / s->stride;
+  int64_t ph = (j.oh - 1) * s->stride + s->kh - s->h, pw = (j.ow - 1) * s->stride + s->kw - s->w;
+  j.pt = ph > 0 ? ph / 2 : 0;
+  j.pl = pw > 0 ? pw / 2 : 0;
+  int64_t oc = s->depthwise ? s->c * s->m : s->m;
+  double flops = 2.0 * (double)(j.oh * j.ow * oc) * (double)(s->kh * s->kw) *
+                 (double)(s->depthwise ? 1 : s->c) * 1e-9;
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) j.sgemm = openblas_sgemm(&j.set_threads, &st);
+  if (!st) {
+    j.cols = g_new(float, (size_t)(j.oh * j.ow * s->kh * s->kw * s->c));
+    j.y = g_new(float, (size_t)(j.oh * j.ow * oc));
+    bench_measure_pair(o, run_op_case, &c, run_conv_base, &j, flops, true, &weft, &base, &st);
+    g_free(j.cols);
+    g_free(j.y);
+  }
+  if (st) {
+    bench_add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("input=[1,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
+                                   G_GINT64_FORMAT "] filter=[%" G_GINT64_FORMAT ",%"
+                                   G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                                   "] stride=%" G_GINT64_FORMAT " padding=SAME device=%s",
+                                   s->h, s->w, s->c, s->kh, s->kw, s->c, s->m, s->stride,
+                                   o->device);
+    bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base,
+                  s->depthwise ? "C loop, same threads" : "im2col + cblas_sgemm",
+                  kernel_note(o, "target >= 1.0x"));
+    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(ins[0]);
+  weft_tensor_unref(ins[1]);
+}
+
+/* MLP 784-512-512-10: MatMul, BiasAdd and Relu per layer (none after the last), weights and
+ * input constants. */
+static const int64_t mlp_sizes[4] = {784, 512, 512, 10};
+
+typedef struct mlp_base {
+  sgemm_fn sgemm;
+  set_threads_fn set_threads;
+  int64_t batch;
+  float *x, *w[3], *b[3], *h[3];
+} mlp_base_t;
+
+static double run_mlp_base(void *arg, weft_status_t **error) {
+  (void)error;
+  mlp_base_t *m = arg;
+  m->set_threads((int)g_get_num_processors());
+  double t0 = bench_now();
+  const float *in = m->x;
+  for (int l = 0; l < 3; l++) {
+    int64_t k = mlp_sizes[l], n = mlp_sizes[l + 1];
+    m->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m->batch, (int)n, (int)k, 1.0f, in,
+             (int)k, m->w[l], (int)n, 0.0f, m->h[l], (int)n);
+    for (int64_t i = 0; i < m->batch * n; i++) {
+      float v = m->h[l][i] + m->b[l][i % n];
+      m->h[l][i] = l < 2 && v < 0 ? 0 : v;
+    }
+    in = m->h[l];
+  }
+  return bench_now() - t0;
+}
+
+static weft_status_t *mlp_graph(const bench_options_t *o, mlp_base_t *m, op_case_t *c) {
+  memset(c, 0, sizeof *c);
+  c->graph = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(c->graph, o->device);
+  int64_t xd[2] = {m->batch, mlp_sizes[0]};
+  weft_tensor_t *xt = random_tensor(2, xd, -1, 1);
+  memcpy(m->x, weft_tensor_data(xt), sizeof(float) * (size_t)(m->batch * mlp_sizes[0]));
+  weft_output_t h = weft_const(c->graph, "x", xt, &st);
+  weft_tensor_unref(xt);
+  for (int l = 0; l < 3 && !st; l++) {
+    char name[32];
+    int64_t wd[2] = {mlp_sizes[l], mlp_sizes[l + 1]};
+    weft_tensor_t *wt = random_tensor(2, wd, -0.1f, 0.1f), *bt = random_tensor(1, wd + 1, -1, 1);
+    memcpy(m->w[l], weft_tensor_data(wt), sizeof(float) * (size_t)(wd[0] * wd[1]));
+    memcpy(m->b[l], weft_tensor_data(bt), sizeof(float) * (size_t)wd[1]);
+    const char *ops[3] = {"MatMul", "BiasAdd", "Relu"};
+    weft_tensor_t *consts[3] = {wt, bt, NULL};
+    for (int k = 0; k < (l < 2 ? 3 : 2) && !st; k++) {
+      g_snprintf(name, sizeof name, "layer%d_%s", l, ops[k]);
+      weft_op_builder_t *b = weft_op_new(c->graph, ops[k], name);
+      weft_op_add_input(b, h);
+      if (consts[k]) {
+        char cname[40];
+        g_snprintf(cname, sizeof cname, "%s_arg", name);
+        weft_op_add_input(b, weft_const(c->graph, cname, consts[k], &st));
+      }
+      weft_node_t *node = NULL;
+      weft_status_t *fst = weft_op_finish(b, &node);
+      if (!st)
+        st = fst;
+      else
+        weft_status_free(fst);
+      if (!st) h = weft_out(node, 0);
+    }
+    weft_tensor_unref(wt);
+    weft_tensor_unref(bt);
+  }
+  weft_graph_pop_device(c->graph);
+  if (!st) c->session = weft_session_new(c->graph, NULL, &st);
+  c->fetch = "layer2_BiasAdd";
+  return st;
+}
+
+static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch) {
+  char name[64];
+  g_snprintf(name, sizeof name, "mlp/784-512-512-10/b%" G_GINT64_FORMAT, batch);
+  if (!bench_selected(o, name)) return;
+  mlp_base_t m = {.batch = batch};
+  m.x = g_new(float, (size_t)(batch * mlp_sizes[0]));
+  for (int l = 0; l < 3; l++) {
+    m.w[l] = g_new(float, (size_t)(mlp_sizes[l] * mlp_sizes[l + 1]));
+    m.b[l] = g_new(float, (size_t)mlp_sizes[l + 1]);
+    m.h[l] = g_new(float, (size_t)(batch * mlp_sizes[l + 1]));
+  }
+  op_case_t c;
+  weft_status_t *st = mlp_graph(o, &m, &c);
+  double flops = 0;
+  for (int l = 0; l < 3; l++) flops += 2.0 * (double)batch * mlp_sizes[l] * mlp_sizes[l + 1];
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) m.sgemm = openblas_sgemm(&m.set_threads, &st);
+  if (!st) bench_measure_pair(o, run_op_case, &c, run_mlp_base, &m, flops * 1e-9, true, &weft,
+                              &base, &st);
+  if (st) {
+    bench_add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("batch=%" G_GINT64_FORMAT " layers=784-512-512-10 "
+                                   "MatMul+BiasAdd+Relu dtype=float32 device=%s", batch, o->device);
+    bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm + C loop",
+                  kernel_note(o, "target >= 1.0x"));
+    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
+    g_free(params);
+  }
+  op_case_free(&c);
+  g_free(m.x);
+  for (int l = 0; l < 3; l++) {
+    g_free(m.w[l]);
+    g_free(m.b[l]);
+    g_free(m.h[l]);
+  }
+}
+
+static const conv_shape_t conv_shapes[] = {
+    {"224x224x3_3x3x64", 224, 224, 3, 3, 3, 64, 1, false},
+    {"56x56x64_3x3x64", 56, 56, 64, 3, 3, 64, 1, false},
+    {"1x1", 56, 56, 256, 1, 1, 64, 1, false},
+    {"1x1_stride2", 56, 56, 256, 1, 1, 128, 2, false},
+    {"depthwise", 112, 112, 64, 3, 3, 1, 1, true},
+    {"depthwise_x2", 56, 56, 128, 3, 3, 2, 1, true},
+};
+
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   loop_threads = o->threads > 256 ? 256 : o->threads;
   int sizes[3] = {256, 1024, 2048};
@@ -429,4 +673,8 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_reduction(o, r, "Mean", 1);
   bench_reduction(o, r, "Mean", 0);
   bench_run_models(o, r);
+  for (size_t k = 0; k < sizeof conv_shapes / sizeof conv_shapes[0]; k++)
+    bench_conv(o, r, &conv_shapes[k]);
+  bench_mlp(o, r, 1);
+  bench_mlp(o, r, 256);
 }

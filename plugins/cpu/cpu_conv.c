@@ -1,6 +1,6 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
- * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16; a direct loop
- * with wrapping arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool
+ * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 NHWC
+ * with one group in cpu_conv_fast.c; a direct loop with wrapping arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool
  * (dividing by the in-bounds count, TensorFlow's SAME semantics) and MirrorPad (REFLECT and
  * SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
@@ -235,6 +235,12 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
     conv_int_job_t j = {&g, cg, mg, x.data, f.data, y.data};
     weft__cpu_parallel(ctx, g.n * g.oh, g.ow * m * g.kh * g.kw * cg + 1, conv_int_range, &j);
     return NULL;
+  }
+  if (x.dtype == WEFT_DT_FLOAT && !g.nchw && groups == 1 && g.kh * g.kw * cg <= INT32_MAX &&
+      m <= INT32_MAX) {
+    weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
+                            g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
+    return weft__cpu_conv2d_f32(ctx, &c2, x.data, f.data, y.data);
   }
   bool dbl = x.dtype == WEFT_DT_DOUBLE;
   size_t es = dbl ? sizeof(double) : sizeof(float);

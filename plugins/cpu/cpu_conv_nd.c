@@ -435,6 +435,22 @@ static weft_status_t *read_sizes(weft_kernel_ctx_t *ctx, const char *label, int 
   return NULL;
 }
 
+/* float32 NHWC 2-D convolutions with one group, and depthwise ones (cpu_conv_fast.c). */
+static weft_status_t *conv2d_fast(weft_kernel_ctx_t *ctx, conv_kind_t kind, const nd_t *g,
+                                  const weft_tensor_view_t *x, const weft_tensor_view_t *f,
+                                  const weft_tensor_view_t *dy, weft_tensor_view_t *out) {
+  WEFT_RETURN_IF_ERROR(check_gemm(ctx, nd_out_pixels(g), g->oc, nd_window(g) * g->c));
+  weft_cpu_conv2d_t c2 = {g->n,    g->in[1], g->in[2], g->c,    g->out[1],
+                          g->out[2], g->oc,  g->k[1],  g->k[2], g->s[1],
+                          g->s[2], g->d[1],  g->d[2],  g->pb[1], g->pb[2]};
+  switch (kind) {
+    case K_DEPTHWISE: return weft__cpu_depthwise_f32(ctx, &c2, x->data, f->data, out->data);
+    case K_BP_INPUT_2D:
+      return weft__cpu_conv2d_bp_input_f32(ctx, &c2, f->data, dy->data, out->data);
+    default: return weft__cpu_conv2d_bp_filter_f32(ctx, &c2, x->data, dy->data, out->data);
+  }
+}
+
 static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
   conv_kind_t kind = *(const conv_kind_t *)state;
   const char *label = labels[kind];
@@ -533,6 +549,9 @@ static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
                        bp_input_int_range, &bj);
     return NULL;
   }
+  if (dt == WEFT_DT_FLOAT && ns == 2 && !g.cfirst &&
+      (kind == K_DEPTHWISE || (groups == 1 && (kind == K_BP_INPUT_2D || kind == K_BP_FILTER_2D))))
+    return conv2d_fast(ctx, kind, &g, &x, &f, &dy, &out);
   bool dbl = dt == WEFT_DT_DOUBLE;
   int64_t win = nd_window(&g), ip = nd_in_pixels(&g), op = nd_out_pixels(&g);
   conv_plan_t j = {&g, groups, cg, mg, win * cg, dbl, NULL, NULL, 0, 0};

@@ -177,6 +177,32 @@ void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
+/* C = op(A) op(B) + beta C in float32 on the calling thread alone, whatever OpenBLAS's thread
+ * count (the caller set it to 1: cpu_conv_fast.c's tiles run one per pool thread). Arguments as
+ * weft__cpu_blas_gemm's. */
+void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc);
+
+/* The geometry of a 2-D NHWC convolution (cpu_conv_fast.c): input [n, h, w, c], output
+ * [n, oh, ow, m], filter kh x kw, strides, dilations, and the padding before (top, left). */
+typedef struct weft_cpu_conv2d {
+  int64_t n, h, w, c;
+  int64_t oh, ow, m;
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+} weft_cpu_conv2d_t;
+/* float32 NHWC kernels writing into the op's output (which the caller allocated): Conv2D with
+ * one group (filter [kh, kw, c, m]); Conv2DBackpropFilter (df [kh, kw, c, m] from x and dy);
+ * Conv2DBackpropInput (dx from f and dy); DepthwiseConv2dNative (filter [kh, kw, c, m / c]).
+ * Every dimension fits OpenBLAS's int (the caller checks). */
+weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                    const float *x, const float *f, float *y);
+weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                              const float *x, const float *dy, float *df);
+weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                             const float *f, const float *dy, float *dx);
+weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                       const float *x, const float *f, float *y);
 /* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0.
  * The order and transpose arguments are cblas.h's enums, passed as the ints they are: this
  * header does not include cblas.h, whose <complex.h> would define `I` in every kernel file. */

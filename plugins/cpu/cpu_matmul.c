@@ -101,13 +101,62 @@ static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int
                 0.0f, c, (int)ldc);
 }
 
+void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc) {
+  weft__cpu_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                       (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* A GEMM below GEMM_OPENBLAS_THREADS_MIN_MACS but of at least this many multiply-adds is cut
+ * into one block of C per intra-op thread (rows, or columns when C has too few rows: a batch-1
+ * layer), each on one OpenBLAS thread: the pool's threads are already awake and do not spin
+ * afterwards. docs/performance.md has the measurements behind the figure. */
+#define GEMM_POOL_SPLIT_MIN_MACS ((int64_t)1 << 17)
+
+typedef struct gemm_split {
+  bool dbl, ta, tb, by_rows;
+  int64_t m, n, k, parts;
+  const char *a, *b;
+  char *c;
+  int64_t lda, ldb, ldc;
+} gemm_split_t;
+
+static void gemm_split_range(void *arg, int64_t begin, int64_t end) {
+  const gemm_split_t *s = arg;
+  size_t es = s->dbl ? sizeof(double) : sizeof(float);
+  int64_t total = s->by_rows ? s->m : s->n;
+  for (int64_t p = begin; p < end; p++) {
+    /* Column blocks start on 16-column boundaries (a cache line of floats). */
+    int64_t align = s->by_rows ? 1 : 16;
+    int64_t lo = total * p / s->parts / align * align;
+    int64_t hi = p + 1 == s->parts ? total : total * (p + 1) / s->parts / align * align;
+    if (hi <= lo) continue;
+    if (s->by_rows)
+      blas_gemm_call(s->dbl, s->ta, s->tb, hi - lo, s->n, s->k,
+                     s->a + (size_t)(s->ta ? lo : lo * s->lda) * es, s->lda, s->b, s->ldb,
+                     s->c + (size_t)(lo * s->ldc) * es, s->ldc);
+    else
+      blas_gemm_call(s->dbl, s->ta, s->tb, s->m, hi - lo, s->k, s->a, s->lda,
+                     s->b + (size_t)(s->tb ? lo * s->ldb : lo) * es, s->ldb,
+                     s->c + (size_t)lo * es, s->ldc);
+  }
+}
+
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc) {
   int asked = weft__cpu_blas_threads_asked();
   int threads = asked ? asked : H->kernel_num_threads(ctx);
-  weft__cpu_blas.set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
-                                                                                      : 1);
+  int64_t macs = m * n * k;
+  bool big = macs >= GEMM_OPENBLAS_THREADS_MIN_MACS;
+  weft__cpu_blas.set_num_threads(threads > 1 && big ? threads : 1);
+  int pool = H->kernel_num_threads(ctx);
+  if (!big && pool > 1 && macs >= GEMM_POOL_SPLIT_MIN_MACS && (m >= 16 || n >= 32)) {
+    gemm_split_t s = {dbl, ta, tb, m >= 16, m, n, k, pool, a, b, c, lda, ldb, ldc};
+    H->parallel_for(ctx, pool, (int64_t)1 << 30, gemm_split_range, &s);
+    return;
+  }
   blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 

@@ -1,0 +1,334 @@
+/* cpu_conv_fast.c: the float32 NHWC paths of the 2-D convolutions (Conv2D and its two gradients
+ * with one filter group, DepthwiseConv2dNative), which training and the benchmark conv nets spend
+ * their time in. The other dtypes, layouts and group counts keep the general code of cpu_conv.c
+ * and cpu_conv_nd.c.
+ *
+ * An NHWC output is exactly the [N*OH*OW, M] result of the convolution's GEMM, so the GEMM
+ * writes into the output tensor itself. The output rows are cut into tiles whose im2col block
+ * stays in cache (CONV_TILE_BYTES); each worker of the intra-op pool (a "slot") takes a
+ * contiguous run of tiles, builds their im2col rows in its own scratch and runs a one-thread
+ * OpenBLAS GEMM per tile. A 1x1 convolution with stride 1 and no padding needs no im2col: its
+ * input already is the GEMM's left matrix. Depthwise convolutions are a direct loop over the
+ * output's channels, which vectorises. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define H weft__cpu_host
+
+/* The im2col block of one tile: about half of a 512 KiB L2 cache leaves room for the GEMM's
+ * packed panels. */
+#define CONV_TILE_BYTES ((int64_t)256 << 10)
+/* Below this many multiply-adds a convolution runs on the calling thread: the pool's hand-off
+ * (a few microseconds) costs more than a second core saves. */
+#define CONV_PARALLEL_MIN_MACS ((int64_t)1 << 16)
+
+/* ---------------------------------------------------------------------------------------------
+ * Tiles over the output rows, shared out over the intra-op pool. */
+
+typedef struct tiles tiles_t;
+/* Computes rows [r0, r1) of the tile job with the slot's scratch. */
+typedef void (*tile_fn)(const tiles_t *t, float *scratch, int64_t r0, int64_t r1);
+
+struct tiles {
+  const weft_cpu_conv2d_t *g;
+  const float *a, *b; /* the op's two inputs (x, f), (f, dy) or (x, dy) */
+  float *out;         /* the output, or the per-slot partial sums of the filter gradient */
+  int64_t k;          /* kh * kw * c: the im2col width */
+  int64_t rows, tile, slots;
+  int64_t scratch_per_slot; /* floats */
+  float *scratch;
+  bool zero_scratch; /* start each slot's scratch at zero (partial sums) */
+  tile_fn fn;
+};
+
+static void slot_range(void *arg, int64_t b, int64_t e) {
+  const tiles_t *t = arg;
+  int64_t ntiles = (t->rows + t->tile - 1) / t->tile;
+  for (int64_t s = b; s < e; s++) {
+    int64_t t0 = ntiles * s / t->slots, t1 = ntiles * (s + 1) / t->slots;
+    for (int64_t i = t0; i < t1; i++) {
+      int64_t r0 = i * t->tile, r1 = r0 + t->tile < t->rows ? r0 + t->tile : t->rows;
+      t->fn(t, t->scratch + s * t->scratch_per_slot, r0, r1);
+    }
+  }
+}
+
+/* Chooses the tile (rows whose im2col block is about CONV_TILE_BYTES, a multiple of 8) and the
+ * slots (the pool's threads, at most one per tile, one for a small convolution). */
+static void tiles_plan(weft_kernel_ctx_t *ctx, tiles_t *t, int64_t macs) {
+  int64_t tile = CONV_TILE_BYTES / ((int64_t)sizeof(float) * (t->k > 0 ? t->k : 1));
+  tile = tile < 8 ? 8 : tile / 8 * 8;
+  t->tile = tile;
+  int64_t ntiles = (t->rows + tile - 1) / tile;
+  int64_t slots = H->kernel_num_threads(ctx);
+  if (macs < CONV_PARALLEL_MIN_MACS) slots = 1;
+  /* A few tiles per slot at least, so that the split is even; never fewer tiles than slots. */
+  if (slots > 1 && ntiles < 2 * slots) {
+    t->tile = (t->rows + 2 * slots - 1) / (2 * slots);
+    t->tile = t->tile < 8 ? 8 : (t->tile + 7) / 8 * 8;
+    ntiles = (t->rows + t->tile - 1) / t->tile;
+  }
+  t->slots = slots < ntiles ? slots : ntiles;
+  if (t->slots < 1) t->slots = 1;
+}
+
+/* Runs t->fn over every tile; scratch_per_slot floats of scratch for each slot. */
+static weft_status_t *tiles_run(weft_kernel_ctx_t *ctx, tiles_t *t) {
+  if (t->rows == 0) return NULL;
+  if (t->scratch_per_slot > 0)
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(
+        ctx, (size_t)(t->slots * t->scratch_per_slot) * sizeof(float), (void **)&t->scratch));
+  if (t->zero_scratch)
+    memset(t->scratch, 0, (size_t)(t->slots * t->scratch_per_slot) * sizeof(float));
+  /* Every GEMM of a tile runs on its slot's thread alone. */
+  weft__cpu_blas.set_num_threads(1);
+  if (t->slots == 1)
+    slot_range(t, 0, 1);
+  else
+    H->parallel_for(ctx, t->slots, (int64_t)1 << 30, slot_range, t);
+  return NULL;
+}
+
+/* Whether the convolution reads its input as it is: 1x1, stride 1, no padding. */
+static bool is_pointwise(const weft_cpu_conv2d_t *g) {
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 &&
+         g->oh == g->h && g->ow == g->w;
+}
+
+/* im2col rows [r0, r1) (output pixels over the whole batch) into cols [r1 - r0, k]: each
+ * window's values, zero where it hangs over the padding. A window row that lies inside the
+ * input is one contiguous run of kw * c floats in NHWC (dilation 1 across). */
+static void im2col_rows(const weft_cpu_conv2d_t *g, const float *x, int64_t r0, int64_t r1,
+                        float *cols) {
+  int64_t pixels = g->oh * g->ow, k = g->kh * g->kw * g->c, c = g->c;
+  int64_t n = r0 / pixels, oy = r0 % pixels / g->ow, ox = r0 % g->ow;
+  for (int64_t r = r0; r < r1; r++) {
+    float *dst = cols + (r - r0) * k;
+    const float *img = x + n * g->h * g->w * c;
+    int64_t ix0 = ox * g->sw - g->pl;
+    bool row_inside = g->dw == 1 && ix0 >= 0 && ix0 + g->kw <= g->w;
+    for (int64_t i = 0; i < g->kh; i++, dst += g->kw * c) {
+      int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      if (iy < 0 || iy >= g->h) {
+        memset(dst, 0, sizeof(float) * (size_t)(g->kw * c));
+        continue;
+      }
+      const float *src = img + (iy * g->w) * c;
+      if (row_inside) {
+        memcpy(dst, src + ix0 * c, sizeof(float) * (size_t)(g->kw * c));
+        continue;
+      }
+      for (int64_t q = 0; q < g->kw; q++) {
+        int64_t ix = ix0 + q * g->dw;
+        if (ix < 0 || ix >= g->w)
+          memset(dst + q * c, 0, sizeof(float) * (size_t)c);
+        else
+          memcpy(dst + q * c, src + ix * c, sizeof(float) * (size_t)c);
+      }
+    }
+    if (++ox == g->ow) {
+      ox = 0;
+      if (++oy == g->oh) {
+        oy = 0;
+        n++;
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conv2D */
+
+static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r1) {
+  const weft_cpu_conv2d_t *g = t->g;
+  const float *a = t->a + r0 * g->c;
+  if (!is_pointwise(g)) {
+    im2col_rows(g, t->a, r0, r1, scratch);
+    a = scratch;
+  }
+  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, 0.0f,
+                     t->out + r0 * g->m, g->m);
+}
+
+weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                    const float *x, const float *f, float *y) {
+  int64_t rows = g->n * g->oh * g->ow, k = g->kh * g->kw * g->c;
+  if (rows == 0 || g->m == 0) return NULL;
+  if (k == 0) {
+    memset(y, 0, sizeof(float) * (size_t)(rows * g->m));
+    return NULL;
+  }
+  tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile};
+  tiles_plan(ctx, &t, rows * k * g->m);
+  t.scratch_per_slot = is_pointwise(g) ? 0 : t.tile * k;
+  return tiles_run(ctx, &t);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conv2DBackpropFilter: df [k, m] = sum over the output rows of im2col(x)^T dy. Each slot sums
+ * its tiles into a partial of its own (slot 0 into df), and the partials are added at the end,
+ * in slot order: the result does not depend on the threads' timing. */
+
+static void filter_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r1) {
+  const weft_cpu_conv2d_t *g = t->g;
+  int64_t slot = (scratch - t->scratch) / t->scratch_per_slot;
+  float *part = slot == 0 ? t->out : scratch;
+  const float *a = t->a + r0 * g->c;
+  if (!is_pointwise(g)) {
+    a = scratch + t->k * g->m;
+    im2col_rows(g, t->a, r0, r1, (float *)a);
+  }
+  weft__cpu_sgemm_1t(true, false, t->k, g->m, r1 - r0, a, t->k, t->b + r0 * g->m, g->m, 1.0f,
+                     part, g->m);
+}
+
+weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                              const float *x, const float *dy, float *df) {
+  int64_t rows = g->n * g->oh * g->ow, k = g->kh * g->kw * g->c;
+  if (k * g->m == 0) return NULL;
+  memset(df, 0, sizeof(float) * (size_t)(k * g->m));
+  if (rows == 0) return NULL;
+  tiles_t t = {.g = g, .a = x, .b = dy, .out = df, .k = k, .rows = rows, .fn = filter_tile};
+  tiles_plan(ctx, &t, rows * k * g->m);
+  /* Each slot: its partial [k, m] (zero to start), then its im2col tile. */
+  t.scratch_per_slot = k * g->m + (is_pointwise(g) ? 0 : t.tile * k);
+  t.zero_scratch = true;
+  WEFT_RETURN_IF_ERROR(tiles_run(ctx, &t));
+  int64_t per_slot = t.scratch_per_slot;
+  for (int64_t s = 1; s < t.slots; s++) {
+    const float *part = t.scratch + s * per_slot;
+    for (int64_t i = 0; i < k * g->m; i++) df[i] += part[i];
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conv2DBackpropInput: per image, cols [P, k] = dy [P, m] x f^T (f is [k, m]), in row tiles over
+ * the pool; then each input pixel gathers the column entries that read it (col2im as a gather,
+ * so that threads never add into the same pixel). A pointwise convolution's dx is the GEMM
+ * itself. */
+
+typedef struct bp_input_job {
+  const weft_cpu_conv2d_t *g;
+  const float *cols; /* [oh * ow, k] of the current image */
+  float *dx;         /* the current image [h, w, c] */
+} bp_input_job_t;
+
+static void bp_input_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r1) {
+  (void)scratch;
+  const weft_cpu_conv2d_t *g = t->g;
+  /* The pointwise case writes dx rows [r0, r1) = dy rows x f^T; otherwise t->out is the
+   * image's cols and the rows are its output pixels. */
+  weft__cpu_sgemm_1t(false, true, r1 - r0, t->k, g->m, t->b + r0 * g->m, g->m, t->a, g->m, 0.0f,
+                     t->out + r0 * t->k, t->k);
+}
+
+static void gather_rows(void *arg, int64_t b, int64_t e) {
+  const bp_input_job_t *j = arg;
+  const weft_cpu_conv2d_t *g = j->g;
+  int64_t c = g->c, k = g->kh * g->kw * c;
+  for (int64_t iy = b; iy < e; iy++)
+    for (int64_t ix = 0; ix < g->w; ix++) {
+      float *restrict d = j->dx + (iy * g->w + ix) * c;
+      memset(d, 0, sizeof(float) * (size_t)c);
+      for (int64_t i = 0; i < g->kh; i++) {
+        int64_t ty = iy + g->pt - i * g->dh;
+        if (ty < 0 || ty % g->sh != 0 || ty / g->sh >= g->oh) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t tx = ix + g->pl - q * g->dw;
+          if (tx < 0 || tx % g->sw != 0 || tx / g->sw >= g->ow) continue;
+          const float *restrict s =
+              j->cols + ((ty / g->sh) * g->ow + tx / g->sw) * k + (i * g->kw + q) * c;
+          for (int64_t ch = 0; ch < c; ch++) d[ch] += s[ch];
+        }
+      }
+    }
+}
+
+weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                             const float *f, const float *dy, float *dx) {
+  int64_t pixels = g->oh * g->ow, k = g->kh * g->kw * g->c;
+  int64_t in_image = g->h * g->w * g->c;
+  if (g->n * in_image == 0) return NULL;
+  if (k == 0 || g->m == 0 || pixels == 0) {
+    memset(dx, 0, sizeof(float) * (size_t)(g->n * in_image));
+    return NULL;
+  }
+  tiles_t t = {.g = g, .a = f, .b = dy, .out = dx, .k = k, .fn = bp_input_tile};
+  if (is_pointwise(g)) {
+    t.rows = g->n * pixels;
+    tiles_plan(ctx, &t, t.rows * k * g->m);
+    return tiles_run(ctx, &t);
+  }
+  float *cols = NULL;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(float) * (size_t)(pixels * k), (void **)&cols));
+  t.rows = pixels;
+  tiles_plan(ctx, &t, pixels * k * g->m);
+  t.out = cols;
+  bp_input_job_t j = {g, cols, NULL};
+  for (int64_t n = 0; n < g->n; n++) {
+    t.b = dy + n * pixels * g->m;
+    WEFT_RETURN_IF_ERROR(tiles_run(ctx, &t));
+    j.dx = dx + n * in_image;
+    weft__cpu_parallel(ctx, g->h, g->w * g->kh * g->kw * g->c + 1, gather_rows, &j);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * DepthwiseConv2dNative: output channel o = ci * mult + q reads input channel ci with filter
+ * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. Each output
+ * pixel's m channels are summed in place, one filter tap at a time, so the inner loop runs over
+ * contiguous channels. */
+
+typedef struct depthwise_job {
+  const weft_cpu_conv2d_t *g;
+  const float *x, *f;
+  float *y;
+} depthwise_job_t;
+
+static void depthwise_rows(void *arg, int64_t b, int64_t e) {
+  const depthwise_job_t *j = arg;
+  const weft_cpu_conv2d_t *g = j->g;
+  int64_t c = g->c, m = g->m, mult = m / c;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->oh, oy = r % g->oh;
+    const float *img = j->x + n * g->h * g->w * c;
+    for (int64_t ox = 0; ox < g->ow; ox++) {
+      float *restrict o = j->y + (r * g->ow + ox) * m;
+      memset(o, 0, sizeof(float) * (size_t)m);
+      for (int64_t i = 0; i < g->kh; i++) {
+        int64_t iy = oy * g->sh + i * g->dh - g->pt;
+        if (iy < 0 || iy >= g->h) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t ix = ox * g->sw + q * g->dw - g->pl;
+          if (ix < 0 || ix >= g->w) continue;
+          const float *restrict xs = img + (iy * g->w + ix) * c;
+          const float *restrict fk = j->f + (i * g->kw + q) * m;
+          if (mult == 1) {
+            for (int64_t ch = 0; ch < c; ch++) o[ch] += xs[ch] * fk[ch];
+          } else {
+            for (int64_t ch = 0; ch < c; ch++) {
+              float v = xs[ch];
+              float *restrict oc = o + ch * mult;
+              const float *restrict fc = fk + ch * mult;
+              for (int64_t u = 0; u < mult; u++) oc[u] += v * fc[u];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                       const float *x, const float *f, float *y) {
+  int64_t rows = g->n * g->oh;
+  if (rows == 0 || g->ow == 0 || g->m == 0) return NULL;
+  depthwise_job_t j = {g, x, f, y};
+  int64_t macs = g->ow * g->m * g->kh * g->kw;
+  /* weft__cpu_parallel keeps rows under ~20k cycles on this thread. */
+  weft__cpu_parallel(ctx, rows, macs + 1, depthwise_rows, &j);
+  return NULL;
+}
