@@ -438,25 +438,24 @@ static void set_conv_attrs(weft_op_builder_t *b, void *arg) {
   weft_op_set_attr_string(b, "padding", "SAME");
 }
 
-/* One output row of the depthwise baseline: the textbook loop, input channel outermost. */
+/* Output rows of the depthwise baseline: the plain NHWC loop, channels innermost. */
 static void depthwise_base_range(void *arg, int64_t begin, int64_t end) {
   const conv_base_t *j = arg;
   const conv_shape_t *s = j->s;
   int64_t mult = s->m, oc = s->c * mult;
   for (int64_t oy = begin; oy < end; oy++)
-    for (int64_t ox = 0; ox < j->ow; ox++)
-      for (int64_t ch = 0; ch < s->c; ch++)
-        for (int64_t q = 0; q < mult; q++) {
-          float acc = 0;
-          for (int64_t i = 0; i < s->kh; i++)
-            for (int64_t k = 0; k < s->kw; k++) {
-              int64_t iy = oy * s->stride + i - j->pt, ix = ox * s->stride + k - j->pl;
-              if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) continue;
-              acc += j->x[(iy * s->w + ix) * s->c + ch] * j->f[((i * s->kw + k) * s->c + ch) *
-                                                                mult + q];
-            }
-          j->y[(oy * j->ow + ox) * oc + ch * mult + q] = acc;
+    for (int64_t ox = 0; ox < j->ow; ox++) {
+      float *o = j->y + (oy * j->ow + ox) * oc;
+      memset(o, 0, sizeof(float) * (size_t)oc);
+      for (int64_t i = 0; i < s->kh; i++)
+        for (int64_t k = 0; k < s->kw; k++) {
+          int64_t iy = oy * s->stride + i - j->pt, ix = ox * s->stride + k - j->pl;
+          if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) continue;
+          const float *xp = j->x + (iy * s->w + ix) * s->c, *fp = j->f + (i * s->kw + k) * oc;
+          for (int64_t ch = 0; ch < s->c; ch++)
+            for (int64_t q = 0; q < mult; q++) o[ch * mult + q] += xp[ch] * fp[ch * mult + q];
         }
+    }
 }
 
 /* im2col then one cblas_sgemm into the output; depthwise: the plain loop on every core. */

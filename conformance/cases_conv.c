@@ -42,6 +42,22 @@ static const conv_spec_t conv2d_cases[] = {
      {0}, false, 0},
     {"large_32x32x16", 2, 2, {1, 32, 32}, 16, {1, 3, 3}, 16, {1, 2, 2}, {1, 1, 1}, "SAME", {0},
      false, 0},
+    /* The float32 NHWC gradients (plugins/cpu/cpu_conv_fast.c): pointwise, strided 1x1, tiles
+     * over several images and threads, empty outputs. */
+    {"1x1_stride1_batch3", 2, 3, {1, 7, 9}, 5, {1, 1, 1}, 6, {1, 1, 1}, {1, 1, 1}, "SAME", {0},
+     false, 0},
+    {"1x1_stride2_valid", 2, 2, {1, 9, 7}, 5, {1, 1, 1}, 4, {1, 2, 2}, {1, 1, 1}, "VALID", {0},
+     false, 0},
+    {"empty_output_valid", 2, 1, {1, 2, 2}, 3, {1, 3, 3}, 4, {1, 1, 1}, {1, 1, 1}, "VALID", {0},
+     false, 0},
+    {"large_1x1_28x28x64", 2, 2, {1, 28, 28}, 64, {1, 1, 1}, 32, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
+    {"large_tiles_45x37x5", 2, 3, {1, 45, 37}, 5, {1, 3, 3}, 17, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
+    {"large_5x5_stride2_31x29x6", 2, 2, {1, 31, 29}, 6, {1, 5, 5}, 8, {1, 2, 2}, {1, 1, 1},
+     "SAME", {0}, false, 0},
+    {"large_dilated2_33x30x4", 2, 2, {1, 33, 30}, 4, {1, 3, 3}, 7, {1, 1, 1}, {1, 2, 2}, "SAME",
+     {0}, false, 0},
 };
 
 static const conv_spec_t depthwise_cases[] = {
@@ -57,6 +73,17 @@ static const conv_spec_t depthwise_cases[] = {
     {"empty_batch", 2, 0, {1, 4, 4}, 2, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "SAME", {0}, false, 0},
     {"large_32x32x16", 2, 2, {1, 32, 32}, 16, {1, 3, 3}, 2, {1, 1, 1}, {1, 1, 1}, "SAME", {0},
      false, 0},
+    /* The direct float32 NHWC loop (plugins/cpu/cpu_conv_fast.c): multipliers 1, 2, 3, odd
+     * sizes, strides, dilations, 1x1, empty outputs, enough rows for every thread. */
+    {"1x1_mult2", 2, 1, {1, 5, 6}, 4, {1, 1, 1}, 2, {1, 1, 1}, {1, 1, 1}, "VALID", {0}, false, 0},
+    {"empty_output_valid", 2, 1, {1, 2, 2}, 3, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "VALID", {0},
+     false, 0},
+    {"large_mult1_33x29x24", 2, 2, {1, 33, 29}, 24, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
+    {"large_mult3_stride2_30x27x5", 2, 2, {1, 30, 27}, 5, {1, 5, 5}, 3, {1, 2, 2}, {1, 1, 1},
+     "SAME", {0}, false, 0},
+    {"large_mult2_dilated_25x31x7", 2, 3, {1, 25, 31}, 7, {1, 3, 3}, 2, {1, 1, 1}, {1, 2, 2},
+     "VALID", {0}, false, 0},
 };
 
 static const conv_spec_t conv3d_cases[] = {

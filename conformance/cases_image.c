@@ -34,6 +34,24 @@ static const conv_spec_t conv_cases[] = {
     {"odd_17x23_c7", {1, 17, 23, 7}, {5, 3, 7, 11}, {2, 1}, {1, 1}, "SAME", {0}, false},
     {"empty_batch", {0, 4, 4, 2}, {3, 3, 2, 2}, {1, 1}, {1, 1}, "SAME", {0}, false},
     {"large_32x32x16", {2, 32, 32, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    /* The float32 NHWC paths (plugins/cpu/cpu_conv_fast.c): pointwise (no im2col), strided and
+     * padded 1x1, im2col tiles that cross images, several tiles per thread, empty outputs. */
+    {"1x1_stride1_batch3", {3, 7, 9, 13}, {1, 1, 13, 6}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"1x1_stride2_valid", {2, 9, 7, 5}, {1, 1, 5, 4}, {2, 2}, {1, 1}, "VALID", {0}, false},
+    {"1x1_stride2_same_even", {1, 8, 8, 6}, {1, 1, 6, 3}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    {"1x1_explicit_pad", {1, 5, 5, 3}, {1, 1, 3, 2}, {1, 1}, {1, 1}, "EXPLICIT", {1, 0, 0, 2},
+     false},
+    {"empty_output_valid", {1, 2, 2, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "VALID", {0}, false},
+    {"large_1x1_28x28x64_batch2", {2, 28, 28, 64}, {1, 1, 64, 32}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"large_tiles_45x37x5_batch3", {3, 45, 37, 5}, {3, 3, 5, 17}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"large_5x5_stride2_31x29x6", {2, 31, 29, 6}, {5, 5, 6, 8}, {2, 2}, {1, 1}, "SAME", {0},
+     false},
+    {"large_dilated3_valid_40x36x4", {2, 40, 36, 4}, {3, 3, 4, 9}, {1, 1}, {3, 3}, "VALID", {0},
+     false},
+    {"large_1x1_stride2_30x30x32", {1, 30, 30, 32}, {1, 1, 32, 24}, {2, 2}, {1, 1}, "SAME", {0},
+     false},
 };
 
 static void fill_window(const conv_spec_t *s, cf_window_t *w, bool pool) {

@@ -10,6 +10,7 @@
  * OpenBLAS GEMM per tile. A 1x1 convolution with stride 1 and no padding needs no im2col: its
  * input already is the GEMM's left matrix. Depthwise convolutions are a direct loop over the
  * output's channels, which vectorises. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -278,9 +279,10 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
 
 /* ---------------------------------------------------------------------------------------------
  * DepthwiseConv2dNative: output channel o = ci * mult + q reads input channel ci with filter
- * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. Each output
- * pixel's m channels are summed in place, one filter tap at a time, so the inner loop runs over
- * contiguous channels. */
+ * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. An output row
+ * is summed in place one filter row at a time, so the inner loop runs over contiguous channels
+ * and vectorises. With a multiplier above 1 each input row is first widened to m channels
+ * (input channel ci repeated mult times), which makes the inner loop the same. */
 
 typedef struct depthwise_job {
   const weft_cpu_conv2d_t *g;
@@ -288,38 +290,56 @@ typedef struct depthwise_job {
   float *y;
 } depthwise_job_t;
 
+/* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
+ * into output row `out`. */
+static void depthwise_add_row(const weft_cpu_conv2d_t *g, const float *src, int64_t px,
+                              const float *f, int64_t i, float *out) {
+  int64_t m = g->m;
+  for (int64_t ox = 0; ox < g->ow; ox++) {
+    float *restrict o = out + ox * m;
+    for (int64_t q = 0; q < g->kw; q++) {
+      int64_t ix = ox * g->sw + q * g->dw - g->pl;
+      if (ix < 0 || ix >= g->w) continue;
+      const float *restrict xs = src + ix * px;
+      const float *restrict fk = f + (i * g->kw + q) * m;
+      for (int64_t ch = 0; ch < m; ch++) o[ch] += xs[ch] * fk[ch];
+    }
+  }
+}
+
 static void depthwise_rows(void *arg, int64_t b, int64_t e) {
   const depthwise_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, m = g->m, mult = m / c;
+  /* Without memory for the widened row, the multiplier's loop runs unwidened (slower). */
+  float *wide = mult > 1 ? malloc(sizeof(float) * (size_t)(g->w * m)) : NULL;
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
-    for (int64_t ox = 0; ox < g->ow; ox++) {
-      float *restrict o = j->y + (r * g->ow + ox) * m;
-      memset(o, 0, sizeof(float) * (size_t)m);
-      for (int64_t i = 0; i < g->kh; i++) {
-        int64_t iy = oy * g->sh + i * g->dh - g->pt;
-        if (iy < 0 || iy >= g->h) continue;
-        for (int64_t q = 0; q < g->kw; q++) {
-          int64_t ix = ox * g->sw + q * g->dw - g->pl;
-          if (ix < 0 || ix >= g->w) continue;
-          const float *restrict xs = img + (iy * g->w + ix) * c;
-          const float *restrict fk = j->f + (i * g->kw + q) * m;
-          if (mult == 1) {
-            for (int64_t ch = 0; ch < c; ch++) o[ch] += xs[ch] * fk[ch];
-          } else {
-            for (int64_t ch = 0; ch < c; ch++) {
-              float v = xs[ch];
-              float *restrict oc = o + ch * mult;
-              const float *restrict fc = fk + ch * mult;
-              for (int64_t u = 0; u < mult; u++) oc[u] += v * fc[u];
-            }
+    float *out = j->y + r * g->ow * m;
+    memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    for (int64_t i = 0; i < g->kh; i++) {
+      int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      if (iy < 0 || iy >= g->h) continue;
+      const float *row = img + iy * g->w * c;
+      if (mult == 1) {
+        depthwise_add_row(g, row, c, j->f, i, out);
+      } else if (wide) {
+        for (int64_t p = 0; p < g->w * c; p++)
+          for (int64_t u = 0; u < mult; u++) wide[p * mult + u] = row[p];
+        depthwise_add_row(g, wide, m, j->f, i, out);
+      } else {
+        for (int64_t ox = 0; ox < g->ow; ox++)
+          for (int64_t q = 0; q < g->kw; q++) {
+            int64_t ix = ox * g->sw + q * g->dw - g->pl;
+            if (ix < 0 || ix >= g->w) continue;
+            const float *fk = j->f + (i * g->kw + q) * m;
+            for (int64_t o = 0; o < m; o++) out[ox * m + o] += row[ix * c + o / mult] * fk[o];
           }
-        }
       }
     }
   }
+  free(wide);
 }
 
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
