@@ -66,6 +66,14 @@ static void emit_matmul(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     matmul_case(ctx, op, dt, "large_256_tb", 256, 256, 256, false, true, false);
   }
   if (cf_dtype_is_float(dt)) matmul_case(ctx, op, dt, "nan_inf", 5, 6, 7, false, false, true);
+  /* One row of output runs as a GEMV, with either operand transposed (plugins/cpu/cpu_matmul.c). */
+  matmul_case(ctx, op, dt, "gemv_1x33x17_ta", 1, 33, 17, true, false, false);
+  matmul_case(ctx, op, dt, "gemv_1x33x17_tb", 1, 33, 17, false, true, false);
+  matmul_case(ctx, op, dt, "gemv_1x33x17_ta_tb", 1, 33, 17, true, true, false);
+  if (dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE) {
+    matmul_case(ctx, op, dt, "large_gemv_1x784x512", 1, 784, 512, false, false, false);
+    matmul_case(ctx, op, dt, "large_gemv_1x784x512_tb", 1, 784, 512, false, true, false);
+  }
   /* Inner dimensions that disagree, hidden from shape inference. */
   cf_case_t *c = cf_case_new(op, "error_inner_dims", dt);
   int64_t da[2] = {2, 3}, db[2] = {4, 5};

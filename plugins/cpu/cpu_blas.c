@@ -48,14 +48,16 @@ weft_status_t *weft__cpu_blas_init(void) {
   /* dlsym gives object pointers; the casts name the table's function types. */
   *(void **)&b.sgemm = dlsym(lib, "cblas_sgemm");
   *(void **)&b.dgemm = dlsym(lib, "cblas_dgemm");
+  *(void **)&b.sgemv = dlsym(lib, "cblas_sgemv");
+  *(void **)&b.dgemv = dlsym(lib, "cblas_dgemv");
   *(void **)&b.set_num_threads = dlsym(lib, "openblas_set_num_threads");
   *(void **)&b.get_corename = dlsym(lib, "openblas_get_corename");
-  if (!b.sgemm || !b.dgemm || !b.set_num_threads || !b.get_corename) {
+  if (!b.sgemm || !b.dgemm || !b.sgemv || !b.dgemv || !b.set_num_threads || !b.get_corename) {
     dlclose(lib);
     return weft_pc_host->status_new(
         WEFT_FAILED_PRECONDITION,
-        "CPU plugin: %s lacks cblas_sgemm, cblas_dgemm, openblas_set_num_threads or "
-        "openblas_get_corename: is it OpenBLAS?",
+        "CPU plugin: %s lacks cblas_sgemm, cblas_dgemm, cblas_sgemv, cblas_dgemv, "
+        "openblas_set_num_threads or openblas_get_corename: is it OpenBLAS?",
         kSoname);
   }
   /* Kept loaded for the life of the process, as a linked library would be. */

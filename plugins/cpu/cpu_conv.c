@@ -1,8 +1,9 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
  * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 NHWC
- * with one group in cpu_conv_fast.c; a direct loop with wrapping arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool
- * (dividing by the in-bounds count, TensorFlow's SAME semantics) and MirrorPad (REFLECT and
- * SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID and EXPLICIT padding; Conv2D dilations. */
+ * with one group in cpu_conv_fast.c; a direct loop with wrapping arithmetic for int32), MaxPool
+ * (every real dtype, NaN propagates), AvgPool (dividing by the in-bounds count, TensorFlow's
+ * SAME semantics) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID
+ * and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -263,7 +263,8 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
     return tiles_run(ctx, &t);
   }
   float *cols = NULL;
-  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(float) * (size_t)(pixels * k), (void **)&cols));
+  WEFT_RETURN_IF_ERROR(
+      H->kernel_scratch(ctx, sizeof(float) * (size_t)(pixels * k), (void **)&cols));
   t.rows = pixels;
   tiles_plan(ctx, &t, pixels * k * g->m);
   t.out = cols;

@@ -212,6 +212,10 @@ typedef struct {
   void (*dgemm)(int order, int trans_a, int trans_b, int m, int n, int k, double alpha,
                 const double *a, int lda, const double *b, int ldb, double beta, double *c,
                 int ldc);
+  void (*sgemv)(int order, int trans, int m, int n, float alpha, const float *a, int lda,
+                const float *x, int incx, float beta, float *y, int incy);
+  void (*dgemv)(int order, int trans, int m, int n, double alpha, const double *a, int lda,
+                const double *x, int incx, double beta, double *y, int incy);
   void (*set_num_threads)(int);
   char *(*get_corename)(void);
 } weft_cpu_blas_t;

@@ -1,8 +1,8 @@
 /* cpu_matmul.c: MatMul and BatchMatMulV2 (BatchMatMul too). float32 and float64 go through
- * OpenBLAS (cblas_sgemm / cblas_dgemm), its threads chosen per call by size
- * (weft__cpu_blas_gemm); a float batch of GEMMs too small for OpenBLAS's threads is shared
- * out over the intra-op pool instead; float16 and bfloat16 are widened to float32 around sgemm;
- * integers use a row-parallel loop with wrapping arithmetic. */
+ * OpenBLAS (cblas_sgemm / cblas_dgemm, or GEMV for one row of output), its threads chosen per
+ * call by size (weft__cpu_blas_gemm); a float batch of GEMMs too small for OpenBLAS's threads is
+ * shared out over the intra-op pool instead; float16 and bfloat16 are widened to float32 around
+ * sgemm; integers use a row-parallel loop with wrapping arithmetic. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +82,11 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * GEMM runs on as many OpenBLAS threads as the intra-op pool has (or OPENBLAS_NUM_THREADS
  * says), a smaller one on the calling thread alone. (Cutting mid-sized GEMMs into blocks over
  * the intra-op pool instead was no faster than one thread: 2.25 against 2.36 million
- * examples/s.) Two kernels setting the count at once can only make one of them use the other's
- * count: slower, never wrong. */
+ * examples/s; measured again on the shared 2-core machine, a GEMM cut into one block of rows
+ * per pool thread ran slower than on one thread: 128x256x256 735 us against 663, 4096x32x32
+ * 435 against 322, 64x128x128 93 against 71; only 256x10x512 gained, 138 against 174:
+ * docs/performance.md.) Two kernels setting the count at once can only make one of them use
+ * the other's count: slower, never wrong. */
 
 /* From this many multiply-adds (256x256x256) OpenBLAS's own threads pay for their spinning. */
 #define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
@@ -93,6 +96,18 @@ static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int
                            int64_t ldc) {
   enum CBLAS_TRANSPOSE tra = ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE trb = tb ? CblasTrans : CblasNoTrans;
+  if (m == 1) {
+    /* One row of C (a batch-1 layer) is op(B)^T a: OpenBLAS's GEMV streams B once, where its
+     * GEMM packs it first (1x784x512: 33-41 us against 46-52, docs/performance.md). */
+    int inc = ta ? (int)lda : 1;
+    enum CBLAS_TRANSPOSE trv = tb ? CblasNoTrans : CblasTrans;
+    int rows = tb ? (int)n : (int)k, cols = tb ? (int)k : (int)n;
+    if (dbl)
+      weft__cpu_blas.dgemv(CblasRowMajor, trv, rows, cols, 1.0, b, (int)ldb, a, inc, 0.0, c, 1);
+    else
+      weft__cpu_blas.sgemv(CblasRowMajor, trv, rows, cols, 1.0f, b, (int)ldb, a, inc, 0.0f, c, 1);
+    return;
+  }
   if (dbl)
     weft__cpu_blas.dgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
                 0.0, c, (int)ldc);
@@ -104,43 +119,9 @@ static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int
 void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc) {
-  weft__cpu_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                       (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
-/* A GEMM below GEMM_OPENBLAS_THREADS_MIN_MACS but of at least this many multiply-adds is cut
- * into one block of C per intra-op thread (rows, or columns when C has too few rows: a batch-1
- * layer), each on one OpenBLAS thread: the pool's threads are already awake and do not spin
- * afterwards. docs/performance.md has the measurements behind the figure. */
-#define GEMM_POOL_SPLIT_MIN_MACS ((int64_t)1 << 17)
-
-typedef struct gemm_split {
-  bool dbl, ta, tb, by_rows;
-  int64_t m, n, k, parts;
-  const char *a, *b;
-  char *c;
-  int64_t lda, ldb, ldc;
-} gemm_split_t;
-
-static void gemm_split_range(void *arg, int64_t begin, int64_t end) {
-  const gemm_split_t *s = arg;
-  size_t es = s->dbl ? sizeof(double) : sizeof(float);
-  int64_t total = s->by_rows ? s->m : s->n;
-  for (int64_t p = begin; p < end; p++) {
-    /* Column blocks start on 16-column boundaries (a cache line of floats). */
-    int64_t align = s->by_rows ? 1 : 16;
-    int64_t lo = total * p / s->parts / align * align;
-    int64_t hi = p + 1 == s->parts ? total : total * (p + 1) / s->parts / align * align;
-    if (hi <= lo) continue;
-    if (s->by_rows)
-      blas_gemm_call(s->dbl, s->ta, s->tb, hi - lo, s->n, s->k,
-                     s->a + (size_t)(s->ta ? lo : lo * s->lda) * es, s->lda, s->b, s->ldb,
-                     s->c + (size_t)(lo * s->ldc) * es, s->ldc);
-    else
-      blas_gemm_call(s->dbl, s->ta, s->tb, s->m, hi - lo, s->k, s->a, s->lda,
-                     s->b + (size_t)(s->tb ? lo * s->ldb : lo) * es, s->ldb,
-                     s->c + (size_t)lo * es, s->ldc);
-  }
+  weft__cpu_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                       tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda,
+                       b, (int)ldb, beta, c, (int)ldc);
 }
 
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
@@ -148,15 +129,8 @@ void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int
                          int64_t ldb, void *c, int64_t ldc) {
   int asked = weft__cpu_blas_threads_asked();
   int threads = asked ? asked : H->kernel_num_threads(ctx);
-  int64_t macs = m * n * k;
-  bool big = macs >= GEMM_OPENBLAS_THREADS_MIN_MACS;
-  weft__cpu_blas.set_num_threads(threads > 1 && big ? threads : 1);
-  int pool = H->kernel_num_threads(ctx);
-  if (!big && pool > 1 && macs >= GEMM_POOL_SPLIT_MIN_MACS && (m >= 16 || n >= 32)) {
-    gemm_split_t s = {dbl, ta, tb, m >= 16, m, n, k, pool, a, b, c, lda, ldb, ldc};
-    H->parallel_for(ctx, pool, (int64_t)1 << 30, gemm_split_range, &s);
-    return;
-  }
+  weft__cpu_blas.set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
+                                                                                      : 1);
   blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
