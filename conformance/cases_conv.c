@@ -58,6 +58,8 @@ static const conv_spec_t conv2d_cases[] = {
      "SAME", {0}, false, 0},
     {"large_dilated2_33x30x4", 2, 2, {1, 33, 30}, 4, {1, 3, 3}, 7, {1, 1, 1}, {1, 2, 2}, "SAME",
      {0}, false, 0},
+    {"large_threads_64x48x8", 2, 2, {1, 64, 48}, 8, {1, 3, 3}, 16, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
 };
 
 static const conv_spec_t depthwise_cases[] = {
@@ -84,6 +86,8 @@ static const conv_spec_t depthwise_cases[] = {
      "SAME", {0}, false, 0},
     {"large_mult2_dilated_25x31x7", 2, 3, {1, 25, 31}, 7, {1, 3, 3}, 2, {1, 1, 1}, {1, 2, 2},
      "VALID", {0}, false, 0},
+    {"large_threads_mult2_48x40x16", 2, 2, {1, 48, 40}, 16, {1, 3, 3}, 2, {1, 1, 1}, {1, 1, 1},
+     "SAME", {0}, false, 0},
 };
 
 static const conv_spec_t conv3d_cases[] = {

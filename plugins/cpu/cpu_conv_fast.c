@@ -20,9 +20,12 @@
 /* The im2col block of one tile: about half of a 512 KiB L2 cache leaves room for the GEMM's
  * packed panels. */
 #define CONV_TILE_BYTES ((int64_t)256 << 10)
-/* Below this many multiply-adds a convolution runs on the calling thread: the pool's hand-off
- * (a few microseconds) costs more than a second core saves. */
-#define CONV_PARALLEL_MIN_MACS ((int64_t)1 << 16)
+/* Below these many multiply-adds a convolution runs on the calling thread: measured on the
+ * shared 2-core machine (docs/performance.md), the pool lost below them (3x3x16 -> 16 over
+ * 16x16: 70 us against 54 on one thread; depthwise 3x3 over 16x16x32: 45 against 36) and won
+ * above (3x3x32 -> 32 over 28x28: 358 against 473; depthwise over 56x56x64: 699 against 849). */
+#define CONV_PARALLEL_MIN_MACS ((int64_t)1 << 21)
+#define DEPTHWISE_PARALLEL_MIN_MACS ((int64_t)1 << 19)
 
 /* ---------------------------------------------------------------------------------------------
  * Tiles over the output rows, shared out over the intra-op pool. */
@@ -349,7 +352,9 @@ weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_co
   if (rows == 0 || g->ow == 0 || g->m == 0) return NULL;
   depthwise_job_t j = {g, x, f, y};
   int64_t macs = g->ow * g->m * g->kh * g->kw;
-  /* weft__cpu_parallel keeps rows under ~20k cycles on this thread. */
-  weft__cpu_parallel(ctx, rows, macs + 1, depthwise_rows, &j);
+  if (rows * macs < DEPTHWISE_PARALLEL_MIN_MACS)
+    depthwise_rows(&j, 0, rows);
+  else
+    weft__cpu_parallel(ctx, rows, macs + 1, depthwise_rows, &j);
   return NULL;
 }
