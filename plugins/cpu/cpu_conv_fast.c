@@ -295,7 +295,11 @@ typedef struct depthwise_job {
 } depthwise_job_t;
 
 /* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
- * into output row `out`. */
+ * into output row `out`. The plugin is built for any x86-64 (SSE2); this loop, where depthwise
+ * convolutions spend their time, is also built for AVX2 and AVX-512 and chosen at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void depthwise_add_row(const weft_cpu_conv2d_t *g, const float *src, int64_t px,
                               const float *f, int64_t i, float *out) {
   int64_t m = g->m;
