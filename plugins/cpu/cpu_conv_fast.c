@@ -286,7 +286,8 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
  * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. An output row
  * is summed in place one filter row at a time, so the inner loop runs over contiguous channels
  * and vectorises. With a multiplier above 1 each input row is first widened to m channels
- * (input channel ci repeated mult times), which makes the inner loop the same. */
+ * (input channel ci repeated mult times), once for the output rows that read it, which makes the
+ * inner loop the same. */
 
 typedef struct depthwise_job {
   const weft_cpu_conv2d_t *g;
@@ -319,8 +320,22 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
   const depthwise_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, m = g->m, mult = m / c;
-  /* Without memory for the widened row, the multiplier's loop runs unwidened (slower). */
-  float *wide = mult > 1 ? malloc(sizeof(float) * (size_t)(g->w * m)) : NULL;
+  /* Widened input rows, kh of them, slot iy % kh, tagged with the row they hold: consecutive
+   * output rows share most of their input rows. Without the memory, the multiplier's loop runs
+   * unwidened (slower). */
+  float *wide = NULL;
+  int64_t *tags = NULL;
+  if (mult > 1) {
+    wide = malloc(sizeof(float) * (size_t)(g->kh * g->w * m));
+    tags = malloc(sizeof(int64_t) * (size_t)g->kh);
+    if (!wide || !tags) {
+      free(wide);
+      free(tags);
+      wide = NULL;
+      tags = NULL;
+    }
+    for (int64_t i = 0; tags && i < g->kh; i++) tags[i] = -1;
+  }
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
@@ -333,9 +348,14 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
       if (mult == 1) {
         depthwise_add_row(g, row, c, j->f, i, out);
       } else if (wide) {
-        for (int64_t p = 0; p < g->w * c; p++)
-          for (int64_t u = 0; u < mult; u++) wide[p * mult + u] = row[p];
-        depthwise_add_row(g, wide, m, j->f, i, out);
+        int64_t slot = iy % g->kh, tag = n * g->h + iy;
+        float *w = wide + slot * g->w * m;
+        if (tags[slot] != tag) {
+          for (int64_t p = 0; p < g->w * c; p++)
+            for (int64_t u = 0; u < mult; u++) w[p * mult + u] = row[p];
+          tags[slot] = tag;
+        }
+        depthwise_add_row(g, w, m, j->f, i, out);
       } else {
         for (int64_t ox = 0; ox < g->ow; ox++)
           for (int64_t q = 0; q < g->kw; q++) {
@@ -348,6 +368,7 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     }
   }
   free(wide);
+  free(tags);
 }
 
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
