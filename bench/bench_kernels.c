@@ -416,6 +416,20 @@ static void bench_reduction(const bench_options_t *o, bench_report_t *r, const c
  * Convolutions and an MLP: float32 NHWC, batch 1 unless named, against what a C program
  * writes plainly with OpenBLAS (a thread per core, set untimed as in run_sgemm). */
 
+/* Adds a kernel row in GFLOP/s with its target ratio on the CPU, or its failure (st, taken). */
+static void add_gflops_row(const bench_options_t *o, bench_report_t *r, const char *name,
+                           weft_status_t *st, const char *params, const bench_stats_t *weft,
+                           const bench_stats_t *base, const char *base_name, double target) {
+  if (st) {
+    bench_add_failure(r, name, st);
+    return;
+  }
+  char *note = g_strdup_printf("target >= %.1fx", target);
+  bench_add_row(r, name, params, "GFLOP/s", true, weft, base, base_name, kernel_note(o, note));
+  if (on_cpu(o)) bench_set_target_ratio(r, target);
+  g_free(note);
+}
+
 typedef struct conv_shape {
   const char *name;
   int64_t h, w, c, kh, kw, m, stride;
@@ -513,21 +527,15 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
     g_free(j.cols);
     g_free(j.y);
   }
-  if (st) {
-    bench_add_failure(r, name, st);
-  } else {
-    char *params = g_strdup_printf("input=[1,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
-                                   G_GINT64_FORMAT "] filter=[%" G_GINT64_FORMAT ",%"
-                                   G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                                   "] stride=%" G_GINT64_FORMAT " padding=SAME device=%s",
-                                   s->h, s->w, s->c, s->kh, s->kw, s->c, s->m, s->stride,
-                                   o->device);
-    bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base,
-                  s->depthwise ? "C loop, same threads" : "im2col + cblas_sgemm",
-                  kernel_note(o, "target >= 1.0x"));
-    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
-    g_free(params);
-  }
+  char *params = g_strdup_printf("input=[1,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
+                                 G_GINT64_FORMAT "] filter=[%" G_GINT64_FORMAT ",%"
+                                 G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                                 "] stride=%" G_GINT64_FORMAT " padding=SAME device=%s",
+                                 s->h, s->w, s->c, s->kh, s->kw, s->c, s->m, s->stride,
+                                 o->device);
+  add_gflops_row(o, r, name, st, params, &weft, &base,
+                 s->depthwise ? "C loop, same threads" : "im2col + cblas_sgemm", 1.0);
+  g_free(params);
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
   weft_tensor_unref(ins[1]);
@@ -626,16 +634,10 @@ static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch
   if (!st) m.sgemm = openblas_sgemm(&m.set_threads, &st);
   if (!st) bench_measure_pair(o, run_op_case, &c, run_mlp_base, &m, flops * 1e-9, true, &weft,
                               &base, &st);
-  if (st) {
-    bench_add_failure(r, name, st);
-  } else {
-    char *params = g_strdup_printf("batch=%" G_GINT64_FORMAT " layers=784-512-512-10 "
-                                   "MatMul+BiasAdd+Relu dtype=float32 device=%s", batch, o->device);
-    bench_add_row(r, name, params, "GFLOP/s", true, &weft, &base, "cblas_sgemm + C loop",
-                  kernel_note(o, "target >= 1.0x"));
-    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
-    g_free(params);
-  }
+  char *params = g_strdup_printf("batch=%" G_GINT64_FORMAT " layers=784-512-512-10 "
+                                 "MatMul+BiasAdd+Relu dtype=float32 device=%s", batch, o->device);
+  add_gflops_row(o, r, name, st, params, &weft, &base, "cblas_sgemm + C loop", 1.0);
+  g_free(params);
   op_case_free(&c);
   g_free(m.x);
   for (int l = 0; l < 3; l++) {
