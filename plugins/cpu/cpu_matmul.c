@@ -100,6 +100,9 @@ static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int
     /* One row of C (a batch-1 layer) is op(B)^T a: OpenBLAS's GEMV streams B once, where its
      * GEMM packs it first (1x784x512: 33-41 us against 46-52, docs/performance.md). */
     int inc = ta ? (int)lda : 1;
+    /* GEMV scales y by beta = 0 first, which some OpenBLAS kernels do as a multiply: a NaN left
+     * in a recycled output buffer would survive it. */
+    memset(c, 0, (size_t)n * (dbl ? sizeof(double) : sizeof(float)));
     enum CBLAS_TRANSPOSE trv = tb ? CblasNoTrans : CblasTrans;
     int rows = tb ? (int)n : (int)k, cols = tb ? (int)k : (int)n;
     if (dbl)
