@@ -250,6 +250,42 @@ static void gather_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* Rows of a tile whose columns are about CONV_TILE_BYTES. */
+static int64_t bp_input_tile_rows(int64_t k) {
+  int64_t rows = CONV_TILE_BYTES / ((int64_t)sizeof(float) * k);
+  return rows < 8 ? 8 : rows;
+}
+
+/* dx of image r0 (and the ones up to r1): tile by tile, cols = dy x f^T, then each column entry
+ * added into the input pixel it was read from (col2im). */
+static void bp_input_image(const tiles_t *t, float *cols, int64_t r0, int64_t r1) {
+  const weft_cpu_conv2d_t *g = t->g;
+  int64_t pixels = g->oh * g->ow, k = t->k, c = g->c, tile = bp_input_tile_rows(k);
+  for (int64_t n = r0; n < r1; n++) {
+    float *dx = t->out + n * g->h * g->w * c;
+    memset(dx, 0, sizeof(float) * (size_t)(g->h * g->w * c));
+    for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
+      int64_t p1 = p0 + tile < pixels ? p0 + tile : pixels;
+      weft__cpu_sgemm_1t(false, true, p1 - p0, k, g->m, t->b + (n * pixels + p0) * g->m, g->m,
+                         t->a, g->m, 0.0f, cols, k);
+      for (int64_t p = p0; p < p1; p++) {
+        int64_t oy = p / g->ow, ox = p % g->ow;
+        for (int64_t i = 0; i < g->kh; i++) {
+          int64_t iy = oy * g->sh + i * g->dh - g->pt;
+          if (iy < 0 || iy >= g->h) continue;
+          for (int64_t q = 0; q < g->kw; q++) {
+            int64_t ix = ox * g->sw + q * g->dw - g->pl;
+            if (ix < 0 || ix >= g->w) continue;
+            float *restrict d = dx + (iy * g->w + ix) * c;
+            const float *restrict s = cols + (p - p0) * k + (i * g->kw + q) * c;
+            for (int64_t ch = 0; ch < c; ch++) d[ch] += s[ch];
+          }
+        }
+      }
+    }
+  }
+}
+
 weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                              const float *f, const float *dy, float *dx) {
   int64_t pixels = g->oh * g->ow, k = g->kh * g->kw * g->c;
@@ -263,6 +299,18 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
   if (is_pointwise(g)) {
     t.rows = g->n * pixels;
     tiles_plan(ctx, &t, t.rows * k * g->m);
+    return tiles_run(ctx, &t);
+  }
+  int64_t threads = H->kernel_num_threads(ctx);
+  if (g->n > 1 && (g->n % threads == 0 || g->n >= 4 * threads)) {
+    /* Whole images per thread: no two threads add into one pixel, so each tile's columns are
+     * added back while they are in cache. */
+    t.rows = g->n;
+    t.fn = bp_input_image;
+    tiles_plan(ctx, &t, g->n * pixels * k * g->m);
+    t.tile = 1;
+    t.slots = t.slots < g->n ? t.slots : g->n;
+    t.scratch_per_slot = bp_input_tile_rows(k) * k;
     return tiles_run(ctx, &t);
   }
   float *cols = NULL;
