@@ -208,10 +208,12 @@ weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Conv2DBackpropInput: per image, cols [P, k] = dy [P, m] x f^T (f is [k, m]), in row tiles over
- * the pool; then each input pixel gathers the column entries that read it (col2im as a gather,
- * so that threads never add into the same pixel). A pointwise convolution's dx is the GEMM
- * itself. */
+ * Conv2DBackpropInput: cols [P, k] = dy [P, m] x f^T (f is [k, m]) per image, then col2im. With a
+ * batch that shares out evenly over the threads, each takes whole images, a cache-sized tile of
+ * cols at a time, and adds them into its own images. Otherwise, image by image, the tiles of
+ * cols go over the pool, then each input pixel gathers the column entries that read it (col2im
+ * as a gather, so that threads never add into the same pixel). A pointwise convolution's dx is
+ * the GEMM itself. */
 
 typedef struct bp_input_job {
   const weft_cpu_conv2d_t *g;
