@@ -85,6 +85,10 @@ WEFT_API weft_tensor_t *weft_tensor_new_scalar_int32(int32_t value);
 WEFT_API weft_tensor_t *weft_tensor_new_string(const char *bytes, size_t len); /* scalar string */
 WEFT_API weft_tensor_t *weft_tensor_ref(weft_tensor_t *tensor);
 WEFT_API void weft_tensor_unref(weft_tensor_t *tensor); /* accepts NULL */
+/* True when the caller's reference is the only one to the tensor and to its host memory: no
+ * variable, queue or other tensor shares the bytes, so they cannot change while the caller keeps
+ * them (the Python package then hands them to numpy without a copy). False for NULL. */
+WEFT_API bool weft_tensor_is_exclusive(const weft_tensor_t *tensor);
 
 WEFT_API weft_dtype_t weft_tensor_dtype(const weft_tensor_t *tensor);
 WEFT_API int weft_tensor_rank(const weft_tensor_t *tensor);
@@ -187,6 +191,15 @@ WEFT_API weft_dtype_t weft_node_output_dtype(const weft_node_t *node, int index)
 WEFT_API int weft_node_output_shape(const weft_node_t *node, int index,
                                     int64_t dims[WEFT_MAX_RANK]);
 WEFT_API weft_output_t weft_out(weft_node_t *node, int index);
+/* The producer of data input `index` of `node` ({NULL, 0} when out of range; inputs of a list
+ * argument are flattened in order), and its control inputs (NULL when out of range); borrowed
+ * from the graph. */
+WEFT_API int weft_node_num_inputs(const weft_node_t *node);
+WEFT_API weft_output_t weft_node_input(const weft_node_t *node, int index);
+WEFT_API int weft_node_num_control_inputs(const weft_node_t *node);
+WEFT_API weft_node_t *weft_node_control_input(const weft_node_t *node, int index);
+/* The node this one is colocated with (its "_class" "loc:@NAME" names NAME), or NULL. Borrowed. */
+WEFT_API const char *weft_node_colocation_group(const weft_node_t *node);
 /* "name" or "name:1" -> output; NOT_FOUND naming it if there is no such node or output. */
 WEFT_API weft_status_t *weft_graph_find_output(const weft_graph_t *graph, const char *tensor_name,
                                                weft_output_t *out);

@@ -1,0 +1,1 @@
+"""TensorFlow-compatible front ends of weft: v1 is TensorFlow 1.x (docs/python.md)."""

@@ -1,0 +1,28 @@
+"""`import weft.compat.v1 as tf`: TensorFlow 1.x's API over weft (docs/python.md lists what it
+covers and where it differs)."""
+from weft import errors  # noqa: F401 -- tf.errors
+from .dtypes import *  # noqa: F401,F403
+from .dtypes import DType, as_dtype  # noqa: F401
+from .framework import (Graph, Operation, Tensor, TensorShape, Dimension, GraphKeys,  # noqa: F401
+                        get_default_graph, reset_default_graph, convert_to_tensor, constant,
+                        name_scope, device, control_dependencies, colocate_with,
+                        add_to_collection, add_to_collections, get_collection,
+                        get_collection_ref, register_tensor_conversion_function)
+from .ops import *  # noqa: F401,F403
+from .ops import (range, tuple, slice, abs, pow, round)  # noqa: F401,A004
+from .session import (Session, InteractiveSession, ConfigProto, GPUOptions,  # noqa: F401
+                      RunOptions, RunMetadata, get_default_session)
+from . import dtypes  # noqa: F401
+
+newaxis = None
+from .variables import (Variable, VariableScope, get_variable, get_local_variable,  # noqa: F401
+                        variable_scope, get_variable_scope, AUTO_REUSE, global_variables,
+                        all_variables, trainable_variables, local_variables, model_variables,
+                        moving_average_variables, variables_initializer, initialize_variables,
+                        global_variables_initializer, initialize_all_variables,
+                        local_variables_initializer, initialize_local_variables,
+                        is_variable_initialized, zeros_initializer, ones_initializer,
+                        constant_initializer, random_normal_initializer,
+                        truncated_normal_initializer, random_uniform_initializer,
+                        variance_scaling_initializer, glorot_uniform_initializer,
+                        glorot_normal_initializer)
