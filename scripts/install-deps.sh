@@ -13,6 +13,8 @@ packages=(
   openssl
   help2man
   python3
+  # The Python package (python/, docs/python.md): headers, numpy and pytest for its tests.
+  python3-dev python3-numpy python3-pytest
   # tests/test_netns.c makes network namespaces, veth pairs and a bridge (ip) and netem (tc).
   iproute2
   # scripts/test-packages.sh (run by scripts/test.sh) builds the Debian packages in debian/.

@@ -1,0 +1,86 @@
+/* The client API bindings walk graphs and fetch tensors with (docs/c-api.md, "Reading nodes
+ * back" and "Sharing a fetched tensor"): a node's data inputs, control inputs and colocation
+ * group, and whether a tensor's memory is the caller's alone. */
+#include <glib.h>
+
+#include "weft/weft.h"
+
+static void test_inputs_and_controls(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t a = weft_const_float(g, "a", 1.0f, &st);
+  g_assert_null(st);
+  weft_output_t b = weft_const_float(g, "b", 2.0f, &st);
+  g_assert_null(st);
+  weft_op_builder_t *op = weft_op_new(g, "AddN", "sum");
+  weft_output_t list[2] = {b, a};
+  weft_op_add_input_list(op, list, 2);
+  weft_op_add_control_input(op, a.node);
+  weft_node_t *sum = NULL;
+  g_assert_null(weft_op_finish(op, &sum));
+
+  g_assert_cmpint(weft_node_num_inputs(sum), ==, 2);
+  g_assert_true(weft_node_input(sum, 0).node == b.node);
+  g_assert_true(weft_node_input(sum, 1).node == a.node);
+  g_assert_cmpint(weft_node_input(sum, 1).index, ==, 0);
+  g_assert_null(weft_node_input(sum, 2).node);
+  g_assert_null(weft_node_input(sum, -1).node);
+  g_assert_cmpint(weft_node_num_control_inputs(sum), ==, 1);
+  g_assert_true(weft_node_control_input(sum, 0) == a.node);
+  g_assert_null(weft_node_control_input(sum, 1));
+  g_assert_cmpint(weft_node_num_inputs(a.node), ==, 0);
+  g_assert_cmpint(weft_node_num_control_inputs(a.node), ==, 0);
+  g_assert_null(weft_node_colocation_group(sum));
+
+  weft_graph_push_colocate(g, a.node);
+  weft_output_t c = weft_const_float(g, "c", 3.0f, &st);
+  weft_graph_pop_colocate(g);
+  g_assert_null(st);
+  g_assert_cmpstr(weft_node_colocation_group(c.node), ==, "a");
+  weft_graph_free(g);
+}
+
+static void test_tensor_is_exclusive(void) {
+  weft_tensor_t *t = weft_tensor_new_scalar_float(2.0f);
+  g_assert_true(weft_tensor_is_exclusive(t));
+  weft_tensor_t *second = weft_tensor_ref(t);
+  g_assert_false(weft_tensor_is_exclusive(t));
+  weft_tensor_unref(second);
+  g_assert_true(weft_tensor_is_exclusive(t));
+  g_assert_false(weft_tensor_is_exclusive(NULL));
+
+  /* A variable's value fetched is shared with the variable; a computed one is not. */
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t init = weft_const(g, "init", t, &st);
+  g_assert_null(st);
+  weft_variable(g, "v", init, &st);
+  g_assert_null(st);
+  weft_output_t two = weft_const_float(g, "two", 2.0f, &st);
+  weft_binary(g, "Mul", "twice", weft_out(weft_graph_node(g, "v"), 0), two, &st);
+  g_assert_null(st);
+  g_assert_nonnull(weft_global_variables_initializer(g, "init_all", &st));
+  g_assert_null(st);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  g_assert_null(st);
+  const char *targets[] = {"init_all"};
+  g_assert_null(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 1));
+  const char *fetches[] = {"v", "twice"};
+  weft_tensor_t *out[2] = {NULL, NULL};
+  g_assert_null(weft_session_run(s, NULL, NULL, 0, fetches, out, 2, NULL, 0));
+  g_assert_false(weft_tensor_is_exclusive(out[0]));
+  g_assert_true(weft_tensor_is_exclusive(out[1]));
+  g_assert_cmpfloat(weft_tensor_get_double(out[1], 0), ==, 4.0);
+  weft_tensor_unref(out[0]);
+  weft_tensor_unref(out[1]);
+  weft_session_free(s);
+  weft_graph_free(g);
+  weft_tensor_unref(t);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/node_inputs/inputs_and_controls", test_inputs_and_controls);
+  g_test_add_func("/node_inputs/tensor_is_exclusive", test_tensor_is_exclusive);
+  return g_test_run();
+}
