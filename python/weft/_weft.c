@@ -159,7 +159,8 @@ static weft_tensor_t *tensor_from_py(PyObject *obj, weft_dtype_t want) {
   }
   weft_dtype_t dt = dtype_of_npy(t);
   if (dt == WEFT_DT_INVALID) {
-    PyErr_Format(PyExc_TypeError, "no weft dtype for numpy dtype %R", (PyObject *)PyArray_DESCR(arr));
+    PyErr_Format(PyExc_TypeError, "no weft dtype for numpy dtype %R",
+                 (PyObject *)PyArray_DESCR(arr));
     Py_DECREF(arr);
     return NULL;
   }
@@ -651,12 +652,38 @@ static PyObject *graph_pop_colocate(GraphObject *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* import_graph_def(bytes, prefix=None, input_map=()): input_map is a sequence of
+ * (key str, (Node, index)). */
 static PyObject *graph_import(GraphObject *self, PyObject *args) {
   Py_buffer buf;
   const char *prefix = NULL;
-  if (!PyArg_ParseTuple(args, "y*|z", &buf, &prefix)) return NULL;
-  weft_status_t *st = weft_graph_import_graphdef(self->graph, buf.buf, (size_t)buf.len, prefix);
+  PyObject *map = NULL;
+  if (!PyArg_ParseTuple(args, "y*|zO", &buf, &prefix, &map)) return NULL;
+  PyObject *seq = map && map != Py_None ? PySequence_Fast(map, "input_map: (key, output) pairs")
+                                        : PyTuple_New(0);
+  if (!seq) {
+    PyBuffer_Release(&buf);
+    return NULL;
+  }
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  const char **keys = PyMem_Calloc((size_t)n + 1, sizeof *keys);
+  weft_output_t *values = PyMem_Calloc((size_t)n + 1, sizeof *values);
+  int rc = 0;
+  for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+    PyObject *key, *value;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OO", &key, &value) ||
+        !(keys[i] = PyUnicode_AsUTF8(key)) || output_from_py(self, value, &values[i]) < 0)
+      rc = -1;
+  }
+  weft_status_t *st = NULL;
+  if (rc == 0)
+    st = weft_graph_import_graphdef_mapped(self->graph, buf.buf, (size_t)buf.len, prefix, keys,
+                                           values, (int)n);
+  PyMem_Free(keys);
+  PyMem_Free(values);
+  Py_DECREF(seq);
   PyBuffer_Release(&buf);
+  if (rc < 0) return NULL;
   if (st) return raise_status(st);
   Py_RETURN_NONE;
 }
@@ -746,7 +773,7 @@ static PyMethodDef graph_methods[] = {
   {"push_colocate", (PyCFunction)graph_push_colocate, METH_O, NULL},
   {"pop_colocate", (PyCFunction)graph_pop_colocate, METH_NOARGS, NULL},
   {"import_graph_def", (PyCFunction)graph_import, METH_VARARGS,
-   "import_graph_def(bytes, prefix=None)"},
+   "import_graph_def(bytes, prefix=None, input_map=((key, (Node, index)), ...))"},
   {"export_graph_def", (PyCFunction)graph_export, METH_NOARGS, "GraphDef bytes"},
   {"gradients", (PyCFunction)graph_gradients, METH_VARARGS,
    "gradients(ys, xs, grad_ys=None) -> [(Node, index) or None]"},

@@ -253,6 +253,15 @@ WEFT_API weft_status_t *weft_graph_import_graphdef(weft_graph_t *graph, const vo
                                                    size_t len, const char *prefix);
 WEFT_API weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *path,
                                                         const char *prefix);
+/* Import with TensorFlow's input_map: each data input of an imported node that reads tensor
+ * map_keys[i] of the GraphDef ("x:0", or "x" for "x:0") reads map_values[i] of `graph` instead
+ * (borrowed). INVALID_ARGUMENT listing the keys no imported node reads ("Attempted to map inputs
+ * that were not found in graph_def: [x:0]"); nothing is added on any error. */
+WEFT_API weft_status_t *weft_graph_import_graphdef_mapped(weft_graph_t *graph, const void *bytes,
+                                                          size_t len, const char *prefix,
+                                                          const char *const *map_keys,
+                                                          const weft_output_t *map_values,
+                                                          int n_map);
 /* Serialises the graph; the caller frees *bytes with weft_free. */
 WEFT_API weft_status_t *weft_graph_export_graphdef(const weft_graph_t *graph, void **bytes,
                                                    size_t *len);

@@ -841,9 +841,11 @@ static weft_status_t *topo_order(const pending_node_t *nodes, int n, int *order)
   return st;
 }
 
-weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
-                                                 const Tensorflow__GraphDef *gd,
-                                                 const char *prefix) {
+/* input_map: "name:index" of the GraphDef -> const weft_output_t * of the graph (or NULL);
+ * `used` gets the keys consumed. */
+static weft_status_t *import_proto_mapped(weft_graph_t *graph, const Tensorflow__GraphDef *gd,
+                                          const char *prefix, GHashTable *input_map,
+                                          GHashTable *used) {
   if (graph == NULL || gd == NULL) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph and a GraphDef");
   }
@@ -914,6 +916,18 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
         r->node = src;
         r->index = index;
         r->local = GPOINTER_TO_INT(g_hash_table_lookup(local, src)) - 1;
+        if (input_map && index >= 0) {
+          char *key = g_strdup_printf("%s:%d", src, index);
+          const weft_output_t *mapped = g_hash_table_lookup(input_map, key);
+          if (mapped) {
+            r->local = -1;
+            r->existing = mapped->node;
+            r->index = mapped->index;
+            g_hash_table_add(used, key);
+            continue;
+          }
+          g_free(key);
+        }
         if (r->local < 0) {
           char *full = g_strconcat(pfx, src, NULL);
           r->existing = weft_graph_node(graph, full);
@@ -986,6 +1000,71 @@ weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
   g_free(nodes);
   g_hash_table_destroy(local);
   g_free(pfx);
+  return st;
+}
+
+weft_status_t *weft__graph_import_graphdef_proto(weft_graph_t *graph,
+                                                 const Tensorflow__GraphDef *gd,
+                                                 const char *prefix) {
+  return import_proto_mapped(graph, gd, prefix, NULL, NULL);
+}
+
+/* Normalises an input_map key: "x" means "x:0". */
+static char *map_key(const char *name) {
+  const char *colon = strrchr(name, ':');
+  return colon && colon[1] != '\0' ? g_strdup(name) : g_strdup_printf("%s:0", name);
+}
+
+weft_status_t *weft_graph_import_graphdef_mapped(weft_graph_t *graph, const void *bytes,
+                                                 size_t len, const char *prefix,
+                                                 const char *const *map_keys,
+                                                 const weft_output_t *map_values, int n_map) {
+  if (graph == NULL || (n_map > 0 && (map_keys == NULL || map_values == NULL)) || n_map < 0) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "import needs a graph and whole input_map");
+  }
+  GHashTable *map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  weft_status_t *st = NULL;
+  for (int i = 0; i < n_map && !st; i++) {
+    const weft_output_t *v = &map_values[i];
+    if (map_keys[i] == NULL || v->node == NULL || v->index < 0 ||
+        v->index >= weft_node_num_outputs(v->node)) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "input_map entry %d ('%s') has no tensor", i,
+                           map_keys[i] ? map_keys[i] : "");
+    } else {
+      g_hash_table_insert(map, map_key(map_keys[i]), (gpointer)&map_values[i]);
+    }
+  }
+  Tensorflow__GraphDef *gd = NULL;
+  if (!st) {
+    gd = (Tensorflow__GraphDef *)weft__pb_unpack(&tensorflow__graph_def__descriptor, bytes, len,
+                                                 "GraphDef", &st);
+    if (!st && gd == NULL)
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "could not parse GraphDef (%zu bytes)", len);
+  }
+  if (!st) {
+    int n_before = weft_graph_num_nodes(graph);
+    st = import_proto_mapped(graph, gd, prefix, map, used);
+    /* TensorFlow refuses a mapping nothing consumed: a misspelt key would silently do nothing */
+    GString *unused = g_string_new(NULL);
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, map);
+    while (!st && g_hash_table_iter_next(&it, &key, NULL)) {
+      if (!g_hash_table_contains(used, key))
+        g_string_append_printf(unused, "%s%s", unused->len ? ", " : "", (const char *)key);
+    }
+    if (!st && unused->len) {
+      weft__graph_truncate(graph, n_before);
+      st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "Attempted to map inputs that were not found in graph_def: [%s]",
+                           unused->str);
+    }
+    g_string_free(unused, TRUE);
+  }
+  if (gd) tensorflow__graph_def__free_unpacked(gd, NULL);
+  g_hash_table_destroy(map);
+  g_hash_table_destroy(used);
   return st;
 }
 

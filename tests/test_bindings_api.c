@@ -1,6 +1,7 @@
-/* The client API bindings walk graphs and fetch tensors with (docs/c-api.md, "Reading nodes
- * back" and "Sharing a fetched tensor"): a node's data inputs, control inputs and colocation
- * group, and whether a tensor's memory is the caller's alone. */
+/* The client API language bindings (python/) use beyond the basics (docs/c-api.md, "Reading
+ * nodes back", "Sharing a fetched tensor", "Importing with an input map"): a node's data inputs,
+ * control inputs and colocation group, whether a tensor's memory is the caller's alone, and
+ * GraphDef import with TensorFlow's input_map. */
 #include <glib.h>
 
 #include "weft/weft.h"
@@ -78,9 +79,52 @@ static void test_tensor_is_exclusive(void) {
   weft_tensor_unref(t);
 }
 
+static void test_import_input_map(void) {
+  /* GraphDef: x (Placeholder) -> y = x * two */
+  weft_graph_t *src = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_placeholder(src, "x", WEFT_DT_FLOAT, 0, NULL, &st);
+  weft_output_t two = weft_const_float(src, "two", 2.0f, &st);
+  weft_binary(src, "Mul", "y", x, two, &st);
+  g_assert_null(st);
+  void *bytes = NULL;
+  size_t len = 0;
+  g_assert_null(weft_graph_export_graphdef(src, &bytes, &len));
+  weft_graph_free(src);
+
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t five = weft_const_float(g, "five", 5.0f, &st);
+  g_assert_null(st);
+  const char *keys[] = {"x"};
+  g_assert_null(weft_graph_import_graphdef_mapped(g, bytes, len, "imp", keys, &five, 1));
+  weft_node_t *y = weft_graph_node(g, "imp/y");
+  g_assert_nonnull(y);
+  g_assert_true(weft_node_input(y, 0).node == five.node);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  g_assert_null(st);
+  const char *fetch[] = {"imp/y"};
+  weft_tensor_t *out = NULL;
+  g_assert_null(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 10.0);
+  weft_tensor_unref(out);
+  weft_session_free(s);
+
+  int before = weft_graph_num_nodes(g);
+  const char *bad[] = {"nope:0"};
+  st = weft_graph_import_graphdef_mapped(g, bytes, len, "imp2", bad, &five, 1);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Attempted to map inputs that were not found in graph_def: [nope:0]");
+  weft_status_free(st);
+  g_assert_cmpint(weft_graph_num_nodes(g), ==, before);
+  weft_free(bytes);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/node_inputs/inputs_and_controls", test_inputs_and_controls);
-  g_test_add_func("/node_inputs/tensor_is_exclusive", test_tensor_is_exclusive);
+  g_test_add_func("/bindings_api/inputs_and_controls", test_inputs_and_controls);
+  g_test_add_func("/bindings_api/tensor_is_exclusive", test_tensor_is_exclusive);
+  g_test_add_func("/bindings_api/import_input_map", test_import_input_map);
   return g_test_run();
 }
