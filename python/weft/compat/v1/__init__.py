@@ -26,3 +26,10 @@ from .variables import (Variable, VariableScope, get_variable, get_local_variabl
                         truncated_normal_initializer, random_uniform_initializer,
                         variance_scaling_initializer, glorot_uniform_initializer,
                         glorot_normal_initializer)
+from .gradients import gradients  # noqa: F401
+from .graph_io import GraphDef, NodeDef, import_graph_def  # noqa: F401
+from .ops import set_random_seed, get_seed  # noqa: F401
+from .unsupported import (contrib, estimator, data, FIFOQueue, RandomShuffleQueue,  # noqa: F401
+                          PaddingFIFOQueue, TFRecordReader, TextLineReader, WholeFileReader,
+                          FixedLengthRecordReader)
+from . import nn, losses, train, test  # noqa: F401,E402

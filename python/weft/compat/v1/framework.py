@@ -228,6 +228,15 @@ class Operation:
     def node_def(self):
         return _NodeDefView(self._name, self._type, self.device)
 
+    def get_attr(self, name):
+        """The attribute as TensorFlow returns it (DType, TensorShape, bytes, int, list...);
+        ValueError naming the op when it has no such attribute."""
+        from . import graph_io
+        attrs = graph_io._node_attrs(self._graph, self._name)
+        if name not in attrs:
+            raise ValueError("Operation '%s' has no attr named '%s'." % (self._name, name))
+        return graph_io.attr_to_python(*attrs[name])
+
     def colocation_groups(self):
         group = self._node.colocation_group
         return [("loc:@" + (group or self._name)).encode()]
