@@ -27,7 +27,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     g = _fw._graph_of(ys)
     gys = None
     if grad_ys is not None:
-        gys = [None if gy is None else _fw.convert_to_tensor(gy, dtype=y.dtype.base_dtype)._as_output()
+        gys = [None if gy is None
+               else _fw.convert_to_tensor(gy, dtype=y.dtype.base_dtype)._as_output()
                for gy, y in zip(single(grad_ys), ys)]
     before = g._g.num_nodes()
     outs = g._g.gradients([y._as_output() for y in ys], [x._as_output() for x in x_tensors], gys)

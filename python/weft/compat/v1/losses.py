@@ -42,7 +42,8 @@ def _compute_weighted_loss(losses, weights, scope, loss_collection, reduction):
 
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None,
-                       loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+                       loss_collection=GraphKeys.LOSSES,
+                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     with _fw.name_scope(scope, "mean_squared_error", [predictions, labels]) as s:
         predictions = _ops._to_tensor(predictions)
         labels = _ops.cast(labels, predictions.dtype)

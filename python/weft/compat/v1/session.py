@@ -3,6 +3,7 @@ manager, default session), run with nested fetches and feed_dict, ConfigProto an
 turned into weft session options, RunOptions and RunMetadata (step stats, Chrome trace)."""
 import collections
 import json
+import re
 
 import numpy as np
 
@@ -307,11 +308,27 @@ class BaseSession:
             timeout = int(options.timeout_in_ms or 0)
         if run_metadata is not None and trace == 0:
             trace = 0
-        values, md = self._s.run(feed_names, feed_values, plan.tensor_names, plan.target_names,
-                                 trace, timeout, feed_dtypes)
+        try:
+            values, md = self._s.run(feed_names, feed_values, plan.tensor_names,
+                                     plan.target_names, trace, timeout, feed_dtypes)
+        except errors.OpError as e:
+            self._attach_op(e)
+            raise
         if md is not None and run_metadata is not None:
             run_metadata._fill(md)
         return plan.build([v if v.ndim else v[()] for v in values])
+
+    _NODE_IN_MESSAGE = re.compile(r"(?:of node|placeholder tensor) '([^']+)'")
+
+    def _attach_op(self, e):
+        """Sets e.op to the Operation the core's message names, as TensorFlow's errors carry."""
+        m = self._NODE_IN_MESSAGE.search(e.message or "")
+        if e.op is None and m:
+            try:
+                e.op = self._graph.get_operation_by_name(m.group(1))
+                e.node_def = e.op.node_def
+            except KeyError:
+                pass
 
     def _feeds(self, feed_dict):
         names, values, types = [], [], []
