@@ -333,6 +333,19 @@ static void graph_dealloc(GraphObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* A dtype number from Python, checked: the core would otherwise take any number. */
+static int dtype_from_py(PyObject *v, const char *attr, weft_dtype_t *out) {
+  long x = PyLong_AsLong(v);
+  if (x == -1 && PyErr_Occurred()) return -1;
+  if (x <= 0 || x > 2 * WEFT_DT_REF_OFFSET ||
+      !strcmp(weft_dtype_name((weft_dtype_t)x), "invalid")) {
+    PyErr_Format(PyExc_ValueError, "attribute '%s': %ld is not a weft dtype", attr, x);
+    return -1;
+  }
+  *out = (weft_dtype_t)x;
+  return 0;
+}
+
 /* Sets one attribute from (name, kind, value); kinds: int float bool type string shape tensor
  * list_int list_float list_type list_string list_bool(as ints). */
 static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
@@ -352,9 +365,9 @@ static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
     if (x < 0) return -1;
     weft_op_set_attr_bool(b, name, x);
   } else if (!strcmp(kind, "type")) {
-    long x = PyLong_AsLong(v);
-    if (x == -1 && PyErr_Occurred()) return -1;
-    weft_op_set_attr_type(b, name, (weft_dtype_t)x);
+    weft_dtype_t x;
+    if (dtype_from_py(v, name, &x) < 0) return -1;
+    weft_op_set_attr_type(b, name, x);
   } else if (!strcmp(kind, "string")) {
     const char *s;
     if (PyBytes_Check(v)) s = PyBytes_AsString(v);
@@ -404,9 +417,13 @@ static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
       int64_t *ints = PyMem_Calloc((size_t)n + 1, sizeof *ints);
       weft_dtype_t *types = PyMem_Calloc((size_t)n + 1, sizeof *types);
       for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
-        ints[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        types[i] = (weft_dtype_t)ints[i];
-        if (ints[i] == -1 && PyErr_Occurred()) rc = -1;
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (k[0] == 't') {
+          rc = dtype_from_py(item, name, &types[i]);
+        } else {
+          ints[i] = PyLong_AsLongLong(item);
+          if (ints[i] == -1 && PyErr_Occurred()) rc = -1;
+        }
       }
       if (rc == 0 && k[0] == 'i') weft_op_set_attr_int_list(b, name, ints, (int)n);
       if (rc == 0 && k[0] == 't') weft_op_set_attr_type_list(b, name, types, (int)n);

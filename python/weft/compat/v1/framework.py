@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from weft import _weft
+from weft import errors
 from . import dtypes as _dtypes
 
 
@@ -471,7 +472,11 @@ class Graph:
                 seen.add(c._name)
                 c_controls.append(c._node)
         with self._lock:
-            node = self._g.add_op(op_type, full, c_inputs, list(attrs), c_controls, device)
+            try:
+                node = self._g.add_op(op_type, full, c_inputs, list(attrs), c_controls, device)
+            except errors.InvalidArgumentError as e:
+                # shape and attribute errors at construction are ValueErrors in TensorFlow
+                raise ValueError(e.message) from None
         op = Operation(self, node)
         self._ops[node.name] = op
         return op

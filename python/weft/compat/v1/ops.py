@@ -16,7 +16,7 @@ def _same_type(x, y, name=None):
     operand's dtype (TensorFlow's binary-op rule)."""
     if isinstance(x, Tensor) or hasattr(x, "_as_graph_tensor"):
         x = _to_tensor(x)
-        y = _to_tensor(y, dtype=x.dtype.base_dtype)
+        y = _to_tensor(y, dtype=None if isinstance(y, Tensor) else x.dtype.base_dtype)
     elif isinstance(y, Tensor) or hasattr(y, "_as_graph_tensor"):
         y = _to_tensor(y)
         x = _to_tensor(x, dtype=y.dtype.base_dtype)
