@@ -130,6 +130,8 @@ bool bench_free_ports(int n, int *ports);
 /* Asynchronous training by weft-train processes beside weft-train --local (bench_training.c);
  * called by bench_run_session. */
 void bench_run_training(const bench_options_t *o, bench_report_t *r);
+/* Session.run from Python beside the C API (bench_python.c); called by bench_run_session. */
+void bench_run_python(const bench_options_t *o, bench_report_t *r);
 /* Remote step and tensor transfers against weftd children; called by bench_run_session. */
 void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 

@@ -282,6 +282,7 @@ void bench_run_session(const bench_options_t *o, bench_report_t *r) {
   bench_step(o, r, 100);
   bench_build(o, r);
   bench_peak_memory(o, r);
+  bench_run_python(o, r);
   bench_run_distributed(o, r);
   bench_run_training(o, r);
 }

@@ -177,13 +177,18 @@ static void tensor_capsule_free(PyObject *cap) {
 }
 
 /* A numpy array of `tensor` (borrowed; the array takes its own reference when it shares the
- * memory). Strings become an object array of bytes; a tensor nobody else holds is shared, not
- * copied, and the array keeps it alive through its base object. */
+ * memory), or a numpy scalar (bytes for a string) when it has rank 0. Strings become an object
+ * array of bytes; a tensor nobody else holds is shared, not copied, and the array keeps it
+ * alive through its base object. */
 static PyObject *tensor_to_py(weft_tensor_t *tensor) {
   weft_dtype_t dt = weft_tensor_dtype(tensor);
   int rank = weft_tensor_rank(tensor);
   npy_intp dims[WEFT_MAX_RANK];
   for (int i = 0; i < rank; i++) dims[i] = (npy_intp)weft_tensor_dims(tensor)[i];
+  if (dt == WEFT_DT_STRING && rank == 0) {
+    const weft_string_t *s = weft_tensor_data(tensor);
+    return PyBytes_FromStringAndSize(s[0].data, (Py_ssize_t)s[0].len);
+  }
   if (dt == WEFT_DT_STRING) {
     PyArrayObject *arr = (PyArrayObject *)PyArray_SimpleNew(rank, dims, NPY_OBJECT);
     if (!arr) return NULL;
@@ -206,6 +211,13 @@ static PyObject *tensor_to_py(weft_tensor_t *tensor) {
     return NULL;
   }
   void *data = weft_tensor_data(tensor);
+  if (rank == 0) { /* a numpy scalar, as TensorFlow returns for a 0-d fetch */
+    PyArray_Descr *descr = PyArray_DescrFromType(t);
+    if (!descr) return NULL;
+    PyObject *scalar = PyArray_Scalar(data, descr, NULL);
+    Py_DECREF(descr);
+    return scalar;
+  }
   size_t align = (size_t)weft_dtype_size(dt);
   if (weft_tensor_is_exclusive(tensor) && data && ((uintptr_t)data % (align ? align : 1)) == 0) {
     PyObject *arr = PyArray_SimpleNewFromData(rank, dims, t, data);

@@ -154,6 +154,7 @@ class _FetchPlan:
         self._tensor_index = {}
         self.target_names = []
         self.structure = self._plan(fetches)
+        self.single = self.structure[0] == "tensor"
 
     def _plan(self, f):
         from .variables import Variable
@@ -220,6 +221,7 @@ def _feed_value(value):
 # Sessions
 
 _default_session_stack = []
+_NO_FEEDS = []  # shared by runs without feeds; never modified
 
 
 def get_default_session():
@@ -266,6 +268,7 @@ class BaseSession:
         opts = config._weft_options() if config is not None else {}
         self._s = _weft.Session(graph._g, target or "", opts)
         self._default_ctx = None
+        self._plans = {}
 
     @property
     def graph(self):
@@ -299,15 +302,15 @@ class BaseSession:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        plan = _FetchPlan(self._graph, fetches)
-        feed_names, feed_values, feed_dtypes = self._feeds(feed_dict)
-        trace = 0
-        timeout = 0
+        plan = self._plan(fetches)
+        if feed_dict:
+            feed_names, feed_values, feed_dtypes = self._feeds(feed_dict)
+        else:
+            feed_names = feed_values = feed_dtypes = _NO_FEEDS
+        trace = timeout = 0
         if options is not None:
             trace = 1 if options.trace_level else 0
             timeout = int(options.timeout_in_ms or 0)
-        if run_metadata is not None and trace == 0:
-            trace = 0
         try:
             values, md = self._s.run(feed_names, feed_values, plan.tensor_names,
                                      plan.target_names, trace, timeout, feed_dtypes)
@@ -316,7 +319,35 @@ class BaseSession:
             raise
         if md is not None and run_metadata is not None:
             run_metadata._fill(md)
-        return plan.build([v if v.ndim else v[()] for v in values])
+        if plan.single:
+            return values[0]
+        return plan.build(values)
+
+    def _plan(self, fetches):
+        """The fetch plan, cached for a Tensor, Operation or name and for flat lists and tuples
+        of them: a training loop fetches the same things every step, and planning costs more
+        than a small step (the cache keeps the fetched objects, so their ids stay theirs)."""
+        if isinstance(fetches, (_fw.Tensor, _fw.Operation, str)):
+            key = id(fetches)
+            hit = self._plans.get(key)
+            if hit is not None and hit[0][0] is fetches:
+                return hit[1]
+            items = (fetches,)
+        elif type(fetches) in (list, tuple) and all(
+                isinstance(f, (_fw.Tensor, _fw.Operation)) for f in fetches):
+            key = (type(fetches),) + tuple(id(f) for f in fetches)
+            items = tuple(fetches)
+        else:
+            return _FetchPlan(self._graph, fetches)
+        hit = self._plans.get(key)
+        if hit is not None and len(hit[0]) == len(items) and all(
+                a is b for a, b in zip(hit[0], items)):
+            return hit[1]
+        plan = _FetchPlan(self._graph, fetches)
+        if len(self._plans) > 256:
+            self._plans.clear()
+        self._plans[key] = (items, plan)
+        return plan
 
     _NODE_IN_MESSAGE = re.compile(r"(?:of node|placeholder tensor) '([^']+)'")
 
