@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "weft/weft.h"
+#include "_weft.h"
 
 PyMODINIT_FUNC PyInit__weft(void);
 
@@ -20,7 +20,7 @@ PyMODINIT_FUNC PyInit__weft(void);
 static PyObject *error_factory; /* callable(code, message) -> exception instance */
 
 /* Raises `status` as a Python exception and frees it; returns NULL for `return raise(s)`. */
-static PyObject *raise_status(weft_status_t *status) {
+PyObject *raise_status(weft_status_t *status) {
   weft_code_t code = weft_status_code(status);
   const char *msg = weft_status_message(status);
   if (error_factory) {
@@ -255,22 +255,9 @@ static PyObject *py_roundtrip(PyObject *self, PyObject *args) {
 /* ---------------------------------------------------------------------------------------------
  * Graph and Node */
 
-typedef struct {
-  PyObject_HEAD
-  weft_graph_t *graph;
-  PyObject *device_fns; /* list of the device functions pushed, kept alive while pushed */
-  PyObject *fn_results; /* the last result of each, so its UTF-8 outlives the call */
-} GraphObject;
+PyTypeObject GraphType, NodeType, SessionType;
 
-typedef struct {
-  PyObject_HEAD
-  GraphObject *graph;
-  weft_node_t *node;
-} NodeObject;
-
-static PyTypeObject GraphType, NodeType, SessionType;
-
-static PyObject *node_wrap(GraphObject *g, weft_node_t *n) {
+PyObject *node_wrap(GraphObject *g, weft_node_t *n) {
   if (!n) Py_RETURN_NONE;
   NodeObject *o = PyObject_New(NodeObject, &NodeType);
   if (!o) return NULL;
@@ -279,7 +266,7 @@ static PyObject *node_wrap(GraphObject *g, weft_node_t *n) {
   return (PyObject *)o;
 }
 
-static PyObject *output_wrap(GraphObject *g, weft_output_t out) {
+PyObject *output_wrap(GraphObject *g, weft_output_t out) {
   if (!out.node) Py_RETURN_NONE;
   PyObject *n = node_wrap(g, out.node);
   if (!n) return NULL;
@@ -287,7 +274,7 @@ static PyObject *output_wrap(GraphObject *g, weft_output_t out) {
 }
 
 /* (Node, index) or Node (index 0) of graph g -> weft_output_t. */
-static int output_from_py(GraphObject *g, PyObject *obj, weft_output_t *out) {
+int output_from_py(GraphObject *g, PyObject *obj, weft_output_t *out) {
   PyObject *node = obj;
   int index = 0;
   if (PyTuple_Check(obj)) {
@@ -313,7 +300,7 @@ static int output_from_py(GraphObject *g, PyObject *obj, weft_output_t *out) {
   return 0;
 }
 
-static weft_node_t *node_from_py(GraphObject *g, PyObject *obj) {
+weft_node_t *node_from_py(GraphObject *g, PyObject *obj) {
   if (!PyObject_TypeCheck(obj, &NodeType)) {
     PyErr_Format(PyExc_TypeError, "expected a Node, not %s", Py_TYPE(obj)->tp_name);
     return NULL;
@@ -809,7 +796,7 @@ static PyMethodDef graph_methods[] = {
   {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject GraphType = {
+PyTypeObject GraphType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "weft._weft.Graph",
   .tp_basicsize = sizeof(GraphObject),
@@ -918,7 +905,7 @@ static PyMethodDef node_methods[] = {
   {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject NodeType = {
+PyTypeObject NodeType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "weft._weft.Node",
   .tp_basicsize = sizeof(NodeObject),
@@ -935,11 +922,6 @@ static PyTypeObject NodeType = {
 /* ---------------------------------------------------------------------------------------------
  * Session */
 
-typedef struct {
-  PyObject_HEAD
-  weft_session_t *session;
-  PyObject *graph;
-} SessionObject;
 
 static int opt_int(PyObject *opts, const char *key, long *out) {
   PyObject *v = PyDict_GetItemString(opts, key);
@@ -1180,7 +1162,7 @@ static PyMethodDef session_methods[] = {
   {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject SessionType = {
+PyTypeObject SessionType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "weft._weft.Session",
   .tp_basicsize = sizeof(SessionObject),
@@ -1260,7 +1242,8 @@ PyMODINIT_FUNC PyInit__weft(void) {
   if (!m) return NULL;
   if (PyModule_AddObjectRef(m, "Graph", (PyObject *)&GraphType) < 0 ||
       PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0 ||
-      PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0) {
+      PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
+      weft_py_train_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }
