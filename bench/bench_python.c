@@ -81,27 +81,6 @@ static weft_status_t *python_steps(const char *mode, int n, int runs, bench_stat
   return st;
 }
 
-typedef struct c_steps {
-  weft_session_t *session;
-  int repeat;
-} c_steps_t;
-
-static double run_c_steps(void *arg, weft_status_t **error) {
-  c_steps_t *s = arg;
-  const char *fetch[] = {"add"};
-  double t0 = bench_now();
-  for (int k = 0; k < s->repeat; k++) {
-    weft_tensor_t *out = NULL;
-    weft_status_t *st = weft_session_run(s->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
-    weft_tensor_unref(out);
-    if (st) {
-      *error = st;
-      return -1;
-    }
-  }
-  return (bench_now() - t0) / s->repeat;
-}
-
 /* The C API's figure for the same graph, as the Python side builds it. */
 static weft_status_t *c_steps(const bench_options_t *o, bench_stats_t *out) {
   weft_graph_t *g = weft_graph_new();
@@ -113,8 +92,8 @@ static weft_status_t *c_steps(const bench_options_t *o, bench_stats_t *out) {
   weft_graph_pop_device(g);
   weft_session_t *s = st ? NULL : weft_session_new(g, NULL, &st);
   if (!st) {
-    c_steps_t args = {s, o->quick ? 200 : 2000};
-    bench_measure(o, run_c_steps, &args, 1e6, false, out, &st);
+    bench_steps_t args = {s, "add", o->quick ? 200 : 2000};
+    bench_measure(o, bench_run_steps, &args, 1e6, false, out, &st);
   }
   weft_session_free(s);
   weft_graph_free(g);

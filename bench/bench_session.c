@@ -13,14 +13,8 @@
 /* ---------------------------------------------------------------------------------------------
  * Step overhead */
 
-typedef struct steps {
-  weft_session_t *session;
-  const char *fetch;
-  int repeat;
-} steps_t;
-
-static double run_steps(void *arg, weft_status_t **error) {
-  steps_t *s = arg;
+double bench_run_steps(void *arg, weft_status_t **error) {
+  bench_steps_t *s = arg;
   const char *fetch[] = {s->fetch};
   double t0 = bench_now();
   for (int k = 0; k < s->repeat; k++) {
@@ -71,9 +65,9 @@ static void bench_step(const bench_options_t *o, bench_report_t *r, int chain) {
                                                 &peer_why);
   int repeat = o->quick ? 200 : 2000;
   bench_peer_case_set_repeat(peer, repeat);
-  steps_t args = {s, st ? NULL : weft_node_name(y.node), repeat};
+  bench_steps_t args = {s, st ? NULL : weft_node_name(y.node), repeat};
   if (!st)
-    bench_measure_row(o, run_steps, &args, NULL, NULL, peer ? bench_peer_case_run : NULL, peer,
+    bench_measure_row(o, bench_run_steps, &args, NULL, NULL, peer ? bench_peer_case_run : NULL, peer,
                       1e6, false, &weft, NULL, &peer_stats, &st);
   if (st) {
     bench_add_failure(r, name, st);

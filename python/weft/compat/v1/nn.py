@@ -6,19 +6,12 @@ from . import ops as _ops
 from .ops import _op, _to_tensor, _same_type, sigmoid, tanh  # noqa: F401 -- tf.nn.sigmoid/tanh
 
 
-def _unary_nn(op_type):
-    def fn(features, name=None):
-        return _op(op_type, [_to_tensor(features)], (), name or op_type)
-    fn.__name__ = op_type.lower()
-    return fn
-
-
-relu = _unary_nn("Relu")
-relu6 = _unary_nn("Relu6")
-elu = _unary_nn("Elu")
-selu = _unary_nn("Selu")
-softplus = _unary_nn("Softplus")
-softsign = _unary_nn("Softsign")
+relu = _ops._unary("Relu")
+relu6 = _ops._unary("Relu6")
+elu = _ops._unary("Elu")
+selu = _ops._unary("Selu")
+softplus = _ops._unary("Softplus")
+softsign = _ops._unary("Softsign")
 
 
 def leaky_relu(features, alpha=0.2, name=None):
