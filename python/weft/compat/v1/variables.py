@@ -395,9 +395,11 @@ class VariableScope:
     def get_variable(self, name, shape=None, dtype=None, initializer=None, regularizer=None,
                      trainable=None, collections=None, **kwargs):
         full = self._name + "/" + name if self._name else name
-        return _store().get_variable(full, shape, dtype or self._dtype,
-                                     initializer or self._initializer, self._reuse, trainable,
-                                     collections, regularizer or self._regularizer, **kwargs)
+        if initializer is None:
+            initializer = self._initializer
+        return _store().get_variable(full, shape, dtype or self._dtype, initializer, self._reuse,
+                                     trainable, collections, regularizer or self._regularizer,
+                                     **kwargs)
 
 
 class _VariableStore:
