@@ -234,3 +234,21 @@ def test_extension_roundtrip_every_dtype():
     with pytest.raises(TypeError) as e:
         weft._weft.roundtrip(np.array([1 + 2j]))
     assert str(e.value) == "no weft dtype for numpy dtype dtype('complex128')"
+
+
+def test_default_graph_and_session_are_per_thread():
+    import threading
+    g = tf.Graph()
+    seen = {}
+
+    def other():
+        seen["graph"] = tf.get_default_graph()
+        seen["session"] = tf.get_default_session()
+    with g.as_default():
+        with tf.Session() as sess:
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+            assert tf.get_default_session() is sess
+    assert seen["graph"] is tf.get_default_graph() and seen["graph"] is not g
+    assert seen["session"] is None

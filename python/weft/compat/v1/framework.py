@@ -551,11 +551,11 @@ class Graph:
     # scopes
     @contextlib.contextmanager
     def as_default(self):
-        _default_graph_stack.append(self)
+        _graph_stack.stack.append(self)
         try:
             yield self
         finally:
-            _default_graph_stack.pop()
+            _graph_stack.stack.pop()
 
     @contextlib.contextmanager
     def device(self, spec):
@@ -655,19 +655,28 @@ class Graph:
                                   "(docs/sdk.md)")
 
 
-_default_graph_stack = []
+class _ThreadStack(threading.local):
+    """A stack per thread, as TensorFlow keeps its default graph and session: a new thread starts
+    with the global default graph and no default session."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+
+
+_graph_stack = _ThreadStack()
 _global_default_graph = Graph()
 
 
 def get_default_graph():
-    if _default_graph_stack:
-        return _default_graph_stack[-1]
+    if _graph_stack.stack:
+        return _graph_stack.stack[-1]
     return _global_default_graph
 
 
 def reset_default_graph():
     global _global_default_graph
-    if _default_graph_stack:
+    if _graph_stack.stack:
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If you "
                              "need a cleared graph, exit the nesting and create a new graph.")
     from . import session as _session

@@ -220,16 +220,16 @@ def _feed_value(value):
 # ---------------------------------------------------------------------------------------------
 # Sessions
 
-_default_session_stack = []
+_session_stack = _fw._ThreadStack()
 _NO_FEEDS = []  # shared by runs without feeds; never modified
 
 
 def get_default_session():
-    return _default_session_stack[-1] if _default_session_stack else None
+    return _session_stack.stack[-1] if _session_stack.stack else None
 
 
 def _clear_default_session():
-    del _default_session_stack[:]
+    del _session_stack.stack[:]
 
 
 class _DefaultSession:
@@ -237,15 +237,15 @@ class _DefaultSession:
         self._session = session
 
     def __enter__(self):
-        _default_session_stack.append(self._session)
+        _session_stack.stack.append(self._session)
         self._graph_ctx = self._session.graph.as_default()
         self._graph_ctx.__enter__()
         return self._session
 
     def __exit__(self, *exc):
         self._graph_ctx.__exit__(*exc)
-        if _default_session_stack and _default_session_stack[-1] is self._session:
-            _default_session_stack.pop()
+        if _session_stack.stack and _session_stack.stack[-1] is self._session:
+            _session_stack.stack.pop()
         return False
 
 
