@@ -1,7 +1,8 @@
 /* The client API language bindings (python/) use beyond the basics (docs/c-api.md, "Reading
  * nodes back", "Sharing a fetched tensor", "Importing with an input map"): a node's data inputs,
- * control inputs and colocation group, whether a tensor's memory is the caller's alone, and
- * GraphDef import with TensorFlow's input_map. */
+ * control inputs and colocation group, whether a tensor's memory is the caller's alone,
+ * GraphDef import with TensorFlow's input_map, and local sessions' device_count and
+ * visible_device_list. */
 #include <glib.h>
 
 #include "weft/weft.h"
@@ -121,10 +122,57 @@ static void test_import_input_map(void) {
   weft_graph_free(g);
 }
 
+/* device_count / visible_device_list of a local session: the CPU hidden leaves no device. */
+static void test_device_count(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t two = weft_const_float(g, "two", 2.0f, &st);
+  weft_binary(g, "Mul", "four", two, two, &st);
+  g_assert_null(st);
+  const char *fetch[] = {"four"};
+  weft_tensor_t *out = NULL;
+
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_device_count(opts, "GPU", 0);
+  weft_session_options_set_visible_gpus(opts, "0");
+  weft_session_t *s = weft_session_new(g, opts, &st);
+  g_assert_null(st);
+  g_assert_null(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 4.0);
+  g_assert_true(g_str_has_suffix(weft_session_node_device(s, "four"), "/device:CPU:0"));
+  weft_tensor_unref(out);
+  weft_session_free(s);
+
+  weft_session_options_set_device_count(opts, "CPU", 0);
+  weft_session_options_set_device_count(opts, "GPU", 0);
+  weft_session_options_set_device_count(opts, "VULKAN", 0);
+  weft_session_options_set_device_count(opts, "CUDA", 0);
+  s = weft_session_new(g, opts, &st);
+  g_assert_null(st);
+  out = NULL;
+  st = weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
+  g_assert_true(g_str_has_prefix(weft_status_message(st),
+                                 "No devices: the session's device_count / visible_device_list "
+                                 "hide all "));
+  g_assert_null(out);
+  weft_status_free(st);
+  weft_session_free(s);
+
+  weft_session_options_set_device_count(opts, "CPU", -1); /* the limit goes again */
+  s = weft_session_new(g, opts, &st);
+  g_assert_null(weft_session_run(s, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  weft_tensor_unref(out);
+  weft_session_free(s);
+  weft_session_options_free(opts);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/bindings_api/inputs_and_controls", test_inputs_and_controls);
   g_test_add_func("/bindings_api/tensor_is_exclusive", test_tensor_is_exclusive);
   g_test_add_func("/bindings_api/import_input_map", test_import_input_map);
+  g_test_add_func("/bindings_api/device_count", test_device_count);
   return g_test_run();
 }

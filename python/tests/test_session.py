@@ -252,3 +252,22 @@ def test_default_graph_and_session_are_per_thread():
             assert tf.get_default_session() is sess
     assert seen["graph"] is tf.get_default_graph() and seen["graph"] is not g
     assert seen["session"] is None
+
+
+def test_device_count_and_visible_device_list():
+    c = tf.constant([1.0, 2.0]) * 3
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 0},
+                                          gpu_options=tf.GPUOptions(visible_device_list="0"))
+                    ) as sess:
+        np.testing.assert_allclose(sess.run(c), [3.0, 6.0])
+        assert sess._s.node_device(c.op.name).endswith("/device:CPU:0")
+    hidden = tf.ConfigProto(device_count={"CPU": 0, "GPU": 0, "VULKAN": 0, "CUDA": 0})
+    with tf.Session(config=hidden) as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError) as e:
+            sess.run(c)
+    assert e.value.message.startswith("No devices: the session's device_count / "
+                                      "visible_device_list hide all ")
+    with pytest.raises(ValueError) as e:
+        tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list="0,x"))._weft_options()
+    assert str(e.value) == ("Could not parse entry in 'visible_device_list': 'x'. "
+                            "visible_device_list = 0,x")

@@ -965,6 +965,27 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
 #undef INT_OPT
     if ((r = opt_double(opts, "gpu_memory_fraction", &d)) < 0) rc = -1;
     else if (r) weft_session_options_set_gpu_memory_fraction(o, d);
+    PyObject *counts = PyDict_GetItemString(opts, "device_count");
+    if (rc == 0 && counts && counts != Py_None) {
+      PyObject *key, *value;
+      Py_ssize_t pos = 0;
+      if (!PyDict_Check(counts)) {
+        PyErr_SetString(PyExc_TypeError, "device_count is a dict of device type -> count");
+        rc = -1;
+      }
+      while (rc == 0 && PyDict_Next(counts, &pos, &key, &value)) {
+        const char *type = PyUnicode_AsUTF8(key);
+        long n = PyLong_AsLong(value);
+        if (!type || (n == -1 && PyErr_Occurred())) rc = -1;
+        else weft_session_options_set_device_count(o, type, (int)n);
+      }
+    }
+    PyObject *visible = PyDict_GetItemString(opts, "visible_gpus");
+    if (rc == 0 && visible && visible != Py_None) {
+      const char *list = PyUnicode_AsUTF8(visible);
+      if (!list) rc = -1;
+      else weft_session_options_set_visible_gpus(o, list);
+    }
     PyObject *filters = PyDict_GetItemString(opts, "device_filters");
     if (rc == 0 && filters && filters != Py_None) {
       PyObject *seq = PySequence_Fast(filters, "device_filters is a sequence of str");

@@ -286,6 +286,16 @@ WEFT_API void weft_session_options_set_use_per_session_threads(weft_session_opti
     bool on);
 WEFT_API void weft_session_options_set_gpu_memory_fraction(weft_session_options_t *opts, double f);
 WEFT_API void weft_session_options_set_gpu_allow_growth(weft_session_options_t *opts, bool on);
+/* Local sessions: TensorFlow's device_count. Only the first n devices of `device_type` ("CPU",
+ * "VULKAN", ...; "GPU" counts every gpu-like device) are placed on; n < 0 removes the limit.
+ * Placement fails (FAILED_PRECONDITION) when the limits leave no device. */
+WEFT_API void weft_session_options_set_device_count(weft_session_options_t *opts,
+                                                    const char *device_type, int n);
+/* Local sessions: TensorFlow's gpu_options.visible_device_list ("0,2"): only the gpu-like
+ * devices at those indexes (counted among the gpu-like devices, in placement order) are placed
+ * on; entries that are not numbers match nothing. NULL or "": every one. Copied. */
+WEFT_API void weft_session_options_set_visible_gpus(weft_session_options_t *opts,
+                                                    const char *list);
 
 /* The session borrows `graph`, which must outlive it; nodes added to the graph later are picked
  * up by later runs (placement of nodes already placed is kept). */

@@ -20,6 +20,11 @@ struct weft_session_options {
   char *tls_cert, *tls_key, *tls_ca;
   char *auth_token_file;
   char **device_filters; /* remote sessions: NULL, or the tasks to involve */
+  /* Local sessions (TensorFlow's device_count and visible_device_list): "TYPE=N" limits, "GPU"
+   * counting every gpu-like device; and the gpu-like devices kept, by index among them ("0,2");
+   * NULL: no limit. */
+  char **device_counts;
+  char *visible_gpus;
 };
 
 weft_session_options_t *weft__session_options_copy(const weft_session_options_t *src);

@@ -4,6 +4,7 @@
  * instantiates kernels once per node, and caches one executor per feed/fetch/target signature.
  * Variables live in the session's resource manager. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../exec/plan_internal.h"
@@ -94,6 +95,49 @@ static void log_placement(GPtrArray *nodes, GHashTable *placement) {
   g_string_free(log, TRUE);
 }
 
+/* The limit of "TYPE=N" entries for device type `type` (gpu_like devices also match "GPU"), or
+ * -1 for none. */
+static int device_limit(char **counts, const char *type, bool gpu_like) {
+  int limit = -1;
+  for (char **e = counts; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq) continue;
+    size_t len = (size_t)(eq - *e);
+    bool match = (strlen(type) == len && g_ascii_strncasecmp(*e, type, len) == 0) ||
+                 (gpu_like && len == 3 && g_ascii_strncasecmp(*e, "GPU", 3) == 0);
+    if (match) limit = atoi(eq + 1);
+  }
+  return limit;
+}
+
+/* Whether device k (of placement order) is the session's to use: TensorFlow's device_count
+ * keeps the first N of a type, visible_device_list the gpu-like devices it lists (by index among
+ * the gpu-like ones). */
+static bool device_visible(const weft_session_options_t *o, int k, const weft__device_t *d) {
+  if (!o->device_counts && !o->visible_gpus) return true;
+  int same_type = 0, gpu_index = 0;
+  for (int j = 0; j < k; j++) {
+    const weft__device_t *e = weft__device_at(j);
+    if (strcmp(e->type, d->type) == 0) same_type++;
+    if (e->gpu_like) gpu_index++;
+  }
+  int limit = device_limit(o->device_counts, d->type, d->gpu_like);
+  if (limit >= 0 && same_type >= limit) return false;
+  if (d->gpu_like && limit >= 0 && gpu_index >= limit) return false;
+  if (d->gpu_like && o->visible_gpus) {
+    bool listed = false;
+    char **ids = g_strsplit(o->visible_gpus, ",", -1);
+    for (char **id = ids; *id; id++) {
+      char *end = NULL;
+      long v = strtol(g_strstrip(*id), &end, 10);
+      if (end && *end == '\0' && end != *id && v == gpu_index) listed = true;
+    }
+    g_strfreev(ids);
+    if (!listed) return false;
+  }
+  return true;
+}
+
 static weft_status_t *place_new_nodes(local_session_t *s, GPtrArray *needed) {
   GPtrArray *nodes = weft__colocation_closure(s->graph, needed, s->placement);
   GPtrArray *todo = g_ptr_array_new();
@@ -106,26 +150,33 @@ static weft_status_t *place_new_nodes(local_session_t *s, GPtrArray *needed) {
     g_ptr_array_free(todo, TRUE);
     return NULL;
   }
-  int n_devices = weft__device_count();
-  weft__place_device_t *devices = g_new0(weft__place_device_t, n_devices > 0 ? n_devices : 1);
-  for (int k = 0; k < n_devices; k++) {
+  int n_all = weft__device_count();
+  weft__place_device_t *devices = g_new0(weft__place_device_t, n_all > 0 ? n_all : 1);
+  int n_devices = 0;
+  for (int k = 0; k < n_all; k++) {
     weft__device_t *d = weft__device_at(k);
-    devices[k].name = d->name;
-    devices[k].job = "localhost";
-    devices[k].replica = 0;
-    devices[k].task = 0;
-    devices[k].type = d->type;
-    devices[k].id = d->ordinal;
-    devices[k].gpu_like = d->gpu_like;
-    devices[k].emulated = d->emulated;
-    devices[k].priority = d->priority;
+    if (!device_visible(s->opts, k, d)) continue;
+    weft__place_device_t *p = &devices[n_devices++];
+    p->name = d->name;
+    p->job = "localhost";
+    p->replica = 0;
+    p->task = 0;
+    p->type = d->type;
+    p->id = d->ordinal;
+    p->gpu_like = d->gpu_like;
+    p->emulated = d->emulated;
+    p->priority = d->priority;
   }
   weft__placer_options_t popts = {s->opts->allow_soft_placement, "localhost", 0, 0};
   weft_status_t *st = NULL;
-  if (n_devices == 0) {
+  if (n_all == 0) {
     st = weft_status_new(WEFT_FAILED_PRECONDITION,
                          "No devices: no backend plugin was loaded (see `weft plugins`; set "
                          "WEFT_PLUGIN_PATH to the folder holding libweft-cpu.so)");
+  } else if (n_devices == 0) {
+    st = weft_status_new(WEFT_FAILED_PRECONDITION,
+                         "No devices: the session's device_count / visible_device_list hide "
+                         "all %d of this process's devices", n_all);
   } else {
     st = weft__place(todo, devices, n_devices, &popts, s->placement);
   }

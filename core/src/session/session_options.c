@@ -3,6 +3,8 @@
  * with. */
 #include "session_internal.h"
 
+#include <string.h>
+
 weft_session_options_t *weft_session_options_new(void) {
   weft_session_options_t *o = g_new0(weft_session_options_t, 1);
   o->target = g_strdup("");
@@ -18,6 +20,8 @@ weft_session_options_t *weft__session_options_copy(const weft_session_options_t 
   o->tls_ca = g_strdup(src ? src->tls_ca : NULL);
   o->auth_token_file = g_strdup(src ? src->auth_token_file : NULL);
   o->device_filters = src ? g_strdupv(src->device_filters) : NULL;
+  o->device_counts = src ? g_strdupv(src->device_counts) : NULL;
+  o->visible_gpus = g_strdup(src ? src->visible_gpus : NULL);
   return o;
 }
 
@@ -29,6 +33,8 @@ void weft_session_options_free(weft_session_options_t *o) {
   g_free(o->tls_ca);
   g_free(o->auth_token_file);
   g_strfreev(o->device_filters);
+  g_strfreev(o->device_counts);
+  g_free(o->visible_gpus);
   g_free(o);
 }
 
@@ -92,4 +98,25 @@ void weft_session_options_set_device_filters(weft_session_options_t *o,
   if (!filters || n <= 0) return;
   o->device_filters = g_new0(char *, n + 1);
   for (int i = 0; i < n; i++) o->device_filters[i] = g_strdup(filters[i]);
+}
+
+void weft_session_options_set_device_count(weft_session_options_t *o, const char *device_type,
+                                           int n) {
+  if (!o || !device_type || !*device_type) return;
+  GPtrArray *kept = g_ptr_array_new();
+  size_t len = strlen(device_type);
+  for (char **e = o->device_counts; e && *e; e++) {
+    if (strncmp(*e, device_type, len) == 0 && (*e)[len] == '=') g_free(*e);
+    else g_ptr_array_add(kept, *e);
+  }
+  if (n >= 0) g_ptr_array_add(kept, g_strdup_printf("%s=%d", device_type, n));
+  g_ptr_array_add(kept, NULL);
+  g_free(o->device_counts);
+  o->device_counts = (char **)g_ptr_array_free(kept, FALSE);
+}
+
+void weft_session_options_set_visible_gpus(weft_session_options_t *o, const char *list) {
+  if (!o) return;
+  g_free(o->visible_gpus);
+  o->visible_gpus = list && *list ? g_strdup(list) : NULL;
 }

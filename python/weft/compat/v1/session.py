@@ -67,14 +67,15 @@ class ConfigProto:
             opts["gpu_memory_fraction"] = float(gpu.per_process_gpu_memory_fraction)
         if self.operation_timeout_in_ms:
             opts["operation_timeout_ms"] = int(self.operation_timeout_in_ms)
-        # device_count={"GPU": 0} and visible_device_list hide GPUs the way TensorFlow does: as
-        # device filters of the local task, which the placer honours.
-        n_gpu = self.device_count.get("GPU")
-        visible = [v for v in str(gpu.visible_device_list).split(",") if v.strip() != ""]
-        if n_gpu == 0 and not filters:
-            filters = ["/device:CPU:*"]
-        elif visible and not filters:
-            filters = ["/device:CPU:*"] + ["/device:GPU:%d" % int(v) for v in visible]
+        if self.device_count:
+            opts["device_count"] = {str(k): int(v) for k, v in self.device_count.items()}
+        visible = str(gpu.visible_device_list or "")
+        if visible:
+            for v in visible.split(","):
+                if not v.strip().isdigit():
+                    raise ValueError("Could not parse entry in 'visible_device_list': '%s'. "
+                                     "visible_device_list = %s" % (v, visible))
+            opts["visible_gpus"] = visible
         if filters:
             opts["device_filters"] = filters
         return opts
