@@ -132,7 +132,7 @@ typedef struct loop_args {
 
 enum {
   LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH, LOOP_ERF,
-  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS
+  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5
 };
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
@@ -170,6 +170,14 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; k++) {
         float e = expf(x[k]);
         o[k] = x[k] > 13.942385f ? x[k] : (x[k] < -13.942385f ? e : log1pf(e));
+      }
+      break;
+    case LOOP_CHAIN5:
+      /* bench_chain5's ops in one pass, glibc's float functions. */
+      for (int64_t k = begin; k < end; k++) {
+        float v = expf(-x[k]);
+        v = tanhf(1.0f / (1.0f + expf(-v)));
+        o[k] = v > 0 ? v : 0;
       }
       break;
     default:
@@ -376,6 +384,48 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
   weft_tensor_unref(ins[1]);
+}
+
+/* elementwise/chain5: Neg -> Exp -> Sigmoid -> Tanh -> Relu over 16M floats, which the CPU
+ * fuses into one pass (docs/performance.md, "Fusion"); the baseline is the same five functions
+ * in one C loop. */
+static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
+  const char *name = "elementwise/chain5";
+  if (!bench_selected(o, name)) return;
+  int64_t n = o->quick ? (1 << 22) : (1 << 24);
+  weft_tensor_t *in = random_tensor(1, &n, -4, 4);
+  op_case_t c;
+  memset(&c, 0, sizeof c);
+  c.graph = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(c.graph, o->device);
+  weft_output_t v = weft_const(c.graph, "input0", in, &st);
+  static const char *const ops[] = {"Neg", "Exp", "Sigmoid", "Tanh", "Relu"};
+  for (int k = 0; k < 5 && !st; k++)
+    v = weft_unary(c.graph, ops[k], k == 4 ? "bench_op" : ops[k], v, &st);
+  weft_graph_pop_device(c.graph);
+  if (!st) c.session = weft_session_new(c.graph, NULL, &st);
+  c.fetch = "bench_op";
+  bench_stats_t weft = {0}, base = {0};
+  double gb = (double)n * sizeof(float) * 2 * 1e-9;
+  if (!st) {
+    float *out = g_new(float, n);
+    loop_args_t a = {weft_tensor_data(in), NULL, out, 1, n, LOOP_CHAIN5};
+    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
+    g_free(out);
+  }
+  if (st) {
+    bench_add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " ops=Neg,Exp,Sigmoid,Tanh,Relu "
+                                   "dtype=float32 device=%s", n, o->device);
+    bench_add_row(r, name, params, "GB/s", true, &weft, &base, "one C loop, same threads",
+                  kernel_note(o, "target >= 1.0x"));
+    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(in);
 }
 
 static void bench_reduction(const bench_options_t *o, bench_report_t *r, const char *op,
@@ -669,6 +719,7 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_elementwise(o, r, "Tanh", "Tanh", LOOP_TANH, false);
   bench_elementwise(o, r, "Erf", "Erf", LOOP_ERF, false);
   bench_elementwise(o, r, "Softplus", "Softplus", LOOP_SOFTPLUS, false);
+  bench_chain5(o, r);
   bench_reduction(o, r, "Sum", 1);
   bench_reduction(o, r, "Sum", 0);
   bench_reduction(o, r, "Mean", 1);

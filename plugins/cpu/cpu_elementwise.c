@@ -249,6 +249,19 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
+                                         int64_t *cost) {
+  for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
+    const un_op_t *u = &un_ops[i];
+    if (strcmp(u->name, op) != 0 || u->out_bool) continue;
+    *param = u->param;
+    *dflt = u->param_default;
+    *cost = u->cost;
+    return u->fns[CPU_SLOT_F32];
+  }
+  return NULL;
+}
+
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   char *warning = NULL;
   weft_cpu_isa_t isa = weft__cpu_isa_choose(getenv("WEFT_CPU_ISA"), &warning);

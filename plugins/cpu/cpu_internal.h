@@ -293,6 +293,14 @@ weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *
                                        weft_kernel_create_fn create, weft_kernel_compute_fn compute,
                                        weft_kernel_destroy_fn destroy, void *user_data);
 
+/* The float32 loop of unary op `op` (cpu_elementwise.c): y[i] = op(x[i]) for i < n, with p the
+ * op's float attribute *param (NULL: none; *dflt where absent) and *cost its rough cycles per
+ * element. NULL when the op has no float32 loop or its output is not float (IsNan, ...). The
+ * fused kernel (cpu_fused.c) calls the same loops, so a fused chain equals the unfused one. */
+typedef void (*weft_cpu_unary_f32_fn)(const void *x, void *y, int64_t n, double p);
+weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
+                                         int64_t *cost);
+weft_status_t *weft__cpu_register_fused(const weft_registrar_t *reg); /* cpu_fused.c */
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg);

@@ -122,6 +122,10 @@ typedef struct weft__executor_params {
   /* Optional, per entry of nodes: run it on the thread that readied it, as the executor's own
    * inexpensive ops (the distributed runtime's _Recv nodes whose tensor is already here). */
   const bool *inexpensive;
+  /* Optional: node -> the node in `nodes` that produces its outputs instead (a fused chain's
+   * last node -> the fused node, fuse_internal.h); edges and fetches naming the first are read
+   * from the second. Only for steps without control flow. */
+  GHashTable *aliases;
 } weft__executor_params_t;
 
 /* Builds the dependency structure once; the executor may then run many steps. */

@@ -89,6 +89,13 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
     ex->total_inputs += en->node->n_inputs;
     g_hash_table_insert(index_of, (gpointer)en->node, GINT_TO_POINTER(k + 1));
   }
+  if (p->aliases) {
+    GHashTableIter it;
+    gpointer from, to;
+    g_hash_table_iter_init(&it, p->aliases);
+    while (g_hash_table_iter_next(&it, &from, &to))
+      g_hash_table_insert(index_of, from, g_hash_table_lookup(index_of, to));
+  }
 
   GArray **edges = g_new0(GArray *, ex->n_nodes > 0 ? ex->n_nodes : 1);
   GArray **fetches = g_new0(GArray *, ex->n_nodes > 0 ? ex->n_nodes : 1);

@@ -47,9 +47,15 @@ void weft__record_node_stats(weft_run_metadata_t *stats, const weft_node_t *node
     const weft_node_t *src = node->control_inputs->pdata[c];
     g_string_append_printf(inputs, "%s^%s", inputs->len ? ", " : "", src->name);
   }
-  weft_node_stats_t rec = {node->name, node->op_name, device, inputs->str,
+  /* A fused chain (exec/fuse.c) says which nodes it ran: "_FusedElementwise(a;b;c)". */
+  char *op = NULL;
+  const weft__attr_value_t *fused = weft__attrs_get(node->attrs, "fused_nodes");
+  if (fused && fused->kind == WEFT_ATTR_STRING && strcmp(node->op_name, "_FusedElementwise") == 0)
+    op = g_strdup_printf("%s(%s)", node->op_name, fused->u.s.data);
+  weft_node_stats_t rec = {node->name, op ? op : node->op_name, device, inputs->str,
                            start_real, dur, bytes, (uint64_t)(uintptr_t)g_thread_self()};
   weft__run_metadata_add(stats, &rec);
+  g_free(op);
   g_string_free(inputs, TRUE);
 }
 

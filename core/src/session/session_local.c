@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/fuse_internal.h"
 #include "../exec/plan_internal.h"
 #include "../placement/placement_internal.h"
 #include "session_internal.h"
 
 typedef struct plan {
   weft__executor_t *executor;
+  weft__fusion_t *fusion; /* the fused chains the executor runs, or NULL */
   int n_feeds;
 } plan_t;
 
@@ -33,6 +35,7 @@ typedef struct local_session {
 static void plan_free(plan_t *p) {
   if (!p) return;
   weft__executor_free(p->executor);
+  weft__fusion_free(p->fusion);
   g_free(p);
 }
 
@@ -221,15 +224,32 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
   if (!st) st = instantiate_kernels(s, nodes, kernels);
   if (!st) {
     weft__executor_params_t p = {nodes,         kernels,         spec->feeds,
-                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL};
+                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL, NULL};
+    weft_device_options_t dopts = {sizeof(dopts), s->opts->gpu_memory_fraction,
+                                   s->opts->gpu_allow_growth};
+    GPtrArray *fused_nodes = NULL;
+    weft__kernel_instance_t **fused_kernels = NULL;
+    weft__fusion_t *fusion = NULL;
+    st = weft__fuse_elementwise(&p, (const weft_node_t *const *)spec->targets, spec->n_targets,
+                                &dopts, &fused_nodes, &fused_kernels, &fusion);
+    if (fusion) {
+      p.nodes = fused_nodes;
+      p.kernels = fused_kernels;
+      p.aliases = weft__fusion_aliases(fusion);
+    }
     weft__executor_t *ex = NULL;
-    st = weft__executor_new(&p, &ex);
+    if (!st) st = weft__executor_new(&p, &ex);
     if (!st) {
       plan_t *plan = g_new0(plan_t, 1);
       plan->executor = ex;
+      plan->fusion = fusion;
       plan->n_feeds = spec->n_feeds;
       *out = plan;
+    } else {
+      weft__fusion_free(fusion);
     }
+    if (fused_nodes) g_ptr_array_free(fused_nodes, TRUE);
+    g_free(fused_kernels);
   }
   g_free(kernels);
   g_ptr_array_free(nodes, TRUE);

@@ -1,0 +1,262 @@
+/* test_fusion.c: the plan-time fusion of elementwise chains (core/src/exec/fuse.c and the CPU
+ * plugin's _FusedElementwise kernel). Each case runs one graph in two sessions, one planned with
+ * fusion and one with WEFT_NO_FUSION set, and asserts that the fused result equals the unfused
+ * one bit for bit (NaNs: both NaN), and from the step stats which nodes ran fused: a fetched
+ * intermediate or a node with a control edge is never fused away. */
+#include <glib.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/weft.h"
+
+#define OK(st)                                                             \
+  do {                                                                     \
+    weft_status_t *st_ = (st);                                             \
+    if (st_) g_error("%s: %s", #st, weft_status_message(st_));             \
+  } while (0)
+
+static weft_tensor_t *ramp(int rank, const int64_t *dims, float lo, float hi) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
+  float *p = weft_tensor_data(t);
+  int64_t n = weft_tensor_num_elements(t);
+  for (int64_t k = 0; k < n; k++) p[k] = lo + (hi - lo) * (float)k / (float)(n > 1 ? n - 1 : 1);
+  /* Specials go through the chain too. */
+  if (n > 8) {
+    p[1] = NAN;
+    p[2] = INFINITY;
+    p[3] = -INFINITY;
+    p[4] = -0.0f;
+  }
+  return t;
+}
+
+/* Runs `fetch` (and `extra`, when not NULL) once; *ops gets "node=op;" for every node that ran,
+ * in a string the caller g_free()s. */
+static weft_tensor_t *run(weft_graph_t *g, bool fuse, const char *fetch, const char *extra,
+                          const char *target, weft_tensor_t **extra_out, char **ops) {
+  if (fuse) g_unsetenv("WEFT_NO_FUSION");
+  else g_setenv("WEFT_NO_FUSION", "1", TRUE);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  const char *fetches[2] = {fetch, extra};
+  weft_tensor_t *outs[2] = {NULL, NULL};
+  weft_run_metadata_t *meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, fetches, outs, extra ? 2 : 1,
+                                   target ? &target : NULL, target ? 1 : 0, &meta));
+  GString *log = g_string_new(NULL);
+  for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
+    const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
+    g_string_append_printf(log, "%s=%s;", r->node_name, r->op);
+  }
+  *ops = g_string_free(log, FALSE);
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  g_unsetenv("WEFT_NO_FUSION");
+  if (extra_out) *extra_out = outs[1];
+  return outs[0];
+}
+
+static void assert_same_bits(weft_tensor_t *a, weft_tensor_t *b) {
+  g_assert_cmpint(weft_tensor_num_elements(a), ==, weft_tensor_num_elements(b));
+  g_assert_cmpint(weft_tensor_rank(a), ==, weft_tensor_rank(b));
+  const uint32_t *pa = weft_tensor_data(a), *pb = weft_tensor_data(b);
+  const float *fa = weft_tensor_data(a), *fb = weft_tensor_data(b);
+  /* A NaN's sign and payload are not part of any op's contract (x86 keeps the first NaN
+   * operand's, and the compiler orders commutative operands as it likes). */
+  for (int64_t k = 0; k < weft_tensor_num_elements(a); k++)
+    if (pa[k] != pb[k] && !(isnan(fa[k]) && isnan(fb[k])))
+      g_error("element %" G_GINT64_FORMAT ": fused %08x, unfused %08x", k, pa[k], pb[k]);
+}
+
+/* x -> Neg -> Sigmoid -> Mul(2) -> Tanh -> Sub(1 - .) -> LeakyRelu(0.1) -> BiasAdd(row) -> Exp
+ * -> Maximum(same-shape y) -> Softplus over [rows, cols], cols not a multiple of the kernel's
+ * block, so blocks straddle rows and the last one is short. */
+static weft_graph_t *long_chain(int64_t rows, int64_t cols) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t dims[2] = {rows, cols};
+  weft_tensor_t *xt = ramp(2, dims, -30, 30), *yt = ramp(2, dims, 5, -5);
+  weft_tensor_t *bt = ramp(1, &cols, -1, 1);
+  weft_output_t x = weft_const(g, "x", xt, &st);
+  weft_output_t y = weft_const(g, "y", yt, &st);
+  weft_output_t bias = weft_const(g, "bias", bt, &st);
+  weft_output_t two = weft_const_float(g, "two", 2.0f, &st);
+  weft_output_t one = weft_const_float(g, "one", 1.0f, &st);
+  OK(st);
+  weft_output_t v = weft_unary(g, "Neg", "neg", x, &st);
+  v = weft_unary(g, "Sigmoid", "sigmoid", v, &st);
+  v = weft_binary(g, "Mul", "mul", v, two, &st);
+  v = weft_unary(g, "Tanh", "tanh", v, &st);
+  v = weft_binary(g, "Sub", "sub", one, v, &st);
+  OK(st);
+  weft_op_builder_t *b = weft_op_new(g, "LeakyRelu", "leaky");
+  weft_op_add_input(b, v);
+  weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
+  weft_op_set_attr_float(b, "alpha", 0.1f);
+  weft_node_t *leaky = NULL;
+  OK(weft_op_finish(b, &leaky));
+  v = (weft_output_t){leaky, 0};
+  v = weft_binary(g, "BiasAdd", "bias_add", v, bias, &st);
+  v = weft_unary(g, "Exp", "exp", v, &st);
+  v = weft_binary(g, "Maximum", "max", v, y, &st);
+  v = weft_unary(g, "Softplus", "out", v, &st);
+  OK(st);
+  weft_tensor_unref(xt);
+  weft_tensor_unref(yt);
+  weft_tensor_unref(bt);
+  return g;
+}
+
+static int count(const char *log, const char *what) {
+  int n = 0;
+  for (const char *p = log; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+  return n;
+}
+
+static void test_long_chain(void) {
+  int64_t shapes[][2] = {{8, 2048}, {3, 6007}, {517, 2049}};
+  for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    weft_graph_t *g = long_chain(shapes[s][0], shapes[s][1]);
+    char *fused_log = NULL, *plain_log = NULL;
+    weft_tensor_t *fused = run(g, true, "out", NULL, NULL, NULL, &fused_log);
+    weft_tensor_t *plain = run(g, false, "out", NULL, NULL, NULL, &plain_log);
+    assert_same_bits(fused, plain);
+    /* The ten ops ran as one node named after the last, and not one by one. */
+    g_assert_cmpint(
+        count(fused_log,
+              "out=_FusedElementwise(neg;sigmoid;mul;tanh;sub;leaky;bias_add;exp;max;out);"),
+        ==, 1);
+    g_assert_cmpint(count(fused_log, "sigmoid="), ==, 0);
+    g_assert_cmpint(count(plain_log, "_FusedElementwise"), ==, 0);
+    g_assert_cmpint(count(plain_log, "sigmoid=Sigmoid;"), ==, 1);
+    /* Spot checks against the formula in double precision. */
+    const float *p = weft_tensor_data(fused);
+    int64_t cols = shapes[s][1], n = weft_tensor_num_elements(fused);
+    for (int64_t k = 5; k < n; k += 997) {
+      if (cols > 8 && k % cols >= 1 && k % cols <= 4) continue; /* bias's specials */
+      double x = -30 + 60.0 * (double)k / (double)(n > 1 ? n - 1 : 1);
+      double yv = 5 - 10.0 * (double)k / (double)(n > 1 ? n - 1 : 1);
+      double bv = -1 + 2.0 * (double)(k % cols) / (double)(cols > 1 ? cols - 1 : 1);
+      double v = 1 - tanh(2 / (1 + exp(x)));
+      v = v < 0 ? 0.1 * v : v;
+      v = exp(v + bv);
+      v = v > yv ? v : yv;
+      v = v > 13.94 ? v : log1p(exp(v));
+      if (!(fabs(p[k] - v) <= 1e-5 * fabs(v) + 1e-6))
+        g_error("shape %zu element %" G_GINT64_FORMAT ": %g, expected %g", s, k, p[k], v);
+    }
+    g_free(fused_log);
+    g_free(plain_log);
+    weft_tensor_unref(fused);
+    weft_tensor_unref(plain);
+    weft_graph_free(g);
+  }
+}
+
+/* Fetching an intermediate keeps it: the chain splits there, and both fetches are exact. */
+static void test_fetched_intermediate(void) {
+  weft_graph_t *g = long_chain(40, 1000);
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_tensor_t *mid_f = NULL, *mid_p = NULL;
+  weft_tensor_t *fused = run(g, true, "out", "tanh", NULL, &mid_f, &fused_log);
+  weft_tensor_t *plain = run(g, false, "out", "tanh", NULL, &mid_p, &plain_log);
+  assert_same_bits(fused, plain);
+  assert_same_bits(mid_f, mid_p);
+  g_assert_cmpint(count(fused_log, "tanh=_FusedElementwise(neg;sigmoid;mul;tanh);"), ==, 1);
+  g_assert_cmpint(count(fused_log, "out=_FusedElementwise(sub;leaky;bias_add;exp;max;out);"), ==,
+                  1);
+  g_assert_cmpint(count(fused_log, "mul="), ==, 0);
+  g_free(fused_log);
+  g_free(plain_log);
+  weft_tensor_unref(fused);
+  weft_tensor_unref(plain);
+  weft_tensor_unref(mid_f);
+  weft_tensor_unref(mid_p);
+  weft_graph_free(g);
+}
+
+/* A node with a control input, a node that is a control input, and a node with two consumers
+ * each end a chain. */
+static void test_control_edges_and_fanout(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t n = 50000;
+  weft_tensor_t *xt = ramp(1, &n, -3, 3);
+  weft_output_t x = weft_const(g, "x", xt, &st);
+  weft_tensor_unref(xt);
+  weft_output_t a = weft_unary(g, "Exp", "a", x, &st);
+  weft_output_t b = weft_unary(g, "Tanh", "b", a, &st); /* a control input of c */
+  OK(st);
+  weft_op_builder_t *ob = weft_op_new(g, "Relu", "c");
+  weft_op_add_input(ob, b);
+  weft_op_set_attr_type(ob, "T", WEFT_DT_FLOAT);
+  weft_op_add_control_input(ob, a.node);
+  weft_node_t *c = NULL;
+  OK(weft_op_finish(ob, &c));
+  weft_output_t d = weft_unary(g, "Square", "d", (weft_output_t){c, 0}, &st);
+  weft_output_t e = weft_unary(g, "Sqrt", "e", d, &st);
+  weft_output_t f = weft_binary(g, "AddV2", "f", e, d, &st); /* d has two consumers */
+  weft_output_t h = weft_unary(g, "Neg", "h", f, &st);
+  (void)h;
+  OK(st);
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_tensor_t *fused = run(g, true, "h", NULL, NULL, NULL, &fused_log);
+  weft_tensor_t *plain = run(g, false, "h", NULL, NULL, NULL, &plain_log);
+  assert_same_bits(fused, plain);
+  /* a is a control input: it stays; a -> b cannot fuse; c has a control input: it stays; c -> d
+   * would fuse but d feeds two nodes, so [c] alone and [d]; e -> f -> h fuse. */
+  g_assert_cmpint(count(fused_log, "a=Exp;"), ==, 1);
+  g_assert_cmpint(count(fused_log, "c=Relu;"), ==, 1);
+  g_assert_cmpint(count(fused_log, "d=Square;"), ==, 1);
+  g_assert_cmpint(count(fused_log, "h=_FusedElementwise(e;f;h);"), ==, 1);
+  g_assert_cmpint(count(fused_log, "e="), ==, 0);
+  g_free(fused_log);
+  g_free(plain_log);
+  weft_tensor_unref(fused);
+  weft_tensor_unref(plain);
+  weft_graph_free(g);
+}
+
+/* A graph exported after fused steps holds only the user's nodes. */
+static void test_export_unchanged(void) {
+  weft_graph_t *g = long_chain(16, 1024);
+  char *log = NULL;
+  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, &log);
+  g_assert_cmpint(count(log, "_FusedElementwise"), ==, 1);
+  size_t len = 0;
+  void *bytes = NULL;
+  OK(weft_graph_export_graphdef(g, &bytes, &len));
+  g_assert_null(g_strstr_len(bytes, (gssize)len, "_FusedElementwise"));
+  g_free(bytes);
+  g_free(log);
+  weft_tensor_unref(t);
+  weft_graph_free(g);
+}
+
+/* Below 16K elements a chain runs node by node, and each node keeps its own step stats. */
+static void test_small_not_fused(void) {
+  weft_graph_t *g = long_chain(3, 1000);
+  char *log = NULL;
+  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, &log);
+  g_assert_cmpint(count(log, "_FusedElementwise"), ==, 0);
+  g_assert_cmpint(count(log, "sigmoid=Sigmoid;"), ==, 1);
+  g_free(log);
+  weft_tensor_unref(t);
+  weft_graph_free(g);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/fusion/long_chain_bit_exact", test_long_chain);
+  g_test_add_func("/fusion/fetched_intermediate", test_fetched_intermediate);
+  g_test_add_func("/fusion/control_edges_and_fanout", test_control_edges_and_fanout);
+  g_test_add_func("/fusion/export_unchanged", test_export_unchanged);
+  g_test_add_func("/fusion/small_not_fused", test_small_not_fused);
+  return g_test_run();
+}
