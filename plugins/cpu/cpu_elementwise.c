@@ -1,8 +1,9 @@
 /* cpu_elementwise.c: unary elementwise kernels (Neg, Abs, Sqrt, Exp, Tanh, Sigmoid, Relu,
  * IsNan, LogicalNot, ...). Each op is a table row of per-dtype loops over contiguous memory;
  * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows
- * (float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu and Selu are the
- * hand-vectorised ones of cpu_vmath.h instead), and the driver splits them over the intra-op
+ * (float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu, Sqrt, Rsqrt,
+ * Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, Sin and Cos are the hand-vectorised ones
+ * of cpu_vmath.h instead), and the driver splits them over the intra-op
  * pool. */
 #include <stdlib.h>
 #include <string.h>
@@ -59,16 +60,16 @@ typedef void (*un_fn)(const void *x, void *y, int64_t n, double p);
 /* Softplus switches to x or exp(x) where log1p(exp(x)) adds nothing: log(epsilon) + 2. */
 #define SOFTPLUS_THRESHOLD(T) ((T)(sizeof(T) == 4 ? -13.942385 : -34.043653))
 
-UN_FLOAT(neg, -a)
+UN_DEF(neg_f64, double, double, double, -a)
 UN_SINT(neg, (T_)(0u - (U_)a))
-UN_FLOAT(abs, fabs(a))
+UN_DEF(abs_f64, double, double, double, fabs(a))
 UN_SINT(abs, a < 0 ? (T_)(0u - (U_)a) : a)
 UN_UINT(abs, a)
-UN_FLOAT(square, a * a)
+UN_DEF(square_f64, double, double, double, a * a)
 UN_SINT(square, (T_)((U_)a * (U_)a))
 UN_UINT(square, (T_)((U_)a * (U_)a))
-UN_FLOAT(sqrt, sqrt(a))
-UN_FLOAT(rsqrt, (T_)1 / sqrt(a))
+UN_DEF(sqrt_f64, double, double, double, sqrt(a))
+UN_DEF(rsqrt_f64, double, double, double, (T_)1 / sqrt(a))
 UN_DEF(exp_f64, double, double, double, exp(a))
 UN_DEF(log_f64, double, double, double, log(a))
 UN_DEF(log1p_f64, double, double, double, log1p(a))
@@ -76,13 +77,13 @@ UN_DEF(expm1_f64, double, double, double, expm1(a))
 UN_FLOAT(sign, a > 0 ? (T_)1 : (a < 0 ? (T_)-1 : a))
 UN_SINT(sign, (a > 0) - (a < 0))
 UN_UINT(sign, a > 0)
-UN_FLOAT(reciprocal, (T_)1 / a)
+UN_DEF(reciprocal_f64, double, double, double, (T_)1 / a)
 UN_FLOAT(floor, floor(a))
 UN_FLOAT(ceil, ceil(a))
 UN_FLOAT(round, rint(a)) /* the default rounding mode is half to even */
 UN_SINT(round, a)
-UN_FLOAT(sin, sin(a))
-UN_FLOAT(cos, cos(a))
+UN_DEF(sin_f64, double, double, double, sin(a))
+UN_DEF(cos_f64, double, double, double, cos(a))
 UN_FLOAT(tan, tan(a))
 UN_FLOAT(asin, asin(a))
 UN_FLOAT(acos, acos(a))
@@ -95,8 +96,8 @@ UN_FLOAT(atanh, atanh(a))
 UN_DEF(tanh_f64, double, double, double, tanh(a))
 UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
 
-/* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu and Selu: the vectorised
- * loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
+/* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu and the cheap ones
+ * (Sqrt ... Cos, cpu_vmath.h): the vectorised loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
  * (weft__cpu_register_elementwise); float16 and bfloat16 reach them through un_range's widened
  * blocks. float64 keeps libm's double precision. */
 static const weft_cpu_vmath_t *vm;
@@ -115,6 +116,17 @@ VM_F32(erf)
 VM_F32(softplus)
 VM_F32(elu)
 VM_F32(selu)
+VM_F32(sqrt)
+VM_F32(rsqrt)
+VM_F32(reciprocal)
+VM_F32(softsign)
+VM_F32(square)
+VM_F32(neg)
+VM_F32(abs)
+VM_F32(relu)
+VM_F32(relu6)
+VM_F32(sin)
+VM_F32(cos)
 
 UN_DEF(erf_f64, double, double, double, erf(a))
 UN_FLOAT(erfc, erfc(a))
@@ -123,10 +135,11 @@ UN_FLOAT_BOOL(isnan, isnan(a))
 UN_FLOAT_BOOL(isinf, isinf(a))
 UN_FLOAT_BOOL(isfinite, isfinite(a))
 /* NaN compares false, so these forward NaN like TensorFlow does. */
-UN_FLOAT(relu, a < 0 ? (T_)0 : a)
+UN_DEF(relu_f64, double, double, double, a < 0 ? (T_)0 : a)
 UN_SINT(relu, a < 0 ? (T_)0 : a)
 UN_UINT(relu, a)
-UN_FLOAT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
+UN_DEF(relu6_f64, double, double, double,
+       a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
 UN_SINT(relu6, a < 0 ? (T_)0 : (a > 6 ? (T_)6 : a))
 UN_UINT(relu6, a > 6 ? (T_)6 : a)
 UN_DEF(elu_f64, double, double, double, a < 0 ? expm1(a) : a)
@@ -136,7 +149,7 @@ UN_FLOAT(leaky_relu, a < 0 ? p * a : a)
 UN_DEF(softplus_f64, double, double, double, a > -SOFTPLUS_THRESHOLD(T_)
                        ? a
                        : (a < SOFTPLUS_THRESHOLD(T_) ? exp(a) : log1p(exp(a))))
-UN_FLOAT(softsign, a / ((T_)1 + fabs(a)))
+UN_DEF(softsign_f64, double, double, double, a / ((T_)1 + fabs(a)))
 UN_DEF(logical_not_b, uint8_t, uint8_t, uint8_t, a == 0)
 
 typedef struct un_op {
@@ -270,7 +283,8 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   free(warning);
   (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
                         "float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, "
-                        "Selu: %s code",
+                        "Selu, Sqrt, Rsqrt, Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, "
+                        "Sin, Cos: %s code",
                         weft__cpu_isa_name(isa));
   vm = weft__cpu_vmath_for(isa);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {

@@ -247,6 +247,79 @@ VM_INLINE vf vselu(vf x) {
   return vsel(x < 0.0f, scale_alpha * vexpm1(x), scale * x);
 }
 
+/* sqrt per lane: no vector-extension operator for it, so a lane loop, which gcc turns into the
+ * level's sqrtps (the file is built with -fno-math-errno). Exact (correctly rounded). */
+VM_INLINE vf vsqrt(vf x) {
+  vf r;
+  for (int i = 0; i < VM_WIDTH; i++) r[i] = __builtin_sqrtf(x[i]);
+  return r;
+}
+/* 1 / sqrt(x) as the scalar kernel writes it (two roundings: under 1 ulp); rsqrt(+-0) = +-inf,
+ * rsqrt(inf) = 0, negative x NaN. */
+VM_INLINE vf vrsqrt(vf x) { return 1.0f / vsqrt(x); }
+VM_INLINE vf vreciprocal(vf x) { return 1.0f / x; }
+/* x / (1 + |x|), TensorFlow's Softsign; +-inf give NaN there too (inf / inf). */
+VM_INLINE vf vsoftsign(vf x) { return x / (1.0f + vabs(x)); }
+VM_INLINE vf vsquare(vf x) { return x * x; }
+VM_INLINE vf vneg(vf x) { return (vf)((vu)x ^ 0x80000000u); }
+/* Relu and Relu6 as TensorFlow's: NaN compares false and passes through. */
+VM_INLINE vf vrelu(vf x) { return vsel(x < 0.0f, vsplat(0.0f), x); }
+VM_INLINE vf vrelu6(vf x) { return vsel(x < 0.0f, vsplat(0.0f), vsel(x > 6.0f, vsplat(6.0f), x)); }
+
+/* Where the sin/cos reduction below stops being exact enough: lanes with |x| beyond go to libm
+ * one by one (their reduction needs pi to many more bits: Payne-Hanek). */
+#define VM_TRIG_MAX 65536.0f
+
+typedef double vd __attribute__((vector_size(VM_WIDTH * 8)));
+
+/* sin x (cos_shift 0) or cos x = sin(x + pi/2) (cos_shift 1). x = n pi/2 + r with n =
+ * round(x 2/pi), |r| <= pi/4 (and a hair). r is computed in double from pi/2 in two parts, the
+ * first with 33 significant bits so that n times it is exact for |n| < 2^20: where x is close
+ * to a multiple of pi/2 (sin x tiny at large x), a float reduction would lose most of r's bits
+ * to cancellation, this one keeps r to about 2^-70 absolute. Then, in float, sin r or cos r by
+ * their Taylor series (sin to r^9: r + r^3 P(r^2), next term under 2^-28 relative; cos to r^10),
+ * chosen and signed by the quadrant (n + cos_shift) mod 4. sin(+-0) = +-0; inf and NaN give
+ * NaN. Lanes with |x| > VM_TRIG_MAX (inf included) are recomputed with libm's sinf/cosf. */
+VM_INLINE vf vsincos(vf x, uint32_t cos_shift) {
+  const float two_over_pi = 0.636619772367581343f;
+  const float round_magic = 12582912.0f;
+  const double pio2_1 = 0x1.921fb544p+0;          /* 33 significant bits */
+  const double pio2_2 = 0x1.0b4611a626331p-34;    /* pi/2 - pio2_1, to 2^-87 */
+  vf j = x * two_over_pi + round_magic;
+  vf n = j - round_magic;
+  vu q = ((vu)j + cos_shift) & 3u;
+  vd nd = __builtin_convertvector(n, vd);
+  vd rd = __builtin_convertvector(x, vd) - nd * pio2_1;
+  rd = rd - nd * pio2_2;
+  vf r = __builtin_convertvector(rd, vf);
+  vf z = r * r;
+  vf ps = vsplat(1.0f / 362880);
+  ps = ps * z - 1.0f / 5040;
+  ps = ps * z + 1.0f / 120;
+  ps = ps * z - 1.0f / 6;
+  vf s = r + r * (z * ps);
+  vf pc = vsplat(-1.0f / 3628800);
+  pc = pc * z + 1.0f / 40320;
+  pc = pc * z - 1.0f / 720;
+  pc = pc * z + 1.0f / 24;
+  pc = pc * z - 0.5f;
+  vf c = 1.0f + z * pc;
+  vf y = vsel((vi)((q & 1u) != 0u), c, s);
+  y = (vf)((vu)y ^ ((q & 2u) << 30));
+  /* r + r (z P) gives +0 for r = -0 (its product term is +0). */
+  if (cos_shift == 0) y = vsel(x == 0.0f, x, y);
+  vi big = vabs(x) > VM_TRIG_MAX;
+  uint32_t any = 0;
+  for (int i = 0; i < VM_WIDTH; i++) any |= (uint32_t)big[i];
+  if (__builtin_expect(any != 0, 0)) {
+    for (int i = 0; i < VM_WIDTH; i++)
+      if (big[i]) y[i] = cos_shift ? __builtin_cosf(x[i]) : __builtin_sinf(x[i]);
+  }
+  return y;
+}
+VM_INLINE vf vsin(vf x) { return vsincos(x, 0); }
+VM_INLINE vf vcos(vf x) { return vsincos(x, 1); }
+
 /* One loop per function: whole vectors, then the tail through a zero-padded vector (a few
  * lanes of wasted work instead of a scalar copy of each function). */
 #define VM_LOOP(f)                                                        \
@@ -276,7 +349,21 @@ VM_LOOP(erf)
 VM_LOOP(softplus)
 VM_LOOP(elu)
 VM_LOOP(selu)
+VM_LOOP(sqrt)
+VM_LOOP(rsqrt)
+VM_LOOP(reciprocal)
+VM_LOOP(softsign)
+VM_LOOP(square)
+VM_LOOP(neg)
+VM_LOOP(relu)
+VM_LOOP(relu6)
+VM_LOOP(sin)
+VM_LOOP(cos)
+VM_LOOP(abs)
 
 const weft_cpu_vmath_t VM_CAT(weft__cpu_vmath_, VM_SUFFIX) = {
     VM_NAME(exp),   VM_NAME(log),  VM_NAME(tanh),     VM_NAME(sigmoid), VM_NAME(expm1),
-    VM_NAME(log1p), VM_NAME(erf),  VM_NAME(softplus), VM_NAME(elu),     VM_NAME(selu)};
+    VM_NAME(log1p), VM_NAME(erf),  VM_NAME(softplus), VM_NAME(elu),     VM_NAME(selu),
+    VM_NAME(sqrt),  VM_NAME(rsqrt), VM_NAME(reciprocal), VM_NAME(softsign), VM_NAME(square),
+    VM_NAME(neg),   VM_NAME(relu), VM_NAME(relu6),    VM_NAME(sin),     VM_NAME(cos),
+    VM_NAME(abs)};
