@@ -132,7 +132,7 @@ typedef struct loop_args {
 
 enum {
   LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH, LOOP_ERF,
-  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5
+  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5, LOOP_SIN
 };
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
@@ -171,6 +171,9 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
         float e = expf(x[k]);
         o[k] = x[k] > 13.942385f ? x[k] : (x[k] < -13.942385f ? e : log1pf(e));
       }
+      break;
+    case LOOP_SIN:
+      for (int64_t k = begin; k < end; k++) o[k] = sinf(x[k]);
       break;
     case LOOP_CHAIN5:
       /* bench_chain5's ops in one pass, glibc's float functions. */
@@ -719,6 +722,7 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_elementwise(o, r, "Tanh", "Tanh", LOOP_TANH, false);
   bench_elementwise(o, r, "Erf", "Erf", LOOP_ERF, false);
   bench_elementwise(o, r, "Softplus", "Softplus", LOOP_SOFTPLUS, false);
+  bench_elementwise(o, r, "Sin", "Sin", LOOP_SIN, false);
   bench_chain5(o, r);
   bench_reduction(o, r, "Sum", 1);
   bench_reduction(o, r, "Sum", 0);
