@@ -32,10 +32,11 @@ static weft_tensor_t *ramp(int rank, const int64_t *dims, float lo, float hi) {
   return t;
 }
 
-/* Runs `fetch` (and `extra`, when not NULL) once; *ops gets "node=op;" for every node that ran,
+/* Runs `fetch` (and `extra`, when not NULL) once, feeding `feed` (when not NULL) as `feed_name`; *ops gets "node=op;" for every node that ran,
  * in a string the caller g_free()s. */
 static weft_tensor_t *run(weft_graph_t *g, bool fuse, const char *fetch, const char *extra,
-                          const char *target, weft_tensor_t **extra_out, char **ops) {
+                          const char *feed_name, weft_tensor_t *feed, weft_tensor_t **extra_out,
+                          char **ops) {
   if (fuse) g_unsetenv("WEFT_NO_FUSION");
   else g_setenv("WEFT_NO_FUSION", "1", TRUE);
   weft_status_t *st = NULL;
@@ -46,8 +47,8 @@ static weft_tensor_t *run(weft_graph_t *g, bool fuse, const char *fetch, const c
   const char *fetches[2] = {fetch, extra};
   weft_tensor_t *outs[2] = {NULL, NULL};
   weft_run_metadata_t *meta = NULL;
-  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, fetches, outs, extra ? 2 : 1,
-                                   target ? &target : NULL, target ? 1 : 0, &meta));
+  OK(weft_session_run_with_options(s, ro, &feed_name, &feed, feed ? 1 : 0, fetches, outs,
+                                   extra ? 2 : 1, NULL, 0, &meta));
   GString *log = g_string_new(NULL);
   for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
     const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
@@ -124,8 +125,8 @@ static void test_long_chain(void) {
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
     weft_graph_t *g = long_chain(shapes[s][0], shapes[s][1]);
     char *fused_log = NULL, *plain_log = NULL;
-    weft_tensor_t *fused = run(g, true, "out", NULL, NULL, NULL, &fused_log);
-    weft_tensor_t *plain = run(g, false, "out", NULL, NULL, NULL, &plain_log);
+    weft_tensor_t *fused = run(g, true, "out", NULL, NULL, NULL, NULL, &fused_log);
+    weft_tensor_t *plain = run(g, false, "out", NULL, NULL, NULL, NULL, &plain_log);
     assert_same_bits(fused, plain);
     /* The ten ops ran as one node named after the last, and not one by one. */
     g_assert_cmpint(
@@ -164,8 +165,8 @@ static void test_fetched_intermediate(void) {
   weft_graph_t *g = long_chain(40, 1000);
   char *fused_log = NULL, *plain_log = NULL;
   weft_tensor_t *mid_f = NULL, *mid_p = NULL;
-  weft_tensor_t *fused = run(g, true, "out", "tanh", NULL, &mid_f, &fused_log);
-  weft_tensor_t *plain = run(g, false, "out", "tanh", NULL, &mid_p, &plain_log);
+  weft_tensor_t *fused = run(g, true, "out", "tanh", NULL, NULL, &mid_f, &fused_log);
+  weft_tensor_t *plain = run(g, false, "out", "tanh", NULL, NULL, &mid_p, &plain_log);
   assert_same_bits(fused, plain);
   assert_same_bits(mid_f, mid_p);
   g_assert_cmpint(count(fused_log, "tanh=_FusedElementwise(neg;sigmoid;mul;tanh);"), ==, 1);
@@ -206,8 +207,8 @@ static void test_control_edges_and_fanout(void) {
   (void)h;
   OK(st);
   char *fused_log = NULL, *plain_log = NULL;
-  weft_tensor_t *fused = run(g, true, "h", NULL, NULL, NULL, &fused_log);
-  weft_tensor_t *plain = run(g, false, "h", NULL, NULL, NULL, &plain_log);
+  weft_tensor_t *fused = run(g, true, "h", NULL, NULL, NULL, NULL, &fused_log);
+  weft_tensor_t *plain = run(g, false, "h", NULL, NULL, NULL, NULL, &plain_log);
   assert_same_bits(fused, plain);
   /* a is a control input: it stays; a -> b cannot fuse; c has a control input: it stays; c -> d
    * would fuse but d feeds two nodes, so [c] alone and [d]; e -> f -> h fuse. */
@@ -227,7 +228,7 @@ static void test_control_edges_and_fanout(void) {
 static void test_export_unchanged(void) {
   weft_graph_t *g = long_chain(16, 1024);
   char *log = NULL;
-  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, &log);
+  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, NULL, &log);
   g_assert_cmpint(count(log, "_FusedElementwise"), ==, 1);
   size_t len = 0;
   void *bytes = NULL;
@@ -240,10 +241,32 @@ static void test_export_unchanged(void) {
 }
 
 /* Below 16K elements a chain runs node by node, and each node keeps its own step stats. */
+/* A fed intermediate cuts the chain: what feeds it does not run, and the rest starts from the
+ * fed value. */
+static void test_fed_intermediate(void) {
+  weft_graph_t *g = long_chain(40, 1000);
+  int64_t dims[2] = {40, 1000};
+  weft_tensor_t *feed = ramp(2, dims, -2, 2);
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_tensor_t *fused = run(g, true, "out", NULL, "tanh", feed, NULL, &fused_log);
+  weft_tensor_t *plain = run(g, false, "out", NULL, "tanh", feed, NULL, &plain_log);
+  assert_same_bits(fused, plain);
+  g_assert_cmpint(count(fused_log, "out=_FusedElementwise(sub;leaky;bias_add;exp;max;out);"), ==,
+                  1);
+  g_assert_cmpint(count(fused_log, "tanh="), ==, 0);
+  g_assert_cmpint(count(fused_log, "neg="), ==, 0);
+  g_free(fused_log);
+  g_free(plain_log);
+  weft_tensor_unref(fused);
+  weft_tensor_unref(plain);
+  weft_tensor_unref(feed);
+  weft_graph_free(g);
+}
+
 static void test_small_not_fused(void) {
   weft_graph_t *g = long_chain(3, 1000);
   char *log = NULL;
-  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, &log);
+  weft_tensor_t *t = run(g, true, "out", NULL, NULL, NULL, NULL, &log);
   g_assert_cmpint(count(log, "_FusedElementwise"), ==, 0);
   g_assert_cmpint(count(log, "sigmoid=Sigmoid;"), ==, 1);
   g_free(log);
@@ -257,6 +280,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fusion/fetched_intermediate", test_fetched_intermediate);
   g_test_add_func("/fusion/control_edges_and_fanout", test_control_edges_and_fanout);
   g_test_add_func("/fusion/export_unchanged", test_export_unchanged);
+  g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);
   g_test_add_func("/fusion/small_not_fused", test_small_not_fused);
   return g_test_run();
 }
