@@ -240,6 +240,35 @@ static void test_export_unchanged(void) {
   weft_graph_free(g);
 }
 
+/* MatMul -> BiasAdd -> Relu: the bias and the activation run as one pass over the product. */
+static void test_matmul_bias_relu(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t ad[2] = {256, 64}, bd[2] = {64, 128}, cols = 128;
+  weft_tensor_t *at = ramp(2, ad, -1, 1), *bt = ramp(2, bd, 1, -1), *ct = ramp(1, &cols, -3, 3);
+  weft_output_t a = weft_const(g, "a", at, &st);
+  weft_output_t b = weft_const(g, "b", bt, &st);
+  weft_output_t c = weft_const(g, "c", ct, &st);
+  weft_output_t m = weft_matmul(g, "m", a, b, false, false, &st);
+  weft_output_t v = weft_binary(g, "BiasAdd", "bias", m, c, &st);
+  v = weft_unary(g, "Relu", "relu", v, &st);
+  OK(st);
+  weft_tensor_unref(at);
+  weft_tensor_unref(bt);
+  weft_tensor_unref(ct);
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_tensor_t *fused = run(g, true, "relu", NULL, NULL, NULL, NULL, &fused_log);
+  weft_tensor_t *plain = run(g, false, "relu", NULL, NULL, NULL, NULL, &plain_log);
+  assert_same_bits(fused, plain);
+  g_assert_cmpint(count(fused_log, "relu=_FusedElementwise(bias;relu);"), ==, 1);
+  g_assert_cmpint(count(fused_log, "m=MatMul;"), ==, 1);
+  g_free(fused_log);
+  g_free(plain_log);
+  weft_tensor_unref(fused);
+  weft_tensor_unref(plain);
+  weft_graph_free(g);
+}
+
 /* Below 16K elements a chain runs node by node, and each node keeps its own step stats. */
 /* A fed intermediate cuts the chain: what feeds it does not run, and the rest starts from the
  * fed value. */
@@ -281,6 +310,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fusion/control_edges_and_fanout", test_control_edges_and_fanout);
   g_test_add_func("/fusion/export_unchanged", test_export_unchanged);
   g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);
+  g_test_add_func("/fusion/matmul_bias_relu", test_matmul_bias_relu);
   g_test_add_func("/fusion/small_not_fused", test_small_not_fused);
   return g_test_run();
 }
