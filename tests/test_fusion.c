@@ -32,8 +32,8 @@ static weft_tensor_t *ramp(int rank, const int64_t *dims, float lo, float hi) {
   return t;
 }
 
-/* Runs `fetch` (and `extra`, when not NULL) once, feeding `feed` (when not NULL) as `feed_name`; *ops gets "node=op;" for every node that ran,
- * in a string the caller g_free()s. */
+/* Runs `fetch` (and `extra`, when not NULL) once, feeding `feed` (when not NULL) as
+ * `feed_name`; *ops gets "node=op;" for every node that ran, in a string the caller g_free()s. */
 static weft_tensor_t *run(weft_graph_t *g, bool fuse, const char *fetch, const char *extra,
                           const char *feed_name, weft_tensor_t *feed, weft_tensor_t **extra_out,
                           char **ops) {

@@ -96,8 +96,8 @@ UN_FLOAT(atanh, atanh(a))
 UN_DEF(tanh_f64, double, double, double, tanh(a))
 UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
 
-/* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu and the cheap ones
- * (Sqrt ... Cos, cpu_vmath.h): the vectorised loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
+/* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu and Sqrt ... Cos:
+ * the vectorised loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
  * (weft__cpu_register_elementwise); float16 and bfloat16 reach them through un_range's widened
  * blocks. float64 keeps libm's double precision. */
 static const weft_cpu_vmath_t *vm;
