@@ -2,8 +2,8 @@
  * IsNan, LogicalNot, ...). Each op is a table row of per-dtype loops over contiguous memory;
  * the loops are plain restrict-pointer loops that gcc -O2 vectorises where the math allows
  * (float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu, Sqrt, Rsqrt,
- * Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, Sin and Cos are the hand-vectorised ones
- * of cpu_vmath.h instead), and the driver splits them over the intra-op
+ * Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, Sin, Cos and Erfc are the
+ * hand-vectorised ones of cpu_vmath.h instead), and the driver splits them over the intra-op
  * pool. */
 #include <stdlib.h>
 #include <string.h>
@@ -127,9 +127,10 @@ VM_F32(relu)
 VM_F32(relu6)
 VM_F32(sin)
 VM_F32(cos)
+VM_F32(erfc)
 
 UN_DEF(erf_f64, double, double, double, erf(a))
-UN_FLOAT(erfc, erfc(a))
+UN_DEF(erfc_f64, double, double, double, erfc(a))
 UN_FLOAT(lgamma, lgamma(a))
 UN_FLOAT_BOOL(isnan, isnan(a))
 UN_FLOAT_BOOL(isinf, isinf(a))
@@ -284,7 +285,7 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
                         "float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, "
                         "Selu, Sqrt, Rsqrt, Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, "
-                        "Sin, Cos: %s code",
+                        "Sin, Cos, Erfc: %s code",
                         weft__cpu_isa_name(isa));
   vm = weft__cpu_vmath_for(isa);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {

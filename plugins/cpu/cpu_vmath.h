@@ -1,6 +1,6 @@
 /* cpu_vmath.h: the CPU plugin's vectorised float32 math (Exp, Log, Tanh, Sigmoid, Expm1, Log1p,
  * Erf, Softplus, Elu, Selu, Sqrt, Rsqrt, Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6,
- * Sin, Cos) and the run-time choice among its builds for each instruction set
+ * Sin, Cos, Erfc) and the run-time choice among its builds for each instruction set
  * level: baseline x86-64 (SSE2), AVX2+FMA and AVX-512F. Each level is the same source
  * (cpu_vmath_impl.h) compiled in its own file with its own -m flags, so the plugin as a whole
  * still runs on any x86-64; a level's functions are only called once __builtin_cpu_supports
@@ -25,6 +25,7 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn exp, log, tanh, sigmoid;
   weft_cpu_vm_fn expm1, log1p, erf, softplus, elu, selu;
   weft_cpu_vm_fn sqrt, rsqrt, reciprocal, softsign, square, neg, relu, relu6, sin, cos, abs;
+  weft_cpu_vm_fn erfc;
 } weft_cpu_vmath_t;
 
 extern const weft_cpu_vmath_t weft__cpu_vmath_baseline;
