@@ -120,6 +120,22 @@ static int count(const char *log, const char *what) {
   return n;
 }
 
+/* Runs `fetch` fused and unfused (feeding `feed` as `feed_name` when it is not NULL), asserts the
+ * two results are the same bits and that the unfused step fused nothing, and returns the fused
+ * step's "node=op;" log, which the caller g_free()s. */
+static char *run_both(weft_graph_t *g, const char *fetch, const char *feed_name,
+                      weft_tensor_t *feed) {
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_tensor_t *fused = run(g, true, fetch, NULL, feed_name, feed, NULL, &fused_log);
+  weft_tensor_t *plain = run(g, false, fetch, NULL, feed_name, feed, NULL, &plain_log);
+  assert_same_bits(fused, plain);
+  g_assert_cmpint(count(plain_log, "_FusedElementwise"), ==, 0);
+  g_free(plain_log);
+  weft_tensor_unref(fused);
+  weft_tensor_unref(plain);
+  return fused_log;
+}
+
 static void test_long_chain(void) {
   int64_t shapes[][2] = {{8, 2048}, {3, 6007}, {517, 2049}};
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
@@ -206,10 +222,7 @@ static void test_control_edges_and_fanout(void) {
   weft_output_t h = weft_unary(g, "Neg", "h", f, &st);
   (void)h;
   OK(st);
-  char *fused_log = NULL, *plain_log = NULL;
-  weft_tensor_t *fused = run(g, true, "h", NULL, NULL, NULL, NULL, &fused_log);
-  weft_tensor_t *plain = run(g, false, "h", NULL, NULL, NULL, NULL, &plain_log);
-  assert_same_bits(fused, plain);
+  char *fused_log = run_both(g, "h", NULL, NULL);
   /* a is a control input: it stays; a -> b cannot fuse; c has a control input: it stays; c -> d
    * would fuse but d feeds two nodes, so [c] alone and [d]; e -> f -> h fuse. */
   g_assert_cmpint(count(fused_log, "a=Exp;"), ==, 1);
@@ -218,9 +231,6 @@ static void test_control_edges_and_fanout(void) {
   g_assert_cmpint(count(fused_log, "h=_FusedElementwise(e;f;h);"), ==, 1);
   g_assert_cmpint(count(fused_log, "e="), ==, 0);
   g_free(fused_log);
-  g_free(plain_log);
-  weft_tensor_unref(fused);
-  weft_tensor_unref(plain);
   weft_graph_free(g);
 }
 
@@ -256,42 +266,30 @@ static void test_matmul_bias_relu(void) {
   weft_tensor_unref(at);
   weft_tensor_unref(bt);
   weft_tensor_unref(ct);
-  char *fused_log = NULL, *plain_log = NULL;
-  weft_tensor_t *fused = run(g, true, "relu", NULL, NULL, NULL, NULL, &fused_log);
-  weft_tensor_t *plain = run(g, false, "relu", NULL, NULL, NULL, NULL, &plain_log);
-  assert_same_bits(fused, plain);
+  char *fused_log = run_both(g, "relu", NULL, NULL);
   g_assert_cmpint(count(fused_log, "relu=_FusedElementwise(bias;relu);"), ==, 1);
   g_assert_cmpint(count(fused_log, "m=MatMul;"), ==, 1);
   g_free(fused_log);
-  g_free(plain_log);
-  weft_tensor_unref(fused);
-  weft_tensor_unref(plain);
   weft_graph_free(g);
 }
 
-/* Below 16K elements a chain runs node by node, and each node keeps its own step stats. */
 /* A fed intermediate cuts the chain: what feeds it does not run, and the rest starts from the
  * fed value. */
 static void test_fed_intermediate(void) {
   weft_graph_t *g = long_chain(40, 1000);
   int64_t dims[2] = {40, 1000};
   weft_tensor_t *feed = ramp(2, dims, -2, 2);
-  char *fused_log = NULL, *plain_log = NULL;
-  weft_tensor_t *fused = run(g, true, "out", NULL, "tanh", feed, NULL, &fused_log);
-  weft_tensor_t *plain = run(g, false, "out", NULL, "tanh", feed, NULL, &plain_log);
-  assert_same_bits(fused, plain);
+  char *fused_log = run_both(g, "out", "tanh", feed);
   g_assert_cmpint(count(fused_log, "out=_FusedElementwise(sub;leaky;bias_add;exp;max;out);"), ==,
                   1);
   g_assert_cmpint(count(fused_log, "tanh="), ==, 0);
   g_assert_cmpint(count(fused_log, "neg="), ==, 0);
   g_free(fused_log);
-  g_free(plain_log);
-  weft_tensor_unref(fused);
-  weft_tensor_unref(plain);
   weft_tensor_unref(feed);
   weft_graph_free(g);
 }
 
+/* Below 16K elements a chain runs node by node, and each node keeps its own step stats. */
 static void test_small_not_fused(void) {
   weft_graph_t *g = long_chain(3, 1000);
   char *log = NULL;
