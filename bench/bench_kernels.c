@@ -414,7 +414,7 @@ static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
   if (!st) {
     float *out = g_new(float, n);
     loop_args_t a = {weft_tensor_data(in), NULL, out, 1, n, LOOP_CHAIN5};
-    bench_measure_pair(o, run_op_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
+    bench_measure_pair(o, bench_run_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
     g_free(out);
   }
   if (st) {
@@ -576,7 +576,7 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   if (!st) {
     j.cols = g_new(float, (size_t)(j.oh * j.ow * s->kh * s->kw * s->c));
     j.y = g_new(float, (size_t)(j.oh * j.ow * oc));
-    bench_measure_pair(o, run_op_case, &c, run_conv_base, &j, flops, true, &weft, &base, &st);
+    bench_measure_pair(o, bench_run_case, &c, run_conv_base, &j, flops, true, &weft, &base, &st);
     g_free(j.cols);
     g_free(j.y);
   }
@@ -685,7 +685,7 @@ static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch
   for (int l = 0; l < 3; l++) flops += 2.0 * (double)batch * mlp_sizes[l] * mlp_sizes[l + 1];
   bench_stats_t weft = {0}, base = {0};
   if (!st) m.sgemm = openblas_sgemm(&m.set_threads, &st);
-  if (!st) bench_measure_pair(o, run_op_case, &c, run_mlp_base, &m, flops * 1e-9, true, &weft,
+  if (!st) bench_measure_pair(o, bench_run_case, &c, run_mlp_base, &m, flops * 1e-9, true, &weft,
                               &base, &st);
   char *params = g_strdup_printf("batch=%" G_GINT64_FORMAT " layers=784-512-512-10 "
                                  "MatMul+BiasAdd+Relu dtype=float32 device=%s", batch, o->device);
