@@ -37,7 +37,9 @@ typedef struct flags {
   char *ps_hosts, *worker_hosts, *job_name, *model, *optimizer, *checkpoint_dir, *progress;
   char *device; /* device type for every node, or NULL: the placer's choice */
   char *bind;   /* the address this task's server listens on, or NULL: loopback */
-  int task_index;
+  char *cluster_from; /* NULL, "slurm" or "tf_config" */
+  int ps_tasks, port_base; /* --cluster-from slurm: ps tasks of the step, a node's first port */
+  int task_index; /* -1 until given or resolved */
   gint64 train_steps;
   int batch_size;
   double learning_rate;
@@ -615,7 +617,62 @@ static int run_ps(const flags_t *f, weft_cluster_spec_t *spec) {
   return 0;
 }
 
+static int train_checked(flags_t *f, weft_cluster_spec_t *resolved);
+
+/* The cluster spec from a scheduler (--cluster-from), or from TF_CONFIG when no host flags
+ * are given; this task's job and index from it where the flags leave them out. *spec stays
+ * NULL when the host flags give the cluster. */
+static weft_status_t *resolve_cluster(flags_t *f, weft_cluster_spec_t **spec) {
+  *spec = NULL;
+  char *job = NULL;
+  int task = -1;
+  weft_status_t *st = NULL;
+  const char *tf_config = g_getenv("TF_CONFIG");
+  bool slurm = f->cluster_from && strcmp(f->cluster_from, "slurm") == 0;
+  if (slurm) {
+    if (f->ps_hosts || f->worker_hosts || f->job_name || f->task_index >= 0)
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "--cluster-from slurm takes the cluster and this task from Slurm: "
+                             "it goes without --ps_hosts, --worker_hosts, --job_name and "
+                             "--task_index");
+    st = weft_cluster_spec_from_slurm(NULL, NULL, f->ps_tasks, f->port_base, spec, &job, &task);
+  } else if (f->cluster_from || (!f->ps_hosts && !f->worker_hosts && tf_config && *tf_config)) {
+    if (!tf_config || !*tf_config)
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "--cluster-from tf_config: the TF_CONFIG environment variable is "
+                             "not set");
+    st = weft_cluster_spec_from_tf_config(tf_config, spec, &job, &task);
+  }
+  if (!st && job && !f->job_name) {
+    f->job_name = g_strdup(job);
+    if (f->task_index < 0) f->task_index = task;
+  }
+  weft_free(job);
+  return st;
+}
+
 static int train_main(flags_t *f) {
+  if (f->cluster_from && strcmp(f->cluster_from, "slurm") != 0 &&
+      strcmp(f->cluster_from, "tf_config") != 0)
+    return usage("--cluster-from must be 'slurm' or 'tf_config'");
+  if ((f->ps_tasks != 1 || f->port_base != 2222) &&
+      !(f->cluster_from && strcmp(f->cluster_from, "slurm") == 0))
+    return usage("--ps and --port-base go with --cluster-from slurm");
+  if (f->local && f->cluster_from) return usage("--local goes without --cluster-from");
+  if (f->task_index < -1) return usage("--task_index must be 0 or more");
+  weft_cluster_spec_t *resolved = NULL;
+  if (!f->local) {
+    weft_status_t *st = resolve_cluster(f, &resolved);
+    if (st) return fail(EXIT_USAGE, st, "the cluster");
+  }
+  if (f->task_index < 0) f->task_index = 0;
+  int code = train_checked(f, resolved);
+  weft_cluster_spec_free(resolved);
+  return code;
+}
+
+/* `resolved` (may be NULL) stays the caller's. */
+static int train_checked(flags_t *f, weft_cluster_spec_t *resolved) {
   if (f->local && (f->ps_hosts || f->worker_hosts || f->job_name || f->sync_replicas))
     return usage("--local trains in this process: it takes no cluster, --job_name or --sync_replicas");
   if (!f->local && !f->job_name) return usage("--job_name is required (ps or worker)");
@@ -642,13 +699,15 @@ static int train_main(flags_t *f) {
   }
   weft_cluster_spec_t *spec = NULL;
   weft_status_t *st = NULL;
-  const char *tf_config = g_getenv("TF_CONFIG");
-  if (f->ps_hosts || f->worker_hosts) {
+  if (resolved) {
+    char *text = weft_cluster_spec_to_string(resolved);
+    st = weft_cluster_spec_parse(text, &spec);
+    weft_free(text);
+  } else if (f->ps_hosts || f->worker_hosts) {
     st = weft_cluster_spec_from_hosts(f->ps_hosts, f->worker_hosts, &spec);
-  } else if (tf_config && *tf_config) {
-    st = weft_cluster_spec_from_tf_config(tf_config, &spec, NULL, NULL);
   } else {
-    return usage("no cluster: give --ps_hosts and --worker_hosts (or TF_CONFIG)");
+    return usage("no cluster: give --ps_hosts and --worker_hosts (or TF_CONFIG, or "
+                 "--cluster-from slurm)");
   }
   if (!st) st = weft_cluster_spec_check_task(spec, f->job_name, f->task_index);
   if (!st && weft_cluster_spec_num_tasks(spec, "ps") == 0)
@@ -672,7 +731,7 @@ static int train_main(flags_t *f) {
 }
 
 int main(int argc, char **argv) {
-  flags_t f = {.task_index = 0, .train_steps = 1000, .batch_size = 0, .learning_rate = 0,
+  flags_t f = {.task_index = -1, .ps_tasks = 1, .port_base = 2222, .train_steps = 1000, .batch_size = 0, .learning_rate = 0,
                .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000,
                .recovery_timeout_secs = 300, .seed = 1};
   gboolean show_version = FALSE, show_help = FALSE;
@@ -683,6 +742,15 @@ int main(int argc, char **argv) {
       {"job_name", 0, 0, G_OPTION_ARG_STRING, &f.job_name, "ps or worker", "JOB"},
       {"task_index", 0, 0, G_OPTION_ARG_INT, &f.task_index, "this task's index in its job (0)",
        "N"},
+      {"cluster-from", 0, 0, G_OPTION_ARG_STRING, &f.cluster_from,
+       "the cluster and this task from a scheduler: 'slurm' (srun's environment) or "
+       "'tf_config' (the TF_CONFIG variable, as Kubeflow's TFJob sets it)", "SOURCE"},
+      {"ps", 0, 0, G_OPTION_ARG_INT, &f.ps_tasks,
+       "with --cluster-from slurm: how many of the step's tasks are ps (1); the rest are "
+       "workers", "N"},
+      {"port-base", 0, 0, G_OPTION_ARG_INT, &f.port_base,
+       "with --cluster-from slurm: the port of a node's first task; its next tasks take the "
+       "next ports (2222)", "PORT"},
       {"model", 0, 0, G_OPTION_ARG_STRING, &f.model, "linear (default) or mlp", "MODEL"},
       {"train_steps", 0, 0, G_OPTION_ARG_INT64, &f.train_steps,
        "stop at this global step (1000)", "N"},
@@ -741,6 +809,7 @@ int main(int argc, char **argv) {
       "  weft-train --local --model linear --train_steps 200\n"
       "  weft-train --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name ps\n"
       "  weft-train --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name worker\n"
+      "  srun -n 3 weft-train --cluster-from slurm --ps 1 --bind 0.0.0.0\n"
       "\n"
       "Exit status: 0 done, 1 training or serving failed, 2 a usage error.\n"
       "See docs/training.md.\n");
@@ -784,5 +853,6 @@ int main(int argc, char **argv) {
   g_free(f.progress);
   g_free(f.device);
   g_free(f.bind);
+  g_free(f.cluster_from);
   return code;
 }

@@ -1,7 +1,8 @@
 /* weftd: the server of one task of a Weft cluster (TensorFlow's tf.train.Server as a program).
- * Which cluster and which task come from, in order of precedence: --cluster, TensorFlow's
- * example-trainer flags (--ps_hosts, --worker_hosts), or the TF_CONFIG environment variable;
- * --job_name and --task_index override TF_CONFIG's task. --local starts TensorFlow's
+ * Which cluster and which task come from, in order of precedence: --cluster-from slurm (the
+ * environment srun gives each task: weft_cluster_spec_from_slurm), --cluster, TensorFlow's
+ * example-trainer flags (--ps_hosts, --worker_hosts), or the TF_CONFIG environment variable
+ * (--cluster-from tf_config insists on it); --job_name and --task_index override TF_CONFIG's task. --local starts TensorFlow's
  * create_local_server instead (job "local", one task). Once serving it prints exactly
  * "Started server with target: grpc://HOST:PORT" on stdout; SIGINT or SIGTERM stop it cleanly
  * (exit 0). Exit status 2 for a command line or cluster spec that does not make sense, 1 when
@@ -44,6 +45,8 @@ static int usage(const char *message) {
 typedef struct flags {
   char *cluster, *ps_hosts, *worker_hosts, *job_name, *bind;
   char *tls_cert, *tls_key, *tls_ca, *auth_token_file;
+  char *cluster_from; /* NULL, "slurm" or "tf_config" */
+  int ps_tasks, port_base;
   int task_index;
   gboolean local;
   int port;
@@ -64,7 +67,21 @@ static weft_status_t *resolve_task(const flags_t *f, weft_cluster_spec_t **spec,
   char *config_job = NULL;
   int config_task = -1;
   const char *tf_config = g_getenv("TF_CONFIG");
-  if (f->cluster) {
+  if (f->cluster_from && strcmp(f->cluster_from, "slurm") == 0) {
+    if (f->cluster || f->ps_hosts || f->worker_hosts || f->job_name || f->task_index >= 0)
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "--cluster-from slurm takes the cluster and this task from Slurm: "
+                             "it goes without --cluster, --ps_hosts, --worker_hosts, --job_name "
+                             "and --task_index");
+    return weft_cluster_spec_from_slurm(NULL, NULL, f->ps_tasks, f->port_base, spec, job, task);
+  }
+  if (f->cluster_from && strcmp(f->cluster_from, "tf_config") == 0 && !(tf_config && *tf_config))
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "--cluster-from tf_config: the TF_CONFIG environment variable is not "
+                           "set");
+  if (f->cluster_from && strcmp(f->cluster_from, "tf_config") == 0) {
+    st = weft_cluster_spec_from_tf_config(tf_config, spec, &config_job, &config_task);
+  } else if (f->cluster) {
     st = weft_cluster_spec_parse(f->cluster, spec);
   } else if (f->ps_hosts || f->worker_hosts) {
     st = weft_cluster_spec_from_hosts(f->ps_hosts, f->worker_hosts, spec);
@@ -107,6 +124,13 @@ static int serve(const flags_t *f) {
   if (f->max_concurrent_steps < 0 || f->session_gc_seconds < 0)
     return usage("--max_concurrent_steps and --session_gc_seconds must be positive (0: the "
                  "default)");
+  if (f->cluster_from && strcmp(f->cluster_from, "slurm") != 0 &&
+      strcmp(f->cluster_from, "tf_config") != 0)
+    return usage("--cluster-from must be 'slurm' or 'tf_config'");
+  if (f->cluster_from && f->local) return usage("--local goes without --cluster-from");
+  if ((f->ps_tasks != 1 || f->port_base != 2222) &&
+      !(f->cluster_from && strcmp(f->cluster_from, "slurm") == 0))
+    return usage("--ps and --port-base go with --cluster-from slurm");
   weft_cluster_spec_t *spec = NULL;
   char *job = NULL;
   int task = 0;
@@ -195,6 +219,8 @@ static int serve(const flags_t *f) {
 int main(int argc, char **argv) {
   flags_t f = {0};
   f.task_index = -1;
+  f.ps_tasks = 1;
+  f.port_base = 2222;
   gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
       {"cluster", 0, 0, G_OPTION_ARG_STRING, &f.cluster,
@@ -216,6 +242,15 @@ int main(int argc, char **argv) {
        "FILE"},
       {"auth-token-file", 0, 0, G_OPTION_ARG_FILENAME, &f.auth_token_file,
        "every call must carry the token in this file (the cluster token)", "FILE"},
+      {"cluster-from", 0, 0, G_OPTION_ARG_STRING, &f.cluster_from,
+       "the cluster and this task from a scheduler: 'slurm' (srun's environment) or "
+       "'tf_config' (the TF_CONFIG variable)", "SOURCE"},
+      {"ps", 0, 0, G_OPTION_ARG_INT, &f.ps_tasks,
+       "with --cluster-from slurm: how many of the step's tasks are ps (1); the rest are "
+       "workers", "N"},
+      {"port-base", 0, 0, G_OPTION_ARG_INT, &f.port_base,
+       "with --cluster-from slurm: the port of a node's first task; its next tasks take the "
+       "next ports (2222)", "PORT"},
       {"local", 0, 0, G_OPTION_ARG_NONE, &f.local,
        "a one-task server of job 'local' (TensorFlow's create_local_server)", NULL},
       {"port", 0, 0, G_OPTION_ARG_INT, &f.port, "with --local: the port (0: a free one)", "PORT"},
@@ -246,14 +281,15 @@ int main(int argc, char **argv) {
   g_option_context_set_help_enabled(ctx, FALSE); /* tool_print_help lays it out for help2man */
   g_option_context_set_summary(ctx,
       "The server of one task of a Weft cluster (TensorFlow's tf.train.Server as a program).\n"
-      "The cluster comes from --cluster, --ps_hosts/--worker_hosts or TF_CONFIG; --local\n"
-      "serves a one-task cluster. Once serving it prints \"Started server with target:\n"
+      "The cluster comes from --cluster, --ps_hosts/--worker_hosts, TF_CONFIG or Slurm\n"
+      "(--cluster-from slurm, under srun); --local serves a one-task cluster. Once serving it prints \"Started server with target:\n"
       "grpc://HOST:PORT\" on stdout; SIGINT or SIGTERM stop it.");
   g_option_context_set_description(ctx,
       "Examples:\n"
       "  weftd --local --port 2222\n"
       "  weftd --ps_hosts localhost:2222 --worker_hosts localhost:2223 --job_name ps\n"
       "  weftd --local --port 2222 --tls-cert server.crt --tls-key server.key\n"
+      "  srun -n 3 weftd --cluster-from slurm --ps 1 --port-base 2222 --bind 0.0.0.0\n"
       "\n"
       "Exit status: 0 stopped cleanly, 1 the server could not start, 2 a usage error or a\n"
       "cluster spec, TLS file or token file that does not make sense.\n"
@@ -285,5 +321,6 @@ int main(int argc, char **argv) {
   g_free(f.tls_key);
   g_free(f.tls_ca);
   g_free(f.auth_token_file);
+  g_free(f.cluster_from);
   return rc;
 }

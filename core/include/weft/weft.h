@@ -482,6 +482,25 @@ WEFT_API weft_status_t *weft_cluster_spec_from_hosts(const char *ps_hosts, const
 WEFT_API weft_status_t *weft_cluster_spec_from_tf_config(const char *json,
                                                          weft_cluster_spec_t **out, char **job,
                                                          int *task);
+/* Looks an environment variable up: its value (borrowed) or NULL when it is not set. */
+typedef const char *(*weft_env_lookup_t)(const char *name, void *user_data);
+/* The cluster of a Slurm job step, as TensorFlow's SlurmClusterResolver builds it
+ * (docs/operations.md, "Slurm"): the nodes of SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST),
+ * SLURM_STEP_TASKS_PER_NODE (else SLURM_TASKS_PER_NODE, "2(x3),1") tasks on each, task k of a
+ * node at port_base + k; the first ps_tasks of SLURM_PROCID's order are job "ps", the rest
+ * "worker" (SLURM_STEP_NUM_TASKS, else SLURM_NTASKS, tasks in all). *job (the caller frees with
+ * weft_free) and *task are this process's, from SLURM_PROCID, when not NULL. `lookup` NULL: the
+ * process environment. INVALID_ARGUMENT naming the variable and quoting its text when one is
+ * missing or malformed, or when they disagree. */
+WEFT_API weft_status_t *weft_cluster_spec_from_slurm(weft_env_lookup_t lookup, void *user_data,
+                                                    int ps_tasks, int port_base,
+                                                    weft_cluster_spec_t **out, char **job,
+                                                    int *task);
+/* Expands a Slurm host list: "node[01-03,07],gpu[1-2]x" -> node01 node02 node03 node07 gpu1x
+ * gpu2x (zero padding kept; several bracket groups make their product, the first varying
+ * slowest). *hosts is NULL-terminated (the caller frees with weft_strv_free); *n its length (n
+ * may be NULL). INVALID_ARGUMENT quoting the list and the part at fault. */
+WEFT_API weft_status_t *weft_slurm_hostlist_expand(const char *text, char ***hosts, int *n);
 WEFT_API int weft_cluster_spec_num_jobs(const weft_cluster_spec_t *spec);
 /* borrowed */
 WEFT_API const char *weft_cluster_spec_job_name(const weft_cluster_spec_t *spec, int index);
