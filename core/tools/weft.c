@@ -36,6 +36,7 @@ static int cmd_run(int argc, char **argv);
 static int cmd_checkpoint(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
+static int cmd_health(int argc, char **argv);
 static int cmd_inspect(int argc, char **argv) { return weft_cli_inspect(argc, argv); }
 
 static const command_t commands[] = {
@@ -44,6 +45,10 @@ static const command_t commands[] = {
      "list the local devices (or a cluster's), and the backends that found none", cmd_devices},
     {"plugins", "", "list the plugins found, what each offers, and why any failed to load",
      cmd_plugins},
+    {"health", "HOST:PORT|grpc[s]://HOST:PORT [--service NAME] [--timeout_ms MS] [--tls-ca FILE] "
+               "[--tls-cert FILE --tls-key FILE]",
+     "ask a server gRPC's health check (a Kubernetes exec probe): exit 0 when SERVING",
+     cmd_health},
     {"run",
      "--graph FILE.pb [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]... [--trace FILE] "
      "[--target grpc[s]://HOST:PORT [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] "
@@ -249,6 +254,56 @@ static int cmd_devices(int argc, char **argv) {
   if (n == 0 && n_without == 0)
     printf("no devices: no backend plugin loaded (see 'weft plugins')\n");
   return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * weft health */
+
+/* Prints the server's ServingStatus; the exit status is the probe's answer: 0 only for SERVING. */
+static int cmd_health(int argc, char **argv) {
+  char *service = NULL;
+  char **rest = NULL;
+  gint64 timeout_ms = 5000;
+  security_flags_t sec = {0};
+  GOptionEntry entries[] = {
+      {"service", 's', 0, G_OPTION_ARG_STRING, &service,
+       "the service to ask about: '' (the server, default), weft.Master or weft.Worker", "NAME"},
+      {"timeout_ms", 0, 0, G_OPTION_ARG_INT64, &timeout_ms,
+       "fail with DEADLINE_EXCEEDED after this long (5000)", "MS"},
+      SECURITY_OPTION_ENTRIES(sec),
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL, "ADDRESS"},
+      {NULL}};
+  int code = EXIT_USAGE;
+  char *target = NULL;
+  if (!parse_options("health", entries, "ask a server's gRPC health service", &argc, &argv)) {
+    /* printed */
+  } else if (!rest || !rest[0] || rest[1]) {
+    usage_error("health", "give one ADDRESS (HOST:PORT or grpc[s]://HOST:PORT)");
+  } else if (timeout_ms <= 0) {
+    usage_error("health", "--timeout_ms must be positive");
+  } else {
+    /* A bare HOST:PORT is TLS when TLS files are given, as a Kubernetes probe line reads best. */
+    bool tls = sec.tls_ca || sec.tls_cert;
+    target = is_server_target(rest[0]) ? g_strdup(rest[0])
+                                       : g_strdup_printf("%s://%s", tls ? "grpcs" : "grpc",
+                                                         rest[0]);
+    weft_session_options_t *opts = weft_session_options_new();
+    security_flags_apply(&sec, opts);
+    weft_health_status_t status = WEFT_HEALTH_UNKNOWN;
+    weft_status_t *st = weft_health_check(target, service, opts, timeout_ms, &status);
+    weft_session_options_free(opts);
+    if (st) {
+      code = report_status(st);
+    } else {
+      printf("%s\n", weft_health_status_name(status));
+      code = status == WEFT_HEALTH_SERVING ? 0 : EXIT_RUNTIME;
+    }
+  }
+  g_free(target);
+  g_free(service);
+  g_strfreev(rest);
+  security_flags_clear(&sec);
+  return code;
 }
 
 /* ---------------------------------------------------------------------------------------------

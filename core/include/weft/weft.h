@@ -616,6 +616,24 @@ WEFT_API void weft_session_options_set_tls(weft_session_options_t *opts, const c
 /* The cluster token every call of the session carries. NULL: none. */
 WEFT_API void weft_session_options_set_auth_token_file(weft_session_options_t *opts,
                                                        const char *path);
+/* gRPC's health checking protocol (grpc.health.v1.Health/Check), which every Weft server
+ * answers without the cluster token (Kubernetes probes carry none; docs/security.md): the
+ * numbers are the protocol's ServingStatus. */
+typedef enum {
+  WEFT_HEALTH_UNKNOWN = 0,
+  WEFT_HEALTH_SERVING = 1,
+  WEFT_HEALTH_NOT_SERVING = 2,
+  WEFT_HEALTH_SERVICE_UNKNOWN = 3,
+} weft_health_status_t;
+/* Asks the server at `target` ("grpc://host:port", "grpcs://..." with opts' TLS files; opts may
+ * be NULL) how `service` is ("" or NULL: the server as a whole; "weft.Master", "weft.Worker"):
+ * *status on success. UNAVAILABLE naming the address when nothing answers, DEADLINE_EXCEEDED
+ * after timeout_ms (<= 0: 5000), NOT_FOUND for a service the server does not have. */
+WEFT_API weft_status_t *weft_health_check(const char *target, const char *service,
+                                          const weft_session_options_t *opts, int64_t timeout_ms,
+                                          weft_health_status_t *status);
+/* "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" (static). */
+WEFT_API const char *weft_health_status_name(weft_health_status_t status);
 /* weft_cluster_list_devices and weft_cluster_reset with a session options' TLS files and token
  * (opts may be NULL: plaintext, no token; its target is not used). */
 WEFT_API weft_status_t *weft_cluster_list_devices_with_options(const char *target,

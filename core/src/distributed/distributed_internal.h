@@ -392,6 +392,15 @@ void weft__device_attributes_free(Weft__DeviceAttributes *d);
  * Server registry (server.c): masters of servers in this process, so a client in the same
  * process skips gRPC. */
 
+/* What a client of `target` talks with (remote_session.c): TLS for grpcs:// with the options'
+ * files, and their token. INVALID_ARGUMENT when TLS files are set for a plaintext target. */
+weft_status_t *weft__client_security(const char *target, const weft_session_options_t *opts,
+                                     weft__security_t **out);
+
+/* gRPC's health checking protocol (health.c): the answer of a Check call whose request is
+ * `payload` (plain protobuf, as every health client sends it). *out is the caller's. */
+weft_status_t *weft__health_answer(grpc_byte_buffer *payload, grpc_byte_buffer **out);
+
 /* The master serving `address` in this process (a new reference), or NULL (also when the
  * client's TLS choice differs from the server's: it then goes through gRPC). NULL with
  * UNAUTHENTICATED in *status when the server requires a token `client` does not carry. */

@@ -38,6 +38,7 @@ enum {
   W_CLEANUP_GRAPH,
   W_CLEANUP_ALL,
   W_ABORT,
+  H_CHECK, /* gRPC's health checking service (health.c) */
   N_METHODS
 };
 
@@ -46,7 +47,7 @@ static const char *const method_paths[N_METHODS] = {
     "/weft.Master/CloseSession",  "/weft.Master/ListDevices",   "/weft.Master/Reset",
     "/weft.Worker/GetStatus",     "/weft.Worker/RegisterGraph", "/weft.Worker/DeregisterGraph",
     "/weft.Worker/RunGraph",      "/weft.Worker/RecvTensor",    "/weft.Worker/CleanupGraph",
-    "/weft.Worker/CleanupAll",    "/weft.Worker/Abort",
+    "/weft.Worker/CleanupAll",    "/weft.Worker/Abort",       "/grpc.health.v1.Health/Check",
 };
 
 /* Requests of each method posted at once, so a burst of calls does not wait for re-posting. */
@@ -469,6 +470,13 @@ static void handle_call(gpointer data, gpointer unused) {
     recv_done(ctx, NULL, tensor);
     return;
   }
+  if (ctx->method == H_CHECK) {
+    /* Plain protobuf, not Weft's framing: the health clients are not Weft's. */
+    grpc_byte_buffer *bb = NULL;
+    weft_status_t *st = weft__health_answer(ctx->payload, &bb);
+    answer(ctx, st, bb);
+    return;
+  }
   /* The token was checked (check_and_receive) before the message was received. */
   bool takes_tensors = ctx->method == M_RUN_STEP || ctx->method == W_RUN_GRAPH;
   ProtobufCMessage *msg = NULL;
@@ -533,7 +541,8 @@ static void request_call(weft_server_t *s, int method) {
 /* Methods whose handler only looks up or updates the rendezvous and answers (or leaves the
  * answer to whoever sends the tensor). */
 static bool never_blocks(int method) {
-  return method == W_RECV_TENSOR || method == W_ABORT || method == W_CLEANUP_GRAPH;
+  return method == W_RECV_TENSOR || method == W_ABORT || method == W_CLEANUP_GRAPH ||
+         method == H_CHECK;
 }
 
 static gpointer poll_cq(gpointer data);
@@ -568,8 +577,10 @@ static weft_status_t *promote_follower_locked(weft_server_t *s) {
  * received, so a caller without it cannot make the server read, inflate or hold a body. Then
  * the message is received on the queue (the call comes back with `receiving` set). */
 static void check_and_receive(call_ctx_t *ctx) {
-  /* The token first: a call without it learns nothing, not even whether the method exists. */
-  weft_status_t *denied = weft__security_check_call(
+  /* The token first: a call without it learns nothing, not even whether the method exists.
+   * Health checks go without it: Kubernetes' probes carry no metadata, and "it serves" is all
+   * they learn (mutual TLS, when on, still stops strangers at the handshake). */
+  weft_status_t *denied = ctx->method == H_CHECK ? NULL : weft__security_check_call(
       ctx->server->security, &ctx->request_md,
       ctx->method >= 0 ? method_paths[ctx->method] : "This server");
   if (denied) {
