@@ -91,7 +91,7 @@ mkdir -p "$root"
 declare -A must_hold=(
   [libweft0]='usr/lib/*/libweft.so.0 usr/lib/*/libweft.so.0.*'
   [libweft-dev]='usr/lib/*/libweft.so usr/include/weft/weft.h usr/include/weft/plugin.h usr/lib/*/pkgconfig/weft.pc usr/lib/*/pkgconfig/weft-sdk.pc'
-  [weft-tools]='usr/bin/weft usr/bin/weftd usr/bin/weft-train usr/bin/weft-conformance usr/share/weft/expected_failures/CPU.txt'
+  [weft-tools]='usr/bin/weft usr/bin/weftd usr/bin/weft-train usr/bin/weft-conformance usr/share/weft/expected_failures/CPU.txt *lib/systemd/system/weftd@.service'
   [weft-plugin-cpu]='usr/lib/*/weft/plugins/libweft-cpu.so'
   [weft-plugin-vulkan]='usr/lib/*/weft/plugins/libweft-vulkan.so'
 )
@@ -129,6 +129,18 @@ devices_ok() {
 }
 check "unpacked weft devices lists CPU:0, no skipping-plugin warning" devices_ok
 check "unpacked weftd finds libweft.so.0 (RUNPATH)" "${clean_env[@]}" "$root/usr/bin/weftd" --help
+# The template unit as installed, pointed at the unpacked weftd (docs/operations.md, "systemd").
+unit_ok() {
+  local unit out
+  unit=$(ls "$root"/lib/systemd/system/weftd@.service "$root"/usr/lib/systemd/system/weftd@.service \
+    2>/dev/null | head -n 1)
+  [ -n "$unit" ] || { echo "no weftd@.service unpacked"; return 1; }
+  command -v systemd-analyze >/dev/null || return 0
+  sed "s#/usr/bin/weftd#$root/usr/bin/weftd#" "$unit" >"$work/weftd@ps0.service"
+  out=$(systemd-analyze verify --man=no "$work/weftd@ps0.service" 2>&1)
+  [ -z "$out" ] || { echo "$out"; return 1; }
+}
+check "unpacked weftd@.service passes systemd-analyze verify" unit_ok
 conformance_ok() {
   local out
   out=$("${clean_env[@]}" "$root/usr/bin/weft-conformance" --op Add --device CPU 2>&1) || {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Checks the weftd@.service template unit the weft-tools package installs
-# (debian/weft-tools.weftd@.service): `systemd-analyze verify` of an instance, with ExecStart
+# (debian/weft-tools@.weftd.service): `systemd-analyze verify` of an instance, with ExecStart
 # pointed at this build's weftd (skipped with the reason where systemd-analyze is missing); its
 # hardening and restart options; and that the example task flags (deploy/systemd) are flags
 # this weftd accepts: it serves with them (TLS and hosts swapped for loopback) and stops on
@@ -8,7 +8,7 @@
 set -u
 src=$1
 build=$2
-unit=$src/debian/weft-tools.weftd@.service
+unit=$src/debian/weft-tools@.weftd.service
 echo "1..3"
 dir=$(mktemp -d /tmp/weft-systemd-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
