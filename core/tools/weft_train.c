@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster_from.h"
 #include "tool_help.h"
 #include "weft/weft.h"
 
@@ -37,8 +38,7 @@ typedef struct flags {
   char *ps_hosts, *worker_hosts, *job_name, *model, *optimizer, *checkpoint_dir, *progress;
   char *device; /* device type for every node, or NULL: the placer's choice */
   char *bind;   /* the address this task's server listens on, or NULL: loopback */
-  char *cluster_from; /* NULL, "slurm" or "tf_config" */
-  int ps_tasks, port_base; /* --cluster-from slurm: ps tasks of the step, a node's first port */
+  cluster_from_flags_t from;
   int task_index; /* -1 until given or resolved */
   gint64 train_steps;
   int batch_size;
@@ -628,15 +628,16 @@ static weft_status_t *resolve_cluster(flags_t *f, weft_cluster_spec_t **spec) {
   int task = -1;
   weft_status_t *st = NULL;
   const char *tf_config = g_getenv("TF_CONFIG");
-  bool slurm = f->cluster_from && strcmp(f->cluster_from, "slurm") == 0;
+  bool slurm = cluster_from_slurm(&f->from);
   if (slurm) {
     if (f->ps_hosts || f->worker_hosts || f->job_name || f->task_index >= 0)
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "--cluster-from slurm takes the cluster and this task from Slurm: "
                              "it goes without --ps_hosts, --worker_hosts, --job_name and "
                              "--task_index");
-    st = weft_cluster_spec_from_slurm(NULL, NULL, f->ps_tasks, f->port_base, spec, &job, &task);
-  } else if (f->cluster_from || (!f->ps_hosts && !f->worker_hosts && tf_config && *tf_config)) {
+    st = weft_cluster_spec_from_slurm(NULL, NULL, f->from.ps_tasks, f->from.port_base, spec, &job,
+                                      &task);
+  } else if (f->from.source || (!f->ps_hosts && !f->worker_hosts && tf_config && *tf_config)) {
     if (!tf_config || !*tf_config)
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "--cluster-from tf_config: the TF_CONFIG environment variable is "
@@ -652,13 +653,8 @@ static weft_status_t *resolve_cluster(flags_t *f, weft_cluster_spec_t **spec) {
 }
 
 static int train_main(flags_t *f) {
-  if (f->cluster_from && strcmp(f->cluster_from, "slurm") != 0 &&
-      strcmp(f->cluster_from, "tf_config") != 0)
-    return usage("--cluster-from must be 'slurm' or 'tf_config'");
-  if ((f->ps_tasks != 1 || f->port_base != 2222) &&
-      !(f->cluster_from && strcmp(f->cluster_from, "slurm") == 0))
-    return usage("--ps and --port-base go with --cluster-from slurm");
-  if (f->local && f->cluster_from) return usage("--local goes without --cluster-from");
+  const char *from_error = cluster_from_check(&f->from, f->local);
+  if (from_error) return usage(from_error);
   if (f->task_index < -1) return usage("--task_index must be 0 or more");
   weft_cluster_spec_t *resolved = NULL;
   if (!f->local) {
@@ -731,7 +727,8 @@ static int train_checked(flags_t *f, weft_cluster_spec_t *resolved) {
 }
 
 int main(int argc, char **argv) {
-  flags_t f = {.task_index = -1, .ps_tasks = 1, .port_base = 2222, .train_steps = 1000, .batch_size = 0, .learning_rate = 0,
+  flags_t f = {.task_index = -1, .from = CLUSTER_FROM_DEFAULTS, .train_steps = 1000,
+               .batch_size = 0, .learning_rate = 0,
                .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000,
                .recovery_timeout_secs = 300, .seed = 1};
   gboolean show_version = FALSE, show_help = FALSE;
@@ -742,15 +739,7 @@ int main(int argc, char **argv) {
       {"job_name", 0, 0, G_OPTION_ARG_STRING, &f.job_name, "ps or worker", "JOB"},
       {"task_index", 0, 0, G_OPTION_ARG_INT, &f.task_index, "this task's index in its job (0)",
        "N"},
-      {"cluster-from", 0, 0, G_OPTION_ARG_STRING, &f.cluster_from,
-       "the cluster and this task from a scheduler: 'slurm' (srun's environment) or "
-       "'tf_config' (the TF_CONFIG variable, as Kubeflow's TFJob sets it)", "SOURCE"},
-      {"ps", 0, 0, G_OPTION_ARG_INT, &f.ps_tasks,
-       "with --cluster-from slurm: how many of the step's tasks are ps (1); the rest are "
-       "workers", "N"},
-      {"port-base", 0, 0, G_OPTION_ARG_INT, &f.port_base,
-       "with --cluster-from slurm: the port of a node's first task; its next tasks take the "
-       "next ports (2222)", "PORT"},
+      CLUSTER_FROM_OPTION_ENTRIES(f.from),
       {"model", 0, 0, G_OPTION_ARG_STRING, &f.model, "linear (default) or mlp", "MODEL"},
       {"train_steps", 0, 0, G_OPTION_ARG_INT64, &f.train_steps,
        "stop at this global step (1000)", "N"},
@@ -853,6 +842,6 @@ int main(int argc, char **argv) {
   g_free(f.progress);
   g_free(f.device);
   g_free(f.bind);
-  g_free(f.cluster_from);
+  g_free(f.from.source);
   return code;
 }

@@ -20,6 +20,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+#include "cluster_from.h"
 #include "tool_help.h"
 #include "weft/weft.h"
 
@@ -45,8 +46,7 @@ static int usage(const char *message) {
 typedef struct flags {
   char *cluster, *ps_hosts, *worker_hosts, *job_name, *bind;
   char *tls_cert, *tls_key, *tls_ca, *auth_token_file;
-  char *cluster_from; /* NULL, "slurm" or "tf_config" */
-  int ps_tasks, port_base;
+  cluster_from_flags_t from;
   int task_index;
   gboolean local;
   int port;
@@ -67,19 +67,21 @@ static weft_status_t *resolve_task(const flags_t *f, weft_cluster_spec_t **spec,
   char *config_job = NULL;
   int config_task = -1;
   const char *tf_config = g_getenv("TF_CONFIG");
-  if (f->cluster_from && strcmp(f->cluster_from, "slurm") == 0) {
+  if (cluster_from_slurm(&f->from)) {
     if (f->cluster || f->ps_hosts || f->worker_hosts || f->job_name || f->task_index >= 0)
       return weft_status_new(WEFT_INVALID_ARGUMENT,
                              "--cluster-from slurm takes the cluster and this task from Slurm: "
                              "it goes without --cluster, --ps_hosts, --worker_hosts, --job_name "
                              "and --task_index");
-    return weft_cluster_spec_from_slurm(NULL, NULL, f->ps_tasks, f->port_base, spec, job, task);
+    return weft_cluster_spec_from_slurm(NULL, NULL, f->from.ps_tasks, f->from.port_base, spec,
+                                        job, task);
   }
-  if (f->cluster_from && strcmp(f->cluster_from, "tf_config") == 0 && !(tf_config && *tf_config))
+  bool want_tf_config = f->from.source && strcmp(f->from.source, "tf_config") == 0;
+  if (want_tf_config && !(tf_config && *tf_config))
     return weft_status_new(WEFT_INVALID_ARGUMENT,
                            "--cluster-from tf_config: the TF_CONFIG environment variable is not "
                            "set");
-  if (f->cluster_from && strcmp(f->cluster_from, "tf_config") == 0) {
+  if (want_tf_config) {
     st = weft_cluster_spec_from_tf_config(tf_config, spec, &config_job, &config_task);
   } else if (f->cluster) {
     st = weft_cluster_spec_parse(f->cluster, spec);
@@ -124,13 +126,8 @@ static int serve(const flags_t *f) {
   if (f->max_concurrent_steps < 0 || f->session_gc_seconds < 0)
     return usage("--max_concurrent_steps and --session_gc_seconds must be positive (0: the "
                  "default)");
-  if (f->cluster_from && strcmp(f->cluster_from, "slurm") != 0 &&
-      strcmp(f->cluster_from, "tf_config") != 0)
-    return usage("--cluster-from must be 'slurm' or 'tf_config'");
-  if (f->cluster_from && f->local) return usage("--local goes without --cluster-from");
-  if ((f->ps_tasks != 1 || f->port_base != 2222) &&
-      !(f->cluster_from && strcmp(f->cluster_from, "slurm") == 0))
-    return usage("--ps and --port-base go with --cluster-from slurm");
+  const char *from_error = cluster_from_check(&f->from, f->local);
+  if (from_error) return usage(from_error);
   weft_cluster_spec_t *spec = NULL;
   char *job = NULL;
   int task = 0;
@@ -219,8 +216,7 @@ static int serve(const flags_t *f) {
 int main(int argc, char **argv) {
   flags_t f = {0};
   f.task_index = -1;
-  f.ps_tasks = 1;
-  f.port_base = 2222;
+  f.from = (cluster_from_flags_t)CLUSTER_FROM_DEFAULTS;
   gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
       {"cluster", 0, 0, G_OPTION_ARG_STRING, &f.cluster,
@@ -242,15 +238,7 @@ int main(int argc, char **argv) {
        "FILE"},
       {"auth-token-file", 0, 0, G_OPTION_ARG_FILENAME, &f.auth_token_file,
        "every call must carry the token in this file (the cluster token)", "FILE"},
-      {"cluster-from", 0, 0, G_OPTION_ARG_STRING, &f.cluster_from,
-       "the cluster and this task from a scheduler: 'slurm' (srun's environment) or "
-       "'tf_config' (the TF_CONFIG variable)", "SOURCE"},
-      {"ps", 0, 0, G_OPTION_ARG_INT, &f.ps_tasks,
-       "with --cluster-from slurm: how many of the step's tasks are ps (1); the rest are "
-       "workers", "N"},
-      {"port-base", 0, 0, G_OPTION_ARG_INT, &f.port_base,
-       "with --cluster-from slurm: the port of a node's first task; its next tasks take the "
-       "next ports (2222)", "PORT"},
+      CLUSTER_FROM_OPTION_ENTRIES(f.from),
       {"local", 0, 0, G_OPTION_ARG_NONE, &f.local,
        "a one-task server of job 'local' (TensorFlow's create_local_server)", NULL},
       {"port", 0, 0, G_OPTION_ARG_INT, &f.port, "with --local: the port (0: a free one)", "PORT"},
@@ -321,6 +309,6 @@ int main(int argc, char **argv) {
   g_free(f.tls_key);
   g_free(f.tls_ca);
   g_free(f.auth_token_file);
-  g_free(f.cluster_from);
+  g_free(f.from.source);
   return rc;
 }

@@ -392,10 +392,13 @@ void weft__device_attributes_free(Weft__DeviceAttributes *d);
  * Server registry (server.c): masters of servers in this process, so a client in the same
  * process skips gRPC. */
 
-/* What a client of `target` talks with (remote_session.c): TLS for grpcs:// with the options'
- * files, and their token. INVALID_ARGUMENT when TLS files are set for a plaintext target. */
-weft_status_t *weft__client_security(const char *target, const weft_session_options_t *opts,
-                                     weft__security_t **out);
+/* How a client reaches `target` (remote_session.c): its "host:port" (g_free), what it talks
+ * with (TLS for grpcs:// with the options' files, their token; weft__security_unref) and, when
+ * a server of this process serves it, that master (a reference, else NULL). INVALID_ARGUMENT
+ * for a target that is not grpc[s]://HOST:PORT or TLS files with a plaintext target. */
+weft_status_t *weft__target_peer(const char *target, const weft_session_options_t *opts,
+                                 char **address, weft__security_t **security,
+                                 weft__master_t **local);
 
 /* gRPC's health checking protocol (health.c): the answer of a Check call whose request is
  * `payload` (plain protobuf, as every health client sends it). *out is the caller's. */

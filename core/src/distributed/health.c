@@ -78,20 +78,13 @@ weft_status_t *weft_health_check(const char *target, const char *service,
                                  const weft_session_options_t *opts, int64_t timeout_ms,
                                  weft_health_status_t *status) {
   *status = WEFT_HEALTH_UNKNOWN;
-  char *address = weft__target_address(target);
-  if (!address || !weft__address_split(address, NULL, NULL)) {
-    g_free(address);
-    return weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "Target '%s' is not of the form grpc://HOST:PORT or grpcs://HOST:PORT",
-                           target ? target : "");
-  }
+  char *address = NULL;
   weft__security_t *security = NULL;
-  weft_status_t *st = weft__client_security(target, opts, &security);
-  if (st) {
-    g_free(address);
-    return st;
-  }
-  weft__grpc_init_once();
+  weft__master_t *local = NULL;
+  weft_status_t *st = weft__target_peer(target, opts, &address, &security, &local);
+  if (st) return st;
+  /* Even a server of this process is asked over gRPC: the check is of what it serves. */
+  if (local) weft__master_unref(local);
   Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
   req.service = (char *)(service ? service : "");
   size_t len = grpc__health__v1__health_check_request__get_packed_size(&req);

@@ -50,8 +50,8 @@ static weft__peer_t server_peer(const char *address, const weft__security_t *sec
 }
 
 /* The TLS material and token of the options for `target`: TLS when it is grpcs://. */
-weft_status_t *weft__client_security(const char *target, const weft_session_options_t *opts,
-                                     weft__security_t **out) {
+static weft_status_t *client_security(const char *target, const weft_session_options_t *opts,
+                                      weft__security_t **out) {
   *out = NULL;
   bool tls = weft__is_tls_target(target);
   bool files = opts && (opts->tls_cert || opts->tls_key || opts->tls_ca);
@@ -80,7 +80,7 @@ static weft_status_t *remote_create(weft_graph_t *graph, const weft_session_opti
                            target);
   }
   weft__security_t *security = NULL;
-  weft_status_t *st = weft__client_security(target, opts, &security);
+  weft_status_t *st = client_security(target, opts, &security);
   if (st) {
     g_free(address);
     return st;
@@ -324,9 +324,9 @@ __attribute__((constructor)) static void register_grpc_session_kind(void) {
 
 /* The address of `target`, its security and, when it is served in this process, its master.
  * On error nothing is left to free. */
-static weft_status_t *target_peer(const char *target, const weft_session_options_t *opts,
-                                  char **address, weft__security_t **security,
-                                  weft__master_t **local) {
+weft_status_t *weft__target_peer(const char *target, const weft_session_options_t *opts,
+                                 char **address, weft__security_t **security,
+                                 weft__master_t **local) {
   *security = NULL;
   *local = NULL;
   *address = weft__target_address(target);
@@ -337,7 +337,7 @@ static weft_status_t *target_peer(const char *target, const weft_session_options
                            "Target '%s' is not of the form grpc://HOST:PORT or grpcs://HOST:PORT",
                            target ? target : "");
   }
-  weft_status_t *st = weft__client_security(target, opts, security);
+  weft_status_t *st = client_security(target, opts, security);
   if (!st) {
     weft__grpc_init_once();
     *local = weft__local_master_lookup(*address, *security, &st);
@@ -365,7 +365,7 @@ weft_status_t *weft_cluster_list_devices_with_options(const char *target,
   char *address = NULL;
   weft__security_t *security = NULL;
   weft__master_t *local = NULL;
-  weft_status_t *st = target_peer(target, opts, &address, &security, &local);
+  weft_status_t *st = weft__target_peer(target, opts, &address, &security, &local);
   if (st) return st;
   GPtrArray *list = NULL;
   ProtobufCMessage *resp = NULL;
@@ -426,7 +426,7 @@ weft_status_t *weft_cluster_reset_with_options(const char *target,
   char *address = NULL;
   weft__security_t *security = NULL;
   weft__master_t *local = NULL;
-  weft_status_t *st = target_peer(target, opts, &address, &security, &local);
+  weft_status_t *st = weft__target_peer(target, opts, &address, &security, &local);
   if (st) return st;
   if (local) {
     st = weft__master_reset(local, containers, n);
