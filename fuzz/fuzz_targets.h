@@ -13,6 +13,7 @@ int weft_fuzz_graphdef(const uint8_t *data, size_t size);
 int weft_fuzz_tensor_proto(const uint8_t *data, size_t size);
 int weft_fuzz_checkpoint(const uint8_t *data, size_t size);
 int weft_fuzz_cluster_spec(const uint8_t *data, size_t size);
+int weft_fuzz_slurm(const uint8_t *data, size_t size);
 int weft_fuzz_rpc_request(const uint8_t *data, size_t size);
 int weft_fuzz_onnx(const uint8_t *data, size_t size);
 int weft_fuzz_npy(const uint8_t *data, size_t size);

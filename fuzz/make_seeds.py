@@ -156,7 +156,8 @@ def main():
     corpus, out = sys.argv[1], sys.argv[2]
     here = os.path.dirname(os.path.abspath(__file__))
     shutil.rmtree(out, ignore_errors=True)
-    for target in ("graphdef", "tensor_proto", "checkpoint", "cluster_spec", "rpc_request", "onnx", "npy"):
+    for target in ("graphdef", "tensor_proto", "checkpoint", "cluster_spec", "slurm", "rpc_request", "onnx",
+                   "npy"):
         os.makedirs(os.path.join(out, target), exist_ok=True)
         for p in glob.glob(os.path.join(here, "seeds", target, "*")):
             with open(p, "rb") as f:

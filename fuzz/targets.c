@@ -245,6 +245,41 @@ int weft_fuzz_cluster_spec(const uint8_t *data, size_t size) {
   return 0;
 }
 
+/* ---- Slurm's environment: the input's lines are SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE,
+ * SLURM_NTASKS and SLURM_PROCID; the first byte is --ps (mod 4). The host list alone too. */
+static const char *slurm_lookup(const char *name, void *user) {
+  char **lines = user;
+  static const char *const names[] = {"SLURM_JOB_NODELIST", "SLURM_TASKS_PER_NODE",
+                                      "SLURM_NTASKS", "SLURM_PROCID"};
+  for (int k = 0; k < 4 && lines[k]; k++)
+    if (strcmp(name, names[k]) == 0) return lines[k];
+  return NULL;
+}
+
+int weft_fuzz_slurm(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  char *text = g_strndup((const char *)data + 1, size - 1); /* stops at an embedded NUL */
+  char **lines = g_strsplit(text, "\n", 5);
+  char **hosts = NULL;
+  weft_status_free(weft_slurm_hostlist_expand(lines[0], &hosts, NULL));
+  weft_strv_free(hosts);
+  weft_cluster_spec_t *spec = NULL;
+  char *job = NULL;
+  int task = -1;
+  weft_status_t *st = weft_cluster_spec_from_slurm(slurm_lookup, lines, data[0] % 4, 2222, &spec,
+                                                   &job, &task);
+  if (st == NULL) {
+    use_spec(spec);
+    weft_status_free(weft_cluster_spec_check_task(spec, job, task));
+  }
+  weft_status_free(st);
+  weft_cluster_spec_free(spec);
+  weft_free(job);
+  g_strfreev(lines);
+  g_free(text);
+  return 0;
+}
+
 /* ---- RPC requests. The first byte picks the method (in server.c's order); the rest is the
  * request frame as it arrives from gRPC. Decoding is the server's validation step; a request
  * carrying a GraphDef is then imported into a fresh graph, which is how the master and worker

@@ -17,7 +17,7 @@ static const target_t targets[] = {
     {"graphdef", weft_fuzz_graphdef},       {"tensor_proto", weft_fuzz_tensor_proto},
     {"checkpoint", weft_fuzz_checkpoint},   {"cluster_spec", weft_fuzz_cluster_spec},
     {"rpc_request", weft_fuzz_rpc_request}, {"onnx", weft_fuzz_onnx},
-    {"npy", weft_fuzz_npy},
+    {"npy", weft_fuzz_npy},                 {"slurm", weft_fuzz_slurm},
 };
 
 /* Runs every file of DIR/<target>; returns how many. */
