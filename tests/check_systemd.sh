@@ -17,8 +17,13 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "ok 1 # SKIP systemd-analyze is not installed"
 else
   sed "s#/usr/bin/weftd#$build/core/tools/weftd#" "$unit" >"$dir/weftd@ps0.service"
+  # With the credentials drop-in docs/operations.md ("systemd") has the operator write.
+  mkdir "$dir/weftd@ps0.service.d"
+  printf '%s\n' '[Service]' 'LoadCredential=tls.crt:/etc/weft/tls/node.crt' \
+    'LoadCredential=tls.key:/etc/weft/tls/node.key' 'LoadCredential=ca.crt:/etc/weft/tls/ca.crt' \
+    'LoadCredential=token:/etc/weft/tls/token' >"$dir/weftd@ps0.service.d/credentials.conf"
   if out=$(systemd-analyze verify --man=no "$dir/weftd@ps0.service" 2>&1) && [ -z "$out" ]; then
-    echo "ok 1 - systemd-analyze verify weftd@ps0.service: no warnings"
+    echo "ok 1 - systemd-analyze verify weftd@ps0.service (and its credentials drop-in): no warnings"
   else
     echo "not ok 1 - systemd-analyze verify weftd@ps0.service"
     echo "$out" | sed 's/^/# /'
