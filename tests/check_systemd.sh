@@ -52,6 +52,7 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 flags=$(echo "$flags" | sed "s/node1:2222/localhost:$p1/; s/node2:2222/localhost:$p2/; \
   s/node3:2222/localhost:$p3/; s/ --tls-cert.*//; s/--bind 0.0.0.0/--bind 127.0.0.1/")
+: >"$dir/out"
 # shellcheck disable=SC2086  # split as systemd splits $WEFTD_FLAGS
 "$build/core/tools/weftd" $flags >"$dir/out" 2>"$dir/err" &
 pid=$!
