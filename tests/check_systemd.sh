@@ -56,7 +56,7 @@ flags=$(echo "$flags" | sed "s/node1:2222/localhost:$p1/; s/node2:2222/localhost
 # shellcheck disable=SC2086  # split as systemd splits $WEFTD_FLAGS
 "$build/core/tools/weftd" $flags >"$dir/out" 2>"$dir/err" &
 pid=$!
-for _ in $(seq 1 300); do grep -q "Started server" "$dir/out" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q "Started server" "$dir/out" && break; sleep 0.1; done
 kill -TERM "$pid" 2>/dev/null
 rc=0
 wait "$pid" || rc=$?

@@ -113,9 +113,9 @@ if ! slurmctld -f "$dir/slurm.conf" -i 2>"$dir/slurmctld.err" || \
   skip_all "slurmctld or slurmd cannot start here: $(cat "$dir"/slurm*.err | tr '\n' ' ')"
 fi
 
-# The node registers within seconds; a loaded machine gets a minute.
+# The node registers within seconds; a loaded machine gets two minutes.
 idle=0
-for _ in $(seq 1 120); do
+for _ in $(seq 1 240); do
   state=$(sinfo -h -N -o '%t' 2>/dev/null | head -1)
   case "$state" in idle*|mix*) idle=1; break ;; esac
   sleep 0.5
