@@ -1,8 +1,11 @@
 /* Tests of the Slurm cluster resolver: Slurm's compressed host lists and tasks-per-node lists,
  * the cluster spec, job and task a step's environment gives (checked against specs written out
  * by hand from TensorFlow's SlurmClusterResolver rules), every bad environment with its exact
- * message naming the variable, and `weftd`/`weft-train --cluster-from` refusing the same. */
+ * message naming the variable, `weftd`/`weft-train --cluster-from` refusing the same, and
+ * weft-train tasks taking their cluster, job and index from TF_CONFIG alone (Kubeflow's TFJob). */
 #include <glib.h>
+#include <math.h>
+#include <signal.h>
 #include <string.h>
 
 #include "process_util.h"
@@ -237,6 +240,59 @@ static void test_tools(void) {
   }
 }
 
+/* Kubeflow's TFJob sets only TF_CONFIG: weft-train --cluster-from tf_config takes its cluster,
+ * job and index from it (no --job_name, no --task_index) and trains; a ps and a worker here. */
+static void test_tf_config_tasks(void) {
+  if (!g_file_test(WEFT_TRAIN, G_FILE_TEST_IS_EXECUTABLE)) {
+    g_test_skip("weft-train is not built");
+    return;
+  }
+  g_unsetenv("TF_CONFIG");
+  run_result_t r = run_program(WEFT_TRAIN, (const char *[]){"--cluster-from", "tf_config", NULL},
+                               NULL);
+  g_assert_cmpint(r.exit_code, ==, 2);
+  g_assert_cmpstr(r.err, ==,
+                  "weft-train: error: the cluster: INVALID_ARGUMENT: --cluster-from tf_config: "
+                  "the TF_CONFIG environment variable is not set\n");
+  run_result_clear(&r);
+  int ports[2];
+  free_ports(2, ports);
+  const char *roles[] = {"ps", "worker"};
+  proc_t procs[2];
+  for (int k = 0; k < 2; k++) {
+    char *tf_config = g_strdup_printf("{\"cluster\": {\"ps\": [\"localhost:%d\"], \"worker\": "
+                                      "[\"localhost:%d\"]}, \"task\": {\"type\": \"%s\", "
+                                      "\"index\": 0}}",
+                                      ports[0], ports[1], roles[k]);
+    g_setenv("TF_CONFIG", tf_config, TRUE);
+    procs[k] = proc_spawn(k == 0 ? WEFT_TRAIN " --cluster-from tf_config"
+                                 : WEFT_TRAIN " --cluster-from tf_config --model linear "
+                                              "--train_steps 150 --progress lines",
+                          0);
+    g_unsetenv("TF_CONFIG");
+    g_free(tf_config);
+    if (k == 0) {
+      char *line = proc_read_until(&procs[0], "Started server with target:", 60000);
+      g_assert_nonnull(line);
+      g_free(line);
+    }
+  }
+  g_assert_cmpint(proc_wait_exit(&procs[1], 240000), ==, 0);
+  JsonParser *parser = NULL;
+  JsonObject *o = proc_final_json(&procs[1], &parser);
+  /* One worker trains y = 2x + 1 as a local run would. */
+  g_assert_cmpint(json_object_get_int_member(o, "worker"), ==, 0);
+  g_assert_cmpint(json_object_get_int_member(o, "global_step"), >=, 150);
+  g_assert_cmpfloat(json_object_get_double_member(o, "loss"), <, 0.05);
+  g_assert_cmpfloat(fabs(json_object_get_double_member(o, "W") - 2.0), <, 0.2);
+  g_assert_cmpfloat(fabs(json_object_get_double_member(o, "b") - 1.0), <, 0.2);
+  g_object_unref(parser);
+  kill(procs[0].pid, SIGTERM);
+  g_assert_cmpint(proc_wait_exit(&procs[0], 60000), ==, 0);
+  g_string_free(procs[0].log, TRUE);
+  g_string_free(procs[1].log, TRUE);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/slurm/hostlist", test_hostlist);
@@ -244,5 +300,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/slurm/spec", test_spec);
   g_test_add_func("/slurm/spec_errors", test_spec_errors);
   g_test_add_func("/slurm/tools", test_tools);
+  g_test_add_func("/slurm/tf_config_tasks", test_tf_config_tasks);
   return g_test_run();
 }
