@@ -303,6 +303,7 @@ weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, fl
 weft_status_t *weft__cpu_register_fused(const weft_registrar_t *reg); /* cpu_fused.c */
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
+weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg); /* cpu_summary.c */
 weft_status_t *weft__cpu_register_binary(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg);

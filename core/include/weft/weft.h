@@ -1068,6 +1068,135 @@ WEFT_API weft_status_t *weft_monitored_session_save(weft_monitored_session_t *ms
 WEFT_API weft_status_t *weft_monitored_session_close(weft_monitored_session_t *ms);
 /* closes if needed; NULL ok */
 WEFT_API void weft_monitored_session_free(weft_monitored_session_t *ms);
+/* Summaries (docs/tensorboard.md): every `steps` global steps the chief writes global_step/sec
+ * (StepCounterHook) and the outputs of the graph's summary ops (SummarySaverHook: MergeSummary
+ * nodes and *Summary nodes no MergeSummary consumes) to an event file in the checkpoint folder,
+ * the placed graph once, and SessionLog START after each restore. Default 100; 0: off. Needs a
+ * checkpoint folder. */
+WEFT_API void weft_monitored_session_options_set_summary_steps(
+    weft_monitored_session_options_t *opts, int64_t steps);
+/* The chief's event file ("" when none is written); borrowed. */
+WEFT_API const char *weft_monitored_session_event_file(const weft_monitored_session_t *ms);
+
+/* ---------------------------------------------------------------------------------------------
+ * Event files (docs/tensorboard.md): what TensorBoard reads. DIR/events.out.tfevents.SECS.HOST
+ * holds TensorFlow's Event protobufs (core/util/event.proto) in TFRecord framing (uint64 length,
+ * masked crc32c of it, data, masked crc32c of the data); the first says file_version
+ * "brain.Event:2". Records are written whole with one append each and flushed every flush_secs
+ * and at close, so a reader in another process sees whole records. */
+
+typedef struct weft_event_writer weft_event_writer_t;
+typedef enum weft_session_log_status {
+  WEFT_SESSION_LOG_UNSPECIFIED = 0,
+  WEFT_SESSION_LOG_START = 1,
+  WEFT_SESSION_LOG_STOP = 2,
+  WEFT_SESSION_LOG_CHECKPOINT = 3,
+} weft_session_log_status_t;
+
+/* Creates `dir` (and its parents) and a new event file in it, named with the time, the host and
+ * `suffix` (may be NULL), and writes the file_version record. On success the caller owns *out
+ * (weft_event_writer_free). */
+WEFT_API weft_status_t *weft_event_writer_new(const char *dir, const char *suffix,
+                                              weft_event_writer_t **out);
+/* Flush at the first write `secs` after the last flush (default 120; 0: after every record). */
+WEFT_API void weft_event_writer_set_flush_secs(weft_event_writer_t *w, double secs);
+/* The file's path; borrowed for the writer's life. */
+WEFT_API const char *weft_event_writer_path(const weft_event_writer_t *w);
+/* A serialized Event, written as it is (bytes borrowed). */
+WEFT_API weft_status_t *weft_event_writer_add_event(weft_event_writer_t *w, const void *event,
+                                                    size_t len);
+/* Event{wall_time, step, summary}: `summary` is a serialized Summary (a summary op's output). */
+WEFT_API weft_status_t *weft_event_writer_add_summary(weft_event_writer_t *w, const void *summary,
+                                                      size_t len, int64_t step);
+/* A Summary of one simple_value. */
+WEFT_API weft_status_t *weft_event_writer_add_scalar(weft_event_writer_t *w, const char *tag,
+                                                     float value, int64_t step);
+/* Event{graph_def}: a serialized GraphDef (borrowed). */
+WEFT_API weft_status_t *weft_event_writer_add_graph_def(weft_event_writer_t *w,
+                                                        const void *graph_def, size_t len);
+/* The graph as a GraphDef whose NodeDef.device is where `session` (may be NULL) placed each node
+ * (the requested device for nodes it has not run). Both borrowed. */
+WEFT_API weft_status_t *weft_event_writer_add_graph(weft_event_writer_t *w,
+                                                    const weft_graph_t *graph,
+                                                    weft_session_t *session);
+/* Event{tagged_run_metadata{tag, run_metadata}}: a serialized RunMetadata (borrowed). */
+WEFT_API weft_status_t *weft_event_writer_add_run_metadata(weft_event_writer_t *w,
+                                                           const char *tag,
+                                                           const void *run_metadata, size_t len,
+                                                           int64_t step);
+/* Event{step, session_log{status, checkpoint_path, msg}}; msg and checkpoint_path may be NULL.
+ * START at a restored step makes TensorBoard drop the later steps of the run it restarted. */
+WEFT_API weft_status_t *weft_event_writer_add_session_log(weft_event_writer_t *w,
+                                                          weft_session_log_status_t status,
+                                                          const char *msg,
+                                                          const char *checkpoint_path,
+                                                          int64_t step);
+WEFT_API weft_status_t *weft_event_writer_flush(weft_event_writer_t *w);
+/* Flushes and closes the file; later writes fail with FAILED_PRECONDITION. */
+WEFT_API weft_status_t *weft_event_writer_close(weft_event_writer_t *w);
+/* closes if needed; NULL ok */
+WEFT_API void weft_event_writer_free(weft_event_writer_t *w);
+
+/* Reading records back, checking both crcs of each. */
+typedef struct weft_event_reader weft_event_reader_t;
+/* NOT_FOUND naming the file when it cannot be opened. The caller owns *out. */
+WEFT_API weft_status_t *weft_event_reader_open(const char *path, weft_event_reader_t **out);
+/* The next record's bytes in *data (borrowed until the next call), or *eof at the end. A bad crc
+ * or an impossible length is DATA_LOSS and a record cut short OUT_OF_RANGE, each naming the file
+ * and the record's offset; after OUT_OF_RANGE a later call tries the same record again (a file
+ * still being written). */
+WEFT_API weft_status_t *weft_event_reader_next(weft_event_reader_t *r, const void **data,
+                                               size_t *len, bool *eof);
+/* Byte offset of the record last returned. */
+WEFT_API int64_t weft_event_reader_offset(const weft_event_reader_t *r);
+WEFT_API void weft_event_reader_free(weft_event_reader_t *r); /* NULL ok */
+
+typedef enum weft_summary_kind {
+  WEFT_SUMMARY_NONE = 0,
+  WEFT_SUMMARY_SIMPLE_VALUE = 1,
+  WEFT_SUMMARY_HISTO = 2,
+  WEFT_SUMMARY_IMAGE = 3,
+  WEFT_SUMMARY_TENSOR = 4,
+} weft_summary_kind_t;
+
+/* One Summary.Value, decoded. Strings and arrays are owned by the array they are in. */
+typedef struct weft_summary_value_info {
+  char *tag;
+  char *plugin_name; /* metadata.plugin_data.plugin_name, or NULL */
+  weft_summary_kind_t kind;
+  float simple_value;
+  double histo_min, histo_max, histo_num, histo_sum, histo_sum_squares;
+  int n_bucket_limits, n_buckets;
+  double *bucket_limit, *bucket;
+  int image_height, image_width, image_colorspace;
+  size_t image_png_len;
+  size_t tensor_len; /* bytes of the TensorProto */
+} weft_summary_value_info_t;
+
+/* Decodes a serialized Summary; the caller frees *values with weft_summary_values_free. */
+WEFT_API weft_status_t *weft_summary_decode(const void *bytes, size_t len,
+                                            weft_summary_value_info_t **values, int *n_values);
+WEFT_API void weft_summary_values_free(weft_summary_value_info_t *values, int n);
+
+/* One Event, decoded; everything is owned by it (weft_event_free). */
+typedef struct weft_event {
+  double wall_time;
+  int64_t step;
+  char *file_version;                 /* NULL if absent */
+  void *graph_def;                    /* the serialized GraphDef, or NULL */
+  size_t graph_def_len;
+  int n_values;                       /* the summary's values */
+  weft_summary_value_info_t *values;
+  int session_log_status;             /* -1: no session_log; else its status */
+  char *session_log_checkpoint, *session_log_msg;
+  char *run_metadata_tag;             /* NULL: no tagged_run_metadata */
+  size_t run_metadata_len;
+  bool has_meta_graph_def;
+} weft_event_t;
+
+/* DATA_LOSS naming the message when the bytes are not a well-formed Event. */
+WEFT_API weft_status_t *weft_event_decode(const void *bytes, size_t len, weft_event_t **out);
+WEFT_API void weft_event_free(weft_event_t *e); /* NULL ok */
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 
 #include "../base/base_internal.h"
 #include "../session/session_internal.h"
+#include "event_internal.h"
 #include "train_internal.h"
 
 #define MS_WHO "monitored_session"
@@ -37,6 +38,7 @@ struct weft_monitored_session_options {
   int64_t backoff_ms;
   double recovery_secs; /* the time budget of one step's recovery */
   int64_t ready_timeout_ms;
+  int64_t summary_steps; /* 0: no event file */
 };
 
 struct weft_monitored_session {
@@ -61,6 +63,13 @@ struct weft_monitored_session {
   int recoveries;
   bool stop;
   bool closed;
+  /* Summaries (the chief with a checkpoint folder and summary_steps > 0): */
+  weft_event_writer_t *events;
+  GPtrArray *summary_fetches; /* "node:0" of the summary ops to fetch; NULL: not collected yet */
+  bool summary_due;           /* this step fetches them */
+  bool graph_written;
+  int64_t summary_step;       /* global step of the last summaries (-1: none yet) */
+  gint64 summary_time_us;
 };
 
 weft_monitored_session_options_t *weft_monitored_session_options_new(void) {
@@ -68,6 +77,7 @@ weft_monitored_session_options_t *weft_monitored_session_options_new(void) {
   o->session = weft_session_options_new();
   o->is_chief = true;
   o->save_secs = 600;
+  o->summary_steps = 100;
   o->max_to_keep = 5;
   o->last_step = -1;
   o->max_retries = -1;
@@ -153,6 +163,15 @@ void weft_monitored_session_options_set_recovery_timeout_secs(weft_monitored_ses
 void weft_monitored_session_options_set_retry_backoff_ms(weft_monitored_session_options_t *o,
                                                          int64_t ms) {
   o->backoff_ms = ms > 0 ? ms : 1;
+}
+
+void weft_monitored_session_options_set_summary_steps(weft_monitored_session_options_t *o,
+                                                     int64_t steps) {
+  o->summary_steps = steps < 0 ? 0 : steps;
+}
+
+const char *weft_monitored_session_event_file(const weft_monitored_session_t *ms) {
+  return ms->events ? weft_event_writer_path(ms->events) : "";
 }
 
 void weft_monitored_session_options_set_ready_timeout_ms(weft_monitored_session_options_t *o,
@@ -251,6 +270,14 @@ static weft_status_t *save_now(weft_monitored_session_t *ms) {
   return st;
 }
 
+/* Summaries are an aid: a failed write (a full disk) is logged, never fails a training step. */
+static void log_event_error(weft_monitored_session_t *ms, weft_status_t *st) {
+  if (!st) return;
+  weft__log(WEFT_LOG_WARNING, MS_WHO, "writing %s failed: %s",
+            weft_event_writer_path(ms->events), weft_status_message(st));
+  weft_status_free(st);
+}
+
 /* A new session in the state training can start from: the chief restores the latest checkpoint
  * (or initialises and saves a first one), the others wait until the chief has done so. */
 static weft_status_t *setup_session(weft_monitored_session_t *ms) {
@@ -273,6 +300,9 @@ static weft_status_t *setup_session(weft_monitored_session_t *ms) {
         mark_saved(ms);
         weft__log(WEFT_LOG_INFO, MS_WHO, "restored %s (global step %" G_GINT64_FORMAT ")",
                   latest, ms->global_step);
+        /* TensorBoard drops the steps after this one that the previous run had written. */
+        if (!st && ms->events) log_event_error(ms, weft_event_writer_add_session_log(
+            ms->events, WEFT_SESSION_LOG_START, "restored", latest, ms->global_step));
       }
       g_free(latest);
       return st;
@@ -404,6 +434,9 @@ weft_status_t *weft_monitored_session_new(weft_graph_t *graph,
   weft_status_t *st = NULL;
   ms->init_op = weft_graph_node(graph, "monitored_session/init");
   if (!ms->init_op) ms->init_op = weft_global_variables_initializer(graph, "monitored_session/init", &st);
+  ms->summary_step = -1;
+  if (!st && ms->opts.is_chief && ms->opts.checkpoint_dir && ms->opts.summary_steps > 0)
+    st = weft_event_writer_new(ms->opts.checkpoint_dir, NULL, &ms->events);
   int attempts = 0;
   gint64 first_us = 0;
   if (!st) st = create_session(ms);
@@ -450,9 +483,38 @@ static weft_status_t *periodic_save(weft_monitored_session_t *ms) {
 
 /* The hooks after a successful step; `fetched` holds the caller's fetches, then (when asked for)
  * the loss. */
+static void write_summaries(weft_monitored_session_t *ms, weft_tensor_t *const *summaries,
+                            int n_summaries) {
+  gint64 now = g_get_monotonic_time();
+  if (!ms->graph_written) {
+    ms->graph_written = true;
+    log_event_error(ms, weft_event_writer_add_graph(ms->events, ms->graph, ms->session));
+  }
+  if (ms->summary_step >= 0 && now > ms->summary_time_us) {
+    double rate = (double)(ms->global_step - ms->summary_step) /
+                  ((double)(now - ms->summary_time_us) / 1e6);
+    log_event_error(ms, weft_event_writer_add_scalar(ms->events, "global_step/sec", (float)rate,
+                                                     ms->global_step));
+  }
+  for (int i = 0; i < n_summaries; i++) {
+    const weft_tensor_t *t = summaries[i];
+    if (!t || weft_tensor_dtype(t) != WEFT_DT_STRING) continue;
+    const weft_string_t *strs = weft_tensor_data(t);
+    for (int64_t k = 0; k < weft_tensor_num_elements(t); k++) {
+      log_event_error(ms, weft_event_writer_add_summary(ms->events, strs[k].data, strs[k].len,
+                                                        ms->global_step));
+    }
+  }
+  ms->summary_step = ms->global_step;
+  ms->summary_time_us = now;
+  ms->summary_due = false;
+}
+
 static weft_status_t *after_step(weft_monitored_session_t *ms, weft_tensor_t *const *fetched,
-                                 int n_user, const weft_tensor_t *loss) {
+                                 int n_user, const weft_tensor_t *loss,
+                                 weft_tensor_t *const *summaries, int n_summaries) {
   ms->local_steps++;
+  if (ms->events && ms->summary_due) write_summaries(ms, summaries, n_summaries);
   if (ms->opts.log_steps && ms->local_steps % ms->opts.log_steps == 0) {
     gint64 now = g_get_monotonic_time();
     double secs = (double)(now - ms->logged_time_us) / 1e6;
@@ -526,23 +588,62 @@ static weft_status_t *global_step_after(weft_monitored_session_t *ms, const run_
   return st;
 }
 
+/* The summary ops SummarySaverHook would run: every MergeSummary, and every other op whose name
+ * ends in "Summary" or "SummaryV2" that no MergeSummary consumes (its value is in the merge). */
+static GPtrArray *collect_summary_fetches(weft_graph_t *g) {
+  GHashTable *merged = g_hash_table_new(g_direct_hash, g_direct_equal);
+  int n = weft_graph_num_nodes(g);
+  for (int i = 0; i < n; i++) {
+    const weft_node_t *node = weft_graph_node_at(g, i);
+    if (strcmp(node->op_name, "MergeSummary") != 0) continue;
+    for (int k = 0; k < node->n_inputs; k++) g_hash_table_add(merged, node->inputs[k].src);
+  }
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  for (int i = 0; i < n; i++) {
+    weft_node_t *node = weft_graph_node_at(g, i);
+    bool merge = strcmp(node->op_name, "MergeSummary") == 0;
+    bool summary = g_str_has_suffix(node->op_name, "Summary") ||
+                   g_str_has_suffix(node->op_name, "SummaryV2");
+    if (merge || (summary && !g_hash_table_contains(merged, node)))
+      g_ptr_array_add(names, g_strdup_printf("%s:0", node->name));
+  }
+  g_hash_table_destroy(merged);
+  return names;
+}
+
+/* SummarySaverHook's and StepCounterHook's timer: the first step, then every summary_steps
+ * global steps. */
+static bool summaries_due(weft_monitored_session_t *ms) {
+  if (!ms->summary_fetches) ms->summary_fetches = collect_summary_fetches(ms->graph);
+  return ms->summary_step < 0 || ms->global_step + 1 - ms->summary_step >= ms->opts.summary_steps;
+}
+
 /* One attempt at the caller's step, with global_step (and the loss) fetched along. */
 static weft_status_t *run_once(weft_monitored_session_t *ms, const run_call_t *c) {
   char *gs_name = NULL;
   weft_status_t *gs_st = global_step_after(ms, c, &gs_name);
   if (gs_st) return gs_st;
   bool want_loss = ms->opts.log_steps && ms->opts.loss_tensor;
-  int n = c->n_fetches + 1 + (want_loss ? 1 : 0);
+  int n_summaries = 0;
+  if (ms->events && summaries_due(ms)) {
+    ms->summary_due = true;
+    n_summaries = (int)ms->summary_fetches->len;
+  }
+  int first_summary = c->n_fetches + 1 + (want_loss ? 1 : 0);
+  int n = first_summary + n_summaries;
   const char **names = g_new(const char *, n);
   weft_tensor_t **outs = g_new0(weft_tensor_t *, n);
   for (int i = 0; i < c->n_fetches; i++) names[i] = c->fetch_names[i];
   names[c->n_fetches] = gs_name;
   if (want_loss) names[c->n_fetches + 1] = ms->opts.loss_tensor;
+  for (int i = 0; i < n_summaries; i++)
+    names[first_summary + i] = g_ptr_array_index(ms->summary_fetches, i);
   weft_status_t *st = weft_session_run(ms->session, c->feed_names, c->feeds, c->n_feeds, names,
                                        outs, n, c->target_names, c->n_targets);
   if (!st) {
     ms->global_step = (int64_t)weft_tensor_get_double(outs[c->n_fetches], 0);
-    st = after_step(ms, outs, c->n_fetches, want_loss ? outs[c->n_fetches + 1] : NULL);
+    st = after_step(ms, outs, c->n_fetches, want_loss ? outs[c->n_fetches + 1] : NULL,
+                    outs + first_summary, n_summaries);
     /* When a hook failed (a save with the ps gone), the step may be run again after recovery:
      * the caller gets the outputs of the attempt that succeeded as a whole, or none. */
     for (int i = 0; i < c->n_fetches && !st; i++) {
@@ -571,7 +672,7 @@ static weft_status_t *step_with_recovery(weft_monitored_session_t *ms, const run
     } else {
       st = fn(user_data, ms->session);
       if (!st) st = read_global_step(ms);
-      if (!st) st = after_step(ms, NULL, 0, NULL);
+      if (!st) st = after_step(ms, NULL, 0, NULL, NULL, 0);
     }
     if (!st && attempts) {
       weft__log(WEFT_LOG_WARNING, MS_WHO, "recovered: the step ran after %d attempt%s in %.1f s "
@@ -632,6 +733,7 @@ weft_status_t *weft_monitored_session_close(weft_monitored_session_t *ms) {
   weft_status_t *st = NULL;
   if (ms->session && ms->global_step != ms->saved_step) st = save_now(ms);
   ms->closed = true;
+  if (ms->events) log_event_error(ms, weft_event_writer_flush(ms->events));
   if (ms->session) {
     weft_status_t *close_st = weft_session_close(ms->session);
     if (!st) st = close_st;
@@ -645,6 +747,8 @@ void weft_monitored_session_free(weft_monitored_session_t *ms) {
   if (!ms->closed && ms->session) weft_status_free(weft_session_close(ms->session));
   weft_session_free(ms->session);
   weft_saver_free(ms->saver);
+  weft_event_writer_free(ms->events);
+  if (ms->summary_fetches) g_ptr_array_free(ms->summary_fetches, TRUE);
   options_clear(&ms->opts);
   g_free(ms->checkpoint_prefix);
   g_free(ms->last_checkpoint);
