@@ -48,6 +48,7 @@ typedef struct flags {
   int replicas_to_aggregate;
   double save_secs;
   gint64 save_steps;
+  gint64 summary_steps;
   gint64 log_every;
   gint64 step_timeout_ms;
   double recovery_timeout_secs; /* the monitored session's recovery budget of one step */
@@ -236,6 +237,44 @@ static weft_status_t *build_mlp(model_t *m, int seed) {
   return st;
 }
 
+/* The loss (and the MLP's accuracy) as scalar summaries, merged: the monitored session writes
+ * them to the event file every --summary_steps steps. They run on this worker's CPU (task -1:
+ * no cluster), as TensorFlow's summary kernels do, whatever --device says. */
+static weft_status_t *add_summaries(model_t *m, int task) {
+  char *dev = task >= 0 ? g_strdup_printf("/job:worker/task:%d/device:CPU:0", task)
+                        : g_strdup("/device:CPU:0");
+  weft_graph_push_device(m->graph, dev);
+  g_free(dev);
+  weft_status_t *st = NULL;
+  weft_output_t parts[2];
+  int n = 0;
+  const char *tags[2] = {"loss", "accuracy"};
+  for (int i = 0; i < (m->mlp ? 2 : 1) && !st; i++) {
+    weft_tensor_t *tag = weft_tensor_new_string(tags[i], strlen(tags[i]));
+    char *name = g_strdup_printf("summaries/%s_tag", tags[i]);
+    weft_output_t tag_c = weft_const(m->graph, name, tag, &st);
+    g_free(name);
+    weft_tensor_unref(tag);
+    if (st) break;
+    name = g_strdup_printf("summaries/%s", tags[i]);
+    weft_op_builder_t *b = weft_op_new(m->graph, "ScalarSummary", name);
+    g_free(name);
+    weft_op_add_input(b, tag_c);
+    weft_op_add_input(b, i == 0 ? m->loss_out : weft_out(weft_graph_node(m->graph, "accuracy"), 0));
+    weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
+    weft_node_t *node = NULL;
+    st = weft_op_finish(b, &node);
+    if (!st) parts[n++] = weft_out(node, 0);
+  }
+  if (!st) {
+    weft_op_builder_t *b = weft_op_new(m->graph, "MergeSummary", "summaries/merged");
+    weft_op_add_input_list(b, parts, n);
+    st = weft_op_finish(b, NULL);
+  }
+  weft_graph_pop_device(m->graph);
+  return st;
+}
+
 static bool parse_optimizer(const char *name, weft_optimizer_kind_t *kind) {
   static const struct { const char *name; weft_optimizer_kind_t kind; } table[] = {
       {"sgd", WEFT_OPTIMIZER_GRADIENT_DESCENT}, {"gradient_descent", WEFT_OPTIMIZER_GRADIENT_DESCENT},
@@ -285,6 +324,7 @@ static weft_status_t *build_model(const flags_t *f, const weft_cluster_spec_t *s
   }
   if (setter || f->device) weft_graph_pop_device(m->graph);
   weft_replica_device_setter_free(setter);
+  if (!st) st = add_summaries(m, spec ? f->task_index : -1);
   return st;
 }
 
@@ -486,6 +526,7 @@ static int run_worker(const flags_t *f, weft_cluster_spec_t *spec) {
   weft_monitored_session_options_set_checkpoint_dir(mopts, f->checkpoint_dir);
   weft_monitored_session_options_set_save_checkpoint_secs(mopts, f->save_secs);
   weft_monitored_session_options_set_save_checkpoint_steps(mopts, f->save_steps);
+  weft_monitored_session_options_set_summary_steps(mopts, f->summary_steps);
   weft_monitored_session_options_set_last_step(mopts, f->train_steps);
   weft_monitored_session_options_set_after_run(mopts, after_run, &t);
   weft_monitored_session_options_set_recovery_timeout_secs(mopts, f->recovery_timeout_secs);
@@ -683,6 +724,7 @@ static int train_checked(flags_t *f, weft_cluster_spec_t *resolved) {
   if (f->batch_size <= 0) return usage("--batch_size must be positive");
   if (!(f->learning_rate > 0)) return usage("--learning_rate must be positive");
   if (f->log_every <= 0) return usage("--log_every must be positive");
+  if (f->summary_steps < 0) return usage("--summary_steps must be 0 (off) or positive");
   if (f->step_timeout_ms <= 0) return usage("--step_timeout_ms must be positive");
   if (!(f->recovery_timeout_secs >= 0)) return usage("--recovery_timeout_secs must be 0 or more");
   if (strcmp(f->progress, "auto") != 0 && strcmp(f->progress, "lines") != 0)
@@ -728,8 +770,8 @@ static int train_checked(flags_t *f, weft_cluster_spec_t *resolved) {
 
 int main(int argc, char **argv) {
   flags_t f = {.task_index = -1, .from = CLUSTER_FROM_DEFAULTS, .train_steps = 1000,
-               .batch_size = 0, .learning_rate = 0,
-               .save_secs = 600, .log_every = 50, .step_timeout_ms = 30000,
+               .batch_size = 0, .learning_rate = 0, .save_secs = 600, .summary_steps = 100,
+               .log_every = 50, .step_timeout_ms = 30000,
                .recovery_timeout_secs = 300, .seed = 1};
   gboolean show_version = FALSE, show_help = FALSE;
   GOptionEntry entries[] = {
@@ -763,6 +805,9 @@ int main(int argc, char **argv) {
        "save a checkpoint every this many seconds (600; 0: off)", "S"},
       {"save_steps", 0, 0, G_OPTION_ARG_INT64, &f.save_steps,
        "save a checkpoint every this many global steps (0: off)", "N"},
+      {"summary_steps", 0, 0, G_OPTION_ARG_INT64, &f.summary_steps,
+       "write the loss (and accuracy) and global_step/sec to an event file in --checkpoint_dir "
+       "every this many global steps, for TensorBoard (chief; 100; 0: off)", "N"},
       {"log_every", 0, 0, G_OPTION_ARG_INT64, &f.log_every,
        "print progress every this many global steps (50)", "N"},
       {"progress", 0, 0, G_OPTION_ARG_STRING, &f.progress,
