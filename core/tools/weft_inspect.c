@@ -499,12 +499,16 @@ static void print_text(JsonObject *root) {
 
 int weft_cli_inspect(int argc, char **argv) {
   static const char help[] =
-      "Usage:\n  weft inspect MODEL [--json]\n\n"
+      "Usage:\n  weft inspect MODEL [--json]\n  weft inspect EVENTS\n  weft inspect --dot GRAPH\n\n"
       "Describes a SavedModel folder (every MetaGraphDef) or a binary GraphDef (.pb) without\n"
       "running it: signatures with their inputs and outputs (key, tensor, dtype, shape),\n"
-      "placeholders, variables, the op histogram and the ops with no kernel on this machine.\n\n"
-      "Options:\n  -j, --json  one JSON object (schema in docs/cli.md, \"weft inspect\")\n";
-  bool as_json = false;
+      "placeholders, variables, the op histogram and the ops with no kernel on this machine.\n"
+      "EVENTS, an events.out.tfevents.* file or a folder of them (a training's checkpoint\n"
+      "folder): every record, its step, wall time, summary tags and values, graph, session log.\n\n"
+      "Options:\n  -j, --json  one JSON object (schema in docs/cli.md, \"weft inspect\")\n"
+      "  --dot       print GRAPH (a GraphDef .pb, or the graph in EVENTS) as Graphviz DOT, nodes\n"
+      "              coloured by device and grouped by task, edges between tasks marked\n";
+  bool as_json = false, dot = false;
   const char *model = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -513,6 +517,8 @@ int weft_cli_inspect(int argc, char **argv) {
     }
     if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0) {
       as_json = true;
+    } else if (strcmp(argv[i], "--dot") == 0) {
+      dot = true;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       fprintf(stderr, "weft: error: unknown option '%s'\nTry 'weft help inspect'.\n", argv[i]);
       return 2;
@@ -529,6 +535,8 @@ int weft_cli_inspect(int argc, char **argv) {
                     ".pb)\nTry 'weft help inspect'.\n");
     return 2;
   }
+  if (dot) return weft_cli_inspect_dot(model);
+  if (weft_cli_is_event_path(model)) return weft_cli_inspect_events(model);
   /* The kernel report is only as good as the plugins loaded; their warnings would clutter it. */
   if (g_getenv("WEFT_LOG_LEVEL") == NULL && g_getenv("WEFT_LOG") == NULL)
     g_setenv("WEFT_LOG_LEVEL", "error", TRUE);

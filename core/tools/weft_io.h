@@ -29,5 +29,10 @@ char *weft_cli_unfed_inputs(const weft_saved_model_t *model, const char *signatu
 
 /* `weft inspect MODEL [--json]`: argv[0] is "inspect". Returns the exit status. */
 int weft_cli_inspect(int argc, char **argv);
+/* weft_events.c: `weft inspect` on event files (a file or a folder of them) and `--dot`. Each
+ * returns the exit code. */
+bool weft_cli_is_event_path(const char *path);
+int weft_cli_inspect_events(const char *path);
+int weft_cli_inspect_dot(const char *path);
 
 #endif /* WEFT_TOOLS_IO_H */

@@ -196,14 +196,23 @@ weft_status_t *weft_event_writer_new(const char *dir, const char *suffix,
   char host[256] = "localhost";
   if (gethostname(host, sizeof host - 1) != 0) g_strlcpy(host, "localhost", sizeof host);
   host[sizeof host - 1] = '\0';
-  char *base = g_strdup_printf("events.out.tfevents.%" G_GINT64_FORMAT ".%s%s",
-                               g_get_real_time() / G_USEC_PER_SEC, host, suffix ? suffix : "");
+  gint64 secs = g_get_real_time() / G_USEC_PER_SEC;
   weft_event_writer_t *w = g_new0(weft_event_writer_t, 1);
-  w->path = g_build_filename(dir, base, NULL);
-  g_free(base);
   w->flush_secs = DEFAULT_FLUSH_SECS;
   w->last_flush_us = g_get_monotonic_time();
-  w->file = fopen(w->path, "ab");
+  /* A writer never appends to another's file: two in the same second on one host (a trainer
+   * restarted at once) get ".1", ".2", ... after the name (TensorBoard reads any "tfevents"). */
+  for (int n = 0; n < 1000 && !w->file; n++) {
+    char *base = n ? g_strdup_printf("events.out.tfevents.%" G_GINT64_FORMAT ".%s%s.%d", secs,
+                                     host, suffix ? suffix : "", n)
+                   : g_strdup_printf("events.out.tfevents.%" G_GINT64_FORMAT ".%s%s", secs, host,
+                                     suffix ? suffix : "");
+    g_free(w->path);
+    w->path = g_build_filename(dir, base, NULL);
+    g_free(base);
+    w->file = fopen(w->path, "wbx");
+    if (!w->file && errno != EEXIST) break;
+  }
   if (!w->file) {
     weft_status_t *st = weft_status_new(WEFT_INTERNAL, "Event writer: cannot open %s: %s",
                                         w->path, g_strerror(errno));

@@ -508,6 +508,9 @@ static void write_summaries(weft_monitored_session_t *ms, weft_tensor_t *const *
   ms->summary_step = ms->global_step;
   ms->summary_time_us = now;
   ms->summary_due = false;
+  /* Every N steps is seldom enough to flush each time: TensorBoard (and a killed run's file)
+   * then has them at once rather than after the writer's flush period. */
+  log_event_error(ms, weft_event_writer_flush(ms->events));
 }
 
 static weft_status_t *after_step(weft_monitored_session_t *ms, weft_tensor_t *const *fetched,
