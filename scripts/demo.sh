@@ -201,4 +201,8 @@ cat <<EOF
    $TRAIN --local --model mlp --train_steps 2000   # the same model in one process
    WEFT_DEMO_STEPS=400 bash scripts/demo.sh        # a shorter run (this run's logs: $DIR)
    bash scripts/test.sh                            # every test (docs/training.md, README.md)
+   ./build/core/tools/weft inspect $CKPT           # the event file: losses, graph, restarts
+   ./build/core/tools/weft inspect --dot $CKPT | dot -Tsvg -o $DIR/graph.svg   # placed graph
+== watch this run in TensorBoard (docs/tensorboard.md), if you have it:
+   tensorboard --logdir $CKPT
 EOF
