@@ -10,6 +10,8 @@ packages=(
   libopenblas-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   libsnappy-dev zlib1g-dev
+  # ImageSummary encodes PNG (plugins/cpu/cpu_summary.c).
+  libpng-dev
   openssl
   help2man
   python3

@@ -1,12 +1,13 @@
 /* Summaries and event files (docs/tensorboard.md): the summary ops' serialized Summary protobufs
  * checked byte by byte and field by field against TensorFlow's summary.proto numbers, their
- * errors; the event writer and reader round trip, a corrupted crc reported with its offset, a
- * record cut short; the monitored session writing the graph with its placement, the summaries,
+ * errors, ImageSummary's PNGs decoded with libpng; the event writer and reader round trip, a
+ * corrupted crc reported with its offset, a record cut short; the monitored session writing the graph with its placement, the summaries,
  * global_step/sec and SessionLog START after a restore. */
 #include <float.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
+#include <png.h>
 #include <string.h>
 
 #include "weft/weft.h"
@@ -85,6 +86,9 @@ static GPtrArray *read_events(const char *path) {
 /* ---------------------------------------------------------------------------------------------
  * The ops */
 
+/* ImageSummary's max_images for run_summary_op (0: the default). */
+static int64_t g_max_images;
+
 /* Runs op `op` on fed inputs (placeholders of the tensors' dtypes) and returns its output's one
  * string, or NULL with *err set. */
 static GBytes *run_summary_op(const char *op, weft_tensor_t *const *inputs, int n,
@@ -111,6 +115,7 @@ static GBytes *run_summary_op(const char *op, weft_tensor_t *const *inputs, int 
   }
   if (!list_input && n > 1 && strcmp(op, "MergeSummary") != 0)
     weft_op_set_attr_type(b, "T", weft_tensor_dtype(inputs[1]));
+  if (g_max_images > 0) weft_op_set_attr_int(b, "max_images", g_max_images);
   weft_node_t *node = NULL;
   OK(weft_op_finish(b, &node));
   weft_session_t *s = weft_session_new(g, NULL, &st);
@@ -338,6 +343,151 @@ static void test_tensor_summary_and_merge(void) {
   g_bytes_unref(scalar);
   g_bytes_unref(got);
   for (int i = 0; i < 3; i++) weft_tensor_unref(in[i]);
+}
+
+/* The pixels of PNG `png` (g_free), checking its size and channels. */
+static guint8 *decode_png(const guint8 *png, size_t len, int w, int h, int channels) {
+  png_image img;
+  memset(&img, 0, sizeof img);
+  img.version = PNG_IMAGE_VERSION;
+  g_assert_true(png_image_begin_read_from_memory(&img, png, len));
+  g_assert_cmpint(img.width, ==, w);
+  g_assert_cmpint(img.height, ==, h);
+  g_assert_cmpint(PNG_IMAGE_PIXEL_CHANNELS(img.format), ==, channels);
+  guint8 *pixels = g_malloc(PNG_IMAGE_SIZE(img));
+  g_assert_true(png_image_finish_read(&img, NULL, pixels, 0, NULL));
+  return pixels;
+}
+
+/* The PNG of Summary value `k` (field 1 -> value, field 4 -> image, field 4 -> PNG bytes), found
+ * by walking the wire format here rather than through Weft's decoder. */
+static const guint8 *value_png(GBytes *summary, int k, size_t *len, char **tag) {
+  size_t n;
+  const guint8 *p = g_bytes_get_data(summary, &n), *end = p + n;
+  for (int i = 0; p < end; i++) {
+    g_assert_cmpint(p[0], ==, 0x0a);
+    size_t vlen = p[1];
+    int hdr = 2;
+    if (vlen & 0x80) {
+      vlen = (vlen & 0x7f) | ((size_t)p[2] << 7);
+      hdr = 3;
+      g_assert_cmpint(p[2] & 0x80, ==, 0);
+    }
+    const guint8 *v = p + hdr, *vend = v + vlen;
+    p = vend;
+    if (i != k) continue;
+    g_assert_cmpint(v[0], ==, 0x0a); /* tag */
+    *tag = g_strndup((const char *)v + 2, v[1]);
+    v += 2 + v[1];
+    g_assert_cmpint(v[0], ==, 0x22); /* image, field 4 */
+    v += 2 + ((v[1] & 0x80) ? 1 : 0);
+    /* height(1), width(2), colorspace(3): one-byte varints here */
+    g_assert_cmpint(v[0], ==, 0x08);
+    g_assert_cmpint(v[2], ==, 0x10);
+    g_assert_cmpint(v[4], ==, 0x18);
+    v += 6;
+    g_assert_cmpint(v[0], ==, 0x22); /* encoded_image_string, field 4 */
+    *len = v[1];
+    int h2 = 2;
+    if (v[1] & 0x80) {
+      *len = (v[1] & 0x7f) | ((size_t)v[2] << 7);
+      h2 = 3;
+    }
+    g_assert_true(v + h2 + *len <= vend);
+    return v + h2;
+  }
+  g_assert_not_reached();
+  return NULL;
+}
+
+static void test_image_summary(void) {
+  const char *tag[1] = {"img"};
+  /* Two 2x2 grey uint8 images: max_images 3 gives both, tagged img/image/0 and /1, as they are. */
+  guint8 u8[8] = {0, 50, 100, 255, 7, 8, 9, 10};
+  int64_t dims[4] = {2, 2, 2, 1};
+  weft_tensor_t *in[2] = {strings(-1, tag),
+                          weft_tensor_new_from_data(WEFT_DT_UINT8, 4, dims, u8, 8, NULL)};
+  weft_status_t *st = NULL;
+  GBytes *got = run_summary_op("ImageSummary", in, 2, false, &st);
+  OK(st);
+  weft_summary_value_info_t *v = NULL;
+  int n = 0;
+  OK(weft_summary_decode(g_bytes_get_data(got, NULL), g_bytes_get_size(got), &v, &n));
+  g_assert_cmpint(n, ==, 2);
+  g_assert_cmpstr(v[1].tag, ==, "img/image/1");
+  g_assert_cmpint(v[1].kind, ==, WEFT_SUMMARY_IMAGE);
+  g_assert_cmpint(v[1].image_width, ==, 2);
+  g_assert_cmpint(v[1].image_height, ==, 2);
+  g_assert_cmpint(v[1].image_colorspace, ==, 1);
+  weft_summary_values_free(v, n);
+  for (int k = 0; k < 2; k++) {
+    size_t len;
+    char *t = NULL;
+    const guint8 *png = value_png(got, k, &len, &t);
+    char *want_tag = g_strdup_printf("img/image/%d", k);
+    g_assert_cmpstr(t, ==, want_tag);
+    guint8 *px = decode_png(png, len, 2, 2, 1);
+    g_assert_cmpmem(px, 4, u8 + 4 * k, 4);
+    g_free(px);
+    g_free(t);
+    g_free(want_tag);
+  }
+  g_bytes_unref(got);
+  weft_tensor_unref(in[1]);
+
+  /* float with negative values: centred at 128, scaled by 127 / max |v|, truncated; a NaN pixel
+   * takes bad_color's first channel (255). All >= 0: scaled by 255 / max. max_images 1: one
+   * image tagged img/image. */
+  float f[8] = {-1.0f, 0.5f, NAN, 1.0f, 0.0f, 0.5f, 1.0f, 2.0f};
+  in[1] = weft_tensor_new_from_data(WEFT_DT_FLOAT, 4, dims, f, sizeof f, NULL);
+  got = run_summary_op("ImageSummary", in, 2, false, &st);
+  OK(st);
+  const guint8 want0[4] = {1, 191, 255, 255}, want1[4] = {0, 63, 127, 255};
+  for (int k = 0; k < 2; k++) {
+    size_t len;
+    char *t = NULL;
+    const guint8 *png = value_png(got, k, &len, &t);
+    guint8 *px = decode_png(png, len, 2, 2, 1);
+    g_assert_cmpmem(px, 4, k ? want1 : want0, 4);
+    g_free(px);
+    g_free(t);
+  }
+  g_bytes_unref(got);
+  g_max_images = 1;
+  got = run_summary_op("ImageSummary", in, 2, false, &st);
+  g_max_images = 0;
+  OK(st);
+  OK(weft_summary_decode(g_bytes_get_data(got, NULL), g_bytes_get_size(got), &v, &n));
+  g_assert_cmpint(n, ==, 1);
+  g_assert_cmpstr(v[0].tag, ==, "img/image");
+  weft_summary_values_free(v, n);
+  g_bytes_unref(got);
+  weft_tensor_unref(in[1]);
+
+  /* RGB float64 with an infinity: the whole pixel is bad_color (255, 0, 0). */
+  double rgb[6] = {0.0, 1.0, 0.5, INFINITY, 0.2, 0.3};
+  int64_t rgb_dims[4] = {1, 1, 2, 3};
+  in[1] = weft_tensor_new_from_data(WEFT_DT_DOUBLE, 4, rgb_dims, rgb, sizeof rgb, NULL);
+  got = run_summary_op("ImageSummary", in, 2, false, &st);
+  OK(st);
+  size_t len;
+  char *t = NULL;
+  const guint8 *png = value_png(got, 0, &len, &t);
+  guint8 *px = decode_png(png, len, 2, 1, 3);
+  const guint8 want_rgb[6] = {0, 255, 127, 255, 0, 0};
+  g_assert_cmpmem(px, 6, want_rgb, 6);
+  g_free(px);
+  g_free(t);
+  g_bytes_unref(got);
+  weft_tensor_unref(in[1]);
+
+  int64_t bad_dims[3] = {2, 2, 1};
+  in[1] = weft_tensor_new_from_data(WEFT_DT_UINT8, 3, bad_dims, u8, 4, NULL);
+  g_assert_null(run_summary_op("ImageSummary", in, 2, false, &st));
+  expect_error(st, WEFT_INVALID_ARGUMENT,
+               "Tensor must be 4-D with last dim 1, 3, or 4, not [2,2,1]");
+  weft_tensor_unref(in[1]);
+  weft_tensor_unref(in[0]);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -624,6 +774,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/summary/scalar", test_scalar_summary);
   g_test_add_func("/summary/histogram", test_histogram_summary);
+  g_test_add_func("/summary/image", test_image_summary);
   g_test_add_func("/summary/tensor_and_merge", test_tensor_summary_and_merge);
   g_test_add_func("/summary/writer_reader", test_writer_reader_round_trip);
   g_test_add_func("/summary/monitored_session", test_monitored_session_events);

@@ -55,7 +55,8 @@ static GPtrArray *event_files(const char *dir) {
   g_assert_nonnull(d);
   const char *name;
   while ((name = g_dir_read_name(d)))
-    if (g_str_has_prefix(name, "events.out.tfevents.")) g_ptr_array_add(files, g_build_filename(dir, name, NULL));
+    if (g_str_has_prefix(name, "events.out.tfevents."))
+      g_ptr_array_add(files, g_build_filename(dir, name, NULL));
   g_dir_close(d);
   g_ptr_array_sort(files, compare_paths);
   return files;
@@ -151,7 +152,8 @@ static void test_local_run(void) {
   }
   char *dir = tmpdir();
   char *cmd = g_strdup_printf("%s --local --model mlp --train_steps 40 --summary_steps 5 "
-                              "--log_every 1 --progress lines --checkpoint_dir %s", WEFT_TRAIN, dir);
+                              "--log_every 1 --progress lines --checkpoint_dir %s", WEFT_TRAIN,
+                              dir);
   proc_t p = proc_spawn(cmd, 0);
   g_free(cmd);
   int rc = proc_wait_exit(&p, PROCESS_TIMEOUT_MS);

@@ -311,7 +311,8 @@ int weft_cli_inspect_dot(const char *path) {
     const void *data = g_bytes_get_data(bytes, &len);
     gd = (Tensorflow__GraphDef *)weft__pb_unpack(&tensorflow__graph_def__descriptor, data, len,
                                                 "GraphDef", &st);
-    if (!gd && !st) st = weft_status_new(WEFT_INVALID_ARGUMENT, "not a GraphDef (it does not parse)");
+    if (!gd && !st)
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "not a GraphDef (it does not parse)");
   }
   if (bytes) g_bytes_unref(bytes);
   if (st) {

@@ -1,10 +1,13 @@
 /* cpu_summary.c: the CPU kernels of TensorFlow's summary ops (ScalarSummary, HistogramSummary,
- * TensorSummaryV2, MergeSummary; ops in core/src/graph/ops_summary.c). Each writes a serialized
- * `Summary` protobuf (TensorFlow's core/framework/summary.proto field numbers) into a scalar
- * string; the plugin links no protobuf library, so the few fields are encoded by hand here.
- * Errors and histogram buckets are TensorFlow's (summary_op.cc, lib/histogram/histogram.cc). */
+ * ImageSummary, TensorSummaryV2, MergeSummary; ops in core/src/graph/ops_summary.c). Each writes
+ * a serialized `Summary` protobuf (TensorFlow's core/framework/summary.proto field numbers) into
+ * a scalar string; the plugin links no protobuf library, so the few fields are encoded by hand.
+ * Errors, histogram buckets and image scaling are TensorFlow's (summary_op.cc,
+ * lib/histogram/histogram.cc, summary_image_op.cc); images are PNG-encoded with libpng. */
 #include <float.h>
 #include <math.h>
+#include <png.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +281,162 @@ static weft_status_t *k_histogram_summary(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * ImageSummary */
+
+/* A float image [hw, depth] to uint8 as NormalizeFloatImage does: the finite pixels' range picks
+ * the transform (all >= 0: scale by 255 / max; else centre at 128 and scale by 127 / max |v|;
+ * a range under 1e-6 scales by 0), the cast truncates, and a pixel with any non-finite channel
+ * becomes bad_color. */
+static void normalize_float_image(const weft_tensor_view_t *x, int64_t first, int64_t hw,
+                                  int64_t depth, const uint8_t *bad, uint8_t *out) {
+  double mn = INFINITY, mx = -INFINITY;
+  for (int64_t i = 0; i < hw; i++) {
+    bool finite = true;
+    for (int64_t j = 0; j < depth && finite; j++)
+      finite = isfinite(weft__cpu_get_double(x, first + i * depth + j));
+    for (int64_t j = 0; j < depth && finite; j++) {
+      /* TensorFlow keeps the range in float. */
+      float v = (float)weft__cpu_get_double(x, first + i * depth + j);
+      if (v < mn) mn = v;
+      if (v > mx) mx = v;
+    }
+  }
+  const float kZeroThreshold = 1e-6f;
+  double scale, offset;
+  if (mn < 0) {
+    float max_val = fmaxf(fabsf((float)mn), fabsf((float)mx));
+    scale = max_val < kZeroThreshold ? 0.0f : 127.0f / max_val;
+    offset = 128.0f;
+  } else {
+    scale = mx < kZeroThreshold ? 0.0f : 255.0f / (float)mx;
+    offset = 0.0f;
+  }
+  bool dbl = x->dtype == WEFT_DT_DOUBLE;
+  for (int64_t i = 0; i < hw; i++) {
+    bool finite = true;
+    for (int64_t j = 0; j < depth && finite; j++)
+      finite = isfinite(weft__cpu_get_double(x, first + i * depth + j));
+    for (int64_t j = 0; j < depth; j++) {
+      double v = weft__cpu_get_double(x, first + i * depth + j);
+      /* float32 arithmetic for float and half (Eigen computes in T; half rounds through float
+       * here), double for double. */
+      double y = dbl ? v * scale + offset : (double)((float)v * (float)scale + (float)offset);
+      if (y < 0) y = 0;
+      if (y > 255) y = 255;
+      out[i * depth + j] = finite ? (uint8_t)y : bad[j];
+    }
+  }
+}
+
+/* PNG bytes of a [h, w, depth] uint8 image (depth 1 grey, 3 RGB, 4 RGBA) with zlib's default
+ * compression, appended to `b` as field `field`. False when libpng fails. */
+static bool put_png(buf_t *b, int field, const uint8_t *pixels, int64_t h, int64_t w,
+                    int64_t depth) {
+  png_image img;
+  memset(&img, 0, sizeof img);
+  img.version = PNG_IMAGE_VERSION;
+  img.width = (png_uint_32)w;
+  img.height = (png_uint_32)h;
+  img.format = depth == 1 ? PNG_FORMAT_GRAY : depth == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  png_alloc_size_t size = 0;
+  png_int_32 stride = (png_int_32)(w * depth);
+  if (!png_image_write_to_memory(&img, NULL, &size, 0, pixels, stride, NULL)) return false;
+  void *mem = malloc(size ? size : 1);
+  if (!mem) return false;
+  bool ok = png_image_write_to_memory(&img, mem, &size, 0, pixels, stride, NULL) != 0;
+  if (ok) put_bytes(b, field, mem, size);
+  free(mem);
+  png_image_free(&img);
+  return ok;
+}
+
+/* TensorFlow's DataTypeString ("float", "uint8") for its messages. */
+static const char *tf_dtype_name(weft_dtype_t t) {
+#define WEFT_SUMMARY_DT_NAME(e, c, name, tf, proto) \
+  if (t == e) return tf;
+  WEFT_DTYPE_LIST(WEFT_SUMMARY_DT_NAME)
+#undef WEFT_SUMMARY_DT_NAME
+  return "unknown";
+}
+
+static weft_status_t *k_image_summary(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t tag, x, bad;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &tag));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &x));
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  int64_t max_images = weft__cpu_attr_int(ctx, "max_images", 3);
+  WEFT_RETURN_IF_ERROR(H->attr_tensor(attrs, "bad_color", &bad));
+  char s[CPU_SHAPE_STR_LEN];
+  if (tag.rank != 0) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Tags must be a scalar");
+  weft__cpu_shape_str(x.rank, x.dims, s, sizeof s);
+  if (x.rank != 4 || (x.dims[3] != 1 && x.dims[3] != 3 && x.dims[3] != 4)) {
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Tensor must be 4-D with last dim 1, 3, or 4, not %s", s);
+  }
+  int64_t batch = x.dims[0], h = x.dims[1], w = x.dims[2], depth = x.dims[3];
+  if (batch >= (1LL << 31) || h >= (1LL << 31) || w >= (1LL << 31) || h * w >= (1LL << 29))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Tensor too large for summary %s", s);
+  if (bad.rank != 1) {
+    weft__cpu_shape_str(bad.rank, bad.dims, s, sizeof s);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "bad_color must be a vector, got shape %s",
+                           s);
+  }
+  if (bad.dtype != WEFT_DT_UINT8) {
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "bad_color must be uint8, got %s",
+                           tf_dtype_name(bad.dtype));
+  }
+  if (bad.dims[0] < depth) {
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "bad_color size %lld < image depth %lld",
+                           (long long)bad.dims[0], (long long)depth);
+  }
+  int64_t n = batch < max_images ? batch : max_images;
+  int64_t hw = h * w;
+  uint8_t *pixels = x.dtype == WEFT_DT_UINT8 ? NULL : malloc((size_t)(hw * depth) + 1);
+  if (x.dtype != WEFT_DT_UINT8 && !pixels)
+    return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  const weft_string_t *t = tag.data;
+  buf_t b = {0}, v = {0}, img = {0};
+  bool ok = true;
+  for (int64_t i = 0; i < n && ok; i++) {
+    const uint8_t *p;
+    if (x.dtype == WEFT_DT_UINT8) {
+      p = (const uint8_t *)x.data + i * hw * depth;
+    } else {
+      normalize_float_image(&x, i * hw * depth, hw, depth, bad.data, pixels);
+      p = pixels;
+    }
+    /* The tag counts the images asked for, not those produced (TensorFlow's rule). */
+    char suffix[48];
+    if (max_images > 1) snprintf(suffix, sizeof suffix, "/image/%lld", (long long)i);
+    else snprintf(suffix, sizeof suffix, "/image");
+    v.len = img.len = 0;
+    put_key(&v, 1, 2);
+    put_varint(&v, t[0].len + strlen(suffix));
+    buf_put(&v, t[0].data, t[0].len);
+    buf_put(&v, suffix, strlen(suffix));
+    put_key(&img, 1, 0);
+    put_varint(&img, (uint64_t)h);
+    put_key(&img, 2, 0);
+    put_varint(&img, (uint64_t)w);
+    put_key(&img, 3, 0);
+    put_varint(&img, (uint64_t)depth);
+    ok = hw == 0 || put_png(&img, 4, p, h, w, depth);
+    put_bytes(&v, 4, img.data, img.len);
+    put_bytes(&b, 1, v.data, v.len);
+    b.oom |= v.oom || img.oom;
+  }
+  free(pixels);
+  free(v.data);
+  free(img.data);
+  if (!ok) {
+    free(b.data);
+    return weft__cpu_error(ctx, WEFT_INTERNAL, "PNG encoding failed");
+  }
+  return emit(ctx, &b);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * TensorSummaryV2 */
 
 /* TensorProto: dtype(1), tensor_shape(2){dim(2){size(1)}}, tensor_content(4) for numbers, or
@@ -423,6 +582,7 @@ weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg) {
   const weft_cpu_kernel_spec_t kernels[] = {
       {.op = "ScalarSummary", .compute = k_scalar_summary},
       {.op = "HistogramSummary", .compute = k_histogram_summary},
+      {.op = "ImageSummary", .compute = k_image_summary},
       {.op = "TensorSummaryV2", .compute = k_tensor_summary_v2},
       {.op = "MergeSummary", .compute = k_merge_summary},
   };

@@ -395,6 +395,72 @@ static bool string_allowed(const attr_extra_t *extra, const char *s) {
   return false;
 }
 
+/* A tensor default in the text-proto form TensorFlow's REGISTER_OP uses (ImageSummary's
+ * bad_color): "{ dtype: DT_UINT8 tensor_shape: { dim { size: 4 } } int_val: 255 int_val: 0 }",
+ * numbers in int_val or float_val; fewer values than elements repeat the last, as TensorFlow's
+ * MakeTensorFromProto does. Integer and float32/64 dtypes; NULL when the text is not of that
+ * form. */
+static weft_tensor_t *parse_tensor_default(const char *text) {
+  char *spaced = g_strdup(text);
+  for (char *p = spaced; *p; p++)
+    if (*p == '{' || *p == '}' || *p == ':') *p = ' ';
+  char **tok = g_strsplit_set(g_strstrip(spaced), " \t", -1);
+  weft_dtype_t dtype = WEFT_DT_INVALID;
+  int64_t dims[WEFT_MAX_RANK];
+  int rank = 0;
+  GArray *vals = g_array_new(FALSE, FALSE, sizeof(double));
+  bool ok = true;
+  for (int i = 0; ok && tok[i]; i++) {
+    if (!*tok[i] || strcmp(tok[i], "tensor_shape") == 0 || strcmp(tok[i], "dim") == 0) continue;
+    const char *arg = NULL;
+    int j = i + 1;
+    while (tok[j] && !*tok[j]) j++;
+    arg = tok[j];
+    if (!arg) {
+      ok = false;
+      break;
+    }
+    char *end = NULL;
+    if (strcmp(tok[i], "dtype") == 0) {
+      ok = weft_dtype_from_name(arg, &dtype);
+    } else if (strcmp(tok[i], "size") == 0 && rank < WEFT_MAX_RANK) {
+      dims[rank++] = g_ascii_strtoll(arg, &end, 10);
+      ok = end && !*end && dims[rank - 1] >= 0 && dims[rank - 1] <= 1024;
+    } else if (strcmp(tok[i], "int_val") == 0 || strcmp(tok[i], "float_val") == 0) {
+      double d = g_ascii_strtod(arg, &end);
+      ok = end && !*end;
+      g_array_append_val(vals, d);
+    } else {
+      ok = false;
+    }
+    i = j;
+  }
+  weft_tensor_t *t = NULL;
+  if (ok && dtype != WEFT_DT_INVALID && dtype != WEFT_DT_STRING) {
+    t = weft_tensor_new(dtype, rank, dims);
+    int64_t n = weft_tensor_num_elements(t);
+    void *data = weft_tensor_data(t);
+    for (int64_t k = 0; k < n && vals->len; k++) {
+      double d = g_array_index(vals, double, MIN((guint)k, vals->len - 1));
+      switch (dtype) {
+        case WEFT_DT_UINT8: ((uint8_t *)data)[k] = (uint8_t)d; break;
+        case WEFT_DT_INT8: ((int8_t *)data)[k] = (int8_t)d; break;
+        case WEFT_DT_INT16: ((int16_t *)data)[k] = (int16_t)d; break;
+        case WEFT_DT_UINT16: ((uint16_t *)data)[k] = (uint16_t)d; break;
+        case WEFT_DT_INT32: ((int32_t *)data)[k] = (int32_t)d; break;
+        case WEFT_DT_INT64: ((int64_t *)data)[k] = (int64_t)d; break;
+        case WEFT_DT_FLOAT: ((float *)data)[k] = (float)d; break;
+        case WEFT_DT_DOUBLE: ((double *)data)[k] = d; break;
+        default: k = n; break;
+      }
+    }
+  }
+  g_array_free(vals, TRUE);
+  g_strfreev(tok);
+  g_free(spaced);
+  return t;
+}
+
 /* Parses one scalar default of element kind `elem` ("int", "type", ...). */
 static weft_status_t *parse_scalar_default(const spec_ref_t *ref, const weft__attr_def_t *def,
                                            const attr_extra_t *extra, const char *elem,
@@ -429,6 +495,12 @@ static weft_status_t *parse_scalar_default(const spec_ref_t *ref, const weft__at
     if (!parse_shape(text, &scalar->u.shape))
       return bad_spec(ref, "'%s' is not a shape ({ unknown_rank: true }, {} or [2,?])", text);
     scalar->kind = WEFT_ATTR_SHAPE;
+  } else if (strcmp(elem, "tensor") == 0) {
+    scalar->u.tensor = parse_tensor_default(text);
+    if (!scalar->u.tensor)
+      return bad_spec(ref, "'%s' is not a tensor ({ dtype: DT_.. tensor_shape: {..} int_val: ..})",
+                      text);
+    scalar->kind = WEFT_ATTR_TENSOR;
   } else {
     return bad_spec(ref, "defaults of %s attrs are not supported", elem);
   }
