@@ -1,6 +1,7 @@
 /* Helpers for tests that run real processes (see process_util.h). */
 #include "process_util.h"
 
+#include <glib/gstdio.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -181,4 +182,25 @@ JsonObject *proc_final_json(proc_t *p, JsonParser **parser) {
   g_assert_no_error(err);
   g_strfreev(lines);
   return json_node_get_object(json_parser_get_root(*parser));
+}
+
+char *test_tmpdir(const char *pattern) {
+  GError *err = NULL;
+  char *dir = g_dir_make_tmp(pattern, &err);
+  g_assert_no_error(err);
+  return dir;
+}
+
+void test_rm_rf(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+      char *child = g_build_filename(path, name, NULL);
+      test_rm_rf(child);
+      g_free(child);
+    }
+    g_dir_close(d);
+  }
+  g_remove(path);
 }

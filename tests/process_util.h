@@ -57,4 +57,9 @@ typedef struct run_result {
 run_result_t run_program(const char *path, const char *const *args, const char *const *env);
 void run_result_clear(run_result_t *r);
 
+/* A new folder under the temporary directory named from `pattern` ("weft-x-XXXXXX"); g_free. */
+char *test_tmpdir(const char *pattern);
+/* Removes `path` and everything below it. */
+void test_rm_rf(const char *path);
+
 #endif /* WEFT_TEST_PROCESS_UTIL_H */

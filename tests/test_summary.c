@@ -10,6 +10,7 @@
 #include <png.h>
 #include <string.h>
 
+#include "process_util.h"
 #include "weft/weft.h"
 
 #define OK(expr)                                                                   \
@@ -28,24 +29,7 @@ static void expect_error(weft_status_t *st, weft_code_t code, const char *messag
 }
 
 static char *tmpdir(void) {
-  GError *err = NULL;
-  char *dir = g_dir_make_tmp("weft-summary-XXXXXX", &err);
-  g_assert_no_error(err);
-  return dir;
-}
-
-static void rm_rf(const char *path) {
-  GDir *d = g_dir_open(path, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d))) {
-      char *child = g_build_filename(path, name, NULL);
-      rm_rf(child);
-      g_free(child);
-    }
-    g_dir_close(d);
-  }
-  g_remove(path);
+  return test_tmpdir("weft-summary-XXXXXX");
 }
 
 /* The one events.out.tfevents.* file of `dir` (asserts there is exactly one). */
@@ -606,7 +590,7 @@ static void test_writer_reader_round_trip(void) {
   g_free(path);
   weft_graph_free(g);
   g_free(sub);
-  rm_rf(dir);
+  test_rm_rf(dir);
   g_free(dir);
 }
 
@@ -749,7 +733,7 @@ static void test_monitored_session_events(void) {
   g_ptr_array_unref(ev);
 
   /* summary_steps 0: no event file. */
-  rm_rf(dir);
+  test_rm_rf(dir);
   lin_t m3 = build_linear();
   weft_monitored_session_options_set_summary_steps(o, 0);
   OK(weft_monitored_session_new(m3.g, o, &ms));
@@ -766,7 +750,7 @@ static void test_monitored_session_events(void) {
   weft_graph_free(m2.g);
   weft_graph_free(m3.g);
   g_free(path);
-  rm_rf(dir);
+  test_rm_rf(dir);
   g_free(dir);
 }
 

@@ -23,24 +23,7 @@
 #define PROCESS_TIMEOUT_MS 120000
 
 static char *tmpdir(void) {
-  GError *err = NULL;
-  char *dir = g_dir_make_tmp("weft-tensorboard-XXXXXX", &err);
-  g_assert_no_error(err);
-  return dir;
-}
-
-static void rm_rf(const char *path) {
-  GDir *d = g_dir_open(path, 0, NULL);
-  if (d) {
-    const char *name;
-    while ((name = g_dir_read_name(d))) {
-      char *child = g_build_filename(path, name, NULL);
-      rm_rf(child);
-      g_free(child);
-    }
-    g_dir_close(d);
-  }
-  g_remove(path);
+  return test_tmpdir("weft-tensorboard-XXXXXX");
 }
 
 /* g_ptr_array_sort hands the comparison pointers to the elements. */
@@ -64,6 +47,12 @@ static GPtrArray *event_files(const char *dir) {
 
 static const char *python3(void) {
   return g_getenv("WEFT_PYTHON3");
+}
+
+static bool skip_without_python3(void) {
+  if (python3()) return false;
+  g_test_skip("no python3 found by meson: the independent reader cannot run");
+  return true;
 }
 
 /* The independent reader's JSON for `path` (it exits non-zero on any bad crc). */
@@ -146,10 +135,7 @@ static int check_event_file(const char *path, const char *log, const char *devic
 }
 
 static void test_local_run(void) {
-  if (!python3()) {
-    g_test_skip("no python3 found by meson: the independent reader cannot run");
-    return;
-  }
+  if (skip_without_python3()) return;
   char *dir = tmpdir();
   char *cmd = g_strdup_printf("%s --local --model mlp --train_steps 40 --summary_steps 5 "
                               "--log_every 1 --progress lines --checkpoint_dir %s", WEFT_TRAIN,
@@ -180,15 +166,12 @@ static void test_local_run(void) {
   run_result_clear(&r);
   g_ptr_array_unref(files);
   g_string_free(p.log, TRUE);
-  rm_rf(dir);
+  test_rm_rf(dir);
   g_free(dir);
 }
 
 static void test_killed_and_restored(void) {
-  if (!python3()) {
-    g_test_skip("no python3 found by meson: the independent reader cannot run");
-    return;
-  }
+  if (skip_without_python3()) return;
   char *dir = tmpdir();
   char *cmd = g_strdup_printf("%s --local --train_steps 1000 --save_steps 10 --save_secs 0 "
                               "--summary_steps 5 --pause_at_step 25 --progress lines "
@@ -229,7 +212,7 @@ static void test_killed_and_restored(void) {
   g_assert_cmpint(check_event_file(files->pdata[1], q.log->str, "/device:CPU:0"), >=, 1);
   g_ptr_array_unref(files);
   g_string_free(q.log, TRUE);
-  rm_rf(dir);
+  test_rm_rf(dir);
   g_free(dir);
 }
 
@@ -242,10 +225,7 @@ static proc_t spawn_train(const char *hosts, const char *job, int task, const ch
 }
 
 static void test_cluster_run(void) {
-  if (!python3()) {
-    g_test_skip("no python3 found by meson: the independent reader cannot run");
-    return;
-  }
+  if (skip_without_python3()) return;
   char *dir = tmpdir();
   int ports[3];
   free_ports(3, ports);
@@ -277,7 +257,7 @@ static void test_cluster_run(void) {
   g_string_free(ps.log, TRUE);
   g_free(chief);
   g_free(hosts);
-  rm_rf(dir);
+  test_rm_rf(dir);
   g_free(dir);
 }
 
