@@ -754,6 +754,54 @@ static void test_monitored_session_events(void) {
   g_free(dir);
 }
 
+/* A step function (synchronous replicas' way) fetches what it wants itself: the graph and
+ * global_step/sec are written, the summary ops' outputs are not. */
+static weft_status_t *own_step(void *user, weft_session_t *session) {
+  const lin_t *m = user;
+  float xs[4] = {-1, 0, 0.5f, 1}, ys[4] = {-2, 0, 1, 2};
+  int64_t dims[1] = {4};
+  weft_tensor_t *x = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, NULL);
+  weft_tensor_t *y = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, ys, sizeof ys, NULL);
+  const char *feeds[2] = {"x", "y"};
+  weft_tensor_t *values[2] = {x, y};
+  const char *target = weft_node_name(m->train_op);
+  weft_status_t *st = weft_session_run(session, feeds, values, 2, NULL, NULL, 0, &target, 1);
+  weft_tensor_unref(x);
+  weft_tensor_unref(y);
+  return st;
+}
+
+static void test_step_fn_events(void) {
+  char *dir = tmpdir();
+  lin_t m = build_linear();
+  weft_monitored_session_options_t *o = weft_monitored_session_options_new();
+  weft_monitored_session_options_set_checkpoint_dir(o, dir);
+  weft_monitored_session_options_set_summary_steps(o, 3);
+  weft_monitored_session_t *ms = NULL;
+  OK(weft_monitored_session_new(m.g, o, &ms));
+  for (int i = 0; i < 7; i++) OK(weft_monitored_session_run_step_fn(ms, own_step, &m));
+  OK(weft_monitored_session_close(ms));
+  GPtrArray *ev = read_events(weft_monitored_session_event_file(ms));
+  int graphs = 0, rates = 0;
+  for (guint i = 0; i < ev->len; i++) {
+    weft_event_t *e = ev->pdata[i];
+    graphs += e->graph_def != NULL;
+    for (int k = 0; k < e->n_values; k++) {
+      g_assert_cmpstr(e->values[k].tag, ==, "global_step/sec");
+      rates++;
+    }
+  }
+  /* Due at global steps 1, 4 and 7: a rate at the last two. */
+  g_assert_cmpint(graphs, ==, 1);
+  g_assert_cmpint(rates, ==, 2);
+  g_ptr_array_unref(ev);
+  weft_monitored_session_free(ms);
+  weft_monitored_session_options_free(o);
+  weft_graph_free(m.g);
+  test_rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/summary/scalar", test_scalar_summary);
@@ -762,5 +810,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/summary/tensor_and_merge", test_tensor_summary_and_merge);
   g_test_add_func("/summary/writer_reader", test_writer_reader_round_trip);
   g_test_add_func("/summary/monitored_session", test_monitored_session_events);
+  g_test_add_func("/summary/step_fn", test_step_fn_events);
   return g_test_run();
 }

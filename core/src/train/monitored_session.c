@@ -673,6 +673,9 @@ static weft_status_t *step_with_recovery(weft_monitored_session_t *ms, const run
     if (call) {
       st = run_once(ms, call);
     } else {
+      /* The step function fetches what it wants: global_step/sec and the graph are written, the
+       * summary ops' outputs are not. */
+      ms->summary_due = ms->events && summaries_due(ms);
       st = fn(user_data, ms->session);
       if (!st) st = read_global_step(ms);
       if (!st) st = after_step(ms, NULL, 0, NULL, NULL, 0);
