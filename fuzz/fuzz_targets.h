@@ -17,6 +17,7 @@ int weft_fuzz_slurm(const uint8_t *data, size_t size);
 int weft_fuzz_rpc_request(const uint8_t *data, size_t size);
 int weft_fuzz_onnx(const uint8_t *data, size_t size);
 int weft_fuzz_npy(const uint8_t *data, size_t size);
+int weft_fuzz_event(const uint8_t *data, size_t size);
 
 /* One-time setup every target needs (plugins stay unloaded: parsing must not depend on them). */
 void weft_fuzz_init(void);

@@ -378,3 +378,44 @@ int weft_fuzz_npy(const uint8_t *data, size_t size) {
   weft_tensor_unref(t);
   return 0;
 }
+
+/* Event files (docs/tensorboard.md): first byte even, the rest decoded as one Event and as one
+ * Summary; odd, the rest as a whole event file, every record read (crcs checked) and decoded. */
+int weft_fuzz_event(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  if ((data[0] & 1) == 0) {
+    weft_event_t *e = NULL;
+    weft_status_free(weft_event_decode(data + 1, size - 1, &e));
+    weft_event_free(e);
+    weft_summary_value_info_t *v = NULL;
+    int n = 0;
+    weft_status_free(weft_summary_decode(data + 1, size - 1, &v, &n));
+    weft_summary_values_free(v, n);
+    return 0;
+  }
+  char *path = NULL;
+  int fd = g_file_open_tmp("weft-fuzz-events-XXXXXX", &path, NULL);
+  if (fd < 0) return 0;
+  FILE *f = fdopen(fd, "wb");
+  if (f) {
+    fwrite(data + 1, 1, size - 1, f);
+    fclose(f);
+  }
+  weft_event_reader_t *r = NULL;
+  weft_status_t *st = weft_event_reader_open(path, &r);
+  for (int i = 0; !st && i < 10000; i++) {
+    const void *rec;
+    size_t len;
+    bool eof = false;
+    st = weft_event_reader_next(r, &rec, &len, &eof);
+    if (st || eof) break;
+    weft_event_t *e = NULL;
+    weft_status_free(weft_event_decode(rec, len, &e));
+    weft_event_free(e);
+  }
+  weft_status_free(st);
+  weft_event_reader_free(r);
+  g_remove(path);
+  g_free(path);
+  return 0;
+}

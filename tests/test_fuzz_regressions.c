@@ -18,6 +18,7 @@ static const target_t targets[] = {
     {"checkpoint", weft_fuzz_checkpoint},   {"cluster_spec", weft_fuzz_cluster_spec},
     {"rpc_request", weft_fuzz_rpc_request}, {"onnx", weft_fuzz_onnx},
     {"npy", weft_fuzz_npy},                 {"slurm", weft_fuzz_slurm},
+    {"event", weft_fuzz_event},
 };
 
 /* Runs every file of DIR/<target>; returns how many. */
