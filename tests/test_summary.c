@@ -754,6 +754,109 @@ static void test_monitored_session_events(void) {
   g_free(dir);
 }
 
+/* Varint at *p (advancing it). */
+static uint64_t wire_varint(const guint8 **p) {
+  uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    guint8 b = *(*p)++;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+}
+
+/* Every length-delimited field `field` of [p, p + n), appended to out as GBytes (views). */
+static void wire_fields(const guint8 *p, size_t n, int field, GPtrArray *out) {
+  const guint8 *end = p + n;
+  while (p < end) {
+    uint64_t key = wire_varint(&p);
+    int wire = (int)(key & 7);
+    if (wire == 0) {
+      wire_varint(&p);
+    } else if (wire == 1 || wire == 5) {
+      p += wire == 1 ? 8 : 4;
+    } else {
+      g_assert_cmpint(wire, ==, 2);
+      size_t len = (size_t)wire_varint(&p);
+      if ((int)(key >> 3) == field) g_ptr_array_add(out, g_bytes_new_static(p, len));
+      p += len;
+    }
+  }
+  g_assert_true(p == end);
+}
+
+/* A traced step written as TensorFlow's RunMetadata: step_stats(1) -> dev_stats(1) ->
+ * device(1) and node_stats(2) -> node_name(1), decoded here by hand. */
+static void test_step_stats(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t a = weft_const_float(g, "a", 1.0f, &st);
+  weft_output_t b = weft_const_float(g, "b", 2.0f, &st);
+  weft_binary(g, "AddV2", "sum", a, b, &st);
+  OK(st);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  const char *fetch = "sum:0";
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  char *dir = tmpdir();
+  weft_event_writer_t *w = NULL;
+  OK(weft_event_writer_new(dir, NULL, &w));
+  OK(weft_event_writer_add_step_stats(w, "step1", meta, 1));
+  expect_error(weft_event_writer_add_step_stats(w, "x", NULL, 1), WEFT_INVALID_ARGUMENT,
+               "no run metadata");
+  OK(weft_event_writer_close(w));
+  GPtrArray *ev = read_events(weft_event_writer_path(w));
+  weft_event_t *e = ev->pdata[1];
+  g_assert_cmpstr(e->run_metadata_tag, ==, "step1");
+  g_assert_cmpint(e->step, ==, 1);
+  GPtrArray *step_stats = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  GPtrArray *dev_stats = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  wire_fields(e->run_metadata, e->run_metadata_len, 1, step_stats);
+  g_assert_cmpint(step_stats->len, ==, 1);
+  size_t n;
+  const guint8 *p = g_bytes_get_data(step_stats->pdata[0], &n);
+  wire_fields(p, n, 1, dev_stats);
+  g_assert_cmpint(dev_stats->len, >=, 1);
+  GHashTable *names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < dev_stats->len; i++) {
+    GPtrArray *dev = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    GPtrArray *nodes = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    p = g_bytes_get_data(dev_stats->pdata[i], &n);
+    wire_fields(p, n, 1, dev);
+    wire_fields(p, n, 2, nodes);
+    g_assert_cmpint(dev->len, ==, 1);
+    g_assert_nonnull(g_strstr_len(g_bytes_get_data(dev->pdata[0], NULL),
+                                  (gssize)g_bytes_get_size(dev->pdata[0]), "device:CPU:0"));
+    for (guint k = 0; k < nodes->len; k++) {
+      GPtrArray *name = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+      p = g_bytes_get_data(nodes->pdata[k], &n);
+      wire_fields(p, n, 1, name);
+      g_assert_cmpint(name->len, ==, 1);
+      g_hash_table_add(names, g_strndup(g_bytes_get_data(name->pdata[0], NULL),
+                                        g_bytes_get_size(name->pdata[0])));
+      g_ptr_array_unref(name);
+    }
+    g_ptr_array_unref(dev);
+    g_ptr_array_unref(nodes);
+  }
+  g_assert_true(g_hash_table_contains(names, "sum"));
+  g_hash_table_destroy(names);
+  g_ptr_array_unref(dev_stats);
+  g_ptr_array_unref(step_stats);
+  g_ptr_array_unref(ev);
+  weft_event_writer_free(w);
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+  weft_tensor_unref(out);
+  weft_session_free(s);
+  weft_graph_free(g);
+  test_rm_rf(dir);
+  g_free(dir);
+}
+
 /* A step function (synchronous replicas' way) fetches what it wants itself: the graph and
  * global_step/sec are written, the summary ops' outputs are not. */
 static weft_status_t *own_step(void *user, weft_session_t *session) {
@@ -811,5 +914,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/summary/writer_reader", test_writer_reader_round_trip);
   g_test_add_func("/summary/monitored_session", test_monitored_session_events);
   g_test_add_func("/summary/step_fn", test_step_fn_events);
+  g_test_add_func("/summary/step_stats", test_step_stats);
   return g_test_run();
 }

@@ -1124,6 +1124,14 @@ WEFT_API weft_status_t *weft_event_writer_add_run_metadata(weft_event_writer_t *
                                                            const char *tag,
                                                            const void *run_metadata, size_t len,
                                                            int64_t step);
+/* A traced step (weft_session_run_with_options with WEFT_TRACE_FULL) as TensorFlow's
+ * RunMetadata{step_stats{dev_stats{device, node_stats{node_name, all_start_micros,
+ * op_end_rel_micros, all_end_rel_micros, timeline_label, thread_id}}}}, one DeviceStepStats per
+ * device, in Event{tagged_run_metadata{tag, run_metadata}}: TensorBoard's graph shows each node's
+ * compute time for `tag`. meta borrowed. */
+WEFT_API weft_status_t *weft_event_writer_add_step_stats(weft_event_writer_t *w, const char *tag,
+                                                         const weft_run_metadata_t *meta,
+                                                         int64_t step);
 /* Event{step, session_log{status, checkpoint_path, msg}}; msg and checkpoint_path may be NULL.
  * START at a restored step makes TensorBoard drop the later steps of the run it restarted. */
 WEFT_API weft_status_t *weft_event_writer_add_session_log(weft_event_writer_t *w,
@@ -1190,6 +1198,7 @@ typedef struct weft_event {
   int session_log_status;             /* -1: no session_log; else its status */
   char *session_log_checkpoint, *session_log_msg;
   char *run_metadata_tag;             /* NULL: no tagged_run_metadata */
+  void *run_metadata;                 /* its serialized RunMetadata (run_metadata_len bytes) */
   size_t run_metadata_len;
   bool has_meta_graph_def;
 } weft_event_t;

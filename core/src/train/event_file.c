@@ -341,6 +341,59 @@ weft_status_t *weft_event_writer_add_run_metadata(weft_event_writer_t *w, const 
   return st;
 }
 
+/* NodeExecStats of one node: TensorFlow's step_stats.proto numbers. Weft times a node as a
+ * whole, so the op and the node end at the same relative time. */
+static void put_node_stats(GByteArray *dev, const weft_node_stats_t *s) {
+  GByteArray *ns = g_byte_array_new();
+  weft__pb_put_string(ns, 1, s->node_name);
+  weft__pb_put_varint_field(ns, 2, (uint64_t)s->start_us);
+  weft__pb_put_varint_field(ns, 4, (uint64_t)s->duration_us);
+  weft__pb_put_varint_field(ns, 5, (uint64_t)s->duration_us);
+  char *label = g_strdup_printf("%s = %s(%s)", s->node_name, s->op, s->inputs ? s->inputs : "");
+  weft__pb_put_string(ns, 8, label);
+  g_free(label);
+  weft__pb_put_varint_field(ns, 10, (uint32_t)s->thread_id);
+  weft__pb_put_bytes(dev, 2, ns->data, ns->len);
+  g_byte_array_free(ns, TRUE);
+}
+
+weft_status_t *weft_event_writer_add_step_stats(weft_event_writer_t *w, const char *tag,
+                                                const weft_run_metadata_t *meta, int64_t step) {
+  if (!meta) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Event writer %s: no run metadata", w->path);
+  }
+  /* Devices in the order their first node appears. */
+  GPtrArray *devices = g_ptr_array_new();
+  GHashTable *per_device = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                                 (GDestroyNotify)g_byte_array_unref);
+  int n = weft_run_metadata_num_node_stats(meta);
+  for (int i = 0; i < n; i++) {
+    const weft_node_stats_t *s = weft_run_metadata_node_stats(meta, i);
+    const char *dev = s->device ? s->device : "";
+    GByteArray *d = g_hash_table_lookup(per_device, dev);
+    if (!d) {
+      d = g_byte_array_new();
+      weft__pb_put_string(d, 1, dev);
+      g_hash_table_insert(per_device, (gpointer)dev, d);
+      g_ptr_array_add(devices, (gpointer)dev);
+    }
+    put_node_stats(d, s);
+  }
+  GByteArray *stats = g_byte_array_new();
+  for (guint i = 0; i < devices->len; i++) {
+    GByteArray *d = g_hash_table_lookup(per_device, devices->pdata[i]);
+    weft__pb_put_bytes(stats, 1, d->data, d->len);
+  }
+  GByteArray *rm = g_byte_array_new();
+  weft__pb_put_bytes(rm, 1, stats->data, stats->len);
+  weft_status_t *st = weft_event_writer_add_run_metadata(w, tag, rm->data, rm->len, step);
+  g_byte_array_free(rm, TRUE);
+  g_byte_array_free(stats, TRUE);
+  g_hash_table_destroy(per_device);
+  g_ptr_array_free(devices, TRUE);
+  return st;
+}
+
 weft_status_t *weft_event_writer_add_session_log(weft_event_writer_t *w,
                                                  weft_session_log_status_t status,
                                                  const char *msg, const char *checkpoint_path,
@@ -661,6 +714,8 @@ static weft_status_t *decode_run_metadata(const pb_field_t *f, weft_event_t *e) 
       g_free(e->run_metadata_tag);
       e->run_metadata_tag = pb_strdup(&g);
     } else if (g.field == 2 && g.wire == 2) {
+      g_free(e->run_metadata);
+      e->run_metadata = g_memdup2(g.data, g.len);
       e->run_metadata_len = g.len;
     }
   }
@@ -716,5 +771,6 @@ void weft_event_free(weft_event_t *e) {
   g_free(e->session_log_checkpoint);
   g_free(e->session_log_msg);
   g_free(e->run_metadata_tag);
+  g_free(e->run_metadata);
   g_free(e);
 }
