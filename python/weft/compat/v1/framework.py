@@ -609,10 +609,17 @@ class Graph:
             op = op.op
         if isinstance(op, Tensor):
             op = op.op
+        # As in TensorFlow, ops colocated with `op` take its placement: device scopes and
+        # functions are set aside ("" clears the device; device functions see _colocating and
+        # leave their state alone, so replica_device_setter's round robin is TensorFlow's).
         self._g.push_colocate(op._node)
+        self._g.push_device(None)
+        self._colocating = getattr(self, "_colocating", 0) + 1
         try:
             yield
         finally:
+            self._colocating -= 1
+            self._g.pop_device()
             self._g.pop_colocate()
 
     # collections

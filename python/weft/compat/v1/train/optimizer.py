@@ -1,0 +1,279 @@
+"""TensorFlow 1.x's optimizers (tf.train.GradientDescentOptimizer, Momentum, Adagrad, Adam,
+RMSProp) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
+"<var>/<Optimizer>" (Adam's "<var>/Adam" and "<var>/Adam_1"), colocated with their variable;
+Adam's "beta1_power"/"beta2_power" beside the first variable; one "update_<var>" scope per
+variable and the global step's increment run after the updates."""
+import numpy as np
+
+from .. import framework as _fw
+from .. import ops as _ops
+from .. import variables as _vars
+from ..gradients import gradients
+from . import training_util
+
+
+def _ref(v):
+    """The reference tensor an Apply op updates: a Variable's, or a ref Tensor itself."""
+    return v._ref() if isinstance(v, _vars.Variable) else v
+
+
+def _var_name(v):
+    return v.op.name
+
+
+class Optimizer:
+    """tf.train.Optimizer: compute_gradients + apply_gradients; subclasses give their slots
+    (_create_slots), per-variable update (_apply_dense) and _finish."""
+
+    GATE_NONE = 0
+    GATE_OP = 1
+    GATE_GRAPH = 2
+
+    def __init__(self, use_locking, name):
+        if not name:
+            raise ValueError("Must specify the optimizer name")
+        self._use_locking = use_locking
+        self._name = name
+        self._slots = {}  # slot name -> {var name: Variable}
+        self._non_slots = {}
+
+    def get_name(self):
+        return self._name
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
+        grads_and_vars = self.compute_gradients(loss, var_list=var_list, grad_loss=grad_loss)
+        vars_with_grad = [v for g, v in grads_and_vars if g is not None]
+        if not vars_with_grad:
+            raise ValueError(
+                "No gradients provided for any variable, check your graph for ops that do not "
+                "support gradients, between variables %s and loss %s."
+                % ([str(v) for _, v in grads_and_vars], loss))
+        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        if callable(loss):
+            raise NotImplementedError("compute_gradients of a callable loss is eager mode, which "
+                                      "weft does not have: pass the loss Tensor")
+        if not isinstance(loss, _fw.Tensor):
+            raise TypeError("`loss` must be a Tensor, got %r" % (loss,))
+        if var_list is None:
+            var_list = _vars.trainable_variables()
+        else:
+            var_list = list(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        for v in var_list:
+            if not isinstance(v, _vars.Variable):
+                raise TypeError("Argument is not a tf.Variable: %r" % (v,))
+        grads = gradients([loss], [v._ref() for v in var_list],
+                          None if grad_loss is None else [grad_loss])
+        return list(zip(grads, var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        grads_and_vars = tuple(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("No variables provided.")
+        for g, v in grads_and_vars:
+            if g is not None and not isinstance(g, _fw.Tensor):
+                raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or "
+                                "None: %s" % (g,))
+            if not isinstance(v, _vars.Variable):
+                raise TypeError("Argument is not a tf.Variable: %r" % (v,))
+        var_list = [v for g, v in grads_and_vars if g is not None]
+        if not var_list:
+            raise ValueError("No gradients provided for any variable: %s."
+                             % ([str(v) for _, v in grads_and_vars],))
+        graph = var_list[0].graph
+        with graph.as_default():
+            self._create_slots(var_list)
+            update_ops = []
+            with _fw.name_scope(name, self._name) as scope:
+                self._prepare()
+                for g, v in grads_and_vars:
+                    if g is None:
+                        continue
+                    with _fw.name_scope("update_" + _var_name(v)), graph.colocate_with(v):
+                        update_ops.append(self._apply_dense(g, v))
+                if global_step is None:
+                    apply_updates = self._finish(update_ops, scope)
+                else:
+                    with _fw.control_dependencies([self._finish(update_ops, "update")]):
+                        with graph.colocate_with(global_step):
+                            apply_updates = training_util._increment(global_step, scope).op
+            train_ops = graph.get_collection_ref(_fw.GraphKeys.TRAIN_OP)
+            if apply_updates not in train_ops:
+                train_ops.append(apply_updates)
+            return apply_updates
+
+    # slots
+    def get_slot_names(self):
+        return sorted(self._slots)
+
+    def get_slot(self, var, name):
+        return self._slots.get(name, {}).get(var.op.name)
+
+    def variables(self):
+        out = []
+        for d in self._slots.values():
+            out.extend(d.values())
+        out.extend(self._non_slots.values())
+        return sorted(out, key=lambda v: v.name)
+
+    def _slot(self, var, value, slot_name, op_name):
+        d = self._slots.setdefault(slot_name, {})
+        if var.op.name not in d:
+            g = var.graph
+            with g.name_scope(None), g.colocate_with(var):
+                d[var.op.name] = _vars.Variable(
+                    _fw.constant(value, dtype=var.dtype.base_dtype, shape=var.shape.as_list(),
+                                 name="Initializer"),
+                    trainable=False, name=var.op.name + "/" + op_name)
+        return d[var.op.name]
+
+    def _non_slot(self, value, name, colocate_with):
+        if name not in self._non_slots:
+            g = colocate_with.graph
+            with g.name_scope(None), g.colocate_with(colocate_with):
+                self._non_slots[name] = _vars.Variable(value, trainable=False, name=name)
+        return self._non_slots[name]
+
+    def _create_slots(self, var_list):
+        pass
+
+    def _prepare(self):
+        pass
+
+    def _finish(self, update_ops, name_scope):
+        return _ops.group(*update_ops, name=name_scope or None)
+
+    def _t(self, value, name, var):
+        """A hyper-parameter as a tensor of var's dtype."""
+        if isinstance(value, _fw.Tensor) or callable(getattr(value, "_as_graph_tensor", None)):
+            t = _ops._to_tensor(value)
+            if t.dtype.base_dtype != var.dtype.base_dtype:
+                t = _ops.cast(t, var.dtype.base_dtype)
+            return t
+        return _fw.constant(value, dtype=var.dtype.base_dtype, name=name)
+
+    def _apply(self, op_type, var, inputs, attrs=()):
+        g = var.graph
+        op = g._create_op(op_type, [_ref(var)] + inputs,
+                          [("use_locking", "bool", bool(self._use_locking))] + list(attrs),
+                          op_type)
+        return op
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyGradientDescent", var,
+                           [self._t(self._learning_rate, "learning_rate", var), grad])
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._momentum = momentum
+        self._use_nesterov = use_nesterov
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, 0.0, "momentum", self._name)
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyMomentum", var,
+                           [self.get_slot(var, "momentum")._ref(),
+                            self._t(self._learning_rate, "learning_rate", var), grad,
+                            self._t(self._momentum, "momentum", var)],
+                           [("use_nesterov", "bool", bool(self._use_nesterov))])
+
+
+class AdagradOptimizer(Optimizer):
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError("initial_accumulator_value must be positive: %s"
+                             % initial_accumulator_value)
+        super().__init__(use_locking, name)
+        self._learning_rate = learning_rate
+        self._initial = initial_accumulator_value
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, self._initial, "accumulator", self._name)
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyAdagrad", var,
+                           [self.get_slot(var, "accumulator")._ref(),
+                            self._t(self._learning_rate, "learning_rate", var), grad])
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
+
+    def _create_slots(self, var_list):
+        first = min(var_list, key=lambda x: x.name)
+        self._non_slot(np.float32(self._beta1), "beta1_power", first)
+        self._non_slot(np.float32(self._beta2), "beta2_power", first)
+        for v in var_list:
+            self._slot(v, 0.0, "m", self._name)
+            self._slot(v, 0.0, "v", self._name + "_1")
+
+    def _get_beta_accumulators(self):
+        return self._non_slots["beta1_power"], self._non_slots["beta2_power"]
+
+    def _apply_dense(self, grad, var):
+        b1p, b2p = self._get_beta_accumulators()
+        cast = (lambda t: t if t.dtype.base_dtype == var.dtype.base_dtype
+                else _ops.cast(t, var.dtype.base_dtype))
+        return self._apply("ApplyAdam", var,
+                           [self.get_slot(var, "m")._ref(), self.get_slot(var, "v")._ref(),
+                            cast(b1p.value()), cast(b2p.value()),
+                            self._t(self._lr, "learning_rate", var),
+                            self._t(self._beta1, "beta1", var),
+                            self._t(self._beta2, "beta2", var),
+                            self._t(self._epsilon, "epsilon", var), grad])
+
+    def _finish(self, update_ops, name_scope):
+        b1p, b2p = self._get_beta_accumulators()
+        with _fw.control_dependencies(update_ops):
+            with b1p.graph.colocate_with(b1p):
+                u1 = b1p.assign(b1p * np.float32(self._beta1), use_locking=self._use_locking)
+                u2 = b2p.assign(b2p * np.float32(self._beta2), use_locking=self._use_locking)
+        return _ops.group(*(update_ops + [u1, u2]), name=name_scope or None)
+
+
+class RMSPropOptimizer(Optimizer):
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False,
+                 centered=False, name="RMSProp"):
+        if centered:
+            raise NotImplementedError("RMSPropOptimizer(centered=True) is not supported by weft "
+                                      "(no ApplyCenteredRMSProp kernel): use centered=False")
+        super().__init__(use_locking, name)
+        self._lr, self._decay, self._momentum, self._epsilon = (learning_rate, decay, momentum,
+                                                                epsilon)
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, 1.0, "rms", self._name)
+            self._slot(v, 0.0, "momentum", self._name + "_1")
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyRMSProp", var,
+                           [self.get_slot(var, "rms")._ref(), self.get_slot(var, "momentum")._ref(),
+                            self._t(self._lr, "learning_rate", var),
+                            self._t(self._decay, "decay", var),
+                            self._t(self._momentum, "momentum", var),
+                            self._t(self._epsilon, "epsilon", var), grad])

@@ -1,0 +1,162 @@
+"""tf.train.Supervisor: the chief restores from logdir or runs init_op, then saves every
+save_model_secs on a thread; other workers wait until the model is ready; managed_session,
+prepare_or_wait_for_session, should_stop/stop and the queue runners, as TensorFlow's."""
+import contextlib
+import os
+import threading
+
+from weft import errors
+from .. import framework as _fw
+from .. import ops as _ops
+from .. import variables as _vars
+from ..framework import GraphKeys
+from . import monitored
+from . import saver as _saver
+from . import training_util
+
+
+class Supervisor:
+    USE_DEFAULT = 0
+
+    def __init__(self, graph=None, ready_op=USE_DEFAULT, ready_for_local_init_op=USE_DEFAULT,
+                 is_chief=True, init_op=USE_DEFAULT, init_feed_dict=None,
+                 local_init_op=USE_DEFAULT, logdir=None, summary_op=USE_DEFAULT,
+                 saver=USE_DEFAULT, global_step=USE_DEFAULT, save_summaries_secs=120,
+                 save_model_secs=600, recovery_wait_secs=30, stop_grace_secs=120,
+                 checkpoint_basename="model.ckpt", session_manager=None, summary_writer=USE_DEFAULT,
+                 init_fn=None, local_init_run_options=None):
+        self._graph = graph or _fw.get_default_graph()
+        d = self.USE_DEFAULT
+        with self._graph.as_default():
+            self._init_op = _vars.global_variables_initializer() if init_op is d else init_op
+            self._ready_op = (monitored.report_uninitialized_variables() if ready_op is d
+                              else ready_op)
+            self._ready_for_local_init_op = (
+                monitored.report_uninitialized_variables(_vars.global_variables())
+                if ready_for_local_init_op is d else ready_for_local_init_op)
+            self._local_init_op = (_ops.group(_vars.local_variables_initializer())
+                                   if local_init_op is d else local_init_op)
+            self._saver = (_saver.Saver(allow_empty=True) if saver is d and is_chief
+                           else (None if saver is d else saver))
+            self._global_step = (training_util.get_global_step() if global_step is d
+                                 else global_step)
+        self._is_chief = is_chief
+        self._logdir = logdir
+        self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
+        self._save_model_secs = save_model_secs
+        self._recovery_wait_secs = recovery_wait_secs
+        self._init_feed_dict = init_feed_dict
+        self._init_fn = init_fn
+        self._coord = monitored.Coordinator()
+        self._threads = []
+        self._sm = session_manager or monitored.SessionManager(
+            local_init_op=self._local_init_op, ready_op=self._ready_op,
+            ready_for_local_init_op=self._ready_for_local_init_op, graph=self._graph,
+            recovery_wait_secs=recovery_wait_secs)
+        self._graph.finalize()
+
+    is_chief = property(lambda self: self._is_chief)
+    coord = property(lambda self: self._coord)
+    init_op = property(lambda self: self._init_op)
+    ready_op = property(lambda self: self._ready_op)
+    saver = property(lambda self: self._saver)
+    global_step = property(lambda self: self._global_step)
+    session_manager = property(lambda self: self._sm)
+    save_path = property(lambda self: self._save_path)
+    summary_op = property(lambda self: None)
+    summary_writer = property(lambda self: None)
+
+    def prepare_or_wait_for_session(self, master="", config=None, wait_for_checkpoint=False,
+                                    max_wait_secs=7200, start_standard_services=True):
+        self._coord.clear_stop()
+        if self._is_chief:
+            sess = self._sm.prepare_session(
+                master, init_op=self._init_op, saver=self._saver, checkpoint_dir=self._logdir,
+                wait_for_checkpoint=wait_for_checkpoint, max_wait_secs=max_wait_secs,
+                config=config, init_feed_dict=self._init_feed_dict, init_fn=self._init_fn)
+            if start_standard_services:
+                self.start_standard_services(sess)
+        else:
+            sess = self._sm.wait_for_session(master, config=config, max_wait_secs=max_wait_secs)
+        self._sess = sess
+        return sess
+
+    def start_standard_services(self, sess):
+        if not self._is_chief:
+            raise TypeError("Chief only: start_standard_services() on a non-chief")
+        threads = []
+        if self._save_path and self._save_model_secs and self._saver is not None:
+            t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
+            t.start()
+            threads.append(t)
+        self._threads.extend(threads)
+        return threads
+
+    def _checkpoint_loop(self, sess):
+        while not self._coord.wait_for_stop(self._save_model_secs):
+            try:
+                self._save(sess)
+            except (errors.OpError, RuntimeError, ValueError):
+                return  # the session has closed under the thread
+
+    def _save(self, sess):
+        step = None
+        if self._global_step is not None:
+            step = training_util.global_step(sess, training_util._read(self._global_step))
+        self._saver.save(sess, self._save_path, global_step=step)
+
+    def start_queue_runners(self, sess, queue_runners=None):
+        if queue_runners is None:
+            queue_runners = self._graph.get_collection(GraphKeys.QUEUE_RUNNERS)
+        threads = []
+        for qr in queue_runners:
+            threads.extend(qr.create_threads(sess, coord=self._coord, daemon=True, start=True))
+        self._threads.extend(threads)
+        return threads
+
+    def loop(self, timer_interval_secs, target, args=None, kwargs=None):
+        def body():
+            while not self._coord.wait_for_stop(timer_interval_secs):
+                target(*(args or ()), **(kwargs or {}))
+        t = threading.Thread(target=body, daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
+
+    def should_stop(self):
+        return self._coord.should_stop()
+
+    def request_stop(self, ex=None):
+        self._coord.request_stop(ex)
+
+    def stop(self, threads=None, close_summary_writer=True, ignore_live_threads=False):
+        self._coord.request_stop()
+        try:
+            self._coord.join(list(threads or []) + self._threads,
+                             stop_grace_period_secs=120)
+        finally:
+            self._threads = []
+
+    def wait_for_stop(self):
+        self._coord.wait_for_stop()
+
+    def summary_computed(self, sess, summary, global_step=None):
+        pass
+
+    @contextlib.contextmanager
+    def managed_session(self, master="", config=None, start_standard_services=True,
+                        close_summary_writer=True):
+        sess = self.prepare_or_wait_for_session(master, config=config,
+                                                start_standard_services=start_standard_services)
+        try:
+            yield sess
+        except Exception as e:  # noqa: BLE001 -- TensorFlow reports it through the coordinator
+            if isinstance(e, (errors.OutOfRangeError, StopIteration)):
+                self._coord.request_stop()
+            else:
+                self._coord.request_stop(e)
+        finally:
+            try:
+                self.stop(close_summary_writer=close_summary_writer)
+            finally:
+                sess.close()
