@@ -1264,7 +1264,7 @@ PyMODINIT_FUNC PyInit__weft(void) {
   if (PyModule_AddObjectRef(m, "Graph", (PyObject *)&GraphType) < 0 ||
       PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0 ||
       PyModule_AddObjectRef(m, "Session", (PyObject *)&SessionType) < 0 ||
-      weft_py_train_init(m) < 0) {
+      weft_py_train_init(m) < 0 || weft_py_summary_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

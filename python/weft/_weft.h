@@ -43,5 +43,7 @@ int output_from_py(GraphObject *g, PyObject *obj, weft_output_t *out);
 weft_node_t *node_from_py(GraphObject *g, PyObject *obj);
 /* Adds the training and cluster types and functions to the module (_weft_train.c). */
 int weft_py_train_init(PyObject *module);
+/* Adds EventWriter and EventReader (_weft_summary.c). */
+int weft_py_summary_init(PyObject *module);
 
 #endif /* WEFT_PY_WEFT_H */

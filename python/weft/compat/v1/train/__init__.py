@@ -19,6 +19,8 @@ from .monitored import (SessionRunHook, SessionRunArgs, SessionRunContext,  # no
                         Coordinator, QueueRunner, add_queue_runner, start_queue_runners)
 from .supervisor import Supervisor  # noqa: F401
 from .sync_replicas import SyncReplicasOptimizer  # noqa: F401
+from ..summary import summary_iterator, FileWriterCache as SummaryWriterCache  # noqa: F401,E402
+from ..summary_hooks import SummarySaverHook, StepCounterHook  # noqa: F401,E402
 from ..graph_io import write_graph  # noqa: F401,E402
 from ..unsupported import (string_input_producer, input_producer,  # noqa: F401,E402
                            slice_input_producer, batch, shuffle_batch, batch_join,
