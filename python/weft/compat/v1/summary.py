@@ -12,7 +12,7 @@ from . import framework as _fw
 from . import dtypes as _dtypes
 from .framework import GraphKeys
 from .summary_pb import (Summary, SummaryDescription, SummaryMetadata, Event,  # noqa: F401
-                         SessionLog, TaggedRunMetadata, HistogramProto, LogMessage,
+                         SessionLog, TaggedRunMetadata, HistogramProto, LogMessage, DecodeError,
                          run_metadata_bytes)
 
 _log = logging.getLogger("tensorflow")

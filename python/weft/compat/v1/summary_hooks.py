@@ -39,17 +39,20 @@ class _Timer:
         return elapsed
 
 
-def _global_step_tensor():
+def _global_step():
     """The graph's global step (GraphKeys.GLOBAL_STEP, else the tensor 'global_step:0'), as
-    training_util.get_global_step finds it; None when there is none."""
+    training_util.get_global_step finds it, as (tensor to fetch, its variable's op name); (None,
+    None) when there is none."""
     found = _fw.get_collection(GraphKeys.GLOBAL_STEP)
     if found:
         gs = found[0]
-        return gs.value() if hasattr(gs, "value") and not isinstance(gs, _fw.Tensor) else gs
+        name = gs.op.name
+        return (gs if isinstance(gs, _fw.Tensor) else gs.value()), name
     try:
-        return _fw.get_default_graph().get_tensor_by_name("global_step:0")
+        t = _fw.get_default_graph().get_tensor_by_name("global_step:0")
+        return t, t.op.name
     except (KeyError, ValueError):
-        return None
+        return None, None
 
 
 class SummarySaverHook(SessionRunHook):
@@ -72,7 +75,7 @@ class SummarySaverHook(SessionRunHook):
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = FileWriterCache.get(self._output_dir)
         self._next_step = None
-        self._global_step_tensor = _global_step_tensor()
+        self._global_step_tensor = _global_step()[0]
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use SummarySaverHook.")
 
@@ -128,10 +131,10 @@ class StepCounterHook(SessionRunHook):
     def begin(self):
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = FileWriterCache.get(self._output_dir)
-        self._global_step_tensor = _global_step_tensor()
+        self._global_step_tensor, name = _global_step()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use StepCounterHook.")
-        self._summary_tag = self._global_step_tensor.op.name + "/sec"
+        self._summary_tag = name + "/sec"
 
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step_tensor)
