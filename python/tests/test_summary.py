@@ -370,3 +370,20 @@ def test_summary_errors(tmp_path, caplog):
     with pytest.raises(tf.errors.DataLossError) as e:
         list(tf.train.summary_iterator(path))
     assert e.value.message.startswith("Event reader: %s: corrupted record at offset " % path)
+
+
+def test_tensorboard_md_python_example_runs(tmp_path):
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "tensorboard.md").read_text()
+    code = doc.split("## Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace("/tmp/py-logs", str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "0 file_version []",
+        "0 summary ['train/loss', 'inputs', 'picture/image/0', 'note']",
+        "1 summary ['train/loss', 'inputs', 'picture/image/0', 'note']",
+        "2 summary ['train/loss', 'inputs', 'picture/image/0', 'note']",
+        "3 tagged_run_metadata []", "0 graph_def []", "3 summary ['lr']"]
+    parsed, _ = read_independently(event_file(str(tmp_path)))
+    last = [e["values"][0] for e in parsed["events"] if e["values"]][-1]
+    assert last == ["lr", pytest.approx(0.1)]
