@@ -21,6 +21,8 @@ typedef enum gkind {
   GK_TRANSPOSE, /* opt: a rank-3 permutation */
   GK_CONCAT,    /* two inputs, axis opt[0] */
   GK_RESHAPE,   /* opt[0], opt[1]: the new shape */
+  GK_SPLIT,     /* Split along axis opt[0] into opt[1] parts; output 0 is checked */
+  GK_REVERSE,   /* ReverseV2 on axis opt[0] */
 } gkind_t;
 
 typedef struct gspec {
@@ -73,6 +75,8 @@ static const gspec_t specs[] = {
     {"Transpose", "perm120", GK_TRANSPOSE, 1, {3}, {{2, 3, 2}}, 0.1, 1, true, {1, 2, 0}, 0},
     {"ConcatV2", "axis1", GK_CONCAT, 2, {2, 2}, {{2, 3}, {2, 2}}, 0.1, 1, true, {1}, 0},
     {"Reshape", "3x2", GK_RESHAPE, 1, {2}, {{2, 3}}, 0.1, 1, true, {3, 2}, 0},
+    {"Split", "axis1_of2", GK_SPLIT, 1, {2}, {{2, 4}}, 0.1, 1, true, {1, 2}, 0},
+    {"ReverseV2", "axis1", GK_REVERSE, 1, {2}, {{2, 3}}, 0.1, 1, true, {1}, 0},
 };
 
 static bool selected_name(const cf_run_ctx_t *ctx, const char *name) {
@@ -130,6 +134,15 @@ static weft_output_t build_op(weft_graph_t *g, const gspec_t *s, const weft_outp
     case GK_RESHAPE:
       weft_op_add_input(b, x[0]);
       weft_op_add_input(b, ints_const(g, s->opt, 2, false, st));
+      break;
+    case GK_SPLIT:
+      weft_op_add_input(b, ints_const(g, s->opt, 1, true, st));
+      weft_op_add_input(b, x[0]);
+      weft_op_set_attr_int(b, "num_split", s->opt[1]);
+      break;
+    case GK_REVERSE:
+      weft_op_add_input(b, x[0]);
+      weft_op_add_input(b, ints_const(g, s->opt, 1, false, st));
       break;
   }
   weft_node_t *n = NULL;

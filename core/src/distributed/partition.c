@@ -34,7 +34,18 @@ typedef struct part_state {
   GHashTable *task_of;   /* weft_node_t* (original) -> task name (owned by by_task's parts) */
   GHashTable *copies;    /* weft_node_t* (original) -> weft_node_t* in its partition */
   GHashTable *made;      /* "kind|name|task" -> weft_node_t* already made in a partition */
+  GHashTable *frame_of;  /* weft_node_t* -> the while loop frame its outputs are in ("": none) */
+  GHashTable *frame_parent; /* frame name -> its parent frame's name */
+  GArray *back_edges;    /* back_edge_t: loop back edges, linked once both ends are copied */
 } part_state_t;
+
+/* A NextIteration -> Merge edge: the Merge is copied before its NextIteration. */
+typedef struct back_edge {
+  weft_node_t *merge_copy;
+  int input;
+  weft_node_t *src;
+  int index;
+} back_edge_t;
 
 void weft__partition_free(weft__partition_t *p) {
   if (!p) return;
@@ -294,6 +305,73 @@ static int feed_of(const weft__step_spec_t *spec, const weft_node_t *node, int i
   return -1;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Frames (TensorFlow 1.x while loops). A loop whose nodes are all on one task partitions as any
+ * subgraph: values from other tasks reach it through _Recv nodes outside the frame, ahead of its
+ * Enters, and its Exits' values leave it the same way. An edge between tasks inside a frame would
+ * need TensorFlow's per-partition control loops (graph_partition.cc's AddControlFlow) and
+ * per-iteration rendezvous keys; those are refused, naming the node and its frame. */
+
+static const char *attr_text(const weft_node_t *n, const char *name) {
+  const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
+  return v && v->kind == WEFT_ATTR_STRING ? (const char *)v->u.s.data : "";
+}
+
+static bool op_is(const weft_node_t *n, const char *a, const char *b) {
+  return strcmp(n->op_name, a) == 0 || strcmp(n->op_name, b) == 0;
+}
+
+/* The frame `src`'s outputs are in ("" for the root); src is placed already. */
+static const char *out_frame_of(part_state_t *ps, const weft_node_t *src) {
+  const char *f = g_hash_table_lookup(ps->frame_of, src);
+  return f ? f : "";
+}
+
+/* Records the frame of n's outputs from its (already placed) inputs: an Enter's is the frame it
+ * names, an Exit's its frame's parent. Returns the frame n runs in. */
+static const char *note_frame(part_state_t *ps, weft_node_t *n) {
+  const char *f = "";
+  for (int i = 0; i < n->n_inputs; i++) {
+    if (!g_hash_table_contains(ps->task_of, n->inputs[i].src)) continue;
+    f = out_frame_of(ps, n->inputs[i].src);
+    break;
+  }
+  const char *out = f;
+  if (op_is(n, "Enter", "RefEnter")) {
+    out = attr_text(n, "frame_name");
+    if (!g_hash_table_contains(ps->frame_parent, out))
+      g_hash_table_insert(ps->frame_parent, (gpointer)out, (gpointer)f);
+  } else if (op_is(n, "Exit", "RefExit") && *f) {
+    out = g_hash_table_lookup(ps->frame_parent, f);
+    if (!out) out = "";
+  }
+  g_hash_table_insert(ps->frame_of, n, (gpointer)out);
+  return f;
+}
+
+static weft_status_t *frame_refusal(const weft_node_t *n, const char *device, const char *frame,
+                                    const weft_node_t *src, const char *src_device) {
+  return weft_status_new(WEFT_UNIMPLEMENTED,
+                         "Node '%s' (%s) on %s reads '%s' on %s inside while loop frame '%s': "
+                         "a loop's nodes must be on one task (values from other tasks enter it "
+                         "through its Enter nodes)",
+                         n->name, n->op_name, device, src->name, src_device, frame);
+}
+
+/* Links the back edges recorded while placing, now that their NextIterations are copied. */
+static weft_status_t *link_back_edges(part_state_t *ps) {
+  for (guint k = 0; k < ps->back_edges->len; k++) {
+    back_edge_t *e = &g_array_index(ps->back_edges, back_edge_t, k);
+    weft_node_t *copy = g_hash_table_lookup(ps->copies, e->src);
+    if (!copy)
+      return weft_status_new(WEFT_INTERNAL, "Partitioning: loop back edge from '%s' into '%s' "
+                             "has no copy of its source", e->src->name, e->merge_copy->name);
+    e->merge_copy->inputs[e->input].src = copy;
+    e->merge_copy->inputs[e->input].src_index = e->index;
+  }
+  return NULL;
+}
+
 /* Copies one needed node into its task's partition, rewiring its inputs. */
 static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
   const char *device = device_of(ps, n);
@@ -310,6 +388,8 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
   weft_status_t *st = NULL;
   weft__edge_t *inputs = g_new0(weft__edge_t, n->n_inputs + 1);
   GPtrArray *controls = g_ptr_array_new();
+  const char *frame = note_frame(ps, n);
+  GArray *back = g_array_new(FALSE, FALSE, sizeof(back_edge_t));
   for (int i = 0; i < n->n_inputs && !st; i++) {
     weft_node_t *src = n->inputs[i].src;
     int index = n->inputs[i].src_index;
@@ -320,6 +400,25 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
       continue;
     }
     const char *src_task = g_hash_table_lookup(ps->task_of, src);
+    if (!src_task) {
+      /* Not placed yet: a NextIteration -> Merge back edge (the step is otherwise in order). */
+      const char *src_device = device_of(ps, src);
+      char *t = src_device ? weft__task_of_device(src_device) : NULL;
+      bool same = t && strcmp(t, p->task) == 0;
+      g_free(t);
+      if (!same || !op_is(n, "Merge", "RefMerge")) {
+        st = frame_refusal(n, device, *frame ? frame : attr_text(src, "frame_name"), src,
+                           src_device ? src_device : "?");
+        break;
+      }
+      back_edge_t e = {NULL, i, src, index};
+      g_array_append_val(back, e);
+      continue;
+    }
+    if (*frame && strcmp(src_task, p->task) != 0 && *out_frame_of(ps, src)) {
+      st = frame_refusal(n, device, frame, src, device_of(ps, src));
+      break;
+    }
     if (src_task && strcmp(src_task, p->task) == 0) {
       inputs[i].src = g_hash_table_lookup(ps->copies, src);
       inputs[i].src_index = index;
@@ -339,8 +438,13 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
     weft_node_t *ctl = n->control_inputs->pdata[c];
     const char *ctl_task = g_hash_table_lookup(ps->task_of, ctl);
     if (!ctl_task) continue; /* not part of the step: all its outputs are fed */
-    if (strcmp(ctl_task, p->task) == 0) g_ptr_array_add(controls, g_hash_table_lookup(ps->copies, ctl));
-    else g_ptr_array_add(remote, ctl);
+    if (strcmp(ctl_task, p->task) == 0) {
+      g_ptr_array_add(controls, g_hash_table_lookup(ps->copies, ctl));
+    } else if (*out_frame_of(ps, ctl)) {
+      st = frame_refusal(n, device, out_frame_of(ps, ctl), ctl, device_of(ps, ctl));
+    } else {
+      g_ptr_array_add(remote, ctl);
+    }
   }
   for (guint c = 0; c < remote->len && !st; c++) {
     weft_node_t *first = remote->pdata[c];
@@ -361,6 +465,17 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
     g_ptr_array_free(group, TRUE);
   }
   g_ptr_array_free(remote, TRUE);
+  if (!st && back->len) {
+    /* A back edge's place is held by the Merge's forward input until link_back_edges. */
+    int held = -1;
+    for (int i = 0; i < n->n_inputs && held < 0; i++)
+      if (inputs[i].src) held = i;
+    if (held < 0)
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "Merge node '%s' has only NextIteration "
+                           "inputs: its loop has no entry", n->name);
+    for (guint k = 0; k < back->len && !st; k++)
+      inputs[g_array_index(back, back_edge_t, k).input] = inputs[held];
+  }
   if (!st) {
     weft_attrs_t *attrs = weft__attrs_copy(n->attrs);
     /* Colocation was settled by the placer; the partition may not hold the named node. */
@@ -370,7 +485,13 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
                   (weft_node_t *const *)controls->pdata, (int)controls->len, device, attrs, &copy);
     weft__attrs_free(attrs);
     if (!st) g_hash_table_insert(ps->copies, n, copy);
+    for (guint k = 0; k < back->len && !st; k++) {
+      back_edge_t e = g_array_index(back, back_edge_t, k);
+      e.merge_copy = copy;
+      g_array_append_val(ps->back_edges, e);
+    }
   }
+  g_array_free(back, TRUE);
   g_free(inputs);
   g_ptr_array_free(controls, TRUE);
   return st;
@@ -646,9 +767,13 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   ps.task_of = g_hash_table_new(g_direct_hash, g_direct_equal);
   ps.copies = g_hash_table_new(g_direct_hash, g_direct_equal);
   ps.made = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  ps.frame_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  ps.frame_parent = g_hash_table_new(g_str_hash, g_str_equal);
+  ps.back_edges = g_array_new(FALSE, FALSE, sizeof(back_edge_t));
   weft_status_t *st = NULL;
   plan_recv_groups(&ps, nodes);
   for (guint k = 0; k < nodes->len && !st; k++) st = place_node(&ps, nodes->pdata[k]);
+  if (!st) st = link_back_edges(&ps);
   for (int f = 0; f < spec->n_fetches && !st; f++) {
     const weft__fetch_t *fetch = &spec->fetches[f];
     int fed = feed_of(spec, fetch->node, fetch->index);
@@ -674,6 +799,9 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   g_hash_table_destroy(ps.task_of);
   g_hash_table_destroy(ps.copies);
   g_hash_table_destroy(ps.made);
+  g_hash_table_destroy(ps.frame_of);
+  g_hash_table_destroy(ps.frame_parent);
+  g_array_free(ps.back_edges, TRUE);
   if (ps.recv_groups) g_hash_table_destroy(ps.recv_groups);
   if (ps.groups) g_ptr_array_free(ps.groups, TRUE);
   if (st) {

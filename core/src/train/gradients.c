@@ -612,8 +612,8 @@ static void gr_transpose(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_
   const weft_tensor_t *perm =
       weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
   if (!perm) {
-    fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
-                            "gradient of '%s' (Transpose) needs a constant perm", n->name));
+    /* A perm computed at run time (dynamic_rnn's batch/time swap): inverted there. */
+    dx[0] = B(c, "Transpose", dy[0], U(c, "InvertPermutation", in(n, 1)));
     return;
   }
   int64_t k = weft_tensor_num_elements(perm);
@@ -641,20 +641,28 @@ static void gr_concat(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   }
   int64_t axis = (int64_t)weft_tensor_get_double(axis_t, 0);
   if (axis < 0) axis += s0.rank;
-  int64_t offset = 0;
+  if (axis < 0 || axis >= s0.rank) {
+    fail(c, weft_status_new(WEFT_INVALID_ARGUMENT, "'%s' (ConcatV2): axis %" G_GINT64_FORMAT
+                            " out of range for rank %d", n->name, axis, s0.rank));
+    return;
+  }
+  /* Offsets from the static sizes while they are known, then (TensorFlow's ConcatOffset) from
+   * Shape(x) at run time: a TensorArray read inside a loop has no static shape. */
+  int64_t offset = 0, begin[WEFT_MAX_RANK] = {0}, unit[WEFT_MAX_RANK] = {0};
+  unit[axis] = 1;
+  weft_output_t begin_at = NONE;
   for (int i = 0; i < n_values && !c->st; i++) {
     weft_output_t x = in(n, i);
-    int64_t begin[WEFT_MAX_RANK] = {0};
     begin[axis] = offset;
-    dx[i] = T3(c, "Slice", dy[0], vec_i32(c, begin, s0.rank), U(c, "Shape", x));
+    weft_output_t shape_x = U(c, "Shape", x);
+    weft_output_t b = has(begin_at) ? begin_at : vec_i32(c, begin, s0.rank);
+    dx[i] = T3(c, "Slice", dy[0], b, shape_x);
+    if (i + 1 == n_values) break;
     weft__shape_t sx = weft__node_shape(x.node, x.index);
-    if (i + 1 < n_values && (sx.rank <= axis || sx.dims[axis] < 0)) {
-      fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
-                              "gradient of '%s' (ConcatV2): input %d has an unknown size along "
-                              "axis %" G_GINT64_FORMAT, n->name, i, axis));
-      return;
-    }
-    offset += sx.dims[axis];
+    if (!has(begin_at) && sx.rank > axis && sx.dims[axis] >= 0)
+      offset += sx.dims[axis];
+    else
+      begin_at = B(c, "AddV2", b, B(c, "Mul", shape_x, vec_i32(c, unit, s0.rank)));
   }
 }
 
@@ -672,6 +680,145 @@ static void gr_select(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   weft_output_t zeros = U(c, "ZerosLike", dy[0]);
   dx[1] = T3(c, "Select", cond, dy[0], zeros);
   dx[2] = T3(c, "Select", cond, zeros, dy[0]);
+}
+
+/* cond (control_flow_grad.py's _SwitchGrad): the branch gradients merged; the untaken branch's
+ * missing gradient is zeros of its dead Switch output, so exactly one Merge input is live. */
+static void gr_switch(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0]) && !has(dy[1])) return;
+  weft_output_t ins[2] = {dy[0], dy[1]};
+  for (int k = 0; k < 2; k++)
+    if (!has(ins[k])) ins[k] = U(c, "ZerosLike", weft_out(n, k));
+  weft_op_builder_t *b = start(c, "Merge", ins, 0);
+  if (b) weft_op_add_input_list(b, ins, 2);
+  dx[0] = end(c, b, 0);
+}
+
+/* _MergeGrad: the gradient switched on the forward predicate, each input getting its branch. */
+static void gr_merge(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_node_t *sw = NULL;
+  weft_output_t sw_pred = NONE;
+  for (int k = 0; k < n->n_inputs && !c->st; k++) {
+    weft_output_t pred;
+    int branch;
+    weft_status_t *st = weft__cf_cond_branch(n, k, &pred, &branch);
+    if (st) {
+      fail(c, st);
+      return;
+    }
+    if (!sw || pred.node != sw_pred.node || pred.index != sw_pred.index) {
+      sw = B(c, "Switch", dy[0], pred).node;
+      sw_pred = pred;
+    }
+    if (sw) dx[k] = weft_out(sw, branch);
+  }
+}
+
+/* TensorArrays (tensor_array_grad.py): the gradient of an array is its gradient array
+ * (TensorArrayGradV3, one per forward array and source, its writes adding up), the flow
+ * tensors ordering the accesses: a read's gradient is a write, a write's a read, a gather's a
+ * scatter, a scatter's a gather, a concat's a split and a split's a concat. */
+static weft_node_t *ta_grad_array(gb_t *c, weft_node_t *n, weft_output_t flow) {
+  weft_output_t ins[2] = {in(n, 0), flow};
+  weft_op_builder_t *b = start(c, "TensorArrayGradV3", ins, 2);
+  if (b) weft_op_set_attr_string(b, "source", "gradients");
+  return end(c, b, 0).node;
+}
+
+static weft_output_t ta_op(gb_t *c, const char *op, const weft_output_t *ins, int n,
+                           weft_dtype_t dtype) {
+  weft_op_builder_t *b = start(c, op, ins, n);
+  if (b && dtype != WEFT_DT_INVALID) weft_op_set_attr_type(b, "dtype", dtype);
+  return end(c, b, 0);
+}
+
+/* Read -> Write, Gather -> Scatter: the gradient array gets dy where the op read (flow: the
+ * op's flow_in, input 2); its flow_out is the gradient of that flow_in. */
+static void ta_put_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx,
+                        const char *op) {
+  if (!has(dy[0])) return;
+  weft_node_t *ga = ta_grad_array(c, n, in(n, 2));
+  if (!ga) return;
+  weft_output_t ins[4] = {weft_out(ga, 0), in(n, 1), dy[0], weft_out(ga, 1)};
+  dx[2] = ta_op(c, op, ins, 4, WEFT_DT_INVALID);
+}
+
+/* Write -> Read, Scatter -> Gather: the value's gradient is what the gradient array holds where
+ * the op wrote, once dy (the gradient of flow_out) says every write to it happened. */
+static void ta_take_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx,
+                         const char *op) {
+  if (!has(dy[0])) return;
+  weft_node_t *ga = ta_grad_array(c, n, dy[0]);
+  if (!ga) return;
+  weft_output_t ins[3] = {weft_out(ga, 0), in(n, 1), weft_out(ga, 1)};
+  dx[2] = ta_op(c, op, ins, 3, dt(in(n, 2)));
+  dx[3] = dy[0];
+}
+
+static void gr_ta_read(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  ta_put_grad(c, n, dy, dx, "TensorArrayWriteV3");
+}
+
+static void gr_ta_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  ta_put_grad(c, n, dy, dx, "TensorArrayScatterV3");
+}
+
+static void gr_ta_write(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  ta_take_grad(c, n, dy, dx, "TensorArrayReadV3");
+}
+
+static void gr_ta_scatter(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  ta_take_grad(c, n, dy, dx, "TensorArrayGatherV3");
+}
+
+static void gr_ta_concat(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_node_t *ga = ta_grad_array(c, n, in(n, 1));
+  if (!ga) return;
+  weft_output_t ins[4] = {weft_out(ga, 0), dy[0], weft_out(n, 1), weft_out(ga, 1)};
+  dx[1] = ta_op(c, "TensorArraySplitV3", ins, 4, WEFT_DT_INVALID);
+}
+
+static void gr_ta_split(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_node_t *ga = ta_grad_array(c, n, dy[0]);
+  if (!ga) return;
+  weft_output_t ins[2] = {weft_out(ga, 0), weft_out(ga, 1)};
+  dx[1] = ta_op(c, "TensorArrayConcatV3", ins, 2, dt(in(n, 1)));
+  dx[3] = dy[0];
+}
+
+/* Split, SplitV: the outputs' gradients concatenated back along the axis (zeros for outputs
+ * that got none, as TensorFlow's _SplitGrad). */
+static weft_output_t concat_grads(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                  weft_output_t axis) {
+  if (c->st) return NONE;
+  bool any = false;
+  for (int k = 0; k < n->n_outputs; k++) any = any || has(dy[k]);
+  if (!any) return NONE;
+  weft_output_t *parts = g_new(weft_output_t, n->n_outputs);
+  for (int k = 0; k < n->n_outputs; k++)
+    parts[k] = has(dy[k]) ? dy[k] : U(c, "ZerosLike", weft_out(n, k));
+  weft_op_builder_t *b = c->st ? NULL : start(c, "ConcatV2", parts, 0);
+  if (b) {
+    weft_op_add_input_list(b, parts, n->n_outputs);
+    weft_op_add_input(b, axis);
+  }
+  g_free(parts);
+  return end(c, b, 0);
+}
+
+static void gr_split(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[1] = concat_grads(c, n, dy, in(n, 0));
+}
+
+static void gr_splitv(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = concat_grads(c, n, dy, in(n, 2));
+}
+
+static void gr_reverse(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "ReverseV2", dy[0], in(n, 1));
 }
 
 typedef struct grad_entry {
@@ -743,6 +890,20 @@ static const grad_entry_t grad_table[] = {
     {"ConcatV2", gr_concat},
     {"Cast", gr_cast},
     {"Select", gr_select},
+    {"Split", gr_split},
+    {"SplitV", gr_splitv},
+    {"ReverseV2", gr_reverse},
+    {"TensorArrayReadV3", gr_ta_read},
+    {"TensorArrayWriteV3", gr_ta_write},
+    {"TensorArrayGatherV3", gr_ta_gather},
+    {"TensorArrayScatterV3", gr_ta_scatter},
+    {"TensorArrayConcatV3", gr_ta_concat},
+    {"TensorArraySplitV3", gr_ta_split},
+    {"TensorArrayV3", NULL},
+    {"TensorArrayGradV3", NULL},
+    {"TensorArraySizeV3", NULL},
+    {"Switch", gr_switch},
+    {"Merge", gr_merge},
     {"StopGradient", NULL},
     {"PreventGradient", NULL},
 };
@@ -758,6 +919,19 @@ static const grad_entry_t *lookup(const char *op) {
 bool weft__gradient_defined(const char *op) {
   const grad_entry_t *e = lookup(op);
   return e ? e->fn != NULL : weft__gradient_lookup(op) != NULL;
+}
+
+weft_status_t *weft__gradient_one(weft_graph_t *g, weft_node_t *n, const weft_output_t *dy,
+                                  weft_output_t *dx) {
+  const grad_entry_t *e = lookup(n->op_name);
+  if (!e && weft__gradient_lookup(n->op_name) != NULL) return weft__gradient_build(g, n, dy, dx);
+  if (!e)
+    return weft_status_new(WEFT_UNIMPLEMENTED,
+                           "No gradient defined for operation '%s' (op type: %s)", n->name,
+                           n->op_name);
+  gb_t c = {g, NULL};
+  if (e->fn) e->fn(&c, n, dy, dx);
+  return c.st;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -816,13 +990,18 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
   }
   g_ptr_array_free(stack, TRUE);
   for (int i = 0; i < n_xs; i++) to_x[xs[i].node->id] = 1;
-  for (int id = 0; id < n0; id++) {
-    weft_node_t *n = weft_graph_node_at(g, id);
-    for (int k = 0; k < n->n_inputs && !to_x[id]; k++) {
-      int src = n->inputs[k].src->id;
-      if (src < id && to_x[src]) to_x[id] = 1;
+  /* Until nothing changes: a loop's back edges lead to nodes created before them. */
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = 0; id < n0; id++) {
+      weft_node_t *n = weft_graph_node_at(g, id);
+      for (int k = 0; k < n->n_inputs && !to_x[id]; k++) {
+        int src = n->inputs[k].src->id;
+        if (src < n0 && src != id && to_x[src]) to_x[id] = changed = 1;
+      }
     }
   }
+  weft__cf_grad_t *cf = weft__cf_grad_new(g, n0, from_y);
 
   /* Per node, per output: the gradients that arrived (weft_output_t arrays). */
   GArray ***arrived = g_new0(GArray **, n0);
@@ -842,6 +1021,12 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
   }
 
   for (int id = n0 - 1; id >= 0 && !c.st; id--) {
+    /* A while loop's nodes: its gradient loop is built at once, at its last node. */
+    if (weft__cf_grad_loop_of(cf, id) > 0) {
+      if (weft__cf_grad_loop_due(cf, id))
+        fail(&c, weft__cf_grad_loop(cf, id, arrived, from_y, to_x));
+      continue;
+    }
     if (!from_y[id] || !to_x[id] || !arrived[id]) continue;
     weft_node_t *n = weft_graph_node_at(g, id);
     char *scope = g_strdup_printf("%s_grad", n->name);
@@ -904,6 +1089,7 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
     }
     g_free(total[id]);
   }
+  weft__cf_grad_free(cf);
   g_free(arrived);
   g_free(total);
   g_free(from_y);

@@ -9,6 +9,32 @@
 /* True when weft_gradients has a gradient function for op type `op` (gradients.c). */
 bool weft__gradient_defined(const char *op);
 
+/* Runs node n's gradient function, built in or a plugin's program (gradients.c): dy has one
+ * entry per output ({NULL, 0}: none arrived), dx one per input, preset to {NULL, 0}; the nodes
+ * it adds belong to the graph. UNIMPLEMENTED when the op has no gradient. */
+weft_status_t *weft__gradient_one(weft_graph_t *g, weft_node_t *n, const weft_output_t *dy,
+                                  weft_output_t *dx);
+
+/* Gradients through control flow (gradients_cf.c). The frames of the graph's first n0 nodes,
+ * for one weft_gradients call (from_y: per node, whether it leads to the ys); freed with
+ * weft__cf_grad_free. */
+typedef struct weft__cf_grad weft__cf_grad_t;
+weft__cf_grad_t *weft__cf_grad_new(weft_graph_t *g, int n0, const guint8 *from_y);
+void weft__cf_grad_free(weft__cf_grad_t *cf);
+/* The while loop node `id` belongs to (its Enters, its frame's nodes and Exits), 0 for none. */
+int weft__cf_grad_loop_of(const weft__cf_grad_t *cf, int id);
+/* True when `id` is its loop's last node and the loop's gradient is not built yet. */
+bool weft__cf_grad_loop_due(const weft__cf_grad_t *cf, int id);
+/* Builds the gradient loop of the while loop of node `id`, from the gradients that arrived at
+ * its Exits (arrived: per node, per output, GArray of weft_output_t, as the walk keeps them),
+ * and adds the gradients of the values entering the loop to `arrived`. */
+weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
+                                  const guint8 *from_y, const guint8 *to_x);
+/* The predicate of the cond that input `input` of Merge `merge` comes from, and its branch (0:
+ * false, 1: true); UNIMPLEMENTED naming the Merge when no Switch leads to it. */
+weft_status_t *weft__cf_cond_branch(const weft_node_t *merge, int input, weft_output_t *pred,
+                                    int *branch);
+
 /* A variable (VariableV2 + Assign + read, as weft_variable) that is not added to the graph's
  * trainable variables: optimizer slots, global_step, Adam's beta powers. Returns the read
  * output; *var_out (may be NULL) is the VariableV2 node. */

@@ -1,0 +1,759 @@
+/* test_cf_gradients.c: weft_gradients through TensorFlow 1.x control flow (conds, nested conds,
+ * while loops: x^n, a tanh recurrence over a TensorArray, a loop-invariant variable read) checked
+ * against central finite differences of the forward graph, computed here in double, and the
+ * refusals (UNIMPLEMENTED naming the node). The graphs are built with the C graph API the way
+ * TensorFlow's tf.cond and tf.while_loop lay them out, back edges linked as an import does. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "weft/weft.h"
+#include "weftd_cluster.h"
+
+#define OK(expr)                                                                               \
+  do {                                                                                         \
+    weft_status_t *st_ = (expr);                                                               \
+    if (st_) g_error("%s: %s: %s", #expr, weft_code_name(weft_status_code(st_)),              \
+                     weft_status_message(st_));                                                \
+  } while (0)
+
+static const weft_output_t NONE = {NULL, 0};
+
+static weft_node_t *build(weft_op_builder_t *b) {
+  weft_node_t *n = NULL;
+  OK(weft_op_finish(b, &n));
+  return n;
+}
+
+/* op(x) or op(x, y). */
+static weft_output_t op(weft_graph_t *g, const char *name, weft_output_t x, weft_output_t y) {
+  weft_op_builder_t *b = weft_op_new(g, name, NULL);
+  weft_op_add_input(b, x);
+  if (y.node) weft_op_add_input(b, y);
+  return weft_out(build(b), 0);
+}
+
+static weft_output_t cst(weft_graph_t *g, weft_dtype_t dt, int rank, const int64_t *dims,
+                         const double *v) {
+  weft_tensor_t *t = weft_tensor_new(dt, rank, dims);
+  for (int64_t i = 0; i < weft_tensor_num_elements(t); i++) {
+    if (dt == WEFT_DT_DOUBLE) ((double *)weft_tensor_data(t))[i] = v[i];
+    else ((int32_t *)weft_tensor_data(t))[i] = (int32_t)v[i];
+  }
+  weft_status_t *st = NULL;
+  weft_output_t o = weft_const(g, "c", t, &st);
+  OK(st);
+  weft_tensor_unref(t);
+  return o;
+}
+
+static weft_output_t scalar_d(weft_graph_t *g, double v) {
+  return cst(g, WEFT_DT_DOUBLE, 0, NULL, &v);
+}
+
+static weft_output_t scalar_i(weft_graph_t *g, int v) {
+  double d = v;
+  return cst(g, WEFT_DT_INT32, 0, NULL, &d);
+}
+
+static weft_output_t placeholder(weft_graph_t *g, const char *name, weft_dtype_t dt, int rank,
+                                 const int64_t *dims) {
+  weft_status_t *st = NULL;
+  weft_output_t o = weft_placeholder(g, name, dt, rank, dims, &st);
+  OK(st);
+  return o;
+}
+
+static weft_node_t *switch_node(weft_graph_t *g, weft_output_t x, weft_output_t pred) {
+  weft_op_builder_t *b = weft_op_new(g, "Switch", NULL);
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, pred);
+  return build(b);
+}
+
+static weft_output_t merge(weft_graph_t *g, weft_output_t a, weft_output_t b_in) {
+  weft_output_t ins[2] = {a, b_in};
+  weft_op_builder_t *b = weft_op_new(g, "Merge", NULL);
+  weft_op_add_input_list(b, ins, 2);
+  return weft_out(build(b), 0);
+}
+
+static weft_output_t enter(weft_graph_t *g, weft_output_t x, const char *frame, bool is_const,
+                           int parallel) {
+  weft_op_builder_t *b = weft_op_new(g, x.node->output_types[x.index] >= WEFT_DT_REF_OFFSET
+                                            ? "RefEnter" : "Enter", NULL);
+  weft_op_add_input(b, x);
+  weft_op_set_attr_string(b, "frame_name", frame);
+  weft_op_set_attr_bool(b, "is_constant", is_const);
+  weft_op_set_attr_int(b, "parallel_iterations", parallel);
+  return weft_out(build(b), 0);
+}
+
+/* A while loop under construction: loop variables are opened (Enter + Merge), the predicate set
+ * from the Merges, the variables switched, and closed with their next values. */
+typedef struct loop {
+  weft_graph_t *g;
+  const char *frame;
+  int parallel;
+  int n;
+  weft_node_t *merges[4];
+  weft_node_t *switches[4];
+  weft_output_t cond;
+} loop_t;
+
+static weft_output_t loop_var(loop_t *l, weft_output_t init) {
+  weft_output_t e = enter(l->g, init, l->frame, false, l->parallel);
+  weft_output_t m = merge(l->g, e, e);
+  l->merges[l->n++] = m.node;
+  return m;
+}
+
+static void loop_cond(loop_t *l, weft_output_t pred) { l->cond = op(l->g, "LoopCond", pred, NONE); }
+
+/* The body's view of variable k (Identity of the Switch's true output, as TensorFlow). */
+static weft_output_t loop_body(loop_t *l, int k) {
+  l->switches[k] = switch_node(l->g, weft_out(l->merges[k], 0), l->cond);
+  return op(l->g, "Identity", weft_out(l->switches[k], 1), NONE);
+}
+
+/* Closes variable k with its next value; returns its Exit. */
+static weft_output_t loop_close(loop_t *l, int k, weft_output_t next) {
+  weft_output_t ni = op(l->g, "NextIteration", next, NONE);
+  l->merges[k]->inputs[1].src = ni.node;
+  l->merges[k]->inputs[1].src_index = 0;
+  l->merges[k]->output_ranks[0] = -1;
+  return op(l->g, "Exit", weft_out(l->switches[k], 0), NONE);
+}
+
+static weft_output_t invariant(loop_t *l, weft_output_t x) {
+  return enter(l->g, x, l->frame, true, l->parallel);
+}
+
+static weft_output_t sum_all(weft_graph_t *g, weft_output_t x, int rank) {
+  double axes[4] = {0, 1, 2, 3};
+  int64_t n = rank;
+  weft_output_t a = cst(g, WEFT_DT_INT32, 1, &n, axes);
+  weft_op_builder_t *b = weft_op_new(g, "Sum", NULL);
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, a);
+  return weft_out(build(b), 0);
+}
+
+static char *tname(weft_output_t o) {
+  return g_strdup_printf("%s:%d", weft_node_name(o.node), o.index);
+}
+
+/* Feeds for one run: names, tensors. Feed 0 is the one differentiated. */
+typedef struct feeds {
+  int n;
+  const char *names[4];
+  weft_tensor_t *t[4];
+} feeds_t;
+
+static double run_scalar(weft_session_t *s, const feeds_t *f, weft_output_t y) {
+  char *name = tname(y);
+  const char *fetch = name;
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, f->names, f->t, f->n, &fetch, &out, 1, NULL, 0));
+  double v = weft_tensor_get_double(out, 0);
+  weft_tensor_unref(out);
+  g_free(name);
+  return v;
+}
+
+/* Checks d loss / d feed 0 (gradient output grad) against central differences of loss. */
+static void check_fd(weft_graph_t *g, const feeds_t *f, weft_output_t loss, weft_output_t grad,
+                     const char *label) {
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  char *gname = tname(grad);
+  const char *fetch = gname;
+  weft_tensor_t *gt = NULL;
+  OK(weft_session_run(s, f->names, f->t, f->n, &fetch, &gt, 1, NULL, 0));
+  weft_tensor_t *x = f->t[0];
+  int64_t n = weft_tensor_num_elements(x);
+  g_assert_cmpint(weft_tensor_num_elements(gt), ==, n);
+  double *xv = weft_tensor_data(x);
+  const double eps = 1e-6;
+  for (int64_t k = 0; k < n; k++) {
+    double orig = xv[k];
+    xv[k] = orig + eps;
+    double fp = run_scalar(s, f, loss);
+    xv[k] = orig - eps;
+    double fm = run_scalar(s, f, loss);
+    xv[k] = orig;
+    double num = (fp - fm) / (2 * eps);
+    double sym = weft_tensor_get_double(gt, k);
+    if (fabs(num - sym) > 1e-6 * fmax(1.0, fabs(num)))
+      g_error("%s: d/dx[%" G_GINT64_FORMAT "]: symbolic %.9g, numeric %.9g", label, k, sym, num);
+  }
+  weft_tensor_unref(gt);
+  g_free(gname);
+  weft_session_free(s);
+}
+
+static weft_tensor_t *dtensor(int rank, const int64_t *dims, const double *v) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_DOUBLE, rank, dims);
+  memcpy(weft_tensor_data(t), v, sizeof(double) * (size_t)weft_tensor_num_elements(t));
+  return t;
+}
+
+static weft_tensor_t *btensor(bool v) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_BOOL, 0, NULL);
+  *(bool *)weft_tensor_data(t) = v;
+  return t;
+}
+
+static void free_feeds(feeds_t *f) {
+  for (int i = 0; i < f->n; i++) weft_tensor_unref(f->t[i]);
+}
+
+/* tf.cond(p, lambda: 3 x^2, lambda: sin x) + x: each branch's gradient in turn, and the
+ * gradient that bypasses the cond added to it. */
+static void test_cond(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t d3 = 3;
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 1, &d3);
+  weft_output_t p = placeholder(g, "p", WEFT_DT_BOOL, 0, NULL);
+  weft_node_t *s = switch_node(g, x, p);
+  weft_output_t t = op(g, "Mul", op(g, "Square", weft_out(s, 1), NONE), scalar_d(g, 3));
+  weft_output_t f = op(g, "Sin", weft_out(s, 0), NONE);
+  weft_output_t m = merge(g, f, t);
+  double wv[3] = {0.5, -1.5, 2.0};
+  weft_output_t y = op(g, "AddV2", op(g, "Mul", m, cst(g, WEFT_DT_DOUBLE, 1, &d3, wv)), x);
+  weft_output_t loss = sum_all(g, y, 1);
+  weft_output_t grad;
+  OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
+  double xv[3] = {0.3, -0.7, 1.1};
+  for (int branch = 0; branch < 2; branch++) {
+    feeds_t fd = {2, {"x", "p"}, {dtensor(1, &d3, xv), btensor(branch)}};
+    check_fd(g, &fd, loss, grad, branch ? "cond (true branch)" : "cond (false branch)");
+    /* And the formula: 6 x w + 1 or cos(x) w + 1. */
+    weft_status_t *st = NULL;
+    weft_session_t *sess = weft_session_new(g, NULL, &st);
+    OK(st);
+    char *gn = tname(grad);
+    const char *fetch = gn;
+    weft_tensor_t *gt = NULL;
+    OK(weft_session_run(sess, fd.names, fd.t, 2, &fetch, &gt, 1, NULL, 0));
+    for (int k = 0; k < 3; k++) {
+      double want = (branch ? 6 * xv[k] : cos(xv[k])) * wv[k] + 1;
+      g_assert_cmpfloat(fabs(weft_tensor_get_double(gt, k) - want), <, 1e-12);
+    }
+    weft_tensor_unref(gt);
+    g_free(gn);
+    weft_session_free(sess);
+    free_feeds(&fd);
+  }
+  weft_graph_free(g);
+}
+
+/* cond(p, cond(q, exp x, x^2 * 0.5), sin x) on a scalar: all four (p, q). */
+static void test_nested_cond(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  weft_output_t p = placeholder(g, "p", WEFT_DT_BOOL, 0, NULL);
+  weft_output_t q = placeholder(g, "q", WEFT_DT_BOOL, 0, NULL);
+  weft_node_t *so = switch_node(g, x, p);
+  weft_node_t *si = switch_node(g, weft_out(so, 1), q);
+  weft_output_t inner = merge(g, op(g, "Mul", op(g, "Square", weft_out(si, 0), NONE),
+                                    scalar_d(g, 0.5)),
+                              op(g, "Exp", weft_out(si, 1), NONE));
+  weft_output_t outer = merge(g, op(g, "Sin", weft_out(so, 0), NONE), inner);
+  weft_output_t loss = op(g, "Mul", outer, x);
+  weft_output_t grad;
+  OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
+  for (int c = 0; c < 4; c++) {
+    double xv = 0.7;
+    feeds_t fd = {3, {"x", "p", "q"}, {dtensor(0, NULL, &xv), btensor(c & 1), btensor(c & 2)}};
+    char *label = g_strdup_printf("nested cond (p=%d, q=%d)", c & 1, (c & 2) != 0);
+    check_fd(g, &fd, loss, grad, label);
+    g_free(label);
+    free_feeds(&fd);
+  }
+  weft_graph_free(g);
+}
+
+/* while i < n: r = r * x: x^n, d/dx = n x^(n-1), x entering as a loop invariant. */
+static void test_while_pow(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t l = {g, "pow", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, scalar_d(g, 1.0));
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 5))));
+  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&l, 1, op(g, "Mul", br, invariant(&l, x)));
+  weft_output_t grad;
+  OK(weft_gradients(g, &r, 1, &x, 1, NULL, &grad));
+  double xv = 1.3;
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  check_fd(g, &fd, r, grad, "while x^5");
+  double got = 0;
+  {
+    weft_status_t *st = NULL;
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    got = run_scalar(s, &fd, grad);
+    weft_session_free(s);
+  }
+  g_assert_cmpfloat(fabs(got - 5 * pow(xv, 4)), <, 1e-12);
+  free_feeds(&fd);
+  weft_graph_free(g);
+}
+
+enum { T = 4, H = 3 };
+
+/* h = tanh(h W + x_t) over x_t read from a TensorArray (a dynamic_rnn's loop), loss = sum(h_T *
+ * v); the gradients with respect to W (an invariant, summed over the steps) and h_0 (a loop
+ * variable) against the recurrence computed here. */
+static const double rnn_w[H * H] = {0.5, -0.3, 0.2, 0.1, 0.4, -0.6, -0.2, 0.3, 0.25};
+static const double rnn_h0[H] = {0.1, -0.2, 0.3};
+static const double rnn_x[T * H] = {0.5, -0.1, 0.2,  -0.4, 0.3,  0.1,
+                                     0.2, 0.2,  -0.3, 0.05, -0.5, 0.4};
+static const double rnn_v[H] = {0.7, -1.2, 0.4};
+
+static double rnn_loss(const double *w, const double *h0, const double *xs, const double *v) {
+  double h[H];
+  memcpy(h, h0, sizeof h);
+  for (int t = 0; t < T; t++) {
+    double nh[H];
+    for (int j = 0; j < H; j++) {
+      double a = xs[t * H + j];
+      for (int k = 0; k < H; k++) a += h[k] * w[k * H + j];
+      nh[j] = tanh(a);
+    }
+    memcpy(h, nh, sizeof h);
+  }
+  double loss = 0;
+  for (int j = 0; j < H; j++) loss += h[j] * v[j];
+  return loss;
+}
+
+/* The recurrence's graph on W (a placeholder, or a variable's read): h0 and xs placeholders, the
+ * loss, and the gradients with respect to W and h0. */
+typedef struct rnn {
+  weft_output_t w, loss, grads[2];
+} rnn_t;
+
+static void rnn_build(weft_graph_t *g, rnn_t *r) {
+  int64_t hd[2] = {1, H}, xd[3] = {T, 1, H}, td = T;
+  weft_output_t h0 = placeholder(g, "h0", WEFT_DT_DOUBLE, 2, hd);
+  weft_output_t x = placeholder(g, "xs", WEFT_DT_DOUBLE, 3, xd);
+  weft_op_builder_t *b = weft_op_new(g, "TensorArrayV3", NULL);
+  weft_op_add_input(b, scalar_i(g, T));
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_node_t *ta = build(b);
+  double idx[T] = {0, 1, 2, 3};
+  b = weft_op_new(g, "TensorArrayScatterV3", NULL);
+  weft_op_add_input(b, weft_out(ta, 0));
+  weft_op_add_input(b, cst(g, WEFT_DT_INT32, 1, &td, idx));
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, weft_out(ta, 1));
+  weft_output_t flow = weft_out(build(b), 0);
+
+  loop_t l = {g, "rnn", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, h0);
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, T))));
+  weft_output_t bi = loop_body(&l, 0), bh = loop_body(&l, 1);
+  b = weft_op_new(g, "TensorArrayReadV3", NULL);
+  weft_op_add_input(b, invariant(&l, weft_out(ta, 0)));
+  weft_op_add_input(b, bi);
+  weft_op_add_input(b, invariant(&l, flow));
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_output_t xt = weft_out(build(b), 0);
+  weft_status_t *st = NULL;
+  weft_output_t hw = weft_matmul(g, "hw", bh, invariant(&l, r->w), false, false, &st);
+  OK(st);
+  weft_output_t hn = op(g, "Tanh", op(g, "AddV2", hw, xt), NONE);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t hT = loop_close(&l, 1, hn);
+  r->loss = sum_all(g, op(g, "Mul", hT, cst(g, WEFT_DT_DOUBLE, 2, hd, rnn_v)), 2);
+  weft_output_t wrt[2] = {r->w, h0};
+  OK(weft_gradients(g, &r->loss, 1, wrt, 2, NULL, r->grads));
+}
+
+/* Checks the loss and d loss / dW of a session against the recurrence computed here. */
+static void rnn_check(weft_session_t *s, const rnn_t *r, const feeds_t *fd) {
+  g_assert_cmpfloat(fabs(run_scalar(s, fd, r->loss) - rnn_loss(rnn_w, rnn_h0, rnn_x, rnn_v)), <,
+                    1e-12);
+  char *gn = tname(r->grads[0]);
+  const char *fetch = gn;
+  weft_tensor_t *gt = NULL;
+  OK(weft_session_run(s, fd->names, fd->t, fd->n, &fetch, &gt, 1, NULL, 0));
+  for (int k = 0; k < H * H; k++) {
+    double wp[H * H], wm[H * H];
+    memcpy(wp, rnn_w, sizeof wp);
+    memcpy(wm, rnn_w, sizeof wm);
+    wp[k] += 1e-6, wm[k] -= 1e-6;
+    double num =
+        (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
+    g_assert_cmpfloat(fabs(weft_tensor_get_double(gt, k) - num), <, 1e-7);
+  }
+  weft_tensor_unref(gt);
+  g_free(gn);
+}
+
+static void test_while_rnn(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t wd[2] = {H, H}, hd[2] = {1, H}, xd[3] = {T, 1, H};
+  rnn_t r = {.w = placeholder(g, "W", WEFT_DT_DOUBLE, 2, wd)};
+  rnn_build(g, &r);
+  for (int which = 0; which < 2; which++) {
+    feeds_t fd = {3, {"W", "h0", "xs"},
+                  {dtensor(2, wd, rnn_w), dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+    if (which == 1) {
+      fd.names[0] = "h0", fd.names[1] = "W";
+      weft_tensor_t *tmp = fd.t[0];
+      fd.t[0] = fd.t[1], fd.t[1] = tmp;
+    }
+    check_fd(g, &fd, r.loss, r.grads[which], which ? "while rnn d/dh0" : "while rnn d/dW");
+    free_feeds(&fd);
+  }
+  feeds_t fd = {3, {"W", "h0", "xs"},
+                {dtensor(2, wd, rnn_w), dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  rnn_check(s, &r, &fd);
+  weft_session_free(s);
+  free_feeds(&fd);
+  weft_graph_free(g);
+}
+
+/* The recurrence on a worker, its weights a variable on a ps (a dynamic_rnn as
+ * replica_device_setter places it), on real weftd processes: the variable's read crosses to the
+ * worker before the loop (the _Recv outside the frame), the loop runs on the worker, and the
+ * gradient loop's dW goes back to the ps for a GradientDescent step checked here. */
+/* A loop whose body spans the ps and the worker: refused by the partitioner, naming the node
+ * and the frame. */
+static void refuse_spanning_loop(const char *target) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t l = {g, "span", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, x);
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 3))));
+  weft_output_t bi = loop_body(&l, 0), bx = loop_body(&l, 1);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_op_builder_t *b = weft_op_new(g, "Mul", "remote_mul");
+  weft_op_add_input(b, bx);
+  weft_op_add_input(b, bx);
+  weft_output_t sq = weft_out(build(b), 0);
+  weft_graph_pop_device(g);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t y = loop_close(&l, 1, sq);
+  weft_graph_pop_device(g);
+  weft_session_t *s = weftd_remote_session(g, target);
+  double xv = 1.1;
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  char *yname = tname(y);
+  const char *fetch = yname;
+  weft_tensor_t *out = NULL;
+  weft_status_t *st = weft_session_run(s, fd.names, fd.t, 1, &fetch, &out, 1, NULL, 0);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+  char *want = g_strdup_printf(
+      "Node 'remote_mul' (Mul) on /job:ps/replica:0/task:0/device:CPU:0 reads '%s' on "
+      "/job:worker/replica:0/task:0/device:CPU:0 inside while loop frame 'span': a loop's nodes "
+      "must be on one task (values from other tasks enter it through its Enter nodes)",
+      weft_node_name(bx.node));
+  g_assert_cmpstr(weft_status_message(st), ==, want);
+  g_free(want);
+  weft_status_free(st);
+  g_free(yname);
+  free_feeds(&fd);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+static void test_while_rnn_cluster(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  weft_graph_t *g = weft_graph_new();
+  int64_t wd[2] = {H, H}, hd[2] = {1, H}, xd[3] = {T, 1, H};
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/job:ps/task:0");
+  rnn_t r = {.w = weft_variable(g, "W", cst(g, WEFT_DT_DOUBLE, 2, wd, rnn_w), &st)};
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_node_t *init = weft_global_variables_initializer(g, NULL, &st);
+  OK(st);
+  rnn_build(g, &r);
+  weft_graph_pop_device(g);
+  /* The update colocates with W on the ps; dW comes from the worker's gradient loop. */
+  weft_optimizer_spec_t sgd = weft_optimizer_spec_default(WEFT_OPTIMIZER_GRADIENT_DESCENT, 0.1);
+  weft_node_t *train = NULL;
+  OK(weft_minimize(g, r.loss, &sgd, NULL, 0, NULL, &train));
+  /* The ps is the master: nodes without a device (the update's gradient) default to it, and
+   * the gradient loop must still follow the loop to the worker. */
+  weft_session_t *s = weftd_remote_session(g, c.target[0]);
+  const char *init_name = weft_node_name(init);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init_name, 1));
+  feeds_t fd = {2, {"h0", "xs"}, {dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+  rnn_check(s, &r, &fd);
+  /* One step: W on the ps becomes W - 0.1 dW, dW by differences of the recurrence here. */
+  const char *train_name = weft_node_name(train);
+  OK(weft_session_run(s, fd.names, fd.t, fd.n, NULL, NULL, 0, &train_name, 1));
+  char *wname = tname(r.w);
+  const char *fetch = wname;
+  weft_tensor_t *wt = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &wt, 1, NULL, 0));
+  for (int k = 0; k < H * H; k++) {
+    double wp[H * H], wm[H * H];
+    memcpy(wp, rnn_w, sizeof wp);
+    memcpy(wm, rnn_w, sizeof wm);
+    wp[k] += 1e-6, wm[k] -= 1e-6;
+    double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
+    g_assert_cmpfloat(fabs(weft_tensor_get_double(wt, k) - (rnn_w[k] - 0.1 * dw)), <, 1e-8);
+  }
+  weft_tensor_unref(wt);
+  g_free(wname);
+  weft_session_free(s);
+  free_feeds(&fd);
+  weft_graph_free(g);
+  refuse_spanning_loop(c.target[1]);
+  weftd_cluster_stop(&c);
+}
+
+/* TensorFlow's own dynamic_rnn graphs (float64, from the corpus: BasicRNNCell, BasicLSTMCell,
+ * GRUCell, LSTMCell with peepholes, a bidirectional RNN): the gradients of the outputs (a
+ * TensorArray gathered after the loop) or of the final state with respect to the inputs
+ * (scattered into a TensorArray before it), the weights and the initial state, against central
+ * differences of the same graph. */
+typedef struct tf_case {
+  const char *dir, *x, *y;
+  int y_rank;
+} tf_case_t;
+
+static void test_imported_dynamic_rnn(void) {
+  static const tf_case_t cases[] = {
+      {"basicrnncell/dynamic_b1_nIn5_nOut3_ts4_sigmoid_withIS_noTM_double", "in_0:0", "concat:0",
+       3},
+      {"basicrnncell/dynamic_b1_nIn5_nOut3_ts4_sigmoid_withIS_noTM_double",
+       "rnn/basic_rnn_cell/kernel/read:0", "rnn/while/Exit_3:0", 2},
+      {"basicrnncell/dynamic_b1_nIn5_nOut3_ts4_sigmoid_withIS_noTM_double",
+       "rnn/basic_rnn_cell/bias/read:0", "concat:0", 3},
+      {"basicrnncell/dynamic_b1_nIn5_nOut3_ts4_sigmoid_withIS_noTM_double", "in_1:0",
+       "rnn/while/Exit_3:0", 2},
+      {"basiclstmcell/dynamic_b1_nIn5_nOut3_ts4_softsign_withIS_noTM_fb2_double", "in_0:0",
+       "concat_1:0", -1},
+      {"grucell/dynamic_b1_nIn5_nOut3_ts4_sigmoid_withIS_noTM_double", "in_0:0", "concat:0", -1},
+      {"lstmcell/dynamic_b2_nIn2_nOut3_ts4_withPH_noClip_fB1_Tanh_noIS_double_noTM", "in_0:0",
+       "concat:0", -1},
+      {"bidir_basic/dynamic_b1_n5-3_ts4_sig_withIS_noTM_f64", "in_0:0", "concat:0", -1},
+  };
+  const char *root = g_getenv("WEFT_CORPUS");
+  char *base = root ? g_build_filename(root, "tf", "dl4j", "rnn", NULL)
+                    : g_build_filename(WEFT_SOURCE_DIR, "..", "shared", "corpus", "tf", "dl4j",
+                                       "rnn", NULL);
+  if (!g_file_test(base, G_FILE_TEST_IS_DIR)) {
+    char *why = g_strdup_printf("corpus folder %s not found (set WEFT_CORPUS)", base);
+    g_test_skip(why);
+    g_free(why);
+    g_free(base);
+    return;
+  }
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    const tf_case_t *tc = &cases[k];
+    char *path = g_build_filename(base, tc->dir, "frozen_model.pb", NULL);
+    weft_graph_t *g = weft_graph_new();
+    OK(weft_graph_import_graphdef_file(g, path, NULL));
+    weft_output_t x, y;
+    OK(weft_graph_find_output(g, tc->x, &x));
+    OK(weft_graph_find_output(g, tc->y, &y));
+    int64_t dims[WEFT_MAX_RANK];
+    int rank = tc->y_rank >= 0 ? tc->y_rank : weft_node_output_shape(y.node, y.index, dims);
+    g_assert_cmpint(rank, >, 0);
+    weft_output_t loss = sum_all(g, y, rank), grad;
+    OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
+    weft_status_t *st = NULL;
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    feeds_t fd = {1, {tc->x}, {NULL}};
+    OK(weft_session_run(s, NULL, NULL, 0, &tc->x, &fd.t[0], 1, NULL, 0));
+    weft_session_free(s);
+    char *label = g_strdup_printf("%s: d %s / d %s", tc->dir, tc->y, tc->x);
+    check_fd(g, &fd, loss, grad, label);
+    g_test_message("%s: matches central differences", label);
+    g_free(label);
+    free_feeds(&fd);
+    weft_graph_free(g);
+    g_free(path);
+  }
+  g_free(base);
+}
+
+/* A variable read inside a loop: r = r * v + x, 4 times, from r = 1: d r / d v against the
+ * recurrence's differences here (the variable's value is set by its initializer). */
+static double var_loop(double v, double x) {
+  double r = 1;
+  for (int k = 0; k < 4; k++) r = r * v + x;
+  return r;
+}
+
+static void test_while_variable(void) {
+  const double v0 = 0.9, xv = 0.6;
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t v = weft_variable(g, "v", scalar_d(g, v0), &st);
+  OK(st);
+  weft_node_t *init = weft_global_variables_initializer(g, NULL, &st);
+  OK(st);
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t l = {g, "varloop", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, scalar_d(g, 1.0));
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 4))));
+  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&l, 1, op(g, "AddV2", op(g, "Mul", br, invariant(&l, v)),
+                                         invariant(&l, x)));
+  weft_output_t grad[2], wrt[2] = {v, x};
+  OK(weft_gradients(g, &r, 1, wrt, 2, NULL, grad));
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  const char *init_name = weft_node_name(init);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init_name, 1));
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  g_assert_cmpfloat(fabs(run_scalar(s, &fd, r) - var_loop(v0, xv)), <, 1e-12);
+  double num_v = (var_loop(v0 + 1e-6, xv) - var_loop(v0 - 1e-6, xv)) / 2e-6;
+  double num_x = (var_loop(v0, xv + 1e-6) - var_loop(v0, xv - 1e-6)) / 2e-6;
+  g_assert_cmpfloat(fabs(run_scalar(s, &fd, grad[0]) - num_v), <, 1e-7);
+  g_assert_cmpfloat(fabs(run_scalar(s, &fd, grad[1]) - num_x), <, 1e-7);
+  weft_session_free(s);
+  free_feeds(&fd);
+  weft_graph_free(g);
+}
+
+/* Refused: a loop that assigns a Ref variable with parallel_iterations > 1. */
+static void test_refusals(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t v = weft_variable(g, "v", scalar_d(g, 1.0), &st);
+  OK(st);
+  weft_node_t *var = v.node->inputs[0].src;
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t l = {g, "mut", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, x);
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 3))));
+  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
+  weft_op_builder_t *b = weft_op_new(g, "AssignAdd", "bump");
+  weft_op_add_input(b, invariant(&l, weft_out(var, 0)));
+  weft_op_add_input(b, br);
+  weft_output_t bumped = weft_out(build(b), 0);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&l, 1, op(g, "Mul", br, bumped));
+  weft_output_t grad;
+  st = weft_gradients(g, &r, 1, &x, 1, NULL, &grad);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "gradient of while loop 'mut': node 'bump' (AssignAdd) mutates a Ref variable "
+                  "with parallel_iterations=10; gradients of such loops are not supported");
+  weft_status_free(st);
+  weft_graph_free(g);
+}
+
+static void expect_unimplemented(weft_graph_t *g, weft_output_t y, weft_output_t x,
+                                 const char *message) {
+  weft_output_t grad;
+  weft_status_t *st = weft_gradients(g, &y, 1, &x, 1, NULL, &grad);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+  g_assert_cmpstr(weft_status_message(st), ==, message);
+  weft_status_free(st);
+}
+
+/* Refused: a loop nested in a loop. */
+static void test_refusals_nested(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t outer = {g, "outer", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&outer, scalar_i(g, 0));
+  loop_var(&outer, x);
+  loop_cond(&outer, op(g, "Less", i, invariant(&outer, scalar_i(g, 2))));
+  weft_output_t bi = loop_body(&outer, 0), br = loop_body(&outer, 1);
+  loop_t inner = {g, "inner", 10, 0, {0}, {0}, NONE};
+  weft_output_t j = loop_var(&inner, op(g, "Identity", bi, NONE));
+  loop_var(&inner, br);
+  weft_output_t two = op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 2)));
+  loop_cond(&inner, op(g, "Less", j, invariant(&inner, two)));
+  weft_output_t bj = loop_body(&inner, 0), bs = loop_body(&inner, 1);
+  loop_close(&inner, 0, op(g, "AddV2", bj, invariant(&inner, op(g, "OnesLike", two, NONE))));
+  weft_output_t s_exit = loop_close(&inner, 1, op(g, "Square", bs, NONE));
+  loop_close(&outer, 0, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&outer, 1, s_exit);
+  expect_unimplemented(g, r, x, "gradient of while loop 'outer': loop 'inner' nested in it is "
+                       "not supported");
+  weft_graph_free(g);
+
+}
+
+/* A cond inside a loop body, its predicate changing from iteration to iteration:
+ * r = r < 1 ? r (x + 1.5) : sin(r) x, four times from r = x (x = 0.3 takes the true branch three
+ * times, then the false one). With `switched`, the values from outside a branch reach it through
+ * a Switch of their own, as tf.cond does; without, the branches read them directly. */
+static weft_output_t cond_loop(weft_graph_t *g, weft_output_t x, bool switched) {
+  weft_output_t factor = op(g, "AddV2", x, scalar_d(g, 1.5));
+  loop_t l = {g, "L", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, x);
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 4))));
+  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
+  weft_output_t p = op(g, "Less", br, invariant(&l, scalar_d(g, 1.0)));
+  weft_node_t *sw = switch_node(g, br, p);
+  weft_output_t in_t = invariant(&l, factor), in_f = invariant(&l, x);
+  if (switched) {
+    in_t = weft_out(switch_node(g, in_t, p), 1);
+    in_f = weft_out(switch_node(g, in_f, p), 0);
+  }
+  weft_output_t t = op(g, "Mul", weft_out(sw, 1), in_t);
+  weft_output_t f = op(g, "Mul", op(g, "Sin", weft_out(sw, 0), NONE), in_f);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  return loop_close(&l, 1, merge(g, f, t));
+}
+
+static void test_while_with_cond(void) {
+  for (int switched = 1; switched >= 0; switched--) {
+    weft_graph_t *g = weft_graph_new();
+    weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+    weft_output_t r = cond_loop(g, x, switched), grad;
+    OK(weft_gradients(g, &r, 1, &x, 1, NULL, &grad));
+    double xv = 0.3;
+    feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+    check_fd(g, &fd, r, grad, switched ? "while with a cond inside" : "cond without Switches");
+    /* The value against the recurrence computed here. */
+    double want = xv;
+    for (int k = 0; k < 4; k++) want = want < 1 ? want * (xv + 1.5) : sin(want) * xv;
+    weft_status_t *st = NULL;
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    g_assert_cmpfloat(fabs(run_scalar(s, &fd, r) - want), <, 1e-12);
+    weft_session_free(s);
+    free_feeds(&fd);
+    weft_graph_free(g);
+  }
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/cf_gradients/cond", test_cond);
+  g_test_add_func("/cf_gradients/nested_cond", test_nested_cond);
+  g_test_add_func("/cf_gradients/while_pow", test_while_pow);
+  g_test_add_func("/cf_gradients/while_rnn_tensor_array", test_while_rnn);
+  g_test_add_func("/cf_gradients/imported_dynamic_rnn", test_imported_dynamic_rnn);
+  g_test_add_func("/cf_gradients/while_rnn_ps_worker_cluster", test_while_rnn_cluster);
+  g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
+  g_test_add_func("/cf_gradients/refusals", test_refusals);
+  g_test_add_func("/cf_gradients/refusals_nested", test_refusals_nested);
+  g_test_add_func("/cf_gradients/while_with_cond", test_while_with_cond);
+  return g_test_run();
+}
