@@ -1,7 +1,9 @@
 """TensorFlow 1.x's between-graph example trainer (the "Distributed TensorFlow" guide's
 trainer.py) run on weft with only its import line changed: a ps task that joins, and workers
 that place variables with replica_device_setter and train a linear regression in a
-MonitoredTrainingSession until the global step reaches --train_steps.
+MonitoredTrainingSession until the global step reaches --train_steps. With --checkpoint_dir the
+chief also leaves TensorBoard's event files there (`tensorboard --logdir DIR`): the `loss`
+summary, global_step/sec and the graph with each node's placed device.
 
   python3 trainer.py --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224 \
       --job_name=ps --task_index=0
@@ -49,13 +51,17 @@ def main(_):
         y = tf.placeholder(tf.float32, [None, 1], name="y")
         w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
         b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y), name="loss")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y), name="mse")
         global_step = tf.train.get_or_create_global_step()
         opt = tf.train.GradientDescentOptimizer(FLAGS.learning_rate)
         if FLAGS.sync_replicas:
             opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=len(worker_hosts),
                                                  total_num_replicas=len(worker_hosts))
         train_op = opt.minimize(loss, global_step=global_step)
+    # The tag is "loss" (the op is "mse": a scope named like an op would be "loss_1").
+    # What TensorBoard shows: the chief's MonitoredTrainingSession writes the merged summaries
+    # (every 100 steps), global_step/sec and the placed graph to --checkpoint_dir.
+    tf.summary.scalar("loss", loss)
 
     hooks = [tf.train.StopAtStepHook(last_step=FLAGS.train_steps)]
     if FLAGS.sync_replicas:
@@ -72,6 +78,9 @@ def main(_):
                                            hooks=hooks, config=config) as mon_sess:
         while not mon_sess.should_stop():
             _, step, value = mon_sess.run([train_op, global_step, loss], feed_dict=feed)
+            if FLAGS.task_index == 0:
+                # the chief's every loss, as float32's 9 digits: the summaries it logs are some
+                print("worker 0: step %d loss %.9g" % (step, value), flush=True)
             if first is None:
                 first = value
                 print("worker %d: first loss %.6f at step %d" % (FLAGS.task_index, value, step),

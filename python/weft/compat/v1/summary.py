@@ -218,10 +218,7 @@ class FileWriter:
                 from .session import get_default_session
                 d = get_default_session()
                 sess = d if d is not None and d.graph is graph else None
-            with self._lock:
-                if not self._closed:
-                    self._w.add_graph(graph._g, getattr(sess, "_s", None))
-                    self._pending += 1
+            self._add_placed_graph(graph, sess)
             return
         gd = graph if graph is not None else graph_def
         if isinstance(gd, (bytes, bytearray)):
@@ -232,6 +229,14 @@ class FileWriter:
             raise TypeError("add_graph takes a tf.Graph or a GraphDef, not %s"
                             % type(gd).__name__)
         self._add(global_step, graph_def=data)
+
+    def _add_placed_graph(self, graph, session):
+        """graph with each node's device where session (a tf.Session, or None) placed it: the
+        training hooks write it once a step has run."""
+        with self._lock:
+            if not self._closed:
+                self._w.add_graph(graph._g, getattr(session, "_s", None))
+                self._pending += 1
 
     def add_meta_graph(self, meta_graph_def, global_step=None):
         data = meta_graph_def if isinstance(meta_graph_def, (bytes, bytearray)) else \

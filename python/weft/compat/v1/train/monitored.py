@@ -16,6 +16,7 @@ from .. import ops as _ops
 from .. import variables as _vars
 from ..framework import GraphKeys
 from ..session import Session
+from .. import summary_pb as _summary_pb
 from . import saver as _saver
 from . import training_util
 
@@ -151,11 +152,16 @@ class CheckpointSaverHook(SessionRunHook):
         if gs is None:
             raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
         self._global_step_tensor = training_util._read(gs)
+        from ..summary import FileWriterCache
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
+        self._placed_graph_written = False
         for lst in self._listeners:
             lst.begin()
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step_tensor))
+        # TensorFlow writes the graph here, after every hook's begin() has added its ops
+        self._summary_writer.add_graph(_fw.get_default_graph())
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -163,6 +169,11 @@ class CheckpointSaverHook(SessionRunHook):
         return SessionRunArgs(self._global_step_tensor)
 
     def after_run(self, run_context, run_values):
+        if not self._placed_graph_written:
+            # once a step has run, the session knows where each node was placed: the graph
+            # again with those devices, for TensorBoard's device colouring
+            self._summary_writer._add_placed_graph(_fw.get_default_graph(), run_context.session)
+            self._placed_graph_written = True
         stale = int(run_values.results)
         if self._timer.should_trigger_for_step(stale + 1):
             step = int(run_context.session.run(self._global_step_tensor))
@@ -200,6 +211,9 @@ class CheckpointSaverHook(SessionRunHook):
         for lst in self._listeners:
             lst.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step)
+        self._summary_writer.add_session_log(
+            _summary_pb.SessionLog(status=_summary_pb.SessionLog.CHECKPOINT,
+                                   checkpoint_path=self._save_path), step)
         stop = False
         for lst in self._listeners:
             if lst.after_save(session, step):
@@ -332,6 +346,7 @@ class Scaffold:
             ready_op = ready_op or c.ready_op
             ready_for_local_init_op = ready_for_local_init_op or c.ready_for_local_init_op
             local_init_op = local_init_op or c.local_init_op
+            summary_op = summary_op or c.summary_op
             saver = saver or c.saver
         self._init_op, self._init_feed_dict = init_op, init_feed_dict
         self._user_init_fn = init_fn
@@ -358,6 +373,10 @@ class Scaffold:
         if self._local_init_op is None:
             self._local_init_op = _first(GraphKeys.LOCAL_INIT_OP) or _ops.group(
                 _vars.local_variables_initializer())
+        if self._summary_op is None:
+            from .. import summary as _summary  # tf.summary builds on the graph layer only
+            self._summary_op = Scaffold.get_or_default("summary_op", GraphKeys.SUMMARY_OP,
+                                                       _summary.merge_all)
         if self._saver is None:
             savers = _fw.get_collection(GraphKeys.SAVERS)
             if savers:
@@ -701,8 +720,17 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                              stop_grace_period_secs=120, log_step_count_steps=100,
                              max_wait_secs=7200, save_checkpoint_steps=USE_DEFAULT,
                              summary_dir=None):
-    """TensorFlow's factory: the chief restores or initialises and saves checkpoints every
-    save_checkpoint_secs (600) or save_checkpoint_steps; other workers wait for the model."""
+    """TensorFlow's factory: the chief restores or initialises, saves checkpoints every
+    save_checkpoint_secs (600) or save_checkpoint_steps, and writes TensorBoard's event files to
+    summary_dir (default checkpoint_dir): global_step/sec every log_step_count_steps (100) and
+    the merged summaries every save_summaries_steps (100) or save_summaries_secs; other workers
+    wait for the model and write nothing."""
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_secs is USE_DEFAULT and save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     elif save_checkpoint_secs is USE_DEFAULT:
@@ -710,18 +738,32 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     scaffold = scaffold or Scaffold()
-    all_hooks = list(hooks or [])
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs)
-        return MonitoredSession(creator, all_hooks, stop_grace_period_secs, max_wait_secs)
-    all_hooks.extend(chief_only_hooks or [])
+        return MonitoredSession(creator, list(hooks or []), stop_grace_period_secs,
+                                max_wait_secs)
+    # TensorFlow's order: the chief-only hooks, the standard ones, then the caller's
+    all_hooks = list(chief_only_hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
                                   master=master, config=config)
-    if checkpoint_dir and (save_checkpoint_secs or save_checkpoint_steps):
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir:
+        from ..summary_hooks import StepCounterHook, SummarySaverHook  # they derive from here
+        if log_step_count_steps and log_step_count_steps > 0:
+            all_hooks.append(StepCounterHook(output_dir=summary_dir,
+                                             every_n_steps=log_step_count_steps))
+        if ((save_summaries_steps and save_summaries_steps > 0)
+                or (save_summaries_secs and save_summaries_secs > 0)):
+            all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                              save_secs=save_summaries_secs,
+                                              output_dir=summary_dir))
+    if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0)
+                           or (save_checkpoint_steps and save_checkpoint_steps > 0)):
         all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_secs=save_checkpoint_secs,
                                              save_steps=save_checkpoint_steps,
                                              scaffold=scaffold))
+    all_hooks.extend(hooks or [])
     return MonitoredSession(creator, all_hooks, stop_grace_period_secs, max_wait_secs)
 
 
