@@ -274,3 +274,21 @@ def test_scaffold_summary_op_none_without_summaries():
     sc = tf.train.Scaffold().finalize()
     assert sc.summary_op is None
     assert tf.get_collection(tf.GraphKeys.SUMMARY_OP) == []
+
+
+def test_supervisor_without_writer_and_its_loop(tmp_path):
+    import threading
+    gs = tf.train.get_or_create_global_step()
+    train = tf.assign_add(gs, 1)
+    tf.summary.scalar("g", tf.cast(gs.value(), tf.float32))
+    sv = tf.train.Supervisor(logdir=str(tmp_path), summary_writer=None, save_model_secs=0)
+    ran = threading.Event()
+    with sv.managed_session() as sess:
+        sess.run(train)
+        with pytest.raises(RuntimeError) as e:
+            sv.summary_computed(sess, sess.run(sv.summary_op))
+        assert str(e.value) == "Writing a summary requires a summary writer."
+        t = sv.loop(3600, ran.set)  # TensorFlow's LooperThread: the target runs at once
+        assert ran.wait(120)
+    assert not t.is_alive()  # stopped and joined on leaving managed_session
+    assert event_files(str(tmp_path)) == []

@@ -127,10 +127,10 @@ class Supervisor:
         if self._save_summaries_secs and self._summary_writer:
             if self._summary_op is not None:
                 threads.append(self._looper(self._save_summaries_secs, self._summary_step,
-                                            sess))
+                                            (sess,)))
             if self._global_step is not None:
                 threads.append(self._looper(self._save_summaries_secs,
-                                            self._step_counter(sess), sess))
+                                            self._step_counter(sess), (sess,)))
         if self._save_path and self._save_model_secs and self._saver is not None:
             t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
             t.start()
@@ -147,15 +147,15 @@ class Supervisor:
             self._summary_writer._add_placed_graph(self._graph, sess)
             self._graph_added_to_summary = True
 
-    def _looper(self, secs, body, sess):
-        """TensorFlow's LooperThread: body(sess) at once, then every secs seconds until the
-        coordinator stops; an error stops the coordinator with it."""
+    def _looper(self, secs, target, args=(), kwargs=None):
+        """TensorFlow's LooperThread: target(*args, **kwargs) at once, then every secs seconds
+        until the coordinator stops; an error stops the coordinator with it."""
         def run():
             try:
                 next_time = time.time()
                 while not self._coord.wait_for_stop(max(0.0, next_time - time.time())):
                     next_time += secs
-                    body(sess)
+                    target(*args, **(kwargs or {}))
             except Exception as e:  # noqa: BLE001 -- reported through the coordinator
                 self._coord.request_stop(e)
         t = threading.Thread(target=run, daemon=True)
@@ -208,11 +208,7 @@ class Supervisor:
         return threads
 
     def loop(self, timer_interval_secs, target, args=None, kwargs=None):
-        def body():
-            while not self._coord.wait_for_stop(timer_interval_secs):
-                target(*(args or ()), **(kwargs or {}))
-        t = threading.Thread(target=body, daemon=True)
-        t.start()
+        t = self._looper(timer_interval_secs, target, args or (), kwargs)
         self._threads.append(t)
         return t
 
