@@ -10,7 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -62,22 +62,44 @@ def f32(x):
     return float(np.float32(x))
 
 
+def first_lines_until(p, prefix, secs=180):
+    """p's stdout lines up to the first that starts with prefix; p is killed (so the read
+    ends) if none comes within secs."""
+    killer = threading.Timer(secs, p.kill)
+    killer.start()
+    try:
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith(prefix):
+                return lines
+        raise AssertionError("no line %r within %d s: %s" % (prefix, secs, "".join(lines)))
+    finally:
+        killer.cancel()
+
+
 def test_example_trainer_writes_event_files(children, tmp_path):
     ps, w0, w1 = free_ports(3)
     flags = ["--ps_hosts=localhost:%d" % ps,
-             "--worker_hosts=localhost:%d,localhost:%d" % (w0, w1), "--train_steps=250"]
+             "--worker_hosts=localhost:%d,localhost:%d" % (w0, w1), "--train_steps=300"]
     ckpt = str(tmp_path / "train_logs")
     children.start([TRAINER] + flags + ["--job_name=ps", "--task_index=0"])
-    p_w1 = children.start([TRAINER] + flags + ["--job_name=worker", "--task_index=1"])
     p_w0 = children.start([TRAINER] + flags + ["--job_name=worker", "--task_index=0",
                                                "--checkpoint_dir=" + ckpt])
+    # the chief first, so that its first step is step 0 and several summary steps follow
+    head = first_lines_until(p_w0, "worker 0: step")
+    p_w1 = children.start([TRAINER] + flags + ["--job_name=worker", "--task_index=1"])
     for i, p in ((0, p_w0), (1, p_w1)):
         rc, out, err = children.finish(p)
         assert rc == 0, "worker %d failed:\n%s\n%s" % (i, out, err)
         if i == 0:
-            chief_out = out
+            chief_out = "".join(head) + out
     printed = [f32(v) for v in re.findall(r"worker 0: step \d+ loss (\S+)", chief_out)]
-    assert printed, chief_out
+    # step 0's loss is that of w = 0, b = 0: mean(y^2), computed here from the example's data
+    sys.path.insert(0, os.path.dirname(TRAINER))
+    import trainer
+    assert printed[0] == pytest.approx(np.mean(trainer.dataset()[1].astype(np.float64) ** 2),
+                                       rel=1e-5)
 
     files = event_files(ckpt)
     assert len(files) == 1, files  # only the chief writes, through one cached writer
@@ -85,7 +107,7 @@ def test_example_trainer_writes_event_files(children, tmp_path):
     # the merged summaries: loss every 100 global steps from the chief's first step, each the
     # very value the chief fetched in that run
     losses = scalars(events, "loss")
-    assert len(losses) >= 2
+    assert len(losses) >= 3
     steps = [s for s, _ in losses]
     assert steps == sorted(set(steps))
     assert losses[0][1] == printed[0]
@@ -127,11 +149,9 @@ with tf.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1], save_checkpoi
 def test_killed_and_restored_run_leaves_session_log_start(children, tmp_path):
     logdir = str(tmp_path / "mts")
     p = children.start(["-c", MTS_PROGRAM, logdir, "1000000"])
-    deadline = time.time() + 180
-    for line in p.stdout:  # bounded: the child is killed at the deadline by kill_all
-        if line.startswith("step ") and int(line.split()[1]) >= 13:
-            break
-        assert time.time() < deadline, "no step 13 within 180 s"
+    line = first_lines_until(p, "step ")[-1]
+    while int(line.split()[1]) < 13:
+        line = first_lines_until(p, "step ")[-1]
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
     restored = int(tf.train.latest_checkpoint(logdir).rsplit("-", 1)[1])
