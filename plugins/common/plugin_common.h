@@ -189,6 +189,10 @@ typedef enum weft_pc_train_kind {
   WEFT_PC_TRAIN_ADAGRAD,  /* lr */
   WEFT_PC_TRAIN_ADAM,     /* beta1_power, beta2_power, lr, beta1, beta2, epsilon */
   WEFT_PC_TRAIN_RMSPROP,  /* lr, rho, momentum, epsilon */
+  /* The CPU plugin's only (past WEFT_PC_TRAIN_N_OPS): */
+  WEFT_PC_TRAIN_ADAGRAD_V2,       /* lr, epsilon */
+  WEFT_PC_TRAIN_CENTERED_RMSPROP, /* lr, rho, momentum, epsilon */
+  WEFT_PC_TRAIN_ADADELTA,         /* lr, rho, epsilon */
 } weft_pc_train_kind_t;
 
 #define WEFT_PC_TRAIN_N_OPS 5
@@ -202,6 +206,9 @@ typedef struct weft_pc_train_op {
   int scalars[WEFT_PC_TRAIN_MAX_SCALARS];       /* input indices, in the kernel's order; -1 ends */
   const char *names[WEFT_PC_TRAIN_MAX_SCALARS]; /* their names, for messages */
   int grad_input;                               /* index of grad (or delta) */
+  /* The same update on resource variables (TensorFlow's ResourceApply*: the same inputs with
+   * handles for the refs, no output); NULL where a backend registers the ref op only. */
+  const char *resource_name;
 } weft_pc_train_op_t;
 
 extern const weft_pc_train_op_t weft_pc_train_ops[WEFT_PC_TRAIN_N_OPS];
@@ -209,7 +216,7 @@ extern const weft_pc_train_op_t weft_pc_train_ops[WEFT_PC_TRAIN_N_OPS];
 /* An update's operands: refs[0] the variable, refs[1..n_refs) its slots, the gradient, and the
  * scalars[0..n_scalars) in the op's order. */
 typedef struct weft_pc_train_in {
-  weft_tensor_view_t refs[3], grad;
+  weft_tensor_view_t refs[4], grad;
   int n_scalars;
   weft_tensor_view_t scalars[WEFT_PC_TRAIN_MAX_SCALARS];
 } weft_pc_train_in_t;
@@ -222,7 +229,8 @@ weft_status_t *weft_pc_train_read(weft_kernel_ctx_t *ctx, const weft_pc_train_op
 /* The compute function of an update op (user_data: its weft_pc_train_op_t): `update` under the
  * variable's lock when use_locking (only the variable's: the host's ref locks need not be
  * re-entrant, and a variable's slots are only ever touched by its own update ops), then the
- * variable's reference forwarded to output 0. */
+ * variable's reference forwarded to output 0 (none for a ResourceApply* op, which has no output:
+ * the host resolves its handle inputs to the variables they name). */
 typedef weft_status_t *(*weft_pc_train_update_fn)(weft_kernel_ctx_t *ctx,
                                                   const weft_pc_train_op_t *op);
 weft_status_t *weft_pc_train_compute(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,

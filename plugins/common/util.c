@@ -285,7 +285,7 @@ weft_status_t *weft_pc_register_typed(const weft_registrar_t *reg, const char *d
 weft_status_t *weft_pc_train_operands(weft_kernel_ctx_t *ctx, const char *op, const char *device,
                                       int n_refs, int grad_input, bool sgd,
                                       weft_tensor_view_t *refs, weft_tensor_view_t *grad) {
-  static const char *const slot_names[3] = {"var", "accum", "slot"};
+  static const char *const slot_names[4] = {"var", "accum", "slot", "slot"};
   for (int r = 0; r < n_refs; r++) {
     memset(&refs[r], 0, sizeof refs[r]);
     refs[r].struct_size = sizeof refs[r];
@@ -324,21 +324,25 @@ weft_status_t *weft_pc_train_scalar(weft_kernel_ctx_t *ctx, int index, const cha
 }
 
 const weft_pc_train_op_t weft_pc_train_ops[WEFT_PC_TRAIN_N_OPS] = {
-    {"ApplyGradientDescent", WEFT_PC_TRAIN_SGD, 1, {1, -1}, {"alpha"}, 2},
-    {"ApplyMomentum", WEFT_PC_TRAIN_MOMENTUM, 2, {2, 4, -1}, {"lr", "momentum"}, 3},
-    {"ApplyAdagrad", WEFT_PC_TRAIN_ADAGRAD, 2, {2, -1}, {"lr"}, 3},
+    {"ApplyGradientDescent", WEFT_PC_TRAIN_SGD, 1, {1, -1}, {"alpha"}, 2,
+     "ResourceApplyGradientDescent"},
+    {"ApplyMomentum", WEFT_PC_TRAIN_MOMENTUM, 2, {2, 4, -1}, {"lr", "momentum"}, 3,
+     "ResourceApplyMomentum"},
+    {"ApplyAdagrad", WEFT_PC_TRAIN_ADAGRAD, 2, {2, -1}, {"lr"}, 3, "ResourceApplyAdagrad"},
     {"ApplyAdam",
      WEFT_PC_TRAIN_ADAM,
      3,
      {3, 4, 5, 6, 7, 8},
      {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"},
-     9},
+     9,
+     "ResourceApplyAdam"},
     {"ApplyRMSProp",
      WEFT_PC_TRAIN_RMSPROP,
      3,
      {3, 4, 5, 6, -1},
      {"lr", "rho", "momentum", "epsilon"},
-     7},
+     7,
+     "ResourceApplyRMSProp"},
 };
 
 weft_status_t *weft_pc_train_read(weft_kernel_ctx_t *ctx, const weft_pc_train_op_t *op,
@@ -361,7 +365,7 @@ weft_status_t *weft_pc_train_compute(weft_kernel_ctx_t *ctx, const weft_pc_train
   weft_status_t *s = update(ctx, op);
   if (lock) H->kernel_unlock_ref(ctx, 0);
   WEFT_RETURN_IF_ERROR(s);
-  return H->kernel_forward_ref(ctx, 0, 0);
+  return H->kernel_num_outputs(ctx) > 0 ? H->kernel_forward_ref(ctx, 0, 0) : NULL;
 }
 
 weft_status_t *weft_pc_register_all(const weft_registrar_t *registrar,

@@ -1,7 +1,9 @@
 /* cpu_train.c: the optimizer update kernels on reference variables, with TensorFlow's update
  * formulas: ApplyGradientDescent, ApplyMomentum (use_nesterov), ApplyAdagrad (update_slots),
- * ApplyAdam (use_nesterov) and ApplyRMSProp. Each updates the variable and its slots in place
- * (under the variables' locks when use_locking) and outputs the variable's reference. Also the
+ * ApplyAdagradV2, ApplyAdam (use_nesterov), ApplyRMSProp, ApplyCenteredRMSProp and ApplyAdadelta.
+ * Each updates the variable and its slots in place (under the variables' locks when use_locking)
+ * and outputs the variable's reference. The same kernels are TensorFlow's ResourceApply* ops:
+ * the host resolves a resource handle input to its variable (docs/plugin-abi.md). Also the
  * synchronous-replicas gradient accumulator (WeftAccumulatorApply, WeftAccumulatorTake). */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -15,7 +17,7 @@
 typedef struct train_job {
   weft_pc_train_kind_t kind;
   weft_dtype_t dtype;
-  void *var, *s1, *s2; /* slots */
+  void *var, *s1, *s2, *s3; /* slots */
   const void *grad;
   double c[8];         /* the scalar inputs and derived constants */
   bool nesterov, update_slots;
@@ -26,6 +28,7 @@ typedef struct train_job {
     T *restrict var = (T *)j->var;                                                      \
     T *restrict s1 = (T *)j->s1;                                                        \
     T *restrict s2 = (T *)j->s2;                                                        \
+    T *restrict s3 = (T *)j->s3;                                                        \
     const T *restrict g = (const T *)j->grad;                                           \
     switch (j->kind) {                                                                  \
       case WEFT_PC_TRAIN_SGD: {                                                         \
@@ -77,6 +80,37 @@ typedef struct train_job {
         }                                                                               \
         break;                                                                          \
       }                                                                                 \
+      case WEFT_PC_TRAIN_ADAGRAD_V2: {                                                  \
+        const T lr = (T)j->c[0], eps = (T)j->c[1];                                      \
+        for (int64_t i = b; i < e; i++) {                                               \
+          if (j->update_slots) s1[i] += g[i] * g[i];                                    \
+          var[i] -= lr * g[i] / (sqrt(s1[i]) + eps);                                    \
+        }                                                                               \
+        break;                                                                          \
+      }                                                                                 \
+      case WEFT_PC_TRAIN_CENTERED_RMSPROP: {                                            \
+        /* c: lr, rho, momentum, epsilon; s1 = mg, s2 = ms, s3 = mom */                 \
+        const T lr = (T)j->c[0], rho = (T)j->c[1], momentum = (T)j->c[2];               \
+        const T eps = (T)j->c[3];                                                       \
+        for (int64_t i = b; i < e; i++) {                                               \
+          s2[i] += (g[i] * g[i] - s2[i]) * ((T)1 - rho);                                \
+          s1[i] += (g[i] - s1[i]) * ((T)1 - rho);                                       \
+          s3[i] = s3[i] * momentum + g[i] * lr / sqrt(s2[i] - s1[i] * s1[i] + eps);     \
+          var[i] -= s3[i];                                                              \
+        }                                                                               \
+        break;                                                                          \
+      }                                                                                 \
+      case WEFT_PC_TRAIN_ADADELTA: {                                                    \
+        /* c: lr, rho, epsilon; s1 = accum, s2 = accum_update */                        \
+        const T lr = (T)j->c[0], rho = (T)j->c[1], eps = (T)j->c[2];                    \
+        for (int64_t i = b; i < e; i++) {                                               \
+          s1[i] = s1[i] * rho + g[i] * g[i] * ((T)1 - rho);                             \
+          const T up = sqrt(s2[i] + eps) / sqrt(s1[i] + eps) * g[i];                    \
+          var[i] -= up * lr;                                                            \
+          s2[i] = s2[i] * rho + up * up * ((T)1 - rho);                                 \
+        }                                                                               \
+        break;                                                                          \
+      }                                                                                 \
     }                                                                                   \
   }
 
@@ -105,6 +139,7 @@ static weft_status_t *train_update(weft_kernel_ctx_t *ctx, const weft_pc_train_o
                    .var = var->data,
                    .s1 = op->n_refs > 1 ? in.refs[1].data : NULL,
                    .s2 = op->n_refs > 2 ? in.refs[2].data : NULL,
+                   .s3 = op->n_refs > 3 ? in.refs[3].data : NULL,
                    .grad = in.grad.data};
   for (int k = 0; k < in.n_scalars; k++) j.c[k] = weft__cpu_get_double(&in.scalars[k], 0);
   if (op->kind == WEFT_PC_TRAIN_ADAM) /* lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) */
@@ -260,19 +295,45 @@ static weft_status_t *k_accumulator_take(weft_kernel_ctx_t *ctx, void *state) {
   return s;
 }
 
-weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
+/* The updates only this plugin has, with TensorFlow's inputs (tensorflow/core/ops/training_ops.cc). */
+static const weft_pc_train_op_t cpu_only_train_ops[] = {
+    {"ApplyAdagradV2", WEFT_PC_TRAIN_ADAGRAD_V2, 2, {2, 3, -1}, {"lr", "epsilon"}, 4,
+     "ResourceApplyAdagradV2"},
+    {"ApplyCenteredRMSProp",
+     WEFT_PC_TRAIN_CENTERED_RMSPROP,
+     4,
+     {4, 5, 6, 7, -1},
+     {"lr", "rho", "momentum", "epsilon"},
+     8,
+     "ResourceApplyCenteredRMSProp"},
+    {"ApplyAdadelta", WEFT_PC_TRAIN_ADADELTA, 3, {3, 4, 5, -1}, {"lr", "rho", "epsilon"}, 6,
+     "ResourceApplyAdadelta"},
+};
+
+/* Registers op's kernel under its ref name and its resource name. */
+static weft_status_t *register_update(const weft_registrar_t *reg, const weft_pc_train_op_t *op) {
   static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
-  for (size_t i = 0; i < WEFT_PC_TRAIN_N_OPS; i++) {
+  const char *names[2] = {op->name, op->resource_name};
+  for (int k = 0; k < 2 && names[k] != NULL; k++) {
     weft_cpu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
-    spec.op = weft_pc_train_ops[i].name;
+    spec.op = names[k];
     spec.compute = k_train;
     spec.type_attr = "T";
     spec.dtypes = types;
     spec.n_dtypes = 2;
-    spec.user_data = (void *)&weft_pc_train_ops[i];
+    spec.user_data = (void *)op;
     WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
+  return NULL;
+}
+
+weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {
+  static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
+  for (size_t i = 0; i < WEFT_PC_TRAIN_N_OPS; i++)
+    WEFT_RETURN_IF_ERROR(register_update(reg, &weft_pc_train_ops[i]));
+  for (size_t i = 0; i < sizeof cpu_only_train_ops / sizeof cpu_only_train_ops[0]; i++)
+    WEFT_RETURN_IF_ERROR(register_update(reg, &cpu_only_train_ops[i]));
   static const struct {
     const char *op;
     weft_kernel_compute_fn fn;

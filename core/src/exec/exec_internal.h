@@ -74,6 +74,13 @@ void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn 
  * kernels. */
 void weft__resource_var_kernels_register(void);
 
+/* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
+ * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND
+ * in TensorFlow's words when no variable has that name; INVALID_ARGUMENT for a tensor that is
+ * not a handle. */
+weft_status_t *weft__resource_handle_variable(weft_kernel_ctx_t *ctx, int index,
+                                              weft__variable_t **out);
+
 /* ---------------------------------------------------------------------------------------------
  * Executor */
 

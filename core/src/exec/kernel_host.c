@@ -231,6 +231,12 @@ static weft_status_t *host_kernel_variable(weft_kernel_ctx_t *ctx) {
 static weft_status_t *ref_arg(weft_kernel_ctx_t *ctx, int index, weft__variable_t **out) {
   if (index < 0 || index >= ctx->node->n_inputs)
     return bad_index(ctx, "input", index, ctx->node->n_inputs);
+  weft_tensor_t *t = ctx->inputs[index].tensor;
+  if (!ctx->inputs[index].ref && t && t->dtype == WEFT_DT_STRING && t->rank == 0) {
+    /* A resource handle reads as a reference to its variable (a ResourceApply* op running its
+     * ref twin's kernel); the input holds the variable until the executor clears it. */
+    WEFT_RETURN_IF_ERROR(weft__resource_handle_variable(ctx, index, &ctx->inputs[index].ref));
+  }
   if (!ctx->inputs[index].ref) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Input %d of node '%s' (%s) is not a reference",
                            index, ctx->node->name, ctx->node->op_name);
@@ -327,8 +333,14 @@ static weft_status_t *host_kernel_forward_ref(weft_kernel_ctx_t *ctx, int input,
 }
 
 static void host_kernel_lock_ref(weft_kernel_ctx_t *ctx, int index) {
-  if (index >= 0 && index < ctx->node->n_inputs && ctx->inputs[index].ref)
-    g_rec_mutex_lock(&ctx->inputs[index].ref->lock);
+  weft__variable_t *var = NULL;
+  weft_status_t *st = ref_arg(ctx, index, &var);
+  /* Nothing to lock: the kernel's own reference read reports why. */
+  if (st) {
+    weft_status_free(st);
+    return;
+  }
+  g_rec_mutex_lock(&var->lock);
 }
 
 static void host_kernel_unlock_ref(weft_kernel_ctx_t *ctx, int index) {

@@ -65,8 +65,8 @@ static void handle_clear(handle_t *h) {
 /* The container as TensorFlow's messages print it. */
 static const char *shown(const handle_t *h) { return *h->container ? h->container : "localhost"; }
 
-static weft_status_t *parse_handle(weft_kernel_ctx_t *ctx, handle_t *h) {
-  weft_tensor_t *t = ctx->inputs[0].tensor;
+static weft_status_t *parse_handle_at(weft_kernel_ctx_t *ctx, int index, handle_t *h) {
+  weft_tensor_t *t = ctx->inputs[index].tensor;
   if (t == NULL || t->dtype != WEFT_DT_STRING || t->rank != 0) {
     return err(ctx, WEFT_INVALID_ARGUMENT, "the resource handle must be a string scalar");
   }
@@ -79,6 +79,10 @@ static weft_status_t *parse_handle(weft_kernel_ctx_t *ctx, handle_t *h) {
   h->container = g_strndup(s->data, (gsize)(bar - s->data));
   h->name = g_strndup(bar + 1, s->len - (size_t)(bar - s->data) - 1);
   return NULL;
+}
+
+static weft_status_t *parse_handle(weft_kernel_ctx_t *ctx, handle_t *h) {
+  return parse_handle_at(ctx, 0, h);
 }
 
 /* LookupResource's NOT_FOUND, in TensorFlow's words (Var's type name included). */
@@ -106,6 +110,19 @@ static weft__variable_t *lookup_locked(weft_kernel_ctx_t *ctx, const handle_t *h
     return NULL;
   }
   return var;
+}
+
+weft_status_t *weft__resource_handle_variable(weft_kernel_ctx_t *ctx, int index,
+                                              weft__variable_t **out) {
+  handle_t h = {0};
+  WEFT_RETURN_IF_ERROR(parse_handle_at(ctx, index, &h));
+  weft__variable_t *var =
+      ctx->resources ? weft__resource_mgr_lookup(ctx->resources, ctx->device, h.container, h.name)
+                     : NULL;
+  weft_status_t *st = var ? NULL : not_found(ctx, &h);
+  handle_clear(&h);
+  *out = var;
+  return st;
 }
 
 static void release(weft__variable_t *var) {

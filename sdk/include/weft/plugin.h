@@ -374,7 +374,9 @@ struct weft_host {
    * a reference to it. */
   weft_status_t *(*kernel_variable)(weft_kernel_ctx_t *ctx);
   /* The current value behind ref input `index`; FAILED_PRECONDITION naming the variable if it
-   * was never assigned. */
+   * was never assigned. A resource handle input (VarHandleOp's string scalar) reads as a ref to
+   * the variable it names, in this entry, kernel_ref_assign, kernel_lock_ref and
+   * kernel_unlock_ref: so a ref op's kernel registered under a ResourceApply* name serves it. */
   weft_status_t *(*kernel_ref_input)(weft_kernel_ctx_t *ctx, int index, weft_tensor_view_t *out);
   /* Gives ref input `index` a buffer of this dtype and shape (reusing the old one when the shape
    * is unchanged) and returns a writable view; the variable counts as initialised afterwards. */
