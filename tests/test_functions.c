@@ -425,6 +425,29 @@ static void test_if(void) {
   }
 }
 
+/* If(p, x) whose cond is an int32 or a float: as TensorFlow's If kernel (ToBool), non-zero is
+ * true (-0.5 included), zero false. */
+static void test_if_number_cond(void) {
+  static const int dts[] = {I32, F32};
+  for (int k = 0; k < 2; k++) {
+    lib_graph_t g = lib_new();
+    const_op_function(&g, "then_fn", "Mul", "two", 2);
+    const_op_function(&g, "else_fn", "Sub", "one", 1);
+    placeholder(g.nodes, "p", dts[k]);
+    const_scalar(g.nodes, "x", F32, 5, NULL);
+    Tensorflow__NodeDef *n = if_node(g.nodes, "cond", "If", "p,x", "then_fn", "else_fn");
+    set(n, "Tcond", type_value(dts[k]));
+    op_t(g.nodes, "after", "Neg", "cond:0", F32, NULL);
+    weft_graph_t *graph = NULL;
+    assert_ok(import(&g, &graph));
+    g_assert_cmpfloat(run_scalar(graph, "after:0", "p", dts[k], dts[k] == I32 ? 3 : -0.5), ==,
+                      -10);
+    g_assert_cmpfloat(run_scalar(graph, "after:0", "p", dts[k], 0), ==, -4);
+    g_assert_cmpstr(weft_node_op(weft_graph_node(graph, "cond/to_bool")), ==, "ToBool");
+    weft_graph_free(graph);
+  }
+}
+
 /* While(i, acc, n) { i < n } { i + 1, Times2(acc), n }: n fed, so the loop runs n times; the
  * body's Consts run once per iteration inside the frame. */
 static weft_status_t *while_graph(int cond_out, const char *op, weft_graph_t **graph) {
@@ -611,6 +634,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/functions/placeholders_and_nesting", test_placeholders_and_nesting);
   g_test_add_func("/functions/control_ret", test_control_ret);
   g_test_add_func("/functions/if", test_if);
+  g_test_add_func("/functions/if_number_cond", test_if_number_cond);
   g_test_add_func("/functions/while", test_while);
   g_test_add_func("/functions/if_in_while", test_if_in_while);
   g_test_add_func("/functions/while_vector_cond", test_while_vector_cond);

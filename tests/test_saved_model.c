@@ -653,6 +653,45 @@ static void drop_serving_function(Tensorflow__MetaGraphDef *mg) {
   g_assert_not_reached();
 }
 
+/* The init op (signature __saved_model_init_op) pointed at the serving input's Placeholder, or
+ * at no node: loading runs it, so the load fails naming it. */
+static const char *init_op_target;
+static void set_init_op(Tensorflow__MetaGraphDef *mg) {
+  for (size_t i = 0; i < mg->n_signature_def; i++) {
+    if (strcmp(mg->signature_def[i]->key, "__saved_model_init_op") != 0) continue;
+    Tensorflow__SignatureDef *sig = mg->signature_def[i]->value;
+    g_assert_cmpint(sig->n_outputs, ==, 1);
+    g_assert_cmpstr(sig->outputs[0]->value->name, ==, "NoOp");
+    g_free(sig->outputs[0]->value->name);
+    sig->outputs[0]->value->name = g_strdup(init_op_target);
+    return;
+  }
+  g_assert_not_reached();
+}
+
+static void test_init_op(void) {
+  static const struct {
+    const char *target;
+    weft_code_t code;
+    const char *want;
+  } cases[] = {
+      {"serving_default_input_1:0", WEFT_INVALID_ARGUMENT,
+       "running its init op 'serving_default_input_1'"},
+      {"no_such_node", WEFT_NOT_FOUND,
+       "its init op 'no_such_node' (signature __saved_model_init_op) is not a node of the graph"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    init_op_target = cases[k].target;
+    char *dir = edited_keras(set_init_op);
+    if (dir == NULL) return;
+    weft_saved_model_t *m = NULL;
+    assert_status(weft_saved_model_load(dir, NULL, NULL, &m), cases[k].code, cases[k].want);
+    g_assert_null(m);
+    rm_tree(dir);
+    g_free(dir);
+  }
+}
+
 static void test_keras_tf2_errors(void) {
   char *dir = edited_keras(no_restore_op);
   if (dir == NULL) return;
@@ -726,6 +765,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/saved_model/regression_trains", test_regression_trains);
   g_test_add_func("/saved_model/keras_tf2", test_keras_tf2);
   g_test_add_func("/saved_model/keras_tf2_errors", test_keras_tf2_errors);
+  g_test_add_func("/saved_model/init_op", test_init_op);
   g_test_add_func("/saved_model/signatures", test_signatures);
   g_test_add_func("/saved_model/load_errors", test_load_errors);
   g_test_add_func("/saved_model/run_errors", test_run_errors);

@@ -73,6 +73,8 @@ void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn 
 /* The core's resource-variable kernels (resource_var_kernels.c), registered beside the flow
  * kernels. */
 void weft__resource_var_kernels_register(void);
+/* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
+void weft__to_bool_kernel_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND

@@ -1002,6 +1002,7 @@ void weft__flow_kernels_register(void) {
     weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
   }
   weft__resource_var_kernels_register(); /* resource_var_kernels.c */
+  weft__to_bool_kernel_register();       /* to_bool_kernel.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers

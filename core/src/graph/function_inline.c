@@ -738,9 +738,17 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
     }
   }
   char *sw = keep_printf(c, "%s/switch_pred", n->name);
-  if (!st) {
-    flow_node(c, sw, "Switch", n->device, DT_BOOL, data->pdata[0], data->pdata[0], controls);
+  const char *pred = data->len ? data->pdata[0] : NULL;
+  const Tensorflow__AttrValue *tcond = entry_find(n->attr, n->n_attr, "Tcond");
+  if (!st && tcond && tcond->value_case == TENSORFLOW__ATTR_VALUE__VALUE_TYPE &&
+      tcond->type != DT_BOOL) {
+    /* The If kernel's rule for a cond that is not a bool (ToBool): a number is true when not
+     * zero, a string when not empty, a tensor of rank > 0 when it has elements. */
+    char *to_bool = keep_printf(c, "%s/to_bool", n->name);
+    flow_node(c, to_bool, "ToBool", n->device, tcond->type, pred, NULL, NULL);
+    pred = to_bool;
   }
+  if (!st) flow_node(c, sw, "Switch", n->device, DT_BOOL, pred, pred, controls);
   GPtrArray *rets[2] = {g_ptr_array_new(), g_ptr_array_new()};
   GPtrArray *ctl[2] = {g_ptr_array_new(), g_ptr_array_new()};
   GArray *out_types[2] = {g_array_new(FALSE, FALSE, sizeof(int)),
@@ -756,7 +764,7 @@ static weft_status_t *lower_if(inliner_t *c, Tensorflow__NodeDef *n, int depth) 
     for (guint k = 1; k < data->len; k++) {
       char *name = keep_printf(c, "%s/%s_input_%u", n->name, branch_name[br], k - 1);
       flow_node(c, name, "Switch", n->device, g_array_index(in_types, int, k - 1),
-                data->pdata[k], data->pdata[0], NULL);
+                data->pdata[k], pred, NULL);
       args[k - 1] = keep_printf(c, "%s:%d", name, br);
     }
     const Tensorflow__FunctionDef *f = NULL;

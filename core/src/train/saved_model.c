@@ -469,6 +469,40 @@ out:
   return st;
 }
 
+/* Runs the model's init op after the restore, as TensorFlow's loader does (RunInitOp): the node
+ * a TF2 SavedModel names in its "__saved_model_init_op" signature's output of that key (a NoOp
+ * over table initialisers and the like). TF1's main_op/legacy_init_op collections are not read:
+ * Weft's MetaGraphDef keeps no collections. */
+static weft_status_t *run_init_op(weft_saved_model_t *m) {
+  static const char *const key = "__saved_model_init_op";
+  const Tensorflow__SignatureDef *sig = NULL;
+  for (size_t i = 0; i < m->meta->n_signature_def && !sig; i++) {
+    const Tensorflow__MetaGraphDef__SignatureDefEntry *e = m->meta->signature_def[i];
+    if (e && e->key && strcmp(e->key, key) == 0) sig = e->value;
+  }
+  const char *name = NULL;
+  for (size_t k = 0; sig && k < sig->n_outputs && !name; k++) {
+    const Tensorflow__SignatureDef__OutputsEntry *o = sig->outputs[k];
+    if (o && o->key && strcmp(o->key, key) == 0 && o->value && o->value->name) name = o->value->name;
+  }
+  if (name == NULL || *name == '\0') return NULL;
+  /* A node, though the field holds a tensor name: "NoOp" or "init:0" alike. */
+  char *node = g_strdup(name[0] == '^' ? name + 1 : name);
+  char *colon = strrchr(node, ':');
+  if (colon) *colon = '\0';
+  weft_status_t *st = NULL;
+  if (!g_hash_table_contains(m->defs, node)) {
+    st = weft_status_new(WEFT_NOT_FOUND, "SavedModel '%s': its init op '%s' (signature %s) is "
+                         "not a node of the graph", m->dir, node, key);
+  } else {
+    const char *target = node;
+    st = weft_saved_model_run(m, NULL, NULL, NULL, 0, NULL, NULL, 0, &target, 1);
+    if (st) weft_status_prefix(st, "SavedModel '%s': running its init op '%s'", m->dir, node);
+  }
+  g_free(node);
+  return st;
+}
+
 weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
                                      const weft_session_options_t *opts,
                                      weft_saved_model_t **out) {
@@ -497,6 +531,7 @@ weft_status_t *weft_saved_model_load(const char *dir, const char *tags,
     }
   }
   if (!st) st = restore_variables(m);
+  if (!st) st = run_init_op(m);
   if (st) {
     weft_saved_model_free(m);
     return st;
