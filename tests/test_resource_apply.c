@@ -2,7 +2,7 @@
  * the public C API: one step of each against numbers computed independently in float64
  * (tests/ref/resource_apply_ref.py), the variable's slots included, and the errors of
  * tensorflow/core/kernels/training_ops.cc for a gradient of the wrong shape and a variable that
- * was never assigned. */
+ * was never assigned; weft_saver saving and restoring resource variables in a local session. */
 #include <math.h>
 #include <string.h>
 
@@ -201,9 +201,68 @@ static void test_errors(void) {
   weft_status_free(st);
 }
 
+/* weft_saver in a local session: a resource variable saved under its VarHandleOp's name,
+ * overwritten, restored; one never assigned is refused by name. */
+static void test_saver(void) {
+  update_case_t c = cases[0];
+  weft_graph_t *g = weft_graph_new();
+  build_update(g, &c, false);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  run_targets(s, 1);
+  const char *target = "update";
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1));
+  char *dir = g_dir_make_tmp("weft-resapply-XXXXXX", NULL);
+  char *prefix = g_build_filename(dir, "ckpt", NULL);
+  weft_saver_t *saver = weft_saver_new(1);
+  OK(weft_saver_save(saver, s, g, prefix, -1, NULL));
+  weft_checkpoint_reader_t *r = NULL;
+  OK(weft_checkpoint_reader_open(prefix, &r));
+  weft_tensor_t *t = NULL;
+  OK(weft_checkpoint_reader_read(r, "v0", &t));
+  g_assert_cmpfloat(((const float *)weft_tensor_data(t))[0], ==, 0.95f);
+  g_assert_cmpfloat(((const float *)weft_tensor_data(t))[1], ==, -1.97f);
+  weft_tensor_unref(t);
+  weft_checkpoint_reader_free(r);
+  run_targets(s, 1); /* back to [1, -2] */
+  OK(weft_saver_restore(saver, s, g, prefix));
+  const char *fetch = "read0:0";
+  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &t, 1, NULL, 0));
+  g_assert_cmpfloat(((const float *)weft_tensor_data(t))[0], ==, 0.95f);
+  g_assert_cmpfloat(((const float *)weft_tensor_data(t))[1], ==, -1.97f);
+  weft_tensor_unref(t);
+  weft_saver_free(saver);
+  weft_session_free(s);
+
+  /* A fresh session: v0 was never assigned, so there is nothing to save. */
+  s = weft_session_new(g, NULL, &st);
+  OK(st);
+  const char *names[] = {"v0"};
+  saver = weft_saver_new(1);
+  weft_saver_set_var_list(saver, names, 1);
+  char *other = g_build_filename(dir, "other", NULL);
+  st = weft_saver_save(saver, s, g, other, -1, NULL);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_FAILED_PRECONDITION);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "Saver: attempting to save uninitialized variable 'v0' (run its initializer or "
+                  "restore it first)");
+  weft_status_free(st);
+  weft_saver_free(saver);
+  weft_session_free(s);
+  weft_graph_free(g);
+  char *cmd[] = {"rm", "-rf", dir, NULL};
+  g_spawn_sync(NULL, cmd, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, NULL, NULL);
+  g_free(other);
+  g_free(prefix);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/resource_apply/updates", test_updates);
   g_test_add_func("/resource_apply/errors", test_errors);
+  g_test_add_func("/resource_apply/saver", test_saver);
   return g_test_run();
 }

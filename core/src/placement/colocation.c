@@ -46,6 +46,26 @@ static void join_class(weft_graph_t *graph, int *parent, int n, int k, const wef
     join_named(graph, parent, n, k, node->colocation_group);
 }
 
+bool weft__input_is_resource_handle(const weft_node_t *node, int i) {
+  static const char *const pass[] = {"Identity", "Switch", "Enter", "Exit", "NextIteration"};
+  const weft_node_t *src = i < node->n_inputs ? node->inputs[i].src : NULL;
+  /* Bounded: a NextIteration cycle must not loop forever. */
+  for (int hops = 0; src != NULL && hops < 64; hops++) {
+    int out = node->inputs[i].src_index;
+    if (out < 0 || out >= src->n_outputs || weft__dtype_base(src->output_types[out]) != WEFT_DT_STRING)
+      return false;
+    if (strcmp(src->op_name, "VarHandleOp") == 0) return true;
+    bool through = false;
+    for (size_t k = 0; k < G_N_ELEMENTS(pass) && !through; k++)
+      through = strcmp(src->op_name, pass[k]) == 0 && src->n_inputs > 0;
+    if (!through) return false;
+    node = src;
+    i = 0;
+    src = node->inputs[0].src;
+  }
+  return false;
+}
+
 GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHashTable *placement) {
   int n = weft_graph_num_nodes(graph);
   int *parent = g_new(int, n > 0 ? n : 1);
@@ -53,7 +73,8 @@ GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHash
   for (int k = 0; k < n; k++) {
     weft_node_t *node = weft_graph_node_at(graph, k);
     for (int i = 0; i < node->n_inputs; i++) {
-      if (weft__dtype_is_ref(node->input_types[i]) && node->inputs[i].src->id < n)
+      if ((weft__dtype_is_ref(node->input_types[i]) || weft__input_is_resource_handle(node, i)) &&
+          node->inputs[i].src->id < n)
         join(parent, k, node->inputs[i].src->id);
     }
     join_class(graph, parent, n, k, node);

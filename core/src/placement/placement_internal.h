@@ -69,4 +69,10 @@ GHashTable *weft__placement_new(void);
  * array (g_ptr_array_free(a, TRUE)); the nodes belong to the graph. */
 GPtrArray *weft__colocation_closure(weft_graph_t *graph, GPtrArray *nodes, GHashTable *placement);
 
+/* Whether input `i` of `node` carries a resource variable's handle: its source is a VarHandleOp,
+ * directly or through pass-through ops (Identity, Switch, Enter, Exit, NextIteration). Weft's
+ * handles are strings, so the dtype cannot say it; TensorFlow colocates every DT_RESOURCE edge's
+ * consumer with its producer, since the variable is only in its own device's resource manager. */
+bool weft__input_is_resource_handle(const weft_node_t *node, int i);
+
 #endif /* WEFT_PLACEMENT_INTERNAL_H */

@@ -177,9 +177,11 @@ static weft_status_t *link_member(placer_t *p, int i) {
   if (status == NULL && node->colocation_group != NULL && node->colocation_group[0] != '\0')
     status = link_by_name(p, i, node->colocation_group);
 
-  /* An op that writes through a ref must run where the variable lives. */
+  /* An op that writes through a ref, or uses a resource variable's handle, must run where the
+   * variable lives. */
   for (int k = 0; k < node->n_inputs && status == NULL; k++) {
-    if (node->input_types == NULL || (int)node->input_types[k] < WEFT_DT_REF_OFFSET) continue;
+    bool ref = node->input_types != NULL && (int)node->input_types[k] >= WEFT_DT_REF_OFFSET;
+    if (!ref && !weft__input_is_resource_handle(node, k)) continue;
     weft_node_t *src = node->inputs[k].src;
     if (src == NULL) continue;
     int j = member_of(p, src, false);

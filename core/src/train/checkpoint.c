@@ -298,8 +298,28 @@ void weft_saver_set_snappy(weft_saver_t *s, bool on) {
   s->snappy = on;
 }
 
+static bool is_resource_variable(const weft_node_t *n) {
+  return strcmp(n->op_name, "VarHandleOp") == 0;
+}
+
 static bool is_variable_op(const weft_node_t *n) {
-  return strcmp(n->op_name, "VariableV2") == 0 || strcmp(n->op_name, "Variable") == 0;
+  return strcmp(n->op_name, "VariableV2") == 0 || strcmp(n->op_name, "Variable") == 0 ||
+         is_resource_variable(n);
+}
+
+/* A variable node's dtype and declared shape: a ref variable's output says them, a VarHandleOp's
+ * attrs (its output is the handle). */
+static weft_dtype_t variable_dtype(const weft_node_t *n) {
+  if (!is_resource_variable(n)) return weft__dtype_base(n->output_types[0]);
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "dtype");
+  return a && a->kind == WEFT_ATTR_TYPE ? a->u.type : WEFT_DT_INVALID;
+}
+
+static weft__shape_t variable_shape(const weft_node_t *n) {
+  if (!is_resource_variable(n)) return weft__node_shape(n, 0);
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "shape");
+  weft__shape_t unknown = {.rank = -1};
+  return a && a->kind == WEFT_ATTR_SHAPE ? a->u.shape : unknown;
 }
 
 static const char *string_attr(const weft_node_t *n, const char *name) {
@@ -318,7 +338,8 @@ static weft_status_t *collect_variables(const weft_saver_t *saver, const weft_gr
         g_ptr_array_unref(*out);
         *out = NULL;
         return weft_status_new(WEFT_NOT_FOUND, "Saver: '%s' is not a variable of the graph%s",
-                               saver->var_list[i], n ? " (it is not a VariableV2 node)" : "");
+                               saver->var_list[i],
+                               n ? " (it is not a VariableV2 or VarHandleOp node)" : "");
       }
       g_ptr_array_add(*out, n);
     }
@@ -381,9 +402,11 @@ weft_status_t *weft__variable_initialized_probe(weft_graph_t *g, weft_node_t *va
   weft_status_t *st = NULL;
   if (!*out) {
     weft_graph_push_colocate(g, var);
-    weft_op_builder_t *b = weft_op_new(g, "IsVariableInitialized", name);
+    bool resource = is_resource_variable(var);
+    weft_op_builder_t *b =
+        weft_op_new(g, resource ? "VarIsInitializedOp" : "IsVariableInitialized", name);
     weft_op_add_input(b, weft_out(var, 0));
-    weft_op_set_attr_type(b, "dtype", weft__dtype_base(var->output_types[0]));
+    if (!resource) weft_op_set_attr_type(b, "dtype", weft__dtype_base(var->output_types[0]));
     st = weft_op_finish(b, out);
     weft_graph_pop_colocate(g);
   }
@@ -391,13 +414,33 @@ weft_status_t *weft__variable_initialized_probe(weft_graph_t *g, weft_node_t *va
   return st;
 }
 
+/* What a step fetches to read variable `var`: a ref variable's own output; for a resource
+ * variable a ReadVariableOp colocated with it ("V/save_read"), added on first use, as
+ * TensorFlow's saver reads resource variables. */
+static weft_status_t *saved_tensor(weft_graph_t *g, weft_node_t *var, char **out) {
+  if (!is_resource_variable(var)) {
+    *out = g_strdup(var->name);
+    return NULL;
+  }
+  *out = g_strconcat(var->name, "/save_read", NULL);
+  if (weft_graph_node(g, *out)) return NULL;
+  weft_graph_push_colocate(g, var);
+  weft_op_builder_t *b = weft_op_new(g, "ReadVariableOp", *out);
+  weft_op_add_input(b, weft_out(var, 0));
+  weft_op_set_attr_type(b, "dtype", variable_dtype(var));
+  weft_node_t *n = NULL;
+  weft_status_t *st = weft_op_finish(b, &n);
+  weft_graph_pop_colocate(g);
+  return st;
+}
+
 /* Values of `vars` from any session (a remote one: the tasks holding them send them): one step
  * fetching every variable, after one checking which are initialised so the error names them. */
 static weft_status_t *fetch_values(weft_session_t *session, weft_graph_t *g, GPtrArray *vars,
                                    weft_tensor_t **values) {
-  const char **names = g_new(const char *, vars->len);
-  for (guint i = 0; i < vars->len; i++) names[i] = ((weft_node_t *)vars->pdata[i])->name;
+  char **names = g_new0(char *, vars->len + 1);
   weft_status_t *st = NULL;
+  for (guint i = 0; !st && i < vars->len; i++) st = saved_tensor(g, vars->pdata[i], &names[i]);
   char **probes = g_new0(char *, vars->len + 1);
   for (guint i = 0; !st && i < vars->len; i++) {
     weft_node_t *probe = NULL;
@@ -412,17 +455,19 @@ static weft_status_t *fetch_values(weft_session_t *session, weft_graph_t *g, GPt
   for (guint i = 0; !st && i < vars->len; i++) {
     if (weft_tensor_get_double(inited[i], 0) == 0) {
       st = weft_status_new(WEFT_FAILED_PRECONDITION, "Saver: attempting to save uninitialized "
-                           "variable '%s' (run its initializer or restore it first)", names[i]);
+                           "variable '%s' (run its initializer or restore it first)",
+                           ((weft_node_t *)vars->pdata[i])->name);
     }
   }
   for (guint i = 0; i < vars->len; i++) weft_tensor_unref(inited[i]);
   g_free(inited);
   g_strfreev(probes);
   if (!st && vars->len) {
-    st = weft_session_run(session, NULL, NULL, 0, names, values, (int)vars->len, NULL, 0);
+    st = weft_session_run(session, NULL, NULL, 0, (const char *const *)names, values,
+                          (int)vars->len, NULL, 0);
     if (st) weft_status_prefix(st, "Saver: reading the variables");
   }
-  g_free(names);
+  g_strfreev(names);
   return st;
 }
 
@@ -623,10 +668,13 @@ static weft_status_t *assign_by_step(weft_session_t *session, weft_graph_t *g, G
                                               weft_tensor_rank(v), weft_tensor_dims(v), &st);
       weft_graph_push_colocate(g, var);
       if (!st) {
-        weft_op_builder_t *b = weft_op_new(g, "Assign", assign_name);
+        /* A resource variable is written as TensorFlow's saver does: AssignVariableOp. */
+        bool resource = is_resource_variable(var);
+        weft_op_builder_t *b = weft_op_new(g, resource ? "AssignVariableOp" : "Assign",
+                                           assign_name);
         weft_op_add_input(b, weft_out(var, 0));
         weft_op_add_input(b, ph_out);
-        weft_op_set_attr_type(b, "T", weft_tensor_dtype(v));
+        weft_op_set_attr_type(b, resource ? "dtype" : "T", weft_tensor_dtype(v));
         st = weft_op_finish(b, &assign);
         ph = ph_out.node;
       }
@@ -674,8 +722,8 @@ weft_status_t *weft_saver_restore(weft_saver_t *saver, weft_session_t *session,
     }
     st = weft_checkpoint_reader_info(r, n->name, &dtype, &rank, dims);
     if (st) break;
-    weft_dtype_t want = weft__dtype_base(n->output_types[0]);
-    const weft__shape_t declared = weft__node_shape(n, 0), *shape = &declared;
+    weft_dtype_t want = variable_dtype(n);
+    const weft__shape_t declared = variable_shape(n), *shape = &declared;
     if (dtype != want) {
       st = weft_status_new(WEFT_INVALID_ARGUMENT, "Saver: variable '%s' has dtype %s but "
                            "checkpoint '%s' holds %s", n->name, weft_dtype_name(want), prefix,
