@@ -52,7 +52,8 @@ bool weft__input_is_resource_handle(const weft_node_t *node, int i) {
   /* Bounded: a NextIteration cycle must not loop forever. */
   for (int hops = 0; src != NULL && hops < 64; hops++) {
     int out = node->inputs[i].src_index;
-    if (out < 0 || out >= src->n_outputs || weft__dtype_base(src->output_types[out]) != WEFT_DT_STRING)
+    if (out < 0 || out >= src->n_outputs ||
+        weft__dtype_base(src->output_types[out]) != WEFT_DT_STRING)
       return false;
     if (strcmp(src->op_name, "VarHandleOp") == 0) return true;
     bool through = false;

@@ -483,7 +483,8 @@ static weft_status_t *run_init_op(weft_saved_model_t *m) {
   const char *name = NULL;
   for (size_t k = 0; sig && k < sig->n_outputs && !name; k++) {
     const Tensorflow__SignatureDef__OutputsEntry *o = sig->outputs[k];
-    if (o && o->key && strcmp(o->key, key) == 0 && o->value && o->value->name) name = o->value->name;
+    if (o && o->key && strcmp(o->key, key) == 0 && o->value && o->value->name)
+      name = o->value->name;
   }
   if (name == NULL || *name == '\0') return NULL;
   /* A node, though the field holds a tensor name: "NoOp" or "init:0" alike. */
