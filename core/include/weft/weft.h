@@ -173,6 +173,10 @@ WEFT_API void weft_op_set_attr_string_list(weft_op_builder_t *b, const char *nam
 /* rank -1: unknown rank; dims may hold WEFT_DIM_UNKNOWN. */
 WEFT_API void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
                                      const int64_t *dims);
+/* A list(shape) attr of n shapes: shape k has rank ranks[k] (-1: unknown) and dims dims[k]
+ * (read only up to its rank; may be NULL for rank <= 0). The builder copies them. */
+WEFT_API void weft_op_set_attr_shape_list(weft_op_builder_t *b, const char *name,
+                                          const int *ranks, const int64_t *const *dims, int n);
 /* The builder takes its own reference to the tensor. */
 WEFT_API void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value);
 /* Validates against the op definition (inputs, attrs, defaults), infers output types and

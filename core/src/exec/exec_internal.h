@@ -75,6 +75,8 @@ void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn 
 void weft__resource_var_kernels_register(void);
 /* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
 void weft__to_bool_kernel_register(void);
+/* The core's tf.Example parsing kernels (parse_example_kernels.c). */
+void weft__parse_example_kernels_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND

@@ -1003,6 +1003,7 @@ void weft__flow_kernels_register(void) {
   }
   weft__resource_var_kernels_register(); /* resource_var_kernels.c */
   weft__to_bool_kernel_register();       /* to_bool_kernel.c */
+  weft__parse_example_kernels_register(); /* parse_example_kernels.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers

@@ -434,6 +434,19 @@ void weft_op_set_attr_shape(weft_op_builder_t *b, const char *name, int rank,
   set_attr(b, name, v);
 }
 
+void weft_op_set_attr_shape_list(weft_op_builder_t *b, const char *name, const int *ranks,
+                                 const int64_t *const *dims, int n) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_SHAPE);
+  v->u.list.n = n > 0 ? (size_t)n : 0;
+  v->u.list.shape = g_new0(weft__shape_t, v->u.list.n + 1);
+  for (size_t k = 0; k < v->u.list.n; k++) {
+    weft__shape_t *sh = &v->u.list.shape[k];
+    sh->rank = ranks[k] > WEFT_MAX_RANK ? WEFT_MAX_RANK : ranks[k];
+    for (int d = 0; d < sh->rank; d++) sh->dims[d] = dims[k][d];
+  }
+  set_attr(b, name, v);
+}
+
 void weft_op_set_attr_tensor(weft_op_builder_t *b, const char *name, weft_tensor_t *value) {
   weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TENSOR);
   v->u.tensor = weft_tensor_ref(value);

@@ -189,6 +189,7 @@ extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: Tens
 extern const weft_op_def_t weft__ops_resource_vars[]; /* ops_resource_vars.c: VarHandleOp ... */
 extern const weft_op_def_t weft__ops_resource_apply[]; /* ops_resource_apply.c: ResourceApply* */
 extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool */
+extern const weft_op_def_t weft__ops_parsing[]; /* ops_parsing.c: ParseExample ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 extern const weft_op_def_t weft__ops_fused[];     /* ops_fused.c: _FusedElementwise */
 extern const weft_op_def_t weft__ops_summary[];  /* ops_summary.c: ScalarSummary ... */
