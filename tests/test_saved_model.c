@@ -344,17 +344,38 @@ static void test_load_errors(void) {
   g_free(tmp);
 }
 
+/* The TF1 serving model's input goes through ParseExample: fed a serialized tf.Example
+ * {x: [1.0]} (bytes written by hand), the model parses it and y = 0.5 x + 2. */
+static void test_parse_example_input(void) {
+  weft_saved_model_t *m = load("saved_model/half_plus_two_cpu", NULL);
+  if (m == NULL) return;
+  weft_tensor_t *out = NULL;
+  const char *fetch = "y";
+  /* Not feeding x reaches ParseExample, whose serialized input is the fed tf_example. */
+  assert_status(weft_saved_model_run(m, NULL, NULL, NULL, 0, &fetch, &out, 1, NULL, 0),
+                WEFT_INVALID_ARGUMENT,
+                "You must feed a value for placeholder tensor 'tf_example'");
+  g_assert_null(out);
+  static const char example[] = "\x0a\x0f\x0a\x0d\x0a\x01x\x12\x08\x12\x06\x0a\x04"
+                                "\x00\x00\x80\x3f";
+  int64_t one = 1;
+  weft_tensor_t *ser = weft_tensor_new(WEFT_DT_STRING, 1, &one);
+  assert_ok(weft_tensor_set_string(ser, 0, example, sizeof example - 1));
+  const char *feed = "tf_example:0";
+  assert_ok(weft_saved_model_run(m, NULL, &feed, &ser, 1, &fetch, &out, 1, NULL, 0));
+  weft_tensor_unref(ser);
+  g_assert_cmpint(weft_tensor_num_elements(out), ==, 1);
+  g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 2.5);
+  weft_tensor_unref(out);
+  out = NULL;
+  weft_saved_model_free(m);
+}
+
 static void test_run_errors(void) {
   weft_saved_model_t *m = load("saved_model/half_plus_two_cpu", NULL);
   if (m == NULL) return;
   weft_tensor_t *out = NULL;
   const char *fetch = "y";
-  /* Not feeding x reaches ParseExample, which Weft has no op for. */
-  assert_status(weft_saved_model_run(m, NULL, NULL, NULL, 0, &fetch, &out, 1, NULL, 0),
-                WEFT_UNIMPLEMENTED,
-                "node 'ParseExample/ParseExample' needs op 'ParseExample', which Weft does not "
-                "have");
-  g_assert_null(out);
   assert_status(weft_saved_model_run(m, "nope", NULL, NULL, 0, &fetch, &out, 1, NULL, 0),
                 WEFT_NOT_FOUND,
                 "has no signature 'nope'; its signatures are 'classify_x_to_y', "
@@ -474,8 +495,8 @@ static void test_cli_run(void) {
   run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", hp2, "--fetch", "y", NULL});
   g_assert_cmpint(r.exit_code, ==, 1);
-  assert_contains(r.err, "UNIMPLEMENTED: ");
-  assert_contains(r.err, "needs op 'ParseExample'");
+  assert_contains(r.err, "INVALID_ARGUMENT: ");
+  assert_contains(r.err, "You must feed a value for placeholder tensor 'tf_example'");
   run_result_clear(&r);
   r = run_weft((const char *[]){"run", "--saved-model", counter, NULL});
   g_assert_cmpint(r.exit_code, ==, 2);
@@ -766,6 +787,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/saved_model/keras_tf2", test_keras_tf2);
   g_test_add_func("/saved_model/keras_tf2_errors", test_keras_tf2_errors);
   g_test_add_func("/saved_model/init_op", test_init_op);
+  g_test_add_func("/saved_model/parse_example_input", test_parse_example_input);
   g_test_add_func("/saved_model/signatures", test_signatures);
   g_test_add_func("/saved_model/load_errors", test_load_errors);
   g_test_add_func("/saved_model/run_errors", test_run_errors);
