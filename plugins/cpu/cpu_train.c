@@ -295,7 +295,8 @@ static weft_status_t *k_accumulator_take(weft_kernel_ctx_t *ctx, void *state) {
   return s;
 }
 
-/* The updates only this plugin has, with TensorFlow's inputs (tensorflow/core/ops/training_ops.cc). */
+/* The updates only this plugin has, with TensorFlow's inputs (tensorflow/core/ops/
+ * training_ops.cc). */
 static const weft_pc_train_op_t cpu_only_train_ops[] = {
     {"ApplyAdagradV2", WEFT_PC_TRAIN_ADAGRAD_V2, 2, {2, 3, -1}, {"lr", "epsilon"}, 4,
      "ResourceApplyAdagradV2"},

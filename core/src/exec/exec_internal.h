@@ -73,6 +73,10 @@ void weft__resource_mgr_foreach(weft__resource_mgr_t *rm, weft__resource_mgr_fn 
 /* The core's resource-variable kernels (resource_var_kernels.c), registered beside the flow
  * kernels. */
 void weft__resource_var_kernels_register(void);
+/* A status "node 'NAME': MESSAGE" for a core kernel's error (kernel_host.c). */
+weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
 void weft__to_bool_kernel_register(void);
 /* The core's tf.Example parsing kernels (parse_example_kernels.c). */

@@ -15,6 +15,16 @@ static const char *host_kernel_node_name(weft_kernel_ctx_t *ctx) { return ctx->n
 static int host_kernel_num_inputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_inputs; }
 static int host_kernel_num_outputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_outputs; }
 
+weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  weft_status_t *st = weft_status_new(code, "node '%s': %s", ctx->node->name, msg);
+  g_free(msg);
+  return st;
+}
+
 static weft_status_t *bad_index(weft_kernel_ctx_t *ctx, const char *what, int index, int n) {
   return weft_status_new(WEFT_INVALID_ARGUMENT, "Kernel for '%s' (%s) asked for %s %d of %d",
                          ctx->node->name, ctx->node->op_name, what, index, n);

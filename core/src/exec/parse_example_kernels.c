@@ -28,7 +28,6 @@ typedef struct feature_spec {
 
 typedef struct parse_job {
   weft_kernel_ctx_t *ctx;
-  const char *op;
   int ns, nd;
   feature_spec_t *sparse, *dense;
   const weft_tensor_t *serialized, *names;
@@ -37,17 +36,8 @@ typedef struct parse_job {
   Tensorflow__Example **examples;
 } parse_job_t;
 
-static weft_status_t *fail(parse_job_t *j, weft_code_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static weft_status_t *fail(parse_job_t *j, weft_code_t code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  weft_status_t *st = weft_status_new(code, "node '%s' (%s): %s", j->ctx->node->name, j->op, msg);
-  g_free(msg);
-  return st;
-}
+/* Errors name the node (and so the op, through the executor's suffix). */
+#define fail(j, ...) weft__kernel_error((j)->ctx, __VA_ARGS__)
 
 static const weft__attr_value_t *attr(const weft_kernel_ctx_t *ctx, const char *name) {
   return weft__attrs_get(ctx->node->attrs, name);
@@ -290,7 +280,7 @@ static weft_status_t *parse_all(parse_job_t *j) {
     j->examples[i] = (Tensorflow__Example *)weft__pb_unpack(
         &tensorflow__example__descriptor, (const uint8_t *)bytes[i].data, bytes[i].len,
         "serialized Example", &st);
-    if (st) return weft_status_prefix(st, "node '%s' (%s)", j->ctx->node->name, j->op);
+    if (st) return weft_status_prefix(st, "node '%s'", j->ctx->node->name);
     if (j->examples[i] == NULL) {
       /* The bytes shown escaped and cut at 64: they may be anything, of any length. */
       char *head = g_strndup(bytes[i].data, bytes[i].len > 64 ? 64 : bytes[i].len);
@@ -333,7 +323,7 @@ static weft_status_t *run_job(parse_job_t *j) {
 static weft_status_t *parse_example(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   const weft__attr_value_t *ns = attr(ctx, "Nsparse"), *nd = attr(ctx, "Ndense");
-  parse_job_t j = {.ctx = ctx, .op = "ParseExample"};
+  parse_job_t j = {.ctx = ctx};
   j.ns = ns && ns->kind == WEFT_ATTR_INT ? (int)ns->u.i : 0;
   j.nd = nd && nd->kind == WEFT_ATTR_INT ? (int)nd->u.i : 0;
   if (ctx->node->n_inputs != 2 + j.ns + 2 * j.nd)
@@ -362,7 +352,7 @@ static weft_status_t *parse_example(weft_kernel_ctx_t *ctx, void *state) {
  * dense_defaults). */
 static weft_status_t *parse_example_v2(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  parse_job_t j = {.ctx = ctx, .op = "ParseExampleV2"};
+  parse_job_t j = {.ctx = ctx};
   if (ctx->node->n_inputs < 5) return fail(&j, WEFT_INVALID_ARGUMENT, "has fewer than 5 inputs");
   const weft_tensor_t *sk = ctx->inputs[2].tensor, *dk = ctx->inputs[3].tensor;
   const weft_tensor_t *rk = ctx->inputs[4].tensor;
@@ -394,7 +384,7 @@ static weft_status_t *parse_example_v2(weft_kernel_ctx_t *ctx, void *state) {
 /* ParseSingleExample(serialized: scalar, dense_defaults), its keys in attrs. */
 static weft_status_t *parse_single_example(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  parse_job_t j = {.ctx = ctx, .op = "ParseSingleExample"};
+  parse_job_t j = {.ctx = ctx};
   const weft__attr_value_t *sk = attr(ctx, "sparse_keys"), *dk = attr(ctx, "dense_keys");
   j.ns = (int)list_len(sk);
   j.nd = (int)list_len(dk);

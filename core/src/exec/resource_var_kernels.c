@@ -16,17 +16,7 @@
 
 #include <string.h>
 
-static weft_status_t *err(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static weft_status_t *err(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  weft_status_t *st = weft_status_new(code, "node '%s': %s", ctx->node->name, msg);
-  g_free(msg);
-  return st;
-}
+#define err weft__kernel_error
 
 /* DataTypeString: TensorFlow's names ("float", "double", "int32"). */
 static const char *tf_dtype_name(weft_dtype_t dtype) {
