@@ -142,6 +142,8 @@ typedef enum cf_attr_kind {
   CF_ATTR_FLOATS,
   CF_ATTR_SHAPE,
   CF_ATTR_TENSOR,
+  CF_ATTR_TYPES,  /* list(type): ints holds the n dtypes */
+  CF_ATTR_SHAPES, /* list(shape): ints holds n runs of rank, dims... */
 } cf_attr_kind_t;
 
 typedef struct cf_attr {
@@ -208,6 +210,10 @@ void cf_case_attr_ints(cf_case_t *c, const char *name, const int64_t *v, int n);
 void cf_case_attr_floats(cf_case_t *c, const char *name, const float *v, int n);
 void cf_case_attr_shape(cf_case_t *c, const char *name, int rank, const int64_t *dims);
 void cf_case_attr_tensor(cf_case_t *c, const char *name, cf_array_t *value); /* takes value */
+void cf_case_attr_types(cf_case_t *c, const char *name, const weft_dtype_t *v, int n);
+/* n shapes: shape k has rank ranks[k] (>= 0) and dims dims[k]. */
+void cf_case_attr_shapes(cf_case_t *c, const char *name, const int *ranks,
+                         const int64_t *const *dims, int n);
 /* Adds an expected output (the case takes ownership; NULL: fetched, not compared). */
 void cf_case_expect(cf_case_t *c, cf_array_t *want);
 /* The run must fail with code (and a message containing substring, if not NULL). */
@@ -350,6 +356,7 @@ extern const cf_suite_t cf_suites_linalg[];
 extern const cf_suite_t cf_suites_svd_misc[]; /* cases_svd_misc.c */
 extern const cf_suite_t cf_suites_control_flow[];
 extern const cf_suite_t cf_suites_resource_vars[]; /* cases_resource_vars.c */
+extern const cf_suite_t cf_suites_parsing[];       /* cases_parsing.c */
 
 /* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's
  * device when the device has a kernel for its op; lists them for --list. */

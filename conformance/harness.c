@@ -123,6 +123,43 @@ void cf_case_attr_tensor(cf_case_t *c, const char *name, cf_array_t *value) {
   new_attr(c, name, CF_ATTR_TENSOR)->tensor = value;
 }
 
+void cf_case_attr_types(cf_case_t *c, const char *name, const weft_dtype_t *v, int n) {
+  cf_attr_t *a = new_attr(c, name, CF_ATTR_TYPES);
+  a->n = n;
+  a->ints = g_new0(int64_t, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++) a->ints[k] = v[k];
+}
+
+void cf_case_attr_shapes(cf_case_t *c, const char *name, const int *ranks,
+                         const int64_t *const *dims, int n) {
+  cf_attr_t *a = new_attr(c, name, CF_ATTR_SHAPES);
+  GArray *flat = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  for (int k = 0; k < n; k++) {
+    int64_t r = ranks[k];
+    g_array_append_val(flat, r);
+    if (ranks[k] > 0) g_array_append_vals(flat, dims[k], (guint)ranks[k]);
+  }
+  a->n = n;
+  a->ints = g_new0(int64_t, flat->len + 1);
+  memcpy(a->ints, flat->data, sizeof(int64_t) * flat->len);
+  g_array_free(flat, TRUE);
+}
+
+/* An attr of kind CF_ATTR_SHAPES on the builder: its runs unpacked into ranks and dims. */
+static void set_shapes_attr(weft_op_builder_t *b, const cf_attr_t *a) {
+  int *ranks = g_new0(int, a->n > 0 ? a->n : 1);
+  const int64_t **dims = g_new0(const int64_t *, a->n > 0 ? a->n : 1);
+  const int64_t *at = a->ints;
+  for (int k = 0; k < a->n; k++) {
+    ranks[k] = (int)*at++;
+    dims[k] = at;
+    at += ranks[k] > 0 ? ranks[k] : 0;
+  }
+  weft_op_set_attr_shape_list(b, a->name, ranks, dims, a->n);
+  g_free(dims);
+  g_free(ranks);
+}
+
 void cf_case_expect(cf_case_t *c, cf_array_t *want) {
   g_assert(c->n_outputs < CF_MAX_OUTPUTS);
   c->expected[c->n_outputs++] = want;
@@ -182,6 +219,14 @@ static void set_attr(weft_op_builder_t *b, const cf_attr_t *a) {
     case CF_ATTR_INTS: weft_op_set_attr_int_list(b, a->name, a->ints, a->n); break;
     case CF_ATTR_FLOATS: weft_op_set_attr_float_list(b, a->name, a->floats, a->n); break;
     case CF_ATTR_SHAPE: weft_op_set_attr_shape(b, a->name, a->n, a->ints); break;
+    case CF_ATTR_TYPES: {
+      weft_dtype_t *types = g_new0(weft_dtype_t, a->n > 0 ? a->n : 1);
+      for (int k = 0; k < a->n; k++) types[k] = (weft_dtype_t)a->ints[k];
+      weft_op_set_attr_type_list(b, a->name, types, a->n);
+      g_free(types);
+      break;
+    }
+    case CF_ATTR_SHAPES: set_shapes_attr(b, a); break;
     case CF_ATTR_TENSOR: {
       weft_tensor_t *t = cf_array_to_tensor(a->tensor, NULL);
       if (t) weft_op_set_attr_tensor(b, a->name, t);

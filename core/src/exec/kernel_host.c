@@ -15,7 +15,8 @@ static const char *host_kernel_node_name(weft_kernel_ctx_t *ctx) { return ctx->n
 static int host_kernel_num_inputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_inputs; }
 static int host_kernel_num_outputs(weft_kernel_ctx_t *ctx) { return ctx->node->n_outputs; }
 
-weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
+weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt,
+                                  ...) {
   va_list ap;
   va_start(ap, fmt);
   char *msg = g_strdup_vprintf(fmt, ap);
