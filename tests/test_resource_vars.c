@@ -1,6 +1,7 @@
 /* Resource variables in a local session, through the public C API: VarHandleOp, ReadVariableOp,
- * AssignVariableOp, AssignAdd/SubVariableOp, VarIsInitializedOp, ResourceGather, VariableShape,
- * DestroyResourceOp, with TensorFlow's semantics and messages (resource_variable_ops.cc). */
+ * AssignVariableOp, AssignAdd/SubVariableOp, VarIsInitializedOp, ResourceGather, ResourceScatter*,
+ * VariableShape, DestroyResourceOp, with TensorFlow's semantics and messages
+ * (resource_variable_ops.cc). */
 #include <string.h>
 
 #include <glib.h>
@@ -252,10 +253,78 @@ static void test_shared_with_ref_variable(void) {
   weft_graph_free(g);
 }
 
+static weft_node_t *scatter(weft_graph_t *g, const char *op, const char *name, weft_output_t h,
+                            int n, const int32_t *idx, weft_output_t updates) {
+  int64_t dims[1] = {n};
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_INT32, 1, dims);
+  memcpy(weft_tensor_data(t), idx, sizeof(int32_t) * (size_t)n);
+  char *iname = g_strconcat(name, "/indices", NULL);
+  weft_status_t *st = NULL;
+  weft_output_t ix = weft_const(g, iname, t, &st);
+  OK(st);
+  g_free(iname);
+  weft_tensor_unref(t);
+  weft_op_builder_t *b = weft_op_new(g, op, name);
+  weft_op_add_input(b, h);
+  weft_op_add_input(b, ix);
+  weft_op_add_input(b, updates);
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_FLOAT);
+  return finish(b);
+}
+
+/* ResourceScatterAdd/Update/Max on a [3, 2] variable, then TensorFlow's errors for an index out
+ * of range and updates of the wrong shape. */
+static void test_scatter(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t dims[] = {3, 2}, two[] = {2, 2}, one[] = {1, 2};
+  weft_output_t h = var_handle(g, "v", "v", WEFT_DT_FLOAT, 2, dims);
+  assign_op(g, "AssignVariableOp", "assign", h,
+            const_floats(g, "init", 2, dims, (const float[]){1, 2, 3, 4, 5, 6}), WEFT_DT_FLOAT);
+  weft_output_t u = const_floats(g, "u", 2, two, (const float[]){10, 20, 30, 40});
+  scatter(g, "ResourceScatterAdd", "add", h, 2, (const int32_t[]){2, 0}, u);
+  scatter(g, "ResourceScatterUpdate", "upd", h, 1, (const int32_t[]){1},
+          const_floats(g, "seven", 0, NULL, (const float[]){7}));
+  scatter(g, "ResourceScatterMax", "max", h, 1, (const int32_t[]){1},
+          const_floats(g, "m", 2, one, (const float[]){0, 9}));
+  scatter(g, "ResourceScatterAdd", "bad_index", h, 2, (const int32_t[]){0, 3}, u);
+  scatter(g, "ResourceScatterAdd", "bad_shape", h, 1, (const int32_t[]){0}, u);
+  read_op(g, "read", h, WEFT_DT_FLOAT);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  run_target(s, "assign");
+  run_target(s, "add");
+  run_target(s, "upd");
+  run_target(s, "max");
+  weft_tensor_t *t = fetch(s, "read:0");
+  assert_floats(t, (const float[]){31, 42, 7, 9, 15, 26}, 6);
+  weft_tensor_unref(t);
+  static const char *const bad[] = {"bad_index", "bad_shape"};
+  static const char *const want[] = {
+      "node 'bad_index': indices[1] = 3 is not in [0, 3)",
+      "node 'bad_shape': Must have updates.shape = indices.shape + params.shape[1:] or "
+      "updates.shape = [], got updates.shape [2,2], indices.shape [1], params.shape [3,2]"};
+  for (int k = 0; k < 2; k++) {
+    st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &bad[k], 1);
+    g_assert_nonnull(st);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+    if (!strstr(weft_status_message(st), want[k]))
+      g_assert_cmpstr(weft_status_message(st), ==, want[k]);
+    weft_status_free(st);
+  }
+  /* The failed updates changed nothing. */
+  t = fetch(s, "read:0");
+  assert_floats(t, (const float[]){31, 42, 7, 9, 15, 26}, 6);
+  weft_tensor_unref(t);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/resource_vars/create_assign_read_update", test_create_assign_read_update);
   g_test_add_func("/resource_vars/gather", test_gather);
+  g_test_add_func("/resource_vars/scatter", test_scatter);
   g_test_add_func("/resource_vars/uninitialised_read", test_uninitialised_read);
   g_test_add_func("/resource_vars/shared_name", test_shared_name);
   g_test_add_func("/resource_vars/shared_with_ref_variable", test_shared_with_ref_variable);

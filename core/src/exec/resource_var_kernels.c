@@ -1,7 +1,7 @@
 /* resource_var_kernels.c: the core's CPU kernels for TensorFlow's resource variables
  * (VarHandleOp, ReadVariableOp, AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp,
- * VarIsInitializedOp, ResourceGather, VariableShape, DestroyResourceOp), following
- * tensorflow/core/kernels/resource_variable_ops.cc, messages included.
+ * VarIsInitializedOp, ResourceGather, ResourceScatter*, VariableShape, DestroyResourceOp),
+ * following tensorflow/core/kernels/resource_variable_ops.cc, messages included.
  *
  * A resource variable is a variable of the session's resource manager (resource_mgr.c), the same
  * one a VariableV2 of that container and shared name refers to: TensorFlow keeps both kinds apart,
@@ -373,6 +373,34 @@ static weft_status_t *variable_shape(weft_kernel_ctx_t *ctx, void *state) {
   return set_output0(ctx, t, st);
 }
 
+/* Every index in [0, limit), checked before anything is read or written: TensorFlow's message
+ * names the first bad one by its position in indices. */
+static weft_status_t *check_indices(weft_kernel_ctx_t *ctx, const weft_tensor_t *indices,
+                                    int64_t limit) {
+  bool wide = indices->dtype == WEFT_DT_INT64;
+  const void *ix = weft_tensor_data(indices);
+  for (int64_t k = 0; k < indices->num_elements; k++) {
+    int64_t i = wide ? ((const int64_t *)ix)[k] : ((const int32_t *)ix)[k];
+    if (i >= 0 && i < limit) continue;
+    GString *at = g_string_new("[");
+    int64_t rest = k;
+    int64_t pos[WEFT_MAX_RANK];
+    for (int d = indices->rank - 1; d >= 0; d--) {
+      pos[d] = indices->dims[d] > 0 ? rest % indices->dims[d] : 0;
+      rest = indices->dims[d] > 0 ? rest / indices->dims[d] : 0;
+    }
+    for (int d = 0; d < indices->rank; d++)
+      g_string_append_printf(at, "%s%" G_GINT64_FORMAT, d ? "," : "", pos[d]);
+    g_string_append_c(at, ']');
+    weft_status_t *st = err(ctx, WEFT_INVALID_ARGUMENT,
+                            "indices%s = %" G_GINT64_FORMAT " is not in [0, %" G_GINT64_FORMAT ")",
+                            indices->rank > 0 ? at->str : "", i, limit);
+    g_string_free(at, TRUE);
+    return st;
+  }
+  return NULL;
+}
+
 /* ResourceGather with batch_dims 0: output = indices.shape + params.shape[1:]. */
 static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
@@ -416,26 +444,7 @@ static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
     int64_t n = indices->num_elements;
     bool wide = indices->dtype == WEFT_DT_INT64;
     const void *ix = weft_tensor_data(indices);
-    /* Every index is checked before anything is copied (TensorFlow reports the first bad one). */
-    for (int64_t k = 0; k < n && !st; k++) {
-      int64_t i = wide ? ((const int64_t *)ix)[k] : ((const int32_t *)ix)[k];
-      if (i < 0 || i >= limit) {
-        GString *at = g_string_new("[");
-        int64_t rest = k;
-        int64_t pos[WEFT_MAX_RANK];
-        for (int d = indices->rank - 1; d >= 0; d--) {
-          pos[d] = indices->dims[d] > 0 ? rest % indices->dims[d] : 0;
-          rest = indices->dims[d] > 0 ? rest / indices->dims[d] : 0;
-        }
-        for (int d = 0; d < indices->rank; d++)
-          g_string_append_printf(at, "%s%" G_GINT64_FORMAT, d ? "," : "", pos[d]);
-        g_string_append_c(at, ']');
-        st = err(ctx, WEFT_INVALID_ARGUMENT,
-                 "indices%s = %" G_GINT64_FORMAT " is not in [0, %" G_GINT64_FORMAT ")",
-                 indices->rank > 0 ? at->str : "", i, limit);
-        g_string_free(at, TRUE);
-      }
-    }
+    st = check_indices(ctx, indices, limit);
     if (!st) {
       out = weft_tensor_new(params->dtype, rank, dims);
       const char *src = weft_tensor_data(params);
@@ -455,6 +464,110 @@ static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
   }
   release(var);
   return set_output0(ctx, out, st);
+}
+
+/* ResourceScatter{Update,Add,Sub,Mul,Div,Min,Max}: var[indices[k], ...] op= updates[k, ...]
+ * (a scalar update applies to every selected slice), after every index and the shapes were
+ * checked, as tensorflow/core/kernels/resource_variable_ops.cc does. */
+typedef enum scatter_kind {
+  SCATTER_UPDATE, SCATTER_ADD, SCATTER_SUB, SCATTER_MUL, SCATTER_DIV, SCATTER_MIN, SCATTER_MAX
+} scatter_kind_t;
+
+#define SCATTER_CASE(DT, T)                                                  \
+  case DT: {                                                                 \
+    T *v = dst;                                                              \
+    const T *u = src;                                                        \
+    for (int64_t e = 0; e < n; e++) {                                        \
+      T x = u[bcast ? 0 : e];                                                \
+      switch (kind) {                                                        \
+        case SCATTER_UPDATE: v[e] = x; break;                                \
+        case SCATTER_ADD: v[e] += x; break;                                  \
+        case SCATTER_SUB: v[e] -= x; break;                                  \
+        case SCATTER_MUL: v[e] *= x; break;                                  \
+        case SCATTER_DIV: v[e] /= x; break;                                  \
+        case SCATTER_MIN: v[e] = x < v[e] ? x : v[e]; break;                 \
+        case SCATTER_MAX: v[e] = x > v[e] ? x : v[e]; break;                 \
+      }                                                                      \
+    }                                                                        \
+    return true;                                                             \
+  }
+
+/* One slice of n elements; false for a dtype the arithmetic kinds do not cover. */
+static bool scatter_slice(weft_dtype_t dtype, scatter_kind_t kind, void *dst, const void *src,
+                          int64_t n, bool bcast) {
+  switch (dtype) {
+    SCATTER_CASE(WEFT_DT_FLOAT, float)
+    SCATTER_CASE(WEFT_DT_DOUBLE, double)
+    default: break;
+  }
+  if (kind != SCATTER_UPDATE) return false;
+  size_t es = weft_dtype_size(dtype);
+  for (int64_t e = 0; e < n; e++)
+    memcpy((char *)dst + (size_t)e * es, (const char *)src + (size_t)(bcast ? 0 : e) * es, es);
+  return true;
+}
+#undef SCATTER_CASE
+
+static weft_status_t *scatter_checked(weft_kernel_ctx_t *ctx, weft__variable_t *var,
+                                      scatter_kind_t kind) {
+  const weft_tensor_t *indices = ctx->inputs[1].tensor, *updates = ctx->inputs[2].tensor;
+  const weft_tensor_t *params = var->value;
+  if (params->dtype != updates->dtype) {
+    return err(ctx, WEFT_INVALID_ARGUMENT,
+               "Trying to update variable with wrong dtype. Expected %s got %s",
+               tf_dtype_name(params->dtype), tf_dtype_name(updates->dtype));
+  }
+  if (params->rank < 1) return err(ctx, WEFT_INVALID_ARGUMENT, "params must be at least 1 dimensional");
+  if (params->dtype == WEFT_DT_STRING || (kind != SCATTER_UPDATE && params->dtype != WEFT_DT_FLOAT &&
+                                          params->dtype != WEFT_DT_DOUBLE)) {
+    return err(ctx, WEFT_UNIMPLEMENTED, "%s is not supported for variables of dtype %s",
+               ctx->node->op_name, tf_dtype_name(params->dtype));
+  }
+  bool bcast = updates->rank == 0;
+  bool shape_ok = bcast || updates->rank == indices->rank + params->rank - 1;
+  for (int d = 0; shape_ok && !bcast && d < updates->rank; d++) {
+    int64_t want = d < indices->rank ? indices->dims[d] : params->dims[d - indices->rank + 1];
+    shape_ok = updates->dims[d] == want;
+  }
+  if (!shape_ok) {
+    char *u = weft__shape_to_string(updates->rank, updates->dims);
+    char *i = weft__shape_to_string(indices->rank, indices->dims);
+    char *p = weft__shape_to_string(params->rank, params->dims);
+    weft_status_t *st = err(ctx, WEFT_INVALID_ARGUMENT,
+                            "Must have updates.shape = indices.shape + params.shape[1:] or "
+                            "updates.shape = [], got updates.shape %s, indices.shape %s, "
+                            "params.shape %s", u, i, p);
+    g_free(u);
+    g_free(i);
+    g_free(p);
+    return st;
+  }
+  int64_t limit = params->dims[0];
+  WEFT_RETURN_IF_ERROR(check_indices(ctx, indices, limit));
+  WEFT_RETURN_IF_ERROR(make_exclusive(var));
+  int64_t slice = limit > 0 ? params->num_elements / limit : 0;
+  size_t es = weft_dtype_size(params->dtype);
+  bool wide = indices->dtype == WEFT_DT_INT64;
+  const void *ix = weft_tensor_data(indices);
+  char *base = weft_tensor_data(var->value);
+  const char *up = weft_tensor_data(updates);
+  for (int64_t k = 0; k < indices->num_elements; k++) {
+    int64_t i = wide ? ((const int64_t *)ix)[k] : ((const int32_t *)ix)[k];
+    scatter_slice(params->dtype, kind, base + (size_t)(i * slice) * es,
+                  up + (bcast ? 0 : (size_t)(k * slice) * es), slice, bcast);
+  }
+  return NULL;
+}
+
+static weft_status_t *resource_scatter(weft_kernel_ctx_t *ctx, void *state) {
+  handle_t h = {0};
+  WEFT_RETURN_IF_ERROR(parse_handle(ctx, &h));
+  weft__variable_t *var = lookup_locked(ctx, &h);
+  weft_status_t *st = var ? scatter_checked(ctx, var, (scatter_kind_t)GPOINTER_TO_INT(state))
+                          : not_found(ctx, &h);
+  if (var) release(var);
+  handle_clear(&h);
+  return st;
 }
 
 static weft_status_t *destroy_resource(weft_kernel_ctx_t *ctx, void *state) {
@@ -498,6 +611,18 @@ void weft__resource_var_kernels_register(void) {
                              .constraints = kernels[k].numbers_only ? number_dtype : NULL,
                              .n_constraints = kernels[k].numbers_only ? 1 : 0,
                              .compute = kernels[k].compute};
+    weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
+  }
+  static const char *const scatter_ops[] = {"ResourceScatterUpdate", "ResourceScatterAdd",
+                                            "ResourceScatterSub",    "ResourceScatterMul",
+                                            "ResourceScatterDiv",    "ResourceScatterMin",
+                                            "ResourceScatterMax"};
+  for (int k = SCATTER_UPDATE; k <= SCATTER_MAX; k++) {
+    weft_kernel_def_t def = {.struct_size = sizeof(weft_kernel_def_t),
+                             .op = scatter_ops[k],
+                             .device_type = "CPU",
+                             .compute = resource_scatter,
+                             .user_data = GINT_TO_POINTER(k)};
     weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
   }
 }
