@@ -118,8 +118,6 @@ double bench_now(void); /* seconds, monotonic */
 /* Benchmark groups (bench_kernels.c, bench_session.c, bench_distributed.c). */
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
 void bench_run_session(const bench_options_t *o, bench_report_t *r);
-/* MLP, unary chain and Conv2D rows (bench_models.c); called by bench_run_kernels. */
-void bench_run_models(const bench_options_t *o, bench_report_t *r);
 /* A program installed beside the weft binary (weftd, weft-train: core/tools in the build tree,
  * bin once installed); NULL when /proc/self/exe cannot be read. g_free(). */
 char *bench_tool_path(const char *name);
@@ -156,7 +154,7 @@ const char *bench_peer_path(const bench_peer_t *peer);
 
 /* An ONNX model (opset 13, float tensors) built in memory for the peer. */
 typedef struct bench_onnx bench_onnx_t;
-typedef struct bench_onnx_ints { /* an INTS attribute */
+typedef struct bench_onnx_ints { /* an INTS attribute, or (n = -1) the INT values[0] */
   const char *name;
   int n;
   const int64_t *values;

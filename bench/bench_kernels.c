@@ -1,6 +1,8 @@
 /* Kernel benchmarks through a session: MatMul against cblas_sgemm called directly, elementwise
  * ops and reductions against plain C loops run on the same number of threads, convolutions
- * against im2col + cblas_sgemm (depthwise: a plain loop) and an MLP against cblas_sgemm. */
+ * against im2col + cblas_sgemm (depthwise: a plain loop) and an MLP against cblas_sgemm. With
+ * --peer ort, the MatMul, elementwise, convolution and MLP rows also run the same computation
+ * as an ONNX model in ONNX Runtime, outputs checked equal (bench_ort.c). */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -32,6 +34,35 @@ static weft_tensor_t *random_tensor(int rank, const int64_t *dims, float lo, flo
     p[k] = lo + (hi - lo) * (float)(x >> 8) * (1.0f / 16777216.0f);
   }
   return t;
+}
+
+/* NHWC [1,H,W,C] to NCHW [1,C,H,W] (a new tensor; t is unref'ed): ONNX's Conv is NCHW, and
+ * the peer is fed that layout, transposed once before timing, so that its timed run is the
+ * convolution alone; Weft's output is transposed the same way to be compared. */
+static weft_tensor_t *nhwc_to_nchw(weft_tensor_t *t) {
+  const int64_t *d = weft_tensor_dims(t);
+  int64_t h = d[1], w = d[2], ch = d[3];
+  int64_t dims[4] = {1, ch, h, w};
+  weft_tensor_t *out = weft_tensor_new(WEFT_DT_FLOAT, 4, dims);
+  const float *src = weft_tensor_data(t);
+  float *dst = weft_tensor_data(out);
+  for (int64_t y = 0; y < h; y++)
+    for (int64_t x = 0; x < w; x++)
+      for (int64_t c = 0; c < ch; c++) dst[(c * h + y) * w + x] = src[(y * w + x) * ch + c];
+  weft_tensor_unref(t);
+  return out;
+}
+
+/* The peer column of the row added last: Weft's output of case c (through `layout` when the
+ * peer's differs, else NULL) checked against the peer's within rtol/atol, and its figure; or
+ * why it is empty. Frees peer and peer_why. */
+static void peer_column(const bench_options_t *o, bench_report_t *r, bench_case_t *c,
+                        bench_peer_case_t *peer, char *peer_why, const bench_stats_t *peer_stats,
+                        weft_tensor_t *(*layout)(weft_tensor_t *), double rtol, double atol) {
+  weft_tensor_t *expected = peer ? bench_case_output(c) : NULL;
+  if (expected && layout) expected = layout(expected);
+  bench_peer_finish(r, o, peer, peer_why, peer_stats, expected, rtol, atol);
+  weft_tensor_unref(expected);
 }
 
 /* Builds op(inputs...) with extra int attrs/bools set by the caller through `setup`. */
@@ -320,9 +351,7 @@ static void bench_matmul(const bench_options_t *o, bench_report_t *r, int n) {
                   kernel_note(o, "target >= 0.95x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 0.95);
     g_free(params);
-    weft_tensor_t *expected = peer ? bench_case_output(&c) : NULL;
-    bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-3, 1e-3);
-    weft_tensor_unref(expected);
+    peer_column(o, r, &c, peer, peer_why, &peer_stats, NULL, 1e-3, 1e-3);
   }
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
@@ -380,9 +409,7 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
     if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
     g_free(params);
     /* The two libraries' transcendental functions differ in their last bits. */
-    weft_tensor_t *expected = peer ? bench_case_output(&c) : NULL;
-    bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 1e-4, 1e-5);
-    weft_tensor_unref(expected);
+    peer_column(o, r, &c, peer, peer_why, &peer_stats, NULL, 1e-4, 1e-5);
   }
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
@@ -391,7 +418,7 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
 
 /* elementwise/chain5: Neg -> Exp -> Sigmoid -> Tanh -> Relu over 16M floats, which the CPU
  * fuses into one pass (docs/performance.md, "Fusion"); the baseline is the same five functions
- * in one C loop. */
+ * in one C loop, the peer the five ONNX ops (which ONNX Runtime runs one after another). */
 static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
   const char *name = "elementwise/chain5";
   if (!bench_selected(o, name)) return;
@@ -404,21 +431,35 @@ static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
   weft_graph_push_device(c.graph, o->device);
   weft_output_t v = weft_const(c.graph, "input0", in, &st);
   static const char *const ops[] = {"Neg", "Exp", "Sigmoid", "Tanh", "Relu"};
-  for (int k = 0; k < 5 && !st; k++)
-    v = weft_unary(c.graph, ops[k], k == 4 ? "bench_op" : ops[k], v, &st);
+  bench_onnx_t *m = bench_onnx_new();
+  bench_onnx_input(m, "x", 1, &n);
+  char prev[8] = "x", out[8] = "x";
+  for (int k = 0; k < 5; k++) {
+    if (!st) v = weft_unary(c.graph, ops[k], k == 4 ? "bench_op" : ops[k], v, &st);
+    g_snprintf(out, sizeof out, "u%d", k);
+    bench_onnx_node(m, ops[k], (const char *const[]){prev, NULL}, out, NULL);
+    g_strlcpy(prev, out, sizeof prev);
+  }
+  bench_onnx_output(m, out, 1, &n);
   weft_graph_pop_device(c.graph);
   if (!st) c.session = weft_session_new(c.graph, NULL, &st);
   c.fetch = "bench_op";
-  bench_stats_t weft = {0}, base = {0};
+  char *peer_why = NULL;
+  bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m), 1,
+                                                (const char *const[]){"x"}, &in, out, &peer_why);
+  bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
   double gb = (double)n * sizeof(float) * 2 * 1e-9;
   if (!st) {
-    float *out = g_new(float, n);
-    loop_args_t a = {weft_tensor_data(in), NULL, out, 1, n, LOOP_CHAIN5};
-    bench_measure_pair(o, bench_run_case, &c, run_loop, &a, gb, true, &weft, &base, &st);
-    g_free(out);
+    float *buf = g_new(float, n);
+    loop_args_t a = {weft_tensor_data(in), NULL, buf, 1, n, LOOP_CHAIN5};
+    bench_measure_row(o, bench_run_case, &c, run_loop, &a, peer ? bench_peer_case_run : NULL, peer,
+                      gb, true, &weft, &base, &peer_stats, &st);
+    g_free(buf);
   }
   if (st) {
     bench_add_failure(r, name, st);
+    bench_peer_case_free(peer);
+    g_free(peer_why);
   } else {
     char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " ops=Neg,Exp,Sigmoid,Tanh,Relu "
                                    "dtype=float32 device=%s", n, o->device);
@@ -426,6 +467,7 @@ static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
                   kernel_note(o, "target >= 1.0x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
     g_free(params);
+    peer_column(o, r, &c, peer, peer_why, &peer_stats, NULL, 1e-4, 1e-5);
   }
   op_case_free(&c);
   weft_tensor_unref(in);
@@ -553,6 +595,41 @@ static double run_conv_base(void *arg, weft_status_t **error) {
   return bench_now() - t0;
 }
 
+/* The peer's case of a convolution: ONNX Conv on the NCHW input x_nchw with the filter as an
+ * OIHW initializer (depthwise: group = channels, [C*m, 1, kh, kw]) and SAME's pads written out
+ * (the extra one at the end, as TensorFlow puts it). NULL and *why as bench_peer_row_case. */
+static bench_peer_case_t *conv_peer(const bench_options_t *o, const conv_shape_t *s,
+                                    const conv_base_t *j, int64_t oc, weft_tensor_t **x_nchw,
+                                    char **why) {
+  int64_t in_c = s->depthwise ? 1 : s->c;
+  int64_t w_dims[4] = {oc, in_c, s->kh, s->kw};
+  float *w = g_new(float, (size_t)(oc * in_c * s->kh * s->kw));
+  /* TensorFlow's filters: Conv2D [kh, kw, C, M]; depthwise [kh, kw, C, m], output ch*m+q. */
+  for (int64_t f = 0; f < oc; f++)
+    for (int64_t i = 0; i < in_c; i++)
+      for (int64_t ky = 0; ky < s->kh; ky++)
+        for (int64_t kx = 0; kx < s->kw; kx++)
+          w[((f * in_c + i) * s->kh + ky) * s->kw + kx] =
+              j->f[((ky * s->kw + kx) * in_c + i) * oc + f];
+  bench_onnx_t *m = bench_onnx_new();
+  int64_t x_dims[4] = {1, s->c, s->h, s->w}, y_dims[4] = {1, oc, j->oh, j->ow};
+  int64_t ph = (j->oh - 1) * s->stride + s->kh - s->h, pw = (j->ow - 1) * s->stride + s->kw - s->w;
+  int64_t kernel[2] = {s->kh, s->kw}, strides[2] = {s->stride, s->stride}, group = s->c;
+  int64_t pads[4] = {j->pt, j->pl, ph > 0 ? ph - j->pt : 0, pw > 0 ? pw - j->pl : 0};
+  const bench_onnx_ints_t attrs[] = {{"kernel_shape", 2, kernel},
+                                     {"pads", 4, pads},
+                                     {"strides", 2, strides},
+                                     {s->depthwise ? "group" : NULL, -1, &group},
+                                     {NULL, 0, NULL}};
+  bench_onnx_input(m, "x", 4, x_dims);
+  bench_onnx_initializer(m, "w", 4, w_dims, w);
+  bench_onnx_node(m, "Conv", (const char *const[]){"x", "w", NULL}, "y", attrs);
+  bench_onnx_output(m, "y", 4, y_dims);
+  g_free(w);
+  return bench_peer_row_case(o, bench_onnx_finish(m), 1, (const char *const[]){"x"}, x_nchw, "y",
+                             why);
+}
+
 static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_shape_t *s) {
   char name[64];
   g_snprintf(name, sizeof name, "conv2d/%s", s->name);
@@ -571,12 +648,16 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   int64_t oc = s->depthwise ? s->c * s->m : s->m;
   double flops = 2.0 * (double)(j.oh * j.ow * oc) * (double)(s->kh * s->kw) *
                  (double)(s->depthwise ? 1 : s->c) * 1e-9;
-  bench_stats_t weft = {0}, base = {0};
+  char *peer_why = NULL;
+  weft_tensor_t *x_nchw = nhwc_to_nchw(weft_tensor_ref(ins[0]));
+  bench_peer_case_t *peer = conv_peer(o, s, &j, oc, &x_nchw, &peer_why);
+  bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
   if (!st) j.sgemm = openblas_sgemm(&j.set_threads, &st);
   if (!st) {
     j.cols = g_new(float, (size_t)(j.oh * j.ow * s->kh * s->kw * s->c));
     j.y = g_new(float, (size_t)(j.oh * j.ow * oc));
-    bench_measure_pair(o, bench_run_case, &c, run_conv_base, &j, flops, true, &weft, &base, &st);
+    bench_measure_row(o, bench_run_case, &c, run_conv_base, &j, peer ? bench_peer_case_run : NULL,
+                      peer, flops, true, &weft, &base, &peer_stats, &st);
     g_free(j.cols);
     g_free(j.y);
   }
@@ -586,9 +667,17 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
                                  "] stride=%" G_GINT64_FORMAT " padding=SAME device=%s",
                                  s->h, s->w, s->c, s->kh, s->kw, s->c, s->m, s->stride,
                                  o->device);
+  if (st) {
+    bench_peer_case_free(peer);
+    g_free(peer_why);
+  }
+  bool ok = !st;
   add_gflops_row(o, r, name, st, params, &weft, &base,
                  s->depthwise ? "C loop, same threads" : "im2col + cblas_sgemm", 1.0);
+  /* Sums of up to 576 products of [-1, 1) floats, added in different orders. */
+  if (ok) peer_column(o, r, &c, peer, peer_why, &peer_stats, nhwc_to_nchw, 1e-3, 1e-3);
   g_free(params);
+  weft_tensor_unref(x_nchw);
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
   weft_tensor_unref(ins[1]);
@@ -668,6 +757,33 @@ static weft_status_t *mlp_graph(const bench_options_t *o, mlp_base_t *m, op_case
   return st;
 }
 
+/* The peer's MLP: MatMul + Add (+ Relu) per layer, weights and biases as initializers (which
+ * ONNX Runtime pre-packs at session creation), x fed. NULL and *why as bench_peer_row_case. */
+static bench_peer_case_t *mlp_peer(const bench_options_t *o, const mlp_base_t *mb,
+                                   weft_tensor_t **x, char **why) {
+  bench_onnx_t *m = bench_onnx_new();
+  int64_t x_dims[2] = {mb->batch, mlp_sizes[0]}, y_dims[2] = {mb->batch, mlp_sizes[3]};
+  bench_onnx_input(m, "x", 2, x_dims);
+  char prev[8] = "x";
+  for (int l = 0; l < 3; l++) {
+    int64_t w_dims[2] = {mlp_sizes[l], mlp_sizes[l + 1]};
+    char w[8], b[8], mm[8], add[8], h[8];
+    g_snprintf(w, sizeof w, "w%d", l);
+    g_snprintf(b, sizeof b, "b%d", l);
+    g_snprintf(mm, sizeof mm, "mm%d", l);
+    g_snprintf(add, sizeof add, "add%d", l);
+    g_snprintf(h, sizeof h, "h%d", l);
+    bench_onnx_initializer(m, w, 2, w_dims, mb->w[l]);
+    bench_onnx_initializer(m, b, 1, w_dims + 1, mb->b[l]);
+    bench_onnx_node(m, "MatMul", (const char *const[]){prev, w, NULL}, mm, NULL);
+    bench_onnx_node(m, "Add", (const char *const[]){mm, b, NULL}, l < 2 ? add : "y", NULL);
+    if (l < 2) bench_onnx_node(m, "Relu", (const char *const[]){add, NULL}, h, NULL);
+    g_strlcpy(prev, h, sizeof prev);
+  }
+  bench_onnx_output(m, "y", 2, y_dims);
+  return bench_peer_row_case(o, bench_onnx_finish(m), 1, (const char *const[]){"x"}, x, "y", why);
+}
+
 static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch) {
   char name[64];
   g_snprintf(name, sizeof name, "mlp/784-512-512-10/b%" G_GINT64_FORMAT, batch);
@@ -683,14 +799,27 @@ static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch
   weft_status_t *st = mlp_graph(o, &m, &c);
   double flops = 0;
   for (int l = 0; l < 3; l++) flops += 2.0 * (double)batch * mlp_sizes[l] * mlp_sizes[l + 1];
-  bench_stats_t weft = {0}, base = {0};
+  int64_t xd[2] = {batch, mlp_sizes[0]};
+  weft_tensor_t *x = weft_tensor_new(WEFT_DT_FLOAT, 2, xd);
+  memcpy(weft_tensor_data(x), m.x, sizeof(float) * (size_t)(batch * mlp_sizes[0]));
+  char *peer_why = NULL;
+  bench_peer_case_t *peer = mlp_peer(o, &m, &x, &peer_why);
+  bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
   if (!st) m.sgemm = openblas_sgemm(&m.set_threads, &st);
-  if (!st) bench_measure_pair(o, bench_run_case, &c, run_mlp_base, &m, flops * 1e-9, true, &weft,
-                              &base, &st);
+  if (!st)
+    bench_measure_row(o, bench_run_case, &c, run_mlp_base, &m, peer ? bench_peer_case_run : NULL,
+                      peer, flops * 1e-9, true, &weft, &base, &peer_stats, &st);
   char *params = g_strdup_printf("batch=%" G_GINT64_FORMAT " layers=784-512-512-10 "
                                  "MatMul+BiasAdd+Relu dtype=float32 device=%s", batch, o->device);
+  if (st) {
+    bench_peer_case_free(peer);
+    g_free(peer_why);
+  }
+  bool ok = !st;
   add_gflops_row(o, r, name, st, params, &weft, &base, "cblas_sgemm + C loop", 1.0);
+  if (ok) peer_column(o, r, &c, peer, peer_why, &peer_stats, NULL, 1e-3, 1e-4);
   g_free(params);
+  weft_tensor_unref(x);
   op_case_free(&c);
   g_free(m.x);
   for (int l = 0; l < 3; l++) {
@@ -728,7 +857,6 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_reduction(o, r, "Sum", 0);
   bench_reduction(o, r, "Mean", 1);
   bench_reduction(o, r, "Mean", 0);
-  bench_run_models(o, r);
   for (size_t k = 0; k < sizeof conv_shapes / sizeof conv_shapes[0]; k++)
     bench_conv(o, r, &conv_shapes[k]);
   bench_mlp(o, r, 1);

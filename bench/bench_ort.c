@@ -301,8 +301,13 @@ void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
   for (const bench_onnx_ints_t *a = attrs; a && a->name; a++) {
     GByteArray *attr = g_byte_array_new();
     put_string(attr, 1, a->name);
-    for (int k = 0; k < a->n; k++) put_int(attr, 8, a->values[k]);
-    put_int(attr, 20, 7); /* AttributeType INTS */
+    if (a->n < 0) {
+      put_int(attr, 3, a->values[0]);
+      put_int(attr, 20, 2); /* AttributeType INT */
+    } else {
+      for (int k = 0; k < a->n; k++) put_int(attr, 8, a->values[k]);
+      put_int(attr, 20, 7); /* AttributeType INTS */
+    }
     put_message(node, 5, attr);
   }
   put_message(m->graph, 1, node);
