@@ -101,11 +101,37 @@ VM_INLINE vf vlog(vf x) {
   return vsel(x != x, x, y);
 }
 
+/* e^x for x in [-20, 0] (NaN passes), for vtanh: vexp's reduction and polynomial without what
+ * the rest of the range needs. The caller clamps; there n >= -29, so 2^n is one normal float
+ * (no two-halves scaling) and nothing overflows. About a fifth fewer operations than vexp,
+ * which is most of Tanh's cost. */
+VM_INLINE vf vexp_nonpos(vf x) {
+  const float log2e = 1.44269504088896341f;
+  const float ln2_hi = 0.693359375f;
+  const float ln2_lo = -2.12194440054690583e-4f;
+  const float round_magic = 12582912.0f;
+  vf j = x * log2e + round_magic;
+  vf n = j - round_magic;
+  vu ni = (vu)j - 0x4b400000u;
+  vf r = x - n * ln2_hi;
+  r = r - n * ln2_lo;
+  vf p = vsplat(1.0f / 5040);
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * (vf)((ni + 127u) << 23);
+}
+
 /* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0). Below 0.3 its Taylor
  * series to x^13 (the x^15 term is under 2^-33 of the sum; tiny and denormal x come out as
  * x); from 0.3, (1 - e) / (1 + e) with e = e^(-2|x|) (from 0.3, e < 0.55 and 1 - e loses
- * at most a bit to cancellation). Large |x| saturates to exactly 1 as e underflows, inf
- * included; NaN stays NaN through vexp. */
+ * at most a bit to cancellation). -2|x| is clamped at -20: from |x| = 9.01, e < 2^-26 and the
+ * quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's comparison is
+ * false for it). */
 VM_INLINE vf vtanh(vf x) {
   vf a = vabs(x);
   vf z = a * a;
@@ -116,7 +142,8 @@ VM_INLINE vf vtanh(vf x) {
   p = p * z + 2.0f / 15;
   p = p * z - 1.0f / 3;
   vf small = a + a * (z * p);
-  vf e = vexp(-2.0f * a);
+  vf m2a = -2.0f * a;
+  vf e = vexp_nonpos(vsel(m2a < -20.0f, vsplat(-20.0f), m2a));
   vf large = (1.0f - e) / (1.0f + e);
   vf t = vsel(a < 0.3f, small, large);
   return (vf)((vu)t | ((vu)x & 0x80000000u));
