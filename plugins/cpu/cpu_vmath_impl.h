@@ -31,25 +31,17 @@ VM_INLINE vu usplat(uint32_t c) { return (vu){0} + c; }
 VM_INLINE vf vsel(vi m, vf a, vf b) { return (vf)(((vu)m & (vu)a) | (~(vu)m & (vu)b)); }
 VM_INLINE vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
 
-/* e^x for any x. x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2, ln2 split in two
- * (Cody-Waite: n * LN2_HI is exact for |n| < 2^15) so that r keeps its low bits; e^r by its
- * Taylor series to r^7 (the r^8 term is under 2^-27 of the sum); then times 2^n built in the
- * exponent field. 2^n is applied as two halves so that n from -150 to 128 needs no special
- * case: results under FLT_MIN come out as correctly scaled denormals (like glibc's expf) and
- * x above ln(FLT_MAX) overflows to +inf. x is clamped to [-104, 89] first (beyond, the result
- * is 0 or inf whatever r is), which also sends -inf to 0 and +inf to inf; NaN passes through
- * the clamp (comparisons with NaN are false) and the arithmetic keeps it NaN. */
-VM_INLINE vf vexp(vf x) {
+/* The reduction and polynomial of vexp (below) on an x already clamped: e^r, and n in *ni (two's
+ * complement). */
+VM_INLINE vf vexp_reduced(vf x, vu *ni) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693359375f;         /* 9 significant bits */
   const float ln2_lo = -2.12194440054690583e-4f; /* ln2 - ln2_hi */
   const float round_magic = 12582912.0f;     /* 1.5 * 2^23: adding it rounds to an integer */
-  x = vsel(x < -104.0f, vsplat(-104.0f), x);
-  x = vsel(x > 89.0f, vsplat(89.0f), x);
   vf j = x * log2e + round_magic;
   vf n = j - round_magic;
   /* j's low mantissa bits hold n as a two's complement integer. */
-  vu ni = (vu)j - 0x4b400000u;
+  *ni = (vu)j - 0x4b400000u;
   vf r = x - n * ln2_hi;
   r = r - n * ln2_lo;
   vf p = vsplat(1.0f / 5040);
@@ -59,7 +51,22 @@ VM_INLINE vf vexp(vf x) {
   p = p * r + 1.0f / 6;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+
+/* e^x for any x. x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2, ln2 split in two
+ * (Cody-Waite: n * LN2_HI is exact for |n| < 2^15) so that r keeps its low bits; e^r by its
+ * Taylor series to r^7 (the r^8 term is under 2^-27 of the sum); then times 2^n built in the
+ * exponent field. 2^n is applied as two halves so that n from -150 to 128 needs no special
+ * case: results under FLT_MIN come out as correctly scaled denormals (like glibc's expf) and
+ * x above ln(FLT_MAX) overflows to +inf. x is clamped to [-104, 89] first (beyond, the result
+ * is 0 or inf whatever r is), which also sends -inf to 0 and +inf to inf; NaN passes through
+ * the clamp (comparisons with NaN are false) and the arithmetic keeps it NaN. */
+VM_INLINE vf vexp(vf x) {
+  x = vsel(x < -104.0f, vsplat(-104.0f), x);
+  x = vsel(x > 89.0f, vsplat(89.0f), x);
+  vu ni;
+  vf p = vexp_reduced(x, &ni);
   vu n1 = (vu)((vi)ni >> 1); /* floor(n / 2), arithmetic shift */
   vu n2 = ni - n1;
   vf s1 = (vf)((n1 + 127u) << 23);
@@ -106,23 +113,8 @@ VM_INLINE vf vlog(vf x) {
  * (no two-halves scaling) and nothing overflows. About a fifth fewer operations than vexp,
  * which is most of Tanh's cost. */
 VM_INLINE vf vexp_nonpos(vf x) {
-  const float log2e = 1.44269504088896341f;
-  const float ln2_hi = 0.693359375f;
-  const float ln2_lo = -2.12194440054690583e-4f;
-  const float round_magic = 12582912.0f;
-  vf j = x * log2e + round_magic;
-  vf n = j - round_magic;
-  vu ni = (vu)j - 0x4b400000u;
-  vf r = x - n * ln2_hi;
-  r = r - n * ln2_lo;
-  vf p = vsplat(1.0f / 5040);
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  vu ni;
+  vf p = vexp_reduced(x, &ni);
   return p * (vf)((ni + 127u) << 23);
 }
 
