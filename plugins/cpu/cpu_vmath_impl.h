@@ -11,6 +11,9 @@
  * conformance suite's 2e-5 relative tolerance for float32 transcendentals. */
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "cpu_vmath.h"
 
@@ -30,6 +33,21 @@ VM_INLINE vu usplat(uint32_t c) { return (vu){0} + c; }
 /* m ? a : b, m a comparison's all-ones / all-zeros lanes. */
 VM_INLINE vf vsel(vi m, vf a, vf b) { return (vf)(((vu)m & (vu)a) | (~(vu)m & (vu)b)); }
 VM_INLINE vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
+/* Whether any lane of the comparison m is set: one mask instruction where the level has it
+ * (GCC's generic vectors have no horizontal test and extract lane by lane). */
+VM_INLINE int vany(vi m) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#elif VM_WIDTH == 8 && defined(__AVX__)
+  return _mm256_movemask_ps((__m256)m) != 0;
+#elif VM_WIDTH == 4 && defined(__SSE2__)
+  return _mm_movemask_ps((__m128)m) != 0;
+#else
+  int any = 0;
+  for (int k = 0; k < VM_WIDTH; k++) any |= m[k];
+  return any != 0;
+#endif
+}
 
 /* The reduction and polynomial of vexp (below) on an x already clamped: e^r, and n in *ni (two's
  * complement). */
@@ -146,7 +164,10 @@ VM_INLINE vf vtanh(vf x) {
  * and e^x itself for very negative x, down through the denormals to exactly 0 below about
  * -103.97, so Sigmoid(-inf) = 0, Sigmoid(inf) = 1; NaN stays NaN. */
 VM_INLINE vf vsigmoid(vf x) {
-  vf e = vexp(-vabs(x));
+  vf m = -vabs(x);
+  /* Above -87 (and NaN), 2^n of e^m is one normal float: vexp_nonpos. A vector with a lane
+   * below, whose result may be denormal, takes vexp's whole range. */
+  vf e = vany(m < -87.0f) ? vexp(m) : vexp_nonpos(m);
   vf inv = 1.0f / (1.0f + e);
   return vsel(x >= 0.0f, inv, e * inv);
 }
