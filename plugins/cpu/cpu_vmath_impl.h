@@ -126,10 +126,10 @@ VM_INLINE vf vlog(vf x) {
   return vsel(x != x, x, y);
 }
 
-/* e^x for x in [-20, 0] (NaN passes), for vtanh: vexp's reduction and polynomial without what
- * the rest of the range needs. The caller clamps; there n >= -29, so 2^n is one normal float
- * (no two-halves scaling) and nothing overflows. About a fifth fewer operations than vexp,
- * which is most of Tanh's cost. */
+/* e^x for x in [-87, 0] (NaN passes), for vtanh and vsigmoid: vexp's reduction and polynomial
+ * without what the rest of the range needs. The caller keeps x there; then n >= -126, so 2^n
+ * is one normal float (no two-halves scaling) and nothing overflows. About a fifth fewer
+ * operations than vexp, which is most of Tanh's and Sigmoid's cost. */
 VM_INLINE vf vexp_nonpos(vf x) {
   vu ni;
   vf p = vexp_reduced(x, &ni);
