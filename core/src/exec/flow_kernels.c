@@ -48,6 +48,7 @@ static void tensor_array_free(gpointer p) {
 void weft__step_resources_clear(weft__step_resources_t *r) {
   if (r->arrays) g_hash_table_destroy(r->arrays);
   r->arrays = NULL;
+  weft__step_stacks_clear(r);
   g_mutex_clear(&r->lock);
 }
 
@@ -1004,6 +1005,7 @@ void weft__flow_kernels_register(void) {
   weft__resource_var_kernels_register(); /* resource_var_kernels.c */
   weft__to_bool_kernel_register();       /* to_bool_kernel.c */
   weft__parse_example_kernels_register(); /* parse_example_kernels.c */
+  weft__stack_kernels_register();        /* stack_kernels.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers

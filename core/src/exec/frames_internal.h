@@ -24,6 +24,7 @@ weft_status_t *weft__cf_executor_run(weft__cf_executor_t *ex, const weft__run_ar
 struct weft__step_resources {
   GMutex lock;
   GHashTable *arrays; /* name -> TensorArray (flow_kernels.c), made on first use */
+  GHashTable *stacks; /* name -> stack (stack_kernels.c), made on first use */
 };
 /* Frees what the step made. */
 void weft__step_resources_clear(weft__step_resources_t *r);
@@ -31,5 +32,9 @@ void weft__step_resources_clear(weft__step_resources_t *r);
 /* Registers the core's CPU kernels for the control-flow ops, Assert and the TensorArray ops
  * (flow_kernels.c); called once when the plugins are loaded. */
 void weft__flow_kernels_register(void);
+/* The stack ops' kernels (stack_kernels.c), registered by weft__flow_kernels_register, and the
+ * step's stacks, freed by weft__step_resources_clear. */
+void weft__stack_kernels_register(void);
+void weft__step_stacks_clear(weft__step_resources_t *r);
 
 #endif /* WEFT_FRAMES_INTERNAL_H */

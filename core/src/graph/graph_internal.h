@@ -186,6 +186,7 @@ extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve
 extern const weft_op_def_t weft__ops_svd_misc[];  /* ops_svd_misc.c: Svd, LinSpace, DiagPart ... */
 extern const weft_op_def_t weft__ops_control_flow[]; /* ops_control_flow.c: Switch, Merge ... */
 extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: TensorArrayV3 ... */
+extern const weft_op_def_t weft__ops_stack[];        /* ops_stack.c: StackV2, Stack ... */
 extern const weft_op_def_t weft__ops_resource_vars[]; /* ops_resource_vars.c: VarHandleOp ... */
 extern const weft_op_def_t weft__ops_resource_apply[]; /* ops_resource_apply.c: ResourceApply* */
 extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool */

@@ -917,6 +917,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_svd_misc);
   register_table(reg, weft__ops_control_flow);
   register_table(reg, weft__ops_tensor_array);
+  register_table(reg, weft__ops_stack);
   register_table(reg, weft__ops_resource_vars);
   register_table(reg, weft__ops_resource_apply);
   register_table(reg, weft__ops_functional);
