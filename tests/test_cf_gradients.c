@@ -662,18 +662,10 @@ static void test_refusals(void) {
   weft_graph_free(g);
 }
 
-static void expect_unimplemented(weft_graph_t *g, weft_output_t y, weft_output_t x,
-                                 const char *message) {
-  weft_output_t grad;
-  weft_status_t *st = weft_gradients(g, &y, 1, &x, 1, NULL, &grad);
-  g_assert_nonnull(st);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
-  g_assert_cmpstr(weft_status_message(st), ==, message);
-  weft_status_free(st);
-}
-
-/* Refused: a loop nested in a loop. */
-static void test_refusals_nested(void) {
+/* A loop nested in a loop: r = x, twice (outer) squared twice (inner): x^16, against central
+ * differences and 16 x^15; the inner loop's counter starts at the outer's and its bound is the
+ * outer's value, as a tf.while_loop inside another's body reads them. */
+static void test_nested_pow(void) {
   weft_graph_t *g = weft_graph_new();
   weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
   loop_t outer = {g, "outer", 10, 0, {0}, {0}, NONE};
@@ -691,11 +683,92 @@ static void test_refusals_nested(void) {
   weft_output_t s_exit = loop_close(&inner, 1, op(g, "Square", bs, NONE));
   loop_close(&outer, 0, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
   weft_output_t r = loop_close(&outer, 1, s_exit);
-  expect_unimplemented(g, r, x, "gradient of while loop 'outer': loop 'inner' nested in it is "
-                       "not supported");
+  weft_output_t grad;
+  OK(weft_gradients(g, &r, 1, &x, 1, NULL, &grad));
+  double xv = 1.05;
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  check_fd(g, &fd, r, grad, "nested x^16");
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  double got = run_scalar(s, &fd, grad);
+  weft_session_free(s);
+  g_assert_cmpfloat(fabs(got - 16 * pow(xv, 15)), <, 1e-9 * 16 * pow(xv, 15));
+  free_feeds(&fd);
   weft_graph_free(g);
-
 }
+
+/* Nested loops, i < 3 outside, j <= i inside (so the inner loop runs 1, 2, 3 times):
+ * recurrence: t = t cos(x (i+1)) + sin(x (j+1)) from t = s, s = the inner loop's t;
+ * !recurrence: t = t + sin(x (i+1) + j) from t = 0, s = s + t (a sum over i and j). Both start
+ * at s = x; the results against the same loops in double, the gradient against central
+ * differences. */
+static double nested_ref(double x, bool recurrence) {
+  double sv = x;
+  for (int i = 0; i < 3; i++) {
+    double t = recurrence ? sv : 0;
+    for (int j = 0; j <= i; j++)
+      t = recurrence ? t * cos(x * (i + 1)) + sin(x * (j + 1)) : t + sin(x * (i + 1) + j);
+    sv = recurrence ? t : sv + t;
+  }
+  return sv;
+}
+
+static weft_output_t as_double(weft_graph_t *g, weft_output_t v) {
+  weft_op_builder_t *b = weft_op_new(g, "Cast", NULL);
+  weft_op_add_input(b, v);
+  weft_op_set_attr_type(b, "DstT", WEFT_DT_DOUBLE);
+  return weft_out(build(b), 0);
+}
+
+static void nested_sum(bool recurrence) {
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t outer = {g, "outer", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&outer, scalar_i(g, 0));
+  loop_var(&outer, x);
+  loop_cond(&outer, op(g, "Less", i, invariant(&outer, scalar_i(g, 3))));
+  weft_output_t bi = loop_body(&outer, 0), bs = loop_body(&outer, 1);
+  weft_output_t xo = invariant(&outer, x);
+  weft_output_t i1 = as_double(g, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
+  loop_t inner = {g, "inner", 10, 0, {0}, {0}, NONE};
+  weft_output_t j = loop_var(&inner, invariant(&outer, scalar_i(g, 0)));
+  loop_var(&inner, recurrence ? bs : invariant(&outer, scalar_d(g, 0)));
+  loop_cond(&inner, op(g, "LessEqual", j, invariant(&inner, bi)));
+  weft_output_t bj = loop_body(&inner, 0), bt = loop_body(&inner, 1);
+  weft_output_t xi = invariant(&inner, xo), ii = invariant(&inner, i1);
+  weft_output_t jd = as_double(g, bj);
+  weft_output_t next;
+  if (recurrence) {
+    weft_output_t j1 = op(g, "AddV2", jd, invariant(&inner, invariant(&outer, scalar_d(g, 1))));
+    next = op(g, "AddV2", op(g, "Mul", bt, op(g, "Cos", op(g, "Mul", xi, ii), NONE)),
+              op(g, "Sin", op(g, "Mul", xi, j1), NONE));
+  } else {
+    next = op(g, "AddV2", bt, op(g, "Sin", op(g, "AddV2", op(g, "Mul", xi, ii), jd), NONE));
+  }
+  loop_close(&inner, 0, op(g, "AddV2", bj, invariant(&inner, invariant(&outer, scalar_i(g, 1)))));
+  weft_output_t t_exit = loop_close(&inner, 1, next);
+  loop_close(&outer, 0, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&outer, 1, recurrence ? t_exit : op(g, "AddV2", bs, t_exit));
+  weft_output_t grad;
+  OK(weft_gradients(g, &r, 1, &x, 1, NULL, &grad));
+  const double xs[2] = {0.37, -1.1};
+  for (int k = 0; k < 2; k++) {
+    feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xs[k])}};
+    weft_status_t *st = NULL;
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    double y = run_scalar(s, &fd, r);
+    weft_session_free(s);
+    g_assert_cmpfloat(fabs(y - nested_ref(xs[k], recurrence)), <, 1e-12);
+    check_fd(g, &fd, r, grad, recurrence ? "nested recurrence" : "nested sum");
+    free_feeds(&fd);
+  }
+  weft_graph_free(g);
+}
+
+static void test_nested_sum(void) { nested_sum(false); }
+static void test_nested_recurrence(void) { nested_sum(true); }
 
 /* A cond inside a loop body, its predicate changing from iteration to iteration:
  * r = r < 1 ? r (x + 1.5) : sin(r) x, four times from r = x (x = 0.3 takes the true branch three
@@ -753,7 +826,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/while_rnn_ps_worker_cluster", test_while_rnn_cluster);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
-  g_test_add_func("/cf_gradients/refusals_nested", test_refusals_nested);
+  g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);
+  g_test_add_func("/cf_gradients/nested_sum", test_nested_sum);
+  g_test_add_func("/cf_gradients/nested_recurrence", test_nested_recurrence);
   g_test_add_func("/cf_gradients/while_with_cond", test_while_with_cond);
   return g_test_run();
 }

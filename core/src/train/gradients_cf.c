@@ -9,8 +9,11 @@
  * (an index-addressed stack: parallel iterations may push out of order) and read back in the
  * gradient loop, and the gradients of loop-invariant (constant Enter) inputs are summed over
  * the iterations by an accumulator loop variable. Conds inside the body differentiate as anywhere
- * else, their saved values gated on the saved predicate (branch_gate). Loops nested in loops are
- * refused. */
+ * else, their saved values gated on the saved predicate (branch_gate). A loop nested in a loop
+ * gets its gradient loop inside the enclosing gradient loop, built when that one's backward walk
+ * reaches it: its arrays are made once per outer iteration and their handles, like its
+ * iteration count, are saved by the enclosing loop as any of its values (one array per level,
+ * as TensorFlow keeps one stack per level). */
 #include "train_internal.h"
 
 #include <string.h>
@@ -194,7 +197,9 @@ weft_status_t *weft__cf_cond_branch(const weft_node_t *merge, int input, weft_ou
 /* ---------------------------------------------------------------------------------------------
  * While loops: the builder */
 
-typedef struct lb {
+typedef struct lb lb_t;
+struct lb {
+  lb_t *parent;          /* the builder of the loop this one is nested in; NULL at the top */
   weft__cf_grad_t *cf;
   weft_graph_t *g;
   weft_status_t *st;
@@ -206,11 +211,12 @@ typedef struct lb {
   weft_node_t *loop_cond;
   bool has_conds;        /* the body holds a cond: saved values may need gating */
   GHashTable *in_grad;   /* weft_node_t* of the gradient frame */
+  GHashTable *fwd_new;   /* weft_node_t* a nested loop's gradient added to the forward frame */
   GHashTable *entered;   /* "id:index" of an outside value -> its constant Enter (gradient frame) */
   GHashTable *stacked;   /* "id:index" of a forward value -> its read in the gradient loop */
   weft_output_t fc_index, fc_exit, flow_done, bc_index, bc_cond;
   weft_node_t *fc_add;
-} lb_t;
+};
 
 static const weft_output_t NONE = {NULL, 0};
 
@@ -259,6 +265,35 @@ static weft_output_t i32(lb_t *b, int32_t v) {
   return o;
 }
 
+static weft_output_t enter(lb_t *b, weft_output_t x, const char *frame, bool is_constant);
+static weft_output_t in_grad_frame(lb_t *b, weft_output_t o);
+
+/* Value x of the frame around the forward loop (a root value at the top; for a nested loop,
+ * entered through every enclosing loop) as the loop's Enters take it. */
+static weft_output_t around_forward(lb_t *b, weft_output_t x) {
+  if (!b->parent || b->st) return x;
+  return enter(b->parent, around_forward(b->parent, x), b->parent->fname, true);
+}
+
+/* Forward value x of the frame around the forward loop as seen in the frame around the
+ * gradient loop: itself at the top; for a nested loop, the enclosing gradient loop's copy. */
+static weft_output_t around_grad(lb_t *b, weft_output_t x) {
+  return b->parent ? in_grad_frame(b->parent, x) : x;
+}
+
+/* A node made in the frame around the forward loop, to be saved for the gradient like the
+ * enclosing loop's own values (the nested loop's iteration count, its arrays). */
+static weft_output_t of_around_forward(lb_t *b, weft_output_t x) {
+  if (b->parent && x.node) g_hash_table_add(b->parent->fwd_new, x.node);
+  return x;
+}
+
+/* A node made in the frame around the gradient loop: the enclosing gradient loop's own. */
+static weft_output_t of_around_grad(lb_t *b, weft_output_t x) {
+  if (b->parent && x.node) g_hash_table_add(b->parent->in_grad, x.node);
+  return x;
+}
+
 static weft_output_t enter(lb_t *b, weft_output_t x, const char *frame, bool is_constant) {
   if (b->st || !x.node) return NONE;
   weft_op_builder_t *ob = weft_op_new(b->g, "Enter", NULL);
@@ -302,29 +337,31 @@ static void mark(lb_t *b, weft_output_t o) {
 /* The forward iteration counter (0, 1, ...: fc_index in iteration k is k), its Exit (the
  * iteration count) and, from it, the backward counter and the gradient loop's predicate. */
 static void build_counters(lb_t *b) {
-  weft_output_t fe = enter(b, i32(b, 0), b->fname, false);
+  weft_output_t fe = enter(b, around_forward(b, i32(b, 0)), b->fname, false);
   weft_node_t *fm = open_merge(b, fe);
   weft_node_t *fs = switch_on(b, fm ? weft_out(fm, 0) : NONE, b->pred);
   if (!fs) return;
   b->fc_index = weft_out(fs, 1);
-  weft_output_t add = op2(b, "AddV2", b->fc_index, enter(b, i32(b, 1), b->fname, true));
+  weft_output_t add =
+      op2(b, "AddV2", b->fc_index, enter(b, around_forward(b, i32(b, 1)), b->fname, true));
   b->fc_add = add.node;
   close_loop(b, fm, add);
-  b->fc_exit = op1(b, "Exit", weft_out(fs, 0));
+  b->fc_exit = of_around_forward(b, op1(b, "Exit", weft_out(fs, 0)));
   weft_op_builder_t *ob = weft_op_new(b->g, "Cast", NULL);
   weft_op_add_input(ob, b->fc_exit);
   weft_op_set_attr_type(ob, "DstT", WEFT_DT_FLOAT);
   weft_node_t *cast = finish(b, ob);
-  b->flow_done = cast ? weft_out(cast, 0) : NONE;
+  b->flow_done = of_around_forward(b, cast ? weft_out(cast, 0) : NONE);
 
-  weft_output_t be = enter(b, b->fc_exit, b->gname, false);
+  weft_output_t be = enter(b, around_grad(b, b->fc_exit), b->gname, false);
   weft_node_t *bm = open_merge(b, be);
-  weft_output_t zero = enter(b, i32(b, 0), b->gname, true);
+  weft_output_t zero = enter(b, around_grad(b, i32(b, 0)), b->gname, true);
   weft_output_t more = op2(b, "Greater", bm ? weft_out(bm, 0) : NONE, zero);
   b->bc_cond = op1(b, "LoopCond", more);
   weft_node_t *bs = switch_on(b, bm ? weft_out(bm, 0) : NONE, b->bc_cond);
   if (!bs) return;
-  b->bc_index = op2(b, "Sub", weft_out(bs, 1), enter(b, i32(b, 1), b->gname, true));
+  b->bc_index =
+      op2(b, "Sub", weft_out(bs, 1), enter(b, around_grad(b, i32(b, 1)), b->gname, true));
   close_loop(b, bm, b->bc_index);
   op1(b, "Exit", weft_out(bs, 0));
 }
@@ -351,7 +388,7 @@ static weft_output_t remember(GHashTable *cache, char *key, weft_output_t made) 
 static weft_output_t entered_outside(lb_t *b, weft_output_t o) {
   char *key;
   weft_output_t e = cached(b->entered, o, &key);
-  return key ? remember(b->entered, key, enter(b, o, b->gname, true)) : e;
+  return key ? remember(b->entered, key, enter(b, around_grad(b, o), b->gname, true)) : e;
 }
 
 /* Forward value o (frame of the loop) as the gradient loop reads it: written at the forward
@@ -408,12 +445,13 @@ static weft_output_t stacked(lb_t *b, weft_output_t o) {
   weft_dtype_t dt = weft__dtype_base(o.node->output_types[o.index]);
   weft_output_t r = NONE;
   weft_op_builder_t *ob = weft_op_new(b->g, "TensorArrayV3", NULL);
-  weft_op_add_input(ob, i32(b, 0));
+  weft_op_add_input(ob, around_forward(b, i32(b, 0)));
   weft_op_set_attr_type(ob, "dtype", dt);
   weft_op_set_attr_bool(ob, "dynamic_size", true);
   weft_op_set_attr_bool(ob, "clear_after_read", true);
   weft_node_t *ta = finish(b, ob);
   if (ta) {
+    of_around_forward(b, weft_out(ta, 0));
     ob = weft_op_new(b->g, "TensorArrayWriteV3", NULL);
     weft_op_add_input(ob, enter(b, weft_out(ta, 0), b->fname, true));
     weft_op_add_input(ob, b->fc_index);
@@ -429,9 +467,9 @@ static weft_output_t stacked(lb_t *b, weft_output_t o) {
       g_ptr_array_add(b->fc_add->control_inputs, wait_for);
     }
     ob = weft_op_new(b->g, "TensorArrayReadV3", NULL);
-    weft_op_add_input(ob, enter(b, weft_out(ta, 0), b->gname, true));
+    weft_op_add_input(ob, enter(b, around_grad(b, weft_out(ta, 0)), b->gname, true));
     weft_op_add_input(ob, index);
-    weft_op_add_input(ob, enter(b, b->flow_done, b->gname, true));
+    weft_op_add_input(ob, enter(b, around_grad(b, b->flow_done), b->gname, true));
     weft_op_set_attr_type(ob, "dtype", dt);
     weft_node_t *rn = finish(b, ob);
     if (rn) r = weft_out(rn, 0);
@@ -445,6 +483,7 @@ static weft_output_t in_grad_frame(lb_t *b, weft_output_t o) {
   if (b->st || !o.node || g_hash_table_contains(b->in_grad, o.node)) return o;
   weft__cf_grad_t *cf = b->cf;
   int id = o.node->id;
+  if (g_hash_table_contains(b->fwd_new, o.node)) return stacked(b, o);
   if (id < cf->n0 && cf->loop_of[id] == b->frame) {
     if (is_enter(o.node)) {
       if (attr_flag(o.node, "is_constant"))
@@ -556,14 +595,6 @@ static weft_status_t *loop_structure(lb_t *b, GArray *vars, weft_node_t **loop_c
         n->inputs[1].src != *loop_cond)
       b->has_conds = true;
   }
-  /* An Enter in the loop's frame into another: a loop nested in this one. */
-  for (int id = 0; id < n0; id++) {
-    weft_node_t *n = weft_graph_node_at(b->g, id);
-    if (cf->frame[id] == b->frame && cf->loop_of[id] != b->frame && is_enter(n))
-      return weft_status_new(WEFT_UNIMPLEMENTED, "gradient of while loop '%s': loop '%s' "
-                             "nested in it is not supported", b->fname,
-                             attr_str(n, "frame_name"));
-  }
   if (!*loop_cond)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "gradient of while loop '%s': the loop has no "
                            "LoopCond", b->fname);
@@ -608,21 +639,31 @@ static weft_status_t *loop_structure(lb_t *b, GArray *vars, weft_node_t **loop_c
   return NULL;
 }
 
-weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
-                                  const guint8 *from_y, const guint8 *to_x) {
+/* Whether loop `inner` is nested, directly, in loop `outer`. */
+static bool child_of(const weft__cf_grad_t *cf, int inner, int outer) {
+  return inner > 0 && g_array_index(cf->frames, cf_frame_t, inner).parent == outer;
+}
+
+/* Builds the gradient loop of the loop node id is the last node of; parent: the builder of
+ * the loop it is nested in (its gradient loop then runs in parent's, once per iteration of it,
+ * reading the values it saved in that iteration: one TensorArray per level, as TensorFlow keeps
+ * one stack per level). */
+static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
+                                const guint8 *from_y, const guint8 *to_x, lb_t *parent) {
   int loop = cf->loop_of[id];
   cf_frame_t *fr = &g_array_index(cf->frames, cf_frame_t, loop);
   fr->done = true;
   weft_graph_t *g = cf->g;
   int n0 = cf->n0;
   lb_t b = {0};
+  b.parent = parent;
   b.cf = cf;
   b.g = g;
   b.frame = loop;
   b.fname = fr->name;
-  if (fr->parent != 0)
-    return weft_status_new(WEFT_UNIMPLEMENTED, "gradient of while loop '%s': loops nested in "
-                           "loops are not supported", b.fname);
+  if (fr->parent != (parent ? parent->frame : 0))
+    return weft_status_new(WEFT_UNIMPLEMENTED, "gradient of while loop '%s': reached outside "
+                           "the gradient of the loop it is nested in", b.fname);
   b.parallel = 10;
   for (int i = 0; i < n0; i++) {
     weft_node_t *n = weft_graph_node_at(g, i);
@@ -657,6 +698,7 @@ weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived
   b.loop_cond = loop_cond;
   b.gname = g_strdup_printf("%s/gradients_%d", b.fname, n0);
   b.in_grad = g_hash_table_new(g_direct_hash, g_direct_equal);
+  b.fwd_new = g_hash_table_new(g_direct_hash, g_direct_equal);
   b.entered = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   b.stacked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   char *scope = g_strdup_printf("%s_grad", b.fname);
@@ -678,12 +720,12 @@ weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived
     loop_var_t *v = &g_array_index(vars, loop_var_t, i);
     if (!v->exit || !v->sw || !is_float_type(v->merge->output_types[0])) continue;
     weft_output_t d = aggregate(&b, arrived_at(arrived, v->exit, 0));
-    if (!d.node) d = op1(&b, "ZerosLike", weft_out(v->exit, 0));
+    if (!d.node) d = of_around_grad(&b, op1(&b, "ZerosLike", around_grad(&b, weft_out(v->exit, 0))));
     v->gmerge = open_merge(&b, enter(&b, d, b.gname, false));
     v->gswitch = switch_on(&b, v->gmerge ? weft_out(v->gmerge, 0) : NONE, b.bc_cond);
     if (!v->gswitch) break;
     mark(&b, weft_out(v->gswitch, 0));
-    weft_output_t dx = op1(&b, "Exit", weft_out(v->gswitch, 0));
+    weft_output_t dx = of_around_grad(&b, op1(&b, "Exit", weft_out(v->gswitch, 0)));
     weft_node_t *src = v->enter->inputs[0].src;
     if (dx.node && src->id < n0 && to_x[src->id] && from_y[src->id])
       arrive(arrived, weft_out(src, v->enter->inputs[0].src_index), dx);
@@ -695,6 +737,10 @@ weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived
   /* The body, backwards. */
   for (int i = fr->last_id; i >= 0 && !b.st; i--) {
     weft_node_t *n = weft_graph_node_at(g, i);
+    if (child_of(cf, cf->loop_of[i], loop) && weft__cf_grad_loop_due(cf, i)) {
+      b.st = grad_loop(cf, i, arrived, from_y, to_x, &b);
+      continue;
+    }
     if (cf->loop_of[i] != loop || cf->frame[i] != loop || !arrived[i]) continue;
     if (is_enter(n) || is_exit(n) || is_next(n)) continue;
     if (is_switch(n) && n->inputs[1].src == loop_cond) continue;
@@ -732,7 +778,8 @@ weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived
       if (!dx[k].node || !to_x[src->id] || !from_y[src->id]) continue;
       if (!is_float_type(n->input_types[k])) continue;
       weft_output_t d = in_grad_frame(&b, dx[k]);
-      if (cf->loop_of[src->id] != loop) continue;
+      /* A nested loop's Exits take their gradients too, for its own gradient loop. */
+      if (cf->loop_of[src->id] != loop && !child_of(cf, cf->loop_of[src->id], loop)) continue;
       weft_output_t at = weft_out(src, n->inputs[k].src_index);
       if (!is_switch(n)) d = live_outside_branch(&b, n, at, d);
       arrive(arrived, at, d);
@@ -763,20 +810,27 @@ weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived
     weft_node_t *src = n->inputs[0].src;
     if (!d.node || !to_x[src->id] || !from_y[src->id]) continue;
     weft_output_t x = weft_out(src, n->inputs[0].src_index);
-    weft_node_t *am = open_merge(&b, enter(&b, op1(&b, "ZerosLike", x), b.gname, false));
+    weft_output_t zeros = of_around_grad(&b, op1(&b, "ZerosLike", around_grad(&b, x)));
+    weft_node_t *am = open_merge(&b, enter(&b, zeros, b.gname, false));
     weft_node_t *as = switch_on(&b, am ? weft_out(am, 0) : NONE, b.bc_cond);
     if (!as) break;
     close_loop(&b, am, op2(&b, "AddV2", weft_out(as, 1), d));
-    weft_output_t total = op1(&b, "Exit", weft_out(as, 0));
+    weft_output_t total = of_around_grad(&b, op1(&b, "Exit", weft_out(as, 0)));
     if (total.node) arrive(arrived, x, total);
   }
 
   if (on_device) weft_graph_pop_device(g);
   weft_graph_pop_name_scope(g);
   g_hash_table_destroy(b.in_grad);
+  g_hash_table_destroy(b.fwd_new);
   g_hash_table_destroy(b.entered);
   g_hash_table_destroy(b.stacked);
   g_free(b.gname);
   g_array_free(vars, TRUE);
   return b.st;
+}
+
+weft_status_t *weft__cf_grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
+                                  const guint8 *from_y, const guint8 *to_x) {
+  return grad_loop(cf, id, arrived, from_y, to_x, NULL);
 }
