@@ -3,7 +3,8 @@
  * wrong dtype, closed, bad and unknown handles), and a TF 1.x training graph laid out as
  * tf.gradients of a while loop lays it out (the forward loop pushes each iteration's values on
  * stacks made outside it, the gradient loop pops them in reverse), its gradient checked against
- * central differences of the recurrence computed here in double. */
+ * central differences of the recurrence computed here in double, built with the C API and
+ * through a GraphDef round trip. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -279,6 +280,33 @@ static weft_output_t close_var(weft_graph_t *g, var_t *v, weft_output_t next) {
   return op(g, "Exit", weft_out(v->sw, 0), NONE);
 }
 
+/* Runs the training graph for three w, fetching y and dy/dw (names) and running target, and
+ * checks them against the recurrence and its central differences. */
+static void check_training(weft_graph_t *g, const char **names, const char *target) {
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  const double ws[3] = {0.7, 1.3, -0.9};
+  for (int k = 0; k < 3; k++) {
+    weft_tensor_t *wt = weft_tensor_new(WEFT_DT_DOUBLE, 0, NULL);
+    *(double *)weft_tensor_data(wt) = ws[k];
+    const char *fn = "w";
+    weft_tensor_t *got[2] = {0};
+    OK(weft_session_run(s, &fn, &wt, 1, names, got, 2, &target, 1));
+    double want_y = recurrence(ws[k]);
+    const double eps = 1e-6;
+    double want_g = (recurrence(ws[k] + eps) - recurrence(ws[k] - eps)) / (2 * eps);
+    double got_y = weft_tensor_get_double(got[0], 0), got_g = weft_tensor_get_double(got[1], 0);
+    if (fabs(got_y - want_y) > 1e-12 || fabs(got_g - want_g) > 1e-7 * fmax(1, fabs(want_g)))
+      g_error("w=%g: y %.12g (want %.12g), dy/dw %.12g (central differences %.12g)", ws[k],
+              got_y, want_y, got_g, want_g);
+    g_assert_true(got_g != 0);
+    for (int q = 0; q < 2; q++) weft_tensor_unref(got[q]);
+    weft_tensor_unref(wt);
+  }
+  weft_session_free(s);
+}
+
 static void test_training_graph(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -339,32 +367,19 @@ static void test_training_graph(void) {
   weft_node_t *c1 = close_stack(g, acc_v, dw_out.node);
   weft_node_t *c2 = close_stack(g, acc_t, c1);
 
-  weft_session_t *s = weft_session_new(g, NULL, &st);
-  OK(st);
-  const double ws[3] = {0.7, 1.3, -0.9};
-  for (int k = 0; k < 3; k++) {
-    weft_tensor_t *wt = weft_tensor_new(WEFT_DT_DOUBLE, 0, NULL);
-    *(double *)weft_tensor_data(wt) = ws[k];
-    const char *fn = "w";
-    char *names[2] = {tname(y), tname(dw_out)};
-    weft_tensor_t *got[2] = {0};
-    const char *tg = weft_node_name(c2);
-    OK(weft_session_run(s, &fn, &wt, 1, (const char **)names, got, 2, &tg, 1));
-    double want_y = recurrence(ws[k]);
-    const double eps = 1e-6;
-    double want_g = (recurrence(ws[k] + eps) - recurrence(ws[k] - eps)) / (2 * eps);
-    double got_y = weft_tensor_get_double(got[0], 0), got_g = weft_tensor_get_double(got[1], 0);
-    if (fabs(got_y - want_y) > 1e-12 || fabs(got_g - want_g) > 1e-7 * fmax(1, fabs(want_g)))
-      g_error("w=%g: y %.12g (want %.12g), dy/dw %.12g (central differences %.12g)", ws[k],
-              got_y, want_y, got_g, want_g);
-    g_assert_true(got_g != 0);
-    for (int q = 0; q < 2; q++) {
-      weft_tensor_unref(got[q]);
-      g_free(names[q]);
-    }
-    weft_tensor_unref(wt);
-  }
-  weft_session_free(s);
+  char *names[2] = {tname(y), tname(dw_out)};
+  check_training(g, (const char **)names, weft_node_name(c2));
+  /* The same graph through TensorFlow's wire format, as a TF 1.x graph file holds it. */
+  void *bytes = NULL;
+  size_t len = 0;
+  OK(weft_graph_export_graphdef(g, &bytes, &len));
+  weft_graph_t *g2 = weft_graph_new();
+  OK(weft_graph_import_graphdef(g2, bytes, len, NULL));
+  weft_free(bytes);
+  check_training(g2, (const char **)names, weft_node_name(c2));
+  weft_graph_free(g2);
+  g_free(names[0]);
+  g_free(names[1]);
   weft_graph_free(g);
 }
 
