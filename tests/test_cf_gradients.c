@@ -767,6 +767,51 @@ static void nested_sum(bool recurrence) {
   weft_graph_free(g);
 }
 
+/* Three loops deep, two iterations each, the innermost multiplying by sin x entered through
+ * every level: r = x sin(x)^8. */
+static void test_nested_three(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  weft_output_t sx = op(g, "Sin", x, NONE);
+  static const char *const frames[3] = {"l0", "l1", "l2"};
+  loop_t l[3];
+  weft_output_t r = x, c = sx, counters[3];
+  for (int d = 0; d < 3; d++) {
+    l[d] = (loop_t){g, frames[d], 10, 0, {0}, {0}, NONE};
+    weft_output_t zero = scalar_i(g, 0), two = scalar_i(g, 2);
+    for (int e = 0; e < d; e++) {
+      zero = invariant(&l[e], zero);
+      two = invariant(&l[e], two);
+    }
+    weft_output_t i = loop_var(&l[d], zero);
+    loop_var(&l[d], r);
+    loop_cond(&l[d], op(g, "Less", i, invariant(&l[d], two)));
+    counters[d] = loop_body(&l[d], 0);
+    r = loop_body(&l[d], 1);
+    c = invariant(&l[d], c);
+  }
+  r = op(g, "Mul", r, c);
+  for (int d = 2; d >= 0; d--) {
+    weft_output_t one = scalar_i(g, 1);
+    for (int e = 0; e <= d; e++) one = invariant(&l[e], one);
+    loop_close(&l[d], 0, op(g, "AddV2", counters[d], one));
+    r = loop_close(&l[d], 1, r);
+  }
+  weft_output_t grad;
+  OK(weft_gradients(g, &r, 1, &x, 1, NULL, &grad));
+  double xv = 0.8;
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  check_fd(g, &fd, r, grad, "three nested loops");
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  double y = run_scalar(s, &fd, r);
+  weft_session_free(s);
+  g_assert_cmpfloat(fabs(y - xv * pow(sin(xv), 8)), <, 1e-14);
+  free_feeds(&fd);
+  weft_graph_free(g);
+}
+
 static void test_nested_sum(void) { nested_sum(false); }
 static void test_nested_recurrence(void) { nested_sum(true); }
 
@@ -829,6 +874,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);
   g_test_add_func("/cf_gradients/nested_sum", test_nested_sum);
   g_test_add_func("/cf_gradients/nested_recurrence", test_nested_recurrence);
+  g_test_add_func("/cf_gradients/nested_three_deep", test_nested_three);
   g_test_add_func("/cf_gradients/while_with_cond", test_while_with_cond);
   return g_test_run();
 }
