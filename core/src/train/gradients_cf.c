@@ -661,9 +661,15 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
   b.g = g;
   b.frame = loop;
   b.fname = fr->name;
-  if (fr->parent != (parent ? parent->frame : 0))
-    return weft_status_new(WEFT_UNIMPLEMENTED, "gradient of while loop '%s': reached outside "
-                           "the gradient of the loop it is nested in", b.fname);
+  if (fr->parent != (parent ? parent->frame : 0)) {
+    /* A nested loop the walk of the enclosing loop's body did not reach (no gradient reached
+     * that loop): nothing to build, unless a gradient arrived at one of its Exits. */
+    for (int i = 0; i < n0; i++)
+      if (cf->loop_of[i] == loop && is_exit(weft_graph_node_at(g, i)) && arrived[i])
+        return weft_status_new(WEFT_UNIMPLEMENTED, "gradient of while loop '%s': reached "
+                               "outside the gradient of the loop it is nested in", b.fname);
+    return NULL;
+  }
   b.parallel = 10;
   for (int i = 0; i < n0; i++) {
     weft_node_t *n = weft_graph_node_at(g, i);
