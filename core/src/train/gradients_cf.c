@@ -726,7 +726,8 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
     loop_var_t *v = &g_array_index(vars, loop_var_t, i);
     if (!v->exit || !v->sw || !is_float_type(v->merge->output_types[0])) continue;
     weft_output_t d = aggregate(&b, arrived_at(arrived, v->exit, 0));
-    if (!d.node) d = of_around_grad(&b, op1(&b, "ZerosLike", around_grad(&b, weft_out(v->exit, 0))));
+    if (!d.node)
+      d = of_around_grad(&b, op1(&b, "ZerosLike", around_grad(&b, weft_out(v->exit, 0))));
     v->gmerge = open_merge(&b, enter(&b, d, b.gname, false));
     v->gswitch = switch_on(&b, v->gmerge ? weft_out(v->gmerge, 0) : NONE, b.bc_cond);
     if (!v->gswitch) break;
