@@ -37,6 +37,9 @@
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
 #endif
+#ifndef WEFT_TEST_PYTHON
+#define WEFT_TEST_PYTHON ""
+#endif
 #ifndef WEFT_SANITIZE
 #define WEFT_SANITIZE 0
 #endif
@@ -420,6 +423,59 @@ static void test_install_relocated(void) {
   proc_clear(&p);
   g_free(weftd);
   g_strfreev(env);
+}
+
+/* The installed Python package (docs/python.md, "From a meson install"), imported from the
+ * destdir with only PYTHONPATH set: the extension finds the destdir's libweft.so.0 through its
+ * $ORIGIN RUNPATH (no LD_LIBRARY_PATH), libweft the destdir's CPU plugin, and a session runs. */
+static void test_install_python(void) {
+  if (!S.installed) {
+    g_test_skip(S.why_not ? S.why_not : "meson install failed");
+    return;
+  }
+  if (!*WEFT_TEST_PYTHON) {
+    g_test_skip("this build has no Python package (docs/python.md)");
+    return;
+  }
+  if (WEFT_SANITIZE) {
+    g_test_skip("a sanitized libweft.so.0 does not load into an uninstrumented interpreter");
+    return;
+  }
+  /* weft/errors.py is in the package alone; its folder's parent is the site folder. */
+  char *errors_py = find_file(S.prefix_dir, "errors.py");
+  g_assert_nonnull(errors_py);
+  char *pkg = g_path_get_dirname(errors_py);
+  char *site = g_path_get_dirname(pkg);
+  char *want_site = g_build_filename(S.prefix_dir, "lib", "python3", "dist-packages", NULL);
+  if (g_file_test(want_site, G_FILE_TEST_IS_DIR)) /* Debian's interpreter: its deb_system scheme */
+    g_assert_cmpstr(site, ==, want_site);
+  char **env = clean_run_env();
+  env = g_environ_setenv(env, "PYTHONPATH", site, TRUE);
+  static const char script[] =
+      "import sys\n"
+      "import weft.compat.v1 as tf\n"
+      "assert tf.__file__.startswith(sys.argv[1]), tf.__file__\n"
+      "print(tf.Session().run(tf.constant(1.0) + 2.0))\n"
+      "libs = sorted({p for p in open('/proc/self/maps').read().split() if 'libweft' in p})\n"
+      "print('\\n'.join(libs))\n";
+  const char *argv[] = {WEFT_TEST_PYTHON, "-c", script, S.destdir, NULL};
+  proc_t p = run(argv, env, S.tmp);
+  if (p.status != 0) show_failure("the installed Python package", &p);
+  g_assert_cmpint(p.status, ==, 0);
+  g_assert_true(g_str_has_prefix(p.out, "3.0\n"));
+  char *lib = g_build_filename(S.libdir, "libweft.so.0", NULL);
+  char *cpu = g_build_filename(S.plugindir, "libweft-cpu.so", NULL);
+  if (!strstr(p.out, lib) || !strstr(p.out, cpu)) show_failure("the installed Python package", &p);
+  g_assert_nonnull(strstr(p.out, lib)); /* libweft.so.0 -> libweft.so.0.1.0 */
+  g_assert_nonnull(strstr(p.out, cpu));
+  proc_clear(&p);
+  g_free(cpu);
+  g_free(lib);
+  g_strfreev(env);
+  g_free(want_site);
+  g_free(site);
+  g_free(pkg);
+  g_free(errors_py);
 }
 
 /* The installed weft-conformance reads the expected-failure lists installed into
@@ -1239,6 +1295,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sdk/install/relocated", test_install_relocated);
   g_test_add_func("/sdk/install/conformance-lists", test_install_conformance_lists);
   g_test_add_func("/sdk/install/exports", test_install_exports);
+  g_test_add_func("/sdk/install/python", test_install_python);
   g_test_add_func("/sdk/custom-kernel/graph", test_custom_kernel_graph);
   g_test_add_func("/sdk/custom-kernel/gradient", test_custom_kernel_gradient);
   g_test_add_func("/sdk/custom-kernel/conformance", test_custom_kernel_conformance);
