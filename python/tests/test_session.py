@@ -271,3 +271,51 @@ def test_device_count_and_visible_device_list():
         tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list="0,x"))._weft_options()
     assert str(e.value) == ("Could not parse entry in 'visible_device_list': 'x'. "
                             "visible_device_list = 0,x")
+
+
+def test_repeated_fetch_runs_the_prepared_step():
+    # The second run of the same Tensor or Operation without feeds takes the fast path
+    # (weft._weft.Step); its results, errors and closed-session behaviour are the planned path's.
+    a = tf.constant([1.5, -2.0], name="a")
+    b = tf.constant(3.0, name="b")
+    s = a * b
+    v = tf.Variable(0.0, name="count")
+    bump = v.assign_add(1.0).op
+    x = tf.placeholder(tf.float32, [], name="later_fed")
+    y = x + 1.0
+    sess = tf.Session()
+    sess.run(v.initializer)
+    for _ in range(3):
+        got = sess.run(s)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, np.array([1.5, -2.0], np.float32) * np.float32(3.0))
+        assert sess.run(bump) is None
+    assert sess.run(v) == 3.0
+    # A fed run of a tensor the fast path knows plans again; an unfed one raises with the op.
+    assert sess.run(y, {x: 2.0}) == 3.0
+    for _ in range(2):
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(y)
+        assert e.value.message == ("You must feed a value for placeholder tensor 'later_fed' "
+                                   "with dtype float32 and shape []")
+        assert e.value.op is x.op
+    step = sess._s.prepare(["a:0", "b:0"], [bump.name], False)
+    first, second = step()
+    np.testing.assert_array_equal(first, [1.5, -2.0])
+    assert second == 3.0 and sess.run(v) == 4.0
+    assert sess._s.prepare([], [bump.name], False)() is None and sess.run(v) == 5.0
+    with pytest.raises(TypeError) as e:
+        step(1)
+    assert str(e.value) == "a prepared step takes no arguments"
+    with pytest.raises(ValueError) as e:
+        sess._s.prepare(["a:0", "b:0"], [], True)
+    assert str(e.value) == "a single-fetch step needs exactly one fetch name"
+    with pytest.raises(TypeError):
+        sess._s.prepare(("a:0",), [], True)
+    sess.close()
+    with pytest.raises(RuntimeError) as e:
+        sess.run(s)
+    assert str(e.value) == "Attempted to use a closed Session."
+    with pytest.raises(tf.errors.FailedPreconditionError) as e:
+        step()
+    assert e.value.message == "Attempted to use a closed Session."

@@ -1155,6 +1155,104 @@ done:
   return result;
 }
 
+/* A prepared step (Session.prepare): the fetch and target names converted to UTF-8 once, run with
+ * no feeds and no options by calling it with no arguments. weft.compat.v1's Session.run keeps one
+ * per Tensor or Operation fetched again without feeds (a training or serving loop), so a step
+ * parses no arguments and builds no name arrays, lists or result tuples. */
+typedef struct {
+  PyObject_HEAD
+  SessionObject *session;
+  PyObject *keep; /* (fetch list, target list): the str objects the name arrays point into */
+  const char **fetch_names, **target_names;
+  Py_ssize_t n_fetches, n_targets;
+  int single; /* return the one fetched array itself rather than a list */
+} StepObject;
+
+static void step_dealloc(StepObject *self) {
+  Py_XDECREF(self->session);
+  Py_XDECREF(self->keep);
+  PyMem_Free(self->fetch_names);
+  PyMem_Free(self->target_names);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *step_call(StepObject *self, PyObject *args, PyObject *kw) {
+  if ((args && PyTuple_GET_SIZE(args)) || (kw && PyDict_GET_SIZE(kw))) {
+    PyErr_SetString(PyExc_TypeError, "a prepared step takes no arguments");
+    return NULL;
+  }
+  if (check_open(self->session) < 0) return NULL;
+  static const char *no_names[1];
+  static weft_tensor_t *no_feeds[1];
+  weft_tensor_t *one[1] = {NULL};
+  weft_tensor_t **outs = one;
+  if (self->n_fetches > 1 && !(outs = PyMem_Calloc((size_t)self->n_fetches, sizeof *outs)))
+    return PyErr_NoMemory();
+  weft_status_t *st;
+  Py_BEGIN_ALLOW_THREADS
+  st = weft_session_run_with_options(self->session->session, NULL, no_names, no_feeds, 0,
+                                     self->fetch_names, outs, (int)self->n_fetches,
+                                     self->target_names, (int)self->n_targets, NULL);
+  Py_END_ALLOW_THREADS
+  PyObject *result = NULL;
+  if (st) {
+    raise_status(st);
+  } else if (self->single) {
+    result = tensor_to_py(outs[0]);
+  } else if (self->n_fetches == 0) {
+    result = Py_NewRef(Py_None);
+  } else if ((result = PyList_New(self->n_fetches))) {
+    for (Py_ssize_t i = 0; i < self->n_fetches; i++) {
+      PyObject *a = tensor_to_py(outs[i]);
+      if (!a) {
+        Py_CLEAR(result);
+        break;
+      }
+      PyList_SET_ITEM(result, i, a);
+    }
+  }
+  for (Py_ssize_t i = 0; i < self->n_fetches; i++) weft_tensor_unref(outs[i]);
+  if (outs != one) PyMem_Free(outs);
+  return result;
+}
+
+static PyTypeObject StepType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "weft._weft.Step",
+  .tp_basicsize = sizeof(StepObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "A prepared Session step without feeds (Session.prepare); call it to run.",
+  .tp_dealloc = (destructor)step_dealloc,
+  .tp_call = (ternaryfunc)step_call,
+};
+
+/* prepare(fetch_names, target_names, single) -> Step; the lists are copied. */
+static PyObject *session_prepare(SessionObject *self, PyObject *args) {
+  PyObject *fetch_o, *target_o;
+  int single = 0;
+  if (!PyArg_ParseTuple(args, "O!O!p", &PyList_Type, &fetch_o, &PyList_Type, &target_o, &single))
+    return NULL;
+  if (check_open(self) < 0) return NULL;
+  if (single && PyList_GET_SIZE(fetch_o) != 1) {
+    PyErr_SetString(PyExc_ValueError, "a single-fetch step needs exactly one fetch name");
+    return NULL;
+  }
+  StepObject *step = PyObject_New(StepObject, &StepType);
+  if (!step) return NULL;
+  step->session = (SessionObject *)Py_NewRef((PyObject *)self);
+  step->fetch_names = step->target_names = NULL;
+  step->single = single;
+  step->keep = Py_BuildValue("(NN)", PyList_GetSlice(fetch_o, 0, PY_SSIZE_T_MAX),
+                             PyList_GetSlice(target_o, 0, PY_SSIZE_T_MAX));
+  if (!step->keep ||
+      !(step->fetch_names = names_from_py(PyTuple_GET_ITEM(step->keep, 0), &step->n_fetches)) ||
+      !(step->target_names = names_from_py(PyTuple_GET_ITEM(step->keep, 1), &step->n_targets))) {
+    Py_DECREF(step);
+    return NULL;
+  }
+  return (PyObject *)step;
+}
+
 static PyObject *session_close(SessionObject *self, PyObject *unused) {
   if (!self->session) Py_RETURN_NONE;
   weft_session_t *s = self->session;
@@ -1178,6 +1276,8 @@ static PyMethodDef session_methods[] = {
   {"run", (PyCFunction)(void (*)(void))session_run, METH_VARARGS | METH_KEYWORDS,
    "run(feed_names, feed_values, fetch_names, target_names, trace_level=0, timeout_ms=0, "
    "feed_dtypes=None) -> (arrays, metadata or None)"},
+  {"prepare", (PyCFunction)session_prepare, METH_VARARGS,
+   "prepare(fetch_names, target_names, single) -> Step: call it to run them without feeds"},
   {"close", (PyCFunction)session_close, METH_NOARGS, NULL},
   {"node_device", (PyCFunction)session_node_device, METH_O, "device a node was placed on"},
   {NULL, NULL, 0, NULL},
@@ -1257,7 +1357,7 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__weft(void) {
   import_array();
   if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&NodeType) < 0 ||
-      PyType_Ready(&SessionType) < 0)
+      PyType_Ready(&SessionType) < 0 || PyType_Ready(&StepType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;

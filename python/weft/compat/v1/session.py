@@ -303,22 +303,23 @@ class BaseSession:
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         # The fast path: the same Tensor or Operation fetched again without feeds or options
-        # (a training or serving loop) skips planning; the cache entry keeps the object alive,
-        # so its id stays its own.
+        # (a training or serving loop) calls the step prepared for it (weft._weft.Step: names
+        # converted once, no lists or tuples built per call); the cache entry keeps the object
+        # alive, so its id stays its own.
         hit = self._fast.get(id(fetches))
         if hit is not None and hit[0] is fetches and not feed_dict and options is None \
                 and not self._closed:
             try:
-                values = self._s.run(_NO_FEEDS, _NO_FEEDS, hit[1], hit[2])[0]
+                return hit[1]()
             except errors.OpError as e:
                 self._attach_op(e)
                 raise
-            return values[0] if hit[3] else None
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         plan = self._plan(fetches)
         if isinstance(fetches, (_fw.Tensor, _fw.Operation)) and len(self._fast) < 256:
-            self._fast[id(fetches)] = (fetches, plan.tensor_names, plan.target_names, plan.single)
+            self._fast[id(fetches)] = (
+                fetches, self._s.prepare(plan.tensor_names, plan.target_names, plan.single))
         if feed_dict:
             feed_names, feed_values, feed_dtypes = self._feeds(feed_dict)
         else:
