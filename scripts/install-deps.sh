@@ -21,6 +21,8 @@ packages=(
   iproute2
   # scripts/test-packages.sh (run by scripts/test.sh) builds the Debian packages in debian/.
   debhelper dpkg-dev fakeroot binutils
+  # python3-weft: dh_python3 and dh_numpy3 (python3-numpy) fill its ${python3:Depends}.
+  dh-python
   # For a test only: tests/slurm_cluster.sh starts a single-node Slurm of its own (slurmctld,
   # slurmd and munged with its own config, key and ports in a scratch folder; the packages'
   # services are not used, and slurmctld's and slurmd's do not start without /etc/slurm).

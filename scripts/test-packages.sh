@@ -4,8 +4,9 @@
 # runs the unpacked programs the way a user would, with no LD_LIBRARY_PATH or WEFT_PLUGIN_PATH:
 # `weft devices` lists the CPU without a "skipping plugin" warning, `weftd --help` finds
 # libweft.so.0, `weft-conformance --op Add --device CPU` passes with the packaged expected-failure
-# lists, libweft.so.0 exports only weft_* functions, and each file is in the package it belongs
-# to. Prints TAP; with --json FILE also writes one meson-testlog-style record that
+# lists, libweft.so.0 exports only weft_* functions, each file is in the package it belongs to,
+# and python3-weft imports from the unpacked tree and runs a session on the unpacked libweft.
+# Prints TAP; with --json FILE also writes one meson-testlog-style record that
 # scripts/count-tests.py counts (scripts/test.sh runs it once per CI run: it takes minutes).
 #   --keep     keep the scratch folder (its path is printed)
 #   WEFT_TEST_PACKAGES_DIR=DIR  build in DIR instead of a new temporary folder
@@ -56,7 +57,7 @@ print(json.dumps({"name": "packages", "result": sys.argv[1], "stdout": sys.stdin
 
 work=${WEFT_TEST_PACKAGES_DIR:-$(mktemp -d /tmp/weft-packages.XXXXXX)}
 mkdir -p "$work"
-for tool in dpkg-buildpackage dh dpkg-deb nm; do
+for tool in dpkg-buildpackage dh dh_python3 dpkg-deb nm readelf; do
   if ! command -v "$tool" >/dev/null; then
     skip "build the Debian packages" "$tool is not installed (scripts/install-deps.sh installs it)"
     finish
@@ -94,8 +95,14 @@ declare -A must_hold=(
   [weft-tools]='usr/bin/weft usr/bin/weftd usr/bin/weft-train usr/bin/weft-conformance usr/share/weft/expected_failures/CPU.txt *lib/systemd/system/weftd@.service'
   [weft-plugin-cpu]='usr/lib/*/weft/plugins/libweft-cpu.so'
   [weft-plugin-vulkan]='usr/lib/*/weft/plugins/libweft-vulkan.so'
+  [python3-weft]='usr/lib/python3/dist-packages/weft/_weft.cpython-*.so
+                 usr/lib/python3/dist-packages/weft/_weft_checkpoints.cpython-*.so'
 )
-for pkg in libweft0 libweft-dev weft-tools weft-plugin-cpu weft-plugin-vulkan; do
+# python3-weft also holds every Python file of the source's python/weft (weft/compat/v1/*.py ...).
+while IFS= read -r f; do
+  must_hold[python3-weft]+=" usr/lib/python3/dist-packages/${f#python/}"
+done < <(git ls-files 'python/weft/*.py')
+for pkg in libweft0 libweft-dev weft-tools weft-plugin-cpu weft-plugin-vulkan python3-weft; do
   deb=$(ls "$work"/"${pkg}"_*.deb 2>/dev/null | head -n 1)
   if [ -z "$deb" ]; then
     not_ok "package $pkg was built" "no ${pkg}_*.deb in $work"
@@ -157,4 +164,79 @@ exports_ok() {
   echo "$(nm -D --defined-only "$lib" | wc -l) symbols, all weft_*"
 }
 check "packaged libweft.so.0 exports only weft_* functions" exports_ok
+
+# Debian policy checks lintian would make on python3-weft, cheaply and without lintian.
+py_control_ok() {
+  local deb field
+  deb=$(ls "$work"/python3-weft_*.deb | head -n 1)
+  field=$(dpkg-deb -f "$deb" Section)
+  [ "$field" = python ] || { echo "Section: $field, not python"; return 1; }
+  field=$(dpkg-deb -f "$deb" Depends)
+  echo "Depends: $field"
+  for dep in 'python3 (>= 3' 'python3-numpy' "libweft0 (= $(dpkg-deb -f "$deb" Version))" \
+             'weft-plugin-cpu'; do
+    [[ $field == *"$dep"* ]] || { echo "Depends lacks $dep"; return 1; }
+  done
+}
+check "python3-weft's control: Section python, Depends on python3, numpy, libweft0" py_control_ok
+py_layout_ok() {
+  local bad
+  # Debian's layout: dist-packages under /usr/lib/python3, no byte code (made on install).
+  bad=$(for deb in "$work"/*.deb; do dpkg-deb -c "$deb" | awk '{print $6}'; done |
+        grep -E 'site-packages|/usr/local/|__pycache__|\.pyc$|/lib/python3\.[0-9]+/')
+  [ -z "$bad" ] || { echo "misplaced: $bad"; return 1; }
+}
+check "no package ships site-packages, usr/local, python3.X or byte-code paths" py_layout_ok
+py_rpath_ok() {
+  local so rpath
+  for so in "$root"/usr/lib/python3/dist-packages/weft/_weft*.so; do
+    rpath=$(readelf -d "$so" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+    echo "$(basename "$so"): RUNPATH $rpath"
+    # relative to the extension (lintian's binary-or-shlib-defines-rpath forbids /usr/lib/...),
+    # and leading to the packaged libweft.so.0
+    [[ $rpath == '$ORIGIN/'* ]] || { echo "not \$ORIGIN-relative"; return 1; }
+    [ -e "$(dirname "$so")/${rpath#\$ORIGIN/}/libweft.so.0" ] || {
+      echo "no libweft.so.0 at $rpath"; return 1; }
+  done
+}
+check "python3-weft's extensions find the packaged libweft.so.0 by an \$ORIGIN RUNPATH" py_rpath_ok
+# A real import and Session.run from the unpacked tree: Debian's interpreter (the one
+# ${python3:Depends} names), PYTHONPATH at the unpacked dist-packages as /usr/lib/python3 is on an
+# installed system's path, no LD_LIBRARY_PATH: libweft.so.0 and the CPU plugin must be the
+# unpacked ones.
+py_session_ok() {
+  local site=$root/usr/lib/python3/dist-packages
+  "${clean_env[@]}" "PYTHONPATH=$site" /usr/bin/python3 - "$root" <<'PY'
+import sys
+import numpy as np
+import weft.compat.v1 as tf
+
+root = sys.argv[1]
+assert tf.__file__.startswith(root), "weft imported from %s, not the unpacked tree" % tf.__file__
+x = tf.placeholder(tf.float32, [None, 2], name="x")
+w = tf.Variable([[1.0], [2.0]], name="w")
+y = tf.matmul(x, w) + tf.constant(1.0)
+feed = np.array([[1.0, 1.0], [3.0, -2.0]])
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    got = sess.run(y, feed_dict={x: feed})
+    devices = [d.name for d in sess.list_devices()]
+want = feed @ np.array([[1.0], [2.0]]) + 1.0
+assert got.dtype == np.float32 and np.array_equal(got, want.astype(np.float32)), (got, want)
+maps = open("/proc/self/maps").read().split()
+libs = sorted({p for p in maps if "libweft" in p})
+for lib in libs:
+    assert lib.startswith(root), "%s is not the unpacked one" % lib
+assert any("/libweft.so.0" in lib for lib in libs), libs
+assert any("libweft-cpu.so" in lib for lib in libs), libs
+print("y =", got.ravel().tolist(), "devices:", devices, "libraries:", libs)
+PY
+}
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  check "unpacked python3-weft: import weft.compat.v1, Session.run on the unpacked libweft" \
+    py_session_ok
+else
+  skip "unpacked python3-weft: import weft.compat.v1, Session.run" \
+    "no /usr/bin/python3 with numpy (python3-numpy)"
+fi
 finish
