@@ -534,19 +534,34 @@ static void gr_softmax_xent(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
     dx[1] = B(c, "Mul", d, U(c, "Neg", U(c, "LogSoftmax", in(n, 0))));
 }
 
+/* kept_shape computed at run time, for an input of unknown rank (a placeholder fed scalars or
+ * vectors alike) or axes computed in the graph (reduce_sum(x) of such an input reduces over
+ * Range(Rank(x))), as TensorFlow's reduced_shape: reduced[d] = (d is one of the axes mod rank),
+ * kept = shape * (1 - reduced) + reduced. */
+static weft_output_t kept_shape_dynamic(gb_t *c, weft_node_t *n) {
+  weft_output_t x = in(n, 0);
+  weft_output_t rank = U(c, "Rank", x);
+  weft_output_t axes = B(c, "FloorMod", B(c, "AddV2", cast(c, in(n, 1), WEFT_DT_INT32), rank),
+                         rank);
+  int64_t zero = 0, one = 1, col[2] = {-1, 1}, row[2] = {1, -1};
+  weft_output_t dims = T3(c, "Range", B(c, "Reshape", vec_i32(c, &zero, 1), vec_i32(c, NULL, 0)),
+                          rank, B(c, "Reshape", vec_i32(c, &one, 1), vec_i32(c, NULL, 0)));
+  weft_output_t hits = B(c, "Equal", B(c, "Reshape", dims, vec_i32(c, col, 2)),
+                         B(c, "Reshape", axes, vec_i32(c, row, 2)));
+  weft_output_t count = sum(c, cast(c, hits, WEFT_DT_INT32), vec_i32(c, &one, 1), false);
+  weft_output_t reduced = B(c, "Minimum", count, vec_i32(c, &one, 1));
+  weft_output_t shape = U(c, "Shape", x);
+  return B(c, "AddV2", B(c, "Sub", shape, B(c, "Mul", shape, reduced)), reduced);
+}
+
 /* The shape of a reduction's result with the reduced dims kept as 1, as an int32 vector, from
- * the input's static rank and the constant axes. */
+ * the input's static rank and the constant axes when both are known. */
 static weft_output_t kept_shape(gb_t *c, weft_node_t *n) {
   if (c->st) return NONE;
   weft_output_t x = in(n, 0);
   weft__shape_t s = weft__node_shape(x.node, x.index);
   const weft_tensor_t *axes = weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
-  if (s.rank < 0 || !axes) {
-    fail(c, weft_status_new(WEFT_UNIMPLEMENTED,
-                            "gradient of '%s' (%s) needs a known input rank and constant axes",
-                            n->name, n->op_name));
-    return NONE;
-  }
+  if (s.rank < 0 || !axes) return kept_shape_dynamic(c, n);
   int64_t keep[WEFT_MAX_RANK], reduced[WEFT_MAX_RANK];
   for (int d = 0; d < s.rank; d++) keep[d] = 1, reduced[d] = 0;
   for (int64_t k = 0; k < weft_tensor_num_elements(axes); k++) {
