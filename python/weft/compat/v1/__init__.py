@@ -35,5 +35,7 @@ from .unsupported import (contrib, estimator, data, FIFOQueue, RandomShuffleQueu
 from . import nn, losses, train, test  # noqa: F401,E402
 from . import app, flags, saved_model  # noqa: F401,E402 -- tf.app, tf.flags, tf.saved_model
 from . import summary  # noqa: F401,E402
+from . import layers, metrics  # noqa: F401,E402
+from . import tf_logging as logging  # noqa: F401,E402 -- tf.logging
 from .summary_pb import (Summary, SummaryMetadata, Event, SessionLog,  # noqa: F401,E402
                          HistogramProto, LogMessage, TaggedRunMetadata)

@@ -201,4 +201,19 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
         return _ops.multiply(x, inv, name=scope)
 
 
+
+def _sampled(name):
+    def unsupported(*args, **kwargs):
+        raise NotImplementedError(
+            "tf.nn.%s is not supported by weft: it needs TensorFlow's candidate sampler ops "
+            "(LogUniformCandidateSampler, ComputeAccidentalHits), which weft's core does not "
+            "have; use the full tf.nn.softmax_cross_entropy_with_logits over all classes "
+            "instead" % name)
+    unsupported.__name__ = name
+    return unsupported
+
+
+nce_loss = _sampled("nce_loss")
+sampled_softmax_loss = _sampled("sampled_softmax_loss")
+
 del _dtypes
