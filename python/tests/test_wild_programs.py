@@ -17,7 +17,6 @@ import weft.compat.v1 as tf
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 sys.path.insert(0, PROGRAMS)
 import synthetic_mnist  # noqa: E402 -- the programs' data, replayed here
-import dist_trainer_r012  # noqa: E402 -- its dataset()
 
 NUM = r"([-+0-9.eE]+)"
 
@@ -173,7 +172,11 @@ def test_distributed_r012_trainer_one_ps_two_workers(children, tmp_path):
     p_ps = children.start([prog] + flags + ["--job_name=ps", "--task_index=0"], env=env)
     p_w0 = children.start([prog] + flags + ["--job_name=worker", "--task_index=0"], env=env)
     p_w1 = children.start([prog] + flags + ["--job_name=worker", "--task_index=1"], env=env)
-    x, y = dist_trainer_r012.dataset()
+    # the program's dataset(), rebuilt here (importing it would define its flags twice)
+    rng = np.random.RandomState(7)
+    x = rng.rand(64, 3).astype(np.float32)
+    y = (x @ np.array([[1.5], [-2.0], [0.5]], np.float32) + 0.25
+         + 0.01 * rng.randn(64, 1).astype(np.float32))
     a = np.hstack([x.astype(np.float64), np.ones((len(x), 1))])
     sol, *_ = np.linalg.lstsq(a, y.astype(np.float64), rcond=None)
     min_mse = float(np.mean((a @ sol - y) ** 2))
