@@ -1068,6 +1068,52 @@ static void test_replica_device_setter(void) {
   weft_graph_free(g3);
 }
 
+/* A reduction over an input of unknown rank with axes fed at run time (TF 1.x programs reduce
+ * tf.placeholder("float") without a shape): the gradient's kept shape is computed in the graph.
+ * Mean's gradient is 1 / (number of elements reduced) everywhere. */
+static void test_grad_reduction_unknown_rank(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_DOUBLE, -1, NULL, &st);
+  OK(st);
+  weft_output_t axes = weft_placeholder(g, "axes", WEFT_DT_INT32, 1, (int64_t[]){-1}, &st);
+  OK(st);
+  weft_op_builder_t *b = weft_op_new(g, "Mean", "y");
+  weft_op_add_input(b, x);
+  weft_op_add_input(b, axes);
+  weft_node_t *n = NULL;
+  OK(weft_op_finish(b, &n));
+  weft_output_t y = weft_out(n, 0), gr;
+  OK(weft_gradients(g, &y, 1, &x, 1, NULL, &gr));
+  weft_session_t *s = session(g);
+  const int64_t xdims[2] = {2, 3};
+  const double xv[6] = {1, 2, 3, 4, 5, 6};
+  const struct {
+    int n_axes;
+    double axes[2];
+    double expect;
+  } cases[] = {{1, {-1}, 1.0 / 3}, {1, {0}, 1.0 / 2}, {2, {0, 1}, 1.0 / 6}, {2, {1, -2}, 1.0 / 6}};
+  char *gn = tname(gr);
+  const char *gnc = gn, *fn[2] = {"x", "axes"};
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    int64_t adims[1] = {cases[k].n_axes};
+    weft_tensor_t *feeds[2] = {make_tensor(WEFT_DT_DOUBLE, 2, xdims, xv),
+                               make_tensor(WEFT_DT_INT32, 1, adims, cases[k].axes)};
+    weft_tensor_t *out = NULL;
+    OK(weft_session_run(s, fn, feeds, 2, &gnc, &out, 1, NULL, 0));
+    g_assert_cmpint(weft_tensor_rank(out), ==, 2);
+    g_assert_cmpint(weft_tensor_num_elements(out), ==, 6);
+    for (int i = 0; i < 6; i++)
+      g_assert_cmpfloat_with_epsilon(weft_tensor_get_double(out, i), cases[k].expect, 1e-12);
+    weft_tensor_unref(out);
+    weft_tensor_unref(feeds[0]);
+    weft_tensor_unref(feeds[1]);
+  }
+  g_free(gn);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/train/grad/unary", test_grad_unary);
@@ -1076,6 +1122,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/train/grad/batch_matmul", test_grad_batch_matmul);
   g_test_add_func("/train/grad/nn", test_grad_nn);
   g_test_add_func("/train/grad/reductions_shapes", test_grad_reductions_and_shapes);
+  g_test_add_func("/train/grad/reduction_unknown_rank", test_grad_reduction_unknown_rank);
   g_test_add_func("/train/grad/composite_none_errors", test_grad_composite_and_none);
   g_test_add_func("/train/grad/program", test_grad_program);
   g_test_add_func("/train/losses", test_losses);
