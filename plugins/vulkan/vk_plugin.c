@@ -23,6 +23,7 @@ static const char *const shader_names[VK_SH_COUNT] = {
     [VK_SH_REDUCE_COLS] = "reduce_cols",
     [VK_SH_SOFTMAX] = "softmax",
     [VK_SH_SELECT] = "select",
+    [VK_SH_RESIZE] = "resize",
 };
 
 const char *weft__vk_shader_name(weft_vk_shader_t shader) {
@@ -60,7 +61,8 @@ static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *r
                               shader_names[s]);
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &vk_backend));
   return WEFT_PC_REGISTER_ALL(registrar, weft__vk_register_state, weft__vk_register_math,
-                               weft__vk_register_nn, weft__vk_register_array);
+                               weft__vk_register_nn, weft__vk_register_array,
+                               weft__vk_register_image);
 }
 
 WEFT_PC_PLUGIN_ENTRY(WEFT_VK_PLUGIN_NAME, "0.1.0", vk_init)
