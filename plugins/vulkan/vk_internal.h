@@ -154,6 +154,8 @@ typedef enum weft_vk_shader {
   VK_SH_SOFTMAX,
   VK_SH_SELECT,
   VK_SH_RESIZE,
+  VK_SH_BATCH_NORM,
+  VK_SH_DEPTHWISE,
   VK_SH_COUNT
 } weft_vk_shader_t;
 
@@ -322,5 +324,7 @@ weft_status_t *weft__vk_register_math(const weft_registrar_t *reg);
 weft_status_t *weft__vk_register_nn(const weft_registrar_t *reg);
 weft_status_t *weft__vk_register_array(const weft_registrar_t *reg);
 weft_status_t *weft__vk_register_image(const weft_registrar_t *reg);
+weft_status_t *weft__vk_register_norm(const weft_registrar_t *reg);
+weft_status_t *weft__vk_register_conv(const weft_registrar_t *reg);
 
 #endif /* WEFT_VK_INTERNAL_H */

@@ -24,6 +24,8 @@ static const char *const shader_names[VK_SH_COUNT] = {
     [VK_SH_SOFTMAX] = "softmax",
     [VK_SH_SELECT] = "select",
     [VK_SH_RESIZE] = "resize",
+    [VK_SH_BATCH_NORM] = "batch_norm",
+    [VK_SH_DEPTHWISE] = "depthwise",
 };
 
 const char *weft__vk_shader_name(weft_vk_shader_t shader) {
@@ -62,7 +64,8 @@ static weft_status_t *vk_init(const weft_host_t *host, const weft_registrar_t *r
   WEFT_RETURN_IF_ERROR(registrar->register_backend(registrar->ctx, &vk_backend));
   return WEFT_PC_REGISTER_ALL(registrar, weft__vk_register_state, weft__vk_register_math,
                                weft__vk_register_nn, weft__vk_register_array,
-                               weft__vk_register_image);
+                               weft__vk_register_image, weft__vk_register_norm,
+                               weft__vk_register_conv);
 }
 
 WEFT_PC_PLUGIN_ENTRY(WEFT_VK_PLUGIN_NAME, "0.1.0", vk_init)
