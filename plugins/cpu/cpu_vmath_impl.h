@@ -126,36 +126,52 @@ VM_INLINE vf vlog(vf x) {
   return vsel(x != x, x, y);
 }
 
-/* e^x for x in [-87, 0] (NaN passes), for vtanh and vsigmoid: vexp's reduction and polynomial
+/* e^x for x in [-87, 0] (NaN passes), for vsigmoid: vexp's reduction and polynomial
  * without what the rest of the range needs. The caller keeps x there; then n >= -126, so 2^n
  * is one normal float (no two-halves scaling) and nothing overflows. About a fifth fewer
- * operations than vexp, which is most of Tanh's and Sigmoid's cost. */
+ * operations than vexp, which is most of Sigmoid's cost. */
 VM_INLINE vf vexp_nonpos(vf x) {
   vu ni;
   vf p = vexp_reduced(x, &ni);
   return p * (vf)((ni + 127u) << 23);
 }
 
-/* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0). Below 0.3 its Taylor
- * series to x^13 (the x^15 term is under 2^-33 of the sum; tiny and denormal x come out as
- * x); from 0.3, (1 - e) / (1 + e) with e = e^(-2|x|) (from 0.3, e < 0.55 and 1 - e loses
- * at most a bit to cancellation). -2|x| is clamped at -20: from |x| = 9.01, e < 2^-26 and the
- * quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's comparison is
- * false for it). */
+/* e^x - 1 for x in [-20, 0] (NaN passes), for vtanh: vexpm1's reduction, polynomial and
+ * 2^n (e^r - 1) + (2^n - 1) without its clamps and large-n path (here n is in [-29, 0], so 2^n
+ * is one normal float and 2^n - 1 is exact). */
+VM_INLINE vf vexpm1_nonpos(vf x) {
+  const float log2e = 1.44269504088896341f;
+  const float ln2_hi = 0.693359375f;
+  const float ln2_lo = -2.12194440054690583e-4f;
+  const float round_magic = 12582912.0f;
+  vf j = x * log2e + round_magic;
+  vf n = j - round_magic;
+  vu ni = (vu)j - 0x4b400000u;
+  vf r = x - n * ln2_hi;
+  r = r - n * ln2_lo;
+  vf q = vsplat(1.0f / 40320);
+  q = q * r + 1.0f / 5040;
+  q = q * r + 1.0f / 720;
+  q = q * r + 1.0f / 120;
+  q = q * r + 1.0f / 24;
+  q = q * r + 1.0f / 6;
+  q = q * r + 0.5f;
+  vf pm1 = r + (r * r) * q;
+  vf s = (vf)((ni + 127u) << 23);
+  return s * pm1 + (s - 1.0f);
+}
+
+/* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0): -m / (2 + m) with
+ * m = e^(-2|x|) - 1, which has no cancellation anywhere (near 0, m is expm1's polynomial
+ * itself; tiny and denormal x come out as x), so one formula covers the whole range where the
+ * previous code took a Taylor series below 0.3 as well as (1 - e) / (1 + e), seven FMAs and a
+ * select fewer per vector. -2|x| is clamped at -20: from |x| = 9.01, e^-2|x| < 2^-26 and the
+ * quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's comparison is false
+ * for it). */
 VM_INLINE vf vtanh(vf x) {
-  vf a = vabs(x);
-  vf z = a * a;
-  vf p = vsplat(21844.0f / 6081075);
-  p = p * z - 1382.0f / 155925;
-  p = p * z + 62.0f / 2835;
-  p = p * z - 17.0f / 315;
-  p = p * z + 2.0f / 15;
-  p = p * z - 1.0f / 3;
-  vf small = a + a * (z * p);
-  vf m2a = -2.0f * a;
-  vf e = vexp_nonpos(vsel(m2a < -20.0f, vsplat(-20.0f), m2a));
-  vf large = (1.0f - e) / (1.0f + e);
-  vf t = vsel(a < 0.3f, small, large);
+  vf m2a = -2.0f * vabs(x);
+  vf m = vexpm1_nonpos(vsel(m2a < -20.0f, vsplat(-20.0f), m2a));
+  vf t = vabs(m) / (2.0f + m); /* |m| = -m, but +0 for m = +0 (-m would put -0 first) */
   return (vf)((vu)t | ((vu)x & 0x80000000u));
 }
 
