@@ -137,19 +137,19 @@ VM_INLINE vf vexp_nonpos(vf x) {
   return p * (vf)((ni + 127u) << 23);
 }
 
-/* e^x - 1 for x in [-20, 0] (NaN passes), for vtanh: vexpm1's reduction, polynomial and
- * 2^n (e^r - 1) + (2^n - 1) without its clamps and large-n path (here n is in [-29, 0], so 2^n
- * is one normal float and 2^n - 1 is exact). */
-VM_INLINE vf vexpm1_nonpos(vf x) {
+/* The reduction and polynomial of vexpm1 (below) on an x already clamped: e^r - 1, with n as a
+ * float in *n and as an integer in *ni. x = n ln2 + r as in vexp; e^r - 1 by its Taylor series
+ * to r^8 kept as r + r^2 q(r) (the r^9 term is under 2^-30 of r), so nothing cancels near 0. */
+VM_INLINE vf vexpm1_reduced(vf x, vf *n, vu *ni) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693359375f;
   const float ln2_lo = -2.12194440054690583e-4f;
   const float round_magic = 12582912.0f;
   vf j = x * log2e + round_magic;
-  vf n = j - round_magic;
-  vu ni = (vu)j - 0x4b400000u;
-  vf r = x - n * ln2_hi;
-  r = r - n * ln2_lo;
+  *n = j - round_magic;
+  *ni = (vu)j - 0x4b400000u;
+  vf r = x - *n * ln2_hi;
+  r = r - *n * ln2_lo;
   vf q = vsplat(1.0f / 40320);
   q = q * r + 1.0f / 5040;
   q = q * r + 1.0f / 720;
@@ -157,18 +157,27 @@ VM_INLINE vf vexpm1_nonpos(vf x) {
   q = q * r + 1.0f / 24;
   q = q * r + 1.0f / 6;
   q = q * r + 0.5f;
-  vf pm1 = r + (r * r) * q;
+  return r + (r * r) * q;
+}
+
+/* e^x - 1 for x in [-20, 0] (NaN passes), for vtanh: 2^n (e^r - 1) + (2^n - 1) without vexpm1's
+ * clamps and large-n path (here n is in [-29, 0], so 2^n is one normal float and 2^n - 1 is
+ * exact). */
+VM_INLINE vf vexpm1_nonpos(vf x) {
+  vf n;
+  vu ni;
+  vf pm1 = vexpm1_reduced(x, &n, &ni);
   vf s = (vf)((ni + 127u) << 23);
   return s * pm1 + (s - 1.0f);
 }
 
-/* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0): -m / (2 + m) with
- * m = e^(-2|x|) - 1, which has no cancellation anywhere (near 0, m is expm1's polynomial
- * itself; tiny and denormal x come out as x), so one formula covers the whole range where the
- * previous code took a Taylor series below 0.3 as well as (1 - e) / (1 + e), seven FMAs and a
- * select fewer per vector. -2|x| is clamped at -20: from |x| = 9.01, e^-2|x| < 2^-26 and the
- * quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's comparison is false
- * for it). */
+/* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0): -m / (2 + m) with m =
+ * e^(-2|x|) - 1, which has no cancellation anywhere (near 0, m is expm1's polynomial itself; tiny
+ * and denormal x come out as x), so one formula covers the whole range: no separate series for
+ * small x and no select, which a Taylor branch beside (1 - e) / (1 + e) would cost (seven FMAs and
+ * a select per vector, about a fifth of Tanh's time). -2|x| is clamped at -20: from |x| = 9.01,
+ * e^-2|x| < 2^-26 and the quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's
+ * comparison is false for it). */
 VM_INLINE vf vtanh(vf x) {
   vf m2a = -2.0f * vabs(x);
   vf m = vexpm1_nonpos(vsel(m2a < -20.0f, vsplat(-20.0f), m2a));
@@ -189,33 +198,18 @@ VM_INLINE vf vsigmoid(vf x) {
   return vsel(x >= 0.0f, inv, e * inv);
 }
 
-/* e^x - 1 without exp's cancellation near 0. The same reduction as vexp (x = n ln2 + r), then
- * e^r - 1 by its Taylor series to r^8 kept as r + r^2 q(r) (the r^9 term is under 2^-30 of
- * r), and e^x - 1 = 2^n (e^r - 1) + (2^n - 1): for n = 0 that is the polynomial itself, and
- * for n != 0 the two terms do not cancel (|e^r - 1| < 0.42). x is clamped to [-30, 89]: below
- * -17.4 the float result is exactly -1 (-inf included); from n = 25 on the -1 is lost in
- * rounding, so those lanes take vexp's two-halves scaling, which also overflows x above
- * ln(FLT_MAX) to +inf. -0 is put back by a select (the polynomial gives +0); NaN stays NaN. */
+/* e^x - 1 without exp's cancellation near 0: e^r - 1 from vexpm1_reduced, and e^x - 1 = 2^n
+ * (e^r - 1) + (2^n - 1): for n = 0 that is the polynomial itself, and for n != 0 the two terms do
+ * not cancel (|e^r - 1| < 0.42). x is clamped to [-30, 89]: below -17.4 the float result is
+ * exactly -1 (-inf included); from n = 25 on the -1 is lost in rounding, so those lanes take
+ * vexp's two-halves scaling, which also overflows x above ln(FLT_MAX) to +inf. -0 is put back by
+ * a select (the polynomial gives +0); NaN stays NaN. */
 VM_INLINE vf vexpm1(vf x) {
-  const float log2e = 1.44269504088896341f;
-  const float ln2_hi = 0.693359375f;
-  const float ln2_lo = -2.12194440054690583e-4f;
-  const float round_magic = 12582912.0f;
   vf xc = vsel(x < -30.0f, vsplat(-30.0f), x);
   xc = vsel(xc > 89.0f, vsplat(89.0f), xc);
-  vf j = xc * log2e + round_magic;
-  vf n = j - round_magic;
-  vu ni = (vu)j - 0x4b400000u;
-  vf r = xc - n * ln2_hi;
-  r = r - n * ln2_lo;
-  vf q = vsplat(1.0f / 40320);
-  q = q * r + 1.0f / 5040;
-  q = q * r + 1.0f / 720;
-  q = q * r + 1.0f / 120;
-  q = q * r + 1.0f / 24;
-  q = q * r + 1.0f / 6;
-  q = q * r + 0.5f;
-  vf pm1 = r + (r * r) * q;
+  vf n;
+  vu ni;
+  vf pm1 = vexpm1_reduced(xc, &n, &ni);
   /* Lanes with n > 24 take `big`; n = 0 there keeps this 2^n finite. For n from -43 to 24, 2^n
    * is a normal float and 2^n - 1 is exact. */
   vu nsmall = ni & ~(vu)(n > 24.0f);
