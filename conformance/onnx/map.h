@@ -31,6 +31,7 @@ extern const cf_onnx_row_t cf_onnx_rows_array[];
 extern const cf_onnx_row_t cf_onnx_rows_norm[];
 extern const cf_onnx_row_t cf_onnx_rows_conv_pool[];
 extern const cf_onnx_row_t cf_onnx_rows_loss[];
+extern const cf_onnx_row_t cf_onnx_rows_control_flow[];
 
 /* ---- builders (builders.c) ---- */
 

@@ -1,0 +1,340 @@
+/* onnx/map_control_flow.c: ONNX If and Loop lowered to TensorFlow 1 control flow, as TensorFlow
+ * lowers its own If and While (core/src/graph/function_inline.c).
+ *
+ * If: each branch's nodes are mapped into the outer graph behind a pivot on the condition, so the
+ * untaken branch is dead and the Merges pass on the taken branch's outputs. Branch nodes read
+ * outer values by name directly: the pivot's control input makes every branch node dead with it,
+ * constants included.
+ *
+ * Loop: a frame of Enter/Merge/Switch/NextIteration/Exit over the iteration count, the condition
+ * and the loop-carried values; the body's outer-scope reads become constant Enters; each scan
+ * output is written to a TensorArray per iteration and gathered after the loop. */
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "map.h"
+
+/* Maps a subgraph's initializers and nodes into the outer graph in ONNX's (topological) order. */
+static weft_status_t *map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g) {
+  weft_status_t *st = NULL;
+  const char *outer = x->node_name;
+  for (size_t i = 0; i < g->n_initializer && st == NULL; i++) {
+    weft_tensor_t *t = cf_onnx_tensor(g->initializer[i], &st);
+    if (st) break;
+    cf_onnx_bind(x, g->initializer[i]->name, cf_onnx_const_tensor(x, t, &st));
+    weft_tensor_unref(t);
+  }
+  for (size_t i = 0; i < g->n_node && st == NULL; i++) {
+    const Onnx__NodeProto *node = g->node[i];
+    const char *dom = node->domain;
+    bool default_dom = dom == NULL || dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0;
+    cf_onnx_map_fn fn = default_dom ? cf_onnx_find_mapper(node->op_type, x->opset) : NULL;
+    char *where = g_strdup_printf("%s: subgraph node %s", outer, node->op_type);
+    x->node_name = where;
+    st = fn ? fn(x, node) : cf_onnx_unsupported(x, "op is not mapped to Weft ops");
+    for (size_t o = 0; st == NULL && o < node->n_output; o++)
+      if (cf_onnx_has_out(node, o) && cf_onnx_get(x, node->output[o]).node == NULL)
+        st = cf_onnx_unsupported(x, "output '%s' is not produced", node->output[o]);
+    /* A mapper that needs a subgraph value as a constant (a Slice's starts from a Loop's
+     * iteration number, a shape computed in an If branch) cannot have it: the value lives in a
+     * frame or a branch that a session evaluating it alone does not run. */
+    if (st && weft_status_code(st) != WEFT_UNIMPLEMENTED &&
+        g_str_has_prefix(weft_status_message(st), "evaluating '")) {
+      weft_status_t *why = cf_onnx_unsupported(
+          x, "needs a value of the subgraph as a constant (%s)", weft_status_message(st));
+      weft_status_free(st);
+      st = why;
+    }
+    x->node_name = outer;
+    g_free(where);
+  }
+  return st;
+}
+
+/* The graph attribute `name` of node, or NULL. */
+static const Onnx__GraphProto *attr_graph(const Onnx__NodeProto *node, const char *name) {
+  const Onnx__AttributeProto *a = cf_onnx_attr(node, name);
+  return a ? a->g : NULL;
+}
+
+/* Maps branch g behind pivot (live only when the branch is taken); outs[k] gets an Identity of
+ * its output k built behind the pivot too, so that an output read straight from the outer scope
+ * is dead on the untaken side as well. */
+static weft_status_t *map_branch(cf_onnx_ctx_t *x, const Onnx__GraphProto *g, weft_node_t *pivot,
+                                 weft_output_t *outs) {
+  weft_graph_push_control_deps(x->graph, &pivot, 1);
+  weft_status_t *st = map_subgraph(x, g);
+  for (size_t k = 0; k < g->n_output && st == NULL; k++) {
+    weft_output_t o = cf_onnx_get(x, g->output[k]->name);
+    if (o.node == NULL)
+      st = cf_onnx_unsupported(x, "branch output '%s' is not produced", g->output[k]->name);
+    else
+      outs[k] = cf_onnx_unary(x, "Identity", o, &st);
+  }
+  weft_graph_pop_control_deps(x->graph);
+  return st;
+}
+
+static weft_status_t *map_if(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  const Onnx__GraphProto *br[2] = {attr_graph(node, "else_branch"), attr_graph(node, "then_branch")};
+  if (br[0] == NULL || br[1] == NULL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: then_branch and else_branch are required",
+                           x->node_name);
+  if (br[0]->n_output != node->n_output || br[1]->n_output != node->n_output)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "%s: the branches have %zu and %zu outputs, the node %zu", x->node_name,
+                           br[1]->n_output, br[0]->n_output, node->n_output);
+  weft_output_t cond = cf_onnx_in(x, node, 0);
+  if (cond.node == NULL) return cf_onnx_unsupported(x, "the condition is missing");
+  if (cf_onnx_out_dtype(cond) != WEFT_DT_BOOL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: the condition is %s, not bool",
+                           x->node_name, weft_dtype_name(cf_onnx_out_dtype(cond)));
+  weft_status_t *st = NULL;
+  weft_op_builder_t *b = cf_onnx_op(x, "Switch");
+  weft_op_add_input(b, cond);
+  weft_op_add_input(b, cond);
+  weft_output_t sw = cf_onnx_finish(x, b, &st);
+  if (st) return st;
+  weft_output_t *outs[2] = {g_new0(weft_output_t, node->n_output + 1),
+                            g_new0(weft_output_t, node->n_output + 1)};
+  /* Switch output 0 is live when cond is false (else), output 1 when true (then). */
+  for (int side = 0; side < 2 && st == NULL; side++) {
+    weft_output_t pivot = cf_onnx_unary(x, "Identity", weft_out(sw.node, side), &st);
+    if (st == NULL) st = map_branch(x, br[side], pivot.node, outs[side]);
+  }
+  for (size_t k = 0; k < node->n_output && st == NULL; k++) {
+    b = cf_onnx_op(x, "Merge");
+    weft_output_t in[2] = {outs[1][k], outs[0][k]};
+    weft_op_add_input_list(b, in, 2);
+    cf_onnx_bind_out(x, node, k, cf_onnx_finish(x, b, &st));
+  }
+  g_free(outs[0]);
+  g_free(outs[1]);
+  return st;
+}
+
+/* A node of op with the given inputs (T inferred), output 0. */
+static weft_output_t flow(cf_onnx_ctx_t *x, const char *op, weft_output_t a, weft_output_t b,
+                          weft_status_t **st) {
+  return b.node ? cf_onnx_binary(x, op, a, b, st) : cf_onnx_unary(x, op, a, st);
+}
+
+static weft_output_t enter(cf_onnx_ctx_t *x, weft_output_t v, const char *frame, bool constant,
+                           weft_status_t **st) {
+  if (*st) return CF_ONNX_NONE;
+  weft_op_builder_t *b = cf_onnx_op(x, "Enter");
+  weft_op_add_input(b, v);
+  weft_op_set_attr_string(b, "frame_name", frame);
+  weft_op_set_attr_bool(b, "is_constant", constant);
+  weft_op_set_attr_int(b, "parallel_iterations", 1);
+  return cf_onnx_finish(x, b, st);
+}
+
+/* Whether name is produced inside g (a node output or an initializer) or is one of its inputs. */
+static bool local_to(const Onnx__GraphProto *g, const char *name) {
+  for (size_t i = 0; i < g->n_input; i++)
+    if (strcmp(g->input[i]->name, name) == 0) return true;
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (strcmp(g->initializer[i]->name, name) == 0) return true;
+  for (size_t i = 0; i < g->n_node; i++)
+    for (size_t o = 0; o < g->node[i]->n_output; o++)
+      if (strcmp(g->node[i]->output[o], name) == 0) return true;
+  return false;
+}
+
+/* Rebinds every outer value the body reads (inputs of its nodes, its outputs) to a constant
+ * Enter into frame; the outer bindings are saved in *saved (name -> weft_output_t*) to restore. */
+static void enter_outer(cf_onnx_ctx_t *x, const Onnx__GraphProto *g, const char *frame,
+                        GHashTable *saved, weft_status_t **st) {
+  GPtrArray *names = g_ptr_array_new();
+  for (size_t i = 0; i < g->n_node; i++) {
+    for (size_t k = 0; k < g->node[i]->n_input; k++) g_ptr_array_add(names, g->node[i]->input[k]);
+    for (size_t a = 0; a < g->node[i]->n_attribute; a++)
+      if (g->node[i]->attribute[a]->g != NULL) {
+        *st = cf_onnx_unsupported(x, "a Loop body with nested subgraphs is not mapped");
+        break;
+      }
+  }
+  for (size_t k = 0; k < g->n_output; k++) g_ptr_array_add(names, g->output[k]->name);
+  for (guint i = 0; i < names->len && *st == NULL; i++) {
+    const char *name = names->pdata[i];
+    if (name[0] == '\0' || local_to(g, name) || g_hash_table_contains(saved, name)) continue;
+    weft_output_t o = cf_onnx_get(x, name);
+    if (o.node == NULL) continue; /* the node mapping reports it */
+    g_hash_table_insert(saved, g_strdup(name), g_memdup2(&o, sizeof o));
+    cf_onnx_bind(x, name, enter(x, o, frame, true, st));
+  }
+  g_ptr_array_free(names, TRUE);
+}
+
+static void restore_outer(cf_onnx_ctx_t *x, GHashTable *saved) {
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, saved);
+  while (g_hash_table_iter_next(&it, &k, &v)) cf_onnx_bind(x, k, *(weft_output_t *)v);
+}
+
+/* One loop-carried value: its Merge (whose back edge is linked once the body exists), and the
+ * Switch's outputs (0: Exit side, 1: body side). */
+typedef struct {
+  weft_output_t merge, exit_side, body;
+} carried_t;
+
+static carried_t carry(cf_onnx_ctx_t *x, weft_output_t init, const char *frame,
+                       weft_status_t **st) {
+  carried_t c = {CF_ONNX_NONE, CF_ONNX_NONE, CF_ONNX_NONE};
+  weft_output_t e = enter(x, init, frame, false, st);
+  if (*st) return c;
+  weft_op_builder_t *b = cf_onnx_op(x, "Merge");
+  weft_output_t in[2] = {e, e}; /* input 1 becomes the NextIteration back edge */
+  weft_op_add_input_list(b, in, 2);
+  c.merge = cf_onnx_finish(x, b, st);
+  return c;
+}
+
+static void carry_switch(cf_onnx_ctx_t *x, carried_t *c, weft_output_t loop_cond,
+                         weft_status_t **st) {
+  weft_output_t sw = flow(x, "Switch", c->merge, loop_cond, st);
+  if (*st) return;
+  c->exit_side = cf_onnx_unary(x, "Exit", weft_out(sw.node, 0), st);
+  c->body = cf_onnx_unary(x, "Identity", weft_out(sw.node, 1), st);
+}
+
+/* Closes the cycle: next becomes the Merge's second input through a NextIteration, as the
+ * GraphDef import links TensorFlow's back edges (graphdef.c). */
+static void link_back(cf_onnx_ctx_t *x, carried_t *c, weft_output_t next, weft_status_t **st) {
+  weft_output_t ni = cf_onnx_unary(x, "NextIteration", next, st);
+  if (*st) return;
+  if (cf_onnx_out_dtype(next) != cf_onnx_out_dtype(c->merge)) {
+    *st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: a loop-carried value changes dtype from %s to %s",
+                          x->node_name, weft_dtype_name(cf_onnx_out_dtype(c->merge)),
+                          weft_dtype_name(cf_onnx_out_dtype(next)));
+    return;
+  }
+  c->merge.node->inputs[1].src = ni.node;
+  c->merge.node->inputs[1].src_index = 0;
+  c->merge.node->output_ranks[0] = -1;
+}
+
+static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  const Onnx__GraphProto *body = attr_graph(node, "body");
+  if (body == NULL)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: the body is required", x->node_name);
+  size_t n_in = node->n_input < 2 ? 0 : node->n_input - 2;
+  if (body->n_input != n_in + 2 || body->n_output < n_in + 1 ||
+      node->n_output != body->n_output - 1)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "%s: the body has %zu inputs and %zu outputs for %zu loop-carried "
+                           "values and %zu node outputs",
+                           x->node_name, body->n_input, body->n_output, n_in, node->n_output);
+  size_t n_scan = body->n_output - 1 - n_in;
+  weft_status_t *st = NULL;
+  char frame[64];
+  g_snprintf(frame, sizeof frame, "onnx_loop_%d", x->counter++);
+  weft_output_t m = cf_onnx_in(x, node, 0), c0 = cf_onnx_in(x, node, 1);
+  if (m.node) m = enter(x, cf_onnx_cast(x, m, WEFT_DT_INT64, &st), frame, true, &st);
+  if (c0.node == NULL) c0 = cf_onnx_const_scalar(x, WEFT_DT_BOOL, 1, &st);
+  /* carried: 0 the iteration number, 1 the condition, then the loop-carried values. */
+  size_t n_c = n_in + 2;
+  carried_t *c = g_new0(carried_t, n_c);
+  c[0] = carry(x, cf_onnx_const_scalar(x, WEFT_DT_INT64, 0, &st), frame, &st);
+  c[1] = carry(x, c0, frame, &st);
+  for (size_t k = 0; k < n_in && st == NULL; k++) {
+    weft_output_t v = cf_onnx_in(x, node, k + 2);
+    if (v.node == NULL) st = cf_onnx_unsupported(x, "loop-carried value %zu is missing", k);
+    c[k + 2] = carry(x, v, frame, &st);
+  }
+  weft_output_t *ta = g_new0(weft_output_t, n_scan + 1);
+  weft_dtype_t *sdt = g_new0(weft_dtype_t, n_scan + 1);
+  carried_t *flows = g_new0(carried_t, n_scan + 1);
+  GHashTable *saved = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  /* The predicate: cond, and i < M when M is given. */
+  weft_output_t pred = c[1].merge;
+  if (m.node && st == NULL)
+    pred = flow(x, "LogicalAnd", pred, flow(x, "Less", c[0].merge, m, &st), &st);
+  weft_output_t loop_cond = cf_onnx_unary(x, "LoopCond", pred, &st);
+  for (size_t k = 0; k < n_c && st == NULL; k++) carry_switch(x, &c[k], loop_cond, &st);
+  if (st == NULL) {
+    /* Enters take their data from outside the frame: built outside the body's control deps. */
+    enter_outer(x, body, frame, saved, &st);
+    weft_graph_push_control_deps(x->graph, &c[0].body.node, 1);
+    for (size_t k = 0; k < n_c; k++) cf_onnx_bind(x, body->input[k]->name, c[k].body);
+    if (st == NULL) st = map_subgraph(x, body);
+    weft_output_t *outs = g_new0(weft_output_t, body->n_output + 1);
+    for (size_t k = 0; k < body->n_output && st == NULL; k++) {
+      outs[k] = cf_onnx_get(x, body->output[k]->name);
+      if (outs[k].node == NULL)
+        st = cf_onnx_unsupported(x, "body output '%s' is not produced", body->output[k]->name);
+      else
+        outs[k] = cf_onnx_unary(x, "Identity", outs[k], &st);
+    }
+    weft_output_t one = cf_onnx_const_scalar(x, WEFT_DT_INT64, 1, &st);
+    if (st == NULL) link_back(x, &c[0], flow(x, "AddV2", c[0].body, one, &st), &st);
+    for (size_t k = 0; k < n_in + 1 && st == NULL; k++) link_back(x, &c[k + 1], outs[k], &st);
+    weft_output_t idx = cf_onnx_cast(x, c[0].body, WEFT_DT_INT32, &st);
+    weft_graph_pop_control_deps(x->graph);
+    /* Scan outputs: a TensorArray each (of the body output's dtype, known now), its flow
+     * carried, its handle entering as a constant. */
+    weft_output_t *handles = g_new0(weft_output_t, n_scan + 1);
+    for (size_t s = 0; s < n_scan && st == NULL; s++) {
+      weft_op_builder_t *b = cf_onnx_op(x, "TensorArrayV3");
+      weft_op_add_input(b, cf_onnx_const_scalar(x, WEFT_DT_INT32, 0, &st));
+      sdt[s] = cf_onnx_out_dtype(outs[n_in + 1 + s]);
+      weft_op_set_attr_type(b, "dtype", sdt[s]);
+      weft_op_set_attr_bool(b, "dynamic_size", true);
+      ta[s] = cf_onnx_finish(x, b, &st);
+      if (st) break;
+      flows[s] = carry(x, weft_out(ta[s].node, 1), frame, &st);
+      carry_switch(x, &flows[s], loop_cond, &st);
+      handles[s] = enter(x, ta[s], frame, true, &st);
+    }
+    weft_graph_push_control_deps(x->graph, &c[0].body.node, 1);
+    for (size_t s = 0; s < n_scan && st == NULL; s++) {
+      weft_op_builder_t *b = cf_onnx_op(x, "TensorArrayWriteV3");
+      weft_op_add_input(b, handles[s]);
+      weft_op_add_input(b, idx);
+      weft_op_add_input(b, outs[n_in + 1 + s]);
+      weft_op_add_input(b, flows[s].body);
+      link_back(x, &flows[s], cf_onnx_finish(x, b, &st), &st);
+    }
+    g_free(outs);
+    g_free(handles);
+    weft_graph_pop_control_deps(x->graph);
+    restore_outer(x, saved);
+  }
+  for (size_t k = 0; k < n_in && st == NULL; k++) cf_onnx_bind_out(x, node, k, c[k + 2].exit_side);
+  for (size_t s = 0; s < n_scan && st == NULL; s++) {
+    weft_output_t flow_out = flows[s].exit_side;
+    weft_op_builder_t *b = cf_onnx_op(x, "TensorArraySizeV3");
+    weft_op_add_input(b, ta[s]);
+    weft_op_add_input(b, flow_out);
+    weft_output_t size = cf_onnx_finish(x, b, &st);
+    weft_output_t zero = cf_onnx_const_scalar(x, WEFT_DT_INT32, 0, &st);
+    weft_output_t step = cf_onnx_const_scalar(x, WEFT_DT_INT32, 1, &st);
+    if (st) break;
+    b = cf_onnx_op(x, "Range");
+    weft_op_add_input(b, zero);
+    weft_op_add_input(b, size);
+    weft_op_add_input(b, step);
+    weft_output_t indices = cf_onnx_finish(x, b, &st);
+    if (st) break;
+    b = cf_onnx_op(x, "TensorArrayGatherV3");
+    weft_op_add_input(b, ta[s]);
+    weft_op_add_input(b, indices);
+    weft_op_add_input(b, flow_out);
+    weft_op_set_attr_type(b, "dtype", sdt[s]);
+    cf_onnx_bind_out(x, node, n_in + s, cf_onnx_finish(x, b, &st));
+  }
+  g_hash_table_destroy(saved);
+  g_free(ta);
+  g_free(sdt);
+  g_free(flows);
+  g_free(c);
+  return st;
+}
+
+const cf_onnx_row_t cf_onnx_rows_control_flow[] = {
+    {"If", 1, map_if},
+    {"Loop", 1, map_loop},
+    {NULL, 0, NULL},
+};
