@@ -637,6 +637,82 @@ static void test_onnx_bad_tensors(void) {
   g_free(json);
 }
 
+/* A model.onnx whose one node If reads the bool initializer 'c'; with unnamed_output, both
+ * branches are graphs whose output has no name, else the node has no branches. */
+static void write_bad_if(const char *dir, const char *test, bool unnamed_output) {
+  GByteArray *cond = g_byte_array_new();
+  pb_int(cond, 2, 9); /* data_type BOOL, a scalar */
+  pb_str(cond, 8, "c");
+  pb_bytes(cond, 9, "\1", 1);
+  GByteArray *node = g_byte_array_new();
+  pb_str(node, 1, "c");
+  pb_str(node, 2, "y");
+  pb_str(node, 4, "If");
+  for (int b = 0; unnamed_output && b < 2; b++) {
+    GByteArray *branch = g_byte_array_new(), *attr = g_byte_array_new();
+    GByteArray *unnamed = g_byte_array_new();
+    pb_msg(branch, 12, unnamed); /* an output ValueInfoProto without a name */
+    pb_str(attr, 1, b ? "then_branch" : "else_branch");
+    pb_msg(attr, 6, branch);
+    pb_int(attr, 20, 5); /* GRAPH */
+    pb_msg(node, 5, attr);
+  }
+  GByteArray *out = g_byte_array_new();
+  pb_str(out, 1, "y");
+  GByteArray *graph = g_byte_array_new();
+  pb_msg(graph, 1, node);
+  pb_msg(graph, 5, cond);
+  pb_msg(graph, 12, out);
+  GByteArray *opset = g_byte_array_new();
+  pb_int(opset, 2, 13);
+  GByteArray *model = g_byte_array_new();
+  pb_int(model, 1, 7);
+  pb_msg(model, 7, graph);
+  pb_msg(model, 8, opset);
+  char *folder = g_build_filename(dir, test, NULL);
+  g_assert_cmpint(g_mkdir_with_parents(folder, 0755), ==, 0);
+  char *file = g_build_filename(folder, "model.onnx", NULL);
+  g_assert_true(g_file_set_contents(file, (const char *)model->data, model->len, NULL));
+  g_byte_array_free(model, TRUE);
+  g_free(file);
+  g_free(folder);
+}
+
+/* A malformed If is refused with the attribute at fault, not a crash. */
+static void test_onnx_bad_if(void) {
+  char *json = temp_path("onnx.json");
+  char *dir = g_path_get_dirname(json);
+  write_bad_if(dir, "test_if_no_branches", false);
+  write_bad_if(dir, "test_if_unnamed_output", true);
+  const char *args[] = {"--device", "CPU:0", "--onnx", dir, "--json", json, NULL};
+  g_assert_cmpint(run(args, NULL), ==, 1);
+  JsonParser *parser;
+  JsonObject *report = load_report(json, &parser);
+  static const struct {
+    const char *test, *message;
+  } want[] = {
+      {"test_if_no_branches", "ONNX If: attribute else_branch (a graph) is required"},
+      {"test_if_unnamed_output",
+       "ONNX If: attribute else_branch has an input, output or initializer without a name"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+    const char *status = NULL;
+    const char *message = result_message(report, want[i].test, &status);
+    g_assert_cmpstr(status, ==, "failed");
+    g_assert_cmpstr(message, ==, want[i].message);
+    char *file = g_build_filename(dir, want[i].test, "model.onnx", NULL);
+    char *folder = g_path_get_dirname(file);
+    g_unlink(file);
+    g_rmdir(folder);
+    g_free(folder);
+    g_free(file);
+  }
+  g_object_unref(parser);
+  remove_temp(json);
+  g_free(dir);
+  g_free(json);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Options */
 
@@ -826,6 +902,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/conformance/vulkan", test_vulkan);
   g_test_add_func("/conformance/onnx", test_onnx);
   g_test_add_func("/conformance/onnx_bad_tensors", test_onnx_bad_tensors);
+  g_test_add_func("/conformance/onnx_bad_if", test_onnx_bad_if);
   g_test_add_func("/conformance/tf_graphs", test_tf_graphs);
   g_test_add_func("/conformance/tf_graphs_verdicts", test_tf_graphs_verdicts);
   g_test_add_func("/conformance/faults_are_caught", test_faults_are_caught);

@@ -51,10 +51,21 @@ static weft_status_t *map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g) 
   return st;
 }
 
-/* The graph attribute `name` of node, or NULL. */
-static const Onnx__GraphProto *attr_graph(const Onnx__NodeProto *node, const char *name) {
+/* The graph attribute `name` of node, or NULL (*st set) when it is absent or one of its inputs,
+ * outputs or initializers has no name (a malformed model: the lowering binds them by name). */
+static const Onnx__GraphProto *attr_graph(cf_onnx_ctx_t *x, const Onnx__NodeProto *node,
+                                          const char *name, weft_status_t **st) {
   const Onnx__AttributeProto *a = cf_onnx_attr(node, name);
-  return a ? a->g : NULL;
+  const Onnx__GraphProto *g = a ? a->g : NULL;
+  bool named = g != NULL;
+  for (size_t i = 0; named && i < g->n_input; i++) named = g->input[i]->name != NULL;
+  for (size_t i = 0; named && i < g->n_output; i++) named = g->output[i]->name != NULL;
+  for (size_t i = 0; named && i < g->n_initializer; i++) named = g->initializer[i]->name != NULL;
+  if (!named && *st == NULL)
+    *st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: attribute %s %s", x->node_name, name,
+                          g ? "has an input, output or initializer without a name"
+                            : "(a graph) is required");
+  return named ? g : NULL;
 }
 
 /* Maps branch g behind pivot (live only when the branch is taken); outs[k] gets an Identity of
@@ -76,10 +87,10 @@ static weft_status_t *map_branch(cf_onnx_ctx_t *x, const Onnx__GraphProto *g, we
 }
 
 static weft_status_t *map_if(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
-  const Onnx__GraphProto *br[2] = {attr_graph(node, "else_branch"), attr_graph(node, "then_branch")};
-  if (br[0] == NULL || br[1] == NULL)
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: then_branch and else_branch are required",
-                           x->node_name);
+  weft_status_t *st = NULL;
+  const Onnx__GraphProto *br[2] = {attr_graph(x, node, "else_branch", &st),
+                                   attr_graph(x, node, "then_branch", &st)};
+  if (st) return st;
   if (br[0]->n_output != node->n_output || br[1]->n_output != node->n_output)
     return weft_status_new(WEFT_INVALID_ARGUMENT,
                            "%s: the branches have %zu and %zu outputs, the node %zu", x->node_name,
@@ -89,7 +100,6 @@ static weft_status_t *map_if(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   if (cf_onnx_out_dtype(cond) != WEFT_DT_BOOL)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: the condition is %s, not bool",
                            x->node_name, weft_dtype_name(cf_onnx_out_dtype(cond)));
-  weft_status_t *st = NULL;
   weft_op_builder_t *b = cf_onnx_op(x, "Switch");
   weft_op_add_input(b, cond);
   weft_op_add_input(b, cond);
@@ -217,9 +227,9 @@ static void link_back(cf_onnx_ctx_t *x, carried_t *c, weft_output_t next, weft_s
 }
 
 static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
-  const Onnx__GraphProto *body = attr_graph(node, "body");
-  if (body == NULL)
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: the body is required", x->node_name);
+  weft_status_t *st = NULL;
+  const Onnx__GraphProto *body = attr_graph(x, node, "body", &st);
+  if (st) return st;
   size_t n_in = node->n_input < 2 ? 0 : node->n_input - 2;
   if (body->n_input != n_in + 2 || body->n_output < n_in + 1 ||
       node->n_output != body->n_output - 1)
@@ -228,7 +238,6 @@ static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
                            "values and %zu node outputs",
                            x->node_name, body->n_input, body->n_output, n_in, node->n_output);
   size_t n_scan = body->n_output - 1 - n_in;
-  weft_status_t *st = NULL;
   char frame[64];
   g_snprintf(frame, sizeof frame, "onnx_loop_%d", x->counter++);
   weft_output_t m = cf_onnx_in(x, node, 0), c0 = cf_onnx_in(x, node, 1);
