@@ -216,8 +216,9 @@ static void link_back(cf_onnx_ctx_t *x, carried_t *c, weft_output_t next, weft_s
   weft_output_t ni = cf_onnx_unary(x, "NextIteration", next, st);
   if (*st) return;
   if (cf_onnx_out_dtype(next) != cf_onnx_out_dtype(c->merge)) {
-    *st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: a loop-carried value changes dtype from %s to %s",
-                          x->node_name, weft_dtype_name(cf_onnx_out_dtype(c->merge)),
+    *st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                          "%s: a loop-carried value changes dtype from %s to %s", x->node_name,
+                          weft_dtype_name(cf_onnx_out_dtype(c->merge)),
                           weft_dtype_name(cf_onnx_out_dtype(next)));
     return;
   }
