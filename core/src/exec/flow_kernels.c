@@ -54,17 +54,8 @@ void weft__step_resources_clear(weft__step_resources_t *r) {
 
 #define TA_CONTAINER "_tensor_arrays"
 
-static weft_status_t *err(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static weft_status_t *err(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  weft_status_t *st = weft_status_new(code, "node '%s': %s", ctx->node->name, msg);
-  g_free(msg);
-  return st;
-}
+/* Errors name the node: "node 'NAME': MESSAGE" (kernel_host.c). */
+#define err weft__kernel_error
 
 static weft_tensor_t *input(weft_kernel_ctx_t *ctx, int i) { return ctx->inputs[i].tensor; }
 

@@ -33,18 +33,8 @@ void weft__step_stacks_clear(weft__step_resources_t *r) {
   r->stacks = NULL;
 }
 
-static weft_status_t *fail(weft_kernel_ctx_t *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static weft_status_t *fail(weft_kernel_ctx_t *ctx, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  weft_status_t *st = weft_status_new(WEFT_INVALID_ARGUMENT, "node '%s': %s", ctx->node->name,
-                                      msg);
-  g_free(msg);
-  return st;
-}
+/* An INVALID_ARGUMENT naming the node (kernel_host.c's weft__kernel_error). */
+#define fail(ctx, ...) weft__kernel_error(ctx, WEFT_INVALID_ARGUMENT, __VA_ARGS__)
 
 static const weft__attr_value_t *attr(weft_kernel_ctx_t *ctx, const char *name, int kind) {
   const weft__attr_value_t *v = weft__attrs_get(ctx->node->attrs, name);
