@@ -9,18 +9,25 @@
  * root or when `ip netns add` fails. Every namespace is deleted at the end of each case, and by
  * a guardian process should this one die half way (docs/operations.md, "Testing on real
  * networks"). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <linux/if_tun.h>
 #include <math.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,11 +114,226 @@ static void start_guardian(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * The impairment line: latency and loss without sch_netem
+ *
+ * Where the kernel has no netem qdisc, each namespace's eth0 is a TUN device whose other end is a
+ * file descriptor held by this test, and a thread of it (the line) is the router between them:
+ * it reads each IPv4 packet a task sends, drops it at random with the loss probability, holds
+ * it for the delay and writes it into the TUN device of the namespace its destination address
+ * belongs to. Every packet still leaves one kernel's network stack and enters another's; the
+ * line only stands where the wire would be. A cut namespace's packets are dropped silently, as
+ * a downed bridge port drops them. */
+
+#define LINE_MTU 65536
+
+typedef struct held {
+  gint64 due_us;
+  int from, to;
+  gsize len;
+  guint8 data[];
+} held_t;
+
+typedef struct line {
+  int fd[MAX_NS];            /* the TUN devices' descriptors, -1 for none */
+  guint32 addr[MAX_NS];      /* their addresses, network order */
+  gint64 delay_us;
+  double loss;
+  gint cut[MAX_NS];          /* atomic: drop everything to or from this namespace */
+  int wake[2];               /* a byte on wake[1] stops the thread */
+  GThread *thread;
+  GQueue held;               /* held_t*, due in order: every packet waits the same delay */
+  gint forwarded, dropped;   /* atomic */
+} line_t;
+
+static void line_deliver(line_t *l, held_t *h) {
+  if (g_atomic_int_get(&l->cut[h->from]) || g_atomic_int_get(&l->cut[h->to]) ||
+      write(l->fd[h->to], h->data, h->len) != (ssize_t)h->len) {
+    g_atomic_int_inc(&l->dropped); /* a full TUN queue drops too, as a full link would */
+  } else {
+    g_atomic_int_inc(&l->forwarded);
+  }
+  g_free(h);
+}
+
+/* Takes every packet waiting on namespace r's device. */
+static void line_take(line_t *l, int r, guint8 *buf) {
+  for (;;) {
+    ssize_t got = read(l->fd[r], buf, LINE_MTU);
+    if (got <= 0) return;
+    int to = -1;
+    if (got >= 20 && buf[0] >> 4 == 4) { /* IPv4 only: the tasks speak nothing else */
+      guint32 dst;
+      memcpy(&dst, buf + 16, 4);
+      for (int k = 0; k < MAX_NS && to < 0; k++)
+        if (l->fd[k] >= 0 && l->addr[k] == dst) to = k;
+    }
+    if (to < 0 || g_atomic_int_get(&l->cut[r]) || g_random_double() < l->loss) {
+      g_atomic_int_inc(&l->dropped);
+      continue;
+    }
+    held_t *h = g_malloc(sizeof *h + (gsize)got);
+    h->due_us = g_get_monotonic_time() + l->delay_us;
+    h->from = r;
+    h->to = to;
+    h->len = (gsize)got;
+    memcpy(h->data, buf, (gsize)got);
+    g_queue_push_tail(&l->held, h);
+  }
+}
+
+static gpointer line_run(gpointer data) {
+  line_t *l = data;
+  guint8 *buf = g_malloc(LINE_MTU);
+  struct pollfd fds[MAX_NS + 1];
+  int who[MAX_NS + 1];
+  for (;;) {
+    int nfds = 0;
+    fds[nfds++] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
+    for (int r = 0; r < MAX_NS; r++) {
+      if (l->fd[r] < 0) continue;
+      who[nfds] = r;
+      fds[nfds++] = (struct pollfd){.fd = l->fd[r], .events = POLLIN};
+    }
+    int timeout = -1;
+    held_t *head = g_queue_peek_head(&l->held);
+    if (head) {
+      gint64 wait_us = head->due_us - g_get_monotonic_time();
+      timeout = wait_us > 0 ? (int)((wait_us + 999) / 1000) : 0;
+    }
+    if (poll(fds, (nfds_t)nfds, timeout) < 0 && errno != EINTR) g_error("poll: %s", g_strerror(errno));
+    if (fds[0].revents) break;
+    for (int i = 1; i < nfds; i++)
+      if (fds[i].revents & POLLIN) line_take(l, who[i], buf);
+    gint64 now = g_get_monotonic_time();
+    while ((head = g_queue_peek_head(&l->held)) && head->due_us <= now)
+      line_deliver(l, g_queue_pop_head(&l->held));
+  }
+  g_queue_clear_full(&l->held, g_free);
+  g_free(buf);
+  return NULL;
+}
+
+/* Runs fn(data) with this thread in namespace ns (the others stay where they are). */
+static void in_namespace(const char *ns, void (*fn)(void *), void *data) {
+  int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  char *path = g_strdup_printf("/run/netns/%s", ns);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (home < 0 || fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+    g_error("entering %s: %s", ns, g_strerror(errno));
+  fn(data);
+  if (setns(home, CLONE_NEWNET) != 0) g_error("leaving %s: %s", ns, g_strerror(errno));
+  close(fd);
+  close(home);
+  g_free(path);
+}
+
+static void make_tun(void *data) {
+  int *fd = data;
+  *fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  if (*fd < 0) return;
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  g_strlcpy(ifr.ifr_name, "eth0", IFNAMSIZ);
+  if (ioctl(*fd, TUNSETIFF, &ifr) != 0) {
+    int e = errno;
+    close(*fd);
+    *fd = -1;
+    errno = e;
+  }
+}
+
+static void line_stop(line_t *l) {
+  if (l->thread) {
+    g_assert_cmpint(write(l->wake[1], "x", 1), ==, 1);
+    g_thread_join(l->thread);
+  }
+  for (int r = 0; r < MAX_NS; r++)
+    if (l->fd[r] >= 0) close(l->fd[r]);
+  close(l->wake[0]);
+  close(l->wake[1]);
+  g_free(l);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Ping across the network: ICMP echo requests from one namespace to another's address, answered
+ * by the other kernel itself */
+
+typedef struct ping {
+  const char *to;    /* dotted address */
+  int count;
+  int interval_us;
+  int received;
+  double min_ms, avg_ms;
+} ping_t;
+
+static guint16 icmp_checksum(const guint8 *p, gsize len) {
+  guint32 sum = 0;
+  for (gsize i = 0; i + 1 < len; i += 2) sum += (guint32)(p[i] << 8 | p[i + 1]);
+  if (len & 1) sum += (guint32)(p[len - 1] << 8);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return (guint16)~sum;
+}
+
+/* Takes the echo replies waiting on socket s: their round trips into p. */
+static void ping_receive(ping_t *p, int s, gint64 *sent, double *sum_ms, int timeout_ms) {
+  guint8 buf[1500];
+  struct pollfd pfd = {.fd = s, .events = POLLIN};
+  while (poll(&pfd, 1, timeout_ms) > 0) {
+    timeout_ms = 0;
+    ssize_t got = recv(s, buf, sizeof buf, 0);
+    if (got < 28) continue;
+    gsize ihl = (gsize)(buf[0] & 0xf) * 4;
+    const guint8 *icmp = buf + ihl;
+    if ((gsize)got < ihl + 8 || icmp[0] != 0 /* echo reply */) continue;
+    int id = icmp[4] << 8 | icmp[5], seq = icmp[6] << 8 | icmp[7];
+    if (id != (getpid() & 0xffff) || seq >= p->count || !sent[seq]) continue;
+    double ms = (double)(g_get_monotonic_time() - sent[seq]) / 1e3;
+    sent[seq] = 0; /* a duplicate counts once */
+    p->received++;
+    *sum_ms += ms;
+    p->min_ms = p->received == 1 ? ms : MIN(p->min_ms, ms);
+  }
+}
+
+static void ping_run(void *data) {
+  ping_t *p = data;
+  int s = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+  if (s < 0) g_error("ICMP socket: %s", g_strerror(errno));
+  struct sockaddr_in to = {.sin_family = AF_INET};
+  g_assert_cmpint(inet_pton(AF_INET, p->to, &to.sin_addr), ==, 1);
+  gint64 *sent = g_new0(gint64, p->count);
+  double sum_ms = 0;
+  for (int seq = 0; seq < p->count; seq++) {
+    guint8 req[64] = {8 /* echo request */, 0};
+    req[4] = (guint8)(getpid() >> 8);
+    req[5] = (guint8)getpid();
+    req[6] = (guint8)(seq >> 8);
+    req[7] = (guint8)seq;
+    guint16 sum = icmp_checksum(req, sizeof req);
+    req[2] = (guint8)(sum >> 8);
+    req[3] = (guint8)sum;
+    sent[seq] = g_get_monotonic_time();
+    if (sendto(s, req, sizeof req, 0, (struct sockaddr *)&to, sizeof to) != sizeof req)
+      sent[seq] = 0; /* not sent at all: counts as lost */
+    ping_receive(p, s, sent, &sum_ms, 0);
+    g_usleep((gulong)p->interval_us);
+  }
+  /* The stragglers: one second is 25 round trips of the line. */
+  gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
+  while (g_get_monotonic_time() < until) ping_receive(p, s, sent, &sum_ms, 50);
+  p->avg_ms = p->received ? sum_ms / p->received : 0;
+  g_free(sent);
+  close(s);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The network */
 
 typedef struct net {
   bool up;
   char *ns[MAX_NS];
+  line_t *line; /* NULL: the namespaces are joined by the bridge */
 } net_t;
 
 /* Whether this machine can make namespaces; else the case is skipped, saying why. */
@@ -128,9 +350,11 @@ static bool net_usable(void) {
   return true;
 }
 
-/* The bridge namespace and the task namespaces in `which` (1 << NS_...), each with eth0 on the
- * bridge and its address. False (the case skipped) when `ip netns add` fails. */
-static bool net_up(net_t *n, unsigned which) {
+static void net_down(net_t *n);
+
+/* Makes the bridge namespace (the first one: whether namespaces can be made at all), or the
+ * case is skipped saying why. */
+static bool net_begin(net_t *n) {
   memset(n, 0, sizeof *n);
   if (!net_usable()) return false;
   int owner = (int)getpid();
@@ -142,9 +366,25 @@ static bool net_up(net_t *n, unsigned which) {
     g_test_skip(why);
     g_free(why);
     g_free(err);
+    net_down(n);
     return false;
   }
   n->up = true;
+  return true;
+}
+
+/* Namespace r with lo up and its address on eth0 (which exists already). */
+static bool net_address(net_t *n, int r, char **err) {
+  return ip(err, "-n %s link set lo up", n->ns[r]) &&
+         ip(err, "-n %s addr add %s/24 dev eth0", n->ns[r], addresses[r]) &&
+         ip(err, "-n %s link set eth0 up", n->ns[r]);
+}
+
+/* The bridge namespace and the task namespaces in `which` (1 << NS_...), each with eth0 on the
+ * bridge and its address. False (the case skipped) when `ip netns add` fails. */
+static bool net_up(net_t *n, unsigned which) {
+  if (!net_begin(n)) return false;
+  char *err = NULL;
   bool ok = ip(&err, "-n %s link add br0 type bridge", n->ns[NS_BR]) &&
             ip(&err, "-n %s link set br0 up", n->ns[NS_BR]);
   for (int r = 1; r < MAX_NS && ok; r++) {
@@ -152,24 +392,59 @@ static bool net_up(net_t *n, unsigned which) {
     ok = ip(&err, "netns add %s", n->ns[r]) &&
          ip(&err, "-n %s link add p%d type veth peer name eth0 netns %s", n->ns[NS_BR], r,
             n->ns[r]) &&
-         ip(&err, "-n %s link set p%d master br0 up", n->ns[NS_BR], r) &&
-         ip(&err, "-n %s link set lo up", n->ns[r]) &&
-         ip(&err, "-n %s addr add %s/24 dev eth0", n->ns[r], addresses[r]) &&
-         ip(&err, "-n %s link set eth0 up", n->ns[r]);
+         ip(&err, "-n %s link set p%d master br0 up", n->ns[NS_BR], r) && net_address(n, r, &err);
   }
   if (!ok) g_error("setting up the namespaces: %s", err);
   return true;
 }
 
+/* The task namespaces in `which` joined by the impairment line instead of the bridge (which
+ * stays empty): each namespace's eth0 is a TUN device, and the line delays every packet by
+ * delay_ms and drops it with probability `loss`. False (the case skipped) when a namespace or a
+ * TUN device cannot be made. */
+static bool net_up_line(net_t *n, unsigned which, int delay_ms, double loss) {
+  if (!net_begin(n)) return false;
+  line_t *l = g_new0(line_t, 1);
+  l->delay_us = (gint64)delay_ms * 1000;
+  l->loss = loss;
+  for (int r = 0; r < MAX_NS; r++) l->fd[r] = -1;
+  g_assert_cmpint(pipe2(l->wake, O_CLOEXEC), ==, 0);
+  n->line = l;
+  char *err = NULL;
+  for (int r = 1; r < MAX_NS; r++) {
+    if (!(which & (1u << r))) continue;
+    if (!ip(&err, "netns add %s", n->ns[r])) g_error("%s", err);
+    in_namespace(n->ns[r], make_tun, &l->fd[r]);
+    if (l->fd[r] < 0) {
+      char *why = g_strdup_printf("cannot make a TUN device (/dev/net/tun): %s",
+                                  g_strerror(errno));
+      g_test_skip(why);
+      g_free(why);
+      net_down(n);
+      return false;
+    }
+    g_assert_cmpint(inet_pton(AF_INET, addresses[r], &l->addr[r]), ==, 1);
+    if (!net_address(n, r, &err)) g_error("setting up the namespaces: %s", err);
+  }
+  l->thread = g_thread_new("line", line_run, l);
+  return true;
+}
+
 static void net_down(net_t *n) {
+  if (n->line) line_stop(n->line);
   if (n->up) delete_all((int)getpid());
   for (int r = 0; r < MAX_NS; r++) g_free(n->ns[r]);
   memset(n, 0, sizeof *n);
 }
 
 /* Cuts task namespace r off the bridge (its port down: nothing goes through, and nothing tells
- * the endpoints so, as with a pulled cable or a dead switch), or joins it again. */
+ * the endpoints so, as with a pulled cable or a dead switch), or joins it again; on the line,
+ * the line drops its packets instead. */
 static void net_cut(net_t *n, int r, bool cut) {
+  if (n->line) {
+    g_atomic_int_set(&n->line->cut[r], cut);
+    return;
+  }
   char *err = NULL;
   if (!ip(&err, "-n %s link set p%d %s", n->ns[NS_BR], r, cut ? "down" : "up"))
     g_error("%s", err);
@@ -420,20 +695,49 @@ static void cluster_stop(cluster_t *c) {
 
 #define ALL_TASKS (1u << NS_PS | 1u << NS_W0 | 1u << NS_W1 | 1u << NS_C)
 
+#define LINE_DELAY_MS 20
+#define LINE_LOSS 0.01
+#define PING_COUNT 1000
+
+/* The network of the impaired cases: every task's packets delayed by LINE_DELAY_MS and lost
+ * with probability LINE_LOSS on their way out (so a round trip between two tasks takes twice the
+ * delay): tc netem on the bridged links where the kernel has sch_netem, else the line. Then,
+ * as a precondition, ping from worker 0 to the ps proves it: round trips no shorter than twice
+ * the delay, and some but few of PING_COUNT lost (each is lost with about 2%: two crossings). */
+static bool net_up_impaired(net_t *n, unsigned which) {
+  if (!net_up(n, which)) return false;
+  if (netem_available(n)) {
+    for (int r = NS_PS; r < MAX_NS; r++) {
+      char *err = NULL;
+      if ((which & (1u << r)) &&
+          !ip(&err, "netns exec %s tc qdisc add dev eth0 root netem delay %dms loss %g%%", n->ns[r],
+              LINE_DELAY_MS, LINE_LOSS * 100))
+        g_error("%s", err);
+    }
+    g_test_message("impairment: tc netem on every task's link");
+  } else {
+    net_down(n);
+    if (!net_up_line(n, which, LINE_DELAY_MS, LINE_LOSS)) return false;
+    g_test_message("impairment: the line (this kernel has no sch_netem)");
+  }
+  ping_t p = {.to = addresses[NS_PS], .count = PING_COUNT, .interval_us = 2000};
+  in_namespace(n->ns[NS_W0], ping_run, &p);
+  g_test_message("ping worker 0 -> ps: %d of %d answered, round trip min %.1f ms, mean %.1f ms",
+                 p.received, p.count, p.min_ms, p.avg_ms);
+  if (n->line) {
+    g_test_message("the line forwarded %d packets and dropped %d",
+                   g_atomic_int_get(&n->line->forwarded), g_atomic_int_get(&n->line->dropped));
+  }
+  g_assert_cmpint(p.received, <, p.count);
+  g_assert_cmpint(p.received, >=, p.count * 9 / 10);
+  g_assert_cmpfloat(p.min_ms, >=, 2 * LINE_DELAY_MS - 1);
+  return true;
+}
+
 /* 20 ms each way on every task's link and 1% loss: slower, but it trains to the same model. */
 static void test_train_netem(void) {
   net_t n;
-  if (!net_up(&n, ALL_TASKS)) return;
-  if (!netem_available(&n)) {
-    g_test_skip("tc netem unavailable: the kernel lacks sch_netem");
-    net_down(&n);
-    return;
-  }
-  for (int r = NS_PS; r <= NS_W1; r++) {
-    char *err = NULL;
-    if (!ip(&err, "netns exec %s tc qdisc add dev eth0 root netem delay 20ms loss 1%%", n.ns[r]))
-      g_error("%s", err);
-  }
+  if (!net_up_impaired(&n, ALL_TASKS)) return;
   cluster_t c;
   cluster_start(&n, &c, 60);
   cluster_finish(&c, 60);
@@ -505,6 +809,54 @@ static void test_ps_partition(void) {
   net_down(&n);
 }
 
+/* The ps cut off, then killed and started again while still cut off (a ps that died behind a
+ * partition: nobody saw it go), then the link heals. The workers' steps fail at their deadline
+ * meanwhile and are retried; once the link is back the new ps answers that it is another
+ * incarnation (ABORTED), so each monitored session is recreated: the chief restores the last
+ * checkpoint into the empty ps, worker 1 waits for the variables, and the global step goes on
+ * from the checkpoint's, not from 0, to a well-trained model. On the line, so the ps's old
+ * connections are silent, not refused. */
+static void test_ps_restarted_behind_partition(void) {
+  net_t n;
+  if (!net_up_line(&n, ALL_TASKS, 0, 0)) return;
+  cluster_t c;
+  const int steps = 2000 / SLOW;
+  cluster_start(&n, &c, steps);
+  wait_step(&c, 0, 200, PROCESS_TIMEOUT_MS);
+  drain_step(&c, 0, 0);
+  char *latest = weft_checkpoint_latest(c.dir);
+  g_assert_nonnull(latest);
+  gint64 saved = number_after(latest, "model.ckpt-");
+  g_assert_cmpint(saved, >=, 100); /* saves every 50 steps, and it is past step 200 */
+  net_cut(&n, NS_PS, true);
+  kill(c.ps.pid, SIGKILL);
+  proc_wait_exit(&c.ps, PROCESS_TIMEOUT_MS);
+  g_string_free(c.ps.log, TRUE);
+  c.ps = start_task(&n, NS_PS, "ps", 0, "");
+  char *line = proc_read_until(&c.ps, "Started server with target: ", PROCESS_TIMEOUT_MS);
+  if (!line) g_error("the ps did not start again:\n%s", c.ps.log->str);
+  g_free(line);
+  g_usleep(PARTITION_MS * 1000);
+  net_cut(&n, NS_PS, false);
+  cluster_finish(&c, steps);
+  const char *rec = strstr(c.w[0].log->str, "worker 0: recovered");
+  if (!rec) g_error("no recovery in the chief's log:\n%s", c.w[0].log->str);
+  gint64 restored = number_after(rec, "model.ckpt-");
+  gint64 resumed = number_after(rec, "going on from global step ");
+  g_test_message("the chief restored model.ckpt-%" G_GINT64_FORMAT " (on disk when the ps was "
+                 "cut off: model.ckpt-%" G_GINT64_FORMAT ") and went on from global step %"
+                 G_GINT64_FORMAT, restored, saved, resumed);
+  g_assert_cmpint(restored, >=, saved);
+  g_assert_cmpint(resumed, >=, restored);
+  JsonParser *parser;
+  JsonObject *o = proc_final_json(&c.w[0], &parser);
+  g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
+  g_object_unref(parser);
+  g_free(latest);
+  cluster_stop(&c);
+  net_down(&n);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   if (!g_test_subprocess()) start_guardian();
@@ -513,5 +865,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/netns/train_netem", test_train_netem);
   g_test_add_func("/netns/worker_partition", test_worker_partition);
   g_test_add_func("/netns/ps_partition", test_ps_partition);
+  g_test_add_func("/netns/ps_restarted_behind_partition", test_ps_restarted_behind_partition);
   return g_test_run();
 }
