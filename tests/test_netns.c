@@ -3,10 +3,12 @@
  * 10.213.0.0/24 that exist only inside them), so tensors between tasks cross a real network
  * stack instead of loopback and its shared-memory path. Checked: a remote session returns exact
  * values and no shared-memory segment is used while the bytes show up on the links; training
- * goes on under tc netem latency and loss (where the kernel has sch_netem); a worker cut off for
- * longer than the step timeout (its bridge port down) leaves the others training and rejoins
- * when the link comes back; a cut-off ps is recovered from. Skipped, with the reason, when not
- * root or when `ip netns add` fails. Every namespace is deleted at the end of each case, and by
+ * goes on under 20 ms latency and 1% loss (tc netem where the kernel has sch_netem, else the
+ * test's own TUN impairment line, checked with ping first); a worker cut off for longer than
+ * the step timeout leaves the others training and rejoins when the link comes back; a cut-off
+ * ps is recovered from, and so is one killed and restarted behind the partition (the chief
+ * restores the last checkpoint). Skipped, with the reason, when not root or when `ip netns
+ * add` or a TUN device fails. Every namespace is deleted at the end of each case, and by
  * a guardian process should this one die half way (docs/operations.md, "Testing on real
  * networks"). */
 #include <arpa/inet.h>
@@ -200,7 +202,8 @@ static gpointer line_run(gpointer data) {
       gint64 wait_us = head->due_us - g_get_monotonic_time();
       timeout = wait_us > 0 ? (int)((wait_us + 999) / 1000) : 0;
     }
-    if (poll(fds, (nfds_t)nfds, timeout) < 0 && errno != EINTR) g_error("poll: %s", g_strerror(errno));
+    if (poll(fds, (nfds_t)nfds, timeout) < 0 && errno != EINTR)
+      g_error("poll: %s", g_strerror(errno));
     if (fds[0].revents) break;
     for (int i = 1; i < nfds; i++)
       if (fds[i].revents & POLLIN) line_take(l, who[i], buf);
@@ -668,7 +671,8 @@ static gint64 drain_step(cluster_t *c, int k, gint64 latest) {
 
 /* Both workers finish with status 0 and a well-trained model: no wrong value was ever applied. */
 static void cluster_finish(cluster_t *c, int train_steps) {
-  int rc0 = proc_wait_exit(&c->w[0], PROCESS_TIMEOUT_MS), rc1 = proc_wait_exit(&c->w[1], PROCESS_TIMEOUT_MS);
+  int rc0 = proc_wait_exit(&c->w[0], PROCESS_TIMEOUT_MS);
+  int rc1 = proc_wait_exit(&c->w[1], PROCESS_TIMEOUT_MS);
   if (rc0 || rc1)
     g_error("workers exited %d and %d:\n--- worker 0\n%s--- worker 1\n%s", rc0, rc1,
             c->w[0].log->str, c->w[1].log->str);
@@ -747,16 +751,17 @@ static void test_train_netem(void) {
 
 /* Worker 1 cut off for longer than the step timeout: worker 0 goes on training meanwhile (its
  * sessions involve the ps and itself only), and worker 1's failed steps are retried until the
- * link is back, when it rejoins and both finish. */
+ * link is back, when it rejoins and both finish. On the impaired network (20 ms, 1% loss), as
+ * a real partition seldom strikes a perfect network; fewer steps, as each takes round trips. */
 static void test_worker_partition(void) {
   net_t n;
-  if (!net_up(&n, ALL_TASKS)) return;
+  if (!net_up_impaired(&n, ALL_TASKS)) return;
   cluster_t c;
-  const int steps = 10000 / SLOW;
+  const int steps = 400 / SLOW;
   cluster_start(&n, &c, steps);
   wait_step(&c, 1, 100, PROCESS_TIMEOUT_MS);
-  wait_step(&c, 0, 100, PROCESS_TIMEOUT_MS);
-  gint64 before = drain_step(&c, 0, 0);
+  /* From the step it printed last, not 0: on a slow link it may print nothing while draining. */
+  gint64 before = drain_step(&c, 0, wait_step(&c, 0, 100, PROCESS_TIMEOUT_MS));
   drain_step(&c, 1, 0);
   net_cut(&n, NS_W1, true);
   g_usleep(PARTITION_MS * 1000);
