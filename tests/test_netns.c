@@ -782,6 +782,19 @@ static void test_worker_partition(void) {
   net_down(&n);
 }
 
+/* Waits until the chief's global step reaches `step`; the global step of the latest checkpoint
+ * then, at least step - 100 (it saves every 50 steps). */
+static gint64 train_past(cluster_t *c, gint64 step) {
+  wait_step(c, 0, step, PROCESS_TIMEOUT_MS);
+  drain_step(c, 0, 0);
+  char *latest = weft_checkpoint_latest(c->dir);
+  g_assert_nonnull(latest);
+  gint64 saved = number_after(latest, "model.ckpt-");
+  g_assert_cmpint(saved, >=, step - 100);
+  g_free(latest);
+  return saved;
+}
+
 /* The ps cut off for longer than the step timeout: every worker's step fails, the monitored
  * sessions recreate theirs once the link is back (the chief restoring the last checkpoint
  * should the ps have lost its variables), and training goes on from no earlier than that
@@ -792,11 +805,7 @@ static void test_ps_partition(void) {
   cluster_t c;
   const int steps = 8000 / SLOW;
   cluster_start(&n, &c, steps);
-  wait_step(&c, 0, 300, PROCESS_TIMEOUT_MS);
-  drain_step(&c, 0, 0);
-  char *latest = weft_checkpoint_latest(c.dir);
-  g_assert_nonnull(latest);
-  gint64 saved = number_after(latest, "model.ckpt-");
+  gint64 saved = train_past(&c, 300);
   net_cut(&n, NS_PS, true);
   g_usleep(PARTITION_MS * 1000);
   net_cut(&n, NS_PS, false);
@@ -809,7 +818,6 @@ static void test_ps_partition(void) {
      * its variables, so nothing needed restoring. */
     g_test_message("the chief recreated no session (its steps were retried)");
   }
-  g_free(latest);
   cluster_stop(&c);
   net_down(&n);
 }
@@ -827,12 +835,7 @@ static void test_ps_restarted_behind_partition(void) {
   cluster_t c;
   const int steps = 2000 / SLOW;
   cluster_start(&n, &c, steps);
-  wait_step(&c, 0, 200, PROCESS_TIMEOUT_MS);
-  drain_step(&c, 0, 0);
-  char *latest = weft_checkpoint_latest(c.dir);
-  g_assert_nonnull(latest);
-  gint64 saved = number_after(latest, "model.ckpt-");
-  g_assert_cmpint(saved, >=, 100); /* saves every 50 steps, and it is past step 200 */
+  gint64 saved = train_past(&c, 200);
   net_cut(&n, NS_PS, true);
   kill(c.ps.pid, SIGKILL);
   proc_wait_exit(&c.ps, PROCESS_TIMEOUT_MS);
@@ -857,7 +860,6 @@ static void test_ps_restarted_behind_partition(void) {
   JsonObject *o = proc_final_json(&c.w[0], &parser);
   g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
   g_object_unref(parser);
-  g_free(latest);
   cluster_stop(&c);
   net_down(&n);
 }
