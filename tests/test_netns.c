@@ -144,7 +144,8 @@ typedef struct line {
   int wake[2];               /* a byte on wake[1] stops the thread */
   GThread *thread;
   GQueue held;               /* held_t*, due in order: every packet waits the same delay */
-  gint forwarded, dropped;   /* atomic */
+  gint forwarded, dropped;   /* atomic; dropped: at random, cut off or a full device */
+  gint stray;                /* atomic: not IPv4 to one of the namespaces (IPv6 autoconf) */
 } line_t;
 
 static void line_deliver(line_t *l, held_t *h) {
@@ -169,7 +170,11 @@ static void line_take(line_t *l, int r, guint8 *buf) {
       for (int k = 0; k < MAX_NS && to < 0; k++)
         if (l->fd[k] >= 0 && l->addr[k] == dst) to = k;
     }
-    if (to < 0 || g_atomic_int_get(&l->cut[r]) || g_random_double() < l->loss) {
+    if (to < 0) {
+      g_atomic_int_inc(&l->stray);
+      continue;
+    }
+    if (g_atomic_int_get(&l->cut[r]) || g_random_double() < l->loss) {
       g_atomic_int_inc(&l->dropped);
       continue;
     }
@@ -729,8 +734,9 @@ static bool net_up_impaired(net_t *n, unsigned which) {
   g_test_message("ping worker 0 -> ps: %d of %d answered, round trip min %.1f ms, mean %.1f ms",
                  p.received, p.count, p.min_ms, p.avg_ms);
   if (n->line) {
-    g_test_message("the line forwarded %d packets and dropped %d",
-                   g_atomic_int_get(&n->line->forwarded), g_atomic_int_get(&n->line->dropped));
+    g_test_message("the line forwarded %d packets, dropped %d and had no route for %d",
+                   g_atomic_int_get(&n->line->forwarded), g_atomic_int_get(&n->line->dropped),
+                   g_atomic_int_get(&n->line->stray));
   }
   g_assert_cmpint(p.received, <, p.count);
   g_assert_cmpint(p.received, >=, p.count * 9 / 10);
@@ -822,6 +828,18 @@ static void test_ps_partition(void) {
   net_down(&n);
 }
 
+/* Every progress line of worker k in `log` (from the point given) reports a global step of at
+ * least `floor`: after a restore, training goes on from the checkpoint, never from 0. */
+static void assert_steps_from(const char *log, int k, gint64 floor) {
+  char *needle = g_strdup_printf("progress worker=%d step=", k);
+  int lines = 0;
+  for (const char *at = strstr(log, needle); at; at = strstr(at + 1, needle), lines++)
+    g_assert_cmpint(number_after(at, "step="), >=, floor);
+  g_test_message("worker %d: %d progress lines after its recovery, none below step %"
+                 G_GINT64_FORMAT, k, lines, floor);
+  g_free(needle);
+}
+
 /* The ps cut off, then killed and started again while still cut off (a ps that died behind a
  * partition: nobody saw it go), then the link heals. The workers' steps fail at their deadline
  * meanwhile and are retried; once the link is back the new ps answers that it is another
@@ -856,6 +874,14 @@ static void test_ps_restarted_behind_partition(void) {
                  G_GINT64_FORMAT, restored, saved, resumed);
   g_assert_cmpint(restored, >=, saved);
   g_assert_cmpint(resumed, >=, restored);
+  assert_steps_from(rec, 0, restored);
+  /* Worker 1 recreated its session too (the new ps's ABORTED reached it) unless it ran no step
+   * between the heal and the chief's restore; either way it never went back past it. */
+  const char *rec1 = strstr(c.w[1].log->str, "worker 1: recovered");
+  if (rec1) {
+    g_assert_cmpint(number_after(rec1, "going on from global step "), >=, restored);
+    assert_steps_from(rec1, 1, restored);
+  }
   JsonParser *parser;
   JsonObject *o = proc_final_json(&c.w[0], &parser);
   g_assert_cmpint(json_object_get_int_member(o, "recoveries"), >=, 1);
