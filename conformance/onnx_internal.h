@@ -23,6 +23,7 @@ typedef struct cf_onnx_ctx {
   int64_t opset;            /* of the default domain */
   GHashTable *outputs;      /* ONNX name -> weft_output_t* (g_free) */
   GHashTable *values;       /* ONNX name -> weft_tensor_t* known value (unref) */
+  GHashTable *sequences;    /* ONNX name -> cf_onnx_seq_t* (cf_onnx_seq_free) */
   /* Feeds for evaluating intermediate values (the graph inputs' test data). */
   GPtrArray *feed_names;    /* char* Weft tensor names */
   GPtrArray *feed_tensors;  /* weft_tensor_t* (borrowed from values) */
@@ -51,11 +52,32 @@ weft_tensor_t *cf_onnx_tensor(const Onnx__TensorProto *t, weft_status_t **status
 
 /* ---- helpers for mappers (onnx_runner.c) ---- */
 
+/* An ONNX sequence value, known element by element while the model is mapped: each element is a
+ * Weft output, so that the sequence ops (onnx/map_sequence.c) are list edits at mapping time and
+ * a Loop carrying one is unrolled. */
+typedef struct cf_onnx_seq {
+  weft_dtype_t dtype; /* of the elements (known for an empty sequence too) */
+  GArray *items;      /* weft_output_t */
+} cf_onnx_seq_t;
+
+/* A new empty sequence; the caller frees it with cf_onnx_seq_free or hands it to a bind. */
+cf_onnx_seq_t *cf_onnx_seq_new(weft_dtype_t dtype);
+/* A copy of s (the outputs are shared handles into the graph). */
+cf_onnx_seq_t *cf_onnx_seq_copy(const cf_onnx_seq_t *s);
+void cf_onnx_seq_free(cf_onnx_seq_t *s);
+/* The sequence bound to name, or NULL (unknown, or a tensor). Borrowed from the context. */
+const cf_onnx_seq_t *cf_onnx_seq_get(cf_onnx_ctx_t *x, const char *name);
+/* Binds name to seq (taken; freed when name is "") and drops a tensor bound to name. */
+void cf_onnx_seq_bind(cf_onnx_ctx_t *x, const char *name, cf_onnx_seq_t *seq);
+/* Whether name is bound to a tensor or a sequence. */
+bool cf_onnx_is_bound(cf_onnx_ctx_t *x, const char *name);
+
 /* The Weft output bound to an ONNX tensor name; {NULL,0} when unknown or name is "". */
 weft_output_t cf_onnx_get(cf_onnx_ctx_t *x, const char *name);
 /* Input i of the node, or {NULL,0} when absent (past the end or ""). */
 weft_output_t cf_onnx_in(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, size_t i);
 bool cf_onnx_has_in(const Onnx__NodeProto *node, size_t i);
+/* Binds name to out, dropping a sequence bound to name. */
 void cf_onnx_bind(cf_onnx_ctx_t *x, const char *name, weft_output_t out);
 /* The value of ONNX tensor `name` (evaluated if needed); NULL and *status set when it cannot be
  * computed. Borrowed from the context. */

@@ -184,6 +184,71 @@ static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status)
   return out;
 }
 
+/* The tensors of a SequenceProto file: elements of a type other than tensors (nested sequences,
+ * maps, optionals) are UNIMPLEMENTED. */
+static GPtrArray *read_sequence_file(const char *path, weft_status_t **status) {
+  char *bytes = NULL;
+  gsize len = 0;
+  GError *err = NULL;
+  *status = NULL;
+  if (!g_file_get_contents(path, &bytes, &len, &err)) {
+    *status = weft_status_new(WEFT_NOT_FOUND, "%s", err->message);
+    g_error_free(err);
+    return NULL;
+  }
+  Onnx__SequenceProto *sp = (Onnx__SequenceProto *)weft__pb_unpack(
+      &onnx__sequence_proto__descriptor, (const uint8_t *)bytes, len, path, status);
+  g_free(bytes);
+  if (*status) return NULL;
+  if (sp == NULL) {
+    *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX SequenceProto", path);
+    return NULL;
+  }
+  GPtrArray *out = NULL;
+  if (sp->elem_type > 1) {
+    *status = weft_status_new(WEFT_UNIMPLEMENTED, "%s: a sequence of elem_type %d (not tensors)",
+                              path, sp->elem_type);
+  } else {
+    out = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
+    for (size_t i = 0; i < sp->n_tensor_values && *status == NULL; i++) {
+      weft_tensor_t *t = cf_onnx_tensor(sp->tensor_values[i], status);
+      if (*status)
+        *status = weft_status_prefix(*status, "%s: element %zu", path, i);
+      else
+        g_ptr_array_add(out, t);
+    }
+  }
+  onnx__sequence_proto__free_unpacked(sp, NULL);
+  if (*status && out) {
+    g_ptr_array_free(out, TRUE);
+    out = NULL;
+  }
+  return out;
+}
+
+/* The value of a test data file: one tensor, or a sequence's elements. The caller frees the
+ * array (which unrefs the tensors). */
+static GPtrArray *read_value_file(const char *path, bool is_seq, weft_status_t **status) {
+  if (is_seq) return read_sequence_file(path, status);
+  weft_tensor_t *t = read_tensor_file(path, status);
+  if (t == NULL) return NULL;
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
+  g_ptr_array_add(out, t);
+  return out;
+}
+
+/* The element dtype of a sequence-typed graph input or output: its declared type, else its first
+ * element's, else float32 (ONNX's default for SequenceEmpty). */
+static weft_dtype_t seq_elem_dtype(const Onnx__ValueInfoProto *vi, const GPtrArray *vals) {
+  const Onnx__TypeProto *et = vi->type && vi->type->sequence_type
+                                  ? vi->type->sequence_type->elem_type
+                                  : NULL;
+  if (et && et->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && et->tensor_type->elem_type)
+    return cf_onnx_dtype(et->tensor_type->elem_type);
+  if (vals && vals->len) return weft_tensor_dtype(vals->pdata[0]);
+  return WEFT_DT_FLOAT;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Helpers for mappers */
 
@@ -222,7 +287,48 @@ weft_output_t cf_onnx_in(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, size_t i
 
 void cf_onnx_bind(cf_onnx_ctx_t *x, const char *name, weft_output_t out) {
   if (name == NULL || name[0] == '\0') return;
+  if (x->sequences) g_hash_table_remove(x->sequences, name);
   g_hash_table_insert(x->outputs, g_strdup(name), g_memdup2(&out, sizeof out));
+}
+
+cf_onnx_seq_t *cf_onnx_seq_new(weft_dtype_t dtype) {
+  cf_onnx_seq_t *s = g_new0(cf_onnx_seq_t, 1);
+  s->dtype = dtype;
+  s->items = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
+  return s;
+}
+
+cf_onnx_seq_t *cf_onnx_seq_copy(const cf_onnx_seq_t *s) {
+  cf_onnx_seq_t *c = cf_onnx_seq_new(s->dtype);
+  g_array_append_vals(c->items, s->items->data, s->items->len);
+  return c;
+}
+
+void cf_onnx_seq_free(cf_onnx_seq_t *s) {
+  if (s == NULL) return;
+  g_array_free(s->items, TRUE);
+  g_free(s);
+}
+
+const cf_onnx_seq_t *cf_onnx_seq_get(cf_onnx_ctx_t *x, const char *name) {
+  if (x->sequences == NULL || name == NULL || name[0] == '\0') return NULL;
+  return g_hash_table_lookup(x->sequences, name);
+}
+
+void cf_onnx_seq_bind(cf_onnx_ctx_t *x, const char *name, cf_onnx_seq_t *seq) {
+  if (name == NULL || name[0] == '\0') {
+    cf_onnx_seq_free(seq);
+    return;
+  }
+  if (x->sequences == NULL)
+    x->sequences = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                         (GDestroyNotify)cf_onnx_seq_free);
+  g_hash_table_remove(x->outputs, name);
+  g_hash_table_insert(x->sequences, g_strdup(name), seq);
+}
+
+bool cf_onnx_is_bound(cf_onnx_ctx_t *x, const char *name) {
+  return cf_onnx_get(x, name).node != NULL || cf_onnx_seq_get(x, name) != NULL;
 }
 
 static char *tensor_name(weft_output_t o) {
@@ -565,42 +671,57 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
   weft_session_t *session = NULL;
   weft_tensor_t **got = NULL;
   char **fetch_names = NULL;
-  size_t n_out = g->n_output;
+  GPtrArray *whats = NULL; /* char*: each fetch's description */
+  size_t n_out = 0;
+  GPtrArray *seq_tensors = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
   res->status = CF_FAILED;
 
-  /* Inputs: test data fed through Placeholders. */
+  /* Inputs: test data fed through Placeholders (one per element of a sequence). */
   size_t k = 0;
   for (size_t i = 0; i < g->n_input && st == NULL; i++) {
     const Onnx__ValueInfoProto *vi = g->input[i];
     if (is_initializer(g, vi->name)) continue;
-    if (vi->type && vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+    bool is_seq = vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    if (vi->type && vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && !is_seq) {
       st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' is a %s, not a tensor", vi->name,
-                           vi->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE
-                               ? "sequence"
-                               : vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
-                                     ? "optional"
-                                     : "non-tensor type");
+                           vi->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
+                               ? "optional"
+                               : "non-tensor type");
       break;
     }
     char *file = g_strdup_printf("%s/%s/test_data_set_0/input_%zu.pb", dir, name, k++);
-    weft_tensor_t *t = read_tensor_file(file, &st);
+    GPtrArray *vals = read_value_file(file, is_seq, &st);
     g_free(file);
     if (st) break;
-    if (*dtype_out == NULL) *dtype_out = g_strdup(weft_dtype_name(weft_tensor_dtype(t)));
-    char pname[64];
-    g_snprintf(pname, sizeof pname, "onnx_input_%zu", i);
-    weft_graph_push_device(x.graph, x.input_spec);
-    weft_output_t o = weft_placeholder(x.graph, pname, weft_tensor_dtype(t), weft_tensor_rank(t),
-                                       weft_tensor_dims(t), &st);
-    weft_graph_pop_device(x.graph);
-    if (st) {
-      weft_tensor_unref(t);
-      break;
+    cf_onnx_seq_t *seq = is_seq ? cf_onnx_seq_new(seq_elem_dtype(vi, vals)) : NULL;
+    for (guint e = 0; e < vals->len && st == NULL; e++) {
+      weft_tensor_t *t = vals->pdata[e];
+      if (*dtype_out == NULL) *dtype_out = g_strdup(weft_dtype_name(weft_tensor_dtype(t)));
+      char pname[64];
+      if (is_seq)
+        g_snprintf(pname, sizeof pname, "onnx_input_%zu_%u", i, e);
+      else
+        g_snprintf(pname, sizeof pname, "onnx_input_%zu", i);
+      weft_graph_push_device(x.graph, x.input_spec);
+      weft_output_t o = weft_placeholder(x.graph, pname, weft_tensor_dtype(t),
+                                         weft_tensor_rank(t), weft_tensor_dims(t), &st);
+      weft_graph_pop_device(x.graph);
+      if (st) break;
+      g_ptr_array_add(x.feed_names, g_strdup(pname));
+      g_ptr_array_add(x.feed_tensors, t);
+      if (is_seq) {
+        g_array_append_val(seq->items, o);
+        g_ptr_array_add(seq_tensors, weft_tensor_ref(t));
+      } else {
+        cf_onnx_bind(&x, vi->name, o);
+        g_hash_table_insert(x.values, g_strdup(vi->name), weft_tensor_ref(t));
+      }
     }
-    cf_onnx_bind(&x, vi->name, o);
-    g_hash_table_insert(x.values, g_strdup(vi->name), t);
-    g_ptr_array_add(x.feed_names, g_strdup(pname));
-    g_ptr_array_add(x.feed_tensors, t);
+    if (seq && st == NULL)
+      cf_onnx_seq_bind(&x, vi->name, seq);
+    else
+      cf_onnx_seq_free(seq);
+    g_ptr_array_free(vals, TRUE);
   }
   /* Initializers: Consts. */
   for (size_t i = 0; i < g->n_initializer && st == NULL; i++) {
@@ -624,7 +745,7 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
     else
       st = fn(&x, node);
     for (size_t o = 0; st == NULL && o < node->n_output; o++)
-      if (node->output[o][0] && cf_onnx_get(&x, node->output[o]).node == NULL)
+      if (node->output[o][0] && !cf_onnx_is_bound(&x, node->output[o]))
         st = weft_status_new(WEFT_UNIMPLEMENTED, "%s: output %zu ('%s') is not produced", where,
                              o, node->output[o]);
     g_free(where);
@@ -655,23 +776,37 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
     g_string_free(missing, TRUE);
   }
 
-  /* Expected outputs and fetches. */
-  fetch_names = g_new0(char *, n_out + 1);
-  got = g_new0(weft_tensor_t *, n_out + 1);
-  for (size_t i = 0; i < n_out && st == NULL; i++) {
+  /* Expected outputs and fetches: one per tensor output, one per element of a sequence. */
+  GPtrArray *fetches = g_ptr_array_new_with_free_func(g_free);
+  whats = g_ptr_array_new_with_free_func(g_free);
+  for (size_t i = 0; i < g->n_output && st == NULL; i++) {
+    const Onnx__ValueInfoProto *vo = g->output[i];
+    bool is_seq = vo->type && vo->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     char *file = g_strdup_printf("%s/%s/test_data_set_0/output_%zu.pb", dir, name, i);
-    weft_tensor_t *t = read_tensor_file(file, &st);
+    GPtrArray *vals = read_value_file(file, is_seq, &st);
     g_free(file);
     if (st) break;
-    g_ptr_array_add(expected, t);
-    weft_output_t o = cf_onnx_get(&x, g->output[i]->name);
-    if (o.node == NULL) {
-      st = weft_status_new(WEFT_UNIMPLEMENTED, "graph output '%s' is not produced",
-                           g->output[i]->name);
-      break;
+    const cf_onnx_seq_t *seq = cf_onnx_seq_get(&x, vo->name);
+    weft_output_t o = cf_onnx_get(&x, vo->name);
+    if (is_seq ? seq == NULL : o.node == NULL)
+      st = weft_status_new(WEFT_UNIMPLEMENTED, "graph output '%s' is not produced%s", vo->name,
+                           seq || o.node ? (is_seq ? " as a sequence" : " as a tensor") : "");
+    else if (is_seq && seq->items->len != vals->len)
+      st = weft_status_new(WEFT_INTERNAL, "output '%s': a sequence of %u tensors, expected %u",
+                           vo->name, seq->items->len, vals->len);
+    for (guint e = 0; e < vals->len && st == NULL; e++) {
+      g_ptr_array_add(expected, weft_tensor_ref(vals->pdata[e]));
+      weft_output_t fo = is_seq ? g_array_index(seq->items, weft_output_t, e) : o;
+      g_ptr_array_add(fetches, tensor_name(fo));
+      g_ptr_array_add(whats, is_seq ? g_strdup_printf("output '%s' element %u", vo->name, e)
+                                    : g_strdup_printf("output '%s'", vo->name));
     }
-    fetch_names[i] = tensor_name(o);
+    g_ptr_array_free(vals, TRUE);
   }
+  n_out = expected->len;
+  g_ptr_array_add(fetches, NULL);
+  fetch_names = (char **)g_ptr_array_free(fetches, FALSE);
+  got = g_new0(weft_tensor_t *, n_out + 1);
   if (st) goto done;
   weft_session_options_t *opts = weft_session_options_new();
   weft_session_options_set_allow_soft_placement(opts, false);
@@ -694,9 +829,7 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
   for (size_t i = 0; i < n_out; i++) {
     cf_array_t *want = cf_array_from_tensor(expected->pdata[i]);
     cf_array_t *have = cf_array_from_tensor(got[i]);
-    char what[160];
-    g_snprintf(what, sizeof what, "output '%s'", g->output[i]->name);
-    cf_compare_arrays(have, want, onnx_tol(want->dtype), &res->cmp, what);
+    cf_compare_arrays(have, want, onnx_tol(want->dtype), &res->cmp, whats->pdata[i]);
     cf_array_free(want);
     cf_array_free(have);
   }
@@ -717,6 +850,9 @@ done:
   if (fetch_names) g_strfreev(fetch_names);
   if (session) weft_session_free(session);
   g_ptr_array_free(expected, TRUE);
+  g_ptr_array_free(seq_tensors, TRUE);
+  if (whats) g_ptr_array_free(whats, TRUE);
+  if (x.sequences) g_hash_table_destroy(x.sequences);
   g_ptr_array_free(x.feed_names, TRUE);
   g_ptr_array_free(x.feed_tensors, TRUE);
   g_hash_table_destroy(x.values);

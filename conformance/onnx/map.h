@@ -32,6 +32,17 @@ extern const cf_onnx_row_t cf_onnx_rows_norm[];
 extern const cf_onnx_row_t cf_onnx_rows_conv_pool[];
 extern const cf_onnx_row_t cf_onnx_rows_loss[];
 extern const cf_onnx_row_t cf_onnx_rows_control_flow[];
+extern const cf_onnx_row_t cf_onnx_rows_sequence[];
+
+/* ---- subgraphs (map_control_flow.c, map_sequence.c) ---- */
+
+/* Maps a subgraph's initializers and nodes into the graph, reading and binding names in x. */
+weft_status_t *cf_onnx_map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g);
+/* A Loop node unrolled (for loop-carried sequences, or a body that needs its iteration's values
+ * as constants): body (its "body") is mapped once per iteration, as long as the trip count and
+ * each condition are constants; UNIMPLEMENTED past 4096 iterations. */
+weft_status_t *cf_onnx_loop_unrolled(cf_onnx_ctx_t *x, const Onnx__NodeProto *node,
+                                     const Onnx__GraphProto *body);
 
 /* ---- builders (builders.c) ---- */
 

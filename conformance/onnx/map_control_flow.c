@@ -14,8 +14,8 @@
 #include "graph/graph_internal.h"
 #include "map.h"
 
-/* Maps a subgraph's initializers and nodes into the outer graph in ONNX's (topological) order. */
-static weft_status_t *map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g) {
+/* In ONNX's (topological) order. */
+weft_status_t *cf_onnx_map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g) {
   weft_status_t *st = NULL;
   const char *outer = x->node_name;
   for (size_t i = 0; i < g->n_initializer && st == NULL; i++) {
@@ -33,7 +33,7 @@ static weft_status_t *map_subgraph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g) 
     x->node_name = where;
     st = fn ? fn(x, node) : cf_onnx_unsupported(x, "op is not mapped to Weft ops");
     for (size_t o = 0; st == NULL && o < node->n_output; o++)
-      if (cf_onnx_has_out(node, o) && cf_onnx_get(x, node->output[o]).node == NULL)
+      if (cf_onnx_has_out(node, o) && !cf_onnx_is_bound(x, node->output[o]))
         st = cf_onnx_unsupported(x, "output '%s' is not produced", node->output[o]);
     /* A mapper that needs a subgraph value as a constant (a Slice's starts from a Loop's
      * iteration number, a shape computed in an If branch) cannot have it: the value lives in a
@@ -70,19 +70,61 @@ static const Onnx__GraphProto *attr_graph(cf_onnx_ctx_t *x, const Onnx__NodeProt
 
 /* Maps branch g behind pivot (live only when the branch is taken); outs[k] gets an Identity of
  * its output k built behind the pivot too, so that an output read straight from the outer scope
- * is dead on the untaken side as well. */
+ * is dead on the untaken side as well; seqs[k] gets such Identities of a sequence output's
+ * elements. */
 static weft_status_t *map_branch(cf_onnx_ctx_t *x, const Onnx__GraphProto *g, weft_node_t *pivot,
-                                 weft_output_t *outs) {
+                                 weft_output_t *outs, cf_onnx_seq_t **seqs) {
   weft_graph_push_control_deps(x->graph, &pivot, 1);
-  weft_status_t *st = map_subgraph(x, g);
+  weft_status_t *st = cf_onnx_map_subgraph(x, g);
   for (size_t k = 0; k < g->n_output && st == NULL; k++) {
     weft_output_t o = cf_onnx_get(x, g->output[k]->name);
-    if (o.node == NULL)
+    const cf_onnx_seq_t *s = cf_onnx_seq_get(x, g->output[k]->name);
+    if (o.node == NULL && s == NULL)
       st = cf_onnx_unsupported(x, "branch output '%s' is not produced", g->output[k]->name);
-    else
+    else if (s) {
+      seqs[k] = cf_onnx_seq_new(s->dtype);
+      for (guint i = 0; i < s->items->len && st == NULL; i++) {
+        weft_output_t e = cf_onnx_unary(x, "Identity", g_array_index(s->items, weft_output_t, i),
+                                        &st);
+        g_array_append_val(seqs[k]->items, e);
+      }
+    } else
       outs[k] = cf_onnx_unary(x, "Identity", o, &st);
   }
   weft_graph_pop_control_deps(x->graph);
+  return st;
+}
+
+static weft_output_t merge2(cf_onnx_ctx_t *x, weft_output_t a, weft_output_t b,
+                            weft_status_t **st) {
+  if (*st) return CF_ONNX_NONE;
+  weft_op_builder_t *m = cf_onnx_op(x, "Merge");
+  weft_output_t in[2] = {a, b};
+  weft_op_add_input_list(m, in, 2);
+  return cf_onnx_finish(x, m, st);
+}
+
+/* If output k from the branches' sequences: elementwise Merges when they have one length, else
+ * the taken branch's (the condition is then needed as a constant). */
+static weft_status_t *merge_seqs(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, size_t k,
+                                 cf_onnx_seq_t *then_s, cf_onnx_seq_t *else_s) {
+  weft_status_t *st = NULL;
+  if (then_s == NULL || else_s == NULL)
+    return cf_onnx_unsupported(x, "output %zu is a sequence in one branch only", k);
+  if (then_s->items->len != else_s->items->len) {
+    double c = 0;
+    if (!cf_onnx_in_scalar(x, node, 0, &c, &st)) return st;
+    cf_onnx_seq_bind(x, node->output[k], cf_onnx_seq_copy(c != 0 ? then_s : else_s));
+    return NULL;
+  }
+  cf_onnx_seq_t *r = cf_onnx_seq_new(then_s->dtype);
+  for (guint i = 0; i < then_s->items->len && st == NULL; i++) {
+    weft_output_t e = merge2(x, g_array_index(then_s->items, weft_output_t, i),
+                             g_array_index(else_s->items, weft_output_t, i), &st);
+    g_array_append_val(r->items, e);
+  }
+  if (st == NULL && k < node->n_output) cf_onnx_seq_bind(x, node->output[k], r);
+  else cf_onnx_seq_free(r);
   return st;
 }
 
@@ -107,19 +149,24 @@ static weft_status_t *map_if(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   if (st) return st;
   weft_output_t *outs[2] = {g_new0(weft_output_t, node->n_output + 1),
                             g_new0(weft_output_t, node->n_output + 1)};
+  cf_onnx_seq_t **seqs[2] = {g_new0(cf_onnx_seq_t *, node->n_output + 1),
+                             g_new0(cf_onnx_seq_t *, node->n_output + 1)};
   /* Switch output 0 is live when cond is false (else), output 1 when true (then). */
   for (int side = 0; side < 2 && st == NULL; side++) {
     weft_output_t pivot = cf_onnx_unary(x, "Identity", weft_out(sw.node, side), &st);
-    if (st == NULL) st = map_branch(x, br[side], pivot.node, outs[side]);
+    if (st == NULL) st = map_branch(x, br[side], pivot.node, outs[side], seqs[side]);
   }
   for (size_t k = 0; k < node->n_output && st == NULL; k++) {
-    b = cf_onnx_op(x, "Merge");
-    weft_output_t in[2] = {outs[1][k], outs[0][k]};
-    weft_op_add_input_list(b, in, 2);
-    cf_onnx_bind_out(x, node, k, cf_onnx_finish(x, b, &st));
+    if (seqs[0][k] || seqs[1][k])
+      st = merge_seqs(x, node, k, seqs[1][k], seqs[0][k]);
+    else
+      cf_onnx_bind_out(x, node, k, merge2(x, outs[1][k], outs[0][k], &st));
   }
-  g_free(outs[0]);
-  g_free(outs[1]);
+  for (int side = 0; side < 2; side++) {
+    for (size_t k = 0; k < node->n_output; k++) cf_onnx_seq_free(seqs[side][k]);
+    g_free(seqs[side]);
+    g_free(outs[side]);
+  }
   return st;
 }
 
@@ -238,6 +285,9 @@ static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
                            "%s: the body has %zu inputs and %zu outputs for %zu loop-carried "
                            "values and %zu node outputs",
                            x->node_name, body->n_input, body->n_output, n_in, node->n_output);
+  for (size_t k = 0; k < n_in; k++)
+    if (cf_onnx_has_in(node, k + 2) && cf_onnx_seq_get(x, node->input[k + 2]))
+      return cf_onnx_loop_unrolled(x, node, body);
   size_t n_scan = body->n_output - 1 - n_in;
   char frame[64];
   g_snprintf(frame, sizeof frame, "onnx_loop_%d", x->counter++);
@@ -269,7 +319,7 @@ static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
     enter_outer(x, body, frame, saved, &st);
     weft_graph_push_control_deps(x->graph, &c[0].body.node, 1);
     for (size_t k = 0; k < n_c; k++) cf_onnx_bind(x, body->input[k]->name, c[k].body);
-    if (st == NULL) st = map_subgraph(x, body);
+    if (st == NULL) st = cf_onnx_map_subgraph(x, body);
     weft_output_t *outs = g_new0(weft_output_t, body->n_output + 1);
     for (size_t k = 0; k < body->n_output && st == NULL; k++) {
       outs[k] = cf_onnx_get(x, body->output[k]->name);
@@ -340,6 +390,19 @@ static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   g_free(sdt);
   g_free(flows);
   g_free(c);
+  /* A body that needs its iteration's values as constants (a Slice's starts from the iteration
+   * number) or holds a nested subgraph can still be unrolled when the trip count is known: the
+   * frame built so far is left unconnected to anything the test fetches. */
+  if (st && weft_status_code(st) == WEFT_UNIMPLEMENTED && cf_onnx_has_in(node, 0) &&
+      (strstr(weft_status_message(st), "needs a value of the subgraph as a constant") ||
+       strstr(weft_status_message(st), "with nested subgraphs"))) {
+    weft_status_t *unrolled = cf_onnx_loop_unrolled(x, node, body);
+    if (unrolled == NULL || weft_status_code(unrolled) != WEFT_UNIMPLEMENTED) {
+      weft_status_free(st);
+      return unrolled;
+    }
+    weft_status_free(unrolled);
+  }
   return st;
 }
 

@@ -20,7 +20,7 @@ static const name_pair_t unary_ops[] = {
     {"Atan", "Atan"},         {"Sinh", "Sinh"},         {"Cosh", "Cosh"},
     {"Asinh", "Asinh"},       {"Acosh", "Acosh"},       {"Atanh", "Atanh"},
     {"Softsign", "Softsign"}, {"Softplus", "Softplus"}, {"Round", "Round"},
-    {"IsNaN", "IsNan"},       {"Not", "LogicalNot"},    {"Identity", "Identity"},
+    {"IsNaN", "IsNan"},       {"Not", "LogicalNot"},
 };
 
 static const name_pair_t binary_ops[] = {
@@ -183,7 +183,6 @@ const cf_onnx_row_t cf_onnx_rows_elementwise[] = {
     {"Round", 1, map_unary},
     {"IsNaN", 1, map_unary},
     {"Not", 1, map_unary},
-    {"Identity", 1, map_unary},
     {"Add", 1, map_binary},
     {"Sub", 1, map_binary},
     {"Mul", 1, map_binary},

@@ -10,7 +10,7 @@ static const cf_onnx_row_t *const families[] = {
     cf_onnx_rows_elementwise, cf_onnx_rows_nn,        cf_onnx_rows_math,
     cf_onnx_rows_reduce,      cf_onnx_rows_shape,     cf_onnx_rows_array,
     cf_onnx_rows_norm,        cf_onnx_rows_conv_pool, cf_onnx_rows_loss,
-    cf_onnx_rows_control_flow,
+    cf_onnx_rows_control_flow, cf_onnx_rows_sequence,
 };
 
 cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type, int64_t opset) {
