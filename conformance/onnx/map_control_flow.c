@@ -406,8 +406,322 @@ static weft_status_t *map_loop(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
   return st;
 }
 
+/* ---- Scan ----
+ * A Scan is the Loop it is defined by: the scan inputs, moved so that their scan axis is first
+ * (and reversed for direction 1), are read one slice per iteration with a Gather on the
+ * iteration number inside the body; the trip count is the scan axis' length; the scan outputs are
+ * the Loop's stacked outputs, reversed and moved to their axes. The Loop node and its body are
+ * built as ONNX protos here, borrowing the Scan body's nodes, and mapped by map_loop. */
+
+typedef struct scan_spec {
+  const Onnx__GraphProto *body;
+  size_t n_state, n_scan_in, n_scan_out;
+  const weft_output_t *states, *scans;
+  const int64_t *in_axes, *in_dirs, *out_axes, *out_dirs; /* NULL: all 0 */
+} scan_spec_t;
+
+static int64_t spec_at(const int64_t *v, size_t i) {
+  return v ? v[i] : 0;
+}
+
+/* Moves axis `axis` of v (rank dims known) to `to`. */
+static weft_output_t move_axis(cf_onnx_ctx_t *x, weft_output_t v, int64_t axis, int64_t to,
+                               int rank, weft_status_t **st) {
+  if (*st || axis == to) return v;
+  int64_t perm[WEFT_MAX_RANK];
+  for (int d = 0, k = 0; d < rank; d++) {
+    if (d == to) perm[d] = axis;
+    else {
+      if (k == axis) k++;
+      perm[d] = k++;
+    }
+  }
+  return cf_onnx_transpose(x, v, perm, rank, st);
+}
+
+static weft_output_t reverse_first(cf_onnx_ctx_t *x, weft_output_t v, weft_status_t **st) {
+  int64_t zero = 0;
+  return cf_onnx_binary(x, "ReverseV2", v, cf_onnx_const_ints(x, WEFT_DT_INT32, &zero, 1, false,
+                                                              st), st);
+}
+
+/* Builds the Scan of spec as a Loop; outs gets the n_state final states, then the scan outputs. */
+static weft_status_t *scan_as_loop(cf_onnx_ctx_t *x, const scan_spec_t *sp, weft_output_t *outs) {
+  weft_status_t *st = NULL;
+  const Onnx__GraphProto *body = sp->body;
+  size_t ns = sp->n_state, mi = sp->n_scan_in, ko = sp->n_scan_out;
+  if (body->n_input != ns + mi || body->n_output != ns + ko)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "%s: the body has %zu inputs and %zu outputs for %zu state variables, "
+                           "%zu scan inputs and %zu scan outputs",
+                           x->node_name, body->n_input, body->n_output, ns, mi, ko);
+  if (mi == 0) return cf_onnx_unsupported(x, "a Scan without scan inputs");
+  int id = x->counter++;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free); /* every name made here */
+#define SCAN_NAME(...) ((char *)(g_ptr_array_add(names, g_strdup_printf(__VA_ARGS__)), \
+                                 names->pdata[names->len - 1]))
+  int64_t trip = -1;
+  char **loop_in = g_new0(char *, ns + 2);
+  Onnx__NodeProto **nodes = g_new0(Onnx__NodeProto *, body->n_node + mi + 1);
+  Onnx__NodeProto *gathers = g_new0(Onnx__NodeProto, mi + 1);
+  char **gather_in = g_new0(char *, 2 * mi + 2);
+  for (size_t j = 0; j < mi && st == NULL; j++) {
+    int64_t dims[WEFT_MAX_RANK];
+    int rank;
+    if ((st = cf_onnx_need_shape(x, sp->scans[j], &rank, dims))) break;
+    int64_t axis = spec_at(sp->in_axes, j);
+    if (rank == 0) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: scan input %zu is a scalar", x->node_name,
+                           j);
+      break;
+    }
+    if (!cf_onnx_norm_axes(x, &axis, 1, rank, &st)) break;
+    if (trip >= 0 && dims[axis] != trip) {
+      st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "%s: scan input %zu has %" G_GINT64_FORMAT " slices, input 0 has %"
+                           G_GINT64_FORMAT, x->node_name, j, dims[axis], trip);
+      break;
+    }
+    trip = dims[axis];
+    weft_output_t v = move_axis(x, sp->scans[j], axis, 0, rank, &st);
+    if (spec_at(sp->in_dirs, j) != 0) v = reverse_first(x, v, &st);
+    char *vname = SCAN_NAME("weft_scan_%d/input_%zu", id, j);
+    cf_onnx_bind(x, vname, v);
+    /* body input N + j = Gather(v, iteration number) */
+    Onnx__NodeProto init = ONNX__NODE_PROTO__INIT;
+    gathers[j] = init;
+    gather_in[2 * j] = vname;
+    gather_in[2 * j + 1] = SCAN_NAME("weft_scan_%d/iter", id);
+    gathers[j].n_input = 2;
+    gathers[j].input = &gather_in[2 * j];
+    gathers[j].n_output = 1;
+    gathers[j].output = &body->input[ns + j]->name;
+    gathers[j].op_type = "Gather";
+    nodes[j] = &gathers[j];
+  }
+  if (st == NULL && trip == 0) st = cf_onnx_unsupported(x, "a Scan of 0 iterations");
+  if (st == NULL) {
+    loop_in[0] = SCAN_NAME("weft_scan_%d/trip_count", id);
+    cf_onnx_bind(x, loop_in[0], cf_onnx_const_scalar(x, WEFT_DT_INT64, (double)trip, &st));
+    loop_in[1] = "";
+    for (size_t k = 0; k < ns; k++) {
+      loop_in[k + 2] = SCAN_NAME("weft_scan_%d/state_%zu", id, k);
+      cf_onnx_bind(x, loop_in[k + 2], sp->states[k]);
+    }
+  }
+  for (size_t i = 0; i < body->n_node; i++) nodes[mi + i] = body->node[i];
+  /* The loop body: inputs (iteration, condition, states...), outputs (condition, states...,
+   * scan outputs...). The condition passes through an Identity. */
+  Onnx__NodeProto cond_node = ONNX__NODE_PROTO__INIT;
+  char *cond_in = SCAN_NAME("weft_scan_%d/cond", id), *cond_out =
+      SCAN_NAME("weft_scan_%d/cond_out", id);
+  cond_node.n_input = 1;
+  cond_node.input = &cond_in;
+  cond_node.n_output = 1;
+  cond_node.output = &cond_out;
+  cond_node.op_type = "Identity";
+  nodes[mi + body->n_node] = &cond_node;
+  Onnx__ValueInfoProto *vis = g_new0(Onnx__ValueInfoProto, 3);
+  Onnx__ValueInfoProto vinit = ONNX__VALUE_INFO_PROTO__INIT;
+  vis[0] = vis[1] = vis[2] = vinit;
+  vis[0].name = SCAN_NAME("weft_scan_%d/iter", id);
+  vis[1].name = cond_in;
+  vis[2].name = cond_out;
+  Onnx__ValueInfoProto **lb_in = g_new0(Onnx__ValueInfoProto *, ns + 3);
+  Onnx__ValueInfoProto **lb_out = g_new0(Onnx__ValueInfoProto *, ns + ko + 2);
+  lb_in[0] = &vis[0];
+  lb_in[1] = &vis[1];
+  for (size_t k = 0; k < ns; k++) lb_in[k + 2] = body->input[k];
+  lb_out[0] = &vis[2];
+  for (size_t k = 0; k < ns + ko; k++) lb_out[k + 1] = body->output[k];
+  Onnx__GraphProto lbody = ONNX__GRAPH_PROTO__INIT;
+  lbody.n_node = body->n_node + mi + 1;
+  lbody.node = nodes;
+  lbody.n_initializer = body->n_initializer;
+  lbody.initializer = body->initializer;
+  lbody.n_input = ns + 2;
+  lbody.input = lb_in;
+  lbody.n_output = ns + ko + 1;
+  lbody.output = lb_out;
+  Onnx__AttributeProto battr = ONNX__ATTRIBUTE_PROTO__INIT;
+  battr.name = "body";
+  battr.g = &lbody;
+  Onnx__AttributeProto *battrs[1] = {&battr};
+  char **loop_out = g_new0(char *, ns + ko + 1);
+  for (size_t k = 0; k < ns + ko; k++) loop_out[k] = SCAN_NAME("weft_scan_%d/out_%zu", id, k);
+  Onnx__NodeProto loop = ONNX__NODE_PROTO__INIT;
+  loop.n_input = ns + 2;
+  loop.input = loop_in;
+  loop.n_output = ns + ko;
+  loop.output = loop_out;
+  loop.op_type = "Loop";
+  loop.n_attribute = 1;
+  loop.attribute = battrs;
+  if (st == NULL) st = map_loop(x, &loop);
+  for (size_t k = 0; k < ns + ko && st == NULL; k++) {
+    weft_output_t v = cf_onnx_get(x, loop_out[k]);
+    if (k >= ns) {
+      int64_t dims[WEFT_MAX_RANK];
+      int rank = cf_onnx_shape(v, dims);
+      /* The gathered TensorArray's shape may be unknown; the body's output (still bound by its
+       * name) has the rank of one slice. */
+      int inner = cf_onnx_shape(cf_onnx_get(x, body->output[k]->name), dims);
+      if (rank < 0 && inner >= 0) rank = inner + 1;
+      int64_t axis = spec_at(sp->out_axes, k - ns);
+      if (spec_at(sp->out_dirs, k - ns) != 0) v = reverse_first(x, v, &st);
+      if (axis != 0 && rank < 0) {
+        st = cf_onnx_unsupported(x, "scan output %zu's rank is unknown", k - ns);
+        break;
+      }
+      if (axis != 0 && cf_onnx_norm_axes(x, &axis, 1, rank, &st))
+        v = move_axis(x, v, 0, axis, rank, &st);
+    }
+    outs[k] = v;
+  }
+#undef SCAN_NAME
+  g_free(loop_out);
+  g_free(lb_in);
+  g_free(lb_out);
+  g_free(vis);
+  g_free(gather_in);
+  g_free(gathers);
+  g_free(nodes);
+  g_free(loop_in);
+  g_ptr_array_free(names, TRUE);
+  return st;
+}
+
+/* An ints attribute of n values (NULL when absent); INVALID_ARGUMENT when it has another count. */
+static const int64_t *scan_ints(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, const char *name,
+                                size_t n, weft_status_t **st) {
+  size_t got = 0;
+  const int64_t *v = cf_onnx_attr_ints(node, name, &got);
+  if (*st == NULL && v && got != n)
+    *st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: attribute %s has %zu values for %zu",
+                          x->node_name, name, got, n);
+  return v;
+}
+
+/* Scan 9+: inputs are the state variables then the scan inputs, no batch axis. */
+static weft_status_t *map_scan_v9(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  scan_spec_t sp = {0};
+  sp.body = attr_graph(x, node, "body", &st);
+  if (st) return st;
+  int64_t m = cf_onnx_attr_int(node, "num_scan_inputs", -1);
+  if (m < 1 || (size_t)m > node->n_input)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: num_scan_inputs is %" G_GINT64_FORMAT
+                           " for %zu inputs", x->node_name, m, node->n_input);
+  sp.n_scan_in = (size_t)m;
+  sp.n_state = node->n_input - sp.n_scan_in;
+  if (node->n_output < sp.n_state)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: %zu outputs for %zu state variables",
+                           x->node_name, node->n_output, sp.n_state);
+  sp.n_scan_out = node->n_output - sp.n_state;
+  sp.in_axes = scan_ints(x, node, "scan_input_axes", sp.n_scan_in, &st);
+  sp.in_dirs = scan_ints(x, node, "scan_input_directions", sp.n_scan_in, &st);
+  sp.out_axes = scan_ints(x, node, "scan_output_axes", sp.n_scan_out, &st);
+  sp.out_dirs = scan_ints(x, node, "scan_output_directions", sp.n_scan_out, &st);
+  if (st) return st;
+  weft_output_t *ins = g_new0(weft_output_t, node->n_input + 1);
+  for (size_t i = 0; i < node->n_input && st == NULL; i++) {
+    ins[i] = cf_onnx_in(x, node, i);
+    if (ins[i].node == NULL) st = cf_onnx_unsupported(x, "input %zu is missing", i);
+  }
+  sp.states = ins;
+  sp.scans = ins + sp.n_state;
+  weft_output_t *outs = g_new0(weft_output_t, node->n_output + 1);
+  if (st == NULL) st = scan_as_loop(x, &sp, outs);
+  for (size_t k = 0; k < node->n_output && st == NULL; k++) cf_onnx_bind_out(x, node, k, outs[k]);
+  g_free(outs);
+  g_free(ins);
+  return st;
+}
+
+/* Scan 8: input 0 is the optional sequence_lens, and every input has a batch axis first (the scan
+ * axis is 1): one Scan per batch entry, on its slices, and the results stacked again. */
+static weft_status_t *map_scan_v8(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  weft_status_t *st = NULL;
+  scan_spec_t sp = {0};
+  sp.body = attr_graph(x, node, "body", &st);
+  if (st) return st;
+  int64_t m = cf_onnx_attr_int(node, "num_scan_inputs", -1);
+  if (node->n_input < 1 || m < 1 || (size_t)m > node->n_input - 1)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: num_scan_inputs is %" G_GINT64_FORMAT
+                           " for %zu inputs", x->node_name, m, node->n_input);
+  sp.n_scan_in = (size_t)m;
+  sp.n_state = node->n_input - 1 - sp.n_scan_in;
+  if (node->n_output < sp.n_state)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: %zu outputs for %zu state variables",
+                           x->node_name, node->n_output, sp.n_state);
+  sp.n_scan_out = node->n_output - sp.n_state;
+  sp.in_dirs = scan_ints(x, node, "directions", sp.n_scan_in, &st);
+  if (st) return st;
+  size_t n = node->n_input - 1;
+  weft_output_t *ins = g_new0(weft_output_t, n + 1);
+  int64_t batch = -1, steps = -1;
+  for (size_t i = 0; i < n && st == NULL; i++) {
+    ins[i] = cf_onnx_in(x, node, i + 1);
+    int64_t dims[WEFT_MAX_RANK];
+    int rank;
+    if (ins[i].node == NULL) st = cf_onnx_unsupported(x, "input %zu is missing", i + 1);
+    else if ((st = cf_onnx_need_shape(x, ins[i], &rank, dims))) break;
+    else if (rank < (i < sp.n_state ? 1 : 2) || (batch >= 0 && dims[0] != batch))
+      st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: input %zu has no batch axis of %"
+                           G_GINT64_FORMAT, x->node_name, i + 1, batch);
+    else {
+      batch = dims[0];
+      if (i >= sp.n_state) steps = dims[1];
+    }
+  }
+  if (st == NULL && cf_onnx_has_in(node, 0)) {
+    /* sequence_lens shorter than the scan axis would need per-entry trip counts. */
+    int64_t *lens = NULL;
+    int nl = 0;
+    if (cf_onnx_in_ints(x, node, 0, &lens, &nl, &st))
+      for (int b = 0; b < nl && st == NULL; b++)
+        if (lens[b] != steps)
+          st = cf_onnx_unsupported(x, "sequence_lens %" G_GINT64_FORMAT " shorter than the %"
+                                   G_GINT64_FORMAT " steps", lens[b], steps);
+    g_free(lens);
+  }
+  if (st == NULL && batch < 1) st = cf_onnx_unsupported(x, "a batch of %" G_GINT64_FORMAT, batch);
+  size_t n_out = node->n_output;
+  weft_output_t *slices = g_new0(weft_output_t, n + 1);
+  weft_output_t *outs = g_new0(weft_output_t, n_out + 1);
+  weft_output_t *stacked = g_new0(weft_output_t, (n_out + 1) * (size_t)MAX(batch, 1));
+  sp.states = slices;
+  sp.scans = slices + sp.n_state;
+  for (int64_t b = 0; b < batch && st == NULL; b++) {
+    weft_output_t idx = cf_onnx_const_scalar(x, WEFT_DT_INT64, (double)b, &st);
+    weft_output_t axis0 = cf_onnx_const_scalar(x, WEFT_DT_INT32, 0, &st);
+    for (size_t i = 0; i < n && st == NULL; i++) {
+      weft_op_builder_t *g = cf_onnx_op(x, "GatherV2");
+      weft_op_add_input(g, ins[i]);
+      weft_op_add_input(g, idx);
+      weft_op_add_input(g, axis0);
+      slices[i] = cf_onnx_finish(x, g, &st);
+    }
+    if (st == NULL) st = scan_as_loop(x, &sp, outs);
+    for (size_t k = 0; k < n_out; k++) stacked[k * (size_t)batch + (size_t)b] = outs[k];
+  }
+  for (size_t k = 0; k < n_out && st == NULL; k++) {
+    weft_op_builder_t *b = cf_onnx_op(x, "Pack");
+    weft_op_add_input_list(b, &stacked[k * (size_t)batch], (int)batch);
+    weft_op_set_attr_int(b, "axis", 0);
+    cf_onnx_bind_out(x, node, k, cf_onnx_finish(x, b, &st));
+  }
+  g_free(stacked);
+  g_free(outs);
+  g_free(slices);
+  g_free(ins);
+  return st;
+}
+
 const cf_onnx_row_t cf_onnx_rows_control_flow[] = {
     {"If", 1, map_if},
     {"Loop", 1, map_loop},
+    {"Scan", 1, map_scan_v8},
+    {"Scan", 9, map_scan_v9},
     {NULL, 0, NULL},
 };
