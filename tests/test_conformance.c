@@ -714,6 +714,252 @@ static void test_onnx_bad_if(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * ONNX sequences and Scan, in models written by hand */
+
+/* A TensorProto of float32 values (rank 1, or rank 2 of rows x n/rows when rows > 0). */
+static GByteArray *pb_floats(const char *name, const float *v, int n, int rows) {
+  GByteArray *t = g_byte_array_new();
+  if (rows > 0) pb_int(t, 1, rows);
+  pb_int(t, 1, rows > 0 ? n / rows : n);
+  pb_int(t, 2, 1); /* FLOAT */
+  if (name) pb_str(t, 8, name);
+  pb_bytes(t, 9, v, (size_t)n * sizeof(float));
+  return t;
+}
+
+/* A scalar int64 TensorProto. */
+static GByteArray *pb_int64(const char *name, int64_t v) {
+  GByteArray *t = g_byte_array_new();
+  pb_int(t, 2, 7); /* INT64 */
+  if (name) pb_str(t, 8, name);
+  pb_bytes(t, 9, &v, sizeof v);
+  return t;
+}
+
+/* A ValueInfoProto: a tensor of elem_type, or (seq) a sequence of such tensors. */
+static GByteArray *pb_value_info(const char *name, int elem_type, bool seq) {
+  GByteArray *tensor = g_byte_array_new(), *type = g_byte_array_new(), *vi = g_byte_array_new();
+  pb_int(tensor, 1, elem_type);
+  pb_msg(type, 1, tensor);
+  if (seq) {
+    GByteArray *sequence = g_byte_array_new(), *outer = g_byte_array_new();
+    pb_msg(sequence, 1, type);
+    pb_msg(outer, 4, sequence);
+    type = outer;
+  }
+  pb_str(vi, 1, name);
+  pb_msg(vi, 2, type);
+  return vi;
+}
+
+/* A NodeProto of op over the comma-separated inputs and outputs ("" items allowed). */
+static GByteArray *pb_node(const char *op, const char *inputs, const char *outputs) {
+  GByteArray *n = g_byte_array_new();
+  char **in = g_strsplit(inputs, ",", -1), **out = g_strsplit(outputs, ",", -1);
+  for (char **i = in; *i; i++) pb_str(n, 1, *i);
+  for (char **o = out; *o; o++) pb_str(n, 2, *o);
+  pb_str(n, 4, op);
+  g_strfreev(in);
+  g_strfreev(out);
+  return n;
+}
+
+static void pb_attr_int(GByteArray *node, const char *name, int64_t v) {
+  GByteArray *a = g_byte_array_new();
+  pb_str(a, 1, name);
+  pb_int(a, 3, v);
+  pb_int(a, 20, 2); /* INT */
+  pb_msg(node, 5, a);
+}
+
+static void pb_attr_ints(GByteArray *node, const char *name, int64_t v) {
+  GByteArray *a = g_byte_array_new();
+  pb_str(a, 1, name);
+  pb_int(a, 8, v);
+  pb_int(a, 20, 7); /* INTS */
+  pb_msg(node, 5, a);
+}
+
+/* Writes test folder dir/test: model.onnx of graph at opset, and the data files (NULL ends each
+ * list; a file's bytes are a TensorProto or a SequenceProto). Frees what it is given. */
+static void write_test(const char *dir, const char *test, GByteArray *graph, int opset,
+                       GByteArray **inputs, GByteArray **outputs) {
+  GByteArray *op = g_byte_array_new(), *model = g_byte_array_new();
+  pb_int(op, 2, opset);
+  pb_int(model, 1, 8);
+  pb_msg(model, 7, graph);
+  pb_msg(model, 8, op);
+  char *data = g_build_filename(dir, test, "test_data_set_0", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(data, 0755), ==, 0);
+  char *file = g_build_filename(dir, test, "model.onnx", NULL);
+  g_assert_true(g_file_set_contents(file, (const char *)model->data, model->len, NULL));
+  g_free(file);
+  g_byte_array_free(model, TRUE);
+  for (int kind = 0; kind < 2; kind++) {
+    GByteArray **list = kind ? outputs : inputs;
+    for (int i = 0; list[i]; i++) {
+      char *base = g_strdup_printf("%s_%d.pb", kind ? "output" : "input", i);
+      file = g_build_filename(data, base, NULL);
+      g_assert_true(g_file_set_contents(file, (const char *)list[i]->data, list[i]->len, NULL));
+      g_byte_array_free(list[i], TRUE);
+      g_free(file);
+      g_free(base);
+    }
+  }
+  g_free(data);
+}
+
+/* A SequenceProto of the given TensorProtos (NULL-ended, freed) with elem_type. */
+static GByteArray *pb_sequence(int elem_type, GByteArray **tensors) {
+  GByteArray *s = g_byte_array_new();
+  pb_int(s, 2, elem_type);
+  for (int i = 0; tensors[i]; i++) pb_msg(s, 3, tensors[i]);
+  return s;
+}
+
+static void remove_tree(const char *path) {
+  GDir *d = g_dir_open(path, 0, NULL);
+  if (d) {
+    const char *e;
+    while ((e = g_dir_read_name(d)) != NULL) {
+      char *child = g_build_filename(path, e, NULL);
+      remove_tree(child);
+      g_free(child);
+    }
+    g_dir_close(d);
+    g_rmdir(path);
+  } else {
+    g_unlink(path);
+  }
+}
+
+/* The graph every sequence test starts from: input s, a sequence of float tensors. */
+static GByteArray *seq_graph(void) {
+  GByteArray *g = g_byte_array_new();
+  pb_msg(g, 11, pb_value_info("s", 1, true));
+  return g;
+}
+
+/* s = [[1, 2], [3, 4, 5]] */
+static GByteArray *seq_input(void) {
+  static const float a[] = {1, 2}, b[] = {3, 4, 5};
+  GByteArray *t[] = {pb_floats(NULL, a, 2, 0), pb_floats(NULL, b, 3, 0), NULL};
+  return pb_sequence(1, t);
+}
+
+/* Sequence values are read from and compared with SequenceProto files, the sequence ops edit
+ * them, and Scan's axes and directions are honoured; bad positions, lengths and attributes are
+ * failures naming what is wrong, and nested sequences are unsupported. Expected values are
+ * worked out by hand in the comments. */
+static void test_onnx_sequences(void) {
+  char *json = temp_path("onnx.json");
+  char *dir = g_path_get_dirname(json);
+  static const float six[] = {6}, y[] = {3, 4, 5, 6};
+  /* s2 = insert [6] at the back; s3 = erase position 0: [[3, 4, 5], [6]]; y = concat(s3) =
+   * [3, 4, 5, 6]; n = length(s3) = 2; s3 is an output too. */
+  GByteArray *g = seq_graph();
+  pb_msg(g, 1, pb_node("SequenceInsert", "s,t", "s2"));
+  pb_msg(g, 1, pb_node("SequenceErase", "s2,zero", "s3"));
+  GByteArray *concat = pb_node("ConcatFromSequence", "s3", "y");
+  pb_attr_int(concat, "axis", 0);
+  pb_msg(g, 1, concat);
+  pb_msg(g, 1, pb_node("SequenceLength", "s3", "n"));
+  pb_msg(g, 5, pb_floats("t", six, 1, 0));
+  pb_msg(g, 5, pb_int64("zero", 0));
+  pb_msg(g, 12, pb_value_info("y", 1, false));
+  pb_msg(g, 12, pb_value_info("n", 7, false));
+  pb_msg(g, 12, pb_value_info("s3", 1, true));
+  GByteArray *s3[] = {pb_floats(NULL, y, 3, 0), pb_floats(NULL, six, 1, 0), NULL};
+  GByteArray *in1[] = {seq_input(), NULL};
+  GByteArray *out1[] = {pb_floats(NULL, y, 4, 0), pb_int64(NULL, 2), pb_sequence(1, s3), NULL};
+  write_test(dir, "test_seq_edit", g, 11, in1, out1);
+
+  g = seq_graph();
+  pb_msg(g, 1, pb_node("SequenceAt", "s,five", "y"));
+  pb_msg(g, 5, pb_int64("five", 5));
+  pb_msg(g, 12, pb_value_info("y", 1, false));
+  GByteArray *in2[] = {seq_input(), NULL}, *out2[] = {pb_floats(NULL, six, 1, 0), NULL};
+  write_test(dir, "test_seq_at_out_of_range", g, 11, in2, out2);
+
+  g = seq_graph();
+  pb_msg(g, 1, pb_node("SequenceInsert", "s,t", "y"));
+  pb_msg(g, 5, pb_floats("t", six, 1, 0));
+  pb_msg(g, 12, pb_value_info("y", 1, true));
+  GByteArray *in3[] = {seq_input(), NULL}, *out3[] = {seq_input(), NULL};
+  write_test(dir, "test_seq_output_too_short", g, 11, in3, out3);
+
+  g = seq_graph();
+  pb_msg(g, 1, pb_node("SequenceLength", "s", "n"));
+  pb_msg(g, 12, pb_value_info("n", 7, false));
+  GByteArray *none[] = {NULL};
+  GByteArray *in4[] = {pb_sequence(3, none), NULL}, *out4[] = {pb_int64(NULL, 0), NULL};
+  write_test(dir, "test_seq_nested", g, 11, in4, out4);
+
+  /* Scan over x = [[1, 2, 3], [4, 5, 6]] along axis 1, backwards: slices [3, 6], [2, 5], [1, 4];
+   * the running sums [3, 6], [5, 11], [6, 15] are the final state [6, 15], and stacked
+   * backwards along axis 1 the scan output [[6, 5, 3], [15, 11, 6]]. */
+  static const float x[] = {1, 2, 3, 4, 5, 6}, zeros[] = {0, 0}, state[] = {6, 15};
+  static const float z[] = {6, 5, 3, 15, 11, 6};
+  GByteArray *body = g_byte_array_new();
+  pb_msg(body, 1, pb_node("Add", "sum_in,next", "sum_out"));
+  pb_msg(body, 1, pb_node("Identity", "sum_out", "scan_out"));
+  pb_msg(body, 11, pb_value_info("sum_in", 1, false));
+  pb_msg(body, 11, pb_value_info("next", 1, false));
+  pb_msg(body, 12, pb_value_info("sum_out", 1, false));
+  pb_msg(body, 12, pb_value_info("scan_out", 1, false));
+  for (int bad = 0; bad < 2; bad++) {
+    GByteArray *scan = pb_node("Scan", "init,x", "final,z");
+    GByteArray *attr = g_byte_array_new();
+    pb_str(attr, 1, "body");
+    pb_bytes(attr, 6, body->data, body->len);
+    pb_int(attr, 20, 5); /* GRAPH */
+    pb_msg(scan, 5, attr);
+    pb_attr_int(scan, "num_scan_inputs", bad ? 3 : 1);
+    pb_attr_ints(scan, "scan_input_axes", 1);
+    pb_attr_ints(scan, "scan_input_directions", 1);
+    pb_attr_ints(scan, "scan_output_axes", 1);
+    pb_attr_ints(scan, "scan_output_directions", 1);
+    g = g_byte_array_new();
+    pb_msg(g, 1, scan);
+    pb_msg(g, 11, pb_value_info("init", 1, false));
+    pb_msg(g, 11, pb_value_info("x", 1, false));
+    pb_msg(g, 12, pb_value_info("final", 1, false));
+    pb_msg(g, 12, pb_value_info("z", 1, false));
+    GByteArray *in5[] = {pb_floats(NULL, zeros, 2, 0), pb_floats(NULL, x, 6, 2), NULL};
+    GByteArray *out5[] = {pb_floats(NULL, state, 2, 0), pb_floats(NULL, z, 6, 2), NULL};
+    write_test(dir, bad ? "test_scan_bad_count" : "test_scan_reverse_axis1", g, 11, in5, out5);
+  }
+  g_byte_array_free(body, TRUE);
+
+  const char *args[] = {"--device", "CPU:0", "--onnx", dir, "--json", json, NULL};
+  g_assert_cmpint(run(args, NULL), ==, 1);
+  JsonParser *parser;
+  JsonObject *report = load_report(json, &parser);
+  static const struct {
+    const char *test, *status, *message;
+  } want[] = {
+      {"test_seq_edit", "passed", ""},
+      {"test_scan_reverse_axis1", "passed", ""},
+      {"test_seq_at_out_of_range", "failed",
+       "ONNX SequenceAt: position 5 is out of range for a sequence of 2 (a scalar in [-2, 1])"},
+      {"test_seq_output_too_short", "failed", "output 'y': a sequence of 3 tensors, expected 2"},
+      {"test_scan_bad_count", "failed", "ONNX Scan: num_scan_inputs is 3 for 2 inputs"},
+      {"test_seq_nested", "unsupported", "input_0.pb: a sequence of elem_type 3 (not tensors)"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+    const char *status = NULL;
+    const char *message = result_message(report, want[i].test, &status);
+    g_test_message("%s: %s %s", want[i].test, status, message);
+    g_assert_cmpstr(status, ==, want[i].status);
+    g_assert_true(g_str_has_suffix(message, want[i].message));
+  }
+  g_object_unref(parser);
+  remove_tree(dir);
+  g_free(dir);
+  g_free(json);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Options */
 
 static void test_options(void) {
@@ -903,6 +1149,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/conformance/onnx", test_onnx);
   g_test_add_func("/conformance/onnx_bad_tensors", test_onnx_bad_tensors);
   g_test_add_func("/conformance/onnx_bad_if", test_onnx_bad_if);
+  g_test_add_func("/conformance/onnx_sequences", test_onnx_sequences);
   g_test_add_func("/conformance/tf_graphs", test_tf_graphs);
   g_test_add_func("/conformance/tf_graphs_verdicts", test_tf_graphs_verdicts);
   g_test_add_func("/conformance/faults_are_caught", test_faults_are_caught);
