@@ -160,7 +160,10 @@ weft_tensor_t *cf_onnx_tensor(const Onnx__TensorProto *t, weft_status_t **status
   return out;
 }
 
-static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status) {
+/* The message of type desc (named `what` in errors) in the file at path; NULL and *status set
+ * when the file cannot be read or does not parse. */
+static ProtobufCMessage *read_proto_file(const char *path, const ProtobufCMessageDescriptor *desc,
+                                         const char *what, weft_status_t **status) {
   char *bytes = NULL;
   gsize len = 0;
   GError *err = NULL;
@@ -170,14 +173,17 @@ static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status)
     g_error_free(err);
     return NULL;
   }
-  Onnx__TensorProto *t = (Onnx__TensorProto *)weft__pb_unpack(
-      &onnx__tensor_proto__descriptor, (const uint8_t *)bytes, len, path, status);
+  ProtobufCMessage *m = weft__pb_unpack(desc, (const uint8_t *)bytes, len, path, status);
   g_free(bytes);
   if (*status) return NULL;
-  if (t == NULL) {
-    *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX TensorProto", path);
-    return NULL;
-  }
+  if (m == NULL) *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX %s", path, what);
+  return m;
+}
+
+static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status) {
+  Onnx__TensorProto *t = (Onnx__TensorProto *)read_proto_file(
+      path, &onnx__tensor_proto__descriptor, "TensorProto", status);
+  if (t == NULL) return NULL;
   weft_tensor_t *out = cf_onnx_tensor(t, status);
   if (*status) *status = weft_status_prefix(*status, "%s", path);
   onnx__tensor_proto__free_unpacked(t, NULL);
@@ -187,23 +193,9 @@ static weft_tensor_t *read_tensor_file(const char *path, weft_status_t **status)
 /* The tensors of a SequenceProto file: elements of a type other than tensors (nested sequences,
  * maps, optionals) are UNIMPLEMENTED. */
 static GPtrArray *read_sequence_file(const char *path, weft_status_t **status) {
-  char *bytes = NULL;
-  gsize len = 0;
-  GError *err = NULL;
-  *status = NULL;
-  if (!g_file_get_contents(path, &bytes, &len, &err)) {
-    *status = weft_status_new(WEFT_NOT_FOUND, "%s", err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  Onnx__SequenceProto *sp = (Onnx__SequenceProto *)weft__pb_unpack(
-      &onnx__sequence_proto__descriptor, (const uint8_t *)bytes, len, path, status);
-  g_free(bytes);
-  if (*status) return NULL;
-  if (sp == NULL) {
-    *status = weft_status_new(WEFT_DATA_LOSS, "%s is not an ONNX SequenceProto", path);
-    return NULL;
-  }
+  Onnx__SequenceProto *sp = (Onnx__SequenceProto *)read_proto_file(
+      path, &onnx__sequence_proto__descriptor, "SequenceProto", status);
+  if (sp == NULL) return NULL;
   GPtrArray *out = NULL;
   if (sp->elem_type > 1) {
     *status = weft_status_new(WEFT_UNIMPLEMENTED, "%s: a sequence of elem_type %d (not tensors)",

@@ -764,19 +764,12 @@ static GByteArray *pb_node(const char *op, const char *inputs, const char *outpu
   return n;
 }
 
-static void pb_attr_int(GByteArray *node, const char *name, int64_t v) {
+/* An attribute INT (ints false) or INTS of one value. */
+static void pb_attr_int(GByteArray *node, const char *name, int64_t v, bool ints) {
   GByteArray *a = g_byte_array_new();
   pb_str(a, 1, name);
-  pb_int(a, 3, v);
-  pb_int(a, 20, 2); /* INT */
-  pb_msg(node, 5, a);
-}
-
-static void pb_attr_ints(GByteArray *node, const char *name, int64_t v) {
-  GByteArray *a = g_byte_array_new();
-  pb_str(a, 1, name);
-  pb_int(a, 8, v);
-  pb_int(a, 20, 7); /* INTS */
+  pb_int(a, ints ? 8 : 3, v);
+  pb_int(a, 20, ints ? 7 : 2);
   pb_msg(node, 5, a);
 }
 
@@ -861,7 +854,7 @@ static void test_onnx_sequences(void) {
   pb_msg(g, 1, pb_node("SequenceInsert", "s,t", "s2"));
   pb_msg(g, 1, pb_node("SequenceErase", "s2,zero", "s3"));
   GByteArray *concat = pb_node("ConcatFromSequence", "s3", "y");
-  pb_attr_int(concat, "axis", 0);
+  pb_attr_int(concat, "axis", 0, false);
   pb_msg(g, 1, concat);
   pb_msg(g, 1, pb_node("SequenceLength", "s3", "n"));
   pb_msg(g, 5, pb_floats("t", six, 1, 0));
@@ -914,11 +907,11 @@ static void test_onnx_sequences(void) {
     pb_bytes(attr, 6, body->data, body->len);
     pb_int(attr, 20, 5); /* GRAPH */
     pb_msg(scan, 5, attr);
-    pb_attr_int(scan, "num_scan_inputs", bad ? 3 : 1);
-    pb_attr_ints(scan, "scan_input_axes", 1);
-    pb_attr_ints(scan, "scan_input_directions", 1);
-    pb_attr_ints(scan, "scan_output_axes", 1);
-    pb_attr_ints(scan, "scan_output_directions", 1);
+    pb_attr_int(scan, "num_scan_inputs", bad ? 3 : 1, false);
+    pb_attr_int(scan, "scan_input_axes", 1, true);
+    pb_attr_int(scan, "scan_input_directions", 1, true);
+    pb_attr_int(scan, "scan_output_axes", 1, true);
+    pb_attr_int(scan, "scan_output_directions", 1, true);
     g = g_byte_array_new();
     pb_msg(g, 1, scan);
     pb_msg(g, 11, pb_value_info("init", 1, false));

@@ -602,22 +602,32 @@ static const int64_t *scan_ints(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, c
   return v;
 }
 
-/* Scan 9+: inputs are the state variables then the scan inputs, no batch axis. */
-static weft_status_t *map_scan_v9(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+/* The Scan's body and how its first_state.. inputs divide into state variables and scan inputs
+ * (num_scan_inputs), and its outputs into final states and scan outputs. */
+static weft_status_t *scan_counts(cf_onnx_ctx_t *x, const Onnx__NodeProto *node,
+                                  size_t first_state, scan_spec_t *sp) {
   weft_status_t *st = NULL;
-  scan_spec_t sp = {0};
-  sp.body = attr_graph(x, node, "body", &st);
+  sp->body = attr_graph(x, node, "body", &st);
   if (st) return st;
   int64_t m = cf_onnx_attr_int(node, "num_scan_inputs", -1);
-  if (m < 1 || (size_t)m > node->n_input)
+  size_t n = node->n_input < first_state ? 0 : node->n_input - first_state;
+  if (m < 1 || (size_t)m > n)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: num_scan_inputs is %" G_GINT64_FORMAT
                            " for %zu inputs", x->node_name, m, node->n_input);
-  sp.n_scan_in = (size_t)m;
-  sp.n_state = node->n_input - sp.n_scan_in;
-  if (node->n_output < sp.n_state)
+  sp->n_scan_in = (size_t)m;
+  sp->n_state = n - sp->n_scan_in;
+  if (node->n_output < sp->n_state)
     return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: %zu outputs for %zu state variables",
-                           x->node_name, node->n_output, sp.n_state);
-  sp.n_scan_out = node->n_output - sp.n_state;
+                           x->node_name, node->n_output, sp->n_state);
+  sp->n_scan_out = node->n_output - sp->n_state;
+  return NULL;
+}
+
+/* Scan 9+: inputs are the state variables then the scan inputs, no batch axis. */
+static weft_status_t *map_scan_v9(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
+  scan_spec_t sp = {0};
+  weft_status_t *st = scan_counts(x, node, 0, &sp);
+  if (st) return st;
   sp.in_axes = scan_ints(x, node, "scan_input_axes", sp.n_scan_in, &st);
   sp.in_dirs = scan_ints(x, node, "scan_input_directions", sp.n_scan_in, &st);
   sp.out_axes = scan_ints(x, node, "scan_output_axes", sp.n_scan_out, &st);
@@ -641,20 +651,9 @@ static weft_status_t *map_scan_v9(cf_onnx_ctx_t *x, const Onnx__NodeProto *node)
 /* Scan 8: input 0 is the optional sequence_lens, and every input has a batch axis first (the scan
  * axis is 1): one Scan per batch entry, on its slices, and the results stacked again. */
 static weft_status_t *map_scan_v8(cf_onnx_ctx_t *x, const Onnx__NodeProto *node) {
-  weft_status_t *st = NULL;
   scan_spec_t sp = {0};
-  sp.body = attr_graph(x, node, "body", &st);
+  weft_status_t *st = scan_counts(x, node, 1, &sp);
   if (st) return st;
-  int64_t m = cf_onnx_attr_int(node, "num_scan_inputs", -1);
-  if (node->n_input < 1 || m < 1 || (size_t)m > node->n_input - 1)
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: num_scan_inputs is %" G_GINT64_FORMAT
-                           " for %zu inputs", x->node_name, m, node->n_input);
-  sp.n_scan_in = (size_t)m;
-  sp.n_state = node->n_input - 1 - sp.n_scan_in;
-  if (node->n_output < sp.n_state)
-    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s: %zu outputs for %zu state variables",
-                           x->node_name, node->n_output, sp.n_state);
-  sp.n_scan_out = node->n_output - sp.n_state;
   sp.in_dirs = scan_ints(x, node, "directions", sp.n_scan_in, &st);
   if (st) return st;
   size_t n = node->n_input - 1;
