@@ -665,7 +665,9 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
   char **fetch_names = NULL;
   GPtrArray *whats = NULL; /* char*: each fetch's description */
   size_t n_out = 0;
-  GPtrArray *seq_tensors = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
+  /* The fed tensors' own references (feed_tensors borrows them): a mapper dropping a value it
+   * evaluated cannot free one. */
+  GPtrArray *fed = g_ptr_array_new_with_free_func((GDestroyNotify)weft_tensor_unref);
   res->status = CF_FAILED;
 
   /* Inputs: test data fed through Placeholders (one per element of a sequence). */
@@ -701,9 +703,9 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
       if (st) break;
       g_ptr_array_add(x.feed_names, g_strdup(pname));
       g_ptr_array_add(x.feed_tensors, t);
+      g_ptr_array_add(fed, weft_tensor_ref(t));
       if (is_seq) {
         g_array_append_val(seq->items, o);
-        g_ptr_array_add(seq_tensors, weft_tensor_ref(t));
       } else {
         cf_onnx_bind(&x, vi->name, o);
         g_hash_table_insert(x.values, g_strdup(vi->name), weft_tensor_ref(t));
@@ -842,7 +844,7 @@ done:
   if (fetch_names) g_strfreev(fetch_names);
   if (session) weft_session_free(session);
   g_ptr_array_free(expected, TRUE);
-  g_ptr_array_free(seq_tensors, TRUE);
+  g_ptr_array_free(fed, TRUE);
   if (whats) g_ptr_array_free(whats, TRUE);
   if (x.sequences) g_hash_table_destroy(x.sequences);
   g_ptr_array_free(x.feed_names, TRUE);

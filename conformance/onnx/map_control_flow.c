@@ -684,7 +684,9 @@ static weft_status_t *map_scan_v8(cf_onnx_ctx_t *x, const Onnx__NodeProto *node)
                                    G_GINT64_FORMAT " steps", lens[b], steps);
     g_free(lens);
   }
-  if (st == NULL && batch < 1) st = cf_onnx_unsupported(x, "a batch of %" G_GINT64_FORMAT, batch);
+  /* Each batch entry is a Loop of its own: a batch past 4096 would build a graph that large. */
+  if (st == NULL && (batch < 1 || batch > 4096))
+    st = cf_onnx_unsupported(x, "a batch of %" G_GINT64_FORMAT, batch);
   size_t n_out = node->n_output;
   weft_output_t *slices = g_new0(weft_output_t, n + 1);
   weft_output_t *outs = g_new0(weft_output_t, n_out + 1);

@@ -44,7 +44,12 @@ static bool position(cf_onnx_ctx_t *x, const Onnx__NodeProto *node, size_t i, si
   int64_t p = nv == 1 ? v[0] : 0;
   g_free(v);
   int64_t hi = (int64_t)n - (past_end ? 0 : 1);
-  if (nv != 1 || p < -(int64_t)n || p > hi) {
+  if (nv != 1) {
+    *st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s: the position has %d values, not one",
+                          x->node_name, nv);
+    return false;
+  }
+  if (p < -(int64_t)n || p > hi) {
     *st = weft_status_new(WEFT_INVALID_ARGUMENT,
                           "%s: position %" G_GINT64_FORMAT " is out of range for a sequence of "
                           "%zu (a scalar in [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "])",
