@@ -27,6 +27,11 @@ packages=(
   # slurmd and munged with its own config, key and ports in a scratch folder; the packages'
   # services are not used, and slurmctld's and slurmd's do not start without /etc/slurm).
   slurm-wlm munge
+  # tests/check_kubernetes.py reads deploy/kubernetes/ with PyYAML against the Kubernetes API
+  # schema of the official client's generated models (not kubernetes-client: kubectl needs a
+  # server for that). scripts/check-deploy.sh (run by hand) uses debootstrap, systemd-nspawn
+  # (systemd-container) and podman.
+  python3-yaml python3-kubernetes
 )
 
 missing=()
