@@ -29,8 +29,8 @@ packages=(
   slurm-wlm munge
   # tests/check_kubernetes.py reads deploy/kubernetes/ with PyYAML against the Kubernetes API
   # schema of the official client's generated models (not kubernetes-client: kubectl needs a
-  # server for that). scripts/check-deploy.sh (run by hand) uses debootstrap, systemd-nspawn
-  # (systemd-container) and podman.
+  # server for that). scripts/check-deploy.sh, run by hand only, needs more that is not installed
+  # here: debootstrap systemd-container podman runc (docs/operations.md).
   python3-yaml python3-kubernetes
 )
 
