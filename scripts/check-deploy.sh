@@ -12,7 +12,8 @@
 #                there before is reused
 #   --debs DIR   use the .debs in DIR instead of building them
 #   --mirror URL Debian mirror for debootstrap (default http://deb.debian.org/debian)
-#   --keep       leave the container image and the booted root's files in place
+#   --keep       keep the image localhost/weft:check (the scratch folder always stays: a later
+#                run reuses its root and the base image)
 # Prints TAP; exit status 1 when a check fails.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
