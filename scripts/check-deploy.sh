@@ -7,7 +7,7 @@
 # stop with status 0; then builds deploy/Containerfile with podman from a base image imported
 # from the same root, runs weftd in the image as its non-root user and probes it with
 # `weft health`. docs/operations.md, "Checking the deployment for real", says what this
-# verifies and what this machine could not.
+# verifies and what a VM without systemd as PID 1 and with cgroup v1 needed.
 #   --work DIR   scratch folder (default /var/tmp/weft-check-deploy); a root debootstrapped
 #                there before is reused
 #   --debs DIR   use the .debs in DIR instead of building them
@@ -63,7 +63,8 @@ if [ -z "$debs" ]; then
   if WEFT_TEST_PACKAGES_DIR=$debs scripts/test-packages.sh >"$work/test-packages.log" 2>&1; then
     ok "the Debian packages build (scripts/test-packages.sh)"
   else
-    not_ok "the Debian packages build (scripts/test-packages.sh)" "$(tail -n 20 "$work/test-packages.log")"
+    not_ok "the Debian packages build (scripts/test-packages.sh)" \
+      "$(tail -n 20 "$work/test-packages.log")"
     exit 1
   fi
 fi
@@ -94,7 +95,8 @@ if ! podman image exists localhost/weft-base:bookworm; then
       podman import - localhost/weft-base:bookworm >"$work/import.log" 2>&1; then
     ok "podman import the root as localhost/weft-base:bookworm"
   else
-    not_ok "podman import the root as localhost/weft-base:bookworm" "$(tail -n 5 "$work/import.log")"
+    not_ok "podman import the root as localhost/weft-base:bookworm" \
+      "$(tail -n 5 "$work/import.log")"
     exit 1
   fi
 fi
@@ -115,13 +117,16 @@ unit=$(ls "$root"/lib/systemd/system/weftd@.service "$root"/usr/lib/systemd/syst
 if [ -n "$unit" ]; then ok "the package installed ${unit#"$root"}"
 else not_ok "the package installed weftd@.service" "not under /lib or /usr/lib/systemd/system"; fi
 
-# A one-ps, one-worker cluster's ps task; the worker is not started (a ps serves without it).
+# A one-ps, one-worker cluster's ps task (a ps serves before its workers exist); its worker,
+# weftd@worker0, is started below with TLS.
 mkdir -p "$root/etc/weft"
-echo 'WEFTD_FLAGS=--ps_hosts localhost:52222 --worker_hosts localhost:52223 --job_name ps --task_index 0' \
+echo 'WEFTD_FLAGS=--ps_hosts localhost:52222 --worker_hosts localhost:52223 --job_name ps'\
+' --task_index 0' \
   >"$root/etc/weft/ps0.conf"
 # debootstrap writes no /etc/hosts (an installer or a container runtime does), and without one
 # "localhost" resolves to nothing: the hosts file every Debian install has.
-[ -s "$root/etc/hosts" ] || printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' \
+[ -s "$root/etc/hosts" ] ||
+  printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' \
   >"$root/etc/hosts"
 
 # --- Boot it. nspawn shares this machine's network, so the ports above are this machine's.
@@ -142,16 +147,20 @@ for _ in $(seq 60); do
   sleep 1
 done
 in_root() { nsenter -t "$leader" -a "$@"; }
-state=$( [ -n "$leader" ] && timeout 120 nsenter -t "$leader" -a systemctl is-system-running --wait 2>&1)
+state=$( [ -n "$leader" ] &&
+  timeout 120 nsenter -t "$leader" -a systemctl is-system-running --wait 2>&1)
 if [ "$state" = running ] || [ "$state" = degraded ]; then
   ok "systemd-nspawn -b boots the root (systemd: $state)"
 else
-  not_ok "systemd-nspawn -b boots the root" "state: ${state:-no systemd}" "$(tail -n 10 "$nspawn_log")"
+  not_ok "systemd-nspawn -b boots the root" "state: ${state:-no systemd}" \
+    "$(tail -n 10 "$nspawn_log")"
   exit 1
 fi
 
 if in_root systemctl start weftd@ps0 2>&1; then ok "systemctl start weftd@ps0"
-else not_ok "systemctl start weftd@ps0" "$(in_root journalctl -u weftd@ps0 --no-pager | tail -n 15)"; fi
+else
+  not_ok "systemctl start weftd@ps0" "$(in_root journalctl -u weftd@ps0 --no-pager | tail -n 15)"
+fi
 health=""
 for _ in $(seq 30); do
   health=$(in_root weft health --timeout_ms 2000 localhost:52222 2>&1) && break
@@ -179,7 +188,8 @@ process_ok() {
   status=$(in_root cat "/proc/$pid/status") || return 1
   uid=$(awk '/^Uid:/ {print $2}' <<<"$status")
   echo "uid $uid, $(grep -E '^(CapEff|CapBnd|NoNewPrivs)' <<<"$status" | tr -s '\t\n' '  ')"
-  [ "$uid" -ge 61184 ] && [ "$uid" -le 65519 ] || { echo "uid $uid is not a dynamic user's"; return 1; }
+  [ "$uid" -ge 61184 ] && [ "$uid" -le 65519 ] ||
+    { echo "uid $uid is not a dynamic user's"; return 1; }
   grep -q '^CapEff:[[:space:]]*0*$' <<<"$status" || { echo "has capabilities"; return 1; }
   grep -q '^CapBnd:[[:space:]]*0*$' <<<"$status" || { echo "bounding set not empty"; return 1; }
   grep -q '^NoNewPrivs:[[:space:]]*1$' <<<"$status" || { echo "NoNewPrivs is not 1"; return 1; }
@@ -187,9 +197,13 @@ process_ok() {
     touch /usr/weft-probe 2>/dev/null && { echo "/usr is writable"; exit 1; }
     touch /etc/weft-probe 2>/dev/null && { echo "/etc is writable"; exit 1; }
     ls /root >/dev/null 2>&1 && { echo "/root is readable (ProtectHome)"; exit 1; }
-    touch /var/lib/weft/ps0/probe && rm /var/lib/weft/ps0/probe || { echo "state dir not writable"; exit 1; }'
+    touch /var/lib/weft/ps0/probe && rm /var/lib/weft/ps0/probe ||
+      { echo "state dir not writable"; exit 1; }'
 }
-if out=$(process_ok 2>&1); then ok "weftd@ps0 runs as a dynamic user without capabilities; /usr and /etc read-only, its state folder writable"; note "$out"
+if out=$(process_ok 2>&1); then
+  ok "weftd@ps0 runs as a dynamic user without capabilities; /usr and /etc read-only, its state \
+folder writable"
+  note "$out"
 else not_ok "weftd@ps0's process under the hardening" "$out"; fi
 
 # The TLS setup of docs/operations.md ("systemd"), as written there: the files in a root-only
@@ -245,7 +259,8 @@ fi
 
 in_root systemctl stop weftd@ps0
 result=$(in_root systemctl show weftd@ps0 -p Result,ExecMainStatus | tr '\n' ' ')
-if [ "$result" = "Result=success ExecMainStatus=0 " ]; then ok "systemctl stop: weftd exits 0 on SIGTERM"
+if [ "$result" = "Result=success ExecMainStatus=0 " ]; then
+  ok "systemctl stop: weftd exits 0 on SIGTERM"
 else not_ok "systemctl stop weftd@ps0 exits 0" "$result"; fi
 kill "$nspawn" 2>/dev/null; wait "$nspawn" 2>/dev/null
 
@@ -253,7 +268,8 @@ kill "$nspawn" 2>/dev/null; wait "$nspawn" 2>/dev/null
 # Where crun refuses this machine's cgroups (v1 with a v2 hierarchy beside it) runc is used, and
 # rlimits are given explicitly where podman's defaults exceed what root may set here.
 runtime=()
-if podman info --format '{{.Host.CgroupsVersion}}' 2>/dev/null | grep -q v1 && command -v runc >/dev/null; then
+if podman info --format '{{.Host.CgroupsVersion}}' 2>/dev/null | grep -q v1 &&
+    command -v runc >/dev/null; then
   runtime=(--runtime runc)
 fi
 limits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
@@ -273,7 +289,8 @@ if podman "${runtime[@]}" run -d --name weft-check --network host "${limits[@]}"
      localhost/weft:check weftd --local --port 52322 >"$work/podman-run.log" 2>&1; then
   health=""
   for _ in $(seq 30); do
-    health=$(podman "${runtime[@]}" exec weft-check weft health --timeout_ms 2000 localhost:52322 2>&1) && break
+    health=$(podman "${runtime[@]}" exec weft-check \
+      weft health --timeout_ms 2000 localhost:52322 2>&1) && break
     sleep 1
   done
   user=$(podman "${runtime[@]}" exec weft-check id -u 2>&1)

@@ -392,7 +392,8 @@ def import_schema():
     except ImportError:
         missing.append("python3-kubernetes")
     if missing and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
-            and os.access("/usr/bin/python3", os.X_OK) and "WEFT_K8S_CHECK_REEXEC" not in os.environ:
+            and os.access("/usr/bin/python3", os.X_OK) \
+            and "WEFT_K8S_CHECK_REEXEC" not in os.environ:
         os.environ["WEFT_K8S_CHECK_REEXEC"] = "1"
         sys.stdout.flush()
         os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
