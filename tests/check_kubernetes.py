@@ -375,9 +375,9 @@ def self_test(objects, with_schema):
 
 
 def import_schema():
-    """Imports PyYAML and the Kubernetes client's models; returns why not, or None. Debian's
-    python3-yaml and python3-kubernetes are installed for /usr/bin/python3: where the python3
-    meson found lacks them (a pyenv or venv first on PATH), the check runs again under it."""
+    """Imports PyYAML and the Kubernetes client's models; returns why not, or None.
+    meson runs this with the interpreter that has python3-yaml and python3-kubernetes
+    (tests/meson.build), which need not be the python3 first on PATH."""
     global yaml, K8S_MODELS, K8S_CONFIG
     missing = []
     try:
@@ -391,12 +391,6 @@ def import_schema():
         K8S_CONFIG.client_side_validation = True
     except ImportError:
         missing.append("python3-kubernetes")
-    if missing and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
-            and os.access("/usr/bin/python3", os.X_OK) \
-            and "WEFT_K8S_CHECK_REEXEC" not in os.environ:
-        os.environ["WEFT_K8S_CHECK_REEXEC"] = "1"
-        sys.stdout.flush()
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
     if missing:
         return (f"{' and '.join(missing)} not installed for {sys.executable} "
                 "(scripts/install-deps.sh installs them)")
