@@ -918,23 +918,22 @@ static void naive_matmul(const double *a, const double *b, int64_t m, int64_t k,
     }
 }
 
-static void test_matmul(void) {
-  /* {m, k, n}; the last is above the size from which OpenBLAS runs on its own threads
-   * (2^24 multiply-adds, plugins/cpu/cpu_matmul.c), the others below it. */
-  static const int64_t sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {4, 0, 3}, {0, 3, 2},
-                                     {128, 64, 96}, {512, 64, 520}};
-  static const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
-                                        WEFT_DT_INT64};
-  for (size_t di = 0; di < G_N_ELEMENTS(dtypes); di++) {
+/* Every size {m, k, n} of sizes[0..n_sizes) with the four transposes, in each of the dtypes, in
+ * one session per dtype with intra_threads intra-op threads (0: the default). */
+static void matmul_cases(const int64_t (*sizes)[3], size_t n_sizes, const weft_dtype_t *dtypes,
+                         size_t n_dtypes, int intra_threads) {
+  enum { MAX_CASES = 64 };
+  g_assert_cmpuint(n_sizes * 4, <=, MAX_CASES);
+  for (size_t di = 0; di < n_dtypes; di++) {
     weft_dtype_t dt = dtypes[di];
     bool is_int = dt == WEFT_DT_INT32 || dt == WEFT_DT_INT64;
     weft_graph_t *g = cpu_graph();
-    enum { CASES = G_N_ELEMENTS(sizes) * 4 };
-    weft_output_t outs[CASES];
-    double *refs[CASES];
-    int64_t shapes[CASES][2];
+    const int CASES = (int)n_sizes * 4;
+    weft_output_t outs[MAX_CASES];
+    double *refs[MAX_CASES];
+    int64_t shapes[MAX_CASES][2];
     int c = 0;
-    for (size_t si = 0; si < G_N_ELEMENTS(sizes); si++) {
+    for (size_t si = 0; si < n_sizes; si++) {
       int64_t m = sizes[si][0], k = sizes[si][1], n = sizes[si][2];
       for (int tr = 0; tr < 4; tr++, c++) {
         bool ta = tr & 1, tb = tr & 2;
@@ -970,13 +969,23 @@ static void test_matmul(void) {
         g_free(rb);
       }
     }
-    weft_tensor_t *t[CASES] = {NULL};
-    OK(try_evaln(g, CASES, outs, t));
+    weft_tensor_t *t[MAX_CASES] = {NULL};
+    weft_session_options_t *opts = weft_session_options_new();
+    if (intra_threads > 0) weft_session_options_set_intra_op_threads(opts, intra_threads);
+    weft_status_t *st = NULL;
+    weft_session_t *s = weft_session_new(g, opts, &st);
+    OK(st);
+    weft_session_options_free(opts);
+    char **names = g_new0(char *, CASES + 1);
+    for (int i = 0; i < CASES; i++) names[i] = tensor_name(outs[i]);
+    OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)names, t, CASES, NULL, 0));
+    g_strfreev(names);
+    weft_session_free(s);
     for (int i = 0; i < CASES; i++) {
       char *what = g_strdup_printf("MatMul %s %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
-                                   " transpose_a=%d transpose_b=%d",
+                                   " transpose_a=%d transpose_b=%d intra_threads=%d",
                                    weft_dtype_name(dt), shapes[i][0], shapes[i][1], i & 1,
-                                   (i & 2) != 0);
+                                   (i & 2) != 0, intra_threads);
       check_shape(t[i], 2, shapes[i]);
       check_close(t[i], refs[i], shapes[i][0] * shapes[i][1],
                   dt == WEFT_DT_FLOAT ? 1e-5 : (is_int ? 0 : 1e-12),
@@ -987,6 +996,26 @@ static void test_matmul(void) {
     }
     weft_graph_free(g);
   }
+}
+
+static void test_matmul(void) {
+  /* {m, k, n}; the last two are above the size from which a float GEMM is cut into blocks over
+   * the intra-op pool (2^20 multiply-adds, plugins/cpu/cpu_matmul.c), the others below it. */
+  static const int64_t sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {4, 0, 3}, {0, 3, 2},
+                                     {128, 64, 96}, {512, 64, 520}};
+  static const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
+                                        WEFT_DT_INT64};
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), dtypes, G_N_ELEMENTS(dtypes), 0);
+}
+
+/* GEMMs cut into blocks over the pool: by rows (m >= n), by columns, one row (GEMV blocks of
+ * columns), blocks that do not divide evenly, over 2 and 3 threads. */
+static void test_matmul_split(void) {
+  static const int64_t sizes[][3] = {{300, 64, 70}, {40, 64, 700}, {1, 300, 4000},
+                                     {257, 130, 33}, {17, 4096, 20}};
+  static const weft_dtype_t dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), dtypes, G_N_ELEMENTS(dtypes), 2);
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), dtypes, G_N_ELEMENTS(dtypes), 3);
 }
 
 static void test_batch_matmul(void) {
@@ -2173,6 +2202,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/binary/logic_select", test_logic_select);
   g_test_add_func("/kernels/binary/addn_clip", test_addn_clip);
   g_test_add_func("/kernels/matmul/matmul", test_matmul);
+  g_test_add_func("/kernels/matmul/split", test_matmul_split);
   g_test_add_func("/kernels/matmul/batch", test_batch_matmul);
   g_test_add_func("/kernels/reduce/axes", test_reductions);
   g_test_add_func("/kernels/reduce/edges", test_reduction_edges);

@@ -170,10 +170,10 @@ typedef struct weft_cpu_addn_job {
 } weft_cpu_addn_job_t;
 void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 
-/* C[m,n] (row stride ldc) = op(A) op(B) in float32 (dbl: float64), row-major, with OpenBLAS on
- * as many threads as the intra-op pool has (or OPENBLAS_NUM_THREADS says) when large, else on
- * this thread alone (cpu_matmul.c). A is [m,k] (ta: [k,m]) with row stride lda, B is [k,n]
- * (tb: [n,k]) with row stride ldb; the dimensions fit in int (the caller checks). */
+/* C[m,n] (row stride ldc) = op(A) op(B) in float32 (dbl: float64), row-major: a large one cut
+ * into a block of C per intra-op pool thread (at most OPENBLAS_NUM_THREADS), each block one
+ * single-thread OpenBLAS call (cpu_matmul.c). A is [m,k] (ta: [k,m]) with row stride lda, B is
+ * [k,n] (tb: [n,k]) with row stride ldb; the dimensions fit in int (the caller checks). */
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);

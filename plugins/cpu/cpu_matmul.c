@@ -1,8 +1,9 @@
 /* cpu_matmul.c: MatMul and BatchMatMulV2 (BatchMatMul too). float32 and float64 go through
- * OpenBLAS (cblas_sgemm / cblas_dgemm, or GEMV for one row of output), its threads chosen per
- * call by size (weft__cpu_blas_gemm); a float batch of GEMMs too small for OpenBLAS's threads is
- * shared out over the intra-op pool instead; float16 and bfloat16 are widened to float32 around
- * sgemm; integers use a row-parallel loop with wrapping arithmetic. */
+ * OpenBLAS (cblas_sgemm / cblas_dgemm, or GEMV for one row of output) on one thread per block
+ * of C, the blocks shared out over the intra-op pool (weft__cpu_blas_gemm); a float batch of
+ * GEMMs is shared out over the pool a GEMM at a time when that keeps every thread busy; float16
+ * and bfloat16 are widened to float32 around sgemm; integers use a row-parallel loop with
+ * wrapping arithmetic. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,25 +72,29 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Float GEMM through OpenBLAS, choosing its threads per call.
+ * Float GEMM through OpenBLAS on one thread per block, the blocks shared out over the intra-op
+ * pool.
  *
- * OpenBLAS's threads spin for a while after every call, waiting for the next (about 0.13 s),
- * on cores the executor's threads and other processes need. For a GEMM of a few million
- * multiply-adds the second thread saves tens of microseconds and then spins away far more: the
- * local MLP of weft-train (batch 4096: GEMMs of 4096x32x32) trained at 1.35 million examples/s
- * with OpenBLAS's threads and 2.4 million with one. OpenBLAS (0.3.21) has no per-call thread
- * count, only the process-wide openblas_set_num_threads, which each call here sets: a large
- * GEMM runs on as many OpenBLAS threads as the intra-op pool has (or OPENBLAS_NUM_THREADS
- * says), a smaller one on the calling thread alone. (Cutting mid-sized GEMMs into blocks over
- * the intra-op pool instead was no faster than one thread: 2.25 against 2.36 million
- * examples/s; measured again on the shared 2-core machine, a GEMM cut into one block of rows
- * per pool thread ran slower than on one thread: 128x256x256 735 us against 663, 4096x32x32
- * 435 against 322, 64x128x128 93 against 71; only 256x10x512 gained, 138 against 174:
- * docs/performance.md.) Two kernels setting the count at once can only make one of them use
- * the other's count: slower, never wrong. */
+ * OpenBLAS's own threads spin for a while after every call, waiting for the next (about 0.13 s
+ * of sched_yield), on the cores the intra-op pool, the executor and other processes need: with
+ * both in use at once a 2-core machine runs three or four busy threads. (The local MLP of
+ * weft-train, batch 4096, GEMMs of 4096x32x32, trained at 1.35 million examples/s with
+ * OpenBLAS's threads and 2.4 million with one.) So OpenBLAS always runs on the calling thread,
+ * and a GEMM big enough to gain is cut into one block of C per pool thread, rows or columns
+ * (whichever dimension is longer), each block one single-thread OpenBLAS call. A block packs
+ * the whole of the other operand itself, which OpenBLAS's threads would share: a cost of one
+ * part in (rows of the block) of its multiply-adds. OPENBLAS_NUM_THREADS, when set (as
+ * weft_threads_set_limit does), caps the blocks; set above the pool's size, it gives large
+ * GEMMs OpenBLAS's own threads instead. docs/performance.md, "Issue 22: GEMM threads", has the
+ * measurements. */
 
-/* From this many multiply-adds (256x256x256) OpenBLAS's own threads pay for their spinning. */
+/* From this many multiply-adds a GEMM is split over the pool (below, the hand-off costs about
+ * what the second thread saves); and from this many OpenBLAS's own threads, when asked for,
+ * pay for their spinning. */
+#define GEMM_SPLIT_MIN_MACS ((int64_t)1 << 20)
 #define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
+/* Blocks are multiples of this many rows or columns (one AVX-512 vector of floats). */
+#define GEMM_SPLIT_ALIGN 16
 
 static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                            const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
@@ -112,11 +117,11 @@ static void blas_gemm_call(bool dbl, bool ta, bool tb, int64_t m, int64_t n, int
     return;
   }
   if (dbl)
-    weft__cpu_blas.dgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
-                0.0, c, (int)ldc);
+    weft__cpu_blas.dgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b,
+                         (int)ldb, 0.0, c, (int)ldc);
   else
-    weft__cpu_blas.sgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
-                0.0f, c, (int)ldc);
+    weft__cpu_blas.sgemm(CblasRowMajor, tra, trb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b,
+                         (int)ldb, 0.0f, c, (int)ldc);
 }
 
 void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
@@ -127,14 +132,69 @@ void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                        b, (int)ldb, beta, c, (int)ldc);
 }
 
+/* One GEMM cut into `blocks` blocks of `block` rows (by_rows) or columns of C. */
+typedef struct split_gemm {
+  bool dbl, ta, tb, by_rows;
+  int64_t m, n, k, lda, ldb, ldc, block;
+  const char *a, *b;
+  char *c;
+  size_t es;
+} split_gemm_t;
+
+static void split_range(void *arg, int64_t begin, int64_t end) {
+  const split_gemm_t *s = arg;
+  int64_t dim = s->by_rows ? s->m : s->n;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t p0 = i * s->block, p1 = p0 + s->block < dim ? p0 + s->block : dim;
+    if (p0 >= p1) continue;
+    if (s->by_rows) {
+      /* Rows p0.. of op(A): row p0 of A, or column p0 of A stored transposed. */
+      int64_t a_off = s->ta ? p0 : p0 * s->lda;
+      blas_gemm_call(s->dbl, s->ta, s->tb, p1 - p0, s->n, s->k, s->a + (size_t)a_off * s->es,
+                     s->lda, s->b, s->ldb, s->c + (size_t)(p0 * s->ldc) * s->es, s->ldc);
+    } else {
+      int64_t b_off = s->tb ? p0 * s->ldb : p0;
+      blas_gemm_call(s->dbl, s->ta, s->tb, s->m, p1 - p0, s->k, s->a, s->lda,
+                     s->b + (size_t)b_off * s->es, s->ldb, s->c + (size_t)p0 * s->es, s->ldc);
+    }
+  }
+}
+
+/* The blocks a GEMM is cut into for `threads` threads: 1 below GEMM_SPLIT_MIN_MACS, else one
+ * per thread, each at least GEMM_SPLIT_ALIGN long. */
+static int64_t split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
+                          int64_t *block) {
+  *by_rows = m >= n;
+  int64_t dim = *by_rows ? m : n;
+  *block = dim;
+  if (threads <= 1 || m * n * k < GEMM_SPLIT_MIN_MACS) return 1;
+  int64_t blocks = dim / GEMM_SPLIT_ALIGN < threads ? dim / GEMM_SPLIT_ALIGN : threads;
+  if (blocks <= 1) return 1;
+  int64_t per = (dim + blocks - 1) / blocks;
+  *block = (per + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN * GEMM_SPLIT_ALIGN;
+  return (dim + *block - 1) / *block;
+}
+
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc) {
-  int asked = weft__cpu_blas_threads_asked();
-  int threads = asked ? asked : H->kernel_num_threads(ctx);
-  weft__cpu_blas.set_num_threads(threads > 1 && m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? threads
-                                                                                      : 1);
-  blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  int pool = H->kernel_num_threads(ctx), asked = weft__cpu_blas_threads_asked();
+  if (asked > pool) {
+    /* More threads asked for than the pool has (a task given more than its share of the host,
+     * docs/distributed.md): OpenBLAS's own. */
+    weft__cpu_blas.set_num_threads(m * n * k >= GEMM_OPENBLAS_THREADS_MIN_MACS ? asked : 1);
+    blas_gemm_call(dbl, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  weft__cpu_blas.set_num_threads(1);
+  split_gemm_t s = {.dbl = dbl, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda,
+                    .ldb = ldb, .ldc = ldc, .a = a, .b = b, .c = c,
+                    .es = dbl ? sizeof(double) : sizeof(float)};
+  int64_t blocks = split_plan(asked ? asked : pool, m, n, k, &s.by_rows, &s.block);
+  if (blocks == 1)
+    split_range(&s, 0, 1);
+  else
+    H->parallel_for(ctx, blocks, (int64_t)1 << 30, split_range, &s);
 }
 
 static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
@@ -219,14 +279,16 @@ static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
   return gemm(ctx, &g);
 }
 
-/* Float batches whose GEMMs all run on one OpenBLAS thread and cannot fail (BLAS's int range is
- * checked here once for all). */
-static bool small_float_batches(const weft_pc_batch_matmul_t *bm) {
+/* Float batches shared out over the intra-op pool, one GEMM on one thread at a time: there are
+ * at least as many as threads, or each is too small to split itself; and they cannot fail
+ * (BLAS's int range is checked here once for all). */
+static bool pooled_float_batches(const weft_pc_batch_matmul_t *bm, int threads) {
   weft_dtype_t dt = bm->x.dtype;
   int64_t lda = bm->x.dims[bm->x.rank - 1], ldb = bm->y.dims[bm->y.rank - 1];
   return (dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE) && bm->bc.out_elements > 1 && bm->k > 0 &&
          bm->m <= INT32_MAX && bm->n <= INT32_MAX && bm->k <= INT32_MAX && lda <= INT32_MAX &&
-         ldb <= INT32_MAX && bm->m * bm->n * bm->k < GEMM_OPENBLAS_THREADS_MIN_MACS;
+         ldb <= INT32_MAX &&
+         (bm->bc.out_elements >= threads || bm->m * bm->n * bm->k < GEMM_SPLIT_MIN_MACS);
 }
 
 typedef struct batch_job {
@@ -264,9 +326,7 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   size_t es = weft__cpu_dtype_size(x.dtype);
   int64_t inner = weft__cpu_bcast_inner(bc);
   int64_t sx = bc->strides[0][bc->rank - 1], sy = bc->strides[1][bc->rank - 1];
-  if (small_float_batches(&bm)) {
-    /* Each GEMM is too small for OpenBLAS's threads: the batches are shared out over the
-     * intra-op pool instead, each on one OpenBLAS thread. */
+  if (pooled_float_batches(&bm, H->kernel_num_threads(ctx))) {
     weft__cpu_blas.set_num_threads(1);
     batch_job_t job = {&bm, xr * xc, yr * yc, inner, sx, sy, es};
     weft__cpu_parallel(ctx, bc->out_elements, 2 * m * n * bm.k + 1, batch_range, &job);
