@@ -88,11 +88,13 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * GEMMs OpenBLAS's own threads instead. docs/performance.md, "Issue 22: GEMM threads", has the
  * measurements. */
 
-/* From this many multiply-adds a GEMM is split over the pool (below, the hand-off costs about
- * what the second thread saves); and from this many OpenBLAS's own threads, when asked for,
- * pay for their spinning. */
-#define GEMM_SPLIT_MIN_MACS ((int64_t)1 << 20)
-#define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
+/* From this many multiply-adds (256x256x256) a GEMM is split over the pool, or given OpenBLAS's
+ * own threads when asked for: below, on the shared 2-core machine, the hand-off and the wait for
+ * a second thread that is seldom free cost more than it saves (128x256x256 cut into two blocks
+ * of rows: 735 us against 663 on one thread; 4096x32x32 435 against 322; docs/performance.md,
+ * "Convolutions and small GEMMs"). */
+#define GEMM_SPLIT_MIN_MACS ((int64_t)1 << 24)
+#define GEMM_OPENBLAS_THREADS_MIN_MACS GEMM_SPLIT_MIN_MACS
 /* Blocks are multiples of this many rows or columns (one AVX-512 vector of floats). */
 #define GEMM_SPLIT_ALIGN 16
 
