@@ -429,9 +429,23 @@ static void test_while_rnn(void) {
  * replica_device_setter places it), on real weftd processes: the variable's read crosses to the
  * worker before the loop (the _Recv outside the frame), the loop runs on the worker, and the
  * gradient loop's dW goes back to the ps for a GradientDescent step checked here. */
-/* A loop whose body spans the ps and the worker: refused by the partitioner, naming the node
- * and the frame. */
-static void refuse_spanning_loop(const char *target) {
+/* Runs y with x fed and returns the status; *out gets y's value when it ran. */
+static weft_status_t *run_on(weft_session_t *s, double xv, weft_output_t y, double *out) {
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  char *yname = tname(y);
+  const char *fetch = yname;
+  weft_tensor_t *t = NULL;
+  weft_status_t *st = weft_session_run(s, fd.names, fd.t, 1, &fetch, &t, 1, NULL, 0);
+  if (!st) *out = weft_tensor_get_double(t, 0);
+  weft_tensor_unref(t);
+  g_free(yname);
+  free_feeds(&fd);
+  return st;
+}
+
+/* A loop on the worker whose body squares on the ps (a node of the frame on another task, both
+ * ways across every iteration): x^8 after three iterations. */
+static void span_loop(const char *target) {
   weft_graph_t *g = weft_graph_new();
   weft_graph_push_device(g, "/job:worker/task:0");
   weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
@@ -450,26 +464,155 @@ static void refuse_spanning_loop(const char *target) {
   weft_output_t y = loop_close(&l, 1, sq);
   weft_graph_pop_device(g);
   weft_session_t *s = weftd_remote_session(g, target);
-  double xv = 1.1;
-  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
-  char *yname = tname(y);
-  const char *fetch = yname;
-  weft_tensor_t *out = NULL;
-  weft_status_t *st = weft_session_run(s, fd.names, fd.t, 1, &fetch, &out, 1, NULL, 0);
-  g_assert_nonnull(st);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
-  char *want = g_strdup_printf(
-      "Node 'remote_mul' (Mul) on /job:ps/replica:0/task:0/device:CPU:0 reads '%s' on "
-      "/job:worker/replica:0/task:0/device:CPU:0 inside while loop frame 'span': a loop's nodes "
-      "must be on one task (values from other tasks enter it through its Enter nodes)",
-      weft_node_name(bx.node));
-  g_assert_cmpstr(weft_status_message(st), ==, want);
-  g_free(want);
-  weft_status_free(st);
-  g_free(yname);
-  free_feeds(&fd);
+  const double xv = 1.1;
+  double want = xv, got = 0;
+  for (int k = 0; k < 3; k++) want = want * want;
+  for (int run = 0; run < 2; run++) { /* the second run reuses the registered partitions */
+    OK(run_on(s, xv, y, &got));
+    g_assert_cmpfloat(got, ==, want);
+  }
   weft_session_free(s);
   weft_graph_free(g);
+}
+
+static weft_output_t var_handle(weft_graph_t *g, const char *name, weft_dtype_t dt) {
+  weft_op_builder_t *b = weft_op_new(g, "VarHandleOp", name);
+  weft_op_set_attr_type(b, "dtype", dt);
+  weft_op_set_attr_shape(b, "shape", 0, NULL);
+  return weft_out(build(b), 0);
+}
+
+static weft_output_t read_handle(weft_graph_t *g, weft_output_t h, weft_dtype_t dt) {
+  weft_op_builder_t *b = weft_op_new(g, "ReadVariableOp", NULL);
+  weft_op_add_input(b, h);
+  weft_op_set_attr_type(b, "dtype", dt);
+  return weft_out(build(b), 0);
+}
+
+static const char *assign_handle(weft_graph_t *g, weft_output_t h, weft_output_t v,
+                                 weft_dtype_t dt) {
+  weft_op_builder_t *b = weft_op_new(g, "AssignVariableOp", NULL);
+  weft_op_add_input(b, h);
+  weft_op_add_input(b, v);
+  weft_op_set_attr_type(b, "dtype", dt);
+  return weft_node_name(build(b));
+}
+
+/* Resource variables on the ps read inside a loop on the worker (ReadVariableOp and the handle's
+ * Enter colocate with its VarHandleOp, so the read is a node of the frame on the ps): in the body, r = r * w + x,
+ * with the trip count n a second variable read by the loop's condition; against the same
+ * recurrence here, for two values of n. */
+static void resource_loop(const char *target) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t w = var_handle(g, "xloop_w", WEFT_DT_DOUBLE);
+  weft_output_t n = var_handle(g, "xloop_n", WEFT_DT_INT32);
+  const char *init_w = assign_handle(g, w, scalar_d(g, 1.5), WEFT_DT_DOUBLE);
+  const char *init_n[2] = {assign_handle(g, n, scalar_i(g, 4), WEFT_DT_INT32),
+                           assign_handle(g, n, scalar_i(g, 7), WEFT_DT_INT32)};
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t l = {g, "resloop", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, scalar_d(g, 1.0));
+  /* Reads go on the handle's device, as TensorFlow's ResourceVariable.value() puts them. */
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t limit = read_handle(g, invariant(&l, n), WEFT_DT_INT32);
+  weft_graph_pop_device(g);
+  loop_cond(&l, op(g, "Less", i, limit));
+  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t wv = read_handle(g, invariant(&l, w), WEFT_DT_DOUBLE);
+  weft_graph_pop_device(g);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t r = loop_close(&l, 1, op(g, "AddV2", op(g, "Mul", br, wv), invariant(&l, x)));
+  weft_graph_pop_device(g);
+  weft_session_t *s = weftd_remote_session(g, target);
+  const double xv = 0.25;
+  for (int trips = 0; trips < 2; trips++) {
+    const char *targets[2] = {init_w, init_n[trips]};
+    OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 2));
+    double want = 1, got = 0;
+    for (int k = 0; k < (trips ? 7 : 4); k++) want = want * 1.5 + xv;
+    OK(run_on(s, xv, r, &got));
+    g_assert_cmpfloat(got, ==, want);
+  }
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* Refused, naming the node and the frame: a loop's Switch away from its LoopCond's task, and a
+ * nested loop that spans tasks. */
+static void refuse_cross_task(const char *target) {
+  for (int which = 0; which < 2; which++) {
+    weft_graph_t *g = weft_graph_new();
+    weft_graph_push_device(g, "/job:worker/task:0");
+    weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+    loop_t l = {g, "outer", 10, 0, {0}, {0}, NONE};
+    weft_output_t i = loop_var(&l, scalar_i(g, 0));
+    loop_var(&l, x);
+    loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 2))));
+    weft_output_t bi = loop_body(&l, 0);
+    if (which == 0) weft_graph_push_device(g, "/job:ps/task:0");
+    weft_output_t br = loop_body(&l, 1);
+    if (which == 0) weft_graph_pop_device(g);
+    weft_node_t *culprit = which == 0 ? l.switches[1] : NULL;
+    weft_output_t next = op(g, "Square", br, NONE);
+    loop_t inner = {g, "inner", 10, 0, {0}, {0}, NONE};
+    if (which == 1) {
+      /* As test_nested_pow: the inner loop's values all come from the outer frame. */
+      weft_output_t j = loop_var(&inner, op(g, "Identity", bi, NONE));
+      loop_var(&inner, br);
+      weft_output_t two = op(g, "AddV2", bi, invariant(&l, scalar_i(g, 2)));
+      loop_cond(&inner, op(g, "Less", j, invariant(&inner, two)));
+      weft_output_t bj = loop_body(&inner, 0), bs = loop_body(&inner, 1);
+      loop_close(&inner, 0, op(g, "AddV2", bj, invariant(&inner, op(g, "OnesLike", two, NONE))));
+      weft_graph_push_device(g, "/job:ps/task:0");
+      weft_output_t sq = op(g, "Square", bs, NONE);
+      weft_graph_pop_device(g);
+      culprit = sq.node;
+      next = loop_close(&inner, 1, sq);
+    }
+    loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+    weft_output_t y = loop_close(&l, 1, next);
+    weft_graph_pop_device(g);
+    weft_session_t *s = weftd_remote_session(g, target);
+    double got = 0;
+    weft_status_t *st = run_on(s, 1.1, y, &got);
+    g_assert_nonnull(st);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+    char *want;
+    if (which == 0) {
+      want = g_strdup_printf(
+          "Node '%s' (Switch) on /job:ps/replica:0/task:0/device:CPU:0 is part of while loop "
+          "frame 'outer', whose LoopCond '%s' is on /job:worker/replica:0/task:0: a loop's Merge, "
+          "Switch, NextIteration, Exit and LoopCond nodes and its non-constant Enters must be on "
+          "the LoopCond's task (its body and condition may span tasks)",
+          weft_node_name(culprit), weft_node_name(l.cond.node));
+    } else {
+      want = g_strdup_printf(
+          "Node '%s' (Square) on /job:ps/replica:0/task:0/device:CPU:0 is in while loop frame "
+          "'inner', nested in frame 'outer', whose LoopCond '%s' is on "
+          "/job:worker/replica:0/task:0: a nested loop may not span tasks (control loops are "
+          "built for outermost loops only); place the inner loop on one task",
+          weft_node_name(culprit), weft_node_name(inner.cond.node));
+    }
+    g_assert_cmpstr(weft_status_message(st), ==, want);
+    g_free(want);
+    weft_status_free(st);
+    weft_session_free(s);
+    weft_graph_free(g);
+  }
+}
+
+static void test_cross_task_loops(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  span_loop(c.target[1]);
+  resource_loop(c.target[1]);
+  refuse_cross_task(c.target[1]);
+  weftd_cluster_stop(&c);
 }
 
 static void test_while_rnn_cluster(void) {
@@ -518,7 +661,6 @@ static void test_while_rnn_cluster(void) {
   weft_session_free(s);
   free_feeds(&fd);
   weft_graph_free(g);
-  refuse_spanning_loop(c.target[1]);
   weftd_cluster_stop(&c);
 }
 
@@ -869,6 +1011,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/while_rnn_tensor_array", test_while_rnn);
   g_test_add_func("/cf_gradients/imported_dynamic_rnn", test_imported_dynamic_rnn);
   g_test_add_func("/cf_gradients/while_rnn_ps_worker_cluster", test_while_rnn_cluster);
+  g_test_add_func("/cf_gradients/cross_task_loops", test_cross_task_loops);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
   g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);

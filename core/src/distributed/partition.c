@@ -24,6 +24,31 @@ static void recv_group_free(recv_group_t *g) {
   g_free(g);
 }
 
+/* A while loop frame of the step, as the partitioner sees it. */
+typedef struct frame_info {
+  const char *name, *parent; /* borrowed from the step's nodes; "" for the root */
+  weft_node_t *cond;         /* its LoopCond: its task is the loop's home */
+  char *home;                /* the LoopCond's task */
+  GHashTable *devices;       /* task (owned) -> a device (borrowed) of a node running in it */
+  GHashTable *cond_side;     /* its nodes whose value the LoopCond needs, each iteration */
+  bool spans;                /* nodes on several tasks: control loops, per-iteration keys */
+} frame_info_t;
+
+/* A partition's control loop for a frame spanning tasks (TensorFlow's AddControlLoop): Enter ->
+ * Merge -> Switch on the loop's predicate -> Identity ("live") -> NextIteration -> Merge. The
+ * Merge fires in every iteration, the live Identity only in those that run the body. */
+typedef struct cloop {
+  weft_node_t *merge, *live;
+} cloop_t;
+
+/* A control edge from a control loop to a _Send or _Recv made inside a frame, added once every
+ * partition's control loop exists. */
+typedef struct gate {
+  weft_node_t *node;
+  const char *frame, *task; /* borrowed (the step's nodes, the partitions) */
+  bool every_iteration;     /* the Merge (the LoopCond needs it), else the live Identity */
+} gate_t;
+
 typedef struct part_state {
   GHashTable *recv_groups; /* "recv|src:index|task" -> recv_group_t* (borrowed from groups) */
   GPtrArray *groups;       /* recv_group_t*, owned */
@@ -37,6 +62,10 @@ typedef struct part_state {
   GHashTable *frame_of;  /* weft_node_t* -> the while loop frame its outputs are in ("": none) */
   GHashTable *frame_parent; /* frame name -> its parent frame's name */
   GArray *back_edges;    /* back_edge_t: loop back edges, linked once both ends are copied */
+  GHashTable *run_frame; /* weft_node_t* -> the frame it runs in ("": the root) */
+  GHashTable *frames;    /* frame name -> frame_info_t* (owned) */
+  GHashTable *cloops;    /* "frame|task" -> cloop_t* (owned) */
+  GArray *gates;         /* gate_t */
 } part_state_t;
 
 /* A NextIteration -> Merge edge: the Merge is copied before its NextIteration. */
@@ -128,7 +157,14 @@ static void xfer_attrs(weft_attrs_t *attrs, const char *key, const char *send_de
   set_bool(attrs, "client_terminated", false);
 }
 
-/* The _Recv in `dst` of output `index` of `src` (another task), with its _Send. */
+static frame_info_t *spanning_frame_of(part_state_t *ps, const weft_node_t *src);
+static void add_gate(part_state_t *ps, weft_node_t *node, const char *frame, const char *task,
+                     bool every_iteration);
+
+/* The _Recv in `dst` of output `index` of `src` (another task), with its _Send. Inside a frame
+ * spanning tasks both run once per iteration: a value the LoopCond needs (its "condition side")
+ * is sent in every iteration, its _Recv waits on the control loop's Merge; any other only in
+ * iterations that run the body, each end waiting on its control loop's live Identity. */
 static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_node_t *src,
                                int index, const char *recv_device, weft_node_t **out) {
   char *memo = g_strdup_printf("recv|%s:%d|%s", src->name, index, dst->task);
@@ -151,8 +187,12 @@ static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_no
   xfer_attrs(sa, key, send_device, recv_device);
   set_bool(sa, "copy_on_send", weft__dtype_is_ref(src->output_types[index]));
   weft__edge_t in = {g_hash_table_lookup(ps->copies, src), index};
-  weft_status_t *st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, NULL);
+  weft_node_t *send = NULL;
+  weft_status_t *st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, &send);
   weft__attrs_free(sa);
+  frame_info_t *fi = spanning_frame_of(ps, src);
+  bool cond_side = fi && g_hash_table_contains(fi->cond_side, src);
+  if (!st && fi && !cond_side) add_gate(ps, send, fi->name, sp->task, false);
   if (!st) {
     weft_attrs_t *ra = weft__attrs_new();
     set_type(ra, "tensor_type", dtype);
@@ -172,6 +212,7 @@ static weft_status_t *recv_for(part_state_t *ps, weft__partition_t *dst, weft_no
       st = add_node(dst, recv_name, "_Recv", NULL, 0, first ? &first : NULL, first ? 1 : 0,
                     recv_device, ra, out);
     }
+    if (!st && fi) add_gate(ps, *out, fi->name, dst->task, cond_side);
     weft__attrs_free(ra);
   }
   if (!st) g_hash_table_insert(ps->made, memo, *out);
@@ -203,7 +244,8 @@ static char *const_device(const char *device, const weft_attrs_t *const_attrs) {
  * keeps one message however many nodes of `dst` wait on it; several, the control inputs of one
  * node (`waiter`) from one task, share one message sent when the last of them has run, so a node
  * waiting on k updates on a ps task costs one RecvTensor, not k. Waiting for all of them at the
- * source cannot deadlock: the waiter needed all of them before it could run anyway. */
+ * source cannot deadlock: the waiter needed all of them before it could run anyway. Inside a
+ * frame spanning tasks the message goes once per iteration, gated as recv_for's. */
 static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst,
                                        weft_node_t *const *srcs, int n_srcs,
                                        const weft_node_t *waiter, const char *recv_device,
@@ -241,12 +283,18 @@ static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst,
   weft_status_t *st = add_node(sp, const_name, "Const", NULL, 0, src_copies, n_srcs, send_device,
                                ca, &trigger);
   weft__attrs_free(ca);
+  frame_info_t *fi = spanning_frame_of(ps, srcs[0]);
+  bool cond_side = fi != NULL;
+  for (int k = 0; k < n_srcs && fi; k++)
+    cond_side = cond_side && g_hash_table_contains(fi->cond_side, srcs[k]);
   if (!st) {
     weft_attrs_t *sa = weft__attrs_new();
     set_type(sa, "T", WEFT_DT_INT32);
     xfer_attrs(sa, key, send_device, recv_device);
     weft__edge_t in = {trigger, 0};
-    st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, NULL);
+    weft_node_t *send = NULL;
+    st = add_node(sp, send_name, "_Send", &in, 1, NULL, 0, send_device, sa, &send);
+    if (!st && fi && !cond_side) add_gate(ps, send, fi->name, sp->task, false);
     weft__attrs_free(sa);
   }
   if (!st) {
@@ -254,6 +302,7 @@ static weft_status_t *control_recv_for(part_state_t *ps, weft__partition_t *dst,
     set_type(ra, "tensor_type", WEFT_DT_INT32);
     xfer_attrs(ra, key, send_device, recv_device);
     st = add_node(dst, recv_name, "_Recv", NULL, 0, NULL, 0, recv_device, ra, out);
+    if (!st && fi) add_gate(ps, *out, fi->name, dst->task, cond_side);
     weft__attrs_free(ra);
   }
   if (!st) g_hash_table_insert(ps->made, memo, *out);
@@ -308,9 +357,16 @@ static int feed_of(const weft__step_spec_t *spec, const weft_node_t *node, int i
 /* ---------------------------------------------------------------------------------------------
  * Frames (TensorFlow 1.x while loops). A loop whose nodes are all on one task partitions as any
  * subgraph: values from other tasks reach it through _Recv nodes outside the frame, ahead of its
- * Enters, and its Exits' values leave it the same way. An edge between tasks inside a frame would
- * need TensorFlow's per-partition control loops (graph_partition.cc's AddControlFlow) and
- * per-iteration rendezvous keys; those are refused, naming the node and its frame. */
+ * Enters, and its Exits' values leave it the same way. A loop whose body or condition reads
+ * values of other tasks inside the frame (a resource variable's read colocated with it on a ps)
+ * is built as TensorFlow's graph_partition.cc AddControlFlow does: the LoopCond's task is its
+ * home; every task of the frame gets a control loop whose Switch takes the LoopCond's value of
+ * each iteration (sent from the home), so it runs as many iterations as the home; each _Send and
+ * _Recv inside the frame waits on that control loop and its rendezvous key carries the frame and
+ * iteration (sendrecv.c). The loop's own structure (Merge, Switch, NextIteration, Exit, LoopCond,
+ * non-constant Enters) stays on the home, nested loops that span tasks are refused, and such a
+ * frame runs one iteration at a time (parallel_iterations 1): a _Recv holds a pool thread while
+ * it waits, and several iterations' receives in flight could take every thread a task has. */
 
 static const char *attr_text(const weft_node_t *n, const char *name) {
   const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
@@ -321,32 +377,275 @@ static bool op_is(const weft_node_t *n, const char *a, const char *b) {
   return strcmp(n->op_name, a) == 0 || strcmp(n->op_name, b) == 0;
 }
 
-/* The frame `src`'s outputs are in ("" for the root); src is placed already. */
+/* The frame `src`'s outputs are in ("" for the root). */
 static const char *out_frame_of(part_state_t *ps, const weft_node_t *src) {
   const char *f = g_hash_table_lookup(ps->frame_of, src);
   return f ? f : "";
 }
 
-/* Records the frame of n's outputs from its (already placed) inputs: an Enter's is the frame it
- * names, an Exit's its frame's parent. Returns the frame n runs in. */
-static const char *note_frame(part_state_t *ps, weft_node_t *n) {
-  const char *f = "";
-  for (int i = 0; i < n->n_inputs; i++) {
-    if (!g_hash_table_contains(ps->task_of, n->inputs[i].src)) continue;
-    f = out_frame_of(ps, n->inputs[i].src);
-    break;
-  }
+/* The frame n runs in ("" for the root). */
+static const char *run_frame_of(part_state_t *ps, const weft_node_t *n) {
+  const char *f = g_hash_table_lookup(ps->run_frame, n);
+  return f ? f : "";
+}
+
+static void frame_info_free(frame_info_t *fi) {
+  g_free(fi->home);
+  g_hash_table_destroy(fi->devices);
+  g_hash_table_destroy(fi->cond_side);
+  g_free(fi);
+}
+
+static frame_info_t *frame_info_for(part_state_t *ps, const char *name) {
+  frame_info_t *fi = g_hash_table_lookup(ps->frames, name);
+  if (fi) return fi;
+  fi = g_new0(frame_info_t, 1);
+  fi->name = name;
+  fi->parent = "";
+  fi->devices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  fi->cond_side = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_hash_table_insert(ps->frames, (gpointer)name, fi);
+  return fi;
+}
+
+static void frame_add_device(frame_info_t *fi, const char *device) {
+  char *task = device ? weft__task_of_device(device) : NULL;
+  if (task && !g_hash_table_contains(fi->devices, task))
+    g_hash_table_insert(fi->devices, task, (gpointer)device);
+  else g_free(task);
+}
+
+/* The frame `src`'s outputs are in when it spans tasks, else NULL. */
+static frame_info_t *spanning_frame_of(part_state_t *ps, const weft_node_t *src) {
+  const char *f = out_frame_of(ps, src);
+  frame_info_t *fi = *f ? g_hash_table_lookup(ps->frames, f) : NULL;
+  return fi && fi->spans ? fi : NULL;
+}
+
+static void add_gate(part_state_t *ps, weft_node_t *node, const char *frame, const char *task,
+                     bool every_iteration) {
+  gate_t g = {node, frame, task, every_iteration};
+  g_array_append_val(ps->gates, g);
+}
+
+/* Records the frame of n's outputs from its inputs (the step is in order but for back edges): an
+ * Enter's is the frame it names, an Exit's its frame's parent. A node with control inputs only
+ * (a constant in a loop body) runs in its control inputs' frame. */
+static void note_frame(part_state_t *ps, weft_node_t *n) {
+  const char *f = NULL;
+  for (int i = 0; i < n->n_inputs && !f; i++)
+    f = g_hash_table_lookup(ps->frame_of, n->inputs[i].src);
+  for (guint c = 0; c < n->control_inputs->len && !f && n->n_inputs == 0; c++)
+    f = g_hash_table_lookup(ps->frame_of, n->control_inputs->pdata[c]);
+  if (!f) f = "";
   const char *out = f;
   if (op_is(n, "Enter", "RefEnter")) {
     out = attr_text(n, "frame_name");
     if (!g_hash_table_contains(ps->frame_parent, out))
       g_hash_table_insert(ps->frame_parent, (gpointer)out, (gpointer)f);
+    frame_info_t *fi = frame_info_for(ps, out);
+    fi->parent = g_hash_table_lookup(ps->frame_parent, out);
+    frame_add_device(fi, device_of(ps, n));
   } else if (op_is(n, "Exit", "RefExit") && *f) {
     out = g_hash_table_lookup(ps->frame_parent, f);
     if (!out) out = "";
   }
+  if (*f) {
+    frame_info_t *fi = frame_info_for(ps, f);
+    frame_add_device(fi, device_of(ps, n));
+    if (strcmp(n->op_name, "LoopCond") == 0) fi->cond = n;
+  }
   g_hash_table_insert(ps->frame_of, n, (gpointer)out);
-  return f;
+  g_hash_table_insert(ps->run_frame, n, (gpointer)f);
+}
+
+/* The nodes of fi whose value its LoopCond needs in every iteration: back from the LoopCond
+ * through the frame, not across NextIteration (last iteration's body) nor past its Enters. */
+static void find_cond_side(part_state_t *ps, frame_info_t *fi) {
+  GPtrArray *stack = g_ptr_array_new();
+  g_hash_table_add(fi->cond_side, fi->cond);
+  g_ptr_array_add(stack, fi->cond);
+  while (stack->len > 0) {
+    weft_node_t *u = g_ptr_array_steal_index_fast(stack, stack->len - 1);
+    if (op_is(u, "Enter", "RefEnter")) continue;
+    int n_all = u->n_inputs + (int)u->control_inputs->len;
+    for (int k = 0; k < n_all; k++) {
+      weft_node_t *v = k < u->n_inputs ? u->inputs[k].src
+                                       : u->control_inputs->pdata[k - u->n_inputs];
+      if (strcmp(out_frame_of(ps, v), fi->name) != 0 ||
+          op_is(v, "NextIteration", "RefNextIteration") || g_hash_table_contains(fi->cond_side, v))
+        continue;
+      g_hash_table_add(fi->cond_side, v);
+      g_ptr_array_add(stack, v);
+    }
+  }
+  g_ptr_array_free(stack, TRUE);
+}
+
+static bool is_loop_structure(const weft_node_t *n) {
+  return op_is(n, "Merge", "RefMerge") || op_is(n, "Switch", "RefSwitch") ||
+         op_is(n, "NextIteration", "RefNextIteration") || op_is(n, "Exit", "RefExit") ||
+         strcmp(n->op_name, "LoopCond") == 0;
+}
+
+/* Whether n, on `task`, breaks what the control loops of its frame can do. */
+static weft_status_t *check_spanning(part_state_t *ps, weft_node_t *n, const char *task) {
+  const char *f = run_frame_of(ps, n);
+  bool enter = op_is(n, "Enter", "RefEnter");
+  frame_info_t *fi = g_hash_table_lookup(ps->frames, enter ? out_frame_of(ps, n) : f);
+  if (!fi || !fi->spans) return NULL;
+  const char *device = device_of(ps, n);
+  if (!fi->cond) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "While loop frame '%s' spans tasks (node '%s' (%s) on %s) but has no "
+                           "LoopCond: a cross-task loop needs its predicate", fi->name, n->name,
+                           n->op_name, device);
+  }
+  if (strcmp(task, fi->home) == 0) return NULL;
+  if (*fi->parent) {
+    return weft_status_new(WEFT_UNIMPLEMENTED,
+                           "Node '%s' (%s) on %s is in while loop frame '%s', nested in frame "
+                           "'%s', whose LoopCond '%s' is on %s: a nested loop may not span tasks "
+                           "(control loops are built for outermost loops only); place the inner "
+                           "loop on one task", n->name, n->op_name, device, fi->name, fi->parent,
+                           fi->cond->name, fi->home);
+  }
+  const weft__attr_value_t *constant = weft__attrs_get(n->attrs, "is_constant");
+  bool constant_enter = enter && constant && constant->kind == WEFT_ATTR_BOOL && constant->u.b;
+  if (is_loop_structure(n) || (enter && !constant_enter)) {
+    return weft_status_new(WEFT_UNIMPLEMENTED,
+                           "Node '%s' (%s) on %s is part of while loop frame '%s', whose LoopCond "
+                           "'%s' is on %s: a loop's Merge, Switch, NextIteration, Exit and "
+                           "LoopCond nodes and its non-constant Enters must be on the LoopCond's "
+                           "task (its body and condition may span tasks)", n->name, n->op_name,
+                           device, fi->name, fi->cond->name, fi->home);
+  }
+  return NULL;
+}
+
+/* Finds every node's frame, which frames span tasks, their homes and condition sides, and
+ * refuses what their control loops cannot do. */
+static weft_status_t *analyze_frames(part_state_t *ps, GPtrArray *nodes) {
+  for (guint k = 0; k < nodes->len; k++) note_frame(ps, nodes->pdata[k]);
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, ps->frames);
+  while (g_hash_table_iter_next(&it, NULL, &value)) {
+    frame_info_t *fi = value;
+    fi->spans = g_hash_table_size(fi->devices) > 1;
+    if (!fi->spans || !fi->cond) continue;
+    fi->home = weft__task_of_device(device_of(ps, fi->cond));
+    find_cond_side(ps, fi);
+  }
+  weft_status_t *st = NULL;
+  for (guint k = 0; k < nodes->len && !st; k++) {
+    weft_node_t *n = nodes->pdata[k];
+    const char *device = device_of(ps, n);
+    char *task = device ? weft__task_of_device(device) : NULL;
+    if (task) st = check_spanning(ps, n, task);
+    g_free(task);
+  }
+  return st;
+}
+
+/* The control loop of frame fi on partition p (see cloop_t), its Switch on the LoopCond's value
+ * (received from the home when p is not the home). */
+static weft_status_t *build_cloop(part_state_t *ps, frame_info_t *fi, weft__partition_t *p) {
+  char *device = g_strdup_printf("%s/device:CPU:0", p->task);
+  char *base = g_strdup_printf("_weft/cloop/%s", fi->name);
+  char *names[6];
+  static const char *const parts[6] = {"const", "enter", "merge", "switch", "live", "next"};
+  for (int k = 0; k < 6; k++) names[k] = g_strdup_printf("%s/%s", base, parts[k]);
+  weft_node_t *nodes[6] = {NULL};
+  weft_attrs_t *attrs = weft__attrs_new();
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TENSOR);
+  v->u.tensor = weft_tensor_new_scalar_int32(0);
+  weft__attrs_set(attrs, "value", v);
+  set_type(attrs, "dtype", WEFT_DT_INT32);
+  weft_status_t *st = add_node(p, names[0], "Const", NULL, 0, NULL, 0, device, attrs, &nodes[0]);
+  weft__attrs_free(attrs);
+  attrs = weft__attrs_new();
+  set_type(attrs, "T", WEFT_DT_INT32);
+  weft_attrs_t *enter_attrs = weft__attrs_copy(attrs);
+  set_string(enter_attrs, "frame_name", fi->name);
+  set_bool(enter_attrs, "is_constant", false);
+  set_int(enter_attrs, "parallel_iterations", 1);
+  weft__edge_t in[2] = {{nodes[0], 0}, {NULL, 0}};
+  if (!st) st = add_node(p, names[1], "Enter", in, 1, NULL, 0, device, enter_attrs, &nodes[1]);
+  weft__attrs_free(enter_attrs);
+  weft_attrs_t *merge_attrs = weft__attrs_copy(attrs);
+  set_int(merge_attrs, "N", 2);
+  in[0] = in[1] = (weft__edge_t){nodes[1], 0};
+  /* The second input is the NextIteration, linked once it exists. */
+  if (!st) st = add_node(p, names[2], "Merge", in, 2, NULL, 0, device, merge_attrs, &nodes[2]);
+  weft__attrs_free(merge_attrs);
+  weft_node_t *pred = NULL;
+  if (!st && strcmp(p->task, fi->home) == 0) {
+    pred = g_hash_table_lookup(ps->copies, fi->cond);
+  } else if (!st) {
+    st = recv_for(ps, p, fi->cond, 0, device, &pred); /* gated on the Merge with the others */
+  }
+  in[0] = (weft__edge_t){nodes[2], 0};
+  in[1] = (weft__edge_t){pred, 0};
+  if (!st) st = add_node(p, names[3], "Switch", in, 2, NULL, 0, device, attrs, &nodes[3]);
+  in[0] = (weft__edge_t){nodes[3], 1};
+  if (!st) st = add_node(p, names[4], "Identity", in, 1, NULL, 0, device, attrs, &nodes[4]);
+  in[0] = (weft__edge_t){nodes[4], 0};
+  if (!st) st = add_node(p, names[5], "NextIteration", in, 1, NULL, 0, device, attrs, &nodes[5]);
+  weft__attrs_free(attrs);
+  if (!st) {
+    nodes[2]->inputs[1].src = nodes[5];
+    cloop_t *cl = g_new(cloop_t, 1);
+    cl->merge = nodes[2];
+    cl->live = nodes[4];
+    g_hash_table_insert(ps->cloops, g_strdup_printf("%s|%s", fi->name, p->task), cl);
+  }
+  for (int k = 0; k < 6; k++) g_free(names[k]);
+  g_free(base);
+  g_free(device);
+  return st;
+}
+
+/* Gives a _Send or _Recv the partitioner made (with no control inputs: those share the graph's
+ * one empty array) a control input of its own. */
+static void add_control(weft_node_t *node, weft_node_t *control) {
+  if (node->control_inputs->len == 0) node->control_inputs = g_ptr_array_new();
+  g_ptr_array_add(node->control_inputs, control);
+}
+
+/* Builds the control loops of every frame spanning tasks, one per task it runs on, then hangs
+ * the frame's _Send and _Recv nodes on them. */
+static weft_status_t *add_control_flow(part_state_t *ps) {
+  weft_status_t *st = NULL;
+  GHashTableIter it;
+  gpointer value;
+  g_hash_table_iter_init(&it, ps->frames);
+  while (!st && g_hash_table_iter_next(&it, NULL, &value)) {
+    frame_info_t *fi = value;
+    if (!fi->spans) continue;
+    GHashTableIter tasks;
+    gpointer task;
+    g_hash_table_iter_init(&tasks, fi->devices);
+    while (!st && g_hash_table_iter_next(&tasks, &task, NULL))
+      st = build_cloop(ps, fi, partition_for(ps, task));
+  }
+  for (guint k = 0; k < ps->gates->len && !st; k++) {
+    gate_t *g = &g_array_index(ps->gates, gate_t, k);
+    char *name = g_strdup_printf("%s|%s", g->frame, g->task);
+    cloop_t *cl = g_hash_table_lookup(ps->cloops, name);
+    g_free(name);
+    weft_node_t *gate = cl ? (g->every_iteration ? cl->merge : cl->live) : NULL;
+    if (!gate) {
+      st = weft_status_new(WEFT_INTERNAL, "Partitioning: no control loop of frame '%s' on %s "
+                           "for '%s'", g->frame, g->task, g->node->name);
+    } else if (g->node->control_inputs->len > 0) {
+      st = weft_status_new(WEFT_INTERNAL, "Partitioning: '%s' in frame '%s' already has control "
+                           "inputs", g->node->name, g->frame);
+    } else {
+      add_control(g->node, gate);
+    }
+  }
+  return st;
 }
 
 static weft_status_t *frame_refusal(const weft_node_t *n, const char *device, const char *frame,
@@ -388,7 +687,7 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
   weft_status_t *st = NULL;
   weft__edge_t *inputs = g_new0(weft__edge_t, n->n_inputs + 1);
   GPtrArray *controls = g_ptr_array_new();
-  const char *frame = note_frame(ps, n);
+  const char *frame = run_frame_of(ps, n);
   GArray *back = g_array_new(FALSE, FALSE, sizeof(back_edge_t));
   for (int i = 0; i < n->n_inputs && !st; i++) {
     weft_node_t *src = n->inputs[i].src;
@@ -416,8 +715,19 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
       continue;
     }
     if (*frame && strcmp(src_task, p->task) != 0 && *out_frame_of(ps, src)) {
-      st = frame_refusal(n, device, frame, src, device_of(ps, src));
-      break;
+      if (!spanning_frame_of(ps, src)) {
+        st = frame_refusal(n, device, frame, src, device_of(ps, src));
+        break;
+      }
+      if (op_is(src, "Switch", "RefSwitch") && index == 0) {
+        /* The exit branch is live only in the last iteration, when the body's gates are not. */
+        st = weft_status_new(WEFT_UNIMPLEMENTED,
+                             "Node '%s' (%s) on %s reads the exit branch '%s:0' on %s inside "
+                             "while loop frame '%s': a loop's exit values must stay on the task "
+                             "of its Switch", n->name, n->op_name, device, src->name,
+                             device_of(ps, src), frame);
+        break;
+      }
     }
     if (src_task && strcmp(src_task, p->task) == 0) {
       inputs[i].src = g_hash_table_lookup(ps->copies, src);
@@ -440,7 +750,7 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
     if (!ctl_task) continue; /* not part of the step: all its outputs are fed */
     if (strcmp(ctl_task, p->task) == 0) {
       g_ptr_array_add(controls, g_hash_table_lookup(ps->copies, ctl));
-    } else if (*out_frame_of(ps, ctl)) {
+    } else if (*out_frame_of(ps, ctl) && !spanning_frame_of(ps, ctl)) {
       st = frame_refusal(n, device, out_frame_of(ps, ctl), ctl, device_of(ps, ctl));
     } else {
       g_ptr_array_add(remote, ctl);
@@ -480,6 +790,8 @@ static weft_status_t *place_node(part_state_t *ps, weft_node_t *n) {
     weft_attrs_t *attrs = weft__attrs_copy(n->attrs);
     /* Colocation was settled by the placer; the partition may not hold the named node. */
     weft__attrs_remove(attrs, "_class");
+    if (op_is(n, "Enter", "RefEnter") && spanning_frame_of(ps, n))
+      set_int(attrs, "parallel_iterations", 1); /* see "Frames" above */
     weft_node_t *copy = NULL;
     st = add_node(p, n->name, n->op_name, inputs, n->n_inputs,
                   (weft_node_t *const *)controls->pdata, (int)controls->len, device, attrs, &copy);
@@ -701,7 +1013,8 @@ static void plan_recv_groups(part_state_t *ps, GPtrArray *nodes) {
       weft_node_t *src = n->inputs[i].src;
       int index = n->inputs[i].src_index, u = plan_position(&pl, src);
       if (u < 0 || !pl.task[u] || strcmp(pl.task[u], pl.task[v]) == 0 ||
-          feed_of(ps->spec, src, index) >= 0 || weft__dtype_is_ref(n->input_types[i]))
+          feed_of(ps->spec, src, index) >= 0 || weft__dtype_is_ref(n->input_types[i]) ||
+          *out_frame_of(ps, src)) /* a loop's tensors have a key per iteration */
         continue;
       char *name = g_strdup_printf("%s:%d|%s", src->name, index, pl.task[v]);
       transfer_t *t = g_hash_table_lookup(pl.transfers, name);
@@ -770,10 +1083,16 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   ps.frame_of = g_hash_table_new(g_direct_hash, g_direct_equal);
   ps.frame_parent = g_hash_table_new(g_str_hash, g_str_equal);
   ps.back_edges = g_array_new(FALSE, FALSE, sizeof(back_edge_t));
-  weft_status_t *st = NULL;
-  plan_recv_groups(&ps, nodes);
+  ps.run_frame = g_hash_table_new(g_direct_hash, g_direct_equal);
+  ps.frames = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                    (GDestroyNotify)frame_info_free);
+  ps.cloops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  ps.gates = g_array_new(FALSE, FALSE, sizeof(gate_t));
+  weft_status_t *st = analyze_frames(&ps, nodes);
+  if (!st) plan_recv_groups(&ps, nodes);
   for (guint k = 0; k < nodes->len && !st; k++) st = place_node(&ps, nodes->pdata[k]);
   if (!st) st = link_back_edges(&ps);
+  if (!st) st = add_control_flow(&ps);
   for (int f = 0; f < spec->n_fetches && !st; f++) {
     const weft__fetch_t *fetch = &spec->fetches[f];
     int fed = feed_of(spec, fetch->node, fetch->index);
@@ -802,6 +1121,10 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
   g_hash_table_destroy(ps.frame_of);
   g_hash_table_destroy(ps.frame_parent);
   g_array_free(ps.back_edges, TRUE);
+  g_hash_table_destroy(ps.run_frame);
+  g_hash_table_destroy(ps.frames);
+  g_hash_table_destroy(ps.cloops);
+  g_array_free(ps.gates, TRUE);
   if (ps.recv_groups) g_hash_table_destroy(ps.recv_groups);
   if (ps.groups) g_ptr_array_free(ps.groups, TRUE);
   if (st) {

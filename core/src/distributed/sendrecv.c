@@ -14,6 +14,14 @@
 
 #define METHOD_RECV_TENSOR "/weft.Worker/RecvTensor"
 
+/* The rendezvous key of this run of a _Send or _Recv: its static key in the root frame; inside a
+ * while loop (a frame spanning tasks, partition.c) the frame instance and iteration appended, as
+ * TensorFlow's frame_id:iter_id, so each iteration's tensor has its own key on both tasks. */
+static char *run_key(const weft_kernel_ctx_t *ctx, const char *key) {
+  if (!ctx->frame_key) return g_strdup(key);
+  return g_strdup_printf("%s;%s;%" G_GINT64_FORMAT, key, ctx->frame_key, (gint64)ctx->iteration);
+}
+
 static weft_status_t *send_compute(weft_kernel_ctx_t *ctx, void *state) {
   weft__xfer_state_t *x = state;
   weft__step_t *step = x->step ? *x->step : NULL;
@@ -27,7 +35,9 @@ static weft_status_t *send_compute(weft_kernel_ctx_t *ctx, void *state) {
     if (st) return st;
     t = copy;
   }
-  weft_status_t *st = weft__step_put(step, x->key, t);
+  char *key = run_key(ctx, x->key);
+  weft_status_t *st = weft__step_put(step, key, t);
+  g_free(key);
   weft_tensor_unref(copy);
   return st;
 }
@@ -111,12 +121,16 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
   weft__step_t *step = x->step ? *x->step : NULL;
   if (!step) return weft_status_new(WEFT_INTERNAL, "_Recv '%s' runs outside a step", x->key);
   if (x->group_keys) return recv_group(ctx, x, step);
+  /* Inside a loop a _Recv runs once per iteration; its shared-memory pool is sized for one
+   * tensor a step, so there it takes the bytes from the answer. */
+  weft__shm_segment_t *shm = ctx->frame_key ? NULL : x->shm;
+  char *key = run_key(ctx, x->key);
   gint64 left_us = weft__step_deadline(step) - g_get_monotonic_time();
   weft_status_t *st = NULL;
   if (left_us <= 0) {
     st = weft_status_new(WEFT_DEADLINE_EXCEEDED,
                          "Step %" G_GINT64_FORMAT " ran out of time before receiving '%s' from %s",
-                         weft__step_id(step), x->key, x->peer.name);
+                         weft__step_id(step), key, x->peer.name);
   }
   ProtobufCMessage *resp = NULL;
   weft_tensor_t **tensors = NULL;
@@ -124,19 +138,19 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
   if (!st) {
     Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
     req.step_id = weft__step_id(step);
-    req.rendezvous_key = x->key;
+    req.rendezvous_key = key;
     req.incarnation = x->peer_incarnation;
-    weft__shm_fill_request(x->shm, &req);
+    weft__shm_fill_request(shm, &req);
     int64_t timeout_ms = left_us / 1000 + 1;
     st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, timeout_ms, false,
                          weft__step_calls(step), &weft__recv_tensor_response__descriptor, &resp,
                          &tensors, &n);
   }
-  if (x->shm) {
+  if (shm) {
     /* The sender may have put the bytes in this _Recv's shared memory (shm_transfer.c). */
     weft_tensor_t *t = NULL;
-    weft_status_t *shm_st = weft__shm_after_recv(x->shm, st != NULL, (const void *)resp, &t);
-    if (shm_st) st = weft_status_prefix(shm_st, "_Recv '%s' from %s", x->key, x->peer.name);
+    weft_status_t *shm_st = weft__shm_after_recv(shm, st != NULL, (const void *)resp, &t);
+    if (shm_st) st = weft_status_prefix(shm_st, "_Recv '%s' from %s", key, x->peer.name);
     if (t && n == 0) {
       g_free(tensors);
       tensors = g_new0(weft_tensor_t *, 1);
@@ -147,15 +161,17 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   if (!st && (n != 1 || tensors[0]->dtype != x->dtype)) {
-    st = weft_status_new(WEFT_INTERNAL, "RecvTensor '%s' from %s returned %d tensor(s)%s%s", x->key,
+    st = weft_status_new(WEFT_INTERNAL, "RecvTensor '%s' from %s returned %d tensor(s)%s%s", key,
                          x->peer.name, n, n == 1 ? " of type " : "",
                          n == 1 ? weft_dtype_name(tensors[0]->dtype) : "");
   }
   if (resp) protobuf_c_message_free_unpacked(resp, NULL);
   if (st) {
     weft__tensors_free(tensors, n);
+    g_free(key);
     return recv_failed(step, st);
   }
+  g_free(key);
   ctx->outputs[0].tensor = tensors[0];
   g_free(tensors);
   return NULL;

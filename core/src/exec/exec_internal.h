@@ -42,6 +42,11 @@ struct weft_kernel_ctx {
   GPtrArray *scratch;           /* weft__buffer_t* freed after compute */
   weft_status_t *deferred;      /* a status a void host function could not return */
   weft__step_resources_t *step_resources; /* the step's TensorArrays (frames_internal.h) */
+  /* The while-loop frame instance ("parent;iteration;name" down from the root, the same on
+   * every task) and iteration the node runs in: NULL and 0 in the root frame. _Send and _Recv
+   * inside a loop add them to their rendezvous key, so each iteration has its own. */
+  const char *frame_key;
+  int64_t iteration;
 };
 
 /* The host table's kernel-context services (kernel_host.c) used by the executor. */

@@ -310,7 +310,8 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
       start_real = g_get_real_time();
       start_mono = g_get_monotonic_time();
     }
-    weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources};
+    weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources,
+                                   NULL, 0};
     st = weft__kernel_call(node, en->kinst, en->kinst, en->input_is_ref, en->input_in_host_memory,
                            &s->inputs[en->input_base], outs, &env);
     if (st) {

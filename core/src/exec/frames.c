@@ -661,9 +661,11 @@ static const char *device_name_of(const cf_node_t *cn) {
 }
 
 /* Runs a normal node's kernel on its inputs (kernel_call.h). */
-static weft_status_t *run_kernel(cf_step_t *s, const cf_node_t *cn, weft__value_t *inputs,
-                                 weft__value_t *outs) {
-  weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources};
+static weft_status_t *run_kernel(cf_step_t *s, const cf_node_t *cn, const ready_entry_t *r,
+                                 weft__value_t *inputs, weft__value_t *outs) {
+  bool root = r->frame == s->root;
+  weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources,
+                                 root ? NULL : r->frame->key, root ? 0 : r->iter};
   /* The instance's attr cache too: a Const in a loop body is copied to its device once. */
   return weft__kernel_call(cn->node, cn->kinst, cn->kinst, cn->is_ref, cn->in_host, inputs, outs,
                            &env);
@@ -691,8 +693,8 @@ static weft_status_t *read_pred(const cf_node_t *cn, const weft__value_t *v, boo
 }
 
 /* What a node computes; outs without a value are dead outputs. */
-static weft_status_t *compute(cf_step_t *s, const cf_node_t *cn, weft__value_t *inputs,
-                              weft__value_t *outs) {
+static weft_status_t *compute(cf_step_t *s, const cf_node_t *cn, const ready_entry_t *r,
+                              weft__value_t *inputs, weft__value_t *outs) {
   switch (cn->kind) {
     case CF_SWITCH: {
       bool pred = false;
@@ -719,7 +721,7 @@ static weft_status_t *compute(cf_step_t *s, const cf_node_t *cn, weft__value_t *
       return NULL;
     case CF_NORMAL:
     default:
-      return run_kernel(s, cn, inputs, outs);
+      return run_kernel(s, cn, r, inputs, outs);
   }
 }
 
@@ -770,7 +772,7 @@ static void process(cf_step_t *s, ready_entry_t r) {
           start_real = g_get_real_time();
           start_mono = g_get_monotonic_time();
         }
-        weft_status_t *st = compute(s, cn, inputs, outs);
+        weft_status_t *st = compute(s, cn, &r, inputs, outs);
         if (!st && s->args->stats) {
           weft__record_node_stats(s->args->stats, node, device_name_of(cn), start_real,
                                   start_mono, outs);

@@ -65,6 +65,9 @@ typedef struct weft__kernel_call_env {
   weft__threadpool_t *intra_pool;
   weft__resource_mgr_t *resources;
   weft__step_resources_t *step_resources;
+  /* The frame instance and iteration the node runs in (frames.c); NULL and 0 in the root. */
+  const char *frame_key;
+  int64_t iteration;
 } weft__kernel_call_env_t;
 
 /* Binds the node's inputs (is_ref and in_host per input), runs its kernel into outs (n_outputs,
@@ -94,6 +97,8 @@ static inline weft_status_t *weft__kernel_call(const weft_node_t *node,
   ctx.intra_pool = env->intra_pool;
   ctx.resources = env->resources;
   ctx.step_resources = env->step_resources;
+  ctx.frame_key = env->frame_key;
+  ctx.iteration = env->iteration;
   st = kinst->kernel->def.compute(&ctx, kinst->state);
   if (!st) st = weft__kernel_ctx_take_status(&ctx);
   else weft_status_free(weft__kernel_ctx_take_status(&ctx));
