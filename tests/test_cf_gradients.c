@@ -337,6 +337,10 @@ static double rnn_loss(const double *w, const double *h0, const double *xs, cons
  * loss, and the gradients with respect to W and h0. */
 typedef struct rnn {
   weft_output_t w, loss, grads[2];
+  /* Or W a resource variable (its handle), read inside the loop on the handle's device, and
+   * dw a fed zero added to the read there, whose gradient is dW. */
+  weft_output_t handle, dw;
+  const char *handle_device;
 } rnn_t;
 
 static void rnn_build(weft_graph_t *g, rnn_t *r) {
@@ -367,13 +371,24 @@ static void rnn_build(weft_graph_t *g, rnn_t *r) {
   weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
   weft_output_t xt = weft_out(build(b), 0);
   weft_status_t *st = NULL;
-  weft_output_t hw = weft_matmul(g, "hw", bh, invariant(&l, r->w), false, false, &st);
+  weft_output_t w_in;
+  if (r->handle.node) {
+    weft_graph_push_device(g, r->handle_device);
+    weft_op_builder_t *rb = weft_op_new(g, "ReadVariableOp", NULL);
+    weft_op_add_input(rb, invariant(&l, r->handle));
+    weft_op_set_attr_type(rb, "dtype", WEFT_DT_DOUBLE);
+    w_in = op(g, "AddV2", weft_out(build(rb), 0), invariant(&l, r->dw));
+    weft_graph_pop_device(g);
+  } else {
+    w_in = invariant(&l, r->w);
+  }
+  weft_output_t hw = weft_matmul(g, "hw", bh, w_in, false, false, &st);
   OK(st);
   weft_output_t hn = op(g, "Tanh", op(g, "AddV2", hw, xt), NONE);
   loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
   weft_output_t hT = loop_close(&l, 1, hn);
   r->loss = sum_all(g, op(g, "Mul", hT, cst(g, WEFT_DT_DOUBLE, 2, hd, rnn_v)), 2);
-  weft_output_t wrt[2] = {r->w, h0};
+  weft_output_t wrt[2] = {r->handle.node ? r->dw : r->w, h0};
   OK(weft_gradients(g, &r->loss, 1, wrt, 2, NULL, r->grads));
 }
 
@@ -658,6 +673,72 @@ static void test_while_rnn_cluster(void) {
   }
   weft_tensor_unref(wt);
   g_free(wname);
+  weft_session_free(s);
+  free_feeds(&fd);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
+/* The recurrence with W a resource variable on the ps read inside the worker's loop (a
+ * dynamic_rnn's weights as TensorFlow 2-style variables under replica_device_setter): the read,
+ * and its part of the gradient loop, run in the frame on the ps each iteration. The loss and dW
+ * against the recurrence here, then a ResourceApplyGradientDescent step on the ps, twice: W
+ * must follow W - 0.1 dW computed here from differences. */
+static void test_resource_rnn_cluster(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  weft_graph_t *g = weft_graph_new();
+  int64_t wd[2] = {H, H}, hd[2] = {1, H}, xd[3] = {T, 1, H};
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_op_builder_t *b = weft_op_new(g, "VarHandleOp", "rnn_w");
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_op_set_attr_shape(b, "shape", 2, wd);
+  rnn_t r = {.handle = weft_out(build(b), 0), .handle_device = "/job:ps/task:0"};
+  const char *init = assign_handle(g, r.handle, cst(g, WEFT_DT_DOUBLE, 2, wd, rnn_w),
+                                   WEFT_DT_DOUBLE);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:worker/task:0");
+  r.dw = placeholder(g, "dW", WEFT_DT_DOUBLE, 2, wd);
+  rnn_build(g, &r);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  b = weft_op_new(g, "ResourceApplyGradientDescent", "apply_w");
+  weft_op_add_input(b, r.handle);
+  weft_op_add_input(b, scalar_d(g, 0.1));
+  weft_op_add_input(b, r.grads[0]);
+  const char *train = weft_node_name(build(b));
+  weft_output_t w_now = read_handle(g, r.handle, WEFT_DT_DOUBLE);
+  weft_graph_pop_device(g);
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1));
+  double zeros[H * H] = {0}, w[H * H];
+  memcpy(w, rnn_w, sizeof w);
+  feeds_t fd = {3, {"dW", "h0", "xs"},
+                {dtensor(2, wd, zeros), dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+  for (int step = 0; step < 2; step++) {
+    g_assert_cmpfloat(fabs(run_scalar(s, &fd, r.loss) - rnn_loss(w, rnn_h0, rnn_x, rnn_v)), <,
+                      1e-12);
+    OK(weft_session_run(s, fd.names, fd.t, fd.n, NULL, NULL, 0, &train, 1));
+    double next[H * H];
+    for (int k = 0; k < H * H; k++) {
+      double wp[H * H], wm[H * H];
+      memcpy(wp, w, sizeof wp);
+      memcpy(wm, w, sizeof wm);
+      wp[k] += 1e-6, wm[k] -= 1e-6;
+      double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
+      next[k] = w[k] - 0.1 * dw;
+    }
+    char *wname = tname(w_now);
+    const char *fetch = wname;
+    weft_tensor_t *wt = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, &fetch, &wt, 1, NULL, 0));
+    for (int k = 0; k < H * H; k++) {
+      g_assert_cmpfloat(fabs(weft_tensor_get_double(wt, k) - next[k]), <, 1e-8);
+      w[k] = weft_tensor_get_double(wt, k);
+    }
+    weft_tensor_unref(wt);
+    g_free(wname);
+  }
   weft_session_free(s);
   free_feeds(&fd);
   weft_graph_free(g);
@@ -1012,6 +1093,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/imported_dynamic_rnn", test_imported_dynamic_rnn);
   g_test_add_func("/cf_gradients/while_rnn_ps_worker_cluster", test_while_rnn_cluster);
   g_test_add_func("/cf_gradients/cross_task_loops", test_cross_task_loops);
+  g_test_add_func("/cf_gradients/resource_rnn_ps_worker_cluster", test_resource_rnn_cluster);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
   g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);

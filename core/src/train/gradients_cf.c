@@ -710,8 +710,8 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
   char *scope = g_strdup_printf("%s_grad", b.fname);
   weft_graph_push_name_scope(g, scope);
   g_free(scope);
-  /* The counter, the saved values and the gradient loop go where the loop runs: a loop's nodes
-   * must share a task (the partitioner refuses frames across tasks). */
+  /* The counter, the saved values and the gradient loop go where the loop runs: a loop's
+   * structure must be on its LoopCond's task (partition.c builds control loops for the rest). */
   const char *loop_device = loop_cond->requested_device;
   bool on_device = loop_device && *loop_device;
   if (on_device) weft_graph_push_device(g, loop_device);
