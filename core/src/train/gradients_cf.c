@@ -773,11 +773,18 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
       char *s = g_strdup_printf("%s_grad", n->name);
       weft_graph_push_name_scope(g, s);
       g_free(s);
+      /* A body node pinned elsewhere (a read on a ps) gets its gradient, and the values saved
+       * for it, on its own device, as TensorFlow's colocate_gradients_with_ops: that part of the
+       * gradient loop then runs on its task too (partition.c's control loops). */
+      const char *own = n->requested_device;
+      bool elsewhere = on_device && own && *own && strcmp(own, loop_device) != 0;
+      if (elsewhere) weft_graph_push_device(g, own);
       int from = weft_graph_num_nodes(g);
       weft_status_t *gst = weft__gradient_one(g, n, dy, dx);
       if (gst && !b.st) b.st = gst;
       else weft_status_free(gst);
       adopt(&b, from);
+      if (elsewhere) weft_graph_pop_device(g);
       weft_graph_pop_name_scope(g);
     }
     for (int k = 0; k < n->n_inputs && !b.st; k++) {
