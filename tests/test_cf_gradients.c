@@ -458,17 +458,37 @@ static weft_status_t *run_on(weft_session_t *s, double xv, weft_output_t y, doub
   return st;
 }
 
+/* Opens `inner` in `outer`'s body (bi, br its counter and variable there): a counter from bi to
+ * bi + 2 and a variable from br, all entered from the outer frame as a tf.while_loop inside
+ * another's body reads them; closes the counter and returns the inner body's variable. */
+static weft_output_t open_inner(loop_t *outer, loop_t *inner, weft_output_t bi, weft_output_t br) {
+  weft_graph_t *g = outer->g;
+  weft_output_t j = loop_var(inner, op(g, "Identity", bi, NONE));
+  loop_var(inner, br);
+  weft_output_t two = op(g, "AddV2", bi, invariant(outer, scalar_i(g, 2)));
+  loop_cond(inner, op(g, "Less", j, invariant(inner, two)));
+  weft_output_t bj = loop_body(inner, 0), bs = loop_body(inner, 1);
+  loop_close(inner, 0, op(g, "AddV2", bj, invariant(inner, op(g, "OnesLike", two, NONE))));
+  return bs;
+}
+
+/* Opens loop l with a counter i < trips and a variable fed as "x"; returns the body's i (the
+ * caller switches x with loop_body(l, 1)). */
+static weft_output_t open_counted(loop_t *l, int trips) {
+  weft_output_t x = placeholder(l->g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  weft_output_t i = loop_var(l, scalar_i(l->g, 0));
+  loop_var(l, x);
+  loop_cond(l, op(l->g, "Less", i, invariant(l, scalar_i(l->g, trips))));
+  return loop_body(l, 0);
+}
+
 /* A loop on the worker whose body squares on the ps (a node of the frame on another task, both
  * ways across every iteration): x^8 after three iterations. */
 static void span_loop(const char *target) {
   weft_graph_t *g = weft_graph_new();
   weft_graph_push_device(g, "/job:worker/task:0");
-  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
   loop_t l = {g, "span", 10, 0, {0}, {0}, NONE};
-  weft_output_t i = loop_var(&l, scalar_i(g, 0));
-  loop_var(&l, x);
-  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 3))));
-  weft_output_t bi = loop_body(&l, 0), bx = loop_body(&l, 1);
+  weft_output_t bi = open_counted(&l, 3), bx = loop_body(&l, 1);
   weft_graph_push_device(g, "/job:ps/task:0");
   weft_op_builder_t *b = weft_op_new(g, "Mul", "remote_mul");
   weft_op_add_input(b, bx);
@@ -563,12 +583,8 @@ static void refuse_cross_task(const char *target) {
   for (int which = 0; which < 2; which++) {
     weft_graph_t *g = weft_graph_new();
     weft_graph_push_device(g, "/job:worker/task:0");
-    weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
     loop_t l = {g, "outer", 10, 0, {0}, {0}, NONE};
-    weft_output_t i = loop_var(&l, scalar_i(g, 0));
-    loop_var(&l, x);
-    loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 2))));
-    weft_output_t bi = loop_body(&l, 0);
+    weft_output_t bi = open_counted(&l, 2);
     if (which == 0) weft_graph_push_device(g, "/job:ps/task:0");
     weft_output_t br = loop_body(&l, 1);
     if (which == 0) weft_graph_pop_device(g);
@@ -576,13 +592,7 @@ static void refuse_cross_task(const char *target) {
     weft_output_t next = op(g, "Square", br, NONE);
     loop_t inner = {g, "inner", 10, 0, {0}, {0}, NONE};
     if (which == 1) {
-      /* As test_nested_pow: the inner loop's values all come from the outer frame. */
-      weft_output_t j = loop_var(&inner, op(g, "Identity", bi, NONE));
-      loop_var(&inner, br);
-      weft_output_t two = op(g, "AddV2", bi, invariant(&l, scalar_i(g, 2)));
-      loop_cond(&inner, op(g, "Less", j, invariant(&inner, two)));
-      weft_output_t bj = loop_body(&inner, 0), bs = loop_body(&inner, 1);
-      loop_close(&inner, 0, op(g, "AddV2", bj, invariant(&inner, op(g, "OnesLike", two, NONE))));
+      weft_output_t bs = open_inner(&l, &inner, bi, br);
       weft_graph_push_device(g, "/job:ps/task:0");
       weft_output_t sq = op(g, "Square", bs, NONE);
       weft_graph_pop_device(g);
@@ -630,6 +640,19 @@ static void test_cross_task_loops(void) {
   weftd_cluster_stop(&c);
 }
 
+/* One GradientDescent step of learning rate 0.1 on the recurrence's W, dW by central
+ * differences of rnn_loss. */
+static void rnn_sgd_step(const double *w, double *next) {
+  for (int k = 0; k < H * H; k++) {
+    double wp[H * H], wm[H * H];
+    memcpy(wp, w, sizeof wp);
+    memcpy(wm, w, sizeof wm);
+    wp[k] += 1e-6, wm[k] -= 1e-6;
+    double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
+    next[k] = w[k] - 0.1 * dw;
+  }
+}
+
 static void test_while_rnn_cluster(void) {
   weftd_cluster_t c;
   if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
@@ -663,14 +686,10 @@ static void test_while_rnn_cluster(void) {
   const char *fetch = wname;
   weft_tensor_t *wt = NULL;
   OK(weft_session_run(s, NULL, NULL, 0, &fetch, &wt, 1, NULL, 0));
-  for (int k = 0; k < H * H; k++) {
-    double wp[H * H], wm[H * H];
-    memcpy(wp, rnn_w, sizeof wp);
-    memcpy(wm, rnn_w, sizeof wm);
-    wp[k] += 1e-6, wm[k] -= 1e-6;
-    double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
-    g_assert_cmpfloat(fabs(weft_tensor_get_double(wt, k) - (rnn_w[k] - 0.1 * dw)), <, 1e-8);
-  }
+  double next[H * H];
+  rnn_sgd_step(rnn_w, next);
+  for (int k = 0; k < H * H; k++)
+    g_assert_cmpfloat(fabs(weft_tensor_get_double(wt, k) - next[k]), <, 1e-8);
   weft_tensor_unref(wt);
   g_free(wname);
   weft_session_free(s);
@@ -720,14 +739,7 @@ static void test_resource_rnn_cluster(void) {
                       1e-12);
     OK(weft_session_run(s, fd.names, fd.t, fd.n, NULL, NULL, 0, &train, 1));
     double next[H * H];
-    for (int k = 0; k < H * H; k++) {
-      double wp[H * H], wm[H * H];
-      memcpy(wp, w, sizeof wp);
-      memcpy(wm, w, sizeof wm);
-      wp[k] += 1e-6, wm[k] -= 1e-6;
-      double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
-      next[k] = w[k] - 0.1 * dw;
-    }
+    rnn_sgd_step(w, next);
     char *wname = tname(w_now);
     const char *fetch = wname;
     weft_tensor_t *wt = NULL;
@@ -897,12 +909,7 @@ static void test_nested_pow(void) {
   loop_cond(&outer, op(g, "Less", i, invariant(&outer, scalar_i(g, 2))));
   weft_output_t bi = loop_body(&outer, 0), br = loop_body(&outer, 1);
   loop_t inner = {g, "inner", 10, 0, {0}, {0}, NONE};
-  weft_output_t j = loop_var(&inner, op(g, "Identity", bi, NONE));
-  loop_var(&inner, br);
-  weft_output_t two = op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 2)));
-  loop_cond(&inner, op(g, "Less", j, invariant(&inner, two)));
-  weft_output_t bj = loop_body(&inner, 0), bs = loop_body(&inner, 1);
-  loop_close(&inner, 0, op(g, "AddV2", bj, invariant(&inner, op(g, "OnesLike", two, NONE))));
+  weft_output_t bs = open_inner(&outer, &inner, bi, br);
   weft_output_t s_exit = loop_close(&inner, 1, op(g, "Square", bs, NONE));
   loop_close(&outer, 0, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
   weft_output_t r = loop_close(&outer, 1, s_exit);
