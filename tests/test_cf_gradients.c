@@ -534,9 +534,9 @@ static const char *assign_handle(weft_graph_t *g, weft_output_t h, weft_output_t
 }
 
 /* Resource variables on the ps read inside a loop on the worker (ReadVariableOp and the handle's
- * Enter colocate with its VarHandleOp, so the read is a node of the frame on the ps): in the body, r = r * w + x,
- * with the trip count n a second variable read by the loop's condition; against the same
- * recurrence here, for two values of n. */
+ * Enter colocate with its VarHandleOp, so the read is a node of the frame on the ps): in the
+ * body, r = r * w + x, with the trip count n a second variable read by the loop's condition;
+ * against the same recurrence here, for two values of n. */
 static void resource_loop(const char *target) {
   weft_graph_t *g = weft_graph_new();
   weft_graph_push_device(g, "/job:ps/task:0");
