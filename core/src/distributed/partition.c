@@ -363,9 +363,9 @@ static int feed_of(const weft__step_spec_t *spec, const weft_node_t *node, int i
  * home; every task of the frame gets a control loop whose Switch takes the LoopCond's value of
  * each iteration (sent from the home), so it runs as many iterations as the home; each _Send and
  * _Recv inside the frame waits on that control loop and its rendezvous key carries the frame and
- * iteration (sendrecv.c). The loop's own structure (Merge, Switch, NextIteration, Exit, LoopCond,
- * non-constant Enters) stays on the home, nested loops that span tasks are refused, and such a
- * frame runs one iteration at a time (parallel_iterations 1): a _Recv holds a pool thread while
+ * iteration (sendrecv.c); an inner loop's control loop enters from its outer loop's. The loop's
+ * own structure (Merge, Switch, NextIteration, Exit, LoopCond, non-constant Enters) stays on the
+ * home, and such a frame runs one iteration at a time (parallel_iterations 1): a _Recv holds a pool thread while
  * it waits, and several iterations' receives in flight could take every thread a task has. */
 
 static const char *attr_text(const weft_node_t *n, const char *name) {
@@ -408,11 +408,17 @@ static frame_info_t *frame_info_for(part_state_t *ps, const char *name) {
   return fi;
 }
 
-static void frame_add_device(frame_info_t *fi, const char *device) {
+/* A node of `frame` on `device`: its task takes part in the frame and in every frame around it
+ * (the outer loops' control loops there drive the inner one's). */
+static void frame_add_device(part_state_t *ps, const char *frame, const char *device) {
   char *task = device ? weft__task_of_device(device) : NULL;
-  if (task && !g_hash_table_contains(fi->devices, task))
-    g_hash_table_insert(fi->devices, task, (gpointer)device);
-  else g_free(task);
+  for (const char *f = frame; task && f && *f;) {
+    frame_info_t *fi = frame_info_for(ps, f);
+    if (!g_hash_table_contains(fi->devices, task))
+      g_hash_table_insert(fi->devices, g_strdup(task), (gpointer)device);
+    f = fi->parent;
+  }
+  g_free(task);
 }
 
 /* The frame `src`'s outputs are in when it spans tasks, else NULL. */
@@ -445,14 +451,14 @@ static void note_frame(part_state_t *ps, weft_node_t *n) {
       g_hash_table_insert(ps->frame_parent, (gpointer)out, (gpointer)f);
     frame_info_t *fi = frame_info_for(ps, out);
     fi->parent = g_hash_table_lookup(ps->frame_parent, out);
-    frame_add_device(fi, device_of(ps, n));
+    frame_add_device(ps, out, device_of(ps, n));
   } else if (op_is(n, "Exit", "RefExit") && *f) {
     out = g_hash_table_lookup(ps->frame_parent, f);
     if (!out) out = "";
   }
   if (*f) {
     frame_info_t *fi = frame_info_for(ps, f);
-    frame_add_device(fi, device_of(ps, n));
+    frame_add_device(ps, f, device_of(ps, n));
     if (strcmp(n->op_name, "LoopCond") == 0) fi->cond = n;
   }
   g_hash_table_insert(ps->frame_of, n, (gpointer)out);
@@ -502,14 +508,6 @@ static weft_status_t *check_spanning(part_state_t *ps, weft_node_t *n, const cha
                            n->op_name, device);
   }
   if (strcmp(task, fi->home) == 0) return NULL;
-  if (*fi->parent) {
-    return weft_status_new(WEFT_UNIMPLEMENTED,
-                           "Node '%s' (%s) on %s is in while loop frame '%s', nested in frame "
-                           "'%s', whose LoopCond '%s' is on %s: a nested loop may not span tasks "
-                           "(control loops are built for outermost loops only); place the inner "
-                           "loop on one task", n->name, n->op_name, device, fi->name, fi->parent,
-                           fi->cond->name, fi->home);
-  }
   const weft__attr_value_t *constant = weft__attrs_get(n->attrs, "is_constant");
   bool constant_enter = enter && constant && constant->kind == WEFT_ATTR_BOOL && constant->u.b;
   if (is_loop_structure(n) || (enter && !constant_enter)) {
@@ -550,6 +548,49 @@ static weft_status_t *analyze_frames(part_state_t *ps, GPtrArray *nodes) {
 
 /* The control loop of frame fi on partition p (see cloop_t), its Switch on the LoopCond's value
  * (received from the home when p is not the home). */
+static weft_status_t *build_cloop(part_state_t *ps, frame_info_t *fi, weft__partition_t *p);
+
+/* The control loop of frame fi on p, built on first use (with those of the frames around it). */
+static weft_status_t *cloop_for(part_state_t *ps, frame_info_t *fi, weft__partition_t *p,
+                                cloop_t **out) {
+  char *key = g_strdup_printf("%s|%s", fi->name, p->task);
+  weft_status_t *st = NULL;
+  if (!g_hash_table_contains(ps->cloops, key)) st = build_cloop(ps, fi, p);
+  *out = g_hash_table_lookup(ps->cloops, key);
+  g_free(key);
+  return st;
+}
+
+/* Where fi's control loop on p enters from: a root Const, or, for a loop nested in another,
+ * the outer control loop on p, so it starts once per outer iteration as the inner loop does on
+ * its home: in every one (the Merge) when the outer LoopCond needs the inner loop, else in
+ * those that run the outer body (the live Identity). */
+static weft_status_t *cloop_entry(part_state_t *ps, frame_info_t *fi, weft__partition_t *p,
+                                  const char *device, const char *name, weft_node_t **out) {
+  frame_info_t *outer = *fi->parent ? g_hash_table_lookup(ps->frames, fi->parent) : NULL;
+  if (!outer) {
+    weft_attrs_t *attrs = weft__attrs_new();
+    weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TENSOR);
+    v->u.tensor = weft_tensor_new_scalar_int32(0);
+    weft__attrs_set(attrs, "value", v);
+    set_type(attrs, "dtype", WEFT_DT_INT32);
+    weft_status_t *st = add_node(p, name, "Const", NULL, 0, NULL, 0, device, attrs, out);
+    weft__attrs_free(attrs);
+    return st;
+  }
+  cloop_t *cl = NULL;
+  WEFT_RETURN_IF_ERROR(cloop_for(ps, outer, p, &cl));
+  bool cond_side = false;
+  GHashTableIter it;
+  gpointer node;
+  g_hash_table_iter_init(&it, outer->cond_side);
+  while (!cond_side && g_hash_table_iter_next(&it, &node, NULL))
+    cond_side = op_is(node, "Enter", "RefEnter") &&
+                strcmp(attr_text(node, "frame_name"), fi->name) == 0;
+  *out = cond_side ? cl->merge : cl->live;
+  return NULL;
+}
+
 static weft_status_t *build_cloop(part_state_t *ps, frame_info_t *fi, weft__partition_t *p) {
   char *device = g_strdup_printf("%s/device:CPU:0", p->task);
   char *base = g_strdup_printf("_weft/cloop/%s", fi->name);
@@ -557,14 +598,8 @@ static weft_status_t *build_cloop(part_state_t *ps, frame_info_t *fi, weft__part
   static const char *const parts[6] = {"const", "enter", "merge", "switch", "live", "next"};
   for (int k = 0; k < 6; k++) names[k] = g_strdup_printf("%s/%s", base, parts[k]);
   weft_node_t *nodes[6] = {NULL};
+  weft_status_t *st = cloop_entry(ps, fi, p, device, names[0], &nodes[0]);
   weft_attrs_t *attrs = weft__attrs_new();
-  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_TENSOR);
-  v->u.tensor = weft_tensor_new_scalar_int32(0);
-  weft__attrs_set(attrs, "value", v);
-  set_type(attrs, "dtype", WEFT_DT_INT32);
-  weft_status_t *st = add_node(p, names[0], "Const", NULL, 0, NULL, 0, device, attrs, &nodes[0]);
-  weft__attrs_free(attrs);
-  attrs = weft__attrs_new();
   set_type(attrs, "T", WEFT_DT_INT32);
   weft_attrs_t *enter_attrs = weft__attrs_copy(attrs);
   set_string(enter_attrs, "frame_name", fi->name);
@@ -626,8 +661,9 @@ static weft_status_t *add_control_flow(part_state_t *ps) {
     GHashTableIter tasks;
     gpointer task;
     g_hash_table_iter_init(&tasks, fi->devices);
+    cloop_t *cl = NULL;
     while (!st && g_hash_table_iter_next(&tasks, &task, NULL))
-      st = build_cloop(ps, fi, partition_for(ps, task));
+      st = cloop_for(ps, fi, partition_for(ps, task), &cl);
   }
   for (guint k = 0; k < ps->gates->len && !st; k++) {
     gate_t *g = &g_array_index(ps->gates, gate_t, k);
