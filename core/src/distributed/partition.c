@@ -365,8 +365,9 @@ static int feed_of(const weft__step_spec_t *spec, const weft_node_t *node, int i
  * _Recv inside the frame waits on that control loop and its rendezvous key carries the frame and
  * iteration (sendrecv.c); an inner loop's control loop enters from its outer loop's. The loop's
  * own structure (Merge, Switch, NextIteration, Exit, LoopCond, non-constant Enters) stays on the
- * home, and such a frame runs one iteration at a time (parallel_iterations 1): a _Recv holds a pool thread while
- * it waits, and several iterations' receives in flight could take every thread a task has. */
+ * home, and such a frame runs one iteration at a time (parallel_iterations 1): a _Recv holds a
+ * pool thread while it waits, and several iterations' receives in flight could take every
+ * thread a task has. */
 
 static const char *attr_text(const weft_node_t *n, const char *name) {
   const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
