@@ -510,10 +510,11 @@ static void span_loop(const char *target) {
   weft_graph_free(g);
 }
 
-static weft_output_t var_handle(weft_graph_t *g, const char *name, weft_dtype_t dt) {
+static weft_output_t var_handle(weft_graph_t *g, const char *name, weft_dtype_t dt, int rank,
+                                const int64_t *dims) {
   weft_op_builder_t *b = weft_op_new(g, "VarHandleOp", name);
   weft_op_set_attr_type(b, "dtype", dt);
-  weft_op_set_attr_shape(b, "shape", 0, NULL);
+  weft_op_set_attr_shape(b, "shape", rank, dims);
   return weft_out(build(b), 0);
 }
 
@@ -533,16 +534,20 @@ static const char *assign_handle(weft_graph_t *g, weft_output_t h, weft_output_t
   return weft_node_name(build(b));
 }
 
-/* Resource variables on the ps read inside a loop on the worker (ReadVariableOp and the handle's
- * Enter colocate with its VarHandleOp, so the read is a node of the frame on the ps): in the
- * body, r = r * w + x, with the trip count n a second variable read by the loop's condition;
- * against the same recurrence here, for two values of n. */
+/* Resource variables on the ps read inside a loop on the worker (ReadVariableOp, ResourceGather
+ * and the handle's Enter colocate with its VarHandleOp, so they are nodes of the frame on the
+ * ps): in the body, r = r * w + x + emb[i], with the trip count n a variable read by the loop's
+ * condition; against the same recurrence here, for two values of n. */
 static void resource_loop(const char *target) {
   weft_graph_t *g = weft_graph_new();
   weft_graph_push_device(g, "/job:ps/task:0");
-  weft_output_t w = var_handle(g, "xloop_w", WEFT_DT_DOUBLE);
-  weft_output_t n = var_handle(g, "xloop_n", WEFT_DT_INT32);
+  weft_output_t w = var_handle(g, "xloop_w", WEFT_DT_DOUBLE, 0, NULL);
+  weft_output_t n = var_handle(g, "xloop_n", WEFT_DT_INT32, 0, NULL);
+  int64_t ed = 8;
+  const double emb[8] = {0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0};
+  weft_output_t e = var_handle(g, "xloop_emb", WEFT_DT_DOUBLE, 1, &ed);
   const char *init_w = assign_handle(g, w, scalar_d(g, 1.5), WEFT_DT_DOUBLE);
+  const char *init_e = assign_handle(g, e, cst(g, WEFT_DT_DOUBLE, 1, &ed, emb), WEFT_DT_DOUBLE);
   const char *init_n[2] = {assign_handle(g, n, scalar_i(g, 4), WEFT_DT_INT32),
                            assign_handle(g, n, scalar_i(g, 7), WEFT_DT_INT32)};
   weft_graph_pop_device(g);
@@ -559,17 +564,24 @@ static void resource_loop(const char *target) {
   weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
   weft_graph_push_device(g, "/job:ps/task:0");
   weft_output_t wv = read_handle(g, invariant(&l, w), WEFT_DT_DOUBLE);
+  /* An embedding row picked by the worker's counter: the index crosses to the ps, the row back. */
+  weft_op_builder_t *b = weft_op_new(g, "ResourceGather", NULL);
+  weft_op_add_input(b, invariant(&l, e));
+  weft_op_add_input(b, bi);
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_output_t row = weft_out(build(b), 0);
   weft_graph_pop_device(g);
   loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
-  weft_output_t r = loop_close(&l, 1, op(g, "AddV2", op(g, "Mul", br, wv), invariant(&l, x)));
+  weft_output_t r = loop_close(
+      &l, 1, op(g, "AddV2", op(g, "AddV2", op(g, "Mul", br, wv), invariant(&l, x)), row));
   weft_graph_pop_device(g);
   weft_session_t *s = weftd_remote_session(g, target);
   const double xv = 0.25;
   for (int trips = 0; trips < 2; trips++) {
-    const char *targets[2] = {init_w, init_n[trips]};
-    OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 2));
+    const char *targets[3] = {init_w, init_e, init_n[trips]};
+    OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 3));
     double want = 1, got = 0;
-    for (int k = 0; k < (trips ? 7 : 4); k++) want = want * 1.5 + xv;
+    for (int k = 0; k < (trips ? 7 : 4); k++) want = want * 1.5 + xv + emb[k];
     OK(run_on(s, xv, r, &got));
     g_assert_cmpfloat(got, ==, want);
   }
@@ -707,10 +719,8 @@ static void test_resource_rnn_cluster(void) {
   weft_graph_t *g = weft_graph_new();
   int64_t wd[2] = {H, H}, hd[2] = {1, H}, xd[3] = {T, 1, H};
   weft_graph_push_device(g, "/job:ps/task:0");
-  weft_op_builder_t *b = weft_op_new(g, "VarHandleOp", "rnn_w");
-  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
-  weft_op_set_attr_shape(b, "shape", 2, wd);
-  rnn_t r = {.handle = weft_out(build(b), 0), .handle_device = "/job:ps/task:0"};
+  rnn_t r = {.handle = var_handle(g, "rnn_w", WEFT_DT_DOUBLE, 2, wd),
+             .handle_device = "/job:ps/task:0"};
   const char *init = assign_handle(g, r.handle, cst(g, WEFT_DT_DOUBLE, 2, wd, rnn_w),
                                    WEFT_DT_DOUBLE);
   weft_graph_pop_device(g);
@@ -719,7 +729,7 @@ static void test_resource_rnn_cluster(void) {
   rnn_build(g, &r);
   weft_graph_pop_device(g);
   weft_graph_push_device(g, "/job:ps/task:0");
-  b = weft_op_new(g, "ResourceApplyGradientDescent", "apply_w");
+  weft_op_builder_t *b = weft_op_new(g, "ResourceApplyGradientDescent", "apply_w");
   weft_op_add_input(b, r.handle);
   weft_op_add_input(b, scalar_d(g, 0.1));
   weft_op_add_input(b, r.grads[0]);
