@@ -339,6 +339,7 @@ extern const weft_dtype_t cf_dtypes_all[];      /* numeric, bool, string */
 extern const weft_dtype_t cf_dtypes_none[];     /* just WEFT_DT_INVALID: ops without a T */
 
 /* Each cases_*.c file defines one table, terminated by {NULL}. */
+extern const cf_suite_t cf_suites_ragged[]; /* cases_ragged.c: RaggedRange */
 extern const cf_suite_t cf_suites_elementwise[];
 extern const cf_suite_t cf_suites_math[];
 extern const cf_suite_t cf_suites_nn[];

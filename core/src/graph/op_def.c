@@ -925,6 +925,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_distributed);
   register_table(reg, weft__ops_fused);
   register_table(reg, weft__ops_summary);
+  register_table(reg, weft__ops_ragged);
   return reg;
 }
 
