@@ -79,7 +79,7 @@ static const gspec_t specs[] = {
     {"ReverseV2", "axis1", GK_REVERSE, 1, {2}, {{2, 3}}, 0.1, 1, true, {1}, 0},
 };
 
-static bool selected_name(const cf_run_ctx_t *ctx, const char *name) {
+bool cf_case_name_selected(const cf_run_ctx_t *ctx, const char *name) {
   if (ctx->case_filter == NULL || ctx->case_filter->len == 0) return true;
   for (guint i = 0; i < ctx->case_filter->len; i++)
     if (g_pattern_match_simple(ctx->case_filter->pdata[i], name)) return true;
@@ -232,7 +232,7 @@ static cf_array_t *numeric(const gspec_t *s, cf_array_t **inputs, int k, const c
 
 static void run_one(cf_run_ctx_t *ctx, const gspec_t *s, weft_dtype_t dtype) {
   char *name = g_strdup_printf("grad_%s", s->name);
-  if (!selected_name(ctx, name)) {
+  if (!cf_case_name_selected(ctx, name)) {
     g_free(name);
     return;
   }

@@ -366,6 +366,11 @@ void cf_list_plugin_cases(GPtrArray *devices, bool (*op_selected)(const char *op
 /* Gradient checks (cases_grad.c): the built-in gradient of each differentiable op against
  * central finite differences, as records named "grad_<case>" under the op. */
 void cf_run_grad_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
+/* Whether a case name matches --case (every name does without it). */
+bool cf_case_name_selected(const cf_run_ctx_t *ctx, const char *name);
+/* Gradient checks through control flow (cases_grad_cf.c): conds, while loops, nested loops and
+ * TensorArrays, as records named "grad_cf_<case>" under the construct's op. */
+void cf_run_grad_cf_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
 
 /* ---------------------------------------------------------------------------------------------
  * The ONNX node-test runner (onnx_runner.c, onnx/). */

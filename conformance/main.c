@@ -233,6 +233,8 @@ static void run_suites(cf_run_ctx_t *ctx) {
   cf_run_plugin_cases(ctx, op_selected);
   /* Symbolic gradients of the ops above against finite differences ("grad_*" cases). */
   cf_run_grad_cases(ctx, op_selected);
+  /* The same through conds, while loops and TensorArrays ("grad_cf_*" cases). */
+  cf_run_grad_cf_cases(ctx, op_selected);
 }
 
 static GPtrArray *strv_to_array(char **v) {
