@@ -325,5 +325,7 @@ weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_
 weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_linalg.c */
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
+/* cpu_train_sparse.c: ApplyFtrl*, SparseApply* */
+weft_status_t *weft__cpu_register_train_sparse(const weft_registrar_t *reg);
 
 #endif /* WEFT_CPU_INTERNAL_H */

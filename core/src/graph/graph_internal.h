@@ -195,6 +195,7 @@ extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send,
 extern const weft_op_def_t weft__ops_fused[];     /* ops_fused.c: _FusedElementwise */
 extern const weft_op_def_t weft__ops_summary[];  /* ops_summary.c: ScalarSummary ... */
 extern const weft_op_def_t weft__ops_ragged[]; /* ops_ragged.c: RaggedRange */
+extern const weft_op_def_t weft__ops_sparse_apply[]; /* ops_sparse_apply.c: SparseApply* */
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,

@@ -926,6 +926,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_fused);
   register_table(reg, weft__ops_summary);
   register_table(reg, weft__ops_ragged);
+  register_table(reg, weft__ops_sparse_apply);
   return reg;
 }
 
