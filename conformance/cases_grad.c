@@ -230,16 +230,84 @@ static cf_array_t *numeric(const gspec_t *s, cf_array_t **inputs, int k, const c
   return grad;
 }
 
-static void run_one(cf_run_ctx_t *ctx, const gspec_t *s, weft_dtype_t dtype) {
-  char *name = g_strdup_printf("grad_%s", s->name);
+/* The first node from id `first` on (placeholders aside) without a kernel on the device, as an
+ * "unsupported" message naming it ("the gradient uses ..."), or NULL. */
+char *cf_grad_missing_kernel(const cf_run_ctx_t *ctx, weft_graph_t *g, int first,
+                             const char *what) {
+  for (int id = first; id < weft_graph_num_nodes(g); id++) {
+    weft_node_t *n = weft_graph_node_at(g, id);
+    if (strcmp(n->op_name, "Placeholder") == 0) continue;
+    if (!weft__kernel_exists(n->op_name, ctx->device->type, n->attrs))
+      return g_strdup_printf("%s uses %s ('%s'), which has no %s kernel for its types", what,
+                             n->op_name, n->name, ctx->device->type);
+  }
+  return NULL;
+}
+
+weft_session_t *cf_grad_session(const cf_run_ctx_t *ctx, weft_graph_t *g, weft_status_t **st) {
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_allow_soft_placement(opts, false);
+  weft_session_options_set_intra_op_threads(opts, ctx->intra_threads);
+  weft_session_t *sess = weft_session_new(g, opts, st);
+  weft_session_options_free(opts);
+  return sess;
+}
+
+void cf_grad_compare(const weft_tensor_t *got, cf_array_t *want, weft_dtype_t dtype,
+                     cf_compare_t *cmp, const char *what) {
+  /* rtol 1e-6 (float64) or 2e-3 (float32), and a tenth of rtol times the largest |gradient| for
+   * the differences' own error. */
+  cf_tol_t tol = dtype == WEFT_DT_DOUBLE ? (cf_tol_t){1e-6, 1e-7, 1e-10}
+                                         : (cf_tol_t){2e-3, 1e-4, 1e-5};
+  double scale = 0;
+  for (int64_t e = 0; e < want->n; e++) scale = fmax(scale, fabs(want->v[e]));
+  tol.atol += tol.rtol * scale * 0.1;
+  want->dtype = dtype;
+  cf_array_round(want);
+  cf_array_t *have = cf_array_from_tensor(got);
+  cf_compare_arrays(have, want, tol, cmp, what);
+  cf_array_free(have);
+}
+
+void cf_grad_report(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype, const char *name,
+                    cf_status_t status, char *message, const weft_status_t *st,
+                    cf_compare_t *cmp, bool compared) {
+  if (status == CF_PASSED && st) {
+    status = CF_FAILED;
+    message = g_strdup_printf("running the gradient: %s: %s",
+                              weft_code_name(weft_status_code(st)), weft_status_message(st));
+  } else if (status == CF_PASSED && !cmp->ok) {
+    status = CF_FAILED;
+    message = cmp->message;
+    cmp->message = NULL;
+  }
+  cf_report_add(ctx->report, "cases", op, ctx->device->label, ctx->device->type,
+                weft_dtype_name(dtype), name, status, compared ? cmp->max_abs_err : NAN,
+                compared ? cmp->max_rel_err : NAN, compared ? cmp->nmse : NAN,
+                message ? message : "");
+  ctx->n_run++;
+  g_free(message);
+  g_free(cmp->message);
+  cmp->message = NULL;
+}
+
+char *cf_grad_begin(const cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype,
+                    const char *prefix, const char *case_name, cf_rng_t *rng) {
+  char *name = g_strdup_printf("%s%s", prefix, case_name);
   if (!cf_case_name_selected(ctx, name)) {
     g_free(name);
-    return;
+    return NULL;
   }
+  cf_rng_seed(rng, op, weft_dtype_name(dtype), name);
+  return name;
+}
+
+static void run_one(cf_run_ctx_t *ctx, const gspec_t *s, weft_dtype_t dtype) {
+  cf_rng_t rng;
+  char *name = cf_grad_begin(ctx, s->op, dtype, "grad_", s->name, &rng);
+  if (!name) return;
   const char *dev = ctx->device->spec;
   const char *host = ctx->cpu_spec ? ctx->cpu_spec : dev;
-  cf_rng_t rng;
-  cf_rng_seed(&rng, s->op, weft_dtype_name(dtype), name);
   cf_array_t *inputs[G_MAX_IN] = {NULL};
   weft_tensor_t *feeds[G_MAX_IN + 1] = {NULL};
   char *feed_names[G_MAX_IN + 1] = {NULL};
@@ -304,24 +372,12 @@ static void run_one(cf_run_ctx_t *ctx, const gspec_t *s, weft_dtype_t dtype) {
     message = g_strdup_printf("building the op or its gradient: %s", weft_status_message(st));
     goto done;
   }
-  for (int id = first_grad; id < weft_graph_num_nodes(g); id++) {
-    weft_node_t *n = weft_graph_node_at(g, id);
-    if (!weft__kernel_exists(n->op_name, ctx->device->type, n->attrs)) {
-      status = CF_UNSUPPORTED;
-      message = g_strdup_printf("the gradient uses %s ('%s'), which has no %s kernel for its "
-                                "types", n->op_name, n->name, ctx->device->type);
-      goto done;
-    }
+  message = cf_grad_missing_kernel(ctx, g, first_grad, "the gradient");
+  if (message) {
+    status = CF_UNSUPPORTED;
+    goto done;
   }
-  {
-    weft_session_options_t *opts = weft_session_options_new();
-    weft_session_options_set_allow_soft_placement(opts, false);
-    weft_session_options_set_intra_op_threads(opts, ctx->intra_threads);
-    sess = weft_session_new(g, opts, &st);
-    weft_session_options_free(opts);
-  }
-  cf_tol_t tol = dtype == WEFT_DT_DOUBLE ? (cf_tol_t){1e-6, 1e-7, 1e-10}
-                                         : (cf_tol_t){2e-3, 1e-4, 1e-5};
+  sess = cf_grad_session(ctx, g, &st);
   for (int i = 0; i < s->n_in && !st && cmp.ok; i++) {
     if (s->labels && i == 1) continue;
     if (!grads[i].node) {
@@ -344,38 +400,15 @@ static void run_one(cf_run_ctx_t *ctx, const gspec_t *s, weft_dtype_t dtype) {
       cmp.message = why;
       break;
     }
-    want->dtype = dtype;
-    cf_array_round(want);
-    double scale = 0;
-    for (int64_t e = 0; e < want->n; e++) scale = fmax(scale, fabs(want->v[e]));
-    cf_tol_t t = tol;
-    t.atol += tol.rtol * scale * 0.1;
-    cf_array_t *have = cf_array_from_tensor(got);
     char what[48];
     g_snprintf(what, sizeof what, "gradient of input %d", i);
-    cf_compare_arrays(have, want, t, &cmp, what);
+    cf_grad_compare(got, want, dtype, &cmp, what);
     compared = true;
-    cf_array_free(have);
     cf_array_free(want);
     weft_tensor_unref(got);
   }
-  if (st) {
-    status = CF_FAILED;
-    message = g_strdup_printf("running the gradient: %s: %s", weft_code_name(weft_status_code(st)),
-                              weft_status_message(st));
-  } else if (!cmp.ok) {
-    status = CF_FAILED;
-    message = cmp.message;
-    cmp.message = NULL;
-  }
 done:
-  cf_report_add(ctx->report, "cases", s->op, ctx->device->label, ctx->device->type,
-                weft_dtype_name(dtype), name, status, compared ? cmp.max_abs_err : NAN,
-                compared ? cmp.max_rel_err : NAN, compared ? cmp.nmse : NAN,
-                message ? message : "");
-  ctx->n_run++;
-  g_free(message);
-  g_free(cmp.message);
+  cf_grad_report(ctx, s->op, dtype, name, status, message, st, &cmp, compared);
   weft_status_free(st);
   weft_session_free(sess);
   for (int i = 0; i <= s->n_in && i <= G_MAX_IN; i++) {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "conformance.h"
-#include "plugin/plugin_internal.h"
+#include "graph/graph_internal.h" /* the loops' back edges are linked as an import links them */
 
 #define CF_MAX_X 3
 
@@ -405,15 +405,11 @@ static bool numeric(const cfspec_t *s, cf_array_t **inputs, cf_array_t **grad, c
 }
 
 static void run_one(cf_run_ctx_t *ctx, const cfspec_t *s, weft_dtype_t dtype) {
-  char *name = g_strdup_printf("grad_cf_%s", s->name);
-  if (!cf_case_name_selected(ctx, name)) {
-    g_free(name);
-    return;
-  }
+  cf_rng_t rng;
+  char *name = cf_grad_begin(ctx, s->op, dtype, "grad_cf_", s->name, &rng);
+  if (!name) return;
   const char *dev = ctx->device->spec;
   const char *host = ctx->cpu_spec ? ctx->cpu_spec : dev;
-  cf_rng_t rng;
-  cf_rng_seed(&rng, s->op, weft_dtype_name(dtype), name);
   cf_array_t *inputs[CF_MAX_X] = {NULL}, *want[CF_MAX_X] = {NULL};
   for (int i = 0; i < s->n_x; i++) {
     inputs[i] = cf_gen_uniform(&rng, dtype, s->rank[i], s->dims[i], s->lo, s->hi);
@@ -437,33 +433,18 @@ static void run_one(cf_run_ctx_t *ctx, const cfspec_t *s, weft_dtype_t dtype) {
     message = g_strdup_printf("building the graph or its gradient: %s", weft_status_message(st));
     goto done;
   }
-  for (int id = 0; id < weft_graph_num_nodes(g); id++) {
-    weft_node_t *n = weft_graph_node_at(g, id);
-    if (strcmp(n->op_name, "Placeholder") == 0) continue;
-    if (!weft__kernel_exists(n->op_name, ctx->device->type, n->attrs)) {
-      status = CF_UNSUPPORTED;
-      message = g_strdup_printf("the graph or its gradient uses %s ('%s'), which has no %s "
-                                "kernel for its types", n->op_name, n->name, ctx->device->type);
-      goto done;
-    }
+  message = cf_grad_missing_kernel(ctx, g, 0, "the graph or its gradient");
+  if (message) {
+    status = CF_UNSUPPORTED;
+    goto done;
   }
-  {
-    weft_session_options_t *opts = weft_session_options_new();
-    weft_session_options_set_allow_soft_placement(opts, false);
-    weft_session_options_set_intra_op_threads(opts, ctx->intra_threads);
-    sess = weft_session_new(g, opts, &st);
-    weft_session_options_free(opts);
-  }
+  sess = cf_grad_session(ctx, g, &st);
   if (!st) st = make_feeds(s, inputs, dtype, &f);
   char *why = NULL;
   if (!st && !numeric(s, inputs, want, &why)) {
     cmp.ok = false;
     cmp.message = why;
   }
-  /* float64: the differences' own error (about 1e-10 relative) bounds the agreement; float32:
-   * the loops' rounding, a few hundred ulps after the iterations. */
-  cf_tol_t tol = dtype == WEFT_DT_DOUBLE ? (cf_tol_t){1e-6, 1e-7, 1e-10}
-                                         : (cf_tol_t){2e-3, 1e-4, 1e-5};
   for (int i = 0; i < s->n_x && !st && cmp.ok; i++) {
     char *fetch = g_strdup_printf("%s:%d", weft_node_name(grads[i].node), grads[i].index);
     const char *fc = fetch;
@@ -471,37 +452,14 @@ static void run_one(cf_run_ctx_t *ctx, const cfspec_t *s, weft_dtype_t dtype) {
     st = weft_session_run(sess, f.names, f.t, f.n, &fc, &got, 1, NULL, 0);
     g_free(fetch);
     if (st) break;
-    double scale = 0;
-    for (int64_t e = 0; e < want[i]->n; e++) scale = fmax(scale, fabs(want[i]->v[e]));
-    cf_tol_t t = tol;
-    t.atol += tol.rtol * scale * 0.1;
-    want[i]->dtype = dtype;
-    cf_array_round(want[i]);
-    cf_array_t *have = cf_array_from_tensor(got);
     char what[48];
     g_snprintf(what, sizeof what, "gradient of x%d", i);
-    cf_compare_arrays(have, want[i], t, &cmp, what);
+    cf_grad_compare(got, want[i], dtype, &cmp, what);
     compared = true;
-    cf_array_free(have);
     weft_tensor_unref(got);
   }
-  if (st) {
-    status = CF_FAILED;
-    message = g_strdup_printf("running the gradient: %s: %s", weft_code_name(weft_status_code(st)),
-                              weft_status_message(st));
-  } else if (!cmp.ok) {
-    status = CF_FAILED;
-    message = cmp.message;
-    cmp.message = NULL;
-  }
 done:
-  cf_report_add(ctx->report, "cases", s->op, ctx->device->label, ctx->device->type,
-                weft_dtype_name(dtype), name, status, compared ? cmp.max_abs_err : NAN,
-                compared ? cmp.max_rel_err : NAN, compared ? cmp.nmse : NAN,
-                message ? message : "");
-  ctx->n_run++;
-  g_free(message);
-  g_free(cmp.message);
+  cf_grad_report(ctx, s->op, dtype, name, status, message, st, &cmp, compared);
   weft_status_free(st);
   weft_session_free(sess);
   free_feeds(&f);

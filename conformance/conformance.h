@@ -368,6 +368,25 @@ void cf_list_plugin_cases(GPtrArray *devices, bool (*op_selected)(const char *op
 void cf_run_grad_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
 /* Whether a case name matches --case (every name does without it). */
 bool cf_case_name_selected(const cf_run_ctx_t *ctx, const char *name);
+/* Shared by the gradient checks. cf_grad_missing_kernel: the first node of g from id `first` on
+ * (placeholders aside) without a kernel on ctx's device, as a message "<what> uses OP ('NAME'),
+ * which has no TYPE kernel for its types" (the caller g_free()s it), or NULL. cf_grad_session: a
+ * session on g without soft placement. cf_grad_compare: got against want (rounded to dtype here)
+ * at the gradient tolerances (rtol 1e-6 / 2e-3 for float64 / float32, atol 1e-7 / 1e-4 plus a
+ * tenth of rtol times the largest |want|), into cmp. cf_grad_report: files the record (a passed
+ * status becomes failed on st or a failed comparison) and frees message and cmp's message. */
+/* cf_grad_begin: the record's name prefix + case_name (the caller g_free()s it) with rng seeded
+ * from op, dtype and name, or NULL when --case leaves the case out. */
+char *cf_grad_begin(const cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype,
+                    const char *prefix, const char *case_name, cf_rng_t *rng);
+char *cf_grad_missing_kernel(const cf_run_ctx_t *ctx, weft_graph_t *g, int first,
+                             const char *what);
+weft_session_t *cf_grad_session(const cf_run_ctx_t *ctx, weft_graph_t *g, weft_status_t **st);
+void cf_grad_compare(const weft_tensor_t *got, cf_array_t *want, weft_dtype_t dtype,
+                     cf_compare_t *cmp, const char *what);
+void cf_grad_report(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype, const char *name,
+                    cf_status_t status, char *message, const weft_status_t *st,
+                    cf_compare_t *cmp, bool compared);
 /* Gradient checks through control flow (cases_grad_cf.c): conds, while loops, nested loops and
  * TensorArrays, as records named "grad_cf_<case>" under the construct's op. */
 void cf_run_grad_cf_cases(cf_run_ctx_t *ctx, bool (*op_selected)(const char *op));
