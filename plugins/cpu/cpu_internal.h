@@ -325,6 +325,11 @@ weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_
 weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_linalg.c */
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
+/* Registers an optimizer update's kernel (float and double "T") under its ref op's name and,
+ * unless NULL, its Resource* twin's (cpu_train.c). */
+weft_status_t *weft__cpu_register_update(const weft_registrar_t *reg, const char *name,
+                                         const char *resource_name, weft_kernel_compute_fn compute,
+                                         const void *user_data);
 /* cpu_train_sparse.c: ApplyFtrl*, SparseApply* */
 weft_status_t *weft__cpu_register_train_sparse(const weft_registrar_t *reg);
 

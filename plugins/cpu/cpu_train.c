@@ -311,22 +311,27 @@ static const weft_pc_train_op_t cpu_only_train_ops[] = {
      "ResourceApplyAdadelta"},
 };
 
-/* Registers op's kernel under its ref name and its resource name. */
-static weft_status_t *register_update(const weft_registrar_t *reg, const weft_pc_train_op_t *op) {
+weft_status_t *weft__cpu_register_update(const weft_registrar_t *reg, const char *name,
+                                         const char *resource_name, weft_kernel_compute_fn compute,
+                                         const void *user_data) {
   static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
-  const char *names[2] = {op->name, op->resource_name};
+  const char *names[2] = {name, resource_name};
   for (int k = 0; k < 2 && names[k] != NULL; k++) {
     weft_cpu_kernel_spec_t spec;
     memset(&spec, 0, sizeof spec);
     spec.op = names[k];
-    spec.compute = k_train;
+    spec.compute = compute;
     spec.type_attr = "T";
     spec.dtypes = types;
     spec.n_dtypes = 2;
-    spec.user_data = (void *)op;
+    spec.user_data = (void *)user_data;
     WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
   }
   return NULL;
+}
+
+static weft_status_t *register_update(const weft_registrar_t *reg, const weft_pc_train_op_t *op) {
+  return weft__cpu_register_update(reg, op->name, op->resource_name, k_train, op);
 }
 
 weft_status_t *weft__cpu_register_train(const weft_registrar_t *reg) {

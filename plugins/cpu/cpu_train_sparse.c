@@ -231,20 +231,8 @@ static weft_status_t *k_sparse_apply(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 weft_status_t *weft__cpu_register_train_sparse(const weft_registrar_t *reg) {
-  static const weft_dtype_t types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
-  for (size_t i = 0; i < sizeof sp_ops / sizeof sp_ops[0]; i++) {
-    const char *names[2] = {sp_ops[i].name, sp_ops[i].resource_name};
-    for (int k = 0; k < 2; k++) {
-      weft_cpu_kernel_spec_t spec;
-      memset(&spec, 0, sizeof spec);
-      spec.op = names[k];
-      spec.compute = k_sparse_apply;
-      spec.type_attr = "T";
-      spec.dtypes = types;
-      spec.n_dtypes = 2;
-      spec.user_data = (void *)&sp_ops[i];
-      WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
-    }
-  }
+  for (size_t i = 0; i < sizeof sp_ops / sizeof sp_ops[0]; i++)
+    WEFT_RETURN_IF_ERROR(weft__cpu_register_update(reg, sp_ops[i].name, sp_ops[i].resource_name,
+                                                   k_sparse_apply, &sp_ops[i]));
   return NULL;
 }
