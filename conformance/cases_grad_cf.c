@@ -1,15 +1,15 @@
 /* cases_grad_cf.c: gradient checks through TensorFlow 1.x control flow, one case per construct:
- * a cond with each branch taken, a while loop's loop-carried state, a loop reading a tensor from
- * outside through a constant Enter, a while loop nested in another, and an RNN cell loop that
- * reads its inputs from a TensorArray, writes each step's state into another and stacks it
- * (TensorArrayGatherV3) after the loop. Each graph is laid out as tf.cond / tf.while_loop lay
- * theirs out, built on the device under test in the case's dtype with weft_gradients of its
- * scalar loss; every gradient is compared with central finite differences of the same graph in
- * float64 on the CPU. The gradient loops save forward values in TensorArrays (gradients_cf.c),
- * so every loop case also checks those; Stack push/pop get no case: TensorFlow declares
- * StackPushV2/StackPopV2 not differentiable. Records are named "grad_cf_<case>" under the
- * construct's op; a device without a kernel for a node (the control-flow ops run on the CPU
- * only) gets an "unsupported" record naming it. */
+ * a cond with each branch taken, a while loop's loop-carried state, a cond inside a loop's body,
+ * a loop reading a tensor from outside through a constant Enter, a while loop nested in another,
+ * and an RNN cell loop that reads its inputs from a TensorArray, writes each step's state into
+ * another and stacks it (TensorArrayGatherV3) after the loop. Each graph is laid out as tf.cond /
+ * tf.while_loop lay theirs out, built on the device under test in the case's dtype with
+ * weft_gradients of its scalar loss; every gradient is compared with central finite differences
+ * of the same graph in float64 on the CPU. The gradient loops save forward values in
+ * TensorArrays (gradients_cf.c), so every loop case also checks those; Stack push/pop get no
+ * case: TensorFlow declares StackPushV2/StackPopV2 not differentiable. Records are named
+ * "grad_cf_<case>" under the construct's op; a device without a kernel for a node (the
+ * control-flow ops run on the CPU only) gets an "unsupported" record naming it. */
 #include <math.h>
 #include <string.h>
 
@@ -170,6 +170,28 @@ static weft_output_t build_while_state(bld_t *b, const weft_output_t *x, weft_ou
   return sum_all(b, OP2(b, "Mul", h, cst(b, b->dt, 1, &d3, w3)), 1);
 }
 
+/* A cond inside a loop's body: h = (i < 2 ? h c : sin h) + h / 2, four times from h = x, so the
+ * gradient loop takes each branch in turn on the predicates it saved. */
+static weft_output_t build_while_cond(bld_t *b, const weft_output_t *x, weft_output_t p) {
+  (void)p;
+  static const double c[3] = {1.3, -0.8, 0.6};
+  int64_t d3 = 3;
+  loop_t l = {b, "loop_cond", 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, i32(b, 0));
+  loop_var(&l, x[0]);
+  loop_cond(&l, counter_less(&l, i, 4));
+  weft_output_t bi = loop_body(&l, 0), bh = loop_body(&l, 1);
+  weft_output_t s = OP2(b, "Switch", bh, counter_less(&l, bi, 2));
+  if (!s.node) return NONE;
+  weft_output_t t = OP2(b, "Mul", weft_out(s.node, 1), invariant(&l, cst(b, b->dt, 1, &d3, c)));
+  weft_output_t f = OP1(b, "Sin", weft_out(s.node, 0));
+  weft_output_t next =
+      OP2(b, "AddV2", merge(b, f, t), OP2(b, "Mul", bh, invariant(&l, real(b, 0.5))));
+  loop_close(&l, 0, counter_next(&l, bi));
+  weft_output_t h = loop_close(&l, 1, next);
+  return sum_all(b, OP2(b, "Mul", h, cst(b, b->dt, 1, &d3, w3)), 1);
+}
+
 /* r = r x + sin x, 4 times from r = 1, x entering the frame through a constant Enter: its
  * gradient is the sum over the iterations. */
 static weft_output_t build_while_outside(bld_t *b, const weft_output_t *x, weft_output_t p) {
@@ -298,6 +320,7 @@ static const cfspec_t specs[] = {
     {"Merge", "cond_true_branch", build_cond, 1, 1, {1}, {{3}}, 0.2, 1.2},
     {"Merge", "cond_false_branch", build_cond, 0, 1, {1}, {{3}}, 0.2, 1.2},
     {"NextIteration", "while_loop_carried_state", build_while_state, -1, 1, {1}, {{3}}, 0.2, 1},
+    {"Switch", "cond_inside_while", build_while_cond, -1, 1, {1}, {{3}}, 0.2, 1},
     {"Enter", "while_reads_outside_tensor", build_while_outside, -1, 1, {1}, {{3}}, 0.3, 0.9},
     {"Exit", "nested_while", build_nested, -1, 1, {1}, {{2}}, 0.2, 1.2},
     {"TensorArrayWriteV3", "rnn_tensor_array_write_read_stack", build_rnn, -1, 3, {2, 2, 3},
