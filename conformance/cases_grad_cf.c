@@ -152,62 +152,76 @@ static weft_output_t build_cond(bld_t *b, const weft_output_t *x, weft_output_t 
   return sum_all(b, OP2(b, "AddV2", OP2(b, "Mul", m, cst(b, b->dt, 1, &d3, w3)), x[0]), 1);
 }
 
-/* h = tanh(h c) + h / 2, 4 times from h = x: the state carried through NextIteration. */
+/* One body step of a four-iteration loop: the next value of the carried v at counter i (both
+ * the body's views), x the graph's input. */
+typedef weft_output_t (*step_fn)(loop_t *l, weft_output_t i, weft_output_t v, weft_output_t x);
+
+/* v = step(v) four times from v = init; loss = sum(w * v). */
+static weft_output_t four_steps(bld_t *b, const char *frame, weft_output_t init, weft_output_t x,
+                                step_fn step) {
+  int64_t d3 = 3;
+  loop_t l = {b, frame, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, i32(b, 0));
+  loop_var(&l, init);
+  loop_cond(&l, counter_less(&l, i, 4));
+  weft_output_t bi = loop_body(&l, 0), bv = loop_body(&l, 1);
+  weft_output_t next = b->st ? NONE : step(&l, bi, bv, x);
+  loop_close(&l, 0, counter_next(&l, bi));
+  weft_output_t v = loop_close(&l, 1, next);
+  return sum_all(b, OP2(b, "Mul", v, cst(b, b->dt, 1, &d3, w3)), 1);
+}
+
+static const double c3[3] = {1.3, -0.8, 0.6};
+
+static weft_output_t times_c(loop_t *l, weft_output_t h) {
+  int64_t d3 = 3;
+  return OP2(l->b, "Mul", h, invariant(l, cst(l->b, l->b->dt, 1, &d3, c3)));
+}
+
+static weft_output_t half(loop_t *l, weft_output_t h) {
+  return OP2(l->b, "Mul", h, invariant(l, real(l->b, 0.5)));
+}
+
+/* h = tanh(h c) + h / 2, from h = x: the state carried through NextIteration. */
+static weft_output_t state_step(loop_t *l, weft_output_t i, weft_output_t h, weft_output_t x) {
+  (void)i, (void)x;
+  return OP2(l->b, "AddV2", OP1(l->b, "Tanh", times_c(l, h)), half(l, h));
+}
+
 static weft_output_t build_while_state(bld_t *b, const weft_output_t *x, weft_output_t p) {
   (void)p;
-  static const double c[3] = {1.3, -0.8, 0.6};
-  int64_t d3 = 3;
-  loop_t l = {b, "state", 0, {0}, {0}, NONE};
-  weft_output_t i = loop_var(&l, i32(b, 0));
-  loop_var(&l, x[0]);
-  loop_cond(&l, counter_less(&l, i, 4));
-  weft_output_t bi = loop_body(&l, 0), bh = loop_body(&l, 1);
-  weft_output_t hc = OP2(b, "Mul", bh, invariant(&l, cst(b, b->dt, 1, &d3, c)));
-  weft_output_t next =
-      OP2(b, "AddV2", OP1(b, "Tanh", hc), OP2(b, "Mul", bh, invariant(&l, real(b, 0.5))));
-  loop_close(&l, 0, counter_next(&l, bi));
-  weft_output_t h = loop_close(&l, 1, next);
-  return sum_all(b, OP2(b, "Mul", h, cst(b, b->dt, 1, &d3, w3)), 1);
+  return four_steps(b, "state", x[0], NONE, state_step);
 }
 
-/* A cond inside a loop's body: h = (i < 2 ? h c : sin h) + h / 2, four times from h = x, so the
- * gradient loop takes each branch in turn on the predicates it saved. */
+/* A cond inside a loop's body: h = (i < 2 ? h c : sin h) + h / 2 from h = x, so the gradient
+ * loop takes each branch in turn on the predicates it saved. */
+static weft_output_t cond_step(loop_t *l, weft_output_t i, weft_output_t h, weft_output_t x) {
+  (void)x;
+  weft_output_t s = OP2(l->b, "Switch", h, counter_less(l, i, 2));
+  if (!s.node) return NONE;
+  weft_output_t t = times_c(l, weft_out(s.node, 1));
+  weft_output_t f = OP1(l->b, "Sin", weft_out(s.node, 0));
+  return OP2(l->b, "AddV2", merge(l->b, f, t), half(l, h));
+}
+
 static weft_output_t build_while_cond(bld_t *b, const weft_output_t *x, weft_output_t p) {
   (void)p;
-  static const double c[3] = {1.3, -0.8, 0.6};
-  int64_t d3 = 3;
-  loop_t l = {b, "loop_cond", 0, {0}, {0}, NONE};
-  weft_output_t i = loop_var(&l, i32(b, 0));
-  loop_var(&l, x[0]);
-  loop_cond(&l, counter_less(&l, i, 4));
-  weft_output_t bi = loop_body(&l, 0), bh = loop_body(&l, 1);
-  weft_output_t s = OP2(b, "Switch", bh, counter_less(&l, bi, 2));
-  if (!s.node) return NONE;
-  weft_output_t t = OP2(b, "Mul", weft_out(s.node, 1), invariant(&l, cst(b, b->dt, 1, &d3, c)));
-  weft_output_t f = OP1(b, "Sin", weft_out(s.node, 0));
-  weft_output_t next =
-      OP2(b, "AddV2", merge(b, f, t), OP2(b, "Mul", bh, invariant(&l, real(b, 0.5))));
-  loop_close(&l, 0, counter_next(&l, bi));
-  weft_output_t h = loop_close(&l, 1, next);
-  return sum_all(b, OP2(b, "Mul", h, cst(b, b->dt, 1, &d3, w3)), 1);
+  return four_steps(b, "loop_cond", x[0], NONE, cond_step);
 }
 
-/* r = r x + sin x, 4 times from r = 1, x entering the frame through a constant Enter: its
- * gradient is the sum over the iterations. */
+/* r = r x + sin x from r = 1, x entering the frame through a constant Enter: its gradient is
+ * the sum over the iterations. */
+static weft_output_t outside_step(loop_t *l, weft_output_t i, weft_output_t r, weft_output_t x) {
+  (void)i;
+  weft_output_t xi = invariant(l, x);
+  return OP2(l->b, "AddV2", OP2(l->b, "Mul", r, xi), OP1(l->b, "Sin", xi));
+}
+
 static weft_output_t build_while_outside(bld_t *b, const weft_output_t *x, weft_output_t p) {
   (void)p;
   static const double ones[3] = {1, 1, 1};
   int64_t d3 = 3;
-  loop_t l = {b, "outside", 0, {0}, {0}, NONE};
-  weft_output_t i = loop_var(&l, i32(b, 0));
-  loop_var(&l, cst(b, b->dt, 1, &d3, ones));
-  loop_cond(&l, counter_less(&l, i, 4));
-  weft_output_t bi = loop_body(&l, 0), br = loop_body(&l, 1);
-  weft_output_t xi = invariant(&l, x[0]);
-  weft_output_t next = OP2(b, "AddV2", OP2(b, "Mul", br, xi), OP1(b, "Sin", xi));
-  loop_close(&l, 0, counter_next(&l, bi));
-  weft_output_t r = loop_close(&l, 1, next);
-  return sum_all(b, OP2(b, "Mul", r, cst(b, b->dt, 1, &d3, w3)), 1);
+  return four_steps(b, "outside", cst(b, b->dt, 1, &d3, ones), x[0], outside_step);
 }
 
 /* Outer i < 2 carries s from x; inner j < 3 carries t from s: t = t cos(x) + sin(t) / 2, x
