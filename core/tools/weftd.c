@@ -53,7 +53,7 @@ typedef struct flags {
   gint64 status_timeout_ms, step_timeout_ms;
   gint64 max_message_bytes, max_tensor_bytes, max_graph_nodes, max_node_attrs;
   int max_tensor_rank;
-  int max_concurrent_steps;
+  int max_concurrent_steps, max_rpc_threads;
   gint64 session_gc_seconds;
 } flags_t;
 
@@ -123,9 +123,9 @@ static int serve(const flags_t *f) {
                  "must be positive (0: the default)");
   if (f->max_tensor_rank < 0 || f->max_tensor_rank > WEFT_MAX_RANK)
     return usage("--max_tensor_rank must be from 1 to 8 (0: the default, 8)");
-  if (f->max_concurrent_steps < 0 || f->session_gc_seconds < 0)
-    return usage("--max_concurrent_steps and --session_gc_seconds must be positive (0: the "
-                 "default)");
+  if (f->max_concurrent_steps < 0 || f->max_rpc_threads < 0 || f->session_gc_seconds < 0)
+    return usage("--max_concurrent_steps, --max_rpc_threads and --session_gc_seconds must be "
+                 "positive (0: the default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
   if (from_error) return usage(from_error);
   weft_cluster_spec_t *spec = NULL;
@@ -171,6 +171,7 @@ static int serve(const flags_t *f) {
   weft_server_options_set_max_node_attrs(opts, f->max_node_attrs);
   weft_server_options_set_max_tensor_rank(opts, f->max_tensor_rank);
   weft_server_options_set_max_concurrent_steps(opts, f->max_concurrent_steps);
+  weft_server_options_set_max_rpc_threads(opts, f->max_rpc_threads);
   weft_server_options_set_session_gc_seconds(opts, f->session_gc_seconds);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
@@ -258,6 +259,9 @@ int main(int argc, char **argv) {
        "refuse tensors and shapes of a higher rank (8)", "N"},
       {"max_concurrent_steps", 0, 0, G_OPTION_ARG_INT, &f.max_concurrent_steps,
        "calls that may block (RunStep, RunGraph, ...) handled at once; more get "
+       "RESOURCE_EXHAUSTED (256)", "N"},
+      {"max_rpc_threads", 0, 0, G_OPTION_ARG_INT, &f.max_rpc_threads,
+       "threads of the master's calls to the tasks; a step needing more gets "
        "RESOURCE_EXHAUSTED (256)", "N"},
       {"session_gc_seconds", 0, 0, G_OPTION_ARG_INT64, &f.session_gc_seconds,
        "close sessions no call has used for this long (86400)", "SECONDS"},

@@ -550,6 +550,13 @@ WEFT_API void weft_server_options_set_max_tensor_rank(weft_server_options_t *opt
  * few threads while it runs. 0 or less restores the default, WEFT_DEFAULT_MAX_CONCURRENT_STEPS. */
 #define WEFT_DEFAULT_MAX_CONCURRENT_STEPS 256
 WEFT_API void weft_server_options_set_max_concurrent_steps(weft_server_options_t *opts, int n);
+/* Threads the master uses for its calls to the tasks (RunGraph of a step's other partitions,
+ * GetStatus, RegisterGraph, Abort, ...). A step that needs one more than are free gets
+ * RESOURCE_EXHAUSTED naming --max_rpc_threads; the other calls wait in a bounded queue or are
+ * made by the calling thread. A step of a cluster of T tasks takes up to T - 1 of them. 0 or less
+ * restores the default, WEFT_DEFAULT_MAX_RPC_THREADS. */
+#define WEFT_DEFAULT_MAX_RPC_THREADS 256
+WEFT_API void weft_server_options_set_max_rpc_threads(weft_server_options_t *opts, int n);
 /* A master session no call has used for this long is closed, and its graphs and threads on every
  * task are released (TensorFlow's session_gc_seconds); a later call on it gets an error saying
  * so (ABORTED: create the session again). 0 or less restores the default,

@@ -344,6 +344,26 @@ weft_status_t *weft__partition_step(GPtrArray *nodes, GHashTable *placement,
                                     int *fetch_part, int *fetch_slot);
 
 /* ---------------------------------------------------------------------------------------------
+ * Bounded thread pools (pool.c) */
+
+typedef struct weft__pool weft__pool_t;
+
+/* A pool of at most max_threads threads (named thread_name) and max_queued waiting jobs. name
+ * and flag (may be NULL: a fixed size) are for the refusal messages. */
+weft__pool_t *weft__pool_new(const char *name, const char *flag, const char *thread_name,
+                             int max_threads, int max_queued);
+/* Runs fn(arg) on an idle thread, else a new one while fewer than max_threads run, else (with
+ * may_queue) after the jobs already waiting, while fewer than max_queued wait. Otherwise,
+ * or when the system refuses a thread, RESOURCE_EXHAUSTED naming the bound (the caller owns
+ * it), and fn is not run: the caller runs it itself or fails its call. */
+weft_status_t *weft__pool_try_submit(weft__pool_t *p, void (*fn)(void *), void *arg,
+                                     bool may_queue);
+/* Threads the pool has now. */
+int weft__pool_threads(weft__pool_t *p);
+/* Runs what is queued, waits for every thread to end, and frees the pool. */
+void weft__pool_free(weft__pool_t *p);
+
+/* ---------------------------------------------------------------------------------------------
  * Master (master.c) */
 
 typedef struct weft__master weft__master_t;
@@ -353,6 +373,7 @@ typedef struct weft__master_options {
   int64_t step_timeout_ms;
   weft__security_t *security; /* how to reach the workers (the master takes a reference) */
   int64_t session_gc_seconds; /* idle sessions are closed after this; 0 or less: never */
+  int max_rpc_threads;        /* threads of the master's call pool; 0 or less: the default */
 } weft__master_options_t;
 
 /* The master of task job/task in `spec` (copied). */

@@ -28,6 +28,9 @@
 /* Extra time a RunGraph call gets over the step deadline, so the worker's own report of the
  * deadline arrives before gRPC's. */
 #define RUN_GRAPH_SLACK_MS 2000
+/* Calls to the tasks that wait for a thread of the master's pool before the caller makes them
+ * itself (RunGraph never waits: see execute). */
+#define MASTER_MAX_QUEUED 1024
 
 typedef struct task_state {
   const weft__task_ref_t *ref; /* borrowed from the master */
@@ -86,7 +89,7 @@ struct weft__master {
   GHashTable *running;  /* weft__call_set_t* of steps in flight */
   weft__call_set_t *control; /* every other call, cancelled when the master shuts down */
   bool shut_down;
-  GThreadPool *pool;
+  weft__pool_t *pool; /* the calls to the tasks (bounded: --max_rpc_threads) */
   /* The worker of this task, called without gRPC (NULL: through gRPC), and the direct calls in
    * it, which detaching waits for: the worker may be freed right after. Under `lock`. */
   weft__worker_t *local_worker;
@@ -115,8 +118,7 @@ typedef struct job {
   latch_t *latch; /* may be NULL: fire and forget */
 } job_t;
 
-static void run_job(gpointer data, gpointer unused) {
-  (void)unused;
+static void run_job(void *data) {
   job_t *job = data;
   job->fn(job->arg);
   if (job->latch) {
@@ -138,7 +140,14 @@ static void submit(weft__master_t *m, void (*fn)(void *), void *arg, latch_t *la
     latch->pending++;
     g_mutex_unlock(&latch->lock);
   }
-  g_thread_pool_push(m->pool, job, NULL);
+  /* A full pool (or no thread to be had) leaves the call to this thread: the caller waits for
+   * it rather than the server growing. These calls (GetStatus, RegisterGraph, Abort, ...) do not
+   * wait for each other, so running them one after another only takes longer. */
+  weft_status_t *full = weft__pool_try_submit(m->pool, run_job, job, true);
+  if (full) {
+    weft_status_free(full);
+    run_job(job);
+  }
 }
 
 static void latch_init(latch_t *l) {
@@ -245,7 +254,10 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
   m->sessions = g_hash_table_new(g_str_hash, g_str_equal);
   m->running = g_hash_table_new(g_direct_hash, g_direct_equal);
   m->control = weft__call_set_new();
-  m->pool = g_thread_pool_new(run_job, NULL, -1, FALSE, NULL);
+  int threads = opts && opts->max_rpc_threads > 0 ? opts->max_rpc_threads
+                                                  : WEFT_DEFAULT_MAX_RPC_THREADS;
+  m->pool = weft__pool_new("The master's call pool", "--max_rpc_threads", "weft-master", threads,
+                           MASTER_MAX_QUEUED);
   m->opts.session_gc_seconds = opts ? opts->session_gc_seconds : 0;
   g_cond_init(&m->gc_wake);
   m->reclaimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -273,7 +285,7 @@ static void stop_gc(weft__master_t *m);
 void weft__master_unref(weft__master_t *m) {
   if (!m || !g_atomic_int_dec_and_test(&m->refcount)) return;
   stop_gc(m);
-  g_thread_pool_free(m->pool, FALSE, TRUE);
+  weft__pool_free(m->pool);
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, m->sessions);
@@ -869,6 +881,8 @@ static void notify_parts(weft__master_t *m, mplan_t *plan, int64_t step_id, bool
                          const weft_status_t *why, latch_t *latch);
 static weft_status_t *pick_error(step_run_t *run);
 
+static void finish_part(part_call_t *c);
+
 static void do_run_graph(void *arg) {
   part_call_t *c = arg;
   step_run_t *run = c->run;
@@ -912,6 +926,13 @@ static void do_run_graph(void *arg) {
     c->status = weft_status_new(WEFT_INTERNAL, "%s returned %d fetches instead of %d",
                                 c->part->task->peer.name, c->n_fetched, c->part->n_fetches);
   }
+  finish_part(c);
+}
+
+/* Counts a partition's call as ended (c->status set when it failed); the first failure tells
+ * the other partitions to abort. */
+static void finish_part(part_call_t *c) {
+  step_run_t *run = c->run;
   g_mutex_lock(&run->lock);
   run->pending--;
   bool tell_others = false;
@@ -1031,10 +1052,29 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     if (here < 0 && !(task->task == m->task && strcmp(task->job, m->job) == 0)) here = k;
   }
   if (here < 0) here = 0;
+  /* The partitions exchange tensors, so each needs a thread of its own at once: one the pool
+   * cannot give now fails the step (RESOURCE_EXHAUSTED naming --max_rpc_threads) instead of
+   * waiting behind others that may wait for it. Partitions not started after that are only
+   * counted (as echoes, so the step reports the pool's refusal). */
+  bool refused = false;
   for (int k = 0; k < n; k++) {
-    if (k != here) submit(m, do_run_graph, &calls[k], NULL);
+    if (k == here) continue;
+    weft_status_t *full =
+        refused ? NULL : weft__pool_try_submit(m->pool, do_run_graph, &calls[k], false);
+    if (!refused && !full) continue;
+    calls[k].status = full ? weft_status_prefix(full, "RunGraph on %s", calls[k].part->task->peer.name)
+                           : weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"
+                                             G_GINT64_FORMAT " was not started", run.step_id);
+    refused = true;
+    finish_part(&calls[k]);
   }
-  do_run_graph(&calls[here]);
+  if (!refused) {
+    do_run_graph(&calls[here]);
+  } else {
+    calls[here].status = weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"
+                                         G_GINT64_FORMAT " was not started", run.step_id);
+    finish_part(&calls[here]);
+  }
   g_mutex_lock(&run.lock);
   while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);
   bool failed = run.failures > 0;

@@ -61,6 +61,7 @@ struct weft_server_options {
   char *auth_token_file;             /* NULL: no token */
   weft__limits_t limits;             /* what a request may hold (validate.c) */
   int max_concurrent_steps;          /* calls that may block handled at once */
+  int max_rpc_threads;               /* the master's call pool */
   int64_t session_gc_seconds;        /* idle master sessions closed after this; 0: never */
 };
 
@@ -84,7 +85,7 @@ struct weft_server {
   bool polling;         /* a thread is in grpc_completion_queue_next */
   bool queue_down;      /* the queue returned GRPC_QUEUE_SHUTDOWN */
   int idle_pollers;
-  GThreadPool *handlers;
+  weft__pool_t *copies; /* large RecvTensor copies into shared memory, off the polling thread */
   GMutex lock;
   GCond cond;
   server_state_t state;
@@ -118,6 +119,11 @@ static _Thread_local bool on_poller;
 /* A copy into shared memory this large is left to the handler pool rather than made by the
  * polling thread, which would keep every other call waiting: about a millisecond of memcpy. */
 #define POLLER_COPY_MAX_BYTES ((size_t)4 << 20)
+/* The copy pool's bound: a few threads (a copy is bounded by memory bandwidth, not waiting),
+ * and copies waiting for them; beyond that the polling thread makes the copy itself, so the
+ * server takes no new calls meanwhile (back-pressure) instead of growing. */
+#define COPY_THREADS 2
+#define COPY_MAX_QUEUED 64
 
 /* ---------------------------------------------------------------------------------------------
  * Servers in this process, for clients in the same process */
@@ -333,13 +339,25 @@ static void handle_master(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
   }
 }
 
+static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *tensor);
+
+/* A deferred RecvTensor answer, on the copy pool. */
+static void answer_deferred(void *data) {
+  call_ctx_t *ctx = data;
+  weft_tensor_t *tensor = ctx->deferred;
+  ctx->deferred = NULL;
+  recv_done(ctx, NULL, tensor);
+}
+
 static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *tensor) {
   call_ctx_t *ctx = user_data;
   if (on_poller && !status && ctx->shm.pid != 0 &&
       weft_tensor_nbytes(tensor) >= POLLER_COPY_MAX_BYTES) {
     ctx->deferred = tensor;
-    g_thread_pool_push(ctx->server->handlers, ctx, NULL);
-    return;
+    weft_status_t *full = weft__pool_try_submit(ctx->server->copies, answer_deferred, ctx, true);
+    if (!full) return;
+    weft_status_free(full); /* the pool is full: the copy is made here */
+    ctx->deferred = NULL;
   }
   Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
   Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
@@ -461,15 +479,7 @@ static const ProtobufCMessageDescriptor *request_descriptor(int method) {
   }
 }
 
-static void handle_call(gpointer data, gpointer unused) {
-  (void)unused;
-  call_ctx_t *ctx = data;
-  if (ctx->deferred) {
-    weft_tensor_t *tensor = ctx->deferred;
-    ctx->deferred = NULL;
-    recv_done(ctx, NULL, tensor);
-    return;
-  }
+static void handle_call(call_ctx_t *ctx) {
   if (ctx->method == H_CHECK) {
     /* Plain protobuf, not Weft's framing: the health clients are not Weft's. */
     grpc_byte_buffer *bb = NULL;
@@ -707,7 +717,7 @@ static gpointer poll_cq(gpointer data) {
     if (blocks) s->blocking++;
     g_mutex_unlock(&s->lock);
     on_poller = !blocks;
-    handle_call(ctx, NULL);
+    handle_call(ctx);
     on_poller = false;
     g_mutex_lock(&s->lock);
     if (blocks) s->blocking--;
@@ -725,6 +735,7 @@ weft_server_options_t *weft_server_options_new(void) {
   o->step_timeout_ms = WEFT_DEFAULT_STEP_TIMEOUT_MS;
   weft__limits_default(&o->limits);
   o->max_concurrent_steps = WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
+  o->max_rpc_threads = WEFT_DEFAULT_MAX_RPC_THREADS;
   o->session_gc_seconds = WEFT_DEFAULT_SESSION_GC_SECONDS;
   return o;
 }
@@ -790,6 +801,10 @@ void weft_server_options_set_max_tensor_rank(weft_server_options_t *o, int rank)
 
 void weft_server_options_set_max_concurrent_steps(weft_server_options_t *o, int n) {
   o->max_concurrent_steps = n > 0 ? n : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
+}
+
+void weft_server_options_set_max_rpc_threads(weft_server_options_t *o, int n) {
+  o->max_rpc_threads = n > 0 ? n : WEFT_DEFAULT_MAX_RPC_THREADS;
 }
 
 void weft_server_options_set_session_gc_seconds(weft_server_options_t *o, int64_t seconds) {
@@ -925,12 +940,14 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   weft__master_options_t mopts = {opts ? opts->status_timeout_ms : 0,
                                   opts ? opts->step_timeout_ms : 0, security,
                                   opts ? opts->session_gc_seconds
-                                       : WEFT_DEFAULT_SESSION_GC_SECONDS};
+                                       : WEFT_DEFAULT_SESSION_GC_SECONDS,
+                                  opts ? opts->max_rpc_threads : WEFT_DEFAULT_MAX_RPC_THREADS};
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
   weft__master_set_local_worker(s->master, s->worker);
-  s->handlers = g_thread_pool_new(handle_call, NULL, -1, FALSE, NULL);
+  s->copies = weft__pool_new("The server's RecvTensor copy pool", NULL, "weft-copy", COPY_THREADS,
+                             COPY_MAX_QUEUED);
   *out = s;
   return NULL;
 }
@@ -1054,7 +1071,7 @@ const char *weft_server_target(const weft_server_t *s) { return s ? s->target : 
 void weft_server_free(weft_server_t *s) {
   if (!s) return;
   weft_status_free(weft_server_stop(s));
-  g_thread_pool_free(s->handlers, FALSE, TRUE);
+  weft__pool_free(s->copies);
   /* A client of this process may still hold the master: it must not reach the freed worker. */
   weft__master_set_local_worker(s->master, NULL);
   weft__master_unref(s->master);
