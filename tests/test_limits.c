@@ -327,6 +327,134 @@ static void test_concurrent_steps(void) {
   weftd_cluster_stop(&c);
 }
 
+/* Samples a process's thread count until told to stop, keeping the highest. */
+typedef struct thread_sampler {
+  GPid pid;
+  gint stop;
+  int64_t max;
+  GThread *thread;
+} thread_sampler_t;
+
+static gpointer sample_threads(gpointer data) {
+  thread_sampler_t *t = data;
+  while (!g_atomic_int_get(&t->stop)) {
+    int64_t n = proc_status_field(t->pid, "Threads");
+    if (n > t->max) t->max = n;
+    g_usleep(10000);
+  }
+  return NULL;
+}
+
+static void sampler_start(thread_sampler_t *t, GPid pid) {
+  memset(t, 0, sizeof *t);
+  t->pid = pid;
+  t->thread = g_thread_new("sampler", sample_threads, t);
+}
+
+static int64_t sampler_stop(thread_sampler_t *t) {
+  g_atomic_int_set(&t->stop, 1);
+  g_thread_join(t->thread);
+  return t->max;
+}
+
+/* Waits (at most 30 s) for pid's thread count to come within 10% of `start`; returns it. */
+static int64_t threads_settle(GPid pid, int64_t start) {
+  int64_t n = proc_status_field(pid, "Threads");
+  for (int k = 0; k < 300 && n * 10 > start * 11; k++) {
+    g_usleep(100000);
+    n = proc_status_field(pid, "Threads");
+  }
+  return n;
+}
+
+#define POOL_STEPS 8 /* --max_concurrent_steps */
+#define POOL_THREADS 4 /* --max_rpc_threads */
+
+/* The master's call pool is bounded (--max_rpc_threads): with the worker frozen, each admitted
+ * step holds one pool thread for the ps's own partition; steps beyond the pool's threads get
+ * RESOURCE_EXHAUSTED naming the flag, those beyond --max_concurrent_steps the other limit. The
+ * ps's threads stay under what the flags allow and come back after. */
+static void test_rpc_pool(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--max_concurrent_steps", "8", "--max_rpc_threads", "4", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *s[N_STEPS];
+  for (int k = 0; k < N_STEPS; k++) {
+    /* A deadline long enough that every step arrives while the first ones still block. */
+    s[k] = session_to(g, c.target[0], 6000);
+    expect_a(s[k]);
+  }
+  g_usleep(3 * G_USEC_PER_SEC); /* spare pool threads of the warm-up end */
+  int64_t threads0 = proc_status_field(c.d[0].pid, "Threads");
+  weftd_cluster_signal(&c, 1, SIGSTOP);
+  thread_sampler_t sampler;
+  sampler_start(&sampler, c.d[0].pid);
+  step_thread_t t[N_STEPS];
+  GThread *th[N_STEPS];
+  for (int k = 0; k < N_STEPS; k++) {
+    t[k].s = s[k];
+    t[k].status = NULL;
+    th[k] = g_thread_new("step", run_step_thread, &t[k]);
+  }
+  int by_steps = 0, by_pool = 0, deadline = 0;
+  for (int k = 0; k < N_STEPS; k++) {
+    g_thread_join(th[k]);
+    g_assert_nonnull(t[k].status);
+    const char *msg = weft_status_message(t[k].status);
+    if (weft_status_code(t[k].status) == WEFT_DEADLINE_EXCEEDED) {
+      deadline++;
+    } else if (strstr(msg, "--max_concurrent_steps")) {
+      expect_code(t[k].status, WEFT_RESOURCE_EXHAUSTED);
+      by_steps++;
+    } else {
+      g_test_message("step %d: %s", k, msg);
+      expect_code(t[k].status, WEFT_RESOURCE_EXHAUSTED);
+      g_assert_cmpstr(msg, ==, "RunGraph on /job:ps/replica:0/task:0: The master's call pool: "
+                               "all 4 threads are busy, its limit (--max_rpc_threads); try "
+                               "again later");
+      by_pool++;
+    }
+    weft_status_free(t[k].status);
+  }
+  int64_t threads_max = sampler_stop(&sampler);
+  /* Each admitted step: the thread handling its call and one pool thread; the spare polling
+   * threads (4) and the one that polls; gRPC's own threads for the new calls (a few). */
+  int64_t bound = threads0 + 8 + POOL_THREADS + 5 + 8;
+  int64_t threads1 = threads_settle(c.d[0].pid, threads0);
+  g_test_message("%d steps at once, --max_concurrent_steps 8 --max_rpc_threads 4: %d refused "
+                 "by the steps limit, %d by the pool, %d reached their deadline; ps threads %"
+                 G_GINT64_FORMAT " before, at most %" G_GINT64_FORMAT " (bound %" G_GINT64_FORMAT
+                 "), %" G_GINT64_FORMAT " after", N_STEPS, by_steps, by_pool, deadline, threads0,
+                 threads_max, bound, threads1);
+  /* A refused step frees its place at once, so how many the steps limit refuses depends on
+   * when the calls arrive; the pool's threads are held until the deadline. */
+  g_assert_cmpint(by_pool, >=, POOL_STEPS - POOL_THREADS);
+  g_assert_cmpint(by_steps + by_pool, ==, N_STEPS - POOL_THREADS);
+  g_assert_cmpint(deadline, ==, POOL_THREADS);
+  g_assert_cmpint(threads_max, <=, bound);
+  g_assert_cmpint(threads1 * 10, <=, threads0 * 11);
+  weftd_cluster_signal(&c, 1, SIGCONT);
+  /* The aborts and cleanups of the refused steps, queued while the worker was frozen, may hold
+   * the pool a moment longer: a client told "try again later" does so. */
+  for (int k = 0; k < N_STEPS; k++) {
+    weft_tensor_t *out = NULL;
+    weft_status_t *st = run_a(s[k], &out);
+    for (int tries = 0; st && weft_status_code(st) == WEFT_RESOURCE_EXHAUSTED && tries < 100;
+         tries++) {
+      weft_status_free(st);
+      g_usleep(100000);
+      st = run_a(s[k], &out);
+    }
+    OK(st);
+    g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 7.25);
+    weft_tensor_unref(out);
+  }
+  for (int k = 0; k < N_STEPS; k++) weft_session_free(s[k]);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
 /* A pids cgroup (v1 or v2) this test may make, or NULL with the reason in *why. As root,
  * RLIMIT_NPROC is not enforced, so a cgroup's pids.max is what makes thread creation fail. */
 static char *make_pids_cgroup(const char **why) {
@@ -484,6 +612,7 @@ int main(int argc, char **argv) {
   weft_plugins_load_default();
   g_test_add_func("/limits/gzip_bodies", test_gzip_bodies);
   g_test_add_func("/limits/concurrent_steps", test_concurrent_steps);
+  g_test_add_func("/limits/rpc_pool", test_rpc_pool);
   g_test_add_func("/limits/no_threads", test_no_threads);
   g_test_add_func("/limits/session_gc", test_session_gc);
   return g_test_run();
