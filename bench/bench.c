@@ -424,6 +424,7 @@ int weft_bench_main(int argc, char **argv) {
   /* The hidden mode the netns_transfer rows start in a namespace: none of the options below. */
   if (argc > 1 && g_str_has_prefix(argv[1], "--netns-child"))
     return bench_netns_child_main(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "--attack-child") == 0) return bench_attack_child_main(argc, argv);
   char **only = NULL;
   char *json = NULL, *device = NULL, *peer_name = NULL, *peer_lib = NULL;
   gboolean quick = FALSE;

@@ -143,6 +143,11 @@ void bench_run_distributed(const bench_options_t *o, bench_report_t *r);
 /* `weft bench --netns-child MODE ...`: one side of a netns_transfer row, run by the bench itself
  * in a network namespace (bench_netns.c); not for users. */
 int bench_netns_child_main(int argc, char **argv);
+/* The attack rows: a good client's step p99 unloaded and while unauthenticated child processes
+ * post gzip bodies of 1 GiB of zeros (bench_attack.c); called by bench_run_distributed. */
+void bench_run_attack(const bench_options_t *o, bench_report_t *r);
+/* `weft bench --attack-child HOST:PORT`: one such attacker, run by the bench; not for users. */
+int bench_attack_child_main(int argc, char **argv);
 
 /* ONNX Runtime as the peer (bench_ort.c): the library at lib_path, else $WEFT_ORT_LIB, else
  * the copy scripts/install-ort-peer.sh made in the build tree, else the loader's path. NULL and

@@ -876,4 +876,5 @@ void bench_run_distributed(const bench_options_t *o, bench_report_t *r) {
   bench_remote_step(o, r);
   bench_transfers(o, r);
   bench_run_netns(o, r);
+  bench_run_attack(o, r);
 }
