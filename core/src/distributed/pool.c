@@ -3,12 +3,14 @@
  * waiting jobs. Work beyond that, or work that needs a thread when the system refuses one, is
  * refused with RESOURCE_EXHAUSTED naming the bound, and the caller decides (run it itself, or
  * fail the call): GLib's pools queue without a bound, and a failed thread start leaves the job
- * in the queue with nobody to run it. Threads idle for POOL_IDLE_US end, down to a few spares,
- * so a burst does not keep its threads. */
+ * in the queue with nobody to run it. Threads idle for POOL_IDLE_US end, so a burst does not
+ * keep its threads. */
 #include "distributed_internal.h"
 
-/* Spare threads kept after a burst, and how long an idle one waits before it ends. */
-#define POOL_SPARE_THREADS 2
+#include <malloc.h>
+
+/* How long an idle thread waits for work before it ends: a steady load keeps its threads, and
+ * an idle server keeps none. */
 #define POOL_IDLE_US (2 * G_USEC_PER_SEC)
 
 typedef struct pool_job {
@@ -60,12 +62,16 @@ static gpointer pool_main(gpointer data) {
     p->idle++;
     bool woken = g_cond_wait_until(&p->work, &p->lock, g_get_monotonic_time() + POOL_IDLE_US);
     p->idle--;
-    if (!woken && g_queue_is_empty(&p->jobs) && p->threads > POOL_SPARE_THREADS) break;
+    if (!woken && g_queue_is_empty(&p->jobs)) break;
   }
   p->threads--;
+  bool last = p->threads == 0 && !p->stopping;
   g_cond_broadcast(&p->ended);
   /* Nothing of the pool is touched after this: weft__pool_free may free it at once. */
   g_mutex_unlock(&p->lock);
+  /* The burst is over: what its threads freed goes back to the system (glibc keeps it in their
+   * arenas otherwise, and the server would stay at its high-water mark). */
+  if (last) malloc_trim(0);
   return NULL;
 }
 

@@ -21,6 +21,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <malloc.h>
 #include <string.h>
 
 enum {
@@ -557,8 +558,11 @@ static bool never_blocks(int method) {
 
 static gpointer poll_cq(gpointer data);
 
-/* Spare polling threads kept after a burst of concurrent calls; the others end. */
+/* Spare polling threads kept after a burst of concurrent calls; the others end. A spare that
+ * no call needed for POLLER_IDLE_US ends too, and the last to end after a burst hands the
+ * memory its threads freed back to the system (malloc_trim): the server returns to its size. */
 #define MAX_IDLE_POLLERS 4
+#define POLLER_IDLE_US (2 * G_USEC_PER_SEC)
 
 /* Called with s->lock held by the polling thread about to handle a call that may block: another
  * thread takes over the queue (an idle one, else a new one), so the call needs no hand-off. */
@@ -636,10 +640,21 @@ static gpointer poll_cq(gpointer data) {
       g_thread_unref(self);
       return NULL;
     }
-    while (s->polling && !s->queue_down) {
+    bool idle_too_long = false;
+    gint64 idle_until = g_get_monotonic_time() + POLLER_IDLE_US;
+    while (s->polling && !s->queue_down && !idle_too_long) {
       s->idle_pollers++;
-      g_cond_wait(&s->follow, &s->lock);
+      idle_too_long = !g_cond_wait_until(&s->follow, &s->lock, idle_until);
       s->idle_pollers--;
+    }
+    if (idle_too_long && s->polling && !s->queue_down) {
+      GThread *self = g_thread_self();
+      g_ptr_array_remove_fast(s->pollers, self);
+      bool last_spare = s->idle_pollers == 0;
+      g_mutex_unlock(&s->lock);
+      g_thread_unref(self);
+      if (last_spare) malloc_trim(0);
+      return NULL;
     }
     if (s->queue_down) break;
     s->polling = true;
