@@ -717,7 +717,7 @@ static void test_attacks_return(void) {
   expect_a(good);
 
   /* 2. 300 concurrent steps blocked by a frozen worker (item 3), twice. The first burst leaves
-   * the server about 12 MB larger for good (docs/security.md: glibc's and gRPC's high-water
+   * the server about 15-20% larger for good (docs/security.md: glibc's and gRPC's high-water
    * marks, measured not to grow with more bursts); the threads come back each time, and a
    * second burst must leave the memory where the first did. */
   weft_session_t *many[ATTACK_STEPS];
