@@ -226,15 +226,22 @@ static weft_graph_t *ps_worker_graph(void) {
   return g;
 }
 
-static weft_session_t *session_to(weft_graph_t *g, const char *target, int64_t timeout_ms) {
+/* A session of g on target, with the token in token_file (NULL: none). */
+static weft_session_t *session_with_token(weft_graph_t *g, const char *target,
+                                          const char *token_file, int64_t timeout_ms) {
   weft_session_options_t *o = weft_session_options_new();
   weft_session_options_set_target(o, target);
+  if (token_file) weft_session_options_set_auth_token_file(o, token_file);
   if (timeout_ms > 0) weft_session_options_set_operation_timeout_ms(o, timeout_ms);
   weft_status_t *st = NULL;
   weft_session_t *s = weft_session_new(g, o, &st);
   OK(st);
   weft_session_options_free(o);
   return s;
+}
+
+static weft_session_t *session_to(weft_graph_t *g, const char *target, int64_t timeout_ms) {
+  return session_with_token(g, target, NULL, timeout_ms);
 }
 
 static weft_status_t *run_a(weft_session_t *s, weft_tensor_t **out) {
@@ -610,20 +617,6 @@ static void test_session_gc(void) {
 /* ---------------------------------------------------------------------------------------------
  * The issue's targets: after each attack, the server's threads and resident memory come back to
  * within 10% of what they were before it */
-
-/* A session of g on target with the token in token_file. */
-static weft_session_t *session_with_token(weft_graph_t *g, const char *target,
-                                          const char *token_file, int64_t timeout_ms) {
-  weft_session_options_t *o = weft_session_options_new();
-  weft_session_options_set_target(o, target);
-  weft_session_options_set_auth_token_file(o, token_file);
-  weft_session_options_set_operation_timeout_ms(o, timeout_ms);
-  weft_status_t *st = NULL;
-  weft_session_t *s = weft_session_new(g, o, &st);
-  OK(st);
-  weft_session_options_free(o);
-  return s;
-}
 
 /* A session the client walks away from without closing it: CreateSession and one RunStep by
  * raw calls, so the master registers the graphs on both tasks and nobody ever closes them. */
