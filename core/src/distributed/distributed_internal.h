@@ -358,8 +358,6 @@ weft__pool_t *weft__pool_new(const char *name, const char *flag, const char *thr
  * it), and fn is not run: the caller runs it itself or fails its call. */
 weft_status_t *weft__pool_try_submit(weft__pool_t *p, void (*fn)(void *), void *arg,
                                      bool may_queue);
-/* Threads the pool has now. */
-int weft__pool_threads(weft__pool_t *p);
 /* Runs what is queued, waits for every thread to end, and frees the pool. */
 void weft__pool_free(weft__pool_t *p);
 

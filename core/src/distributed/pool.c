@@ -126,13 +126,6 @@ weft_status_t *weft__pool_try_submit(weft__pool_t *p, void (*fn)(void *), void *
   return st;
 }
 
-int weft__pool_threads(weft__pool_t *p) {
-  g_mutex_lock(&p->lock);
-  int n = p->threads;
-  g_mutex_unlock(&p->lock);
-  return n;
-}
-
 void weft__pool_free(weft__pool_t *p) {
   if (!p) return;
   g_mutex_lock(&p->lock);
