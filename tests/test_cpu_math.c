@@ -263,6 +263,174 @@ static void check_lengths(const weft_cpu_vmath_t *vm, const char *level) {
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Binary functions */
+
+typedef struct fn2_case {
+  const char *name;
+  size_t offset; /* of the weft_cpu_vm2_t in weft_cpu_vmath_t */
+  float (*ref)(float, float); /* the scalar kernel's expression (cpu_binary.c) */
+} fn2_case_t;
+
+static float ref2_add(float a, float b) { return a + b; }
+static float ref2_sub(float a, float b) { return a - b; }
+static float ref2_mul(float a, float b) { return a * b; }
+static float ref2_div(float a, float b) { return a / b; }
+static float ref2_maximum(float a, float b) { return (a > b || a != a) ? a : b; }
+static float ref2_minimum(float a, float b) { return (a < b || a != a) ? a : b; }
+static float ref2_sqdiff(float a, float b) { return (a - b) * (a - b); }
+
+/* One IEEE operation (or a choice) per element: the vector loops give the scalar bits. */
+static const fn2_case_t fns2[] = {
+    {"add", offsetof(weft_cpu_vmath_t, add), ref2_add},
+    {"sub", offsetof(weft_cpu_vmath_t, sub), ref2_sub},
+    {"mul", offsetof(weft_cpu_vmath_t, mul), ref2_mul},
+    {"div", offsetof(weft_cpu_vmath_t, div), ref2_div},
+    {"maximum", offsetof(weft_cpu_vmath_t, maximum), ref2_maximum},
+    {"minimum", offsetof(weft_cpu_vmath_t, minimum), ref2_minimum},
+    {"sqdiff", offsetof(weft_cpu_vmath_t, sqdiff), ref2_sqdiff},
+};
+
+/* Pow's bound, in ulp against double pow: the double-precision path rounds once to float
+ * (0.5 ulp and a hair), the lanes left to libm are glibc powf's (0.5007 ulp measured here). */
+#define POW_MAX_ULP 1.0
+
+static const weft_cpu_vm2_t *fn2_of(const weft_cpu_vmath_t *vm, size_t offset) {
+  return (const weft_cpu_vm2_t *)(const void *)((const char *)vm + offset);
+}
+
+static gboolean same_float(float a, float b) {
+  return isnan(a) ? isnan(b) : bits_of(a) == bits_of(b);
+}
+
+/* Values that probe the binary functions' corners: signed zeros, infinities, NaN, denormals,
+ * the integers pow treats apart (odd, even, huge), halves and ordinary numbers. */
+static const float probe[] = {0.0f,    -0.0f,   1.0f,     -1.0f,     2.0f,   -2.0f,   3.0f,
+                              -3.0f,   0.5f,    -0.5f,    2.5f,      -7.25f, 1e-3f,   1e30f,
+                              -1e30f,  0x1p-149f, -0x1p-140f, 0x1p-127f, 16777217.0f,
+                              16777216.0f, -8388609.0f, 100.0f, -100.5f, 1.0000001f,
+                              0.9999999f, INFINITY, -INFINITY, NAN};
+
+/* Each vector loop (vv, sv, vs) of each bit-exact function, over every pair of probes and a
+ * pseudo-random block, at every length from 0 to 40, against the scalar expression, writing
+ * nothing past n; and in place (z the same array as x or y). */
+static void check_binary_exact(const weft_cpu_vmath_t *vm, const char *level) {
+  enum { N = 40 };
+  float xs[N + 2], ys[N + 2], z[N + 2];
+  for (size_t f = 0; f < G_N_ELEMENTS(fns2); f++) {
+    const weft_cpu_vm2_t *v = fn2_of(vm, fns2[f].offset);
+    for (size_t p = 0; p < G_N_ELEMENTS(probe); p++) {
+      for (int i = 0; i < N; i++) {
+        xs[i] = probe[p];
+        ys[i] = probe[((size_t)i * 7 + p) % G_N_ELEMENTS(probe)];
+      }
+      for (int n = 0; n <= N; n++) {
+        for (int form = 0; form < 3; form++) {
+          for (int i = 0; i < N + 2; i++) z[i] = -7.0f;
+          weft_cpu_vm2_fn fn = form == 0 ? v->vv : (form == 1 ? v->sv : v->vs);
+          fn(xs, ys, z, n);
+          for (int i = 0; i < n; i++) {
+            float a = form == 1 ? xs[0] : xs[i], b = form == 2 ? ys[0] : ys[i];
+            float want = fns2[f].ref(a, b);
+            if (!same_float(z[i], want))
+              g_error("%s %s form %d n=%d: f(%a, %a) = %a, want %a", level, fns2[f].name, form,
+                      n, (double)a, (double)b, (double)z[i], (double)want);
+          }
+          for (int i = n; i < N + 2; i++) g_assert_cmpfloat(z[i], ==, -7.0f);
+        }
+      }
+    }
+    /* In place, on ordinary numbers. */
+    float a[N], b[N];
+    for (int i = 0; i < N; i++) {
+      a[i] = (float)(i - 20) * 0.37f + 0.01f;
+      b[i] = (float)(i % 9) * -1.3f + 2.0f;
+    }
+    memcpy(z, a, sizeof a);
+    v->vv(z, b, z, N);
+    for (int i = 0; i < N; i++) g_assert_true(same_float(z[i], fns2[f].ref(a[i], b[i])));
+    memcpy(z, b, sizeof b);
+    v->vv(a, z, z, N);
+    for (int i = 0; i < N; i++) g_assert_true(same_float(z[i], fns2[f].ref(a[i], b[i])));
+  }
+}
+
+/* Pow: every pair of probes in all three forms (the special cases as powf's, sign of zero
+ * included, where libm takes the lanes: both are C's pow), and every `step`-th positive and
+ * negative float base against exponents from -40 to 40 and the probes' ordinary ones, within
+ * POW_MAX_ULP of double pow. */
+static void check_pow(const weft_cpu_vmath_t *vm, const char *level, uint32_t step) {
+  const weft_cpu_vm2_t *v = &vm->pow;
+  enum { NP = G_N_ELEMENTS(probe) };
+  float xs[NP], ys[NP], z[NP];
+  for (size_t p = 0; p < NP; p++) {
+    for (size_t q = 0; q < NP; q++) {
+      xs[q] = probe[p];
+      ys[q] = probe[q];
+    }
+    for (int form = 0; form < 3; form++) {
+      for (size_t q = 0; q < NP; q++) {
+        weft_cpu_vm2_fn fn = form == 0 ? v->vv : (form == 1 ? v->sv : v->vs);
+        /* sv: the base probe[p] against each exponent; vs: each base against probe[q]. */
+        float a = form == 2 ? ys[q] : xs[q], b = form == 2 ? xs[q] : ys[q];
+        float aa[NP], bb[NP];
+        for (size_t i = 0; i < NP; i++) {
+          aa[i] = a;
+          bb[i] = b;
+        }
+        fn(aa, bb, z, NP);
+        double want = pow((double)a, (double)b);
+        float libm = powf(a, b);
+        for (size_t i = 0; i < NP; i++) {
+          double err = ulp_error(z[i], want);
+          gboolean zero_sign_ok = want != 0 || signbit(z[i]) == signbit(libm);
+          if (err > POW_MAX_ULP || !zero_sign_ok)
+            g_error("%s pow form %d: pow(%a, %a) = %a, want %a (powf %a)", level, form,
+                    (double)a, (double)b, (double)z[i], want, (double)libm);
+        }
+      }
+    }
+  }
+  enum { BLOCK = 4096 };
+  float *x = g_new(float, BLOCK), *e = g_new(float, BLOCK), *y = g_new(float, BLOCK);
+  double worst = 0;
+  float worst_a = 0, worst_b = 0;
+  uint32_t k = 0;
+  for (uint64_t u = 0; u <= 0xffffffffu;) {
+    int n = 0;
+    for (; n < BLOCK && u <= 0xffffffffu; n++, u += step, k++) {
+      x[n] = float_of((uint32_t)u);
+      /* Integers for the negative bases (else NaN, a special case above), any for the rest. */
+      float b = (float)((int)(k % 81) - 40);
+      if (!signbit(x[n]) && k % 3 != 0) b = b * 0.37f + probe[k % 13] * 0.125f;
+      e[n] = b;
+    }
+    v->vv(x, e, y, n);
+    for (int i = 0; i < n; i++) {
+      /* NaN bases are the probes' (a signaling NaN widened to double turns quiet, and
+       * pow(quiet NaN, 0) is 1 where powf(signaling NaN, 0) is NaN). */
+      if (isnan(x[i])) continue;
+      double err = ulp_error(y[i], pow((double)x[i], (double)e[i]));
+      if (err > worst) {
+        worst = err;
+        worst_a = x[i];
+        worst_b = e[i];
+      }
+    }
+  }
+  g_test_message("%s pow: max error %.4f ulp (at %a, %a) over every %u-th float base", level,
+                 worst, (double)worst_a, (double)worst_b, step);
+  if (g_test_verbose())
+    g_printerr("%s pow: max %.4f ulp at (%a, %a)\n", level, worst, (double)worst_a,
+               (double)worst_b);
+  if (worst > POW_MAX_ULP)
+    g_error("%s pow: %.4f ulp at (%a, %a), allowed %.3f", level, worst, (double)worst_a,
+            (double)worst_b, POW_MAX_ULP);
+  g_free(x);
+  g_free(e);
+  g_free(y);
+}
+
 static void test_level(gconstpointer data) {
   weft_cpu_isa_t isa = (weft_cpu_isa_t)GPOINTER_TO_INT(data);
   if (!weft__cpu_isa_supported(isa)) {
@@ -273,6 +441,7 @@ static void test_level(gconstpointer data) {
   const char *level = weft__cpu_isa_name(isa);
   check_specials(vm, level);
   check_lengths(vm, level);
+  check_binary_exact(vm, level);
   /* Every 97th pattern: about 44 million floats per function, all exponents, odd step so
    * that every low-bit pattern of the mantissa comes up. The correctly rounded ones (one IEEE
    * operation, bound 0.5 ulp or exact) every 997th: there is no approximation to probe. The
@@ -282,6 +451,7 @@ static void test_level(gconstpointer data) {
   uint32_t scale = WEFT_SANITIZE ? 10 : 1;
   for (size_t f = 0; f < G_N_ELEMENTS(fns); f++)
     sweep(vm, &fns[f], level, (fns[f].max_ulp <= 0.5 ? 997 : 97) * scale + (scale > 1));
+  check_pow(vm, level, 97 * scale + (scale > 1));
 }
 
 static void test_choose(void) {

@@ -10,6 +10,7 @@
 #include <tgmath.h>
 
 #include "cpu_internal.h"
+#include "cpu_vmath.h"
 
 #define H weft__cpu_host
 
@@ -77,6 +78,26 @@ typedef struct bin_fns {
 #define FNS_INT(OP) FNS_SINT(OP), FNS_UINT(OP)
 #define FNS_NUM(OP) FNS_FLOAT(OP), FNS_INT(OP)
 
+/* float32 Add, Sub, Mul, Div, Maximum, Minimum, SquaredDifference and Pow: the vectorised loops
+ * (cpu_vmath.h) of the instruction set level the plugin chose at init; float16 and bfloat16
+ * reach them through bin_run_f16's widened blocks. float64 keeps the loops below. */
+#define BIN_VM(OP)                                                                        \
+  static void OP##_vm_vv(const void *x, const void *y, void *z, int64_t n, double p) {    \
+    (void)p;                                                                              \
+    weft__cpu_vmath()->OP.vv(x, y, z, n);                                                 \
+  }                                                                                       \
+  static void OP##_vm_sv(const void *x, const void *y, void *z, int64_t n, double p) {    \
+    (void)p;                                                                              \
+    weft__cpu_vmath()->OP.sv(x, y, z, n);                                                 \
+  }                                                                                       \
+  static void OP##_vm_vs(const void *x, const void *y, void *z, int64_t n, double p) {    \
+    (void)p;                                                                              \
+    weft__cpu_vmath()->OP.vs(x, y, z, n);                                                 \
+  }
+#define BIN_F64(OP, EXPR) BIN_DEF(OP##_f64, double, double, double, EXPR) BIN_VM(OP)
+#define FNS_FLOAT_VM(OP) [CPU_SLOT_F32] = F3(OP##_vm), [CPU_SLOT_F64] = F3(OP##_f64)
+#define FNS_NUM_VM(OP) FNS_FLOAT_VM(OP), FNS_INT(OP)
+
 /* Integer power by squaring, wrapping like TensorFlow's (two's complement, modulo 2^bits). */
 static inline uint64_t ipow_u64(uint64_t base, uint64_t e) {
   uint64_t r = 1;
@@ -93,13 +114,13 @@ static inline uint64_t ipow_u64(uint64_t base, uint64_t e) {
 
 /* Arithmetic. Integer arithmetic goes through unsigned types so overflow wraps instead of being
  * undefined. Signed division guards b == -1, where INT_MIN / -1 would trap. */
-BIN_FLOAT(add, a + b)
+BIN_F64(add, a + b)
 BIN_INT(add, (T_)((U_)a + (U_)b))
-BIN_FLOAT(sub, a - b)
+BIN_F64(sub, a - b)
 BIN_INT(sub, (T_)((U_)a - (U_)b))
-BIN_FLOAT(mul, a * b)
+BIN_F64(mul, a * b)
 BIN_INT(mul, (T_)((U_)a * (U_)b))
-BIN_FLOAT(div, a / b)
+BIN_F64(div, a / b)
 BIN_SINT(div, b == -1 ? (T_)(0u - (U_)a) : (T_)(a / b))
 BIN_UINT(div, a / b)
 BIN_FLOAT(div_no_nan, b == 0 ? (T_)0 : a / b)
@@ -116,15 +137,15 @@ BIN_UINT(floormod, a % b)
 BIN_FLOAT(truncmod, fmod(a, b))
 BIN_SINT(truncmod, b == -1 ? (T_)0 : (T_)(a % b))
 BIN_UINT(truncmod, a % b)
-BIN_FLOAT(pow, pow(a, b))
+BIN_F64(pow, pow(a, b))
 BIN_SINT(pow, (T_)ipow_u64((uint64_t)(int64_t)a, (uint64_t)(int64_t)b))
 BIN_UINT(pow, (T_)ipow_u64((uint64_t)a, (uint64_t)b))
 /* NaN in either operand gives NaN, as in TensorFlow 2. */
-BIN_FLOAT(maximum, (a > b || a != a) ? a : b)
+BIN_F64(maximum, (a > b || a != a) ? a : b)
 BIN_INT(maximum, a > b ? a : b)
-BIN_FLOAT(minimum, (a < b || a != a) ? a : b)
+BIN_F64(minimum, (a < b || a != a) ? a : b)
 BIN_INT(minimum, a < b ? a : b)
-BIN_FLOAT(sqdiff, (a - b) * (a - b))
+BIN_F64(sqdiff, (a - b) * (a - b))
 BIN_SINT(sqdiff, (T_)(((U_)a - (U_)b) * ((U_)a - (U_)b)))
 BIN_FLOAT(atan2, atan2(a, b))
 
@@ -172,23 +193,23 @@ typedef struct bin_op {
 } bin_op_t;
 
 static const bin_op_t bin_ops[] = {
-    {"AddV2", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(add)}, false},
-    {"Add", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(add)}, true},
-    {"Sub", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(sub)}, false},
-    {"Mul", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(mul)}, false},
-    {"RealDiv", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(div)}, false},
-    {"Div", 4, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(div)}, false},
+    {"AddV2", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(add)}, false},
+    {"Add", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(add)}, true},
+    {"Sub", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(sub)}, false},
+    {"Mul", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(mul)}, false},
+    {"RealDiv", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT_VM(div)}, false},
+    {"Div", 4, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM_VM(div)}, false},
     {"TruncateDiv", 4, false, CHECK_INT_DIV, NULL, 0, {FNS_INT(div)}, false},
     {"DivNoNan", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(div_no_nan)}, false},
     {"FloorDiv", 6, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(floordiv)}, false},
     {"FloorMod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(floormod)}, false},
     {"Mod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(truncmod)}, false},
     {"TruncateMod", 10, false, CHECK_INT_DIV, NULL, 0, {FNS_NUM(truncmod)}, false},
-    {"Pow", 40, false, CHECK_INT_POW, NULL, 0, {FNS_NUM(pow)}, false},
-    {"Maximum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(maximum)}, false},
-    {"Minimum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM(minimum)}, false},
-    {"SquaredDifference", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(sqdiff), FNS_SINT(sqdiff)},
-     false},
+    {"Pow", 15, false, CHECK_INT_POW, NULL, 0, {FNS_NUM_VM(pow)}, false},
+    {"Maximum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(maximum)}, false},
+    {"Minimum", 1, false, CHECK_NONE, NULL, 0, {FNS_NUM_VM(minimum)}, false},
+    {"SquaredDifference", 2, false, CHECK_NONE, NULL, 0,
+     {FNS_FLOAT_VM(sqdiff), FNS_SINT(sqdiff)}, false},
     {"Atan2", 40, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(atan2)}, false},
     {"Equal", 1, true, CHECK_NONE, NULL, 0,
      {FNS_NUM(equal), [CPU_SLOT_BOOL] = F3(equal_b)}, true},

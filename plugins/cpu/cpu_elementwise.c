@@ -285,9 +285,11 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
                         "float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, "
                         "Selu, Sqrt, Rsqrt, Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6, "
-                        "Sin, Cos, Erfc: %s code",
+                        "Sin, Cos, Erfc; Add, Sub, Mul, Div, Maximum, Minimum, SquaredDifference, "
+                        "Pow: %s code",
                         weft__cpu_isa_name(isa));
   vm = weft__cpu_vmath_for(isa);
+  weft__cpu_vmath_set(vm); /* cpu_binary.c's and cpu_fused.c's float32 loops */
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
     bool has[CPU_N_SLOTS];

@@ -40,6 +40,12 @@ const weft_cpu_vmath_t *weft__cpu_vmath_for(weft_cpu_isa_t isa) {
   return &weft__cpu_vmath_baseline;
 }
 
+static const weft_cpu_vmath_t *active = &weft__cpu_vmath_baseline;
+
+const weft_cpu_vmath_t *weft__cpu_vmath(void) { return active; }
+
+void weft__cpu_vmath_set(const weft_cpu_vmath_t *vm) { active = vm; }
+
 weft_cpu_isa_t weft__cpu_isa_choose(const char *request, char **warning) {
   *warning = NULL;
   weft_cpu_isa_t best = WEFT_CPU_ISA_BASELINE;

@@ -1,6 +1,7 @@
 /* cpu_vmath.h: the CPU plugin's vectorised float32 math (Exp, Log, Tanh, Sigmoid, Expm1, Log1p,
  * Erf, Softplus, Elu, Selu, Sqrt, Rsqrt, Reciprocal, Softsign, Square, Neg, Abs, Relu, Relu6,
- * Sin, Cos, Erfc) and the run-time choice among its builds for each instruction set
+ * Sin, Cos, Erfc; the binary Add, Sub, Mul, Div, Maximum, Minimum, SquaredDifference, Pow) and
+ * the run-time choice among its builds for each instruction set
  * level: baseline x86-64 (SSE2), AVX2+FMA and AVX-512F. Each level is the same source
  * (cpu_vmath_impl.h) compiled in its own file with its own -m flags, so the plugin as a whole
  * still runs on any x86-64; a level's functions are only called once __builtin_cpu_supports
@@ -21,11 +22,22 @@ typedef enum weft_cpu_isa {
 /* y[i] = f(x[i]) for i < n; x and y may be the same array. */
 typedef void (*weft_cpu_vm_fn)(const float *x, float *y, int64_t n);
 
+/* z[i] = f(x[i], y[i]) for i < n; z may be x or y (never overlapping them otherwise). */
+typedef void (*weft_cpu_vm2_fn)(const float *x, const float *y, float *z, int64_t n);
+
+/* A binary function's three loops: both operands arrays (vv), x a scalar read at x[0] (sv),
+ * y a scalar read at y[0] (vs). */
+typedef struct weft_cpu_vm2 {
+  weft_cpu_vm2_fn vv, sv, vs;
+} weft_cpu_vm2_t;
+
 typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn exp, log, tanh, sigmoid;
   weft_cpu_vm_fn expm1, log1p, erf, softplus, elu, selu;
   weft_cpu_vm_fn sqrt, rsqrt, reciprocal, softsign, square, neg, relu, relu6, sin, cos, abs;
   weft_cpu_vm_fn erfc;
+  /* x OP y, x the op's first argument. */
+  weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
 } weft_cpu_vmath_t;
 
 extern const weft_cpu_vmath_t weft__cpu_vmath_baseline;
@@ -45,5 +57,9 @@ const weft_cpu_vmath_t *weft__cpu_vmath_for(weft_cpu_isa_t isa);
  * level, the best supported one instead and *warning (else NULL) says why, in a string the
  * caller frees with free(). */
 weft_cpu_isa_t weft__cpu_isa_choose(const char *request, char **warning);
+/* The functions the plugin's kernels call: those of the level set at plugin init (elementwise
+ * registration), baseline before that. Every kernel file reads the one choice. */
+const weft_cpu_vmath_t *weft__cpu_vmath(void);
+void weft__cpu_vmath_set(const weft_cpu_vmath_t *vm);
 
 #endif
