@@ -3,21 +3,23 @@
  * each block of x is read once, every op of the chain runs over it while it sits in L1, and the
  * block of y is written once, where the unfused chain reads and writes every intermediate tensor
  * in memory. The unary steps call the very loops of the unfused kernels (cpu_elementwise.c) and
- * the binary steps compute TensorFlow's expressions as cpu_binary.c does, so the fused result
- * equals the unfused one bit for bit. */
+ * the binary steps the vector loops cpu_binary.c's float32 kernels call (cpu_vmath.h), so the
+ * fused result equals the unfused one bit for bit. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_vmath.h"
 
-/* 2048 floats: x's block and y's block (8 KiB each) stay in a 32 KiB L1 through the chain. */
-#define FUSED_BLOCK 2048
+/* 1024 floats: x's block, the two intermediate blocks and y's block (4 KiB each) stay in a
+ * 32 KiB L1 through the chain, beside the next block's prefetched lines. */
+#define FUSED_BLOCK 1024
 
-typedef enum { BIN_NONE, BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_MAX, BIN_MIN, BIN_SQDIFF } bin_t;
 
 typedef struct fused_step {
-  weft_cpu_unary_f32_fn unary; /* or NULL, and then bin says which binary op */
-  bin_t bin;
+  weft_cpu_unary_f32_fn unary; /* or NULL, and then fn is the binary op's loops */
+  const weft_cpu_vm2_t *fn;
   double param;
   int operand;                 /* index into the kernel's operands, -1 for a unary op */
   bool left;                   /* the operand is the op's first argument */
@@ -30,14 +32,21 @@ typedef struct fused {
   fused_step_t *steps;
 } fused_t;
 
+/* The binary ops it fuses, by their loops in weft_cpu_vmath_t. */
 static const struct {
   const char *name;
-  bin_t bin;
+  size_t offset;
 } bin_names[] = {
-    {"Add", BIN_ADD},     {"AddV2", BIN_ADD},   {"BiasAdd", BIN_ADD},
-    {"Sub", BIN_SUB},     {"Mul", BIN_MUL},     {"Div", BIN_DIV},
-    {"RealDiv", BIN_DIV}, {"Maximum", BIN_MAX}, {"Minimum", BIN_MIN},
-    {"SquaredDifference", BIN_SQDIFF},
+    {"Add", offsetof(weft_cpu_vmath_t, add)},
+    {"AddV2", offsetof(weft_cpu_vmath_t, add)},
+    {"BiasAdd", offsetof(weft_cpu_vmath_t, add)},
+    {"Sub", offsetof(weft_cpu_vmath_t, sub)},
+    {"Mul", offsetof(weft_cpu_vmath_t, mul)},
+    {"Div", offsetof(weft_cpu_vmath_t, div)},
+    {"RealDiv", offsetof(weft_cpu_vmath_t, div)},
+    {"Maximum", offsetof(weft_cpu_vmath_t, maximum)},
+    {"Minimum", offsetof(weft_cpu_vmath_t, minimum)},
+    {"SquaredDifference", offsetof(weft_cpu_vmath_t, sqdiff)},
 };
 
 static void fused_destroy(void *state) {
@@ -100,9 +109,11 @@ static weft_status_t *fused_create(const weft_host_t *host, const weft_attrs_t *
                               name);
     } else {
       for (size_t b = 0; b < sizeof bin_names / sizeof bin_names[0]; b++)
-        if (strcmp(bin_names[b].name, name) == 0) s->bin = bin_names[b].bin;
+        if (strcmp(bin_names[b].name, name) == 0)
+          s->fn = (const weft_cpu_vm2_t *)(const void *)((const char *)weft__cpu_vmath() +
+                                                         bin_names[b].offset);
       f->cost += 1;
-      if (s->bin == BIN_NONE)
+      if (s->fn == NULL)
         st = host->status_new(WEFT_UNIMPLEMENTED,
                               "_FusedElementwise: %s is not a binary op it can fuse", name);
     }
@@ -131,78 +142,85 @@ typedef struct fused_job {
   const int64_t *operand_n; /* per operand: 1 (scalar), n (same shape) or a row length */
 } fused_job_t;
 
-/* y = y OP b (or b OP y) over one block starting at element `pos`; b is read at i, at 0 (a
- * scalar) or at (pos + i) % m (a row repeated over the last dimension). */
-#define BIN_LOOP(EXPR)                                                        \
-  do {                                                                        \
-    if (m == 1) {                                                             \
-      const float bv = b[0];                                                  \
-      for (int64_t i = 0; i < len; i++) {                                     \
-        float v = y[i];                                                       \
-        float a0 = left ? bv : v, b0 = left ? v : bv;                         \
-        y[i] = (EXPR);                                                        \
-      }                                                                       \
-    } else if (m == job->n) {                                                 \
-      const float *restrict bb = b + pos;                                     \
-      for (int64_t i = 0; i < len; i++) {                                     \
-        float v = y[i];                                                       \
-        float a0 = left ? bb[i] : v, b0 = left ? v : bb[i];                   \
-        y[i] = (EXPR);                                                        \
-      }                                                                       \
-    } else {                                                                  \
-      int64_t c = pos % m;                                                    \
-      for (int64_t i = 0; i < len; i++) {                                     \
-        float v = y[i];                                                       \
-        float a0 = left ? b[c] : v, b0 = left ? v : b[c];                     \
-        y[i] = (EXPR);                                                        \
-        if (++c == m) c = 0;                                                  \
-      }                                                                       \
-    }                                                                         \
-  } while (0)
-
-static void binary_block(const fused_job_t *job, const fused_step_t *s, float *restrict y,
-                         int64_t pos, int64_t len) {
-  const float *restrict b = job->operands[s->operand];
+/* out = in OP b (or b OP in, s->left) over one block starting at element `pos`, through the
+ * binary kernels' own vector loops (cpu_vmath.h, the level chosen at plugin init), so the fused
+ * result is the unfused one bit for bit; b is read at pos + i, at 0 (a scalar) or at
+ * (pos + i) % m (a row repeated over the last dimension). */
+static void binary_block(const fused_job_t *job, const fused_step_t *s, const float *in,
+                         float *out, int64_t pos, int64_t len) {
+  const float *b = job->operands[s->operand];
   const int64_t m = job->operand_n[s->operand];
-  const bool left = s->left;
-  /* The expressions of cpu_binary.c's float loops, a0 the first argument. */
-  switch (s->bin) {
-    case BIN_ADD: BIN_LOOP(a0 + b0); break;
-    case BIN_SUB: BIN_LOOP(a0 - b0); break;
-    case BIN_MUL: BIN_LOOP(a0 * b0); break;
-    case BIN_DIV: BIN_LOOP(a0 / b0); break;
-    case BIN_MAX: BIN_LOOP((a0 > b0 || a0 != a0) ? a0 : b0); break;
-    case BIN_MIN: BIN_LOOP((a0 < b0 || a0 != a0) ? a0 : b0); break;
-    case BIN_SQDIFF: BIN_LOOP((a0 - b0) * (a0 - b0)); break;
-    case BIN_NONE: break;
+  const weft_cpu_vm2_t *fn = s->fn;
+  if (m == 1) {
+    if (s->left)
+      fn->sv(b, in, out, len);
+    else
+      fn->vs(in, b, out, len);
+    return;
+  }
+  if (m == job->n) {
+    if (s->left)
+      fn->vv(b + pos, in, out, len);
+    else
+      fn->vv(in, b + pos, out, len);
+    return;
+  }
+  /* A row: runs of up to m elements, each against b from its column on. */
+  int64_t c = pos % m;
+  for (int64_t i = 0; i < len;) {
+    int64_t run = m - c < len - i ? m - c : len - i;
+    if (s->left)
+      fn->vv(b + c, in + i, out + i, run);
+    else
+      fn->vv(in + i, b + c, out + i, run);
+    i += run;
+    c = 0;
+  }
+}
+
+/* Asks for part `part` of `parts` of the block of x (and of every whole-tensor operand) at pos,
+ * the next one, while this one computes: the chain's arithmetic leaves the memory idle for long
+ * stretches, in which the hardware's stream prefetcher, which only follows the loads it sees,
+ * does not run ahead; without this the first op of each block waited on memory for about a
+ * quarter of the chain's time (perf, 16M floats, Neg first). y's lines are asked for writing
+ * (the last step's stores would otherwise wait on each line's read). The requests are spread over the
+ * chain's steps, since a whole block's at once fill the core's miss buffers and stall it. */
+static void prefetch_part(const fused_job_t *job, int64_t pos, int part, int parts) {
+  int64_t len = job->n - pos < FUSED_BLOCK ? job->n - pos : FUSED_BLOCK;
+  const int64_t line = 64 / sizeof(float);
+  int64_t lines = (len + line - 1) / line;
+  int64_t from = lines * part / parts * line, to = lines * (part + 1) / parts * line;
+  for (int64_t i = from; i < to; i += line) {
+    __builtin_prefetch(job->x + pos + i, 0, 3);
+    __builtin_prefetch(job->y + pos + i, 1, 3);
+  }
+  for (int k = 0; k < job->f->n_operands; k++) {
+    if (job->operand_n[k] != job->n) continue;
+    for (int64_t i = from; i < to; i += line) __builtin_prefetch(job->operands[k] + pos + i, 0, 3);
   }
 }
 
 static void fused_range(void *arg, int64_t begin, int64_t end) {
   const fused_job_t *job = arg;
   const fused_t *f = job->f;
-  /* The unary loops take restrict pointers, so they never run in place: they alternate between
-   * y's block and this one. */
-  float tmp[FUSED_BLOCK];
+  /* Each step reads the previous one's block and writes the other of two scratch blocks; only
+   * the last writes y. So y's lines are written once, by one loop, and the first steps never
+   * wait on a store to a line not yet in cache. */
+  float tmp[2][FUSED_BLOCK];
   for (int64_t blk = begin; blk < end; blk++) {
     int64_t pos = blk * FUSED_BLOCK;
     int64_t len = job->n - pos < FUSED_BLOCK ? job->n - pos : FUSED_BLOCK;
-    float *y = job->y + pos;
     const float *cur = job->x + pos;
     for (int k = 0; k < f->n_steps; k++) {
       const fused_step_t *s = &f->steps[k];
-      if (s->unary) {
-        float *out = cur == y ? tmp : y;
+      if (blk + 1 < end) prefetch_part(job, pos + FUSED_BLOCK, k, f->n_steps);
+      float *out = k == f->n_steps - 1 ? job->y + pos : tmp[k & 1];
+      if (s->unary)
         s->unary(cur, out, len, s->param);
-        cur = out;
-      } else {
-        float *out = cur == tmp ? tmp : y;
-        if (cur != out) memcpy(out, cur, (size_t)len * sizeof(float));
-        binary_block(job, s, out, pos, len);
-        cur = out;
-      }
+      else
+        binary_block(job, s, cur, out, pos, len);
+      cur = out;
     }
-    if (cur != y) memcpy(y, cur, (size_t)len * sizeof(float));
   }
 }
 
