@@ -163,7 +163,7 @@ typedef struct loop_args {
 
 enum {
   LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH, LOOP_ERF,
-  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5, LOOP_SIN
+  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5, LOOP_SIN, LOOP_POW, LOOP_MUL_ROW
 };
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
@@ -206,6 +206,18 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
     case LOOP_SIN:
       for (int64_t k = begin; k < end; k++) o[k] = sinf(x[k]);
       break;
+    case LOOP_POW:
+      for (int64_t k = begin; k < end; k++) o[k] = powf(x[k], y[k]);
+      break;
+    case LOOP_MUL_ROW: {
+      /* x [rows, cols] times y [cols], repeated over the rows. */
+      int64_t c = begin % a->cols;
+      for (int64_t k = begin; k < end; k++) {
+        o[k] = x[k] * y[c];
+        if (++c == a->cols) c = 0;
+      }
+      break;
+    }
     case LOOP_CHAIN5:
       /* bench_chain5's ops in one pass, glibc's float functions. */
       for (int64_t k = begin; k < end; k++) {
@@ -366,26 +378,39 @@ static void set_axis_attrs(weft_op_builder_t *b, void *arg) {
   weft_op_set_attr_bool(b, "keep_dims", false);
 }
 
-static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const char *op,
-                              const char *onnx_op, int kind, bool binary) {
+/* The row named elementwise/<op><suffix>: `op` over 16M floats (x and, for a binary op, y of
+ * the same shape; with row_len, x [16M / row_len, row_len] and y one row of row_len, the
+ * broadcast of a bias). */
+static void bench_elementwise_shaped(const bench_options_t *o, bench_report_t *r, const char *op,
+                                     const char *suffix, const char *onnx_op, int kind,
+                                     bool binary, int64_t row_len) {
   char name[64];
-  g_snprintf(name, sizeof name, "elementwise/%s", op);
+  g_snprintf(name, sizeof name, "elementwise/%s%s", op, suffix);
   if (!bench_selected(o, name)) return;
   int64_t n = o->quick ? (1 << 22) : (1 << 24);
-  int64_t dims[1] = {n};
-  /* Log's input is positive: its kernel and baseline would only make NaNs of the rest. */
-  float lo = kind == LOOP_LOG ? 0.01f : -4;
-  weft_tensor_t *ins[2] = {random_tensor(1, dims, lo, 4), random_tensor(1, dims, lo, 4)};
+  int64_t dims[2] = {n, 0}, row_dims[1] = {row_len};
+  int rank = 1;
+  if (row_len > 0) {
+    dims[0] = n / row_len;
+    dims[1] = row_len;
+    rank = 2;
+  }
+  /* Log's input and Pow's base are positive: the rest would only make NaNs. Pow's exponent
+   * is the second tensor, in [-4, 4]. */
+  float lo = kind == LOOP_LOG || kind == LOOP_POW ? 0.01f : -4;
+  weft_tensor_t *ins[2] = {random_tensor(rank, dims, lo, 4),
+                           row_len > 0 ? random_tensor(1, row_dims, -4, 4)
+                                       : random_tensor(rank, dims, -4, 4)};
   op_case_t c;
   weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
-  double gb = (double)n * sizeof(float) * (binary ? 3 : 2) * 1e-9;
+  double gb = (double)n * sizeof(float) * (binary && row_len == 0 ? 3 : 2) * 1e-9;
   bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
   bench_onnx_t *m = bench_onnx_new();
-  bench_onnx_input(m, "x", 1, dims);
-  if (binary) bench_onnx_input(m, "y", 1, dims);
+  bench_onnx_input(m, "x", rank, dims);
+  if (binary) bench_onnx_input(m, "y", row_len > 0 ? 1 : rank, row_len > 0 ? row_dims : dims);
   bench_onnx_node(m, onnx_op, binary ? (const char *const[]){"x", "y", NULL}
                                      : (const char *const[]){"x", NULL}, "z", NULL);
-  bench_onnx_output(m, "z", 1, dims);
+  bench_onnx_output(m, "z", rank, dims);
   char *peer_why = NULL;
   bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m), binary ? 2 : 1,
                                                 (const char *const[]){"x", "y"}, ins, "z",
@@ -393,6 +418,10 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   if (!st) {
     float *out = g_new(float, n);
     loop_args_t a = {weft_tensor_data(ins[0]), weft_tensor_data(ins[1]), out, 1, n, kind};
+    if (row_len > 0) {
+      a.rows = n / row_len;
+      a.cols = row_len;
+    }
     bench_measure_row(o, bench_run_case, &c, run_loop, &a, peer ? bench_peer_case_run : NULL, peer,
                       gb, true, &weft, &base, &peer_stats, &st);
     g_free(out);
@@ -402,8 +431,11 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
     bench_peer_case_free(peer);
     g_free(peer_why);
   } else {
-    char *params = g_strdup_printf("elements=%" G_GINT64_FORMAT " dtype=float32 device=%s", n,
-                                   o->device);
+    char *params = row_len > 0
+                       ? g_strdup_printf("elements=%" G_GINT64_FORMAT " row=%" G_GINT64_FORMAT
+                                         " dtype=float32 device=%s", n, row_len, o->device)
+                       : g_strdup_printf("elements=%" G_GINT64_FORMAT " dtype=float32 device=%s",
+                                         n, o->device);
     bench_add_row(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
                   kernel_note(o, "target >= 1.0x"));
     if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
@@ -414,6 +446,11 @@ static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
   weft_tensor_unref(ins[1]);
+}
+
+static void bench_elementwise(const bench_options_t *o, bench_report_t *r, const char *op,
+                              const char *onnx_op, int kind, bool binary) {
+  bench_elementwise_shaped(o, r, op, "", onnx_op, kind, binary, 0);
 }
 
 /* elementwise/chain5: Neg -> Exp -> Sigmoid -> Tanh -> Relu over 16M floats, which the CPU
@@ -844,6 +881,8 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   for (int k = 0; k < (o->quick ? 2 : 3); k++) bench_matmul(o, r, sizes[k]);
   bench_elementwise(o, r, "AddV2", "Add", LOOP_ADD, true);
   bench_elementwise(o, r, "Mul", "Mul", LOOP_MUL, true);
+  bench_elementwise_shaped(o, r, "Mul", "_row1024", "Mul", LOOP_MUL_ROW, true, 1024);
+  bench_elementwise(o, r, "Pow", "Pow", LOOP_POW, true);
   bench_elementwise(o, r, "Relu", "Relu", LOOP_RELU, false);
   bench_elementwise(o, r, "Sigmoid", "Sigmoid", LOOP_SIGMOID, false);
   bench_elementwise(o, r, "Exp", "Exp", LOOP_EXP, false);
