@@ -183,8 +183,9 @@ static void binary_block(const fused_job_t *job, const fused_step_t *s, const fl
  * stretches, in which the hardware's stream prefetcher, which only follows the loads it sees,
  * does not run ahead; without this the first op of each block waited on memory for about a
  * quarter of the chain's time (perf, 16M floats, Neg first). y's lines are asked for writing
- * (the last step's stores would otherwise wait on each line's read). The requests are spread over the
- * chain's steps, since a whole block's at once fill the core's miss buffers and stall it. */
+ * (the last step's stores would otherwise wait on each line's read). The requests are spread
+ * over the chain's steps, since a whole block's at once fill the core's miss buffers and stall
+ * it. */
 static void prefetch_part(const fused_job_t *job, int64_t pos, int part, int parts) {
   int64_t len = job->n - pos < FUSED_BLOCK ? job->n - pos : FUSED_BLOCK;
   const int64_t line = 64 / sizeof(float);

@@ -465,6 +465,17 @@ VM_INLINE vf vsqdiff2(vf a, vf b) {
  * rounded one but for ties closer than about 1e-12 of an ulp. Every other lane (zero, denormal,
  * negative a with a non-integer b, infinities, NaN) takes libm's powf, whose special cases are
  * C's and TensorFlow's. */
+/* out = the polynomial with coefficients c (c[0] the constant term, an array) at t, by Horner in
+ * double lanes; a macro, since a function taking vectors wider than the level's registers would
+ * change the ABI (gcc's -Wpsabi). */
+#define VD_POLY(out, t, c)                                                             \
+  do {                                                                                 \
+    const int n_ = (int)(sizeof(c) / sizeof((c)[0]));                                  \
+    (out) = (vd){0} + (c)[n_ - 1];                                                     \
+    _Pragma("GCC unroll 16")                                                           \
+    for (int k_ = n_ - 2; k_ >= 0; k_--) (out) = (out) * (t) + (c)[k_];                \
+  } while (0)
+
 VM_INLINE vf vpow2(vf a, vf b) {
 #if VM_WIDTH == 4
   /* SSE2 has no FMA and two doubles per register: the path below takes twice libm's time
@@ -491,14 +502,10 @@ VM_INLINE vf vpow2(vf a, vf b) {
   vd md = __builtin_convertvector(m, vd);
   vd s = (md - 1.0) / (md + 1.0);
   vd z = s * s;
-  vd q = (vd){0} + 1.0 / 15;
-  q = q * z + 1.0 / 13;
-  q = q * z + 1.0 / 11;
-  q = q * z + 1.0 / 9;
-  q = q * z + 1.0 / 7;
-  q = q * z + 1.0 / 5;
-  q = q * z + 1.0 / 3;
-  q = q * z + 1.0;
+  static const double atanh_c[8] = {1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13,
+                                     1.0 / 15};
+  vd q;
+  VD_POLY(q, z, atanh_c);
   const double two_over_ln2 = 2.8853900817779268; /* 2 / ln 2 */
   vd log2a = __builtin_convertvector(e, vd) + (s * q) * two_over_ln2;
   vd t = __builtin_convertvector(bf, vd) * log2a;
@@ -513,16 +520,10 @@ VM_INLINE vf vpow2(vf a, vf b) {
   vd n = j - 6755399441055744.0;
   vul ni = (vul)j - 0x4338000000000000u;
   vd r = (t - n) * 0.69314718055994531;
-  vd p = (vd){0} + 1.0 / 362880;
-  p = p * r + 1.0 / 40320;
-  p = p * r + 1.0 / 5040;
-  p = p * r + 1.0 / 720;
-  p = p * r + 1.0 / 120;
-  p = p * r + 1.0 / 24;
-  p = p * r + 1.0 / 6;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  static const double exp_c[10] = {1.0,       1.0,        0.5,         1.0 / 6,     1.0 / 24,
+                                    1.0 / 120, 1.0 / 720,  1.0 / 5040,  1.0 / 40320, 1.0 / 362880};
+  vd p;
+  VD_POLY(p, r, exp_c);
   vd y = p * (vd)((ni + 1023u) << 52);
   vf yf = __builtin_convertvector(y, vf);
   yf = vsel(huge, vsplat(__builtin_inff()), vsel(tiny, vsplat(0.0f), yf));
