@@ -507,7 +507,8 @@ VM_INLINE vf vpow2(vf a, vf b) {
   vd q;
   VD_POLY(q, z, atanh_c);
   const double two_over_ln2 = 2.8853900817779268; /* 2 / ln 2 */
-  vd log2a = __builtin_convertvector(e, vd) + (s * q) * two_over_ln2;
+  /* e through float (exact): gcc 12 at -O0 fails on an int32-to-double conversion of 16 lanes. */
+  vd log2a = __builtin_convertvector(__builtin_convertvector(e, vf), vd) + (s * q) * two_over_ln2;
   vd t = __builtin_convertvector(bf, vd) * log2a;
   /* |t| > 200 is 0 or inf whatever its digits; those lanes compute 2^0 and are replaced below.
    * The test is made on t in float, since a comparison of vectors wider than the level's
