@@ -561,9 +561,23 @@ VM_LOOP(cos)
 VM_LOOP(abs)
 VM_LOOP(erfc)
 
+/* Stores the first m (1 to VM_WIDTH - 1) lanes of v at p: a masked store where the level has
+ * one, else lane by lane (a plain copy loop here would become a memcpy call). */
+VM_INLINE void vstore_first(float *p, vf v, int m) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << m) - 1u), (__m512)v);
+#elif VM_WIDTH == 8 && defined(__AVX2__)
+  vi lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  _mm256_maskstore_ps(p, (__m256i)(lane < m), (__m256)v);
+#else
+  for (int k = 0; k < VM_WIDTH - 1; k++)
+    if (k < m) p[k] = v[k];
+#endif
+}
+
 /* The three loops of a binary function: whole vectors (constant-size loads and stores, so no
  * memcpy call), then the tail through vectors padded with ones (no lane of the padding reaches
- * pow's libm path). A scalar operand is splat once. */
+ * pow's libm path). A scalar operand is splat once (bit for bit: -0 stays -0). */
 #define VM_BODY2(f, xs, ys)                                                        \
   vf xv = xs ? vsplat_bits(x[0]) : vsplat(0.0f);                                   \
   vf yv = ys ? vsplat_bits(y[0]) : vsplat(0.0f);                                   \
@@ -576,11 +590,17 @@ VM_LOOP(erfc)
     __builtin_memcpy(z + i, &c, sizeof c);                                         \
   }                                                                                \
   if (i < n) {                                                                     \
-    vf a = xs ? xv : vsplat(1.0f), b = ys ? yv : vsplat(1.0f);                     \
-    if (!xs) __builtin_memcpy(&a, x + i, (size_t)(n - i) * sizeof(float));         \
-    if (!ys) __builtin_memcpy(&b, y + i, (size_t)(n - i) * sizeof(float));         \
-    vf c = f(a, b);                                                                \
-    __builtin_memcpy(z + i, &c, (size_t)(n - i) * sizeof(float));                  \
+    /* Lane by lane through arrays: a memcpy of a run-time length is a library call, \
+     * which a step of one-element ops (scalars) would pay three times per op. */     \
+    float ta[VM_WIDTH], tb[VM_WIDTH];                                              \
+    for (int k = 0; k < VM_WIDTH; k++) {                                           \
+      ta[k] = xs ? x[0] : (i + k < n ? x[i + k] : 1.0f);                           \
+      tb[k] = ys ? y[0] : (i + k < n ? y[i + k] : 1.0f);                           \
+    }                                                                              \
+    vf a, b;                                                                       \
+    __builtin_memcpy(&a, ta, sizeof a);                                            \
+    __builtin_memcpy(&b, tb, sizeof b);                                            \
+    vstore_first(z + i, f(a, b), (int)(n - i));                                    \
   }
 
 #define VM_LOOP2(f)                                                                    \
