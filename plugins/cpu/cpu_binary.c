@@ -80,21 +80,26 @@ typedef struct bin_fns {
 
 /* float32 Add, Sub, Mul, Div, Maximum, Minimum, SquaredDifference and Pow: the vectorised loops
  * (cpu_vmath.h) of the instruction set level the plugin chose at init; float16 and bfloat16
- * reach them through bin_run_f16's widened blocks. float64 keeps the loops below. */
-#define BIN_VM(OP)                                                                        \
-  static void OP##_vm_vv(const void *x, const void *y, void *z, int64_t n, double p) {    \
-    (void)p;                                                                              \
-    weft__cpu_vmath()->OP.vv(x, y, z, n);                                                 \
-  }                                                                                       \
-  static void OP##_vm_sv(const void *x, const void *y, void *z, int64_t n, double p) {    \
-    (void)p;                                                                              \
-    weft__cpu_vmath()->OP.sv(x, y, z, n);                                                 \
-  }                                                                                       \
-  static void OP##_vm_vs(const void *x, const void *y, void *z, int64_t n, double p) {    \
-    (void)p;                                                                              \
-    weft__cpu_vmath()->OP.vs(x, y, z, n);                                                 \
+ * reach them through bin_run_f16's widened blocks. float64 keeps the loops below. The ops that
+ * are one IEEE operation (all but Pow) take their scalar loop, the same bits, below one vector:
+ * a step of scalar ops then pays no call into the vector code (step/chain_100). */
+#define BIN_VM_FORM(OP, FORM, SMALL)                                                         \
+  static void OP##_vm_##FORM(const void *x, const void *y, void *z, int64_t n, double p) {   \
+    if (n < 16) SMALL;                                                                       \
+    weft__cpu_vmath()->OP.FORM(x, y, z, n);                                                  \
   }
+#define BIN_VM(OP)                                   \
+  BIN_VM_FORM(OP, vv, (void)p) BIN_VM_FORM(OP, sv, (void)p) BIN_VM_FORM(OP, vs, (void)p)
+#define BIN_VM_EXACT(OP)                                                \
+  BIN_DEF(OP##_f32, float, float, float, OP##_expr(a, b))               \
+  BIN_VM_FORM(OP, vv, return OP##_f32_vv(x, y, z, n, p))                \
+  BIN_VM_FORM(OP, sv, return OP##_f32_sv(x, y, z, n, p))                \
+  BIN_VM_FORM(OP, vs, return OP##_f32_vs(x, y, z, n, p))
 #define BIN_F64(OP, EXPR) BIN_DEF(OP##_f64, double, double, double, EXPR) BIN_VM(OP)
+/* float64's loop, and float32's for fewer than a vector's elements. */
+#define BIN_F32_F64(OP, EXPR)                                    \
+  static inline float OP##_expr(float a, float b) { return EXPR; } \
+  BIN_DEF(OP##_f64, double, double, double, EXPR) BIN_VM_EXACT(OP)
 #define FNS_FLOAT_VM(OP) [CPU_SLOT_F32] = F3(OP##_vm), [CPU_SLOT_F64] = F3(OP##_f64)
 #define FNS_NUM_VM(OP) FNS_FLOAT_VM(OP), FNS_INT(OP)
 
@@ -114,13 +119,13 @@ static inline uint64_t ipow_u64(uint64_t base, uint64_t e) {
 
 /* Arithmetic. Integer arithmetic goes through unsigned types so overflow wraps instead of being
  * undefined. Signed division guards b == -1, where INT_MIN / -1 would trap. */
-BIN_F64(add, a + b)
+BIN_F32_F64(add, a + b)
 BIN_INT(add, (T_)((U_)a + (U_)b))
-BIN_F64(sub, a - b)
+BIN_F32_F64(sub, a - b)
 BIN_INT(sub, (T_)((U_)a - (U_)b))
-BIN_F64(mul, a * b)
+BIN_F32_F64(mul, a * b)
 BIN_INT(mul, (T_)((U_)a * (U_)b))
-BIN_F64(div, a / b)
+BIN_F32_F64(div, a / b)
 BIN_SINT(div, b == -1 ? (T_)(0u - (U_)a) : (T_)(a / b))
 BIN_UINT(div, a / b)
 BIN_FLOAT(div_no_nan, b == 0 ? (T_)0 : a / b)
@@ -141,11 +146,11 @@ BIN_F64(pow, pow(a, b))
 BIN_SINT(pow, (T_)ipow_u64((uint64_t)(int64_t)a, (uint64_t)(int64_t)b))
 BIN_UINT(pow, (T_)ipow_u64((uint64_t)a, (uint64_t)b))
 /* NaN in either operand gives NaN, as in TensorFlow 2. */
-BIN_F64(maximum, (a > b || a != a) ? a : b)
+BIN_F32_F64(maximum, (a > b || a != a) ? a : b)
 BIN_INT(maximum, a > b ? a : b)
-BIN_F64(minimum, (a < b || a != a) ? a : b)
+BIN_F32_F64(minimum, (a < b || a != a) ? a : b)
 BIN_INT(minimum, a < b ? a : b)
-BIN_F64(sqdiff, (a - b) * (a - b))
+BIN_F32_F64(sqdiff, (a - b) * (a - b))
 BIN_SINT(sqdiff, (T_)(((U_)a - (U_)b) * ((U_)a - (U_)b)))
 BIN_FLOAT(atan2, atan2(a, b))
 
