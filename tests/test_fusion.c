@@ -176,6 +176,42 @@ static void test_long_chain(void) {
   }
 }
 
+/* Pow fuses with either operand a scalar: x^3 -> Tanh -> 2^t -> * 0.5, over a shape whose rows
+ * straddle blocks; the fused result is the unfused one's bits (the same vector loops). */
+static void test_pow_chain(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t dims[2] = {37, 1001};
+  weft_tensor_t *xt = ramp(2, dims, -3, 3);
+  weft_output_t x = weft_const(g, "x", xt, &st);
+  weft_output_t three = weft_const_float(g, "three", 3.0f, &st);
+  weft_output_t two = weft_const_float(g, "two", 2.0f, &st);
+  weft_output_t half = weft_const_float(g, "half", 0.5f, &st);
+  OK(st);
+  weft_output_t v = weft_binary(g, "Pow", "cube", x, three, &st);
+  v = weft_unary(g, "Tanh", "tanh", v, &st);
+  v = weft_binary(g, "Pow", "exp2", two, v, &st);
+  v = weft_binary(g, "Mul", "out", v, half, &st);
+  OK(st);
+  weft_tensor_unref(xt);
+  char *fused_log = run_both(g, "out", NULL, NULL);
+  g_assert_cmpint(count(fused_log, "out=_FusedElementwise(cube;tanh;exp2;out);"), ==, 1);
+  g_free(fused_log);
+  /* Against the formula: the first, middle and last elements. */
+  char *log = NULL;
+  weft_tensor_t *out = run(g, true, "out", NULL, NULL, NULL, NULL, &log);
+  g_free(log);
+  const float *p = weft_tensor_data(out);
+  int64_t n = dims[0] * dims[1], at[3] = {0, n / 2, n - 1};
+  for (int k = 0; k < 3; k++) {
+    double xv = -3 + 6.0 * (double)at[k] / (double)(n - 1);
+    double want = 0.5 * pow(2.0, tanh(xv * xv * xv));
+    g_assert_cmpfloat(fabs(p[at[k]] - want), <=, 1e-5 * want);
+  }
+  weft_tensor_unref(out);
+  weft_graph_free(g);
+}
+
 /* Fetching an intermediate keeps it: the chain splits there, and both fetches are exact. */
 static void test_fetched_intermediate(void) {
   weft_graph_t *g = long_chain(40, 1000);
@@ -305,6 +341,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/fusion/long_chain_bit_exact", test_long_chain);
   g_test_add_func("/fusion/fetched_intermediate", test_fetched_intermediate);
+  g_test_add_func("/fusion/pow_chain", test_pow_chain);
   g_test_add_func("/fusion/control_edges_and_fanout", test_control_edges_and_fanout);
   g_test_add_func("/fusion/export_unchanged", test_export_unchanged);
   g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);

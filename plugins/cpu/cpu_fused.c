@@ -47,6 +47,7 @@ static const struct {
     {"Maximum", offsetof(weft_cpu_vmath_t, maximum)},
     {"Minimum", offsetof(weft_cpu_vmath_t, minimum)},
     {"SquaredDifference", offsetof(weft_cpu_vmath_t, sqdiff)},
+    {"Pow", offsetof(weft_cpu_vmath_t, pow)},
 };
 
 static void fused_destroy(void *state) {

@@ -33,7 +33,7 @@ static const char *const unary_ops[] = {
 };
 static const char *const binary_ops[] = {
     "Add", "AddV2", "BiasAdd", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum",
-    "SquaredDifference", NULL,
+    "SquaredDifference", "Pow", NULL,
 };
 
 static bool in_list(const char *const *list, const char *op) {
