@@ -337,10 +337,11 @@ static double rnn_loss(const double *w, const double *h0, const double *xs, cons
  * loss, and the gradients with respect to W and h0. */
 typedef struct rnn {
   weft_output_t w, loss, grads[2];
-  /* Or W a resource variable (its handle), read inside the loop on the handle's device, and
-   * dw a fed zero added to the read there, whose gradient is dW. */
-  weft_output_t handle, dw;
+  /* Or W a resource variable (its handle, the x of dW), read inside the loop on the handle's
+   * device (NULL: anywhere) each iteration, or once before the loop when read_outside. */
+  weft_output_t handle;
   const char *handle_device;
+  bool read_outside;
 } rnn_t;
 
 static void rnn_build(weft_graph_t *g, rnn_t *r) {
@@ -373,12 +374,13 @@ static void rnn_build(weft_graph_t *g, rnn_t *r) {
   weft_status_t *st = NULL;
   weft_output_t w_in;
   if (r->handle.node) {
-    weft_graph_push_device(g, r->handle_device);
+    if (r->handle_device) weft_graph_push_device(g, r->handle_device);
     weft_op_builder_t *rb = weft_op_new(g, "ReadVariableOp", NULL);
-    weft_op_add_input(rb, invariant(&l, r->handle));
+    weft_op_add_input(rb, r->read_outside ? r->handle : invariant(&l, r->handle));
     weft_op_set_attr_type(rb, "dtype", WEFT_DT_DOUBLE);
-    w_in = op(g, "AddV2", weft_out(build(rb), 0), invariant(&l, r->dw));
-    weft_graph_pop_device(g);
+    w_in = weft_out(build(rb), 0);
+    if (r->read_outside) w_in = invariant(&l, w_in);
+    if (r->handle_device) weft_graph_pop_device(g);
   } else {
     w_in = invariant(&l, r->w);
   }
@@ -388,7 +390,7 @@ static void rnn_build(weft_graph_t *g, rnn_t *r) {
   loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
   weft_output_t hT = loop_close(&l, 1, hn);
   r->loss = sum_all(g, op(g, "Mul", hT, cst(g, WEFT_DT_DOUBLE, 2, hd, rnn_v)), 2);
-  weft_output_t wrt[2] = {r->handle.node ? r->dw : r->w, h0};
+  weft_output_t wrt[2] = {r->handle.node ? r->handle : r->w, h0};
   OK(weft_gradients(g, &r->loss, 1, wrt, 2, NULL, r->grads));
 }
 
@@ -725,7 +727,6 @@ static void test_resource_rnn_cluster(void) {
                                    WEFT_DT_DOUBLE);
   weft_graph_pop_device(g);
   weft_graph_push_device(g, "/job:worker/task:0");
-  r.dw = placeholder(g, "dW", WEFT_DT_DOUBLE, 2, wd);
   rnn_build(g, &r);
   weft_graph_pop_device(g);
   weft_graph_push_device(g, "/job:ps/task:0");
@@ -738,10 +739,9 @@ static void test_resource_rnn_cluster(void) {
   weft_graph_pop_device(g);
   weft_session_t *s = weftd_remote_session(g, c.target[1]);
   OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1));
-  double zeros[H * H] = {0}, w[H * H];
+  double w[H * H];
   memcpy(w, rnn_w, sizeof w);
-  feeds_t fd = {3, {"dW", "h0", "xs"},
-                {dtensor(2, wd, zeros), dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+  feeds_t fd = {2, {"h0", "xs"}, {dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
   for (int step = 0; step < 2; step++) {
     g_assert_cmpfloat(fabs(run_scalar(s, &fd, r.loss) - rnn_loss(w, rnn_h0, rnn_x, rnn_v)), <,
                       1e-12);

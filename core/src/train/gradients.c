@@ -702,8 +702,12 @@ static void gr_select(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
 static void gr_switch(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
   if (!has(dy[0]) && !has(dy[1])) return;
   weft_output_t ins[2] = {dy[0], dy[1]};
-  for (int k = 0; k < 2; k++)
-    if (!has(ins[k])) ins[k] = U(c, "ZerosLike", weft_out(n, k));
+  weft_dtype_t grad_dtype = dt(has(dy[0]) ? dy[0] : dy[1]);
+  for (int k = 0; k < 2 && !c->st; k++)
+    if (!has(ins[k])) {
+      weft_status_t *st = weft__grad_zeros_like(c->g, weft_out(n, k), grad_dtype, &ins[k]);
+      if (st) fail(c, st);
+    }
   weft_op_builder_t *b = start(c, "Merge", ins, 0);
   if (b) weft_op_add_input_list(b, ins, 2);
   dx[0] = end(c, b, 0);
@@ -836,6 +840,88 @@ static void gr_reverse(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_ou
   dx[0] = B(c, "ReverseV2", dy[0], in(n, 1));
 }
 
+/* Resource variables (resource_variable_ops.py): the gradient that reaches a handle is the dense
+ * gradient of the variable's value. A read passes dy on (_ReadGrad). */
+static void gr_read_variable(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)c, (void)n;
+  dx[0] = dy[0];
+}
+
+/* _GatherGrad's IndexedSlices (rows dy at indices, dense shape VariableShape) made dense: the rows
+ * summed into the variable's leading dimension, so repeated indices add up. */
+static void gr_resource_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  const weft__attr_value_t *bd = weft__attrs_get(n->attrs, "batch_dims");
+  if (bd && bd->kind == WEFT_ATTR_INT && bd->u.i != 0) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (ResourceGather): batch_dims=%"
+                            G_GINT64_FORMAT " is not supported, only 0", n->name, bd->u.i));
+    return;
+  }
+  int64_t zero = 0, one = 1, minus_one = -1;
+  weft_output_t shape = U(c, "VariableShape", in(n, 0));
+  weft_output_t rows = B(c, "Reshape", T3(c, "Slice", shape, vec_i32(c, &zero, 1),
+                                          vec_i32(c, &one, 1)),
+                         vec_i32(c, NULL, 0));
+  weft_output_t row_shape[2] = {vec_i32(c, &minus_one, 1),
+                                T3(c, "Slice", shape, vec_i32(c, &one, 1),
+                                   vec_i32(c, &minus_one, 1))};
+  weft_op_builder_t *b = start(c, "ConcatV2", row_shape, 0);
+  if (b) {
+    weft_op_add_input_list(b, row_shape, 2);
+    weft_op_add_input(b, scalar(c, WEFT_DT_INT32, 0));
+  }
+  weft_output_t values = B(c, "Reshape", dy[0], end(c, b, 0));
+  weft_output_t indices = B(c, "Reshape", in(n, 1), vec_i32(c, &minus_one, 1));
+  dx[0] = T3(c, "UnsortedSegmentSum", values, indices, rows);
+}
+
+weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
+                                     weft_output_t *out) {
+  gb_t c = {g, NULL};
+  if (dt(x) != WEFT_DT_STRING) {
+    *out = U(&c, "ZerosLike", x);
+    return c.st;
+  }
+  /* A handle: zeros of the variable's value, read where the variable lives even when the
+   * caller builds under another device (a gradient loop on a worker). */
+  weft_node_t *root = x.node;
+  for (int hops = 0; hops < 64 && root->n_inputs > 0 && dt(in(root, 0)) == WEFT_DT_STRING &&
+                     strcmp(root->op_name, "VarHandleOp") != 0;
+       hops++)
+    root = root->inputs[0].src;
+  const char *device = root->requested_device;
+  if (device && *device) weft_graph_push_device(g, device);
+  weft_op_builder_t *b = start(&c, "ReadVariableOp", &x, 1);
+  if (b) weft_op_set_attr_type(b, "dtype", dtype);
+  *out = U(&c, "ZerosLike", end(&c, b, 0));
+  if (device && *device) weft_graph_pop_device(g);
+  return c.st;
+}
+
+guint8 *weft__grad_handles(weft_graph_t *g, int n0, const weft_output_t *xs, int n_xs) {
+  static const char *const pass[] = {"Identity", "Snapshot", "Enter", "RefEnter", "Exit",
+                                     "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge",
+                                     "NextIteration"};
+  guint8 *handle = g_new0(guint8, n0 > 0 ? n0 : 1);
+  for (int i = 0; i < n_xs; i++)
+    if (dt(xs[i]) == WEFT_DT_STRING) handle[xs[i].node->id] = 1;
+  for (int id = 0; id < n0; id++) {
+    weft_node_t *n = weft_graph_node_at(g, id);
+    if (strcmp(n->op_name, "VarHandleOp") == 0) handle[id] = 1;
+    if (handle[id] || n->n_inputs == 0 || n->n_outputs == 0 || dt(weft_out(n, 0)) != WEFT_DT_STRING)
+      continue;
+    weft_node_t *src = n->inputs[0].src;
+    for (size_t k = 0; k < G_N_ELEMENTS(pass) && src->id < id; k++)
+      if (strcmp(n->op_name, pass[k]) == 0) handle[id] = handle[src->id];
+  }
+  return handle;
+}
+
+bool weft__grad_edge(const guint8 *handle, const weft_node_t *n, int k) {
+  weft_dtype_t t = weft__dtype_base(n->input_types[k]);
+  return is_float(t) || (t == WEFT_DT_STRING && handle[n->inputs[k].src->id]);
+}
+
 typedef struct grad_entry {
   const char *op;
   grad_fn_t fn; /* NULL: the op has no gradient on purpose (stops propagation) */
@@ -908,6 +994,9 @@ static const grad_entry_t grad_table[] = {
     {"Split", gr_split},
     {"SplitV", gr_splitv},
     {"ReverseV2", gr_reverse},
+    {"ReadVariableOp", gr_read_variable},
+    {"ResourceGather", gr_resource_gather},
+    {"VarHandleOp", NULL},
     {"TensorArrayReadV3", gr_ta_read},
     {"TensorArrayWriteV3", gr_ta_write},
     {"TensorArrayGatherV3", gr_ta_gather},
@@ -1016,7 +1105,9 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
       }
     }
   }
-  weft__cf_grad_t *cf = weft__cf_grad_new(g, n0, from_y);
+  /* Resource handles (string scalars in Weft) carry the gradients of their variables. */
+  guint8 *handle = weft__grad_handles(g, n0, xs, n_xs);
+  weft__cf_grad_t *cf = weft__cf_grad_new(g, n0, from_y, handle);
 
   /* Per node, per output: the gradients that arrived (weft_output_t arrays). */
   GArray ***arrived = g_new0(GArray **, n0);
@@ -1057,8 +1148,7 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
     bool needed = false;
     for (int k = 0; k < n->n_inputs; k++) {
       weft_node_t *src = n->inputs[k].src;
-      if (src->id < id && to_x[src->id] && from_y[src->id] &&
-          is_float(weft__dtype_base(n->input_types[k])))
+      if (src->id < id && to_x[src->id] && from_y[src->id] && weft__grad_edge(handle, n, k))
         needed = true;
     }
     if (any && needed && !c.st) {
@@ -1076,7 +1166,7 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
           weft_node_t *src = n->inputs[k].src;
           int si = n->inputs[k].src_index;
           if (!has(dx[k]) || src->id >= id || !to_x[src->id] || !from_y[src->id]) continue;
-          if (!is_float(weft__dtype_base(n->input_types[k]))) continue;
+          if (!weft__grad_edge(handle, n, k)) continue;
           if (!arrived[src->id]) arrived[src->id] = g_new0(GArray *, src->n_outputs);
           if (!arrived[src->id][si])
             arrived[src->id][si] = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
@@ -1109,5 +1199,6 @@ weft_status_t *weft_gradients(weft_graph_t *g, const weft_output_t *ys, int n_ys
   g_free(total);
   g_free(from_y);
   g_free(to_x);
+  g_free(handle);
   return c.st;
 }

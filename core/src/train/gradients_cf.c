@@ -32,6 +32,7 @@ struct weft__cf_grad {
   int *frame;     /* per node: the frame it runs in (an Enter: its parent frame) */
   int *loop_of;   /* per node: the loop (frame) it belongs to, Enters included; 0: none */
   GArray *frames; /* cf_frame_t */
+  const guint8 *handle; /* per node: a resource handle (weft__grad_handles; borrowed) */
   weft_status_t *st;
 };
 
@@ -81,9 +82,11 @@ static int out_frame(weft__cf_grad_t *cf, const weft_node_t *src) {
   return f;
 }
 
-weft__cf_grad_t *weft__cf_grad_new(weft_graph_t *g, int n0, const guint8 *from_y) {
+weft__cf_grad_t *weft__cf_grad_new(weft_graph_t *g, int n0, const guint8 *from_y,
+                                   const guint8 *handle) {
   weft__cf_grad_t *cf = g_new0(weft__cf_grad_t, 1);
   cf->g = g;
+  cf->handle = handle;
   cf->n0 = n0;
   cf->frame = g_new0(int, n0 > 0 ? n0 : 1);
   cf->loop_of = g_new0(int, n0 > 0 ? n0 : 1);
@@ -544,6 +547,25 @@ static bool is_float_type(weft_dtype_t t) {
   return t == WEFT_DT_FLOAT || t == WEFT_DT_DOUBLE || t == WEFT_DT_HALF || t == WEFT_DT_BFLOAT16;
 }
 
+/* Zeros for "no gradient" of x (a handle's: of its variable, dtype of `like`); every node made
+ * is handed to own (the frame it runs in). */
+static weft_output_t zeros_for(lb_t *b, weft_output_t x, weft_output_t like,
+                               weft_output_t (*own)(lb_t *, weft_output_t)) {
+  if (b->st || !x.node || !like.node) return NONE;
+  int from = weft_graph_num_nodes(b->g);
+  weft_output_t z = NONE;
+  weft_dtype_t dtype = weft__dtype_base(like.node->output_types[like.index]);
+  b->st = weft__grad_zeros_like(b->g, x, dtype, &z);
+  for (int id = from; id < weft_graph_num_nodes(b->g) && !b->st; id++)
+    own(b, weft_out(weft_graph_node_at(b->g, id), 0));
+  return b->st ? NONE : z;
+}
+
+static weft_output_t own_in_grad(lb_t *b, weft_output_t o) {
+  mark(b, o);
+  return o;
+}
+
 static GArray *arrived_at(GArray ***arrived, weft_node_t *n, int index) {
   return arrived[n->id] ? arrived[n->id][index] : NULL;
 }
@@ -559,7 +581,7 @@ static weft_output_t live_outside_branch(lb_t *b, weft_node_t *n, weft_output_t 
   if (at.node->n_outputs > 0 && cond_of(b, at, &at_branch) == cond && at_branch == branch)
     return d;
   weft_output_t pred = weft_out(cond->inputs[1].src, cond->inputs[1].src_index);
-  weft_output_t zeros = op1(b, "ZerosLike", in_grad_frame(b, at));
+  weft_output_t zeros = zeros_for(b, in_grad_frame(b, at), d, own_in_grad);
   weft_node_t *gate = switch_on(b, zeros, stacked(b, pred));
   if (!gate) return d;
   weft_output_t ins[2] = {d, weft_out(gate, 1 - branch)};
@@ -568,7 +590,6 @@ static weft_output_t live_outside_branch(lb_t *b, weft_node_t *n, weft_output_t 
   weft_node_t *m = finish(b, ob);
   if (!m) return d;
   mark(b, weft_out(m, 0));
-  mark(b, zeros);
   mark(b, weft_out(gate, 0));
   return weft_out(m, 0);
 }
@@ -758,7 +779,7 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
     bool needed = false;
     for (int k = 0; k < n->n_inputs; k++) {
       weft_node_t *src = n->inputs[k].src;
-      if (to_x[src->id] && from_y[src->id] && is_float_type(n->input_types[k])) needed = true;
+      if (to_x[src->id] && from_y[src->id] && weft__grad_edge(cf->handle, n, k)) needed = true;
     }
     if (!needed) continue;
     weft_output_t *dy = g_new0(weft_output_t, n->n_outputs > 0 ? n->n_outputs : 1);
@@ -790,7 +811,7 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
     for (int k = 0; k < n->n_inputs && !b.st; k++) {
       weft_node_t *src = n->inputs[k].src;
       if (!dx[k].node || !to_x[src->id] || !from_y[src->id]) continue;
-      if (!is_float_type(n->input_types[k])) continue;
+      if (!weft__grad_edge(cf->handle, n, k)) continue;
       weft_output_t d = in_grad_frame(&b, dx[k]);
       /* A nested loop's Exits take their gradients too, for its own gradient loop. */
       if (cf->loop_of[src->id] != loop && !child_of(cf, cf->loop_of[src->id], loop)) continue;
@@ -824,7 +845,7 @@ static weft_status_t *grad_loop(weft__cf_grad_t *cf, int id, GArray ***arrived,
     weft_node_t *src = n->inputs[0].src;
     if (!d.node || !to_x[src->id] || !from_y[src->id]) continue;
     weft_output_t x = weft_out(src, n->inputs[0].src_index);
-    weft_output_t zeros = of_around_grad(&b, op1(&b, "ZerosLike", around_grad(&b, x)));
+    weft_output_t zeros = zeros_for(&b, around_grad(&b, x), d, of_around_grad);
     weft_node_t *am = open_merge(&b, enter(&b, zeros, b.gname, false));
     weft_node_t *as = switch_on(&b, am ? weft_out(am, 0) : NONE, b.bc_cond);
     if (!as) break;

@@ -15,11 +15,24 @@ bool weft__gradient_defined(const char *op);
 weft_status_t *weft__gradient_one(weft_graph_t *g, weft_node_t *n, const weft_output_t *dy,
                                   weft_output_t *dx);
 
+/* Resource variables in weft_gradients (gradients.c). Per node of the first n0: whether its
+ * output 0 is a resource handle (a VarHandleOp, a string x, or one passed through Identity,
+ * Enter, Switch, Merge, Exit or NextIteration); caller frees it with g_free. */
+guint8 *weft__grad_handles(weft_graph_t *g, int n0, const weft_output_t *xs, int n_xs);
+/* Whether a gradient flows over input k of n: a float tensor, or a handle (whose gradient is the
+ * dense gradient of its variable's value). */
+bool weft__grad_edge(const guint8 *handle, const weft_node_t *n, int k);
+/* Zeros standing for "no gradient" of x: ZerosLike(x), or for a handle zeros of its variable's
+ * value (of `dtype`, read for its shape). *out belongs to the graph. */
+weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
+                                     weft_output_t *out);
+
 /* Gradients through control flow (gradients_cf.c). The frames of the graph's first n0 nodes,
  * for one weft_gradients call (from_y: per node, whether it leads to the ys); freed with
  * weft__cf_grad_free. */
 typedef struct weft__cf_grad weft__cf_grad_t;
-weft__cf_grad_t *weft__cf_grad_new(weft_graph_t *g, int n0, const guint8 *from_y);
+weft__cf_grad_t *weft__cf_grad_new(weft_graph_t *g, int n0, const guint8 *from_y,
+                                   const guint8 *handle);
 void weft__cf_grad_free(weft__cf_grad_t *cf);
 /* The while loop node `id` belongs to (its Enters, its frame's nodes and Exits), 0 for none. */
 int weft__cf_grad_loop_of(const weft__cf_grad_t *cf, int id);
