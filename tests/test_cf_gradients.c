@@ -1,5 +1,6 @@
 /* test_cf_gradients.c: weft_gradients through TensorFlow 1.x control flow (conds, nested conds,
- * while loops: x^n, a tanh recurrence over a TensorArray, a loop-invariant variable read) checked
+ * while loops: x^n, a tanh recurrence over a TensorArray, a loop-invariant variable read;
+ * resource variables read directly, gathered, in a cond and in loops, trained with Adam) checked
  * against central finite differences of the forward graph, computed here in double, and the
  * refusals (UNIMPLEMENTED naming the node). The graphs are built with the C graph API the way
  * TensorFlow's tf.cond and tf.while_loop lay them out, back edges linked as an import does. */
@@ -765,6 +766,263 @@ static void test_resource_rnn_cluster(void) {
   weftd_cluster_stop(&c);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Resource variables: gradients with respect to the handle are the dense gradients of the
+ * variable's value (resource_variable_ops.py's _ReadGrad, _GatherGrad made dense), every read
+ * adding its part, against references derived by hand here. */
+
+/* o's value in session s (fd: feeds, or NULL); the caller unrefs it. */
+static weft_tensor_t *fetch(weft_session_t *s, const feeds_t *fd, weft_output_t o) {
+  char *name = tname(o);
+  const char *fetch_name = name;
+  weft_tensor_t *t = NULL;
+  OK(weft_session_run(s, fd ? fd->names : NULL, fd ? fd->t : NULL, fd ? fd->n : 0, &fetch_name,
+                      &t, 1, NULL, 0));
+  g_free(name);
+  return t;
+}
+
+static void assert_tensor(weft_tensor_t *t, const double *want, int64_t n, double tol,
+                          const char *label) {
+  g_assert_cmpint(weft_tensor_num_elements(t), ==, n);
+  for (int64_t k = 0; k < n; k++)
+    if (fabs(weft_tensor_get_double(t, k) - want[k]) > tol)
+      g_error("%s[%" G_GINT64_FORMAT "]: got %.12g, want %.12g", label, k,
+              weft_tensor_get_double(t, k), want[k]);
+  weft_tensor_unref(t);
+}
+
+static weft_session_t *init_session(weft_graph_t *g, const char *const *init, int n) {
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, init, n));
+  return s;
+}
+
+/* loss = sum((x W + b - t)^2) + 0.5 sum(W * W), W read twice: dW = x^T 2(y - t) + W, db the
+ * column sums of 2(y - t); a variable the loss does not read gets no gradient (NULL). */
+static void test_resource_linear(void) {
+  enum { N = 2, I = 3, O = 2 };
+  static const double xv[N * I] = {0.5, -1.0, 2.0, 1.5, 0.25, -0.5};
+  static const double tv[N * O] = {1.0, -2.0, 0.5, 0.75};
+  static const double wv[I * O] = {0.3, -0.2, 0.1, 0.4, -0.5, 0.6};
+  static const double bv[O] = {0.05, -0.1};
+  int64_t xd[2] = {N, I}, wd[2] = {I, O}, bd = O, td[2] = {N, O};
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t w = var_handle(g, "lin_w", WEFT_DT_DOUBLE, 2, wd);
+  weft_output_t b = var_handle(g, "lin_b", WEFT_DT_DOUBLE, 1, &bd);
+  weft_output_t unused = var_handle(g, "lin_unused", WEFT_DT_DOUBLE, 0, NULL);
+  const char *init[2] = {assign_handle(g, w, cst(g, WEFT_DT_DOUBLE, 2, wd, wv), WEFT_DT_DOUBLE),
+                         assign_handle(g, b, cst(g, WEFT_DT_DOUBLE, 1, &bd, bv), WEFT_DT_DOUBLE)};
+  weft_status_t *st = NULL;
+  weft_output_t y = weft_matmul(g, "y", cst(g, WEFT_DT_DOUBLE, 2, xd, xv),
+                                read_handle(g, w, WEFT_DT_DOUBLE), false, false, &st);
+  OK(st);
+  y = op(g, "AddV2", y, read_handle(g, b, WEFT_DT_DOUBLE));
+  weft_output_t diff = op(g, "Sub", y, cst(g, WEFT_DT_DOUBLE, 2, td, tv));
+  weft_output_t w2 = read_handle(g, w, WEFT_DT_DOUBLE);
+  weft_output_t loss = op(g, "AddV2", sum_all(g, op(g, "Mul", diff, diff), 2),
+                          op(g, "Mul", scalar_d(g, 0.5), sum_all(g, op(g, "Mul", w2, w2), 2)));
+  weft_output_t xs[3] = {w, b, unused}, grads[3];
+  OK(weft_gradients(g, &loss, 1, xs, 3, NULL, grads));
+  g_assert_null(grads[2].node);
+  double dy[N * O], dw[I * O], db[O] = {0};
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < O; o++) {
+      double v = bv[o] - tv[n * O + o];
+      for (int i = 0; i < I; i++) v += xv[n * I + i] * wv[i * O + o];
+      dy[n * O + o] = 2 * v;
+      db[o] += 2 * v;
+    }
+  for (int i = 0; i < I; i++)
+    for (int o = 0; o < O; o++) {
+      dw[i * O + o] = wv[i * O + o];
+      for (int n = 0; n < N; n++) dw[i * O + o] += xv[n * I + i] * dy[n * O + o];
+    }
+  weft_session_t *s = init_session(g, init, 2);
+  assert_tensor(fetch(s, NULL, grads[0]), dw, I * O, 1e-12, "linear dW");
+  assert_tensor(fetch(s, NULL, grads[1]), db, O, 1e-12, "linear db");
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* An embedding lookup with repeated indices (ResourceGather, indices of rank 2): loss =
+ * sum(gather(E, idx) * C), so dE's row r is the sum of C's rows where idx is r, zero for rows
+ * never read. */
+static void test_resource_gather(void) {
+  enum { V = 5, D = 3, P = 4 };
+  static const double ev[V * D] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
+                                   0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5};
+  static const double iv[P] = {1, 3, 1, 0};
+  static const double cv[P * D] = {1, -2, 3, 0.5, 0.25, -1, -4, 2, 0.125, 7, 8, 9};
+  int64_t ed[2] = {V, D}, id[2] = {2, 2}, cd[3] = {2, 2, D};
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t e = var_handle(g, "emb", WEFT_DT_DOUBLE, 2, ed);
+  const char *init = assign_handle(g, e, cst(g, WEFT_DT_DOUBLE, 2, ed, ev), WEFT_DT_DOUBLE);
+  weft_op_builder_t *b = weft_op_new(g, "ResourceGather", NULL);
+  weft_op_add_input(b, e);
+  weft_op_add_input(b, cst(g, WEFT_DT_INT32, 2, id, iv));
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_output_t rows = weft_out(build(b), 0);
+  weft_output_t loss = sum_all(g, op(g, "Mul", rows, cst(g, WEFT_DT_DOUBLE, 3, cd, cv)), 3);
+  weft_output_t grad;
+  OK(weft_gradients(g, &loss, 1, &e, 1, NULL, &grad));
+  double want[V * D] = {0};
+  for (int p = 0; p < P; p++)
+    for (int d = 0; d < D; d++) want[(int)iv[p] * D + d] += cv[p * D + d];
+  weft_session_t *s = init_session(g, &init, 1);
+  double lv = 0;
+  for (int p = 0; p < P; p++)
+    for (int d = 0; d < D; d++) lv += ev[(int)iv[p] * D + d] * cv[p * D + d];
+  assert_tensor(fetch(s, NULL, loss), &lv, 1, 1e-12, "gather loss");
+  assert_tensor(fetch(s, NULL, grad), want, V * D, 1e-12, "gather dE");
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* tf.cond(p, lambda: sum(W * W) + x, lambda: 3 x) on a vector W read in the true branch (the
+ * handle switched on p, as cond captures it): dW is 2 W, or zeros of W's shape, not of the
+ * handle's, when the branch is not taken. */
+static void test_resource_cond(void) {
+  static const double wv[3] = {0.5, -1.5, 2.0};
+  int64_t wd = 3;
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t w = var_handle(g, "cond_w", WEFT_DT_DOUBLE, 1, &wd);
+  const char *init = assign_handle(g, w, cst(g, WEFT_DT_DOUBLE, 1, &wd, wv), WEFT_DT_DOUBLE);
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  weft_output_t p = placeholder(g, "p", WEFT_DT_BOOL, 0, NULL);
+  weft_node_t *sw = switch_node(g, w, p), *sx = switch_node(g, x, p);
+  weft_output_t r = read_handle(g, weft_out(sw, 1), WEFT_DT_DOUBLE);
+  weft_output_t yes = op(g, "AddV2", sum_all(g, op(g, "Mul", r, r), 1), weft_out(sx, 1));
+  weft_output_t no = op(g, "Mul", weft_out(sx, 0), scalar_d(g, 3.0));
+  weft_output_t loss = merge(g, no, yes), grad;
+  OK(weft_gradients(g, &loss, 1, &w, 1, NULL, &grad));
+  weft_session_t *s = init_session(g, &init, 1);
+  for (int branch = 0; branch < 2; branch++) {
+    double xv = 0.75;
+    bool pv = branch;
+    int64_t one = 1;
+    feeds_t fd = {2, {"x", "p"}, {dtensor(0, NULL, &xv), weft_tensor_new(WEFT_DT_BOOL, 0, &one)}};
+    *(bool *)weft_tensor_data(fd.t[1]) = pv;
+    double want[3];
+    for (int k = 0; k < 3; k++) want[k] = branch ? 2 * wv[k] : 0;
+    assert_tensor(fetch(s, &fd, grad), want, 3, 1e-12, branch ? "cond dW (taken)" : "cond dW");
+    free_feeds(&fd);
+  }
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* The recurrence with W a resource variable read in every iteration, and read once before the
+ * loop: the same dW (and the one of the differences here); then ResourceApplyAdam steps on the
+ * per-iteration graph follow Adam computed here from differences, and the loss falls. */
+static void test_resource_rnn_reads(void) {
+  int64_t wd[2] = {H, H}, hd[2] = {1, H}, xd[3] = {T, 1, H};
+  double dw[2][H * H];
+  for (int outside = 0; outside < 2; outside++) {
+    weft_graph_t *g = weft_graph_new();
+    rnn_t r = {.handle = var_handle(g, "rnn_w", WEFT_DT_DOUBLE, 2, wd), .read_outside = outside};
+    const char *init = assign_handle(g, r.handle, cst(g, WEFT_DT_DOUBLE, 2, wd, rnn_w),
+                                     WEFT_DT_DOUBLE);
+    rnn_build(g, &r);
+    weft_session_t *s = init_session(g, &init, 1);
+    feeds_t fd = {2, {"h0", "xs"}, {dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x)}};
+    rnn_check(s, &r, &fd);
+    weft_tensor_t *gt = fetch(s, &fd, r.grads[0]);
+    for (int k = 0; k < H * H; k++) dw[outside][k] = weft_tensor_get_double(gt, k);
+    weft_tensor_unref(gt);
+    free_feeds(&fd);
+    weft_session_free(s);
+    weft_graph_free(g);
+  }
+  for (int k = 0; k < H * H; k++) g_assert_cmpfloat(fabs(dw[0][k] - dw[1][k]), <, 1e-12);
+
+  weft_graph_t *g = weft_graph_new();
+  rnn_t r = {.handle = var_handle(g, "rnn_w", WEFT_DT_DOUBLE, 2, wd)};
+  weft_output_t m = var_handle(g, "rnn_m", WEFT_DT_DOUBLE, 2, wd);
+  weft_output_t v = var_handle(g, "rnn_v", WEFT_DT_DOUBLE, 2, wd);
+  double zeros[H * H] = {0};
+  const char *init[3] = {
+      assign_handle(g, r.handle, cst(g, WEFT_DT_DOUBLE, 2, wd, rnn_w), WEFT_DT_DOUBLE),
+      assign_handle(g, m, cst(g, WEFT_DT_DOUBLE, 2, wd, zeros), WEFT_DT_DOUBLE),
+      assign_handle(g, v, cst(g, WEFT_DT_DOUBLE, 2, wd, zeros), WEFT_DT_DOUBLE)};
+  rnn_build(g, &r);
+  const double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  weft_op_builder_t *b = weft_op_new(g, "ResourceApplyAdam", "adam_w");
+  weft_output_t ins[10] = {r.handle, m, v, placeholder(g, "b1p", WEFT_DT_DOUBLE, 0, NULL),
+                           placeholder(g, "b2p", WEFT_DT_DOUBLE, 0, NULL), scalar_d(g, lr),
+                           scalar_d(g, b1), scalar_d(g, b2), scalar_d(g, eps), r.grads[0]};
+  for (int k = 0; k < 10; k++) weft_op_add_input(b, ins[k]);
+  const char *train = weft_node_name(build(b));
+  weft_output_t w_now = read_handle(g, r.handle, WEFT_DT_DOUBLE);
+  weft_session_t *s = init_session(g, init, 3);
+  double w[H * H], mv[H * H] = {0}, vv[H * H] = {0}, b1p = 1, b2p = 1;
+  memcpy(w, rnn_w, sizeof w);
+  double before = rnn_loss(w, rnn_h0, rnn_x, rnn_v);
+  for (int step = 0; step < 3; step++) {
+    b1p *= b1, b2p *= b2;
+    feeds_t fd = {4, {"h0", "xs", "b1p", "b2p"},
+                  {dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x), dtensor(0, NULL, &b1p),
+                   dtensor(0, NULL, &b2p)}};
+    OK(weft_session_run(s, fd.names, fd.t, fd.n, NULL, NULL, 0, &train, 1));
+    double lr_t = lr * sqrt(1 - b2p) / (1 - b1p), next[H * H];
+    for (int k = 0; k < H * H; k++) {
+      double wp[H * H], wm[H * H];
+      memcpy(wp, w, sizeof wp);
+      memcpy(wm, w, sizeof wm);
+      wp[k] += 1e-6, wm[k] -= 1e-6;
+      double gk = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
+      mv[k] += (gk - mv[k]) * (1 - b1);
+      vv[k] += (gk * gk - vv[k]) * (1 - b2);
+      next[k] = w[k] - lr_t * mv[k] / (sqrt(vv[k]) + eps);
+    }
+    assert_tensor(fetch(s, NULL, w_now), next, H * H, 1e-6, "adam W");
+    memcpy(w, next, sizeof w);
+    double after = rnn_loss(w, rnn_h0, rnn_x, rnn_v);
+    g_assert_cmpfloat(after, <, before);
+    assert_tensor(fetch(s, &fd, r.loss), &after, 1, 1e-9, "adam loss");
+    before = after;
+    free_feeds(&fd);
+  }
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* A scalar variable read in the outer loop's body and in the inner loop's (twice two inner
+ * iterations per outer): r = x w^6, so dr/dw = 6 x w^5 and dr/dx = w^6. */
+static void test_resource_nested(void) {
+  const double wv = 0.9, xv = 1.3;
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t w = var_handle(g, "nest_w", WEFT_DT_DOUBLE, 0, NULL);
+  const char *init = assign_handle(g, w, scalar_d(g, wv), WEFT_DT_DOUBLE);
+  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
+  loop_t outer = {g, "router", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&outer, scalar_i(g, 0));
+  loop_var(&outer, x);
+  loop_cond(&outer, op(g, "Less", i, invariant(&outer, scalar_i(g, 2))));
+  weft_output_t bi = loop_body(&outer, 0), br = loop_body(&outer, 1);
+  weft_output_t w_outer = invariant(&outer, w);
+  loop_t inner = {g, "rinner", 10, 0, {0}, {0}, NONE};
+  weft_output_t bs = open_inner(&outer, &inner, bi, br);
+  weft_output_t w_inner = read_handle(g, invariant(&inner, w_outer), WEFT_DT_DOUBLE);
+  weft_output_t s_exit = loop_close(&inner, 1, op(g, "Mul", bs, w_inner));
+  loop_close(&outer, 0, op(g, "AddV2", bi, invariant(&outer, scalar_i(g, 1))));
+  weft_output_t r =
+      loop_close(&outer, 1, op(g, "Mul", s_exit, read_handle(g, w_outer, WEFT_DT_DOUBLE)));
+  weft_output_t xs[2] = {w, x}, grads[2];
+  OK(weft_gradients(g, &r, 1, xs, 2, NULL, grads));
+  weft_session_t *s = init_session(g, &init, 1);
+  feeds_t fd = {1, {"x"}, {dtensor(0, NULL, &xv)}};
+  double want[3] = {xv * pow(wv, 6), 6 * xv * pow(wv, 5), pow(wv, 6)};
+  assert_tensor(fetch(s, &fd, r), &want[0], 1, 1e-12, "nested r");
+  assert_tensor(fetch(s, &fd, grads[0]), &want[1], 1, 1e-12, "nested dr/dw");
+  assert_tensor(fetch(s, &fd, grads[1]), &want[2], 1, 1e-12, "nested dr/dx");
+  free_feeds(&fd);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* TensorFlow's own dynamic_rnn graphs (float64, from the corpus: BasicRNNCell, BasicLSTMCell,
  * GRUCell, LSTMCell with peepholes, a bidirectional RNN): the gradients of the outputs (a
  * TensorArray gathered after the loop) or of the final state with respect to the inputs
@@ -1109,6 +1367,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/while_rnn_ps_worker_cluster", test_while_rnn_cluster);
   g_test_add_func("/cf_gradients/cross_task_loops", test_cross_task_loops);
   g_test_add_func("/cf_gradients/resource_rnn_ps_worker_cluster", test_resource_rnn_cluster);
+  g_test_add_func("/cf_gradients/resource_linear", test_resource_linear);
+  g_test_add_func("/cf_gradients/resource_gather", test_resource_gather);
+  g_test_add_func("/cf_gradients/resource_cond", test_resource_cond);
+  g_test_add_func("/cf_gradients/resource_rnn_reads", test_resource_rnn_reads);
+  g_test_add_func("/cf_gradients/resource_nested", test_resource_nested);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
   g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);

@@ -269,6 +269,7 @@ static weft_output_t i32(lb_t *b, int32_t v) {
 }
 
 static weft_output_t enter(lb_t *b, weft_output_t x, const char *frame, bool is_constant);
+static bool child_of(const weft__cf_grad_t *cf, int inner, int outer);
 static weft_output_t in_grad_frame(lb_t *b, weft_output_t o);
 
 /* Value x of the frame around the forward loop (a root value at the top; for a nested loop,
@@ -487,6 +488,9 @@ static weft_output_t in_grad_frame(lb_t *b, weft_output_t o) {
   weft__cf_grad_t *cf = b->cf;
   int id = o.node->id;
   if (g_hash_table_contains(b->fwd_new, o.node)) return stacked(b, o);
+  /* A nested loop's Exit is a value of this loop's frame, saved like the body's own. */
+  if (id < cf->n0 && is_exit(o.node) && child_of(cf, cf->loop_of[id], b->frame))
+    return stacked(b, o);
   if (id < cf->n0 && cf->loop_of[id] == b->frame) {
     if (is_enter(o.node)) {
       if (attr_flag(o.node, "is_constant"))
