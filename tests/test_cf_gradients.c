@@ -989,6 +989,53 @@ static void test_resource_rnn_reads(void) {
   weft_graph_free(g);
 }
 
+/* Rows of an embedding gathered inside a loop at index i mod 2 (0, 1, 0: a repeated row): acc +=
+ * gather(E, i mod 2) * c, so dE's row 0 is 2 c, row 1 c, the rest zero; a gather with
+ * batch_dims != 0 is refused naming the node. */
+static void test_resource_gather_loop(void) {
+  enum { V = 3, D = 2 };
+  static const double ev[V * D] = {0.5, -1.0, 2.0, 0.25, 3.0, 4.0}, cv[D] = {1.5, -0.5};
+  int64_t ed[2] = {V, D}, dd = D;
+  weft_graph_t *g = weft_graph_new();
+  weft_output_t e = var_handle(g, "loop_emb", WEFT_DT_DOUBLE, 2, ed);
+  const char *init = assign_handle(g, e, cst(g, WEFT_DT_DOUBLE, 2, ed, ev), WEFT_DT_DOUBLE);
+  double zeros[D] = {0};
+  loop_t l = {g, "gloop", 10, 0, {0}, {0}, NONE};
+  weft_output_t i = loop_var(&l, scalar_i(g, 0));
+  loop_var(&l, cst(g, WEFT_DT_DOUBLE, 1, &dd, zeros));
+  loop_cond(&l, op(g, "Less", i, invariant(&l, scalar_i(g, 3))));
+  weft_output_t bi = loop_body(&l, 0), bacc = loop_body(&l, 1);
+  weft_op_builder_t *b = weft_op_new(g, "ResourceGather", NULL);
+  weft_op_add_input(b, invariant(&l, e));
+  weft_op_add_input(b, op(g, "FloorMod", bi, invariant(&l, scalar_i(g, 2))));
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_output_t row = weft_out(build(b), 0);
+  loop_close(&l, 0, op(g, "AddV2", bi, invariant(&l, scalar_i(g, 1))));
+  weft_output_t acc = loop_close(
+      &l, 1, op(g, "AddV2", bacc, op(g, "Mul", row, invariant(&l, cst(g, WEFT_DT_DOUBLE, 1,
+                                                                         &dd, cv)))));
+  weft_output_t loss = sum_all(g, acc, 1), grad;
+  OK(weft_gradients(g, &loss, 1, &e, 1, NULL, &grad));
+  weft_session_t *s = init_session(g, &init, 1);
+  double want[V * D] = {2 * cv[0], 2 * cv[1], cv[0], cv[1], 0, 0};
+  assert_tensor(fetch(s, NULL, grad), want, V * D, 1e-12, "loop gather dE");
+  weft_session_free(s);
+
+  b = weft_op_new(g, "ResourceGather", "batched");
+  weft_op_add_input(b, e);
+  weft_op_add_input(b, scalar_i(g, 1));
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_DOUBLE);
+  weft_op_set_attr_int(b, "batch_dims", 1);
+  weft_output_t batched = sum_all(g, weft_out(build(b), 0), 1);
+  weft_status_t *st = weft_gradients(g, &batched, 1, &e, 1, NULL, &grad);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+  g_assert_cmpstr(weft_status_message(st), ==, "gradient of 'batched' (ResourceGather): "
+                  "batch_dims=1 is not supported, only 0");
+  weft_status_free(st);
+  weft_graph_free(g);
+}
+
 /* A scalar variable read in the outer loop's body and in the inner loop's (twice two inner
  * iterations per outer): r = x w^6, so dr/dw = 6 x w^5 and dr/dx = w^6. */
 static void test_resource_nested(void) {
@@ -1371,6 +1418,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/resource_gather", test_resource_gather);
   g_test_add_func("/cf_gradients/resource_cond", test_resource_cond);
   g_test_add_func("/cf_gradients/resource_rnn_reads", test_resource_rnn_reads);
+  g_test_add_func("/cf_gradients/resource_gather_loop", test_resource_gather_loop);
   g_test_add_func("/cf_gradients/resource_nested", test_resource_nested);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
