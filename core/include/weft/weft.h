@@ -830,9 +830,12 @@ WEFT_API weft_status_t *weft_saved_model_run(weft_saved_model_t *model, const ch
  * scope "gradients/...". grad_ys (may be NULL; an entry with node NULL means the same) gives the
  * gradient flowing into each y, default ones. grads_out (n_xs entries, the caller's array) gets
  * one output per x, owned by the graph; an x the ys do not depend on gets {NULL, 0} (TensorFlow's
- * None). UNIMPLEMENTED naming the node and op type when a node on the way has no gradient
- * function; INVALID_ARGUMENT for a y that is not a float tensor. On error nodes added so far stay
- * in the graph (unused) and grads_out is all {NULL, 0}. */
+ * None). An x may be a resource variable's handle (a VarHandleOp output, or a string Placeholder
+ * standing for one): its gradient is the dense gradient of the variable's value, every read's
+ * part summed (docs/training.md, "Gradients of resource variables"). UNIMPLEMENTED naming the
+ * node and op type when a node on the way has no gradient function; INVALID_ARGUMENT for a y that
+ * is not a float tensor. On error nodes added so far stay in the graph (unused) and grads_out is
+ * all {NULL, 0}. */
 WEFT_API weft_status_t *weft_gradients(weft_graph_t *graph, const weft_output_t *ys, int n_ys,
                                        const weft_output_t *xs, int n_xs,
                                        const weft_output_t *grad_ys, weft_output_t *grads_out);
