@@ -653,17 +653,22 @@ static void test_cross_task_loops(void) {
   weftd_cluster_stop(&c);
 }
 
-/* One GradientDescent step of learning rate 0.1 on the recurrence's W, dW by central
- * differences of rnn_loss. */
-static void rnn_sgd_step(const double *w, double *next) {
+/* d rnn_loss / dW at w, by central differences. */
+static void rnn_dw(const double *w, double *dw) {
   for (int k = 0; k < H * H; k++) {
     double wp[H * H], wm[H * H];
     memcpy(wp, w, sizeof wp);
     memcpy(wm, w, sizeof wm);
     wp[k] += 1e-6, wm[k] -= 1e-6;
-    double dw = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
-    next[k] = w[k] - 0.1 * dw;
+    dw[k] = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
   }
+}
+
+/* One GradientDescent step of learning rate 0.1 on the recurrence's W. */
+static void rnn_sgd_step(const double *w, double *next) {
+  double dw[H * H];
+  rnn_dw(w, dw);
+  for (int k = 0; k < H * H; k++) next[k] = w[k] - 0.1 * dw[k];
 }
 
 static void test_while_rnn_cluster(void) {
@@ -966,15 +971,11 @@ static void test_resource_rnn_reads(void) {
                   {dtensor(2, hd, rnn_h0), dtensor(3, xd, rnn_x), dtensor(0, NULL, &b1p),
                    dtensor(0, NULL, &b2p)}};
     OK(weft_session_run(s, fd.names, fd.t, fd.n, NULL, NULL, 0, &train, 1));
-    double lr_t = lr * sqrt(1 - b2p) / (1 - b1p), next[H * H];
+    double lr_t = lr * sqrt(1 - b2p) / (1 - b1p), next[H * H], gw[H * H];
+    rnn_dw(w, gw);
     for (int k = 0; k < H * H; k++) {
-      double wp[H * H], wm[H * H];
-      memcpy(wp, w, sizeof wp);
-      memcpy(wm, w, sizeof wm);
-      wp[k] += 1e-6, wm[k] -= 1e-6;
-      double gk = (rnn_loss(wp, rnn_h0, rnn_x, rnn_v) - rnn_loss(wm, rnn_h0, rnn_x, rnn_v)) / 2e-6;
-      mv[k] += (gk - mv[k]) * (1 - b1);
-      vv[k] += (gk * gk - vv[k]) * (1 - b2);
+      mv[k] += (gw[k] - mv[k]) * (1 - b1);
+      vv[k] += (gw[k] * gw[k] - vv[k]) * (1 - b2);
       next[k] = w[k] - lr_t * mv[k] / (sqrt(vv[k]) + eps);
     }
     assert_tensor(fetch(s, NULL, w_now), next, H * H, 1e-6, "adam W");
@@ -1043,12 +1044,10 @@ static void test_resource_nested(void) {
   weft_graph_t *g = weft_graph_new();
   weft_output_t w = var_handle(g, "nest_w", WEFT_DT_DOUBLE, 0, NULL);
   const char *init = assign_handle(g, w, scalar_d(g, wv), WEFT_DT_DOUBLE);
-  weft_output_t x = placeholder(g, "x", WEFT_DT_DOUBLE, 0, NULL);
   loop_t outer = {g, "router", 10, 0, {0}, {0}, NONE};
-  weft_output_t i = loop_var(&outer, scalar_i(g, 0));
-  loop_var(&outer, x);
-  loop_cond(&outer, op(g, "Less", i, invariant(&outer, scalar_i(g, 2))));
-  weft_output_t bi = loop_body(&outer, 0), br = loop_body(&outer, 1);
+  weft_output_t bi = open_counted(&outer, 2), br = loop_body(&outer, 1);
+  weft_output_t x;
+  OK(weft_graph_find_output(g, "x", &x));
   weft_output_t w_outer = invariant(&outer, w);
   loop_t inner = {g, "rinner", 10, 0, {0}, {0}, NONE};
   weft_output_t bs = open_inner(&outer, &inner, bi, br);
