@@ -1,8 +1,8 @@
 /* test_cf_gradients.c: weft_gradients through TensorFlow 1.x control flow (conds, nested conds,
  * while loops: x^n, a tanh recurrence over a TensorArray, a loop-invariant variable read;
- * resource variables read directly, gathered, in a cond and in loops, trained with Adam) checked
- * against central finite differences of the forward graph, computed here in double, and the
- * refusals (UNIMPLEMENTED naming the node). The graphs are built with the C graph API the way
+ * resource variables read directly, gathered, in a cond and in loops, trained with Adam, and a
+ * TF2 Keras SavedModel's) checked against central finite differences of the forward graph or
+ * derivatives written out here, computed in double, and the refusals (UNIMPLEMENTED naming the node). The graphs are built with the C graph API the way
  * TensorFlow's tf.cond and tf.while_loop lay them out, back edges linked as an import does. */
 #include <glib.h>
 #include <math.h>
@@ -1037,6 +1037,93 @@ static void test_resource_gather_loop(void) {
   weft_graph_free(g);
 }
 
+/* The corpus folder tf/a/b (WEFT_CORPUS, else ../shared/corpus), or NULL after skipping the
+ * test when it is absent; the caller frees it. */
+static char *corpus_dir(const char *a, const char *b) {
+  const char *root = g_getenv("WEFT_CORPUS");
+  char *dir = root ? g_build_filename(root, "tf", a, b, NULL)
+                   : g_build_filename(WEFT_SOURCE_DIR, "..", "shared", "corpus", "tf", a, b, NULL);
+  if (g_file_test(dir, G_FILE_TEST_IS_DIR)) return dir;
+  char *why = g_strdup_printf("corpus folder %s not found (set WEFT_CORPUS)", dir);
+  g_test_skip(why);
+  g_free(why);
+  g_free(dir);
+  return NULL;
+}
+
+/* A TF2 Keras SavedModel from the corpus (Dense(5, relu) -> Dense(1, sigmoid), resource
+ * variables read inside the inlined StatefulPartitionedCall): the gradients of sum(y) with
+ * respect to the four VarHandleOps against the derivatives written out here in double from the
+ * restored values. */
+static void test_resource_keras_saved_model(void) {
+  char *dir = corpus_dir("saved_model", "cppflow_keras");
+  if (!dir) return;
+  weft_saved_model_t *m = NULL;
+  OK(weft_saved_model_load(dir, NULL, NULL, &m));
+  g_free(dir);
+  weft_graph_t *g = weft_saved_model_graph(m);
+  static const char *const names[4] = {"dense/kernel", "dense/bias", "dense_1/kernel",
+                                       "dense_1/bias"};
+  enum { N = 3, I = 5, J = 5 };
+  static const float xv[N * I] = {1, 2, 3, 4, 5, 0, 0, 0, 0, 0, -1, 0.5f, 2, -3, 1};
+  int64_t xd[2] = {N, I};
+  weft_tensor_t *x = weft_tensor_new(WEFT_DT_FLOAT, 2, xd), *out = NULL;
+  memcpy(weft_tensor_data(x), xv, sizeof xv);
+  /* A run imports the signature's nodes. */
+  const char *feed = "serving_default_input_1:0", *fetch_name = "StatefulPartitionedCall:0";
+  OK(weft_saved_model_run(m, "serving_default", &feed, &x, 1, &fetch_name, &out, 1, NULL, 0));
+  weft_tensor_unref(out);
+  weft_output_t h[4], grads[4], y;
+  for (int k = 0; k < 4; k++) OK(weft_graph_find_output(g, names[k], &h[k]));
+  OK(weft_graph_find_output(g, "StatefulPartitionedCall", &y));
+  weft_output_t loss = sum_all(g, y, 2);
+  OK(weft_gradients(g, &loss, 1, h, 4, NULL, grads));
+  /* The restored values and the gradients, in one step of the model's session. */
+  char *names_out[8];
+  weft_tensor_t *got[8];
+  for (int k = 0; k < 4; k++) {
+    names_out[k] = tname(read_handle(g, h[k], WEFT_DT_FLOAT));
+    names_out[4 + k] = tname(grads[k]);
+  }
+  /* The nodes imported by the first run read the input through its stand-in placeholder. */
+  feed = "_weft_feed/serving_default_input_1/0";
+  OK(weft_session_run(weft_saved_model_session(m), &feed, &x, 1,
+                      (const char *const *)names_out, got, 8, NULL, 0));
+  double val[4][I * J];
+  for (int k = 0; k < 4; k++) {
+    for (int64_t e = 0; e < weft_tensor_num_elements(got[k]); e++)
+      val[k][e] = weft_tensor_get_double(got[k], e);
+    weft_tensor_unref(got[k]);
+  }
+  /* y_n = s(sum_j relu(a_nj) K1_j + b1), a_nj = sum_i x_ni K0_ij + b0_j. */
+  double want[4][I * J] = {{0}};
+  for (int n = 0; n < N; n++) {
+    double a[J], z = val[3][0];
+    for (int j = 0; j < J; j++) {
+      a[j] = val[1][j];
+      for (int i = 0; i < I; i++) a[j] += xv[n * I + i] * val[0][i * J + j];
+      z += fmax(a[j], 0) * val[2][j];
+    }
+    double sy = 1 / (1 + exp(-z)), dz = sy * (1 - sy);
+    want[3][0] += dz;
+    for (int j = 0; j < J; j++) {
+      want[2][j] += dz * fmax(a[j], 0);
+      double da = a[j] > 0 ? dz * val[2][j] : 0;
+      want[1][j] += da;
+      for (int i = 0; i < I; i++) want[0][i * J + j] += da * xv[n * I + i];
+    }
+  }
+  static const int64_t sizes[4] = {I * J, J, J, 1};
+  for (int k = 0; k < 4; k++) {
+    g_assert_cmpint(weft_tensor_dtype(got[4 + k]), ==, WEFT_DT_FLOAT);
+    assert_tensor(got[4 + k], want[k], sizes[k], 1e-5, names[k]);
+    g_free(names_out[k]);
+    g_free(names_out[4 + k]);
+  }
+  weft_tensor_unref(x);
+  weft_saved_model_free(m);
+}
+
 /* A scalar variable read in the outer loop's body and in the inner loop's (twice two inner
  * iterations per outer): r = x w^6, so dr/dw = 6 x w^5 and dr/dx = w^6. */
 static void test_resource_nested(void) {
@@ -1096,17 +1183,8 @@ static void test_imported_dynamic_rnn(void) {
        "concat:0", -1},
       {"bidir_basic/dynamic_b1_n5-3_ts4_sig_withIS_noTM_f64", "in_0:0", "concat:0", -1},
   };
-  const char *root = g_getenv("WEFT_CORPUS");
-  char *base = root ? g_build_filename(root, "tf", "dl4j", "rnn", NULL)
-                    : g_build_filename(WEFT_SOURCE_DIR, "..", "shared", "corpus", "tf", "dl4j",
-                                       "rnn", NULL);
-  if (!g_file_test(base, G_FILE_TEST_IS_DIR)) {
-    char *why = g_strdup_printf("corpus folder %s not found (set WEFT_CORPUS)", base);
-    g_test_skip(why);
-    g_free(why);
-    g_free(base);
-    return;
-  }
+  char *base = corpus_dir("dl4j", "rnn");
+  if (!base) return;
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     const tf_case_t *tc = &cases[k];
     char *path = g_build_filename(base, tc->dir, "frozen_model.pb", NULL);
@@ -1419,6 +1497,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cf_gradients/resource_rnn_reads", test_resource_rnn_reads);
   g_test_add_func("/cf_gradients/resource_gather_loop", test_resource_gather_loop);
   g_test_add_func("/cf_gradients/resource_nested", test_resource_nested);
+  g_test_add_func("/cf_gradients/resource_keras_saved_model", test_resource_keras_saved_model);
   g_test_add_func("/cf_gradients/while_variable_read", test_while_variable);
   g_test_add_func("/cf_gradients/refusals", test_refusals);
   g_test_add_func("/cf_gradients/nested_pow", test_nested_pow);

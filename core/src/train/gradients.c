@@ -840,6 +840,13 @@ static void gr_reverse(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_ou
   dx[0] = B(c, "ReverseV2", dy[0], in(n, 1));
 }
 
+/* IdentityN (array_grad.py's _IdentityNGrad; a TF2 function's outputs go through one): each
+ * output's gradient to its input. */
+static void gr_identity_n(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)c;
+  for (int k = 0; k < n->n_inputs && k < n->n_outputs; k++) dx[k] = dy[k];
+}
+
 /* Resource variables (resource_variable_ops.py): the gradient that reaches a handle is the dense
  * gradient of the variable's value. A read passes dy on (_ReadGrad). */
 static void gr_read_variable(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
@@ -968,6 +975,7 @@ static const grad_entry_t grad_table[] = {
     {"Sigmoid", gr_sigmoid},
     {"Tanh", gr_tanh},
     {"Identity", gr_identity},
+    {"IdentityN", gr_identity_n},
     {"Snapshot", gr_identity},
     {"AddN", gr_addn},
     {"L2Loss", gr_l2loss},
