@@ -2,8 +2,9 @@
  * while loops: x^n, a tanh recurrence over a TensorArray, a loop-invariant variable read;
  * resource variables read directly, gathered, in a cond and in loops, trained with Adam, and a
  * TF2 Keras SavedModel's) checked against central finite differences of the forward graph or
- * derivatives written out here, computed in double, and the refusals (UNIMPLEMENTED naming the node). The graphs are built with the C graph API the way
- * TensorFlow's tf.cond and tf.while_loop lay them out, back edges linked as an import does. */
+ * derivatives written out here, computed in double, and the refusals (UNIMPLEMENTED naming the
+ * node). The graphs are built with the C graph API the way TensorFlow's tf.cond and
+ * tf.while_loop lay them out, back edges linked as an import does. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
