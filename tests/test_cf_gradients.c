@@ -846,9 +846,19 @@ static void test_resource_linear(void) {
       dw[i * O + o] = wv[i * O + o];
       for (int n = 0; n < N; n++) dw[i * O + o] += xv[n * I + i] * dy[n * O + o];
     }
+  /* A placeholder standing for a handle (a DT_RESOURCE function argument, imported as a string)
+   * is an x too: d sum(3 W) / d W through it, fed the variable's handle. */
+  weft_output_t hp = placeholder(g, "hp", WEFT_DT_STRING, 0, NULL), dhp;
+  weft_output_t three_w = op(g, "Mul", scalar_d(g, 3.0), read_handle(g, hp, WEFT_DT_DOUBLE));
+  weft_output_t loss3 = sum_all(g, three_w, 2);
+  OK(weft_gradients(g, &loss3, 1, &hp, 1, NULL, &dhp));
   weft_session_t *s = init_session(g, init, 2);
   assert_tensor(fetch(s, NULL, grads[0]), dw, I * O, 1e-12, "linear dW");
   assert_tensor(fetch(s, NULL, grads[1]), db, O, 1e-12, "linear db");
+  feeds_t fd = {1, {"hp"}, {fetch(s, NULL, w)}};
+  const double threes[I * O] = {3, 3, 3, 3, 3, 3};
+  assert_tensor(fetch(s, &fd, dhp), threes, I * O, 0, "d/d handle placeholder");
+  free_feeds(&fd);
   weft_session_free(s);
   weft_graph_free(g);
 }

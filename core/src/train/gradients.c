@@ -905,10 +905,19 @@ weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtyp
   return c.st;
 }
 
+/* The ops a handle passes through, and the ones reading a variable's value from it: the only
+ * consumers a handle's gradient comes from (a string x feeding StringToNumber gets none). */
+static const char *const handle_pass[] = {"Identity", "Snapshot", "Enter", "RefEnter", "Exit",
+                                          "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge",
+                                          "NextIteration"};
+
+static bool in_list(const char *op, const char *const *list, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(op, list[k]) == 0) return true;
+  return false;
+}
+
 guint8 *weft__grad_handles(weft_graph_t *g, int n0, const weft_output_t *xs, int n_xs) {
-  static const char *const pass[] = {"Identity", "Snapshot", "Enter", "RefEnter", "Exit",
-                                     "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge",
-                                     "NextIteration"};
   guint8 *handle = g_new0(guint8, n0 > 0 ? n0 : 1);
   for (int i = 0; i < n_xs; i++)
     if (dt(xs[i]) == WEFT_DT_STRING) handle[xs[i].node->id] = 1;
@@ -918,15 +927,19 @@ guint8 *weft__grad_handles(weft_graph_t *g, int n0, const weft_output_t *xs, int
     if (handle[id] || n->n_inputs == 0 || n->n_outputs == 0 || dt(weft_out(n, 0)) != WEFT_DT_STRING)
       continue;
     weft_node_t *src = n->inputs[0].src;
-    for (size_t k = 0; k < G_N_ELEMENTS(pass) && src->id < id; k++)
-      if (strcmp(n->op_name, pass[k]) == 0) handle[id] = handle[src->id];
+    if (src->id < id && in_list(n->op_name, handle_pass, G_N_ELEMENTS(handle_pass)))
+      handle[id] = handle[src->id];
   }
   return handle;
 }
 
 bool weft__grad_edge(const guint8 *handle, const weft_node_t *n, int k) {
+  static const char *const readers[] = {"ReadVariableOp", "ResourceGather"};
   weft_dtype_t t = weft__dtype_base(n->input_types[k]);
-  return is_float(t) || (t == WEFT_DT_STRING && handle[n->inputs[k].src->id]);
+  if (is_float(t)) return true;
+  return t == WEFT_DT_STRING && handle[n->inputs[k].src->id] &&
+         (in_list(n->op_name, readers, G_N_ELEMENTS(readers)) ||
+          in_list(n->op_name, handle_pass, G_N_ELEMENTS(handle_pass)));
 }
 
 typedef struct grad_entry {

@@ -20,7 +20,8 @@ weft_status_t *weft__gradient_one(weft_graph_t *g, weft_node_t *n, const weft_ou
  * Enter, Switch, Merge, Exit or NextIteration); caller frees it with g_free. */
 guint8 *weft__grad_handles(weft_graph_t *g, int n0, const weft_output_t *xs, int n_xs);
 /* Whether a gradient flows over input k of n: a float tensor, or a handle (whose gradient is the
- * dense gradient of its variable's value). */
+ * dense gradient of its variable's value) into a read (ReadVariableOp, ResourceGather) or one of
+ * the ops it passes through. */
 bool weft__grad_edge(const guint8 *handle, const weft_node_t *n, int k);
 /* Zeros standing for "no gradient" of x: ZerosLike(x), or for a handle zeros of its variable's
  * value (of `dtype`, read for its shape). *out belongs to the graph. */
