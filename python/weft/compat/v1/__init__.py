@@ -27,6 +27,12 @@ from .variables import (Variable, VariableScope, get_variable, get_local_variabl
                         variance_scaling_initializer, glorot_uniform_initializer,
                         glorot_normal_initializer)
 from .gradients import gradients  # noqa: F401
+from .resource_variable_ops import (ResourceVariable, IndexedSlices,  # noqa: F401
+                                    enable_resource_variables, disable_resource_variables,
+                                    resource_variables_enabled, scatter_add, scatter_sub,
+                                    scatter_mul, scatter_div, scatter_min, scatter_max,
+                                    scatter_update)
+from . import resource_variable_ops  # noqa: F401
 from .graph_io import GraphDef, NodeDef, import_graph_def  # noqa: F401
 from .ops import set_random_seed, get_seed  # noqa: F401
 from .unsupported import (contrib, estimator, data, FIFOQueue, RandomShuffleQueue,  # noqa: F401

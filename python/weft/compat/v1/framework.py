@@ -515,7 +515,7 @@ class Graph:
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
         from .variables import Variable
         if isinstance(obj, Variable):
-            obj = obj.value() if allow_tensor else obj.op
+            obj = obj._fetch_tensor() if allow_tensor else obj.op
         if isinstance(obj, Tensor) and allow_tensor:
             if obj.graph is not self:
                 raise ValueError("Tensor %s is not an element of this graph." % obj)

@@ -301,6 +301,9 @@ def tile(input, multiples, name=None):
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0, batch_dims=0):
+    if hasattr(params, "sparse_read") and axis == 0 and batch_dims == 0:
+        # a resource variable gathers through its handle (ResourceGather), as in TensorFlow
+        return params.sparse_read(indices, name=name)
     indices = _to_tensor(indices)
     return _op("GatherV2", [_to_tensor(params), indices, _to_tensor(axis, dtype=_dtypes.int32)],
                [("batch_dims", "int", batch_dims)], name or "GatherV2")

@@ -169,7 +169,7 @@ class _FetchPlan:
         if f is None:
             raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
         if isinstance(f, Variable):
-            f = f.value()
+            f = f._fetch_tensor()
         try:
             el = self.graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
         except TypeError:
@@ -366,7 +366,8 @@ class BaseSession:
         self._plans[key] = (items, plan)
         return plan
 
-    _NODE_IN_MESSAGE = re.compile(r"(?:of node|placeholder tensor) '([^']+)'")
+    # "node 'X': ..." is how the core frames a kernel's error (a resource read's, for one)
+    _NODE_IN_MESSAGE = re.compile(r"(?:^node|of node|placeholder tensor) '([^']+)'")
 
     def _attach_op(self, e):
         """Sets e.op to the Operation the core's message names, as TensorFlow's errors carry."""
@@ -385,7 +386,7 @@ class BaseSession:
         from .variables import Variable
         for key, value in feed_dict.items():
             if isinstance(key, Variable):
-                key = key.value()
+                key = key._fetch_tensor()
             if isinstance(key, str):
                 try:
                     key = self._graph.as_graph_element(key if ":" in key else key + ":0",

@@ -13,8 +13,26 @@ from . import ops as _ops
 from .framework import GraphKeys, Tensor
 
 
+def _use_resource(use_resource):
+    """TensorFlow's default_variable_creator rule: the argument, else the variable scope's,
+    else tf.enable_resource_variables()'s default."""
+    from . import resource_variable_ops as _rvo
+    if use_resource is None:
+        use_resource = get_variable_scope().use_resource
+    if use_resource is None:
+        use_resource = _rvo.resource_variables_enabled()
+    return bool(use_resource)
+
+
 class Variable:
-    """tf.Variable (a reference variable)."""
+    """tf.Variable (a reference variable; a ResourceVariable with use_resource=True, inside a
+    variable_scope(use_resource=True) or after tf.enable_resource_variables())."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Variable and _use_resource(kwargs.get("use_resource")):
+            from .resource_variable_ops import ResourceVariable
+            cls = ResourceVariable
+        return super().__new__(cls)
 
     def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None,
@@ -117,6 +135,10 @@ class Variable:
         return _ops.identity(self._variable, name="read")
 
     def _as_graph_tensor(self):
+        return self._snapshot
+
+    def _fetch_tensor(self):
+        """The tensor a session fetches or feeds for this variable."""
         return self._snapshot
 
     def eval(self, session=None):
@@ -237,6 +259,8 @@ initialize_local_variables = local_variables_initializer
 
 
 def is_variable_initialized(variable):
+    if hasattr(variable, "is_initialized"):
+        return variable.is_initialized()
     return _fw._run_op("IsVariableInitialized", [variable._ref()],
                        [("dtype", "type", variable._dtype.as_datatype_enum)])
 
@@ -365,6 +389,7 @@ class VariableScope:
         self._name_scope = name_scope
         self._dtype = dtype
         self._custom_getter = custom_getter
+        self._use_resource = use_resource
 
     @property
     def name(self):
@@ -386,6 +411,13 @@ class VariableScope:
     def dtype(self):
         return self._dtype
 
+    @property
+    def use_resource(self):
+        return self._use_resource
+
+    def set_use_resource(self, use_resource):
+        self._use_resource = use_resource
+
     def reuse_variables(self):
         self._reuse = True
 
@@ -397,6 +429,8 @@ class VariableScope:
         full = self._name + "/" + name if self._name else name
         if initializer is None:
             initializer = self._initializer
+        if kwargs.get("use_resource") is None:
+            kwargs["use_resource"] = self._use_resource
         return _store().get_variable(full, shape, dtype or self._dtype, initializer, self._reuse,
                                      trainable, collections, regularizer or self._regularizer,
                                      **kwargs)
@@ -468,7 +502,7 @@ class _VariableStore:
         with g.name_scope(None):
             v = Variable(init, trainable=True if trainable is None else trainable,
                          collections=collections, validate_shape=validate_shape,
-                         name=name, dtype=dtype, shape=vshape)
+                         name=name, dtype=dtype, shape=vshape, use_resource=use_resource)
         if v.op.name != name:
             raise ValueError("Variable %s was created as %s: the name is taken by another op"
                              % (name, v.op.name))
@@ -502,7 +536,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     return scope.get_variable(name, shape=shape, dtype=dtype, initializer=initializer,
                               regularizer=regularizer, trainable=trainable,
                               collections=collections, partitioner=partitioner,
-                              validate_shape=validate_shape)
+                              validate_shape=validate_shape, use_resource=use_resource)
 
 
 def get_local_variable(name, shape=None, dtype=None, initializer=None, **kwargs):
@@ -547,8 +581,11 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                                                      else False)
     else:
         new_reuse = reuse
+    if use_resource is None:
+        use_resource = (name_or_scope.use_resource if isinstance(name_or_scope, VariableScope)
+                        else parent.use_resource)
     scope = VariableScope(new_reuse, full, initializer or base_init, regularizer,
-                          dtype=dtype or parent.dtype)
+                          dtype=dtype or parent.dtype, use_resource=use_resource)
     ctx = None
     if auxiliary_name_scope:
         if name_scope_name:

@@ -251,7 +251,7 @@ class LoggingTensorHook(SessionRunHook):
     @staticmethod
     def _as_tensor(g, t):
         if isinstance(t, _vars.Variable):
-            return t.value()
+            return t._fetch_tensor()
         if isinstance(t, str):
             return g.as_graph_element(t, allow_tensor=True, allow_operation=False)
         return t

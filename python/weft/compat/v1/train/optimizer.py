@@ -2,7 +2,9 @@
 RMSProp) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
 "<var>/<Optimizer>" (Adam's "<var>/Adam" and "<var>/Adam_1"), colocated with their variable;
 Adam's "beta1_power"/"beta2_power" beside the first variable; one "update_<var>" scope per
-variable and the global step's increment run after the updates."""
+variable and the global step's increment run after the updates. A resource variable is updated
+by the ResourceApply* twin of each op, and its slots are resource variables too, as in
+TensorFlow."""
 import numpy as np
 
 from .. import framework as _fw
@@ -15,6 +17,11 @@ from . import training_util
 def _ref(v):
     """The reference tensor an Apply op updates: a Variable's, or a ref Tensor itself."""
     return v._ref() if isinstance(v, _vars.Variable) else v
+
+
+def _is_resource(v):
+    from ..resource_variable_ops import ResourceVariable
+    return isinstance(v, ResourceVariable)
 
 
 def _var_name(v):
@@ -103,7 +110,8 @@ class Optimizer:
                 else:
                     with _fw.control_dependencies([self._finish(update_ops, "update")]):
                         with graph.colocate_with(global_step):
-                            apply_updates = training_util._increment(global_step, scope).op
+                            inc = training_util._increment(global_step, scope)
+                            apply_updates = inc if isinstance(inc, _fw.Operation) else inc.op
             train_ops = graph.get_collection_ref(_fw.GraphKeys.TRAIN_OP)
             if apply_updates not in train_ops:
                 train_ops.append(apply_updates)
@@ -123,7 +131,7 @@ class Optimizer:
         out.extend(self._non_slots.values())
         return sorted(out, key=lambda v: v.name)
 
-    def _slot(self, var, value, slot_name, op_name):
+    def _slot(self, var, value, slot_name, op_name, use_resource=None):
         d = self._slots.setdefault(slot_name, {})
         if var.op.name not in d:
             g = var.graph
@@ -131,14 +139,16 @@ class Optimizer:
                 d[var.op.name] = _vars.Variable(
                     _fw.constant(value, dtype=var.dtype.base_dtype, shape=var.shape.as_list(),
                                  name="Initializer"),
-                    trainable=False, name=var.op.name + "/" + op_name)
+                    trainable=False, name=var.op.name + "/" + op_name,
+                    use_resource=_is_resource(var) if use_resource is None else use_resource)
         return d[var.op.name]
 
     def _non_slot(self, value, name, colocate_with):
         if name not in self._non_slots:
             g = colocate_with.graph
             with g.name_scope(None), g.colocate_with(colocate_with):
-                self._non_slots[name] = _vars.Variable(value, trainable=False, name=name)
+                self._non_slots[name] = _vars.Variable(value, trainable=False, name=name,
+                                                       use_resource=_is_resource(colocate_with))
         return self._non_slots[name]
 
     def _create_slots(self, var_list):
@@ -161,6 +171,8 @@ class Optimizer:
 
     def _apply(self, op_type, var, inputs, attrs=()):
         g = var.graph
+        if _is_resource(var):
+            op_type = "Resource" + op_type
         op = g._create_op(op_type, [_ref(var)] + inputs,
                           [("use_locking", "bool", bool(self._use_locking))] + list(attrs),
                           op_type)

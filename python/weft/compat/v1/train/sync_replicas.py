@@ -75,7 +75,7 @@ class SyncReplicasOptimizer(Optimizer):
             for grad, var in grads_and_vars:
                 if grad is None:
                     continue
-                acc = self._slot(var, 0.0, "sync_acc", "sync_acc")
+                acc = self._slot(var, 0.0, "sync_acc", "sync_acc", use_resource=False)
                 count = self._int_slot(var, "sync_count")
                 last = self._int_slot(var, "sync_step")
                 refs = [acc._ref(), count._ref(), last._ref()]
@@ -108,7 +108,8 @@ class SyncReplicasOptimizer(Optimizer):
             g = var.graph
             with g.name_scope(None), g.colocate_with(var):
                 d[var.op.name] = _vars.Variable(np.int64(0), trainable=False,
-                                                name=var.op.name + "/" + name)
+                                                name=var.op.name + "/" + name,
+                                                use_resource=False)  # ref ops update it
         return d[var.op.name]
 
     # TensorFlow's accessors

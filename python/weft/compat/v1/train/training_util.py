@@ -63,6 +63,9 @@ def _read(gs):
 
 def _increment(gs, name):
     """assign_add(gs, 1) for a Variable or a ref Tensor found by name."""
+    if hasattr(gs, "is_initialized"):
+        # a resource variable: the AssignAddVariableOp itself, as TF's unread assign's .op
+        return gs.assign_add(1, name=name, read_value=False)
     if isinstance(gs, _vars.Variable):
         return gs.assign_add(1, name=name)
     g = gs.graph
