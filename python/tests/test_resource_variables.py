@@ -113,6 +113,7 @@ def np_train(rule, hyper):
     shared = {"b1p": hyper.get("beta1", 0.0), "b2p": hyper.get("beta2", 0.0)}
     for _ in range(STEPS):
         for p, g, s in zip(params, np_grads(*params), state):
+            s["var"] = p.copy()
             p -= rule(g, s, shared, **hyper)
         shared["b1p"] *= hyper.get("beta1", 0.0)
         shared["b2p"] *= hyper.get("beta2", 0.0)
@@ -146,6 +147,27 @@ def step_rmsprop(g, s, shared, lr, decay, momentum, eps):
     return s["mom"]
 
 
+def step_ftrl(g, s, shared, lr, l1, l2, power, shrink=0.0):
+    """training_ops.cc's ApplyFtrl(V2): returns old var - new var."""
+    var = s["var"]
+    accum = s.get("accum", 0.1)
+    new_accum = accum + g * g
+    g_shrunk = g + 2.0 * shrink * var
+    s["linear"] = (s.get("linear", 0.0) + g_shrunk
+                   - (new_accum ** -power - accum ** -power) / lr * var)
+    s["accum"] = new_accum
+    lin = s["linear"]
+    new = np.where(np.abs(lin) > l1,
+                   (l1 * np.sign(lin) - lin) / (new_accum ** -power / lr + 2.0 * l2), 0.0)
+    return var - new
+
+
+def make_ftrl(h):
+    return tf.train.FtrlOptimizer(h["lr"], h["power"], l1_regularization_strength=h["l1"],
+                                  l2_regularization_strength=h["l2"],
+                                  l2_shrinkage_regularization_strength=h.get("shrink", 0.0))
+
+
 OPTIMIZERS = [
     ("gd", lambda h: tf.train.GradientDescentOptimizer(h["lr"]), step_gd, {"lr": 0.1},
      "ResourceApplyGradientDescent", []),
@@ -160,14 +182,19 @@ OPTIMIZERS = [
                                                     h["eps"]),
      step_rmsprop, {"lr": 0.02, "decay": 0.9, "momentum": 0.5, "eps": 1e-10},
      "ResourceApplyRMSProp", ["w/RMSProp", "w/RMSProp_1", "b/RMSProp", "b/RMSProp_1"]),
+    ("ftrl", make_ftrl, step_ftrl, {"lr": 0.5, "l1": 0.01, "l2": 0.1, "power": -0.5},
+     "ResourceApplyFtrl", ["w/Ftrl", "w/Ftrl_1", "b/Ftrl", "b/Ftrl_1"]),
+    ("ftrl_v2", make_ftrl, step_ftrl,
+     {"lr": 0.5, "l1": 0.01, "l2": 0.1, "power": -0.6, "shrink": 0.05}, "ResourceApplyFtrlV2",
+     ["w/Ftrl", "w/Ftrl_1", "b/Ftrl", "b/Ftrl_1"]),
 ]
 
 
-def linear_model():
+def linear_model(use_resource=True):
     x = tf.constant(X, tf.float32)
     y = tf.constant(Y, tf.float32)
-    w = tf.get_variable("w", initializer=tf.constant(W0, tf.float32), use_resource=True)
-    b = tf.get_variable("b", initializer=tf.constant(B0, tf.float32), use_resource=True)
+    w = tf.get_variable("w", initializer=tf.constant(W0, tf.float32), use_resource=use_resource)
+    b = tf.get_variable("b", initializer=tf.constant(B0, tf.float32), use_resource=use_resource)
     loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
     return w, b, loss
 
@@ -193,6 +220,27 @@ def test_linear_regression_each_optimizer(name, make, rule, hyper, apply_op, slo
     np.testing.assert_allclose(got_w, want_w, rtol=2e-4, atol=2e-5)
     np.testing.assert_allclose(got_b, want_b, rtol=2e-4, atol=2e-5)
     assert step == STEPS
+
+
+def test_ftrl_on_reference_variables():
+    # FtrlOptimizer is new with resource variables; the ref path (ApplyFtrl) is checked too
+    w, b, loss = linear_model(use_resource=False)
+    hyper = OPTIMIZERS[-1][3]
+    train = make_ftrl(hyper).minimize(loss)
+    assert op_types().count("ApplyFtrlV2") == 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(STEPS):
+            sess.run(train)
+        got = sess.run([w, b])
+    for x, want in zip(got, np_train(step_ftrl, hyper)):
+        np.testing.assert_allclose(x, want, rtol=2e-4, atol=2e-5)
+    with pytest.raises(ValueError) as e:
+        tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
+    assert str(e.value) == "learning_rate_power 0.500000 needs to be negative or zero"
+    with pytest.raises(ValueError) as e:
+        tf.train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0)
+    assert str(e.value) == "l1_regularization_strength -1.000000 needs to be positive or zero"
 
 
 def test_gradients_through_handle_and_gather():
@@ -306,3 +354,23 @@ def test_one_ps_one_worker_monitored_training(tmp_path):
         assert {"w", "b", "w/Adam", "b/Adam_1", "beta1_power", "global_step"} <= set(keys)
     finally:
         children.kill_all()
+
+
+def test_doc_example_prints_what_it_says():
+    """docs/python.md's "Resource variables" example, run as written."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    doc = open(os.path.join(root, "docs", "python.md")).read()
+    section = doc.split("## Resource variables", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    children = Children()
+    try:
+        rc, out, err = children.finish(children.start(["-c", code], cwd=root), timeout=120)
+    finally:
+        children.kill_all()
+    assert rc == 0, err
+    first, second = out.splitlines()
+    assert first == ("ResourceVariable ['model/emb', 'model/w', 'beta1_power', 'beta2_power', "
+                     "'model/emb/Adam', 'model/emb/Adam_1', 'model/w/Adam', 'model/w/Adam_1']")
+    # Adam's first step moves each touched element by lr (up to epsilon and float32 rounding)
+    np.testing.assert_allclose(np.array(second.strip("[]").split(), np.float64),
+                               [0.9, 1.0, 0.9, 1.0], rtol=1e-6)

@@ -1,5 +1,5 @@
 """TensorFlow 1.x's optimizers (tf.train.GradientDescentOptimizer, Momentum, Adagrad, Adam,
-RMSProp) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
+RMSProp, Ftrl) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
 "<var>/<Optimizer>" (Adam's "<var>/Adam" and "<var>/Adam_1"), colocated with their variable;
 Adam's "beta1_power"/"beta2_power" beside the first variable; one "update_<var>" scope per
 variable and the global step's increment run after the updates. A resource variable is updated
@@ -289,3 +289,46 @@ class RMSPropOptimizer(Optimizer):
                             self._t(self._decay, "decay", var),
                             self._t(self._momentum, "momentum", var),
                             self._t(self._epsilon, "epsilon", var), grad])
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-Proximal (tf.train.FtrlOptimizer): slots "<var>/Ftrl" (the accumulator) and
+    "<var>/Ftrl_1" (the linear term); ApplyFtrlV2 when l2 shrinkage is asked for."""
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="Ftrl", accum_name=None, linear_name=None,
+                 l2_shrinkage_regularization_strength=0.0):
+        super().__init__(use_locking, name)
+        for value, what, rule in (
+                (initial_accumulator_value, "initial_accumulator_value", "positive or zero"),
+                (-learning_rate_power, "learning_rate_power", "negative or zero"),
+                (l1_regularization_strength, "l1_regularization_strength", "positive or zero"),
+                (l2_regularization_strength, "l2_regularization_strength", "positive or zero"),
+                (l2_shrinkage_regularization_strength, "l2_shrinkage_regularization_strength",
+                 "positive or zero")):
+            if value < 0.0:
+                raise ValueError("%s %f needs to be %s"
+                                 % (what, -value if what == "learning_rate_power" else value,
+                                    rule))
+        self._lr, self._lr_power = learning_rate, learning_rate_power
+        self._initial = initial_accumulator_value
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+        self._l2_shrinkage = l2_shrinkage_regularization_strength
+        self._accum_name, self._linear_name = accum_name, linear_name
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, self._initial, "accum", self._accum_name or self._name)
+            self._slot(v, 0.0, "linear", self._linear_name or self._name + "_1")
+
+    def _apply_dense(self, grad, var):
+        t = lambda value, name: self._t(value, name, var)  # noqa: E731
+        head = [self.get_slot(var, "accum")._ref(), self.get_slot(var, "linear")._ref(), grad,
+                t(self._lr, "learning_rate"), t(self._l1, "l1_regularization_strength"),
+                t(self._l2, "l2_regularization_strength")]
+        if self._l2_shrinkage <= 0.0:
+            return self._apply("ApplyFtrl", var, head + [t(self._lr_power, "learning_rate_power")])
+        return self._apply("ApplyFtrlV2", var,
+                           head + [t(self._l2_shrinkage, "l2_shrinkage_regularization_strength"),
+                                   t(self._lr_power, "learning_rate_power")])
