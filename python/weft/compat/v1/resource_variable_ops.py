@@ -5,7 +5,7 @@ updates, ResourceGather and ResourceScatter*; plus IndexedSlices, which scatter_
 from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
-from .framework import GraphKeys
+from . import variables as _vars
 from .variables import Variable
 
 _DEFAULT_USE_RESOURCE = False
@@ -69,29 +69,12 @@ class ResourceVariable(Variable):
                  caching_device=None, name=None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
-        if variable_def is not None:
-            raise NotImplementedError("ResourceVariable(variable_def=...) is not supported by "
-                                      "weft: import the graph and use tf.get_variable with reuse")
-        if initial_value is None:
-            raise ValueError("initial_value must be specified.")
-        init_from_fn = callable(initial_value)
-        if collections is None:
-            collections = [GraphKeys.GLOBAL_VARIABLES]
-        if not isinstance(collections, (list, tuple, set)):
-            raise ValueError("collections argument to Variable constructor must be a list, tuple, "
-                             "or set. Got %s of type %s" % (collections, type(collections)))
-        collections = list(collections)
-        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
-            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        collections = _vars._checked_collections(initial_value, variable_def, collections,
+                                                  trainable)
         g = _fw.get_default_graph()
-        with _fw.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope:
+        with _fw.name_scope(name, "Variable", _vars._scope_values(initial_value)) as scope:
             handle_name = scope[:-1]
-            if init_from_fn:
-                with _fw.name_scope("Initializer"), g.device(None):
-                    value = _fw.convert_to_tensor(initial_value(), name="initial_value",
-                                                  dtype=dtype)
-            else:
-                value = _fw.convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
+            value = _vars._initial_value_tensor(g, initial_value, dtype)
             vshape = value.shape if shape is None else _fw.as_shape(shape)
             if validate_shape and not vshape.is_fully_defined():
                 raise ValueError("initial_value must have a shape specified: %s" % value)
@@ -223,29 +206,23 @@ class ResourceVariable(Variable):
         with _fw.control_dependencies([op]):
             return self.value()
 
-    def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterAdd", sparse_delta, use_locking, name)
-
-    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterSub", sparse_delta, use_locking, name)
-
-    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterMul", sparse_delta, use_locking, name)
-
-    def scatter_div(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterDiv", sparse_delta, use_locking, name)
-
-    def scatter_min(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterMin", sparse_delta, use_locking, name)
-
-    def scatter_max(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterMax", sparse_delta, use_locking, name)
-
-    def scatter_update(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter("ResourceScatterUpdate", sparse_delta, use_locking, name)
-
     def __repr__(self):
         return "<tf.Variable '%s' shape=%s dtype=%s>" % (self.name, self.shape, self._dtype.name)
+
+
+_SCATTERS = ("add", "sub", "mul", "div", "min", "max", "update")
+
+
+def _install_scatter_methods():
+    # v.scatter_add(IndexedSlices) ... v.scatter_update: ResourceScatterAdd ... Update
+    for kind in _SCATTERS:
+        op_type = "ResourceScatter" + kind.capitalize()
+        setattr(ResourceVariable, "scatter_" + kind,
+                (lambda t: lambda self, sparse_delta, use_locking=False, name=None:
+                 self._scatter(t, sparse_delta, use_locking, name))(op_type))
+
+
+_install_scatter_methods()
 
 
 def is_resource_variable(var):

@@ -13,6 +13,36 @@ from . import ops as _ops
 from .framework import GraphKeys, Tensor
 
 
+def _checked_collections(initial_value, variable_def, collections, trainable):
+    """The constructor's argument checks (ref and resource alike); the collections to join."""
+    if variable_def is not None:
+        raise NotImplementedError("Variable(variable_def=...) is not supported by weft: "
+                                  "import the graph and use tf.get_variable with reuse")
+    if initial_value is None:
+        raise ValueError("initial_value must be specified.")
+    if collections is None:
+        collections = [GraphKeys.GLOBAL_VARIABLES]
+    if not isinstance(collections, (list, tuple, set)):
+        raise ValueError("collections argument to Variable constructor must be a list, tuple, "
+                         "or set. Got %s of type %s" % (collections, type(collections)))
+    collections = list(collections)
+    if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+        collections.append(GraphKeys.TRAINABLE_VARIABLES)
+    return collections
+
+
+def _scope_values(initial_value):
+    return [] if callable(initial_value) else [initial_value]
+
+
+def _initial_value_tensor(g, initial_value, dtype):
+    """The initial value as a tensor; a callable's ops go under "Initializer", on no device."""
+    if callable(initial_value):
+        with _fw.name_scope("Initializer"), g.device(None):
+            return _fw.convert_to_tensor(initial_value(), name="initial_value", dtype=dtype)
+    return _fw.convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
+
+
 def _use_resource(use_resource):
     """TensorFlow's default_variable_creator rule: the argument, else the variable scope's,
     else tf.enable_resource_variables()'s default."""
@@ -38,28 +68,10 @@ class Variable:
                  caching_device=None, name=None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
-        if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported by weft: "
-                                      "import the graph and use tf.get_variable with reuse")
-        if initial_value is None:
-            raise ValueError("initial_value must be specified.")
-        init_from_fn = callable(initial_value)
-        if collections is None:
-            collections = [GraphKeys.GLOBAL_VARIABLES]
-        if not isinstance(collections, (list, tuple, set)):
-            raise ValueError("collections argument to Variable constructor must be a list, tuple, "
-                             "or set. Got %s of type %s" % (collections, type(collections)))
-        collections = list(collections)
-        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
-            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        collections = _checked_collections(initial_value, variable_def, collections, trainable)
         g = _fw.get_default_graph()
-        with _fw.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope:
-            if init_from_fn:
-                with _fw.name_scope("Initializer"), g.device(None):
-                    value = _fw.convert_to_tensor(initial_value(), name="initial_value",
-                                                  dtype=dtype)
-            else:
-                value = _fw.convert_to_tensor(initial_value, name="initial_value", dtype=dtype)
+        with _fw.name_scope(name, "Variable", _scope_values(initial_value)) as scope:
+            value = _initial_value_tensor(g, initial_value, dtype)
             shape = value.shape if shape is None else _fw.as_shape(shape)
             if validate_shape and not shape.is_fully_defined():
                 raise ValueError("initial_value must have a shape specified: %s" % value)
