@@ -374,3 +374,20 @@ def test_doc_example_prints_what_it_says():
     # Adam's first step moves each touched element by lr (up to epsilon and float32 rounding)
     np.testing.assert_allclose(np.array(second.strip("[]").split(), np.float64),
                                [0.9, 1.0, 0.9, 1.0], rtol=1e-6)
+
+
+def test_layers_and_metrics_under_a_resource_scope():
+    x = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    with tf.variable_scope("net", use_resource=True):
+        y = tf.layers.dense(tf.constant(x), 1, kernel_initializer=tf.constant_initializer(0.5),
+                            bias_initializer=tf.constant_initializer(0.25))
+        mean, update = tf.metrics.mean(tf.constant([1.0, 3.0]))
+    kernel, bias = tf.trainable_variables()
+    assert (kernel.name, bias.name) == ("net/dense/kernel:0", "net/dense/bias:0")
+    assert all(isinstance(v, tf.ResourceVariable)
+               for v in tf.trainable_variables() + tf.local_variables())
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        np.testing.assert_allclose(sess.run(y), x @ np.full((2, 1), 0.5) + 0.25)
+        sess.run(update)
+        assert sess.run(update) == 2.0 and sess.run(mean) == 2.0
