@@ -147,6 +147,13 @@ def step_rmsprop(g, s, shared, lr, decay, momentum, eps):
     return s["mom"]
 
 
+def step_centered_rmsprop(g, s, shared, lr, decay, momentum, eps):
+    s["mg"] = decay * s.get("mg", 0.0) + (1 - decay) * g
+    s["ms"] = decay * s.get("ms", 1.0) + (1 - decay) * g * g
+    s["mom"] = momentum * s.get("mom", 0.0) + lr * g / np.sqrt(s["ms"] - s["mg"] ** 2 + eps)
+    return s["mom"]
+
+
 def step_ftrl(g, s, shared, lr, l1, l2, power, shrink=0.0):
     """training_ops.cc's ApplyFtrl(V2): returns old var - new var."""
     var = s["var"]
@@ -182,6 +189,11 @@ OPTIMIZERS = [
                                                     h["eps"]),
      step_rmsprop, {"lr": 0.02, "decay": 0.9, "momentum": 0.5, "eps": 1e-10},
      "ResourceApplyRMSProp", ["w/RMSProp", "w/RMSProp_1", "b/RMSProp", "b/RMSProp_1"]),
+    ("centered_rmsprop", lambda h: tf.train.RMSPropOptimizer(
+        h["lr"], h["decay"], h["momentum"], h["eps"], centered=True),
+     step_centered_rmsprop, {"lr": 0.02, "decay": 0.9, "momentum": 0.5, "eps": 1e-10},
+     "ResourceApplyCenteredRMSProp", ["w/RMSProp", "w/RMSProp_1", "w/RMSProp_2", "b/RMSProp",
+                                      "b/RMSProp_1", "b/RMSProp_2"]),
     ("ftrl", make_ftrl, step_ftrl, {"lr": 0.5, "l1": 0.01, "l2": 0.1, "power": -0.5},
      "ResourceApplyFtrl", ["w/Ftrl", "w/Ftrl_1", "b/Ftrl", "b/Ftrl_1"]),
     ("ftrl_v2", make_ftrl, step_ftrl,
@@ -222,19 +234,24 @@ def test_linear_regression_each_optimizer(name, make, rule, hyper, apply_op, slo
     assert step == STEPS
 
 
-def test_ftrl_on_reference_variables():
-    # FtrlOptimizer is new with resource variables; the ref path (ApplyFtrl) is checked too
+@pytest.mark.parametrize("case", ["centered_rmsprop", "ftrl_v2"])
+def test_new_optimizers_on_reference_variables(case):
+    # FtrlOptimizer and RMSProp's centered form came with resource variables; their ref ops
+    # (ApplyCenteredRMSProp, ApplyFtrlV2) are checked too
+    _, make, rule, hyper, apply_op, _ = [c for c in OPTIMIZERS if c[0] == case][0]
     w, b, loss = linear_model(use_resource=False)
-    hyper = OPTIMIZERS[-1][3]
-    train = make_ftrl(hyper).minimize(loss)
-    assert op_types().count("ApplyFtrlV2") == 2
+    train = make(hyper).minimize(loss)
+    assert op_types().count(apply_op[len("Resource"):]) == 2
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         for _ in range(STEPS):
             sess.run(train)
         got = sess.run([w, b])
-    for x, want in zip(got, np_train(step_ftrl, hyper)):
+    for x, want in zip(got, np_train(rule, hyper)):
         np.testing.assert_allclose(x, want, rtol=2e-4, atol=2e-5)
+
+
+def test_ftrl_argument_errors():
     with pytest.raises(ValueError) as e:
         tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
     assert str(e.value) == "learning_rate_power 0.500000 needs to be negative or zero"

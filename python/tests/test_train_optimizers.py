@@ -175,9 +175,6 @@ def test_optimizer_errors():
     with pytest.raises(ValueError) as e:
         tf.train.AdagradOptimizer(0.1, initial_accumulator_value=0.0)
     assert str(e.value) == "initial_accumulator_value must be positive: 0.0"
-    with pytest.raises(NotImplementedError) as e:
-        tf.train.RMSPropOptimizer(0.1, centered=True)
-    assert "centered=False" in str(e.value)
 
 
 def test_exponential_decay():

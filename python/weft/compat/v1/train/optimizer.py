@@ -268,27 +268,33 @@ class AdamOptimizer(Optimizer):
 
 
 class RMSPropOptimizer(Optimizer):
+    """Slots "<var>/RMSProp" (rms, ones) and "<var>/RMSProp_1" (momentum); centered adds the
+    gradient's mean "mg" first, as TensorFlow orders them: mg is "_1", momentum "_2"."""
+
     def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False,
                  centered=False, name="RMSProp"):
-        if centered:
-            raise NotImplementedError("RMSPropOptimizer(centered=True) is not supported by weft "
-                                      "(no ApplyCenteredRMSProp kernel): use centered=False")
         super().__init__(use_locking, name)
         self._lr, self._decay, self._momentum, self._epsilon = (learning_rate, decay, momentum,
                                                                 epsilon)
+        self._centered = centered
 
     def _create_slots(self, var_list):
         for v in var_list:
+            names = iter([self._name + "_1", self._name + "_2"])
             self._slot(v, 1.0, "rms", self._name)
-            self._slot(v, 0.0, "momentum", self._name + "_1")
+            if self._centered:
+                self._slot(v, 0.0, "mg", next(names))
+            self._slot(v, 0.0, "momentum", next(names))
 
     def _apply_dense(self, grad, var):
-        return self._apply("ApplyRMSProp", var,
-                           [self.get_slot(var, "rms")._ref(), self.get_slot(var, "momentum")._ref(),
-                            self._t(self._lr, "learning_rate", var),
-                            self._t(self._decay, "decay", var),
-                            self._t(self._momentum, "momentum", var),
-                            self._t(self._epsilon, "epsilon", var), grad])
+        slots = [self.get_slot(var, "rms")._ref(), self.get_slot(var, "momentum")._ref()]
+        if self._centered:
+            slots.insert(0, self.get_slot(var, "mg")._ref())
+        return self._apply("ApplyCenteredRMSProp" if self._centered else "ApplyRMSProp", var,
+                           slots + [self._t(self._lr, "learning_rate", var),
+                                    self._t(self._decay, "decay", var),
+                                    self._t(self._momentum, "momentum", var),
+                                    self._t(self._epsilon, "epsilon", var), grad])
 
 
 class FtrlOptimizer(Optimizer):
