@@ -361,7 +361,10 @@ static const char *tf_dtype_name(weft_dtype_t t) {
 
 static weft_status_t *k_image_summary(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
-  weft_tensor_view_t tag, x, bad;
+  weft_tensor_view_t tag, x;
+  /* The host fills as much of a view as its struct_size says (the ABI's rule), so it is set
+   * here; stack garbage there once made the view come back unfilled. */
+  weft_tensor_view_t bad = {.struct_size = sizeof bad};
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &tag));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &x));
   const weft_attrs_t *attrs = H->kernel_attrs(ctx);
