@@ -96,10 +96,13 @@ static shm_seg_t *seg_create(guint64 bytes) {
   char token[33];
   if (bytes == 0 || bytes > G_MAXSIZE / 2 || !random_token(token)) return NULL;
   char *name = g_strdup_printf("weft-%s", token);
-  int fd = memfd_create(name, MFD_CLOEXEC);
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   g_free(name);
   void *map = MAP_FAILED;
-  if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0)
+  /* Sealed against shrinking: the sender opens the segment read-write, and a segment cut short
+   * under either side's mapping would fault (SIGBUS) on the next access (open_offer). */
+  if (fd >= 0 && ftruncate(fd, (off_t)bytes) == 0 &&
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) == 0)
     map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
     if (fd >= 0) close(fd);
@@ -302,7 +305,10 @@ void weft__shm_offer_from_request(const Weft__RecvTensorRequest *req, weft__shm_
 }
 
 /* The segment behind an offer, opened for writing, or -1 when it is not the receiver's weft
- * memfd with that token (another host, pid namespace or user; a stale or forged offer). */
+ * memfd with that token (another host, pid namespace or user; a stale or forged offer). The
+ * whole claimed capacity must lie inside the file, and the file must be sealed against
+ * shrinking: the sender maps `capacity` bytes and reuses the mapping, and a write past the
+ * file's end raises SIGBUS, which would kill the server for a forged offer. */
 static int open_offer(const weft__shm_offer_t *offer, size_t nbytes) {
   if (offer->fd < 0 || strlen(offer->token) != 32) return -1;
   char path[64], link[128];
@@ -317,8 +323,10 @@ static int open_offer(const weft__shm_offer_t *offer, size_t nbytes) {
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat sb;
+  int seals = fcntl(fd, F_GET_SEALS);
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
-      (guint64)sb.st_size < nbytes) {
+      (guint64)sb.st_size < nbytes || (guint64)sb.st_size < offer->capacity || seals < 0 ||
+      !(seals & F_SEAL_SHRINK)) {
     close(fd);
     return -1;
   }
