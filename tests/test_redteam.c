@@ -7,6 +7,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -129,8 +130,451 @@ static void test_shm_forged_offers(void) {
   g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Hostile Master and Worker requests */
+
+/* Threads of a process (/proc/PID/status), -1 when unreadable. */
+static int proc_threads(GPid pid) {
+  char *path = g_strdup_printf("/proc/%d/status", (int)pid), *text = NULL;
+  int n = -1;
+  if (g_file_get_contents(path, &text, NULL, NULL)) {
+    const char *line = strstr(text, "\nThreads:");
+    if (line) n = atoi(line + 9);
+  }
+  g_free(text);
+  g_free(path);
+  return n;
+}
+
+/* A raw call; returns its status (NULL: OK) and the first message of the answer in *answer. */
+static weft_status_t *call(const char *address, const char *method, const ProtobufCMessage *msg,
+                           const ProtobufCMessageDescriptor *answer_desc,
+                           ProtobufCMessage **answer) {
+  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
+  GByteArray *frame = weftd_frame_request(msg, &empty, NULL, 0);
+  char *bytes = NULL;
+  size_t len = 0;
+  weft_status_t *st =
+      weft__rpc_raw(address, method, frame->data, frame->len, 20000, &bytes, &len);
+  g_byte_array_free(frame, TRUE);
+  if (answer) *answer = NULL;
+  if (!st && answer && answer_desc) {
+    /* The answer's frame: a varint length, then the message. */
+    size_t n = 0, shift = 0, used = 0;
+    while (used < len && shift < 64) {
+      uint8_t b = (uint8_t)bytes[used++];
+      n |= (size_t)(b & 0x7f) << shift;
+      shift += 7;
+      if (!(b & 0x80)) break;
+    }
+    g_assert_cmpuint(n, <=, len - used);
+    *answer = protobuf_c_message_unpack(answer_desc, NULL, n, (const uint8_t *)bytes + used);
+    g_assert_nonnull(*answer);
+  }
+  g_free(bytes);
+  g_test_message("%s: %s%s%s", method, st ? weft_code_name(weft_status_code(st)) : "OK",
+                 st ? ": " : "", st ? weft_status_message(st) : "");
+  return st;
+}
+
+static void expect(weft_status_t *st, weft_code_t code, const char *message) {
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(code));
+  if (message) g_assert_cmpstr(weft_status_message(st), ==, message);
+  weft_status_free(st);
+}
+
+typedef struct nodes {
+  GPtrArray *owned; /* everything allocated for the graph */
+  GPtrArray *nodes; /* Tensorflow__NodeDef* */
+} nodes_t;
+
+static void *own(nodes_t *g, void *p) {
+  g_ptr_array_add(g->owned, p);
+  return p;
+}
+
+static Tensorflow__AttrEntry *attr_entry(nodes_t *g, const char *key) {
+  Tensorflow__AttrEntry *e = own(g, g_new0(Tensorflow__AttrEntry, 1));
+  tensorflow__attr_entry__init(e);
+  e->key = own(g, g_strdup(key));
+  e->value = own(g, g_new0(Tensorflow__AttrValue, 1));
+  tensorflow__attr_value__init(e->value);
+  return e;
+}
+
+static Tensorflow__NodeDef *add_node(nodes_t *g, const char *name, const char *op,
+                                     const char *device, int n_inputs, const char *const *inputs) {
+  Tensorflow__NodeDef *n = own(g, g_new0(Tensorflow__NodeDef, 1));
+  tensorflow__node_def__init(n);
+  n->name = own(g, g_strdup(name));
+  n->op = own(g, g_strdup(op));
+  if (device) n->device = own(g, g_strdup(device));
+  n->n_input = (size_t)n_inputs;
+  n->input = own(g, g_new0(char *, n_inputs + 1));
+  for (int k = 0; k < n_inputs; k++) n->input[k] = own(g, g_strdup(inputs[k]));
+  n->attr = own(g, g_new0(Tensorflow__AttrEntry *, 8));
+  g_ptr_array_add(g->nodes, n);
+  return n;
+}
+
+static void set_type(nodes_t *g, Tensorflow__NodeDef *n, const char *key, int dtype) {
+  Tensorflow__AttrEntry *e = attr_entry(g, key);
+  e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
+  e->value->type = dtype;
+  n->attr[n->n_attr++] = e;
+}
+
+static void set_string(nodes_t *g, Tensorflow__NodeDef *n, const char *key, const char *v) {
+  Tensorflow__AttrEntry *e = attr_entry(g, key);
+  e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
+  e->value->s.data = own(g, g_strdup(v));
+  e->value->s.len = strlen(v);
+  n->attr[n->n_attr++] = e;
+}
+
+static void set_int(nodes_t *g, Tensorflow__NodeDef *n, const char *key, int64_t v) {
+  Tensorflow__AttrEntry *e = attr_entry(g, key);
+  e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+  e->value->i = v;
+  n->attr[n->n_attr++] = e;
+}
+
+static void graph_init(nodes_t *g) {
+  g->owned = g_ptr_array_new_with_free_func(g_free);
+  g->nodes = g_ptr_array_new();
+}
+
+static void graph_clear(nodes_t *g) {
+  g_ptr_array_free(g->nodes, TRUE);
+  g_ptr_array_free(g->owned, TRUE);
+}
+
+static void graph_def(nodes_t *g, Tensorflow__GraphDef *gd) {
+  tensorflow__graph_def__init(gd);
+  gd->n_node = g->nodes->len;
+  gd->node = (Tensorflow__NodeDef **)g->nodes->pdata;
+}
+
+/* x = Placeholder(float), y = Identity(x), z = NoOp, on the worker. */
+static char *create_session(const char *address, const char *device) {
+  nodes_t g;
+  graph_init(&g);
+  Tensorflow__NodeDef *x = add_node(&g, "x", "Placeholder", device, 0, NULL);
+  set_type(&g, x, "dtype", WEFT_DT_FLOAT);
+  const char *in_x[] = {"x"};
+  set_type(&g, add_node(&g, "y", "Identity", device, 1, in_x), "T", WEFT_DT_FLOAT);
+  add_node(&g, "z", "NoOp", device, 0, NULL);
+  Tensorflow__GraphDef gd;
+  graph_def(&g, &gd);
+  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
+  req.graph_def = &gd;
+  ProtobufCMessage *answer = NULL;
+  OK(call(address, "/weft.Master/CreateSession", &req.base,
+          &weft__create_session_response__descriptor, &answer));
+  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
+  protobuf_c_message_free_unpacked(answer, NULL);
+  graph_clear(&g);
+  return handle;
+}
+
+static weft_status_t *run_step(const char *address, const char *handle, int n_fetch,
+                               const char *const *fetch, int n_target,
+                               const char *const *target) {
+  Weft__RunStepRequest req = WEFT__RUN_STEP_REQUEST__INIT;
+  req.session_handle = (char *)handle;
+  req.n_fetch = (size_t)n_fetch;
+  req.fetch = (char **)fetch;
+  req.n_target = (size_t)n_target;
+  req.target = (char **)target;
+  return call(address, "/weft.Master/RunStep", &req.base, NULL, NULL);
+}
+
+static uint64_t incarnation_of(const char *address) {
+  Weft__GetStatusRequest req = WEFT__GET_STATUS_REQUEST__INIT;
+  ProtobufCMessage *answer = NULL;
+  OK(call(address, "/weft.Worker/GetStatus", &req.base, &weft__get_status_response__descriptor,
+          &answer));
+  uint64_t inc = ((Weft__GetStatusResponse *)answer)->incarnation;
+  protobuf_c_message_free_unpacked(answer, NULL);
+  return inc;
+}
+
+/* Registers g on the worker at address with peer ps; returns the status and the handle. */
+static weft_status_t *register_graph(const char *address, nodes_t *g, const char *peer_task,
+                                     const char *peer_address, char **handle) {
+  Tensorflow__GraphDef gd;
+  graph_def(g, &gd);
+  Weft__RegisterGraphRequest req = WEFT__REGISTER_GRAPH_REQUEST__INIT;
+  req.session_handle = "attacker";
+  req.graph_def = &gd;
+  req.incarnation = incarnation_of(address);
+  Weft__TaskAddress peer = WEFT__TASK_ADDRESS__INIT;
+  Weft__TaskAddress *peers[1] = {&peer};
+  if (peer_task) {
+    peer.task = (char *)peer_task;
+    peer.address = (char *)peer_address;
+    peer.incarnation = incarnation_of(peer_address);
+    req.n_peer = 1;
+    req.peer = peers;
+  }
+  ProtobufCMessage *answer = NULL;
+  weft_status_t *st = call(address, "/weft.Worker/RegisterGraph", &req.base,
+                           &weft__register_graph_response__descriptor, &answer);
+  *handle = NULL;
+  if (answer) {
+    *handle = g_strdup(((Weft__RegisterGraphResponse *)answer)->graph_handle);
+    protobuf_c_message_free_unpacked(answer, NULL);
+  }
+  return st;
+}
+
+static weft_status_t *run_graph(const char *address, const char *handle, int64_t step_id,
+                                int64_t timeout_ms) {
+  Weft__RunGraphRequest req = WEFT__RUN_GRAPH_REQUEST__INIT;
+  req.graph_handle = (char *)handle;
+  req.step_id = step_id;
+  req.incarnation = incarnation_of(address);
+  req.timeout_ms = timeout_ms;
+  return call(address, "/weft.Worker/RunGraph", &req.base, NULL, NULL);
+}
+
+/* A partition graph on the worker whose _Recv nodes (n of them, keys k0.., from `from`) feed
+ * nothing. */
+static void recv_graph(nodes_t *g, int n, const char *from) {
+  const char *dev = "/job:worker/replica:0/task:0/device:CPU:0";
+  for (int k = 0; k < n; k++) {
+    char name[32], key[32];
+    g_snprintf(name, sizeof name, "r%d", k);
+    g_snprintf(key, sizeof key, "k%d", k);
+    Tensorflow__NodeDef *r = add_node(g, name, "_Recv", dev, 0, NULL);
+    set_type(g, r, "tensor_type", WEFT_DT_FLOAT);
+    set_string(g, r, "tensor_name", key);
+    set_string(g, r, "send_device", from);
+    set_int(g, r, "send_device_incarnation", 1);
+    set_string(g, r, "recv_device", dev);
+  }
+}
+
+static void test_hostile_requests(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *ps = c.address[0], *worker = c.address[1];
+  const char *wdev = "/job:worker/replica:0/task:0/device:CPU:0";
+  char *handle = create_session(worker, "/job:worker/task:0");
+  char *msg;
+
+  /* RunStep: unknown session, fetches and targets that do not exist, duplicates. */
+  expect(run_step(worker, "no-such-session", 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED,
+         "Session 'no-such-session' is not known to the master of /job:worker/replica:0/task:0 "
+         "(it was closed, or the server restarted); create the session again");
+  expect(run_step(worker, handle, 2, (const char *[]){"y", "y"}, 0, NULL), WEFT_INVALID_ARGUMENT,
+         "You must feed a value for placeholder tensor 'x' with dtype float32 and shape "
+         "<unknown>");
+  expect(run_step(worker, handle, 1, (const char *[]){"nope"}, 0, NULL), WEFT_NOT_FOUND,
+         "The tensor 'nope' does not exist in the graph: no node 'nope'");
+  expect(run_step(worker, handle, 1, (const char *[]){"y:7"}, 0, NULL), WEFT_NOT_FOUND,
+         "The tensor 'y:7' does not exist: node 'y' (Identity) has 1 output");
+  expect(run_step(worker, handle, 1, (const char *[]){"^y"}, 0, NULL), WEFT_NOT_FOUND,
+         "The tensor '^y' does not exist in the graph: no node '^y'");
+  expect(run_step(worker, handle, 0, NULL, 1, (const char *[]){"nope"}), WEFT_NOT_FOUND,
+         "Target 'nope' is not a node in the graph");
+  OK(run_step(worker, handle, 0, NULL, 2, (const char *[]){"z", "z"}));
+
+  /* ExtendSession: a self-loop, a stale version, an unknown session, a name taken. */
+  {
+    nodes_t g;
+    graph_init(&g);
+    set_type(&g, add_node(&g, "w", "Identity", NULL, 1, (const char *[]){"w"}), "T",
+             WEFT_DT_FLOAT);
+    Tensorflow__GraphDef gd;
+    graph_def(&g, &gd);
+    Weft__ExtendSessionRequest req = WEFT__EXTEND_SESSION_REQUEST__INIT;
+    req.session_handle = handle;
+    req.graph_def = &gd;
+    req.current_graph_version = 3;
+    const char *m = "/weft.Master/ExtendSession";
+    expect(call(worker, m, &req.base, NULL, NULL), WEFT_INVALID_ARGUMENT,
+           "ExtendSession: GraphDef has a cycle through nodes 'w' -> 'w' that no NextIteration "
+           "-> Merge edge closes");
+    req.current_graph_version = -7;
+    expect(call(worker, m, &req.base, NULL, NULL), WEFT_FAILED_PRECONDITION,
+           "ExtendSession: the client extends a graph of -7 nodes but the master holds 3");
+    req.session_handle = "nope";
+    expect(call(worker, m, &req.base, NULL, NULL), WEFT_ABORTED,
+           "Session 'nope' is not known to the master of /job:worker/replica:0/task:0 (it was "
+           "closed, or the server restarted); create the session again");
+    graph_clear(&g);
+    graph_init(&g);
+    set_type(&g, add_node(&g, "y", "Identity", NULL, 1, (const char *[]){"x"}), "T",
+             WEFT_DT_FLOAT);
+    graph_def(&g, &gd);
+    req.session_handle = handle;
+    req.current_graph_version = 3;
+    expect(call(worker, m, &req.base, NULL, NULL), WEFT_ALREADY_EXISTS,
+           "ExtendSession: Node 'y' of the GraphDef already exists in the graph");
+    graph_clear(&g);
+  }
+
+  /* Worker calls with handles and steps nobody made, and aborts with odd codes. */
+  expect(run_graph(worker, "feedfacefeedface", 1, 1000), WEFT_ABORTED,
+         "Graph handle 'feedfacefeedface' is not registered on task /job:worker/replica:0/task:0 "
+         "(the task may have restarted); create the session again");
+  {
+    Weft__AbortRequest ab = WEFT__ABORT_REQUEST__INIT;
+    ab.step_id = 424242;
+    ab.code = 0;
+    expect(call(worker, "/weft.Worker/Abort", &ab.base, NULL, NULL), WEFT_INVALID_ARGUMENT,
+           "Invalid Abort request: field 'code' is 0; an abort needs an error code from 1 to 16");
+    ab.code = 9999;
+    expect(call(worker, "/weft.Worker/Abort", &ab.base, NULL, NULL), WEFT_INVALID_ARGUMENT,
+           "Invalid Abort request: field 'code' is 9999; an abort needs an error code from 1 to "
+           "16");
+    ab.code = WEFT_CANCELLED;
+    ab.reason = "the attacker says so";
+    OK(call(worker, "/weft.Worker/Abort", &ab.base, NULL, NULL));
+    /* A RecvTensor of the aborted step answers at once with the abort's code and reason. */
+    Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+    req.rendezvous_key = "k0";
+    req.step_id = 424242;
+    weft_status_t *st = call(worker, "/weft.Worker/RecvTensor", &req.base, NULL, NULL);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_CANCELLED);
+    g_assert_nonnull(strstr(weft_status_message(st), "the attacker says so"));
+    weft_status_free(st);
+  }
+
+  /* RegisterGraph: a _Recv that waits for the _Send it feeds on the same task (a cycle through
+   * the rendezvous): the step ends at its deadline. */
+  {
+    nodes_t g;
+    graph_init(&g);
+    recv_graph(&g, 1, wdev);
+    Tensorflow__NodeDef *s = add_node(&g, "s", "_Send", wdev, 1, (const char *[]){"r0"});
+    set_type(&g, s, "T", WEFT_DT_FLOAT);
+    set_string(&g, s, "tensor_name", "k0");
+    set_string(&g, s, "send_device", wdev);
+    set_int(&g, s, "send_device_incarnation", 1);
+    set_string(&g, s, "recv_device", wdev);
+    char *gh = NULL;
+    OK(register_graph(worker, &g, "/job:worker/replica:0/task:0", worker, &gh));
+    weft_status_t *st = run_graph(worker, gh, 77, 2000);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_DEADLINE_EXCEEDED);
+    weft_status_free(st);
+    g_free(gh);
+    graph_clear(&g);
+  }
+
+  /* RegisterGraph with more _Recv nodes than a graph may have: refused before any thread of
+   * them is made. */
+  {
+    nodes_t g;
+    graph_init(&g);
+    recv_graph(&g, WEFT_MAX_RECV_PER_GRAPH + 1, "/job:ps/replica:0/task:0/device:CPU:0");
+    char *gh = NULL;
+    int before = proc_threads(c.d[1].pid);
+    msg = g_strdup_printf("RegisterGraph on /job:worker/replica:0/task:0: the graph has %d _Recv "
+                          "nodes, each of which takes a thread; a graph may have at most %d",
+                          WEFT_MAX_RECV_PER_GRAPH + 1, WEFT_MAX_RECV_PER_GRAPH);
+    expect(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh), WEFT_INVALID_ARGUMENT,
+           msg);
+    g_free(msg);
+    int after = proc_threads(c.d[1].pid);
+    g_test_message("threads of the worker: %d before, %d after", before, after);
+    g_assert_cmpint(after, <, before + 64);
+    g_assert_null(gh);
+    graph_clear(&g);
+  }
+
+  /* The server still serves. */
+  char *again = create_session(worker, "/job:worker/task:0");
+  g_free(again);
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CloseSession while a step of the session runs */
+
+typedef struct step_call {
+  const char *address, *handle;
+  weft_status_t *st;
+} step_call_t;
+
+static gpointer run_step_thread(gpointer data) {
+  step_call_t *sc = data;
+  Weft__RunStepRequest req = WEFT__RUN_STEP_REQUEST__INIT;
+  req.session_handle = (char *)sc->handle;
+  char *fetch = "y";
+  req.n_fetch = 1;
+  req.fetch = &fetch;
+  req.timeout_ms = 5000;
+  sc->st = call(sc->address, "/weft.Master/RunStep", &req.base, NULL, NULL);
+  return NULL;
+}
+
+/* c = Const on the ps, y = Identity(c) on the worker: a step needs both tasks. With the ps
+ * stopped the step blocks; closing the session meanwhile must end the step with an error and
+ * leave the server serving (no crash, no step that waits past its deadline). */
+static void test_close_during_step(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *worker = c.address[1];
+  nodes_t g;
+  graph_init(&g);
+  Tensorflow__NodeDef *k = add_node(&g, "c", "Const", "/job:ps/task:0", 0, NULL);
+  set_type(&g, k, "dtype", WEFT_DT_FLOAT);
+  Tensorflow__TensorProto t = TENSORFLOW__TENSOR_PROTO__INIT;
+  Tensorflow__TensorShapeProto shape = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
+  float one = 1.0f;
+  t.dtype = TENSORFLOW__DATA_TYPE__DT_FLOAT;
+  t.tensor_shape = &shape;
+  t.n_float_val = 1;
+  t.float_val = &one;
+  Tensorflow__AttrEntry *value = attr_entry(&g, "value");
+  value->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR;
+  value->value->tensor = &t;
+  k->attr[k->n_attr++] = value;
+  set_type(&g, add_node(&g, "y", "Identity", "/job:worker/task:0", 1, (const char *[]){"c"}),
+           "T", WEFT_DT_FLOAT);
+  Tensorflow__GraphDef gd;
+  graph_def(&g, &gd);
+  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
+  req.graph_def = &gd;
+  ProtobufCMessage *answer = NULL;
+  OK(call(worker, "/weft.Master/CreateSession", &req.base,
+          &weft__create_session_response__descriptor, &answer));
+  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
+  protobuf_c_message_free_unpacked(answer, NULL);
+  graph_clear(&g);
+
+  step_call_t sc = {worker, handle, NULL};
+  run_step_thread(&sc);
+  OK(sc.st);
+  weftd_cluster_signal(&c, 0, SIGSTOP);
+  GThread *th = g_thread_new("step", run_step_thread, &sc);
+  g_usleep(500 * 1000);
+  Weft__CloseSessionRequest close = WEFT__CLOSE_SESSION_REQUEST__INIT;
+  close.session_handle = handle;
+  gint64 t0 = g_get_monotonic_time();
+  OK(call(worker, "/weft.Master/CloseSession", &close.base, NULL, NULL));
+  g_thread_join(th);
+  g_test_message("the step ended %.1f s after CloseSession: %s: %s",
+                 (double)(g_get_monotonic_time() - t0) / 1e6,
+                 weft_code_name(weft_status_code(sc.st)), weft_status_message(sc.st));
+  g_assert_nonnull(sc.st);
+  weft_status_free(sc.st);
+  weftd_cluster_signal(&c, 0, SIGCONT);
+  /* Both tasks still serve. */
+  expect(run_step(worker, handle, 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED, NULL);
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam/shm_forged_offers", test_shm_forged_offers);
+  g_test_add_func("/redteam/hostile_requests", test_hostile_requests);
+  g_test_add_func("/redteam/close_during_step", test_close_during_step);
   return g_test_run();
 }

@@ -306,6 +306,10 @@ typedef struct weft__xfer_state {
 #define WEFT_RECV_GROUP_ATTR "_weft_recv_group"
 #define WEFT_MAX_RECV_GROUP 64
 #define WEFT_RECV_GROUP_MAX_BYTES ((int64_t)64 << 10)
+/* _Recv nodes of one registered partition graph. Each costs a thread of every execution slot of
+ * the graph (worker.c), made when the graph is registered, so a RegisterGraph with 100,000 of
+ * them would take 100,000 threads of the host; real partitions have a few per peer tensor. */
+#define WEFT_MAX_RECV_PER_GRAPH 4096
 /* Builds the kernel instance of a _Send or _Recv node for a slot whose step pointer is *step;
  * peers maps task names to weft__task_ref_t* (address) and incarnations (GHashTable of
  * task name -> Weft__TaskAddress*). Free with weft__xfer_instance_free. */

@@ -537,6 +537,14 @@ weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluste
                    "keys in all", r->n_more_keys, WEFT_MAX_RECV_GROUP);
     }
     if (!st) st = check_names(method, "more_keys", r->more_keys, r->n_more_keys);
+  } else if (d == &weft__abort_request__descriptor) {
+    /* The step's waiters and later calls are answered with this code: OK or a number outside
+     * gRPC's codes would make them fail with an error that says nothing. */
+    const Weft__AbortRequest *r = (const void *)msg;
+    if (r->code < WEFT_CANCELLED || r->code > WEFT_UNAUTHENTICATED) {
+      st = invalid(method, "field 'code' is %d; an abort needs an error code from %d to %d",
+                   r->code, WEFT_CANCELLED, WEFT_UNAUTHENTICATED);
+    }
   }
   return st;
 }

@@ -383,6 +383,12 @@ static weft_status_t *build_graph(weft__worker_t *w, const Weft__RegisterGraphRe
     st = weft__kernel_instance_for_node(node, g->devices[k], &dopts, &g->kernels[k]);
   }
   if (st) return st;
+  if (g->n_recv > WEFT_MAX_RECV_PER_GRAPH) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "RegisterGraph on %s: the graph has %d _Recv nodes, each of which "
+                           "takes a thread; a graph may have at most %d",
+                           w->task_name, g->n_recv, WEFT_MAX_RECV_PER_GRAPH);
+  }
   slot_t *slot = NULL;
   st = slot_new(g, &slot);
   if (st) return st;
