@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "distributed/distributed_internal.h"
+#include "process_util.h"
 #include "weft/weft.h"
 #include "weftd_cluster.h"
 
@@ -493,6 +494,110 @@ static void test_hostile_requests(void) {
   weftd_cluster_stop(&c);
 }
 
+/* A RunStep of `handle` feeding n tensors (names, metas) followed by `tail`, fetching `fetch`. */
+static weft_status_t *run_step_fed(const char *address, const char *handle, int n,
+                                   const char *const *names, Weft__TensorMeta *const *metas,
+                                   const void *tail, size_t tail_len, const char *fetch) {
+  Weft__RunStepRequest req = WEFT__RUN_STEP_REQUEST__INIT;
+  req.session_handle = (char *)handle;
+  req.n_feed = (size_t)n;
+  req.feed = (char **)names;
+  req.n_fetch = 1;
+  req.fetch = (char **)&fetch;
+  Weft__TensorList list = WEFT__TENSOR_LIST__INIT;
+  list.n_tensor = (size_t)n;
+  list.tensor = (Weft__TensorMeta **)metas;
+  GByteArray *frame = weftd_frame_request(&req.base, &list, tail, tail_len);
+  char *bytes = NULL;
+  size_t len = 0;
+  weft_status_t *st = weft__rpc_raw(address, "/weft.Master/RunStep", frame->data, frame->len,
+                                    20000, &bytes, &len);
+  g_test_message("RunStep with %d feeds: %s: %s", n, weft_code_name(weft_status_code(st)),
+                 weft_status_message(st));
+  g_byte_array_free(frame, TRUE);
+  g_free(bytes);
+  return st;
+}
+
+static void test_hostile_feeds(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 1, NULL)) return;
+  const char *worker = c.address[0];
+  char *handle = create_session(worker, "/job:worker/task:0");
+  int64_t one = 1;
+  Weft__TensorMeta f = WEFT__TENSOR_META__INIT, s = WEFT__TENSOR_META__INIT;
+  f.dtype = WEFT_DT_FLOAT;
+  f.n_dims = 1;
+  f.dims = &one;
+  f.nbytes = 4;
+  float two[2] = {2.0f, 3.0f};
+  Weft__TensorMeta *ff[2] = {&f, &f};
+  /* The same placeholder fed twice. */
+  expect(run_step_fed(worker, handle, 2, (const char *[]){"x", "x"}, ff, two, 8, "y"),
+         WEFT_INVALID_ARGUMENT, "Tensor 'x' is fed more than once");
+  /* A feed of a node that is not a placeholder replaces its output (as in TensorFlow); fetching
+   * what is fed leaves the master no partition to run, which crashed weftd (a NULL partition
+   * in master.c's execute). */
+  OK(run_step_fed(worker, handle, 1, (const char *[]){"y"}, ff, two, 4, "y"));
+  expect(run_step_fed(worker, handle, 1, (const char *[]){"nope"}, ff, two, 4, "y"),
+         WEFT_NOT_FOUND, "The tensor 'nope' does not exist in the graph: no node 'nope'");
+  /* int32 into a float placeholder. */
+  f.dtype = WEFT_DT_INT32;
+  expect(run_step_fed(worker, handle, 1, (const char *[]){"x"}, ff, two, 4, "y"),
+         WEFT_INVALID_ARGUMENT, "Feed 'x': expected a tensor of type float32 but got int32");
+  /* A string tensor whose element lengths add up past 2^64. */
+  uint64_t lengths[2] = {G_MAXUINT64 / 2 + 2, G_MAXUINT64 / 2 + 2};
+  int64_t n2 = 2;
+  s.dtype = WEFT_DT_STRING;
+  s.n_dims = 1;
+  s.dims = &n2;
+  s.n_string_lengths = 2;
+  s.string_lengths = lengths;
+  s.nbytes = 2;
+  Weft__TensorMeta *ss[1] = {&s};
+  expect(run_step_fed(worker, handle, 1, (const char *[]){"x"}, ss, "ab", 2, "y"),
+         WEFT_INVALID_ARGUMENT,
+         "Invalid RunStep request: field 'feed[0].tensor_content' holds 2 bytes but its string "
+         "lengths add up to more than 9223372036854775807");
+  /* The server still runs a good step. */
+  f.dtype = WEFT_DT_FLOAT;
+  OK(run_step_fed(worker, handle, 1, (const char *[]){"x"}, ff, two, 4, "y"));
+  weftd_cluster_stop(&c);
+  g_free(handle);
+}
+
+/* `weft run` against weftd, feeding and fetching the same tensor: the RunStep that crashed weftd,
+ * as a user sends it. The answer is the fed value. */
+static void test_cli_fetch_fed(void) {
+  const char *root = g_getenv("WEFT_CORPUS");
+  char *dir = root ? g_strdup(root)
+                   : g_build_filename(WEFT_SOURCE_DIR, "..", "shared", "corpus", NULL);
+  char *graph = g_build_filename(dir, "tf", "graphdef", "multiplication.pb", NULL);
+  g_free(dir);
+  if (!g_file_test(graph, G_FILE_TEST_IS_REGULAR)) {
+    char *why = g_strdup_printf("corpus file %s not found (set WEFT_CORPUS)", graph);
+    g_test_skip(why);
+    g_free(why);
+    g_free(graph);
+    return;
+  }
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 1, NULL)) {
+    g_free(graph);
+    return;
+  }
+  const char *args[] = {"run", "--graph", graph, "--feed", "c=5", "--feed", "a=2", "--fetch", "c",
+                        "--fetch", "a", "--target", c.target[0], "--json", NULL};
+  run_result_t r = run_program(WEFT_BUILD_DIR "/core/tools/weft", args, NULL);
+  g_test_message("weft run: exit %d: %s%s", r.exit_code, r.out, r.err);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  g_assert_cmpstr(r.out, ==, "{\"c\": {\"dtype\": \"float32\", \"shape\": [], \"values\": [5]}, "
+                             "\"a\": {\"dtype\": \"float32\", \"shape\": [], \"values\": [2]}}\n");
+  run_result_clear(&r);
+  weftd_cluster_stop(&c);
+  g_free(graph);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * CloseSession while a step of the session runs */
 
@@ -575,6 +680,8 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam/shm_forged_offers", test_shm_forged_offers);
   g_test_add_func("/redteam/hostile_requests", test_hostile_requests);
+  g_test_add_func("/redteam/hostile_feeds", test_hostile_feeds);
+  g_test_add_func("/redteam/cli_fetch_fed", test_cli_fetch_fed);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
   return g_test_run();
 }

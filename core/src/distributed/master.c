@@ -1068,9 +1068,11 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     refused = true;
     finish_part(&calls[k]);
   }
-  if (!refused) {
+  /* No partition at all when every fetch is fed (RunStep feeding and fetching 'y'): there is
+   * nothing to run, and calls[0] has no partition. */
+  if (n > 0 && !refused) {
     do_run_graph(&calls[here]);
-  } else {
+  } else if (n > 0) {
     calls[here].status = weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"
                                          G_GINT64_FORMAT " was not started", run.step_id);
     finish_part(&calls[here]);

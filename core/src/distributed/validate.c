@@ -117,7 +117,9 @@ static weft_status_t *check_meta(const char *method, const weft__limits_t *l,
     case WEFT__WIRE_META_STRING_BYTES:
       st = invalid(method, "field '%s.tensor_content' holds %" G_GUINT64_FORMAT " bytes but its "
                    "string lengths add up to %s%" G_GUINT64_FORMAT, field, (guint64)m->nbytes,
-                   c.string_overflow ? "more than " : "", c.string_total);
+                   c.string_overflow ? "more than " : "",
+                   /* string_total stops before the length that overflowed: name the bound. */
+                   c.string_overflow ? (guint64)G_MAXINT64 : c.string_total);
       break;
     case WEFT__WIRE_META_BYTES_OVERFLOW:
       st = invalid(method, "field '%s' (dtype %s, shape %s) has too many elements", field, dtype,
