@@ -676,6 +676,79 @@ static void test_close_during_step(void) {
   weftd_cluster_stop(&c);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Damaged checkpoint folders given to weft-train */
+
+/* weft-train --local on `dir`; returns its result (the caller clears it). */
+static run_result_t train_in(const char *dir, const char *steps) {
+  const char *args[] = {"--local", "--model", "linear", "--train_steps", steps,
+                        "--save_steps", steps, "--checkpoint_dir", dir, NULL};
+  return run_program(WEFT_BUILD_DIR "/core/tools/weft-train", args, NULL);
+}
+
+/* A truncated index or data file stops the chief with DATA_LOSS naming the file; a state file
+ * that is garbage, or names a file that is not a checkpoint, starts afresh as TensorFlow does,
+ * but says so on stderr instead of silently training from step 0 beside the checkpoints. */
+static void test_damaged_checkpoints(void) {
+  char *dir = test_tmpdir("weft-redteam-XXXXXX");
+  run_result_t r = train_in(dir, "20");
+  g_assert_cmpint(r.exit_code, ==, 0);
+  run_result_clear(&r);
+  char *index = g_build_filename(dir, "model.ckpt-20.index", NULL);
+  char *data = g_build_filename(dir, "model.ckpt-20.data-00000-of-00001", NULL);
+  char *state = g_build_filename(dir, "checkpoint", NULL);
+  gchar *index_bytes = NULL, *data_bytes = NULL, *state_bytes = NULL;
+  gsize index_len = 0, data_len = 0;
+  g_assert_true(g_file_get_contents(index, &index_bytes, &index_len, NULL));
+  g_assert_true(g_file_get_contents(data, &data_bytes, &data_len, NULL));
+  g_assert_true(g_file_get_contents(state, &state_bytes, NULL, NULL));
+
+  g_assert_true(g_file_set_contents(index, index_bytes, 20, NULL));
+  r = train_in(dir, "40");
+  g_assert_cmpint(r.exit_code, ==, 1);
+  char *want = g_strdup_printf("Checkpoint index '%s' is truncated: 20 bytes is shorter than a "
+                               "table footer (48 bytes)", index);
+  g_assert_nonnull(strstr(r.err, want));
+  g_free(want);
+  run_result_clear(&r);
+  g_assert_true(g_file_set_contents(index, index_bytes, (gssize)index_len, NULL));
+
+  g_assert_true(g_file_set_contents(data, data_bytes, 3, NULL));
+  r = train_in(dir, "40");
+  g_assert_cmpint(r.exit_code, ==, 1);
+  g_assert_nonnull(strstr(r.err, "DATA_LOSS"));
+  g_assert_nonnull(strstr(r.err, "is truncated: tensor '"));
+  run_result_clear(&r);
+  g_assert_true(g_file_set_contents(data, data_bytes, (gssize)data_len, NULL));
+
+  g_assert_true(g_file_set_contents(state, "model_checkpoint_path: \"/etc/passwd\"\n", -1, NULL));
+  r = train_in(dir, "40");
+  g_assert_cmpint(r.exit_code, ==, 0);
+  want = g_strdup_printf("the checkpoint state in '%s' names '/etc/passwd', which is not a "
+                         "checkpoint (no index file)", dir);
+  g_assert_nonnull(strstr(r.err, want));
+  g_free(want);
+  run_result_clear(&r);
+
+  g_assert_true(g_file_set_contents(state, "garbage\n", -1, NULL));
+  r = train_in(dir, "40");
+  g_assert_cmpint(r.exit_code, ==, 0);
+  want = g_strdup_printf("ignoring the checkpoint state in '%s': Checkpoint state file '%s', "
+                         "line 1: expected field: \"value\", got 'garbage'", dir, state);
+  g_assert_nonnull(strstr(r.err, want));
+  g_free(want);
+  run_result_clear(&r);
+
+  g_free(index_bytes);
+  g_free(data_bytes);
+  g_free(state_bytes);
+  g_free(index);
+  g_free(data);
+  g_free(state);
+  test_rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam/shm_forged_offers", test_shm_forged_offers);
@@ -683,5 +756,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/hostile_feeds", test_hostile_feeds);
   g_test_add_func("/redteam/cli_fetch_fed", test_cli_fetch_fed);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
+  g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
   return g_test_run();
 }

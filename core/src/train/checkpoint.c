@@ -133,8 +133,16 @@ static bool checkpoint_exists(const char *prefix) {
 char *weft_checkpoint_latest(const char *dir) {
   char *latest = NULL;
   weft_status_t *st = weft_checkpoint_state_read(dir, &latest, NULL);
+  /* As TensorFlow's latest_checkpoint, a damaged state file means no checkpoint; but a chief
+   * then starts from scratch beside the checkpoints that are there, so say why. */
+  if (st && weft_status_code(st) != WEFT_NOT_FOUND) {
+    weft__log(WEFT_LOG_WARNING, "checkpoint", "ignoring the checkpoint state in '%s': %s", dir,
+              weft_status_message(st));
+  }
   weft_status_free(st);
   if (latest && !checkpoint_exists(latest)) {
+    weft__log(WEFT_LOG_WARNING, "checkpoint", "the checkpoint state in '%s' names '%s', which "
+              "is not a checkpoint (no index file)", dir, latest);
     g_free(latest);
     latest = NULL;
   }
