@@ -598,6 +598,43 @@ static void test_cli_fetch_fed(void) {
   g_free(graph);
 }
 
+/* ExtendSession after ExtendSession, each within --max_graph_nodes, must not grow one session's
+ * graph past it. */
+static weft_status_t *extend_by(const char *address, const char *handle, int64_t version, int n,
+                                int first) {
+  nodes_t g;
+  graph_init(&g);
+  for (int k = 0; k < n; k++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "extra%d", first + k);
+    add_node(&g, name, "NoOp", NULL, 0, NULL);
+  }
+  Tensorflow__GraphDef gd;
+  graph_def(&g, &gd);
+  Weft__ExtendSessionRequest req = WEFT__EXTEND_SESSION_REQUEST__INIT;
+  req.session_handle = (char *)handle;
+  req.graph_def = &gd;
+  req.current_graph_version = version;
+  weft_status_t *st = call(address, "/weft.Master/ExtendSession", &req.base, NULL, NULL);
+  graph_clear(&g);
+  return st;
+}
+
+static void test_extend_limit(void) {
+  const char *extra[] = {"--max_graph_nodes", "10", NULL};
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 0, 1, extra)) return;
+  const char *worker = c.address[0];
+  char *handle = create_session(worker, "/job:worker/task:0"); /* 3 nodes */
+  OK(extend_by(worker, handle, 3, 6, 0));
+  expect(extend_by(worker, handle, 9, 2, 6), WEFT_INVALID_ARGUMENT,
+         "ExtendSession: the session's graph would have 11 nodes; the server allows at most 10 "
+         "(--max_graph_nodes)");
+  OK(extend_by(worker, handle, 9, 1, 6));
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * CloseSession while a step of the session runs */
 
@@ -755,6 +792,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/hostile_requests", test_hostile_requests);
   g_test_add_func("/redteam/hostile_feeds", test_hostile_feeds);
   g_test_add_func("/redteam/cli_fetch_fed", test_cli_fetch_fed);
+  g_test_add_func("/redteam/extend_limit", test_extend_limit);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
   g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
   return g_test_run();

@@ -259,6 +259,7 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
   m->pool = weft__pool_new("The master's call pool", "--max_rpc_threads", "weft-master", threads,
                            MASTER_MAX_QUEUED);
   m->opts.session_gc_seconds = opts ? opts->session_gc_seconds : 0;
+  m->opts.max_graph_nodes = opts ? opts->max_graph_nodes : 0;
   g_cond_init(&m->gc_wake);
   m->reclaimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   if (m->opts.session_gc_seconds > 0) {
@@ -629,6 +630,15 @@ weft_status_t *weft__master_extend_session(weft__master_t *m, const char *handle
                          "ExtendSession: the client extends a graph of %" G_GINT64_FORMAT
                          " nodes but the master holds %" G_GINT64_FORMAT,
                          current_version, have);
+  } else if (gd && m->opts.max_graph_nodes > 0 &&
+             (int64_t)gd->n_node > m->opts.max_graph_nodes - have) {
+    /* Each request is held to --max_graph_nodes (validate.c); without this, repeated extends
+     * would grow one session's graph without bound. */
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "ExtendSession: the session's graph would have %" G_GINT64_FORMAT
+                         " nodes; the server allows at most %" G_GINT64_FORMAT
+                         " (--max_graph_nodes)",
+                         have + (int64_t)gd->n_node, m->opts.max_graph_nodes);
   } else if (gd) {
     st = weft__graph_import_graphdef_proto(s->graph, gd, NULL);
     if (st) weft_status_prefix(st, "ExtendSession");

@@ -956,7 +956,8 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
                                   opts ? opts->step_timeout_ms : 0, security,
                                   opts ? opts->session_gc_seconds
                                        : WEFT_DEFAULT_SESSION_GC_SECONDS,
-                                  opts ? opts->max_rpc_threads : WEFT_DEFAULT_MAX_RPC_THREADS};
+                                  opts ? opts->max_rpc_threads : WEFT_DEFAULT_MAX_RPC_THREADS,
+                                  s->limits.max_graph_nodes};
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
