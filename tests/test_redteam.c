@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -844,6 +845,66 @@ static void test_damaged_checkpoints(void) {
   g_free(dir);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * FIFOs and devices where a model file should be */
+
+static void expect_weft_error(const char *const *args, const char *message) {
+  run_result_t r = run_program(WEFT_BUILD_DIR "/core/tools/weft", args, NULL);
+  g_test_message("weft %s: exit %d: %s", args[0], r.exit_code, r.err);
+  g_assert_cmpint(r.exit_code, ==, 1);
+  char *want = g_strdup_printf("weft: error: %s\n", message);
+  g_assert_cmpstr(r.err, ==, want);
+  g_free(want);
+  run_result_clear(&r);
+}
+
+/* A GraphDef, SavedModel or checkpoint file that is a FIFO blocked its reader forever; one that
+ * is a link to /dev/zero read until memory ran out. Both are now refused at once. */
+static void test_special_files(void) {
+  char *dir = test_tmpdir("weft-redteam-XXXXXX");
+  char *fifo = g_build_filename(dir, "graph.pb", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  char *msg = g_strdup_printf("INVALID_ARGUMENT: GraphDef file '%s' is a FIFO, not a file", fifo);
+  expect_weft_error((const char *[]){"run", "--graph", fifo, "--fetch", "y", NULL}, msg);
+  g_free(msg);
+  expect_weft_error((const char *[]){"run", "--graph", "/dev/zero", "--fetch", "y", NULL},
+                    "INVALID_ARGUMENT: GraphDef file '/dev/zero' is a character device, not a "
+                    "file");
+
+  /* A SavedModel whose variables index is a FIFO and whose graph is /dev/zero. */
+  char *sm = g_build_filename(dir, "model", NULL);
+  char *vars = g_build_filename(sm, "variables", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(vars, 0700), ==, 0);
+  char *pb = g_build_filename(sm, "saved_model.pb", NULL);
+  g_assert_cmpint(symlink("/dev/zero", pb), ==, 0);
+  msg = g_strdup_printf("INVALID_ARGUMENT: SavedModel '%s': %s is a character device, not a file",
+                        sm, pb);
+  expect_weft_error((const char *[]){"run", "--saved-model", sm, "--fetch", "y", NULL}, msg);
+  g_free(msg);
+  msg = g_strdup_printf("INVALID_ARGUMENT: inspect %s: %s is a character device, not a file", sm,
+                        pb);
+  expect_weft_error((const char *[]){"inspect", sm, NULL}, msg);
+  g_free(msg);
+
+  char *index = g_build_filename(vars, "variables.index", NULL);
+  g_assert_cmpint(mkfifo(index, 0600), ==, 0);
+  weft_checkpoint_reader_t *reader = NULL;
+  char *prefix = g_build_filename(vars, "variables", NULL);
+  weft_status_t *st = weft_checkpoint_reader_open(prefix, &reader);
+  msg = g_strdup_printf("Checkpoint index '%s' is a FIFO, not a file", index);
+  expect(st, WEFT_INVALID_ARGUMENT, msg);
+  g_free(msg);
+  g_assert_null(reader);
+  g_free(prefix);
+  g_free(index);
+  g_free(pb);
+  g_free(vars);
+  g_free(sm);
+  g_free(fifo);
+  test_rm_rf(dir);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam/shm_forged_offers", test_shm_forged_offers);
@@ -854,5 +915,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/deregister_during_run", test_deregister_during_run);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
   g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
+  g_test_add_func("/redteam/special_files", test_special_files);
   return g_test_run();
 }

@@ -331,6 +331,9 @@ static void add_graph(JsonBuilder *b, const Tensorflow__MetaGraphDef *mg,
  * Reading the model */
 
 static weft_status_t *read_bytes(const char *path, gchar **bytes, gsize *len) {
+  const char *kind = NULL;
+  if (weft__file_is_special(path, &kind))
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "%s is %s, not a file", path, kind);
   GError *err = NULL;
   if (g_file_get_contents(path, bytes, len, &err)) return NULL;
   weft_status_t *st = weft_status_new(g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT)

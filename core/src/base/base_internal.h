@@ -175,4 +175,9 @@ void weft__vlog(weft_log_level_t level, const char *who, const char *fmt, va_lis
 weft_status_t *weft__npz_parse(const uint8_t *bytes, size_t len, const char *path, const char *key,
                                weft_tensor_t **out);
 
+/* True when `path` exists but is not a regular file (a FIFO, device, directory, socket);
+ * *kind (may be NULL) then says which, e.g. "a FIFO". Readers check this before reading a
+ * whole file (file.c). */
+bool weft__file_is_special(const char *path, const char **kind);
+
 #endif /* WEFT_BASE_INTERNAL_H */

@@ -1106,6 +1106,11 @@ weft_status_t *weft_graph_import_graphdef_file(weft_graph_t *graph, const char *
   gchar *contents = NULL;
   gsize len = 0;
   GError *error = NULL;
+  const char *kind = NULL;
+  if (weft__file_is_special(path, &kind)) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "GraphDef file '%s' is %s, not a file", path,
+                           kind);
+  }
   if (!g_file_get_contents(path, &contents, &len, &error)) {
     /* GLib's message repeats the path in locale-dependent quotes; the common cases get a plain
      * reason instead. */

@@ -31,6 +31,13 @@ weft_status_t *weft_checkpoint_state_read(const char *dir, char **latest, char *
   char *path = g_build_filename(dir, STATE_FILE, NULL);
   gchar *text = NULL;
   GError *err = NULL;
+  const char *kind = NULL;
+  if (weft__file_is_special(path, &kind)) {
+    weft_status_t *st = weft_status_new(WEFT_DATA_LOSS, "Checkpoint state file '%s' is %s, not "
+                                        "a file", path, kind);
+    g_free(path);
+    return st;
+  }
   if (!g_file_get_contents(path, &text, NULL, &err)) {
     weft_status_t *st = weft_status_new(
         err->domain == G_FILE_ERROR && err->code == G_FILE_ERROR_NOENT ? WEFT_NOT_FOUND : WEFT_INTERNAL,

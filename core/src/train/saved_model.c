@@ -98,6 +98,11 @@ static weft_status_t *read_proto(weft_saved_model_t *m) {
   gchar *bytes = NULL;
   gsize len = 0;
   GError *err = NULL;
+  const char *kind = NULL;
+  if (weft__file_is_special(m->pb_path, &kind)) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "SavedModel '%s': %s is %s, not a file",
+                           m->dir, m->pb_path, kind);
+  }
   if (!g_file_get_contents(m->pb_path, &bytes, &len, &err)) {
     weft_code_t code = g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_NOENT) ? WEFT_NOT_FOUND
                                                                             : WEFT_UNAVAILABLE;

@@ -196,7 +196,11 @@ weft_status_t *weft_checkpoint_reader_open(const char *prefix, weft_checkpoint_r
   gsize len = 0;
   GError *err = NULL;
   weft_status_t *st = NULL;
-  if (!g_file_get_contents(r->index_path, &data, &len, &err)) {
+  const char *kind = NULL;
+  if (weft__file_is_special(r->index_path, &kind)) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "Checkpoint index '%s' is %s, not a file",
+                         r->index_path, kind);
+  } else if (!g_file_get_contents(r->index_path, &data, &len, &err)) {
     st = weft_status_new(err->domain == G_FILE_ERROR && err->code == G_FILE_ERROR_NOENT
                              ? WEFT_NOT_FOUND : WEFT_INTERNAL,
                          "Checkpoint '%s' not found or unreadable: %s", prefix, err->message);
@@ -276,7 +280,13 @@ weft_status_t *weft_checkpoint_reader_info(const weft_checkpoint_reader_t *r, co
 }
 
 static weft_status_t *shard_fd(weft_checkpoint_reader_t *r, int shard, int *fd, char **path) {
+  *fd = -1;
   *path = weft__bundle_data_filename(r->prefix, shard, r->num_shards);
+  const char *kind = NULL;
+  if (weft__file_is_special(*path, &kind)) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Checkpoint data file '%s' is %s, not a file",
+                           *path, kind);
+  }
   g_mutex_lock(&r->lock);
   if (r->fds[shard] < 0) r->fds[shard] = open(*path, O_RDONLY | O_CLOEXEC);
   *fd = r->fds[shard];
