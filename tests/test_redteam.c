@@ -694,6 +694,52 @@ static void test_deregister_during_run(void) {
   weftd_cluster_stop(&c);
 }
 
+/* Timeouts near INT64_MAX overflowed the deadline arithmetic (UBSan: signed integer overflow in
+ * master.c, and weftd died); the longest one allowed still runs. */
+static void test_huge_timeouts(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *worker = c.address[1];
+  nodes_t g;
+  graph_init(&g);
+  add_node(&g, "z", "NoOp", "/job:ps/task:0", 0, NULL);
+  Tensorflow__GraphDef gd;
+  graph_def(&g, &gd);
+  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
+  Weft__SessionConfig cfg = WEFT__SESSION_CONFIG__INIT;
+  cfg.operation_timeout_ms = G_MAXINT64;
+  req.graph_def = &gd;
+  req.config = &cfg;
+  ProtobufCMessage *answer = NULL;
+  expect(call(worker, "/weft.Master/CreateSession", &req.base,
+              &weft__create_session_response__descriptor, &answer),
+         WEFT_INVALID_ARGUMENT,
+         "Invalid CreateSession request: field 'config.operation_timeout_ms' is "
+         "9223372036854775807; it must be at most 1099511627776 (about 34 years)");
+  cfg.operation_timeout_ms = WEFT_MAX_TIMEOUT_MS;
+  OK(call(worker, "/weft.Master/CreateSession", &req.base,
+          &weft__create_session_response__descriptor, &answer));
+  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
+  protobuf_c_message_free_unpacked(answer, NULL);
+  graph_clear(&g);
+  OK(run_step(worker, handle, 0, NULL, 1, (const char *[]){"z"}));
+  Weft__RunStepRequest rs = WEFT__RUN_STEP_REQUEST__INIT;
+  rs.session_handle = handle;
+  rs.n_target = 1;
+  rs.target = (char *[]){"z"};
+  rs.timeout_ms = G_MAXINT64;
+  expect(call(worker, "/weft.Master/RunStep", &rs.base, NULL, NULL), WEFT_INVALID_ARGUMENT,
+         "Invalid RunStep request: field 'timeout_ms' is 9223372036854775807; it must be at most "
+         "1099511627776 (about 34 years)");
+  rs.timeout_ms = WEFT_MAX_TIMEOUT_MS;
+  OK(call(worker, "/weft.Master/RunStep", &rs.base, NULL, NULL));
+  expect(run_graph(worker, "feedfacefeedface", 5, G_MAXINT64), WEFT_INVALID_ARGUMENT,
+         "Invalid RunGraph request: field 'timeout_ms' is 9223372036854775807; it must be at most "
+         "1099511627776 (about 34 years)");
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * CloseSession while a step of the session runs */
 
@@ -913,6 +959,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/cli_fetch_fed", test_cli_fetch_fed);
   g_test_add_func("/redteam/extend_limit", test_extend_limit);
   g_test_add_func("/redteam/deregister_during_run", test_deregister_during_run);
+  g_test_add_func("/redteam/huge_timeouts", test_huge_timeouts);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
   g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
   g_test_add_func("/redteam/special_files", test_special_files);

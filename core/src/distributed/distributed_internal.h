@@ -310,6 +310,9 @@ typedef struct weft__xfer_state {
  * the graph (worker.c), made when the graph is registered, so a RegisterGraph with 100,000 of
  * them would take 100,000 threads of the host; real partitions have a few per peer tensor. */
 #define WEFT_MAX_RECV_PER_GRAPH 4096
+/* The longest timeout a request may ask for (2^40 ms, about 34 years): deadlines in
+ * microseconds from now must not overflow int64 (validate.c). */
+#define WEFT_MAX_TIMEOUT_MS ((int64_t)1 << 40)
 /* Builds the kernel instance of a _Send or _Recv node for a slot whose step pointer is *step;
  * peers maps task names to weft__task_ref_t* (address) and incarnations (GHashTable of
  * task name -> Weft__TaskAddress*). Free with weft__xfer_instance_free. */

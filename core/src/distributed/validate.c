@@ -461,10 +461,16 @@ static weft_status_t *check_handle(const char *method, const char *field, const 
   return invalid(method, "field '%s' is empty", field);
 }
 
-static weft_status_t *check_timeout(const char *method, int64_t ms) {
-  if (ms >= 0) return NULL;
-  return invalid(method, "field 'timeout_ms' is %" G_GINT64_FORMAT "; it must be 0 (the "
-                 "default) or more", ms);
+/* Deadlines are computed in microseconds from now plus slack: a timeout near INT64_MAX would
+ * overflow that sum (undefined behaviour; weftd died under UBSan), so it has a ceiling. */
+static weft_status_t *check_timeout(const char *method, const char *field, int64_t ms) {
+  if (ms >= 0 && ms <= WEFT_MAX_TIMEOUT_MS) return NULL;
+  if (ms > WEFT_MAX_TIMEOUT_MS) {
+    return invalid(method, "field '%s' is %" G_GINT64_FORMAT "; it must be at most %"
+                   G_GINT64_FORMAT " (about 34 years)", field, ms, WEFT_MAX_TIMEOUT_MS);
+  }
+  return invalid(method, "field '%s' is %" G_GINT64_FORMAT "; it must be 0 (the default) or more",
+                 field, ms);
 }
 
 weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluster_spec_t *spec,
@@ -475,9 +481,8 @@ weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluste
   if (d == &weft__create_session_request__descriptor) {
     const Weft__CreateSessionRequest *r = (const void *)msg;
     st = check_graph(method, "graph_def", l, spec, r->graph_def);
-    if (!st && r->config && r->config->operation_timeout_ms < 0) {
-      st = invalid(method, "field 'config.operation_timeout_ms' is %" G_GINT64_FORMAT "; it must "
-                   "be 0 (the default) or more", r->config->operation_timeout_ms);
+    if (!st && r->config) {
+      st = check_timeout(method, "config.operation_timeout_ms", r->config->operation_timeout_ms);
     }
   } else if (d == &weft__extend_session_request__descriptor) {
     const Weft__ExtendSessionRequest *r = (const void *)msg;
@@ -499,7 +504,7 @@ weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluste
       st = invalid(method, "field 'feed' names %zu tensors but the message carries %d",
                    r->n_feed, n_tensors);
     }
-    if (!st) st = check_timeout(method, r->timeout_ms);
+    if (!st) st = check_timeout(method, "timeout_ms", r->timeout_ms);
   } else if (d == &weft__close_session_request__descriptor) {
     st = check_handle(method, "session_handle",
                       ((const Weft__CloseSessionRequest *)msg)->session_handle);
@@ -531,7 +536,7 @@ weft_status_t *weft__validate_request(const weft__limits_t *l, const weft_cluste
   } else if (d == &weft__run_graph_request__descriptor) {
     const Weft__RunGraphRequest *r = (const void *)msg;
     st = check_handle(method, "graph_handle", r->graph_handle);
-    if (!st) st = check_timeout(method, r->timeout_ms);
+    if (!st) st = check_timeout(method, "timeout_ms", r->timeout_ms);
   } else if (d == &weft__recv_tensor_request__descriptor) {
     const Weft__RecvTensorRequest *r = (const void *)msg;
     if (r->n_more_keys >= WEFT_MAX_RECV_GROUP) {
