@@ -259,6 +259,26 @@ static void graph_def(nodes_t *g, Tensorflow__GraphDef *gd) {
   gd->node = (Tensorflow__NodeDef **)g->nodes->pdata;
 }
 
+/* CreateSession of g's nodes with cfg (may be NULL): its status, and *handle (the caller's) when
+ * it succeeds. */
+static weft_status_t *create_session_of(const char *address, nodes_t *g, Weft__SessionConfig *cfg,
+                                        char **handle) {
+  Tensorflow__GraphDef gd;
+  graph_def(g, &gd);
+  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
+  req.graph_def = &gd;
+  req.config = cfg;
+  ProtobufCMessage *answer = NULL;
+  weft_status_t *st = call(address, "/weft.Master/CreateSession", &req.base,
+                           &weft__create_session_response__descriptor, &answer);
+  *handle = NULL;
+  if (answer) {
+    *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
+    protobuf_c_message_free_unpacked(answer, NULL);
+  }
+  return st;
+}
+
 /* x = Placeholder(float), y = Identity(x), z = NoOp, on the worker. */
 static char *create_session(const char *address, const char *device) {
   nodes_t g;
@@ -268,15 +288,8 @@ static char *create_session(const char *address, const char *device) {
   const char *in_x[] = {"x"};
   set_type(&g, add_node(&g, "y", "Identity", device, 1, in_x), "T", WEFT_DT_FLOAT);
   add_node(&g, "z", "NoOp", device, 0, NULL);
-  Tensorflow__GraphDef gd;
-  graph_def(&g, &gd);
-  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
-  req.graph_def = &gd;
-  ProtobufCMessage *answer = NULL;
-  OK(call(address, "/weft.Master/CreateSession", &req.base,
-          &weft__create_session_response__descriptor, &answer));
-  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
-  protobuf_c_message_free_unpacked(answer, NULL);
+  char *handle = NULL;
+  OK(create_session_of(address, &g, NULL, &handle));
   graph_clear(&g);
   return handle;
 }
@@ -703,24 +716,14 @@ static void test_huge_timeouts(void) {
   nodes_t g;
   graph_init(&g);
   add_node(&g, "z", "NoOp", "/job:ps/task:0", 0, NULL);
-  Tensorflow__GraphDef gd;
-  graph_def(&g, &gd);
-  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
   Weft__SessionConfig cfg = WEFT__SESSION_CONFIG__INIT;
   cfg.operation_timeout_ms = G_MAXINT64;
-  req.graph_def = &gd;
-  req.config = &cfg;
-  ProtobufCMessage *answer = NULL;
-  expect(call(worker, "/weft.Master/CreateSession", &req.base,
-              &weft__create_session_response__descriptor, &answer),
-         WEFT_INVALID_ARGUMENT,
+  char *handle = NULL;
+  expect(create_session_of(worker, &g, &cfg, &handle), WEFT_INVALID_ARGUMENT,
          "Invalid CreateSession request: field 'config.operation_timeout_ms' is "
          "9223372036854775807; it must be at most 1099511627776 (about 34 years)");
   cfg.operation_timeout_ms = WEFT_MAX_TIMEOUT_MS;
-  OK(call(worker, "/weft.Master/CreateSession", &req.base,
-          &weft__create_session_response__descriptor, &answer));
-  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
-  protobuf_c_message_free_unpacked(answer, NULL);
+  OK(create_session_of(worker, &g, &cfg, &handle));
   graph_clear(&g);
   OK(run_step(worker, handle, 0, NULL, 1, (const char *[]){"z"}));
   Weft__RunStepRequest rs = WEFT__RUN_STEP_REQUEST__INIT;
@@ -784,15 +787,8 @@ static void test_close_during_step(void) {
   k->attr[k->n_attr++] = value;
   set_type(&g, add_node(&g, "y", "Identity", "/job:worker/task:0", 1, (const char *[]){"c"}),
            "T", WEFT_DT_FLOAT);
-  Tensorflow__GraphDef gd;
-  graph_def(&g, &gd);
-  Weft__CreateSessionRequest req = WEFT__CREATE_SESSION_REQUEST__INIT;
-  req.graph_def = &gd;
-  ProtobufCMessage *answer = NULL;
-  OK(call(worker, "/weft.Master/CreateSession", &req.base,
-          &weft__create_session_response__descriptor, &answer));
-  char *handle = g_strdup(((Weft__CreateSessionResponse *)answer)->session_handle);
-  protobuf_c_message_free_unpacked(answer, NULL);
+  char *handle = NULL;
+  OK(create_session_of(worker, &g, NULL, &handle));
   graph_clear(&g);
 
   step_call_t sc = {worker, handle, NULL};
