@@ -1072,7 +1072,8 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     weft_status_t *full =
         refused ? NULL : weft__pool_try_submit(m->pool, do_run_graph, &calls[k], false);
     if (!refused && !full) continue;
-    calls[k].status = full ? weft_status_prefix(full, "RunGraph on %s", calls[k].part->task->peer.name)
+    calls[k].status = full ? weft_status_prefix(full, "RunGraph on %s",
+                                                calls[k].part->task->peer.name)
                            : weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"
                                              G_GINT64_FORMAT " was not started", run.step_id);
     refused = true;
