@@ -64,7 +64,10 @@ typedef struct fn_case {
 static const fn_case_t fns[] = {
     {"exp", offsetof(weft_cpu_vmath_t, exp), ref_exp, 2},
     {"log", offsetof(weft_cpu_vmath_t, log), ref_log, 2},
-    {"tanh", offsetof(weft_cpu_vmath_t, tanh), ref_tanh, 3},
+    /* A rational x P(x^2) / Q(x^2) (cpu_vmath_impl.h): 5.1 ulp at worst over all floats, near
+     * 1 where the roundings of P, Q and the quotient add up; 8 is the bound docs/performance.md
+     * states, far inside the conformance suite's 1e-4 relative. */
+    {"tanh", offsetof(weft_cpu_vmath_t, tanh), ref_tanh, 8},
     {"sigmoid", offsetof(weft_cpu_vmath_t, sigmoid), ref_sigmoid, 3},
     {"expm1", offsetof(weft_cpu_vmath_t, expm1), ref_expm1, 3},
     {"log1p", offsetof(weft_cpu_vmath_t, log1p), ref_log1p, 3},
@@ -173,6 +176,9 @@ static void check_specials(const weft_cpu_vmath_t *vm, const char *level) {
       {"tanh", inf, 1},        {"tanh", -inf, -1},       {"tanh", 0.0f, 0.0f},
       {"tanh", -0.0f, -0.0f},  {"tanh", 10, 1},          {"tanh", -20, -1},
       {"tanh", dmin, dmin},    {"tanh", -dmin, -dmin},   {"tanh", 0x1p-100f, 0x1p-100f},
+      /* The cap at 9.02 (tanh rounds to exactly +-1 from 9.0109 on) and beyond. */
+      {"tanh", 9.02f, 1},      {"tanh", -9.02f, -1},     {"tanh", 9.5f, 1},   
+      {"tanh", -9.5f, -1},     {"tanh", 3e38f, 1},       {"tanh", -3e38f, -1},
       {"sigmoid", inf, 1},     {"sigmoid", -inf, 0},     {"sigmoid", 0.0f, 0.5f},
       {"sigmoid", -0.0f, 0.5f}, {"sigmoid", 17, 1},      {"sigmoid", 1000, 1},
       {"sigmoid", -1000, 0},   {"sigmoid", -104, 0},     {"sigmoid", dmin, 0.5f},
@@ -496,6 +502,11 @@ static void session_child(void) {
   float xs[N];
   for (int i = 0; i < N; i++) xs[i] = (float)(i - N / 2) * 0.05f + 0.001f;
   for (size_t k = 0; k < G_N_ELEMENTS(ops); k++) {
+    /* 3 ulp, or the function's own bound where that is wider (Tanh's 8). */
+    double bound = 3;
+    for (size_t c = 0; c < G_N_ELEMENTS(fns); c++)
+      if (g_ascii_strcasecmp(fns[c].name, ops[k]) == 0 && fns[c].max_ulp > bound)
+        bound = fns[c].max_ulp;
     weft_graph_t *g = weft_graph_new();
     weft_graph_push_device(g, "/device:CPU:0");
     weft_status_t *st = NULL;
@@ -519,7 +530,7 @@ static void session_child(void) {
       if (isnan(want)) {
         g_assert_true(isnan(y[i]));
       } else {
-        g_assert_cmpfloat(ulp_error(y[i], want), <=, 3);
+        g_assert_cmpfloat(ulp_error(y[i], want), <=, bound);
       }
     }
     weft_tensor_unref(out);

@@ -169,28 +169,49 @@ VM_INLINE vf vexpm1_reduced(vf x, vf *n, vu *ni) {
   return r + (r * r) * q;
 }
 
-/* e^x - 1 for x in [-20, 0] (NaN passes), for vtanh: 2^n (e^r - 1) + (2^n - 1) without vexpm1's
- * clamps and large-n path (here n is in [-29, 0], so 2^n is one normal float and 2^n - 1 is
- * exact). */
-VM_INLINE vf vexpm1_nonpos(vf x) {
-  vf n;
-  vu ni;
-  vf pm1 = vexpm1_reduced(x, &n, &ni);
-  vf s = (vf)((ni + 127u) << 23);
-  return s * pm1 + (s - 1.0f);
+/* c < v ? c : v per lane, so a NaN v passes (c is never NaN): one minps where the level has it
+ * (its result is the second operand when either is NaN), where gcc leaves the select as a compare
+ * and a blend. */
+VM_INLINE vf vmin_keepnan(vf c, vf v) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return (vf)_mm512_min_ps((__m512)c, (__m512)v);
+#elif VM_WIDTH == 8 && defined(__AVX__)
+  return (vf)_mm256_min_ps((__m256)c, (__m256)v);
+#elif VM_WIDTH == 4 && defined(__SSE2__)
+  return (vf)_mm_min_ps((__m128)c, (__m128)v);
+#else
+  return vsel(c < v, c, v);
+#endif
 }
 
-/* tanh x, odd, computed on |x| with x's sign put back (so -0 stays -0): -m / (2 + m) with m =
- * e^(-2|x|) - 1, which has no cancellation anywhere (near 0, m is expm1's polynomial itself; tiny
- * and denormal x come out as x), so one formula covers the whole range: no separate series for
- * small x and no select, which a Taylor branch beside (1 - e) / (1 + e) would cost (seven FMAs and
- * a select per vector, about a fifth of Tanh's time). -2|x| is clamped at -20: from |x| = 9.01,
- * e^-2|x| < 2^-26 and the quotient rounds to exactly 1, inf included; NaN stays NaN (the clamp's
- * comparison is false for it). */
+/* tanh x, odd, computed on a = |x| with x's sign put back (so -0 stays -0): a P(a^2) / Q(a^2), a
+ * rational near-minimax fit on [0, 9.02] (P of degree 6 and Q of degree 3 in a^2, both with
+ * constant term 1 so that tiny and denormal x give x; the fit's own error is 1.9e-8 relative,
+ * 0.32 ulp: tests/ref/fit_tanh_rational.py prints the coefficients). Eleven FMAs, two multiplies
+ * and a division against the exp-based -m / (2 + m) (m = expm1(-2|x|): about twenty operations
+ * and the division, 2.5 ulp), so a fifth less time at avx512 and two fifths at avx2 in cache.
+ * The price is accuracy near 1, where the roundings of P, Q and the quotient each cost up to an
+ * ulp of the result: 5.3 ulp at worst over all floats (bound 8 in tests/test_cpu_math.c), under
+ * a thousandth of the conformance suite's 1e-4 relative. Those roundings can also carry the
+ * quotient just over 1 (from a = 8.5), so it is capped at 1: |tanh| <= 1 always. From a = 9.02
+ * on the result is exactly 1 by a select (tanh rounds to 1 in float from 9.0109; the fit, past
+ * its range, and its roundings would not give 1 reliably there), which also covers a^2
+ * overflowing to inf and inf / inf; NaN fails the comparison, passes the cap and stays NaN. */
 VM_INLINE vf vtanh(vf x) {
-  vf m2a = -2.0f * vabs(x);
-  vf m = vexpm1_nonpos(vsel(m2a < -20.0f, vsplat(-20.0f), m2a));
-  vf t = vabs(m) / (2.0f + m); /* |m| = -m, but +0 for m = +0 (-m would put -0 first) */
+  vf a = vabs(x);
+  vf z = a * a;
+  vf p = vsplat(-8.508882347e-14f);
+  p = p * z + 5.289173613e-11f;
+  p = p * z - 2.025581303e-08f;
+  p = p * z + 1.116346357e-05f;
+  p = p * z + 3.104936099e-03f;
+  p = p * z + 1.308492273e-01f;
+  p = p * z + 1.0f;
+  vf q = vsplat(2.547507756e-04f);
+  q = q * z + 2.449918911e-02f;
+  q = q * z + 4.641825259e-01f;
+  q = q * z + 1.0f;
+  vf t = vsel(a >= 9.02f, vsplat(1.0f), vmin_keepnan(vsplat(1.0f), (a * p) / q));
   return (vf)((vu)t | ((vu)x & 0x80000000u));
 }
 
