@@ -177,11 +177,12 @@ static void check_specials(const weft_cpu_vmath_t *vm, const char *level) {
       {"tanh", -0.0f, -0.0f},  {"tanh", 10, 1},          {"tanh", -20, -1},
       {"tanh", dmin, dmin},    {"tanh", -dmin, -dmin},   {"tanh", 0x1p-100f, 0x1p-100f},
       /* The cap at 9.02 (tanh rounds to exactly +-1 from 9.0109 on) and beyond. */
-      {"tanh", 9.02f, 1},      {"tanh", -9.02f, -1},     {"tanh", 9.5f, 1},   
+      {"tanh", 9.02f, 1},      {"tanh", -9.02f, -1},     {"tanh", 9.5f, 1},
       {"tanh", -9.5f, -1},     {"tanh", 3e38f, 1},       {"tanh", -3e38f, -1},
       {"sigmoid", inf, 1},     {"sigmoid", -inf, 0},     {"sigmoid", 0.0f, 0.5f},
       {"sigmoid", -0.0f, 0.5f}, {"sigmoid", 17, 1},      {"sigmoid", 1000, 1},
       {"sigmoid", -1000, 0},   {"sigmoid", -104, 0},     {"sigmoid", dmin, 0.5f},
+      {"sigmoid", 88, 1},      {"sigmoid", 3e38f, 1},
       {"exp", nan_, nan_},     {"log", nan_, nan_},      {"tanh", nan_, nan_},
       {"sigmoid", nan_, nan_},
       {"expm1", 0.0f, 0.0f},   {"expm1", -0.0f, -0.0f},  {"expm1", inf, inf},
