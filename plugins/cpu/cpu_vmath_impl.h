@@ -169,59 +169,53 @@ VM_INLINE vf vexpm1_reduced(vf x, vf *n, vu *ni) {
   return r + (r * r) * q;
 }
 
+/* p(t) by Horner from the highest of n coefficients, unrolled (n is a constant at every call:
+ * a loop here cost Tanh 13% at avx2). */
+VM_INLINE vf vpoly(vf t, const float *c, int n) {
+  vf p = vsplat(c[n - 1]);
+  _Pragma("GCC unroll 16")
+  for (int k = n - 2; k >= 0; k--) p = p * t + c[k];
+  return p;
+}
+
 /* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
  * maxps where the level has it (their result is the second operand when either is NaN), where
  * gcc leaves the select as a compare and a blend. */
-VM_INLINE vf vmin_keepnan(vf c, vf v) {
 #if VM_WIDTH == 16 && defined(__AVX512F__)
-  return (vf)_mm512_min_ps((__m512)c, (__m512)v);
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm512_##op##_ps((__m512)(c), (__m512)(v)))
 #elif VM_WIDTH == 8 && defined(__AVX__)
-  return (vf)_mm256_min_ps((__m256)c, (__m256)v);
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm256_##op##_ps((__m256)(c), (__m256)(v)))
 #elif VM_WIDTH == 4 && defined(__SSE2__)
-  return (vf)_mm_min_ps((__m128)c, (__m128)v);
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm_##op##_ps((__m128)(c), (__m128)(v)))
 #else
-  return vsel(c < v, c, v);
+#define VM_MINMAX(op, cmp, c, v) vsel((c) cmp (v), (c), (v))
 #endif
-}
-VM_INLINE vf vmax_keepnan(vf c, vf v) {
-#if VM_WIDTH == 16 && defined(__AVX512F__)
-  return (vf)_mm512_max_ps((__m512)c, (__m512)v);
-#elif VM_WIDTH == 8 && defined(__AVX__)
-  return (vf)_mm256_max_ps((__m256)c, (__m256)v);
-#elif VM_WIDTH == 4 && defined(__SSE2__)
-  return (vf)_mm_max_ps((__m128)c, (__m128)v);
-#else
-  return vsel(c > v, c, v);
-#endif
-}
+VM_INLINE vf vmin_keepnan(vf c, vf v) { return VM_MINMAX(min, <, c, v); }
+VM_INLINE vf vmax_keepnan(vf c, vf v) { return VM_MINMAX(max, >, c, v); }
 
 /* tanh x, odd, computed on a = |x| with x's sign put back (so -0 stays -0): a P(a^2) / Q(a^2), a
  * rational near-minimax fit on [0, 9.02] (P of degree 6 and Q of degree 3 in a^2, both with
  * constant term 1 so that tiny and denormal x give x; the fit's own error is 1.9e-8 relative,
  * 0.32 ulp: tests/ref/fit_tanh_rational.py prints the coefficients). Eleven FMAs, two multiplies
  * and a division against the exp-based -m / (2 + m) (m = expm1(-2|x|): about twenty operations
- * and the division, 2.5 ulp), so a fifth less time at avx512 and two fifths at avx2 in cache.
- * The price is accuracy near 1, where the roundings of P, Q and the quotient each cost up to an
- * ulp of the result: 5.3 ulp at worst over all floats (bound 8 in tests/test_cpu_math.c), under
- * a thousandth of the conformance suite's 1e-4 relative. Those roundings can also carry the
- * quotient just over 1 (from a = 8.5), so it is capped at 1: |tanh| <= 1 always. From a = 9.02
- * on the result is exactly 1 by a select (tanh rounds to 1 in float from 9.0109; the fit, past
- * its range, and its roundings would not give 1 reliably there), which also covers a^2
- * overflowing to inf and inf / inf; NaN fails the comparison, passes the cap and stays NaN. */
+ * and the division, 2.5 ulp), so about 30% less time at avx512 and avx2 in cache. The price is
+ * accuracy near 1, where the roundings of P, Q and the quotient each cost up to an ulp of the
+ * result: over all floats 5.1 ulp at worst at avx2 and avx512, 6.0 at baseline (no FMA); bound 8
+ * in tests/test_cpu_math.c, that is under 5e-7 relative, far inside the conformance suite's 2e-5.
+ * Those roundings can also carry the quotient just over 1 (from a = 8.5), so it is capped at 1:
+ * |tanh| <= 1 always. From a = 9.02 on the result is exactly 1 by a select (tanh rounds to 1 in
+ * float from 9.0109; the fit, past its range, and its roundings would not give 1 reliably there),
+ * which also covers a^2 overflowing to inf and inf / inf; NaN fails the comparison, passes the
+ * cap and stays NaN. */
 VM_INLINE vf vtanh(vf x) {
+  static const float pc[7] = {1.0f,            1.308492273e-01f, 3.104936099e-03f,
+                              1.116346357e-05f, -2.025581303e-08f, 5.289173613e-11f,
+                              -8.508882347e-14f};
+  static const float qc[4] = {1.0f, 4.641825259e-01f, 2.449918911e-02f, 2.547507756e-04f};
   vf a = vabs(x);
   vf z = a * a;
-  vf p = vsplat(-8.508882347e-14f);
-  p = p * z + 5.289173613e-11f;
-  p = p * z - 2.025581303e-08f;
-  p = p * z + 1.116346357e-05f;
-  p = p * z + 3.104936099e-03f;
-  p = p * z + 1.308492273e-01f;
-  p = p * z + 1.0f;
-  vf q = vsplat(2.547507756e-04f);
-  q = q * z + 2.449918911e-02f;
-  q = q * z + 4.641825259e-01f;
-  q = q * z + 1.0f;
+  vf p = vpoly(z, pc, 7);
+  vf q = vpoly(z, qc, 4);
   vf t = vsel(a >= 9.02f, vsplat(1.0f), vmin_keepnan(vsplat(1.0f), (a * p) / q));
   return (vf)((vu)t | ((vu)x & 0x80000000u));
 }
@@ -343,13 +337,6 @@ VM_INLINE vf vselu(vf x) {
   const float scale = 1.0507009873554804934f;
   const float scale_alpha = 1.7580993408473768600f;
   return vsel(x < 0.0f, scale_alpha * vexpm1(x), scale * x);
-}
-
-/* p(t) by Horner from the highest of n coefficients. */
-VM_INLINE vf vpoly(vf t, const float *c, int n) {
-  vf p = vsplat(c[n - 1]);
-  for (int k = n - 2; k >= 0; k--) p = p * t + c[k];
-  return p;
 }
 
 /* erfc x. Below 0.5 it is 1 - erf x (erf x < 0.53 there, and for x < 0 erfc x = 1 + erf |x| is

@@ -26,7 +26,8 @@ def main():
   best = None
   for _ in range(400):
     # (p1 zs + ... ) - f (q1 zs + ...) = f - 1, with p0 = q0 = 1.
-    a = np.hstack([zs[:, None] ** np.arange(1, NP), -(f[:, None] * zs[:, None] ** np.arange(1, NQ))])
+    powers = zs[:, None] ** np.arange(1, max(NP, NQ))
+    a = np.hstack([powers[:, :NP - 1], -(f[:, None] * powers[:, :NQ - 1])])
     sw = np.sqrt(w) / (f * q)
     c, *_ = np.linalg.lstsq(a * sw[:, None], (f - 1) * sw, rcond=None)
     p = np.concatenate([[1.0], c[:NP - 1]])
@@ -48,7 +49,8 @@ def main():
   rel = np.max(np.abs(r - np.tanh(xx)) / np.tanh(xx))
   print("P (x^12 down to x^0):", ", ".join("%.9ef" % v for v in p[::-1]))
   print("Q (x^6 down to x^0):", ", ".join("%.9ef" % v for v in qq[::-1]))
-  print("max relative error with float coefficients: %.3g (%.2f ulp of 2^-24)" % (rel, rel / 2**-24))
+  print("max relative error with float coefficients: %.3g (%.2f ulp of 2^-24)" %
+        (rel, rel / 2**-24))
 
 
 if __name__ == "__main__":
