@@ -794,10 +794,9 @@ static gpointer extend_thread(gpointer data) {
  * stopped the step blocks; closing the session meanwhile ends the step at once with TensorFlow's
  * CANCELLED "Session has been closed." (its deadline is minutes away), twice at once and beside
  * an ExtendSession, and leaves both tasks serving. */
-static void test_close_during_step(void) {
-  weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
-  const char *worker = c.address[1];
+/* The session of c = Const(1) on the ps, y = Identity(c) on the worker, through the worker's
+ * master; the caller frees the handle. */
+static char *create_ps_worker_session(const char *worker) {
   nodes_t g;
   graph_init(&g);
   Tensorflow__NodeDef *k = add_node(&g, "c", "Const", "/job:ps/task:0", 0, NULL);
@@ -818,6 +817,14 @@ static void test_close_during_step(void) {
   char *handle = NULL;
   OK(create_session_of(worker, &g, NULL, &handle));
   graph_clear(&g);
+  return handle;
+}
+
+static void test_close_during_step(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *worker = c.address[1];
+  char *handle = create_ps_worker_session(worker);
 
   step_call_t sc = {worker, handle, NULL};
   run_step_thread(&sc);
@@ -846,6 +853,31 @@ static void test_close_during_step(void) {
   weftd_cluster_signal(&c, 0, SIGCONT);
   /* Both tasks still serve. */
   expect(run_step(worker, handle, 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED, NULL);
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
+/* The session GC (--session_gc_seconds 1) never reclaims a session whose step runs, however
+ * long the step blocks (the ps stopped for 2.5 s); once idle, the session is reclaimed. */
+static void test_gc_spares_running_step(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--session_gc_seconds", "1", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  const char *worker = c.address[1];
+  char *handle = create_ps_worker_session(worker);
+  step_call_t sc = {worker, handle, NULL};
+  weftd_cluster_signal(&c, 0, SIGSTOP);
+  GThread *th = g_thread_new("step", run_step_thread, &sc);
+  g_usleep(2500 * 1000);
+  weftd_cluster_signal(&c, 0, SIGCONT);
+  g_thread_join(th);
+  OK(sc.st);
+  g_usleep(2500 * 1000);
+  char *msg = g_strdup_printf("Session '%s' was closed by the master of "
+                              "/job:worker/replica:0/task:0 after 1 s unused "
+                              "(--session_gc_seconds); create the session again", handle);
+  expect(run_step(worker, handle, 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED, msg);
+  g_free(msg);
   g_free(handle);
   weftd_cluster_stop(&c);
 }
@@ -1219,6 +1251,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/deregister_during_run", test_deregister_during_run);
   g_test_add_func("/redteam/huge_timeouts", test_huge_timeouts);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
+  g_test_add_func("/redteam/gc_spares_running_step", test_gc_spares_running_step);
   g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
   g_test_add_func("/redteam/special_files", test_special_files);
   g_test_add_func("/redteam/recv_never_run", test_recv_never_run);
