@@ -662,11 +662,13 @@ typedef struct graph_call {
   const char *address, *handle;
   int64_t step;
   weft_status_t *st;
+  int64_t timeout_ms; /* 0: 3 s */
 } graph_call_t;
 
 static gpointer run_graph_thread(gpointer data) {
   graph_call_t *gc = data;
-  gc->st = run_graph(gc->address, gc->handle, gc->step, 3000);
+  int64_t timeout_ms = gc->timeout_ms > 0 ? gc->timeout_ms : 3000;
+  gc->st = run_graph(gc->address, gc->handle, gc->step, timeout_ms);
   return NULL;
 }
 
@@ -684,7 +686,7 @@ static void test_deregister_during_run(void) {
     char *gh = NULL;
     OK(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh));
     graph_clear(&g);
-    graph_call_t gc = {worker, gh, 900 + round, NULL};
+    graph_call_t gc = {worker, gh, 900 + round, NULL, 0};
     GThread *th = g_thread_new("run-graph", run_graph_thread, &gc);
     g_usleep(300 * 1000);
     if (round == 0) {
@@ -1034,12 +1036,6 @@ static gpointer recv_thread(gpointer data) {
   return NULL;
 }
 
-static gpointer run_graph_long_thread(gpointer data) {
-  graph_call_t *gc = data;
-  gc->st = run_graph(gc->address, gc->handle, gc->step, 120000);
-  return NULL;
-}
-
 /* A RecvTensor of a step no RunGraph runs ends after --step_idle_timeout_ms with ABORTED naming
  * the step (not at the caller's deadline, 20 s here), and so does a RunGraph whose _Recv waits
  * on a task where the step never runs: that task drops it. */
@@ -1103,8 +1099,8 @@ static void test_recv_ended(void) {
   char *gh = NULL;
   OK(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh));
   graph_clear(&g);
-  graph_call_t gc = {worker, gh, 8181, NULL};
-  GThread *run = g_thread_new("run-graph", run_graph_long_thread, &gc);
+  graph_call_t gc = {worker, gh, 8181, NULL, 120000};
+  GThread *run = g_thread_new("run-graph", run_graph_thread, &gc);
   g_usleep(1000 * 1000);
   recv_call_t rd = {worker, 8181, "zz", NULL};
   th = g_thread_new("recv", recv_thread, &rd);

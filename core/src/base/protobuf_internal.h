@@ -29,16 +29,17 @@ bool weft__pb_read_varint(const uint8_t **p, const uint8_t *end, int max_bytes, 
  * `string` field of it holds a NUL byte, else INVALID_ARGUMENT "WHAT: protobuf nesting deeper
  * than N levels at byte OFFSET (PATH)", OFFSET being where the field that opens level N+1 starts
  * and PATH the first field names leading there, or "WHAT: string field 'PATH' holds a NUL byte
- * (field at byte OFFSET)" (PATH ending in the string field's name; first fault first). Bytes that are not valid wire format are not judged here (unpack refuses
- * them); the walk itself reads only inside `data`, allocates nothing and recurses at most
- * max_depth times. */
+ * (field at byte OFFSET)" (PATH ending in the string field's name; first fault first). Bytes
+ * that are not valid wire format are not judged here (unpack refuses them); the walk itself
+ * reads only inside `data`, allocates nothing and recurses at most max_depth times. */
 weft_status_t *weft__pb_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                                     size_t len, int max_depth, const char *what);
 
 /* Unpacks `data` as `desc` after checking its nesting against WEFT_PB_MAX_DEPTH and its strings
  * for NUL bytes. Returns the message (free it with protobuf_c_message_free_unpacked) with *status
- * NULL; or NULL with *status set when the nesting is too deep or a string holds a NUL; or NULL with *status NULL when protobuf-c refuses the
- * bytes, so that each caller keeps its own "does not parse" message and code. */
+ * NULL; or NULL with *status set when the nesting is too deep or a string holds a NUL; or NULL
+ * with *status NULL when protobuf-c refuses the bytes, so that each caller keeps its own "does
+ * not parse" message and code. */
 ProtobufCMessage *weft__pb_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                                   size_t len, const char *what, weft_status_t **status);
 

@@ -1066,6 +1066,17 @@ static void cancel_runs(msession_t *s) {
   weft_status_free(why);
 }
 
+/* Ends what execute set up for a step (not the part calls, which its caller reads). */
+static void step_run_clear(step_run_t *run) {
+  g_mutex_lock(&run->m->lock);
+  g_hash_table_remove(run->m->running, run->calls);
+  g_mutex_unlock(&run->m->lock);
+  weft__call_set_free(run->calls);
+  g_ptr_array_free(run->errors, TRUE);
+  g_mutex_clear(&run->lock);
+  g_cond_clear(&run->cond);
+}
+
 static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const *feeds,
                               int64_t timeout_ms, weft_run_metadata_t *stats,
                               part_call_t **calls_out) {
@@ -1093,13 +1104,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   g_mutex_unlock(&s->runs_lock);
   if (closed) {
     /* Closed between finding the session and starting: nothing of the step has run. */
-    g_mutex_lock(&m->lock);
-    g_hash_table_remove(m->running, run.calls);
-    g_mutex_unlock(&m->lock);
-    weft__call_set_free(run.calls);
-    g_ptr_array_free(run.errors, TRUE);
-    g_mutex_clear(&run.lock);
-    g_cond_clear(&run.cond);
+    step_run_clear(&run);
     *calls_out = calls;
     return session_closed_status();
   }
@@ -1189,13 +1194,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     weft_status_free(st);
     st = run.cancelled;
   }
-  g_mutex_lock(&m->lock);
-  g_hash_table_remove(m->running, run.calls);
-  g_mutex_unlock(&m->lock);
-  weft__call_set_free(run.calls);
-  g_ptr_array_free(run.errors, TRUE);
-  g_mutex_clear(&run.lock);
-  g_cond_clear(&run.cond);
+  step_run_clear(&run);
   *calls_out = calls;
   return st;
 }
