@@ -1047,10 +1047,14 @@ static weft_status_t *session_closed_status(void) {
  * every task is told to abort the step, so that its rendezvous wakes blocked _Recv kernels and
  * RecvTensor calls instead of leaving them to the step's deadline. */
 static void cancel_runs(msession_t *s) {
-  weft_status_t *why = session_closed_status();
   g_mutex_lock(&s->runs_lock);
   for (guint k = 0; k < s->runs->len; k++) {
     step_run_t *run = s->runs->pdata[k];
+    /* The tasks hear which step and why: their waiting RecvTensors answer with it. */
+    weft_status_t *why = weft_status_new(WEFT_CANCELLED,
+                                         "Step %" G_GINT64_FORMAT " was cancelled: its session "
+                                         "%s was closed",
+                                         run->step_id, s->handle);
     g_mutex_lock(&run->lock);
     bool tell = !run->cancelled;
     if (tell) run->cancelled = session_closed_status();
@@ -1061,9 +1065,9 @@ static void cancel_runs(msession_t *s) {
     g_cond_broadcast(&run->cond);
     g_mutex_unlock(&run->lock);
     if (tell) weft__call_set_cancel(run->calls, why);
+    weft_status_free(why);
   }
   g_mutex_unlock(&s->runs_lock);
-  weft_status_free(why);
 }
 
 /* Ends what execute set up for a step (not the part calls, which its caller reads). */
