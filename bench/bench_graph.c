@@ -165,16 +165,18 @@ static weft_status_t *add_feed(graph_run_t *g, const char *name, int rank, const
   return NULL;
 }
 
-/* A graph without Placeholders whose inputs are frozen in as Consts: imported again with each
- * such Const replaced (TensorFlow's input_map) by a Placeholder "<const>_fed" of its shape but
- * an unknown first dimension, fed a batch of --batch. */
+/* A graph without Placeholders whose input is frozen in as a Const: imported again with that
+ * Const replaced (TensorFlow's input_map) by a Placeholder "<const>_fed" of its shape but an
+ * unknown first dimension, fed a batch of --batch. */
 static weft_status_t *unfreeze_inputs(graph_run_t *g, const char *path, int batch) {
   GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
   GArray *values = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
   GPtrArray *fed = g_ptr_array_new_with_free_func(g_free);
   weft_graph_t *graph = weft_graph_new();
   weft_status_t *st = NULL;
-  for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st; k++) {
+  /* The first such Const only: the corpus graphs that freeze a second operand (a filter, the
+   * scale of a batch norm) mean it as a weight, whose shape does not follow the batch. */
+  for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st && keys->len == 0; k++) {
     weft_node_t *n = weft_graph_node_at(g->graph, k);
     if (!is_frozen_input(g->graph, n)) continue;
     int64_t dims[WEFT_MAX_RANK];

@@ -155,40 +155,77 @@ static void from_nchw(exporter_t *x, const char *in, const char *out) {
   node(x, "Transpose", (const char *[]){in, NULL}, out, perm);
 }
 
-/* The NHWC window of a conv or pool: kernel (kh, kw), strides, dilations and TF's padding
+/* The shape of o: as inferred, else (a dimension unknown) as a step computes it. */
+static weft_status_t *shape_of(exporter_t *x, weft_output_t o, int *rank, int64_t *dims) {
+  *rank = weft_node_output_shape(o.node, o.index, dims);
+  bool known = *rank >= 0;
+  for (int k = 0; k < *rank; k++) known = known && dims[k] >= 0;
+  if (known) return NULL;
+  weft_tensor_t *t = NULL;
+  WEFT_RETURN_IF_ERROR(evaluate(x, o, &t));
+  *rank = weft_tensor_rank(t);
+  memcpy(dims, weft_tensor_dims(t), sizeof(int64_t) * (size_t)*rank);
+  weft_tensor_unref(t);
+  return NULL;
+}
+
+/* The first spatial axis of n's data_format: 1 for NHWC (and NWC), 2 for NCHW; 0 for others. */
+static int spatial_axis(weft_node_t *n) {
+  const char *fmt = attr_string(n, "data_format", "NHWC");
+  return strcmp(fmt, "NHWC") == 0 ? 1 : strcmp(fmt, "NCHW") == 0 ? 2 : 0;
+}
+
+/* The window of a 2-D conv or pool: kernel k = (kh, kw), strides, dilations and TF's padding
  * (SAME: output ceil(in / stride), the odd pixel of padding after; VALID: none) as ONNX's
  * kernel_shape/strides/dilations/pads [top, left, bottom, right]. */
 static weft_status_t *window(exporter_t *x, weft_node_t *n, weft_output_t in, const int64_t *k,
                              int64_t *strides, int64_t *dilations, int64_t *pads) {
-  (void)x;
-  const char *fmt = attr_string(n, "data_format", "NHWC");
-  if (strcmp(fmt, "NHWC") != 0) return refuse(n, "only data_format NHWC is exported");
+  int h = spatial_axis(n), c = h == 1 ? 3 : 1;
+  if (!h) return refuse(n, "only data_format NHWC and NCHW are exported");
   int64_t s4[4], d4[4] = {1, 1, 1, 1};
   if (!attr_ints(n, "strides", 4, s4)) return refuse(n, "strides is not a list of 4");
   if (attr(n, "dilations") && !attr_ints(n, "dilations", 4, d4))
     return refuse(n, "dilations is not a list of 4");
-  if (s4[0] != 1 || s4[3] != 1 || d4[0] != 1 || d4[3] != 1)
+  if (s4[0] != 1 || s4[c] != 1 || d4[0] != 1 || d4[c] != 1)
     return refuse(n, "strides or dilations over the batch or channels");
   const char *padding = attr_string(n, "padding", "");
   bool same = strcmp(padding, "SAME") == 0;
   if (!same && strcmp(padding, "VALID") != 0)
     return refuse(n, "padding is neither SAME nor VALID");
   int64_t dims[WEFT_MAX_RANK];
-  int rank = weft_node_output_shape(in.node, in.index, dims);
-  if (same && (rank != 4 || dims[1] < 0 || dims[2] < 0))
-    return refuse(n, "SAME padding over an input of unknown height or width");
+  int rank = 0;
+  WEFT_RETURN_IF_ERROR(shape_of(x, in, &rank, dims));
+  if (rank != 4) return refuse(n, "its input is not of rank 4");
   for (int a = 0; a < 2; a++) {
-    strides[a] = s4[a + 1];
-    dilations[a] = d4[a + 1];
+    strides[a] = s4[h + a];
+    dilations[a] = d4[h + a];
     pads[a] = pads[a + 2] = 0;
     if (!same) continue;
-    int64_t size = dims[a + 1], out = (size + strides[a] - 1) / strides[a];
+    int64_t size = dims[h + a], out = (size + strides[a] - 1) / strides[a];
     int64_t total = (out - 1) * strides[a] + (k[a] - 1) * dilations[a] + 1 - size;
     if (total < 0) total = 0;
     pads[a] = total / 2;
     pads[a + 2] = total - total / 2;
   }
   return NULL;
+}
+
+/* The ONNX op `op` over NCHW data: between Transposes when n is NHWC. */
+static void nchw_node(exporter_t *x, weft_node_t *n, const char *op, const char *const *inputs,
+                      const char *out, const bench_onnx_ints_t *attrs,
+                      const bench_onnx_float_t *floats) {
+  if (spatial_axis(n) == 2) {
+    bench_onnx_node_floats(x->m, op, inputs, out, attrs, floats);
+    return;
+  }
+  const char *in[8] = {NULL};
+  char *nchw = to_nchw(x, n, inputs[0]), *res = helper_name(n, "nchw_out");
+  in[0] = nchw;
+  for (int k = 1; k < 7 && inputs[k]; k++) in[k] = inputs[k];
+  bench_onnx_node_floats(x->m, op, in, res, attrs, floats);
+  from_nchw(x, res, out);
+  g_free(nchw);
+  g_free(res);
 }
 
 /* Conv2D and DepthwiseConv2dNative: the filter, HWIO (depthwise: H W C M), becomes OIHW
@@ -229,15 +266,11 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) 
   char *in = NULL;
   st = input_name(x, n, 0, &in);
   if (!st) {
-    char *nchw = to_nchw(x, n, in), *conv = helper_name(n, "conv");
     int64_t group = depthwise ? ci : 1;
     bench_onnx_ints_t attrs[] = {{"kernel_shape", 2, k}, {"strides", 2, strides},
                                  {"dilations", 2, dil},  {"pads", 4, pads},
                                  {"group", -1, &group},  {NULL, 0, NULL}};
-    node(x, "Conv", (const char *[]){nchw, wname, NULL}, conv, attrs);
-    from_nchw(x, conv, out);
-    g_free(nchw);
-    g_free(conv);
+    nchw_node(x, n, "Conv", (const char *[]){in, wname, NULL}, out, attrs, NULL);
   }
   g_free(in);
   g_free(wname);
@@ -246,22 +279,19 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) 
 
 static weft_status_t *emit_pool(exporter_t *x, weft_node_t *n, const char *out) {
   int64_t ksize[4], k[2], strides[2], dil[2], pads[4];
-  if (!attr_ints(n, "ksize", 4, ksize) || ksize[0] != 1 || ksize[3] != 1)
-    return refuse(n, "ksize is not [1, h, w, 1]");
-  k[0] = ksize[1];
-  k[1] = ksize[2];
+  int h = spatial_axis(n), c = h == 1 ? 3 : 1;
+  if (!h || !attr_ints(n, "ksize", 4, ksize) || ksize[0] != 1 || ksize[c] != 1)
+    return refuse(n, "ksize is not 1 over the batch and channels");
+  k[0] = ksize[h];
+  k[1] = ksize[h + 1];
   WEFT_RETURN_IF_ERROR(window(x, n, weft_node_input(n, 0), k, strides, dil, pads));
   char *in = NULL;
   WEFT_RETURN_IF_ERROR(input_name(x, n, 0, &in));
-  char *nchw = to_nchw(x, n, in), *pool = helper_name(n, "pool");
   /* AveragePool's count_include_pad defaults to 0: TF's average over the valid pixels only. */
   bench_onnx_ints_t attrs[] = {{"kernel_shape", 2, k}, {"strides", 2, strides},
                                {"pads", 4, pads}, {NULL, 0, NULL}};
-  node(x, strcmp(weft_node_op(n), "MaxPool") == 0 ? "MaxPool" : "AveragePool",
-       (const char *[]){nchw, NULL}, pool, attrs);
-  from_nchw(x, pool, out);
-  g_free(nchw);
-  g_free(pool);
+  nchw_node(x, n, strcmp(weft_node_op(n), "MaxPool") == 0 ? "MaxPool" : "AveragePool",
+            (const char *[]){in, NULL}, out, attrs, NULL);
   g_free(in);
   return NULL;
 }
@@ -269,26 +299,39 @@ static weft_status_t *emit_pool(exporter_t *x, weft_node_t *n, const char *out) 
 /* FusedBatchNorm (V2, V3) for inference: ONNX BatchNormalization over NCHW. */
 static weft_status_t *emit_batch_norm(exporter_t *x, weft_node_t *n, const char *out) {
   if (attr_bool(n, "is_training")) return refuse(n, "is_training is true (only inference)");
-  if (strcmp(attr_string(n, "data_format", "NHWC"), "NHWC") != 0)
-    return refuse(n, "only data_format NHWC is exported");
+  if (!spatial_axis(n)) return refuse(n, "only data_format NHWC and NCHW are exported");
   const weft__attr_value_t *eps = attr(n, "epsilon");
   char *in[5] = {NULL};
   weft_status_t *st = NULL;
   for (int k = 0; k < 5 && !st; k++) st = input_name(x, n, k, &in[k]);
   if (!st) {
-    char *nchw = to_nchw(x, n, in[0]), *bn = helper_name(n, "bn");
     bench_onnx_float_t floats[] = {{"epsilon", eps && eps->kind == WEFT_ATTR_FLOAT ? eps->u.f
                                                                                      : 1e-4f},
                                    {NULL, 0}};
-    bench_onnx_node_floats(x->m, "BatchNormalization",
-                           (const char *[]){nchw, in[1], in[2], in[3], in[4], NULL}, bn, NULL,
-                           floats);
-    from_nchw(x, bn, out);
-    g_free(nchw);
-    g_free(bn);
+    nchw_node(x, n, "BatchNormalization", (const char *[]){in[0], in[1], in[2], in[3], in[4], NULL},
+              out, NULL, floats);
   }
   for (int k = 0; k < 5; k++) g_free(in[k]);
   return st;
+}
+
+/* NCHW BiasAdd: the bias [C] reshaped to [C, 1, ...] to broadcast over the spatial axes. */
+static weft_status_t *bias_to_channels(exporter_t *x, weft_node_t *n, char **bias) {
+  if (strcmp(attr_string(n, "data_format", "NHWC"), "NCHW") != 0)
+    return refuse(n, "only data_format NHWC and NCHW are exported");
+  int64_t dims[WEFT_MAX_RANK], shape[WEFT_MAX_RANK];
+  int rank = 0;
+  WEFT_RETURN_IF_ERROR(shape_of(x, weft_node_input(n, 0), &rank, dims));
+  if (rank < 3) return refuse(n, "an NCHW input of rank below 3");
+  shape[0] = -1;
+  for (int k = 1; k < rank - 1; k++) shape[k] = 1;
+  char *sname = ints_initializer(x, n, "bias_shape", shape, rank - 1);
+  char *out = helper_name(n, "bias_nchw");
+  node(x, "Reshape", (const char *[]){*bias, sname, NULL}, out, NULL);
+  g_free(sname);
+  g_free(*bias);
+  *bias = out;
+  return NULL;
 }
 
 /* Ops that map to one ONNX op of the same inputs and no attributes. */
@@ -311,11 +354,11 @@ static weft_status_t *emit_op(exporter_t *x, weft_node_t *n, const char *out) {
     return refuse(n, "its output is not float32");
   for (size_t k = 0; k < G_N_ELEMENTS(SAME_OPS); k++) {
     if (strcmp(op, SAME_OPS[k][0]) != 0) continue;
-    if (strcmp(op, "BiasAdd") == 0 && strcmp(attr_string(n, "data_format", "NHWC"), "NHWC"))
-      return refuse(n, "only data_format NHWC is exported");
     char *in[2] = {NULL, NULL};
     weft_status_t *st = NULL;
     for (int i = 0; i < n_in && i < 2 && !st; i++) st = input_name(x, n, i, &in[i]);
+    if (!st && strcmp(op, "BiasAdd") == 0 && spatial_axis(n) != 1)
+      st = bias_to_channels(x, n, &in[1]);
     if (!st) node(x, SAME_OPS[k][1], (const char *[]){in[0], in[1], NULL}, out, NULL);
     g_free(in[0]);
     g_free(in[1]);
@@ -368,6 +411,14 @@ static weft_status_t *emit_op(exporter_t *x, weft_node_t *n, const char *out) {
       node(x, "Squeeze", (const char *[]){a, extra, NULL}, out, NULL);
     } else if (!st) {
       node(x, "Squeeze", (const char *[]){a, NULL}, out, NULL);
+    }
+  } else if (strcmp(op, "ExpandDims") == 0) {
+    st = operand_ints(x, n, 1, &vals, &count);
+    if (!st && count != 1) st = refuse(n, "the axis is not a scalar");
+    if (!st) st = input_name(x, n, 0, &a);
+    if (!st) {
+      extra = ints_initializer(x, n, "axes", vals, 1);
+      node(x, "Unsqueeze", (const char *[]){a, extra, NULL}, out, NULL);
     }
   } else if (strcmp(op, "Mean") == 0) {
     st = operand_ints(x, n, 1, &vals, &count);
