@@ -106,16 +106,23 @@ static bool is_frozen_input(weft_graph_t *g, weft_node_t *n) {
          read_as_activation(g, n);
 }
 
-/* "mnist_00" for .../mnist_00/frozen_model.pb, "mlp_5_5_1_frozen" for mlp_5_5_1_frozen.pb. */
+/* The row's model name: "mlp_5_5_1_frozen" for mlp_5_5_1_frozen.pb, "cnn2d_layers/nhwc_b2" for
+ * .../cnn2d_layers/nhwc_b2/frozen_model.pb (the corpus names a model by its folder, within a
+ * family of folders), "half_plus_two" for a SavedModel folder. */
 static char *model_label(const char *path) {
   char *base = g_path_get_basename(path);
-  if (strcmp(base, "frozen_model.pb") == 0 || g_file_test(path, G_FILE_TEST_IS_DIR)) {
-    char *dir = strcmp(base, "frozen_model.pb") == 0 ? g_path_get_dirname(path) : g_strdup(path);
+  if (strcmp(base, "frozen_model.pb") == 0) {
+    char *dir = g_path_get_dirname(path), *up = g_path_get_dirname(dir);
+    char *leaf = g_path_get_basename(dir), *family = g_path_get_basename(up);
     g_free(base);
-    base = g_path_get_basename(dir);
+    base = g_strdup_printf("%s/%s", family, leaf);
     g_free(dir);
+    g_free(up);
+    g_free(leaf);
+    g_free(family);
+  } else if (g_str_has_suffix(base, ".pb")) {
+    base[strlen(base) - 3] = '\0';
   }
-  if (g_str_has_suffix(base, ".pb")) base[strlen(base) - 3] = '\0';
   return base;
 }
 
@@ -216,6 +223,94 @@ static weft_status_t *unfreeze_inputs(graph_run_t *g, const char *path, int batc
   return st;
 }
 
+/* --feed NAME=SHAPE's parts (g_free *name). */
+static weft_status_t *feed_arg(const char *arg, char **name, int *rank, int64_t *dims) {
+  const char *eq = strrchr(arg, '=');
+  if (!parse_shape(eq + 1, rank, dims))
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "--feed %s: '%s' is not a shape like 64,28,28,1",
+                           arg, eq + 1);
+  *name = g_strndup(arg, (gsize)(eq - arg));
+  return NULL;
+}
+
+/* A SavedModel imports the nodes a run needs on its first run, a fed tensor read through a
+ * stand-in Placeholder "_weft_feed/<node>/<index>": one run of the feeds (--feed, else the
+ * signature's inputs, unknown dimensions --batch) and the fetch (--fetch, else the signature's
+ * first output) imports them, and the feeds and the fetch are then found in the graph. */
+static weft_status_t *saved_model_io(graph_run_t *g, const char *sig,
+                                     const bench_graph_options_t *opt) {
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  weft_status_t *st = NULL;
+  int n_in = 0;
+  if (opt->feeds && *opt->feeds) {
+    for (const char *const *f = opt->feeds; !st && *f; f++) {
+      char *name = NULL;
+      int rank = 0;
+      int64_t dims[WEFT_MAX_RANK];
+      st = feed_arg(*f, &name, &rank, dims);
+      if (!st) g_ptr_array_add(names, name);
+      if (!st) g_ptr_array_add(g->values, seeded_input(rank, dims, g->values->len));
+    }
+  } else if (!sig) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "SavedModel '%s' has no signature: name the "
+                         "feeds with --feed and the fetch with --fetch", opt->saved_model_dir);
+  } else {
+    st = weft_saved_model_signature(g->model, sig, &n_in, NULL, NULL);
+    for (int k = 0; k < n_in && !st; k++) {
+      weft_saved_model_tensor_info_t info;
+      st = weft_saved_model_signature_input(g->model, sig, k, &info);
+      if (!st && (info.dtype != WEFT_DT_FLOAT || info.rank < 0))
+        st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' (%s) is not float32 of a known "
+                             "rank: give its shape with --feed %s=SHAPE", info.key, info.name,
+                             info.name);
+      if (st) break;
+      for (int d = 0; d < info.rank; d++)
+        if (info.dims[d] < 0) info.dims[d] = opt->batch;
+      g_ptr_array_add(names, g_strdup(info.name));
+      g_ptr_array_add(g->values, seeded_input(info.rank, info.dims, g->values->len));
+    }
+  }
+  char *fetch = NULL;
+  if (!st && opt->fetches && *opt->fetches) {
+    fetch = g_strdup(opt->fetches[0]);
+  } else if (!st && sig) {
+    weft_saved_model_tensor_info_t info;
+    st = weft_saved_model_signature_output(g->model, sig, 0, &info);
+    if (!st) fetch = g_strdup(info.name);
+  } else if (!st) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "SavedModel '%s' has no signature: name the "
+                         "fetch with --fetch", opt->saved_model_dir);
+  }
+  weft_tensor_t *out = NULL;
+  if (!st)
+    st = weft_saved_model_run(g->model, NULL, (const char *const *)names->pdata,
+                              (weft_tensor_t *const *)g->values->pdata, (int)names->len,
+                              (const char *const *)&fetch, &out, 1, NULL, 0);
+  weft_tensor_unref(out);
+  for (guint k = 0; k < names->len && !st; k++) {
+    weft_output_t o;
+    weft_status_t *missing = weft_graph_find_output(g->graph, names->pdata[k], &o);
+    if (missing) {
+      char **parts = g_strsplit(names->pdata[k], ":", 2);
+      char *standin = g_strdup_printf("_weft_feed/%s/%s:0", parts[0], parts[1] ? parts[1] : "0");
+      st = weft_graph_find_output(g->graph, standin, &o);
+      g_free(standin);
+      g_strfreev(parts);
+      if (st) {
+        weft_status_free(st);
+        st = missing;
+      } else {
+        weft_status_free(missing);
+      }
+    }
+    if (!st) g_array_append_val(g->feeds, o);
+  }
+  if (!st) st = weft_graph_find_output(g->graph, fetch, &g->fetch);
+  g_free(fetch);
+  g_ptr_array_free(names, TRUE);
+  return st;
+}
+
 static weft_status_t *load(const bench_options_t *o, const bench_graph_options_t *opt,
                            graph_run_t *g) {
   g->feeds = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
@@ -235,49 +330,33 @@ static weft_status_t *load(const bench_options_t *o, const bench_graph_options_t
       if (!sig && weft_saved_model_num_signatures(g->model) > 0)
         sig = weft_saved_model_signature_key(g->model, 0);
     }
-  } else {
-    g->own_graph = true;
-    g->graph = weft_graph_new();
-    st = weft_graph_import_graphdef_file(g->graph, opt->graph_path, NULL);
+    if (!st) st = saved_model_io(g, sig, opt);
+    weft_session_options_free(so);
+    return st;
   }
-  /* Feeds: --feed, else the signature's inputs, else every Placeholder. */
+  g->own_graph = true;
+  g->graph = weft_graph_new();
+  st = weft_graph_import_graphdef_file(g->graph, opt->graph_path, NULL);
+  /* Feeds: --feed, else every Placeholder, else the input a graph froze. */
   for (const char *const *f = opt->feeds; !st && f && *f; f++) {
-    const char *eq = strrchr(*f, '=');
-    char *name = g_strndup(*f, (gsize)(eq - *f));
+    char *name = NULL;
     int rank = 0;
     int64_t dims[WEFT_MAX_RANK];
-    if (!parse_shape(eq + 1, &rank, dims))
-      st = weft_status_new(WEFT_INVALID_ARGUMENT, "--feed %s: '%s' is not a shape like 64,28,28,1",
-                           *f, eq + 1);
-    else
-      st = add_feed(g, name, rank, dims, opt->batch);
+    st = feed_arg(*f, &name, &rank, dims);
+    if (!st) st = add_feed(g, name, rank, dims, opt->batch);
     g_free(name);
   }
   if (!st && !(opt->feeds && *opt->feeds)) {
-    if (sig) {
-      int n_in = 0;
-      st = weft_saved_model_signature(g->model, sig, &n_in, NULL, NULL);
-      for (int k = 0; k < n_in && !st; k++) {
-        weft_saved_model_tensor_info_t info;
-        st = weft_saved_model_signature_input(g->model, sig, k, &info);
-        if (!st) st = add_feed(g, info.name, -1, NULL, opt->batch);
-      }
-    } else {
-      for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st; k++) {
-        weft_node_t *n = weft_graph_node_at(g->graph, k);
-        if (strcmp(weft_node_op(n), "Placeholder") == 0)
-          st = add_feed(g, weft_node_name(n), -1, NULL, opt->batch);
-      }
-      if (g->feeds->len == 0) st = unfreeze_inputs(g, opt->graph_path, opt->batch);
+    for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st; k++) {
+      weft_node_t *n = weft_graph_node_at(g->graph, k);
+      if (strcmp(weft_node_op(n), "Placeholder") == 0)
+        st = add_feed(g, weft_node_name(n), -1, NULL, opt->batch);
     }
+    if (!st && g->feeds->len == 0) st = unfreeze_inputs(g, opt->graph_path, opt->batch);
   }
-  /* The fetch: --fetch, else the signature's first output, else the graph's last sink. */
+  /* The fetch: --fetch, else the graph's last sink. */
   if (!st && opt->fetches && *opt->fetches) {
     st = weft_graph_find_output(g->graph, opt->fetches[0], &g->fetch);
-  } else if (!st && sig) {
-    weft_saved_model_tensor_info_t info;
-    st = weft_saved_model_signature_output(g->model, sig, 0, &info);
-    if (!st) st = weft_graph_find_output(g->graph, info.name, &g->fetch);
   } else if (!st) {
     g->fetch.node = default_fetch(g->graph);
     if (!g->fetch.node)

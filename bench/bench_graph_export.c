@@ -496,6 +496,8 @@ static weft_status_t *emit(exporter_t *x, weft_output_t o, char **onnx) {
               weft_node_output_dtype(weft_node_input(n, 0).node, weft_node_input(n, 0).index) ==
                   WEFT_DT_FLOAT)) {
     st = input_name(x, n, 0, &name); /* the same tensor under the input's name */
+  } else if (strcmp(op, "IdentityN") == 0 && o.index < weft_node_num_inputs(n)) {
+    st = input_name(x, n, o.index, &name); /* output k is input k */
   } else if (o.index != 0) {
     st = refuse(n, "only its first output is exported");
   } else {

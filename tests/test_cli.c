@@ -986,12 +986,14 @@ static void test_bench_graph_usage(void) {
   }
 }
 
-/* One --graph row, without a peer or with ONNX Runtime (lib, may be NULL), in dir/bench.json;
+/* One --graph (or, for a folder, --saved-model) row, without a peer or with ONNX Runtime (lib, may be NULL), in dir/bench.json;
  * the record of row `name` (json_object_unref). */
 static JsonObject *bench_graph_row(const char *dir, const char *graph, const char *batch,
                                    const char *lib, const char *name) {
   char *json = g_build_filename(dir, "bench.json", NULL);
-  const char *args[] = {"bench", "--graph", graph, "--batch", batch, "--quick", "--threads", "1",
+  bool saved_model = g_file_test(graph, G_FILE_TEST_IS_DIR);
+  const char *args[] = {"bench", saved_model ? "--saved-model" : "--graph", graph, "--batch",
+                        batch, "--quick", "--threads", "1",
                         "--json", json, lib ? "--peer" : NULL, "ort", "--peer-lib", lib, NULL};
   run_result_t r = run_weft(args, NULL);
   g_test_message("stdout: %s\nstderr: %s", r.out, r.err);
@@ -1008,8 +1010,9 @@ static JsonObject *bench_graph_row(const char *dir, const char *graph, const cha
   return rec;
 }
 
-/* A corpus MLP timed in Weft alone: unknown batch dimensions take --batch, the default fetch is
- * the graph's last output nothing reads, and the row says so in its parameters. */
+/* A corpus MLP and a SavedModel timed in Weft alone: unknown batch dimensions take --batch, the
+ * default fetch is the graph's last output nothing reads (the signature's output), and the row
+ * says so in its parameters. */
 static void test_bench_graph(void) {
   if (no_weft()) return;
   char *graph = corpus_graph("mlp_5_5_1_frozen.pb");
@@ -1020,6 +1023,16 @@ static void test_bench_graph(void) {
                   "x:0=8x5 fetch=Identity:0 threads=1");
   g_assert_true(json_object_get_null_member(rec, "peer"));
   json_object_unref(rec);
+  /* A SavedModel's serving signature: its input x [-1, 1] fed a batch of 4 (through the
+   * stand-in Placeholder the model reads a fed tensor by), its output y fetched. */
+  char *graphdefs = g_path_get_dirname(graph);
+  char *sm = g_build_filename(graphdefs, "..", "saved_model", "half_plus_two_cpu", NULL);
+  g_free(graphdefs);
+  rec = bench_graph_row(dir, sm, "4", NULL, "graph/half_plus_two_cpu/batch_4");
+  g_assert_cmpstr(json_object_get_string_member(rec, "parameters"), ==,
+                  "_weft_feed/x/0:0=4x1 fetch=y:0 threads=1");
+  json_object_unref(rec);
+  g_free(sm);
   g_rmdir(dir);
   g_free(dir);
   g_free(graph);
@@ -1042,7 +1055,7 @@ static void test_bench_graph_ort(void) {
   char *bn = conv ? corpus_graph("../dl4j/fused_batch_norm/float32_nhwc/frozen_model.pb") : NULL;
   char *dir = g_dir_make_tmp("weft-graph-XXXXXX", NULL);
   const char *rows[][3] = {{mlp, "64", "graph/mlp_5_5_1_frozen/batch_64"},
-                           {conv, "16", "graph/channels_last_b1_k2_s1_d1_SAME_relu6/batch_16"}};
+                           {conv, "16", "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_16"}};
   for (size_t k = 0; bn && k < G_N_ELEMENTS(rows); k++) {
     JsonObject *rec = bench_graph_row(dir, rows[k][0], rows[k][1], lib, rows[k][2]);
     g_assert_true(json_object_get_null_member(rec, "peer_note"));
@@ -1054,7 +1067,7 @@ static void test_bench_graph_ort(void) {
     json_object_unref(rec);
   }
   if (bn) {
-    JsonObject *rec = bench_graph_row(dir, bn, "1", lib, "graph/float32_nhwc/batch_1");
+    JsonObject *rec = bench_graph_row(dir, bn, "1", lib, "graph/fused_batch_norm/float32_nhwc/batch_1");
     g_assert_true(json_object_get_null_member(rec, "peer"));
     g_assert_cmpstr(json_object_get_string_member(rec, "peer_note"), ==,
                     "ONNX export: FusedBatchNormV3 node 'FusedBatchNormV3': is_training is true "
