@@ -491,19 +491,14 @@ int weft_bench_main(int argc, char **argv) {
   } else if (threads < 0 || threads > 4096) {
     why_bad = g_strdup_printf("--threads %d is out of range (1 to 4096; 0 means one per core)", threads);
   }
+  int rc = 0;
+  char *peer_why = NULL;
+  bench_options_t o = {0};
+  bench_report_t report = {NULL};
   if (why_bad) {
-    int rc = usage_error("%s", why_bad);
+    rc = usage_error("%s", why_bad);
     g_free(why_bad);
-    g_strfreev(feeds);
-    g_strfreev(fetches);
-    g_free(graph_path);
-    g_free(saved_model);
-    g_strfreev(only);
-    g_free(json);
-    g_free(device);
-    g_free(peer_name);
-    g_free(peer_lib);
-    return rc;
+    goto out;
   }
   /* Before the plugins load: OpenBLAS reads its thread count then, and the pools keep theirs. */
   if (threads > 0) weft_threads_set_limit(threads);
@@ -512,26 +507,18 @@ int weft_bench_main(int argc, char **argv) {
     char *known = NULL;
     char *spec = resolve_device(device, &known);
     if (!spec) {
-      int rc = usage_error("--device '%s' is not a device of this machine (it has: %s)", device,
-                           *known ? known : "none");
+      rc = usage_error("--device '%s' is not a device of this machine (it has: %s)", device,
+                       *known ? known : "none");
       g_free(known);
-      g_free(device);
-      g_strfreev(only);
-      g_strfreev(feeds);
-      g_strfreev(fetches);
-      g_free(graph_path);
-      g_free(saved_model);
-      g_free(json);
-      return rc;
+      goto out;
     }
     g_free(known);
     g_free(device);
     device = spec;
   }
-  bench_options_t o = {(const char *const *)only, device ? device : "/device:CPU:0", quick,
-                       quick ? 1 : 2, quick ? 3 : 7, 0, NULL, NULL, NULL};
+  o = (bench_options_t){(const char *const *)only, device ? device : "/device:CPU:0", quick,
+                        quick ? 1 : 2, quick ? 3 : 7, 0, NULL, NULL, NULL};
   o.threads = threads > 0 ? threads : (int)g_get_num_processors();
-  char *peer_why = NULL;
   if (peer_name) {
     o.peer_name = peer_name;
     o.peer = bench_peer_open(peer_lib, &peer_why);
@@ -542,8 +529,7 @@ int weft_bench_main(int argc, char **argv) {
       fprintf(stderr, "bench: peer: %s\n", peer_why);
     o.peer_why = peer_why;
   }
-  bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};
-  int rc = 0;
+  report.results = g_ptr_array_new_with_free_func((GDestroyNotify)result_free);
   if (graph_path || saved_model) {
     bench_graph_options_t g = {graph_path, saved_model, (const char *const *)feeds,
                                (const char *const *)fetches, batch};
@@ -572,7 +558,8 @@ int weft_bench_main(int argc, char **argv) {
     weft_status_free(st);
     rc = 1;
   }
-  g_ptr_array_free(report.results, TRUE);
+out:
+  if (report.results) g_ptr_array_free(report.results, TRUE);
   bench_peer_close(o.peer);
   g_free(peer_why);
   g_free(peer_name);

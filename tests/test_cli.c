@@ -849,6 +849,15 @@ static char *ort_library(void) {
   return found;
 }
 
+/* ort_library(), or NULL with the test skipped. */
+static char *ort_library_or_skip(void) {
+  char *lib = ort_library();
+  if (!lib)
+    g_test_skip("ONNX Runtime is not installed: run scripts/install-ort-peer.sh (or set "
+                "WEFT_ORT_LIB)");
+  return lib;
+}
+
 static void test_bench_peer_usage(void) {
   if (no_weft()) return;
   const char *nosuch[] = {"bench", "--peer", "nosuch", "--only", "step/scalar_addv2", NULL};
@@ -914,12 +923,8 @@ static void test_bench_peer_absent(void) {
  * (no "failed:"), the peer's figure and ratio are in the table and the JSON. */
 static void test_bench_peer_ort(void) {
   if (no_weft()) return;
-  char *lib = ort_library();
-  if (!lib) {
-    g_test_skip("ONNX Runtime is not installed: run scripts/install-ort-peer.sh (or set "
-                "WEFT_ORT_LIB)");
-    return;
-  }
+  char *lib = ort_library_or_skip();
+  if (!lib) return;
   char *dir = g_dir_make_tmp("weft-peer-XXXXXX", NULL);
   char *json = g_build_filename(dir, "bench.json", NULL);
   const char *args[] = {"bench", "--quick", "--threads", "1", "--peer", "ort", "--peer-lib", lib,
@@ -1043,12 +1048,8 @@ static void test_bench_graph(void) {
  * (a training-mode batch norm) keeps its Weft figure and says why the peer's is missing. */
 static void test_bench_graph_ort(void) {
   if (no_weft()) return;
-  char *lib = ort_library();
-  if (!lib) {
-    g_test_skip("ONNX Runtime is not installed: run scripts/install-ort-peer.sh (or set "
-                "WEFT_ORT_LIB)");
-    return;
-  }
+  char *lib = ort_library_or_skip();
+  if (!lib) return;
   char *mlp = corpus_graph("mlp_5_5_1_frozen.pb");
   char *conv = mlp ? corpus_graph("../dl4j/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/"
                                   "frozen_model.pb") : NULL;

@@ -57,7 +57,8 @@ static void bn_apply_f32(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
   }
   int64_t row = cfirst ? inner : C;
   bn_apply_job_t j = {x->data, y->data, ab, ab + C, C, inner, cfirst};
-  weft__cpu_parallel(ctx, x->num_elements / row, 2 * row + 10, bn_apply_range, &j);
+  /* About half a cycle an element (vectorised) and a few per row: small tensors run inline. */
+  weft__cpu_parallel(ctx, x->num_elements / row, row / 2 + 8, bn_apply_range, &j);
 }
 
 static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
