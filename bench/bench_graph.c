@@ -382,7 +382,9 @@ bool bench_run_graph(const bench_options_t *o, const bench_graph_options_t *opt,
   }
   for (const char *const *f = opt->feeds; f && *f; f++) {
     const char *eq = strrchr(*f, '=');
-    if (!eq || eq == *f) {
+    int rank = 0;
+    int64_t dims[WEFT_MAX_RANK];
+    if (!eq || eq == *f || !parse_shape(eq + 1, &rank, dims)) {
       *why = g_strdup_printf("--feed '%s' is not NAME=SHAPE (e.g. input=64,28,28,1)", *f);
       return false;
     }

@@ -975,6 +975,8 @@ static void test_bench_graph_usage(void) {
       {{"bench", "--graph", "g.pb", "--batch", "0", NULL}, "--batch 0 is out of range (1 or more)"},
       {{"bench", "--graph", "g.pb", "--feed", "x", NULL},
        "--feed 'x' is not NAME=SHAPE (e.g. input=64,28,28,1)"},
+      {{"bench", "--graph", "g.pb", "--feed", "x=3xq", NULL},
+       "--feed 'x=3xq' is not NAME=SHAPE (e.g. input=64,28,28,1)"},
       {{"bench", "--graph", "g.pb", "--fetch", "a", "--fetch", "b", NULL},
        "--graph times one fetch: give --fetch once"},
       {{"bench", "--graph", "g.pb", "--only", "matmul", NULL},
