@@ -464,7 +464,8 @@ bool bench_run_graph(const bench_options_t *o, const bench_graph_options_t *opt,
       g_string_append_c(params, ' ');
     }
     g_string_append_printf(params, "fetch=%s threads=%d", c.fetch_name, o->threads);
-    bench_add_row(r, name, params->str, "ms", false, &ws, NULL, NULL, "report: a step of the model");
+    bench_add_row(r, name, params->str, "ms", false, &ws, NULL, NULL,
+                  "report: a step of the model");
     g_string_free(params, TRUE);
     bench_peer_finish(r, o, peer, peer_why, &ps, expected, GRAPH_RTOL, GRAPH_ATOL);
   } else {

@@ -993,8 +993,8 @@ static void test_bench_graph_usage(void) {
   }
 }
 
-/* One --graph (or, for a folder, --saved-model) row, without a peer or with ONNX Runtime (lib, may be NULL), in dir/bench.json;
- * the record of row `name` (json_object_unref). */
+/* One --graph (or, for a folder, --saved-model) row, without a peer or with ONNX Runtime (lib,
+ * may be NULL), in dir/bench.json; the record of row `name` (json_object_unref). */
 static JsonObject *bench_graph_row(const char *dir, const char *graph, const char *batch,
                                    const char *lib, const char *name) {
   char *json = g_build_filename(dir, "bench.json", NULL);
@@ -1058,7 +1058,8 @@ static void test_bench_graph_ort(void) {
   char *bn = conv ? corpus_graph("../dl4j/fused_batch_norm/float32_nhwc/frozen_model.pb") : NULL;
   char *dir = g_dir_make_tmp("weft-graph-XXXXXX", NULL);
   const char *rows[][3] = {{mlp, "64", "graph/mlp_5_5_1_frozen/batch_64"},
-                           {conv, "16", "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_16"}};
+                           {conv, "16",
+                            "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_16"}};
   for (size_t k = 0; bn && k < G_N_ELEMENTS(rows); k++) {
     JsonObject *rec = bench_graph_row(dir, rows[k][0], rows[k][1], lib, rows[k][2]);
     g_assert_true(json_object_get_null_member(rec, "peer_note"));
@@ -1070,7 +1071,8 @@ static void test_bench_graph_ort(void) {
     json_object_unref(rec);
   }
   if (bn) {
-    JsonObject *rec = bench_graph_row(dir, bn, "1", lib, "graph/fused_batch_norm/float32_nhwc/batch_1");
+    JsonObject *rec = bench_graph_row(dir, bn, "1", lib,
+                                      "graph/fused_batch_norm/float32_nhwc/batch_1");
     g_assert_true(json_object_get_null_member(rec, "peer"));
     g_assert_cmpstr(json_object_get_string_member(rec, "peer_note"), ==,
                     "ONNX export: FusedBatchNormV3 node 'FusedBatchNormV3': is_training is true "
