@@ -172,54 +172,67 @@ static weft_status_t *add_feed(graph_run_t *g, const char *name, int rank, const
   return NULL;
 }
 
-/* A graph without Placeholders whose input is frozen in as a Const: imported again with that
- * Const replaced (TensorFlow's input_map) by a Placeholder "<const>_fed" of its shape but an
- * unknown first dimension, fed a batch of --batch. */
-static weft_status_t *unfreeze_inputs(graph_run_t *g, const char *path, int batch) {
+/* The graph imported again with each Const of `consts` (nodes of g->graph) replaced, through
+ * TensorFlow's input_map, by a Placeholder "<const>_fed": of the Const's shape with an unknown
+ * first dimension, or (any_shape) of its rank with every dimension unknown. */
+static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *consts,
+                               bool any_shape) {
   GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
   GArray *values = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
-  GPtrArray *fed = g_ptr_array_new_with_free_func(g_free);
   weft_graph_t *graph = weft_graph_new();
   weft_status_t *st = NULL;
-  /* The first such Const only: the corpus graphs that freeze a second operand (a filter, the
-   * scale of a batch norm) mean it as a weight, whose shape does not follow the batch. */
-  for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st && keys->len == 0; k++) {
-    weft_node_t *n = weft_graph_node_at(g->graph, k);
-    if (!is_frozen_input(g->graph, n)) continue;
+  for (guint k = 0; k < consts->len && !st; k++) {
+    weft_node_t *n = consts->pdata[k];
     int64_t dims[WEFT_MAX_RANK];
     int rank = weft_node_output_shape(n, 0, dims);
-    if (rank > 0) dims[0] = -1;
+    for (int d = 0; d < rank; d++)
+      if (d == 0 || any_shape) dims[d] = -1;
     char *name = g_strdup_printf("%s_fed", weft_node_name(n));
     weft_output_t o = weft_placeholder(graph, name, WEFT_DT_FLOAT, rank, dims, &st);
+    g_free(name);
     g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(n)));
     g_array_append_val(values, o);
-    g_ptr_array_add(fed, name);
   }
   char *bytes = NULL;
   gsize len = 0;
-  if (!st && keys->len > 0) {
-    GError *err = NULL;
-    if (!g_file_get_contents(path, &bytes, &len, &err)) {
-      st = weft_status_new(WEFT_NOT_FOUND, "%s", err->message);
-      g_error_free(err);
-    }
-    if (!st)
-      st = weft_graph_import_graphdef_mapped(graph, bytes, len, NULL,
-                                             (const char *const *)keys->pdata,
-                                             (const weft_output_t *)values->data,
-                                             (int)keys->len);
+  GError *err = NULL;
+  if (!st && !g_file_get_contents(path, &bytes, &len, &err)) {
+    st = weft_status_new(WEFT_NOT_FOUND, "%s", err->message);
+    g_error_free(err);
   }
-  if (!st && keys->len > 0) {
+  if (!st)
+    st = weft_graph_import_graphdef_mapped(graph, bytes, len, NULL,
+                                           (const char *const *)keys->pdata,
+                                           (const weft_output_t *)values->data, (int)keys->len);
+  if (!st) {
     weft_graph_free(g->graph);
     g->graph = graph;
     graph = NULL;
-    for (guint k = 0; k < fed->len && !st; k++) st = add_feed(g, fed->pdata[k], -1, NULL, batch);
   }
   weft_graph_free(graph);
   g_free(bytes);
   g_ptr_array_free(keys, TRUE);
   g_array_free(values, TRUE);
-  g_ptr_array_free(fed, TRUE);
+  return st;
+}
+
+/* A graph without Placeholders whose input is frozen in as a Const: that Const unfrozen and fed
+ * a batch of --batch. Only the first such Const: the corpus graphs that freeze a second operand
+ * (a filter, the scale of a batch norm) mean it as a weight, whose shape does not follow the
+ * batch. */
+static weft_status_t *feed_frozen_input(graph_run_t *g, const char *path, int batch) {
+  weft_node_t *input = NULL;
+  for (int k = 0; k < weft_graph_num_nodes(g->graph) && !input; k++)
+    if (is_frozen_input(g->graph, weft_graph_node_at(g->graph, k)))
+      input = weft_graph_node_at(g->graph, k);
+  if (!input) return NULL;
+  char *fed = g_strdup_printf("%s_fed", weft_node_name(input));
+  GPtrArray *consts = g_ptr_array_new();
+  g_ptr_array_add(consts, input);
+  weft_status_t *st = unfreeze(g, path, consts, false);
+  if (!st) st = add_feed(g, fed, -1, NULL, batch);
+  g_ptr_array_free(consts, TRUE);
+  g_free(fed);
   return st;
 }
 
@@ -337,22 +350,42 @@ static weft_status_t *load(const bench_options_t *o, const bench_graph_options_t
   g->own_graph = true;
   g->graph = weft_graph_new();
   st = weft_graph_import_graphdef_file(g->graph, opt->graph_path, NULL);
-  /* Feeds: --feed, else every Placeholder, else the input a graph froze. */
+  /* Feeds: --feed, else every Placeholder, else the input a graph froze. A --feed of a Const
+   * unfreezes it, its dimensions free, so that a conv net of the corpus takes larger images. */
+  GPtrArray *consts = g_ptr_array_new();
   for (const char *const *f = opt->feeds; !st && f && *f; f++) {
     char *name = NULL;
     int rank = 0;
     int64_t dims[WEFT_MAX_RANK];
+    weft_output_t t;
     st = feed_arg(*f, &name, &rank, dims);
-    if (!st) st = add_feed(g, name, rank, dims, opt->batch);
+    if (!st) st = weft_graph_find_output(g->graph, name, &t);
+    if (!st && strcmp(weft_node_op(t.node), "Const") == 0) g_ptr_array_add(consts, t.node);
     g_free(name);
   }
+  if (!st && consts->len > 0) st = unfreeze(g, opt->graph_path, consts, true);
+  for (const char *const *f = opt->feeds; !st && f && *f; f++) {
+    char *name = NULL, *fed = NULL;
+    int rank = 0;
+    int64_t dims[WEFT_MAX_RANK];
+    weft_output_t t;
+    st = feed_arg(*f, &name, &rank, dims);
+    /* An unfrozen Const is now "<const>_fed"; its own node is still there, unread. */
+    if (!st && consts->len > 0 && !weft_graph_find_output(g->graph, name, &t) &&
+        strcmp(weft_node_op(t.node), "Const") == 0)
+      fed = g_strdup_printf("%s_fed", weft_node_name(t.node));
+    if (!st) st = add_feed(g, fed ? fed : name, rank, dims, opt->batch);
+    g_free(name);
+    g_free(fed);
+  }
+  g_ptr_array_free(consts, TRUE);
   if (!st && !(opt->feeds && *opt->feeds)) {
     for (int k = 0; k < weft_graph_num_nodes(g->graph) && !st; k++) {
       weft_node_t *n = weft_graph_node_at(g->graph, k);
       if (strcmp(weft_node_op(n), "Placeholder") == 0)
         st = add_feed(g, weft_node_name(n), -1, NULL, opt->batch);
     }
-    if (!st && g->feeds->len == 0) st = unfreeze_inputs(g, opt->graph_path, opt->batch);
+    if (!st && g->feeds->len == 0) st = feed_frozen_input(g, opt->graph_path, opt->batch);
   }
   /* The fetch: --fetch, else the graph's last sink. */
   if (!st && opt->fetches && *opt->fetches) {

@@ -1032,6 +1032,26 @@ static void test_bench_graph(void) {
   json_object_unref(rec);
   /* A SavedModel's serving signature: its input x [-1, 1] fed a batch of 4 (through the
    * stand-in Placeholder the model reads a fed tensor by), its output y fetched. */
+  /* A corpus conv net whose input is a Const: --feed of that Const frees its dimensions. */
+  char *conv = corpus_graph("../dl4j/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/"
+                            "frozen_model.pb");
+  if (conv) {
+    char *json = g_build_filename(dir, "bench.json", NULL);
+    const char *args[] = {"bench", "--graph", conv, "--feed", "in_0=4,8,8,2", "--quick",
+                          "--threads", "1", "--json", json, NULL};
+    run_result_t r = run_weft(args, NULL);
+    g_assert_cmpint(r.exit_code, ==, 0);
+    rec = bench_record(json, "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_4");
+    g_assert_nonnull(rec);
+    g_assert_cmpstr(json_object_get_string_member(rec, "parameters"), ==,
+                    "in_0_fed:0=4x8x8x2 fetch=conv2d/Relu6:0 threads=1");
+    g_assert_true(json_object_get_double_member(rec, "weft") > 0);
+    json_object_unref(rec);
+    run_result_clear(&r);
+    g_unlink(json);
+    g_free(json);
+    g_free(conv);
+  }
   char *graphdefs = g_path_get_dirname(graph);
   char *sm = g_build_filename(graphdefs, "..", "saved_model", "half_plus_two_cpu", NULL);
   g_free(graphdefs);
