@@ -391,6 +391,12 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
   g.oc = g.c;
   WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &y));
   if (y.num_elements == 0) return NULL;
+  if (x.dtype == WEFT_DT_FLOAT && !g.nchw) {
+    weft_cpu_conv2d_t f = {g.n,  g.h,  g.w,  g.c, g.oh, g.ow, g.c, g.kh,
+                           g.kw, g.sh, g.sw, 1,   1,    g.pt, g.pl};
+    weft__cpu_pool2d_f32(ctx, &f, is_max, x.data, y.data);
+    return NULL;
+  }
   pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};
   weft__cpu_parallel(ctx, g.n * g.oh, g.ow * g.c * g.kh * g.kw + 1, pool_range, &j);
   return NULL;

@@ -203,6 +203,10 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
                                              const float *f, const float *dy, float *dx);
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y);
+/* float32 NHWC MaxPool (is_max) or AvgPool over a window g->kh x g->kw (g->m = g->c; dilations
+ * 1) into y, which the caller allocated (cpu_pool_fast.c). */
+void weft__cpu_pool2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
+                          const float *x, float *y);
 /* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0.
  * The order and transpose arguments are cblas.h's enums, passed as the ints they are: this
  * header does not include cblas.h, whose <complex.h> would define `I` in every kernel file. */
