@@ -28,6 +28,44 @@ static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_
   return m;
 }
 
+/* Output row r of a window stride of 1 along x: output pixels ox and ox + 1 read input pixels
+ * one apart, so each window column kx is an elementwise max (or sum) of a slice of the input
+ * row into the output row, over every output pixel whose column is in the input: contiguous
+ * float loops of ow * c elements whatever the channel count. Per output element the window
+ * pixels are visited in the generic kernel's order (yy, then kx), so the first NaN still wins. */
+static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, int64_t y0,
+                                 int64_t y1) {
+  const weft_cpu_conv2d_t *g = j->g;
+  int64_t c = g->c, len = g->ow * c;
+  float *restrict out = j->y + r * len;
+  for (int64_t i = 0; i < len; i++) out[i] = j->is_max ? -INFINITY : 0.0f;
+  for (int64_t yy = y0; yy < y1; yy++)
+    for (int64_t kx = 0; kx < g->kw; kx++) {
+      /* Output pixels ox whose input column ox - pl + kx is in [0, w). */
+      int64_t lo = clip(g->pl - kx, g->ow), hi = clip(g->w + g->pl - kx, g->ow);
+      if (lo >= hi) continue;
+      const float *restrict in = j->x + ((n * g->h + yy) * g->w + lo - g->pl + kx) * c;
+      float *restrict dst = out + lo * c;
+      int64_t m = (hi - lo) * c;
+      if (j->is_max) {
+        for (int64_t i = 0; i < m; i++) {
+          float a = dst[i], v = in[i];
+          dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
+        }
+      } else {
+        for (int64_t i = 0; i < m; i++) dst[i] += in[i];
+      }
+    }
+  if (j->is_max) return;
+  for (int64_t ox = 0; ox < g->ow; ox++) {
+    int64_t x0 = clip(ox - g->pl, g->w), x1 = clip(ox - g->pl + g->kw, g->w);
+    int64_t count = (y1 - y0) * (x1 - x0);
+    if (count <= 1) continue;
+    float scale = 1.0f / (float)count;
+    for (int64_t ch = 0; ch < c; ch++) out[ox * c + ch] *= scale;
+  }
+}
+
 /* Output rows [b, e) of (n, oy). */
 static void pool_f32_range(void *arg, int64_t b, int64_t e) {
   const pool_f32_job_t *j = arg;
@@ -36,6 +74,10 @@ static void pool_f32_range(void *arg, int64_t b, int64_t e) {
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / g->oh, oy = r % g->oh;
     int64_t y0 = clip(oy * g->sh - g->pt, g->h), y1 = clip(oy * g->sh - g->pt + g->kh, g->h);
+    if (g->sw == 1) {
+      pool_f32_row_stride1(j, r, n, y0, y1);
+      continue;
+    }
     for (int64_t ox = 0; ox < g->ow; ox++) {
       int64_t x0 = clip(ox * g->sw - g->pl, g->w), x1 = clip(ox * g->sw - g->pl + g->kw, g->w);
       float *restrict out = j->y + (r * g->ow + ox) * c;
