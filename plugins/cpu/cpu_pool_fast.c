@@ -16,6 +16,18 @@ typedef struct pool_f32_job {
 
 static int64_t clip(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
 
+/* dst[i] = max(dst[i], src[i]) with the first NaN winning, or dst[i] += src[i], for i < m. */
+static void accumulate(bool is_max, float *restrict dst, const float *restrict src, int64_t m) {
+  if (is_max) {
+    for (int64_t i = 0; i < m; i++) {
+      float a = dst[i], v = src[i];
+      dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
+    }
+  } else {
+    for (int64_t i = 0; i < m; i++) dst[i] += src[i];
+  }
+}
+
 /* The first NaN of channel ch's window, in the order the generic kernel reads it, else m. */
 static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_t y1, int64_t x0,
                           int64_t x1, int64_t ch, float m) {
@@ -47,14 +59,7 @@ static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, 
       const float *restrict in = j->x + ((n * g->h + yy) * g->w + lo - g->pl + kx) * c;
       float *restrict dst = out + lo * c;
       int64_t m = (hi - lo) * c;
-      if (j->is_max) {
-        for (int64_t i = 0; i < m; i++) {
-          float a = dst[i], v = in[i];
-          dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
-        }
-      } else {
-        for (int64_t i = 0; i < m; i++) dst[i] += in[i];
-      }
+      accumulate(j->is_max, dst, in, m);
     }
   if (j->is_max) return;
   for (int64_t ox = 0; ox < g->ow; ox++) {
@@ -111,15 +116,7 @@ static void pool_f32_range(void *arg, int64_t b, int64_t e) {
       for (int64_t ch = 0; ch < c; ch++) out[ch] = j->is_max ? -INFINITY : 0.0f;
       for (int64_t yy = y0; yy < y1; yy++)
         for (int64_t xx = x0; xx < x1; xx++) {
-          const float *restrict px = j->x + ((n * g->h + yy) * g->w + xx) * c;
-          if (j->is_max) {
-            for (int64_t ch = 0; ch < c; ch++) {
-              float a = out[ch], v = px[ch];
-              out[ch] = (v > a || isnan(v)) && !isnan(a) ? v : a;
-            }
-          } else {
-            for (int64_t ch = 0; ch < c; ch++) out[ch] += px[ch];
-          }
+          accumulate(j->is_max, out, j->x + ((n * g->h + yy) * g->w + xx) * c, c);
         }
       if (scale != 1.0f)
         for (int64_t ch = 0; ch < c; ch++) out[ch] *= scale;
