@@ -815,6 +815,11 @@ static void test_bench_netns(void) {
       /* The bench checked the link counters and the segments before writing the row. */
       assert_contains(json_object_get_string_member(rec, "parameters"), "no shared memory (0 "
                       "segments; task 1's eth0 received ");
+      /* --quick: two rounds, the sides in alternating order, each round's ratio in the note. */
+      assert_contains(json_object_get_string_member(rec, "parameters"), "; 2 rounds, each a Weft "
+                      "child and a raw child in alternating order");
+      assert_contains(note, "the raw call; rounds ");
+      assert_contains(note, " / ");
     }
     json_object_unref(rec);
   }
