@@ -44,6 +44,7 @@ struct tiles {
   float *scratch;
   bool zero_scratch; /* start each slot's scratch at zero (partial sums) */
   tile_fn fn;
+  const weft_cpu_epilogue_t *ep; /* forward only: finishes each tile of the output */
 };
 
 static void slot_range(void *arg, int64_t b, int64_t e) {
@@ -151,19 +152,31 @@ static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r
     im2col_rows(g, t->a, r0, r1, scratch);
     a = scratch;
   }
-  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, 0.0f,
-                     t->out + r0 * g->m, g->m);
+  float *y = t->out + r0 * g->m;
+  if (t->ep) weft__cpu_epilogue_prefill(t->ep, y, r1 - r0, g->m, g->m, 0);
+  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, t->ep ? 1.0f : 0.0f,
+                     y, g->m);
+  /* The tile of y is still in cache: bias (unless prefilled), scale, activation now. */
+  if (t->ep) weft__cpu_epilogue_apply(t->ep, y, r1 - r0, g->m, g->m, 0, true);
 }
 
 weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                     const float *x, const float *f, float *y) {
+  return weft__cpu_conv2d_f32_ep(ctx, g, x, f, y, NULL);
+}
+
+weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                       const float *x, const float *f, float *y,
+                                       const weft_cpu_epilogue_t *ep) {
   int64_t rows = g->n * g->oh * g->ow, k = g->kh * g->kw * g->c;
   if (rows == 0 || g->m == 0) return NULL;
   if (k == 0) {
     memset(y, 0, sizeof(float) * (size_t)(rows * g->m));
+    if (ep) weft__cpu_epilogue_apply(ep, y, rows, g->m, g->m, 0, false);
     return NULL;
   }
-  tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile};
+  tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile,
+               .ep = ep};
   tiles_plan(ctx, &t, rows * k * g->m);
   t.scratch_per_slot = is_pointwise(g) ? 0 : t.tile * k;
   return tiles_run(ctx, &t);
@@ -343,6 +356,7 @@ typedef struct depthwise_job {
   const weft_cpu_conv2d_t *g;
   const float *x, *f;
   float *y;
+  const weft_cpu_epilogue_t *ep; /* finishes each output row, or NULL */
 } depthwise_job_t;
 
 /* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
@@ -390,7 +404,10 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
     float *out = j->y + r * g->ow * m;
-    memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    if (j->ep)
+      weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
+    else
+      memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
     for (int64_t i = 0; i < g->kh; i++) {
       int64_t iy = oy * g->sh + i * g->dh - g->pt;
       if (iy < 0 || iy >= g->h) continue;
@@ -416,6 +433,7 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
           }
       }
     }
+    if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, true);
   }
   free(wide);
   free(tags);
@@ -423,9 +441,15 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
 
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y) {
+  return weft__cpu_depthwise_f32_ep(ctx, g, x, f, y, NULL);
+}
+
+weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                          const float *x, const float *f, float *y,
+                                          const weft_cpu_epilogue_t *ep) {
   int64_t rows = g->n * g->oh;
   if (rows == 0 || g->ow == 0 || g->m == 0) return NULL;
-  depthwise_job_t j = {g, x, f, y};
+  depthwise_job_t j = {g, x, f, y, ep};
   int64_t macs = g->ow * g->m * g->kh * g->kw;
   if (rows * macs < DEPTHWISE_PARALLEL_MIN_MACS)
     depthwise_rows(&j, 0, rows);
