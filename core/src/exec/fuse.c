@@ -181,7 +181,11 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
   *out = NULL;
   *nodes_out = NULL;
   *kernels_out = NULL;
-  if (weft__cf_needed(p) || getenv("WEFT_NO_FUSION") != NULL) return NULL;
+  /* WEFT_NO_FUSION=contraction keeps the elementwise chains and turns off the contractions
+   * (what the code before them did: docs/performance.md, "Fusion"); any other value both. */
+  const char *off = getenv("WEFT_NO_FUSION");
+  bool chains_only = off && strcmp(off, "contraction") == 0;
+  if (weft__cf_needed(p) || (off && !chains_only)) return NULL;
   int n = (int)p->nodes->len;
   node_info_t *info = g_new0(node_info_t, n > 0 ? n : 1);
   /* pinned: fetched, fed, a target, or a control input (its output must exist); consumers: data
@@ -226,7 +230,9 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
   }
   /* Contractions first: their BiasAdd and activation then never start an elementwise chain. */
   weft__fuse_view_t view = {p, index_of, pinned, consumers, consumers_of_0, consumer_of};
-  GPtrArray *groups = weft__fuse_find_contractions(&view);
+  GPtrArray *groups = chains_only
+                         ? g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref)
+                         : weft__fuse_find_contractions(&view);
   for (guint g = 0; g < groups->len; g++) {
     GPtrArray *members = groups->pdata[g];
     for (guint m = 0; m < members->len; m++)
