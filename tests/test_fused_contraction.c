@@ -340,9 +340,10 @@ static void test_conv(void) {
 /* ---------------------------------------------------------------------------------------------
  * Where the graph stays as it is */
 
-/* a [4, 6] x b [6, 5] -> "mm" -> BiasAdd "bias" -> Relu "act". */
-static weft_graph_t *small_mlp(void) {
+/* a [4, 6] x b [6, 5] -> "mm" -> BiasAdd "bias" -> Relu "act", on `device` (NULL: placed). */
+static weft_graph_t *small_mlp(const char *device) {
   weft_graph_t *g = weft_graph_new();
+  if (device) weft_graph_push_device(g, device);
   int64_t ad[2] = {4, 6}, bd[2] = {6, 5}, n = 5;
   weft_status_t *st = NULL;
   weft_output_t v = weft_matmul(g, "mm", constant(g, "a", values(2, ad, -1, 1, 1)),
@@ -350,6 +351,7 @@ static weft_graph_t *small_mlp(void) {
   v = weft_binary(g, "BiasAdd", "bias", v, constant(g, "c", values(1, &n, -1, 1, 3)), &st);
   OK(st);
   activation(g, "Relu", "act", v);
+  if (device) weft_graph_pop_device(g);
   return g;
 }
 
@@ -358,7 +360,7 @@ static void test_not_rewritten(void) {
   char *log = NULL;
   /* The product fetched too: nothing fuses (the BiasAdd and Relu are below the elementwise
    * pass's size). */
-  weft_graph_t *g = small_mlp();
+  weft_graph_t *g = small_mlp(NULL);
   const char *f1[2] = {"act", "mm"};
   run(g, true, f1, 2, outs, &log);
   g_assert_true(has(log, "mm=MatMul;") && has(log, "bias=BiasAdd;") && has(log, "act=Relu;"));
@@ -376,7 +378,7 @@ static void test_not_rewritten(void) {
   for (int k = 0; k < 2; k++) weft_tensor_unref(outs[k]);
   weft_graph_free(g);
   /* A second consumer of the product. */
-  g = small_mlp();
+  g = small_mlp(NULL);
   weft_status_t *st = NULL;
   weft_unary(g, "Neg", "neg", (weft_output_t){weft_graph_node(g, "mm"), 0}, &st);
   OK(st);
@@ -388,7 +390,7 @@ static void test_not_rewritten(void) {
   for (int k = 0; k < 2; k++) weft_tensor_unref(outs[k]);
   weft_graph_free(g);
   /* A second consumer of the biased product: MatMul + BiasAdd only. */
-  g = small_mlp();
+  g = small_mlp(NULL);
   weft_unary(g, "Neg", "neg", (weft_output_t){weft_graph_node(g, "bias"), 0}, &st);
   OK(st);
   run(g, true, f3, 2, outs, &log);
@@ -572,16 +574,9 @@ static void test_gradients(void) {
 /* On a device whose backend has no fused kernel (Vulkan: lavapipe when no GPU), the group runs
  * as written, with the same result as on the CPU. */
 static void test_other_device(void) {
-  weft_graph_t *g = weft_graph_new();
-  weft_graph_push_device(g, "/device:VULKAN:0");
+  weft_graph_t *g = small_mlp("/device:VULKAN:0");
   int64_t ad[2] = {4, 6}, bd[2] = {6, 5}, n = 5;
   weft_status_t *st = NULL;
-  weft_output_t v = weft_matmul(g, "mm", constant(g, "a", values(2, ad, -1, 1, 1)),
-                                constant(g, "b", values(2, bd, -1, 1, 2)), false, false, &st);
-  v = weft_binary(g, "BiasAdd", "bias", v, constant(g, "c", values(1, &n, -1, 1, 3)), &st);
-  OK(st);
-  activation(g, "Relu", "act", v);
-  weft_graph_pop_device(g);
   weft_session_t *s = weft_session_new(g, NULL, &st);
   OK(st);
   weft_run_options_t *ro = weft_run_options_new();

@@ -153,11 +153,11 @@ static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r
     a = scratch;
   }
   float *y = t->out + r0 * g->m;
-  if (t->ep) weft__cpu_epilogue_prefill(t->ep, y, r1 - r0, g->m, g->m, 0);
-  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, t->ep ? 1.0f : 0.0f,
+  bool biased = weft__cpu_epilogue_prefill(t->ep, y, r1 - r0, g->m, g->m, 0);
+  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, biased ? 1.0f : 0.0f,
                      y, g->m);
-  /* The tile of y is still in cache: bias (unless prefilled), scale, activation now. */
-  if (t->ep) weft__cpu_epilogue_apply(t->ep, y, r1 - r0, g->m, g->m, 0, true);
+  /* The tile of y is still in cache: scale, bias (unless prefilled), activation now. */
+  if (t->ep) weft__cpu_epilogue_apply(t->ep, y, r1 - r0, g->m, g->m, 0, biased);
 }
 
 weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
@@ -404,10 +404,8 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
     float *out = j->y + r * g->ow * m;
-    if (j->ep)
-      weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
-    else
-      memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    bool biased = weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
+    if (!biased) memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
     for (int64_t i = 0; i < g->kh; i++) {
       int64_t iy = oy * g->sh + i * g->dh - g->pt;
       if (iy < 0 || iy >= g->h) continue;
@@ -433,7 +431,7 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
           }
       }
     }
-    if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, true);
+    if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, biased);
   }
   free(wide);
   free(tags);

@@ -16,10 +16,9 @@
 
 #define H weft__cpu_host
 
-/* Above this many multiply-adds a _FusedMatMul is cut into a block of C per pool thread, as
- * MatMul is (cpu_matmul.c). */
+/* From this many multiply-adds, as MatMul (cpu_matmul.c), OpenBLAS's own threads when more are
+ * asked for than the pool has. */
 #define FUSED_GEMM_SPLIT_MIN_MACS ((int64_t)1 << 24)
-#define FUSED_GEMM_ALIGN 16
 
 /* CBLAS enums (cblas.h is not included here: see weft_cpu_blas_t). */
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -143,13 +142,12 @@ weft_status_t *weft__cpu_epilogue_bind(weft_kernel_ctx_t *ctx, const void *state
   return NULL;
 }
 
-void weft__cpu_epilogue_prefill(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
+bool weft__cpu_epilogue_prefill(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
                                 int64_t cols, int64_t ldy, int64_t col0) {
+  if (!ep || !ep->bias || ep->scale) return false;
   for (int64_t r = 0; r < rows; r++)
-    if (ep->bias && !ep->scale)
-      memcpy(y + r * ldy, ep->bias + col0, sizeof(float) * (size_t)cols);
-    else
-      memset(y + r * ldy, 0, sizeof(float) * (size_t)cols);
+    memcpy(y + r * ldy, ep->bias + col0, sizeof(float) * (size_t)cols);
+  return true;
 }
 
 void weft__cpu_epilogue_apply(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
@@ -183,7 +181,7 @@ typedef struct fgemm {
 static void fgemm_block(const fgemm_t *g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   float *c = g->c + r0 * g->n + c0;
   int64_t rows = r1 - r0, cols = c1 - c0;
-  weft__cpu_epilogue_prefill(g->ep, c, rows, cols, g->n, c0);
+  bool biased = weft__cpu_epilogue_prefill(g->ep, c, rows, cols, g->n, c0);
   const float *a = g->a + (g->ta ? r0 : r0 * g->lda);
   const float *b = g->b + (g->tb ? c0 * g->ldb : c0);
   if (rows == 1) {
@@ -191,11 +189,14 @@ static void fgemm_block(const fgemm_t *g, int64_t r0, int64_t r1, int64_t c0, in
     int inc = g->ta ? (int)g->lda : 1;
     int trv = g->tb ? NO_TRANS : TRANS;
     int brows = g->tb ? (int)cols : (int)g->k, bcols = g->tb ? (int)g->k : (int)cols;
+    /* GEMV's beta = 0 may be a multiply, which keeps a NaN left in a recycled buffer. */
+    if (!biased) memset(c, 0, sizeof(float) * (size_t)cols);
     weft__cpu_blas.sgemv(ROW_MAJOR, trv, brows, bcols, 1.0f, b, (int)g->ldb, a, inc, 1.0f, c, 1);
   } else {
-    weft__cpu_sgemm_1t(g->ta, g->tb, rows, cols, g->k, a, g->lda, b, g->ldb, 1.0f, c, g->n);
+    weft__cpu_sgemm_1t(g->ta, g->tb, rows, cols, g->k, a, g->lda, b, g->ldb,
+                       biased ? 1.0f : 0.0f, c, g->n);
   }
-  weft__cpu_epilogue_apply(g->ep, c, rows, cols, g->n, c0, true);
+  weft__cpu_epilogue_apply(g->ep, c, rows, cols, g->n, c0, biased);
 }
 
 static void fgemm_range(void *arg, int64_t begin, int64_t end) {
@@ -230,8 +231,8 @@ static weft_status_t *k_fused_matmul(weft_kernel_ctx_t *ctx, void *state) {
                .lda = mm.a.dims[1], .ldb = mm.b.dims[1], .a = mm.a.data, .b = mm.b.data,
                .c = mm.c.data};
   if (mm.k == 0) {
-    weft__cpu_epilogue_prefill(&ep, g.c, g.m, g.n, g.n, 0);
-    weft__cpu_epilogue_apply(&ep, g.c, g.m, g.n, g.n, 0, true);
+    memset(g.c, 0, sizeof(float) * (size_t)(g.m * g.n));
+    weft__cpu_epilogue_apply(&ep, g.c, g.m, g.n, g.n, 0, false);
     return NULL;
   }
   int threads = H->kernel_num_threads(ctx), asked = weft__cpu_blas_threads_asked();
@@ -242,15 +243,9 @@ static weft_status_t *k_fused_matmul(weft_kernel_ctx_t *ctx, void *state) {
     return NULL;
   }
   weft__cpu_blas.set_num_threads(1);
-  g.by_rows = g.m >= g.n;
-  int64_t dim = g.by_rows ? g.m : g.n, blocks = 1;
-  if (threads > 1 && g.m * g.n * g.k >= FUSED_GEMM_SPLIT_MIN_MACS) {
-    blocks = dim / FUSED_GEMM_ALIGN < threads ? dim / FUSED_GEMM_ALIGN : threads;
-    if (blocks < 1) blocks = 1;
-  }
-  int64_t per = (dim + blocks - 1) / blocks;
-  g.block = blocks == 1 ? dim : (per + FUSED_GEMM_ALIGN - 1) / FUSED_GEMM_ALIGN * FUSED_GEMM_ALIGN;
-  blocks = (dim + g.block - 1) / g.block;
+  /* Cut as MatMul is: a block of C per pool thread. */
+  int64_t blocks = weft__cpu_gemm_split_plan(asked ? asked : threads, g.m, g.n, g.k, &g.by_rows,
+                                             &g.block);
   if (blocks == 1)
     fgemm_range(&g, 0, 1);
   else

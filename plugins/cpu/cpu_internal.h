@@ -177,6 +177,10 @@ void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
+/* How weft__cpu_blas_gemm cuts C for `threads` threads: the number of blocks, each *block rows
+ * (*by_rows) or columns long (1 block below 2^24 multiply-adds or with one thread). */
+int64_t weft__cpu_gemm_split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
+                                  int64_t *block);
 /* C = op(A) op(B) + beta C in float32 on the calling thread alone, whatever OpenBLAS's thread
  * count (the caller set it to 1: cpu_conv_fast.c's tiles run one per pool thread). Arguments as
  * weft__cpu_blas_gemm's. */
@@ -335,9 +339,9 @@ void weft__cpu_epilogue_spec_free(void *state);
 weft_status_t *weft__cpu_epilogue_bind(weft_kernel_ctx_t *ctx, const void *spec, int first,
                                        int64_t channels, weft_cpu_epilogue_t *ep);
 /* The block y[rows, cols] (row stride ldy) of output columns col0..: prefill writes the bias
- * (zeros when it cannot be added first) for a GEMM with beta = 1; apply finishes the block
- * (prefilled: the bias is already in it, when it could be). */
-void weft__cpu_epilogue_prefill(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
+ * into it for a GEMM with beta = 1, and returns true, when the bias can go first (there is one
+ * and no scale; ep may be NULL); apply finishes the block (prefilled: prefill returned true). */
+bool weft__cpu_epilogue_prefill(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
                                 int64_t cols, int64_t ldy, int64_t col0);
 void weft__cpu_epilogue_apply(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
                               int64_t cols, int64_t ldy, int64_t col0, bool prefilled);
