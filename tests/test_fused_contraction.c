@@ -400,6 +400,56 @@ static void test_not_rewritten(void) {
   weft_graph_free(g);
 }
 
+/* After a fused group, an elementwise chain fuses on its own: MatMul + BiasAdd + Relu, then
+ * Sigmoid and Neg over [300, 200] (above the chain pass's 16K elements). And a fed BiasAdd:
+ * the group is cut there, the Relu reads the fed value. */
+static void test_with_chain_and_feed(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t ad[2] = {300, 40}, bd[2] = {40, 200}, n = 200;
+  weft_tensor_t *at = values(2, ad, -1, 1, 1), *bt = values(2, bd, -1, 1, 2);
+  weft_tensor_t *ct = values(1, &n, -1, 1, 3);
+  mm_case_t mc = {300, 40, 200, false, false};
+  double *ref = g_new(double, 300 * 200), *scale = g_new(double, 300 * 200);
+  matmul_ref(&mc, weft_tensor_data(at), weft_tensor_data(bt), weft_tensor_data(ct), "Relu", ref,
+             scale);
+  weft_status_t *st = NULL;
+  weft_output_t v = weft_matmul(g, "mm", constant(g, "a", at), constant(g, "b", bt), false,
+                                false, &st);
+  v = weft_binary(g, "BiasAdd", "bias", v, constant(g, "c", ct), &st);
+  v = weft_unary(g, "Relu", "act", v, &st);
+  v = weft_unary(g, "Sigmoid", "sig", v, &st);
+  weft_unary(g, "Neg", "neg", v, &st);
+  OK(st);
+  const char *fetch = "neg";
+  weft_tensor_t *out = NULL;
+  char *log = NULL;
+  run(g, true, &fetch, 1, &out, &log);
+  if (!has(log, "act=_FusedMatMul;") || !has(log, "neg=_FusedElementwise(sig;neg);"))
+    g_error("ran %s", log);
+  for (int64_t i = 0; i < 300 * 200; i++) {
+    ref[i] = -1 / (1 + exp(-ref[i]));
+    scale[i] = 1;
+  }
+  assert_close("fused group then chain", out, ref, scale, 300 * 200);
+  g_free(log);
+  weft_tensor_unref(out);
+  /* Feeding the biased product: nothing above it runs, the Relu takes the fed value. */
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  int64_t od[2] = {300, 200};
+  weft_tensor_t *feed = values(2, od, -2, 2, 9);
+  const char *feed_name = "bias", *act = "act";
+  OK(weft_session_run(s, &feed_name, &feed, 1, &act, &out, 1, NULL, 0));
+  const float *pf = weft_tensor_data(feed), *po = weft_tensor_data(out);
+  for (int64_t i = 0; i < 300 * 200; i++) g_assert_cmpfloat(po[i], ==, pf[i] > 0 ? pf[i] : 0);
+  weft_tensor_unref(out);
+  weft_tensor_unref(feed);
+  weft_session_free(s);
+  g_free(ref);
+  g_free(scale);
+  weft_graph_free(g);
+}
+
 /* A training batch norm (is_training defaults to true) is not an epilogue. */
 static void test_training_batch_norm_not_fused(void) {
   weft_graph_t *g = weft_graph_new();
@@ -624,6 +674,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fused_contraction/conv", test_conv);
   g_test_add_func("/fused_contraction/not_rewritten", test_not_rewritten);
   g_test_add_func("/fused_contraction/training_batch_norm", test_training_batch_norm_not_fused);
+  g_test_add_func("/fused_contraction/with_chain_and_feed", test_with_chain_and_feed);
   g_test_add_func("/fused_contraction/tensorflow_nodes", test_tensorflow_nodes);
   g_test_add_func("/fused_contraction/tensorflow_node_errors", test_tensorflow_node_errors);
   g_test_add_func("/fused_contraction/gradients", test_gradients);
