@@ -380,6 +380,73 @@ static void depthwise_add_row(const weft_cpu_conv2d_t *g, const float *src, int6
   }
 }
 
+/* The most filter rows depthwise_row_taps takes (its row pointers live on the stack). */
+#define DEPTHWISE_MAX_KH 16
+
+/* 16 floats as one value: GCC splits it into the registers of the clone's level (one zmm, two
+ * ymm, four xmm). dw_v16u is the same read from any float address. */
+typedef float dw_v16 __attribute__((vector_size(64)));
+typedef float dw_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* Output row `out` (ow pixels of m channels, holding its start: zeros or the bias) plus every
+ * tap of the filter over input rows src[0..kh) (NULL: outside the image; pixels px floats
+ * apart, channel o at o). Each pixel's channels are summed 64 at a time in registers over all
+ * taps and stored once, where depthwise_add_row loads and stores the output once per tap; the
+ * taps are added in the same order, so the sums are the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void depthwise_row_taps(const weft_cpu_conv2d_t *g, const float *const *src, int64_t px,
+                               const float *f, float *out) {
+  int64_t m = g->m;
+  for (int64_t ox = 0; ox < g->ow; ox++) {
+    float *o = out + ox * m;
+    int64_t c0 = 0;
+    for (; c0 + 64 <= m; c0 += 64) {
+      dw_v16 a0 = *(const dw_v16u *)(o + c0), a1 = *(const dw_v16u *)(o + c0 + 16);
+      dw_v16 a2 = *(const dw_v16u *)(o + c0 + 32), a3 = *(const dw_v16u *)(o + c0 + 48);
+      for (int64_t i = 0; i < g->kh; i++) {
+        if (!src[i]) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t ix = ox * g->sw + q * g->dw - g->pl;
+          if (ix < 0 || ix >= g->w) continue;
+          const float *xs = src[i] + ix * px + c0, *fk = f + (i * g->kw + q) * m + c0;
+          a0 += *(const dw_v16u *)xs * *(const dw_v16u *)fk;
+          a1 += *(const dw_v16u *)(xs + 16) * *(const dw_v16u *)(fk + 16);
+          a2 += *(const dw_v16u *)(xs + 32) * *(const dw_v16u *)(fk + 32);
+          a3 += *(const dw_v16u *)(xs + 48) * *(const dw_v16u *)(fk + 48);
+        }
+      }
+      *(dw_v16u *)(o + c0) = a0;
+      *(dw_v16u *)(o + c0 + 16) = a1;
+      *(dw_v16u *)(o + c0 + 32) = a2;
+      *(dw_v16u *)(o + c0 + 48) = a3;
+    }
+    for (; c0 + 16 <= m; c0 += 16) {
+      dw_v16 a0 = *(const dw_v16u *)(o + c0);
+      for (int64_t i = 0; i < g->kh; i++) {
+        if (!src[i]) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t ix = ox * g->sw + q * g->dw - g->pl;
+          if (ix < 0 || ix >= g->w) continue;
+          a0 += *(const dw_v16u *)(src[i] + ix * px + c0) *
+                *(const dw_v16u *)(f + (i * g->kw + q) * m + c0);
+        }
+      }
+      *(dw_v16u *)(o + c0) = a0;
+    }
+    for (int64_t i = 0; c0 < m && i < g->kh; i++) {
+      if (!src[i]) continue;
+      for (int64_t q = 0; q < g->kw; q++) {
+        int64_t ix = ox * g->sw + q * g->dw - g->pl;
+        if (ix < 0 || ix >= g->w) continue;
+        const float *xs = src[i] + ix * px, *fk = f + (i * g->kw + q) * m;
+        for (int64_t ch = c0; ch < m; ch++) o[ch] += xs[ch] * fk[ch];
+      }
+    }
+  }
+}
+
 static void depthwise_rows(void *arg, int64_t b, int64_t e) {
   const depthwise_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
@@ -406,11 +473,18 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     float *out = j->y + r * g->ow * m;
     bool biased = weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
     if (!biased) memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    /* All taps at once (depthwise_row_taps) when the rows can be gathered first: a multiplier's
+     * widened rows only without dilation, where the kh rows' slots iy % kh differ. */
+    const float *srcs[DEPTHWISE_MAX_KH];
+    bool gather = g->kh <= DEPTHWISE_MAX_KH && (mult == 1 || (wide && g->dh == 1));
     for (int64_t i = 0; i < g->kh; i++) {
       int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      if (gather) srcs[i] = NULL;
       if (iy < 0 || iy >= g->h) continue;
       const float *row = img + iy * g->w * c;
-      if (mult == 1) {
+      if (gather && mult == 1) {
+        srcs[i] = row;
+      } else if (mult == 1) {
         depthwise_add_row(g, row, c, j->f, i, out);
       } else if (wide) {
         int64_t slot = iy % g->kh, tag = n * g->h + iy;
@@ -420,7 +494,10 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
             for (int64_t u = 0; u < mult; u++) w[p * mult + u] = row[p];
           tags[slot] = tag;
         }
-        depthwise_add_row(g, w, m, j->f, i, out);
+        if (gather)
+          srcs[i] = w;
+        else
+          depthwise_add_row(g, w, m, j->f, i, out);
       } else {
         for (int64_t ox = 0; ox < g->ow; ox++)
           for (int64_t q = 0; q < g->kw; q++) {
@@ -431,6 +508,7 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
           }
       }
     }
+    if (gather) depthwise_row_taps(g, srcs, mult == 1 ? c : m, j->f, out);
     if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, biased);
   }
   free(wide);
