@@ -53,7 +53,8 @@ weft_status_t *weft__cpu_epilogue_spec_new(const weft_host_t *host, const weft_a
   if (host->attr_has(attrs, "fused_ops"))
     WEFT_RETURN_IF_ERROR(host->attr_string_list(attrs, "fused_ops", &ops, &n));
   WEFT_RETURN_IF_ERROR(host->attr_int(attrs, "num_args", &num_args));
-  if (host->attr_has(attrs, "epsilon")) WEFT_RETURN_IF_ERROR(host->attr_float(attrs, "epsilon", &eps));
+  if (host->attr_has(attrs, "epsilon"))
+    WEFT_RETURN_IF_ERROR(host->attr_float(attrs, "epsilon", &eps));
   if (host->attr_has(attrs, "leakyrelu_alpha"))
     WEFT_RETURN_IF_ERROR(host->attr_float(attrs, "leakyrelu_alpha", &alpha));
   struct weft_cpu_epilogue_spec *s = calloc(1, sizeof *s);

@@ -49,7 +49,8 @@ static bool feeds_only(const weft__fuse_view_t *v, const weft_node_t *n, const w
     return false;
   for (int i = 1; i < next->n_inputs; i++)
     if (next->inputs[i].src == n) return false;
-  return v->p->kernels[k] && v->p->kernels[j] && v->p->kernels[k]->device == v->p->kernels[j]->device;
+  const weft__kernel_instance_t *a = v->p->kernels[k], *b = v->p->kernels[j];
+  return a && b && a->device == b->device;
 }
 
 /* Whether a feed replaces an output of n, or a fetch reads one other than output 0. */
