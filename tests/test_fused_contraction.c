@@ -493,8 +493,9 @@ static void test_training_batch_norm_not_fused(void) {
 /* ---------------------------------------------------------------------------------------------
  * Nodes as TensorFlow writes them */
 
-/* _FusedMatMul(a [3, 4], b [4, n_bias... ]) with the given fused_ops and args, run unfused
- * (WEFT_NO_FUSION: the node runs as written). Returns the status of the run. */
+/* _FusedMatMul(a [3, 4], b [4, 5], args: n_args vectors of bias_n) with the given fused_ops,
+ * run as written (WEFT_NO_FUSION), from a GraphDef the graph was written to and read back (as a
+ * graph TensorFlow optimized comes). Returns the status of the run. */
 static weft_status_t *run_fused_matmul(const char *const *ops, int n_ops, int64_t bias_n,
                                        int n_args, weft_tensor_t **out) {
   weft_graph_t *g = weft_graph_new();
@@ -514,6 +515,13 @@ static weft_status_t *run_fused_matmul(const char *const *ops, int n_ops, int64_
   weft_op_set_attr_string_list(b, "fused_ops", ops, n_ops);
   weft_op_set_attr_float(b, "leakyrelu_alpha", 0.5f);
   OK(weft_op_finish(b, NULL));
+  void *bytes = NULL;
+  size_t len = 0;
+  OK(weft_graph_export_graphdef(g, &bytes, &len));
+  weft_graph_free(g);
+  g = weft_graph_new();
+  OK(weft_graph_import_graphdef(g, bytes, len, NULL));
+  weft_free(bytes);
   g_setenv("WEFT_NO_FUSION", "1", TRUE);
   weft_status_t *st = NULL;
   weft_session_t *s = weft_session_new(g, NULL, &st);
