@@ -362,6 +362,56 @@ static void check_binary_exact(const weft_cpu_vmath_t *vm, const char *level) {
   }
 }
 
+/* The streaming forms (vm->nt) give the plain loops' bits for every length from 0 to 80 and
+ * every alignment of the output (the partial-vector head before the aligned streaming stores),
+ * write nothing outside it, and are their own nt. */
+static void check_streaming(const weft_cpu_vmath_t *vm, const char *level) {
+  enum { N = 80, PAD = 16 };
+  const weft_cpu_vmath_t *nt = vm->nt;
+  g_assert_true(nt != vm);
+  g_assert_true(nt->nt == nt);
+  /* 64-byte aligned, so that offset k puts y k floats past a line. */
+  float *x = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  float *b = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  float *want = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  float *got = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  for (int i = 0; i < N + 2 * PAD; i++) {
+    x[i] = (float)(i - 40) * 0.37f + 0.01f;
+    b[i] = (float)(i % 9) * -1.3f + 2.0f;
+  }
+  for (int off = 0; off < PAD; off++) {
+    for (int n = 0; n <= N; n += (n < 40 ? 1 : 7)) {
+      for (size_t f = 0; f < G_N_ELEMENTS(fns); f++) {
+        for (int i = 0; i < N + 2 * PAD; i++) want[i] = got[i] = -7.0f;
+        fn_of(vm, &fns[f])(x, want + off, n);
+        fn_of(nt, &fns[f])(x, got + off, n);
+        weft__cpu_stream_fence();
+        for (int i = 0; i < N + 2 * PAD; i++)
+          if (!same_float(got[i], want[i]))
+            g_error("%s %s streaming, y at +%d, n=%d: element %d is %a, want %a", level,
+                    fns[f].name, off, n, i - off, (double)got[i], (double)want[i]);
+      }
+      for (size_t f = 0; f < G_N_ELEMENTS(fns2) + 1; f++) {
+        size_t offset = f < G_N_ELEMENTS(fns2) ? fns2[f].offset : offsetof(weft_cpu_vmath_t, pow);
+        for (int form = 0; form < 3; form++) {
+          const weft_cpu_vm2_t *pv = fn2_of(vm, offset), *nv = fn2_of(nt, offset);
+          weft_cpu_vm2_fn pf = form == 0 ? pv->vv : (form == 1 ? pv->sv : pv->vs);
+          weft_cpu_vm2_fn nf = form == 0 ? nv->vv : (form == 1 ? nv->sv : nv->vs);
+          for (int i = 0; i < N + 2 * PAD; i++) want[i] = got[i] = -7.0f;
+          pf(b, x, want + off, n);
+          nf(b, x, got + off, n);
+          weft__cpu_stream_fence();
+          for (int i = 0; i < N + 2 * PAD; i++) g_assert_true(same_float(got[i], want[i]));
+        }
+      }
+    }
+  }
+  g_aligned_free(x);
+  g_aligned_free(b);
+  g_aligned_free(want);
+  g_aligned_free(got);
+}
+
 /* Pow: every pair of probes in all three forms (the special cases as powf's, sign of zero
  * included, where libm takes the lanes: both are C's pow), and every `step`-th positive and
  * negative float base against exponents from -40 to 40 and the probes' ordinary ones, within
@@ -449,6 +499,7 @@ static void test_level(gconstpointer data) {
   check_specials(vm, level);
   check_lengths(vm, level);
   check_binary_exact(vm, level);
+  check_streaming(vm, level);
   /* Every 97th pattern: about 44 million floats per function, all exponents, odd step so
    * that every low-bit pattern of the mantissa comes up. The correctly rounded ones (one IEEE
    * operation, bound 0.5 ulp or exact) every 997th: there is no approximation to probe. The
@@ -484,6 +535,31 @@ static void test_choose(void) {
       g_assert_nonnull(warning);
       free(warning);
     }
+  }
+}
+
+/* WEFT_CPU_STREAM_BYTES's parsing: a byte count as given (0 turns streaming off), anything else
+ * a warning naming it and the last-level cache's size, as without it. */
+static void test_stream_choose(void) {
+  char *warning = NULL;
+  int64_t dflt = weft__cpu_stream_choose(NULL, &warning);
+  g_assert_null(warning);
+  g_assert_cmpint(dflt, >, 0);
+  g_assert_cmpint(weft__cpu_stream_choose("", &warning), ==, dflt);
+  g_assert_null(warning);
+  g_assert_cmpint(weft__cpu_stream_choose("0", &warning), ==, 0);
+  g_assert_null(warning);
+  g_assert_cmpint(weft__cpu_stream_choose("1048576", &warning), ==, 1048576);
+  g_assert_null(warning);
+  const char *bad[] = {"-1", "12MiB", "lots", "99999999999999999999999"};
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    g_assert_cmpint(weft__cpu_stream_choose(bad[k], &warning), ==, dflt);
+    g_assert_nonnull(warning);
+    char *want = g_strdup_printf("WEFT_CPU_STREAM_BYTES=%s is not a byte count (0 or more); "
+                                 "using the last-level cache's size", bad[k]);
+    g_assert_cmpstr(warning, ==, want);
+    g_free(want);
+    free(warning);
   }
 }
 
@@ -538,6 +614,40 @@ static void session_child(void) {
     weft_session_free(s);
     weft_graph_free(g);
   }
+  /* A binary op and a fused chain (Neg, Exp, Mul by x, Relu: the last step binary, then unary)
+   * through the same paths, against their one-operation-at-a-time results. */
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_status_t *st = NULL;
+  int64_t dims[1] = {N};
+  weft_tensor_t *t = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, &st);
+  OK(st);
+  weft_output_t x = weft_const(g, "x", t, &st);
+  OK(st);
+  weft_tensor_unref(t);
+  weft_binary(g, "AddV2", "sum", x, x, &st);
+  OK(st);
+  weft_output_t e = weft_unary(g, "Exp", "e", weft_unary(g, "Neg", "n", x, &st), &st);
+  OK(st);
+  weft_output_t prod = weft_binary(g, "Mul", "prod", e, x, &st);
+  OK(st);
+  weft_unary(g, "Relu", "relu", prod, &st);
+  OK(st);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  const char *fetch[] = {"sum", "prod", "relu"};
+  weft_tensor_t *outs[3] = {NULL, NULL, NULL};
+  OK(weft_session_run(s, NULL, NULL, 0, fetch, outs, 3, NULL, 0));
+  const float *ys = weft_tensor_data(outs[0]), *yp = weft_tensor_data(outs[1]);
+  const float *yr = weft_tensor_data(outs[2]);
+  for (int i = 0; i < N; i++) {
+    g_assert_cmpfloat(ys[i], ==, xs[i] + xs[i]);
+    g_assert_cmpfloat(ulp_error(yp[i], exp(-(double)xs[i]) * xs[i]), <=, 3);
+    g_assert_cmpfloat(yr[i], ==, yp[i] < 0 ? 0.0f : yp[i]);
+  }
+  for (int k = 0; k < 3; k++) weft_tensor_unref(outs[k]);
+  weft_session_free(s);
+  weft_graph_free(g);
 }
 
 static void test_session_levels(void) {
@@ -545,24 +655,38 @@ static void test_session_levels(void) {
     session_child();
     return;
   }
-  for (int k = 0; k <= WEFT_CPU_ISA_COUNT; k++) {
-    /* The last round asks for a level that does not exist: a warning, then the best. */
+  /* Each level twice: with the default streaming threshold (the cache's size: these small
+   * outputs take the plain loops) and with WEFT_CPU_STREAM_BYTES=1024, under which every output
+   * here takes the streaming loops. */
+  for (int r = 0; r <= 2 * WEFT_CPU_ISA_COUNT; r++) {
+    /* The last round asks for a level that does not exist and a threshold that is not a
+     * number: a warning for each, then the best level and the cache's size. */
+    int k = r / 2;
     const char *isa = k < WEFT_CPU_ISA_COUNT ? weft__cpu_isa_name((weft_cpu_isa_t)k) : "bogus";
     if (k < WEFT_CPU_ISA_COUNT && !weft__cpu_isa_supported((weft_cpu_isa_t)k)) continue;
     g_setenv("WEFT_CPU_ISA", isa, TRUE);
+    if (k == WEFT_CPU_ISA_COUNT)
+      g_setenv("WEFT_CPU_STREAM_BYTES", "lots", TRUE);
+    else if (r % 2 == 1)
+      g_setenv("WEFT_CPU_STREAM_BYTES", "1024", TRUE);
     g_setenv("WEFT_TEST_CPU_MATH_CHILD", "1", TRUE);
     g_test_trap_subprocess("/cpu_math/session_levels", 120 * G_USEC_PER_SEC,
                            0);
     g_unsetenv("WEFT_TEST_CPU_MATH_CHILD");
+    g_unsetenv("WEFT_CPU_STREAM_BYTES");
     g_unsetenv("WEFT_CPU_ISA");
     g_test_trap_assert_passed();
-    if (k == WEFT_CPU_ISA_COUNT) g_test_trap_assert_stderr("*WEFT_CPU_ISA=bogus*");
+    if (k == WEFT_CPU_ISA_COUNT) {
+      g_test_trap_assert_stderr("*WEFT_CPU_ISA=bogus*");
+      g_test_trap_assert_stderr("*WEFT_CPU_STREAM_BYTES=lots is not a byte count*");
+    }
   }
 }
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cpu_math/choose", test_choose);
+  g_test_add_func("/cpu_math/stream_choose", test_stream_choose);
   for (int k = 0; k < WEFT_CPU_ISA_COUNT; k++) {
     char *path = g_strdup_printf("/cpu_math/level/%s", weft__cpu_isa_name((weft_cpu_isa_t)k));
     g_test_add_data_func(path, GINT_TO_POINTER(k), test_level);

@@ -340,6 +340,23 @@ static void test_small_not_fused(void) {
   weft_graph_free(g);
 }
 
+/* The two chains again with every output written by the streaming loops (WEFT_CPU_STREAM_BYTES=1,
+ * in a subprocess, since the plugin reads it once): fused and unfused still give the same bits
+ * and the formula's values. */
+static void test_streamed(void) {
+  if (g_getenv("WEFT_TEST_FUSION_STREAM_CHILD") != NULL) {
+    test_long_chain();
+    test_pow_chain();
+    return;
+  }
+  g_setenv("WEFT_CPU_STREAM_BYTES", "1", TRUE);
+  g_setenv("WEFT_TEST_FUSION_STREAM_CHILD", "1", TRUE);
+  g_test_trap_subprocess("/fusion/streamed", 240 * G_USEC_PER_SEC, 0);
+  g_unsetenv("WEFT_TEST_FUSION_STREAM_CHILD");
+  g_unsetenv("WEFT_CPU_STREAM_BYTES");
+  g_test_trap_assert_passed();
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/fusion/long_chain_bit_exact", test_long_chain);
@@ -350,5 +367,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);
   g_test_add_func("/fusion/matmul_bias_relu", test_matmul_bias_relu);
   g_test_add_func("/fusion/small_not_fused", test_small_not_fused);
+  g_test_add_func("/fusion/streamed", test_streamed);
   return g_test_run();
 }

@@ -87,6 +87,10 @@ typedef struct bin_fns {
   static void OP##_vm_##FORM(const void *x, const void *y, void *z, int64_t n, double p) {   \
     if (n < 16) SMALL;                                                                       \
     weft__cpu_vmath()->OP.FORM(x, y, z, n);                                                  \
+  }                                                                                          \
+  static void OP##_vmnt_##FORM(const void *x, const void *y, void *z, int64_t n, double p) { \
+    if (n < 16) SMALL;                                                                       \
+    weft__cpu_vmath()->nt->OP.FORM(x, y, z, n);                                              \
   }
 #define BIN_VM(OP)                                   \
   BIN_VM_FORM(OP, vv, (void)p) BIN_VM_FORM(OP, sv, (void)p) BIN_VM_FORM(OP, vs, (void)p)
@@ -240,6 +244,23 @@ static const bin_op_t bin_ops[] = {
     {"ReciprocalGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(reciprocal_grad)}, false},
 };
 
+/* The float32 vector loops beside their streaming forms (cpu_internal.h, "Streaming stores"). */
+static const struct {
+  bin_fns_t plain, nt;
+} nt_pairs[] = {
+    {F3(add_vm), F3(add_vmnt)},         {F3(sub_vm), F3(sub_vmnt)},
+    {F3(mul_vm), F3(mul_vmnt)},         {F3(div_vm), F3(div_vmnt)},
+    {F3(pow_vm), F3(pow_vmnt)},         {F3(maximum_vm), F3(maximum_vmnt)},
+    {F3(minimum_vm), F3(minimum_vmnt)}, {F3(sqdiff_vm), F3(sqdiff_vmnt)},
+};
+
+/* fns's streaming forms, or NULL where they have none. */
+static const bin_fns_t *nt_of(const bin_fns_t *fns) {
+  for (size_t i = 0; i < sizeof nt_pairs / sizeof nt_pairs[0]; i++)
+    if (nt_pairs[i].plain.vv == fns->vv) return &nt_pairs[i].nt;
+  return NULL;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Driver */
 
@@ -252,6 +273,7 @@ typedef struct bin_job {
   double p;
   weft_dtype_t f16; /* HALF or BFLOAT16: fns are the float32 loops, run on widened blocks */
   bool out_bool;
+  bool stream;      /* fns are streaming loops (cpu_vmath.h's nt table) */
 } bin_job_t;
 
 /* One run of a 16-bit float op: widen blocks of x and y (or their single broadcast element),
@@ -281,17 +303,19 @@ static void bin_run(void *arg, const int64_t *off, int64_t pos, int64_t len) {
   const char *xp = j->x + (size_t)off[0] * j->es;
   const char *yp = j->y + (size_t)off[1] * j->es;
   char *zp = j->z + (size_t)pos * j->zs;
-  if (j->f16 != WEFT_DT_INVALID)
+  if (j->f16 != WEFT_DT_INVALID) {
     bin_run_f16(j, fn, (const uint16_t *)(const void *)xp, sx, (const uint16_t *)(const void *)yp,
                 sy, zp, len);
-  else
+  } else {
     fn(xp, yp, zp, len, j->p);
+  }
 }
 
 /* Elements [b, e) of the output. */
 static void bin_range(void *arg, int64_t b, int64_t e) {
   const bin_job_t *j = arg;
   weft__cpu_bcast_runs(j->bc, b, e, bin_run, arg);
+  if (j->stream) weft__cpu_stream_fence();
 }
 
 static bool any_zero(const weft_tensor_view_t *v) {
@@ -403,7 +427,15 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
                  weft__cpu_dtype_size(zt),
                  0.0,
                  f16 ? x.dtype : WEFT_DT_INVALID,
-                 op->out_bool};
+                 op->out_bool,
+                 false};
+  if (!f16 && slot == CPU_SLOT_F32 && weft__cpu_stream_output(bc.out_elements, sizeof(float))) {
+    const bin_fns_t *nt = nt_of(fns);
+    if (nt != NULL) {
+      j.fns = nt;
+      j.stream = true;
+    }
+  }
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
   weft__cpu_parallel(ctx, bc.out_elements, op->cost, bin_range, &j);
   return NULL;

@@ -101,10 +101,14 @@ UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
  * (weft__cpu_register_elementwise); float16 and bfloat16 reach them through un_range's widened
  * blocks. float64 keeps libm's double precision. */
 static const weft_cpu_vmath_t *vm;
-#define VM_F32(OP)                                                    \
-  static void OP##_f32(const void *xv, void *yv, int64_t n, double p) { \
-    (void)p;                                                          \
-    (vm->OP)((const float *)xv, (float *)yv, n); /* () keeps tgmath.h off */ \
+#define VM_F32(OP)                                                              \
+  static void OP##_f32(const void *xv, void *yv, int64_t n, double p) {           \
+    (void)p;                                                                    \
+    (vm->OP)((const float *)xv, (float *)yv, n); /* () keeps tgmath.h off */     \
+  }                                                                             \
+  static void OP##_f32_nt(const void *xv, void *yv, int64_t n, double p) {        \
+    (void)p;                                                                    \
+    (vm->nt->OP)((const float *)xv, (float *)yv, n);                            \
   }
 VM_F32(exp)
 VM_F32(log)
@@ -128,6 +132,26 @@ VM_F32(relu6)
 VM_F32(sin)
 VM_F32(cos)
 VM_F32(erfc)
+
+/* Each vectorised loop beside its streaming form, for outputs larger than the last-level cache
+ * (cpu_internal.h, "Streaming stores"). */
+#define NT_PAIR(OP) {OP##_f32, OP##_f32_nt}
+static const struct {
+  un_fn plain, nt;
+} nt_pairs[] = {
+    NT_PAIR(exp),  NT_PAIR(log),        NT_PAIR(tanh),     NT_PAIR(sigmoid), NT_PAIR(expm1),
+    NT_PAIR(log1p), NT_PAIR(erf),       NT_PAIR(softplus), NT_PAIR(elu),     NT_PAIR(selu),
+    NT_PAIR(sqrt), NT_PAIR(rsqrt),      NT_PAIR(reciprocal), NT_PAIR(softsign), NT_PAIR(square),
+    NT_PAIR(neg),  NT_PAIR(abs),        NT_PAIR(relu),     NT_PAIR(relu6),   NT_PAIR(sin),
+    NT_PAIR(cos),  NT_PAIR(erfc),
+};
+
+/* fn's streaming form, or NULL where it has none. */
+static un_fn nt_of(un_fn fn) {
+  for (size_t i = 0; i < sizeof nt_pairs / sizeof nt_pairs[0]; i++)
+    if (nt_pairs[i].plain == fn) return nt_pairs[i].nt;
+  return NULL;
+}
 
 UN_DEF(erf_f64, double, double, double, erf(a))
 UN_DEF(erfc_f64, double, double, double, erfc(a))
@@ -216,12 +240,14 @@ typedef struct un_job {
   double p;
   weft_dtype_t f16;  /* HALF or BFLOAT16: fn is the float32 loop, run on widened blocks */
   bool out_bool;
+  bool stream;       /* fn is a streaming loop (cpu_vmath.h's nt table) */
 } un_job_t;
 
 static void un_range(void *arg, int64_t b, int64_t e) {
   const un_job_t *j = arg;
   if (j->f16 == WEFT_DT_INVALID) {
     j->fn(j->x + (size_t)b * j->xs, j->y + (size_t)b * j->ys, e - b, j->p);
+    if (j->stream) weft__cpu_stream_fence();
     return;
   }
   float xb[CPU_F16_BLOCK], yb[CPU_F16_BLOCK];
@@ -257,20 +283,29 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
                 weft__cpu_dtype_size(out_dtype),
                 0.0,
                 f16 ? x.dtype : WEFT_DT_INVALID,
-                op->out_bool};
+                op->out_bool,
+                false};
+  if (!f16 && slot == CPU_SLOT_F32 && weft__cpu_stream_output(x.num_elements, sizeof(float))) {
+    un_fn nt = nt_of(fn);
+    if (nt != NULL) {
+      j.fn = nt;
+      j.stream = true;
+    }
+  }
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
   weft__cpu_parallel(ctx, x.num_elements, op->cost, un_range, &j);
   return NULL;
 }
 
 weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
-                                         int64_t *cost) {
+                                         int64_t *cost, weft_cpu_unary_f32_fn *nt) {
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *u = &un_ops[i];
     if (strcmp(u->name, op) != 0 || u->out_bool) continue;
     *param = u->param;
     *dflt = u->param_default;
     *cost = u->cost;
+    *nt = u->fns[CPU_SLOT_F32] != NULL ? nt_of(u->fns[CPU_SLOT_F32]) : NULL;
     return u->fns[CPU_SLOT_F32];
   }
   return NULL;
@@ -290,6 +325,13 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
                         weft__cpu_isa_name(isa));
   vm = weft__cpu_vmath_for(isa);
   weft__cpu_vmath_set(vm); /* cpu_binary.c's and cpu_fused.c's float32 loops */
+  int64_t stream = weft__cpu_stream_choose(getenv("WEFT_CPU_STREAM_BYTES"), &warning);
+  if (warning != NULL) (weft__cpu_host->log)(WEFT_LOG_WARNING, "CPU plugin", "%s", warning);
+  free(warning);
+  (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
+                        "elementwise outputs of %lld bytes and more: streaming stores",
+                        (long long)stream);
+  weft__cpu_stream_set(stream);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];
     bool has[CPU_N_SLOTS];

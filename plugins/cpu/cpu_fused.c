@@ -19,7 +19,8 @@
 
 typedef struct fused_step {
   weft_cpu_unary_f32_fn unary; /* or NULL, and then fn is the binary op's loops */
-  const weft_cpu_vm2_t *fn;
+  weft_cpu_unary_f32_fn unary_nt; /* their streaming forms (NULL: none), for the last step */
+  const weft_cpu_vm2_t *fn, *fn_nt;
   double param;
   int operand;                 /* index into the kernel's operands, -1 for a unary op */
   bool left;                   /* the operand is the op's first argument */
@@ -102,17 +103,20 @@ static weft_status_t *fused_create(const weft_host_t *host, const weft_attrs_t *
       const char *param = NULL;
       float dflt = 0;
       int64_t cost = 1;
-      s->unary = weft__cpu_unary_f32(name, &param, &dflt, &cost);
+      s->unary = weft__cpu_unary_f32(name, &param, &dflt, &cost, &s->unary_nt);
       f->cost += cost;
       if (!s->unary)
         st = host->status_new(WEFT_UNIMPLEMENTED,
                               "_FusedElementwise: %s is not a float32 unary op of the CPU plugin",
                               name);
     } else {
-      for (size_t b = 0; b < sizeof bin_names / sizeof bin_names[0]; b++)
-        if (strcmp(bin_names[b].name, name) == 0)
-          s->fn = (const weft_cpu_vm2_t *)(const void *)((const char *)weft__cpu_vmath() +
-                                                         bin_names[b].offset);
+      for (size_t b = 0; b < sizeof bin_names / sizeof bin_names[0]; b++) {
+        if (strcmp(bin_names[b].name, name) != 0) continue;
+        s->fn = (const weft_cpu_vm2_t *)(const void *)((const char *)weft__cpu_vmath() +
+                                                       bin_names[b].offset);
+        s->fn_nt = (const weft_cpu_vm2_t *)(const void *)((const char *)weft__cpu_vmath()->nt +
+                                                          bin_names[b].offset);
+      }
       f->cost += 1;
       if (s->fn == NULL)
         st = host->status_new(WEFT_UNIMPLEMENTED,
@@ -141,17 +145,17 @@ typedef struct fused_job {
   int64_t n;
   const float *const *operands;
   const int64_t *operand_n; /* per operand: 1 (scalar), n (same shape) or a row length */
+  bool stream;              /* y is written with streaming stores (cpu_internal.h) */
 } fused_job_t;
 
 /* out = in OP b (or b OP in, s->left) over one block starting at element `pos`, through the
  * binary kernels' own vector loops (cpu_vmath.h, the level chosen at plugin init), so the fused
  * result is the unfused one bit for bit; b is read at pos + i, at 0 (a scalar) or at
  * (pos + i) % m (a row repeated over the last dimension). */
-static void binary_block(const fused_job_t *job, const fused_step_t *s, const float *in,
-                         float *out, int64_t pos, int64_t len) {
+static void binary_block(const fused_job_t *job, const fused_step_t *s, const weft_cpu_vm2_t *fn,
+                         const float *in, float *out, int64_t pos, int64_t len) {
   const float *b = job->operands[s->operand];
   const int64_t m = job->operand_n[s->operand];
-  const weft_cpu_vm2_t *fn = s->fn;
   if (m == 1) {
     if (s->left)
       fn->sv(b, in, out, len);
@@ -184,7 +188,8 @@ static void binary_block(const fused_job_t *job, const fused_step_t *s, const fl
  * stretches, in which the hardware's stream prefetcher, which only follows the loads it sees,
  * does not run ahead; without this the first op of each block waited on memory for about a
  * quarter of the chain's time (perf, 16M floats, Neg first). y's lines are asked for writing
- * (the last step's stores would otherwise wait on each line's read). The requests are spread
+ * (the last step's stores would otherwise wait on each line's read), unless y is streamed, whose
+ * stores read nothing and whose lines must not be brought into cache. The requests are spread
  * over the chain's steps, since a whole block's at once fill the core's miss buffers and stall
  * it. */
 static void prefetch_part(const fused_job_t *job, int64_t pos, int part, int parts) {
@@ -194,7 +199,7 @@ static void prefetch_part(const fused_job_t *job, int64_t pos, int part, int par
   int64_t from = lines * part / parts * line, to = lines * (part + 1) / parts * line;
   for (int64_t i = from; i < to; i += line) {
     __builtin_prefetch(job->x + pos + i, 0, 3);
-    __builtin_prefetch(job->y + pos + i, 1, 3);
+    if (!job->stream) __builtin_prefetch(job->y + pos + i, 1, 3);
   }
   for (int k = 0; k < job->f->n_operands; k++) {
     if (job->operand_n[k] != job->n) continue;
@@ -208,7 +213,7 @@ static void fused_range(void *arg, int64_t begin, int64_t end) {
   /* Each step reads the previous one's block and writes the other of two scratch blocks; only
    * the last writes y. So y's lines are written once, by one loop, and the first steps never
    * wait on a store to a line not yet in cache. */
-  float tmp[2][FUSED_BLOCK];
+  float tmp[2][FUSED_BLOCK] __attribute__((aligned(64)));
   for (int64_t blk = begin; blk < end; blk++) {
     int64_t pos = blk * FUSED_BLOCK;
     int64_t len = job->n - pos < FUSED_BLOCK ? job->n - pos : FUSED_BLOCK;
@@ -216,14 +221,17 @@ static void fused_range(void *arg, int64_t begin, int64_t end) {
     for (int k = 0; k < f->n_steps; k++) {
       const fused_step_t *s = &f->steps[k];
       if (blk + 1 < end) prefetch_part(job, pos + FUSED_BLOCK, k, f->n_steps);
-      float *out = k == f->n_steps - 1 ? job->y + pos : tmp[k & 1];
+      bool last = k == f->n_steps - 1;
+      float *out = last ? job->y + pos : tmp[k & 1];
+      bool nt = last && job->stream;
       if (s->unary)
-        s->unary(cur, out, len, s->param);
+        (nt && s->unary_nt ? s->unary_nt : s->unary)(cur, out, len, s->param);
       else
-        binary_block(job, s, cur, out, pos, len);
+        binary_block(job, s, nt ? s->fn_nt : s->fn, cur, out, pos, len);
       cur = out;
     }
   }
+  if (job->stream) weft__cpu_stream_fence();
 }
 
 static weft_status_t *k_fused(weft_kernel_ctx_t *ctx, void *state) {
@@ -259,7 +267,8 @@ static weft_status_t *k_fused(weft_kernel_ctx_t *ctx, void *state) {
   }
   WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, WEFT_DT_FLOAT, &x, &y));
   if (x.num_elements == 0) return NULL;
-  fused_job_t job = {f, x.data, y.data, x.num_elements, operands, operand_n};
+  fused_job_t job = {f,         x.data,    y.data, x.num_elements,
+                     operands,  operand_n, weft__cpu_stream_output(x.num_elements, sizeof(float))};
   int64_t blocks = (x.num_elements + FUSED_BLOCK - 1) / FUSED_BLOCK;
   weft__cpu_parallel(ctx, blocks, f->cost * FUSED_BLOCK, fused_range, &job);
   return NULL;

@@ -159,6 +159,17 @@ bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *val
 void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
 
+/* ---------------------------------------------------------------------------------------------
+ * Streaming stores. A float32 output at least as large as the last-level cache
+ * (WEFT_CPU_STREAM_BYTES, set at plugin init) is written by the streaming form of its vector loop
+ * (cpu_vmath.h's nt table), whose non-temporal stores write y's lines without first reading them:
+ * a unary op moves two bytes where it moved three. Every range of work that streamed calls
+ * weft__cpu_stream_fence() before it returns to the pool, so the pool's hand-off orders y's
+ * stores before the next reader. */
+
+/* Whether an output of n elements of elem_size bytes is written that way. */
+bool weft__cpu_stream_output(int64_t n, size_t elem_size);
+
 /* The sum of n same-shape inputs of a CPU_NUMERIC_TYPES dtype over elements [b, e), each partial
  * sum in the dtype's arithmetic (AddN, and AccumulateNV2 for those dtypes); a weft_range_fn over
  * a weft_cpu_addn_job_t. Other dtypes are left alone. */
@@ -312,12 +323,13 @@ weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *
                                        weft_kernel_destroy_fn destroy, void *user_data);
 
 /* The float32 loop of unary op `op` (cpu_elementwise.c): y[i] = op(x[i]) for i < n, with p the
- * op's float attribute *param (NULL: none; *dflt where absent) and *cost its rough cycles per
- * element. NULL when the op has no float32 loop or its output is not float (IsNan, ...). The
- * fused kernel (cpu_fused.c) calls the same loops, so a fused chain equals the unfused one. */
+ * op's float attribute *param (NULL: none; *dflt where absent), *cost its rough cycles per
+ * element and *nt its streaming form (the same bits; NULL where it has none). NULL when the op
+ * has no float32 loop or its output is not float (IsNan, ...). The fused kernel (cpu_fused.c)
+ * calls the same loops, so a fused chain equals the unfused one. */
 typedef void (*weft_cpu_unary_f32_fn)(const void *x, void *y, int64_t n, double p);
 weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
-                                         int64_t *cost);
+                                         int64_t *cost, weft_cpu_unary_f32_fn *nt);
 weft_status_t *weft__cpu_register_fused(const weft_registrar_t *reg); /* cpu_fused.c */
 
 /* The epilogue of a fused contraction (cpu_epilogue.c): per output channel c (the last

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_vmath.h"
 
 /* ---------------------------------------------------------------------------------------------
  * dtypes */
@@ -191,6 +192,11 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
     return;
   }
   weft__cpu_host->parallel_for(ctx, total, cost_per_unit, fn, arg);
+}
+
+bool weft__cpu_stream_output(int64_t n, size_t elem_size) {
+  int64_t min = weft__cpu_stream_bytes();
+  return min > 0 && elem_size > 0 && n >= min / (int64_t)elem_size;
 }
 
 /* ---------------------------------------------------------------------------------------------

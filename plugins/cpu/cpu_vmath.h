@@ -38,6 +38,11 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn erfc;
   /* x OP y, x the op's first argument. */
   weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
+  /* The same functions storing their output with streaming (non-temporal) stores wherever y's
+   * alignment allows: y's cache lines are written without being read first and are not kept in
+   * cache. Same bits. The stores are weakly ordered: weft__cpu_stream_fence() before anyone else
+   * reads y. (The streaming table's own nt is itself.) */
+  const struct weft_cpu_vmath *nt;
 } weft_cpu_vmath_t;
 
 extern const weft_cpu_vmath_t weft__cpu_vmath_baseline;
@@ -61,5 +66,19 @@ weft_cpu_isa_t weft__cpu_isa_choose(const char *request, char **warning);
  * registration), baseline before that. Every kernel file reads the one choice. */
 const weft_cpu_vmath_t *weft__cpu_vmath(void);
 void weft__cpu_vmath_set(const weft_cpu_vmath_t *vm);
+
+/* Outputs of at least this many bytes are written with streaming stores (the `stream` loop):
+ * WEFT_CPU_STREAM_BYTES's value (`request`, may be NULL or empty; 0 turns streaming off) where
+ * it is a valid size, else the last-level cache's size (sysconf, then sysfs; 32 MiB where neither
+ * says), since an output that size no longer fits in cache beside its input and its consumer
+ * reads it from memory anyway. Where `request` is not a valid size, *warning (else NULL) says
+ * why, in a string the caller frees with free(). */
+int64_t weft__cpu_stream_choose(const char *request, char **warning);
+/* The threshold the kernels use (set at plugin init; 0: never stream), and its setter. */
+int64_t weft__cpu_stream_bytes(void);
+void weft__cpu_stream_set(int64_t bytes);
+/* Orders this thread's streaming stores before its later stores (the pool's hand-off included):
+ * called once at the end of every range of work that streamed. */
+void weft__cpu_stream_fence(void);
 
 #endif

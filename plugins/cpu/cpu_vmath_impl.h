@@ -58,15 +58,31 @@ VM_INLINE int vany(vi m) {
 #endif
 }
 
-/* The reduction and polynomial of vexp (below) on an x already clamped: e^r, and n in *ni (two's
- * complement). */
-VM_INLINE vf vexp_reduced(vf x, vu *ni) {
+/* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
+ * maxps where the level has it (their result is the second operand when either is NaN), where
+ * gcc leaves the select as a compare and a blend. */
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm512_##op##_ps((__m512)(c), (__m512)(v)))
+#elif VM_WIDTH == 8 && defined(__AVX__)
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm256_##op##_ps((__m256)(c), (__m256)(v)))
+#elif VM_WIDTH == 4 && defined(__SSE2__)
+#define VM_MINMAX(op, cmp, c, v) ((vf)_mm_##op##_ps((__m128)(c), (__m128)(v)))
+#else
+#define VM_MINMAX(op, cmp, c, v) vsel((c) cmp (v), (c), (v))
+#endif
+VM_INLINE vf vmin_keepnan(vf c, vf v) { return VM_MINMAX(min, <, c, v); }
+VM_INLINE vf vmax_keepnan(vf c, vf v) { return VM_MINMAX(max, >, c, v); }
+
+/* The reduction and polynomial of vexp (below) on an x already clamped: e^r, and n as a float in
+ * *nf and in *ni (two's complement). */
+VM_INLINE vf vexp_reduced(vf x, vf *nf, vu *ni) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693359375f;         /* 9 significant bits */
   const float ln2_lo = -2.12194440054690583e-4f; /* ln2 - ln2_hi */
   const float round_magic = 12582912.0f;     /* 1.5 * 2^23: adding it rounds to an integer */
   vf j = x * log2e + round_magic;
   vf n = j - round_magic;
+  *nf = n;
   /* j's low mantissa bits hold n as a two's complement integer. */
   *ni = (vu)j - 0x4b400000u;
   vf r = x - n * ln2_hi;
@@ -82,24 +98,58 @@ VM_INLINE vf vexp_reduced(vf x, vu *ni) {
   return p * r + 1.0f;
 }
 
+/* p 2^n for an integral float n, rounded once: AVX-512's vscalefps, one instruction that also
+ * gives correctly rounded denormals, 0 and inf where the product leaves the normal range. */
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+VM_INLINE vf vscale2(vf p, vf n) { return (vf)_mm512_scalef_ps((__m512)p, (__m512)n); }
+#endif
+
+/* e^x for x in [-87, 87] (NaN passes): vexp's reduction and polynomial without what the rest of
+ * the range needs. The caller keeps x there; then n is in [-126, 126], so 2^n is one normal
+ * float (no two-halves scaling) and nothing overflows. About a fifth fewer operations than vexp's
+ * whole-range path below AVX-512, which is most of Sigmoid's cost. */
+VM_INLINE vf vexp_normal(vf x) {
+  vf n;
+  vu ni;
+  vf p = vexp_reduced(x, &n, &ni);
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return vscale2(p, n);
+#else
+  return p * (vf)((ni + 127u) << 23);
+#endif
+}
+
 /* e^x for any x. x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2, ln2 split in two
  * (Cody-Waite: n * LN2_HI is exact for |n| < 2^15) so that r keeps its low bits; e^r by
- * vexp_reduced's degree-6 polynomial (3.1e-9 relative); then times 2^n built in the
- * exponent field. 2^n is applied as two halves so that n from -150 to 128 needs no special
- * case: results under FLT_MIN come out as correctly scaled denormals (like glibc's expf) and
- * x above ln(FLT_MAX) overflows to +inf. x is clamped to [-104, 89] first (beyond, the result
- * is 0 or inf whatever r is), which also sends -inf to 0 and +inf to inf; NaN passes through
- * the clamp (comparisons with NaN are false) and the arithmetic keeps it NaN. */
+ * vexp_reduced's degree-6 polynomial (3.1e-9 relative); then times 2^n, rounded once: results
+ * under FLT_MIN come out as correctly scaled denormals (like glibc's expf) and x above
+ * ln(FLT_MAX) overflows to +inf. x is clamped to [-104, 89] first (beyond, the result is 0 or
+ * inf whatever r is), which also sends -inf to 0 and +inf to inf; NaN passes through the clamp
+ * and the arithmetic keeps it NaN.
+ * At AVX-512 the clamp is a minps and a maxps and 2^n is vscalefps: 13 operations in all. Below
+ * it, a vector whose lanes are all within [-87, 87] (NaN included) takes vexp_normal (2^n one
+ * normal float built in the exponent field) and the rest the clamp and 2^n applied as two
+ * halves, so that n from -150 to 128 needs no special case. Every path gives the same bits:
+ * p 2^n rounded once. */
 VM_INLINE vf vexp(vf x) {
-  x = vsel(x < -104.0f, vsplat(-104.0f), x);
-  x = vsel(x > 89.0f, vsplat(89.0f), x);
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  x = vmin_keepnan(vsplat(89.0f), vmax_keepnan(vsplat(-104.0f), x));
+  vf n;
   vu ni;
-  vf p = vexp_reduced(x, &ni);
+  vf p = vexp_reduced(x, &n, &ni);
+  return vscale2(p, n);
+#else
+  if (__builtin_expect(!vany(vabs(x) > 87.0f), 1)) return vexp_normal(x);
+  x = vmin_keepnan(vsplat(89.0f), vmax_keepnan(vsplat(-104.0f), x));
+  vf n;
+  vu ni;
+  vf p = vexp_reduced(x, &n, &ni);
   vu n1 = (vu)((vi)ni >> 1); /* floor(n / 2), arithmetic shift */
   vu n2 = ni - n1;
   vf s1 = (vf)((n1 + 127u) << 23);
   vf s2 = (vf)((n2 + 127u) << 23);
   return p * s1 * s2;
+#endif
 }
 
 /* ln x. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (denormal x scaled by 2^23 first), f = m - 1
@@ -136,16 +186,6 @@ VM_INLINE vf vlog(vf x) {
   return vsel(x != x, x, y);
 }
 
-/* e^x for x in [-87, 87] (NaN passes), for vsigmoid: vexp's reduction and polynomial without
- * what the rest of the range needs. The caller keeps x there; then n is in [-126, 126], so 2^n is
- * one normal float (no two-halves scaling) and nothing overflows. About a fifth fewer operations
- * than vexp, which is most of Sigmoid's cost. */
-VM_INLINE vf vexp_normal(vf x) {
-  vu ni;
-  vf p = vexp_reduced(x, &ni);
-  return p * (vf)((ni + 127u) << 23);
-}
-
 /* The reduction and polynomial of vexpm1 (below) on an x already clamped: e^r - 1, with n as a
  * float in *n and as an integer in *ni. x = n ln2 + r as in vexp; e^r - 1 by its Taylor series
  * to r^8 kept as r + r^2 q(r) (the r^9 term is under 2^-30 of r), so nothing cancels near 0. */
@@ -177,21 +217,6 @@ VM_INLINE vf vpoly(vf t, const float *c, int n) {
   for (int k = n - 2; k >= 0; k--) p = p * t + c[k];
   return p;
 }
-
-/* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
- * maxps where the level has it (their result is the second operand when either is NaN), where
- * gcc leaves the select as a compare and a blend. */
-#if VM_WIDTH == 16 && defined(__AVX512F__)
-#define VM_MINMAX(op, cmp, c, v) ((vf)_mm512_##op##_ps((__m512)(c), (__m512)(v)))
-#elif VM_WIDTH == 8 && defined(__AVX__)
-#define VM_MINMAX(op, cmp, c, v) ((vf)_mm256_##op##_ps((__m256)(c), (__m256)(v)))
-#elif VM_WIDTH == 4 && defined(__SSE2__)
-#define VM_MINMAX(op, cmp, c, v) ((vf)_mm_##op##_ps((__m128)(c), (__m128)(v)))
-#else
-#define VM_MINMAX(op, cmp, c, v) vsel((c) cmp (v), (c), (v))
-#endif
-VM_INLINE vf vmin_keepnan(vf c, vf v) { return VM_MINMAX(min, <, c, v); }
-VM_INLINE vf vmax_keepnan(vf c, vf v) { return VM_MINMAX(max, >, c, v); }
 
 /* tanh x, odd, computed on a = |x| with x's sign put back (so -0 stays -0): a P(a^2) / Q(a^2), a
  * rational near-minimax fit on [0, 9.02] (P of degree 6 and Q of degree 3 in a^2, both with
@@ -446,24 +471,59 @@ VM_INLINE vf vsincos(vf x, uint32_t cos_shift) {
 VM_INLINE vf vsin(vf x) { return vsincos(x, 0); }
 VM_INLINE vf vcos(vf x) { return vsincos(x, 1); }
 
+/* Stores v at p (VM_WIDTH floats, p aligned to a whole vector) with a streaming store: the line
+ * is written without being read first and is not kept in cache. */
+VM_INLINE void vstream(float *p, vf v) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  _mm512_stream_ps(p, (__m512)v);
+#elif VM_WIDTH == 8 && defined(__AVX__)
+  _mm256_stream_ps(p, (__m256)v);
+#elif VM_WIDTH == 4 && defined(__SSE2__)
+  _mm_stream_ps(p, (__m128)v);
+#else
+  __builtin_memcpy(p, &v, sizeof v);
+#endif
+}
+
+/* The elements before y's first address aligned to a whole vector (at most n), for the
+ * streaming loops: they go through the partial-vector path so that the whole vectors' stores are
+ * aligned. -1 for a y not aligned even to a float, which then streams nothing. */
+VM_INLINE int64_t vhead(const float *y, int64_t n) {
+  const uintptr_t align = VM_WIDTH * sizeof(float);
+  uintptr_t a = (uintptr_t)y;
+  if (a % sizeof(float) != 0) return -1;
+  int64_t head = (int64_t)(((align - (a & (align - 1))) & (align - 1)) / sizeof(float));
+  return head < n ? head : n;
+}
+
 /* One loop per function: whole vectors, then the tail through a zero-padded vector (a few
- * lanes of wasted work instead of a scalar copy of each function). */
-#define VM_LOOP(f)                                                        \
-  static void VM_NAME(f)(const float *x, float *y, int64_t n) {           \
-    int64_t i = 0;                                                        \
+ * lanes of wasted work instead of a scalar copy of each function). The streaming form (nt = 1,
+ * the functions of the `_nt` table) takes y's unaligned head the same way and stores the whole
+ * vectors with vstream; the kernels call it for outputs larger than the last-level cache. */
+#define VM_PART(f, i, m)                                                  \
+  do {                                                                    \
+    vf v = {0};                                                           \
+    __builtin_memcpy(&v, x + (i), (size_t)(m) * sizeof(float));          \
+    v = v##f(v);                                                          \
+    __builtin_memcpy(y + (i), &v, (size_t)(m) * sizeof(float));          \
+  } while (0)
+#define VM_LOOP_FORM(f, name, nt)                                         \
+  static void VM_NAME(name)(const float *x, float *y, int64_t n) {        \
+    int64_t i = 0, head = nt ? vhead(y, n) : -1;                          \
+    if (head > 0) VM_PART(f, 0, head);                                    \
+    if (head > 0) i = head;                                               \
     for (; i + VM_WIDTH <= n; i += VM_WIDTH) {                            \
       vf v;                                                               \
       __builtin_memcpy(&v, x + i, sizeof v);                              \
       v = v##f(v);                                                        \
-      __builtin_memcpy(y + i, &v, sizeof v);                              \
+      if (head >= 0)                                                      \
+        vstream(y + i, v);                                                \
+      else                                                                \
+        __builtin_memcpy(y + i, &v, sizeof v);                            \
     }                                                                     \
-    if (i < n) {                                                          \
-      vf v = {0};                                                         \
-      __builtin_memcpy(&v, x + i, (size_t)(n - i) * sizeof(float));      \
-      v = v##f(v);                                                        \
-      __builtin_memcpy(y + i, &v, (size_t)(n - i) * sizeof(float));      \
-    }                                                                     \
+    if (i < n) VM_PART(f, i, n - i);                                      \
   }
+#define VM_LOOP(f) VM_LOOP_FORM(f, f, 0) VM_LOOP_FORM(f, f##_nt, 1)
 
 /* Binary functions, a the op's first argument, with cpu_binary.c's scalar expressions:
  * Maximum and Minimum give NaN when either operand is NaN (a NaN a by the mask, a NaN b by the
@@ -600,44 +660,54 @@ VM_INLINE void vstore_first(float *p, vf v, int m) {
 #endif
 }
 
+/* m (0 to VM_WIDTH - 1) elements from i, lane by lane through arrays padded with ones (no lane
+ * of the padding reaches pow's libm path): a memcpy of a run-time length is a library call, which
+ * a step of one-element ops (scalars) would pay three times per op. */
+#define VM_PART2(f, xs, ys, i, m)                                                  \
+  do {                                                                             \
+    float ta[VM_WIDTH], tb[VM_WIDTH];                                              \
+    for (int k = 0; k < VM_WIDTH; k++) {                                           \
+      ta[k] = xs ? x[0] : (k < (m) ? x[(i) + k] : 1.0f);                           \
+      tb[k] = ys ? y[0] : (k < (m) ? y[(i) + k] : 1.0f);                           \
+    }                                                                              \
+    vf a, b;                                                                       \
+    __builtin_memcpy(&a, ta, sizeof a);                                            \
+    __builtin_memcpy(&b, tb, sizeof b);                                            \
+    vstore_first(z + (i), f(a, b), (int)(m));                                      \
+  } while (0)
+
 /* The three loops of a binary function: whole vectors (constant-size loads and stores, so no
- * memcpy call), then the tail through vectors padded with ones (no lane of the padding reaches
- * pow's libm path). A scalar operand is splat once (bit for bit: -0 stays -0). */
-#define VM_BODY2(f, xs, ys)                                                        \
+ * memcpy call), then the tail through VM_PART2; the streaming form (nt) as VM_LOOP_FORM's. A
+ * scalar operand is splat once (bit for bit: -0 stays -0). */
+#define VM_BODY2(f, xs, ys, nt)                                                    \
   vf xv = xs ? vsplat_bits(x[0]) : vsplat(0.0f);                                   \
   vf yv = ys ? vsplat_bits(y[0]) : vsplat(0.0f);                                   \
-  int64_t i = 0;                                                                   \
+  int64_t i = 0, head = nt ? vhead(z, n) : -1;                                    \
+  if (head > 0) VM_PART2(f, xs, ys, 0, head);                                      \
+  if (head > 0) i = head;                                                          \
   for (; i + VM_WIDTH <= n; i += VM_WIDTH) {                                       \
     vf a = xv, b = yv;                                                             \
     if (!xs) __builtin_memcpy(&a, x + i, sizeof a);                                \
     if (!ys) __builtin_memcpy(&b, y + i, sizeof b);                                \
     vf c = f(a, b);                                                                \
-    __builtin_memcpy(z + i, &c, sizeof c);                                         \
+    if (head >= 0)                                                                 \
+      vstream(z + i, c);                                                           \
+    else                                                                           \
+      __builtin_memcpy(z + i, &c, sizeof c);                                       \
   }                                                                                \
-  if (i < n) {                                                                     \
-    /* Lane by lane through arrays: a memcpy of a run-time length is a library call, \
-     * which a step of one-element ops (scalars) would pay three times per op. */     \
-    float ta[VM_WIDTH], tb[VM_WIDTH];                                              \
-    for (int k = 0; k < VM_WIDTH; k++) {                                           \
-      ta[k] = xs ? x[0] : (i + k < n ? x[i + k] : 1.0f);                           \
-      tb[k] = ys ? y[0] : (i + k < n ? y[i + k] : 1.0f);                           \
-    }                                                                              \
-    vf a, b;                                                                       \
-    __builtin_memcpy(&a, ta, sizeof a);                                            \
-    __builtin_memcpy(&b, tb, sizeof b);                                            \
-    vstore_first(z + i, f(a, b), (int)(n - i));                                    \
-  }
+  if (i < n) VM_PART2(f, xs, ys, i, n - i);
 
-#define VM_LOOP2(f)                                                                    \
-  static void VM_NAME(f##_vv)(const float *x, const float *y, float *z, int64_t n) {   \
-    VM_BODY2(v##f##2, 0, 0)                                                            \
-  }                                                                                    \
-  static void VM_NAME(f##_sv)(const float *x, const float *y, float *z, int64_t n) {   \
-    VM_BODY2(v##f##2, 1, 0)                                                            \
-  }                                                                                    \
-  static void VM_NAME(f##_vs)(const float *x, const float *y, float *z, int64_t n) {   \
-    VM_BODY2(v##f##2, 0, 1)                                                            \
+#define VM_LOOP2_FORM(f, sfx, nt)                                                         \
+  static void VM_NAME(f##_vv##sfx)(const float *x, const float *y, float *z, int64_t n) { \
+    VM_BODY2(v##f##2, 0, 0, nt)                                                           \
+  }                                                                                       \
+  static void VM_NAME(f##_sv##sfx)(const float *x, const float *y, float *z, int64_t n) { \
+    VM_BODY2(v##f##2, 1, 0, nt)                                                           \
+  }                                                                                       \
+  static void VM_NAME(f##_vs##sfx)(const float *x, const float *y, float *z, int64_t n) { \
+    VM_BODY2(v##f##2, 0, 1, nt)                                                           \
   }
+#define VM_LOOP2(f) VM_LOOP2_FORM(f, , 0) VM_LOOP2_FORM(f, _nt, 1)
 
 VM_LOOP2(add)
 VM_LOOP2(sub)
@@ -648,13 +718,22 @@ VM_LOOP2(minimum)
 VM_LOOP2(sqdiff)
 VM_LOOP2(pow)
 
-#define VM_FNS2(f) {VM_NAME(f##_vv), VM_NAME(f##_sv), VM_NAME(f##_vs)}
+#define VM_FNS2(f, sfx) {VM_NAME(f##_vv##sfx), VM_NAME(f##_sv##sfx), VM_NAME(f##_vs##sfx)}
+#define VM_TABLE(sfx, nt_table)                                                                 \
+  {VM_NAME(exp##sfx),      VM_NAME(log##sfx),      VM_NAME(tanh##sfx),                          \
+   VM_NAME(sigmoid##sfx),  VM_NAME(expm1##sfx),    VM_NAME(log1p##sfx),                         \
+   VM_NAME(erf##sfx),      VM_NAME(softplus##sfx), VM_NAME(elu##sfx),                           \
+   VM_NAME(selu##sfx),     VM_NAME(sqrt##sfx),     VM_NAME(rsqrt##sfx),                         \
+   VM_NAME(reciprocal##sfx), VM_NAME(softsign##sfx), VM_NAME(square##sfx),                      \
+   VM_NAME(neg##sfx),      VM_NAME(relu##sfx),     VM_NAME(relu6##sfx),                         \
+   VM_NAME(sin##sfx),      VM_NAME(cos##sfx),      VM_NAME(abs##sfx),                           \
+   VM_NAME(erfc##sfx),     VM_FNS2(add, sfx),      VM_FNS2(sub, sfx),                           \
+   VM_FNS2(mul, sfx),      VM_FNS2(div, sfx),      VM_FNS2(maximum, sfx),                       \
+   VM_FNS2(minimum, sfx),  VM_FNS2(sqdiff, sfx),   VM_FNS2(pow, sfx),                           \
+   &nt_table}
 
-const weft_cpu_vmath_t VM_CAT(weft__cpu_vmath_, VM_SUFFIX) = {
-    VM_NAME(exp),   VM_NAME(log),  VM_NAME(tanh),     VM_NAME(sigmoid), VM_NAME(expm1),
-    VM_NAME(log1p), VM_NAME(erf),  VM_NAME(softplus), VM_NAME(elu),     VM_NAME(selu),
-    VM_NAME(sqrt),  VM_NAME(rsqrt), VM_NAME(reciprocal), VM_NAME(softsign), VM_NAME(square),
-    VM_NAME(neg),   VM_NAME(relu), VM_NAME(relu6),    VM_NAME(sin),     VM_NAME(cos),
-    VM_NAME(abs),   VM_NAME(erfc),
-    VM_FNS2(add),   VM_FNS2(sub),  VM_FNS2(mul),      VM_FNS2(div),     VM_FNS2(maximum),
-    VM_FNS2(minimum), VM_FNS2(sqdiff), VM_FNS2(pow)};
+extern const weft_cpu_vmath_t VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt);
+const weft_cpu_vmath_t VM_CAT(weft__cpu_vmath_, VM_SUFFIX) =
+    VM_TABLE(, VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt));
+const weft_cpu_vmath_t VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt) =
+    VM_TABLE(_nt, VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt));
