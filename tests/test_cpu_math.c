@@ -62,13 +62,15 @@ typedef struct fn_case {
 } fn_case_t;
 
 static const fn_case_t fns[] = {
-    {"exp", offsetof(weft_cpu_vmath_t, exp), ref_exp, 2},
+    /* A degree-5 polynomial after the reduction (cpu_vmath_impl.h): 2.4 ulp at worst. */
+    {"exp", offsetof(weft_cpu_vmath_t, exp), ref_exp, 3},
     {"log", offsetof(weft_cpu_vmath_t, log), ref_log, 2},
     /* A rational x P(x^2) / Q(x^2) (cpu_vmath_impl.h): 6.0 ulp at worst over all floats (5.1
      * with FMA), near 1 where the roundings of P, Q and the quotient add up; 8 is the bound
      * docs/performance.md states, far inside the conformance suite's 2e-5 relative. */
     {"tanh", offsetof(weft_cpu_vmath_t, tanh), ref_tanh, 8},
-    {"sigmoid", offsetof(weft_cpu_vmath_t, sigmoid), ref_sigmoid, 3},
+    /* On the Exp op's e^x: 3.35 ulp at worst. */
+    {"sigmoid", offsetof(weft_cpu_vmath_t, sigmoid), ref_sigmoid, 4},
     {"expm1", offsetof(weft_cpu_vmath_t, expm1), ref_expm1, 3},
     {"log1p", offsetof(weft_cpu_vmath_t, log1p), ref_log1p, 3},
     {"erf", offsetof(weft_cpu_vmath_t, erf), ref_erf, 3},
@@ -579,7 +581,7 @@ static void session_child(void) {
   float xs[N];
   for (int i = 0; i < N; i++) xs[i] = (float)(i - N / 2) * 0.05f + 0.001f;
   for (size_t k = 0; k < G_N_ELEMENTS(ops); k++) {
-    /* 3 ulp, or the function's own bound where that is wider (Tanh's 8). */
+    /* 3 ulp, or the function's own bound where that is wider (Tanh's 8, Sigmoid's 4). */
     double bound = 3;
     for (size_t c = 0; c < G_N_ELEMENTS(fns); c++)
       if (g_ascii_strcasecmp(fns[c].name, ops[k]) == 0 && fns[c].max_ulp > bound)
@@ -642,7 +644,8 @@ static void session_child(void) {
   const float *yr = weft_tensor_data(outs[2]);
   for (int i = 0; i < N; i++) {
     g_assert_cmpfloat(ys[i], ==, xs[i] + xs[i]);
-    g_assert_cmpfloat(ulp_error(yp[i], exp(-(double)xs[i]) * xs[i]), <=, 3);
+    /* Exp's bound (3) and the product's rounding. */
+    g_assert_cmpfloat(ulp_error(yp[i], exp(-(double)xs[i]) * xs[i]), <=, 3.5);
     g_assert_cmpfloat(yr[i], ==, yp[i] < 0 ? 0.0f : yp[i]);
   }
   for (int k = 0; k < 3; k++) weft_tensor_unref(outs[k]);

@@ -328,9 +328,12 @@ weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg) {
   int64_t stream = weft__cpu_stream_choose(getenv("WEFT_CPU_STREAM_BYTES"), &warning);
   if (warning != NULL) (weft__cpu_host->log)(WEFT_LOG_WARNING, "CPU plugin", "%s", warning);
   free(warning);
-  (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
-                        "elementwise outputs of %lld bytes and more: streaming stores",
-                        (long long)stream);
+  if (stream > 0)
+    (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin",
+                          "float32 elementwise outputs of %lld bytes and more: streaming stores",
+                          (long long)stream);
+  else
+    (weft__cpu_host->log)(WEFT_LOG_INFO, "CPU plugin", "streaming stores off");
   weft__cpu_stream_set(stream);
   for (size_t i = 0; i < sizeof un_ops / sizeof un_ops[0]; i++) {
     const un_op_t *op = &un_ops[i];

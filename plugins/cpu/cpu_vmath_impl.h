@@ -58,6 +58,17 @@ VM_INLINE int vany(vi m) {
 #endif
 }
 
+/* Whether any lane of a is above c (a NaN lane is not): at AVX-512 one compare into a mask
+ * register, where gcc makes vany's comparison a vector and tests it again (two more operations
+ * per vector in Sigmoid's loop). */
+VM_INLINE int vany_gt(vf a, float c) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return _mm512_cmp_ps_mask((__m512)a, _mm512_set1_ps(c), _CMP_GT_OQ) != 0;
+#else
+  return vany(a > c);
+#endif
+}
+
 /* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
  * maxps where the level has it (their result is the second operand when either is NaN), where
  * gcc leaves the select as a compare and a blend. */
@@ -74,8 +85,9 @@ VM_INLINE vf vmin_keepnan(vf c, vf v) { return VM_MINMAX(min, <, c, v); }
 VM_INLINE vf vmax_keepnan(vf c, vf v) { return VM_MINMAX(max, >, c, v); }
 
 /* The reduction and polynomial of vexp (below) on an x already clamped: e^r, and n as a float in
- * *nf and in *ni (two's complement). */
-VM_INLINE vf vexp_reduced(vf x, vf *nf, vu *ni) {
+ * *nf and in *ni (two's complement). deg5 (a constant at every call) picks the shorter
+ * polynomial. */
+VM_INLINE vf vexp_reduced(vf x, vf *nf, vu *ni, int deg5) {
   const float log2e = 1.44269504088896341f;
   const float ln2_hi = 0.693359375f;         /* 9 significant bits */
   const float ln2_lo = -2.12194440054690583e-4f; /* ln2 - ln2_hi */
@@ -87,13 +99,22 @@ VM_INLINE vf vexp_reduced(vf x, vf *nf, vu *ni) {
   *ni = (vu)j - 0x4b400000u;
   vf r = x - n * ln2_hi;
   r = r - n * ln2_lo;
-  /* A degree-6 near-minimax polynomial (tests/ref/fit_exp_poly.py; 3.1e-9 relative in double,
-   * where the Taylor series needs degree 7 for 5.4e-9): one FMA fewer per exp. */
-  vf p = vsplat(1.381461310e-03f);
-  p = p * r + 8.368709842e-03f;
-  p = p * r + 4.166838737e-02f;
-  p = p * r + 1.666652069e-01f;
-  p = p * r + 4.999999345e-01f;
+  /* Near-minimax polynomials in the relative error of e^r with 1 + r exact
+   * (tests/ref/fit_exp_poly.py, DEG 6 and 5): degree 6 reaches 3.1e-9 in double (the Taylor
+   * series needs degree 7 for 5.4e-9), degree 5 1.05e-7 for one FMA fewer. */
+  vf p;
+  if (deg5) {
+    p = vsplat(8.312524962e-03f);
+    p = p * r + 4.189011335e-02f;
+    p = p * r + 1.666711446e-01f;
+    p = p * r + 4.999923179e-01f;
+  } else {
+    p = vsplat(1.381461310e-03f);
+    p = p * r + 8.368709842e-03f;
+    p = p * r + 4.166838737e-02f;
+    p = p * r + 1.666652069e-01f;
+    p = p * r + 4.999999345e-01f;
+  }
   p = p * r + 1.0f;
   return p * r + 1.0f;
 }
@@ -106,12 +127,11 @@ VM_INLINE vf vscale2(vf p, vf n) { return (vf)_mm512_scalef_ps((__m512)p, (__m51
 
 /* e^x for x in [-87, 87] (NaN passes): vexp's reduction and polynomial without what the rest of
  * the range needs. The caller keeps x there; then n is in [-126, 126], so 2^n is one normal
- * float (no two-halves scaling) and nothing overflows. About a fifth fewer operations than vexp's
- * whole-range path below AVX-512, which is most of Sigmoid's cost. */
-VM_INLINE vf vexp_normal(vf x) {
+ * float (no two-halves scaling) and nothing overflows. */
+VM_INLINE vf vexp_normal(vf x, int deg5) {
   vf n;
   vu ni;
-  vf p = vexp_reduced(x, &n, &ni);
+  vf p = vexp_reduced(x, &n, &ni, deg5);
 #if VM_WIDTH == 16 && defined(__AVX512F__)
   return vscale2(p, n);
 #else
@@ -121,29 +141,28 @@ VM_INLINE vf vexp_normal(vf x) {
 
 /* e^x for any x. x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2, ln2 split in two
  * (Cody-Waite: n * LN2_HI is exact for |n| < 2^15) so that r keeps its low bits; e^r by
- * vexp_reduced's degree-6 polynomial (3.1e-9 relative); then times 2^n, rounded once: results
- * under FLT_MIN come out as correctly scaled denormals (like glibc's expf) and x above
- * ln(FLT_MAX) overflows to +inf. x is clamped to [-104, 89] first (beyond, the result is 0 or
- * inf whatever r is), which also sends -inf to 0 and +inf to inf; NaN passes through the clamp
- * and the arithmetic keeps it NaN.
- * At AVX-512 the clamp is a minps and a maxps and 2^n is vscalefps: 13 operations in all. Below
- * it, a vector whose lanes are all within [-87, 87] (NaN included) takes vexp_normal (2^n one
- * normal float built in the exponent field) and the rest the clamp and 2^n applied as two
- * halves, so that n from -150 to 128 needs no special case. Every path gives the same bits:
- * p 2^n rounded once. */
-VM_INLINE vf vexp(vf x) {
+ * vexp_reduced's polynomial; then times 2^n, rounded once: results under FLT_MIN come out as
+ * correctly scaled denormals (like glibc's expf) and x above ln(FLT_MAX) overflows to +inf. x is
+ * clamped to [-104, 89] first (beyond, the result is 0 or inf whatever r is), which also sends
+ * -inf to 0 and +inf to inf; NaN passes through the clamp and the arithmetic keeps it NaN.
+ * At AVX-512 the clamp is a minps and a maxps and 2^n is vscalefps: 12 or 13 operations in all,
+ * where the two-halves scaling below and compare-and-blend clamps took 23. Below AVX-512, a
+ * vector whose lanes are all within [-87, 87] (NaN included) takes vexp_normal and the rest the
+ * clamp and 2^n applied as two halves, so that n from -150 to 128 needs no special case. Every
+ * path gives the same bits: p 2^n rounded once. */
+VM_INLINE vf vexp_any(vf x, int deg5) {
 #if VM_WIDTH == 16 && defined(__AVX512F__)
   x = vmin_keepnan(vsplat(89.0f), vmax_keepnan(vsplat(-104.0f), x));
   vf n;
   vu ni;
-  vf p = vexp_reduced(x, &n, &ni);
+  vf p = vexp_reduced(x, &n, &ni, deg5);
   return vscale2(p, n);
 #else
-  if (__builtin_expect(!vany(vabs(x) > 87.0f), 1)) return vexp_normal(x);
+  if (__builtin_expect(!vany_gt(vabs(x), 87.0f), 1)) return vexp_normal(x, deg5);
   x = vmin_keepnan(vsplat(89.0f), vmax_keepnan(vsplat(-104.0f), x));
   vf n;
   vu ni;
-  vf p = vexp_reduced(x, &n, &ni);
+  vf p = vexp_reduced(x, &n, &ni, deg5);
   vu n1 = (vu)((vi)ni >> 1); /* floor(n / 2), arithmetic shift */
   vu n2 = ni - n1;
   vf s1 = (vf)((n1 + 127u) << 23);
@@ -151,6 +170,12 @@ VM_INLINE vf vexp(vf x) {
   return p * s1 * s2;
 #endif
 }
+
+/* The Exp op: the degree-5 polynomial, 2.4 ulp at worst over all floats (0.87 with degree 6)
+ * for a tenth less time; bound 3 in tests/test_cpu_math.c. */
+VM_INLINE vf vexp(vf x) { return vexp_any(x, 1); }
+/* Inside Softplus and Erfc, whose own bounds leave less room: degree 6. */
+VM_INLINE vf vexp6(vf x) { return vexp_any(x, 0); }
 
 /* ln x. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (denormal x scaled by 2^23 first), f = m - 1
  * (exact), and ln(1+f) = f - (f^2/2 - s (f^2/2 + R)) with s = f / (2 + f), R = 2 s^2/3 +
@@ -250,18 +275,19 @@ VM_INLINE vf vtanh(vf x) {
  * about -103.97, so Sigmoid(-inf) = 0, Sigmoid(inf) = 1; NaN stays NaN. A vector whose lanes
  * are all at or above -87 (NaN included) takes the formula as written, e^-x by vexp_normal with
  * -x raised to -87 (where x > 87 the result is exactly 1 either way): for x < 0 the large e^-x
- * loses nothing in 1 / (1 + e^-x) (2.3 ulp at worst; the split form below measures 2.6), and
- * there is no |x|, no second product and no select (a sixth less time at avx512 in cache). A
- * vector with a lane below -87, whose result is under FLT_MIN, takes e = e^-|x| from vexp's
- * whole range (e^-x would overflow): 1 / (1 + e) for x >= 0, e / (1 + e) below. */
+ * loses nothing in 1 / (1 + e^-x), and there is no |x|, no second product and no select (a sixth
+ * less time at avx512 in cache). e^-x is the Exp op's (degree-5 polynomial: 3.35 ulp at worst
+ * over every 97th float, 2.3 with degree 6; bound 4). A vector with a lane below -87, whose
+ * result is under FLT_MIN, takes e = e^-|x| from vexp's whole range (e^-x would overflow):
+ * 1 / (1 + e) for x >= 0, e / (1 + e) below. */
 VM_INLINE vf vsigmoid(vf x) {
   vf m = -x;
-  if (__builtin_expect(vany(m > 87.0f), 0)) {
+  if (__builtin_expect(vany_gt(m, 87.0f), 0)) {
     vf e = vexp(-vabs(x));
     vf inv = 1.0f / (1.0f + e);
     return vsel(x >= 0.0f, inv, e * inv);
   }
-  return 1.0f / (1.0f + vexp_normal(vmax_keepnan(vsplat(-87.0f), m)));
+  return 1.0f / (1.0f + vexp_normal(vmax_keepnan(vsplat(-87.0f), m), 1));
 }
 
 /* e^x - 1 without exp's cancellation near 0: e^r - 1 from vexpm1_reduced, and e^x - 1 = 2^n
@@ -346,7 +372,7 @@ VM_INLINE vf verf(vf x) {
  * between. So Softplus(inf) = inf, Softplus(-inf) = 0, and NaN stays NaN. */
 VM_INLINE vf vsoftplus(vf x) {
   const float threshold = 13.942385f;
-  vf e = vexp(x);
+  vf e = vexp6(x);
   vf y = vlog1p(e);
   y = vsel(x < -threshold, e, y);
   return vsel(x > threshold, x, y);
@@ -393,7 +419,7 @@ VM_INLINE vf verfc(vf x) {
   g = vsel(a >= 3.5f, vpoly(a - 4.75f, c3, 9), g);
   g = vsel(a >= 6.0f, vpoly(a - 8.125f, c4, 10), g);
   vf h = (vf)((vu)a & 0xfffff000u);
-  vf e = vexp(-(h * h)) * vexp(-((a - h) * (a + h)));
+  vf e = vexp6(-(h * h)) * vexp6(-((a - h) * (a + h)));
   vf large = e * g;
   large = vsel(x > 10.25f, vsplat(0.0f), large);
   vf small = 1.0f - verf(x);

@@ -1,15 +1,19 @@
 #!/usr/bin/python3
-"""fit_exp_poly.py: the coefficients of e^r = 1 + r + r^2 (c2 + c3 r + ... + c6 r^4) on
-|r| <= ln2/2, the polynomial of plugins/cpu/cpu_vmath_impl.h's exp reduction.
+"""fit_exp_poly.py: the coefficients of e^r = 1 + r + r^2 (c2 + c3 r + ... + cD r^(D-2)) on
+|r| <= ln2/2, the polynomials of plugins/cpu/cpu_vmath_impl.h's exp reduction (D = 6, the
+default, inside Softplus and Erfc; D = 5, 1.05e-7, for the Exp op and Sigmoid).
 
 Near-minimax in the relative error of e^r (Lawson's iteratively reweighted least squares on a
 dense grid), with 1 + r kept exact so that tiny r loses nothing. Degree 6 reaches about 2e-9
 where the Taylor series needs degree 7 for 5e-9. Prints C float literals:
-  /usr/bin/python3 tests/ref/fit_exp_poly.py
+  /usr/bin/python3 tests/ref/fit_exp_poly.py      # degree 6
+  /usr/bin/python3 tests/ref/fit_exp_poly.py 5    # degree 5
 """
+import sys
+
 import numpy as np
 
-DEG = 6
+DEG = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 
 
 def main():
