@@ -565,6 +565,21 @@ static void test_stream_choose(void) {
   }
 }
 
+/* A graph on the CPU with xs[0..n) as the constant *x. */
+static weft_graph_t *graph_with_x(const float *xs, int n, weft_output_t *x) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_status_t *st = NULL;
+  int64_t dims[1] = {n};
+  weft_tensor_t *t =
+      weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, (size_t)n * sizeof(float), &st);
+  OK(st);
+  *x = weft_const(g, "x", t, &st);
+  OK(st);
+  weft_tensor_unref(t);
+  return g;
+}
+
 /* The vectorised ops through a CPU session, in this process (whose WEFT_CPU_ISA the
  * parent set), against double libm. */
 static void session_child(void) {
@@ -586,15 +601,9 @@ static void session_child(void) {
     for (size_t c = 0; c < G_N_ELEMENTS(fns); c++)
       if (g_ascii_strcasecmp(fns[c].name, ops[k]) == 0 && fns[c].max_ulp > bound)
         bound = fns[c].max_ulp;
-    weft_graph_t *g = weft_graph_new();
-    weft_graph_push_device(g, "/device:CPU:0");
+    weft_output_t x;
+    weft_graph_t *g = graph_with_x(xs, N, &x);
     weft_status_t *st = NULL;
-    int64_t dims[1] = {N};
-    weft_tensor_t *t = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, &st);
-    OK(st);
-    weft_output_t x = weft_const(g, "x", t, &st);
-    OK(st);
-    weft_tensor_unref(t);
     weft_op_builder_t *b = weft_op_new(g, ops[k], "y");
     weft_op_add_input(b, x);
     OK(weft_op_finish(b, NULL));
@@ -616,17 +625,11 @@ static void session_child(void) {
     weft_session_free(s);
     weft_graph_free(g);
   }
-  /* A binary op and a fused chain (Neg, Exp, Mul by x, Relu: the last step binary, then unary)
-   * through the same paths, against their one-operation-at-a-time results. */
-  weft_graph_t *g = weft_graph_new();
-  weft_graph_push_device(g, "/device:CPU:0");
+  /* Binary ops (AddV2, and Mul after Neg and Exp: too small to fuse; test_fusion streams the
+   * fused kernel) through the same paths. */
+  weft_output_t x;
+  weft_graph_t *g = graph_with_x(xs, N, &x);
   weft_status_t *st = NULL;
-  int64_t dims[1] = {N};
-  weft_tensor_t *t = weft_tensor_new_from_data(WEFT_DT_FLOAT, 1, dims, xs, sizeof xs, &st);
-  OK(st);
-  weft_output_t x = weft_const(g, "x", t, &st);
-  OK(st);
-  weft_tensor_unref(t);
   weft_binary(g, "AddV2", "sum", x, x, &st);
   OK(st);
   weft_output_t e = weft_unary(g, "Exp", "e", weft_unary(g, "Neg", "n", x, &st), &st);
