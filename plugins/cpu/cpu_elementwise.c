@@ -305,7 +305,7 @@ weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, fl
     *param = u->param;
     *dflt = u->param_default;
     *cost = u->cost;
-    *nt = u->fns[CPU_SLOT_F32] != NULL ? nt_of(u->fns[CPU_SLOT_F32]) : NULL;
+    if (nt != NULL) *nt = u->fns[CPU_SLOT_F32] != NULL ? nt_of(u->fns[CPU_SLOT_F32]) : NULL;
     return u->fns[CPU_SLOT_F32];
   }
   return NULL;

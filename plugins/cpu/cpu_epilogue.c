@@ -76,7 +76,7 @@ weft_status_t *weft__cpu_epilogue_spec_new(const weft_host_t *host, const weft_a
     const char *param = NULL;
     float dflt = 0;
     int64_t cost = 0;
-    if (ok) s->act = weft__cpu_unary_f32(ops[1].data, &param, &dflt, &cost);
+    if (ok) s->act = weft__cpu_unary_f32(ops[1].data, &param, &dflt, &cost, NULL);
     ok = ok && s->act != NULL;
     s->act_param = strcmp(ops[1].data, "LeakyRelu") == 0 ? alpha : dflt;
   }

@@ -324,9 +324,9 @@ weft_status_t *weft__cpu_register_full(const weft_registrar_t *reg, const char *
 
 /* The float32 loop of unary op `op` (cpu_elementwise.c): y[i] = op(x[i]) for i < n, with p the
  * op's float attribute *param (NULL: none; *dflt where absent), *cost its rough cycles per
- * element and *nt its streaming form (the same bits; NULL where it has none). NULL when the op
- * has no float32 loop or its output is not float (IsNan, ...). The fused kernel (cpu_fused.c)
- * calls the same loops, so a fused chain equals the unfused one. */
+ * element and, where nt is not NULL, *nt its streaming form (the same bits; NULL where it has
+ * none). NULL when the op has no float32 loop or its output is not float (IsNan, ...). The fused
+ * kernels (cpu_fused.c, cpu_epilogue.c) call the same loops, so fused results equal unfused ones. */
 typedef void (*weft_cpu_unary_f32_fn)(const void *x, void *y, int64_t n, double p);
 weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
                                          int64_t *cost, weft_cpu_unary_f32_fn *nt);
