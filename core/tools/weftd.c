@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #endif
@@ -30,6 +32,7 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
+#define EXIT_NO_ACCEPT 3 /* the server stopped accepting connections (weft_server_check) */
 
 static int fail(int code, weft_status_t *st) {
   fprintf(stderr, "weftd: error: %s: %s\n", weft_code_name(weft_status_code(st)),
@@ -152,7 +155,16 @@ static int serve(const flags_t *f) {
     return fail(EXIT_USAGE, st);
   }
 
-  /* Signals are taken by sigwait below; blocked now, before any thread starts, so that no
+  /* Every connection takes a descriptor, and one accept() that fails for want of one stops
+   * gRPC listening for good (weft_server_check): take all the descriptors the hard limit
+   * allows (often 1024 soft against 524288 hard), as Go's runtime does for every server. */
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+
+  /* Signals are taken by sigtimedwait below; blocked now, before any thread starts, so that no
    * gRPC or pool thread is picked to run a handler. */
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -206,10 +218,24 @@ static int serve(const flags_t *f) {
   printf("Started server with target: %s\n", weft_server_target(server));
   fflush(stdout);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  fprintf(stderr, "weftd: %s received, stopping %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-          weft_server_target(server));
+  /* Waits for a stop signal, and once a second checks that the server still accepts
+   * connections: one that no longer can is stopped with status 3, so that its supervisor
+   * (systemd's Restart=, Kubernetes) starts it again rather than keeping a task no client or
+   * restarted peer can reach. */
+  int sig = -1;
+  weft_status_t *broken = NULL;
+  while (sig < 0 && !broken) {
+    struct timespec second = {1, 0};
+    sig = sigtimedwait(&stop_signals, NULL, &second);
+    if (sig < 0) broken = weft_server_check(server);
+  }
+  if (broken) {
+    fprintf(stderr, "weftd: error: %s: %s; stopping\n", weft_code_name(weft_status_code(broken)),
+            weft_status_message(broken));
+  } else {
+    fprintf(stderr, "weftd: %s received, stopping %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            weft_server_target(server));
+  }
   weft_status_free(weft_server_stop(server));
   weft_server_free(server);
 #if defined(__SANITIZE_ADDRESS__)
@@ -218,6 +244,10 @@ static int serve(const flags_t *f) {
    * never finished (its main thread spinning while the checker waited). */
   __lsan_do_leak_check();
 #endif
+  if (broken) {
+    weft_status_free(broken);
+    return EXIT_NO_ACCEPT;
+  }
   return 0;
 }
 

@@ -592,6 +592,11 @@ WEFT_API void weft_server_join(weft_server_t *server);
 /* Stops serving: new calls are refused, running steps are aborted, then the port is closed.
  * Idempotent. */
 WEFT_API weft_status_t *weft_server_stop(weft_server_t *server);
+/* NULL while the server can take new connections. UNAVAILABLE naming the cause once it cannot:
+ * gRPC (1.51) stops listening for good after accept() fails (the process ran out of file
+ * descriptors), though calls on connections already open still work. A process that serves
+ * should then be restarted (weftd exits with status 3). The caller owns the status. */
+WEFT_API weft_status_t *weft_server_check(const weft_server_t *server);
 /* "grpc://host:port" (borrowed). */
 WEFT_API const char *weft_server_target(const weft_server_t *server);
 WEFT_API void weft_server_free(weft_server_t *server); /* stops it first if needed; accepts NULL */

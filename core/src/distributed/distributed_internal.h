@@ -138,6 +138,9 @@ bool weft__security_client_allowed(const weft__security_t *server, const weft__s
  * RPC client (rpc.c) */
 
 void weft__grpc_init_once(void);
+/* The line gRPC logged when accept() on a listening port first failed (its listener then stops
+ * for good: see rpc.c), or NULL when none did. The caller g_free()s it. */
+char *weft__grpc_accept_failure(void);
 /* The channel arguments every channel and server uses (unlimited message sizes, keep-alives,
  * short reconnect back-off). Static; valid for the process lifetime. */
 const grpc_channel_args *weft__grpc_channel_args(void);

