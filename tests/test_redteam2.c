@@ -1,8 +1,10 @@
-/* Connection-level attacks on a real weftd from a raw socket, by a caller without the token
- * (docs/security.md, "Threat model"): connections until the process runs out of descriptors
+/* Connection- and session-level attacks on a real weftd (docs/security.md, "Threat model"):
+ * from a raw socket without the token, connections until the process runs out of descriptors
  * (gRPC 1.51 then stops listening for good, so weftd must say so and exit 3 for its supervisor
- * to restart it), and HTTP/2 floods (rapid reset, CONTINUATION without END_HEADERS, 10,000
- * headers) after which the server still serves a good client and its memory comes back. */
+ * to restart it), stalled handshakes and silent connections (closed by --handshake_timeout_ms
+ * and --max_connection_idle_ms), and HTTP/2 floods (rapid reset, CONTINUATION without
+ * END_HEADERS, 10,000 headers) after which the server still serves a good client and its memory
+ * comes back; with the token, sessions never closed (bounded by --max_sessions). */
 #include <arpa/inet.h>
 #include <glib.h>
 #include <netinet/in.h>
@@ -258,9 +260,106 @@ static void test_h2_floods(void) {
   g_free(dir);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Stalled and silent connections */
+
+static void test_stalled_connections(void) {
+  if (!weftd_available()) return;
+  char *dir = NULL, *token = write_token(&dir);
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token,
+                        "--handshake_timeout_ms", "2000", "--max_connection_idle_ms", "2000",
+                        NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  int port = port_of(d.target);
+  int fds0 = proc_fd_count(d.pid);
+  /* 100 connections that send half the client preface and stall (slowloris), 100 that send all
+   * of it and a SETTINGS frame, then nothing (no call, no ping acknowledged). */
+  int conns[200];
+  for (int k = 0; k < 100; k++) {
+    conns[k] = dial(port);
+    g_assert_cmpint(conns[k], >=, 0);
+    g_assert_true(send_all(conns[k], preface, 12));
+  }
+  for (int k = 100; k < 200; k++) conns[k] = h2_open(port);
+  int during = proc_fd_count(d.pid), now = during;
+  /* Without the timeouts gRPC held the first kind 120 s and the second for good. */
+  for (int k = 0; k < 120 && now > fds0 + 2; k++) {
+    g_usleep(500000);
+    now = proc_fd_count(d.pid);
+  }
+  g_test_message("weftd descriptors: %d at start, %d with 200 stalled connections, %d after",
+                 fds0, during, now);
+  g_assert_cmpint(during, >=, fds0 + 100);
+  g_assert_cmpint(now, <=, fds0 + 2);
+  for (int k = 0; k < 200; k++) close(conns[k]);
+  expect_serves(d.target, token);
+  weftd_stop(&d);
+  test_rm_rf(dir);
+  g_free(token);
+  g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Sessions never closed */
+
+static weft_status_t *session_step(weft_graph_t *g, weft_session_options_t *opts,
+                                   weft_session_t **out) {
+  weft_status_t *st = NULL;
+  *out = weft_session_new(g, opts, &st);
+  if (st) return st;
+  const char *fetch = "c:0";
+  weft_tensor_t *value = NULL;
+  st = weft_session_run(*out, NULL, NULL, 0, &fetch, &value, 1, NULL, 0);
+  if (!st) {
+    g_assert_cmpfloat(*(float *)weft_tensor_data(value), ==, 3.0f);
+    weft_tensor_unref(value);
+  }
+  return st;
+}
+
+static void test_max_sessions(void) {
+  if (!weftd_available()) return;
+  char *dir = NULL, *token = write_token(&dir);
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token, "--max_sessions",
+                        "5", NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_target(opts, d.target);
+  weft_session_options_set_auth_token_file(opts, token);
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_const_float(g, "c", 3.0f, &st);
+  g_assert_null(st);
+  weft_session_t *sessions[6] = {NULL};
+  for (int k = 0; k < 5; k++) g_assert_null(session_step(g, opts, &sessions[k]));
+  /* The sixth, while five are open and in use: refused, and the server keeps serving. */
+  st = session_step(g, opts, &sessions[5]);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_RESOURCE_EXHAUSTED);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "CreateSession: the master of /job:local/replica:0/task:0 has 5 sessions "
+                  "open, its limit (--max_sessions); close sessions, or wait for idle ones to be "
+                  "reclaimed (--session_gc_seconds), and try again");
+  weft_status_free(st);
+  weft_session_free(sessions[5]);
+  /* One closed makes room for one more. */
+  g_assert_null(weft_session_close(sessions[0]));
+  weft_session_free(sessions[0]);
+  g_assert_null(session_step(g, opts, &sessions[0]));
+  for (int k = 0; k < 5; k++) weft_session_free(sessions[k]);
+  weft_graph_free(g);
+  weft_session_options_free(opts);
+  weftd_stop(&d);
+  test_rm_rf(dir);
+  g_free(token);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam2/out_of_descriptors", test_out_of_descriptors);
   g_test_add_func("/redteam2/h2_floods", test_h2_floods);
+  g_test_add_func("/redteam2/stalled_connections", test_stalled_connections);
+  g_test_add_func("/redteam2/max_sessions", test_max_sessions);
   return g_test_run();
 }

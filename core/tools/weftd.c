@@ -60,6 +60,8 @@ typedef struct flags {
   gint64 session_gc_seconds;
   int max_registered_graphs;
   gint64 step_idle_timeout_ms;
+  int max_sessions;
+  int handshake_timeout_ms, max_connection_idle_ms;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -128,8 +130,10 @@ static int serve(const flags_t *f) {
                  "must be positive (0: the default)");
   if (f->max_tensor_rank < 0 || f->max_tensor_rank > WEFT_MAX_RANK)
     return usage("--max_tensor_rank must be from 1 to 8 (0: the default, 8)");
-  if (f->max_concurrent_steps < 0 || f->max_rpc_threads < 0 || f->session_gc_seconds < 0)
-    return usage("--max_concurrent_steps, --max_rpc_threads and --session_gc_seconds must be "
+  if (f->max_concurrent_steps < 0 || f->max_rpc_threads < 0 || f->session_gc_seconds < 0 ||
+      f->max_sessions < 0 || f->handshake_timeout_ms < 0 || f->max_connection_idle_ms < 0)
+    return usage("--max_concurrent_steps, --max_rpc_threads, --session_gc_seconds, "
+                 "--max_sessions, --handshake_timeout_ms and --max_connection_idle_ms must be "
                  "positive (0: the default)");
   if (f->max_registered_graphs < 0 || f->step_idle_timeout_ms < 0)
     return usage("--max_registered_graphs and --step_idle_timeout_ms must be positive (0: the "
@@ -192,6 +196,9 @@ static int serve(const flags_t *f) {
   weft_server_options_set_session_gc_seconds(opts, f->session_gc_seconds);
   weft_server_options_set_max_registered_graphs(opts, f->max_registered_graphs);
   weft_server_options_set_step_idle_timeout_ms(opts, f->step_idle_timeout_ms);
+  weft_server_options_set_max_sessions(opts, f->max_sessions);
+  weft_server_options_set_connection_timeouts(opts, f->handshake_timeout_ms,
+                                              f->max_connection_idle_ms);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -308,6 +315,13 @@ int main(int argc, char **argv) {
       {"step_idle_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.step_idle_timeout_ms,
        "drop a step no RunGraph holds after this long idle and past its deadline; its waiting "
        "RecvTensors get ABORTED (60000)", "MS"},
+      {"max_sessions", 0, 0, G_OPTION_ARG_INT, &f.max_sessions,
+       "sessions open at once; one more CreateSession gets RESOURCE_EXHAUSTED (1024)", "N"},
+      {"handshake_timeout_ms", 0, 0, G_OPTION_ARG_INT, &f.handshake_timeout_ms,
+       "close a connection that has not finished its TLS handshake and HTTP/2 preface by then "
+       "(20000)", "MS"},
+      {"max_connection_idle_ms", 0, 0, G_OPTION_ARG_INT, &f.max_connection_idle_ms,
+       "close a connection that has carried no call for this long (300000)", "MS"},
       {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
       {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},

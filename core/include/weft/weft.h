@@ -578,6 +578,22 @@ WEFT_API void weft_server_options_set_max_registered_graphs(weft_server_options_
 #define WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS 60000
 WEFT_API void weft_server_options_set_step_idle_timeout_ms(weft_server_options_t *opts,
                                                            int64_t ms);
+/* Master sessions open at once (each holds its graphs, and a couple of threads once it has run
+ * a step, until it is closed or reclaimed). CreateSession beyond it gets RESOURCE_EXHAUSTED
+ * naming --max_sessions and the server keeps serving. 0 or less restores the default,
+ * WEFT_DEFAULT_MAX_SESSIONS. */
+#define WEFT_DEFAULT_MAX_SESSIONS 1024
+WEFT_API void weft_server_options_set_max_sessions(weft_server_options_t *opts, int n);
+/* Connections: one that has not finished its TLS handshake and HTTP/2 preface within
+ * handshake_ms is closed (gRPC's default was 120 s), and one that carries no call for idle_ms is
+ * closed with a GOAWAY (gRPC's default: never; a client reconnects on its next call). Without
+ * them a caller without the token holds a descriptor per silent connection for good. 0 or less
+ * restores the defaults, WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS and
+ * WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS. */
+#define WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS 20000
+#define WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS 300000
+WEFT_API void weft_server_options_set_connection_timeouts(weft_server_options_t *opts,
+                                                          int handshake_ms, int idle_ms);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */

@@ -397,6 +397,7 @@ typedef struct weft__master_options {
   int64_t session_gc_seconds; /* idle sessions are closed after this; 0 or less: never */
   int max_rpc_threads;        /* threads of the master's call pool; 0 or less: the default */
   int64_t max_graph_nodes;    /* nodes a session's graph may reach by ExtendSession; 0: no bound */
+  int max_sessions;           /* sessions open at once; 0 or less: no bound */
 } weft__master_options_t;
 
 /* The master of task job/task in `spec` (copied). */

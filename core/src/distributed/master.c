@@ -266,6 +266,7 @@ weft__master_t *weft__master_new(const weft_cluster_spec_t *spec, const char *jo
                            MASTER_MAX_QUEUED);
   m->opts.session_gc_seconds = opts ? opts->session_gc_seconds : 0;
   m->opts.max_graph_nodes = opts ? opts->max_graph_nodes : 0;
+  m->opts.max_sessions = opts ? opts->max_sessions : 0;
   g_cond_init(&m->gc_wake);
   m->reclaimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   if (m->opts.session_gc_seconds > 0) {
@@ -572,6 +573,21 @@ static void release_session(weft__master_t *m, msession_t *s) {
   session_unref(s);
 }
 
+/* Sessions left open by clients that never close them would otherwise pile up (10,000 held
+ * 20,000 threads and 330 MB until --session_gc_seconds, a day by default). */
+static weft_status_t *session_room(weft__master_t *m) {
+  if (m->opts.max_sessions <= 0) return NULL;
+  g_mutex_lock(&m->lock);
+  guint open = g_hash_table_size(m->sessions);
+  g_mutex_unlock(&m->lock);
+  if (open < (guint)m->opts.max_sessions) return NULL;
+  return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                         "CreateSession: the master of %s has %u sessions open, its limit "
+                         "(--max_sessions); close sessions, or wait for idle ones to be "
+                         "reclaimed (--session_gc_seconds), and try again",
+                         m->task_name, open);
+}
+
 weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__GraphDef *gd,
                                            const Weft__SessionConfig *config, char **handle,
                                            int64_t *graph_version) {
@@ -583,6 +599,8 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   bool no_collector = !m->gc_thread;
   g_mutex_unlock(&m->lock);
   if (no_collector) collect_idle_sessions(m);
+  st = session_room(m);
+  if (st) return st;
   msession_t *s = g_new0(msession_t, 1);
   s->refcount = 1;
   s->master = m;
@@ -618,6 +636,12 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   }
   s->handle = g_strdup_printf("%08x%08x%08x", g_random_int(), g_random_int(), g_random_int());
   s->last_used = g_get_monotonic_time();
+  /* Checked again: other sessions may have been made while this one learnt the devices. */
+  st = session_room(m);
+  if (st) {
+    session_unref(s);
+    return st;
+  }
   g_mutex_lock(&m->lock);
   g_hash_table_insert(m->sessions, s->handle, s);
   g_mutex_unlock(&m->lock);

@@ -66,6 +66,9 @@ struct weft_server_options {
   int64_t session_gc_seconds;        /* idle master sessions closed after this; 0: never */
   int max_registered_graphs;         /* the worker's registered graphs at once */
   int64_t step_idle_timeout_ms;      /* the worker's steps no RunGraph holds are dropped after */
+  int max_sessions;                  /* master sessions open at once */
+  int handshake_timeout_ms;          /* TLS handshake and HTTP/2 preface of a new connection */
+  int max_connection_idle_ms;        /* a connection without calls is closed after this */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -756,6 +759,9 @@ weft_server_options_t *weft_server_options_new(void) {
   o->session_gc_seconds = WEFT_DEFAULT_SESSION_GC_SECONDS;
   o->max_registered_graphs = WEFT_DEFAULT_MAX_REGISTERED_GRAPHS;
   o->step_idle_timeout_ms = WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS;
+  o->max_sessions = WEFT_DEFAULT_MAX_SESSIONS;
+  o->handshake_timeout_ms = WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  o->max_connection_idle_ms = WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
   return o;
 }
 
@@ -826,6 +832,16 @@ void weft_server_options_set_max_rpc_threads(weft_server_options_t *o, int n) {
   o->max_rpc_threads = n > 0 ? n : WEFT_DEFAULT_MAX_RPC_THREADS;
 }
 
+void weft_server_options_set_connection_timeouts(weft_server_options_t *o, int handshake_ms,
+                                                 int idle_ms) {
+  o->handshake_timeout_ms = handshake_ms > 0 ? handshake_ms : WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  o->max_connection_idle_ms = idle_ms > 0 ? idle_ms : WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
+}
+
+void weft_server_options_set_max_sessions(weft_server_options_t *o, int n) {
+  o->max_sessions = n > 0 ? n : WEFT_DEFAULT_MAX_SESSIONS;
+}
+
 void weft_server_options_set_session_gc_seconds(weft_server_options_t *o, int64_t seconds) {
   o->session_gc_seconds = seconds > 0 ? seconds : WEFT_DEFAULT_SESSION_GC_SECONDS;
 }
@@ -852,9 +868,10 @@ static int listen_on(grpc_server *server, const weft__security_t *security, cons
   return bound;
 }
 
-static grpc_server *create_grpc_server(const weft__limits_t *limits) {
+static grpc_server *create_grpc_server(const weft__limits_t *limits, int handshake_ms,
+                                       int idle_ms) {
   const grpc_channel_args *common = weft__grpc_channel_args();
-  grpc_arg *args = g_new0(grpc_arg, common->num_args + 2);
+  grpc_arg *args = g_new0(grpc_arg, common->num_args + 4);
   memcpy(args, common->args, sizeof(grpc_arg) * common->num_args);
   /* gRPC drops a request far beyond the limit (RESOURCE_EXHAUSTED) before it is read whole; one
    * just beyond it is read and gets validate.c's INVALID_ARGUMENT naming the limit's flag. */
@@ -874,7 +891,16 @@ static grpc_server *create_grpc_server(const weft__limits_t *limits) {
   args[common->num_args + 1].type = GRPC_ARG_INTEGER;
   args[common->num_args + 1].key = (char *)GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
   args[common->num_args + 1].value.integer = 0;
-  grpc_channel_args all = {common->num_args + 2, args};
+  /* A connection that stalls in its handshake, or stays open without a call (gRPC's keep-alive
+   * pings only connections with calls), holds a descriptor: 1,000 half-sent prefaces were held
+   * 120 s, silent connections for good. */
+  args[common->num_args + 2].type = GRPC_ARG_INTEGER;
+  args[common->num_args + 2].key = (char *)GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS;
+  args[common->num_args + 2].value.integer = handshake_ms;
+  args[common->num_args + 3].type = GRPC_ARG_INTEGER;
+  args[common->num_args + 3].key = (char *)GRPC_ARG_MAX_CONNECTION_IDLE_MS;
+  args[common->num_args + 3].value.integer = idle_ms;
+  grpc_channel_args all = {common->num_args + 4, args};
   grpc_server *server = grpc_server_create(&all, NULL);
   g_free(args);
   return server;
@@ -919,7 +945,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   if (opts) s->limits = opts->limits;
   else weft__limits_default(&s->limits);
   s->max_concurrent_steps = opts ? opts->max_concurrent_steps : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
-  s->server = create_grpc_server(&s->limits);
+  s->server = create_grpc_server(
+      &s->limits, opts ? opts->handshake_timeout_ms : WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      opts ? opts->max_connection_idle_ms : WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS);
   s->cq = grpc_completion_queue_create_for_next(NULL);
   grpc_server_register_completion_queue(s->server, s->cq, NULL);
   for (int k = 0; k < N_METHODS; k++) {
@@ -969,7 +997,8 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
                                   opts ? opts->session_gc_seconds
                                        : WEFT_DEFAULT_SESSION_GC_SECONDS,
                                   opts ? opts->max_rpc_threads : WEFT_DEFAULT_MAX_RPC_THREADS,
-                                  s->limits.max_graph_nodes};
+                                  s->limits.max_graph_nodes,
+                                  opts ? opts->max_sessions : WEFT_DEFAULT_MAX_SESSIONS};
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
