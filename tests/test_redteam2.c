@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <glib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -119,7 +120,8 @@ static void expect_serves(const char *target, const char *token) {
 /* Polls VmRSS until it is within 10% (or 8 MiB) of before, at most 90 s; returns the last. */
 static int64_t rss_settles(GPid pid, int64_t before) {
   int64_t now = proc_rss_kib(pid);
-  for (int k = 0; k < 180 && now > MAX(before + before / 10, before + 8192); k++) {
+  for (int k = 0; k < (WEFT_SANITIZE ? 4 : 180) && now > MAX(before + before / 10, before + 8192);
+       k++) {
     g_usleep(500000);
     now = proc_rss_kib(pid);
   }
@@ -251,8 +253,9 @@ static void test_h2_floods(void) {
     int64_t rss = rss_settles(d.pid, rss0);
     g_test_message("%s: VmRSS %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT " KiB", floods[k].name,
                    rss0, rss);
-    /* Memory taken by the flood comes back (allowing for this build's own caches). */
-    g_assert_cmpint(rss, <=, MAX(rss0 + rss0 / 10, rss0 + 8192));
+    /* Memory taken by the flood comes back (allowing for this build's own caches); not under
+     * AddressSanitizer, whose quarantine keeps freed memory. */
+    if (!WEFT_SANITIZE) g_assert_cmpint(rss, <=, MAX(rss0 + rss0 / 10, rss0 + 8192));
   }
   weftd_stop(&d);
   test_rm_rf(dir);
@@ -281,15 +284,34 @@ static void test_stalled_connections(void) {
     g_assert_true(send_all(conns[k], preface, 12));
   }
   for (int k = 100; k < 200; k++) conns[k] = h2_open(port);
-  int during = proc_fd_count(d.pid), now = during;
-  /* Without the timeouts gRPC held the first kind 120 s and the second for good. */
-  for (int k = 0; k < 120 && now > fds0 + 2; k++) {
+  int during = proc_fd_count(d.pid);
+  /* Each must be closed by the server: without the timeouts gRPC held the first kind 120 s and
+   * the second for good. Read (and drop what the server sends: SETTINGS, GOAWAY) until end of
+   * file, for at most 90 s in all. */
+  gint64 deadline = g_get_monotonic_time() + 90 * G_USEC_PER_SEC;
+  int closed = 0;
+  for (int k = 0; k < 200; k++) {
+    for (;;) {
+      gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+      struct pollfd pfd = {.fd = conns[k], .events = POLLIN};
+      if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) <= 0) break;
+      char buf[4096];
+      ssize_t r = recv(conns[k], buf, sizeof buf, 0);
+      if (r <= 0) {
+        closed++;
+        break;
+      }
+    }
+  }
+  int now = proc_fd_count(d.pid);
+  for (int k = 0; k < 20 && now > fds0 + 2; k++) {
     g_usleep(500000);
     now = proc_fd_count(d.pid);
   }
-  g_test_message("weftd descriptors: %d at start, %d with 200 stalled connections, %d after",
-                 fds0, during, now);
-  g_assert_cmpint(during, >=, fds0 + 100);
+  g_test_message("weftd descriptors: %d at start, %d with 200 stalled connections, %d after; "
+                 "%d connections closed by the server",
+                 fds0, during, now, closed);
+  g_assert_cmpint(closed, ==, 200);
   g_assert_cmpint(now, <=, fds0 + 2);
   for (int k = 0; k < 200; k++) close(conns[k]);
   expect_serves(d.target, token);
