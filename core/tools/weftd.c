@@ -6,7 +6,8 @@
  * create_local_server instead (job "local", one task). Once serving it prints exactly
  * "Started server with target: grpc://HOST:PORT" on stdout; SIGINT or SIGTERM stop it cleanly
  * (exit 0). Exit status 2 for a command line or cluster spec that does not make sense, 1 when
- * the server cannot start (a port in use). --tls-cert/--tls-key[/--tls-ca] serve TLS (mutual TLS
+ * the server cannot start (a port in use), 3 when it stopped accepting connections (out of file
+ * descriptors: weft_server_check). --tls-cert/--tls-key[/--tls-ca] serve TLS (mutual TLS
  * with the CA) and --auth-token-file requires a token on every call (docs/security.md); a server
  * that listens beyond loopback without TLS says on stderr that it is unencrypted. The --max_*
  * flags bound what one request may hold (docs/security.md, "Request validation"). */
@@ -341,7 +342,8 @@ int main(int argc, char **argv) {
       "  srun -n 3 weftd --cluster-from slurm --ps 1 --port-base 2222 --bind 0.0.0.0\n"
       "\n"
       "Exit status: 0 stopped cleanly, 1 the server could not start, 2 a usage error or a\n"
-      "cluster spec, TLS file or token file that does not make sense.\n"
+      "cluster spec, TLS file or token file that does not make sense, 3 the server stopped\n"
+      "accepting connections (out of open files) and stopped.\n"
       "See docs/distributed.md and docs/security.md.\n");
   g_option_context_add_main_entries(ctx, entries, NULL);
   GError *error = NULL;
