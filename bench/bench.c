@@ -425,10 +425,11 @@ int weft_bench_main(int argc, char **argv) {
   if (argc > 1 && g_str_has_prefix(argv[1], "--netns-child"))
     return bench_netns_child_main(argc, argv);
   if (argc > 1 && strcmp(argv[1], "--attack-child") == 0) return bench_attack_child_main(argc, argv);
-  char **only = NULL;
+  char **only = NULL, **feeds = NULL, **fetches = NULL;
   char *json = NULL, *device = NULL, *peer_name = NULL, *peer_lib = NULL;
+  char *graph_path = NULL, *saved_model = NULL;
   gboolean quick = FALSE;
-  gint threads = 0;
+  gint threads = 0, batch = 1;
   GOptionEntry entries[] = {
       {"only", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only,
        "run only this benchmark (an exact name: step/chain_100), this group (step or step/: every "
@@ -446,6 +447,19 @@ int weft_bench_main(int argc, char **argv) {
       {"peer-lib", 0, 0, G_OPTION_ARG_FILENAME, &peer_lib,
        "the peer's library (default: $WEFT_ORT_LIB, then the build tree's ort-peer/, then the "
        "loader's path)", "PATH"},
+      {"graph", 0, 0, G_OPTION_ARG_FILENAME, &graph_path,
+       "time a step of this frozen TensorFlow GraphDef instead of the benchmarks (with --peer ort: "
+       "beside ONNX Runtime running it exported to ONNX)", "FILE.pb"},
+      {"saved-model", 0, 0, G_OPTION_ARG_FILENAME, &saved_model,
+       "the same for a SavedModel's serving signature", "DIR"},
+      {"feed", 0, 0, G_OPTION_ARG_STRING_ARRAY, &feeds,
+       "with --graph: feed tensor NAME random values of this shape (default: every Placeholder, "
+       "its unknown dimensions --batch); repeatable", "NAME=SHAPE"},
+      {"fetch", 0, 0, G_OPTION_ARG_STRING_ARRAY, &fetches,
+       "with --graph: the tensor a step fetches (default: the last float32 output nothing reads)",
+       "NAME"},
+      {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
+       "with --graph: the size of the feeds' unknown (-1) dimensions (default 1)", "N"},
       {NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   GOptionContext *ctx = g_option_context_new("- measure Weft against baselines run beside it");
@@ -470,18 +484,21 @@ int weft_bench_main(int argc, char **argv) {
     why_bad = g_strdup_printf("unknown --peer '%s' (the peers are: ort)", peer_name);
   } else if (peer_lib && !peer_name) {
     why_bad = g_strdup("--peer-lib needs --peer ort");
+  } else if ((feeds || fetches || batch != 1) && !graph_path && !saved_model) {
+    why_bad = g_strdup("--feed, --fetch and --batch go with --graph or --saved-model");
+  } else if ((graph_path || saved_model) && only) {
+    why_bad = g_strdup("--only selects benchmarks; --graph runs one model instead");
   } else if (threads < 0 || threads > 4096) {
     why_bad = g_strdup_printf("--threads %d is out of range (1 to 4096; 0 means one per core)", threads);
   }
+  int rc = 0;
+  char *peer_why = NULL;
+  bench_options_t o = {0};
+  bench_report_t report = {NULL};
   if (why_bad) {
-    int rc = usage_error("%s", why_bad);
+    rc = usage_error("%s", why_bad);
     g_free(why_bad);
-    g_strfreev(only);
-    g_free(json);
-    g_free(device);
-    g_free(peer_name);
-    g_free(peer_lib);
-    return rc;
+    goto out;
   }
   /* Before the plugins load: OpenBLAS reads its thread count then, and the pools keep theirs. */
   if (threads > 0) weft_threads_set_limit(threads);
@@ -490,22 +507,18 @@ int weft_bench_main(int argc, char **argv) {
     char *known = NULL;
     char *spec = resolve_device(device, &known);
     if (!spec) {
-      int rc = usage_error("--device '%s' is not a device of this machine (it has: %s)", device,
-                           *known ? known : "none");
+      rc = usage_error("--device '%s' is not a device of this machine (it has: %s)", device,
+                       *known ? known : "none");
       g_free(known);
-      g_free(device);
-      g_strfreev(only);
-      g_free(json);
-      return rc;
+      goto out;
     }
     g_free(known);
     g_free(device);
     device = spec;
   }
-  bench_options_t o = {(const char *const *)only, device ? device : "/device:CPU:0", quick,
-                       quick ? 1 : 2, quick ? 3 : 7, 0, NULL, NULL, NULL};
+  o = (bench_options_t){(const char *const *)only, device ? device : "/device:CPU:0", quick,
+                        quick ? 1 : 2, quick ? 3 : 7, 0, NULL, NULL, NULL};
   o.threads = threads > 0 ? threads : (int)g_get_num_processors();
-  char *peer_why = NULL;
   if (peer_name) {
     o.peer_name = peer_name;
     o.peer = bench_peer_open(peer_lib, &peer_why);
@@ -516,11 +529,20 @@ int weft_bench_main(int argc, char **argv) {
       fprintf(stderr, "bench: peer: %s\n", peer_why);
     o.peer_why = peer_why;
   }
-  bench_report_t report = {g_ptr_array_new_with_free_func((GDestroyNotify)result_free)};
-  bench_run_kernels(&o, &report);
-  bench_run_session(&o, &report);
-  int rc = 0;
-  if (report.results->len == 0) {
+  report.results = g_ptr_array_new_with_free_func((GDestroyNotify)result_free);
+  if (graph_path || saved_model) {
+    bench_graph_options_t g = {graph_path, saved_model, (const char *const *)feeds,
+                               (const char *const *)fetches, batch};
+    char *why = NULL;
+    if (!bench_run_graph(&o, &g, &report, &why)) rc = usage_error("%s", why);
+    g_free(why);
+  } else {
+    bench_run_kernels(&o, &report);
+    bench_run_session(&o, &report);
+  }
+  if (rc != 0) {
+    /* the usage error is printed */
+  } else if (report.results->len == 0) {
     GString *names = g_string_new(NULL);
     for (char **p = only; p && *p; p++)
       g_string_append_printf(names, "%s'%s'", names->len ? ", " : "", *p);
@@ -536,12 +558,17 @@ int weft_bench_main(int argc, char **argv) {
     weft_status_free(st);
     rc = 1;
   }
-  g_ptr_array_free(report.results, TRUE);
+out:
+  if (report.results) g_ptr_array_free(report.results, TRUE);
   bench_peer_close(o.peer);
   g_free(peer_why);
   g_free(peer_name);
   g_free(peer_lib);
   g_strfreev(only);
+  g_strfreev(feeds);
+  g_strfreev(fetches);
+  g_free(graph_path);
+  g_free(saved_model);
   g_free(json);
   g_free(device);
   return rc;

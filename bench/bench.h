@@ -170,9 +170,20 @@ void bench_onnx_output(bench_onnx_t *m, const char *name, int rank, const int64_
 /* A constant (ONNX Runtime may pre-pack it, as it does weights); data is copied. */
 void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
                             const float *data);
+/* The same for an int64 constant (shapes, axes, pads). */
+void bench_onnx_initializer_int64(bench_onnx_t *m, const char *name, int rank,
+                                  const int64_t *dims, const int64_t *data);
 /* A node of the default domain; inputs NULL-terminated; attrs ended by a NULL name, or NULL. */
 void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
                      const char *output, const bench_onnx_ints_t *attrs);
+typedef struct bench_onnx_float { /* a FLOAT attribute */
+  const char *name;
+  float value;
+} bench_onnx_float_t;
+/* The same with FLOAT attributes too (ended by a NULL name, or NULL). */
+void bench_onnx_node_floats(bench_onnx_t *m, const char *op, const char *const *inputs,
+                            const char *output, const bench_onnx_ints_t *attrs,
+                            const bench_onnx_float_t *floats);
 /* The ModelProto's bytes; frees m. */
 GBytes *bench_onnx_finish(bench_onnx_t *m);
 
@@ -199,6 +210,39 @@ void bench_peer_case_free(bench_peer_case_t *c);
 void bench_peer_finish(bench_report_t *r, const bench_options_t *o, bench_peer_case_t *c,
                        char *why, const bench_stats_t *peer, const weft_tensor_t *expected,
                        double rtol, double atol);
+
+/* A frozen TensorFlow graph's computation from its feeds to one fetch (bench_graph_export.c),
+ * all borrowed: the session runs graph, feed_values are what it is fed (float32 tensors, their
+ * shapes fixed), fetch_value the fetch's value in such a step (for its shape). */
+typedef struct bench_graph_io {
+  weft_graph_t *graph;
+  weft_session_t *session;
+  int n_feeds;
+  const weft_output_t *feeds;
+  weft_tensor_t *const *feed_values;
+  weft_output_t fetch;
+  const weft_tensor_t *fetch_value;
+} bench_graph_io_t;
+/* The ONNX name of a Weft tensor in the exported model: the node's name for output 0, else
+ * "node:k" (g_free). */
+char *bench_onnx_tensor_name(weft_output_t o);
+/* The computation as an ONNX model (opset 13), inputs named after the feeds and the output after
+ * the fetch (bench_onnx_tensor_name): *model (g_bytes_unref), or UNIMPLEMENTED naming the op and
+ * node it cannot export, or the status of evaluating a constant. */
+weft_status_t *bench_graph_to_onnx(const bench_graph_io_t *io, GBytes **model);
+
+/* `weft bench --graph` (bench_graph.c): a frozen graph (or a SavedModel's signature) timed in
+ * Weft and, with --peer ort, in ONNX Runtime on the same seeded random inputs. */
+typedef struct bench_graph_options {
+  const char *graph_path;       /* --graph FILE.pb, or NULL */
+  const char *saved_model_dir;  /* --saved-model DIR, or NULL */
+  const char *const *feeds;     /* --feed NAME=SHAPE..., NULL-terminated, or NULL */
+  const char *const *fetches;   /* --fetch NAME..., NULL-terminated, or NULL */
+  int batch;                    /* --batch: the size of unknown (-1) dimensions */
+} bench_graph_options_t;
+/* Adds the row (or a failure naming what went wrong); false on a usage error (*why, g_free). */
+bool bench_run_graph(const bench_options_t *o, const bench_graph_options_t *g,
+                     bench_report_t *r, char **why);
 
 /* Entry point behind `weft bench`. */
 int weft_bench_main(int argc, char **argv);

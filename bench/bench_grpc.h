@@ -36,6 +36,8 @@ typedef struct echo_server {
   int port;
   grpc_byte_buffer *reply; /* answered to every call (a copy each time) */
   bool copy_request;       /* gather the request into one buffer, as a receiver that parses it */
+  void *sink;              /* that buffer: kept and reused, as Weft's receiving tensors come */
+  size_t sink_bytes;       /* from its buffer cache (a fresh buffer would fault in every page) */
 } echo_server_t;
 
 /* Serves the echo method on address ("HOST:PORT", port 0 for a free one); answers every call

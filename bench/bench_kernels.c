@@ -566,16 +566,26 @@ typedef struct conv_shape {
   const char *name;
   int64_t h, w, c, kh, kw, m, stride;
   bool depthwise; /* m is then the channel multiplier */
+  bool bias_relu; /* followed by BiasAdd and Relu (the peer: Conv with B, then Relu) */
 } conv_shape_t;
 
 typedef struct conv_base {
   const conv_shape_t *s;
   sgemm_fn sgemm;
   set_threads_fn set_threads;
-  const float *x, *f;
+  const float *x, *f, *bias;
   float *cols, *y;
   int64_t oh, ow, pt, pl;
 } conv_base_t;
+
+/* The bias_relu rows' baseline epilogue: one more pass over y, as an unfused graph makes. */
+static void bias_relu_pass(float *y, const float *bias, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t q = 0; q < n; q++) {
+      float v = y[i * n + q] + bias[q];
+      y[i * n + q] = v < 0 ? 0 : v;
+    }
+}
 
 static void set_conv_attrs(weft_op_builder_t *b, void *arg) {
   const conv_shape_t *s = arg;
@@ -613,6 +623,7 @@ static double run_conv_base(void *arg, weft_status_t **error) {
   double t0 = bench_now();
   if (s->depthwise) {
     threaded(j->oh, depthwise_base_range, j);
+    if (s->bias_relu) bias_relu_pass(j->y, j->bias, j->oh * j->ow, s->c * s->m);
     return bench_now() - t0;
   }
   int64_t k = s->kh * s->kw * s->c;
@@ -629,6 +640,7 @@ static double run_conv_base(void *arg, weft_status_t **error) {
         }
   j->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(j->oh * j->ow), (int)s->m, (int)k,
            1.0f, j->cols, (int)k, j->f, (int)s->m, 0.0f, j->y, (int)s->m);
+  if (s->bias_relu) bias_relu_pass(j->y, j->bias, j->oh * j->ow, s->m);
   return bench_now() - t0;
 }
 
@@ -660,11 +672,35 @@ static bench_peer_case_t *conv_peer(const bench_options_t *o, const conv_shape_t
                                      {NULL, 0, NULL}};
   bench_onnx_input(m, "x", 4, x_dims);
   bench_onnx_initializer(m, "w", 4, w_dims, w);
-  bench_onnx_node(m, "Conv", (const char *const[]){"x", "w", NULL}, "y", attrs);
+  if (s->bias_relu) {
+    /* ONNX Runtime fuses these into one FusedConv. */
+    bench_onnx_initializer(m, "b", 1, &oc, j->bias);
+    bench_onnx_node(m, "Conv", (const char *const[]){"x", "w", "b", NULL}, "conv", attrs);
+    bench_onnx_node(m, "Relu", (const char *const[]){"conv", NULL}, "y", NULL);
+  } else {
+    bench_onnx_node(m, "Conv", (const char *const[]){"x", "w", NULL}, "y", attrs);
+  }
   bench_onnx_output(m, "y", 4, y_dims);
   g_free(w);
   return bench_peer_row_case(o, bench_onnx_finish(m), 1, (const char *const[]){"x"}, x_nchw, "y",
                              why);
+}
+
+/* Puts BiasAdd (of `bias`) and Relu after c's op, which the plan-time fusion makes one fused
+ * convolution on the CPU, and fetches the Relu. */
+static weft_status_t *add_bias_relu(const bench_options_t *o, op_case_t *c, weft_tensor_t *bias) {
+  weft_session_free(c->session);
+  c->session = NULL;
+  weft_status_t *st = NULL;
+  weft_graph_push_device(c->graph, o->device);
+  weft_output_t conv = weft_out(weft_graph_node(c->graph, "bench_op"), 0);
+  weft_output_t v = weft_binary(c->graph, "BiasAdd", "bench_bias", conv,
+                                weft_const(c->graph, "bench_bias_arg", bias, &st), &st);
+  if (!st) weft_unary(c->graph, "Relu", "bench_relu", v, &st);
+  weft_graph_pop_device(c->graph);
+  if (!st) c->session = weft_session_new(c->graph, NULL, &st);
+  c->fetch = "bench_relu";
+  return st;
 }
 
 static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_shape_t *s) {
@@ -676,13 +712,16 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   op_case_t c;
   weft_status_t *st = op_case_new(o, s->depthwise ? "DepthwiseConv2dNative" : "Conv2D", ins, 2,
                                   set_conv_attrs, (void *)s, &c);
-  conv_base_t j = {.s = s, .x = weft_tensor_data(ins[0]), .f = weft_tensor_data(ins[1])};
+  int64_t oc = s->depthwise ? s->c * s->m : s->m;
+  weft_tensor_t *bias = random_tensor(1, &oc, -1, 1);
+  if (!st && s->bias_relu) st = add_bias_relu(o, &c, bias);
+  conv_base_t j = {.s = s, .x = weft_tensor_data(ins[0]), .f = weft_tensor_data(ins[1]),
+                   .bias = weft_tensor_data(bias)};
   j.oh = (s->h + s->stride - 1) / s->stride;
   j.ow = (s->w + s->stride - 1) / s->stride;
   int64_t ph = (j.oh - 1) * s->stride + s->kh - s->h, pw = (j.ow - 1) * s->stride + s->kw - s->w;
   j.pt = ph > 0 ? ph / 2 : 0;
   j.pl = pw > 0 ? pw / 2 : 0;
-  int64_t oc = s->depthwise ? s->c * s->m : s->m;
   double flops = 2.0 * (double)(j.oh * j.ow * oc) * (double)(s->kh * s->kw) *
                  (double)(s->depthwise ? 1 : s->c) * 1e-9;
   char *peer_why = NULL;
@@ -701,16 +740,19 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   char *params = g_strdup_printf("input=[1,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
                                  G_GINT64_FORMAT "] filter=[%" G_GINT64_FORMAT ",%"
                                  G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                                 "] stride=%" G_GINT64_FORMAT " padding=SAME device=%s",
+                                 "] stride=%" G_GINT64_FORMAT " padding=SAME%s device=%s",
                                  s->h, s->w, s->c, s->kh, s->kw, s->c, s->m, s->stride,
-                                 o->device);
+                                 s->bias_relu ? " +BiasAdd+Relu" : "", o->device);
   if (st) {
     bench_peer_case_free(peer);
     g_free(peer_why);
   }
   bool ok = !st;
   add_gflops_row(o, r, name, st, params, &weft, &base,
-                 s->depthwise ? "C loop, same threads" : "im2col + cblas_sgemm", 1.0);
+                 s->depthwise ? (s->bias_relu ? "C loops, same threads" : "C loop, same threads")
+                              : (s->bias_relu ? "im2col + cblas_sgemm + C loop"
+                                              : "im2col + cblas_sgemm"),
+                 1.0);
   /* Sums of up to 576 products of [-1, 1) floats, added in different orders. */
   if (ok) peer_column(o, r, &c, peer, peer_why, &peer_stats, nhwc_to_nchw, 1e-3, 1e-3);
   g_free(params);
@@ -718,6 +760,7 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   op_case_free(&c);
   weft_tensor_unref(ins[0]);
   weft_tensor_unref(ins[1]);
+  weft_tensor_unref(bias);
 }
 
 /* MLP 784-512-512-10: MatMul, BiasAdd and Relu per layer (none after the last), weights and
@@ -867,12 +910,16 @@ static void bench_mlp(const bench_options_t *o, bench_report_t *r, int64_t batch
 }
 
 static const conv_shape_t conv_shapes[] = {
-    {"224x224x3_3x3x64", 224, 224, 3, 3, 3, 64, 1, false},
-    {"56x56x64_3x3x64", 56, 56, 64, 3, 3, 64, 1, false},
-    {"1x1", 56, 56, 256, 1, 1, 64, 1, false},
-    {"1x1_stride2", 56, 56, 256, 1, 1, 128, 2, false},
-    {"depthwise", 112, 112, 64, 3, 3, 1, 1, true},
-    {"depthwise_x2", 56, 56, 128, 3, 3, 2, 1, true},
+    {"224x224x3_3x3x64", 224, 224, 3, 3, 3, 64, 1, false, false},
+    {"56x56x64_3x3x64", 56, 56, 64, 3, 3, 64, 1, false, false},
+    {"1x1", 56, 56, 256, 1, 1, 64, 1, false, false},
+    {"1x1_stride2", 56, 56, 256, 1, 1, 128, 2, false, false},
+    {"depthwise", 112, 112, 64, 3, 3, 1, 1, true, false},
+    {"depthwise_x2", 56, 56, 128, 3, 3, 2, 1, true, false},
+    /* The same with the bias and activation every conv net puts after them (issue 22). */
+    {"56x56x64_3x3x64_bias_relu", 56, 56, 64, 3, 3, 64, 1, false, true},
+    {"1x1_bias_relu", 56, 56, 256, 1, 1, 64, 1, false, true},
+    {"depthwise_bias_relu", 112, 112, 64, 3, 3, 1, 1, true, true},
 };
 
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {

@@ -44,7 +44,7 @@ enum {
 };
 
 enum { ORT_LOGGING_LEVEL_ERROR = 3, ORT_ENABLE_ALL = 99, ORT_DEVICE_ALLOCATOR = 0,
-       ORT_MEM_TYPE_DEFAULT = 0, ONNX_FLOAT = 1 };
+       ORT_MEM_TYPE_DEFAULT = 0, ONNX_FLOAT = 1, ONNX_INT64 = 7 };
 
 typedef void *ort_status;
 typedef struct ort_api_base {
@@ -276,23 +276,39 @@ void bench_onnx_output(bench_onnx_t *m, const char *name, int rank, const int64_
   put_value_info(m->graph, 12, name, rank, dims);
 }
 
-void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
-                            const float *data) {
+static void put_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
+                            int elem_type, const void *data, size_t elem_size) {
   GByteArray *t = g_byte_array_new();
   int64_t n = 1;
   for (int k = 0; k < rank; k++) {
     put_int(t, 1, dims[k]);
     n *= dims[k];
   }
-  put_int(t, 2, ONNX_FLOAT);
+  put_int(t, 2, elem_type);
   put_string(t, 8, name);
-  /* raw_data is little-endian floats, which is how this x86-64/arm64 process holds them. */
-  put_bytes(t, 9, data, (size_t)n * sizeof(float));
+  /* raw_data is little-endian values, which is how this x86-64/arm64 process holds them. */
+  put_bytes(t, 9, data, (size_t)n * elem_size);
   put_message(m->graph, 5, t);
+}
+
+void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
+                            const float *data) {
+  put_initializer(m, name, rank, dims, ONNX_FLOAT, data, sizeof(float));
+}
+
+void bench_onnx_initializer_int64(bench_onnx_t *m, const char *name, int rank,
+                                  const int64_t *dims, const int64_t *data) {
+  put_initializer(m, name, rank, dims, ONNX_INT64, data, sizeof(int64_t));
 }
 
 void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
                      const char *output, const bench_onnx_ints_t *attrs) {
+  bench_onnx_node_floats(m, op, inputs, output, attrs, NULL);
+}
+
+void bench_onnx_node_floats(bench_onnx_t *m, const char *op, const char *const *inputs,
+                            const char *output, const bench_onnx_ints_t *attrs,
+                            const bench_onnx_float_t *floats) {
   GByteArray *node = g_byte_array_new();
   for (const char *const *in = inputs; *in; in++) put_string(node, 1, *in);
   put_string(node, 2, output);
@@ -308,6 +324,14 @@ void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
       for (int k = 0; k < a->n; k++) put_int(attr, 8, a->values[k]);
       put_int(attr, 20, 7); /* AttributeType INTS */
     }
+    put_message(node, 5, attr);
+  }
+  for (const bench_onnx_float_t *a = floats; a && a->name; a++) {
+    GByteArray *attr = g_byte_array_new();
+    put_string(attr, 1, a->name);
+    put_tag(attr, 2, 5); /* f: a fixed32 float, little-endian like the raw data above */
+    g_byte_array_append(attr, (const guint8 *)&a->value, sizeof(float));
+    put_int(attr, 20, 1); /* AttributeType FLOAT */
     put_message(node, 5, attr);
   }
   put_message(m->graph, 1, node);

@@ -144,6 +144,7 @@ typedef enum cf_attr_kind {
   CF_ATTR_TENSOR,
   CF_ATTR_TYPES,  /* list(type): ints holds the n dtypes */
   CF_ATTR_SHAPES, /* list(shape): ints holds n runs of rank, dims... */
+  CF_ATTR_STRINGS, /* list(string): s holds the n strings, each ended by '\n' */
 } cf_attr_kind_t;
 
 typedef struct cf_attr {
@@ -211,6 +212,8 @@ void cf_case_attr_floats(cf_case_t *c, const char *name, const float *v, int n);
 void cf_case_attr_shape(cf_case_t *c, const char *name, int rank, const int64_t *dims);
 void cf_case_attr_tensor(cf_case_t *c, const char *name, cf_array_t *value); /* takes value */
 void cf_case_attr_types(cf_case_t *c, const char *name, const weft_dtype_t *v, int n);
+/* A list(string) of n strings without '\n' in them. */
+void cf_case_attr_strings(cf_case_t *c, const char *name, const char *const *v, int n);
 /* n shapes: shape k has rank ranks[k] (>= 0) and dims dims[k]. */
 void cf_case_attr_shapes(cf_case_t *c, const char *name, const int *ranks,
                          const int64_t *const *dims, int n);
@@ -345,6 +348,7 @@ extern const cf_suite_t cf_suites_math[];
 extern const cf_suite_t cf_suites_nn[];
 extern const cf_suite_t cf_suites_array[];
 extern const cf_suite_t cf_suites_image[];
+extern const cf_suite_t cf_suites_fused[]; /* cases_fused.c */
 extern const cf_suite_t cf_suites_conv[]; /* cases_conv.c */
 extern const cf_suite_t cf_suites_state[];
 extern const cf_suite_t cf_suites_summary[]; /* cases_summary.c */

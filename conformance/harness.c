@@ -67,6 +67,16 @@ void cf_case_args(cf_case_t *c, int n_args, const int *arg_len) {
   for (int i = 0; i < n_args; i++) c->arg_len[i] = arg_len[i];
 }
 
+static cf_attr_t *new_attr(cf_case_t *c, const char *name, cf_attr_kind_t kind);
+
+void cf_case_attr_strings(cf_case_t *c, const char *name, const char *const *v, int n) {
+  GString *all = g_string_new(NULL);
+  for (int k = 0; k < n; k++) g_string_append_printf(all, "%s\n", v[k]);
+  cf_attr_t *a = new_attr(c, name, CF_ATTR_STRINGS);
+  a->s = g_string_free(all, FALSE);
+  a->n = n;
+}
+
 static cf_attr_t *new_attr(cf_case_t *c, const char *name, cf_attr_kind_t kind) {
   for (int i = 0; i < c->n_attrs; i++)
     if (strcmp(c->attrs[i].name, name) == 0) {
@@ -227,6 +237,12 @@ static void set_attr(weft_op_builder_t *b, const cf_attr_t *a) {
       break;
     }
     case CF_ATTR_SHAPES: set_shapes_attr(b, a); break;
+    case CF_ATTR_STRINGS: {
+      char **v = g_strsplit(a->s, "\n", a->n + 1);
+      weft_op_set_attr_string_list(b, a->name, (const char *const *)v, a->n);
+      g_strfreev(v);
+      break;
+    }
     case CF_ATTR_TENSOR: {
       weft_tensor_t *t = cf_array_to_tensor(a->tensor, NULL);
       if (t) weft_op_set_attr_tensor(b, a->name, t);

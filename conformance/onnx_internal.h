@@ -44,6 +44,10 @@ cf_onnx_map_fn cf_onnx_find_mapper(const char *op_type, int64_t opset);
  * nests too deep (INVALID_ARGUMENT), does not parse or has no graph (DATA_LOSS). */
 Onnx__ModelProto *cf_onnx_model_parse(const uint8_t *bytes, size_t len, const char *what,
                                       weft_status_t **status);
+/* Maps g's initializers (as Consts) and nodes into x->graph, the graph inputs already bound;
+ * label names the model in messages. NULL, or the first mapper's status (UNIMPLEMENTED for what
+ * the mapping does not cover). */
+weft_status_t *cf_onnx_map_graph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g, const char *label);
 /* ONNX TensorProto.DataType -> Weft dtype; WEFT_DT_INVALID for types Weft lacks. */
 weft_dtype_t cf_onnx_dtype(int onnx_type);
 /* A host tensor from a TensorProto (raw_data or the typed fields); NULL and *status set for an

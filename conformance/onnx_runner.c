@@ -640,6 +640,40 @@ static cf_tol_t onnx_tol(weft_dtype_t dt) {
   }
 }
 
+weft_status_t *cf_onnx_map_graph(cf_onnx_ctx_t *x, const Onnx__GraphProto *g,
+                                 const char *label) {
+  weft_status_t *st = NULL;
+  /* Initializers: Consts. */
+  for (size_t i = 0; i < g->n_initializer && st == NULL; i++) {
+    weft_tensor_t *t = cf_onnx_tensor(g->initializer[i], &st);
+    if (st) break;
+    weft_output_t o = cf_onnx_const_tensor(x, t, &st);
+    cf_onnx_bind(x, g->initializer[i]->name, o);
+    g_hash_table_insert(x->values, g_strdup(g->initializer[i]->name), t);
+  }
+  /* Nodes, in the (topological) order ONNX stores them. */
+  for (size_t i = 0; i < g->n_node && st == NULL; i++) {
+    const Onnx__NodeProto *node = g->node[i];
+    char *where = g_strdup_printf("ONNX %s", node->op_type);
+    x->node_name = where;
+    cf_onnx_map_fn fn =
+        default_domain(node->domain) ? cf_onnx_find_mapper(node->op_type, x->opset) : NULL;
+    if (fn == NULL)
+      st = weft_status_new(WEFT_UNIMPLEMENTED, "ONNX op %s%s%s is not mapped to Weft ops",
+                           default_domain(node->domain) ? "" : node->domain,
+                           default_domain(node->domain) ? "" : ":", node->op_type);
+    else
+      st = fn(x, node);
+    for (size_t o = 0; st == NULL && o < node->n_output; o++)
+      if (node->output[o][0] && !cf_onnx_is_bound(x, node->output[o]))
+        st = weft_status_new(WEFT_UNIMPLEMENTED, "%s: output %zu ('%s') is not produced", where,
+                             o, node->output[o]);
+    g_free(where);
+    x->node_name = label;
+  }
+  return st;
+}
+
 static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
                      const Onnx__ModelProto *m, const char *label, test_result_t *res,
                      char **dtype_out) {
@@ -717,34 +751,7 @@ static void run_test(cf_run_ctx_t *ctx, const char *dir, const char *name,
       cf_onnx_seq_free(seq);
     g_ptr_array_free(vals, TRUE);
   }
-  /* Initializers: Consts. */
-  for (size_t i = 0; i < g->n_initializer && st == NULL; i++) {
-    weft_tensor_t *t = cf_onnx_tensor(g->initializer[i], &st);
-    if (st) break;
-    weft_output_t o = cf_onnx_const_tensor(&x, t, &st);
-    cf_onnx_bind(&x, g->initializer[i]->name, o);
-    g_hash_table_insert(x.values, g_strdup(g->initializer[i]->name), t);
-  }
-  /* Nodes, in the (topological) order ONNX stores them. */
-  for (size_t i = 0; i < g->n_node && st == NULL; i++) {
-    const Onnx__NodeProto *node = g->node[i];
-    char *where = g_strdup_printf("ONNX %s", node->op_type);
-    x.node_name = where;
-    cf_onnx_map_fn fn =
-        default_domain(node->domain) ? cf_onnx_find_mapper(node->op_type, x.opset) : NULL;
-    if (fn == NULL)
-      st = weft_status_new(WEFT_UNIMPLEMENTED, "ONNX op %s%s%s is not mapped to Weft ops",
-                           default_domain(node->domain) ? "" : node->domain,
-                           default_domain(node->domain) ? "" : ":", node->op_type);
-    else
-      st = fn(&x, node);
-    for (size_t o = 0; st == NULL && o < node->n_output; o++)
-      if (node->output[o][0] && !cf_onnx_is_bound(&x, node->output[o]))
-        st = weft_status_new(WEFT_UNIMPLEMENTED, "%s: output %zu ('%s') is not produced", where,
-                             o, node->output[o]);
-    g_free(where);
-    x.node_name = label;
-  }
+  if (st == NULL) st = cf_onnx_map_graph(&x, g, label);
   if (st) goto done;
 
   /* Every op that runs must have a kernel on the device. */

@@ -815,6 +815,11 @@ static void test_bench_netns(void) {
       /* The bench checked the link counters and the segments before writing the row. */
       assert_contains(json_object_get_string_member(rec, "parameters"), "no shared memory (0 "
                       "segments; task 1's eth0 received ");
+      /* --quick: two rounds, the sides in alternating order, each round's ratio in the note. */
+      assert_contains(json_object_get_string_member(rec, "parameters"), "; 2 rounds, each a Weft "
+                      "child and a raw child in alternating order");
+      assert_contains(note, "the raw call; rounds ");
+      assert_contains(note, " / ");
     }
     json_object_unref(rec);
   }
@@ -847,6 +852,15 @@ static char *ort_library(void) {
   }
   if (d) g_dir_close(d);
   return found;
+}
+
+/* ort_library(), or NULL with the test skipped. */
+static char *ort_library_or_skip(void) {
+  char *lib = ort_library();
+  if (!lib)
+    g_test_skip("ONNX Runtime is not installed: run scripts/install-ort-peer.sh (or set "
+                "WEFT_ORT_LIB)");
+  return lib;
 }
 
 static void test_bench_peer_usage(void) {
@@ -914,12 +928,8 @@ static void test_bench_peer_absent(void) {
  * (no "failed:"), the peer's figure and ratio are in the table and the JSON. */
 static void test_bench_peer_ort(void) {
   if (no_weft()) return;
-  char *lib = ort_library();
-  if (!lib) {
-    g_test_skip("ONNX Runtime is not installed: run scripts/install-ort-peer.sh (or set "
-                "WEFT_ORT_LIB)");
-    return;
-  }
+  char *lib = ort_library_or_skip();
+  if (!lib) return;
   char *dir = g_dir_make_tmp("weft-peer-XXXXXX", NULL);
   char *json = g_build_filename(dir, "bench.json", NULL);
   const char *args[] = {"bench", "--quick", "--threads", "1", "--peer", "ort", "--peer-lib", lib,
@@ -956,6 +966,152 @@ static void test_bench_peer_ort(void) {
   g_free(lib);
 }
 
+/* `weft bench --graph` (bench/bench_graph.c): its usage errors, exit status 2. */
+static void test_bench_graph_usage(void) {
+  if (no_weft()) return;
+  struct {
+    const char *args[8];
+    const char *error;
+  } cases[] = {
+      {{"bench", "--batch", "4", NULL}, "--feed, --fetch and --batch go with --graph or "
+                                        "--saved-model"},
+      {{"bench", "--graph", "g.pb", "--saved-model", "d", NULL},
+       "give one of --graph FILE.pb and --saved-model DIR"},
+      {{"bench", "--graph", "g.pb", "--batch", "0", NULL}, "--batch 0 is out of range (1 or more)"},
+      {{"bench", "--graph", "g.pb", "--feed", "x", NULL},
+       "--feed 'x' is not NAME=SHAPE (e.g. input=64,28,28,1)"},
+      {{"bench", "--graph", "g.pb", "--feed", "x=3xq", NULL},
+       "--feed 'x=3xq' is not NAME=SHAPE (e.g. input=64,28,28,1)"},
+      {{"bench", "--graph", "g.pb", "--fetch", "a", "--fetch", "b", NULL},
+       "--graph times one fetch: give --fetch once"},
+      {{"bench", "--graph", "g.pb", "--only", "matmul", NULL},
+       "--only selects benchmarks; --graph runs one model instead"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    run_result_t r = run_weft(cases[k].args, NULL);
+    char *want = g_strdup_printf("weft: error: %s\nTry 'weft help bench'.\n", cases[k].error);
+    g_assert_cmpint(r.exit_code, ==, 2);
+    g_assert_cmpstr(r.err, ==, want);
+    g_assert_cmpstr(r.out, ==, "");
+    g_free(want);
+    run_result_clear(&r);
+  }
+}
+
+/* One --graph (or, for a folder, --saved-model) row, without a peer or with ONNX Runtime (lib,
+ * may be NULL), in dir/bench.json; the record of row `name` (json_object_unref). */
+static JsonObject *bench_graph_row(const char *dir, const char *graph, const char *batch,
+                                   const char *lib, const char *name) {
+  char *json = g_build_filename(dir, "bench.json", NULL);
+  bool saved_model = g_file_test(graph, G_FILE_TEST_IS_DIR);
+  const char *args[] = {"bench", saved_model ? "--saved-model" : "--graph", graph, "--batch",
+                        batch, "--quick", "--threads", "1",
+                        "--json", json, lib ? "--peer" : NULL, "ort", "--peer-lib", lib, NULL};
+  run_result_t r = run_weft(args, NULL);
+  g_test_message("stdout: %s\nstderr: %s", r.out, r.err);
+  g_assert_cmpint(r.exit_code, ==, 0);
+  assert_contains(r.out, name);
+  JsonObject *rec = bench_record(json, name);
+  g_assert_nonnull(rec);
+  g_assert_false(json_object_get_boolean_member(rec, "skipped"));
+  g_assert_true(json_object_get_double_member(rec, "weft") > 0);
+  g_assert_cmpstr(json_object_get_string_member(rec, "unit"), ==, "ms");
+  run_result_clear(&r);
+  g_unlink(json);
+  g_free(json);
+  return rec;
+}
+
+/* A corpus MLP and a SavedModel timed in Weft alone: unknown batch dimensions take --batch, the
+ * default fetch is the graph's last output nothing reads (the signature's output), and the row
+ * says so in its parameters. */
+static void test_bench_graph(void) {
+  if (no_weft()) return;
+  char *graph = corpus_graph("mlp_5_5_1_frozen.pb");
+  if (!graph) return;
+  char *dir = g_dir_make_tmp("weft-graph-XXXXXX", NULL);
+  JsonObject *rec = bench_graph_row(dir, graph, "8", NULL, "graph/mlp_5_5_1_frozen/batch_8");
+  g_assert_cmpstr(json_object_get_string_member(rec, "parameters"), ==,
+                  "x:0=8x5 fetch=Identity:0 threads=1");
+  g_assert_true(json_object_get_null_member(rec, "peer"));
+  json_object_unref(rec);
+  /* A SavedModel's serving signature: its input x [-1, 1] fed a batch of 4 (through the
+   * stand-in Placeholder the model reads a fed tensor by), its output y fetched. */
+  /* A corpus conv net whose input is a Const: --feed of that Const frees its dimensions. */
+  char *conv = corpus_graph("../dl4j/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/"
+                            "frozen_model.pb");
+  if (conv) {
+    char *json = g_build_filename(dir, "bench.json", NULL);
+    const char *args[] = {"bench", "--graph", conv, "--feed", "in_0=4,8,8,2", "--quick",
+                          "--threads", "1", "--json", json, NULL};
+    run_result_t r = run_weft(args, NULL);
+    g_assert_cmpint(r.exit_code, ==, 0);
+    rec = bench_record(json, "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_4");
+    g_assert_nonnull(rec);
+    g_assert_cmpstr(json_object_get_string_member(rec, "parameters"), ==,
+                    "in_0_fed:0=4x8x8x2 fetch=conv2d/Relu6:0 threads=1");
+    g_assert_true(json_object_get_double_member(rec, "weft") > 0);
+    json_object_unref(rec);
+    run_result_clear(&r);
+    g_unlink(json);
+    g_free(json);
+    g_free(conv);
+  }
+  char *graphdefs = g_path_get_dirname(graph);
+  char *sm = g_build_filename(graphdefs, "..", "saved_model", "half_plus_two_cpu", NULL);
+  g_free(graphdefs);
+  rec = bench_graph_row(dir, sm, "4", NULL, "graph/half_plus_two_cpu/batch_4");
+  g_assert_cmpstr(json_object_get_string_member(rec, "parameters"), ==,
+                  "_weft_feed/x/0:0=4x1 fetch=y:0 threads=1");
+  json_object_unref(rec);
+  g_free(sm);
+  g_rmdir(dir);
+  g_free(dir);
+  g_free(graph);
+}
+
+/* With ONNX Runtime: the corpus MLP and a conv net (its input frozen as a Const, fed as a
+ * Placeholder mapped in at --batch) run in both, outputs matched; a graph the exporter refuses
+ * (a training-mode batch norm) keeps its Weft figure and says why the peer's is missing. */
+static void test_bench_graph_ort(void) {
+  if (no_weft()) return;
+  char *lib = ort_library_or_skip();
+  if (!lib) return;
+  char *mlp = corpus_graph("mlp_5_5_1_frozen.pb");
+  char *conv = mlp ? corpus_graph("../dl4j/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/"
+                                  "frozen_model.pb") : NULL;
+  char *bn = conv ? corpus_graph("../dl4j/fused_batch_norm/float32_nhwc/frozen_model.pb") : NULL;
+  char *dir = g_dir_make_tmp("weft-graph-XXXXXX", NULL);
+  const char *rows[][3] = {{mlp, "64", "graph/mlp_5_5_1_frozen/batch_64"},
+                           {conv, "16",
+                            "graph/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/batch_16"}};
+  for (size_t k = 0; bn && k < G_N_ELEMENTS(rows); k++) {
+    JsonObject *rec = bench_graph_row(dir, rows[k][0], rows[k][1], lib, rows[k][2]);
+    g_assert_true(json_object_get_null_member(rec, "peer_note"));
+    double weft = json_object_get_double_member(rec, "weft");
+    double peer = json_object_get_double_member(rec, "peer");
+    g_assert_true(peer > 0);
+    g_assert_cmpfloat_with_epsilon(json_object_get_double_member(rec, "peer_ratio"), weft / peer,
+                                   1e-4 * weft / peer);
+    json_object_unref(rec);
+  }
+  if (bn) {
+    JsonObject *rec = bench_graph_row(dir, bn, "1", lib,
+                                      "graph/fused_batch_norm/float32_nhwc/batch_1");
+    g_assert_true(json_object_get_null_member(rec, "peer"));
+    g_assert_cmpstr(json_object_get_string_member(rec, "peer_note"), ==,
+                    "ONNX export: FusedBatchNormV3 node 'FusedBatchNormV3': is_training is true "
+                    "(only inference)");
+    json_object_unref(rec);
+  }
+  g_rmdir(dir);
+  g_free(dir);
+  g_free(mlp);
+  g_free(conv);
+  g_free(bn);
+  g_free(lib);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/cli/devices", test_devices);
@@ -981,5 +1137,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/bench/peer_usage", test_bench_peer_usage);
   g_test_add_func("/cli/bench/peer_absent", test_bench_peer_absent);
   g_test_add_func("/cli/bench/peer_ort", test_bench_peer_ort);
+  g_test_add_func("/cli/bench/graph_usage", test_bench_graph_usage);
+  g_test_add_func("/cli/bench/graph", test_bench_graph);
+  g_test_add_func("/cli/bench/graph_ort", test_bench_graph_ort);
   return g_test_run();
 }

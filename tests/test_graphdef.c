@@ -488,6 +488,60 @@ static void test_missing_file(void) {
   weft_graph_free(g);
 }
 
+/* protobuf-c would hand "a\0b" over as "a": a node name (or any string field) holding a NUL byte
+ * is refused before unpacking, naming the field, from bytes and from a file alike. */
+static void test_nul_in_name(void) {
+  weft_graph_t *g = weft_graph_new();
+  Tensorflow__NodeDef *nodes[] = {nd_placeholder("aXb", WEFT_DT_FLOAT, 0, NULL)};
+  size_t len = 0;
+  uint8_t *buf = gd_pack(&len, nodes, 1);
+  uint8_t *x = memchr(buf, 'X', len);
+  g_assert_nonnull(x);
+  *x = 0;
+  /* The name field starts at its tag, two bytes (tag, length) before the 'a'. */
+  char *expected = g_strdup_printf("GraphDef: string field 'node.name' holds a NUL byte (field at "
+                                   "byte %zu)", (size_t)(x - buf) - 3);
+  assert_status(weft_graph_import_graphdef(g, buf, len, NULL), WEFT_INVALID_ARGUMENT, expected,
+                NULL);
+  char *path = write_temp(buf, len);
+  assert_status(weft_graph_import_graphdef_file(g, path, NULL), WEFT_INVALID_ARGUMENT,
+                "string field 'node.name' holds a NUL byte", path, NULL);
+  g_assert_cmpint(weft_graph_num_nodes(g), ==, 0);
+  g_unlink(path);
+  g_free(path);
+  g_free(expected);
+  g_free(buf);
+  weft_graph_free(g);
+}
+
+/* TensorFlow's node name pattern: [A-Za-z0-9._][A-Za-z0-9_.\-/]*, '>' starting another part. */
+static void test_node_name_pattern(void) {
+  static const char *const good[] = {"a", "A9", ".x", "_internal", "scope/x-1_2.b", "a>b", "9"};
+  static const char *const bad[] = {"a b", "-a", "/a", "a:0", "^a", "a>_b", "a>", "a\tb", "a$"};
+  for (size_t k = 0; k < G_N_ELEMENTS(good); k++) {
+    weft_graph_t *g = weft_graph_new();
+    Tensorflow__NodeDef *nodes[] = {nd_placeholder(good[k], WEFT_DT_FLOAT, 0, NULL)};
+    ASSERT_OK(import_nodes(g, NULL, nodes, 1));
+    weft_graph_free(g);
+  }
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    weft_graph_t *g = weft_graph_new();
+    Tensorflow__NodeDef *nodes[] = {nd_placeholder("ok", WEFT_DT_FLOAT, 0, NULL),
+                                    nd_placeholder(bad[k], WEFT_DT_FLOAT, 0, NULL)};
+    char *expected = g_strdup_printf("Node '%s': Node name contains invalid characters (GraphDef "
+                                     "node #1)", bad[k]);
+    weft_status_t *st = import_nodes(g, NULL, nodes, 2);
+    g_assert_nonnull(st);
+    g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==,
+                    weft_code_name(WEFT_INVALID_ARGUMENT));
+    g_assert_cmpstr(weft_status_message(st), ==, expected);
+    weft_status_free(st);
+    g_free(expected);
+    g_assert_cmpint(weft_graph_num_nodes(g), ==, 0);
+    weft_graph_free(g);
+  }
+}
+
 static void test_unknown_op(void) {
   weft_graph_t *g = weft_graph_new();
   Tensorflow__NodeDef *nodes[] = {nd_placeholder("a", WEFT_DT_FLOAT, 0, NULL),
@@ -1186,5 +1240,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/graphdef/tensor/round_trip", test_tensor_proto_round_trip);
   g_test_add_func("/graphdef/export/round_trip", test_export_round_trip);
   g_test_add_func("/graphdef/export/empty", test_export_empty);
+  g_test_add_func("/graphdef/nul_in_name", test_nul_in_name);
+  g_test_add_func("/graphdef/node_name_pattern", test_node_name_pattern);
   return g_test_run();
 }

@@ -257,15 +257,28 @@ static void test_hostile(void) {
   g_assert_true(refused_for_nesting(b->data, b->len));
   g_byte_array_free(b, TRUE);
 
-  /* The deep bytes as an unknown length-delimited field (99), and as a field that is not a
-   * message (NodeDef.name, a string): opaque, never walked, and protobuf-c keeps them opaque. */
+  /* The deep bytes as an unknown length-delimited field (99): opaque, never walked, and
+   * protobuf-c keeps them opaque. As a field that is not a message (NodeDef.name, a string) they
+   * are not walked either, but a string holding NUL bytes is refused for that (protobuf-c would
+   * cut it at the first). */
   unsigned opaque_fields[] = {99, 1};
   for (size_t i = 0; i < G_N_ELEMENTS(opaque_fields); i++) {
     GByteArray *node = g_byte_array_new();
     put_bytes(node, opaque_fields[i], d, n);
     GByteArray *gd = g_byte_array_new();
     put_bytes(gd, 1, node->data, node->len);
-    g_assert_false(refused_for_nesting(gd->data, gd->len));
+    if (opaque_fields[i] == 99) {
+      g_assert_false(refused_for_nesting(gd->data, gd->len));
+    } else {
+      weft_status_t *st = weft__pb_check_depth(&tensorflow__graph_def__descriptor, gd->data,
+                                               gd->len, WEFT_PB_MAX_DEPTH, "g");
+      g_assert_nonnull(st);
+      /* GraphDef.node's tag and 3-byte length, then NodeDef.name's tag at byte 4. */
+      g_assert_cmpstr(weft_status_message(st), ==,
+                      "g: string field 'node.name' holds a NUL byte (field at byte 4)");
+      expect_code(st, WEFT_INVALID_ARGUMENT);
+      weft_status_free(st);
+    }
     g_byte_array_free(node, TRUE);
     g_byte_array_free(gd, TRUE);
   }

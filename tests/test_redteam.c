@@ -149,17 +149,15 @@ static int proc_threads(GPid pid) {
   return n;
 }
 
-/* A raw call; returns its status (NULL: OK) and the first message of the answer in *answer. */
-static weft_status_t *call(const char *address, const char *method, const ProtobufCMessage *msg,
-                           const ProtobufCMessageDescriptor *answer_desc,
-                           ProtobufCMessage **answer) {
-  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
-  GByteArray *frame = weftd_frame_request(msg, &empty, NULL, 0);
+/* A raw call of a request frame (weftd_frame_request) as it is; returns its status (NULL: OK)
+ * and the first message of the answer in *answer. */
+static weft_status_t *call_frame(const char *address, const char *method, const GByteArray *frame,
+                                 const ProtobufCMessageDescriptor *answer_desc,
+                                 ProtobufCMessage **answer) {
   char *bytes = NULL;
   size_t len = 0;
   weft_status_t *st =
       weft__rpc_raw(address, method, frame->data, frame->len, 20000, &bytes, &len);
-  g_byte_array_free(frame, TRUE);
   if (answer) *answer = NULL;
   if (!st && answer && answer_desc) {
     /* The answer's frame: a varint length, then the message. */
@@ -177,6 +175,17 @@ static weft_status_t *call(const char *address, const char *method, const Protob
   g_free(bytes);
   g_test_message("%s: %s%s%s", method, st ? weft_code_name(weft_status_code(st)) : "OK",
                  st ? ": " : "", st ? weft_status_message(st) : "");
+  return st;
+}
+
+/* A raw call of `msg`; as call_frame. */
+static weft_status_t *call(const char *address, const char *method, const ProtobufCMessage *msg,
+                           const ProtobufCMessageDescriptor *answer_desc,
+                           ProtobufCMessage **answer) {
+  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
+  GByteArray *frame = weftd_frame_request(msg, &empty, NULL, 0);
+  weft_status_t *st = call_frame(address, method, frame, answer_desc, answer);
+  g_byte_array_free(frame, TRUE);
   return st;
 }
 
@@ -653,11 +662,13 @@ typedef struct graph_call {
   const char *address, *handle;
   int64_t step;
   weft_status_t *st;
+  int64_t timeout_ms; /* 0: 3 s */
 } graph_call_t;
 
 static gpointer run_graph_thread(gpointer data) {
   graph_call_t *gc = data;
-  gc->st = run_graph(gc->address, gc->handle, gc->step, 3000);
+  int64_t timeout_ms = gc->timeout_ms > 0 ? gc->timeout_ms : 3000;
+  gc->st = run_graph(gc->address, gc->handle, gc->step, timeout_ms);
   return NULL;
 }
 
@@ -675,7 +686,7 @@ static void test_deregister_during_run(void) {
     char *gh = NULL;
     OK(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh));
     graph_clear(&g);
-    graph_call_t gc = {worker, gh, 900 + round, NULL};
+    graph_call_t gc = {worker, gh, 900 + round, NULL, 0};
     GThread *th = g_thread_new("run-graph", run_graph_thread, &gc);
     g_usleep(300 * 1000);
     if (round == 0) {
@@ -758,18 +769,36 @@ static gpointer run_step_thread(gpointer data) {
   char *fetch = "y";
   req.n_fetch = 1;
   req.fetch = &fetch;
-  req.timeout_ms = 5000;
+  /* Far beyond the test: a step that ends ended because of the close, not its deadline. */
+  req.timeout_ms = 120000;
   sc->st = call(sc->address, "/weft.Master/RunStep", &req.base, NULL, NULL);
   return NULL;
 }
 
+static gpointer close_thread(gpointer data) {
+  step_call_t *sc = data;
+  Weft__CloseSessionRequest close = WEFT__CLOSE_SESSION_REQUEST__INIT;
+  close.session_handle = (char *)sc->handle;
+  sc->st = call(sc->address, "/weft.Master/CloseSession", &close.base, NULL, NULL);
+  return NULL;
+}
+
+static gpointer extend_thread(gpointer data) {
+  step_call_t *sc = data;
+  Weft__ExtendSessionRequest req = WEFT__EXTEND_SESSION_REQUEST__INIT;
+  req.session_handle = (char *)sc->handle;
+  req.current_graph_version = 2;
+  sc->st = call(sc->address, "/weft.Master/ExtendSession", &req.base, NULL, NULL);
+  return NULL;
+}
+
 /* c = Const on the ps, y = Identity(c) on the worker: a step needs both tasks. With the ps
- * stopped the step blocks; closing the session meanwhile must end the step with an error and
- * leave the server serving (no crash, no step that waits past its deadline). */
-static void test_close_during_step(void) {
-  weftd_cluster_t c;
-  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
-  const char *worker = c.address[1];
+ * stopped the step blocks; closing the session meanwhile ends the step at once with TensorFlow's
+ * CANCELLED "Session has been closed." (its deadline is minutes away), twice at once and beside
+ * an ExtendSession, and leaves both tasks serving. */
+/* The session of c = Const(1) on the ps, y = Identity(c) on the worker, through the worker's
+ * master; the caller frees the handle. */
+static char *create_ps_worker_session(const char *worker) {
   nodes_t g;
   graph_init(&g);
   Tensorflow__NodeDef *k = add_node(&g, "c", "Const", "/job:ps/task:0", 0, NULL);
@@ -790,6 +819,14 @@ static void test_close_during_step(void) {
   char *handle = NULL;
   OK(create_session_of(worker, &g, NULL, &handle));
   graph_clear(&g);
+  return handle;
+}
+
+static void test_close_during_step(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *worker = c.address[1];
+  char *handle = create_ps_worker_session(worker);
 
   step_call_t sc = {worker, handle, NULL};
   run_step_thread(&sc);
@@ -797,19 +834,52 @@ static void test_close_during_step(void) {
   weftd_cluster_signal(&c, 0, SIGSTOP);
   GThread *th = g_thread_new("step", run_step_thread, &sc);
   g_usleep(500 * 1000);
-  Weft__CloseSessionRequest close = WEFT__CLOSE_SESSION_REQUEST__INIT;
-  close.session_handle = handle;
+  step_call_t closers[2] = {{worker, handle, NULL}, {worker, handle, NULL}};
+  step_call_t ext = {worker, handle, NULL};
   gint64 t0 = g_get_monotonic_time();
-  OK(call(worker, "/weft.Master/CloseSession", &close.base, NULL, NULL));
+  GThread *cl0 = g_thread_new("close", close_thread, &closers[0]);
+  GThread *cl1 = g_thread_new("close", close_thread, &closers[1]);
+  GThread *ex = g_thread_new("extend", extend_thread, &ext);
   g_thread_join(th);
   g_test_message("the step ended %.1f s after CloseSession: %s: %s",
                  (double)(g_get_monotonic_time() - t0) / 1e6,
                  weft_code_name(weft_status_code(sc.st)), weft_status_message(sc.st));
-  g_assert_nonnull(sc.st);
-  weft_status_free(sc.st);
+  expect(sc.st, WEFT_CANCELLED, "Session has been closed.");
+  g_thread_join(cl0);
+  g_thread_join(cl1);
+  g_thread_join(ex);
+  OK(closers[0].st);
+  OK(closers[1].st);
+  /* The extend either came first (OK) or found the session gone. */
+  if (ext.st) expect(ext.st, WEFT_ABORTED, NULL);
   weftd_cluster_signal(&c, 0, SIGCONT);
   /* Both tasks still serve. */
   expect(run_step(worker, handle, 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED, NULL);
+  g_free(handle);
+  weftd_cluster_stop(&c);
+}
+
+/* The session GC (--session_gc_seconds 1) never reclaims a session whose step runs, however
+ * long the step blocks (the ps stopped for 2.5 s); once idle, the session is reclaimed. */
+static void test_gc_spares_running_step(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--session_gc_seconds", "1", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  const char *worker = c.address[1];
+  char *handle = create_ps_worker_session(worker);
+  step_call_t sc = {worker, handle, NULL};
+  weftd_cluster_signal(&c, 0, SIGSTOP);
+  GThread *th = g_thread_new("step", run_step_thread, &sc);
+  g_usleep(2500 * 1000);
+  weftd_cluster_signal(&c, 0, SIGCONT);
+  g_thread_join(th);
+  OK(sc.st);
+  g_usleep(2500 * 1000);
+  char *msg = g_strdup_printf("Session '%s' was closed by the master of "
+                              "/job:worker/replica:0/task:0 after 1 s unused "
+                              "(--session_gc_seconds); create the session again", handle);
+  expect(run_step(worker, handle, 1, (const char *[]){"y"}, 0, NULL), WEFT_ABORTED, msg);
+  g_free(msg);
   g_free(handle);
   weftd_cluster_stop(&c);
 }
@@ -947,6 +1017,226 @@ static void test_special_files(void) {
   g_free(dir);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Steps that never run here, and what ends their waiting RecvTensors */
+
+typedef struct recv_call {
+  const char *address;
+  int64_t step;
+  const char *key;
+  weft_status_t *st;
+} recv_call_t;
+
+static gpointer recv_thread(gpointer data) {
+  recv_call_t *rc = data;
+  Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+  req.step_id = rc->step;
+  req.rendezvous_key = (char *)rc->key;
+  rc->st = call(rc->address, "/weft.Worker/RecvTensor", &req.base, NULL, NULL);
+  return NULL;
+}
+
+/* A RecvTensor of a step no RunGraph runs ends after --step_idle_timeout_ms with ABORTED naming
+ * the step (not at the caller's deadline, 20 s here), and so does a RunGraph whose _Recv waits
+ * on a task where the step never runs: that task drops it. */
+static void test_recv_never_run(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--step_idle_timeout_ms", "1000", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  const char *ps = c.address[0], *worker = c.address[1];
+  recv_call_t rc = {worker, 5151, "k", NULL};
+  recv_thread(&rc);
+  expect(rc.st, WEFT_ABORTED,
+         "[derived] Step 5151 was dropped: no RunGraph of it ran on this task for 1000 ms "
+         "(--step_idle_timeout_ms)");
+  nodes_t g;
+  graph_init(&g);
+  recv_graph(&g, 1, "/job:ps/replica:0/task:0/device:CPU:0");
+  char *gh = NULL;
+  OK(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh));
+  graph_clear(&g);
+  weft_status_t *st = run_graph(worker, gh, 6161, 120000);
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(st)), ==, weft_code_name(WEFT_ABORTED));
+  g_assert_nonnull(strstr(weft_status_message(st), "Step 6161 was dropped: no RunGraph of it ran "
+                                                   "on this task for 1000 ms"));
+  weft_status_free(st);
+  g_free(gh);
+  weftd_cluster_stop(&c);
+}
+
+/* CleanupGraph, Abort and DeregisterGraph end the waiting RecvTensors of their step at once
+ * (the idle limit is the default minute, the caller's deadline 20 s), naming the step. */
+static void test_recv_ended(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *ps = c.address[0], *worker = c.address[1];
+  recv_call_t rc = {worker, 7171, "k", NULL};
+  GThread *th = g_thread_new("recv", recv_thread, &rc);
+  g_usleep(300 * 1000);
+  Weft__CleanupGraphRequest cg = WEFT__CLEANUP_GRAPH_REQUEST__INIT;
+  cg.step_id = 7171;
+  OK(call(worker, "/weft.Worker/CleanupGraph", &cg.base, NULL, NULL));
+  g_thread_join(th);
+  expect(rc.st, WEFT_CANCELLED, "[derived] Step 7171 was cleaned up");
+
+  recv_call_t ra = {worker, 7272, "k", NULL};
+  th = g_thread_new("recv", recv_thread, &ra);
+  g_usleep(300 * 1000);
+  Weft__AbortRequest ab = WEFT__ABORT_REQUEST__INIT;
+  ab.step_id = 7272;
+  ab.code = WEFT_CANCELLED;
+  ab.reason = "Session has been closed.";
+  OK(call(worker, "/weft.Worker/Abort", &ab.base, NULL, NULL));
+  g_thread_join(th);
+  expect(ra.st, WEFT_CANCELLED, "[derived] Session has been closed.");
+
+  /* A RunGraph blocked in a _Recv from the ps (where the step never runs), and a RecvTensor of
+   * the same step on the worker, when the graph is deregistered. */
+  nodes_t g;
+  graph_init(&g);
+  recv_graph(&g, 1, "/job:ps/replica:0/task:0/device:CPU:0");
+  char *gh = NULL;
+  OK(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh));
+  graph_clear(&g);
+  graph_call_t gc = {worker, gh, 8181, NULL, 120000};
+  GThread *run = g_thread_new("run-graph", run_graph_thread, &gc);
+  g_usleep(1000 * 1000);
+  recv_call_t rd = {worker, 8181, "zz", NULL};
+  th = g_thread_new("recv", recv_thread, &rd);
+  g_usleep(300 * 1000);
+  Weft__DeregisterGraphRequest dg = WEFT__DEREGISTER_GRAPH_REQUEST__INIT;
+  dg.graph_handle = gh;
+  OK(call(worker, "/weft.Worker/DeregisterGraph", &dg.base, NULL, NULL));
+  g_thread_join(run);
+  g_thread_join(th);
+  char *msg = g_strdup_printf("Step 8181 was aborted: its graph %s was deregistered from task "
+                              "/job:worker/replica:0/task:0", gh);
+  g_assert_nonnull(gc.st);
+  g_assert_cmpstr(weft_code_name(weft_status_code(gc.st)), ==, weft_code_name(WEFT_CANCELLED));
+  g_assert_nonnull(strstr(weft_status_message(gc.st), msg));
+  weft_status_free(gc.st);
+  char *derived = g_strconcat("[derived] ", msg, NULL);
+  expect(rd.st, WEFT_CANCELLED, derived);
+  g_free(derived);
+  g_free(msg);
+  g_free(gh);
+  weftd_cluster_stop(&c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * RegisterGraph: peers and devices of the cluster only, and a bounded number of graphs */
+
+static void test_register_graph_bounds(void) {
+  weftd_cluster_t c;
+  const char *extra[] = {"--max_registered_graphs", "2", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  const char *ps = c.address[0], *worker = c.address[1];
+  char *gh = NULL;
+  nodes_t g;
+  graph_init(&g);
+  recv_graph(&g, 1, "/job:ps/replica:0/task:0/device:CPU:0");
+  /* The ps named at another address (any the caller likes): the worker would connect there. */
+  char *msg = g_strdup_printf("RegisterGraph on /job:worker/replica:0/task:0: peer "
+                              "/job:ps/replica:0/task:0 is at '%s' in the cluster spec, not '%s'",
+                              ps, worker);
+  expect(register_graph(worker, &g, "/job:ps/replica:0/task:0", worker, &gh),
+         WEFT_INVALID_ARGUMENT, msg);
+  g_free(msg);
+  /* Task names the request validation refuses already (validate.c). */
+  msg = g_strdup_printf("Invalid RegisterGraph request: field 'peer[0].task' is "
+                        "'/job:evil/replica:0/task:0', but the cluster has no job 'evil' "
+                        "(cluster: ps=%s;worker=%s)", ps, worker);
+  expect(register_graph(worker, &g, "/job:evil/replica:0/task:0", ps, &gh), WEFT_INVALID_ARGUMENT,
+         msg);
+  g_free(msg);
+  graph_clear(&g);
+  static const char *const outside[] = {"/job:evil/replica:0/task:0/device:CPU:0",
+                                        "/job:ps/replica:0/task:3/device:CPU:0"};
+  for (size_t k = 0; k < G_N_ELEMENTS(outside); k++) {
+    graph_init(&g);
+    recv_graph(&g, 1, outside[k]);
+    msg = g_strdup_printf("RegisterGraph on /job:worker/replica:0/task:0: node 'r0' (_Recv) has "
+                          "send_device '%s', which is not a device of a task of the cluster",
+                          outside[k]);
+    expect(register_graph(worker, &g, "/job:ps/replica:0/task:0", ps, &gh),
+           WEFT_INVALID_ARGUMENT, msg);
+    g_free(msg);
+    graph_clear(&g);
+  }
+  g_assert_null(gh);
+
+  /* At most two graphs; a third waits for one to go. */
+  graph_init(&g);
+  add_node(&g, "z", "NoOp", "/job:worker/replica:0/task:0/device:CPU:0", 0, NULL);
+  char *h[3] = {NULL, NULL, NULL};
+  OK(register_graph(worker, &g, NULL, NULL, &h[0]));
+  OK(register_graph(worker, &g, NULL, NULL, &h[1]));
+  expect(register_graph(worker, &g, NULL, NULL, &h[2]), WEFT_RESOURCE_EXHAUSTED,
+         "RegisterGraph on /job:worker/replica:0/task:0: 2 graphs are registered, the most this "
+         "task allows (--max_registered_graphs 2); deregister graphs or close sessions first");
+  Weft__DeregisterGraphRequest dg = WEFT__DEREGISTER_GRAPH_REQUEST__INIT;
+  dg.graph_handle = h[0];
+  OK(call(worker, "/weft.Worker/DeregisterGraph", &dg.base, NULL, NULL));
+  OK(register_graph(worker, &g, NULL, NULL, &h[2]));
+  OK(run_graph(worker, h[2], 11, 5000));
+  graph_clear(&g);
+  for (int k = 0; k < 3; k++) g_free(h[k]);
+  weftd_cluster_stop(&c);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * NUL bytes in names: protobuf-c would cut "hXh" with X = 0 to "h" */
+
+/* The frame of msg with its one 'X' byte made 0; *at: where the string field holding it starts
+ * in the message (its tag, then a one-byte length, then `before` bytes of the string). */
+static GByteArray *frame_with_nul(const ProtobufCMessage *msg, size_t before, size_t *at) {
+  Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
+  GByteArray *frame = weftd_frame_request(msg, &empty, NULL, 0);
+  uint8_t *x = memchr(frame->data, 'X', frame->len);
+  g_assert_nonnull(x);
+  *x = 0;
+  g_assert_cmpuint(protobuf_c_message_get_packed_size(msg), <, 128); /* a 1-byte frame length */
+  *at = (size_t)(x - frame->data) - 1 - 2 - before;
+  return frame;
+}
+
+static void test_nul_in_requests(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  const char *worker = c.address[1];
+  size_t at = 0;
+  Weft__RunStepRequest rs = WEFT__RUN_STEP_REQUEST__INIT;
+  rs.session_handle = "hXh";
+  GByteArray *frame = frame_with_nul(&rs.base, 1, &at);
+  g_assert_cmpuint(at, ==, 0);
+  expect(call_frame(worker, "/weft.Master/RunStep", frame, NULL, NULL), WEFT_INVALID_ARGUMENT,
+         "/weft.Master/RunStep: Malformed request: the message (weft.RunStepRequest): string "
+         "field 'session_handle' holds a NUL byte (field at byte 0)");
+  g_byte_array_free(frame, TRUE);
+
+  nodes_t g;
+  graph_init(&g);
+  add_node(&g, "aXb", "NoOp", NULL, 0, NULL);
+  Tensorflow__GraphDef gd;
+  graph_def(&g, &gd);
+  Weft__CreateSessionRequest cs = WEFT__CREATE_SESSION_REQUEST__INIT;
+  cs.graph_def = &gd;
+  frame = frame_with_nul(&cs.base, 1, &at);
+  char *msg = g_strdup_printf("/weft.Master/CreateSession: Malformed request: the message "
+                              "(weft.CreateSessionRequest): string field 'graph_def.node.name' "
+                              "holds a NUL byte (field at byte %zu)",
+                              at);
+  expect(call_frame(worker, "/weft.Master/CreateSession", frame, NULL, NULL),
+         WEFT_INVALID_ARGUMENT, msg);
+  g_free(msg);
+  g_byte_array_free(frame, TRUE);
+  graph_clear(&g);
+  char *again = create_session(worker, "/job:worker/task:0");
+  g_free(again);
+  weftd_cluster_stop(&c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/redteam/shm_forged_offers", test_shm_forged_offers);
@@ -957,7 +1247,12 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam/deregister_during_run", test_deregister_during_run);
   g_test_add_func("/redteam/huge_timeouts", test_huge_timeouts);
   g_test_add_func("/redteam/close_during_step", test_close_during_step);
+  g_test_add_func("/redteam/gc_spares_running_step", test_gc_spares_running_step);
   g_test_add_func("/redteam/damaged_checkpoints", test_damaged_checkpoints);
   g_test_add_func("/redteam/special_files", test_special_files);
+  g_test_add_func("/redteam/recv_never_run", test_recv_never_run);
+  g_test_add_func("/redteam/recv_ended", test_recv_ended);
+  g_test_add_func("/redteam/register_graph_bounds", test_register_graph_bounds);
+  g_test_add_func("/redteam/nul_in_requests", test_nul_in_requests);
   return g_test_run();
 }

@@ -60,7 +60,8 @@ static const command_t commands[] = {
     {"inspect", "MODEL [--json] | EVENTS | --dot GRAPH",
      "describe a SavedModel or GraphDef, list an event file's records, draw a graph (--dot)",
      cmd_inspect},
-    {"bench", "[--only NAME] [--json FILE] [--device D] [--quick] [--threads N] [--peer ort]",
+    {"bench", "[--only NAME] [--json FILE] [--device D] [--quick] [--threads N] [--peer ort] "
+              "[--graph FILE.pb [--feed NAME=SHAPE] [--fetch NAME] [--batch N]]",
      "run the benchmarks, each beside a baseline measured in the same run", cmd_bench},
     {"help", "[COMMAND]", "show this help, or the options of COMMAND", cmd_help},
 };

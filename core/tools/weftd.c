@@ -56,6 +56,8 @@ typedef struct flags {
   int max_tensor_rank;
   int max_concurrent_steps, max_rpc_threads;
   gint64 session_gc_seconds;
+  int max_registered_graphs;
+  gint64 step_idle_timeout_ms;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -127,6 +129,9 @@ static int serve(const flags_t *f) {
   if (f->max_concurrent_steps < 0 || f->max_rpc_threads < 0 || f->session_gc_seconds < 0)
     return usage("--max_concurrent_steps, --max_rpc_threads and --session_gc_seconds must be "
                  "positive (0: the default)");
+  if (f->max_registered_graphs < 0 || f->step_idle_timeout_ms < 0)
+    return usage("--max_registered_graphs and --step_idle_timeout_ms must be positive (0: the "
+                 "default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
   if (from_error) return usage(from_error);
   weft_cluster_spec_t *spec = NULL;
@@ -174,6 +179,8 @@ static int serve(const flags_t *f) {
   weft_server_options_set_max_concurrent_steps(opts, f->max_concurrent_steps);
   weft_server_options_set_max_rpc_threads(opts, f->max_rpc_threads);
   weft_server_options_set_session_gc_seconds(opts, f->session_gc_seconds);
+  weft_server_options_set_max_registered_graphs(opts, f->max_registered_graphs);
+  weft_server_options_set_step_idle_timeout_ms(opts, f->step_idle_timeout_ms);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -287,6 +294,12 @@ int main(int argc, char **argv) {
        "RESOURCE_EXHAUSTED (256)", "N"},
       {"session_gc_seconds", 0, 0, G_OPTION_ARG_INT64, &f.session_gc_seconds,
        "close sessions no call has used for this long (86400)", "SECONDS"},
+      {"max_registered_graphs", 0, 0, G_OPTION_ARG_INT, &f.max_registered_graphs,
+       "partition graphs registered on this task at once; more get RESOURCE_EXHAUSTED (4096)",
+       "N"},
+      {"step_idle_timeout_ms", 0, 0, G_OPTION_ARG_INT64, &f.step_idle_timeout_ms,
+       "drop a step no RunGraph holds after this long idle and past its deadline; its waiting "
+       "RecvTensors get ABORTED (60000)", "MS"},
       {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
       {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},

@@ -207,8 +207,8 @@ static void conv_int_range(void *arg, int64_t b, int64_t e) {
   }
 }
 
-static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
+/* Conv2D, and _FusedConv2D's convolution (ep: its epilogue, for float32 NHWC only). */
+static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue_t *ep) {
   weft_tensor_view_t x, f, y;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &f));
@@ -241,7 +241,7 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
       m <= INT32_MAX) {
     weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
                             g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
-    return weft__cpu_conv2d_f32(ctx, &c2, x.data, f.data, y.data);
+    return weft__cpu_conv2d_f32_ep(ctx, &c2, x.data, f.data, y.data, ep);
   }
   bool dbl = x.dtype == WEFT_DT_DOUBLE;
   size_t es = dbl ? sizeof(double) : sizeof(float);
@@ -298,7 +298,18 @@ static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
                       o * g.out_s[3];
         weft__cpu_store_f(y.dtype, y.data, dst, dbl ? ((double *)yout)[src] : ((float *)yout)[src]);
       }
+  if (ep) weft__cpu_epilogue_apply(ep, y.data, g.n * pixels, m, m, 0, false);
   return NULL;
+}
+
+static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return conv2d_run(ctx, NULL);
+}
+
+weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
+                                              const weft_cpu_epilogue_t *ep) {
+  return conv2d_run(ctx, ep);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -391,6 +402,12 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
   g.oc = g.c;
   WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &y));
   if (y.num_elements == 0) return NULL;
+  if (x.dtype == WEFT_DT_FLOAT && !g.nchw) {
+    weft_cpu_conv2d_t f = {g.n,  g.h,  g.w,  g.c, g.oh, g.ow, g.c, g.kh,
+                           g.kw, g.sh, g.sw, 1,   1,    g.pt, g.pl};
+    weft__cpu_pool2d_f32(ctx, &f, is_max, x.data, y.data);
+    return NULL;
+  }
   pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};
   weft__cpu_parallel(ctx, g.n * g.oh, g.ow * g.c * g.kh * g.kw + 1, pool_range, &j);
   return NULL;

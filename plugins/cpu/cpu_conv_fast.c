@@ -44,6 +44,7 @@ struct tiles {
   float *scratch;
   bool zero_scratch; /* start each slot's scratch at zero (partial sums) */
   tile_fn fn;
+  const weft_cpu_epilogue_t *ep; /* forward only: finishes each tile of the output */
 };
 
 static void slot_range(void *arg, int64_t b, int64_t e) {
@@ -151,19 +152,31 @@ static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r
     im2col_rows(g, t->a, r0, r1, scratch);
     a = scratch;
   }
-  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, 0.0f,
-                     t->out + r0 * g->m, g->m);
+  float *y = t->out + r0 * g->m;
+  bool biased = weft__cpu_epilogue_prefill(t->ep, y, r1 - r0, g->m, g->m, 0);
+  weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, biased ? 1.0f : 0.0f,
+                     y, g->m);
+  /* The tile of y is still in cache: scale, bias (unless prefilled), activation now. */
+  if (t->ep) weft__cpu_epilogue_apply(t->ep, y, r1 - r0, g->m, g->m, 0, biased);
 }
 
 weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                     const float *x, const float *f, float *y) {
+  return weft__cpu_conv2d_f32_ep(ctx, g, x, f, y, NULL);
+}
+
+weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                       const float *x, const float *f, float *y,
+                                       const weft_cpu_epilogue_t *ep) {
   int64_t rows = g->n * g->oh * g->ow, k = g->kh * g->kw * g->c;
   if (rows == 0 || g->m == 0) return NULL;
   if (k == 0) {
     memset(y, 0, sizeof(float) * (size_t)(rows * g->m));
+    if (ep) weft__cpu_epilogue_apply(ep, y, rows, g->m, g->m, 0, false);
     return NULL;
   }
-  tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile};
+  tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile,
+               .ep = ep};
   tiles_plan(ctx, &t, rows * k * g->m);
   t.scratch_per_slot = is_pointwise(g) ? 0 : t.tile * k;
   return tiles_run(ctx, &t);
@@ -343,6 +356,7 @@ typedef struct depthwise_job {
   const weft_cpu_conv2d_t *g;
   const float *x, *f;
   float *y;
+  const weft_cpu_epilogue_t *ep; /* finishes each output row, or NULL */
 } depthwise_job_t;
 
 /* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
@@ -362,6 +376,73 @@ static void depthwise_add_row(const weft_cpu_conv2d_t *g, const float *src, int6
       const float *restrict xs = src + ix * px;
       const float *restrict fk = f + (i * g->kw + q) * m;
       for (int64_t ch = 0; ch < m; ch++) o[ch] += xs[ch] * fk[ch];
+    }
+  }
+}
+
+/* The most filter rows depthwise_row_taps takes (its row pointers live on the stack). */
+#define DEPTHWISE_MAX_KH 16
+
+/* 16 floats as one value: GCC splits it into the registers of the clone's level (one zmm, two
+ * ymm, four xmm). dw_v16u is the same read from any float address. */
+typedef float dw_v16 __attribute__((vector_size(64)));
+typedef float dw_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+
+/* Output row `out` (ow pixels of m channels, holding its start: zeros or the bias) plus every
+ * tap of the filter over input rows src[0..kh) (NULL: outside the image; pixels px floats
+ * apart, channel o at o). Each pixel's channels are summed 64 at a time in registers over all
+ * taps and stored once, where depthwise_add_row loads and stores the output once per tap; the
+ * taps are added in the same order, so the sums are the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void depthwise_row_taps(const weft_cpu_conv2d_t *g, const float *const *src, int64_t px,
+                               const float *f, float *out) {
+  int64_t m = g->m;
+  for (int64_t ox = 0; ox < g->ow; ox++) {
+    float *o = out + ox * m;
+    int64_t c0 = 0;
+    for (; c0 + 64 <= m; c0 += 64) {
+      dw_v16 a0 = *(const dw_v16u *)(o + c0), a1 = *(const dw_v16u *)(o + c0 + 16);
+      dw_v16 a2 = *(const dw_v16u *)(o + c0 + 32), a3 = *(const dw_v16u *)(o + c0 + 48);
+      for (int64_t i = 0; i < g->kh; i++) {
+        if (!src[i]) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t ix = ox * g->sw + q * g->dw - g->pl;
+          if (ix < 0 || ix >= g->w) continue;
+          const float *xs = src[i] + ix * px + c0, *fk = f + (i * g->kw + q) * m + c0;
+          a0 += *(const dw_v16u *)xs * *(const dw_v16u *)fk;
+          a1 += *(const dw_v16u *)(xs + 16) * *(const dw_v16u *)(fk + 16);
+          a2 += *(const dw_v16u *)(xs + 32) * *(const dw_v16u *)(fk + 32);
+          a3 += *(const dw_v16u *)(xs + 48) * *(const dw_v16u *)(fk + 48);
+        }
+      }
+      *(dw_v16u *)(o + c0) = a0;
+      *(dw_v16u *)(o + c0 + 16) = a1;
+      *(dw_v16u *)(o + c0 + 32) = a2;
+      *(dw_v16u *)(o + c0 + 48) = a3;
+    }
+    for (; c0 + 16 <= m; c0 += 16) {
+      dw_v16 a0 = *(const dw_v16u *)(o + c0);
+      for (int64_t i = 0; i < g->kh; i++) {
+        if (!src[i]) continue;
+        for (int64_t q = 0; q < g->kw; q++) {
+          int64_t ix = ox * g->sw + q * g->dw - g->pl;
+          if (ix < 0 || ix >= g->w) continue;
+          a0 += *(const dw_v16u *)(src[i] + ix * px + c0) *
+                *(const dw_v16u *)(f + (i * g->kw + q) * m + c0);
+        }
+      }
+      *(dw_v16u *)(o + c0) = a0;
+    }
+    for (int64_t i = 0; c0 < m && i < g->kh; i++) {
+      if (!src[i]) continue;
+      for (int64_t q = 0; q < g->kw; q++) {
+        int64_t ix = ox * g->sw + q * g->dw - g->pl;
+        if (ix < 0 || ix >= g->w) continue;
+        const float *xs = src[i] + ix * px, *fk = f + (i * g->kw + q) * m;
+        for (int64_t ch = c0; ch < m; ch++) o[ch] += xs[ch] * fk[ch];
+      }
     }
   }
 }
@@ -390,12 +471,20 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
     float *out = j->y + r * g->ow * m;
-    memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    bool biased = weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
+    if (!biased) memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    /* All taps at once (depthwise_row_taps) when the rows can be gathered first: a multiplier's
+     * widened rows only without dilation, where the kh rows' slots iy % kh differ. */
+    const float *srcs[DEPTHWISE_MAX_KH];
+    bool gather = g->kh <= DEPTHWISE_MAX_KH && (mult == 1 || (wide && g->dh == 1));
     for (int64_t i = 0; i < g->kh; i++) {
       int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      if (gather) srcs[i] = NULL;
       if (iy < 0 || iy >= g->h) continue;
       const float *row = img + iy * g->w * c;
-      if (mult == 1) {
+      if (gather && mult == 1) {
+        srcs[i] = row;
+      } else if (mult == 1) {
         depthwise_add_row(g, row, c, j->f, i, out);
       } else if (wide) {
         int64_t slot = iy % g->kh, tag = n * g->h + iy;
@@ -405,7 +494,10 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
             for (int64_t u = 0; u < mult; u++) w[p * mult + u] = row[p];
           tags[slot] = tag;
         }
-        depthwise_add_row(g, w, m, j->f, i, out);
+        if (gather)
+          srcs[i] = w;
+        else
+          depthwise_add_row(g, w, m, j->f, i, out);
       } else {
         for (int64_t ox = 0; ox < g->ow; ox++)
           for (int64_t q = 0; q < g->kw; q++) {
@@ -416,6 +508,8 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
           }
       }
     }
+    if (gather) depthwise_row_taps(g, srcs, mult == 1 ? c : m, j->f, out);
+    if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, biased);
   }
   free(wide);
   free(tags);
@@ -423,9 +517,15 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
 
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y) {
+  return weft__cpu_depthwise_f32_ep(ctx, g, x, f, y, NULL);
+}
+
+weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                          const float *x, const float *f, float *y,
+                                          const weft_cpu_epilogue_t *ep) {
   int64_t rows = g->n * g->oh;
   if (rows == 0 || g->ow == 0 || g->m == 0) return NULL;
-  depthwise_job_t j = {g, x, f, y};
+  depthwise_job_t j = {g, x, f, y, ep};
   int64_t macs = g->ow * g->m * g->kh * g->kw;
   if (rows * macs < DEPTHWISE_PARALLEL_MIN_MACS)
     depthwise_rows(&j, 0, rows);

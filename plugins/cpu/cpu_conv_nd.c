@@ -438,21 +438,24 @@ static weft_status_t *read_sizes(weft_kernel_ctx_t *ctx, const char *label, int 
 /* float32 NHWC 2-D convolutions with one group, and depthwise ones (cpu_conv_fast.c). */
 static weft_status_t *conv2d_fast(weft_kernel_ctx_t *ctx, conv_kind_t kind, const nd_t *g,
                                   const weft_tensor_view_t *x, const weft_tensor_view_t *f,
-                                  const weft_tensor_view_t *dy, weft_tensor_view_t *out) {
+                                  const weft_tensor_view_t *dy, weft_tensor_view_t *out,
+                                  const weft_cpu_epilogue_t *ep) {
   WEFT_RETURN_IF_ERROR(check_gemm(ctx, nd_out_pixels(g), g->oc, nd_window(g) * g->c));
   weft_cpu_conv2d_t c2 = {g->n,    g->in[1], g->in[2], g->c,    g->out[1],
                           g->out[2], g->oc,  g->k[1],  g->k[2], g->s[1],
                           g->s[2], g->d[1],  g->d[2],  g->pb[1], g->pb[2]};
   switch (kind) {
-    case K_DEPTHWISE: return weft__cpu_depthwise_f32(ctx, &c2, x->data, f->data, out->data);
+    case K_DEPTHWISE: return weft__cpu_depthwise_f32_ep(ctx, &c2, x->data, f->data, out->data, ep);
     case K_BP_INPUT_2D:
       return weft__cpu_conv2d_bp_input_f32(ctx, &c2, f->data, dy->data, out->data);
     default: return weft__cpu_conv2d_bp_filter_f32(ctx, &c2, x->data, dy->data, out->data);
   }
 }
 
-static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
-  conv_kind_t kind = *(const conv_kind_t *)state;
+/* The kernels of every op here; ep: _FusedDepthwiseConv2dNative's epilogue (float32 NHWC, which
+ * the fast path takes), else NULL. */
+static weft_status_t *conv_run(weft_kernel_ctx_t *ctx, conv_kind_t kind,
+                               const weft_cpu_epilogue_t *ep) {
   const char *label = labels[kind];
   int ns = kind == K_CONV3D || kind == K_BP_INPUT_3D ? 3 : 2, rank = ns + 2;
   bool depthwise = kind == K_DEPTHWISE || kind == K_BP_INPUT_DEPTHWISE ||
@@ -551,7 +554,9 @@ static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
   }
   if (dt == WEFT_DT_FLOAT && ns == 2 && !g.cfirst &&
       (kind == K_DEPTHWISE || (groups == 1 && (kind == K_BP_INPUT_2D || kind == K_BP_FILTER_2D))))
-    return conv2d_fast(ctx, kind, &g, &x, &f, &dy, &out);
+    return conv2d_fast(ctx, kind, &g, &x, &f, &dy, &out, ep);
+  if (ep)
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s: no fused kernel for this layout", label);
   bool dbl = dt == WEFT_DT_DOUBLE;
   int64_t win = nd_window(&g), ip = nd_in_pixels(&g), op = nd_out_pixels(&g);
   conv_plan_t j = {&g, groups, cg, mg, win * cg, dbl, NULL, NULL, 0, 0};
@@ -627,6 +632,15 @@ static void pool3d_range(void *arg, int64_t b, int64_t e) {
       weft__cpu_store_f(j->y->dtype, j->y->data, layout_index(g->cfirst, n, p, c, op, g->c), acc);
     }
   }
+}
+
+static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
+  return conv_run(ctx, *(const conv_kind_t *)state, NULL);
+}
+
+weft_status_t *weft__cpu_depthwise_with_epilogue(weft_kernel_ctx_t *ctx,
+                                                 const weft_cpu_epilogue_t *ep) {
+  return conv_run(ctx, K_DEPTHWISE, ep);
 }
 
 static weft_status_t *k_pool3d(weft_kernel_ctx_t *ctx, void *state) {

@@ -177,12 +177,18 @@ void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
+/* How weft__cpu_blas_gemm cuts C for `threads` threads: the number of blocks, each *block rows
+ * (*by_rows) or columns long (1 block below 2^24 multiply-adds or with one thread). */
+int64_t weft__cpu_gemm_split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
+                                  int64_t *block);
 /* C = op(A) op(B) + beta C in float32 on the calling thread alone, whatever OpenBLAS's thread
  * count (the caller set it to 1: cpu_conv_fast.c's tiles run one per pool thread). Arguments as
  * weft__cpu_blas_gemm's. */
 void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                         int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc);
+
+struct weft_cpu_epilogue; /* below, with the fused kernels */
 
 /* The geometry of a 2-D NHWC convolution (cpu_conv_fast.c): input [n, h, w, c], output
  * [n, oh, ow, m], filter kh x kw, strides, dilations, and the padding before (top, left). */
@@ -197,12 +203,24 @@ typedef struct weft_cpu_conv2d {
  * Every dimension fits OpenBLAS's int (the caller checks). */
 weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                     const float *x, const float *f, float *y);
+/* The same two forward kernels finishing each block of y with an epilogue (cpu_epilogue.c;
+ * NULL: none). */
+weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                       const float *x, const float *f, float *y,
+                                       const struct weft_cpu_epilogue *ep);
+weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                          const float *x, const float *f, float *y,
+                                          const struct weft_cpu_epilogue *ep);
 weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                               const float *x, const float *dy, float *df);
 weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                              const float *f, const float *dy, float *dx);
 weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y);
+/* float32 NHWC MaxPool (is_max) or AvgPool over a window g->kh x g->kw (g->m = g->c; dilations
+ * 1) into y, which the caller allocated (cpu_pool_fast.c). */
+void weft__cpu_pool2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
+                          const float *x, float *y);
 /* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0.
  * The order and transpose arguments are cblas.h's enums, passed as the ints they are: this
  * header does not include cblas.h, whose <complex.h> would define `I` in every kernel file. */
@@ -301,6 +319,39 @@ typedef void (*weft_cpu_unary_f32_fn)(const void *x, void *y, int64_t n, double 
 weft_cpu_unary_f32_fn weft__cpu_unary_f32(const char *op, const char **param, float *dflt,
                                          int64_t *cost);
 weft_status_t *weft__cpu_register_fused(const weft_registrar_t *reg); /* cpu_fused.c */
+
+/* The epilogue of a fused contraction (cpu_epilogue.c): per output channel c (the last
+ * dimension), y = act(y * scale[c] + bias[c]), scale NULL for a plain bias, bias NULL for
+ * none, act NULL for none. Borrowed pointers, valid for one kernel call. */
+typedef struct weft_cpu_epilogue {
+  const float *bias, *scale;
+  weft_cpu_unary_f32_fn act;
+  double act_param;
+  int64_t channels;
+} weft_cpu_epilogue_t;
+/* The parsed fused_ops / num_args / epsilon / leakyrelu_alpha of one node (a kernel state, freed
+ * with weft__cpu_epilogue_spec_free); UNIMPLEMENTED naming the list for a fusion it lacks. */
+weft_status_t *weft__cpu_epilogue_spec_new(const weft_host_t *host, const weft_attrs_t *attrs,
+                                           const char *op, bool batch_norm, void **state);
+void weft__cpu_epilogue_spec_free(void *state);
+/* Binds the spec to this call: the extra inputs from index `first` on, each a float vector of
+ * `channels`; a batch norm folded into scale and bias in kernel scratch. */
+weft_status_t *weft__cpu_epilogue_bind(weft_kernel_ctx_t *ctx, const void *spec, int first,
+                                       int64_t channels, weft_cpu_epilogue_t *ep);
+/* The block y[rows, cols] (row stride ldy) of output columns col0..: prefill writes the bias
+ * into it for a GEMM with beta = 1, and returns true, when the bias can go first (there is one
+ * and no scale; ep may be NULL); apply finishes the block (prefilled: prefill returned true). */
+bool weft__cpu_epilogue_prefill(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
+                                int64_t cols, int64_t ldy, int64_t col0);
+void weft__cpu_epilogue_apply(const weft_cpu_epilogue_t *ep, float *y, int64_t rows,
+                              int64_t cols, int64_t ldy, int64_t col0, bool prefilled);
+/* Conv2D and DepthwiseConv2dNative run with an epilogue (cpu_conv.c, cpu_conv_nd.c): the
+ * node's inputs 0 and 1 and attributes as theirs. */
+weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
+                                              const weft_cpu_epilogue_t *ep);
+weft_status_t *weft__cpu_depthwise_with_epilogue(weft_kernel_ctx_t *ctx,
+                                                 const weft_cpu_epilogue_t *ep);
+weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg); /* cpu_epilogue.c */
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg); /* cpu_summary.c */

@@ -164,8 +164,8 @@ static void split_range(void *arg, int64_t begin, int64_t end) {
 
 /* The blocks a GEMM is cut into for `threads` threads: 1 below GEMM_SPLIT_MIN_MACS, else one
  * per thread, each at least GEMM_SPLIT_ALIGN long. */
-static int64_t split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
-                          int64_t *block) {
+int64_t weft__cpu_gemm_split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
+                                  int64_t *block) {
   *by_rows = m >= n;
   int64_t dim = *by_rows ? m : n;
   *block = dim;
@@ -192,7 +192,7 @@ void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int
   split_gemm_t s = {.dbl = dbl, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda,
                     .ldb = ldb, .ldc = ldc, .a = a, .b = b, .c = c,
                     .es = dbl ? sizeof(double) : sizeof(float)};
-  int64_t blocks = split_plan(asked ? asked : pool, m, n, k, &s.by_rows, &s.block);
+  int64_t blocks = weft__cpu_gemm_split_plan(asked ? asked : pool, m, n, k, &s.by_rows, &s.block);
   if (blocks == 1)
     split_range(&s, 0, 1);
   else

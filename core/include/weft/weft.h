@@ -564,6 +564,20 @@ WEFT_API void weft_server_options_set_max_rpc_threads(weft_server_options_t *opt
 #define WEFT_DEFAULT_SESSION_GC_SECONDS 86400
 WEFT_API void weft_server_options_set_session_gc_seconds(weft_server_options_t *opts,
                                                          int64_t seconds);
+/* Partition graphs registered on the worker at once (RegisterGraph, by masters or raw calls);
+ * one more gets RESOURCE_EXHAUSTED naming --max_registered_graphs until some are deregistered
+ * (a master deregisters its session's graphs when the session closes or is reclaimed). Each
+ * graph holds its kernels and a few threads. 0 or less restores the default,
+ * WEFT_DEFAULT_MAX_REGISTERED_GRAPHS. */
+#define WEFT_DEFAULT_MAX_REGISTERED_GRAPHS 4096
+WEFT_API void weft_server_options_set_max_registered_graphs(weft_server_options_t *opts, int n);
+/* A step on the worker that no RunGraph holds (a RecvTensor for a step that never runs here, or
+ * tensors sent for a receiver that never came) is dropped once untouched this long and past its
+ * deadline; its waiting RecvTensor calls end with ABORTED naming the step. 0 or less restores
+ * the default, WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS (one minute). */
+#define WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS 60000
+WEFT_API void weft_server_options_set_step_idle_timeout_ms(weft_server_options_t *opts,
+                                                           int64_t ms);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */

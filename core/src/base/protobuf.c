@@ -1,10 +1,13 @@
 /* Bounded protobuf unpacking (protobuf_internal.h): a walk over the wire format that measures how
  * deep messages nest before protobuf-c's unpack, which recurses once per level, ever sees them.
  * A 45 KB GraphDef whose AttrValue.func -> NameAttrList.attr -> AttrValue chain nests 3,000 deep
- * overflowed weftd's stack; every parser of untrusted protobuf bytes now comes through here. */
+ * overflowed weftd's stack; every parser of untrusted protobuf bytes now comes through here.
+ * The same walk refuses `string` fields holding a NUL byte: protobuf-c hands them over as C
+ * strings cut at the NUL, so "a\0b" and "a" would name the same node, device or session. */
 #include "protobuf_internal.h"
 
 #include <glib.h>
+#include <string.h>
 
 /* How many field names of the path to the offending field the message shows. */
 #define PATH_SHOWN 8
@@ -15,6 +18,7 @@ typedef struct {
   const char *path[PATH_SHOWN]; /* path[i]: the field of the level-(i+1) message being walked */
   size_t fail_at;
   int fail_level;
+  bool fail_nul; /* the walk stopped at a string field holding a NUL byte, not at the depth */
 } walk_t;
 
 bool weft__pb_read_varint(const uint8_t **p, const uint8_t *end, int max_bytes,
@@ -61,6 +65,13 @@ static bool walk(walk_t *w, const ProtobufCMessageDescriptor *desc, const uint8_
         if (!weft__pb_read_varint(&p, end, 10, &n) || n > (uint64_t)(end - p)) return true;
         const ProtobufCFieldDescriptor *f =
             protobuf_c_message_descriptor_get_field(desc, (unsigned)(uint32_t)(tag >> 3));
+        if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, n) != NULL) {
+          if (level <= PATH_SHOWN) w->path[level - 1] = f->name;
+          w->fail_at = (size_t)(field_start - w->start);
+          w->fail_level = level;
+          w->fail_nul = true;
+          return false;
+        }
         if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE) {
           if (level <= PATH_SHOWN) w->path[level - 1] = f->name;
           if (level >= w->max_depth) {
@@ -92,9 +103,14 @@ weft_status_t *weft__pb_check_depth(const ProtobufCMessageDescriptor *desc, cons
     g_string_append(path, w.path[i]);
   }
   if (w.fail_level > PATH_SHOWN) g_string_append(path, "...");
-  weft_status_t *st = weft_status_new(WEFT_INVALID_ARGUMENT,
-                                      "%s: protobuf nesting deeper than %d levels at byte %zu (%s)",
-                                      what, w.max_depth, w.fail_at, path->str);
+  weft_status_t *st =
+      w.fail_nul
+          ? weft_status_new(WEFT_INVALID_ARGUMENT,
+                            "%s: string field '%s' holds a NUL byte (field at byte %zu)", what,
+                            path->str, w.fail_at)
+          : weft_status_new(WEFT_INVALID_ARGUMENT,
+                            "%s: protobuf nesting deeper than %d levels at byte %zu (%s)", what,
+                            w.max_depth, w.fail_at, path->str);
   g_string_free(path, TRUE);
   return st;
 }

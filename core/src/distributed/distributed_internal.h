@@ -199,6 +199,12 @@ typedef struct weft__step weft__step_t;
 weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms);
 /* How its _Recv kernels reach the other tasks (a reference is taken); set before serving. */
 void weft__worker_set_security(weft__worker_t *w, weft__security_t *security);
+/* The cluster the task belongs to (copied): RegisterGraph refuses peers and _Send/_Recv devices
+ * outside it; at most max_graphs graphs registered at once; steps no RunGraph holds dropped
+ * after step_idle_timeout_ms (<= 0: the defaults). Starts the thread that drops them; set
+ * before serving. */
+void weft__worker_set_cluster(weft__worker_t *w, const weft_cluster_spec_t *spec, int max_graphs,
+                              int64_t step_idle_timeout_ms);
 void weft__worker_free(weft__worker_t *w);
 /* Aborts every step (UNAVAILABLE: the server is stopping) and refuses new ones. */
 void weft__worker_shutdown(weft__worker_t *w);
@@ -256,6 +262,14 @@ weft_status_t *weft__step_table_take(weft__step_table_t *t, int64_t id, const ch
                                      weft__recv_done_fn done, void *user_data);
 /* Steps the table holds, live and tombstones (for tests). */
 guint weft__step_table_size(weft__step_table_t *t);
+/* How long a step no RunGraph holds may stay untouched (and past its deadline) before it is
+ * dropped and its waiting RecvTensors answered ABORTED naming the step; ms <= 0: the default,
+ * WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS. */
+void weft__step_table_set_idle_limit(weft__step_table_t *t, int64_t ms);
+gint64 weft__step_table_idle_limit_us(weft__step_table_t *t);
+/* Drops the expired steps now (the worker's sweeper calls it; new steps also do, at most once a
+ * second). */
+void weft__step_table_sweep(weft__step_table_t *t);
 /* Aborts every step and refuses new ones with `why`. */
 void weft__step_table_shutdown(weft__step_table_t *t, const weft_status_t *why);
 int64_t weft__step_id(const weft__step_t *step);

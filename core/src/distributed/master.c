@@ -74,6 +74,12 @@ typedef struct msession {
   weft__plan_cache_t *plans; /* of mplan_t */
   bool stale;               /* a task restarted: learn incarnations again before the next step */
   char **device_filters;    /* NULL: every task */
+  /* CloseSession cancels the steps in flight (TensorFlow's "Session has been closed."): `closed`
+   * is set first, then every step in `runs` is cancelled; a step that starts afterwards sees
+   * `closed` under runs_lock and never runs. Lock order: s->lock, runs_lock, a step's lock. */
+  gint closed;
+  GMutex runs_lock;
+  GPtrArray *runs;          /* step_run_t* of execute() calls in flight */
 } msession_t;
 
 struct weft__master {
@@ -528,6 +534,8 @@ static void session_unref(msession_t *s) {
   g_mutex_clear(&s->lock);
   g_free(s->handle);
   g_strfreev(s->device_filters);
+  g_ptr_array_free(s->runs, TRUE);
+  g_mutex_clear(&s->runs_lock);
   g_free(s);
 }
 
@@ -579,6 +587,8 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   s->refcount = 1;
   s->master = m;
   g_mutex_init(&s->lock);
+  g_mutex_init(&s->runs_lock);
+  s->runs = g_ptr_array_new();
   s->graph = weft_graph_new();
   s->tasks = g_ptr_array_new_with_free_func(g_free);
   s->task_by_name = g_hash_table_new(g_str_hash, g_str_equal);
@@ -885,6 +895,7 @@ struct step_run {
   weft_run_metadata_t *stats; /* traced steps: every partition's records; else NULL */
   mplan_t *plan;
   bool abort_sent;   /* the other partitions were told to abort (under lock) */
+  weft_status_t *cancelled; /* why CloseSession cancelled the step (under lock), else NULL */
 };
 
 static void notify_parts(weft__master_t *m, mplan_t *plan, int64_t step_id, bool abort,
@@ -1027,6 +1038,49 @@ static weft_status_t *pick_error(step_run_t *run) {
   return weft_status_new(weft_status_code(best->status), "%s", msg);
 }
 
+/* TensorFlow's code and words for a step of a session closed under it. */
+static weft_status_t *session_closed_status(void) {
+  return weft_status_new(WEFT_CANCELLED, "Session has been closed.");
+}
+
+/* Cancels every step of a closing session at once: the calls to the tasks end (CANCELLED), and
+ * every task is told to abort the step, so that its rendezvous wakes blocked _Recv kernels and
+ * RecvTensor calls instead of leaving them to the step's deadline. */
+static void cancel_runs(msession_t *s) {
+  g_mutex_lock(&s->runs_lock);
+  for (guint k = 0; k < s->runs->len; k++) {
+    step_run_t *run = s->runs->pdata[k];
+    /* The tasks hear which step and why: their waiting RecvTensors answer with it. */
+    weft_status_t *why = weft_status_new(WEFT_CANCELLED,
+                                         "Step %" G_GINT64_FORMAT " was cancelled: its session "
+                                         "%s was closed",
+                                         run->step_id, s->handle);
+    g_mutex_lock(&run->lock);
+    bool tell = !run->cancelled;
+    if (tell) run->cancelled = session_closed_status();
+    if (tell && !run->abort_sent) {
+      run->abort_sent = true;
+      notify_parts(run->m, run->plan, run->step_id, true, why, NULL);
+    }
+    g_cond_broadcast(&run->cond);
+    g_mutex_unlock(&run->lock);
+    if (tell) weft__call_set_cancel(run->calls, why);
+    weft_status_free(why);
+  }
+  g_mutex_unlock(&s->runs_lock);
+}
+
+/* Ends what execute set up for a step (not the part calls, which its caller reads). */
+static void step_run_clear(step_run_t *run) {
+  g_mutex_lock(&run->m->lock);
+  g_hash_table_remove(run->m->running, run->calls);
+  g_mutex_unlock(&run->m->lock);
+  weft__call_set_free(run->calls);
+  g_ptr_array_free(run->errors, TRUE);
+  g_mutex_clear(&run->lock);
+  g_cond_clear(&run->cond);
+}
+
 static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const *feeds,
                               int64_t timeout_ms, weft_run_metadata_t *stats,
                               part_call_t **calls_out) {
@@ -1048,6 +1102,16 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   g_mutex_unlock(&m->lock);
 
   run.plan = plan;
+  g_mutex_lock(&s->runs_lock);
+  bool closed = g_atomic_int_get(&s->closed);
+  if (!closed) g_ptr_array_add(s->runs, &run);
+  g_mutex_unlock(&s->runs_lock);
+  if (closed) {
+    /* Closed between finding the session and starting: nothing of the step has run. */
+    step_run_clear(&run);
+    *calls_out = calls;
+    return session_closed_status();
+  }
 
   run.pending = n;
   /* This thread would only wait, so it runs one partition itself: another task's if there is
@@ -1096,10 +1160,11 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   weft_status_t *st = NULL;
   if (failed) {
     /* The first failure has told the others (do_run_graph); give them a moment to report (the
-     * original error may still be on its way), then stop waiting for them. */
+     * original error may still be on its way), then stop waiting for them. A closed session's
+     * step does not wait: CloseSession has cancelled its calls already. */
     gint64 until = g_get_monotonic_time() + ABORT_GRACE_US;
     g_mutex_lock(&run.lock);
-    while (run.pending > 0 && g_cond_wait_until(&run.cond, &run.lock, until)) {
+    while (run.pending > 0 && !run.cancelled && g_cond_wait_until(&run.cond, &run.lock, until)) {
     }
     g_mutex_unlock(&run.lock);
     weft_status_t *cancel = weft_status_new(WEFT_CANCELLED, "Step %" G_GINT64_FORMAT
@@ -1123,13 +1188,17 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
       }
     }
   }
-  g_mutex_lock(&m->lock);
-  g_hash_table_remove(m->running, run.calls);
-  g_mutex_unlock(&m->lock);
-  weft__call_set_free(run.calls);
-  g_ptr_array_free(run.errors, TRUE);
-  g_mutex_clear(&run.lock);
-  g_cond_clear(&run.cond);
+  g_mutex_lock(&s->runs_lock);
+  g_ptr_array_remove_fast(s->runs, &run);
+  g_mutex_unlock(&s->runs_lock);
+  if (run.cancelled) {
+    /* The step's own error is the echo of the cancellation; a step whose partitions had all
+     * answered before it reached them still belongs to a session that is gone. Read once the
+     * step is out of s->runs: nobody else touches it then. */
+    weft_status_free(st);
+    st = run.cancelled;
+  }
+  step_run_clear(&run);
   *calls_out = calls;
   return st;
 }
@@ -1145,7 +1214,9 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   msession_t *s = find_session(m, handle, &st);
   if (!s) return st;
   g_mutex_lock(&s->lock);
-  if (s->stale) st = refresh(s);
+  /* Closed while this call found it: no plan may be registered after CloseSession forgot them. */
+  if (g_atomic_int_get(&s->closed)) st = session_closed_status();
+  if (!st && s->stale) st = refresh(s);
   weft__step_spec_t spec;
   memset(&spec, 0, sizeof spec);
   if (!st) {
@@ -1190,6 +1261,8 @@ weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle)
   if (s) g_hash_table_remove(m->sessions, handle);
   g_mutex_unlock(&m->lock);
   if (!s) return NULL; /* closing twice, or after a restart: nothing left to close */
+  g_atomic_int_set(&s->closed, 1);
+  cancel_runs(s);
   g_mutex_lock(&s->lock);
   weft__plan_cache_foreach(s->plans, forget_cached_plan, m);
   weft__plan_cache_clear(s->plans);

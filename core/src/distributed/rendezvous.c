@@ -10,8 +10,6 @@
 
 #include <string.h>
 
-/* Steps nobody has touched for this long are dropped (their master is gone). */
-#define STEP_IDLE_LIMIT_US (15 * 60 * G_USEC_PER_SEC)
 /* How long a cleaned-up or aborted step is remembered: a RecvTensor, RunGraph or Abort of it that
  * arrives late fails at once instead of starting the step afresh and waiting for its deadline. */
 #define STEP_TOMBSTONE_US (60 * G_USEC_PER_SEC)
@@ -44,6 +42,10 @@ struct weft__step_table {
   GHashTable *steps; /* &step->id -> weft__step_t* (the table's reference) */
   weft_status_t *shutdown;
   gint64 swept_us;   /* when sweep_locked last walked the table */
+  /* A step no RunGraph holds is dropped once untouched this long, and never before its
+   * deadline (--step_idle_timeout_ms): a RecvTensor for a step that never runs here, or tensors
+   * sent for a receiver that never came, are not kept for longer. */
+  gint64 idle_limit_us;
 };
 
 /* The sweep walks every step, so it runs at most this often rather than on every new step:
@@ -275,7 +277,16 @@ weft__step_table_t *weft__step_table_new(void) {
   weft__step_table_t *t = g_new0(weft__step_table_t, 1);
   g_mutex_init(&t->lock);
   t->steps = g_hash_table_new(g_int64_hash, g_int64_equal);
+  t->idle_limit_us = WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS * 1000;
   return t;
+}
+
+void weft__step_table_set_idle_limit(weft__step_table_t *t, int64_t ms) {
+  g_mutex_lock(&t->lock);
+  /* Bounded like every other timeout, so that deadlines counted from it cannot overflow. */
+  int64_t limit_ms = ms > 0 ? MIN(ms, WEFT_MAX_TIMEOUT_MS) : WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS;
+  t->idle_limit_us = limit_ms * 1000;
+  g_mutex_unlock(&t->lock);
 }
 
 void weft__step_table_free(weft__step_table_t *t) {
@@ -289,20 +300,37 @@ void weft__step_table_free(weft__step_table_t *t) {
   g_free(t);
 }
 
+/* A step that a RunGraph ran here may still be received from by a peer whose part of it runs
+ * on: it is kept until its deadline, but never longer than this untouched (deadlines may be
+ * years away). */
+#define STEP_KEEP_MAX_US (15 * 60 * G_USEC_PER_SEC)
+
+/* Whether a step nobody holds has outlived the idle limit (and its deadline) or its tombstone. */
+static bool step_expired(weft__step_t *s, gint64 now, gint64 idle_limit_us) {
+  g_mutex_lock(&s->lock);
+  gint64 until = s->touched_us + idle_limit_us;
+  if (s->deadline_us != G_MAXINT64) {
+    gint64 keep = MIN(s->deadline_us, s->touched_us + STEP_KEEP_MAX_US);
+    if (keep > until) until = keep;
+  }
+  bool expired = now >= until || now >= s->expires_us;
+  g_mutex_unlock(&s->lock);
+  return expired;
+}
+
 /* Drops steps nobody touched for a long time; called with the table locked. The dropped ones
  * are aborted after the lock is released (their waiters' callbacks may take other locks). */
 static GPtrArray *sweep_locked(weft__step_table_t *t) {
   GPtrArray *stale = NULL;
   gint64 now = g_get_monotonic_time();
-  if (now - t->swept_us < SWEEP_INTERVAL_US) return NULL;
+  if (now - t->swept_us < MIN(SWEEP_INTERVAL_US, t->idle_limit_us / 4)) return NULL;
   t->swept_us = now;
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, t->steps);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     weft__step_t *s = value;
-    bool expired = now - s->touched_us >= STEP_IDLE_LIMIT_US || now >= s->expires_us;
-    if (!expired || g_atomic_int_get(&s->refcount) > 1) continue;
+    if (g_atomic_int_get(&s->refcount) > 1 || !step_expired(s, now, t->idle_limit_us)) continue;
     if (!stale) stale = g_ptr_array_new();
     g_ptr_array_add(stale, s);
     g_hash_table_iter_remove(&it);
@@ -310,15 +338,35 @@ static GPtrArray *sweep_locked(weft__step_table_t *t) {
   return stale;
 }
 
-static void abort_and_drop(GPtrArray *steps, const char *why_text) {
+static void abort_and_drop(GPtrArray *steps, gint64 idle_limit_us) {
   if (!steps) return;
-  weft_status_t *why = weft_status_new(WEFT_ABORTED, "%s", why_text);
   for (guint k = 0; k < steps->len; k++) {
-    weft__step_abort(steps->pdata[k], why, false);
-    weft__step_unref(steps->pdata[k]);
+    weft__step_t *s = steps->pdata[k];
+    weft_status_t *why = weft_status_new(WEFT_ABORTED,
+                                         "Step %" G_GINT64_FORMAT " was dropped: no RunGraph of it "
+                                         "ran on this task for %" G_GINT64_FORMAT
+                                         " ms (--step_idle_timeout_ms)",
+                                         s->id, idle_limit_us / 1000);
+    weft__step_abort(s, why, false);
+    weft__step_unref(s);
+    weft_status_free(why);
   }
-  weft_status_free(why);
   g_ptr_array_free(steps, TRUE);
+}
+
+void weft__step_table_sweep(weft__step_table_t *t) {
+  g_mutex_lock(&t->lock);
+  GPtrArray *stale = t->shutdown ? NULL : sweep_locked(t);
+  gint64 limit = t->idle_limit_us;
+  g_mutex_unlock(&t->lock);
+  abort_and_drop(stale, limit);
+}
+
+gint64 weft__step_table_idle_limit_us(weft__step_table_t *t) {
+  g_mutex_lock(&t->lock);
+  gint64 limit = t->idle_limit_us;
+  g_mutex_unlock(&t->lock);
+  return limit;
 }
 
 weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **status) {
@@ -337,9 +385,12 @@ weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **
     g_hash_table_insert(t->steps, &s->id, s);
   }
   g_atomic_int_inc(&s->refcount);
+  g_mutex_lock(&s->lock);
   s->touched_us = g_get_monotonic_time();
+  g_mutex_unlock(&s->lock);
+  gint64 limit = t->idle_limit_us;
   g_mutex_unlock(&t->lock);
-  abort_and_drop(stale, "The step was idle for too long and was dropped");
+  abort_and_drop(stale, limit);
   return s;
 }
 

@@ -64,6 +64,8 @@ struct weft_server_options {
   int max_concurrent_steps;          /* calls that may block handled at once */
   int max_rpc_threads;               /* the master's call pool */
   int64_t session_gc_seconds;        /* idle master sessions closed after this; 0: never */
+  int max_registered_graphs;         /* the worker's registered graphs at once */
+  int64_t step_idle_timeout_ms;      /* the worker's steps no RunGraph holds are dropped after */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -752,6 +754,8 @@ weft_server_options_t *weft_server_options_new(void) {
   o->max_concurrent_steps = WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
   o->max_rpc_threads = WEFT_DEFAULT_MAX_RPC_THREADS;
   o->session_gc_seconds = WEFT_DEFAULT_SESSION_GC_SECONDS;
+  o->max_registered_graphs = WEFT_DEFAULT_MAX_REGISTERED_GRAPHS;
+  o->step_idle_timeout_ms = WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS;
   return o;
 }
 
@@ -824,6 +828,14 @@ void weft_server_options_set_max_rpc_threads(weft_server_options_t *o, int n) {
 
 void weft_server_options_set_session_gc_seconds(weft_server_options_t *o, int64_t seconds) {
   o->session_gc_seconds = seconds > 0 ? seconds : WEFT_DEFAULT_SESSION_GC_SECONDS;
+}
+
+void weft_server_options_set_max_registered_graphs(weft_server_options_t *o, int n) {
+  o->max_registered_graphs = n > 0 ? n : WEFT_DEFAULT_MAX_REGISTERED_GRAPHS;
+}
+
+void weft_server_options_set_step_idle_timeout_ms(weft_server_options_t *o, int64_t ms) {
+  o->step_idle_timeout_ms = ms > 0 ? ms : WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -961,6 +973,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
+  weft__worker_set_cluster(s->worker, s->spec,
+                           opts ? opts->max_registered_graphs : WEFT_DEFAULT_MAX_REGISTERED_GRAPHS,
+                           opts ? opts->step_idle_timeout_ms : WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS);
   weft__master_set_local_worker(s->master, s->worker);
   s->copies = weft__pool_new("The server's RecvTensor copy pool", NULL, "weft-copy", COPY_THREADS,
                              COPY_MAX_QUEUED);

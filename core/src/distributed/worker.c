@@ -69,6 +69,15 @@ struct weft__worker {
   GHashTable *graphs; /* handle -> reg_graph_t* */
   bool shut_down;
   weft__security_t *security; /* TLS material and token for the other tasks; may be NULL */
+  /* The cluster it belongs to: a graph's peers and the devices its _Send/_Recv name must be
+   * tasks of it (NULL: not checked, for workers made without a server). */
+  weft_cluster_spec_t *spec;
+  int max_graphs; /* registered at once (--max_registered_graphs) */
+  /* Drops steps no RunGraph holds once idle (--step_idle_timeout_ms) even when no new step
+   * comes to sweep them. Under `lock`. */
+  GThread *sweeper;
+  GCond sweep_wake;
+  bool sweep_stop;
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -159,8 +168,46 @@ weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step
   w->resources = weft__resource_mgr_new();
   w->steps = weft__step_table_new();
   g_mutex_init(&w->lock);
+  g_cond_init(&w->sweep_wake);
   w->graphs = g_hash_table_new(g_str_hash, g_str_equal);
+  w->max_graphs = WEFT_DEFAULT_MAX_REGISTERED_GRAPHS;
   return w;
+}
+
+static gpointer sweep_main(gpointer data) {
+  weft__worker_t *w = data;
+  /* A quarter of the limit between sweeps: a step goes at most 25% past it. */
+  gint64 period_us = weft__step_table_idle_limit_us(w->steps) / 4;
+  period_us = CLAMP(period_us, G_USEC_PER_SEC / 10, 15 * G_USEC_PER_SEC);
+  g_mutex_lock(&w->lock);
+  while (!w->sweep_stop) {
+    gint64 until = g_get_monotonic_time() + period_us;
+    while (!w->sweep_stop && g_cond_wait_until(&w->sweep_wake, &w->lock, until)) {
+    }
+    if (w->sweep_stop) break;
+    g_mutex_unlock(&w->lock);
+    weft__step_table_sweep(w->steps);
+    g_mutex_lock(&w->lock);
+  }
+  g_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+void weft__worker_set_cluster(weft__worker_t *w, const weft_cluster_spec_t *spec, int max_graphs,
+                              int64_t step_idle_timeout_ms) {
+  weft_cluster_spec_free(w->spec);
+  w->spec = spec ? weft__cluster_spec_copy(spec) : NULL;
+  w->max_graphs = max_graphs > 0 ? max_graphs : WEFT_DEFAULT_MAX_REGISTERED_GRAPHS;
+  weft__step_table_set_idle_limit(w->steps, step_idle_timeout_ms);
+  if (w->sweeper) return;
+  GError *error = NULL;
+  w->sweeper = g_thread_try_new("weft-step-sweep", sweep_main, w, &error);
+  if (!w->sweeper) {
+    /* New steps still sweep the table, at most once a second. */
+    weft__log(WEFT_LOG_WARNING, "worker", "No thread to drop idle steps on %s: %s",
+              w->task_name, error->message);
+    g_error_free(error);
+  }
 }
 
 void weft__worker_set_security(weft__worker_t *w, weft__security_t *security) {
@@ -203,7 +250,12 @@ static void reg_graph_unref(reg_graph_t *g) {
 void weft__worker_shutdown(weft__worker_t *w) {
   g_mutex_lock(&w->lock);
   w->shut_down = true;
+  w->sweep_stop = true;
+  GThread *sweeper = w->sweeper;
+  w->sweeper = NULL;
+  g_cond_broadcast(&w->sweep_wake);
   g_mutex_unlock(&w->lock);
+  if (sweeper) g_thread_join(sweeper);
   weft_status_t *why = weft_status_new(WEFT_UNAVAILABLE, "Task %s is shutting down", w->task_name);
   weft__step_table_shutdown(w->steps, why);
   weft_status_free(why);
@@ -220,6 +272,8 @@ void weft__worker_free(weft__worker_t *w) {
   weft__step_table_free(w->steps);
   weft__resource_mgr_free(w->resources);
   g_mutex_clear(&w->lock);
+  g_cond_clear(&w->sweep_wake);
+  weft_cluster_spec_free(w->spec);
   weft__security_unref(w->security);
   g_free(w->job);
   g_free(w->task_name);
@@ -342,11 +396,71 @@ static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
   return NULL;
 }
 
+/* The address the cluster spec gives the task named `task` ("/job:J/replica:0/task:T"), or
+ * NULL when it names no task of the cluster. */
+static const char *cluster_address(const weft__worker_t *w, const char *task) {
+  weft__device_spec_t spec;
+  weft__device_spec_init(&spec);
+  weft_status_t *st = weft__device_spec_parse(task ? task : "", &spec);
+  const char *address = NULL;
+  if (!st && spec.job && spec.task >= 0 && spec.replica <= 0)
+    address = weft_cluster_spec_task_address(w->spec, spec.job, spec.task);
+  weft_status_free(st);
+  weft__device_spec_clear(&spec);
+  return address;
+}
+
+/* A caller of RegisterGraph must not make this task connect to any address it likes: every
+ * peer is a task of the cluster at the address the cluster spec gives it, and the devices a
+ * _Send or _Recv names are on tasks of the cluster. */
+static weft_status_t *check_cluster(weft__worker_t *w, const Weft__RegisterGraphRequest *req,
+                                    weft_graph_t *graph) {
+  if (!w->spec) return NULL;
+  for (size_t k = 0; k < req->n_peer; k++) {
+    const Weft__TaskAddress *p = req->peer[k];
+    const char *address = cluster_address(w, p->task);
+    if (!address) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "RegisterGraph on %s: peer '%s' is not a task of the cluster",
+                             w->task_name, p->task ? p->task : "");
+    }
+    if (g_strcmp0(address, p->address) != 0) {
+      return weft_status_new(WEFT_INVALID_ARGUMENT,
+                             "RegisterGraph on %s: peer %s is at '%s' in the cluster spec, not "
+                             "'%s'",
+                             w->task_name, p->task, address, p->address ? p->address : "");
+    }
+  }
+  static const char *const device_attrs[] = {"send_device", "recv_device"};
+  int n_nodes = weft_graph_num_nodes(graph);
+  for (int k = 0; k < n_nodes; k++) {
+    const weft_node_t *node = weft_graph_node_at(graph, k);
+    if (!weft__is_xfer_op(node->op_name)) continue;
+    for (int a = 0; a < 2; a++) {
+      const weft__attr_value_t *v = weft__attrs_get(node->attrs, device_attrs[a]);
+      const char *device = v && v->kind == WEFT_ATTR_STRING ? v->u.s.data : NULL;
+      if (!device) continue; /* the kernel names what it misses */
+      char *task = weft__task_of_device(device);
+      bool known = task && cluster_address(w, task);
+      g_free(task);
+      if (!known) {
+        return weft_status_new(WEFT_INVALID_ARGUMENT,
+                               "RegisterGraph on %s: node '%s' (%s) has %s '%s', which is not a "
+                               "device of a task of the cluster",
+                               w->task_name, node->name, node->op_name, device_attrs[a], device);
+      }
+    }
+  }
+  return NULL;
+}
+
 /* Imports and validates the partition; builds its kernels and a first execution slot. */
 static weft_status_t *build_graph(weft__worker_t *w, const Weft__RegisterGraphRequest *req,
                                   reg_graph_t *g) {
   weft_status_t *st = weft__graph_import_graphdef_proto(g->graph, req->graph_def, NULL);
   if (st) return weft_status_prefix(st, "RegisterGraph on %s", w->task_name);
+  st = check_cluster(w, req, g->graph);
+  if (st) return st;
   for (size_t k = 0; k < req->n_peer; k++) {
     const Weft__TaskAddress *p = req->peer[k];
     if (!p->task || !p->address) continue;
@@ -403,6 +517,19 @@ static weft_status_t *build_graph(weft__worker_t *w, const Weft__RegisterGraphRe
   return NULL;
 }
 
+/* RESOURCE_EXHAUSTED when the task holds as many graphs as --max_registered_graphs allows. */
+static weft_status_t *check_graph_count(weft__worker_t *w) {
+  g_mutex_lock(&w->lock);
+  guint n = g_hash_table_size(w->graphs);
+  g_mutex_unlock(&w->lock);
+  if (n < (guint)w->max_graphs) return NULL;
+  return weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                         "RegisterGraph on %s: %u graphs are registered, the most this task "
+                         "allows (--max_registered_graphs %d); deregister graphs or close "
+                         "sessions first",
+                         w->task_name, n, w->max_graphs);
+}
+
 weft_status_t *weft__worker_register_graph(weft__worker_t *w,
                                            const Weft__RegisterGraphRequest *req,
                                            char **graph_handle) {
@@ -417,6 +544,8 @@ weft_status_t *weft__worker_register_graph(weft__worker_t *w,
     return weft_status_new(WEFT_INVALID_ARGUMENT, "RegisterGraph on %s: no graph_def",
                            w->task_name);
   }
+  st = check_graph_count(w);
+  if (st) return st;
   reg_graph_t *g = g_new0(reg_graph_t, 1);
   g->refcount = 1;
   g->graph = weft_graph_new();
@@ -432,9 +561,15 @@ weft_status_t *weft__worker_register_graph(weft__worker_t *w,
     return st;
   }
   g->handle = g_strdup_printf("%08x%08x", g_random_int(), g_random_int());
+  /* Counted again under the lock: concurrent registrations passed the first look together. */
   g_mutex_lock(&w->lock);
-  g_hash_table_insert(w->graphs, g->handle, g);
+  bool full = g_hash_table_size(w->graphs) >= (guint)w->max_graphs;
+  if (!full) g_hash_table_insert(w->graphs, g->handle, g);
   g_mutex_unlock(&w->lock);
+  if (full) {
+    reg_graph_unref(g);
+    return check_graph_count(w);
+  }
   *graph_handle = g_strdup(g->handle);
   return NULL;
 }
@@ -448,6 +583,26 @@ weft_status_t *weft__worker_deregister_graph(weft__worker_t *w, const char *hand
     return weft_status_new(WEFT_NOT_FOUND, "Graph handle '%s' is not registered on task %s",
                            handle ? handle : "", w->task_name);
   }
+  /* Steps of the graph in flight end now, as TensorFlow's worker aborts their rendezvous,
+   * instead of running on to their deadline for a graph nobody can run again. */
+  GArray *running = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  g_mutex_lock(&g->lock);
+  for (guint k = 0; k < g->slots->len; k++) {
+    slot_t *slot = g->slots->pdata[k];
+    int64_t id = slot->step ? weft__step_id(slot->step) : 0;
+    if (slot->step) g_array_append_val(running, id);
+  }
+  g_mutex_unlock(&g->lock);
+  for (guint k = 0; k < running->len; k++) {
+    int64_t id = g_array_index(running, int64_t, k);
+    weft_status_t *why = weft_status_new(WEFT_CANCELLED,
+                                         "Step %" G_GINT64_FORMAT " was aborted: its graph %s "
+                                         "was deregistered from task %s",
+                                         id, g->handle, w->task_name);
+    weft__worker_abort_step(w, id, why);
+    weft_status_free(why);
+  }
+  g_array_free(running, TRUE);
   reg_graph_unref(g);
   return NULL;
 }
@@ -476,8 +631,8 @@ static weft_status_t *take_slot(reg_graph_t *g, slot_t **out) {
 }
 
 static void give_slot(reg_graph_t *g, slot_t *slot) {
-  slot->step = NULL;
   g_mutex_lock(&g->lock);
+  slot->step = NULL;
   bool keep = g->free_slots->len < MAX_IDLE_SLOTS;
   if (keep) {
     g_ptr_array_add(g->free_slots, slot);
@@ -535,7 +690,9 @@ weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphReq
   }
   weft_tensor_t **out = NULL;
   if (!st) {
+    g_mutex_lock(&g->lock); /* DeregisterGraph reads it */
     slot->step = step;
+    g_mutex_unlock(&g->lock);
     out = g_new0(weft_tensor_t *, g->n_fetches + 1);
     weft__run_args_t args = {feeds, slot->pool, weft__default_intra_op_pool(0), w->resources,
                              on_step_error, step, stats, 0};

@@ -109,8 +109,6 @@ static bool fusable(const weft_node_t *n, const weft__kernel_instance_t *k, link
 typedef struct node_info {
   link_t link;
   bool fusable;
-  bool pinned;   /* fetched, fed, a target, or a control input: its output must exist */
-  int consumers; /* data edges out of it inside the step */
   int chain;     /* index of its chain, -1 none */
 } node_info_t;
 
@@ -183,9 +181,19 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
   *out = NULL;
   *nodes_out = NULL;
   *kernels_out = NULL;
-  if (weft__cf_needed(p) || getenv("WEFT_NO_FUSION") != NULL) return NULL;
+  /* WEFT_NO_FUSION=contraction keeps the elementwise chains and turns off the contractions
+   * (what the code before them did: docs/performance.md, "Fusion"); any other value both. */
+  const char *off = getenv("WEFT_NO_FUSION");
+  bool chains_only = off && strcmp(off, "contraction") == 0;
+  if (weft__cf_needed(p) || (off && !chains_only)) return NULL;
   int n = (int)p->nodes->len;
   node_info_t *info = g_new0(node_info_t, n > 0 ? n : 1);
+  /* pinned: fetched, fed, a target, or a control input (its output must exist); consumers: data
+   * edges out of it inside the step (of them from output 0). */
+  bool *pinned = g_new0(bool, n > 0 ? n : 1);
+  int *consumers = g_new0(int, n > 0 ? n : 1), *consumers_of_0 = g_new0(int, n > 0 ? n : 1);
+  GHashTable *consumer_of =
+      g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
   GHashTable *index_of = g_hash_table_new(g_direct_hash, g_direct_equal);
   for (int k = 0; k < n; k++) {
     g_hash_table_insert(index_of, p->nodes->pdata[k], GINT_TO_POINTER(k + 1));
@@ -196,24 +204,39 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
     const weft_node_t *nd = p->nodes->pdata[k];
     for (int i = 0; i < nd->n_inputs; i++) {
       int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, nd->inputs[i].src)) - 1;
-      if (src >= 0) info[src].consumers++;
+      if (src < 0) continue;
+      consumers[src]++;
+      if (nd->inputs[i].src_index == 0) consumers_of_0[src]++;
+      GPtrArray *c = g_hash_table_lookup(consumer_of, nd->inputs[i].src);
+      if (!c) g_hash_table_insert(consumer_of, nd->inputs[i].src, c = g_ptr_array_new());
+      g_ptr_array_add(c, (gpointer)nd);
     }
     for (guint c = 0; c < nd->control_inputs->len; c++) {
       int src = GPOINTER_TO_INT(g_hash_table_lookup(index_of, nd->control_inputs->pdata[c])) - 1;
-      if (src >= 0) info[src].pinned = true;
+      if (src >= 0) pinned[src] = true;
     }
   }
   for (int f = 0; f < p->n_fetches; f++) {
     int k = GPOINTER_TO_INT(g_hash_table_lookup(index_of, p->fetches[f].node)) - 1;
-    if (k >= 0) info[k].pinned = true;
+    if (k >= 0) pinned[k] = true;
   }
   for (int f = 0; f < p->n_feeds; f++) {
     int k = GPOINTER_TO_INT(g_hash_table_lookup(index_of, p->feeds[f].node)) - 1;
-    if (k >= 0) info[k].pinned = true;
+    if (k >= 0) pinned[k] = true;
   }
   for (int t = 0; t < n_targets; t++) {
     int k = GPOINTER_TO_INT(g_hash_table_lookup(index_of, targets[t])) - 1;
-    if (k >= 0) info[k].pinned = true;
+    if (k >= 0) pinned[k] = true;
+  }
+  /* Contractions first: their BiasAdd and activation then never start an elementwise chain. */
+  weft__fuse_view_t view = {p, index_of, pinned, consumers, consumers_of_0, consumer_of};
+  GPtrArray *groups = chains_only
+                         ? g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref)
+                         : weft__fuse_find_contractions(&view);
+  for (guint g = 0; g < groups->len; g++) {
+    GPtrArray *members = groups->pdata[g];
+    for (guint m = 0; m < members->len; m++)
+      info[GPOINTER_TO_INT(g_hash_table_lookup(index_of, members->pdata[m])) - 1].fusable = false;
   }
 
   /* Chains grow in topological order: a node joins the chain of its main input's producer when
@@ -227,8 +250,8 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
     bool fed = false;
     for (int f = 0; f < p->n_feeds; f++)
       if (p->feeds[f].node == e->src && p->feeds[f].index == e->src_index) fed = true;
-    if (src >= 0 && !fed && info[src].chain >= 0 && !info[src].pinned &&
-        info[src].consumers == 1 && p->kernels[src]->device == p->kernels[k]->device) {
+    if (src >= 0 && !fed && info[src].chain >= 0 && !pinned[src] && consumers[src] == 1 &&
+        p->kernels[src]->device == p->kernels[k]->device) {
       GPtrArray *chain = chains->pdata[info[src].chain];
       if (g_ptr_array_index(chain, chain->len - 1) == e->src && chain->len < FUSE_MAX_OPS) {
         g_ptr_array_add(chain, (gpointer)nd);
@@ -242,6 +265,11 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
     g_ptr_array_add(chains, chain);
   }
 
+  /* The contraction groups after the chains: chains[n_chains..] (built differently). */
+  guint n_chains = chains->len;
+  for (guint g = 0; g < groups->len; g++)
+    g_ptr_array_add(chains, g_ptr_array_ref(groups->pdata[g]));
+  g_ptr_array_unref(groups);
   weft__fusion_t *fu = NULL;
   weft_status_t *st = NULL;
   /* Per node: the fused node that replaces it (its chain's last member), or itself. */
@@ -258,7 +286,10 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
       fu->aliases = g_hash_table_new(g_direct_hash, g_direct_equal);
     }
     weft_node_t *fused = NULL;
-    st = build_fused(fu, chain, info, index_of, &fused);
+    if (c < n_chains)
+      st = build_fused(fu, chain, info, index_of, &fused);
+    else
+      st = weft__fuse_build_contraction(fu->graph, chain, &fused);
     const weft_node_t *last = chain->pdata[chain->len - 1];
     int last_k = GPOINTER_TO_INT(g_hash_table_lookup(index_of, last)) - 1;
     weft__kernel_instance_t *inst = NULL;
@@ -302,7 +333,11 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
   g_hash_table_destroy(fused_kernel);
   g_ptr_array_free(chains, TRUE);
   g_hash_table_destroy(index_of);
+  g_hash_table_destroy(consumer_of);
   g_free(info);
+  g_free(pinned);
+  g_free(consumers);
+  g_free(consumers_of_0);
   return st;
 }
 

@@ -841,6 +841,30 @@ static weft_status_t *topo_order(const pending_node_t *nodes, int n, int *order)
   return st;
 }
 
+/* TensorFlow's node name pattern as its graph constructor checks it with internal ops allowed (a
+ * worker's partitions hold _Send/_Recv nodes named by the master):
+ * [A-Za-z0-9._][A-Za-z0-9_.\-/]*, then any number of '>' [A-Za-z0-9.][A-Za-z0-9_.\-/]*. Names
+ * outside it (spaces, ':', '^', control characters) could not be named as inputs or fetches. */
+static bool name_char(char c, bool first, bool allow_underscore) {
+  if (g_ascii_isalnum(c) || c == '.') return true;
+  if (c == '_') return !first || allow_underscore;
+  return !first && (c == '-' || c == '/');
+}
+
+static bool valid_node_name(const char *name) {
+  const char *p = name;
+  bool allow_underscore = true;
+  for (;;) {
+    if (!name_char(*p, true, allow_underscore)) return false;
+    for (p++; *p && name_char(*p, false, false); p++) {
+    }
+    if (*p == '\0') return true;
+    if (*p != '>') return false;
+    p++;
+    allow_underscore = false;
+  }
+}
+
 /* input_map: "name:index" of the GraphDef -> const weft_output_t * of the graph (or NULL);
  * `used` gets the keys consumed. */
 static weft_status_t *import_proto_mapped(weft_graph_t *graph, const Tensorflow__GraphDef *gd,
@@ -873,10 +897,10 @@ static weft_status_t *import_proto_mapped(weft_graph_t *graph, const Tensorflow_
     if (*name == '\0') {
       st = weft_status_new(WEFT_INVALID_ARGUMENT, "GraphDef node #%d (op '%s') has no name", i,
                            nd != NULL && nd->op != NULL ? nd->op : "");
-    } else if (name[0] == '^' || strchr(name, ':') != NULL) {
+    } else if (!valid_node_name(name)) {
       st = weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "GraphDef node #%d has the name '%s', which is not a valid node name",
-                           i, name);
+                           "Node '%s': Node name contains invalid characters (GraphDef node #%d)",
+                           name, i);
     } else if (g_hash_table_contains(local, name)) {
       st = weft_status_new(WEFT_INVALID_ARGUMENT, "GraphDef has more than one node named '%s'",
                            name);

@@ -122,6 +122,17 @@ static weft_status_t *host_attr_type_list(const weft_attrs_t *attrs, const char 
   return st;
 }
 
+static weft_status_t *host_attr_string_list(const weft_attrs_t *attrs, const char *name,
+                                            const weft_string_t **out, size_t *n) {
+  const weft__attr_value_t *v = NULL;
+  weft_status_t *st = get_attr(attrs, name, WEFT_ATTR_LIST_STRING, "list(string)", &v);
+  if (!st) {
+    *out = v->u.list.s;
+    *n = v->kind == WEFT_ATTR_LIST_EMPTY ? 0 : v->u.list.n;
+  }
+  return st;
+}
+
 static weft_status_t *host_attr_shape(const weft_attrs_t *attrs, const char *name, int *rank,
                                       int64_t dims[WEFT_MAX_RANK]) {
   const weft__attr_value_t *v = NULL;
@@ -171,6 +182,7 @@ static const weft_host_t graph_host = {
     .shape_input_dtype = weft__shape_input_dtype,
     .shape_input_const = weft__shape_input_const,
     .shape_set_output = weft__shape_set_output,
+    .attr_string_list = host_attr_string_list,
 };
 
 const weft_host_t *weft__graph_host(void) { return &graph_host; }

@@ -206,6 +206,13 @@ const weft_op_def_t weft__ops_conv[] = {
              bp_filter2d_shape),
     WEFT__OP("DepthwiseConv2dNative", WEFT__SPECS("input: T", "filter: T"),
              WEFT__SPECS("output: T"), WEFT__SPECS(DEPTHWISE_ATTRS), 0, depthwise_shape),
+    /* DepthwiseConv2dNative with BiasAdd or FusedBatchNorm and an activation (grappler's
+     * remapper, exec/fuse.c). */
+    WEFT__OP("_FusedDepthwiseConv2dNative",
+             WEFT__SPECS("input: T", "filter: T", "args: num_args * T"), WEFT__SPECS("output: T"),
+             WEFT__SPECS(DEPTHWISE_ATTRS, "num_args: int >= 0", "fused_ops: list(string) = []",
+                         "epsilon: float = 0.0001", "leakyrelu_alpha: float = 0.2"),
+             0, depthwise_shape),
     WEFT__OP("DepthwiseConv2dNativeBackpropInput",
              WEFT__SPECS("input_sizes: int32", "filter: T", "out_backprop: T"),
              WEFT__SPECS("output: T"), WEFT__SPECS(DEPTHWISE_ATTRS), 0, bp_input2d_shape),

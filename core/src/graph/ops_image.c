@@ -157,6 +157,18 @@ const weft_op_def_t weft__ops_image[] = {
                          "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                          "dilations: list(int) = [1, 1, 1, 1]"),
              0, conv2d_shape),
+    /* Conv2D with BiasAdd or FusedBatchNorm (inference) and an activation, as TensorFlow's
+     * grappler remapper writes it (exec/fuse.c makes it too). */
+    WEFT__OP("_FusedConv2D", WEFT__SPECS("input: T", "filter: T", "args: num_args * T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {half, float, double}", "num_args: int >= 0", "strides: list(int)",
+                         "padding: {'SAME', 'VALID', 'EXPLICIT'}",
+                         "explicit_paddings: list(int) = []",
+                         "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+                         "dilations: list(int) = [1, 1, 1, 1]", "use_cudnn_on_gpu: bool = true",
+                         "fused_ops: list(string) = []", "epsilon: float = 0.0001",
+                         "leakyrelu_alpha: float = 0.2"),
+             0, conv2d_shape),
     WEFT__OP("MaxPool", WEFT__SPECS("input: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("T: " POOL_TYPES " = DT_FLOAT", "ksize: list(int) >= 4",
                          "strides: list(int) >= 4", "padding: {'SAME', 'VALID', 'EXPLICIT'}",

@@ -287,6 +287,15 @@ const weft_op_def_t weft__ops_math[] = {
                          "T: {bfloat16, half, float, double, int32, int64}",
                          "grad_a: bool = false", "grad_b: bool = false"),
              0, matmul_shape),
+    /* MatMul with a BiasAdd and an activation applied to its product, as TensorFlow's grappler
+     * remapper writes it (exec/fuse.c makes it too; docs/performance.md, "Fusion"). */
+    WEFT__OP("_FusedMatMul", WEFT__SPECS("a: T", "b: T", "args: num_args * T"),
+             WEFT__SPECS("product: T"),
+             WEFT__SPECS("transpose_a: bool = false", "transpose_b: bool = false",
+                         "T: {bfloat16, half, float}", "num_args: int >= 0",
+                         "fused_ops: list(string) = []", "epsilon: float = 0.0001",
+                         "leakyrelu_alpha: float = 0.2"),
+             0, matmul_shape),
     WEFT__OP("BatchMatMulV2", WEFT__SPECS("x: T", "y: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("T: {bfloat16, half, float, double, int16, int32, int64}",
                          "adj_x: bool = false", "adj_y: bool = false", "grad_x: bool = false",

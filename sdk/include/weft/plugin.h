@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define WEFT_ABI_MAJOR 1
-#define WEFT_ABI_MINOR 2
+#define WEFT_ABI_MINOR 3
 
 /* The one symbol a plugin exports; its type is weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_SYMBOL "weft_plugin_entry"
@@ -417,6 +417,10 @@ struct weft_host {
   /* The backend's services table `name` for the kernel's device (weft_backend_t.device_services),
    * or NULL when the backend offers none. Borrowed from the backend. */
   const void *(*kernel_device_services)(weft_kernel_ctx_t *ctx, const char *name);
+  /* ABI 1.3: a list(string) attribute (TensorFlow's fused_ops): *n values, borrowed from attrs;
+   * an empty list is *n = 0. Errors as the other attribute getters'. */
+  weft_status_t *(*attr_string_list)(const weft_attrs_t *attrs, const char *name,
+                                     const weft_string_t **out, size_t *n);
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+/* cpu_pool_fast.c: float32 NHWC MaxPool and AvgPool without the generic path's per-element
+ * dtype switch, double conversion and window clipping: each output pixel's window is clipped
+ * once and its channels run as contiguous float loops. Semantics are cpu_conv.c's k_pool: the
+ * max lets the first NaN win, the average divides by the in-bounds count (TensorFlow's SAME),
+ * an empty window gives -inf (max) or 0 (average). */
+#include <math.h>
+
+#include "cpu_internal.h"
+
+typedef struct pool_f32_job {
+  const weft_cpu_conv2d_t *g;
+  const float *x;
+  float *y;
+  bool is_max;
+} pool_f32_job_t;
+
+static int64_t clip(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+/* dst[i] = max(dst[i], src[i]) with the first NaN winning, or dst[i] += src[i], for i < m. */
+static void accumulate(bool is_max, float *restrict dst, const float *restrict src, int64_t m) {
+  if (is_max) {
+    for (int64_t i = 0; i < m; i++) {
+      float a = dst[i], v = src[i];
+      dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
+    }
+  } else {
+    for (int64_t i = 0; i < m; i++) dst[i] += src[i];
+  }
+}
+
+/* The first NaN of channel ch's window, in the order the generic kernel reads it, else m. */
+static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_t y1, int64_t x0,
+                          int64_t x1, int64_t ch, float m) {
+  const weft_cpu_conv2d_t *g = j->g;
+  for (int64_t yy = y0; yy < y1; yy++)
+    for (int64_t xx = x0; xx < x1; xx++) {
+      float v = j->x[((n * g->h + yy) * g->w + xx) * g->c + ch];
+      if (isnan(v)) return v;
+    }
+  return m;
+}
+
+/* Output row r of a window stride of 1 along x: output pixels ox and ox + 1 read input pixels
+ * one apart, so each window column kx is an elementwise max (or sum) of a slice of the input
+ * row into the output row, over every output pixel whose column is in the input: contiguous
+ * float loops of ow * c elements whatever the channel count. Per output element the window
+ * pixels are visited in the generic kernel's order (yy, then kx), so the first NaN still wins. */
+static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, int64_t y0,
+                                 int64_t y1) {
+  const weft_cpu_conv2d_t *g = j->g;
+  int64_t c = g->c, len = g->ow * c;
+  float *restrict out = j->y + r * len;
+  for (int64_t i = 0; i < len; i++) out[i] = j->is_max ? -INFINITY : 0.0f;
+  for (int64_t yy = y0; yy < y1; yy++)
+    for (int64_t kx = 0; kx < g->kw; kx++) {
+      /* Output pixels ox whose input column ox - pl + kx is in [0, w). */
+      int64_t lo = clip(g->pl - kx, g->ow), hi = clip(g->w + g->pl - kx, g->ow);
+      if (lo >= hi) continue;
+      const float *restrict in = j->x + ((n * g->h + yy) * g->w + lo - g->pl + kx) * c;
+      float *restrict dst = out + lo * c;
+      int64_t m = (hi - lo) * c;
+      accumulate(j->is_max, dst, in, m);
+    }
+  if (j->is_max) return;
+  for (int64_t ox = 0; ox < g->ow; ox++) {
+    int64_t x0 = clip(ox - g->pl, g->w), x1 = clip(ox - g->pl + g->kw, g->w);
+    int64_t count = (y1 - y0) * (x1 - x0);
+    if (count <= 1) continue;
+    float scale = 1.0f / (float)count;
+    for (int64_t ch = 0; ch < c; ch++) out[ox * c + ch] *= scale;
+  }
+}
+
+/* Output rows [b, e) of (n, oy). */
+static void pool_f32_range(void *arg, int64_t b, int64_t e) {
+  const pool_f32_job_t *j = arg;
+  const weft_cpu_conv2d_t *g = j->g;
+  int64_t c = g->c;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->oh, oy = r % g->oh;
+    int64_t y0 = clip(oy * g->sh - g->pt, g->h), y1 = clip(oy * g->sh - g->pt + g->kh, g->h);
+    if (g->sw == 1) {
+      pool_f32_row_stride1(j, r, n, y0, y1);
+      continue;
+    }
+    for (int64_t ox = 0; ox < g->ow; ox++) {
+      int64_t x0 = clip(ox * g->sw - g->pl, g->w), x1 = clip(ox * g->sw - g->pl + g->kw, g->w);
+      float *restrict out = j->y + (r * g->ow + ox) * c;
+      int64_t count = (y1 - y0) * (x1 - x0);
+      float scale = !j->is_max && count > 1 ? 1.0f / (float)count : 1.0f;
+      if (c < 8) {
+        /* Few channels: each one's window in a register, not a store and a load per pixel. */
+        for (int64_t ch = 0; ch < c; ch++) {
+          const float *px = j->x + n * g->h * g->w * c + ch;
+          float a;
+          if (j->is_max) {
+            /* A select (maxss), not a branch that random data mispredicts half the time; the
+             * sum of v - v is NaN when a NaN (or an infinity: rare either way) was there. */
+            float m = -INFINITY, any = 0.0f;
+            for (int64_t yy = y0; yy < y1; yy++)
+              for (int64_t xx = x0; xx < x1; xx++) {
+                float v = px[(yy * g->w + xx) * c];
+                m = v > m ? v : m;
+                any += v - v;
+              }
+            a = isnan(any) ? first_nan_or(j, n, y0, y1, x0, x1, ch, m) : m;
+          } else {
+            a = 0.0f;
+            for (int64_t yy = y0; yy < y1; yy++)
+              for (int64_t xx = x0; xx < x1; xx++) a += px[(yy * g->w + xx) * c];
+          }
+          out[ch] = a * scale;
+        }
+        continue;
+      }
+      for (int64_t ch = 0; ch < c; ch++) out[ch] = j->is_max ? -INFINITY : 0.0f;
+      for (int64_t yy = y0; yy < y1; yy++)
+        for (int64_t xx = x0; xx < x1; xx++) {
+          accumulate(j->is_max, out, j->x + ((n * g->h + yy) * g->w + xx) * c, c);
+        }
+      if (scale != 1.0f)
+        for (int64_t ch = 0; ch < c; ch++) out[ch] *= scale;
+    }
+  }
+}
+
+void weft__cpu_pool2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
+                          const float *x, float *y) {
+  pool_f32_job_t j = {g, x, y, is_max};
+  weft__cpu_parallel(ctx, g->n * g->oh, g->ow * g->c * g->kh * g->kw + 1, pool_f32_range, &j);
+}
