@@ -710,9 +710,10 @@ static void test_attacks_return(void) {
   expect_a(good);
 
   /* 2. 300 concurrent steps blocked by a frozen worker (item 3), twice. The first burst leaves
-   * the server about 15-20% larger for good (docs/security.md: glibc's and gRPC's high-water
-   * marks, measured not to grow with more bursts); the threads come back each time, and a
-   * second burst must leave the memory where the first did. */
+   * the server about 9-11% larger (docs/security.md: small blocks that outlive the burst keep
+   * pages of glibc's arenas resident), at the edge of the 10% bound, so it is printed, not
+   * asserted; the threads come back each time, and a second burst must leave the memory
+   * within 10% of where the first did. */
   weft_session_t *many[ATTACK_STEPS];
   int64_t rss_before = rss0;
   for (int burst = 0; burst < 2; burst++) {

@@ -71,8 +71,8 @@ static weft__step_t *step_new(int64_t id) {
 
 void weft__step_unref(weft__step_t *s) {
   if (!s || !g_atomic_int_dec_and_test(&s->refcount)) return;
-  g_hash_table_destroy(s->ready);
-  g_hash_table_destroy(s->waiting);
+  if (s->ready) g_hash_table_destroy(s->ready);
+  if (s->waiting) g_hash_table_destroy(s->waiting);
   weft_status_free(s->aborted);
   weft__call_set_free(s->calls);
   if (s->claimed) g_hash_table_destroy(s->claimed);
@@ -110,12 +110,19 @@ void weft__step_abort(weft__step_t *s, const weft_status_t *why, bool derived) {
   }
   s->aborted = copy_status(why, false);
   s->derived = derived;
-  GHashTable *waiting = s->waiting;
-  s->waiting = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_hash_table_remove_all(s->ready);
-  if (s->delivered) g_hash_table_remove_all(s->delivered);
+  /* An aborted step keeps only its status (and its call set, cancelled below) while it stays as a
+   * tombstone: every operation on it checks `aborted` first, so its tables go now. A burst of
+   * hundreds of aborted steps would otherwise hold their tables for STEP_TOMBSTONE_US, spread
+   * over the heap where they keep pages resident. */
+  GHashTable *waiting = s->waiting, *ready = s->ready, *delivered = s->delivered,
+             *claimed = s->claimed;
+  s->waiting = s->ready = s->delivered = s->claimed = NULL;
   g_cond_broadcast(&s->delivered_cond);
   g_mutex_unlock(&s->lock);
+  /* Outside the lock: dropping a tensor may run its owner's release. */
+  g_hash_table_destroy(ready);
+  if (delivered) g_hash_table_destroy(delivered);
+  if (claimed) g_hash_table_destroy(claimed);
   weft__call_set_cancel(s->calls, why);
   /* A peer waiting here fails because of this task's trouble: for the peer it is derived. */
   GHashTableIter it;
@@ -197,6 +204,12 @@ void weft__step_take(weft__step_t *s, const char *key, weft__recv_done_fn done, 
 
 bool weft__step_claim_group(weft__step_t *s, const char *group) {
   g_mutex_lock(&s->lock);
+  if (s->aborted) {
+    /* A tombstone has no tables: as a follower the caller's wait fails at once with the
+     * step's status, and no fetch starts. */
+    g_mutex_unlock(&s->lock);
+    return false;
+  }
   if (!s->claimed) s->claimed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   bool first = !g_hash_table_contains(s->claimed, group);
   if (first) g_hash_table_add(s->claimed, g_strdup(group));
@@ -409,6 +422,18 @@ void weft__step_mark_finished(weft__step_t *s) {
   g_mutex_unlock(&s->lock);
 }
 
+/* An aborted step nobody else holds (called with the table locked, so nobody can take it
+ * meanwhile) keeps only its status until it expires: its call set, cancelled and empty, goes.
+ * Hundreds of steps failed at once would otherwise each keep it for STEP_TOMBSTONE_US. A later
+ * RunGraph or RecvTensor of the step fails on its status before it would make a call. */
+static void compact_tombstone(weft__step_t *s) {
+  g_mutex_lock(&s->lock);
+  weft__call_set_t *calls = s->aborted ? s->calls : NULL;
+  if (calls) s->calls = NULL;
+  g_mutex_unlock(&s->lock);
+  weft__call_set_free(calls);
+}
+
 void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   g_mutex_lock(&t->lock);
   weft__step_t *s = g_hash_table_lookup(t->steps, &id);
@@ -421,6 +446,7 @@ void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
     /* Still under the table's lock: once it is released, another caller (the RecvTensor that
      * holds the other reference) may drop and free the step. */
     mark_finished_if_aborted(s);
+    if (g_atomic_int_get(&s->refcount) == 1) compact_tombstone(s);
   }
   g_mutex_unlock(&t->lock);
   weft__step_unref(drop);

@@ -135,20 +135,19 @@ bool weft__is_tls_target(const char *target) {
 
 struct weft__call_set {
   GMutex lock;
-  GHashTable *calls;      /* grpc_call* in flight */
+  GHashTable *calls;      /* grpc_call* in flight; NULL while there are none */
   weft_status_t *cancelled; /* set once cancelled */
 };
 
 weft__call_set_t *weft__call_set_new(void) {
   weft__call_set_t *set = g_new0(weft__call_set_t, 1);
   g_mutex_init(&set->lock);
-  set->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
   return set;
 }
 
 void weft__call_set_free(weft__call_set_t *set) {
   if (!set) return;
-  g_hash_table_destroy(set->calls);
+  if (set->calls) g_hash_table_destroy(set->calls);
   weft_status_free(set->cancelled);
   g_mutex_clear(&set->lock);
   g_free(set);
@@ -162,9 +161,9 @@ void weft__call_set_cancel(weft__call_set_t *set, const weft_status_t *why) {
   }
   GHashTableIter it;
   gpointer call;
-  g_hash_table_iter_init(&it, set->calls);
   /* Under the lock: a call leaves the set (and may be freed) only with the lock held. */
-  while (g_hash_table_iter_next(&it, &call, NULL)) grpc_call_cancel(call, NULL);
+  if (set->calls) g_hash_table_iter_init(&it, set->calls);
+  while (set->calls && g_hash_table_iter_next(&it, &call, NULL)) grpc_call_cancel(call, NULL);
   g_mutex_unlock(&set->lock);
 }
 
@@ -174,7 +173,10 @@ static weft_status_t *call_set_add(weft__call_set_t *set, grpc_call *call) {
   g_mutex_lock(&set->lock);
   weft_status_t *st = NULL;
   if (set->cancelled) st = weft_status_new(set->cancelled->code, "%s", set->cancelled->message);
-  else g_hash_table_add(set->calls, call);
+  else {
+    if (!set->calls) set->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_add(set->calls, call);
+  }
   g_mutex_unlock(&set->lock);
   return st;
 }
@@ -182,7 +184,10 @@ static weft_status_t *call_set_add(weft__call_set_t *set, grpc_call *call) {
 static void call_set_remove(weft__call_set_t *set, grpc_call *call) {
   if (!set) return;
   g_mutex_lock(&set->lock);
-  g_hash_table_remove(set->calls, call);
+  /* The table goes when its last call does: a failed step's set stays with its tombstone
+   * (rendezvous.c) for a minute, and hundreds of them at once should not each keep a table. */
+  if (set->calls && g_hash_table_remove(set->calls, call) && g_hash_table_size(set->calls) == 0)
+    g_clear_pointer(&set->calls, g_hash_table_destroy);
   g_mutex_unlock(&set->lock);
 }
 

@@ -22,6 +22,12 @@
 
 /* Inter-op threads of a slot besides one per _Recv. */
 #define SLOT_BASE_THREADS 2
+/* Idle execution slots a graph keeps for its next steps. A burst of concurrent steps (hundreds
+ * blocked on a frozen peer) makes one slot each; keeping them all would hold the burst's
+ * executors until the graph is deregistered, scattered over the heap where their pages stay
+ * resident (docs/security.md, "what the attacks measured"). Steady concurrency up to this many
+ * steps reuses its slots. */
+#define MAX_IDLE_SLOTS 4
 
 typedef struct slot {
   weft__step_t *step; /* the step being run; read by the slot's _Send/_Recv kernels */
@@ -627,8 +633,14 @@ static weft_status_t *take_slot(reg_graph_t *g, slot_t **out) {
 static void give_slot(reg_graph_t *g, slot_t *slot) {
   g_mutex_lock(&g->lock);
   slot->step = NULL;
-  g_ptr_array_add(g->free_slots, slot);
+  bool keep = g->free_slots->len < MAX_IDLE_SLOTS;
+  if (keep) {
+    g_ptr_array_add(g->free_slots, slot);
+  } else {
+    g_ptr_array_remove_fast(g->slots, slot);
+  }
   g_mutex_unlock(&g->lock);
+  if (!keep) slot_free(slot);
 }
 
 weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphRequest *req,
