@@ -1022,6 +1022,19 @@ static void test_matmul_split(void) {
   matmul_cases(sizes, G_N_ELEMENTS(sizes), f64, 1, 3);
 }
 
+/* fc_layers_frozen's shapes (784-256-256-10 at batch 64..256): 64x784x256 stays on one thread,
+ * 256x784x256 and 129x784x256 cut into three uneven blocks (96, 96, 64) of rows and of columns
+ * for three threads; for five, 257x256x256 gets two blocks, not five: a block keeps at least
+ * 2^23 multiply-adds. Every split agrees with the double reference whichever way it went. */
+static void test_matmul_split_fc(void) {
+  static const int64_t sizes[][3] = {
+      {64, 784, 256}, {256, 784, 256}, {129, 784, 256}, {256, 256, 10}, {257, 256, 256}};
+  static const weft_dtype_t f32[] = {WEFT_DT_FLOAT};
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), f32, 1, 2);
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), f32, 1, 3);
+  matmul_cases(sizes, G_N_ELEMENTS(sizes), f32, 1, 5);
+}
+
 static void test_batch_matmul(void) {
   weft_graph_t *g = cpu_graph();
   /* x [2,1,3,4] (adj_x: stored [2,1,4,3]) times y [3,4,5] broadcasts to [2,3,3,5]. */
@@ -2207,6 +2220,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/binary/addn_clip", test_addn_clip);
   g_test_add_func("/kernels/matmul/matmul", test_matmul);
   g_test_add_func("/kernels/matmul/split", test_matmul_split);
+  g_test_add_func("/kernels/matmul/split_fc", test_matmul_split_fc);
   g_test_add_func("/kernels/matmul/batch", test_batch_matmul);
   g_test_add_func("/kernels/reduce/axes", test_reductions);
   g_test_add_func("/kernels/reduce/edges", test_reduction_edges);

@@ -95,6 +95,13 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * "Convolutions and small GEMMs"). */
 #define GEMM_SPLIT_MIN_MACS ((int64_t)1 << 24)
 #define GEMM_OPENBLAS_THREADS_MIN_MACS GEMM_SPLIT_MIN_MACS
+/* And each block gets at least this many (half the above): a block of fewer lost to one thread
+ * even when the second core was free, in a two-thread micro-benchmark on the shared machine
+ * (the fastest of 41 rounds: 128x256x256 in two blocks of 4.2 M, 184 us against 165 on one
+ * thread; 64x784x256 in two of 6.4 M, 508 against 307; 256x256x256 in two of 8.4 M, 572
+ * against 708). So more threads than 2 do not cut a GEMM into blocks too small to gain;
+ * docs/performance.md, "Issue 22: the GEMM split at fc_layers' shapes". */
+#define GEMM_SPLIT_MIN_BLOCK_MACS (GEMM_SPLIT_MIN_MACS / 2)
 /* Blocks are multiples of this many rows or columns (one AVX-512 vector of floats). */
 #define GEMM_SPLIT_ALIGN 16
 
@@ -163,14 +170,17 @@ static void split_range(void *arg, int64_t begin, int64_t end) {
 }
 
 /* The blocks a GEMM is cut into for `threads` threads: 1 below GEMM_SPLIT_MIN_MACS, else one
- * per thread, each at least GEMM_SPLIT_ALIGN long. */
+ * per thread, as many as keep GEMM_SPLIT_MIN_BLOCK_MACS in each and each at least
+ * GEMM_SPLIT_ALIGN long. */
 int64_t weft__cpu_gemm_split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
                                   int64_t *block) {
   *by_rows = m >= n;
   int64_t dim = *by_rows ? m : n;
   *block = dim;
-  if (threads <= 1 || m * n * k < GEMM_SPLIT_MIN_MACS) return 1;
+  int64_t macs = m * n * k;
+  if (threads <= 1 || macs < GEMM_SPLIT_MIN_MACS) return 1;
   int64_t blocks = dim / GEMM_SPLIT_ALIGN < threads ? dim / GEMM_SPLIT_ALIGN : threads;
+  if (blocks > macs / GEMM_SPLIT_MIN_BLOCK_MACS) blocks = macs / GEMM_SPLIT_MIN_BLOCK_MACS;
   if (blocks <= 1) return 1;
   int64_t per = (dim + blocks - 1) / blocks;
   *block = (per + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN * GEMM_SPLIT_ALIGN;
