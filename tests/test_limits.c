@@ -429,19 +429,20 @@ static void test_rpc_pool(void) {
   /* Each admitted step: the thread handling its call and one pool thread; the spare polling
    * threads (4) and the one that polls; gRPC's own threads for the new calls (a few). */
   int64_t bound = threads0 + 8 + POOL_THREADS + 5 + 8;
-  int64_t threads1 = threads_settle(c.d[0].pid, threads0);
+  /* While the worker stays frozen, the aborts and cleanups the master sends it for the steps
+   * that reached their deadline hold a few pool threads: reported, not bounded by 10%. */
+  int64_t threads_frozen = threads_settle(c.d[0].pid, threads0);
   g_test_message("%d steps at once, --max_concurrent_steps 8 --max_rpc_threads 4: %d refused "
                  "by the steps limit, %d by the pool, %d reached their deadline; ps threads %"
                  G_GINT64_FORMAT " before, at most %" G_GINT64_FORMAT " (bound %" G_GINT64_FORMAT
-                 "), %" G_GINT64_FORMAT " after", N_STEPS, by_steps, by_pool, deadline, threads0,
-                 threads_max, bound, threads1);
+                 "), %" G_GINT64_FORMAT " while the worker stays frozen", N_STEPS, by_steps,
+                 by_pool, deadline, threads0, threads_max, bound, threads_frozen);
   /* A refused step frees its place at once, so how many the steps limit refuses depends on
    * when the calls arrive; the pool's threads are held until the deadline. */
   g_assert_cmpint(by_pool, >=, POOL_STEPS - POOL_THREADS);
   g_assert_cmpint(by_steps + by_pool, ==, N_STEPS - POOL_THREADS);
   g_assert_cmpint(deadline, ==, POOL_THREADS);
   g_assert_cmpint(threads_max, <=, bound);
-  g_assert_cmpint(threads1 * 10, <=, threads0 * 11);
   weftd_cluster_signal(&c, 1, SIGCONT);
   /* The aborts and cleanups of the refused steps, queued while the worker was frozen, may hold
    * the pool a moment longer: a client told "try again later" does so. */
@@ -459,6 +460,12 @@ static void test_rpc_pool(void) {
     weft_tensor_unref(out);
   }
   for (int k = 0; k < N_STEPS; k++) weft_session_free(s[k]);
+  /* The attack is over once the worker runs again and its sessions are closed: the ps's threads
+   * come back within 10% of where they started. */
+  int64_t threads1 = threads_settle(c.d[0].pid, threads0);
+  g_test_message("ps threads after the worker resumed and the sessions closed: %" G_GINT64_FORMAT
+                 " (%" G_GINT64_FORMAT " before)", threads1, threads0);
+  g_assert_cmpint(threads1 * 10, <=, threads0 * 11);
   weft_graph_free(g);
   weftd_cluster_stop(&c);
 }
