@@ -1,9 +1,10 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
- * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 NHWC
- * with one group in cpu_conv_fast.c; a direct loop with wrapping arithmetic for int32), MaxPool
- * (every real dtype, NaN propagates), AvgPool (dividing by the in-bounds count, TensorFlow's
- * SAME semantics) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW; SAME, VALID
- * and EXPLICIT padding; Conv2D dilations. */
+ * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 with
+ * one group in cpu_conv_fast.c, NCHW transposed to NHWC and back; a direct loop with wrapping
+ * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
+ * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
+ * transposed like Conv2D) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
+ * SAME, VALID and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,11 +238,20 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
     weft__cpu_parallel(ctx, g.n * g.oh, g.ow * m * g.kh * g.kw * cg + 1, conv_int_range, &j);
     return NULL;
   }
-  if (x.dtype == WEFT_DT_FLOAT && !g.nchw && groups == 1 && g.kh * g.kw * cg <= INT32_MAX &&
+  if (x.dtype == WEFT_DT_FLOAT && groups == 1 && g.kh * g.kw * cg <= INT32_MAX &&
       m <= INT32_MAX) {
     weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
                             g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
-    return weft__cpu_conv2d_f32_ep(ctx, &c2, x.data, f.data, y.data, ep);
+    if (!g.nchw) return weft__cpu_conv2d_f32_ep(ctx, &c2, x.data, f.data, y.data, ep);
+    /* NCHW runs the NHWC kernel between two transposes (cpu_nchw.c); the epilogue, per output
+     * channel, finishes the NHWC tiles as it does there. */
+    float *xt = NULL, *yt = NULL;
+    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, g.n, g.c, g.h * g.w, x.data, &xt));
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)y.num_elements * sizeof(float),
+                                           (void **)&yt));
+    WEFT_RETURN_IF_ERROR(weft__cpu_conv2d_f32_ep(ctx, &c2, xt, f.data, yt, ep));
+    weft__cpu_transpose_f32(ctx, g.n, g.oh * g.ow, m, yt, y.data);
+    return NULL;
   }
   bool dbl = x.dtype == WEFT_DT_DOUBLE;
   size_t es = dbl ? sizeof(double) : sizeof(float);
@@ -290,6 +300,9 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
                           (const char *)fin + (size_t)(grp * mg) * es, m,
                           (char *)yout + (size_t)(n * pixels * m + grp * mg) * es, m);
     }
+  /* The epilogue (float only) on the channels-last result, so that it is per channel in NCHW
+   * too. */
+  if (ep) weft__cpu_epilogue_apply(ep, yout, g.n * pixels, m, m, 0, false);
   for (int64_t n = 0; n < g.n; n++)
     for (int64_t p = 0; p < pixels; p++)
       for (int64_t o = 0; o < m; o++) {
@@ -298,7 +311,6 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
                       o * g.out_s[3];
         weft__cpu_store_f(y.dtype, y.data, dst, dbl ? ((double *)yout)[src] : ((float *)yout)[src]);
       }
-  if (ep) weft__cpu_epilogue_apply(ep, y.data, g.n * pixels, m, m, 0, false);
   return NULL;
 }
 
@@ -402,10 +414,20 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
   g.oc = g.c;
   WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &y));
   if (y.num_elements == 0) return NULL;
-  if (x.dtype == WEFT_DT_FLOAT && !g.nchw) {
+  if (x.dtype == WEFT_DT_FLOAT) {
     weft_cpu_conv2d_t f = {g.n,  g.h,  g.w,  g.c, g.oh, g.ow, g.c, g.kh,
                            g.kw, g.sh, g.sw, 1,   1,    g.pt, g.pl};
-    weft__cpu_pool2d_f32(ctx, &f, is_max, x.data, y.data);
+    if (!g.nchw) {
+      weft__cpu_pool2d_f32(ctx, &f, is_max, x.data, y.data);
+      return NULL;
+    }
+    /* NCHW through the NHWC kernel, as Conv2D does. */
+    float *xt = NULL, *yt = NULL;
+    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, g.n, g.c, g.h * g.w, x.data, &xt));
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)y.num_elements * sizeof(float),
+                                           (void **)&yt));
+    weft__cpu_pool2d_f32(ctx, &f, is_max, xt, yt);
+    weft__cpu_transpose_f32(ctx, g.n, g.oh * g.ow, g.c, yt, y.data);
     return NULL;
   }
   pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};

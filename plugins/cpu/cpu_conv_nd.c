@@ -435,7 +435,36 @@ static weft_status_t *read_sizes(weft_kernel_ctx_t *ctx, const char *label, int 
   return NULL;
 }
 
-/* float32 NHWC 2-D convolutions with one group, and depthwise ones (cpu_conv_fast.c). */
+/* The same in NCHW: the NHWC kernels between transposes of their image-shaped operands
+ * (cpu_nchw.c); the filter and its gradient have one layout for both. */
+static weft_status_t *conv2d_fast_nchw(weft_kernel_ctx_t *ctx, conv_kind_t kind,
+                                       const weft_cpu_conv2d_t *c2, const weft_tensor_view_t *x,
+                                       const weft_tensor_view_t *f, const weft_tensor_view_t *dy,
+                                       weft_tensor_view_t *out, const weft_cpu_epilogue_t *ep) {
+  int64_t ip = c2->h * c2->w, op = c2->oh * c2->ow;
+  float *xt = NULL, *yt = NULL, *dxt = NULL;
+  if (kind == K_BP_INPUT_2D) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, c2->n, c2->m, op, dy->data, &yt));
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)out->num_elements * sizeof(float),
+                                           (void **)&dxt));
+    WEFT_RETURN_IF_ERROR(weft__cpu_conv2d_bp_input_f32(ctx, c2, f->data, yt, dxt));
+    weft__cpu_transpose_f32(ctx, c2->n, ip, c2->c, dxt, out->data);
+    return NULL;
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, c2->n, c2->c, ip, x->data, &xt));
+  if (kind == K_BP_FILTER_2D) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, c2->n, c2->m, op, dy->data, &yt));
+    return weft__cpu_conv2d_bp_filter_f32(ctx, c2, xt, yt, out->data);
+  }
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)out->num_elements * sizeof(float),
+                                         (void **)&yt));
+  WEFT_RETURN_IF_ERROR(weft__cpu_depthwise_f32_ep(ctx, c2, xt, f->data, yt, ep));
+  weft__cpu_transpose_f32(ctx, c2->n, op, c2->m, yt, out->data);
+  return NULL;
+}
+
+/* float32 2-D convolutions with one group, and depthwise ones (cpu_conv_fast.c; NCHW through
+ * conv2d_fast_nchw). */
 static weft_status_t *conv2d_fast(weft_kernel_ctx_t *ctx, conv_kind_t kind, const nd_t *g,
                                   const weft_tensor_view_t *x, const weft_tensor_view_t *f,
                                   const weft_tensor_view_t *dy, weft_tensor_view_t *out,
@@ -444,6 +473,7 @@ static weft_status_t *conv2d_fast(weft_kernel_ctx_t *ctx, conv_kind_t kind, cons
   weft_cpu_conv2d_t c2 = {g->n,    g->in[1], g->in[2], g->c,    g->out[1],
                           g->out[2], g->oc,  g->k[1],  g->k[2], g->s[1],
                           g->s[2], g->d[1],  g->d[2],  g->pb[1], g->pb[2]};
+  if (g->cfirst) return conv2d_fast_nchw(ctx, kind, &c2, x, f, dy, out, ep);
   switch (kind) {
     case K_DEPTHWISE: return weft__cpu_depthwise_f32_ep(ctx, &c2, x->data, f->data, out->data, ep);
     case K_BP_INPUT_2D:
@@ -552,7 +582,7 @@ static weft_status_t *conv_run(weft_kernel_ctx_t *ctx, conv_kind_t kind,
                        bp_input_int_range, &bj);
     return NULL;
   }
-  if (dt == WEFT_DT_FLOAT && ns == 2 && !g.cfirst &&
+  if (dt == WEFT_DT_FLOAT && ns == 2 &&
       (kind == K_DEPTHWISE || (groups == 1 && (kind == K_BP_INPUT_2D || kind == K_BP_FILTER_2D))))
     return conv2d_fast(ctx, kind, &g, &x, &f, &dy, &out, ep);
   if (ep)

@@ -266,8 +266,6 @@ static weft_status_t *fused_conv_bind(weft_kernel_ctx_t *ctx, const void *state,
   if (x.dtype != WEFT_DT_FLOAT)
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s has a CPU kernel for float only, not %s",
                            op, weft__cpu_dtype_name(x.dtype));
-  if (weft__cpu_attr_is(ctx, "data_format", "NCHW", "NHWC"))
-    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "%s on the CPU supports NHWC only", op);
   if (f.rank != 4) {
     char s[CPU_SHAPE_STR_LEN];
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s: filter must be 4-dimensional, got %s",

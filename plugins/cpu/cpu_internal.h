@@ -233,6 +233,14 @@ weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_co
  * 1) into y, which the caller allocated (cpu_pool_fast.c). */
 void weft__cpu_pool2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
                           const float *x, float *y);
+/* float32 batched transpose (cpu_nchw.c): each of `batch` row-major [rows, cols] matrices of
+ * src into [cols, rows] at the same offset of dst (NCHW <-> NHWC per image), on the intra-op
+ * pool. The _scratch form allocates dst in the kernel's scratch (freed with the kernel call). */
+void weft__cpu_transpose_f32(weft_kernel_ctx_t *ctx, int64_t batch, int64_t rows, int64_t cols,
+                             const float *src, float *dst);
+weft_status_t *weft__cpu_transpose_f32_scratch(weft_kernel_ctx_t *ctx, int64_t batch,
+                                               int64_t rows, int64_t cols, const float *src,
+                                               float **out);
 /* OpenBLAS's entry points, loaded by weft__cpu_blas_init (cpu_blas.c) from libopenblas.so.0.
  * The order and transpose arguments are cblas.h's enums, passed as the ints they are: this
  * header does not include cblas.h, whose <complex.h> would define `I` in every kernel file. */

@@ -24,6 +24,18 @@ static bool is_nhwc(const weft_node_t *n) {
   return !f || f->kind != WEFT_ATTR_STRING || strcmp(f->u.s.data, "NHWC") == 0;
 }
 
+static bool is_nchw(const weft_node_t *n) {
+  const weft__attr_value_t *f = weft__attrs_get(n->attrs, "data_format");
+  return f && f->kind == WEFT_ATTR_STRING && strcmp(f->u.s.data, "NCHW") == 0;
+}
+
+/* Both NHWC or both NCHW: the CPU's fused convolutions take either (an NCHW one runs the NHWC
+ * kernel between transposes, its epilogue per channel), as long as the bias or batch norm reads
+ * the channels where the convolution writes them. */
+static bool same_layout(const weft_node_t *a, const weft_node_t *b) {
+  return (is_nhwc(a) && is_nhwc(b)) || (is_nchw(a) && is_nchw(b));
+}
+
 /* A float32 node with one data output 0 in use (FusedBatchNorm's others must be unused) and no
  * control inputs: the ones a group may hold. */
 static bool plain_float(const weft_node_t *n) {
@@ -36,7 +48,7 @@ static bool is_batch_norm(const weft_node_t *n) {
     return false;
   const weft__attr_value_t *t = weft__attrs_get(n->attrs, "is_training");
   /* TensorFlow's default is training: only an explicit false is inference. */
-  return t && t->kind == WEFT_ATTR_BOOL && !t->u.b && n->n_inputs == 5 && is_nhwc(n);
+  return t && t->kind == WEFT_ATTR_BOOL && !t->u.b && n->n_inputs == 5;
 }
 
 /* The only consumer of `n` (through output 0, n not pinned, one data edge out, nothing reading
@@ -78,11 +90,13 @@ GPtrArray *weft__fuse_find_contractions(const weft__fuse_view_t *v) {
     bool conv = strcmp(root->op_name, "Conv2D") == 0 ||
                 strcmp(root->op_name, "DepthwiseConv2dNative") == 0;
     if ((!matmul && !conv) || root->n_outputs != 1 || !plain_float(root)) continue;
-    if (conv && !is_nhwc(root)) continue;
+    if (conv && !is_nhwc(root) && !is_nchw(root)) continue;
     const weft_node_t *mid = sole_consumer(v, root);
     if (!mid || !plain_float(mid)) continue;
-    bool bias = strcmp(mid->op_name, "BiasAdd") == 0 && mid->n_inputs == 2 && is_nhwc(mid);
-    if (!bias && !(conv && is_batch_norm(mid))) continue;
+    /* MatMul's BiasAdd adds along the last dimension whatever it says (a rank-2 value). */
+    bool layout = conv ? same_layout(root, mid) : is_nhwc(mid);
+    bool bias = strcmp(mid->op_name, "BiasAdd") == 0 && mid->n_inputs == 2 && layout;
+    if (!bias && !(conv && layout && is_batch_norm(mid))) continue;
     /* The last member may be fetched (the fused node stands for it), but FusedBatchNorm's
      * batch mean and variance outputs must be unused, and no member's output fed. */
     int m = GPOINTER_TO_INT(g_hash_table_lookup(v->index_of, mid)) - 1;
