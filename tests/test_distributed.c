@@ -1575,6 +1575,73 @@ static void test_rendezvous_release(void) {
   weft__step_table_free(t);
 }
 
+/* Expects step `id` of `t` to be a tombstone failing with `code` and `message` (as the step's own
+ * status; a RecvTensor of it gets the message marked derived), and nothing else of it held. */
+static void expect_tombstone(weft__step_table_t *t, int64_t id, weft_code_t code,
+                             const char *message, bool derived) {
+  weft_status_t *st = NULL;
+  weft__step_t *step = weft__step_get(t, id, &st);
+  g_assert_null(st);
+  bool was_derived = !derived;
+  expect_error(weft__step_status(step, &was_derived), code, message);
+  g_assert_cmpint(was_derived, ==, derived);
+  char *marked = g_strconcat(WEFT_DERIVED_PREFIX, message, NULL);
+  weft_tensor_t *x = weft_tensor_new_scalar_float(1.0f);
+  expect_error(weft__step_put(step, "edge;0", x), code, derived ? marked : message);
+  weft_tensor_unref(x);
+  weft__step_unref(step);
+  weft__step_table_release_if_idle(t, id);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+  received_t late = {0, 0, WEFT_UNKNOWN};
+  OK(weft__step_table_take(t, id, "edge;0", on_received, &late));
+  g_assert_cmpint(late.calls, ==, 1);
+  g_assert_cmpint(late.code, ==, code);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+  g_free(marked);
+}
+
+static void test_rendezvous_tombstones(void) {
+  weft__step_table_t *t = weft__step_table_new();
+  /* Aborted steps nobody holds leave the table for their compact records; each answers late
+   * calls with its own status, through many growths of the records' table. */
+  enum { N = 1000 };
+  for (int64_t id = 1; id <= N; id++) {
+    weft_status_t *st = NULL;
+    weft__step_t *step = weft__step_get(t, id * 7919, &st);
+    g_assert_null(st);
+    weft_status_t *why = weft_status_new(id % 2 ? WEFT_ABORTED : WEFT_DEADLINE_EXCEEDED,
+                                         "%sstep %" G_GINT64_FORMAT " failed here",
+                                         id % 3 ? "" : WEFT_DERIVED_PREFIX, id);
+    weft__step_abort(step, why, id % 5 == 0);
+    weft_status_free(why);
+    weft__step_unref(step);
+    weft__step_table_release_if_idle(t, id * 7919);
+  }
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+  for (int64_t id = N; id >= 1; id--) {
+    char *msg = g_strdup_printf("step %" G_GINT64_FORMAT " failed here", id);
+    expect_tombstone(t, id * 7919, id % 2 ? WEFT_ABORTED : WEFT_DEADLINE_EXCEEDED, msg,
+                     id % 5 == 0);
+    g_free(msg);
+  }
+  /* A cleaned-up step, and one aborted by its master. */
+  sender_run_graph(t, 5, 1.0f);
+  weft__step_table_remove(t, 5);
+  g_assert_cmpuint(weft__step_table_size(t), ==, 0);
+  expect_tombstone(t, 5, WEFT_CANCELLED, "Step 5 was cleaned up", true);
+
+  /* Records expire with the idle limit like the steps did: the step then starts afresh. */
+  weft__step_table_set_idle_limit(t, 1);
+  g_usleep(5000);
+  weft__step_table_sweep(t);
+  weft_status_t *st = NULL;
+  weft__step_t *step = weft__step_get(t, 5, &st);
+  g_assert_null(st);
+  g_assert_null(weft__step_status(step, NULL));
+  weft__step_unref(step);
+  weft__step_table_free(t);
+}
+
 static void test_cli(void) {
   if (!g_file_test(WEFT_CLI, G_FILE_TEST_IS_EXECUTABLE)) {
     g_test_skip("weft not built at " WEFT_CLI);
@@ -1696,6 +1763,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);
   g_test_add_func("/distributed/server_threads_after_burst", test_server_threads_after_burst);
   g_test_add_func("/distributed/rendezvous/release", test_rendezvous_release);
+  g_test_add_func("/distributed/rendezvous/tombstones", test_rendezvous_tombstones);
   g_test_add_func("/distributed/recv_groups/partition", test_recv_groups_partition);
   g_test_add_func("/distributed/recv_groups/cluster", test_recv_groups_cluster);
   g_test_add_func("/distributed/cli", test_cli);

@@ -8,6 +8,7 @@
  * callback, answered by the _Send or the abort. */
 #include "distributed_internal.h"
 
+#include <malloc.h>
 #include <string.h>
 
 /* How long a cleaned-up or aborted step is remembered: a RecvTensor, RunGraph or Abort of it that
@@ -37,9 +38,29 @@ struct weft__step {
   GCond delivered_cond;  /* signalled by deliveries and the abort */
 };
 
+/* A tombstone once nobody holds its step: what a late call needs to fail as the step did. A burst
+ * of hundreds of aborted steps would otherwise keep a step struct, a status and its message each
+ * for STEP_TOMBSTONE_US, small blocks spread over glibc's per-thread arenas that hold their
+ * pages resident; these records live in one array and their messages in one buffer. */
+typedef struct tomb {
+  int64_t id;
+  gint64 expires_us; /* 0: an empty slot */
+  gint64 touched_us, deadline_us;
+  gsize message;     /* offset of its message (without WEFT_DERIVED_PREFIX) in tomb_text */
+  int code;
+  bool derived;
+} tomb_t;
+
 struct weft__step_table {
   GMutex lock;
   GHashTable *steps; /* &step->id -> weft__step_t* (the table's reference) */
+  /* Tombstones, open addressing (linear probing) over a power-of-two capacity, rebuilt without
+   * the expired ones by each sweep; a step taken again from here goes back to `steps`, its
+   * record staying until it expires (it is updated if the step is buried again). */
+  tomb_t *tombs;
+  gsize tomb_cap, tomb_count;
+  GString *tomb_text;
+  guint steps_peak;  /* most steps held since the table last emptied (see release_if_idle) */
   weft_status_t *shutdown;
   gint64 swept_us;   /* when sweep_locked last walked the table */
   /* A step no RunGraph holds is dropped once untouched this long, and never before its
@@ -295,6 +316,8 @@ void weft__step_table_free(weft__step_table_t *t) {
   weft__step_table_shutdown(t, why);
   weft_status_free(why);
   g_hash_table_destroy(t->steps);
+  g_free(t->tombs);
+  if (t->tomb_text) g_string_free(t->tomb_text, TRUE);
   weft_status_free(t->shutdown);
   g_mutex_clear(&t->lock);
   g_free(t);
@@ -306,16 +329,105 @@ void weft__step_table_free(weft__step_table_t *t) {
 #define STEP_KEEP_MAX_US (15 * 60 * G_USEC_PER_SEC)
 
 /* Whether a step nobody holds has outlived the idle limit (and its deadline) or its tombstone. */
-static bool step_expired(weft__step_t *s, gint64 now, gint64 idle_limit_us) {
-  g_mutex_lock(&s->lock);
-  gint64 until = s->touched_us + idle_limit_us;
-  if (s->deadline_us != G_MAXINT64) {
-    gint64 keep = MIN(s->deadline_us, s->touched_us + STEP_KEEP_MAX_US);
+static bool expired_at(gint64 touched_us, gint64 deadline_us, gint64 expires_us, gint64 now,
+                       gint64 idle_limit_us) {
+  gint64 until = touched_us + idle_limit_us;
+  if (deadline_us != G_MAXINT64) {
+    gint64 keep = MIN(deadline_us, touched_us + STEP_KEEP_MAX_US);
     if (keep > until) until = keep;
   }
-  bool expired = now >= until || now >= s->expires_us;
+  return now >= until || now >= expires_us;
+}
+
+static bool step_expired(weft__step_t *s, gint64 now, gint64 idle_limit_us) {
+  g_mutex_lock(&s->lock);
+  bool expired = expired_at(s->touched_us, s->deadline_us, s->expires_us, now, idle_limit_us);
   g_mutex_unlock(&s->lock);
   return expired;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Tombstones of steps nobody holds (tomb_t); all called with the table locked. */
+
+static gsize tomb_slot(const tomb_t *tombs, gsize cap, int64_t id) {
+  /* Fibonacci hashing: step ids are random or consecutive, and either spreads. */
+  gsize k = (gsize)(((guint64)id * G_GUINT64_CONSTANT(0x9E3779B97F4A7C15)) >> 32) & (cap - 1);
+  while (tombs[k].expires_us != 0 && tombs[k].id != id) k = (k + 1) & (cap - 1);
+  return k;
+}
+
+/* Moves the tombstones still current at `now` (all of them when now is G_MININT64) to a table
+ * with room for `room` more and their messages to a new buffer; with none, both go. */
+static void tombs_rebuild(weft__step_table_t *t, gint64 now, gsize room) {
+  tomb_t *old = t->tombs;
+  gsize old_cap = t->tomb_cap, live = 0;
+  GString *old_text = t->tomb_text;
+  for (gsize k = 0; k < old_cap; k++) {
+    const tomb_t *r = &old[k];
+    if (r->expires_us != 0 &&
+        (now == G_MININT64 ||
+         !expired_at(r->touched_us, r->deadline_us, r->expires_us, now, t->idle_limit_us))) {
+      live++;
+    } else {
+      old[k].expires_us = 0;
+    }
+  }
+  t->tombs = NULL;
+  t->tomb_cap = t->tomb_count = 0;
+  t->tomb_text = NULL;
+  if (live + room > 0) {
+    gsize cap = 64;
+    while (cap < 2 * (live + room)) cap *= 2;
+    t->tombs = g_new0(tomb_t, cap);
+    t->tomb_cap = cap;
+    t->tomb_text = g_string_sized_new(old_text ? old_text->len : 256);
+    for (gsize k = 0; k < old_cap; k++) {
+      if (old[k].expires_us == 0) continue;
+      tomb_t *r = &t->tombs[tomb_slot(t->tombs, cap, old[k].id)];
+      *r = old[k];
+      r->message = t->tomb_text->len;
+      const char *msg = old_text->str + old[k].message;
+      g_string_append_len(t->tomb_text, msg, (gssize)strlen(msg) + 1);
+    }
+    t->tomb_count = live;
+  }
+  g_free(old);
+  if (old_text) g_string_free(old_text, TRUE);
+}
+
+/* Records the aborted step `s` (locked by the caller) as a tombstone. */
+static void tomb_put(weft__step_table_t *t, const weft__step_t *s) {
+  if (2 * (t->tomb_count + 1) > t->tomb_cap) tombs_rebuild(t, G_MININT64, t->tomb_count + 1);
+  tomb_t *r = &t->tombs[tomb_slot(t->tombs, t->tomb_cap, s->id)];
+  if (r->expires_us == 0) t->tomb_count++;
+  r->id = s->id;
+  r->expires_us = s->expires_us;
+  r->touched_us = s->touched_us;
+  r->deadline_us = s->deadline_us;
+  r->code = s->aborted->code;
+  r->derived = s->derived;
+  /* A step buried again leaves its former message in the buffer until the next rebuild. */
+  r->message = t->tomb_text->len;
+  g_string_append_len(t->tomb_text, s->aborted->message, (gssize)strlen(s->aborted->message) + 1);
+}
+
+/* The step of a tombstone as it was buried: aborted, with no tables and no call set (a call on
+ * it fails on its status before it would make one). */
+static weft__step_t *tomb_raise(weft__step_table_t *t, int64_t id) {
+  if (!t->tomb_cap) return NULL;
+  const tomb_t *r = &t->tombs[tomb_slot(t->tombs, t->tomb_cap, id)];
+  if (r->expires_us == 0) return NULL;
+  weft__step_t *s = g_new0(weft__step_t, 1);
+  s->refcount = 1;
+  s->id = id;
+  g_mutex_init(&s->lock);
+  g_cond_init(&s->delivered_cond);
+  s->aborted = weft_status_new(r->code, "%s", t->tomb_text->str + r->message);
+  s->derived = r->derived;
+  s->deadline_us = r->deadline_us;
+  s->touched_us = r->touched_us;
+  s->expires_us = r->expires_us;
+  return s;
 }
 
 /* Drops steps nobody touched for a long time; called with the table locked. The dropped ones
@@ -335,6 +447,7 @@ static GPtrArray *sweep_locked(weft__step_table_t *t) {
     g_ptr_array_add(stale, s);
     g_hash_table_iter_remove(&it);
   }
+  if (t->tomb_cap) tombs_rebuild(t, now, 0);
   return stale;
 }
 
@@ -381,8 +494,10 @@ weft__step_t *weft__step_get(weft__step_table_t *t, int64_t id, weft_status_t **
   GPtrArray *stale = NULL;
   if (!s) {
     stale = sweep_locked(t);
-    s = step_new(id);
+    s = tomb_raise(t, id);
+    if (!s) s = step_new(id);
     g_hash_table_insert(t->steps, &s->id, s);
+    t->steps_peak = MAX(t->steps_peak, g_hash_table_size(t->steps));
   }
   g_atomic_int_inc(&s->refcount);
   g_mutex_lock(&s->lock);
@@ -406,6 +521,7 @@ void weft__step_table_remove(weft__step_table_t *t, int64_t id) {
   weft_status_free(why);
   weft__step_mark_finished(s);
   weft__step_unref(s);
+  weft__step_table_release_if_idle(t, id);
 }
 
 static void mark_finished_if_aborted(weft__step_t *s) {
@@ -422,17 +538,9 @@ void weft__step_mark_finished(weft__step_t *s) {
   g_mutex_unlock(&s->lock);
 }
 
-/* An aborted step nobody else holds (called with the table locked, so nobody can take it
- * meanwhile) keeps only its status until it expires: its call set, cancelled and empty, goes.
- * Hundreds of steps failed at once would otherwise each keep it for STEP_TOMBSTONE_US. A later
- * RunGraph or RecvTensor of the step fails on its status before it would make a call. */
-static void compact_tombstone(weft__step_t *s) {
-  g_mutex_lock(&s->lock);
-  weft__call_set_t *calls = s->aborted ? s->calls : NULL;
-  if (calls) s->calls = NULL;
-  g_mutex_unlock(&s->lock);
-  weft__call_set_free(calls);
-}
+/* A burst of steps held this many at once left glibc's arenas holding the memory their threads
+ * freed: when the last of them goes, it is handed back to the system (malloc_trim). */
+#define TRIM_AFTER_STEPS 64
 
 void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   g_mutex_lock(&t->lock);
@@ -446,10 +554,24 @@ void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
     /* Still under the table's lock: once it is released, another caller (the RecvTensor that
      * holds the other reference) may drop and free the step. */
     mark_finished_if_aborted(s);
-    if (g_atomic_int_get(&s->refcount) == 1) compact_tombstone(s);
+    if (g_atomic_int_get(&s->refcount) == 1) {
+      /* Nobody else holds it, and nobody can take it while the table is locked: an aborted
+       * step leaves only its tombstone record. */
+      g_mutex_lock(&s->lock);
+      bool aborted = s->aborted != NULL;
+      if (aborted) tomb_put(t, s);
+      g_mutex_unlock(&s->lock);
+      if (aborted) {
+        g_hash_table_remove(t->steps, &id);
+        drop = s;
+      }
+    }
   }
+  bool trim = drop && g_hash_table_size(t->steps) == 0 && t->steps_peak >= TRIM_AFTER_STEPS;
+  if (g_hash_table_size(t->steps) == 0) t->steps_peak = 0;
   g_mutex_unlock(&t->lock);
   weft__step_unref(drop);
+  if (trim) malloc_trim(0);
 }
 
 weft_status_t *weft__step_table_take(weft__step_table_t *t, int64_t id, const char *key,

@@ -829,6 +829,8 @@ void weft__worker_abort_step(weft__worker_t *w, int64_t step_id, const weft_stat
   weft__step_abort(step, why, true);
   weft__step_mark_finished(step);
   weft__step_unref(step);
+  /* Unless a RunGraph still holds it, only its tombstone stays. */
+  weft__step_table_release_if_idle(w->steps, step_id);
 }
 
 void weft__worker_cleanup_step(weft__worker_t *w, int64_t step_id) {
