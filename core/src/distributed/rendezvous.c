@@ -61,6 +61,7 @@ struct weft__step_table {
   gsize tomb_cap, tomb_count;
   GString *tomb_text;
   guint steps_peak;  /* most steps held since the table last emptied (see release_if_idle) */
+  bool trim_again;   /* a burst ended: the next sweep that finds the table empty trims too */
   weft_status_t *shutdown;
   gint64 swept_us;   /* when sweep_locked last walked the table */
   /* A step no RunGraph holds is dropped once untouched this long, and never before its
@@ -471,8 +472,13 @@ void weft__step_table_sweep(weft__step_table_t *t) {
   g_mutex_lock(&t->lock);
   GPtrArray *stale = t->shutdown ? NULL : sweep_locked(t);
   gint64 limit = t->idle_limit_us;
+  /* What the burst's RPC and executor threads freed after its last step went (they end a little
+   * later) is handed back once the server is idle. */
+  bool trim = t->trim_again && g_hash_table_size(t->steps) == 0;
+  if (trim) t->trim_again = false;
   g_mutex_unlock(&t->lock);
   abort_and_drop(stale, limit);
+  if (trim) malloc_trim(0);
 }
 
 gint64 weft__step_table_idle_limit_us(weft__step_table_t *t) {
@@ -569,6 +575,7 @@ void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   }
   bool trim = drop && g_hash_table_size(t->steps) == 0 && t->steps_peak >= TRIM_AFTER_STEPS;
   if (g_hash_table_size(t->steps) == 0) t->steps_peak = 0;
+  if (trim) t->trim_again = true;
   g_mutex_unlock(&t->lock);
   weft__step_unref(drop);
   if (trim) malloc_trim(0);
