@@ -490,6 +490,103 @@ static void check_pow(const weft_cpu_vmath_t *vm, const char *level, uint32_t st
   g_free(y);
 }
 
+/* The chain evaluator (vm->chain, and its streaming form) against the loops it stands for,
+ * called one after the other: the same bits for every op alone, every pair, and a few longer
+ * chains, at lengths that leave every tail and y at every offset within a vector. */
+static void check_chain(const weft_cpu_vmath_t *vm, const char *level) {
+  static const size_t loop_of[WEFT_CPU_VOP_COUNT] = {
+      [WEFT_CPU_VOP_EXP] = offsetof(weft_cpu_vmath_t, exp),
+      [WEFT_CPU_VOP_LOG] = offsetof(weft_cpu_vmath_t, log),
+      [WEFT_CPU_VOP_TANH] = offsetof(weft_cpu_vmath_t, tanh),
+      [WEFT_CPU_VOP_SIGMOID] = offsetof(weft_cpu_vmath_t, sigmoid),
+      [WEFT_CPU_VOP_EXPM1] = offsetof(weft_cpu_vmath_t, expm1),
+      [WEFT_CPU_VOP_LOG1P] = offsetof(weft_cpu_vmath_t, log1p),
+      [WEFT_CPU_VOP_ERF] = offsetof(weft_cpu_vmath_t, erf),
+      [WEFT_CPU_VOP_SOFTPLUS] = offsetof(weft_cpu_vmath_t, softplus),
+      [WEFT_CPU_VOP_ELU] = offsetof(weft_cpu_vmath_t, elu),
+      [WEFT_CPU_VOP_SELU] = offsetof(weft_cpu_vmath_t, selu),
+      [WEFT_CPU_VOP_SQRT] = offsetof(weft_cpu_vmath_t, sqrt),
+      [WEFT_CPU_VOP_RSQRT] = offsetof(weft_cpu_vmath_t, rsqrt),
+      [WEFT_CPU_VOP_RECIPROCAL] = offsetof(weft_cpu_vmath_t, reciprocal),
+      [WEFT_CPU_VOP_SOFTSIGN] = offsetof(weft_cpu_vmath_t, softsign),
+      [WEFT_CPU_VOP_SQUARE] = offsetof(weft_cpu_vmath_t, square),
+      [WEFT_CPU_VOP_NEG] = offsetof(weft_cpu_vmath_t, neg),
+      [WEFT_CPU_VOP_RELU] = offsetof(weft_cpu_vmath_t, relu),
+      [WEFT_CPU_VOP_RELU6] = offsetof(weft_cpu_vmath_t, relu6),
+      [WEFT_CPU_VOP_SIN] = offsetof(weft_cpu_vmath_t, sin),
+      [WEFT_CPU_VOP_COS] = offsetof(weft_cpu_vmath_t, cos),
+      [WEFT_CPU_VOP_ABS] = offsetof(weft_cpu_vmath_t, abs),
+      [WEFT_CPU_VOP_ERFC] = offsetof(weft_cpu_vmath_t, erfc),
+  };
+  enum { N = 150, PAD = 16, MAXOPS = 6 };
+  float *x = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  float *want = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  float *got = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
+  for (int i = 0; i < N + 2 * PAD; i++) x[i] = (float)(i - 75) * 0.23f + 0.005f;
+  x[3] = NAN;
+  x[5] = INFINITY;
+  x[7] = -INFINITY;
+  x[9] = -0.0f;
+  x[11] = 1e-40f;
+  x[13] = -95.0f;
+  x[15] = 100.0f;
+  /* Chains: each op alone, each pair, then the benchmark's and some longer ones. */
+  uint8_t chains[WEFT_CPU_VOP_COUNT * (WEFT_CPU_VOP_COUNT + 1) + 3][MAXOPS];
+  int lens[G_N_ELEMENTS(chains)];
+  size_t n_chains = 0;
+  for (int a = 0; a < WEFT_CPU_VOP_COUNT; a++) {
+    chains[n_chains][0] = (uint8_t)a;
+    lens[n_chains++] = 1;
+    for (int b = 0; b < WEFT_CPU_VOP_COUNT; b++) {
+      chains[n_chains][0] = (uint8_t)a;
+      chains[n_chains][1] = (uint8_t)b;
+      lens[n_chains++] = 2;
+    }
+  }
+  static const uint8_t longer[3][MAXOPS] = {
+      {WEFT_CPU_VOP_NEG, WEFT_CPU_VOP_EXP, WEFT_CPU_VOP_SIGMOID, WEFT_CPU_VOP_TANH,
+       WEFT_CPU_VOP_RELU},
+      {WEFT_CPU_VOP_ABS, WEFT_CPU_VOP_SQRT, WEFT_CPU_VOP_LOG1P, WEFT_CPU_VOP_SQUARE,
+       WEFT_CPU_VOP_SIN, WEFT_CPU_VOP_RELU6},
+      {WEFT_CPU_VOP_SELU, WEFT_CPU_VOP_ERFC, WEFT_CPU_VOP_SOFTPLUS, WEFT_CPU_VOP_RSQRT,
+       WEFT_CPU_VOP_ELU, WEFT_CPU_VOP_SOFTSIGN},
+  };
+  for (int k = 0; k < 3; k++) {
+    memcpy(chains[n_chains], longer[k], MAXOPS);
+    lens[n_chains++] = k == 0 ? 5 : 6;
+  }
+  for (size_t c = 0; c < n_chains; c++) {
+    /* Pairs at a few shapes, the rest at every offset and many lengths. */
+    int offs = lens[c] == 2 ? 2 : PAD, step = lens[c] == 2 ? 37 : 1;
+    for (int off = 0; off < offs; off++) {
+      for (int n = lens[c] == 2 ? 1 : 0; n <= N; n += (n < 70 ? step : 23)) {
+        for (int form = 0; form < 2; form++) {
+          const weft_cpu_vmath_t *t = form ? vm->nt : vm;
+          for (int i = 0; i < N + 2 * PAD; i++) want[i] = got[i] = -7.0f;
+          if (n > 0) {
+            memcpy(want + off, x, (size_t)n * sizeof(float));
+            /* As the unfused ops run: only the last one's output streamed. */
+            for (int k = 0; k < lens[c]; k++)
+              (*(const weft_cpu_vm_fn *)(const void *)((const char *)(k == lens[c] - 1 ? t : vm) +
+                                                       loop_of[chains[c][k]]))(want + off,
+                                                                               want + off, n);
+          }
+          t->chain(chains[c], lens[c], x, got + off, n);
+          weft__cpu_stream_fence();
+          for (int i = 0; i < N + 2 * PAD; i++)
+            if (!same_float(got[i], want[i]))
+              g_error("%s chain %zu (%d ops, first %d)%s, y at +%d, n=%d: element %d is %a, want "
+                      "%a", level, c, lens[c], chains[c][0], form ? " streaming" : "", off, n,
+                      i - off, (double)got[i], (double)want[i]);
+        }
+      }
+    }
+  }
+  g_aligned_free(x);
+  g_aligned_free(want);
+  g_aligned_free(got);
+}
+
 static void test_level(gconstpointer data) {
   weft_cpu_isa_t isa = (weft_cpu_isa_t)GPOINTER_TO_INT(data);
   if (!weft__cpu_isa_supported(isa)) {
@@ -502,6 +599,7 @@ static void test_level(gconstpointer data) {
   check_lengths(vm, level);
   check_binary_exact(vm, level);
   check_streaming(vm, level);
+  check_chain(vm, level);
   /* Every 97th pattern: about 44 million floats per function, all exponents, odd step so
    * that every low-bit pattern of the mantissa comes up. The correctly rounded ones (one IEEE
    * operation, bound 0.5 ulp or exact) every 997th: there is no approximation to probe. The

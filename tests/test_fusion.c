@@ -176,6 +176,49 @@ static void test_long_chain(void) {
   }
 }
 
+/* A chain of unary ops only, which the kernel runs through the vector chain evaluator (each
+ * costly op with the cheap ones beside it in one loop): x -> Neg -> Exp -> Sigmoid -> Tanh ->
+ * Relu -> Abs -> Square -> Sigmoid -> Rsqrt, over x from -30 to 30 (Sigmoid's two formulas meet
+ * there) and shapes with short last blocks. Fused equals unfused bit for bit, and the formula
+ * in double precision holds. */
+static void test_unary_chain(void) {
+  static const char *const ops[] = {"Neg", "Exp", "Sigmoid", "Tanh", "Relu",
+                                    "Abs", "Square", "Sigmoid", "Rsqrt"};
+  int64_t shapes[][2] = {{16, 1024}, {7, 3001}, {1, 16411}};
+  for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    weft_graph_t *g = weft_graph_new();
+    weft_status_t *st = NULL;
+    weft_tensor_t *xt = ramp(2, shapes[s], -30, 30);
+    weft_output_t v = weft_const(g, "x", xt, &st);
+    OK(st);
+    for (size_t k = 0; k < G_N_ELEMENTS(ops); k++) {
+      char name[16];
+      g_snprintf(name, sizeof name, k + 1 == G_N_ELEMENTS(ops) ? "out" : "u%zu", k);
+      v = weft_unary(g, ops[k], name, v, &st);
+      OK(st);
+    }
+    char *fused_log = run_both(g, "out", NULL, NULL);
+    g_assert_cmpint(count(fused_log, "out=_FusedElementwise("), ==, 1);
+    g_assert_cmpint(count(fused_log, "u0="), ==, 0);
+    g_free(fused_log);
+    weft_tensor_t *fused = run(g, true, "out", NULL, NULL, NULL, NULL, &fused_log);
+    g_free(fused_log);
+    const float *p = weft_tensor_data(fused);
+    int64_t n = weft_tensor_num_elements(fused);
+    for (int64_t k = 5; k < n; k += 331) {
+      double x = -30 + 60.0 * (double)k / (double)(n - 1);
+      double t = tanh(1 / (1 + exp(-exp(-x))));
+      t = t < 0 ? 0 : t;
+      double want = 1 / sqrt(1 / (1 + exp(-t * t)));
+      if (!(fabs(p[k] - want) <= 1e-5 * want))
+        g_error("shape %zu element %" G_GINT64_FORMAT ": %g, expected %g", s, k, p[k], want);
+    }
+    weft_tensor_unref(fused);
+    weft_tensor_unref(xt);
+    weft_graph_free(g);
+  }
+}
+
 /* Pow fuses with either operand a scalar: x^3 -> Tanh -> 2^t -> * 0.5, over a shape whose rows
  * straddle blocks; the fused result is the unfused one's bits (the same vector loops). */
 static void test_pow_chain(void) {
@@ -347,6 +390,7 @@ static void test_streamed(void) {
   if (g_getenv("WEFT_TEST_FUSION_STREAM_CHILD") != NULL) {
     test_long_chain();
     test_pow_chain();
+    test_unary_chain();
     return;
   }
   g_setenv("WEFT_CPU_STREAM_BYTES", "1", TRUE);
@@ -362,6 +406,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fusion/long_chain_bit_exact", test_long_chain);
   g_test_add_func("/fusion/fetched_intermediate", test_fetched_intermediate);
   g_test_add_func("/fusion/pow_chain", test_pow_chain);
+  g_test_add_func("/fusion/unary_chain", test_unary_chain);
   g_test_add_func("/fusion/control_edges_and_fanout", test_control_edges_and_fanout);
   g_test_add_func("/fusion/export_unchanged", test_export_unchanged);
   g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);

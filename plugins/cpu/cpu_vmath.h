@@ -31,6 +31,23 @@ typedef struct weft_cpu_vm2 {
   weft_cpu_vm2_fn vv, sv, vs;
 } weft_cpu_vm2_t;
 
+/* The unary functions by code, for the chain evaluator (`chain` below). */
+typedef enum weft_cpu_vop {
+  WEFT_CPU_VOP_EXP, WEFT_CPU_VOP_LOG, WEFT_CPU_VOP_TANH, WEFT_CPU_VOP_SIGMOID,
+  WEFT_CPU_VOP_EXPM1, WEFT_CPU_VOP_LOG1P, WEFT_CPU_VOP_ERF, WEFT_CPU_VOP_SOFTPLUS,
+  WEFT_CPU_VOP_ELU, WEFT_CPU_VOP_SELU, WEFT_CPU_VOP_SQRT, WEFT_CPU_VOP_RSQRT,
+  WEFT_CPU_VOP_RECIPROCAL, WEFT_CPU_VOP_SOFTSIGN, WEFT_CPU_VOP_SQUARE, WEFT_CPU_VOP_NEG,
+  WEFT_CPU_VOP_RELU, WEFT_CPU_VOP_RELU6, WEFT_CPU_VOP_SIN, WEFT_CPU_VOP_COS, WEFT_CPU_VOP_ABS,
+  WEFT_CPU_VOP_ERFC,
+  WEFT_CPU_VOP_COUNT
+} weft_cpu_vop_t;
+
+/* y[i] = ops[n_ops - 1](... ops[0](x[i])) for i < n, each op a weft_cpu_vop_t: the functions
+ * applied one after the other to each vector while it sits in registers, so the same bits as
+ * the loops called one after the other. n_ops >= 1; x and y may be the same array. */
+typedef void (*weft_cpu_vm_chain_fn)(const uint8_t *ops, int n_ops, const float *x, float *y,
+                                     int64_t n);
+
 typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn exp, log, tanh, sigmoid;
   weft_cpu_vm_fn expm1, log1p, erf, softplus, elu, selu;
@@ -38,6 +55,7 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn erfc;
   /* x OP y, x the op's first argument. */
   weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
+  weft_cpu_vm_chain_fn chain;
   /* The same functions storing their output with streaming (non-temporal) stores wherever y's
    * alignment allows: y's cache lines are written without being read first and are not kept in
    * cache. Same bits. The stores are weakly ordered: weft__cpu_stream_fence() before anyone else

@@ -675,6 +675,118 @@ VM_LOOP(cos)
 VM_LOOP(abs)
 VM_LOOP(erfc)
 
+/* The chain evaluator: a fused chain of unary ops (cpu_fused.c) loads each vector once, applies
+ * every op to it in registers and stores it once, where one loop per op read and wrote an L1
+ * block per op. The switch on the op's code runs once per op for VM_CHAIN_UNROLL vectors (the
+ * indirect jump repeats with the chain's period, which the branch predictor follows); the
+ * functions are the loops' own, so the bits are theirs. */
+#define VM_CHAIN_UNROLL 4
+#define VM_CHAIN_CASE(code, f)                                                  \
+  case WEFT_CPU_VOP_##code:                                                     \
+    a = v##f(a);                                                                \
+    b = v##f(b);                                                                \
+    c = v##f(c);                                                                \
+    d = v##f(d);                                                                \
+    break;
+VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_ops) {
+  vf a = *pa, b = *pb, c = *pc, d = *pd;
+  for (int k = 0; k < n_ops; k++) {
+    switch ((weft_cpu_vop_t)ops[k]) {
+      VM_CHAIN_CASE(EXP, exp)
+      VM_CHAIN_CASE(LOG, log)
+      VM_CHAIN_CASE(TANH, tanh)
+      VM_CHAIN_CASE(SIGMOID, sigmoid)
+      VM_CHAIN_CASE(EXPM1, expm1)
+      VM_CHAIN_CASE(LOG1P, log1p)
+      VM_CHAIN_CASE(ERF, erf)
+      VM_CHAIN_CASE(SOFTPLUS, softplus)
+      VM_CHAIN_CASE(ELU, elu)
+      VM_CHAIN_CASE(SELU, selu)
+      VM_CHAIN_CASE(SQRT, sqrt)
+      VM_CHAIN_CASE(RSQRT, rsqrt)
+      VM_CHAIN_CASE(RECIPROCAL, reciprocal)
+      VM_CHAIN_CASE(SOFTSIGN, softsign)
+      VM_CHAIN_CASE(SQUARE, square)
+      VM_CHAIN_CASE(NEG, neg)
+      VM_CHAIN_CASE(RELU, relu)
+      VM_CHAIN_CASE(RELU6, relu6)
+      VM_CHAIN_CASE(SIN, sin)
+      VM_CHAIN_CASE(COS, cos)
+      VM_CHAIN_CASE(ABS, abs)
+      VM_CHAIN_CASE(ERFC, erfc)
+      case WEFT_CPU_VOP_COUNT:
+        break;
+    }
+  }
+  *pa = a;
+  *pb = b;
+  *pc = c;
+  *pd = d;
+}
+
+/* m (1 to VM_WIDTH - 1) elements from i through a zero-padded vector, as VM_PART. */
+VM_INLINE void vchain_part(const uint8_t *ops, int n_ops, const float *x, float *y, int64_t i,
+                           int64_t m) {
+  vf a = {0}, b = {0}, c = {0}, d = {0};
+  size_t part_bytes = ((size_t)m & (VM_WIDTH - 1)) * sizeof(float);
+  __builtin_memcpy(&a, x + i, part_bytes);
+  vchain(&a, &b, &c, &d, ops, n_ops);
+  __builtin_memcpy(y + i, &a, part_bytes);
+}
+
+/* y[i .. i + VM_WIDTH) = v, streamed where head >= 0. */
+VM_INLINE void vchain_store(float *y, vf v, int64_t head) {
+  if (head >= 0)
+    vstream(y, v);
+  else
+    __builtin_memcpy(y, &v, sizeof v);
+}
+
+/* The loop of VM_LOOP_FORM with the chain in place of one function: the streaming form (nt)
+ * takes y's unaligned head through the partial path and streams the whole vectors. */
+static void vchain_loop(const uint8_t *ops, int n_ops, const float *x, float *y, int64_t n,
+                           int nt) {
+  const int64_t step = VM_WIDTH * VM_CHAIN_UNROLL;
+  int64_t i = 0, head = nt ? vhead(y, n) : -1;
+  /* Which elements share a vector can change a last bit (Sigmoid takes another formula for a
+   * vector with a lane below -87), and the unfused chain groups them from x[0] in every op but
+   * the streamed last one, which groups them from y's first aligned vector. Where those differ,
+   * the chain does the same: the ops before the last, then the last one streamed in place. */
+  if (head > 0 && n_ops > 1) {
+    vchain_loop(ops, n_ops - 1, x, y, n, 0);
+    vchain_loop(ops + n_ops - 1, 1, y, y, n, 1);
+    return;
+  }
+  if (head > 0) vchain_part(ops, n_ops, x, y, 0, head);
+  if (head > 0) i = head;
+  for (; i + step <= n; i += step) {
+    vf a, b, c, d;
+    __builtin_memcpy(&a, x + i, sizeof a);
+    __builtin_memcpy(&b, x + i + VM_WIDTH, sizeof b);
+    __builtin_memcpy(&c, x + i + 2 * VM_WIDTH, sizeof c);
+    __builtin_memcpy(&d, x + i + 3 * VM_WIDTH, sizeof d);
+    vchain(&a, &b, &c, &d, ops, n_ops);
+    vchain_store(y + i, a, head);
+    vchain_store(y + i + VM_WIDTH, b, head);
+    vchain_store(y + i + 2 * VM_WIDTH, c, head);
+    vchain_store(y + i + 3 * VM_WIDTH, d, head);
+  }
+  for (; i + VM_WIDTH <= n; i += VM_WIDTH) {
+    vf a, b = {0}, c = {0}, d = {0};
+    __builtin_memcpy(&a, x + i, sizeof a);
+    vchain(&a, &b, &c, &d, ops, n_ops);
+    vchain_store(y + i, a, head);
+  }
+  if (i < n) vchain_part(ops, n_ops, x, y, i, n - i);
+}
+static void VM_NAME(chain)(const uint8_t *ops, int n_ops, const float *x, float *y, int64_t n) {
+  vchain_loop(ops, n_ops, x, y, n, 0);
+}
+static void VM_NAME(chain_nt)(const uint8_t *ops, int n_ops, const float *x, float *y,
+                              int64_t n) {
+  vchain_loop(ops, n_ops, x, y, n, 1);
+}
+
 /* Stores the first m (1 to VM_WIDTH - 1) lanes of v at p: a masked store where the level has
  * one, else lane by lane (a plain copy loop here would become a memcpy call). */
 VM_INLINE void vstore_first(float *p, vf v, int m) {
@@ -759,7 +871,7 @@ VM_LOOP2(pow)
    VM_NAME(erfc##sfx),     VM_FNS2(add, sfx),      VM_FNS2(sub, sfx),                           \
    VM_FNS2(mul, sfx),      VM_FNS2(div, sfx),      VM_FNS2(maximum, sfx),                       \
    VM_FNS2(minimum, sfx),  VM_FNS2(sqdiff, sfx),   VM_FNS2(pow, sfx),                           \
-   &nt_table}
+   VM_NAME(chain##sfx),    &nt_table}
 
 extern const weft_cpu_vmath_t VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt);
 const weft_cpu_vmath_t VM_CAT(weft__cpu_vmath_, VM_SUFFIX) =
