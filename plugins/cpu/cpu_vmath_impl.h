@@ -680,13 +680,19 @@ VM_LOOP(erfc)
  * block per op. The switch on the op's code runs once per op for VM_CHAIN_UNROLL vectors (the
  * indirect jump repeats with the chain's period, which the branch predictor follows); the
  * functions are the loops' own, so the bits are theirs. */
+#if VM_WIDTH == 16
 #define VM_CHAIN_UNROLL 4
+#define VM_CHAIN_CD(f) c = v##f(c), d = v##f(d)
+#else
+/* 16 vector registers: four vectors' temporaries and constants would spill. */
+#define VM_CHAIN_UNROLL 2
+#define VM_CHAIN_CD(f) (void)0
+#endif
 #define VM_CHAIN_CASE(code, f)                                                  \
   case WEFT_CPU_VOP_##code:                                                     \
     a = v##f(a);                                                                \
     b = v##f(b);                                                                \
-    c = v##f(c);                                                                \
-    d = v##f(d);                                                                \
+    VM_CHAIN_CD(f);                                                             \
     break;
 VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_ops) {
   vf a = *pa, b = *pb, c = *pc, d = *pd;
@@ -763,13 +769,18 @@ static void vchain_loop(const uint8_t *ops, int n_ops, const float *x, float *y,
     vf a, b, c, d;
     __builtin_memcpy(&a, x + i, sizeof a);
     __builtin_memcpy(&b, x + i + VM_WIDTH, sizeof b);
-    __builtin_memcpy(&c, x + i + 2 * VM_WIDTH, sizeof c);
-    __builtin_memcpy(&d, x + i + 3 * VM_WIDTH, sizeof d);
+    c = d = b;
+    if (VM_CHAIN_UNROLL == 4) {
+      __builtin_memcpy(&c, x + i + 2 * VM_WIDTH, sizeof c);
+      __builtin_memcpy(&d, x + i + 3 * VM_WIDTH, sizeof d);
+    }
     vchain(&a, &b, &c, &d, ops, n_ops);
     vchain_store(y + i, a, head);
     vchain_store(y + i + VM_WIDTH, b, head);
-    vchain_store(y + i + 2 * VM_WIDTH, c, head);
-    vchain_store(y + i + 3 * VM_WIDTH, d, head);
+    if (VM_CHAIN_UNROLL == 4) {
+      vchain_store(y + i + 2 * VM_WIDTH, c, head);
+      vchain_store(y + i + 3 * VM_WIDTH, d, head);
+    }
   }
   for (; i + VM_WIDTH <= n; i += VM_WIDTH) {
     vf a, b = {0}, c = {0}, d = {0};
