@@ -243,6 +243,9 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
     weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
                             g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
     if (!g.nchw) return weft__cpu_conv2d_f32_ep(ctx, &c2, x.data, f.data, y.data, ep);
+    /* Few taps or filters: the direct NCHW loop (cpu_conv_nchw.c). */
+    if (weft__cpu_conv2d_nchw_direct(&c2))
+      return weft__cpu_conv2d_nchw_f32(ctx, &c2, x.data, f.data, y.data, ep);
     /* NCHW runs the NHWC kernel between two transposes (cpu_nchw.c); the epilogue, per output
      * channel, finishes the NHWC tiles as it does there. */
     float *xt = NULL, *yt = NULL;
