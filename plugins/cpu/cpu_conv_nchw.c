@@ -231,13 +231,12 @@ weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_
   int64_t slack = j.wq + 2 * NCHW_STEP;
   int64_t nplanes = g->n * j.image + slack;
   int64_t nw = j.mblocks * j.taps * NCHW_MB;
-  float *planes = NULL, *w = NULL;
+  /* One scratch (a step of a tiny model is a few microseconds): offsets, filter, planes. */
   int64_t *off = NULL;
-  WEFT_RETURN_IF_ERROR(
-      H->kernel_scratch(ctx, sizeof(float) * (size_t)nplanes, (void **)&planes));
-  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(float) * (size_t)nw, (void **)&w));
-  WEFT_RETURN_IF_ERROR(
-      H->kernel_scratch(ctx, sizeof(int64_t) * (size_t)j.taps, (void **)&off));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(
+      ctx, sizeof(int64_t) * (size_t)j.taps + sizeof(float) * (size_t)(nw + nplanes),
+      (void **)&off));
+  float *w = (float *)(off + j.taps), *planes = w + nw;
   memset(planes + g->n * j.image, 0, sizeof(float) * (size_t)slack);
   /* Taps in the filter's order (row, column, channel), so that the sum's order does not depend
    * on the layout of the planes. */
