@@ -37,6 +37,7 @@ typedef struct nchw_conv {
   int64_t taps;          /* c * kh * kw */
   int64_t rows_per_run;  /* output rows per run (0: the rows are cut into column runs) */
   int64_t runs;          /* runs per output plane */
+  int64_t ipr;           /* images per run: several where an image's outputs are a few */
   int64_t mblocks;       /* filter blocks of NCHW_MB */
   const float *x;
   float *planes;         /* n images of phase planes, then zero slack */
@@ -54,6 +55,21 @@ bool weft__cpu_conv2d_nchw_direct(const weft_cpu_conv2d_t *g) {
   int64_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
   int64_t wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
   return hp <= 2 * g->h + 64 && wp <= 2 * g->w + 64;
+}
+
+/* dst[i] = src[i * stride] for i < n: one phase of a strided row. A constant stride (2-4, the
+ * direct loop's) lets the compiler vectorise the gather with shuffles. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void copy_strided(float *restrict dst, const float *restrict src, int64_t n,
+                         int64_t stride) {
+  switch (stride) {
+    case 2: for (int64_t i = 0; i < n; i++) dst[i] = src[2 * i]; return;
+    case 3: for (int64_t i = 0; i < n; i++) dst[i] = src[3 * i]; return;
+    case 4: for (int64_t i = 0; i < n; i++) dst[i] = src[4 * i]; return;
+    default: for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride]; return;
+  }
 }
 
 /* Phase planes of images [b, e): zeros in the padding. */
@@ -82,10 +98,15 @@ static void pad_images(void *arg, int64_t b, int64_t e) {
             memset(row + lead + n, 0, sizeof(float) * (size_t)(j->wq - lead - n));
             continue;
           }
-          for (int64_t p = 0; p < j->wq; p++) {
-            int64_t ix = p * g->sw + bb - g->pl;
-            row[p] = ix >= 0 && ix < g->w ? in[ix] : 0.0f;
-          }
+          /* Phase column p reads input column p * sw + bb - pl: inside for p in [p0, p1). */
+          int64_t p0 = g->pl > bb ? (g->pl - bb + g->sw - 1) / g->sw : 0;
+          int64_t p1 = (g->w + g->pl - bb + g->sw - 1) / g->sw;
+          if (p0 > j->wq) p0 = j->wq;
+          if (p1 > j->wq) p1 = j->wq;
+          if (p1 < p0) p1 = p0;
+          memset(row, 0, sizeof(float) * (size_t)p0);
+          copy_strided(row + p0, in + p0 * g->sw + bb - g->pl, p1 - p0, g->sw);
+          memset(row + p1, 0, sizeof(float) * (size_t)(j->wq - p1));
         }
       }
   }
@@ -167,7 +188,8 @@ static void conv_runs(void *arg, int64_t b, int64_t e) {
   const weft_cpu_epilogue_t *ep = j->ep;
   float sums[NCHW_MB * NCHW_RUN];
   for (int64_t t = b; t < e; t++) {
-    int64_t run = t % j->runs, mb = t / j->runs % j->mblocks, n = t / j->runs / j->mblocks;
+    int64_t run = t % j->runs, mb = t / j->runs % j->mblocks;
+    int64_t n = t / j->runs / j->mblocks * j->ipr, imgs = g->n - n < j->ipr ? g->n - n : j->ipr;
     int64_t m0 = mb * NCHW_MB, nb = g->m - m0 < NCHW_MB ? g->m - m0 : NCHW_MB;
     int64_t y0, rows, x0, cols, start, len;
     if (j->rows_per_run > 0) { /* whole rows, wq apart */
@@ -176,7 +198,8 @@ static void conv_runs(void *arg, int64_t b, int64_t e) {
       x0 = 0;
       cols = g->ow;
       start = y0 * j->wq;
-      len = (rows - 1) * j->wq + g->ow;
+      /* Several images: image k's outputs are image k's planes' offset further on. */
+      len = (imgs - 1) * j->image + (rows - 1) * j->wq + g->ow;
     } else { /* a row longer than a run: NCHW_RUN columns at a time */
       int64_t per_row = (g->ow + NCHW_RUN - 1) / NCHW_RUN;
       y0 = run / per_row;
@@ -198,10 +221,12 @@ static void conv_runs(void *arg, int64_t b, int64_t e) {
       case 3: sums_3(src, j->off, w, j->taps, len, init, sums); break;
       default: sums_4(src, j->off, w, j->taps, len, init, sums); break;
     }
-    for (int64_t f = 0; f < nb; f++) {
-      float *plane = j->y + (n * g->m + m0 + f) * g->oh * g->ow;
-      finish_run(j, sums + f * NCHW_RUN, j->wq, plane, m0 + f, y0, rows, x0, cols);
-    }
+    for (int64_t k = 0; k < imgs; k++)
+      for (int64_t f = 0; f < nb; f++) {
+        float *plane = j->y + ((n + k) * g->m + m0 + f) * g->oh * g->ow;
+        finish_run(j, sums + f * NCHW_RUN + k * j->image, j->wq, plane, m0 + f, y0, rows, x0,
+                   cols);
+      }
   }
 }
 
@@ -225,6 +250,17 @@ weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_
   } else {
     j.rows_per_run = 0;
     j.runs = g->oh * ((g->ow + NCHW_RUN - 1) / NCHW_RUN);
+  }
+  /* Images whose outputs fill a fraction of a vector step (a 1-D convolution's few columns)
+   * share a run when that takes fewer steps per image: the planes of the other channels
+   * between them are computed and dropped. */
+  j.ipr = 1;
+  int64_t one = (g->oh - 1) * j.wq + g->ow;
+  if (j.rows_per_run >= g->oh && one + j.image <= NCHW_RUN && g->n > 1) {
+    int64_t ipr = 1 + (NCHW_RUN - one) / j.image;
+    if (ipr > g->n) ipr = g->n;
+    int64_t steps = ((ipr - 1) * j.image + one + NCHW_STEP - 1) / NCHW_STEP;
+    if (steps < ipr * ((one + NCHW_STEP - 1) / NCHW_STEP)) j.ipr = ipr;
   }
   /* A run's last vector step reads up to NCHW_STEP past its end, and the columns past the
    * output's width read on into the next row or plane: zero slack after the last image. */
@@ -260,7 +296,9 @@ weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_
   /* Rough cycles per run: a vector multiply-add per 16 outputs, tap and filter, and the call. */
   int64_t len = j.rows_per_run > 0 ? j.rows_per_run * j.wq : NCHW_RUN;
   if (len > g->oh * j.wq) len = g->oh * j.wq;
+  if (j.ipr > 1) len = NCHW_RUN;
   int64_t per_run = len * j.taps * (g->m < NCHW_MB ? g->m : NCHW_MB) / 16 + 50;
-  weft__cpu_parallel(ctx, g->n * j.mblocks * j.runs, per_run, conv_runs, &j);
+  int64_t groups = (g->n + j.ipr - 1) / j.ipr;
+  weft__cpu_parallel(ctx, groups * j.mblocks * j.runs, per_run, conv_runs, &j);
   return NULL;
 }
