@@ -1,5 +1,6 @@
 /* test_conv_nchw.c: the channels-first (NCHW) float32 convolutions and pools, which the CPU
- * plugin runs on its NHWC kernels between two transposes (plugins/cpu/cpu_nchw.c). For odd
+ * plugin runs on its NHWC kernels between two transposes (plugins/cpu/cpu_nchw.c), or, for a
+ * Conv2D with few taps or filters, directly (plugins/cpu/cpu_conv_nchw.c). For odd
  * shapes (sizes that fill no transpose block, one channel, strides, dilations, SAME / VALID /
  * EXPLICIT padding) each op runs once in NHWC and once on the same values laid out NCHW:
  * Conv2D and DepthwiseConv2dNative are checked against a double-precision reference computed

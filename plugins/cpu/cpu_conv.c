@@ -1,6 +1,7 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
  * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 with
- * one group in cpu_conv_fast.c, NCHW transposed to NHWC and back; a direct loop with wrapping
+ * one group in cpu_conv_fast.c, NCHW with few taps or filters direct in cpu_conv_nchw.c, other
+ * NCHW transposed to NHWC and back; a direct loop with wrapping
  * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
  * transposed like Conv2D) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
