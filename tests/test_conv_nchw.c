@@ -236,6 +236,22 @@ static void assert_same(const weft_tensor_t *a, const weft_tensor_t *b, double t
       g_error("%s: element %" G_GINT64_FORMAT ": NCHW %.9g, NHWC %.9g", what, i, p[i], q[i]);
 }
 
+/* `op` (Conv2D or DepthwiseConv2dNative) on x and f in NHWC and in NCHW: both against the
+ * reference, and the two within tol of each other. */
+static void check_conv(const conv_case_t *c, bool depthwise, weft_tensor_t *x, weft_tensor_t *f,
+                       double tol, const char *what) {
+  const char *op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+  weft_tensor_t *ins[2] = {x, f};
+  const bool image[2] = {true, false};
+  weft_tensor_t *yh = run_op(op, c, false, false, NULL, -1, false, ins, image, 2, true);
+  weft_tensor_t *yc = run_op(op, c, true, false, NULL, -1, false, ins, image, 2, true);
+  check_reference(c, depthwise, x, f, yc, what);
+  check_reference(c, depthwise, x, f, yh, what);
+  assert_same(yc, yh, tol, what);
+  weft_tensor_unref(yh);
+  weft_tensor_unref(yc);
+}
+
 static void test_forward(void) {
   for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
     const conv_case_t *c = &cases[ci];
@@ -244,17 +260,11 @@ static void test_forward(void) {
     weft_tensor_t *ins[2] = {x, f};
     const bool image[2] = {true, false};
     for (int depthwise = 0; depthwise < 2; depthwise++) {
-      const char *op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
       if (depthwise && strcmp(c->padding, "EXPLICIT") == 0) continue;
-      weft_tensor_t *yh = run_op(op, c, false, false, NULL, -1, false, ins, image, 2, true);
-      weft_tensor_t *yc = run_op(op, c, true, false, NULL, -1, false, ins, image, 2, true);
-      char *what = g_strdup_printf("%s case %zu", op, ci);
-      check_reference(c, depthwise, x, f, yc, what);
-      check_reference(c, depthwise, x, f, yh, what);
-      assert_same(yc, yh, 1e-6, what);
+      char *what = g_strdup_printf("%s case %zu", depthwise ? "DepthwiseConv2dNative" : "Conv2D",
+                                   ci);
+      check_conv(c, depthwise, x, f, 1e-6, what);
       g_free(what);
-      weft_tensor_unref(yh);
-      weft_tensor_unref(yc);
     }
     for (int is_max = 0; is_max < 2; is_max++) {
       if (strcmp(c->padding, "EXPLICIT") == 0) continue;
@@ -279,17 +289,9 @@ static void test_direct(void) {
     const conv_case_t *c = &direct_cases[ci];
     int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
     weft_tensor_t *x = values(4, xd, 11 + (uint32_t)ci), *f = values(4, fd, 500 + (uint32_t)ci);
-    weft_tensor_t *ins[2] = {x, f};
-    const bool image[2] = {true, false};
-    weft_tensor_t *yh = run_op("Conv2D", c, false, false, NULL, -1, false, ins, image, 2, true);
-    weft_tensor_t *yc = run_op("Conv2D", c, true, false, NULL, -1, false, ins, image, 2, true);
     char *what = g_strdup_printf("direct Conv2D case %zu", ci);
-    check_reference(c, false, x, f, yc, what);
-    check_reference(c, false, x, f, yh, what);
-    assert_same(yc, yh, 1e-5, what);
+    check_conv(c, false, x, f, 1e-5, what);
     g_free(what);
-    weft_tensor_unref(yh);
-    weft_tensor_unref(yc);
     weft_tensor_unref(x);
     weft_tensor_unref(f);
   }
