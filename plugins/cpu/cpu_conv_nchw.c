@@ -78,6 +78,33 @@ static void copy_strided(float *restrict dst, const float *restrict src, int64_t
   }
 }
 
+/* Phase row `row` (wq floats): phase column p holds input column p * sw + first of `in` (w
+ * floats; NULL: a padding row), zero outside it. A short row (the corpus's 5-wide images) is
+ * one loop: three library calls per row cost more than the row. */
+static void pad_row(float *restrict row, const float *restrict in, int64_t wq, int64_t w,
+                    int64_t sw, int64_t first) {
+  if (!in) w = 0;
+  if (wq <= 64) {
+    for (int64_t p = 0; p < wq; p++) {
+      int64_t ix = p * sw + first;
+      row[p] = ix >= 0 && ix < w ? in[ix] : 0.0f;
+    }
+    return;
+  }
+  /* Inside for p in [p0, p1). */
+  int64_t p0 = first < 0 ? (-first + sw - 1) / sw : 0;
+  int64_t p1 = (w - first + sw - 1) / sw;
+  if (p0 > wq) p0 = wq;
+  if (p1 > wq) p1 = wq;
+  if (p1 < p0) p1 = p0;
+  memset(row, 0, sizeof(float) * (size_t)p0);
+  if (sw == 1)
+    memcpy(row + p0, in + p0 + first, sizeof(float) * (size_t)(p1 - p0));
+  else
+    copy_strided(row + p0, in + p0 * sw + first, p1 - p0, sw);
+  memset(row + p1, 0, sizeof(float) * (size_t)(wq - p1));
+}
+
 /* Phase planes of images [b, e): zeros in the padding. */
 static void pad_images(void *arg, int64_t b, int64_t e) {
   const nchw_conv_t *j = arg;
@@ -90,29 +117,10 @@ static void pad_images(void *arg, int64_t b, int64_t e) {
         int64_t iy = q * g->sh + a - g->pt;
         for (int64_t bb = 0; bb < g->sw; bb++) {
           float *row = dst + ((a * g->sw + bb) * j->hq + q) * j->wq;
-          if (iy < 0 || iy >= g->h) {
-            memset(row, 0, sizeof(float) * (size_t)j->wq);
-            continue;
-          }
-          const float *in = src + iy * g->w;
-          if (g->sw == 1) {
-            /* Columns [pl, pl + w) of the padded row hold the input row. */
-            int64_t lead = g->pl < j->wq ? g->pl : j->wq;
-            int64_t n = g->w < j->wq - lead ? g->w : j->wq - lead;
-            memset(row, 0, sizeof(float) * (size_t)lead);
-            memcpy(row + lead, in, sizeof(float) * (size_t)n);
-            memset(row + lead + n, 0, sizeof(float) * (size_t)(j->wq - lead - n));
-            continue;
-          }
-          /* Phase column p reads input column p * sw + bb - pl: inside for p in [p0, p1). */
-          int64_t p0 = g->pl > bb ? (g->pl - bb + g->sw - 1) / g->sw : 0;
-          int64_t p1 = (g->w + g->pl - bb + g->sw - 1) / g->sw;
-          if (p0 > j->wq) p0 = j->wq;
-          if (p1 > j->wq) p1 = j->wq;
-          if (p1 < p0) p1 = p0;
-          memset(row, 0, sizeof(float) * (size_t)p0);
-          copy_strided(row + p0, in + p0 * g->sw + bb - g->pl, p1 - p0, g->sw);
-          memset(row + p1, 0, sizeof(float) * (size_t)(j->wq - p1));
+          if (iy < 0 || iy >= g->h)
+            pad_row(row, NULL, j->wq, 0, g->sw, 0);
+          else
+            pad_row(row, src + iy * g->w, j->wq, g->w, g->sw, bb - g->pl);
         }
       }
   }
