@@ -50,6 +50,8 @@ static const conv_case_t direct_cases[] = {
     {1, 3, 3, 2, 2, 5, 5, 2, 2, 1, 1, "EXPLICIT", {2, 3, 1, 4}}, /* the same, padded */
     {1, 3, 3, 2, 3, 4, 4, 1, 1, 1, 1, "VALID", {0}},          /* an empty output */
     {2, 3, 600, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},         /* rows longer than a run */
+    {1, 4, 150, 2, 3, 3, 3, 2, 2, 1, 1, "SAME", {0}},         /* long strided rows */
+    {1, 3, 100, 1, 2, 3, 3, 1, 1, 1, 1, "EXPLICIT", {1, 1, 7, 2}}, /* wide left padding */
     {1, 40, 40, 3, 2, 3, 3, 1, 1, 1, 2, "EXPLICIT", {0, 1, 5, 0}}, /* several runs of rows */
     {2, 12, 13, 4, 6, 2, 2, 4, 4, 1, 1, "VALID", {0}},        /* stride 4 */
     {1, 12, 13, 2, 3, 2, 2, 5, 1, 1, 1, "SAME", {0}},         /* stride 5: transposed */
@@ -465,7 +467,7 @@ static void test_fused(void) {
   fused_case(&direct_cases[3], false, "Relu6");
   fused_case(&direct_cases[2], false, "Elu");
   fused_case(&direct_cases[8], false, NULL);
-  fused_case(&direct_cases[9], true, "Relu");
+  fused_case(&direct_cases[11], true, "Relu");
   fused_case(&direct_cases[4], true, NULL);
   fused_case(&cases[2], true, "Relu6");
 }

@@ -78,51 +78,39 @@ static void copy_strided(float *restrict dst, const float *restrict src, int64_t
   }
 }
 
-/* Phase row `row` (wq floats): phase column p holds input column p * sw + first of `in` (w
- * floats; NULL: a padding row), zero outside it. A short row (the corpus's 5-wide images) is
- * one loop: three library calls per row cost more than the row. */
-static void pad_row(float *restrict row, const float *restrict in, int64_t wq, int64_t w,
-                    int64_t sw, int64_t first) {
-  if (!in) w = 0;
-  if (wq <= 64) {
-    for (int64_t p = 0; p < wq; p++) {
-      int64_t ix = p * sw + first;
-      row[p] = ix >= 0 && ix < w ? in[ix] : 0.0f;
-    }
-    return;
-  }
-  /* Inside for p in [p0, p1). */
-  int64_t p0 = first < 0 ? (-first + sw - 1) / sw : 0;
-  int64_t p1 = (w - first + sw - 1) / sw;
-  if (p0 > wq) p0 = wq;
-  if (p1 > wq) p1 = wq;
-  if (p1 < p0) p1 = p0;
-  memset(row, 0, sizeof(float) * (size_t)p0);
-  if (sw == 1)
-    memcpy(row + p0, in + p0 + first, sizeof(float) * (size_t)(p1 - p0));
-  else
-    copy_strided(row + p0, in + p0 * sw + first, p1 - p0, sw);
-  memset(row + p1, 0, sizeof(float) * (size_t)(wq - p1));
-}
-
-/* Phase planes of images [b, e): zeros in the padding. */
+/* Phase planes of images [b, e): zeros first, one call per image and channel (a row of the
+ * corpus's 5-wide images is shorter than the calls it would take to pad it alone), then each
+ * input row's columns into its phase rows. */
 static void pad_images(void *arg, int64_t b, int64_t e) {
   const nchw_conv_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
+  int64_t plane = j->hq * j->wq;
   for (int64_t t = b; t < e; t++) { /* t: one (image, channel) */
     const float *src = j->x + t * g->h * g->w;
-    float *dst = j->planes + t * j->phases * j->hq * j->wq;
-    for (int64_t a = 0; a < g->sh; a++)
-      for (int64_t q = 0; q < j->hq; q++) {
-        int64_t iy = q * g->sh + a - g->pt;
-        for (int64_t bb = 0; bb < g->sw; bb++) {
-          float *row = dst + ((a * g->sw + bb) * j->hq + q) * j->wq;
-          if (iy < 0 || iy >= g->h)
-            pad_row(row, NULL, j->wq, 0, g->sw, 0);
-          else
-            pad_row(row, src + iy * g->w, j->wq, g->w, g->sw, bb - g->pl);
+    float *dst = j->planes + t * j->phases * plane;
+    memset(dst, 0, sizeof(float) * (size_t)(j->phases * plane));
+    for (int64_t bb = 0; bb < g->sw; bb++) {
+      /* Phase column p reads input column p * sw + first: inside for p in [p0, p1). */
+      int64_t first = bb - g->pl;
+      int64_t p0 = first < 0 ? (-first + g->sw - 1) / g->sw : 0;
+      int64_t p1 = (g->w - first + g->sw - 1) / g->sw;
+      if (p1 > j->wq) p1 = j->wq;
+      if (p1 <= p0) continue;
+      for (int64_t a = 0; a < g->sh; a++)
+        for (int64_t q = 0; q < j->hq; q++) {
+          int64_t iy = q * g->sh + a - g->pt;
+          if (iy < 0 || iy >= g->h) continue;
+          float *row = dst + (a * g->sw + bb) * plane + q * j->wq;
+          const float *in = src + iy * g->w + p0 * g->sw + first;
+          if (g->sw == 1) {
+            memcpy(row + p0, in, sizeof(float) * (size_t)(p1 - p0));
+          } else if (p1 - p0 <= 16) { /* shorter than the call */
+            for (int64_t p = p0; p < p1; p++) row[p] = in[(p - p0) * g->sw];
+          } else {
+            copy_strided(row + p0, in, p1 - p0, g->sw);
+          }
         }
-      }
+    }
   }
 }
 
