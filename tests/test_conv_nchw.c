@@ -38,8 +38,8 @@ static const conv_case_t cases[] = {
 /* Shapes for the direct NCHW Conv2D (plugins/cpu/cpu_conv_nchw.c: few taps or filters): widths
  * that end mid-vector, every padding, strides 1 to 4 (5: the transposed path again), dilation,
  * 1 and 5 channels, filter counts past a block of 4, a window larger than the input, rows
- * longer than one run of outputs, several runs of rows, several images in one run (1-D), and an
- * empty output. */
+ * longer than one run of outputs, several runs of rows, several images in one run (1-D), work
+ * enough for the intra-op pool, and an empty output. */
 static const conv_case_t direct_cases[] = {
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "VALID", {0}},          /* one of everything */
     {2, 7, 1, 1, 2, 3, 1, 1, 1, 1, 1, "SAME", {0}},           /* width 1 */
@@ -59,6 +59,7 @@ static const conv_case_t direct_cases[] = {
     {64, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},          /* the corpus's batch of 64 */
     {64, 1, 5, 2, 3, 1, 2, 1, 1, 1, 1, "VALID", {0}},         /* 1-D: 51 + 13 images a run */
     {9, 1, 7, 3, 2, 1, 3, 1, 2, 1, 1, "SAME", {0}},           /* 1-D, strided */
+    {4, 32, 32, 3, 8, 3, 3, 1, 1, 1, 1, "SAME", {0}},         /* runs over the intra-op pool */
 };
 
 /* Reproducible values in [-1, 1) from a linear congruential sequence. */
