@@ -47,8 +47,8 @@ typedef struct nchw_conv {
 } nchw_conv_t;
 
 /* The most taps the direct loop takes with more than NCHW_MB filters. Measured against the
- * transposed GEMM (docs/performance.md): 2-4x faster up to 72 taps (4 or 8 channels, 3x3),
- * even or noisy at 144-1152, slower for a 64 -> 64 pointwise convolution. */
+ * transposed GEMM (docs/performance.md): 2-4x faster at 18-72 taps, even for a 64 -> 64
+ * pointwise convolution (64 taps), slower or lost in the noise at 144-288 taps. */
 #define NCHW_DIRECT_MAX_TAPS 72
 
 /* Whether the direct loop is chosen: few taps (the GEMM's K) or few filters (its N), where the
