@@ -373,6 +373,22 @@ weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
 weft_status_t *weft__cpu_depthwise_with_epilogue(weft_kernel_ctx_t *ctx,
                                                  const weft_cpu_epilogue_t *ep);
 weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg); /* cpu_epilogue.c */
+
+/* Float32 GEMMs over a constant B packed once per node (cpu_packed.c). A node's kernel state
+ * owns one cache (new / free; free takes NULL). */
+typedef struct weft_cpu_packed_cache weft_cpu_packed_cache_t;
+weft_cpu_packed_cache_t *weft__cpu_packed_cache_new(void);
+void weft__cpu_packed_cache_free(weft_cpu_packed_cache_t *cache);
+/* Whether an m x k x n GEMM takes the packed path at this level (WEFT_CPU_PACKED_GEMM). */
+bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k);
+/* C[m, n] (row stride ldc) = op(A) op(B), then the epilogue ep (NULL: none), with B input
+ * b_input of the call packed once into cache, when that input is a constant and the shape is
+ * one the packed path takes; false (C untouched) otherwise: the caller runs OpenBLAS. A as
+ * weft__cpu_blas_gemm's; m, n, k >= 1. */
+bool weft__cpu_packed_gemm(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cache, int b_input,
+                           bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                           const weft_cpu_epilogue_t *ep);
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg); /* cpu_summary.c */

@@ -283,9 +283,13 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
 }
 
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
   weft_pc_matmul_t mm;
   WEFT_RETURN_IF_ERROR(weft_pc_matmul_prepare(ctx, &mm));
+  /* A constant B (weights) runs over its packed copy, packed on the first call (cpu_packed.c). */
+  if (mm.a.dtype == WEFT_DT_FLOAT && mm.m > 0 && mm.n > 0 && mm.k > 0 &&
+      weft__cpu_packed_gemm(ctx, state, 1, mm.ta, mm.tb, mm.m, mm.n, mm.k, mm.a.data,
+                            mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data, mm.n, NULL))
+    return NULL;
   gemm_args_t g = {mm.a.dtype, mm.ta,        mm.tb,     mm.m,         mm.n,     mm.k,
                    mm.a.data,  mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data};
   return gemm(ctx, &g);
@@ -364,6 +368,17 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+/* MatMul's per-node state: the cache of its packed constant B. */
+static weft_status_t *create_matmul(const weft_host_t *host, const weft_attrs_t *attrs,
+                                    void *user_data, void **state) {
+  (void)attrs;
+  (void)user_data;
+  *state = weft__cpu_packed_cache_new();
+  return *state ? NULL : host->status_new(WEFT_RESOURCE_EXHAUSTED, "MatMul: out of memory");
+}
+
+static void destroy_matmul(void *state) { weft__cpu_packed_cache_free(state); }
+
 static const weft_dtype_t matmul_types[] = {
     WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_HALF,   WEFT_DT_BFLOAT16,
     WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_UINT32, WEFT_DT_UINT64,
@@ -374,7 +389,7 @@ weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg) {
   const size_t n = sizeof matmul_types / sizeof matmul_types[0];
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "MatMul", .compute = k_matmul, .type_attr = "T", .dtypes = matmul_types,
-       .n_dtypes = n},
+       .n_dtypes = n, .create = create_matmul, .destroy = destroy_matmul},
       {.op = "BatchMatMul", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
        .n_dtypes = n},
       {.op = "BatchMatMulV2", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
