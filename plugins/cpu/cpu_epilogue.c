@@ -287,7 +287,8 @@ static weft_status_t *fused_conv_bind(weft_kernel_ctx_t *ctx, const void *state,
 static weft_status_t *k_fused_conv2d(weft_kernel_ctx_t *ctx, void *state) {
   weft_cpu_epilogue_t ep;
   WEFT_RETURN_IF_ERROR(fused_conv_bind(ctx, state, false, &ep));
-  return weft__cpu_conv2d_with_epilogue(ctx, &ep);
+  const struct weft_cpu_epilogue_spec *spec = state;
+  return weft__cpu_conv2d_with_epilogue(ctx, &ep, spec->packed);
 }
 
 static weft_status_t *k_fused_depthwise(weft_kernel_ctx_t *ctx, void *state) {
@@ -296,21 +297,29 @@ static weft_status_t *k_fused_depthwise(weft_kernel_ctx_t *ctx, void *state) {
   return weft__cpu_depthwise_with_epilogue(ctx, &ep);
 }
 
-static weft_status_t *create_matmul(const weft_host_t *host, const weft_attrs_t *attrs,
-                                    void *user_data, void **state) {
-  (void)user_data;
-  WEFT_RETURN_IF_ERROR(weft__cpu_epilogue_spec_new(host, attrs, "_FusedMatMul", false, state));
+/* The spec, with the cache of the node's packed constant B (cpu_packed.c) where `packs`. */
+static weft_status_t *spec_with_cache(const weft_host_t *host, const weft_attrs_t *attrs,
+                                      const char *op, bool batch_norm, bool packs, void **state) {
+  WEFT_RETURN_IF_ERROR(weft__cpu_epilogue_spec_new(host, attrs, op, batch_norm, state));
   struct weft_cpu_epilogue_spec *s = *state;
+  if (!packs) return NULL;
   s->packed = weft__cpu_packed_cache_new();
   if (s->packed) return NULL;
   weft__cpu_epilogue_spec_free(s);
   *state = NULL;
-  return host->status_new(WEFT_RESOURCE_EXHAUSTED, "_FusedMatMul: out of memory");
+  return host->status_new(WEFT_RESOURCE_EXHAUSTED, "%s: out of memory", op);
+}
+
+static weft_status_t *create_matmul(const weft_host_t *host, const weft_attrs_t *attrs,
+                                    void *user_data, void **state) {
+  (void)user_data;
+  return spec_with_cache(host, attrs, "_FusedMatMul", false, true, state);
 }
 
 static weft_status_t *create_conv(const weft_host_t *host, const weft_attrs_t *attrs,
                                   void *user_data, void **state) {
-  return weft__cpu_epilogue_spec_new(host, attrs, user_data, true, state);
+  return spec_with_cache(host, attrs, user_data, true, strcmp(user_data, "_FusedConv2D") == 0,
+                         state);
 }
 
 weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg) {

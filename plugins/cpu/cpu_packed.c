@@ -20,13 +20,14 @@
  * the same from step to step, so packing would cost more than OpenBLAS's own. */
 #define PACKED_MAX_REPACKS 8
 
-typedef struct packed_b {
+struct weft_cpu_packed {
   int refs; /* the cache's and each running call's */
   uint64_t id;
   int64_t k, n, ldb;
   bool tb;
   float *data;
-} packed_b_t;
+};
+typedef struct weft_cpu_packed packed_b_t;
 
 struct weft_cpu_packed_cache {
   pthread_mutex_t lock;
@@ -138,6 +139,40 @@ static void finish_tile(void *arg, float *c, int64_t rows, int64_t cols, int64_t
   weft__cpu_epilogue_apply(r->ep, c, rows, cols, ldc, col0, r->prefilled);
 }
 
+/* The job of C = op(A) B (+ ep) over the packed p: the bias starts the sums where there is one
+ * and no scale; the rest of the epilogue runs on each finished tile. */
+static void run_init(packed_run_t *r, const packed_b_t *p, bool ta, int64_t m, const float *a,
+                     int64_t lda, float *c, int64_t ldc, const weft_cpu_epilogue_t *ep) {
+  *r = (packed_run_t){.ep = ep};
+  r->job = (weft_cpu_gemm_job_t){.m = m, .n = p->n, .k = p->k, .a = a, .lda = lda, .ta = ta,
+                                 .bp = p->data, .c = c, .ldc = ldc,
+                                 .tile = weft__cpu_gemm_tile_for(packed_isa())};
+  if (ep && ep->bias && !ep->scale) {
+    r->job.bias = ep->bias;
+    r->prefilled = true;
+  }
+  if (ep && (ep->act || ep->scale || (ep->bias && !r->prefilled))) {
+    r->job.finish = finish_tile;
+    r->job.finish_arg = r;
+  }
+}
+
+weft_cpu_packed_t *weft__cpu_packed_acquire(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cache,
+                                            int b_input, const float *b, int64_t ldb, bool tb,
+                                            int64_t m, int64_t n, int64_t k) {
+  if (!weft__cpu_packed_wanted(m, n, k)) return NULL;
+  return packed_get(ctx, cache, b_input, b, ldb, tb, k, n);
+}
+
+void weft__cpu_packed_release(weft_cpu_packed_t *p) { packed_unref(p); }
+
+void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_t lda, int64_t m,
+                              float *c, int64_t ldc, const weft_cpu_epilogue_t *ep) {
+  packed_run_t r;
+  run_init(&r, p, false, m, a, lda, c, ldc, ep);
+  weft__cpu_gemm_packed_block(&r.job, 0, m, 0, p->n);
+}
+
 static void packed_range(void *arg, int64_t begin, int64_t end) {
   const packed_run_t *r = arg;
   const weft_cpu_gemm_job_t *g = &r->job;
@@ -155,21 +190,10 @@ bool weft__cpu_packed_gemm(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cach
                            bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                            const weft_cpu_epilogue_t *ep) {
-  if (!weft__cpu_packed_wanted(m, n, k)) return false;
-  packed_b_t *p = packed_get(ctx, cache, b_input, b, ldb, tb, k, n);
+  packed_b_t *p = weft__cpu_packed_acquire(ctx, cache, b_input, b, ldb, tb, m, n, k);
   if (!p) return false;
-  packed_run_t r = {.ep = ep};
-  r.job = (weft_cpu_gemm_job_t){.m = m, .n = n, .k = k, .a = a, .lda = lda, .ta = ta,
-                                .bp = p->data, .c = c, .ldc = ldc,
-                                .tile = weft__cpu_gemm_tile_for(packed_isa())};
-  if (ep && ep->bias && !ep->scale) {
-    r.job.bias = ep->bias;
-    r.prefilled = true;
-  }
-  if (ep && (ep->act || ep->scale || (ep->bias && !r.prefilled))) {
-    r.job.finish = finish_tile;
-    r.job.finish_arg = &r;
-  }
+  packed_run_t r;
+  run_init(&r, p, ta, m, a, lda, c, ldc, ep);
   int threads = H->kernel_num_threads(ctx), asked = weft__cpu_blas_threads_asked();
   int64_t blocks = weft__cpu_gemm_split_plan(asked > 0 && asked < threads ? asked : threads, m,
                                              n, k, &r.by_rows, &r.block);
