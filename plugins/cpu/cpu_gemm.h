@@ -21,6 +21,7 @@
 #define WEFT_GEMM_NR 32  /* columns of a panel of packed B: two AVX-512 vectors */
 #define WEFT_GEMM_KC 256 /* most depth per pass: an A tile (MR x KC) stays in L1 */
 #define WEFT_GEMM_MC 128 /* rows of A every panel runs over in turn (MC x KC in L2) */
+#define WEFT_GEMM_NC 512 /* columns whose slice of a pass (KC x NC) stays in L2 */
 
 /* C[rows, cols] (row stride ldc, rows <= MR, cols <= NR) = init + (sum over p < kc of
  * ap[p * ks + i * rs] * bp[p * NR + j]) (A stored [m, k]: rs = lda, ks = 1; [k, m]: rs = 1); init

@@ -4,8 +4,8 @@
  * it again on every call. Each node's cache holds one packed B, tagged with the constant's id
  * and how it was read (shape, transpose); a call whose B differs repacks. The packed path is
  * taken only where it measured faster than cblas_sgemm (docs/performance.md, "Constant weights
- * packed once"): AVX-512, at least 32 columns, more than one row; elsewhere the callers keep
- * OpenBLAS. WEFT_CPU_PACKED_GEMM=0 turns it off (to compare), =1 takes it at every level and
+ * packed once"): AVX-512, at least 32 columns, more than one row, B under 4 MiB; elsewhere the
+ * callers keep OpenBLAS. WEFT_CPU_PACKED_GEMM=0 turns it off (to compare), =1 takes it at every level and
  * width (to test the AVX2 and baseline kernels through sessions). */
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,6 +15,11 @@
 #include "cpu_internal.h"
 
 #define H weft__cpu_host
+
+/* B of at most this many floats is packed (4 MiB): 1024x1024 ran as fast as cblas_sgemm and
+ * 2048x2048 7% slower (its slice of a pass leaves L2), and the copy doubles the weights'
+ * memory. */
+#define PACKED_MAX_B_FLOATS ((int64_t)1 << 20)
 
 /* A node that sees this many different B values stops caching (and packing): its B is not
  * the same from step to step, so packing would cost more than OpenBLAS's own. */
@@ -84,7 +89,8 @@ bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k) {
   int mode = packed_mode();
   if (mode < 0 || m < 1 || n < 1 || k < 1) return false;
   if (mode > 0) return true;
-  return packed_isa() == WEFT_CPU_ISA_AVX512 && m >= 2 && n >= WEFT_GEMM_NR;
+  return packed_isa() == WEFT_CPU_ISA_AVX512 && m >= 2 && n >= WEFT_GEMM_NR &&
+         k * n < PACKED_MAX_B_FLOATS;
 }
 
 /* The packed B for this call, one reference the caller drops; NULL where B is not a constant,
