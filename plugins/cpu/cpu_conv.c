@@ -326,16 +326,6 @@ weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
   return conv2d_run(ctx, ep, cache);
 }
 
-/* Conv2D's per-node state: the cache of its packed constant filter (cpu_packed.c). */
-static weft_status_t *create_conv2d(const weft_host_t *host, const weft_attrs_t *attrs,
-                                    void *user_data, void **state) {
-  (void)attrs;
-  (void)user_data;
-  *state = weft__cpu_packed_cache_new();
-  return *state ? NULL : host->status_new(WEFT_RESOURCE_EXHAUSTED, "Conv2D: out of memory");
-}
-
-static void destroy_conv2d(void *state) { weft__cpu_packed_cache_free(state); }
 
 /* ---------------------------------------------------------------------------------------------
  * MaxPool, AvgPool */
@@ -512,8 +502,9 @@ static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kerne
 
 weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
   const weft_cpu_kernel_spec_t specs[] = {
-      {"Conv2D", k_conv2d, "T", conv_types, N_OF(conv_types), NULL, create_conv2d,
-       destroy_conv2d, NULL},
+      /* The state: the cache of the node's packed constant filter. */
+      {"Conv2D", k_conv2d, "T", conv_types, N_OF(conv_types), NULL, weft__cpu_packed_create,
+       weft__cpu_packed_destroy, NULL},
       {"MaxPool", k_pool, "T", maxpool_types, N_OF(maxpool_types), NULL, NULL, NULL, &max_tag},
       {"AvgPool", k_pool, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL, NULL, NULL},
       {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,

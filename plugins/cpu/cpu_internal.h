@@ -387,6 +387,10 @@ weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg); /* cpu_
 typedef struct weft_cpu_packed_cache weft_cpu_packed_cache_t;
 weft_cpu_packed_cache_t *weft__cpu_packed_cache_new(void);
 void weft__cpu_packed_cache_free(weft_cpu_packed_cache_t *cache);
+/* A kernel's create / destroy whose per-node state is one cache (MatMul, Conv2D). */
+weft_status_t *weft__cpu_packed_create(const weft_host_t *host, const weft_attrs_t *attrs,
+                                      void *user_data, void **state);
+void weft__cpu_packed_destroy(void *state);
 /* Whether an m x k x n GEMM takes the packed path at this level (WEFT_CPU_PACKED_GEMM). */
 bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k);
 /* C[m, n] (row stride ldc) = op(A) op(B), then the epilogue ep (NULL: none), with B input

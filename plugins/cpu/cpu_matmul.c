@@ -368,17 +368,6 @@ static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
-/* MatMul's per-node state: the cache of its packed constant B. */
-static weft_status_t *create_matmul(const weft_host_t *host, const weft_attrs_t *attrs,
-                                    void *user_data, void **state) {
-  (void)attrs;
-  (void)user_data;
-  *state = weft__cpu_packed_cache_new();
-  return *state ? NULL : host->status_new(WEFT_RESOURCE_EXHAUSTED, "MatMul: out of memory");
-}
-
-static void destroy_matmul(void *state) { weft__cpu_packed_cache_free(state); }
-
 static const weft_dtype_t matmul_types[] = {
     WEFT_DT_FLOAT,  WEFT_DT_DOUBLE, WEFT_DT_HALF,   WEFT_DT_BFLOAT16,
     WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_UINT32, WEFT_DT_UINT64,
@@ -389,7 +378,7 @@ weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg) {
   const size_t n = sizeof matmul_types / sizeof matmul_types[0];
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "MatMul", .compute = k_matmul, .type_attr = "T", .dtypes = matmul_types,
-       .n_dtypes = n, .create = create_matmul, .destroy = destroy_matmul},
+       .n_dtypes = n, .create = weft__cpu_packed_create, .destroy = weft__cpu_packed_destroy},
       {.op = "BatchMatMul", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
        .n_dtypes = n},
       {.op = "BatchMatMulV2", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,

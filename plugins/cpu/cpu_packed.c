@@ -47,6 +47,17 @@ static void packed_unref(packed_b_t *p) {
   }
 }
 
+weft_status_t *weft__cpu_packed_create(const weft_host_t *host, const weft_attrs_t *attrs,
+                                      void *user_data, void **state) {
+  (void)attrs;
+  (void)user_data;
+  *state = weft__cpu_packed_cache_new();
+  return *state ? NULL
+                : host->status_new(WEFT_RESOURCE_EXHAUSTED, "packed weights cache: out of memory");
+}
+
+void weft__cpu_packed_destroy(void *state) { weft__cpu_packed_cache_free(state); }
+
 weft_cpu_packed_cache_t *weft__cpu_packed_cache_new(void) {
   weft_cpu_packed_cache_t *c = calloc(1, sizeof *c);
   if (c) pthread_mutex_init(&c->lock, NULL);
