@@ -1,6 +1,7 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
  * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 with
- * one group in cpu_conv_fast.c, NCHW transposed to NHWC and back; a direct loop with wrapping
+ * one group in cpu_conv_fast.c, NCHW with few taps or filters direct in cpu_conv_nchw.c, other
+ * NCHW transposed to NHWC and back; a direct loop with wrapping
  * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
  * transposed like Conv2D) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
@@ -245,6 +246,9 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
     weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
                             g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
     if (!g.nchw) return weft__cpu_conv2d_f32_packed(ctx, &c2, x.data, f.data, y.data, ep, cache);
+    /* Few taps or filters: the direct NCHW loop (cpu_conv_nchw.c). */
+    if (weft__cpu_conv2d_nchw_direct(&c2))
+      return weft__cpu_conv2d_nchw_f32(ctx, &c2, x.data, f.data, y.data, ep);
     /* NCHW runs the NHWC kernel between two transposes (cpu_nchw.c); the epilogue, per output
      * channel, finishes the NHWC tiles as it does there. */
     float *xt = NULL, *yt = NULL;

@@ -230,6 +230,13 @@ weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cp
 weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                           const float *x, const float *f, float *y,
                                           const struct weft_cpu_epilogue *ep);
+/* The direct float32 NCHW Conv2D (cpu_conv_nchw.c; x [n, c, h, w], y [n, m, oh, ow], filter
+ * [kh, kw, c, m], ep NULL for none), and whether it is the one to run for geometry g (few
+ * taps or filters, small strides). */
+bool weft__cpu_conv2d_nchw_direct(const weft_cpu_conv2d_t *g);
+weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                         const float *x, const float *f, float *y,
+                                         const struct weft_cpu_epilogue *ep);
 weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                               const float *x, const float *dy, float *df);
 weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
