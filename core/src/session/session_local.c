@@ -30,6 +30,10 @@ typedef struct local_session {
   weft__threadpool_t *intra_pool;
   bool own_pools;
   bool closed;
+  /* The steps running now (weft__cancel_t*, under lock): close cancels them and waits for them
+   * to end (idle_cond) before it frees the plans they run. */
+  GPtrArray *running;
+  GCond idle_cond;
 } local_session_t;
 
 static void plan_free(plan_t *p) {
@@ -55,6 +59,8 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
                                      (GDestroyNotify)weft__kernel_instance_free);
   s->plans = weft__plan_cache_new((GDestroyNotify)plan_free);
   s->resources = weft__resource_mgr_new();
+  s->running = g_ptr_array_new();
+  g_cond_init(&s->idle_cond);
   if (s->opts->use_per_session_threads) {
     int inter = s->opts->inter_op_threads ? s->opts->inter_op_threads : weft__num_cores();
     int intra = s->opts->intra_op_threads ? s->opts->intra_op_threads : weft__num_cores();
@@ -265,7 +271,10 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 int n_fetches, const char *const *target_names, int n_targets,
                                 int64_t timeout_ms, weft_run_metadata_t *stats) {
   local_session_t *s = impl;
-  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  g_mutex_lock(&s->lock);
+  bool closed = s->closed;
+  g_mutex_unlock(&s->lock);
+  if (closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
   weft__step_spec_t spec;
   weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
                                               fetch_names, n_fetches, target_names, n_targets,
@@ -273,24 +282,45 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
   if (st) return st;
 
   void *plan = NULL;
+  weft__cancel_t cancel;
+  weft__cancel_init(&cancel);
   g_mutex_lock(&s->lock);
-  st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+  /* Closed since the look above: the plans are gone. */
+  if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  if (!st) st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+  if (!st) g_ptr_array_add(s->running, &cancel);
   g_mutex_unlock(&s->lock);
   if (!st) {
     weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
                              stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
-                                                   : 0};
+                                                   : 0, &cancel};
     st = weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
+    g_mutex_lock(&s->lock);
+    g_ptr_array_remove_fast(s->running, &cancel);
+    if (s->running->len == 0) g_cond_broadcast(&s->idle_cond);
+    g_mutex_unlock(&s->lock);
   }
+  weft__cancel_clear(&cancel);
   weft__step_spec_clear(&spec);
   return st;
 }
 
 static weft_status_t *local_close(void *impl) {
   local_session_t *s = impl;
-  if (s->closed) return NULL;
   g_mutex_lock(&s->lock);
+  if (s->closed) {
+    g_mutex_unlock(&s->lock);
+    return NULL;
+  }
   s->closed = true;
+  /* Steps in flight end at their next node with TensorFlow's words for a step whose session
+   * closed under it (DirectSession::Run); their plans are freed only once they have. */
+  if (s->running->len > 0) {
+    weft_status_t *why = weft_status_new(WEFT_CANCELLED, "Run call was cancelled");
+    for (guint k = 0; k < s->running->len; k++) weft__cancel_request(s->running->pdata[k], why);
+    weft_status_free(why);
+  }
+  while (s->running->len > 0) g_cond_wait(&s->idle_cond, &s->lock);
   weft__plan_cache_clear(s->plans);
   g_hash_table_remove_all(s->kernels);
   weft__resource_mgr_clear(s->resources, NULL, 0);
@@ -310,6 +340,8 @@ static void local_free(void *impl) {
     weft__threadpool_free(s->intra_pool);
   }
   weft_session_options_free(s->opts);
+  g_ptr_array_free(s->running, TRUE);
+  g_cond_clear(&s->idle_cond);
   g_mutex_clear(&s->lock);
   g_free(s);
 }
