@@ -29,7 +29,7 @@ typedef struct local_session {
   weft__threadpool_t *inter_pool;
   weft__threadpool_t *intra_pool;
   bool own_pools;
-  bool closed;
+  gint closed; /* atomic; set under lock */
   /* The steps running now (weft__cancel_t*, under lock): close cancels them and waits for them
    * to end (idle_cond) before it frees the plans they run. */
   GPtrArray *running;
@@ -77,7 +77,7 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
 
 static weft__resource_mgr_t *local_resources(void *impl) {
   local_session_t *s = impl;
-  return s->closed ? NULL : s->resources;
+  return g_atomic_int_get(&s->closed) ? NULL : s->resources;
 }
 
 static const char *local_node_device(void *impl, const char *node_name) {
@@ -271,10 +271,8 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 int n_fetches, const char *const *target_names, int n_targets,
                                 int64_t timeout_ms, weft_run_metadata_t *stats) {
   local_session_t *s = impl;
-  g_mutex_lock(&s->lock);
-  bool closed = s->closed;
-  g_mutex_unlock(&s->lock);
-  if (closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  if (g_atomic_int_get(&s->closed))
+    return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
   weft__step_spec_t spec;
   weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
                                               fetch_names, n_fetches, target_names, n_targets,
@@ -285,7 +283,7 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
   weft__cancel_t cancel;
   weft__cancel_init(&cancel);
   g_mutex_lock(&s->lock);
-  /* Closed since the look above: the plans are gone. */
+  /* Again under the lock: a close in progress waits only for the steps it finds registered. */
   if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
   if (!st) st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
   if (!st) g_ptr_array_add(s->running, &cancel);
@@ -297,7 +295,8 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
     st = weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
     g_mutex_lock(&s->lock);
     g_ptr_array_remove_fast(s->running, &cancel);
-    if (s->running->len == 0) g_cond_broadcast(&s->idle_cond);
+    /* Only a close waits (it sets closed first): a broadcast costs a futex call per step. */
+    if (s->closed && s->running->len == 0) g_cond_broadcast(&s->idle_cond);
     g_mutex_unlock(&s->lock);
   }
   weft__cancel_clear(&cancel);
@@ -312,7 +311,7 @@ static weft_status_t *local_close(void *impl) {
     g_mutex_unlock(&s->lock);
     return NULL;
   }
-  s->closed = true;
+  g_atomic_int_set(&s->closed, 1);
   /* Steps in flight end at their next node with TensorFlow's words for a step whose session
    * closed under it (DirectSession::Run); their plans are freed only once they have. */
   if (s->running->len > 0) {
