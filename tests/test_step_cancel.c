@@ -201,7 +201,8 @@ static weft_graph_t *never_ending_graph(const char *device) {
     g_free(specs[k]);
     tensorflow__node_def__free_unpacked(nodes[k], NULL);
   }
-  for (size_t k = 0; k < G_N_ELEMENTS(fns); k++) tensorflow__function_def__free_unpacked(fns[k], NULL);
+  for (size_t k = 0; k < G_N_ELEMENTS(fns); k++)
+    tensorflow__function_def__free_unpacked(fns[k], NULL);
   g_free(spin_in_fn);
   g_free(at);
   return g;
