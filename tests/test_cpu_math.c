@@ -129,6 +129,19 @@ static float float_of(uint32_t u) {
   return f;
 }
 
+/* Raises *worst to the largest ulp error of c's y[i] = fn(x[i]) (i < n), with its x and y. */
+static void worse_of(const fn_case_t *c, const float *x, const float *y, int n, double *worst,
+                     float *worst_x, float *worst_got) {
+  for (int i = 0; i < n; i++) {
+    double err = ulp_error(y[i], c->ref((double)x[i]));
+    if (err > *worst) {
+      *worst = err;
+      *worst_x = x[i];
+      *worst_got = y[i];
+    }
+  }
+}
+
 /* Every `step`-th float bit pattern (both signs; NaNs included), through `fn` in blocks. */
 static void sweep(const weft_cpu_vmath_t *vm, const fn_case_t *c, const char *level,
                   uint32_t step) {
@@ -141,14 +154,7 @@ static void sweep(const weft_cpu_vmath_t *vm, const fn_case_t *c, const char *le
     int n = 0;
     for (; n < BLOCK && u <= 0xffffffffu; n++, u += step) x[n] = float_of((uint32_t)u);
     fn_of(vm, c)(x, y, n);
-    for (int i = 0; i < n; i++) {
-      double err = ulp_error(y[i], c->ref((double)x[i]));
-      if (err > worst) {
-        worst = err;
-        worst_x = x[i];
-        worst_got = y[i];
-      }
-    }
+    worse_of(c, x, y, n, &worst, &worst_x, &worst_got);
   }
   g_test_message("%s %s: max error %.3f ulp (at %a) over every %u-th float", level, c->name,
                  worst, (double)worst_x, step);
@@ -603,20 +609,14 @@ static void check_erf_edges(const weft_cpu_vmath_t *vm, const char *level) {
     const fn_case_t *c = &fns[f];
     if (strcmp(c->name, "erf") != 0 && strcmp(c->name, "erfc") != 0) continue;
     double worst = 0;
-    float worst_x = 0;
+    float worst_x = 0, worst_got = 0;
     for (int k = 1; k <= 17; k++) {
       float edge = k == 17 ? 3.99f : (float)k / 4;
       for (int sign = 0; sign < 2; sign++) {
         uint32_t e = bits_of(sign ? -edge : edge);
         for (int i = 0; i < N; i++) x[i] = float_of(e - SIDE + (uint32_t)i);
         fn_of(vm, c)(x, y, N);
-        for (int i = 0; i < N; i++) {
-          double err = ulp_error(y[i], c->ref((double)x[i]));
-          if (err > worst) {
-            worst = err;
-            worst_x = x[i];
-          }
-        }
+        worse_of(c, x, y, N, &worst, &worst_x, &worst_got);
       }
     }
     g_test_message("%s %s: max error %.3f ulp (at %a) at the interval ends", level, c->name,
