@@ -80,8 +80,8 @@ static void append_header(GByteArray *out, const char *name, const char *value) 
   g_byte_array_append(out, (const guint8 *)value, vl);
 }
 
-/* The header block of a ListDevices call (without the token). */
-static GByteArray *call_headers(void) {
+/* The header block of a ListDevices call, with the token when `token` is not NULL. */
+static GByteArray *call_headers_with(const char *token) {
   GByteArray *h = g_byte_array_new();
   append_header(h, ":method", "POST");
   append_header(h, ":scheme", "http");
@@ -89,8 +89,15 @@ static GByteArray *call_headers(void) {
   append_header(h, ":authority", "localhost");
   append_header(h, "content-type", "application/grpc");
   append_header(h, "te", "trailers");
+  if (token) {
+    char *value = g_strdup_printf("Bearer %s", token);
+    append_header(h, "authorization", value);
+    g_free(value);
+  }
   return h;
 }
+
+static GByteArray *call_headers(void) { return call_headers_with(NULL); }
 
 /* A connection that has sent the client preface and an empty SETTINGS frame. */
 static int h2_open(int port) {
@@ -264,6 +271,92 @@ static void test_h2_floods(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Answers a client never reads */
+
+/* Reads frames from fd until `want` streams were ended by the server (HEADERS with END_STREAM:
+ * trailers) or `ms` passed; returns how many. */
+static int count_ended(int fd, int want, int ms) {
+  GByteArray *in = g_byte_array_new();
+  GHashTable *seen = g_hash_table_new(NULL, NULL); /* streams whose trailers came */
+  gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+  int resets = 0;
+  while (resets < want) {
+    gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) <= 0) break;
+    guint8 buf[65536];
+    ssize_t r = recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    g_byte_array_append(in, buf, (guint)r);
+    guint used = 0;
+    while (in->len - used >= 9) {
+      const guint8 *f = in->data + used;
+      guint len = (guint)f[0] << 16 | (guint)f[1] << 8 | f[2];
+      if (in->len - used < 9 + len) break;
+      guint32 stream =
+          ((guint32)f[5] & 0x7f) << 24 | (guint32)f[6] << 16 | (guint32)f[7] << 8 | f[8];
+      if (f[3] == 1 && (f[4] & 1) && g_hash_table_add(seen, GUINT_TO_POINTER(stream))) {
+        resets++;
+      }
+      used += 9 + len;
+    }
+    g_byte_array_remove_range(in, 0, used);
+  }
+  g_byte_array_unref(in);
+  g_hash_table_destroy(seen);
+  return resets;
+}
+
+static void test_unread_answers(void) {
+  if (!weftd_available()) return;
+  char *dir = NULL, *token = write_token(&dir);
+  const char *args[] = {"--local", "--port", "0", "--auth-token-file", token,
+                        "--max_connection_answers", "100", NULL};
+  weftd_proc_t d = weftd_spawn(args, NULL, true);
+  int port = port_of(d.target);
+  expect_serves(d.target, token);
+  int64_t rss0 = proc_rss_kib(d.pid);
+  /* 600 ListDevices calls with the token on a connection whose flow-control window is 0: no
+   * answer can be sent. Beyond 100 answers in flight (--max_connection_answers) calls are
+   * refused with a few bytes of trailers; none is held. */
+  char *text = NULL;
+  g_assert_true(g_file_get_contents(token, &text, NULL, NULL));
+  int fd = dial(port);
+  g_assert_cmpint(fd, >=, 0);
+  GByteArray *b = g_byte_array_new(), *h = call_headers_with(text);
+  g_byte_array_append(b, (const guint8 *)preface, sizeof preface - 1);
+  const uint8_t window0[6] = {0, 4, 0, 0, 0, 0}; /* SETTINGS_INITIAL_WINDOW_SIZE = 0 */
+  append_frame(b, 4, 0, 0, window0, sizeof window0);
+  /* A gRPC message of 2 bytes: Weft's framing of an empty request (no fields, no tensors). */
+  const uint8_t empty_message[7] = {0, 0, 0, 0, 2, 0, 0};
+  for (uint32_t k = 0; k < 600; k++) {
+    append_frame(b, 1, 4, 1 + 2 * k, h->data, h->len);                          /* END_HEADERS */
+    append_frame(b, 0, 1, 1 + 2 * k, empty_message, sizeof empty_message); /* END_STREAM */
+  }
+  g_assert_true(send_all(fd, b->data, b->len));
+  int ended = count_ended(fd, 600, 60000);
+  /* Another connection is served meanwhile. */
+  expect_serves(d.target, token);
+  g_test_message("600 unread calls, --max_connection_answers 100: %d ended by the server",
+                 ended);
+  /* None is held for good: each is refused, or answered and ended with its call (gRPC 1.51
+   * counts an answer sent once it waits for the window). */
+  g_assert_cmpint(ended, ==, 600);
+  close(fd);
+  expect_serves(d.target, token);
+  int64_t rss = rss_settles(d.pid, rss0);
+  g_test_message("VmRSS %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT " KiB", rss0, rss);
+  if (!WEFT_SANITIZE) g_assert_cmpint(rss, <=, MAX(rss0 + rss0 / 10, rss0 + 8192));
+  g_byte_array_unref(b);
+  g_byte_array_unref(h);
+  g_free(text);
+  weftd_stop(&d);
+  test_rm_rf(dir);
+  g_free(token);
+  g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Stalled and silent connections */
 
 static void test_stalled_connections(void) {
@@ -382,6 +475,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/redteam2/out_of_descriptors", test_out_of_descriptors);
   g_test_add_func("/redteam2/h2_floods", test_h2_floods);
   g_test_add_func("/redteam2/stalled_connections", test_stalled_connections);
+  g_test_add_func("/redteam2/unread_answers", test_unread_answers);
   g_test_add_func("/redteam2/max_sessions", test_max_sessions);
   return g_test_run();
 }

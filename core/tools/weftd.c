@@ -64,6 +64,7 @@ typedef struct flags {
   gint64 step_idle_timeout_ms;
   int max_sessions;
   int handshake_timeout_ms, max_connection_idle_ms;
+  int max_connection_answers;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -137,9 +138,10 @@ static int serve(const flags_t *f) {
     return usage("--max_concurrent_steps, --max_rpc_threads, --session_gc_seconds, "
                  "--max_sessions, --handshake_timeout_ms and --max_connection_idle_ms must be "
                  "positive (0: the default)");
-  if (f->max_registered_graphs < 0 || f->step_idle_timeout_ms < 0)
-    return usage("--max_registered_graphs and --step_idle_timeout_ms must be positive (0: the "
-                 "default)");
+  if (f->max_registered_graphs < 0 || f->step_idle_timeout_ms < 0 ||
+      f->max_connection_answers < 0)
+    return usage("--max_registered_graphs, --step_idle_timeout_ms and --max_connection_answers "
+                 "must be positive (0: the default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
   if (from_error) return usage(from_error);
   weft_cluster_spec_t *spec = NULL;
@@ -201,6 +203,7 @@ static int serve(const flags_t *f) {
   weft_server_options_set_max_sessions(opts, f->max_sessions);
   weft_server_options_set_connection_timeouts(opts, f->handshake_timeout_ms,
                                               f->max_connection_idle_ms);
+  weft_server_options_set_max_connection_answers(opts, f->max_connection_answers);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -345,6 +348,9 @@ int main(int argc, char **argv) {
        "(20000)", "MS"},
       {"max_connection_idle_ms", 0, 0, G_OPTION_ARG_INT, &f.max_connection_idle_ms,
        "close a connection that has carried no call for this long (300000)", "MS"},
+      {"max_connection_answers", 0, 0, G_OPTION_ARG_INT, &f.max_connection_answers,
+       "answers one connection's client has not yet received; beyond them its new calls get "
+       "RESOURCE_EXHAUSTED (1024)", "N"},
       {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
       {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},

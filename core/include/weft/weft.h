@@ -599,6 +599,12 @@ WEFT_API void weft_server_options_set_max_sessions(weft_server_options_t *opts, 
 #define WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS 300000
 WEFT_API void weft_server_options_set_connection_timeouts(weft_server_options_t *opts,
                                                           int handshake_ms, int idle_ms);
+/* Answers the server has handed to gRPC that one connection's client has not yet received:
+ * beyond n of them, each new call on that connection is refused with RESOURCE_EXHAUSTED naming
+ * --max_connection_answers, so a client that pipelines calls and never reads cannot make the
+ * server hold every answer. 0 or less restores WEFT_DEFAULT_MAX_CONNECTION_ANSWERS. */
+#define WEFT_DEFAULT_MAX_CONNECTION_ANSWERS 1024
+WEFT_API void weft_server_options_set_max_connection_answers(weft_server_options_t *opts, int n);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */

@@ -22,6 +22,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -69,6 +70,7 @@ struct weft_server_options {
   int max_sessions;                  /* master sessions open at once */
   int handshake_timeout_ms;          /* TLS handshake and HTTP/2 preface of a new connection */
   int max_connection_idle_ms;        /* a connection without calls is closed after this */
+  int max_connection_answers;        /* answers not yet sent on one connection */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -85,6 +87,14 @@ struct weft_server {
   weft__worker_t *worker;
   grpc_server *server;
   grpc_completion_queue *cq;
+  /* Registered with the server but never given a request: a helper thread waits on it during a
+   * flood of calls that come to nothing, so that gRPC keeps reading other connections (io_help). */
+  grpc_completion_queue *io_cq;
+  GThread *io_thread;   /* the helper, running or ended and not yet joined */
+  bool io_running;      /* the helper has not decided to end */
+  gint64 wasted_since;  /* start of the current second of wasted calls (monotonic, us) */
+  int wasted;           /* calls refused or abandoned by their caller in that second */
+  gint64 last_wasted;   /* when the last such call came (monotonic, us) */
   void *methods[N_METHODS];
   GPtrArray *pollers;   /* GThread*: every completion-queue thread (poll_cq), joined at stop */
   GCond follow;         /* idle pollers wait here for their turn */
@@ -98,6 +108,9 @@ struct weft_server {
   int inflight;       /* calls being handled or answered */
   int blocking;       /* calls that may block being handled (at most max_concurrent_steps) */
   int max_concurrent_steps;
+  int max_connection_answers; /* answers in flight on one connection before calls are refused */
+  GHashTable *answers_by_peer; /* gRPC's peer string -> answers in flight (GINT_TO_POINTER) */
+  int large_answers;           /* answers of LARGE_ANSWER_BYTES or more in flight */
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -117,7 +130,14 @@ typedef struct call_ctx {
   int cancelled;
   weft__shm_offer_t shm; /* RecvTensor: the receiver's shared-memory segment, if offered */
   weft_tensor_t *deferred; /* RecvTensor: a large tensor to copy and answer from the pool */
+  char *peer;  /* the connection its answer is in flight on (gRPC's string); NULL: none */
+  bool large;  /* its answer holds LARGE_ANSWER_BYTES or more */
 } call_ctx_t;
+
+/* An answer this large that its caller abandons (a client that stopped reading, then died)
+ * leaves its tensor in the host buffer cache; once no such answer is in flight the cache is
+ * emptied and the memory handed back (8 clients fetching 64 MiB each left 256 MiB behind). */
+#define LARGE_ANSWER_BYTES ((size_t)1 << 20)
 
 /* Set while the polling thread handles a call that never blocks: nobody else polls meanwhile. */
 static _Thread_local bool on_poller;
@@ -196,6 +216,7 @@ weft__master_t *weft__local_master_lookup(const char *address, const weft__secur
 
 static void ctx_free(call_ctx_t *ctx) {
   if (ctx->call) grpc_call_unref(ctx->call);
+  g_free(ctx->peer);
   grpc_call_details_destroy(&ctx->call_details);
   grpc_metadata_array_destroy(&ctx->request_md);
   if (ctx->payload) grpc_byte_buffer_destroy(ctx->payload);
@@ -209,6 +230,38 @@ static void call_done(weft_server_t *s) {
   s->inflight--;
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->lock);
+}
+
+/* Counts the answer as in flight on its connection until gRPC has sent it (or the call ended):
+ * a connection whose client does not read holds every answer in gRPC's memory, and beyond
+ * max_connection_answers of them its new calls are refused (refuse_if_backlogged). */
+static void answer_started(call_ctx_t *ctx) {
+  weft_server_t *s = ctx->server;
+  char *peer = grpc_call_get_peer(ctx->call);
+  ctx->peer = g_strdup(peer ? peer : "");
+  gpr_free(peer);
+  ctx->large = ctx->response && grpc_byte_buffer_length(ctx->response) >= LARGE_ANSWER_BYTES;
+  g_mutex_lock(&s->lock);
+  int n = GPOINTER_TO_INT(g_hash_table_lookup(s->answers_by_peer, ctx->peer));
+  g_hash_table_replace(s->answers_by_peer, g_strdup(ctx->peer), GINT_TO_POINTER(n + 1));
+  if (ctx->large) s->large_answers++;
+  g_mutex_unlock(&s->lock);
+}
+
+/* The answer is no longer in flight; true when it was a large one its caller abandoned and no
+ * other large answer is in flight (the caller then empties the caches). */
+static bool answer_ended(call_ctx_t *ctx) {
+  weft_server_t *s = ctx->server;
+  if (!ctx->peer) return false;
+  g_mutex_lock(&s->lock);
+  int n = GPOINTER_TO_INT(g_hash_table_lookup(s->answers_by_peer, ctx->peer));
+  if (n <= 1) g_hash_table_remove(s->answers_by_peer, ctx->peer);
+  else g_hash_table_replace(s->answers_by_peer, g_strdup(ctx->peer), GINT_TO_POINTER(n - 1));
+  if (ctx->large) s->large_answers--;
+  bool trim = ctx->large && ctx->cancelled && s->large_answers == 0;
+  g_mutex_unlock(&s->lock);
+  g_clear_pointer(&ctx->peer, g_free);
+  return trim;
 }
 
 /* Sends the answer (status, and the message when OK) and closes the call. Takes `status` and
@@ -245,7 +298,9 @@ static void answer(call_ctx_t *ctx, weft_status_t *status, grpc_byte_buffer *res
   ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
   ops[n++].data.recv_close_on_server.cancelled = &ctx->cancelled;
   weft_status_free(status);
+  answer_started(ctx);
   if (grpc_call_start_batch(ctx->call, ops, (size_t)n, ctx, NULL) != GRPC_CALL_OK) {
+    answer_ended(ctx);
     ctx_free(ctx);
     call_done(s);
   }
@@ -569,6 +624,55 @@ static gpointer poll_cq(gpointer data);
 #define MAX_IDLE_POLLERS 4
 #define POLLER_IDLE_US (2 * G_USEC_PER_SEC)
 
+/* A flood of calls that come to nothing (HTTP/2 rapid reset: HEADERS then RST_STREAM, 100,000
+ * on one connection) keeps the polling thread inside gRPC, creating and tearing down calls, and
+ * no other connection is read meanwhile: a good client's connection timed out before its
+ * SETTINGS frame came (5 s). Past IO_HELP_CALLS such calls in a second, a helper thread waits
+ * on a second completion queue, which makes it one of gRPC's pollers (its epoll1 engine shares
+ * one epoll set among all queues): it takes the reading while the first handles the calls. It
+ * ends IO_HELP_LINGER_US after the last such call. Not kept all the time: with two pollers gRPC
+ * hands its poller role back and forth, which cost a remote step 150-250 us (measured). */
+#define IO_HELP_CALLS 500
+#define IO_HELP_LINGER_US (5 * G_USEC_PER_SEC)
+
+static gpointer io_help(gpointer data) {
+  weft_server_t *s = data;
+  for (;;) {
+    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis(500, GPR_TIMESPAN));
+    if (grpc_completion_queue_next(s->io_cq, until, NULL).type == GRPC_QUEUE_SHUTDOWN) break;
+    g_mutex_lock(&s->lock);
+    bool quiet = g_get_monotonic_time() - s->last_wasted > IO_HELP_LINGER_US ||
+                 s->state != SERVER_STARTED;
+    if (quiet) s->io_running = false;
+    g_mutex_unlock(&s->lock);
+    if (quiet) {
+      /* The flood's calls were made on this thread, in its malloc arena, which glibc does not
+       * shrink by itself once another thread freed them: 20,000 reset calls left 727 MiB. */
+      malloc_trim(0);
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Counts a call refused before its message or abandoned by its caller; starts the helper when
+ * they come fast. Called with s->lock held. */
+static void note_wasted_locked(weft_server_t *s) {
+  gint64 now = g_get_monotonic_time();
+  if (now - s->wasted_since > G_USEC_PER_SEC) {
+    s->wasted_since = now;
+    s->wasted = 0;
+  }
+  s->wasted++;
+  s->last_wasted = now;
+  if (s->wasted < IO_HELP_CALLS || s->io_running || !s->io_cq || s->state != SERVER_STARTED)
+    return;
+  if (s->io_thread) g_thread_join(s->io_thread); /* it ended: io_running is false */
+  s->io_thread = g_thread_try_new("weft-grpc-io", io_help, s, NULL);
+  s->io_running = s->io_thread != NULL;
+}
+
 /* Called with s->lock held by the polling thread about to handle a call that may block: another
  * thread takes over the queue (an idle one, else a new one), so the call needs no hand-off. */
 static weft_status_t *promote_follower_locked(weft_server_t *s) {
@@ -592,10 +696,34 @@ static weft_status_t *promote_follower_locked(weft_server_t *s) {
   return NULL;
 }
 
+/* A new call on a connection that holds max_connection_answers answers its client has not read
+ * (a client that pipelines calls and never reads, with a flow-control window of 0) is cancelled
+ * with RESOURCE_EXHAUSTED, which gRPC sends as a few bytes of trailers instead of keeping a call
+ * and its answer. True when it was refused (and freed). */
+static bool refuse_if_backlogged(call_ctx_t *ctx) {
+  weft_server_t *s = ctx->server;
+  char *peer = grpc_call_get_peer(ctx->call);
+  g_mutex_lock(&s->lock);
+  int n = GPOINTER_TO_INT(g_hash_table_lookup(s->answers_by_peer, peer ? peer : ""));
+  g_mutex_unlock(&s->lock);
+  gpr_free(peer);
+  if (n < s->max_connection_answers) return false;
+  char *why = g_strdup_printf("%s: the server holds %d answers this connection has not received, "
+                              "its limit (--max_connection_answers); read the answers, or try "
+                              "again later",
+                              ctx->method >= 0 ? method_paths[ctx->method] : "A call", n);
+  grpc_call_cancel_with_status(ctx->call, GRPC_STATUS_RESOURCE_EXHAUSTED, why, NULL);
+  g_free(why);
+  ctx_free(ctx);
+  call_done(s);
+  return true;
+}
+
 /* A new call, with its metadata only: the token is checked before a byte of the message is
  * received, so a caller without it cannot make the server read, inflate or hold a body. Then
- * the message is received on the queue (the call comes back with `receiving` set). */
-static void check_and_receive(call_ctx_t *ctx) {
+ * the message is received on the queue (the call comes back with `receiving` set). False when
+ * the call was refused instead. */
+static bool check_and_receive(call_ctx_t *ctx) {
   /* The token first: a call without it learns nothing, not even whether the method exists.
    * Health checks go without it: Kubernetes' probes carry no metadata, and "it serves" is all
    * they learn (mutual TLS, when on, still stops strangers at the handshake). */
@@ -604,14 +732,14 @@ static void check_and_receive(call_ctx_t *ctx) {
       ctx->method >= 0 ? method_paths[ctx->method] : "This server");
   if (denied) {
     answer(ctx, denied, NULL);
-    return;
+    return false;
   }
   if (ctx->method < 0) {
     char *method = grpc_slice_to_c_string(ctx->call_details.method);
     answer(ctx, weft_status_new(WEFT_UNIMPLEMENTED, "This server has no method '%s'", method),
            NULL);
     gpr_free(method);
-    return;
+    return false;
   }
   grpc_op op;
   memset(&op, 0, sizeof op);
@@ -624,7 +752,9 @@ static void check_and_receive(call_ctx_t *ctx) {
     answer(ctx, weft_status_new(WEFT_INTERNAL, "%s: cannot receive the message: %s",
                                 method_paths[ctx->method], grpc_call_error_to_string(err)),
            NULL);
+    return false;
   }
+  return true;
 }
 
 /* Leader and followers: one thread at a time waits on the completion queue (two in
@@ -658,7 +788,11 @@ static gpointer poll_cq(gpointer data) {
       bool last_spare = s->idle_pollers == 0;
       g_mutex_unlock(&s->lock);
       g_thread_unref(self);
-      if (last_spare) malloc_trim(0);
+      /* The burst's tensors went to the host buffer cache as their answers were sent. */
+      if (last_spare) {
+        weft__host_buffer_cache_flush();
+        malloc_trim(0);
+      }
       return NULL;
     }
     if (s->queue_down) break;
@@ -684,7 +818,12 @@ static gpointer poll_cq(gpointer data) {
       /* An answer sent, or a request the server cancelled as it shut down. */
       bool answered = ctx->answering;
       g_mutex_unlock(&s->lock);
-      ctx_free(ctx);
+      bool trim = answered && answer_ended(ctx);
+      ctx_free(ctx); /* drops the answer's tensors, into the host buffer cache */
+      if (trim) {
+        weft__host_buffer_cache_flush();
+        malloc_trim(0);
+      }
       if (answered) call_done(s);
       g_mutex_lock(&s->lock);
       continue;
@@ -694,19 +833,22 @@ static gpointer poll_cq(gpointer data) {
       /* A new call: counted until its answer is sent, a refusal's included. */
       s->inflight++;
       g_mutex_unlock(&s->lock);
+      bool wasted = false;
       if (!serving) {
         answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
       } else {
         request_call(s, ctx->method);
-        check_and_receive(ctx);
+        wasted = refuse_if_backlogged(ctx) || !check_and_receive(ctx);
       }
       g_mutex_lock(&s->lock);
+      if (wasted) note_wasted_locked(s);
       continue;
     }
     ctx->receiving = false;
     if (!ev.success || !ctx->payload) {
       /* The caller went away (or gRPC refused the message, e.g. beyond the receive limit, and
        * told the caller so): this answer only closes the call. */
+      note_wasted_locked(s);
       g_mutex_unlock(&s->lock);
       answer(ctx, weft_status_new(WEFT_CANCELLED, "%s: the request carried no message",
                                   method_paths[ctx->method]), NULL);
@@ -762,6 +904,7 @@ weft_server_options_t *weft_server_options_new(void) {
   o->max_sessions = WEFT_DEFAULT_MAX_SESSIONS;
   o->handshake_timeout_ms = WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS;
   o->max_connection_idle_ms = WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
+  o->max_connection_answers = WEFT_DEFAULT_MAX_CONNECTION_ANSWERS;
   return o;
 }
 
@@ -838,6 +981,10 @@ void weft_server_options_set_connection_timeouts(weft_server_options_t *o, int h
   o->max_connection_idle_ms = idle_ms > 0 ? idle_ms : WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
 }
 
+void weft_server_options_set_max_connection_answers(weft_server_options_t *o, int n) {
+  o->max_connection_answers = n > 0 ? n : WEFT_DEFAULT_MAX_CONNECTION_ANSWERS;
+}
+
 void weft_server_options_set_max_sessions(weft_server_options_t *o, int n) {
   o->max_sessions = n > 0 ? n : WEFT_DEFAULT_MAX_SESSIONS;
 }
@@ -856,6 +1003,17 @@ void weft_server_options_set_step_idle_timeout_ms(weft_server_options_t *o, int6
 
 /* ---------------------------------------------------------------------------------------------
  * Life cycle */
+
+/* Shuts the helper's queue down, waits for the helper if one runs, and drains the queue. */
+static void drain_io_queue(weft_server_t *s) {
+  if (!s->io_cq) return;
+  grpc_completion_queue_shutdown(s->io_cq);
+  if (s->io_thread) g_thread_join(s->io_thread);
+  s->io_thread = NULL;
+  while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+         GRPC_QUEUE_SHUTDOWN) {
+  }
+}
 
 static int listen_on(grpc_server *server, const weft__security_t *security, const char *host,
                      int port) {
@@ -945,11 +1103,21 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   if (opts) s->limits = opts->limits;
   else weft__limits_default(&s->limits);
   s->max_concurrent_steps = opts ? opts->max_concurrent_steps : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
+  s->max_connection_answers =
+      opts ? opts->max_connection_answers : WEFT_DEFAULT_MAX_CONNECTION_ANSWERS;
+  s->answers_by_peer = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   s->server = create_grpc_server(
       &s->limits, opts ? opts->handshake_timeout_ms : WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS,
       opts ? opts->max_connection_idle_ms : WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS);
   s->cq = grpc_completion_queue_create_for_next(NULL);
   grpc_server_register_completion_queue(s->server, s->cq, NULL);
+  /* The helper poller needs gRPC's epoll1 engine, where any queue's thread reads every
+   * connection; with another engine a connection bound to the unpolled queue would stall. */
+  const char *strategy = g_getenv("GRPC_POLL_STRATEGY");
+  if (!strategy || g_str_has_prefix(strategy, "epoll1") || g_str_has_prefix(strategy, "all")) {
+    s->io_cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
+  }
   for (int k = 0; k < N_METHODS; k++) {
     s->methods[k] = grpc_server_register_method(s->server, method_paths[k], NULL,
                                                 GRPC_SRM_PAYLOAD_NONE, 0);
@@ -975,6 +1143,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     grpc_server_destroy(s->server);
     grpc_completion_queue_shutdown(s->cq);
     grpc_completion_queue_destroy(s->cq);
+    drain_io_queue(s);
+    if (s->io_cq) grpc_completion_queue_destroy(s->io_cq);
+    g_hash_table_destroy(s->answers_by_peer);
     weft_cluster_spec_free(s->spec);
     weft__security_unref(s->security);
     g_free(s->job);
@@ -1072,6 +1243,7 @@ static void shutdown_unstarted(weft_server_t *s) {
   while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
          GRPC_QUEUE_SHUTDOWN) {
   }
+  drain_io_queue(s);
 }
 
 weft_status_t *weft_server_stop(weft_server_t *s) {
@@ -1106,9 +1278,12 @@ weft_status_t *weft_server_stop(weft_server_t *s) {
     g_mutex_unlock(&s->lock);
     for (guint k = 0; k < pollers->len; k++) g_thread_join(pollers->pdata[k]);
     g_ptr_array_free(pollers, TRUE);
+    drain_io_queue(s);
   }
   grpc_server_destroy(s->server);
   grpc_completion_queue_destroy(s->cq);
+  if (s->io_cq) grpc_completion_queue_destroy(s->io_cq);
+  s->io_cq = NULL;
   s->server = NULL;
   s->cq = NULL;
   g_mutex_lock(&s->lock);
@@ -1155,6 +1330,7 @@ void weft_server_free(weft_server_t *s) {
   g_cond_clear(&s->cond);
   g_cond_clear(&s->follow);
   g_ptr_array_free(s->pollers, TRUE);
+  g_hash_table_destroy(s->answers_by_peer);
   g_free(s->job);
   g_free(s->address);
   g_free(s->target);
