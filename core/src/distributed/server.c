@@ -92,6 +92,7 @@ struct weft_server {
   grpc_completion_queue *io_cq;
   GThread *io_thread;   /* the helper, running or ended and not yet joined */
   bool io_running;      /* the helper has not decided to end */
+  bool io_drained;      /* the helper saw the queue's GRPC_QUEUE_SHUTDOWN */
   gint64 wasted_since;  /* start of the current second of wasted calls (monotonic, us) */
   int wasted;           /* calls refused or abandoned by their caller in that second */
   gint64 last_wasted;   /* when the last such call came (monotonic, us) */
@@ -640,7 +641,10 @@ static gpointer io_help(gpointer data) {
   for (;;) {
     gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                       gpr_time_from_millis(500, GPR_TIMESPAN));
-    if (grpc_completion_queue_next(s->io_cq, until, NULL).type == GRPC_QUEUE_SHUTDOWN) break;
+    if (grpc_completion_queue_next(s->io_cq, until, NULL).type == GRPC_QUEUE_SHUTDOWN) {
+      s->io_drained = true; /* read after the join */
+      break;
+    }
     g_mutex_lock(&s->lock);
     bool quiet = g_get_monotonic_time() - s->last_wasted > IO_HELP_LINGER_US ||
                  s->state != SERVER_STARTED;
@@ -1010,8 +1014,9 @@ static void drain_io_queue(weft_server_t *s) {
   grpc_completion_queue_shutdown(s->io_cq);
   if (s->io_thread) g_thread_join(s->io_thread);
   s->io_thread = NULL;
-  while (grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-         GRPC_QUEUE_SHUTDOWN) {
+  while (!s->io_drained &&
+         grpc_completion_queue_next(s->io_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+             GRPC_QUEUE_SHUTDOWN) {
   }
 }
 
