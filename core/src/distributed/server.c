@@ -14,6 +14,9 @@
  * received (security.c, docs/security.md); compressed messages are inflated here, within the
  * limit, not by gRPC. At most max_concurrent_steps calls that may block are handled at once,
  * and a thread that cannot be made refuses the call (RESOURCE_EXHAUSTED) rather than aborting.
+ * During a flood of calls that come to nothing (HTTP/2 rapid reset) a second thread polls gRPC
+ * so other connections are still read (io_help), and answers in flight are bounded per
+ * connection (max_connection_answers).
  * Stopping refuses new calls, aborts running steps, waits for the handlers, then closes the
  * port. */
 #include "distributed_internal.h"
