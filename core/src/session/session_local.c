@@ -25,6 +25,7 @@ typedef struct local_session {
   GHashTable *placement;     /* node name -> device name */
   GHashTable *kernels;       /* weft_node_t* -> weft__kernel_instance_t* */
   weft__plan_cache_t *plans; /* of plan_t */
+  weft__step_memo_t *memo;   /* recent name lists -> their plans in `plans` */
   weft__resource_mgr_t *resources;
   weft__threadpool_t *inter_pool;
   weft__threadpool_t *intra_pool;
@@ -54,6 +55,7 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
   s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                      (GDestroyNotify)weft__kernel_instance_free);
   s->plans = weft__plan_cache_new((GDestroyNotify)plan_free);
+  s->memo = weft__step_memo_new();
   s->resources = weft__resource_mgr_new();
   if (s->opts->use_per_session_threads) {
     int inter = s->opts->inter_op_threads ? s->opts->inter_op_threads : weft__num_cores();
@@ -259,6 +261,15 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
 /* ---------------------------------------------------------------------------------------------
  * Running */
 
+/* Checks each feed against the output it replaces (the memo's resolution of its name). */
+static weft_status_t *check_feeds(const weft__feed_t *feeds, const char *const *feed_names,
+                                  weft_tensor_t *const *feed_values, int n_feeds) {
+  for (int k = 0; k < n_feeds; k++)
+    WEFT_RETURN_IF_ERROR(
+        weft__check_feed(feeds[k].node, feeds[k].index, feed_names[k], feed_values[k]));
+  return NULL;
+}
+
 static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 weft_tensor_t *const *feed_values, int n_feeds,
                                 const char *const *fetch_names, weft_tensor_t **fetch_outputs,
@@ -266,24 +277,38 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 int64_t timeout_ms, weft_run_metadata_t *stats) {
   local_session_t *s = impl;
   if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
-  weft__step_spec_t spec;
-  weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
-                                              fetch_names, n_fetches, target_names, n_targets,
-                                              &spec);
+  if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
+  }
+  weft_status_t *st = NULL;
+  /* A step that repeats a recent one's names takes its plan from the memo; its feeds are
+   * still checked against the outputs they replace, as resolving them would. */
+  const weft__feed_t *memo_feeds = NULL;
+  g_mutex_lock(&s->lock);
+  void *plan = weft__step_memo_find(s->memo, s->graph, feed_names, n_feeds, fetch_names,
+                                    n_fetches, target_names, n_targets, &memo_feeds);
+  if (plan) st = check_feeds(memo_feeds, feed_names, feed_values, n_feeds);
+  g_mutex_unlock(&s->lock);
   if (st) return st;
 
-  void *plan = NULL;
-  g_mutex_lock(&s->lock);
-  st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
-  g_mutex_unlock(&s->lock);
-  if (!st) {
-    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
-                             stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
-                                                   : 0};
-    st = weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
+  if (!plan) {
+    weft__step_spec_t spec;
+    st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds, fetch_names,
+                                 n_fetches, target_names, n_targets, &spec);
+    if (st) return st;
+    g_mutex_lock(&s->lock);
+    st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+    if (!st && !s->closed)
+      weft__step_memo_store(s->memo, s->graph, feed_names, fetch_names, target_names, &spec,
+                            plan);
+    g_mutex_unlock(&s->lock);
+    weft__step_spec_clear(&spec);
+    if (st) return st;
   }
-  weft__step_spec_clear(&spec);
-  return st;
+  weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
+                           stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
+                                                 : 0};
+  return weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
 }
 
 static weft_status_t *local_close(void *impl) {
@@ -291,6 +316,7 @@ static weft_status_t *local_close(void *impl) {
   if (s->closed) return NULL;
   g_mutex_lock(&s->lock);
   s->closed = true;
+  weft__step_memo_clear(s->memo);
   weft__plan_cache_clear(s->plans);
   g_hash_table_remove_all(s->kernels);
   weft__resource_mgr_clear(s->resources, NULL, 0);
@@ -301,6 +327,7 @@ static weft_status_t *local_close(void *impl) {
 static void local_free(void *impl) {
   local_session_t *s = impl;
   weft_status_free(local_close(s));
+  weft__step_memo_free(s->memo);
   weft__plan_cache_free(s->plans);
   g_hash_table_destroy(s->kernels);
   g_hash_table_destroy(s->placement);
