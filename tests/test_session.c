@@ -79,6 +79,27 @@ static void test_feed_fetch(void) {
   weft_graph_free(g);
 }
 
+/* Feeds x (a float32 [2] placeholder) a value of the wrong dtype, of the wrong shape and no
+ * value at all, fetching `fetch`: each fails with its exact message and fetches nothing. */
+static void check_bad_feeds(weft_session_t *s, const char *fetch) {
+  const char *feeds[] = {"x"};
+  const char *fetches[] = {fetch};
+  weft_tensor_t *out = NULL;
+  float three[3] = {1, 2, 3};
+  weft_tensor_t *bad[3] = {weft_tensor_new_scalar_int32(3), vec_f32(3, three), NULL};
+  const char *want[3] = {"Feed 'x': expected a tensor of type float32 but got int32",
+                         "Feed 'x': cannot feed a value of shape [3] to a tensor of shape [2]",
+                         "Feed 'x' has no tensor"};
+  for (int k = 0; k < 3; k++) {
+    weft_status_t *st = weft_session_run(s, feeds, &bad[k], 1, fetches, &out, 1, NULL, 0);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+    g_assert_cmpstr(weft_status_message(st), ==, want[k]);
+    weft_status_free(st);
+    weft_tensor_unref(bad[k]);
+  }
+  g_assert_null(out);
+}
+
 static void test_feed_errors(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -88,26 +109,10 @@ static void test_feed_errors(void) {
   weft_unary(g, "Neg", "n", x, &st);
   OK(st);
   weft_session_t *s = session(g, NULL);
-  const char *feeds[] = {"x"};
   const char *fetches[] = {"n"};
   weft_tensor_t *out = NULL;
 
-  weft_tensor_t *wrong_type = weft_tensor_new_scalar_int32(3);
-  st = weft_session_run(s, feeds, &wrong_type, 1, fetches, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': expected a tensor of type float32 but got int32");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_type);
-
-  float three[3] = {1, 2, 3};
-  weft_tensor_t *wrong_shape = vec_f32(3, three);
-  st = weft_session_run(s, feeds, &wrong_shape, 1, fetches, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': cannot feed a value of shape [3] to a tensor of shape [2]");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_shape);
+  check_bad_feeds(s, fetches[0]);
 
   st = weft_session_run(s, NULL, NULL, 0, fetches, &out, 1, NULL, 0);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
@@ -463,27 +468,7 @@ static void test_repeated_steps(void) {
     out = NULL;
     weft_tensor_unref(feed);
   }
-  weft_tensor_t *wrong_type = weft_tensor_new_scalar_int32(3);
-  st = weft_session_run(s, feeds, &wrong_type, 1, fetch_n, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': expected a tensor of type float32 but got int32");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_type);
-  float three[3] = {1, 2, 3};
-  weft_tensor_t *wrong_shape = vec_f32(3, three);
-  st = weft_session_run(s, feeds, &wrong_shape, 1, fetch_n, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': cannot feed a value of shape [3] to a tensor of shape [2]");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_shape);
-  weft_tensor_t *none = NULL;
-  st = weft_session_run(s, feeds, &none, 1, fetch_n, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==, "Feed 'x' has no tensor");
-  weft_status_free(st);
-  g_assert_null(out);
+  check_bad_feeds(s, fetch_n[0]);
 
   /* More name lists than the memo holds, in turn, several rounds: every step gets its own. */
   const char *fetch_sets[6][2] = {{"n", NULL},   {"sq", NULL}, {"sum", NULL},
