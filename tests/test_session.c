@@ -79,8 +79,9 @@ static void test_feed_fetch(void) {
   weft_graph_free(g);
 }
 
-/* Feeds x (a float32 [2] placeholder) a value of the wrong dtype, of the wrong shape and no
- * value at all, fetching `fetch`: each fails with its exact message and fetches nothing. */
+/* Feeds x (a float32 [2] placeholder) a value of the wrong dtype, of the wrong shape, no value
+ * at all, and no list of names, fetching `fetch`: each fails with its exact message and fetches
+ * nothing. */
 static void check_bad_feeds(weft_session_t *s, const char *fetch) {
   const char *feeds[] = {"x"};
   const char *fetches[] = {fetch};
@@ -97,6 +98,11 @@ static void check_bad_feeds(weft_session_t *s, const char *fetch) {
     weft_status_free(st);
     weft_tensor_unref(bad[k]);
   }
+  /* No list of names where the count says one. */
+  weft_status_t *st = weft_session_run(s, NULL, NULL, 1, fetches, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(st), ==, "weft_session_run: feed name 0 is NULL");
+  weft_status_free(st);
   g_assert_null(out);
 }
 
@@ -133,6 +139,15 @@ static void test_feed_errors(void) {
   g_assert_cmpstr(weft_status_message(st), ==,
                   "The tensor 'n:3' does not exist: node 'n' (Neg) has 1 output");
   weft_status_free(st);
+
+  /* A NULL name is refused by position, whatever list it is in. */
+  const char *null_fetch[] = {"n", NULL};
+  weft_tensor_t *outs[2] = {NULL, NULL};
+  st = weft_session_run(s, NULL, NULL, 0, null_fetch, outs, 2, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(st), ==, "weft_session_run: fetch name 1 is NULL");
+  weft_status_free(st);
+  g_assert_null(outs[0]);
 
   const char *bad_target[] = {"ghost"};
   st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, bad_target, 1);

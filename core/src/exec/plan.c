@@ -146,6 +146,16 @@ weft_status_t *weft__step_spec_resolve(weft_graph_t *graph, const char *const *f
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
+  const char *const *lists[3] = {feed_names, fetch_names, target_names};
+  const int counts[3] = {n_feeds, n_fetches, n_targets};
+  const char *what[3] = {"feed", "fetch", "target"};
+  for (int l = 0; l < 3; l++) {
+    for (int k = 0; k < counts[l]; k++) {
+      if (!lists[l] || !lists[l][k])
+        return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: %s name %d is NULL",
+                               what[l], k);
+    }
+  }
   weft_status_t *st = NULL;
   spec->feeds = g_new0(weft__feed_t, n_feeds + 1);
   spec->fetches = g_new0(weft__fetch_t, n_fetches + 1);
@@ -326,6 +336,7 @@ void weft__step_memo_free(weft__step_memo_t *memo) {
 }
 
 static bool names_equal(char *const *have, const char *const *want, int n) {
+  if (n > 0 && !want) return false; /* resolving it gives the error */
   for (int k = 0; k < n; k++)
     if (!want[k] || strcmp(have[k], want[k]) != 0) return false;
   return true;
