@@ -53,9 +53,14 @@ struct weft__executor {
   weft__cf_executor_t *cf; /* steps with control flow run there instead (frames.c) */
   /* The per-step arrays of the last step that ended, kept for the next one: a step of a small
    * graph spent a fifth of its time in their calloc and free. A step takes them with one atomic
-   * exchange; concurrent steps of one executor allocate their own. */
+   * exchange; concurrent steps of one executor allocate their own. Only blocks up to
+   * SPARE_MAX_BYTES are kept: a large graph's step does not notice one allocation, and its
+   * plan should not hold megabytes between steps. */
   gpointer spare; /* step_arrays_t * or NULL */
+  bool keep_arrays; /* the block is small enough to keep */
 };
+
+#define SPARE_MAX_BYTES (256 << 10)
 
 /* A step's per-node and per-input state, one allocation. */
 typedef struct step_arrays {
@@ -78,6 +83,17 @@ static bool is_inexpensive_op(const char *op) {
   for (const char *const *o = ops; *o; o++)
     if (strcmp(*o, op) == 0) return true;
   return false;
+}
+
+/* The bytes of one step's arrays (step_arrays_t) for `ex`, and where each array starts. */
+static size_t step_arrays_layout(const weft__executor_t *ex, size_t *inputs_at,
+                                 size_t *fetched_at, size_t *pending_at) {
+  size_t n_in = (size_t)MAX(ex->total_inputs, 1), n_fetch = (size_t)MAX(ex->n_fetches, 1);
+  size_t n_nodes = (size_t)MAX(ex->n_nodes, 1);
+  *inputs_at = sizeof(step_arrays_t);
+  *fetched_at = *inputs_at + n_in * sizeof(weft__value_t);
+  *pending_at = *fetched_at + n_fetch * sizeof(weft_tensor_t *);
+  return *pending_at + n_nodes * sizeof(gint);
 }
 
 weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__executor_t **out) {
@@ -190,6 +206,8 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
   ex->n_feed_targets = (int)feed_targets->len;
   ex->feed_targets = (feed_target_t *)(void *)g_array_free(feed_targets, FALSE);
   g_hash_table_destroy(index_of);
+  size_t at[3];
+  ex->keep_arrays = step_arrays_layout(ex, &at[0], &at[1], &at[2]) <= SPARE_MAX_BYTES;
   *out = ex;
   return NULL;
 }
@@ -419,12 +437,8 @@ static void schedule_node(step_t *s, int node) {
 
 /* Zeroed arrays for one step of `ex`, in one block (g_free). */
 static step_arrays_t *step_arrays_new(const weft__executor_t *ex) {
-  size_t n_in = (size_t)MAX(ex->total_inputs, 1), n_fetch = (size_t)MAX(ex->n_fetches, 1);
-  size_t n_nodes = (size_t)MAX(ex->n_nodes, 1);
-  size_t inputs_at = sizeof(step_arrays_t);
-  size_t fetched_at = inputs_at + n_in * sizeof(weft__value_t);
-  size_t pending_at = fetched_at + n_fetch * sizeof(weft_tensor_t *);
-  char *block = g_malloc0(pending_at + n_nodes * sizeof(gint));
+  size_t inputs_at, fetched_at, pending_at;
+  char *block = g_malloc0(step_arrays_layout(ex, &inputs_at, &fetched_at, &pending_at));
   step_arrays_t *a = (step_arrays_t *)(void *)block;
   a->inputs = (weft__value_t *)(void *)(block + inputs_at);
   a->fetched = (weft_tensor_t **)(void *)(block + fetched_at);
@@ -489,7 +503,8 @@ weft_status_t *weft__executor_run(weft__executor_t *ex, const weft__run_args_t *
   }
   for (int k = 0; k < ex->total_inputs; k++) weft__value_clear(&s.inputs[k]);
   memset(s.fetched, 0, sizeof *s.fetched * (size_t)ex->n_fetches);
-  if (!g_atomic_pointer_compare_and_exchange(&ex->spare, NULL, arrays)) g_free(arrays);
+  if (!ex->keep_arrays || !g_atomic_pointer_compare_and_exchange(&ex->spare, NULL, arrays))
+    g_free(arrays);
   weft__step_resources_clear(&s.step_resources);
   g_mutex_clear(&s.lock);
   g_cond_clear(&s.done_cond);
