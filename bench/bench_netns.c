@@ -293,10 +293,20 @@ static weft_status_t *check_link(const side_t *s, int64_t bytes, const char *wha
 }
 
 /* Rounds of a row: each runs the Weft child and the raw child once, in alternating order (W B,
- * B W, W B), so that the load of a shared machine, which changes over seconds, falls on both
- * sides alike; one side measured after the other gave ratios from 0.5x to 2x for one build at
- * 1 MiB. */
-#define ROUNDS 3
+ * B W, W B, ...), so that the load of a shared machine, which changes over seconds, falls on
+ * both sides alike; one side measured after the other gave ratios from 0.5x to 2x for one build
+ * at 1 MiB. Seven rounds: on a busy machine single rounds ranged from 0.3x to 4x, and the median
+ * of three still moved by half from one run to the next. */
+#define ROUNDS 7
+
+/* The 1-minute load average (/proc/loadavg), or -1: the note reports it beside the figures. */
+static double load_average(void) {
+  char *text = NULL;
+  double load = -1;
+  if (g_file_get_contents("/proc/loadavg", &text, NULL, NULL)) load = g_ascii_strtod(text, NULL);
+  g_free(text);
+  return load;
+}
 
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -351,6 +361,8 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
   memset(base, 0, sizeof base);
   weft_status_t *st = NULL;
   GString *ratios = g_string_new(NULL);
+  double load_before = load_average();
+  double round_ratios[ROUNDS];
   for (int k = 0; k < rounds && !st; k++) {
     for (int half = 0; half < 2 && !st; half++) {
       bool weft_now = (half == 0) == (k % 2 == 0);
@@ -367,10 +379,11 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
         if (!st) st = check_link(&base[k], size->bytes, "raw call");
       }
     }
-    if (!st)
-      g_string_append_printf(ratios, "%s%.2f", k ? " / " : "",
-                             weft[k].stats.median > 0
-                                 ? base[k].stats.median / weft[k].stats.median : 0.0);
+    if (!st) {
+      round_ratios[k] = weft[k].stats.median > 0 ? base[k].stats.median / weft[k].stats.median
+                                                 : 0.0;
+      g_string_append_printf(ratios, "%s%.2f", k ? " / " : "", round_ratios[k]);
+    }
   }
   if (st) {
     bench_add_failure(r, size->name, st);
@@ -393,8 +406,13 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
         " bytes for %" G_GINT64_FORMAT " calls)", size->bytes, n->ns[NS_W0], n->ns[NS_W1],
         n->ns[NS_C], wsum.rx, wsum.count, repeat, rounds, n->ns[NS_W0], n->ns[NS_W1], bsum.rx,
         bsum.count);
-    char *note = g_strdup_printf("report: across namespaces (%.2fx the raw call; rounds %s)",
-                                 b.median > 0 ? w.median / b.median : 0.0, ratios->str);
+    qsort(round_ratios, (size_t)rounds, sizeof round_ratios[0], compare_doubles);
+    double mid = rounds % 2 ? round_ratios[rounds / 2]
+                            : 0.5 * (round_ratios[rounds / 2 - 1] + round_ratios[rounds / 2]);
+    char *note = g_strdup_printf("report: across namespaces (%.2fx the raw call; rounds %s, "
+                                 "their median %.2fx; load average %.1f to %.1f)",
+                                 b.median > 0 ? w.median / b.median : 0.0, ratios->str, mid,
+                                 load_before, load_average());
     bench_add_row(r, size->name, params, "GB/s", true, &w, &b, "raw gRPC unary call", note);
     g_free(params);
     g_free(note);

@@ -1060,6 +1060,100 @@ static void test_stale_temp_files(void) {
   g_free(dir);
 }
 
+/* Copies checkpoint `from`'s files (index, one data shard) to the names of checkpoint `to`. */
+static void copy_ckpt(const char *prefix, int from, int to) {
+  const char *suffixes[] = {".index", ".data-00000-of-00001"};
+  for (int i = 0; i < 2; i++) {
+    char *src = g_strdup_printf("%s-%d%s", prefix, from, suffixes[i]);
+    char *dst = g_strdup_printf("%s-%d%s", prefix, to, suffixes[i]);
+    char *bytes = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(src, &bytes, &len, NULL));
+    g_assert_true(g_file_set_contents(dst, bytes, (gssize)len, NULL));
+    g_free(bytes);
+    g_free(src);
+    g_free(dst);
+  }
+}
+
+/* A saver (max_to_keep 2) killed after its state file named steps 2 and 3 but before it deleted
+ * step 1 left step 1 on disk (made here by copying step 2's files, plus a second data shard):
+ * the next saver's save of step 4 removes it (index and both shards) along with step 2, which it
+ * dropped itself, and says so on stderr; files of another prefix, names the saver never writes,
+ * a step newer than the oldest kept that no state file names, and a folder named like a
+ * checkpoint stay. Without a state file nothing is removed. */
+static void test_orphaned_checkpoints(void) {
+  if (g_test_subprocess()) {
+    char *dir = g_strdup(g_getenv("WEFT_TEST_ORPHAN_DIR"));
+    char *prefix = g_build_filename(dir, "model.ckpt", NULL);
+    model_t m = build_model(1, false, false);
+    run_init(&m);
+    weft_saver_t *s = weft_saver_new(2);
+    OK(weft_saver_save(s, m.session, NULL, prefix, 4, NULL));
+    weft_saver_free(s);
+    model_free(&m);
+    g_free(prefix);
+    g_free(dir);
+    return;
+  }
+  char *dir = tmpdir();
+  char *prefix = g_build_filename(dir, "model.ckpt", NULL);
+  model_t m = build_model(1, false, false);
+  run_init(&m);
+  weft_saver_t *s = weft_saver_new(2);
+  for (int step = 1; step <= 3; step++) OK(weft_saver_save(s, m.session, NULL, prefix, step, NULL));
+  weft_saver_free(s);
+  g_assert_false(exists_ckpt(prefix, 1));
+  copy_ckpt(prefix, 2, 1);
+  touch(dir, "model.ckpt-1.data-00001-of-00002");
+  const char *stay[] = {"model.ckpt-1.index.bak", "model.ckpt-1x.index", "other.ckpt-1.index",
+                        "model.ckpt-0.data-00000-of-00001.keep", "model.ckpt-01.meta",
+                        "xmodel.ckpt-1.index", "model.ckpt-9.index", "notes.txt", NULL};
+  for (int i = 0; stay[i]; i++) touch(dir, stay[i]);
+  char *folder = g_build_filename(dir, "model.ckpt-0.index", NULL);
+  g_assert_cmpint(g_mkdir(folder, 0755), ==, 0);
+
+  /* The next program's saver, in a child so that its log can be read. */
+  g_setenv("WEFT_TEST_ORPHAN_DIR", dir, TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  char *expected = g_strdup_printf("*W checkpoint: removed '%s-1.index': a checkpoint older than "
+                                   "the oldest one kept (step 3) that no state file names, left "
+                                   "by a saver stopped before it deleted it*", prefix);
+  g_test_trap_assert_stderr(expected);
+  g_free(expected);
+  g_assert_false(present(dir, "model.ckpt-1.index"));
+  g_assert_false(present(dir, "model.ckpt-1.data-00000-of-00001"));
+  g_assert_false(present(dir, "model.ckpt-1.data-00001-of-00002"));
+  g_assert_false(exists_ckpt(prefix, 2));
+  g_assert_true(exists_ckpt(prefix, 3));
+  g_assert_true(exists_ckpt(prefix, 4));
+  for (int i = 0; stay[i]; i++) g_assert_true(present(dir, stay[i]));
+  g_assert_true(g_file_test(folder, G_FILE_TEST_IS_DIR));
+  /* The restored checkpoint is whole. */
+  char *latest = weft_checkpoint_latest(dir);
+  char *p4 = g_strconcat(prefix, "-4", NULL);
+  g_assert_cmpstr(latest, ==, p4);
+  g_free(p4);
+  g_free(latest);
+
+  /* No state file (deleted by hand): the older files are someone's, and stay. */
+  char *state = g_build_filename(dir, "checkpoint", NULL);
+  g_assert_cmpint(g_remove(state), ==, 0);
+  copy_ckpt(prefix, 3, 1);
+  s = weft_saver_new(2);
+  OK(weft_saver_save(s, m.session, NULL, prefix, 5, NULL));
+  weft_saver_free(s);
+  g_assert_true(exists_ckpt(prefix, 1));
+  g_assert_true(exists_ckpt(prefix, 3));
+  g_free(state);
+  g_free(folder);
+  model_free(&m);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 static void test_state_file(void) {
   char *dir = tmpdir();
   char *inside = g_build_filename(dir, "a b \"q\"", NULL);
@@ -1104,5 +1198,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/checkpoint/saver/dtype_mismatch", test_saver_dtype_mismatch);
   g_test_add_func("/checkpoint/saver/max_to_keep", test_max_to_keep);
   g_test_add_func("/checkpoint/saver/stale_temp_files", test_stale_temp_files);
+  g_test_add_func("/checkpoint/saver/orphaned_checkpoints", test_orphaned_checkpoints);
   return g_test_run();
 }

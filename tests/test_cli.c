@@ -820,6 +820,9 @@ static void test_bench_netns(void) {
                       "child and a raw child in alternating order");
       assert_contains(note, "the raw call; rounds ");
       assert_contains(note, " / ");
+      /* The rounds' own median beside it, and the machine's load while they ran. */
+      assert_contains(note, ", their median ");
+      assert_contains(note, "; load average ");
     }
     json_object_unref(rec);
   }

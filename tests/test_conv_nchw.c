@@ -1,5 +1,6 @@
 /* test_conv_nchw.c: the channels-first (NCHW) float32 convolutions and pools, which the CPU
- * plugin runs on its NHWC kernels between two transposes (plugins/cpu/cpu_nchw.c). For odd
+ * plugin runs on its NHWC kernels between two transposes (plugins/cpu/cpu_nchw.c), or, for a
+ * Conv2D with few taps or filters, directly (plugins/cpu/cpu_conv_nchw.c). For odd
  * shapes (sizes that fill no transpose block, one channel, strides, dilations, SAME / VALID /
  * EXPLICIT padding) each op runs once in NHWC and once on the same values laid out NCHW:
  * Conv2D and DepthwiseConv2dNative are checked against a double-precision reference computed
@@ -32,6 +33,33 @@ static const conv_case_t cases[] = {
     {2, 8, 10, 3, 4, 3, 3, 1, 1, 1, 2, "EXPLICIT", {1, 2, 0, 3}},
     {1, 9, 9, 40, 64, 1, 1, 1, 1, 1, 1, "VALID", {0}},       /* pointwise */
     {2, 40, 40, 3, 8, 5, 5, 3, 3, 1, 1, "SAME", {0}},        /* several GEMM tiles */
+};
+
+/* Shapes for the direct NCHW Conv2D (plugins/cpu/cpu_conv_nchw.c: few taps or filters): widths
+ * that end mid-vector, every padding, strides 1 to 4 (5: the transposed path again), dilation,
+ * 1 and 5 channels, filter counts past a block of 4, a window larger than the input, rows
+ * longer than one run of outputs, several runs of rows, several images in one run (1-D), work
+ * enough for the intra-op pool, and an empty output. */
+static const conv_case_t direct_cases[] = {
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "VALID", {0}},          /* one of everything */
+    {2, 7, 1, 1, 2, 3, 1, 1, 1, 1, 1, "SAME", {0}},           /* width 1 */
+    {1, 6, 17, 5, 5, 2, 3, 1, 1, 1, 1, "VALID", {0}},         /* 5 channels, 4 + 1 filters */
+    {3, 9, 33, 2, 9, 3, 3, 2, 3, 1, 1, "SAME", {0}},          /* strides 2 and 3 */
+    {1, 10, 31, 1, 4, 3, 3, 3, 2, 2, 3, "SAME", {0}},         /* strides and dilations */
+    {1, 4, 5, 2, 3, 7, 9, 1, 1, 1, 1, "SAME", {0}},           /* window larger than the input */
+    {1, 3, 3, 2, 2, 5, 5, 2, 2, 1, 1, "EXPLICIT", {2, 3, 1, 4}}, /* the same, padded */
+    {1, 3, 3, 2, 3, 4, 4, 1, 1, 1, 1, "VALID", {0}},          /* an empty output */
+    {2, 3, 600, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},         /* rows longer than a run */
+    {1, 4, 150, 2, 3, 3, 3, 2, 2, 1, 1, "SAME", {0}},         /* long strided rows */
+    {1, 3, 100, 1, 2, 3, 3, 1, 1, 1, 1, "EXPLICIT", {1, 1, 7, 2}}, /* wide left padding */
+    {1, 40, 40, 3, 2, 3, 3, 1, 1, 1, 2, "EXPLICIT", {0, 1, 5, 0}}, /* several runs of rows */
+    {2, 12, 13, 4, 6, 2, 2, 4, 4, 1, 1, "VALID", {0}},        /* stride 4 */
+    {1, 12, 13, 2, 3, 2, 2, 5, 1, 1, 1, "SAME", {0}},         /* stride 5: transposed */
+    {1, 15, 21, 2, 3, 1, 2, 1, 2, 1, 2, "SAME", {0}},         /* the corpus's 1x2 windows */
+    {64, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},          /* the corpus's batch of 64 */
+    {64, 1, 5, 2, 3, 1, 2, 1, 1, 1, 1, "VALID", {0}},         /* 1-D: 51 + 13 images a run */
+    {9, 1, 7, 3, 2, 1, 3, 1, 2, 1, 1, "SAME", {0}},           /* 1-D, strided */
+    {4, 32, 32, 3, 8, 3, 3, 1, 1, 1, 1, "SAME", {0}},         /* runs over the intra-op pool */
 };
 
 /* Reproducible values in [-1, 1) from a linear congruential sequence. */
@@ -211,6 +239,22 @@ static void assert_same(const weft_tensor_t *a, const weft_tensor_t *b, double t
       g_error("%s: element %" G_GINT64_FORMAT ": NCHW %.9g, NHWC %.9g", what, i, p[i], q[i]);
 }
 
+/* `op` (Conv2D or DepthwiseConv2dNative) on x and f in NHWC and in NCHW: both against the
+ * reference, and the two within tol of each other. */
+static void check_conv(const conv_case_t *c, bool depthwise, weft_tensor_t *x, weft_tensor_t *f,
+                       double tol, const char *what) {
+  const char *op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+  weft_tensor_t *ins[2] = {x, f};
+  const bool image[2] = {true, false};
+  weft_tensor_t *yh = run_op(op, c, false, false, NULL, -1, false, ins, image, 2, true);
+  weft_tensor_t *yc = run_op(op, c, true, false, NULL, -1, false, ins, image, 2, true);
+  check_reference(c, depthwise, x, f, yc, what);
+  check_reference(c, depthwise, x, f, yh, what);
+  assert_same(yc, yh, tol, what);
+  weft_tensor_unref(yh);
+  weft_tensor_unref(yc);
+}
+
 static void test_forward(void) {
   for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
     const conv_case_t *c = &cases[ci];
@@ -219,17 +263,11 @@ static void test_forward(void) {
     weft_tensor_t *ins[2] = {x, f};
     const bool image[2] = {true, false};
     for (int depthwise = 0; depthwise < 2; depthwise++) {
-      const char *op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
       if (depthwise && strcmp(c->padding, "EXPLICIT") == 0) continue;
-      weft_tensor_t *yh = run_op(op, c, false, false, NULL, -1, false, ins, image, 2, true);
-      weft_tensor_t *yc = run_op(op, c, true, false, NULL, -1, false, ins, image, 2, true);
-      char *what = g_strdup_printf("%s case %zu", op, ci);
-      check_reference(c, depthwise, x, f, yc, what);
-      check_reference(c, depthwise, x, f, yh, what);
-      assert_same(yc, yh, 1e-6, what);
+      char *what = g_strdup_printf("%s case %zu", depthwise ? "DepthwiseConv2dNative" : "Conv2D",
+                                   ci);
+      check_conv(c, depthwise, x, f, 1e-6, what);
       g_free(what);
-      weft_tensor_unref(yh);
-      weft_tensor_unref(yc);
     }
     for (int is_max = 0; is_max < 2; is_max++) {
       if (strcmp(c->padding, "EXPLICIT") == 0) continue;
@@ -242,6 +280,21 @@ static void test_forward(void) {
       weft_tensor_unref(yh);
       weft_tensor_unref(yc);
     }
+    weft_tensor_unref(x);
+    weft_tensor_unref(f);
+  }
+}
+
+/* Conv2D on the direct NCHW path: against the reference, and against NHWC (the GEMM, whose
+ * sums run in another order). */
+static void test_direct(void) {
+  for (size_t ci = 0; ci < G_N_ELEMENTS(direct_cases); ci++) {
+    const conv_case_t *c = &direct_cases[ci];
+    int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
+    weft_tensor_t *x = values(4, xd, 11 + (uint32_t)ci), *f = values(4, fd, 500 + (uint32_t)ci);
+    char *what = g_strdup_printf("direct Conv2D case %zu", ci);
+    check_conv(c, false, x, f, 1e-5, what);
+    g_free(what);
     weft_tensor_unref(x);
     weft_tensor_unref(f);
   }
@@ -286,21 +339,46 @@ static void test_gradients(void) {
   }
 }
 
-/* Conv2D (NCHW) -> BiasAdd (NCHW) -> Relu becomes one _FusedConv2D at plan time (the pass's
- * step stats say which ops ran); with WEFT_NO_FUSION it runs as written. Both against the
- * reference, plus the bias, and the Relu. */
-static void test_fused(void) {
-  const conv_case_t *c = &cases[1];
+/* An activation of the fusion pass's list in double, or none (act NULL). */
+static double activate(const char *act, double v) {
+  if (!act) return v;
+  if (strcmp(act, "Relu") == 0) return v > 0 ? v : 0;
+  if (strcmp(act, "Relu6") == 0) return v < 0 ? 0 : v > 6 ? 6 : v;
+  g_assert_cmpstr(act, ==, "Elu");
+  return v > 0 ? v : expm1(v);
+}
+
+/* A float constant named `name` in g. */
+static weft_output_t constant(weft_graph_t *g, const char *name, weft_tensor_t *t) {
+  weft_status_t *st = NULL;
+  weft_output_t o = weft_const(g, name, t, &st);
+  OK(st);
+  return o;
+}
+
+/* Conv2D (NCHW) -> BiasAdd or an inference FusedBatchNorm (NCHW) -> act becomes one
+ * _FusedConv2D at plan time (the pass's step stats say which ops ran); with WEFT_NO_FUSION it
+ * runs as written. Both against the NHWC Conv2D, then the bias or the batch norm and the
+ * activation in double. */
+static void fused_case(const conv_case_t *c, bool batch_norm, const char *act) {
   int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m}, bd = c->m;
   weft_tensor_t *x = values(4, xd, 41), *f = values(4, fd, 42), *bias = values(1, &bd, 43);
+  weft_tensor_t *scale = values(1, &bd, 44), *mean = values(1, &bd, 45);
+  weft_tensor_t *var = values(1, &bd, 46);
+  float *vp = weft_tensor_data(var);
+  for (int64_t i = 0; i < bd; i++) vp[i] = 0.5f + vp[i] * vp[i]; /* positive variances */
   weft_tensor_t *ins[2] = {x, f};
   const bool image[2] = {true, false};
   weft_tensor_t *plain = run_op("Conv2D", c, false, false, NULL, -1, false, ins, image, 2, true);
-  const float *bp = weft_tensor_data(bias);
+  const float *bp = weft_tensor_data(bias), *sp = weft_tensor_data(scale);
+  const float *mp = weft_tensor_data(mean);
   float *pp = weft_tensor_data(plain);
+  const float eps = 0.001f;
   for (int64_t i = 0; i < weft_tensor_num_elements(plain); i++) {
-    float v = pp[i] + bp[i % c->m];
-    pp[i] = v > 0 ? v : 0;
+    int64_t o = i % c->m;
+    double v = batch_norm ? (pp[i] - mp[o]) / sqrt((double)vp[o] + eps) * sp[o] + bp[o]
+                          : (double)pp[i] + bp[o];
+    pp[i] = (float)activate(act, v);
   }
   for (int fuse = 0; fuse < 2; fuse++) {
     if (fuse)
@@ -311,35 +389,50 @@ static void test_fused(void) {
     weft_status_t *st = NULL;
     weft_tensor_t *xc = relayout(x, true);
     weft_op_builder_t *b = weft_op_new(g, "Conv2D", "conv");
-    weft_op_add_input(b, weft_const(g, "x", xc, &st));
-    weft_op_add_input(b, weft_const(g, "f", f, &st));
-    OK(st);
+    weft_op_add_input(b, constant(g, "x", xc));
+    weft_op_add_input(b, constant(g, "f", f));
     weft_tensor_unref(xc);
     int64_t v[4];
     weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
     hw4(true, c->sh, c->sw, v);
     weft_op_set_attr_int_list(b, "strides", v, 4);
+    hw4(true, c->dh, c->dw, v);
+    weft_op_set_attr_int_list(b, "dilations", v, 4);
     weft_op_set_attr_string(b, "padding", c->padding);
+    if (strcmp(c->padding, "EXPLICIT") == 0) {
+      int64_t p[8] = {0, 0, 0, 0, c->pads[0], c->pads[1], c->pads[2], c->pads[3]};
+      weft_op_set_attr_int_list(b, "explicit_paddings", p, 8);
+    }
     weft_op_set_attr_string(b, "data_format", "NCHW");
     weft_node_t *conv = NULL;
     OK(weft_op_finish(b, &conv));
-    b = weft_op_new(g, "BiasAdd", "bias");
+    b = weft_op_new(g, batch_norm ? "FusedBatchNorm" : "BiasAdd", "bias");
     weft_op_add_input(b, (weft_output_t){conv, 0});
-    weft_op_add_input(b, weft_const(g, "b", bias, &st));
-    OK(st);
+    if (batch_norm) {
+      weft_op_add_input(b, constant(g, "scale", scale));
+      weft_op_add_input(b, constant(g, "offset", bias));
+      weft_op_add_input(b, constant(g, "mean", mean));
+      weft_op_add_input(b, constant(g, "variance", var));
+      weft_op_set_attr_float(b, "epsilon", eps);
+      weft_op_set_attr_bool(b, "is_training", false);
+    } else {
+      weft_op_add_input(b, constant(g, "b", bias));
+    }
     weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
     weft_op_set_attr_string(b, "data_format", "NCHW");
     weft_node_t *bn = NULL;
     OK(weft_op_finish(b, &bn));
-    weft_output_t relu = weft_unary(g, "Relu", "act", (weft_output_t){bn, 0}, &st);
-    OK(st);
-    (void)relu;
+    const char *fetch = "bias";
+    if (act) {
+      weft_unary(g, act, "act", (weft_output_t){bn, 0}, &st);
+      OK(st);
+      fetch = "act";
+    }
     weft_session_t *s = weft_session_new(g, NULL, &st);
     OK(st);
     weft_run_options_t *ro = weft_run_options_new();
     weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
     weft_run_metadata_t *meta = NULL;
-    const char *fetch = "act";
     weft_tensor_t *out = NULL;
     OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
     bool fused = false;
@@ -347,7 +440,10 @@ static void test_fused(void) {
       if (strcmp(weft_run_metadata_node_stats(meta, k)->op, "_FusedConv2D") == 0) fused = true;
     g_assert_true(fused == (fuse == 1));
     weft_tensor_t *got = relayout(out, false);
-    assert_same(got, plain, 1e-6, fuse ? "fused NCHW" : "unfused NCHW");
+    char *what = g_strdup_printf("%s NCHW %s %s", fuse ? "fused" : "unfused",
+                                 batch_norm ? "FusedBatchNorm" : "BiasAdd", act ? act : "");
+    assert_same(got, plain, batch_norm ? 1e-5 : 2e-6, what);
+    g_free(what);
     weft_tensor_unref(got);
     weft_tensor_unref(out);
     weft_run_metadata_free(meta);
@@ -360,11 +456,27 @@ static void test_fused(void) {
   weft_tensor_unref(x);
   weft_tensor_unref(f);
   weft_tensor_unref(bias);
+  weft_tensor_unref(scale);
+  weft_tensor_unref(mean);
+  weft_tensor_unref(var);
+}
+
+/* The epilogues on both NCHW paths: the direct loop (few taps) and the transposed GEMM (37
+ * channels, cases[2]). */
+static void test_fused(void) {
+  fused_case(&cases[1], false, "Relu");
+  fused_case(&direct_cases[3], false, "Relu6");
+  fused_case(&direct_cases[2], false, "Elu");
+  fused_case(&direct_cases[8], false, NULL);
+  fused_case(&direct_cases[11], true, "Relu");
+  fused_case(&direct_cases[4], true, NULL);
+  fused_case(&cases[2], true, "Relu6");
 }
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/conv_nchw/forward", test_forward);
+  g_test_add_func("/conv_nchw/direct", test_direct);
   g_test_add_func("/conv_nchw/gradients", test_gradients);
   g_test_add_func("/conv_nchw/fused", test_fused);
   return g_test_run();

@@ -1,6 +1,7 @@
 /* cpu_conv.c: the CPU kernels of the convolution, pooling and mirror-padding ops: Conv2D (im2col
  * + OpenBLAS GEMM per batch and filter group for float, double, half and bfloat16, float32 with
- * one group in cpu_conv_fast.c, NCHW transposed to NHWC and back; a direct loop with wrapping
+ * one group in cpu_conv_fast.c, NCHW with few taps or filters direct in cpu_conv_nchw.c, other
+ * NCHW transposed to NHWC and back; a direct loop with wrapping
  * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
  * transposed like Conv2D) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
@@ -209,7 +210,9 @@ static void conv_int_range(void *arg, int64_t b, int64_t e) {
 }
 
 /* Conv2D, and _FusedConv2D's convolution (ep: its epilogue, for float32 NHWC only). */
-static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue_t *ep) {
+/* cache: the node's packed constant filter (cpu_packed.c), NULL for none. */
+static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue_t *ep,
+                                 weft_cpu_packed_cache_t *cache) {
   weft_tensor_view_t x, f, y;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &f));
@@ -242,14 +245,17 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
       m <= INT32_MAX) {
     weft_cpu_conv2d_t c2 = {g.n,  g.h,  g.w,  g.c,  g.oh, g.ow, m,   g.kh,
                             g.kw, g.sh, g.sw, g.dh, g.dw, g.pt, g.pl};
-    if (!g.nchw) return weft__cpu_conv2d_f32_ep(ctx, &c2, x.data, f.data, y.data, ep);
+    if (!g.nchw) return weft__cpu_conv2d_f32_packed(ctx, &c2, x.data, f.data, y.data, ep, cache);
+    /* Few taps or filters: the direct NCHW loop (cpu_conv_nchw.c). */
+    if (weft__cpu_conv2d_nchw_direct(&c2))
+      return weft__cpu_conv2d_nchw_f32(ctx, &c2, x.data, f.data, y.data, ep);
     /* NCHW runs the NHWC kernel between two transposes (cpu_nchw.c); the epilogue, per output
      * channel, finishes the NHWC tiles as it does there. */
     float *xt = NULL, *yt = NULL;
     WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, g.n, g.c, g.h * g.w, x.data, &xt));
     WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)y.num_elements * sizeof(float),
                                            (void **)&yt));
-    WEFT_RETURN_IF_ERROR(weft__cpu_conv2d_f32_ep(ctx, &c2, xt, f.data, yt, ep));
+    WEFT_RETURN_IF_ERROR(weft__cpu_conv2d_f32_packed(ctx, &c2, xt, f.data, yt, ep, cache));
     weft__cpu_transpose_f32(ctx, g.n, g.oh * g.ow, m, yt, y.data);
     return NULL;
   }
@@ -315,14 +321,15 @@ static weft_status_t *conv2d_run(weft_kernel_ctx_t *ctx, const weft_cpu_epilogue
 }
 
 static weft_status_t *k_conv2d(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  return conv2d_run(ctx, NULL);
+  return conv2d_run(ctx, NULL, state);
 }
 
 weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
-                                              const weft_cpu_epilogue_t *ep) {
-  return conv2d_run(ctx, ep);
+                                              const weft_cpu_epilogue_t *ep,
+                                              weft_cpu_packed_cache_t *cache) {
+  return conv2d_run(ctx, ep, cache);
 }
+
 
 /* ---------------------------------------------------------------------------------------------
  * MaxPool, AvgPool */
@@ -499,7 +506,9 @@ static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kerne
 
 weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
   const weft_cpu_kernel_spec_t specs[] = {
-      {"Conv2D", k_conv2d, "T", conv_types, N_OF(conv_types), NULL, NULL, NULL, NULL},
+      /* The state: the cache of the node's packed constant filter. */
+      {"Conv2D", k_conv2d, "T", conv_types, N_OF(conv_types), NULL, weft__cpu_packed_create,
+       weft__cpu_packed_destroy, NULL},
       {"MaxPool", k_pool, "T", maxpool_types, N_OF(maxpool_types), NULL, NULL, NULL, &max_tag},
       {"AvgPool", k_pool, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL, NULL, NULL},
       {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,

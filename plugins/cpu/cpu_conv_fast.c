@@ -45,6 +45,7 @@ struct tiles {
   bool zero_scratch; /* start each slot's scratch at zero (partial sums) */
   tile_fn fn;
   const weft_cpu_epilogue_t *ep; /* forward only: finishes each tile of the output */
+  const weft_cpu_packed_t *packed; /* forward only: the filter packed (cpu_packed.c), or NULL */
 };
 
 static void slot_range(void *arg, int64_t b, int64_t e) {
@@ -153,6 +154,11 @@ static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r
     a = scratch;
   }
   float *y = t->out + r0 * g->m;
+  if (t->packed) {
+    /* The constant filter packed once: bias, GEMM and epilogue on each tile of 8 rows. */
+    weft__cpu_packed_gemm_1t(t->packed, a, t->k, r1 - r0, y, g->m, t->ep);
+    return;
+  }
   bool biased = weft__cpu_epilogue_prefill(t->ep, y, r1 - r0, g->m, g->m, 0);
   weft__cpu_sgemm_1t(false, false, r1 - r0, g->m, t->k, a, t->k, t->b, g->m, biased ? 1.0f : 0.0f,
                      y, g->m);
@@ -162,12 +168,19 @@ static void forward_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t r
 
 weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                     const float *x, const float *f, float *y) {
-  return weft__cpu_conv2d_f32_ep(ctx, g, x, f, y, NULL);
+  return weft__cpu_conv2d_f32_packed(ctx, g, x, f, y, NULL, NULL);
 }
 
 weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y,
                                        const weft_cpu_epilogue_t *ep) {
+  return weft__cpu_conv2d_f32_packed(ctx, g, x, f, y, ep, NULL);
+}
+
+weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                           const float *x, const float *f, float *y,
+                                           const weft_cpu_epilogue_t *ep,
+                                           weft_cpu_packed_cache_t *cache) {
   int64_t rows = g->n * g->oh * g->ow, k = g->kh * g->kw * g->c;
   if (rows == 0 || g->m == 0) return NULL;
   if (k == 0) {
@@ -179,7 +192,12 @@ weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_co
                .ep = ep};
   tiles_plan(ctx, &t, rows * k * g->m);
   t.scratch_per_slot = is_pointwise(g) ? 0 : t.tile * k;
-  return tiles_run(ctx, &t);
+  weft_cpu_packed_t *packed =
+      cache ? weft__cpu_packed_acquire(ctx, cache, 1, f, g->m, false, rows, g->m, k) : NULL;
+  t.packed = packed;
+  weft_status_t *st = tiles_run(ctx, &t);
+  weft__cpu_packed_release(packed);
+  return st;
 }
 
 /* ---------------------------------------------------------------------------------------------

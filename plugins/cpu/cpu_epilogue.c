@@ -32,12 +32,17 @@ struct weft_cpu_epilogue_spec {
   float epsilon;
   weft_cpu_unary_f32_fn act;
   double act_param;
+  weft_cpu_packed_cache_t *packed; /* _FusedMatMul's packed constant B (cpu_packed.c) */
 };
 
 static const char *const activations[] = {"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid",
                                           NULL};
 
-void weft__cpu_epilogue_spec_free(void *state) { free(state); }
+void weft__cpu_epilogue_spec_free(void *state) {
+  struct weft_cpu_epilogue_spec *s = state;
+  if (s) weft__cpu_packed_cache_free(s->packed);
+  free(s);
+}
 
 /* fused_ops as TensorFlow's CPU kernels take it: [BiasAdd], [FusedBatchNorm] (convolutions),
  * each optionally followed by one activation; num_args 1 for the bias, 4 (scale, offset, mean,
@@ -236,6 +241,10 @@ static weft_status_t *k_fused_matmul(weft_kernel_ctx_t *ctx, void *state) {
     weft__cpu_epilogue_apply(&ep, g.c, g.m, g.n, g.n, 0, false);
     return NULL;
   }
+  const struct weft_cpu_epilogue_spec *spec = state;
+  if (weft__cpu_packed_gemm(ctx, spec->packed, 1, g.ta, g.tb, g.m, g.n, g.k, g.a, g.lda, g.b,
+                            g.ldb, g.c, g.n, &ep))
+    return NULL;
   int threads = H->kernel_num_threads(ctx), asked = weft__cpu_blas_threads_asked();
   if (asked > threads) {
     /* As MatMul: OpenBLAS's own threads when more are asked for than the pool has. */
@@ -278,7 +287,8 @@ static weft_status_t *fused_conv_bind(weft_kernel_ctx_t *ctx, const void *state,
 static weft_status_t *k_fused_conv2d(weft_kernel_ctx_t *ctx, void *state) {
   weft_cpu_epilogue_t ep;
   WEFT_RETURN_IF_ERROR(fused_conv_bind(ctx, state, false, &ep));
-  return weft__cpu_conv2d_with_epilogue(ctx, &ep);
+  const struct weft_cpu_epilogue_spec *spec = state;
+  return weft__cpu_conv2d_with_epilogue(ctx, &ep, spec->packed);
 }
 
 static weft_status_t *k_fused_depthwise(weft_kernel_ctx_t *ctx, void *state) {
@@ -287,15 +297,29 @@ static weft_status_t *k_fused_depthwise(weft_kernel_ctx_t *ctx, void *state) {
   return weft__cpu_depthwise_with_epilogue(ctx, &ep);
 }
 
+/* The spec, with the cache of the node's packed constant B (cpu_packed.c) where `packs`. */
+static weft_status_t *spec_with_cache(const weft_host_t *host, const weft_attrs_t *attrs,
+                                      const char *op, bool batch_norm, bool packs, void **state) {
+  WEFT_RETURN_IF_ERROR(weft__cpu_epilogue_spec_new(host, attrs, op, batch_norm, state));
+  struct weft_cpu_epilogue_spec *s = *state;
+  if (!packs) return NULL;
+  s->packed = weft__cpu_packed_cache_new();
+  if (s->packed) return NULL;
+  weft__cpu_epilogue_spec_free(s);
+  *state = NULL;
+  return host->status_new(WEFT_RESOURCE_EXHAUSTED, "%s: out of memory", op);
+}
+
 static weft_status_t *create_matmul(const weft_host_t *host, const weft_attrs_t *attrs,
                                     void *user_data, void **state) {
   (void)user_data;
-  return weft__cpu_epilogue_spec_new(host, attrs, "_FusedMatMul", false, state);
+  return spec_with_cache(host, attrs, "_FusedMatMul", false, true, state);
 }
 
 static weft_status_t *create_conv(const weft_host_t *host, const weft_attrs_t *attrs,
                                   void *user_data, void **state) {
-  return weft__cpu_epilogue_spec_new(host, attrs, user_data, true, state);
+  return spec_with_cache(host, attrs, user_data, true, strcmp(user_data, "_FusedConv2D") == 0,
+                         state);
 }
 
 weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg) {

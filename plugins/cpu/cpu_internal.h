@@ -201,6 +201,7 @@ void weft__cpu_sgemm_1t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                         int64_t ldc);
 
 struct weft_cpu_epilogue; /* below, with the fused kernels */
+struct weft_cpu_packed_cache; /* below, with the packed GEMM */
 
 /* The geometry of a 2-D NHWC convolution (cpu_conv_fast.c): input [n, h, w, c], output
  * [n, oh, ow, m], filter kh x kw, strides, dilations, and the padding before (top, left). */
@@ -220,9 +221,22 @@ weft_status_t *weft__cpu_conv2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2
 weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                        const float *x, const float *f, float *y,
                                        const struct weft_cpu_epilogue *ep);
+/* Conv2D with the filter (the node's input 1) packed once into cache when it is a constant
+ * (cpu_packed.c; cache NULL: never). */
+weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                           const float *x, const float *f, float *y,
+                                           const struct weft_cpu_epilogue *ep,
+                                           struct weft_cpu_packed_cache *cache);
 weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                           const float *x, const float *f, float *y,
                                           const struct weft_cpu_epilogue *ep);
+/* The direct float32 NCHW Conv2D (cpu_conv_nchw.c; x [n, c, h, w], y [n, m, oh, ow], filter
+ * [kh, kw, c, m], ep NULL for none), and whether it is the one to run for geometry g (few
+ * taps or filters, small strides). */
+bool weft__cpu_conv2d_nchw_direct(const weft_cpu_conv2d_t *g);
+weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                         const float *x, const float *f, float *y,
+                                         const struct weft_cpu_epilogue *ep);
 weft_status_t *weft__cpu_conv2d_bp_filter_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                               const float *x, const float *dy, float *df);
 weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
@@ -369,10 +383,42 @@ void weft__cpu_epilogue_apply(const weft_cpu_epilogue_t *ep, float *y, int64_t r
 /* Conv2D and DepthwiseConv2dNative run with an epilogue (cpu_conv.c, cpu_conv_nd.c): the
  * node's inputs 0 and 1 and attributes as theirs. */
 weft_status_t *weft__cpu_conv2d_with_epilogue(weft_kernel_ctx_t *ctx,
-                                              const weft_cpu_epilogue_t *ep);
+                                              const weft_cpu_epilogue_t *ep,
+                                              struct weft_cpu_packed_cache *cache);
 weft_status_t *weft__cpu_depthwise_with_epilogue(weft_kernel_ctx_t *ctx,
                                                  const weft_cpu_epilogue_t *ep);
 weft_status_t *weft__cpu_register_epilogue(const weft_registrar_t *reg); /* cpu_epilogue.c */
+
+/* Float32 GEMMs over a constant B packed once per node (cpu_packed.c). A node's kernel state
+ * owns one cache (new / free; free takes NULL). */
+typedef struct weft_cpu_packed_cache weft_cpu_packed_cache_t;
+weft_cpu_packed_cache_t *weft__cpu_packed_cache_new(void);
+void weft__cpu_packed_cache_free(weft_cpu_packed_cache_t *cache);
+/* A kernel's create / destroy whose per-node state is one cache (MatMul, Conv2D). */
+weft_status_t *weft__cpu_packed_create(const weft_host_t *host, const weft_attrs_t *attrs,
+                                      void *user_data, void **state);
+void weft__cpu_packed_destroy(void *state);
+/* Whether an m x k x n GEMM takes the packed path at this level (WEFT_CPU_PACKED_GEMM). */
+bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k);
+/* C[m, n] (row stride ldc) = op(A) op(B), then the epilogue ep (NULL: none), with B input
+ * b_input of the call packed once into cache, when that input is a constant and the shape is
+ * one the packed path takes; false (C untouched) otherwise: the caller runs OpenBLAS. A as
+ * weft__cpu_blas_gemm's; m, n, k >= 1. */
+bool weft__cpu_packed_gemm(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cache, int b_input,
+                           bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                           const weft_cpu_epilogue_t *ep);
+/* The same in pieces, for callers that cut the GEMM themselves (the convolutions' tiles):
+ * acquire returns B input b_input ([k, n], or [n, k] when tb) packed, one reference the caller
+ * releases, or NULL as weft__cpu_packed_gemm returns false (m: the rows the GEMMs will have
+ * in all); gemm_1t runs C[m, n] = A[m, k] B (+ ep) on the calling thread. */
+typedef struct weft_cpu_packed weft_cpu_packed_t;
+weft_cpu_packed_t *weft__cpu_packed_acquire(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cache,
+                                            int b_input, const float *b, int64_t ldb, bool tb,
+                                            int64_t m, int64_t n, int64_t k);
+void weft__cpu_packed_release(weft_cpu_packed_t *p);
+void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_t lda, int64_t m,
+                              float *c, int64_t ldc, const weft_cpu_epilogue_t *ep);
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg); /* cpu_summary.c */

@@ -283,9 +283,13 @@ static weft_status_t *gemm(weft_kernel_ctx_t *ctx, const gemm_args_t *g) {
 }
 
 static weft_status_t *k_matmul(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
   weft_pc_matmul_t mm;
   WEFT_RETURN_IF_ERROR(weft_pc_matmul_prepare(ctx, &mm));
+  /* A constant B (weights) runs over its packed copy, packed on the first call (cpu_packed.c). */
+  if (mm.a.dtype == WEFT_DT_FLOAT && mm.m > 0 && mm.n > 0 && mm.k > 0 &&
+      weft__cpu_packed_gemm(ctx, state, 1, mm.ta, mm.tb, mm.m, mm.n, mm.k, mm.a.data,
+                            mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data, mm.n, NULL))
+    return NULL;
   gemm_args_t g = {mm.a.dtype, mm.ta,        mm.tb,     mm.m,         mm.n,     mm.k,
                    mm.a.data,  mm.a.dims[1], mm.b.data, mm.b.dims[1], mm.c.data};
   return gemm(ctx, &g);
@@ -374,7 +378,7 @@ weft_status_t *weft__cpu_register_matmul(const weft_registrar_t *reg) {
   const size_t n = sizeof matmul_types / sizeof matmul_types[0];
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "MatMul", .compute = k_matmul, .type_attr = "T", .dtypes = matmul_types,
-       .n_dtypes = n},
+       .n_dtypes = n, .create = weft__cpu_packed_create, .destroy = weft__cpu_packed_destroy},
       {.op = "BatchMatMul", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,
        .n_dtypes = n},
       {.op = "BatchMatMulV2", .compute = k_batch_matmul, .type_attr = "T", .dtypes = matmul_types,

@@ -1,5 +1,6 @@
 /* cpu_nchw.c: the float32 batched transpose that lets the channels-first (NCHW) convolutions and
- * pools run on the channels-last paths of cpu_conv_fast.c and cpu_pool_fast.c. Gathering an NCHW
+ * pools run on the channels-last paths of cpu_conv_fast.c and cpu_pool_fast.c (a Conv2D with few
+ * taps or filters runs directly on NCHW instead: cpu_conv_nchw.c). Gathering an NCHW
  * im2col row reads one float per channel from planes h*w floats apart; transposing the whole
  * input once, in cache-sized blocks, and the output back costs two streaming passes and keeps
  * the in-place GEMM, the tiles and the fused epilogue of the NHWC code (docs/performance.md). */

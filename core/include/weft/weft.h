@@ -363,6 +363,11 @@ WEFT_API void weft_run_metadata_free(weft_run_metadata_t *meta); /* accepts NULL
 
 /* The device a node was placed on, after a run that used it ("" if not placed yet). */
 WEFT_API const char *weft_session_node_device(weft_session_t *session, const char *node_name);
+/* Releases what the session holds (variables, server-side state); later runs fail with
+ * FAILED_PRECONDITION "Session has been closed". May be called from another thread while steps
+ * run: they end at their next node, a local step with CANCELLED "Run call was cancelled" (close
+ * returns once they have), a remote one with CANCELLED "Session has been closed.". Closing twice
+ * is a no-op. The caller owns the returned status (NULL: closed). */
 WEFT_API weft_status_t *weft_session_close(weft_session_t *session);
 WEFT_API void weft_session_free(weft_session_t *session); /* closes if needed */
 

@@ -67,6 +67,10 @@ typedef struct weft__buffer {
   /* Small host data lives in the same block, right after the struct: one allocation per tensor
    * instead of two (a chain of scalar ops spent a third of its time in malloc and free). */
   bool inline_data;
+  /* Nonzero once the bytes are known never to change while the buffer lives (a Const's value,
+   * weft__buffer_mark_constant): an id no other buffer of the process gets, under which kernels
+   * may cache what they derive from the bytes (packed weights). */
+  uint64_t constant_id;
 } weft__buffer_t;
 
 struct weft_tensor {
@@ -94,6 +98,9 @@ weft__buffer_t *weft__buffer_new_borrowed(weft_dtype_t dtype, void *data, size_t
                                           int64_t n_elements, void (*release)(void *release_arg),
                                           void *release_arg);
 weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer);
+/* Marks the buffer's bytes as never changing again (idempotent) and returns its constant id
+ * (nonzero, unique in the process). Only for buffers nothing will write: a Const's value. */
+uint64_t weft__buffer_mark_constant(weft__buffer_t *buffer);
 void weft__buffer_unref(weft__buffer_t *buffer);
 /* True if the core may read and write the buffer's memory directly. */
 bool weft__buffer_host_accessible(const weft__buffer_t *buffer);

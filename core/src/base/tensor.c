@@ -335,6 +335,18 @@ weft__buffer_t *weft__buffer_new_borrowed(weft_dtype_t dtype, void *data, size_t
   return buffer;
 }
 
+uint64_t weft__buffer_mark_constant(weft__buffer_t *buffer) {
+  static guint64 next_id = 1;
+  uint64_t id = __atomic_load_n(&buffer->constant_id, __ATOMIC_ACQUIRE);
+  if (id != 0) return id;
+  uint64_t fresh = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+  /* Two threads marking at once: the first id stored wins and both return it. */
+  if (__atomic_compare_exchange_n(&buffer->constant_id, &id, fresh, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return fresh;
+  return id;
+}
+
 weft__buffer_t *weft__buffer_ref(weft__buffer_t *buffer) {
   if (buffer != NULL) g_atomic_int_inc(&buffer->refcount);
   return buffer;

@@ -298,6 +298,9 @@ weft_status_t *weft__step_wait_delivered(weft__step_t *step, const char *key, gi
                                          weft_tensor_t **out);
 /* The calls this step has in flight (cancelled when it is aborted). */
 weft__call_set_t *weft__step_calls(weft__step_t *step);
+/* The step's cancellation (borrowed from the step), requested by its abort: a RunGraph hands it
+ * to the executor. */
+weft__cancel_t *weft__step_cancel(weft__step_t *step);
 gint64 weft__step_deadline(const weft__step_t *step);
 
 /* _Send and _Recv (sendrecv.c). Registers their kernels on every device type present (again

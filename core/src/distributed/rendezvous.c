@@ -36,6 +36,9 @@ struct weft__step {
   GHashTable *claimed;   /* group name (its first key), a set */
   GHashTable *delivered; /* key -> weft_tensor_t*, fetched by another _Recv of its group */
   GCond delivered_cond;  /* signalled by deliveries and the abort */
+  /* Set by the abort: the executor of a RunGraph of this step reads it before each node, so a
+   * partition busy computing (a loop that never ends) stops too, not only a blocked _Recv. */
+  weft__cancel_t cancel;
 };
 
 /* A tombstone once nobody holds its step: what a late call needs to fail as the step did. A burst
@@ -88,6 +91,7 @@ static weft__step_t *step_new(int64_t id) {
   s->touched_us = g_get_monotonic_time();
   s->expires_us = G_MAXINT64;
   g_cond_init(&s->delivered_cond);
+  weft__cancel_init(&s->cancel);
   return s;
 }
 
@@ -100,12 +104,14 @@ void weft__step_unref(weft__step_t *s) {
   if (s->claimed) g_hash_table_destroy(s->claimed);
   if (s->delivered) g_hash_table_destroy(s->delivered);
   g_cond_clear(&s->delivered_cond);
+  weft__cancel_clear(&s->cancel);
   g_mutex_clear(&s->lock);
   g_free(s);
 }
 
 int64_t weft__step_id(const weft__step_t *step) { return step->id; }
 weft__call_set_t *weft__step_calls(weft__step_t *step) { return step->calls; }
+weft__cancel_t *weft__step_cancel(weft__step_t *step) { return &step->cancel; }
 
 gint64 weft__step_deadline(const weft__step_t *step) {
   /* Set once by RunGraph before any kernel of the step runs. */
@@ -141,6 +147,7 @@ void weft__step_abort(weft__step_t *s, const weft_status_t *why, bool derived) {
   s->waiting = s->ready = s->delivered = s->claimed = NULL;
   g_cond_broadcast(&s->delivered_cond);
   g_mutex_unlock(&s->lock);
+  weft__cancel_request(&s->cancel, why);
   /* Outside the lock: dropping a tensor may run its owner's release. */
   g_hash_table_destroy(ready);
   if (delivered) g_hash_table_destroy(delivered);
@@ -424,6 +431,8 @@ static weft__step_t *tomb_raise(weft__step_table_t *t, int64_t id) {
   g_mutex_init(&s->lock);
   g_cond_init(&s->delivered_cond);
   s->aborted = weft_status_new(r->code, "%s", t->tomb_text->str + r->message);
+  weft__cancel_init(&s->cancel);
+  weft__cancel_request(&s->cancel, s->aborted);
   s->derived = r->derived;
   s->deadline_us = r->deadline_us;
   s->touched_us = r->touched_us;

@@ -694,8 +694,12 @@ weft_status_t *weft__worker_run_graph(weft__worker_t *w, const Weft__RunGraphReq
     slot->step = step;
     g_mutex_unlock(&g->lock);
     out = g_new0(weft_tensor_t *, g->n_fetches + 1);
+    /* The step's deadline and abort reach its nodes too, not only its transfers: a partition
+     * that computes forever ends at RunGraph's timeout, CloseSession, DeregisterGraph or Abort. */
+    gint64 deadline = weft__step_deadline(step);
     weft__run_args_t args = {feeds, slot->pool, weft__default_intra_op_pool(0), w->resources,
-                             on_step_error, step, stats, 0};
+                             on_step_error, step, stats, deadline == G_MAXINT64 ? 0 : deadline,
+                             weft__step_cancel(step)};
     st = weft__executor_run(slot->executor, &args, out);
     give_slot(g, slot);
     if (st) {

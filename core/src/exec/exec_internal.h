@@ -152,6 +152,26 @@ typedef struct weft__executor_params {
 weft_status_t *weft__executor_new(const weft__executor_params_t *params, weft__executor_t **out);
 void weft__executor_free(weft__executor_t *ex);
 
+/* A step's cancellation, as TensorFlow's CancellationManager: whoever ends the step from outside
+ * (a session closed under it, a worker told to abort it) sets it once, and the executor reads
+ * the flag before each node, so a step busy computing (a while loop that never ends) stops at
+ * its next node instead of holding its threads forever. Embedded in its owner's struct. */
+typedef struct weft__cancel {
+  gint requested; /* atomic: nonzero once cancelled */
+  GMutex lock;
+  weft_status_t *why; /* under lock: the status the cancelled step fails with */
+} weft__cancel_t;
+
+void weft__cancel_init(weft__cancel_t *c);
+void weft__cancel_clear(weft__cancel_t *c);
+/* The first request wins (`why` is copied, borrowed for the call); later ones are ignored. */
+void weft__cancel_request(weft__cancel_t *c, const weft_status_t *why);
+static inline bool weft__cancel_requested(weft__cancel_t *c) {
+  return c && g_atomic_int_get(&c->requested) != 0;
+}
+/* A copy of the status of a cancelled `c` (the caller frees it); NULL when not cancelled. */
+weft_status_t *weft__cancel_status(weft__cancel_t *c);
+
 typedef struct weft__run_args {
   weft_tensor_t *const *feed_values; /* in the order of params.feeds */
   weft__threadpool_t *inter_pool;
@@ -166,7 +186,14 @@ typedef struct weft__run_args {
   weft_run_metadata_t *stats;
   /* Optional (0: none): monotonic time (g_get_monotonic_time) after which no node starts. */
   gint64 deadline_us;
+  /* Optional (NULL: none): once requested, no node starts and the step fails with its status. */
+  weft__cancel_t *cancel;
 } weft__run_args_t;
+
+/* Why the step must stop before `node` starts: its cancellation, or its deadline (DEADLINE_EXCEEDED
+ * naming the node) once passed; NULL to go on. Read before every node: one atomic load, and the
+ * clock only when the step has a deadline. */
+weft_status_t *weft__step_interrupted(const weft__run_args_t *args, const weft_node_t *node);
 
 /* Runs one step; fetched[i] gets a new host reference for fetches[i]. The first failing kernel's
  * status, prefixed with node, op and device, cancels the rest. */

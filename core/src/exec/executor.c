@@ -3,7 +3,10 @@
  * count reaches zero run on the inter-op pool, except one per finishing node, which the same
  * thread runs next (a chain never pays for a thread hop). Inputs move to the consuming kernel's
  * device (or host memory for host-memory args) as they are bound. The first failing kernel
- * cancels the step: nothing new starts, and the error names the node, op and device. */
+ * cancels the step: nothing new starts, and the error names the node, op and device. Before each
+ * node the step's cancellation (a session closed, a step aborted from outside) and its deadline
+ * are read, so a step that would never end on its own (a loop whose condition stays true) stops
+ * at its next node. */
 #include "exec_internal.h"
 #include "frames_internal.h"
 #include "kernel_call.h"
@@ -230,6 +233,50 @@ void weft__executor_free(weft__executor_t *ex) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Cancellation */
+
+void weft__cancel_init(weft__cancel_t *c) {
+  c->requested = 0;
+  g_mutex_init(&c->lock);
+  c->why = NULL;
+}
+
+void weft__cancel_clear(weft__cancel_t *c) {
+  weft_status_free(c->why);
+  c->why = NULL;
+  g_mutex_clear(&c->lock);
+}
+
+void weft__cancel_request(weft__cancel_t *c, const weft_status_t *why) {
+  g_mutex_lock(&c->lock);
+  if (!c->why) {
+    c->why = weft_status_new(why ? weft_status_code(why) : WEFT_CANCELLED, "%s",
+                             why ? weft_status_message(why) : "The step was cancelled");
+    /* Set after the status, so a reader that sees the flag finds the status. */
+    g_atomic_int_set(&c->requested, 1);
+  }
+  g_mutex_unlock(&c->lock);
+}
+
+weft_status_t *weft__cancel_status(weft__cancel_t *c) {
+  if (!weft__cancel_requested(c)) return NULL;
+  g_mutex_lock(&c->lock);
+  weft_status_t *st = weft_status_new(weft_status_code(c->why), "%s", weft_status_message(c->why));
+  g_mutex_unlock(&c->lock);
+  return st;
+}
+
+weft_status_t *weft__step_interrupted(const weft__run_args_t *args, const weft_node_t *node) {
+  if (G_UNLIKELY(weft__cancel_requested(args->cancel))) return weft__cancel_status(args->cancel);
+  if (args->deadline_us && g_get_monotonic_time() > args->deadline_us) {
+    return weft_status_new(WEFT_DEADLINE_EXCEEDED,
+                           "The step passed its deadline before node '%s' (%s) started",
+                           node->name, node->op_name);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Running a step */
 
 typedef struct step {
@@ -329,11 +376,9 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
   weft__value_t *outs = n_out <= 4 ? outs_small : g_new0(weft__value_t, n_out);
   memset(outs, 0, sizeof(weft__value_t) * (size_t)(n_out <= 4 ? 4 : n_out));
 
-  if (s->args->deadline_us && !g_atomic_int_get(&s->cancelled) &&
-      g_get_monotonic_time() > s->args->deadline_us) {
-    record_error(s, weft_status_new(WEFT_DEADLINE_EXCEEDED,
-                                    "The step passed its deadline before node '%s' (%s) started",
-                                    node->name, node->op_name));
+  if (!g_atomic_int_get(&s->cancelled)) {
+    weft_status_t *stop = weft__step_interrupted(s->args, node);
+    if (stop) record_error(s, stop);
   }
   if (!g_atomic_int_get(&s->cancelled)) {
     gint64 start_real = 0, start_mono = 0;

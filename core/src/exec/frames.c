@@ -762,10 +762,9 @@ static void process(cf_step_t *s, ready_entry_t r) {
         }
       }
       g_mutex_unlock(&s->lock);
-      if (s->args->deadline_us && g_get_monotonic_time() > s->args->deadline_us) {
-        record_error(s, weft_status_new(WEFT_DEADLINE_EXCEEDED,
-                                        "The step passed its deadline before node '%s' (%s) "
-                                        "started", node->name, node->op_name));
+      weft_status_t *stop = weft__step_interrupted(s->args, node);
+      if (stop) {
+        record_error(s, stop);
       } else {
         gint64 start_real = 0, start_mono = 0;
         if (s->args->stats) {

@@ -219,9 +219,20 @@ static weft_status_t *host_kernel_output_from_attr(weft_kernel_ctx_t *ctx, int i
       g_mutex_unlock(&inst->attr_cache_lock);
     }
   }
+  /* The attr's own tensor (host memory): nothing writes a Const's value, so kernels downstream
+   * may cache what they derive from it (kernel_input_constant). */
+  if (t == v->u.tensor && t->buffer != NULL) weft__buffer_mark_constant(t->buffer);
   weft_tensor_unref(ctx->outputs[index].tensor);
   ctx->outputs[index].tensor = t;
   return NULL;
+}
+
+static uint64_t host_kernel_input_constant(weft_kernel_ctx_t *ctx, int index) {
+  if (!ctx || index < 0 || index >= ctx->node->n_inputs) return 0;
+  const weft__value_t *v = &ctx->inputs[index];
+  /* A variable's value changes between steps, whatever buffer it holds now. */
+  if (v->ref || !v->tensor || !v->tensor->buffer) return 0;
+  return __atomic_load_n(&v->tensor->buffer->constant_id, __ATOMIC_ACQUIRE);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -453,6 +464,7 @@ static void fill_kernel_entries(weft_host_t *table) {
   table->kernel_copy_to_host = host_kernel_copy_to_host;
   table->kernel_copy_from_host = host_kernel_copy_from_host;
   table->kernel_device_services = host_kernel_device_services;
+  table->kernel_input_constant = host_kernel_input_constant;
 }
 
 /* A constructor, as session kinds register theirs: the plugin layer cannot name exec, and the

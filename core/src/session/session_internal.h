@@ -64,7 +64,8 @@ typedef struct weft__session_kind {
    * session. */
   const char *(*node_device)(void *impl, const char *node_name);
   /* Releases what the session holds (variables, server-side state); later runs fail with
-   * FAILED_PRECONDITION "Session has been closed". Closing twice is a no-op. */
+   * FAILED_PRECONDITION "Session has been closed". Steps running meanwhile (close may come from
+   * another thread) are cancelled and end at their next node. Closing twice is a no-op. */
   weft_status_t *(*close)(void *impl);
   /* Closes if needed and frees impl. */
   void (*free_impl)(void *impl);

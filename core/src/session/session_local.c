@@ -30,7 +30,11 @@ typedef struct local_session {
   weft__threadpool_t *inter_pool;
   weft__threadpool_t *intra_pool;
   bool own_pools;
-  bool closed;
+  gint closed; /* atomic; set under lock */
+  /* The steps running now (weft__cancel_t*, under lock): close cancels them and waits for them
+   * to end (idle_cond) before it frees the plans they run. */
+  GPtrArray *running;
+  GCond idle_cond;
 } local_session_t;
 
 static void plan_free(plan_t *p) {
@@ -57,6 +61,8 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
   s->plans = weft__plan_cache_new((GDestroyNotify)plan_free);
   s->memo = weft__step_memo_new();
   s->resources = weft__resource_mgr_new();
+  s->running = g_ptr_array_new();
+  g_cond_init(&s->idle_cond);
   if (s->opts->use_per_session_threads) {
     int inter = s->opts->inter_op_threads ? s->opts->inter_op_threads : weft__num_cores();
     int intra = s->opts->intra_op_threads ? s->opts->intra_op_threads : weft__num_cores();
@@ -73,7 +79,7 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
 
 static weft__resource_mgr_t *local_resources(void *impl) {
   local_session_t *s = impl;
-  return s->closed ? NULL : s->resources;
+  return g_atomic_int_get(&s->closed) ? NULL : s->resources;
 }
 
 static const char *local_node_device(void *impl, const char *node_name) {
@@ -276,46 +282,77 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 int n_fetches, const char *const *target_names, int n_targets,
                                 int64_t timeout_ms, weft_run_metadata_t *stats) {
   local_session_t *s = impl;
-  if (s->closed) return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  if (g_atomic_int_get(&s->closed))
+    return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
   weft_status_t *st = NULL;
+  weft__cancel_t cancel;
+  weft__cancel_init(&cancel);
   /* A step that repeats a recent one's names takes its plan from the memo; its feeds are
    * still checked against the outputs they replace, as resolving them would. */
   const weft__feed_t *memo_feeds = NULL;
+  void *plan = NULL;
   g_mutex_lock(&s->lock);
-  void *plan = weft__step_memo_find(s->memo, s->graph, feed_names, n_feeds, fetch_names,
-                                    n_fetches, target_names, n_targets, &memo_feeds);
-  if (plan) st = check_feeds(memo_feeds, feed_names, feed_values, n_feeds);
+  /* Again under the lock: a close in progress waits only for the steps it finds registered. */
+  if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+  if (!st) {
+    plan = weft__step_memo_find(s->memo, s->graph, feed_names, n_feeds, fetch_names,
+                                n_fetches, target_names, n_targets, &memo_feeds);
+    if (plan) st = check_feeds(memo_feeds, feed_names, feed_values, n_feeds);
+    if (plan && !st) g_ptr_array_add(s->running, &cancel);
+  }
   g_mutex_unlock(&s->lock);
-  if (st) return st;
 
-  if (!plan) {
+  if (!st && !plan) {
     weft__step_spec_t spec;
     st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds, fetch_names,
                                  n_fetches, target_names, n_targets, &spec);
-    if (st) return st;
-    g_mutex_lock(&s->lock);
-    st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
-    if (!st && !s->closed)
-      weft__step_memo_store(s->memo, s->graph, feed_names, fetch_names, target_names, &spec,
-                            plan);
-    g_mutex_unlock(&s->lock);
-    weft__step_spec_clear(&spec);
-    if (st) return st;
+    if (!st) {
+      g_mutex_lock(&s->lock);
+      if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+      if (!st) st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+      if (!st) {
+        weft__step_memo_store(s->memo, s->graph, feed_names, fetch_names, target_names, &spec,
+                              plan);
+        g_ptr_array_add(s->running, &cancel);
+      }
+      g_mutex_unlock(&s->lock);
+      weft__step_spec_clear(&spec);
+    }
   }
-  weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
-                           stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
-                                                 : 0};
-  return weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
+  if (!st) {
+    weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
+                             stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
+                                                   : 0, &cancel};
+    st = weft__executor_run(((plan_t *)plan)->executor, &args, fetch_outputs);
+    g_mutex_lock(&s->lock);
+    g_ptr_array_remove_fast(s->running, &cancel);
+    /* Only a close waits (it sets closed first): a broadcast costs a futex call per step. */
+    if (s->closed && s->running->len == 0) g_cond_broadcast(&s->idle_cond);
+    g_mutex_unlock(&s->lock);
+  }
+  weft__cancel_clear(&cancel);
+  return st;
 }
 
 static weft_status_t *local_close(void *impl) {
   local_session_t *s = impl;
-  if (s->closed) return NULL;
   g_mutex_lock(&s->lock);
-  s->closed = true;
+  if (s->closed) {
+    g_mutex_unlock(&s->lock);
+    return NULL;
+  }
+  g_atomic_int_set(&s->closed, 1);
+  /* Steps in flight end at their next node with TensorFlow's words for a step whose session
+   * closed under it (DirectSession::Run); their plans are freed only once they have. */
+  if (s->running->len > 0) {
+    weft_status_t *why = weft_status_new(WEFT_CANCELLED, "Run call was cancelled");
+    for (guint k = 0; k < s->running->len; k++) weft__cancel_request(s->running->pdata[k], why);
+    weft_status_free(why);
+  }
+  while (s->running->len > 0) g_cond_wait(&s->idle_cond, &s->lock);
   weft__step_memo_clear(s->memo);
   weft__plan_cache_clear(s->plans);
   g_hash_table_remove_all(s->kernels);
@@ -337,6 +374,8 @@ static void local_free(void *impl) {
     weft__threadpool_free(s->intra_pool);
   }
   weft_session_options_free(s->opts);
+  g_ptr_array_free(s->running, TRUE);
+  g_cond_clear(&s->idle_cond);
   g_mutex_clear(&s->lock);
   g_free(s);
 }

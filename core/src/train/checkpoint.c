@@ -277,6 +277,79 @@ weft_status_t *weft_checkpoint_remove_stale_temp_files(const char *prefix, int *
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Checkpoints orphaned by a kill between the state file's update and the deletion */
+
+/* The step of `path` when it is `prefix`-STEP, else -1. */
+static int64_t step_of(const char *prefix, const char *path) {
+  size_t n = strlen(prefix);
+  if (strncmp(path, prefix, n) != 0 || path[n] != '-' || !g_ascii_isdigit(path[n + 1])) return -1;
+  guint64 step = 0;
+  if (!g_ascii_string_to_unsigned(path + n + 1, 10, 0, G_MAXINT64, &step, NULL)) return -1;
+  return (int64_t)step;
+}
+
+/* Removes the files of checkpoints of `prefix` (PREFIX-STEP.index and PREFIX-STEP.data-N-of-M,
+ * exactly as the saver names them, nothing else) older than the oldest of `kept` (the list the
+ * state file now holds) and not in it: a saver killed after writing the state file and before
+ * deleting the checkpoints it dropped leaves them named by no state file, so no later save would
+ * ever delete them. Each removal is logged. */
+static void remove_orphans(const char *prefix, GPtrArray *kept) {
+  int64_t oldest = -1;
+  for (guint i = 0; i < kept->len; i++) {
+    int64_t step = step_of(prefix, kept->pdata[i]);
+    if (step >= 0 && (oldest < 0 || step < oldest)) oldest = step;
+  }
+  if (oldest <= 0) return; /* nothing of this prefix kept with a step: no line to draw */
+  char *dir = g_path_get_dirname(prefix);
+  char *base = g_path_get_basename(prefix);
+  char *escaped = g_regex_escape_string(base, -1);
+  char *pattern = g_strdup_printf("^%s-([0-9]{1,18})\\.(index|data-[0-9]{5}-of-[0-9]{5})$",
+                                  escaped);
+  GRegex *re = g_regex_new(pattern, 0, 0, NULL);
+  GDir *d = g_dir_open(dir, 0, NULL);
+  GPtrArray *doomed = g_ptr_array_new_with_free_func(g_free);
+  const char *name;
+  while (re && d && (name = g_dir_read_name(d))) {
+    GMatchInfo *m = NULL;
+    if (g_regex_match(re, name, 0, &m)) {
+      char *digits = g_match_info_fetch(m, 1);
+      int64_t step = g_ascii_strtoll(digits, NULL, 10);
+      bool listed = false;
+      for (guint i = 0; i < kept->len && !listed; i++)
+        listed = step_of(prefix, kept->pdata[i]) == step;
+      char *full = g_build_filename(dir, name, NULL);
+      if (step < oldest && !listed && g_file_test(full, G_FILE_TEST_IS_REGULAR) &&
+          !g_file_test(full, G_FILE_TEST_IS_SYMLINK)) {
+        g_ptr_array_add(doomed, full);
+        full = NULL;
+      }
+      g_free(full);
+      g_free(digits);
+    }
+    g_match_info_free(m);
+  }
+  if (d) g_dir_close(d);
+  /* Index files first: a checkpoint stops being one before its data goes. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (guint i = 0; i < doomed->len; i++) {
+      const char *path = doomed->pdata[i];
+      if (g_str_has_suffix(path, ".index") != (pass == 0)) continue;
+      if (g_remove(path) == 0) {
+        weft__log(WEFT_LOG_WARNING, "checkpoint", "removed '%s': a checkpoint older than the "
+                  "oldest one kept (step %" G_GINT64_FORMAT ") that no state file names, left by "
+                  "a saver stopped before it deleted it", path, oldest);
+      }
+    }
+  }
+  g_ptr_array_unref(doomed);
+  if (re) g_regex_unref(re);
+  g_free(pattern);
+  g_free(escaped);
+  g_free(base);
+  g_free(dir);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Saver */
 
 struct weft_saver {
@@ -285,6 +358,10 @@ struct weft_saver {
   bool snappy;
   GPtrArray *kept; /* prefixes saved, oldest first */
   bool recovered;  /* kept was seeded from the state file */
+  /* The state file was there and read when kept was seeded: the folder is a saver's, so files of
+   * the prefix that it no longer names are orphans (remove_orphans), not someone's checkpoints
+   * kept by hand beside a state file that was deleted. */
+  bool state_read;
 };
 
 weft_saver_t *weft_saver_new(int max_to_keep) {
@@ -583,7 +660,9 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
     if (!saver->recovered) {
       /* Pick up the checkpoints an earlier run left, so max_to_keep holds across restarts. */
       char **all = NULL;
-      weft_status_free(weft_checkpoint_state_read(dir, NULL, &all));
+      weft_status_t *read_st = weft_checkpoint_state_read(dir, NULL, &all);
+      saver->state_read = !read_st;
+      weft_status_free(read_st);
       for (int i = 0; all && all[i]; i++) {
         if (checkpoint_exists(all[i])) {
           forget_kept(saver, all[i]);
@@ -613,6 +692,10 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
     /* The old checkpoints go only once the state file no longer names them: a state file that
      * could not be written still names the previous checkpoint, which must stay whole. */
     for (guint i = 0; !st && i < doomed->len; i++) delete_checkpoint(doomed->pdata[i]);
+    /* What an earlier saver of this prefix dropped but was killed before deleting. Only with a
+     * limit (max_to_keep 0 deletes nothing) and beside a state file this saver read. */
+    if (!st && saver->max_to_keep > 0 && saver->state_read && global_step >= 0)
+      remove_orphans(prefix, saver->kept);
     if (st) {
       for (guint i = doomed->len; i > 0; i--)
         g_ptr_array_insert(saver->kept, 0, g_ptr_array_steal_index(doomed, i - 1));

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define WEFT_ABI_MAJOR 1
-#define WEFT_ABI_MINOR 3
+#define WEFT_ABI_MINOR 4
 
 /* The one symbol a plugin exports; its type is weft_plugin_entry_fn. */
 #define WEFT_PLUGIN_ENTRY_SYMBOL "weft_plugin_entry"
@@ -421,6 +421,12 @@ struct weft_host {
    * an empty list is *n = 0. Errors as the other attribute getters'. */
   weft_status_t *(*attr_string_list)(const weft_attrs_t *attrs, const char *name,
                                      const weft_string_t **out, size_t *n);
+  /* ABI 1.4: nonzero when input `index`'s bytes never change while they live: a Const's value
+   * in host memory, also through Identity or Reshape (which share its buffer). The same id
+   * means the same bytes for the life of the process, so a kernel may cache what it derives
+   * from them (packed weights) in its per-node state under the id. 0 for anything else (a
+   * variable, a fed or computed tensor, a bad index). */
+  uint64_t (*kernel_input_constant)(weft_kernel_ctx_t *ctx, int index);
 };
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,0 +1,80 @@
+/* cpu_gemm_avx512.c: the packed GEMM's micro-kernel (cpu_gemm.h) for AVX-512F: MR = 8 rows by
+ * two vectors of 16 columns, 16 accumulators in zmm registers; each step of the depth loads
+ * the panel's two vectors once and broadcasts eight values of A. plugins/cpu/meson.build
+ * compiles this file alone with -mavx512f -mfma; cpu_gemm.c calls it only on CPUs that have
+ * them. */
+#include <immintrin.h>
+
+#include "cpu_gemm.h"
+
+/* R rows (a constant after inlining, so the accumulator arrays live in registers). */
+static inline __attribute__((always_inline)) void tile_rows(const int R, int64_t kc,
+                                                            const float *ap, int64_t rs, int64_t ks,
+                                                            const float *bp, float *c, int64_t ldc,
+                                                            __mmask16 m0, __mmask16 m1,
+                                                            const float *bias, bool accumulate) {
+  __m512 c0[WEFT_GEMM_MR], c1[WEFT_GEMM_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) {
+    c0[i] = _mm512_setzero_ps();
+    c1[i] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; p++) {
+    const __m512 b0 = _mm512_load_ps(bp + p * WEFT_GEMM_NR);
+    const __m512 b1 = _mm512_load_ps(bp + p * WEFT_GEMM_NR + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      const __m512 a = _mm512_set1_ps(ap[p * ks + i * rs]);
+      c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
+    }
+  }
+  /* The start value is added last, as OpenBLAS's beta = 1 does: a bias added here gives the
+   * bits of the sum plus the bias added after (the unfused BiasAdd). */
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) {
+    if (accumulate || bias) {
+      const float *init = accumulate ? c + i * ldc : bias;
+      c0[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, init), c0[i]);
+      c1[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, init + 16), c1[i]);
+    }
+    _mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
+    _mm512_mask_storeu_ps(c + i * ldc + 16, m1, c1[i]);
+  }
+}
+
+void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t ks,
+                                const float *bp, float *c, int64_t ldc, int rows, int cols,
+                                const float *bias, bool accumulate) {
+  __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+  __mmask16 m1 = cols >= 32  ? (__mmask16)0xFFFF
+                 : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1)
+                             : (__mmask16)0;
+  switch (rows) {
+    case 8:
+      tile_rows(8, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 7:
+      tile_rows(7, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 6:
+      tile_rows(6, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 5:
+      tile_rows(5, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 4:
+      tile_rows(4, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 3:
+      tile_rows(3, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    case 2:
+      tile_rows(2, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+    default:
+      tile_rows(1, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      break;
+  }
+}
