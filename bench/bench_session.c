@@ -88,7 +88,8 @@ static void bench_step(const bench_options_t *o, bench_report_t *r, int chain) {
     weft_tensor_t *expected = NULL;
     const char *fetch[] = {args.fetch};
     const char *feed[] = {"x"};
-    if (peer) weft_status_free(weft_session_run(s, feed, &x_value, 1, fetch, &expected, 1, NULL, 0));
+    if (peer)
+      weft_status_free(weft_session_run(s, feed, &x_value, 1, fetch, &expected, 1, NULL, 0));
     bench_peer_finish(r, o, peer, peer_why, &peer_stats, expected, 0, 0);
     weft_tensor_unref(expected);
   }
