@@ -128,11 +128,14 @@ bool bench_free_ports(int n, int *ports);
 /* Asynchronous training by weft-train processes beside weft-train --local (bench_training.c);
  * called by bench_run_session. */
 void bench_run_training(const bench_options_t *o, bench_report_t *r);
-/* A bench_body_fn timing `repeat` weft_session_run calls fetching `fetch` (bench_session.c). */
+/* A bench_body_fn timing `repeat` weft_session_run calls fetching `fetch`, feeding `feed_value`
+ * (borrowed) to `feed` when feed is not NULL (bench_session.c). */
 typedef struct bench_steps {
   weft_session_t *session;
   const char *fetch;
   int repeat;
+  const char *feed;
+  weft_tensor_t *feed_value;
 } bench_steps_t;
 double bench_run_steps(void *arg, weft_status_t **error);
 /* Session.run from Python beside the C API (bench_python.c); called by bench_run_session. */

@@ -92,7 +92,7 @@ static weft_status_t *c_steps(const bench_options_t *o, bench_stats_t *out) {
   weft_graph_pop_device(g);
   weft_session_t *s = st ? NULL : weft_session_new(g, NULL, &st);
   if (!st) {
-    bench_steps_t args = {s, "add", o->quick ? 200 : 2000};
+    bench_steps_t args = {s, "add", o->quick ? 200 : 2000, NULL, NULL};
     bench_measure(o, bench_run_steps, &args, 1e6, false, out, &st);
   }
   weft_session_free(s);

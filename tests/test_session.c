@@ -2,7 +2,7 @@
  * initializers and assigns across runs; control dependencies; errors for bad feeds, missing
  * fetches, unfed placeholders, uninitialised variables and failing kernels (with the node, op and
  * device named); placement logging and placement kept when the graph grows; many steps in
- * parallel. */
+ * parallel; steps that repeat a name list (the step memo). */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <math.h>
@@ -79,6 +79,33 @@ static void test_feed_fetch(void) {
   weft_graph_free(g);
 }
 
+/* Feeds x (a float32 [2] placeholder) a value of the wrong dtype, of the wrong shape, no value
+ * at all, and no list of names, fetching `fetch`: each fails with its exact message and fetches
+ * nothing. */
+static void check_bad_feeds(weft_session_t *s, const char *fetch) {
+  const char *feeds[] = {"x"};
+  const char *fetches[] = {fetch};
+  weft_tensor_t *out = NULL;
+  float three[3] = {1, 2, 3};
+  weft_tensor_t *bad[3] = {weft_tensor_new_scalar_int32(3), vec_f32(3, three), NULL};
+  const char *want[3] = {"Feed 'x': expected a tensor of type float32 but got int32",
+                         "Feed 'x': cannot feed a value of shape [3] to a tensor of shape [2]",
+                         "Feed 'x' has no tensor"};
+  for (int k = 0; k < 3; k++) {
+    weft_status_t *st = weft_session_run(s, feeds, &bad[k], 1, fetches, &out, 1, NULL, 0);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+    g_assert_cmpstr(weft_status_message(st), ==, want[k]);
+    weft_status_free(st);
+    weft_tensor_unref(bad[k]);
+  }
+  /* No list of names where the count says one. */
+  weft_status_t *st = weft_session_run(s, NULL, NULL, 1, fetches, &out, 1, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(st), ==, "weft_session_run: feed name 0 is NULL");
+  weft_status_free(st);
+  g_assert_null(out);
+}
+
 static void test_feed_errors(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -88,26 +115,10 @@ static void test_feed_errors(void) {
   weft_unary(g, "Neg", "n", x, &st);
   OK(st);
   weft_session_t *s = session(g, NULL);
-  const char *feeds[] = {"x"};
   const char *fetches[] = {"n"};
   weft_tensor_t *out = NULL;
 
-  weft_tensor_t *wrong_type = weft_tensor_new_scalar_int32(3);
-  st = weft_session_run(s, feeds, &wrong_type, 1, fetches, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': expected a tensor of type float32 but got int32");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_type);
-
-  float three[3] = {1, 2, 3};
-  weft_tensor_t *wrong_shape = vec_f32(3, three);
-  st = weft_session_run(s, feeds, &wrong_shape, 1, fetches, &out, 1, NULL, 0);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
-  g_assert_cmpstr(weft_status_message(st), ==,
-                  "Feed 'x': cannot feed a value of shape [3] to a tensor of shape [2]");
-  weft_status_free(st);
-  weft_tensor_unref(wrong_shape);
+  check_bad_feeds(s, fetches[0]);
 
   st = weft_session_run(s, NULL, NULL, 0, fetches, &out, 1, NULL, 0);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
@@ -128,6 +139,15 @@ static void test_feed_errors(void) {
   g_assert_cmpstr(weft_status_message(st), ==,
                   "The tensor 'n:3' does not exist: node 'n' (Neg) has 1 output");
   weft_status_free(st);
+
+  /* A NULL name is refused by position, whatever list it is in. */
+  const char *null_fetch[] = {"n", NULL};
+  weft_tensor_t *outs[2] = {NULL, NULL};
+  st = weft_session_run(s, NULL, NULL, 0, null_fetch, outs, 2, NULL, 0);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(st), ==, "weft_session_run: fetch name 1 is NULL");
+  weft_status_free(st);
+  g_assert_null(outs[0]);
 
   const char *bad_target[] = {"ghost"};
   st = weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, bad_target, 1);
@@ -432,6 +452,97 @@ static void test_parallel_branches_and_runs(void) {
   weft_graph_free(g);
 }
 
+/* Steps that repeat an earlier step's names reuse what those names resolved to (the session's
+ * step memo): each such step still checks its feeds and reads its own feed values, the memo
+ * holds several name lists at once, and a name is resolved again once the graph has grown. */
+static void test_repeated_steps(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t d2[1] = {2};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, d2, &st);
+  OK(st);
+  weft_output_t n = weft_unary(g, "Neg", "n", x, &st);
+  OK(st);
+  weft_output_t sq = weft_unary(g, "Square", "sq", x, &st);
+  OK(st);
+  weft_binary(g, "AddV2", "sum", n, sq, &st);
+  OK(st);
+  weft_session_t *s = session(g, NULL);
+  const char *feeds[] = {"x"};
+  weft_tensor_t *out = NULL;
+
+  /* The same names with new values each step, then bad feeds under names the memo knows. */
+  const char *fetch_n[] = {"n"};
+  for (int k = 0; k < 5; k++) {
+    float xv[2] = {(float)k, 0.5f * (float)k};
+    weft_tensor_t *feed = vec_f32(2, xv);
+    OK(weft_session_run(s, feeds, &feed, 1, fetch_n, &out, 1, NULL, 0));
+    g_assert_cmpfloat(f0(out, 0), ==, -(float)k);
+    g_assert_cmpfloat(f0(out, 1), ==, -0.5f * (float)k);
+    weft_tensor_unref(out);
+    out = NULL;
+    weft_tensor_unref(feed);
+  }
+  check_bad_feeds(s, fetch_n[0]);
+
+  /* More name lists than the memo holds, in turn, several rounds: every step gets its own. */
+  const char *fetch_sets[6][2] = {{"n", NULL},   {"sq", NULL}, {"sum", NULL},
+                                  {"n", "sq"},   {"sq:0", "n:0"}, {"sum:0", "x"}};
+  int n_fetch[6] = {1, 1, 1, 2, 2, 2};
+  float xv[2] = {3.0f, -2.0f};
+  weft_tensor_t *feed = vec_f32(2, xv);
+  for (int round = 0; round < 3; round++) {
+    for (int k = 0; k < 6; k++) {
+      weft_tensor_t *outs[2] = {NULL, NULL};
+      OK(weft_session_run(s, feeds, &feed, 1, fetch_sets[k], outs, n_fetch[k], NULL, 0));
+      for (int f = 0; f < n_fetch[k]; f++) {
+        const char *name = fetch_sets[k][f];
+        for (int i = 0; i < 2; i++) {
+          float v = xv[i], want = name[0] == 'x'   ? v
+                                  : name[1] == 'q' ? v * v
+                                  : name[1] == 'u' ? v * v - v
+                                                   : -v;
+          g_assert_cmpfloat(f0(outs[f], i), ==, want);
+        }
+        weft_tensor_unref(outs[f]);
+      }
+    }
+  }
+
+  /* The graph grows: "y:1" named output 1 of nothing and fell back to a node named "y:1"; once a
+   * node "y" with two outputs exists, TensorFlow's reading (output 1 of "y") wins. */
+  weft_tensor_t *seven = weft_tensor_new_scalar_float(7.0f);
+  weft_const(g, "y:1", seven, &st);
+  weft_tensor_unref(seven);
+  OK(st);
+  const char *fetch_y1[] = {"y:1"};
+  OK(weft_session_run(s, NULL, NULL, 0, fetch_y1, &out, 1, NULL, 0));
+  g_assert_cmpfloat(f0(out, 0), ==, 7.0f);
+  weft_tensor_unref(out);
+  OK(weft_session_run(s, NULL, NULL, 0, fetch_y1, &out, 1, NULL, 0));
+  g_assert_cmpfloat(f0(out, 0), ==, 7.0f);
+  weft_tensor_unref(out);
+  float uv[3] = {5.0f, 5.0f, 3.0f};
+  weft_tensor_t *u = vec_f32(3, uv);
+  weft_output_t uc = weft_const(g, "u", u, &st);
+  weft_tensor_unref(u);
+  OK(st);
+  weft_op_builder_t *b = weft_op_new(g, "Unique", "y");
+  weft_op_add_input(b, uc);
+  OK(weft_op_finish(b, NULL));
+  OK(weft_session_run(s, NULL, NULL, 0, fetch_y1, &out, 1, NULL, 0));
+  g_assert_cmpint(weft_tensor_dtype(out), ==, WEFT_DT_INT32);
+  g_assert_cmpint(weft_tensor_dims(out)[0], ==, 3);
+  const int32_t *idx = weft_tensor_data(out);
+  g_assert_cmpint(idx[0], ==, 0);
+  g_assert_cmpint(idx[1], ==, 0);
+  g_assert_cmpint(idx[2], ==, 1);
+  weft_tensor_unref(out);
+  weft_tensor_unref(feed);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 static void test_string_hello(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -576,6 +687,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/session/kernel_error_cancels_step", test_kernel_error_cancels_step);
   g_test_add_func("/session/log_device_placement", test_log_device_placement);
   g_test_add_func("/session/parallel_branches_and_runs", test_parallel_branches_and_runs);
+  g_test_add_func("/session/repeated_steps", test_repeated_steps);
   g_test_add_func("/session/string_hello", test_string_hello);
   g_test_add_func("/session/closed", test_closed);
   g_test_add_func("/session/colocation_group_placed_whole", test_colocation_group_placed_whole);

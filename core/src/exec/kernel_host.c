@@ -125,7 +125,11 @@ static weft_status_t *host_kernel_forward_input(weft_kernel_ctx_t *ctx, int inpu
     g_free(have);
     g_free(want);
   } else {
-    weft_tensor_t *t = weft__tensor_wrap(src->dtype, rank, dims, src->buffer);
+    /* An unchanged shape (Identity, Snapshot, a no-op Reshape) shares the input's tensor, as
+     * tensors are never changed once made: one allocation less per forwarding node. */
+    bool same = rank == src->rank && memcmp(dims, src->dims, sizeof *dims * (size_t)rank) == 0;
+    weft_tensor_t *t = same ? weft_tensor_ref(src)
+                            : weft__tensor_wrap(src->dtype, rank, dims, src->buffer);
     weft_tensor_unref(ctx->outputs[output].tensor);
     ctx->outputs[output].tensor = t;
   }

@@ -146,6 +146,16 @@ weft_status_t *weft__step_spec_resolve(weft_graph_t *graph, const char *const *f
   if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
   }
+  const char *const *lists[3] = {feed_names, fetch_names, target_names};
+  const int counts[3] = {n_feeds, n_fetches, n_targets};
+  const char *what[3] = {"feed", "fetch", "target"};
+  for (int l = 0; l < 3; l++) {
+    for (int k = 0; k < counts[l]; k++) {
+      if (!lists[l] || !lists[l][k])
+        return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: %s name %d is NULL",
+                               what[l], k);
+    }
+  }
   weft_status_t *st = NULL;
   spec->feeds = g_new0(weft__feed_t, n_feeds + 1);
   spec->fetches = g_new0(weft__fetch_t, n_fetches + 1);
@@ -281,4 +291,99 @@ void weft__plan_cache_foreach(weft__plan_cache_t *cache, GFunc fn, void *user_da
 
 void weft__plan_cache_clear(weft__plan_cache_t *cache) {
   g_hash_table_remove_all(cache->plans);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The step memo */
+
+#define STEP_MEMO_SLOTS 4
+
+typedef struct memo_entry {
+  void *plan; /* NULL: the slot is empty */
+  gint graph_version;
+  int n_feeds, n_fetches, n_targets;
+  char **names;        /* feeds, then fetches, then targets */
+  weft__feed_t *feeds; /* n_feeds, tensors unset */
+} memo_entry_t;
+
+struct weft__step_memo {
+  memo_entry_t slots[STEP_MEMO_SLOTS];
+  int next; /* the slot the next store replaces */
+};
+
+weft__step_memo_t *weft__step_memo_new(void) {
+  return g_new0(weft__step_memo_t, 1);
+}
+
+static void memo_entry_clear(memo_entry_t *e) {
+  if (e->names) {
+    for (int k = 0; k < e->n_feeds + e->n_fetches + e->n_targets; k++) g_free(e->names[k]);
+  }
+  g_free(e->names);
+  g_free(e->feeds);
+  memset(e, 0, sizeof *e);
+}
+
+void weft__step_memo_clear(weft__step_memo_t *memo) {
+  for (int k = 0; k < STEP_MEMO_SLOTS; k++) memo_entry_clear(&memo->slots[k]);
+  memo->next = 0;
+}
+
+void weft__step_memo_free(weft__step_memo_t *memo) {
+  if (!memo) return;
+  weft__step_memo_clear(memo);
+  g_free(memo);
+}
+
+static bool names_equal(char *const *have, const char *const *want, int n) {
+  if (n > 0 && !want) return false; /* resolving it gives the error */
+  for (int k = 0; k < n; k++)
+    if (!want[k] || strcmp(have[k], want[k]) != 0) return false;
+  return true;
+}
+
+void *weft__step_memo_find(weft__step_memo_t *memo, const weft_graph_t *graph,
+                           const char *const *feed_names, int n_feeds,
+                           const char *const *fetch_names, int n_fetches,
+                           const char *const *target_names, int n_targets,
+                           const weft__feed_t **feeds) {
+  gint version = g_atomic_int_get(&((weft_graph_t *)graph)->version);
+  for (int k = 0; k < STEP_MEMO_SLOTS; k++) {
+    const memo_entry_t *e = &memo->slots[k];
+    if (!e->plan || e->graph_version != version || e->n_feeds != n_feeds ||
+        e->n_fetches != n_fetches || e->n_targets != n_targets)
+      continue;
+    if (names_equal(e->names, feed_names, n_feeds) &&
+        names_equal(e->names + n_feeds, fetch_names, n_fetches) &&
+        names_equal(e->names + n_feeds + n_fetches, target_names, n_targets)) {
+      *feeds = e->feeds;
+      return e->plan;
+    }
+  }
+  return NULL;
+}
+
+void weft__step_memo_store(weft__step_memo_t *memo, const weft_graph_t *graph,
+                           const char *const *feed_names, const char *const *fetch_names,
+                           const char *const *target_names, const weft__step_spec_t *spec,
+                           void *plan) {
+  memo_entry_t *e = &memo->slots[memo->next];
+  memo->next = (memo->next + 1) % STEP_MEMO_SLOTS;
+  memo_entry_clear(e);
+  e->graph_version = g_atomic_int_get(&((weft_graph_t *)graph)->version);
+  e->n_feeds = spec->n_feeds;
+  e->n_fetches = spec->n_fetches;
+  e->n_targets = spec->n_targets;
+  int n = spec->n_feeds + spec->n_fetches + spec->n_targets;
+  e->names = g_new(char *, n > 0 ? n : 1);
+  for (int k = 0; k < spec->n_feeds; k++) e->names[k] = g_strdup(feed_names[k]);
+  for (int k = 0; k < spec->n_fetches; k++) e->names[spec->n_feeds + k] = g_strdup(fetch_names[k]);
+  for (int k = 0; k < spec->n_targets; k++)
+    e->names[spec->n_feeds + spec->n_fetches + k] = g_strdup(target_names[k]);
+  e->feeds = g_new0(weft__feed_t, spec->n_feeds > 0 ? spec->n_feeds : 1);
+  for (int k = 0; k < spec->n_feeds; k++) {
+    e->feeds[k].node = spec->feeds[k].node;
+    e->feeds[k].index = spec->feeds[k].index;
+  }
+  e->plan = plan;
 }

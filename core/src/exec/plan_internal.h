@@ -68,4 +68,33 @@ void weft__plan_cache_foreach(weft__plan_cache_t *cache, GFunc fn, void *user_da
 /* Drops every plan. */
 void weft__plan_cache_clear(weft__plan_cache_t *cache);
 
+/* ---------------------------------------------------------------------------------------------
+ * The step memo: the last few name lists a runner saw, each with what they resolved to and its
+ * plan, so that a step repeating an earlier one's names (a serving or training loop) skips
+ * resolving them, hashing a signature and looking the plan up (TensorFlow's MakeCallable, without
+ * a new API). An entry holds only while the graph has not grown since it was made: a name that
+ * did not resolve to a node "x" then ("x:1" read as a node name) could resolve to one now. Like
+ * the plan cache it takes no lock; its owner's lock guards it, and it must be cleared whenever
+ * the plans it points to are dropped. */
+
+typedef struct weft__step_memo weft__step_memo_t;
+
+weft__step_memo_t *weft__step_memo_new(void);
+void weft__step_memo_free(weft__step_memo_t *memo); /* accepts NULL */
+void weft__step_memo_clear(weft__step_memo_t *memo);
+/* The plan remembered for exactly these names (borrowed), with the fed outputs they name in
+ * *feeds (n_feeds entries, borrowed from the memo: valid until the memo's next store or clear;
+ * their tensors are not set); NULL when there is none. */
+void *weft__step_memo_find(weft__step_memo_t *memo, const weft_graph_t *graph,
+                           const char *const *feed_names, int n_feeds,
+                           const char *const *fetch_names, int n_fetches,
+                           const char *const *target_names, int n_targets,
+                           const weft__feed_t **feeds);
+/* Remembers `plan` (borrowed: owned by the caller's plan cache) for these names, which resolved
+ * to `spec` against `graph`; replaces the oldest entry when the memo is full. */
+void weft__step_memo_store(weft__step_memo_t *memo, const weft_graph_t *graph,
+                           const char *const *feed_names, const char *const *fetch_names,
+                           const char *const *target_names, const weft__step_spec_t *spec,
+                           void *plan);
+
 #endif /* WEFT_EXEC_PLAN_INTERNAL_H */

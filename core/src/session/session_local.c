@@ -25,6 +25,7 @@ typedef struct local_session {
   GHashTable *placement;     /* node name -> device name */
   GHashTable *kernels;       /* weft_node_t* -> weft__kernel_instance_t* */
   weft__plan_cache_t *plans; /* of plan_t */
+  weft__step_memo_t *memo;   /* recent name lists -> their plans in `plans` */
   weft__resource_mgr_t *resources;
   weft__threadpool_t *inter_pool;
   weft__threadpool_t *intra_pool;
@@ -58,6 +59,7 @@ static weft_status_t *local_create(weft_graph_t *graph, const weft_session_optio
   s->kernels = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                      (GDestroyNotify)weft__kernel_instance_free);
   s->plans = weft__plan_cache_new((GDestroyNotify)plan_free);
+  s->memo = weft__step_memo_new();
   s->resources = weft__resource_mgr_new();
   s->running = g_ptr_array_new();
   g_cond_init(&s->idle_cond);
@@ -265,6 +267,15 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
 /* ---------------------------------------------------------------------------------------------
  * Running */
 
+/* Checks each feed against the output it replaces (the memo's resolution of its name). */
+static weft_status_t *check_feeds(const weft__feed_t *feeds, const char *const *feed_names,
+                                  weft_tensor_t *const *feed_values, int n_feeds) {
+  for (int k = 0; k < n_feeds; k++)
+    WEFT_RETURN_IF_ERROR(
+        weft__check_feed(feeds[k].node, feeds[k].index, feed_names[k], feed_values[k]));
+  return NULL;
+}
+
 static weft_status_t *local_run(void *impl, const char *const *feed_names,
                                 weft_tensor_t *const *feed_values, int n_feeds,
                                 const char *const *fetch_names, weft_tensor_t **fetch_outputs,
@@ -273,21 +284,44 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
   local_session_t *s = impl;
   if (g_atomic_int_get(&s->closed))
     return weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
-  weft__step_spec_t spec;
-  weft_status_t *st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds,
-                                              fetch_names, n_fetches, target_names, n_targets,
-                                              &spec);
-  if (st) return st;
-
-  void *plan = NULL;
+  if (n_feeds < 0 || n_fetches < 0 || n_targets < 0) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_session_run: negative count");
+  }
+  weft_status_t *st = NULL;
   weft__cancel_t cancel;
   weft__cancel_init(&cancel);
+  /* A step that repeats a recent one's names takes its plan from the memo; its feeds are
+   * still checked against the outputs they replace, as resolving them would. */
+  const weft__feed_t *memo_feeds = NULL;
+  void *plan = NULL;
   g_mutex_lock(&s->lock);
   /* Again under the lock: a close in progress waits only for the steps it finds registered. */
   if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
-  if (!st) st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
-  if (!st) g_ptr_array_add(s->running, &cancel);
+  if (!st) {
+    plan = weft__step_memo_find(s->memo, s->graph, feed_names, n_feeds, fetch_names,
+                                n_fetches, target_names, n_targets, &memo_feeds);
+    if (plan) st = check_feeds(memo_feeds, feed_names, feed_values, n_feeds);
+    if (plan && !st) g_ptr_array_add(s->running, &cancel);
+  }
   g_mutex_unlock(&s->lock);
+
+  if (!st && !plan) {
+    weft__step_spec_t spec;
+    st = weft__step_spec_resolve(s->graph, feed_names, feed_values, n_feeds, fetch_names,
+                                 n_fetches, target_names, n_targets, &spec);
+    if (!st) {
+      g_mutex_lock(&s->lock);
+      if (s->closed) st = weft_status_new(WEFT_FAILED_PRECONDITION, "Session has been closed");
+      if (!st) st = weft__plan_cache_get(s->plans, &spec, build_plan, s, &plan);
+      if (!st) {
+        weft__step_memo_store(s->memo, s->graph, feed_names, fetch_names, target_names, &spec,
+                              plan);
+        g_ptr_array_add(s->running, &cancel);
+      }
+      g_mutex_unlock(&s->lock);
+      weft__step_spec_clear(&spec);
+    }
+  }
   if (!st) {
     weft__run_args_t args = {feed_values, s->inter_pool, s->intra_pool, s->resources, NULL, NULL,
                              stats, timeout_ms > 0 ? g_get_monotonic_time() + timeout_ms * 1000
@@ -300,7 +334,6 @@ static weft_status_t *local_run(void *impl, const char *const *feed_names,
     g_mutex_unlock(&s->lock);
   }
   weft__cancel_clear(&cancel);
-  weft__step_spec_clear(&spec);
   return st;
 }
 
@@ -320,6 +353,7 @@ static weft_status_t *local_close(void *impl) {
     weft_status_free(why);
   }
   while (s->running->len > 0) g_cond_wait(&s->idle_cond, &s->lock);
+  weft__step_memo_clear(s->memo);
   weft__plan_cache_clear(s->plans);
   g_hash_table_remove_all(s->kernels);
   weft__resource_mgr_clear(s->resources, NULL, 0);
@@ -330,6 +364,7 @@ static weft_status_t *local_close(void *impl) {
 static void local_free(void *impl) {
   local_session_t *s = impl;
   weft_status_free(local_close(s));
+  weft__step_memo_free(s->memo);
   weft__plan_cache_free(s->plans);
   g_hash_table_destroy(s->kernels);
   g_hash_table_destroy(s->placement);
