@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "graph/graph_internal.h"
 
 /* Weft's outputs against the peer's: float32 through different summation orders and, for the
  * convolutions, different algorithms (Winograd, im2col) on both sides. */
@@ -88,15 +89,46 @@ static weft_node_t *default_fetch(weft_graph_t *g) {
   return NULL;
 }
 
-/* Whether some op other than Identity reads n's output as its first input, where layers take
- * their activations (weights and biases come second), directly or through Identity nodes. */
+/* The input where op m takes its activations: the first (weights and biases come second),
+ * except for the input gradients that a transposed convolution is, whose image is their third
+ * input (after the output's sizes and the filter). */
+static int activation_input(weft_node_t *m) {
+  const char *op = weft_node_op(m);
+  return strcmp(op, "Conv2DBackpropInput") == 0 || strcmp(op, "Conv3DBackpropInputV2") == 0 ||
+                 strcmp(op, "DepthwiseConv2dNativeBackpropInput") == 0
+             ? 2
+             : 0;
+}
+
+/* Whether some op other than Identity reads n's output as its activations, directly or through
+ * Identity nodes. */
 static bool read_as_activation(weft_graph_t *g, weft_node_t *n) {
   for (int k = 0; k < weft_graph_num_nodes(g); k++) {
     weft_node_t *m = weft_graph_node_at(g, k);
-    if (weft_node_num_inputs(m) < 1 || weft_node_input(m, 0).node != n) continue;
+    int a = activation_input(m);
+    if (weft_node_num_inputs(m) <= a || weft_node_input(m, a).node != n) continue;
     if (strcmp(weft_node_op(m), "Identity") != 0 || read_as_activation(g, m)) return true;
   }
   return false;
+}
+
+/* Whether Const s is the frozen value of tf.shape() of Const n: an int32 vector named "Shape"
+ * (Keras's Conv2DTranspose computes its output's size from it) that holds n's dimensions.
+ * Feeding n a new shape, s must follow it, or the layer computes the frozen size. */
+static bool is_frozen_shape_of(weft_node_t *s, weft_node_t *n) {
+  const char *name = weft_node_name(s), *slash = strrchr(name, '/');
+  if (strcmp(weft_node_op(s), "Const") != 0 || strcmp(slash ? slash + 1 : name, "Shape") != 0)
+    return false;
+  const weft__attr_value_t *v = weft__attrs_get(s->attrs, "value");
+  int64_t dims[WEFT_MAX_RANK];
+  int rank = weft_node_output_shape(n, 0, dims);
+  if (!v || v->kind != WEFT_ATTR_TENSOR || weft_tensor_dtype(v->u.tensor) != WEFT_DT_INT32 ||
+      weft_tensor_rank(v->u.tensor) != 1 || weft_tensor_dims(v->u.tensor)[0] != rank)
+    return false;
+  const int32_t *p = weft_tensor_data(v->u.tensor);
+  for (int k = 0; k < rank; k++)
+    if (p[k] != dims[k]) return false;
+  return true;
 }
 
 /* A model's input frozen into the graph as a float32 Const (the dl4j corpus graphs hold their
@@ -174,7 +206,8 @@ static weft_status_t *add_feed(graph_run_t *g, const char *name, int rank, const
 
 /* The graph imported again with each Const of `consts` (nodes of g->graph) replaced, through
  * TensorFlow's input_map, by a Placeholder "<const>_fed": of the Const's shape with an unknown
- * first dimension, or (any_shape) of its rank with every dimension unknown. */
+ * first dimension, or (any_shape) of its rank with every dimension unknown; and each frozen
+ * tf.shape() of such a Const by the Shape of its Placeholder. */
 static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *consts,
                                bool any_shape) {
   GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
@@ -192,6 +225,16 @@ static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *cons
     g_free(name);
     g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(n)));
     g_array_append_val(values, o);
+    /* Its frozen shapes become the fed tensor's shape. */
+    for (int i = 0; i < weft_graph_num_nodes(g->graph) && !st; i++) {
+      weft_node_t *s = weft_graph_node_at(g->graph, i);
+      if (!is_frozen_shape_of(s, n)) continue;
+      char *sname = g_strdup_printf("%s_fed", weft_node_name(s));
+      weft_output_t shape = weft_unary(graph, "Shape", sname, o, &st);
+      g_free(sname);
+      g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(s)));
+      g_array_append_val(values, shape);
+    }
   }
   char *bytes = NULL;
   gsize len = 0;

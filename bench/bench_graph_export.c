@@ -277,6 +277,79 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) 
   return st;
 }
 
+/* Conv2DBackpropInput (a transposed convolution): ONNX ConvTranspose of out_backprop, its
+ * filter H W C M becoming M C H W, and the forward convolution's padding (TF's SAME or VALID
+ * from the output's size, input_sizes) as pads; where the output is longer than the windows
+ * reach, the rest is output_padding. */
+static weft_status_t *emit_conv_transpose(exporter_t *x, weft_node_t *n, const char *out) {
+  weft_output_t fo = weft_node_input(n, 1);
+  if (depends_on_feed(x, fo.node)) return refuse(n, "the filter depends on a feed");
+  int h = spatial_axis(n), c = h == 1 ? 3 : 1;
+  if (!h) return refuse(n, "only data_format NHWC and NCHW are exported");
+  int64_t s4[4], d4[4] = {1, 1, 1, 1};
+  if (!attr_ints(n, "strides", 4, s4)) return refuse(n, "strides is not a list of 4");
+  if (attr(n, "dilations") && !attr_ints(n, "dilations", 4, d4))
+    return refuse(n, "dilations is not a list of 4");
+  if (s4[0] != 1 || s4[c] != 1 || d4[0] != 1 || d4[c] != 1)
+    return refuse(n, "strides or dilations over the batch or channels");
+  const char *padding = attr_string(n, "padding", "");
+  bool same = strcmp(padding, "SAME") == 0;
+  if (!same && strcmp(padding, "VALID") != 0) return refuse(n, "padding is neither SAME nor VALID");
+  int64_t *sizes = NULL, dy[WEFT_MAX_RANK];
+  int count = 0, rank = 0;
+  WEFT_RETURN_IF_ERROR(operand_ints(x, n, 0, &sizes, &count));
+  weft_status_t *st = shape_of(x, weft_node_input(n, 2), &rank, dy);
+  if (!st && (count != 4 || rank != 4)) st = refuse(n, "input_sizes or out_backprop is not 4-D");
+  weft_tensor_t *f = NULL;
+  if (!st) st = evaluate(x, fo, &f);
+  if (!st && (weft_tensor_dtype(f) != WEFT_DT_FLOAT || weft_tensor_rank(f) != 4))
+    st = refuse(n, "the filter is not a float32 tensor of rank 4");
+  if (st) {
+    g_free(sizes);
+    weft_tensor_unref(f);
+    return st;
+  }
+  const int64_t *fd = weft_tensor_dims(f);
+  int64_t kh = fd[0], kw = fd[1], ci = fd[2], co = fd[3];
+  int64_t k[2] = {kh, kw}, strides[2], dil[2], pads[4], extra[2];
+  for (int a = 0; a < 2; a++) {
+    strides[a] = s4[h + a];
+    dil[a] = d4[h + a];
+    int64_t reach = (dy[h + a] - 1) * strides[a] + (k[a] - 1) * dil[a] + 1;
+    int64_t total = same ? reach - sizes[h + a] : 0;
+    if (total < 0) total = 0;
+    pads[a] = total / 2;
+    /* What the windows reach past the output's end is cut; what they fall short, added. */
+    int64_t end = reach - pads[a] - sizes[h + a];
+    pads[a + 2] = end > 0 ? end : 0;
+    extra[a] = end < 0 ? -end : 0;
+  }
+  g_free(sizes);
+  int64_t wdims[4] = {co, ci, kh, kw};
+  float *w = g_new(float, kh * kw * ci * co);
+  const float *src = weft_tensor_data(f);
+  for (int64_t y = 0; y < kh; y++)
+    for (int64_t xx = 0; xx < kw; xx++)
+      for (int64_t i = 0; i < ci; i++)
+        for (int64_t o = 0; o < co; o++)
+          w[((o * ci + i) * kh + y) * kw + xx] = src[((y * kw + xx) * ci + i) * co + o];
+  char *wname = helper_name(n, "filter_mchw");
+  bench_onnx_initializer(x->m, wname, 4, wdims, w);
+  g_free(w);
+  weft_tensor_unref(f);
+  char *in = NULL;
+  st = input_name(x, n, 2, &in);
+  if (!st) {
+    bench_onnx_ints_t attrs[] = {{"kernel_shape", 2, k}, {"strides", 2, strides},
+                                 {"dilations", 2, dil},  {"pads", 4, pads},
+                                 {"output_padding", 2, extra}, {NULL, 0, NULL}};
+    nchw_node(x, n, "ConvTranspose", (const char *[]){in, wname, NULL}, out, attrs, NULL);
+  }
+  g_free(in);
+  g_free(wname);
+  return st;
+}
+
 static weft_status_t *emit_pool(exporter_t *x, weft_node_t *n, const char *out) {
   int64_t ksize[4], k[2], strides[2], dil[2], pads[4];
   int h = spatial_axis(n), c = h == 1 ? 3 : 1;
@@ -367,6 +440,7 @@ static weft_status_t *emit_op(exporter_t *x, weft_node_t *n, const char *out) {
   if (strcmp(op, "Conv2D") == 0 || strcmp(op, "DepthwiseConv2dNative") == 0)
     return emit_conv(x, n, out);
   if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AvgPool") == 0) return emit_pool(x, n, out);
+  if (strcmp(op, "Conv2DBackpropInput") == 0) return emit_conv_transpose(x, n, out);
   if (g_str_has_prefix(op, "FusedBatchNorm")) return emit_batch_norm(x, n, out);
   char *a = NULL, *extra = NULL;
   weft_status_t *st = NULL;
