@@ -415,6 +415,8 @@ static const char *const SAME_OPS[][2] = {
     {"Softmax", "Softmax"}, {"LogSoftmax", "LogSoftmax"}, {"Maximum", "Max"},
     {"Minimum", "Min"},   {"Exp", "Exp"},          {"Sqrt", "Sqrt"},
     {"Neg", "Neg"},       {"Abs", "Abs"},
+    /* ONNX's default alpha and gamma are TensorFlow's fixed ones, as float32. */
+    {"Selu", "Selu"},
     /* NHWC: the bias is over the last axis, where ONNX's broadcasting puts it. */
     {"BiasAdd", "Add"},
 };
