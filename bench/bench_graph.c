@@ -207,9 +207,16 @@ static weft_status_t *add_feed(graph_run_t *g, const char *name, int rank, const
 /* The graph imported again with each Const of `consts` (nodes of g->graph) replaced, through
  * TensorFlow's input_map, by a Placeholder "<const>_fed": of the Const's shape with an unknown
  * first dimension, or (any_shape) of its rank with every dimension unknown; and each frozen
- * tf.shape() of such a Const by the Shape of its Placeholder. */
+ * tf.shape() of such a Const by a Const of the shape it will be fed (fed_shapes[k], a
+ * fed_shape_t): the bench's feeds have fixed shapes, so that value is a constant of the step
+ * for Weft as it is for the ONNX export (which folds every shape-like operand). */
+typedef struct fed_shape {
+  int rank;
+  int64_t dims[WEFT_MAX_RANK];
+} fed_shape_t;
+
 static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *consts,
-                               bool any_shape) {
+                               const GArray *fed_shapes, bool any_shape) {
   GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
   GArray *values = g_array_new(FALSE, FALSE, sizeof(weft_output_t));
   weft_graph_t *graph = weft_graph_new();
@@ -225,12 +232,16 @@ static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *cons
     g_free(name);
     g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(n)));
     g_array_append_val(values, o);
-    /* Its frozen shapes become the fed tensor's shape. */
+    const fed_shape_t *fs = &g_array_index(fed_shapes, fed_shape_t, k);
     for (int i = 0; i < weft_graph_num_nodes(g->graph) && !st; i++) {
       weft_node_t *s = weft_graph_node_at(g->graph, i);
       if (!is_frozen_shape_of(s, n)) continue;
+      int64_t len = fs->rank;
+      weft_tensor_t *value = weft_tensor_new(WEFT_DT_INT32, 1, &len);
+      for (int d = 0; d < fs->rank; d++) ((int32_t *)weft_tensor_data(value))[d] = (int32_t)fs->dims[d];
       char *sname = g_strdup_printf("%s_fed", weft_node_name(s));
-      weft_output_t shape = weft_unary(graph, "Shape", sname, o, &st);
+      weft_output_t shape = weft_const(graph, sname, value, &st);
+      weft_tensor_unref(value);
       g_free(sname);
       g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(s)));
       g_array_append_val(values, shape);
@@ -272,7 +283,14 @@ static weft_status_t *feed_frozen_input(graph_run_t *g, const char *path, int ba
   char *fed = g_strdup_printf("%s_fed", weft_node_name(input));
   GPtrArray *consts = g_ptr_array_new();
   g_ptr_array_add(consts, input);
-  weft_status_t *st = unfreeze(g, path, consts, false);
+  /* add_feed's shape: the Const's, its first dimension the batch. */
+  GArray *shapes = g_array_new(FALSE, TRUE, sizeof(fed_shape_t));
+  fed_shape_t fs = {0};
+  fs.rank = weft_node_output_shape(input, 0, fs.dims);
+  if (fs.rank > 0) fs.dims[0] = batch;
+  g_array_append_val(shapes, fs);
+  weft_status_t *st = unfreeze(g, path, consts, shapes, false);
+  g_array_free(shapes, TRUE);
   if (!st) st = add_feed(g, fed, -1, NULL, batch);
   g_ptr_array_free(consts, TRUE);
   g_free(fed);
@@ -396,17 +414,21 @@ static weft_status_t *load(const bench_options_t *o, const bench_graph_options_t
   /* Feeds: --feed, else every Placeholder, else the input a graph froze. A --feed of a Const
    * unfreezes it, its dimensions free, so that a conv net of the corpus takes larger images. */
   GPtrArray *consts = g_ptr_array_new();
+  GArray *shapes = g_array_new(FALSE, TRUE, sizeof(fed_shape_t));
   for (const char *const *f = opt->feeds; !st && f && *f; f++) {
     char *name = NULL;
-    int rank = 0;
-    int64_t dims[WEFT_MAX_RANK];
+    fed_shape_t fs = {0};
     weft_output_t t;
-    st = feed_arg(*f, &name, &rank, dims);
+    st = feed_arg(*f, &name, &fs.rank, fs.dims);
     if (!st) st = weft_graph_find_output(g->graph, name, &t);
-    if (!st && strcmp(weft_node_op(t.node), "Const") == 0) g_ptr_array_add(consts, t.node);
+    if (!st && strcmp(weft_node_op(t.node), "Const") == 0) {
+      g_ptr_array_add(consts, t.node);
+      g_array_append_val(shapes, fs);
+    }
     g_free(name);
   }
-  if (!st && consts->len > 0) st = unfreeze(g, opt->graph_path, consts, true);
+  if (!st && consts->len > 0) st = unfreeze(g, opt->graph_path, consts, shapes, true);
+  g_array_free(shapes, TRUE);
   for (const char *const *f = opt->feeds; !st && f && *f; f++) {
     char *name = NULL, *fed = NULL;
     int rank = 0;
