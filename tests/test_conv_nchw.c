@@ -1,6 +1,7 @@
 /* test_conv_nchw.c: the channels-first (NCHW) float32 convolutions and pools, which the CPU
  * plugin runs on its NHWC kernels between two transposes (plugins/cpu/cpu_nchw.c), or, for a
- * Conv2D with few taps or filters, directly (plugins/cpu/cpu_conv_nchw.c). For odd
+ * Conv2D with few taps or filters, directly (plugins/cpu/cpu_conv_nchw.c; a Conv2DBackpropInput
+ * through it, plugins/cpu/cpu_conv_transpose_nchw.c). For odd
  * shapes (sizes that fill no transpose block, one channel, strides, dilations, SAME / VALID /
  * EXPLICIT padding) each op runs once in NHWC and once on the same values laid out NCHW:
  * Conv2D and DepthwiseConv2dNative are checked against a double-precision reference computed
@@ -339,6 +340,93 @@ static void test_gradients(void) {
   }
 }
 
+/* Conv2DBackpropInput in double from dy (NHWC [n, oh, ow, m]) and f [kh, kw, c, m]: each dy
+ * pixel's window scattered back into dx; got (NHWC) within the rounding bound of the sum of the
+ * absolute terms. */
+static void check_bp_input_reference(const conv_case_t *c, const weft_tensor_t *f,
+                                     const weft_tensor_t *dy, const weft_tensor_t *got,
+                                     const char *what) {
+  int64_t oh, ow, pt, pl;
+  geom(c->h, c->kh, c->sh, c->dh, c->padding, c->pads[0], c->pads[1], &oh, &pt);
+  geom(c->w, c->kw, c->sw, c->dw, c->padding, c->pads[2], c->pads[3], &ow, &pl);
+  int64_t nx = c->n * c->h * c->w * c->c;
+  for (int k = 0; k < 4; k++)
+    g_assert_cmpint(weft_tensor_dims(got)[k], ==, ((const int64_t[]){c->n, c->h, c->w, c->c})[k]);
+  double *sum = g_new0(double, nx + 1), *abs_sum = g_new0(double, nx + 1);
+  const float *fp = weft_tensor_data((weft_tensor_t *)f);
+  const float *yp = weft_tensor_data((weft_tensor_t *)dy);
+  const float *gp = weft_tensor_data((weft_tensor_t *)got);
+  for (int64_t b = 0; b < c->n; b++)
+    for (int64_t oy = 0; oy < oh; oy++)
+      for (int64_t ox = 0; ox < ow; ox++)
+        for (int64_t i = 0; i < c->kh; i++)
+          for (int64_t j = 0; j < c->kw; j++) {
+            int64_t iy = oy * c->sh + i * c->dh - pt, ix = ox * c->sw + j * c->dw - pl;
+            if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+            for (int64_t q = 0; q < c->c; q++)
+              for (int64_t o = 0; o < c->m; o++) {
+                double t = (double)yp[((b * oh + oy) * ow + ox) * c->m + o] *
+                           fp[((i * c->kw + j) * c->c + q) * c->m + o];
+                int64_t at = ((b * c->h + iy) * c->w + ix) * c->c + q;
+                sum[at] += t;
+                abs_sum[at] += fabs(t);
+              }
+          }
+  for (int64_t k = 0; k < nx; k++)
+    if (!(fabs(gp[k] - sum[k]) <= 1e-6 * (abs_sum[k] + 1)))
+      g_error("%s: element %" G_GINT64_FORMAT ": %.9g, expected %.9g", what, k, gp[k], sum[k]);
+  g_free(sum);
+  g_free(abs_sum);
+}
+
+/* Shapes for the direct NCHW Conv2DBackpropInput (plugins/cpu/cpu_conv_transpose_nchw.c): the
+ * corpus's Conv2DTranspose layers (2 channels, 2x2 and 1x2 windows, 5x5 images, batch 1 and 64),
+ * output sizes that the same dy admits (VALID with a stride: the rows the windows miss are
+ * zeros), strides up to 2 x 2 (spread) and past it (the GEMM path), dilation, 1 and 5
+ * channels, and a window larger than the output. */
+static const conv_case_t transpose_cases[] = {
+    {1, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},           /* the corpus's k2_s1 */
+    {64, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},          /* ... at batch 64 */
+    {2, 5, 5, 2, 3, 1, 2, 1, 2, 1, 1, "SAME", {0}},           /* k12 / s12 */
+    {2, 6, 7, 2, 2, 2, 2, 1, 2, 1, 1, "SAME", {0}},
+    {1, 8, 9, 1, 1, 3, 3, 2, 2, 1, 1, "VALID", {0}},          /* one channel, stride 2 x 2 */
+    {1, 9, 10, 1, 4, 3, 3, 2, 2, 1, 1, "VALID", {0}},         /* a missed row and column */
+    {3, 7, 11, 5, 5, 2, 3, 1, 1, 2, 1, "SAME", {0}},          /* 5 channels, dilated */
+    {2, 10, 13, 3, 4, 3, 2, 1, 1, 1, 1, "EXPLICIT", {1, 2, 0, 1}},
+    {1, 3, 4, 2, 3, 5, 5, 1, 1, 1, 1, "SAME", {0}},           /* window larger than dx */
+    {2, 9, 9, 2, 3, 3, 3, 3, 3, 1, 1, "SAME", {0}},           /* stride 3 x 3: the GEMM */
+    {4, 40, 33, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},         /* runs over the intra-op pool */
+};
+
+/* Conv2DBackpropInput in NCHW (direct or transposed) and NHWC: both against the reference, and
+ * each other. */
+static void test_transpose(void) {
+  for (size_t ci = 0; ci < G_N_ELEMENTS(transpose_cases); ci++) {
+    const conv_case_t *c = &transpose_cases[ci];
+    int64_t oh, ow, before;
+    geom(c->h, c->kh, c->sh, c->dh, c->padding, c->pads[0], c->pads[1], &oh, &before);
+    geom(c->w, c->kw, c->sw, c->dw, c->padding, c->pads[2], c->pads[3], &ow, &before);
+    int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
+    int64_t yd[4] = {c->n, oh, ow, c->m};
+    weft_tensor_t *f = values(4, fd, 700 + (uint32_t)ci), *dy = values(4, yd, 800 + (uint32_t)ci);
+    weft_tensor_t *ins[2] = {f, dy};
+    const bool image[2] = {false, true};
+    weft_tensor_t *dh =
+        run_op("Conv2DBackpropInput", c, false, false, xd, 0, true, ins, image, 2, true);
+    weft_tensor_t *dc =
+        run_op("Conv2DBackpropInput", c, true, false, xd, 0, true, ins, image, 2, true);
+    char *what = g_strdup_printf("Conv2DBackpropInput transpose case %zu", ci);
+    check_bp_input_reference(c, f, dy, dc, what);
+    check_bp_input_reference(c, f, dy, dh, what);
+    assert_same(dc, dh, 1e-5, what);
+    g_free(what);
+    weft_tensor_unref(dh);
+    weft_tensor_unref(dc);
+    weft_tensor_unref(f);
+    weft_tensor_unref(dy);
+  }
+}
+
 /* An activation of the fusion pass's list in double, or none (act NULL). */
 static double activate(const char *act, double v) {
   if (!act) return v;
@@ -478,6 +566,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/conv_nchw/forward", test_forward);
   g_test_add_func("/conv_nchw/direct", test_direct);
   g_test_add_func("/conv_nchw/gradients", test_gradients);
+  g_test_add_func("/conv_nchw/transpose", test_transpose);
   g_test_add_func("/conv_nchw/fused", test_fused);
   return g_test_run();
 }

@@ -443,6 +443,8 @@ static weft_status_t *conv2d_fast_nchw(weft_kernel_ctx_t *ctx, conv_kind_t kind,
                                        weft_tensor_view_t *out, const weft_cpu_epilogue_t *ep) {
   int64_t ip = c2->h * c2->w, op = c2->oh * c2->ow;
   float *xt = NULL, *yt = NULL, *dxt = NULL;
+  if (kind == K_BP_INPUT_2D && weft__cpu_conv2d_nchw_bp_input_direct(c2))
+    return weft__cpu_conv2d_nchw_bp_input_f32(ctx, c2, f->data, dy->data, out->data);
   if (kind == K_BP_INPUT_2D) {
     WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, c2->n, c2->m, op, dy->data, &yt));
     WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)out->num_elements * sizeof(float),
