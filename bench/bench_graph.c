@@ -238,7 +238,8 @@ static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *cons
       if (!is_frozen_shape_of(s, n)) continue;
       int64_t len = fs->rank;
       weft_tensor_t *value = weft_tensor_new(WEFT_DT_INT32, 1, &len);
-      for (int d = 0; d < fs->rank; d++) ((int32_t *)weft_tensor_data(value))[d] = (int32_t)fs->dims[d];
+      int32_t *v = weft_tensor_data(value);
+      for (int d = 0; d < fs->rank; d++) v[d] = (int32_t)fs->dims[d];
       char *sname = g_strdup_printf("%s_fed", weft_node_name(s));
       weft_output_t shape = weft_const(graph, sname, value, &st);
       weft_tensor_unref(value);

@@ -382,8 +382,9 @@ static void check_bp_input_reference(const conv_case_t *c, const weft_tensor_t *
 /* Shapes for the direct NCHW Conv2DBackpropInput (plugins/cpu/cpu_conv_transpose_nchw.c): the
  * corpus's Conv2DTranspose layers (2 channels, 2x2 and 1x2 windows, 5x5 images, batch 1 and 64),
  * output sizes that the same dy admits (VALID with a stride: the rows the windows miss are
- * zeros), strides up to 2 x 2 (spread) and past it (the GEMM path), dilation, 1 and 5
- * channels, and a window larger than the output. */
+ * zeros), strides 1-4 (phases of dx; some without taps where the window is smaller than the
+ * stride) and 5 (the GEMM path), dilation, 1 and 5 channels, and a window larger than the
+ * output. */
 static const conv_case_t transpose_cases[] = {
     {1, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},           /* the corpus's k2_s1 */
     {64, 5, 5, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},          /* ... at batch 64 */
@@ -394,7 +395,11 @@ static const conv_case_t transpose_cases[] = {
     {3, 7, 11, 5, 5, 2, 3, 1, 1, 2, 1, "SAME", {0}},          /* 5 channels, dilated */
     {2, 10, 13, 3, 4, 3, 2, 1, 1, 1, 1, "EXPLICIT", {1, 2, 0, 1}},
     {1, 3, 4, 2, 3, 5, 5, 1, 1, 1, 1, "SAME", {0}},           /* window larger than dx */
-    {2, 9, 9, 2, 3, 3, 3, 3, 3, 1, 1, "SAME", {0}},           /* stride 3 x 3: the GEMM */
+    {2, 9, 9, 2, 3, 3, 3, 3, 3, 1, 1, "SAME", {0}},           /* stride 3 x 3 */
+    {2, 11, 9, 3, 2, 2, 5, 4, 3, 1, 1, "VALID", {0}},         /* a phase without taps */
+    {1, 9, 9, 2, 3, 3, 3, 2, 1, 1, 2, "SAME", {0}},           /* stride 2 rows, dilation 2 cols */
+    {1, 12, 10, 2, 3, 3, 3, 5, 2, 1, 1, "SAME", {0}},         /* stride 5: the GEMM */
+    {1, 9, 12, 2, 2, 3, 2, 2, 2, 2, 1, "SAME", {0}},          /* stride and dilation: the GEMM */
     {4, 40, 33, 2, 3, 2, 2, 1, 1, 1, 1, "SAME", {0}},         /* runs over the intra-op pool */
 };
 
