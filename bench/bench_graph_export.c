@@ -178,8 +178,10 @@ static int spatial_axis(weft_node_t *n) {
 /* The window of a 2-D conv or pool: kernel k = (kh, kw), strides, dilations and TF's padding
  * (SAME: output ceil(in / stride), the odd pixel of padding after; VALID: none) as ONNX's
  * kernel_shape/strides/dilations/pads [top, left, bottom, right]. */
-static weft_status_t *window(exporter_t *x, weft_node_t *n, weft_output_t in, const int64_t *k,
-                             int64_t *strides, int64_t *dilations, int64_t *pads) {
+/* A 2-D window's spatial strides and dilations, and whether TF's padding is SAME (else VALID);
+ * anything else refused. */
+static weft_status_t *window_attrs(weft_node_t *n, int64_t *strides, int64_t *dilations,
+                                   bool *same) {
   int h = spatial_axis(n), c = h == 1 ? 3 : 1;
   if (!h) return refuse(n, "only data_format NHWC and NCHW are exported");
   int64_t s4[4], d4[4] = {1, 1, 1, 1};
@@ -189,16 +191,26 @@ static weft_status_t *window(exporter_t *x, weft_node_t *n, weft_output_t in, co
   if (s4[0] != 1 || s4[c] != 1 || d4[0] != 1 || d4[c] != 1)
     return refuse(n, "strides or dilations over the batch or channels");
   const char *padding = attr_string(n, "padding", "");
-  bool same = strcmp(padding, "SAME") == 0;
-  if (!same && strcmp(padding, "VALID") != 0)
+  *same = strcmp(padding, "SAME") == 0;
+  if (!*same && strcmp(padding, "VALID") != 0)
     return refuse(n, "padding is neither SAME nor VALID");
+  for (int a = 0; a < 2; a++) {
+    strides[a] = s4[h + a];
+    dilations[a] = d4[h + a];
+  }
+  return NULL;
+}
+
+static weft_status_t *window(exporter_t *x, weft_node_t *n, weft_output_t in, const int64_t *k,
+                             int64_t *strides, int64_t *dilations, int64_t *pads) {
+  int h = spatial_axis(n);
+  bool same = false;
+  WEFT_RETURN_IF_ERROR(window_attrs(n, strides, dilations, &same));
   int64_t dims[WEFT_MAX_RANK];
   int rank = 0;
   WEFT_RETURN_IF_ERROR(shape_of(x, in, &rank, dims));
   if (rank != 4) return refuse(n, "its input is not of rank 4");
   for (int a = 0; a < 2; a++) {
-    strides[a] = s4[h + a];
-    dilations[a] = d4[h + a];
     pads[a] = pads[a + 2] = 0;
     if (!same) continue;
     int64_t size = dims[h + a], out = (size + strides[a] - 1) / strides[a];
@@ -228,26 +240,12 @@ static void nchw_node(exporter_t *x, weft_node_t *n, const char *op, const char 
   g_free(res);
 }
 
-/* Conv2D and DepthwiseConv2dNative: the filter, HWIO (depthwise: H W C M), becomes OIHW
- * (depthwise: [C*M, 1, H, W], one group per input channel, TF's output channel c*M + m). */
-static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) {
-  bool depthwise = strcmp(weft_node_op(n), "DepthwiseConv2dNative") == 0;
-  weft_output_t fo = weft_node_input(n, 1);
-  if (depends_on_feed(x, fo.node)) return refuse(n, "the filter depends on a feed");
-  weft_tensor_t *f = NULL;
-  WEFT_RETURN_IF_ERROR(evaluate(x, fo, &f));
-  if (weft_tensor_dtype(f) != WEFT_DT_FLOAT || weft_tensor_rank(f) != 4) {
-    weft_tensor_unref(f);
-    return refuse(n, "the filter is not a float32 tensor of rank 4");
-  }
+/* Filter f (H W I O; depthwise H W C M) as an initializer of n (the name, g_free) in ONNX's
+ * O I H W (depthwise [C*M, 1, H, W], TF's output channel c*M + m): Conv's, and ConvTranspose's
+ * M C H W for a Conv2DBackpropInput's H W C M. */
+static char *filter_initializer(exporter_t *x, weft_node_t *n, weft_tensor_t *f, bool depthwise) {
   const int64_t *fd = weft_tensor_dims(f);
   int64_t kh = fd[0], kw = fd[1], ci = fd[2], co = fd[3];
-  int64_t k[2] = {kh, kw}, strides[2], dil[2], pads[4];
-  weft_status_t *st = window(x, n, weft_node_input(n, 0), k, strides, dil, pads);
-  if (st) {
-    weft_tensor_unref(f);
-    return st;
-  }
   int64_t odims[4] = {depthwise ? ci * co : co, depthwise ? 1 : ci, kh, kw};
   float *w = g_new(float, kh * kw * ci * co);
   const float *src = weft_tensor_data(f);
@@ -262,6 +260,30 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) 
   char *wname = helper_name(n, "filter_oihw");
   bench_onnx_initializer(x->m, wname, 4, odims, w);
   g_free(w);
+  return wname;
+}
+
+/* Conv2D and DepthwiseConv2dNative: the filter, HWIO (depthwise: H W C M), becomes OIHW
+ * (depthwise: [C*M, 1, H, W], one group per input channel, TF's output channel c*M + m). */
+static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) {
+  bool depthwise = strcmp(weft_node_op(n), "DepthwiseConv2dNative") == 0;
+  weft_output_t fo = weft_node_input(n, 1);
+  if (depends_on_feed(x, fo.node)) return refuse(n, "the filter depends on a feed");
+  weft_tensor_t *f = NULL;
+  WEFT_RETURN_IF_ERROR(evaluate(x, fo, &f));
+  if (weft_tensor_dtype(f) != WEFT_DT_FLOAT || weft_tensor_rank(f) != 4) {
+    weft_tensor_unref(f);
+    return refuse(n, "the filter is not a float32 tensor of rank 4");
+  }
+  const int64_t *fd = weft_tensor_dims(f);
+  int64_t kh = fd[0], kw = fd[1], ci = fd[2];
+  int64_t k[2] = {kh, kw}, strides[2], dil[2], pads[4];
+  weft_status_t *st = window(x, n, weft_node_input(n, 0), k, strides, dil, pads);
+  if (st) {
+    weft_tensor_unref(f);
+    return st;
+  }
+  char *wname = filter_initializer(x, n, f, depthwise);
   weft_tensor_unref(f);
   char *in = NULL;
   st = input_name(x, n, 0, &in);
@@ -284,17 +306,10 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out) 
 static weft_status_t *emit_conv_transpose(exporter_t *x, weft_node_t *n, const char *out) {
   weft_output_t fo = weft_node_input(n, 1);
   if (depends_on_feed(x, fo.node)) return refuse(n, "the filter depends on a feed");
-  int h = spatial_axis(n), c = h == 1 ? 3 : 1;
-  if (!h) return refuse(n, "only data_format NHWC and NCHW are exported");
-  int64_t s4[4], d4[4] = {1, 1, 1, 1};
-  if (!attr_ints(n, "strides", 4, s4)) return refuse(n, "strides is not a list of 4");
-  if (attr(n, "dilations") && !attr_ints(n, "dilations", 4, d4))
-    return refuse(n, "dilations is not a list of 4");
-  if (s4[0] != 1 || s4[c] != 1 || d4[0] != 1 || d4[c] != 1)
-    return refuse(n, "strides or dilations over the batch or channels");
-  const char *padding = attr_string(n, "padding", "");
-  bool same = strcmp(padding, "SAME") == 0;
-  if (!same && strcmp(padding, "VALID") != 0) return refuse(n, "padding is neither SAME nor VALID");
+  int h = spatial_axis(n);
+  int64_t strides[2], dil[2];
+  bool same = false;
+  WEFT_RETURN_IF_ERROR(window_attrs(n, strides, dil, &same));
   int64_t *sizes = NULL, dy[WEFT_MAX_RANK];
   int count = 0, rank = 0;
   WEFT_RETURN_IF_ERROR(operand_ints(x, n, 0, &sizes, &count));
@@ -310,11 +325,8 @@ static weft_status_t *emit_conv_transpose(exporter_t *x, weft_node_t *n, const c
     return st;
   }
   const int64_t *fd = weft_tensor_dims(f);
-  int64_t kh = fd[0], kw = fd[1], ci = fd[2], co = fd[3];
-  int64_t k[2] = {kh, kw}, strides[2], dil[2], pads[4], extra[2];
+  int64_t k[2] = {fd[0], fd[1]}, pads[4], extra[2];
   for (int a = 0; a < 2; a++) {
-    strides[a] = s4[h + a];
-    dil[a] = d4[h + a];
     int64_t reach = (dy[h + a] - 1) * strides[a] + (k[a] - 1) * dil[a] + 1;
     int64_t total = same ? reach - sizes[h + a] : 0;
     if (total < 0) total = 0;
@@ -325,17 +337,7 @@ static weft_status_t *emit_conv_transpose(exporter_t *x, weft_node_t *n, const c
     extra[a] = end < 0 ? -end : 0;
   }
   g_free(sizes);
-  int64_t wdims[4] = {co, ci, kh, kw};
-  float *w = g_new(float, kh * kw * ci * co);
-  const float *src = weft_tensor_data(f);
-  for (int64_t y = 0; y < kh; y++)
-    for (int64_t xx = 0; xx < kw; xx++)
-      for (int64_t i = 0; i < ci; i++)
-        for (int64_t o = 0; o < co; o++)
-          w[((o * ci + i) * kh + y) * kw + xx] = src[((y * kw + xx) * ci + i) * co + o];
-  char *wname = helper_name(n, "filter_mchw");
-  bench_onnx_initializer(x->m, wname, 4, wdims, w);
-  g_free(w);
+  char *wname = filter_initializer(x, n, f, false);
   weft_tensor_unref(f);
   char *in = NULL;
   st = input_name(x, n, 2, &in);

@@ -301,15 +301,22 @@ static void test_direct(void) {
   }
 }
 
+/* A case's NHWC shapes: x, the filter, and dy (the forward output). */
+static void case_dims(const conv_case_t *c, int64_t *xd, int64_t *fd, int64_t *yd) {
+  int64_t oh, ow, before;
+  geom(c->h, c->kh, c->sh, c->dh, c->padding, c->pads[0], c->pads[1], &oh, &before);
+  geom(c->w, c->kw, c->sw, c->dw, c->padding, c->pads[2], c->pads[3], &ow, &before);
+  memcpy(xd, (int64_t[4]){c->n, c->h, c->w, c->c}, sizeof(int64_t[4]));
+  memcpy(fd, (int64_t[4]){c->kh, c->kw, c->c, c->m}, sizeof(int64_t[4]));
+  memcpy(yd, (int64_t[4]){c->n, oh, ow, c->m}, sizeof(int64_t[4]));
+}
+
 /* Conv2DBackpropInput and Conv2DBackpropFilter: NCHW against NHWC, on dy of the forward shape. */
 static void test_gradients(void) {
   for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
     const conv_case_t *c = &cases[ci];
-    int64_t oh, ow, before;
-    geom(c->h, c->kh, c->sh, c->dh, c->padding, c->pads[0], c->pads[1], &oh, &before);
-    geom(c->w, c->kw, c->sw, c->dw, c->padding, c->pads[2], c->pads[3], &ow, &before);
-    int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
-    int64_t yd[4] = {c->n, oh, ow, c->m};
+    int64_t xd[4], fd[4], yd[4];
+    case_dims(c, xd, fd, yd);
     weft_tensor_t *x = values(4, xd, 7 + (uint32_t)ci), *f = values(4, fd, 200 + (uint32_t)ci);
     weft_tensor_t *dy = values(4, yd, 300 + (uint32_t)ci);
     char *what = g_strdup_printf("Conv2DBackpropInput case %zu", ci);
@@ -408,11 +415,8 @@ static const conv_case_t transpose_cases[] = {
 static void test_transpose(void) {
   for (size_t ci = 0; ci < G_N_ELEMENTS(transpose_cases); ci++) {
     const conv_case_t *c = &transpose_cases[ci];
-    int64_t oh, ow, before;
-    geom(c->h, c->kh, c->sh, c->dh, c->padding, c->pads[0], c->pads[1], &oh, &before);
-    geom(c->w, c->kw, c->sw, c->dw, c->padding, c->pads[2], c->pads[3], &ow, &before);
-    int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
-    int64_t yd[4] = {c->n, oh, ow, c->m};
+    int64_t xd[4], fd[4], yd[4];
+    case_dims(c, xd, fd, yd);
     weft_tensor_t *f = values(4, fd, 700 + (uint32_t)ci), *dy = values(4, yd, 800 + (uint32_t)ci);
     weft_tensor_t *ins[2] = {f, dy};
     const bool image[2] = {false, true};
