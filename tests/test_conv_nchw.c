@@ -436,6 +436,68 @@ static void test_transpose(void) {
   }
 }
 
+/* Pools on NCHW planes (cpu_conv.c runs an NCHW pool as an NHWC pool of n * c one-channel
+ * planes, a column plane as a row): strides 1-3 along rows and columns, SAME and VALID, windows
+ * past the edge, the 1-D nets' [n, c, 1, w] and [n, c, w, 1]. */
+static const conv_case_t pool_cases[] = {
+    {2, 1, 1024, 2, 2, 1, 2, 1, 2, 1, 1, "SAME", {0}},   /* max_pooling1d channels_first s2 */
+    {2, 1, 37, 3, 3, 1, 2, 1, 1, 1, 1, "VALID", {0}},    /* avg_pooling1d channels_first */
+    {3, 29, 1, 2, 2, 3, 1, 2, 1, 1, 1, "SAME", {0}},     /* a column plane */
+    {1, 9, 13, 5, 5, 3, 3, 2, 3, 1, 1, "SAME", {0}},
+    {2, 8, 11, 1, 1, 2, 3, 3, 2, 1, 1, "VALID", {0}},
+    {1, 4, 6, 2, 2, 5, 7, 1, 1, 1, 1, "SAME", {0}},      /* a window past every edge */
+};
+
+/* MaxPool and AvgPool in NCHW against double (TF: the average over the valid pixels) and NHWC. */
+static void test_pools(void) {
+  for (size_t ci = 0; ci < G_N_ELEMENTS(pool_cases); ci++) {
+    const conv_case_t *c = &pool_cases[ci];
+    int64_t xd[4], fd[4], yd[4];
+    case_dims(c, xd, fd, yd);
+    yd[3] = c->c;
+    int64_t pt, pl, oh, ow;
+    geom(c->h, c->kh, c->sh, 1, c->padding, 0, 0, &oh, &pt);
+    geom(c->w, c->kw, c->sw, 1, c->padding, 0, 0, &ow, &pl);
+    weft_tensor_t *x = values(4, xd, 900 + (uint32_t)ci);
+    const float *xp = weft_tensor_data(x);
+    for (int is_max = 0; is_max < 2; is_max++) {
+      const char *op = is_max ? "MaxPool" : "AvgPool";
+      weft_tensor_t *ins[1] = {x};
+      const bool image[1] = {true};
+      weft_tensor_t *yh = run_op(op, c, false, true, NULL, -1, false, ins, image, 1, true);
+      weft_tensor_t *yc = run_op(op, c, true, true, NULL, -1, false, ins, image, 1, true);
+      char *what = g_strdup_printf("%s pool case %zu", op, ci);
+      for (int k = 0; k < 4; k++) g_assert_cmpint(weft_tensor_dims(yc)[k], ==, yd[k]);
+      const float *got = weft_tensor_data(yc);
+      for (int64_t b = 0; b < c->n; b++)
+        for (int64_t oy = 0; oy < oh; oy++)
+          for (int64_t ox = 0; ox < ow; ox++)
+            for (int64_t q = 0; q < c->c; q++) {
+              double acc = is_max ? -INFINITY : 0;
+              int count = 0;
+              for (int64_t iy = oy * c->sh - pt; iy < oy * c->sh - pt + c->kh; iy++)
+                for (int64_t ix = ox * c->sw - pl; ix < ox * c->sw - pl + c->kw; ix++) {
+                  if (iy < 0 || iy >= c->h || ix < 0 || ix >= c->w) continue;
+                  double v = xp[((b * c->h + iy) * c->w + ix) * c->c + q];
+                  acc = is_max ? (v > acc ? v : acc) : acc + v;
+                  count++;
+                }
+              if (!is_max) acc /= count;
+              double v = got[((b * oh + oy) * ow + ox) * c->c + q];
+              if (!(fabs(v - acc) <= 1e-6 * (fabs(acc) + 1)))
+                g_error("%s: output (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                        ", %" G_GINT64_FORMAT "): %.9g, expected %.9g",
+                        what, b, oy, ox, q, v, acc);
+            }
+      assert_same(yc, yh, 1e-6, what);
+      g_free(what);
+      weft_tensor_unref(yh);
+      weft_tensor_unref(yc);
+    }
+    weft_tensor_unref(x);
+  }
+}
+
 /* An activation of the fusion pass's list in double, or none (act NULL). */
 static double activate(const char *act, double v) {
   if (!act) return v;
@@ -576,6 +638,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/conv_nchw/direct", test_direct);
   g_test_add_func("/conv_nchw/gradients", test_gradients);
   g_test_add_func("/conv_nchw/transpose", test_transpose);
+  g_test_add_func("/conv_nchw/pools", test_pools);
   g_test_add_func("/conv_nchw/fused", test_fused);
   return g_test_run();
 }

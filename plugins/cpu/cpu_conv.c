@@ -428,13 +428,16 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
       weft__cpu_pool2d_f32(ctx, &f, is_max, x.data, y.data);
       return NULL;
     }
-    /* NCHW through the NHWC kernel, as Conv2D does. */
-    float *xt = NULL, *yt = NULL;
-    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, g.n, g.c, g.h * g.w, x.data, &xt));
-    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, (size_t)y.num_elements * sizeof(float),
-                                           (void **)&yt));
-    weft__cpu_pool2d_f32(ctx, &f, is_max, xt, yt);
-    weft__cpu_transpose_f32(ctx, g.n, g.oh * g.ow, g.c, yt, y.data);
+    /* NCHW: each channel's plane is an NHWC image of one channel, the pool running along its
+     * rows (cpu_pool_fast.c), with no transposes. A column plane (Keras's channels-first 1-D
+     * pools expand to [n, c, w, 1]) is the same memory as a row one: pooled along its length,
+     * not one pixel per row. */
+    weft_cpu_conv2d_t p = {g.n * g.c, g.h, g.w, 1,    g.oh, g.ow, 1,   g.kh,
+                           g.kw,      g.sh, g.sw, 1,   1,    g.pt, g.pl};
+    if (g.w == 1 && g.ow == 1)
+      p = (weft_cpu_conv2d_t){g.n * g.c, 1, g.h, 1, 1, g.oh, 1, g.kw,
+                              g.kh,      g.sw, g.sh, 1, 1, g.pl, g.pt};
+    weft__cpu_pool2d_f32(ctx, &p, is_max, x.data, y.data);
     return NULL;
   }
   pool_job_t j = {&g, x.data, y.data, x.dtype, is_max};

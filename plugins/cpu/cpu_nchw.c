@@ -1,6 +1,7 @@
-/* cpu_nchw.c: the float32 batched transpose that lets the channels-first (NCHW) convolutions and
- * pools run on the channels-last paths of cpu_conv_fast.c and cpu_pool_fast.c (a Conv2D with few
- * taps or filters runs directly on NCHW instead: cpu_conv_nchw.c). Gathering an NCHW
+/* cpu_nchw.c: the float32 batched transpose that lets the channels-first (NCHW) convolutions
+ * run on the channels-last paths of cpu_conv_fast.c (a Conv2D or Conv2DBackpropInput with few
+ * taps or filters runs directly on NCHW instead: cpu_conv_nchw.c, cpu_conv_transpose_nchw.c;
+ * pools run on their one-channel planes, cpu_conv.c). Gathering an NCHW
  * im2col row reads one float per channel from planes h*w floats apart; transposing the whole
  * input once, in cache-sized blocks, and the output back costs two streaming passes and keeps
  * the in-place GEMM, the tiles and the fused epilogue of the NHWC code (docs/performance.md). */

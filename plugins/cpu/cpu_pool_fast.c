@@ -2,7 +2,8 @@
  * dtype switch, double conversion and window clipping: each output pixel's window is clipped
  * once and its channels run as contiguous float loops. Semantics are cpu_conv.c's k_pool: the
  * max lets the first NaN win, the average divides by the in-bounds count (TensorFlow's SAME),
- * an empty window gives -inf (max) or 0 (average). */
+ * an empty window gives -inf (max) or 0 (average). An NCHW pool comes here as n * c images of
+ * one channel, whose strided rows have a loop of their own. */
 #include <math.h>
 
 #include "cpu_internal.h"
@@ -28,6 +29,29 @@ static void accumulate(bool is_max, float *restrict dst, const float *restrict s
   }
 }
 
+/* accumulate() of src[i * stride]: a plane's (one channel's) strided window column. A constant
+ * stride of 2 lets the compiler vectorise the gather. */
+static void accumulate_strided(bool is_max, float *restrict dst, const float *restrict src,
+                               int64_t m, int64_t stride) {
+  if (stride == 1) {
+    accumulate(is_max, dst, src, m);
+  } else if (stride == 2 && is_max) {
+    for (int64_t i = 0; i < m; i++) {
+      float a = dst[i], v = src[2 * i];
+      dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
+    }
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < m; i++) dst[i] += src[2 * i];
+  } else if (is_max) {
+    for (int64_t i = 0; i < m; i++) {
+      float a = dst[i], v = src[i * stride];
+      dst[i] = (v > a || isnan(v)) && !isnan(a) ? v : a;
+    }
+  } else {
+    for (int64_t i = 0; i < m; i++) dst[i] += src[i * stride];
+  }
+}
+
 /* The first NaN of channel ch's window, in the order the generic kernel reads it, else m. */
 static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_t y1, int64_t x0,
                           int64_t x1, int64_t ch, float m) {
@@ -40,30 +64,44 @@ static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_
   return m;
 }
 
-/* Output row r of a window stride of 1 along x: output pixels ox and ox + 1 read input pixels
- * one apart, so each window column kx is an elementwise max (or sum) of a slice of the input
- * row into the output row, over every output pixel whose column is in the input: contiguous
- * float loops of ow * c elements whatever the channel count. Per output element the window
- * pixels are visited in the generic kernel's order (yy, then kx), so the first NaN still wins. */
+/* Output row r of a window stride of 1 along x (or of one channel, any stride: an NCHW plane):
+ * output pixels ox and ox + 1 read input pixels sw apart, so each window column kx is an
+ * elementwise max (or sum) of a slice of the input row into the output row, over every output
+ * pixel whose column is in the input: float loops of ow * c elements whatever the channel
+ * count. Per output element the window pixels are visited in the generic kernel's order (yy,
+ * then kx), so the first NaN still wins. */
 static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, int64_t y0,
                                  int64_t y1) {
   const weft_cpu_conv2d_t *g = j->g;
-  int64_t c = g->c, len = g->ow * c;
+  int64_t c = g->c, len = g->ow * c, sw = g->sw;
   float *restrict out = j->y + r * len;
   for (int64_t i = 0; i < len; i++) out[i] = j->is_max ? -INFINITY : 0.0f;
   for (int64_t yy = y0; yy < y1; yy++)
     for (int64_t kx = 0; kx < g->kw; kx++) {
-      /* Output pixels ox whose input column ox - pl + kx is in [0, w). */
-      int64_t lo = clip(g->pl - kx, g->ow), hi = clip(g->w + g->pl - kx, g->ow);
+      /* Output pixels ox whose input column ox * sw - pl + kx is in [0, w). */
+      int64_t first = g->pl - kx, end = g->w + g->pl - kx;
+      int64_t lo = clip(first > 0 ? (first + sw - 1) / sw : 0, g->ow);
+      int64_t hi = clip(end > 0 ? (end + sw - 1) / sw : 0, g->ow);
       if (lo >= hi) continue;
-      const float *restrict in = j->x + ((n * g->h + yy) * g->w + lo - g->pl + kx) * c;
+      const float *restrict in = j->x + ((n * g->h + yy) * g->w + lo * sw - g->pl + kx) * c;
       float *restrict dst = out + lo * c;
-      int64_t m = (hi - lo) * c;
-      accumulate(j->is_max, dst, in, m);
+      if (sw == 1) accumulate(j->is_max, dst, in, (hi - lo) * c);
+      else accumulate_strided(j->is_max, dst, in, hi - lo, sw); /* c == 1 */
     }
   if (j->is_max) return;
+  /* The windows inside the row all hold kw columns: one scale for that run of outputs. */
+  int64_t in_lo = clip((g->pl + sw - 1) / sw, g->ow);
+  int64_t in_hi = g->w - g->kw + g->pl >= 0 ? clip((g->w - g->kw + g->pl) / sw + 1, g->ow) : 0;
+  if (in_hi < in_lo) in_hi = in_lo;
   for (int64_t ox = 0; ox < g->ow; ox++) {
-    int64_t x0 = clip(ox - g->pl, g->w), x1 = clip(ox - g->pl + g->kw, g->w);
+    if (ox == in_lo && in_hi > in_lo) {
+      int64_t count = (y1 - y0) * g->kw;
+      float scale = count > 1 ? 1.0f / (float)count : 1.0f;
+      for (int64_t i = in_lo * c; i < in_hi * c; i++) out[i] *= scale;
+      ox = in_hi - 1;
+      continue;
+    }
+    int64_t x0 = clip(ox * sw - g->pl, g->w), x1 = clip(ox * sw - g->pl + g->kw, g->w);
     int64_t count = (y1 - y0) * (x1 - x0);
     if (count <= 1) continue;
     float scale = 1.0f / (float)count;
@@ -79,7 +117,7 @@ static void pool_f32_range(void *arg, int64_t b, int64_t e) {
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / g->oh, oy = r % g->oh;
     int64_t y0 = clip(oy * g->sh - g->pt, g->h), y1 = clip(oy * g->sh - g->pt + g->kh, g->h);
-    if (g->sw == 1) {
+    if (g->sw == 1 || g->c == 1) {
       pool_f32_row_stride1(j, r, n, y0, y1);
       continue;
     }
