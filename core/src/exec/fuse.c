@@ -182,8 +182,10 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
   *nodes_out = NULL;
   *kernels_out = NULL;
   /* WEFT_NO_FUSION=contraction keeps the elementwise chains and turns off the contractions
-   * (what the code before them did: docs/performance.md, "Fusion"); any other value both. */
+   * (what the code before them did: docs/performance.md, "Fusion"); =constfold neither; any
+   * other value both. */
   const char *off = getenv("WEFT_NO_FUSION");
+  if (off && strcmp(off, "constfold") == 0) off = NULL; /* only the folding (constfold.c) */
   bool chains_only = off && strcmp(off, "contraction") == 0;
   if (weft__cf_needed(p) || (off && !chains_only)) return NULL;
   int n = (int)p->nodes->len;

@@ -14,9 +14,10 @@ typedef struct weft__fusion weft__fusion_t;
  * kernels with each chain replaced by its fused node (the caller frees both arrays with
  * g_ptr_array_free / g_free, not what they point at), and *out owns the fused nodes; pass
  * weft__fusion_aliases(*out) as the executor's aliases. When none can (or the step has control
- * flow, or WEFT_NO_FUSION is set; WEFT_NO_FUSION=contraction turns off only the contraction
- * groups of fuse_contraction.c), all three are NULL and the step runs as it is. A chain
- * whose fused kernel cannot be made runs unfused; the returned status is for internal errors. */
+ * flow, or WEFT_NO_FUSION is set to anything but "constfold"; WEFT_NO_FUSION=contraction turns
+ * off only the contraction groups of fuse_contraction.c), all three are NULL and the step runs
+ * as it is. A chain whose fused kernel cannot be made runs unfused; the returned status is for
+ * internal errors. */
 weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
                                       const weft_node_t *const *targets, int n_targets,
                                       const weft_device_options_t *dopts, GPtrArray **nodes_out,

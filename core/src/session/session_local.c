@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/constfold_internal.h"
 #include "../exec/fuse_internal.h"
 #include "../exec/plan_internal.h"
 #include "../placement/placement_internal.h"
@@ -15,6 +16,7 @@
 typedef struct plan {
   weft__executor_t *executor;
   weft__fusion_t *fusion; /* the fused chains the executor runs, or NULL */
+  weft__constfold_t *folded; /* the Consts of the folded nodes it runs, or NULL */
   int n_feeds;
 } plan_t;
 
@@ -41,6 +43,7 @@ static void plan_free(plan_t *p) {
   if (!p) return;
   weft__executor_free(p->executor);
   weft__fusion_free(p->fusion);
+  weft__constfold_free(p->folded);
   g_free(p);
 }
 
@@ -235,29 +238,59 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
                                  spec->n_feeds, spec->fetches, spec->n_fetches, NULL, NULL};
     weft_device_options_t dopts = {sizeof(dopts), s->opts->gpu_memory_fraction,
                                    s->opts->gpu_allow_growth};
+    /* Constant folding first: the chains and contractions are then found among what is left. */
+    weft__constfold_env_t fenv = {s->intra_pool, s->resources, &dopts};
+    GPtrArray *folded_nodes = NULL;
+    weft__kernel_instance_t **folded_kernels = NULL;
+    weft__constfold_t *folded = NULL;
+    st = weft__constfold(&p, (const weft_node_t *const *)spec->targets, spec->n_targets, &fenv,
+                         &folded_nodes, &folded_kernels, &folded);
+    if (folded) {
+      p.nodes = folded_nodes;
+      p.kernels = folded_kernels;
+    }
     GPtrArray *fused_nodes = NULL;
     weft__kernel_instance_t **fused_kernels = NULL;
     weft__fusion_t *fusion = NULL;
-    st = weft__fuse_elementwise(&p, (const weft_node_t *const *)spec->targets, spec->n_targets,
-                                &dopts, &fused_nodes, &fused_kernels, &fusion);
+    if (!st)
+      st = weft__fuse_elementwise(&p, (const weft_node_t *const *)spec->targets, spec->n_targets,
+                                  &dopts, &fused_nodes, &fused_kernels, &fusion);
     if (fusion) {
       p.nodes = fused_nodes;
       p.kernels = fused_kernels;
-      p.aliases = weft__fusion_aliases(fusion);
+    }
+    /* The executor reads both passes' aliases (read only while it is built). */
+    GHashTable *aliases = NULL;
+    if (folded || fusion) {
+      aliases = g_hash_table_new(g_direct_hash, g_direct_equal);
+      GHashTable *from[2] = {weft__constfold_aliases(folded), weft__fusion_aliases(fusion)};
+      for (int a = 0; a < 2; a++) {
+        if (!from[a]) continue;
+        GHashTableIter it;
+        gpointer key, value;
+        g_hash_table_iter_init(&it, from[a]);
+        while (g_hash_table_iter_next(&it, &key, &value)) g_hash_table_insert(aliases, key, value);
+      }
+      p.aliases = aliases;
     }
     weft__executor_t *ex = NULL;
     if (!st) st = weft__executor_new(&p, &ex);
+    if (aliases) g_hash_table_destroy(aliases);
     if (!st) {
       plan_t *plan = g_new0(plan_t, 1);
       plan->executor = ex;
       plan->fusion = fusion;
+      plan->folded = folded;
       plan->n_feeds = spec->n_feeds;
       *out = plan;
     } else {
       weft__fusion_free(fusion);
+      weft__constfold_free(folded);
     }
     if (fused_nodes) g_ptr_array_free(fused_nodes, TRUE);
     g_free(fused_kernels);
+    if (folded_nodes) g_ptr_array_free(folded_nodes, TRUE);
+    g_free(folded_kernels);
   }
   g_free(kernels);
   g_ptr_array_free(nodes, TRUE);
