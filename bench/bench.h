@@ -82,13 +82,22 @@ bool bench_measure_row(const bench_options_t *o, bench_body_fn weft_body, void *
                        void *peer_arg, double scale, bool throughput, bench_stats_t *weft,
                        bench_stats_t *base, bench_stats_t *peer, weft_status_t **error);
 
-/* A session of a graph and the one tensor a step fetches (bench_kernels.c): the Weft side of the
- * kernel and model rows. fetch is owned by the graph (a node's name). */
+/* A session of a graph, the one tensor a step fetches and the one it feeds (bench_kernels.c):
+ * the Weft side of the kernel and model rows. fetch and feed_name are owned by the graph (node
+ * names); feed, when set, is the case's reference (bench_case_feed). The data input is fed
+ * on every step, as the peer's is and as a model's is: built as a Const, constant folding
+ * (docs/performance.md, "Constant folding") would compute the whole row once, at plan time. */
 typedef struct bench_case {
   weft_graph_t *graph;
   weft_session_t *session;
   const char *fetch;
+  const char *feed_name;
+  weft_tensor_t *feed;
 } bench_case_t;
+/* A Placeholder `name` of value's dtype and shape, fed with value on every step of c (c takes a
+ * reference to value). */
+weft_output_t bench_case_feed(bench_case_t *c, const char *name, weft_tensor_t *value,
+                              weft_status_t **status);
 /* One step of the case (a bench_body_fn: arg is a bench_case_t). */
 double bench_run_case(void *arg, weft_status_t **error);
 /* The fetch of one more step, for comparing with a peer's output (unref); NULL if it failed. */

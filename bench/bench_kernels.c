@@ -77,7 +77,8 @@ static weft_status_t *op_case_new(const bench_options_t *o, const char *op, weft
   for (int k = 0; k < n_inputs && !st; k++) {
     char name[32];
     g_snprintf(name, sizeof name, "input%d", k);
-    weft_output_t in = weft_const(out->graph, name, inputs[k], &st);
+    weft_output_t in = k == 0 ? bench_case_feed(out, name, inputs[k], &st)
+                              : weft_const(out->graph, name, inputs[k], &st);
     weft_op_add_input(b, in);
   }
   if (setup) setup(b, setup_arg);
@@ -95,21 +96,39 @@ static weft_status_t *op_case_new(const bench_options_t *o, const char *op, weft
 static void op_case_free(op_case_t *c) {
   weft_session_free(c->session);
   weft_graph_free(c->graph);
+  weft_tensor_unref(c->feed);
+}
+
+weft_output_t bench_case_feed(bench_case_t *c, const char *name, weft_tensor_t *value,
+                              weft_status_t **status) {
+  weft_output_t in = weft_placeholder(c->graph, name, weft_tensor_dtype(value),
+                                      weft_tensor_rank(value), weft_tensor_dims(value), status);
+  if (*status) return in;
+  weft_tensor_unref(c->feed);
+  c->feed = weft_tensor_ref(value);
+  c->feed_name = weft_node_name(in.node);
+  return in;
+}
+
+/* One step of c: its fetch, from its feed if it has one. */
+static weft_status_t *case_step(bench_case_t *c, weft_tensor_t **out) {
+  const char *fetch[] = {c->fetch};
+  const char *feed_names[] = {c->feed_name};
+  weft_tensor_t *feeds[] = {c->feed};
+  return weft_session_run(c->session, feed_names, feeds, c->feed ? 1 : 0, fetch, out, 1, NULL, 0);
 }
 
 weft_tensor_t *bench_case_output(bench_case_t *c) {
   weft_tensor_t *out = NULL;
-  const char *fetch[] = {c->fetch};
-  weft_status_free(weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0));
+  weft_status_free(case_step(c, &out));
   return out;
 }
 
 double bench_run_case(void *arg, weft_status_t **error) {
   op_case_t *c = arg;
   weft_tensor_t *out = NULL;
-  const char *fetch[] = {c->fetch};
   double t0 = bench_now();
-  weft_status_t *st = weft_session_run(c->session, NULL, NULL, 0, fetch, &out, 1, NULL, 0);
+  weft_status_t *st = case_step(c, &out);
   double dt = bench_now() - t0;
   weft_tensor_unref(out);
   if (st) {
@@ -466,7 +485,7 @@ static void bench_chain5(const bench_options_t *o, bench_report_t *r) {
   c.graph = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(c.graph, o->device);
-  weft_output_t v = weft_const(c.graph, "input0", in, &st);
+  weft_output_t v = bench_case_feed(&c, "input0", in, &st);
   static const char *const ops[] = {"Neg", "Exp", "Sigmoid", "Tanh", "Relu"};
   bench_onnx_t *m = bench_onnx_new();
   bench_onnx_input(m, "x", 1, &n);
@@ -801,7 +820,7 @@ static weft_status_t *mlp_graph(const bench_options_t *o, mlp_base_t *m, op_case
   int64_t xd[2] = {m->batch, mlp_sizes[0]};
   weft_tensor_t *xt = random_tensor(2, xd, -1, 1);
   memcpy(m->x, weft_tensor_data(xt), sizeof(float) * (size_t)(m->batch * mlp_sizes[0]));
-  weft_output_t h = weft_const(c->graph, "x", xt, &st);
+  weft_output_t h = bench_case_feed(c, "x", xt, &st);
   weft_tensor_unref(xt);
   for (int l = 0; l < 3 && !st; l++) {
     char name[32];
