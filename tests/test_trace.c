@@ -118,7 +118,35 @@ static GHashTable *new_pid_table(void) {
 /* ---------------------------------------------------------------------------------------------
  * Local sessions */
 
+/* small_graph is all constants: constant folding (docs/performance.md) computes w once when the
+ * step is planned, and the trace shows the one Const left, under w's name. */
+static void test_local_trace_folded(void) {
+  weft_graph_t *g = small_graph();
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  const char *fetch = "w";
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
+  g_assert_cmpfloat(*(float *)weft_tensor_data(out), ==, 10.0f);
+  g_assert_cmpint(weft_run_metadata_num_node_stats(meta), ==, 1);
+  const weft_node_stats_t *w = find_stats(meta, "w");
+  g_assert_nonnull(w);
+  g_assert_cmpstr(w->op, ==, "Const");
+  g_assert_cmpuint(w->output_bytes, ==, 4);
+  weft_tensor_unref(out);
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 static void test_local_trace(void) {
+  /* Every node traced: the folding is off for this session (read when its step is planned). */
+  g_setenv("WEFT_NO_FUSION", "constfold", TRUE);
   weft_graph_t *g = small_graph();
   weft_session_t *s = NULL;
   weft_status_t *st = NULL;
@@ -132,6 +160,7 @@ static void test_local_trace(void) {
   int64_t before = g_get_real_time();
   OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, &meta));
   int64_t after = g_get_real_time();
+  g_unsetenv("WEFT_NO_FUSION");
   g_assert_cmpfloat(*(float *)weft_tensor_data(out), ==, 10.0f);
   weft_tensor_unref(out);
   g_assert_nonnull(meta);
@@ -257,7 +286,8 @@ static void test_untraced(void) {
   weft_graph_free(g);
 }
 
-/* A step of 64 Negs over 4 MiB cannot finish within 1 ms: it stops at a node boundary. */
+/* A step of 64 Negs over 4 MiB cannot finish within 1 ms: it stops at a node boundary. The
+ * input is fed (a Const's chain would be folded when the step is planned, before any deadline). */
 static void test_local_deadline(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
@@ -265,9 +295,9 @@ static void test_local_deadline(void) {
   int64_t dims[] = {1 << 20};
   weft_tensor_t *big = weft_tensor_new(WEFT_DT_FLOAT, 1, dims);
   memset(weft_tensor_data(big), 0, weft_tensor_nbytes(big));
-  weft_output_t x = weft_const(g, "big", big, &st);
+  weft_output_t x = weft_placeholder(g, "big", WEFT_DT_FLOAT, 1, dims, &st);
   OK(st);
-  weft_tensor_unref(big);
+  const char *feed_name = "big";
   for (int k = 0; k < 64; k++) {
     char name[32];
     snprintf(name, sizeof name, "neg%d", k);
@@ -280,20 +310,21 @@ static void test_local_deadline(void) {
   weft_run_options_set_timeout_ms(ro, 1);
   const char *fetch = "neg63";
   weft_tensor_t *out = NULL;
-  st = weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL);
+  st = weft_session_run_with_options(s, ro, &feed_name, &big, 1, &fetch, &out, 1, NULL, 0, NULL);
   g_assert_cmpint(weft_status_code(st), ==, WEFT_DEADLINE_EXCEEDED);
   g_assert_nonnull(strstr(weft_status_message(st), "passed its deadline before node '"));
   g_assert_null(out);
   weft_status_free(st);
   /* A generous deadline does not get in the way, nor does one too large to add to a clock. */
   weft_run_options_set_timeout_ms(ro, G_MAXINT64);
-  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL));
+  OK(weft_session_run_with_options(s, ro, &feed_name, &big, 1, &fetch, &out, 1, NULL, 0, NULL));
   weft_tensor_unref(out);
   weft_run_options_set_timeout_ms(ro, 60000);
-  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, NULL));
+  OK(weft_session_run_with_options(s, ro, &feed_name, &big, 1, &fetch, &out, 1, NULL, 0, NULL));
   g_assert_cmpint(weft_tensor_nbytes(out), ==, 4 << 20);
   weft_tensor_unref(out);
   weft_run_options_free(ro);
+  weft_tensor_unref(big);
   weft_session_free(s);
   weft_graph_free(g);
 }
@@ -307,9 +338,12 @@ static void test_small_nodes_inline(void) {
   int64_t four = 4;
   weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 1, &four);
   for (int i = 0; i < 4; i++) ((float *)weft_tensor_data(xt))[i] = (float)i;
-  weft_output_t x = weft_const(g, "x", xt, &st);
+  /* x reads a fed tensor: Muls of a Const would be folded when the step is planned. */
+  weft_output_t p = weft_placeholder(g, "p", WEFT_DT_FLOAT, 1, &four, &st);
   OK(st);
-  weft_tensor_unref(xt);
+  weft_output_t x = weft_unary(g, "Identity", "x", p, &st);
+  OK(st);
+  const char *feed_name = "p";
   const char *names[6] = {"m0", "m1", "m2", "m3", "m4", "m5"};
   for (int k = 0; k < 6; k++) {
     weft_binary(g, "Mul", names[k], x, x, &st);
@@ -322,7 +356,8 @@ static void test_small_nodes_inline(void) {
   weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
   weft_tensor_t *out[6] = {NULL};
   weft_run_metadata_t *meta = NULL;
-  OK(weft_session_run_with_options(s, ro, NULL, NULL, 0, names, out, 6, NULL, 0, &meta));
+  OK(weft_session_run_with_options(s, ro, &feed_name, &xt, 1, names, out, 6, NULL, 0, &meta));
+  weft_tensor_unref(xt);
   const weft_node_stats_t *xs = find_stats(meta, "x");
   g_assert_nonnull(xs);
   for (int k = 0; k < 6; k++) {
@@ -528,8 +563,12 @@ static void test_cli_trace(void) {
   const char *argv[] = {WEFT_CLI, "run", "--graph", pb, "--fetch", "w", "--trace", json, NULL};
   char *out = NULL, *err = NULL;
   int status = 0;
-  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+  /* Every node traced: the graph is all constants, which the folding would compute at plan time
+   * (/trace/local_folded). */
+  char **env = g_environ_setenv(g_get_environ(), "WEFT_NO_FUSION", "constfold", TRUE);
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
                              &status, NULL));
+  g_strfreev(env);
   if (!g_spawn_check_wait_status(status, NULL)) g_error("weft run --trace failed: %s", err);
   g_assert_nonnull(strstr(out, "10"));
   char *text = NULL;
@@ -568,6 +607,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   weft_plugins_load_default();
   g_test_add_func("/trace/local", test_local_trace);
+  g_test_add_func("/trace/local_folded", test_local_trace_folded);
   g_test_add_func("/trace/untraced", test_untraced);
   g_test_add_func("/trace/local_deadline", test_local_deadline);
   g_test_add_func("/trace/small_nodes_inline", test_small_nodes_inline);
