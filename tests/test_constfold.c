@@ -372,6 +372,42 @@ static void test_error_kept(void) {
   weft_graph_free(g);
 }
 
+/* A chain of 40 Negs over a 4 MiB Const: the pass folds until it holds 64 MiB of values (or has
+ * spent its time), and the rest of the chain runs in the step, to the same value. */
+static void test_bounded(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_graph_push_device(g, "/device:CPU:0");
+  int64_t n = 1 << 20;
+  weft_tensor_t *big = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+  float *v = weft_tensor_data(big);
+  for (int64_t i = 0; i < n; i++) v[i] = (float)(i % 7) - 3.0f;
+  weft_output_t x = weft_const(g, "big", big, &st);
+  OK(st);
+  for (int k = 0; k < 40; k++) {
+    char name[16];
+    g_snprintf(name, sizeof name, "neg%d", k);
+    x = weft_unary(g, "Neg", name, x, &st);
+    OK(st);
+  }
+  weft_graph_pop_device(g);
+  weft_session_t *s = session(g, true);
+  const char *fetch[] = {"neg39"};
+  step_t r = run_in(s, fetch, 1, NULL, NULL);
+  OK(r.status);
+  r.status = NULL;
+  g_assert_cmpint(memcmp(weft_tensor_data(r.out[0]), v, (size_t)n * sizeof(float)), ==, 0);
+  g_test_message("ran: %s", r.ops);
+  g_assert_null(strstr(r.ops, "neg0="));             /* folded */
+  /* Past the bound the rest runs in the step (here fused into one node named neg39). */
+  g_assert_nonnull(strstr(r.ops, "neg39="));
+  g_assert_null(strstr(r.ops, "neg39=Const"));
+  step_clear(&r);
+  weft_session_free(s);
+  weft_tensor_unref(big);
+  weft_graph_free(g);
+}
+
 /* A variable's read is not constant: Mul(read, 2) runs, and sees a new assignment. */
 static void test_variable_kept(void) {
   weft_graph_t *g = weft_graph_new();
@@ -416,5 +452,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/constfold/stateful_and_control", test_stateful_and_control);
   g_test_add_func("/constfold/error_kept", test_error_kept);
   g_test_add_func("/constfold/variable_kept", test_variable_kept);
+  g_test_add_func("/constfold/bounded", test_bounded);
   return g_test_run();
 }

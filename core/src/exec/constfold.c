@@ -15,6 +15,12 @@
 /* TensorFlow's kMaxConstantSize: a bigger result stays computed at run time (a Const that size
  * would cost memory for every plan that holds it). */
 #define FOLD_MAX_BYTES (10 * 1024 * 1024)
+/* The pass's own bounds, so that a hostile graph (a long chain of large constant products) can
+ * neither hold the planner, which no step deadline or close reaches, nor fill memory with
+ * folded values: past either, the remaining nodes run in the step as they are (the same values,
+ * computed by the same kernels, under the step's deadline and cancellation). */
+#define FOLD_MAX_TOTAL_BYTES ((int64_t)64 * 1024 * 1024)
+#define FOLD_MAX_US ((gint64)200 * 1000)
 
 struct weft__constfold {
   weft_graph_t *graph;   /* holds the Consts */
@@ -152,10 +158,14 @@ weft_status_t *weft__constfold(const weft__executor_params_t *p, const weft_node
    * topological order, so a node's inputs are decided before it. */
   weft_tensor_t **values = g_new0(weft_tensor_t *, n);
   int n_folded = 0;
+  int64_t folded_bytes = 0;
+  gint64 deadline = g_get_monotonic_time() + FOLD_MAX_US;
   for (int k = 0; k < n; k++) {
     const weft_node_t *nd = p->nodes->pdata[k];
     if (!p->kernels[k] || !foldable_op(nd) || is_fed(p, nd)) continue;
     bool is_const = strcmp(nd->op_name, "Const") == 0;
+    if (!is_const && (folded_bytes > FOLD_MAX_TOTAL_BYTES || g_get_monotonic_time() > deadline))
+      continue;
     if (!is_const && nd->n_inputs == 0) continue; /* nothing to fold it from */
     bool constant = true;
     for (int i = 0; i < nd->n_inputs && constant; i++) {
@@ -168,7 +178,10 @@ weft_status_t *weft__constfold(const weft__executor_params_t *p, const weft_node
     }
     if (!constant) continue;
     values[k] = evaluate(p, index_of, k, values, cpu, env);
-    if (values[k] && !is_const) n_folded++;
+    if (values[k] && !is_const) {
+      n_folded++;
+      folded_bytes += (int64_t)weft_tensor_nbytes(values[k]);
+    }
   }
 
   /* What must still exist of a constant node: a Const in its place when anything that is not
