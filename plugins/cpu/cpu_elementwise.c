@@ -177,9 +177,6 @@ UN_DEF(softplus_f64, double, double, double, a > -SOFTPLUS_THRESHOLD(T_)
 UN_DEF(softsign_f64, double, double, double, a / ((T_)1 + fabs(a)))
 UN_DEF(logical_not_b, uint8_t, uint8_t, uint8_t, a == 0)
 
-/* The cost (rough cycles per element) from which a float32 unary op keeps ordinary stores at
- * one thread (k_unary): Tanh, Sigmoid, Erf and the other 25-and-up transcendentals. */
-#define UN_STREAM_COSTLY 25
 
 typedef struct un_op {
   const char *name;
@@ -289,12 +286,12 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
                 f16 ? x.dtype : WEFT_DT_INVALID,
                 op->out_bool,
                 false};
-  /* At one thread an op of UN_STREAM_COSTLY cycles or more per element is bound by its
+  /* At one thread an op of WEFT_CPU_STREAM_COSTLY cycles or more per element is bound by its
    * arithmetic, not by memory: streaming stores saved it nothing there and cost Tanh, Sigmoid
    * and Erf 10-20% (docs/performance.md, "Erf in one polynomial per interval"). With more
    * threads the memory is shared and the streamed stores' saved reads win again. */
   bool costly_alone =
-      op->cost >= UN_STREAM_COSTLY && weft__cpu_host->kernel_num_threads(ctx) <= 1;
+      op->cost >= WEFT_CPU_STREAM_COSTLY && weft__cpu_host->kernel_num_threads(ctx) <= 1;
   if (!f16 && slot == CPU_SLOT_F32 && !costly_alone &&
       weft__cpu_stream_output(x.num_elements, sizeof(float))) {
     un_fn nt = nt_of(fn);

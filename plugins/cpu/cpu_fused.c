@@ -333,8 +333,11 @@ static weft_status_t *k_fused(weft_kernel_ctx_t *ctx, void *state) {
   }
   WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, WEFT_DT_FLOAT, &x, &y));
   if (x.num_elements == 0) return NULL;
-  fused_job_t job = {f,         x.data,    y.data, x.num_elements,
-                     operands,  operand_n, weft__cpu_stream_output(x.num_elements, sizeof(float))};
+  /* A chain costly enough keeps ordinary stores on one thread (WEFT_CPU_STREAM_COSTLY). */
+  bool costly_alone =
+      f->cost >= WEFT_CPU_STREAM_COSTLY && weft__cpu_host->kernel_num_threads(ctx) <= 1;
+  bool stream = !costly_alone && weft__cpu_stream_output(x.num_elements, sizeof(float));
+  fused_job_t job = {f, x.data, y.data, x.num_elements, operands, operand_n, stream};
   int64_t blocks = (x.num_elements + FUSED_BLOCK - 1) / FUSED_BLOCK;
   weft__cpu_parallel(ctx, blocks, f->cost * FUSED_BLOCK, fused_range, &job);
   return NULL;

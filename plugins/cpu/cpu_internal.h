@@ -169,6 +169,11 @@ void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_
 
 /* Whether an output of n elements of elem_size bytes is written that way. */
 bool weft__cpu_stream_output(int64_t n, size_t elem_size);
+/* The cost (rough cycles per element) from which a float32 elementwise kernel running on one
+ * thread keeps ordinary stores: there its arithmetic, not memory, bounds it, and the streamed
+ * stores measured slower (Tanh, Sigmoid and Erf 10-20%; the fused chain of five 0.55x -> 0.48x
+ * of ONNX Runtime's time: docs/performance.md). With more threads they stream. */
+#define WEFT_CPU_STREAM_COSTLY 25
 
 /* The sum of n same-shape inputs of a CPU_NUMERIC_TYPES dtype over elements [b, e), each partial
  * sum in the dtype's arithmetic (AddN, and AccumulateNV2 for those dtypes); a weft_range_fn over
