@@ -187,7 +187,11 @@ def test_distributed_r012_trainer_one_ps_two_workers(children, tmp_path):
         assert m, out
         loss, *wb = (float(v) for v in m.groups())
         np.testing.assert_allclose(wb, sol.ravel(), atol=0.02)
-        assert min_mse <= loss * (1 + 1e-4) + 1e-7 and loss < min_mse * 1.1
+        # Asynchronous: a worker's gradient computed at an early w can land late (two first
+        # steps at once, on a loaded machine), and the 300 global steps may end before the
+        # other worker has undone it; the loss then stays within what the weights' tolerance
+        # above allows (|dw| and |db| <= 0.02 with x in [0, 1]: at most (4 * 0.02)^2 more).
+        assert min_mse <= loss * (1 + 1e-4) + 1e-7 and loss < min_mse + (4 * 0.02) ** 2
     assert p_ps.poll() is None  # the ps joins until it is killed
 
 
