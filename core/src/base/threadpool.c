@@ -19,6 +19,7 @@ struct weft__threadpool {
   pfor_state_t *offer; /* under offer_lock; the state spinning helpers may join */
   int offer_seats;     /* under offer_lock: how many more may join it */
   gint spinners;       /* helpers in pfor_spin */
+  gint queued;         /* tasks pushed to GThreadPool and not started: a spinner leaves for them */
   gint stopping;       /* set by threadpool_free: spinners leave at once */
 };
 
@@ -34,6 +35,7 @@ static _Thread_local weft__threadpool_t *current_pool;
 static void run_pool_task(gpointer data, gpointer user_data) {
   pool_task_t *task = data;
   current_pool = user_data;
+  g_atomic_int_add(&current_pool->queued, -1);
   task->fn(task->arg);
   g_free(task);
 }
@@ -107,7 +109,9 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
   task->fn = fn;
   task->arg = arg;
   GError *error = NULL;
+  g_atomic_int_inc(&pool->queued);
   if (!g_thread_pool_push(pool->pool, task, &error)) {
+    g_atomic_int_add(&pool->queued, -1);
     g_clear_error(&error);
     g_free(task);
     fn(arg);
@@ -209,7 +213,9 @@ static void pfor_spin(weft__threadpool_t *pool) {
   gint64 deadline = g_get_monotonic_time() + us;
   for (;;) {
     pfor_state_t *state = NULL;
-    bool leave = g_atomic_int_get(&pool->stopping) || g_get_monotonic_time() >= deadline;
+    /* Queued work would wait for this thread (GThreadPool counts it busy): leave for it. */
+    bool leave = g_atomic_int_get(&pool->stopping) || g_atomic_int_get(&pool->queued) > 0 ||
+                 g_get_monotonic_time() >= deadline;
     if (leave || g_atomic_pointer_get(&pool->offer) != NULL) {
       g_mutex_lock(&pool->offer_lock);
       state = offer_take_locked(pool);
