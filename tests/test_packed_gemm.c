@@ -2,11 +2,13 @@
  * cpu_packed.c). First every micro-kernel level this CPU runs (baseline, AVX2, AVX-512), called
  * directly over every shape class (M, N, K tails around the 8 x 32 tile and the 256-deep pass,
  * M = 1, N = 1, K = 1, A stored transposed, B stored transposed, a bias, a block of a larger C,
- * column blocks) against a double reference. Then through sessions (the plugin's MatMul and
+ * column blocks) against a double reference, and the implicit GEMM's passes over segments of
+ * rows where they lie (weft__cpu_gemm_packed_passes). Then through sessions (the plugin's MatMul and
  * _FusedMatMul with WEFT_CPU_PACKED_GEMM=1, so every shape takes the packed path): Const and
  * Identity-of-Const weights, transpose_a/b, bias and Relu, two intra-op threads splitting rows
  * and columns, one session run many times (the cached pack), Conv2D's constant filters (3x3
- * through im2col tiles, 1x1 as it is, with and without bias and Relu), and weights that are not
+ * through im2col tiles, 1x1 as it is, with and without bias and Relu; deeper filter rows through
+ * the implicit GEMM, with strides, VALID and dilated rows), and weights that are not
  * constant
  * (a variable assigned between steps, a fed placeholder), whose new values must be used. */
 #include <glib.h>
@@ -112,6 +114,68 @@ static void test_levels(void) {
       }
     }
   }
+}
+
+/* The implicit GEMM (weft__cpu_gemm_packed_passes) at every level: three segments whose rows
+ * overlap (row stride 5 floats, passes 20, 37 and 9 deep), some passes left out, a bias, C a
+ * block of a wider matrix, and a finish that must run once on each segment. */
+static void negate_block(void *arg, float *c, int64_t rows, int64_t cols, int64_t ldc,
+                         int64_t col0) {
+  int *calls = arg;
+  (*calls)++;
+  g_assert_cmpint(col0, ==, 0);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) c[i * ldc + j] = -c[i * ldc + j];
+}
+
+static void test_levels_passes(void) {
+  enum { NP = 3, NS = 3, RS = 5 };
+  const int64_t k0[NP] = {0, 20, 57}, kc[NP] = {20, 37, 9}, k = 66, n = 45, ldc = n + 3;
+  const int64_t rows[NS] = {11, 3, 8};
+  const bool left_out[NS][NP] = {{false, false, false}, {true, false, false}, {true, false, true}};
+  float *x = g_new(float, 200), *b = g_new(float, k * n), *bias = g_new(float, n);
+  fill(x, 200, 301);
+  fill(b, k * n, 302);
+  fill(bias, n, 303);
+  float *bp = aligned_alloc(64, (weft__cpu_gemm_packed_floats(k, n) * 4 + 63) / 64 * 64);
+  weft__cpu_gemm_pack_b(b, n, false, k, n, bp);
+  for (int isa = 0; isa < WEFT_CPU_ISA_COUNT; isa++) {
+    if (!weft__cpu_isa_supported((weft_cpu_isa_t)isa)) continue;
+    float *c = g_new(float, 22 * ldc);
+    for (int64_t q = 0; q < 22 * ldc; q++) c[q] = NAN;
+    const float *ptrs[NS][NP];
+    weft_cpu_gemm_segment_t seg[NS];
+    for (int s = 0, row = 0; s < NS; row += (int)rows[s], s++) {
+      for (int q = 0; q < NP; q++) ptrs[s][q] = left_out[s][q] ? NULL : x + s * 7 + q * 3;
+      seg[s] = (weft_cpu_gemm_segment_t){rows[s], c + row * ldc, ptrs[s]};
+    }
+    int calls = 0;
+    weft_cpu_gemm_job_t job = {.n = n, .k = k, .bp = bp, .ldc = ldc, .bias = bias,
+                               .finish = negate_block, .finish_arg = &calls,
+                               .tile = weft__cpu_gemm_tile_for((weft_cpu_isa_t)isa)};
+    weft__cpu_gemm_packed_passes(&job, k0, kc, NP, RS, seg, NS);
+    g_assert_cmpint(calls, ==, NS);
+    for (int s = 0, row = 0; s < NS; row += (int)rows[s], s++)
+      for (int64_t i = 0; i < rows[s]; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+          double want = bias[j % n], mag = fabs(want);
+          for (int q = 0; q < NP; q++)
+            for (int64_t p = 0; !left_out[s][q] && p < kc[q]; p++) {
+              double t = (double)ptrs[s][q][i * RS + p] * b[(k0[q] + p) * n + j % n];
+              want += t;
+              mag += fabs(t);
+            }
+          float got = c[(row + i) * ldc + j];
+          if (j >= n ? !isnan(got) : !(fabs(-got - want) <= 1e-5 * mag + 1e-30))
+            g_error("%s passes: segment %d C[%d,%d] = %.9g, expected %.9g",
+                    weft__cpu_isa_name((weft_cpu_isa_t)isa), s, (int)i, (int)j, got, -want);
+        }
+    g_free(c);
+  }
+  free(bp);
+  g_free(x);
+  g_free(b);
+  g_free(bias);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -289,6 +353,95 @@ static void test_session_conv(void) {
   }
 }
 
+/* Conv2D + BiasAdd + Relu over a constant filter whose rows are deep enough for the implicit
+ * GEMM (cpu_conv_fast.c: no im2col but at the edges): batches, strides, VALID, dilated filter
+ * rows, rows split in pieces of the pass depth, outputs too narrow for an inside pixel, tiles
+ * that end mid-row (two threads), against a double reference. */
+static void test_session_conv_implicit(void) {
+  /* n, h, w, c, kh, kw, m, sh, sw, dh, valid */
+  static const int64_t cases[][11] = {
+      {2, 10, 13, 24, 3, 3, 40, 1, 1, 1, 0}, {1, 16, 16, 64, 3, 3, 64, 2, 2, 1, 0},
+      {1, 12, 12, 32, 3, 5, 16, 1, 1, 1, 1}, {1, 9, 9, 100, 5, 3, 48, 1, 2, 1, 0},
+      {2, 11, 8, 64, 3, 3, 33, 1, 1, 2, 0},  {1, 6, 4, 64, 3, 3, 8, 1, 1, 1, 0},
+      {1, 3, 2, 64, 3, 3, 16, 1, 1, 1, 0}};
+  for (size_t s = 0; s < G_N_ELEMENTS(cases); s++) {
+    const int64_t *cs = cases[s];
+    int64_t n = cs[0], h = cs[1], w = cs[2], c = cs[3], kh = cs[4], kw = cs[5], m = cs[6];
+    int64_t sh = cs[7], sw = cs[8], dh = cs[9];
+    bool valid = cs[10];
+    /* TensorFlow's output size and padding before. */
+    int64_t span_h = (kh - 1) * dh + 1;
+    int64_t oh = valid ? (h - span_h) / sh + 1 : (h + sh - 1) / sh;
+    int64_t ow = valid ? (w - kw) / sw + 1 : (w + sw - 1) / sw;
+    int64_t ph = valid ? 0 : MAX((oh - 1) * sh + span_h - h, 0) / 2;
+    int64_t pw = valid ? 0 : MAX((ow - 1) * sw + kw - w, 0) / 2;
+    weft_graph_t *g = weft_graph_new();
+    weft_status_t *st = NULL;
+    int64_t xd[4] = {n, h, w, c}, fd[4] = {kh, kw, c, m};
+    weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 4, xd);
+    weft_tensor_t *ft = weft_tensor_new(WEFT_DT_FLOAT, 4, fd);
+    fill(weft_tensor_data(xt), weft_tensor_num_elements(xt), (uint32_t)s + 40);
+    fill(weft_tensor_data(ft), weft_tensor_num_elements(ft), (uint32_t)s + 41);
+    const float *x = weft_tensor_data(xt), *f = weft_tensor_data(ft);
+    weft_output_t xo = weft_const(g, "x", xt, &st), fo = weft_const(g, "f", ft, &st);
+    float *bias = NULL;
+    weft_output_t bo = constant(g, "bias", 0, m, (uint32_t)s + 42, &bias);
+    const int64_t strides[4] = {1, sh, sw, 1}, dilations[4] = {1, dh, 1, 1};
+    weft_op_builder_t *b = weft_op_new(g, "Conv2D", "conv");
+    weft_op_add_input(b, xo);
+    weft_op_add_input(b, fo);
+    weft_op_set_attr_int_list(b, "strides", strides, 4);
+    weft_op_set_attr_int_list(b, "dilations", dilations, 4);
+    weft_op_set_attr_string(b, "padding", valid ? "VALID" : "SAME");
+    weft_node_t *node = NULL;
+    OK(weft_op_finish(b, &node));
+    weft_output_t v = weft_binary(g, "BiasAdd", "biased", (weft_output_t){node, 0}, bo, &st);
+    weft_unary(g, "Relu", "relu", v, &st);
+    OK(st);
+    int64_t total = n * oh * ow * m;
+    double *want = g_new0(double, total);
+    for (int64_t bi = 0; bi < n; bi++)
+      for (int64_t y = 0; y < oh; y++)
+        for (int64_t xx = 0; xx < ow; xx++)
+          for (int64_t o = 0; o < m; o++) {
+            double acc = 0;
+            for (int64_t i = 0; i < kh; i++)
+              for (int64_t j = 0; j < kw; j++) {
+                int64_t iy = y * sh + i * dh - ph, ix = xx * sw + j - pw;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                for (int64_t ci = 0; ci < c; ci++)
+                  acc += (double)x[((bi * h + iy) * w + ix) * c + ci] *
+                         (double)f[((i * kw + j) * c + ci) * m + o];
+              }
+            want[((bi * oh + y) * ow + xx) * m + o] = acc;
+          }
+    for (int threads = 1; threads <= 2; threads++) {
+      weft_session_t *sess = session(g, threads);
+      for (int round = 0; round < 2; round++) {
+        weft_tensor_t *t = fetch(sess, "conv", NULL, NULL), *r = fetch(sess, "relu", NULL, NULL);
+        g_assert_cmpint(weft_tensor_num_elements(t), ==, total);
+        const float *got = weft_tensor_data(t), *gr = weft_tensor_data(r);
+        for (int64_t q = 0; q < total; q++) {
+          double br = want[q] + bias[q % m], er = br < 0 ? 0 : br;
+          if (fabs(got[q] - want[q]) > 1e-4 * (1 + fabs(want[q])) ||
+              fabs(gr[q] - er) > 1e-4 * (1 + fabs(er)))
+            g_error("implicit Conv2D case %zu threads %d: element %" G_GINT64_FORMAT
+                    " = %.9g / relu %.9g, expected %.9g / %.9g",
+                    s, threads, q, got[q], gr[q], want[q], er);
+        }
+        weft_tensor_unref(t);
+        weft_tensor_unref(r);
+      }
+      weft_session_free(sess);
+    }
+    weft_tensor_unref(xt);
+    weft_tensor_unref(ft);
+    g_free(want);
+    g_free(bias);
+    weft_graph_free(g);
+  }
+}
+
 /* Weights that change between steps are never served from a stale pack: a variable assigned a
  * new value from a fed placeholder, and a placeholder fed as B directly. */
 static void test_session_changing_weights(void) {
@@ -343,7 +496,9 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/packed_gemm/levels", test_levels);
   g_test_add_func("/packed_gemm/session_constants", test_session_constants);
+  g_test_add_func("/packed_gemm/levels_passes", test_levels_passes);
   g_test_add_func("/packed_gemm/session_conv", test_session_conv);
+  g_test_add_func("/packed_gemm/session_conv_implicit", test_session_conv_implicit);
   g_test_add_func("/packed_gemm/session_changing_weights", test_session_changing_weights);
   return g_test_run();
 }

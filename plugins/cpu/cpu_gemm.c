@@ -69,6 +69,38 @@ void weft__cpu_gemm_packed_block(const weft_cpu_gemm_job_t *g, int64_t r0, int64
   }
 }
 
+void weft__cpu_gemm_packed_passes(const weft_cpu_gemm_job_t *g, const int64_t *k0,
+                                  const int64_t *kc, int npasses, int64_t rs,
+                                  const weft_cpu_gemm_segment_t *seg, int nseg) {
+  /* As in packed_block: the segments' C (a tile of a convolution's output) stays in L2 over the
+   * passes, and each panel's slice of a pass stays in L1 while every segment runs over it. */
+  for (int64_t n0 = 0; n0 < g->n; n0 += WEFT_GEMM_NC) {
+    int64_t n1 = g->n - n0 < WEFT_GEMM_NC ? g->n : n0 + WEFT_GEMM_NC;
+    for (int q = 0; q < npasses; q++) {
+      for (int64_t j0 = n0; j0 < n1; j0 += WEFT_GEMM_NR) {
+        int cols = (int)(n1 - j0 < WEFT_GEMM_NR ? n1 - j0 : WEFT_GEMM_NR);
+        const float *bp = g->bp + j0 * g->k + k0[q] * WEFT_GEMM_NR;
+        for (int s = 0; s < nseg; s++) {
+          const float *a = seg[s].a[q];
+          if (!a) continue;
+          /* The segment's first pass starts its sums; later ones add into them. */
+          bool first = true;
+          for (int e = 0; e < q && first; e++) first = seg[s].a[e] == NULL;
+          const float *bias = first && g->bias ? g->bias + j0 : NULL;
+          for (int64_t t = 0; t < seg[s].m; t += WEFT_GEMM_MR) {
+            int rows = (int)(seg[s].m - t < WEFT_GEMM_MR ? seg[s].m - t : WEFT_GEMM_MR);
+            g->tile(kc[q], a + t * rs, rs, 1, bp, seg[s].c + t * g->ldc + j0, g->ldc, rows, cols,
+                    bias, !first);
+          }
+        }
+      }
+    }
+  }
+  /* A segment at once: one call of the activation over its contiguous rows. */
+  for (int s = 0; g->finish && s < nseg; s++)
+    g->finish(g->finish_arg, seg[s].c, seg[s].m, g->n, g->ldc, 0);
+}
+
 weft_cpu_gemm_tile_fn weft__cpu_gemm_tile_for(weft_cpu_isa_t isa) {
 #if defined(__x86_64__) || defined(__i386__)
   if (isa == WEFT_CPU_ISA_AVX512) return weft__cpu_gemm_tile_avx512;

@@ -71,4 +71,23 @@ typedef struct weft_cpu_gemm_job {
 void weft__cpu_gemm_packed_block(const weft_cpu_gemm_job_t *job, int64_t r0, int64_t r1, int64_t c0,
                                  int64_t c1);
 
+/* An implicit GEMM: A is not one matrix but, pass by pass, rows that lie where they are. Pass q
+ * multiplies depth [k0[q], k0[q] + kc[q]) of the packed B (kc[q] <= WEFT_GEMM_KC) by rows of
+ * kc[q] contiguous floats; a segment is m rows of C (at c, row stride job->ldc) whose row i of
+ * pass q is at a[q] + i * rs, or which pass q leaves out (a[q] NULL: zeros there). A
+ * convolution's output pixels along one output row are such a segment of its NHWC input, one
+ * pass per filter row, with no im2col copy. */
+typedef struct weft_cpu_gemm_segment {
+  int64_t m;
+  float *c;
+  const float *const *a; /* npasses pointers */
+} weft_cpu_gemm_segment_t;
+
+/* Each segment's C = the sum over its passes (in order) of A_pass B, started from job->bias (or
+ * zero); then job->finish once on each segment (all n columns). job->a and job->c are unused;
+ * every segment has a pass that is not left out. On the calling thread. */
+void weft__cpu_gemm_packed_passes(const weft_cpu_gemm_job_t *job, const int64_t *k0,
+                                  const int64_t *kc, int npasses, int64_t rs,
+                                  const weft_cpu_gemm_segment_t *seg, int nseg);
+
 #endif /* WEFT_CPU_GEMM_H */

@@ -430,6 +430,13 @@ weft_cpu_packed_t *weft__cpu_packed_acquire(weft_kernel_ctx_t *ctx, weft_cpu_pac
 void weft__cpu_packed_release(weft_cpu_packed_t *p);
 void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_t lda, int64_t m,
                               float *c, int64_t ldc, const weft_cpu_epilogue_t *ep);
+/* The same over A given pass by pass (an implicit GEMM: cpu_gemm.h's packed_passes), C's rows
+ * in segments, row stride ldc (+ ep on each segment). */
+struct weft_cpu_gemm_segment;
+void weft__cpu_packed_gemm_passes_1t(const weft_cpu_packed_t *p, const int64_t *k0,
+                                     const int64_t *kc, int npasses, int64_t rs,
+                                     const struct weft_cpu_gemm_segment *seg, int nseg,
+                                     int64_t ldc, const weft_cpu_epilogue_t *ep);
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_elementwise(const weft_registrar_t *reg);
 weft_status_t *weft__cpu_register_summary(const weft_registrar_t *reg); /* cpu_summary.c */

@@ -190,6 +190,15 @@ void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_
   weft__cpu_gemm_packed_block(&r.job, 0, m, 0, p->n);
 }
 
+void weft__cpu_packed_gemm_passes_1t(const weft_cpu_packed_t *p, const int64_t *k0,
+                                     const int64_t *kc, int npasses, int64_t rs,
+                                     const weft_cpu_gemm_segment_t *seg, int nseg, int64_t ldc,
+                                     const weft_cpu_epilogue_t *ep) {
+  packed_run_t r;
+  run_init(&r, p, false, 0, NULL, 0, NULL, ldc, ep);
+  weft__cpu_gemm_packed_passes(&r.job, k0, kc, npasses, rs, seg, nseg);
+}
+
 static void packed_range(void *arg, int64_t begin, int64_t end) {
   const packed_run_t *r = arg;
   const weft_cpu_gemm_job_t *g = &r->job;
