@@ -1,10 +1,10 @@
 /* test_packed_gemm.c: the float32 GEMM over a constant B packed once (plugins/cpu/cpu_gemm.h,
  * cpu_packed.c). First every micro-kernel level this CPU runs (baseline, AVX2, AVX-512), called
- * directly over every shape class (M, N, K tails around the 8 x 32 tile and the 256-deep pass,
+ * directly over every shape class (M, N, K tails around the 8 x 32 tile and the passes' depth,
  * M = 1, N = 1, K = 1, A stored transposed, B stored transposed, a bias, a block of a larger C,
  * column blocks) against a double reference, and the implicit GEMM's passes over segments of
- * rows where they lie (weft__cpu_gemm_packed_passes). Then through sessions (the plugin's MatMul and
- * _FusedMatMul with WEFT_CPU_PACKED_GEMM=1, so every shape takes the packed path): Const and
+ * rows where they lie (weft__cpu_gemm_packed_passes). Then through sessions (the plugin's MatMul
+ * and _FusedMatMul with WEFT_CPU_PACKED_GEMM=1, so every shape takes the packed path): Const and
  * Identity-of-Const weights, transpose_a/b, bias and Relu, two intra-op threads splitting rows
  * and columns, one session run many times (the cached pack), Conv2D's constant filters (3x3
  * through im2col tiles, 1x1 as it is, with and without bias and Relu; deeper filter rows through
@@ -63,6 +63,8 @@ typedef struct shape {
 static const shape_t shapes[] = {
     {1, 1, 1},    {1, 17, 1},   {1, 300, 70}, {7, 1, 33},    {8, 32, 32},   {9, 3, 31},
     {15, 257, 64}, {17, 513, 1}, {16, 600, 65}, {64, 784, 256}, {33, 256, 10}, {130, 70, 97},
+    /* More than one pass over the depth (WEFT_GEMM_KC), with tails. */
+    {9, 1100, 40}, {20, 2100, 33},
 };
 
 static void test_levels(void) {

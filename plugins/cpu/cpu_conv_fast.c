@@ -10,8 +10,8 @@
  * OpenBLAS GEMM per tile. A constant filter packed once (cpu_packed.c) needs no im2col but at
  * the left and right edges: the packed GEMM reads the windows from the input where they are (an
  * implicit GEMM, forward_tile_implicit). A 1x1 convolution with stride 1 and no padding needs no
- * im2col: its input already is the GEMM's left matrix. Depthwise convolutions are a direct loop over the
- * output's channels, which vectorises. */
+ * im2col: its input already is the GEMM's left matrix. Depthwise convolutions are a direct loop
+ * over the output's channels, which vectorises. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -19,7 +19,7 @@
 
 #define WEFT_GEMM_MR 8   /* rows of C per micro-kernel call */
 #define WEFT_GEMM_NR 32  /* columns of a panel of packed B: two AVX-512 vectors */
-#define WEFT_GEMM_KC 256 /* most depth per pass: an A tile (MR x KC) stays in L1 */
+#define WEFT_GEMM_KC 1024 /* most depth per pass (see cpu_gemm.c) */
 #define WEFT_GEMM_MC 128 /* rows of A every panel runs over in turn (MC x KC in L2) */
 #define WEFT_GEMM_NC 512 /* columns whose slice of a pass (KC x NC) stays in L2 */
 
