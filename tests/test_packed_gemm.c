@@ -7,8 +7,8 @@
  * and _FusedMatMul with WEFT_CPU_PACKED_GEMM=1, so every shape takes the packed path): Const and
  * Identity-of-Const weights, transpose_a/b, bias and Relu, two intra-op threads splitting rows
  * and columns, one session run many times (the cached pack), Conv2D's constant filters (3x3
- * through im2col tiles, 1x1 as it is, with and without bias and Relu; deeper filter rows through
- * the implicit GEMM, with strides, VALID and dilated rows), and weights that are not
+ * through im2col tiles, 1x1 as it is, deeper filter rows through the implicit GEMM with strides,
+ * VALID and dilated rows; with and without bias and Relu), and weights that are not
  * constant
  * (a variable assigned between steps, a fed placeholder), whose new values must be used. */
 #include <glib.h>
@@ -277,91 +277,15 @@ static void test_session_constants(void) {
 
 /* Conv2D (and Conv2D + BiasAdd + Relu, fused into _FusedConv2D) with a constant filter, NHWC:
  * 3x3 SAME (im2col tiles) and 1x1 (the input read as it is), output channels around the
- * panel width, at 1 and 2 threads, twice per session; against a double reference. */
+ * panel width; then filters whose rows are deep enough for the implicit GEMM (cpu_conv_fast.c:
+ * no im2col but at the edges): batches, strides, VALID, dilated filter rows, rows split in
+ * pieces of the pass depth, outputs too narrow for an inside pixel, tiles that end mid-row (two
+ * threads). At 1 and 2 threads, twice per session; against a double reference. */
 static void test_session_conv(void) {
-  static const int64_t cases[][5] = {/* n, h=w, c, kernel, m */
-                                     {1, 9, 5, 3, 33},
-                                     {2, 14, 16, 3, 64},
-                                     {1, 16, 32, 1, 40},
-                                     {2, 7, 3, 1, 96}};
-  for (size_t s = 0; s < G_N_ELEMENTS(cases); s++) {
-    int64_t n = cases[s][0], hw = cases[s][1], c = cases[s][2], kk = cases[s][3],
-            m = cases[s][4];
-    weft_graph_t *g = weft_graph_new();
-    weft_status_t *st = NULL;
-    int64_t xd[4] = {n, hw, hw, c}, fd[4] = {kk, kk, c, m};
-    weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 4, xd);
-    weft_tensor_t *ft = weft_tensor_new(WEFT_DT_FLOAT, 4, fd);
-    fill(weft_tensor_data(xt), weft_tensor_num_elements(xt), (uint32_t)s + 7);
-    fill(weft_tensor_data(ft), weft_tensor_num_elements(ft), (uint32_t)s + 8);
-    const float *x = weft_tensor_data(xt), *f = weft_tensor_data(ft);
-    weft_output_t xo = weft_const(g, "x", xt, &st), fo = weft_const(g, "f", ft, &st);
-    float *bias = NULL;
-    weft_output_t bo = constant(g, "bias", 0, m, (uint32_t)s + 9, &bias);
-    const int64_t strides[4] = {1, 1, 1, 1};
-    const char *names[2] = {"conv", "conv2"};
-    weft_node_t *nodes[2] = {NULL, NULL};
-    for (int q = 0; q < 2; q++) {
-      weft_op_builder_t *b = weft_op_new(g, "Conv2D", names[q]);
-      weft_op_add_input(b, xo);
-      weft_op_add_input(b, fo);
-      weft_op_set_attr_int_list(b, "strides", strides, 4);
-      weft_op_set_attr_string(b, "padding", "SAME");
-      OK(weft_op_finish(b, &nodes[q]));
-    }
-    weft_output_t v = weft_binary(g, "BiasAdd", "biased", (weft_output_t){nodes[1], 0}, bo, &st);
-    weft_unary(g, "Relu", "relu", v, &st);
-    OK(st);
-    /* The reference, SAME padding: (kk - 1) / 2 before. */
-    double *want = g_new0(double, n * hw * hw * m);
-    for (int64_t b = 0; b < n; b++)
-      for (int64_t y = 0; y < hw; y++)
-        for (int64_t xx = 0; xx < hw; xx++)
-          for (int64_t o = 0; o < m; o++) {
-            double acc = 0;
-            for (int64_t i = 0; i < kk; i++)
-              for (int64_t j = 0; j < kk; j++) {
-                int64_t iy = y + i - (kk - 1) / 2, ix = xx + j - (kk - 1) / 2;
-                if (iy < 0 || iy >= hw || ix < 0 || ix >= hw) continue;
-                for (int64_t ci = 0; ci < c; ci++)
-                  acc += (double)x[((b * hw + iy) * hw + ix) * c + ci] *
-                         (double)f[((i * kk + j) * c + ci) * m + o];
-              }
-            want[((b * hw + y) * hw + xx) * m + o] = acc;
-          }
-    for (int threads = 1; threads <= 2; threads++) {
-      weft_session_t *sess = session(g, threads);
-      for (int round = 0; round < 2; round++) {
-        weft_tensor_t *t = fetch(sess, "conv", NULL, NULL), *r = fetch(sess, "relu", NULL, NULL);
-        const float *got = weft_tensor_data(t), *gr = weft_tensor_data(r);
-        for (int64_t q = 0; q < n * hw * hw * m; q++) {
-          double br = want[q] + bias[q % m], er = br < 0 ? 0 : br;
-          if (fabs(got[q] - want[q]) > 1e-4 * (1 + fabs(want[q])) ||
-              fabs(gr[q] - er) > 1e-4 * (1 + fabs(er)))
-            g_error("Conv2D case %zu threads %d: element %" G_GINT64_FORMAT
-                    " = %.9g / relu %.9g, expected %.9g / %.9g",
-                    s, threads, q, got[q], gr[q], want[q], er);
-        }
-        weft_tensor_unref(t);
-        weft_tensor_unref(r);
-      }
-      weft_session_free(sess);
-    }
-    weft_tensor_unref(xt);
-    weft_tensor_unref(ft);
-    g_free(want);
-    g_free(bias);
-    weft_graph_free(g);
-  }
-}
-
-/* Conv2D + BiasAdd + Relu over a constant filter whose rows are deep enough for the implicit
- * GEMM (cpu_conv_fast.c: no im2col but at the edges): batches, strides, VALID, dilated filter
- * rows, rows split in pieces of the pass depth, outputs too narrow for an inside pixel, tiles
- * that end mid-row (two threads), against a double reference. */
-static void test_session_conv_implicit(void) {
-  /* n, h, w, c, kh, kw, m, sh, sw, dh, valid */
   static const int64_t cases[][11] = {
+      /* n, h, w, c, kh, kw, m, sh, sw, dh, valid */
+      {1, 9, 9, 5, 3, 3, 33, 1, 1, 1, 0},    {2, 14, 14, 16, 3, 3, 64, 1, 1, 1, 0},
+      {1, 16, 16, 32, 1, 1, 40, 1, 1, 1, 0}, {2, 7, 7, 3, 1, 1, 96, 1, 1, 1, 0},
       {2, 10, 13, 24, 3, 3, 40, 1, 1, 1, 0}, {1, 16, 16, 64, 3, 3, 64, 2, 2, 1, 0},
       {1, 12, 12, 32, 3, 5, 16, 1, 1, 1, 1}, {1, 9, 9, 100, 5, 3, 48, 1, 2, 1, 0},
       {2, 11, 8, 64, 3, 3, 33, 1, 1, 2, 0},  {1, 6, 4, 64, 3, 3, 8, 1, 1, 1, 0},
@@ -382,22 +306,25 @@ static void test_session_conv_implicit(void) {
     int64_t xd[4] = {n, h, w, c}, fd[4] = {kh, kw, c, m};
     weft_tensor_t *xt = weft_tensor_new(WEFT_DT_FLOAT, 4, xd);
     weft_tensor_t *ft = weft_tensor_new(WEFT_DT_FLOAT, 4, fd);
-    fill(weft_tensor_data(xt), weft_tensor_num_elements(xt), (uint32_t)s + 40);
-    fill(weft_tensor_data(ft), weft_tensor_num_elements(ft), (uint32_t)s + 41);
+    fill(weft_tensor_data(xt), weft_tensor_num_elements(xt), (uint32_t)s + 7);
+    fill(weft_tensor_data(ft), weft_tensor_num_elements(ft), (uint32_t)s + 8);
     const float *x = weft_tensor_data(xt), *f = weft_tensor_data(ft);
     weft_output_t xo = weft_const(g, "x", xt, &st), fo = weft_const(g, "f", ft, &st);
     float *bias = NULL;
-    weft_output_t bo = constant(g, "bias", 0, m, (uint32_t)s + 42, &bias);
+    weft_output_t bo = constant(g, "bias", 0, m, (uint32_t)s + 9, &bias);
     const int64_t strides[4] = {1, sh, sw, 1}, dilations[4] = {1, dh, 1, 1};
-    weft_op_builder_t *b = weft_op_new(g, "Conv2D", "conv");
-    weft_op_add_input(b, xo);
-    weft_op_add_input(b, fo);
-    weft_op_set_attr_int_list(b, "strides", strides, 4);
-    weft_op_set_attr_int_list(b, "dilations", dilations, 4);
-    weft_op_set_attr_string(b, "padding", valid ? "VALID" : "SAME");
-    weft_node_t *node = NULL;
-    OK(weft_op_finish(b, &node));
-    weft_output_t v = weft_binary(g, "BiasAdd", "biased", (weft_output_t){node, 0}, bo, &st);
+    const char *names[2] = {"conv", "conv2"};
+    weft_node_t *nodes[2] = {NULL, NULL};
+    for (int q = 0; q < 2; q++) {
+      weft_op_builder_t *b = weft_op_new(g, "Conv2D", names[q]);
+      weft_op_add_input(b, xo);
+      weft_op_add_input(b, fo);
+      weft_op_set_attr_int_list(b, "strides", strides, 4);
+      weft_op_set_attr_int_list(b, "dilations", dilations, 4);
+      weft_op_set_attr_string(b, "padding", valid ? "VALID" : "SAME");
+      OK(weft_op_finish(b, &nodes[q]));
+    }
+    weft_output_t v = weft_binary(g, "BiasAdd", "biased", (weft_output_t){nodes[1], 0}, bo, &st);
     weft_unary(g, "Relu", "relu", v, &st);
     OK(st);
     int64_t total = n * oh * ow * m;
@@ -427,7 +354,7 @@ static void test_session_conv_implicit(void) {
           double br = want[q] + bias[q % m], er = br < 0 ? 0 : br;
           if (fabs(got[q] - want[q]) > 1e-4 * (1 + fabs(want[q])) ||
               fabs(gr[q] - er) > 1e-4 * (1 + fabs(er)))
-            g_error("implicit Conv2D case %zu threads %d: element %" G_GINT64_FORMAT
+            g_error("Conv2D case %zu threads %d: element %" G_GINT64_FORMAT
                     " = %.9g / relu %.9g, expected %.9g / %.9g",
                     s, threads, q, got[q], gr[q], want[q], er);
         }
@@ -500,7 +427,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/packed_gemm/session_constants", test_session_constants);
   g_test_add_func("/packed_gemm/levels_passes", test_levels_passes);
   g_test_add_func("/packed_gemm/session_conv", test_session_conv);
-  g_test_add_func("/packed_gemm/session_conv_implicit", test_session_conv_implicit);
   g_test_add_func("/packed_gemm/session_changing_weights", test_session_changing_weights);
   return g_test_run();
 }
