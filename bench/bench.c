@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,9 +12,24 @@ struct bench_report {
   GPtrArray *results; /* bench_result_t* */
 };
 
+/* WEFT_BENCH_CLOCK=thread: the calling thread's CPU time instead of the wall clock. On a machine
+ * shared with other work, the wall clock counts the time other processes hold the core; at
+ * --threads 1, where Weft's kernels, the baselines and the peer all run on the calling thread,
+ * its CPU time does not. */
+bool bench_clock_is_thread(void) {
+  static int thread = -1;
+  int v = __atomic_load_n(&thread, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv("WEFT_BENCH_CLOCK");
+    v = e && strcmp(e, "thread") == 0;
+    __atomic_store_n(&thread, v, __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
 double bench_now(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(bench_clock_is_thread() ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -298,6 +314,9 @@ static void print_table(const bench_report_t *r, const bench_options_t *o) {
   }
   printf("ratio: Weft relative to the baseline, > 1 means Weft is better; medians of each side.\n"
          "target: met or missed, for rows whose note states a target.\n");
+  if (bench_clock_is_thread())
+    printf("clock: the calling thread's CPU time (WEFT_BENCH_CLOCK=thread)%s.\n",
+           o->threads == 1 ? "" : "; work on other threads is not counted: use --threads 1");
   if (peer && o->peer)
     printf("peer: ONNX Runtime %s (%s), %d intra-op thread%s, graph optimizations on; weft/peer: "
            "Weft's time over the peer's, < 1 means Weft is faster.\n",

@@ -122,7 +122,9 @@ void bench_set_peer(bench_report_t *r, const bench_stats_t *peer, const char *no
 void bench_add_skip(bench_report_t *r, const char *name, const char *why);
 /* Adds a "failed: <message>" row; takes st. */
 void bench_add_failure(bench_report_t *r, const char *name, weft_status_t *st);
-double bench_now(void); /* seconds, monotonic */
+double bench_now(void); /* seconds, monotonic (or the thread's CPU time: bench_clock_is_thread) */
+/* Whether WEFT_BENCH_CLOCK=thread asked for the calling thread's CPU time (bench.c). */
+bool bench_clock_is_thread(void);
 
 /* Benchmark groups (bench_kernels.c, bench_session.c, bench_distributed.c). */
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r);
