@@ -289,7 +289,7 @@ static void test_session_conv(void) {
       {2, 10, 13, 24, 3, 3, 40, 1, 1, 1, 0}, {1, 16, 16, 64, 3, 3, 64, 2, 2, 1, 0},
       {1, 12, 12, 32, 3, 5, 16, 1, 1, 1, 1}, {1, 9, 9, 100, 5, 3, 48, 1, 2, 1, 0},
       {2, 11, 8, 64, 3, 3, 33, 1, 1, 2, 0},  {1, 6, 4, 64, 3, 3, 8, 1, 1, 1, 0},
-      {1, 3, 2, 64, 3, 3, 16, 1, 1, 1, 0}};
+      {1, 3, 2, 64, 3, 3, 16, 1, 1, 1, 0},  {1, 20, 20, 64, 3, 3, 40, 1, 1, 1, 0}};
   for (size_t s = 0; s < G_N_ELEMENTS(cases); s++) {
     const int64_t *cs = cases[s];
     int64_t n = cs[0], h = cs[1], w = cs[2], c = cs[3], kh = cs[4], kw = cs[5], m = cs[6];
@@ -313,12 +313,17 @@ static void test_session_conv(void) {
     float *bias = NULL;
     weft_output_t bo = constant(g, "bias", 0, m, (uint32_t)s + 9, &bias);
     const int64_t strides[4] = {1, sh, sw, 1}, dilations[4] = {1, dh, 1, 1};
-    const char *names[2] = {"conv", "conv2"};
-    weft_node_t *nodes[2] = {NULL, NULL};
-    for (int q = 0; q < 2; q++) {
+    /* conv3's filter is fed (not a constant: packed for each call, or OpenBLAS), as a tensor of
+     * its own (the Const's own tensor would count as that constant). */
+    weft_output_t fp = weft_placeholder(g, "fp", WEFT_DT_FLOAT, 4, fd, &st);
+    weft_tensor_t *fcopy = weft_tensor_new(WEFT_DT_FLOAT, 4, fd);
+    memcpy(weft_tensor_data(fcopy), f, sizeof(float) * (size_t)weft_tensor_num_elements(ft));
+    const char *names[3] = {"conv", "conv2", "conv3"};
+    weft_node_t *nodes[3] = {NULL, NULL, NULL};
+    for (int q = 0; q < 3; q++) {
       weft_op_builder_t *b = weft_op_new(g, "Conv2D", names[q]);
       weft_op_add_input(b, xo);
-      weft_op_add_input(b, fo);
+      weft_op_add_input(b, q == 2 ? fp : fo);
       weft_op_set_attr_int_list(b, "strides", strides, 4);
       weft_op_set_attr_int_list(b, "dilations", dilations, 4);
       weft_op_set_attr_string(b, "padding", valid ? "VALID" : "SAME");
@@ -348,23 +353,29 @@ static void test_session_conv(void) {
       weft_session_t *sess = session(g, threads);
       for (int round = 0; round < 2; round++) {
         weft_tensor_t *t = fetch(sess, "conv", NULL, NULL), *r = fetch(sess, "relu", NULL, NULL);
+        weft_tensor_t *fed = fetch(sess, "conv3", "fp", fcopy);
         g_assert_cmpint(weft_tensor_num_elements(t), ==, total);
+        g_assert_cmpint(weft_tensor_num_elements(fed), ==, total);
         const float *got = weft_tensor_data(t), *gr = weft_tensor_data(r);
+        const float *gf = weft_tensor_data(fed);
         for (int64_t q = 0; q < total; q++) {
           double br = want[q] + bias[q % m], er = br < 0 ? 0 : br;
           if (fabs(got[q] - want[q]) > 1e-4 * (1 + fabs(want[q])) ||
+              fabs(gf[q] - want[q]) > 1e-4 * (1 + fabs(want[q])) ||
               fabs(gr[q] - er) > 1e-4 * (1 + fabs(er)))
             g_error("Conv2D case %zu threads %d: element %" G_GINT64_FORMAT
-                    " = %.9g / relu %.9g, expected %.9g / %.9g",
-                    s, threads, q, got[q], gr[q], want[q], er);
+                    " = %.9g / fed filter %.9g / relu %.9g, expected %.9g / %.9g",
+                    s, threads, q, got[q], gf[q], gr[q], want[q], er);
         }
         weft_tensor_unref(t);
         weft_tensor_unref(r);
+        weft_tensor_unref(fed);
       }
       weft_session_free(sess);
     }
     weft_tensor_unref(xt);
     weft_tensor_unref(ft);
+    weft_tensor_unref(fcopy);
     g_free(want);
     g_free(bias);
     weft_graph_free(g);

@@ -161,6 +161,11 @@ static void im2col_rows(const weft_cpu_conv2d_t *g, const float *x, int64_t r0, 
  * and im2col measured faster (3x3x256 -> 256 over 14x14: 2.05-2.11 ms against 2.05, CPU time;
  * 3x3x128 -> 128 over 28x28, 590 KiB of filter: 1.99 against 2.06). */
 #define IMPLICIT_MIN_RUN 64
+/* Output pixels from which a filter that is not a constant is packed for one call: filter fed,
+ * CPU time, im2col + OpenBLAS against packed + implicit: 3x3x64 -> 64 over 56x56 2.54-2.58 ms
+ * against 2.07-2.14, over 16x16 0.196-0.204 against 0.162-0.170, over 8x8 (64 pixels) 0.054
+ * against 0.049-0.056 (no gain); 3x3x128 -> 128 over 28x28 2.45-2.51 against 2.06-2.09. */
+#define IMPLICIT_ONCE_MIN_ROWS 256
 #define IMPLICIT_MAX_B_FLOATS ((int64_t)1 << 18)
 /* The most passes (filter rows times pieces), and segments per call of packed_passes. */
 #define IMPLICIT_MAX_PASSES 64
@@ -306,6 +311,10 @@ weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cp
   tiles_plan(ctx, &t, rows * k * g->m);
   weft_cpu_packed_t *packed =
       cache ? weft__cpu_packed_acquire(ctx, cache, 1, f, g->m, false, rows, g->m, k) : NULL;
+  /* A filter that is not a constant (one being trained) is packed for this call alone where the
+   * implicit GEMM takes it: a copy of the filter instead of im2col's copies of the input. */
+  if (!packed && implicit_wanted(g) && rows >= IMPLICIT_ONCE_MIN_ROWS)
+    packed = weft__cpu_packed_once(f, g->m, false, rows, g->m, k);
   t.packed = packed;
   /* The implicit GEMM's edge pixels: their im2col rows, then their results. */
   bool implicit = packed && implicit_wanted(g);

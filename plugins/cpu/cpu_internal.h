@@ -428,6 +428,10 @@ weft_cpu_packed_t *weft__cpu_packed_acquire(weft_kernel_ctx_t *ctx, weft_cpu_pac
                                             int b_input, const float *b, int64_t ldb, bool tb,
                                             int64_t m, int64_t n, int64_t k);
 void weft__cpu_packed_release(weft_cpu_packed_t *p);
+/* B packed for this call alone (not a constant: a filter being trained), one reference the
+ * caller releases; NULL where the packed path is not wanted for these sizes or memory ran out. */
+weft_cpu_packed_t *weft__cpu_packed_once(const float *b, int64_t ldb, bool tb, int64_t m,
+                                         int64_t n, int64_t k);
 void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_t lda, int64_t m,
                               float *c, int64_t ldc, const weft_cpu_epilogue_t *ep);
 /* The same over A given pass by pass (an implicit GEMM: cpu_gemm.h's packed_passes), C's rows

@@ -183,6 +183,21 @@ weft_cpu_packed_t *weft__cpu_packed_acquire(weft_kernel_ctx_t *ctx, weft_cpu_pac
 
 void weft__cpu_packed_release(weft_cpu_packed_t *p) { packed_unref(p); }
 
+weft_cpu_packed_t *weft__cpu_packed_once(const float *b, int64_t ldb, bool tb, int64_t m,
+                                         int64_t n, int64_t k) {
+  if (!weft__cpu_packed_wanted(m, n, k)) return NULL;
+  packed_b_t *p = calloc(1, sizeof *p);
+  size_t floats = weft__cpu_gemm_packed_floats(k, n);
+  if (p) p->data = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+  if (!p || !p->data) {
+    free(p);
+    return NULL;
+  }
+  weft__cpu_gemm_pack_b(b, ldb, tb, k, n, p->data);
+  *p = (packed_b_t){.refs = 1, .k = k, .n = n, .ldb = ldb, .tb = tb, .data = p->data};
+  return p;
+}
+
 void weft__cpu_packed_gemm_1t(const weft_cpu_packed_t *p, const float *a, int64_t lda, int64_t m,
                               float *c, int64_t ldc, const weft_cpu_epilogue_t *ep) {
   packed_run_t r;
