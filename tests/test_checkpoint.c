@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "weft/weft.h"
 #include "session/session_internal.h"
@@ -1060,6 +1061,53 @@ static void test_stale_temp_files(void) {
   g_free(dir);
 }
 
+/* Sets the modification time of DIR/NAME to 2001, before any process of this machine started. */
+static void backdate(const char *dir, const char *name) {
+  char *path = g_build_filename(dir, name, NULL);
+  struct utimbuf t = {.actime = 1000000000, .modtime = 1000000000};
+  g_assert_cmpint(g_utime(path, &t), ==, 0);
+  g_free(path);
+}
+
+/* A pid reused: a trainer killed during a save and restarted as pid 1 of its container again, or
+ * any process that took the dead writer's pid. Files last written before that process started
+ * cannot be its and go (they stayed for good); what it writes now, and files of a live process
+ * written since it started, stay. */
+static void test_stale_temp_files_pid_reused(void) {
+  char *dir = tmpdir();
+  char *prefix = g_build_filename(dir, "model.ckpt", NULL);
+  char *gone[] = {
+      g_strdup_printf("model.ckpt-5.data-00000-of-00001.tempstate%d-0badc0de", (int)getpid()),
+      g_strdup_printf("model.ckpt-6.index.tempstate%d-12345678", (int)getppid()),
+      NULL};
+  char *stay[] = {
+      g_strdup_printf("model.ckpt-7.data-00000-of-00001.tempstate%d-0badc0de", (int)getpid()),
+      g_strdup_printf("model.ckpt-7.index.tempstate%d-12345678", (int)getppid()),
+      NULL};
+  for (int i = 0; gone[i]; i++) {
+    touch(dir, gone[i]);
+    backdate(dir, gone[i]);
+  }
+  for (int i = 0; stay[i]; i++) touch(dir, stay[i]);
+  char *shard_dir = g_strdup_printf("%s-8_temp_%d-0123456789abcdef", prefix, (int)getpid());
+  g_assert_cmpint(g_mkdir(shard_dir, 0755), ==, 0);
+  char *shard_name = g_path_get_basename(shard_dir);
+  backdate(dir, shard_name);
+  int removed = -1;
+  OK(weft_checkpoint_remove_stale_temp_files(prefix, &removed));
+  g_assert_cmpint(removed, ==, 3);
+  for (int i = 0; gone[i]; i++) g_assert_false(present(dir, gone[i]));
+  for (int i = 0; stay[i]; i++) g_assert_true(present(dir, stay[i]));
+  g_assert_false(g_file_test(shard_dir, G_FILE_TEST_EXISTS));
+  for (int i = 0; gone[i]; i++) g_free(gone[i]);
+  for (int i = 0; stay[i]; i++) g_free(stay[i]);
+  g_free(shard_name);
+  g_free(shard_dir);
+  g_free(prefix);
+  rm_rf(dir);
+  g_free(dir);
+}
+
 /* Copies checkpoint `from`'s files (index, one data shard) to the names of checkpoint `to`. */
 static void copy_ckpt(const char *prefix, int from, int to) {
   const char *suffixes[] = {".index", ".data-00000-of-00001"};
@@ -1198,6 +1246,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/checkpoint/saver/dtype_mismatch", test_saver_dtype_mismatch);
   g_test_add_func("/checkpoint/saver/max_to_keep", test_max_to_keep);
   g_test_add_func("/checkpoint/saver/stale_temp_files", test_stale_temp_files);
+  g_test_add_func("/checkpoint/saver/stale_temp_files_pid_reused",
+                  test_stale_temp_files_pid_reused);
   g_test_add_func("/checkpoint/saver/orphaned_checkpoints", test_orphaned_checkpoints);
   return g_test_run();
 }

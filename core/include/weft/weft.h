@@ -766,9 +766,10 @@ WEFT_API char *weft_checkpoint_latest(const char *dir);
 /* Removes the temporary files and folders that writers of checkpoints of `prefix` (a path such
  * as DIR/model.ckpt, without the -STEP) left when they died: PREFIX[-STEP].index.tempstate<pid>-*,
  * PREFIX[-STEP].data-*.tempstate<pid>-* and PREFIX[-STEP]_temp_<pid>-<hex> folders of sharded saves,
- * only those whose process <pid> no longer exists on this machine and never this process's own.
- * Nothing else in the folder is touched. weft_saver_save does it before each save.
- * *removed (may be NULL) receives how many files and folders went. */
+ * only those whose process <pid> no longer exists on this machine or started after the file was
+ * last written (the pid was reused, as by a trainer restarted as pid 1 of a container), so never
+ * what this process writes. Nothing else in the folder is touched. weft_saver_save does it
+ * before each save. *removed (may be NULL) receives how many files and folders went. */
 WEFT_API weft_status_t *weft_checkpoint_remove_stale_temp_files(const char *prefix, int *removed);
 
 /* TensorFlow's Saver over the variables of a session. A local session's variables are read and

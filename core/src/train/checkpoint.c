@@ -185,12 +185,44 @@ static void delete_checkpoint(const char *prefix) {
 /* ---------------------------------------------------------------------------------------------
  * Temporary files left by writers that died */
 
-/* Whether process `pid` of this machine is gone. A process we may not signal (EPERM) exists. */
-static bool pid_gone(const char *digits) {
+/* When process `pid` started, in seconds since the epoch (false when /proc cannot say): the boot
+ * time of /proc/stat plus the start of /proc/PID/stat (field 22, in clock ticks since boot). */
+static bool process_start_time(pid_t pid, double *start) {
+  char *stat = NULL, *self = NULL;
+  char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+  bool ok = false;
+  if (g_file_get_contents("/proc/stat", &stat, NULL, NULL) &&
+      g_file_get_contents(path, &self, NULL, NULL)) {
+    const char *btime = strstr(stat, "\nbtime ");
+    const char *p = strrchr(self, ')'); /* the command name may hold spaces and parentheses */
+    for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (btime && p && ticks > 0) {
+      *start = (double)g_ascii_strtoull(btime + 7, NULL, 10) +
+               (double)g_ascii_strtoull(p + 1, NULL, 10) / (double)ticks;
+      ok = true;
+    }
+  }
+  g_free(stat);
+  g_free(self);
+  g_free(path);
+  return ok;
+}
+
+/* Whether the writer of `path`, process `digits` of this machine, is gone: no such process (one
+ * we may not signal, EPERM, exists), or the process of that pid started after `path` was last
+ * written, so it cannot be the writer: the pid was reused. A trainer restarted in a container is
+ * pid 1 again, and without this check its own leftovers, and those of any pid now taken, stayed
+ * for good. Our own writers' files are written after we started, so they stay. The 2 s spare
+ * covers /proc/stat's whole-second boot time. */
+static bool writer_gone(const char *digits, const char *path) {
   gint64 pid = g_ascii_strtoll(digits, NULL, 10);
   if (pid <= 0 || pid > G_MAXINT32) return false;
-  if ((pid_t)pid == getpid()) return false; /* our own writers: maybe writing right now */
-  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  if ((pid_t)pid != getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) return true;
+  GStatBuf sb;
+  double start = 0;
+  return g_lstat(path, &sb) == 0 && process_start_time((pid_t)pid, &start) &&
+         start > (double)sb.st_mtime + 2.0;
 }
 
 /* Removes `path`, counting it; true when it went. */
@@ -233,14 +265,15 @@ weft_status_t *weft_checkpoint_remove_stale_temp_files(const char *prefix, int *
     char *full = g_build_filename(dir, name, NULL);
     if (g_regex_match(file_re, name, 0, &m)) {
       char *pid = g_match_info_fetch(m, 3);
-      if (pid_gone(pid) && g_file_test(full, G_FILE_TEST_IS_REGULAR)) remove_counted(full, &count);
+      if (writer_gone(pid, full) && g_file_test(full, G_FILE_TEST_IS_REGULAR))
+        remove_counted(full, &count);
       g_free(pid);
     } else {
       g_match_info_free(m);
       m = NULL;
       if (g_regex_match(dir_re, name, 0, &m)) {
         char *pid = g_match_info_fetch(m, 2);
-        if (pid_gone(pid) && g_file_test(full, G_FILE_TEST_IS_DIR) &&
+        if (writer_gone(pid, full) && g_file_test(full, G_FILE_TEST_IS_DIR) &&
             !g_file_test(full, G_FILE_TEST_IS_SYMLINK)) {
           GDir *sub = g_dir_open(full, 0, NULL);
           const char *part;
@@ -648,7 +681,7 @@ weft_status_t *weft_saver_save(weft_saver_t *saver, weft_session_t *session,
     st = rm ? read_local_values(session, rm, vars, values)
             : fetch_values(session, (weft_graph_t *)g, vars, values);
   }
-  /* Leftovers of writers of this prefix that crashed (never our own: see pid_gone). */
+  /* Leftovers of writers of this prefix that crashed (never our own: see writer_gone). */
   if (!st) weft_status_free(weft_checkpoint_remove_stale_temp_files(prefix, NULL));
   if (!st) st = write_shards(saver, session, vars, values, path);
   for (guint i = 0; vars && i < vars->len; i++) weft_tensor_unref(values[i]);
