@@ -12,6 +12,7 @@
  * that listens beyond loopback without TLS says on stderr that it is unencrypted. The --max_*
  * flags bound what one request may hold (docs/security.md, "Request validation"). */
 #include <glib.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -283,8 +284,27 @@ static void gslice_to_malloc(char **argv) {
 #endif
 }
 
+/* glibc's malloc, set for a server that moves large tensors. gRPC's read buffers for a message
+ * came from the reading thread's arena (glibc gives each thread one; the threads that poll take
+ * turns, server.c), and once freed (the bytes copied into the tensor) the arena's heap was
+ * trimmed or deleted, so the next message's buffers faulted in fresh, zeroed pages: a 64 MiB
+ * RecvTensor answer across network namespaces cost the receiving task 3,000 to 10,000 page
+ * faults, a 1 MiB one about 110, and the task a third more CPU than a plain gRPC receiver
+ * (docs/performance.md, "netns transfers: one poller, one malloc arena"). One arena, no
+ * automatic trim below 256 MiB and the mmap threshold at glibc's largest dynamic value
+ * (32 MiB) keep them resident; the explicit trims after bursts (server.c, pool.c) still hand
+ * memory back. WEFT_MALLOC_TUNING=0 keeps glibc's defaults. Set before any thread exists. */
+static void malloc_tuning(void) {
+  const char *env = getenv("WEFT_MALLOC_TUNING");
+  if (env && strcmp(env, "0") == 0) return;
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+}
+
 int main(int argc, char **argv) {
   gslice_to_malloc(argv);
+  malloc_tuning();
   flags_t f = {0};
   f.task_index = -1;
   f.from = (cluster_from_flags_t)CLUSTER_FROM_DEFAULTS;
