@@ -487,7 +487,7 @@ static void test_silent_peer(void) {
     g_free(silent);
     return;
   }
-  weft__peer_t peer = {"/job:worker/replica:0/task:1", silent, NULL};
+  weft__peer_t peer = {"/job:worker/replica:0/task:1", silent, NULL, NULL};
   Weft__GetStatusRequest req = WEFT__GET_STATUS_REQUEST__INIT;
   ProtobufCMessage *resp = NULL;
   gint64 t0 = g_get_monotonic_time();

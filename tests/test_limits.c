@@ -747,7 +747,7 @@ static void test_attacks_return(void) {
   /* 3. Sessions left open by clients that went away, reclaimed by --session_gc_seconds. */
   weft__security_t *sec = NULL;
   OK(weft__security_new(false, false, NULL, NULL, NULL, token, &sec));
-  weft__peer_t master = {"/job:ps/replica:0/task:0", address, sec};
+  weft__peer_t master = {"/job:ps/replica:0/task:0", address, sec, NULL};
   Tensorflow__GraphDef *gd = NULL;
   OK(weft__graph_to_graphdef_proto(g, &gd));
   for (int k = 0; k < ATTACK_SESSIONS; k++) abandoned_session(&master, gd);

@@ -159,6 +159,11 @@ typedef struct weft__peer {
   const char *address;
   /* How to reach it: TLS material and token (borrowed; NULL: plaintext, no token). */
   const weft__security_t *security;
+  /* A completion queue a thread of this process's server polls all along (server.c), or NULL.
+   * A call from inside that server waits for its answer there instead of polling a queue of
+   * its own: inside a server two pollers hand the reading of a large answer back and forth
+   * (docs/performance.md, "netns transfers: one poller"). */
+  grpc_completion_queue *queue;
 } weft__peer_t;
 
 /* One unary call: frames `msg` + tensors, waits for the answer (at most timeout_ms), unframes
@@ -172,6 +177,14 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
                                weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
                                ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
                                int *n_resp_tensors);
+/* A call's tag on a server's queue (weft__peer_t.queue) is its waiter's address with the low bit
+ * set, which no call_ctx_t has: the polling thread hands it to weft__rpc_waiter_done, which
+ * wakes the caller. */
+bool weft__rpc_is_waiter(const void *tag);
+void weft__rpc_waiter_done(void *tag);
+/* True on a server thread while it is the one that polls (server.c): it must not wait on its
+ * own queue. */
+bool weft__server_on_poller(void);
 /* Sends raw bytes to a method and returns the raw answer (tests of malformed requests). */
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);
@@ -202,6 +215,9 @@ typedef struct weft__step weft__step_t;
 weft__worker_t *weft__worker_new(const char *job, int task, int64_t default_step_timeout_ms);
 /* How its _Recv kernels reach the other tasks (a reference is taken); set before serving. */
 void weft__worker_set_security(weft__worker_t *w, weft__security_t *security);
+/* The server's completion queue, which its _Recv kernels' RecvTensor calls wait on (borrowed:
+ * the server outlives its worker's steps); set before serving. */
+void weft__worker_set_queue(weft__worker_t *w, grpc_completion_queue *cq);
 /* The cluster the task belongs to (copied): RegisterGraph refuses peers and _Send/_Recv devices
  * outside it; at most max_graphs graphs registered at once; steps no RunGraph holds dropped
  * after step_idle_timeout_ms (<= 0: the defaults). Starts the thread that drops them; set
@@ -339,6 +355,7 @@ typedef struct weft__xfer_state {
 weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
                                        weft__step_t *const *step, GHashTable *peers,
                                        const weft__security_t *security,
+                                       grpc_completion_queue *queue,
                                        weft__kernel_instance_t **out);
 void weft__xfer_instance_free(weft__kernel_instance_t *inst);
 /* A _Recv of a group that is not its first: it runs after the first (the partitioner gives it a

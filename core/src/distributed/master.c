@@ -373,7 +373,7 @@ typedef struct status_call {
 
 static void do_get_status(void *arg) {
   status_call_t *c = arg;
-  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security};
+  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security, NULL};
   Weft__GetStatusRequest req = WEFT__GET_STATUS_REQUEST__INIT;
   ProtobufCMessage *resp = NULL;
   /* Wait for tasks that are still starting, up to the deadline. */
@@ -1342,7 +1342,7 @@ typedef struct cleanup_all_call {
 
 static void do_cleanup_all(void *arg) {
   cleanup_all_call_t *c = arg;
-  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security};
+  weft__peer_t peer = {c->task->name, c->task->address, c->m->opts.security, NULL};
   Weft__CleanupAllRequest req = WEFT__CLEANUP_ALL_REQUEST__INIT;
   req.n_container = (size_t)c->n;
   req.container = (char **)c->containers;

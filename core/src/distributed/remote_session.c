@@ -45,7 +45,7 @@ typedef struct remote_session {
 } remote_session_t;
 
 static weft__peer_t server_peer(const char *address, const weft__security_t *security) {
-  weft__peer_t peer = {"The server", address, security};
+  weft__peer_t peer = {"The server", address, security, NULL};
   return peer;
 }
 

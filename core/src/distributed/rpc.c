@@ -201,16 +201,47 @@ static bool from_service(const grpc_metadata_array *md) {
   return false;
 }
 
+/* A call waiting on a server's queue (weft__peer_t.queue): the server's polling thread reads its
+ * answer and wakes it. Lives on the caller's stack until done. */
+typedef struct waiter {
+  GMutex lock;
+  GCond cond;
+  bool done;
+} waiter_t;
+
+bool weft__rpc_is_waiter(const void *tag) { return ((uintptr_t)tag & 1) != 0; }
+
+void weft__rpc_waiter_done(void *tag) {
+  waiter_t *w = (waiter_t *)((uintptr_t)tag & ~(uintptr_t)1);
+  g_mutex_lock(&w->lock);
+  w->done = true;
+  g_cond_signal(&w->cond);
+  /* The caller may return (and its stack go) as soon as the lock is free. */
+  g_mutex_unlock(&w->lock);
+}
+
+/* The server's queue to wait on, or NULL: poll a queue of the call's own. WEFT_RPC_OWN_QUEUE=1
+ * always takes the call's own (for measuring). */
+static grpc_completion_queue *shared_queue(const weft__peer_t *peer) {
+  static int own = -1;
+  if (own < 0) {
+    const char *env = g_getenv("WEFT_RPC_OWN_QUEUE");
+    own = env && strcmp(env, "1") == 0;
+  }
+  return peer && peer->queue && !own && !weft__server_on_poller() ? peer->queue : NULL;
+}
+
 /* *answered: the status came from the service itself (see WEFT_ORIGIN_KEY). */
 static weft_status_t *call_raw(const char *address, const weft__security_t *security,
-                               const char *method, grpc_byte_buffer *request,
-                               int64_t timeout_ms, bool wait_for_ready, weft__call_set_t *set,
+                               grpc_completion_queue *shared, const char *method,
+                               grpc_byte_buffer *request, int64_t timeout_ms,
+                               bool wait_for_ready, weft__call_set_t *set,
                                grpc_byte_buffer **response, bool *answered) {
   *response = NULL;
   *answered = false;
   bool gzip = request->type == GRPC_BB_RAW && request->data.raw.compression == GRPC_COMPRESS_GZIP;
   grpc_channel *channel = channel_for(address, security, gzip);
-  grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+  grpc_completion_queue *cq = shared ? shared : grpc_completion_queue_create_for_pluck(NULL);
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
                                                             GPR_TIMESPAN));
@@ -221,8 +252,10 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
   weft_status_t *st = call_set_add(set, call);
   if (st) {
     grpc_call_unref(call);
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_destroy(cq);
+    if (!shared) {
+      grpc_completion_queue_shutdown(cq);
+      grpc_completion_queue_destroy(cq);
+    }
     return st;
   }
 
@@ -258,8 +291,20 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
   ops[5].data.recv_status_on_client.trailing_metadata = &trailing_md;
   ops[5].data.recv_status_on_client.status = &code;
   ops[5].data.recv_status_on_client.status_details = &details;
-  grpc_call_error err = grpc_call_start_batch(call, ops, 6, call, NULL);
-  if (err == GRPC_CALL_OK) {
+  waiter_t w;
+  if (shared) {
+    g_mutex_init(&w.lock);
+    g_cond_init(&w.cond);
+    w.done = false;
+  }
+  void *tag = shared ? (void *)((uintptr_t)&w | 1) : (void *)call;
+  grpc_call_error err = grpc_call_start_batch(call, ops, 6, tag, NULL);
+  if (err == GRPC_CALL_OK && shared) {
+    /* The call's deadline bounds the wait: gRPC completes it then at the latest. */
+    g_mutex_lock(&w.lock);
+    while (!w.done) g_cond_wait(&w.cond, &w.lock);
+    g_mutex_unlock(&w.lock);
+  } else if (err == GRPC_CALL_OK) {
     grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
   } else {
     code = GRPC_STATUS_INTERNAL;
@@ -286,8 +331,13 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
   grpc_metadata_array_destroy(&initial_md);
   grpc_metadata_array_destroy(&trailing_md);
   grpc_call_unref(call);
-  grpc_completion_queue_shutdown(cq);
-  grpc_completion_queue_destroy(cq);
+  if (shared) {
+    g_mutex_clear(&w.lock);
+    g_cond_clear(&w.cond);
+  } else {
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+  }
   return st;
 }
 
@@ -311,8 +361,8 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
   if (st) return st;
   grpc_byte_buffer *response = NULL;
   bool answered = false;
-  st = call_raw(peer->address, peer->security, method, request, timeout_ms, wait_for_ready, set,
-                &response, &answered);
+  st = call_raw(peer->address, peer->security, shared_queue(peer), method, request, timeout_ms,
+                wait_for_ready, set, &response, &answered);
   grpc_byte_buffer_destroy(request);
   if (st) {
     weft_code_t code = answered ? WEFT_OK : weft_status_code(st);
@@ -362,7 +412,8 @@ static weft_status_t *raw_call(const char *address, const weft__security_t *secu
   grpc_byte_buffer *response = NULL;
   bool answered = false;
   weft_status_t *st =
-      call_raw(address, security, method, request, timeout_ms, false, NULL, &response, &answered);
+      call_raw(address, security, NULL, method, request, timeout_ms, false, NULL, &response,
+               &answered);
   grpc_byte_buffer_destroy(request);
   if (st) return st;
   grpc_byte_buffer_reader reader;

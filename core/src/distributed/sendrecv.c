@@ -251,6 +251,7 @@ static weft_status_t *group_keys_from_attr(const weft_node_t *node, const char *
 weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *device,
                                        weft__step_t *const *step, GHashTable *peers,
                                        const weft__security_t *security,
+                                       grpc_completion_queue *queue,
                                        weft__kernel_instance_t **out) {
   *out = NULL;
   bool is_recv = strcmp(node->op_name, "_Recv") == 0;
@@ -285,6 +286,7 @@ weft_status_t *weft__xfer_instance_new(const weft_node_t *node, weft__device_t *
     x->peer.name = task;
     x->peer.address = g_strdup(peer->address);
     x->peer.security = weft__security_ref((weft__security_t *)security);
+    x->peer.queue = queue;
     x->peer_incarnation = peer->incarnation;
     const weft__attr_value_t *group = weft__attrs_get(node->attrs, WEFT_RECV_GROUP_ATTR);
     if (group) {

@@ -146,6 +146,8 @@ typedef struct call_ctx {
 /* Set while the polling thread handles a call that never blocks: nobody else polls meanwhile. */
 static _Thread_local bool on_poller;
 
+bool weft__server_on_poller(void) { return on_poller; }
+
 /* A copy into shared memory this large is left to the handler pool rather than made by the
  * polling thread, which would keep every other call waiting: about a millisecond of memcpy. */
 #define POLLER_COPY_MAX_BYTES ((size_t)4 << 20)
@@ -820,6 +822,13 @@ static gpointer poll_cq(gpointer data) {
       g_cond_broadcast(&s->cond);
       continue;
     }
+    if (weft__rpc_is_waiter(ev.tag)) {
+      /* The answer to a call made from inside this server (weft__peer_t.queue). */
+      g_mutex_unlock(&s->lock);
+      weft__rpc_waiter_done(ev.tag);
+      g_mutex_lock(&s->lock);
+      continue;
+    }
     call_ctx_t *ctx = ev.tag;
     if (ctx->answering || (!ev.success && !ctx->receiving)) {
       /* An answer sent, or a request the server cancelled as it shut down. */
@@ -1181,6 +1190,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->master = weft__master_new(s->spec, job, task, &mopts);
   s->worker = weft__worker_new(job, task, mopts.step_timeout_ms);
   weft__worker_set_security(s->worker, security);
+  weft__worker_set_queue(s->worker, s->cq);
   weft__worker_set_cluster(s->worker, s->spec,
                            opts ? opts->max_registered_graphs : WEFT_DEFAULT_MAX_REGISTERED_GRAPHS,
                            opts ? opts->step_idle_timeout_ms : WEFT_DEFAULT_STEP_IDLE_TIMEOUT_MS);

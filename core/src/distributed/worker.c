@@ -51,6 +51,7 @@ typedef struct reg_graph {
   int n_fetches;
   GHashTable *peers; /* task name -> Weft__TaskAddress* */
   weft__security_t *security; /* how its _Recv kernels reach the peers (a reference) */
+  grpc_completion_queue *queue; /* where their RecvTensor calls wait (the server's; borrowed) */
   int n_recv;
   GMutex lock;
   GPtrArray *free_slots;
@@ -69,6 +70,7 @@ struct weft__worker {
   GHashTable *graphs; /* handle -> reg_graph_t* */
   bool shut_down;
   weft__security_t *security; /* TLS material and token for the other tasks; may be NULL */
+  grpc_completion_queue *queue; /* the server's completion queue (borrowed); NULL: none */
   /* The cluster it belongs to: a graph's peers and the devices its _Send/_Recv name must be
    * tasks of it (NULL: not checked, for workers made without a server). */
   weft_cluster_spec_t *spec;
@@ -215,6 +217,8 @@ void weft__worker_set_security(weft__worker_t *w, weft__security_t *security) {
   w->security = weft__security_ref(security);
   weft__security_unref(old);
 }
+
+void weft__worker_set_queue(weft__worker_t *w, grpc_completion_queue *cq) { w->queue = cq; }
 
 const char *weft__worker_task(const weft__worker_t *w) { return w->task_name; }
 guint64 weft__worker_incarnation(const weft__worker_t *w) { return w->incarnation; }
@@ -374,7 +378,7 @@ static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
       continue;
     }
     st = weft__xfer_instance_new(node, g->devices[k], &slot->step, g->peers, g->security,
-                                 &kernels[k]);
+                                 g->queue, &kernels[k]);
     if (!st) {
       slot->xfer[slot->n_xfer++] = kernels[k];
       inexpensive[k] = weft__xfer_is_group_follower(kernels[k]);
@@ -552,6 +556,7 @@ weft_status_t *weft__worker_register_graph(weft__worker_t *w,
   g->peers = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                    (GDestroyNotify)task_address_free);
   g->security = weft__security_ref(w->security);
+  g->queue = w->queue;
   g_mutex_init(&g->lock);
   g->slots = g_ptr_array_new();
   g->free_slots = g_ptr_array_new();
