@@ -288,8 +288,8 @@ static void gslice_to_malloc(char **argv) {
  * came from the reading thread's arena (glibc gives each thread one; the threads that poll take
  * turns, server.c), and once freed (the bytes copied into the tensor) the arena's heap was
  * trimmed or deleted, so the next message's buffers faulted in fresh, zeroed pages: a 64 MiB
- * RecvTensor answer across network namespaces cost the receiving task 3,000 to 10,000 page
- * faults, a 1 MiB one about 110, and the task a third more CPU than a plain gRPC receiver
+ * RecvTensor answer across network namespaces cost the receiving task 1,500 to 10,500 page
+ * faults, a 1 MiB one 40 to 120, and the task a third more CPU than a plain gRPC receiver
  * (docs/performance.md, "netns transfers: one poller, one malloc arena"). One arena, no
  * automatic trim below 256 MiB and the mmap threshold at glibc's largest dynamic value
  * (32 MiB) keep them resident; the explicit trims after bursts (server.c, pool.c) still hand
