@@ -51,6 +51,52 @@ static void run_target(weft_session_t *s, const char *name) {
   OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &name, 1));
 }
 
+/* A tensor that crosses tasks through gRPC (no shared memory), received every way a task can:
+ * its _Recv waiting on the server's queue (the default) or polling its own
+ * (WEFT_RPC_OWN_QUEUE=1), with weftd's malloc settings or glibc's (WEFT_MALLOC_TUNING=0). Each
+ * step's bytes are checked against the pattern the ps made, the first step's and a later
+ * one's (the later reuses the receiver's buffers). */
+static void test_recv_paths(void) {
+  static const char *const envs[][3] = {
+      {"WEFT_SHM_TRANSFER=0", NULL, NULL},
+      {"WEFT_SHM_TRANSFER=0", "WEFT_RPC_OWN_QUEUE=1", NULL},
+      {"WEFT_SHM_TRANSFER=0", "WEFT_MALLOC_TUNING=0", NULL},
+  };
+  const int64_t n = (int64_t)3 << 20; /* 12 MiB of float32: many gRPC reads */
+  for (size_t e = 0; e < G_N_ELEMENTS(envs); e++) {
+    weftd_cluster_t c;
+    if (!weftd_cluster_start_full(&c, 1, 1, NULL, envs[e], NULL)) return;
+    weft_graph_t *g = weft_graph_new();
+    weft_status_t *st = NULL;
+    weft_tensor_t *value = weft_tensor_new(WEFT_DT_FLOAT, 1, &n);
+    float *v = weft_tensor_data(value);
+    for (int64_t k = 0; k < n; k++) v[k] = (float)(k % 4093) - 2000.0f;
+    weft_graph_push_device(g, "/job:ps/task:0/cpu:0");
+    weft_output_t big = weft_const(g, "big", value, &st);
+    OK(st);
+    weft_graph_pop_device(g);
+    weft_graph_push_device(g, "/job:worker/task:0/cpu:0");
+    weft_unary(g, "Identity", "received", big, &st);
+    OK(st);
+    weft_graph_pop_device(g);
+    weft_session_t *s = weftd_remote_session(g, c.target[1]);
+    for (int step = 0; step < 3; step++) {
+      const char *fetch = "received";
+      weft_tensor_t *out = NULL;
+      OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+      g_assert_cmpint(weft_tensor_num_elements(out), ==, n);
+      g_assert_true(memcmp(weft_tensor_data(out), v, (size_t)n * sizeof(float)) == 0);
+      weft_tensor_unref(out);
+    }
+    g_test_message("%s %s: three 12 MiB transfers exact", envs[e][0],
+                   envs[e][1] ? envs[e][1] : "(defaults)");
+    weft_tensor_unref(value);
+    weft_session_free(s);
+    weft_graph_free(g);
+    weftd_cluster_stop(&c);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Cluster specs */
 
@@ -1755,6 +1801,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/placement", test_placement);
   g_test_add_func("/distributed/send_recv_dtypes", test_send_recv_dtypes);
   g_test_add_func("/distributed/large_tensor", test_large_tensor);
+  g_test_add_func("/distributed/recv_paths", test_recv_paths);
   g_test_add_func("/distributed/shared_variables", test_shared_variables);
   g_test_add_func("/distributed/ps_killed", test_ps_killed);
   g_test_add_func("/distributed/kernel_error_aborts_step", test_kernel_error_aborts_step);
