@@ -78,6 +78,16 @@ static const conv_spec_t depthwise_cases[] = {
     /* The direct float32 NHWC loop (plugins/cpu/cpu_conv_fast.c): multipliers 1, 2, 3, odd
      * sizes, strides, dilations, 1x1, empty outputs, enough rows for every thread. */
     {"1x1_mult2", 2, 1, {1, 5, 6}, 4, {1, 1, 1}, 2, {1, 1, 1}, {1, 1, 1}, "VALID", {0}, false, 0},
+    /* Every channel block of the register loop: multiplier 1 over 64 + 16 + 3 channels,
+     * multiplier 2 over 32 + 16 + 5 input channels (dilated too), multiplier 4 widened. */
+    {"blocks_mult1_c83", 2, 2, {1, 5, 6}, 83, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "SAME", {0},
+     false, 0},
+    {"blocks_mult2_c53", 2, 2, {1, 6, 5}, 53, {1, 3, 3}, 2, {1, 1, 1}, {1, 1, 1}, "SAME", {0},
+     false, 0},
+    {"blocks_mult2_dilated", 2, 1, {1, 8, 9}, 53, {1, 3, 2}, 2, {1, 2, 1}, {1, 2, 2}, "SAME",
+     {0}, false, 0},
+    {"blocks_mult4_c21", 2, 1, {1, 6, 6}, 21, {1, 3, 3}, 4, {1, 1, 1}, {1, 1, 1}, "VALID", {0},
+     false, 0},
     {"empty_output_valid", 2, 1, {1, 2, 2}, 3, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "VALID", {0},
      false, 0},
     {"large_mult1_33x29x24", 2, 2, {1, 33, 29}, 24, {1, 3, 3}, 1, {1, 1, 1}, {1, 1, 1}, "SAME",

@@ -494,13 +494,6 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
  * (input channel ci repeated mult times), once for the output rows that read it, which makes the
  * inner loop the same. */
 
-typedef struct depthwise_job {
-  const weft_cpu_conv2d_t *g;
-  const float *x, *f;
-  float *y;
-  const weft_cpu_epilogue_t *ep; /* finishes each output row, or NULL */
-} depthwise_job_t;
-
 /* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
  * into output row `out`. The plugin is built for any x86-64 (SSE2); this loop, where depthwise
  * convolutions spend their time, is also built for AVX2 and AVX-512 and chosen at load time. */
@@ -529,62 +522,159 @@ static void depthwise_add_row(const weft_cpu_conv2d_t *g, const float *src, int6
  * ymm, four xmm). dw_v16u is the same read from any float address. */
 typedef float dw_v16 __attribute__((vector_size(64)));
 typedef float dw_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t dw_v16i __attribute__((vector_size(64)));
 
-/* Output row `out` (ow pixels of m channels, holding its start: zeros or the bias) plus every
- * tap of the filter over input rows src[0..kh) (NULL: outside the image; pixels px floats
- * apart, channel o at o). Each pixel's channels are summed 64 at a time in registers over all
- * taps and stored once, where depthwise_add_row loads and stores the output once per tap; the
- * taps are added in the same order, so the sums are the same bits. */
+/* How one row of sums is finished in registers before its only store (dw_row_t.clamp): Relu and
+ * Relu6 as their unfused loops compute them (x < 0 gives 0, x > 6 gives 6, NaN passes). */
+enum { DW_CLAMP_NONE, DW_CLAMP_RELU, DW_CLAMP_RELU6 };
+
+/* One output row of a depthwise convolution with multiplier 1 or 2, every tap summed in
+ * registers and stored once. src[0..kh) are the input rows (NULL: outside the image; pixels
+ * g->c floats apart). Multiplier 1: f is the filter as given, [kh*kw][c], and start the bias [c]
+ * or NULL. Multiplier 2: f is the filter split by q, [kh*kw][2][c] (tap t, q, input channel ci
+ * at (t * 2 + q) * c + ci), start likewise [2][c]; the two sums of each input channel block are
+ * interleaved into output channels ci * 2 + q at the store. Either way each output element is
+ * its start (0 or the bias) plus the taps in filter order, the bits of the unfused loops. */
+typedef struct dw_row {
+  const weft_cpu_conv2d_t *g;
+  const float *f, *start;
+  int64_t c; /* channels of an input pixel: g->c, or g->m for rows widened beforehand */
+  bool two;  /* multiplier 2 (else 1) */
+  int clamp;
+} dw_row_t;
+
+typedef struct depthwise_job {
+  const weft_cpu_conv2d_t *g;
+  const float *x, *f;
+  float *y;
+  const weft_cpu_epilogue_t *ep; /* finishes each output row, or NULL */
+  dw_row_t row;                  /* depthwise_row_taps' view of the filter and epilogue */
+} depthwise_job_t;
+
+#define DW_LD(p) ((dw_v16)(*(const dw_v16u *)(p)))
+#define DW_ST(p, v) (*(dw_v16u *)(p) = (v))
+/* Relu / Relu6 of v without a branch, NaN left as it is. */
+#define DW_FINISH(v, clamp)                                                                    \
+  do {                                                                                         \
+    if ((clamp) != DW_CLAMP_NONE) {                                                            \
+      dw_v16 z_ = {0};                                                                         \
+      (v) = (dw_v16)((dw_v16i)(v) & ~((v) < z_));                                              \
+      if ((clamp) == DW_CLAMP_RELU6) {                                                         \
+        dw_v16 six_ = z_ + 6.0f;                                                               \
+        dw_v16i hi_ = (v) > six_;                                                              \
+        (v) = (dw_v16)(((dw_v16i)(v) & ~hi_) | ((dw_v16i)six_ & hi_));                         \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+/* For every tap (i, q) of output pixel ox whose input pixel is inside the image: xs its input
+ * pixel at channel offset c0, t the tap's index; the body (the macro's argument) sums it. */
+#define DW_TAPS(...)                                                                           \
+  for (int64_t i = 0; i < g->kh; i++) {                                                        \
+    if (!src[i]) continue;                                                                     \
+    for (int64_t q = 0; q < g->kw; q++) {                                                      \
+      int64_t ix = ox * g->sw + q * g->dw - g->pl;                                             \
+      if (ix < 0 || ix >= g->w) continue;                                                      \
+      const float *xs = src[i] + ix * c + c0;                                                  \
+      int64_t t = i * g->kw + q;                                                               \
+      __VA_ARGS__                                                                              \
+    }                                                                                          \
+  }
+
+static inline float dw_finish1(float v, int clamp) {
+  if (clamp != DW_CLAMP_NONE && v < 0.0f) v = 0.0f;
+  if (clamp == DW_CLAMP_RELU6 && v > 6.0f) v = 6.0f;
+  return v;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static void depthwise_row_taps(const weft_cpu_conv2d_t *g, const float *const *src, int64_t px,
-                               const float *f, float *out) {
-  int64_t m = g->m;
+static void depthwise_row_taps(const dw_row_t *r, const float *const *src, float *out) {
+  const weft_cpu_conv2d_t *g = r->g;
+  const float *f = r->f, *st = r->start;
+  int64_t c = r->c, m = r->two ? 2 * c : c;
+  int clamp = r->clamp;
+  const dw_v16 zero = {0};
   for (int64_t ox = 0; ox < g->ow; ox++) {
     float *o = out + ox * m;
     int64_t c0 = 0;
-    for (; c0 + 64 <= m; c0 += 64) {
-      dw_v16 a0 = *(const dw_v16u *)(o + c0), a1 = *(const dw_v16u *)(o + c0 + 16);
-      dw_v16 a2 = *(const dw_v16u *)(o + c0 + 32), a3 = *(const dw_v16u *)(o + c0 + 48);
-      for (int64_t i = 0; i < g->kh; i++) {
-        if (!src[i]) continue;
-        for (int64_t q = 0; q < g->kw; q++) {
-          int64_t ix = ox * g->sw + q * g->dw - g->pl;
-          if (ix < 0 || ix >= g->w) continue;
-          const float *xs = src[i] + ix * px + c0, *fk = f + (i * g->kw + q) * m + c0;
-          a0 += *(const dw_v16u *)xs * *(const dw_v16u *)fk;
-          a1 += *(const dw_v16u *)(xs + 16) * *(const dw_v16u *)(fk + 16);
-          a2 += *(const dw_v16u *)(xs + 32) * *(const dw_v16u *)(fk + 32);
-          a3 += *(const dw_v16u *)(xs + 48) * *(const dw_v16u *)(fk + 48);
-        }
+    if (!r->two) {
+      for (; c0 + 64 <= c; c0 += 64) {
+        dw_v16 a0 = st ? DW_LD(st + c0) : zero, a1 = st ? DW_LD(st + c0 + 16) : zero;
+        dw_v16 a2 = st ? DW_LD(st + c0 + 32) : zero, a3 = st ? DW_LD(st + c0 + 48) : zero;
+        DW_TAPS({
+          const float *fk = f + t * c + c0;
+          a0 += DW_LD(xs) * DW_LD(fk);
+          a1 += DW_LD(xs + 16) * DW_LD(fk + 16);
+          a2 += DW_LD(xs + 32) * DW_LD(fk + 32);
+          a3 += DW_LD(xs + 48) * DW_LD(fk + 48);
+        })
+        DW_FINISH(a0, clamp);
+        DW_FINISH(a1, clamp);
+        DW_FINISH(a2, clamp);
+        DW_FINISH(a3, clamp);
+        DW_ST(o + c0, a0);
+        DW_ST(o + c0 + 16, a1);
+        DW_ST(o + c0 + 32, a2);
+        DW_ST(o + c0 + 48, a3);
       }
-      *(dw_v16u *)(o + c0) = a0;
-      *(dw_v16u *)(o + c0 + 16) = a1;
-      *(dw_v16u *)(o + c0 + 32) = a2;
-      *(dw_v16u *)(o + c0 + 48) = a3;
+      for (; c0 + 16 <= c; c0 += 16) {
+        dw_v16 a0 = st ? DW_LD(st + c0) : zero;
+        DW_TAPS({ a0 += DW_LD(xs) * DW_LD(f + t * c + c0); })
+        DW_FINISH(a0, clamp);
+        DW_ST(o + c0, a0);
+      }
+      for (; c0 < c; c0++) {
+        float a = st ? st[c0] : 0.0f;
+        DW_TAPS({ a += xs[0] * f[t * c + c0]; })
+        o[c0] = dw_finish1(a, clamp);
+      }
+      continue;
     }
-    for (; c0 + 16 <= m; c0 += 16) {
-      dw_v16 a0 = *(const dw_v16u *)(o + c0);
-      for (int64_t i = 0; i < g->kh; i++) {
-        if (!src[i]) continue;
-        for (int64_t q = 0; q < g->kw; q++) {
-          int64_t ix = ox * g->sw + q * g->dw - g->pl;
-          if (ix < 0 || ix >= g->w) continue;
-          a0 += *(const dw_v16u *)(src[i] + ix * px + c0) *
-                *(const dw_v16u *)(f + (i * g->kw + q) * m + c0);
-        }
-      }
-      *(dw_v16u *)(o + c0) = a0;
+    /* Multiplier 2: a0/a1 (q = 0, 1) over input channels c0.., a2/a3 over c0 + 16... */
+    const dw_v16i lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+    const dw_v16i hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    for (; c0 + 32 <= c; c0 += 32) {
+      dw_v16 a0 = st ? DW_LD(st + c0) : zero, a1 = st ? DW_LD(st + c + c0) : zero;
+      dw_v16 a2 = st ? DW_LD(st + c0 + 16) : zero, a3 = st ? DW_LD(st + c + c0 + 16) : zero;
+      DW_TAPS({
+        const float *fk = f + t * 2 * c + c0;
+        dw_v16 x0 = DW_LD(xs), x1 = DW_LD(xs + 16);
+        a0 += x0 * DW_LD(fk);
+        a1 += x0 * DW_LD(fk + c);
+        a2 += x1 * DW_LD(fk + 16);
+        a3 += x1 * DW_LD(fk + c + 16);
+      })
+      DW_FINISH(a0, clamp);
+      DW_FINISH(a1, clamp);
+      DW_FINISH(a2, clamp);
+      DW_FINISH(a3, clamp);
+      DW_ST(o + 2 * c0, __builtin_shuffle(a0, a1, lo));
+      DW_ST(o + 2 * c0 + 16, __builtin_shuffle(a0, a1, hi));
+      DW_ST(o + 2 * c0 + 32, __builtin_shuffle(a2, a3, lo));
+      DW_ST(o + 2 * c0 + 48, __builtin_shuffle(a2, a3, hi));
     }
-    for (int64_t i = 0; c0 < m && i < g->kh; i++) {
-      if (!src[i]) continue;
-      for (int64_t q = 0; q < g->kw; q++) {
-        int64_t ix = ox * g->sw + q * g->dw - g->pl;
-        if (ix < 0 || ix >= g->w) continue;
-        const float *xs = src[i] + ix * px, *fk = f + (i * g->kw + q) * m;
-        for (int64_t ch = c0; ch < m; ch++) o[ch] += xs[ch] * fk[ch];
-      }
+    for (; c0 + 16 <= c; c0 += 16) {
+      dw_v16 a0 = st ? DW_LD(st + c0) : zero, a1 = st ? DW_LD(st + c + c0) : zero;
+      DW_TAPS({
+        const float *fk = f + t * 2 * c + c0;
+        dw_v16 x0 = DW_LD(xs);
+        a0 += x0 * DW_LD(fk);
+        a1 += x0 * DW_LD(fk + c);
+      })
+      DW_FINISH(a0, clamp);
+      DW_FINISH(a1, clamp);
+      DW_ST(o + 2 * c0, __builtin_shuffle(a0, a1, lo));
+      DW_ST(o + 2 * c0 + 16, __builtin_shuffle(a0, a1, hi));
+    }
+    for (; c0 < c; c0++) {
+      float a0 = st ? st[c0] : 0.0f, a1 = st ? st[c + c0] : 0.0f;
+      DW_TAPS({
+        a0 += xs[0] * f[t * 2 * c + c0];
+        a1 += xs[0] * f[t * 2 * c + c + c0];
+      })
+      o[2 * c0] = dw_finish1(a0, clamp);
+      o[2 * c0 + 1] = dw_finish1(a1, clamp);
     }
   }
 }
@@ -593,12 +683,14 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
   const depthwise_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, m = g->m, mult = m / c;
-  /* Widened input rows, kh of them, slot iy % kh, tagged with the row they hold: consecutive
-   * output rows share most of their input rows. Without the memory, the multiplier's loop runs
-   * unwidened (slower). */
+  /* Multipliers above 2 widen each input row to m channels (input channel ci repeated mult
+   * times) once for the output rows that read it, which makes the loop multiplier 1's: kh rows,
+   * slot iy % kh, tagged with the row they hold. Without the memory, the loop runs unwidened
+   * (slower). */
+  bool widen = mult > 2;
   float *wide = NULL;
   int64_t *tags = NULL;
-  if (mult > 1) {
+  if (widen) {
     wide = malloc(sizeof(float) * (size_t)(g->kh * g->w * m));
     tags = malloc(sizeof(int64_t) * (size_t)g->kh);
     if (!wide || !tags) {
@@ -609,22 +701,27 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
     }
     for (int64_t i = 0; tags && i < g->kh; i++) tags[i] = -1;
   }
+  /* All taps at once (depthwise_row_taps) when the rows can be gathered first: widened rows
+   * only without dilation, where the kh rows' slots iy % kh differ. */
+  bool gather = g->kh <= DEPTHWISE_MAX_KH && (!widen || (wide && g->dh == 1));
+  dw_row_t rt = j->row;
+  if (widen) rt.c = m;
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / g->oh, oy = r % g->oh;
     const float *img = j->x + n * g->h * g->w * c;
     float *out = j->y + r * g->ow * m;
-    bool biased = weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
-    if (!biased) memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
-    /* All taps at once (depthwise_row_taps) when the rows can be gathered first: a multiplier's
-     * widened rows only without dilation, where the kh rows' slots iy % kh differ. */
+    bool biased = false;
+    if (!gather) {
+      biased = weft__cpu_epilogue_prefill(j->ep, out, g->ow, m, m, 0);
+      if (!biased) memset(out, 0, sizeof(float) * (size_t)(g->ow * m));
+    }
     const float *srcs[DEPTHWISE_MAX_KH];
-    bool gather = g->kh <= DEPTHWISE_MAX_KH && (mult == 1 || (wide && g->dh == 1));
     for (int64_t i = 0; i < g->kh; i++) {
       int64_t iy = oy * g->sh + i * g->dh - g->pt;
       if (gather) srcs[i] = NULL;
       if (iy < 0 || iy >= g->h) continue;
       const float *row = img + iy * g->w * c;
-      if (gather && mult == 1) {
+      if (gather && !widen) {
         srcs[i] = row;
       } else if (mult == 1) {
         depthwise_add_row(g, row, c, j->f, i, out);
@@ -650,8 +747,13 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
           }
       }
     }
-    if (gather) depthwise_row_taps(g, srcs, mult == 1 ? c : m, j->f, out);
-    if (j->ep) weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, biased);
+    if (gather) {
+      depthwise_row_taps(&rt, srcs, out);
+      biased = rt.start != NULL;
+    }
+    /* What the store did not finish: a batch norm's scale, another activation. */
+    if (j->ep && (j->ep->scale || j->ep->act) && !(gather && rt.clamp))
+      weft__cpu_epilogue_apply(j->ep, out, g->ow, m, m, 0, biased);
   }
   free(wide);
   free(tags);
@@ -667,7 +769,30 @@ weft_status_t *weft__cpu_depthwise_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu
                                           const weft_cpu_epilogue_t *ep) {
   int64_t rows = g->n * g->oh;
   if (rows == 0 || g->ow == 0 || g->m == 0) return NULL;
-  depthwise_job_t j = {g, x, f, y, ep};
+  int64_t c = g->c, mult = g->m / g->c, taps = g->kh * g->kw;
+  /* The register loop starts from the bias (a plain one: a batch norm's scale comes first) and
+   * applies Relu or Relu6 itself. */
+  bool plain_bias = ep && ep->bias && !ep->scale;
+  dw_row_t row = {g, f, plain_bias ? ep->bias : NULL, c, mult == 2,
+                  ep && !ep->scale ? ep->clamp : DW_CLAMP_NONE};
+  if (mult == 2) {
+    /* Multiplier 2's filter and bias split by q (dw_row_t), so that its loop reads each input
+     * vector once for both output channels of every input channel. */
+    float *split = NULL;
+    WEFT_RETURN_IF_ERROR(
+        H->kernel_scratch(ctx, sizeof(float) * (size_t)((taps + 1) * g->m), (void **)&split));
+    for (int64_t t = 0; t < taps; t++)
+      for (int64_t ci = 0; ci < c; ci++)
+        for (int64_t q = 0; q < 2; q++) split[(t * 2 + q) * c + ci] = f[t * g->m + ci * 2 + q];
+    row.f = split;
+    if (plain_bias) {
+      float *sb = split + taps * g->m;
+      for (int64_t ci = 0; ci < c; ci++)
+        for (int64_t q = 0; q < 2; q++) sb[q * c + ci] = ep->bias[ci * 2 + q];
+      row.start = sb;
+    }
+  }
+  depthwise_job_t j = {g, x, f, y, ep, row};
   int64_t macs = g->ow * g->m * g->kh * g->kw;
   if (rows * macs < DEPTHWISE_PARALLEL_MIN_MACS)
     depthwise_rows(&j, 0, rows);

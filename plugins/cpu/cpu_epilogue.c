@@ -32,6 +32,7 @@ struct weft_cpu_epilogue_spec {
   float epsilon;
   weft_cpu_unary_f32_fn act;
   double act_param;
+  int clamp; /* weft_cpu_epilogue_t.clamp */
   weft_cpu_packed_cache_t *packed; /* _FusedMatMul's packed constant B (cpu_packed.c) */
 };
 
@@ -84,6 +85,7 @@ weft_status_t *weft__cpu_epilogue_spec_new(const weft_host_t *host, const weft_a
     if (ok) s->act = weft__cpu_unary_f32(ops[1].data, &param, &dflt, &cost, NULL);
     ok = ok && s->act != NULL;
     s->act_param = strcmp(ops[1].data, "LeakyRelu") == 0 ? alpha : dflt;
+    s->clamp = strcmp(ops[1].data, "Relu") == 0 ? 1 : strcmp(ops[1].data, "Relu6") == 0 ? 2 : 0;
   }
   if (!ok) {
     char list[256] = "";
@@ -114,6 +116,7 @@ weft_status_t *weft__cpu_epilogue_bind(weft_kernel_ctx_t *ctx, const void *state
   memset(ep, 0, sizeof *ep);
   ep->act = s->act;
   ep->act_param = s->act_param;
+  ep->clamp = s->clamp;
   ep->channels = channels;
   const float *args[4] = {NULL, NULL, NULL, NULL};
   for (int64_t k = 0; k < s->num_args; k++) {

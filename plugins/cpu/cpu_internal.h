@@ -374,6 +374,9 @@ typedef struct weft_cpu_epilogue {
   weft_cpu_unary_f32_fn act;
   double act_param;
   int64_t channels;
+  /* act is Relu (1) or Relu6 (2), which a kernel may apply in registers before its store
+   * instead of calling act; 0 for any other or none. */
+  int clamp;
 } weft_cpu_epilogue_t;
 /* The parsed fused_ops / num_args / epsilon / leakyrelu_alpha of one node (a kernel state, freed
  * with weft__cpu_epilogue_spec_free); UNIMPLEMENTED naming the list for a fusion it lacks. */
