@@ -156,7 +156,7 @@ static const fconv_spec_t depthwise_cases[] = {
     {"batch_norm", {1, 5, 6, 4}, {3, 3, 4, 2}, 1, 1, "SAME", true, NULL},
     {"bias_sigmoid_dilated", {1, 9, 9, 2}, {3, 3, 2, 1}, 1, 2, "SAME", false, "Sigmoid"},
     /* The register loop's channel blocks with Relu / Relu6 applied before its store. */
-    {"bias_relu_c83", {1, 6, 5, 83}, {3, 3, 83, 1}, 1, 1, "SAME", false, "Relu"},
+    {"bias_relu_c83", {1, 6, 13, 83}, {3, 3, 83, 1}, 1, 1, "SAME", false, "Relu"},
     {"bias_relu6_mult2_c53", {2, 5, 6, 53}, {3, 3, 53, 2}, 1, 1, "SAME", false, "Relu6"},
     {"batch_norm_relu6_mult2_c53", {1, 5, 5, 53}, {3, 3, 53, 2}, 1, 1, "SAME", true, "Relu6"},
     {"bias_tanh_mult2_c37", {1, 5, 6, 37}, {3, 3, 37, 2}, 2, 1, "VALID", false, "Tanh"},
