@@ -488,11 +488,12 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
 
 /* ---------------------------------------------------------------------------------------------
  * DepthwiseConv2dNative: output channel o = ci * mult + q reads input channel ci with filter
- * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. An output row
- * is summed in place one filter row at a time, so the inner loop runs over contiguous channels
- * and vectorises. With a multiplier above 1 each input row is first widened to m channels
- * (input channel ci repeated mult times), once for the output rows that read it, which makes the
- * inner loop the same. */
+ * [kh, kw, c, mult], whose taps are laid out [kh, kw, c * mult]: the same index o. Each output
+ * pixel's channels are summed in registers over every tap, from the bias or zero, finished
+ * (Relu, Relu6) and stored once (depthwise_row_taps; for 3x3 filters, depthwise_row_3x3 and
+ * _x2 with the taps in registers). Multiplier 2 reads each input vector once for both of its
+ * outputs and interleaves them at the store; above 2, each input row is first widened to m
+ * channels (input channel ci repeated mult times), which makes the loop multiplier 1's. */
 
 /* Adds filter row i's taps over input row `src` (pixels `px` floats apart, m channels each)
  * into output row `out`. The plugin is built for any x86-64 (SSE2); this loop, where depthwise
@@ -753,6 +754,91 @@ static void depthwise_row_3x3(const dw_row_t *r, const float *const *src, float 
     }
 }
 
+/* The same for multiplier 2 (dw_row_t's split filter): 16 input channels at a time, the 18
+ * taps of their two outputs in registers, each input vector loaded once for two multiply-adds. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void depthwise_row_3x3_x2(const dw_row_t *r, const float *const *src, float *out) {
+  const weft_cpu_conv2d_t *g = r->g;
+  const float *f = r->f, *st = r->start;
+  int64_t c = r->c, m = 2 * c, sw = g->sw, dw = g->dw;
+  int clamp = r->clamp;
+  const dw_v16 zero = {0};
+  const dw_v16i lo16 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+  const dw_v16i hi16 = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  int64_t lo, hi;
+  dw_inner_pixels(g, &lo, &hi);
+/* Finishes the sums (u, v) of output pixel p and stores them as channels 2 c0 ... */
+#define DW_STORE2(p, u, v)                                                                     \
+  do {                                                                                         \
+    DW_FINISH(u, clamp);                                                                       \
+    DW_FINISH(v, clamp);                                                                       \
+    DW_ST(out + (p) * m + 2 * c0, __builtin_shuffle(u, v, lo16));                              \
+    DW_ST(out + (p) * m + 2 * c0 + 16, __builtin_shuffle(u, v, hi16));                         \
+  } while (0)
+  int64_t c0 = 0;
+  for (; c0 + 16 <= c; c0 += 16) {
+    dw_v16 f0[9], f1[9];
+    for (int t = 0; t < 9; t++) {
+      f0[t] = DW_LD(f + t * 2 * c + c0);
+      f1[t] = DW_LD(f + t * 2 * c + c + c0);
+    }
+    dw_v16 s0 = st ? DW_LD(st + c0) : zero, s1 = st ? DW_LD(st + c + c0) : zero;
+    for (int64_t ox = 0; ox < g->ow; ox++) {
+      if (ox == lo && hi - lo >= 4) {
+        for (; ox + 4 <= hi; ox += 4) {
+          dw_v16 a0 = s0, b0 = s1, a1 = s0, b1 = s1, a2 = s0, b2 = s1, a3 = s0, b3 = s1;
+          const float *base[3];
+          for (int i = 0; i < 3; i++)
+            base[i] = src[i] ? src[i] + (ox * sw - g->pl) * c + c0 : NULL;
+#pragma GCC unroll 3
+          for (int i = 0; i < 3; i++) {
+            if (!base[i]) continue;
+#pragma GCC unroll 3
+            for (int q = 0; q < 3; q++) {
+              const float *x = base[i] + q * dw * c;
+              dw_v16 x0 = DW_LD(x), x1 = DW_LD(x + sw * c);
+              a0 += x0 * f0[i * 3 + q];
+              b0 += x0 * f1[i * 3 + q];
+              a1 += x1 * f0[i * 3 + q];
+              b1 += x1 * f1[i * 3 + q];
+              dw_v16 x2 = DW_LD(x + 2 * sw * c), x3 = DW_LD(x + 3 * sw * c);
+              a2 += x2 * f0[i * 3 + q];
+              b2 += x2 * f1[i * 3 + q];
+              a3 += x3 * f0[i * 3 + q];
+              b3 += x3 * f1[i * 3 + q];
+            }
+          }
+          DW_STORE2(ox, a0, b0);
+          DW_STORE2(ox + 1, a1, b1);
+          DW_STORE2(ox + 2, a2, b2);
+          DW_STORE2(ox + 3, a3, b3);
+        }
+        if (ox >= g->ow) break;
+      }
+      dw_v16 a = s0, b = s1;
+      DW_TAPS({
+        dw_v16 x0 = DW_LD(xs);
+        a += x0 * f0[t];
+        b += x0 * f1[t];
+      })
+      DW_STORE2(ox, a, b);
+    }
+  }
+#undef DW_STORE2
+  for (; c0 < c; c0++)
+    for (int64_t ox = 0; ox < g->ow; ox++) {
+      float a0 = st ? st[c0] : 0.0f, a1 = st ? st[c + c0] : 0.0f;
+      DW_TAPS({
+        a0 += xs[0] * f[t * 2 * c + c0];
+        a1 += xs[0] * f[t * 2 * c + c + c0];
+      })
+      out[ox * m + 2 * c0] = dw_finish1(a0, clamp);
+      out[ox * m + 2 * c0 + 1] = dw_finish1(a1, clamp);
+    }
+}
+
 static void depthwise_rows(void *arg, int64_t b, int64_t e) {
   const depthwise_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
@@ -822,7 +908,9 @@ static void depthwise_rows(void *arg, int64_t b, int64_t e) {
       }
     }
     if (gather) {
-      if (!rt.two && g->kh == 3 && g->kw == 3)
+      if (g->kh == 3 && g->kw == 3 && rt.two)
+        depthwise_row_3x3_x2(&rt, srcs, out);
+      else if (g->kh == 3 && g->kw == 3)
         depthwise_row_3x3(&rt, srcs, out);
       else
         depthwise_row_taps(&rt, srcs, out);
