@@ -144,6 +144,11 @@ static const conv_spec_t pool_cases[] = {
     {"1x1_identity", {1, 3, 3, 2}, {1, 1, 0, 0}, {1, 1}, {1, 1}, "VALID", {0}, false},
     {"empty_batch", {0, 4, 4, 2}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false},
     {"large_64x64x16", {2, 64, 64, 16}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    /* Stride 1 along x: the windows inside a row are one span of 16-element blocks and a tail
+     * (plugins/cpu/cpu_pool_fast.c), the edges apart; NCHW planes the same way. */
+    {"same_3x2_s1_c10", {2, 7, 23, 10}, {3, 2, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"nchw_same_1x3_s1_row", {2, 1, 50, 3}, {1, 3, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, true},
+    {"nchw_valid_2x4_s1", {1, 5, 37, 2}, {2, 4, 0, 0}, {2, 1}, {1, 1}, "VALID", {0}, true},
 };
 
 static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
@@ -187,6 +192,25 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     set_4(c, "ksize", false, 2, 2);
     set_4(c, "strides", false, 2, 2);
     cf_case_attr_string(c, "padding", "VALID");
+    cf_run_case(ctx, c);
+    /* The same at stride 1 over rows long enough for the span's blocks: NaN and infinities
+     * in blocks and at the edges. */
+    c = cf_case_new(op, "nan_inf_stride1", dt);
+    double r[3 * 40];
+    for (int i = 0; i < 3 * 40; i++) r[i] = (double)(i * 7 % 11) - 5.0;
+    r[0] = NAN, r[17] = NAN, r[58] = INFINITY, r[63] = -INFINITY, r[79] = NAN, r[101] = NAN;
+    int64_t rd[4] = {1, 3, 40, 1};
+    flat = cf_array_vec(dt, 3 * 40, r);
+    x = cf_array_reshape(flat, 4, rd);
+    cf_array_free(flat);
+    conv_spec_t s1 = {"nan_inf_stride1", {1, 3, 40, 1}, {2, 3, 0, 0}, {1, 1}, {1, 1}, "SAME",
+                      {0}, false};
+    fill_window(&s1, &w, true);
+    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
+    cf_case_input(c, x);
+    set_4(c, "ksize", false, 2, 3);
+    set_4(c, "strides", false, 1, 1);
+    cf_case_attr_string(c, "padding", "SAME");
     cf_run_case(ctx, c);
   }
 }

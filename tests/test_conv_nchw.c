@@ -442,6 +442,7 @@ static void test_transpose(void) {
 static const conv_case_t pool_cases[] = {
     {2, 1, 1024, 2, 2, 1, 2, 1, 2, 1, 1, "SAME", {0}},   /* max_pooling1d channels_first s2 */
     {2, 1, 37, 3, 3, 1, 2, 1, 1, 1, 1, "VALID", {0}},    /* avg_pooling1d channels_first */
+    {2, 1, 1024, 2, 2, 1, 2, 1, 1, 1, 1, "SAME", {0}},   /* max_pooling1d channels_first s1 */
     {3, 29, 1, 2, 2, 3, 1, 2, 1, 1, 1, "SAME", {0}},     /* a column plane */
     {1, 9, 13, 5, 5, 3, 3, 2, 3, 1, 1, "SAME", {0}},
     {2, 8, 11, 1, 1, 2, 3, 3, 2, 1, 1, "VALID", {0}},

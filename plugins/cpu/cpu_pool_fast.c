@@ -64,17 +64,115 @@ static float first_nan_or(const pool_f32_job_t *j, int64_t n, int64_t y0, int64_
   return m;
 }
 
+/* Max with the first NaN winning: the generic kernel's fold step. */
+static inline float max_step(float a, float v) { return (v > a || isnan(v)) && !isnan(a) ? v : a; }
+
+typedef float pool_v16 __attribute__((vector_size(64)));
+typedef float pool_v16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef int32_t pool_v16i __attribute__((vector_size(64)));
+
+/* n output elements out[e] of windows that lie wholly inside the input: the fold over rows
+ * rows[0..nrows) (each already at the first output element's first window column) and kw
+ * columns px floats apart of rows[y][e + kx * px], as the generic kernel orders it, then times
+ * scale (average). 16 elements at a time in registers and one store, where a pass per window
+ * column loads and stores the output kw * nrows times. The max takes a plain v > m select and
+ * notes whether any NaN (or infinity: v - v) went by; such a block is folded again exactly. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void pool_span(bool is_max, float *out, const float *const *rows, int64_t nrows,
+                      int64_t kw, int64_t px, int64_t n, float scale) {
+  int64_t e0 = 0;
+  while (e0 + 16 <= n) {
+    /* A chunk of up to 16 blocks, checked for NaN once. */
+    int64_t blocks = (n - e0) / 16, end = e0 + 16 * (blocks < 16 ? blocks : 16);
+    pool_v16 any = {0};
+    for (int64_t b = e0; b < end; b += 16) {
+      pool_v16 acc = {0};
+      if (is_max) {
+        acc -= INFINITY;
+        for (int64_t y = 0; y < nrows; y++)
+          for (int64_t kx = 0; kx < kw; kx++) {
+            pool_v16 v = *(const pool_v16u *)(rows[y] + b + kx * px);
+            pool_v16i gt = v > acc;
+            acc = (pool_v16)(((pool_v16i)v & gt) | ((pool_v16i)acc & ~gt));
+            any += v - v;
+          }
+      } else {
+        for (int64_t y = 0; y < nrows; y++)
+          for (int64_t kx = 0; kx < kw; kx++) acc += *(const pool_v16u *)(rows[y] + b + kx * px);
+        acc *= scale;
+      }
+      *(pool_v16u *)(out + b) = acc;
+    }
+    if (is_max) {
+      pool_v16i odd = any != any;
+      int32_t seen = 0;
+      for (int l = 0; l < 16; l++) seen |= odd[l];
+      for (int64_t e = e0; seen && e < end; e++) {
+        float m = -INFINITY;
+        for (int64_t y = 0; y < nrows; y++)
+          for (int64_t kx = 0; kx < kw; kx++) m = max_step(m, rows[y][e + kx * px]);
+        out[e] = m;
+      }
+    }
+    e0 = end;
+  }
+  for (; e0 < n; e0++) {
+    float a = is_max ? -INFINITY : 0.0f;
+    for (int64_t y = 0; y < nrows; y++)
+      for (int64_t kx = 0; kx < kw; kx++) {
+        float v = rows[y][e0 + kx * px];
+        a = is_max ? max_step(a, v) : a + v;
+      }
+    out[e0] = is_max ? a : a * scale;
+  }
+}
+
+/* The most window rows pool_span takes (its row pointers live on the stack). */
+#define POOL_SPAN_MAX_KH 16
+
 /* Output row r of a window stride of 1 along x (or of one channel, any stride: an NCHW plane):
- * output pixels ox and ox + 1 read input pixels sw apart, so each window column kx is an
+ * output pixels ox and ox + 1 read input pixels sw apart. With stride 1 the pixels whose window
+ * lies inside the row are one span of ow * c contiguous elements (pool_span) and the few at
+ * the edges are folded one by one. Otherwise (a strided plane) each window column kx is an
  * elementwise max (or sum) of a slice of the input row into the output row, over every output
- * pixel whose column is in the input: float loops of ow * c elements whatever the channel
- * count. Per output element the window pixels are visited in the generic kernel's order (yy,
- * then kx), so the first NaN still wins. */
+ * pixel whose column is in the input. Per output element the window pixels are visited in the
+ * generic kernel's order (yy, then kx), so the first NaN still wins and sums are the same. */
 static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, int64_t y0,
                                  int64_t y1) {
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, len = g->ow * c, sw = g->sw;
   float *restrict out = j->y + r * len;
+  if (sw == 1 && y1 - y0 <= POOL_SPAN_MAX_KH) {
+    /* Inside: ox - pl >= 0 and ox - pl + kw <= w. */
+    int64_t lo = clip(g->pl, g->ow), hi = clip(g->w - g->kw + g->pl + 1, g->ow);
+    if (hi < lo) hi = lo;
+    if (hi > lo) {
+      const float *rows[POOL_SPAN_MAX_KH];
+      for (int64_t yy = y0; yy < y1; yy++)
+        rows[yy - y0] = j->x + ((n * g->h + yy) * g->w + lo - g->pl) * c;
+      int64_t count = (y1 - y0) * g->kw;
+      pool_span(j->is_max, out + lo * c, rows, y1 - y0, g->kw, c, (hi - lo) * c,
+                count > 1 ? 1.0f / (float)count : 1.0f);
+    }
+    for (int64_t ox = 0; ox < g->ow; ox++) {
+      if (ox == lo && hi > lo) ox = hi;
+      if (ox >= g->ow) break;
+      int64_t x0 = clip(ox - g->pl, g->w), x1 = clip(ox - g->pl + g->kw, g->w);
+      int64_t cnt = (y1 - y0) * (x1 - x0);
+      for (int64_t ch = 0; ch < c; ch++) {
+        float a = j->is_max ? -INFINITY : 0.0f;
+        for (int64_t yy = y0; yy < y1; yy++)
+          for (int64_t xx = x0; xx < x1; xx++) {
+            float v = j->x[((n * g->h + yy) * g->w + xx) * c + ch];
+            a = j->is_max ? max_step(a, v) : a + v;
+          }
+        out[ox * c + ch] = !j->is_max && cnt > 1 ? a * (1.0f / (float)cnt) : a;
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < len; i++) out[i] = j->is_max ? -INFINITY : 0.0f;
   for (int64_t yy = y0; yy < y1; yy++)
     for (int64_t kx = 0; kx < g->kw; kx++) {
