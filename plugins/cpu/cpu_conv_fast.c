@@ -701,6 +701,7 @@ static void depthwise_row_3x3(const dw_row_t *r, const float *const *src, float 
   const weft_cpu_conv2d_t *g = r->g;
   const float *f = r->f, *st = r->start;
   int64_t c = r->c, m = c, sw = g->sw, dw = g->dw;
+  bool dense = sw == 1 && dw == 1;
   int clamp = r->clamp;
   const dw_v16 zero = {0};
   int64_t lo, hi;
@@ -719,7 +720,28 @@ static void depthwise_row_3x3(const dw_row_t *r, const float *const *src, float 
             base[i] = src[i] ? src[i] + (ox * sw - g->pl) * c + c0 : NULL;
 #pragma GCC unroll 3
           for (int i = 0; i < 3; i++) {
-            if (!base[i]) continue;
+            if (!base[i] || !dense) continue;
+            /* Stride and dilation 1: the four pixels' 12 taps read 6 input pixels. */
+            dw_v16 x0 = DW_LD(base[i]), x1 = DW_LD(base[i] + c), x2 = DW_LD(base[i] + 2 * c);
+            dw_v16 x3 = DW_LD(base[i] + 3 * c), x4 = DW_LD(base[i] + 4 * c);
+            dw_v16 x5 = DW_LD(base[i] + 5 * c);
+            dw_v16 k0 = fr[i * 3], k1 = fr[i * 3 + 1], k2 = fr[i * 3 + 2];
+            a0 += x0 * k0;
+            a1 += x1 * k0;
+            a2 += x2 * k0;
+            a3 += x3 * k0;
+            a0 += x1 * k1;
+            a1 += x2 * k1;
+            a2 += x3 * k1;
+            a3 += x4 * k1;
+            a0 += x2 * k2;
+            a1 += x3 * k2;
+            a2 += x4 * k2;
+            a3 += x5 * k2;
+          }
+#pragma GCC unroll 3
+          for (int i = 0; i < 3; i++) {
+            if (!base[i] || dense) continue;
 #pragma GCC unroll 3
             for (int q = 0; q < 3; q++) {
               const float *x = base[i] + q * dw * c;
