@@ -151,6 +151,24 @@ static const conv_spec_t pool_cases[] = {
     {"nchw_valid_2x4_s1", {1, 5, 37, 2}, {2, 4, 0, 0}, {2, 1}, {1, 1}, "VALID", {0}, true},
 };
 
+/* One NHWC pool case named s->name over the given values (s->in's elements). */
+static void emit_pool_values(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                             const conv_spec_t *s, const double *values) {
+  cf_case_t *c = cf_case_new(op, s->name, dt);
+  int64_t n = s->in[0] * s->in[1] * s->in[2] * s->in[3];
+  cf_array_t *flat = cf_array_vec(dt, n, values);
+  cf_array_t *x = cf_array_reshape(flat, 4, s->in);
+  cf_array_free(flat);
+  cf_window_t w;
+  fill_window(s, &w, true);
+  cf_case_expect(c, cf_ref_pool2d(x, &w, strcmp(op, "MaxPool") == 0));
+  cf_case_input(c, x);
+  set_4(c, "ksize", false, s->filter[0], s->filter[1]);
+  set_4(c, "strides", false, s->stride[0], s->stride[1]);
+  cf_case_attr_string(c, "padding", s->padding);
+  cf_run_case(ctx, c);
+}
+
 static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
   bool is_max = strcmp(op, "MaxPool") == 0;
@@ -178,40 +196,17 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
   if (cf_dtype_is_float(dt)) {
     /* NaN inside a window poisons that window only; -Inf is an ordinary value. */
-    cf_case_t *c = cf_case_new(op, "nan_inf", dt);
     double v[16] = {1, 2, NAN, 4, 5, 6, 7, 8, -INFINITY, 1, 2, 3, 4, 5, 6, INFINITY};
-    int64_t d[4] = {1, 4, 4, 1};
-    cf_array_t *flat = cf_array_vec(dt, 16, v);
-    cf_array_t *x = cf_array_reshape(flat, 4, d);
-    cf_array_free(flat);
     conv_spec_t s = {"nan_inf", {1, 4, 4, 1}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false};
-    cf_window_t w;
-    fill_window(&s, &w, true);
-    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
-    cf_case_input(c, x);
-    set_4(c, "ksize", false, 2, 2);
-    set_4(c, "strides", false, 2, 2);
-    cf_case_attr_string(c, "padding", "VALID");
-    cf_run_case(ctx, c);
+    emit_pool_values(ctx, op, dt, &s, v);
     /* The same at stride 1 over rows long enough for the span's blocks: NaN and infinities
      * in blocks and at the edges. */
-    c = cf_case_new(op, "nan_inf_stride1", dt);
     double r[3 * 40];
     for (int i = 0; i < 3 * 40; i++) r[i] = (double)(i * 7 % 11) - 5.0;
     r[0] = NAN, r[17] = NAN, r[58] = INFINITY, r[63] = -INFINITY, r[79] = NAN, r[101] = NAN;
-    int64_t rd[4] = {1, 3, 40, 1};
-    flat = cf_array_vec(dt, 3 * 40, r);
-    x = cf_array_reshape(flat, 4, rd);
-    cf_array_free(flat);
     conv_spec_t s1 = {"nan_inf_stride1", {1, 3, 40, 1}, {2, 3, 0, 0}, {1, 1}, {1, 1}, "SAME",
                       {0}, false};
-    fill_window(&s1, &w, true);
-    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
-    cf_case_input(c, x);
-    set_4(c, "ksize", false, 2, 3);
-    set_4(c, "strides", false, 1, 1);
-    cf_case_attr_string(c, "padding", "SAME");
-    cf_run_case(ctx, c);
+    emit_pool_values(ctx, op, dt, &s1, r);
   }
 }
 
