@@ -385,26 +385,34 @@ static void bp_input_tile(const tiles_t *t, float *scratch, int64_t r0, int64_t 
                      t->out + r0 * t->k, t->k);
 }
 
+/* Input rows [b, e) of dx: each row cleared, then every column entry that reads the row added
+ * in, filter row by filter row (i), column (q) and output pixel: per element the same order (i,
+ * then q) as a gather per pixel, without its divisions. */
 static void gather_rows(void *arg, int64_t b, int64_t e) {
   const bp_input_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, k = g->kh * g->kw * c;
-  for (int64_t iy = b; iy < e; iy++)
-    for (int64_t ix = 0; ix < g->w; ix++) {
-      float *restrict d = j->dx + (iy * g->w + ix) * c;
-      memset(d, 0, sizeof(float) * (size_t)c);
-      for (int64_t i = 0; i < g->kh; i++) {
-        int64_t ty = iy + g->pt - i * g->dh;
-        if (ty < 0 || ty % g->sh != 0 || ty / g->sh >= g->oh) continue;
-        for (int64_t q = 0; q < g->kw; q++) {
-          int64_t tx = ix + g->pl - q * g->dw;
-          if (tx < 0 || tx % g->sw != 0 || tx / g->sw >= g->ow) continue;
-          const float *restrict s =
-              j->cols + ((ty / g->sh) * g->ow + tx / g->sw) * k + (i * g->kw + q) * c;
+  for (int64_t iy = b; iy < e; iy++) {
+    float *restrict row = j->dx + iy * g->w * c;
+    memset(row, 0, sizeof(float) * (size_t)(g->w * c));
+    for (int64_t i = 0; i < g->kh; i++) {
+      int64_t ty = iy + g->pt - i * g->dh;
+      if (ty < 0 || ty % g->sh != 0 || ty / g->sh >= g->oh) continue;
+      const float *src = j->cols + (ty / g->sh) * g->ow * k;
+      for (int64_t q = 0; q < g->kw; q++) {
+        /* Output pixels ox whose tap q lands inside the row: ix = ox * sw - pl + q * dw. */
+        int64_t first = g->pl - q * g->dw, end = g->w + g->pl - q * g->dw;
+        int64_t lo = first > 0 ? (first + g->sw - 1) / g->sw : 0;
+        int64_t hi = end > 0 ? (end + g->sw - 1) / g->sw : 0;
+        if (hi > g->ow) hi = g->ow;
+        for (int64_t ox = lo; ox < hi; ox++) {
+          float *restrict d = row + (ox * g->sw - g->pl + q * g->dw) * c;
+          const float *restrict s = src + ox * k + (i * g->kw + q) * c;
           for (int64_t ch = 0; ch < c; ch++) d[ch] += s[ch];
         }
       }
     }
+  }
 }
 
 /* Rows of a tile whose columns are about CONV_TILE_BYTES. */
