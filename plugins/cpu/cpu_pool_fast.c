@@ -144,20 +144,19 @@ static void pool_f32_row_stride1(const pool_f32_job_t *j, int64_t r, int64_t n, 
   const weft_cpu_conv2d_t *g = j->g;
   int64_t c = g->c, len = g->ow * c, sw = g->sw;
   float *restrict out = j->y + r * len;
-  if (sw == 1 && y1 - y0 <= POOL_SPAN_MAX_KH) {
-    /* Inside: ox - pl >= 0 and ox - pl + kw <= w. */
-    int64_t lo = clip(g->pl, g->ow), hi = clip(g->w - g->kw + g->pl + 1, g->ow);
-    if (hi < lo) hi = lo;
-    if (hi > lo) {
-      const float *rows[POOL_SPAN_MAX_KH];
-      for (int64_t yy = y0; yy < y1; yy++)
-        rows[yy - y0] = j->x + ((n * g->h + yy) * g->w + lo - g->pl) * c;
-      int64_t count = (y1 - y0) * g->kw;
-      pool_span(j->is_max, out + lo * c, rows, y1 - y0, g->kw, c, (hi - lo) * c,
-                count > 1 ? 1.0f / (float)count : 1.0f);
-    }
+  /* Inside: ox - pl >= 0 and ox - pl + kw <= w (stride 1). Rows of fewer than one block
+   * inside keep the passes below, cheaper there (64x2x5 channels-first: 2.7 against 4.3 us). */
+  int64_t span_lo = clip(g->pl, g->ow), span_hi = clip(g->w - g->kw + g->pl + 1, g->ow);
+  if (span_hi < span_lo) span_hi = span_lo;
+  if (sw == 1 && y1 - y0 <= POOL_SPAN_MAX_KH && (span_hi - span_lo) * c >= 16) {
+    const float *rows[POOL_SPAN_MAX_KH];
+    for (int64_t yy = y0; yy < y1; yy++)
+      rows[yy - y0] = j->x + ((n * g->h + yy) * g->w + span_lo - g->pl) * c;
+    int64_t count = (y1 - y0) * g->kw;
+    pool_span(j->is_max, out + span_lo * c, rows, y1 - y0, g->kw, c, (span_hi - span_lo) * c,
+              count > 1 ? 1.0f / (float)count : 1.0f);
     for (int64_t ox = 0; ox < g->ow; ox++) {
-      if (ox == lo && hi > lo) ox = hi;
+      if (ox == span_lo) ox = span_hi;
       if (ox >= g->ow) break;
       int64_t x0 = clip(ox - g->pl, g->w), x1 = clip(ox - g->pl + g->kw, g->w);
       int64_t cnt = (y1 - y0) * (x1 - x0);
