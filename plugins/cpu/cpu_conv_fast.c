@@ -11,7 +11,7 @@
  * the left and right edges: the packed GEMM reads the windows from the input where they are (an
  * implicit GEMM, forward_tile_implicit). A 1x1 convolution with stride 1 and no padding needs no
  * im2col: its input already is the GEMM's left matrix. Depthwise convolutions are a direct loop
- * over the output's channels, which vectorises. */
+ * summing each output pixel's channels in vector registers (below). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -543,7 +543,7 @@ enum { DW_CLAMP_NONE, DW_CLAMP_RELU, DW_CLAMP_RELU6 };
  * or NULL. Multiplier 2: f is the filter split by q, [kh*kw][2][c] (tap t, q, input channel ci
  * at (t * 2 + q) * c + ci), start likewise [2][c]; the two sums of each input channel block are
  * interleaved into output channels ci * 2 + q at the store. Either way each output element is
- * its start (0 or the bias) plus the taps in filter order, the bits of the unfused loops. */
+ * its start (0 or the bias) plus the taps in filter order, as the loops it replaced summed. */
 typedef struct dw_row {
   const weft_cpu_conv2d_t *g;
   const float *f, *start;
