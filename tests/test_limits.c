@@ -583,28 +583,39 @@ static int threads_named(GPid pid, const char *name) {
   return n;
 }
 
-/* An idle session is closed after --session_gc_seconds: the worker's threads for its graph go,
- * and a later step says why. */
+/* An idle session is closed after --session_gc_seconds: its graphs are deregistered from the
+ * tasks (a task that holds one graph at most takes another session's only then), and a later
+ * step says why. */
 static void test_session_gc(void) {
   weftd_cluster_t c;
-  const char *extra[] = {"--session_gc_seconds", "1", NULL};
+  const char *extra[] = {"--session_gc_seconds", "1", "--max_registered_graphs", "1", NULL};
   if (!weftd_cluster_start(&c, 1, 1, extra)) return;
   weft_graph_t *g = ps_worker_graph();
   weft_session_t *s = session_to(g, c.target[0], 5000);
   expect_a(s);
-  /* The worker runs the session's graph on a pool of its own (GLib names its threads
-   * "pool-" and the program). */
-  int with = threads_named(c.d[1].pid, "pool-weftd");
-  int after = with;
-  /* Collected within 1 s + a quarter of it; the graph's deregistration follows. A loaded
-   * machine (the sanitizer build beside other tests) may take a few seconds more. */
-  for (int k = 0; k < 200 && after >= with; k++) {
+  /* Another session's steps are refused while the first one's graphs are registered. Collected
+   * within 1 s + a quarter of it; the deregistration follows. A loaded machine (the sanitizer
+   * build beside other tests) may take a few seconds more. */
+  weft_session_t *other = session_to(g, c.target[0], 5000);
+  weft_tensor_t *value = NULL;
+  weft_status_t *refused = run_a(other, &value);
+  g_assert_nonnull(refused);
+  g_test_message("a second session's step while the first is open: %s",
+                 weft_status_message(refused));
+  expect_code(refused, WEFT_RESOURCE_EXHAUSTED);
+  g_assert_nonnull(strstr(weft_status_message(refused), "(--max_registered_graphs 1)"));
+  int tries = 0;
+  for (; refused && tries < 200; tries++) {
+    weft_status_free(refused);
     g_usleep(100000);
-    after = threads_named(c.d[1].pid, "pool-weftd");
+    refused = run_a(other, &value);
   }
-  g_test_message("worker's graph threads: %d with the session, %d after it was idle", with, after);
-  g_assert_cmpint(with, >, 0);
-  g_assert_cmpint(after, <, with);
+  OK(refused);
+  g_test_message("the second session ran once the first was reclaimed (%d tries of 100 ms)",
+                 tries);
+  g_assert_cmpfloat(weft_tensor_get_double(value, 0), ==, 7.25);
+  weft_tensor_unref(value);
+  weft_session_free(other);
   weft_tensor_t *out = NULL;
   weft_status_t *st = run_a(s, &out);
   g_assert_nonnull(st);
@@ -767,7 +778,74 @@ static void test_attacks_return(void) {
   g_free(token);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Clients killed with their sessions open: the executor threads those sessions' graphs took
+ * end after --thread_idle_ms, long before --session_gc_seconds reclaims the sessions */
+
+/* The client process (this program run with --idle-client TARGET): a session and one step on
+ * the cluster, "stepped" on stdout, then it waits to be killed without closing anything. */
+static int idle_client(const char *target) {
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *s = session_to(g, target, 60000);
+  expect_a(s);
+  printf("stepped\n");
+  fflush(stdout);
+  for (;;) g_usleep(G_USEC_PER_SEC);
+  return 0;
+}
+
+#define KILLED_CLIENTS 40
+
+static void test_killed_clients(void) {
+  weftd_cluster_t c;
+  /* A short idle time for the test; the default --session_gc_seconds (a day) never comes. */
+  const char *extra[] = {"--thread_idle_ms", "1000", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *good = session_to(g, c.target[0], 60000);
+  expect_a(good);
+  /* Threads at rest: those of the first step ended (1 s here, 2 s the call pools'). */
+  g_usleep(4 * G_USEC_PER_SEC);
+  int64_t thr0[2], max[2];
+  for (int t = 0; t < 2; t++) thr0[t] = proc_status_field(c.d[t].pid, "Threads");
+  thread_sampler_t sampler[2];
+  for (int t = 0; t < 2; t++) sampler_start(&sampler[t], c.d[t].pid);
+
+  proc_t clients[KILLED_CLIENTS];
+  char *exe = g_file_read_link("/proc/self/exe", NULL);
+  g_assert_nonnull(exe);
+  char *cmd = g_strdup_printf("%s --idle-client %s", exe, c.target[0]);
+  for (int k = 0; k < KILLED_CLIENTS; k++) clients[k] = proc_spawn(cmd, 0);
+  for (int k = 0; k < KILLED_CLIENTS; k++) {
+    char *line = proc_read_until(&clients[k], "stepped", 120000);
+    if (!line) g_error("client %d did not step: %s", k, clients[k].log->str);
+    g_free(line);
+  }
+  for (int k = 0; k < KILLED_CLIENTS; k++) g_assert_cmpint(kill(clients[k].pid, SIGKILL), ==, 0);
+  for (int k = 0; k < KILLED_CLIENTS; k++) {
+    g_assert_cmpint(proc_wait_exit(&clients[k], 10000), ==, 128 + SIGKILL);
+    g_string_free(clients[k].log, TRUE);
+  }
+  for (int t = 0; t < 2; t++) max[t] = sampler_stop(&sampler[t]);
+  g_test_message("%d clients made a session, ran a step and were killed: ps threads %"
+                 G_GINT64_FORMAT " at rest, at most %" G_GINT64_FORMAT "; worker %" G_GINT64_FORMAT
+                 ", at most %" G_GINT64_FORMAT, KILLED_CLIENTS, thr0[0], max[0], thr0[1], max[1]);
+  /* Their sessions are still open (the master does not know they died), yet their graphs'
+   * threads end once idle: both tasks come back within 10%. */
+  expect_returned("the killed clients (ps)", c.d[0].pid, thr0[0], -1);
+  expect_returned("the killed clients (worker)", c.d[1].pid, thr0[1], -1);
+  g_assert_cmpint(threads_named(c.d[1].pid, "weft-worker"), ==, 0);
+  /* A session idle all that time steps again: its threads start anew. */
+  expect_a(good);
+  weft_session_free(good);
+  g_free(cmd);
+  g_free(exe);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--idle-client") == 0) return idle_client(argv[2]);
   g_test_init(&argc, &argv, NULL);
   signal(SIGPIPE, SIG_IGN);
   weft_plugins_load_default();
@@ -777,5 +855,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/limits/no_threads", test_no_threads);
   g_test_add_func("/limits/session_gc", test_session_gc);
   g_test_add_func("/limits/attacks_return", test_attacks_return);
+  g_test_add_func("/limits/killed_clients", test_killed_clients);
   return g_test_run();
 }

@@ -1,11 +1,19 @@
 /* threadpool.c: the inter-op and intra-op thread pools and the parallel-for kernels use to split
  * work. The caller of parallel_for works through the chunks itself, so a kernel running on a pool
- * thread can call it without waiting on threads that may all be busy. */
+ * thread can call it without waiting on threads that may all be busy. A pool's threads start
+ * with the work and end after weft_threads_set_idle_ms without any. */
 #include "base_internal.h"
 
 struct weft__threadpool {
-  GThreadPool *pool;
-  int n_threads;
+  GMutex lock;
+  GCond work;  /* a task was queued, or the pool is being freed */
+  GCond ended; /* a thread ended */
+  GQueue tasks; /* pool_task_t*, under lock */
+  int n_threads; /* the most threads it runs at once */
+  int alive, idle; /* under lock */
+  bool stopping;
+  bool warned; /* a refused thread was logged */
+  gint refs;   /* the owner and each running thread: the last one frees the pool */
   char *name;
 };
 
@@ -13,12 +21,6 @@ typedef struct {
   void (*fn)(void *arg);
   void *arg;
 } pool_task_t;
-
-static void run_pool_task(gpointer data, gpointer user_data) {
-  pool_task_t *task = data;
-  task->fn(task->arg);
-  g_free(task);
-}
 
 /* weft_threads_set_limit's cap; 0: one thread per core. */
 static gint thread_limit;
@@ -40,36 +42,97 @@ int weft__num_cores(void) {
   return n > 0 ? n : 1;
 }
 
+/* weft_threads_set_idle_ms's value; 0: WEFT_THREAD_IDLE_MS, else the default. */
+static gint idle_ms_set;
+
+void weft_threads_set_idle_ms(int64_t idle_ms) {
+  g_atomic_int_set(&idle_ms_set, idle_ms > 0 ? (gint)MIN(idle_ms, (int64_t)G_MAXINT) : 0);
+}
+
+static gpointer read_idle_env(gpointer unused) {
+  (void)unused;
+  const char *text = g_getenv("WEFT_THREAD_IDLE_MS");
+  gint64 ms = WEFT_DEFAULT_THREAD_IDLE_MS;
+  if (text && *text) {
+    char *end = NULL;
+    gint64 v = g_ascii_strtoll(text, &end, 10);
+    if (end && !*end && v > 0 && v <= G_MAXINT) {
+      ms = v;
+    } else {
+      weft__log(WEFT_LOG_WARNING, "threadpool", "WEFT_THREAD_IDLE_MS='%s' is not a positive "
+                "number of milliseconds; using %d", text, WEFT_DEFAULT_THREAD_IDLE_MS);
+    }
+  }
+  return GSIZE_TO_POINTER((gsize)ms);
+}
+
+static gint64 idle_us(void) {
+  static GOnce once = G_ONCE_INIT;
+  gint64 ms = g_atomic_int_get(&idle_ms_set);
+  if (ms <= 0) ms = (gint64)GPOINTER_TO_SIZE(g_once(&once, read_idle_env, NULL));
+  return ms * 1000;
+}
+
 weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name) {
   if (n_threads <= 0) n_threads = weft__num_cores();
   weft__threadpool_t *pool = g_new0(weft__threadpool_t, 1);
+  g_mutex_init(&pool->lock);
+  g_cond_init(&pool->work);
+  g_cond_init(&pool->ended);
+  g_queue_init(&pool->tasks);
   pool->n_threads = n_threads;
+  pool->refs = 1;
   pool->name = g_strdup(name != NULL ? name : "weft");
-  GError *error = NULL;
-  /* Exclusive threads: started now and kept, so a step never waits for thread creation. */
-  pool->pool = g_thread_pool_new(run_pool_task, pool, n_threads, TRUE, &error);
-  if (pool->pool == NULL) {
-    /* Without threads the pool still works: schedule() and parallel_for run inline. */
-    weft__log(WEFT_LOG_WARNING, "threadpool", "cannot start %d threads for pool %s: %s",
-              n_threads, pool->name, error != NULL ? error->message : "unknown error");
-    g_clear_error(&error);
-    pool->n_threads = 1;
-  }
   return pool;
+}
+
+static void pool_unref(weft__threadpool_t *pool) {
+  if (!g_atomic_int_dec_and_test(&pool->refs)) return;
+  g_mutex_clear(&pool->lock);
+  g_cond_clear(&pool->work);
+  g_cond_clear(&pool->ended);
+  g_free(pool->name);
+  g_free(pool);
+}
+
+/* Threads start when work comes and end when none came for the idle time, so a session or a
+ * graph nobody runs holds no threads (a client that went away without closing its session
+ * leaves nothing running behind it); a step after that pays for starting them again. */
+static gpointer pool_thread(gpointer data) {
+  weft__threadpool_t *pool = data;
+  g_mutex_lock(&pool->lock);
+  for (;;) {
+    pool_task_t *task = g_queue_pop_head(&pool->tasks);
+    if (task) {
+      g_mutex_unlock(&pool->lock);
+      task->fn(task->arg);
+      g_free(task);
+      g_mutex_lock(&pool->lock);
+      continue;
+    }
+    if (pool->stopping) break;
+    pool->idle++;
+    bool woken = g_cond_wait_until(&pool->work, &pool->lock, g_get_monotonic_time() + idle_us());
+    pool->idle--;
+    /* A task queued as the wait timed out is still taken: it was counted on this thread. */
+    if (!woken && g_queue_is_empty(&pool->tasks)) break;
+  }
+  pool->alive--;
+  g_cond_broadcast(&pool->ended);
+  g_mutex_unlock(&pool->lock);
+  pool_unref(pool);
+  return NULL;
 }
 
 void weft__threadpool_free(weft__threadpool_t *pool) {
   if (pool == NULL) return;
   /* Let queued tasks finish: they may hold references to state their submitters wait on. */
-  if (pool->pool != NULL) {
-    g_thread_pool_free(pool->pool, FALSE, TRUE);
-    /* GLib parks a freed pool's threads as "unused" for up to 15 s, in case another pool wants
-     * them; Weft's pools are freed with a session or a graph (--session_gc_seconds included),
-     * whose threads are meant to go then. */
-    g_thread_pool_stop_unused_threads();
-  }
-  g_free(pool->name);
-  g_free(pool);
+  g_mutex_lock(&pool->lock);
+  pool->stopping = true;
+  g_cond_broadcast(&pool->work);
+  while (pool->alive > 0) g_cond_wait(&pool->ended, &pool->lock);
+  g_mutex_unlock(&pool->lock);
+  pool_unref(pool);
 }
 
 int weft__threadpool_size(const weft__threadpool_t *pool) {
@@ -78,16 +141,46 @@ int weft__threadpool_size(const weft__threadpool_t *pool) {
 
 void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), void *arg) {
   if (fn == NULL) return;
-  if (pool == NULL || pool->pool == NULL) {
+  if (pool == NULL) {
     fn(arg);
     return;
   }
   pool_task_t *task = g_new(pool_task_t, 1);
   task->fn = fn;
   task->arg = arg;
-  GError *error = NULL;
-  if (!g_thread_pool_push(pool->pool, task, &error)) {
-    g_clear_error(&error);
+  bool queued = true;
+  g_mutex_lock(&pool->lock);
+  if ((int)pool->tasks.length < pool->idle) {
+    /* An idle thread takes it (every queued task already has one of them counted). */
+    g_queue_push_tail(&pool->tasks, task);
+    g_cond_signal(&pool->work);
+  } else if (pool->alive < pool->n_threads) {
+    GError *error = NULL;
+    g_atomic_int_inc(&pool->refs);
+    GThread *t = g_thread_try_new(pool->name, pool_thread, pool, &error);
+    if (t) {
+      /* It takes the task once this returns the lock. */
+      pool->alive++;
+      g_thread_unref(t);
+      g_queue_push_tail(&pool->tasks, task);
+    } else {
+      g_atomic_int_add(&pool->refs, -1); /* the owner still holds one */
+      /* No abort (g_thread_new's way) when the system refuses a thread (ulimit -u, a pids
+       * cgroup): the caller runs the task itself, so the step still makes progress. */
+      if (!pool->warned)
+        weft__log(WEFT_LOG_WARNING, "threadpool", "cannot start a thread for pool %s (%s); "
+                  "running its work on the calling thread", pool->name,
+                  error ? error->message : "unknown error");
+      pool->warned = true;
+      g_clear_error(&error);
+      queued = false;
+    }
+  } else {
+    /* Every thread is busy: the first to finish takes it, as in a fixed pool. */
+    g_queue_push_tail(&pool->tasks, task);
+  }
+  g_mutex_unlock(&pool->lock);
+  if (!queued) {
     g_free(task);
     fn(arg);
   }
@@ -153,7 +246,7 @@ void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_pe
   int n_threads = weft__threadpool_size(pool);
   /* Compared by division so that total * cost_per_unit cannot overflow. */
   int64_t min_units = (MIN_CYCLES_PER_CHUNK + cost_per_unit - 1) / cost_per_unit;
-  if (pool == NULL || pool->pool == NULL || n_threads <= 1 || total <= min_units) {
+  if (pool == NULL || n_threads <= 1 || total <= min_units) {
     fn(arg, 0, total);
     return;
   }
