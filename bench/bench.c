@@ -502,6 +502,11 @@ int weft_bench_main(int argc, char **argv) {
   }
   /* Before the plugins load: OpenBLAS reads its thread count then, and the pools keep theirs. */
   if (threads > 0) weft_threads_set_limit(threads);
+  /* And how long its threads spin after a call (2^N cycles; its default, about 0.13 s, is longer
+   * than a run): the baselines' threads would still be spinning through the next side's run,
+   * taking its second core (matmul/256 at two threads: Weft 113 GFLOP/s after the baseline's run,
+   * 206 with this). A value the user set wins. */
+  g_setenv("OPENBLAS_THREAD_TIMEOUT", "4", FALSE);
   weft_plugins_load_default();
   if (device) {
     char *known = NULL;

@@ -1076,6 +1076,41 @@ static void test_parallel_for_nested(void) {
   weft__threadpool_free(pool);
 }
 
+typedef struct {
+  gint visits[64];
+  gint64 total;
+} rounds_ctx_t;
+
+static void rounds_range(void *arg, int64_t begin, int64_t end) {
+  rounds_ctx_t *ctx = arg;
+  for (int64_t i = begin; i < end; i++) {
+    g_atomic_int_inc(&ctx->visits[i]);
+    __atomic_fetch_add(&ctx->total, i + 1, __ATOMIC_RELAXED);
+  }
+}
+
+/* parallel_fors back to back, as a step's kernels make them: the helpers that finished one wait
+ * for the next (pfor_spin) and join it through the pool's offer rather than its queue; every
+ * unit still runs exactly once per call, and freeing the pool while helpers wait does not hang. */
+static void test_parallel_for_back_to_back(void) {
+  const int sizes[] = {2, 5};
+  for (size_t p = 0; p < G_N_ELEMENTS(sizes); p++) {
+    weft__threadpool_t *pool = weft__threadpool_new(sizes[p], "rounds");
+    rounds_ctx_t ctx = {0};
+    const int rounds = 3000;
+    for (int r = 0; r < rounds; r++) {
+      /* 64 units of a million cycles each: as many chunks as the pool takes. */
+      weft__parallel_for(pool, 64, 1000000, rounds_range, &ctx);
+      for (int i = 0; i < 64; i++)
+        if (g_atomic_int_get(&ctx.visits[i]) != r + 1)
+          g_error("pool of %d, call %d: unit %d ran %d times in all", sizes[p], r, i,
+                  g_atomic_int_get(&ctx.visits[i]));
+    }
+    g_assert_cmpint(ctx.total, ==, (gint64)rounds * 64 * 65 / 2);
+    weft__threadpool_free(pool);
+  }
+}
+
 static void test_default_pools(void) {
   weft__threadpool_t *a = weft__default_intra_op_pool(0);
   weft__threadpool_t *b = weft__default_intra_op_pool(7);
@@ -1168,6 +1203,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/base/shape/broadcast", test_shapes);
   g_test_add_func("/base/threadpool/parallel_for_sum", test_parallel_for_sum);
   g_test_add_func("/base/threadpool/parallel_for_nested", test_parallel_for_nested);
+  g_test_add_func("/base/threadpool/parallel_for_back_to_back", test_parallel_for_back_to_back);
   g_test_add_func("/base/threadpool/default_pools", test_default_pools);
   g_test_add_func("/base/threadpool/thread_limit", test_thread_limit);
   return g_test_run();

@@ -1022,10 +1022,11 @@ static void test_matmul_split(void) {
   matmul_cases(sizes, G_N_ELEMENTS(sizes), f64, 1, 3);
 }
 
-/* fc_layers_frozen's shapes (784-256-256-10 at batch 64..256): 64x784x256 stays on one thread,
- * 256x784x256 and 129x784x256 cut into three uneven blocks (96, 96, 64) of rows and of columns
- * for three threads; for five, 257x256x256 gets two blocks, not five: a block keeps at least
- * 2^23 multiply-adds. Every split agrees with the double reference whichever way it went. */
+/* fc_layers_frozen's shapes (784-256-256-10 at batch 64..256): 64x784x256 cut by columns into
+ * two blocks at two threads, three (96, 96, 64) at three and four at five (a block keeps at least
+ * 2.5 M multiply-adds); 256x784x256 and 129x784x256 into three uneven blocks (96, 96, 64) of
+ * rows and of columns for three threads; 257x256x256 into five at five; 256x256x10 stays on one
+ * thread. Every split agrees with the double reference whichever way it went. */
 static void test_matmul_split_fc(void) {
   static const int64_t sizes[][3] = {
       {64, 784, 256}, {256, 784, 256}, {129, 784, 256}, {256, 256, 10}, {257, 256, 256}};

@@ -194,8 +194,8 @@ void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
 /* How weft__cpu_blas_gemm cuts C for `threads` threads: the number of blocks, each *block rows
- * (*by_rows) or columns long (1 block below 2^24 multiply-adds or with one thread; no more
- * blocks than keep 2^23 multiply-adds in each). */
+ * (*by_rows) or columns long (1 block below 5 M multiply-adds or with one thread; no more
+ * blocks than keep 2.5 M multiply-adds in each). */
 int64_t weft__cpu_gemm_split_plan(int threads, int64_t m, int64_t n, int64_t k, bool *by_rows,
                                   int64_t *block);
 /* C = op(A) op(B) + beta C in float32 on the calling thread alone, whatever OpenBLAS's thread

@@ -88,19 +88,20 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * GEMMs OpenBLAS's own threads instead. docs/performance.md, "Issue 22: GEMM threads", has the
  * measurements. */
 
-/* From this many multiply-adds (256x256x256) a GEMM is split over the pool, or given OpenBLAS's
- * own threads when asked for: below, on the shared 2-core machine, the hand-off and the wait for
- * a second thread that is seldom free cost more than it saves (128x256x256 cut into two blocks
- * of rows: 735 us against 663 on one thread; 4096x32x32 435 against 322; docs/performance.md,
- * "Convolutions and small GEMMs"). */
-#define GEMM_SPLIT_MIN_MACS ((int64_t)1 << 24)
-#define GEMM_OPENBLAS_THREADS_MIN_MACS GEMM_SPLIT_MIN_MACS
-/* And each block gets at least this many (half the above): a block of fewer lost to one thread
- * even when the second core was free, in a two-thread micro-benchmark on the shared machine
- * (the fastest of 41 rounds: 128x256x256 in two blocks of 4.2 M, 184 us against 165 on one
- * thread; 64x784x256 in two of 6.4 M, 508 against 307; 256x256x256 in two of 8.4 M, 572
- * against 708). So more threads than 2 do not cut a GEMM into blocks too small to gain;
- * docs/performance.md, "Issue 22: the GEMM split at fc_layers' shapes". */
+/* From this many multiply-adds (256x256x256) a GEMM is given OpenBLAS's own threads when asked
+ * for: below, on the shared 2-core machine, the hand-off and the wait for a second thread that
+ * is seldom free cost more than it saves (docs/performance.md, "Convolutions and small GEMMs"). */
+#define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
+/* From this many (5 M, about 174^3) a GEMM is split over the pool, into blocks of at least half
+ * as many. The pool's threads wait for the next parallel_for a while after each (threadpool.c),
+ * so a GEMM of a step that runs them back to back starts on both threads at once: two threads,
+ * loops of steps of one MatMul at FIFO priority, p50 one block against two: 128x256x256 145 us
+ * against 95, 32x784x256 112 against 87, 64x784x256 224 against 139, 4096x32x32 82 against 65.
+ * A GEMM after an idle pool pays the wake-up: with 1 ms between steps 128x256x256 158 against
+ * 142 and 32x784x256 119 against 114, but 4096x32x32 (4.2 M) 91 against 105 and 64x256x256
+ * (4.2 M) 85 against 91, hence 5 M and not less (docs/performance.md, "Issue 22: two-thread
+ * GEMMs"; 2^24 before the wait). */
+#define GEMM_SPLIT_MIN_MACS ((int64_t)5 << 20)
 #define GEMM_SPLIT_MIN_BLOCK_MACS (GEMM_SPLIT_MIN_MACS / 2)
 /* Blocks are multiples of this many rows or columns (one AVX-512 vector of floats). */
 #define GEMM_SPLIT_ALIGN 16

@@ -2,7 +2,12 @@
  * work. The caller of parallel_for works through the chunks itself, so a kernel running on a pool
  * thread can call it without waiting on threads that may all be busy. A pool's threads start
  * with the work and end after weft_threads_set_idle_ms without any. */
+#include <sched.h>
+#include <stdlib.h>
+
 #include "base_internal.h"
+
+typedef struct pfor_state pfor_state_t;
 
 struct weft__threadpool {
   GMutex lock;
@@ -11,16 +16,28 @@ struct weft__threadpool {
   GQueue tasks; /* pool_task_t*, under lock */
   int n_threads; /* the most threads it runs at once */
   int alive, idle; /* under lock */
-  bool stopping;
   bool warned; /* a refused thread was logged */
   gint refs;   /* the owner and each running thread: the last one frees the pool */
   char *name;
+  /* A helper that finished its part of a parallel_for waits a short while for the next one
+   * (pfor_spin), which then hands it its state here rather than through the pool's queue:
+   * waking a blocked thread costs tens of microseconds in a VM, a step of a small GEMM. */
+  GMutex offer_lock;
+  pfor_state_t *offer; /* under offer_lock; the state spinning helpers may join */
+  int offer_seats;     /* under offer_lock: how many more may join it */
+  gint spinners;       /* helpers in pfor_spin */
+  gint queued;         /* tasks queued and not started: a spinner leaves for them */
+  gint stopping;       /* set by threadpool_free (under lock): threads and spinners leave */
 };
 
 typedef struct {
   void (*fn)(void *arg);
   void *arg;
 } pool_task_t;
+
+/* The pool whose task this thread is running: only its own threads wait for work (pfor_spin), not
+ * a caller that ran a task inline. */
+static _Thread_local weft__threadpool_t *current_pool;
 
 /* weft_threads_set_limit's cap; 0: one thread per core. */
 static gint thread_limit;
@@ -83,6 +100,7 @@ weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name) {
   pool->n_threads = n_threads;
   pool->refs = 1;
   pool->name = g_strdup(name != NULL ? name : "weft");
+  g_mutex_init(&pool->offer_lock);
   return pool;
 }
 
@@ -91,6 +109,7 @@ static void pool_unref(weft__threadpool_t *pool) {
   g_mutex_clear(&pool->lock);
   g_cond_clear(&pool->work);
   g_cond_clear(&pool->ended);
+  g_mutex_clear(&pool->offer_lock);
   g_free(pool->name);
   g_free(pool);
 }
@@ -100,17 +119,19 @@ static void pool_unref(weft__threadpool_t *pool) {
  * leaves nothing running behind it); a step after that pays for starting them again. */
 static gpointer pool_thread(gpointer data) {
   weft__threadpool_t *pool = data;
+  current_pool = pool;
   g_mutex_lock(&pool->lock);
   for (;;) {
     pool_task_t *task = g_queue_pop_head(&pool->tasks);
     if (task) {
+      g_atomic_int_add(&pool->queued, -1);
       g_mutex_unlock(&pool->lock);
       task->fn(task->arg);
       g_free(task);
       g_mutex_lock(&pool->lock);
       continue;
     }
-    if (pool->stopping) break;
+    if (g_atomic_int_get(&pool->stopping)) break;
     pool->idle++;
     bool woken = g_cond_wait_until(&pool->work, &pool->lock, g_get_monotonic_time() + idle_us());
     pool->idle--;
@@ -128,7 +149,7 @@ void weft__threadpool_free(weft__threadpool_t *pool) {
   if (pool == NULL) return;
   /* Let queued tasks finish: they may hold references to state their submitters wait on. */
   g_mutex_lock(&pool->lock);
-  pool->stopping = true;
+  g_atomic_int_set(&pool->stopping, 1);
   g_cond_broadcast(&pool->work);
   while (pool->alive > 0) g_cond_wait(&pool->ended, &pool->lock);
   g_mutex_unlock(&pool->lock);
@@ -153,6 +174,7 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
   if ((int)pool->tasks.length < pool->idle) {
     /* An idle thread takes it (every queued task already has one of them counted). */
     g_queue_push_tail(&pool->tasks, task);
+    g_atomic_int_inc(&pool->queued);
     g_cond_signal(&pool->work);
   } else if (pool->alive < pool->n_threads) {
     GError *error = NULL;
@@ -163,6 +185,7 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
       pool->alive++;
       g_thread_unref(t);
       g_queue_push_tail(&pool->tasks, task);
+      g_atomic_int_inc(&pool->queued);
     } else {
       g_atomic_int_add(&pool->refs, -1); /* the owner still holds one */
       /* No abort (g_thread_new's way) when the system refuses a thread (ulimit -u, a pids
@@ -176,8 +199,9 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
       queued = false;
     }
   } else {
-    /* Every thread is busy: the first to finish takes it, as in a fixed pool. */
+    /* Every thread is busy (a spinning helper leaves for it): the first to finish takes it. */
     g_queue_push_tail(&pool->tasks, task);
+    g_atomic_int_inc(&pool->queued);
   }
   g_mutex_unlock(&pool->lock);
   if (!queued) {
@@ -194,8 +218,15 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
 /* Chunks per participating thread: more than one evens out uneven chunk costs. */
 #define CHUNKS_PER_THREAD 4
 
-typedef struct {
-  gint refcount; /* the caller and every queued helper; the last one frees */
+/* How long a helper waits for the next parallel_for after finishing its part of one, by default
+ * (WEFT_POOL_SPIN_US; 0: not at all). Long enough to span the gap between two GEMMs of a step, or
+ * the end of one step and the start of the next; short enough that an idle pool leaves its cores
+ * within a fraction of a millisecond (OpenBLAS's own threads wait about 0.13 s). */
+#define POOL_SPIN_US_DEFAULT 200
+#define POOL_SPIN_US_MAX 100000
+
+struct pfor_state {
+  gint refcount; /* the caller, every queued helper and every spinner that joined; the last frees */
   gint next_chunk;
   gint chunks_done;
   int n_chunks;
@@ -203,10 +234,11 @@ typedef struct {
   int64_t total;
   weft_range_fn fn;
   void *arg;
+  weft__threadpool_t *pool;
   GMutex lock;
   GCond cond;
   bool finished;
-} pfor_state_t;
+};
 
 static void pfor_unref(pfor_state_t *state) {
   if (!g_atomic_int_dec_and_test(&state->refcount)) return;
@@ -232,10 +264,80 @@ static void pfor_work(pfor_state_t *state) {
   }
 }
 
+static int spin_us(void) {
+  static gint value = -1;
+  int v = g_atomic_int_get(&value);
+  if (v < 0) {
+    const char *env = g_getenv("WEFT_POOL_SPIN_US");
+    v = POOL_SPIN_US_DEFAULT;
+    if (env != NULL && *env != '\0') {
+      char *end = NULL;
+      long n = strtol(env, &end, 10);
+      if (end != env && *end == '\0' && n >= 0 && n <= POOL_SPIN_US_MAX)
+        v = (int)n;
+      else
+        weft__log(WEFT_LOG_WARNING, "threadpool",
+                  "WEFT_POOL_SPIN_US=%s is not a whole number of microseconds in 0..%d; "
+                  "using %d", env, POOL_SPIN_US_MAX, POOL_SPIN_US_DEFAULT);
+    }
+    g_atomic_int_set(&value, v);
+  }
+  return v;
+}
+
+/* Under offer_lock: a reference to the offered state and one of its seats, or NULL. */
+static pfor_state_t *offer_take_locked(weft__threadpool_t *pool) {
+  pfor_state_t *state = pool->offer;
+  if (state == NULL) return NULL;
+  g_atomic_int_inc(&state->refcount);
+  if (--pool->offer_seats == 0) g_atomic_pointer_set(&pool->offer, NULL);
+  return state;
+}
+
+/* A helper's wait for the next parallel_for: joins what parallel_for offers (starting the wait
+ * again after each), leaves after spin_us() with none. It is counted in pool->spinners while it
+ * waits, and uncounted under offer_lock, so that a parallel_for that counted it on offering
+ * finds it joining, not gone. It yields the CPU as it waits, to whatever else is runnable. */
+static void pfor_spin(weft__threadpool_t *pool) {
+  int us = spin_us();
+  if (us <= 0 || current_pool != pool || g_atomic_int_get(&pool->stopping)) return;
+  g_atomic_int_inc(&pool->spinners);
+  gint64 deadline = g_get_monotonic_time() + us;
+  for (;;) {
+    pfor_state_t *state = NULL;
+    /* Queued work would wait for this thread (the pool counts it busy): leave for it. */
+    bool leave = g_atomic_int_get(&pool->stopping) || g_atomic_int_get(&pool->queued) > 0 ||
+                 g_get_monotonic_time() >= deadline;
+    if (leave || g_atomic_pointer_get(&pool->offer) != NULL) {
+      g_mutex_lock(&pool->offer_lock);
+      state = offer_take_locked(pool);
+      if (state != NULL || leave) g_atomic_int_add(&pool->spinners, -1);
+      g_mutex_unlock(&pool->offer_lock);
+    }
+    if (state != NULL) {
+      pfor_work(state);
+      pfor_unref(state);
+      if (leave) return;
+      g_atomic_int_inc(&pool->spinners);
+      deadline = g_get_monotonic_time() + us;
+      continue;
+    }
+    if (leave) return;
+    for (int i = 0; i < 32; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    sched_yield();
+  }
+}
+
 static void pfor_helper(void *arg) {
   pfor_state_t *state = arg;
+  weft__threadpool_t *pool = state->pool;
   pfor_work(state);
   pfor_unref(state);
+  pfor_spin(pool);
 }
 
 void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
@@ -268,15 +370,38 @@ void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_pe
   state->total = total;
   state->fn = fn;
   state->arg = arg;
+  state->pool = pool;
   g_mutex_init(&state->lock);
   g_cond_init(&state->cond);
+  state->refcount = 1;
   int n_helpers = n_threads < n_chunks - 1 ? n_threads : (int)n_chunks - 1;
-  state->refcount = 1 + n_helpers;
-  for (int i = 0; i < n_helpers; i++) weft__threadpool_schedule(pool, pfor_helper, state);
+  /* Helpers still waiting after the last parallel_for take seats on this one; the rest are
+   * queued. */
+  int seats = 0;
+  if (g_atomic_int_get(&pool->spinners) > 0) {
+    g_mutex_lock(&pool->offer_lock);
+    if (pool->offer == NULL) {
+      int spinning = g_atomic_int_get(&pool->spinners);
+      seats = spinning < n_helpers ? spinning : n_helpers;
+      if (seats > 0) {
+        pool->offer_seats = seats;
+        g_atomic_pointer_set(&pool->offer, state);
+      }
+    }
+    g_mutex_unlock(&pool->offer_lock);
+  }
+  g_atomic_int_add(&state->refcount, n_helpers - seats);
+  for (int i = seats; i < n_helpers; i++) weft__threadpool_schedule(pool, pfor_helper, state);
 
   pfor_work(state);
 
-  /* Every chunk is claimed now; wait for those still running on helpers. */
+  /* Every chunk is claimed now: no seat left is worth taking. */
+  if (seats > 0) {
+    g_mutex_lock(&pool->offer_lock);
+    if (pool->offer == state) g_atomic_pointer_set(&pool->offer, NULL);
+    g_mutex_unlock(&pool->offer_lock);
+  }
+  /* Wait for the chunks still running on helpers. */
   g_mutex_lock(&state->lock);
   while (!state->finished) g_cond_wait(&state->cond, &state->lock);
   g_mutex_unlock(&state->lock);
