@@ -335,9 +335,13 @@ static void test_concurrent_steps(void) {
   weftd_cluster_stop(&c);
 }
 
-/* Samples a process's thread count until told to stop, keeping the highest. */
+static int threads_named(GPid pid, const char *name);
+
+/* Samples a process's thread count (of those named `name` when not NULL) until told to stop,
+ * keeping the highest. */
 typedef struct thread_sampler {
   GPid pid;
+  const char *name;
   gint stop;
   int64_t max;
   GThread *thread;
@@ -346,18 +350,21 @@ typedef struct thread_sampler {
 static gpointer sample_threads(gpointer data) {
   thread_sampler_t *t = data;
   while (!g_atomic_int_get(&t->stop)) {
-    int64_t n = proc_status_field(t->pid, "Threads");
+    int64_t n = t->name ? threads_named(t->pid, t->name) : proc_status_field(t->pid, "Threads");
     if (n > t->max) t->max = n;
     g_usleep(10000);
   }
   return NULL;
 }
 
-static void sampler_start(thread_sampler_t *t, GPid pid) {
+static void sampler_start_named(thread_sampler_t *t, GPid pid, const char *name) {
   memset(t, 0, sizeof *t);
   t->pid = pid;
+  t->name = name;
   t->thread = g_thread_new("sampler", sample_threads, t);
 }
+
+static void sampler_start(thread_sampler_t *t, GPid pid) { sampler_start_named(t, pid, NULL); }
 
 static int64_t sampler_stop(thread_sampler_t *t) {
   g_atomic_int_set(&t->stop, 1);
@@ -583,28 +590,39 @@ static int threads_named(GPid pid, const char *name) {
   return n;
 }
 
-/* An idle session is closed after --session_gc_seconds: the worker's threads for its graph go,
- * and a later step says why. */
+/* An idle session is closed after --session_gc_seconds: its graphs are deregistered from the
+ * tasks (a task that holds one graph at most takes another session's only then), and a later
+ * step says why. */
 static void test_session_gc(void) {
   weftd_cluster_t c;
-  const char *extra[] = {"--session_gc_seconds", "1", NULL};
+  const char *extra[] = {"--session_gc_seconds", "1", "--max_registered_graphs", "1", NULL};
   if (!weftd_cluster_start(&c, 1, 1, extra)) return;
   weft_graph_t *g = ps_worker_graph();
   weft_session_t *s = session_to(g, c.target[0], 5000);
   expect_a(s);
-  /* The worker runs the session's graph on a pool of its own (GLib names its threads
-   * "pool-" and the program). */
-  int with = threads_named(c.d[1].pid, "pool-weftd");
-  int after = with;
-  /* Collected within 1 s + a quarter of it; the graph's deregistration follows. A loaded
-   * machine (the sanitizer build beside other tests) may take a few seconds more. */
-  for (int k = 0; k < 200 && after >= with; k++) {
+  /* Another session's steps are refused while the first one's graphs are registered. Collected
+   * within 1 s + a quarter of it; the deregistration follows. A loaded machine (the sanitizer
+   * build beside other tests) may take a few seconds more. */
+  weft_session_t *other = session_to(g, c.target[0], 5000);
+  weft_tensor_t *value = NULL;
+  weft_status_t *refused = run_a(other, &value);
+  g_assert_nonnull(refused);
+  g_test_message("a second session's step while the first is open: %s",
+                 weft_status_message(refused));
+  expect_code(refused, WEFT_RESOURCE_EXHAUSTED);
+  g_assert_nonnull(strstr(weft_status_message(refused), "(--max_registered_graphs 1)"));
+  int tries = 0;
+  for (; refused && tries < 200; tries++) {
+    weft_status_free(refused);
     g_usleep(100000);
-    after = threads_named(c.d[1].pid, "pool-weftd");
+    refused = run_a(other, &value);
   }
-  g_test_message("worker's graph threads: %d with the session, %d after it was idle", with, after);
-  g_assert_cmpint(with, >, 0);
-  g_assert_cmpint(after, <, with);
+  OK(refused);
+  g_test_message("the second session ran once the first was reclaimed (%d tries of 100 ms)",
+                 tries);
+  g_assert_cmpfloat(weft_tensor_get_double(value, 0), ==, 7.25);
+  weft_tensor_unref(value);
+  weft_session_free(other);
   weft_tensor_t *out = NULL;
   weft_status_t *st = run_a(s, &out);
   g_assert_nonnull(st);
@@ -685,7 +703,8 @@ static void test_attacks_return(void) {
 #endif
   char *token = write_token();
   weftd_cluster_t c;
-  const char *extra[] = {"--auth-token-file", token, "--session_gc_seconds", "2", NULL};
+  const char *extra[] = {"--auth-token-file", token, "--session_gc_seconds", "2",
+                         "--thread_idle_ms", "1000", NULL};
   if (!weftd_cluster_start(&c, 1, 1, extra)) {
     g_free(token);
     return;
@@ -697,7 +716,16 @@ static void test_attacks_return(void) {
    * while the test waits. */
   weft_session_t *good = session_with_token(g, c.target[0], token, 3000);
   expect_a(good);
-  g_usleep(3 * G_USEC_PER_SEC); /* spare threads of the first step end; the session goes */
+  /* The start is a server that has served concurrent steps once: gRPC starts threads of its
+   * own under load (its executor, up to 2 per core) and keeps them. */
+  weft_session_t *warm[64];
+  for (int k = 0; k < 64; k++) warm[k] = good;
+  int warm_exhausted = 0, warm_deadline = 0, warm_ok = 0;
+  run_concurrently(warm, 64, &warm_exhausted, &warm_deadline, &warm_ok, NULL);
+  g_assert_cmpint(warm_ok, ==, 64);
+  /* Spare threads of the warm-up end (1 s the executor pools', 2 s the call pools'); the
+   * session goes. */
+  g_usleep(3 * G_USEC_PER_SEC);
   int64_t thr0 = proc_status_field(ps, "Threads"), rss0 = proc_status_field(ps, "VmRSS");
 
   /* 1. Unauthenticated gzip bodies of 1 GiB of zeros (issue 21, item 2). */
@@ -767,7 +795,129 @@ static void test_attacks_return(void) {
   g_free(token);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Clients killed with their sessions open: the executor threads those sessions' graphs took
+ * end after --thread_idle_ms, long before --session_gc_seconds reclaims the sessions */
+
+#define POOLED_LEN 8192 /* 32 KiB: more than the executor runs inline (16 KiB) */
+
+/* On the worker: t_k = x * (k + 1) for k = 0..3, four branches for its pool; on the ps:
+ * y = t_0 + t_1 + t_2 + t_3 + 1. */
+static weft_graph_t *pooled_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t len = POOLED_LEN;
+  weft_graph_push_device(g, "/job:worker/task:0");
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, &len, &st);
+  OK(st);
+  weft_output_t t[4];
+  for (int k = 0; k < 4; k++) {
+    char name[8];
+    g_snprintf(name, sizeof name, "c%d", k);
+    weft_output_t factor = weft_const_float(g, name, (float)(k + 1), &st);
+    g_snprintf(name, sizeof name, "t%d", k);
+    t[k] = weft_binary(g, "Mul", name, x, factor, &st);
+    OK(st);
+  }
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_output_t one = weft_const_float(g, "one", 1.0f, &st);
+  weft_output_t s01 = weft_binary(g, "AddV2", "s01", t[0], t[1], &st);
+  weft_output_t s23 = weft_binary(g, "AddV2", "s23", t[2], t[3], &st);
+  weft_output_t sum = weft_binary(g, "AddV2", "sum", s01, s23, &st);
+  weft_binary(g, "AddV2", "y", sum, one, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  return g;
+}
+
+/* The client process (this program run with --idle-client TARGET): a session and one step on
+ * the cluster (every element of y is 0.5 * 10 + 1), "stepped" on stdout, then it waits to be
+ * killed without closing anything. */
+static int idle_client(const char *target) {
+  weft_graph_t *g = pooled_graph();
+  weft_session_t *s = session_to(g, target, 60000);
+  int64_t len = POOLED_LEN;
+  weft_tensor_t *x = weft_tensor_new(WEFT_DT_FLOAT, 1, &len);
+  float *xv = weft_tensor_data(x);
+  for (int k = 0; k < POOLED_LEN; k++) xv[k] = 0.5f;
+  const char *feed = "x", *fetch = "y";
+  weft_tensor_t *y = NULL;
+  OK(weft_session_run(s, &feed, &x, 1, &fetch, &y, 1, NULL, 0));
+  g_assert_cmpint(weft_tensor_num_elements(y), ==, POOLED_LEN);
+  for (int k = 0; k < POOLED_LEN; k++) g_assert_cmpfloat(weft_tensor_get_double(y, k), ==, 6.0);
+  printf("stepped\n");
+  fflush(stdout);
+  for (;;) g_usleep(G_USEC_PER_SEC);
+  return 0;
+}
+
+#define KILLED_CLIENTS 40
+
+/* n client processes (idle_client) on target, each killed once it has stepped. */
+static void run_and_kill_clients(const char *target, int n) {
+  char *exe = g_file_read_link("/proc/self/exe", NULL);
+  g_assert_nonnull(exe);
+  char *cmd = g_strdup_printf("%s --idle-client %s", exe, target);
+  proc_t *clients = g_new0(proc_t, n);
+  for (int k = 0; k < n; k++) clients[k] = proc_spawn(cmd, 0);
+  for (int k = 0; k < n; k++) {
+    char *line = proc_read_until(&clients[k], "stepped", 120000);
+    if (!line) g_error("client %d did not step: %s", k, clients[k].log->str);
+    g_free(line);
+  }
+  for (int k = 0; k < n; k++) g_assert_cmpint(kill(clients[k].pid, SIGKILL), ==, 0);
+  for (int k = 0; k < n; k++) {
+    g_assert_cmpint(proc_wait_exit(&clients[k], 10000), ==, 128 + SIGKILL);
+    g_string_free(clients[k].log, TRUE);
+  }
+  g_free(clients);
+  g_free(cmd);
+  g_free(exe);
+}
+
+static void test_killed_clients(void) {
+  weftd_cluster_t c;
+  /* A short idle time for the test; the default --session_gc_seconds (a day) never comes. */
+  const char *extra[] = {"--thread_idle_ms", "1000", NULL};
+  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  weft_graph_t *g = ps_worker_graph();
+  weft_session_t *good = session_to(g, c.target[0], 60000);
+  expect_a(good);
+  /* Threads at rest: after a few clients like the attack's, so that gRPC's own threads, which
+   * it starts under load and keeps (2 at most on a 2-core machine: an executor and a timer
+   * thread), are counted in the start; those of Weft's that the warm-up started end (1 s
+   * here, 2 s the call pools'). */
+  run_and_kill_clients(c.target[0], KILLED_CLIENTS / 2);
+  g_usleep(4 * G_USEC_PER_SEC);
+  int64_t thr0[2], max[2];
+  for (int t = 0; t < 2; t++) thr0[t] = proc_status_field(c.d[t].pid, "Threads");
+  thread_sampler_t sampler[2], graph_threads;
+  for (int t = 0; t < 2; t++) sampler_start(&sampler[t], c.d[t].pid);
+  sampler_start_named(&graph_threads, c.d[1].pid, "weft-worker");
+  run_and_kill_clients(c.target[0], KILLED_CLIENTS);
+  for (int t = 0; t < 2; t++) max[t] = sampler_stop(&sampler[t]);
+  int64_t graph_max = sampler_stop(&graph_threads);
+  g_test_message("%d clients made a session, ran a step and were killed: ps threads %"
+                 G_GINT64_FORMAT " at rest, at most %" G_GINT64_FORMAT "; worker %" G_GINT64_FORMAT
+                 ", at most %" G_GINT64_FORMAT " (of them running the graphs: %" G_GINT64_FORMAT
+                 ")", KILLED_CLIENTS, thr0[0], max[0], thr0[1], max[1], graph_max);
+  /* The steps ran their branches on the graphs' pools. */
+  g_assert_cmpint(graph_max, >, 0);
+  /* Their sessions are still open (the master does not know they died), yet their graphs'
+   * threads end once idle: both tasks come back within 10%. */
+  expect_returned("the killed clients (ps)", c.d[0].pid, thr0[0], -1);
+  expect_returned("the killed clients (worker)", c.d[1].pid, thr0[1], -1);
+  g_assert_cmpint(threads_named(c.d[1].pid, "weft-worker"), ==, 0);
+  /* A session idle all that time steps again: its threads start anew. */
+  expect_a(good);
+  weft_session_free(good);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--idle-client") == 0) return idle_client(argv[2]);
   g_test_init(&argc, &argv, NULL);
   signal(SIGPIPE, SIG_IGN);
   weft_plugins_load_default();
@@ -777,5 +927,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/limits/no_threads", test_no_threads);
   g_test_add_func("/limits/session_gc", test_session_gc);
   g_test_add_func("/limits/attacks_return", test_attacks_return);
+  g_test_add_func("/limits/killed_clients", test_killed_clients);
   return g_test_run();
 }

@@ -66,6 +66,7 @@ typedef struct flags {
   int max_sessions;
   int handshake_timeout_ms, max_connection_idle_ms;
   int max_connection_answers;
+  gint64 thread_idle_ms;
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -143,6 +144,8 @@ static int serve(const flags_t *f) {
       f->max_connection_answers < 0)
     return usage("--max_registered_graphs, --step_idle_timeout_ms and --max_connection_answers "
                  "must be positive (0: the default)");
+  if (f->thread_idle_ms < 0 || f->thread_idle_ms > G_MAXINT)
+    return usage("--thread_idle_ms must be from 1 to 2147483647 (0: the default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
   if (from_error) return usage(from_error);
   weft_cluster_spec_t *spec = NULL;
@@ -184,6 +187,7 @@ static int serve(const flags_t *f) {
   /* Tasks of the cluster on this host share its cores (weft_threads_set_limit). */
   int sharing = weft_cluster_spec_tasks_on_host(spec, job, task);
   if (sharing > 1) weft_threads_set_limit(MAX(1, (int)g_get_num_processors() / sharing));
+  if (f->thread_idle_ms > 0) weft_threads_set_idle_ms(f->thread_idle_ms);
   weft_plugins_load_default();
   weft_server_options_t *opts = weft_server_options_new();
   weft_server_options_set_bind_address(opts, f->bind);
@@ -371,6 +375,9 @@ int main(int argc, char **argv) {
       {"max_connection_answers", 0, 0, G_OPTION_ARG_INT, &f.max_connection_answers,
        "answers one connection's client has not yet received; beyond them its new calls get "
        "RESOURCE_EXHAUSTED (1024)", "N"},
+      {"thread_idle_ms", 0, 0, G_OPTION_ARG_INT64, &f.thread_idle_ms,
+       "end a graph's or session's executor threads after this long without work; the next "
+       "step starts them again (15000, or WEFT_THREAD_IDLE_MS)", "MS"},
       {"version", 'V', 0, G_OPTION_ARG_NONE, &show_version, "print the version and exit", NULL},
       {"help", 'h', 0, G_OPTION_ARG_NONE, &show_help, "show this help and exit", NULL},
       {NULL},

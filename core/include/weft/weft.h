@@ -383,6 +383,16 @@ WEFT_API void weft_session_free(weft_session_t *session); /* closes if needed */
  * several processes each spinning up a thread per core slow each other down. */
 WEFT_API void weft_threads_set_limit(int n);
 
+/* The threads of the pools steps run on (a local session's inter- and intra-op pools, a
+ * worker's pool for each registered graph, the process-wide pools) start when work comes and
+ * end after idle_ms milliseconds without any, so a session or graph nobody runs holds no
+ * threads; the next step starts them again (its first kernels wait for that, tens of
+ * microseconds a thread). idle_ms <= 0 restores the default: the WEFT_THREAD_IDLE_MS
+ * environment variable when it holds a positive number, else WEFT_DEFAULT_THREAD_IDLE_MS.
+ * Applies to every pool from the next time one of its threads goes idle; at most G_MAXINT. */
+#define WEFT_DEFAULT_THREAD_IDLE_MS 15000
+WEFT_API void weft_threads_set_idle_ms(int64_t idle_ms);
+
 /* Loads plugins from the build folder, the install folder and WEFT_PLUGIN_PATH, once per process.
  * Broken plugins are recorded (see weft_plugin_*) and skipped; this never fails. */
 WEFT_API void weft_plugins_load_default(void);

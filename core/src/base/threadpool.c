@@ -1,6 +1,7 @@
 /* threadpool.c: the inter-op and intra-op thread pools and the parallel-for kernels use to split
  * work. The caller of parallel_for works through the chunks itself, so a kernel running on a pool
- * thread can call it without waiting on threads that may all be busy. */
+ * thread can call it without waiting on threads that may all be busy. A pool's threads start
+ * with the work and end after weft_threads_set_idle_ms without any. */
 #include <sched.h>
 #include <stdlib.h>
 
@@ -9,18 +10,24 @@
 typedef struct pfor_state pfor_state_t;
 
 struct weft__threadpool {
-  GThreadPool *pool;
-  int n_threads;
+  GMutex lock;
+  GCond work;  /* a task was queued, or the pool is being freed */
+  GCond ended; /* a thread ended */
+  GQueue tasks; /* pool_task_t*, under lock */
+  int n_threads; /* the most threads it runs at once */
+  int alive, idle; /* under lock */
+  bool warned; /* a refused thread was logged */
+  gint refs;   /* the owner and each running thread: the last one frees the pool */
   char *name;
   /* A helper that finished its part of a parallel_for waits a short while for the next one
-   * (pfor_spin), which then hands it its state here rather than through GThreadPool's queue:
+   * (pfor_spin), which then hands it its state here rather than through the pool's queue:
    * waking a blocked thread costs tens of microseconds in a VM, a step of a small GEMM. */
   GMutex offer_lock;
   pfor_state_t *offer; /* under offer_lock; the state spinning helpers may join */
   int offer_seats;     /* under offer_lock: how many more may join it */
   gint spinners;       /* helpers in pfor_spin */
-  gint queued;         /* tasks pushed to GThreadPool and not started: a spinner leaves for them */
-  gint stopping;       /* set by threadpool_free: spinners leave at once */
+  gint queued;         /* tasks queued and not started: a spinner leaves for them */
+  gint stopping;       /* set by threadpool_free (under lock): threads and spinners leave */
 };
 
 typedef struct {
@@ -31,14 +38,6 @@ typedef struct {
 /* The pool whose task this thread is running: only its own threads wait for work (pfor_spin), not
  * a caller that ran a task inline. */
 static _Thread_local weft__threadpool_t *current_pool;
-
-static void run_pool_task(gpointer data, gpointer user_data) {
-  pool_task_t *task = data;
-  current_pool = user_data;
-  g_atomic_int_add(&current_pool->queued, -1);
-  task->fn(task->arg);
-  g_free(task);
-}
 
 /* weft_threads_set_limit's cap; 0: one thread per core. */
 static gint thread_limit;
@@ -60,39 +59,101 @@ int weft__num_cores(void) {
   return n > 0 ? n : 1;
 }
 
+/* weft_threads_set_idle_ms's value; 0: WEFT_THREAD_IDLE_MS, else the default. */
+static gint idle_ms_set;
+
+void weft_threads_set_idle_ms(int64_t idle_ms) {
+  g_atomic_int_set(&idle_ms_set, idle_ms > 0 ? (gint)MIN(idle_ms, (int64_t)G_MAXINT) : 0);
+}
+
+static gpointer read_idle_env(gpointer unused) {
+  (void)unused;
+  const char *text = g_getenv("WEFT_THREAD_IDLE_MS");
+  gint64 ms = WEFT_DEFAULT_THREAD_IDLE_MS;
+  if (text && *text) {
+    char *end = NULL;
+    gint64 v = g_ascii_strtoll(text, &end, 10);
+    if (end && !*end && v > 0 && v <= G_MAXINT) {
+      ms = v;
+    } else {
+      weft__log(WEFT_LOG_WARNING, "threadpool", "WEFT_THREAD_IDLE_MS='%s' is not a positive "
+                "number of milliseconds; using %d", text, WEFT_DEFAULT_THREAD_IDLE_MS);
+    }
+  }
+  return GSIZE_TO_POINTER((gsize)ms);
+}
+
+static gint64 idle_us(void) {
+  static GOnce once = G_ONCE_INIT;
+  gint64 ms = g_atomic_int_get(&idle_ms_set);
+  if (ms <= 0) ms = (gint64)GPOINTER_TO_SIZE(g_once(&once, read_idle_env, NULL));
+  return ms * 1000;
+}
+
 weft__threadpool_t *weft__threadpool_new(int n_threads, const char *name) {
   if (n_threads <= 0) n_threads = weft__num_cores();
   weft__threadpool_t *pool = g_new0(weft__threadpool_t, 1);
+  g_mutex_init(&pool->lock);
+  g_cond_init(&pool->work);
+  g_cond_init(&pool->ended);
+  g_queue_init(&pool->tasks);
   pool->n_threads = n_threads;
+  pool->refs = 1;
   pool->name = g_strdup(name != NULL ? name : "weft");
   g_mutex_init(&pool->offer_lock);
-  GError *error = NULL;
-  /* Exclusive threads: started now and kept, so a step never waits for thread creation. */
-  pool->pool = g_thread_pool_new(run_pool_task, pool, n_threads, TRUE, &error);
-  if (pool->pool == NULL) {
-    /* Without threads the pool still works: schedule() and parallel_for run inline. */
-    weft__log(WEFT_LOG_WARNING, "threadpool", "cannot start %d threads for pool %s: %s",
-              n_threads, pool->name, error != NULL ? error->message : "unknown error");
-    g_clear_error(&error);
-    pool->n_threads = 1;
-  }
   return pool;
+}
+
+static void pool_unref(weft__threadpool_t *pool) {
+  if (!g_atomic_int_dec_and_test(&pool->refs)) return;
+  g_mutex_clear(&pool->lock);
+  g_cond_clear(&pool->work);
+  g_cond_clear(&pool->ended);
+  g_mutex_clear(&pool->offer_lock);
+  g_free(pool->name);
+  g_free(pool);
+}
+
+/* Threads start when work comes and end when none came for the idle time, so a session or a
+ * graph nobody runs holds no threads (a client that went away without closing its session
+ * leaves nothing running behind it); a step after that pays for starting them again. */
+static gpointer pool_thread(gpointer data) {
+  weft__threadpool_t *pool = data;
+  current_pool = pool;
+  g_mutex_lock(&pool->lock);
+  for (;;) {
+    pool_task_t *task = g_queue_pop_head(&pool->tasks);
+    if (task) {
+      g_atomic_int_add(&pool->queued, -1);
+      g_mutex_unlock(&pool->lock);
+      task->fn(task->arg);
+      g_free(task);
+      g_mutex_lock(&pool->lock);
+      continue;
+    }
+    if (g_atomic_int_get(&pool->stopping)) break;
+    pool->idle++;
+    bool woken = g_cond_wait_until(&pool->work, &pool->lock, g_get_monotonic_time() + idle_us());
+    pool->idle--;
+    /* A task queued as the wait timed out is still taken: it was counted on this thread. */
+    if (!woken && g_queue_is_empty(&pool->tasks)) break;
+  }
+  pool->alive--;
+  g_cond_broadcast(&pool->ended);
+  g_mutex_unlock(&pool->lock);
+  pool_unref(pool);
+  return NULL;
 }
 
 void weft__threadpool_free(weft__threadpool_t *pool) {
   if (pool == NULL) return;
   /* Let queued tasks finish: they may hold references to state their submitters wait on. */
-  if (pool->pool != NULL) {
-    g_atomic_int_set(&pool->stopping, 1);
-    g_thread_pool_free(pool->pool, FALSE, TRUE);
-    /* GLib parks a freed pool's threads as "unused" for up to 15 s, in case another pool wants
-     * them; Weft's pools are freed with a session or a graph (--session_gc_seconds included),
-     * whose threads are meant to go then. */
-    g_thread_pool_stop_unused_threads();
-  }
-  g_mutex_clear(&pool->offer_lock);
-  g_free(pool->name);
-  g_free(pool);
+  g_mutex_lock(&pool->lock);
+  g_atomic_int_set(&pool->stopping, 1);
+  g_cond_broadcast(&pool->work);
+  while (pool->alive > 0) g_cond_wait(&pool->ended, &pool->lock);
+  g_mutex_unlock(&pool->lock);
+  pool_unref(pool);
 }
 
 int weft__threadpool_size(const weft__threadpool_t *pool) {
@@ -101,18 +162,49 @@ int weft__threadpool_size(const weft__threadpool_t *pool) {
 
 void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), void *arg) {
   if (fn == NULL) return;
-  if (pool == NULL || pool->pool == NULL) {
+  if (pool == NULL) {
     fn(arg);
     return;
   }
   pool_task_t *task = g_new(pool_task_t, 1);
   task->fn = fn;
   task->arg = arg;
-  GError *error = NULL;
-  g_atomic_int_inc(&pool->queued);
-  if (!g_thread_pool_push(pool->pool, task, &error)) {
-    g_atomic_int_add(&pool->queued, -1);
-    g_clear_error(&error);
+  bool queued = true;
+  g_mutex_lock(&pool->lock);
+  if ((int)pool->tasks.length < pool->idle) {
+    /* An idle thread takes it (every queued task already has one of them counted). */
+    g_queue_push_tail(&pool->tasks, task);
+    g_atomic_int_inc(&pool->queued);
+    g_cond_signal(&pool->work);
+  } else if (pool->alive < pool->n_threads) {
+    GError *error = NULL;
+    g_atomic_int_inc(&pool->refs);
+    GThread *t = g_thread_try_new(pool->name, pool_thread, pool, &error);
+    if (t) {
+      /* It takes the task once this returns the lock. */
+      pool->alive++;
+      g_thread_unref(t);
+      g_queue_push_tail(&pool->tasks, task);
+      g_atomic_int_inc(&pool->queued);
+    } else {
+      g_atomic_int_add(&pool->refs, -1); /* the owner still holds one */
+      /* No abort (g_thread_new's way) when the system refuses a thread (ulimit -u, a pids
+       * cgroup): the caller runs the task itself, so the step still makes progress. */
+      if (!pool->warned)
+        weft__log(WEFT_LOG_WARNING, "threadpool", "cannot start a thread for pool %s (%s); "
+                  "running its work on the calling thread", pool->name,
+                  error ? error->message : "unknown error");
+      pool->warned = true;
+      g_clear_error(&error);
+      queued = false;
+    }
+  } else {
+    /* Every thread is busy (a spinning helper leaves for it): the first to finish takes it. */
+    g_queue_push_tail(&pool->tasks, task);
+    g_atomic_int_inc(&pool->queued);
+  }
+  g_mutex_unlock(&pool->lock);
+  if (!queued) {
     g_free(task);
     fn(arg);
   }
@@ -213,7 +305,7 @@ static void pfor_spin(weft__threadpool_t *pool) {
   gint64 deadline = g_get_monotonic_time() + us;
   for (;;) {
     pfor_state_t *state = NULL;
-    /* Queued work would wait for this thread (GThreadPool counts it busy): leave for it. */
+    /* Queued work would wait for this thread (the pool counts it busy): leave for it. */
     bool leave = g_atomic_int_get(&pool->stopping) || g_atomic_int_get(&pool->queued) > 0 ||
                  g_get_monotonic_time() >= deadline;
     if (leave || g_atomic_pointer_get(&pool->offer) != NULL) {
@@ -256,7 +348,7 @@ void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_pe
   int n_threads = weft__threadpool_size(pool);
   /* Compared by division so that total * cost_per_unit cannot overflow. */
   int64_t min_units = (MIN_CYCLES_PER_CHUNK + cost_per_unit - 1) / cost_per_unit;
-  if (pool == NULL || pool->pool == NULL || n_threads <= 1 || total <= min_units) {
+  if (pool == NULL || n_threads <= 1 || total <= min_units) {
     fn(arg, 0, total);
     return;
   }
