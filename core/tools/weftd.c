@@ -58,6 +58,7 @@ typedef struct flags {
   int port;
   gint64 status_timeout_ms, step_timeout_ms;
   gint64 max_message_bytes, max_tensor_bytes, max_graph_nodes, max_node_attrs;
+  gint64 max_inflating_bytes;
   int max_tensor_rank;
   int max_concurrent_steps, max_rpc_threads;
   gint64 session_gc_seconds;
@@ -133,6 +134,8 @@ static int serve(const flags_t *f) {
       f->max_node_attrs < 0)
     return usage("--max_message_bytes, --max_tensor_bytes, --max_graph_nodes and --max_node_attrs "
                  "must be positive (0: the default)");
+  if (f->max_inflating_bytes < 0)
+    return usage("--max_inflating_bytes must be positive (0: the default, 268435456)");
   if (f->max_tensor_rank < 0 || f->max_tensor_rank > WEFT_MAX_RANK)
     return usage("--max_tensor_rank must be from 1 to 8 (0: the default, 8)");
   if (f->max_concurrent_steps < 0 || f->max_rpc_threads < 0 || f->session_gc_seconds < 0 ||
@@ -196,6 +199,7 @@ static int serve(const flags_t *f) {
   if (f->status_timeout_ms > 0) weft_server_options_set_status_timeout_ms(opts, f->status_timeout_ms);
   if (f->step_timeout_ms > 0) weft_server_options_set_step_timeout_ms(opts, f->step_timeout_ms);
   weft_server_options_set_max_message_bytes(opts, f->max_message_bytes);
+  weft_server_options_set_max_inflating_bytes(opts, f->max_inflating_bytes);
   weft_server_options_set_max_tensor_bytes(opts, f->max_tensor_bytes);
   weft_server_options_set_max_graph_nodes(opts, f->max_graph_nodes);
   weft_server_options_set_max_node_attrs(opts, f->max_node_attrs);
@@ -343,6 +347,9 @@ int main(int argc, char **argv) {
        "the deadline of a step whose session sets none (120000)", "MS"},
       {"max_message_bytes", 0, 0, G_OPTION_ARG_INT64, &f.max_message_bytes,
        "refuse requests larger than this (1073741824)", "BYTES"},
+      {"max_inflating_bytes", 0, 0, G_OPTION_ARG_INT64, &f.max_inflating_bytes,
+       "compressed requests inflated at once may take this much; more get RESOURCE_EXHAUSTED "
+       "(268435456)", "BYTES"},
       {"max_tensor_bytes", 0, 0, G_OPTION_ARG_INT64, &f.max_tensor_bytes,
        "refuse a fed or constant tensor larger than this (1073741824)", "BYTES"},
       {"max_graph_nodes", 0, 0, G_OPTION_ARG_INT64, &f.max_graph_nodes,

@@ -560,6 +560,13 @@ WEFT_API void weft_server_options_set_max_tensor_bytes(weft_server_options_t *op
 WEFT_API void weft_server_options_set_max_graph_nodes(weft_server_options_t *opts, int64_t n);
 WEFT_API void weft_server_options_set_max_node_attrs(weft_server_options_t *opts, int64_t n);
 WEFT_API void weft_server_options_set_max_tensor_rank(weft_server_options_t *opts, int rank);
+/* Bytes that compressed requests may take inflated, all at once (default 256 MiB): a request
+ * reserves each piece before it is inflated and holds it until its payload is freed; one that
+ * would pass the budget gets RESOURCE_EXHAUSTED naming --max_inflating_bytes. One request at a
+ * time may go past it up to the message limit, so a lone compressed request of any allowed size
+ * is served. 0 or less restores the default. */
+WEFT_API void weft_server_options_set_max_inflating_bytes(weft_server_options_t *opts,
+                                                          int64_t bytes);
 /* Calls that may block for a whole step (RunStep, RunGraph, CreateSession, ...) the server
  * handles at once; one more gets RESOURCE_EXHAUSTED and the server keeps serving. Each holds a
  * few threads while it runs. 0 or less restores the default, WEFT_DEFAULT_MAX_CONCURRENT_STEPS. */

@@ -71,6 +71,7 @@ void weft__tensors_free(weft_tensor_t **tensors, int n); /* unrefs each, frees t
 #define WEFT_DEFAULT_MAX_TENSOR_BYTES ((int64_t)1 << 30)
 #define WEFT_DEFAULT_MAX_GRAPH_NODES ((int64_t)1000000)
 #define WEFT_DEFAULT_MAX_NODE_ATTRS ((int64_t)1000)
+#define WEFT_DEFAULT_MAX_INFLATING_BYTES ((int64_t)256 << 20)
 
 typedef struct weft__limits {
   int64_t max_message_bytes; /* a whole request, tensors included */
@@ -78,7 +79,27 @@ typedef struct weft__limits {
   int64_t max_graph_nodes;   /* nodes of one GraphDef; names of one RunStep */
   int64_t max_node_attrs;    /* attributes of one node */
   int max_rank;              /* of any tensor or shape (at most WEFT_MAX_RANK) */
+  int64_t max_inflating_bytes; /* inflated bytes of all compressed requests held at once */
 } weft__limits_t;
+
+/* The server-wide bound on memory taken by inflating compressed requests (--max_inflating_bytes):
+ * each request reserves every slice before inflate fills it, and keeps what it reserved until
+ * its inflated payload is freed. A request may reserve while the bytes reserved by all stay
+ * within the limit; one request at a time, the lead (the first to reserve while no lead holds
+ * anything), may go past it up to --max_message_bytes, so a single compressed request of any
+ * allowed size is still served when it is alone. At most limit + max_message_bytes are thus
+ * held at once, whatever the number of callers. */
+typedef struct weft__inflate_budget {
+  GMutex lock;
+  int64_t limit;
+  int64_t in_use;   /* reserved by all requests */
+  const void *lead; /* NULL: none */
+} weft__inflate_budget_t;
+
+void weft__inflate_budget_init(weft__inflate_budget_t *b, int64_t limit);
+void weft__inflate_budget_clear(weft__inflate_budget_t *b);
+/* Hands back `bytes` that `owner` reserved (weft__inflate_request's *reserved), ending its lead. */
+void weft__inflate_budget_release(weft__inflate_budget_t *b, const void *owner, int64_t bytes);
 
 void weft__limits_default(weft__limits_t *l);
 /* Before decoding: the frame's size and the tensors its TensorList declares (dtype, rank, shape
@@ -90,10 +111,15 @@ weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
 /* A request that arrived compressed (gzip or deflate; the server leaves gRPC's own inflating
  * off) is inflated here, in pieces, never past l->max_message_bytes: a small body that would
  * inflate beyond it is refused with INVALID_ARGUMENT naming --max_message_bytes, having taken at
- * most that much memory. On success *bb is replaced by the inflated buffer (an uncompressed one
- * is left as it is). */
-weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method,
-                                     grpc_byte_buffer **bb);
+ * most that much memory. Each piece is first reserved from `budget` (NULL: none) for `owner`;
+ * one the budget refuses fails the request with RESOURCE_EXHAUSTED naming
+ * --max_inflating_bytes. On success *bb is replaced by the inflated buffer (an uncompressed one
+ * is left as it is) and *reserved says how many bytes of the budget it holds: the caller releases
+ * them (weft__inflate_budget_release) when it frees *bb. On failure nothing stays reserved
+ * (*reserved is 0) and the memory is freed. */
+weft_status_t *weft__inflate_request(const weft__limits_t *l, weft__inflate_budget_t *budget,
+                                     const void *owner, const char *method,
+                                     grpc_byte_buffer **bb, int64_t *reserved);
 /* After decoding: graph node and attribute counts, op names, device names inside `spec`,
  * constant tensors in attributes, names and handles that must not be empty, n_tensors against
  * the feeds. `method` is the full path ("/weft.Master/RunStep"). */

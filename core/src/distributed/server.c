@@ -86,6 +86,7 @@ struct weft_server {
   char *target;  /* grpc://address, grpcs:// with TLS */
   weft__security_t *security; /* what it serves with and talks to its peers with */
   weft__limits_t limits;
+  weft__inflate_budget_t inflating; /* --max_inflating_bytes, across all calls (validate.c) */
   weft__master_t *master;
   weft__worker_t *worker;
   grpc_server *server;
@@ -129,6 +130,7 @@ typedef struct call_ctx {
   gpr_timespec deadline;
   grpc_metadata_array request_md;
   grpc_byte_buffer *payload;
+  int64_t inflated; /* bytes of server->inflating its inflated payload holds */
   grpc_byte_buffer *response;
   grpc_slice details;
   int cancelled;
@@ -226,6 +228,7 @@ static void ctx_free(call_ctx_t *ctx) {
   grpc_call_details_destroy(&ctx->call_details);
   grpc_metadata_array_destroy(&ctx->request_md);
   if (ctx->payload) grpc_byte_buffer_destroy(ctx->payload);
+  if (ctx->inflated) weft__inflate_budget_release(&ctx->server->inflating, ctx, ctx->inflated);
   if (ctx->response) grpc_byte_buffer_destroy(ctx->response);
   grpc_slice_unref(ctx->details);
   g_free(ctx);
@@ -559,10 +562,12 @@ static void handle_call(call_ctx_t *ctx) {
   ProtobufCMessage *msg = NULL;
   weft_tensor_t **tensors = NULL;
   int n_tensors = 0;
-  /* A compressed request is inflated no further than the limit; then limits and declared sizes,
-   * so nothing is allocated for a request that lies. */
+  /* A compressed request is inflated no further than the limits (its own, and all requests'
+   * together, held until ctx_free frees the payload); then limits and declared sizes, so
+   * nothing is allocated for a request that lies. */
   weft_status_t *st =
-      weft__inflate_request(&ctx->server->limits, method_paths[ctx->method], &ctx->payload);
+      weft__inflate_request(&ctx->server->limits, &ctx->server->inflating, ctx,
+                            method_paths[ctx->method], &ctx->payload, &ctx->inflated);
   if (!st)
     st = weft__validate_frame(&ctx->server->limits, method_paths[ctx->method], ctx->payload);
   if (st) {
@@ -967,6 +972,10 @@ void weft_server_options_set_max_message_bytes(weft_server_options_t *o, int64_t
   o->limits.max_message_bytes = bytes > 0 ? bytes : WEFT_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
+void weft_server_options_set_max_inflating_bytes(weft_server_options_t *o, int64_t bytes) {
+  o->limits.max_inflating_bytes = bytes > 0 ? bytes : WEFT_DEFAULT_MAX_INFLATING_BYTES;
+}
+
 void weft_server_options_set_max_tensor_bytes(weft_server_options_t *o, int64_t bytes) {
   o->limits.max_tensor_bytes = bytes > 0 ? bytes : WEFT_DEFAULT_MAX_TENSOR_BYTES;
 }
@@ -1119,6 +1128,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   s->pollers = g_ptr_array_new();
   if (opts) s->limits = opts->limits;
   else weft__limits_default(&s->limits);
+  weft__inflate_budget_init(&s->inflating, s->limits.max_inflating_bytes);
   s->max_concurrent_steps = opts ? opts->max_concurrent_steps : WEFT_DEFAULT_MAX_CONCURRENT_STEPS;
   s->max_connection_answers =
       opts ? opts->max_connection_answers : WEFT_DEFAULT_MAX_CONNECTION_ANSWERS;
@@ -1166,6 +1176,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     weft_cluster_spec_free(s->spec);
     weft__security_unref(s->security);
     g_free(s->job);
+    weft__inflate_budget_clear(&s->inflating);
     g_mutex_clear(&s->lock);
     g_cond_clear(&s->cond);
     g_cond_clear(&s->follow);
@@ -1344,6 +1355,7 @@ void weft_server_free(weft_server_t *s) {
   weft__worker_free(s->worker);
   weft_cluster_spec_free(s->spec);
   weft__security_unref(s->security);
+  weft__inflate_budget_clear(&s->inflating);
   g_mutex_clear(&s->lock);
   g_cond_clear(&s->cond);
   g_cond_clear(&s->follow);

@@ -24,6 +24,7 @@ void weft__limits_default(weft__limits_t *l) {
   l->max_graph_nodes = WEFT_DEFAULT_MAX_GRAPH_NODES;
   l->max_node_attrs = WEFT_DEFAULT_MAX_NODE_ATTRS;
   l->max_rank = WEFT_MAX_RANK;
+  l->max_inflating_bytes = WEFT_DEFAULT_MAX_INFLATING_BYTES;
 }
 
 /* "/weft.Worker/RunGraph" -> "RunGraph". */
@@ -184,8 +185,39 @@ weft_status_t *weft__validate_frame(const weft__limits_t *l, const char *method,
  * keeps freed memory of other threads' arenas otherwise, and the server's RSS stays high. */
 #define TRIM_AFTER_BYTES ((size_t)16 << 20)
 
-weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method,
-                                     grpc_byte_buffer **bb) {
+void weft__inflate_budget_init(weft__inflate_budget_t *b, int64_t limit) {
+  g_mutex_init(&b->lock);
+  b->limit = limit;
+  b->in_use = 0;
+  b->lead = NULL;
+}
+
+void weft__inflate_budget_clear(weft__inflate_budget_t *b) { g_mutex_clear(&b->lock); }
+
+/* `held`: what owner reserved so far; a request that starts while no lead holds anything
+ * becomes the lead. */
+static bool budget_reserve(weft__inflate_budget_t *b, const void *owner, int64_t held,
+                           int64_t bytes) {
+  g_mutex_lock(&b->lock);
+  if (!b->lead && held == 0) b->lead = owner;
+  bool ok = b->lead == owner || b->in_use + bytes <= b->limit;
+  if (ok) b->in_use += bytes;
+  g_mutex_unlock(&b->lock);
+  return ok;
+}
+
+void weft__inflate_budget_release(weft__inflate_budget_t *b, const void *owner, int64_t bytes) {
+  if (!b) return;
+  g_mutex_lock(&b->lock);
+  b->in_use -= bytes;
+  if (b->lead == owner) b->lead = NULL;
+  g_mutex_unlock(&b->lock);
+}
+
+weft_status_t *weft__inflate_request(const weft__limits_t *l, weft__inflate_budget_t *budget,
+                                     const void *owner, const char *method,
+                                     grpc_byte_buffer **bb, int64_t *reserved) {
+  *reserved = 0;
   grpc_byte_buffer *in = *bb;
   if (!in || in->type != GRPC_BB_RAW || in->data.raw.compression == GRPC_COMPRESS_NONE)
     return NULL;
@@ -220,7 +252,18 @@ weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method
         if (cur_cap > 0) g_array_append_val(out, cur);
         /* One byte beyond the limit is enough to know the message is too large. */
         uint64_t room = limit + 1 - total;
-        cur_cap = room < INFLATE_SLICE_BYTES ? (size_t)room : INFLATE_SLICE_BYTES;
+        size_t want = room < INFLATE_SLICE_BYTES ? (size_t)room : INFLATE_SLICE_BYTES;
+        if (budget && !budget_reserve(budget, owner, *reserved, (int64_t)want)) {
+          st = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
+                               "%s: compressed requests being inflated at once would take more "
+                               "than %" G_GINT64_FORMAT " bytes (--max_inflating_bytes); this one "
+                               "(%zu bytes compressed) was refused: send it again later",
+                               method, budget->limit, grpc_byte_buffer_length(in));
+          cur_cap = cur_used = 0;
+          break;
+        }
+        if (budget) *reserved += (int64_t)want;
+        cur_cap = want;
         cur = grpc_slice_malloc(cur_cap);
         cur_used = 0;
       }
@@ -261,7 +304,11 @@ weft_status_t *weft__inflate_request(const weft__limits_t *l, const char *method
   }
   for (guint k = 0; k < out->len; k++) grpc_slice_unref(g_array_index(out, grpc_slice, k));
   g_array_free(out, TRUE);
-  if (st && total >= TRIM_AFTER_BYTES) malloc_trim(0);
+  if (st) {
+    weft__inflate_budget_release(budget, owner, *reserved);
+    *reserved = 0;
+    if (total >= TRIM_AFTER_BYTES) malloc_trim(0);
+  }
   return st;
 }
 
