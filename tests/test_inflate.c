@@ -204,7 +204,9 @@ static void test_concurrent_bodies(void) {
                  "%d inflated, %d refused; VmHWM %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT
                  " KiB", 3 * ATTACKERS, BODY_BYTES / MIB, gz->len, ATTACKERS, inflated, refused,
                  hwm0, hwm1);
-  g_assert_cmpint(inflated, >=, 3); /* the first of each round, at least, is the lead */
+  /* The first body to reserve is the lead and is inflated; a round may have none, when the last
+   * round's lead still holds its reservation (until its call is freed, after its answer). */
+  g_assert_cmpint(inflated, >=, 1);
 #if defined(__SANITIZE_ADDRESS__)
   g_test_message("AddressSanitizer build: memory is not compared (its quarantine keeps freed "
                  "memory resident)");

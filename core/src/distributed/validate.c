@@ -11,6 +11,7 @@
 #include <grpc/compression.h>
 #include <malloc.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zlib.h>
 
 #include "../base/protobuf_internal.h"
@@ -214,6 +215,21 @@ void weft__inflate_budget_release(weft__inflate_budget_t *b, const void *owner, 
   g_mutex_unlock(&b->lock);
 }
 
+static void unmap_slice(void *p, size_t len) { munmap(p, len); }
+
+/* A slice of inflated output. Full ones are mapped, not malloc'ed, so their pages go back to the
+ * system when the request's payload is freed: malloc keeps freed 256 KiB blocks in the arena of
+ * the thread that freed them, and concurrent requests on other threads then took fresh pages,
+ * so the server's memory grew well past what the budget had reserved (measured: +182 MiB for a
+ * 96 MiB budget and a 64 MiB message). */
+static grpc_slice inflate_slice(size_t len) {
+  if (len == INFLATE_SLICE_BYTES) {
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) return grpc_slice_new_with_len(p, len, unmap_slice);
+  }
+  return grpc_slice_malloc(len);
+}
+
 weft_status_t *weft__inflate_request(const weft__limits_t *l, weft__inflate_budget_t *budget,
                                      const void *owner, const char *method,
                                      grpc_byte_buffer **bb, int64_t *reserved) {
@@ -264,7 +280,7 @@ weft_status_t *weft__inflate_request(const weft__limits_t *l, weft__inflate_budg
         }
         if (budget) *reserved += (int64_t)want;
         cur_cap = want;
-        cur = grpc_slice_malloc(cur_cap);
+        cur = inflate_slice(cur_cap);
         cur_used = 0;
       }
       z.next_out = GRPC_SLICE_START_PTR(cur) + cur_used;
