@@ -8,41 +8,12 @@
 #include <grpc/grpc.h>
 #include <signal.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "distributed/distributed_internal.h"
 #include "weft/weft.h"
 #include "weftd_cluster.h"
 
 #define MIB ((int64_t)1 << 20)
-
-/* `zeros` zero bytes as one gzip stream (made piecewise: about 1 KiB per MiB). */
-static GByteArray *gzip_zeros(int64_t zeros) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  g_assert_cmpint(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), ==,
-                  Z_OK);
-  GByteArray *out = g_byte_array_new();
-  guint8 *in = g_malloc0(MIB), *buf = g_malloc(MIB);
-  for (int64_t left = zeros;;) {
-    size_t n = left < MIB ? (size_t)left : (size_t)MIB;
-    left -= (int64_t)n;
-    int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH, zr;
-    z.next_in = in;
-    z.avail_in = (uInt)n;
-    do {
-      z.next_out = buf;
-      z.avail_out = (uInt)MIB;
-      zr = deflate(&z, flush);
-      g_byte_array_append(out, buf, (guint)(MIB - z.avail_out));
-    } while (z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
-    if (flush == Z_FINISH) break;
-  }
-  deflateEnd(&z);
-  g_free(in);
-  g_free(buf);
-  return out;
-}
 
 static grpc_byte_buffer *compressed_buffer(const GByteArray *gz) {
   grpc_slice s = grpc_slice_from_copied_buffer((const char *)gz->data, gz->len);
@@ -67,7 +38,7 @@ static void test_budget_rule(void) {
   l.max_message_bytes = 4 * MIB;
   weft__inflate_budget_t b;
   weft__inflate_budget_init(&b, 1 * MIB);
-  GByteArray *gz = gzip_zeros(3 * MIB);
+  GByteArray *gz = weftd_gzip_body(NULL, (uint64_t)(3 * MIB));
   const char *method = "/weft.Master/RunStep";
   int owner_a, owner_b;
 
@@ -108,7 +79,7 @@ static void test_budget_rule(void) {
   g_assert_cmpint(b.in_use, ==, 0);
 
   /* Within the budget, a non-lead is served beside the lead. */
-  GByteArray *small = gzip_zeros(MIB / 2);
+  GByteArray *small = weftd_gzip_body(NULL, (uint64_t)(MIB / 2));
   a = compressed_buffer(small);
   bb = compressed_buffer(small);
   g_assert_null(weft__inflate_request(&l, &b, &owner_a, method, &a, &held_a));
@@ -122,21 +93,6 @@ static void test_budget_rule(void) {
   g_byte_array_unref(small);
   g_byte_array_unref(gz);
   weft__inflate_budget_clear(&b);
-}
-
-/* A field of /proc/PID/status in KiB; -1 if unreadable. */
-static int64_t status_kib(GPid pid, const char *field) {
-  char *path = g_strdup_printf("/proc/%d/status", (int)pid), *text = NULL;
-  int64_t v = -1;
-  if (g_file_get_contents(path, &text, NULL, NULL)) {
-    char *key = g_strconcat("\n", field, ":", NULL);
-    const char *at = strstr(text, key);
-    if (at) v = g_ascii_strtoll(at + strlen(key), NULL, 10);
-    g_free(key);
-  }
-  g_free(text);
-  g_free(path);
-  return v;
 }
 
 #define ATTACKERS 8
@@ -172,9 +128,10 @@ static void test_concurrent_bodies(void) {
   int n = 0;
   g_assert_null(weft_cluster_list_devices(d.target, 10000, &devices, &n));
   weft_device_list_free(devices, n);
-  int64_t hwm0 = status_kib(d.pid, "VmHWM"), rss0 = status_kib(d.pid, "VmRSS");
+  int64_t hwm0 = proc_status_kib(d.pid, "VmHWM"), rss0 = proc_status_kib(d.pid, "VmRSS");
 
-  GByteArray *gz = gzip_zeros(BODY_BYTES); /* within the message limit: the lead inflates it */
+  /* Within the message limit: the lead inflates it. */
+  GByteArray *gz = weftd_gzip_body(NULL, (uint64_t)BODY_BYTES);
   char *want = refusal(BUDGET_BYTES, gz->len);
   int refused = 0, inflated = 0;
   for (int round = 0; round < 3; round++) {
@@ -199,7 +156,7 @@ static void test_concurrent_bodies(void) {
       weft_status_free(a[k].st);
     }
   }
-  int64_t hwm1 = status_kib(d.pid, "VmHWM");
+  int64_t hwm1 = proc_status_kib(d.pid, "VmHWM");
   g_test_message("%d bodies of %" G_GINT64_FORMAT " MiB of zeros (%u bytes gzip), %d at once: "
                  "%d inflated, %d refused; VmHWM %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT
                  " KiB", 3 * ATTACKERS, BODY_BYTES / MIB, gz->len, ATTACKERS, inflated, refused,
@@ -214,10 +171,10 @@ static void test_concurrent_bodies(void) {
 #else
   /* The budget plus one message (the lead's), and a margin for allocator slack. */
   g_assert_cmpint(hwm1 - hwm0, <, (BUDGET_BYTES + BODY_BYTES + 32 * MIB) / 1024);
-  int64_t rss = status_kib(d.pid, "VmRSS");
+  int64_t rss = proc_status_kib(d.pid, "VmRSS");
   for (int k = 0; k < 100 && rss > rss0 + 16 * 1024; k++) {
     g_usleep(100000);
-    rss = status_kib(d.pid, "VmRSS");
+    rss = proc_status_kib(d.pid, "VmRSS");
   }
   g_test_message("VmRSS %" G_GINT64_FORMAT " KiB before, %" G_GINT64_FORMAT " after", rss0, rss);
   g_assert_cmpint(rss, <=, rss0 + 16 * 1024);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "distributed/distributed_internal.h"
 #include "graph/graphdef_internal.h"
@@ -47,47 +46,6 @@ static int64_t proc_status_field(GPid pid, const char *field) {
   return v;
 }
 
-/* A gzip stream of `prefix` followed by `zeros` zero bytes (made piecewise: ~1 MB for 1 GiB). */
-static GByteArray *gzip_body(const GByteArray *prefix, uint64_t zeros) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  g_assert_cmpint(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), ==,
-                  Z_OK);
-  GByteArray *out = g_byte_array_new();
-  enum { CHUNK = 1 << 20 };
-  guint8 *in = g_malloc0(CHUNK);
-  guint8 *buf = g_malloc(CHUNK);
-  uint64_t left = zeros;
-  bool first = prefix != NULL;
-  for (;;) {
-    int flush = Z_NO_FLUSH;
-    if (first) {
-      z.next_in = prefix->data;
-      z.avail_in = prefix->len;
-      first = false;
-      if (zeros == 0) flush = Z_FINISH;
-    } else {
-      size_t n = left < CHUNK ? (size_t)left : CHUNK;
-      z.next_in = in;
-      z.avail_in = (uInt)n;
-      left -= n;
-      if (left == 0) flush = Z_FINISH;
-    }
-    int zr;
-    do {
-      z.next_out = buf;
-      z.avail_out = CHUNK;
-      zr = deflate(&z, flush);
-      g_byte_array_append(out, buf, CHUNK - z.avail_out);
-    } while (z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
-    if (flush == Z_FINISH) break;
-  }
-  deflateEnd(&z);
-  g_free(in);
-  g_free(buf);
-  return out;
-}
-
 static char *write_token(void) {
   char *path = NULL;
   int fd = g_file_open_tmp("weft-limits-token-XXXXXX", &path, NULL);
@@ -119,7 +77,7 @@ static void test_gzip_bodies(void) {
   Weft__TensorList empty = WEFT__TENSOR_LIST__INIT;
   GByteArray *head = weftd_frame_request(&step.base, &empty, NULL, 0);
   gint64 t0 = g_get_monotonic_time();
-  GByteArray *gib = gzip_body(head, (uint64_t)1 << 30);
+  GByteArray *gib = weftd_gzip_body(head, (uint64_t)1 << 30);
   g_test_message("1 GiB of zeros as gzip: %u bytes (%.1f s to make)", gib->len,
                  (g_get_monotonic_time() - t0) / 1e6);
 
@@ -141,7 +99,7 @@ static void test_gzip_bodies(void) {
   /* With the token: inflated no further than the limit. 256 MiB of zeros keep the compressed
    * body under gRPC's own receive limit (the flag plus 1 MiB), so the inflating is what stops
    * it; the 1 GiB body may be stopped by either, naming a limit. */
-  GByteArray *big = gzip_body(head, (uint64_t)256 << 20);
+  GByteArray *big = weftd_gzip_body(head, (uint64_t)256 << 20);
   t0 = g_get_monotonic_time();
   st = weft__rpc_raw_gzip(address, sec, "/weft.Master/RunStep", big->data, big->len, 10000,
                           &answer, &answer_len);
@@ -169,7 +127,7 @@ static void test_gzip_bodies(void) {
   /* A small compressed request that is fine is inflated and served. */
   Weft__ListDevicesRequest list = WEFT__LIST_DEVICES_REQUEST__INIT;
   GByteArray *plain = weftd_frame_request(&list.base, &empty, NULL, 0);
-  GByteArray *small = gzip_body(plain, 0);
+  GByteArray *small = weftd_gzip_body(plain, 0);
   OK(weft__rpc_raw_gzip(address, sec, "/weft.Master/ListDevices", small->data, small->len, 10000,
                         &answer, &answer_len));
   g_assert_cmpuint(answer_len, >, 0);
@@ -710,7 +668,7 @@ static void test_attacks_return(void) {
     return;
   }
   GPid ps = c.d[0].pid;
-  GByteArray *gib = gzip_body(NULL, (uint64_t)1 << 30);
+  GByteArray *gib = weftd_gzip_body(NULL, (uint64_t)1 << 30);
   weft_graph_t *g = ps_worker_graph();
   /* A good client's session, made anew after each attack: --session_gc_seconds reclaims it
    * while the test waits. */

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <zlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -306,18 +307,21 @@ weft_session_t *weftd_remote_session(weft_graph_t *g, const char *target) {
 /* ---------------------------------------------------------------------------------------------
  * Resources */
 
-int64_t proc_rss_kib(GPid pid) {
+int64_t proc_status_kib(GPid pid, const char *field) {
   char *path = g_strdup_printf("/proc/%d/status", (int)pid);
-  char *text = NULL;
+  char *text = NULL, *key = g_strconcat(field, ":", NULL);
   int64_t kib = -1;
   if (g_file_get_contents(path, &text, NULL, NULL)) {
-    const char *at = strstr(text, "VmRSS:");
-    if (at) kib = g_ascii_strtoll(at + 6, NULL, 10);
+    const char *at = strstr(text, key);
+    if (at) kib = g_ascii_strtoll(at + strlen(key), NULL, 10);
   }
+  g_free(key);
   g_free(text);
   g_free(path);
   return kib;
 }
+
+int64_t proc_rss_kib(GPid pid) { return proc_status_kib(pid, "VmRSS"); }
 
 int proc_fd_count(GPid pid) {
   char *path = g_strdup_printf("/proc/%d/fd", (int)pid);
@@ -352,5 +356,46 @@ GByteArray *weftd_frame_request(const ProtobufCMessage *msg, const Weft__TensorL
     g_free(buf);
   }
   if (tail_len) g_byte_array_append(out, tail, (guint)tail_len);
+  return out;
+}
+
+/* A gzip stream of `prefix` followed by `zeros` zero bytes (made piecewise: ~1 MB for 1 GiB). */
+GByteArray *weftd_gzip_body(const GByteArray *prefix, uint64_t zeros) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  g_assert_cmpint(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), ==,
+                  Z_OK);
+  GByteArray *out = g_byte_array_new();
+  enum { CHUNK = 1 << 20 };
+  guint8 *in = g_malloc0(CHUNK);
+  guint8 *buf = g_malloc(CHUNK);
+  uint64_t left = zeros;
+  bool first = prefix != NULL;
+  for (;;) {
+    int flush = Z_NO_FLUSH;
+    if (first) {
+      z.next_in = prefix->data;
+      z.avail_in = prefix->len;
+      first = false;
+      if (zeros == 0) flush = Z_FINISH;
+    } else {
+      size_t n = left < CHUNK ? (size_t)left : CHUNK;
+      z.next_in = in;
+      z.avail_in = (uInt)n;
+      left -= n;
+      if (left == 0) flush = Z_FINISH;
+    }
+    int zr;
+    do {
+      z.next_out = buf;
+      z.avail_out = CHUNK;
+      zr = deflate(&z, flush);
+      g_byte_array_append(out, buf, CHUNK - z.avail_out);
+    } while (z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END));
+    if (flush == Z_FINISH) break;
+  }
+  deflateEnd(&z);
+  g_free(in);
+  g_free(buf);
   return out;
 }

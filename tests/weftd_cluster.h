@@ -74,6 +74,11 @@ weft_session_t *weftd_remote_session(weft_graph_t *g, const char *target);
 
 /* VmRSS in KiB and the number of open descriptors of a process (-1 when unreadable). */
 int64_t proc_rss_kib(GPid pid);
+/* A field of /proc/PID/status in KiB ("VmHWM", "VmRSS"); -1 if unreadable. */
+int64_t proc_status_kib(GPid pid, const char *field);
+/* A gzip stream of `prefix` (may be NULL) followed by `zeros` zero bytes, made piecewise (about
+ * 1 MB for 1 GiB); the caller unrefs it. */
+GByteArray *weftd_gzip_body(const GByteArray *prefix, uint64_t zeros);
 int proc_fd_count(GPid pid);
 
 /* A request frame as the servers read it, built by hand so tests can also send malformed ones:
