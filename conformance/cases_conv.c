@@ -60,6 +60,21 @@ static const conv_spec_t conv2d_cases[] = {
      {0}, false, 0},
     {"large_threads_64x48x8", 2, 2, {1, 64, 48}, 8, {1, 3, 3}, 16, {1, 1, 1}, {1, 1, 1}, "SAME",
      {0}, false, 0},
+    /* The direct loop in NHWC (few taps and filters, plugins/cpu/cpu_conv_nchw.c): the corpus's
+     * 2x2 windows over 2 channels, dilated, 1-D, strided rows longer than a copy loop, explicit
+     * uneven pads at 8 filters, and rows longer than one run. */
+    {"direct_nhwc_2x2_batch64", 2, 64, {1, 5, 5}, 2, {1, 2, 2}, 3, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
+    {"direct_nhwc_dilated2_batch9", 2, 9, {1, 5, 6}, 2, {1, 2, 2}, 3, {1, 1, 1}, {1, 2, 2},
+     "SAME", {0}, false, 0},
+    {"direct_nhwc_1d_stride2", 2, 3, {1, 1, 11}, 3, {1, 1, 2}, 4, {1, 1, 2}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
+    {"direct_nhwc_stride3_wide", 2, 2, {1, 7, 70}, 2, {1, 2, 3}, 5, {1, 3, 3}, {1, 1, 1}, "VALID",
+     {0}, false, 0},
+    {"direct_nhwc_explicit_m8", 2, 2, {1, 6, 7}, 3, {1, 3, 2}, 8, {1, 2, 2}, {1, 1, 1},
+     "EXPLICIT", {0, 0, 2, 0, 1, 3}, false, 0},
+    {"direct_nhwc_long_rows", 2, 2, {1, 3, 600}, 1, {1, 1, 2}, 2, {1, 1, 1}, {1, 1, 1}, "SAME",
+     {0}, false, 0},
 };
 
 static const conv_spec_t depthwise_cases[] = {

@@ -147,6 +147,10 @@ static const fconv_spec_t conv_cases[] = {
     {"batch_norm_relu6", {2, 11, 7, 5}, {5, 3, 5, 6}, 2, 1, "SAME", true, "Relu6"},
     {"bias_leakyrelu_tanh_odd", {1, 13, 17, 7}, {3, 5, 7, 9}, 1, 1, "VALID", false, "LeakyRelu"},
     {"bias_tanh_large", {1, 30, 30, 16}, {3, 3, 16, 24}, 1, 1, "SAME", false, "Tanh"},
+    /* The direct NHWC loop's epilogue (few taps and filters: plugins/cpu/cpu_conv_nchw.c). */
+    {"direct_bias_relu6_2x2_batch64", {64, 5, 5, 2}, {2, 2, 2, 3}, 1, 1, "SAME", false, "Relu6"},
+    {"direct_batch_norm_sigmoid_1d", {3, 1, 9, 2}, {1, 2, 2, 4}, 2, 1, "SAME", true, "Sigmoid"},
+    {"direct_bias_elu_dilated_m8", {2, 6, 7, 3}, {2, 2, 3, 8}, 1, 2, "VALID", false, "Elu"},
 };
 
 static const fconv_spec_t depthwise_cases[] = {

@@ -10,8 +10,10 @@
  * OpenBLAS GEMM per tile. A constant filter packed once (cpu_packed.c) needs no im2col but at
  * the left and right edges: the packed GEMM reads the windows from the input where they are (an
  * implicit GEMM, forward_tile_implicit). A 1x1 convolution with stride 1 and no padding needs no
- * im2col: its input already is the GEMM's left matrix. Depthwise convolutions are a direct loop
- * summing each output pixel's channels in vector registers (below). */
+ * im2col: its input already is the GEMM's left matrix. A tiny convolution (few taps and filters)
+ * skips the GEMM for cpu_conv_nchw.c's direct loop, which reads and writes NHWC too. Depthwise
+ * convolutions are a direct loop summing each output pixel's channels in vector registers
+ * (below). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,6 +297,14 @@ weft_status_t *weft__cpu_conv2d_f32_ep(weft_kernel_ctx_t *ctx, const weft_cpu_co
   return weft__cpu_conv2d_f32_packed(ctx, g, x, f, y, ep, NULL);
 }
 
+/* The most filters for which a convolution that the direct loop takes (few taps, small strides:
+ * weft__cpu_conv2d_nchw_direct) runs it in NHWC too: the corpus's tiny channels-last nets (2
+ * channels, 2x2 or 1x2 windows, 3 filters) spent more in the tiles' fixed costs (plan, scratch,
+ * OpenBLAS's setup for a 3-column GEMM) than in arithmetic; the direct loop took 0.2-0.6x of
+ * ONNX Runtime's time where im2col + GEMM took 0.9-1.3x (docs/performance.md). The benchmark's
+ * large convolutions (64 filters and more) keep the GEMM. */
+#define NHWC_DIRECT_MAX_M 8
+
 weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                            const float *x, const float *f, float *y,
                                            const weft_cpu_epilogue_t *ep,
@@ -306,6 +316,8 @@ weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cp
     if (ep) weft__cpu_epilogue_apply(ep, y, rows, g->m, g->m, 0, false);
     return NULL;
   }
+  if (g->m <= NHWC_DIRECT_MAX_M && weft__cpu_conv2d_nchw_direct(g))
+    return weft__cpu_conv2d_nhwc_direct_f32(ctx, g, x, f, y, ep);
   tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile,
                .ep = ep};
   tiles_plan(ctx, &t, rows * k * g->m);

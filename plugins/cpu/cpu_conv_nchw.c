@@ -11,7 +11,11 @@
  * filters' sums in registers over all taps, so each input vector is loaded once per tap for
  * all of them. The columns past the output's width are computed and dropped. The bias (or the
  * batch norm's scale and offset) and the activation of _FusedConv2D finish each run while it is
- * in cache. */
+ * in cache.
+ *
+ * The same loop serves tiny NHWC convolutions (few taps and at most 8 filters: cpu_conv_fast.c):
+ * the phase planes gather each channel from the interleaved input, and the finished runs are
+ * spread out to the interleaved output. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -31,6 +35,7 @@ typedef float nchw_v16u __attribute__((vector_size(64), aligned(4), may_alias));
 typedef struct nchw_conv {
   const weft_cpu_conv2d_t *g;
   const weft_cpu_epilogue_t *ep;
+  bool nhwc;             /* x and y are NHWC (the planes and the loop are the same) */
   int64_t hq, wq;        /* a phase plane's rows and columns */
   int64_t phases;        /* sh * sw */
   int64_t image;         /* floats of one image's phase planes: c * phases * hq * wq */
@@ -86,7 +91,14 @@ static void pad_images(void *arg, int64_t b, int64_t e) {
   const weft_cpu_conv2d_t *g = j->g;
   int64_t plane = j->hq * j->wq;
   for (int64_t t = b; t < e; t++) { /* t: one (image, channel) */
+    /* The channel's rows rs apart, its columns cs apart. */
     const float *src = j->x + t * g->h * g->w;
+    int64_t rs = g->w, cs = 1;
+    if (j->nhwc) {
+      src = j->x + t / g->c * g->h * g->w * g->c + t % g->c;
+      rs = g->w * g->c;
+      cs = g->c;
+    }
     float *dst = j->planes + t * j->phases * plane;
     memset(dst, 0, sizeof(float) * (size_t)(j->phases * plane));
     for (int64_t bb = 0; bb < g->sw; bb++) {
@@ -101,13 +113,14 @@ static void pad_images(void *arg, int64_t b, int64_t e) {
           int64_t iy = q * g->sh + a - g->pt;
           if (iy < 0 || iy >= g->h) continue;
           float *row = dst + (a * g->sw + bb) * plane + q * j->wq;
-          const float *in = src + iy * g->w + p0 * g->sw + first;
-          if (g->sw == 1) {
+          const float *in = src + iy * rs + (p0 * g->sw + first) * cs;
+          int64_t step = g->sw * cs;
+          if (step == 1) {
             memcpy(row + p0, in, sizeof(float) * (size_t)(p1 - p0));
           } else if (p1 - p0 <= 16) { /* shorter than the call */
-            for (int64_t p = p0; p < p1; p++) row[p] = in[(p - p0) * g->sw];
+            for (int64_t p = p0; p < p1; p++) row[p] = in[(p - p0) * step];
           } else {
-            copy_strided(row + p0, in, p1 - p0, g->sw);
+            copy_strided(row + p0, in, p1 - p0, step);
           }
         }
     }
@@ -158,11 +171,24 @@ NCHW_CLONES NCHW_SUMS(4)
 
 /* The outputs [x0, x0 + cols) of rows [y0, y0 + rows) of one output plane (filter f): copied
  * from the run's sums (row stride `stride`), then scaled and offset (a batch norm) and
- * activated. */
-static void finish_run(const nchw_conv_t *j, const float *sums, int64_t stride, float *plane,
+ * activated. An NHWC plane's pixels are m apart: the sums are finished where they are, in the
+ * run's contiguous rows, and then spread out. */
+static void finish_run(const nchw_conv_t *j, float *sums, int64_t stride, float *plane,
                        int64_t f, int64_t y0, int64_t rows, int64_t x0, int64_t cols) {
   const weft_cpu_conv2d_t *g = j->g;
   const weft_cpu_epilogue_t *ep = j->ep;
+  if (j->nhwc) {
+    for (int64_t r = 0; r < rows; r++) {
+      float *s = sums + r * stride, *o = plane + ((y0 + r) * g->ow + x0) * g->m;
+      if (ep && ep->scale) {
+        float a = ep->scale[f], b = ep->bias ? ep->bias[f] : 0.0f;
+        for (int64_t i = 0; i < cols; i++) s[i] = s[i] * a + b;
+      }
+      if (ep && ep->act) ep->act(s, s, cols, ep->act_param);
+      for (int64_t i = 0; i < cols; i++) o[i * g->m] = s[i];
+    }
+    return;
+  }
   float *out = plane + y0 * g->ow + x0;
   for (int64_t r = 0; r < rows; r++) {
     float *o = out + r * g->ow;
@@ -225,18 +251,19 @@ static void conv_runs(void *arg, int64_t b, int64_t e) {
     }
     for (int64_t k = 0; k < imgs; k++)
       for (int64_t f = 0; f < nb; f++) {
-        float *plane = j->y + ((n + k) * g->m + m0 + f) * g->oh * g->ow;
+        float *plane = j->nhwc ? j->y + (n + k) * g->oh * g->ow * g->m + m0 + f
+                               : j->y + ((n + k) * g->m + m0 + f) * g->oh * g->ow;
         finish_run(j, sums + f * NCHW_RUN + k * j->image, j->wq, plane, m0 + f, y0, rows, x0,
                    cols);
       }
   }
 }
 
-weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
-                                         const float *x, const float *f, float *y,
-                                         const weft_cpu_epilogue_t *ep) {
+static weft_status_t *conv_direct(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                  const float *x, const float *f, float *y,
+                                  const weft_cpu_epilogue_t *ep, bool nhwc) {
   if (g->n == 0 || g->m == 0 || g->oh == 0 || g->ow == 0) return NULL;
-  nchw_conv_t j = {.g = g, .ep = ep, .x = x, .y = y};
+  nchw_conv_t j = {.g = g, .ep = ep, .nhwc = nhwc, .x = x, .y = y};
   /* The padded extent the windows read, cut into stride phases. */
   int64_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
   int64_t wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
@@ -303,4 +330,17 @@ weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_
   int64_t groups = (g->n + j.ipr - 1) / j.ipr;
   weft__cpu_parallel(ctx, groups * j.mblocks * j.runs, per_run, conv_runs, &j);
   return NULL;
+}
+
+weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                         const float *x, const float *f, float *y,
+                                         const weft_cpu_epilogue_t *ep) {
+  return conv_direct(ctx, g, x, f, y, ep, false);
+}
+
+weft_status_t *weft__cpu_conv2d_nhwc_direct_f32(weft_kernel_ctx_t *ctx,
+                                                const weft_cpu_conv2d_t *g, const float *x,
+                                                const float *f, float *y,
+                                                const weft_cpu_epilogue_t *ep) {
+  return conv_direct(ctx, g, x, f, y, ep, true);
 }

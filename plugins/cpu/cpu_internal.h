@@ -242,6 +242,12 @@ bool weft__cpu_conv2d_nchw_direct(const weft_cpu_conv2d_t *g);
 weft_status_t *weft__cpu_conv2d_nchw_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                          const float *x, const float *f, float *y,
                                          const struct weft_cpu_epilogue *ep);
+/* The same loop over NHWC x [n, h, w, c] and y [n, oh, ow, m], which cpu_conv_fast.c runs for
+ * tiny convolutions (few taps and filters), where the GEMM's fixed costs outweigh the work. */
+weft_status_t *weft__cpu_conv2d_nhwc_direct_f32(weft_kernel_ctx_t *ctx,
+                                                const weft_cpu_conv2d_t *g, const float *x,
+                                                const float *f, float *y,
+                                                const struct weft_cpu_epilogue *ep);
 /* The direct float32 NCHW Conv2DBackpropInput (cpu_conv_transpose_nchw.c; f [kh, kw, c, m],
  * dy [n, m, oh, ow], dx [n, c, h, w] written whole), and whether it is the one to run for g. */
 bool weft__cpu_conv2d_nchw_bp_input_direct(const weft_cpu_conv2d_t *g);
