@@ -1111,6 +1111,37 @@ static void test_parallel_for_back_to_back(void) {
   }
 }
 
+/* How a parallel_for is cut: work under 100k cycles stays on the caller (issue 22: waking a
+ * helper costs more), chunks are at least 10k cycles and at most 4 per thread, caller included. */
+static void test_parallel_for_plan(void) {
+  static const struct {
+    int64_t total, cost;
+    int threads;
+    int64_t chunks, chunk_size;
+  } cases[] = {
+      {32, 769, 2, 1, 32},          /* conv2d_transpose's col2im at batch 1: 24,608 cycles */
+      {130, 769, 2, 1, 130},        /* 99,970 cycles */
+      {131, 769, 2, 10, 14},        /* 100,739: chunks of ceil(10000 / 769) = 14 units */
+      {100000, 1, 2, 10, 10000},    /* at the threshold: 10 chunks of 10k */
+      {99999, 1, 4, 1, 99999},
+      {10000000, 2, 4, 20, 500000}, /* 4 chunks for each of 5 threads */
+      {64, 1000000, 5, 22, 3},      /* 24 chunks wanted, of ceil(64 / 24) = 3 units */
+      {2, (int64_t)1 << 30, 2, 2, 1},
+      {1000000, 1000, 1, 1, 1000000}, /* one thread: never split */
+      {1, (int64_t)1 << 30, 4, 1, 1},
+      {0, 10, 4, 0, 0},
+      {G_MAXINT64 / 2, (int64_t)1 << 50, 2, 12, G_MAXINT64 / 2 / 12 + 1}, /* no overflow */
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    int64_t size = -1;
+    int64_t n = weft__parallel_for_plan(cases[i].total, cases[i].cost, cases[i].threads, &size);
+    if (n != cases[i].chunks || size != cases[i].chunk_size)
+      g_error("case %zu: %" G_GINT64_FORMAT " chunks of %" G_GINT64_FORMAT ", expected %"
+              G_GINT64_FORMAT " of %" G_GINT64_FORMAT, i, n, size, cases[i].chunks,
+              cases[i].chunk_size);
+  }
+}
+
 static void test_default_pools(void) {
   weft__threadpool_t *a = weft__default_intra_op_pool(0);
   weft__threadpool_t *b = weft__default_intra_op_pool(7);
@@ -1204,6 +1235,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/base/threadpool/parallel_for_sum", test_parallel_for_sum);
   g_test_add_func("/base/threadpool/parallel_for_nested", test_parallel_for_nested);
   g_test_add_func("/base/threadpool/parallel_for_back_to_back", test_parallel_for_back_to_back);
+  g_test_add_func("/base/threadpool/parallel_for_plan", test_parallel_for_plan);
   g_test_add_func("/base/threadpool/default_pools", test_default_pools);
   g_test_add_func("/base/threadpool/thread_limit", test_thread_limit);
   return g_test_run();

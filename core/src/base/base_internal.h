@@ -158,6 +158,10 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
  * call from a pool thread (the caller works too, so it cannot deadlock). */
 void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
+/* How weft__parallel_for cuts total units of cost_per_unit cycles each for a pool of n_threads:
+ * returns the number of chunks (1: all on the caller) and sets *chunk_size (units per chunk). */
+int64_t weft__parallel_for_plan(int64_t total, int64_t cost_per_unit, int n_threads,
+                                int64_t *chunk_size);
 /* Releases every host block kept for reuse (tensor.c), so that what follows allocates fresh
  * memory: for measurements of resident memory (weft bench's peak_memory row). */
 void weft__host_buffer_cache_flush(void);

@@ -213,7 +213,14 @@ void weft__threadpool_schedule(weft__threadpool_t *pool, void (*fn)(void *arg), 
 /* ---------------------------------------------------------------------------------------------
  * parallel_for */
 
-/* Work below this many cycles is not worth waking another thread for. */
+/* A parallel_for of less work than this many cycles runs whole on the caller. Handing a part to
+ * another thread costs its wake-up (15-80 us in a VM, 50k-250k cycles) or, with a helper
+ * spinning, the cache lines of the shared state and the caller's wait for the helper's last
+ * chunk; below this the split steps measured slower at two threads than at one (issue 22:
+ * Conv2DBackpropInput's col2im of ~25k cycles at batch 1, docs/performance.md). Eigen's tensor
+ * cost model (TensorFlow's kernels) likewise keeps work under 100k cycles on one thread. */
+#define MIN_CYCLES_TO_SPLIT 100000
+/* A chunk is at least this many cycles of work. */
 #define MIN_CYCLES_PER_CHUNK 10000
 /* Chunks per participating thread: more than one evens out uneven chunk costs. */
 #define CHUNKS_PER_THREAD 4
@@ -340,25 +347,31 @@ static void pfor_helper(void *arg) {
   pfor_spin(pool);
 }
 
-void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
-                        weft_range_fn fn, void *arg) {
-  if (total <= 0 || fn == NULL) return;
+int64_t weft__parallel_for_plan(int64_t total, int64_t cost_per_unit, int n_threads,
+                                int64_t *chunk_size) {
+  *chunk_size = total;
+  if (total <= 1 || n_threads <= 1) return total > 0 ? 1 : 0;
   if (cost_per_unit < 1) cost_per_unit = 1;
   if (cost_per_unit > ((int64_t)1 << 40)) cost_per_unit = (int64_t)1 << 40;
-  int n_threads = weft__threadpool_size(pool);
   /* Compared by division so that total * cost_per_unit cannot overflow. */
+  if (total < (MIN_CYCLES_TO_SPLIT + cost_per_unit - 1) / cost_per_unit) return 1;
   int64_t min_units = (MIN_CYCLES_PER_CHUNK + cost_per_unit - 1) / cost_per_unit;
-  if (pool == NULL || n_threads <= 1 || total <= min_units) {
-    fn(arg, 0, total);
-    return;
-  }
-
   /* Chunks of at least MIN_CYCLES_PER_CHUNK of work, and at most CHUNKS_PER_THREAD per thread
    * (the caller counts as one). */
   int64_t max_chunks = (int64_t)CHUNKS_PER_THREAD * (n_threads + 1);
-  int64_t chunk_size = (total + max_chunks - 1) / max_chunks;
-  if (chunk_size < min_units) chunk_size = min_units;
-  int64_t n_chunks = (total + chunk_size - 1) / chunk_size;
+  int64_t size = (total + max_chunks - 1) / max_chunks;
+  if (size < min_units) size = min_units;
+  int64_t n_chunks = (total + size - 1) / size;
+  if (n_chunks > 1) *chunk_size = size;
+  return n_chunks;
+}
+
+void weft__parallel_for(weft__threadpool_t *pool, int64_t total, int64_t cost_per_unit,
+                        weft_range_fn fn, void *arg) {
+  if (total <= 0 || fn == NULL) return;
+  int n_threads = pool == NULL ? 0 : weft__threadpool_size(pool);
+  int64_t chunk_size = total;
+  int64_t n_chunks = weft__parallel_for_plan(total, cost_per_unit, n_threads, &chunk_size);
   if (n_chunks <= 1) {
     fn(arg, 0, total);
     return;
