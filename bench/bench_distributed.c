@@ -621,10 +621,11 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
                                  "(RunStep, then RunGraph to its worker); %d steps per run; "
                                  "raw call: %zu-byte request, %zu-byte answer", repeat,
                                  request_bytes, reply_bytes);
-  char *note = g_strdup_printf("target <= 2x the raw call (%.2fx)",
+  char *note = g_strdup_printf("target <= 1.3x the raw call (%.2fx)",
                                base.median > 0 ? weft.median / base.median : 0.0);
   bench_add_row(r, name, params, "us", false, &weft, &base, "raw gRPC unary call", note);
-  bench_set_target_ratio(r, 0.5); /* latency within 2x the raw call: raw/weft >= 0.5 */
+  /* Issue 22: a step within 1.3x the raw call's latency: raw/weft >= 1/1.3. */
+  bench_set_target_ratio(r, 1.0 / 1.3);
   g_free(params);
   g_free(note);
 }
@@ -807,10 +808,10 @@ static void bench_shared_memory(const bench_options_t *o, bench_report_t *r, con
                                  "weftd children on loopback (WEFT_SHM_TRANSFER=%s); baseline: "
                                  "memcpy of as many bytes between two resident buffers",
                                  bytes, off ? off : "unset (on)");
-  char *note = g_strdup_printf("target >= 0.4x memcpy (%.2fx)",
+  char *note = g_strdup_printf("target >= 0.8x memcpy (%.2fx)",
                                base.median > 0 ? weft.median / base.median : 0.0);
   bench_add_row(r, name, params, "GB/s", true, &weft, &base, "memcpy", note);
-  bench_set_target_ratio(r, 0.4);
+  bench_set_target_ratio(r, 0.8);
   g_free(params);
   g_free(note);
 }
@@ -870,10 +871,12 @@ static void bench_transfers(const bench_options_t *o, bench_report_t *r) {
                                    "(two weftd children on loopback), Size fetched; %d "
                                    "transfers (baseline: calls) per repetition",
                                    bytes, repeat);
-    char *note = g_strdup_printf("target >= 2x the raw call (%.2fx)",
+    /* Issue 22 replaced this row's target (loopback goes through shared memory from 256 KiB,
+     * which the transfer/shared_memory row targets; the gRPC path is targeted across network
+     * namespaces, netns_transfer/...). */
+    char *note = g_strdup_printf("report: %.2fx the raw call",
                                  base.median > 0 ? weft.median / base.median : 0.0);
     bench_add_row(r, name, params, "GB/s", true, &weft, &base, "raw gRPC unary call", note);
-    bench_set_target_ratio(r, 2.0);
     g_free(params);
     g_free(note);
   }
