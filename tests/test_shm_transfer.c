@@ -256,12 +256,43 @@ static void test_switches(void) {
   g_assert_true(weft__shm_enabled());
 }
 
+/* The sender's copy, plain and streamed, at sizes around the 64-byte lines it streams and
+ * destinations off a line's start: every byte copied, none written outside. */
+static void test_stream_copy(void) {
+  const size_t sizes[] = {0, 1, 63, 64, 65, 127, 128, 129, 191, 4096 + 17, 1000003};
+  const size_t offsets[] = {0, 1, 15, 16, 33, 63};
+  const size_t guard = 64;
+  size_t biggest = 1000003 + 64 + 2 * guard;
+  guint8 *src = g_malloc(biggest), *dst = g_malloc(biggest);
+  for (size_t k = 0; k < biggest; k++) src[k] = (guint8)(k * 131 + k / 251 + 7);
+  for (int stream = 0; stream < 2; stream++) {
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+      for (size_t j = 0; j < G_N_ELEMENTS(offsets); j++) {
+        size_t n = sizes[i], at = guard + offsets[j], from = offsets[(j + 1) % 6];
+        memset(dst, 0xa5, biggest);
+        weft__shm_copy(dst + at, src + from, n, stream);
+        for (size_t k = 0; k < biggest; k++) {
+          guint8 want = k >= at && k < at + n ? src[from + k - at] : 0xa5;
+          if (dst[k] != want)
+            g_error("stream=%d n=%zu at=%zu: byte %zu is %u, expected %u", stream, n, at, k,
+                    dst[k], want);
+        }
+      }
+    }
+  }
+  g_free(src);
+  g_free(dst);
+  /* Set by main before anything read it: every export of 256 KiB or more streams. */
+  g_assert_cmpuint(weft__shm_stream_min_bytes(), ==, 262144);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Two weftd tasks */
 
-/* A 1 MiB ramp on task 0 read by Identity on task 1 and fetched, three steps: the first grows
- * task 1's segment, the next go through it. With env_shm "0" there is no segment and the same
- * values. */
+/* A ramp of 1 MiB and 12 bytes (not whole 64-byte lines: the streamed copy's tail) on task 0
+ * read by Identity on task 1 and fetched, three steps: the first grows task 1's segment, the next
+ * go through it, streamed (main sets WEFT_SHM_STREAM). With env_shm "0" there is no segment and
+ * the same values. */
 static void run_cluster(const char *env_shm, bool expect_segment) {
   char *shm = env_shm ? g_strdup_printf("WEFT_SHM_TRANSFER=%s", env_shm)
                       : g_strdup("WEFT_SHM_TRANSFER");
@@ -271,7 +302,7 @@ static void run_cluster(const char *env_shm, bool expect_segment) {
     g_free(shm);
     return;
   }
-  const int64_t n = 1 << 18;
+  const int64_t n = (1 << 18) + 3;
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_tensor_t *value = ramp(n);
@@ -312,10 +343,13 @@ static void test_cluster_off(void) { run_cluster("0", false); }
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_unsetenv("WEFT_SHM_TRANSFER");
+  /* The exports here (1 MiB) and the children's stream from 256 KiB: the path of big tensors. */
+  g_setenv("WEFT_SHM_STREAM", "262144", TRUE);
   weft_plugins_load_default();
   g_test_add_func("/shm_transfer/protocol", test_protocol);
   g_test_add_func("/shm_transfer/lifetimes", test_lifetimes);
   g_test_add_func("/shm_transfer/switches", test_switches);
+  g_test_add_func("/shm_transfer/stream_copy", test_stream_copy);
   g_test_add_func("/shm_transfer/cluster_on", test_cluster_on);
   g_test_add_func("/shm_transfer/cluster_off", test_cluster_off);
   return g_test_run();

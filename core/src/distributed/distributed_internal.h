@@ -545,5 +545,11 @@ void weft__shm_offer_from_request(const Weft__RecvTensorRequest *req, weft__shm_
 bool weft__shm_export(const weft__shm_offer_t *offer, const weft_tensor_t *t,
                       Weft__RecvTensorResponse *resp, Weft__TensorMeta *meta);
 void weft__shm_meta_clear(Weft__TensorMeta *meta);
+/* The sender's copy into a segment: memcpy, or with stream non-temporal stores (x86; memcpy
+ * elsewhere). Any alignment and size. */
+void weft__shm_copy(void *dst, const void *src, size_t n, bool stream);
+/* The size from which exports stream: half the last-level cache, or WEFT_SHM_STREAM's number of
+ * bytes; SIZE_MAX where there is no streaming copy or WEFT_SHM_STREAM=0. Read once. */
+size_t weft__shm_stream_min_bytes(void);
 
 #endif /* WEFT_DISTRIBUTED_INTERNAL_H */

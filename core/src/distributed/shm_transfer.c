@@ -18,7 +18,9 @@
  * the size the tensor needed (RecvTensorResponse.shm_wanted) for the next step. A receive that
  * fails drops the segment it offered, since a late sender might still write into it. Freeing the
  * pool (the _Recv's kernel instance) drops its free segments; borrowed ones go when their tensor
- * does. WEFT_SHM_TRANSFER=0 turns the path off on either side (docs/distributed.md). */
+ * does. WEFT_SHM_TRANSFER=0 turns the path off on either side (docs/distributed.md). The
+ * sender's copy of a tensor bigger than half the last-level cache streams past the cache
+ * (weft__shm_copy; WEFT_SHM_STREAM). */
 #include "distributed_internal.h"
 
 #include <errno.h>
@@ -28,6 +30,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define SHM_HAVE_STREAM 1
+#endif
 
 /* Below this, gRPC's copy costs about what opening and mapping the segment does. */
 #define SHM_MIN_BYTES (256 * 1024)
@@ -416,6 +422,86 @@ static sender_map_t *sender_map_get(const weft__shm_offer_t *offer, size_t nbyte
   return m;
 }
 
+/* Copies whose source and destination together overflow the last-level cache skip it: at the
+ * least STREAM_FALLBACK_BYTES when the cache's size is unknown. */
+#define STREAM_FALLBACK_BYTES ((size_t)16 << 20)
+
+/* Half the last-level cache as sysfs reports it for CPU 0 (the hypervisor's CPUID, which the C
+ * library reads, can claim ten times the real size), or STREAM_FALLBACK_BYTES. */
+static size_t stream_min_from_sysfs(void) {
+  size_t best = 0;
+  for (int index = 0; index < 8; index++) {
+    char *path = g_strdup_printf("/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    char *text = NULL;
+    bool read = g_file_get_contents(path, &text, NULL, NULL);
+    g_free(path);
+    if (!read) continue;
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(text, &end, 10);
+    if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+    else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
+    g_free(text);
+    if (v > best && v < ((guint64)1 << 40)) best = (size_t)v;
+  }
+  return best >= ((size_t)2 << 20) ? best / 2 : STREAM_FALLBACK_BYTES;
+}
+
+size_t weft__shm_stream_min_bytes(void) {
+  static gsize value;
+  if (g_once_init_enter(&value)) {
+    /* WEFT_SHM_STREAM: 0 (off, false) never streams, a number of bytes streams from that size
+     * (the tests' way through the path with small tensors), anything else the default. */
+    const char *v = g_getenv("WEFT_SHM_STREAM");
+    char *end = NULL;
+    guint64 bytes = v ? g_ascii_strtoull(v, &end, 10) : 0;
+    bool number = v && *v && end && *end == '\0';
+    bool off = v && ((number && bytes == 0) || g_ascii_strcasecmp(v, "off") == 0 ||
+                     g_ascii_strcasecmp(v, "false") == 0);
+    gsize min = off ? G_MAXSIZE : number ? (gsize)MIN(bytes, (guint64)G_MAXSIZE)
+                                         : stream_min_from_sysfs();
+#ifndef SHM_HAVE_STREAM
+    min = G_MAXSIZE;
+#endif
+    g_once_init_leave(&value, min);
+  }
+  return value;
+}
+
+/* An ordinary memcpy writes each destination line through the cache: for a copy bigger than the
+ * cache every line is first read from memory (to own it), then written back when evicted, so
+ * the copy moves three times its size. Non-temporal stores write whole lines straight to
+ * memory: twice its size. The receiver maps the segment in another process and reads it later,
+ * if at all, so nothing is lost by leaving the lines out of this core's cache. */
+void weft__shm_copy(void *dst, const void *src, size_t n, bool stream) {
+#ifdef SHM_HAVE_STREAM
+  if (stream && n >= 128) {
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 63); /* up to the destination's next line */
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+      __m128i a = _mm_loadu_si128((const __m128i *)s);
+      __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+      __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+      __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+      _mm_stream_si128((__m128i *)d, a);
+      _mm_stream_si128((__m128i *)(d + 16), b);
+      _mm_stream_si128((__m128i *)(d + 32), c);
+      _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+    /* Streamed stores are weakly ordered: all of them land before the answer that says so. */
+    _mm_sfence();
+    return;
+  }
+#endif
+  (void)stream;
+  memcpy(dst, src, n);
+}
+
 bool weft__shm_export(const weft__shm_offer_t *offer, const weft_tensor_t *t,
                       Weft__RecvTensorResponse *resp, Weft__TensorMeta *meta) {
   if (!offer || offer->pid <= 0 || !t || t->dtype == WEFT_DT_STRING || !weft__tensor_is_host(t))
@@ -428,7 +514,7 @@ bool weft__shm_export(const weft__shm_offer_t *offer, const weft_tensor_t *t,
   }
   sender_map_t *m = sender_map_get(offer, nbytes);
   if (!m) return false;
-  memcpy(m->map, weft_tensor_data(t), nbytes);
+  weft__shm_copy(m->map, weft_tensor_data(t), nbytes, nbytes >= weft__shm_stream_min_bytes());
   sender_map_release(m);
   weft__tensor_meta__init(meta);
   meta->dtype = t->dtype;
