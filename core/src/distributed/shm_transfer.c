@@ -450,13 +450,17 @@ size_t weft__shm_stream_min_bytes(void) {
   static gsize value;
   if (g_once_init_enter(&value)) {
     /* WEFT_SHM_STREAM: 0 (off, false) never streams, a number of bytes streams from that size
-     * (the tests' way through the path with small tensors), anything else the default. */
+     * (the tests' way through the path with small tensors), unset (on, true) the default. */
     const char *v = g_getenv("WEFT_SHM_STREAM");
     char *end = NULL;
     guint64 bytes = v ? g_ascii_strtoull(v, &end, 10) : 0;
     bool number = v && *v && end && *end == '\0';
     bool off = v && ((number && bytes == 0) || g_ascii_strcasecmp(v, "off") == 0 ||
                      g_ascii_strcasecmp(v, "false") == 0);
+    bool on = v && (g_ascii_strcasecmp(v, "on") == 0 || g_ascii_strcasecmp(v, "true") == 0);
+    if (v && !number && !off && !on)
+      weft__log(WEFT_LOG_WARNING, "shm_transfer", "WEFT_SHM_STREAM=%s is not 0, off, false, on, "
+                "true or a number of bytes; streaming from half the last-level cache", v);
     gsize min = off ? G_MAXSIZE : number ? (gsize)MIN(bytes, (guint64)G_MAXSIZE)
                                          : stream_min_from_sysfs();
 #ifndef SHM_HAVE_STREAM
