@@ -68,6 +68,7 @@ typedef struct flags {
   int handshake_timeout_ms, max_connection_idle_ms;
   int max_connection_answers;
   gint64 thread_idle_ms;
+  char *bulk_transfer; /* auto, on, off */
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -147,6 +148,9 @@ static int serve(const flags_t *f) {
       f->max_connection_answers < 0)
     return usage("--max_registered_graphs, --step_idle_timeout_ms and --max_connection_answers "
                  "must be positive (0: the default)");
+  if (f->bulk_transfer && strcmp(f->bulk_transfer, "auto") != 0 &&
+      strcmp(f->bulk_transfer, "on") != 0 && strcmp(f->bulk_transfer, "off") != 0)
+    return usage("--bulk_transfer must be auto, on or off");
   if (f->thread_idle_ms < 0 || f->thread_idle_ms > G_MAXINT)
     return usage("--thread_idle_ms must be from 1 to 2147483647 (0: the default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
@@ -213,6 +217,10 @@ static int serve(const flags_t *f) {
   weft_server_options_set_connection_timeouts(opts, f->handshake_timeout_ms,
                                               f->max_connection_idle_ms);
   weft_server_options_set_max_connection_answers(opts, f->max_connection_answers);
+  weft_server_options_set_bulk_transfer(
+      opts, !f->bulk_transfer || strcmp(f->bulk_transfer, "auto") == 0 ? -1
+            : strcmp(f->bulk_transfer, "on") == 0                       ? 1
+                                                                        : 0);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -237,6 +245,8 @@ static int serve(const flags_t *f) {
     fflush(stderr);
   }
   printf("Started server with target: %s\n", weft_server_target(server));
+  if (weft_server_bulk_port(server) > 0)
+    printf("Bulk channel on port: %d\n", weft_server_bulk_port(server));
   fflush(stdout);
 
   /* Waits for a stop signal, and once a second checks that the server still accepts
@@ -382,6 +392,10 @@ int main(int argc, char **argv) {
       {"max_connection_answers", 0, 0, G_OPTION_ARG_INT, &f.max_connection_answers,
        "answers one connection's client has not yet received; beyond them its new calls get "
        "RESOURCE_EXHAUSTED (1024)", "N"},
+      {"bulk_transfer", 0, 0, G_OPTION_ARG_STRING, &f.bulk_transfer,
+       "auto, on or off: RecvTensor's bytes over plain TCP connections beside the gRPC port, "
+       "authenticated by single-use tickets (auto: on without TLS; on with TLS they travel in "
+       "plaintext; WEFT_BULK_TRANSFER=0 turns it off)", "MODE"},
       {"thread_idle_ms", 0, 0, G_OPTION_ARG_INT64, &f.thread_idle_ms,
        "end a graph's or session's executor threads after this long without work; the next "
        "step starts them again (15000, or WEFT_THREAD_IDLE_MS)", "MS"},
@@ -434,6 +448,7 @@ int main(int argc, char **argv) {
   g_free(f.tls_key);
   g_free(f.tls_ca);
   g_free(f.auth_token_file);
+  g_free(f.bulk_transfer);
   g_free(f.from.source);
   return rc;
 }

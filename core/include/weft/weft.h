@@ -622,6 +622,12 @@ WEFT_API void weft_server_options_set_connection_timeouts(weft_server_options_t 
  * server hold every answer. 0 or less restores WEFT_DEFAULT_MAX_CONNECTION_ANSWERS. */
 #define WEFT_DEFAULT_MAX_CONNECTION_ANSWERS 1024
 WEFT_API void weft_server_options_set_max_connection_answers(weft_server_options_t *opts, int n);
+/* The bulk channel (docs/distributed.md, "The bulk channel"): RecvTensor's bytes over plain TCP
+ * connections beside the gRPC port, authenticated by single-use tickets handed out in gRPC
+ * answers. mode < 0 (the default): on unless the server uses TLS; 0: off; > 0: on, also with
+ * TLS (the tensors then travel in plaintext: docs/security.md). WEFT_BULK_TRANSFER=0 in the
+ * environment turns it off whatever the mode. */
+WEFT_API void weft_server_options_set_bulk_transfer(weft_server_options_t *opts, int mode);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */
@@ -643,6 +649,8 @@ WEFT_API weft_status_t *weft_server_stop(weft_server_t *server);
 WEFT_API weft_status_t *weft_server_check(const weft_server_t *server);
 /* "grpc://host:port" (borrowed). */
 WEFT_API const char *weft_server_target(const weft_server_t *server);
+/* The bulk channel's TCP port (on the server's bind address), or 0 when it is off. */
+WEFT_API int weft_server_bulk_port(const weft_server_t *server);
 WEFT_API void weft_server_free(weft_server_t *server); /* stops it first if needed; accepts NULL */
 
 /* Remote sessions: the deadline of one step (0: the server's default). */

@@ -360,6 +360,7 @@ typedef struct weft__xfer_state {
   struct weft__shm_segment *shm; /* _Recv from a task of this host: its segment; else NULL */
   char **group_keys;         /* _Recv of a group: every key of it (NULL-terminated); else NULL */
   int n_group_keys;
+  uint64_t bulk_last_nbytes; /* _Recv: the last tensor's size (the bulk channel's split) */
 } weft__xfer_state_t;
 
 /* Grouped receives (docs/distributed.md): the partitioner gives the _Recv nodes of the small
@@ -551,5 +552,47 @@ void weft__shm_copy(void *dst, const void *src, size_t n, bool stream);
 /* The size from which exports stream: half the last-level cache, or WEFT_SHM_STREAM's number of
  * bytes; SIZE_MAX where there is no streaming copy or WEFT_SHM_STREAM=0. Read once. */
 size_t weft__shm_stream_min_bytes(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * The bulk channel (bulk_transfer.c, docs/distributed.md "The bulk channel"): RecvTensor's
+ * bytes over plain TCP connections beside gRPC, between tasks that cannot share memory. */
+
+/* Connections of one pooled link, and parts a large tensor is split into. */
+#define WEFT_BULK_LINK_PARTS 2
+
+/* False when the environment has WEFT_BULK_TRANSFER=0 (or off, false). */
+bool weft__bulk_enabled(void);
+
+/* Sender: the listening socket and its connections' threads. */
+typedef struct weft__bulk_server weft__bulk_server_t;
+/* Listens on bind_host (NULL: 127.0.0.1), an ephemeral port; *out is the caller's
+ * (weft__bulk_server_free, which closes every connection and joins their threads). */
+weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
+                                     int64_t max_tensor_bytes, weft__bulk_server_t **out);
+void weft__bulk_server_free(weft__bulk_server_t *s); /* accepts NULL */
+int weft__bulk_server_port(const weft__bulk_server_t *s);
+/* Parts answered with bytes so far (tests). */
+gint64 weft__bulk_server_transfers(weft__bulk_server_t *s);
+/* Storage for the tickets of one answer (the response borrows it). */
+typedef struct weft__bulk_tickets {
+  uint8_t bytes[WEFT_BULK_LINK_PARTS][16];
+  ProtobufCBinaryData items[WEFT_BULK_LINK_PARTS];
+} weft__bulk_tickets_t;
+/* Puts the port and new single-use tickets into a RecvTensor answer (s NULL: nothing). */
+void weft__bulk_issue_tickets(weft__bulk_server_t *s, Weft__RecvTensorResponse *resp,
+                              weft__bulk_tickets_t *tickets);
+
+/* Receiver: whether a RecvTensor to `address` for a tensor of dtype should offer the channel
+ * (no idle link to that peer yet, and room for one). */
+bool weft__bulk_should_offer(const char *address, weft_dtype_t dtype);
+/* After a RecvTensor that offered it: opens a link with the answer's tickets and pools it. */
+void weft__bulk_after_recv(const char *address, const Weft__RecvTensorResponse *resp);
+/* Takes `key` of `step` over a pooled link to `peer`. *handled false (and NULL): no link, or the
+ * request could not be sent; gRPC must carry it. Otherwise the tensor or the error (the step's
+ * own when it was aborted or ran out of time). *last_nbytes is the _Recv's last size, which
+ * decides the split; updated on success. */
+weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, const char *key,
+                               guint64 incarnation, weft_dtype_t dtype, uint64_t *last_nbytes,
+                               weft_tensor_t **out, bool *handled);
 
 #endif /* WEFT_DISTRIBUTED_INTERNAL_H */

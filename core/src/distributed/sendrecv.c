@@ -132,11 +132,25 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
                          "Step %" G_GINT64_FORMAT " ran out of time before receiving '%s' from %s",
                          weft__step_id(step), key, x->peer.name);
   }
+  if (!st && !x->shm) {
+    /* Another host or namespace: a pooled bulk link carries the bytes when there is one. */
+    bool handled = false;
+    weft_tensor_t *t = NULL;
+    st = weft__bulk_recv(&x->peer, step, key, x->peer_incarnation, x->dtype,
+                         &x->bulk_last_nbytes, &t, &handled);
+    if (handled) {
+      g_free(key);
+      if (st) return recv_failed(step, st);
+      ctx->outputs[0].tensor = t;
+      return NULL;
+    }
+  }
   ProtobufCMessage *resp = NULL;
   weft_tensor_t **tensors = NULL;
   int n = 0;
   if (!st) {
     Weft__RecvTensorRequest req = WEFT__RECV_TENSOR_REQUEST__INIT;
+    req.bulk_offer = !x->shm && weft__bulk_should_offer(x->peer.address, x->dtype);
     req.step_id = weft__step_id(step);
     req.rendezvous_key = key;
     req.incarnation = x->peer_incarnation;
@@ -145,6 +159,7 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
     st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, timeout_ms, false,
                          weft__step_calls(step), &weft__recv_tensor_response__descriptor, &resp,
                          &tensors, &n);
+    if (!st && req.bulk_offer) weft__bulk_after_recv(x->peer.address, (const void *)resp);
   }
   if (shm) {
     /* The sender may have put the bytes in this _Recv's shared memory (shm_transfer.c). */
@@ -172,6 +187,7 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
     return recv_failed(step, st);
   }
   g_free(key);
+  x->bulk_last_nbytes = weft_tensor_nbytes(tensors[0]);
   ctx->outputs[0].tensor = tensors[0];
   g_free(tensors);
   return NULL;

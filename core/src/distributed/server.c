@@ -74,6 +74,7 @@ struct weft_server_options {
   int handshake_timeout_ms;          /* TLS handshake and HTTP/2 preface of a new connection */
   int max_connection_idle_ms;        /* a connection without calls is closed after this */
   int max_connection_answers;        /* answers not yet sent on one connection */
+  int bulk_transfer;                 /* -1: on without TLS; 0: off; 1: on (docs/security.md) */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -116,6 +117,7 @@ struct weft_server {
   int max_connection_answers; /* answers in flight on one connection before calls are refused */
   GHashTable *answers_by_peer; /* gRPC's peer string -> answers in flight (GINT_TO_POINTER) */
   int large_answers;           /* answers of LARGE_ANSWER_BYTES or more in flight */
+  weft__bulk_server_t *bulk; /* the bulk channel (bulk_transfer.c); NULL: off */
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -135,6 +137,7 @@ typedef struct call_ctx {
   grpc_slice details;
   int cancelled;
   weft__shm_offer_t shm; /* RecvTensor: the receiver's shared-memory segment, if offered */
+  bool bulk_offer;       /* RecvTensor: the receiver can use the bulk channel */
   weft_tensor_t *deferred; /* RecvTensor: a large tensor to copy and answer from the pool */
   char *peer;  /* the connection its answer is in flight on (gRPC's string); NULL: none */
   bool large;  /* its answer holds LARGE_ANSWER_BYTES or more */
@@ -432,6 +435,8 @@ static void recv_done(void *user_data, weft_status_t *status, weft_tensor_t *ten
   Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
   Weft__TensorMeta meta = WEFT__TENSOR_META__INIT;
   bool in_shm = !status && weft__shm_export(&ctx->shm, tensor, &resp, &meta);
+  weft__bulk_tickets_t tickets;
+  if (!status && ctx->bulk_offer) weft__bulk_issue_tickets(ctx->server->bulk, &resp, &tickets);
   answer_msg(ctx, status, &resp.base, &tensor, status || in_shm ? 0 : 1);
   weft__shm_meta_clear(&meta);
   weft_tensor_unref(tensor);
@@ -497,6 +502,7 @@ static void handle_worker(call_ctx_t *ctx, ProtobufCMessage *msg, weft_tensor_t 
         break;
       }
       weft__shm_offer_from_request(req, &ctx->shm);
+      ctx->bulk_offer = req->bulk_offer;
       weft__worker_recv_tensor(w, req->step_id, req->rendezvous_key, req->incarnation, recv_done,
                                ctx);
       break;
@@ -926,6 +932,7 @@ weft_server_options_t *weft_server_options_new(void) {
   o->handshake_timeout_ms = WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS;
   o->max_connection_idle_ms = WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
   o->max_connection_answers = WEFT_DEFAULT_MAX_CONNECTION_ANSWERS;
+  o->bulk_transfer = -1;
   return o;
 }
 
@@ -1004,6 +1011,14 @@ void weft_server_options_set_connection_timeouts(weft_server_options_t *o, int h
                                                  int idle_ms) {
   o->handshake_timeout_ms = handshake_ms > 0 ? handshake_ms : WEFT_DEFAULT_HANDSHAKE_TIMEOUT_MS;
   o->max_connection_idle_ms = idle_ms > 0 ? idle_ms : WEFT_DEFAULT_MAX_CONNECTION_IDLE_MS;
+}
+
+void weft_server_options_set_bulk_transfer(weft_server_options_t *o, int mode) {
+  o->bulk_transfer = mode < 0 ? -1 : mode > 0 ? 1 : 0;
+}
+
+int weft_server_bulk_port(const weft_server_t *s) {
+  return s ? weft__bulk_server_port(s->bulk) : 0;
 }
 
 void weft_server_options_set_max_connection_answers(weft_server_options_t *o, int n) {
@@ -1208,6 +1223,14 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   weft__master_set_local_worker(s->master, s->worker);
   s->copies = weft__pool_new("The server's RecvTensor copy pool", NULL, "weft-copy", COPY_THREADS,
                              COPY_MAX_QUEUED);
+  int bulk = opts ? opts->bulk_transfer : -1;
+  if (weft__bulk_enabled() && (bulk > 0 || (bulk < 0 && !weft__security_tls(security)))) {
+    /* Without it RecvTensor still works over gRPC: a failure here is only logged. */
+    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, s->limits.max_tensor_bytes,
+                                               &s->bulk);
+    if (bst) weft__log(WEFT_LOG_WARNING, "server", "%s", weft_status_message(bst));
+    weft_status_free(bst);
+  }
   *out = s;
   return NULL;
 }
@@ -1286,11 +1309,15 @@ weft_status_t *weft_server_stop(weft_server_t *s) {
     return NULL;
   }
   if (state == SERVER_NEW) {
+    weft__bulk_server_free(s->bulk);
+    s->bulk = NULL;
     shutdown_unstarted(s);
   } else {
     local_unregister(s->address, s->master);
     weft__master_shutdown(s->master);
     weft__worker_shutdown(s->worker);
+    weft__bulk_server_free(s->bulk);
+    s->bulk = NULL;
     /* Direct RunGraphs of the master end with their aborted steps; none starts after. */
     weft__master_set_local_worker(s->master, NULL);
     grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
