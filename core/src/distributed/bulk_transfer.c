@@ -56,6 +56,13 @@ bool weft__bulk_enabled(void) {
                  g_ascii_strcasecmp(v, "false") == 0));
 }
 
+/* How long a ticket stays valid (WEFT_BULK_TICKET_TTL_MS; the default a minute). */
+static gint64 ticket_ttl_us(void) {
+  const char *v = g_getenv("WEFT_BULK_TICKET_TTL_MS");
+  gint64 ms = v ? g_ascii_strtoll(v, NULL, 10) : 0;
+  return ms > 0 ? ms * 1000 : TICKET_TTL_US;
+}
+
 static int handshake_timeout_ms(void) {
   const char *v = g_getenv("WEFT_BULK_HANDSHAKE_MS");
   int ms = v ? atoi(v) : 0;
@@ -194,7 +201,7 @@ typedef struct pending {
 
 struct weft__bulk_server {
   weft__worker_t *worker;
-  int64_t max_tensor_bytes;
+  int handshake_ms; /* a new connection's hello, or the rest of a request, must come by then */
   int fd;
   int port;
   int wake[2];
@@ -387,7 +394,7 @@ static void refuse(conn_t *c, weft_code_t code, const char *fmt, ...) {
 static void serve_connection(conn_t *c) {
   weft__bulk_server_t *s = c->server;
   uint8_t hello[HELLO_BYTES];
-  waiter_t hw = {g_get_monotonic_time() + (gint64)handshake_timeout_ms() * 1000, NULL,
+  waiter_t hw = {g_get_monotonic_time() + (gint64)s->handshake_ms * 1000, NULL,
                  &s->stopping};
   io_result_t r = transfer_all(c->fd, hello, sizeof hello, true, &hw);
   g_mutex_lock(&s->lock);
@@ -417,7 +424,7 @@ static void serve_connection(conn_t *c) {
     while (!g_atomic_int_get(&s->stopping) && poll(&pfd, 1, 1000) == 0) {
     }
     if (g_atomic_int_get(&s->stopping)) return;
-    waiter_t rw = {g_get_monotonic_time() + (gint64)handshake_timeout_ms() * 1000, NULL,
+    waiter_t rw = {g_get_monotonic_time() + (gint64)s->handshake_ms * 1000, NULL,
                    &s->stopping};
     r = transfer_all(c->fd, head, 1, true, &w);
     if (r == IO_EOF) return; /* the receiver closed its link */
@@ -526,7 +533,7 @@ static gpointer accept_main(gpointer data) {
 }
 
 weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
-                                     int64_t max_tensor_bytes, weft__bulk_server_t **out) {
+                                     weft__bulk_server_t **out) {
   *out = NULL;
   struct addrinfo hints = {0}, *res = NULL;
   hints.ai_family = AF_UNSPEC;
@@ -554,7 +561,7 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   }
   weft__bulk_server_t *s = g_new0(weft__bulk_server_t, 1);
   s->worker = worker;
-  s->max_tensor_bytes = max_tensor_bytes;
+  s->handshake_ms = handshake_timeout_ms();
   s->fd = fd;
   s->port = addr.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&addr)->sin6_port)
                                        : ntohs(((struct sockaddr_in *)&addr)->sin_port);
@@ -635,7 +642,7 @@ void weft__bulk_issue_tickets(weft__bulk_server_t *s, Weft__RecvTensorResponse *
       s->n_tickets--;
       break;
     }
-    t->expires_us = now + TICKET_TTL_US;
+    t->expires_us = now + ticket_ttl_us();
     memcpy(tickets->bytes[n], t->bytes, 16);
     tickets->items[n].data = tickets->bytes[n];
     tickets->items[n].len = 16;

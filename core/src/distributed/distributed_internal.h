@@ -568,7 +568,7 @@ typedef struct weft__bulk_server weft__bulk_server_t;
 /* Listens on bind_host (NULL: 127.0.0.1), an ephemeral port; *out is the caller's
  * (weft__bulk_server_free, which closes every connection and joins their threads). */
 weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
-                                     int64_t max_tensor_bytes, weft__bulk_server_t **out);
+                                     weft__bulk_server_t **out);
 void weft__bulk_server_free(weft__bulk_server_t *s); /* accepts NULL */
 int weft__bulk_server_port(const weft__bulk_server_t *s);
 /* Parts answered with bytes so far (tests). */

@@ -1226,8 +1226,7 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   int bulk = opts ? opts->bulk_transfer : -1;
   if (weft__bulk_enabled() && (bulk > 0 || (bulk < 0 && !weft__security_tls(security)))) {
     /* Without it RecvTensor still works over gRPC: a failure here is only logged. */
-    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, s->limits.max_tensor_bytes,
-                                               &s->bulk);
+    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, &s->bulk);
     if (bst) weft__log(WEFT_LOG_WARNING, "server", "%s", weft_status_message(bst));
     weft_status_free(bst);
   }
