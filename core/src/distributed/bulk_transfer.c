@@ -99,11 +99,22 @@ typedef struct waiter {
 
 typedef enum { IO_OK, IO_EOF, IO_ERROR, IO_TIMEOUT, IO_STOPPED } io_result_t;
 
+/* Every bulk socket blocks for at most a slice (SO_RCVTIMEO, SO_SNDTIMEO): a thread copies as
+ * much as arrives or fits in one call, without a wake-up per segment, and still looks at its
+ * step, deadline and server between slices. */
+static void set_slices(int fd) {
+  struct timeval tv = {0, SLICE_MS * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 /* Reads or writes n bytes, waiting in slices so a deadline, an abort or a stop ends it. */
 static io_result_t transfer_all(int fd, void *buf, size_t n, bool reading, const waiter_t *w) {
   uint8_t *p = buf;
   while (n > 0) {
-    ssize_t r = reading ? recv(fd, p, n, MSG_DONTWAIT) : send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t r = reading ? recv(fd, p, n, MSG_WAITALL) : send(fd, p, n, MSG_NOSIGNAL);
     if (r > 0) {
       p += r;
       n -= (size_t)r;
@@ -121,8 +132,6 @@ static io_result_t transfer_all(int fd, void *buf, size_t n, bool reading, const
         return IO_STOPPED;
       }
     }
-    struct pollfd pfd = {fd, reading ? POLLIN : POLLOUT, 0};
-    poll(&pfd, 1, SLICE_MS);
   }
   return IO_OK;
 }
@@ -505,8 +514,7 @@ static gpointer accept_main(gpointer data) {
       if (errno == EMFILE || errno == ENFILE) g_usleep(100 * 1000);
       continue;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    set_slices(fd);
     g_mutex_lock(&s->lock);
     bool room = g_hash_table_size(s->conns) < MAX_CONNECTIONS &&
                 s->unauthenticated < MAX_UNAUTHENTICATED;
@@ -866,8 +874,7 @@ static int open_connection(const char *host, int port, const uint8_t *ticket, ch
     *why = g_strdup_printf("cannot connect to %s port %d: %s", host, port, g_strerror(errno));
     return -1;
   }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_slices(fd);
   uint8_t hello[HELLO_BYTES];
   put_u32(hello, BULK_MAGIC);
   put_u32(hello + 4, BULK_VERSION);
