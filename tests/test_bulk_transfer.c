@@ -1,6 +1,7 @@
 /* Tests for the bulk channel (bulk_transfer.c): hostile peers on a real bulk port in this process
  * (no ticket, a wrong, replayed or expired ticket, oversized, inconsistent and truncated frames,
- * a peer that sends nothing) refused with exact messages while the server keeps serving; and two
+ * a peer that sends nothing) refused with exact messages while the server keeps serving; links
+ * that cannot be opened leaving the receiver on gRPC; and two
  * real weftd tasks on loopback without shared memory moving tensors of several dtypes and sizes
  * over it (exact values, the channel's threads in /proc as proof), surviving attacks on their
  * bulk port, and a step whose sender stops mid-transfer ending at its deadline, the next step
@@ -262,6 +263,45 @@ static void test_switch(void) {
   g_assert_true(weft__bulk_should_offer("10.0.0.1:2222", WEFT_DT_FLOAT));
 }
 
+/* A free port nobody listens on. */
+static int closed_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  g_assert_cmpint(bind(fd, (struct sockaddr *)&a, sizeof a), ==, 0);
+  g_assert_cmpint(getsockname(fd, (struct sockaddr *)&a, &len), ==, 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* A receiver whose link cannot be opened (no one listens; the sender refuses its tickets) pools
+ * nothing and stops offering to that peer for a while: its transfers stay on gRPC. */
+static void test_link_failures(void) {
+  uint8_t forged[2][16];
+  memset(forged, 0x33, sizeof forged);
+  ProtobufCBinaryData items[2] = {{16, forged[0]}, {16, forged[1]}};
+  Weft__RecvTensorResponse resp = WEFT__RECV_TENSOR_RESPONSE__INIT;
+  resp.n_bulk_tickets = 2;
+  resp.bulk_tickets = items;
+
+  resp.bulk_port = (uint32_t)closed_port();
+  g_assert_true(weft__bulk_should_offer("127.0.0.1:1", WEFT_DT_FLOAT));
+  weft__bulk_after_recv("127.0.0.1:1", &resp);
+  g_assert_false(weft__bulk_should_offer("127.0.0.1:1", WEFT_DT_FLOAT));
+
+  weft__worker_t *w = weft__worker_new("w", 0, 0);
+  weft__bulk_server_t *bs = NULL;
+  OK(weft__bulk_server_new(w, NULL, &bs));
+  resp.bulk_port = (uint32_t)weft__bulk_server_port(bs);
+  g_assert_true(weft__bulk_should_offer("127.0.0.1:2", WEFT_DT_FLOAT));
+  weft__bulk_after_recv("127.0.0.1:2", &resp);
+  g_assert_false(weft__bulk_should_offer("127.0.0.1:2", WEFT_DT_FLOAT));
+  weft__bulk_server_free(bs);
+  weft__worker_free(w);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Two weftd tasks */
 
@@ -429,6 +469,7 @@ int main(int argc, char **argv) {
   weft_plugins_load_default();
   g_test_add_func("/bulk_transfer/hostile", test_hostile);
   g_test_add_func("/bulk_transfer/switch", test_switch);
+  g_test_add_func("/bulk_transfer/link_failures", test_link_failures);
   g_test_add_func("/bulk_transfer/cluster_on", test_cluster_on);
   g_test_add_func("/bulk_transfer/cluster_off", test_cluster_off);
   return g_test_run();

@@ -546,7 +546,7 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   struct addrinfo hints = {0}, *res = NULL;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  hints.ai_flags = AI_PASSIVE;
   const char *host = bind_host && *bind_host ? bind_host : "127.0.0.1";
   int rc = getaddrinfo(host, "0", &hints, &res);
   if (rc != 0) {
@@ -692,9 +692,14 @@ struct xfer {
 };
 
 typedef struct peer_links {
-  GQueue idle; /* link_t* */
-  int total;   /* idle and in use */
+  GQueue idle;          /* link_t* */
+  int total;            /* idle and in use */
+  gint64 quiet_until_us; /* a link could not be opened: no offers before then (monotonic) */
 } peer_links_t;
+
+/* How long a receiver stops offering after a link to that peer could not be opened (a port it
+ * cannot reach): each offer would cost the sender tickets and the receiver a connect(). */
+#define RETRY_AFTER_US (30 * G_USEC_PER_SEC)
 
 static GMutex pool_lock;
 static GHashTable *pool; /* peer address -> peer_links_t* */
@@ -842,7 +847,8 @@ bool weft__bulk_should_offer(const char *address, weft_dtype_t dtype) {
     return false;
   g_mutex_lock(&pool_lock);
   peer_links_t *p = peer_links_locked(address);
-  bool offer = p->idle.length == 0 && p->total < MAX_LINKS_PER_PEER;
+  bool offer = p->idle.length == 0 && p->total < MAX_LINKS_PER_PEER &&
+               g_get_monotonic_time() >= p->quiet_until_us;
   g_mutex_unlock(&pool_lock);
   return offer;
 }
@@ -929,6 +935,9 @@ void weft__bulk_after_recv(const char *address, const Weft__RecvTensorResponse *
     log_once("Bulk channel to %s: %s", address, why);
     g_free(why);
     link_drop(address, l);
+    g_mutex_lock(&pool_lock);
+    peer_links_locked(address)->quiet_until_us = g_get_monotonic_time() + RETRY_AFTER_US;
+    g_mutex_unlock(&pool_lock);
   } else {
     weft__log(WEFT_LOG_DEBUG, "bulk", "Bulk link to %s port %u open", address, resp->bulk_port);
     g_mutex_lock(&pool_lock);
