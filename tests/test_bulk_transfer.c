@@ -103,6 +103,14 @@ static void expect_accepted(int fd) {
   g_assert_cmpuint(get_u32(head + 4), ==, 0);
 }
 
+/* A connection the server accepted with `ticket`. */
+static int open_accepted(int port, const uint8_t *ticket) {
+  int fd = connect_port(port);
+  hello(fd, ticket);
+  expect_accepted(fd);
+  return fd;
+}
+
 static void request(int fd, int part, int n_parts, int64_t step, uint64_t incarnation,
                     const char *key, uint32_t key_len) {
   uint8_t h[28];
@@ -174,9 +182,7 @@ static void test_hostile(void) {
 
   /* A real ticket: accepted, and the connection carries requests. */
   tickets(bs, t);
-  fd = connect_port(port);
-  hello(fd, t[0]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[0]);
   expect_serving(w, fd);
   /* An oversized key is refused before anything is allocated for it. */
   request(fd, 0, 1, 7, 0, NULL, 1u << 20);
@@ -189,32 +195,24 @@ static void test_hostile(void) {
   expect_answer(fd, WEFT_UNAUTHENTICATED, "Bulk channel: unknown, used or expired ticket", true);
   close(fd);
   /* Parts that do not add up. */
-  fd = connect_port(port);
-  hello(fd, t[1]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[1]);
   request(fd, 3, 2, 7, 0, "k", 1);
   expect_answer(fd, WEFT_INVALID_ARGUMENT, "Bulk request: part 3 of 2 (1 to 8 parts)", true);
   close(fd);
   /* A request cut short, and one whose key stops early. */
   tickets(bs, t);
-  fd = connect_port(port);
-  hello(fd, t[0]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[0]);
   send_all(fd, zero, 12);
   shutdown(fd, SHUT_WR);
   expect_answer(fd, WEFT_INVALID_ARGUMENT, "Bulk request: truncated (the connection was closed)",
                 true);
   close(fd);
   tickets(bs, t);
-  fd = connect_port(port);
-  hello(fd, t[0]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[0]);
   send_all(fd, zero, 28);
   expect_answer(fd, WEFT_INVALID_ARGUMENT, "Bulk request: bad magic 00000000", true);
   close(fd);
-  fd = connect_port(port);
-  hello(fd, t[1]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[1]);
   request(fd, 0, 1, 7, 0, "ab", 5);
   shutdown(fd, SHUT_WR);
   expect_answer(fd, WEFT_INVALID_ARGUMENT, "Bulk request: truncated key", true);
@@ -232,9 +230,7 @@ static void test_hostile(void) {
   /* After all that, a good receiver is still served; a silent one does not hold it up. */
   int silent = connect_port(port);
   tickets(bs, t);
-  fd = connect_port(port);
-  hello(fd, t[0]);
-  expect_accepted(fd);
+  fd = open_accepted(port, t[0]);
   expect_serving(w, fd);
   g_assert_cmpint(weft__bulk_server_transfers(bs), ==, 0);
   /* Stopping with connections open (one idle, one authenticated) closes them. */
@@ -347,8 +343,8 @@ static weft_tensor_t *pattern(weft_dtype_t dtype, int64_t n) {
   return t;
 }
 
-/* Sends `value` from task 0 to task 1 (Identity there) `steps` times; every step's bytes exact. */
-static void transfer(const weftd_cluster_t *c, weft_tensor_t *value, int steps) {
+/* `value` as a Const on task 0, read by Identity ("received") on task 1. */
+static weft_graph_t *transfer_graph(weft_tensor_t *value) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
@@ -359,6 +355,12 @@ static void transfer(const weftd_cluster_t *c, weft_tensor_t *value, int steps) 
   weft_unary(g, "Identity", "received", out, &st);
   OK(st);
   weft_graph_pop_device(g);
+  return g;
+}
+
+/* Sends `value` from task 0 to task 1 `steps` times; every step's bytes exact. */
+static void transfer(const weftd_cluster_t *c, weft_tensor_t *value, int steps) {
+  weft_graph_t *g = transfer_graph(value);
   weft_session_t *s = weftd_remote_session(g, c->target[0]);
   const char *fetch = "received";
   for (int k = 0; k < steps; k++) {
@@ -419,16 +421,8 @@ static void run_cluster(bool bulk) {
   /* The sender stops mid-step (SIGSTOP): task 1's _Recv, waiting on its link, ends with the
    * step's deadline; once the sender runs again the next step works. The step is driven from
    * task 1, whose master is not stopped. */
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = transfer_graph(v);
   weft_status_t *st = NULL;
-  weft_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
-  weft_output_t out = weft_const(g, "payload", v, &st);
-  OK(st);
-  weft_graph_pop_device(g);
-  weft_graph_push_device(g, "/job:worker/task:1/device:CPU:0");
-  weft_unary(g, "Identity", "received", out, &st);
-  OK(st);
-  weft_graph_pop_device(g);
   weft_session_t *s = weftd_remote_session(g, c.target[1]);
   const char *fetch = "received";
   weft_tensor_t *got = NULL;
