@@ -897,7 +897,8 @@ static void test_cluster_flooded(void) {
   int64_t rss_after = proc_rss_kib(c.d[0].pid);
   g_test_message("flood: %d connections reopened; task 0 RSS %" G_GINT64_FORMAT " KiB before, %"
                  G_GINT64_FORMAT " KiB after", f.reopened, rss_before, rss_after);
-  g_assert_cmpint(rss_after, <, rss_before + 64 * 1024);
+  /* The sanitizer build keeps freed memory in quarantine (256 MB): no bound to check there. */
+  if (!WEFT_SANITIZE) g_assert_cmpint(rss_after, <, rss_before + 64 * 1024);
   transfer(&c, v, 2);
   weft_tensor_unref(v);
 
