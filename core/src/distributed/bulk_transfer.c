@@ -619,8 +619,10 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   s->ended = g_ptr_array_new();
   s->pending = g_hash_table_new(g_str_hash, g_str_equal);
   GError *error = NULL;
+  /* Thread names of 16 characters or more are not set at all (pthread_setname_np): the thread
+   * would show in /proc as the program's name, unseen by anyone counting Weft's threads. */
   if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
-      !(s->acceptor = g_thread_try_new("weft-bulk-accept", accept_main, s, &error))) {
+      !(s->acceptor = g_thread_try_new("weft-bulk-acc", accept_main, s, &error))) {
     weft_status_t *st = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                                         "Bulk channel: cannot start its thread: %s",
                                         error ? error->message : g_strerror(errno));
