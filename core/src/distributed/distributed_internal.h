@@ -211,6 +211,12 @@ void weft__rpc_waiter_done(void *tag);
 /* True on a server thread while it is the one that polls (server.c): it must not wait on its
  * own queue. */
 bool weft__server_on_poller(void);
+/* Called by a call's handler before anything that may wait (an RPC, another thread, a lock that
+ * may be held across one): when this thread is the server's polling thread handling the call
+ * without a follower polling in its place (a RunStep, server.c), it wakes or starts one now.
+ * NULL elsewhere, and when one polls; RESOURCE_EXHAUSTED (the caller's to free) when no thread
+ * could be made, and the call must then fail with it. */
+weft_status_t *weft__server_may_block(void);
 /* Sends raw bytes to a method and returns the raw answer (tests of malformed requests). */
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);

@@ -153,6 +153,38 @@ static _Thread_local bool on_poller;
 
 bool weft__server_on_poller(void) { return on_poller; }
 
+/* A RunStep taken by the polling thread is handled there without first waking another thread
+ * to poll in its place: the master calls weft__server_may_block before anything of the step
+ * that could wait (an RPC, another thread, a lock held across one), and a step that never does
+ * (one small partition of its own task: master.c) costs the server no thread hand-off at all,
+ * as the echo service of the raw call does. Set while such a call is handled. */
+static _Thread_local weft_server_t *deferred_poller;
+static _Thread_local int deferred_method;
+
+/* WEFT_SERVER_INLINE_STEPS=0 wakes the follower before every RunStep, as before (measuring). */
+static bool inline_steps_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *env = g_getenv("WEFT_SERVER_INLINE_STEPS");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  return enabled;
+}
+
+static weft_status_t *promote_follower_locked(weft_server_t *s);
+
+weft_status_t *weft__server_may_block(void) {
+  weft_server_t *s = deferred_poller;
+  if (!s) return NULL;
+  deferred_poller = NULL;
+  on_poller = false;
+  g_mutex_lock(&s->lock);
+  /* A follower whose idle wait ended may have taken the queue over already. */
+  weft_status_t *st = s->polling || s->queue_down ? NULL : promote_follower_locked(s);
+  g_mutex_unlock(&s->lock);
+  return st ? weft_status_prefix(st, "%s", method_paths[deferred_method]) : NULL;
+}
+
 /* A copy into shared memory this large is left to the handler pool rather than made by the
  * polling thread, which would keep every other call waiting: about a millisecond of memcpy. */
 #define POLLER_COPY_MAX_BYTES ((size_t)4 << 20)
@@ -240,7 +272,9 @@ static void ctx_free(call_ctx_t *ctx) {
 static void call_done(weft_server_t *s) {
   g_mutex_lock(&s->lock);
   s->inflight--;
-  g_cond_broadcast(&s->cond);
+  /* Only weft_server_stop waits for inflight, once the state left STARTED (a broadcast is a
+   * syscall even when no one waits, and this runs once per call). */
+  if (s->state != SERVER_STARTED) g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->lock);
 }
 
@@ -883,6 +917,7 @@ static gpointer poll_cq(gpointer data) {
       continue;
     }
     bool blocks = serving && !never_blocks(ctx->method);
+    bool deferred = blocks && ctx->method == M_RUN_STEP && inline_steps_enabled();
     weft_status_t *refused = NULL;
     if (!serving) {
       refused = weft_status_new(WEFT_UNAVAILABLE, "The server is stopping");
@@ -893,7 +928,7 @@ static gpointer poll_cq(gpointer data) {
                                 "%s: the server is handling %d calls that may block, its limit "
                                 "(--max_concurrent_steps); try again later",
                                 method_paths[ctx->method], s->blocking);
-    } else if (blocks) {
+    } else if (blocks && !deferred) {
       refused = promote_follower_locked(s);
       if (refused) weft_status_prefix(refused, "%s", method_paths[ctx->method]);
     }
@@ -905,9 +940,12 @@ static gpointer poll_cq(gpointer data) {
     }
     if (blocks) s->blocking++;
     g_mutex_unlock(&s->lock);
-    on_poller = !blocks;
+    on_poller = !blocks || deferred;
+    deferred_poller = deferred ? s : NULL;
+    deferred_method = ctx->method;
     handle_call(ctx);
     on_poller = false;
+    deferred_poller = NULL;
     g_mutex_lock(&s->lock);
     if (blocks) s->blocking--;
   }
