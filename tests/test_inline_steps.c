@@ -18,32 +18,13 @@
     if (st_) g_error("%s: %s", #expr, weft_status_message(st_)); \
   } while (0)
 
-/* Threads of process `pid` named exactly `name`. */
-static int threads_named(GPid pid, const char *name) {
-  char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
-  GDir *d = g_dir_open(dir_path, 0, NULL);
-  g_assert_nonnull(d);
-  int n = 0;
-  const char *tid;
-  while ((tid = g_dir_read_name(d))) {
-    char *path = g_strdup_printf("%s/%s/comm", dir_path, tid);
-    char *comm = NULL;
-    if (g_file_get_contents(path, &comm, NULL, NULL) && strcmp(g_strchomp(comm), name) == 0) n++;
-    g_free(comm);
-    g_free(path);
-  }
-  g_dir_close(d);
-  g_free(dir_path);
-  return n;
-}
-
 /* Waits (generously: a loaded machine) until the spare pollers have ended; returns how many
  * pollers are left. */
 static int wait_one_poller(GPid pid) {
-  int n = threads_named(pid, "weft-grpc");
+  int n = proc_threads_named(pid, "weft-grpc");
   for (int k = 0; k < 600 && n > 1; k++) {
     g_usleep(50000);
-    n = threads_named(pid, "weft-grpc");
+    n = proc_threads_named(pid, "weft-grpc");
   }
   return n;
 }
@@ -99,7 +80,7 @@ static void test_small_steps(void) {
     run_add_one(s, 0, 1); /* CreateSession and the plan's registration wake a follower */
     g_assert_cmpint(wait_one_poller(d.pid), ==, 1);
     run_add_one(s, 0, 300);
-    int pollers = threads_named(d.pid, "weft-grpc");
+    int pollers = proc_threads_named(d.pid, "weft-grpc");
     g_test_message("WEFT_SERVER_INLINE_STEPS=%d: %d poller(s) after 300 small steps", inline_on,
                    pollers);
     if (inline_on) g_assert_cmpint(pollers, ==, 1);
@@ -120,7 +101,7 @@ static void test_large_steps(void) {
   run_add_one(s, 4, 1);
   g_assert_cmpint(wait_one_poller(d.pid), ==, 1);
   run_add_one(s, 4, 20);
-  g_assert_cmpint(threads_named(d.pid, "weft-grpc"), >=, 2);
+  g_assert_cmpint(proc_threads_named(d.pid, "weft-grpc"), >=, 2);
   weft_session_free(s);
   weft_graph_free(g);
 
@@ -150,7 +131,7 @@ static void test_large_steps(void) {
     weft_tensor_unref(out);
     if (round == 0) g_assert_cmpint(wait_one_poller(d.pid), ==, 1);
   }
-  g_assert_cmpint(threads_named(d.pid, "weft-grpc"), >=, 2);
+  g_assert_cmpint(proc_threads_named(d.pid, "weft-grpc"), >=, 2);
   weft_session_free(s);
   weft_graph_free(big);
   g_free(values);
