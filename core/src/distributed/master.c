@@ -1274,6 +1274,8 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     g_mutex_lock(&run.lock);
     while (run.pending > 0) g_cond_wait(&run.cond, &run.lock);
     g_mutex_unlock(&run.lock);
+    /* The cleanup below may be made on this thread (a full pool): not by the only poller. */
+    weft_status_free(weft__server_may_block());
     st = pick_error(&run);
     notify_parts(m, plan, run.step_id, false, NULL, NULL);
     for (guint k = 0; k < run.errors->len; k++) {

@@ -182,6 +182,8 @@ weft_status_t *weft__server_may_block(void) {
   /* A follower whose idle wait ended may have taken the queue over already. */
   weft_status_t *st = s->polling || s->queue_down ? NULL : promote_follower_locked(s);
   g_mutex_unlock(&s->lock);
+  /* No follower: this thread still is the only poller, and its calls must poll for themselves. */
+  on_poller = st != NULL;
   return st ? weft_status_prefix(st, "%s", method_paths[deferred_method]) : NULL;
 }
 
