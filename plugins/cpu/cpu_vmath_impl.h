@@ -740,25 +740,27 @@ VM_LOOP(erfc)
 
 /* The chain evaluator: a fused chain of unary ops (cpu_fused.c) loads each vector once, applies
  * every op to it in registers and stores it once, where one loop per op read and wrote an L1
- * block per op. The switch on the op's code runs once per op for VM_CHAIN_UNROLL vectors (the
- * indirect jump repeats with the chain's period, which the branch predictor follows); the
- * functions are the loops' own, so the bits are theirs. */
+ * block per op. The switch on the op's code runs once per op for `cnt` vectors (the indirect
+ * jump repeats with the chain's period, which the branch predictor follows); the functions are
+ * the loops' own, so the bits are theirs. A vector's trip through the chain is one long
+ * dependent sequence (five ops of ~15 dependent operations each in elementwise/chain5), longer
+ * than the out-of-order window overlaps with the next iteration's: the independent vectors
+ * inside one op, VM_CHAIN_UNROLL of them, are what fill the FMA pipes. At AVX-512 (32
+ * registers) 6: chain5 0.83 -> 0.77 ns per float in cache and 14.2 -> 13.5 ms over 16M floats
+ * from memory (16.5 -> 15.5 streamed), where 8 spilled more and ran 16-18 ms from memory and 2
+ * took 1.08 ns in cache (docs/performance.md, branch kern). Below AVX-512, 16 registers: 2. */
 #if VM_WIDTH == 16
-#define VM_CHAIN_UNROLL 4
-#define VM_CHAIN_CD(f) c = v##f(c), d = v##f(d)
+#define VM_CHAIN_UNROLL 6
 #else
-/* 16 vector registers: four vectors' temporaries and constants would spill. */
 #define VM_CHAIN_UNROLL 2
-#define VM_CHAIN_CD(f) (void)0
 #endif
 #define VM_CHAIN_CASE(code, f)                                                  \
   case WEFT_CPU_VOP_##code:                                                     \
-    a = v##f(a);                                                                \
-    b = v##f(b);                                                                \
-    VM_CHAIN_CD(f);                                                             \
+    _Pragma("GCC unroll 8")                                                     \
+    for (int u = 0; u < cnt; u++) v[u] = v##f(v[u]);                            \
     break;
-VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_ops) {
-  vf a = *pa, b = *pb, c = *pc, d = *pd;
+/* v[0 .. cnt) through the chain; cnt is a constant at every call (1 or VM_CHAIN_UNROLL). */
+VM_INLINE void vchain(vf *v, int cnt, const uint8_t *ops, int n_ops) {
   for (int k = 0; k < n_ops; k++) {
     switch ((weft_cpu_vop_t)ops[k]) {
       VM_CHAIN_CASE(EXP, exp)
@@ -787,20 +789,16 @@ VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_
         break;
     }
   }
-  *pa = a;
-  *pb = b;
-  *pc = c;
-  *pd = d;
 }
 
 /* m (1 to VM_WIDTH - 1) elements from i through a zero-padded vector, as VM_PART. */
 VM_INLINE void vchain_part(const uint8_t *ops, int n_ops, const float *x, float *y, int64_t i,
                            int64_t m) {
-  vf a = {0}, b = {0}, c = {0}, d = {0};
+  vf a[1] = {{0}};
   size_t part_bytes = ((size_t)m & (VM_WIDTH - 1)) * sizeof(float);
-  __builtin_memcpy(&a, x + i, part_bytes);
-  vchain(&a, &b, &c, &d, ops, n_ops);
-  __builtin_memcpy(y + i, &a, part_bytes);
+  __builtin_memcpy(&a[0], x + i, part_bytes);
+  vchain(a, 1, ops, n_ops);
+  __builtin_memcpy(y + i, &a[0], part_bytes);
 }
 
 /* y[i .. i + VM_WIDTH) = v, streamed where head >= 0. */
@@ -829,27 +827,19 @@ static void vchain_loop(const uint8_t *ops, int n_ops, const float *x, float *y,
   if (head > 0) vchain_part(ops, n_ops, x, y, 0, head);
   if (head > 0) i = head;
   for (; i + step <= n; i += step) {
-    vf a, b, c, d;
-    __builtin_memcpy(&a, x + i, sizeof a);
-    __builtin_memcpy(&b, x + i + VM_WIDTH, sizeof b);
-    c = d = b;
-    if (VM_CHAIN_UNROLL == 4) {
-      __builtin_memcpy(&c, x + i + 2 * VM_WIDTH, sizeof c);
-      __builtin_memcpy(&d, x + i + 3 * VM_WIDTH, sizeof d);
-    }
-    vchain(&a, &b, &c, &d, ops, n_ops);
-    vchain_store(y + i, a, head);
-    vchain_store(y + i + VM_WIDTH, b, head);
-    if (VM_CHAIN_UNROLL == 4) {
-      vchain_store(y + i + 2 * VM_WIDTH, c, head);
-      vchain_store(y + i + 3 * VM_WIDTH, d, head);
-    }
+    vf v[VM_CHAIN_UNROLL];
+    _Pragma("GCC unroll 8")
+    for (int u = 0; u < VM_CHAIN_UNROLL; u++)
+      __builtin_memcpy(&v[u], x + i + u * VM_WIDTH, sizeof v[u]);
+    vchain(v, VM_CHAIN_UNROLL, ops, n_ops);
+    _Pragma("GCC unroll 8")
+    for (int u = 0; u < VM_CHAIN_UNROLL; u++) vchain_store(y + i + u * VM_WIDTH, v[u], head);
   }
   for (; i + VM_WIDTH <= n; i += VM_WIDTH) {
-    vf a, b = {0}, c = {0}, d = {0};
-    __builtin_memcpy(&a, x + i, sizeof a);
-    vchain(&a, &b, &c, &d, ops, n_ops);
-    vchain_store(y + i, a, head);
+    vf v[1];
+    __builtin_memcpy(&v[0], x + i, sizeof v[0]);
+    vchain(v, 1, ops, n_ops);
+    vchain_store(y + i, v[0], head);
   }
   if (i < n) vchain_part(ops, n_ops, x, y, i, n - i);
 }
