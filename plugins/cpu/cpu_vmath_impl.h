@@ -69,6 +69,15 @@ VM_INLINE int vany_gt(vf a, float c) {
 #endif
 }
 
+/* Whether any lane of a is below c (a NaN lane is not), as vany_gt. */
+VM_INLINE int vany_lt(vf a, float c) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return _mm512_cmp_ps_mask((__m512)a, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#else
+  return vany(a < c);
+#endif
+}
+
 /* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
  * maxps where the level has it (their result is the second operand when either is NaN), where
  * gcc leaves the select as a compare and a blend. */
@@ -135,6 +144,34 @@ VM_INLINE vf vexp_normal(vf x, int deg5) {
 #if VM_WIDTH == 16 && defined(__AVX512F__)
   return vscale2(p, n);
 #else
+  return p * (vf)((ni + 127u) << 23);
+#endif
+}
+
+/* e^-x for x in [-87, 87] by vexp_normal's degree-5 path with the negation folded into its
+ * operations: each computes the negated exact value of its counterpart there (n from -x log2e,
+ * -r = x + n ln2, and the polynomial in r as c - p (-r)), so it rounds to the same bits (NaN
+ * aside, whose sign may differ) without the one operation that negated x: Sigmoid's a sixteenth
+ * of its work. */
+VM_INLINE vf vexp_neg_normal5(vf x) {
+  const float log2e = 1.44269504088896341f;
+  const float ln2_hi = 0.693359375f;
+  const float ln2_lo = -2.12194440054690583e-4f;
+  const float round_magic = 12582912.0f;
+  vf j = x * -log2e + round_magic;
+  vf n = j - round_magic;
+  vf rn = x + n * ln2_hi;
+  rn = rn + n * ln2_lo;
+  vf p = vsplat(8.312524962e-03f);
+  p = 4.189011335e-02f - p * rn;
+  p = 1.666711446e-01f - p * rn;
+  p = 4.999923179e-01f - p * rn;
+  p = 1.0f - p * rn;
+  p = 1.0f - p * rn;
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return vscale2(p, n);
+#else
+  vu ni = (vu)j - 0x4b400000u;
   return p * (vf)((ni + 127u) << 23);
 #endif
 }
@@ -281,13 +318,12 @@ VM_INLINE vf vtanh(vf x) {
  * result is under FLT_MIN, takes e = e^-|x| from vexp's whole range (e^-x would overflow):
  * 1 / (1 + e) for x >= 0, e / (1 + e) below. */
 VM_INLINE vf vsigmoid(vf x) {
-  vf m = -x;
-  if (__builtin_expect(vany_gt(m, 87.0f), 0)) {
+  if (__builtin_expect(vany_lt(x, -87.0f), 0)) {
     vf e = vexp(-vabs(x));
     vf inv = 1.0f / (1.0f + e);
     return vsel(x >= 0.0f, inv, e * inv);
   }
-  return 1.0f / (1.0f + vexp_normal(vmax_keepnan(vsplat(-87.0f), m), 1));
+  return 1.0f / (1.0f + vexp_neg_normal5(vmin_keepnan(vsplat(87.0f), x)));
 }
 
 /* e^x - 1 without exp's cancellation near 0: e^r - 1 from vexpm1_reduced, and e^x - 1 = 2^n
