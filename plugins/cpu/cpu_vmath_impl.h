@@ -310,8 +310,8 @@ VM_INLINE vf vtanh(vf x) {
 /* 1 / (1 + e^-x), as TensorFlow's (Eigen's) float Sigmoid: exactly 1 once e^-x < 2^-24 (x >
  * ~16.6) and e^x itself for very negative x, down through the denormals to exactly 0 below
  * about -103.97, so Sigmoid(-inf) = 0, Sigmoid(inf) = 1; NaN stays NaN. A vector whose lanes
- * are all at or above -87 (NaN included) takes the formula as written, e^-x by vexp_normal with
- * -x raised to -87 (where x > 87 the result is exactly 1 either way): for x < 0 the large e^-x
+ * are all at or above -87 (NaN included) takes the formula as written, e^-x by vexp_neg_normal5
+ * with x lowered to 87 (where x > 87 the result is exactly 1 either way): for x < 0 the large e^-x
  * loses nothing in 1 / (1 + e^-x), and there is no |x|, no second product and no select (a sixth
  * less time at avx512 in cache). e^-x is the Exp op's (degree-5 polynomial: 3.35 ulp at worst
  * over every 97th float, 2.3 with degree 6; bound 4). A vector with a lane below -87, whose
