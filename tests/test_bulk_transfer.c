@@ -150,7 +150,7 @@ static void test_hostile(void) {
   g_setenv("WEFT_BULK_HANDSHAKE_MS", "300", TRUE);
   weft__worker_t *w = weft__worker_new("w", 0, 0);
   weft__bulk_server_t *bs = NULL;
-  OK(weft__bulk_server_new(w, "127.0.0.1", &bs));
+  OK(weft__bulk_server_new(w, "127.0.0.1", 0, &bs));
   int port = weft__bulk_server_port(bs);
   g_assert_cmpint(port, >, 0);
   uint8_t t[2][16], zero[28] = {0};
@@ -289,7 +289,7 @@ static void test_link_failures(void) {
 
   weft__worker_t *w = weft__worker_new("w", 0, 0);
   weft__bulk_server_t *bs = NULL;
-  OK(weft__bulk_server_new(w, NULL, &bs));
+  OK(weft__bulk_server_new(w, NULL, 0, &bs));
   resp.bulk_port = (uint32_t)weft__bulk_server_port(bs);
   g_assert_true(weft__bulk_should_offer("127.0.0.1:2", WEFT_DT_FLOAT));
   weft__bulk_after_recv("127.0.0.1:2", &resp);

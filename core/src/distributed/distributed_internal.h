@@ -571,9 +571,9 @@ bool weft__bulk_enabled(void);
 
 /* Sender: the listening socket and its connections' threads. */
 typedef struct weft__bulk_server weft__bulk_server_t;
-/* Listens on bind_host (NULL: 127.0.0.1), an ephemeral port; *out is the caller's
+/* Listens on bind_host (NULL: 127.0.0.1) at port (0: a free one); *out is the caller's
  * (weft__bulk_server_free, which closes every connection and joins their threads). */
-weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
+weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host, int port,
                                      weft__bulk_server_t **out);
 void weft__bulk_server_free(weft__bulk_server_t *s); /* accepts NULL */
 int weft__bulk_server_port(const weft__bulk_server_t *s);

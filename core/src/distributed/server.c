@@ -75,6 +75,7 @@ struct weft_server_options {
   int max_connection_idle_ms;        /* a connection without calls is closed after this */
   int max_connection_answers;        /* answers not yet sent on one connection */
   int bulk_transfer;                 /* -1: on without TLS; 0: off; 1: on (docs/security.md) */
+  int bulk_port;                     /* 0: a free one */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -1057,6 +1058,10 @@ void weft_server_options_set_bulk_transfer(weft_server_options_t *o, int mode) {
   o->bulk_transfer = mode < 0 ? -1 : mode > 0 ? 1 : 0;
 }
 
+void weft_server_options_set_bulk_port(weft_server_options_t *o, int port) {
+  o->bulk_port = port;
+}
+
 int weft_server_bulk_port(const weft_server_t *s) {
   return s ? weft__bulk_server_port(s->bulk) : 0;
 }
@@ -1150,6 +1155,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   *out = NULL;
   weft_status_t *st = weft_cluster_spec_check_task(spec, job, task);
   if (st) return st;
+  if (opts && (opts->bulk_port < 0 || opts->bulk_port > 65535))
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Bulk channel port %d for /job:%s/task:%d is "
+                           "not from 0 to 65535", opts->bulk_port, job, task);
   weft__grpc_init_once();
   const char *address = weft_cluster_spec_task_address(spec, job, task);
   char *host = NULL;
@@ -1265,8 +1273,14 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
                              COPY_MAX_QUEUED);
   int bulk = opts ? opts->bulk_transfer : -1;
   if (weft__bulk_enabled() && (bulk > 0 || (bulk < 0 && !weft__security_tls(security)))) {
-    /* Without it RecvTensor still works over gRPC: a failure here is only logged. */
-    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, &s->bulk);
+    /* Without it RecvTensor still works over gRPC: a failure here is only logged, unless the
+     * operator asked for a fixed port (a firewall expects it there). */
+    int bulk_port = opts ? opts->bulk_port : 0;
+    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, bulk_port, &s->bulk);
+    if (bst && bulk_port > 0) {
+      weft_server_free(s);
+      return bst;
+    }
     if (bst) weft__log(WEFT_LOG_WARNING, "server", "%s", weft_status_message(bst));
     weft_status_free(bst);
   }
