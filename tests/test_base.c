@@ -314,6 +314,30 @@ static void test_tensor_new(void) {
   g_assert_null(out);
 }
 
+/* Host data of 4 MiB or more starts on a 2 MiB (huge page) boundary, where the process has not
+ * turned that off; smaller data keeps the 64-byte alignment. Zeroed and writable either way. */
+static void test_tensor_huge_pages(void) {
+  const char *hp = g_getenv("WEFT_HOST_HUGE_PAGES"), *guard = g_getenv("WEFT_GUARD_BYTES");
+  if ((hp != NULL && strcmp(hp, "0") == 0) || (guard != NULL && guard[0] != '\0')) {
+    g_test_skip("WEFT_HOST_HUGE_PAGES=0 or WEFT_GUARD_BYTES is set");
+    return;
+  }
+  const int64_t sizes[] = {((int64_t)4 << 20) / 4 - 1, ((int64_t)4 << 20) / 4,
+                           ((int64_t)9 << 20) / 4 + 3};
+  for (size_t k = 0; k < G_N_ELEMENTS(sizes); k++) {
+    weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 1, &sizes[k]);
+    g_assert_nonnull(t);
+    uintptr_t a = (uintptr_t)weft_tensor_data(t);
+    g_assert_cmpuint(a % (k == 0 ? 64 : ((uintptr_t)2 << 20)), ==, 0);
+    float *f = weft_tensor_data(t);
+    g_assert_cmpfloat(f[0], ==, 0.0f);
+    g_assert_cmpfloat(f[sizes[k] - 1], ==, 0.0f);
+    f[sizes[k] - 1] = 1.5f;
+    g_assert_cmpfloat(weft_tensor_get_double(t, sizes[k] - 1), ==, 1.5);
+    weft_tensor_unref(t);
+  }
+}
+
 static void test_tensor_from_data(void) {
   int64_t dims[] = {2, 2};
   float values[] = {1, 2, 3, 4};
@@ -1225,6 +1249,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/base/dtype/refs", test_dtype_refs);
   g_test_add_func("/base/dtype/half_bfloat16", test_half_bfloat16);
   g_test_add_func("/base/tensor/new", test_tensor_new);
+  g_test_add_func("/base/tensor/huge_pages", test_tensor_huge_pages);
   g_test_add_func("/base/tensor/from_data", test_tensor_from_data);
   g_test_add_func("/base/tensor/strings", test_tensor_strings);
   g_test_add_func("/base/tensor/view", test_tensor_view);

@@ -152,7 +152,7 @@ static void expect_serving(weft__worker_t *w, int fd) {
 static weft__bulk_server_t *bulk_server(weft__worker_t **w, int *port) {
   *w = weft__worker_new("w", 0, 0);
   weft__bulk_server_t *bs = NULL;
-  OK(weft__bulk_server_new(*w, "127.0.0.1", &bs));
+  OK(weft__bulk_server_new(*w, "127.0.0.1", 0, &bs));
   *port = weft__bulk_server_port(bs);
   g_assert_cmpint(*port, >, 0);
   return bs;
@@ -306,7 +306,7 @@ static void test_link_failures(void) {
 
   weft__worker_t *w = weft__worker_new("w", 0, 0);
   weft__bulk_server_t *bs = NULL;
-  OK(weft__bulk_server_new(w, NULL, &bs));
+  OK(weft__bulk_server_new(w, NULL, 0, &bs));
   resp.bulk_port = (uint32_t)weft__bulk_server_port(bs);
   g_assert_true(weft__bulk_should_offer("127.0.0.1:2", WEFT_DT_FLOAT));
   weft__bulk_after_recv("127.0.0.1:2", &resp);
@@ -589,7 +589,7 @@ static void test_ticket_table(void) {
   weft__bulk_server_free(bs);
 
   g_setenv("WEFT_BULK_TICKET_TTL_MS", "20", TRUE);
-  OK(weft__bulk_server_new(w, "127.0.0.1", &bs));
+  OK(weft__bulk_server_new(w, "127.0.0.1", 0, &bs));
   for (int k = 0; k < 128; k++) tickets(bs, t);
   g_unsetenv("WEFT_BULK_TICKET_TTL_MS");
   g_usleep(100 * 1000);

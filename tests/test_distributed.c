@@ -1183,28 +1183,6 @@ static void test_concurrent_clients(void) {
   weftd_cluster_stop(&c);
 }
 
-/* Threads of process pid whose name is `name` (/proc/PID/task/TID/comm). */
-static int threads_named(GPid pid, const char *name) {
-  char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
-  GDir *dir = g_dir_open(dir_path, 0, NULL);
-  g_assert_nonnull(dir);
-  int count = 0;
-  const char *tid;
-  while ((tid = g_dir_read_name(dir)) != NULL) {
-    char *comm_path = g_strdup_printf("%s/%s/comm", dir_path, tid);
-    char *comm = NULL;
-    if (g_file_get_contents(comm_path, &comm, NULL, NULL)) {
-      g_strchomp(comm);
-      if (strcmp(comm, name) == 0) count++;
-    }
-    g_free(comm);
-    g_free(comm_path);
-  }
-  g_dir_close(dir);
-  g_free(dir_path);
-  return count;
-}
-
 /* Sixteen clients at once on one worker's master: each RunStep waits for the ps, so the
  * server takes on a polling thread per call in flight; once the burst is over, at most a few
  * spare ones stay (server.c, MAX_IDLE_POLLERS = 4) besides the one polling. Counted against the
@@ -1223,13 +1201,13 @@ static void test_server_threads_after_burst(void) {
     t[k].session = NULL;
   }
   client_main(&t[0]);
-  int warm = threads_named(c.d[1].pid, "weft-grpc");
+  int warm = proc_threads_named(c.d[1].pid, "weft-grpc");
   for (int k = 0; k < CLIENTS; k++) threads[k] = g_thread_new("client", client_main, &t[k]);
   for (int k = 0; k < CLIENTS; k++) g_thread_join(threads[k]);
   /* The last answers' completions reach the queue after the clients return. */
   int after = 0;
   for (int tries = 0; tries < 50; tries++) {
-    after = threads_named(c.d[1].pid, "weft-grpc");
+    after = proc_threads_named(c.d[1].pid, "weft-grpc");
     if (after <= warm + 4) break;
     g_usleep(20000);
   }

@@ -336,6 +336,27 @@ int proc_fd_count(GPid pid) {
   return n;
 }
 
+int proc_threads_named(GPid pid, const char *name) {
+  char *dir_path = g_strdup_printf("/proc/%d/task", (int)pid);
+  GDir *dir = g_dir_open(dir_path, 0, NULL);
+  g_assert_nonnull(dir);
+  int count = 0;
+  const char *tid;
+  while ((tid = g_dir_read_name(dir)) != NULL) {
+    char *comm_path = g_strdup_printf("%s/%s/comm", dir_path, tid);
+    char *comm = NULL;
+    if (g_file_get_contents(comm_path, &comm, NULL, NULL)) {
+      g_strchomp(comm);
+      if (strcmp(comm, name) == 0) count++;
+    }
+    g_free(comm);
+    g_free(comm_path);
+  }
+  g_dir_close(dir);
+  g_free(dir_path);
+  return count;
+}
+
 GByteArray *weftd_frame_request(const ProtobufCMessage *msg, const Weft__TensorList *list,
                                 const void *tail, size_t tail_len) {
   GByteArray *out = g_byte_array_new();

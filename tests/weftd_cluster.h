@@ -80,6 +80,8 @@ int64_t proc_status_kib(GPid pid, const char *field);
  * 1 MB for 1 GiB); the caller unrefs it. */
 GByteArray *weftd_gzip_body(const GByteArray *prefix, uint64_t zeros);
 int proc_fd_count(GPid pid);
+/* Threads of process pid whose name is `name` (/proc/PID/task/TID/comm). */
+int proc_threads_named(GPid pid, const char *name);
 
 /* A request frame as the servers read it, built by hand so tests can also send malformed ones:
  * `msg`'s length and bytes, `list`'s length and bytes, then `tail` (the tensor bytes; may be

@@ -38,6 +38,7 @@ typedef struct flags {
   char *ps_hosts, *worker_hosts, *job_name, *model, *optimizer, *checkpoint_dir, *progress;
   char *device; /* device type for every node, or NULL: the placer's choice */
   char *bind;   /* the address this task's server listens on, or NULL: loopback */
+  int bulk_port; /* its bulk channel's port; 0: a free one */
   cluster_from_flags_t from;
   int task_index; /* -1 until given or resolved */
   gint64 train_steps;
@@ -482,6 +483,7 @@ static weft_status_t *new_server(const flags_t *f, weft_cluster_spec_t *spec, co
                                  weft_server_t **server) {
   weft_server_options_t *o = weft_server_options_new();
   weft_server_options_set_bind_address(o, f->bind);
+  weft_server_options_set_bulk_port(o, f->bulk_port);
   weft_status_t *st = weft_server_new(spec, job, f->task_index, o, server);
   weft_server_options_free(o);
   return st;
@@ -697,6 +699,8 @@ static int train_main(flags_t *f) {
   const char *from_error = cluster_from_check(&f->from, f->local);
   if (from_error) return usage(from_error);
   if (f->task_index < -1) return usage("--task_index must be 0 or more");
+  if (f->bulk_port < 0 || f->bulk_port > 65535)
+    return usage("--bulk_port must be from 0 to 65535 (0: a free one)");
   weft_cluster_spec_t *resolved = NULL;
   if (!f->local) {
     weft_status_t *st = resolve_cluster(f, &resolved);
@@ -820,6 +824,8 @@ int main(int argc, char **argv) {
       {"bind", 0, 0, G_OPTION_ARG_STRING, &f.bind,
        "listen on this address instead of loopback (0.0.0.0: every interface), as weftd --bind",
        "ADDR"},
+      {"bulk_port", 0, 0, G_OPTION_ARG_INT, &f.bulk_port,
+       "the bulk channel's TCP port, as weftd --bulk_port (0: a free one)", "PORT"},
       {"device", 0, 0, G_OPTION_ARG_STRING, &f.device,
        "put every node on a device of this type (CPU, VULKAN, CUDA; default: the placer's choice, "
        "the highest-priority device)", "TYPE"},

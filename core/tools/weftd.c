@@ -69,6 +69,7 @@ typedef struct flags {
   int max_connection_answers;
   gint64 thread_idle_ms;
   char *bulk_transfer; /* auto, on, off */
+  int bulk_port;       /* 0: a free one */
 } flags_t;
 
 /* The cluster spec and this task, from the flags or TF_CONFIG. */
@@ -151,6 +152,8 @@ static int serve(const flags_t *f) {
   if (f->bulk_transfer && strcmp(f->bulk_transfer, "auto") != 0 &&
       strcmp(f->bulk_transfer, "on") != 0 && strcmp(f->bulk_transfer, "off") != 0)
     return usage("--bulk_transfer must be auto, on or off");
+  if (f->bulk_port < 0 || f->bulk_port > 65535)
+    return usage("--bulk_port must be from 0 to 65535 (0: a free one)");
   if (f->thread_idle_ms < 0 || f->thread_idle_ms > G_MAXINT)
     return usage("--thread_idle_ms must be from 1 to 2147483647 (0: the default)");
   const char *from_error = cluster_from_check(&f->from, f->local);
@@ -221,6 +224,7 @@ static int serve(const flags_t *f) {
       opts, !f->bulk_transfer || strcmp(f->bulk_transfer, "auto") == 0 ? -1
             : strcmp(f->bulk_transfer, "on") == 0                       ? 1
                                                                         : 0);
+  weft_server_options_set_bulk_port(opts, f->bulk_port);
   weft_server_t *server = NULL;
   st = weft_server_new(spec, job, task, opts, &server);
   weft_server_options_free(opts);
@@ -396,6 +400,9 @@ int main(int argc, char **argv) {
        "auto, on or off: RecvTensor's bytes over plain TCP connections beside the gRPC port, "
        "authenticated by single-use tickets (auto: on without TLS; on with TLS they travel in "
        "plaintext; WEFT_BULK_TRANSFER=0 turns it off)", "MODE"},
+      {"bulk_port", 0, 0, G_OPTION_ARG_INT, &f.bulk_port,
+       "the bulk channel's TCP port, on the --bind address, for a firewall to let through "
+       "(0: a free one, printed at start)", "PORT"},
       {"thread_idle_ms", 0, 0, G_OPTION_ARG_INT64, &f.thread_idle_ms,
        "end a graph's or session's executor threads after this long without work; the next "
        "step starts them again (15000, or WEFT_THREAD_IDLE_MS)", "MS"},

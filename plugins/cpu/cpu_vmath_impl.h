@@ -69,6 +69,15 @@ VM_INLINE int vany_gt(vf a, float c) {
 #endif
 }
 
+/* Whether any lane of a is below c (a NaN lane is not), as vany_gt. */
+VM_INLINE int vany_lt(vf a, float c) {
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return _mm512_cmp_ps_mask((__m512)a, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#else
+  return vany(a < c);
+#endif
+}
+
 /* c < v ? c : v and c > v ? c : v per lane, so a NaN v passes (c is never NaN): one minps or
  * maxps where the level has it (their result is the second operand when either is NaN), where
  * gcc leaves the select as a compare and a blend. */
@@ -135,6 +144,34 @@ VM_INLINE vf vexp_normal(vf x, int deg5) {
 #if VM_WIDTH == 16 && defined(__AVX512F__)
   return vscale2(p, n);
 #else
+  return p * (vf)((ni + 127u) << 23);
+#endif
+}
+
+/* e^-x for x in [-87, 87] by vexp_normal's degree-5 path with the negation folded into its
+ * operations: each computes the negated exact value of its counterpart there (n from -x log2e,
+ * -r = x + n ln2, and the polynomial in r as c - p (-r)), so it rounds to the same bits (NaN
+ * aside, whose sign may differ) without the one operation that negated x: Sigmoid's a sixteenth
+ * of its work. */
+VM_INLINE vf vexp_neg_normal5(vf x) {
+  const float log2e = 1.44269504088896341f;
+  const float ln2_hi = 0.693359375f;
+  const float ln2_lo = -2.12194440054690583e-4f;
+  const float round_magic = 12582912.0f;
+  vf j = x * -log2e + round_magic;
+  vf n = j - round_magic;
+  vf rn = x + n * ln2_hi;
+  rn = rn + n * ln2_lo;
+  vf p = vsplat(8.312524962e-03f);
+  p = 4.189011335e-02f - p * rn;
+  p = 1.666711446e-01f - p * rn;
+  p = 4.999923179e-01f - p * rn;
+  p = 1.0f - p * rn;
+  p = 1.0f - p * rn;
+#if VM_WIDTH == 16 && defined(__AVX512F__)
+  return vscale2(p, n);
+#else
+  vu ni = (vu)j - 0x4b400000u;
   return p * (vf)((ni + 127u) << 23);
 #endif
 }
@@ -273,21 +310,20 @@ VM_INLINE vf vtanh(vf x) {
 /* 1 / (1 + e^-x), as TensorFlow's (Eigen's) float Sigmoid: exactly 1 once e^-x < 2^-24 (x >
  * ~16.6) and e^x itself for very negative x, down through the denormals to exactly 0 below
  * about -103.97, so Sigmoid(-inf) = 0, Sigmoid(inf) = 1; NaN stays NaN. A vector whose lanes
- * are all at or above -87 (NaN included) takes the formula as written, e^-x by vexp_normal with
- * -x raised to -87 (where x > 87 the result is exactly 1 either way): for x < 0 the large e^-x
+ * are all at or above -87 (NaN included) takes the formula as written, e^-x by vexp_neg_normal5
+ * with x lowered to 87 (where x > 87 the result is exactly 1 either way): for x < 0 the large e^-x
  * loses nothing in 1 / (1 + e^-x), and there is no |x|, no second product and no select (a sixth
  * less time at avx512 in cache). e^-x is the Exp op's (degree-5 polynomial: 3.35 ulp at worst
  * over every 97th float, 2.3 with degree 6; bound 4). A vector with a lane below -87, whose
  * result is under FLT_MIN, takes e = e^-|x| from vexp's whole range (e^-x would overflow):
  * 1 / (1 + e) for x >= 0, e / (1 + e) below. */
 VM_INLINE vf vsigmoid(vf x) {
-  vf m = -x;
-  if (__builtin_expect(vany_gt(m, 87.0f), 0)) {
+  if (__builtin_expect(vany_lt(x, -87.0f), 0)) {
     vf e = vexp(-vabs(x));
     vf inv = 1.0f / (1.0f + e);
     return vsel(x >= 0.0f, inv, e * inv);
   }
-  return 1.0f / (1.0f + vexp_normal(vmax_keepnan(vsplat(-87.0f), m), 1));
+  return 1.0f / (1.0f + vexp_neg_normal5(vmin_keepnan(vsplat(87.0f), x)));
 }
 
 /* e^x - 1 without exp's cancellation near 0: e^r - 1 from vexpm1_reduced, and e^x - 1 = 2^n
@@ -740,25 +776,27 @@ VM_LOOP(erfc)
 
 /* The chain evaluator: a fused chain of unary ops (cpu_fused.c) loads each vector once, applies
  * every op to it in registers and stores it once, where one loop per op read and wrote an L1
- * block per op. The switch on the op's code runs once per op for VM_CHAIN_UNROLL vectors (the
- * indirect jump repeats with the chain's period, which the branch predictor follows); the
- * functions are the loops' own, so the bits are theirs. */
+ * block per op. The switch on the op's code runs once per op for `cnt` vectors (the indirect
+ * jump repeats with the chain's period, which the branch predictor follows); the functions are
+ * the loops' own, so the bits are theirs. A vector's trip through the chain is one long
+ * dependent sequence (five ops of ~15 dependent operations each in elementwise/chain5), longer
+ * than the out-of-order window overlaps with the next iteration's: the independent vectors
+ * inside one op, VM_CHAIN_UNROLL of them, are what fill the FMA pipes. At AVX-512 (32
+ * registers) 6: chain5 0.83 -> 0.77 ns per float in cache and 14.2 -> 13.5 ms over 16M floats
+ * from memory (16.5 -> 15.5 streamed), where 8 spilled more and ran 16-18 ms from memory and 2
+ * took 1.08 ns in cache (docs/performance.md, branch kern). Below AVX-512, 16 registers: 2. */
 #if VM_WIDTH == 16
-#define VM_CHAIN_UNROLL 4
-#define VM_CHAIN_CD(f) c = v##f(c), d = v##f(d)
+#define VM_CHAIN_UNROLL 6
 #else
-/* 16 vector registers: four vectors' temporaries and constants would spill. */
 #define VM_CHAIN_UNROLL 2
-#define VM_CHAIN_CD(f) (void)0
 #endif
 #define VM_CHAIN_CASE(code, f)                                                  \
   case WEFT_CPU_VOP_##code:                                                     \
-    a = v##f(a);                                                                \
-    b = v##f(b);                                                                \
-    VM_CHAIN_CD(f);                                                             \
+    _Pragma("GCC unroll 8")                                                     \
+    for (int u = 0; u < cnt; u++) v[u] = v##f(v[u]);                            \
     break;
-VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_ops) {
-  vf a = *pa, b = *pb, c = *pc, d = *pd;
+/* v[0 .. cnt) through the chain; cnt is a constant at every call (1 or VM_CHAIN_UNROLL). */
+VM_INLINE void vchain(vf *v, int cnt, const uint8_t *ops, int n_ops) {
   for (int k = 0; k < n_ops; k++) {
     switch ((weft_cpu_vop_t)ops[k]) {
       VM_CHAIN_CASE(EXP, exp)
@@ -787,20 +825,16 @@ VM_INLINE void vchain(vf *pa, vf *pb, vf *pc, vf *pd, const uint8_t *ops, int n_
         break;
     }
   }
-  *pa = a;
-  *pb = b;
-  *pc = c;
-  *pd = d;
 }
 
 /* m (1 to VM_WIDTH - 1) elements from i through a zero-padded vector, as VM_PART. */
 VM_INLINE void vchain_part(const uint8_t *ops, int n_ops, const float *x, float *y, int64_t i,
                            int64_t m) {
-  vf a = {0}, b = {0}, c = {0}, d = {0};
+  vf a[1] = {{0}};
   size_t part_bytes = ((size_t)m & (VM_WIDTH - 1)) * sizeof(float);
-  __builtin_memcpy(&a, x + i, part_bytes);
-  vchain(&a, &b, &c, &d, ops, n_ops);
-  __builtin_memcpy(y + i, &a, part_bytes);
+  __builtin_memcpy(&a[0], x + i, part_bytes);
+  vchain(a, 1, ops, n_ops);
+  __builtin_memcpy(y + i, &a[0], part_bytes);
 }
 
 /* y[i .. i + VM_WIDTH) = v, streamed where head >= 0. */
@@ -829,27 +863,19 @@ static void vchain_loop(const uint8_t *ops, int n_ops, const float *x, float *y,
   if (head > 0) vchain_part(ops, n_ops, x, y, 0, head);
   if (head > 0) i = head;
   for (; i + step <= n; i += step) {
-    vf a, b, c, d;
-    __builtin_memcpy(&a, x + i, sizeof a);
-    __builtin_memcpy(&b, x + i + VM_WIDTH, sizeof b);
-    c = d = b;
-    if (VM_CHAIN_UNROLL == 4) {
-      __builtin_memcpy(&c, x + i + 2 * VM_WIDTH, sizeof c);
-      __builtin_memcpy(&d, x + i + 3 * VM_WIDTH, sizeof d);
-    }
-    vchain(&a, &b, &c, &d, ops, n_ops);
-    vchain_store(y + i, a, head);
-    vchain_store(y + i + VM_WIDTH, b, head);
-    if (VM_CHAIN_UNROLL == 4) {
-      vchain_store(y + i + 2 * VM_WIDTH, c, head);
-      vchain_store(y + i + 3 * VM_WIDTH, d, head);
-    }
+    vf v[VM_CHAIN_UNROLL];
+    _Pragma("GCC unroll 8")
+    for (int u = 0; u < VM_CHAIN_UNROLL; u++)
+      __builtin_memcpy(&v[u], x + i + u * VM_WIDTH, sizeof v[u]);
+    vchain(v, VM_CHAIN_UNROLL, ops, n_ops);
+    _Pragma("GCC unroll 8")
+    for (int u = 0; u < VM_CHAIN_UNROLL; u++) vchain_store(y + i + u * VM_WIDTH, v[u], head);
   }
   for (; i + VM_WIDTH <= n; i += VM_WIDTH) {
-    vf a, b = {0}, c = {0}, d = {0};
-    __builtin_memcpy(&a, x + i, sizeof a);
-    vchain(&a, &b, &c, &d, ops, n_ops);
-    vchain_store(y + i, a, head);
+    vf v[1];
+    __builtin_memcpy(&v[0], x + i, sizeof v[0]);
+    vchain(v, 1, ops, n_ops);
+    vchain_store(y + i, v[0], head);
   }
   if (i < n) vchain_part(ops, n_ops, x, y, i, n - i);
 }

@@ -628,6 +628,11 @@ WEFT_API void weft_server_options_set_max_connection_answers(weft_server_options
  * TLS (the tensors then travel in plaintext: docs/security.md). WEFT_BULK_TRANSFER=0 in the
  * environment turns it off whatever the mode. */
 WEFT_API void weft_server_options_set_bulk_transfer(weft_server_options_t *opts, int mode);
+/* The bulk channel's TCP port: 0 (the default) a free one, which weft_server_bulk_port then
+ * tells; a fixed port lets a firewall between hosts let it through. weft_server_new fails with
+ * INVALID_ARGUMENT for a port outside 0-65535, and with UNAVAILABLE when a fixed port cannot be
+ * listened on (in use); a free port that cannot be had only leaves the channel off (logged). */
+WEFT_API void weft_server_options_set_bulk_port(weft_server_options_t *opts, int port);
 
 /* A server for task `task` of `job` in `spec` (copied): the master and worker services of that
  * task, listening on the task's port. Not serving until weft_server_start. */

@@ -580,7 +580,7 @@ static gpointer accept_main(gpointer data) {
   return NULL;
 }
 
-weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
+weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host, int port,
                                      weft__bulk_server_t **out) {
   *out = NULL;
   struct addrinfo hints = {0}, *res = NULL;
@@ -588,7 +588,9 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   const char *host = bind_host && *bind_host ? bind_host : "127.0.0.1";
-  int rc = getaddrinfo(host, "0", &hints, &res);
+  char service[16];
+  g_snprintf(service, sizeof service, "%d", port);
+  int rc = getaddrinfo(host, service, &hints, &res);
   if (rc != 0) {
     return weft_status_new(WEFT_INVALID_ARGUMENT, "Bulk channel: cannot bind to '%s': %s", host,
                            gai_strerror(rc));
@@ -604,8 +606,8 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   if (!ok) {
     int e = errno;
     if (fd >= 0) close(fd);
-    return weft_status_new(WEFT_UNAVAILABLE, "Bulk channel: cannot listen on %s: %s", host,
-                           g_strerror(e));
+    return weft_status_new(WEFT_UNAVAILABLE, "Bulk channel: cannot listen on %s port %d: %s",
+                           host, port, g_strerror(e));
   }
   weft__bulk_server_t *s = g_new0(weft__bulk_server_t, 1);
   s->worker = worker;
@@ -738,11 +740,17 @@ typedef struct peer_links {
   GQueue idle;          /* link_t* */
   int total;            /* idle and in use */
   gint64 quiet_until_us; /* a link could not be opened: no offers before then (monotonic) */
+  int failures;          /* links that could not be opened since the last one that could */
 } peer_links_t;
 
 /* How long a receiver stops offering after a link to that peer could not be opened (a port it
- * cannot reach): each offer would cost the sender tickets and the receiver a connect(). */
-#define RETRY_AFTER_US (30 * G_USEC_PER_SEC)
+ * cannot reach): each offer would cost the sender tickets and the receiver a connect(), up to
+ * CONNECT_TIMEOUT_S of a step's time where a firewall drops the packets. Doubled after each
+ * further failure, up to RETRY_MAX_US, so that a port that stays unreachable costs a step
+ * almost nothing; a link that opens resets it. */
+#define RETRY_AFTER_US ((gint64)30 * G_USEC_PER_SEC)
+#define RETRY_MAX_US ((gint64)3600 * G_USEC_PER_SEC)
+#define CONNECT_TIMEOUT_S 2
 
 static GMutex pool_lock;
 static GHashTable *pool; /* peer address -> peer_links_t* */
@@ -920,7 +928,7 @@ static int open_connection(const char *host, int port, const uint8_t *ticket, ch
   for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
-    struct timeval tv = {2, 0}; /* bounds connect() */
+    struct timeval tv = {CONNECT_TIMEOUT_S, 0}; /* bounds connect() */
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
       close(fd);
@@ -987,13 +995,16 @@ void weft__bulk_after_recv(const char *address, const Weft__RecvTensorResponse *
     log_once("Bulk channel to %s: %s", address, why);
     g_free(why);
     link_drop(address, l);
-    g_mutex_lock(&pool_lock);
-    peer_links_locked(address)->quiet_until_us = g_get_monotonic_time() + RETRY_AFTER_US;
+    g_mutex_lock(&pool_lock); /* p stays valid: the pool never removes a peer */
+    gint64 wait_us = RETRY_AFTER_US << MIN(p->failures, 7);
+    p->quiet_until_us = g_get_monotonic_time() + MIN(wait_us, RETRY_MAX_US);
+    p->failures++;
     g_mutex_unlock(&pool_lock);
   } else {
     weft__log(WEFT_LOG_DEBUG, "bulk", "Bulk link to %s port %u open", address, resp->bulk_port);
     g_mutex_lock(&pool_lock);
-    g_queue_push_tail(&peer_links_locked(address)->idle, l);
+    p->failures = 0;
+    g_queue_push_tail(&p->idle, l);
     g_mutex_unlock(&pool_lock);
   }
   g_free(host);

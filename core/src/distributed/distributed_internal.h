@@ -211,6 +211,12 @@ void weft__rpc_waiter_done(void *tag);
 /* True on a server thread while it is the one that polls (server.c): it must not wait on its
  * own queue. */
 bool weft__server_on_poller(void);
+/* Called by a call's handler before anything that may wait (an RPC, another thread, a lock that
+ * may be held across one): when this thread is the server's polling thread handling the call
+ * without a follower polling in its place (a RunStep, server.c), it wakes or starts one now.
+ * NULL elsewhere, and when one polls; RESOURCE_EXHAUSTED (the caller's to free) when no thread
+ * could be made, and the call must then fail with it. */
+weft_status_t *weft__server_may_block(void);
 /* Sends raw bytes to a method and returns the raw answer (tests of malformed requests). */
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
                              size_t len, int64_t timeout_ms, char **answer, size_t *answer_len);
@@ -565,9 +571,9 @@ bool weft__bulk_enabled(void);
 
 /* Sender: the listening socket and its connections' threads. */
 typedef struct weft__bulk_server weft__bulk_server_t;
-/* Listens on bind_host (NULL: 127.0.0.1), an ephemeral port; *out is the caller's
+/* Listens on bind_host (NULL: 127.0.0.1) at port (0: a free one); *out is the caller's
  * (weft__bulk_server_free, which closes every connection and joins their threads). */
-weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host,
+weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_host, int port,
                                      weft__bulk_server_t **out);
 void weft__bulk_server_free(weft__bulk_server_t *s); /* accepts NULL */
 int weft__bulk_server_port(const weft__bulk_server_t *s);

@@ -52,6 +52,7 @@ typedef struct mplan {
   int n_fetches;
   int *fetch_part;
   int *fetch_slot;
+  bool never_waits; /* runs on the RunStep thread with nothing to wait for (plan_never_waits) */
 } mplan_t;
 
 typedef struct msession {
@@ -333,7 +334,9 @@ static weft__worker_t *acquire_local_worker(weft__master_t *m, const weft__task_
 
 static void release_local_worker(weft__master_t *m) {
   g_mutex_lock(&m->lock);
-  if (--m->local_worker_users == 0) g_cond_broadcast(&m->local_worker_idle);
+  /* Only a detach waits (local_worker NULL then): GLib's broadcast is a syscall even when no
+   * one waits, and this runs on every step. */
+  if (--m->local_worker_users == 0 && !m->local_worker) g_cond_broadcast(&m->local_worker_idle);
   g_mutex_unlock(&m->lock);
 }
 
@@ -808,6 +811,56 @@ static weft_status_t *place_new_nodes(msession_t *s, GPtrArray *needed, GPtrArra
   return st;
 }
 
+/* A step small enough for the server's polling thread (weft__server_may_block): so few nodes,
+ * every output's shape known and so small, that the executor runs them all on the calling
+ * thread in microseconds; and no op that waits for anything: no transfer (`_Send`/`_Recv`, a
+ * partition of another task), no control flow or function call (a loop may run for ever on
+ * scalars), and no stateful op but the variables' (a queue's dequeue waits for another
+ * client's enqueue, which only the polling thread would receive). */
+#define NEVER_WAITS_MAX_NODES 32
+#define NEVER_WAITS_MAX_BYTES (16 << 10)
+
+static bool op_never_waits(const weft_node_t *n) {
+  static const char *const waits[] = {
+      "Enter", "Exit", "NextIteration", "LoopCond", "Merge", "Switch", "RefEnter", "RefExit",
+      "RefMerge", "RefSwitch", "RefNextIteration", "While", "StatelessWhile", "If",
+      "StatelessIf", "Case", "PartitionedCall", "StatefulPartitionedCall", "SymbolicGradient",
+      NULL,
+  };
+  static const char *const stateful_ok[] = {
+      "VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
+      NULL,
+  };
+  if (n->op_name[0] == '_') return false;
+  for (const char *const *o = waits; *o; o++)
+    if (strcmp(*o, n->op_name) == 0) return false;
+  if (!n->def || !n->def->is_stateful) return n->def != NULL;
+  for (const char *const *o = stateful_ok; *o; o++)
+    if (strcmp(*o, n->op_name) == 0) return true;
+  return false;
+}
+
+static bool plan_never_waits(const weft__master_t *m, const GPtrArray *partitions,
+                             const GPtrArray *nodes) {
+  if (partitions->len > 1 || nodes->len > NEVER_WAITS_MAX_NODES) return false;
+  if (partitions->len == 1) {
+    const weft__partition_t *p = partitions->pdata[0];
+    if (strcmp(p->task, m->task_name) != 0) return false;
+  }
+  for (guint k = 0; k < nodes->len; k++) {
+    const weft_node_t *n = nodes->pdata[k];
+    if (!op_never_waits(n)) return false;
+    for (int o = 0; o < n->n_outputs; o++) {
+      weft__shape_t shape = weft__node_shape(n, o);
+      int64_t count = shape.rank < 0 ? -1 : weft__shape_num_elements(shape.rank, shape.dims);
+      weft_dtype_t dt = n->output_types[o];
+      size_t size = weft_dtype_size(dt >= WEFT_DT_REF_OFFSET ? dt - WEFT_DT_REF_OFFSET : dt);
+      if (count < 0 || size == 0 || (uint64_t)count * size > NEVER_WAITS_MAX_BYTES) return false;
+    }
+  }
+  return true;
+}
+
 /* What the plan cache hands build_plan. */
 typedef struct build_ctx {
   msession_t *s;
@@ -820,7 +873,9 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
   msession_t *s = ((build_ctx_t *)user_data)->s;
   GPtrArray *placements = ((build_ctx_t *)user_data)->placements;
   GPtrArray *nodes = NULL;
-  weft_status_t *st = weft__step_prune(spec, &nodes);
+  /* Registering the partitions waits for the workers. */
+  weft_status_t *st = weft__server_may_block();
+  if (!st) st = weft__step_prune(spec, &nodes);
   if (!st) st = place_new_nodes(s, nodes, placements);
   mplan_t *plan = g_new0(mplan_t, 1);
   plan->refcount = 1;
@@ -833,6 +888,7 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
     st = weft__partition_step(nodes, s->placement, spec, &partitions, plan->fetch_part,
                               plan->fetch_slot);
   }
+  if (!st) plan->never_waits = plan_never_waits(s->master, partitions, nodes);
   if (nodes) g_ptr_array_free(nodes, TRUE);
   register_call_t *calls = NULL;
   if (!st) {
@@ -879,8 +935,10 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
 
 /* Learns every task's incarnation again after one restarted, and drops the registered graphs. */
 static weft_status_t *refresh(msession_t *s) {
+  weft_status_t *st = weft__server_may_block();
+  if (st) return st;
   status_call_t *calls = NULL;
-  weft_status_t *st = discover(s->master, s->device_filters, &calls);
+  st = discover(s->master, s->device_filters, &calls);
   if (!st) {
     learn(s, calls);
     weft__plan_cache_foreach(s->plans, forget_cached_plan, s->master);
@@ -919,6 +977,7 @@ struct step_run {
   weft_run_metadata_t *stats; /* traced steps: every partition's records; else NULL */
   mplan_t *plan;
   bool abort_sent;   /* the other partitions were told to abort (under lock) */
+  bool waiting;      /* execute waits on cond (under lock): only then is it signalled */
   weft_status_t *cancelled; /* why CloseSession cancelled the step (under lock), else NULL */
 };
 
@@ -995,7 +1054,8 @@ static void finish_part(part_call_t *c) {
     notify_parts(run->m, run->plan, run->step_id, true, first, NULL);
     weft_status_free(first);
   }
-  g_cond_broadcast(&run->cond);
+  /* A step of one partition ends on the thread that would wait: no syscall to wake nobody. */
+  if (run->waiting) g_cond_broadcast(&run->cond);
   g_mutex_unlock(&run->lock);
 }
 
@@ -1110,6 +1170,20 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
                               part_call_t **calls_out) {
   weft__master_t *m = s->master;
   int n = (int)plan->parts->len;
+  bool small_feeds = true;
+  for (guint k = 0; k < plan->parts->len && n == 1; k++) {
+    const mpart_t *part = plan->parts->pdata[k];
+    for (int f = 0; f < part->n_feeds; f++)
+      small_feeds = small_feeds &&
+                    weft_tensor_nbytes(feeds[part->feed_index[f]]) <= NEVER_WAITS_MAX_BYTES;
+  }
+  if (!plan->never_waits || !small_feeds) {
+    weft_status_t *st = weft__server_may_block();
+    if (st) {
+      *calls_out = g_new0(part_call_t, n > 0 ? n : 1);
+      return st;
+    }
+  }
   step_run_t run = {0};
   run.m = m;
   run.step_id = (((int64_t)g_random_int() << 31) ^ g_random_int()) & G_MAXINT64;
@@ -1177,6 +1251,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     finish_part(&calls[here]);
   }
   g_mutex_lock(&run.lock);
+  run.waiting = true; /* from here on every wait of this step is on run.cond */
   while (run.pending > 0 && run.failures == 0) g_cond_wait(&run.cond, &run.lock);
   bool failed = run.failures > 0;
   g_mutex_unlock(&run.lock);
@@ -1199,6 +1274,8 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     g_mutex_lock(&run.lock);
     while (run.pending > 0) g_cond_wait(&run.cond, &run.lock);
     g_mutex_unlock(&run.lock);
+    /* The cleanup below may be made on this thread (a full pool): not by the only poller. */
+    weft_status_free(weft__server_may_block());
     st = pick_error(&run);
     notify_parts(m, plan, run.step_id, false, NULL, NULL);
     for (guint k = 0; k < run.errors->len; k++) {
@@ -1237,7 +1314,15 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   if (st) return st;
   msession_t *s = find_session(m, handle, &st);
   if (!s) return st;
-  g_mutex_lock(&s->lock);
+  /* Held across a plan's registration by another step: waiting for it may take a while. */
+  if (!g_mutex_trylock(&s->lock)) {
+    st = weft__server_may_block();
+    if (st) {
+      release_session(m, s);
+      return st;
+    }
+    g_mutex_lock(&s->lock);
+  }
   /* Closed while this call found it: no plan may be registered after CloseSession forgot them. */
   if (g_atomic_int_get(&s->closed)) st = session_closed_status();
   if (!st && s->stale) st = refresh(s);

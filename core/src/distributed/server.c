@@ -75,6 +75,7 @@ struct weft_server_options {
   int max_connection_idle_ms;        /* a connection without calls is closed after this */
   int max_connection_answers;        /* answers not yet sent on one connection */
   int bulk_transfer;                 /* -1: on without TLS; 0: off; 1: on (docs/security.md) */
+  int bulk_port;                     /* 0: a free one */
 };
 
 typedef enum { SERVER_NEW, SERVER_STARTED, SERVER_STOPPING, SERVER_STOPPED } server_state_t;
@@ -152,6 +153,40 @@ typedef struct call_ctx {
 static _Thread_local bool on_poller;
 
 bool weft__server_on_poller(void) { return on_poller; }
+
+/* A RunStep taken by the polling thread is handled there without first waking another thread
+ * to poll in its place: the master calls weft__server_may_block before anything of the step
+ * that could wait (an RPC, another thread, a lock held across one), and a step that never does
+ * (one small partition of its own task: master.c) costs the server no thread hand-off at all,
+ * as the echo service of the raw call does. Set while such a call is handled. */
+static _Thread_local weft_server_t *deferred_poller;
+static _Thread_local int deferred_method;
+
+/* WEFT_SERVER_INLINE_STEPS=0 wakes the follower before every RunStep, as before (measuring). */
+static bool inline_steps_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *env = g_getenv("WEFT_SERVER_INLINE_STEPS");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  return enabled;
+}
+
+static weft_status_t *promote_follower_locked(weft_server_t *s);
+
+weft_status_t *weft__server_may_block(void) {
+  weft_server_t *s = deferred_poller;
+  if (!s) return NULL;
+  deferred_poller = NULL;
+  on_poller = false;
+  g_mutex_lock(&s->lock);
+  /* A follower whose idle wait ended may have taken the queue over already. */
+  weft_status_t *st = s->polling || s->queue_down ? NULL : promote_follower_locked(s);
+  g_mutex_unlock(&s->lock);
+  /* No follower: this thread still is the only poller, and its calls must poll for themselves. */
+  on_poller = st != NULL;
+  return st ? weft_status_prefix(st, "%s", method_paths[deferred_method]) : NULL;
+}
 
 /* A copy into shared memory this large is left to the handler pool rather than made by the
  * polling thread, which would keep every other call waiting: about a millisecond of memcpy. */
@@ -240,7 +275,9 @@ static void ctx_free(call_ctx_t *ctx) {
 static void call_done(weft_server_t *s) {
   g_mutex_lock(&s->lock);
   s->inflight--;
-  g_cond_broadcast(&s->cond);
+  /* Only weft_server_stop waits for inflight, once the state left STARTED (a broadcast is a
+   * syscall even when no one waits, and this runs once per call). */
+  if (s->state != SERVER_STARTED) g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->lock);
 }
 
@@ -883,6 +920,7 @@ static gpointer poll_cq(gpointer data) {
       continue;
     }
     bool blocks = serving && !never_blocks(ctx->method);
+    bool deferred = blocks && ctx->method == M_RUN_STEP && inline_steps_enabled();
     weft_status_t *refused = NULL;
     if (!serving) {
       refused = weft_status_new(WEFT_UNAVAILABLE, "The server is stopping");
@@ -893,7 +931,7 @@ static gpointer poll_cq(gpointer data) {
                                 "%s: the server is handling %d calls that may block, its limit "
                                 "(--max_concurrent_steps); try again later",
                                 method_paths[ctx->method], s->blocking);
-    } else if (blocks) {
+    } else if (blocks && !deferred) {
       refused = promote_follower_locked(s);
       if (refused) weft_status_prefix(refused, "%s", method_paths[ctx->method]);
     }
@@ -905,9 +943,12 @@ static gpointer poll_cq(gpointer data) {
     }
     if (blocks) s->blocking++;
     g_mutex_unlock(&s->lock);
-    on_poller = !blocks;
+    on_poller = !blocks || deferred;
+    deferred_poller = deferred ? s : NULL;
+    deferred_method = ctx->method;
     handle_call(ctx);
     on_poller = false;
+    deferred_poller = NULL;
     g_mutex_lock(&s->lock);
     if (blocks) s->blocking--;
   }
@@ -1017,6 +1058,10 @@ void weft_server_options_set_bulk_transfer(weft_server_options_t *o, int mode) {
   o->bulk_transfer = mode < 0 ? -1 : mode > 0 ? 1 : 0;
 }
 
+void weft_server_options_set_bulk_port(weft_server_options_t *o, int port) {
+  o->bulk_port = port;
+}
+
 int weft_server_bulk_port(const weft_server_t *s) {
   return s ? weft__bulk_server_port(s->bulk) : 0;
 }
@@ -1110,6 +1155,9 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
   *out = NULL;
   weft_status_t *st = weft_cluster_spec_check_task(spec, job, task);
   if (st) return st;
+  if (opts && (opts->bulk_port < 0 || opts->bulk_port > 65535))
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Bulk channel port %d for /job:%s/task:%d is "
+                           "not from 0 to 65535", opts->bulk_port, job, task);
   weft__grpc_init_once();
   const char *address = weft_cluster_spec_task_address(spec, job, task);
   char *host = NULL;
@@ -1225,8 +1273,14 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
                              COPY_MAX_QUEUED);
   int bulk = opts ? opts->bulk_transfer : -1;
   if (weft__bulk_enabled() && (bulk > 0 || (bulk < 0 && !weft__security_tls(security)))) {
-    /* Without it RecvTensor still works over gRPC: a failure here is only logged. */
-    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, &s->bulk);
+    /* Without it RecvTensor still works over gRPC: a failure here is only logged, unless the
+     * operator asked for a fixed port (a firewall expects it there). */
+    int bulk_port = opts ? opts->bulk_port : 0;
+    weft_status_t *bst = weft__bulk_server_new(s->worker, bind, bulk_port, &s->bulk);
+    if (bst && bulk_port > 0) {
+      weft_server_free(s);
+      return bst;
+    }
     if (bst) weft__log(WEFT_LOG_WARNING, "server", "%s", weft_status_message(bst));
     weft_status_free(bst);
   }
