@@ -43,6 +43,7 @@
 #define TICKET_TTL_US (60 * G_USEC_PER_SEC)
 #define MAX_CONNECTIONS 256
 #define MAX_UNAUTHENTICATED 32
+#define REFUSAL_LOG_US (10 * G_USEC_PER_SEC)
 /* A tensor this large goes over both connections of a link; below it the second would cost a
  * wake-up and a round of syscalls on each side for little. */
 #define SPLIT_MIN_BYTES ((uint64_t)256 << 10)
@@ -61,6 +62,15 @@ static gint64 ticket_ttl_us(void) {
   const char *v = g_getenv("WEFT_BULK_TICKET_TTL_MS");
   gint64 ms = v ? g_ascii_strtoll(v, NULL, 10) : 0;
   return ms > 0 ? ms * 1000 : TICKET_TTL_US;
+}
+
+/* The most bytes a receiver allocates for one tensor a sender announces
+ * (WEFT_BULK_MAX_TENSOR_BYTES; the default 16 GiB): the header comes before the bytes, and the
+ * tensor is allocated from it, so a hostile or broken sender must not choose the allocation. */
+static uint64_t max_tensor_bytes(void) {
+  const char *v = g_getenv("WEFT_BULK_MAX_TENSOR_BYTES");
+  gint64 n = v ? g_ascii_strtoll(v, NULL, 10) : 0;
+  return n > 0 ? (uint64_t)n : (uint64_t)16 << 30;
 }
 
 static int handshake_timeout_ms(void) {
@@ -225,6 +235,8 @@ struct weft__bulk_server {
   int n_tickets;
   GHashTable *pending; /* id -> pending_t* */
   gint transfers;      /* parts answered with bytes */
+  gint64 refusals_logged_us; /* when a refusal was last logged (monotonic; 0: never) */
+  int refusals_unlogged;     /* refusals since then, not logged */
 };
 
 typedef struct conn {
@@ -396,7 +408,26 @@ static void refuse(conn_t *c, weft_code_t code, const char *fmt, ...) {
   va_end(ap);
   waiter_t w = {g_get_monotonic_time() + 1000 * 1000, NULL, &c->server->stopping};
   send_status(c->fd, code, msg, &w);
-  weft__log(WEFT_LOG_WARNING, "bulk", "%s", msg);
+  /* Anyone who reaches the port can make refusals as fast as it can connect: at most one line
+   * every REFUSAL_LOG_US, so an attack cannot flood the log (and the disk under it). */
+  weft__bulk_server_t *s = c->server;
+  gint64 now = g_get_monotonic_time();
+  g_mutex_lock(&s->lock);
+  bool log = s->refusals_logged_us == 0 || now - s->refusals_logged_us >= REFUSAL_LOG_US;
+  int unlogged = s->refusals_unlogged;
+  if (log) {
+    s->refusals_logged_us = now;
+    s->refusals_unlogged = 0;
+  } else {
+    s->refusals_unlogged++;
+  }
+  g_mutex_unlock(&s->lock);
+  if (log && unlogged > 0) {
+    weft__log(WEFT_LOG_WARNING, "bulk", "%s (and %d refusals not logged before it)", msg,
+              unlogged);
+  } else if (log) {
+    weft__log(WEFT_LOG_WARNING, "bulk", "%s", msg);
+  }
   g_free(msg);
 }
 
@@ -488,6 +519,10 @@ static gpointer connection_main(gpointer data) {
   g_cond_broadcast(&s->cond);
   g_mutex_unlock(&s->lock);
   g_free(c);
+  /* The acceptor joins this thread now rather than at the next connection: after a flood of
+   * connections their stacks are given back while the port is quiet. */
+  ssize_t n = write(s->wake[1], "x", 1);
+  (void)n; /* a full pipe already wakes it */
   return NULL;
 }
 
@@ -502,6 +537,11 @@ static gpointer accept_main(gpointer data) {
     struct pollfd pfd[2] = {{s->fd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
     if (poll(pfd, 2, -1) < 0 && errno != EINTR) break;
     if (g_atomic_int_get(&s->stopping)) break;
+    if (pfd[1].revents & POLLIN) {
+      char drain[256];
+      while (read(s->wake[0], drain, sizeof drain) > 0) {
+      }
+    }
     GPtrArray *done = g_ptr_array_new();
     g_mutex_lock(&s->lock);
     join_ended_locked(s, done);
@@ -581,8 +621,10 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   s->ended = g_ptr_array_new();
   s->pending = g_hash_table_new(g_str_hash, g_str_equal);
   GError *error = NULL;
-  if (pipe2(s->wake, O_CLOEXEC) != 0 ||
-      !(s->acceptor = g_thread_try_new("weft-bulk-accept", accept_main, s, &error))) {
+  /* Thread names of 16 characters or more are not set at all (pthread_setname_np): the thread
+   * would show in /proc as the program's name, unseen by anyone counting Weft's threads. */
+  if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
+      !(s->acceptor = g_thread_try_new("weft-bulk-acc", accept_main, s, &error))) {
     weft_status_t *st = weft_status_new(WEFT_RESOURCE_EXHAUSTED,
                                         "Bulk channel: cannot start its thread: %s",
                                         error ? error->message : g_strerror(errno));
@@ -657,6 +699,7 @@ void weft__bulk_issue_tickets(weft__bulk_server_t *s, Weft__RecvTensorResponse *
     tickets->items[n].data = tickets->bytes[n];
     tickets->items[n].len = 16;
   }
+  if (n < WEFT_BULK_LINK_PARTS) s->n_tickets -= n; /* a ticket alone opens no link */
   g_mutex_unlock(&s->lock);
   if (n < WEFT_BULK_LINK_PARTS) return; /* the table is full: no link this time */
   resp->bulk_port = (uint32_t)s->port;
@@ -748,8 +791,11 @@ static weft_status_t *read_part(xfer_t *x, int fd, int part) {
   bool overflow = false;
   for (uint32_t k = 0; k < rank; k++) {
     dims[k] = (int64_t)get_u64(rest + 8 * k);
-    if (dims[k] < 0) overflow = true;
-    else if (dims[k] > 0 && elements > G_MAXINT64 / (uint64_t)dims[k]) overflow = true;
+    if (dims[k] < 0) {
+      return weft_status_new(WEFT_INTERNAL, "Bulk channel to %s: an answer whose dimension %u is "
+                             "%" G_GINT64_FORMAT, x->peer, k, dims[k]);
+    }
+    if (dims[k] > 0 && elements > G_MAXINT64 / (uint64_t)dims[k]) overflow = true;
     else elements *= (uint64_t)dims[k];
   }
   uint64_t nbytes = get_u64(rest + 8 * rank), offset = get_u64(rest + 8 * rank + 8);
@@ -762,6 +808,12 @@ static weft_status_t *read_part(xfer_t *x, int fd, int part) {
                            " elements of %s in %" G_GUINT64_FORMAT " bytes, part %d at %"
                            G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT ")", x->peer, elements,
                            weft_dtype_name(dtype), nbytes, part, offset, len);
+  }
+  if (nbytes > max_tensor_bytes()) {
+    return weft_status_new(WEFT_RESOURCE_EXHAUSTED, "Bulk channel to %s: an answer of %"
+                           G_GUINT64_FORMAT " bytes, over the receiver's limit of %"
+                           G_GUINT64_FORMAT " (WEFT_BULK_MAX_TENSOR_BYTES)", x->peer, nbytes,
+                           max_tensor_bytes());
   }
   g_mutex_lock(&x->lock);
   if (!x->tensor) {
