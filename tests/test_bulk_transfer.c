@@ -952,6 +952,36 @@ static void test_cluster_flooded(void) {
 static void test_cluster_on(void) { run_cluster(true); }
 static void test_cluster_off(void) { run_cluster(false); }
 
+/* A peer that asks for one part of a tensor split in eight and never for the others does not
+ * make the sender hold it for good: the acceptor sweeps it once a ticket's lifetime has passed
+ * (WEFT_BULK_TICKET_TTL_MS), even with no further request coming. Here the worker's answer is
+ * an error (a wrong incarnation), which waits for its other parts as a tensor would. */
+static void test_pending_swept(void) {
+  weft__worker_t *w = NULL;
+  int port = 0;
+  weft__bulk_server_t *bs = bulk_server(&w, &port);
+  uint8_t t[2][16];
+  tickets(bs, t);
+  int fd = open_accepted(port, t[0]);
+  /* Set only now: the tickets above were issued with the default lifetime. */
+  g_setenv("WEFT_BULK_TICKET_TTL_MS", "200", TRUE);
+  request(fd, 0, 8, 7, 0x1234, "k", 1);
+  char *msg = g_strdup_printf("Task %s was restarted: its incarnation is %016" G_GINT64_MODIFIER
+                              "x but the master expected 0000000000001234; its graphs and "
+                              "variables are gone, so create the session again",
+                              weft__worker_task(w), weft__worker_incarnation(w));
+  expect_answer(fd, WEFT_ABORTED, msg, false);
+  g_free(msg);
+  g_assert_cmpint(weft__bulk_server_pending(bs), ==, 1);
+  /* Within 30 s (a bound on liveness, not a timing): swept with no request arriving. */
+  for (int k = 0; k < 3000 && weft__bulk_server_pending(bs) > 0; k++) g_usleep(10 * 1000);
+  g_assert_cmpint(weft__bulk_server_pending(bs), ==, 0);
+  g_unsetenv("WEFT_BULK_TICKET_TTL_MS");
+  close(fd);
+  weft__bulk_server_free(bs);
+  weft__worker_free(w);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_unsetenv("WEFT_BULK_TRANSFER");
@@ -967,5 +997,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/bulk_transfer/tls", test_tls);
   g_test_add_func("/bulk_transfer/token", test_token);
   g_test_add_func("/bulk_transfer/cluster_flooded", test_cluster_flooded);
+  g_test_add_func("/bulk_transfer/pending_swept", test_pending_swept);
   return g_test_run();
 }

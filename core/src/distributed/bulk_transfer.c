@@ -278,15 +278,16 @@ static bool peer_gone(int fd) {
   return poll(&pfd, 1, 0) > 0;
 }
 
-/* Drops pending tensors nobody came for within a minute (a part's request never came). */
+/* Drops pending tensors whose other parts nobody came for within a ticket's lifetime (a peer
+ * that asked for one part of several and went quiet must not hold the tensor for good). */
 static void sweep_pending_locked(weft__bulk_server_t *s) {
-  gint64 now = g_get_monotonic_time();
+  gint64 now = g_get_monotonic_time(), ttl_us = ticket_ttl_us();
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, s->pending);
   while (g_hash_table_iter_next(&it, NULL, &value)) {
     pending_t *p = value;
-    if (p->ready && now - p->created_us > 60 * G_USEC_PER_SEC) {
+    if (p->ready && now - p->created_us > ttl_us) {
       g_hash_table_iter_steal(&it);
       pending_unref_locked(p);
     }
@@ -324,6 +325,12 @@ static bool serve_request(conn_t *c, int part, int n_parts, int64_t step_id, gui
   }
   p->refs++;
   g_mutex_unlock(&s->lock);
+  if (first && n_parts > 1) {
+    /* The acceptor sleeps without a timeout while nothing waits for parts: wake it so that it
+     * sweeps this entry should its other parts never be asked for. */
+    ssize_t n = write(s->wake[1], "x", 1);
+    (void)n; /* a full pipe already wakes it */
+  }
   if (first) {
     pending_cb_t *cb = g_new(pending_cb_t, 1);
     cb->server = s;
@@ -535,7 +542,11 @@ static gpointer accept_main(gpointer data) {
   weft__bulk_server_t *s = data;
   for (;;) {
     struct pollfd pfd[2] = {{s->fd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
-    if (poll(pfd, 2, -1) < 0 && errno != EINTR) break;
+    /* While tensors wait for their other parts, look at them every second (the sweep). */
+    g_mutex_lock(&s->lock);
+    int timeout_ms = g_hash_table_size(s->pending) > 0 ? 1000 : -1;
+    g_mutex_unlock(&s->lock);
+    if (poll(pfd, 2, timeout_ms) < 0 && errno != EINTR) break;
     if (g_atomic_int_get(&s->stopping)) break;
     if (pfd[1].revents & POLLIN) {
       char drain[256];
@@ -545,6 +556,7 @@ static gpointer accept_main(gpointer data) {
     GPtrArray *done = g_ptr_array_new();
     g_mutex_lock(&s->lock);
     join_ended_locked(s, done);
+    sweep_pending_locked(s);
     g_mutex_unlock(&s->lock);
     for (guint k = 0; k < done->len; k++) g_thread_join(done->pdata[k]);
     g_ptr_array_free(done, TRUE);
@@ -638,6 +650,14 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
 }
 
 int weft__bulk_server_port(const weft__bulk_server_t *s) { return s ? s->port : 0; }
+
+int weft__bulk_server_pending(weft__bulk_server_t *s) {
+  if (!s) return 0;
+  g_mutex_lock(&s->lock);
+  int n = (int)g_hash_table_size(s->pending);
+  g_mutex_unlock(&s->lock);
+  return n;
+}
 
 gint64 weft__bulk_server_transfers(weft__bulk_server_t *s) {
   return s ? g_atomic_int_get(&s->transfers) : 0;

@@ -579,6 +579,8 @@ void weft__bulk_server_free(weft__bulk_server_t *s); /* accepts NULL */
 int weft__bulk_server_port(const weft__bulk_server_t *s);
 /* Parts answered with bytes so far (tests). */
 gint64 weft__bulk_server_transfers(weft__bulk_server_t *s);
+/* Tensors sent in parts whose other parts have not all been asked for yet (for tests). */
+int weft__bulk_server_pending(weft__bulk_server_t *s);
 /* Storage for the tickets of one answer (the response borrows it). */
 typedef struct weft__bulk_tickets {
   uint8_t bytes[WEFT_BULK_LINK_PARTS][16];
