@@ -27,6 +27,9 @@
 #include <poll.h>
 #include <string.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/errqueue.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -112,12 +115,14 @@ typedef enum { IO_OK, IO_EOF, IO_ERROR, IO_TIMEOUT, IO_STOPPED } io_result_t;
 /* Every bulk socket blocks for at most a slice (SO_RCVTIMEO, SO_SNDTIMEO): a thread copies as
  * much as arrives or fits in one call, without a wake-up per segment, and still looks at its
  * step, deadline and server between slices. */
+static void tune_buffers(int fd);
 static void set_slices(int fd) {
   struct timeval tv = {0, SLICE_MS * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  tune_buffers(fd); /* the data path's (below) */
 }
 
 /* Reads or writes n bytes, waiting in slices so a deadline, an abort or a stop ends it. */
@@ -153,6 +158,107 @@ static const char *io_what(io_result_t r) {
     case IO_STOPPED: return "it was stopped";
     default: return "the connection failed";
   }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The data path's switches: a tensor's bytes, written and read. Each was timed against the
+ * default (docs/performance.md, "The bulk channel's data path"); the defaults are what measured
+ * fastest, the switches stay so that the comparison can be rerun. */
+
+static size_t env_bytes(const char *name) {
+  const char *v = g_getenv(name);
+  guint64 n = v ? g_ascii_strtoull(v, NULL, 10) : 0;
+  return n > (guint64)INT_MAX ? 0 : (size_t)n;
+}
+
+/* WEFT_BULK_SOCKBUF: SO_SNDBUF and SO_RCVBUF of every bulk connection, in bytes (the kernel
+ * doubles it, caps it at net.core.wmem_max/rmem_max, and stops autotuning that socket); unset
+ * or 0: the kernel's autotuning. */
+static void tune_buffers(int fd) {
+  int bytes = (int)env_bytes("WEFT_BULK_SOCKBUF");
+  if (bytes <= 0) return;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+/* Reads a part's bytes into the tensor: in one recv(MSG_WAITALL) per slice, or in calls of at
+ * most WEFT_BULK_RECV_CHUNK bytes (unset or 0: the whole part in one call per slice). */
+static io_result_t read_bytes(int fd, uint8_t *p, size_t n, const waiter_t *w) {
+  size_t chunk = env_bytes("WEFT_BULK_RECV_CHUNK");
+  if (chunk == 0) return transfer_all(fd, p, n, true, w);
+  io_result_t r = IO_OK;
+  for (size_t at = 0; at < n && r == IO_OK; at += chunk)
+    r = transfer_all(fd, p + at, MIN(chunk, n - at), true, w);
+  return r;
+}
+
+/* A sender connection's MSG_ZEROCOPY state: sends issued and completions seen. */
+typedef struct zerocopy {
+  bool tried, on;
+  uint32_t issued, completed;
+  bool copied; /* the kernel reported it copied after all (loopback, veth into a namespace) */
+} zerocopy_t;
+
+static bool zerocopy_wanted(void) {
+  const char *v = g_getenv("WEFT_BULK_ZEROCOPY");
+  return v && strcmp(v, "1") == 0;
+}
+
+/* Takes the completions on the socket's error queue; false: none was there. */
+static bool zerocopy_reap(int fd, zerocopy_t *z) {
+  bool any = false;
+  for (;;) {
+    char control[128];
+    struct msghdr msg = {0};
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return any;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+      const struct sock_extended_err *e = (const void *)CMSG_DATA(cm);
+      if (e->ee_errno != 0 || e->ee_origin != SO_EE_ORIGIN_ZEROCOPY) continue;
+      z->completed += e->ee_data - e->ee_info + 1;
+      z->copied = z->copied || (e->ee_code & SO_EE_CODE_ZEROCOPY_COPIED);
+      any = true;
+    }
+  }
+}
+
+/* Writes the tensor's bytes from its own pages (WEFT_BULK_ZEROCOPY=1), and returns only when
+ * the kernel has said it is done with every one of them: the caller's reference keeps the
+ * tensor alive until then, and a sent tensor is not written again (a ref-typed _Send copies). */
+static io_result_t send_zerocopy(int fd, zerocopy_t *z, const uint8_t *p, size_t n,
+                                 const waiter_t *w) {
+  if (!z->tried) {
+    int one = 1;
+    z->tried = true;
+    z->on = setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) == 0;
+  }
+  if (!z->on) return transfer_all(fd, (void *)p, n, false, w);
+  io_result_t r = IO_OK;
+  while (n > 0 && r == IO_OK) {
+    ssize_t sent = send(fd, p, n, MSG_NOSIGNAL | MSG_ZEROCOPY);
+    if (sent > 0) {
+      p += sent;
+      n -= (size_t)sent;
+      z->issued++;
+    } else if (sent < 0 && errno == ENOBUFS) {
+      /* Too many sends in flight for the socket's option memory: take completions first. */
+      struct pollfd pfd = {fd, 0, 0};
+      if (!zerocopy_reap(fd, z)) poll(&pfd, 1, 1);
+    } else if (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      r = IO_ERROR;
+    } else if (w->stopping && g_atomic_int_get(w->stopping)) {
+      r = IO_STOPPED;
+    }
+  }
+  /* Even a failed send may have pages in flight: wait for them (the kernel completes or drops
+   * every one when the connection closes) before the tensor can go. */
+  while (z->completed != z->issued) {
+    struct pollfd pfd = {fd, 0, 0};
+    if (!zerocopy_reap(fd, z)) poll(&pfd, 1, SLICE_MS);
+    if (r != IO_OK || (w->stopping && g_atomic_int_get(w->stopping))) break;
+  }
+  return r;
 }
 
 /* Writes an answer frame with an error (code != 0) or the hello's acceptance (code 0). */
@@ -244,6 +350,7 @@ typedef struct conn {
   int fd;
   GThread *thread;
   bool authenticated;
+  zerocopy_t zerocopy; /* the data path's */
 } conn_t;
 
 static void pending_unref_locked(pending_t *p) {
@@ -381,8 +488,10 @@ static bool serve_request(conn_t *c, int part, int n_parts, int64_t step_id, gui
   put_u64(head + at + 8, offset);
   put_u64(head + at + 16, len);
   at += 24;
+  const uint8_t *bytes = (const uint8_t *)weft_tensor_data(t) + offset;
   bool ok = transfer_all(c->fd, head, at, false, &w) == IO_OK &&
-            transfer_all(c->fd, (uint8_t *)weft_tensor_data(t) + offset, len, false, &w) == IO_OK;
+            (zerocopy_wanted() ? send_zerocopy(c->fd, &c->zerocopy, bytes, len, &w)
+                               : transfer_all(c->fd, (void *)bytes, len, false, &w)) == IO_OK;
   weft_tensor_unref(t);
   if (ok) g_atomic_int_inc(&s->transfers);
   return ok;
@@ -735,10 +844,14 @@ typedef struct xfer xfer_t;
 /* Two authenticated connections to one sender and the thread that reads the second. */
 typedef struct link {
   int fd[WEFT_BULK_LINK_PARTS];
-  GThread *reader;
+  GThread *reader[WEFT_BULK_LINK_PARTS]; /* [k]: reads part k of a transfer ([0]: unused) */
+  struct reader_arg {
+    struct link *link;
+    int part;
+  } arg[WEFT_BULK_LINK_PARTS];
   GMutex lock;
   GCond cond;
-  xfer_t *job; /* the transfer whose part 1 the reader reads; NULL: none */
+  xfer_t *job[WEFT_BULK_LINK_PARTS]; /* the transfer whose part k reader k reads; NULL: none */
   bool quit;
 } link_t;
 
@@ -846,7 +959,7 @@ static weft_status_t *read_part(xfer_t *x, int fd, int part) {
   uint8_t *data = st ? NULL : weft_tensor_data(x->tensor);
   g_mutex_unlock(&x->lock);
   if (st) return st;
-  r = transfer_all(fd, data + offset, len, true, &x->wait);
+  r = read_bytes(fd, data + offset, len, &x->wait);
   return r == IO_OK ? NULL : part_error(x, r, "the tensor's bytes stopped");
 }
 
@@ -859,17 +972,19 @@ static void part_finished(xfer_t *x, int part, weft_status_t *st) {
 }
 
 static gpointer reader_main(gpointer data) {
-  link_t *l = data;
+  const struct reader_arg *a = data;
+  link_t *l = a->link;
+  int k = a->part;
   g_mutex_lock(&l->lock);
   for (;;) {
-    while (!l->job && !l->quit) g_cond_wait(&l->cond, &l->lock);
+    while (!l->job[k] && !l->quit) g_cond_wait(&l->cond, &l->lock);
     if (l->quit) break;
-    xfer_t *x = l->job;
+    xfer_t *x = l->job[k];
     g_mutex_unlock(&l->lock);
-    weft_status_t *st = read_part(x, l->fd[1], 1);
+    weft_status_t *st = read_part(x, l->fd[k], k);
     g_mutex_lock(&l->lock);
-    l->job = NULL;
-    part_finished(x, 1, st);
+    l->job[k] = NULL;
+    part_finished(x, k, st);
   }
   g_mutex_unlock(&l->lock);
   return NULL;
@@ -877,13 +992,12 @@ static gpointer reader_main(gpointer data) {
 
 static void link_free(link_t *l) {
   if (!l) return;
-  if (l->reader) {
-    g_mutex_lock(&l->lock);
-    l->quit = true;
-    g_cond_signal(&l->cond);
-    g_mutex_unlock(&l->lock);
-    g_thread_join(l->reader);
-  }
+  g_mutex_lock(&l->lock);
+  l->quit = true;
+  g_cond_broadcast(&l->cond);
+  g_mutex_unlock(&l->lock);
+  for (int k = 1; k < WEFT_BULK_LINK_PARTS; k++)
+    if (l->reader[k]) g_thread_join(l->reader[k]);
   for (int k = 0; k < WEFT_BULK_LINK_PARTS; k++)
     if (l->fd[k] >= 0) close(l->fd[k]);
   g_mutex_clear(&l->lock);
@@ -1007,9 +1121,13 @@ void weft__bulk_after_recv(const char *address, const Weft__RecvTensorResponse *
   for (int k = 0; k < WEFT_BULK_LINK_PARTS && !why; k++)
     l->fd[k] = open_connection(host, (int)resp->bulk_port, resp->bulk_tickets[k].data, &why);
   GError *error = NULL;
-  if (!why && !(l->reader = g_thread_try_new("weft-bulk-read", reader_main, l, &error))) {
-    why = g_strdup_printf("cannot start a thread: %s", error->message);
-    g_clear_error(&error);
+  for (int k = 1; k < WEFT_BULK_LINK_PARTS && !why; k++) {
+    l->arg[k].link = l;
+    l->arg[k].part = k;
+    if (!(l->reader[k] = g_thread_try_new("weft-bulk-read", reader_main, &l->arg[k], &error))) {
+      why = g_strdup_printf("cannot start a thread: %s", error->message);
+      g_clear_error(&error);
+    }
   }
   if (why) {
     log_once("Bulk channel to %s: %s", address, why);
@@ -1062,6 +1180,29 @@ static bool write_request(int fd, int part, int n_parts, int64_t step_id, guint6
   return ok;
 }
 
+/* How many of a link's connections a tensor of SPLIT_MIN_BYTES or more is split over
+ * (WEFT_BULK_PARTS, 1 to WEFT_BULK_LINK_PARTS; default all). */
+static int split_parts(void) {
+  const char *v = g_getenv("WEFT_BULK_PARTS");
+  int n = v ? atoi(v) : 0;
+  return n >= 1 && n <= WEFT_BULK_LINK_PARTS ? n : WEFT_BULK_LINK_PARTS;
+}
+
+/* WEFT_BULK_TRACE=FILE: a line per received tensor (bytes, parts, microseconds from the request
+ * written to the last byte read), the receiver's own timing beside a benchmark's wall clock. */
+static void trace_transfer(uint64_t nbytes, int n_parts, gint64 us) {
+  const char *path = g_getenv("WEFT_BULK_TRACE");
+  if (!path || !*path) return;
+  static GMutex lock;
+  g_mutex_lock(&lock);
+  FILE *f = fopen(path, "a");
+  if (f) {
+    fprintf(f, "%" G_GUINT64_FORMAT " %d %" G_GINT64_FORMAT "\n", nbytes, n_parts, us);
+    fclose(f);
+  }
+  g_mutex_unlock(&lock);
+}
+
 weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, const char *key,
                                guint64 incarnation, weft_dtype_t dtype, uint64_t *last_nbytes,
                                weft_tensor_t **out, bool *handled) {
@@ -1075,10 +1216,11 @@ weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, con
   xfer_t x = {0};
   x.peer = peer->name;
   x.dtype = dtype;
-  x.n_parts = *last_nbytes >= SPLIT_MIN_BYTES ? WEFT_BULK_LINK_PARTS : 1;
+  x.n_parts = *last_nbytes >= SPLIT_MIN_BYTES ? split_parts() : 1;
   x.wait.deadline_us = weft__step_deadline(step);
   x.wait.step = step;
   int64_t step_id = weft__step_id(step);
+  gint64 start_us = g_get_monotonic_time();
   if (!write_request(l->fd[0], 0, x.n_parts, step_id, incarnation, key, &x.wait)) {
     /* Nothing reached the sender: gRPC carries this one. */
     log_once("Bulk channel to %s: the request could not be written", peer->name);
@@ -1089,16 +1231,17 @@ weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, con
   g_mutex_init(&x.lock);
   g_cond_init(&x.cond);
   bool started = true;
-  if (x.n_parts > 1) {
-    started = write_request(l->fd[1], 1, x.n_parts, step_id, incarnation, key, &x.wait);
+  for (int k = 1; k < x.n_parts; k++) {
+    started = started && write_request(l->fd[k], k, x.n_parts, step_id, incarnation, key,
+                                       &x.wait);
     if (started) {
       g_mutex_lock(&l->lock);
-      l->job = &x;
-      g_cond_signal(&l->cond);
+      l->job[k] = &x;
+      g_cond_broadcast(&l->cond);
       g_mutex_unlock(&l->lock);
     } else {
-      part_finished(&x, 1, weft_status_new(WEFT_UNAVAILABLE, "Bulk channel to %s: the request "
-                                           "for part 1 could not be written", peer->name));
+      part_finished(&x, k, weft_status_new(WEFT_UNAVAILABLE, "Bulk channel to %s: the request "
+                                           "for part %d could not be written", peer->name, k));
     }
   }
   part_finished(&x, 0, read_part(&x, l->fd[0], 0));
@@ -1129,6 +1272,7 @@ weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, con
   }
   if (st) weft_tensor_unref(x.tensor);
   else {
+    trace_transfer(weft_tensor_nbytes(x.tensor), x.n_parts, g_get_monotonic_time() - start_us);
     *out = x.tensor;
     *last_nbytes = weft_tensor_nbytes(x.tensor);
   }
