@@ -949,19 +949,16 @@ static void test_cluster_flooded(void) {
   weftd_cluster_stop(&c);
 }
 
-/* The data path's switches (WEFT_BULK_PARTS, _SOCKBUF, _RECV_CHUNK, _ZEROCOPY): every one still
- * moves every byte exactly, and WEFT_BULK_TRACE's lines say each tensor went over the channel in
- * the parts asked for. */
-static void run_switches(const char *parts, const char *zerocopy) {
+/* WEFT_BULK_PARTS: one part or two, every byte exact, and WEFT_BULK_TRACE's lines say each
+ * tensor went over the channel in the parts asked for. */
+static void run_parts(const char *parts) {
   char *trace = g_build_filename(g_get_tmp_dir(), "weft-bulk-trace-XXXXXX", NULL);
   int tfd = g_mkstemp(trace);
   g_assert_cmpint(tfd, >=, 0);
   close(tfd);
   char *parts_env = g_strdup_printf("WEFT_BULK_PARTS=%s", parts);
-  char *zerocopy_env = g_strdup_printf("WEFT_BULK_ZEROCOPY=%s", zerocopy);
   char *trace_env = g_strdup_printf("WEFT_BULK_TRACE=%s", trace);
-  const char *env[] = {"WEFT_SHM_TRANSFER=0", "WEFT_BULK_SOCKBUF=262144",
-                       "WEFT_BULK_RECV_CHUNK=65536", parts_env, zerocopy_env, trace_env, NULL};
+  const char *env[] = {"WEFT_SHM_TRANSFER=0", parts_env, trace_env, NULL};
   weftd_cluster_t c;
   if (weftd_cluster_start_full(&c, 0, 2, NULL, env, NULL)) {
     weft_tensor_t *v = pattern(WEFT_DT_FLOAT, (3 << 20) + 7); /* parts of unequal lengths */
@@ -985,13 +982,12 @@ static void run_switches(const char *parts, const char *zerocopy) {
   unlink(trace);
   g_free(trace);
   g_free(parts_env);
-  g_free(zerocopy_env);
   g_free(trace_env);
 }
 
-static void test_switches(void) {
-  run_switches("1", "0");
-  run_switches("2", "1");
+static void test_parts(void) {
+  run_parts("1");
+  run_parts("2");
 }
 
 static void test_cluster_on(void) { run_cluster(true); }
@@ -1043,6 +1039,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/bulk_transfer/token", test_token);
   g_test_add_func("/bulk_transfer/cluster_flooded", test_cluster_flooded);
   g_test_add_func("/bulk_transfer/pending_swept", test_pending_swept);
-  g_test_add_func("/bulk_transfer/switches", test_switches);
+  g_test_add_func("/bulk_transfer/parts", test_parts);
   return g_test_run();
 }

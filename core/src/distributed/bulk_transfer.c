@@ -27,8 +27,6 @@
 #include <poll.h>
 #include <string.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/errqueue.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -115,14 +113,12 @@ typedef enum { IO_OK, IO_EOF, IO_ERROR, IO_TIMEOUT, IO_STOPPED } io_result_t;
 /* Every bulk socket blocks for at most a slice (SO_RCVTIMEO, SO_SNDTIMEO): a thread copies as
  * much as arrives or fits in one call, without a wake-up per segment, and still looks at its
  * step, deadline and server between slices. */
-static void tune_buffers(int fd);
 static void set_slices(int fd) {
   struct timeval tv = {0, SLICE_MS * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  tune_buffers(fd); /* the data path's (below) */
 }
 
 /* Reads or writes n bytes, waiting in slices so a deadline, an abort or a stop ends it. */
@@ -158,107 +154,6 @@ static const char *io_what(io_result_t r) {
     case IO_STOPPED: return "it was stopped";
     default: return "the connection failed";
   }
-}
-
-/* ---------------------------------------------------------------------------------------------
- * The data path's switches: a tensor's bytes, written and read. Each was timed against the
- * default (docs/performance.md, "The bulk channel's data path"); the defaults are what measured
- * fastest, the switches stay so that the comparison can be rerun. */
-
-static size_t env_bytes(const char *name) {
-  const char *v = g_getenv(name);
-  guint64 n = v ? g_ascii_strtoull(v, NULL, 10) : 0;
-  return n > (guint64)INT_MAX ? 0 : (size_t)n;
-}
-
-/* WEFT_BULK_SOCKBUF: SO_SNDBUF and SO_RCVBUF of every bulk connection, in bytes (the kernel
- * doubles it, caps it at net.core.wmem_max/rmem_max, and stops autotuning that socket); unset
- * or 0: the kernel's autotuning. */
-static void tune_buffers(int fd) {
-  int bytes = (int)env_bytes("WEFT_BULK_SOCKBUF");
-  if (bytes <= 0) return;
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
-}
-
-/* Reads a part's bytes into the tensor: in one recv(MSG_WAITALL) per slice, or in calls of at
- * most WEFT_BULK_RECV_CHUNK bytes (unset or 0: the whole part in one call per slice). */
-static io_result_t read_bytes(int fd, uint8_t *p, size_t n, const waiter_t *w) {
-  size_t chunk = env_bytes("WEFT_BULK_RECV_CHUNK");
-  if (chunk == 0) return transfer_all(fd, p, n, true, w);
-  io_result_t r = IO_OK;
-  for (size_t at = 0; at < n && r == IO_OK; at += chunk)
-    r = transfer_all(fd, p + at, MIN(chunk, n - at), true, w);
-  return r;
-}
-
-/* A sender connection's MSG_ZEROCOPY state: sends issued and completions seen. */
-typedef struct zerocopy {
-  bool tried, on;
-  uint32_t issued, completed;
-  bool copied; /* the kernel reported it copied after all (loopback, veth into a namespace) */
-} zerocopy_t;
-
-static bool zerocopy_wanted(void) {
-  const char *v = g_getenv("WEFT_BULK_ZEROCOPY");
-  return v && strcmp(v, "1") == 0;
-}
-
-/* Takes the completions on the socket's error queue; false: none was there. */
-static bool zerocopy_reap(int fd, zerocopy_t *z) {
-  bool any = false;
-  for (;;) {
-    char control[128];
-    struct msghdr msg = {0};
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return any;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-      const struct sock_extended_err *e = (const void *)CMSG_DATA(cm);
-      if (e->ee_errno != 0 || e->ee_origin != SO_EE_ORIGIN_ZEROCOPY) continue;
-      z->completed += e->ee_data - e->ee_info + 1;
-      z->copied = z->copied || (e->ee_code & SO_EE_CODE_ZEROCOPY_COPIED);
-      any = true;
-    }
-  }
-}
-
-/* Writes the tensor's bytes from its own pages (WEFT_BULK_ZEROCOPY=1), and returns only when
- * the kernel has said it is done with every one of them: the caller's reference keeps the
- * tensor alive until then, and a sent tensor is not written again (a ref-typed _Send copies). */
-static io_result_t send_zerocopy(int fd, zerocopy_t *z, const uint8_t *p, size_t n,
-                                 const waiter_t *w) {
-  if (!z->tried) {
-    int one = 1;
-    z->tried = true;
-    z->on = setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) == 0;
-  }
-  if (!z->on) return transfer_all(fd, (void *)p, n, false, w);
-  io_result_t r = IO_OK;
-  while (n > 0 && r == IO_OK) {
-    ssize_t sent = send(fd, p, n, MSG_NOSIGNAL | MSG_ZEROCOPY);
-    if (sent > 0) {
-      p += sent;
-      n -= (size_t)sent;
-      z->issued++;
-    } else if (sent < 0 && errno == ENOBUFS) {
-      /* Too many sends in flight for the socket's option memory: take completions first. */
-      struct pollfd pfd = {fd, 0, 0};
-      if (!zerocopy_reap(fd, z)) poll(&pfd, 1, 1);
-    } else if (sent < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-      r = IO_ERROR;
-    } else if (w->stopping && g_atomic_int_get(w->stopping)) {
-      r = IO_STOPPED;
-    }
-  }
-  /* Even a failed send may have pages in flight: wait for them (the kernel completes or drops
-   * every one when the connection closes) before the tensor can go. */
-  while (z->completed != z->issued) {
-    struct pollfd pfd = {fd, 0, 0};
-    if (!zerocopy_reap(fd, z)) poll(&pfd, 1, SLICE_MS);
-    if (r != IO_OK || (w->stopping && g_atomic_int_get(w->stopping))) break;
-  }
-  return r;
 }
 
 /* Writes an answer frame with an error (code != 0) or the hello's acceptance (code 0). */
@@ -350,7 +245,6 @@ typedef struct conn {
   int fd;
   GThread *thread;
   bool authenticated;
-  zerocopy_t zerocopy; /* the data path's */
 } conn_t;
 
 static void pending_unref_locked(pending_t *p) {
@@ -488,10 +382,8 @@ static bool serve_request(conn_t *c, int part, int n_parts, int64_t step_id, gui
   put_u64(head + at + 8, offset);
   put_u64(head + at + 16, len);
   at += 24;
-  const uint8_t *bytes = (const uint8_t *)weft_tensor_data(t) + offset;
   bool ok = transfer_all(c->fd, head, at, false, &w) == IO_OK &&
-            (zerocopy_wanted() ? send_zerocopy(c->fd, &c->zerocopy, bytes, len, &w)
-                               : transfer_all(c->fd, (void *)bytes, len, false, &w)) == IO_OK;
+            transfer_all(c->fd, (uint8_t *)weft_tensor_data(t) + offset, len, false, &w) == IO_OK;
   weft_tensor_unref(t);
   if (ok) g_atomic_int_inc(&s->transfers);
   return ok;
@@ -959,7 +851,7 @@ static weft_status_t *read_part(xfer_t *x, int fd, int part) {
   uint8_t *data = st ? NULL : weft_tensor_data(x->tensor);
   g_mutex_unlock(&x->lock);
   if (st) return st;
-  r = read_bytes(fd, data + offset, len, &x->wait);
+  r = transfer_all(fd, data + offset, len, true, &x->wait);
   return r == IO_OK ? NULL : part_error(x, r, "the tensor's bytes stopped");
 }
 
@@ -1181,7 +1073,9 @@ static bool write_request(int fd, int part, int n_parts, int64_t step_id, guint6
 }
 
 /* How many of a link's connections a tensor of SPLIT_MIN_BYTES or more is split over
- * (WEFT_BULK_PARTS, 1 to WEFT_BULK_LINK_PARTS; default all). */
+ * (WEFT_BULK_PARTS, 1 to WEFT_BULK_LINK_PARTS; default all). Two measured best of 2, 3 and 4 on
+ * two cores (docs/performance.md, "The bulk channel's data path"), so a link has two; the
+ * comparison reruns with a larger WEFT_BULK_LINK_PARTS and this switch. */
 static int split_parts(void) {
   const char *v = g_getenv("WEFT_BULK_PARTS");
   int n = v ? atoi(v) : 0;
