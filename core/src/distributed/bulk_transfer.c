@@ -222,6 +222,7 @@ typedef struct pending {
 struct weft__bulk_server {
   weft__worker_t *worker;
   int handshake_ms; /* a new connection's hello, or the rest of a request, must come by then */
+  gint64 pending_ttl_us; /* how long a tensor sent in parts waits for its other parts' requests */
   int fd;
   int port;
   int wake[2];
@@ -282,7 +283,7 @@ static bool peer_gone(int fd) {
 /* Drops pending tensors whose other parts nobody came for within a ticket's lifetime (a peer
  * that asked for one part of several and went quiet must not hold the tensor for good). */
 static void sweep_pending_locked(weft__bulk_server_t *s) {
-  gint64 now = g_get_monotonic_time(), ttl_us = ticket_ttl_us();
+  gint64 now = g_get_monotonic_time(), ttl_us = s->pending_ttl_us;
   GHashTableIter it;
   gpointer value;
   g_hash_table_iter_init(&it, s->pending);
@@ -625,6 +626,7 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
   weft__bulk_server_t *s = g_new0(weft__bulk_server_t, 1);
   s->worker = worker;
   s->handshake_ms = handshake_timeout_ms();
+  s->pending_ttl_us = ticket_ttl_us();
   s->fd = fd;
   s->port = addr.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&addr)->sin6_port)
                                        : ntohs(((struct sockaddr_in *)&addr)->sin_port);
@@ -651,6 +653,14 @@ weft_status_t *weft__bulk_server_new(weft__worker_t *worker, const char *bind_ho
 }
 
 int weft__bulk_server_port(const weft__bulk_server_t *s) { return s ? s->port : 0; }
+
+void weft__bulk_server_set_pending_ttl_ms(weft__bulk_server_t *s, int ms) {
+  g_mutex_lock(&s->lock);
+  s->pending_ttl_us = (gint64)ms * 1000;
+  g_mutex_unlock(&s->lock);
+  ssize_t n = write(s->wake[1], "x", 1); /* sweep with the new lifetime now */
+  (void)n;
+}
 
 int weft__bulk_server_pending(weft__bulk_server_t *s) {
   if (!s) return 0;

@@ -581,6 +581,8 @@ int weft__bulk_server_port(const weft__bulk_server_t *s);
 gint64 weft__bulk_server_transfers(weft__bulk_server_t *s);
 /* Tensors sent in parts whose other parts have not all been asked for yet (for tests). */
 int weft__bulk_server_pending(weft__bulk_server_t *s);
+/* Sets that wait (default: WEFT_BULK_TICKET_TTL_MS when the server was made; for tests). */
+void weft__bulk_server_set_pending_ttl_ms(weft__bulk_server_t *s, int ms);
 /* Storage for the tickets of one answer (the response borrows it). */
 typedef struct weft__bulk_tickets {
   uint8_t bytes[WEFT_BULK_LINK_PARTS][16];
