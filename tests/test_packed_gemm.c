@@ -430,10 +430,65 @@ static void test_session_changing_weights(void) {
   weft_graph_free(g);
 }
 
+/* Here with WEFT_CPU_PACKED_GEMM=1, and built a second time as test_packed_gemm_default
+ * (WEFT_TEST_PACKED_DEFAULT) alone, without it: there a narrow output layer (10 or 16 columns, 256 and more deep) takes the
+ * packed path by default on AVX-512 (cpu_packed.c, narrow_wanted). Its sums must be the same
+ * bits as the packed GEMM's called directly (OpenBLAS's would not be), and near a double
+ * reference; with a bias (fused), at 1 and 2 threads, twice per session. */
+static void test_narrow_default(void) {
+  static const shape_t cases[] = {{256, 512, 10}, {43, 300, 16}, {9, 256, 10}};
+  bool avx512 = weft__cpu_isa_supported(WEFT_CPU_ISA_AVX512);
+  if (!avx512) g_test_message("AVX-512 not supported here: OpenBLAS runs them (no bit check)");
+  for (size_t s = 0; s < G_N_ELEMENTS(cases); s++) {
+    int64_t m = cases[s].m, k = cases[s].k, n = cases[s].n;
+    weft_graph_t *g = weft_graph_new();
+    weft_status_t *st = NULL;
+    float *a = NULL, *b = NULL, *bias = NULL;
+    weft_output_t ao = constant(g, "a", m, k, (uint32_t)s + 7, &a);
+    weft_output_t bo = constant(g, "w", k, n, (uint32_t)s + 57, &b);
+    weft_output_t co = constant(g, "bias", 0, n, (uint32_t)s + 97, &bias);
+    weft_output_t f = weft_matmul(g, "mm", ao, bo, false, false, &st);
+    weft_binary(g, "BiasAdd", "biased", f, co, &st);
+    OK(st);
+    float *bp = aligned_alloc(64, (weft__cpu_gemm_packed_floats(k, n) * 4 + 63) / 64 * 64);
+    float *want = g_new(float, m * n);
+    weft__cpu_gemm_pack_b(b, n, false, k, n, bp);
+    weft_cpu_gemm_job_t job = {.m = m, .n = n, .k = k, .a = a, .lda = k, .bp = bp, .c = want,
+                               .ldc = n, .bias = bias,
+                               .tile = weft__cpu_gemm_tile_for(WEFT_CPU_ISA_AVX512)};
+    if (avx512) weft__cpu_gemm_packed_block(&job, 0, m, 0, n);
+    for (int threads = 1; threads <= 2; threads++) {
+      weft_session_t *sess = session(g, threads);
+      for (int round = 0; round < 2; round++) {
+        char *what = g_strdup_printf("narrow %" G_GINT64_FORMAT "x%" G_GINT64_FORMAT
+                                     "x%" G_GINT64_FORMAT " threads=%d round %d",
+                                     m, k, n, threads, round);
+        weft_tensor_t *t = fetch(sess, "biased", NULL, NULL);
+        check(what, weft_tensor_data(t), n, m, n, k, a, k, false, b, n, false, bias);
+        if (avx512 && memcmp(weft_tensor_data(t), want, sizeof(float) * (size_t)(m * n)) != 0)
+          g_error("%s: not the packed GEMM's bits", what);
+        weft_tensor_unref(t);
+        g_free(what);
+      }
+      weft_session_free(sess);
+    }
+    free(bp);
+    g_free(want);
+    g_free(a);
+    g_free(b);
+    g_free(bias);
+    weft_graph_free(g);
+  }
+}
+
 int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/packed_gemm/narrow_default", test_narrow_default);
+#ifdef WEFT_TEST_PACKED_DEFAULT
+  return g_test_run();
+#endif
   /* Every shape through the packed path (the plugin reads this once, at its first GEMM). */
   g_setenv("WEFT_CPU_PACKED_GEMM", "1", TRUE);
-  g_test_init(&argc, &argv, NULL);
   g_test_add_func("/packed_gemm/levels", test_levels);
   g_test_add_func("/packed_gemm/session_constants", test_session_constants);
   g_test_add_func("/packed_gemm/levels_passes", test_levels_passes);

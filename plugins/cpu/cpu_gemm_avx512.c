@@ -44,6 +44,35 @@ static inline __attribute__((always_inline)) void tile_rows(const int R, int64_t
   }
 }
 
+/* At most 16 columns (a narrow output layer: 10 classes): one vector per row, so the second
+ * vector's FMAs on zero columns are not paid. The panel keeps its 32-float rows (the same
+ * packing), of which only the first half is read. Per column the sums run in the same order as
+ * tile_rows', so the bits are the same as the wide tile's. 256x512x10, thread CPU time, min of
+ * 200: 0.037 ms against the wide tile's 0.053 and cblas_sgemm's 0.053-0.060. */
+static inline __attribute__((always_inline)) void tile_rows_narrow(const int R, int64_t kc,
+                                                                   const float *ap, int64_t rs,
+                                                                   int64_t ks, const float *bp,
+                                                                   float *c, int64_t ldc,
+                                                                   __mmask16 m0, const float *bias,
+                                                                   bool accumulate) {
+  __m512 c0[WEFT_GEMM_MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) c0[i] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; p++) {
+    const __m512 b0 = _mm512_load_ps(bp + p * WEFT_GEMM_NR);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+      c0[i] = _mm512_fmadd_ps(_mm512_set1_ps(ap[p * ks + i * rs]), b0, c0[i]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) {
+    if (accumulate || bias)
+      c0[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, accumulate ? c + i * ldc : bias), c0[i]);
+    _mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
+  }
+}
+
 void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                 const float *bp, float *c, int64_t ldc, int rows, int cols,
                                 const float *bias, bool accumulate) {
@@ -51,6 +80,34 @@ void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t
   __mmask16 m1 = cols >= 32  ? (__mmask16)0xFFFF
                  : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1)
                              : (__mmask16)0;
+  if (cols <= 16) {
+    switch (rows) {
+      case 8:
+        tile_rows_narrow(8, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 7:
+        tile_rows_narrow(7, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 6:
+        tile_rows_narrow(6, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 5:
+        tile_rows_narrow(5, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 4:
+        tile_rows_narrow(4, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 3:
+        tile_rows_narrow(3, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      case 2:
+        tile_rows_narrow(2, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+      default:
+        tile_rows_narrow(1, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        return;
+    }
+  }
   switch (rows) {
     case 8:
       tile_rows(8, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);

@@ -4,8 +4,9 @@
  * it again on every call. Each node's cache holds one packed B, tagged with the constant's id
  * and how it was read (shape, transpose); a call whose B differs repacks. The packed path is
  * taken only where it measured faster than cblas_sgemm (docs/performance.md, "Constant weights
- * packed once"): AVX-512, at least 32 columns, more than one row, B under 4 MiB; elsewhere the
- * callers keep OpenBLAS. WEFT_CPU_PACKED_GEMM=0 turns it off (to compare), =1 takes it at every level and
+ * packed once"): AVX-512, at least 32 columns, more than one row, B under 4 MiB, and for
+ * MatMul also a narrow output of 10 to 16 columns (narrow_wanted); elsewhere the callers keep
+ * OpenBLAS. WEFT_CPU_PACKED_GEMM=0 turns it off (to compare), =1 takes it at every level and
  * width (to test the AVX2 and baseline kernels through sessions). */
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,6 +25,11 @@
 /* A node that sees this many different B values stops caching (and packing): its B is not
  * the same from step to step, so packing would cost more than OpenBLAS's own. */
 #define PACKED_MAX_REPACKS 8
+
+/* The narrow path's smallest shape (narrow_wanted). */
+#define NARROW_MIN_ROWS 8
+#define NARROW_MIN_COLS 10
+#define NARROW_MIN_DEPTH 256
 
 struct weft_cpu_packed {
   int refs; /* the cache's and each running call's */
@@ -102,6 +108,17 @@ bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k) {
   if (mode > 0) return true;
   return packed_isa() == WEFT_CPU_ISA_AVX512 && m >= 2 && n >= WEFT_GEMM_NR &&
          k * n < PACKED_MAX_B_FLOATS;
+}
+
+/* A MatMul's narrow output (10 to 16 columns: a classifier's 10) on AVX-512, where the tile
+ * runs one vector per row (cpu_gemm_avx512.c): 256x512x10 measured 0.034-0.037 ms against
+ * cblas_sgemm's 0.053-0.060, and 0.58-0.98x of it from 8 rows and 512 deep; below 256 deep,
+ * under 8 rows or under 10 columns (OpenBLAS's GEMV at one) it was as fast or faster
+ * (docs/performance.md, "Issue 22: narrow output layers"). Only MatMul and _FusedMatMul ask:
+ * convolutions keep the rule above. */
+static bool narrow_wanted(int64_t m, int64_t n, int64_t k) {
+  return packed_mode() == 0 && packed_isa() == WEFT_CPU_ISA_AVX512 && m >= NARROW_MIN_ROWS &&
+         n >= NARROW_MIN_COLS && n <= 16 && k >= NARROW_MIN_DEPTH && k * n < PACKED_MAX_B_FLOATS;
 }
 
 /* The packed B for this call, one reference the caller drops; NULL where B is not a constant,
@@ -231,7 +248,9 @@ bool weft__cpu_packed_gemm(weft_kernel_ctx_t *ctx, weft_cpu_packed_cache_t *cach
                            bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
                            const weft_cpu_epilogue_t *ep) {
-  packed_b_t *p = weft__cpu_packed_acquire(ctx, cache, b_input, b, ldb, tb, m, n, k);
+  packed_b_t *p = weft__cpu_packed_wanted(m, n, k) || narrow_wanted(m, n, k)
+                      ? packed_get(ctx, cache, b_input, b, ldb, tb, k, n)
+                      : NULL;
   if (!p) return false;
   packed_run_t r;
   run_init(&r, p, ta, m, a, lda, c, ldc, ep);
