@@ -107,6 +107,15 @@ static void test_levels(void) {
         for (int64_t i = 0; i < m; i++)
           for (int64_t j = n; j < ldc; j++)
             if (!isnan(c[i * ldc + j])) g_error("%s: wrote past the block at row %d", what, (int)i);
+        /* Clamped in the tile (Relu, or Relu6 on odd shapes; deep sums pass 6): the bits of the
+         * unclamped sums clamped after. */
+        job.clamp = s % 2 ? WEFT_GEMM_RELU6 : WEFT_GEMM_RELU;
+        float *plain = g_memdup2(c, sizeof(float) * (size_t)(m * ldc));
+        weft__cpu_gemm_clamp(plain, ldc, (int)m, (int)n, job.clamp);
+        weft__cpu_gemm_packed_block(&job, 0, m, 0, n);
+        if (memcmp(plain, c, sizeof(float) * (size_t)(m * ldc)) != 0)
+          g_error("%s: clamp %d in the tile differs from after it", what, job.clamp);
+        g_free(plain);
         g_free(what);
         free(bp);
         g_free(a);

@@ -9,7 +9,9 @@
  * through; the panels go in groups of NC columns. Packing
  * A as well measured slower (a copy of A per pass: 3136x576x64 3.67 ms against 2.16 unpacked,
  * thread CPU time). The first pass adds the bias (or nothing) to its sums, later ones add theirs
- * into C, and the last hands each finished tile to the epilogue while it is in L1. */
+ * into C, and the last clamps them in registers (job->clamp: Relu, Relu6) or hands each
+ * finished tile to the epilogue while it is in L1. The implicit GEMM's passes leave the clamp to
+ * job->finish, once per segment. */
 #include <string.h>
 
 #include "cpu_gemm.h"
@@ -55,15 +57,16 @@ void weft__cpu_gemm_packed_block(const weft_cpu_gemm_job_t *g, int64_t r0, int64
           int cols = (int)(n1 - j0 < WEFT_GEMM_NR ? n1 - j0 : WEFT_GEMM_NR);
           const float *bp = g->bp + j0 * g->k + k0 * WEFT_GEMM_NR;
           const float *bias = first && g->bias ? g->bias + j0 : NULL;
+          int flags = (first ? 0 : WEFT_GEMM_ACCUMULATE) | (last ? g->clamp : 0);
           for (int64_t t = 0; t < mc; t += WEFT_GEMM_MR) {
             int rows = (int)(mc - t < WEFT_GEMM_MR ? mc - t : WEFT_GEMM_MR);
             float *c = g->c + (m0 + t) * g->ldc + j0;
             if (!g->ta)
               g->tile(kc, g->a + (m0 + t) * g->lda + k0, g->lda, 1, bp, c, g->ldc, rows, cols, bias,
-                      !first);
+                      flags);
             else
               g->tile(kc, g->a + k0 * g->lda + m0 + t, 1, g->lda, bp, c, g->ldc, rows, cols, bias,
-                      !first);
+                      flags);
             if (last && g->finish) g->finish(g->finish_arg, c, rows, cols, g->ldc, j0);
           }
         }
@@ -93,7 +96,7 @@ void weft__cpu_gemm_packed_passes(const weft_cpu_gemm_job_t *g, const int64_t *k
           for (int64_t t = 0; t < seg[s].m; t += WEFT_GEMM_MR) {
             int rows = (int)(seg[s].m - t < WEFT_GEMM_MR ? seg[s].m - t : WEFT_GEMM_MR);
             g->tile(kc[q], a + t * rs, rs, 1, bp, seg[s].c + t * g->ldc + j0, g->ldc, rows, cols,
-                    bias, !first);
+                    bias, first ? 0 : WEFT_GEMM_ACCUMULATE);
           }
         }
       }

@@ -23,22 +23,32 @@
 #define WEFT_GEMM_MC 128 /* rows of A every panel runs over in turn (MC x KC in L2) */
 #define WEFT_GEMM_NC 512 /* columns whose slice of a pass (KC x NC) stays in L2 */
 
+/* A tile's flags: start from C itself (a later pass over the depth); then clamp the finished
+ * sums before their store as Relu (max(x, 0)) or Relu6 (min(max(x, 0), 6)) do, NaN kept: the
+ * contraction's activation in registers instead of a pass over the tile after it. */
+#define WEFT_GEMM_ACCUMULATE 1
+#define WEFT_GEMM_RELU 2
+#define WEFT_GEMM_RELU6 4
+
 /* C[rows, cols] (row stride ldc, rows <= MR, cols <= NR) = init + (sum over p < kc of
  * ap[p * ks + i * rs] * bp[p * NR + j]) (A stored [m, k]: rs = lda, ks = 1; [k, m]: rs = 1); init
- * is C itself when accumulate, else bias[j] when bias is not NULL, else 0. bp is 64-byte aligned.
- */
+ * is C itself when flags has WEFT_GEMM_ACCUMULATE, else bias[j] when bias is not NULL, else 0;
+ * clamped as flags say. bp is 64-byte aligned. */
 typedef void (*weft_cpu_gemm_tile_fn)(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                       const float *bp, float *c, int64_t ldc, int rows, int cols,
-                                      const float *bias, bool accumulate);
+                                      const float *bias, int flags);
 void weft__cpu_gemm_tile_baseline(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                   const float *bp, float *c, int64_t ldc, int rows, int cols,
-                                  const float *bias, bool accumulate);
+                                  const float *bias, int flags);
 void weft__cpu_gemm_tile_avx2(int64_t kc, const float *ap, int64_t rs, int64_t ks, const float *bp,
                               float *c, int64_t ldc, int rows, int cols, const float *bias,
-                              bool accumulate);
+                              int flags);
 void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                 const float *bp, float *c, int64_t ldc, int rows, int cols,
-                                const float *bias, bool accumulate);
+                                const float *bias, int flags);
+/* Clamps the tile c[rows, cols] as flags say (the plain C form, for the AVX2 and baseline tiles
+ * and to check them). */
+void weft__cpu_gemm_clamp(float *c, int64_t ldc, int rows, int cols, int flags);
 /* The tile of `isa`, which must be supported (weft__cpu_isa_supported). */
 weft_cpu_gemm_tile_fn weft__cpu_gemm_tile_for(weft_cpu_isa_t isa);
 
@@ -62,6 +72,7 @@ typedef struct weft_cpu_gemm_job {
   float *c;        /* [m, n], row stride ldc */
   int64_t ldc;
   const float *bias;              /* NULL, or n values each row of C starts from */
+  int clamp;                      /* 0, WEFT_GEMM_RELU or WEFT_GEMM_RELU6: by packed_block's tile */
   weft_cpu_gemm_finish_fn finish; /* NULL, or called on each finished tile */
   void *finish_arg;
   weft_cpu_gemm_tile_fn tile;

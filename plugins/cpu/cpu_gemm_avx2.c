@@ -69,10 +69,12 @@ static void rows_of(int r, int64_t kc, const float *ap, int64_t rs, int64_t ks, 
 
 void weft__cpu_gemm_tile_avx2(int64_t kc, const float *ap, int64_t rs, int64_t ks, const float *bp,
                               float *c, int64_t ldc, int rows, int cols, const float *bias,
-                              bool accumulate) {
+                              int flags) {
+  bool accumulate = flags & WEFT_GEMM_ACCUMULATE;
   for (int i0 = 0; i0 < rows; i0 += 4) {
     int r = rows - i0 < 4 ? rows - i0 : 4;
     for (int j0 = 0; j0 < cols; j0 += 16)
       rows_of(r, kc, ap, rs, ks, bp, c, ldc, i0, j0, cols, bias, accumulate);
   }
+  weft__cpu_gemm_clamp(c, ldc, rows, cols, flags);
 }

@@ -7,12 +7,21 @@
 
 #include "cpu_gemm.h"
 
+/* Relu or Relu6 of v as the unary kernels compute them (x < 0 ? 0 : x; NaN kept): MAXPS and
+ * MINPS return their second operand when either is NaN, and -0 (not below 0) stays -0. */
+static inline __attribute__((always_inline)) __m512 clamped(__m512 v, int clamp) {
+  if (clamp & (WEFT_GEMM_RELU | WEFT_GEMM_RELU6)) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+  if (clamp & WEFT_GEMM_RELU6) v = _mm512_min_ps(_mm512_set1_ps(6.0f), v);
+  return v;
+}
+
 /* R rows (a constant after inlining, so the accumulator arrays live in registers). */
 static inline __attribute__((always_inline)) void tile_rows(const int R, int64_t kc,
                                                             const float *ap, int64_t rs, int64_t ks,
                                                             const float *bp, float *c, int64_t ldc,
                                                             __mmask16 m0, __mmask16 m1,
-                                                            const float *bias, bool accumulate) {
+                                                            const float *bias, bool accumulate,
+                                                            int clamp) {
   __m512 c0[WEFT_GEMM_MR], c1[WEFT_GEMM_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < R; i++) {
@@ -39,6 +48,8 @@ static inline __attribute__((always_inline)) void tile_rows(const int R, int64_t
       c0[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, init), c0[i]);
       c1[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, init + 16), c1[i]);
     }
+    c0[i] = clamped(c0[i], clamp);
+    c1[i] = clamped(c1[i], clamp);
     _mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
     _mm512_mask_storeu_ps(c + i * ldc + 16, m1, c1[i]);
   }
@@ -54,7 +65,7 @@ static inline __attribute__((always_inline)) void tile_rows_narrow(const int R, 
                                                                    int64_t ks, const float *bp,
                                                                    float *c, int64_t ldc,
                                                                    __mmask16 m0, const float *bias,
-                                                                   bool accumulate) {
+                                                                   bool accumulate, int clamp) {
   __m512 c0[WEFT_GEMM_MR];
 #pragma GCC unroll 8
   for (int i = 0; i < R; i++) c0[i] = _mm512_setzero_ps();
@@ -69,13 +80,16 @@ static inline __attribute__((always_inline)) void tile_rows_narrow(const int R, 
   for (int i = 0; i < R; i++) {
     if (accumulate || bias)
       c0[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, accumulate ? c + i * ldc : bias), c0[i]);
+    c0[i] = clamped(c0[i], clamp);
     _mm512_mask_storeu_ps(c + i * ldc, m0, c0[i]);
   }
 }
 
 void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                 const float *bp, float *c, int64_t ldc, int rows, int cols,
-                                const float *bias, bool accumulate) {
+                                const float *bias, int flags) {
+  bool accumulate = flags & WEFT_GEMM_ACCUMULATE;
+  int clamp = flags & (WEFT_GEMM_RELU | WEFT_GEMM_RELU6);
   __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
   __mmask16 m1 = cols >= 32  ? (__mmask16)0xFFFF
                  : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1)
@@ -83,55 +97,55 @@ void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t
   if (cols <= 16) {
     switch (rows) {
       case 8:
-        tile_rows_narrow(8, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(8, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 7:
-        tile_rows_narrow(7, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(7, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 6:
-        tile_rows_narrow(6, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(6, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 5:
-        tile_rows_narrow(5, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(5, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 4:
-        tile_rows_narrow(4, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(4, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 3:
-        tile_rows_narrow(3, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(3, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       case 2:
-        tile_rows_narrow(2, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(2, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
       default:
-        tile_rows_narrow(1, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate);
+        tile_rows_narrow(1, kc, ap, rs, ks, bp, c, ldc, m0, bias, accumulate, clamp);
         return;
     }
   }
   switch (rows) {
     case 8:
-      tile_rows(8, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(8, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 7:
-      tile_rows(7, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(7, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 6:
-      tile_rows(6, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(6, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 5:
-      tile_rows(5, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(5, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 4:
-      tile_rows(4, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(4, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 3:
-      tile_rows(3, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(3, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     case 2:
-      tile_rows(2, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(2, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
     default:
-      tile_rows(1, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate);
+      tile_rows(1, kc, ap, rs, ks, bp, c, ldc, m0, m1, bias, accumulate, clamp);
       break;
   }
 }

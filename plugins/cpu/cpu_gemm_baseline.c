@@ -7,7 +7,8 @@
 
 void weft__cpu_gemm_tile_baseline(int64_t kc, const float *ap, int64_t rs, int64_t ks,
                                   const float *bp, float *c, int64_t ldc, int rows, int cols,
-                                  const float *bias, bool accumulate) {
+                                  const float *bias, int flags) {
+  bool accumulate = flags & WEFT_GEMM_ACCUMULATE;
   float acc[WEFT_GEMM_MR][WEFT_GEMM_NR];
   for (int i = 0; i < WEFT_GEMM_MR; i++)
     for (int j = 0; j < WEFT_GEMM_NR; j++) acc[i][j] = 0.0f;
@@ -26,4 +27,15 @@ void weft__cpu_gemm_tile_baseline(int64_t kc, const float *ap, int64_t rs, int64
     }
     memcpy(c + i * ldc, acc[i], sizeof(float) * (size_t)cols);
   }
+  weft__cpu_gemm_clamp(c, ldc, rows, cols, flags);
+}
+
+void weft__cpu_gemm_clamp(float *c, int64_t ldc, int rows, int cols, int flags) {
+  if (!(flags & (WEFT_GEMM_RELU | WEFT_GEMM_RELU6))) return;
+  for (int i = 0; i < rows; i++)
+    for (int j = 0; j < cols; j++) {
+      float *v = c + i * ldc + j;
+      if (*v < 0.0f) *v = 0.0f;
+      if ((flags & WEFT_GEMM_RELU6) && *v > 6.0f) *v = 6.0f;
+    }
 }
