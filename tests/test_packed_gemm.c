@@ -440,10 +440,11 @@ static void test_session_changing_weights(void) {
 }
 
 /* Here with WEFT_CPU_PACKED_GEMM=1, and built a second time as test_packed_gemm_default
- * (WEFT_TEST_PACKED_DEFAULT) alone, without it: there a narrow output layer (10 or 16 columns, 256 and more deep) takes the
- * packed path by default on AVX-512 (cpu_packed.c, narrow_wanted). Its sums must be the same
- * bits as the packed GEMM's called directly (OpenBLAS's would not be), and near a double
- * reference; with a bias (fused), at 1 and 2 threads, twice per session. */
+ * (WEFT_TEST_PACKED_DEFAULT) alone, without it: there a narrow output layer (10 or 16 columns,
+ * 256 and more deep) takes the packed path by default on AVX-512 (cpu_packed.c,
+ * narrow_wanted). Its sums must be the same bits as the packed GEMM's called directly
+ * (OpenBLAS's would not be), and near a double reference; with a bias (fused), at 1 and 2
+ * threads, twice per session. */
 static void test_narrow_default(void) {
   static const shape_t cases[] = {{256, 512, 10}, {43, 300, 16}, {9, 256, 10}};
   bool avx512 = weft__cpu_isa_supported(WEFT_CPU_ISA_AVX512);
