@@ -343,14 +343,18 @@ static int64_t threads_settle(GPid pid, int64_t start) {
 #define POOL_STEPS 8 /* --max_concurrent_steps */
 #define POOL_THREADS 4 /* --max_rpc_threads */
 
-/* The master's call pool is bounded (--max_rpc_threads): with the worker frozen, each admitted
- * step holds one pool thread for the ps's own partition; steps beyond the pool's threads get
- * RESOURCE_EXHAUSTED naming the flag, those beyond --max_concurrent_steps the other limit. The
- * ps's threads stay under what the flags allow and come back after. */
-static void test_rpc_pool(void) {
+/* The master's call pool is bounded (--max_rpc_threads): with the worker frozen and
+ * WEFT_STEP_OVERLAP=0, each admitted step holds one pool thread for the ps's own partition;
+ * steps beyond the pool's threads get RESOURCE_EXHAUSTED naming the flag, those beyond
+ * --max_concurrent_steps the other limit. By default (overlap) the RunStep thread runs the ps's
+ * own partition itself while its RunGraph call to the worker is in flight, so no step needs the
+ * pool: --max_concurrent_steps alone bounds them. The ps's threads stay under what the flags
+ * allow and come back after. */
+static void run_rpc_pool(bool overlap) {
   weftd_cluster_t c;
   const char *extra[] = {"--max_concurrent_steps", "8", "--max_rpc_threads", "4", NULL};
-  if (!weftd_cluster_start(&c, 1, 1, extra)) return;
+  const char *env[] = {overlap ? "WEFT_STEP_OVERLAP" : "WEFT_STEP_OVERLAP=0", NULL};
+  if (!weftd_cluster_start_full(&c, 1, 1, extra, env, NULL)) return;
   weft_graph_t *g = ps_worker_graph();
   weft_session_t *s[N_STEPS];
   for (int k = 0; k < N_STEPS; k++) {
@@ -404,9 +408,15 @@ static void test_rpc_pool(void) {
                  by_pool, deadline, threads0, threads_max, bound, threads_frozen);
   /* A refused step frees its place at once, so how many the steps limit refuses depends on
    * when the calls arrive; the pool's threads are held until the deadline. */
-  g_assert_cmpint(by_pool, >=, POOL_STEPS - POOL_THREADS);
-  g_assert_cmpint(by_steps + by_pool, ==, N_STEPS - POOL_THREADS);
-  g_assert_cmpint(deadline, ==, POOL_THREADS);
+  if (overlap) {
+    g_assert_cmpint(by_pool, ==, 0);
+    g_assert_cmpint(by_steps, ==, N_STEPS - POOL_STEPS);
+    g_assert_cmpint(deadline, ==, POOL_STEPS);
+  } else {
+    g_assert_cmpint(by_pool, >=, POOL_STEPS - POOL_THREADS);
+    g_assert_cmpint(by_steps + by_pool, ==, N_STEPS - POOL_THREADS);
+    g_assert_cmpint(deadline, ==, POOL_THREADS);
+  }
   g_assert_cmpint(threads_max, <=, bound);
   weftd_cluster_signal(&c, 1, SIGCONT);
   /* The aborts and cleanups of the refused steps, queued while the worker was frozen, may hold
@@ -434,6 +444,9 @@ static void test_rpc_pool(void) {
   weft_graph_free(g);
   weftd_cluster_stop(&c);
 }
+
+static void test_rpc_pool(void) { run_rpc_pool(false); }
+static void test_rpc_pool_overlap(void) { run_rpc_pool(true); }
 
 /* A pids cgroup (v1 or v2) this test may make, or NULL with the reason in *why. As root,
  * RLIMIT_NPROC is not enforced, so a cgroup's pids.max is what makes thread creation fail. */
@@ -904,6 +917,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/limits/gzip_bodies", test_gzip_bodies);
   g_test_add_func("/limits/concurrent_steps", test_concurrent_steps);
   g_test_add_func("/limits/rpc_pool", test_rpc_pool);
+  g_test_add_func("/limits/rpc_pool_overlap", test_rpc_pool_overlap);
   g_test_add_func("/limits/no_threads", test_no_threads);
   g_test_add_func("/limits/session_gc", test_session_gc);
   g_test_add_func("/limits/attacks_return", test_attacks_return);

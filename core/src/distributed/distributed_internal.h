@@ -203,6 +203,20 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
                                weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
                                ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
                                int *n_resp_tensors);
+/* weft__rpc_unary in two halves, so that the caller can do something else while the call is
+ * in flight: unary_start frames and sends the request (peer, method and set must outlive the
+ * call; msg and tensors need not); unary_finish waits for the answer as weft__rpc_unary does,
+ * frees the pending call, and must be called exactly once for each start. */
+typedef struct weft__rpc_pending weft__rpc_pending_t;
+weft__rpc_pending_t *weft__rpc_unary_start(const weft__peer_t *peer, const char *method,
+                                           const ProtobufCMessage *msg,
+                                           weft_tensor_t *const *tensors, int n_tensors,
+                                           int64_t timeout_ms, bool wait_for_ready,
+                                           weft__call_set_t *set);
+weft_status_t *weft__rpc_unary_finish(weft__rpc_pending_t *p,
+                                      const ProtobufCMessageDescriptor *resp_desc,
+                                      ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
+                                      int *n_resp_tensors);
 /* A call's tag on a server's queue (weft__peer_t.queue) is its waiter's address with the low bit
  * set, which no call_ctx_t has: the polling thread hands it to weft__rpc_waiter_done, which
  * wakes the caller. */

@@ -987,50 +987,102 @@ static weft_status_t *pick_error(step_run_t *run);
 
 static void finish_part(part_call_t *c);
 
-static void do_run_graph(void *arg) {
-  part_call_t *c = arg;
+/* The RunGraph request of a partition; *feeds (g_free) holds the step's feeds it takes. */
+static void run_graph_request(part_call_t *c, Weft__RunGraphRequest *req, weft_tensor_t ***feeds) {
   step_run_t *run = c->run;
-  Weft__RunGraphRequest req = WEFT__RUN_GRAPH_REQUEST__INIT;
-  req.graph_handle = c->part->graph_handle;
-  req.step_id = run->step_id;
-  req.incarnation = c->part->task->incarnation;
-  req.timeout_ms = run->timeout_ms;
-  req.trace_level = run->stats ? 1 : 0;
-  weft_tensor_t **feeds = g_new0(weft_tensor_t *, c->part->n_feeds + 1);
-  for (int k = 0; k < c->part->n_feeds; k++) feeds[k] = run->feeds[c->part->feed_index[k]];
-  ProtobufCMessage *resp = NULL;
-  weft__worker_t *local = acquire_local_worker(run->m, c->part->task->ref);
-  if (local) {
-    /* This task's own worker: no RPC, no copies of the feeds and fetches, no thread hand-offs.
-     * It ends at the step's deadline or when the step is aborted, as it would behind gRPC.
-     * Traced records go through the message form, as other partitions' do, so that concurrent
-     * partitions merge into run->stats the same way. */
-    weft_run_metadata_t *stats = run->stats ? weft__run_metadata_new() : NULL;
-    c->status = weft__worker_run_graph(local, &req, feeds, c->part->n_feeds, &c->fetched,
-                                       &c->n_fetched, stats);
-    release_local_worker(run->m);
-    if (stats && !c->status) {
-      Weft__StepStats *msg = weft__step_stats_to_msg(stats);
-      weft__step_stats_from_msg(run->stats, msg);
-      weft__step_stats_msg_free(msg);
-    }
-    weft_run_metadata_free(stats);
-  } else {
-    c->status = weft__rpc_unary(&c->part->task->peer, M_RUN_GRAPH, &req.base, feeds,
-                                c->part->n_feeds, run->timeout_ms + RUN_GRAPH_SLACK_MS, false,
-                                run->calls, &weft__run_graph_response__descriptor, &resp,
-                                &c->fetched, &c->n_fetched);
-  }
-  g_free(feeds);
-  if (resp && !c->status && run->stats) {
-    weft__step_stats_from_msg(run->stats, ((const Weft__RunGraphResponse *)resp)->step_stats);
-  }
-  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  weft__run_graph_request__init(req);
+  req->graph_handle = c->part->graph_handle;
+  req->step_id = run->step_id;
+  req->incarnation = c->part->task->incarnation;
+  req->timeout_ms = run->timeout_ms;
+  req->trace_level = run->stats ? 1 : 0;
+  *feeds = g_new0(weft_tensor_t *, c->part->n_feeds + 1);
+  for (int k = 0; k < c->part->n_feeds; k++) (*feeds)[k] = run->feeds[c->part->feed_index[k]];
+}
+
+static weft__rpc_pending_t *start_remote_graph(part_call_t *c, const Weft__RunGraphRequest *req,
+                                               weft_tensor_t **feeds) {
+  return weft__rpc_unary_start(&c->part->task->peer, M_RUN_GRAPH, &req->base, feeds,
+                               c->part->n_feeds, c->run->timeout_ms + RUN_GRAPH_SLACK_MS, false,
+                               c->run->calls);
+}
+
+/* Checks a partition's fetch count, then counts it as ended. */
+static void end_part(part_call_t *c) {
   if (!c->status && c->n_fetched != c->part->n_fetches) {
     c->status = weft_status_new(WEFT_INTERNAL, "%s returned %d fetches instead of %d",
                                 c->part->task->peer.name, c->n_fetched, c->part->n_fetches);
   }
   finish_part(c);
+}
+
+/* Reads a remote partition's answer, then counts the partition as ended. */
+static void end_remote_graph(part_call_t *c, weft__rpc_pending_t *pending) {
+  step_run_t *run = c->run;
+  ProtobufCMessage *resp = NULL;
+  c->status = weft__rpc_unary_finish(pending, &weft__run_graph_response__descriptor, &resp,
+                                     &c->fetched, &c->n_fetched);
+  if (resp && !c->status && run->stats) {
+    weft__step_stats_from_msg(run->stats, ((const Weft__RunGraphResponse *)resp)->step_stats);
+  }
+  if (resp) protobuf_c_message_free_unpacked(resp, NULL);
+  end_part(c);
+}
+
+static void do_run_graph(void *arg) {
+  part_call_t *c = arg;
+  step_run_t *run = c->run;
+  Weft__RunGraphRequest req;
+  weft_tensor_t **feeds = NULL;
+  run_graph_request(c, &req, &feeds);
+  weft__worker_t *local = acquire_local_worker(run->m, c->part->task->ref);
+  if (!local) {
+    weft__rpc_pending_t *pending = start_remote_graph(c, &req, feeds);
+    g_free(feeds);
+    end_remote_graph(c, pending);
+    return;
+  }
+  /* This task's own worker: no RPC, no copies of the feeds and fetches, no thread hand-offs.
+   * It ends at the step's deadline or when the step is aborted, as it would behind gRPC.
+   * Traced records go through the message form, as other partitions' do, so that concurrent
+   * partitions merge into run->stats the same way. */
+  weft_run_metadata_t *stats = run->stats ? weft__run_metadata_new() : NULL;
+  c->status = weft__worker_run_graph(local, &req, feeds, c->part->n_feeds, &c->fetched,
+                                     &c->n_fetched, stats);
+  release_local_worker(run->m);
+  g_free(feeds);
+  if (stats && !c->status) {
+    Weft__StepStats *msg = weft__step_stats_to_msg(stats);
+    weft__step_stats_from_msg(run->stats, msg);
+    weft__step_stats_msg_free(msg);
+  }
+  weft_run_metadata_free(stats);
+  end_part(c);
+}
+
+/* WEFT_STEP_OVERLAP=0: a step of one remote and one local partition hands the local one to a
+ * pool thread, as before (measuring). */
+static bool step_overlap_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *env = g_getenv("WEFT_STEP_OVERLAP");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  return enabled;
+}
+
+/* A step of two partitions, calls[remote] on another task and calls[1 - remote] on this one:
+ * the RunGraph call is sent first, then this thread runs its own task's partition and waits
+ * for the answer, with no pool thread to wake and none to wake it. The remote partition's
+ * completion is read by the server's poller, which may_block has set up already (execute). */
+static void run_overlapped(part_call_t *calls, int remote) {
+  Weft__RunGraphRequest req;
+  weft_tensor_t **feeds = NULL;
+  run_graph_request(&calls[remote], &req, &feeds);
+  weft__rpc_pending_t *pending = start_remote_graph(&calls[remote], &req, feeds);
+  g_free(feeds);
+  do_run_graph(&calls[1 - remote]);
+  end_remote_graph(&calls[remote], pending);
 }
 
 /* Counts a partition's call as ended (c->status set when it failed); the first failure tells
@@ -1224,12 +1276,17 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
     if (here < 0 && !(task->task == m->task && strcmp(task->job, m->job) == 0)) here = k;
   }
   if (here < 0) here = 0;
+  bool overlap = false;
+  if (n == 2 && here >= 0 && step_overlap_enabled()) {
+    const weft__task_ref_t *other = calls[1 - here].part->task->ref;
+    overlap = other->task == m->task && strcmp(other->job, m->job) == 0;
+  }
   /* The partitions exchange tensors, so each needs a thread of its own at once: one the pool
    * cannot give now fails the step (RESOURCE_EXHAUSTED naming --max_rpc_threads) instead of
    * waiting behind others that may wait for it. Partitions not started after that are only
    * counted (as echoes, so the step reports the pool's refusal). */
   bool refused = false;
-  for (int k = 0; k < n; k++) {
+  for (int k = 0; k < n && !overlap; k++) {
     if (k == here) continue;
     weft_status_t *full =
         refused ? NULL : weft__pool_try_submit(m->pool, do_run_graph, &calls[k], false);
@@ -1243,7 +1300,9 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   }
   /* No partition at all when every fetch is fed (RunStep feeding and fetching 'y'): there is
    * nothing to run, and calls[0] has no partition. */
-  if (n > 0 && !refused) {
+  if (overlap) {
+    run_overlapped(calls, here);
+  } else if (n > 0 && !refused) {
     do_run_graph(&calls[here]);
   } else if (n > 0) {
     calls[here].status = weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"

@@ -231,51 +231,61 @@ static grpc_completion_queue *shared_queue(const weft__peer_t *peer) {
   return peer && peer->queue && !own && !weft__server_on_poller() ? peer->queue : NULL;
 }
 
-/* *answered: the status came from the service itself (see WEFT_ORIGIN_KEY). */
-static weft_status_t *call_raw(const char *address, const weft__security_t *security,
-                               grpc_completion_queue *shared, const char *method,
-                               grpc_byte_buffer *request, int64_t timeout_ms,
-                               bool wait_for_ready, weft__call_set_t *set,
-                               grpc_byte_buffer **response, bool *answered) {
-  *response = NULL;
-  *answered = false;
+/* A call started and not yet waited for (call_start, call_finish): on the heap, since gRPC
+ * writes into its fields, and the server's polling thread into its waiter, until it ends. */
+struct weft__rpc_pending {
+  const weft__peer_t *peer; /* weft__rpc_unary_start's; NULL for raw calls */
+  const char *method;
+  int64_t timeout_ms;
+  grpc_byte_buffer *request; /* the caller's (raw calls) or ours (unary_start) */
+  weft_status_t *failed; /* the call could not be made; nothing is in flight */
+  grpc_completion_queue *cq;
+  bool shared;
+  grpc_call *call;
+  weft__call_set_t *set;
+  grpc_call_error err;
+  grpc_metadata auth;
+  grpc_metadata_array initial_md, trailing_md;
+  grpc_status_code code;
+  grpc_slice details;
+  grpc_byte_buffer *response;
+  waiter_t w;
+};
+
+/* Starts one call; call_finish waits for it and frees p. */
+static void call_start(weft__rpc_pending_t *p, const char *address,
+                       const weft__security_t *security, grpc_completion_queue *shared,
+                       bool wait_for_ready) {
+  grpc_byte_buffer *request = p->request;
   bool gzip = request->type == GRPC_BB_RAW && request->data.raw.compression == GRPC_COMPRESS_GZIP;
   grpc_channel *channel = channel_for(address, security, gzip);
-  grpc_completion_queue *cq = shared ? shared : grpc_completion_queue_create_for_pluck(NULL);
+  p->shared = shared != NULL;
+  p->cq = shared ? shared : grpc_completion_queue_create_for_pluck(NULL);
+  int64_t timeout_ms = p->timeout_ms;
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
                                                             GPR_TIMESPAN));
-  grpc_slice method_slice = grpc_slice_from_copied_string(method);
-  grpc_call *call = grpc_channel_create_call(channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                             method_slice, NULL, deadline, NULL);
+  grpc_slice method_slice = grpc_slice_from_copied_string(p->method);
+  p->call = grpc_channel_create_call(channel, NULL, GRPC_PROPAGATE_DEFAULTS, p->cq,
+                                     method_slice, NULL, deadline, NULL);
   grpc_slice_unref(method_slice);
-  weft_status_t *st = call_set_add(set, call);
-  if (st) {
-    grpc_call_unref(call);
-    if (!shared) {
-      grpc_completion_queue_shutdown(cq);
-      grpc_completion_queue_destroy(cq);
-    }
-    return st;
-  }
+  p->failed = call_set_add(p->set, p->call);
+  if (p->failed) return;
 
-  grpc_metadata_array initial_md, trailing_md;
-  grpc_metadata_array_init(&initial_md);
-  grpc_metadata_array_init(&trailing_md);
-  grpc_status_code code = GRPC_STATUS_UNKNOWN;
-  grpc_slice details = grpc_empty_slice();
+  grpc_metadata_array_init(&p->initial_md);
+  grpc_metadata_array_init(&p->trailing_md);
+  p->code = GRPC_STATUS_UNKNOWN;
+  p->details = grpc_empty_slice();
   grpc_op ops[6];
   memset(ops, 0, sizeof ops);
   ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
   /* The cluster token rides on every call (the server checks it before anything runs). */
-  grpc_metadata auth;
-  memset(&auth, 0, sizeof auth);
   const char *auth_value = weft__security_auth_value(security);
   if (auth_value) {
-    auth.key = grpc_slice_from_static_string(weft__security_auth_key());
-    auth.value = grpc_slice_from_static_string(auth_value);
+    p->auth.key = grpc_slice_from_static_string(weft__security_auth_key());
+    p->auth.value = grpc_slice_from_static_string(auth_value);
     ops[0].data.send_initial_metadata.count = 1;
-    ops[0].data.send_initial_metadata.metadata = &auth;
+    ops[0].data.send_initial_metadata.metadata = &p->auth;
   }
   ops[0].flags = wait_for_ready ? (GRPC_INITIAL_METADATA_WAIT_FOR_READY |
                                    GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET)
@@ -284,60 +294,94 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
   ops[1].data.send_message.send_message = request;
   ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
   ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-  ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial_md;
+  ops[3].data.recv_initial_metadata.recv_initial_metadata = &p->initial_md;
   ops[4].op = GRPC_OP_RECV_MESSAGE;
-  ops[4].data.recv_message.recv_message = response;
+  ops[4].data.recv_message.recv_message = &p->response;
   ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-  ops[5].data.recv_status_on_client.trailing_metadata = &trailing_md;
-  ops[5].data.recv_status_on_client.status = &code;
-  ops[5].data.recv_status_on_client.status_details = &details;
-  waiter_t w;
+  ops[5].data.recv_status_on_client.trailing_metadata = &p->trailing_md;
+  ops[5].data.recv_status_on_client.status = &p->code;
+  ops[5].data.recv_status_on_client.status_details = &p->details;
   if (shared) {
-    g_mutex_init(&w.lock);
-    g_cond_init(&w.cond);
-    w.done = false;
+    g_mutex_init(&p->w.lock);
+    g_cond_init(&p->w.cond);
+    p->w.done = false;
   }
-  void *tag = shared ? (void *)((uintptr_t)&w | 1) : (void *)call;
-  grpc_call_error err = grpc_call_start_batch(call, ops, 6, tag, NULL);
-  if (err == GRPC_CALL_OK && shared) {
-    /* The call's deadline bounds the wait: gRPC completes it then at the latest. */
-    g_mutex_lock(&w.lock);
-    while (!w.done) g_cond_wait(&w.cond, &w.lock);
-    g_mutex_unlock(&w.lock);
-  } else if (err == GRPC_CALL_OK) {
-    grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-  } else {
-    code = GRPC_STATUS_INTERNAL;
-  }
-  call_set_remove(set, call);
+  void *tag = shared ? (void *)((uintptr_t)&p->w | 1) : (void *)p->call;
+  p->err = grpc_call_start_batch(p->call, ops, 6, tag, NULL);
+}
 
-  if (err != GRPC_CALL_OK) {
-    st = weft_status_new(WEFT_INTERNAL, "%s: could not start the call: %s", method,
-                         grpc_call_error_to_string(err));
-  } else if (code != GRPC_STATUS_OK) {
-    *answered = from_service(&trailing_md);
-    char *text = grpc_slice_to_c_string(details);
-    weft_code_t wc = (code > 0 && code <= 16) ? (weft_code_t)code : WEFT_UNKNOWN;
+/* Waits for a call call_start made and frees p. *answered: the status came from the service
+ * itself (see WEFT_ORIGIN_KEY). *response is the caller's on success. */
+static weft_status_t *call_finish(weft__rpc_pending_t *p, grpc_byte_buffer **response,
+                                  bool *answered) {
+  *response = NULL;
+  *answered = false;
+  weft_status_t *st = p->failed;
+  if (st) {
+    grpc_call_unref(p->call);
+    if (!p->shared) {
+      grpc_completion_queue_shutdown(p->cq);
+      grpc_completion_queue_destroy(p->cq);
+    }
+    return st;
+  }
+  if (p->err == GRPC_CALL_OK && p->shared) {
+    /* The call's deadline bounds the wait: gRPC completes it then at the latest. */
+    g_mutex_lock(&p->w.lock);
+    while (!p->w.done) g_cond_wait(&p->w.cond, &p->w.lock);
+    g_mutex_unlock(&p->w.lock);
+  } else if (p->err == GRPC_CALL_OK) {
+    grpc_completion_queue_pluck(p->cq, p->call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+  } else {
+    p->code = GRPC_STATUS_INTERNAL;
+  }
+  call_set_remove(p->set, p->call);
+
+  if (p->err != GRPC_CALL_OK) {
+    st = weft_status_new(WEFT_INTERNAL, "%s: could not start the call: %s", p->method,
+                         grpc_call_error_to_string(p->err));
+  } else if (p->code != GRPC_STATUS_OK) {
+    *answered = from_service(&p->trailing_md);
+    char *text = grpc_slice_to_c_string(p->details);
+    weft_code_t wc = (p->code > 0 && p->code <= 16) ? (weft_code_t)p->code : WEFT_UNKNOWN;
     st = weft_status_new(wc, "%s", text && *text ? text : "(no details)");
     gpr_free(text);
-  } else if (!*response) {
-    st = weft_status_new(WEFT_INTERNAL, "%s answered OK without a message", method);
+  } else if (!p->response) {
+    st = weft_status_new(WEFT_INTERNAL, "%s answered OK without a message", p->method);
   }
-  if (st && *response) {
-    grpc_byte_buffer_destroy(*response);
-    *response = NULL;
+  if (st && p->response) {
+    grpc_byte_buffer_destroy(p->response);
+    p->response = NULL;
   }
-  grpc_slice_unref(details);
-  grpc_metadata_array_destroy(&initial_md);
-  grpc_metadata_array_destroy(&trailing_md);
-  grpc_call_unref(call);
-  if (shared) {
-    g_mutex_clear(&w.lock);
-    g_cond_clear(&w.cond);
+  *response = p->response;
+  grpc_slice_unref(p->details);
+  grpc_metadata_array_destroy(&p->initial_md);
+  grpc_metadata_array_destroy(&p->trailing_md);
+  grpc_call_unref(p->call);
+  if (p->shared) {
+    g_mutex_clear(&p->w.lock);
+    g_cond_clear(&p->w.cond);
   } else {
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_destroy(cq);
+    grpc_completion_queue_shutdown(p->cq);
+    grpc_completion_queue_destroy(p->cq);
   }
+  return st;
+}
+
+/* *answered: the status came from the service itself (see WEFT_ORIGIN_KEY). */
+static weft_status_t *call_raw(const char *address, const weft__security_t *security,
+                               grpc_completion_queue *shared, const char *method,
+                               grpc_byte_buffer *request, int64_t timeout_ms,
+                               bool wait_for_ready, weft__call_set_t *set,
+                               grpc_byte_buffer **response, bool *answered) {
+  weft__rpc_pending_t *p = g_new0(weft__rpc_pending_t, 1);
+  p->method = method;
+  p->timeout_ms = timeout_ms;
+  p->request = request;
+  p->set = set;
+  call_start(p, address, security, shared, wait_for_ready);
+  weft_status_t *st = call_finish(p, response, answered);
+  g_free(p);
   return st;
 }
 
@@ -347,23 +391,46 @@ static const char *short_method(const char *method) {
   return slash ? slash + 1 : method;
 }
 
-weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
-                               const ProtobufCMessage *msg, weft_tensor_t *const *tensors,
-                               int n_tensors, int64_t timeout_ms, bool wait_for_ready,
-                               weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
-                               ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
-                               int *n_resp_tensors) {
+weft__rpc_pending_t *weft__rpc_unary_start(const weft__peer_t *peer, const char *method,
+                                           const ProtobufCMessage *msg,
+                                           weft_tensor_t *const *tensors, int n_tensors,
+                                           int64_t timeout_ms, bool wait_for_ready,
+                                           weft__call_set_t *set) {
+  weft__rpc_pending_t *p = g_new0(weft__rpc_pending_t, 1);
+  p->peer = peer;
+  p->method = method;
+  p->timeout_ms = timeout_ms;
+  p->set = set;
+  /* A request that cannot be framed fails in unary_finish, as one that cannot be sent does. */
+  weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &p->request);
+  if (st) {
+    p->failed = st;
+    return p;
+  }
+  call_start(p, peer->address, peer->security, shared_queue(peer), wait_for_ready);
+  return p;
+}
+
+weft_status_t *weft__rpc_unary_finish(weft__rpc_pending_t *p,
+                                      const ProtobufCMessageDescriptor *resp_desc,
+                                      ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
+                                      int *n_resp_tensors) {
   *resp = NULL;
   if (resp_tensors) *resp_tensors = NULL;
   if (n_resp_tensors) *n_resp_tensors = 0;
-  grpc_byte_buffer *request = NULL;
-  weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &request);
-  if (st) return st;
+  const weft__peer_t *peer = p->peer;
+  const char *method = p->method;
+  int64_t timeout_ms = p->timeout_ms;
+  if (!p->request) {
+    weft_status_t *st = p->failed;
+    g_free(p);
+    return st;
+  }
   grpc_byte_buffer *response = NULL;
   bool answered = false;
-  st = call_raw(peer->address, peer->security, shared_queue(peer), method, request, timeout_ms,
-                wait_for_ready, set, &response, &answered);
-  grpc_byte_buffer_destroy(request);
+  weft_status_t *st = call_finish(p, &response, &answered);
+  grpc_byte_buffer_destroy(p->request);
+  g_free(p);
   if (st) {
     weft_code_t code = answered ? WEFT_OK : weft_status_code(st);
     /* Task names start with '/'; other peers (a client's server) come with their own words. */
@@ -392,6 +459,17 @@ weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
   grpc_byte_buffer_destroy(response);
   if (st) weft_status_prefix(st, "Answer of %s to %s", peer->name, short_method(method));
   return st;
+}
+
+weft_status_t *weft__rpc_unary(const weft__peer_t *peer, const char *method,
+                               const ProtobufCMessage *msg, weft_tensor_t *const *tensors,
+                               int n_tensors, int64_t timeout_ms, bool wait_for_ready,
+                               weft__call_set_t *set, const ProtobufCMessageDescriptor *resp_desc,
+                               ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,
+                               int *n_resp_tensors) {
+  weft__rpc_pending_t *p = weft__rpc_unary_start(peer, method, msg, tensors, n_tensors,
+                                                 timeout_ms, wait_for_ready, set);
+  return weft__rpc_unary_finish(p, resp_desc, resp, resp_tensors, n_resp_tensors);
 }
 
 weft_status_t *weft__rpc_raw(const char *address, const char *method, const void *bytes,
