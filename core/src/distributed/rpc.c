@@ -11,6 +11,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
+#include <dlfcn.h>
 #include <string.h>
 
 /* gRPC's own log lines (e.g. its account of a port already in use, which Weft reports in its
@@ -32,12 +33,36 @@ static void grpc_log(gpr_log_func_args *args) {
             "%s:%d: %s", args->file, args->line, args->message);
 }
 
+/* Debian's abseil is built without NDEBUG, so every absl::Mutex lock gRPC takes (several per
+ * call on each side) also runs abseil's lock-order check: a global graph of all mutexes under a
+ * global lock (GraphCycles::GetId in `perf` of a small RunStep). Release builds of abseil leave
+ * it off; so does Weft, unless WEFT_ABSL_DEADLOCK_CHECK=1 (for measuring, or for debugging a
+ * gRPC hang). It is C++ with no C wrapper, so it is looked up by its mangled name: an abseil
+ * of another namespace just keeps its check. */
+static void quiet_absl_deadlock_check(void) {
+  const char *env = g_getenv("WEFT_ABSL_DEADLOCK_CHECK");
+  if (env && strcmp(env, "1") == 0) return;
+  static const char *const names[] = {
+      "_ZN4absl7debian329SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE",
+      "_ZN4absl29SetMutexDeadlockDetectionModeENS_15OnDeadlockCycleE",
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(names); k++) {
+    void *sym = dlsym(RTLD_DEFAULT, names[k]);
+    if (!sym) continue;
+    void (*set_mode)(int) = NULL;
+    memcpy(&set_mode, &sym, sizeof set_mode);
+    set_mode(0); /* absl::OnDeadlockCycle::kIgnore */
+    return;
+  }
+}
+
 static gpointer init_grpc(gpointer unused) {
   (void)unused;
   /* Host names resolve the way the rest of the system resolves them (getaddrinfo: /etc/hosts,
    * nsswitch) rather than through gRPC's own c-ares resolver, unless the user chose otherwise. */
   g_setenv("GRPC_DNS_RESOLVER", "native", FALSE);
   gpr_set_log_function(grpc_log);
+  quiet_absl_deadlock_check();
   grpc_init();
   return NULL;
 }
