@@ -338,8 +338,10 @@ static void answer(call_ctx_t *ctx, weft_status_t *status, grpc_byte_buffer *res
     origin.value = grpc_slice_from_static_string("1");
     g_once_init_leave(&origin_once, 1);
   }
-  ops[n].data.send_status_from_server.trailing_metadata_count = 1;
-  ops[n].data.send_status_from_server.trailing_metadata = &origin;
+  /* Only a failure needs it (the client reads it for a non-OK code alone): an extra key costs
+   * both sides HPACK work and the client a metadata entry on every call. */
+  ops[n].data.send_status_from_server.trailing_metadata_count = status ? 1 : 0;
+  ops[n].data.send_status_from_server.trailing_metadata = status ? &origin : NULL;
   ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
   ops[n].data.send_status_from_server.status =
       status ? (grpc_status_code)weft_status_code(status) : GRPC_STATUS_OK;
