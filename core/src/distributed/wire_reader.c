@@ -78,14 +78,24 @@ static weft_status_t *read_message(weft__wire_reader_t *r, const ProtobufCMessag
     weft__wire_reader_read(r, NULL, len);
     return NULL;
   }
-  uint8_t *bytes = g_malloc(len > 0 ? len : 1);
-  weft__wire_reader_read(r, bytes, len);
+  /* A message inside the current slice (a small frame is one slice) is unpacked where it lies;
+   * only one that straddles slices is gathered into a copy. */
+  uint8_t *bytes = NULL;
+  const uint8_t *at = NULL;
+  if (r->have_slice && GRPC_SLICE_LENGTH(r->slice) - r->offset >= len) {
+    at = GRPC_SLICE_START_PTR(r->slice) + r->offset;
+  } else {
+    bytes = g_malloc(len > 0 ? len : 1);
+    weft__wire_reader_read(r, bytes, len);
+    at = bytes;
+  }
   /* Nesting bounded first: protobuf-c recurses once per level (a deep GraphDef crashed weftd).
    * The message and its type are named only in a refusal: formatting them for every frame was
    * 2% of a small RunStep's CPU in weftd. */
   static const char lead[] = "Malformed request";
   weft_status_t *deep = NULL;
-  *out = weft__pb_unpack(desc, bytes, len, lead, &deep);
+  *out = weft__pb_unpack(desc, at, len, lead, &deep);
+  if (!bytes) weft__wire_reader_read(r, NULL, len); /* past it; the slice is still held */
   g_free(bytes);
   if (deep) {
     weft_status_t *named = weft_status_new(weft_status_code(deep), "%s: the %s (%s)%s", lead, what,
