@@ -108,13 +108,37 @@ const grpc_channel_args *weft__grpc_channel_args(void) {
 static GMutex channels_lock;
 static GHashTable *channels; /* "address|credentials key" -> grpc_channel* */
 
+/* The channel a thread used last, looked up again without the key's allocation, the global lock
+ * and the hash (1.2% of a small RunStep's client CPU): a thread usually calls one peer. Channels
+ * live as long as the process, so the pointer stays valid. */
+typedef struct last_channel {
+  char *address;
+  char *credentials; /* weft__security_channel_key's string */
+  bool gzip;
+  grpc_channel *channel;
+} last_channel_t;
+
+static void last_channel_free(gpointer p) {
+  last_channel_t *l = p;
+  g_free(l->address);
+  g_free(l->credentials);
+  g_free(l);
+}
+
+static GPrivate last_channel_key = G_PRIVATE_INIT(last_channel_free);
+
 /* One channel per address and TLS material: a process may reach one server in plaintext and
  * another over TLS, or hold two servers with different certificates. */
 static grpc_channel *channel_for(const char *address, const weft__security_t *security,
                                  bool gzip) {
+  last_channel_t *last = g_private_get(&last_channel_key);
+  const char *credentials = weft__security_channel_key(security);
+  if (last && last->gzip == gzip && strcmp(last->address, address) == 0 &&
+      strcmp(last->credentials, credentials) == 0) {
+    return last->channel;
+  }
   weft__grpc_init_once();
-  char *key = g_strconcat(address, "|", weft__security_channel_key(security),
-                          gzip ? "|gzip" : "", NULL);
+  char *key = g_strconcat(address, "|", credentials, gzip ? "|gzip" : "", NULL);
   g_mutex_lock(&channels_lock);
   if (!channels) channels = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   grpc_channel *ch = g_hash_table_lookup(channels, key);
@@ -137,6 +161,16 @@ static grpc_channel *channel_for(const char *address, const weft__security_t *se
   }
   g_mutex_unlock(&channels_lock);
   g_free(key);
+  if (!last) {
+    last = g_new0(last_channel_t, 1);
+    g_private_set(&last_channel_key, last);
+  }
+  g_free(last->address);
+  g_free(last->credentials);
+  last->address = g_strdup(address);
+  last->credentials = g_strdup(credentials);
+  last->gzip = gzip;
+  last->channel = ch;
   return ch;
 }
 
@@ -256,6 +290,26 @@ static grpc_completion_queue *shared_queue(const weft__peer_t *peer) {
   return peer && peer->queue && !own && !weft__server_on_poller() ? peer->queue : NULL;
 }
 
+/* The calling thread's own queue for calls it plucks, made once: each call's batch completes
+ * there with the call as its tag before call_finish returns, so a call leaves nothing behind for
+ * the next (calls started and not yet finished by one thread each pluck their own tag). Making
+ * and destroying one per call was 3.4% of a small RunStep's client CPU. */
+static void thread_queue_free(gpointer cq) {
+  grpc_completion_queue_shutdown(cq);
+  grpc_completion_queue_destroy(cq);
+}
+
+static GPrivate thread_queue_key = G_PRIVATE_INIT(thread_queue_free);
+
+static grpc_completion_queue *thread_queue(void) {
+  grpc_completion_queue *cq = g_private_get(&thread_queue_key);
+  if (!cq) {
+    cq = grpc_completion_queue_create_for_pluck(NULL);
+    g_private_set(&thread_queue_key, cq);
+  }
+  return cq;
+}
+
 /* A call started and not yet waited for (call_start, call_finish): on the heap, since gRPC
  * writes into its fields, and the server's polling thread into its waiter, until it ends. */
 struct weft__rpc_pending {
@@ -285,7 +339,7 @@ static void call_start(weft__rpc_pending_t *p, const char *address,
   bool gzip = request->type == GRPC_BB_RAW && request->data.raw.compression == GRPC_COMPRESS_GZIP;
   grpc_channel *channel = channel_for(address, security, gzip);
   p->shared = shared != NULL;
-  p->cq = shared ? shared : grpc_completion_queue_create_for_pluck(NULL);
+  p->cq = shared ? shared : thread_queue();
   int64_t timeout_ms = p->timeout_ms;
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
@@ -344,10 +398,6 @@ static weft_status_t *call_finish(weft__rpc_pending_t *p, grpc_byte_buffer **res
   weft_status_t *st = p->failed;
   if (st) {
     grpc_call_unref(p->call);
-    if (!p->shared) {
-      grpc_completion_queue_shutdown(p->cq);
-      grpc_completion_queue_destroy(p->cq);
-    }
     return st;
   }
   if (p->err == GRPC_CALL_OK && p->shared) {
@@ -386,9 +436,6 @@ static weft_status_t *call_finish(weft__rpc_pending_t *p, grpc_byte_buffer **res
   if (p->shared) {
     g_mutex_clear(&p->w.lock);
     g_cond_clear(&p->w.cond);
-  } else {
-    grpc_completion_queue_shutdown(p->cq);
-    grpc_completion_queue_destroy(p->cq);
   }
   return st;
 }
