@@ -137,13 +137,18 @@ static void tickets(weft__bulk_server_t *bs, uint8_t out[2][16]) {
   g_assert_cmpint(memcmp(out[0], out[1], 16), !=, 0);
 }
 
+/* The worker's refusal of a request naming incarnation 0x1234 (g_free). */
+static char *restarted_message(weft__worker_t *w) {
+  return g_strdup_printf("Task %s was restarted: its incarnation is %016" G_GINT64_MODIFIER
+                         "x but the master expected 0000000000001234; its graphs and variables "
+                         "are gone, so create the session again",
+                         weft__worker_task(w), weft__worker_incarnation(w));
+}
+
 /* The worker's answer to a request naming the wrong incarnation: proof the server serves. */
 static void expect_serving(weft__worker_t *w, int fd) {
   request(fd, 0, 1, 7, 0x1234, "k", 1);
-  char *msg = g_strdup_printf("Task %s was restarted: its incarnation is %016" G_GINT64_MODIFIER
-                              "x but the master expected 0000000000001234; its graphs and "
-                              "variables are gone, so create the session again",
-                              weft__worker_task(w), weft__worker_incarnation(w));
+  char *msg = restarted_message(w);
   expect_answer(fd, WEFT_ABORTED, msg, false);
   g_free(msg);
 }
@@ -1006,10 +1011,7 @@ static void test_pending_swept(void) {
   tickets(bs, t);
   int fd = open_accepted(port, t[0]);
   request(fd, 0, 8, 7, 0x1234, "k", 1);
-  char *msg = g_strdup_printf("Task %s was restarted: its incarnation is %016" G_GINT64_MODIFIER
-                              "x but the master expected 0000000000001234; its graphs and "
-                              "variables are gone, so create the session again",
-                              weft__worker_task(w), weft__worker_incarnation(w));
+  char *msg = restarted_message(w);
   expect_answer(fd, WEFT_ABORTED, msg, false);
   g_free(msg);
   g_assert_cmpint(weft__bulk_server_pending(bs), ==, 1); /* kept for a minute by default */
