@@ -321,6 +321,8 @@ struct weft__rpc_pending {
   grpc_completion_queue *cq;
   bool shared;
   grpc_call *call;
+  gpr_timespec deadline; /* enforced by call_finish, not sent (call_start) */
+  gint64 deadline_us;    /* the same on GLib's monotonic clock */
   weft__call_set_t *set;
   grpc_call_error err;
   grpc_metadata auth;
@@ -341,12 +343,22 @@ static void call_start(weft__rpc_pending_t *p, const char *address,
   p->shared = shared != NULL;
   p->cq = shared ? shared : thread_queue();
   int64_t timeout_ms = p->timeout_ms;
-  gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                       gpr_time_from_millis(timeout_ms > 0 ? timeout_ms : 1,
-                                                            GPR_TIMESPAN));
+  if (timeout_ms <= 0) timeout_ms = 1;
+  p->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                             gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+  p->deadline_us = g_get_monotonic_time() + timeout_ms * 1000;
   grpc_slice method_slice = grpc_slice_from_copied_string(p->method);
+  /* The deadline stays with the caller, which cancels the call when it passes (call_finish):
+   * given to gRPC it would travel as grpc-timeout, and the peer's gRPC turns that into a
+   * deadline of its own from a clock it caches per polling pass. A task resumed after a pause
+   * (SIGSTOP, a suspended VM) reads its first frames with the time from before the pause, so
+   * calls made seconds after the resume expired the moment they arrived (faults/stopped_worker
+   * under load: RunGraph and RecvTensor failed DEADLINE_EXCEEDED 2 ms after they were sent; calls
+   * of 10 s sent during the pause arrived with 6.6 s left). Weft's services bound their own work
+   * (a step's deadline, RunGraph's timeout_ms), and a caller that gives up cancels. */
   p->call = grpc_channel_create_call(channel, NULL, GRPC_PROPAGATE_DEFAULTS, p->cq,
-                                     method_slice, NULL, deadline, NULL);
+                                     method_slice, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
+                                     NULL);
   grpc_slice_unref(method_slice);
   p->failed = call_set_add(p->set, p->call);
   if (p->failed) return;
@@ -401,12 +413,28 @@ static weft_status_t *call_finish(weft__rpc_pending_t *p, grpc_byte_buffer **res
     return st;
   }
   if (p->err == GRPC_CALL_OK && p->shared) {
-    /* The call's deadline bounds the wait: gRPC completes it then at the latest. */
     g_mutex_lock(&p->w.lock);
-    while (!p->w.done) g_cond_wait(&p->w.cond, &p->w.lock);
+    while (!p->w.done && g_cond_wait_until(&p->w.cond, &p->w.lock, p->deadline_us)) {
+    }
+    if (!p->w.done) {
+      g_mutex_unlock(&p->w.lock);
+      /* gRPC completes a cancelled call at once, with this status. */
+      grpc_call_cancel_with_status(p->call, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded",
+                                   NULL);
+      g_mutex_lock(&p->w.lock);
+      while (!p->w.done) g_cond_wait(&p->w.cond, &p->w.lock);
+    }
     g_mutex_unlock(&p->w.lock);
   } else if (p->err == GRPC_CALL_OK) {
-    grpc_completion_queue_pluck(p->cq, p->call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_event ev = grpc_completion_queue_pluck(p->cq, p->call, p->deadline, NULL);
+    /* (A pluck also returns early, as a timeout, when too many threads pluck one queue.) */
+    while (ev.type == GRPC_QUEUE_TIMEOUT && g_get_monotonic_time() < p->deadline_us)
+      ev = grpc_completion_queue_pluck(p->cq, p->call, p->deadline, NULL);
+    if (ev.type == GRPC_QUEUE_TIMEOUT) {
+      grpc_call_cancel_with_status(p->call, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded",
+                                   NULL);
+      grpc_completion_queue_pluck(p->cq, p->call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    }
   } else {
     p->code = GRPC_STATUS_INTERNAL;
   }
