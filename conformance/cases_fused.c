@@ -151,6 +151,15 @@ static const fconv_spec_t conv_cases[] = {
     {"direct_bias_relu6_2x2_batch64", {64, 5, 5, 2}, {2, 2, 2, 3}, 1, 1, "SAME", false, "Relu6"},
     {"direct_batch_norm_sigmoid_1d", {3, 1, 9, 2}, {1, 2, 2, 4}, 2, 1, "SAME", true, "Sigmoid"},
     {"direct_bias_elu_dilated_m8", {2, 6, 7, 3}, {2, 2, 3, 8}, 1, 2, "VALID", false, "Elu"},
+    /* The direct few-tap kernel (plugins/cpu/cpu_convd_avx512.c): bias and Relu / Relu6 in its
+     * registers, a batch norm's scale and Elu over each finished row after. */
+    {"fewtaps_bias_relu_m64", {1, 9, 31, 3}, {3, 3, 3, 64}, 1, 1, "SAME", false, "Relu"},
+    {"fewtaps_bias_relu6_stride2_m80", {2, 8, 13, 3}, {3, 3, 3, 80}, 2, 1, "SAME", false,
+     "Relu6"},
+    {"fewtaps_batch_norm_relu_valid_m32", {1, 7, 21, 4}, {3, 3, 4, 32}, 1, 1, "VALID", true,
+     "Relu"},
+    {"fewtaps_bias_elu_m16", {1, 6, 25, 1}, {3, 3, 1, 16}, 1, 1, "SAME", false, "Elu"},
+    {"fewtaps_bias_m24_fallback", {1, 6, 11, 3}, {3, 3, 3, 24}, 1, 1, "SAME", false, "Relu"},
 };
 
 static const fconv_spec_t depthwise_cases[] = {

@@ -52,6 +52,22 @@ static const conv_spec_t conv_cases[] = {
      false},
     {"large_1x1_stride2_30x30x32", {1, 30, 30, 32}, {1, 1, 32, 24}, {2, 2}, {1, 1}, "SAME", {0},
      false},
+    /* The direct few-tap kernel (plugins/cpu/cpu_convd_avx512.c: up to 64 taps, filters a
+     * multiple of 16): blocks of pixels with a remainder, edge pixels on both sides, strides 2
+     * and 2x3, explicit pads, several 64-filter chunks and 16/32/48-filter tails; 24 filters
+     * and dilation across fall back to the GEMM. */
+    {"fewtaps_odd_29x3_m64", {1, 5, 29, 3}, {3, 3, 3, 64}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"fewtaps_stride2_batch2_m48", {2, 11, 17, 3}, {3, 3, 3, 48}, {2, 2}, {1, 1}, "SAME", {0},
+     false},
+    {"fewtaps_stride_2x3_valid_m16", {1, 9, 40, 2}, {2, 3, 2, 16}, {2, 3}, {1, 1}, "VALID", {0},
+     false},
+    {"fewtaps_explicit_m128", {1, 6, 23, 4}, {3, 3, 4, 128}, {1, 1}, {1, 1}, "EXPLICIT",
+     {2, 0, 1, 3}, false},
+    {"fewtaps_5x5_m32", {1, 12, 19, 2}, {5, 5, 2, 32}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"fewtaps_m24_fallback", {1, 7, 15, 3}, {3, 3, 3, 24}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"fewtaps_dilated_fallback", {1, 10, 14, 3}, {3, 3, 3, 32}, {1, 1}, {2, 2}, "SAME", {0},
+     false},
 };
 
 static void fill_window(const conv_spec_t *s, cf_window_t *w, bool pool) {

@@ -1,0 +1,99 @@
+/* cpu_conv_direct.c: drives the direct few-tap float32 NHWC convolution (cpu_convd.h) for
+ * Conv2D and _FusedConv2D: which convolutions take it, the output rows over the intra-op pool,
+ * and the epilogue (a plain bias and Relu/Relu6 in the kernel's registers; a batch norm's scale
+ * or another activation over each finished row while it is in cache). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_convd.h"
+#include "cpu_gemm.h"
+#include "cpu_internal.h"
+
+/* The most taps (kh * kw * c) the direct kernel takes: the first layer of an image net (3
+ * channels, 3x3: 27). Measured against the packed GEMM (docs/performance.md). */
+#define CONVD_MAX_TAPS 64
+/* Below these many multiply-adds a convolution runs on the calling thread (cpu_conv_fast.c's
+ * rule). */
+#define CONVD_PARALLEL_MIN_MACS ((int64_t)1 << 21)
+/* The most filter rows (the row pointers live on the stack). */
+#define CONVD_MAX_KH 16
+
+/* Whether the kernel runs here: AVX-512, as the packed GEMM chooses its level (WEFT_CPU_ISA),
+ * and not turned off by WEFT_CPU_CONV_DIRECT=0 (to compare with the GEMM path). */
+static bool convd_enabled(void) {
+  static int on = -1;
+  int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+  if (v < 0) {
+    char *warning = NULL;
+    const char *e = getenv("WEFT_CPU_CONV_DIRECT");
+    v = weft__cpu_isa_choose(getenv("WEFT_CPU_ISA"), &warning) == WEFT_CPU_ISA_AVX512 &&
+        !(e && strcmp(e, "0") == 0);
+    free(warning); /* the elementwise registration already logged it */
+    __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+  }
+  return v > 0;
+}
+
+bool weft__cpu_conv2d_few_taps(const weft_cpu_conv2d_t *g) {
+#if defined(__x86_64__)
+  return g->m % 16 == 0 && g->m >= 16 && g->dw == 1 && g->kh <= CONVD_MAX_KH && g->kh * g->kw * g->c <= CONVD_MAX_TAPS &&
+         g->ow > 0 && convd_enabled();
+#else
+  (void)g;
+  return false;
+#endif
+}
+
+typedef struct convd_job {
+  const weft_cpu_conv2d_t *g;
+  const weft_cpu_convd_t *d;
+  const float *x;
+  float *y;
+  const weft_cpu_epilogue_t *ep;
+  bool finish; /* ep has what the kernel does not do (a scale, another activation) */
+} convd_job_t;
+
+static void convd_rows(void *arg, int64_t b, int64_t e) {
+#if defined(__x86_64__)
+  const convd_job_t *j = arg;
+  const weft_cpu_conv2d_t *g = j->g;
+  const float *src[CONVD_MAX_KH];
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->oh, oy = r % g->oh;
+    for (int64_t i = 0; i < g->kh; i++) {
+      int64_t iy = oy * g->sh + i * g->dh - g->pt;
+      src[i] = iy >= 0 && iy < g->h ? j->x + ((n * g->h + iy) * g->w) * g->c : NULL;
+    }
+    float *out = j->y + r * g->ow * g->m;
+    weft__cpu_convd_row_avx512(j->d, src, out);
+    if (j->finish)
+      weft__cpu_epilogue_apply(j->ep, out, g->ow, g->m, g->m, 0, j->d->bias != NULL);
+  }
+#else
+  (void)arg;
+  (void)b;
+  (void)e;
+#endif
+}
+
+weft_status_t *weft__cpu_conv2d_few_taps_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
+                                             const float *x, const float *f, float *y,
+                                             const weft_cpu_epilogue_t *ep) {
+  /* A plain bias goes in the kernel, after the sums as the GEMM adds it; with a scale first the
+   * whole epilogue runs after. Relu and Relu6 clamp in registers, another activation after. */
+  bool plain_bias = ep && ep->bias && !ep->scale;
+  int clamp = !ep || ep->scale ? 0
+              : ep->clamp == 1 ? WEFT_GEMM_RELU
+              : ep->clamp == 2 ? WEFT_GEMM_RELU6
+                               : 0;
+  weft_cpu_convd_t d = {g->kh, g->kw, g->c, g->w, g->sw, g->pl, g->ow, g->m, f,
+                        plain_bias ? ep->bias : NULL, clamp};
+  bool finish = ep && (ep->scale || (ep->act && !clamp));
+  convd_job_t j = {g, &d, x, y, ep, finish};
+  int64_t rows = g->n * g->oh, macs = g->ow * g->m * g->kh * g->kw * g->c;
+  if (rows * macs < CONVD_PARALLEL_MIN_MACS)
+    convd_rows(&j, 0, rows);
+  else
+    weft__cpu_parallel(ctx, rows, macs + 1, convd_rows, &j);
+  return NULL;
+}
