@@ -9,9 +9,16 @@
 #include "cpu_gemm.h"
 #include "cpu_internal.h"
 
-/* The most taps (kh * kw * c) the direct kernel takes: the first layer of an image net (3
- * channels, 3x3: 27). Measured against the packed GEMM (docs/performance.md). */
+/* Which convolutions take the kernel, measured against the GEMM paths (thread CPU time, one
+ * thread, docs/performance.md "a direct kernel for few input channels"): up to 64 taps at any
+ * filter count (27 taps -> 64: 97-102 GFLOP/s against 53-68), and up to CONVD_MAX_FILTER floats
+ * of filter with at most 64 filters (3x3x64 -> 64, 576 taps: 108-112 against 101-106). Larger
+ * filters with 128 filters and more lost (3x3x128 -> 128: 92-98 against 102-108), as did a 1x1
+ * convolution that reads its input as it is (the GEMM's left matrix: 28x28x16 -> 128 at
+ * 0.83-0.85x of ONNX Runtime against 0.74-0.79x). */
 #define CONVD_MAX_TAPS 64
+#define CONVD_MAX_FILTER (576 * 64)
+#define CONVD_MAX_M_LARGE 64
 /* Below these many multiply-adds a convolution runs on the calling thread (cpu_conv_fast.c's
  * rule). */
 #define CONVD_PARALLEL_MIN_MACS ((int64_t)1 << 21)
@@ -36,8 +43,13 @@ static bool convd_enabled(void) {
 
 bool weft__cpu_conv2d_few_taps(const weft_cpu_conv2d_t *g) {
 #if defined(__x86_64__)
-  return g->m % 16 == 0 && g->m >= 16 && g->dw == 1 && g->kh <= CONVD_MAX_KH && g->kh * g->kw * g->c <= CONVD_MAX_TAPS &&
-         g->ow > 0 && convd_enabled();
+  int64_t taps = g->kh * g->kw * g->c;
+  bool pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
+                   g->pl == 0 && g->oh == g->h && g->ow == g->w;
+  bool sized = taps <= CONVD_MAX_TAPS ||
+               (g->m <= CONVD_MAX_M_LARGE && taps * g->m <= CONVD_MAX_FILTER);
+  return g->m % 16 == 0 && g->m >= 16 && g->dw == 1 && g->kh <= CONVD_MAX_KH && sized &&
+         !pointwise && g->ow > 0 && convd_enabled();
 #else
   (void)g;
   return false;
