@@ -25,35 +25,37 @@
 /* The most filter rows (the row pointers live on the stack). */
 #define CONVD_MAX_KH 16
 
-/* Whether the kernel runs here: AVX-512, as the packed GEMM chooses its level (WEFT_CPU_ISA),
- * and not turned off by WEFT_CPU_CONV_DIRECT=0 (to compare with the GEMM path). */
-static bool convd_enabled(void) {
-  static int on = -1;
-  int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+typedef void (*convd_row_fn)(const weft_cpu_convd_t *d, const float *const *src, float *out);
+
+/* The row kernel of the level the packed GEMM uses (WEFT_CPU_ISA): AVX-512 or AVX2; NULL on
+ * the plain level, or where WEFT_CPU_CONV_DIRECT=0 turns it off (to compare with the GEMM). */
+static convd_row_fn convd_kernel(void) {
+#if defined(__x86_64__)
+  static int level = -1;
+  int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
   if (v < 0) {
     char *warning = NULL;
     const char *e = getenv("WEFT_CPU_CONV_DIRECT");
-    v = weft__cpu_isa_choose(getenv("WEFT_CPU_ISA"), &warning) == WEFT_CPU_ISA_AVX512 &&
-        !(e && strcmp(e, "0") == 0);
+    v = e && strcmp(e, "0") == 0 ? 0 : (int)weft__cpu_isa_choose(getenv("WEFT_CPU_ISA"), &warning);
     free(warning); /* the elementwise registration already logged it */
-    __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    __atomic_store_n(&level, v, __ATOMIC_RELAXED);
   }
-  return v > 0;
+  return v == WEFT_CPU_ISA_AVX512 ? weft__cpu_convd_row_avx512
+         : v == WEFT_CPU_ISA_AVX2 ? weft__cpu_convd_row_avx2
+                                  : NULL;
+#else
+  return NULL;
+#endif
 }
 
 bool weft__cpu_conv2d_few_taps(const weft_cpu_conv2d_t *g) {
-#if defined(__x86_64__)
   int64_t taps = g->kh * g->kw * g->c;
   bool pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
                    g->pl == 0 && g->oh == g->h && g->ow == g->w;
   bool sized = taps <= CONVD_MAX_TAPS ||
                (g->m <= CONVD_MAX_M_LARGE && taps * g->m <= CONVD_MAX_FILTER);
   return g->m % 16 == 0 && g->m >= 16 && g->dw == 1 && g->kh <= CONVD_MAX_KH && sized &&
-         !pointwise && g->ow > 0 && convd_enabled();
-#else
-  (void)g;
-  return false;
-#endif
+         !pointwise && g->ow > 0 && convd_kernel() != NULL;
 }
 
 typedef struct convd_job {
@@ -62,11 +64,11 @@ typedef struct convd_job {
   const float *x;
   float *y;
   const weft_cpu_epilogue_t *ep;
+  convd_row_fn row;
   bool finish; /* ep has what the kernel does not do (a scale, another activation) */
 } convd_job_t;
 
 static void convd_rows(void *arg, int64_t b, int64_t e) {
-#if defined(__x86_64__)
   const convd_job_t *j = arg;
   const weft_cpu_conv2d_t *g = j->g;
   const float *src[CONVD_MAX_KH];
@@ -77,15 +79,10 @@ static void convd_rows(void *arg, int64_t b, int64_t e) {
       src[i] = iy >= 0 && iy < g->h ? j->x + ((n * g->h + iy) * g->w) * g->c : NULL;
     }
     float *out = j->y + r * g->ow * g->m;
-    weft__cpu_convd_row_avx512(j->d, src, out);
+    j->row(j->d, src, out);
     if (j->finish)
       weft__cpu_epilogue_apply(j->ep, out, g->ow, g->m, g->m, 0, j->d->bias != NULL);
   }
-#else
-  (void)arg;
-  (void)b;
-  (void)e;
-#endif
 }
 
 weft_status_t *weft__cpu_conv2d_few_taps_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
@@ -101,7 +98,7 @@ weft_status_t *weft__cpu_conv2d_few_taps_f32(weft_kernel_ctx_t *ctx, const weft_
   weft_cpu_convd_t d = {g->kh, g->kw, g->c, g->w, g->sw, g->pl, g->ow, g->m, f,
                         plain_bias ? ep->bias : NULL, clamp};
   bool finish = ep && (ep->scale || (ep->act && !clamp));
-  convd_job_t j = {g, &d, x, y, ep, finish};
+  convd_job_t j = {g, &d, x, y, ep, convd_kernel(), finish};
   int64_t rows = g->n * g->oh, macs = g->ow * g->m * g->kh * g->kw * g->c;
   if (rows * macs < CONVD_PARALLEL_MIN_MACS)
     convd_rows(&j, 0, rows);

@@ -28,5 +28,9 @@ typedef struct weft_cpu_convd {
  * i reads, or NULL where it lies in the padding): sum over the taps, then the bias, then the
  * clamp, one store. */
 void weft__cpu_convd_row_avx512(const weft_cpu_convd_t *d, const float *const *src, float *out);
+void weft__cpu_convd_row_avx2(const weft_cpu_convd_t *d, const float *const *src, float *out);
+/* The AVX2 loop over the row's filters [c0, c1) alone (multiples of 16). */
+void weft__cpu_convd_cols_avx2(const weft_cpu_convd_t *d, const float *const *src, int64_t c0,
+                               int64_t c1, float *out);
 
 #endif /* WEFT_CPU_CONVD_H */
