@@ -11,6 +11,7 @@
 #include "cpu_convd.h"
 #include "cpu_gemm.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 static void fill(float *p, int64_t n, uint32_t seed) {
   uint32_t s = seed * 2654435761u + 12345u;
   for (int64_t k = 0; k < n; k++) {
@@ -121,6 +122,11 @@ static void test_levels(void) {
   }
   if (ran == 0) g_test_skip("no AVX2 or AVX-512 on this CPU");
 }
+#else
+static void test_levels(void) {
+  g_test_skip("the direct kernels are built for x86 only (AVX2, AVX-512)");
+}
+#endif
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
