@@ -73,6 +73,7 @@ typedef struct msession {
   GPtrArray *strings;       /* what the place devices point at */
   GHashTable *placement;    /* node name -> device */
   weft__plan_cache_t *plans; /* of mplan_t */
+  weft__step_memo_t *memo;  /* recent RunSteps' name lists -> their plans in `plans` */
   bool stale;               /* a task restarted: learn incarnations again before the next step */
   char **device_filters;    /* NULL: every task */
   /* CloseSession cancels the steps in flight (TensorFlow's "Session has been closed."): `closed`
@@ -528,6 +529,7 @@ static void mplan_unref(mplan_t *p) {
 
 static void session_unref(msession_t *s) {
   if (!s || !g_atomic_int_dec_and_test(&s->refcount)) return;
+  weft__step_memo_free(s->memo);
   weft__plan_cache_free(s->plans);
   g_hash_table_destroy(s->placement);
   g_hash_table_destroy(s->task_by_name);
@@ -616,6 +618,7 @@ weft_status_t *weft__master_create_session(weft__master_t *m, const Tensorflow__
   s->strings = g_ptr_array_new_with_free_func(g_free);
   s->placement = weft__placement_new();
   s->plans = weft__plan_cache_new((GDestroyNotify)mplan_unref);
+  s->memo = weft__step_memo_new();
   if (config) {
     s->log_placement = config->log_device_placement;
     s->soft_placement = config->allow_soft_placement;
@@ -941,6 +944,7 @@ static weft_status_t *refresh(msession_t *s) {
   st = discover(s->master, s->device_filters, &calls);
   if (!st) {
     learn(s, calls);
+    weft__step_memo_clear(s->memo);
     weft__plan_cache_foreach(s->plans, forget_cached_plan, s->master);
     weft__plan_cache_clear(s->plans);
     s->stale = false;
@@ -1363,6 +1367,16 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
   return st;
 }
 
+/* WEFT_MASTER_STEP_MEMO=0 resolves every RunStep's names again (for measuring). */
+static bool memo_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *env = g_getenv("WEFT_MASTER_STEP_MEMO");
+    enabled = !(env && strcmp(env, "0") == 0);
+  }
+  return enabled;
+}
+
 weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
                                      const char *const *feed_names, weft_tensor_t *const *feeds,
                                      int n_feeds, const char *const *fetch_names, int n_fetches,
@@ -1385,20 +1399,37 @@ weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,
   /* Closed while this call found it: no plan may be registered after CloseSession forgot them. */
   if (g_atomic_int_get(&s->closed)) st = session_closed_status();
   if (!st && s->stale) st = refresh(s);
+  /* A step repeating a recent one's names (a client's loop) takes its plan from the memo:
+   * no resolving, no signature string, no hash lookup (the client sends the names every step,
+   * so the master remembers them, as TensorFlow's MakeCallable would have the client do). Its
+   * feeds are still checked against the outputs they replace, as resolving them would. */
+  mplan_t *plan = NULL;
+  const weft__feed_t *memo_feeds = NULL;
+  if (!st && memo_enabled()) {
+    plan = weft__step_memo_find(s->memo, s->graph, feed_names, n_feeds, fetch_names, n_fetches,
+                                target_names, n_targets, &memo_feeds);
+    for (int k = 0; plan && !st && k < n_feeds; k++) {
+      st = weft__check_feed(memo_feeds[k].node, memo_feeds[k].index, feed_names[k], feeds[k]);
+    }
+    if (st) plan = NULL;
+  }
   weft__step_spec_t spec;
   memset(&spec, 0, sizeof spec);
-  if (!st) {
+  if (!st && !plan) {
     st = weft__step_spec_resolve(s->graph, feed_names, feeds, n_feeds, fetch_names, n_fetches,
                                  target_names, n_targets, &spec);
+    if (!st) {
+      build_ctx_t ctx = {s, placements};
+      void *cached = NULL;
+      st = weft__plan_cache_get(s->plans, &spec, build_plan, &ctx, &cached);
+      plan = cached;
+      if (plan) {
+        weft__step_memo_store(s->memo, s->graph, feed_names, fetch_names, target_names, &spec,
+                              plan);
+      }
+    }
   }
-  mplan_t *plan = NULL;
-  if (!st) {
-    build_ctx_t ctx = {s, placements};
-    void *cached = NULL;
-    st = weft__plan_cache_get(s->plans, &spec, build_plan, &ctx, &cached);
-    plan = cached;
-    if (plan) g_atomic_int_inc(&plan->refcount);
-  }
+  if (plan) g_atomic_int_inc(&plan->refcount);
   int64_t timeout = timeout_ms > 0 ? timeout_ms
                     : s->timeout_ms > 0 ? s->timeout_ms
                                         : m->opts.step_timeout_ms;
@@ -1432,6 +1463,7 @@ weft_status_t *weft__master_close_session(weft__master_t *m, const char *handle)
   g_atomic_int_set(&s->closed, 1);
   cancel_runs(s);
   g_mutex_lock(&s->lock);
+  weft__step_memo_clear(s->memo);
   weft__plan_cache_foreach(s->plans, forget_cached_plan, m);
   weft__plan_cache_clear(s->plans);
   g_mutex_unlock(&s->lock);
