@@ -213,6 +213,12 @@ weft__rpc_pending_t *weft__rpc_unary_start(const weft__peer_t *peer, const char 
                                            weft_tensor_t *const *tensors, int n_tensors,
                                            int64_t timeout_ms, bool wait_for_ready,
                                            weft__call_set_t *set);
+/* weft__rpc_unary_start with a request already framed (weft__wire_encode), which it takes: a
+ * caller sending the same request again and again frames it once and passes a copy
+ * (grpc_byte_buffer_copy shares the bytes). */
+weft__rpc_pending_t *weft__rpc_unary_start_frame(const weft__peer_t *peer, const char *method,
+                                                 grpc_byte_buffer *request, int64_t timeout_ms,
+                                                 bool wait_for_ready, weft__call_set_t *set);
 weft_status_t *weft__rpc_unary_finish(weft__rpc_pending_t *p,
                                       const ProtobufCMessageDescriptor *resp_desc,
                                       ProtobufCMessage **resp, weft_tensor_t ***resp_tensors,

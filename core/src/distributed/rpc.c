@@ -496,17 +496,28 @@ weft__rpc_pending_t *weft__rpc_unary_start(const weft__peer_t *peer, const char 
                                            weft_tensor_t *const *tensors, int n_tensors,
                                            int64_t timeout_ms, bool wait_for_ready,
                                            weft__call_set_t *set) {
+  grpc_byte_buffer *request = NULL;
+  weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &request);
+  if (st) {
+    /* A request that cannot be framed fails in unary_finish, as one that cannot be sent does. */
+    weft__rpc_pending_t *p = g_new0(weft__rpc_pending_t, 1);
+    p->peer = peer;
+    p->method = method;
+    p->failed = st;
+    return p;
+  }
+  return weft__rpc_unary_start_frame(peer, method, request, timeout_ms, wait_for_ready, set);
+}
+
+weft__rpc_pending_t *weft__rpc_unary_start_frame(const weft__peer_t *peer, const char *method,
+                                                 grpc_byte_buffer *request, int64_t timeout_ms,
+                                                 bool wait_for_ready, weft__call_set_t *set) {
   weft__rpc_pending_t *p = g_new0(weft__rpc_pending_t, 1);
   p->peer = peer;
   p->method = method;
   p->timeout_ms = timeout_ms;
   p->set = set;
-  /* A request that cannot be framed fails in unary_finish, as one that cannot be sent does. */
-  weft_status_t *st = weft__wire_encode(msg, tensors, n_tensors, &p->request);
-  if (st) {
-    p->failed = st;
-    return p;
-  }
+  p->request = request;
   call_start(p, peer->address, peer->security, shared_queue(peer), wait_for_ready);
   return p;
 }
