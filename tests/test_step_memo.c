@@ -35,6 +35,28 @@ static weft_graph_t *small_graph(void) {
   return g;
 }
 
+/* A weftd --local, small_graph and a session on it. */
+typedef struct fixture {
+  weftd_proc_t d;
+  weft_graph_t *g;
+  weft_session_t *s;
+} fixture_t;
+
+static fixture_t fixture_open(void) {
+  const char *const args[] = {"--local", "--port", "0", NULL};
+  fixture_t f;
+  f.d = weftd_spawn(args, NULL, false);
+  f.g = small_graph();
+  f.s = weftd_remote_session(f.g, f.d.target);
+  return f;
+}
+
+static void fixture_close(fixture_t *f) {
+  weft_session_free(f->s);
+  weft_graph_free(f->g);
+  weftd_stop(&f->d);
+}
+
 /* Fetches `names` (no feeds) with `timeout_ms` (0: the session's) and checks their values. */
 static void expect(weft_session_t *s, const char *const *names, const float *want, int n,
                    int64_t timeout_ms) {
@@ -76,10 +98,8 @@ static weft_status_t *feed_int(weft_session_t *s) {
 
 static void test_alternating_steps(void) {
   if (!weftd_available()) return;
-  const char *const args[] = {"--local", "--port", "0", NULL};
-  weftd_proc_t d = weftd_spawn(args, NULL, false);
-  weft_graph_t *g = small_graph();
-  weft_session_t *s = weftd_remote_session(g, d.target);
+  fixture_t f = fixture_open();
+  weft_session_t *s = f.s;
   const char *add[] = {"add"}, *add_a[] = {"add", "a"}, *b_add[] = {"b", "add:0"};
   for (int round = 0; round < 3; round++) {
     expect(s, add, (const float[]){3.0f}, 1, 0);
@@ -91,19 +111,15 @@ static void test_alternating_steps(void) {
     const char *target = "add";
     OK(weft_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1));
   }
-  weft_session_free(s);
-  weft_graph_free(g);
-  weftd_stop(&d);
+  fixture_close(&f);
 }
 
 /* The same refusal for a feed of the wrong type on the step's first run (its names resolved)
  * and on a later one (its names remembered). */
 static void test_bad_feed(void) {
   if (!weftd_available()) return;
-  const char *const args[] = {"--local", "--port", "0", NULL};
-  weftd_proc_t d = weftd_spawn(args, NULL, false);
-  weft_graph_t *g = small_graph();
-  weft_session_t *s = weftd_remote_session(g, d.target);
+  fixture_t f = fixture_open();
+  weft_session_t *s = f.s;
   weft_status_t *first = feed_int(s);
   g_assert_nonnull(first);
   g_assert_cmpint(weft_status_code(first), ==, WEFT_INVALID_ARGUMENT);
@@ -117,19 +133,15 @@ static void test_bad_feed(void) {
   weft_status_free(first);
   weft_status_free(later);
   g_assert_cmpfloat(feed_q(s, 5.0f), ==, 10.0f);
-  weft_session_free(s);
-  weft_graph_free(g);
-  weftd_stop(&d);
+  fixture_close(&f);
 }
 
 /* A name that names nothing yet fails NOT_FOUND, twice (nothing remembered for it); once the
  * graph has grown by that node and ExtendSession has sent it, the same names give its value. */
 static void test_graph_grows(void) {
   if (!weftd_available()) return;
-  const char *const args[] = {"--local", "--port", "0", NULL};
-  weftd_proc_t d = weftd_spawn(args, NULL, false);
-  weft_graph_t *g = small_graph();
-  weft_session_t *s = weftd_remote_session(g, d.target);
+  fixture_t f = fixture_open();
+  weft_session_t *s = f.s;
   const char *add[] = {"add"}, *later[] = {"later"};
   expect(s, add, (const float[]){3.0f}, 1, 0);
   weft_tensor_t *out = NULL;
@@ -140,18 +152,16 @@ static void test_graph_grows(void) {
     weft_status_free(st);
   }
   weft_status_t *st = NULL;
-  weft_graph_push_device(g, "/device:CPU:0");
-  weft_output_t a = {weft_graph_node(g, "a"), 0}, sum = {weft_graph_node(g, "add"), 0};
-  weft_binary(g, "Mul", "later", a, sum, &st);
+  weft_graph_push_device(f.g, "/device:CPU:0");
+  weft_output_t a = {weft_graph_node(f.g, "a"), 0}, sum = {weft_graph_node(f.g, "add"), 0};
+  weft_binary(f.g, "Mul", "later", a, sum, &st);
   OK(st);
-  weft_graph_pop_device(g);
+  weft_graph_pop_device(f.g);
   for (int k = 0; k < 3; k++) {
     expect(s, later, (const float[]){3.0f}, 1, 0);
     expect(s, add, (const float[]){3.0f}, 1, 0);
   }
-  weft_session_free(s);
-  weft_graph_free(g);
-  weftd_stop(&d);
+  fixture_close(&f);
 }
 
 int main(int argc, char **argv) {

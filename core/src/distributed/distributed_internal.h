@@ -213,6 +213,9 @@ weft__rpc_pending_t *weft__rpc_unary_start(const weft__peer_t *peer, const char 
                                            weft_tensor_t *const *tensors, int n_tensors,
                                            int64_t timeout_ms, bool wait_for_ready,
                                            weft__call_set_t *set);
+/* A switch for measuring: false when the environment variable `name` is "0", else true; read
+ * once into *cache (-1 before). */
+bool weft__switch_enabled(const char *name, int *cache);
 /* weft__rpc_unary_start with a request already framed (weft__wire_encode), which it takes: a
  * caller sending the same request again and again frames it once and passes a copy
  * (grpc_byte_buffer_copy shares the bytes). */

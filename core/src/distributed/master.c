@@ -1370,11 +1370,7 @@ static weft_status_t *execute(msession_t *s, mplan_t *plan, weft_tensor_t *const
 /* WEFT_MASTER_STEP_MEMO=0 resolves every RunStep's names again (for measuring). */
 static bool memo_enabled(void) {
   static int enabled = -1;
-  if (enabled < 0) {
-    const char *env = g_getenv("WEFT_MASTER_STEP_MEMO");
-    enabled = !(env && strcmp(env, "0") == 0);
-  }
-  return enabled;
+  return weft__switch_enabled("WEFT_MASTER_STEP_MEMO", &enabled);
 }
 
 weft_status_t *weft__master_run_step(weft__master_t *m, const char *handle,

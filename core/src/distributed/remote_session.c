@@ -54,11 +54,7 @@ typedef struct remote_session {
 /* WEFT_RUNSTEP_FRAME_CACHE=0 frames every RunStep request anew (for measuring). */
 static bool frame_cache_enabled(void) {
   static int enabled = -1;
-  if (enabled < 0) {
-    const char *env = g_getenv("WEFT_RUNSTEP_FRAME_CACHE");
-    enabled = !(env && strcmp(env, "0") == 0);
-  }
-  return enabled;
+  return weft__switch_enabled("WEFT_RUNSTEP_FRAME_CACHE", &enabled);
 }
 
 static bool names_match(char *const *have, const char *const *want, int n) {

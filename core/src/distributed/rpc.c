@@ -485,6 +485,16 @@ static weft_status_t *call_raw(const char *address, const weft__security_t *secu
   return st;
 }
 
+bool weft__switch_enabled(const char *name, int *cache) {
+  int v = g_atomic_int_get(cache);
+  if (v < 0) {
+    const char *env = g_getenv(name);
+    v = !(env && strcmp(env, "0") == 0);
+    g_atomic_int_set(cache, v);
+  }
+  return v;
+}
+
 /* "/weft.Worker/RunGraph" -> "RunGraph". */
 static const char *short_method(const char *method) {
   const char *slash = strrchr(method, '/');
