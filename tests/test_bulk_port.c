@@ -58,6 +58,16 @@ static void expect(weft_status_t *st, weft_code_t code, const char *message) {
   weft_status_free(st);
 }
 
+/* A server asking for `port` while something else holds it stops with the port's name. */
+static void expect_port_in_use(int port) {
+  weft_server_t *server = NULL;
+  char *want = g_strdup_printf("Bulk channel: cannot listen on 127.0.0.1 port %d: Address "
+                               "already in use", port);
+  expect(new_server(port, &server), WEFT_UNAVAILABLE, want);
+  g_assert_null(server);
+  g_free(want);
+}
+
 static void test_fixed_port(void) {
   int port = 0;
   close(hold_port(&port)); /* a port that was free a moment ago */
@@ -67,12 +77,7 @@ static void test_fixed_port(void) {
   OK(weft_server_start(server));
   g_assert_cmpint(weft_server_bulk_port(server), ==, port);
   /* Another server asking for the same port while the first holds it. */
-  weft_server_t *second = NULL;
-  char *want = g_strdup_printf("Bulk channel: cannot listen on 127.0.0.1 port %d: Address "
-                               "already in use", port);
-  expect(new_server(port, &second), WEFT_UNAVAILABLE, want);
-  g_assert_null(second);
-  g_free(want);
+  expect_port_in_use(port);
   OK(weft_server_stop(server));
   weft_server_free(server);
 }
@@ -80,13 +85,9 @@ static void test_fixed_port(void) {
 static void test_port_in_use(void) {
   int port = 0;
   int fd = hold_port(&port);
-  weft_server_t *server = NULL;
-  char *want = g_strdup_printf("Bulk channel: cannot listen on 127.0.0.1 port %d: Address "
-                               "already in use", port);
-  expect(new_server(port, &server), WEFT_UNAVAILABLE, want);
-  g_assert_null(server);
-  g_free(want);
+  expect_port_in_use(port);
   close(fd);
+  weft_server_t *server = NULL;
   /* Port 0: a free one, whatever is held elsewhere. */
   OK(new_server(0, &server));
   g_assert_cmpint(weft_server_bulk_port(server), >, 0);
