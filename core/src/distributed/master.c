@@ -1068,11 +1068,7 @@ static void do_run_graph(void *arg) {
  * pool thread, as before (measuring). */
 static bool step_overlap_enabled(void) {
   static int enabled = -1;
-  if (enabled < 0) {
-    const char *env = g_getenv("WEFT_STEP_OVERLAP");
-    enabled = !(env && strcmp(env, "0") == 0);
-  }
-  return enabled;
+  return weft__switch_enabled("WEFT_STEP_OVERLAP", &enabled);
 }
 
 /* A step of two partitions, calls[remote] on another task and calls[1 - remote] on this one:

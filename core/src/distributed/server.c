@@ -165,11 +165,7 @@ static _Thread_local int deferred_method;
 /* WEFT_SERVER_INLINE_STEPS=0 wakes the follower before every RunStep, as before (measuring). */
 static bool inline_steps_enabled(void) {
   static int enabled = -1;
-  if (enabled < 0) {
-    const char *env = g_getenv("WEFT_SERVER_INLINE_STEPS");
-    enabled = !(env && strcmp(env, "0") == 0);
-  }
-  return enabled;
+  return weft__switch_enabled("WEFT_SERVER_INLINE_STEPS", &enabled);
 }
 
 static weft_status_t *promote_follower_locked(weft_server_t *s);
