@@ -1,8 +1,8 @@
 /* The local part of TensorFlow's device-placement guide, in Weft's C API: a variable pinned to the
  * CPU, a device function that sends MatMuls to the GPU when there is one, an integer variable
- * pinned to /gpu:0 that soft placement moves to a device with a kernel, and control dependencies that
- * order an update before a read. Runs with log_device_placement on, so it prints where every node
- * went, then the results. This is the demo `scripts/demo.sh` runs. */
+ * pinned to /gpu:0 that soft placement moves to a device with a kernel (unless the GPU is CUDA's),
+ * and control dependencies that order an update before a read. Runs with log_device_placement
+ * on, so it prints where every node went, then the results. This is the demo `scripts/demo.sh` runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +75,9 @@ int main(void) {
 
   /* 3. An integer step variable pinned to /gpu:0. TensorFlow's guide uses int32, which has no GPU
    * kernel there; Weft's Vulkan backend does have int32 variables, so the step is int64 (as
-   * TensorFlow's own global_step is), which no gpu-like backend here supports: soft placement
-   * moves it, with its initializer and increment, to the CPU. */
+   * TensorFlow's own global_step is), which Vulkan does not support: soft placement moves it,
+   * with its initializer and increment, to the CPU. On a CUDA device it stays: CUDA has int64
+   * variables, as TensorFlow's GPU kernels do. */
   weft_graph_push_device(g, "/gpu:0");
   weft_tensor_t *zero = weft_tensor_new(WEFT_DT_INT64, 0, NULL);
   weft_output_t step_init = weft_const(g, "step_init", zero, &st);

@@ -51,8 +51,10 @@ static void test_tensor_is_exclusive(void) {
   g_assert_true(weft_tensor_is_exclusive(t));
   g_assert_false(weft_tensor_is_exclusive(NULL));
 
-  /* A variable's value fetched is shared with the variable; a computed one is not. */
+  /* A variable's value fetched is shared with the variable; a computed one is not. On the CPU:
+   * a fetch from a GPU's memory is a copy. */
   weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
   weft_status_t *st = NULL;
   weft_output_t init = weft_const(g, "init", t, &st);
   g_assert_null(st);

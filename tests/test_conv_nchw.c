@@ -112,6 +112,8 @@ static weft_tensor_t *run_op(const char *op, const conv_case_t *c, bool nchw, bo
                              weft_tensor_t *const *ins, const bool *image, int n_in,
                              bool image_out) {
   weft_graph_t *g = weft_graph_new();
+  /* These are the CPU plugin's kernels; a machine with a GPU would place the op there. */
+  weft_graph_push_device(g, "/device:CPU:0");
   weft_op_builder_t *b = weft_op_new(g, op, "op");
   weft_status_t *st = NULL;
   for (int k = 0; k < n_in; k++) {
@@ -545,6 +547,8 @@ static void fused_case(const conv_case_t *c, bool batch_norm, const char *act) {
      * compute them at plan time. */
     g_setenv("WEFT_NO_FUSION", fuse ? "constfold" : "1", TRUE);
     weft_graph_t *g = weft_graph_new();
+    /* _FusedConv2D is the CPU's: on a GPU device the group runs unfused. */
+    weft_graph_push_device(g, "/device:CPU:0");
     weft_status_t *st = NULL;
     weft_tensor_t *xc = relayout(x, true);
     weft_op_builder_t *b = weft_op_new(g, "Conv2D", "conv");

@@ -20,6 +20,14 @@
     if (st_) g_error("%s: %s", #st, weft_status_message(st_));             \
   } while (0)
 
+/* A graph whose nodes go to the CPU: the fused kernels are the CPU plugin's, and a machine with a
+ * GPU would place unpinned nodes there, where the groups run unfused. */
+static weft_graph_t *cpu_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  return g;
+}
+
 /* Values from a small linear congruential sequence in [lo, hi): reproducible, not a ramp (a
  * ramp's products cancel). */
 static weft_tensor_t *values(int rank, const int64_t *dims, float lo, float hi, uint32_t seed) {
@@ -149,7 +157,7 @@ static void test_matmul(void) {
   for (size_t c = 0; c < G_N_ELEMENTS(cases); c++)
     for (size_t a = 0; a < G_N_ELEMENTS(acts); a++) {
       const mm_case_t *mc = &cases[c];
-      weft_graph_t *g = weft_graph_new();
+      weft_graph_t *g = cpu_graph();
       int64_t ad[2] = {mc->ta ? mc->k : mc->m, mc->ta ? mc->m : mc->k};
       int64_t bd[2] = {mc->tb ? mc->n : mc->k, mc->tb ? mc->k : mc->n};
       weft_tensor_t *at = values(2, ad, -1, 1, 1 + (uint32_t)c);
@@ -272,7 +280,7 @@ static void test_conv(void) {
       int64_t oh, ow, pt, pl;
       conv_geom(c, &oh, &ow, &pt, &pl);
       int64_t oc = c->depthwise ? c->c * c->m : c->m, n_out = c->n * oh * ow * oc;
-      weft_graph_t *g = weft_graph_new();
+      weft_graph_t *g = cpu_graph();
       int64_t xd[4] = {c->n, c->h, c->w, c->c}, fd[4] = {c->kh, c->kw, c->c, c->m};
       weft_tensor_t *xt = values(4, xd, -1, 1, 3 + (uint32_t)ci);
       weft_tensor_t *ft = values(4, fd, -1, 1, 5 + (uint32_t)ci);
@@ -349,10 +357,10 @@ static void test_conv(void) {
 /* ---------------------------------------------------------------------------------------------
  * Where the graph stays as it is */
 
-/* a [4, 6] x b [6, 5] -> "mm" -> BiasAdd "bias" -> Relu "act", on `device` (NULL: placed). */
+/* a [4, 6] x b [6, 5] -> "mm" -> BiasAdd "bias" -> Relu "act", on `device` (NULL: the CPU). */
 static weft_graph_t *small_mlp(const char *device) {
   weft_graph_t *g = weft_graph_new();
-  if (device) weft_graph_push_device(g, device);
+  weft_graph_push_device(g, device ? device : "/device:CPU:0");
   int64_t ad[2] = {4, 6}, bd[2] = {6, 5}, n = 5;
   weft_status_t *st = NULL;
   weft_output_t v = weft_matmul(g, "mm", constant(g, "a", values(2, ad, -1, 1, 1)),
@@ -360,7 +368,7 @@ static weft_graph_t *small_mlp(const char *device) {
   v = weft_binary(g, "BiasAdd", "bias", v, constant(g, "c", values(1, &n, -1, 1, 3)), &st);
   OK(st);
   activation(g, "Relu", "act", v);
-  if (device) weft_graph_pop_device(g);
+  weft_graph_pop_device(g);
   return g;
 }
 
@@ -413,7 +421,7 @@ static void test_not_rewritten(void) {
  * Sigmoid and Neg over [300, 200] (above the chain pass's 16K elements). And a fed BiasAdd:
  * the group is cut there, the Relu reads the fed value. */
 static void test_with_chain_and_feed(void) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   int64_t ad[2] = {300, 40}, bd[2] = {40, 200}, n = 200;
   weft_tensor_t *at = values(2, ad, -1, 1, 1), *bt = values(2, bd, -1, 1, 2);
   weft_tensor_t *ct = values(1, &n, -1, 1, 3);
@@ -461,7 +469,7 @@ static void test_with_chain_and_feed(void) {
 
 /* A training batch norm (is_training defaults to true) is not an epilogue. */
 static void test_training_batch_norm_not_fused(void) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   int64_t xd[4] = {1, 5, 5, 2}, fd[4] = {3, 3, 2, 3}, three = 3;
   conv_case_t c = {1, 5, 5, 2, 3, 3, 3, 1, 1, 1, "SAME", false, false};
   weft_op_builder_t *b = weft_op_new(g, "Conv2D", "conv");
@@ -497,7 +505,7 @@ static void test_training_batch_norm_not_fused(void) {
  * graph TensorFlow optimized comes). Returns the status of the run. */
 static weft_status_t *run_fused_matmul(const char *const *ops, int n_ops, int64_t bias_n,
                                        int n_args, weft_tensor_t **out) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   int64_t ad[2] = {3, 4}, bd[2] = {4, 5};
   weft_op_builder_t *b = weft_op_new(g, "_FusedMatMul", "fmm");
   weft_op_add_input(b, constant(g, "a", values(2, ad, -1, 1, 1)));
@@ -518,7 +526,7 @@ static weft_status_t *run_fused_matmul(const char *const *ops, int n_ops, int64_
   size_t len = 0;
   OK(weft_graph_export_graphdef(g, &bytes, &len));
   weft_graph_free(g);
-  g = weft_graph_new();
+  g = cpu_graph();
   OK(weft_graph_import_graphdef(g, bytes, len, NULL));
   weft_free(bytes);
   g_setenv("WEFT_NO_FUSION", "1", TRUE);
@@ -591,7 +599,7 @@ static void test_gradients(void) {
     /* The gradients of LeakyRelu and Relu6 read their input, the BiasAdd, which then has two
      * consumers: only MatMul + BiasAdd fuse (TensorFlow's gradients read the same tensors). */
     bool leaky = strcmp(acts[k], "LeakyRelu") == 0 || strcmp(acts[k], "Relu6") == 0;
-    weft_graph_t *g = weft_graph_new();
+    weft_graph_t *g = cpu_graph();
     int64_t ad[2] = {40, 30}, bd[2] = {30, 20}, n = 20;
     weft_status_t *st = NULL;
     weft_output_t a = constant(g, "a", values(2, ad, -1, 1, 1));

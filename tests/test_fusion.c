@@ -17,6 +17,14 @@
     if (st_) g_error("%s: %s", #st, weft_status_message(st_));             \
   } while (0)
 
+/* A graph whose nodes go to the CPU: the fused kernels are the CPU plugin's, and a machine with a
+ * GPU would place unpinned nodes there, where the groups run unfused. */
+static weft_graph_t *cpu_graph(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  return g;
+}
+
 static weft_tensor_t *ramp(int rank, const int64_t *dims, float lo, float hi) {
   weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
   float *p = weft_tensor_data(t);
@@ -80,7 +88,7 @@ static void assert_same_bits(weft_tensor_t *a, weft_tensor_t *b) {
  * -> Maximum(same-shape y) -> Softplus over [rows, cols], cols not a multiple of the kernel's
  * block, so blocks straddle rows and the last one is short. */
 static weft_graph_t *long_chain(int64_t rows, int64_t cols) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   weft_status_t *st = NULL;
   int64_t dims[2] = {rows, cols};
   weft_tensor_t *xt = ramp(2, dims, -30, 30), *yt = ramp(2, dims, 5, -5);
@@ -187,7 +195,7 @@ static void test_unary_chain(void) {
                                     "Abs", "Square", "Sigmoid", "Rsqrt"};
   int64_t shapes[][2] = {{16, 1024}, {7, 3001}, {1, 16411}};
   for (size_t s = 0; s < G_N_ELEMENTS(shapes); s++) {
-    weft_graph_t *g = weft_graph_new();
+    weft_graph_t *g = cpu_graph();
     weft_status_t *st = NULL;
     weft_tensor_t *xt = ramp(2, shapes[s], -30, 30);
     weft_output_t v = weft_const(g, "x", xt, &st);
@@ -223,7 +231,7 @@ static void test_unary_chain(void) {
 /* Pow fuses with either operand a scalar: x^3 -> Tanh -> 2^t -> * 0.5, over a shape whose rows
  * straddle blocks; the fused result is the unfused one's bits (the same vector loops). */
 static void test_pow_chain(void) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   weft_status_t *st = NULL;
   int64_t dims[2] = {37, 1001};
   weft_tensor_t *xt = ramp(2, dims, -3, 3);
@@ -281,7 +289,7 @@ static void test_fetched_intermediate(void) {
 /* A node with a control input, a node that is a control input, and a node with two consumers
  * each end a chain. */
 static void test_control_edges_and_fanout(void) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   weft_status_t *st = NULL;
   int64_t n = 50000;
   weft_tensor_t *xt = ramp(1, &n, -3, 3);
@@ -334,7 +342,7 @@ static void test_export_unchanged(void) {
  * the prefilled bias; with k within one OpenBLAS block that is the unfused sum's bits too
  * (tests/test_fused_contraction.c compares other shapes within float tolerances). */
 static void test_matmul_bias_relu(void) {
-  weft_graph_t *g = weft_graph_new();
+  weft_graph_t *g = cpu_graph();
   weft_status_t *st = NULL;
   int64_t ad[2] = {256, 64}, bd[2] = {64, 128}, cols = 128;
   weft_tensor_t *at = ramp(2, ad, -1, 1), *bt = ramp(2, bd, 1, -1), *ct = ramp(1, &cols, -3, 3);

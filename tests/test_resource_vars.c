@@ -237,6 +237,9 @@ static void test_shared_name(void) {
 /* A resource variable and a ref variable (VariableV2) of one container and name share storage. */
 static void test_shared_with_ref_variable(void) {
   weft_graph_t *g = weft_graph_new();
+  /* Storage is shared within one device's resource manager: both on the CPU, which has kernels
+   * for both kinds (a GPU plugin may have VariableV2 alone). */
+  weft_graph_push_device(g, "/device:CPU:0");
   weft_status_t *st = NULL;
   weft_output_t init = const_floats(g, "init", 1, (const int64_t[]){3}, (const float[]){1, 2, 3});
   weft_variable(g, "w", init, &st);

@@ -689,7 +689,9 @@ static void test_monitored_session_events(void) {
       weft_graph_t *back = weft_graph_new();
       OK(weft_graph_import_graphdef(back, e->graph_def, e->graph_def_len, ""));
       const char *dev = weft_node_requested_device(weft_graph_node(back, "W"));
-      g_assert_true(g_str_has_suffix(dev, "device:CPU:0"));
+      /* The first device of the machine: CPU:0 here, CUDA:0 where there is a GPU. */
+      g_assert_true(g_str_has_prefix(dev, "/job:localhost/replica:0/task:0/device:"));
+      g_assert_true(g_str_has_suffix(dev, ":0"));
       weft_graph_free(back);
     }
     for (int k = 0; k < e->n_values; k++) {
@@ -828,8 +830,10 @@ static void test_step_stats(void) {
     wire_fields(p, n, 1, dev);
     wire_fields(p, n, 2, nodes);
     g_assert_cmpint(dev->len, ==, 1);
+    /* CPU:0, and CUDA:0 too where the machine has a GPU. */
     g_assert_nonnull(g_strstr_len(g_bytes_get_data(dev->pdata[0], NULL),
-                                  (gssize)g_bytes_get_size(dev->pdata[0]), "device:CPU:0"));
+                                  (gssize)g_bytes_get_size(dev->pdata[0]),
+                                  "/job:localhost/replica:0/task:0/device:"));
     for (guint k = 0; k < nodes->len; k++) {
       GPtrArray *name = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
       p = g_bytes_get_data(nodes->pdata[k], &n);

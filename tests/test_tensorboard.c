@@ -84,6 +84,9 @@ static GHashTable *printed_losses(const char *log) {
   return h;
 }
 
+/* Where a local run's nodes go: the CPU, or a GPU where the machine has one. */
+#define LOCAL_DEVICE "/job:localhost/replica:0/task:0/device:"
+
 /* The checks every run's event file passes; returns how many loss values it compared. */
 static int check_event_file(const char *path, const char *log, const char *device_part) {
   JsonParser *parser;
@@ -147,7 +150,7 @@ static void test_local_run(void) {
   GPtrArray *files = event_files(dir);
   g_assert_cmpint(files->len, ==, 1);
   /* Summaries at global steps 1, 6, ..., 36: each compared with the printed loss. */
-  g_assert_cmpint(check_event_file(files->pdata[0], p.log->str, "/device:CPU:0"), ==, 8);
+  g_assert_cmpint(check_event_file(files->pdata[0], p.log->str, LOCAL_DEVICE), ==, 8);
 
   /* weft inspect lists the records; --dot draws the placed graph. */
   run_result_t r = run_program(WEFT_EXE, (const char *const[]){"inspect", dir, NULL}, NULL);
@@ -209,7 +212,7 @@ static void test_killed_and_restored(void) {
   g_assert_cmpint(json_object_get_int_member(second, "session_log"), ==, 1); /* START */
   g_assert_cmpint(json_object_get_int_member(second, "step"), ==, 20);
   g_object_unref(parser);
-  g_assert_cmpint(check_event_file(files->pdata[1], q.log->str, "/device:CPU:0"), >=, 1);
+  g_assert_cmpint(check_event_file(files->pdata[1], q.log->str, LOCAL_DEVICE), >=, 1);
   g_ptr_array_unref(files);
   g_string_free(q.log, TRUE);
   test_rm_rf(dir);

@@ -735,6 +735,8 @@ static void no_driver_child(void) {
   g_unsetenv("WEFT_VULKAN_DISABLE");
   g_setenv("VK_ICD_FILENAMES", "/nonexistent/weft-no-icd.json", TRUE);
   g_setenv("VK_DRIVER_FILES", "/nonexistent/weft-no-icd.json", TRUE);
+  /* And no CUDA device, which /gpu:0 would name on a machine with an NVIDIA GPU. */
+  g_setenv("WEFT_CUDA_DISABLE", "1", TRUE);
   g_assert_null(vulkan_device());
   const char **reasons = NULL;
   int n = weft_backends_without_devices(&reasons);
