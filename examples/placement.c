@@ -2,7 +2,8 @@
  * CPU, a device function that sends MatMuls to the GPU when there is one, an integer variable
  * pinned to /gpu:0 that soft placement moves to a device with a kernel (unless the GPU is CUDA's),
  * and control dependencies that order an update before a read. Runs with log_device_placement
- * on, so it prints where every node went, then the results. This is the demo `scripts/demo.sh` runs. */
+ * on, so it prints where every node went, then the results. This is the demo `scripts/demo.sh`
+ * runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

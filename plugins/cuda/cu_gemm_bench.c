@@ -156,7 +156,8 @@ int main(int argc, char **argv) {
   g_option_context_free(oc);
   if (tf32) g_setenv("WEFT_CUDA_ALLOW_TF32", "1", TRUE);
   /* The chain is all Consts: plan-time constant folding would compute it once on the CPU when it
-   * fits the folding's bounds (1024^3 does on a many-core host) and the steps would time nothing. */
+   * fits the folding's bounds (1024^3 does on a many-core host), and the steps would time
+   * nothing. */
   const char *no_fusion = getenv("WEFT_NO_FUSION");
   if (!no_fusion || !*no_fusion || strcmp(no_fusion, "contraction") == 0)
     g_setenv("WEFT_NO_FUSION", "constfold", TRUE);
