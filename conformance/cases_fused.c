@@ -160,6 +160,12 @@ static const fconv_spec_t conv_cases[] = {
      "Relu"},
     {"fewtaps_bias_elu_m16", {1, 6, 25, 1}, {3, 3, 1, 16}, 1, 1, "SAME", false, "Elu"},
     {"fewtaps_bias_m24_fallback", {1, 6, 11, 3}, {3, 3, 3, 24}, 1, 1, "SAME", false, "Relu"},
+    /* Winograd's F(2x2, 3x3) (plugins/cpu/cpu_conv_winograd.c) with the epilogue on each tile's
+     * pixels. */
+    {"winograd_bias_relu_18x17_m32", {2, 18, 17, 32}, {3, 3, 32, 32}, 1, 1, "SAME", false,
+     "Relu"},
+    {"winograd_batch_norm_elu_valid_m64", {2, 15, 12, 48}, {3, 3, 48, 64}, 1, 1, "VALID", true,
+     "Elu"},
 };
 
 static const fconv_spec_t depthwise_cases[] = {

@@ -68,6 +68,28 @@ static const conv_spec_t conv_cases[] = {
     {"fewtaps_m24_fallback", {1, 7, 15, 3}, {3, 3, 3, 24}, {1, 1}, {1, 1}, "SAME", {0}, false},
     {"fewtaps_dilated_fallback", {1, 10, 14, 3}, {3, 3, 3, 32}, {1, 1}, {2, 2}, "SAME", {0},
      false},
+    /* Winograd's F(2x2, 3x3) (plugins/cpu/cpu_conv_winograd.c): 3x3 at stride 1 over 32 and
+     * more channels; odd output sizes (a last tile half outside), images beside each other in a
+     * block, explicit pads, NCHW through the transposes; and the shapes it leaves (stride 2,
+     * dilation 2, 16 channels). */
+    {"winograd_same_16x16x32_m48", {1, 16, 16, 32}, {3, 3, 32, 48}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"winograd_valid_odd_batch2_m32", {2, 19, 13, 48}, {3, 3, 48, 32}, {1, 1}, {1, 1}, "VALID",
+     {0}, false},
+    {"winograd_explicit_m64", {1, 16, 16, 64}, {3, 3, 64, 64}, {1, 1}, {1, 1}, "EXPLICIT",
+     {2, 1, 0, 2}, false},
+    {"winograd_nchw_batch2_m32", {2, 14, 11, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "SAME", {0},
+     true},
+    {"winograd_40x36x32_m96", {1, 40, 36, 32}, {3, 3, 32, 96}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"winograd_stride2_fallback", {1, 16, 16, 32}, {3, 3, 32, 32}, {2, 2}, {1, 1}, "SAME", {0},
+     false},
+    {"winograd_dilated_fallback", {1, 16, 16, 32}, {3, 3, 32, 32}, {1, 1}, {2, 2}, "SAME", {0},
+     false},
+    {"winograd_c16_fallback", {1, 16, 16, 16}, {3, 3, 16, 32}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
+    {"winograd_few_tiles_fallback", {1, 14, 14, 32}, {3, 3, 32, 32}, {1, 1}, {1, 1}, "SAME", {0},
+     false},
 };
 
 static void fill_window(const conv_spec_t *s, cf_window_t *w, bool pool) {

@@ -318,6 +318,8 @@ weft_status_t *weft__cpu_conv2d_f32_packed(weft_kernel_ctx_t *ctx, const weft_cp
   }
   if (g->m <= NHWC_DIRECT_MAX_M && weft__cpu_conv2d_nchw_direct(g))
     return weft__cpu_conv2d_nhwc_direct_f32(ctx, g, x, f, y, ep);
+  if (weft__cpu_conv2d_winograd_wanted(g))
+    return weft__cpu_conv2d_winograd_f32(ctx, g, x, f, y, ep);
   if (weft__cpu_conv2d_few_taps(g)) return weft__cpu_conv2d_few_taps_f32(ctx, g, x, f, y, ep);
   tiles_t t = {.g = g, .a = x, .b = f, .out = y, .k = k, .rows = rows, .fn = forward_tile,
                .ep = ep};

@@ -49,6 +49,8 @@ void weft__cpu_gemm_tile_avx512(int64_t kc, const float *ap, int64_t rs, int64_t
 /* Clamps the tile c[rows, cols] as flags say (the plain C form, for the AVX2 and baseline tiles
  * and to check them). */
 void weft__cpu_gemm_clamp(float *c, int64_t ldc, int rows, int cols, int flags);
+/* The level whose tile the plugin's packed paths run (WEFT_CPU_ISA, read once; cpu_packed.c). */
+weft_cpu_isa_t weft__cpu_packed_isa(void);
 /* The tile of `isa`, which must be supported (weft__cpu_isa_supported). */
 weft_cpu_gemm_tile_fn weft__cpu_gemm_tile_for(weft_cpu_isa_t isa);
 

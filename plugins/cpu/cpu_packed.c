@@ -90,7 +90,7 @@ static int packed_mode(void) {
 }
 
 /* The level's micro-kernel, chosen once as the elementwise kernels' level is (WEFT_CPU_ISA). */
-static weft_cpu_isa_t packed_isa(void) {
+weft_cpu_isa_t weft__cpu_packed_isa(void) {
   static int isa = -1;
   int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
   if (v < 0) {
@@ -106,7 +106,7 @@ bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k) {
   int mode = packed_mode();
   if (mode < 0 || m < 1 || n < 1 || k < 1) return false;
   if (mode > 0) return true;
-  return packed_isa() == WEFT_CPU_ISA_AVX512 && m >= 2 && n >= WEFT_GEMM_NR &&
+  return weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 && m >= 2 && n >= WEFT_GEMM_NR &&
          k * n < PACKED_MAX_B_FLOATS;
 }
 
@@ -117,7 +117,7 @@ bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k) {
  * (docs/performance.md, "Issue 22: narrow output layers"). Only MatMul and _FusedMatMul ask:
  * convolutions keep the rule above. */
 static bool narrow_wanted(int64_t m, int64_t n, int64_t k) {
-  return packed_mode() == 0 && packed_isa() == WEFT_CPU_ISA_AVX512 && m >= NARROW_MIN_ROWS &&
+  return packed_mode() == 0 && weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 && m >= NARROW_MIN_ROWS &&
          n >= NARROW_MIN_COLS && n <= 16 && k >= NARROW_MIN_DEPTH && k * n < PACKED_MAX_B_FLOATS;
 }
 
@@ -183,7 +183,7 @@ static void run_init(packed_run_t *r, const packed_b_t *p, bool ta, int64_t m, c
   *r = (packed_run_t){.ep = ep};
   r->job = (weft_cpu_gemm_job_t){.m = m, .n = p->n, .k = p->k, .a = a, .lda = lda, .ta = ta,
                                  .bp = p->data, .c = c, .ldc = ldc,
-                                 .tile = weft__cpu_gemm_tile_for(packed_isa())};
+                                 .tile = weft__cpu_gemm_tile_for(weft__cpu_packed_isa())};
   if (ep && ep->bias && !ep->scale) {
     r->job.bias = ep->bias;
     r->prefilled = true;
