@@ -18,9 +18,10 @@ void weft__cpu_wino_input_avx512(const float *const *p, int64_t c, float *v, siz
 void weft__cpu_wino_output_avx512(const float *s, size_t sstride, int64_t m, float *y0,
                                   float *y1, int rows, int cols);
 
-/* U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], of every (channel, filter) pair of the
- * filter f [3, 3, c, m] (m a multiple of 16): value xi of pair (ic, oc) goes to
- * u[(xi * c + ic) * m + oc], 16 matrices [c, m]. */
-void weft__cpu_wino_filter_avx512(const float *f, int64_t c, int64_t m, float *u);
+/* U = G g G^T, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], of the (channel, filter) pairs of the
+ * filter f [3, 3, c, m] (m a multiple of 16) with channels [ic0, ic1): value xi of pair (ic, oc)
+ * goes to u[(xi * c + ic) * m + oc], rows of 16 matrices [c, m]. */
+void weft__cpu_wino_filter_avx512(const float *f, int64_t c, int64_t m, int64_t ic0, int64_t ic1,
+                                  float *u);
 
 #endif /* WEFT_CPU_WINO_H */

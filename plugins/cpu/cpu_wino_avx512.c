@@ -46,10 +46,11 @@ void weft__cpu_wino_output_avx512(const float *s, size_t sstride, int64_t m, flo
   }
 }
 
-void weft__cpu_wino_filter_avx512(const float *f, int64_t c, int64_t m, float *u) {
+void weft__cpu_wino_filter_avx512(const float *f, int64_t c, int64_t m, int64_t ic0, int64_t ic1,
+                                  float *u) {
   size_t plane = (size_t)c * m;
   const __m512 half = _mm512_set1_ps(0.5f);
-  for (int64_t ic = 0; ic < c; ic++)
+  for (int64_t ic = ic0; ic < ic1; ic++)
     for (int64_t oc = 0; oc < m; oc += 16) {
       __m512 w[3][3], t[4][3];
       for (int i = 0; i < 3; i++)
