@@ -45,8 +45,9 @@ bool weft__cpu_conv2d_winograd_wanted(const weft_cpu_conv2d_t *g) {
   (void)g;
   return false;
 #endif
-  return wino_enabled() && weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 && g->kh == 3 && g->kw == 3 &&
-         g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->c >= WINO_MIN_CHANNELS &&
+  return wino_enabled() && weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 && g->kh == 3 &&
+         g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+         g->c >= WINO_MIN_CHANNELS &&
          g->m >= WINO_MIN_CHANNELS && g->c % 16 == 0 && g->m % 16 == 0 &&
          g->oh >= WINO_MIN_OUT && g->ow >= WINO_MIN_OUT &&
          g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2) >= WINO_MIN_TILES;
@@ -60,7 +61,7 @@ typedef struct wino {
   size_t u_floats;  /* floats from one to the next */
   const float *zeros; /* c zeros: the input outside the image */
   int64_t tiles_h, tiles_w, tiles;
-  int64_t slots;            /* shares of the blocks, one per pool thread at most */
+  int64_t slots;            /* equal shares of the tiles, one per pool thread at most */
   float *scratch;           /* slots x scratch_per_slot floats */
   size_t scratch_per_slot;  /* a block's transformed input and products */
   const weft_cpu_epilogue_t *ep;
@@ -124,7 +125,7 @@ static void transform_output(const wino_t *w, int64_t t, int64_t slot, const flo
   int64_t oy0 = (r / w->tiles_w) * 2, ox0 = (r % w->tiles_w) * 2, m = g->m;
   int rows = oy0 + 1 < g->oh ? 2 : 1, cols = ox0 + 1 < g->ow ? 2 : 1;
   float *y0 = w->y + ((n * g->oh + oy0) * g->ow + ox0) * m;
-  float *y1 = y0 + g->ow * m;
+  float *y1 = rows == 2 ? y0 + g->ow * m : NULL;
 #if defined(__x86_64__)
   weft__cpu_wino_output_avx512(mm + slot * m, (size_t)WINO_BLOCK * m, m, y0, y1, rows, cols);
 #endif
@@ -179,7 +180,8 @@ static void wino_range(void *arg, int64_t begin, int64_t end) {
 weft_status_t *weft__cpu_conv2d_winograd_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                              const float *x, const float *f, float *y,
                                              const weft_cpu_epilogue_t *ep) {
-  wino_t w = {.g = g, .x = x, .y = y, .ep = ep, .tile = weft__cpu_gemm_tile_for(weft__cpu_packed_isa())};
+  wino_t w = {.g = g, .x = x, .y = y, .ep = ep};
+  w.tile = weft__cpu_gemm_tile_for(weft__cpu_packed_isa());
   w.tiles_h = (g->oh + 1) / 2;
   w.tiles_w = (g->ow + 1) / 2;
   w.tiles = g->n * w.tiles_h * w.tiles_w;
@@ -201,7 +203,7 @@ weft_status_t *weft__cpu_conv2d_winograd_f32(weft_kernel_ctx_t *ctx, const weft_
   w.zeros = zeros;
   int64_t blocks = (w.tiles + WINO_BLOCK - 1) / WINO_BLOCK;
   int threads = weft__cpu_host->kernel_num_threads(ctx);
-  w.slots = blocks < threads ? blocks : threads;
+  w.slots = blocks < threads ? blocks : threads > 1 ? threads : 1;
   w.scratch_per_slot = (size_t)16 * WINO_BLOCK * (g->c + g->m);
   WEFT_RETURN_IF_ERROR(weft__cpu_host->kernel_scratch(
       ctx, sizeof(float) * w.scratch_per_slot * (size_t)w.slots, (void **)&w.scratch));
