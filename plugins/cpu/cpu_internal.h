@@ -248,13 +248,14 @@ weft_status_t *weft__cpu_conv2d_nhwc_direct_f32(weft_kernel_ctx_t *ctx,
                                                 const weft_cpu_conv2d_t *g, const float *x,
                                                 const float *f, float *y,
                                                 const struct weft_cpu_epilogue *ep);
-/* The direct few-tap NHWC Conv2D (cpu_conv_direct.c, cpu_convd.h: up to 64 taps, filters a
- * multiple of 16, AVX-512 or AVX2), and whether it is the one to run for g. */
-/* A 3x3 stride-1 convolution of many channels by Winograd's F(2x2, 3x3) (cpu_conv_winograd.c). */
+/* A 3x3 stride-1 convolution of many channels by Winograd's F(2x2, 3x3) (cpu_conv_winograd.c),
+ * and whether it is the one to run for g. */
 bool weft__cpu_conv2d_winograd_wanted(const weft_cpu_conv2d_t *g);
 weft_status_t *weft__cpu_conv2d_winograd_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                              const float *x, const float *f, float *y,
                                              const struct weft_cpu_epilogue *ep);
+/* The direct few-tap NHWC Conv2D (cpu_conv_direct.c, cpu_convd.h: up to 64 taps, filters a
+ * multiple of 16, AVX-512 or AVX2), and whether it is the one to run for g. */
 bool weft__cpu_conv2d_few_taps(const weft_cpu_conv2d_t *g);
 weft_status_t *weft__cpu_conv2d_few_taps_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
                                              const float *x, const float *f, float *y,

@@ -117,8 +117,9 @@ bool weft__cpu_packed_wanted(int64_t m, int64_t n, int64_t k) {
  * (docs/performance.md, "Issue 22: narrow output layers"). Only MatMul and _FusedMatMul ask:
  * convolutions keep the rule above. */
 static bool narrow_wanted(int64_t m, int64_t n, int64_t k) {
-  return packed_mode() == 0 && weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 && m >= NARROW_MIN_ROWS &&
-         n >= NARROW_MIN_COLS && n <= 16 && k >= NARROW_MIN_DEPTH && k * n < PACKED_MAX_B_FLOATS;
+  return packed_mode() == 0 && weft__cpu_packed_isa() == WEFT_CPU_ISA_AVX512 &&
+         m >= NARROW_MIN_ROWS && n >= NARROW_MIN_COLS && n <= 16 && k >= NARROW_MIN_DEPTH &&
+         k * n < PACKED_MAX_B_FLOATS;
 }
 
 /* The packed B for this call, one reference the caller drops; NULL where B is not a constant,
