@@ -111,17 +111,27 @@ static int h2_open(int port) {
   return fd;
 }
 
-/* The good client: ListDevices with the token must answer with the CPU device. */
-static void expect_serves(const char *target, const char *token) {
+/* The good client: ListDevices with the token must answer with the CPU device. d (or NULL): the
+ * server's process, whose stderr and exit status a failure shows first. */
+static void expect_serves_proc(weftd_proc_t *d, const char *target, const char *token) {
   weft_session_options_t *opts = weft_session_options_new();
   weft_session_options_set_auth_token_file(opts, token);
   weft_device_info_t *devices = NULL;
   int n = 0;
   weft_status_t *st = weft_cluster_list_devices_with_options(target, opts, 60000, &devices, &n);
-  if (st) g_error("ListDevices on %s: %s", target, weft_status_message(st));
+  if (st) {
+    /* The server's own account first (its stderr and exit status, where it is gone). */
+    g_printerr("ListDevices on %s: %s\n", target, weft_status_message(st));
+    if (d) weftd_stop(d);
+    g_error("ListDevices on %s: %s", target, weft_status_message(st));
+  }
   g_assert_cmpint(n, >=, 1);
   weft_device_list_free(devices, n);
   weft_session_options_free(opts);
+}
+
+static void expect_serves(const char *target, const char *token) {
+  expect_serves_proc(NULL, target, token);
 }
 
 /* Polls VmRSS until it is within 10% (or 8 MiB) of before, at most 90 s; returns the last. */
@@ -256,8 +266,10 @@ static void test_h2_floods(void) {
     if (k == 0) rapid_reset(port, floods[k].arg);
     if (k == 1) continuation_flood(port, floods[k].arg);
     if (k == 2) many_headers(port);
-    expect_serves(d.target, token);
+    expect_serves_proc(&d, d.target, token);
     int64_t rss = rss_settles(d.pid, rss0);
+    /* Gone after serving: weftd_stop shows its stderr and fails on its exit status. */
+    if (rss < 0) weftd_stop(&d);
     g_test_message("%s: VmRSS %" G_GINT64_FORMAT " -> %" G_GINT64_FORMAT " KiB", floods[k].name,
                    rss0, rss);
     /* Memory taken by the flood comes back (allowing for this build's own caches); not under
