@@ -930,6 +930,84 @@ static void test_kernel_error_aborts_step(void) {
   weftd_cluster_stop(&c);
 }
 
+/* A step whose master-task partition only computes what it sends (a fed 2x2 matrix inverted,
+ * then sent to the ps) runs that partition before the ps's RunGraph is sent: traced, every node
+ * of the worker's ends before the ps's first starts. When it fails, the ps's partition is not
+ * started, and the step fails at once with the worker's own error. */
+static void test_sends_first(void) {
+  weftd_cluster_t c;
+  if (!weftd_cluster_start(&c, 1, 1, NULL)) return;
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  push_worker(g, 0);
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 2, (int64_t[]){2, 2}, &st);
+  OK(st);
+  weft_output_t inv = weft_unary(g, "MatrixInverse", "inverse", x, &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_graph_push_device(g, "/job:ps/task:0");
+  weft_binary(g, "Mul", "z", inv, weft_const_float(g, "two", 2.0f, &st), &st);
+  OK(st);
+  weft_graph_pop_device(g);
+  weft_session_t *s = weftd_remote_session(g, c.target[1]);
+
+  const char *feed = "x", *fetch = "z";
+  weft_tensor_t *m = weft_tensor_new(WEFT_DT_FLOAT, 2, (int64_t[]){2, 2});
+  float *v = weft_tensor_data(m);
+  v[0] = 2.0f, v[1] = 0.0f, v[2] = 0.0f, v[3] = 4.0f;
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  for (int round = 0; round < 2; round++) {
+    weft_tensor_t *out = NULL;
+    weft_run_metadata_t *meta = NULL;
+    OK(weft_session_run_with_options(s, ro, &feed, &m, 1, &fetch, &out, 1, NULL, 0, &meta));
+    g_assert_cmpfloat(weft_tensor_get_double(out, 0), ==, 1.0);
+    g_assert_cmpfloat(weft_tensor_get_double(out, 1), ==, 0.0);
+    g_assert_cmpfloat(weft_tensor_get_double(out, 3), ==, 0.5);
+    int64_t worker_end = 0, ps_start = G_MAXINT64;
+    int on_worker = 0, on_ps = 0;
+    for (int k = 0; k < weft_run_metadata_num_node_stats(meta); k++) {
+      const weft_node_stats_t *n = weft_run_metadata_node_stats(meta, k);
+      if (strstr(n->device, "/job:worker/")) {
+        worker_end = MAX(worker_end, n->start_us + n->duration_us);
+        on_worker++;
+      } else {
+        ps_start = MIN(ps_start, n->start_us);
+        on_ps++;
+      }
+    }
+    g_assert_cmpint(on_worker, >=, 2); /* the inverse and its _Send */
+    g_assert_cmpint(on_ps, >=, 2);     /* the _Recv and the Mul */
+    g_assert_cmpint(worker_end, <=, ps_start);
+    weft_run_metadata_free(meta);
+    weft_tensor_unref(out);
+  }
+  weft_run_options_free(ro);
+
+  v[3] = 0.0f; /* singular */
+  weft_tensor_t *out = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  st = weft_session_run(s, &feed, &m, 1, &fetch, &out, 1, NULL, 0);
+  double took = (g_get_monotonic_time() - t0) / 1e6;
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_nonnull(strstr(weft_status_message(st), "inverse"));
+  g_assert_nonnull(strstr(weft_status_message(st), "Input is not invertible."));
+  g_assert_null(strstr(weft_status_message(st), WEFT_DERIVED_PREFIX));
+  g_assert_cmpfloat(took, <, 5.0);
+  g_assert_null(out);
+  weft_status_free(st);
+
+  /* The same partitions run the next step. */
+  v[3] = 4.0f;
+  OK(weft_session_run(s, &feed, &m, 1, &fetch, &out, 1, NULL, 0));
+  g_assert_cmpfloat(weft_tensor_get_double(out, 3), ==, 0.5);
+  weft_tensor_unref(out);
+  weft_tensor_unref(m);
+  weft_session_free(s);
+  weft_graph_free(g);
+  weftd_cluster_stop(&c);
+}
+
 /* A ps that restarts loses its graphs and variables: the next step fails with ABORTED, the one
  * after runs again (with the variable uninitialised until the client initialises it). */
 static void test_restart_aborted(void) {
@@ -1783,6 +1861,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/distributed/shared_variables", test_shared_variables);
   g_test_add_func("/distributed/ps_killed", test_ps_killed);
   g_test_add_func("/distributed/kernel_error_aborts_step", test_kernel_error_aborts_step);
+  g_test_add_func("/distributed/sends_first", test_sends_first);
   g_test_add_func("/distributed/restart_aborted", test_restart_aborted);
   g_test_add_func("/distributed/malformed_requests", test_malformed_requests);
   g_test_add_func("/distributed/concurrent_clients", test_concurrent_clients);

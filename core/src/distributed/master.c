@@ -44,6 +44,7 @@ typedef struct mpart {
   int *feed_index;
   int n_feeds;
   int n_fetches;
+  bool sends_first; /* run before the other task's RunGraph is sent (partition_sends_first) */
 } mpart_t;
 
 typedef struct mplan {
@@ -843,6 +844,18 @@ static bool op_never_waits(const weft_node_t *n) {
   return false;
 }
 
+/* Every output's shape known and at most NEVER_WAITS_MAX_BYTES. */
+static bool outputs_small(const weft_node_t *n) {
+  for (int o = 0; o < n->n_outputs; o++) {
+    weft__shape_t shape = weft__node_shape(n, o);
+    int64_t count = shape.rank < 0 ? -1 : weft__shape_num_elements(shape.rank, shape.dims);
+    weft_dtype_t dt = n->output_types[o];
+    size_t size = weft_dtype_size(dt >= WEFT_DT_REF_OFFSET ? dt - WEFT_DT_REF_OFFSET : dt);
+    if (count < 0 || size == 0 || (uint64_t)count * size > NEVER_WAITS_MAX_BYTES) return false;
+  }
+  return true;
+}
+
 static bool plan_never_waits(const weft__master_t *m, const GPtrArray *partitions,
                              const GPtrArray *nodes) {
   if (partitions->len > 1 || nodes->len > NEVER_WAITS_MAX_NODES) return false;
@@ -852,14 +865,27 @@ static bool plan_never_waits(const weft__master_t *m, const GPtrArray *partition
   }
   for (guint k = 0; k < nodes->len; k++) {
     const weft_node_t *n = nodes->pdata[k];
-    if (!op_never_waits(n)) return false;
-    for (int o = 0; o < n->n_outputs; o++) {
-      weft__shape_t shape = weft__node_shape(n, o);
-      int64_t count = shape.rank < 0 ? -1 : weft__shape_num_elements(shape.rank, shape.dims);
-      weft_dtype_t dt = n->output_types[o];
-      size_t size = weft_dtype_size(dt >= WEFT_DT_REF_OFFSET ? dt - WEFT_DT_REF_OFFSET : dt);
-      if (count < 0 || size == 0 || (uint64_t)count * size > NEVER_WAITS_MAX_BYTES) return false;
-    }
+    if (!op_never_waits(n) || !outputs_small(n)) return false;
+  }
+  return true;
+}
+
+/* A partition that only produces what it sends: so few nodes, none that waits for anything
+ * (no _Recv: nothing of the other task's), nothing costly but constants and variables read
+ * as they are. A two-task step runs such a partition of its own task before it sends the
+ * other task's RunGraph (run_overlapped): that call's send takes the thread 40-140 us on a
+ * 2-core VM (the kernel delivers the bytes on the sender's time), and meanwhile the other
+ * task had already asked for a tensor this thread had not yet sent. */
+static bool partition_sends_first(const weft__partition_t *p) {
+  static const char *const free_ops[] = {"_Send", "Const", "Identity", "VariableV2", "Variable",
+                                         "VarHandleOp", NULL};
+  int n_nodes = weft_graph_num_nodes(p->graph);
+  if (n_nodes > NEVER_WAITS_MAX_NODES) return false;
+  for (int k = 0; k < n_nodes; k++) {
+    const weft_node_t *n = weft_graph_node_at(p->graph, k);
+    bool free_op = false;
+    for (const char *const *o = free_ops; *o && !free_op; o++) free_op = !strcmp(*o, n->op_name);
+    if (!free_op && (!op_never_waits(n) || !outputs_small(n))) return false;
   }
   return true;
 }
@@ -906,6 +932,7 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
       part->n_feeds = (int)p->feed_index->len;
       part->feed_index = g_memdup2(p->feed_index->data, sizeof(int) * (p->feed_index->len + 1));
       part->n_fetches = (int)p->fetch_names->len;
+      part->sends_first = partition_sends_first(p);
       g_ptr_array_add(plan->parts, part);
       if (!part->task) {
         st = weft_status_new(WEFT_INTERNAL, "Partition for unknown task %s", p->task);
@@ -1071,17 +1098,38 @@ static bool step_overlap_enabled(void) {
   return weft__switch_enabled("WEFT_STEP_OVERLAP", &enabled);
 }
 
+/* WEFT_SENDS_FIRST=0: a partition that only sends still runs after the other task's RunGraph
+ * is sent (measuring). */
+static bool sends_first_enabled(void) {
+  static int enabled = -1;
+  return weft__switch_enabled("WEFT_SENDS_FIRST", &enabled);
+}
+
 /* A step of two partitions, calls[remote] on another task and calls[1 - remote] on this one:
  * the RunGraph call is sent first, then this thread runs its own task's partition and waits
  * for the answer, with no pool thread to wake and none to wake it. The remote partition's
- * completion is read by the server's poller, which may_block has set up already (execute). */
+ * completion is read by the server's poller, which may_block has set up already (execute).
+ * A partition of this task that only computes what it sends (partition_sends_first) runs
+ * before the call instead, and when it fails the other is not started. */
 static void run_overlapped(part_call_t *calls, int remote) {
   Weft__RunGraphRequest req;
   weft_tensor_t **feeds = NULL;
+  bool local_first = calls[1 - remote].part->sends_first && sends_first_enabled();
+  if (local_first) {
+    do_run_graph(&calls[1 - remote]);
+    if (calls[1 - remote].status) {
+      /* The other task would only wait for what this partition failed to send. */
+      calls[remote].status = weft_status_new(WEFT_CANCELLED, WEFT_DERIVED_PREFIX "Step %"
+                                             G_GINT64_FORMAT " was not started",
+                                             calls[remote].run->step_id);
+      finish_part(&calls[remote]);
+      return;
+    }
+  }
   run_graph_request(&calls[remote], &req, &feeds);
   weft__rpc_pending_t *pending = start_remote_graph(&calls[remote], &req, feeds);
   g_free(feeds);
-  do_run_graph(&calls[1 - remote]);
+  if (!local_first) do_run_graph(&calls[1 - remote]);
   end_remote_graph(&calls[remote], pending);
 }
 
