@@ -90,6 +90,14 @@ void bench_child_stop(bench_child_t *c) {
 weft_status_t *bench_child_start(const char *netns, const char *program,
                                  const char *const *args, const char *ready_prefix,
                                  int timeout_ms, bench_child_t *c, bool *port_in_use) {
+  return bench_child_start_env(netns, program, args, NULL, ready_prefix, timeout_ms, c,
+                               port_in_use);
+}
+
+weft_status_t *bench_child_start_env(const char *netns, const char *program,
+                                     const char *const *args, const char *const *env,
+                                     const char *ready_prefix, int timeout_ms, bench_child_t *c,
+                                     bool *port_in_use) {
   *c = (bench_child_t){0, -1, -1, NULL};
   if (port_in_use) *port_in_use = false;
   char *exe = bench_tool_path(program);
@@ -116,6 +124,15 @@ weft_status_t *bench_child_start(const char *netns, const char *program,
   g_ptr_array_add(argv, exe);
   for (const char *const *a = args; *a; a++) g_ptr_array_add(argv, (char *)*a);
   g_ptr_array_add(argv, NULL);
+  /* Made before the fork: nothing between fork and exec may allocate. */
+  char **envp = g_get_environ();
+  for (const char *const *e = env; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq) continue;
+    char *key = g_strndup(*e, (gsize)(eq - *e));
+    envp = g_environ_setenv(envp, key, eq + 1, TRUE);
+    g_free(key);
+  }
 
   int pipe_fds[2] = {-1, -1};
   char err_template[] = "/tmp/weft-bench-weftd-XXXXXX";
@@ -126,6 +143,7 @@ weft_status_t *bench_child_start(const char *netns, const char *program,
                                         program, g_strerror(errno));
     if (err_fd >= 0) close(err_fd);
     g_ptr_array_free(argv, TRUE);
+    g_strfreev(envp);
     g_free(exe);
     g_free(ip);
     return st;
@@ -140,12 +158,13 @@ weft_status_t *bench_child_start(const char *netns, const char *program,
     setpgid(0, 0); /* its own group, so stopping it reaches anything it started */
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
-    execv(argv->pdata[0], (char *const *)argv->pdata);
+    execve(argv->pdata[0], (char *const *)argv->pdata, envp);
     _exit(127);
   }
   int fork_errno = errno;
   close(pipe_fds[1]);
   g_ptr_array_free(argv, TRUE);
+  g_strfreev(envp);
   g_free(ip);
   if (pid < 0) {
     weft_status_t *st = weft_status_new(WEFT_INTERNAL, "cannot start %s: %s", exe,

@@ -24,6 +24,12 @@ typedef struct bench_child {
 weft_status_t *bench_child_start(const char *netns, const char *program,
                                  const char *const *args, const char *ready_prefix,
                                  int timeout_ms, bench_child_t *c, bool *port_in_use);
+/* The same, with env ("KEY=VALUE", NULL-terminated; may be NULL) added to (or replacing in) this
+ * process's environment for the child. */
+weft_status_t *bench_child_start_env(const char *netns, const char *program,
+                                     const char *const *args, const char *const *env,
+                                     const char *ready_prefix, int timeout_ms, bench_child_t *c,
+                                     bool *port_in_use);
 /* Stops and reaps the child (SIGTERM, then SIGKILL after 5 s); safe to call twice. */
 void bench_child_stop(bench_child_t *c);
 

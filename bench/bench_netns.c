@@ -14,6 +14,7 @@
  * deletes them should the bench die (Ctrl-C included); the children die with the bench
  * (PR_SET_PDEATHSIG). Where namespaces cannot be made the rows are skipped, saying why. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <json-glib/json-glib.h>
 #include <poll.h>
@@ -338,8 +339,39 @@ static bench_stats_t to_throughput(bench_stats_t seconds, int64_t bytes) {
   return s;
 }
 
+/* Task 1's own timing of each tensor it took over the bulk channel (WEFT_BULK_TRACE: bytes,
+ * parts, microseconds from its request written to the last byte read), read from where the last
+ * call stopped: the transfer alone, without the step around it, as comparable with one raw
+ * call as the step is not. Appends the times of `bytes`-sized tensors to `us`. */
+typedef struct bulk_trace {
+  char *path; /* NULL: not traced */
+  gsize read; /* bytes of it read so far */
+} bulk_trace_t;
+
+static void read_bulk_trace(bulk_trace_t *t, int64_t bytes, GArray *us) {
+  char *text = NULL;
+  gsize len = 0;
+  if (!t->path || !g_file_get_contents(t->path, &text, &len, NULL)) return;
+  if (len > t->read) {
+    gchar **lines = g_strsplit(text + t->read, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+      int64_t b = 0, micros = 0;
+      int parts = 0;
+      if (sscanf(*l, "%" SCNd64 " %d %" SCNd64, &b, &parts, &micros) == 3 && b == bytes &&
+          micros > 0) {
+        double v = (double)micros;
+        g_array_append_val(us, v);
+      }
+    }
+    g_strfreev(lines);
+    t->read = len;
+  }
+  g_free(text);
+}
+
 static void measure_size(const bench_options_t *o, bench_report_t *r, const netns_t *n,
-                         const bench_child_t tasks[2], const netns_size_t *size) {
+                         const bench_child_t tasks[2], bulk_trace_t *trace,
+                         const netns_size_t *size) {
   /* As the loopback transfer rows: small transfers timed over several steps per repetition. */
   int repeat = size->bytes <= ((int64_t)4 << 20) ? (o->quick ? 4 : 16) : 1;
   int runs = size->bytes >= ((int64_t)64 << 20) && o->runs > 5 ? 5 : o->runs;
@@ -362,13 +394,16 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
   memset(base, 0, sizeof base);
   weft_status_t *st = NULL;
   GString *ratios = g_string_new(NULL);
+  GArray *bulk_us = g_array_new(FALSE, FALSE, sizeof(double));
   double load_before = load_average();
   double round_ratios[ROUNDS];
   for (int k = 0; k < rounds && !st; k++) {
     for (int half = 0; half < 2 && !st; half++) {
       bool weft_now = (half == 0) == (k % 2 == 0);
       if (weft_now) {
+        read_bulk_trace(trace, -1, bulk_us); /* skips what came before this round */
         st = measure_in(n, NS_C, weft_args, &weft[k]);
+        if (!st) read_bulk_trace(trace, size->bytes, bulk_us);
         if (!st) st = check_link(&weft[k], size->bytes, "weft");
         int segments = 0;
         for (int t = 0; t < 2 && !st; t++) segments += count_segments(tasks[t].pid);
@@ -412,10 +447,20 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
                             : 0.5 * (round_ratios[rounds / 2 - 1] + round_ratios[rounds / 2]);
     char *what = size->target > 0 ? g_strdup_printf("target >= %.1fx the raw call", size->target)
                                   : g_strdup("report");
+    GString *alone = g_string_new(NULL);
+    if (bulk_us->len > 0) {
+      g_array_sort(bulk_us, compare_doubles);
+      double us = g_array_index(bulk_us, double, bulk_us->len / 2);
+      double gbs = (double)size->bytes * 1e-3 / us;
+      g_string_printf(alone, "; the transfer alone, task 1's WEFT_BULK_TRACE (its request written "
+                      "to the last byte read), median of %u: %.0f us, %.3g GB/s, %.2fx the raw "
+                      "call", bulk_us->len, us, gbs, b.median > 0 ? gbs / b.median : 0.0);
+    }
     char *note = g_strdup_printf("%s: across namespaces (%.2fx the raw call; rounds %s, "
-                                 "their median %.2fx; load average %.1f to %.1f)", what,
+                                 "their median %.2fx; load average %.1f to %.1f%s)", what,
                                  b.median > 0 ? w.median / b.median : 0.0, ratios->str, mid,
-                                 load_before, load_average());
+                                 load_before, load_average(), alone->str);
+    g_string_free(alone, TRUE);
     bench_add_row(r, size->name, params, "GB/s", true, &w, &b, "raw gRPC unary call", note);
     if (size->target > 0) bench_set_target_ratio(r, size->target);
     g_free(what);
@@ -423,6 +468,7 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
     g_free(note);
   }
   g_string_free(ratios, TRUE);
+  g_array_free(bulk_us, TRUE);
   g_free(target);
   g_free(echo);
 }
@@ -439,6 +485,19 @@ void bench_run_netns(const bench_options_t *o, bench_report_t *r) {
   weft_status_t *st = skip ? NULL : netns_up(&n, &skip);
   bench_child_t tasks[2] = {{0, -1, -1, NULL}, {0, -1, -1, NULL}};
   bench_child_t echo = {0, -1, -1, NULL};
+  bulk_trace_t trace = {NULL, 0};
+  if (!st && !skip) {
+    /* Task 1 (the receiver) traces its bulk transfers into a file of the bench's own. */
+    char *tpath = g_build_filename(g_get_tmp_dir(), "weft-bench-bulk-XXXXXX", NULL);
+    int tfd = g_mkstemp(tpath);
+    if (tfd >= 0) {
+      close(tfd);
+      trace.path = tpath;
+    } else {
+      g_free(tpath);
+    }
+  }
+  char *trace_env = trace.path ? g_strdup_printf("WEFT_BULK_TRACE=%s", trace.path) : NULL;
   if (!st && !skip) {
     char *cluster = g_strdup_printf("worker=%s:%d,%s:%d", addresses[NS_W0], TASK_PORT,
                                     addresses[NS_W1], TASK_PORT);
@@ -447,8 +506,10 @@ void bench_run_netns(const bench_options_t *o, bench_report_t *r) {
       g_snprintf(index, sizeof index, "%d", k);
       const char *args[] = {"--cluster", cluster, "--job_name", "worker", "--task_index", index,
                             "--bind", addresses[NS_W0 + k], NULL};
-      st = bench_child_start(n.ns[NS_W0 + k], "weftd", args, "Started server with target: ",
-                             START_TIMEOUT_MS, &tasks[k], NULL);
+      const char *env[] = {k == 1 ? trace_env : NULL, NULL};
+      st = bench_child_start_env(n.ns[NS_W0 + k], "weftd", args, env,
+                                 "Started server with target: ", START_TIMEOUT_MS, &tasks[k],
+                                 NULL);
     }
     g_free(cluster);
     char *listen = g_strdup_printf("%s:%d", addresses[NS_W1], ECHO_PORT);
@@ -464,12 +525,15 @@ void bench_run_netns(const bench_options_t *o, bench_report_t *r) {
     else if (st)
       bench_add_failure(r, sizes[k].name,
                         weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
-    else measure_size(o, r, &n, tasks, &sizes[k]);
+    else measure_size(o, r, &n, tasks, &trace, &sizes[k]);
   }
   bench_child_stop(&echo);
   bench_child_stop(&tasks[0]);
   bench_child_stop(&tasks[1]);
   netns_down(&n);
+  if (trace.path) unlink(trace.path);
+  g_free(trace.path);
+  g_free(trace_env);
   weft_status_free(st);
   g_free(skip);
 }
