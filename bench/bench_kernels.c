@@ -182,7 +182,8 @@ typedef struct loop_args {
 
 enum {
   LOOP_ADD, LOOP_MUL, LOOP_RELU, LOOP_SIGMOID, LOOP_EXP, LOOP_LOG, LOOP_TANH, LOOP_ERF,
-  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5, LOOP_SIN, LOOP_POW, LOOP_MUL_ROW
+  LOOP_SOFTPLUS, LOOP_SUM_ROWS, LOOP_SUM_COLS, LOOP_CHAIN5, LOOP_SIN, LOOP_POW, LOOP_MUL_ROW,
+  LOOP_POW_CUBE
 };
 
 static void elementwise_range(void *p, int64_t begin, int64_t end) {
@@ -227,6 +228,9 @@ static void elementwise_range(void *p, int64_t begin, int64_t end) {
       break;
     case LOOP_POW:
       for (int64_t k = begin; k < end; k++) o[k] = powf(x[k], y[k]);
+      break;
+    case LOOP_POW_CUBE:
+      for (int64_t k = begin; k < end; k++) o[k] = powf(x[k], y[0]);
       break;
     case LOOP_MUL_ROW: {
       /* x [rows, cols] times y [cols], repeated over the rows. */
@@ -399,7 +403,8 @@ static void set_axis_attrs(weft_op_builder_t *b, void *arg) {
 
 /* The row named elementwise/<op><suffix>: `op` over 16M floats (x and, for a binary op, y of
  * the same shape; with row_len, x [16M / row_len, row_len] and y one row of row_len, the
- * broadcast of a bias). */
+ * broadcast of a bias). LOOP_POW_CUBE: x [16M, 1] in [-4, 4] to the power of y = {3}, GELU's
+ * tanh form's Pow(x, 3). */
 static void bench_elementwise_shaped(const bench_options_t *o, bench_report_t *r, const char *op,
                                      const char *suffix, const char *onnx_op, int kind,
                                      bool binary, int64_t row_len) {
@@ -420,18 +425,26 @@ static void bench_elementwise_shaped(const bench_options_t *o, bench_report_t *r
   weft_tensor_t *ins[2] = {random_tensor(rank, dims, lo, 4),
                            row_len > 0 ? random_tensor(1, row_dims, -4, 4)
                                        : random_tensor(rank, dims, -4, 4)};
+  if (kind == LOOP_POW_CUBE) ((float *)weft_tensor_data(ins[1]))[0] = 3.0f;
   op_case_t c;
   weft_status_t *st = op_case_new(o, op, ins, binary ? 2 : 1, NULL, NULL, &c);
   double gb = (double)n * sizeof(float) * (binary && row_len == 0 ? 3 : 2) * 1e-9;
   bench_stats_t weft = {0}, base = {0}, peer_stats = {0};
   bench_onnx_t *m = bench_onnx_new();
   bench_onnx_input(m, "x", rank, dims);
-  if (binary) bench_onnx_input(m, "y", row_len > 0 ? 1 : rank, row_len > 0 ? row_dims : dims);
+  /* A constant exponent is an initializer on the peer's side, as a model exported with it has
+   * it (ONNX Runtime may specialise on it); Weft is fed it and looks at it when it runs. */
+  bool y_constant = kind == LOOP_POW_CUBE;
+  if (y_constant)
+    bench_onnx_initializer(m, "y", 1, row_dims, weft_tensor_data(ins[1]));
+  else if (binary)
+    bench_onnx_input(m, "y", row_len > 0 ? 1 : rank, row_len > 0 ? row_dims : dims);
   bench_onnx_node(m, onnx_op, binary ? (const char *const[]){"x", "y", NULL}
                                      : (const char *const[]){"x", NULL}, "z", NULL);
   bench_onnx_output(m, "z", rank, dims);
   char *peer_why = NULL;
-  bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m), binary ? 2 : 1,
+  bench_peer_case_t *peer = bench_peer_row_case(o, bench_onnx_finish(m),
+                                                binary && !y_constant ? 2 : 1,
                                                 (const char *const[]){"x", "y"}, ins, "z",
                                                 &peer_why);
   if (!st) {
@@ -949,6 +962,7 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_elementwise(o, r, "Mul", "Mul", LOOP_MUL, true);
   bench_elementwise_shaped(o, r, "Mul", "_row1024", "Mul", LOOP_MUL_ROW, true, 1024);
   bench_elementwise(o, r, "Pow", "Pow", LOOP_POW, true);
+  bench_elementwise_shaped(o, r, "Pow", "_cube", "Pow", LOOP_POW_CUBE, true, 1);
   bench_elementwise(o, r, "Relu", "Relu", LOOP_RELU, false);
   bench_elementwise(o, r, "Sigmoid", "Sigmoid", LOOP_SIGMOID, false);
   bench_elementwise(o, r, "Exp", "Exp", LOOP_EXP, false);

@@ -496,6 +496,41 @@ static void check_pow(const weft_cpu_vmath_t *vm, const char *level, uint32_t st
   if (worst > POW_MAX_ULP)
     g_error("%s pow: %.4f ulp at (%a, %a), allowed %.3f", level, worst, (double)worst_a,
             (double)worst_b, POW_MAX_ULP);
+  /* The scalar exponents with a short form of their own (cpu_vmath_impl.h's vpow_c2 ...): every
+   * `step`-th float of either sign as the base, within POW_MAX_ULP of double pow, a zero or an
+   * infinity of powf's sign (NaN bases give NaN), in the plain and the streaming loops. */
+  static const float short_forms[] = {2.0f, 3.0f, 4.0f, -1.0f, -2.0f, 0.5f, -0.5f};
+  for (size_t s = 0; s < G_N_ELEMENTS(short_forms); s++) {
+    const float c = short_forms[s];
+    double worst_c = 0;
+    float worst_ca = 0;
+    for (uint64_t u = 0; u <= 0xffffffffu;) {
+      int n = 0;
+      for (; n < BLOCK && u <= 0xffffffffu; n++, u += step) x[n] = float_of((uint32_t)u);
+      for (int form = 0; form < 2; form++) {
+        (form ? vm->nt->pow.vs : v->vs)(x, &c, y, n);
+        for (int i = 0; i < n; i++) {
+          float libm = powf(x[i], c);
+          if (isnan(x[i])) {
+            if (!isnan(y[i])) g_error("%s pow(%a, %g) = %a, want NaN", level, (double)x[i], c,
+                                      (double)y[i]);
+            continue;
+          }
+          double err = ulp_error(y[i], pow((double)x[i], (double)c));
+          gboolean sign_ok = (libm != 0 && !isinf(libm)) || signbit(y[i]) == signbit(libm);
+          if (err > POW_MAX_ULP || !sign_ok)
+            g_error("%s pow(%a, %g) = %a, want %a (powf %a)", level, (double)x[i], c,
+                    (double)y[i], pow((double)x[i], (double)c), (double)libm);
+          if (err > worst_c) {
+            worst_c = err;
+            worst_ca = x[i];
+          }
+        }
+      }
+    }
+    g_test_message("%s pow(x, %g): max error %.4f ulp (at %a)", level, c, worst_c,
+                   (double)worst_ca);
+  }
   g_free(x);
   g_free(e);
   g_free(y);
