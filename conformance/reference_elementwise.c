@@ -57,6 +57,7 @@ static double r_asinh(double x, weft_dtype_t t) { (void)t; return asinh(x); }
 static double r_acosh(double x, weft_dtype_t t) { (void)t; return acosh(x); }
 static double r_atanh(double x, weft_dtype_t t) { (void)t; return atanh(x); }
 static double r_erf(double x, weft_dtype_t t) { (void)t; return erf(x); }
+static double r_erfc(double x, weft_dtype_t t) { (void)t; return erfc(x); }
 static double r_relu(double x, weft_dtype_t t) { (void)t; return isnan(x) ? x : x > 0 ? x : 0.0; }
 static double r_relu6(double x, weft_dtype_t t) {
   (void)t;
@@ -105,7 +106,7 @@ static const unary_entry_t unary_table[] = {
     {"Sin", r_sin},         {"Cos", r_cos},           {"Tan", r_tan},
     {"Asin", r_asin},       {"Acos", r_acos},         {"Atan", r_atan},
     {"Sinh", r_sinh},       {"Cosh", r_cosh},         {"Asinh", r_asinh},
-    {"Acosh", r_acosh},     {"Atanh", r_atanh},       {"Erf", r_erf},
+    {"Acosh", r_acosh},     {"Atanh", r_atanh},       {"Erf", r_erf}, {"Erfc", r_erfc},
     {"Relu", r_relu},       {"Relu6", r_relu6},       {"Elu", r_elu},
     {"Selu", r_selu},       {"Softplus", r_softplus}, {"Softsign", r_softsign},
     {"Sigmoid", r_sigmoid}, {"Tanh", r_tanh},         {"IsNan", r_isnan},
@@ -173,6 +174,7 @@ static double b_gt(double x, double y, weft_dtype_t t) { (void)t; return x > y; 
 static double b_ge(double x, double y, weft_dtype_t t) { (void)t; return x >= y; }
 static double b_and(double x, double y, weft_dtype_t t) { (void)t; return x != 0 && y != 0; }
 static double b_or(double x, double y, weft_dtype_t t) { (void)t; return x != 0 || y != 0; }
+static double b_atan2(double y, double x, weft_dtype_t t) { (void)t; return atan2(y, x); }
 /* ReluGrad(gradients, features), SigmoidGrad(y, dy), TanhGrad(y, dy). */
 static double b_relu_grad(double g, double f, weft_dtype_t t) { (void)t; return f > 0 ? g : 0; }
 static double b_sigmoid_grad(double y, double dy, weft_dtype_t t) {
@@ -193,7 +195,7 @@ static const binary_entry_t binary_table[] = {
     {"Add", b_add},         {"AddV2", b_add},         {"Sub", b_sub},
     {"Mul", b_mul},         {"Div", b_div},           {"RealDiv", b_div},
     {"FloorDiv", b_floordiv}, {"FloorMod", b_floormod}, {"Mod", b_mod},
-    {"Pow", b_pow},         {"Maximum", b_max},       {"Minimum", b_min},
+    {"Pow", b_pow},         {"Atan2", b_atan2},       {"Maximum", b_max},       {"Minimum", b_min},
     {"SquaredDifference", b_sqdiff}, {"Equal", b_eq}, {"NotEqual", b_ne},
     {"Less", b_lt},         {"LessEqual", b_le},      {"Greater", b_gt},
     {"GreaterEqual", b_ge}, {"LogicalAnd", b_and},    {"LogicalOr", b_or},

@@ -486,7 +486,7 @@ weft_status_t *weft__cpu_zero(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *
  * which ops exist, so these stay unregistered until the core defines them (delete a name here
  * once its op definition exists). */
 static const char *const ops_core_lacks[] = {
-    "Snapshot",      "PlaceholderV2",  "Concat",        "Atan2",          "Erfc",
+    "Snapshot",      "PlaceholderV2",  "Concat",
     "BiasAddV1",     "Relu6Grad",      "LeakyReluGrad",
     "EluGrad",       "SeluGrad",       "SoftplusGrad",  "SoftsignGrad",   "SqrtGrad",
     "RsqrtGrad",     "ReciprocalGrad",

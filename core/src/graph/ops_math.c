@@ -231,6 +231,7 @@ const weft_op_def_t weft__ops_math[] = {
     BINARY("FloorMod", "realnumbertype"),
     BINARY("Mod", "{int32, int64, half, bfloat16, float, double}"),
     BINARY("Pow", SIGNED),
+    BINARY("Atan2", FLOATS),
     BINARY("Maximum", "realnumbertype"),
     BINARY("Minimum", "realnumbertype"),
     BINARY("SquaredDifference", "{bfloat16, half, float, double, int32, int64}"),
@@ -261,6 +262,7 @@ const weft_op_def_t weft__ops_math[] = {
     UNARY("Acosh", FLOATS),
     UNARY("Atanh", FLOATS),
     UNARY("Erf", FLOATS),
+    UNARY("Erfc", FLOATS),
     /* Comparisons and logic. */
     EQUALITY("Equal"),
     EQUALITY("NotEqual"),
