@@ -196,3 +196,82 @@ def test_group_tuple_no_op_control_dependencies():
         assert sess.run(grp) is None
         assert sess.run(v) == 2.0
         assert sess.run([t1, t2]) == [1.0, 2.0]
+
+
+def test_special_functions_and_tf_math():
+    import math
+    v = np.array([-3.5, -1.0, -0.25, 0.0, 0.5, 1.5, 4.0], np.float32)
+    p = np.array([0.1, 0.5, 1.0, 2.5, 7.0], np.float32)
+    u = np.array([-0.9, -0.3, 0.0, 0.4, 0.8], np.float32)
+    x, xp, xu = tf.constant(v), tf.constant(p), tf.constant(u)
+    got = run(tf.erf(x), tf.erfc(x), tf.expm1(x), tf.lgamma(xp), tf.tan(xu), tf.asin(xu),
+              tf.acos(xu), tf.atan(x), tf.sinh(x), tf.cosh(x), tf.atan2(x, tf.constant(v[::-1])),
+              tf.rint(tf.constant(np.array([0.5, 1.5, 2.5, -0.5, -1.7], np.float32))),
+              tf.softplus(x), tf.log_sigmoid(x), tf.math.softsign(x))
+    v64 = v.astype(np.float64)
+    want = [np.vectorize(math.erf)(v64), np.vectorize(math.erfc)(v64), np.expm1(v64),
+            np.vectorize(math.lgamma)(p.astype(np.float64)), np.tan(u), np.arcsin(u),
+            np.arccos(u), np.arctan(v64), np.sinh(v64), np.cosh(v64), np.arctan2(v, v[::-1]),
+            np.array([0.0, 2.0, 2.0, -0.0, -2.0]), np.log1p(np.exp(v64)),
+            -np.log1p(np.exp(-v64)), v64 / (1 + np.abs(v64))]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
+    # digamma at points with closed forms: -gamma, 1 - gamma, -gamma - 2 ln 2.
+    euler = 0.5772156649015329
+    np.testing.assert_allclose(run(tf.digamma(tf.constant([1.0, 2.0, 0.5]))),
+                               [-euler, 1 - euler, -euler - 2 * math.log(2)], rtol=1e-6)
+    specials = tf.constant(np.array([1.0, np.nan, np.inf, -np.inf], np.float32))
+    nan, inf, fin = run(tf.is_nan(specials), tf.is_inf(specials), tf.is_finite(specials))
+    assert nan.tolist() == [False, True, False, False]
+    assert inf.tolist() == [False, False, True, True]
+    assert fin.tolist() == [True, False, False, False]
+    # tf.math holds the same functions as the top level and tf.nn.
+    assert tf.math.erf is tf.erf and tf.math.reduce_sum is tf.reduce_sum
+    assert tf.math.softmax is tf.nn.softmax and tf.math.top_k is tf.nn.top_k
+
+
+def test_cumulative_top_k_segments_logsumexp():
+    x = tf.constant(X)
+    got = run(tf.cumsum(x, axis=1), tf.cumsum(x, axis=1, exclusive=True),
+              tf.cumsum(x, axis=0, reverse=True), tf.math.cumprod(x, axis=1),
+              tf.cumprod(x, axis=1, exclusive=True, reverse=True))
+    want = [np.cumsum(X, 1), np.concatenate([np.zeros((2, 1)), np.cumsum(X, 1)[:, :-1]], 1),
+            np.cumsum(X[::-1], 0)[::-1], np.cumprod(X, 1),
+            np.concatenate([np.cumprod(X[:, ::-1], 1)[:, :-1][:, ::-1], np.ones((2, 1))], 1)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    values, indices = tf.nn.top_k(tf.constant([[1.0, 5.0, 3.0, 4.0], [2.0, -1.0, 0.0, 9.0]]), k=2)
+    vals, idx = run(values, indices)
+    np.testing.assert_array_equal(vals, [[5.0, 4.0], [9.0, 2.0]])
+    np.testing.assert_array_equal(idx, [[1, 3], [3, 0]])
+    assert idx.dtype == np.int32
+    data = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    seg, useg = run(tf.segment_sum(data, tf.constant([0, 0, 1])),
+                    tf.unsorted_segment_sum(data, tf.constant([2, 0, 2]), 3))
+    np.testing.assert_array_equal(seg, [[4.0, 6.0], [5.0, 6.0]])
+    np.testing.assert_array_equal(useg, [[3.0, 4.0], [0.0, 0.0], [6.0, 8.0]])
+    # Large values do not overflow: the maximum comes out before the exponentials.
+    big = np.array([[1000.0, 1000.0, 990.0], [-5.0, 0.0, 2.0]], np.float32)
+    b = tf.constant(big)
+    lse, lse_keep, lse_all = run(tf.reduce_logsumexp(b, axis=1),
+                                 tf.math.reduce_logsumexp(b, 1, keepdims=True),
+                                 tf.reduce_logsumexp(tf.constant([-np.inf, -np.inf])))
+    m = big.max(1, keepdims=True).astype(np.float64)
+    ref = (m + np.log(np.exp(big - m).sum(1, keepdims=True)))
+    np.testing.assert_allclose(lse, ref[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(lse_keep, ref, rtol=1e-6)
+    assert lse_keep.shape == (2, 1) and lse_all == -np.inf
+
+
+def test_gelu_swish():
+    v = np.linspace(-5, 5, 41).astype(np.float32)
+    x = tf.constant(v)
+    exact, approx, swish = run(tf.nn.gelu(x), tf.nn.gelu(x, approximate=True), tf.nn.swish(x))
+    import math
+    v64 = v.astype(np.float64)
+    np.testing.assert_allclose(exact, 0.5 * v64 * (1 + np.vectorize(math.erf)(v64 / math.sqrt(2))),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        approx, 0.5 * v64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (v64 + 0.044715 * v64 ** 3))),
+        rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(swish, v64 / (1 + np.exp(-v64)), rtol=1e-5, atol=1e-6)

@@ -39,6 +39,7 @@ from .unsupported import (contrib, estimator, data, FIFOQueue, RandomShuffleQueu
                           PaddingFIFOQueue, TFRecordReader, TextLineReader, WholeFileReader,
                           FixedLengthRecordReader)
 from . import nn, losses, train, test  # noqa: F401,E402
+from . import math  # noqa: F401,E402 -- tf.math
 from . import app, flags, saved_model  # noqa: F401,E402 -- tf.app, tf.flags, tf.saved_model
 from . import summary  # noqa: F401,E402
 from . import layers, metrics  # noqa: F401,E402

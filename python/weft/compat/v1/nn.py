@@ -10,8 +10,32 @@ relu = _ops._unary("Relu")
 relu6 = _ops._unary("Relu6")
 elu = _ops._unary("Elu")
 selu = _ops._unary("Selu")
-softplus = _ops._unary("Softplus")
-softsign = _ops._unary("Softsign")
+softplus = _ops.softplus
+softsign = _ops.softsign
+top_k = _ops.top_k
+
+
+def swish(features, name=None):
+    """x * sigmoid(x) (SiLU)."""
+    x = _to_tensor(features)
+    return _ops.multiply(x, sigmoid(x), name=name or "swish")
+
+
+silu = swish
+
+
+def gelu(features, approximate=False, name=None):
+    """0.5 x (1 + erf(x / sqrt 2)), or with approximate the tanh form 0.5 x (1 + tanh(sqrt(2 / pi)
+    (x + 0.044715 x^3))), as TensorFlow composes them (its Pow(x, 3) runs as products)."""
+    x = _to_tensor(features)
+    if approximate:
+        inner = _ops.multiply(0.7978845608028654,
+                              _ops.add(x, _ops.multiply(0.044715, _ops.pow(x, 3.0))))
+        return _ops.multiply(_ops.multiply(0.5, x), _ops.add(1.0, tanh(inner)),
+                             name=name or "Gelu")
+    return _ops.multiply(_ops.multiply(0.5, x),
+                         _ops.add(1.0, _ops.erf(_ops.divide(x, 1.4142135623730951))),
+                         name=name or "Gelu")
 
 
 def leaky_relu(features, alpha=0.2, name=None):

@@ -104,8 +104,63 @@ floor = _unary("Floor")
 ceil = _unary("Ceil")
 round = _unary("Round")  # noqa: A001
 reciprocal = _unary("Reciprocal")
+erf = _unary("Erf")
+erfc = _unary("Erfc")
+expm1 = _unary("Expm1")
+lgamma = _unary("Lgamma")
+digamma = _unary("Digamma")
+tan = _unary("Tan")
+asin = _unary("Asin")
+acos = _unary("Acos")
+atan = _unary("Atan")
+sinh = _unary("Sinh")
+cosh = _unary("Cosh")
+rint = _unary("Rint")
+softplus = _unary("Softplus")
+softsign = _unary("Softsign")
+is_nan = _unary("IsNan")
+is_inf = _unary("IsInf")
+is_finite = _unary("IsFinite")
+atan2 = _binary("Atan2", "Atan2")
 identity = _unary("Identity")
 stop_gradient = _unary("StopGradient")
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)) as TensorFlow writes it: -softplus(-x), exact for large |x|."""
+    return negative(softplus(negative(x)), name=name or "LogSigmoid")
+
+
+def _cumulative(op_type):
+    def fn(x, axis=0, exclusive=False, reverse=False, name=None):
+        return _op(op_type, [_to_tensor(x), _to_tensor(axis, dtype=_dtypes.int32)],
+                   [("exclusive", "bool", bool(exclusive)), ("reverse", "bool", bool(reverse))],
+                   name or op_type)
+    fn.__name__ = op_type.lower()
+    return fn
+
+
+cumsum = _cumulative("Cumsum")
+cumprod = _cumulative("Cumprod")
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 -- TensorFlow's names
+    """The k largest entries of the last dimension and their indices (values, indices)."""
+    values, indices = _op("TopKV2", [_to_tensor(input), _to_tensor(k, dtype=_dtypes.int32)],
+                          [("sorted", "bool", bool(sorted))], name or "TopKV2")
+    return values, indices
+
+
+def segment_sum(data, segment_ids, name=None):
+    return _op("SegmentSum", [_to_tensor(data), _to_tensor(segment_ids)], (),
+               name or "SegmentSum")
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    ids = _to_tensor(segment_ids)
+    return _op("UnsortedSegmentSum", [_to_tensor(data), ids, _to_tensor(num_segments,
+                                                                        dtype=ids.dtype)],
+               (), name or "UnsortedSegmentSum")
 
 
 def logical_xor(x, y, name="LogicalXor"):
@@ -192,6 +247,22 @@ reduce_min = _reduction("Min", "Min")
 reduce_prod = _reduction("Prod", "Prod")
 reduce_all = _reduction("All", "All")
 reduce_any = _reduction("Any", "Any")
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                     keep_dims=None):
+    """log(sum(exp(x))) over the axes, as TensorFlow computes it: the largest element (0 where it
+    is not finite) taken out before the exponentials, so nothing overflows."""
+    x = _to_tensor(input_tensor)
+    if axis is None:
+        axis = reduction_indices
+    keep = bool(keepdims if keepdims is not None else (keep_dims or False))
+    raw_max = reduce_max(x, axis, keepdims=True)
+    my_max = stop_gradient(where(is_finite(raw_max), raw_max, zeros_like(raw_max)))
+    result = log(reduce_sum(exp(subtract(x, my_max)), axis, keepdims=keep))
+    if not keep:
+        my_max = reshape(my_max, shape(result))
+    return add(result, my_max, name=name or "ReduceLogSumExp")
 
 
 def _arg_reduce(op_type):
