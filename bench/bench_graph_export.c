@@ -417,6 +417,11 @@ static const char *const SAME_OPS[][2] = {
     {"Softmax", "Softmax"}, {"LogSoftmax", "LogSoftmax"}, {"Maximum", "Max"},
     {"Minimum", "Min"},   {"Exp", "Exp"},          {"Sqrt", "Sqrt"},
     {"Neg", "Neg"},       {"Abs", "Abs"},
+    /* GELU's pieces (Erf, Pow) and the rest of the float unary ops ONNX has by the same name. */
+    {"Erf", "Erf"},       {"Pow", "Pow"},          {"Log", "Log"},
+    {"Softplus", "Softplus"}, {"Softsign", "Softsign"}, {"Reciprocal", "Reciprocal"},
+    {"Sin", "Sin"},       {"Cos", "Cos"},          {"Floor", "Floor"},
+    {"Ceil", "Ceil"},
     /* ONNX's default alpha and gamma are TensorFlow's fixed ones, as float32. */
     {"Selu", "Selu"},
     /* NHWC: the bias is over the last axis, where ONNX's broadcasting puts it. */
