@@ -191,4 +191,9 @@ weft_status_t *weft__npz_parse(const uint8_t *bytes, size_t len, const char *pat
  * whole file (file.c). */
 bool weft__file_is_special(const char *path, const char **kind);
 
+/* Hands the C library's free memory back to the system (glibc's malloc_trim(0)). A no-op under
+ * AddressSanitizer, whose allocator replaces glibc's: glibc's malloc_trim then walks arenas that
+ * allocator never set up, and faulted in CI's sanitizer run (mtrim, address 0x8). */
+void weft__malloc_trim(void);
+
 #endif /* WEFT_BASE_INTERNAL_H */

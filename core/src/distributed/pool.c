@@ -71,7 +71,7 @@ static gpointer pool_main(gpointer data) {
   g_mutex_unlock(&p->lock);
   /* The burst is over: what its threads freed goes back to the system (glibc keeps it in their
    * arenas otherwise, and the server would stay at its high-water mark). */
-  if (last) malloc_trim(0);
+  if (last) weft__malloc_trim();
   return NULL;
 }
 

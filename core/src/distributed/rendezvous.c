@@ -487,7 +487,7 @@ void weft__step_table_sweep(weft__step_table_t *t) {
   if (trim) t->trim_again = false;
   g_mutex_unlock(&t->lock);
   abort_and_drop(stale, limit);
-  if (trim) malloc_trim(0);
+  if (trim) weft__malloc_trim();
 }
 
 gint64 weft__step_table_idle_limit_us(weft__step_table_t *t) {
@@ -587,7 +587,7 @@ void weft__step_table_release_if_idle(weft__step_table_t *t, int64_t id) {
   if (trim) t->trim_again = true;
   g_mutex_unlock(&t->lock);
   weft__step_unref(drop);
-  if (trim) malloc_trim(0);
+  if (trim) weft__malloc_trim();
 }
 
 weft_status_t *weft__step_table_take(weft__step_table_t *t, int64_t id, const char *key,

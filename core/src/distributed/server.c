@@ -703,7 +703,7 @@ static void trim_if_grown_locked(weft_server_t *s) {
     return;
   }
   if (rss - s->rss_floor_kib < IDLE_TRIM_KIB) return;
-  malloc_trim(0);
+  weft__malloc_trim();
   int64_t after = self_rss_kib();
   s->rss_floor_kib = after > 0 ? after : rss;
 }
@@ -742,7 +742,7 @@ static gpointer io_help(gpointer data) {
     if (quiet) {
       /* The flood's calls were made on this thread, in its malloc arena, which glibc does not
        * shrink by itself once another thread freed them: 20,000 reset calls left 727 MiB. */
-      malloc_trim(0);
+      weft__malloc_trim();
       break;
     }
   }
@@ -884,7 +884,7 @@ static gpointer poll_cq(gpointer data) {
       /* The burst's tensors went to the host buffer cache as their answers were sent. */
       if (last_spare) {
         weft__host_buffer_cache_flush();
-        malloc_trim(0);
+        weft__malloc_trim();
       }
       return NULL;
     }
@@ -929,7 +929,7 @@ static gpointer poll_cq(gpointer data) {
       ctx_free(ctx); /* drops the answer's tensors, into the host buffer cache */
       if (trim) {
         weft__host_buffer_cache_flush();
-        malloc_trim(0);
+        weft__malloc_trim();
       }
       if (answered) call_done(s);
       g_mutex_lock(&s->lock);

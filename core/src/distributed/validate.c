@@ -323,7 +323,7 @@ weft_status_t *weft__inflate_request(const weft__limits_t *l, weft__inflate_budg
   if (st) {
     weft__inflate_budget_release(budget, owner, *reserved);
     *reserved = 0;
-    if (total >= TRIM_AFTER_BYTES) malloc_trim(0);
+    if (total >= TRIM_AFTER_BYTES) weft__malloc_trim();
   }
   return st;
 }

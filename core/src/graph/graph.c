@@ -99,7 +99,7 @@ void weft_graph_free(weft_graph_t *g) {
    * resident after close, and more after each create/close cycle as new blocks landed in other
    * arenas. Handing the free pages back keeps a long-lived process at its working size; for a
    * small graph it would cost more than it gives. */
-  if (large) malloc_trim(0);
+  if (large) weft__malloc_trim();
 #endif
 }
 
