@@ -104,7 +104,7 @@ struct weft_server {
   gint64 wasted_since;  /* start of the current second of wasted calls (monotonic, us) */
   int wasted;           /* calls refused or abandoned by their caller in that second */
   gint64 last_wasted;   /* when the last such call came (monotonic, us) */
-  int64_t rss_floor_kib; /* resident size after the last idle trim (trim_if_grown); 0: unknown */
+  int64_t rss_floor_kib; /* resident size after the last idle trim (trim_if_grown_locked); 0: unknown */
   void *methods[N_METHODS];
   GPtrArray *pollers;   /* GThread*: every completion-queue thread (poll_cq), joined at stop */
   GCond follow;         /* idle pollers wait here for their turn */
