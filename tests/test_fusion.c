@@ -392,6 +392,117 @@ static void test_small_not_fused(void) {
   weft_graph_free(g);
 }
 
+/* x and y fed as [-1, 4096]: Neg(x) -> Mul(y) -> Sigmoid -> BiasAdd(bias) -> Tanh, planned
+ * with the batch unknown. */
+static weft_graph_t *unknown_batch_chain(void) {
+  weft_graph_t *g = cpu_graph();
+  weft_status_t *st = NULL;
+  int64_t dims[2] = {-1, 4096}, cols = 4096;
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 2, dims, &st);
+  weft_output_t y = weft_placeholder(g, "y", WEFT_DT_FLOAT, 2, dims, &st);
+  weft_tensor_t *bt = ramp(1, &cols, -2, 2);
+  weft_output_t bias = weft_const(g, "bias", bt, &st);
+  weft_tensor_unref(bt);
+  OK(st);
+  weft_output_t v = weft_unary(g, "Neg", "neg", x, &st);
+  v = weft_binary(g, "Mul", "mul", v, y, &st);
+  v = weft_unary(g, "Sigmoid", "sigmoid", v, &st);
+  v = weft_binary(g, "BiasAdd", "bias_add", v, bias, &st);
+  weft_unary(g, "Tanh", "out", v, &st);
+  OK(st);
+  return g;
+}
+
+/* One traced step of unknown_batch_chain fed x and y of these row counts, fused or not: the
+ * result (NULL on an error, then *err gets it), and *ops the "node=op;" log. */
+static weft_tensor_t *run_unknown(weft_graph_t *g, bool fuse, int64_t x_rows, int64_t y_rows,
+                                  char **ops, weft_status_t **err) {
+  g_setenv("WEFT_NO_FUSION", fuse ? "constfold" : "1", TRUE);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  int64_t xd[2] = {x_rows, 4096}, yd[2] = {y_rows, 4096};
+  weft_tensor_t *feeds[2] = {ramp(2, xd, -6, 6), ramp(2, yd, 3, -3)};
+  const char *names[2] = {"x", "y"}, *fetch = "out";
+  weft_run_options_t *ro = weft_run_options_new();
+  weft_run_options_set_trace_level(ro, WEFT_TRACE_FULL);
+  weft_tensor_t *out = NULL;
+  weft_run_metadata_t *meta = NULL;
+  *err = weft_session_run_with_options(s, ro, names, feeds, 2, &fetch, &out, 1, NULL, 0, &meta);
+  GString *log = g_string_new(NULL);
+  for (int k = 0; meta && k < weft_run_metadata_num_node_stats(meta); k++) {
+    const weft_node_stats_t *r = weft_run_metadata_node_stats(meta, k);
+    g_string_append_printf(log, "%s=%s;", r->node_name, r->op);
+  }
+  *ops = g_string_free(log, FALSE);
+  weft_run_metadata_free(meta);
+  weft_run_options_free(ro);
+  weft_tensor_unref(feeds[0]);
+  weft_tensor_unref(feeds[1]);
+  weft_session_free(s);
+  g_unsetenv("WEFT_NO_FUSION");
+  return out;
+}
+
+/* A chain planned with the batch unknown fuses, and the step checks the shapes it gets: equal
+ * shapes run the fused kernel; an operand that broadcasts (y of one row, or x of one row
+ * against y of eight, which grows the output), a tensor too small to gain, or shapes that do
+ * not broadcast run the members one by one, with the unfused chain's bits, shape, step stats
+ * and error. */
+static void test_unknown_batch(void) {
+  weft_graph_t *g = unknown_batch_chain();
+  static const struct {
+    int64_t x_rows, y_rows, out_rows;
+    bool fused;
+  } cases[] = {{8, 8, 8, true}, {8, 1, 8, false}, {1, 8, 8, false}, {2, 2, 2, false}};
+  for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+    char *fused_log = NULL, *plain_log = NULL;
+    weft_status_t *e1 = NULL, *e2 = NULL;
+    weft_tensor_t *fused = run_unknown(g, true, cases[c].x_rows, cases[c].y_rows, &fused_log, &e1);
+    weft_tensor_t *plain = run_unknown(g, false, cases[c].x_rows, cases[c].y_rows, &plain_log, &e2);
+    OK(e1);
+    OK(e2);
+    assert_same_bits(fused, plain);
+    g_assert_cmpint(weft_tensor_dims(fused)[0], ==, cases[c].out_rows);
+    g_assert_cmpint(weft_tensor_dims(fused)[1], ==, 4096);
+    const char *whole = "out=_FusedElementwise(neg;mul;sigmoid;bias_add;out);";
+    g_assert_cmpint(count(fused_log, whole), ==, cases[c].fused ? 1 : 0);
+    g_assert_cmpint(count(fused_log, "mul=Mul;"), ==, cases[c].fused ? 0 : 1);
+    g_assert_cmpint(count(fused_log, "out=Tanh;"), ==, cases[c].fused ? 0 : 1);
+    g_assert_cmpint(count(plain_log, "_FusedElementwise"), ==, 0);
+    /* One value against the formula: row r, column k. */
+    int64_t r = cases[c].out_rows - 1, k = 4095;
+    int64_t xr = cases[c].x_rows == 1 ? 0 : r, yr = cases[c].y_rows == 1 ? 0 : r;
+    int64_t nx = cases[c].x_rows * 4096, ny = cases[c].y_rows * 4096;
+    double xv = -6 + 12.0 * (double)(xr * 4096 + k) / (double)(nx - 1);
+    double yv = 3 - 6.0 * (double)(yr * 4096 + k) / (double)(ny - 1);
+    double want = tanh(1 / (1 + exp(xv * yv)) + 2);
+    double got = ((const float *)weft_tensor_data(fused))[r * 4096 + k];
+    g_assert_cmpfloat(fabs(got - want), <, 1e-5);
+    g_free(fused_log);
+    g_free(plain_log);
+    weft_tensor_unref(fused);
+    weft_tensor_unref(plain);
+  }
+  /* Rows that do not broadcast: Mul's own error, fused or not. */
+  char *fused_log = NULL, *plain_log = NULL;
+  weft_status_t *e1 = NULL, *e2 = NULL;
+  g_assert_null(run_unknown(g, true, 8, 3, &fused_log, &e1));
+  g_assert_null(run_unknown(g, false, 8, 3, &plain_log, &e2));
+  g_assert_nonnull(e1);
+  g_assert_nonnull(e2);
+  g_assert_cmpint(weft_status_code(e1), ==, WEFT_INVALID_ARGUMENT);
+  g_assert_cmpstr(weft_status_message(e1), ==, weft_status_message(e2));
+  g_assert_cmpstr(weft_status_message(e1), ==,
+                  "node 'mul': Incompatible shapes: [8,4096] vs. [3,4096] (op Mul on "
+                  "/job:localhost/replica:0/task:0/device:CPU:0)");
+  weft_status_free(e1);
+  weft_status_free(e2);
+  g_free(fused_log);
+  g_free(plain_log);
+  weft_graph_free(g);
+}
+
 /* The two chains again with every output written by the streaming loops (WEFT_CPU_STREAM_BYTES=1,
  * in a subprocess, since the plugin reads it once): fused and unfused still give the same bits
  * and the formula's values. */
@@ -421,6 +532,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fusion/fed_intermediate", test_fed_intermediate);
   g_test_add_func("/fusion/matmul_bias_relu", test_matmul_bias_relu);
   g_test_add_func("/fusion/small_not_fused", test_small_not_fused);
+  g_test_add_func("/fusion/unknown_batch", test_unknown_batch);
   g_test_add_func("/fusion/streamed", test_streamed);
   return g_test_run();
 }

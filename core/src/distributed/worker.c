@@ -386,7 +386,7 @@ static weft_status_t *slot_new(reg_graph_t *g, slot_t **out) {
   }
   if (!st) {
     weft__executor_params_t p = {g->nodes,   kernels,      g->feeds, g->n_feeds,
-                                 g->fetches, g->n_fetches, inexpensive, NULL};
+                                 g->fetches, g->n_fetches, inexpensive, NULL, NULL};
     st = weft__executor_new(&p, &slot->executor);
   }
   g_free(kernels);

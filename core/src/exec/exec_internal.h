@@ -132,6 +132,26 @@ typedef struct weft__fetch {
 
 typedef struct weft__executor weft__executor_t;
 
+/* One member of a fused elementwise chain (fuse.c), as the executor runs it when the chain's
+ * shapes, unknown when the step was planned, turn out not to fit the fused kernel. */
+typedef struct weft__fused_member {
+  const weft_node_t *node;
+  weft__kernel_instance_t *kinst;
+  int main_input; /* which of node's inputs the chain flows through */
+  int operand;    /* which input of the fused node feeds node's other input; -1: unary */
+  bool bias_add;  /* BiasAdd: its operand must be a row of x's last dimension */
+} weft__fused_member_t;
+
+/* A fused chain whose shapes were not all known when it was planned: the fused kernel runs
+ * only when, at run time, every operand is a scalar, of x's shape, or a row of its last
+ * dimension, and x has at least min_elements; otherwise the members run one by one, so
+ * results, broadcasting and errors are those of the unfused chain. */
+typedef struct weft__fused_fallback {
+  int n_members;
+  weft__fused_member_t *members;
+  int64_t min_elements;
+} weft__fused_fallback_t;
+
 typedef struct weft__executor_params {
   GPtrArray *nodes;                /* weft_node_t* to run (closed under needed inputs) */
   weft__kernel_instance_t **kernels; /* per entry of nodes */
@@ -146,6 +166,8 @@ typedef struct weft__executor_params {
    * last node -> the fused node, fuse_internal.h); edges and fetches naming the first are read
    * from the second. Only for steps without control flow. */
   GHashTable *aliases;
+  /* Optional: fused node -> its weft__fused_fallback_t (borrowed, outliving the executor). */
+  GHashTable *fallbacks;
 } weft__executor_params_t;
 
 /* Builds the dependency structure once; the executor may then run many steps. */

@@ -1,7 +1,8 @@
 /* The executor: runs a placed set of nodes once per step by dependency counting. Each node's
  * pending count is its number of data and control inputs produced inside the step; nodes whose
  * count reaches zero run on the inter-op pool, except one per finishing node, which the same
- * thread runs next (a chain never pays for a thread hop). Inputs move to the consuming kernel's
+ * thread runs next (a chain never pays for a thread hop), and cheap ones (small inputs, or a
+ * kernel measured faster than a hand-off), which it runs before that one. Inputs move to the consuming kernel's
  * device (or host memory for host-memory args) as they are bound. The first failing kernel
  * cancels the step: nothing new starts, and the error names the node, op and device. Before each
  * node the step's cancellation (a session closed, a step aborted from outside) and its deadline
@@ -11,6 +12,7 @@
 #include "frames_internal.h"
 #include "kernel_call.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct out_edge {
@@ -36,6 +38,15 @@ typedef struct exec_node {
   bool *input_in_host_memory; /* per input */
   bool *input_is_ref;         /* per input: the kernel wants the reference itself */
   bool inexpensive;           /* runs inline on the thread that readied it, never hops */
+  /* A plugin's kernel, whose time is measured (a core kernel may block: a _Recv waits for its
+   * peer, and must never hold up the work queued behind it on its thread). */
+  bool cost_tracked;
+  /* What the kernel took the last times it ran with inputs over INLINE_INPUT_MAX_BYTES: an
+   * average in microseconds (G_MAXINT: not measured yet), and the KiB of inputs it ran on. Read
+   * and written by concurrent steps without a lock: a lost update only delays the average. */
+  gint cost_us;
+  gint cost_kib;
+  const weft__fused_fallback_t *fallback; /* a fused chain planned with unknown shapes */
 } exec_node_t;
 
 typedef struct feed_target {
@@ -61,7 +72,30 @@ struct weft__executor {
    * plan should not hold megabytes between steps. */
   gpointer spare; /* step_arrays_t * or NULL */
   bool keep_arrays; /* the block is small enough to keep */
+  /* How long a node handed to the inter-op pool waited to start, in microseconds (an
+   * average): a node that runs in less is cheaper to run inline than to hand over. */
+  gint handoff_us;
+  /* WEFT_INLINE_US: a fixed bound in place of handoff_us (0: none is cheap by its time), or -1. */
+  int inline_us;
 };
+
+/* What a hand-off is assumed to cost before one was measured: a pool thread's wake-up on an
+ * idle machine. */
+#define HANDOFF_US_INITIAL 10
+#define INLINE_US_MAX 1000000
+
+/* WEFT_INLINE_US, or -1 (unset, or not a number of microseconds: logged). */
+static int inline_us_from_env(void) {
+  const char *env = g_getenv("WEFT_INLINE_US");
+  if (!env || !*env) return -1;
+  char *end = NULL;
+  long n = strtol(env, &end, 10);
+  if (end != env && *end == '\0' && n >= 0 && n <= INLINE_US_MAX) return (int)n;
+  weft__log(WEFT_LOG_WARNING, "executor",
+            "WEFT_INLINE_US=%s is not a whole number of microseconds in 0..%d; the executor "
+            "measures what a hand-off costs instead", env, INLINE_US_MAX);
+  return -1;
+}
 
 #define SPARE_MAX_BYTES (256 << 10)
 
@@ -139,6 +173,10 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
     exec_node_t *en = &ex->nodes[k];
     const weft_node_t *n = en->node;
     en->inexpensive = is_inexpensive_op(n->op_name) || (p->inexpensive && p->inexpensive[k]);
+    en->cost_tracked = !en->inexpensive && en->kinst && en->kinst->kernel->plugin_path &&
+                       strcmp(en->kinst->kernel->plugin_path, "core") != 0;
+    en->cost_us = G_MAXINT;
+    en->fallback = p->fallbacks ? g_hash_table_lookup(p->fallbacks, n) : NULL;
     en->input_in_host_memory = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     en->input_is_ref = g_new0(bool, n->n_inputs > 0 ? n->n_inputs : 1);
     for (int i = 0; i < n->n_inputs; i++) {
@@ -211,6 +249,8 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
   g_hash_table_destroy(index_of);
   size_t at[3];
   ex->keep_arrays = step_arrays_layout(ex, &at[0], &at[1], &at[2]) <= SPARE_MAX_BYTES;
+  ex->handoff_us = HANDOFF_US_INITIAL;
+  ex->inline_us = inline_us_from_env();
   *out = ex;
   return NULL;
 }
@@ -298,6 +338,7 @@ typedef struct step {
 typedef struct task {
   step_t *step;
   int node;
+  gint64 scheduled_us; /* monotonic, when it was handed to the pool */
 } task_t;
 
 static void record_error(step_t *s, weft_status_t *st) {
@@ -344,26 +385,139 @@ typedef struct local_ready {
  * model's variables spent three times as long handing its Apply ops over as running them. */
 #define INLINE_INPUT_MAX_BYTES (16 << 10)
 
-/* Whether the node's data inputs are all there and small. A node without data inputs (a _Recv,
- * a source) is never judged by size: what it waits for is not in its inputs. */
-static bool small_inputs(const step_t *s, const exec_node_t *en) {
+/* The KiB of the node's data inputs (those there), and whether each is small. A node without
+ * data inputs (a _Recv, a source) is never judged by size: what it waits for is not in its
+ * inputs. */
+static bool small_inputs(const step_t *s, const exec_node_t *en, gint *kib) {
   int n = en->node->n_inputs;
-  if (n == 0) return false;
+  size_t total = 0;
+  bool small = n > 0;
   for (int i = 0; i < n; i++) {
     const weft_tensor_t *t = s->inputs[en->input_base + i].tensor;
-    if (t && weft_tensor_nbytes(t) > INLINE_INPUT_MAX_BYTES) return false;
+    size_t bytes = t ? weft_tensor_nbytes(t) : 0;
+    if (bytes > INLINE_INPUT_MAX_BYTES) small = false;
+    total += bytes;
   }
-  return true;
+  *kib = (gint)MIN(total >> 10, (size_t)G_MAXINT / 4);
+  return small;
+}
+
+/* Whether the node ran faster than a hand-off lasts, the last times it ran on inputs of about
+ * this size (TensorFlow's executor keeps such a measured cost too). The fork of a GELU, whose
+ * branches are elementwise ops of a few microseconds each, cost two thread wake-ups a step
+ * while every node was judged by its inputs' size alone: a fifth of a batch-64 MLP step. */
+static bool measured_cheap(const step_t *s, const exec_node_t *en, gint kib) {
+  if (!en->cost_tracked) return false;
+  gint cost = g_atomic_int_get(&en->cost_us);
+  gint at_kib = g_atomic_int_get(&en->cost_kib);
+  int bound = s->ex->inline_us >= 0 ? s->ex->inline_us : g_atomic_int_get(&s->ex->handoff_us);
+  return cost < bound && kib <= 2 * at_kib + 16;
 }
 
 /* A node became ready: keep it on this thread when it is cheap, or when this thread has no
  * expensive work yet; else hand it to the inter-op pool. */
 static void ready(step_t *s, local_ready_t *local, int node) {
   const exec_node_t *en = &s->ex->nodes[node];
-  bool cheap = en->inexpensive || small_inputs(s, en);
+  gint kib = 0;
+  bool cheap = en->inexpensive || small_inputs(s, en, &kib) || measured_cheap(s, en, kib);
   if (cheap && local->top < LOCAL_READY_MAX) local->nodes[local->top++] = node;
   else if (!cheap && local->expensive < 0) local->expensive = node;
   else schedule_node(s, node);
+}
+
+/* Folds one measurement into an average kept in a gint (a quarter of the new value). */
+static void average_into(gint *avg, gint64 value) {
+  gint old = g_atomic_int_get(avg);
+  gint64 v = MIN(value, (gint64)G_MAXINT / 2);
+  g_atomic_int_set(avg, old == G_MAXINT ? (gint)v : (gint)((3 * (gint64)old + v) / 4));
+}
+
+/* A kernel's error as the step reports it: naming the node once (kernels usually already say
+ * which node failed), its op and its device. */
+static weft_status_t *name_error(weft_status_t *st, const weft_node_t *node, const char *device) {
+  const char *msg = weft_status_message(st);
+  if (strstr(msg, node->name)) {
+    weft_status_t *suffixed = weft_status_new(weft_status_code(st), "%s (op %s on %s)", msg,
+                                              node->op_name, device);
+    weft_status_free(st);
+    return suffixed;
+  }
+  return weft_status_prefix(st, "node '%s' (%s) on %s", node->name, node->op_name, device);
+}
+
+static void value_copy(weft__value_t *dst, const weft__value_t *src) {
+  dst->tensor = src->tensor ? weft_tensor_ref(src->tensor) : NULL;
+  dst->ref = src->ref ? weft__variable_ref(src->ref) : NULL;
+}
+
+static bool same_shape(const weft_tensor_t *a, const weft_tensor_t *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+/* Whether a fused chain planned with unknown shapes can run its fused kernel on these inputs:
+ * x large enough to gain from it, and every operand a scalar that does not raise x's rank, of
+ * x's shape, or a row of its last dimension (BiasAdd: only a row, on x of rank >= 2), so every
+ * member's output has x's shape as the kernel assumes. */
+static bool fused_shapes_fit(const weft__fused_fallback_t *fb, const weft__value_t *in) {
+  const weft_tensor_t *x = in[0].tensor;
+  if (!x || x->num_elements < fb->min_elements) return false;
+  int64_t last = x->rank > 0 ? x->dims[x->rank - 1] : 1;
+  for (int k = 0; k < fb->n_members; k++) {
+    const weft__fused_member_t *m = &fb->members[k];
+    if (m->operand < 0) continue;
+    const weft_tensor_t *o = in[m->operand].tensor;
+    if (!o) return false;
+    bool row = o->rank == 1 && x->rank >= (m->bias_add ? 2 : 1) && o->dims[0] == last;
+    bool fits = m->bias_add ? row
+                            : row || (o->num_elements == 1 && o->rank <= x->rank) || same_shape(o, x);
+    if (!fits) return false;
+  }
+  return true;
+}
+
+/* Runs a fused chain's members one by one, each with its own kernel, where its shapes do not
+ * fit the fused kernel: broadcasting, results, errors and step stats are the unfused chain's.
+ * Sets out[0] to the last member's output. */
+static weft_status_t *run_fused_members(step_t *s, const exec_node_t *en, weft__value_t *out,
+                                        const weft__kernel_call_env_t *env) {
+  const weft__fused_fallback_t *fb = en->fallback;
+  const weft__value_t *in = &s->inputs[en->input_base];
+  weft__value_t cur = {0};
+  value_copy(&cur, &in[0]);
+  weft_status_t *st = NULL;
+  for (int k = 0; k < fb->n_members && !st; k++) {
+    const weft__fused_member_t *m = &fb->members[k];
+    const int n_in = m->node->n_inputs;
+    weft__value_t args[2] = {{0}}, res[1] = {{0}};
+    bool is_ref[2] = {false, false}, in_host[2] = {false, false};
+    args[m->main_input] = cur;
+    memset(&cur, 0, sizeof cur);
+    if (m->operand >= 0) value_copy(&args[1 - m->main_input], &in[m->operand]);
+    for (int i = 0; i < n_in; i++)
+      in_host[i] = m->kinst && weft__kernel_arg_in_host_memory(m->kinst->kernel, m->node, false, i);
+    const char *device = weft__kinst_device_name(m->kinst);
+    gint64 start_real = 0, start_mono = 0;
+    if (s->args->stats) {
+      start_real = g_get_real_time();
+      start_mono = g_get_monotonic_time();
+    }
+    st = weft__kernel_call(m->node, m->kinst, m->kinst, is_ref, in_host, args, res, env);
+    for (int i = 0; i < n_in; i++) weft__value_clear(&args[i]);
+    if (st) {
+      st = name_error(st, m->node, device);
+      weft__value_clear(&res[0]);
+    } else {
+      if (s->args->stats)
+        weft__record_node_stats(s->args->stats, m->node, device, start_real, start_mono, res);
+      cur = res[0];
+    }
+  }
+  if (st) weft__value_clear(&cur);
+  else out[0] = cur;
+  return st;
 }
 
 /* Runs one node; readied successors go to `local` or the pool. */
@@ -381,31 +535,31 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
     if (stop) record_error(s, stop);
   }
   if (!g_atomic_int_get(&s->cancelled)) {
-    gint64 start_real = 0, start_mono = 0;
-    if (s->args->stats) {
-      start_real = g_get_real_time();
-      start_mono = g_get_monotonic_time();
-    }
     weft__kernel_call_env_t env = {s->args->intra_pool, s->args->resources, &s->step_resources,
                                    NULL, 0};
-    st = weft__kernel_call(node, en->kinst, en->kinst, en->input_is_ref, en->input_in_host_memory,
-                           &s->inputs[en->input_base], outs, &env);
-    if (st) {
-      const char *msg = weft_status_message(st);
-      /* Name the node once: kernels usually already say which node failed. */
-      if (strstr(msg, node->name)) {
-        weft_status_t *suffixed = weft_status_new(weft_status_code(st), "%s (op %s on %s)", msg,
-                                                  node->op_name, device_name_of(en));
-        weft_status_free(st);
-        st = suffixed;
+    if (G_UNLIKELY(en->fallback != NULL) &&
+        !fused_shapes_fit(en->fallback, &s->inputs[en->input_base])) {
+      st = run_fused_members(s, en, outs, &env);
+      if (st) record_error(s, st);
+    } else {
+      gint64 start_real = 0, start_mono = 0;
+      gint kib = 0;
+      bool measure = en->cost_tracked && !small_inputs(s, en, &kib);
+      if (s->args->stats) start_real = g_get_real_time();
+      if (s->args->stats || measure) start_mono = g_get_monotonic_time();
+      st = weft__kernel_call(node, en->kinst, en->kinst, en->input_is_ref,
+                             en->input_in_host_memory, &s->inputs[en->input_base], outs, &env);
+      if (st) {
+        record_error(s, name_error(st, node, device_name_of(en)));
       } else {
-        st = weft_status_prefix(st, "node '%s' (%s) on %s", node->name, node->op_name,
-                                device_name_of(en));
+        if (measure) {
+          average_into(&en->cost_us, g_get_monotonic_time() - start_mono);
+          g_atomic_int_set(&en->cost_kib, kib);
+        }
+        if (s->args->stats)
+          weft__record_node_stats(s->args->stats, node, device_name_of(en), start_real,
+                                  start_mono, outs);
       }
-      record_error(s, st);
-    } else if (s->args->stats) {
-      weft__record_node_stats(s->args->stats, node, device_name_of(en), start_real, start_mono,
-                              outs);
     }
   }
   for (int i = 0; i < node->n_inputs; i++) weft__value_clear(&s->inputs[en->input_base + i]);
@@ -464,6 +618,7 @@ static void task_run(void *arg) {
   task_t *t = arg;
   step_t *s = t->step;
   int node = t->node;
+  average_into(&s->ex->handoff_us, g_get_monotonic_time() - t->scheduled_us);
   g_free(t);
   run_chain(s, node);
 }
@@ -477,6 +632,7 @@ static void schedule_node(step_t *s, int node) {
   task_t *t = g_new(task_t, 1);
   t->step = s;
   t->node = node;
+  t->scheduled_us = g_get_monotonic_time();
   weft__threadpool_schedule(s->args->inter_pool, task_run, t);
 }
 

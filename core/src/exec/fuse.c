@@ -21,6 +21,7 @@ struct weft__fusion {
   weft_graph_t *graph;           /* holds the fused nodes */
   GPtrArray *kernels;            /* weft__kernel_instance_t* of the fused nodes */
   GHashTable *aliases;           /* a chain's last node -> its fused node */
+  GHashTable *fallbacks;         /* fused node -> weft__fused_fallback_t (owned) */
 };
 
 /* Unary ops the CPU plugin has float32 loops for (cpu_elementwise.c), float in, float out. */
@@ -49,10 +50,12 @@ static bool shape_known(const weft__shape_t *s) {
   return true;
 }
 
-static bool shape_equal(const weft__shape_t *a, const weft__shape_t *b) {
+/* Whether two shapes of known rank can be the same when the step runs: each dimension equal,
+ * or unknown in either. */
+static bool shape_may_equal(const weft__shape_t *a, const weft__shape_t *b) {
   if (a->rank != b->rank) return false;
   for (int k = 0; k < a->rank; k++)
-    if (a->dims[k] != b->dims[k]) return false;
+    if (a->dims[k] >= 0 && b->dims[k] >= 0 && a->dims[k] != b->dims[k]) return false;
   return true;
 }
 
@@ -61,45 +64,54 @@ static bool shape_equal(const weft__shape_t *a, const weft__shape_t *b) {
 typedef struct link {
   int main_input;
   int operand_input; /* -1: unary */
+  bool unknown;      /* a shape it was judged on has an unknown dimension */
 } link_t;
 
 /* Whether `n` can be a member of a fused chain, and how. Its output must have x's shape: a
  * binary op's other input is then a scalar, a tensor of the same shape, or a row over the last
- * dimension (BiasAdd's bias, NHWC). */
+ * dimension (BiasAdd's bias, NHWC). Dimensions unknown until the step runs (a `[None, 784]`
+ * input) count as fitting; the executor checks them when the step runs and runs the chain
+ * unfused where they do not (weft__fused_fallback_t). */
 static bool fusable(const weft_node_t *n, const weft__kernel_instance_t *k, link_t *l) {
   if (!k || !k->device || !k->device->type || strcmp(k->device->type, "CPU") != 0) return false;
   if (n->n_outputs != 1 || n->output_types[0] != WEFT_DT_FLOAT) return false;
   if (n->control_inputs->len) return false;
   /* Only tensors of a known size worth a pass over memory: a small chain gains nothing, and its
-   * nodes keep their own step stats. */
+   * nodes keep their own step stats (a size known only at run time is judged then). */
   weft__shape_t shape = weft__node_shape(n, 0);
-  if (!shape_known(&shape)) return false;
+  if (shape.rank < 0) return false;
+  bool unknown = !shape_known(&shape);
   int64_t elements = 1;
-  for (int d = 0; d < shape.rank; d++) elements *= shape.dims[d];
-  if (elements < FUSE_MIN_ELEMENTS) return false;
+  for (int d = 0; d < shape.rank && !unknown; d++) elements *= shape.dims[d];
+  if (!unknown && elements < FUSE_MIN_ELEMENTS) return false;
   for (int i = 0; i < n->n_inputs; i++)
     if (n->input_types[i] != WEFT_DT_FLOAT) return false; /* refs and other dtypes */
   const weft__shape_t out = shape;
   if (n->n_inputs == 1 && in_list(unary_ops, n->op_name)) {
-    *l = (link_t){0, -1};
+    *l = (link_t){0, -1, unknown};
     return true;
   }
   if (n->n_inputs != 2 || !in_list(binary_ops, n->op_name)) return false;
-  if (strcmp(n->op_name, "BiasAdd") == 0) {
+  bool bias_add = strcmp(n->op_name, "BiasAdd") == 0;
+  if (bias_add) {
     const weft__attr_value_t *f = weft__attrs_get(n->attrs, "data_format");
     if (f && f->kind == WEFT_ATTR_STRING && strcmp(f->u.s.data, "NHWC") != 0) return false;
   }
   weft__shape_t in[2];
   for (int i = 0; i < 2; i++) {
     in[i] = weft__node_shape(n->inputs[i].src, n->inputs[i].src_index);
-    if (!shape_known(&in[i])) return false;
+    if (in[i].rank < 0) return false;
+    unknown = unknown || !shape_known(&in[i]);
   }
-  for (int m = 0; m < 2; m++) {
+  /* BiasAdd adds its input 1, a row, to its input 0 of rank >= 2, or fails. */
+  for (int m = 0; m < (bias_add ? 1 : 2); m++) {
     const weft__shape_t *o = &in[1 - m];
-    if (!shape_equal(&in[m], &out)) continue;
-    bool row = o->rank == 1 && out.rank >= 1 && o->dims[0] == out.dims[out.rank - 1];
-    if (o->rank == 0 || shape_equal(o, &out) || row) {
-      *l = (link_t){m, 1 - m};
+    if (!shape_may_equal(&in[m], &out)) continue;
+    int64_t last = out.rank >= 1 ? out.dims[out.rank - 1] : 0;
+    bool row = o->rank == 1 && out.rank >= 1 &&
+               (o->dims[0] < 0 || last < 0 || o->dims[0] == last);
+    if (bias_add ? row && out.rank >= 2 : o->rank == 0 || shape_may_equal(o, &out) || row) {
+      *l = (link_t){m, 1 - m, unknown};
       return true;
     }
   }
@@ -116,9 +128,36 @@ static void set_attr(weft_attrs_t *attrs, const char *name, weft__attr_value_t *
   weft__attrs_set(attrs, name, v);
 }
 
-/* The fused node of chain `members` (in order), built in f->graph. */
+static void fallback_free(gpointer p) {
+  weft__fused_fallback_t *fb = p;
+  g_free(fb->members);
+  g_free(fb);
+}
+
+/* The members of chain `members` as the executor runs them when the fused kernel cannot run
+ * (weft__fused_fallback_t); operand_of[k]: the fused node's input feeding member k's operand. */
+static weft__fused_fallback_t *new_fallback(const GPtrArray *members, const node_info_t *info,
+                                            GHashTable *index_of,
+                                            weft__kernel_instance_t *const *kernels,
+                                            const int *operand_of) {
+  weft__fused_fallback_t *fb = g_new0(weft__fused_fallback_t, 1);
+  fb->n_members = (int)members->len;
+  fb->members = g_new0(weft__fused_member_t, members->len);
+  fb->min_elements = FUSE_MIN_ELEMENTS;
+  for (guint k = 0; k < members->len; k++) {
+    const weft_node_t *m = members->pdata[k];
+    int at = GPOINTER_TO_INT(g_hash_table_lookup(index_of, m)) - 1;
+    fb->members[k] = (weft__fused_member_t){m, kernels[at], info[at].link.main_input,
+                                            operand_of[k], strcmp(m->op_name, "BiasAdd") == 0};
+  }
+  return fb;
+}
+
+/* The fused node of chain `members` (in order), built in f->graph; with the members' fallback
+ * (registered in f) when a shape it was judged on is known only at run time. */
 static weft_status_t *build_fused(weft__fusion_t *f, GPtrArray *members, node_info_t *info,
-                                  GHashTable *index_of, weft_node_t **out) {
+                                  GHashTable *index_of, weft__kernel_instance_t *const *kernels,
+                                  weft_node_t **out) {
   int n = (int)members->len;
   GString *ops = g_string_new(NULL), *names = g_string_new(NULL);
   weft__attr_value_t *operand = weft__attr_value_new(WEFT_ATTR_LIST_INT);
@@ -129,10 +168,14 @@ static weft_status_t *build_fused(weft__fusion_t *f, GPtrArray *members, node_in
   left->u.list.i = g_new0(int64_t, n);
   alpha->u.list.f = g_new0(float, n);
   weft__edge_t *inputs = g_new0(weft__edge_t, n + 1);
+  int *operand_of = g_new0(int, n);
+  bool unknown = false;
   int n_inputs = 1;
   for (int k = 0; k < n; k++) {
     const weft_node_t *m = members->pdata[k];
     const link_t *l = &info[GPOINTER_TO_INT(g_hash_table_lookup(index_of, m)) - 1].link;
+    unknown = unknown || l->unknown;
+    operand_of[k] = l->operand_input >= 0 ? n_inputs : -1;
     if (k == 0) inputs[0] = m->inputs[l->main_input];
     g_string_append_printf(ops, "%s%s", k ? ";" : "", m->op_name);
     g_string_append_printf(names, "%s%s", k ? ";" : "", m->name);
@@ -170,6 +213,10 @@ static weft_status_t *build_fused(weft__fusion_t *f, GPtrArray *members, node_in
                                            n_inputs, NULL, 0, "", attrs, out);
   weft__attrs_free(attrs);
   g_free(inputs);
+  if (!st && unknown)
+    g_hash_table_insert(f->fallbacks, *out,
+                        new_fallback(members, info, index_of, kernels, operand_of));
+  g_free(operand_of);
   return st;
 }
 
@@ -286,10 +333,11 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
       fu->graph = weft__graph_new_in(first->graph->ops);
       fu->kernels = g_ptr_array_new_with_free_func((GDestroyNotify)weft__kernel_instance_free);
       fu->aliases = g_hash_table_new(g_direct_hash, g_direct_equal);
+      fu->fallbacks = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, fallback_free);
     }
     weft_node_t *fused = NULL;
     if (c < n_chains)
-      st = build_fused(fu, chain, info, index_of, &fused);
+      st = build_fused(fu, chain, info, index_of, p->kernels, &fused);
     else
       st = weft__fuse_build_contraction(fu->graph, chain, &fused);
     const weft_node_t *last = chain->pdata[chain->len - 1];
@@ -345,10 +393,13 @@ weft_status_t *weft__fuse_elementwise(const weft__executor_params_t *p,
 
 GHashTable *weft__fusion_aliases(const weft__fusion_t *f) { return f ? f->aliases : NULL; }
 
+GHashTable *weft__fusion_fallbacks(const weft__fusion_t *f) { return f ? f->fallbacks : NULL; }
+
 void weft__fusion_free(weft__fusion_t *f) {
   if (!f) return;
   g_ptr_array_free(f->kernels, TRUE);
   g_hash_table_destroy(f->aliases);
+  g_hash_table_destroy(f->fallbacks);
   weft_graph_free(f->graph);
   g_free(f);
 }

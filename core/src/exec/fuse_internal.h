@@ -44,6 +44,9 @@ weft_status_t *weft__fuse_build_contraction(weft_graph_t *graph, const GPtrArray
                                             weft_node_t **out);
 /* A fused chain's last node -> the fused node (borrowed from f; NULL when f is NULL). */
 GHashTable *weft__fusion_aliases(const weft__fusion_t *f);
+/* Fused node -> its weft__fused_fallback_t, for the chains planned with shapes known only at
+ * run time (borrowed from f; NULL when f is NULL): the executor's fallbacks. */
+GHashTable *weft__fusion_fallbacks(const weft__fusion_t *f);
 void weft__fusion_free(weft__fusion_t *f); /* accepts NULL */
 
 #endif /* WEFT_EXEC_FUSE_INTERNAL_H */

@@ -235,7 +235,7 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
   if (!st) st = instantiate_kernels(s, nodes, kernels);
   if (!st) {
     weft__executor_params_t p = {nodes,         kernels,         spec->feeds,
-                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL, NULL};
+                                 spec->n_feeds, spec->fetches, spec->n_fetches, NULL, NULL, NULL};
     weft_device_options_t dopts = {sizeof(dopts), s->opts->gpu_memory_fraction,
                                    s->opts->gpu_allow_growth};
     /* Constant folding first: the chains and contractions are then found among what is left. */
@@ -258,6 +258,7 @@ static weft_status_t *build_plan(void *user_data, const weft__step_spec_t *spec,
     if (fusion) {
       p.nodes = fused_nodes;
       p.kernels = fused_kernels;
+      p.fallbacks = weft__fusion_fallbacks(fusion);
     }
     /* The executor reads both passes' aliases (read only while it is built). */
     GHashTable *aliases = NULL;
