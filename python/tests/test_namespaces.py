@@ -119,3 +119,30 @@ def test_io_write_graph_text_and_binary(tmp_path):
     gd = tf.GraphDef.FromString(tf.io.gfile.GFile(path, "rb").read())
     assert [n.op for n in gd.node] == ["Const", "Const", "AddV2"]
     assert tf.io.gfile is tf.gfile
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.compat
+
+def test_compat_strings_and_v1():
+    assert tf.compat.v1 is tf
+    assert tf.compat.v1.placeholder is tf.placeholder
+    assert tf.compat.as_bytes("héllo") == "héllo".encode()
+    assert tf.compat.as_bytes(bytearray(b"ab")) == b"ab"
+    assert tf.compat.as_text(b"h\xc3\xa9") == "hé"
+    assert tf.compat.as_str(b"x") == "x" and tf.compat.as_str("y") == "y"
+    assert tf.compat.as_str_any(b"z") == "z" and tf.compat.as_str_any(12) == "12"
+    with pytest.raises(TypeError, match="Expected binary or unicode string, got 3"):
+        tf.compat.as_bytes(3)
+    with pytest.raises(TypeError, match="Expected binary or unicode string, got None"):
+        tf.compat.as_text(None)
+    assert tf.compat.dimension_value(tf.Dimension(4)) == 4
+    assert tf.compat.dimension_value(None) is None
+
+
+def test_compat_forward_compatible():
+    assert tf.compat.forward_compatible(2019, 1, 1)
+    assert not tf.compat.forward_compatible(2021, 1, 1)
+    with tf.compat.forward_compatibility_horizon(2022, 1, 1):
+        assert tf.compat.forward_compatible(2021, 1, 1)
+    assert not tf.compat.forward_compatible(2021, 1, 1)

@@ -47,3 +47,4 @@ from . import tf_logging as logging  # noqa: F401,E402 -- tf.logging
 from .summary_pb import (Summary, SummaryMetadata, Event, SessionLog,  # noqa: F401,E402
                          HistogramProto, LogMessage, TaggedRunMetadata)
 from . import io, gfile  # noqa: F401,E402,A004 -- tf.io, tf.gfile
+from . import compat  # noqa: F401,E402
