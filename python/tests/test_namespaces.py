@@ -146,3 +146,96 @@ def test_compat_forward_compatible():
     with tf.compat.forward_compatibility_horizon(2022, 1, 1):
         assert tf.compat.forward_compatible(2021, 1, 1)
     assert not tf.compat.forward_compatible(2021, 1, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.random
+
+def test_random_distributions_statistics():
+    tf.random.set_random_seed(7)
+    n = tf.random.normal([20000], mean=2.0, stddev=3.0)
+    u = tf.random.uniform([20000], minval=-1.0, maxval=3.0)
+    t = tf.random.truncated_normal([20000], stddev=2.0)
+    ui = tf.random.uniform([20000], minval=5, maxval=9, dtype=tf.int32)
+    gm = tf.random.gamma([20000], alpha=[2.0, 5.0], beta=2.0)
+    po = tf.random.poisson([3.0, 10.0], [20000], dtype=tf.int64)
+    n, u, t, ui, gm, po = run(n, u, t, ui, gm, po)
+    assert abs(n.mean() - 2.0) < 0.1 and abs(n.std() - 3.0) < 0.1
+    assert u.min() >= -1.0 and u.max() < 3.0 and abs(u.mean() - 1.0) < 0.05
+    assert np.abs(t).max() <= 4.0 and abs(t.std() - 2 * 0.87962566) < 0.05
+    assert set(np.unique(ui)) == {5, 6, 7, 8}
+    assert gm.shape == (20000, 2) and gm.dtype == np.float32
+    np.testing.assert_allclose(gm.mean(axis=0), [1.0, 2.5], rtol=0.05)  # alpha / beta
+    assert po.shape == (20000, 2) and po.dtype == np.int64
+    np.testing.assert_allclose(po.mean(axis=0), [3.0, 10.0], rtol=0.05)
+
+
+def test_random_shuffle_permutes_rows_and_seeds_repeat():
+    x = np.arange(40, dtype=np.float32).reshape(20, 2)
+    s1 = tf.random.shuffle(x, seed=3)
+    s2 = tf.random_shuffle(x, seed=3)
+    a, b = run(s1, s2)
+    assert not np.array_equal(a, x)
+    np.testing.assert_array_equal(a[np.argsort(a[:, 0])], x)
+    np.testing.assert_array_equal(a, b)  # same graph seed (none) and op seed: same stream
+    assert tf.random.get_seed(5) == (tf.ops.DEFAULT_GRAPH_SEED, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.initializers
+
+def _var(name, init, shape):
+    return tf.get_variable(name, shape=shape, initializer=init)
+
+
+def test_initializers_values_and_scales():
+    tf.set_random_seed(1)
+    shape = [400, 300]
+    vs = {
+        "zeros": _var("z", tf.initializers.zeros(), [2, 3]),
+        "ones": _var("o", tf.initializers.ones(), [2, 3]),
+        "constant": _var("c", tf.initializers.constant([[1, 2, 3], [4, 5, 6]]), [2, 3]),
+        "he_normal": _var("hn", tf.initializers.he_normal(), shape),
+        "he_uniform": _var("hu", tf.initializers.he_uniform(), shape),
+        "lecun_normal": _var("ln", tf.initializers.lecun_normal(), shape),
+        "lecun_uniform": _var("lu", tf.initializers.lecun_uniform(), shape),
+        "glorot_uniform": _var("gu", tf.initializers.glorot_uniform(), shape),
+        "glorot_normal": _var("gn", tf.initializers.glorot_normal(), shape),
+        "variance_scaling": _var("vs", tf.initializers.variance_scaling(
+            3.0, "fan_out", "untruncated_normal"), shape),
+        "random_uniform": _var("ru", tf.initializers.random_uniform(-2.0, 2.0), shape),
+        "random_normal": _var("rn", tf.initializers.random_normal(1.0, 0.5), shape),
+        "truncated_normal": _var("tn", tf.initializers.truncated_normal(0.0, 0.5), shape),
+    }
+    with tf.Session() as sess:
+        sess.run(tf.initializers.global_variables())
+        got = sess.run(vs)
+    np.testing.assert_array_equal(got["zeros"], np.zeros((2, 3)))
+    np.testing.assert_array_equal(got["ones"], np.ones((2, 3)))
+    np.testing.assert_array_equal(got["constant"], [[1, 2, 3], [4, 5, 6]])
+    fan_in, fan_out = 400.0, 300.0
+    # truncated at two stddevs, the stddev asked for is reached by dividing by .8796...
+    want_std = {"he_normal": np.sqrt(2 / fan_in), "lecun_normal": np.sqrt(1 / fan_in),
+                "glorot_normal": np.sqrt(2 / (fan_in + fan_out)),
+                "he_uniform": np.sqrt(2 / fan_in), "lecun_uniform": np.sqrt(1 / fan_in),
+                "glorot_uniform": np.sqrt(2 / (fan_in + fan_out)),
+                "variance_scaling": np.sqrt(3 / fan_out), "random_uniform": 4 / np.sqrt(12),
+                "random_normal": 0.5, "truncated_normal": 0.5 * 0.87962566}
+    for k, std in want_std.items():
+        assert abs(got[k].std() - std) / std < 0.03, k
+    limit = np.sqrt(3 * 2 / fan_in)
+    assert got["he_uniform"].max() <= limit and got["he_uniform"].min() >= -limit
+    assert abs(got["random_normal"].mean() - 1.0) < 0.01
+
+
+def test_initializers_variables_and_local_variables():
+    a = tf.Variable(1.0, name="a")
+    b = tf.Variable(2.0, name="b")
+    loc = tf.get_local_variable("loc", shape=[], initializer=tf.initializers.constant(5.0))
+    with tf.Session() as sess:
+        sess.run(tf.initializers.variables([a]))
+        assert sess.run(a) == 1.0
+        with pytest.raises(errors.FailedPreconditionError):
+            sess.run(b)
+        sess.run(tf.initializers.local_variables())
+        assert sess.run(loc) == 5.0

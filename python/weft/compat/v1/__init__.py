@@ -48,3 +48,7 @@ from .summary_pb import (Summary, SummaryMetadata, Event, SessionLog,  # noqa: F
                          HistogramProto, LogMessage, TaggedRunMetadata)
 from . import io, gfile  # noqa: F401,E402,A004 -- tf.io, tf.gfile
 from . import compat  # noqa: F401,E402
+from . import random, initializers  # noqa: F401,E402
+# TensorFlow 1.x's top-level spellings of names that live in the namespaces below
+from .random import shuffle as random_shuffle, gamma as random_gamma  # noqa: F401,E402
+from .random import poisson as random_poisson  # noqa: F401,E402
