@@ -239,3 +239,102 @@ def test_initializers_variables_and_local_variables():
             sess.run(b)
         sess.run(tf.initializers.local_variables())
         assert sess.run(loc) == 5.0
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.linalg
+
+A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])  # symmetric positive definite
+B = np.array([[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]])
+BATCH = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def test_linalg_structure_ops():
+    got = run(tf.linalg.transpose(BATCH), tf.linalg.matrix_transpose(B), tf.linalg.adjoint(B),
+              tf.linalg.diag([[1.0, 2.0], [3.0, 4.0]]), tf.linalg.diag_part(BATCH),
+              tf.linalg.band_part(BATCH, 1, 0), tf.linalg.band_part(BATCH, -1, 1),
+              tf.linalg.set_diag(BATCH, np.ones((2, 3), np.float32)),
+              tf.linalg.trace(BATCH), tf.linalg.matmul(A, B), tf.linalg.matvec(A, B[:, 0]))
+    sd = BATCH.copy()
+    sd[:, [0, 1, 2], [0, 1, 2]] = 1
+    rows, cols = np.indices((3, 4))
+    want = [BATCH.transpose(0, 2, 1), B.T, B.T,
+            np.stack([np.diag([1.0, 2.0]), np.diag([3.0, 4.0])]),
+            np.diagonal(BATCH, axis1=1, axis2=2), BATCH * ((rows - cols <= 1) & (cols <= rows)),
+            BATCH * (cols - rows <= 1), sd, np.trace(BATCH, axis1=1, axis2=2), A @ B,
+            A @ B[:, 0]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(ValueError, match="should be a \\(batch\\) matrix, with rank >= 2"):
+        tf.linalg.transpose([1.0, 2.0])
+
+
+def test_linalg_eye():
+    n = tf.placeholder(tf.int32, [])
+    got = run(tf.linalg.eye(3), tf.eye(2, 3, dtype=tf.int32), tf.linalg.eye(2, batch_shape=[2]),
+              tf.linalg.eye(n, 4, batch_shape=[2]), feed={n: 3})
+    want = [np.eye(3), np.eye(2, 3), np.stack([np.eye(2)] * 2), np.stack([np.eye(3, 4)] * 2)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert got[1].dtype == np.int32
+    assert tf.linalg.eye(3).shape.as_list() == [3, 3]
+
+
+def test_linalg_decompositions_and_solves():
+    a, b = tf.constant(A), tf.constant(B)
+    chol = tf.linalg.cholesky(a)
+    s, u, v = tf.linalg.svd(b)
+    q, r = tf.linalg.qr(b)
+    sign, logabs = tf.linalg.slogdet(a)
+    lu, perm = tf.linalg.lu(a)
+    got = run(tf.linalg.inv(a), tf.linalg.det(a), sign, logabs, tf.linalg.logdet(a), chol,
+              tf.linalg.solve(a, b), tf.linalg.solve(a, b, adjoint=True),
+              tf.linalg.cholesky_solve(chol, b), tf.linalg.triangular_solve(chol, b),
+              tf.linalg.triangular_solve(tf.transpose(chol), b, lower=False),
+              tf.linalg.lstsq(b, A[:, :1]), s, u, v, q, r, tf.linalg.svd(b, compute_uv=False),
+              lu, perm, tf.matrix_inverse(a), tf.matrix_determinant(a))
+    L = np.linalg.cholesky(A)
+    (inv, det, sign, logabs, logdet, chol, x, xt, xc, tri, triu, ls, s, u, v, q, r, s_only,
+     lu, perm, inv2, det2) = got
+    np.testing.assert_allclose(inv, np.linalg.inv(A), rtol=1e-10)
+    np.testing.assert_allclose(det, np.linalg.det(A), rtol=1e-10)
+    assert sign == 1.0
+    np.testing.assert_allclose([logabs, logdet], [np.log(np.linalg.det(A))] * 2, rtol=1e-10)
+    np.testing.assert_allclose(chol, L, rtol=1e-10)
+    np.testing.assert_allclose(x, np.linalg.solve(A, B), rtol=1e-10)
+    np.testing.assert_allclose(xt, np.linalg.solve(A.T, B), rtol=1e-10)
+    np.testing.assert_allclose(xc, np.linalg.solve(A, B), rtol=1e-10)
+    np.testing.assert_allclose(tri, np.linalg.solve(L, B), rtol=1e-10)
+    np.testing.assert_allclose(triu, np.linalg.solve(L.T, B), rtol=1e-10)
+    np.testing.assert_allclose(ls, np.linalg.lstsq(B, A[:, :1], rcond=None)[0], rtol=1e-8)
+    np.testing.assert_allclose(s, np.linalg.svd(B, compute_uv=False), rtol=1e-10)
+    np.testing.assert_allclose(s_only, s, rtol=1e-12)
+    np.testing.assert_allclose(u @ np.diag(s) @ v.T, B, atol=1e-12)
+    assert u.shape == (3, 2) and v.shape == (2, 2)
+    np.testing.assert_allclose(q @ r, B, atol=1e-12)
+    assert q.shape == (3, 2) and np.allclose(np.triu(r), r)
+    lower = np.tril(lu, -1) + np.eye(3)
+    np.testing.assert_allclose(lower @ np.triu(lu), A[perm], atol=1e-12)
+    np.testing.assert_array_equal(inv2, inv)
+    assert det2 == det
+
+
+def test_linalg_norm_against_numpy():
+    x = np.array([[3.0, -4.0, 1.0], [0.5, 2.0, -6.0]], np.float32)
+    t = tf.constant(x)
+    got = run(tf.linalg.norm(t), tf.norm(t, axis=1), tf.norm(t, ord=1, axis=0),
+              tf.norm(t, ord=np.inf, axis=1), tf.norm(t, ord=3, axis=1),
+              tf.norm(t, ord="fro", axis=[0, 1]), tf.norm(t, ord=1, axis=(0, 1)),
+              tf.norm(t, ord=np.inf, axis=(0, 1)), tf.norm(t, ord=2, axis=(0, 1)),
+              tf.norm(t, axis=1, keepdims=True), tf.norm(t, keepdims=True))
+    want = [np.linalg.norm(x), np.linalg.norm(x, axis=1), np.abs(x).sum(0),
+            np.abs(x).max(1), np.linalg.norm(x, 3, axis=1), np.linalg.norm(x, "fro"),
+            np.linalg.norm(x, 1), np.linalg.norm(x, np.inf), np.linalg.norm(x, 2),
+            np.linalg.norm(x, axis=1, keepdims=True), np.full((1, 1), np.linalg.norm(x))]
+    for g, w in zip(got, want):
+        assert g.shape == np.shape(w)
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+    with pytest.raises(ValueError, match="'ord' must be a supported vector norm"):
+        tf.norm(t, ord=-1)
+    with pytest.raises(ValueError, match="'ord' must be a supported matrix norm"):
+        tf.norm(t, ord=3, axis=[0, 1])
