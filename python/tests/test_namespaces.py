@@ -338,3 +338,66 @@ def test_linalg_norm_against_numpy():
         tf.norm(t, ord=-1)
     with pytest.raises(ValueError, match="'ord' must be a supported matrix norm"):
         tf.norm(t, ord=3, axis=[0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.debugging
+
+def test_debugging_asserts_pass_and_fail():
+    x = tf.placeholder(tf.int32, [3], name="x")
+    checks = [tf.debugging.assert_equal(x, [1, 2, 3]), tf.assert_less(x, 4),
+              tf.debugging.assert_less_equal(x, 3), tf.debugging.assert_greater(x, 0),
+              tf.debugging.assert_greater_equal(x, 1), tf.debugging.assert_none_equal(x, 7),
+              tf.debugging.assert_positive(x), tf.debugging.assert_non_negative(x),
+              tf.debugging.assert_negative(-x), tf.debugging.assert_non_positive(-x)]
+    with tf.Session() as sess:
+        sess.run(checks, {x: [1, 2, 3]})
+        with pytest.raises(errors.InvalidArgumentError) as e:
+            sess.run(checks[0], {x: [1, 2, 4]})
+        assert str(e.value).startswith(
+            "assertion failed: [Condition x == y did not hold element-wise:] [x (x:0) = ] "
+            "[1 2 4] [y (assert_equal/Const:0) = ] [1 2 3]")
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"assertion failed: \[too big\] \[Condition x < y"):
+            sess.run(tf.debugging.assert_less(x, 3, message="too big"), {x: [1, 2, 3]})
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"\[Condition x > 0 did not hold element-wise:\]"):
+            sess.run(checks[6], {x: [0, 2, 3]})
+        with pytest.raises(errors.InvalidArgumentError, match=r"^assertion failed: \[n=\] \[9\]"):
+            sess.run(tf.debugging.Assert(tf.reduce_all(x < 5), ["n=", tf.reduce_max(x)]),
+                     {x: [1, 9, 3]})
+
+
+def test_debugging_check_numerics_and_predicates():
+    x = tf.placeholder(tf.float32, [2])
+    checked = tf.debugging.check_numerics(x, "x is bad")
+    verified = tf.debugging.assert_all_finite(x * 2, "doubled")
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(checked, {x: [1, 2]}), [1, 2])
+        np.testing.assert_array_equal(sess.run(verified, {x: [1, 2]}), [2, 4])
+        with pytest.raises(errors.InvalidArgumentError, match="x is bad : Tensor had NaN values"):
+            sess.run(checked, {x: [np.nan, 2]})
+        with pytest.raises(errors.InvalidArgumentError, match="doubled : Tensor had Inf values"):
+            sess.run(verified, {x: [np.inf, 2]})
+        got = sess.run([tf.debugging.is_finite(x), tf.debugging.is_inf(x),
+                        tf.debugging.is_nan(x)], {x: [np.inf, np.nan]})
+    np.testing.assert_array_equal(got, [[False, False], [True, False], [False, True]])
+    assert tf.debugging.is_numeric_tensor(x) and not tf.debugging.is_numeric_tensor(
+        tf.constant([True]))
+    assert not tf.debugging.is_numeric_tensor(np.ones(2))
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.bitwise
+
+def test_bitwise_against_numpy():
+    a = np.array([0, 5, -7, 123456, 2**31 - 1], np.int32)
+    b = np.array([3, 6, 12, 654321, 1], np.int32)
+    s = np.array([0, 1, 2, 3, 4], np.int32)
+    got = run(tf.bitwise.bitwise_and(a, b), tf.bitwise.bitwise_or(a, b),
+              tf.bitwise.bitwise_xor(a, b), tf.bitwise.invert(a), tf.bitwise.left_shift(b, s),
+              tf.bitwise.right_shift(a, s), tf.bitwise.invert(np.array([0, 200], np.uint8)))
+    want = [a & b, a | b, a ^ b, ~a, b << s, a >> s, np.array([255, 55], np.uint8)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

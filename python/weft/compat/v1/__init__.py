@@ -59,3 +59,9 @@ from .linalg import (eye, trace, norm, cholesky, cholesky_solve, qr, svd,  # noq
                      lstsq as matrix_solve_ls, triangular_solve as matrix_triangular_solve,
                      band_part as matrix_band_part, diag as matrix_diag,
                      diag_part as matrix_diag_part, set_diag as matrix_set_diag)
+from . import debugging, bitwise  # noqa: F401,E402
+from .debugging import (Assert, assert_equal, assert_none_equal, assert_less,  # noqa: F401,E402
+                        assert_less_equal, assert_greater, assert_greater_equal,
+                        assert_positive, assert_negative, assert_non_negative,
+                        assert_non_positive, check_numerics, verify_tensor_all_finite,
+                        is_numeric_tensor)
