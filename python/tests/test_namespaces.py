@@ -341,6 +341,96 @@ def test_linalg_norm_against_numpy():
 
 
 # ---------------------------------------------------------------------------------------------
+# tf.graph_util
+
+def _model(resource):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.get_variable("w", initializer=np.arange(6, dtype=np.float32).reshape(3, 2),
+                        use_resource=resource)
+    b = tf.get_variable("b", initializer=np.array([0.5, -1.0], np.float32),
+                        use_resource=resource)
+    emb = tf.get_variable("emb", initializer=np.eye(4, dtype=np.float32) * 3,
+                          use_resource=resource)
+    ids = tf.placeholder(tf.int32, [None], name="ids")
+    y = tf.add(tf.matmul(x, w), b, name="y")
+    z = tf.identity(tf.reduce_sum(tf.gather(emb, ids), 1), name="z")
+    tf.add(y, 1.0, name="unused")
+    return x, ids, y, z
+
+
+@pytest.mark.parametrize("resource", [False, True])
+def test_convert_variables_to_constants_freezes(resource):
+    x, ids, y, z = _model(resource)
+    feed = {x: np.array([[1.0, 2.0, 3.0]], np.float32), ids: [1, 3]}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.get_default_graph().get_tensor_by_name("w:0" if not resource else
+                                                           "w/Read/ReadVariableOp:0"))
+        want = sess.run([y, z], feed)
+        frozen = tf.graph_util.convert_variables_to_constants(
+            sess, tf.get_default_graph().as_graph_def(), ["y", "z"])
+    ops = {n.name: n.op for n in frozen.node}
+    assert not {"VariableV2", "VarHandleOp", "ReadVariableOp", "ResourceGather",
+                "AssignVariableOp", "Assign"} & set(ops.values())
+    assert ops["w"] == ops["b"] == ops["emb"] == "Const"
+    assert "unused" not in ops and "init" not in ops
+    const = {n.name: n for n in frozen.node}["w"]
+    assert const.attr["dtype"] == ("type", tf.float32.as_datatype_enum)
+    tf.reset_default_graph()
+    y2, z2 = tf.import_graph_def(frozen, return_elements=["y:0", "z:0"], name="")
+    with tf.Session() as sess:  # no initializer: nothing left to initialize
+        got = sess.run([y2, z2], {"x:0": feed[x], "ids:0": [1, 3]})
+    np.testing.assert_allclose(got[0], want[0])
+    np.testing.assert_allclose(got[0], [[16.5, 21.0]])
+    np.testing.assert_allclose(got[1], [3.0, 3.0])
+
+
+def test_convert_variables_to_constants_whitelist_and_blacklist():
+    _model(False)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        gd = tf.get_default_graph().as_graph_def()
+        only_w = tf.graph_util.convert_variables_to_constants(sess, gd, ["y"],
+                                                              variable_names_whitelist=["w"])
+        not_w = tf.graph_util.convert_variables_to_constants(sess, gd, ["y"],
+                                                             variable_names_blacklist=["w"])
+    ops = {n.name: n.op for n in only_w.node}
+    assert (ops["w"], ops["b"]) == ("Const", "VariableV2")
+    ops = {n.name: n.op for n in not_w.node}
+    assert (ops["w"], ops["b"]) == ("VariableV2", "Const")
+
+
+def test_extract_sub_graph_and_remove_training_nodes():
+    a = tf.placeholder(tf.float32, [], name="a")
+    i1 = tf.identity(a, name="i1")
+    i2 = tf.identity(i1, name="i2")
+    c = tf.check_numerics(i2, "bad", name="check")
+    with tf.control_dependencies([c]):
+        kept = tf.identity(a, name="kept")  # has a control input: stays
+    out = tf.multiply(c, 2.0, name="out")
+    tf.add(kept, 1.0, name="other")
+    gd = tf.get_default_graph().as_graph_def()
+    sub = tf.graph_util.extract_sub_graph(gd, ["out"])
+    assert [n.name for n in sub.node] == ["a", "i1", "i2", "check", "Const", "out"]
+    with pytest.raises(TypeError, match="dest_nodes must be a list"):
+        tf.graph_util.extract_sub_graph(gd, "out")
+    with pytest.raises(AssertionError, match="nope is not in graph"):
+        tf.graph_util.extract_sub_graph(gd, ["nope"])
+    slim = tf.graph_util.remove_training_nodes(gd)
+    by = {n.name: n for n in slim.node}
+    assert "i1" not in by and "i2" not in by
+    assert "check" in by  # a control input of `kept`
+    assert by["check"].input == ["a"] and by["kept"].input == ["a", "^check"]
+    slim = tf.graph_util.remove_training_nodes(tf.graph_util.extract_sub_graph(gd, ["out"]),
+                                               protected_nodes=["i2"])
+    by = {n.name: n for n in slim.node}
+    assert "check" not in by and by["out"].input[0] == "i2" and by["i2"].input == ["a"]
+    tf.reset_default_graph()
+    (o,) = tf.import_graph_def(slim, return_elements=["out:0"], name="")
+    assert run(o, feed={"a:0": 4.0}) == 8.0
+
+
+# ---------------------------------------------------------------------------------------------
 # tf.debugging
 
 def test_debugging_asserts_pass_and_fail():

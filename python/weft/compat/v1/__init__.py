@@ -65,3 +65,4 @@ from .debugging import (Assert, assert_equal, assert_none_equal, assert_less,  #
                         assert_positive, assert_negative, assert_non_negative,
                         assert_non_positive, check_numerics, verify_tensor_all_finite,
                         is_numeric_tensor)
+from . import graph_util  # noqa: F401,E402
