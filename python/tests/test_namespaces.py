@@ -440,6 +440,8 @@ def test_debugging_asserts_pass_and_fail():
               tf.debugging.assert_greater_equal(x, 1), tf.debugging.assert_none_equal(x, 7),
               tf.debugging.assert_positive(x), tf.debugging.assert_non_negative(x),
               tf.debugging.assert_negative(-x), tf.debugging.assert_non_positive(-x)]
+    assert checks[0].name == "assert_equal/Assert/Assert"
+    assert tf.Assert(True, ["never"], name="mine").name == "mine/Assert"
     with tf.Session() as sess:
         sess.run(checks, {x: [1, 2, 3]})
         with pytest.raises(errors.InvalidArgumentError) as e:

@@ -15,22 +15,22 @@ is_nan = _ops.is_nan
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 -- TensorFlow's name
     """An op that fails with "assertion failed: [d0] [d1] ..." when condition is false; each
     data tensor is printed with at most `summarize` (3) elements."""
-    with _fw.name_scope(name, "Assert", [condition]) as scope:
+    with _fw.name_scope(name, "Assert", [condition]):
         data = [_ops._to_tensor(d) for d in data]
         return _ops._op("Assert", [_ops._to_tensor(condition, dtype=_dtypes.bool), data],
                         [("T", "list_type", [d.dtype.base_dtype.as_datatype_enum for d in data]),
                          ("summarize", "int", 3 if summarize is None else int(summarize))],
-                        scope + "Assert")
+                        "Assert")
 
 
 def _comparison(condition_fn, condition, default_name):
     def fn(x, y, data=None, summarize=None, message=None, name=None):
-        with _fw.name_scope(name, default_name, [x, y]) as scope:
+        with _fw.name_scope(name, default_name, [x, y]):
             x, y = _ops._same_type(x, y, default_name)
             if data is None:
                 data = ([message] if message else []) + [
                     condition, "x (%s) = " % x.name, x, "y (%s) = " % y.name, y]
-            return Assert(_ops.reduce_all(condition_fn(x, y)), data, summarize, name=scope)
+            return Assert(_ops.reduce_all(condition_fn(x, y)), data, summarize)
     fn.__name__ = default_name
     return fn
 
@@ -51,13 +51,13 @@ assert_none_equal = _comparison(_ops.not_equal, "Condition x != y did not hold f
 
 def _sign_check(compare, text, default_name):
     def fn(x, data=None, summarize=None, message=None, name=None):
-        with _fw.name_scope(name, default_name, [x]) as scope:
+        with _fw.name_scope(name, default_name, [x]):
             x = _ops._to_tensor(x)
             if data is None:
                 data = ([message] if message else []) + [
                     "Condition x %s 0 did not hold element-wise:" % text, "x (%s) = " % x.name, x]
             zero = _ops._to_tensor(0, dtype=x.dtype.base_dtype)
-            return Assert(_ops.reduce_all(compare(x, zero)), data, summarize, name=scope)
+            return Assert(_ops.reduce_all(compare(x, zero)), data, summarize)
     fn.__name__ = default_name
     return fn
 
