@@ -493,3 +493,28 @@ def test_bitwise_against_numpy():
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+# ---------------------------------------------------------------------------------------------
+# tf.sparse
+
+def test_sparse_tensor_to_dense_and_add():
+    sp = tf.SparseTensor(indices=[[0, 1], [2, 0]], values=[5.0, -1.0], dense_shape=[3, 2])
+    assert sp.shape.as_list() == [3, 2] and sp.dtype == tf.float32
+    strings = tf.SparseTensor([[1]], tf.constant([b"b"]), [3])
+    dense = np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = run(tf.sparse.to_dense(sp), tf.sparse_tensor_to_dense(sp, default_value=7.0),
+              tf.sparse.add(sp, dense), tf.sparse.add(dense, sp), tf.sparse.to_dense(strings), sp)
+    want = np.array([[0, 5], [0, 0], [-1, 0]], np.float32)
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(got[1], np.where(want == 0, 7, want))
+    np.testing.assert_array_equal(got[2], want + dense)
+    np.testing.assert_array_equal(got[3], want + dense)
+    np.testing.assert_array_equal(got[4], [b"", b"b", b""])
+    assert isinstance(got[5], tf.SparseTensorValue)
+    np.testing.assert_array_equal(got[5].indices, [[0, 1], [2, 0]])
+    np.testing.assert_array_equal(got[5].values, [5.0, -1.0])
+    np.testing.assert_array_equal(got[5].dense_shape, [3, 2])
+    with pytest.raises(TypeError, match="two SparseTensors is not supported by weft"):
+        tf.sparse.add(sp, sp)
+    with tf.Session():
+        np.testing.assert_array_equal(sp.eval().values, [5.0, -1.0])

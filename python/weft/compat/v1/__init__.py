@@ -66,3 +66,6 @@ from .debugging import (Assert, assert_equal, assert_none_equal, assert_less,  #
                         assert_non_positive, check_numerics, verify_tensor_all_finite,
                         is_numeric_tensor)
 from . import graph_util  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402
+from .sparse import SparseTensor, SparseTensorValue  # noqa: F401,E402
+from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
