@@ -494,6 +494,83 @@ def test_bitwise_against_numpy():
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
 
+
+# ---------------------------------------------------------------------------------------------
+# tf.train.Example and tf.io.parse_example
+
+def _example(**features):
+    ex = tf.train.Example()
+    for key, v in features.items():
+        f = ex.features.feature[key]
+        if isinstance(v[0], bytes):
+            f.bytes_list.value.extend(v)
+        elif isinstance(v[0], float):
+            f.float_list.value.extend(v)
+        else:
+            f.int64_list.value.extend(v)
+    return ex.SerializeToString()
+
+
+def test_example_protos_round_trip_with_protobuf_wire_bytes():
+    ex = tf.train.Example(features=tf.train.Features(feature={
+        "f": tf.train.Feature(float_list=tf.train.FloatList(value=[1.5])),
+        "i": tf.train.Feature(int64_list=tf.train.Int64List(value=[3, -1]))}))
+    # protobuf's bytes: map entries {key, value}, packed float and int64 (-1 in ten bytes)
+    data = ex.SerializeToString()
+    assert data == (b"\n%\n\r\n\x01f\x12\x08\x12\x06\n\x04\x00\x00\xc0?"
+                    b"\n\x14\n\x01i\x12\x0f\x1a\r\n\x0b\x03" + b"\xff" * 9 + b"\x01")
+    back = tf.train.Example.FromString(data)
+    assert back == ex
+    assert list(back.features.feature["i"].int64_list.value) == [3, -1]
+    assert back.features.feature["f"].WhichOneof("kind") == "float_list"
+    with pytest.raises(TypeError):
+        tf.train.Int64List(value=[1.5])
+
+
+def test_parse_example_dense_sparse_and_defaults():
+    ser = tf.placeholder(tf.string, [None])
+    parsed = tf.io.parse_example(ser, {
+        "x": tf.io.FixedLenFeature([2], tf.float32),
+        "label": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
+        "name": tf.FixedLenFeature([], tf.string, default_value="none"),
+        "ids": tf.io.VarLenFeature(tf.int64)})
+    assert isinstance(parsed["ids"], tf.SparseTensor)
+    batch = [_example(x=[1.0, 2.0], label=[1], name=[b"a"], ids=[4, 5, 6]),
+             _example(x=[3.0, 4.0], ids=[7])]
+    with tf.Session() as sess:
+        got = sess.run(parsed, {ser: batch})
+        dense_ids = sess.run(tf.sparse.to_dense(parsed["ids"], default_value=-9), {ser: batch})
+        with pytest.raises(errors.InvalidArgumentError,
+                           match=r"Name: <unknown>, Feature: x \(data type: float\) is "
+                                 "required but could not be found."):
+            sess.run(parsed["x"], {ser: [_example(label=[2])]})
+    np.testing.assert_array_equal(got["x"], [[1, 2], [3, 4]])
+    assert got["x"].dtype == np.float32
+    np.testing.assert_array_equal(got["label"], [1, -1])
+    np.testing.assert_array_equal(got["name"], [b"a", b"none"])
+    ids = got["ids"]
+    assert isinstance(ids, tf.SparseTensorValue)
+    np.testing.assert_array_equal(ids.indices, [[0, 0], [0, 1], [0, 2], [1, 0]])
+    np.testing.assert_array_equal(ids.values, [4, 5, 6, 7])
+    np.testing.assert_array_equal(ids.dense_shape, [2, 3])
+    np.testing.assert_array_equal(dense_ids, [[4, 5, 6], [7, -9, -9]])
+    assert parsed["x"].op.type == "ParseExample" and parsed["x"].op.name == \
+        "ParseExample/ParseExample"
+
+
+def test_parse_single_example():
+    parsed = tf.io.parse_single_example(_example(w=[0.5, 1.5, 2.5, 3.5], tags=[b"p", b"q"]), {
+        "w": tf.io.FixedLenFeature([2, 2], tf.float32),
+        "tags": tf.io.VarLenFeature(tf.string)})
+    w, tags = run(parsed["w"], parsed["tags"])
+    np.testing.assert_array_equal(w, [[0.5, 1.5], [2.5, 3.5]])
+    np.testing.assert_array_equal(tags.indices, [[0], [1]])
+    np.testing.assert_array_equal(tags.values, [b"p", b"q"])
+    np.testing.assert_array_equal(tags.dense_shape, [2])
+    with pytest.raises(ValueError, match="Unsupported dtype int32 for feature w"):
+        tf.io.parse_single_example(b"", {"w": tf.io.FixedLenFeature([], tf.int32)})
+
+
 # ---------------------------------------------------------------------------------------------
 # tf.sparse
 
