@@ -595,3 +595,127 @@ def test_sparse_tensor_to_dense_and_add():
         tf.sparse.add(sp, sp)
     with tf.Session():
         np.testing.assert_array_equal(sp.eval().values, [5.0, -1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# tf.image
+
+IMG = np.random.RandomState(0).uniform(0.05, 0.95, (4, 5, 3)).astype(np.float32)
+
+
+def test_image_geometry_against_numpy():
+    batch = np.stack([IMG, IMG[::-1]])
+    got = run(tf.image.flip_left_right(IMG), tf.image.flip_up_down(IMG),
+              tf.image.flip_left_right(batch), tf.image.transpose_image(batch),
+              tf.image.rot90(IMG), tf.image.rot90(IMG, 2), tf.image.rot90(batch, 3),
+              tf.image.crop_to_bounding_box(IMG, 1, 2, 2, 3),
+              tf.image.pad_to_bounding_box(IMG, 1, 0, 6, 7))
+    padded = np.zeros((6, 7, 3), np.float32)
+    padded[1:5, 0:5] = IMG
+    want = [IMG[:, ::-1], IMG[::-1], batch[:, :, ::-1], batch.transpose(0, 2, 1, 3),
+            np.rot90(IMG, 1, axes=(0, 1)), np.rot90(IMG, 2, axes=(0, 1)),
+            np.rot90(batch, 3, axes=(1, 2)), IMG[1:3, 2:5], padded]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="must be three or four-dimensional"):
+        tf.image.flip_up_down(np.zeros((2, 2)))
+
+
+def test_image_colour_against_colorsys():
+    import colorsys
+    hsv = np.array([[colorsys.rgb_to_hsv(*px) for px in row] for row in IMG], np.float32)
+
+    def from_hsv(h):
+        return np.array([[colorsys.hsv_to_rgb(*px) for px in row] for row in h], np.float32)
+    shifted = hsv.copy()
+    shifted[..., 0] = (shifted[..., 0] + 0.2) % 1.0
+    saturated = hsv.copy()
+    saturated[..., 1] = np.clip(saturated[..., 1] * 1.7, 0, 1)
+    got = run(tf.image.rgb_to_hsv(IMG), tf.image.hsv_to_rgb(hsv), tf.image.adjust_hue(IMG, 0.2),
+              tf.image.adjust_saturation(IMG, 1.7), tf.image.adjust_contrast(IMG, 1.5),
+              tf.image.adjust_brightness(IMG, 0.1), tf.image.rgb_to_grayscale(IMG),
+              tf.image.grayscale_to_rgb(IMG[..., :1]))
+    mean = IMG.mean(axis=(0, 1))
+    want = [hsv, IMG, from_hsv(shifted), from_hsv(saturated), (IMG - mean) * 1.5 + mean,
+            IMG + np.float32(0.1), IMG @ np.array([0.2989, 0.5870, 0.1140], np.float32)[:, None],
+            np.repeat(IMG[..., :1], 3, axis=-1)]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_image_dtype_conversion_and_uint8_adjustments():
+    u8 = np.array([[[0, 51, 255]], [[128, 7, 200]]], np.uint8)
+    got = run(tf.image.convert_image_dtype(u8, tf.float32),
+              tf.image.convert_image_dtype(np.array([0.0, 0.5, 1.0], np.float32), tf.uint8),
+              tf.image.convert_image_dtype(np.array([-0.5, 1.5], np.float32), tf.uint8,
+                                           saturate=True),
+              tf.image.convert_image_dtype(u8, tf.int32),
+              tf.image.convert_image_dtype(np.array([65535, 256], np.uint16), tf.uint8),
+              tf.image.adjust_brightness(u8, 0.5), tf.image.rgb_to_grayscale(u8))
+    np.testing.assert_allclose(got[0], u8 / np.float32(255), rtol=1e-6)
+    np.testing.assert_array_equal(got[1], [0, 127, 255])  # x * 255.5, truncated
+    np.testing.assert_array_equal(got[2], [0, 255])
+    np.testing.assert_array_equal(got[3], u8.astype(np.int64) * (2**31 // 256))
+    np.testing.assert_array_equal(got[4], [255, 1])
+    flt = u8.astype(np.float32) * np.float32(1 / 255)
+    want = (np.clip((flt + np.float32(0.5)) * np.float32(255.5), 0, 255)).astype(np.uint8)
+    np.testing.assert_array_equal(got[5], want)
+    gray = (flt @ np.array([0.2989, 0.5870, 0.1140], np.float32)[:, None]) * np.float32(255.5)
+    np.testing.assert_array_equal(got[6], gray.astype(np.uint8))
+    assert got[6].dtype == np.uint8
+
+
+def test_image_per_image_standardization():
+    x = np.random.RandomState(1).uniform(0, 255, (2, 3, 4, 3)).astype(np.float32)
+    flat = np.full((2, 2, 1), 7.0, np.float32)
+    got, got_flat = run(tf.image.per_image_standardization(x[0]),
+                        tf.image.per_image_standardization(flat))
+    np.testing.assert_allclose(got, (x[0] - x[0].mean()) / x[0].std(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(got_flat, np.zeros((2, 2, 1)))
+
+
+def _legacy_resize(img, out_h, out_w, nearest):
+    """TensorFlow 1.x's resize without align_corners or half-pixel centers: source index
+    dst * in / out; bilinear interpolates towards the next pixel (clamped)."""
+    in_h, in_w = img.shape[:2]
+    out = np.zeros((out_h, out_w, img.shape[2]), np.float64)
+    for y in range(out_h):
+        for x in range(out_w):
+            sy, sx = y * in_h / out_h, x * in_w / out_w
+            if nearest:
+                out[y, x] = img[min(int(np.floor(sy)), in_h - 1), min(int(np.floor(sx)), in_w - 1)]
+                continue
+            y0, x0 = int(np.floor(sy)), int(np.floor(sx))
+            y1, x1 = min(y0 + 1, in_h - 1), min(x0 + 1, in_w - 1)
+            dy, dx = sy - y0, sx - x0
+            top = img[y0, x0] * (1 - dx) + img[y0, x1] * dx
+            bottom = img[y1, x0] * (1 - dx) + img[y1, x1] * dx
+            out[y, x] = top * (1 - dy) + bottom * dy
+    return out
+
+
+def test_image_resize_against_numpy():
+    u8 = (IMG * 255).astype(np.uint8)
+    got = run(tf.image.resize_images(IMG, [7, 3]),
+              tf.image.resize_images(u8, [7, 3], method=tf.image.ResizeMethod.NEAREST_NEIGHBOR),
+              tf.image.resize_bilinear(IMG[None], [2, 8]),
+              tf.image.resize_images(IMG, [8, 20], preserve_aspect_ratio=True),
+              tf.image.resize_area(IMG[None], [2, 5]))
+    np.testing.assert_allclose(got[0], _legacy_resize(IMG, 7, 3, False), rtol=1e-5)
+    assert got[0].dtype == np.float32
+    np.testing.assert_array_equal(got[1], _legacy_resize(u8, 7, 3, True))
+    assert got[1].dtype == np.uint8
+    np.testing.assert_allclose(got[2][0], _legacy_resize(IMG, 2, 8, False), rtol=1e-5)
+    assert got[3].shape == (8, 10, 3)  # 4x5 scaled by min(8/4, 20/5) = 2
+    np.testing.assert_allclose(got[4][0], IMG.reshape(2, 2, 5, 3).mean(axis=1), rtol=1e-5)
+
+
+def test_image_non_max_suppression():
+    boxes = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                      [0, 10.1, 1, 11.1], [0, 100, 1, 101]], np.float32)
+    scores = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
+    got = run(tf.image.non_max_suppression(boxes, scores, 3, iou_threshold=0.5),
+              tf.image.non_max_suppression(boxes, scores, 6, score_threshold=0.4))
+    np.testing.assert_array_equal(got[0], [3, 0, 5])
+    np.testing.assert_array_equal(got[1], [3, 0])
