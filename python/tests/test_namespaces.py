@@ -719,3 +719,32 @@ def test_image_non_max_suppression():
               tf.image.non_max_suppression(boxes, scores, 6, score_threshold=0.4))
     np.testing.assert_array_equal(got[0], [3, 0, 5])
     np.testing.assert_array_equal(got[1], [3, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/python.md
+
+DOC_OUTPUTS = [
+    "['frozen.pb'] ['Placeholder', 'Const', 'Identity', 'MatMul', 'Identity']\n[[3.]]\n",
+    "[[1. 2.]] [-1]\n[[4 5 6]]\n",
+    "0.08\n(5,)\n[11.000001, 7.0, 5.0]\n[0.09090909 0.6363636 ]\n6\n",
+    "[0.        0.6931472]\nassertion failed: [Condition x > 0 did not hold element-wise:] \n"
+    "True café b'x'\nTrue\n",
+    "(2, 3, 3) (4, 6, 1) uint8\n",
+]
+
+
+def test_doc_examples_print_what_they_say():
+    """docs/python.md's "TensorFlow 1.x namespaces" examples, run as written."""
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    doc = open(os.path.join(root, "docs", "python.md"), encoding="utf-8").read()
+    section = doc.split("## TensorFlow 1.x namespaces", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
+    assert len(blocks) == len(DOC_OUTPUTS)
+    for code, want in zip(blocks, DOC_OUTPUTS):
+        done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                              timeout=120, env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+        assert done.returncode == 0, done.stderr.decode()
+        assert done.stdout.decode() == want
