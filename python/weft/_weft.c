@@ -345,8 +345,37 @@ static int dtype_from_py(PyObject *v, const char *attr, weft_dtype_t *out) {
   return 0;
 }
 
+/* A shape attribute's value: None (unknown rank: *rank -1) or a sequence of ints and Nones
+ * (unknown dimensions). */
+static int shape_attr_from_py(PyObject *v, const char *name, int *rank, int64_t *dims) {
+  if (v == Py_None) {
+    *rank = -1;
+    return 0;
+  }
+  PyObject *seq = PySequence_Fast(v, "a shape is a sequence of ints or None");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n > WEFT_MAX_RANK) {
+    Py_DECREF(seq);
+    PyErr_Format(PyExc_ValueError, "attribute '%s': a shape has at most %d dimensions", name,
+                 WEFT_MAX_RANK);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+    dims[i] = d == Py_None ? WEFT_DIM_UNKNOWN : PyLong_AsLongLong(d);
+    if (dims[i] == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  *rank = (int)n;
+  return 0;
+}
+
 /* Sets one attribute from (name, kind, value); kinds: int float bool type string shape tensor
- * list_int list_float list_type list_string list_bool(as ints). */
+ * list_int list_float list_type list_string list_shape list_bool(as ints). */
 static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
   const char *name, *kind;
   PyObject *v;
@@ -374,30 +403,10 @@ static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
     if (!s) return -1;
     weft_op_set_attr_string(b, name, s);
   } else if (!strcmp(kind, "shape")) {
-    if (v == Py_None) {
-      weft_op_set_attr_shape(b, name, -1, NULL);
-      return 0;
-    }
-    PyObject *seq = PySequence_Fast(v, "a shape is a sequence of ints or None");
-    if (!seq) return -1;
-    Py_ssize_t rank = PySequence_Fast_GET_SIZE(seq);
-    if (rank > WEFT_MAX_RANK) {
-      Py_DECREF(seq);
-      PyErr_Format(PyExc_ValueError, "attribute '%s': a shape has at most %d dimensions",
-                   name, WEFT_MAX_RANK);
-      return -1;
-    }
     int64_t dims[WEFT_MAX_RANK];
-    for (Py_ssize_t i = 0; i < rank; i++) {
-      PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
-      dims[i] = d == Py_None ? WEFT_DIM_UNKNOWN : PyLong_AsLongLong(d);
-      if (dims[i] == -1 && PyErr_Occurred()) {
-        Py_DECREF(seq);
-        return -1;
-      }
-    }
-    Py_DECREF(seq);
-    weft_op_set_attr_shape(b, name, (int)rank, dims);
+    int rank;
+    if (shape_attr_from_py(v, name, &rank, dims) < 0) return -1;
+    weft_op_set_attr_shape(b, name, rank, dims);
   } else if (!strcmp(kind, "tensor")) {
     PyObject *arr = v;
     int want = 0;
@@ -445,6 +454,23 @@ static int set_attr(GraphObject *g, weft_op_builder_t *b, PyObject *spec) {
       }
       if (rc == 0) weft_op_set_attr_string_list(b, name, ss, (int)n);
       PyMem_Free(ss);
+    } else if (!strcmp(k, "shape")) {
+      int *ranks = PyMem_Calloc((size_t)n + 1, sizeof *ranks);
+      int64_t *all = PyMem_Calloc(((size_t)n + 1) * WEFT_MAX_RANK, sizeof *all);
+      const int64_t **dims = PyMem_Calloc((size_t)n + 1, sizeof *dims);
+      if (!ranks || !all || !dims) {
+        PyErr_NoMemory();
+        rc = -1;
+      }
+      for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        dims[i] = all + i * WEFT_MAX_RANK;
+        rc = shape_attr_from_py(PySequence_Fast_GET_ITEM(seq, i), name, &ranks[i],
+                                all + i * WEFT_MAX_RANK);
+      }
+      if (rc == 0) weft_op_set_attr_shape_list(b, name, ranks, dims, (int)n);
+      PyMem_Free(ranks);
+      PyMem_Free(all);
+      PyMem_Free(dims);
     } else {
       PyErr_Format(PyExc_ValueError, "attribute '%s': unknown kind '%s'", name, kind);
       rc = -1;

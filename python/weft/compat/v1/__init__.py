@@ -46,3 +46,29 @@ from . import layers, metrics  # noqa: F401,E402
 from . import tf_logging as logging  # noqa: F401,E402 -- tf.logging
 from .summary_pb import (Summary, SummaryMetadata, Event, SessionLog,  # noqa: F401,E402
                          HistogramProto, LogMessage, TaggedRunMetadata)
+from . import io, gfile  # noqa: F401,E402,A004 -- tf.io, tf.gfile
+from . import compat  # noqa: F401,E402
+from . import random, initializers  # noqa: F401,E402
+# TensorFlow 1.x's top-level spellings of names that live in the namespaces below
+from .random import shuffle as random_shuffle, gamma as random_gamma  # noqa: F401,E402
+from .random import poisson as random_poisson  # noqa: F401,E402
+from . import linalg  # noqa: F401,E402
+from .linalg import (eye, trace, norm, cholesky, cholesky_solve, qr, svd,  # noqa: F401,E402
+                     matrix_transpose, inv as matrix_inverse, det as matrix_determinant,
+                     slogdet as log_matrix_determinant, solve as matrix_solve,
+                     lstsq as matrix_solve_ls, triangular_solve as matrix_triangular_solve,
+                     band_part as matrix_band_part, diag as matrix_diag,
+                     diag_part as matrix_diag_part, set_diag as matrix_set_diag)
+from . import debugging, bitwise  # noqa: F401,E402
+from .debugging import (Assert, assert_equal, assert_none_equal, assert_less,  # noqa: F401,E402
+                        assert_less_equal, assert_greater, assert_greater_equal,
+                        assert_positive, assert_negative, assert_non_negative,
+                        assert_non_positive, check_numerics, verify_tensor_all_finite,
+                        is_numeric_tensor)
+from . import graph_util  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402
+from .sparse import SparseTensor, SparseTensorValue  # noqa: F401,E402
+from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
+from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
+                 parse_single_example)
+from . import image  # noqa: F401,E402

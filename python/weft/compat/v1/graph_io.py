@@ -174,12 +174,14 @@ def _attr_value(buf):
 
 
 class NodeDef:
-    """A decoded NodeDef: name, op, input, device, attr (name -> (kind, value))."""
+    """A decoded NodeDef: name, op, input, device, attr (name -> (kind, value)); _attr_bytes
+    keeps each attr's AttrValue bytes, in order, for rewriting a node (graph_util)."""
 
     def __init__(self, buf=b""):
         self.name, self.op, self.device = "", "", ""
         self.input = []
         self.attr = {}
+        self._attr_bytes = []
         for f, wt, v in _fields(buf):
             if f == 1:
                 self.name = v.decode()
@@ -197,6 +199,7 @@ class NodeDef:
                     elif f2 == 2:
                         value = v2
                 self.attr[key] = _attr_value(value)
+                self._attr_bytes.append((key, value))
 
 
 class GraphDef:

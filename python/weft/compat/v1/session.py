@@ -158,7 +158,11 @@ class _FetchPlan:
         self.single = self.structure[0] == "tensor"
 
     def _plan(self, f):
+        from .sparse import SparseTensor, SparseTensorValue
         from .variables import Variable
+        if isinstance(f, SparseTensor):
+            return ("namedtuple", SparseTensorValue,
+                    [self._plan(x) for x in (f.indices, f.values, f.dense_shape)])
         if isinstance(f, (list, tuple)) and not isinstance(f, str):
             items = [self._plan(x) for x in f]
             if hasattr(f, "_fields"):  # namedtuple

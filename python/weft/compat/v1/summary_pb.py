@@ -5,7 +5,11 @@ back (tf.train.summary_iterator). Proto3 rules: a field at its default is not wr
 is a member of a oneof (Summary.Value's value, Event's what), which is written once set."""
 import struct
 
-from .graph_io import _fields
+from .graph_io import _fields, _packed_varints, _signed
+
+
+def _signed_list(packed):
+    return [_signed(x) for x in _packed_varints(2, packed)]
 
 
 class DecodeError(Exception):
@@ -60,6 +64,39 @@ class _Repeated(list):
             self.append(x)
 
 
+class _Map(dict):
+    """A map<string, message> field: reading a missing key adds an empty message, as protobuf's
+    message maps do (features.feature["x"].float_list.value.append(...))."""
+
+    def __init__(self, cls, name, items=()):
+        super().__init__()
+        self._cls, self._name = cls, name
+        for k, v in dict(items).items():
+            self[k] = v
+
+    def __missing__(self, key):
+        m = self[key] = self._cls()
+        return m
+
+    def __setitem__(self, key, v):
+        if not isinstance(key, str):
+            raise TypeError("%s keys are str, not %s" % (self._name, type(key).__name__))
+        if not isinstance(v, self._cls):
+            raise TypeError("%s takes %s messages, not %s"
+                            % (self._name, self._cls.__name__, type(v).__name__))
+        super().__setitem__(key, v)
+
+
+# packed repeated scalars: struct format and wire type of one element (None: a varint)
+_PACKED = {"packed_double": ("<d", 1), "packed_float": ("<f", 5), "packed_int": (None, 0)}
+
+
+def _int64(x):
+    if isinstance(x, bool) or not isinstance(x, int) and not hasattr(x, "__index__"):
+        raise TypeError("%r has type %s, but expected one of: int" % (x, type(x).__name__))
+    return int(x.__index__())
+
+
 def _repeated(kind, cls, name):
     if kind == "message":
         def conv(x):
@@ -67,8 +104,10 @@ def _repeated(kind, cls, name):
                 raise TypeError("%s takes %s messages, not %s"
                                 % (name, cls.__name__, type(x).__name__))
             return x
-    elif kind == "packed_double":
+    elif kind in ("packed_double", "packed_float"):
         conv = float
+    elif kind == "packed_int":
+        conv = _int64
     else:
         def conv(x):
             return _check(name, kind, x)
@@ -77,7 +116,8 @@ def _repeated(kind, cls, name):
 
 class Message:
     # (number, name, kind, message class or None, repeated, oneof name or None); kind is one of
-    # double, float, int, string, bytes, message, packed_double
+    # double, float, int, string, bytes, message, packed_double, packed_float, packed_int, map
+    # (map<string, message>: the class is the value's)
     _FIELDS = ()
 
     def __init__(self, **kw):
@@ -104,7 +144,9 @@ class Message:
         vals = self._values
         if name not in vals:
             _, _, kind, cls, rep, _ = f
-            if rep:
+            if kind == "map":
+                vals[name] = _Map(cls, name)
+            elif rep:
                 vals[name] = _repeated(kind, cls, name)
             elif kind == "message":
                 vals[name] = cls()
@@ -118,7 +160,9 @@ class Message:
             raise AttributeError('Protocol message %s has no "%s" field.'
                                  % (type(self).__name__, name))
         _, _, kind, cls, rep, oneof = f
-        if rep:
+        if kind == "map":
+            v = _Map(cls, name, v)
+        elif rep:
             items, v = v, _repeated(kind, cls, name)
             v.extend(items)
         elif kind == "message":
@@ -157,9 +201,17 @@ class Message:
                 continue
             v = self._values[name]
             present = oneof is not None and name in self._set
-            if rep and kind == "packed_double":
+            if kind == "map":
+                for k, m in v.items():
+                    key, body = k.encode(), m.SerializeToString()
+                    entry = (_key(1, 2) + _varint_bytes(len(key)) + key + _key(2, 2)
+                             + _varint_bytes(len(body)) + body)
+                    out.append(_key(num, 2) + _varint_bytes(len(entry)) + entry)
+            elif rep and kind in _PACKED:
                 if v:
-                    body = b"".join(struct.pack("<d", x) for x in v)
+                    fmt = _PACKED[kind][0]
+                    body = b"".join(_varint_bytes(x) if fmt is None else struct.pack(fmt, x)
+                                    for x in v)
                     out.append(_key(num, 2) + _varint_bytes(len(body)) + body)
             elif rep:
                 for m in v:
@@ -199,12 +251,22 @@ class Message:
                 if f is None:
                     continue  # an unknown field, as protobuf skips it
                 _, name, kind, cls, rep, _ = f
-                if kind == "packed_double" and wt == 2:
-                    if len(v) % 8:
-                        raise ValueError("packed doubles of %d bytes" % len(v))
-                    getattr(self, name).extend(x for (x,) in struct.iter_unpack("<d", v))
-                elif kind == "packed_double" and wt == 1:
-                    getattr(self, name).append(struct.unpack("<d", v)[0])
+                if kind == "map" and wt == 2:
+                    entry = dict((n, x) for n, _, x in _fields(v))
+                    getattr(self, name)[entry.get(1, b"").decode("utf-8")] = \
+                        cls.FromString(entry.get(2, b""))
+                elif kind in _PACKED and wt == 2:
+                    fmt = _PACKED[kind][0]
+                    if fmt is None:
+                        getattr(self, name).extend(_signed_list(v))
+                    elif len(v) % struct.calcsize(fmt):
+                        raise ValueError("packed %s of %d bytes" % (kind, len(v)))
+                    else:
+                        getattr(self, name).extend(x for (x,) in struct.iter_unpack(fmt, v))
+                elif kind in _PACKED and wt == _PACKED[kind][1]:
+                    fmt = _PACKED[kind][0]
+                    getattr(self, name).append(_signed(v) if fmt is None
+                                               else struct.unpack(fmt, v)[0])
                 elif kind == "message" and wt == 2:
                     m = cls.FromString(v)
                     if rep:
@@ -216,7 +278,7 @@ class Message:
                 elif kind == "float" and wt == 5:
                     setattr(self, name, struct.unpack("<f", v)[0])
                 elif kind == "int" and wt == 0:
-                    setattr(self, name, v - (1 << 64) if v >= 1 << 63 else v)
+                    setattr(self, name, _signed(v))
                 elif rep and kind == "bytes" and wt == 2:
                     getattr(self, name).append(v)
                 elif kind in ("string", "bytes") and wt == 2:

@@ -25,3 +25,5 @@ from ..graph_io import write_graph  # noqa: F401,E402
 from ..unsupported import (string_input_producer, input_producer,  # noqa: F401,E402
                            slice_input_producer, batch, shuffle_batch, batch_join,
                            shuffle_batch_join)
+from ..example_pb import (Example, SequenceExample, Features, Feature,  # noqa: F401,E402
+                          FeatureList, FeatureLists, BytesList, FloatList, Int64List)

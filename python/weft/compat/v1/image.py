@@ -1,0 +1,283 @@
+"""tf.image: TensorFlow 1.x's image namespace over weft's image kernels (ResizeBilinear,
+ResizeNearestNeighbor, ResizeBicubic, ResizeArea, RGBToHSV, HSVToRGB, AdjustContrastv2,
+AdjustHue, AdjustSaturation, NonMaxSuppressionV3) and the array ops TensorFlow builds the rest
+from (flips, rotations, crops, pads, dtype conversion, standardization). Images are [height,
+width, channels] or batches [batch, height, width, channels]. Decoders and encoders (decode_jpeg,
+encode_png, ...) are absent: weft has no codec ops."""
+import numpy as _np
+
+from . import dtypes as _dtypes
+from . import framework as _fw
+from . import ops as _ops
+
+
+class ResizeMethod:
+    BILINEAR = 0
+    NEAREST_NEIGHBOR = 1
+    BICUBIC = 2
+    AREA = 3
+
+
+def _image(image):
+    image = _ops._to_tensor(image)
+    rank = image.shape.ndims
+    if rank not in (3, 4):
+        raise ValueError("'image' (shape %s) must be three or four-dimensional." % image.shape)
+    return image, rank
+
+
+# ---------------------------------------------------------------------------------------------
+# dtype conversion
+
+def _int_max(dtype):
+    return int(_np.iinfo(dtype.as_numpy_dtype).max)
+
+
+def convert_image_dtype(image, dtype, saturate=False, name=None):
+    """Integers hold [0, MAX] and floats [0, 1]: an integer image is scaled into [0, 1] (or into
+    the other integer range), a float one by MAX + 0.5 and truncated; saturate clips first."""
+    image = _ops._to_tensor(image)
+    dtype = _dtypes.as_dtype(dtype).base_dtype
+    src = image.dtype.base_dtype
+    with _fw.name_scope(name, "convert_image", [image]) as scope:
+        if src == dtype:
+            return _ops.identity(image, name=scope)
+        if src.is_integer and dtype.is_integer:
+            smax, dmax = _int_max(src), _int_max(dtype)
+            if smax > dmax:
+                div = _ops._to_tensor((smax + 1) // (dmax + 1), dtype=src)
+                return _ops.cast(_ops.floordiv(image, div), dtype, name=scope)
+            return _ops.multiply(_ops.cast(image, dtype),
+                                 _ops._to_tensor((dmax + 1) // (smax + 1), dtype=dtype),
+                                 name=scope)
+        if src.is_integer:
+            return _ops.multiply(_ops.cast(image, dtype),
+                                 _ops._to_tensor(1.0 / _int_max(src), dtype=dtype), name=scope)
+        if dtype.is_integer:
+            scaled = _ops.multiply(image, _ops._to_tensor(_int_max(dtype) + 0.5, dtype=src))
+            if saturate:
+                scaled = _ops.clip_by_value(scaled, 0, _int_max(dtype))
+            return _ops.cast(scaled, dtype, name=scope)
+        return _ops.cast(image, dtype, name=scope)
+
+
+def _in_float(image, fn, name, default_name, float_types=(_dtypes.float16, _dtypes.float32)):
+    """fn(image) computed in floating point, as TensorFlow's adjust_* do: an integer image is
+    converted to float32 and back (saturating), a float one of another width through float32."""
+    image = _ops._to_tensor(image)
+    orig = image.dtype.base_dtype
+    with _fw.name_scope(name, default_name, [image]) as scope:
+        if orig in float_types:
+            return _ops.identity(fn(image), name=scope)
+        flt = convert_image_dtype(image, _dtypes.float32)
+        return convert_image_dtype(fn(flt), orig, saturate=True, name=scope)
+
+
+def adjust_brightness(image, delta):
+    return _in_float(image, lambda x: _ops.add(x, _ops._to_tensor(delta, dtype=x.dtype)), None,
+                     "adjust_brightness", float_types=(_dtypes.float16, _dtypes.float32,
+                                                       _dtypes.float64))
+
+
+def adjust_contrast(images, contrast_factor):
+    """Each channel of each image moved away from (or toward) its mean by contrast_factor."""
+    return _in_float(images, lambda x: _ops._op("AdjustContrastv2", [
+        x, _ops._to_tensor(contrast_factor, dtype=_dtypes.float32)], (), "AdjustContrastv2"),
+        None, "adjust_contrast")
+
+
+def adjust_hue(image, delta, name=None):
+    """The hue of RGB images rotated by delta (a fraction of the circle, in [-1, 1])."""
+    return _in_float(image, lambda x: _ops._op("AdjustHue", [
+        x, _ops._to_tensor(delta, dtype=_dtypes.float32)], (), "AdjustHue"), name, "adjust_hue")
+
+
+def adjust_saturation(image, saturation_factor, name=None):
+    """The saturation of RGB images multiplied by saturation_factor (clipped to [0, 1])."""
+    return _in_float(image, lambda x: _ops._op("AdjustSaturation", [
+        x, _ops._to_tensor(saturation_factor, dtype=_dtypes.float32)], (), "AdjustSaturation"),
+        name, "adjust_saturation")
+
+
+def rgb_to_hsv(images, name=None):
+    return _ops._op("RGBToHSV", [_ops._to_tensor(images)], (), name or "RGBToHSV")
+
+
+def hsv_to_rgb(images, name=None):
+    return _ops._op("HSVToRGB", [_ops._to_tensor(images)], (), name or "HSVToRGB")
+
+
+_GRAY_WEIGHTS = [0.2989, 0.5870, 0.1140]  # ITU-R 601's luma, as TensorFlow weighs it
+
+
+def rgb_to_grayscale(images, name=None):
+    """[..., 3] RGB to [..., 1] luma, computed in float32 and converted back to images' dtype."""
+    images = _ops._to_tensor(images)
+    with _fw.name_scope(name, "rgb_to_grayscale", [images]) as scope:
+        flt = convert_image_dtype(images, _dtypes.float32)
+        gray = _ops.reduce_sum(_ops.multiply(flt, _fw.constant(_GRAY_WEIGHTS, _dtypes.float32)),
+                               axis=-1, keepdims=True)
+        return convert_image_dtype(gray, images.dtype.base_dtype, name=scope)
+
+
+def grayscale_to_rgb(images, name=None):
+    images = _ops._to_tensor(images)
+    with _fw.name_scope(name, "grayscale_to_rgb", [images]) as scope:
+        multiples = [1] * (images.shape.ndims - 1) + [3]
+        return _ops.tile(images, multiples, name=scope)
+
+
+def per_image_standardization(image):
+    """Each image (over height, width and channels) shifted to mean 0 and divided by its
+    standard deviation, or by 1/sqrt(pixels) where that is larger (a uniform image)."""
+    image, _ = _image(image)
+    with _fw.name_scope(None, "per_image_standardization", [image]) as scope:
+        image = _ops.cast(image, _dtypes.float32)
+        axes = [-1, -2, -3]
+        mean = _ops.reduce_mean(image, axis=axes, keepdims=True)
+        centered = _ops.subtract(image, mean)
+        stddev = _ops.sqrt(_ops.reduce_mean(_ops.square(centered), axis=axes, keepdims=True))
+        pixels = _ops.cast(_ops.reduce_prod(_ops.shape(image)[-3:]), _dtypes.float32)
+        return _ops.divide(centered, _ops.maximum(stddev, _ops.rsqrt(pixels)), name=scope)
+
+
+# ---------------------------------------------------------------------------------------------
+# geometry
+
+def _reverse(image, axes, name):
+    return _ops._op("ReverseV2", [image, _ops._to_tensor(axes, dtype=_dtypes.int32)], (), name)
+
+
+def flip_left_right(image):
+    image, rank = _image(image)
+    return _reverse(image, [rank - 2], "flip_left_right")
+
+
+def flip_up_down(image):
+    image, rank = _image(image)
+    return _reverse(image, [rank - 3], "flip_up_down")
+
+
+def transpose_image(image, name=None):
+    """Height and width swapped."""
+    image, rank = _image(image)
+    return _ops.transpose(image, [1, 0, 2] if rank == 3 else [0, 2, 1, 3],
+                          name=name or "transpose")
+
+
+transpose = transpose_image
+
+
+def rot90(image, k=1, name=None):
+    """image rotated counter-clockwise by k quarter turns (k a Python int)."""
+    image, rank = _image(image)
+    k = int(k) % 4
+    h, w = rank - 3, rank - 2
+    with _fw.name_scope(name, "rot90", [image]) as scope:
+        if k == 1:
+            return transpose_image(_reverse(image, [w], "flip"), name=scope)
+        if k == 2:
+            return _reverse(image, [h, w], scope)
+        if k == 3:
+            return _reverse(transpose_image(image), [w], scope)
+        return _ops.identity(image, name=scope)
+
+
+def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    image, rank = _image(image)
+    begin = [offset_height, offset_width, 0]
+    size = [target_height, target_width, -1]
+    if rank == 4:
+        begin, size = [0] + begin, [-1] + size
+    return _ops.slice(image, begin, size, name="crop_to_bounding_box")
+
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """image zero-padded to target_height x target_width, its top-left corner at the offsets
+    (Python ints; the image's height and width must be known)."""
+    image, rank = _image(image)
+    height, width = image.shape.as_list()[rank - 3:rank - 1]
+    if height is None or width is None:
+        raise ValueError("pad_to_bounding_box needs the image's height and width, got shape %s"
+                         % image.shape)
+    after_h = target_height - offset_height - height
+    after_w = target_width - offset_width - width
+    if min(offset_height, offset_width, after_h, after_w) < 0:
+        raise ValueError("the target box does not contain the image (offsets %d, %d; target "
+                         "%dx%d; image %dx%d)" % (offset_height, offset_width, target_height,
+                                                  target_width, height, width))
+    pads = [[offset_height, after_h], [offset_width, after_w], [0, 0]]
+    if rank == 4:
+        pads = [[0, 0]] + pads
+    return _ops._op("Pad", [image, _ops._to_tensor(pads, dtype=_dtypes.int32)], (),
+                    "pad_to_bounding_box")
+
+
+# ---------------------------------------------------------------------------------------------
+# resizing
+
+_RESIZE_OPS = {ResizeMethod.BILINEAR: "ResizeBilinear",
+               ResizeMethod.NEAREST_NEIGHBOR: "ResizeNearestNeighbor",
+               ResizeMethod.BICUBIC: "ResizeBicubic", ResizeMethod.AREA: "ResizeArea"}
+
+
+def _resize(op_type, images, size, align_corners, half_pixel_centers, name):
+    images, rank = _image(images)
+    if rank == 3:
+        images = _ops.expand_dims(images, 0)
+    attrs = [("align_corners", "bool", bool(align_corners))]
+    if op_type != "ResizeArea":
+        attrs.append(("half_pixel_centers", "bool", bool(half_pixel_centers)))
+    out = _ops._op(op_type, [images, _ops._to_tensor(size, dtype=_dtypes.int32)], attrs,
+                   name or op_type)
+    return _ops.squeeze(out, axis=[0]) if rank == 3 else out
+
+
+def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    return _resize("ResizeBilinear", images, size, align_corners, half_pixel_centers, name)
+
+
+def resize_nearest_neighbor(images, size, align_corners=False, name=None,
+                            half_pixel_centers=False):
+    return _resize("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers,
+                   name)
+
+
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    return _resize("ResizeBicubic", images, size, align_corners, half_pixel_centers, name)
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    return _resize("ResizeArea", images, size, align_corners, False, name)
+
+
+def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
+                  preserve_aspect_ratio=False, name=None):
+    """TensorFlow 1.x's resize: float32 out except for NEAREST_NEIGHBOR, which keeps the dtype;
+    preserve_aspect_ratio scales both sides by the smaller of the two ratios."""
+    if method not in _RESIZE_OPS:
+        raise ValueError("Resize method is not implemented: %s" % (method,))
+    images, rank = _image(images)
+    with _fw.name_scope(name, "resize", [images]):
+        if preserve_aspect_ratio:
+            current = _ops.cast(_ops.shape(images)[rank - 3:rank - 1], _dtypes.float32)
+            target = _ops.cast(_ops._to_tensor(size, dtype=_dtypes.int32), _dtypes.float32)
+            factor = _ops.reduce_min(_ops.divide(target, current))
+            size = _ops.cast(_ops.round(_ops.multiply(current, factor)), _dtypes.int32)
+        return _resize(_RESIZE_OPS[method], images, size, align_corners, False, None)
+
+
+resize = resize_images
+
+
+def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
+                        score_threshold=float("-inf"), name=None):
+    """Indices of at most max_output_size boxes ([y1, x1, y2, x2]) by descending score, each
+    overlapping every box kept before it by at most iou_threshold."""
+    return _ops._op("NonMaxSuppressionV3", [
+        _ops._to_tensor(boxes, dtype=_dtypes.float32),
+        _ops._to_tensor(scores, dtype=_dtypes.float32),
+        _ops._to_tensor(max_output_size, dtype=_dtypes.int32),
+        _ops._to_tensor(iou_threshold, dtype=_dtypes.float32),
+        _ops._to_tensor(score_threshold, dtype=_dtypes.float32)], (),
+        name or "NonMaxSuppressionV3")

@@ -1,0 +1,106 @@
+"""tf.io: TensorFlow 1.x's I/O namespace as far as weft has it: gfile (the local file system,
+see gfile.py), write_graph, and tf.Example parsing (parse_example, parse_single_example with
+FixedLenFeature and VarLenFeature, over the core's ParseExample and ParseSingleExample kernels).
+The file and serialization ops (read_file, write_file, decode_raw, serialize_tensor,
+parse_tensor, TFRecords) and FixedLenSequenceFeature (variable-length dense features, which the
+kernels refuse) are absent."""
+import collections as _collections
+
+from . import dtypes as _dtypes
+from . import framework as _fw
+from . import gfile  # noqa: F401 -- tf.io.gfile
+from . import ops as _ops
+from .graph_io import write_graph  # noqa: F401
+from .sparse import SparseTensor
+
+
+class FixedLenFeature(_collections.namedtuple("FixedLenFeature",
+                                              ["shape", "dtype", "default_value"])):
+    """A dense feature of a fixed shape; without default_value every example must have it."""
+
+    def __new__(cls, shape, dtype, default_value=None):
+        return super().__new__(cls, shape, dtype, default_value)
+
+
+class VarLenFeature(_collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature of any length per example, parsed into a SparseTensor."""
+
+
+def _specs(features):
+    """(sparse keys and dtypes, dense keys, dtypes, shapes and default tensors), sorted by key
+    as TensorFlow orders them."""
+    if not features:
+        raise ValueError("Missing: features was %s." % features)
+    sparse, dense = [], []
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, VarLenFeature):
+            sparse.append((key, _dtypes.as_dtype(f.dtype)))
+        elif isinstance(f, FixedLenFeature):
+            dtype = _dtypes.as_dtype(f.dtype)
+            shape = _fw.as_shape(f.shape).as_list()
+            if any(d is None for d in shape):
+                raise ValueError("First dimension of shape for feature %s unknown. Consider "
+                                 "using FixedLenSequenceFeature." % key)
+            if f.default_value is None:
+                default = _fw.constant([], dtype=dtype, name="key_%s" % key)
+            else:
+                default = _ops.reshape(_ops._to_tensor(f.default_value, dtype=dtype), shape,
+                                       name="key_%s" % key)
+            dense.append((key, dtype, shape, default))
+        else:
+            raise ValueError("Unsupported %s %s." % (type(f).__name__, f))
+    for key, dtype in sparse + [(d[0], d[1]) for d in dense]:
+        if dtype not in (_dtypes.float32, _dtypes.int64, _dtypes.string):
+            raise ValueError("Unsupported dtype %s for feature %s: a tf.Example feature is "
+                             "float32, int64 or string" % (dtype.name, key))
+    return sparse, dense
+
+
+def _outputs(out, sparse, dense):
+    outs = out if isinstance(out, list) else [out] if isinstance(out, _fw.Tensor) else []
+    ns = len(sparse)
+    result = {}
+    for i, (key, _) in enumerate(sparse):
+        result[key] = SparseTensor(outs[i], outs[ns + i], outs[2 * ns + i])
+    for i, (key, _, _, _) in enumerate(dense):
+        result[key] = outs[3 * ns + i]
+    return result
+
+
+def _attrs(sparse, dense):
+    return [("sparse_types", "list_type", [t.as_datatype_enum for _, t in sparse]),
+            ("Tdense", "list_type", [d[1].as_datatype_enum for d in dense]),
+            ("dense_shapes", "list_shape", [d[2] for d in dense])]
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """A batch of serialized tf.Example protos ([batch] strings) as a dict: each FixedLenFeature
+    key a [batch] + shape tensor, each VarLenFeature key a SparseTensor with indices
+    [example, position] and dense_shape [batch, longest]."""
+    with _fw.name_scope(name, "ParseExample", []):
+        sparse, dense = _specs(features)
+        names = [] if example_names is None else example_names
+        out = _ops._op("ParseExample", [
+            _ops._to_tensor(serialized, dtype=_dtypes.string),
+            _ops._to_tensor(names, dtype=_dtypes.string),
+            [_fw.constant(k, dtype=_dtypes.string) for k, _ in sparse],
+            [_fw.constant(d[0], dtype=_dtypes.string) for d in dense],
+            [d[3] for d in dense]],
+            [("Nsparse", "int", len(sparse)), ("Ndense", "int", len(dense))]
+            + _attrs(sparse, dense), "ParseExample")
+        return _outputs(out, sparse, dense)
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """One serialized tf.Example (a scalar string) as a dict: each FixedLenFeature key a tensor
+    of its shape, each VarLenFeature key a SparseTensor with indices [position]."""
+    with _fw.name_scope(name, "ParseSingleExample", []):
+        sparse, dense = _specs(features)
+        out = _ops._op("ParseSingleExample", [
+            _ops._to_tensor(serialized, dtype=_dtypes.string), [d[3] for d in dense]],
+            [("num_sparse", "int", len(sparse)),
+             ("sparse_keys", "list_string", [k for k, _ in sparse]),
+             ("dense_keys", "list_string", [d[0] for d in dense])]
+            + _attrs(sparse, dense), "ParseSingleExample")
+        return _outputs(out, sparse, dense)

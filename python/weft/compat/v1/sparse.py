@@ -1,0 +1,89 @@
+"""tf.sparse and tf.SparseTensor: TensorFlow 1.x's sparse tensors as (indices, values,
+dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
+has: to_dense (TensorScatterUpdate into a filled tensor) and add of a sparse and a dense tensor
+(SparseTensorDenseAdd). Sums of two sparse tensors, sparse matmul, reorder and the other
+tf.sparse functions are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
+import collections as _collections
+
+import numpy as _np
+
+from . import dtypes as _dtypes
+from . import framework as _fw
+from . import ops as _ops
+
+SparseTensorValue = _collections.namedtuple("SparseTensorValue",
+                                            ["indices", "values", "dense_shape"])
+
+
+class SparseTensor:
+    """indices (int64 [N, rank]), values ([N]) and dense_shape (int64 [rank])."""
+
+    @classmethod
+    def from_value(cls, sparse_tensor_value):
+        if isinstance(sparse_tensor_value, SparseTensor):
+            return sparse_tensor_value
+        return cls(*sparse_tensor_value)
+
+    def __init__(self, indices, values, dense_shape):
+        with _fw.name_scope(None, "SparseTensor", []):
+            self._static_shape = None
+            if not isinstance(dense_shape, _fw.Tensor):
+                self._static_shape = [int(d) for d in _np.asarray(dense_shape).reshape(-1)]
+            self._indices = _ops._to_tensor(indices, dtype=_dtypes.int64, name="indices")
+            self._values = _ops._to_tensor(values, name="values")
+            self._dense_shape = _ops._to_tensor(dense_shape, dtype=_dtypes.int64,
+                                                name="dense_shape")
+
+    indices = property(lambda self: self._indices)
+    values = property(lambda self: self._values)
+    dense_shape = property(lambda self: self._dense_shape)
+    dtype = property(lambda self: self._values.dtype)
+    op = property(lambda self: self._values.op)
+    graph = property(lambda self: self._values.graph)
+
+    @property
+    def shape(self):
+        if self._static_shape is not None:
+            return _fw.TensorShape(self._static_shape)
+        rank = self._dense_shape.shape.as_list()[0] if self._dense_shape.shape.ndims else None
+        return _fw.TensorShape(None if rank is None else [None] * rank)
+
+    def get_shape(self):
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        from . import session as _session
+        return _session._run_using_default_session(self, feed_dict, self.graph, session)
+
+    def __repr__(self):
+        return "SparseTensor(indices=%s, values=%s, dense_shape=%s)" % (
+            self._indices, self._values, self._dense_shape)
+
+
+def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
+    """The dense tensor of sp_input: its values at its indices, default_value (0, "" for
+    strings) elsewhere."""
+    if not isinstance(sp_input, SparseTensor):
+        raise TypeError("Input must be a SparseTensor.")
+    dtype = sp_input.dtype.base_dtype
+    if default_value is None:
+        default_value = "" if dtype == _dtypes.string else 0
+    with _fw.name_scope(name, "SparseToDense", []) as scope:
+        filled = _ops._op("Fill", [sp_input.dense_shape,
+                                   _ops._to_tensor(default_value, dtype=dtype)], (), "Fill")
+        return _ops._op("TensorScatterUpdate", [filled, sp_input.indices, sp_input.values], (),
+                        scope)
+
+
+def add(a, b, threshold=None, thresh=None):
+    """a + b for one SparseTensor and one dense tensor: a dense tensor."""
+    if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
+        raise TypeError("tf.sparse.add of two SparseTensors is not supported by weft (no SparseAdd "
+                        "op): convert one with tf.sparse.to_dense")
+    if not isinstance(a, SparseTensor):
+        a, b = b, a
+    if not isinstance(a, SparseTensor):
+        raise TypeError("tf.sparse.add takes at least one SparseTensor")
+    b = _ops._to_tensor(b, dtype=a.dtype.base_dtype)
+    return _ops._op("SparseTensorDenseAdd", [a.indices, a.values, a.dense_shape, b], (),
+                    "SparseTensorDenseAdd")
