@@ -92,16 +92,20 @@ static void transpose_into(void *dst, const void *src, int64_t rows, int64_t col
  * for: below, on the shared 2-core machine, the hand-off and the wait for a second thread that
  * is seldom free cost more than it saves (docs/performance.md, "Convolutions and small GEMMs"). */
 #define GEMM_OPENBLAS_THREADS_MIN_MACS ((int64_t)1 << 24)
-/* From this many (5 M, about 174^3) a GEMM is split over the pool, into blocks of at least half
- * as many. The pool's threads wait for the next parallel_for a while after each (threadpool.c),
- * so a GEMM of a step that runs them back to back starts on both threads at once: two threads,
- * loops of steps of one MatMul at FIFO priority, p50 one block against two: 128x256x256 145 us
- * against 95, 32x784x256 112 against 87, 64x784x256 224 against 139, 4096x32x32 82 against 65.
- * A GEMM after an idle pool pays the wake-up: with 1 ms between steps 128x256x256 158 against
- * 142 and 32x784x256 119 against 114, but 4096x32x32 (4.2 M) 91 against 105 and 64x256x256
- * (4.2 M) 85 against 91, hence 5 M and not less (docs/performance.md, "Issue 22: two-thread
- * GEMMs"; 2^24 before the wait). */
-#define GEMM_SPLIT_MIN_MACS ((int64_t)5 << 20)
+/* From this many (4 M: 64x256x256, 4096x32x32) a GEMM is split over the pool, into blocks of at
+ * least half as many. The pool's threads wait for the next parallel_for a while after each
+ * (threadpool.c), so a GEMM of a step that runs them back to back starts on both threads at
+ * once: two threads, loops of steps of one MatMul at FIFO priority, p50 one block against two:
+ * 128x256x256 145 us against 95, 32x784x256 112 against 87, 64x784x256 224 against 139,
+ * 4096x32x32 82 against 65; steps through the Python binding back to back, 64x256x256 75
+ * against 39 and 4096x32x32 77 against 59. A GEMM after an idle pool pays the wake-up: with
+ * 1 ms between steps 128x256x256 158 against 142 and 32x784x256 119 against 114, but the 4 M
+ * shapes lose a little, 64x256x256 75 against 81 and 4096x32x32 78 against 82. Below 4 M the
+ * split was not measured to pay. Splitting the 4 M shapes keeps the helper waiting through a
+ * model's later layers, so the next step's first GEMM finds it (fc_layers at batch 64, two
+ * threads: 0.20-0.21 ms a step to 0.175-0.197; docs/performance.md, "Issue 22: two-thread
+ * GEMMs" and the session-20 section). */
+#define GEMM_SPLIT_MIN_MACS ((int64_t)4 << 20)
 #define GEMM_SPLIT_MIN_BLOCK_MACS (GEMM_SPLIT_MIN_MACS / 2)
 /* Blocks are multiples of this many rows or columns (one AVX-512 vector of floats). */
 #define GEMM_SPLIT_ALIGN 16
