@@ -339,7 +339,7 @@ static weft_status_t *k_fused(weft_kernel_ctx_t *ctx, void *state) {
   bool stream = !costly_alone && weft__cpu_stream_output(x.num_elements, sizeof(float));
   fused_job_t job = {f, x.data, y.data, x.num_elements, operands, operand_n, stream};
   int64_t blocks = (x.num_elements + FUSED_BLOCK - 1) / FUSED_BLOCK;
-  weft__cpu_parallel(ctx, blocks, f->cost * FUSED_BLOCK, fused_range, &job);
+  weft__cpu_parallel_f32(ctx, blocks, f->cost * FUSED_BLOCK, FUSED_BLOCK, fused_range, &job);
   return NULL;
 }
 

@@ -158,6 +158,13 @@ bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *val
 
 void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
+/* The same for the float32 loops of cpu_vmath.h's vector functions over units of
+ * `floats_per_unit` floats, given `scalar_cost`, an op table's cycles per unit of a scalar loop:
+ * those loops take about that per vector of 4, 8 or 16 floats (the level in use), and never
+ * less than a cycle a float (memory's pace), and they are split only from
+ * CPU_F32_SPLIT_MIN_CYCLES of that work. */
+void weft__cpu_parallel_f32(weft_kernel_ctx_t *ctx, int64_t total, int64_t scalar_cost,
+                            int64_t floats_per_unit, weft_range_fn fn, void *arg);
 
 /* ---------------------------------------------------------------------------------------------
  * Streaming stores. A float32 output at least as large as the last-level cache
