@@ -563,6 +563,8 @@ static void check_chain(const weft_cpu_vmath_t *vm, const char *level) {
       [WEFT_CPU_VOP_COS] = offsetof(weft_cpu_vmath_t, cos),
       [WEFT_CPU_VOP_ABS] = offsetof(weft_cpu_vmath_t, abs),
       [WEFT_CPU_VOP_ERFC] = offsetof(weft_cpu_vmath_t, erfc),
+      [WEFT_CPU_VOP_SIGMOID_ABOVE_M87] = offsetof(weft_cpu_vmath_t, sigmoid_above_m87),
+      [WEFT_CPU_VOP_TANH_NONNEG_SMALL] = offsetof(weft_cpu_vmath_t, tanh_nonneg_small),
   };
   enum { N = 150, PAD = 16, MAXOPS = 6 };
   float *x = g_aligned_alloc(N + 2 * PAD, sizeof(float), 64);
@@ -670,6 +672,55 @@ static void check_erf_edges(const weft_cpu_vmath_t *vm, const char *level) {
   }
 }
 
+/* The forms a fused chain takes where it knows its input's range (cpu_fused.c) give the bits
+ * of the op itself over that whole range: every float from -87 up (and +inf and NaNs) for
+ * Sigmoid's, from -0 to 8 for Tanh's, walked in runs of every length class, plain and
+ * streaming. `stride` thins the walk (every fifth float in the optimised build). */
+static void check_range_forms(const weft_cpu_vmath_t *vm, const char *level, uint32_t stride) {
+  enum { RUN = 4099 };
+  static const struct {
+    const char *name;
+    size_t form, op;
+    uint32_t from, to; /* bit patterns, walked from..to */
+  } forms[] = {
+      {"sigmoid_above_m87", offsetof(weft_cpu_vmath_t, sigmoid_above_m87),
+       offsetof(weft_cpu_vmath_t, sigmoid), 0x00000000u, 0x7fffffffu},
+      {"sigmoid_above_m87", offsetof(weft_cpu_vmath_t, sigmoid_above_m87),
+       offsetof(weft_cpu_vmath_t, sigmoid), 0x80000000u, 0xc2ae0000u /* -87 */},
+      {"tanh_nonneg_small", offsetof(weft_cpu_vmath_t, tanh_nonneg_small),
+       offsetof(weft_cpu_vmath_t, tanh), 0x00000000u, 0x41000000u /* 8 */},
+      {"tanh_nonneg_small", offsetof(weft_cpu_vmath_t, tanh_nonneg_small),
+       offsetof(weft_cpu_vmath_t, tanh), 0x80000000u, 0x80000000u /* -0 */},
+  };
+  float *x = g_new(float, RUN), *got = g_new(float, RUN), *want = g_new(float, RUN);
+  for (size_t f = 0; f < G_N_ELEMENTS(forms); f++) {
+    for (int streamed = 0; streamed < 2; streamed++) {
+      const weft_cpu_vmath_t *t = streamed ? vm->nt : vm;
+      weft_cpu_vm_fn form = *(const weft_cpu_vm_fn *)(const void *)((const char *)t + forms[f].form);
+      weft_cpu_vm_fn op = *(const weft_cpu_vm_fn *)(const void *)((const char *)vm + forms[f].op);
+      uint64_t b = forms[f].from, checked = 0;
+      while (b <= forms[f].to) {
+        int n = 0;
+        for (; n < RUN && b <= forms[f].to; n++, b += streamed ? stride * 7 : stride)
+          x[n] = float_of((uint32_t)b);
+        form(x, got, n);
+        weft__cpu_stream_fence();
+        op(x, want, n);
+        for (int i = 0; i < n; i++)
+          if (!same_float(got[i], want[i]))
+            g_error("%s %s%s: at %a %a, the op gives %a", level, forms[f].name,
+                    streamed ? " streaming" : "", (double)x[i], (double)got[i], (double)want[i]);
+        checked += (uint64_t)n;
+      }
+      g_test_message("%s %s%s: %" G_GUINT64_FORMAT " floats the op's bits", level, forms[f].name,
+                     streamed ? " streaming" : "", checked);
+    }
+  }
+  g_free(x);
+  g_free(got);
+  g_free(want);
+}
+
 static void test_level(gconstpointer data) {
   weft_cpu_isa_t isa = (weft_cpu_isa_t)GPOINTER_TO_INT(data);
   if (!weft__cpu_isa_supported(isa)) {
@@ -684,6 +735,7 @@ static void test_level(gconstpointer data) {
   check_streaming(vm, level);
   check_chain(vm, level);
   check_erf_edges(vm, level);
+  check_range_forms(vm, level, WEFT_SANITIZE ? 997 : 5);
   /* Every 97th pattern: about 44 million floats per function, all exponents, odd step so
    * that every low-bit pattern of the mantissa comes up. The correctly rounded ones (one IEEE
    * operation, bound 0.5 ulp or exact) every 997th: there is no approximation to probe. The

@@ -85,6 +85,54 @@ static const struct {
     {"Pow", offsetof(weft_cpu_vmath_t, pow)},
 };
 
+/* What a fused chain knows of the values flowing into its next op, from the op that made them:
+ * the forms of cpu_vmath.h that give the same bits there with less work apply. */
+typedef enum value_range {
+  RANGE_ANY,
+  RANGE_ABOVE_M87, /* >= -87 or NaN: Sigmoid needs no test for its other path */
+  RANGE_0_8,       /* in [-0, 8] or NaN (and so above -87): Tanh is its quotient alone */
+} value_range_t;
+
+/* The range of what unary op `name` outputs, whatever its input. */
+static value_range_t output_range(const char *name) {
+  static const char *const unit[] = {"Sigmoid", "Relu6", "Erfc", NULL};
+  static const char *const above[] = {"Exp",  "Tanh",     "Relu", "Abs",  "Square", "Sqrt",
+                                      "Erf",  "Softplus", "Sin",  "Cos",  "Softsign",
+                                      "Elu",  "Selu",     "Expm1", NULL};
+  for (const char *const *n = unit; *n; n++)
+    if (strcmp(*n, name) == 0) return RANGE_0_8;
+  for (const char *const *n = above; *n; n++)
+    if (strcmp(*n, name) == 0) return RANGE_ABOVE_M87;
+  return RANGE_ANY;
+}
+
+/* The range forms as loops of the unary kernels' signature, plain and streaming. */
+#define RANGE_FORM(OP)                                                        \
+  static void OP##_f32(const void *x, void *y, int64_t n, double p) {           \
+    (void)p;                                                                  \
+    (weft__cpu_vmath()->OP)((const float *)x, (float *)y, n);                 \
+  }                                                                           \
+  static void OP##_f32_nt(const void *x, void *y, int64_t n, double p) {        \
+    (void)p;                                                                  \
+    (weft__cpu_vmath()->nt->OP)((const float *)x, (float *)y, n);             \
+  }
+RANGE_FORM(sigmoid_above_m87)
+RANGE_FORM(tanh_nonneg_small)
+
+/* Step s, unary op `name`, on values of range `in`: where a cheaper form gives the same bits
+ * there, s runs it instead. */
+static void take_range_form(fused_step_t *s, const char *name, value_range_t in) {
+  if (strcmp(name, "Sigmoid") == 0 && in != RANGE_ANY) {
+    s->unary = sigmoid_above_m87_f32;
+    s->unary_nt = sigmoid_above_m87_f32_nt;
+    s->vops[0] = WEFT_CPU_VOP_SIGMOID_ABOVE_M87;
+  } else if (strcmp(name, "Tanh") == 0 && in == RANGE_0_8) {
+    s->unary = tanh_nonneg_small_f32;
+    s->unary_nt = tanh_nonneg_small_f32_nt;
+    s->vops[0] = WEFT_CPU_VOP_TANH_NONNEG_SMALL;
+  }
+}
+
 static void fused_destroy(void *state) {
   fused_t *f = state;
   if (!f) return;
@@ -112,6 +160,7 @@ static weft_status_t *fused_create(const weft_host_t *host, const weft_attrs_t *
   weft_status_t *st = NULL;
   if (!f->steps) st = host->status_new(WEFT_RESOURCE_EXHAUSTED, "_FusedElementwise: out of memory");
   size_t k = 0;
+  value_range_t range = RANGE_ANY; /* of x: nothing known */
   const char *p = ops, *end = ops + ops_len;
   while (!st && p < end) {
     const char *q = memchr(p, ';', (size_t)(end - p));
@@ -144,7 +193,9 @@ static weft_status_t *fused_create(const weft_host_t *host, const weft_attrs_t *
         s->vops[0] = (uint8_t)code;
         s->n_vops = 1;
         s->costly = cost > 1;
+        take_range_form(s, name, range);
       }
+      range = output_range(name);
       if (!s->unary)
         st = host->status_new(WEFT_UNIMPLEMENTED,
                               "_FusedElementwise: %s is not a float32 unary op of the CPU plugin",
@@ -158,6 +209,7 @@ static weft_status_t *fused_create(const weft_host_t *host, const weft_attrs_t *
                                                           bin_names[b].offset);
       }
       f->cost += 1;
+      range = RANGE_ANY;
       if (s->fn == NULL)
         st = host->status_new(WEFT_UNIMPLEMENTED,
                               "_FusedElementwise: %s is not a binary op it can fuse", name);

@@ -39,6 +39,9 @@ typedef enum weft_cpu_vop {
   WEFT_CPU_VOP_RECIPROCAL, WEFT_CPU_VOP_SOFTSIGN, WEFT_CPU_VOP_SQUARE, WEFT_CPU_VOP_NEG,
   WEFT_CPU_VOP_RELU, WEFT_CPU_VOP_RELU6, WEFT_CPU_VOP_SIN, WEFT_CPU_VOP_COS, WEFT_CPU_VOP_ABS,
   WEFT_CPU_VOP_ERFC,
+  /* Forms for inputs a fused chain knows the range of (cpu_fused.c): the same bits as Sigmoid
+   * and Tanh there, with less work. */
+  WEFT_CPU_VOP_SIGMOID_ABOVE_M87, WEFT_CPU_VOP_TANH_NONNEG_SMALL,
   WEFT_CPU_VOP_COUNT
 } weft_cpu_vop_t;
 
@@ -53,6 +56,9 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn expm1, log1p, erf, softplus, elu, selu;
   weft_cpu_vm_fn sqrt, rsqrt, reciprocal, softsign, square, neg, relu, relu6, sin, cos, abs;
   weft_cpu_vm_fn erfc;
+  /* Sigmoid of x >= -87 and Tanh of x in [-0, 8] (NaN either way): Sigmoid's and Tanh's bits
+   * there, without the work the rest of the range needs (cpu_vmath_impl.h). */
+  weft_cpu_vm_fn sigmoid_above_m87, tanh_nonneg_small;
   /* x OP y, x the op's first argument. */
   weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
   weft_cpu_vm_chain_fn chain;
