@@ -439,7 +439,8 @@ static weft_status_t *k_binary(weft_kernel_ctx_t *ctx, void *state) {
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
   /* cpu_vmath.h's vector loops (those with a streaming form): Add over 128K / 256K floats took
    * 18 / 35 us on one thread against 41 / 51 split over two (step stats medians). */
-  if (!f16 && slot == CPU_SLOT_F32 && nt_of(fns) != NULL)
+  if (bc.out_elements * op->cost >= CPU_SCALAR_SPLIT_MIN && !f16 && slot == CPU_SLOT_F32 &&
+      nt_of(fns) != NULL)
     weft__cpu_parallel_f32(ctx, bc.out_elements, op->cost, 1, bin_range, &j);
   else
     weft__cpu_parallel(ctx, bc.out_elements, op->cost, bin_range, &j);

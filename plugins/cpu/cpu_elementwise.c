@@ -301,7 +301,8 @@ static weft_status_t *k_unary(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   if (op->param != NULL) j.p = weft__cpu_attr_float(ctx, op->param, op->param_default);
-  if (slot == CPU_SLOT_F32 && nt_of(fn) != NULL) /* one of cpu_vmath.h's vector loops */
+  if (x.num_elements * op->cost >= CPU_SCALAR_SPLIT_MIN && slot == CPU_SLOT_F32 &&
+      nt_of(fn) != NULL) /* one of cpu_vmath.h's vector loops, worth a look */
     weft__cpu_parallel_f32(ctx, x.num_elements, op->cost, 1, un_range, &j);
   else
     weft__cpu_parallel(ctx, x.num_elements, op->cost, un_range, &j);

@@ -158,6 +158,9 @@ bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *val
 
 void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg);
+/* Below this much work (total * cost_per_unit) weft__cpu_parallel runs fn inline: the hand-off
+ * to the pool costs more than it saves. */
+#define CPU_SCALAR_SPLIT_MIN 20000
 /* The same for the float32 loops of cpu_vmath.h's vector functions over units of
  * `floats_per_unit` floats, given `scalar_cost`, an op table's cycles per unit of a scalar loop:
  * those loops take about that per vector of 4, 8 or 16 floats (the level in use), and never

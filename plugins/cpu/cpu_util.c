@@ -185,9 +185,8 @@ bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *val
 void weft__cpu_parallel(weft_kernel_ctx_t *ctx, int64_t total, int64_t cost_per_unit,
                         weft_range_fn fn, void *arg) {
   if (total <= 0) return;
-  /* Below ~20k cycles the hand-off to the pool costs more than it saves. */
   if (cost_per_unit < 1) cost_per_unit = 1;
-  if (total * cost_per_unit < 20000 || total == 1) {
+  if (total * cost_per_unit < CPU_SCALAR_SPLIT_MIN || total == 1) {
     fn(arg, 0, total);
     return;
   }
@@ -213,6 +212,12 @@ static int64_t f32_lanes(void) {
 void weft__cpu_parallel_f32(weft_kernel_ctx_t *ctx, int64_t total, int64_t scalar_cost,
                             int64_t floats_per_unit, weft_range_fn fn, void *arg) {
   if (total <= 0) return;
+  /* The estimate is at most the scalar one: small loops leave without the division. */
+  if (total < CPU_F32_SPLIT_MIN_CYCLES && scalar_cost < CPU_F32_SPLIT_MIN_CYCLES &&
+      total * scalar_cost < CPU_F32_SPLIT_MIN_CYCLES) {
+    fn(arg, 0, total);
+    return;
+  }
   int64_t cost = scalar_cost / f32_lanes();
   if (cost < floats_per_unit) cost = floats_per_unit;
   if (cost < 1) cost = 1;

@@ -49,6 +49,10 @@ typedef struct exec_node {
   const weft__fused_fallback_t *fallback; /* a fused chain planned with unknown shapes */
 } exec_node_t;
 
+/* Set on a node index in the ready lists and tasks: time its kernel (ready() decides, having
+ * the inputs' sizes at hand). weft__executor_new keeps node indices below it. */
+#define MEASURE_NODE (1 << 30)
+
 typedef struct feed_target {
   int feed;
   int slot; /* absolute input slot */
@@ -141,6 +145,9 @@ weft_status_t *weft__executor_new(const weft__executor_params_t *p, weft__execut
     (*out)->cf = cf;
     return NULL;
   }
+  if (p->nodes->len >= MEASURE_NODE)
+    return weft_status_new(WEFT_RESOURCE_EXHAUSTED, "Executor: a step of %u nodes is more than %d",
+                           p->nodes->len, MEASURE_NODE - 1);
   weft__executor_t *ex = g_new0(weft__executor_t, 1);
   ex->n_nodes = (int)p->nodes->len;
   ex->nodes = g_new0(exec_node_t, ex->n_nodes > 0 ? ex->n_nodes : 1);
@@ -419,10 +426,13 @@ static bool measured_cheap(const step_t *s, const exec_node_t *en, gint kib) {
 static void ready(step_t *s, local_ready_t *local, int node) {
   const exec_node_t *en = &s->ex->nodes[node];
   gint kib = 0;
-  bool cheap = en->inexpensive || small_inputs(s, en, &kib) || measured_cheap(s, en, kib);
-  if (cheap && local->top < LOCAL_READY_MAX) local->nodes[local->top++] = node;
-  else if (!cheap && local->expensive < 0) local->expensive = node;
-  else schedule_node(s, node);
+  bool small = small_inputs(s, en, &kib);
+  bool cheap = en->inexpensive || small || measured_cheap(s, en, kib);
+  /* The node's kernel is timed when it runs: small inputs decide without it. */
+  int item = en->cost_tracked && !small ? node | MEASURE_NODE : node;
+  if (cheap && local->top < LOCAL_READY_MAX) local->nodes[local->top++] = item;
+  else if (!cheap && local->expensive < 0) local->expensive = item;
+  else schedule_node(s, item);
 }
 
 /* Folds one measurement into an average kept in a gint (a quarter of the new value). */
@@ -521,8 +531,8 @@ static weft_status_t *run_fused_members(step_t *s, const exec_node_t *en, weft__
 }
 
 /* Runs one node; readied successors go to `local` or the pool. */
-static void run_node(step_t *s, int k, local_ready_t *local) {
-  exec_node_t *en = &s->ex->nodes[k];
+static void run_node(step_t *s, int item, local_ready_t *local) {
+  exec_node_t *en = &s->ex->nodes[item & ~MEASURE_NODE];
   const weft_node_t *node = en->node;
   weft_status_t *st = NULL;
   int n_out = node->n_outputs;
@@ -544,7 +554,8 @@ static void run_node(step_t *s, int k, local_ready_t *local) {
     } else {
       gint64 start_real = 0, start_mono = 0;
       gint kib = 0;
-      bool measure = en->cost_tracked && !small_inputs(s, en, &kib);
+      bool measure = (item & MEASURE_NODE) != 0;
+      if (measure) small_inputs(s, en, &kib);
       if (s->args->stats) start_real = g_get_real_time();
       if (s->args->stats || measure) start_mono = g_get_monotonic_time();
       st = weft__kernel_call(node, en->kinst, en->kinst, en->input_is_ref,
@@ -609,7 +620,7 @@ static void run_local(step_t *s, local_ready_t *local) {
 /* Runs a node and the chain of successors it hands to this thread. */
 static void run_chain(step_t *s, int k) {
   local_ready_t local = {{0}, 0, -1};
-  if (s->ex->nodes[k].inexpensive) local.nodes[local.top++] = k;
+  if (s->ex->nodes[k & ~MEASURE_NODE].inexpensive) local.nodes[local.top++] = k;
   else local.expensive = k;
   run_local(s, &local);
 }
