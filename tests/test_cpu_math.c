@@ -696,8 +696,9 @@ static void check_range_forms(const weft_cpu_vmath_t *vm, const char *level, uin
   for (size_t f = 0; f < G_N_ELEMENTS(forms); f++) {
     for (int streamed = 0; streamed < 2; streamed++) {
       const weft_cpu_vmath_t *t = streamed ? vm->nt : vm;
-      weft_cpu_vm_fn form = *(const weft_cpu_vm_fn *)(const void *)((const char *)t + forms[f].form);
-      weft_cpu_vm_fn op = *(const weft_cpu_vm_fn *)(const void *)((const char *)vm + forms[f].op);
+      const char *tc = (const char *)t, *vc = (const char *)vm;
+      weft_cpu_vm_fn form = *(const weft_cpu_vm_fn *)(const void *)(tc + forms[f].form);
+      weft_cpu_vm_fn op = *(const weft_cpu_vm_fn *)(const void *)(vc + forms[f].op);
       uint64_t b = forms[f].from, checked = 0;
       while (b <= forms[f].to) {
         int n = 0;

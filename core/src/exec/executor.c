@@ -2,12 +2,12 @@
  * pending count is its number of data and control inputs produced inside the step; nodes whose
  * count reaches zero run on the inter-op pool, except one per finishing node, which the same
  * thread runs next (a chain never pays for a thread hop), and cheap ones (small inputs, or a
- * kernel measured faster than a hand-off), which it runs before that one. Inputs move to the consuming kernel's
- * device (or host memory for host-memory args) as they are bound. The first failing kernel
- * cancels the step: nothing new starts, and the error names the node, op and device. Before each
- * node the step's cancellation (a session closed, a step aborted from outside) and its deadline
- * are read, so a step that would never end on its own (a loop whose condition stays true) stops
- * at its next node. */
+ * kernel measured faster than a hand-off), which it runs before that one. Inputs move to the
+ * consuming kernel's device (or host memory for host-memory args) as they are bound. The first
+ * failing kernel cancels the step: nothing new starts, and the error names the node, op and
+ * device. Before each node the step's cancellation (a session closed, a step aborted from
+ * outside) and its deadline are read, so a step that would never end on its own (a loop whose
+ * condition stays true) stops at its next node. */
 #include "exec_internal.h"
 #include "frames_internal.h"
 #include "kernel_call.h"
@@ -86,6 +86,10 @@ struct weft__executor {
 /* What a hand-off is assumed to cost before one was measured: a pool thread's wake-up on an
  * idle machine. */
 #define HANDOFF_US_INITIAL 10
+/* The most a measured hand-off counts for. A hand-off's wait includes the queue when the pool is
+ * busy, and once nodes run inline nothing measures it again: a busy step must not leave a wide
+ * graph's 100-us branches serial for good. Wake-ups took 15-90 us on the 2-core VM. */
+#define HANDOFF_US_MAX 50
 #define INLINE_US_MAX 1000000
 
 /* WEFT_INLINE_US, or -1 (unset, or not a number of microseconds: logged). */
@@ -417,7 +421,9 @@ static bool measured_cheap(const step_t *s, const exec_node_t *en, gint kib) {
   if (!en->cost_tracked) return false;
   gint cost = g_atomic_int_get(&en->cost_us);
   gint at_kib = g_atomic_int_get(&en->cost_kib);
-  int bound = s->ex->inline_us >= 0 ? s->ex->inline_us : g_atomic_int_get(&s->ex->handoff_us);
+  int bound = s->ex->inline_us >= 0
+                  ? s->ex->inline_us
+                  : MIN(g_atomic_int_get(&s->ex->handoff_us), HANDOFF_US_MAX);
   return cost < bound && kib <= 2 * at_kib + 16;
 }
 
@@ -481,8 +487,8 @@ static bool fused_shapes_fit(const weft__fused_fallback_t *fb, const weft__value
     const weft_tensor_t *o = in[m->operand].tensor;
     if (!o) return false;
     bool row = o->rank == 1 && x->rank >= (m->bias_add ? 2 : 1) && o->dims[0] == last;
-    bool fits = m->bias_add ? row
-                            : row || (o->num_elements == 1 && o->rank <= x->rank) || same_shape(o, x);
+    bool scalar = o->num_elements == 1 && o->rank <= x->rank;
+    bool fits = m->bias_add ? row : row || scalar || same_shape(o, x);
     if (!fits) return false;
   }
   return true;
