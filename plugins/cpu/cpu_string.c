@@ -994,8 +994,9 @@ static weft_status_t *k_decode_base64(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_code_t errno_code(int e) {
   switch (e) {
-    case ENOENT:
-    case ENOTDIR: return WEFT_NOT_FOUND;
+    case ENOENT: return WEFT_NOT_FOUND;
+    case ENOTDIR: return WEFT_FAILED_PRECONDITION;
+    case ENAMETOOLONG: return WEFT_INVALID_ARGUMENT;
     case EACCES:
     case EPERM: return WEFT_PERMISSION_DENIED;
     case ENOSPC:
