@@ -385,7 +385,8 @@ static weft_status_t *k_print_v2(weft_kernel_ctx_t *ctx, void *state) {
                              : stream[4] == 'w' ? WEFT_LOG_WARNING
                                                 : WEFT_LOG_ERROR;
     /* The log adds its own line end, as TensorFlow's LOG() does. */
-    H->log(level, WEFT_CPU_PLUGIN_NAME, "%.*s", (int)(b.len >= elen ? b.len - elen : b.len), text);
+    size_t shown = b.len >= elen ? b.len - elen : b.len;
+    H->log(level, WEFT_CPU_PLUGIN_NAME, "%.*s", (int)(shown < INT32_MAX ? shown : INT32_MAX), text);
   } else {
     st = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                          "Unknown output stream: %s, Valid streams are: stdout, stderr, "
@@ -402,28 +403,31 @@ static weft_status_t *k_print_v2(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_string_join(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   int n = H->kernel_num_inputs(ctx);
-  if (n > 1024) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "too many inputs: %d", n);
-  weft_tensor_view_t in[1024];
+  /* N is the graph's to choose: the views live on the heap, not on a pool thread's stack. */
+  weft_tensor_view_t *in = calloc(n > 0 ? (size_t)n : 1, sizeof *in);
+  if (!in) return oom(ctx);
   const weft_tensor_view_t *shape = NULL;
-  for (int i = 0; i < n; i++) {
-    WEFT_RETURN_IF_ERROR(string_input(ctx, i, &in[i]));
-    if (in[i].rank == 0) continue;
+  weft_status_t *st = NULL;
+  for (int i = 0; i < n && !st; i++) {
+    st = string_input(ctx, i, &in[i]);
+    if (st || in[i].rank == 0) continue;
     if (shape && !weft_pc_same_shape(shape, &in[i])) {
       char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN];
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input shapes do not match: %s vs. %s",
-                             weft__cpu_shape_str(shape->rank, shape->dims, a, sizeof a),
-                             weft__cpu_shape_str(in[i].rank, in[i].dims, b, sizeof b));
+      st = weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input shapes do not match: %s vs. %s",
+                           weft__cpu_shape_str(shape->rank, shape->dims, a, sizeof a),
+                           weft__cpu_shape_str(in[i].rank, in[i].dims, b, sizeof b));
     }
     shape = &in[i];
   }
-  weft_tensor_view_t out;
+  weft_tensor_view_t out = {0};
   int64_t none[1] = {0};
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_STRING, shape ? shape->rank : 0,
-                                        shape ? shape->dims : none, &out));
+  if (!st) {
+    st = weft__cpu_output(ctx, 0, WEFT_DT_STRING, shape ? shape->rank : 0,
+                          shape ? shape->dims : none, &out);
+  }
   size_t slen;
   const char *sep = attr_str(ctx, "separator", "", &slen);
   sbuf_t b = {0};
-  weft_status_t *st = NULL;
   for (int64_t e = 0; e < out.num_elements && !st; e++) {
     b.len = 0;
     for (int i = 0; i < n; i++) {
@@ -434,6 +438,7 @@ static weft_status_t *k_string_join(weft_kernel_ctx_t *ctx, void *state) {
     st = b.oom ? oom(ctx) : assign(ctx, &out, e, b.data ? b.data : "", b.len);
   }
   free(b.data);
+  free(in);
   return st;
 }
 
@@ -445,8 +450,8 @@ static weft_status_t *k_reduce_join(weft_kernel_ctx_t *ctx, void *state) {
   int64_t axes[WEFT_MAX_RANK + 1], n_axes = 0;
   if (ax.num_elements > WEFT_MAX_RANK) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "Duplicate reduction dimension: %lld indices for input with %d "
-                           "dimensions", (long long)ax.num_elements, in.rank);
+                           "reduction_indices has %lld entries, more than an input of %d "
+                           "dimensions can have distinct", (long long)ax.num_elements, in.rank);
   }
   WEFT_RETURN_IF_ERROR(
       weft__cpu_read_indices(ctx, &ax, "reduction_indices", axes, WEFT_MAX_RANK, &n_axes));
