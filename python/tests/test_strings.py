@@ -78,6 +78,10 @@ def test_string_split_returns_sparse_tensor():
     assert list(v.values) == [b"a", b"b", b"", b"c"]
     v = run(tf.strings.split(["  x  y "]))
     assert list(v.values) == [b"x", b"y"]
+    v = run(tf.string_split(["a,b c"], sep=","))
+    assert list(v.values) == [b"a", b"b c"]
+    with pytest.raises(NotImplementedError, match="RaggedTensor"):
+        tf.strings.split(["a"], result_type="RaggedTensor")
 
 
 def test_base64():

@@ -41,17 +41,31 @@ def _split_result(out):
     return SparseTensor(out[0], out[1], out[2])
 
 
-def split(source, sep=None, maxsplit=-1, name=None):
+def _sparse_only(result_type):
+    if result_type != "SparseTensor":
+        raise NotImplementedError("result_type=%r: weft has no RaggedTensor; use the default "
+                                  "'SparseTensor'" % (result_type,))
+
+
+def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+          source=None, name=None):
     """StringSplitV2: Python's str.split on each string of a vector, as a SparseTensor (sep None
     or "" splits on runs of whitespace)."""
+    _sparse_only(result_type)
+    source = input if source is None else source
     out = _ops._op("StringSplitV2", [_str(source), _str(sep or "")],
                    [("maxsplit", "int", int(maxsplit))], name or "StringSplit")
     return _split_result(out)
 
 
-def string_split(source, delimiter=" ", skip_empty=True, name=None):  # noqa: D401
-    """tf.string_split: StringSplit, every character of delimiter splits ("" splits into
-    bytes), as a SparseTensor."""
+def string_split(source, sep=None, skip_empty=True, delimiter=None,
+                 result_type="SparseTensor", name=None):
+    """tf.string_split: StringSplit, every character of the delimiter (sep, " " by default)
+    splits ("" splits into bytes), as a SparseTensor."""
+    _sparse_only(result_type)
+    if sep is not None and delimiter is not None:
+        raise ValueError("Cannot specify both 'sep' and 'delimiter'")
+    delimiter = sep if sep is not None else " " if delimiter is None else delimiter
     out = _ops._op("StringSplit", [_str(source), _str(delimiter)],
                    [("skip_empty", "bool", bool(skip_empty))], name or "StringSplit")
     return _split_result(out)
