@@ -1002,6 +1002,55 @@ static void shape_nn_and_state(void) {
 }
 SHAPE_TEST(shape_nn_and_state)
 
+/* The string, printing and file ops: TensorFlow's statefulness (Print, PrintV2 and WriteFile
+ * must never be pruned or folded), an escaped default, and their shape functions. */
+static void test_registry_string_ops(void) {
+  static const char *const stateful[] = {"Print", "PrintV2", "WriteFile"};
+  static const char *const pure[] = {"StringJoin", "ReduceJoin", "AsString", "StringToNumber",
+                                     "StringFormat", "ReadFile", "DecodeRaw", "Substr"};
+  for (size_t i = 0; i < G_N_ELEMENTS(stateful); i++) {
+    const weft__op_def_t *def = weft__op_registry_lookup(stateful[i]);
+    g_assert_nonnull(def);
+    g_assert_true(def->is_stateful);
+  }
+  for (size_t i = 0; i < G_N_ELEMENTS(pure); i++) {
+    const weft__op_def_t *def = weft__op_registry_lookup(pure[i]);
+    g_assert_nonnull(def);
+    g_assert_false(def->is_stateful);
+  }
+  const weft__op_def_t *p2 = weft__op_registry_lookup("PrintV2");
+  g_assert_cmpstr(weft__op_def_find_attr(p2, "end")->default_value->u.s.data, ==, "\n");
+}
+
+static void shape_strings(void) {
+  weft_output_t v2 = ph_typed(WEFT_DT_STRING, "[2]"), v3 = ph_typed(WEFT_DT_STRING, "[3]");
+  weft_output_t sc = ph_typed(WEFT_DT_STRING, "[]"), vq = ph_typed(WEFT_DT_STRING, "[?]");
+  weft_output_t join_in[3] = {sc, vq, v2};
+  weft_op_builder_t *b = weft_op_new(graph, "StringJoin", "join");
+  weft_op_add_input_list(b, join_in, 3);
+  assert_shape(ok(b), "[2]");
+  weft_output_t bad_in[2] = {v2, v3};
+  b = weft_op_new(graph, "StringJoin", "join_bad");
+  weft_op_add_input_list(b, bad_in, 2);
+  assert_status(build(b, NULL), WEFT_INVALID_ARGUMENT, "join_bad");
+  b = op("DecodeRaw", "raw", 1, ph_typed(WEFT_DT_STRING, "[4,5]"));
+  weft_op_set_attr_type(b, "out_type", WEFT_DT_INT32);
+  assert_shape(ok(b), "[4,5,?]");
+  weft_output_t m = ph_typed(WEFT_DT_STRING, "[2,3]");
+  b = op("ReduceJoin", "rj", 2, m, ci(1, 0));
+  assert_shape(ok(b), "[3]");
+  b = op("ReduceJoin", "rj_keep", 2, m, ci(1, -1));
+  weft_op_set_attr_bool(b, "keep_dims", true);
+  assert_shape(ok(b), "[2,1]");
+  assert_shape(ok(op("ReduceJoin", "rj_dyn", 2, m, ph_typed(WEFT_DT_INT32, "[1]"))), "<unknown>");
+  assert_shape(ok(op("StringSplit", "split", 2, v3, sc)), "[?,2]");
+  assert_status(build(op("StringSplit", "split_bad", 2, m, sc), NULL), WEFT_INVALID_ARGUMENT,
+                "split_bad");
+  assert_shape(ok(op("ReadFile", "rf", 1, sc)), "[]");
+  assert_shape(ok(op("Substr", "sub", 3, m, ci(-1, 1), ci(-1, 2))), "[2,3]");
+}
+SHAPE_TEST(shape_strings)
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ops/parse/full_spec", test_parse_full_spec);
@@ -1019,5 +1068,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/ops/shape/strided_slice", shape_strided_slice_run);
   g_test_add_func("/ops/shape/array_misc", shape_array_misc_run);
   g_test_add_func("/ops/shape/nn_and_state", shape_nn_and_state_run);
+  g_test_add_func("/ops/registry/string_ops", test_registry_string_ops);
+  g_test_add_func("/ops/shape/strings", shape_strings_run);
   return g_test_run();
 }

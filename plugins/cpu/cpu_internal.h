@@ -342,6 +342,18 @@ void weft__cpu_bcast_runs(const weft_cpu_bcast_t *b, int64_t begin, int64_t end,
                           weft_cpu_bcast_run_fn fn, void *arg);
 
 /* ---------------------------------------------------------------------------------------------
+ * A growable byte buffer (serialized summaries, strings built by the string kernels). data stays
+ * NUL-terminated past len; an allocation failure sets oom, after which puts do nothing, so a
+ * kernel checks once at the end. The owner free()s data. */
+
+typedef struct weft_cpu_buf {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} weft_cpu_buf_t;
+void weft__cpu_buf_put(weft_cpu_buf_t *b, const void *p, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
  * Data movement that works for every dtype (strings through host->string_assign). */
 
 /* Copies n elements src[si..] -> dst[di..] (dst allocated by this kernel). */
@@ -496,6 +508,7 @@ weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_
 weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_linalg.c */
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
+weft_status_t *weft__cpu_register_string(const weft_registrar_t *reg); /* cpu_string.c */
 /* Registers an optimizer update's kernel (float and double "T") under its ref op's name and,
  * unless NULL, its Resource* twin's (cpu_train.c). */
 weft_status_t *weft__cpu_register_update(const weft_registrar_t *reg, const char *name,

@@ -18,28 +18,8 @@
 /* ---------------------------------------------------------------------------------------------
  * A growable byte buffer and the protobuf wire format */
 
-typedef struct buf {
-  uint8_t *data;
-  size_t len, cap;
-  bool oom;
-} buf_t;
-
-static void buf_put(buf_t *b, const void *p, size_t n) {
-  if (b->oom || n == 0) return;
-  if (b->len + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n) cap *= 2;
-    uint8_t *d = realloc(b->data, cap);
-    if (!d) {
-      b->oom = true;
-      return;
-    }
-    b->data = d;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, p, n);
-  b->len += n;
-}
+typedef weft_cpu_buf_t buf_t;
+#define buf_put weft__cpu_buf_put
 
 static void put_varint(buf_t *b, uint64_t v) {
   uint8_t tmp[10];

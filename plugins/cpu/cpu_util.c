@@ -2,6 +2,7 @@
  * dtype slots, half/bfloat16 conversion, reading any number as a double, the intra-op pool,
  * walking broadcast runs, dtype-agnostic data movement (strings included) and the CPU side of
  * kernel registration. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -564,4 +565,26 @@ weft_status_t *weft__cpu_register_specs(const weft_registrar_t *reg,
                                         const weft_cpu_kernel_spec_t *specs, size_t n) {
   for (size_t i = 0; i < n; i++) WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &specs[i]));
   return NULL;
+}
+
+void weft__cpu_buf_put(weft_cpu_buf_t *b, const void *p, size_t n) {
+  if (b->oom || n == 0) return;
+  if (n > SIZE_MAX / 2 - b->len) {
+    b->oom = true;
+    return;
+  }
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) {
+      b->oom = true;
+      return;
+    }
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
 }

@@ -725,6 +725,7 @@ def test_image_non_max_suppression():
 # docs/python.md
 
 DOC_OUTPUTS = [
+    "b'n = [3 14]'\n[b'img_003' b'img_014']\n[2.5]\n",
     "['frozen.pb'] ['Placeholder', 'Const', 'Identity', 'MatMul', 'Identity']\n[[3.]]\n",
     "[[1. 2.]] [-1]\n[[4 5 6]]\n",
     "0.08\n(5,)\n[11.000001, 7.0, 5.0]\n[0.09090909 0.6363636 ]\n6\n",

@@ -181,6 +181,7 @@ extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool
 extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gradients ... */
 extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colour, NMS ... */
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
+extern const weft_op_def_t weft__ops_string[];   /* ops_string.c: strings, Print, files */
 extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve, Lu, Cholesky ... */
 extern const weft_op_def_t weft__ops_svd_misc[];  /* ops_svd_misc.c: Svd, LinSpace, DiagPart ... */

@@ -927,6 +927,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_summary);
   register_table(reg, weft__ops_ragged);
   register_table(reg, weft__ops_sparse_apply);
+  register_table(reg, weft__ops_string);
   return reg;
 }
 
@@ -1389,6 +1390,24 @@ weft_status_t *weft__sh_batch_matmul(weft_shape_ctx_t *ctx, const char *op, bool
   batch.dims[batch.rank++] = m;
   batch.dims[batch.rank++] = n;
   return weft__sh_output(ctx, 0, &batch);
+}
+
+weft_status_t *weft__sh_merge_non_scalars(weft_shape_ctx_t *ctx, const char *what) {
+  int n = weft__graph_host()->shape_num_inputs(ctx);
+  weft__shape_t out = {.rank = 0};
+  bool any = false;
+  for (int i = 0; i < n; i++) {
+    weft__shape_t s;
+    weft__sh_input(ctx, i, &s);
+    if (s.rank == 0) continue;
+    if (!any) {
+      out = s;
+      any = true;
+      continue;
+    }
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &out, &s, &out, what));
+  }
+  return weft__sh_output(ctx, 0, &out);
 }
 
 weft_status_t *weft__shape_fn_merge_all(weft_shape_ctx_t *ctx) {

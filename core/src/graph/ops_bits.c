@@ -118,20 +118,7 @@ static weft_status_t *histogram_shape(weft_shape_ctx_t *ctx) {
 
 /* Betainc: a, b and x are each a scalar or one common shape (no other broadcasting). */
 static weft_status_t *betainc_shape(weft_shape_ctx_t *ctx) {
-  weft__shape_t out = {.rank = 0};
-  bool any = false;
-  for (int i = 0; i < 3; i++) {
-    weft__shape_t s;
-    weft__sh_input(ctx, i, &s);
-    if (s.rank == 0) continue;
-    if (!any) {
-      out = s;
-      any = true;
-      continue;
-    }
-    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &out, &s, &out, "Betainc's a, b and x"));
-  }
-  return weft__sh_output(ctx, 0, &out);
+  return weft__sh_merge_non_scalars(ctx, "Betainc's a, b and x");
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -77,6 +77,10 @@ weft_status_t *weft__sh_axis(weft_shape_ctx_t *ctx, int64_t axis, int rank, cons
 /* Merges two dimensions (WEFT_DIM_UNKNOWN matches anything); false when both known and differ. */
 bool weft__sh_merge_dim(int64_t a, int64_t b, int64_t *out);
 
+/* Output 0: every input a scalar or of one common shape (no other broadcasting), that shape or
+ * [] when all are scalars; `what` names the inputs in the error. */
+weft_status_t *weft__sh_merge_non_scalars(weft_shape_ctx_t *ctx, const char *what);
+
 /* Shape functions shared by many ops. */
 weft_status_t *weft__shape_fn_unchanged(weft_shape_ctx_t *ctx);    /* output 0 = input 0 */
 weft_status_t *weft__shape_fn_scalar(weft_shape_ctx_t *ctx);       /* output 0 = [] */

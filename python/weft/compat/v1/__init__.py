@@ -72,3 +72,8 @@ from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402
+from . import strings  # noqa: F401,E402 -- tf.strings
+from .strings import (as_string, reduce_join, string_split, decode_raw,  # noqa: F401,E402
+                      read_file, write_file, encode_base64, decode_base64, Print)
+from .strings import to_number as string_to_number, join as string_join  # noqa: F401,E402
+from .strings import substr, print_v2 as print  # noqa: F401,E402,A004

@@ -729,6 +729,10 @@ def _infer_numpy(value, dtype):
         arr = np.asarray(value)
     else:
         arr = np.asarray(value)
+        if arr.dtype.kind in "SU":
+            # numpy's fixed-width bytes drop trailing NULs (b"\x01\x00" reads back as b"\x01");
+            # an object array keeps every byte, as TensorFlow does.
+            arr = np.array(value, dtype=object)
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         elif arr.dtype == np.int64:

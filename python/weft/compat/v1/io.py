@@ -1,9 +1,9 @@
 """tf.io: TensorFlow 1.x's I/O namespace as far as weft has it: gfile (the local file system,
 see gfile.py), write_graph, and tf.Example parsing (parse_example, parse_single_example with
 FixedLenFeature and VarLenFeature, over the core's ParseExample and ParseSingleExample kernels).
-The file and serialization ops (read_file, write_file, decode_raw, serialize_tensor,
-parse_tensor, TFRecords) and FixedLenSequenceFeature (variable-length dense features, which the
-kernels refuse) are absent."""
+read_file, write_file, decode_raw, encode_base64 and decode_base64 are the core's string and
+file ops (strings.py). serialize_tensor, parse_tensor, TFRecords and FixedLenSequenceFeature
+(variable-length dense features, which the kernels refuse) are absent."""
 import collections as _collections
 
 from . import dtypes as _dtypes
@@ -12,6 +12,8 @@ from . import gfile  # noqa: F401 -- tf.io.gfile
 from . import ops as _ops
 from .graph_io import write_graph  # noqa: F401
 from .sparse import SparseTensor
+from .strings import (read_file, write_file, decode_raw, encode_base64,  # noqa: F401
+                      decode_base64)
 
 
 class FixedLenFeature(_collections.namedtuple("FixedLenFeature",
