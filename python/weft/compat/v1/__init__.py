@@ -72,3 +72,5 @@ from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402
+from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
+                           foldl, foldr)

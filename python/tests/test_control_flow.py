@@ -1,0 +1,180 @@
+"""tf.cond, tf.case, tf.while_loop, tf.TensorArray, tf.map_fn/scan/foldl/foldr and the RNN
+layer over them: values against numpy, gradients against closed forms and finite differences,
+the node structure TensorFlow 1.x builds, and TensorFlow's errors for bad inputs."""
+import collections
+
+import numpy as np
+import pytest
+
+import weft.compat.v1 as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def run(fetches, feed=None):
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        return s.run(fetches, feed)
+
+
+# ---------------------------------------------------------------------------------------------
+# cond and case
+
+def test_cond_picks_branch_and_captures_outer_tensors():
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant(3.0)
+    y = tf.constant(4.0)
+    r = tf.cond(p, lambda: x * y, lambda: x + y)
+    assert run(r, {p: True}) == 12.0
+    assert run(r, {p: False}) == 7.0
+    ops = {op.type for op in tf.get_default_graph().get_operations()}
+    assert {"Switch", "Merge"} <= ops
+    names = [op.name for op in tf.get_default_graph().get_operations()]
+    assert "cond/switch_t" in names and "cond/pred_id" in names and "cond/Merge" in names
+
+
+def test_cond_nested_structures_and_constants_in_branches():
+    p = tf.placeholder(tf.bool, [])
+    out = tf.cond(p, lambda: {"a": tf.constant(1), "b": (tf.constant(2.0), tf.constant([3.0]))},
+                  lambda: {"a": tf.constant(10), "b": (tf.constant(20.0), tf.constant([30.0]))})
+    assert sorted(out) == ["a", "b"]
+    v = run(out, {p: False})
+    assert v["a"] == 10 and v["b"][0] == 20.0 and v["b"][1].tolist() == [30.0]
+    v = run(out, {p: True})
+    assert v["a"] == 1 and v["b"][1].tolist() == [3.0]
+
+
+def test_cond_strict_and_singletons():
+    p = tf.constant(True)
+    assert isinstance(tf.cond(p, lambda: [tf.constant(1)], lambda: [tf.constant(2)]), tf.Tensor)
+    out = tf.cond(p, lambda: [tf.constant(1)], lambda: [tf.constant(2)], strict=True)
+    assert isinstance(out, list) and run(out) == [1]
+
+
+def test_cond_errors():
+    with pytest.raises(TypeError, match="pred must not be a Python bool"):
+        tf.cond(True, lambda: 1, lambda: 2)
+    with pytest.raises(TypeError, match="does not match expected type of bool"):
+        tf.cond(tf.constant(1), lambda: 1, lambda: 2)
+    with pytest.raises(TypeError, match="true_fn must be callable"):
+        tf.cond(tf.constant(True), 1, lambda: 2)
+    with pytest.raises(ValueError, match="same type"):
+        tf.cond(tf.constant(True), lambda: tf.constant(1), lambda: tf.constant(1.0))
+    with pytest.raises(ValueError, match="same structure"):
+        tf.cond(tf.constant(True), lambda: (1, 2), lambda: [1, 2])
+    with pytest.raises(ValueError, match="true_fn must have a return value"):
+        tf.cond(tf.constant(True), lambda: None, lambda: 2)
+
+
+def test_cond_gradient():
+    x = tf.Variable(2.0)
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: x * x * x, lambda: tf.sin(x))
+    g, = tf.gradients(y, [x])
+    assert np.isclose(run(g, {p: True}), 12.0)
+    assert np.isclose(run(g, {p: False}), np.cos(2.0))
+
+
+def test_case():
+    x = tf.placeholder(tf.int32, [])
+    r = tf.case([(tf.less(x, 0), lambda: tf.constant(-1)), (tf.equal(x, 0), lambda: tf.constant(0))],
+                default=lambda: tf.constant(1))
+    assert [run(r, {x: v}) for v in (-5, 0, 7)] == [-1, 0, 1]
+    r2 = tf.case([(tf.greater(x, 0), lambda: tf.constant(1)),
+                  (tf.greater(x, 5), lambda: tf.constant(5))], default=lambda: tf.constant(0),
+                 exclusive=True)
+    assert run(r2, {x: 3}) == 1
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(r2, {x: 7})
+    with pytest.raises(TypeError, match="must be callable"):
+        tf.case([(tf.constant(True), 1)])
+
+
+# ---------------------------------------------------------------------------------------------
+# while_loop
+
+def test_while_loop_sum_and_structure():
+    i0 = tf.constant(0)
+    s0 = tf.constant(0.0)
+    x = tf.constant(0.5)  # read inside the body: a constant Enter
+    i, s = tf.while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s + tf.cast(i, tf.float32) * x),
+                         [i0, s0])
+    assert run([i, s]) == [10, 22.5]
+    g = tf.get_default_graph()
+    enters = [op for op in g.get_operations() if op.type == "Enter"]
+    assert sorted(e.get_attr("is_constant") for e in enters) == [False, False, True]
+    assert {e.get_attr("frame_name") for e in enters} == {b"while/while_context"}
+    types = {op.type for op in g.get_operations()}
+    assert {"Merge", "Switch", "LoopCond", "NextIteration", "Exit"} <= types
+    merge = g.get_operation_by_name("while/Merge")
+    assert merge.inputs[1].op.type == "NextIteration"
+
+
+def test_while_loop_nested_vars_single_var_and_maximum_iterations():
+    Pair = collections.namedtuple("Pair", "a b")
+    out = tf.while_loop(lambda p: p.a < 5, lambda p: Pair(p.a + 1, p.b * 2),
+                        [Pair(tf.constant(0), tf.constant(1))])
+    # as in TensorFlow, several flat values keep loop_vars' structure: a list of one Pair
+    assert isinstance(out, list) and isinstance(out[0], Pair)
+    assert run(list(out[0])) == [5, 32]
+    one = tf.while_loop(lambda v: v < 100, lambda v: v * 3, [tf.constant(1)])
+    assert run(one) == 243
+    capped = tf.while_loop(lambda v: v < 100, lambda v: v + 1, [tf.constant(0)],
+                           maximum_iterations=7)
+    assert run(capped) == 7
+
+
+def test_nested_while_loops():
+    def outer_body(i, acc):
+        j, inner = tf.while_loop(lambda j, a: j < i, lambda j, a: (j + 1, a + j), [0, 0])
+        return i + 1, acc + inner
+    _, acc = tf.while_loop(lambda i, a: i < 5, outer_body, [tf.constant(0), tf.constant(0)])
+    # sum over i < 5 of sum over j < i of j
+    assert run(acc) == sum(sum(range(i)) for i in range(5))
+
+
+def test_while_loop_shape_invariants():
+    x0 = tf.constant([1.0])
+    with pytest.raises(ValueError, match="enters the loop with shape"):
+        tf.while_loop(lambda x: tf.size(x) < 8, lambda x: tf.concat([x, x], 0), [x0])
+    out = tf.while_loop(lambda x: tf.size(x) < 8, lambda x: tf.concat([x, x], 0), [x0],
+                        shape_invariants=[tf.TensorShape([None])])
+    assert out.shape.as_list() == [None]
+    assert run(out).tolist() == [1.0] * 8
+    with pytest.raises(ValueError, match="not compatible with the initial shape"):
+        tf.while_loop(lambda x: tf.size(x) < 8, lambda x: x, [x0],
+                      shape_invariants=[tf.TensorShape([2])])
+
+
+def test_while_loop_errors():
+    with pytest.raises(TypeError, match="cond must be callable"):
+        tf.while_loop(1, lambda x: x, [tf.constant(0)])
+    with pytest.raises(TypeError, match="body must be callable"):
+        tf.while_loop(lambda x: x < 1, 1, [tf.constant(0)])
+    with pytest.raises(ValueError, match="No loop variables provided"):
+        tf.while_loop(lambda: True, lambda: (), [])
+    with pytest.raises(TypeError, match="LoopCond"):
+        tf.while_loop(lambda x: x, lambda x: x + 1, [tf.constant(0)])
+    with pytest.raises(ValueError, match="type int32 after one iteration"):
+        tf.while_loop(lambda x: x < 1.0, lambda x: tf.constant(1), [tf.constant(0.0)])
+
+
+def test_while_loop_gradient_power():
+    # x^n by repeated multiplication: d/dx = n x^(n-1); d/dy of y*x^n is x^n
+    x = tf.Variable(1.5)
+    y = tf.placeholder(tf.float32, [])
+    _, p = tf.while_loop(lambda i, p: i < 4, lambda i, p: (i + 1, p * x), [0, y])
+    gx, gy = tf.gradients(p, [x, y])
+    vx, vy = run([gx, gy], {y: 2.0})
+    assert np.isclose(vx, 2.0 * 4 * 1.5 ** 3)
+    assert np.isclose(vy, 1.5 ** 4)
+
+
+def test_while_loop_back_prop_false_stops_gradient():
+    x = tf.constant(2.0)
+    r = tf.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, [x], back_prop=False)
+    assert tf.gradients(r, [x]) == [None] or run(tf.gradients(r, [x])[0]) == 0.0
