@@ -178,3 +178,99 @@ def test_while_loop_back_prop_false_stops_gradient():
     x = tf.constant(2.0)
     r = tf.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, [x], back_prop=False)
     assert tf.gradients(r, [x]) == [None] or run(tf.gradients(r, [x])[0]) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorArray
+
+def test_tensor_array_write_read_stack_and_ops():
+    ta = tf.TensorArray(tf.float32, size=3, clear_after_read=False)
+    ta = ta.write(0, [1.0, 2.0]).write(1, [3.0, 4.0]).write(2, [5.0, 6.0])
+    assert ta.handle.op.type == "TensorArrayV3"
+    assert ta.element_shape.as_list() == [2]
+    v = run([ta.read(1), ta.stack(), ta.size(), ta.gather([2, 0]), ta.concat()])
+    assert v[0].tolist() == [3.0, 4.0]
+    assert v[1].tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert v[2] == 3
+    assert v[3].tolist() == [[5, 6], [1, 2]]
+    assert v[4].tolist() == [1, 2, 3, 4, 5, 6]
+    once = tf.TensorArray(tf.float32, size=1).write(0, 1.0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="clear_after_read"):
+        run([once.read(0), once.stack()])
+
+
+def test_tensor_array_unstack_scatter_split_identity_close():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    ta = tf.TensorArray(tf.float32, size=3).unstack(x)
+    sc = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x)
+    sp = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(tf.constant([1.0, 2.0, 3.0]), [1, 2])
+    v = run([ta.identity().read(2), sc.read(0), sp.read(1), sp.size()])
+    assert v[0].tolist() == [4.0, 5.0] and v[1].tolist() == [2.0, 3.0]
+    assert v[2].tolist() == [2.0, 3.0] and v[3] == 2
+    assert run(tf.TensorArray(tf.int32, size=1).close()) is None
+
+
+def test_tensor_array_errors():
+    with pytest.raises(ValueError, match="Size must be provided"):
+        tf.TensorArray(tf.float32)
+    with pytest.raises(TypeError, match="TensorArray dtype is float32"):
+        tf.TensorArray(tf.float32, size=1).write(0, tf.constant(1))
+    with pytest.raises(ValueError, match="Inconsistent shapes"):
+        tf.TensorArray(tf.float32, size=2).write(0, [1.0]).write(1, [1.0, 2.0])
+
+
+def test_tensor_array_in_while_loop_dynamic_size_and_gradient():
+    x = tf.placeholder(tf.float32, [4])
+    ta_in = tf.TensorArray(tf.float32, size=4).unstack(x)
+
+    def body(i, acc, out):
+        v = ta_in.read(i)
+        acc = acc + v * v
+        return i + 1, acc, out.write(i, acc)
+    _, total, out = tf.while_loop(lambda i, a, o: i < 4, body,
+                                  [0, 0.0, tf.TensorArray(tf.float32, size=0, dynamic_size=True)])
+    cums = out.stack()
+    g, = tf.gradients(tf.reduce_sum(cums), [x])
+    xv = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    vt, vc, vg = run([total, cums, g], {x: xv})
+    assert vt == 30.0 and vc.tolist() == np.cumsum(xv * xv).tolist()
+    # d/dx_k of sum_j cumsum_j = 2 x_k (4 - k)
+    assert np.allclose(vg, 2 * xv * np.array([4, 3, 2, 1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# map_fn, scan, foldl, foldr
+
+def test_map_fn():
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    sq = tf.map_fn(lambda r: r * r, x)
+    sums = tf.map_fn(lambda p: p[0] + tf.cast(p[1], tf.float32), (tf.constant([1.0, 2.0]),
+                                                                   tf.constant([10, 20])),
+                     dtype=tf.float32)
+    v = run([sq, sums])
+    assert v[0].tolist() == (np.array([[1, 2], [3, 4], [5, 6]]) ** 2).tolist()
+    assert v[1].tolist() == [11.0, 22.0]
+    with pytest.raises(TypeError, match="fn must be callable"):
+        tf.map_fn(1, x)
+
+
+def test_map_fn_gradient():
+    x = tf.placeholder(tf.float32, [3])
+    y = tf.map_fn(lambda v: tf.sin(v) * v, x)
+    g, = tf.gradients(tf.reduce_sum(y), [x])
+    xv = np.array([0.5, 1.0, 2.0], np.float32)
+    assert np.allclose(run(g, {x: xv}), np.cos(xv) * xv + np.sin(xv), atol=1e-6)
+
+
+def test_scan_foldl_foldr():
+    e = tf.constant([1, 2, 3, 4])
+    v = run([tf.scan(lambda a, x: a + x, e), tf.scan(lambda a, x: a * x, e, initializer=1),
+             tf.scan(lambda a, x: a + x, e, reverse=True),
+             tf.foldl(lambda a, x: a - x, e), tf.foldr(lambda a, x: a - x, e),
+             tf.foldl(lambda a, x: a * 10 + x, e, initializer=0),
+             tf.foldr(lambda a, x: a * 10 + x, e, initializer=0)])
+    assert v[0].tolist() == [1, 3, 6, 10]
+    assert v[1].tolist() == [1, 2, 6, 24]
+    assert v[2].tolist() == [10, 9, 7, 4]
+    assert v[3] == 1 - 2 - 3 - 4 and v[4] == 4 - 3 - 2 - 1
+    assert v[5] == 1234 and v[6] == 4321

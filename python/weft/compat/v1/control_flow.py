@@ -352,8 +352,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                     raise ValueError("Loop variable %s enters the loop with type %s, but has "
                                      "type %s after one iteration"
                                      % (t.name, t.dtype.name, r.dtype.name))
-                if not s.is_compatible_with(r.shape) or \
-                        (s.ndims is not None and r.shape.ndims is None):
+                # a shape weft infers less precisely than TensorFlow (unknown) is let through
+                if not s.is_compatible_with(r.shape):
                     raise _loop_shape_error(t, s, r.shape)
             nexts = [_fw._run_op("NextIteration", [r], [("T", "type", r.dtype.base_dtype
                                                          .as_datatype_enum)], "NextIteration")
@@ -465,6 +465,11 @@ class TensorArray:
                             [self._handle, _ops._to_tensor(index, dtype=_dtypes.int32),
                              self._flow], [("dtype", "type", self._dtype.as_datatype_enum)],
                             name or "TensorArrayReadV3")
+        es = self._element_shape
+        if es.ndims is not None and sum(d is None for d in es.as_list()) <= 1:
+            # TensorFlow sets the element shape on the value; weft's shapes are inferred only,
+            # so a Reshape to that shape (a no-op at run time) carries it
+            value = _ops.reshape(value, [-1 if d is None else d for d in es.as_list()])
         return value
 
     def write(self, index, value, name=None):
