@@ -274,3 +274,114 @@ def test_scan_foldl_foldr():
     assert v[2].tolist() == [10, 9, 7, 4]
     assert v[3] == 1 - 2 - 3 - 4 and v[4] == 4 - 3 - 2 - 1
     assert v[5] == 1234 and v[6] == 4321
+
+
+# ---------------------------------------------------------------------------------------------
+# RNN
+
+def _np_lstm(x, kernel, bias, h0, c0, forget_bias=1.0):
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    h, c, outs = h0, c0, []
+    for t in range(x.shape[1]):
+        z = np.concatenate([x[:, t], h], 1) @ kernel + bias
+        i, j, f, o = np.split(z, 4, axis=1)
+        c = c * sig(f + forget_bias) + sig(i) * np.tanh(j)
+        h = np.tanh(c) * sig(o)
+        outs.append(h)
+    return np.stack(outs, 1), c, h
+
+
+def test_dynamic_rnn_basic_lstm_matches_numpy_and_names_variables():
+    rng = np.random.RandomState(0)
+    xv = rng.randn(2, 5, 3).astype(np.float32)
+    x = tf.placeholder(tf.float32, [None, 5, 3])
+    cell = tf.nn.rnn_cell.BasicLSTMCell(4)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    assert isinstance(state, tf.nn.rnn_cell.LSTMStateTuple)
+    assert [v.op.name for v in tf.trainable_variables()] == ["rnn/basic_lstm_cell/kernel",
+                                                             "rnn/basic_lstm_cell/bias"]
+    assert outputs.shape.as_list()[1:] == [5, 4]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        k, b = s.run(tf.trainable_variables())
+        out, c, h = s.run([outputs, state.c, state.h], {x: xv})
+    ref_out, ref_c, ref_h = _np_lstm(xv, k, b, np.zeros((2, 4)), np.zeros((2, 4)))
+    assert np.allclose(out, ref_out, atol=1e-5)
+    assert np.allclose(c, ref_c, atol=1e-5) and np.allclose(h, ref_h, atol=1e-5)
+
+
+def test_dynamic_rnn_sequence_length_copies_state_through():
+    rng = np.random.RandomState(1)
+    xv = rng.randn(3, 4, 2).astype(np.float32)
+    x = tf.constant(xv)
+    cell = tf.nn.rnn_cell.GRUCell(3)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, sequence_length=[4, 2, 0], dtype=tf.float32)
+    full, full_state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32, scope="rnn")
+    assert [v.op.name for v in tf.trainable_variables()] == [
+        "rnn/gru_cell/gates/kernel", "rnn/gru_cell/gates/bias",
+        "rnn/gru_cell/candidate/kernel", "rnn/gru_cell/candidate/bias"]
+    o, s, fo = run([outputs, state, full])
+    assert np.allclose(o[0], fo[0], atol=1e-6) and np.allclose(s[0], fo[0, 3], atol=1e-6)
+    assert np.allclose(o[1, :2], fo[1, :2], atol=1e-6) and np.all(o[1, 2:] == 0)
+    assert np.allclose(s[1], fo[1, 1], atol=1e-6)
+    assert np.all(o[2] == 0) and np.all(s[2] == 0)
+
+
+def test_multi_rnn_cell_time_major_and_static_rnn_agree():
+    rng = np.random.RandomState(2)
+    xv = rng.randn(3, 2, 2).astype(np.float32)  # time-major
+    cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicRNNCell(3),
+                                        tf.nn.rnn_cell.LSTMCell(2)])
+    out_d, st_d = tf.nn.dynamic_rnn(cell, tf.constant(xv), time_major=True, dtype=tf.float32)
+    assert sorted(v.op.name for v in tf.trainable_variables()) == sorted([
+        "rnn/multi_rnn_cell/cell_0/basic_rnn_cell/kernel",
+        "rnn/multi_rnn_cell/cell_0/basic_rnn_cell/bias",
+        "rnn/multi_rnn_cell/cell_1/lstm_cell/kernel", "rnn/multi_rnn_cell/cell_1/lstm_cell/bias"])
+    out_s, st_s = tf.nn.static_rnn(cell, [tf.constant(xv[t]) for t in range(3)],
+                                   dtype=tf.float32)
+    vd, vs = run([out_d, tf.stack(out_s)])
+    assert np.allclose(vd, vs, atol=1e-6)
+    with pytest.raises(ValueError, match="you must give a dtype"):
+        tf.nn.dynamic_rnn(cell, tf.constant(xv))
+    with pytest.raises(ValueError, match="not supported by weft"):
+        tf.nn.rnn_cell.LSTMCell(2, use_peepholes=True)
+
+
+def test_dynamic_rnn_gradient_matches_finite_differences():
+    rng = np.random.RandomState(3)
+    xv = rng.randn(2, 3, 2).astype(np.float64)
+    x = tf.placeholder(tf.float64, [2, 3, 2])
+    outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(2), x, dtype=tf.float64)
+    loss = tf.reduce_sum(outputs * outputs)
+    g, = tf.gradients(loss, [x])
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        gv = s.run(g, {x: xv})
+        num = np.zeros_like(xv)
+        eps = 1e-6
+        for idx in np.ndindex(*xv.shape):
+            d = np.zeros_like(xv)
+            d[idx] = eps
+            num[idx] = (s.run(loss, {x: xv + d}) - s.run(loss, {x: xv - d})) / (2 * eps)
+    assert np.allclose(gv, num, atol=1e-6)
+
+
+def test_train_tiny_lstm_with_gradient_descent():
+    tf.set_random_seed(7)
+    rng = np.random.RandomState(4)
+    xv = rng.randn(4, 6, 2).astype(np.float32)
+    target = xv.sum(axis=(1, 2)).reshape(4, 1).astype(np.float32) * 0.1
+    x = tf.constant(xv)
+    outputs, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(5), x, dtype=tf.float32)
+    w = tf.get_variable("w", [5, 1], initializer=tf.constant_initializer(0.1))
+    pred = tf.matmul(state.h, w)
+    loss = tf.reduce_mean(tf.square(pred - target))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        losses = [s.run(loss)]
+        for _ in range(30):
+            s.run(train)
+            losses.append(s.run(loss))
+    assert all(b <= a + 1e-7 for a, b in zip(losses, losses[1:5]))
+    assert losses[-1] < 0.5 * losses[0]

@@ -397,8 +397,10 @@ class TensorArray:
                  element_shape=None, colocate_with_first_write_call=True, name=None):
         self._dtype = _dtypes.as_dtype(dtype).base_dtype
         self._infer_shape = infer_shape
-        self._element_shape = _fw.TensorShape(None) if element_shape is None \
-            else _fw.as_shape(element_shape)
+        # one list shared by every TensorArray derived from this one (as TensorFlow shares
+        # it), so a shape learnt from a write inside a loop body holds for the loop's result
+        self._shape_box = [_fw.TensorShape(None) if element_shape is None
+                           else _fw.as_shape(element_shape)]
         if handle is not None:
             if flow is None:
                 raise ValueError("flow must not be None if handle is not None.")
@@ -410,7 +412,7 @@ class TensorArray:
             raise ValueError("Size must be provided if handle is not provided")
         with _fw.name_scope(name, "TensorArray", [size]) as scope:
             size = _ops._to_tensor(size, dtype=_dtypes.int32)
-            es = self._element_shape
+            es = self.element_shape
             self._handle, self._flow = _fw._run_op(
                 "TensorArrayV3", [size],
                 [("dtype", "type", self._dtype.as_datatype_enum),
@@ -435,20 +437,20 @@ class TensorArray:
 
     @property
     def element_shape(self):
-        return self._element_shape
+        return self._shape_box[0]
 
     def _with_flow(self, flow):
         ta = TensorArray(self._dtype, handle=self._handle, flow=flow,
                          infer_shape=self._infer_shape)
-        ta._element_shape = self._element_shape
+        ta._shape_box = self._shape_box
         return ta
 
     def _merge_shape(self, shape):
         if self._infer_shape:
-            if not self._element_shape.is_compatible_with(shape):
+            if not self.element_shape.is_compatible_with(shape):
                 raise ValueError("Inconsistent shapes: saw %s but expected %s "
-                                 "(and infer_shape=True)" % (shape, self._element_shape))
-            self._element_shape = self._element_shape.merge_with(shape)
+                                 "(and infer_shape=True)" % (shape, self.element_shape))
+            self._shape_box[0] = self.element_shape.merge_with(shape)
 
     def _value(self, value):
         value = _fw.convert_to_tensor(value, name="value")
@@ -465,7 +467,7 @@ class TensorArray:
                             [self._handle, _ops._to_tensor(index, dtype=_dtypes.int32),
                              self._flow], [("dtype", "type", self._dtype.as_datatype_enum)],
                             name or "TensorArrayReadV3")
-        es = self._element_shape
+        es = self.element_shape
         if es.ndims is not None and sum(d is None for d in es.as_list()) <= 1:
             # TensorFlow sets the element shape on the value; weft's shapes are inferred only,
             # so a Reshape to that shape (a no-op at run time) carries it
@@ -484,7 +486,7 @@ class TensorArray:
         return self._with_flow(flow)
 
     def gather(self, indices, name=None):
-        es = self._element_shape
+        es = self.element_shape
         return _fw._run_op("TensorArrayGatherV3",
                            [self._handle, _ops._to_tensor(indices, dtype=_dtypes.int32),
                             self._flow],
@@ -498,7 +500,7 @@ class TensorArray:
             return self.gather(_ops.range(0, self.size()), name="TensorArrayGatherV3")
 
     def concat(self, name=None):
-        es = self._element_shape
+        es = self.element_shape
         rest = None if es.ndims is None or es.ndims == 0 else es.as_list()[1:]
         return _fw._run_op("TensorArrayConcatV3", [self._handle, self._flow],
                            [("dtype", "type", self._dtype.as_datatype_enum),
