@@ -2,6 +2,9 @@
 layer over them: values against numpy, gradients against closed forms and finite differences,
 the node structure TensorFlow 1.x builds, and TensorFlow's errors for bad inputs."""
 import collections
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -385,3 +388,32 @@ def test_train_tiny_lstm_with_gradient_descent():
             losses.append(s.run(loss))
     assert all(b <= a + 1e-7 for a, b in zip(losses, losses[1:5]))
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_dropout_wrapper_and_cell_reuse():
+    x = tf.constant(np.ones((2, 3, 2), np.float32))
+    base = tf.nn.rnn_cell.BasicRNNCell(4)
+    kept, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.DropoutWrapper(base, output_keep_prob=1.0), x,
+                                dtype=tf.float32)
+    dropped, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.DropoutWrapper(base, output_keep_prob=0.5),
+                                   x, dtype=tf.float32, scope="rnn")
+    assert len(tf.trainable_variables()) == 2  # the wrapped cell's variables, made once
+    k, d = run([kept, dropped])
+    # tf.nn.dropout keeps each value scaled by 1/keep_prob or zeroes it
+    assert np.all(np.isclose(d, 0) | np.isclose(d, 2 * k, atol=1e-6))
+    with pytest.raises(ValueError, match="not supported by weft"):
+        tf.nn.rnn_cell.DropoutWrapper(base, state_keep_prob=0.5)
+
+
+def test_doc_example_prints_what_it_says():
+    """docs/python.md's "Control flow and RNNs" example, run as written."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    doc = open(os.path.join(root, "docs", "python.md")).read()
+    section = doc.split("## Control flow and RNNs", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "['rnn/basic_lstm_cell/kernel', 'rnn/basic_lstm_cell/bias', 'dense/kernel', "
+        "'dense/bias']", "45 [1, 4, 9] True"]

@@ -96,10 +96,8 @@ class RNNCell:
             return build()
 
 
-class BasicRNNCell(RNNCell):
-    """h' = activation(concat(x, h) @ kernel + bias)."""
-
-    _default_name = "basic_rnn_cell"
+class _UnitsCell(RNNCell):
+    """A cell whose state and output are both [batch, num_units]."""
 
     def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
         super().__init__(reuse, name, dtype)
@@ -113,6 +111,12 @@ class BasicRNNCell(RNNCell):
     @property
     def output_size(self):
         return self._num_units
+
+
+class BasicRNNCell(_UnitsCell):
+    """h' = activation(concat(x, h) @ kernel + bias)."""
+
+    _default_name = "basic_rnn_cell"
 
     def call(self, inputs, state):
         out = self._activation(self._linear([inputs, state], self._num_units))
@@ -178,26 +182,16 @@ class LSTMCell(BasicLSTMCell):
         self._cell_clip = cell_clip
 
 
-class GRUCell(RNNCell):
+class GRUCell(_UnitsCell):
     """TensorFlow's GRU: "gates" (r, u; bias initialised to 1) and "candidate" kernels."""
 
     _default_name = "gru_cell"
 
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
                  bias_initializer=None, name=None, dtype=None):
-        super().__init__(reuse, name, dtype)
-        self._num_units = num_units
-        self._activation = activation or _ops.tanh
+        super().__init__(num_units, activation, reuse, name, dtype)
         self._kernel_init = kernel_initializer
         self._bias_init = bias_initializer
-
-    @property
-    def state_size(self):
-        return self._num_units
-
-    @property
-    def output_size(self):
-        return self._num_units
 
     def call(self, inputs, state):
         n = self._num_units
