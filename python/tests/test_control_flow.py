@@ -177,6 +177,27 @@ def test_while_loop_gradient_power():
     assert np.isclose(vy, 1.5 ** 4)
 
 
+def test_cond_inside_while_and_while_inside_cond():
+    x = tf.Variable(1.5)
+    # even iterations add x, odd ones multiply by x: from 0, (x * x + x) * x = x^3 + x^2
+    _, v = tf.while_loop(lambda i, v: i < 4,
+                         lambda i, v: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: v + x,
+                                                      lambda: v * x)), [0, 0.0])
+    g, = tf.gradients(v, [x])
+    assert np.isclose(run(v), 1.5 ** 3 + 1.5 ** 2)
+    assert np.isclose(run(g), 3 * 1.5 ** 2 + 2 * 1.5)
+    p = tf.placeholder(tf.bool, [])
+    w = tf.cond(p, lambda: tf.while_loop(lambda k: k < 10.0, lambda k: k * x, [x]),
+                lambda: x * 0.0)
+    # x^3 = 3.375 >= 10 fails, x^6 = 11.4: three multiplications, w = x^6
+    assert np.isclose(run(w, {p: True}), 1.5 ** 6) and run(w, {p: False}) == 0.0
+    # the core's cond gradient finds a Merge input's predicate by walking back to the nearest
+    # Switch, which for a loop that is a branch's output is the loop's own (gradients_cf.c)
+    gw, = tf.gradients(w, [x])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="different frames"):
+        run(gw, {p: True})
+
+
 def test_while_loop_back_prop_false_stops_gradient():
     x = tf.constant(2.0)
     r = tf.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, [x], back_prop=False)
@@ -403,6 +424,16 @@ def test_dropout_wrapper_and_cell_reuse():
     assert np.all(np.isclose(d, 0) | np.isclose(d, 2 * k, atol=1e-6))
     with pytest.raises(ValueError, match="not supported by weft"):
         tf.nn.rnn_cell.DropoutWrapper(base, state_keep_prob=0.5)
+
+
+def test_session_created_before_a_loop_says_so():
+    s = tf.Session()
+    x = tf.while_loop(lambda v: v < 3, lambda v: v + 1, [tf.constant(0)])
+    with pytest.raises(RuntimeError, match="create the session after building loops"):
+        s.run(x)
+    s.close()
+    with tf.Session() as s2:
+        assert s2.run(x) == 3
 
 
 def test_doc_example_prints_what_it_says():
