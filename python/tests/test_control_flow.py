@@ -368,7 +368,32 @@ def test_multi_rnn_cell_time_major_and_static_rnn_agree():
     with pytest.raises(ValueError, match="you must give a dtype"):
         tf.nn.dynamic_rnn(cell, tf.constant(xv))
     with pytest.raises(ValueError, match="not supported by weft"):
-        tf.nn.rnn_cell.LSTMCell(2, use_peepholes=True)
+        tf.nn.rnn_cell.LSTMCell(2, num_unit_shards=2)
+
+
+def test_lstm_cell_peepholes_clip_and_projection_match_numpy():
+    rng = np.random.RandomState(5)
+    xv = rng.randn(2, 3, 2).astype(np.float32)
+    cell = tf.nn.rnn_cell.LSTMCell(4, use_peepholes=True, cell_clip=0.5, num_proj=3,
+                                   proj_clip=0.4)
+    outputs, state = tf.nn.dynamic_rnn(cell, tf.constant(xv), dtype=tf.float32)
+    names = [v.op.name for v in tf.trainable_variables()]
+    assert names == ["rnn/lstm_cell/kernel", "rnn/lstm_cell/bias", "rnn/lstm_cell/w_f_diag",
+                     "rnn/lstm_cell/w_i_diag", "rnn/lstm_cell/w_o_diag",
+                     "rnn/lstm_cell/projection/kernel"]
+    assert outputs.shape.as_list() == [2, 3, 3] and cell.state_size == (4, 3)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        k, b, wf, wi, wo, p = s.run(tf.trainable_variables())
+        out, c_final = s.run([outputs, state.c])
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    c, m = np.zeros((2, 4)), np.zeros((2, 3))
+    for t in range(3):
+        i, j, f, o = np.split(np.concatenate([xv[:, t], m], 1) @ k + b, 4, axis=1)
+        c = np.clip(sig(f + 1.0 + wf * c) * c + sig(i + wi * c) * np.tanh(j), -0.5, 0.5)
+        m = np.clip((sig(o + wo * c) * np.tanh(c)) @ p, -0.4, 0.4)
+        assert np.allclose(out[:, t], m, atol=1e-5)
+    assert np.allclose(c_final, c, atol=1e-5)
 
 
 def test_dynamic_rnn_gradient_matches_finite_differences():

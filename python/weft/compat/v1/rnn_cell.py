@@ -165,8 +165,10 @@ class BasicLSTMCell(RNNCell):
 
 
 class LSTMCell(BasicLSTMCell):
-    """tf.nn.rnn_cell.LSTMCell without peepholes or a projection (use_peepholes, num_proj and
-    num_unit_shards/num_proj_shards are not supported by weft: ValueError)."""
+    """tf.nn.rnn_cell.LSTMCell: BasicLSTMCell's gates plus, as TensorFlow has them, peepholes
+    (w_f_diag, w_i_diag, w_o_diag), cell_clip, and a projection of the output to num_proj
+    ("projection/kernel", proj_clip). Sharded kernels (num_unit_shards, num_proj_shards) are
+    not supported by weft: ValueError."""
 
     _default_name = "lstm_cell"
 
@@ -174,12 +176,58 @@ class LSTMCell(BasicLSTMCell):
                  num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
                  forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
                  dtype=None):
-        if use_peepholes or num_proj is not None or num_unit_shards or num_proj_shards:
-            raise ValueError("LSTMCell: use_peepholes, num_proj and sharding are not supported "
+        if num_unit_shards or num_proj_shards:
+            raise ValueError("LSTMCell: num_unit_shards and num_proj_shards are not supported "
                              "by weft")
         super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype)
         self._initializer = initializer
         self._cell_clip = cell_clip
+        self._peepholes = use_peepholes
+        self._num_proj = num_proj
+        self._proj_clip = proj_clip
+
+    @property
+    def state_size(self):
+        n, m = self._num_units, self._num_proj or self._num_units
+        return LSTMStateTuple(n, m) if self._state_is_tuple else n + m
+
+    @property
+    def output_size(self):
+        return self._num_proj or self._num_units
+
+    def call(self, inputs, state):
+        n = self._num_units
+        if self._state_is_tuple:
+            c, m = state
+        else:
+            c, m = _ops.split(state, [n, self.output_size], axis=1)
+        gates = self._linear([inputs, m], 4 * n, kernel_init=self._initializer)
+        i, j, f, o = _ops.split(gates, 4, axis=1)
+        sig, act = _ops.sigmoid, self._activation
+        if self._peepholes:
+            diag = {k: _vars.get_variable(k, [n], dtype=inputs.dtype,
+                                          initializer=self._initializer)
+                    for k in ("w_f_diag", "w_i_diag", "w_o_diag")}
+            new_c = sig(f + self._forget_bias + diag["w_f_diag"] * c) * c + \
+                sig(i + diag["w_i_diag"] * c) * act(j)
+        else:
+            new_c = sig(f + self._forget_bias) * c + sig(i) * act(j)
+        if self._cell_clip is not None:
+            new_c = _ops.clip_by_value(new_c, -self._cell_clip, self._cell_clip)
+        if self._peepholes:
+            new_m = sig(o + diag["w_o_diag"] * new_c) * act(new_c)
+        else:
+            new_m = sig(o) * act(new_c)
+        if self._num_proj is not None:
+            with _vars.variable_scope("projection"):
+                k = _vars.get_variable("kernel", [n, self._num_proj], dtype=inputs.dtype,
+                                       initializer=self._initializer)
+            new_m = _ops.matmul(new_m, k)
+            if self._proj_clip is not None:
+                new_m = _ops.clip_by_value(new_m, -self._proj_clip, self._proj_clip)
+        new_state = LSTMStateTuple(new_c, new_m) if self._state_is_tuple \
+            else _ops.concat([new_c, new_m], 1)
+        return new_m, new_state
 
 
 class GRUCell(_UnitsCell):
