@@ -84,7 +84,8 @@ def test_cond_gradient():
 
 def test_case():
     x = tf.placeholder(tf.int32, [])
-    r = tf.case([(tf.less(x, 0), lambda: tf.constant(-1)), (tf.equal(x, 0), lambda: tf.constant(0))],
+    r = tf.case([(tf.less(x, 0), lambda: tf.constant(-1)),
+                 (tf.equal(x, 0), lambda: tf.constant(0))],
                 default=lambda: tf.constant(1))
     assert [run(r, {x: v}) for v in (-5, 0, 7)] == [-1, 0, 1]
     r2 = tf.case([(tf.greater(x, 0), lambda: tf.constant(1)),
@@ -198,6 +199,18 @@ def test_cond_inside_while_and_while_inside_cond():
         run(gw, {p: True})
 
 
+def test_loop_inside_device_scope_and_graph_def_round_trip():
+    with tf.device("/cpu:0"):
+        r = tf.while_loop(lambda v: v < 50, lambda v: v * 2, [tf.constant(1)])
+        after = tf.identity(r, name="after")  # the scope holds on the rebuilt graph
+    assert "CPU:0" in after.device.upper() and "CPU:0" in r.op.device.upper()
+    gd = tf.get_default_graph().as_graph_def()
+    with tf.Graph().as_default() as g2:
+        out, = tf.import_graph_def(gd, return_elements=["after:0"], name="")
+        with tf.Session(graph=g2) as s:
+            assert s.run(out) == 64
+
+
 def test_while_loop_back_prop_false_stops_gradient():
     x = tf.constant(2.0)
     r = tf.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, [x], back_prop=False)
@@ -227,7 +240,8 @@ def test_tensor_array_unstack_scatter_split_identity_close():
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     ta = tf.TensorArray(tf.float32, size=3).unstack(x)
     sc = tf.TensorArray(tf.float32, size=3).scatter([2, 0, 1], x)
-    sp = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(tf.constant([1.0, 2.0, 3.0]), [1, 2])
+    sp = tf.TensorArray(tf.float32, size=2, infer_shape=False).split(
+        tf.constant([1.0, 2.0, 3.0]), [1, 2])
     v = run([ta.identity().read(2), sc.read(0), sp.read(1), sp.size()])
     assert v[0].tolist() == [4.0, 5.0] and v[1].tolist() == [2.0, 3.0]
     assert v[2].tolist() == [2.0, 3.0] and v[3] == 2
