@@ -77,3 +77,5 @@ from .strings import (as_string, reduce_join, string_split, decode_raw,  # noqa:
                       read_file, write_file, encode_base64, decode_base64, Print)
 from .strings import to_number as string_to_number, join as string_join  # noqa: F401,E402
 from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
+from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
+                           foldl, foldr)

@@ -388,6 +388,10 @@ class Graph:
         self._last_id = 0
         self._variable_scope_store = None
         self._building_function = False
+        # the innermost cond or while_loop being built (control_flow.py); None at top level
+        self._cf_context = None
+        # device and colocation scopes pushed on self._g, so a rebuilt C graph gets them again
+        self._c_scopes = []
 
     # names
     def unique_name(self, name, mark_as_used=True):
@@ -452,6 +456,10 @@ class Graph:
             self._names_in_use.setdefault(full.lower(), 1)
         else:
             full = self.unique_name(name or op_type)
+        ctx = self._cf_context
+        if ctx is not None:
+            inputs = [[ctx._enter_value(t) for t in x] if isinstance(x, (list, tuple))
+                      else ctx._enter_value(x) for x in inputs]
         c_inputs = []
         for x in inputs:
             if isinstance(x, (list, tuple)):
@@ -465,6 +473,8 @@ class Graph:
             else:
                 controls.extend(frame)
         controls.extend(control_inputs)
+        if ctx is not None:
+            controls = ctx._control_inputs(controls, bool(inputs))
         seen = set()
         c_controls = []
         for c in controls:
@@ -478,8 +488,43 @@ class Graph:
                 # shape and attribute errors at construction are ValueErrors in TensorFlow
                 raise ValueError(e.message) from None
         op = Operation(self, node)
+        op._cf_ctx = ctx
         self._ops[node.name] = op
         return op
+
+    @contextlib.contextmanager
+    def _outside_control_flow(self):
+        """TensorFlow's init_scope for graphs: variables made inside a loop body or a branch
+        (an RNN cell's first call) are created once, outside every context."""
+        old = self._cf_context
+        self._cf_context = None
+        try:
+            with self.control_dependencies(None):
+                yield
+        finally:
+            self._cf_context = old
+
+    def _close_loops(self, back_edges):
+        """Points Merge inputs at NextIteration outputs created after them. The C graph has no
+        call to rewire an input, so the graph is rebuilt from its GraphDef with those inputs
+        replaced (the importer links a loop's back edges), and every Operation is moved onto
+        its node there. back_edges: {merge name: {input index: "next_name:0"}}."""
+        from . import graph_util
+        nodes, other = graph_util._split(self._g.export_graph_def())
+        for n in nodes:
+            for k, src in back_edges.get(n.name, {}).items():
+                n.input[k] = src
+        data = graph_util._join(nodes, other).SerializeToString()
+        new = _weft.Graph()
+        new.import_graph_def(data, None, None)
+        for kind, arg in self._c_scopes:
+            if kind == "device":
+                new.push_device(arg)
+            else:
+                new.push_colocate(new.node(arg))
+        self._g = new
+        for name, op in self._ops.items():
+            op._node = new.node(name)
 
     def _check_mine(self, t):
         if not isinstance(t, Tensor):
@@ -567,14 +612,16 @@ class Graph:
                 if r is None:
                     return None
                 return r if isinstance(r, str) else r.to_string()
-            self._g.push_device(c_fn)
         else:
             if spec is not None and not isinstance(spec, str):
                 spec = spec.to_string()
-            self._g.push_device(spec)
+            c_fn = spec
+        self._g.push_device(c_fn)
+        self._c_scopes.append(("device", c_fn))
         try:
             yield
         finally:
+            self._c_scopes.pop()
             self._g.pop_device()
 
     @contextlib.contextmanager
@@ -614,11 +661,13 @@ class Graph:
         # leave their state alone, so replica_device_setter's round robin is TensorFlow's).
         self._g.push_colocate(op._node)
         self._g.push_device(None)
+        self._c_scopes += [("colocate", op._name), ("device", None)]
         self._colocating = getattr(self, "_colocating", 0) + 1
         try:
             yield
         finally:
             self._colocating -= 1
+            del self._c_scopes[-2:]
             self._g.pop_device()
             self._g.pop_colocate()
 

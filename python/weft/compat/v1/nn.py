@@ -241,3 +241,7 @@ nce_loss = _sampled("nce_loss")
 sampled_softmax_loss = _sampled("sampled_softmax_loss")
 
 del _dtypes
+
+
+from . import rnn_cell  # noqa: E402 -- tf.nn.rnn_cell
+from .rnn import dynamic_rnn, static_rnn  # noqa: E402,F401

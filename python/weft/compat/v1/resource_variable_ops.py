@@ -72,7 +72,8 @@ class ResourceVariable(Variable):
         collections = _vars._checked_collections(initial_value, variable_def, collections,
                                                   trainable)
         g = _fw.get_default_graph()
-        with _fw.name_scope(name, "Variable", _vars._scope_values(initial_value)) as scope:
+        with g._outside_control_flow(), \
+                _fw.name_scope(name, "Variable", _vars._scope_values(initial_value)) as scope:
             handle_name = scope[:-1]
             value = _vars._initial_value_tensor(g, initial_value, dtype)
             vshape = value.shape if shape is None else _fw.as_shape(shape)

@@ -70,7 +70,8 @@ class Variable:
                  synchronization=None, aggregation=None, shape=None):
         collections = _checked_collections(initial_value, variable_def, collections, trainable)
         g = _fw.get_default_graph()
-        with _fw.name_scope(name, "Variable", _scope_values(initial_value)) as scope:
+        with g._outside_control_flow(), \
+                _fw.name_scope(name, "Variable", _scope_values(initial_value)) as scope:
             value = _initial_value_tensor(g, initial_value, dtype)
             shape = value.shape if shape is None else _fw.as_shape(shape)
             if validate_shape and not shape.is_fully_defined():
