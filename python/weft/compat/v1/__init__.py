@@ -72,3 +72,16 @@ from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402
+# array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
+from .array_ops import (scatter_nd, tensor_scatter_nd_update, tensor_scatter_update,  # noqa: F401,E402,E501
+                        tensor_scatter_nd_add, tensor_scatter_add, tensor_scatter_nd_sub,
+                        tensor_scatter_sub, boolean_mask, sequence_mask, unique,
+                        unique_with_counts, sort, argsort, broadcast_to, linspace, lin_space,
+                        meshgrid, roll, reverse_sequence, reverse, reverse_v2, dynamic_partition,
+                        dynamic_stitch, invert_permutation, histogram_fixed_width, bincount,
+                        count_nonzero, confusion_matrix, segment_mean, segment_max, segment_min,
+                        segment_prod, unsorted_segment_max, unsorted_segment_min,
+                        unsorted_segment_prod, unsorted_segment_mean, unsorted_segment_sqrt_n,
+                        igamma, igammac, betainc, lbeta, truncatediv, truncatemod, div_no_nan,
+                        accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,
+                        clip_by_global_norm, clip_by_average_norm)
