@@ -73,9 +73,10 @@ from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E4
                  parse_single_example)
 from . import image  # noqa: F401,E402
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
-from .array_ops import (scatter_nd, tensor_scatter_nd_update, tensor_scatter_update,  # noqa: F401,E402,E501
-                        tensor_scatter_nd_add, tensor_scatter_add, tensor_scatter_nd_sub,
-                        tensor_scatter_sub, boolean_mask, sequence_mask, unique,
+from .array_ops import (scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
+                        tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
+                        tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
+                        unique,
                         unique_with_counts, sort, argsort, broadcast_to, linspace, lin_space,
                         meshgrid, roll, reverse_sequence, reverse, reverse_v2, dynamic_partition,
                         dynamic_stitch, invert_permutation, histogram_fixed_width, bincount,
