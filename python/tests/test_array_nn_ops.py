@@ -9,6 +9,8 @@ import pytest
 import weft.compat.v1 as tf
 from weft import errors
 
+from _docs import python_blocks, run_block
+
 
 @pytest.fixture(autouse=True)
 def fresh_graph():
@@ -669,3 +671,21 @@ def test_clip_by_global_norm_training_path():
     np.testing.assert_allclose(got_norm, n, rtol=1e-6)
     np.testing.assert_allclose(got_w, w0 - 0.1 * g[:2] * 5.0 / n, rtol=1e-6)
     np.testing.assert_allclose(got_b, b0 - 0.1 * g[2:] * 5.0 / n, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/python.md
+
+DOC_OUTPUTS = [
+    "[3. 2. 5.]\n[[1 0 0 0]\n [1 1 1 0]]\n[[0 2 1]\n [1 0 2]]\n[4 1] [0 1 0 0] [3 1]\n"
+    "[[ 0.   0.   0. ]\n [ 1.5  2.  -1. ]]\n[[1 0]\n [1 1]]\n[[4. 4.]\n [1. 1.]]\n",
+    "['SpaceToBatchND', 'BatchToSpaceND']\n(2, 16, 16, 1) True 1.6321\n",
+]
+
+
+def test_doc_examples_print_what_they_say():
+    """docs/python.md's "Array, math and nn functions" examples, run as written."""
+    blocks = python_blocks("Array, math and nn functions")
+    assert len(blocks) == len(DOC_OUTPUTS)
+    for code, want in zip(blocks, DOC_OUTPUTS):
+        assert run_block(code) == want
