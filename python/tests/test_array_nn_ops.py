@@ -104,6 +104,7 @@ def test_sort_and_argsort_via_top_k():
     assert "TopKV2" in op_types() and "Transpose" in op_types()
     with pytest.raises(ValueError, match="ASCENDING"):
         tf.sort(x, direction="UP")
+    np.testing.assert_array_equal(run(tf.sort(x, axis=tf.constant(1))), np.sort(x, axis=1))
     with pytest.raises(ValueError, match="axis must be a constant scalar"):
         tf.sort(x, axis=tf.placeholder(tf.int32, []))
 
@@ -349,13 +350,16 @@ def test_clip_by_norm_average_norm_and_global_norm():
     rows = np.sqrt((t ** 2).sum(1, keepdims=True))
     got = run(tf.clip_by_norm(t, 1.0), tf.clip_by_norm(t, 100.0),
               tf.clip_by_norm(t, 0.5, axes=[1]), tf.clip_by_norm(np.zeros([2], np.float32), 1.0),
-              tf.clip_by_average_norm(t, 0.1), tf.global_norm([t, None, 2 * t]))
+              tf.clip_by_average_norm(t, 0.1), tf.global_norm([t, None, 2 * t]),
+              tf.clip_by_average_norm(t.astype(np.float64), 0.1))
     np.testing.assert_allclose(got[0], t / norm, rtol=1e-5)
     np.testing.assert_allclose(got[1], t, rtol=1e-6)
     np.testing.assert_allclose(got[2], t * 0.5 / np.maximum(rows, 0.5), rtol=1e-5)
     np.testing.assert_array_equal(got[3], [0, 0])
     np.testing.assert_allclose(got[4], t * 0.1 / max(norm / t.size, 0.1), rtol=1e-5)
     np.testing.assert_allclose(got[5], np.sqrt(5) * norm, rtol=1e-5)
+    np.testing.assert_allclose(got[6], t * 0.1 / max(norm / t.size, 0.1), rtol=1e-6)
+    assert got[6].dtype == np.float64
     with pytest.raises(TypeError, match="t_list should be a sequence"):
         tf.global_norm(tf.constant(t))
 

@@ -26,8 +26,12 @@ def _static_int(x):
     """x as a Python int when it is one (or a Const holding one), else None."""
     if isinstance(x, (int, _np.integer)):
         return int(x)
-    if isinstance(x, Tensor) and x.op.type == "Const" and x.shape.ndims == 0:
-        return int(x.op.get_attr("value"))
+    if isinstance(x, Tensor) and x.op.type == "Const" and x.shape.ndims == 0 and \
+            x.dtype.is_integer:
+        proto = x.op.get_attr("value")  # a TensorProto: packed bytes or a value list
+        if proto.get("content"):
+            return int(_np.frombuffer(proto["content"], x.dtype.as_numpy_dtype)[0])
+        return int(proto["vals"][0]) if proto.get("vals") else 0
     return None
 
 
@@ -605,12 +609,14 @@ def clip_by_average_norm(t, clip_norm, name=None):
     """t * clip_norm / max(l2norm(t) / size(t), clip_norm)."""
     with _fw.name_scope(name, "clip_by_average_norm", [t, clip_norm]) as scope:
         t = _to_tensor(t, name="t")
-        n_element = _ops.cast(_ops.size(t), _dtypes.float32)
+        dt = t.dtype.base_dtype
+        # in t's dtype, where TensorFlow's float32 constants refuse a float64 t
+        n_element = _ops.cast(_ops.size(t), dt)
         l2norm_inv = _ops.rsqrt(_ops.reduce_sum(_ops.multiply(t, t),
                                                 _ops.range(_ops.rank(t))))
-        clip = _to_tensor(clip_norm, dtype=t.dtype.base_dtype)
+        clip = _to_tensor(clip_norm, dtype=dt)
         factor = _ops.minimum(_ops.multiply(l2norm_inv, n_element),
-                              _ops.divide(_fw.constant(1.0), clip))
+                              _ops.divide(_fw.constant(1.0, dtype=dt), clip))
         return _ops.identity(_ops.multiply(_ops.multiply(t, clip), factor), name=scope)
 
 
