@@ -13,7 +13,7 @@ from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
 from .framework import Tensor
-from .ops import _op, _to_tensor, _same_type
+from .ops import _op, _to_tensor
 
 _T = "type"
 
@@ -618,6 +618,3 @@ def clip_by_average_norm(t, clip_norm, name=None):
         factor = _ops.minimum(_ops.multiply(l2norm_inv, n_element),
                               _ops.divide(_fw.constant(1.0, dtype=dt), clip))
         return _ops.identity(_ops.multiply(_ops.multiply(t, clip), factor), name=scope)
-
-
-del _same_type

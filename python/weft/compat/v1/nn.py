@@ -607,6 +607,3 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
                                 relu(_ops.negative(logits)))
         return _ops.add(_ops.multiply(_ops.subtract(one, labels), logits),
                         _ops.multiply(log_weight, softplus_neg), name=scope)
-
-
-
