@@ -737,15 +737,8 @@ DOC_OUTPUTS = [
 
 def test_doc_examples_print_what_they_say():
     """docs/python.md's "TensorFlow 1.x namespaces" examples, run as written."""
-    import subprocess
-    import sys
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    doc = open(os.path.join(root, "docs", "python.md"), encoding="utf-8").read()
-    section = doc.split("## TensorFlow 1.x namespaces", 1)[1].split("\n## ", 1)[0]
-    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
+    from _docs import python_blocks, run_block
+    blocks = python_blocks("TensorFlow 1.x namespaces")
     assert len(blocks) == len(DOC_OUTPUTS)
     for code, want in zip(blocks, DOC_OUTPUTS):
-        done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                              timeout=120, env=dict(os.environ, PYTHONIOENCODING="utf-8"))
-        assert done.returncode == 0, done.stderr.decode()
-        assert done.stdout.decode() == want
+        assert run_block(code) == want

@@ -79,3 +79,17 @@ from .strings import to_number as string_to_number, join as string_join  # noqa:
 from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
 from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
                            foldl, foldr)
+# array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
+from .array_ops import (scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
+                        tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
+                        tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
+                        unique,
+                        unique_with_counts, sort, argsort, broadcast_to, linspace, lin_space,
+                        meshgrid, roll, reverse_sequence, reverse, reverse_v2, dynamic_partition,
+                        dynamic_stitch, invert_permutation, histogram_fixed_width, bincount,
+                        count_nonzero, confusion_matrix, segment_mean, segment_max, segment_min,
+                        segment_prod, unsorted_segment_max, unsorted_segment_min,
+                        unsorted_segment_prod, unsorted_segment_mean, unsorted_segment_sqrt_n,
+                        igamma, igammac, betainc, lbeta, truncatediv, truncatemod, div_no_nan,
+                        accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,
+                        clip_by_global_norm, clip_by_average_norm)

@@ -1,5 +1,6 @@
 """tf.math: TensorFlow 1.x's math namespace, the same functions as at the top level of
 weft.compat.v1 (and tf.nn's softmax family) under their tf.math names."""
+from . import array_ops as _array_ops
 from . import nn as _nn
 from . import ops as _ops
 
@@ -16,11 +17,21 @@ _FROM_OPS = (
     "unsorted_segment_sum",
 )
 _FROM_NN = ("softmax", "log_softmax", "l2_normalize", "in_top_k")
+_FROM_ARRAY_OPS = (
+    "accumulate_n", "betainc", "bincount", "confusion_matrix", "count_nonzero", "igamma",
+    "igammac", "invert_permutation", "lbeta", "reciprocal_no_nan", "reduce_std",
+    "reduce_variance", "scalar_mul", "segment_max", "segment_mean", "segment_min",
+    "segment_prod", "truncatediv", "truncatemod", "unsorted_segment_max", "unsorted_segment_mean",
+    "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
+)
 
 for _name in _FROM_OPS:
     globals()[_name] = getattr(_ops, _name)
 for _name in _FROM_NN:
     globals()[_name] = getattr(_nn, _name)
+for _name in _FROM_ARRAY_OPS:
+    globals()[_name] = getattr(_array_ops, _name)
+divide_no_nan = _array_ops.div_no_nan
 del _name
 
-__all__ = list(_FROM_OPS) + list(_FROM_NN)
+__all__ = list(_FROM_OPS) + list(_FROM_NN) + list(_FROM_ARRAY_OPS) + ["divide_no_nan"]

@@ -1,5 +1,7 @@
 """tf.nn: activations, softmax, bias_add, xw_plus_b, convolution and pooling, dropout, l2_loss
 and the cross entropies, over weft's ops of the same TensorFlow names."""
+import numpy as _np
+
 from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
@@ -240,7 +242,371 @@ def _sampled(name):
 nce_loss = _sampled("nce_loss")
 sampled_softmax_loss = _sampled("sampled_softmax_loss")
 
-del _dtypes
+
+# ---------------------------------------------------------------------------------------------
+# Normalization, more convolutions and pooling, and TensorFlow's Python-built activations and
+# losses. embedding_lookup_sparse, safe_embedding_lookup_sparse (no SparseSegment* ops) and
+# ctc_loss (no CTCLoss op) are absent.
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """(x - mean) * scale / sqrt(variance + epsilon) + offset, as TensorFlow writes it:
+    x * inv + (offset - mean * inv)."""
+    with _fw.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        x = _to_tensor(x)
+        dt = x.dtype.base_dtype
+        variance = _to_tensor(variance, dtype=dt)
+        inv = _ops.rsqrt(_ops.add(variance, _to_tensor(variance_epsilon, dtype=dt)))
+        if scale is not None:
+            inv = _ops.multiply(inv, _to_tensor(scale, dtype=dt))
+        mean = _to_tensor(mean, dtype=dt)
+        shift = _ops.negative(_ops.multiply(mean, inv)) if offset is None else \
+            _ops.subtract(_to_tensor(offset, dtype=dt), _ops.multiply(mean, inv))
+        return _ops.add(_ops.multiply(x, inv), shift)
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
+                     data_format="NHWC", is_training=True, name=None):
+    """(y, batch_mean, batch_variance) from FusedBatchNormV3; in training the statistics are the
+    batch's (mean and variance must then be None), else mean and variance are used."""
+    x = _to_tensor(x, name="input")
+    scale = _to_tensor(scale, name="scale")
+    offset = _to_tensor(offset, name="offset")
+    if is_training and (mean is not None or variance is not None):
+        raise ValueError("Both 'mean' and 'variance' must be None when is_training is True.")
+    if not is_training and (mean is None or variance is None):
+        raise ValueError("Both 'mean' and 'variance' must be a 1D tensor when is_training is "
+                         "False.")
+    mean = _fw.constant([], dtype=scale.dtype) if mean is None else _to_tensor(mean)
+    variance = _fw.constant([], dtype=scale.dtype) if variance is None else _to_tensor(variance)
+    # TensorFlow raises epsilon to cuDNN's minimum whatever the device
+    epsilon = max(float(epsilon), 1.001e-5)
+    y, batch_mean, batch_var = _op(
+        "FusedBatchNormV3", [x, scale, offset, mean, variance],
+        [("epsilon", "float", epsilon), ("data_format", "string", data_format),
+         ("is_training", "bool", bool(is_training))], name or "FusedBatchNormV3")[:3]
+    return y, batch_mean, batch_var
+
+
+def _sequence(value, n, channel_index, arg_name):
+    """A per-dimension attribute (strides, dilations) of n spatial dims as the op's full list."""
+    if value is None:
+        value = [1]
+    elif isinstance(value, int):
+        value = [value]
+    value = list(value)
+    if len(value) not in (1, n, n + 2):
+        raise ValueError("%s should be of length 1, %d or %d but was %d"
+                         % (arg_name, n, n + 2, len(value)))
+    if len(value) == n + 2:
+        return value
+    value = value * n if len(value) == 1 else value
+    return [1] + value + [1] if channel_index != 1 else [1, 1] + value
+
+
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format=None, name=None, input=None, dilations=None):  # noqa: A002
+    """Conv2D over [batch, 1, width, channels]: ExpandDims of the input and the filter, then
+    Squeeze, as TensorFlow builds it."""
+    value = value if value is not None else input
+    with _fw.name_scope(name, "conv1d", [value, filters]) as scope:
+        if data_format is None or data_format in ("NHWC", "NWC"):
+            data_format, spatial_start_dim, channel_index = "NHWC", 1, 2
+        elif data_format in ("NCHW", "NCW"):
+            data_format, spatial_start_dim, channel_index = "NCHW", 2, 1
+        else:
+            raise ValueError("data_format must be \"NWC\" or \"NCW\".")
+        strides = [1] + _sequence(stride, 1, channel_index, "stride")
+        dilations = [1] + _sequence(dilations, 1, channel_index, "dilations")
+        value = _ops.expand_dims(value, spatial_start_dim)
+        filters = _ops.expand_dims(filters, 0)
+        result = conv2d(value, filters, strides, padding,
+                        use_cudnn_on_gpu=True if use_cudnn_on_gpu is None else use_cudnn_on_gpu,
+                        data_format=data_format, dilations=dilations, name=scope)
+        return _ops.squeeze(result, [spatial_start_dim])
+
+
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None,
+                          padding=None, use_cudnn_on_gpu=True, data_format="NHWC",
+                          dilations=(1, 1, 1, 1), name=None, filters=None):  # noqa: A002
+    f = filter if filter is not None else filters
+    out_backprop, f = _same_type(out_backprop, f, "Conv2DBackpropInput")
+    sizes = input_sizes if isinstance(input_sizes, _fw.Tensor) else \
+        _to_tensor(input_sizes, dtype=_dtypes.int32)
+    return _op("Conv2DBackpropInput", [sizes, f, out_backprop],
+               [("strides", "list_int", list(strides)), ("padding", "string", padding),
+                ("use_cudnn_on_gpu", "bool", use_cudnn_on_gpu),
+                ("data_format", "string", data_format),
+                ("dilations", "list_int", list(dilations))], name or "Conv2DBackpropInput")
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002
+                     padding="SAME", data_format="NHWC", name=None, input=None, filters=None,
+                     dilations=None):
+    """The gradient of conv2d with respect to its input (Conv2DBackpropInput): filter is
+    [height, width, output_channels, in_channels]."""
+    value = value if value is not None else input
+    filter = filter if filter is not None else filters
+    with _fw.name_scope(name, "conv2d_transpose", [value, filter, output_shape]) as scope:
+        value = _to_tensor(value, name="value")
+        filter = _to_tensor(filter, name="filter")
+        if data_format not in ("NCHW", "NHWC"):
+            raise ValueError("data_format has to be either NCHW or NHWC.")
+        axis = 3 if data_format == "NHWC" else 1
+        in_ch, f_in = value.shape, filter.shape
+        if in_ch.ndims is not None and f_in.ndims is not None and \
+                in_ch.as_list()[axis] is not None and f_in.as_list()[3] is not None and \
+                in_ch.as_list()[axis] != f_in.as_list()[3]:
+            raise ValueError("input channels does not match filter's input channels, "
+                             "{} != {}".format(in_ch.as_list()[axis], f_in.as_list()[3]))
+        sizes = output_shape if isinstance(output_shape, _fw.Tensor) else \
+            _to_tensor(output_shape, dtype=_dtypes.int32, name="output_shape")
+        if sizes.shape.ndims is not None and sizes.shape.as_list() != [4]:
+            raise ValueError("output_shape must have shape (4,), got {}".format(sizes.shape))
+        if isinstance(output_shape, (list, tuple)) and f_in.ndims is not None and \
+                f_in.as_list()[2] is not None and output_shape[axis] != f_in.as_list()[2]:
+            raise ValueError("output_shape does not match filter's output channels, "
+                             "{} != {}".format(output_shape[axis], f_in.as_list()[2]))
+        return conv2d_backprop_input(sizes, filter, value, _sequence(strides, 2, axis,
+                                                                     "strides"),
+                                     padding, data_format=data_format,
+                                     dilations=_sequence(dilations, 2, axis, "dilations"),
+                                     name=scope)
+
+
+def conv3d(input, filter=None, strides=None, padding=None, data_format="NDHWC",  # noqa: A002
+           dilations=(1, 1, 1, 1, 1), name=None, filters=None):
+    x, f = _same_type(input, filter if filter is not None else filters, "Conv3D")
+    return _op("Conv3D", [x, f], [("strides", "list_int", list(strides)),
+                                  ("padding", "string", padding),
+                                  ("data_format", "string", data_format),
+                                  ("dilations", "list_int", list(dilations))], name or "Conv3D")
+
+
+def _pool3d(op_type):
+    def fn(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
+        channel = 1 if data_format == "NCDHW" else 4
+        return _op(op_type, [_to_tensor(input)],
+                   [("ksize", "list_int", _sequence(ksize, 3, channel, "ksize")),
+                    ("strides", "list_int", _sequence(strides, 3, channel, "strides")),
+                    ("padding", "string", padding), ("data_format", "string", data_format)],
+                   name or op_type)
+    fn.__name__ = op_type
+    return fn
+
+
+max_pool3d = _pool3d("MaxPool3D")
+avg_pool3d = _pool3d("AvgPool3D")
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
+                            dilations=(1, 1, 1, 1), name=None):
+    x, f = _same_type(input, filter, "DepthwiseConv2dNative")
+    return _op("DepthwiseConv2dNative", [x, f],
+               [("strides", "list_int", list(strides)), ("padding", "string", padding),
+                ("data_format", "string", data_format),
+                ("dilations", "list_int", list(dilations))], name or "DepthwiseConv2dNative")
+
+
+def _with_space_to_batch(x, filter_spatial, rate, padding, op):
+    """op(x, padding) dilated by rate as TensorFlow's with_space_to_batch does it: SpaceToBatchND
+    with rate as the block (padded so the blocks tile, plus SAME's padding), op over the VALID
+    windows, BatchToSpaceND cropping the extra back off. Rate 1 calls op(x, padding) itself.
+    The spatial dimensions (1 and 2: channels last) must be known."""
+    rate = [int(r) for r in (rate if isinstance(rate, (list, tuple, _np.ndarray)) else [rate] * 2)]
+    if any(r < 1 for r in rate):
+        raise ValueError("dilation_rate must be positive")
+    if all(r == 1 for r in rate):
+        return op(x, padding)
+    n = len(rate)
+    spatial = x.shape.as_list()[1:1 + n] if x.shape.ndims is not None else [None] * n
+    if None in spatial or None in list(filter_spatial):
+        raise ValueError("dilated convolution and pooling in weft need known spatial "
+                         "dimensions, got input %s" % x.shape)
+    if padding == "SAME":
+        dilated = [f + (f - 1) * (r - 1) for f, r in zip(filter_spatial, rate)]
+        base = [[(d - 1) // 2, d - 1 - (d - 1) // 2] for d in dilated]
+    elif padding == "VALID":
+        base = [[0, 0]] * n
+    else:
+        raise ValueError("Invalid padding method %r" % padding)
+    extra = [(r - (s + b[0] + b[1]) % r) % r for s, b, r in zip(spatial, base, rate)]
+    paddings = [[b[0], b[1] + e] for b, e in zip(base, extra)]
+    crops = [[0, e] for e in extra]
+    block = _to_tensor(rate, dtype=_dtypes.int32)
+    converted = _op("SpaceToBatchND", [x, block, _to_tensor(paddings, dtype=_dtypes.int32)], (),
+                    "SpaceToBatchND")
+    result = op(converted, "VALID")
+    return _op("BatchToSpaceND", [result, block, _to_tensor(crops, dtype=_dtypes.int32)], (),
+               "BatchToSpaceND")
+
+
+def _filter_spatial(f, n):
+    return f.shape.as_list()[:n] if f.shape.ndims is not None else [None] * n
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # noqa: A002
+                     data_format=None, dilations=None):
+    """DepthwiseConv2dNative; with a rate above 1 wrapped in SpaceToBatchND/BatchToSpaceND."""
+    rate = rate if rate is not None else dilations
+    with _fw.name_scope(name, "depthwise", [input, filter]) as scope:
+        x = _to_tensor(input, name="tensor_in")
+        f = _to_tensor(filter, name="filter_in", dtype=x.dtype.base_dtype)
+        rate = [1, 1] if rate is None else rate
+        return _with_space_to_batch(
+            x, _filter_spatial(f, 2), rate, padding,
+            lambda v, pad: depthwise_conv2d_native(v, f, strides, pad,
+                                                   data_format=data_format or "NHWC",
+                                                   name=scope))
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002
+                     rate=None, name=None, data_format=None, dilations=None):
+    """A depthwise convolution, then a 1x1 Conv2D mixing the channels."""
+    rate = rate if rate is not None else dilations
+    with _fw.name_scope(name, "separable_conv2d",
+                        [input, depthwise_filter, pointwise_filter]) as scope:
+        x = _to_tensor(input, name="tensor_in")
+        df = _to_tensor(depthwise_filter, name="depthwise_filter", dtype=x.dtype.base_dtype)
+        pf = _to_tensor(pointwise_filter, name="pointwise_filter", dtype=x.dtype.base_dtype)
+        if pf.shape.ndims is not None:
+            if pf.shape.ndims != 4:
+                raise ValueError("Shape must be rank 4 but is rank %d" % pf.shape.ndims)
+            if pf.shape.as_list()[:2] != [1, 1]:
+                raise ValueError("Dimension must be 1 but is %s for pointwise_filter"
+                                 % pf.shape.as_list()[:2])
+        rate = [1, 1] if rate is None else rate
+        depthwise = _with_space_to_batch(
+            x, _filter_spatial(df, 2), rate, padding,
+            lambda v, pad: depthwise_conv2d_native(v, df, strides, pad,
+                                                   data_format=data_format or "NHWC",
+                                                   name="depthwise"))
+        return conv2d(depthwise, pf, [1, 1, 1, 1], padding="VALID",
+                      data_format=data_format or "NHWC", name=scope)
+
+
+def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None,  # noqa: A002
+                name=None, data_format=None, filters=None, dilations=None):
+    """N-D convolution for N = 1, 2, 3 (from the filter's rank): Conv2D (via conv1d's
+    ExpandDims for 1-D) or Conv3D, dilation by SpaceToBatchND, channels last."""
+    filter = filter if filter is not None else filters
+    dilation_rate = dilation_rate if dilation_rate is not None else dilations
+    with _fw.name_scope(name, "convolution", [input, filter]) as scope:
+        x = _to_tensor(input, name="input")
+        f = _to_tensor(filter, name="filter", dtype=x.dtype.base_dtype)
+        if f.shape.ndims is None:
+            raise ValueError("convolution needs a filter of known rank")
+        n = f.shape.ndims - 2
+        if n not in (1, 2, 3):
+            raise ValueError("Input tensor must be of rank 3, 4 or 5 but was %d."
+                             % (n + 2))
+        if data_format is not None and data_format.startswith("NC"):
+            raise ValueError("convolution in weft supports channels-last data formats only")
+        strides = [1] * n if strides is None else list(_np.broadcast_to(strides, [n]))
+        rate = [1] * n if dilation_rate is None else list(_np.broadcast_to(dilation_rate, [n]))
+        if any(s > 1 for s in strides) and any(r > 1 for r in rate):
+            raise ValueError("strides > 1 not supported in conjunction with dilation_rate > 1")
+        if n == 1:
+            if any(r > 1 for r in rate):
+                raise ValueError("1-D dilated convolution is not supported by weft")
+            return conv1d(x, f, strides, padding, name=scope)
+
+        def op(v, pad):
+            full = [1] + [int(s) for s in strides] + [1]
+            if n == 2:
+                return conv2d(v, f, full, pad, name=scope)
+            return conv3d(v, f, full, pad, name=scope)
+        return _with_space_to_batch(x, _filter_spatial(f, n), rate, padding, op)
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    """Conv2D with holes: convolution with dilation_rate (rate, rate)."""
+    return convolution(value, filters, padding, dilation_rate=[rate, rate], name=name)
+
+
+def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
+         strides=None, name=None, data_format=None, dilations=None):
+    """N-D max or average pooling for N = 1, 2, 3 (channels last), dilation by SpaceToBatchND."""
+    dilation_rate = dilation_rate if dilation_rate is not None else dilations
+    if pooling_type not in ("AVG", "MAX"):
+        raise ValueError("Invalid pooling_type: %s" % pooling_type)
+    window_shape = list(window_shape)
+    n = len(window_shape)
+    if n not in (1, 2, 3):
+        raise ValueError("window_shape must have length 1, 2 or 3")
+    if data_format is not None and data_format.startswith("NC"):
+        raise ValueError("pool in weft supports channels-last data formats only")
+    strides = [1] * n if strides is None else list(strides)
+    rate = [1] * n if dilation_rate is None else list(dilation_rate)
+    if len(strides) != n or len(rate) != n:
+        raise ValueError("strides and dilation_rate must have the length of window_shape")
+    if any(s > 1 for s in strides) and any(r > 1 for r in rate):
+        raise ValueError("strides > 1 not supported in conjunction with dilation_rate > 1")
+    if padding == "SAME" and any(r > 1 for r in rate):
+        # SpaceToBatchND's zero padding would enter the windows (averaged, or max over negatives)
+        raise ValueError("pooling with SAME padding is not implemented for dilation_rate > 1")
+    with _fw.name_scope(name, "%s_pool" % pooling_type.lower(), [input]) as scope:
+        x = _to_tensor(input)
+        one_d = n == 1
+        if one_d:
+            # TensorFlow pools 1-D inputs as [batch, 1, width, channels] images too
+            if rate[0] > 1:
+                raise ValueError("1-D dilated pooling is not supported by weft")
+            x = _ops.expand_dims(x, 1)
+            window_shape, strides, rate, n = [1] + window_shape, [1] + strides, [1, 1], 2
+        if n == 3:
+            fn = max_pool3d if pooling_type == "MAX" else avg_pool3d
+        else:
+            fn = max_pool if pooling_type == "MAX" else avg_pool
+        out = _with_space_to_batch(
+            x, window_shape, rate, padding,
+            lambda v, pad: fn(v, [1] + window_shape + [1], [1] + strides + [1], pad,
+                              name=None if one_d else scope))
+        return _ops.squeeze(out, [1], name=scope) if one_d else out
+
+
+def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5,  # noqa: A002
+                                 name=None):
+    return _op("LRN", [_to_tensor(input)], [("depth_radius", "int", int(depth_radius)),
+                                            ("bias", "float", float(bias)),
+                                            ("alpha", "float", float(alpha)),
+                                            ("beta", "float", float(beta))], name or "LRN")
+
+
+lrn = local_response_normalization
+
+
+def crelu(features, name=None, axis=-1):
+    """relu of [features, -features] concatenated along axis."""
+    with _fw.name_scope(name, "CRelu", [features]) as scope:
+        features = _to_tensor(features, name="features")
+        c = _ops.concat([features, _ops.negative(features)], axis, name=scope)
+        return relu(c)
+
+
+def relu_layer(x, weights, biases, name=None):
+    with _fw.name_scope(name, "relu_layer", [x, weights, biases]) as scope:
+        return relu(bias_add(_ops.matmul(x, weights), biases), name=scope)
+
+
+def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, name=None,
+                                       targets=None):
+    """sigmoid cross entropy with the positive term weighted by pos_weight:
+    (1 - z) x + (1 + (q - 1) z) (log1p(exp(-|x|)) + relu(-x))."""
+    labels = labels if labels is not None else targets
+    with _fw.name_scope(name, "logistic_loss", [logits, labels]) as scope:
+        logits = _to_tensor(logits, name="logits")
+        labels = _to_tensor(labels, name="labels", dtype=logits.dtype.base_dtype)
+        if not labels.shape.is_compatible_with(logits.shape):
+            raise ValueError("logits and labels must have the same shape (%s vs %s)"
+                             % (logits.shape, labels.shape))
+        dt = logits.dtype.base_dtype
+        one = _to_tensor(1, dtype=dt)
+        log_weight = _ops.add(one, _ops.multiply(
+            _ops.subtract(_to_tensor(pos_weight, dtype=dt), one), labels))
+        softplus_neg = _ops.add(_ops.log1p(_ops.exp(_ops.negative(_ops.abs(logits)))),
+                                relu(_ops.negative(logits)))
+        return _ops.add(_ops.multiply(_ops.subtract(one, labels), logits),
+                        _ops.multiply(log_weight, softplus_neg), name=scope)
 
 
 from . import rnn_cell  # noqa: E402 -- tf.nn.rnn_cell

@@ -1,0 +1,620 @@
+"""TensorFlow 1.x's array, segment, clipping and special-math functions that the top level,
+tf.math and tf.linalg export, built from the ops TensorFlow 1.15's Python builds them from (the
+same op types, attributes and, where practical, node names), so graphs and gradients match.
+
+Absent because weft's core has no op for them: gather_nd (GatherNd), searchsorted
+(LowerBound/UpperBound), setdiff1d (ListDiff), einsum (Einsum), xdivy/xlogy (Xdivy/Xlogy),
+cumulative_logsumexp (CumulativeLogsumexp)."""
+import collections as _collections
+
+import numpy as _np
+
+from . import dtypes as _dtypes
+from . import framework as _fw
+from . import ops as _ops
+from .framework import Tensor
+from .ops import _op, _to_tensor
+
+_T = "type"
+
+
+def _int32(x):
+    return _to_tensor(x, dtype=_dtypes.int32)
+
+
+def _static_int(x):
+    """x as a Python int when it is one (or a Const holding one), else None."""
+    if isinstance(x, (int, _np.integer)):
+        return int(x)
+    if isinstance(x, Tensor) and x.op.type == "Const" and x.shape.ndims == 0 and \
+            x.dtype.is_integer:
+        proto = x.op.get_attr("value")  # a TensorProto: packed bytes or a value list
+        if proto.get("content"):
+            return int(_np.frombuffer(proto["content"], x.dtype.as_numpy_dtype)[0])
+        return int(proto["vals"][0]) if proto.get("vals") else 0
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Scatter, masks, sorting
+
+def scatter_nd(indices, updates, shape, name=None):
+    indices = _to_tensor(indices)
+    return _op("ScatterNd", [indices, _to_tensor(updates), _to_tensor(shape, dtype=indices.dtype)],
+               (), name or "ScatterNd")
+
+
+def _tensor_scatter(op_type):
+    def fn(tensor, indices, updates, name=None):
+        tensor = _to_tensor(tensor)
+        return _op(op_type, [tensor, _to_tensor(indices),
+                             _to_tensor(updates, dtype=tensor.dtype.base_dtype)], (),
+                   name or op_type)
+    fn.__name__ = op_type
+    return fn
+
+
+tensor_scatter_nd_update = tensor_scatter_update = _tensor_scatter("TensorScatterUpdate")
+tensor_scatter_nd_add = tensor_scatter_add = _tensor_scatter("TensorScatterAdd")
+tensor_scatter_nd_sub = tensor_scatter_sub = _tensor_scatter("TensorScatterSub")
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """The entries of tensor where mask is true: mask's dimensions (starting at axis) flattened
+    into one, then Where + GatherV2 along it, as TensorFlow builds it."""
+    with _fw.name_scope(name, values=[tensor, mask]):
+        tensor = _to_tensor(tensor, name="tensor")
+        mask = _to_tensor(mask, name="mask")
+        ndims_mask = mask.shape.ndims
+        if ndims_mask == 0:
+            raise ValueError("mask cannot be scalar.")
+        if ndims_mask is None:
+            raise ValueError("Number of mask dimensions must be specified, even if some "
+                             "dimensions are None.  E.g. shape=[None] is ok, but shape=None is "
+                             "not.")
+        axis = 0 if axis is None else axis
+        shape_tensor = tensor.shape
+        if shape_tensor.ndims is not None:
+            part = _fw.TensorShape(shape_tensor.as_list()[axis:axis + ndims_mask])
+            if not part.is_compatible_with(mask.shape):
+                raise ValueError("Shapes %s and %s are incompatible" % (part, mask.shape))
+        full = _ops.shape(tensor)
+        leading_size = _ops.reduce_prod(full[axis:axis + ndims_mask], [0])
+        tensor = _ops.reshape(tensor, _ops.concat([full[:axis], _ops.stack([leading_size]),
+                                                   full[axis + ndims_mask:]], 0))
+        mask = _ops.reshape(mask, [-1])
+        indices = _ops.squeeze(_ops.where(mask), axis=[1])
+        return _ops.gather(tensor, indices, axis=axis)
+
+
+def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name=None):
+    """mask[i..., j] = j < lengths[i...], for j below maxlen (the largest length by default)."""
+    with _fw.name_scope(name, "SequenceMask", [lengths, maxlen]):
+        lengths = _to_tensor(lengths)
+        if maxlen is None:
+            maxlen = _ops.reduce_max(lengths)
+            maxlen = _ops.maximum(_to_tensor(0, dtype=maxlen.dtype), maxlen)
+        else:
+            maxlen = _to_tensor(maxlen)
+        if maxlen.shape.ndims is not None and maxlen.shape.ndims != 0:
+            raise ValueError("maxlen must be scalar for sequence_mask")
+        row_vector = _op("Range", [_to_tensor(0, dtype=maxlen.dtype), maxlen,
+                                   _to_tensor(1, dtype=maxlen.dtype)], (), "Range")
+        matrix = _ops.cast(_ops.expand_dims(lengths, -1), maxlen.dtype)
+        result = _ops.less(row_vector, matrix)
+        dtype = _dtypes.as_dtype(dtype)
+        return result if dtype == _dtypes.bool else _ops.cast(result, dtype)
+
+
+UniqueOutput = _collections.namedtuple("Unique", ["y", "idx"])
+UniqueWithCountsOutput = _collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
+
+
+def unique(x, out_idx=_dtypes.int32, name=None):
+    """(y, idx): x's distinct values in order of first appearance, and x = y[idx]."""
+    y, idx = _op("Unique", [_to_tensor(x)],
+                 [("out_idx", _T, _dtypes.as_dtype(out_idx).as_datatype_enum)], name or "Unique")
+    return UniqueOutput(y, idx)
+
+
+def unique_with_counts(x, out_idx=_dtypes.int32, name=None):
+    y, idx, count = _op("UniqueWithCounts", [_to_tensor(x)],
+                        [("out_idx", _T, _dtypes.as_dtype(out_idx).as_datatype_enum)],
+                        name or "UniqueWithCounts")
+    return UniqueWithCountsOutput(y, idx, count)
+
+
+def _descending_sort(values, axis, return_argsort):
+    """TopKV2 with k the axis' size, over the axis moved last (TensorFlow's sort)."""
+    rank = values.shape.ndims
+    k = _ops.shape(values)[axis]
+    transposition = None
+    if not (axis == -1 or (rank is not None and axis + 1 == rank)):
+        if rank is None:
+            raise ValueError("sort along an axis other than the last needs a known rank")
+        if axis < 0:
+            axis += rank
+        perm = _np.r_[_np.arange(axis), [rank - 1], _np.arange(axis + 1, rank - 1), [axis]]
+        transposition = _fw.constant(perm.astype(_np.int32), name="transposition")
+        values = _ops.transpose(values, transposition)
+    top, indices = _ops.top_k(values, k)
+    out = indices if return_argsort else top
+    if transposition is not None:
+        out = _ops.transpose(out, transposition)
+    return out
+
+
+def _sort_or_argsort(values, axis, direction, return_argsort):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError("%s should be one of ASCENDING, DESCENDING" % direction)
+    static_axis = _static_int(axis)
+    if static_axis is None:
+        raise ValueError("axis must be a constant scalar")
+    values = _to_tensor(values, name="values")
+    if direction == "DESCENDING":
+        return _descending_sort(values, static_axis, return_argsort)
+    out = _descending_sort(_ops.negative(values), static_axis, return_argsort)
+    return out if return_argsort else _ops.negative(out)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    with _fw.name_scope(name, "sort"):
+        return _sort_or_argsort(values, axis, direction, False)
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """int32 indices that sort values along axis (TopKV2's, so ties keep their order)."""
+    with _fw.name_scope(name, "argsort"):
+        return _sort_or_argsort(values, axis, direction, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes, reversal, partitioning
+
+def broadcast_to(input, shape, name=None):  # noqa: A002 -- TensorFlow's names
+    return _op("BroadcastTo", [_to_tensor(input), _int32(shape) if not isinstance(shape, Tensor)
+                               else shape], (), name or "BroadcastTo")
+
+
+def linspace(start, stop, num, name=None):
+    start = _to_tensor(start)
+    return _op("LinSpace", [start, _to_tensor(stop, dtype=start.dtype.base_dtype),
+                            _to_tensor(num, dtype=_dtypes.int32)
+                            if not isinstance(num, Tensor) else num], (), name or "LinSpace")
+
+
+lin_space = linspace
+
+
+def meshgrid(*args, **kwargs):
+    """N-D coordinate grids: each 1-D input reshaped to its own axis and multiplied by ones of
+    the grid's shape; indexing 'xy' (default) swaps the first two axes."""
+    indexing = kwargs.pop("indexing", "xy")
+    name = kwargs.pop("name", "meshgrid")
+    if kwargs:
+        key = list(kwargs)[0]
+        raise TypeError("'{}' is an invalid keyword argument for this function".format(key))
+    if indexing not in ("xy", "ij"):
+        raise ValueError("indexing parameter must be either 'xy' or 'ij'")
+    with _fw.name_scope(name, "meshgrid", args):
+        args = [_to_tensor(a) for a in args]
+        ndim = len(args)
+        s0 = (1,) * ndim
+        output = [_ops.reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(args)]
+        shapes = [_ops.size(x) for x in args]
+        dtype = args[0].dtype.base_dtype
+        if indexing == "xy" and ndim > 1:
+            output[0] = _ops.reshape(output[0], (1, -1) + (1,) * (ndim - 2))
+            output[1] = _ops.reshape(output[1], (-1, 1) + (1,) * (ndim - 2))
+            shapes[0], shapes[1] = shapes[1], shapes[0]
+        mult_fact = _ops.ones(_ops.stack(shapes), dtype)
+        return [_ops.multiply(x, mult_fact) for x in output]
+
+
+def roll(input, shift, axis, name=None):  # noqa: A002
+    shift = _to_tensor(shift, dtype=_dtypes.int32) if not isinstance(shift, Tensor) else shift
+    axis = _to_tensor(axis, dtype=_dtypes.int32) if not isinstance(axis, Tensor) else axis
+    return _op("Roll", [_to_tensor(input), shift, axis], (), name or "Roll")
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,  # noqa: A002
+                     seq_dim=None, batch_dim=None):
+    seq_axis = seq_axis if seq_axis is not None else seq_dim
+    batch_axis = batch_axis if batch_axis is not None else batch_dim
+    lengths = _to_tensor(seq_lengths, dtype=_dtypes.int64) \
+        if not isinstance(seq_lengths, Tensor) else seq_lengths
+    return _op("ReverseSequence", [_to_tensor(input), lengths],
+               [("seq_dim", "int", int(seq_axis)), ("batch_dim", "int", int(batch_axis or 0))],
+               name or "ReverseSequence")
+
+
+def reverse(tensor, axis, name=None):
+    """tensor with the dimensions in axis reversed (TensorFlow 1.x's reverse_v2)."""
+    axis = _int32(axis) if not isinstance(axis, Tensor) else axis
+    return _op("ReverseV2", [_to_tensor(tensor), axis], (), name or "ReverseV2")
+
+
+reverse_v2 = reverse
+
+
+def dynamic_partition(data, partitions, num_partitions, name=None):
+    outs = _op("DynamicPartition", [_to_tensor(data), _to_tensor(partitions, dtype=_dtypes.int32)],
+               [("num_partitions", "int", int(num_partitions))], name or "DynamicPartition")
+    return outs if isinstance(outs, list) else [outs]
+
+
+def dynamic_stitch(indices, data, name=None):
+    indices = [_to_tensor(i, dtype=_dtypes.int32) for i in indices]
+    data = [_to_tensor(d) for d in data]
+    return _op("DynamicStitch", [indices, data], (), name or "DynamicStitch")
+
+
+def invert_permutation(x, name=None):
+    return _op("InvertPermutation", [_to_tensor(x)], (), name or "InvertPermutation")
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting
+
+def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
+    with _fw.name_scope(name, "histogram_fixed_width", [values, value_range, nbins]) as scope:
+        values = _to_tensor(values)
+        return _op("HistogramFixedWidth",
+                   [values, _to_tensor(value_range, dtype=values.dtype.base_dtype),
+                    _to_tensor(nbins, dtype=_dtypes.int32)],
+                   [("dtype", _T, _dtypes.as_dtype(dtype).as_datatype_enum)], scope)
+
+
+def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=_dtypes.int32):
+    """Counts of each value of the int32 arr (weights summed instead when given), over
+    max(arr) + 1 bins, at least minlength and at most maxlength."""
+    with _fw.name_scope(None, "bincount", [arr, weights, minlength, maxlength]):
+        arr = _to_tensor(arr, dtype=_dtypes.int32, name="arr")
+        nonempty = _ops.greater(_ops.reduce_prod(_ops.shape(arr)), 0)
+        output_size = _ops.multiply(_ops.cast(nonempty, _dtypes.int32),
+                                    _ops.add(_ops.reduce_max(arr), 1))
+        if minlength is not None:
+            output_size = _ops.maximum(_to_tensor(minlength, dtype=_dtypes.int32,
+                                                  name="minlength"), output_size)
+        if maxlength is not None:
+            output_size = _ops.minimum(_to_tensor(maxlength, dtype=_dtypes.int32,
+                                                  name="maxlength"), output_size)
+        if weights is not None:
+            weights = _to_tensor(weights, name="weights")
+            return _ops.unsorted_segment_sum(weights, arr, output_size)
+        empty = _fw.constant(_np.zeros([0], _dtypes.as_dtype(dtype).as_numpy_dtype), dtype=dtype)
+        return _op("Bincount", [arr, output_size, empty], (), "Bincount")
+
+
+def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=_dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None):
+    keep = keepdims if keepdims is not None else keep_dims
+    axis = axis if axis is not None else reduction_indices
+    with _fw.name_scope(name, "count_nonzero", [input_tensor]):
+        x = _to_tensor(input_tensor, name="input_tensor")
+        zero = _ops.zeros([], dtype=x.dtype.base_dtype)
+        nonzero = _ops.cast(_ops.not_equal(x, zero), _dtypes.int64)
+        return _ops.cast(_ops.reduce_sum(nonzero, axis=axis, keepdims=keep), dtype)
+
+
+def confusion_matrix(labels, predictions, num_classes=None, weights=None, dtype=_dtypes.int32,
+                     name=None):
+    """m[label, prediction] summed over the examples (weights, or 1 each): ScatterNd of the
+    (label, prediction) pairs, which adds duplicates."""
+    from . import debugging as _debugging
+    with _fw.name_scope(name, "confusion_matrix", [predictions, labels, num_classes, weights]):
+        labels = _ops.cast(_to_tensor(labels, name="labels"), _dtypes.int64)
+        predictions = _ops.cast(_to_tensor(predictions, name="predictions"), _dtypes.int64)
+        checks = [_debugging.assert_non_negative(labels, message="`labels` contains negative "
+                                                 "values"),
+                  _debugging.assert_non_negative(predictions, message="`predictions` contains "
+                                                 "negative values")]
+        if num_classes is None:
+            num_classes = _ops.add(_ops.maximum(_ops.reduce_max(predictions),
+                                                _ops.reduce_max(labels)), 1)
+        else:
+            num_classes = _ops.cast(_to_tensor(num_classes), _dtypes.int64)
+            checks += [_debugging.assert_less(labels, num_classes,
+                                              message="`labels` out of bound"),
+                       _debugging.assert_less(predictions, num_classes,
+                                              message="`predictions` out of bound")]
+        with _fw.control_dependencies(checks):
+            labels = _ops.identity(labels)
+            predictions = _ops.identity(predictions)
+        dtype = _dtypes.as_dtype(dtype)
+        if weights is not None:
+            weights = _to_tensor(weights, name="weights")
+            if not predictions.shape.is_compatible_with(weights.shape):
+                raise ValueError("Shapes %s and %s are incompatible"
+                                 % (predictions.shape, weights.shape))
+            values = _ops.cast(weights, dtype)
+        else:
+            values = _ops.ones_like(predictions, dtype)
+        shape = _ops.stack([num_classes, num_classes])
+        indices = _ops.stack([labels, predictions], axis=1)
+        return scatter_nd(indices, values, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Segments
+
+def _segment(op_type):
+    def fn(data, segment_ids, name=None):
+        return _op(op_type, [_to_tensor(data), _to_tensor(segment_ids)], (), name or op_type)
+    fn.__name__ = op_type
+    return fn
+
+
+segment_mean = _segment("SegmentMean")
+segment_max = _segment("SegmentMax")
+segment_min = _segment("SegmentMin")
+segment_prod = _segment("SegmentProd")
+
+
+def _unsorted_segment(op_type):
+    def fn(data, segment_ids, num_segments, name=None):
+        ids = _to_tensor(segment_ids)
+        return _op(op_type, [_to_tensor(data), ids, _to_tensor(num_segments, dtype=ids.dtype)],
+                   (), name or op_type)
+    fn.__name__ = op_type
+    return fn
+
+
+unsorted_segment_max = _unsorted_segment("UnsortedSegmentMax")
+unsorted_segment_min = _unsorted_segment("UnsortedSegmentMin")
+unsorted_segment_prod = _unsorted_segment("UnsortedSegmentProd")
+
+
+def _unsorted_segment_n(data, segment_ids, num_segments):
+    """How many entries each segment has (at least 1), shaped to broadcast against its sums."""
+    ones = _ops.ones(_ops.shape(segment_ids), dtype=data.dtype.base_dtype)
+    n = _ops.unsorted_segment_sum(ones, segment_ids, num_segments)
+    extra = data.shape.ndims - segment_ids.shape.ndims
+    num = _ops.reshape(_to_tensor(num_segments, dtype=segment_ids.dtype), [1])
+    shape = _ops.concat([num, _ops.ones([extra], dtype=num.dtype)], 0)
+    return _ops.maximum(_ops.reshape(n, shape), _to_tensor(1, dtype=data.dtype.base_dtype))
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
+    with _fw.name_scope(name, "UnsortedSegmentMean"):
+        data, segment_ids = _to_tensor(data), _to_tensor(segment_ids)
+        n = _unsorted_segment_n(data, segment_ids, num_segments)
+        return _ops.divide(_ops.unsorted_segment_sum(data, segment_ids, num_segments), n)
+
+
+def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
+    with _fw.name_scope(name, "UnsortedSegmentSqrtN"):
+        data, segment_ids = _to_tensor(data), _to_tensor(segment_ids)
+        n = _unsorted_segment_n(data, segment_ids, num_segments)
+        return _ops.divide(_ops.unsorted_segment_sum(data, segment_ids, num_segments),
+                           _ops.sqrt(n))
+
+
+# ---------------------------------------------------------------------------------------------
+# Math
+
+igamma = _ops._binary("Igamma", "Igamma")
+igammac = _ops._binary("Igammac", "Igammac")
+truncatediv = _ops._binary("TruncateDiv", "TruncateDiv")
+truncatemod = _ops._binary("TruncateMod", "TruncateMod")
+div_no_nan = _ops._binary("DivNoNan", "div_no_nan")
+
+
+def betainc(a, b, x, name=None):
+    a = _to_tensor(a)
+    dt = a.dtype.base_dtype
+    return _op("Betainc", [a, _to_tensor(b, dtype=dt), _to_tensor(x, dtype=dt)], (),
+               name or "Betainc")
+
+
+def lbeta(x, name=None):
+    """log(|Beta(x)|) over the last dimension: sum(lgamma(x)) - lgamma(sum(x))."""
+    with _fw.name_scope(name, "lbeta", [x]):
+        x = _to_tensor(x, name="x")
+        log_prod_gamma_x = _ops.reduce_sum(_ops.lgamma(x), axis=[-1])
+        log_gamma_sum_x = _ops.lgamma(_ops.reduce_sum(x, axis=[-1]))
+        return _ops.subtract(log_prod_gamma_x, log_gamma_sum_x)
+
+
+def reciprocal_no_nan(x, name=None):
+    """1 / x, and 0 where x is 0."""
+    with _fw.name_scope(name, "reciprocal_no_nan", [x]) as scope:
+        x = _to_tensor(x, name="x")
+        one = _fw.constant(1, dtype=x.dtype.base_dtype, name="one")
+        return _op("DivNoNan", [one, x], (), scope)
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    with _fw.name_scope(name or "reduce_variance"):
+        x = _to_tensor(input_tensor)
+        means = _ops.reduce_mean(x, axis=axis, keepdims=True)
+        return _ops.reduce_mean(_ops.square(_ops.subtract(x, means)), axis=axis,
+                                keepdims=keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    with _fw.name_scope(name or "reduce_std"):
+        return _ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims))
+
+
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
+    """The sum of inputs, all of one shape and dtype (AccumulateNV2)."""
+    if not inputs or not isinstance(inputs, (list, tuple)):
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and "
+                         "shape")
+    inputs = [_to_tensor(i) for i in inputs]
+    if any(i.dtype.base_dtype != inputs[0].dtype.base_dtype for i in inputs):
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and "
+                         "shape")
+    if tensor_dtype is not None and _dtypes.as_dtype(tensor_dtype) != inputs[0].dtype.base_dtype:
+        raise TypeError("tensor_dtype is {}, but input is of type {}".format(
+            _dtypes.as_dtype(tensor_dtype).name, inputs[0].dtype.base_dtype.name))
+    shape = _fw.as_shape(shape) if shape is not None else _fw.TensorShape(None)
+    for i in inputs:
+        shape = shape.merge_with(i.shape)
+    if len(inputs) == 1:
+        return inputs[0] if name is None else _ops.identity(inputs[0], name=name)
+    return _op("AccumulateNV2", [inputs],
+               [("shape", "shape", shape.as_list() if shape.ndims is not None else None)],
+               name or "AccumulateNV2")
+
+
+def scalar_mul(scalar, x, name=None):
+    """scalar * x, for a Tensor or an IndexedSlices x (its values scaled)."""
+    values = _to_tensor(_values_of(x))
+    scalar = _to_tensor(scalar, dtype=values.dtype.base_dtype, name="scalar")
+    if scalar.shape.ndims != 0:
+        raise ValueError("Only scalar multiply works, got shape %s" % scalar.shape)
+    with _fw.name_scope(name, "scalar_mul", [values]) as scope:
+        return _like(x, _op("Mul", [scalar, values], (), scope))
+
+
+def tensordot(a, b, axes, name=None):
+    """sum over a's axes[0] and b's axes[1]: both transposed and reshaped to matrices, one
+    MatMul, and the result reshaped to a's free dimensions + b's (static shapes)."""
+    with _fw.name_scope(name, "Tensordot", [a, b, axes]) as scope:
+        a = _to_tensor(a, name="a")
+        b = _to_tensor(b, name="b", dtype=a.dtype.base_dtype)
+        if a.shape.ndims is None or b.shape.ndims is None:
+            raise ValueError("tensordot in weft needs a and b of known rank")
+        if isinstance(axes, (int, _np.integer)):
+            if axes < 0:
+                raise ValueError("'axes' must be at least 0.")
+            if axes > a.shape.ndims or axes > b.shape.ndims:
+                raise ValueError("'axes' must not be larger than the number of dimensions of "
+                                 "tensor %s." % (a if axes > a.shape.ndims else b))
+            a_axes = list(range(a.shape.ndims - axes, a.shape.ndims))
+            b_axes = list(range(axes))
+        else:
+            a_axes, b_axes = axes
+            a_axes = [a_axes] if isinstance(a_axes, int) else list(a_axes)
+            b_axes = [b_axes] if isinstance(b_axes, int) else list(b_axes)
+            if len(a_axes) != len(b_axes):
+                raise ValueError("Different number of contraction axes 'a' and 'b', %s != %s."
+                                 % (len(a_axes), len(b_axes)))
+
+        def reshaped(t, t_axes, flipped):
+            rank = t.shape.ndims
+            t_axes = [i % rank if rank else i for i in t_axes]
+            free = [i for i in range(rank) if i not in t_axes]
+            dims = t.shape.as_list()
+            free_dims = [dims[i] for i in free]
+            perm = t_axes + free if flipped else free + t_axes
+            prod_free = int(_np.prod(free_dims)) if None not in free_dims else -1
+            prod_axes = int(_np.prod([dims[i] for i in t_axes])) \
+                if None not in [dims[i] for i in t_axes] else -1
+            new_shape = [prod_axes, prod_free] if flipped else [prod_free, prod_axes]
+            if perm != list(range(rank)):
+                t = _ops.transpose(t, perm)
+            if new_shape != dims:
+                t = _ops.reshape(t, new_shape)
+            return t, free_dims
+
+        a_mat, a_free = reshaped(a, a_axes, False)
+        b_mat, b_free = reshaped(b, b_axes, True)
+        ab = _ops.matmul(a_mat, b_mat)
+        out_dims = a_free + b_free
+        if None in out_dims:
+            raise ValueError("tensordot in weft needs the free dimensions to be known")
+        return _ops.reshape(ab, out_dims, name=scope)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clipping
+
+def _values_of(t):
+    from .resource_variable_ops import IndexedSlices
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
+def _like(t, values):
+    from .resource_variable_ops import IndexedSlices
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(values, t.indices, t.dense_shape)
+    return values
+
+
+def _as_sequence(t_list):
+    if isinstance(t_list, (str, bytes)) or not isinstance(t_list, _collections.abc.Sequence):
+        raise TypeError("t_list should be a sequence")
+    return list(t_list)
+
+
+def _ones_like(t):
+    """TensorFlow's graph-mode ones_like: a constant for a fully defined shape, else Fill of the
+    Shape, neither of which the gradient walks through (the core has no OnesLike gradient)."""
+    dtype = t.dtype.base_dtype
+    if t.shape.is_fully_defined():
+        return _ops.ones(t.shape.as_list(), dtype, name="ones_like")
+    return _ops.ones(_ops.shape(t), dtype, name="ones_like")
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """t * clip_norm / max(l2norm(t), clip_norm), the norm over axes (all by default); an
+    IndexedSlices clips its values."""
+    with _fw.name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
+        values = _to_tensor(_values_of(t), name="t")
+        l2sum = _ops.reduce_sum(_ops.multiply(values, values), axes, keepdims=True)
+        pred = _ops.greater(l2sum, _to_tensor(0, dtype=l2sum.dtype.base_dtype))
+        # sqrt only of positive sums, so its gradient stays finite at a zero t
+        l2sum_safe = _ops.where(pred, l2sum, _ones_like(l2sum))
+        l2norm = _ops.where(pred, _ops.sqrt(l2sum_safe), l2sum)
+        clip = _to_tensor(clip_norm, dtype=values.dtype.base_dtype)
+        intermediate = _ops.multiply(values, clip)
+        clipped = _ops.identity(_ops.divide(intermediate, _ops.maximum(l2norm, clip)),
+                                name=scope)
+        return _like(t, clipped)
+
+
+def global_norm(t_list, name=None):
+    """sqrt(sum of l2norm(t)^2) over t_list (None entries skipped, IndexedSlices' values)."""
+    t_list = _as_sequence(t_list)
+    with _fw.name_scope(name, "global_norm", [t for t in t_list if t is not None]):
+        values = [_to_tensor(_values_of(t), name="t_%d" % i)
+                  for i, t in enumerate(t_list) if t is not None]
+        half_squared_norms = [_op("L2Loss", [v], (), "L2Loss") for v in values]
+        half_squared_norm = _ops.reduce_sum(_ops.stack(half_squared_norms))
+        return _ops.sqrt(_ops.multiply(half_squared_norm,
+                                       _fw.constant(2.0, dtype=half_squared_norm.dtype)),
+                         name="global_norm")
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """(t_list scaled by clip_norm / max(global_norm, clip_norm), global_norm): None stays None,
+    an IndexedSlices stays one; an infinite norm gives NaNs, as in TensorFlow."""
+    t_list = _as_sequence(t_list)
+    if use_norm is None:
+        use_norm = global_norm(t_list, name)
+    with _fw.name_scope(name, "clip_by_global_norm",
+                        [t for t in t_list if t is not None]) as scope:
+        dt = use_norm.dtype.base_dtype
+        clip = _to_tensor(clip_norm, dtype=dt)
+        one = _fw.constant(1.0, dtype=dt)
+        scale_for_finite = _ops.multiply(clip, _ops.minimum(_ops.divide(one, use_norm),
+                                                            _ops.divide(one, clip)))
+        # use_norm - use_norm is NaN for an infinite norm: the result says so
+        scale = _ops.add(scale_for_finite, _ops.subtract(use_norm, use_norm))
+        clipped = []
+        for i, t in enumerate(t_list):
+            if t is None:
+                clipped.append(None)
+                continue
+            v = _to_tensor(_values_of(t), name="t_%d" % i)
+            clipped.append(_like(t, _ops.identity(_ops.multiply(v, scale),
+                                                  name="%s_%d" % (scope, i))))
+        return clipped, use_norm
+
+
+def clip_by_average_norm(t, clip_norm, name=None):
+    """t * clip_norm / max(l2norm(t) / size(t), clip_norm)."""
+    with _fw.name_scope(name, "clip_by_average_norm", [t, clip_norm]) as scope:
+        t = _to_tensor(t, name="t")
+        dt = t.dtype.base_dtype
+        # in t's dtype, where TensorFlow's float32 constants refuse a float64 t
+        n_element = _ops.cast(_ops.size(t), dt)
+        l2norm_inv = _ops.rsqrt(_ops.reduce_sum(_ops.multiply(t, t),
+                                                _ops.range(_ops.rank(t))))
+        clip = _to_tensor(clip_norm, dtype=dt)
+        factor = _ops.minimum(_ops.multiply(l2norm_inv, n_element),
+                              _ops.divide(_fw.constant(1.0, dtype=dt), clip))
+        return _ops.identity(_ops.multiply(_ops.multiply(t, clip), factor), name=scope)
