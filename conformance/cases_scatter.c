@@ -86,6 +86,62 @@ static void expect_error(cf_run_ctx_t *ctx, cf_case_t *c, const char *msg) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * GatherNd: out[i..., :] = params[indices[i..., 0], ..., indices[i..., depth - 1], ...]. */
+
+static void emit_gather_nd(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "Tparams", dt)) return;
+  static const struct {
+    const char *name;
+    int rp, ri;
+    int64_t dp[3], di[3];
+    int64_t iv[8];
+    const char *error; /* NULL: a valid case */
+  } cases[] = {
+      {"elements", 2, 2, {4, 3}, {3, 2}, {3, 2, 0, 0, 1, 1}, NULL},
+      {"rows", 2, 2, {4, 3}, {2, 1}, {3, 1}, NULL},
+      {"batched_depth2", 3, 3, {2, 3, 2}, {2, 1, 2}, {1, 2, 0, 1}, NULL},
+      {"whole_params", 2, 2, {2, 2}, {3, 0}, {0}, NULL},
+      {"empty_indices", 2, 2, {4, 3}, {0, 2}, {0}, NULL},
+      {"error_out_of_range", 2, 2, {4, 3}, {2, 2}, {1, 1, 3, 3},
+       "indices[1] = [3, 3] does not index into param shape [4,3]"},
+      {"error_negative", 1, 2, {4}, {2, 1}, {0, -1},
+       "indices[1] = [-1] does not index into param shape [4]"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    cf_rng_t rng;
+    cf_case_t *c = new_case(op, cases[i].name, dt, &rng);
+    weft_dtype_t it = i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32;
+    cf_array_t *params = values(&rng, dt, cases[i].rp, cases[i].dp, false);
+    cf_array_t *ind = idx(it, cases[i].ri, cases[i].di, cases[i].iv);
+    cf_array_t *want = NULL;
+    if (!cases[i].error) {
+      /* The reference: the same addressing, written out: slices of params' trailing dims. */
+      const int64_t depth = cases[i].di[cases[i].ri - 1];
+      int64_t out_dims[WEFT_MAX_RANK], slice = 1, outer = 1;
+      int out_rank = cases[i].ri - 1 + cases[i].rp - (int)depth;
+      for (int d = 0; d < cases[i].ri - 1; d++) outer *= out_dims[d] = cases[i].di[d];
+      for (int d = (int)depth; d < cases[i].rp; d++)
+        slice *= out_dims[cases[i].ri - 1 + d - (int)depth] = cases[i].dp[d];
+      want = cf_array_new(dt, out_rank, out_dims);
+      for (int64_t u = 0; u < outer; u++) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < depth; d++)
+          off = off * cases[i].dp[d] + (int64_t)ind->v[u * depth + d];
+        for (int64_t e = 0; e < slice; e++) want->v[u * slice + e] = params->v[off * slice + e];
+      }
+    }
+    cf_case_input(c, params);
+    cf_case_input(c, ind);
+    if (cases[i].error) {
+      expect_error(ctx, c, cases[i].error);
+      continue;
+    }
+    cf_case_expect(c, want);
+    cf_run_case(ctx, c);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * ScatterUpdate, ScatterAdd, ... on a variable: var[indices[i], ...] op= updates[i, ...]. */
 
 typedef struct {
@@ -442,6 +498,7 @@ const cf_suite_t cf_suites_scatter[] = {
     {"ScatterDiv", cf_dtypes_numeric, emit_scatter, NULL},
     {"ScatterMin", minmax_dtypes, emit_scatter, NULL},
     {"ScatterMax", minmax_dtypes, emit_scatter, NULL},
+    {"GatherNd", cf_dtypes_numeric, emit_gather_nd, NULL},
     {"ScatterNd", cf_dtypes_numeric, emit_scatter_nd, NULL},
     {"ScatterNdUpdate", cf_dtypes_all, emit_scatter_nd, NULL},
     {"ScatterNdAdd", cf_dtypes_numeric, emit_scatter_nd, NULL},

@@ -1,10 +1,11 @@
-/* cpu_scatter.c: the CPU kernels of the scatter, segment and partition ops, with TensorFlow's
- * semantics and error messages (tensorflow/core/kernels/scatter_op.cc, scatter_nd_op.cc,
- * segment_reduction_ops_impl.h, dynamic_partition_op.cc):
+/* cpu_scatter.c: the CPU kernels of the scatter, segment and partition ops and GatherNd, with
+ * TensorFlow's semantics and error messages (tensorflow/core/kernels/scatter_op.cc,
+ * scatter_nd_op.cc, gather_nd_op.cc, segment_reduction_ops_impl.h, dynamic_partition_op.cc):
  *   - ScatterUpdate/Add/Sub/Mul/Div/Min/Max update rows of a reference variable in place:
  *     var[indices[i], ...] op= updates[i, ...] (a scalar update applies to every row);
  *   - ScatterNdUpdate/Add/Sub (reference variables), TensorScatterUpdate/Add/Sub (a new tensor)
- *     and ScatterNd (zeros, then add) address slices by index tuples (indices[..., depth]);
+ *     and ScatterNd (zeros, then add) address slices by index tuples (indices[..., depth]),
+ *     which GatherNd reads;
  *   - SegmentSum/Mean/Prod/Min/Max reduce rows by sorted segment ids (empty segments 0, 1 for
  *     Prod); UnsortedSegmentSum/Prod/Min/Max by any ids, negative ids dropped, empty segments the
  *     reduction's identity (0, 1, the dtype's highest for Min and lowest for Max);
@@ -305,6 +306,70 @@ static weft_status_t *scatter_nd_apply(weft_kernel_ctx_t *ctx, sc_op_t op,
     int64_t off = 0;
     for (int64_t k = 0; k < depth; k++) off += weft__cpu_index_at(ind, u * depth + k) * strides[k];
     WEFT_RETURN_IF_ERROR(sc_store(ctx, op, out, off * slice, upd, u * slice, slice, 1));
+  }
+  return NULL;
+}
+
+/* GatherNd (gather_nd_op.cc): indices[..., depth] address slices of params; the output is
+ * indices.shape[:-1] + params.shape[depth:], each slice copied from where its index points. An
+ * index out of range fails the step naming it, as TensorFlow's CPU kernel does. */
+static weft_status_t *k_gather_nd(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t params, ind, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &params));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
+  char a[CPU_SHAPE_STR_LEN], b[CPU_SHAPE_STR_LEN], c[CPU_SHAPE_STR_LEN];
+  if (params.rank < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "params must be at least a vector: %s", shape_of(&params, a));
+  if (ind.rank < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "indices must be at least a vector: %s", shape_of(&ind, a));
+  const int64_t depth = ind.dims[ind.rank - 1];
+  if (depth > params.rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "index innermost dimension length must be <= params rank; saw: %lld "
+                           "vs. %d", (long long)depth, params.rank);
+  int64_t out_dims[WEFT_MAX_RANK];
+  int out_rank = ind.rank - 1 + params.rank - (int)depth;
+  if (out_rank > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "the output would have %d dimensions, "
+                           "above %d", out_rank, WEFT_MAX_RANK);
+  for (int d = 0; d < ind.rank - 1; d++) out_dims[d] = ind.dims[d];
+  int64_t slice = 1;
+  for (int d = (int)depth; d < params.rank; d++) {
+    out_dims[ind.rank - 1 + d - (int)depth] = params.dims[d];
+    slice *= params.dims[d];
+  }
+  int64_t outer = 1; /* the slices asked for: indices' outer dimensions */
+  for (int d = 0; d < ind.rank - 1; d++) outer *= ind.dims[d];
+  if (outer > 0 && params.num_elements == 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Requested more than 0 entries, but "
+                           "params is empty.  Params shape: %s", shape_of(&params, a));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, params.dtype, out_rank, out_dims, &y));
+  if (y.num_elements == 0) return NULL;
+  int64_t strides[WEFT_MAX_RANK], st = 1; /* in slices, over the first depth dims */
+  for (int d = (int)depth - 1; d >= 0; d--) {
+    strides[d] = st;
+    st *= params.dims[d];
+  }
+  for (int64_t u = 0; u < outer; u++) {
+    int64_t off = 0;
+    for (int64_t k = 0; k < depth; k++) {
+      int64_t v = weft__cpu_index_at(&ind, u * depth + k);
+      if (v < 0 || v >= params.dims[k]) {
+        slice_str(ind.rank - 1, ind.dims, u, a, sizeof a);
+        size_t at = 0;
+        for (int64_t j = 0; j < depth && at < sizeof b; j++)
+          at += (size_t)snprintf(b + at, sizeof b - at, "%s%lld", j ? ", " : "",
+                                 (long long)weft__cpu_index_at(&ind, u * depth + j));
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                               "indices%s = [%s] does not index into param shape %s", a, b,
+                               shape_of(&params, c));
+      }
+      off += v * strides[k];
+    }
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, u * slice, &params, off * slice, slice));
   }
   return NULL;
 }
@@ -659,6 +724,7 @@ weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg) {
        (void *)&kScatter[SC_MIN]},
       {"ScatterMax", k_scatter, "T", minmax_types, n_mm, NULL, NULL, NULL,
        (void *)&kScatter[SC_MAX]},
+      {"GatherNd", k_gather_nd, "Tparams", all, n_all, NULL, NULL, NULL, NULL},
       {"ScatterNd", k_scatter_nd, "T", num_types, n_num, hm_shape, NULL, NULL, NULL},
       {"ScatterNdUpdate", k_scatter_nd_ref, "T", all, n_all, NULL, NULL, NULL, upd},
       {"ScatterNdAdd", k_scatter_nd_ref, "T", num_types, n_num, NULL, NULL, NULL, add},

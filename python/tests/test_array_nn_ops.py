@@ -579,8 +579,21 @@ def test_bad_inputs_raise_tensorflows_errors():
             run(bad())
 
 
+def test_gather_nd():
+    p = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for idx in ([[1, 2], [0, 1]], [[[1]], [[0]]], [[1, 2, 3]], [[0], [1]]):
+        tf.reset_default_graph()
+        ii = np.array(idx, np.int32)
+        got = run(tf.gather_nd(p, ii))
+        np.testing.assert_array_equal(got, p[tuple(np.moveaxis(ii, -1, 0))])
+    tf.reset_default_graph()
+    with pytest.raises(errors.InvalidArgumentError) as e:
+        run(tf.gather_nd(p, [[1, 3]]))
+    assert "indices[0] = [1, 3] does not index into param shape [2,3,4]" in str(e.value)
+
+
 def test_absent_names_stay_absent():
-    for name in ("gather_nd", "searchsorted", "setdiff1d", "einsum", "cumulative_logsumexp"):
+    for name in ("searchsorted", "setdiff1d", "einsum", "cumulative_logsumexp"):
         assert not hasattr(tf, name), name
     for name in ("xdivy", "xlogy", "cumulative_logsumexp"):
         assert not hasattr(tf.math, name), name

@@ -1,6 +1,6 @@
 /* ops_scatter.c: the scatter, segment and partition ops with TensorFlow's args, attrs and type
  * constraints (tensorflow/core/ops/state_ops.cc, array_ops.cc, math_ops.cc, data_flow_ops.cc):
- * ScatterNd; ScatterNdUpdate, ScatterNdAdd, ScatterNdSub on reference variables and their
+ * GatherNd and ScatterNd; ScatterNdUpdate, ScatterNdAdd, ScatterNdSub on reference variables and their
  * non-ref forms TensorScatterUpdate, TensorScatterAdd, TensorScatterSub; ScatterUpdate,
  * ScatterAdd, ScatterSub, ScatterMul, ScatterDiv, ScatterMin, ScatterMax on reference variables;
  * the sorted segment reductions (SegmentSum, SegmentMean, SegmentProd, SegmentMin, SegmentMax);
@@ -16,6 +16,36 @@ static weft_status_t *scatter_nd_shape(weft_shape_ctx_t *ctx) {
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &indices, 1, "indices"));
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &updates, 1, "updates"));
   WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 2, &out));
+  return weft__sh_output(ctx, 0, &out);
+}
+
+/* GatherNd: indices.shape[:-1] + params.shape[indices.shape[-1]:]. */
+static weft_status_t *gather_nd_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t params, indices;
+  weft__sh_input(ctx, 0, &params);
+  weft__sh_input(ctx, 1, &indices);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &indices, 1, "indices"));
+  if (indices.rank < 0) return weft__sh_output(ctx, 0, &indices);
+  int64_t depth = indices.dims[indices.rank - 1];
+  if (depth < 0 || params.rank < 0) {
+    weft__shape_t out = {.rank = -1};
+    return weft__sh_output(ctx, 0, &out);
+  }
+  if (depth > params.rank) {
+    char *a = weft__sh_str(&indices), *b = weft__sh_str(&params);
+    weft_status_t *st = weft__sh_error(ctx, "indices.shape[-1] must be <= params.rank, but saw "
+                                            "indices shape: %s and params shape: %s", a, b);
+    g_free(a);
+    g_free(b);
+    return st;
+  }
+  weft__shape_t out = {.rank = indices.rank - 1 + params.rank - (int)depth};
+  if (out.rank > WEFT_MAX_RANK)
+    return weft__sh_error(ctx, "GatherNd's output would have %d dimensions, above %d", out.rank,
+                          WEFT_MAX_RANK);
+  for (int d = 0; d < indices.rank - 1; d++) out.dims[d] = indices.dims[d];
+  for (int d = (int)depth; d < params.rank; d++)
+    out.dims[indices.rank - 1 + d - (int)depth] = params.dims[d];
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -108,6 +138,10 @@ static weft_status_t *dynamic_partition_shape(weft_shape_ctx_t *ctx) {
            0, unsorted_segment_shape)
 
 const weft_op_def_t weft__ops_scatter[] = {
+    WEFT__OP("GatherNd", WEFT__SPECS("params: Tparams", "indices: Tindices"),
+             WEFT__SPECS("output: Tparams"),
+             WEFT__SPECS("Tparams: type", "Tindices: {int16, int32, int64}"), 0,
+             gather_nd_shape),
     WEFT__OP("ScatterNd", WEFT__SPECS("indices: Tindices", "updates: T", "shape: Tindices"),
              WEFT__SPECS("output: T"), WEFT__SPECS("T: type", "Tindices: {int16, int32, int64}"),
              0, scatter_nd_shape),

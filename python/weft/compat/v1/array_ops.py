@@ -2,8 +2,8 @@
 tf.math and tf.linalg export, built from the ops TensorFlow 1.15's Python builds them from (the
 same op types, attributes and, where practical, node names), so graphs and gradients match.
 
-Absent because weft's core has no op for them: gather_nd (GatherNd), searchsorted
-(LowerBound/UpperBound), setdiff1d (ListDiff), einsum (Einsum), xdivy/xlogy (Xdivy/Xlogy),
+Absent because weft's core has no op for them: searchsorted (LowerBound/UpperBound), setdiff1d
+(ListDiff), einsum (Einsum), xdivy/xlogy (Xdivy/Xlogy),
 cumulative_logsumexp (CumulativeLogsumexp)."""
 import collections as _collections
 
@@ -37,6 +37,15 @@ def _static_int(x):
 
 # ---------------------------------------------------------------------------------------------
 # Scatter, masks, sorting
+
+def gather_nd(params, indices, name=None, batch_dims=0):
+    """Slices of params addressed by indices[..., depth] (GatherNd); batch_dims > 0 is TF 2's
+    and raises."""
+    if batch_dims:
+        raise ValueError("gather_nd: batch_dims=%r is not supported by weft (TensorFlow 1.x has "
+                         "no batch_dims)" % (batch_dims,))
+    return _op("GatherNd", [_to_tensor(params), _to_tensor(indices)], (), name or "GatherNd")
+
 
 def scatter_nd(indices, updates, shape, name=None):
     indices = _to_tensor(indices)
