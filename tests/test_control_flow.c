@@ -692,9 +692,108 @@ static void test_assert(void) {
   weft_graph_free(graph);
 }
 
+static weft_output_t scalar_i32(weft_graph_t *g, const char *name, int32_t v, weft_status_t **st) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_INT32, 0, NULL);
+  *(int32_t *)weft_tensor_data(t) = v;
+  weft_output_t out = weft_const(g, name, t, st);
+  weft_tensor_unref(t);
+  return out;
+}
+
+/* One node of op `op` with inputs ins (n), attr T (or "T" absent when t is INVALID). */
+static weft_output_t built(weft_graph_t *g, const char *op, const char *name,
+                           const weft_output_t *ins, int n, bool list, weft_dtype_t t) {
+  weft_op_builder_t *b = weft_op_new(g, op, name);
+  if (list) weft_op_add_input_list(b, ins, n);
+  else
+    for (int i = 0; i < n; i++) weft_op_add_input(b, ins[i]);
+  if (t != WEFT_DT_INVALID) weft_op_set_attr_type(b, "T", t);
+  if (strcmp(op, "Enter") == 0) {
+    weft_op_set_attr_string(b, "frame_name", "w/ctx");
+    /* The loop variable enters once; the bound and the step are loop invariants. */
+    weft_op_set_attr_bool(b, "is_constant", strcmp(name, "w/Enter") != 0);
+  }
+  weft_node_t *node = NULL;
+  weft_status_t *st = weft_op_finish(b, &node);
+  if (st) g_error("%s: %s", name, weft_status_message(st));
+  return weft_out(node, 0);
+}
+
+/* A loop built forward with the op builder, as tf.while_loop builds it (i = 0; while i < 5:
+ * i += 1), its Merge's back edge set last with weft_graph_close_loop, run to 5; and the edges it
+ * refuses, each with its message. */
+static void test_close_loop(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  weft_output_t zero = scalar_i32(g, "zero", 0, &st);
+  ASSERT_OK(st);
+  weft_output_t five = scalar_i32(g, "five", 5, &st);
+  ASSERT_OK(st);
+  weft_output_t one = scalar_i32(g, "one", 1, &st);
+  ASSERT_OK(st);
+  const weft_dtype_t i32 = WEFT_DT_INT32;
+  weft_output_t enter = built(g, "Enter", "w/Enter", &zero, 1, false, i32);
+  weft_output_t lim = built(g, "Enter", "w/Enter_lim", &five, 1, false, i32);
+  weft_output_t step = built(g, "Enter", "w/Enter_one", &one, 1, false, i32);
+  /* The Merge's second input stands in for the NextIteration until the body exists. */
+  weft_output_t two[2] = {enter, enter};
+  weft_output_t merge = built(g, "Merge", "w/Merge", two, 2, true, i32);
+  weft_output_t less_in[2] = {merge, lim};
+  weft_output_t less = built(g, "Less", "w/Less", less_in, 2, false, i32);
+  weft_output_t cond = built(g, "LoopCond", "w/LoopCond", &less, 1, false, WEFT_DT_INVALID);
+  weft_output_t sw_in[2] = {merge, cond};
+  weft_output_t sw = built(g, "Switch", "w/Switch", sw_in, 2, false, i32);
+  weft_output_t body = built(g, "Identity", "w/Identity", (weft_output_t[]){{sw.node, 1}}, 1,
+                             false, i32);
+  weft_output_t inc_in[2] = {body, step};
+  weft_output_t inc = built(g, "AddV2", "w/add", inc_in, 2, false, i32);
+  weft_output_t next = built(g, "NextIteration", "w/NextIteration", &inc, 1, false, i32);
+  built(g, "Exit", "w/Exit", &sw, 1, false, i32);
+  /* The edges it refuses. */
+  static const struct {
+    int merge_index;
+    const char *merge, *next, *message;
+  } bad[] = {
+      {1, "w/Less", "w/NextIteration", "weft_graph_close_loop: 'w/Less' is a Less, not a Merge"},
+      {1, "w/Merge", "w/add",
+       "weft_graph_close_loop: the back edge into 'w/Merge' must come from output 0 of a "
+       "NextIteration, not output 0 of 'w/add' (AddV2)"},
+      {2, "w/Merge", "w/NextIteration",
+       "weft_graph_close_loop: 'w/Merge' has 2 inputs, not an input 2"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    st = weft_graph_close_loop(g, weft_graph_node(g, bad[k].merge), bad[k].merge_index,
+                               weft_out(weft_graph_node(g, bad[k].next), 0));
+    g_assert_nonnull(st);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_INVALID_ARGUMENT);
+    g_assert_cmpstr(weft_status_message(st), ==, bad[k].message);
+    weft_status_free(st);
+  }
+  weft_graph_t *other = weft_graph_new();
+  st = weft_graph_close_loop(other, merge.node, 1, next);
+  g_assert_nonnull(st);
+  g_assert_cmpstr(weft_status_message(st), ==,
+                  "weft_graph_close_loop: 'w/Merge' and 'w/NextIteration' must both be nodes of "
+                  "the graph");
+  weft_status_free(st);
+  weft_graph_free(other);
+  ASSERT_OK(weft_graph_close_loop(g, merge.node, 1, next));
+  g_assert_true(weft_node_input(merge.node, 1).node == next.node);
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  ASSERT_OK(st);
+  const char *fetch = "w/Exit";
+  weft_tensor_t *out = NULL;
+  ASSERT_OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+  g_assert_cmpint((int)weft_tensor_get_double(out, 0), ==, 5);
+  weft_tensor_unref(out);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/control_flow/cond", test_cond);
+  g_test_add_func("/control_flow/close_loop", test_close_loop);
   g_test_add_func("/control_flow/fetch_dead", test_fetch_dead);
   g_test_add_func("/control_flow/while_sum", test_while_sum);
   g_test_add_func("/control_flow/while_traced", test_while_traced);

@@ -581,6 +581,17 @@ static PyObject *graph_find_output(GraphObject *self, PyObject *arg) {
   return output_wrap(self, out);
 }
 
+/* close_loop(merge, index, next): weft_graph_close_loop, the back edge of a while loop. */
+static PyObject *graph_close_loop(GraphObject *self, PyObject *args) {
+  PyObject *merge, *next;
+  int index;
+  if (!PyArg_ParseTuple(args, "O!iO!", &NodeType, &merge, &index, &NodeType, &next)) return NULL;
+  weft_status_t *st = weft_graph_close_loop(self->graph, ((NodeObject *)merge)->node, index,
+                                            weft_out(((NodeObject *)next)->node, 0));
+  if (st) return raise_status(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *graph_push_name_scope(GraphObject *self, PyObject *arg) {
   const char *s = PyUnicode_AsUTF8(arg);
   if (!s) return NULL;
@@ -802,6 +813,8 @@ static PyMethodDef graph_methods[] = {
   {"add_op", (PyCFunction)(void (*)(void))graph_add_op, METH_VARARGS | METH_KEYWORDS,
    "add_op(op, name, inputs=(), attrs=(), control_inputs=(), device=None) -> Node"},
   {"node", (PyCFunction)graph_node, METH_O, "node(name) -> Node or None"},
+  {"close_loop", (PyCFunction)graph_close_loop, METH_VARARGS,
+   "close_loop(merge, index, next_iteration): point a loop's Merge input at its NextIteration"},
   {"num_nodes", (PyCFunction)graph_num_nodes, METH_NOARGS, "number of nodes"},
   {"node_at", (PyCFunction)graph_node_at, METH_O, "node_at(i) -> Node, creation order"},
   {"find_output", (PyCFunction)graph_find_output, METH_O, "find_output('n:1') -> (Node, 1)"},

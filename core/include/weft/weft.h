@@ -204,6 +204,14 @@ WEFT_API int weft_node_num_control_inputs(const weft_node_t *node);
 WEFT_API weft_node_t *weft_node_control_input(const weft_node_t *node, int index);
 /* The node this one is colocated with (its "_class" "loc:@NAME" names NAME), or NULL. Borrowed. */
 WEFT_API const char *weft_node_colocation_group(const weft_node_t *node);
+/* Closes a while loop (TensorFlow's TF_UpdateEdge as its loops use it): points data input
+ * `index` of `merge`, a Merge, at `next`, output 0 of a NextIteration created after it, whose
+ * dtype must be the input's. A loop is built forward (the Merge first, its second input a
+ * stand-in such as the loop's Enter), so its back edge can only be set once the body exists.
+ * The Merge's output shape becomes unknown, as the GraphDef importer leaves a loop's Merge.
+ * INVALID_ARGUMENT naming the nodes for any other edge; both nodes stay the graph's. */
+WEFT_API weft_status_t *weft_graph_close_loop(weft_graph_t *graph, weft_node_t *merge, int index,
+                                              weft_output_t next);
 /* "name" or "name:1" -> output; NOT_FOUND naming it if there is no such node or output. */
 WEFT_API weft_status_t *weft_graph_find_output(const weft_graph_t *graph, const char *tensor_name,
                                                weft_output_t *out);

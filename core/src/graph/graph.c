@@ -143,6 +143,49 @@ weft_node_t *weft_graph_node_at(const weft_graph_t *g, int index) {
   return n;
 }
 
+weft_status_t *weft_graph_close_loop(weft_graph_t *g, weft_node_t *merge, int index,
+                                     weft_output_t next) {
+  if (!g || !merge || !next.node)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "weft_graph_close_loop: a NULL graph or node");
+  if (merge->graph != g || next.node->graph != g)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: '%s' and '%s' must both be nodes of the graph",
+                           merge->name, next.node->name);
+  if (strcmp(merge->op_name, "Merge") != 0 && strcmp(merge->op_name, "RefMerge") != 0)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: '%s' is a %s, not a Merge", merge->name,
+                           merge->op_name);
+  const char *op = next.node->op_name;
+  if ((strcmp(op, "NextIteration") != 0 && strcmp(op, "RefNextIteration") != 0) ||
+      next.index != 0)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: the back edge into '%s' must come from output "
+                           "0 of a NextIteration, not output %d of '%s' (%s)", merge->name,
+                           next.index, next.node->name, op);
+  if (index < 0 || index >= merge->n_inputs)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: '%s' has %d inputs, not an input %d",
+                           merge->name, merge->n_inputs, index);
+  if (next.node->id <= merge->id)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: '%s' was created before '%s': a back edge "
+                           "runs from a later NextIteration", next.node->name, merge->name);
+  weft_dtype_t want = weft__dtype_base(merge->input_types[index]);
+  if (weft__dtype_base(next.node->output_types[0]) != want)
+    return weft_status_new(WEFT_INVALID_ARGUMENT,
+                           "weft_graph_close_loop: '%s' outputs %s but input %d of '%s' is %s",
+                           next.node->name,
+                           weft_dtype_name(weft__dtype_base(next.node->output_types[0])), index,
+                           merge->name, weft_dtype_name(want));
+  g_mutex_lock(&g->lock);
+  merge->inputs[index].src = next.node;
+  merge->inputs[index].src_index = 0;
+  merge->output_ranks[0] = -1;
+  g_atomic_int_inc(&g->version);
+  g_mutex_unlock(&g->lock);
+  return NULL;
+}
+
 const char *weft_node_name(const weft_node_t *n) { return n->name; }
 const char *weft_node_op(const weft_node_t *n) { return n->op_name; }
 const char *weft_node_requested_device(const weft_node_t *n) { return n->requested_device; }

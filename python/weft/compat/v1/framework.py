@@ -390,8 +390,6 @@ class Graph:
         self._building_function = False
         # the innermost cond or while_loop being built (control_flow.py); None at top level
         self._cf_context = None
-        # device and colocation scopes pushed on self._g, so a rebuilt C graph gets them again
-        self._c_scopes = []
 
     # names
     def unique_name(self, name, mark_as_used=True):
@@ -505,26 +503,11 @@ class Graph:
             self._cf_context = old
 
     def _close_loops(self, back_edges):
-        """Points Merge inputs at NextIteration outputs created after them. The C graph has no
-        call to rewire an input, so the graph is rebuilt from its GraphDef with those inputs
-        replaced (the importer links a loop's back edges), and every Operation is moved onto
-        its node there. back_edges: {merge name: {input index: "next_name:0"}}."""
-        from . import graph_util
-        nodes, other = graph_util._split(self._g.export_graph_def())
-        for n in nodes:
-            for k, src in back_edges.get(n.name, {}).items():
-                n.input[k] = src
-        data = graph_util._join(nodes, other).SerializeToString()
-        new = _weft.Graph()
-        new.import_graph_def(data, None, None)
-        for kind, arg in self._c_scopes:
-            if kind == "device":
-                new.push_device(arg)
-            else:
-                new.push_colocate(new.node(arg))
-        self._g = new
-        for name, op in self._ops.items():
-            op._node = new.node(name)
+        """Points Merge inputs at NextIteration outputs created after them (the back edges of
+        while loops, weft_graph_close_loop). back_edges: {merge name: {input index: next name}}."""
+        for merge, edges in back_edges.items():
+            for k, src in edges.items():
+                self._g.close_loop(self._g.node(merge), k, self._g.node(src.split(":")[0]))
 
     def _check_mine(self, t):
         if not isinstance(t, Tensor):
@@ -617,11 +600,9 @@ class Graph:
                 spec = spec.to_string()
             c_fn = spec
         self._g.push_device(c_fn)
-        self._c_scopes.append(("device", c_fn))
         try:
             yield
         finally:
-            self._c_scopes.pop()
             self._g.pop_device()
 
     @contextlib.contextmanager
@@ -661,13 +642,11 @@ class Graph:
         # leave their state alone, so replica_device_setter's round robin is TensorFlow's).
         self._g.push_colocate(op._node)
         self._g.push_device(None)
-        self._c_scopes += [("colocate", op._name), ("device", None)]
         self._colocating = getattr(self, "_colocating", 0) + 1
         try:
             yield
         finally:
             self._colocating -= 1
-            del self._c_scopes[-2:]
             self._g.pop_device()
             self._g.pop_colocate()
 

@@ -272,7 +272,6 @@ class BaseSession:
         self._closed = False
         opts = config._weft_options() if config is not None else {}
         self._s = _weft.Session(graph._g, target or "", opts)
-        self._c_graph = graph._g
         self._default_ctx = None
         self._plans = {}
         self._fast = {}
@@ -311,10 +310,6 @@ class BaseSession:
         # (a training or serving loop) calls the step prepared for it (weft._weft.Step: names
         # converted once, no lists or tuples built per call); the cache entry keeps the object
         # alive, so its id stays its own.
-        if self._graph._g is not self._c_graph:
-            raise RuntimeError("A tf.while_loop was built after this session was created: weft "
-                               "rebuilds the graph to close a loop, so create the session after "
-                               "building loops (docs/python.md, \"Control flow and RNNs\")")
         hit = self._fast.get(id(fetches))
         if hit is not None and hit[0] is fetches and not feed_dict and options is None \
                 and not self._closed:
