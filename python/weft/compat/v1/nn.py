@@ -200,6 +200,45 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, var
 
 
+_FLOAT32 = _dtypes.float32
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
+                     data_format="NHWC", is_training=True, name=None,
+                     exponential_avg_factor=1.0):
+    """tf.nn.fused_batch_norm (FusedBatchNormV3): y, and the batch mean and variance in
+    training or the given ones in inference. Training ignores absent mean/variance, as
+    TensorFlow passes them empty."""
+    x = _to_tensor(x)
+    with _fw.name_scope(name, "FusedBatchNorm", [x, scale, offset]):
+        if mean is None:
+            mean = _fw.constant([], _FLOAT32)
+        if variance is None:
+            variance = _fw.constant([], _FLOAT32)
+        # TensorFlow raises epsilon to cuDNN's minimum too.
+        epsilon = max(float(epsilon), 1.001e-5)
+        outs = _op("FusedBatchNormV3",
+                   [x, _to_tensor(scale), _to_tensor(offset), _to_tensor(mean),
+                    _to_tensor(variance)],
+                   [("epsilon", "float", epsilon), ("data_format", "string", data_format),
+                    ("is_training", "bool", bool(is_training)),
+                    ("exponential_avg_factor", "float", float(exponential_avg_factor))],
+                   "FusedBatchNormV3")
+        return outs[0], outs[1], outs[2]
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """tf.nn.batch_normalization: (x - mean) * scale / sqrt(variance + epsilon) + offset with
+    element-wise ops, so its gradient is the element-wise ops' gradients."""
+    with _fw.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+        inv = _ops.rsqrt(_ops.add(variance, variance_epsilon))
+        if scale is not None:
+            inv = _ops.multiply(inv, scale)
+        shift = _ops.multiply(mean, inv)
+        shift = _ops.subtract(offset, shift) if offset is not None else _ops.negative(shift)
+        return _ops.add(_ops.multiply(x, _ops.cast(inv, _to_tensor(x).dtype)), shift)
+
+
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
     if isinstance(params, (list, tuple)):
