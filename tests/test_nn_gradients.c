@@ -578,11 +578,13 @@ static void test_strided_slice_grad(void) {
       /* x[:2, 1:3] by begin_mask, end 2 */
       {2, {9, 1}, {2, 3}, {1, 1}, {1, 0, 0, 0, 0}, 2, {2, 2}, {0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0}},
       /* x[2:, ::-3] by end_mask on both */
-      {2, {2, 3}, {0, 0}, {1, -3}, {0, 3, 0, 0, 0}, 2, {1, 2}, {0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1}},
+      {2, {2, 3}, {0, 0}, {1, -3}, {0, 3, 0, 0, 0}, 2, {1, 2},
+       {0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1}},
       /* x[..., 1] shrinking the last dim */
       {2, {0, 1}, {0, 2}, {1, 1}, {0, 0, 1, 0, 2}, 1, {3}, {0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0}},
       /* x[newaxis, -1] */
-      {2, {0, -1}, {0, 0}, {1, 1}, {0, 0, 0, 1, 2}, 2, {1, 4}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}},
+      {2, {0, -1}, {0, 0}, {1, 1}, {0, 0, 0, 1, 2}, 2, {1, 4},
+       {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4}},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     const case_t *c = &cases[k];
@@ -634,7 +636,8 @@ static void test_fused_batch_norm_grad(void) {
       OK(st);
       char *names[3];
       const char *fetch[3];
-      for (int i = 0; i < 3; i++) fetch[i] = names[i] = g_strdup_printf("%s:%d", weft_node_name(n), i);
+      for (int i = 0; i < 3; i++)
+        fetch[i] = names[i] = g_strdup_printf("%s:%d", weft_node_name(n), i);
       weft_tensor_t *out[3] = {NULL, NULL, NULL};
       OK(weft_session_run(s, NULL, NULL, 0, fetch, out, 3, NULL, 0));
       double r = 1 / sqrt(1.25);

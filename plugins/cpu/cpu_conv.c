@@ -460,7 +460,7 @@ typedef struct pool_grad_job {
   const geom_t *g;
   const void *x, *dy;
   void *dx;
-  weft_dtype_t dt;
+  weft_dtype_t dt, acc_dt; /* of x and dy; of dx (double for the 16-bit floats) */
   bool is_max;
 } pool_grad_job_t;
 
@@ -489,14 +489,15 @@ static void pool_grad_range(void *arg, int64_t b, int64_t e) {
                 best_at = at;
               }
             }
-          weft__cpu_store_f(j->dt, j->dx, best_at,
-                            weft__cpu_load_f(j->dt, j->dx, best_at) + gv);
+          weft__cpu_store_f(j->acc_dt, j->dx, best_at,
+                            weft__cpu_load_f(j->acc_dt, j->dx, best_at) + gv);
         } else {
           gv /= (double)((y1 - y0) * (x1 - x0));
           for (int64_t yy = y0; yy < y1; yy++)
             for (int64_t xx = x0; xx < x1; xx++) {
               int64_t at = base + yy * g->in_s[1] + xx * g->in_s[2];
-              weft__cpu_store_f(j->dt, j->dx, at, weft__cpu_load_f(j->dt, j->dx, at) + gv);
+              weft__cpu_store_f(j->acc_dt, j->dx, at,
+                                weft__cpu_load_f(j->acc_dt, j->dx, at) + gv);
             }
         }
       }
@@ -557,9 +558,22 @@ static weft_status_t *k_pool_grad(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(check_pooled(ctx, op, "grad", &g, &dy));
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, 4, x.dims, &dx));
   if (dx.num_elements == 0) return NULL;
-  WEFT_RETURN_IF_ERROR(weft__cpu_zero(ctx, &dx));
-  pool_grad_job_t j = {&g, x.data, dy.data, dx.data, dy.dtype, is_max};
+  /* Overlapping windows add into an element several times: half and bfloat16 would round at
+   * each addition, so they add up in double and round once. */
+  bool wide = dy.dtype == WEFT_DT_HALF || dy.dtype == WEFT_DT_BFLOAT16;
+  pool_grad_job_t j = {&g, x.data, dy.data, dx.data, dy.dtype, dy.dtype, is_max};
+  if (wide) {
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)dx.num_elements,
+                                           &j.dx));
+    memset(j.dx, 0, sizeof(double) * (size_t)dx.num_elements);
+    j.acc_dt = WEFT_DT_DOUBLE;
+  } else {
+    WEFT_RETURN_IF_ERROR(weft__cpu_zero(ctx, &dx));
+  }
   weft__cpu_parallel(ctx, g.n * g.c, g.oh * g.ow * g.kh * g.kw + 1, pool_grad_range, &j);
+  if (wide)
+    for (int64_t i = 0; i < dx.num_elements; i++)
+      weft__cpu_store_f(dx.dtype, dx.data, i, ((const double *)j.dx)[i]);
   return NULL;
 }
 

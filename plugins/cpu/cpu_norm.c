@@ -183,7 +183,8 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
  * FusedBatchNormGrad, V2, V3. reserve_space_1/2 are what the forward op saved: the batch mean
  * and biased variance in training, the population mean and variance in inference (the gradient
  * function passes those). V3's reserve_space_3 is read by nothing on CPU. Training:
- * dx = scale / sqrt(var + eps) * (dy - mean(dy) - (x - mean) * mean(dy * (x - mean)) / (var + eps));
+ * dx = scale / sqrt(var + eps)
+ *      * (dy - mean(dy) - (x - mean) * mean(dy * (x - mean)) / (var + eps));
  * inference: dx = dy * scale / sqrt(var + eps). dscale = sum(dy * (x - mean)) / sqrt(var + eps)
  * and doffset = sum(dy) in both. Sums in double. */
 
