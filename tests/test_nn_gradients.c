@@ -206,6 +206,30 @@ static void test_conv2d(void) {
     }
 }
 
+/* Conv2D with EXPLICIT padding and dilations, and MaxPool with EXPLICIT padding: the attrs
+ * reach the backprop ops. */
+static void test_explicit_padding(void) {
+  for (int pool = 0; pool < 2; pool++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[4] = {1, 6, 5, 2}, fd[4] = {2, 3, 2, 2}, pads[8] = {0, 0, 1, 2, 2, 0, 0, 0};
+    double *xv = values(60, 0.15), *fv = values(24, 0.65);
+    weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 4, xd, xv), NONE};
+    if (!pool) ins[1] = feed(g, &f, "w", WEFT_DT_DOUBLE, 4, fd, fv);
+    weft_op_builder_t *b = op_new(g, pool ? "MaxPool" : "Conv2D", ins, pool ? 1 : 2);
+    set_ints(b, "strides", 1, 2, 1, 1);
+    if (pool) set_ints(b, "ksize", 1, 3, 2, 1);
+    else set_ints(b, "dilations", 1, 2, 1, 1);
+    weft_op_set_attr_string(b, "padding", "EXPLICIT");
+    weft_op_set_attr_int_list(b, "explicit_paddings", pads, 8);
+    check_fd(g, &f, weft_out(finish(b), 0), pool ? 1u : 3u,
+             pool ? "MaxPool EXPLICIT" : "Conv2D EXPLICIT dilated");
+    g_free(xv);
+    g_free(fv);
+    weft_graph_free(g);
+  }
+}
+
 /* Conv2DBackpropInput as a layer (a transposed convolution): gradients of filter and dy. */
 static void test_conv2d_backprop_input(void) {
   weft_graph_t *g = weft_graph_new();
@@ -673,6 +697,7 @@ static void test_fused_batch_norm_grad(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/nn_gradients/conv2d", test_conv2d);
+  g_test_add_func("/nn_gradients/explicit_padding", test_explicit_padding);
   g_test_add_func("/nn_gradients/conv2d_backprop_input", test_conv2d_backprop_input);
   g_test_add_func("/nn_gradients/pools", test_pools);
   g_test_add_func("/nn_gradients/fused_batch_norm", test_fused_batch_norm);
