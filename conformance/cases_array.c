@@ -1,9 +1,10 @@
 /* cases_array.c: conformance cases of the array and data-movement ops (Reshape, Transpose,
  * ConcatV2, Pack, Unpack, Fill, Shape, ShapeN, Size, Rank, ExpandDims, Squeeze, Slice,
- * StridedSlice with every mask, Tile, Range, Gather, GatherV2, Split, SplitV, Pad, OneHot,
- * BroadcastTo, DynamicStitch, BroadcastGradientArgs, Cast between every numeric pair, IdentityN,
- * PlaceholderWithDefault and Const) over every dtype they accept, strings and bools included,
- * with distinct element values so that a misplaced element shows. */
+ * StridedSlice with every mask (and StridedSliceGrad over the same specs), Tile, Range, Gather,
+ * GatherV2, Split, SplitV, Pad, OneHot, BroadcastTo, DynamicStitch, BroadcastGradientArgs, Cast
+ * between every numeric pair, IdentityN, PlaceholderWithDefault and Const) over every dtype they
+ * accept, strings and bools included, with distinct element values so that a misplaced element
+ * shows. */
 #include <math.h>
 #include <string.h>
 
@@ -397,8 +398,10 @@ static void resolve_strided(const int64_t *in_dims, int rank, const int64_t *b, 
   (void)in_full;
 }
 
+/* StridedSlice, and StridedSliceGrad over the same specs. */
 static void emit_strided_slice(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
+  bool grad = strcmp(op, "StridedSliceGrad") == 0;
   typedef struct {
     const char *name;
     int rank;
@@ -428,14 +431,35 @@ static void emit_strided_slice(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
     int orank;
     resolve_strided(t->dims, t->rank, t->b, t->e, t->s, t->n, t->bm, t->em, t->ellm, t->nam,
                     t->sam, begin, count, stride, &orank, od);
-    cf_array_t *flat = cf_ref_strided(x, begin, count, stride);
-    cf_case_expect(c, cf_array_reshape(flat, orank, od));
-    cf_array_free(flat);
-    cf_case_input(c, x);
     weft_dtype_t it = i == 2 ? WEFT_DT_INT64 : WEFT_DT_INT32;
-    cf_case_const_input(c, ints(it, t->n, t->b));
-    cf_case_const_input(c, ints(it, t->n, t->e));
-    cf_case_const_input(c, ints(it, t->n, t->s));
+    if (grad) {
+      /* StridedSliceGrad(shape, begin, end, strides, dy): dy lands where the slice reads, found
+       * by slicing the element indices of x. */
+      cf_array_t *where = cf_array_new(WEFT_DT_DOUBLE, t->rank, t->dims);
+      for (int64_t k = 0; k < where->n; k++) where->v[k] = (double)k;
+      cf_array_t *picked = cf_ref_strided(where, begin, count, stride);
+      cf_array_t *dy = data(&rng, dt, orank, od);
+      cf_array_t *want = cf_array_new(dt, t->rank, t->dims);
+      for (int64_t k = 0; k < picked->n; k++)
+        cf_copy_value(want, (int64_t)picked->v[k], dy, k);
+      cf_case_expect(c, want);
+      cf_case_const_input(c, ints(it, t->rank, t->dims));
+      cf_case_const_input(c, ints(it, t->n, t->b));
+      cf_case_const_input(c, ints(it, t->n, t->e));
+      cf_case_const_input(c, ints(it, t->n, t->s));
+      cf_case_input(c, dy);
+      cf_array_free(where);
+      cf_array_free(picked);
+      cf_array_free(x);
+    } else {
+      cf_array_t *flat = cf_ref_strided(x, begin, count, stride);
+      cf_case_expect(c, cf_array_reshape(flat, orank, od));
+      cf_array_free(flat);
+      cf_case_input(c, x);
+      cf_case_const_input(c, ints(it, t->n, t->b));
+      cf_case_const_input(c, ints(it, t->n, t->e));
+      cf_case_const_input(c, ints(it, t->n, t->s));
+    }
     if (t->bm) cf_case_attr_int(c, "begin_mask", t->bm);
     if (t->em) cf_case_attr_int(c, "end_mask", t->em);
     if (t->ellm) cf_case_attr_int(c, "ellipsis_mask", t->ellm);
@@ -902,6 +926,7 @@ const cf_suite_t cf_suites_array[] = {
     {"Squeeze", cf_dtypes_all, emit_expand_squeeze, NULL},
     {"Slice", cf_dtypes_all, emit_slice, NULL},
     {"StridedSlice", cf_dtypes_all, emit_strided_slice, NULL},
+    {"StridedSliceGrad", cf_dtypes_numeric, emit_strided_slice, NULL},
     {"Tile", cf_dtypes_all, emit_tile, NULL},
     {"Range", range_dtypes, emit_range, "Tidx"},
     {"Gather", cf_dtypes_all, emit_gather, "Tparams"},

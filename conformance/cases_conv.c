@@ -3,7 +3,8 @@
  * gradients, Conv3D, Conv3DBackpropInputV2 (SAME / VALID / EXPLICIT, strides, dilations, NHWC and
  * NCHW, empty batches, mismatched shapes), AvgPool3D, MaxPool3D, MaxPoolWithArgmax (ties, NaN,
  * include_batch_in_index), FusedBatchNorm, V2 and V3 (training, inference,
- * exponential_avg_factor, NCHW, 5-D) and LRN. */
+ * exponential_avg_factor, NCHW, 5-D), their gradients FusedBatchNormGrad, V2 and V3 (training,
+ * inference, NCHW, 5-D, a wrong scale size) and LRN. */
 #include <math.h>
 #include <string.h>
 
@@ -451,38 +452,66 @@ static void emit_argmax_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
 /* ---------------------------------------------------------------------------------------------
  * FusedBatchNorm, V2, V3 */
 
+typedef struct bn {
+  const char *name;
+  int rank;
+  int64_t dims[5];
+  const char *format;
+  bool training;
+  double eps, factor;
+} bn_t;
+
+static const bn_t bn_cases[] = {
+    {"training", 4, {2, 3, 4, 5}, "NHWC", true, 0.001, 1.0},
+    {"training_avg_factor", 4, {2, 3, 3, 4}, "NHWC", true, 0.0001, 0.25},
+    {"training_nchw", 4, {2, 3, 4, 5}, "NCHW", true, 0.01, 1.0},
+    {"training_one_element_per_channel", 4, {1, 1, 1, 3}, "NHWC", true, 0.001, 1.0},
+    {"inference", 4, {2, 3, 4, 5}, "NHWC", false, 0.001, 1.0},
+    {"inference_nchw", 4, {1, 4, 3, 3}, "NCHW", false, 0.5, 1.0},
+    {"training_ndhwc", 5, {2, 2, 3, 2, 3}, "NDHWC", true, 0.001, 1.0},
+    {"inference_ncdhw", 5, {1, 3, 2, 2, 2}, "NCDHW", false, 0.001, 1.0},
+    {"training_large", 4, {8, 16, 16, 32}, "NHWC", true, 0.001, 1.0},
+};
+
+/* Case b of op: its generator, the channel position and count. */
+static cf_case_t *bn_case_new(const char *op, const bn_t *b, weft_dtype_t dt, cf_rng_t *rng,
+                              bool *cfirst, int64_t *C) {
+  cf_case_t *c = cf_case_new(op, b->name, dt);
+  cf_case_rng(c, rng);
+  *cfirst = b->format[1] == 'C';
+  *C = b->dims[*cfirst ? 1 : b->rank - 1];
+  return c;
+}
+
+/* x [1, 2, 2, 3] with a scale of 2 values: INVALID_ARGUMENT. n_tensors: the op's inputs after
+ * x (and dy) that are per-channel vectors of 3; v3_reserve: V3's reserve_space_3 input. */
+static void emit_bn_scale_size_error(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                                     int n_x, int n_tensors, bool v3_reserve) {
+  weft_dtype_t u = WEFT_DT_FLOAT;
+  cf_case_t *c = cf_case_new(op, "error_scale_size", dt);
+  int64_t d[4] = {1, 2, 2, 3}, C = 3, C2 = 2;
+  for (int k = 0; k < n_x; k++) cf_case_input(c, cf_array_new(dt, 4, d));
+  cf_case_input(c, cf_array_new(u, 1, &C2));
+  for (int k = 0; k < n_tensors; k++) cf_case_input(c, cf_array_new(u, 1, &C));
+  if (v3_reserve) cf_case_input(c, cf_array_new(u, 0, NULL));
+  if (strcmp(op, "FusedBatchNorm") != 0 && strcmp(op, "FusedBatchNormGrad") != 0)
+    cf_case_attr_type(c, "U", u);
+  cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, NULL);
+  cf_run_case(ctx, c);
+}
+
 static void emit_fused_bn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
   bool v3 = strcmp(op, "FusedBatchNormV3") == 0;
-  typedef struct {
-    const char *name;
-    int rank;
-    int64_t dims[5];
-    const char *format;
-    bool training;
-    double eps, factor;
-  } bn_t;
-  static const bn_t cases[] = {
-      {"training", 4, {2, 3, 4, 5}, "NHWC", true, 0.001, 1.0},
-      {"training_avg_factor", 4, {2, 3, 3, 4}, "NHWC", true, 0.0001, 0.25},
-      {"training_nchw", 4, {2, 3, 4, 5}, "NCHW", true, 0.01, 1.0},
-      {"training_one_element_per_channel", 4, {1, 1, 1, 3}, "NHWC", true, 0.001, 1.0},
-      {"inference", 4, {2, 3, 4, 5}, "NHWC", false, 0.001, 1.0},
-      {"inference_nchw", 4, {1, 4, 3, 3}, "NCHW", false, 0.5, 1.0},
-      {"training_ndhwc", 5, {2, 2, 3, 2, 3}, "NDHWC", true, 0.001, 1.0},
-      {"inference_ncdhw", 5, {1, 3, 2, 2, 2}, "NCDHW", false, 0.001, 1.0},
-      {"training_large", 4, {8, 16, 16, 32}, "NHWC", true, 0.001, 1.0},
-  };
   weft_dtype_t u = WEFT_DT_FLOAT;
-  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-    const bn_t *b = &cases[i];
+  for (size_t i = 0; i < G_N_ELEMENTS(bn_cases); i++) {
+    const bn_t *b = &bn_cases[i];
     if (b->rank == 5 && !v3) continue;
     if (strcmp(b->name, "training_large") == 0 && dt != WEFT_DT_FLOAT) continue;
-    cf_case_t *c = cf_case_new(op, b->name, dt);
     cf_rng_t rng;
-    cf_case_rng(c, &rng);
-    bool cfirst = b->format[1] == 'C';
-    int64_t C = b->dims[cfirst ? 1 : b->rank - 1];
+    bool cfirst;
+    int64_t C;
+    cf_case_t *c = bn_case_new(op, b, dt, &rng, &cfirst, &C);
     cf_array_t *x = cf_gen_uniform(&rng, dt, b->rank, b->dims, -3, 5);
     cf_array_t *p[4] = {cf_gen_uniform(&rng, u, 1, &C, 0.5, 2),
                         cf_gen_uniform(&rng, u, 1, &C, -1, 1),
@@ -530,16 +559,45 @@ static void emit_fused_bn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     if (strcmp(op, "FusedBatchNorm") != 0) cf_case_attr_type(c, "U", u);
     cf_run_case(ctx, c);
   }
-  {
-    cf_case_t *c = cf_case_new(op, "error_scale_size", dt);
-    int64_t d[4] = {1, 2, 2, 3}, C = 3, C2 = 2;
-    cf_case_input(c, cf_array_new(dt, 4, d));
-    cf_case_input(c, cf_array_new(u, 1, &C2));
-    for (int k = 0; k < 3; k++) cf_case_input(c, cf_array_new(u, 1, &C));
-    if (strcmp(op, "FusedBatchNorm") != 0) cf_case_attr_type(c, "U", u);
-    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, NULL);
+  emit_bn_scale_size_error(ctx, op, dt, 1, 3, false);
+}
+
+/* FusedBatchNormGrad, V2, V3 over the forward op's cases (exponential_avg_factor does not
+ * apply), and a scale of the wrong size. */
+static void emit_fused_bn_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool v3 = strcmp(op, "FusedBatchNormGradV3") == 0, v1 = strcmp(op, "FusedBatchNormGrad") == 0;
+  weft_dtype_t u = WEFT_DT_FLOAT;
+  for (size_t i = 0; i < G_N_ELEMENTS(bn_cases); i++) {
+    const bn_t *b = &bn_cases[i];
+    if ((b->rank == 5 && !v3) || b->factor != 1.0) continue;
+    if (strcmp(b->name, "training_large") == 0 && dt != WEFT_DT_FLOAT) continue;
+    cf_rng_t rng;
+    bool cfirst;
+    int64_t C;
+    cf_case_t *c = bn_case_new(op, b, dt, &rng, &cfirst, &C);
+    cf_array_t *dy = cf_gen_uniform(&rng, dt, b->rank, b->dims, -1, 1);
+    cf_array_t *x = cf_gen_uniform(&rng, dt, b->rank, b->dims, -3, 5);
+    cf_array_t *p[3] = {cf_gen_uniform(&rng, u, 1, &C, 0.5, 2),
+                        cf_gen_uniform(&rng, u, 1, &C, -1, 1),
+                        cf_gen_uniform(&rng, u, 1, &C, 0.1, 2)};
+    cf_array_t *out[3];
+    cf_ref_fused_batch_norm_grad(dy, x, p[0], p[1], p[2], cfirst, b->eps, b->training, out);
+    for (int k = 0; k < 3; k++) cf_case_expect(c, out[k]);
+    cf_case_input(c, dy);
+    cf_case_input(c, x);
+    for (int k = 0; k < 3; k++) cf_case_input(c, p[k]);
+    if (v3) cf_case_input(c, cf_array_new(u, 0, NULL));
+    cf_case_attr_float(c, "epsilon", b->eps);
+    cf_case_attr_bool(c, "is_training", b->training);
+    cf_case_attr_string(c, "data_format", b->format);
+    if (!v1) cf_case_attr_type(c, "U", u);
+    c->tol = cf_tol_scale(c->tol, 8);
+    if (dt != WEFT_DT_FLOAT) c->tol.atol += 0.02;
+    c->tol.atol += 1e-5;
     cf_run_case(ctx, c);
   }
+  emit_bn_scale_size_error(ctx, op, dt, 2, 2, v3);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -604,6 +662,9 @@ const cf_suite_t cf_suites_conv[] = {
     {"FusedBatchNorm", cf_dtypes_float, emit_fused_bn, NULL},
     {"FusedBatchNormV2", cf_dtypes_float, emit_fused_bn, NULL},
     {"FusedBatchNormV3", cf_dtypes_float, emit_fused_bn, NULL},
+    {"FusedBatchNormGrad", cf_dtypes_float, emit_fused_bn_grad, NULL},
+    {"FusedBatchNormGradV2", cf_dtypes_float, emit_fused_bn_grad, NULL},
+    {"FusedBatchNormGradV3", cf_dtypes_float, emit_fused_bn_grad, NULL},
     {"LRN", cf_dtypes_float, emit_lrn, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -23,6 +23,8 @@ typedef enum gkind {
   GK_RESHAPE,   /* opt[0], opt[1]: the new shape */
   GK_SPLIT,     /* Split along axis opt[0] into opt[1] parts; output 0 is checked */
   GK_REVERSE,   /* ReverseV2 on axis opt[0] */
+  GK_POOL,      /* NHWC window opt[0] x opt[0], stride opt[1], padding SAME (opt[2]) or VALID */
+  GK_CONV,      /* NHWC Conv2D/DepthwiseConv2dNative stride opt[1], padding SAME (opt[2]) */
 } gkind_t;
 
 typedef struct gspec {
@@ -31,7 +33,7 @@ typedef struct gspec {
   gkind_t kind;
   int n_in;
   int rank[G_MAX_IN];
-  int64_t dims[G_MAX_IN][3];
+  int64_t dims[G_MAX_IN][4];
   double lo, hi;
   bool sign;         /* random signs */
   int opt[4];
@@ -77,6 +79,20 @@ static const gspec_t specs[] = {
     {"Reshape", "3x2", GK_RESHAPE, 1, {2}, {{2, 3}}, 0.1, 1, true, {3, 2}, 0},
     {"Split", "axis1_of2", GK_SPLIT, 1, {2}, {{2, 4}}, 0.1, 1, true, {1, 2}, 0},
     {"ReverseV2", "axis1", GK_REVERSE, 1, {2}, {{2, 3}}, 0.1, 1, true, {1}, 0},
+    U("Asin", 0.1, 0.9, true), U("Acos", 0.1, 0.9, true), U("Atanh", 0.1, 0.9, true),
+    U("Asinh", 0.1, 2, true), U("Acosh", 1.2, 3, false), U("Selu", 0.1, 2, true),
+    U("Lgamma", 0.5, 3, false),
+    BIN("Atan2", "bcast_row", 2, {2 COMMA 3}, 1, {3}, 0.5, 2, true),
+    {"Prod", "axis1", GK_REDUCE, 1, {2}, {{2, 3}}, 0.5, 1.5, true, {1, 1, 0, 0}, 0},
+    {"MaxPool", "k2_s2_same", GK_POOL, 1, {4}, {{1, 5, 5, 2}}, 0.1, 2, true, {2, 2, 1}, 0},
+    {"AvgPool", "k3_s2_same", GK_POOL, 1, {4}, {{1, 5, 5, 2}}, 0.1, 2, true, {3, 2, 1}, 0},
+    {"AvgPool", "k2_s1_valid", GK_POOL, 1, {4}, {{2, 3, 4, 1}}, 0.1, 2, true, {2, 1, 0}, 0},
+    {"Conv2D", "s2_same", GK_CONV, 2, {4, 4}, {{1, 5, 4, 2}, {3, 3, 2, 3}}, 0.1, 1, true,
+     {0, 2, 1}, 0},
+    {"Conv2D", "s1_valid", GK_CONV, 2, {4, 4}, {{2, 4, 4, 1}, {2, 2, 1, 2}}, 0.1, 1, true,
+     {0, 1, 0}, 0},
+    {"DepthwiseConv2dNative", "s1_same", GK_CONV, 2, {4, 4}, {{1, 4, 4, 2}, {3, 3, 2, 2}}, 0.1,
+     1, true, {0, 1, 1}, 0},
 };
 
 bool cf_case_name_selected(const cf_run_ctx_t *ctx, const char *name) {
@@ -144,6 +160,15 @@ static weft_output_t build_op(weft_graph_t *g, const gspec_t *s, const weft_outp
       weft_op_add_input(b, x[0]);
       weft_op_add_input(b, ints_const(g, s->opt, 1, false, st));
       break;
+    case GK_POOL:
+    case GK_CONV: {
+      int64_t k[4] = {1, s->opt[0], s->opt[0], 1}, stride[4] = {1, s->opt[1], s->opt[1], 1};
+      for (int i = 0; i < s->n_in; i++) weft_op_add_input(b, x[i]);
+      if (s->kind == GK_POOL) weft_op_set_attr_int_list(b, "ksize", k, 4);
+      weft_op_set_attr_int_list(b, "strides", stride, 4);
+      weft_op_set_attr_string(b, "padding", s->opt[2] ? "SAME" : "VALID");
+      break;
+    }
   }
   weft_node_t *n = NULL;
   if (*st) {

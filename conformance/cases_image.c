@@ -1,7 +1,8 @@
 /* cases_image.c: conformance cases of the convolution, pooling and padding ops: Conv2D (SAME,
  * VALID and explicit padding, strides, dilations, grouped filters, NHWC and NCHW, 1x1 and odd
  * sizes), MaxPool (SAME/VALID/EXPLICIT, NaN, integer dtypes), AvgPool (SAME divides by the
- * in-bounds count), PadV2 (a constant value) and MirrorPad (REFLECT and SYMMETRIC). */
+ * in-bounds count), their gradients MaxPoolGrad (to the first maximum) and AvgPoolGrad over the
+ * same windows, PadV2 (a constant value) and MirrorPad (REFLECT and SYMMETRIC). */
 #include <math.h>
 #include <string.h>
 
@@ -207,9 +208,11 @@ static void emit_pool_values(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
   cf_run_case(ctx, c);
 }
 
+/* MaxPool, AvgPool, and their gradients MaxPoolGrad(x, MaxPool(x), dy) and
+ * AvgPoolGrad(shape of x, dy) over the same windows. */
 static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  bool is_max = strcmp(op, "MaxPool") == 0;
+  bool is_max = strncmp(op, "MaxPool", 7) == 0, grad = strstr(op, "Grad") != NULL;
   for (size_t i = 0; i < G_N_ELEMENTS(pool_cases); i++) {
     const conv_spec_t *s = &pool_cases[i];
     if (strcmp(s->padding, "EXPLICIT") == 0 && !is_max) continue; /* AvgPool has no EXPLICIT */
@@ -222,17 +225,33 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_array_t *x = cf_gen_uniform(&rng, dt, 4, dims, 0, 0);
     cf_window_t w;
     fill_window(s, &w, true);
-    cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
-    cf_case_input(c, x);
+    if (grad) {
+      cf_array_t *y = cf_ref_pool2d(x, &w, true);
+      cf_array_t *dy = cf_gen_uniform(&rng, dt, 4, y->dims, 0, 0);
+      cf_case_expect(c, cf_ref_pool2d_grad(x, dy, &w, is_max));
+      if (is_max) {
+        cf_case_input(c, x);
+        cf_case_input(c, y);
+      } else {
+        cf_case_const_input(c, cf_array_ints(WEFT_DT_INT32, 4, dims));
+        cf_array_free(x);
+        cf_array_free(y);
+      }
+      cf_case_input(c, dy);
+    } else {
+      cf_case_expect(c, cf_ref_pool2d(x, &w, is_max));
+      cf_case_input(c, x);
+    }
     set_4(c, "ksize", s->nchw, s->filter[0], s->filter[1]);
     set_4(c, "strides", s->nchw, s->stride[0], s->stride[1]);
     cf_case_attr_string(c, "padding", s->padding);
     set_explicit(c, s);
     if (s->nchw) cf_case_attr_string(c, "data_format", "NCHW");
-    if (!is_max) c->tol = cf_tol_scale(c->tol, 4);
+    /* Means, and the gradients' overlapping windows, add up in the dtype. */
+    if (!is_max || grad) c->tol = cf_tol_scale(c->tol, 4);
     cf_run_case(ctx, c);
   }
-  if (cf_dtype_is_float(dt)) {
+  if (cf_dtype_is_float(dt) && !grad) {
     /* NaN inside a window poisons that window only; -Inf is an ordinary value. */
     double v[16] = {1, 2, NAN, 4, 5, 6, 7, 8, -INFINITY, 1, 2, 3, 4, 5, 6, INFINITY};
     conv_spec_t s = {"nan_inf", {1, 4, 4, 1}, {2, 2, 0, 0}, {2, 2}, {1, 1}, "VALID", {0}, false};
@@ -298,6 +317,8 @@ static const weft_dtype_t pad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT
 const cf_suite_t cf_suites_image[] = {
     {"Conv2D", cf_dtypes_numeric, emit_conv2d, NULL},
     {"MaxPool", cf_dtypes_numeric, emit_pool, NULL},
+    {"MaxPoolGrad", cf_dtypes_float, emit_pool, NULL},
+    {"AvgPoolGrad", cf_dtypes_float, emit_pool, NULL},
     {"AvgPool", cf_dtypes_numeric, emit_pool, NULL},
     {"PadV2", pad_dtypes, emit_pad_v2, NULL},
     {"MirrorPad", pad_dtypes, emit_pad_v2, NULL},

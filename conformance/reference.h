@@ -105,6 +105,9 @@ void cf_window_resolve(cf_window_t *w, const char *padding, const int64_t *in_hw
 cf_array_t *cf_ref_conv2d(const cf_array_t *input, const cf_array_t *filter, const cf_window_t *w);
 /* MaxPool (is_max) or AvgPool; avg divides by the number of in-bounds elements. */
 cf_array_t *cf_ref_pool2d(const cf_array_t *input, const cf_window_t *w, bool is_max);
+/* MaxPoolGrad (first maximum of each window) / AvgPoolGrad (shared by the in-bounds elements). */
+cf_array_t *cf_ref_pool2d_grad(const cf_array_t *input, const cf_array_t *dy,
+                               const cf_window_t *w, bool is_max);
 
 /* ---- reference_array_extra.c: ReverseV2, Roll, MatrixDiag, SpaceToBatchND, TopKV2, ... ---- */
 

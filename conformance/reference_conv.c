@@ -222,3 +222,32 @@ cf_array_t *cf_ref_lrn(const cf_array_t *x, int64_t radius, double bias, double 
   cf_array_round(y);
   return y;
 }
+
+void cf_ref_fused_batch_norm_grad(const cf_array_t *dy, const cf_array_t *x,
+                                  const cf_array_t *scale, const cf_array_t *mean,
+                                  const cf_array_t *var, bool cfirst, double eps, bool training,
+                                  cf_array_t *out[3]) {
+  int64_t C = x->dims[cfirst ? 1 : x->rank - 1], inner = 1;
+  for (int d = 2; cfirst && d < x->rank; d++) inner *= x->dims[d];
+  int64_t rest = C ? x->n / C : 0;
+  out[0] = cf_array_new_like(x, x->dtype);
+  for (int i = 1; i < 3; i++) out[i] = cf_array_new(mean->dtype, 1, &C);
+  for (int64_t c = 0; c < C; c++) {
+    double m = mean->v[c], r = 1 / sqrt(var->v[c] + eps), sum_dy = 0, sum_dy_xc = 0;
+    for (int64_t i = 0; i < x->n; i++)
+      if ((cfirst ? (i / inner) % C : i % C) == c) {
+        sum_dy += dy->v[i];
+        sum_dy_xc += dy->v[i] * (x->v[i] - m);
+      }
+    for (int64_t i = 0; i < x->n; i++)
+      if ((cfirst ? (i / inner) % C : i % C) == c) {
+        double g = dy->v[i];
+        if (training)
+          g -= sum_dy / (double)rest + (x->v[i] - m) * r * r * sum_dy_xc / (double)rest;
+        out[0]->v[i] = scale->v[c] * r * g;
+      }
+    out[1]->v[c] = sum_dy_xc * r;
+    out[2]->v[c] = sum_dy;
+  }
+  for (int i = 0; i < 3; i++) cf_array_round(out[i]);
+}

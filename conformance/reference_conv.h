@@ -30,6 +30,12 @@ void cf_ref_max_pool_argmax(const cf_array_t *x, const cf_geom_t *g, bool with_b
 /* p: scale, offset, mean, variance; out: y, batch_mean, batch_variance, reserve 1 and 2. */
 void cf_ref_fused_batch_norm(const cf_array_t *x, const cf_array_t *const p[4], bool cfirst,
                              double eps, double factor, bool training, cf_array_t *out[5]);
+/* FusedBatchNormGrad*: x_backprop, scale_backprop, offset_backprop from dy, x, scale and the
+ * saved (training) or population (inference) mean and variance. */
+void cf_ref_fused_batch_norm_grad(const cf_array_t *dy, const cf_array_t *x,
+                                  const cf_array_t *scale, const cf_array_t *mean,
+                                  const cf_array_t *var, bool cfirst, double eps, bool training,
+                                  cf_array_t *out[3]);
 cf_array_t *cf_ref_lrn(const cf_array_t *x, int64_t radius, double bias, double alpha,
                        double beta);
 

@@ -94,37 +94,69 @@ cf_array_t *cf_ref_conv2d(const cf_array_t *input, const cf_array_t *filter,
   return out;
 }
 
-cf_array_t *cf_ref_pool2d(const cf_array_t *input, const cf_window_t *w, bool is_max) {
+/* The flat input indices of output (b, y, x, ch)'s window inside the input, in window order
+ * (rows, then columns); returns how many. idx holds ksize[0] * ksize[1]. */
+static int64_t window_elems(const cf_window_t *w, int64_t h, int64_t wd, int64_t c, int64_t b,
+                            int64_t y, int64_t x, int64_t ch, int64_t *idx) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < w->ksize[0]; i++) {
+    int64_t iy = y * w->stride[0] + i - w->pad_before[0];
+    if (iy < 0 || iy >= h) continue;
+    for (int64_t j = 0; j < w->ksize[1]; j++) {
+      int64_t ix = x * w->stride[1] + j - w->pad_before[1];
+      if (ix >= 0 && ix < wd) idx[count++] = at(w->nchw, h, wd, c, b, iy, ix, ch);
+    }
+  }
+  return count;
+}
+
+/* The pools forward (dy NULL: the max or mean of each window, NaN poisoning it) or backward
+ * (MaxPoolGrad / AvgPoolGrad: dy's element of each window goes to the window's first maximum,
+ * later equal values not taking it, or is shared by its in-bounds elements). */
+static cf_array_t *pool2d(const cf_array_t *input, const cf_array_t *dy, const cf_window_t *w,
+                          bool is_max) {
   int64_t n, h, wd, c;
   layout(input, w->nchw, &n, &h, &wd, &c);
   int64_t oh = out_size(h, w->ksize[0], 1, w->stride[0], w->pad_before[0], w->pad_after[0]);
   int64_t ow = out_size(wd, w->ksize[1], 1, w->stride[1], w->pad_before[1], w->pad_after[1]);
-  cf_array_t *out = new_output(input, w->nchw, n, oh, ow, c);
+  cf_array_t *out = dy ? cf_array_new(dy->dtype, input->rank, input->dims)
+                       : new_output(input, w->nchw, n, oh, ow, c);
+  int64_t *idx = g_new(int64_t, w->ksize[0] * w->ksize[1] + 1);
   for (int64_t b = 0; b < n; b++)
     for (int64_t y = 0; y < oh; y++)
       for (int64_t x = 0; x < ow; x++)
         for (int64_t ch = 0; ch < c; ch++) {
-          double acc = is_max ? -INFINITY : 0;
-          int64_t count = 0;
-          bool nan = false;
-          for (int64_t i = 0; i < w->ksize[0]; i++) {
-            int64_t iy = y * w->stride[0] + i - w->pad_before[0];
-            if (iy < 0 || iy >= h) continue;
-            for (int64_t j = 0; j < w->ksize[1]; j++) {
-              int64_t ix = x * w->stride[1] + j - w->pad_before[1];
-              if (ix < 0 || ix >= wd) continue;
-              double v = input->v[at(w->nchw, h, wd, c, b, iy, ix, ch)];
-              nan |= isnan(v);
-              if (is_max)
-                acc = v > acc ? v : acc;
-              else
-                acc += v;
-              count++;
+          int64_t count = window_elems(w, h, wd, c, b, y, x, ch, idx);
+          int64_t o = at(w->nchw, oh, ow, c, b, y, x, ch);
+          if (dy) {
+            int64_t best = count ? idx[0] : -1;
+            for (int64_t k = 0; k < count; k++) {
+              if (!is_max) out->v[idx[k]] += dy->v[o] / (double)count;
+              else if (input->v[idx[k]] > input->v[best]) best = idx[k];
             }
+            if (is_max && best >= 0) out->v[best] += dy->v[o];
+            continue;
+          }
+          double acc = is_max ? -INFINITY : 0;
+          bool nan = false;
+          for (int64_t k = 0; k < count; k++) {
+            double v = input->v[idx[k]];
+            nan |= isnan(v);
+            acc = is_max ? (v > acc ? v : acc) : acc + v;
           }
           double r = is_max ? (count ? acc : cf_dtype_min(input->dtype)) : acc / (double)count;
-          out->v[at(w->nchw, oh, ow, c, b, y, x, ch)] = nan ? NAN : r;
+          out->v[o] = nan ? NAN : r;
         }
+  g_free(idx);
   cf_array_round(out);
   return out;
+}
+
+cf_array_t *cf_ref_pool2d_grad(const cf_array_t *input, const cf_array_t *dy,
+                               const cf_window_t *w, bool is_max) {
+  return pool2d(input, dy, w, is_max);
+}
+
+cf_array_t *cf_ref_pool2d(const cf_array_t *input, const cf_window_t *w, bool is_max) {
+  return pool2d(input, NULL, w, is_max);
 }

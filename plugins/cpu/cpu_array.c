@@ -1,10 +1,10 @@
-/* cpu_array.c: kernels that move elements around without arithmetic: Transpose, ConcatV2,
- * Concat, Pack, Unpack, Slice, StridedSlice, Tile, Range, GatherV2, Gather, Split, SplitV, Pad,
- * PadV2, OneHot, BroadcastTo, Fill, ZerosLike, OnesLike, DynamicStitch. Every kernel works for
- * every dtype, strings included (moved element by element through host->string_assign). The
- * shapes and argument checks of the kernels the other plugins have too are shared (plugins/common:
- * the weft_pc_k_* kernels, which call array_ops below for the copying, and the Tile, Pad and
- * Fill plans). */
+/* cpu_array.c: kernels that move elements around without arithmetic: Transpose, ConcatV2, Concat,
+ * Pack, Unpack, Slice, StridedSlice (and StridedSliceGrad), Tile, Range, GatherV2, Gather, Split,
+ * SplitV, Pad, PadV2, OneHot, BroadcastTo, Fill, ZerosLike, OnesLike, DynamicStitch. Every kernel
+ * works for every dtype, strings included (moved element by element through host->string_assign).
+ * The shapes and argument checks of the kernels the other plugins have too are shared
+ * (plugins/common: the weft_pc_k_* kernels, which call array_ops below for the copying, and the
+ * Tile, Pad and Fill plans). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,10 +99,14 @@ static const weft_pc_array_ops_t array_ops = {array_gather, array_concat, array_
 #define SS_NEW_AXIS (-1)
 #define SS_SHRINK (-2)
 
-static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, bv, ev, sv, y;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+/* The slice spec (inputs 1-3: begin, end, strides, and the mask attrs) resolved against a
+ * tensor x of x->rank/x->dims (contiguous): the element offset of the first selected element,
+ * per dim of x the count and the element stride, and the output shape. StridedSlice gathers
+ * with it and StridedSliceGrad scatters with it, so the two cannot disagree. */
+static weft_status_t *ss_resolve(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *xv,
+                                 int64_t *base_out, int64_t *sizes, int64_t *strides,
+                                 int *out_rank_out, int64_t *out_dims) {
+  weft_tensor_view_t x = *xv, bv, ev, sv;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &bv));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &ev));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &sv));
@@ -172,7 +176,7 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   /* Resolve each dense dim into begin, stride and size. */
-  int64_t in_strides[WEFT_MAX_RANK], sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], base = 0;
+  int64_t in_strides[WEFT_MAX_RANK], base = 0;
   weft_pc_contiguous_strides(x.rank, x.dims, in_strides);
   for (int d = 0; d < x.rank; d++) {
     int64_t dim = x.dims[d], st = ds[d], b, e;
@@ -213,7 +217,6 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
     strides[d] = st * in_strides[d];
     if (size > 0) base += b * in_strides[d];
   }
-  int64_t out_dims[WEFT_MAX_RANK];
   int out_rank = 0;
   for (int g = 0; g < n_gather; g++) {
     if (gather[g] == SS_SHRINK) continue;
@@ -222,9 +225,64 @@ static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
                              WEFT_MAX_RANK);
     out_dims[out_rank++] = gather[g] == SS_NEW_AXIS ? 1 : sizes[gather[g]];
   }
+  *base_out = base;
+  *out_rank_out = out_rank;
+  return NULL;
+}
+
+static weft_status_t *k_strided_slice(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  int64_t base = 0, sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], out_dims[WEFT_MAX_RANK];
+  int out_rank = 0;
+  WEFT_RETURN_IF_ERROR(ss_resolve(ctx, &x, &base, sizes, strides, &out_rank, out_dims));
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, out_rank, out_dims, &y));
   if (y.num_elements == 0) return NULL;
   return weft__cpu_strided_gather(ctx, &y, &x, base, x.rank, sizes, strides);
+}
+
+/* StridedSliceGrad: zeros of `shape` with dy written where StridedSlice took its elements. */
+static weft_status_t *k_strided_slice_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t shp, x, dy, dx;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &shp));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 4, &dy));
+  memset(&x, 0, sizeof x);
+  int64_t n = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &shp, "shape", x.dims, WEFT_MAX_RANK, &n));
+  if (shp.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "StridedSliceGrad: shape must be 1-D");
+  x.rank = (int)n;
+  for (int d = 0; d < x.rank; d++)
+    if (x.dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "StridedSliceGrad: shape has a negative dimension %lld",
+                             (long long)x.dims[d]);
+  int64_t base = 0, sizes[WEFT_MAX_RANK], strides[WEFT_MAX_RANK], out_dims[WEFT_MAX_RANK];
+  int out_rank = 0;
+  WEFT_RETURN_IF_ERROR(ss_resolve(ctx, &x, &base, sizes, strides, &out_rank, out_dims));
+  bool same = dy.rank == out_rank;
+  for (int d = 0; same && d < out_rank; d++) same = dy.dims[d] == out_dims[d];
+  if (!same) {
+    char s[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "StridedSliceGrad: shape of dy was %s instead of %s",
+                           weft__cpu_shape_str(dy.rank, dy.dims, s, sizeof s),
+                           weft__cpu_shape_str(out_rank, out_dims, s2, sizeof s2));
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, x.rank, x.dims, &dx));
+  if (dx.num_elements == 0) return NULL;
+  WEFT_RETURN_IF_ERROR(weft__cpu_zero(ctx, &dx));
+  for (int64_t i = 0; i < dy.num_elements; i++) {
+    int64_t rem = i, at = base;
+    for (int d = x.rank - 1; d >= 0; d--) {
+      at += (rem % sizes[d]) * strides[d];
+      rem /= sizes[d];
+    }
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &dx, at, &dy, i, 1));
+  }
+  return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -712,6 +770,7 @@ weft_status_t *weft__cpu_register_array(const weft_registrar_t *reg) {
   static const char *const hm_split_v[] = {"size_splits", "split_dim", NULL};
   static const char *const hm_slice[] = {"begin", "size", NULL};
   static const char *const hm_strided[] = {"begin", "end", "strides", NULL};
+  static const char *const hm_strided_grad[] = {"shape", "begin", "end", "strides", NULL};
   static const char *const hm_tile[] = {"multiples", NULL};
   static const char *const hm_range[] = {"start", "limit", "delta", NULL};
   static const char *const hm_pad[] = {"paddings", NULL};
@@ -732,6 +791,8 @@ weft_status_t *weft__cpu_register_array(const weft_registrar_t *reg) {
       {.op = "SplitV", .compute = weft_pc_k_split_v, .host_memory = hm_split_v, .user_data = ops},
       {.op = "Slice", .compute = weft_pc_k_slice, .host_memory = hm_slice, .user_data = ops},
       {.op = "StridedSlice", .compute = k_strided_slice, .host_memory = hm_strided},
+      {.op = "StridedSliceGrad", .compute = k_strided_slice_grad,
+       .host_memory = hm_strided_grad},
       {.op = "Tile", .compute = k_tile, .host_memory = hm_tile},
       {.op = "GatherV2", .compute = k_gather_v2, .host_memory = hm_axis},
       {.op = "Gather", .compute = k_gather_v2},

@@ -4,7 +4,8 @@
  * NCHW transposed to NHWC and back; a direct loop with wrapping
  * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
- * transposed like Conv2D) and MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
+ * transposed like Conv2D), their gradients MaxPoolGrad and AvgPoolGrad (the float dtypes) and
+ * MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
  * SAME, VALID and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
 #include <stdio.h>
@@ -120,15 +121,19 @@ static weft_status_t *geom_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t
   return NULL;
 }
 
+/* The output dims in the layout's order; sets g->out_s. */
+static void output_dims(geom_t *g, int64_t *dims) {
+  dims[0] = g->n;
+  dims[g->nchw ? 2 : 1] = g->oh;
+  dims[g->nchw ? 3 : 2] = g->ow;
+  dims[g->nchw ? 1 : 3] = g->oc;
+  layout_strides(g->nchw, g->oh, g->ow, g->oc, g->out_s);
+}
+
 static weft_status_t *alloc_output(weft_kernel_ctx_t *ctx, geom_t *g, weft_dtype_t dtype,
                                    weft_tensor_view_t *y) {
-  int64_t dims[4] = {g->n, g->oh, g->ow, g->oc};
-  if (g->nchw) {
-    dims[1] = g->oc;
-    dims[2] = g->oh;
-    dims[3] = g->ow;
-  }
-  layout_strides(g->nchw, g->oh, g->ow, g->oc, g->out_s);
+  int64_t dims[4];
+  output_dims(g, dims);
   return weft__cpu_output(ctx, 0, dtype, 4, dims, y);
 }
 
@@ -446,6 +451,133 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * MaxPoolGrad, AvgPoolGrad: each output's gradient goes back to its window. One work unit is
+ * one (image, channel) plane, the only writes two windows can share. MaxPool's gradient goes to
+ * the first maximum in window order (rows, then columns), as TensorFlow's CPU kernel picks it;
+ * AvgPool's is spread over the in-bounds elements its forward mean divided by. */
+
+typedef struct pool_grad_job {
+  const geom_t *g;
+  const void *x, *dy;
+  void *dx;
+  weft_dtype_t dt, acc_dt; /* of x and dy; of dx (double for the 16-bit floats) */
+  bool is_max;
+} pool_grad_job_t;
+
+static void pool_grad_range(void *arg, int64_t b, int64_t e) {
+  const pool_grad_job_t *j = arg;
+  const geom_t *g = j->g;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->c, c = r % g->c;
+    int64_t base = n * g->in_s[0] + c * g->in_s[3];
+    for (int64_t oy = 0; oy < g->oh; oy++)
+      for (int64_t ox = 0; ox < g->ow; ox++) {
+        int64_t y0, y1, x0, x1;
+        window(g, oy, ox, &y0, &y1, &x0, &x1);
+        if (y0 >= y1 || x0 >= x1) continue;
+        double gv = weft__cpu_load_f(j->dt, j->dy, n * g->out_s[0] + oy * g->out_s[1] +
+                                                       ox * g->out_s[2] + c * g->out_s[3]);
+        if (j->is_max) {
+          int64_t best_at = base + y0 * g->in_s[1] + x0 * g->in_s[2];
+          double best = weft__cpu_load_f(j->dt, j->x, best_at);
+          for (int64_t yy = y0; yy < y1; yy++)
+            for (int64_t xx = x0; xx < x1; xx++) {
+              int64_t at = base + yy * g->in_s[1] + xx * g->in_s[2];
+              double v = weft__cpu_load_f(j->dt, j->x, at);
+              if (v > best || (isnan(v) && !isnan(best))) {
+                best = v;
+                best_at = at;
+              }
+            }
+          weft__cpu_store_f(j->acc_dt, j->dx, best_at,
+                            weft__cpu_load_f(j->acc_dt, j->dx, best_at) + gv);
+        } else {
+          gv /= (double)((y1 - y0) * (x1 - x0));
+          for (int64_t yy = y0; yy < y1; yy++)
+            for (int64_t xx = x0; xx < x1; xx++) {
+              int64_t at = base + yy * g->in_s[1] + xx * g->in_s[2];
+              weft__cpu_store_f(j->acc_dt, j->dx, at,
+                                weft__cpu_load_f(j->acc_dt, j->dx, at) + gv);
+            }
+        }
+      }
+  }
+}
+
+/* grad must have the shape the forward pool gives orig_input. */
+static weft_status_t *check_pooled(weft_kernel_ctx_t *ctx, const char *op, const char *what,
+                                   geom_t *g, const weft_tensor_view_t *t) {
+  int64_t want[4];
+  output_dims(g, want);
+  bool ok = t->rank == 4;
+  for (int d = 0; ok && d < 4; d++) ok = t->dims[d] == want[d];
+  if (ok) return NULL;
+  char s[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+  return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                         "%s: %s has shape %s, expected %s (the pooled shape of the input)", op,
+                         what, weft__cpu_shape_str(t->rank, t->dims, s, sizeof s),
+                         weft__cpu_shape_str(4, want, s2, sizeof s2));
+}
+
+static weft_status_t *k_pool_grad(weft_kernel_ctx_t *ctx, void *state) {
+  bool is_max = state != NULL;
+  const char *op = is_max ? "MaxPoolGrad" : "AvgPoolGrad";
+  weft_tensor_view_t x, y, dy, dx;
+  geom_t g;
+  memset(&g, 0, sizeof g);
+  memset(&x, 0, sizeof x);
+  int di = is_max ? 2 : 1;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, di, &dy));
+  if (is_max) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &y));
+  } else {
+    weft_tensor_view_t sv;
+    int64_t n = 0;
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
+    WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "orig_input_shape", x.dims,
+                                                WEFT_MAX_RANK, &n));
+    if (sv.rank != 1 || n != 4)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "AvgPoolGrad: orig_input_shape must be a vector of 4 values, got %lld",
+                             (long long)n);
+    x.rank = 4;
+    x.num_elements = 1;
+    for (int d = 0; d < 4; d++) {
+      if (x.dims[d] < 0)
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                               "AvgPoolGrad: orig_input_shape has a negative dimension");
+      x.num_elements *= x.dims[d];
+    }
+  }
+  bool nchw = weft__cpu_attr_is(ctx, "data_format", "NCHW", "NHWC");
+  WEFT_RETURN_IF_ERROR(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
+  WEFT_RETURN_IF_ERROR(geom_init(ctx, &x, &g, false));
+  g.oc = g.c;
+  if (is_max) WEFT_RETURN_IF_ERROR(check_pooled(ctx, op, "orig_output", &g, &y));
+  WEFT_RETURN_IF_ERROR(check_pooled(ctx, op, "grad", &g, &dy));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, 4, x.dims, &dx));
+  if (dx.num_elements == 0) return NULL;
+  /* Overlapping windows add into an element several times: half and bfloat16 would round at
+   * each addition, so they add up in double and round once. */
+  bool wide = dy.dtype == WEFT_DT_HALF || dy.dtype == WEFT_DT_BFLOAT16;
+  pool_grad_job_t j = {&g, x.data, dy.data, dx.data, dy.dtype, dy.dtype, is_max};
+  if (wide) {
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)dx.num_elements,
+                                           &j.dx));
+    memset(j.dx, 0, sizeof(double) * (size_t)dx.num_elements);
+    j.acc_dt = WEFT_DT_DOUBLE;
+  } else {
+    WEFT_RETURN_IF_ERROR(weft__cpu_zero(ctx, &dx));
+  }
+  weft__cpu_parallel(ctx, g.n * g.c, g.oh * g.ow * g.kh * g.kw + 1, pool_grad_range, &j);
+  if (wide)
+    for (int64_t i = 0; i < dx.num_elements; i++)
+      weft__cpu_store_f(dx.dtype, dx.data, i, ((const double *)j.dx)[i]);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * MirrorPad */
 
 static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
@@ -504,6 +636,7 @@ static const weft_dtype_t maxpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT
 static const weft_dtype_t avgpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                              WEFT_DT_BFLOAT16};
 static const char *const mirror_host_memory[] = {"paddings", NULL};
+static const char *const avg_grad_host_memory[] = {"orig_input_shape", NULL};
 static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kernel */
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -514,6 +647,10 @@ weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
        weft__cpu_packed_destroy, NULL},
       {"MaxPool", k_pool, "T", maxpool_types, N_OF(maxpool_types), NULL, NULL, NULL, &max_tag},
       {"AvgPool", k_pool, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL, NULL, NULL},
+      {"MaxPoolGrad", k_pool_grad, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL, NULL,
+       &max_tag},
+      {"AvgPoolGrad", k_pool_grad, "T", avgpool_types, N_OF(avgpool_types),
+       avg_grad_host_memory, NULL, NULL, NULL},
       {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,
        NULL},
   };

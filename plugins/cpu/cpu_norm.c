@@ -1,6 +1,7 @@
 /* cpu_norm.c: the CPU kernels of the normalization ops FusedBatchNorm, FusedBatchNormV2 and
- * FusedBatchNormV3 (training and inference, exponential_avg_factor, NHWC/NCHW and V3's
- * NDHWC/NCDHW) and LRN (local response normalization across the depth of NHWC inputs), following
+ * FusedBatchNormV3 and their gradients FusedBatchNormGrad, V2, V3 (training and inference,
+ * exponential_avg_factor, NHWC/NCHW and V3's NDHWC/NCDHW) and LRN (local response
+ * normalization across the depth of NHWC inputs), following
  * tensorflow/core/kernels/fused_batch_norm_op.cc and lrn_op.cc. Sums run in double. */
 #include <limits.h>
 #include <math.h>
@@ -61,12 +62,8 @@ static void bn_apply_f32(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
   weft__cpu_parallel(ctx, x->num_elements / row, row / 2 + 8, bn_apply_range, &j);
 }
 
-static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
-  bool v3 = state != NULL;
-  weft_tensor_view_t x, p[4], y, o[5];
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
-  static const char *const names[4] = {"scale", "offset", "mean", "variance"};
-  for (int i = 0; i < 4; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i + 1, &p[i]));
+/* The rank (4 or 5) and channel position data_format gives the batch norm ops. */
+static void bn_format(weft_kernel_ctx_t *ctx, int *rank, bool *cfirst) {
   const char *fmt = NULL;
   size_t flen = 0;
   weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), "data_format", &fmt, &flen);
@@ -74,8 +71,19 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
     H->status_free(st);
     fmt = "NHWC";
   }
-  int rank = strlen(fmt) == 5 ? 5 : 4;
-  bool cfirst = fmt[1] == 'C';
+  *rank = strlen(fmt) == 5 ? 5 : 4;
+  *cfirst = fmt[1] == 'C';
+}
+
+static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
+  bool v3 = state != NULL;
+  weft_tensor_view_t x, p[4], y, o[5];
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  static const char *const names[4] = {"scale", "offset", "mean", "variance"};
+  for (int i = 0; i < 4; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i + 1, &p[i]));
+  int rank;
+  bool cfirst;
+  bn_format(ctx, &rank, &cfirst);
   char s[CPU_SHAPE_STR_LEN];
   if (x.rank != rank)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input must be %d-dimensional%s",
@@ -172,6 +180,93 @@ static weft_status_t *k_fused_bn(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * FusedBatchNormGrad, V2, V3. reserve_space_1/2 are what the forward op saved: the batch mean
+ * and biased variance in training, the population mean and variance in inference (the gradient
+ * function passes those). V3's reserve_space_3 is read by nothing on CPU. Training:
+ * dx = scale / sqrt(var + eps)
+ *      * (dy - mean(dy) - (x - mean) * mean(dy * (x - mean)) / (var + eps));
+ * inference: dx = dy * scale / sqrt(var + eps). dscale = sum(dy * (x - mean)) / sqrt(var + eps)
+ * and doffset = sum(dy) in both. Sums in double. */
+
+static weft_status_t *k_fused_bn_grad(weft_kernel_ctx_t *ctx, void *state) {
+  const char *op = state ? "FusedBatchNormGradV3" : "FusedBatchNormGrad";
+  weft_tensor_view_t dy, x, p[3], o[5];
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &dy));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &x));
+  static const char *const names[3] = {"scale", "reserve_space_1", "reserve_space_2"};
+  for (int i = 0; i < 3; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i + 2, &p[i]));
+  int rank;
+  bool cfirst;
+  bn_format(ctx, &rank, &cfirst);
+  char s[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+  if (x.rank != rank || dy.rank != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s: x and y_backprop must be %d-dimensional, got %s and %s", op, rank,
+                           weft__cpu_shape_str(x.rank, x.dims, s, sizeof s),
+                           weft__cpu_shape_str(dy.rank, dy.dims, s2, sizeof s2));
+  for (int d = 0; d < rank; d++)
+    if (x.dims[d] != dy.dims[d])
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "%s: x and y_backprop must have same shape, but x has shape %s and "
+                             "y_backprop has shape %s", op,
+                             weft__cpu_shape_str(x.rank, x.dims, s, sizeof s),
+                             weft__cpu_shape_str(dy.rank, dy.dims, s2, sizeof s2));
+  int64_t C = x.dims[cfirst ? 1 : rank - 1];
+  for (int i = 0; i < 3; i++)
+    if (p[i].rank != 1 || p[i].dims[0] != C)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "%s: %s must have shape [%lld] (the channels of x %s), got %s", op,
+                             names[i], (long long)C,
+                             weft__cpu_shape_str(x.rank, x.dims, s, sizeof s),
+                             weft__cpu_shape_str(p[i].rank, p[i].dims, s2, sizeof s2));
+  bool training = weft__cpu_attr_bool(ctx, "is_training", true);
+  double eps = weft__cpu_attr_float(ctx, "epsilon", 0.0001f);
+  weft_dtype_t u = p[1].dtype;
+  int64_t zero = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, x.dims, &o[0]));
+  for (int i = 1; i < 3; i++) WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, i, u, 1, &C, &o[i]));
+  for (int i = 3; i < 5; i++) WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, i, u, 1, &zero, &o[i]));
+  int64_t inner = 1;
+  if (cfirst)
+    for (int d = 2; d < rank; d++) inner *= x.dims[d];
+  int64_t rest = C > 0 ? x.num_elements / C : 0;
+  double *sum_dy = NULL;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)(2 * C + 1),
+                                         (void **)&sum_dy));
+  double *sum_dyxc = sum_dy + C;
+  memset(sum_dy, 0, sizeof(double) * (size_t)(2 * C));
+#define CH(i) (cfirst ? ((i) / inner) % C : (i) % C)
+#define MEAN(c) weft__cpu_load_f(u, p[1].data, c)
+#define RSTD(c) (1.0 / sqrt(weft__cpu_load_f(u, p[2].data, c) + eps))
+  for (int64_t i = 0; i < x.num_elements; i++) {
+    int64_t c = CH(i);
+    double g = weft__cpu_load_f(dy.dtype, dy.data, i);
+    sum_dy[c] += g;
+    sum_dyxc[c] += g * (weft__cpu_load_f(x.dtype, x.data, i) - MEAN(c));
+  }
+  for (int64_t i = 0; i < x.num_elements; i++) {
+    int64_t c = CH(i);
+    double g = weft__cpu_load_f(dy.dtype, dy.data, i), r = RSTD(c);
+    double k = weft__cpu_load_f(p[0].dtype, p[0].data, c) * r, v;
+    if (training) {
+      double xc = weft__cpu_load_f(x.dtype, x.data, i) - MEAN(c);
+      v = k * (g - sum_dy[c] / (double)rest - xc * r * r * sum_dyxc[c] / (double)rest);
+    } else {
+      v = k * g;
+    }
+    weft__cpu_store_f(o[0].dtype, o[0].data, i, v);
+  }
+  for (int64_t c = 0; c < C; c++) {
+    weft__cpu_store_f(u, o[1].data, c, sum_dyxc[c] * RSTD(c));
+    weft__cpu_store_f(u, o[2].data, c, sum_dy[c]);
+  }
+#undef CH
+#undef MEAN
+#undef RSTD
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * LRN: output = input / (bias + alpha * sqr_sum) ^ beta, sqr_sum over the depths within
  * depth_radius of each depth (NHWC, the last dimension). */
 
@@ -226,6 +321,13 @@ weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg) {
   const weft_type_constraint_t c[] = {{"T", bn_x_types, 3}, {"U", f32, 1}};
   WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "FusedBatchNormV2", c, 2, NULL, NULL,
                                                k_fused_bn, NULL, NULL));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(
+      reg, &(weft_cpu_kernel_spec_t){"FusedBatchNormGrad", k_fused_bn_grad, "T", f32, 1, NULL,
+                                     NULL, NULL, NULL}));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "FusedBatchNormGradV2", c, 2, NULL, NULL,
+                                               k_fused_bn_grad, NULL, NULL));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "FusedBatchNormGradV3", c, 2, NULL, NULL,
+                                               k_fused_bn_grad, NULL, &v3_tag));
   return weft__cpu_register_full(reg, "FusedBatchNormV3", c, 2, NULL, NULL, k_fused_bn, NULL,
                                  &v3_tag);
 }

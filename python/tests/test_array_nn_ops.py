@@ -592,6 +592,21 @@ def test_gather_nd():
     assert "indices[0] = [1, 3] does not index into param shape [2,3,4]" in str(e.value)
 
 
+def test_gather_nd_and_scatter_nd_gradients():
+    """GatherNd's gradient scatters dy back (summing repeated indices); ScatterNd's gathers."""
+    p = tf.constant(np.arange(12, dtype=np.float64).reshape(3, 4))
+    idx = np.array([[0, 1], [2, 3], [0, 1]], np.int64)
+    y = tf.gather_nd(p, idx)
+    g = tf.gradients(tf.reduce_sum(y * tf.constant([1., 2., 3.], tf.float64)), p)[0]
+    u = tf.constant(np.array([1., 2., 3.]))
+    sc = tf.scatter_nd(idx, u, tf.constant([3, 4], tf.int64))
+    gu = tf.gradients(tf.reduce_sum(sc * p), u)[0]
+    want = np.zeros((3, 4))
+    want[0, 1], want[2, 3] = 4.0, 2.0
+    np.testing.assert_array_equal(run(g), want)
+    np.testing.assert_array_equal(run(gu), [1.0, 11.0, 1.0])
+
+
 def test_absent_names_stay_absent():
     for name in ("searchsorted", "setdiff1d", "einsum", "cumulative_logsumexp"):
         assert not hasattr(tf, name), name

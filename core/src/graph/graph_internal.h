@@ -179,6 +179,7 @@ extern const weft_op_def_t weft__ops_control[];  /* ops_control.c: NoOp, Identit
 extern const weft_op_def_t weft__ops_random[];   /* ops_random.c */
 extern const weft_op_def_t weft__ops_image[];    /* ops_image.c: Conv2D, MaxPool, AvgPool, PadV2 ... */
 extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gradients ... */
+extern const weft_op_def_t weft__ops_nn_grad[];  /* ops_nn_grad.c: MaxPoolGrad, FusedBatchNormGrad ... */
 extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colour, NMS ... */
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
 extern const weft_op_def_t weft__ops_string[];   /* ops_string.c: strings, Print, files */

@@ -909,6 +909,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_image);
   register_table(reg, weft__ops_imgproc);
   register_table(reg, weft__ops_conv);
+  register_table(reg, weft__ops_nn_grad);
   register_table(reg, weft__ops_array_extra);
   register_table(reg, weft__ops_scatter);
   register_table(reg, weft__ops_bits);

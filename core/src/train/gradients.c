@@ -854,18 +854,282 @@ static void gr_read_variable(gb_t *c, weft_node_t *n, const weft_output_t *dy, w
   dx[0] = dy[0];
 }
 
-/* _GatherGrad's IndexedSlices (rows dy at indices, dense shape VariableShape) made dense: the rows
- * summed into the variable's leading dimension, so repeated indices add up. */
-static void gr_resource_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy,
-                               weft_output_t *dx) {
-  const weft__attr_value_t *bd = weft__attrs_get(n->attrs, "batch_dims");
-  if (bd && bd->kind == WEFT_ATTR_INT && bd->u.i != 0) {
-    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (ResourceGather): batch_dims=%"
-                            G_GINT64_FORMAT " is not supported, only 0", n->name, bd->u.i));
+/* ---------------------------------------------------------------------------------------------
+ * Convolutions, pools, batch norm (TensorFlow's nn_grad.py) */
+
+/* Copies the named attrs n has onto b: the window attrs a backprop op shares with its forward
+ * op. Absent ones and empty lists keep the backprop op's defaults. */
+static void pass_attrs(weft_op_builder_t *b, const weft_node_t *n, const char *const *names) {
+  if (!b) return;
+  for (; *names; names++) {
+    const weft__attr_value_t *v = weft__attrs_get(n->attrs, *names);
+    if (!v) continue;
+    switch (v->kind) {
+      case WEFT_ATTR_INT: weft_op_set_attr_int(b, *names, v->u.i); break;
+      case WEFT_ATTR_FLOAT: weft_op_set_attr_float(b, *names, v->u.f); break;
+      case WEFT_ATTR_BOOL: weft_op_set_attr_bool(b, *names, v->u.b); break;
+      case WEFT_ATTR_STRING: weft_op_set_attr_string(b, *names, v->u.s.data); break;
+      case WEFT_ATTR_LIST_INT:
+        weft_op_set_attr_int_list(b, *names, v->u.list.i, (int)v->u.list.n);
+        break;
+      default: break;
+    }
+  }
+}
+
+static const char *const conv_attrs[] = {"strides", "padding", "explicit_paddings",
+                                         "data_format", "dilations", "use_cudnn_on_gpu", NULL};
+static const char *const pool_attrs[] = {"ksize", "strides", "padding", "explicit_paddings",
+                                         "data_format", NULL};
+static const char *const bn_attrs[] = {"epsilon", "data_format", "is_training", NULL};
+
+static weft_output_t op3(gb_t *c, const char *op, weft_output_t a, weft_output_t b_in,
+                         weft_output_t d, const weft_node_t *n, const char *const *attrs) {
+  weft_output_t ins[3] = {a, b_in, d};
+  weft_op_builder_t *b = start(c, op, ins, 3);
+  pass_attrs(b, n, attrs);
+  return end(c, b, 0);
+}
+
+static weft_output_t op2(gb_t *c, const char *op, weft_output_t a, weft_output_t b_in,
+                         const weft_node_t *n, const char *const *attrs) {
+  weft_output_t ins[2] = {a, b_in};
+  weft_op_builder_t *b = start(c, op, ins, 2);
+  pass_attrs(b, n, attrs);
+  return end(c, b, 0);
+}
+
+/* Conv2D, DepthwiseConv2dNative: the two backprop ops, given the shapes of input and filter. */
+static void gr_conv(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool depthwise = strcmp(n->op_name, "DepthwiseConv2dNative") == 0;
+  weft_output_t x = in(n, 0), f = in(n, 1);
+  dx[0] = op3(c, depthwise ? "DepthwiseConv2dNativeBackpropInput" : "Conv2DBackpropInput",
+              U(c, "Shape", x), f, dy[0], n, conv_attrs);
+  dx[1] = op3(c, depthwise ? "DepthwiseConv2dNativeBackpropFilter" : "Conv2DBackpropFilter", x,
+              U(c, "Shape", f), dy[0], n, conv_attrs);
+}
+
+/* Conv2DBackpropInput(sizes, filter, dy): linear in filter and dy, its adjoints a filter
+ * gradient and a forward convolution. */
+static void gr_conv_bp_input(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t f = in(n, 1);
+  dx[1] = op3(c, "Conv2DBackpropFilter", dy[0], U(c, "Shape", f), in(n, 2), n, conv_attrs);
+  dx[2] = op2(c, "Conv2D", dy[0], f, n, conv_attrs);
+}
+
+static void gr_max_pool(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op3(c, "MaxPoolGrad", in(n, 0), weft_out(n, 0), dy[0], n, pool_attrs);
+}
+
+static void gr_avg_pool(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op2(c, "AvgPoolGrad", U(c, "Shape", in(n, 0)), dy[0], n, pool_attrs);
+}
+
+/* FusedBatchNorm*: training passes the batch statistics the forward op saved (reserve spaces);
+ * inference the population mean and variance it was given. The gradients of the statistics
+ * outputs are dropped, as TensorFlow drops them. */
+static void gr_fused_bn(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  const weft__attr_value_t *tr = weft__attrs_get(n->attrs, "is_training");
+  bool training = !tr || tr->kind != WEFT_ATTR_BOOL || tr->u.b;
+  bool v3 = strcmp(n->op_name, "FusedBatchNormV3") == 0;
+  const char *op = v3 ? "FusedBatchNormGradV3"
+                   : strcmp(n->op_name, "FusedBatchNormV2") == 0 ? "FusedBatchNormGradV2"
+                                                                : "FusedBatchNormGrad";
+  weft_output_t g = has(dy[0]) ? dy[0] : U(c, "ZerosLike", weft_out(n, 0));
+  weft_output_t ins[6] = {g,
+                          in(n, 0),
+                          in(n, 1),
+                          training ? weft_out(n, 3) : in(n, 3),
+                          training ? weft_out(n, 4) : in(n, 4),
+                          v3 ? weft_out(n, 5) : NONE};
+  weft_op_builder_t *b = start(c, op, ins, v3 ? 6 : 5);
+  pass_attrs(b, n, bn_attrs);
+  weft_output_t r = end(c, b, 0);
+  if (!has(r)) return;
+  for (int i = 0; i < 3; i++) dx[i] = weft_out(r.node, i);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Array ops (TensorFlow's array_grad.py) */
+
+static void gr_strided_slice(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const masks[] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                      "new_axis_mask", "shrink_axis_mask", NULL};
+  weft_output_t x = in(n, 0);
+  weft_op_builder_t *sb = start(c, "Shape", &x, 1);
+  if (sb) weft_op_set_attr_type(sb, "out_type", dt(in(n, 1)));
+  weft_output_t ins[5] = {end(c, sb, 0), in(n, 1), in(n, 2), in(n, 3), dy[0]};
+  weft_op_builder_t *b = start(c, "StridedSliceGrad", ins, 5);
+  pass_attrs(b, n, masks);
+  dx[0] = end(c, b, 0);
+}
+
+static int64_t attr_int(const weft_node_t *n, const char *name, int64_t dflt) {
+  const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
+  return v && v->kind == WEFT_ATTR_INT ? v->u.i : dflt;
+}
+
+static void gr_pack(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_op_builder_t *b = start(c, "Unpack", dy, 1);
+  if (b) {
+    weft_op_set_attr_int(b, "num", n->n_inputs);
+    weft_op_set_attr_int(b, "axis", attr_int(n, "axis", 0));
+  }
+  weft_output_t r = end(c, b, 0);
+  if (!has(r)) return;
+  for (int i = 0; i < n->n_inputs; i++) dx[i] = weft_out(r.node, i);
+}
+
+/* Unpack: the outputs' gradients stacked back, zeros for the outputs none reached. */
+static void gr_unpack(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t *parts = g_new(weft_output_t, n->n_outputs > 0 ? n->n_outputs : 1);
+  for (int i = 0; i < n->n_outputs; i++)
+    parts[i] = has(dy[i]) ? dy[i] : U(c, "ZerosLike", weft_out(n, i));
+  weft_op_builder_t *b = start(c, "Pack", parts, 0);
+  if (b) {
+    weft_op_add_input_list(b, parts, n->n_outputs);
+    weft_op_set_attr_int(b, "axis", attr_int(n, "axis", 0));
+  }
+  dx[0] = end(c, b, 0);
+  g_free(parts);
+}
+
+/* Fill(dims, value): value's gradient is the sum of dy; dims get none. */
+static void gr_fill(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)n;
+  dx[1] = sum(c, dy[0], T3(c, "Range", scalar(c, WEFT_DT_INT32, 0), U(c, "Rank", dy[0]),
+                           scalar(c, WEFT_DT_INT32, 1)),
+              false);
+}
+
+static void gr_sign(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)dy;
+  dx[0] = U(c, "ZerosLike", in(n, 0));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Math ops (TensorFlow's math_grad.py) */
+
+/* Prod: dy times the product of the other elements of each reduced group, as exclusive
+ * cumulative products from both ends (right for zeros, unlike y / x). The reduced axes are moved
+ * to the front and flattened to [reduced, other], which needs the rank and the axes known when
+ * the graph is built. */
+static void gr_prod(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft__shape_t s = weft__node_shape(x.node, x.index);
+  const weft_tensor_t *axes = weft__node_constant_output(n->inputs[1].src, n->inputs[1].src_index);
+  if (s.rank < 0 || !axes) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Prod) needs an input of "
+                            "known rank and constant axes", n->name));
     return;
   }
+  bool reduced[WEFT_MAX_RANK] = {false};
+  for (int64_t k = 0; k < weft_tensor_num_elements(axes); k++) {
+    int64_t a = (int64_t)weft_tensor_get_double(axes, k);
+    if (a < 0) a += s.rank;
+    if (a < 0 || a >= s.rank) {
+      fail(c, weft_status_new(WEFT_INVALID_ARGUMENT, "'%s' (Prod): axis %" G_GINT64_FORMAT
+                              " out of range for rank %d", n->name, a, s.rank));
+      return;
+    }
+    reduced[a] = true;
+  }
+  int64_t perm[WEFT_MAX_RANK], inv[WEFT_MAX_RANK], red_idx[WEFT_MAX_RANK], oth_idx[WEFT_MAX_RANK];
+  int nr = 0, no = 0;
+  for (int d = 0; d < s.rank; d++)
+    if (reduced[d]) red_idx[nr++] = d;
+  for (int d = 0; d < s.rank; d++)
+    if (!reduced[d]) oth_idx[no++] = d;
+  for (int i = 0; i < nr; i++) perm[i] = red_idx[i];
+  for (int i = 0; i < no; i++) perm[nr + i] = oth_idx[i];
+  for (int i = 0; i < s.rank; i++) inv[perm[i]] = i;
+  weft_output_t shape = U(c, "Shape", x);
+  weft_output_t zero = scalar(c, WEFT_DT_INT32, 0);
+  /* [number of reduced elements, number of the others], each a length-1 vector. */
+  weft_output_t counts[2];
+  const int64_t *idx[2] = {red_idx, oth_idx};
+  int nidx[2] = {nr, no};
+  int64_t first = 0;
+  for (int k = 0; k < 2; k++) {
+    weft_output_t ins[2] = {T3(c, "GatherV2", shape, vec_i32(c, idx[k], nidx[k]), zero),
+                            vec_i32(c, &first, 1)};
+    weft_op_builder_t *b = start(c, "Prod", ins, 2);
+    if (b) weft_op_set_attr_bool(b, "keep_dims", true);
+    counts[k] = end(c, b, 0);
+  }
+  weft_output_t permuted = B(c, "Transpose", x, vec_i32(c, perm, s.rank));
+  weft_output_t pair[2] = {counts[0], counts[1]};
+  weft_op_builder_t *cb = start(c, "ConcatV2", pair, 0);
+  if (cb) {
+    weft_op_add_input_list(cb, pair, 2);
+    weft_op_add_input(cb, zero);
+  }
+  weft_output_t reshaped = B(c, "Reshape", permuted, end(c, cb, 0));
+  weft_output_t sides[2];
+  for (int k = 0; k < 2; k++) {
+    weft_output_t ins[2] = {reshaped, zero};
+    weft_op_builder_t *b = start(c, "Cumprod", ins, 2);
+    if (b) {
+      weft_op_set_attr_bool(b, "exclusive", true);
+      weft_op_set_attr_bool(b, "reverse", k == 1);
+    }
+    sides[k] = end(c, b, 0);
+  }
+  weft_output_t others = B(c, "Reshape", B(c, "Mul", sides[0], sides[1]),
+                           U(c, "Shape", permuted));
+  dx[0] = B(c, "Mul", sum_grad(c, n, dy[0]),
+            B(c, "Transpose", others, vec_i32(c, inv, s.rank)));
+}
+
+static void gr_selu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
+  weft_output_t y = weft_out(n, 0);
+  weft_output_t pos = B(c, "Greater", y, U(c, "ZerosLike", y));
+  weft_output_t neg = B(c, "Mul", dy[0], B(c, "AddV2", y, scalar(c, dt(y), scale * alpha)));
+  dx[0] = T3(c, "Select", pos, B(c, "Mul", dy[0], scalar(c, dt(y), scale)), neg);
+}
+
+/* 1 - x^2, the radicand of asin/acos and the denominator of atanh. */
+static weft_output_t one_minus_sq(gb_t *c, weft_output_t x) {
+  return B(c, "Sub", one_like(c, x), U(c, "Square", x));
+}
+
+static void gr_asin(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Rsqrt", one_minus_sq(c, in(n, 0))));
+}
+
+static void gr_acos(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = U(c, "Neg", B(c, "Mul", dy[0], U(c, "Rsqrt", one_minus_sq(c, in(n, 0)))));
+}
+
+static void gr_atanh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "RealDiv", dy[0], one_minus_sq(c, in(n, 0)));
+}
+
+static void gr_asinh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "RealDiv", dy[0], U(c, "Cosh", weft_out(n, 0)));
+}
+
+static void gr_acosh(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "RealDiv", dy[0], U(c, "Sinh", weft_out(n, 0)));
+}
+
+/* Atan2(y, x): d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2). */
+static void gr_atan2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = in(n, 0), x = in(n, 1);
+  weft_output_t k = B(c, "RealDiv", dy[0], B(c, "AddV2", U(c, "Square", x), U(c, "Square", y)));
+  unbroadcast(c, y, x, B(c, "Mul", x, k), U(c, "Neg", B(c, "Mul", y, k)), dx);
+}
+
+static void gr_lgamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Mul", dy[0], U(c, "Digamma", in(n, 0)));
+}
+
+/* _GatherGrad's IndexedSlices (rows dy at indices, dense shape `shape`, an int32 vector) made
+ * dense: the rows summed into the leading dimension, so repeated indices add up. */
+static weft_output_t gather_rows_grad(gb_t *c, weft_output_t shape, weft_output_t g,
+                                      weft_output_t indices) {
   int64_t zero = 0, one = 1, minus_one = -1;
-  weft_output_t shape = U(c, "VariableShape", in(n, 0));
   weft_output_t rows = B(c, "Reshape", T3(c, "Slice", shape, vec_i32(c, &zero, 1),
                                           vec_i32(c, &one, 1)),
                          vec_i32(c, NULL, 0));
@@ -877,9 +1141,55 @@ static void gr_resource_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy,
     weft_op_add_input_list(b, row_shape, 2);
     weft_op_add_input(b, scalar(c, WEFT_DT_INT32, 0));
   }
-  weft_output_t values = B(c, "Reshape", dy[0], end(c, b, 0));
-  weft_output_t indices = B(c, "Reshape", in(n, 1), vec_i32(c, &minus_one, 1));
-  dx[0] = T3(c, "UnsortedSegmentSum", values, indices, rows);
+  weft_output_t values = B(c, "Reshape", g, end(c, b, 0));
+  weft_output_t flat = B(c, "Reshape", indices, vec_i32(c, &minus_one, 1));
+  return T3(c, "UnsortedSegmentSum", values, flat, rows);
+}
+
+static bool batch_dims_zero(gb_t *c, weft_node_t *n) {
+  const weft__attr_value_t *bd = weft__attrs_get(n->attrs, "batch_dims");
+  if (bd && bd->kind == WEFT_ATTR_INT && bd->u.i != 0) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (%s): batch_dims=%"
+                            G_GINT64_FORMAT " is not supported, only 0", n->name, n->op_name,
+                            bd->u.i));
+    return false;
+  }
+  return true;
+}
+
+static void gr_resource_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  if (!batch_dims_zero(c, n)) return;
+  dx[0] = gather_rows_grad(c, U(c, "VariableShape", in(n, 0)), dy[0], in(n, 1));
+}
+
+/* Gather, GatherV2 along axis 0 (the only axis whose gradient is an IndexedSlices in
+ * TensorFlow; other axes are refused rather than computed another way). */
+/* GatherNd: dy scattered into params' shape, summed where indices repeat (ScatterNd). */
+static void gr_gather_nd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t params = in(n, 0);
+  weft_op_builder_t *b = start(c, "Shape", &params, 1);
+  if (b) weft_op_set_attr_type(b, "out_type", weft__dtype_base(n->input_types[1]));
+  dx[0] = T3(c, "ScatterNd", in(n, 1), dy[0], end(c, b, 0));
+}
+
+/* ScatterNd: each update's gradient is dy where it went (GatherNd); none for indices, shape. */
+static void gr_scatter_nd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[1] = B(c, "GatherNd", dy[0], in(n, 0));
+}
+
+static void gr_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!batch_dims_zero(c, n)) return;
+  if (n->n_inputs > 2) {
+    const weft_tensor_t *axis =
+        weft__node_constant_output(n->inputs[2].src, n->inputs[2].src_index);
+    if (!axis || weft_tensor_num_elements(axis) != 1 || weft_tensor_get_double(axis, 0) != 0) {
+      fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (%s): only a constant axis "
+                              "0 is supported", n->name, n->op_name));
+      return;
+    }
+  }
+  dx[0] = gather_rows_grad(c, U(c, "Shape", in(n, 0)), dy[0], in(n, 1));
 }
 
 weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
@@ -1015,6 +1325,46 @@ static const grad_entry_t grad_table[] = {
     {"Split", gr_split},
     {"SplitV", gr_splitv},
     {"ReverseV2", gr_reverse},
+    {"Conv2D", gr_conv},
+    {"DepthwiseConv2dNative", gr_conv},
+    {"Conv2DBackpropInput", gr_conv_bp_input},
+    {"MaxPool", gr_max_pool},
+    {"AvgPool", gr_avg_pool},
+    {"FusedBatchNorm", gr_fused_bn},
+    {"FusedBatchNormV2", gr_fused_bn},
+    {"FusedBatchNormV3", gr_fused_bn},
+    {"StridedSlice", gr_strided_slice},
+    {"GatherV2", gr_gather},
+    {"GatherNd", gr_gather_nd},
+    {"ScatterNd", gr_scatter_nd},
+    {"Gather", gr_gather},
+    {"Pack", gr_pack},
+    {"Unpack", gr_unpack},
+    {"Fill", gr_fill},
+    {"Prod", gr_prod},
+    {"Selu", gr_selu},
+    {"Asin", gr_asin},
+    {"Acos", gr_acos},
+    {"Atanh", gr_atanh},
+    {"Asinh", gr_asinh},
+    {"Acosh", gr_acosh},
+    {"Atan2", gr_atan2},
+    {"Lgamma", gr_lgamma},
+    {"Sign", gr_sign},
+    /* TensorFlow's NotDifferentiable ops and the rounding ops whose gradient it defines as
+     * None: nothing flows back through them. */
+    {"ZerosLike", NULL},
+    {"OnesLike", NULL},
+    {"Floor", NULL},
+    {"Ceil", NULL},
+    {"Round", NULL},
+    {"Rint", NULL},
+    {"Shape", NULL},
+    {"ShapeN", NULL},
+    {"Size", NULL},
+    {"Rank", NULL},
+    {"ArgMax", NULL},
+    {"ArgMin", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},
