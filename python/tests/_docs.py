@@ -20,3 +20,12 @@ def run_block(code):
                           timeout=120, env=dict(os.environ, PYTHONIOENCODING="utf-8"))
     assert done.returncode == 0, done.stderr.decode()
     return done.stdout.decode()
+
+
+def check_section(heading, outputs):
+    """Each python block of docs/python.md's section `## heading`, run as written, prints its
+    entry of `outputs` (one per block, in order)."""
+    blocks = python_blocks(heading)
+    assert len(blocks) == len(outputs)
+    for code, want in zip(blocks, outputs):
+        assert run_block(code) == want

@@ -9,7 +9,7 @@ import pytest
 import weft.compat.v1 as tf
 from weft import errors
 
-from _docs import python_blocks, run_block
+from _docs import check_section
 
 
 @pytest.fixture(autouse=True)
@@ -717,7 +717,4 @@ DOC_OUTPUTS = [
 
 def test_doc_examples_print_what_they_say():
     """docs/python.md's "Array, math and nn functions" examples, run as written."""
-    blocks = python_blocks("Array, math and nn functions")
-    assert len(blocks) == len(DOC_OUTPUTS)
-    for code, want in zip(blocks, DOC_OUTPUTS):
-        assert run_block(code) == want
+    check_section("Array, math and nn functions", DOC_OUTPUTS)

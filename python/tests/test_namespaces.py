@@ -737,8 +737,5 @@ DOC_OUTPUTS = [
 
 def test_doc_examples_print_what_they_say():
     """docs/python.md's "TensorFlow 1.x namespaces" examples, run as written."""
-    from _docs import python_blocks, run_block
-    blocks = python_blocks("TensorFlow 1.x namespaces")
-    assert len(blocks) == len(DOC_OUTPUTS)
-    for code, want in zip(blocks, DOC_OUTPUTS):
-        assert run_block(code) == want
+    from _docs import check_section
+    check_section("TensorFlow 1.x namespaces", DOC_OUTPUTS)
