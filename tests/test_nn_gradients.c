@@ -293,7 +293,8 @@ static void test_math(void) {
   weft_graph_free(g);
 }
 
-/* Floor, Sign, Shape...: Floor's gradient is none (x gets nothing through it), Sign's zeros. */
+/* Floor, Sign, FloorDiv, Greater...: Floor's gradient is none (x gets nothing through it), Sign's
+ * zeros. */
 static void test_not_differentiable(void) {
   weft_graph_t *g = weft_graph_new();
   int64_t d = 3;
@@ -302,6 +303,11 @@ static void test_not_differentiable(void) {
   OK(st);
   weft_output_t y = op2(g, "AddV2", op1(g, "Floor", x), op1(g, "Sign", x));
   y = op2(g, "AddV2", y, op1(g, "Round", op1(g, "Ceil", x)));
+  /* FloorDiv and the comparisons: TensorFlow's NotDifferentiable, no error either. */
+  weft_output_t two = cst(g, WEFT_DT_DOUBLE, 0, NULL, (double[]){2.0});
+  weft_op_builder_t *cb = op_new(g, "Cast", (weft_output_t[]){op2(g, "Greater", x, two)}, 1);
+  weft_op_set_attr_type(cb, "DstT", WEFT_DT_DOUBLE);
+  y = op2(g, "AddV2", y, op2(g, "AddV2", op2(g, "FloorDiv", x, two), weft_out(finish(cb), 0)));
   weft_output_t loss = loss_of(g, y), grad = NONE;
   OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
   g_assert_nonnull(grad.node);

@@ -678,15 +678,15 @@ static const weft__op_def_t *lookup_op(const char *op, void *arg) {
 }
 
 /* An op without a built-in gradient function but with a gradient program (what a plugin's
- * weft_op_def_t.gradient becomes) is differentiated through the program. Erfc stands in for a
- * plugin op: the core has no gradient function for it. */
+ * weft_op_def_t.gradient becomes) is differentiated through the program. DeepCopy stands in for
+ * a plugin op: the core has no gradient function for it (TensorFlow defines none either). */
 static void test_grad_program(void) {
   weft_graph_t *g = weft_graph_new();
   weft_status_t *st = NULL;
   int64_t d[1] = {4};
   weft_output_t x = weft_placeholder(g, "x", WEFT_DT_DOUBLE, 1, d, &st);
   OK(st);
-  weft_output_t y = weft_unary(g, "Erfc", "y", x, &st);
+  weft_output_t y = weft_unary(g, "DeepCopy", "y", x, &st);
   OK(st);
   weft_output_t gx;
   weft_status_t *err = weft_gradients(g, &y, 1, &x, 1, NULL, &gx);
@@ -695,12 +695,10 @@ static void test_grad_program(void) {
 
   weft__ops_register_standard();
   weft__grad_program_t *prog = NULL;
-  /* d erfc(x) / dx = -2 / sqrt(pi) e^(-x^2) */
-  OK(weft__grad_program_parse(weft__op_registry_lookup("Erfc"),
-                              "dx = Mul(dy, Mul(Exp(Neg(Square(x))), -1.1283791670955126))",
+  OK(weft__grad_program_parse(weft__op_registry_lookup("DeepCopy"), "dx = Identity(dy)",
                               lookup_op, NULL, &prog));
   weft__gradients_add(prog);
-  gcase_t c = {.label = "Erfc (gradient program)", .op = "Erfc", .dtype = WEFT_DT_DOUBLE,
+  gcase_t c = {.label = "DeepCopy (gradient program)", .op = "DeepCopy", .dtype = WEFT_DT_DOUBLE,
                .n_in = 1, .rank = {2}, .dims = {{2, 3}}, .lo = 0.1, .hi = 2, .random_sign = true,
                .build = b_unary};
   check_gradient(&c);

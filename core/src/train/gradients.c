@@ -1192,6 +1192,505 @@ static void gr_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   dx[0] = gather_rows_grad(c, U(c, "Shape", in(n, 0)), dy[0], in(n, 1));
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * More math and array ops (math_grad.py, array_grad.py) */
+
+/* g summed down to x's shape, x having been broadcast to g's shape by the forward op. */
+static weft_output_t reduce_to(gb_t *c, weft_output_t g, weft_output_t x) {
+  if (!has(g) || same_static_shape(g, x)) return g;
+  weft_output_t sx = U(c, "Shape", x);
+  weft_output_t ins[2] = {sx, U(c, "Shape", g)};
+  weft_output_t r0 = end(c, start(c, "BroadcastGradientArgs", ins, 2), 0);
+  return B(c, "Reshape", sum(c, g, r0, false), sx);
+}
+
+static weft_output_t concat0(gb_t *c, weft_output_t a, weft_output_t b_in) {
+  weft_output_t parts[2] = {a, b_in};
+  weft_op_builder_t *b = start(c, "ConcatV2", parts, 0);
+  if (b) {
+    weft_op_add_input_list(b, parts, 2);
+    weft_op_add_input(b, scalar(c, WEFT_DT_INT32, 0));
+  }
+  return end(c, b, 0);
+}
+
+/* Shape(a) padded with ones to x's rank: a tensor indexed like x's leading dims reshaped so it
+ * broadcasts against x. */
+static weft_output_t pad_shape(gb_t *c, weft_output_t a, weft_output_t x) {
+  int64_t one = 1;
+  weft_output_t extra = B(c, "Reshape", B(c, "Sub", U(c, "Rank", x), U(c, "Rank", a)),
+                          vec_i32(c, &one, 1));
+  return concat0(c, U(c, "Shape", a), B(c, "Fill", extra, scalar(c, WEFT_DT_INT32, 1)));
+}
+
+static weft_output_t gather0(gb_t *c, weft_output_t params, weft_output_t ids) {
+  return T3(c, "GatherV2", params, ids, scalar(c, WEFT_DT_INT32, 0));
+}
+
+static weft_output_t cumulative(gb_t *c, const char *op, weft_output_t x, weft_output_t axis,
+                                bool exclusive, bool reverse) {
+  weft_output_t ins[2] = {x, axis};
+  weft_op_builder_t *b = start(c, op, ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "exclusive", exclusive);
+    weft_op_set_attr_bool(b, "reverse", reverse);
+  }
+  return end(c, b, 0);
+}
+
+/* Cumsum: each input reaches the outputs on its far side, so dy summed the other way. */
+static void gr_cumsum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = cumulative(c, "Cumsum", dy[0], in(n, 1), attr_bool(n, "exclusive"),
+                     !attr_bool(n, "reverse"));
+}
+
+/* Cumprod: d y_j / d x_i = y_j / x_i for the j it reaches (TensorFlow divides by x too, so a
+ * zero input has no finite gradient here either). */
+static void gr_cumprod(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t back = cumulative(c, "Cumsum", B(c, "Mul", weft_out(n, 0), dy[0]), in(n, 1),
+                                  attr_bool(n, "exclusive"), !attr_bool(n, "reverse"));
+  dx[0] = B(c, "RealDiv", back, in(n, 0));
+}
+
+static weft_output_t last_dim(gb_t *c, weft_output_t x) {
+  int64_t one = 1;
+  weft_output_t at = B(c, "Reshape", B(c, "Sub", U(c, "Rank", x), scalar(c, WEFT_DT_INT32, 1)),
+                       vec_i32(c, &one, 1));
+  return T3(c, "Slice", U(c, "Shape", x), at, vec_i32(c, &one, 1));
+}
+
+/* TopKV2: the values' gradient goes back to the positions the indices name, each row's indices
+ * offset by the row's start in the flattened input. */
+static void gr_top_k(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_output_t x = in(n, 0), idx = to_i32(c, weft_out(n, 1));
+  int64_t minus_one = -1, col[2] = {-1, 1};
+  weft_output_t rows = B(c, "Reshape", idx, concat0(c, vec_i32(c, &minus_one, 1),
+                                                    last_dim(c, idx)));
+  weft_output_t size = U(c, "Size", x);
+  weft_output_t starts = T3(c, "Range", scalar(c, WEFT_DT_INT32, 0), size,
+                            B(c, "Reshape", last_dim(c, x), vec_i32(c, NULL, 0)));
+  weft_output_t flat = B(c, "Reshape", B(c, "AddV2", rows, B(c, "Reshape", starts,
+                                                             vec_i32(c, col, 2))),
+                         vec_i32(c, &minus_one, 1));
+  weft_output_t g = B(c, "Reshape", dy[0], vec_i32(c, &minus_one, 1));
+  dx[0] = B(c, "Reshape", T3(c, "UnsortedSegmentSum", g, flat, size), U(c, "Shape", x));
+}
+
+static void gr_segment_sum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = gather0(c, dy[0], in(n, 1));
+}
+
+static void gr_segment_mean(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t ids = in(n, 1);
+  weft_output_t counts = B(c, "SegmentSum", U(c, "OnesLike", cast(c, ids, dt(dy[0]))), ids);
+  weft_output_t scaled = B(c, "RealDiv", dy[0], B(c, "Reshape", counts,
+                                                  pad_shape(c, counts, dy[0])));
+  dx[0] = gather0(c, scaled, ids);
+}
+
+/* Segment and unsorted segment max/min: the gradient goes to the inputs equal to their
+ * segment's result, split evenly between ties (TensorFlow's _SegmentMinOrMaxGrad and
+ * _UnsortedSegmentMinOrMaxGrad). Unsorted ids may be negative: those inputs were dropped, so
+ * they read segment 0 (any valid one) and are masked out (_GatherDropNegatives). */
+static void segment_minmax(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx,
+                           bool unsorted) {
+  weft_output_t x = in(n, 0), ids = in(n, 1), y = weft_out(n, 0);
+  weft_output_t at = ids, kept = NONE;
+  if (unsorted) {
+    at = B(c, "Maximum", ids, scalar(c, dt(ids), 0));
+    kept = B(c, "Reshape", B(c, "GreaterEqual", ids, scalar(c, dt(ids), 0)),
+             pad_shape(c, ids, x));
+  }
+  weft_output_t chosen = B(c, "Equal", x, gather0(c, y, at));
+  if (unsorted) chosen = B(c, "LogicalAnd", chosen, kept);
+  weft_output_t ones = cast(c, chosen, dt(x));
+  weft_output_t count = unsorted ? T3(c, "UnsortedSegmentSum", ones, ids, in(n, 2))
+                                 : B(c, "SegmentSum", ones, ids);
+  weft_output_t share = gather0(c, B(c, "RealDiv", dy[0], count), at);
+  dx[0] = T3(c, "Select", chosen, share, U(c, "ZerosLike", x));
+}
+
+static void gr_segment_minmax(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  segment_minmax(c, n, dy, dx, false);
+}
+
+static void gr_unsorted_segment_minmax(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                       weft_output_t *dx) {
+  segment_minmax(c, n, dy, dx, true);
+}
+
+static void gr_unsorted_segment_sum(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                    weft_output_t *dx) {
+  weft_output_t ids = in(n, 1);
+  weft_output_t g = gather0(c, dy[0], B(c, "Maximum", ids, scalar(c, dt(ids), 0)));
+  weft_output_t kept = B(c, "Reshape", B(c, "GreaterEqual", ids, scalar(c, dt(ids), 0)),
+                         pad_shape(c, ids, g));
+  dx[0] = T3(c, "SelectV2", kept, g, U(c, "ZerosLike", g));
+}
+
+/* DynamicStitch: each data input's gradient is dy at its indices (as TensorFlow, an element a
+ * later duplicate index overwrote still gets dy there). */
+static void gr_dynamic_stitch(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  int k = n->n_inputs / 2;
+  for (int i = 0; i < k && !c->st; i++) dx[k + i] = gather0(c, dy[0], in(n, i));
+}
+
+/* DynamicPartition: the positions of the input's rows partitioned the same way tell where each
+ * output's gradient rows go back (DynamicStitch), zeros for outputs none reached. */
+static void gr_dynamic_partition(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                 weft_output_t *dx) {
+  weft_output_t parts = in(n, 1);
+  int p = n->n_outputs;
+  weft_output_t rows = B(c, "Reshape", T3(c, "Range", scalar(c, WEFT_DT_INT32, 0),
+                                          U(c, "Size", parts), scalar(c, WEFT_DT_INT32, 1)),
+                         U(c, "Shape", parts));
+  weft_output_t ins[2] = {rows, parts};
+  weft_op_builder_t *pb = start(c, "DynamicPartition", ins, 2);
+  if (pb) weft_op_set_attr_int(pb, "num_partitions", p);
+  weft_output_t where = end(c, pb, 0);
+  if (!has(where)) return;
+  weft_output_t *idx = g_new(weft_output_t, p), *g = g_new(weft_output_t, p);
+  for (int k = 0; k < p; k++) {
+    idx[k] = weft_out(where.node, k);
+    g[k] = has(dy[k]) ? dy[k] : U(c, "ZerosLike", weft_out(n, k));
+  }
+  weft_op_builder_t *sb = c->st ? NULL : start(c, "DynamicStitch", idx, 0);
+  if (sb) {
+    weft_op_add_input_list(sb, idx, p);
+    weft_op_add_input_list(sb, g, p);
+  }
+  dx[0] = B(c, "Reshape", end(c, sb, 0), U(c, "Shape", in(n, 0)));
+  g_free(idx);
+  g_free(g);
+}
+
+static void gr_broadcast_to(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = reduce_to(c, dy[0], in(n, 0));
+}
+
+/* ClipByValue: dy passes where x was inside the bounds, and goes to the bound that clipped it
+ * elsewhere, summed over what the bound was broadcast along. */
+static void gr_clip_by_value(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), lo = in(n, 1), hi = in(n, 2);
+  weft_output_t below = B(c, "Less", x, lo), above = B(c, "Greater", x, hi);
+  weft_output_t zeros = U(c, "ZerosLike", dy[0]);
+  dx[0] = T3(c, "Select", B(c, "LogicalOr", below, above), zeros, dy[0]);
+  dx[1] = reduce_to(c, T3(c, "Select", below, dy[0], zeros), lo);
+  dx[2] = reduce_to(c, T3(c, "Select", above, dy[0], zeros), hi);
+}
+
+/* FloorMod: x - floor(x / y) * y, the floor's derivative taken as 0. */
+static void gr_floor_mod(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t q = U(c, "Floor", B(c, "RealDiv", x, y));
+  unbroadcast(c, x, y, dy[0], B(c, "Mul", dy[0], U(c, "Neg", q)), dx);
+}
+
+static void gr_div_no_nan(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t gy = B(c, "Mul", dy[0], B(c, "DivNoNan", B(c, "DivNoNan", U(c, "Neg", x), y), y));
+  unbroadcast(c, x, y, B(c, "DivNoNan", dy[0], y), gy, dx);
+}
+
+static void gr_erfc(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft_output_t e = U(c, "Exp", U(c, "Neg", U(c, "Square", x)));
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(x), -1.1283791670955126)), e);
+}
+
+/* Betainc(a, b, x): only x's gradient, the integrand x^(a-1) (1-x)^(b-1) / B(a, b), as
+ * TensorFlow (a's and b's need derivatives of the incomplete beta it has no kernel for). */
+static void gr_betainc(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t a = in(n, 0), b = in(n, 1), x = in(n, 2);
+  weft_output_t one = one_like(c, x);
+  weft_output_t log_beta = B(c, "Sub", B(c, "AddV2", U(c, "Lgamma", a), U(c, "Lgamma", b)),
+                             U(c, "Lgamma", B(c, "AddV2", a, b)));
+  weft_output_t log_density =
+      B(c, "AddV2", B(c, "Mul", B(c, "Sub", b, one), U(c, "Log1p", U(c, "Neg", x))),
+        B(c, "Mul", B(c, "Sub", a, one), U(c, "Log", x)));
+  weft_output_t density = U(c, "Exp", B(c, "Sub", log_density, log_beta));
+  dx[2] = reduce_to(c, B(c, "Mul", density, dy[0]), x);
+}
+
+static void gr_matrix_band_part(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                weft_output_t *dx) {
+  dx[0] = T3(c, "MatrixBandPart", dy[0], in(n, 1), in(n, 2));
+}
+
+/* The diagonal ops are each other's adjoints: a part's gradient is set into zeros (not
+ * MatrixDiag, which only makes square matrices). */
+static void gr_matrix_diag_part(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                weft_output_t *dx) {
+  dx[0] = B(c, "MatrixSetDiag", U(c, "ZerosLike", in(n, 0)), dy[0]);
+}
+
+static void gr_matrix_diag(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)n;
+  dx[0] = U(c, "MatrixDiagPart", dy[0]);
+}
+
+static void gr_matrix_set_diag(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  dx[0] = B(c, "MatrixSetDiag", dy[0], U(c, "ZerosLike", in(n, 1)));
+  dx[1] = U(c, "MatrixDiagPart", dy[0]);
+}
+
+static const char *const align_attrs[] = {"align", NULL};
+
+/* The V3 forms: the same adjoints over the diagonals k selects, with the same alignment. */
+static void gr_matrix_diag_part_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                   weft_output_t *dx) {
+  dx[0] = op3(c, "MatrixSetDiagV3", U(c, "ZerosLike", in(n, 0)), dy[0], in(n, 1), n,
+              align_attrs);
+}
+
+static void gr_matrix_diag_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  dx[0] = op3(c, "MatrixDiagPartV3", dy[0], in(n, 1), scalar(c, dt(dy[0]), 0.0), n,
+              align_attrs);
+}
+
+static void gr_matrix_set_diag_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                  weft_output_t *dx) {
+  dx[0] = op3(c, "MatrixSetDiagV3", dy[0], U(c, "ZerosLike", in(n, 1)), in(n, 2), n,
+              align_attrs);
+  dx[1] = op3(c, "MatrixDiagPartV3", dy[0], in(n, 2), scalar(c, dt(dy[0]), 0.0), n,
+              align_attrs);
+}
+
+static void gr_diag(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)n;
+  dx[0] = U(c, "DiagPart", dy[0]);
+}
+
+static void gr_diag_part(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  (void)n;
+  dx[0] = U(c, "Diag", dy[0]);
+}
+
+static void gr_reverse_sequence(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                weft_output_t *dx) {
+  static const char *const attrs[] = {"seq_dim", "batch_dim", NULL};
+  dx[0] = op2(c, "ReverseSequence", dy[0], in(n, 1), n, attrs);
+}
+
+/* DepthToSpace and SpaceToDepth are permutations, each the other's inverse. */
+static void gr_space_depth(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const attrs[] = {"block_size", "data_format", NULL};
+  weft_op_builder_t *b = start(c, strcmp(n->op_name, "DepthToSpace") == 0 ? "SpaceToDepth"
+                                                                          : "DepthToSpace",
+                               dy, 1);
+  pass_attrs(b, n, attrs);
+  dx[0] = end(c, b, 0);
+}
+
+/* SpaceToBatchND(paddings) and BatchToSpaceND(crops): likewise inverses (padding dropped). */
+static void gr_space_batch(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = T3(c, strcmp(n->op_name, "SpaceToBatchND") == 0 ? "BatchToSpaceND" : "SpaceToBatchND",
+             dy[0], in(n, 1), in(n, 2));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Linear algebra (linalg_grad.py); every op works on the last two dims, batched over the rest. */
+
+/* x with its last two dims swapped; needs x's rank when the graph is built. */
+static weft_output_t adjoint(gb_t *c, weft_node_t *n, weft_output_t x) {
+  if (c->st) return NONE;
+  weft__shape_t s = weft__node_shape(x.node, x.index);
+  if (s.rank < 2) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (%s) needs matrices of "
+                            "known rank", n->name, n->op_name));
+    return NONE;
+  }
+  int64_t perm[WEFT_MAX_RANK];
+  for (int d = 0; d < s.rank; d++) perm[d] = d;
+  perm[s.rank - 2] = s.rank - 1;
+  perm[s.rank - 1] = s.rank - 2;
+  return B(c, "Transpose", x, vec_i32(c, perm, s.rank));
+}
+
+static weft_output_t expand_matrix(gb_t *c, weft_output_t x) {
+  weft_output_t axis = scalar(c, WEFT_DT_INT32, -1);
+  return B(c, "ExpandDims", B(c, "ExpandDims", x, axis), axis);
+}
+
+static weft_output_t inverse(gb_t *c, weft_output_t a, bool adj) {
+  weft_op_builder_t *b = start(c, "MatrixInverse", &a, 1);
+  if (b) weft_op_set_attr_bool(b, "adjoint", adj);
+  return end(c, b, 0);
+}
+
+static weft_output_t solve(gb_t *c, const char *op, weft_output_t a, weft_output_t rhs,
+                           bool lower, bool adj) {
+  weft_output_t ins[2] = {a, rhs};
+  weft_op_builder_t *b = start(c, op, ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "adjoint", adj);
+    if (strcmp(op, "MatrixTriangularSolve") == 0) weft_op_set_attr_bool(b, "lower", lower);
+  }
+  return end(c, b, 0);
+}
+
+static weft_output_t band(gb_t *c, weft_output_t x, int64_t lower, int64_t upper) {
+  return T3(c, "MatrixBandPart", x, scalar(c, WEFT_DT_INT64, (double)lower),
+            scalar(c, WEFT_DT_INT64, (double)upper));
+}
+
+/* MatrixInverse: C = A^-1 gives dA = -C^T dC C^T; with adjoint, C = A^-T and dA = -C dC^T C. */
+static void gr_matrix_inverse(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  weft_output_t inv = weft_out(n, 0);
+  if (attr_bool(n, "adjoint"))
+    dx[0] = U(c, "Neg", bmm(c, inv, bmm(c, dy[0], inv, true, false), false, false));
+  else
+    dx[0] = U(c, "Neg", bmm(c, inv, bmm(c, dy[0], inv, false, true), true, false));
+}
+
+/* d det(A) = det(A) A^-T, d log|det(A)| = A^-T. */
+static void gr_matrix_determinant(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                  weft_output_t *dx) {
+  weft_output_t scale = B(c, "Mul", dy[0], weft_out(n, 0));
+  dx[0] = B(c, "Mul", expand_matrix(c, scale), inverse(c, in(n, 0), true));
+}
+
+static void gr_log_matrix_determinant(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                      weft_output_t *dx) {
+  if (!has(dy[1])) return;
+  dx[0] = B(c, "Mul", expand_matrix(c, dy[1]), inverse(c, in(n, 0), true));
+}
+
+/* Cholesky (TensorFlow's _CholeskyGrad, Murray 2016): with A = L L^T,
+ * dA = sym(L^-T Phi(L^T dL) L^-1) where Phi keeps the lower triangle and halves the diagonal. */
+static void gr_cholesky(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t l = weft_out(n, 0);
+  weft_output_t eye = U(c, "MatrixDiag", U(c, "OnesLike", U(c, "MatrixDiagPart", l)));
+  weft_output_t l_inv = solve(c, "MatrixTriangularSolve", l, eye, true, false);
+  weft_output_t middle = bmm(c, l, dy[0], true, false);
+  weft_output_t half = scalar(c, dt(l), 0.5);
+  middle = B(c, "MatrixSetDiag", middle, B(c, "Mul", half, U(c, "MatrixDiagPart", middle)));
+  middle = band(c, middle, -1, 0);
+  weft_output_t ga = bmm(c, bmm(c, l_inv, middle, true, false), l_inv, false, false);
+  dx[0] = B(c, "Mul", B(c, "AddV2", ga, adjoint(c, n, ga)), half);
+}
+
+/* MatrixSolve, MatrixTriangularSolve: X = op(A)^-1 B gives dB = op(A)^-T dX and
+ * dA = -dB X^T (transposed for adjoint), kept to A's triangle for the triangular solve. */
+static void gr_matrix_solve(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool adj = attr_bool(n, "adjoint");
+  bool triangular = strcmp(n->op_name, "MatrixTriangularSolve") == 0;
+  const weft__attr_value_t *lv = weft__attrs_get(n->attrs, "lower");
+  bool lower = !lv || lv->kind != WEFT_ATTR_BOOL || lv->u.b;
+  weft_output_t x = weft_out(n, 0);
+  weft_output_t gb = solve(c, n->op_name, in(n, 0), dy[0], lower, !adj);
+  weft_output_t ga = U(c, "Neg", adj ? bmm(c, x, gb, false, true) : bmm(c, gb, x, false, true));
+  if (triangular) ga = lower ? band(c, ga, -1, 0) : band(c, ga, 0, -1);
+  dx[0] = ga;
+  dx[1] = gb;
+}
+
+/* x R^-T for upper triangular R, as (R^-1 x^T)^T. */
+static weft_output_t right_solve_upper(gb_t *c, weft_node_t *n, weft_output_t x,
+                                       weft_output_t r) {
+  return adjoint(c, n, solve(c, "MatrixTriangularSolve", r, adjoint(c, n, x), false, false));
+}
+
+/* Qr (TensorFlow's _QrGrad): reduced factorisations with at least as many rows as columns;
+ * TensorFlow refuses the others and so does this. */
+static void gr_qr(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t q = weft_out(n, 0), r = weft_out(n, 1);
+  weft__shape_t sa;
+  if (!static_shape(in(n, 0), &sa) || sa.rank < 2) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Qr) needs a static input "
+                            "shape", n->name));
+    return;
+  }
+  int64_t rows = sa.dims[sa.rank - 2], cols = sa.dims[sa.rank - 1];
+  if (attr_bool(n, "full_matrices") ? rows != cols : rows < cols) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Qr): not implemented when "
+                            "ncols > nrows or full_matrices is true and ncols != nrows",
+                            n->name));
+    return;
+  }
+  weft_output_t dq = has(dy[0]) ? dy[0] : U(c, "ZerosLike", q);
+  weft_output_t dr = has(dy[1]) ? dy[1] : U(c, "ZerosLike", r);
+  weft_output_t qdq = bmm(c, q, dq, true, false), rdr = bmm(c, r, dr, false, true);
+  weft_output_t skew = B(c, "AddV2", B(c, "Sub", qdq, adjoint(c, n, qdq)),
+                         B(c, "Sub", rdr, adjoint(c, n, rdr)));
+  weft_output_t tril = band(c, skew, -1, 0);
+  weft_output_t ga = bmm(c, q, B(c, "AddV2", dr, right_solve_upper(c, n, tril, r)), false, false);
+  weft_output_t gb = right_solve_upper(c, n, B(c, "Sub", dq, bmm(c, q, qdq, false, false)), r);
+  dx[0] = B(c, "AddV2", ga, gb);
+}
+
+/* x / (x^2 + 1e-20): 1/x away from 0, 0 at 0 (repeated singular values). */
+static weft_output_t safe_reciprocal(gb_t *c, weft_output_t x) {
+  return B(c, "Mul", x, U(c, "Reciprocal", B(c, "AddV2", B(c, "Mul", x, x),
+                                            scalar(c, dt(x), 1e-20))));
+}
+
+/* Svd (TensorFlow's _SvdGrad, Townsend 2016) for the reduced factorisation; a wide matrix is
+ * differentiated as its transpose. full_matrices is refused for non-square matrices. */
+static void gr_svd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t a = in(n, 0);
+  weft_output_t gs = has(dy[0]) ? dy[0] : U(c, "ZerosLike", weft_out(n, 0));
+  const weft__attr_value_t *cuv = weft__attrs_get(n->attrs, "compute_uv");
+  if (cuv && cuv->kind == WEFT_ATTR_BOOL && !cuv->u.b) {
+    weft_op_builder_t *b = start(c, "Svd", &a, 1);
+    if (b) weft_op_set_attr_bool(b, "compute_uv", true);
+    weft_output_t s = end(c, b, 0);
+    if (!has(s)) return;
+    weft_output_t u = weft_out(s.node, 1), v = weft_out(s.node, 2);
+    dx[0] = bmm(c, u, bmm(c, U(c, "MatrixDiag", gs), v, false, true), false, false);
+    return;
+  }
+  weft__shape_t sa;
+  if (!static_shape(a, &sa) || sa.rank < 2) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Svd) needs a static input "
+                            "shape", n->name));
+    return;
+  }
+  int64_t rows = sa.dims[sa.rank - 2], cols = sa.dims[sa.rank - 1];
+  if (attr_bool(n, "full_matrices") && rows != cols) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Svd) is not implemented for "
+                            "full_matrices with a non-square input", n->name));
+    return;
+  }
+  weft_output_t s = weft_out(n, 0), u = weft_out(n, 1), v = weft_out(n, 2);
+  weft_output_t gu = has(dy[1]) ? dy[1] : U(c, "ZerosLike", u);
+  weft_output_t gv = has(dy[2]) ? dy[2] : U(c, "ZerosLike", v);
+  bool tall = rows > cols;
+  if (tall) {
+    weft_output_t t = u;
+    u = v, v = t;
+    t = gu;
+    gu = gv, gv = t;
+  }
+  weft_output_t s_mat = U(c, "MatrixDiag", s), s2 = U(c, "Square", s);
+  weft_output_t m2 = scalar(c, WEFT_DT_INT32, -2), m1 = scalar(c, WEFT_DT_INT32, -1);
+  weft_output_t f = B(c, "MatrixSetDiag",
+                      safe_reciprocal(c, B(c, "Sub", B(c, "ExpandDims", s2, m2),
+                                           B(c, "ExpandDims", s2, m1))),
+                      U(c, "ZerosLike", s));
+  weft_output_t fu = B(c, "Mul", f, bmm(c, u, gu, true, false));
+  weft_output_t fv = B(c, "Mul", f, bmm(c, v, gv, true, false));
+  weft_output_t inner = B(c, "AddV2", B(c, "AddV2", U(c, "MatrixDiag", gs),
+                                        bmm(c, B(c, "AddV2", fu, adjoint(c, n, fu)), s_mat,
+                                            false, false)),
+                          bmm(c, s_mat, B(c, "AddV2", fv, adjoint(c, n, fv)), false, false));
+  weft_output_t ga = bmm(c, u, bmm(c, inner, v, false, true), false, false);
+  if (rows != cols) {
+    /* The part of dV outside V's span: (I - V V^T) dV S^-1 U^T, transposed. */
+    weft_output_t gvt = adjoint(c, n, gv);
+    weft_output_t off = B(c, "Sub", gvt, bmm(c, bmm(c, gvt, v, false, false), v, false, true));
+    weft_output_t us_inv = bmm(c, u, U(c, "MatrixDiag", safe_reciprocal(c, s)), false, false);
+    ga = B(c, "AddV2", ga, bmm(c, us_inv, off, false, false));
+  }
+  dx[0] = tall ? adjoint(c, n, ga) : ga;
+}
+
 weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
                                      weft_output_t *out) {
   gb_t c = {g, NULL};
@@ -1351,6 +1850,47 @@ static const grad_entry_t grad_table[] = {
     {"Atan2", gr_atan2},
     {"Lgamma", gr_lgamma},
     {"Sign", gr_sign},
+    {"Cumsum", gr_cumsum},
+    {"Cumprod", gr_cumprod},
+    {"TopKV2", gr_top_k},
+    {"SegmentSum", gr_segment_sum},
+    {"SegmentMean", gr_segment_mean},
+    {"SegmentMax", gr_segment_minmax},
+    {"SegmentMin", gr_segment_minmax},
+    {"UnsortedSegmentSum", gr_unsorted_segment_sum},
+    {"UnsortedSegmentMax", gr_unsorted_segment_minmax},
+    {"UnsortedSegmentMin", gr_unsorted_segment_minmax},
+    {"DynamicStitch", gr_dynamic_stitch},
+    {"ParallelDynamicStitch", gr_dynamic_stitch},
+    {"DynamicPartition", gr_dynamic_partition},
+    {"BroadcastTo", gr_broadcast_to},
+    {"ClipByValue", gr_clip_by_value},
+    {"FloorMod", gr_floor_mod},
+    {"DivNoNan", gr_div_no_nan},
+    {"Erfc", gr_erfc},
+    {"Betainc", gr_betainc},
+    {"MatrixBandPart", gr_matrix_band_part},
+    {"MatrixDiagPart", gr_matrix_diag_part},
+    {"MatrixDiag", gr_matrix_diag},
+    {"MatrixSetDiag", gr_matrix_set_diag},
+    {"MatrixDiagPartV3", gr_matrix_diag_part_v3},
+    {"MatrixDiagV3", gr_matrix_diag_v3},
+    {"MatrixSetDiagV3", gr_matrix_set_diag_v3},
+    {"Diag", gr_diag},
+    {"DiagPart", gr_diag_part},
+    {"ReverseSequence", gr_reverse_sequence},
+    {"DepthToSpace", gr_space_depth},
+    {"SpaceToDepth", gr_space_depth},
+    {"SpaceToBatchND", gr_space_batch},
+    {"BatchToSpaceND", gr_space_batch},
+    {"MatrixInverse", gr_matrix_inverse},
+    {"MatrixDeterminant", gr_matrix_determinant},
+    {"LogMatrixDeterminant", gr_log_matrix_determinant},
+    {"Cholesky", gr_cholesky},
+    {"MatrixSolve", gr_matrix_solve},
+    {"MatrixTriangularSolve", gr_matrix_solve},
+    {"Qr", gr_qr},
+    {"Svd", gr_svd},
     /* TensorFlow's NotDifferentiable ops and the rounding ops whose gradient it defines as
      * None: nothing flows back through them. */
     {"ZerosLike", NULL},
@@ -1365,6 +1905,28 @@ static const grad_entry_t grad_table[] = {
     {"Rank", NULL},
     {"ArgMax", NULL},
     {"ArgMin", NULL},
+    {"FloorDiv", NULL},
+    {"TruncateDiv", NULL},
+    {"TruncateMod", NULL},
+    {"Equal", NULL},
+    {"NotEqual", NULL},
+    {"Less", NULL},
+    {"LessEqual", NULL},
+    {"Greater", NULL},
+    {"GreaterEqual", NULL},
+    {"IsFinite", NULL},
+    {"IsNan", NULL},
+    {"IsInf", NULL},
+    {"LogicalAnd", NULL},
+    {"LogicalOr", NULL},
+    {"LogicalNot", NULL},
+    {"Range", NULL},
+    {"LinSpace", NULL},
+    {"OneHot", NULL},
+    {"Where", NULL},
+    {"Unique", NULL},
+    {"InvertPermutation", NULL},
+    {"BroadcastGradientArgs", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

@@ -1,0 +1,440 @@
+/* test_more_gradients.c: weft_gradients of the cumulative, top-k, segment, stitch/partition,
+ * broadcast, clip, diagonal/band, space/depth/batch, extra math and linear algebra ops, each
+ * checked against central finite differences of the forward graph in float64, with batch and
+ * broadcast shapes, negative unsorted segment ids, empty segments and the ops' attrs set. */
+#include "grad_check.h"
+
+/* x + scale * values(): fed values kept apart from 0 or well conditioned as a test needs. */
+static double *shifted(int64_t n, double seed, double base, double scale) {
+  double *v = values(n, seed);
+  for (int64_t i = 0; i < n; i++) v[i] = base + scale * v[i];
+  return v;
+}
+
+static weft_output_t out_of(weft_op_builder_t *b, int index) {
+  return weft_out(finish(b), index);
+}
+
+static weft_op_builder_t *op_with_bools(weft_graph_t *g, const char *op, const weft_output_t *ins,
+                                        int n, const char *a1, bool v1, const char *a2, bool v2) {
+  weft_op_builder_t *b = op_new(g, op, ins, n);
+  if (a1) weft_op_set_attr_bool(b, a1, v1);
+  if (a2) weft_op_set_attr_bool(b, a2, v2);
+  return b;
+}
+
+static void test_cumulative(void) {
+  static const char *const ops[2] = {"Cumsum", "Cumprod"};
+  for (int k = 0; k < 2; k++)
+    for (int axis = 0; axis < 2; axis++)
+      for (int mode = 0; mode < 4; mode++) {
+        weft_graph_t *g = weft_graph_new();
+        feeds_t f = {0};
+        int64_t d[2] = {3, 4};
+        double *xv = shifted(12, 0.2, k ? 1.0 : 0.0, k ? 0.5 : 1.0);
+        weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv), iscalar(g, axis)};
+        weft_op_builder_t *b = op_with_bools(g, ops[k], ins, 2, "exclusive", mode & 1, "reverse",
+                                             (mode & 2) != 0);
+        char *label = g_strdup_printf("%s axis %d exclusive %d reverse %d", ops[k], axis,
+                                      mode & 1, mode >> 1);
+        check_fd(g, &f, out_of(b, 0), 1u, label);
+        g_free(label);
+        g_free(xv);
+        weft_graph_free(g);
+      }
+}
+
+static void test_top_k(void) {
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[3] = {2, 2, 5};
+  double *xv = values(20, 0.3);
+  weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, xv), iscalar(g, 3)};
+  check_fd(g, &f, out_of(op_new(g, "TopKV2", ins, 2), 0), 1u, "TopKV2");
+  g_free(xv);
+  weft_graph_free(g);
+}
+
+/* Sorted ids with segment 2 empty; unsorted ids of rank 2 with negative (dropped) entries. */
+static void test_segments(void) {
+  static const char *const sorted[] = {"SegmentSum", "SegmentMean", "SegmentMax", "SegmentMin"};
+  for (size_t k = 0; k < G_N_ELEMENTS(sorted); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {5, 2};
+    double *xv = values(10, 0.7), ids[5] = {0, 0, 1, 3, 3};
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+    check_fd(g, &f, op2(g, sorted[k], x, ivec(g, 5, ids)), 1u, sorted[k]);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  static const char *const unsorted[] = {"UnsortedSegmentSum", "UnsortedSegmentMax",
+                                         "UnsortedSegmentMin"};
+  for (size_t k = 0; k < G_N_ELEMENTS(unsorted); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[3] = {2, 3, 2}, di[2] = {2, 3};
+    double *xv = values(12, 0.1), ids[6] = {0, -1, 2, 2, 0, -1};
+    weft_output_t ins[3] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, xv),
+                            cst(g, WEFT_DT_INT32, 2, di, ids), iscalar(g, 4)};
+    check_fd(g, &f, out_of(op_new(g, unsorted[k], ins, 3), 0), 1u, unsorted[k]);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+}
+
+static void test_stitch_partition(void) {
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[2] = {2, 2};
+  double *av = values(4, 0.1), *bv = values(4, 0.5), i0[2] = {0, 2}, i1[2] = {3, 1};
+  weft_output_t idx[2] = {ivec(g, 2, i0), ivec(g, 2, i1)};
+  weft_output_t data[2] = {feed(g, &f, "a", WEFT_DT_DOUBLE, 2, d, av),
+                           feed(g, &f, "b", WEFT_DT_DOUBLE, 2, d, bv)};
+  weft_op_builder_t *b = weft_op_new(g, "DynamicStitch", NULL);
+  weft_op_add_input_list(b, idx, 2);
+  weft_op_add_input_list(b, data, 2);
+  check_fd(g, &f, out_of(b, 0), 3u, "DynamicStitch");
+  g_free(av);
+  g_free(bv);
+  weft_graph_free(g);
+
+  /* Output 1 is unused: its rows get zeros. */
+  g = weft_graph_new();
+  feeds_t f2 = {0};
+  int64_t dx[2] = {5, 2};
+  double *xv = values(10, 0.2), parts[5] = {1, 0, 1, 2, 0};
+  weft_output_t ins[2] = {feed(g, &f2, "x", WEFT_DT_DOUBLE, 2, dx, xv), ivec(g, 5, parts)};
+  b = op_new(g, "DynamicPartition", ins, 2);
+  weft_op_set_attr_int(b, "num_partitions", 3);
+  weft_node_t *p = finish(b);
+  weft_output_t both[2] = {weft_out(p, 0), weft_out(p, 2)};
+  b = weft_op_new(g, "ConcatV2", NULL);
+  weft_op_add_input_list(b, both, 2);
+  weft_op_add_input(b, iscalar(g, 0));
+  check_fd(g, &f2, out_of(b, 0), 1u, "DynamicPartition");
+  g_free(xv);
+  weft_graph_free(g);
+}
+
+static void test_broadcast_clip(void) {
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[2] = {3, 1};
+  double *xv = values(3, 0.4), shape[3] = {2, 3, 4};
+  check_fd(g, &f, op2(g, "BroadcastTo", feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv),
+                      ivec(g, 3, shape)),
+           1u, "BroadcastTo");
+  g_free(xv);
+  weft_graph_free(g);
+
+  /* A scalar lower bound (its gradient a sum) and upper bounds per element, none equal to an
+   * element. */
+  g = weft_graph_new();
+  feeds_t f2 = {0};
+  int64_t dx[2] = {4, 3};
+  double *v = values(12, 0.25), lo = -0.45, *hi = shifted(12, 0.5, 0.3, 0.3);
+  weft_output_t ins[3] = {feed(g, &f2, "x", WEFT_DT_DOUBLE, 2, dx, v),
+                          feed(g, &f2, "lo", WEFT_DT_DOUBLE, 0, NULL, &lo),
+                          feed(g, &f2, "hi", WEFT_DT_DOUBLE, 2, dx, hi)};
+  check_fd(g, &f2, out_of(op_new(g, "ClipByValue", ins, 3), 0), 7u, "ClipByValue");
+  g_free(v);
+  g_free(hi);
+  weft_graph_free(g);
+}
+
+static void test_math(void) {
+  static const char *const binary[] = {"FloorMod", "DivNoNan"};
+  for (size_t k = 0; k < G_N_ELEMENTS(binary); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {2, 3}, dy = 3;
+    double *xv = shifted(6, 0.15, 0.0, 3.0), yv[3] = {0.7, -1.3, 1.9};
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+    weft_output_t y = feed(g, &f, "y", WEFT_DT_DOUBLE, 1, &dy, yv);
+    check_fd(g, &f, op2(g, binary[k], x, y), 3u, binary[k]);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d = 5;
+  double *xv = values(5, 0.35);
+  check_fd(g, &f, op1(g, "Erfc", feed(g, &f, "x", WEFT_DT_DOUBLE, 1, &d, xv)), 1u, "Erfc");
+  g_free(xv);
+  weft_graph_free(g);
+
+  g = weft_graph_new();
+  feeds_t fb = {0};
+  double av[4] = {0.5, 1.5, 2.0, 3.5}, bv[4] = {2.5, 0.8, 1.0, 4.0}, x[4] = {0.2, 0.5, 0.7, 0.9};
+  int64_t d4 = 4;
+  weft_output_t ins[3] = {feed(g, &fb, "a", WEFT_DT_DOUBLE, 1, &d4, av),
+                          feed(g, &fb, "b", WEFT_DT_DOUBLE, 1, &d4, bv),
+                          feed(g, &fb, "x", WEFT_DT_DOUBLE, 1, &d4, x)};
+  check_fd(g, &fb, out_of(op_new(g, "Betainc", ins, 3), 0), 4u, "Betainc");
+  weft_graph_free(g);
+}
+
+/* Diagonals and bands of a batch of non-square matrices, and the V3 forms with a k range. */
+static void test_diagonals(void) {
+  int64_t dm[3] = {2, 3, 4}, dd[2] = {2, 3};
+  double *mv = values(24, 0.45), *dv = values(12, 0.85);
+  for (int k = 0; k < 5; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    weft_output_t m = feed(g, &f, "m", WEFT_DT_DOUBLE, 3, dm, mv), y = NONE;
+    unsigned which = 1u;
+    const char *label = "";
+    switch (k) {
+      case 0: {
+        weft_output_t ins[3] = {m, iscalar(g, 1), iscalar(g, 0)};
+        y = out_of(op_new(g, "MatrixBandPart", ins, 3), 0);
+        label = "MatrixBandPart";
+        break;
+      }
+      case 1: y = op1(g, "MatrixDiagPart", m), label = "MatrixDiagPart"; break;
+      case 2:
+        y = op2(g, "MatrixSetDiag", m, feed(g, &f, "d", WEFT_DT_DOUBLE, 2, dd, dv));
+        which = 3u, label = "MatrixSetDiag";
+        break;
+      case 3: {
+        double k2[2] = {-1, 1};
+        weft_output_t ins[3] = {m, ivec(g, 2, k2), cst(g, WEFT_DT_DOUBLE, 0, NULL, k2)};
+        weft_op_builder_t *b = op_new(g, "MatrixDiagPartV3", ins, 3);
+        weft_op_set_attr_string(b, "align", "LEFT_RIGHT");
+        y = out_of(b, 0), label = "MatrixDiagPartV3";
+        break;
+      }
+      case 4: {
+        int64_t d3[3] = {2, 2, 3};
+        double k2[2] = {0, 1};
+        weft_output_t ins[3] = {m, feed(g, &f, "d", WEFT_DT_DOUBLE, 3, d3, dv), ivec(g, 2, k2)};
+        weft_op_builder_t *b = op_new(g, "MatrixSetDiagV3", ins, 3);
+        weft_op_set_attr_string(b, "align", "RIGHT_LEFT");
+        y = out_of(b, 0), which = 3u, label = "MatrixSetDiagV3";
+        break;
+      }
+      default: break;
+    }
+    check_fd(g, &f, y, which, label);
+    weft_graph_free(g);
+  }
+  static const char *const vec_ops[] = {"MatrixDiag", "Diag"};
+  for (size_t k = 0; k < G_N_ELEMENTS(vec_ops); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    check_fd(g, &f, op1(g, vec_ops[k], feed(g, &f, "d", WEFT_DT_DOUBLE, 2, dd, dv)), 1u,
+             vec_ops[k]);
+    weft_graph_free(g);
+  }
+  {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d4[4] = {2, 3, 2, 3};
+    double *v = values(36, 0.6);
+    check_fd(g, &f, op1(g, "DiagPart", feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d4, v)), 1u,
+             "DiagPart");
+    g_free(v);
+    weft_graph_free(g);
+  }
+  {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    double k2[2] = {-1, 0}, zero = 0;
+    int64_t d3[3] = {2, 2, 3};
+    weft_output_t ins[5] = {feed(g, &f, "d", WEFT_DT_DOUBLE, 3, d3, dv), ivec(g, 2, k2),
+                            iscalar(g, 3), iscalar(g, 3), cst(g, WEFT_DT_DOUBLE, 0, NULL, &zero)};
+    weft_op_builder_t *b = op_new(g, "MatrixDiagV3", ins, 5);
+    weft_op_set_attr_string(b, "align", "LEFT_LEFT");
+    check_fd(g, &f, out_of(b, 0), 1u, "MatrixDiagV3");
+    weft_graph_free(g);
+  }
+  g_free(mv);
+  g_free(dv);
+}
+
+static void test_rearrangements(void) {
+  {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[3] = {3, 4, 2}, dl = 3;
+    double *v = values(24, 0.3), lens[3] = {2, 4, 1};
+    weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, v),
+                            cst(g, WEFT_DT_INT64, 1, &dl, lens)};
+    weft_op_builder_t *b = op_new(g, "ReverseSequence", ins, 2);
+    weft_op_set_attr_int(b, "seq_dim", 1);
+    weft_op_set_attr_int(b, "batch_dim", 0);
+    check_fd(g, &f, out_of(b, 0), 1u, "ReverseSequence");
+    g_free(v);
+    weft_graph_free(g);
+  }
+  for (int to_space = 0; to_space < 2; to_space++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[4] = {1, 2, 2, 8};
+    if (!to_space) d[1] = d[2] = 4, d[3] = 2;
+    double *v = values(32, 0.55);
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d, v);
+    weft_op_builder_t *b = op_new(g, to_space ? "DepthToSpace" : "SpaceToDepth", &x, 1);
+    weft_op_set_attr_int(b, "block_size", 2);
+    check_fd(g, &f, out_of(b, 0), 1u, to_space ? "DepthToSpace" : "SpaceToDepth");
+    g_free(v);
+    weft_graph_free(g);
+  }
+  for (int to_batch = 0; to_batch < 2; to_batch++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[4] = {1, 4, 3, 1}, dp[2] = {2, 2};
+    if (!to_batch) d[0] = 4, d[1] = 2, d[2] = 2;
+    double *v = values(16, 0.65), block[2] = {2, 2}, pads[4] = {0, 0, 1, 0};
+    weft_output_t ins[3] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d, v), ivec(g, 2, block),
+                            cst(g, WEFT_DT_INT32, 2, dp, pads)};
+    const char *op = to_batch ? "SpaceToBatchND" : "BatchToSpaceND";
+    check_fd(g, &f, out_of(op_new(g, op, ins, 3), 0), 1u, op);
+    g_free(v);
+    weft_graph_free(g);
+  }
+}
+
+/* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
+static double *conditioned(int batch, int n, double seed) {
+  double *v = shifted(batch * n * n, seed, 0.0, 0.3);
+  for (int b = 0; b < batch; b++)
+    for (int i = 0; i < n; i++) v[(b * n + i) * n + i] += 2.0;
+  return v;
+}
+
+static void test_linalg_square(void) {
+  int64_t d[3] = {2, 3, 3};
+  for (int k = 0; k < 4; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    double *v = conditioned(2, 3, 0.2 + 0.1 * k);
+    if (k == 3)
+      for (int i = 0; i < 9; i++) v[i] = -v[i]; /* a negative determinant */
+    weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 3, d, v), y;
+    const char *label;
+    if (k < 2) {
+      y = out_of(op_with_bools(g, "MatrixInverse", &a, 1, "adjoint", k == 1, NULL, false), 0);
+      label = k ? "MatrixInverse adjoint" : "MatrixInverse";
+    } else if (k == 2) {
+      y = op1(g, "MatrixDeterminant", a), label = "MatrixDeterminant";
+    } else {
+      y = weft_out(finish(op_new(g, "LogMatrixDeterminant", &a, 1)), 1);
+      label = "LogMatrixDeterminant";
+    }
+    check_fd(g, &f, y, 1u, label);
+    g_free(v);
+    weft_graph_free(g);
+  }
+  /* Cholesky of x x^T + 3 I, differentiated w.r.t. x: perturbations stay symmetric. */
+  {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    double *v = values(18, 0.9), eye[9] = {3, 0, 0, 0, 3, 0, 0, 0, 3};
+    int64_t d2[2] = {3, 3};
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, v);
+    weft_output_t ins[2] = {x, x};
+    weft_output_t xxt =
+        out_of(op_with_bools(g, "BatchMatMulV2", ins, 2, "adj_x", false, "adj_y", true), 0);
+    weft_output_t spd = op2(g, "AddV2", xxt, cst(g, WEFT_DT_DOUBLE, 2, d2, eye));
+    check_fd(g, &f, op1(g, "Cholesky", spd), 1u, "Cholesky");
+    g_free(v);
+    weft_graph_free(g);
+  }
+  for (int k = 0; k < 4; k++) {
+    bool triangular = k >= 2, adj = k & 1;
+    for (int lower = 0; lower < (triangular ? 2 : 1); lower++) {
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t db[3] = {2, 3, 2};
+      double *av = conditioned(2, 3, 0.3), *bv = values(12, 0.75);
+      weft_output_t ins[2] = {feed(g, &f, "a", WEFT_DT_DOUBLE, 3, d, av),
+                              feed(g, &f, "b", WEFT_DT_DOUBLE, 3, db, bv)};
+      const char *op = triangular ? "MatrixTriangularSolve" : "MatrixSolve";
+      weft_op_builder_t *b = op_with_bools(g, op, ins, 2, "adjoint", adj,
+                                           triangular ? "lower" : NULL, lower);
+      char *label = g_strdup_printf("%s adjoint %d lower %d", op, adj, lower);
+      check_fd(g, &f, out_of(b, 0), 3u, label);
+      g_free(label);
+      g_free(av);
+      g_free(bv);
+      weft_graph_free(g);
+    }
+  }
+}
+
+/* values() with 1 + i added at (i, i) of each matrix: full rank, distinct singular values. */
+static double *full_rank(const int64_t *d, double seed) {
+  double *v = values(d[0] * d[1] * d[2], seed);
+  for (int64_t b = 0; b < d[0]; b++)
+    for (int64_t i = 0; i < d[1] && i < d[2]; i++) v[(b * d[1] + i) * d[2] + i] += 1.0 + (double)i;
+  return v;
+}
+
+/* Qr and Svd of tall, square and (Svd) wide batches, each output on its own. */
+static void test_decompositions(void) {
+  static const int64_t shapes[3][3] = {{2, 4, 3}, {2, 3, 3}, {1, 3, 4}};
+  for (int s = 0; s < 3; s++)
+    for (int out = 0; out < 3; out++) {
+      bool qr = out < 2 && s < 2;
+      for (int which_op = 0; which_op < 2; which_op++) {
+        if (which_op == 0 && !qr) continue;
+        weft_graph_t *g = weft_graph_new();
+        feeds_t f = {0};
+        double *v = full_rank(shapes[s], 0.05 + 0.1 * s);
+        weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 3, shapes[s], v);
+        const char *op = which_op == 0 ? "Qr" : "Svd";
+        weft_output_t y = weft_out(finish(op_new(g, op, &a, 1)), out);
+        /* Singular vectors are defined up to sign: their squares are not. */
+        if (which_op == 1 && out > 0) y = op1(g, "Square", y);
+        char *label = g_strdup_printf("%s [%d,%d] output %d", op, (int)shapes[s][1],
+                                      (int)shapes[s][2], out);
+        check_fd(g, &f, y, 1u, label);
+        g_free(label);
+        g_free(v);
+        weft_graph_free(g);
+      }
+    }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  double *v = full_rank(shapes[0], 0.4);
+  weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 3, shapes[0], v);
+  weft_op_builder_t *b = op_with_bools(g, "Svd", &a, 1, "compute_uv", false, NULL, false);
+  check_fd(g, &f, out_of(b, 0), 1u, "Svd compute_uv=false");
+  g_free(v);
+  weft_graph_free(g);
+}
+
+/* full_matrices Qr of a tall matrix: refused as TensorFlow refuses it, naming the node. */
+static void test_refused(void) {
+  weft_graph_t *g = weft_graph_new();
+  int64_t d[2] = {4, 3};
+  weft_status_t *st = NULL;
+  weft_output_t a = weft_placeholder(g, "a", WEFT_DT_DOUBLE, 2, d, &st);
+  OK(st);
+  weft_op_builder_t *b = op_with_bools(g, "Qr", &a, 1, "full_matrices", true, NULL, false);
+  weft_output_t loss = loss_of(g, out_of(b, 1)), grad = NONE;
+  st = weft_gradients(g, &loss, 1, &a, 1, NULL, &grad);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+  g_assert_nonnull(strstr(weft_status_message(st), "Qr"));
+  weft_status_free(st);
+  weft_graph_free(g);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/more_gradients/cumulative", test_cumulative);
+  g_test_add_func("/more_gradients/top_k", test_top_k);
+  g_test_add_func("/more_gradients/segments", test_segments);
+  g_test_add_func("/more_gradients/stitch_partition", test_stitch_partition);
+  g_test_add_func("/more_gradients/broadcast_clip", test_broadcast_clip);
+  g_test_add_func("/more_gradients/math", test_math);
+  g_test_add_func("/more_gradients/diagonals", test_diagonals);
+  g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
+  g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
+  g_test_add_func("/more_gradients/decompositions", test_decompositions);
+  g_test_add_func("/more_gradients/refused", test_refused);
+  return g_test_run();
+}
