@@ -1,6 +1,7 @@
 /* cases_imgproc.c: conformance cases of TensorFlow's image-processing ops: the four resizes
  * (upscale, downscale, identity, align_corners, half_pixel_centers, odd sizes, empty batch, every
- * registered dtype, TensorFlow's errors), CropAndResize (flipped and out-of-image boxes,
+ * registered dtype, TensorFlow's errors), the bilinear and nearest ones' gradients over the same
+ * sizes, CropAndResize (flipped and out-of-image boxes,
  * extrapolation, nearest, one-pixel crops), RGBToHSV / HSVToRGB (grey pixels, primaries),
  * AdjustHue / AdjustSaturation / AdjustContrast(v2), ExtractImagePatches (SAME/VALID, strides,
  * rates), NonMaxSuppression V1..V5 (thresholds, ties, soft-NMS, padding, errors) and
@@ -14,6 +15,12 @@ static const weft_dtype_t resize_dtypes[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,  WEFT_DT_BFLOAT16, WEFT_DT_INT8,
     WEFT_DT_UINT8, WEFT_DT_INT16,  WEFT_DT_UINT16, WEFT_DT_INT32,   WEFT_DT_INT64,
     WEFT_DT_INVALID};
+static const weft_dtype_t resize_bilinear_grad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE,
+                                                           WEFT_DT_HALF, WEFT_DT_BFLOAT16,
+                                                           WEFT_DT_INVALID};
+static const weft_dtype_t resize_nearest_grad_dtypes[] = {
+    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_INT8,
+    WEFT_DT_UINT8, WEFT_DT_INT32, WEFT_DT_INVALID};
 static const weft_dtype_t crop_dtypes[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,  WEFT_DT_BFLOAT16, WEFT_DT_INT8,
     WEFT_DT_UINT8, WEFT_DT_INT16,  WEFT_DT_UINT16, WEFT_DT_INT32,   WEFT_DT_INT64,
@@ -149,6 +156,51 @@ static void emit_resize(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, e->msg);
     cf_run_case(ctx, c);
   }
+}
+
+/* ResizeBilinearGrad(grads: float, original_image: T) and ResizeNearestNeighborGrad(grads: T,
+ * size): the resize cases run backwards, grads of the resized shape in, the original's out. */
+static void emit_resize_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool bilinear = strcmp(op, "ResizeBilinearGrad") == 0;
+  cf_resize_kind_t kind = bilinear ? CF_RESIZE_BILINEAR : CF_RESIZE_NEAREST;
+  for (size_t i = 0; i < G_N_ELEMENTS(resize_cases); i++) {
+    const rs_spec_t *s = &resize_cases[i];
+    cf_case_t *c = cf_case_new(op, s->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    int64_t gd[4] = {s->in[0], s->oh, s->ow, s->in[3]};
+    cf_array_t *grads = image(&rng, bilinear ? WEFT_DT_FLOAT : dt, 4, gd,
+                              cf_dtype_is_float(dt) ? -1 : -3, cf_dtype_is_float(dt) ? 1 : 3);
+    cf_case_expect(c, cf_ref_resize_grad(kind, grads, s->in[1], s->in[2], s->align, s->half, dt));
+    cf_case_input(c, grads);
+    if (bilinear)
+      cf_case_input(c, image(&rng, dt, 4, s->in, -1, 1));
+    else
+      cf_case_const_input(c, size_vec(s->in[1], s->in[2]));
+    if (s->align) cf_case_attr_bool(c, "align_corners", true);
+    if (s->half) cf_case_attr_bool(c, "half_pixel_centers", true);
+    /* Sums of up to (in/out)^2 terms, the bilinear weights float32 whatever the dtype. */
+    c->tol = cf_tol_scale(bilinear && dt == WEFT_DT_DOUBLE ? cf_tol_default(WEFT_DT_FLOAT)
+                                                           : cf_tol_default(dt), 8);
+    if (cf_dtype_is_float(dt))
+      c->tol.atol = dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE ? 1e-5 : 2e-2;
+    cf_run_case(ctx, c);
+  }
+  cf_case_t *c = cf_case_new(op, "err_align_and_half", dt);
+  cf_rng_t rng;
+  cf_case_rng(c, &rng);
+  int64_t d[4] = {1, 2, 2, 1};
+  cf_case_input(c, image(&rng, bilinear ? WEFT_DT_FLOAT : dt, 4, d, 0, 1));
+  if (bilinear)
+    cf_case_input(c, image(&rng, dt, 4, d, 0, 1));
+  else
+    cf_case_const_input(c, size_vec(3, 3));
+  cf_case_attr_bool(c, "align_corners", true);
+  cf_case_attr_bool(c, "half_pixel_centers", true);
+  cf_case_expect_error(c, WEFT_INVALID_ARGUMENT,
+                       "If half_pixel_centers is True, align_corners must be False.");
+  cf_run_case(ctx, c);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -611,6 +663,8 @@ static void emit_draw_boxes(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
 const cf_suite_t cf_suites_imgproc[] = {
     {"ResizeBilinear", resize_dtypes, emit_resize, NULL},
     {"ResizeNearestNeighbor", resize_dtypes, emit_resize, NULL},
+    {"ResizeBilinearGrad", resize_bilinear_grad_dtypes, emit_resize_grad, NULL},
+    {"ResizeNearestNeighborGrad", resize_nearest_grad_dtypes, emit_resize_grad, NULL},
     {"ResizeBicubic", resize_dtypes, emit_resize, NULL},
     {"ResizeArea", resize_dtypes, emit_resize, NULL},
     {"CropAndResize", crop_dtypes, emit_crop_and_resize, NULL},

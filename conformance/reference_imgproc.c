@@ -3,7 +3,8 @@
  * ((in-1)/(out-1) with align_corners, in/out otherwise) and source coordinates (legacy x*scale,
  * half-pixel (x+0.5)*scale-0.5, nearest's (x+0.5)*scale) in float32 as TensorFlow computes them,
  * bicubic's quantised 1025-entry coefficient table (a = -0.75, or Keys' -0.5 with out-of-image
- * taps dropped and renormalised), area's covered fractions, CropAndResize, the HSV conversions,
+ * taps dropped and renormalised), area's covered fractions, the bilinear and nearest resizes'
+ * adjoints (their gradients), CropAndResize, the HSV conversions,
  * the hue / saturation / contrast adjustments, ExtractImagePatches, greedy (soft-)NMS and the
  * box outlines of DrawBoundingBoxes. */
 #include "reference_imgproc.h"
@@ -130,6 +131,31 @@ cf_array_t *cf_ref_resize(cf_resize_kind_t kind, const cf_array_t *x, int64_t oh
     }
   cf_array_round(y);
   return y;
+}
+
+/* The adjoint from the forward reference itself rather than from the weights again: output
+ * pixel q's weight on input pixel p is the forward resize of the unit image at p, read at q. */
+cf_array_t *cf_ref_resize_grad(cf_resize_kind_t kind, const cf_array_t *grads, int64_t ih,
+                               int64_t iw, bool align, bool half, weft_dtype_t out_dtype) {
+  int64_t nb = grads->dims[0], oh = grads->dims[1], ow = grads->dims[2], c = grads->dims[3];
+  int64_t d[4] = {nb, ih, iw, c}, ud[4] = {1, ih, iw, 1};
+  cf_array_t *out = cf_array_new(out_dtype, 4, d);
+  cf_array_t *unit = cf_array_new(WEFT_DT_DOUBLE, 4, ud);
+  for (int64_t p = 0; p < ih * iw; p++) {
+    unit->v[p] = 1;
+    cf_array_t *w = cf_ref_resize(kind, unit, oh, ow, align, half);
+    unit->v[p] = 0;
+    for (int64_t q = 0; q < oh * ow; q++) {
+      if (w->v[q] == 0) continue;
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t ch = 0; ch < c; ch++)
+          out->v[(b * ih * iw + p) * c + ch] += w->v[q] * grads->v[(b * oh * ow + q) * c + ch];
+    }
+    cf_array_free(w);
+  }
+  cf_array_free(unit);
+  cf_array_round(out);
+  return out;
 }
 
 cf_array_t *cf_ref_crop_and_resize(const cf_array_t *image, const cf_array_t *boxes,

@@ -296,6 +296,32 @@ static void test_rearrangements(void) {
   }
 }
 
+/* The resizes through their adjoint ops, up and down, each sampling mode. */
+static void test_resizes(void) {
+  static const int64_t sizes[2][2] = {{5, 7}, {2, 3}};
+  for (int nearest = 0; nearest < 2; nearest++)
+    for (int s = 0; s < 2; s++)
+      for (int mode = 0; mode < 3; mode++) {
+        weft_graph_t *g = weft_graph_new();
+        feeds_t f = {0};
+        int64_t d[4] = {2, 3, 4, 2};
+        double *v = values(48, 0.35), size[2] = {(double)sizes[s][0], (double)sizes[s][1]};
+        /* ResizeBilinear computes in float32 whatever the input: checked in float32. */
+        weft_dtype_t dt = nearest ? WEFT_DT_DOUBLE : WEFT_DT_FLOAT;
+        weft_output_t ins[2] = {feed(g, &f, "x", dt, 4, d, v), ivec(g, 2, size)};
+        const char *op = nearest ? "ResizeNearestNeighbor" : "ResizeBilinear";
+        weft_op_builder_t *b = op_with_bools(g, op, ins, 2, "align_corners", mode == 1,
+                                             "half_pixel_centers", mode == 2);
+        weft_output_t y = out_of(b, 0);
+        char *label = g_strdup_printf("%s to %dx%d mode %d", op, (int)sizes[s][0],
+                                      (int)sizes[s][1], mode);
+        check_fd(g, &f, y, 1u, label);
+        g_free(label);
+        g_free(v);
+        weft_graph_free(g);
+      }
+}
+
 /* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
 static double *conditioned(int batch, int n, double seed) {
   double *v = shifted(batch * n * n, seed, 0.0, 0.3);
@@ -433,6 +459,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/math", test_math);
   g_test_add_func("/more_gradients/diagonals", test_diagonals);
   g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
+  g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
   g_test_add_func("/more_gradients/refused", test_refused);

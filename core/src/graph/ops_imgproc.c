@@ -1,6 +1,7 @@
 /* ops_imgproc.c: TensorFlow's image-processing ops (tensorflow/core/ops/image_ops.cc and
  * array_ops.cc for ExtractImagePatches): the resizes (ResizeBilinear, ResizeNearestNeighbor,
- * ResizeBicubic, ResizeArea), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
+ * ResizeBicubic, ResizeArea) and the gradients of two (ResizeBilinearGrad,
+ * ResizeNearestNeighborGrad), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
  * AdjustSaturation, AdjustContrast, AdjustContrastv2), ExtractImagePatches, the
  * non-max-suppression family (NonMaxSuppression V1..V5) and DrawBoundingBoxes (V1, V2), with
  * TensorFlow's names, args, attrs, type constraints and defaults, and their shape functions. */
@@ -167,6 +168,20 @@ static weft_status_t *nms5_shape(weft_shape_ctx_t *ctx) {
 }
 
 /* DrawBoundingBoxes: the images' shape. */
+/* ResizeBilinearGrad: grads [b, oh, ow, c] and original_image [b, h, w, c] -> [b, h, w, c], its
+ * batch and channels those of grads. */
+static weft_status_t *resize_bilinear_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t grads, orig;
+  weft__sh_input(ctx, 0, &grads);
+  weft__sh_input(ctx, 1, &orig);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &grads, 4, "grads"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &orig, 4, "original_image"));
+  weft__shape_t out = weft__sh_unknown_dims(4);
+  if (orig.rank == 4) out.dims[1] = orig.dims[1], out.dims[2] = orig.dims[2];
+  if (grads.rank == 4) out.dims[0] = grads.dims[0], out.dims[3] = grads.dims[3];
+  return weft__sh_output(ctx, 0, &out);
+}
+
 static weft_status_t *draw_boxes_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in;
   weft__sh_input(ctx, 0, &in);
@@ -187,6 +202,18 @@ const weft_op_def_t weft__ops_imgproc[] = {
              WEFT__SPECS("resized_images: T"),
              WEFT__SPECS("T: " RESIZE_TYPES, "align_corners: bool = false",
                          "half_pixel_centers: bool = false"),
+             0, resize_shape),
+    /* The adjoints of the two resizes above, what their gradients are built from. */
+    WEFT__OP("ResizeBilinearGrad", WEFT__SPECS("grads: float", "original_image: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {float, bfloat16, half, double}", "align_corners: bool = false",
+                         "half_pixel_centers: bool = false"),
+             0, resize_bilinear_grad_shape),
+    /* grads [b, oh, ow, c] and size [2] -> [b, size0, size1, c]: resize_shape's rule. */
+    WEFT__OP("ResizeNearestNeighborGrad", WEFT__SPECS("grads: T", "size: int32"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {uint8, int8, int32, half, float, double, bfloat16}",
+                         "align_corners: bool = false", "half_pixel_centers: bool = false"),
              0, resize_shape),
     WEFT__OP("ResizeBicubic", WEFT__SPECS("images: T", "size: int32"),
              WEFT__SPECS("resized_images: float"),

@@ -1493,6 +1493,22 @@ static void gr_space_batch(gb_t *c, weft_node_t *n, const weft_output_t *dy, wef
              dy[0], in(n, 1), in(n, 2));
 }
 
+static const char *const resize_attrs[] = {"align_corners", "half_pixel_centers", NULL};
+
+/* The resizes (image_grad.py): their adjoint ops, with the forward op's sampling attrs. */
+static void gr_resize_bilinear(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  dx[0] = op2(c, "ResizeBilinearGrad", dy[0], in(n, 0), n, resize_attrs);
+}
+
+static void gr_resize_nearest(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  int64_t one = 1, two = 2;
+  weft_output_t hw = T3(c, "Slice", U(c, "Shape", in(n, 0)), vec_i32(c, &one, 1),
+                        vec_i32(c, &two, 1));
+  dx[0] = op2(c, "ResizeNearestNeighborGrad", dy[0], hw, n, resize_attrs);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Linear algebra (linalg_grad.py); every op works on the last two dims, batched over the rest. */
 
@@ -1879,6 +1895,8 @@ static const grad_entry_t grad_table[] = {
     {"Diag", gr_diag},
     {"DiagPart", gr_diag_part},
     {"ReverseSequence", gr_reverse_sequence},
+    {"ResizeBilinear", gr_resize_bilinear},
+    {"ResizeNearestNeighbor", gr_resize_nearest},
     {"DepthToSpace", gr_space_depth},
     {"SpaceToDepth", gr_space_depth},
     {"SpaceToBatchND", gr_space_batch},
