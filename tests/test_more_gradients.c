@@ -83,6 +83,22 @@ static void test_segments(void) {
   }
 }
 
+/* Products over segments with no zero, one zero and two zeros (and a negative unsorted id). */
+static void test_segment_prod(void) {
+  for (int unsorted = 0; unsorted < 2; unsorted++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {6, 2};
+    double xv[12] = {0.5, -1.2, 1.5, 0.8, 0, 0.7, 1.1, 0, -0.9, 0, 1.3, 0.6};
+    double ids[6] = {0, 0, 1, 1, 1, unsorted ? -1 : 3};
+    weft_output_t ins[3] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv), ivec(g, 6, ids),
+                            iscalar(g, 4)};
+    const char *op = unsorted ? "UnsortedSegmentProd" : "SegmentProd";
+    check_fd(g, &f, out_of(op_new(g, op, ins, unsorted ? 3 : 2), 0), 1u, op);
+    weft_graph_free(g);
+  }
+}
+
 static void test_stitch_partition(void) {
   weft_graph_t *g = weft_graph_new();
   feeds_t f = {0};
@@ -322,6 +338,29 @@ static void test_resizes(void) {
       }
 }
 
+/* ExtractImagePatches with overlapping, strided, dilated and padded (SAME) patches. */
+static void test_extract_patches(void) {
+  for (int same = 0; same < 2; same++)
+    for (int rate = 1; rate <= 2; rate++) {
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t d[4] = {2, 5, 4, 2};
+      double *v = values(80, 0.15);
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d, v);
+      weft_op_builder_t *b = op_new(g, "ExtractImagePatches", &x, 1);
+      set_ints(b, "ksizes", 1, 2, 3, 1);
+      set_ints(b, "strides", 1, 2, 1, 1);
+      set_ints(b, "rates", 1, rate, 1, 1);
+      weft_op_set_attr_string(b, "padding", same ? "SAME" : "VALID");
+      char *label = g_strdup_printf("ExtractImagePatches %s rate %d", same ? "SAME" : "VALID",
+                                    rate);
+      check_fd(g, &f, out_of(b, 0), 1u, label);
+      g_free(label);
+      g_free(v);
+      weft_graph_free(g);
+    }
+}
+
 /* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
 static double *conditioned(int batch, int n, double seed) {
   double *v = shifted(batch * n * n, seed, 0.0, 0.3);
@@ -454,12 +493,14 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/cumulative", test_cumulative);
   g_test_add_func("/more_gradients/top_k", test_top_k);
   g_test_add_func("/more_gradients/segments", test_segments);
+  g_test_add_func("/more_gradients/segment_prod", test_segment_prod);
   g_test_add_func("/more_gradients/stitch_partition", test_stitch_partition);
   g_test_add_func("/more_gradients/broadcast_clip", test_broadcast_clip);
   g_test_add_func("/more_gradients/math", test_math);
   g_test_add_func("/more_gradients/diagonals", test_diagonals);
   g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
   g_test_add_func("/more_gradients/resizes", test_resizes);
+  g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
   g_test_add_func("/more_gradients/refused", test_refused);

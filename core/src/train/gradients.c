@@ -1321,13 +1321,39 @@ static void gr_unsorted_segment_minmax(gb_t *c, weft_node_t *n, const weft_outpu
   segment_minmax(c, n, dy, dx, true);
 }
 
-static void gr_unsorted_segment_sum(gb_t *c, weft_node_t *n, const weft_output_t *dy,
-                                    weft_output_t *dx) {
-  weft_output_t ids = in(n, 1);
-  weft_output_t g = gather0(c, dy[0], B(c, "Maximum", ids, scalar(c, dt(ids), 0)));
+/* params gathered at max(ids, 0), zeros where an id is negative (_GatherDropNegatives). */
+static weft_output_t gather_drop_negatives(gb_t *c, weft_output_t params, weft_output_t ids) {
+  weft_output_t g = gather0(c, params, B(c, "Maximum", ids, scalar(c, dt(ids), 0)));
   weft_output_t kept = B(c, "Reshape", B(c, "GreaterEqual", ids, scalar(c, dt(ids), 0)),
                          pad_shape(c, ids, g));
-  dx[0] = T3(c, "SelectV2", kept, g, U(c, "ZerosLike", g));
+  return T3(c, "SelectV2", kept, g, U(c, "ZerosLike", g));
+}
+
+static void gr_unsorted_segment_sum(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                    weft_output_t *dx) {
+  dx[0] = gather_drop_negatives(c, dy[0], in(n, 1));
+}
+
+/* SegmentProd, UnsortedSegmentProd (_UnsortedSegmentProdGrad): y / x for the elements of a
+ * segment without zeros; in one with a single zero only that element gets a gradient, the
+ * product of the others; in one with more, none does. */
+static void gr_segment_prod(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool unsorted = strcmp(n->op_name, "UnsortedSegmentProd") == 0;
+  weft_output_t x = in(n, 0), ids = in(n, 1), y = weft_out(n, 0);
+  weft_output_t is_zero = B(c, "Equal", x, U(c, "ZerosLike", x));
+  weft_output_t zeros = cast(c, is_zero, dt(x));
+  weft_output_t n_zeros = unsorted ? T3(c, "UnsortedSegmentSum", zeros, ids, in(n, 2))
+                                   : B(c, "SegmentSum", zeros, ids);
+  weft_output_t g = T3(c, "Select", B(c, "Greater", n_zeros, one_like(c, x)),
+                       U(c, "ZerosLike", dy[0]), dy[0]);
+  weft_output_t others = T3(c, "Select", is_zero, U(c, "OnesLike", x), x);
+  weft_output_t others_prod = unsorted ? T3(c, "UnsortedSegmentProd", others, ids, in(n, 2))
+                                       : B(c, "SegmentProd", others, ids);
+  weft_output_t at = unsorted ? B(c, "Maximum", ids, scalar(c, dt(ids), 0)) : ids;
+  weft_output_t partial = T3(c, "Select", is_zero, gather0(c, others_prod, at),
+                             B(c, "RealDiv", gather0(c, y, at), x));
+  weft_output_t spread = unsorted ? gather_drop_negatives(c, g, ids) : gather0(c, g, ids);
+  dx[0] = B(c, "Mul", spread, partial);
 }
 
 /* DynamicStitch: each data input's gradient is dy at its indices (as TensorFlow, an element a
@@ -1507,6 +1533,42 @@ static void gr_resize_nearest(gb_t *c, weft_node_t *n, const weft_output_t *dy,
   weft_output_t hw = T3(c, "Slice", U(c, "Shape", in(n, 0)), vec_i32(c, &one, 1),
                         vec_i32(c, &two, 1));
   dx[0] = op2(c, "ResizeNearestNeighborGrad", dy[0], hw, n, resize_attrs);
+}
+
+/* ExtractImagePatches (array_grad.py's _ExtractImagePatchesGrad, with a segment sum in place of
+ * its sparse matmul): the patches of an image of pixel numbers 1..rows*cols (0 where a patch
+ * reaches into the padding) say which pixel each patch element came from; dy's elements are
+ * summed per pixel and the padding's segment 0 dropped. Needs the input's rows, columns and
+ * channels and the output's rows and columns when the graph is built. */
+static void gr_extract_patches(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  static const char *const attrs[] = {"ksizes", "strides", "rates", "padding", NULL};
+  weft__shape_t sx = weft__node_shape(n->inputs[0].src, n->inputs[0].src_index);
+  weft__shape_t sy = weft__node_shape(n, 0);
+  if (sx.rank != 4 || sy.rank != 4 || sx.dims[1] < 0 || sx.dims[2] < 0 || sx.dims[3] < 0 ||
+      sy.dims[1] < 0 || sy.dims[2] < 0 || sy.dims[3] < 0) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (ExtractImagePatches) needs "
+                            "static rows, columns and channels", n->name));
+    return;
+  }
+  int64_t rows = sx.dims[1], cols = sx.dims[2], ch = sx.dims[3], pixels = rows * cols;
+  int64_t taps = sy.dims[1] * sy.dims[2] * (ch > 0 ? sy.dims[3] / ch : 0);
+  int64_t dims[4] = {1, rows, cols, 1};
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_INT32, 4, dims);
+  for (int64_t i = 0; i < pixels; i++) ((int32_t *)weft_tensor_data(t))[i] = (int32_t)(i + 1);
+  weft_output_t numbers = const_tensor(c, t);
+  weft_op_builder_t *b = start(c, "ExtractImagePatches", &numbers, 1);
+  pass_attrs(b, n, attrs);
+  int64_t minus_one = -1, flat_shape[3] = {-1, taps, ch}, perm[3] = {1, 0, 2};
+  weft_output_t ids = B(c, "Reshape", end(c, b, 0), vec_i32(c, &minus_one, 1));
+  weft_output_t g = B(c, "Transpose", B(c, "Reshape", dy[0], vec_i32(c, flat_shape, 3)),
+                      vec_i32(c, perm, 3));
+  weft_output_t sums = T3(c, "UnsortedSegmentSum", g, ids,
+                          scalar(c, WEFT_DT_INT32, (double)(pixels + 1)));
+  int64_t from[3] = {1, 0, 0}, all[3] = {-1, -1, -1}, image[4] = {rows, cols, -1, ch},
+          to_nhwc[4] = {2, 0, 1, 3};
+  weft_output_t kept = T3(c, "Slice", sums, vec_i32(c, from, 3), vec_i32(c, all, 3));
+  dx[0] = B(c, "Transpose", B(c, "Reshape", kept, vec_i32(c, image, 4)), vec_i32(c, to_nhwc, 4));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1874,6 +1936,8 @@ static const grad_entry_t grad_table[] = {
     {"SegmentMax", gr_segment_minmax},
     {"SegmentMin", gr_segment_minmax},
     {"UnsortedSegmentSum", gr_unsorted_segment_sum},
+    {"SegmentProd", gr_segment_prod},
+    {"UnsortedSegmentProd", gr_segment_prod},
     {"UnsortedSegmentMax", gr_unsorted_segment_minmax},
     {"UnsortedSegmentMin", gr_unsorted_segment_minmax},
     {"DynamicStitch", gr_dynamic_stitch},
@@ -1896,6 +1960,7 @@ static const grad_entry_t grad_table[] = {
     {"DiagPart", gr_diag_part},
     {"ReverseSequence", gr_reverse_sequence},
     {"ResizeBilinear", gr_resize_bilinear},
+    {"ExtractImagePatches", gr_extract_patches},
     {"ResizeNearestNeighbor", gr_resize_nearest},
     {"DepthToSpace", gr_space_depth},
     {"SpaceToDepth", gr_space_depth},
