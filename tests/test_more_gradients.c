@@ -191,11 +191,11 @@ static void test_math(void) {
   weft_graph_free(g);
 }
 
-/* Diagonals and bands of a batch of non-square matrices, and the V3 forms with a k range. */
+/* Diagonals and bands of a batch of non-square matrices, and the V2 and V3 forms with a k range. */
 static void test_diagonals(void) {
   int64_t dm[3] = {2, 3, 4}, dd[2] = {2, 3};
   double *mv = values(24, 0.45), *dv = values(12, 0.85);
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < 7; k++) {
     weft_graph_t *g = weft_graph_new();
     feeds_t f = {0};
     weft_output_t m = feed(g, &f, "m", WEFT_DT_DOUBLE, 3, dm, mv), y = NONE;
@@ -213,21 +213,25 @@ static void test_diagonals(void) {
         y = op2(g, "MatrixSetDiag", m, feed(g, &f, "d", WEFT_DT_DOUBLE, 2, dd, dv));
         which = 3u, label = "MatrixSetDiag";
         break;
-      case 3: {
+      case 3:
+      case 5: {
         double k2[2] = {-1, 1};
         weft_output_t ins[3] = {m, ivec(g, 2, k2), cst(g, WEFT_DT_DOUBLE, 0, NULL, k2)};
-        weft_op_builder_t *b = op_new(g, "MatrixDiagPartV3", ins, 3);
-        weft_op_set_attr_string(b, "align", "LEFT_RIGHT");
-        y = out_of(b, 0), label = "MatrixDiagPartV3";
+        label = k == 3 ? "MatrixDiagPartV3" : "MatrixDiagPartV2";
+        weft_op_builder_t *b = op_new(g, label, ins, 3);
+        if (k == 3) weft_op_set_attr_string(b, "align", "LEFT_RIGHT");
+        y = out_of(b, 0);
         break;
       }
-      case 4: {
+      case 4:
+      case 6: {
         int64_t d3[3] = {2, 2, 3};
         double k2[2] = {0, 1};
         weft_output_t ins[3] = {m, feed(g, &f, "d", WEFT_DT_DOUBLE, 3, d3, dv), ivec(g, 2, k2)};
-        weft_op_builder_t *b = op_new(g, "MatrixSetDiagV3", ins, 3);
-        weft_op_set_attr_string(b, "align", "RIGHT_LEFT");
-        y = out_of(b, 0), which = 3u, label = "MatrixSetDiagV3";
+        label = k == 4 ? "MatrixSetDiagV3" : "MatrixSetDiagV2";
+        weft_op_builder_t *b = op_new(g, label, ins, 3);
+        if (k == 4) weft_op_set_attr_string(b, "align", "RIGHT_LEFT");
+        y = out_of(b, 0), which = 3u;
         break;
       }
       default: break;
@@ -253,16 +257,17 @@ static void test_diagonals(void) {
     g_free(v);
     weft_graph_free(g);
   }
-  {
+  for (int v3 = 0; v3 < 2; v3++) {
     weft_graph_t *g = weft_graph_new();
     feeds_t f = {0};
     double k2[2] = {-1, 0}, zero = 0;
     int64_t d3[3] = {2, 2, 3};
     weft_output_t ins[5] = {feed(g, &f, "d", WEFT_DT_DOUBLE, 3, d3, dv), ivec(g, 2, k2),
                             iscalar(g, 3), iscalar(g, 3), cst(g, WEFT_DT_DOUBLE, 0, NULL, &zero)};
-    weft_op_builder_t *b = op_new(g, "MatrixDiagV3", ins, 5);
-    weft_op_set_attr_string(b, "align", "LEFT_LEFT");
-    check_fd(g, &f, out_of(b, 0), 1u, "MatrixDiagV3");
+    const char *op = v3 ? "MatrixDiagV3" : "MatrixDiagV2";
+    weft_op_builder_t *b = op_new(g, op, ins, 5);
+    if (v3) weft_op_set_attr_string(b, "align", "RIGHT_RIGHT");
+    check_fd(g, &f, out_of(b, 0), 1u, op);
     weft_graph_free(g);
   }
   g_free(mv);
@@ -461,6 +466,26 @@ static void test_decompositions(void) {
         weft_graph_free(g);
       }
     }
+  /* full_matrices, the sides one apart: the extra singular vector is determined up to sign. */
+  for (int s = 0; s < 3; s++)
+    for (int out = 0; out < 3; out++) {
+      if (s == 1) continue;
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t d[3] = {shapes[s][0], shapes[s][1], shapes[s][2]};
+      if (d[1] > d[2]) d[1] = d[2] + 1;
+      double *v = full_rank(d, 0.25);
+      weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 3, d, v);
+      weft_op_builder_t *b = op_with_bools(g, "Svd", &a, 1, "full_matrices", true, NULL, false);
+      weft_output_t y = out_of(b, out);
+      if (out > 0) y = op1(g, "Square", y);
+      char *label = g_strdup_printf("Svd full_matrices [%d,%d] output %d", (int)d[1], (int)d[2],
+                                    out);
+      check_fd(g, &f, y, 1u, label);
+      g_free(label);
+      g_free(v);
+      weft_graph_free(g);
+    }
   weft_graph_t *g = weft_graph_new();
   feeds_t f = {0};
   double *v = full_rank(shapes[0], 0.4);
@@ -471,21 +496,25 @@ static void test_decompositions(void) {
   weft_graph_free(g);
 }
 
-/* full_matrices Qr of a tall matrix: refused as TensorFlow refuses it, naming the node. */
+/* full_matrices Qr of a tall matrix and Svd of one whose sides differ by 2: refused as
+ * TensorFlow refuses them, naming the op. */
 static void test_refused(void) {
-  weft_graph_t *g = weft_graph_new();
-  int64_t d[2] = {4, 3};
-  weft_status_t *st = NULL;
-  weft_output_t a = weft_placeholder(g, "a", WEFT_DT_DOUBLE, 2, d, &st);
-  OK(st);
-  weft_op_builder_t *b = op_with_bools(g, "Qr", &a, 1, "full_matrices", true, NULL, false);
-  weft_output_t loss = loss_of(g, out_of(b, 1)), grad = NONE;
-  st = weft_gradients(g, &loss, 1, &a, 1, NULL, &grad);
-  g_assert_nonnull(st);
-  g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
-  g_assert_nonnull(strstr(weft_status_message(st), "Qr"));
-  weft_status_free(st);
-  weft_graph_free(g);
+  static const char *const ops[2] = {"Qr", "Svd"};
+  for (int k = 0; k < 2; k++) {
+    weft_graph_t *g = weft_graph_new();
+    int64_t d[2] = {k ? 5 : 4, 3};
+    weft_status_t *st = NULL;
+    weft_output_t a = weft_placeholder(g, "a", WEFT_DT_DOUBLE, 2, d, &st);
+    OK(st);
+    weft_op_builder_t *b = op_with_bools(g, ops[k], &a, 1, "full_matrices", true, NULL, false);
+    weft_output_t loss = loss_of(g, out_of(b, 1)), grad = NONE;
+    st = weft_gradients(g, &loss, 1, &a, 1, NULL, &grad);
+    g_assert_nonnull(st);
+    g_assert_cmpint(weft_status_code(st), ==, WEFT_UNIMPLEMENTED);
+    g_assert_nonnull(strstr(weft_status_message(st), ops[k]));
+    weft_status_free(st);
+    weft_graph_free(g);
+  }
 }
 
 int main(int argc, char **argv) {

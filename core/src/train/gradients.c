@@ -1466,25 +1466,30 @@ static void gr_matrix_set_diag(gb_t *c, weft_node_t *n, const weft_output_t *dy,
 
 static const char *const align_attrs[] = {"align", NULL};
 
-/* The V3 forms: the same adjoints over the diagonals k selects, with the same alignment. */
-static void gr_matrix_diag_part_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
-                                   weft_output_t *dx) {
-  dx[0] = op3(c, "MatrixSetDiagV3", U(c, "ZerosLike", in(n, 0)), dy[0], in(n, 1), n,
-              align_attrs);
+/* The V2 and V3 forms: the same adjoints over the diagonals k selects, with the same alignment
+ * (V2's is fixed), so each maps to its counterpart of the same version. */
+static const char *diag_op(const weft_node_t *n, const char *v2, const char *v3) {
+  return g_str_has_suffix(n->op_name, "V2") ? v2 : v3;
 }
 
-static void gr_matrix_diag_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
-                              weft_output_t *dx) {
-  dx[0] = op3(c, "MatrixDiagPartV3", dy[0], in(n, 1), scalar(c, dt(dy[0]), 0.0), n,
-              align_attrs);
-}
-
-static void gr_matrix_set_diag_v3(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+static void gr_matrix_diag_part_k(gb_t *c, weft_node_t *n, const weft_output_t *dy,
                                   weft_output_t *dx) {
-  dx[0] = op3(c, "MatrixSetDiagV3", dy[0], U(c, "ZerosLike", in(n, 1)), in(n, 2), n,
-              align_attrs);
-  dx[1] = op3(c, "MatrixDiagPartV3", dy[0], in(n, 2), scalar(c, dt(dy[0]), 0.0), n,
-              align_attrs);
+  dx[0] = op3(c, diag_op(n, "MatrixSetDiagV2", "MatrixSetDiagV3"), U(c, "ZerosLike", in(n, 0)),
+              dy[0], in(n, 1), n, align_attrs);
+}
+
+static void gr_matrix_diag_k(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                             weft_output_t *dx) {
+  dx[0] = op3(c, diag_op(n, "MatrixDiagPartV2", "MatrixDiagPartV3"), dy[0], in(n, 1),
+              scalar(c, dt(dy[0]), 0.0), n, align_attrs);
+}
+
+static void gr_matrix_set_diag_k(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                 weft_output_t *dx) {
+  dx[0] = op3(c, diag_op(n, "MatrixSetDiagV2", "MatrixSetDiagV3"), dy[0],
+              U(c, "ZerosLike", in(n, 1)), in(n, 2), n, align_attrs);
+  dx[1] = op3(c, diag_op(n, "MatrixDiagPartV2", "MatrixDiagPartV3"), dy[0], in(n, 2),
+              scalar(c, dt(dy[0]), 0.0), n, align_attrs);
 }
 
 static void gr_diag(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
@@ -1709,8 +1714,18 @@ static weft_output_t safe_reciprocal(gb_t *c, weft_output_t x) {
                                             scalar(c, dt(x), 1e-20))));
 }
 
-/* Svd (TensorFlow's _SvdGrad, Townsend 2016) for the reduced factorisation; a wide matrix is
- * differentiated as its transpose. full_matrices is refused for non-square matrices. */
+/* Columns [begin, begin + size) of each matrix of x (rank known). */
+static weft_output_t columns(gb_t *c, weft_output_t x, int rank, int64_t begin, int64_t size) {
+  int64_t from[WEFT_MAX_RANK] = {0}, count[WEFT_MAX_RANK];
+  for (int d = 0; d < rank; d++) count[d] = -1;
+  from[rank - 1] = begin;
+  count[rank - 1] = size;
+  return T3(c, "Slice", x, vec_i32(c, from, rank), vec_i32(c, count, rank));
+}
+
+/* Svd (TensorFlow's _SvdGrad, Townsend 2016); a tall matrix is differentiated as its transpose.
+ * With full_matrices the extra singular vectors are only determined (up to sign) when the
+ * sides differ by at most one, so, as TensorFlow, larger differences are refused. */
 static void gr_svd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
   weft_output_t a = in(n, 0);
   weft_output_t gs = has(dy[0]) ? dy[0] : U(c, "ZerosLike", weft_out(n, 0));
@@ -1731,20 +1746,29 @@ static void gr_svd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output
     return;
   }
   int64_t rows = sa.dims[sa.rank - 2], cols = sa.dims[sa.rank - 1];
-  if (attr_bool(n, "full_matrices") && rows != cols) {
-    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Svd) is not implemented for "
-                            "full_matrices with a non-square input", n->name));
+  bool tall = rows > cols, full = attr_bool(n, "full_matrices");
+  int64_t small = tall ? cols : rows, big = tall ? rows : cols;
+  if (full && big - small > 1) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (Svd) is not implemented "
+                            "for full_matrices when the sides differ by more than 1 (%"
+                            G_GINT64_FORMAT "x%" G_GINT64_FORMAT ")", n->name, rows, cols));
     return;
   }
   weft_output_t s = weft_out(n, 0), u = weft_out(n, 1), v = weft_out(n, 2);
   weft_output_t gu = has(dy[1]) ? dy[1] : U(c, "ZerosLike", u);
   weft_output_t gv = has(dy[2]) ? dy[2] : U(c, "ZerosLike", v);
-  bool tall = rows > cols;
   if (tall) {
     weft_output_t t = u;
     u = v, v = t;
     t = gu;
     gu = gv, gv = t;
+  }
+  weft_output_t v2 = NONE, gv2 = NONE;
+  if (full && big != small) {
+    v2 = columns(c, v, sa.rank, small, big - small);
+    gv2 = columns(c, gv, sa.rank, small, big - small);
+    v = columns(c, v, sa.rank, 0, small);
+    gv = columns(c, gv, sa.rank, 0, small);
   }
   weft_output_t s_mat = U(c, "MatrixDiag", s), s2 = U(c, "Square", s);
   weft_output_t m2 = scalar(c, WEFT_DT_INT32, -2), m1 = scalar(c, WEFT_DT_INT32, -1);
@@ -1760,9 +1784,12 @@ static void gr_svd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output
                           bmm(c, s_mat, B(c, "AddV2", fv, adjoint(c, n, fv)), false, false));
   weft_output_t ga = bmm(c, u, bmm(c, inner, v, false, true), false, false);
   if (rows != cols) {
-    /* The part of dV outside V's span: (I - V V^T) dV S^-1 U^T, transposed. */
+    /* The part of dV outside V's span: (I - V V^T) dV S^-1 U^T, transposed; with the full V,
+     * less what the extra column's gradient says about V's own columns. */
     weft_output_t gvt = adjoint(c, n, gv);
     weft_output_t off = B(c, "Sub", gvt, bmm(c, bmm(c, gvt, v, false, false), v, false, true));
+    if (has(v2))
+      off = B(c, "Sub", off, bmm(c, bmm(c, v, gv2, true, false), v2, false, true));
     weft_output_t us_inv = bmm(c, u, U(c, "MatrixDiag", safe_reciprocal(c, s)), false, false);
     ga = B(c, "AddV2", ga, bmm(c, us_inv, off, false, false));
   }
@@ -1953,9 +1980,12 @@ static const grad_entry_t grad_table[] = {
     {"MatrixDiagPart", gr_matrix_diag_part},
     {"MatrixDiag", gr_matrix_diag},
     {"MatrixSetDiag", gr_matrix_set_diag},
-    {"MatrixDiagPartV3", gr_matrix_diag_part_v3},
-    {"MatrixDiagV3", gr_matrix_diag_v3},
-    {"MatrixSetDiagV3", gr_matrix_set_diag_v3},
+    {"MatrixDiagPartV2", gr_matrix_diag_part_k},
+    {"MatrixDiagPartV3", gr_matrix_diag_part_k},
+    {"MatrixDiagV2", gr_matrix_diag_k},
+    {"MatrixDiagV3", gr_matrix_diag_k},
+    {"MatrixSetDiagV2", gr_matrix_set_diag_k},
+    {"MatrixSetDiagV3", gr_matrix_set_diag_k},
     {"Diag", gr_diag},
     {"DiagPart", gr_diag_part},
     {"ReverseSequence", gr_reverse_sequence},
