@@ -144,6 +144,19 @@ static void test_broadcast_clip(void) {
   g_free(xv);
   weft_graph_free(g);
 
+  /* SelectV2 broadcasting all three: cond [2, 1, 3], x [4, 1], y [3]. */
+  g = weft_graph_new();
+  feeds_t fs = {0};
+  int64_t dc[3] = {2, 1, 3}, dxs[2] = {4, 1}, dys = 3;
+  double cv[6] = {1, 0, 1, 0, 0, 1}, *xs = values(4, 0.2), ys[3] = {0.3, -0.6, 0.9};
+  weft_output_t cond = op2(g, "NotEqual", cst(g, WEFT_DT_DOUBLE, 3, dc, cv),
+                           cst(g, WEFT_DT_DOUBLE, 0, NULL, (double[]){0.0}));
+  weft_output_t sel[3] = {cond, feed(g, &fs, "x", WEFT_DT_DOUBLE, 2, dxs, xs),
+                          feed(g, &fs, "y", WEFT_DT_DOUBLE, 1, &dys, ys)};
+  check_fd(g, &fs, out_of(op_new(g, "SelectV2", sel, 3), 0), 3u, "SelectV2");
+  g_free(xs);
+  weft_graph_free(g);
+
   /* A scalar lower bound (its gradient a sum) and upper bounds per element, none equal to an
    * element. */
   g = weft_graph_new();

@@ -1397,6 +1397,14 @@ static void gr_broadcast_to(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
   dx[0] = reduce_to(c, dy[0], in(n, 0));
 }
 
+/* SelectV2 (_SelectGradV2): like Select's, each branch's share then summed over the dims it was
+ * broadcast along. */
+static void gr_select_v2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t cond = in(n, 0), zero = scalar(c, dt(dy[0]), 0.0);
+  dx[1] = reduce_to(c, T3(c, "SelectV2", cond, dy[0], zero), in(n, 1));
+  dx[2] = reduce_to(c, T3(c, "SelectV2", cond, zero, dy[0]), in(n, 2));
+}
+
 /* ClipByValue: dy passes where x was inside the bounds, and goes to the bound that clipped it
  * elsewhere, summed over what the bound was broadcast along. */
 static void gr_clip_by_value(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
@@ -1971,6 +1979,7 @@ static const grad_entry_t grad_table[] = {
     {"ParallelDynamicStitch", gr_dynamic_stitch},
     {"DynamicPartition", gr_dynamic_partition},
     {"BroadcastTo", gr_broadcast_to},
+    {"SelectV2", gr_select_v2},
     {"ClipByValue", gr_clip_by_value},
     {"FloorMod", gr_floor_mod},
     {"DivNoNan", gr_div_no_nan},
