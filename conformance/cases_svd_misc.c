@@ -1,5 +1,6 @@
 /* cases_svd_misc.c: conformance cases of Svd (square, tall, wide, batched, full_matrices,
- * compute_uv, rank deficiency, repeated values, empty matrices, NaN input, rank < 2), LinSpace
+ * compute_uv, rank deficiency, repeated values, empty matrices, NaN input, rank < 2),
+ * SelfAdjointEigV2 (by property too: batches, repeated eigenvalues, compute_v), LinSpace
  * (num 1, 2 and many, descending, int64 num, errors), Diag (ranks 1..3, empty, rank 0), DiagPart
  * (ranks 2, 4, 6, every dtype, empty, errors) and SparseTensorDenseAdd (ranks 1..3, duplicates,
  * int64 indices, empty, each of TensorFlow's validation errors). Svd's u and v are unique only up
@@ -321,8 +322,103 @@ static void emit_sparse_dense_add(cf_run_ctx_t *ctx, const char *op, weft_dtype_
              "and [2]", false);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SelfAdjointEigV2: checked by property, as Svd. A is the input's lower triangle mirrored (what
+ * the op reads); e must ascend, V have orthonormal columns and A V = V diag(e), which together
+ * make e A's eigenvalues. Without V, e's sum and sum of squares must be A's trace and squared
+ * Frobenius norm. */
+
+static char *check_eig(const cf_case_t *c, cf_array_t *const *out, int n_out) {
+  const cf_array_t *x = c->inputs[0];
+  bool with_v = cf_case_int(c, "compute_v", 1) != 0;
+  int64_t n = x->dims[x->rank - 1], batch = n > 0 ? x->n / (n * n) : 0;
+  double tol = x->dtype == WEFT_DT_DOUBLE ? 1e-9 : 2e-4;
+  if (n_out < 2) return g_strdup("two outputs expected");
+  const cf_array_t *e = out[0], *v = out[1];
+  if (e->n != batch * n) return g_strdup("e has the wrong size");
+  if (!with_v && (v->rank != 1 || v->n != 0)) return g_strdup("v is not [0]");
+  if (with_v && v->n != batch * n * n) return g_strdup("v has the wrong size");
+  for (int64_t b = 0; b < batch; b++) {
+    const double *xb = x->v + b * n * n, *eb = e->v + b * n;
+    double scale = 1, trace = 0, frob = 0, sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) {
+      trace += xb[i * n + i];
+      sum += eb[i];
+      sq += eb[i] * eb[i];
+      for (int64_t j = 0; j < n; j++) {
+        double a = j <= i ? xb[i * n + j] : xb[j * n + i];
+        frob += a * a;
+        scale = fmax(scale, fabs(a));
+      }
+      if (i > 0 && eb[i] < eb[i - 1] - tol * scale)
+        return g_strdup_printf("batch %lld: e not ascending at %lld", (long long)b,
+                               (long long)i);
+    }
+    if (fabs(trace - sum) > tol * 10 * scale * n || fabs(frob - sq) > tol * 10 * frob + tol)
+      return g_strdup_printf("batch %lld: sum(e) %g, trace %g; sum(e^2) %g, |A|^2 %g",
+                             (long long)b, sum, trace, sq, frob);
+    if (!with_v) continue;
+    const double *vb = v->v + b * n * n;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t k = 0; k < n; k++) {
+        double av = 0, dot = 0;
+        for (int64_t j = 0; j < n; j++) {
+          av += (j <= i ? xb[i * n + j] : xb[j * n + i]) * vb[j * n + k];
+          dot += vb[j * n + i] * vb[j * n + k];
+        }
+        if (fabs(av - vb[i * n + k] * eb[k]) > tol * 10 * scale * n)
+          return g_strdup_printf("batch %lld: (A V)[%lld,%lld] = %g, V diag(e) = %g",
+                                 (long long)b, (long long)i, (long long)k, av,
+                                 vb[i * n + k] * eb[k]);
+        if (fabs(dot - (i == k)) > tol * 10)
+          return g_strdup_printf("batch %lld: v columns %lld and %lld: dot %g", (long long)b,
+                                 (long long)i, (long long)k, dot);
+      }
+  }
+  return NULL;
+}
+
+static void eig_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
+                     cf_array_t *x, bool with_v) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_case_input(c, x);
+  cf_case_attr_bool(c, "compute_v", with_v);
+  for (int i = 0; i < 2; i++) cf_case_expect(c, NULL);
+  c->check = check_eig;
+  cf_run_case(ctx, c);
+}
+
+static void emit_eig(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  static const struct {
+    const char *name;
+    int rank;
+    int64_t dims[4];
+    bool with_v;
+  } shapes[] = {{"1x1", 2, {1, 1}, true},          {"3x3", 2, {3, 3}, true},
+                {"6x6_no_v", 2, {6, 6}, false},    {"batch_2x4x4", 3, {2, 4, 4}, true},
+                {"batch_4d", 4, {2, 1, 3, 3}, true}, {"square_12", 2, {12, 12}, true}};
+  for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    cf_rng_t rng;
+    cf_rng_seed(&rng, op, shapes[i].name, "f");
+    /* Not symmetric: the upper triangle must be ignored. */
+    eig_case(ctx, op, dt, shapes[i].name,
+             cf_gen_uniform(&rng, dt, shapes[i].rank, shapes[i].dims, -2, 2), shapes[i].with_v);
+  }
+  /* Repeated eigenvalues: any orthonormal basis of the eigenspace will do. */
+  cf_array_t *x = cf_array_new(dt, 2, (const int64_t[]){3, 3});
+  x->v[0] = x->v[4] = 2;
+  x->v[8] = -1;
+  eig_case(ctx, op, dt, "repeated", x, true);
+  eig_case(ctx, op, dt, "empty_batch", cf_array_new(dt, 3, (const int64_t[]){0, 3, 3}), true);
+  cf_case_t *c = cf_case_new(op, "error_not_square", dt);
+  cf_case_input(c, cf_array_new(dt, 2, (const int64_t[]){2, 3}));
+  error_case(ctx, c, "Input matrix must be square.", true);
+}
+
 static const weft_dtype_t float_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                             WEFT_DT_INVALID};
+static const weft_dtype_t eig_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INVALID};
 static const weft_dtype_t diag_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                            WEFT_DT_BFLOAT16, WEFT_DT_INT32, WEFT_DT_INT64,
                                            WEFT_DT_INVALID};
@@ -333,6 +429,7 @@ static const weft_dtype_t number_dtypes[] = {
 
 const cf_suite_t cf_suites_svd_misc[] = {
     {"Svd", float_dtypes, emit_svd, NULL},
+    {"SelfAdjointEigV2", eig_dtypes, emit_eig, NULL},
     {"LinSpace", float_dtypes, emit_linspace, NULL},
     {"Diag", diag_dtypes, emit_diag, NULL},
     {"DiagPart", diag_dtypes, emit_diag_part, NULL},

@@ -509,6 +509,27 @@ static void test_decompositions(void) {
   weft_graph_free(g);
 }
 
+/* SelfAdjointEigV2 of x + x^T (so perturbations stay symmetric), each output on its own
+ * (the vectors squared: their sign is open), and without compute_v. */
+static void test_self_adjoint_eig(void) {
+  for (int out = 0; out < 3; out++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[3] = {2, 3, 3};
+    double *v = full_rank(d, 0.6);
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, v);
+    double perm[3] = {0, 2, 1};
+    weft_output_t sym = op2(g, "AddV2", x, op2(g, "Transpose", x, ivec(g, 3, perm)));
+    weft_op_builder_t *b = op_with_bools(g, "SelfAdjointEigV2", &sym, 1, "compute_v", out < 2,
+                                         NULL, false);
+    weft_output_t y = out_of(b, out == 1 ? 1 : 0);
+    if (out == 1) y = op1(g, "Square", y);
+    check_fd(g, &f, y, 1u, out == 2 ? "SelfAdjointEigV2 e only" : "SelfAdjointEigV2");
+    g_free(v);
+    weft_graph_free(g);
+  }
+}
+
 /* full_matrices Qr of a tall matrix and Svd of one whose sides differ by 2: refused as
  * TensorFlow refuses them, naming the op. */
 static void test_refused(void) {
@@ -545,6 +566,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
+  g_test_add_func("/more_gradients/self_adjoint_eig", test_self_adjoint_eig);
   g_test_add_func("/more_gradients/refused", test_refused);
   return g_test_run();
 }

@@ -1,12 +1,14 @@
 /* cpu_linalg.c: the dense linear-algebra kernels with TensorFlow's CPU semantics (the Eigen
  * kernels of tensorflow/core/kernels/linalg): MatrixTriangularSolve (batch dims broadcast, as
  * TensorFlow's V2 kernel), MatrixSolve, MatrixInverse, MatrixDeterminant, LogMatrixDeterminant,
- * Cholesky, Lu, Qr and MatrixSolveLs (its fast path), for float32 and float64 (and half for Qr:
- * the 16-bit CPU kernels TensorFlow registers).
+ * Cholesky, Lu, Qr, MatrixSolveLs (its fast path) and SelfAdjointEigV2, for float32 and float64
+ * (and half for Qr: the 16-bit CPU kernels TensorFlow registers).
  * Each matrix is factored alone, in plain C in double precision (the matrices of real graphs are
  * small, and the plugin adds no LAPACK dependency): partially pivoted LU as Eigen's PartialPivLU
  * (largest magnitude in the column, first on ties, no swap when the column is all zeros), LL^T
- * from the lower triangle as Eigen's LLT, and substitution for the triangular solves. */
+ * from the lower triangle as Eigen's LLT, substitution for the triangular solves, and cyclic
+ * Jacobi rotations for the symmetric eigenproblem (from the lower triangle, as Eigen's
+ * SelfAdjointEigenSolver reads it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,6 +650,96 @@ static weft_status_t *k_qr(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SelfAdjointEigV2: cyclic Jacobi on the lower triangle mirrored. Eigenvalues ascending, as
+ * Eigen's solver gives them; each eigenvector's sign (which the problem leaves open) chosen so
+ * its largest component is positive, the first of equal ones. */
+
+/* a[n,n] symmetric (destroyed: its diagonal ends as the eigenvalues); v[n,n] gets the
+ * eigenvectors as columns. */
+static void jacobi_eigen(double *a, int64_t n, double *v) {
+  for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0 ? 1 : 0;
+  for (int sweep = 0; sweep < 100; sweep++) {
+    double off = 0, total = 0;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        total += a[i * n + j] * a[i * n + j];
+        if (i != j) off += a[i * n + j] * a[i * n + j];
+      }
+    if (off <= 1e-30 * total || off == 0) break;
+    for (int64_t p = 0; p < n; p++)
+      for (int64_t q = p + 1; q < n; q++) {
+        double apq = a[p * n + q];
+        if (apq == 0) continue;
+        double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+        double c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int64_t k = 0; k < n; k++) {
+          double akp = a[k * n + p], akq = a[k * n + q];
+          a[k * n + p] = c * akp - s * akq;
+          a[k * n + q] = s * akp + c * akq;
+        }
+        for (int64_t k = 0; k < n; k++) {
+          double apk = a[p * n + k], aqk = a[q * n + k];
+          a[p * n + k] = c * apk - s * aqk;
+          a[q * n + k] = s * apk + c * aqk;
+        }
+        for (int64_t k = 0; k < n; k++) {
+          double vkp = v[k * n + p], vkq = v[k * n + q];
+          v[k * n + p] = c * vkp - s * vkq;
+          v[k * n + q] = s * vkp + c * vkq;
+        }
+      }
+  }
+}
+
+static weft_status_t *k_self_adjoint_eig(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, e, vout;
+  int64_t n, batch;
+  WEFT_RETURN_IF_ERROR(square_input(ctx, &x, &n, &batch));
+  bool compute_v = weft__cpu_attr_bool(ctx, "compute_v", true);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank - 1, x.dims, &e));
+  int64_t none = 0;
+  WEFT_RETURN_IF_ERROR(compute_v ? weft__cpu_output(ctx, 1, x.dtype, x.rank, x.dims, &vout)
+                                 : weft__cpu_output(ctx, 1, x.dtype, 1, &none, &vout));
+  if (n == 0 || batch == 0) return NULL;
+  double *a, *v, *vals, *vecs;
+  int64_t *order;
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n * n, &a));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n * n, &v));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n, &vals));
+  WEFT_RETURN_IF_ERROR(scratch_doubles(ctx, n * n, &vecs));
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(int64_t) * (size_t)n, (void **)&order));
+  for (int64_t b = 0; b < batch; b++) {
+    load(&x, b * n * n, n * n, a);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = i + 1; j < n; j++) a[i * n + j] = a[j * n + i];
+    jacobi_eigen(a, n, v);
+    /* Insertion sort of the eigenvalues, ascending and stable. */
+    for (int64_t i = 0; i < n; i++) {
+      int64_t k = i;
+      while (k > 0 && a[order[k - 1] * (n + 1)] > a[i * (n + 1)]) {
+        order[k] = order[k - 1];
+        k--;
+      }
+      order[k] = i;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      int64_t col = order[j];
+      vals[j] = a[col * (n + 1)];
+      int64_t big = 0;
+      for (int64_t i = 1; i < n; i++)
+        if (fabs(v[i * n + col]) > fabs(v[big * n + col])) big = i;
+      double sign = v[big * n + col] < 0 ? -1 : 1;
+      for (int64_t i = 0; i < n; i++) vecs[i * n + j] = sign * v[i * n + col];
+    }
+    store(&e, b * n, n, vals);
+    if (compute_v) store(&vout, b * n * n, n * n, vecs);
+  }
+  return NULL;
+}
+
 /* TensorFlow registers Qr's CPU kernel for half too (qr_op_half.cc). */
 static const weft_dtype_t qr_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF};
 
@@ -673,6 +765,8 @@ weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg) {
        .dtypes = linalg_types, .n_dtypes = nt},
       {.op = "Qr", .compute = k_qr, .type_attr = "T", .dtypes = qr_types,
        .n_dtypes = sizeof qr_types / sizeof qr_types[0]},
+      {.op = "SelfAdjointEigV2", .compute = k_self_adjoint_eig, .type_attr = "T",
+       .dtypes = linalg_types, .n_dtypes = nt},
   };
   return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

@@ -1,5 +1,5 @@
 /* ops_linalg.c: the dense linear-algebra ops (MatrixTriangularSolve, MatrixSolve, MatrixInverse,
- * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu, Qr, MatrixSolveLs) with TensorFlow's
+ * MatrixDeterminant, LogMatrixDeterminant, Cholesky, Lu, Qr, MatrixSolveLs, SelfAdjointEigV2) with TensorFlow's
  * names, args, attrs and type constraints (tensorflow/core/ops/linalg_ops.cc, less the complex
  * types Weft does not have), and their shape functions. */
 #include <string.h>
@@ -174,6 +174,21 @@ static weft_status_t *qr_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 1, &r);
 }
 
+/* SelfAdjointEigV2: e = [..., M] and v = [..., M, M], or [0] without compute_v. */
+static weft_status_t *self_adjoint_eig_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in;
+  int64_t n;
+  WEFT_RETURN_IF_ERROR(square_input(ctx, "input", &in, &n));
+  weft__shape_t e = kUnknownShape;
+  if (in.rank >= 0) {
+    e = in;
+    e.rank--;
+  }
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &e));
+  weft__shape_t none = {.rank = 1, .dims = {0}};
+  return weft__sh_output(ctx, 1, weft__sh_attr_bool(ctx, "compute_v", true) ? &in : &none);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The table. TensorFlow also allows complex64 and complex128, which Weft has no dtype for. */
 
@@ -203,5 +218,7 @@ const weft_op_def_t weft__ops_linalg[] = {
              matrix_solve_ls_shape),
     WEFT__OP("Qr", WEFT__SPECS("input: T"), WEFT__SPECS("q: T", "r: T"),
              WEFT__SPECS("full_matrices: bool = false", LINALG_T), 0, qr_shape),
+    WEFT__OP("SelfAdjointEigV2", WEFT__SPECS("input: T"), WEFT__SPECS("e: T", "v: T"),
+             WEFT__SPECS("compute_v: bool = true", LINALG_T), 0, self_adjoint_eig_shape),
     WEFT__OPS_END,
 };

@@ -1804,6 +1804,40 @@ static void gr_svd(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output
   dx[0] = tall ? adjoint(c, n, ga) : ga;
 }
 
+/* SelfAdjointEigV2 (TensorFlow's _SelfAdjointEigV2Grad): V (diag(de) + F o V^T dV) V^T with
+ * F_ij = 1 / (e_j - e_i) off the diagonal; the op reads only the lower triangle, so the
+ * symmetrised gradient goes there (the diagonal once). Without compute_v the vectors come from
+ * a second decomposition. */
+static void gr_self_adjoint_eig(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                weft_output_t *dx) {
+  weft_output_t e = weft_out(n, 0), v = weft_out(n, 1);
+  weft_output_t ge = has(dy[0]) ? dy[0] : U(c, "ZerosLike", e);
+  bool compute_v = true;
+  const weft__attr_value_t *cv = weft__attrs_get(n->attrs, "compute_v");
+  if (cv && cv->kind == WEFT_ATTR_BOOL) compute_v = cv->u.b;
+  weft_output_t inner = U(c, "MatrixDiag", ge);
+  if (compute_v) {
+    weft_output_t gv = has(dy[1]) ? dy[1] : U(c, "ZerosLike", v);
+    weft_output_t f = B(c, "MatrixSetDiag",
+                        safe_reciprocal(c, B(c, "Sub",
+                                             B(c, "ExpandDims", e, scalar(c, WEFT_DT_INT32, -2)),
+                                             B(c, "ExpandDims", e, scalar(c, WEFT_DT_INT32, -1)))),
+                        U(c, "ZerosLike", e));
+    inner = B(c, "AddV2", inner, B(c, "Mul", f, bmm(c, v, gv, true, false)));
+  } else {
+    weft_output_t a = in(n, 0);
+    weft_op_builder_t *b = start(c, "SelfAdjointEigV2", &a, 1);
+    if (b) weft_op_set_attr_bool(b, "compute_v", true);
+    weft_output_t again = end(c, b, 0);
+    if (!has(again)) return;
+    v = weft_out(again.node, 1);
+  }
+  weft_output_t ga = bmm(c, v, bmm(c, inner, v, false, true), false, false);
+  ga = band(c, B(c, "AddV2", ga, adjoint(c, n, ga)), -1, 0);
+  dx[0] = B(c, "MatrixSetDiag", ga,
+            B(c, "Mul", scalar(c, dt(ga), 0.5), U(c, "MatrixDiagPart", ga)));
+}
+
 weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
                                      weft_output_t *out) {
   gb_t c = {g, NULL};
@@ -2013,6 +2047,7 @@ static const grad_entry_t grad_table[] = {
     {"MatrixTriangularSolve", gr_matrix_solve},
     {"Qr", gr_qr},
     {"Svd", gr_svd},
+    {"SelfAdjointEigV2", gr_self_adjoint_eig},
     /* TensorFlow's NotDifferentiable ops and the rounding ops whose gradient it defines as
      * None: nothing flows back through them. */
     {"ZerosLike", NULL},
