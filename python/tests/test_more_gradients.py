@@ -16,9 +16,10 @@ def fresh_graph():
 RNG = np.random.RandomState(11)
 
 
-def check(build, x0, eps=1e-6, tol=1e-5):
-    """d sum(sin(f(x))) / dx from tf.gradients against central differences."""
-    x = tf.placeholder(tf.float64, x0.shape)
+def check(build, x0, eps=1e-6, tol=1e-5, shape=None):
+    """d sum(sin(f(x))) / dx from tf.gradients against central differences; shape: the
+    placeholder's, when some dims should be unknown while the graph is built."""
+    x = tf.placeholder(tf.float64, x0.shape if shape is None else shape)
     loss = tf.reduce_sum(tf.sin(build(x)))
     (grad,) = tf.gradients(loss, [x])
     assert grad is not None
@@ -85,3 +86,16 @@ def test_resize_through_its_grad_op():
         want = sess.run(adj, {x: x0, z: 2 * yv})
     np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
     check(lambda v: tf.image.resize_nearest_neighbor(v, [2, 3]), RNG.uniform(-1, 1, (1, 3, 4, 2)))
+
+
+def test_unknown_batch_dims():
+    """The gradients that compute shapes in the graph work when the leading dims are unknown."""
+    x0 = RNG.uniform(-1, 1, (3, 5))
+    check(lambda x: tf.nn.top_k(x, 2)[0], x0, shape=[None, 5])
+    check(lambda x: tf.math.segment_mean(x, np.array([0, 1, 1], np.int32)), x0, shape=[None, 5])
+    check(lambda x: tf.math.unsorted_segment_min(x, np.array([1, -1, 1], np.int32), 2), x0,
+          shape=[None, None])
+    check(lambda x: tf.cumsum(x, axis=1), x0, shape=[None, 5])
+    check(lambda a: tf.matrix_inverse(a), well_conditioned(2, 3, 3), shape=[None, 3, 3])
+    check(lambda a: tf.cholesky(tf.matmul(a, a, transpose_b=True)), well_conditioned(2, 3, 3),
+          shape=[None, 3, 3])
