@@ -447,6 +447,26 @@ static void test_linalg_square(void) {
   }
 }
 
+/* MatrixTriangularSolve broadcasting one matrix over a batch of right-hand sides and a batch
+ * of matrices over one right-hand side: each gradient summed back to its input's shape. */
+static void test_triangular_broadcast(void) {
+  for (int k = 0; k < 2; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t da[3] = {2, 3, 3}, db[3] = {2, 3, 2};
+    double *av = conditioned(2, 3, 0.45), *bv = values(12, 0.35);
+    weft_output_t ins[2] = {feed(g, &f, "a", WEFT_DT_DOUBLE, k ? 3 : 2, k ? da : da + 1, av),
+                            feed(g, &f, "b", WEFT_DT_DOUBLE, k ? 2 : 3, k ? db + 1 : db, bv)};
+    weft_op_builder_t *b = op_with_bools(g, "MatrixTriangularSolve", ins, 2, "lower", k == 0,
+                                         NULL, false);
+    check_fd(g, &f, out_of(b, 0), 3u, k ? "MatrixTriangularSolve batch of a" :
+                                          "MatrixTriangularSolve batch of b");
+    g_free(av);
+    g_free(bv);
+    weft_graph_free(g);
+  }
+}
+
 /* values() with 1 + i added at (i, i) of each matrix: full rank, distinct singular values. */
 static double *full_rank(const int64_t *d, double seed) {
   double *v = values(d[0] * d[1] * d[2], seed);
@@ -565,6 +585,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
+  g_test_add_func("/more_gradients/triangular_broadcast", test_triangular_broadcast);
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
   g_test_add_func("/more_gradients/self_adjoint_eig", test_self_adjoint_eig);
   g_test_add_func("/more_gradients/refused", test_refused);

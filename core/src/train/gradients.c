@@ -461,8 +461,8 @@ static weft_output_t unbroadcast_batch(gb_t *c, weft_output_t g, weft_output_t x
   if (same_static_shape(g, x)) return g;
   weft__shape_t sx = weft__node_shape(x.node, x.index), so = weft__node_shape(other.node, other.index);
   if (sx.rank < 2 || so.rank < 2) {
-    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of BatchMatMulV2 with broadcast "
-                            "batch dims needs inputs of known rank"));
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (%s) with broadcast batch "
+                            "dims needs inputs of known rank", g.node->name, g.node->op_name));
     return NONE;
   }
   int64_t zero = 0, nx = sx.rank - 2, no = so.rank - 2;
@@ -1678,8 +1678,9 @@ static void gr_matrix_solve(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
   weft_output_t gb = solve(c, n->op_name, in(n, 0), dy[0], lower, !adj);
   weft_output_t ga = U(c, "Neg", adj ? bmm(c, x, gb, false, true) : bmm(c, gb, x, false, true));
   if (triangular) ga = lower ? band(c, ga, -1, 0) : band(c, ga, 0, -1);
-  dx[0] = ga;
-  dx[1] = gb;
+  /* The triangular solve broadcasts its batch dims (TensorFlow's V2 kernel). */
+  dx[0] = triangular ? unbroadcast_batch(c, ga, in(n, 0), in(n, 1)) : ga;
+  dx[1] = triangular ? unbroadcast_batch(c, gb, in(n, 1), in(n, 0)) : gb;
 }
 
 /* x R^-T for upper triangular R, as (R^-1 x^T)^T. */
