@@ -379,6 +379,41 @@ static void test_extract_patches(void) {
     }
 }
 
+/* Roll with negative and multiple shifts, NthElement (with a tie), PadV2, AccumulateNV2. */
+static void test_roll_nth_pad(void) {
+  for (int k = 0; k < 4; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[3] = {2, 3, 4};
+    double *v = values(24, 0.05);
+    if (k == 1) v[5] = v[6]; /* a tie in row 1 */
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, v), y;
+    const char *label;
+    if (k == 0) {
+      double shift[2] = {-1, 5}, axis[2] = {2, 0};
+      weft_output_t ins[3] = {x, ivec(g, 2, shift), ivec(g, 2, axis)};
+      y = out_of(op_new(g, "Roll", ins, 3), 0), label = "Roll";
+    } else if (k == 1) {
+      y = op2(g, "NthElement", x, iscalar(g, 2)), label = "NthElement";
+    } else if (k == 2) {
+      int64_t dp[2] = {3, 2};
+      double pads[6] = {1, 0, 0, 2, 1, 1}, fill = 0.25;
+      weft_output_t ins[3] = {x, cst(g, WEFT_DT_INT32, 2, dp, pads),
+                              cst(g, WEFT_DT_DOUBLE, 0, NULL, &fill)};
+      y = out_of(op_new(g, "PadV2", ins, 3), 0), label = "PadV2";
+    } else {
+      weft_output_t parts[3] = {x, op1(g, "Square", x), x};
+      weft_op_builder_t *b = weft_op_new(g, "AccumulateNV2", NULL);
+      weft_op_add_input_list(b, parts, 3);
+      weft_op_set_attr_shape(b, "shape", 3, d);
+      y = out_of(b, 0), label = "AccumulateNV2";
+    }
+    check_fd(g, &f, y, 1u, label);
+    g_free(v);
+    weft_graph_free(g);
+  }
+}
+
 /* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
 static double *conditioned(int batch, int n, double seed) {
   double *v = shifted(batch * n * n, seed, 0.0, 0.3);
@@ -582,6 +617,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/math", test_math);
   g_test_add_func("/more_gradients/diagonals", test_diagonals);
   g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
+  g_test_add_func("/more_gradients/roll_nth_pad", test_roll_nth_pad);
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);

@@ -1397,6 +1397,19 @@ static void gr_broadcast_to(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
   dx[0] = reduce_to(c, dy[0], in(n, 0));
 }
 
+/* Roll (manip_grad.py): rolled back by the negated shifts. */
+static void gr_roll(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = T3(c, "Roll", dy[0], U(c, "Neg", in(n, 1)), in(n, 2));
+}
+
+/* NthElement (_NthElementGrad): to the elements of each last-axis row equal to its result,
+ * split between ties. */
+static void gr_nth_element(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  weft_output_t hits = cast(c, B(c, "Equal", expand_last(c, weft_out(n, 0)), x), dt(x));
+  dx[0] = B(c, "Mul", B(c, "RealDiv", hits, last_axis_sum(c, hits)), expand_last(c, dy[0]));
+}
+
 /* SelectV2 (_SelectGradV2): like Select's, each branch's share then summed over the dims it was
  * broadcast along. */
 static void gr_select_v2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
@@ -2015,6 +2028,10 @@ static const grad_entry_t grad_table[] = {
     {"DynamicPartition", gr_dynamic_partition},
     {"BroadcastTo", gr_broadcast_to},
     {"SelectV2", gr_select_v2},
+    {"Roll", gr_roll},
+    {"NthElement", gr_nth_element},
+    {"PadV2", gr_pad},
+    {"AccumulateNV2", gr_addn},
     {"ClipByValue", gr_clip_by_value},
     {"FloorMod", gr_floor_mod},
     {"DivNoNan", gr_div_no_nan},
@@ -2085,6 +2102,7 @@ static const grad_entry_t grad_table[] = {
     {"Unique", NULL},
     {"InvertPermutation", NULL},
     {"BroadcastGradientArgs", NULL},
+    {"Bitcast", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},
