@@ -414,6 +414,37 @@ static void test_roll_nth_pad(void) {
   }
 }
 
+/* The convolution backprop ops as layers: Conv2DBackpropFilter w.r.t. x and dy, and the
+ * depthwise backprop ops w.r.t. their two tensor inputs. */
+static void test_conv_backprops(void) {
+  static const char *const ops[3] = {"Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+                                     "DepthwiseConv2dNativeBackpropFilter"};
+  for (int k = 0; k < 3; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[4] = {1, 5, 4, 2}, fd[4] = {3, 2, 2, k ? 2 : 3}, dd[4] = {1, 3, 2, k ? 4 : 3};
+    double *xv = values(40, 0.1), *fv = values(36, 0.3), *dv = values(24, 0.7);
+    double xs[4] = {1, 5, 4, 2}, fs[4] = {3, 2, 2, k ? 2 : 3};
+    weft_output_t ins[3];
+    if (k == 1) {
+      ins[0] = ivec(g, 4, xs);
+      ins[1] = feed(g, &f, "w", WEFT_DT_DOUBLE, 4, fd, fv);
+    } else {
+      ins[0] = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, xd, xv);
+      ins[1] = ivec(g, 4, fs);
+    }
+    ins[2] = feed(g, &f, "d", WEFT_DT_DOUBLE, 4, dd, dv);
+    weft_op_builder_t *b = op_new(g, ops[k], ins, 3);
+    set_ints(b, "strides", 1, 2, 2, 1);
+    weft_op_set_attr_string(b, "padding", "SAME");
+    check_fd(g, &f, out_of(b, 0), 3u, ops[k]);
+    g_free(xv);
+    g_free(fv);
+    g_free(dv);
+    weft_graph_free(g);
+  }
+}
+
 /* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
 static double *conditioned(int batch, int n, double seed) {
   double *v = shifted(batch * n * n, seed, 0.0, 0.3);
@@ -618,6 +649,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/diagonals", test_diagonals);
   g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
   g_test_add_func("/more_gradients/roll_nth_pad", test_roll_nth_pad);
+  g_test_add_func("/more_gradients/conv_backprops", test_conv_backprops);
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);

@@ -909,12 +909,25 @@ static void gr_conv(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_outpu
               U(c, "Shape", f), dy[0], n, conv_attrs);
 }
 
-/* Conv2DBackpropInput(sizes, filter, dy): linear in filter and dy, its adjoints a filter
- * gradient and a forward convolution. */
+/* Conv2DBackpropInput(sizes, filter, dy), and the depthwise one: linear in filter and dy, its
+ * adjoints a filter gradient and a forward convolution. */
 static void gr_conv_bp_input(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool depthwise = g_str_has_prefix(n->op_name, "Depthwise");
   weft_output_t f = in(n, 1);
-  dx[1] = op3(c, "Conv2DBackpropFilter", dy[0], U(c, "Shape", f), in(n, 2), n, conv_attrs);
-  dx[2] = op2(c, "Conv2D", dy[0], f, n, conv_attrs);
+  dx[1] = op3(c, depthwise ? "DepthwiseConv2dNativeBackpropFilter" : "Conv2DBackpropFilter",
+              dy[0], U(c, "Shape", f), in(n, 2), n, conv_attrs);
+  dx[2] = op2(c, depthwise ? "DepthwiseConv2dNative" : "Conv2D", dy[0], f, n, conv_attrs);
+}
+
+/* Conv2DBackpropFilter(x, sizes, dy), and the depthwise one: linear in x and dy, their adjoints
+ * an input gradient and a forward convolution of x by the filter-shaped gradient. */
+static void gr_conv_bp_filter(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  bool depthwise = g_str_has_prefix(n->op_name, "Depthwise");
+  weft_output_t x = in(n, 0);
+  dx[0] = op3(c, depthwise ? "DepthwiseConv2dNativeBackpropInput" : "Conv2DBackpropInput",
+              U(c, "Shape", x), dy[0], in(n, 2), n, conv_attrs);
+  dx[2] = op2(c, depthwise ? "DepthwiseConv2dNative" : "Conv2D", x, dy[0], n, conv_attrs);
 }
 
 static void gr_max_pool(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
@@ -1988,6 +2001,9 @@ static const grad_entry_t grad_table[] = {
     {"Conv2D", gr_conv},
     {"DepthwiseConv2dNative", gr_conv},
     {"Conv2DBackpropInput", gr_conv_bp_input},
+    {"DepthwiseConv2dNativeBackpropInput", gr_conv_bp_input},
+    {"Conv2DBackpropFilter", gr_conv_bp_filter},
+    {"DepthwiseConv2dNativeBackpropFilter", gr_conv_bp_filter},
     {"MaxPool", gr_max_pool},
     {"AvgPool", gr_avg_pool},
     {"FusedBatchNorm", gr_fused_bn},
