@@ -445,6 +445,79 @@ static void test_conv_backprops(void) {
   }
 }
 
+/* AvgPoolGrad w.r.t. its gradient input and BiasAddGrad in both layouts: second-order terms. */
+static void test_second_order(void) {
+  for (int k = 0; k < 3; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    double *v = values(24, 0.45);
+    weft_op_builder_t *b;
+    if (k == 0) {
+      int64_t dd[4] = {1, 3, 3, 2};
+      double sizes[4] = {1, 5, 5, 2};
+      weft_output_t ins[2] = {ivec(g, 4, sizes), feed(g, &f, "d", WEFT_DT_DOUBLE, 4, dd, v)};
+      b = op_new(g, "AvgPoolGrad", ins, 2);
+      set_ints(b, "ksize", 1, 3, 3, 1);
+      set_ints(b, "strides", 1, 2, 2, 1);
+      weft_op_set_attr_string(b, "padding", "SAME");
+    } else {
+      int64_t d[4] = {2, 3, 2, 2};
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d, v);
+      b = op_new(g, "BiasAddGrad", &x, 1);
+      weft_op_set_attr_string(b, "data_format", k == 1 ? "NHWC" : "NCHW");
+    }
+    check_fd(g, &f, out_of(b, 0), 1u, k == 0 ? "AvgPoolGrad" : k == 1 ? "BiasAddGrad NHWC"
+                                                                      : "BiasAddGrad NCHW");
+    g_free(v);
+    weft_graph_free(g);
+  }
+}
+
+/* The fake quantisations pass dy straight through inside [min, max] and give the bounds what
+ * fell outside (finite differences see only the steps, so the values are checked). */
+static void test_fake_quant(void) {
+  for (int vars = 0; vars < 2; vars++) {
+    weft_graph_t *g = weft_graph_new();
+    int64_t d = 5;
+    weft_status_t *st = NULL;
+    weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 1, &d, &st);
+    OK(st);
+    double lo = -1, hi = 2;
+    weft_output_t ins[3] = {x, cst(g, WEFT_DT_FLOAT, 0, NULL, &lo),
+                            cst(g, WEFT_DT_FLOAT, 0, NULL, &hi)};
+    weft_op_builder_t *b =
+        op_new(g, vars ? "FakeQuantWithMinMaxVars" : "FakeQuantWithMinMaxArgs", ins, vars ? 3 : 1);
+    if (!vars) {
+      weft_op_set_attr_float(b, "min", -1);
+      weft_op_set_attr_float(b, "max", 2);
+    }
+    weft_output_t y = out_of(b, 0), axes = iscalar(g, 0);
+    weft_output_t loss = op2(g, "Sum", op2(g, "Mul", y, cst(g, WEFT_DT_FLOAT, 1, &d,
+                                                              (double[]){1, 2, 3, 4, 5})),
+                             axes);
+    weft_output_t grads[3] = {NONE, NONE, NONE};
+    OK(weft_gradients(g, &loss, 1, ins, vars ? 3 : 1, NULL, grads));
+    weft_session_t *s = weft_session_new(g, NULL, &st);
+    OK(st);
+    double xv[5] = {-3, -0.5, 0.5, 1.5, 4};
+    feeds_t f = {1, {"x"}, {x}, {tensor(WEFT_DT_FLOAT, 1, &d, xv)}};
+    weft_tensor_t *gx = fetch1(s, &f, grads[0]);
+    double want[5] = {0, 2, 3, 4, 0};
+    for (int i = 0; i < 5; i++) g_assert_cmpfloat(weft_tensor_get_double(gx, i), ==, want[i]);
+    weft_tensor_unref(gx);
+    if (vars) {
+      weft_tensor_t *gmin = fetch1(s, &f, grads[1]), *gmax = fetch1(s, &f, grads[2]);
+      g_assert_cmpfloat(weft_tensor_get_double(gmin, 0), ==, 1);
+      g_assert_cmpfloat(weft_tensor_get_double(gmax, 0), ==, 5);
+      weft_tensor_unref(gmin);
+      weft_tensor_unref(gmax);
+    }
+    weft_tensor_unref(f.t[0]);
+    weft_session_free(s);
+    weft_graph_free(g);
+  }
+}
+
 /* A batch of well-conditioned square matrices: 2 I + 0.3 values. */
 static double *conditioned(int batch, int n, double seed) {
   double *v = shifted(batch * n * n, seed, 0.0, 0.3);
@@ -650,6 +723,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/rearrangements", test_rearrangements);
   g_test_add_func("/more_gradients/roll_nth_pad", test_roll_nth_pad);
   g_test_add_func("/more_gradients/conv_backprops", test_conv_backprops);
+  g_test_add_func("/more_gradients/second_order", test_second_order);
+  g_test_add_func("/more_gradients/fake_quant", test_fake_quant);
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);

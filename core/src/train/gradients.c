@@ -1558,6 +1558,46 @@ static void gr_space_batch(gb_t *c, weft_node_t *n, const weft_output_t *dy, wef
              dy[0], in(n, 1), in(n, 2));
 }
 
+/* AvgPoolGrad(sizes, dy) is linear in dy: its adjoint is the forward pool. */
+static void gr_avg_pool_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                             weft_output_t *dx) {
+  weft_op_builder_t *b = start(c, "AvgPool", dy, 1);
+  pass_attrs(b, n, pool_attrs);
+  dx[1] = end(c, b, 0);
+}
+
+/* BiasAddGrad sums dy over all but the channel dim: its adjoint broadcasts the channel vector
+ * back, laid out along the last dim (NHWC) or the second (NCHW). */
+static void gr_bias_add_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                             weft_output_t *dx) {
+  weft_output_t x = in(n, 0), g = dy[0];
+  const weft__attr_value_t *fmt = weft__attrs_get(n->attrs, "data_format");
+  if (fmt && fmt->kind == WEFT_ATTR_STRING && strcmp(fmt->u.s.data, "NCHW") == 0) {
+    int64_t minus_one = -1, one = 1;
+    weft_output_t ones = B(c, "Fill", B(c, "Reshape", B(c, "Sub", U(c, "Rank", x),
+                                                        scalar(c, WEFT_DT_INT32, 2)),
+                                        vec_i32(c, &one, 1)),
+                           scalar(c, WEFT_DT_INT32, 1));
+    g = B(c, "Reshape", g, concat0(c, vec_i32(c, &minus_one, 1), ones));
+  }
+  dx[0] = B(c, "BroadcastTo", g, U(c, "Shape", x));
+}
+
+/* The fake quantisations: their gradient ops, straight through inside the range (TensorFlow's
+ * array_grad.py), with the forward op's range and bit attrs. */
+static void gr_fake_quant(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const attrs[] = {"min", "max", "num_bits", "narrow_range", NULL};
+  char *op = g_strdup_printf("%sGradient", n->op_name);
+  weft_output_t ins[4] = {dy[0], in(n, 0), n->n_inputs > 1 ? in(n, 1) : NONE,
+                          n->n_inputs > 2 ? in(n, 2) : NONE};
+  weft_op_builder_t *b = start(c, op, ins, n->n_inputs + 1);
+  g_free(op);
+  pass_attrs(b, n, attrs);
+  weft_output_t r = end(c, b, 0);
+  if (!has(r)) return;
+  for (int i = 0; i < n->n_inputs; i++) dx[i] = weft_out(r.node, i);
+}
+
 static const char *const resize_attrs[] = {"align_corners", "half_pixel_centers", NULL};
 
 /* The resizes (image_grad.py): their adjoint ops, with the forward op's sampling attrs. */
@@ -2006,6 +2046,11 @@ static const grad_entry_t grad_table[] = {
     {"DepthwiseConv2dNativeBackpropFilter", gr_conv_bp_filter},
     {"MaxPool", gr_max_pool},
     {"AvgPool", gr_avg_pool},
+    {"AvgPoolGrad", gr_avg_pool_grad},
+    {"BiasAddGrad", gr_bias_add_grad},
+    {"FakeQuantWithMinMaxArgs", gr_fake_quant},
+    {"FakeQuantWithMinMaxVars", gr_fake_quant},
+    {"FakeQuantWithMinMaxVarsPerChannel", gr_fake_quant},
     {"FusedBatchNorm", gr_fused_bn},
     {"FusedBatchNormV2", gr_fused_bn},
     {"FusedBatchNormV3", gr_fused_bn},
