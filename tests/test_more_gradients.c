@@ -606,6 +606,24 @@ static void test_triangular_broadcast(void) {
   }
 }
 
+/* MatrixSolveLs over- and underdetermined, regularised, w.r.t. matrix and rhs. */
+static void test_solve_ls(void) {
+  for (int wide = 0; wide < 2; wide++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t da[3] = {2, wide ? 2 : 4, wide ? 4 : 2}, db[3] = {2, da[1], 3};
+    double *av = values(16, 0.3), *bv = values(db[1] * 6, 0.55), l2 = 0.1;
+    weft_output_t ins[3] = {feed(g, &f, "a", WEFT_DT_DOUBLE, 3, da, av),
+                            feed(g, &f, "b", WEFT_DT_DOUBLE, 3, db, bv),
+                            cst(g, WEFT_DT_DOUBLE, 0, NULL, &l2)};
+    check_fd(g, &f, out_of(op_new(g, "MatrixSolveLs", ins, 3), 0), 3u,
+             wide ? "MatrixSolveLs underdetermined" : "MatrixSolveLs overdetermined");
+    g_free(av);
+    g_free(bv);
+    weft_graph_free(g);
+  }
+}
+
 /* values() with 1 + i added at (i, i) of each matrix: full rank, distinct singular values. */
 static double *full_rank(const int64_t *d, double seed) {
   double *v = values(d[0] * d[1] * d[2], seed);
@@ -729,6 +747,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
   g_test_add_func("/more_gradients/triangular_broadcast", test_triangular_broadcast);
+  g_test_add_func("/more_gradients/solve_ls", test_solve_ls);
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
   g_test_add_func("/more_gradients/self_adjoint_eig", test_self_adjoint_eig);
   g_test_add_func("/more_gradients/refused", test_refused);

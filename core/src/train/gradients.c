@@ -1749,6 +1749,45 @@ static void gr_matrix_solve(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
   dx[1] = triangular ? unbroadcast_batch(c, gb, in(n, 1), in(n, 0)) : gb;
 }
 
+/* MatrixSolveLs (TensorFlow's _MatrixSolveLsGrad, fast path only, as TensorFlow): X solves the
+ * regularised normal equations, of the first kind (A^T A + l2 I) X = A^T B for rows >= columns,
+ * else X = A^T (A A^T + l2 I)^-1 B; the Gramian is solved directly rather than through its
+ * Cholesky factor. Needs the matrices' static shape to pick the kind. */
+static void gr_matrix_solve_ls(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  const weft__attr_value_t *fast = weft__attrs_get(n->attrs, "fast");
+  weft_output_t a = in(n, 0), b = in(n, 1), x = weft_out(n, 0), g = dy[0];
+  weft__shape_t sa = weft__node_shape(a.node, a.index);
+  if (fast && fast->kind == WEFT_ATTR_BOOL && !fast->u.b) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (MatrixSolveLs) is not "
+                            "defined for fast=False", n->name));
+    return;
+  }
+  if (sa.rank < 2 || sa.dims[sa.rank - 2] < 0 || sa.dims[sa.rank - 1] < 0) {
+    fail(c, weft_status_new(WEFT_UNIMPLEMENTED, "gradient of '%s' (MatrixSolveLs) needs the "
+                            "matrices' static shape", n->name));
+    return;
+  }
+  bool over = sa.dims[sa.rank - 2] >= sa.dims[sa.rank - 1];
+  weft_output_t gram = over ? bmm(c, a, a, true, false) : bmm(c, a, a, false, true);
+  weft_output_t eye = U(c, "MatrixDiag", U(c, "OnesLike", U(c, "MatrixDiagPart", gram)));
+  gram = B(c, "AddV2", gram, B(c, "Mul", cast(c, in(n, 2), dt(a)), eye));
+  if (over) {
+    weft_output_t z = solve(c, "MatrixSolve", gram, g, false, false);
+    weft_output_t xzt = bmm(c, x, z, false, true);
+    weft_output_t sym = B(c, "AddV2", xzt, adjoint(c, n, xzt));
+    dx[0] = B(c, "Sub", bmm(c, b, z, false, true), bmm(c, a, sym, false, false));
+    dx[1] = bmm(c, a, z, false, false);
+  } else {
+    weft_output_t gb = solve(c, "MatrixSolve", gram, bmm(c, a, g, false, false), false, false);
+    weft_output_t tmp = solve(c, "MatrixSolve", gram, b, false, false);
+    weft_output_t a1 = U(c, "Neg", bmm(c, gb, bmm(c, tmp, a, true, false), false, false));
+    weft_output_t a2 = bmm(c, tmp, B(c, "Sub", g, bmm(c, a, gb, true, false)), false, true);
+    dx[0] = B(c, "AddV2", a1, a2);
+    dx[1] = gb;
+  }
+}
+
 /* x R^-T for upper triangular R, as (R^-1 x^T)^T. */
 static weft_output_t right_solve_upper(gb_t *c, weft_node_t *n, weft_output_t x,
                                        weft_output_t r) {
@@ -2124,6 +2163,7 @@ static const grad_entry_t grad_table[] = {
     {"Cholesky", gr_cholesky},
     {"MatrixSolve", gr_matrix_solve},
     {"MatrixTriangularSolve", gr_matrix_solve},
+    {"MatrixSolveLs", gr_matrix_solve_ls},
     {"Qr", gr_qr},
     {"Svd", gr_svd},
     {"SelfAdjointEigV2", gr_self_adjoint_eig},
