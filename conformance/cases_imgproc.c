@@ -1,7 +1,7 @@
 /* cases_imgproc.c: conformance cases of TensorFlow's image-processing ops: the four resizes
  * (upscale, downscale, identity, align_corners, half_pixel_centers, odd sizes, empty batch, every
- * registered dtype, TensorFlow's errors), the bilinear and nearest ones' gradients over the same
- * sizes, CropAndResize (flipped and out-of-image boxes,
+ * registered dtype, TensorFlow's errors), the bilinear, nearest and bicubic ones' gradients over
+ * the same sizes, CropAndResize (flipped and out-of-image boxes,
  * extrapolation, nearest, one-pixel crops), RGBToHSV / HSVToRGB (grey pixels, primaries),
  * AdjustHue / AdjustSaturation / AdjustContrast(v2), ExtractImagePatches (SAME/VALID, strides,
  * rates), NonMaxSuppression V1..V5 (thresholds, ties, soft-NMS, padding, errors) and
@@ -18,6 +18,8 @@ static const weft_dtype_t resize_dtypes[] = {
 static const weft_dtype_t resize_bilinear_grad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE,
                                                            WEFT_DT_HALF, WEFT_DT_BFLOAT16,
                                                            WEFT_DT_INVALID};
+static const weft_dtype_t resize_bicubic_grad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE,
+                                                          WEFT_DT_INVALID};
 static const weft_dtype_t resize_nearest_grad_dtypes[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_INT8,
     WEFT_DT_UINT8, WEFT_DT_INT32, WEFT_DT_INVALID};
@@ -158,30 +160,33 @@ static void emit_resize(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
-/* ResizeBilinearGrad(grads: float, original_image: T) and ResizeNearestNeighborGrad(grads: T,
- * size): the resize cases run backwards, grads of the resized shape in, the original's out. */
+/* ResizeBilinearGrad and ResizeBicubicGrad(grads: float, original_image: T) and
+ * ResizeNearestNeighborGrad(grads: T, size): the resize cases run backwards, grads of the
+ * resized shape in, the original's out. */
 static void emit_resize_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  bool bilinear = strcmp(op, "ResizeBilinearGrad") == 0;
-  cf_resize_kind_t kind = bilinear ? CF_RESIZE_BILINEAR : CF_RESIZE_NEAREST;
+  cf_resize_kind_t kind = strcmp(op, "ResizeNearestNeighborGrad") == 0 ? CF_RESIZE_NEAREST
+                          : strcmp(op, "ResizeBicubicGrad") == 0       ? CF_RESIZE_BICUBIC
+                                                                       : CF_RESIZE_BILINEAR;
+  bool from_image = kind != CF_RESIZE_NEAREST; /* float grads and an original image */
   for (size_t i = 0; i < G_N_ELEMENTS(resize_cases); i++) {
     const rs_spec_t *s = &resize_cases[i];
     cf_case_t *c = cf_case_new(op, s->name, dt);
     cf_rng_t rng;
     cf_case_rng(c, &rng);
     int64_t gd[4] = {s->in[0], s->oh, s->ow, s->in[3]};
-    cf_array_t *grads = image(&rng, bilinear ? WEFT_DT_FLOAT : dt, 4, gd,
+    cf_array_t *grads = image(&rng, from_image ? WEFT_DT_FLOAT : dt, 4, gd,
                               cf_dtype_is_float(dt) ? -1 : -3, cf_dtype_is_float(dt) ? 1 : 3);
     cf_case_expect(c, cf_ref_resize_grad(kind, grads, s->in[1], s->in[2], s->align, s->half, dt));
     cf_case_input(c, grads);
-    if (bilinear)
+    if (from_image)
       cf_case_input(c, image(&rng, dt, 4, s->in, -1, 1));
     else
       cf_case_const_input(c, size_vec(s->in[1], s->in[2]));
     if (s->align) cf_case_attr_bool(c, "align_corners", true);
     if (s->half) cf_case_attr_bool(c, "half_pixel_centers", true);
-    /* Sums of up to (in/out)^2 terms, the bilinear weights float32 whatever the dtype. */
-    c->tol = cf_tol_scale(bilinear && dt == WEFT_DT_DOUBLE ? cf_tol_default(WEFT_DT_FLOAT)
+    /* Sums of up to (in/out)^2 terms, the interpolation weights float32 whatever the dtype. */
+    c->tol = cf_tol_scale(from_image && dt == WEFT_DT_DOUBLE ? cf_tol_default(WEFT_DT_FLOAT)
                                                            : cf_tol_default(dt), 8);
     if (cf_dtype_is_float(dt))
       c->tol.atol = dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE ? 1e-5 : 2e-2;
@@ -191,8 +196,8 @@ static void emit_resize_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
   cf_rng_t rng;
   cf_case_rng(c, &rng);
   int64_t d[4] = {1, 2, 2, 1};
-  cf_case_input(c, image(&rng, bilinear ? WEFT_DT_FLOAT : dt, 4, d, 0, 1));
-  if (bilinear)
+  cf_case_input(c, image(&rng, from_image ? WEFT_DT_FLOAT : dt, 4, d, 0, 1));
+  if (from_image)
     cf_case_input(c, image(&rng, dt, 4, d, 0, 1));
   else
     cf_case_const_input(c, size_vec(3, 3));
@@ -665,6 +670,7 @@ const cf_suite_t cf_suites_imgproc[] = {
     {"ResizeNearestNeighbor", resize_dtypes, emit_resize, NULL},
     {"ResizeBilinearGrad", resize_bilinear_grad_dtypes, emit_resize_grad, NULL},
     {"ResizeNearestNeighborGrad", resize_nearest_grad_dtypes, emit_resize_grad, NULL},
+    {"ResizeBicubicGrad", resize_bicubic_grad_dtypes, emit_resize_grad, NULL},
     {"ResizeBicubic", resize_dtypes, emit_resize, NULL},
     {"ResizeArea", resize_dtypes, emit_resize, NULL},
     {"CropAndResize", crop_dtypes, emit_crop_and_resize, NULL},

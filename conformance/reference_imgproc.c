@@ -3,8 +3,8 @@
  * ((in-1)/(out-1) with align_corners, in/out otherwise) and source coordinates (legacy x*scale,
  * half-pixel (x+0.5)*scale-0.5, nearest's (x+0.5)*scale) in float32 as TensorFlow computes them,
  * bicubic's quantised 1025-entry coefficient table (a = -0.75, or Keys' -0.5 with out-of-image
- * taps dropped and renormalised), area's covered fractions, the bilinear and nearest resizes'
- * adjoints (their gradients), CropAndResize, the HSV conversions,
+ * taps dropped and renormalised), area's covered fractions, the bilinear, nearest and bicubic
+ * resizes' adjoints (their gradients), CropAndResize, the HSV conversions,
  * the hue / saturation / contrast adjustments, ExtractImagePatches, greedy (soft-)NMS and the
  * box outlines of DrawBoundingBoxes. */
 #include "reference_imgproc.h"

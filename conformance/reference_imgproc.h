@@ -17,8 +17,9 @@ typedef enum cf_resize_kind {
 /* images [b, h, w, c] -> [b, oh, ow, c] (float32, or the input's dtype for nearest). */
 cf_array_t *cf_ref_resize(cf_resize_kind_t kind, const cf_array_t *x, int64_t oh, int64_t ow,
                           bool align_corners, bool half_pixel_centers);
-/* ResizeBilinearGrad / ResizeNearestNeighborGrad: the adjoint of cf_ref_resize (kind bilinear
- * or nearest) applied to grads [b, oh, ow, c], giving [b, ih, iw, c] in out_dtype. */
+/* ResizeBilinearGrad / ResizeNearestNeighborGrad / ResizeBicubicGrad: the adjoint of
+ * cf_ref_resize (kind bilinear, nearest or bicubic) applied to grads [b, oh, ow, c], giving
+ * [b, ih, iw, c] in out_dtype. */
 cf_array_t *cf_ref_resize_grad(cf_resize_kind_t kind, const cf_array_t *grads, int64_t ih,
                                int64_t iw, bool align_corners, bool half_pixel_centers,
                                weft_dtype_t out_dtype);

@@ -330,20 +330,22 @@ static void test_rearrangements(void) {
   }
 }
 
-/* The resizes through their adjoint ops, up and down, each sampling mode. */
+/* The three resizes through their adjoint ops, up and down, each sampling mode. */
 static void test_resizes(void) {
   static const int64_t sizes[2][2] = {{5, 7}, {2, 3}};
-  for (int nearest = 0; nearest < 2; nearest++)
+  static const char *const ops[3] = {"ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic"};
+  for (int kind = 0; kind < 3; kind++)
     for (int s = 0; s < 2; s++)
       for (int mode = 0; mode < 3; mode++) {
+        bool nearest = kind == 1;
         weft_graph_t *g = weft_graph_new();
         feeds_t f = {0};
         int64_t d[4] = {2, 3, 4, 2};
         double *v = values(48, 0.35), size[2] = {(double)sizes[s][0], (double)sizes[s][1]};
-        /* ResizeBilinear computes in float32 whatever the input: checked in float32. */
+        /* Bilinear and bicubic compute in float32 whatever the input: checked in float32. */
         weft_dtype_t dt = nearest ? WEFT_DT_DOUBLE : WEFT_DT_FLOAT;
         weft_output_t ins[2] = {feed(g, &f, "x", dt, 4, d, v), ivec(g, 2, size)};
-        const char *op = nearest ? "ResizeNearestNeighbor" : "ResizeBilinear";
+        const char *op = ops[kind];
         weft_op_builder_t *b = op_with_bools(g, op, ins, 2, "align_corners", mode == 1,
                                              "half_pixel_centers", mode == 2);
         weft_output_t y = out_of(b, 0);

@@ -6,7 +6,8 @@
  *     coordinate x*scale and the half-pixel one (x+0.5)*scale-0.5 ((x+0.5)*scale for nearest),
  *     bicubic's 1025-entry coefficient table with a = -0.75 (legacy) or Keys' a = -0.5 with
  *     out-of-image taps dropped and the weights renormalised (half_pixel_centers);
- *   - ResizeBilinearGrad, ResizeNearestNeighborGrad: the two resizes' adjoints, same weights;
+ *   - ResizeBilinearGrad, ResizeNearestNeighborGrad, ResizeBicubicGrad: the resizes' adjoints,
+ *     same weights;
  *   - CropAndResize (bilinear and nearest, extrapolation_value outside the image);
  *   - RGBToHSV, HSVToRGB, AdjustHue, AdjustSaturation, AdjustContrast, AdjustContrastv2;
  *   - ExtractImagePatches (SAME/VALID, strides, rates; zeros outside the image);
@@ -28,6 +29,7 @@ static const weft_dtype_t resize_types[] = {
     WEFT_DT_INT64, WEFT_DT_HALF, WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_BFLOAT16};
 static const weft_dtype_t bilinear_grad_types[] = {WEFT_DT_FLOAT, WEFT_DT_BFLOAT16, WEFT_DT_HALF,
                                                    WEFT_DT_DOUBLE};
+static const weft_dtype_t bicubic_grad_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
 static const weft_dtype_t nearest_grad_types[] = {WEFT_DT_UINT8, WEFT_DT_INT8,   WEFT_DT_INT32,
                                                   WEFT_DT_HALF,  WEFT_DT_FLOAT,  WEFT_DT_DOUBLE,
                                                   WEFT_DT_BFLOAT16};
@@ -219,115 +221,6 @@ static weft_status_t *k_resize_nearest(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
-/* ResizeBilinearGrad, ResizeNearestNeighborGrad (TensorFlow's ResizeBilinearOpGrad and
- * ResizeNearestNeighborOpGrad): the forward resizes' adjoints. Each incoming gradient (input 0,
- * the resized shape, held in r->y) is added to the pixels of the original-size output (r->x) its
- * pixel was sampled from, with the forward weights; sums are kept in double. */
-static weft_status_t *resize_grad_prepare(weft_kernel_ctx_t *ctx, resize_t *r, bool bilinear) {
-  WEFT_RETURN_IF_ERROR(resize_attrs(ctx, r));
-  weft_tensor_view_t other;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &r->y));
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &other));
-  char buf[CPU_SHAPE_STR_LEN];
-  if (r->y.rank != 4)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input_grad must be 4-dimensional%s",
-                           shape_of(&r->y, buf));
-  weft_dtype_t out_dt = r->y.dtype;
-  if (bilinear) {
-    if (other.rank != 4)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "original_image must be 4-dimensional%s", shape_of(&other, buf));
-    r->ih = other.dims[1];
-    r->iw = other.dims[2];
-    out_dt = other.dtype;
-  } else {
-    if (other.rank != 1 || other.num_elements != 2)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "shape_t must be 1-dimensional with two elements%s",
-                             shape_of(&other, buf));
-    int64_t size[2], n = 0;
-    WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &other, "size", size, 2, &n));
-    r->ih = size[0];
-    r->iw = size[1];
-  }
-  if (r->ih <= 0 || r->iw <= 0 || r->ih > INT32_MAX || r->iw > INT32_MAX)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "original sizes must be between 1 and "
-                           "max int32, not %lldx%lld", (long long)r->ih, (long long)r->iw);
-  r->b = r->y.dims[0];
-  r->oh = r->y.dims[1];
-  r->ow = r->y.dims[2];
-  r->c = r->y.dims[3];
-  r->hs = resize_scale(r->ih, r->oh, r->align);
-  r->ws = resize_scale(r->iw, r->ow, r->align);
-  int64_t dims[4] = {r->b, r->ih, r->iw, r->c};
-  return weft__cpu_output(ctx, 0, out_dt, 4, dims, &r->x);
-}
-
-/* A sum into the gradient's dtype; integers wrap as TensorFlow's adds in T would. */
-static void store_sum(const weft_tensor_view_t *v, int64_t i, double x) {
-  switch (v->dtype) {
-    case WEFT_DT_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)(int64_t)x; break;
-    case WEFT_DT_INT8: ((int8_t *)v->data)[i] = (int8_t)(int64_t)x; break;
-    case WEFT_DT_INT32: ((int32_t *)v->data)[i] = (int32_t)(int64_t)x; break;
-    default: weft__cpu_store_f(v->dtype, v->data, i, x); break;
-  }
-}
-
-static weft_status_t *resize_grad(weft_kernel_ctx_t *ctx, bool bilinear) {
-  resize_t r;
-  WEFT_RETURN_IF_ERROR(resize_grad_prepare(ctx, &r, bilinear));
-  if (r.x.num_elements == 0) return NULL;
-  double *acc = calloc((size_t)r.x.num_elements, sizeof *acc);
-  lerp_idx_t *ys = malloc(sizeof *ys * (size_t)(r.oh > 0 ? r.oh : 1));
-  lerp_idx_t *xs = malloc(sizeof *xs * (size_t)(r.ow > 0 ? r.ow : 1));
-  if (acc == NULL || ys == NULL || xs == NULL) {
-    free(acc);
-    free(ys);
-    free(xs);
-    return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  if (bilinear) {
-    bilinear_weights(&r, r.oh, r.ih, r.hs, ys);
-    bilinear_weights(&r, r.ow, r.iw, r.ws, xs);
-  } else {
-    for (int64_t y = 0; y < r.oh; y++) ys[y].lo = ys[y].hi = nearest_src(&r, y, r.hs, r.ih);
-    for (int64_t x = 0; x < r.ow; x++) xs[x].lo = xs[x].hi = nearest_src(&r, x, r.ws, r.iw);
-    for (int64_t y = 0; y < r.oh; y++) ys[y].lerp = 0;
-    for (int64_t x = 0; x < r.ow; x++) xs[x].lerp = 0;
-  }
-  int64_t g = 0;
-  for (int64_t b = 0; b < r.b; b++)
-    for (int64_t y = 0; y < r.oh; y++) {
-      int64_t top = (b * r.ih + ys[y].lo) * r.iw, bot = (b * r.ih + ys[y].hi) * r.iw;
-      double wy = ys[y].lerp;
-      for (int64_t x = 0; x < r.ow; x++) {
-        double wx = xs[x].lerp;
-        for (int64_t c = 0; c < r.c; c++) {
-          double d = weft__cpu_get_double(&r.y, g++);
-          acc[(top + xs[x].lo) * r.c + c] += d * (1 - wy) * (1 - wx);
-          acc[(top + xs[x].hi) * r.c + c] += d * (1 - wy) * wx;
-          acc[(bot + xs[x].lo) * r.c + c] += d * wy * (1 - wx);
-          acc[(bot + xs[x].hi) * r.c + c] += d * wy * wx;
-        }
-      }
-    }
-  for (int64_t i = 0; i < r.x.num_elements; i++) store_sum(&r.x, i, acc[i]);
-  free(acc);
-  free(ys);
-  free(xs);
-  return NULL;
-}
-
-static weft_status_t *k_resize_bilinear_grad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  return resize_grad(ctx, true);
-}
-
-static weft_status_t *k_resize_nearest_grad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  return resize_grad(ctx, false);
-}
-
 /* Bicubic: TensorFlow's coefficient table of kTableSize + 1 entries for the given a. */
 #define CUBIC_TABLE 1024
 static void cubic_table(float *t, double a) {
@@ -410,6 +303,144 @@ static weft_status_t *k_resize_bicubic(weft_kernel_ctx_t *ctx, void *state) {
   free(ys);
   free(xs);
   return NULL;
+}
+
+/* ResizeBilinearGrad, ResizeNearestNeighborGrad, ResizeBicubicGrad (TensorFlow's *OpGrad
+ * kernels): the forward resizes' adjoints. Each incoming gradient (input 0, the resized shape,
+ * held in r->y) is added to the pixels of the original-size output (r->x) its pixel was sampled
+ * from, with the forward weights; sums are kept in double. Bilinear and bicubic take the
+ * original image (for its size and dtype), nearest the size. */
+typedef enum { GRAD_NEAREST, GRAD_BILINEAR, GRAD_BICUBIC } resize_grad_kind_t;
+
+static weft_status_t *resize_grad_prepare(weft_kernel_ctx_t *ctx, resize_t *r, bool from_image) {
+  WEFT_RETURN_IF_ERROR(resize_attrs(ctx, r));
+  weft_tensor_view_t other;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &r->y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &other));
+  char buf[CPU_SHAPE_STR_LEN];
+  if (r->y.rank != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input_grad must be 4-dimensional%s",
+                           shape_of(&r->y, buf));
+  weft_dtype_t out_dt = r->y.dtype;
+  if (from_image) {
+    if (other.rank != 4)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "original_image must be 4-dimensional%s", shape_of(&other, buf));
+    r->ih = other.dims[1];
+    r->iw = other.dims[2];
+    out_dt = other.dtype;
+  } else {
+    if (other.rank != 1 || other.num_elements != 2)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "shape_t must be 1-dimensional with two elements%s",
+                             shape_of(&other, buf));
+    int64_t size[2], n = 0;
+    WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &other, "size", size, 2, &n));
+    r->ih = size[0];
+    r->iw = size[1];
+  }
+  if (r->ih <= 0 || r->iw <= 0 || r->ih > INT32_MAX || r->iw > INT32_MAX)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "original sizes must be between 1 and "
+                           "max int32, not %lldx%lld", (long long)r->ih, (long long)r->iw);
+  r->b = r->y.dims[0];
+  r->oh = r->y.dims[1];
+  r->ow = r->y.dims[2];
+  r->c = r->y.dims[3];
+  r->hs = resize_scale(r->ih, r->oh, r->align);
+  r->ws = resize_scale(r->iw, r->ow, r->align);
+  int64_t dims[4] = {r->b, r->ih, r->iw, r->c};
+  return weft__cpu_output(ctx, 0, out_dt, 4, dims, &r->x);
+}
+
+/* A sum into the gradient's dtype; integers wrap as TensorFlow's adds in T would. */
+static void store_sum(const weft_tensor_view_t *v, int64_t i, double x) {
+  switch (v->dtype) {
+    case WEFT_DT_UINT8: ((uint8_t *)v->data)[i] = (uint8_t)(int64_t)x; break;
+    case WEFT_DT_INT8: ((int8_t *)v->data)[i] = (int8_t)(int64_t)x; break;
+    case WEFT_DT_INT32: ((int32_t *)v->data)[i] = (int32_t)(int64_t)x; break;
+    default: weft__cpu_store_f(v->dtype, v->data, i, x); break;
+  }
+}
+
+/* The taps of each output row (or column): up to four input indices and their weights. */
+typedef struct taps {
+  int64_t idx[4];
+  double w[4];
+  int n;
+} taps_t;
+
+static bool grad_taps(const resize_t *r, resize_grad_kind_t kind, const float *table,
+                      int64_t out, int64_t in, float scale, taps_t *t) {
+  if (kind == GRAD_NEAREST) {
+    for (int64_t i = 0; i < out; i++) t[i] = (taps_t){{nearest_src(r, i, scale, in)}, {1}, 1};
+    return true;
+  }
+  if (kind == GRAD_BILINEAR) {
+    lerp_idx_t *w = malloc(sizeof *w * (size_t)out);
+    if (w == NULL) return false;
+    bilinear_weights(r, out, in, scale, w);
+    for (int64_t i = 0; i < out; i++)
+      t[i] = (taps_t){{w[i].lo, w[i].hi}, {1 - (double)w[i].lerp, w[i].lerp}, 2};
+    free(w);
+    return true;
+  }
+  cubic_w_t *w = malloc(sizeof *w * (size_t)out);
+  if (w == NULL) return false;
+  cubic_weights(r, table, out, in, scale, w);
+  for (int64_t i = 0; i < out; i++) {
+    t[i].n = 4;
+    for (int k = 0; k < 4; k++) t[i].idx[k] = w[i].idx[k], t[i].w[k] = w[i].w[k];
+  }
+  free(w);
+  return true;
+}
+
+static weft_status_t *resize_grad(weft_kernel_ctx_t *ctx, resize_grad_kind_t kind) {
+  resize_t r;
+  WEFT_RETURN_IF_ERROR(resize_grad_prepare(ctx, &r, kind != GRAD_NEAREST));
+  if (r.x.num_elements == 0) return NULL;
+  double *acc = calloc((size_t)r.x.num_elements, sizeof *acc);
+  taps_t *ys = malloc(sizeof *ys * (size_t)(r.oh > 0 ? r.oh : 1));
+  taps_t *xs = malloc(sizeof *xs * (size_t)(r.ow > 0 ? r.ow : 1));
+  float *table = kind == GRAD_BICUBIC ? malloc(sizeof(float) * (CUBIC_TABLE + 1) * 2) : NULL;
+  if (table) cubic_table(table, r.half ? -0.5 : -0.75);
+  bool ok = acc != NULL && ys != NULL && xs != NULL && (kind != GRAD_BICUBIC || table != NULL) &&
+            grad_taps(&r, kind, table, r.oh, r.ih, r.hs, ys) &&
+            grad_taps(&r, kind, table, r.ow, r.iw, r.ws, xs);
+  if (ok) {
+    int64_t g = 0;
+    for (int64_t b = 0; b < r.b; b++)
+      for (int64_t y = 0; y < r.oh; y++)
+        for (int64_t x = 0; x < r.ow; x++)
+          for (int64_t c = 0; c < r.c; c++) {
+            double d = weft__cpu_get_double(&r.y, g++);
+            for (int i = 0; i < ys[y].n; i++)
+              for (int j = 0; j < xs[x].n; j++)
+                acc[((b * r.ih + ys[y].idx[i]) * r.iw + xs[x].idx[j]) * r.c + c] +=
+                    d * ys[y].w[i] * xs[x].w[j];
+          }
+    for (int64_t i = 0; i < r.x.num_elements; i++) store_sum(&r.x, i, acc[i]);
+  }
+  free(acc);
+  free(ys);
+  free(xs);
+  free(table);
+  return ok ? NULL : weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+static weft_status_t *k_resize_bilinear_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return resize_grad(ctx, GRAD_BILINEAR);
+}
+
+static weft_status_t *k_resize_nearest_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return resize_grad(ctx, GRAD_NEAREST);
+}
+
+static weft_status_t *k_resize_bicubic_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return resize_grad(ctx, GRAD_BICUBIC);
 }
 
 /* Area: each output pixel averages the input cells its footprint covers, weighted by the covered
@@ -1175,6 +1206,8 @@ weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg) {
        N_OF(nearest_grad_types), size_host, NULL, NULL, NULL},
       {"ResizeBicubic", k_resize_bicubic, "T", resize_types, N_OF(resize_types), size_host, NULL,
        NULL, NULL},
+      {"ResizeBicubicGrad", k_resize_bicubic_grad, "T", bicubic_grad_types,
+       N_OF(bicubic_grad_types), NULL, NULL, NULL, NULL},
       {"ResizeArea", k_resize_area, "T", resize_types, N_OF(resize_types), size_host, NULL, NULL,
        NULL},
       {"CropAndResize", k_crop_and_resize, "T", crop_types, N_OF(crop_types), crop_host, NULL,

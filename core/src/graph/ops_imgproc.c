@@ -1,7 +1,7 @@
 /* ops_imgproc.c: TensorFlow's image-processing ops (tensorflow/core/ops/image_ops.cc and
  * array_ops.cc for ExtractImagePatches): the resizes (ResizeBilinear, ResizeNearestNeighbor,
- * ResizeBicubic, ResizeArea) and the gradients of two (ResizeBilinearGrad,
- * ResizeNearestNeighborGrad), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
+ * ResizeBicubic, ResizeArea) and the gradients of three (ResizeBilinearGrad,
+ * ResizeNearestNeighborGrad, ResizeBicubicGrad), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
  * AdjustSaturation, AdjustContrast, AdjustContrastv2), ExtractImagePatches, the
  * non-max-suppression family (NonMaxSuppression V1..V5) and DrawBoundingBoxes (V1, V2), with
  * TensorFlow's names, args, attrs, type constraints and defaults, and their shape functions. */
@@ -168,8 +168,8 @@ static weft_status_t *nms5_shape(weft_shape_ctx_t *ctx) {
 }
 
 /* DrawBoundingBoxes: the images' shape. */
-/* ResizeBilinearGrad: grads [b, oh, ow, c] and original_image [b, h, w, c] -> [b, h, w, c], its
- * batch and channels those of grads. */
+/* ResizeBilinearGrad, ResizeBicubicGrad: grads [b, oh, ow, c] and original_image [b, h, w, c]
+ * -> [b, h, w, c], its batch and channels those of grads. */
 static weft_status_t *resize_bilinear_grad_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t grads, orig;
   weft__sh_input(ctx, 0, &grads);
@@ -215,6 +215,11 @@ const weft_op_def_t weft__ops_imgproc[] = {
              WEFT__SPECS("T: {uint8, int8, int32, half, float, double, bfloat16}",
                          "align_corners: bool = false", "half_pixel_centers: bool = false"),
              0, resize_shape),
+    WEFT__OP("ResizeBicubicGrad", WEFT__SPECS("grads: float", "original_image: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {float, double}", "align_corners: bool = false",
+                         "half_pixel_centers: bool = false"),
+             0, resize_bilinear_grad_shape),
     WEFT__OP("ResizeBicubic", WEFT__SPECS("images: T", "size: int32"),
              WEFT__SPECS("resized_images: float"),
              WEFT__SPECS("T: " RESIZE_TYPES, "align_corners: bool = false",

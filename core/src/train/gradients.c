@@ -1606,6 +1606,11 @@ static void gr_resize_bilinear(gb_t *c, weft_node_t *n, const weft_output_t *dy,
   dx[0] = op2(c, "ResizeBilinearGrad", dy[0], in(n, 0), n, resize_attrs);
 }
 
+static void gr_resize_bicubic(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  dx[0] = op2(c, "ResizeBicubicGrad", dy[0], in(n, 0), n, resize_attrs);
+}
+
 static void gr_resize_nearest(gb_t *c, weft_node_t *n, const weft_output_t *dy,
                               weft_output_t *dx) {
   int64_t one = 1, two = 2;
@@ -2151,6 +2156,7 @@ static const grad_entry_t grad_table[] = {
     {"DiagPart", gr_diag_part},
     {"ReverseSequence", gr_reverse_sequence},
     {"ResizeBilinear", gr_resize_bilinear},
+    {"ResizeBicubic", gr_resize_bicubic},
     {"ExtractImagePatches", gr_extract_patches},
     {"ResizeNearestNeighbor", gr_resize_nearest},
     {"DepthToSpace", gr_space_depth},
