@@ -475,6 +475,26 @@ static void test_second_order(void) {
   }
 }
 
+/* MaxPoolWithArgmax, the batch in the indices or not, SAME windows at the edges. */
+static void test_max_pool_argmax(void) {
+  for (int with_batch = 0; with_batch < 2; with_batch++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[4] = {2, 5, 4, 2};
+    double *v = values(80, 0.25);
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, d, v);
+    weft_op_builder_t *b = op_with_bools(g, "MaxPoolWithArgmax", &x, 1, "include_batch_in_index",
+                                         with_batch, NULL, false);
+    set_ints(b, "ksize", 1, 2, 3, 1);
+    set_ints(b, "strides", 1, 2, 2, 1);
+    weft_op_set_attr_string(b, "padding", "SAME");
+    check_fd(g, &f, out_of(b, 0), 1u,
+             with_batch ? "MaxPoolWithArgmax batch in index" : "MaxPoolWithArgmax");
+    g_free(v);
+    weft_graph_free(g);
+  }
+}
+
 /* The fake quantisations pass dy straight through inside [min, max] and give the bounds what
  * fell outside (finite differences see only the steps, so the values are checked). */
 static void test_fake_quant(void) {
@@ -744,6 +764,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/roll_nth_pad", test_roll_nth_pad);
   g_test_add_func("/more_gradients/conv_backprops", test_conv_backprops);
   g_test_add_func("/more_gradients/second_order", test_second_order);
+  g_test_add_func("/more_gradients/max_pool_argmax", test_max_pool_argmax);
   g_test_add_func("/more_gradients/fake_quant", test_fake_quant);
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);

@@ -1558,6 +1558,33 @@ static void gr_space_batch(gb_t *c, weft_node_t *n, const weft_output_t *dy, wef
              dy[0], in(n, 1), in(n, 2));
 }
 
+/* MaxPoolWithArgmax: dy to the positions argmax names (TensorFlow's MaxPoolGradWithArgmax,
+ * here a segment sum over the flattened input); indices that leave out the batch are offset by
+ * each image's start. */
+static void gr_max_pool_argmax(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  weft_output_t x = in(n, 0), at = weft_out(n, 1);
+  weft_output_t shape = U(c, "Shape", x), size = U(c, "Size", x);
+  int64_t zero = 0, one = 1, minus_one = -1, image[4] = {-1, 1, 1, 1};
+  if (!attr_bool(n, "include_batch_in_index")) {
+    weft_output_t batch = B(c, "Reshape", T3(c, "Slice", shape, vec_i32(c, &zero, 1),
+                                             vec_i32(c, &one, 1)),
+                            vec_i32(c, NULL, 0));
+    weft_output_t per_image = B(c, "Prod", T3(c, "Slice", shape, vec_i32(c, &one, 1),
+                                              vec_i32(c, &minus_one, 1)),
+                                vec_i32(c, &zero, 1));
+    weft_output_t starts = B(c, "Mul", T3(c, "Range", scalar(c, WEFT_DT_INT32, 0), batch,
+                                          scalar(c, WEFT_DT_INT32, 1)),
+                             per_image);
+    at = B(c, "AddV2", at, B(c, "Reshape", cast(c, starts, dt(at)), vec_i32(c, image, 4)));
+  }
+  weft_output_t sums = T3(c, "UnsortedSegmentSum", B(c, "Reshape", dy[0],
+                                                     vec_i32(c, &minus_one, 1)),
+                          B(c, "Reshape", at, vec_i32(c, &minus_one, 1)), size);
+  dx[0] = B(c, "Reshape", sums, shape);
+}
+
 /* AvgPoolGrad(sizes, dy) is linear in dy: its adjoint is the forward pool. */
 static void gr_avg_pool_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy,
                              weft_output_t *dx) {
@@ -2091,6 +2118,7 @@ static const grad_entry_t grad_table[] = {
     {"MaxPool", gr_max_pool},
     {"AvgPool", gr_avg_pool},
     {"AvgPoolGrad", gr_avg_pool_grad},
+    {"MaxPoolWithArgmax", gr_max_pool_argmax},
     {"BiasAddGrad", gr_bias_add_grad},
     {"FakeQuantWithMinMaxArgs", gr_fake_quant},
     {"FakeQuantWithMinMaxVars", gr_fake_quant},
