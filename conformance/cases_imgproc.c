@@ -1,8 +1,8 @@
 /* cases_imgproc.c: conformance cases of TensorFlow's image-processing ops: the four resizes
  * (upscale, downscale, identity, align_corners, half_pixel_centers, odd sizes, empty batch, every
  * registered dtype, TensorFlow's errors), the bilinear, nearest and bicubic ones' gradients over
- * the same sizes, CropAndResize (flipped and out-of-image boxes,
- * extrapolation, nearest, one-pixel crops), RGBToHSV / HSVToRGB (grey pixels, primaries),
+ * the same sizes, CropAndResize (flipped and out-of-image boxes, extrapolation, nearest,
+ * one-pixel crops) and its gradients w.r.t. image and boxes, RGBToHSV / HSVToRGB (grey pixels, primaries),
  * AdjustHue / AdjustSaturation / AdjustContrast(v2), ExtractImagePatches (SAME/VALID, strides,
  * rates), NonMaxSuppression V1..V5 (thresholds, ties, soft-NMS, padding, errors) and
  * DrawBoundingBoxes (V1, V2; boxes partly or wholly outside, inverted, 1/3/4 channels). */
@@ -27,6 +27,11 @@ static const weft_dtype_t crop_dtypes[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,  WEFT_DT_BFLOAT16, WEFT_DT_INT8,
     WEFT_DT_UINT8, WEFT_DT_INT16,  WEFT_DT_UINT16, WEFT_DT_INT32,   WEFT_DT_INT64,
     WEFT_DT_INVALID};
+static const weft_dtype_t crop_grad_image_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                                      WEFT_DT_INVALID};
+static const weft_dtype_t crop_grad_boxes_dtypes[] = {
+    WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,  WEFT_DT_INT8,  WEFT_DT_UINT8,
+    WEFT_DT_INT16, WEFT_DT_UINT16, WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_INVALID};
 static const weft_dtype_t half_float_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_INVALID};
 static const weft_dtype_t contrast_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT8,
                                                WEFT_DT_UINT8, WEFT_DT_INT16,  WEFT_DT_INT32,
@@ -278,6 +283,62 @@ static void emit_crop_and_resize(cf_run_ctx_t *ctx, const char *op, weft_dtype_t
     cf_case_input(c, cf_array_ints(WEFT_DT_INT32, 1, &errs[i].ind));
     cf_case_input(c, size_vec(errs[i].ch, 2));
     cf_case_expect_error(c, errs[i].code, errs[i].msg);
+    cf_run_case(ctx, c);
+  }
+}
+
+/* CropAndResizeGradImage and CropAndResizeGradBoxes: boxes inside, flipped, partly outside the
+ * image and one-pixel crops, against the adjoint of the forward reference and the chain rule
+ * through its bilinear samples. */
+static void emit_crop_grads(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  bool boxes_grad = strcmp(op, "CropAndResizeGradBoxes") == 0;
+  typedef struct {
+    const char *name;
+    int64_t n_boxes, ch, cw;
+    double boxes[8];
+    int64_t ind[2];
+    bool nearest;
+  } cg_t;
+  static const cg_t cases[] = {
+      {"inside", 2, 3, 4, {0.1, 0.2, 0.8, 0.9, 0.05, 0.03, 0.97, 0.98}, {0, 1}, false},
+      {"flipped_box", 1, 4, 3, {0.9, 0.8, 0.2, 0.1}, {1}, false},
+      {"outside", 2, 5, 5, {-0.5, -0.2, 1.3, 0.7, 0.2, 0.9, 1.5, 1.8}, {1, 0}, false},
+      {"one_pixel_crop", 2, 1, 1, {0.2, 0.2, 0.6, 0.9, 0.1, 0.3, 0.5, 0.4}, {0, 0}, false},
+      {"nearest", 2, 4, 6, {0.13, 0.27, 0.71, 0.93, -0.2, 0.1, 0.9, 1.3}, {1, 0}, true},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const cg_t *s = &cases[i];
+    if (boxes_grad && s->nearest) continue; /* the boxes' gradient is bilinear only */
+    cf_case_t *c = cf_case_new(op, s->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    int64_t d[4] = {2, 5, 7, 3}, bd[2] = {s->n_boxes, 4}, gd[4] = {s->n_boxes, s->ch, s->cw, 3};
+    cf_array_t *boxes = cf_array_new(WEFT_DT_FLOAT, 2, bd);
+    for (int64_t k = 0; k < 4 * s->n_boxes; k++)
+      boxes->v[k] = cf_round_to_dtype(WEFT_DT_FLOAT, s->boxes[k]);
+    cf_array_t *ind = cf_array_ints(WEFT_DT_INT32, s->n_boxes, s->ind);
+    cf_array_t *grads = cf_gen_uniform(&rng, WEFT_DT_FLOAT, 4, gd, -1, 1);
+    cf_case_input(c, grads);
+    if (boxes_grad) {
+      cf_array_t *x = image(&rng, dt, 4, d, -5, 10);
+      cf_case_expect(c, cf_ref_crop_grad_boxes(grads, x, boxes, ind));
+      cf_case_input(c, x);
+      cf_case_input(c, boxes);
+      cf_case_input(c, ind);
+      c->tol = float_out_tol(64);
+      c->tol.atol = 1e-3;
+    } else {
+      cf_case_expect(c, cf_ref_crop_grad_image(grads, boxes, ind, d, s->nearest, dt));
+      cf_case_input(c, boxes);
+      cf_case_input(c, ind);
+      cf_case_const_input(c, cf_array_ints(WEFT_DT_INT32, 4, d));
+      cf_case_attr_type(c, "T", dt);
+      if (s->nearest) cf_case_attr_string(c, "method", "nearest");
+      c->tol = cf_tol_scale(dt == WEFT_DT_DOUBLE ? cf_tol_default(WEFT_DT_FLOAT)
+                                                 : cf_tol_default(dt), 8);
+      c->tol.atol = dt == WEFT_DT_HALF ? 1e-2 : 1e-5;
+    }
     cf_run_case(ctx, c);
   }
 }
@@ -674,6 +735,8 @@ const cf_suite_t cf_suites_imgproc[] = {
     {"ResizeBicubic", resize_dtypes, emit_resize, NULL},
     {"ResizeArea", resize_dtypes, emit_resize, NULL},
     {"CropAndResize", crop_dtypes, emit_crop_and_resize, NULL},
+    {"CropAndResizeGradImage", crop_grad_image_dtypes, emit_crop_grads, NULL},
+    {"CropAndResizeGradBoxes", crop_grad_boxes_dtypes, emit_crop_grads, NULL},
     {"RGBToHSV", cf_dtypes_float, emit_rgb_hsv, NULL},
     {"HSVToRGB", cf_dtypes_float, emit_rgb_hsv, NULL},
     {"AdjustHue", half_float_dtypes, emit_adjust, NULL},

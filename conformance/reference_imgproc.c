@@ -4,7 +4,7 @@
  * half-pixel (x+0.5)*scale-0.5, nearest's (x+0.5)*scale) in float32 as TensorFlow computes them,
  * bicubic's quantised 1025-entry coefficient table (a = -0.75, or Keys' -0.5 with out-of-image
  * taps dropped and renormalised), area's covered fractions, the bilinear, nearest and bicubic
- * resizes' adjoints (their gradients), CropAndResize, the HSV conversions,
+ * resizes' adjoints (their gradients), CropAndResize and its two gradients, the HSV conversions,
  * the hue / saturation / contrast adjustments, ExtractImagePatches, greedy (soft-)NMS and the
  * box outlines of DrawBoundingBoxes. */
 #include "reference_imgproc.h"
@@ -158,6 +158,13 @@ cf_array_t *cf_ref_resize_grad(cf_resize_kind_t kind, const cf_array_t *grads, i
   return out;
 }
 
+/* Sample i of a crop of `crop` between box edges a1 and a2 on an image side of `in` pixels, in
+ * float32 as TensorFlow computes it. */
+static float crop_at(float a1, float a2, int64_t in, int64_t crop, int64_t i) {
+  if (crop <= 1) return (float)(0.5 * (a1 + a2) * (float)(in - 1));
+  return a1 * (float)(in - 1) + (float)i * ((a2 - a1) * (float)(in - 1) / (float)(crop - 1));
+}
+
 cf_array_t *cf_ref_crop_and_resize(const cf_array_t *image, const cf_array_t *boxes,
                                    const cf_array_t *box_ind, int64_t ch, int64_t cw,
                                    bool nearest, double extrapolation) {
@@ -169,14 +176,10 @@ cf_array_t *cf_ref_crop_and_resize(const cf_array_t *image, const cf_array_t *bo
     float y1 = (float)boxes->v[n * 4], x1 = (float)boxes->v[n * 4 + 1];
     float y2 = (float)boxes->v[n * 4 + 2], x2 = (float)boxes->v[n * 4 + 3];
     int64_t b = (int64_t)box_ind->v[n];
-    float hsc = ch > 1 ? (y2 - y1) * (float)(ih - 1) / (float)(ch - 1) : 0;
-    float wsc = cw > 1 ? (x2 - x1) * (float)(iw - 1) / (float)(cw - 1) : 0;
     for (int64_t i = 0; i < ch; i++) {
-      float fy = ch > 1 ? y1 * (float)(ih - 1) + (float)i * hsc
-                        : (float)(0.5 * (y1 + y2) * (float)(ih - 1));
+      float fy = crop_at(y1, y2, ih, ch, i);
       for (int64_t j = 0; j < cw; j++) {
-        float fx = cw > 1 ? x1 * (float)(iw - 1) + (float)j * wsc
-                          : (float)(0.5 * (x1 + x2) * (float)(iw - 1));
+        float fx = crop_at(x1, x2, iw, cw, j);
         for (int64_t k = 0; k < depth; k++) {
           double v;
           if (fy < 0 || fy > (float)(ih - 1) || fx < 0 || fx > (float)(iw - 1)) {
@@ -198,6 +201,73 @@ cf_array_t *cf_ref_crop_and_resize(const cf_array_t *image, const cf_array_t *bo
   }
   cf_array_round(y);
   return y;
+}
+
+/* From the forward reference: crop pixel q's weight on image pixel p is the crop of the unit
+ * image at p, read at q. */
+cf_array_t *cf_ref_crop_grad_image(const cf_array_t *grads, const cf_array_t *boxes,
+                                   const cf_array_t *box_ind, const int64_t *image_size,
+                                   bool nearest, weft_dtype_t out_dtype) {
+  int64_t nb = grads->dims[0], ch = grads->dims[1], cw = grads->dims[2], depth = grads->dims[3];
+  int64_t ud[4] = {image_size[0], image_size[1], image_size[2], 1};
+  cf_array_t *out = cf_array_new(out_dtype, 4, image_size);
+  cf_array_t *unit = cf_array_new(WEFT_DT_DOUBLE, 4, ud);
+  for (int64_t p = 0; p < unit->n; p++) {
+    unit->v[p] = 1;
+    cf_array_t *w = cf_ref_crop_and_resize(unit, boxes, box_ind, ch, cw, nearest, 0);
+    unit->v[p] = 0;
+    for (int64_t q = 0; q < nb * ch * cw; q++)
+      if (w->v[q] != 0)
+        for (int64_t k = 0; k < depth; k++)
+          out->v[p * depth + k] += w->v[q] * grads->v[q * depth + k];
+    cf_array_free(w);
+  }
+  cf_array_free(unit);
+  cf_array_round(out);
+  return out;
+}
+
+/* The chain rule through each in-image sample: the bilinear value's slope along the image rows
+ * (columns) at the sample times the sample position's derivative w.r.t. each box edge. */
+cf_array_t *cf_ref_crop_grad_boxes(const cf_array_t *grads, const cf_array_t *image,
+                                   const cf_array_t *boxes, const cf_array_t *box_ind) {
+  int64_t nb = grads->dims[0], ch = grads->dims[1], cw = grads->dims[2], depth = grads->dims[3];
+  int64_t ih = image->dims[1], iw = image->dims[2], od[2] = {nb, 4};
+  cf_array_t *out = cf_array_new(WEFT_DT_FLOAT, 2, od);
+  for (int64_t n = 0; n < nb; n++) {
+    float y1 = (float)boxes->v[n * 4], x1 = (float)boxes->v[n * 4 + 1];
+    float y2 = (float)boxes->v[n * 4 + 2], x2 = (float)boxes->v[n * 4 + 3];
+    int64_t b = (int64_t)box_ind->v[n];
+    for (int64_t i = 0; i < ch; i++) {
+      float fy = crop_at(y1, y2, ih, ch, i);
+      /* fy = y1 (ih - 1) (1 - i / (ch - 1)) + y2 (ih - 1) i / (ch - 1), or their mean. */
+      double py1 = ch > 1 ? (ih - 1) * (1 - (double)i / (double)(ch - 1)) : 0.5 * (ih - 1);
+      double py2 = ch > 1 ? (ih - 1) * ((double)i / (double)(ch - 1)) : 0.5 * (ih - 1);
+      if (fy < 0 || fy > (float)(ih - 1)) continue;
+      for (int64_t j = 0; j < cw; j++) {
+        float fx = crop_at(x1, x2, iw, cw, j);
+        double px1 = cw > 1 ? (iw - 1) * (1 - (double)j / (double)(cw - 1)) : 0.5 * (iw - 1);
+        double px2 = cw > 1 ? (iw - 1) * ((double)j / (double)(cw - 1)) : 0.5 * (iw - 1);
+        if (fx < 0 || fx > (float)(iw - 1)) continue;
+        int64_t t = (int64_t)floorf(fy), bo = (int64_t)ceilf(fy);
+        int64_t l = (int64_t)floorf(fx), r = (int64_t)ceilf(fx);
+        double yl = fy - floorf(fy), xl = fx - floorf(fx);
+        for (int64_t k = 0; k < depth; k++) {
+          double tl = at4(image, b, t, l, k), tr = at4(image, b, t, r, k);
+          double bl = at4(image, b, bo, l, k), br = at4(image, b, bo, r, k);
+          double g = grads->v[((n * ch + i) * cw + j) * depth + k];
+          double slope_y = (bl * (1 - xl) + br * xl) - (tl * (1 - xl) + tr * xl);
+          double slope_x = (tr - tl) * (1 - yl) + (br - bl) * yl;
+          out->v[n * 4] += g * slope_y * py1;
+          out->v[n * 4 + 2] += g * slope_y * py2;
+          out->v[n * 4 + 1] += g * slope_x * px1;
+          out->v[n * 4 + 3] += g * slope_x * px2;
+        }
+      }
+    }
+  }
+  cf_array_round(out);
+  return out;
 }
 
 static void to_hsv(double r, double g, double b, double *h, double *s, double *v) {

@@ -27,6 +27,14 @@ cf_array_t *cf_ref_resize_grad(cf_resize_kind_t kind, const cf_array_t *grads, i
 cf_array_t *cf_ref_crop_and_resize(const cf_array_t *image, const cf_array_t *boxes,
                                    const cf_array_t *box_ind, int64_t ch, int64_t cw,
                                    bool nearest, double extrapolation);
+/* CropAndResizeGradImage: the adjoint of cf_ref_crop_and_resize applied to grads
+ * [n, ch, cw, depth], giving an image of image_size ([4]) in out_dtype. */
+cf_array_t *cf_ref_crop_grad_image(const cf_array_t *grads, const cf_array_t *boxes,
+                                   const cf_array_t *box_ind, const int64_t *image_size,
+                                   bool nearest, weft_dtype_t out_dtype);
+/* CropAndResizeGradBoxes: d sum(grads * crops) / d boxes for bilinear crops, [n, 4] float32. */
+cf_array_t *cf_ref_crop_grad_boxes(const cf_array_t *grads, const cf_array_t *image,
+                                   const cf_array_t *boxes, const cf_array_t *box_ind);
 /* RGBToHSV (to_hsv) or HSVToRGB over the last dimension (3). */
 cf_array_t *cf_ref_rgb_hsv(const cf_array_t *x, bool to_hsv);
 /* AdjustHue (delta) or AdjustSaturation (scale). */

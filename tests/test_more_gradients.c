@@ -358,6 +358,33 @@ static void test_resizes(void) {
       }
 }
 
+/* CropAndResize w.r.t. image and boxes, bilinear and (image only: its box gradient is the
+ * bilinear one, as TensorFlow's) nearest, with a one-row crop and a box partly outside the image
+ * (extrapolated samples get no gradient). The boxes keep every sample well inside one pixel
+ * cell, so the finite differences stay on one linear piece. */
+static void test_crop_and_resize(void) {
+  for (int nearest = 0; nearest < 2; nearest++)
+    for (int crop_h = 1; crop_h <= 3; crop_h += 2) {
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t di[4] = {2, 5, 6, 2}, db[2] = {3, 4}, nb = 3;
+      double *iv = values(120, 0.2);
+      double bv[12] = {0.1, 0.12, 0.7, 0.84, 0.35, 0.5, 0.85, 0.9, -0.4, 0.22, 0.6, 0.62};
+      double ind[3] = {1, 0, 1}, size[2] = {crop_h, 3};
+      weft_output_t ins[4] = {feed(g, &f, "image", WEFT_DT_FLOAT, 4, di, iv),
+                              feed(g, &f, "boxes", WEFT_DT_FLOAT, 2, db, bv),
+                              cst(g, WEFT_DT_INT32, 1, &nb, ind), ivec(g, 2, size)};
+      weft_op_builder_t *b = op_new(g, "CropAndResize", ins, 4);
+      if (nearest) weft_op_set_attr_string(b, "method", "nearest");
+      char *label = g_strdup_printf("CropAndResize %s crop %dx3", nearest ? "nearest" : "bilinear",
+                                    crop_h);
+      check_fd(g, &f, out_of(b, 0), nearest ? 1u : 3u, label);
+      g_free(label);
+      g_free(iv);
+      weft_graph_free(g);
+    }
+}
+
 /* ExtractImagePatches with overlapping, strided, dilated and padded (SAME) patches. */
 static void test_extract_patches(void) {
   for (int same = 0; same < 2; same++)
@@ -768,6 +795,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/fake_quant", test_fake_quant);
   g_test_add_func("/more_gradients/resizes", test_resizes);
   g_test_add_func("/more_gradients/extract_patches", test_extract_patches);
+  g_test_add_func("/more_gradients/crop_and_resize", test_crop_and_resize);
   g_test_add_func("/more_gradients/linalg_square", test_linalg_square);
   g_test_add_func("/more_gradients/triangular_broadcast", test_triangular_broadcast);
   g_test_add_func("/more_gradients/solve_ls", test_solve_ls);

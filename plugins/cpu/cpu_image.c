@@ -8,7 +8,8 @@
  *     out-of-image taps dropped and the weights renormalised (half_pixel_centers);
  *   - ResizeBilinearGrad, ResizeNearestNeighborGrad, ResizeBicubicGrad: the resizes' adjoints,
  *     same weights;
- *   - CropAndResize (bilinear and nearest, extrapolation_value outside the image);
+ *   - CropAndResize (bilinear and nearest, extrapolation_value outside the image) and its
+ *     gradients w.r.t. the image and the boxes (CropAndResizeGradImage, CropAndResizeGradBoxes);
  *   - RGBToHSV, HSVToRGB, AdjustHue, AdjustSaturation, AdjustContrast, AdjustContrastv2;
  *   - ExtractImagePatches (SAME/VALID, strides, rates; zeros outside the image);
  *   - NonMaxSuppression V1..V5: greedy selection by descending score (lower index first on
@@ -36,6 +37,10 @@ static const weft_dtype_t nearest_grad_types[] = {WEFT_DT_UINT8, WEFT_DT_INT8,  
 static const weft_dtype_t crop_types[] = {
     WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_INT8, WEFT_DT_INT16, WEFT_DT_INT32,
     WEFT_DT_INT64, WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
+static const weft_dtype_t crop_grad_image_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_DOUBLE};
+static const weft_dtype_t crop_grad_boxes_types[] = {
+    WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_INT8, WEFT_DT_INT16, WEFT_DT_INT32,
+    WEFT_DT_INT64, WEFT_DT_HALF, WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
 static const weft_dtype_t hsv_types[] = {WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_FLOAT,
                                          WEFT_DT_DOUBLE};
 static const weft_dtype_t half_float[] = {WEFT_DT_HALF, WEFT_DT_FLOAT};
@@ -501,6 +506,46 @@ static weft_status_t *k_resize_area(weft_kernel_ctx_t *ctx, void *state) {
 /* ---------------------------------------------------------------------------------------------
  * CropAndResize */
 
+/* The checks the three CropAndResize kernels share: boxes [n, 4] and box_ind [n] (both may be
+ * empty), each index an image of the batch. */
+static weft_status_t *crop_boxes(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *boxes,
+                                 const weft_tensor_view_t *ind, int64_t *nb) {
+  char buf[CPU_SHAPE_STR_LEN];
+  *nb = 0;
+  if (boxes->num_elements == 0 && ind->num_elements == 0) return NULL;
+  if (boxes->rank != 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "boxes must be 2-D%s",
+                           shape_of(boxes, buf));
+  *nb = boxes->dims[0];
+  if (boxes->dims[1] != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "boxes must have 4 columns");
+  if (ind->rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "box_index must be 1-D%s",
+                           shape_of(ind, buf));
+  if (ind->dims[0] != *nb)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "box_index has incompatible shape");
+  return NULL;
+}
+
+static weft_status_t *crop_box_images(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *ind,
+                                      int64_t nb, int64_t batch) {
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t bi = weft__cpu_index_at(ind, b);
+    if (bi < 0 || bi >= batch)
+      return weft__cpu_error(ctx, WEFT_OUT_OF_RANGE, "box_index has values outside [0, "
+                             "batch_size)");
+  }
+  return NULL;
+}
+
+/* Row (column) i of a crop of `crop` samples between box edges a1 and a2 of an image side of
+ * `in` pixels, in image coordinates, computed in float as TensorFlow does. */
+static float crop_pos(float a1, float a2, int64_t in, int64_t crop, int64_t i) {
+  if (crop <= 1) return (float)(0.5 * (a1 + a2) * (float)(in - 1));
+  float scale = (a2 - a1) * (float)(in - 1) / (float)(crop - 1);
+  return a1 * (float)(in - 1) + (float)i * scale;
+}
+
 static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t img, boxes, ind, csz, y;
@@ -516,19 +561,7 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
   if (ih <= 0 || iw <= 0)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image dimensions must be positive");
   int64_t nb = 0;
-  if (!(boxes.num_elements == 0 && ind.num_elements == 0)) {
-    if (boxes.rank != 2)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "boxes must be 2-D%s",
-                             shape_of(&boxes, buf));
-    nb = boxes.dims[0];
-    if (boxes.dims[1] != 4)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "boxes must have 4 columns");
-    if (ind.rank != 1)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "box_index must be 1-D%s",
-                             shape_of(&ind, buf));
-    if (ind.dims[0] != nb)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "box_index has incompatible shape");
-  }
+  WEFT_RETURN_IF_ERROR(crop_boxes(ctx, &boxes, &ind, &nb));
   if (csz.rank != 1 || csz.num_elements != 2)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            csz.rank != 1 ? "crop_size must be 1-D%s"
@@ -552,22 +585,14 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
   float extrap = weft__cpu_attr_float(ctx, "extrapolation_value", 0.0f);
   int64_t dims[4] = {nb, ch, cw, depth};
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_FLOAT, 4, dims, &y));
-  for (int64_t b = 0; b < nb; b++) {
-    int64_t bi = weft__cpu_index_at(&ind, b);
-    if (bi < 0 || bi >= batch)
-      return weft__cpu_error(ctx, WEFT_OUT_OF_RANGE, "box_index has values outside [0, "
-                             "batch_size)");
-  }
+  WEFT_RETURN_IF_ERROR(crop_box_images(ctx, &ind, nb, batch));
   const float *bx = boxes.data;
   float *out = y.data;
   for (int64_t b = 0; b < nb; b++) {
     float y1 = bx[b * 4], x1 = bx[b * 4 + 1], y2 = bx[b * 4 + 2], x2 = bx[b * 4 + 3];
     int64_t bi = weft__cpu_index_at(&ind, b);
-    float hsc = ch > 1 ? (y2 - y1) * (float)(ih - 1) / (float)(ch - 1) : 0;
-    float wsc = cw > 1 ? (x2 - x1) * (float)(iw - 1) / (float)(cw - 1) : 0;
     for (int64_t yy = 0; yy < ch; yy++) {
-      float in_y = ch > 1 ? y1 * (float)(ih - 1) + (float)yy * hsc
-                          : (float)(0.5 * (y1 + y2) * (float)(ih - 1));
+      float in_y = crop_pos(y1, y2, ih, ch, yy);
       float *row = out + ((b * ch + yy) * cw) * depth;
       /* Written negated so that a NaN coordinate extrapolates instead of indexing. */
       if (!(in_y >= 0 && in_y <= (float)(ih - 1))) {
@@ -577,8 +602,7 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
       int64_t ty = (int64_t)floorf(in_y), by = (int64_t)ceilf(in_y), ny = (int64_t)roundf(in_y);
       float yl = in_y - (float)ty;
       for (int64_t xx = 0; xx < cw; xx++) {
-        float in_x = cw > 1 ? x1 * (float)(iw - 1) + (float)xx * wsc
-                            : (float)(0.5 * (x1 + x2) * (float)(iw - 1));
+        float in_x = crop_pos(x1, x2, iw, cw, xx);
         float *px = row + xx * depth;
         if (!(in_x >= 0 && in_x <= (float)(iw - 1))) {
           for (int64_t d = 0; d < depth; d++) px[d] = extrap;
@@ -599,6 +623,161 @@ static weft_status_t *k_crop_and_resize(weft_kernel_ctx_t *ctx, void *state) {
         }
       }
     }
+  }
+  return NULL;
+}
+
+/* CropAndResizeGradImage, CropAndResizeGradBoxes (crop_and_resize_op.cc): the forward sampling
+ * run backwards. The image gradient adds each crop pixel's gradient to the pixels it was
+ * interpolated from (or the nearest one); the boxes' gradient is d crop / d box edge through the
+ * sampling positions, bilinear only, as TensorFlow (which uses it for nearest crops too). Samples
+ * outside the image (extrapolated) contribute nothing. grads is [n, crop_h, crop_w, depth]. */
+/* Where crop pixel (yy, xx) of a box samples the image: its cell's corners, the nearest pixel
+ * and the fractions; false when the sample lies outside the image (extrapolated). */
+typedef struct crop_sample {
+  int64_t ty, by, lx, rx, ny, nx;
+  double yl, xl;
+} crop_sample_t;
+
+static bool crop_sample(const float *box, int64_t ih, int64_t iw, int64_t ch, int64_t cw,
+                        int64_t yy, int64_t xx, crop_sample_t *s) {
+  float in_y = crop_pos(box[0], box[2], ih, ch, yy), in_x = crop_pos(box[1], box[3], iw, cw, xx);
+  if (!(in_y >= 0 && in_y <= (float)(ih - 1)) || !(in_x >= 0 && in_x <= (float)(iw - 1)))
+    return false;
+  s->ty = (int64_t)floorf(in_y), s->by = (int64_t)ceilf(in_y), s->ny = (int64_t)roundf(in_y);
+  s->lx = (int64_t)floorf(in_x), s->rx = (int64_t)ceilf(in_x), s->nx = (int64_t)roundf(in_x);
+  s->yl = in_y - (float)s->ty;
+  s->xl = in_x - (float)s->lx;
+  return true;
+}
+
+static weft_status_t *crop_grad_inputs(weft_kernel_ctx_t *ctx, int grads_at, int boxes_at,
+                                       weft_tensor_view_t *grads, weft_tensor_view_t *boxes,
+                                       weft_tensor_view_t *ind, int64_t *nb) {
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, grads_at, grads));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, boxes_at, boxes));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, boxes_at + 1, ind));
+  char buf[CPU_SHAPE_STR_LEN];
+  if (grads->rank != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "grads image must be 4-D%s",
+                           shape_of(grads, buf));
+  if (grads->dims[1] <= 0 || grads->dims[2] <= 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "grads dimensions must be positive");
+  WEFT_RETURN_IF_ERROR(crop_boxes(ctx, boxes, ind, nb));
+  if (grads->dims[0] != *nb)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "boxes and grads have incompatible shape");
+  return NULL;
+}
+
+static weft_status_t *k_crop_grad_image(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t grads, boxes, ind, size, y;
+  int64_t nb;
+  WEFT_RETURN_IF_ERROR(crop_grad_inputs(ctx, 0, 1, &grads, &boxes, &ind, &nb));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &size));
+  if (size.rank != 1 || size.num_elements != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image_size must be 1-D with 4 elements");
+  int64_t is[4], n = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &size, "image_size", is, 4, &n));
+  int64_t batch = is[0], ih = is[1], iw = is[2], depth = is[3];
+  if (ih <= 0 || iw <= 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image dimensions must be positive");
+  if (grads.dims[3] != depth)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image_size and grads are incompatible");
+  const char *method = "bilinear";
+  size_t mlen = 0;
+  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), "method", &method, &mlen);
+  if (st != NULL) {
+    H->status_free(st);
+    method = "bilinear";
+  }
+  bool nearest = strcmp(method, "nearest") == 0;
+  weft_dtype_t dt = WEFT_DT_FLOAT;
+  WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "T", WEFT_DT_FLOAT, &dt));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dt, 4, is, &y));
+  WEFT_RETURN_IF_ERROR(crop_box_images(ctx, &ind, nb, batch));
+  if (y.num_elements == 0) return NULL;
+  double *acc = calloc((size_t)y.num_elements, sizeof *acc);
+  if (acc == NULL) return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
+  int64_t ch = grads.dims[1], cw = grads.dims[2];
+  const float *bx = boxes.data;
+  crop_sample_t p;
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t bi = weft__cpu_index_at(&ind, b);
+    for (int64_t yy = 0; yy < ch; yy++)
+      for (int64_t xx = 0; xx < cw; xx++) {
+        if (!crop_sample(bx + b * 4, ih, iw, ch, cw, yy, xx, &p)) continue;
+        for (int64_t d = 0; d < depth; d++) {
+          double g = ld(&grads, ((b * ch + yy) * cw + xx) * depth + d);
+#define CG_AT(Y, X) acc[((bi * ih + (Y)) * iw + (X)) * depth + d]
+          if (nearest) {
+            CG_AT(p.ny, p.nx) += g;
+          } else {
+            CG_AT(p.ty, p.lx) += (1 - p.yl) * (1 - p.xl) * g;
+            CG_AT(p.ty, p.rx) += (1 - p.yl) * p.xl * g;
+            CG_AT(p.by, p.lx) += p.yl * (1 - p.xl) * g;
+            CG_AT(p.by, p.rx) += p.yl * p.xl * g;
+          }
+#undef CG_AT
+        }
+      }
+  }
+  for (int64_t i = 0; i < y.num_elements; i++) weft__cpu_store_f(dt, y.data, i, acc[i]);
+  free(acc);
+  return NULL;
+}
+
+static weft_status_t *k_crop_grad_boxes(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t grads, img, boxes, ind, y;
+  int64_t nb;
+  WEFT_RETURN_IF_ERROR(crop_grad_inputs(ctx, 0, 2, &grads, &boxes, &ind, &nb));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &img));
+  char buf[CPU_SHAPE_STR_LEN];
+  if (img.rank != 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "input image must be 4-D%s",
+                           shape_of(&img, buf));
+  int64_t batch = img.dims[0], ih = img.dims[1], iw = img.dims[2], depth = img.dims[3];
+  if (ih <= 0 || iw <= 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image dimensions must be positive");
+  if (grads.dims[3] != depth)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "image, grads depth differ");
+  int64_t dims[2] = {nb, 4};
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_FLOAT, 2, dims, &y));
+  WEFT_RETURN_IF_ERROR(crop_box_images(ctx, &ind, nb, batch));
+  int64_t ch = grads.dims[1], cw = grads.dims[2];
+  const float *bx = boxes.data;
+  float *out = y.data;
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t bi = weft__cpu_index_at(&ind, b);
+    /* d in_y / d y1 = (ih - 1) - yy * ratio and d in_y / d y2 = yy * ratio (both (ih - 1) / 2
+     * for a one-row crop); likewise for x. */
+    double hr = ch > 1 ? (double)(ih - 1) / (double)(ch - 1) : 0;
+    double wr = cw > 1 ? (double)(iw - 1) / (double)(cw - 1) : 0;
+    double acc[4] = {0, 0, 0, 0};
+    crop_sample_t p;
+    for (int64_t yy = 0; yy < ch; yy++)
+      for (int64_t xx = 0; xx < cw; xx++) {
+        if (!crop_sample(bx + b * 4, ih, iw, ch, cw, yy, xx, &p)) continue;
+        double dy1 = ch > 1 ? (double)(ih - 1) - (double)yy * hr : 0.5 * (double)(ih - 1);
+        double dy2 = ch > 1 ? (double)yy * hr : 0.5 * (double)(ih - 1);
+        double dx1 = cw > 1 ? (double)(iw - 1) - (double)xx * wr : 0.5 * (double)(iw - 1);
+        double dx2 = cw > 1 ? (double)xx * wr : 0.5 * (double)(iw - 1);
+        for (int64_t d = 0; d < depth; d++) {
+#define CB_AT(Y, X) (double)ld(&img, ((bi * ih + (Y)) * iw + (X)) * depth + d)
+          double tl = CB_AT(p.ty, p.lx), tr = CB_AT(p.ty, p.rx);
+          double bl = CB_AT(p.by, p.lx), br = CB_AT(p.by, p.rx);
+#undef CB_AT
+          double g = ld(&grads, ((b * ch + yy) * cw + xx) * depth + d);
+          double gy = ((1 - p.xl) * (bl - tl) + p.xl * (br - tr)) * g;
+          double gx = ((1 - p.yl) * (tr - tl) + p.yl * (br - bl)) * g;
+          acc[0] += gy * dy1;
+          acc[2] += gy * dy2;
+          acc[1] += gx * dx1;
+          acc[3] += gx * dx2;
+        }
+      }
+    for (int k = 0; k < 4; k++) out[b * 4 + k] = (float)acc[k];
   }
   return NULL;
 }
@@ -1176,6 +1355,7 @@ static weft_status_t *k_draw_boxes(weft_kernel_ctx_t *ctx, void *state) {
 
 static const char *const size_host[] = {"size", NULL};
 static const char *const crop_host[] = {"crop_size", NULL};
+static const char *const crop_grad_host[] = {"image_size", NULL};
 static const char *const nms_host[] = {"max_output_size", NULL};
 static int v1_tag;
 
@@ -1212,6 +1392,10 @@ weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg) {
        NULL},
       {"CropAndResize", k_crop_and_resize, "T", crop_types, N_OF(crop_types), crop_host, NULL,
        NULL, NULL},
+      {"CropAndResizeGradImage", k_crop_grad_image, "T", crop_grad_image_types,
+       N_OF(crop_grad_image_types), crop_grad_host, NULL, NULL, NULL},
+      {"CropAndResizeGradBoxes", k_crop_grad_boxes, "T", crop_grad_boxes_types,
+       N_OF(crop_grad_boxes_types), NULL, NULL, NULL, NULL},
       {"RGBToHSV", k_rgb_hsv, "T", hsv_types, N_OF(hsv_types), NULL, NULL, NULL, NULL},
       {"HSVToRGB", k_rgb_hsv, "T", hsv_types, N_OF(hsv_types), NULL, NULL, NULL, &v1_tag},
       {"AdjustHue", k_adjust_hue_sat, "T", half_float, N_OF(half_float), NULL, NULL, NULL, NULL},

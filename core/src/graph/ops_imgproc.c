@@ -1,7 +1,8 @@
 /* ops_imgproc.c: TensorFlow's image-processing ops (tensorflow/core/ops/image_ops.cc and
  * array_ops.cc for ExtractImagePatches): the resizes (ResizeBilinear, ResizeNearestNeighbor,
  * ResizeBicubic, ResizeArea) and the gradients of three (ResizeBilinearGrad,
- * ResizeNearestNeighborGrad, ResizeBicubicGrad), CropAndResize, the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
+ * ResizeNearestNeighborGrad, ResizeBicubicGrad), CropAndResize and its gradients
+ * (CropAndResizeGradImage, CropAndResizeGradBoxes), the colour ops (RGBToHSV, HSVToRGB, AdjustHue,
  * AdjustSaturation, AdjustContrast, AdjustContrastv2), ExtractImagePatches, the
  * non-max-suppression family (NonMaxSuppression V1..V5) and DrawBoundingBoxes (V1, V2), with
  * TensorFlow's names, args, attrs, type constraints and defaults, and their shape functions. */
@@ -182,6 +183,28 @@ static weft_status_t *resize_bilinear_grad_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* CropAndResizeGradImage: the image's shape is the image_size input ([4]) when constant. */
+static weft_status_t *crop_grad_image_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t size;
+  weft__sh_input(ctx, 3, &size);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &size, 1, "image_size"));
+  weft__shape_t out = weft__sh_unknown_dims(4);
+  int64_t *v = NULL, nv = 0;
+  if (weft__sh_const_ints(ctx, 3, &v, &nv, NULL)) {
+    if (nv == 4) memcpy(out.dims, v, sizeof(int64_t) * 4);
+    g_free(v);
+  }
+  return weft__sh_output(ctx, 0, &out);
+}
+
+/* CropAndResizeGradBoxes: one gradient per box coordinate, boxes' shape [n, 4]. */
+static weft_status_t *crop_grad_boxes_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t boxes;
+  weft__sh_input(ctx, 2, &boxes);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &boxes, 2, "boxes"));
+  return weft__sh_output(ctx, 0, &boxes);
+}
+
 static weft_status_t *draw_boxes_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in;
   weft__sh_input(ctx, 0, &in);
@@ -236,6 +259,19 @@ const weft_op_def_t weft__ops_imgproc[] = {
                          "method: {'bilinear', 'nearest'} = 'bilinear'",
                          "extrapolation_value: float = 0"),
              0, crop_and_resize_shape),
+    /* CropAndResize's gradients w.r.t. the image and the box coordinates. */
+    WEFT__OP("CropAndResizeGradImage",
+             WEFT__SPECS("grads: float", "boxes: float", "box_ind: int32", "image_size: int32"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {float, half, double}",
+                         "method: {'bilinear', 'nearest'} = 'bilinear'"),
+             0, crop_grad_image_shape),
+    WEFT__OP("CropAndResizeGradBoxes",
+             WEFT__SPECS("grads: float", "image: T", "boxes: float", "box_ind: int32"),
+             WEFT__SPECS("output: float"),
+             WEFT__SPECS("T: {uint8, uint16, int8, int16, int32, int64, half, float, double}",
+                         "method: {'bilinear'} = 'bilinear'"),
+             0, crop_grad_boxes_shape),
     WEFT__OP("RGBToHSV", WEFT__SPECS("images: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("T: {half, bfloat16, float, double} = DT_FLOAT"), 0, rgb_hsv_shape),
     WEFT__OP("HSVToRGB", WEFT__SPECS("images: T"), WEFT__SPECS("output: T"),

@@ -1638,6 +1638,24 @@ static void gr_resize_bicubic(gb_t *c, weft_node_t *n, const weft_output_t *dy,
   dx[0] = op2(c, "ResizeBicubicGrad", dy[0], in(n, 0), n, resize_attrs);
 }
 
+/* CropAndResize (image_grad.py): the image's gradient for the float images TensorFlow allows,
+ * the boxes' for any (bilinear sampling's derivative, nearest crops included, as TensorFlow). */
+static void gr_crop_and_resize(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                               weft_output_t *dx) {
+  static const char *const method[] = {"method", NULL};
+  weft_output_t image = in(n, 0);
+  weft_dtype_t t = dt(image);
+  if (t == WEFT_DT_FLOAT || t == WEFT_DT_DOUBLE || t == WEFT_DT_HALF) {
+    weft_output_t ins[4] = {dy[0], in(n, 1), in(n, 2), U(c, "Shape", image)};
+    weft_op_builder_t *b = start(c, "CropAndResizeGradImage", ins, 4);
+    if (b) weft_op_set_attr_type(b, "T", t);
+    pass_attrs(b, n, method);
+    dx[0] = end(c, b, 0);
+  }
+  weft_output_t ins[4] = {dy[0], image, in(n, 1), in(n, 2)};
+  dx[1] = end(c, start(c, "CropAndResizeGradBoxes", ins, 4), 0);
+}
+
 static void gr_resize_nearest(gb_t *c, weft_node_t *n, const weft_output_t *dy,
                               weft_output_t *dx) {
   int64_t one = 1, two = 2;
@@ -2185,6 +2203,7 @@ static const grad_entry_t grad_table[] = {
     {"ReverseSequence", gr_reverse_sequence},
     {"ResizeBilinear", gr_resize_bilinear},
     {"ResizeBicubic", gr_resize_bicubic},
+    {"CropAndResize", gr_crop_and_resize},
     {"ExtractImagePatches", gr_extract_patches},
     {"ResizeNearestNeighbor", gr_resize_nearest},
     {"DepthToSpace", gr_space_depth},
