@@ -99,3 +99,18 @@ def test_unknown_batch_dims():
     check(lambda a: tf.matrix_inverse(a), well_conditioned(2, 3, 3), shape=[None, 3, 3])
     check(lambda a: tf.cholesky(tf.matmul(a, a, transpose_b=True)), well_conditioned(2, 3, 3),
           shape=[None, 3, 3])
+
+
+def test_bicubic_roll_and_least_squares():
+    x = tf.placeholder(tf.float32, [1, 4, 3, 1])
+    (grad,) = tf.gradients(tf.reduce_sum(tf.image.resize_bicubic(x, [6, 5])), [x])
+    assert grad.op.type == "ResizeBicubicGrad"
+    x0 = RNG.uniform(-1, 1, (1, 4, 3, 1)).astype(np.float32)
+    with tf.Session() as sess:
+        g = sess.run(grad, {x: x0})
+    # Each output pixel's bicubic weights sum to 1: the gradient of the sum totals 30 pixels.
+    np.testing.assert_allclose(g.sum(), 30.0, rtol=1e-5)
+    check(lambda v: tf.roll(v, shift=[2, -1], axis=[1, 0]), RNG.uniform(-1, 1, (3, 4)))
+    b = RNG.uniform(-1, 1, (4, 2))
+    check(lambda a: tf.matrix_solve_ls(a, b, l2_regularizer=0.05),
+          RNG.uniform(-1, 1, (4, 3)) + np.eye(4, 3))
