@@ -93,3 +93,8 @@ from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa
                         igamma, igammac, betainc, lbeta, truncatediv, truncatemod, div_no_nan,
                         accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,
                         clip_by_global_norm, clip_by_average_norm)
+from .array_ops import (pad, diag, diag_part, depth_to_space, space_to_depth,  # noqa: F401,E402
+                        space_to_batch_nd, batch_to_space_nd, space_to_batch, batch_to_space,
+                        extract_image_patches, identity_n, parallel_stack, random_crop)
+from .variables import orthogonal_initializer  # noqa: F401,E402
+from . import manip  # noqa: F401,E402 -- tf.manip

@@ -627,3 +627,147 @@ def clip_by_average_norm(t, clip_norm, name=None):
         factor = _ops.minimum(_ops.multiply(l2norm_inv, n_element),
                               _ops.divide(_fw.constant(1.0, dtype=dt), clip))
         return _ops.identity(_ops.multiply(_ops.multiply(t, clip), factor), name=scope)
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding, diagonals, space/depth/batch rearrangement, patches, identity_n, parallel_stack,
+# random_crop: TensorFlow 1.15's array_ops/random_ops functions over the same ops. tf.linalg.eigh
+# and tf.self_adjoint_eig are absent: weft's core has no SelfAdjointEigV2.
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """Pad (PadV2 when constant_values is a tensor or non-zero), or MirrorPad for REFLECT and
+    SYMMETRIC; mode is case-insensitive."""
+    mode = mode.upper()
+    if mode == "CONSTANT":
+        if not isinstance(constant_values, Tensor) and _np.all(_np.asarray(constant_values) == 0):
+            return _op("Pad", [_to_tensor(tensor), _to_tensor(paddings)], (), name or "Pad")
+        tensor = _to_tensor(tensor)
+        return _op("PadV2", [tensor, _to_tensor(paddings),
+                             _to_tensor(constant_values, dtype=tensor.dtype.base_dtype)], (),
+                   name or "PadV2")
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return _op("MirrorPad", [_to_tensor(tensor), _to_tensor(paddings)],
+                   [("mode", "string", mode)], name or "MirrorPad")
+    raise ValueError("Unknown padding mode: %s" % mode)
+
+
+def diag(diagonal, name=None):
+    """A tensor of rank 2k with diagonal (rank k) on its diagonal (Diag)."""
+    return _op("Diag", [_to_tensor(diagonal)], (), name or "Diag")
+
+
+def diag_part(input, name=None):  # noqa: A002 -- TensorFlow's name
+    """The diagonal of a rank-2k tensor (DiagPart)."""
+    return _op("DiagPart", [_to_tensor(input)], (), name or "DiagPart")
+
+
+def _block_op(op_type):
+    def fn(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+        return _op(op_type, [_to_tensor(input)],
+                   [("block_size", "int", int(block_size)),
+                    ("data_format", "string", data_format)], name or op_type)
+    fn.__name__ = "depth_to_space" if op_type == "DepthToSpace" else "space_to_depth"
+    return fn
+
+
+depth_to_space = _block_op("DepthToSpace")
+space_to_depth = _block_op("SpaceToDepth")
+
+
+def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
+    return _op("SpaceToBatchND", [_to_tensor(input), _to_tensor(block_shape),
+                                  _to_tensor(paddings)], (), name or "SpaceToBatchND")
+
+
+def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
+    return _op("BatchToSpaceND", [_to_tensor(input), _to_tensor(block_shape),
+                                  _to_tensor(crops)], (), name or "BatchToSpaceND")
+
+
+def _block_size(block_size, block_shape, fn):
+    if block_shape is not None and block_size is not None:
+        raise ValueError("Cannot specify both 'block_shape' and 'block_size'.")
+    block = block_size if block_size is not None else block_shape
+    if block is None:
+        raise TypeError("%s() missing required argument: 'block_size'" % fn)
+    return _np.array([block, block], dtype=_np.int64)
+
+
+def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """space_to_batch_nd with a square block over the two spatial dimensions of a 4-D input."""
+    result = space_to_batch_nd(input, _block_size(block_size, block_shape, "space_to_batch"),
+                               paddings, name=name)
+    result.set_shape([None] * 4)
+    return result
+
+
+def batch_to_space(input, crops, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """batch_to_space_nd with a square block over the two spatial dimensions of a 4-D input."""
+    result = batch_to_space_nd(input, _block_size(block_size, block_shape, "batch_to_space"),
+                               crops, name=name)
+    result.set_shape([None] * 4)
+    return result
+
+
+def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None,
+                          sizes=None):
+    """ExtractImagePatches; sizes is TensorFlow 2's name for ksizes."""
+    if sizes is not None:
+        if ksizes is not None:
+            raise ValueError("Cannot specify both 'sizes' and 'ksizes'.")
+        ksizes = sizes
+    for arg, value in (("ksizes", ksizes), ("strides", strides), ("rates", rates),
+                       ("padding", padding)):
+        if value is None:
+            raise TypeError("extract_image_patches() missing required argument: '%s'" % arg)
+    return _op("ExtractImagePatches", [_to_tensor(images)],
+               [("ksizes", "list_int", [int(k) for k in ksizes]),
+                ("strides", "list_int", [int(s) for s in strides]),
+                ("rates", "list_int", [int(r) for r in rates]),
+                ("padding", "string", padding)], name or "ExtractImagePatches")
+
+
+def nth_element(input, n, reverse=False, name=None):  # noqa: A002
+    """The n-th smallest (largest when reverse) value along the last dimension (NthElement)."""
+    return _op("NthElement", [_to_tensor(input), _int32(n)], [("reverse", "bool", bool(reverse))],
+               name or "NthElement")
+
+
+def identity_n(input, name=None):  # noqa: A002
+    """IdentityN: a list of tensors passed through together."""
+    outs = _op("IdentityN", [[_to_tensor(t) for t in input]], (), name or "IdentityN")
+    if isinstance(outs, _fw.Operation):
+        return []
+    return list(outs) if isinstance(outs, list) else [outs]
+
+
+def parallel_stack(values, name="parallel_stack"):
+    """values (of one known shape) stacked on a new first axis by ParallelConcat."""
+    with _fw.name_scope(name):
+        value_t = _to_tensor(values[0])
+        value_shape = value_t.shape
+        if not value_shape.is_fully_defined():
+            raise ValueError("parallel_stack needs the values' shape fully defined, got %s"
+                             % value_shape)
+        output_shape = [len(values)] + value_shape.as_list()
+        return _op("ParallelConcat",
+                   [[_ops.expand_dims(_to_tensor(v), 0) for v in values]],
+                   [("shape", "shape", output_shape)], "ParallelConcat")
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A random slice of value of the given size: an offset drawn uniformly (RandomUniformInt,
+    modulo shape - size + 1) after an Assert that value.shape >= size, as TensorFlow builds it."""
+    from . import debugging as _debugging
+    with _fw.name_scope(name, "random_crop", [value, size]) as name:
+        value = _to_tensor(value, name="value")
+        size = _to_tensor(size, dtype=_dtypes.int32, name="size")
+        shape = _ops.shape(value)
+        check = _debugging.Assert(_ops.reduce_all(_ops.greater_equal(shape, size)),
+                                  ["Need value.shape >= size, got ", shape, size], summarize=1000)
+        with _fw.control_dependencies([check]):
+            shape = _ops.identity(shape)
+        limit = shape - size + 1
+        offset = _ops.random_uniform(_ops.shape(shape), dtype=size.dtype,
+                                     maxval=size.dtype.max, seed=seed) % limit
+        return _ops.slice(value, offset, size, name=name)
