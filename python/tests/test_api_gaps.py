@@ -227,3 +227,192 @@ def test_total_variation_gradients_psnr():
     mse = ((a - b) ** 2).mean((1, 2, 3))
     np.testing.assert_allclose(run(tf.image.psnr(a, b, 1.0)), 10 * np.log10(1.0 / mse),
                                rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning-rate schedules, moving averages, optimizers, checkpoints
+
+def _over_steps(fetches, steps):
+    gs = tf.train.get_or_create_global_step()
+    inc = tf.assign_add(gs, 1)
+    out = []
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(steps):
+            out.append(sess.run(fetches))
+            sess.run(inc)
+    return np.array(out, np.float64)
+
+
+def test_learning_rate_schedules():
+    gs = tf.train.get_or_create_global_step()
+    fetches = [
+        tf.train.piecewise_constant(gs, [2, 5], [1.0, 0.5, 0.1]),
+        tf.train.polynomial_decay(0.1, gs, 4, 0.01, power=2.0),
+        tf.train.polynomial_decay(0.1, gs, 4, 0.01, power=2.0, cycle=True),
+        tf.train.natural_exp_decay(0.1, gs, 2, 0.5),
+        tf.train.natural_exp_decay(0.1, gs, 2, 0.5, staircase=True),
+        tf.train.inverse_time_decay(0.1, gs, 2, 0.5),
+        tf.train.inverse_time_decay(0.1, gs, 2, 0.5, staircase=True),
+        tf.train.cosine_decay(0.1, gs, 4, alpha=0.1),
+        tf.train.cosine_decay_restarts(0.1, gs, 2, t_mul=2.0, m_mul=0.5),
+        tf.train.cosine_decay_restarts(0.1, gs, 2, t_mul=1.0),
+        tf.train.linear_cosine_decay(0.1, gs, 4, num_periods=1.0, beta=0.01),
+    ]
+    assert [f.op.name for f in fetches[1:]] == [
+        "PolynomialDecay", "PolynomialDecay_1", "ExponentialDecay", "ExponentialDecay_1",
+        "InverseTimeDecay", "InverseTimeDecay_1", "CosineDecay", "SGDRDecay", "SGDRDecay_1",
+        "LinearCosineDecay"]
+    got = _over_steps(fetches, 8)
+
+    def sgdr(step, t_mul, m_mul, first=2.0):
+        frac = step / first
+        if t_mul == 1.0:
+            i = math.floor(frac)
+            frac -= i
+        else:
+            i = math.floor(math.log(1 - frac * (1 - t_mul)) / math.log(t_mul))
+            sum_r = (1 - t_mul ** i) / (1 - t_mul)
+            frac = (frac - sum_r) / t_mul ** i
+        return 0.1 * 0.5 * m_mul ** i * (1 + math.cos(math.pi * frac))
+
+    for s in range(8):
+        cyc = 4 * max(1, math.ceil(s / 4))
+        lin = (4 - min(s, 4)) / 4
+        cosl = 0.5 * (1 + math.cos(math.pi * 2 * 1.0 * min(s, 4) / 4))
+        want = [1.0 if s <= 2 else 0.5 if s <= 5 else 0.1,
+                0.09 * (1 - min(s, 4) / 4) ** 2 + 0.01,
+                0.09 * (1 - s / cyc) ** 2 + 0.01,
+                0.1 * math.exp(-0.5 * s / 2), 0.1 * math.exp(-0.5 * (s // 2)),
+                0.1 / (1 + 0.5 * s / 2), 0.1 / (1 + 0.5 * (s // 2)),
+                0.1 * (0.9 * 0.5 * (1 + math.cos(math.pi * min(s, 4) / 4)) + 0.1),
+                sgdr(s, 2.0, 0.5), sgdr(s, 1.0, 1.0),
+                0.1 * ((0.0 + lin) * cosl + 0.01)]
+        np.testing.assert_allclose(got[s], want, rtol=1e-5, atol=1e-7, err_msg="step %d" % s)
+
+
+def test_learning_rate_schedule_errors():
+    with pytest.raises(ValueError, match="global_step is required for polynomial_decay."):
+        tf.train.polynomial_decay(0.1, None, 10)
+    with pytest.raises(ValueError, match="global_step is required for cosine_decay."):
+        tf.train.cosine_decay(0.1, None, 10)
+    gs = tf.train.get_or_create_global_step()
+    with pytest.raises(ValueError, match="length of boundaries should be 1 less"):
+        tf.train.piecewise_constant(gs, [1, 2], [0.1, 0.2])
+    with pytest.raises(ValueError, match=r"Boundaries \(float32\) must have the same dtype"):
+        tf.train.piecewise_constant(gs, [1.5], [0.1, 0.2])
+    with pytest.raises(ValueError, match="Values must have elements all with the same dtype"):
+        tf.train.piecewise_constant(gs, [1], [0.1, 2])
+
+
+def test_exponential_moving_average():
+    v = tf.Variable([1.0, 2.0], name="v")
+    t = tf.placeholder(tf.float32, [2], name="t")
+    step = tf.Variable(0, trainable=False, name="n")
+    ema = tf.train.ExponentialMovingAverage(0.9, num_updates=step)
+    apply = ema.apply([v])
+    ema_t = tf.train.ExponentialMovingAverage(0.8, zero_debias=True, name="avg")
+    apply_t = ema_t.apply([t])
+    assert apply.name == "ExponentialMovingAverage" and apply.type == "NoOp"
+    assert ema.average(v).op.name == "v/ExponentialMovingAverage"
+    assert ema.average_name(v) == "v/ExponentialMovingAverage"
+    assert ema_t.average(t).op.name == "t/avg"
+    names = [x.op.name for x in tf.global_variables()]
+    assert names == ["v", "n", "v/ExponentialMovingAverage", "t/avg", "t/avg/biased",
+                     "t/avg/local_step"]
+    assert tf.moving_average_variables() == [v]
+    assert tf.get_default_graph().get_operation_by_name(
+        "ExponentialMovingAverage/AssignMovingAvg").type == "AssignSub"
+    assert ema.variables_to_restore() == {
+        "v/ExponentialMovingAverage": v, "n": step, "t/avg": ema_t.average(t),
+        "t/avg/biased": tf.global_variables()[4], "t/avg/local_step": tf.global_variables()[5]}
+    set_v = tf.assign(v, [3.0, 5.0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(set_v)
+        shadow, biased = np.array([1.0, 2.0]), np.zeros(2)
+        for i, x in enumerate([[10.0, 20.0], [0.0, 4.0], [2.0, 2.0]]):
+            sess.run([apply, apply_t], {t: x})
+            decay = min(0.9, (1.0 + 0) / (10.0 + 0))  # num_updates stays 0
+            shadow -= (shadow - [3.0, 5.0]) * (1 - decay)
+            biased -= (biased - np.array(x)) * 0.2
+            np.testing.assert_allclose(sess.run(ema.average(v)), shadow, rtol=1e-6)
+            np.testing.assert_allclose(sess.run(ema_t.average(t)), biased / (1 - 0.8 ** (i + 1)),
+                                       rtol=1e-5)
+    with pytest.raises(TypeError, match="must be half, float, or double"):
+        ema.apply([step])
+
+
+def test_adadelta_and_proximal_gradient_descent():
+    w0 = np.array([0.5, -0.3, 0.02], np.float32)
+    w = tf.Variable(w0, name="w")
+    u = tf.Variable(w0, name="u")
+    ada = tf.train.AdadeltaOptimizer(0.5, rho=0.9, epsilon=1e-6)
+    prox = tf.train.ProximalGradientDescentOptimizer(0.1, l1_regularization_strength=0.05,
+                                                     l2_regularization_strength=0.1)
+    train = tf.group(ada.minimize(tf.reduce_sum(w * w), var_list=[w]),
+                     prox.minimize(tf.reduce_sum(u * u), var_list=[u]))
+    assert sorted(x.op.name for x in ada.variables()) == ["w/Adadelta", "w/Adadelta_1"]
+    assert tf.get_default_graph().get_operation_by_name(
+        "Adadelta/update_w/ApplyAdadelta").type == "ApplyAdadelta"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        wv, uv = w0.astype(np.float64), w0.astype(np.float64)
+        accum, accum_update = np.zeros(3), np.zeros(3)
+        for _ in range(3):
+            sess.run(train)
+            g = 2 * wv
+            accum = 0.9 * accum + 0.1 * g * g
+            update = np.sqrt(accum_update + 1e-6) / np.sqrt(accum + 1e-6) * g
+            accum_update = 0.9 * accum_update + 0.1 * update * update
+            wv = wv - 0.5 * update
+            p = uv - 0.1 * 2 * uv
+            uv = np.sign(p) * np.maximum(np.abs(p) - 0.1 * 0.05, 0) / (1 + 0.1 * 0.1)
+            np.testing.assert_allclose(sess.run(w), wv, rtol=1e-5)
+            np.testing.assert_allclose(sess.run(u), uv, rtol=1e-5, atol=1e-7)
+
+
+def test_checkpoint_utils(tmp_path):
+    with tf.variable_scope("a"):
+        w = tf.get_variable("w", [2, 3], initializer=tf.ones_initializer())
+        tf.get_variable("b", [3], dtype=tf.int32, initializer=tf.constant_initializer(7))
+    saver = tf.train.Saver()
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, value))
+        prefix = saver.save(sess, str(tmp_path / "model"), global_step=3)
+    assert tf.train.list_variables(str(tmp_path)) == [("a/b", [3]), ("a/w", [2, 3])]
+    np.testing.assert_array_equal(tf.train.load_variable(str(tmp_path), "a/w:0"), value)
+    b = tf.train.load_variable(prefix, "a/b")
+    assert b.dtype == np.int32 and list(b) == [7, 7, 7]
+    reader = tf.train.NewCheckpointReader(prefix)
+    assert reader.has_tensor("a/w") and not reader.has_tensor("a/c")
+    assert reader.get_variable_to_dtype_map() == {"a/b": tf.int32, "a/w": tf.float32}
+    with pytest.raises(tf.errors.NotFoundError, match="nope"):
+        tf.train.load_variable(prefix, "nope")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file"):
+        tf.train.load_variable(str(empty), "a/w")
+
+    tf.reset_default_graph()
+    with tf.variable_scope("new"):
+        nw = tf.get_variable("w", [2, 3])
+        nb = tf.get_variable("b", [3], dtype=tf.int32)
+    other = tf.Variable(tf.zeros([2, 3]), name="other")
+    keep = tf.Variable(5.0, name="keep")
+    tf.train.init_from_checkpoint(str(tmp_path), {"a/": "new/"})
+    tf.train.init_from_checkpoint(prefix, {"a/w": other})
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([nw, nb, other, keep])
+    np.testing.assert_array_equal(got[0], value)
+    assert list(got[1]) == [7, 7, 7] and got[3] == 5.0
+    np.testing.assert_array_equal(got[2], value)
+    with pytest.raises(ValueError, match="Shape of variable keep:0"):
+        tf.train.init_from_checkpoint(prefix, {"a/w": keep})
+    with pytest.raises(ValueError, match="Tensor a/x is not found in"):
+        tf.train.init_from_checkpoint(prefix, {"a/x": other})
+    with pytest.raises(ValueError, match="should map to scope only"):
+        tf.train.init_from_checkpoint(prefix, {"a/w": "new/"})
