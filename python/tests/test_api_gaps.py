@@ -416,3 +416,79 @@ def test_checkpoint_utils(tmp_path):
         tf.train.init_from_checkpoint(prefix, {"a/x": other})
     with pytest.raises(ValueError, match="should map to scope only"):
         tf.train.init_from_checkpoint(prefix, {"a/w": "new/"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses
+
+def _reduced(losses, weights):
+    """SUM_BY_NONZERO_WEIGHTS: the weighted sum over the count of non-zero weights."""
+    w = np.broadcast_to(weights, losses.shape)
+    return (losses * w).sum() / max(np.count_nonzero(w), 1)
+
+
+def test_huber_hinge_log_losses():
+    labels = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]], np.float32)
+    pred = np.array([[0.2, 0.9, 3.5], [-1.0, 0.4, 0.7]], np.float32)
+    weights = np.array([[1.0], [0.0]], np.float32)
+    err = np.abs(pred - labels)
+    huber = np.where(err <= 0.5, 0.5 * err ** 2, 0.5 * 0.25 + 0.5 * (err - 0.5))
+    probs = np.clip(pred, 0.05, 0.95)
+    logl = -labels * np.log(probs + 1e-7) - (1 - labels) * np.log(1 - probs + 1e-7)
+    hinge = np.maximum(0, 1 - (2 * labels - 1) * pred)
+    got = run(tf.losses.huber_loss(labels, pred, delta=0.5),
+              tf.losses.huber_loss(labels, pred, weights, delta=0.5),
+              tf.losses.hinge_loss(labels, pred, weights=2.0),
+              tf.losses.log_loss(labels, probs, reduction=tf.losses.Reduction.NONE),
+              tf.losses.log_loss(labels, probs, weights))
+    np.testing.assert_allclose(got[0], huber.mean(), rtol=1e-5)
+    np.testing.assert_allclose(got[1], _reduced(huber, weights), rtol=1e-5)
+    np.testing.assert_allclose(got[2], hinge.mean() * 2.0, rtol=1e-5)
+    np.testing.assert_allclose(got[3], logl, rtol=1e-5)
+    np.testing.assert_allclose(got[4], _reduced(logl, weights), rtol=1e-5)
+    assert len(tf.losses.get_losses()) == 5
+    assert tf.get_collection(tf.GraphKeys.LOSSES)[0].op.name == "huber_loss/value"
+    with pytest.raises(ValueError, match="labels must not be None."):
+        tf.losses.huber_loss(None, pred)
+    with pytest.raises(ValueError, match="are incompatible"):
+        tf.losses.log_loss(labels, pred[:, :2])
+
+
+def test_cosine_distance():
+    a = RNG.randn(4, 3).astype(np.float32)
+    b = RNG.randn(4, 3).astype(np.float32)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    dist = 1 - (a * b).sum(1, keepdims=True)
+    got = run(tf.losses.cosine_distance(a, b, axis=1),
+              tf.losses.cosine_distance(a, b, dim=1, reduction=tf.losses.Reduction.NONE),
+              tf.losses.cosine_distance(a, b, axis=1, weights=[[1.0], [0.0], [2.0], [0.0]]))
+    np.testing.assert_allclose(got[0], dist.mean(), rtol=1e-5)
+    np.testing.assert_allclose(got[1], dist, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[2], (dist[0, 0] + 2 * dist[2, 0]) / 2, rtol=1e-5)
+    with pytest.raises(ValueError, match="You must specify 'axis'."):
+        tf.losses.cosine_distance(a, b)
+
+
+def test_weighted_moments_and_log_poisson_loss():
+    x = RNG.randn(4, 5).astype(np.float32)
+    w = RNG.rand(4, 1).astype(np.float32)
+    mean, var = run(*tf.nn.weighted_moments(x, [0], w))
+    wb = np.broadcast_to(w, x.shape)
+    want_mean = (wb * x).sum(0) / wb.sum(0)
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-5)
+    np.testing.assert_allclose(var, (wb * (x - want_mean) ** 2).sum(0) / wb.sum(0), rtol=1e-5)
+    m, _ = tf.nn.weighted_moments(x, [1], 1.0, keepdims=True)
+    assert m.shape.as_list() == [4, 1]
+    targets = np.array([0.0, 0.5, 1.0, 3.0, 7.0], np.float32)
+    log_input = RNG.randn(5).astype(np.float32)
+    base = np.exp(log_input) - log_input * targets
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stirling = targets * np.log(targets) - targets + 0.5 * np.log(2 * np.pi * targets)
+    full = base + np.where((targets >= 0) & (targets <= 1), 0, stirling)
+    got = run(tf.nn.log_poisson_loss(targets, log_input),
+              tf.nn.log_poisson_loss(targets, log_input, compute_full_loss=True))
+    np.testing.assert_allclose(got[0], base, rtol=1e-5)
+    np.testing.assert_allclose(got[1], full, rtol=1e-5)
+    with pytest.raises(ValueError, match="log_input and targets must have the same shape"):
+        tf.nn.log_poisson_loss(targets, log_input[:3])
