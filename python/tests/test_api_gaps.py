@@ -492,3 +492,72 @@ def test_weighted_moments_and_log_poisson_loss():
     np.testing.assert_allclose(got[1], full, rtol=1e-5)
     with pytest.raises(ValueError, match="log_input and targets must have the same shape"):
         tf.nn.log_poisson_loss(targets, log_input[:3])
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers, RNNs, templates
+
+def test_batch_normalization_fused_and_updates():
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    training = tf.placeholder(tf.bool, [])
+    y = tf.layers.batch_normalization(x, momentum=0.9, training=training)
+    assert y.op.name == "batch_normalization/cond/Merge"
+    ops = {op.type for op in tf.get_default_graph().get_operations()}
+    assert "FusedBatchNormV3" in ops
+    assert [v.op.name for v in tf.global_variables()] == [
+        "batch_normalization/gamma", "batch_normalization/beta",
+        "batch_normalization/moving_mean", "batch_normalization/moving_variance"]
+    assert [v.op.name for v in tf.trainable_variables()] == [
+        "batch_normalization/gamma", "batch_normalization/beta"]
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert [u.op.name for u in updates] == ["batch_normalization/AssignMovingAvg",
+                                            "batch_normalization/AssignMovingAvg_1"]
+    xv = RNG.randn(6, 4, 4, 3).astype(np.float32) * 2 + 1
+    mean, var = xv.mean((0, 1, 2)), xv.var((0, 1, 2))
+    n = 6 * 4 * 4
+    g = tf.get_default_graph()
+    mm = g.get_tensor_by_name("batch_normalization/moving_mean:0")
+    mv = g.get_tensor_by_name("batch_normalization/moving_variance:0")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, _ = sess.run([y, updates], {x: xv, training: True})
+        np.testing.assert_allclose(out, (xv - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(sess.run(mm), 0.1 * mean, rtol=1e-5)
+        # the fused path moves toward the Bessel-corrected batch variance
+        np.testing.assert_allclose(sess.run(mv), 0.9 + 0.1 * var * n / (n - 1), rtol=1e-5)
+        moving = sess.run([mm, mv])
+        out, _ = sess.run([y, updates], {x: xv, training: False})
+        np.testing.assert_allclose(out, (xv - moving[0]) / np.sqrt(moving[1] + 1e-3),
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(sess.run([mm, mv]), moving)  # momentum 1 when not training
+
+
+def test_batch_normalization_layer_plain_path_and_reuse():
+    layer = tf.layers.BatchNormalization(axis=1, center=False, momentum=0.5, name="bn")
+    x = tf.constant(RNG.randn(8, 3, 2).astype(np.float32))
+    y = layer.apply(x, training=True)
+    assert layer.beta is None and layer.gamma.op.name == "bn/gamma"
+    assert layer.moving_mean.shape.as_list() == [3]
+    assert "FusedBatchNormV3" not in {op.type for op in tf.get_default_graph().get_operations()}
+    assert len(layer.updates) == 2
+    y_inf = layer(x, training=False)
+    assert len(tf.global_variables()) == 3
+    xv = run(x)
+    mean, var = xv.mean((0, 2)), xv.var((0, 2))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, _ = sess.run([y, layer.updates])
+        np.testing.assert_allclose(out, (xv - mean[:, None]) / np.sqrt(var[:, None] + 1e-3),
+                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(sess.run(layer.moving_mean), 0.5 * mean, rtol=1e-5)
+        np.testing.assert_allclose(sess.run(layer.moving_variance), 0.5 + 0.5 * var,
+                                   rtol=1e-5)
+        mm, mv = sess.run([layer.moving_mean, layer.moving_variance])
+        np.testing.assert_allclose(sess.run(y_inf),
+                                   (xv - mm[:, None]) / np.sqrt(mv[:, None] + 1e-3), rtol=1e-4,
+                                   atol=1e-5)
+    with pytest.raises(ValueError, match="Invalid axis: 5"):
+        tf.layers.batch_normalization(x, axis=5)
+    tf.layers.batch_normalization(x, name="shared")
+    tf.layers.batch_normalization(x, name="shared", reuse=True)
+    assert sum(v.op.name.startswith("shared/") for v in tf.global_variables()) == 4
