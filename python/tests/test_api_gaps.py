@@ -561,3 +561,78 @@ def test_batch_normalization_layer_plain_path_and_reuse():
     tf.layers.batch_normalization(x, name="shared")
     tf.layers.batch_normalization(x, name="shared", reuse=True)
     assert sum(v.op.name.startswith("shared/") for v in tf.global_variables()) == 4
+
+
+def _np_rnn(xs, kernel, bias, lengths=None):
+    """BasicRNNCell over xs [batch, time, depth]: outputs zero and state held past a length."""
+    batch, steps, _ = xs.shape
+    h = np.zeros([batch, bias.shape[0]], np.float32)
+    outs = np.zeros([batch, steps, bias.shape[0]], np.float32)
+    for t in range(steps):
+        new = np.tanh(np.concatenate([xs[:, t], h], 1) @ kernel + bias)
+        live = np.ones(batch, bool) if lengths is None else t < np.asarray(lengths)
+        h = np.where(live[:, None], new, h)
+        outs[:, t] = np.where(live[:, None], new, 0)
+    return outs, h
+
+
+def _np_reverse(xs, lengths):
+    out = xs.copy()
+    for b, n in enumerate(lengths):
+        out[b, :n] = xs[b, :n][::-1]
+    return out
+
+
+def test_bidirectional_dynamic_rnn():
+    xs = RNG.randn(3, 5, 2).astype(np.float32)
+    lengths = [5, 2, 4]
+    init = tf.random_normal_initializer(seed=3)
+    with tf.variable_scope("m", initializer=init):
+        (out_fw, out_bw), (st_fw, st_bw) = tf.nn.bidirectional_dynamic_rnn(
+            tf.nn.rnn_cell.BasicRNNCell(4), tf.nn.rnn_cell.BasicRNNCell(3), tf.constant(xs),
+            sequence_length=lengths, dtype=tf.float32)
+    names = [v.op.name for v in tf.global_variables()]
+    assert names == ["m/bidirectional_rnn/fw/basic_rnn_cell/kernel",
+                     "m/bidirectional_rnn/fw/basic_rnn_cell/bias",
+                     "m/bidirectional_rnn/bw/basic_rnn_cell/kernel",
+                     "m/bidirectional_rnn/bw/basic_rnn_cell/bias"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        kf, bf, kb, bb = sess.run(tf.global_variables())
+        got = sess.run([out_fw, out_bw, st_fw, st_bw])
+    want_fw, want_st_fw = _np_rnn(xs, kf, bf, lengths)
+    rev_out, want_st_bw = _np_rnn(_np_reverse(xs, lengths), kb, bb, lengths)
+    np.testing.assert_allclose(got[0], want_fw, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[1], _np_reverse(rev_out, lengths), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[2], want_st_fw, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[3], want_st_bw, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="is not an RNNCell"):
+        tf.nn.bidirectional_dynamic_rnn(None, tf.nn.rnn_cell.BasicRNNCell(3), xs,
+                                        dtype=tf.float32)
+
+
+def test_static_bidirectional_rnn():
+    xs = RNG.randn(2, 3, 2).astype(np.float32)
+    for lengths in (None, [3, 1]):
+        tf.reset_default_graph()
+        outs, st_fw, st_bw = tf.nn.static_bidirectional_rnn(
+            tf.nn.rnn_cell.BasicRNNCell(2), tf.nn.rnn_cell.BasicRNNCell(2),
+            [tf.constant(xs[:, t]) for t in range(3)], dtype=tf.float32,
+            sequence_length=lengths)
+        assert len(outs) == 3 and outs[0].shape.as_list() == [2, 4]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            kf, bf, kb, bb = sess.run(tf.global_variables())
+            got = sess.run(outs + [st_fw, st_bw])
+        n = [3, 3] if lengths is None else lengths
+        want_fw, want_st_fw = _np_rnn(xs, kf, bf, lengths)
+        rev_out, want_st_bw = _np_rnn(_np_reverse(xs, n), kb, bb, lengths)
+        want_bw = _np_reverse(rev_out, n)
+        for t in range(3):
+            np.testing.assert_allclose(got[t], np.concatenate([want_fw[:, t], want_bw[:, t]], 1),
+                                       rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got[3], want_st_fw, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got[4], want_st_bw, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="inputs must not be empty"):
+        tf.nn.static_bidirectional_rnn(tf.nn.rnn_cell.BasicRNNCell(2),
+                                       tf.nn.rnn_cell.BasicRNNCell(2), [], dtype=tf.float32)

@@ -664,6 +664,7 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
 
 
 from . import rnn_cell  # noqa: E402 -- tf.nn.rnn_cell
-from .rnn import dynamic_rnn, static_rnn  # noqa: E402,F401
+from .rnn import (dynamic_rnn, static_rnn, bidirectional_dynamic_rnn,  # noqa: E402,F401
+                  static_bidirectional_rnn)
 from .array_ops import (depth_to_space, space_to_depth, space_to_batch,  # noqa: E402,F401
                         batch_to_space, nth_element)
