@@ -636,3 +636,31 @@ def test_static_bidirectional_rnn():
     with pytest.raises(ValueError, match="inputs must not be empty"):
         tf.nn.static_bidirectional_rnn(tf.nn.rnn_cell.BasicRNNCell(2),
                                        tf.nn.rnn_cell.BasicRNNCell(2), [], dtype=tf.float32)
+
+
+def test_make_template_shares_variables():
+    def linear(x, scale=1.0):
+        w = tf.get_variable("w", [1], initializer=tf.ones_initializer())
+        return x * w * scale
+
+    tmpl = tf.make_template("lin", linear, scale=2.0)
+    a, b = tmpl(tf.constant(1.0)), tmpl(tf.constant(3.0))
+    now = tf.make_template("lin", linear, create_scope_now_=True)
+    with tf.variable_scope("outer"):
+        c, d = now(tf.constant(1.0)), now(tf.constant(5.0))
+    assert [v.op.name for v in tf.global_variables()] == ["lin/w", "lin_1/w"]
+    assert tmpl.variable_scope_name == "lin/" and now.variable_scope.name == "lin_1"
+    assert [v.op.name for v in tmpl.trainable_variables] == ["lin/w"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert [list(v) for v in sess.run([a, b, c, d])] == [[2.0], [6.0], [1.0], [5.0]]
+
+    def bad(x):
+        return x * tf.Variable(1.0)
+
+    tmpl_bad = tf.make_template("bad", bad)
+    tmpl_bad(1.0)
+    with pytest.raises(ValueError, match="Trainable variable created when calling a template"):
+        tmpl_bad(1.0)
+    with pytest.raises(ValueError, match="name cannot be None."):
+        tf.make_template(None, linear)

@@ -98,3 +98,4 @@ from .array_ops import (pad, diag, diag_part, depth_to_space, space_to_depth,  #
                         extract_image_patches, identity_n, parallel_stack, random_crop)
 from .variables import orthogonal_initializer  # noqa: F401,E402
 from . import manip  # noqa: F401,E402 -- tf.manip
+from .template import make_template  # noqa: F401,E402
