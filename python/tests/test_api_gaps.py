@@ -4,6 +4,7 @@ optimizers, checkpoint readers, batch normalization layers, bidirectional RNNs, 
 and losses, each against numpy or TensorFlow's documented formula, with its op types, node
 names and errors."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -664,3 +665,30 @@ def test_make_template_shares_variables():
         tmpl_bad(1.0)
     with pytest.raises(ValueError, match="name cannot be None."):
         tf.make_template(None, linear)
+
+
+CORPUS = os.environ.get("WEFT_CORPUS", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                    "..", "..", "..", "shared", "corpus"))
+REGRESSION = os.path.join(CORPUS, "tf", "checkpoint", "regression")
+
+
+@pytest.mark.skipif(not os.path.exists(REGRESSION), reason="no shared/corpus")
+def test_import_meta_graph_restores_a_tensorflow_checkpoint():
+    # TensorFlow 1.x's model.meta (a MetaGraphDef with its Saver's save/ subgraph) and
+    # checkpoint: pred = X * W + b with W = 0.21396178, b = 1.04952538
+    saver = tf.train.import_meta_graph(os.path.join(REGRESSION, "model.meta"),
+                                       clear_devices=True)
+    g = tf.get_default_graph()
+    assert not any(op.name.startswith("save/") for op in g.get_operations())
+    assert g.get_operation_by_name("W").type == "VariableV2"
+    with tf.Session() as sess:
+        saver.restore(sess, tf.train.latest_checkpoint(REGRESSION))
+        w, b = sess.run(["W:0", "b:0"])
+        pred = sess.run("pred:0", {"X:0": np.array([1.0, 2.0], np.float32)})
+    np.testing.assert_allclose([w, b], [0.21396178, 1.04952538], rtol=1e-6)
+    np.testing.assert_allclose(pred, np.array([1.0, 2.0]) * w + b, rtol=1e-6)
+    tf.reset_default_graph()
+    with pytest.raises(NotImplementedError, match="import_scope='m'"):
+        tf.train.import_meta_graph(os.path.join(REGRESSION, "model.meta"), import_scope="m")
+    with pytest.raises(IOError, match="does not exist"):
+        tf.train.import_meta_graph(os.path.join(REGRESSION, "missing.meta"))

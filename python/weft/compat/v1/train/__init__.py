@@ -34,3 +34,10 @@ from .learning_rate_decay import (piecewise_constant, polynomial_decay,  # noqa:
 from .moving_averages import ExponentialMovingAverage  # noqa: F401,E402
 from .checkpoint_utils import (list_variables, load_variable,  # noqa: F401,E402
                                init_from_checkpoint, load_checkpoint, NewCheckpointReader)
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """The MetaGraphDef imported into the default graph, and a Saver over its variables
+    (saved_model.import_meta_graph)."""
+    from ..saved_model import import_meta_graph as _import
+    return _import(meta_graph_or_file, clear_devices, import_scope, **kwargs)
