@@ -21,7 +21,7 @@ def _global_var(name, shape, dtype, colocate):
     """A non-trainable zeros variable named name exactly (unique by suffix like TF's), colocated
     with colocate."""
     g = colocate.graph
-    with g.name_scope(None), g.colocate_with(colocate):
+    with g.name_scope(None), g.control_dependencies(None), g.colocate_with(colocate):
         return _vars.Variable(_vars.zeros_initializer()(shape, dtype), trainable=False, name=name,
                               use_resource=_is_resource(colocate))
 
@@ -82,7 +82,8 @@ class ExponentialMovingAverage:
                 continue
             g = var.graph
             if isinstance(var, _vars.Variable):
-                with g.name_scope(None), g.colocate_with(var):
+                # TensorFlow's init_scope: no name scope and no control dependencies
+                with g.name_scope(None), g.control_dependencies(None), g.colocate_with(var):
                     avg = _vars.Variable(var.initialized_value(), trainable=False,
                                          name=var.op.name + "/" + self._name,
                                          use_resource=_is_resource(var))

@@ -135,7 +135,9 @@ class Optimizer:
         d = self._slots.setdefault(slot_name, {})
         if var.op.name not in d:
             g = var.graph
-            with g.name_scope(None), g.colocate_with(var):
+            # TensorFlow makes slots in an init_scope: outside the caller's name scope and
+            # control dependencies (minimize under control_dependencies(UPDATE_OPS) is common)
+            with g.name_scope(None), g.control_dependencies(None), g.colocate_with(var):
                 d[var.op.name] = _vars.Variable(
                     _fw.constant(value, dtype=var.dtype.base_dtype, shape=var.shape.as_list(),
                                  name="Initializer"),
@@ -146,7 +148,7 @@ class Optimizer:
     def _non_slot(self, value, name, colocate_with):
         if name not in self._non_slots:
             g = colocate_with.graph
-            with g.name_scope(None), g.colocate_with(colocate_with):
+            with g.name_scope(None), g.control_dependencies(None), g.colocate_with(colocate_with):
                 self._non_slots[name] = _vars.Variable(value, trainable=False, name=name,
                                                        use_resource=_is_resource(colocate_with))
         return self._non_slots[name]
