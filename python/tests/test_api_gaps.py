@@ -692,3 +692,26 @@ def test_import_meta_graph_restores_a_tensorflow_checkpoint():
         tf.train.import_meta_graph(os.path.join(REGRESSION, "model.meta"), import_scope="m")
     with pytest.raises(IOError, match="does not exist"):
         tf.train.import_meta_graph(os.path.join(REGRESSION, "missing.meta"))
+
+
+def test_slots_and_shadows_ignore_the_callers_control_dependencies():
+    # minimize under control_dependencies(UPDATE_OPS) with a fed batch: the slots and shadows
+    # are made outside those dependencies (TensorFlow's init_scope), so initializing them needs
+    # no feed
+    x = tf.placeholder(tf.float32, [None, 2])
+    w = tf.Variable([1.0, 2.0])
+    loss = tf.reduce_sum(x * w)
+    with tf.control_dependencies([tf.identity(x)]):
+        train = tf.train.AdamOptimizer(0.1).minimize(loss)
+        ema = tf.train.ExponentialMovingAverage(0.5, zero_debias=True)
+        avg = ema.apply([w, tf.reduce_mean(x, 0)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([train, avg], {x: [[1.0, 1.0]]})
+
+
+def test_doc_example_prints_what_it_says():
+    from _docs import check_section
+    check_section("More TensorFlow 1.x names", [
+        "['batch_normalization/moving_mean', 'batch_normalization/moving_variance']\n"
+        "(2, 6, 6, 3)\n"])
