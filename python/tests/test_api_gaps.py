@@ -230,6 +230,32 @@ def test_total_variation_gradients_psnr():
                                rtol=1e-5)
 
 
+def test_sobel_edges_colour_spaces_resize_with_pad():
+    im = RNG.rand(2, 5, 6, 3).astype(np.float32)
+    edges = run(tf.image.sobel_edges(im))
+    assert edges.shape == (2, 5, 6, 3, 2)
+    p = np.pad(im, [[0, 0], [1, 1], [1, 1], [0, 0]], "reflect")
+    ky = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float32)
+    for k, kern in enumerate((ky, ky.T)):
+        want = sum(kern[i, j] * p[:, i:i + 5, j:j + 6] for i in range(3) for j in range(3))
+        np.testing.assert_allclose(edges[..., k], want, rtol=1e-5, atol=1e-5)
+    yiq = np.array([[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+                    [0.114, -0.32134392, 0.31119955]], np.float32)
+    got = run(tf.image.rgb_to_yiq(im), tf.image.yiq_to_rgb(tf.image.rgb_to_yiq(im)),
+              tf.image.yuv_to_rgb(tf.image.rgb_to_yuv(im)))
+    np.testing.assert_allclose(got[0], im @ yiq, rtol=1e-5, atol=1e-6)
+    # TensorFlow's inverse matrices are rounded: the round trips agree to about 1e-4
+    np.testing.assert_allclose(got[1], im, atol=2e-4)
+    np.testing.assert_allclose(got[2], im, atol=2e-4)
+    # 5x6 into 4x12: ratio max(6/12, 5/4) = 1.25 -> 4 x 4.8, resized to 4x4 and padded on the
+    # left by floor((12 - 4.8) / 2) = 3 columns, as TensorFlow computes it
+    padded = run(tf.image.resize_image_with_pad(im, 4, 12))
+    want = run(tf.image.resize_images(im, [4, 4]))
+    assert padded.shape == (2, 4, 12, 3)
+    np.testing.assert_allclose(padded[:, :, 3:7], want, rtol=1e-6)
+    assert not padded[:, :, :3].any() and not padded[:, :, 7:].any()
+    assert run(tf.image.random_crop(im[0], [2, 2, 3], seed=2)).shape == (2, 2, 3)
+
 # ---------------------------------------------------------------------------------------------
 # Learning-rate schedules, moving averages, optimizers, checkpoints
 

@@ -346,23 +346,30 @@ def central_crop(image, central_fraction):
         return _ops.slice(image, begin, size)
 
 
+def _sized_image(image, target_height, target_width, fn):
+    """(image tensor, height, width) after TensorFlow's checks of fn's arguments; weft needs
+    the height and width known."""
+    image = _ops._to_tensor(image, name="image")
+    rank = image.shape.ndims
+    if rank not in (3, 4):
+        raise ValueError("'image' (shape %s) must have either 3 or 4 dimensions." % image.shape)
+    if target_width <= 0:
+        raise ValueError("target_width must be > 0.")
+    if target_height <= 0:
+        raise ValueError("target_height must be > 0.")
+    height, width = image.shape.as_list()[rank - 3:rank - 1]
+    if height is None or width is None:
+        raise ValueError("%s needs the image's height and width, got shape %s"
+                         % (fn, image.shape))
+    return image, height, width
+
+
 def resize_image_with_crop_or_pad(image, target_height, target_width):
     """image centrally cropped and/or zero-padded to target_height x target_width (the image's
     height and width must be known to weft)."""
     with _fw.name_scope(None, "resize_image_with_crop_or_pad", [image]):
-        image = _ops._to_tensor(image, name="image")
-        rank = image.shape.ndims
-        if rank not in (3, 4):
-            raise ValueError("'image' (shape %s) must have either 3 or 4 dimensions."
-                             % image.shape)
-        if target_width <= 0:
-            raise ValueError("target_width must be > 0.")
-        if target_height <= 0:
-            raise ValueError("target_height must be > 0.")
-        height, width = image.shape.as_list()[rank - 3:rank - 1]
-        if height is None or width is None:
-            raise ValueError("resize_image_with_crop_or_pad needs the image's height and width, "
-                             "got shape %s" % image.shape)
+        image, height, width = _sized_image(image, target_height, target_width,
+                                            "resize_image_with_crop_or_pad")
         width_diff, height_diff = target_width - width, target_height - height
         cropped = crop_to_bounding_box(image, max(-height_diff // 2, 0),
                                        max(-width_diff // 2, 0), min(target_height, height),
@@ -506,3 +513,81 @@ def psnr(a, b, max_val, name=None):
             20 * _ops.log(max_val) / _ops.log(_ops._to_tensor(10.0)),
             _np.float32(10 / _np.log(10)) * _ops.log(mse), name="psnr")
         return _ops.identity(psnr_val)
+
+
+def random_crop(value, size, seed=None, name=None):
+    from .array_ops import random_crop as _random_crop
+    return _random_crop(value, size, seed, name)
+
+
+random_crop.__doc__ = "tf.image.random_crop: tf.random_crop."
+
+
+def resize_image_with_pad(image, target_height, target_width, method=ResizeMethod.BILINEAR,
+                          align_corners=False):
+    """image resized keeping its aspect ratio to fit target_height x target_width, then
+    zero-padded to it, centred (the image's height and width must be known to weft)."""
+    with _fw.name_scope(None, "resize_image_with_pad", [image]):
+        image, height, width = _sized_image(image, target_height, target_width,
+                                            "resize_image_with_pad")
+        f32 = _np.float32
+        ratio = max(f32(width) / f32(target_width), f32(height) / f32(target_height))
+        resized_height_float, resized_width_float = f32(height) / ratio, f32(width) / ratio
+        p_height = max(0, int(_np.floor((f32(target_height) - resized_height_float) / f32(2))))
+        p_width = max(0, int(_np.floor((f32(target_width) - resized_width_float) / f32(2))))
+        resized = resize_images(image, [int(_np.floor(resized_height_float)),
+                                        int(_np.floor(resized_width_float))], method,
+                                align_corners)
+        return pad_to_bounding_box(resized, p_height, p_width, target_height, target_width)
+
+
+# TensorFlow's colour-space matrices (rows: input channels, columns: output channels)
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+               [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021],
+               [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+               [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _colour(kernel):
+    def fn(images):
+        from .array_ops import tensordot
+        images = _ops._to_tensor(images, name="images")
+        k = _fw.constant(kernel, dtype=images.dtype.base_dtype, name="kernel")
+        ndims = images.shape.ndims
+        return tensordot(images, k, axes=[[ndims - 1], [0]])
+    return fn
+
+
+rgb_to_yiq = _colour(_RGB_TO_YIQ)
+yiq_to_rgb = _colour(_YIQ_TO_RGB)
+rgb_to_yuv = _colour(_RGB_TO_YUV)
+yuv_to_rgb = _colour(_YUV_TO_RGB)
+for _fn, _n in ((rgb_to_yiq, "rgb_to_yiq"), (yiq_to_rgb, "yiq_to_rgb"),
+                (rgb_to_yuv, "rgb_to_yuv"), (yuv_to_rgb, "yuv_to_rgb")):
+    _fn.__name__ = _n
+    _fn.__doc__ = "tf.image.%s: the last axis times TensorFlow's 3x3 matrix." % _n
+
+
+def sobel_edges(image):
+    """[batch, h, w, d, 2]: each channel's vertical and horizontal Sobel responses (a REFLECT
+    pad and a depthwise convolution, as TensorFlow builds it)."""
+    from . import nn as _nn
+    from .array_ops import pad
+    image = _ops._to_tensor(image)
+    static_image_shape = image.shape
+    image_shape = _ops.shape(image)
+    kernels = [[[-1, -2, -1], [0, 0, 0], [1, 2, 1]], [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]]
+    num_kernels = len(kernels)
+    kernels = _np.expand_dims(_np.transpose(_np.asarray(kernels), (1, 2, 0)), -2)
+    kernels_tf = _fw.constant(kernels, dtype=image.dtype.base_dtype)
+    kernels_tf = _ops.tile(kernels_tf, _ops.stack([1, 1, image_shape[-1], 1]),
+                           name="sobel_filters")
+    padded = pad(image, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+    output = _nn.depthwise_conv2d(padded, kernels_tf, [1, 1, 1, 1], "VALID")
+    output = _ops.reshape(output, _ops.concat([image_shape, [num_kernels]], 0))
+    if static_image_shape.ndims is not None:
+        output.set_shape(static_image_shape.as_list() + [num_kernels])
+    return output
