@@ -370,6 +370,31 @@ def test_exponential_moving_average():
         ema.apply([step])
 
 
+def test_exponential_moving_average_variables_to_restore(tmp_path):
+    w = tf.Variable([1.0, 2.0], name="w")
+    step = tf.Variable(0, trainable=False, name="step")
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    apply = ema.apply([w])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, [5.0, 6.0]))
+        sess.run([apply, tf.assign(step, 7)])
+        prefix = tf.train.Saver().save(sess, str(tmp_path / "model"))
+    # evaluation: the variables restored from their averages' entries
+    tf.reset_default_graph()
+    w = tf.Variable([0.0, 0.0], name="w")
+    step = tf.Variable(0, trainable=False, name="step")
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    to_restore = ema.variables_to_restore()
+    assert to_restore == {"w/ExponentialMovingAverage": w, "step": step}
+    saver = tf.train.Saver(to_restore)
+    with tf.Session() as sess:
+        saver.restore(sess, prefix)
+        got = sess.run([w, step])
+    np.testing.assert_allclose(got[0], [3.0, 4.0])  # 1 + (5 - 1) / 2, 2 + (6 - 2) / 2
+    assert got[1] == 7
+
+
 def test_adadelta_and_proximal_gradient_descent():
     w0 = np.array([0.5, -0.3, 0.02], np.float32)
     w = tf.Variable(w0, name="w")
@@ -714,8 +739,10 @@ def test_import_meta_graph_restores_a_tensorflow_checkpoint():
     np.testing.assert_allclose([w, b], [0.21396178, 1.04952538], rtol=1e-6)
     np.testing.assert_allclose(pred, np.array([1.0, 2.0]) * w + b, rtol=1e-6)
     tf.reset_default_graph()
-    with pytest.raises(NotImplementedError, match="import_scope='m'"):
-        tf.train.import_meta_graph(os.path.join(REGRESSION, "model.meta"), import_scope="m")
+    saver = tf.train.import_meta_graph(os.path.join(REGRESSION, "model.meta"), import_scope="m")
+    with tf.Session() as sess:
+        saver.restore(sess, tf.train.latest_checkpoint(REGRESSION))
+        np.testing.assert_allclose(sess.run(["m/W:0", "m/b:0"]), [w, b])
     with pytest.raises(IOError, match="does not exist"):
         tf.train.import_meta_graph(os.path.join(REGRESSION, "missing.meta"))
 

@@ -203,19 +203,15 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
             meta = MetaGraphDef(data)
         except ValueError as e:
             raise IOError("Cannot parse file %s: %s." % (meta_graph_or_file, e)) from None
-    variables = _without_saver(meta.graph_def_bytes)[1]
-    if import_scope and variables:
-        raise NotImplementedError(
-            "import_meta_graph(import_scope=%r) of a graph with variables is not supported by "
-            "weft: its Saver keys a checkpoint by the variables' own names, so %r could not "
-            "restore from the checkpoint's %r" % (import_scope, import_scope + "/" + variables[0],
-                                                  variables[0]))
     from .framework import get_default_graph
     graph = get_default_graph()
     imported = _import_meta(graph, meta, import_scope, clear_devices)
     if not imported:
         return None
-    return _saver.Saver([graph.get_tensor_by_name(v + ":0") for v in imported], **kwargs)
+    scope = import_scope + "/" if import_scope else ""
+    # keyed by the checkpoint's names: under import_scope the variables restore from them
+    return _saver.Saver({v: graph.get_tensor_by_name(scope + v + ":0") for v in imported},
+                        **kwargs)
 
 
 class _Loader:
