@@ -204,35 +204,112 @@ typedef struct es_pack {
   bool dbl;
 } es_pack_t;
 
+/* dst[j] (float, or double when dbl) = src[off + j * stride] (of dtype dt), j < n: straight
+ * copies where the dtypes agree, the 16-bit floats widened. */
+static void read_run(weft_dtype_t dt, const void *src, int64_t off, int64_t stride, int64_t n,
+                     bool dbl, void *dst) {
+  if (dt == WEFT_DT_FLOAT && !dbl) {
+    const float *s = (const float *)src + off;
+    float *d = dst;
+    if (stride == 1) memcpy(d, s, sizeof(float) * (size_t)n);
+    else for (int64_t j = 0; j < n; j++) d[j] = s[j * stride];
+  } else if (dt == WEFT_DT_DOUBLE && dbl) {
+    const double *s = (const double *)src + off;
+    double *d = dst;
+    if (stride == 1) memcpy(d, s, sizeof(double) * (size_t)n);
+    else for (int64_t j = 0; j < n; j++) d[j] = s[j * stride];
+  } else {
+    for (int64_t j = 0; j < n; j++) {
+      const double v = weft__cpu_load_f(dt, src, off + j * stride);
+      if (dbl) ((double *)dst)[j] = v;
+      else ((float *)dst)[j] = (float)v;
+    }
+  }
+}
+
+/* Steps the odometer idx over n positions (the last fastest) of sizes dims and returns how far
+ * the offset moves, position k moving it by strides[k]. */
+static int64_t advance(int64_t *idx, int n, const int64_t *dims, const int64_t *strides) {
+  int64_t moved = 0;
+  for (int k = n - 1; k >= 0; k--) {
+    moved += strides[k];
+    if (++idx[k] < dims[k]) break;
+    moved -= strides[k] * dims[k];
+    idx[k] = 0;
+  }
+  return moved;
+}
+
 static void pack(const es_pack_t *pk, const int *roles, int nr, bool sum_last, void *dst) {
   const es_plan_t *p = pk->p;
-  int labels[ES_N_LABELS], n = 0, n_sum = 0;
+  int64_t dims[ES_N_LABELS], strides[ES_N_LABELS];
+  int n = 0, n_sum = 0;
   for (int k = 0; k < nr; k++)
     for (int j = 0; j < p->role_n[roles[k]]; j++) {
-      labels[n++] = p->role_labels[roles[k]][j];
+      const int l = p->role_labels[roles[k]][j];
+      dims[n] = p->size[l];
+      strides[n++] = p->stride[pk->i][l];
       if (sum_last && k == nr - 1) n_sum++;
     }
   int64_t outer = 1, inner = 1;
   for (int k = 0; k < n; k++) {
-    if (k < n - n_sum) outer *= p->size[labels[k]];
-    else inner *= p->size[labels[k]];
+    if (k < n - n_sum) outer *= dims[k];
+    else inner *= dims[k];
   }
   int64_t idx[ES_N_LABELS] = {0}, off = 0;
+  if (n_sum == 0) {
+    /* Rows along the innermost label, the others walked by the odometer. */
+    const int64_t run = n > 0 ? dims[n - 1] : 1, rstride = n > 0 ? strides[n - 1] : 0;
+    const size_t es = pk->dbl ? sizeof(double) : sizeof(float);
+    for (int64_t row = 0; run > 0 && row < outer / run; row++) {
+      read_run(pk->v->dtype, pk->v->data, off, rstride, run, pk->dbl,
+               (char *)dst + (size_t)(row * run) * es);
+      off += advance(idx, n - 1, dims, strides);
+    }
+    return;
+  }
   for (int64_t o = 0; o < outer; o++) {
     double acc = 0;
     for (int64_t s = 0; s < inner; s++) {
       acc += weft__cpu_load_f(pk->v->dtype, pk->v->data, off);
-      /* Odometer over all labels, innermost last. */
-      for (int k = n - 1; k >= 0; k--) {
-        const int l = labels[k];
-        off += p->stride[pk->i][l];
-        if (++idx[k] < p->size[l]) break;
-        off -= p->stride[pk->i][l] * p->size[l];
-        idx[k] = 0;
-      }
+      off += advance(idx, n, dims, strides);
     }
     if (pk->dbl) ((double *)dst)[o] = acc;
     else ((float *)dst)[o] = (float)acc;
+  }
+}
+
+/* y = the product c ([batch, xfree, yfree] cells) in the output's label order when no label
+ * repeats there: a strided walk of c, rows along the output's last axis. */
+static void write_permuted(const es_plan_t *p, const void *c, bool dbl,
+                           const weft_tensor_view_t *y) {
+  int64_t cstride[ES_N_LABELS] = {0}, st = 1;
+  static const int roles[3] = {R_YFREE, R_XFREE, R_BATCH}; /* innermost first */
+  for (int r = 0; r < 3; r++)
+    for (int j = p->role_n[roles[r]] - 1; j >= 0; j--) {
+      const int l = p->role_labels[roles[r]][j];
+      cstride[l] = st;
+      st *= p->size[l];
+    }
+  const int rank = p->out_rank;
+  const int64_t run = rank > 0 ? p->out_dims[rank - 1] : 1;
+  const int64_t rstride = rank > 0 ? cstride[p->out_label[rank - 1]] : 0;
+  const bool same = (y->dtype == WEFT_DT_DOUBLE) == dbl &&
+                    (y->dtype == WEFT_DT_FLOAT || y->dtype == WEFT_DT_DOUBLE);
+  const size_t es = dbl ? sizeof(double) : sizeof(float);
+  int64_t idx[WEFT_MAX_RANK] = {0}, off = 0, ostrides[WEFT_MAX_RANK];
+  for (int k = 0; k < rank; k++) ostrides[k] = cstride[p->out_label[k]];
+  for (int64_t o = 0; o < y->num_elements; o += run) {
+    if (same) {
+      read_run(y->dtype, c, off, rstride, run, dbl, (char *)y->data + (size_t)o * es);
+    } else {
+      for (int64_t j = 0; j < run; j++) {
+        const int64_t at = off + j * rstride;
+        weft__cpu_store_f(y->dtype, y->data, o + j, dbl ? ((const double *)c)[at]
+                                                        : ((const float *)c)[at]);
+      }
+    }
+    off += advance(idx, rank - 1, p->out_dims, ostrides);
   }
 }
 
@@ -311,14 +388,13 @@ static weft_status_t *k_einsum(weft_kernel_ctx_t *ctx, void *state) {
   } else {
     *(float *)bm = 1;
   }
-  if (nk > 0)
-    for (int64_t b = 0; b < nb; b++)
-      weft__cpu_blas_gemm(ctx, dbl, false, false, nx, ny, nk,
-                          (char *)a + (size_t)(b * nx * nk) * es, nk,
-                          (char *)bm + (size_t)(b * nk * ny) * es, ny,
-                          (char *)c + (size_t)(b * nx * ny) * es, ny);
+  if (nk > 0) weft__cpu_blas_gemm_batches(ctx, dbl, nb, nx, ny, nk, a, bm, c);
+  bool repeats = false;
+  for (int i = 0; i < p->out_rank; i++)
+    for (int j = 0; j < i; j++) repeats = repeats || p->out_label[i] == p->out_label[j];
   int64_t oi[WEFT_MAX_RANK] = {0};
-  for (int64_t o = 0; o < y.num_elements; o++) {
+  if (!repeats) write_permuted(p, c, dbl, &y);
+  for (int64_t o = 0; repeats && o < y.num_elements; o++) {
     const int64_t cell = product_cell(p, oi);
     const double val = cell < 0 ? 0 : (dbl ? ((double *)c)[cell] : ((float *)c)[cell]);
     weft__cpu_store_f(y.dtype, y.data, o, val);

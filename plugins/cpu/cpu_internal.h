@@ -209,6 +209,12 @@ void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
+/* C[b] = A[b] B[b] for b < batches, A [batches, m, k], B [batches, k, n] and C [batches, m, n]
+ * contiguous (float32, dbl: float64), no transposes: whole batches shared out over the pool when
+ * there are enough of them or each is small, else each GEMM split as weft__cpu_blas_gemm's
+ * (cpu_matmul.c). The dimensions fit in int (the caller checks). */
+void weft__cpu_blas_gemm_batches(weft_kernel_ctx_t *ctx, bool dbl, int64_t batches, int64_t m,
+                                 int64_t n, int64_t k, const void *a, const void *b, void *c);
 /* How weft__cpu_blas_gemm cuts C for `threads` threads: the number of blocks, each *block rows
  * (*by_rows) or columns long (1 block below 5 M multiply-adds or with one thread; no more
  * blocks than keep 2.5 M multiply-adds in each). */
