@@ -2,10 +2,10 @@
  * for float, double, half and bfloat16. The equation is reduced to one batched matrix product:
  * each input is packed into [batch, free, contracted] (its own summed labels added up while
  * packing, repeated labels read along their diagonal by adding their strides, "..." dims
- * broadcast by a stride of 0), the product runs through the BLAS GEMM that MatMul uses, and the
- * result is scattered into the output's label order (a label repeated in the output writes the
- * diagonal, zeros elsewhere). float32 and the 16-bit floats compute in float32, double in
- * double. */
+ * broadcast by a stride of 0), the product runs through the batched BLAS GEMM BatchMatMul uses
+ * (weft__cpu_blas_gemm_batches), and the result is scattered into the output's label order (a
+ * label repeated in the output writes the diagonal, zeros elsewhere). float32 and the 16-bit
+ * floats compute in float32, double in double. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +78,8 @@ static weft_status_t *parse(weft_kernel_ctx_t *ctx, const char *eq, es_eq_t *e) 
   return parse_subs(ctx, e, arrow + 2, eq + strlen(eq), &e->out);
 }
 
-/* Labels grouped by role; each role's labels in order of first appearance. */
+/* Labels grouped by role (any fixed order within a role serves: the packing and the output walk
+ * both read it from the plan). */
 enum { R_BATCH, R_CONTRACT, R_XFREE, R_YFREE, R_XSUM, R_YSUM, R_N };
 
 typedef struct es_plan {
@@ -178,7 +179,6 @@ static weft_status_t *make_plan(weft_kernel_ctx_t *ctx, const es_eq_t *e,
     }
   }
   for (int r = 0; r < R_N; r++) p->role_size[r] = 1;
-  /* Roles in order of first appearance in x, then y. */
   bool seen[ES_N_LABELS] = {false};
   for (int i = 0; i < e->n_inputs; i++)
     for (int l = 0; l < ES_N_LABELS; l++) {
