@@ -432,7 +432,16 @@ static void emit_einsum(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
        "Expected dimension 3 at axis 0 of the input shaped [4,5] but got dimension 4"},
       {"error_rank", "ijk->i", 1, {2}, {{2, 3}}, "Expected input 0 to have rank 3 but got: 2"},
       {"error_bad_char", "i1->i", 1, {2}, {{2, 3}}, "Invalid character '1' in einsum equation"},
-      {"error_output_label", "ij->k", 1, {2}, {{2, 3}}, "'k' that does not appear in any input"},
+      {"error_output_label", "ij->k", 1, {2}, {{2, 3}},
+       "Einsum output subscripts for equation 'ij->k' has label 'k' which is not present in the "
+       "input subscripts"},
+      {"error_two_ellipses", "...i...->i", 1, {2}, {{2, 3}},
+       "Expected at most one ellipsis (...), but found 6 periods (.) in the input subscript: "
+       "...i..."},
+      {"error_periods", "..i.->i", 1, {2}, {{2, 3}},
+       "Periods found outside of ellipsis in subscript: ..i."},
+      {"error_n_mismatch", "ij,jk->ik", 1, {2}, {{2, 3}},
+       "Expected 2 inputs for equation ij,jk->ik but got: 1"},
       {"error_no_output_ellipsis", "...ij->ij", 1, {3}, {{2, 3, 4}},
        "Output contains 1 broadcasting dimension(s) but no ellipsis"},
       {"error_three_inputs", "i,i,i->i", 2, {1, 1}, {{2}, {2}},

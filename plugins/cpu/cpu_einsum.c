@@ -46,7 +46,7 @@ static weft_status_t *parse_subs(weft_kernel_ctx_t *ctx, const es_eq_t *e, const
     if (s->n == ES_MAX_SUBS) return bad(ctx, e, "too many labels in one subscript");
     if (*p == '.') {
       if (end - p < 3 || p[1] != '.' || p[2] != '.' || s->ellipsis)
-        return bad(ctx, e, "a '.' outside a single '...'");
+        return bad(ctx, e, "expected at most one ellipsis (...) and no periods (.) outside it");
       s->ellipsis = true;
       s->label[s->n++] = ES_ELLIPSIS;
       p += 2;
@@ -168,8 +168,9 @@ static weft_status_t *make_plan(weft_kernel_ctx_t *ctx, const es_eq_t *e,
     for (int t = 0; t < nax; t++) {
       const int l = l0 == ES_ELLIPSIS ? ES_N_NAMED + t : l0;
       if (p->size[l] < 0)
-        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Output subscripts contain a label "
-                               "that appears in no input (einsum equation '%s')", e->text);
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Einsum output subscripts for "
+                               "equation '%s' has a label which is not present in the input "
+                               "subscripts", e->text);
       if (p->out_rank == WEFT_MAX_RANK)
         return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Einsum's output would have more "
                                "than %d dimensions (equation '%s')", WEFT_MAX_RANK, e->text);
@@ -348,8 +349,8 @@ static weft_status_t *k_einsum(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(parse(ctx, eq, &e));
   const int n_in = H->kernel_num_inputs(ctx);
   if (n_in != e.n_inputs)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected %d inputs but got: %d (einsum "
-                           "equation '%s')", e.n_inputs, n_in, eq);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected %d inputs for equation %s but "
+                           "got: %d", e.n_inputs, eq, n_in);
   weft_tensor_view_t v[2], y;
   for (int i = 0; i < n_in; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i, &v[i]));
   es_plan_t *p = malloc(sizeof *p);

@@ -30,10 +30,18 @@ void weft__einsum_subs_str(const weft__einsum_subs_t *s, char *buf) {
   buf[at] = '\0';
 }
 
-/* One subscript: eq[b, e). `which` names it in errors. */
+/* One subscript: eq[b, e). `which` names it in errors. The ellipsis checks and their texts are
+ * TensorFlow's (ValidateEinsumEllipsis), with the equation added. */
 static weft_status_t *parse_subs(const char *eq, size_t b, size_t e, const char *which,
                                  weft__einsum_subs_t *s) {
   memset(s, 0, sizeof *s);
+  int periods = 0;
+  for (size_t i = b; i < e; i++) periods += eq[i] == '.';
+  const int len = (int)(e - b);
+  if (periods != 0 && periods != 3)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "Expected at most one ellipsis (...), but "
+                           "found %d periods (.) in the input subscript: %.*s (einsum equation "
+                           "'%s')", periods, len, eq + b, eq);
   for (size_t i = b; i < e; i++) {
     char ch = eq[i];
     if (ch == ' ') continue; /* tf.einsum drops spaces before building the op; so do we */
@@ -42,12 +50,8 @@ static weft_status_t *parse_subs(const char *eq, size_t b, size_t e, const char 
                              "more than %d labels", which, eq, WEFT__EINSUM_MAX_SUBS);
     if (ch == '.') {
       if (i + 2 >= e || eq[i + 1] != '.' || eq[i + 2] != '.')
-        return weft_status_new(WEFT_INVALID_ARGUMENT, "Invalid ellipsis in einsum equation "
-                               "'%s': a '.' that is not part of '...' in the %s subscript", eq,
-                               which);
-      if (s->ellipsis)
-        return weft_status_new(WEFT_INVALID_ARGUMENT, "Invalid einsum equation '%s': more than "
-                               "one ellipsis in the %s subscript", eq, which);
+        return weft_status_new(WEFT_INVALID_ARGUMENT, "Periods found outside of ellipsis in "
+                               "subscript: %.*s (einsum equation '%s')", len, eq + b, eq);
       s->ellipsis = true;
       s->label[s->n++] = WEFT__EINSUM_ELLIPSIS;
       i += 2;
@@ -99,9 +103,9 @@ weft_status_t *weft__einsum_parse(const char *equation, weft__einsum_eq_t *out) 
     bool found = false;
     for (int k = 0; k < n_in; k++) found = found || weft__einsum_has(&out->in[k], l);
     if (!found)
-      return weft_status_new(WEFT_INVALID_ARGUMENT, "Output subscripts contain the label '%c' "
-                             "that does not appear in any input subscript of einsum equation "
-                             "'%s'", char_of(l), eq);
+      return weft_status_new(WEFT_INVALID_ARGUMENT, "Einsum output subscripts for equation "
+                             "'%s' has label '%c' which is not present in the input subscripts",
+                             eq, char_of(l));
   }
   return NULL;
 }

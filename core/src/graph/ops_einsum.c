@@ -59,8 +59,8 @@ static weft_status_t *einsum_shape(weft_shape_ctx_t *ctx) {
   }
   const int64_t n = weft__sh_attr_int(ctx, "N", e.n_inputs);
   if (n != e.n_inputs)
-    return weft__sh_error(ctx, "Expected %d inputs but got: %lld (einsum equation '%s')",
-                          e.n_inputs, (long long)n, eq);
+    return weft__sh_error(ctx, "Expected %d inputs for equation %s but got: %lld", e.n_inputs,
+                          eq, (long long)n);
   int64_t label_dim[WEFT__EINSUM_N_LABELS];
   for (int l = 0; l < WEFT__EINSUM_N_LABELS; l++) label_dim[l] = WEFT_DIM_UNKNOWN;
   weft__shape_t ell = {.rank = -1};
