@@ -219,6 +219,10 @@ static void emit_unravel_index(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
       {"error_too_large", 1, 2, {5, 12}, 2, {3, 4}, "index out of bounds"},
       {"error_negative", 1, 2, {-1, 2}, 2, {3, 4}, "index out of bounds"},
       {"error_zero_dim", 1, 1, {0}, 2, {3, 0}, "Input dims cannot contain a dim of zero"},
+      {"error_negative_dim", 1, 1, {0}, 2, {3, -2}, "Input dims cannot be negative. Got dim = -2 "
+       "at index 1"},
+      {"error_overflow", 1, 1, {0}, 3, {1 << 22, 1 << 21, 1 << 21},
+       "Input dims product is causing integer overflow"},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     cf_rng_t rng;

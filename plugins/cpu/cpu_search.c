@@ -169,17 +169,21 @@ static weft_status_t *k_unravel_index(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "The indices can only be 1-D, got \"%s\"",
                            weft__cpu_shape_str(dims.rank, dims.dims, a, sizeof a));
   const int64_t nd = dims.num_elements, n = ind.num_elements;
+  /* The product must fit the index dtype: every in-range index is representable. */
+  const int64_t limit = ind.dtype == WEFT_DT_INT32 ? INT32_MAX : INT64_MAX;
   int64_t prod = 1;
   for (int64_t d = 0; d < nd; d++) {
     int64_t v = weft__cpu_index_at(&dims, d);
     if (v == 0)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input dims cannot contain a dim of "
                              "zero, but dims contains zero at index %lld", (long long)d);
-    if (v > 0 && prod > INT64_MAX / v)
+    if (v < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input dims cannot be negative. Got "
+                             "dim = %lld at index %lld", (long long)v, (long long)d);
+    if (prod > limit / v)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "Input dims product is causing integer overflow");
-    prod = v < 0 ? -1 : prod * v; /* a negative dim leaves no index in range */
-    if (prod < 0) break;
+    prod *= v;
   }
   for (int64_t i = 0; i < n; i++) {
     int64_t v = weft__cpu_index_at(&ind, i);
