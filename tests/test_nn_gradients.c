@@ -462,6 +462,58 @@ static void test_math(void) {
 }
 
 /* Floor, Sign, Shape...: Floor's gradient is none (x gets nothing through it), Sign's zeros. */
+/* Einsum's gradient (an einsum of dy with the other operand, summed labels spread back, "..."
+ * dims that broadcast summed) for each kind of equation, and Cross's. */
+static void test_einsum(void) {
+  static const struct {
+    const char *eq;
+    int n_in;
+    int rank[2];
+    int64_t dims[2][4];
+  } cases[] = {
+      {"ij,jk->ik", 2, {2, 2}, {{2, 3}, {3, 4}}},
+      {"bij,bjk->bik", 2, {3, 3}, {{2, 2, 3}, {2, 3, 2}}},
+      {"i,j->ij", 2, {1, 1}, {{3}, {2}}},
+      {"ijk,kl->il", 2, {3, 2}, {{2, 3, 2}, {2, 2}}},
+      {"iij,jk->ik", 2, {3, 2}, {{2, 2, 3}, {3, 2}}},
+      {"...ij,...jk->...ik", 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}},
+      {"i...j,j->...i", 2, {3, 1}, {{2, 3, 2}, {2}}},
+      {"ij->ji", 1, {2}, {{2, 3}}},
+      {"ij->", 1, {2}, {{2, 3}}},
+      {"ii->i", 1, {2}, {{3, 3}}},
+      {"i->ii", 1, {1}, {{3}}},
+      {"bii->b", 1, {3}, {{2, 3, 3}}},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    weft_output_t ins[2];
+    for (int i = 0; i < cases[k].n_in; i++) {
+      int64_t n = 1;
+      for (int d = 0; d < cases[k].rank[i]; d++) n *= cases[k].dims[i][d];
+      double *v = values(n, 0.2 + 0.3 * i);
+      ins[i] = feed(g, &f, i ? "y" : "x", WEFT_DT_DOUBLE, cases[k].rank[i], cases[k].dims[i], v);
+      g_free(v);
+    }
+    weft_op_builder_t *b = weft_op_new(g, "Einsum", NULL);
+    weft_op_add_input_list(b, ins, cases[k].n_in);
+    weft_op_set_attr_string(b, "equation", cases[k].eq);
+    weft_op_set_attr_int(b, "N", cases[k].n_in);
+    check_fd(g, &f, weft_out(finish(b), 0), cases[k].n_in == 2 ? 3u : 1u, cases[k].eq);
+    weft_graph_free(g);
+  }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[2] = {2, 3};
+  double *av = values(6, 0.1), *bv = values(6, 0.7);
+  weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 2, d, av);
+  weft_output_t bb = feed(g, &f, "b", WEFT_DT_DOUBLE, 2, d, bv);
+  check_fd(g, &f, op2(g, "Cross", a, bb), 3u, "Cross");
+  g_free(av);
+  g_free(bv);
+  weft_graph_free(g);
+}
+
 static void test_not_differentiable(void) {
   weft_graph_t *g = weft_graph_new();
   int64_t d = 3;
@@ -706,6 +758,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/pack_unpack", test_pack_unpack);
   g_test_add_func("/nn_gradients/prod_fill", test_prod_fill);
   g_test_add_func("/nn_gradients/math", test_math);
+  g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);
   g_test_add_func("/nn_gradients/max_pool_grad_ties", test_max_pool_grad_ties);
   g_test_add_func("/nn_gradients/avg_pool_grad_same", test_avg_pool_grad_same);

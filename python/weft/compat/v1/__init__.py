@@ -81,6 +81,7 @@ from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  #
                            foldl, foldr)
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
 from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
+                        setdiff1d, searchsorted, unravel_index, cross, einsum,
                         tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
                         tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
                         unique,

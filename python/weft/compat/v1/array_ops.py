@@ -2,10 +2,10 @@
 tf.math and tf.linalg export, built from the ops TensorFlow 1.15's Python builds them from (the
 same op types, attributes and, where practical, node names), so graphs and gradients match.
 
-Absent because weft's core has no op for them: searchsorted (LowerBound/UpperBound), setdiff1d
-(ListDiff), einsum (Einsum), xdivy/xlogy (Xdivy/Xlogy),
-cumulative_logsumexp (CumulativeLogsumexp)."""
+Absent because weft's core has no op for them: xdivy/xlogy (Xdivy/Xlogy), cumulative_logsumexp
+(CumulativeLogsumexp)."""
 import collections as _collections
+import re as _re
 
 import numpy as _np
 
@@ -175,6 +175,121 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     """int32 indices that sort values along axis (TopKV2's, so ties keep their order)."""
     with _fw.name_scope(name, "argsort"):
         return _sort_or_argsort(values, axis, direction, True)
+
+
+ListDiffOutput = _collections.namedtuple("ListDiff", ["out", "idx"])
+
+
+def setdiff1d(x, y, index_dtype=_dtypes.int32, name=None):
+    """(out, idx): x's elements that are not in y, in x's order with duplicates kept, and their
+    positions in x (ListDiff). Unlike numpy's setdiff1d nothing is sorted or made unique."""
+    x = _to_tensor(x)
+    out, idx = _op("ListDiff", [x, _to_tensor(y, dtype=x.dtype)],
+                   [("out_idx", _T, _dtypes.as_dtype(index_dtype).as_datatype_enum)],
+                   name or "ListDiff")
+    return ListDiffOutput(out, idx)
+
+
+def searchsorted(sorted_sequence, values, side="left", out_type=_dtypes.int32, name=None):
+    """Per innermost row, where values would go in sorted_sequence (LowerBound for side='left',
+    UpperBound for 'right'); as TensorFlow, both are flattened to [-1, last dim] first, so the
+    leading dims must hold the same number of rows."""
+    if side not in ("left", "right"):
+        raise ValueError("side must be either 'right' or 'left'.  Saw: %s." % side)
+    seq = _to_tensor(sorted_sequence)
+    vals = _to_tensor(values, dtype=seq.dtype)
+    with _fw.name_scope(name, "searchsorted", [seq, vals]):
+        seq_2d = _ops.reshape(seq, _ops.stack([-1, _ops.shape(seq)[-1]]))
+        vals_2d = _ops.reshape(vals, _ops.stack([-1, _ops.shape(vals)[-1]]))
+        out = _op("UpperBound" if side == "right" else "LowerBound", [seq_2d, vals_2d],
+                  [("out_type", _T, _dtypes.as_dtype(out_type).as_datatype_enum)])
+        return _ops.reshape(out, _ops.shape(vals))
+
+
+def _bucketize(input, boundaries, name=None):  # noqa: A002 -- TensorFlow's names
+    """Bucketize: for each value the number of boundaries (a sorted list of floats) at or below
+    it, as int32; TensorFlow 1.15's math_ops._bucketize, which tf.feature_column uses."""
+    if not isinstance(boundaries, (list, tuple)):
+        raise TypeError("Expected list for 'boundaries' argument to 'bucketize' Op, not %r."
+                        % (boundaries,))
+    return _op("Bucketize", [_to_tensor(input)],
+               [("boundaries", "list_float", [float(b) for b in boundaries])],
+               name or "Bucketize")
+
+
+def unravel_index(indices, dims, name=None):
+    """The coordinates of flat indices in an array of shape dims (UnravelIndex): [len(dims)]
+    for a scalar index, [len(dims), len(indices)] for a vector."""
+    indices = _to_tensor(indices)
+    return _op("UnravelIndex", [indices, _to_tensor(dims, dtype=indices.dtype)], (),
+               name or "UnravelIndex")
+
+
+def cross(a, b, name=None):
+    """The cross product of the 3-vectors in the last dimension of a and b (Cross)."""
+    a = _to_tensor(a)
+    return _op("Cross", [a, _to_tensor(b, dtype=a.dtype)], (), name or "Cross")
+
+
+def _einsum_output_labels(input_labels):
+    """The implicit output of an equation without '->': the labels that appear once, sorted,
+    after '...' when an input has one (numpy's and TensorFlow's rule)."""
+    counts = {}
+    for labels in input_labels:
+        for ch in labels.replace("...", ""):
+            counts[ch] = counts.get(ch, 0) + 1
+    out = "".join(sorted(ch for ch, k in counts.items() if k == 1))
+    return ("..." if any("..." in labels for labels in input_labels) else "") + out
+
+
+def einsum(equation, *inputs, **kwargs):
+    """Einstein summation (the Einsum op, as TensorFlow 1.15 builds it): spaces dropped, an
+    implicit output resolved here, and more than two operands contracted left to right, each
+    intermediate keeping the labels a later operand or the output still needs."""
+    name = kwargs.pop("name", None)
+    kwargs.pop("optimize", None)
+    if kwargs:
+        raise TypeError("invalid keyword arguments for this function: " +
+                        ", ".join(sorted(kwargs)))
+    equation = equation.replace(" ", "")
+    match = _re.match(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$", equation)
+    if not match:
+        raise ValueError("Indices have incorrect format: %s" % equation)
+    input_labels = match.group(1).split(",")
+    if len(input_labels) != len(inputs):
+        raise ValueError('Got %d arguments for equation "%s", expecting %d' %
+                         (len(inputs), equation, len(input_labels)))
+    output_labels = match.group(2)[2:] if match.group(2) else \
+        _einsum_output_labels(input_labels)
+    tensors = [_to_tensor(t) for t in inputs]
+    for t in tensors[1:]:
+        if t.dtype != tensors[0].dtype:
+            raise TypeError("einsum: all operands must have one dtype, got %s and %s"
+                            % (tensors[0].dtype.name, t.dtype.name))
+
+    def build(ops, eq):
+        return _op("Einsum", [ops], [("equation", "string", eq), ("N", "int", len(ops))],
+                   "Einsum")
+
+    with _fw.name_scope(name, "einsum", tensors):
+        if len(tensors) <= 2:
+            return build(tensors, "%s->%s" % (",".join(input_labels), output_labels))
+        acc, acc_labels = tensors[0], input_labels[0]
+        for k in range(1, len(tensors)):
+            labels = input_labels[k]
+            if k == len(tensors) - 1:
+                result = output_labels
+            else:
+                needed = set(output_labels + "".join(input_labels[k + 1:])) - {"."}
+                seen = []
+                for ch in (acc_labels + labels).replace("...", ""):
+                    if ch in needed and ch not in seen:
+                        seen.append(ch)
+                ell = "..." if "..." in acc_labels or "..." in labels else ""
+                result = ell + "".join(seen)
+            acc = build([acc, tensors[k]], "%s,%s->%s" % (acc_labels, labels, result))
+            acc_labels = result
+        return acc
 
 
 # ---------------------------------------------------------------------------------------------
