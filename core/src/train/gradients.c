@@ -1300,6 +1300,7 @@ static const grad_entry_t grad_table[] = {
     {"Identity", gr_identity},
     {"IdentityN", gr_identity_n},
     {"Snapshot", gr_identity},
+    {"EnsureShape", gr_identity},
     {"AddN", gr_addn},
     {"L2Loss", gr_l2loss},
     {"MatMul", gr_matmul},
