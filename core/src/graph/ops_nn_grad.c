@@ -1,6 +1,6 @@
 /* ops_nn_grad.c: the backprop ops TensorFlow's nn_grad.py and array_grad.py emit for the pools,
- * fused batch norm and strided slice (MaxPoolGrad, AvgPoolGrad, FusedBatchNormGrad V1/V2/V3,
- * StridedSliceGrad), with TensorFlow's names, args, attrs and type constraints, so weft_gradients
+ * fused batch norm and strided slice (MaxPoolGrad, MaxPoolGradV2, MaxPoolGradGrad, AvgPoolGrad,
+ * FusedBatchNormGrad V1/V2/V3, StridedSliceGrad), with TensorFlow's names, args, attrs and type constraints, so weft_gradients
  * can build them and TensorFlow training graphs holding them load. */
 #include <string.h>
 
@@ -16,6 +16,18 @@ static weft_status_t *max_pool_grad_shape(weft_shape_ctx_t *ctx) {
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &dy, 4, "grad"));
   WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &y, &dy, &merged, "orig_output and grad"));
   return weft__sh_output(ctx, 0, &x);
+}
+
+/* MaxPoolGradGrad: grad has orig_input's shape, the output orig_output's. */
+static weft_status_t *max_pool_grad_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t x, y, g, merged;
+  weft__sh_input(ctx, 0, &x);
+  weft__sh_input(ctx, 1, &y);
+  weft__sh_input(ctx, 2, &g);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &x, 4, "orig_input"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &y, 4, "orig_output"));
+  WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &x, &g, &merged, "orig_input and grad"));
+  return weft__sh_output(ctx, 0, &y);
 }
 
 /* AvgPoolGrad, StridedSliceGrad: the output shape is the value of the shape input 0. */
@@ -72,6 +84,18 @@ const weft_op_def_t weft__ops_nn_grad[] = {
                          "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                          "T: realnumbertype = DT_FLOAT"),
              0, max_pool_grad_shape),
+    WEFT__OP("MaxPoolGradV2",
+             WEFT__SPECS("orig_input: T", "orig_output: T", "grad: T", "ksize: int32",
+                         "strides: int32"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+                         "T: realnumbertype = DT_FLOAT"),
+             0, max_pool_grad_shape),
+    WEFT__OP("MaxPoolGradGrad", WEFT__SPECS("orig_input: T", "orig_output: T", "grad: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS(POOL_GRAD_ATTRS, "padding: {'SAME', 'VALID'}",
+                         "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: realnumbertype"),
+             0, max_pool_grad_grad_shape),
     WEFT__OP("AvgPoolGrad", WEFT__SPECS("orig_input_shape: int32", "grad: T"),
              WEFT__SPECS("output: T"),
              WEFT__SPECS(POOL_GRAD_ATTRS, "padding: {'SAME', 'VALID'}",
