@@ -3,7 +3,8 @@
  * sizes), MaxPool (SAME/VALID/EXPLICIT, NaN, integer dtypes), AvgPool (SAME divides by the
  * in-bounds count), MaxPoolV2 (window and strides as inputs), their gradients MaxPoolGrad and
  * MaxPoolGradV2 (to the first maximum) and AvgPoolGrad over the same windows, MaxPoolGrad's
- * gradient MaxPoolGradGrad (as MaxPoolGrad's adjoint), PadV2 (a constant value) and MirrorPad (REFLECT and SYMMETRIC). */
+ * gradient MaxPoolGradGrad (as MaxPoolGrad's adjoint), PadV2 (a constant value), MirrorPad
+ * (REFLECT and SYMMETRIC) and its gradient MirrorPadGrad (as MirrorPad's adjoint). */
 #include <math.h>
 #include <string.h>
 
@@ -302,9 +303,30 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+/* MirrorPadGrad's reference: MirrorPad is linear, MirrorPadGrad its adjoint, so element j of
+ * the result is <MirrorPad(e_j), dy> for the one-hot e_j of x's shape. */
+static cf_array_t *ref_mirror_pad_grad(const cf_array_t *x, const cf_array_t *dy,
+                                       const int64_t *pads, int mode) {
+  cf_array_t *out = cf_array_new(dy->dtype, x->rank, x->dims);
+  cf_array_t *e = cf_array_new(dy->dtype, x->rank, x->dims);
+  for (int64_t j = 0; j < x->n; j++) {
+    e->v[j] = 1;
+    cf_array_t *padded = cf_ref_pad(e, pads, 0, mode);
+    double dot = 0;
+    for (int64_t i = 0; i < padded->n; i++) dot += padded->v[i] * dy->v[i];
+    out->v[j] = dot;
+    cf_array_free(padded);
+    e->v[j] = 0;
+  }
+  cf_array_free(e);
+  cf_array_round(out);
+  return out;
+}
+
 static void emit_pad_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  bool mirror = strcmp(op, "MirrorPad") == 0;
+  bool grad = strcmp(op, "MirrorPadGrad") == 0;
+  bool mirror = grad || strcmp(op, "MirrorPad") == 0;
   typedef struct {
     const char *name;
     int rank;
@@ -328,7 +350,16 @@ static void emit_pad_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_gen_t g = {dt == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_ARANGE, 0, 0};
     cf_array_t *x = cf_gen_array(&rng, dt, p->rank, p->dims, g);
     double value = dt == WEFT_DT_BOOL ? 1 : cf_dtype_is_signed(dt) ? -7 : 9;
-    cf_case_expect(c, cf_ref_pad(x, p->pads, cf_round_to_dtype(dt, value), mirror ? p->mode : 0));
+    cf_array_t *y = cf_ref_pad(x, p->pads, cf_round_to_dtype(dt, value), mirror ? p->mode : 0);
+    if (grad) {
+      cf_array_t *dy = cf_gen_array(&rng, dt, y->rank, y->dims, g);
+      cf_array_free(y);
+      cf_case_expect(c, ref_mirror_pad_grad(x, dy, p->pads, p->mode));
+      cf_array_free(x);
+      x = dy;
+    } else {
+      cf_case_expect(c, y);
+    }
     cf_case_input(c, x);
     int64_t pd[2] = {p->rank, 2};
     cf_array_t *pads = cf_array_new(i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32, 2, pd);
@@ -349,6 +380,10 @@ static const weft_dtype_t pad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT
                                           WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
                                           WEFT_DT_BOOL, WEFT_DT_INVALID};
 
+static const weft_dtype_t mirror_grad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                                  WEFT_DT_BFLOAT16, WEFT_DT_INT32,
+                                                  WEFT_DT_INVALID};
+
 const cf_suite_t cf_suites_image[] = {
     {"Conv2D", cf_dtypes_numeric, emit_conv2d, NULL},
     {"MaxPool", cf_dtypes_numeric, emit_pool, NULL},
@@ -360,5 +395,6 @@ const cf_suite_t cf_suites_image[] = {
     {"AvgPool", cf_dtypes_numeric, emit_pool, NULL},
     {"PadV2", pad_dtypes, emit_pad_v2, NULL},
     {"MirrorPad", pad_dtypes, emit_pad_v2, NULL},
+    {"MirrorPadGrad", mirror_grad_dtypes, emit_pad_v2, NULL},
     {NULL, NULL, NULL, NULL},
 };

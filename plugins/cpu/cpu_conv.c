@@ -6,7 +6,7 @@
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
  * transposed like Conv2D), MaxPoolV2 (ksize and strides as inputs), their gradients MaxPoolGrad,
  * MaxPoolGradV2 and AvgPoolGrad and MaxPoolGrad's MaxPoolGradGrad (the float dtypes) and
- * MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
+ * MirrorPad (REFLECT and SYMMETRIC, any dtype) and its gradient MirrorPadGrad. NHWC and NCHW;
  * SAME, VALID and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
 #include <stdio.h>
@@ -646,47 +646,100 @@ static weft_status_t *k_pool_grad_grad(weft_kernel_ctx_t *ctx, void *state) {
 /* ---------------------------------------------------------------------------------------------
  * MirrorPad */
 
-static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, pv, y;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+/* The geometry of a mirror pad: the unpadded dims, the padded ones, the paddings and the
+ * unpadded tensor's strides. */
+typedef struct mirror {
+  int rank;
+  int64_t dims[WEFT_MAX_RANK], padded[WEFT_MAX_RANK], pads[2 * WEFT_MAX_RANK];
+  int64_t strides[WEFT_MAX_RANK];
+  bool reflect;
+} mirror_t;
+
+/* Reads input 1 (paddings) and checks it against the unpadded dims (from the input, MirrorPad;
+ * or from the padded input less the paddings, MirrorPadGrad). */
+static weft_status_t *mirror_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
+                                  bool x_is_padded, mirror_t *m) {
+  weft_tensor_view_t pv;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &pv));
-  int64_t pads[2 * WEFT_MAX_RANK], n = 0;
-  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
-  if (pv.rank != 2 || pv.dims[0] != x.rank || pv.dims[1] != 2)
+  int64_t n = 0;
+  WEFT_RETURN_IF_ERROR(
+      weft__cpu_read_indices(ctx, &pv, "paddings", m->pads, 2 * WEFT_MAX_RANK, &n));
+  if (pv.rank != 2 || pv.dims[0] != x->rank || pv.dims[1] != 2)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "paddings must have shape [%d, 2] for an input of rank %d", x.rank,
-                           x.rank);
-  bool reflect = weft__cpu_attr_is(ctx, "mode", "REFLECT", "REFLECT");
-  int64_t out_dims[WEFT_MAX_RANK];
-  for (int d = 0; d < x.rank; d++) {
-    int64_t lim = reflect ? x.dims[d] - 1 : x.dims[d];
-    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 || pads[2 * d] > lim || pads[2 * d + 1] > lim)
+                           "paddings must have shape [%d, 2] for an input of rank %d", x->rank,
+                           x->rank);
+  m->rank = x->rank;
+  m->reflect = weft__cpu_attr_is(ctx, "mode", "REFLECT", "REFLECT");
+  for (int d = 0; d < x->rank; d++) {
+    int64_t before = m->pads[2 * d], after = m->pads[2 * d + 1];
+    m->dims[d] = x_is_padded ? x->dims[d] - before - after : x->dims[d];
+    m->padded[d] = x_is_padded ? x->dims[d] : x->dims[d] + before + after;
+    int64_t lim = m->reflect ? m->dims[d] - 1 : m->dims[d];
+    if (before < 0 || after < 0 || before > lim || after > lim)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "paddings %lld and %lld of dimension %d must be in [0, %lld] for "
                              "%s mode",
-                             (long long)pads[2 * d], (long long)pads[2 * d + 1], d,
-                             (long long)lim, reflect ? "REFLECT" : "SYMMETRIC");
-    out_dims[d] = x.dims[d] + pads[2 * d] + pads[2 * d + 1];
+                             (long long)before, (long long)after, d, (long long)lim,
+                             m->reflect ? "REFLECT" : "SYMMETRIC");
   }
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
-  int64_t in_strides[WEFT_MAX_RANK], s = 1;
-  for (int d = x.rank - 1; d >= 0; d--) {
-    in_strides[d] = s;
-    s *= x.dims[d];
+  int64_t st = 1;
+  for (int d = x->rank - 1; d >= 0; d--) {
+    m->strides[d] = st;
+    st *= m->dims[d];
   }
-  int64_t off = reflect ? 0 : 1;
-  for (int64_t i = 0; i < y.num_elements; i++) {
-    int64_t rem = i, src = 0;
-    for (int d = x.rank - 1; d >= 0; d--) {
-      int64_t p = rem % out_dims[d] - pads[2 * d];
-      rem /= out_dims[d];
-      if (p < 0) p = -p - off;
-      if (p >= x.dims[d]) p = 2 * x.dims[d] - 2 - p + off;
-      src += p * in_strides[d];
-    }
-    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &x, src, 1));
+  return NULL;
+}
+
+/* The unpadded element that padded element i mirrors. */
+static int64_t mirror_source(const mirror_t *m, int64_t i) {
+  int64_t off = m->reflect ? 0 : 1, src = 0;
+  for (int d = m->rank - 1; d >= 0; d--) {
+    int64_t p = i % m->padded[d] - m->pads[2 * d];
+    i /= m->padded[d];
+    if (p < 0) p = -p - off;
+    if (p >= m->dims[d]) p = 2 * m->dims[d] - 2 - p + off;
+    src += p * m->strides[d];
   }
+  return src;
+}
+
+static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  mirror_t m;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(mirror_init(ctx, &x, false, &m));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, m.padded, &y));
+  for (int64_t i = 0; i < y.num_elements; i++)
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &x, mirror_source(&m, i), 1));
+  return NULL;
+}
+
+/* MirrorPadGrad: each element of the padded gradient adds into the element it mirrors (mirrored
+ * elements collect several); floats add up in double and round once. */
+static weft_status_t *k_mirror_pad_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t dy, dx;
+  mirror_t m;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &dy));
+  WEFT_RETURN_IF_ERROR(mirror_init(ctx, &dy, true, &m));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, dy.rank, m.dims, &dx));
+  if (dx.num_elements == 0) return NULL;
+  if (dy.dtype == WEFT_DT_INT32) {
+    /* Wrapping like TensorFlow's int32 sums, which double (exact to 2^53) would not do. */
+    const int32_t *g = dy.data;
+    uint32_t *out = dx.data;
+    memset(out, 0, sizeof(int32_t) * (size_t)dx.num_elements);
+    for (int64_t i = 0; i < dy.num_elements; i++) out[mirror_source(&m, i)] += (uint32_t)g[i];
+    return NULL;
+  }
+  double *acc = NULL;
+  WEFT_RETURN_IF_ERROR(
+      H->kernel_scratch(ctx, sizeof(double) * (size_t)dx.num_elements, (void **)&acc));
+  memset(acc, 0, sizeof(double) * (size_t)dx.num_elements);
+  for (int64_t i = 0; i < dy.num_elements; i++)
+    acc[mirror_source(&m, i)] += weft__cpu_load_f(dy.dtype, dy.data, i);
+  for (int64_t i = 0; i < dx.num_elements; i++) weft__cpu_store_f(dx.dtype, dx.data, i, acc[i]);
   return NULL;
 }
 
@@ -702,6 +755,8 @@ static const weft_dtype_t maxpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT
 static const weft_dtype_t avgpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                              WEFT_DT_BFLOAT16};
 static const char *const mirror_host_memory[] = {"paddings", NULL};
+static const weft_dtype_t mirror_grad_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                                 WEFT_DT_BFLOAT16, WEFT_DT_INT32};
 static const char *const avg_grad_host_memory[] = {"orig_input_shape", NULL};
 static const char *const window_host_memory[] = {"ksize", "strides", NULL};
 static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kernel */
@@ -726,6 +781,8 @@ weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
        NULL, NULL},
       {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,
        NULL},
+      {"MirrorPadGrad", k_mirror_pad_grad, "T", mirror_grad_types, N_OF(mirror_grad_types),
+       mirror_host_memory, NULL, NULL, NULL},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     weft_cpu_kernel_spec_t s = specs[i];

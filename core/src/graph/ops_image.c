@@ -1,8 +1,8 @@
 /* ops_image.c: the standard convolution, pooling and padding ops added for the conformance suite
- * and its ONNX node-test mapping: Conv2D, MaxPool, MaxPoolV2, AvgPool (NHWC or NCHW, SAME / VALID /
- * EXPLICIT padding, strides, Conv2D dilations), PadV2 (a constant value) and MirrorPad (REFLECT,
- * SYMMETRIC), with TensorFlow's names, args, attrs and type constraints, and their shape
- * functions. */
+ * and its ONNX node-test mapping: Conv2D, MaxPool, MaxPoolV2, AvgPool (NHWC or NCHW, SAME / VALID
+ * / EXPLICIT padding, strides, Conv2D dilations), PadV2 (a constant value), MirrorPad (REFLECT,
+ * SYMMETRIC) and its gradient MirrorPadGrad, with TensorFlow's names, args, attrs and type
+ * constraints, and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -162,6 +162,35 @@ out:
   return status;
 }
 
+/* MirrorPadGrad: the padded gradient less the paddings (when constant). */
+static weft_status_t *mirror_pad_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in, pads;
+  weft__sh_input(ctx, 0, &in);
+  weft__sh_input(ctx, 1, &pads);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
+  int64_t *p = NULL, n = 0;
+  if (in.rank < 0 || !weft__sh_const_ints(ctx, 1, &p, &n, NULL)) {
+    weft__shape_t out = weft__sh_unknown_dims(in.rank);
+    return weft__sh_output(ctx, 0, &out);
+  }
+  weft_status_t *status = NULL;
+  weft__shape_t out = {.rank = in.rank};
+  if (n != 2 * (int64_t)in.rank)
+    status = weft__sh_error(ctx, "paddings must have %d values, not %" G_GINT64_FORMAT,
+                            2 * in.rank, n);
+  for (int i = 0; !status && i < in.rank; i++) {
+    int64_t d = in.dims[i] < 0 ? WEFT_DIM_UNKNOWN : in.dims[i] - p[2 * i] - p[2 * i + 1];
+    if (p[2 * i] < 0 || p[2 * i + 1] < 0 || (in.dims[i] >= 0 && d < 0))
+      status = weft__sh_error(ctx, "paddings %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+                              " of dimension %d do not fit its size %" G_GINT64_FORMAT,
+                              p[2 * i], p[2 * i + 1], i, in.dims[i]);
+    out.dims[i] = d;
+  }
+  if (!status) status = weft__sh_output(ctx, 0, &out);
+  g_free(p);
+  return status;
+}
+
 #define CONV_TYPES "{half, bfloat16, float, double, int32}"
 #define POOL_TYPES "{half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16}"
 
@@ -209,5 +238,10 @@ const weft_op_def_t weft__ops_image[] = {
              WEFT__SPECS("T: type", "Tpaddings: {int32, int64} = DT_INT32",
                          "mode: {'REFLECT', 'SYMMETRIC'}"),
              0, pad_like_shape),
+    WEFT__OP("MirrorPadGrad", WEFT__SPECS("input: T", "paddings: Tpaddings"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: type", "Tpaddings: {int32, int64} = DT_INT32",
+                         "mode: {'REFLECT', 'SYMMETRIC'}"),
+             0, mirror_pad_grad_shape),
     WEFT__OPS_END,
 };
