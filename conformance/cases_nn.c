@@ -1,7 +1,7 @@
 /* cases_nn.c: conformance cases of the neural-network ops: BiasAdd and BiasAddGrad (NHWC and
- * NCHW, ranks 2 to 4), BiasAddV1 (NHWC), Softmax and LogSoftmax (large logits that overflow a naive exp, -inf
- * logits, one class, empty batch), the two softmax cross-entropy losses (both outputs) and
- * L2Loss. */
+ * NCHW, ranks 2 to 4), BiasAddV1 (NHWC), Softmax and LogSoftmax (large logits that overflow a
+ * naive exp, -inf logits, one class, empty batch), the two softmax cross-entropy losses (both
+ * outputs) and L2Loss. */
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,7 @@
 /* ops_math.c: the standard math ops (elementwise unary and binary arithmetic with broadcasting,
  * comparisons, logic, Select, MatMul, BatchMatMulV2, reductions, ArgMax, Cumsum, ClipByValue,
- * SqrtGrad-style gradients) with TensorFlow's names, args, attrs and type constraints, and their shape functions. */
+ * SqrtGrad-style gradients) with TensorFlow's names, args, attrs and type constraints, and their
+ * shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"

@@ -1,6 +1,6 @@
 /* ops_nn.c: the standard neural-network ops (BiasAdd, activations, Softmax, cross-entropy losses,
- * activation gradients, L2Loss, the old BiasAddV1) with TensorFlow's names, args, attrs and type constraints, and
- * their shape functions. */
+ * activation gradients, L2Loss, the old BiasAddV1) with TensorFlow's names, args, attrs and type
+ * constraints, and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
