@@ -80,9 +80,9 @@ from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
 from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
                            foldl, foldr)
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
-from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
-                        tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
-                        tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
+from .array_ops import (ensure_shape, gather_nd, scatter_nd,  # noqa: F401,E402
+                        tensor_scatter_nd_update, tensor_scatter_update, tensor_scatter_nd_add,
+                        tensor_scatter_add, tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
                         unique,
                         unique_with_counts, sort, argsort, broadcast_to, linspace, lin_space,
                         meshgrid, roll, reverse_sequence, reverse, reverse_v2, dynamic_partition,
