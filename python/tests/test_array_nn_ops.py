@@ -592,6 +592,23 @@ def test_gather_nd():
     assert "indices[0] = [1, 3] does not index into param shape [2,3,4]" in str(e.value)
 
 
+def test_ensure_shape():
+    """The static shape merged with the expected one; a run-time shape that does not fit fails
+    with TensorFlow's message; the gradient passes through."""
+    x = tf.placeholder(tf.float32, [None, None], name="x")
+    y = tf.ensure_shape(x, [None, 3])
+    assert y.op.type == "EnsureShape" and y.shape.as_list() == [None, 3]
+    np.testing.assert_array_equal(run(y, feed={x: np.ones((2, 3), np.float32)}), np.ones((2, 3)))
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Shape of tensor .* \[2,4\] is not compatible with expected shape "
+                             r"\[\?,3\]"):
+        run(y, feed={x: np.ones((2, 4), np.float32)})
+    g = tf.gradients(tf.reduce_sum(y * 2.0), x)[0]
+    np.testing.assert_array_equal(run(g, feed={x: np.ones((1, 3), np.float32)}), [[2, 2, 2]])
+    with pytest.raises(ValueError):
+        tf.ensure_shape(tf.constant([1.0, 2.0]), [3])
+
+
 def test_gather_nd_and_scatter_nd_gradients():
     """GatherNd's gradient scatters dy back (summing repeated indices); ScatterNd's gathers."""
     p = tf.constant(np.arange(12, dtype=np.float64).reshape(3, 4))

@@ -926,6 +926,62 @@ static void gr_avg_pool(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_o
   dx[0] = op2(c, "AvgPoolGrad", U(c, "Shape", in(n, 0)), dy[0], n, pool_attrs);
 }
 
+/* MaxPoolV2: its window and strides are inputs (no gradient), passed on to MaxPoolGradV2. */
+static void gr_max_pool_v2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t ins[5] = {in(n, 0), weft_out(n, 0), dy[0], in(n, 1), in(n, 2)};
+  weft_op_builder_t *b = start(c, "MaxPoolGradV2", ins, 5);
+  pass_attrs(b, n, pool_attrs);
+  dx[0] = end(c, b, 0);
+}
+
+/* MaxPoolGrad is linear in grad (its other inputs only choose where grad goes, so they get no
+ * gradient, as nn_grad.py's zeros say): its adjoint MaxPoolGradGrad; and back again. */
+static void gr_max_pool_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool grad_grad = strcmp(n->op_name, "MaxPoolGradGrad") == 0;
+  dx[2] = op3(c, grad_grad ? "MaxPoolGrad" : "MaxPoolGradGrad", in(n, 0), in(n, 1), dy[0], n,
+              pool_attrs);
+}
+
+/* Conv3D: the two backprop ops, as for Conv2D. */
+static void gr_conv3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), f = in(n, 1);
+  dx[0] = op3(c, "Conv3DBackpropInputV2", U(c, "Shape", x), f, dy[0], n, conv_attrs);
+  dx[1] = op3(c, "Conv3DBackpropFilterV2", x, U(c, "Shape", f), dy[0], n, conv_attrs);
+}
+
+/* Conv3DBackpropInputV2(sizes, filter, dy) and Conv3DBackpropFilterV2(x, sizes, dy): linear in
+ * each of their tensor inputs, their adjoints the other backprop op and Conv3D. */
+static void gr_conv3d_bp(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (strcmp(n->op_name, "Conv3DBackpropInputV2") == 0) {
+    weft_output_t f = in(n, 1);
+    dx[1] = op3(c, "Conv3DBackpropFilterV2", dy[0], U(c, "Shape", f), in(n, 2), n, conv_attrs);
+    dx[2] = op2(c, "Conv3D", dy[0], f, n, conv_attrs);
+  } else {
+    weft_output_t x = in(n, 0);
+    dx[0] = op3(c, "Conv3DBackpropInputV2", U(c, "Shape", x), dy[0], in(n, 2), n, conv_attrs);
+    dx[2] = op2(c, "Conv3D", x, dy[0], n, conv_attrs);
+  }
+}
+
+static void gr_max_pool3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op3(c, "MaxPool3DGrad", in(n, 0), weft_out(n, 0), dy[0], n, pool_attrs);
+}
+
+static void gr_avg_pool3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op2(c, "AvgPool3DGrad", U(c, "Shape", in(n, 0)), dy[0], n, pool_attrs);
+}
+
+static void gr_lrn(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const lrn_attrs[] = {"depth_radius", "bias", "alpha", "beta", NULL};
+  dx[0] = op3(c, "LRNGrad", dy[0], in(n, 0), weft_out(n, 0), n, lrn_attrs);
+}
+
+/* MirrorPad: MirrorPadGrad folds dy's mirrored borders back in; the paddings get none. */
+static void gr_mirror_pad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const mode[] = {"mode", NULL};
+  dx[0] = op2(c, "MirrorPadGrad", dy[0], in(n, 1), n, mode);
+}
+
 /* FusedBatchNorm*: training passes the batch statistics the forward op saved (reserve spaces);
  * inference the population mean and variance it was given. The gradients of the statistics
  * outputs are dropped, as TensorFlow drops them. */
@@ -1391,6 +1447,7 @@ static const grad_entry_t grad_table[] = {
     {"Identity", gr_identity},
     {"IdentityN", gr_identity_n},
     {"Snapshot", gr_identity},
+    {"EnsureShape", gr_identity},
     {"AddN", gr_addn},
     {"L2Loss", gr_l2loss},
     {"MatMul", gr_matmul},
@@ -1421,6 +1478,16 @@ static const grad_entry_t grad_table[] = {
     {"Conv2DBackpropInput", gr_conv_bp_input},
     {"MaxPool", gr_max_pool},
     {"AvgPool", gr_avg_pool},
+    {"MaxPoolV2", gr_max_pool_v2},
+    {"MaxPoolGrad", gr_max_pool_grad},
+    {"MaxPoolGradGrad", gr_max_pool_grad},
+    {"Conv3D", gr_conv3d},
+    {"Conv3DBackpropInputV2", gr_conv3d_bp},
+    {"Conv3DBackpropFilterV2", gr_conv3d_bp},
+    {"MaxPool3D", gr_max_pool3d},
+    {"AvgPool3D", gr_avg_pool3d},
+    {"LRN", gr_lrn},
+    {"MirrorPad", gr_mirror_pad},
     {"FusedBatchNorm", gr_fused_bn},
     {"FusedBatchNormV2", gr_fused_bn},
     {"FusedBatchNormV3", gr_fused_bn},

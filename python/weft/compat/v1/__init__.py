@@ -80,7 +80,8 @@ from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
 from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
                            foldl, foldr)
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
-from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
+from .array_ops import (ensure_shape, gather_nd, scatter_nd,  # noqa: F401,E402
+                        tensor_scatter_nd_update,
                         setdiff1d, searchsorted, unravel_index, cross, einsum,
                         tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
                         tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,

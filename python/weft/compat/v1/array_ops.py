@@ -47,6 +47,16 @@ def gather_nd(params, indices, name=None, batch_dims=0):
     return _op("GatherNd", [_to_tensor(params), _to_tensor(indices)], (), name or "GatherNd")
 
 
+def ensure_shape(x, shape, name=None):
+    """x, its static shape merged with `shape` (None for an unknown dim or rank; EnsureShape),
+    failing the step with InvalidArgumentError "Shape of tensor ... is not compatible with
+    expected shape ..." when its shape at run time does not fit."""
+    shp = _fw.as_shape(shape)
+    return _op("EnsureShape", [_to_tensor(x)],
+               [("shape", "shape", None if shp.ndims is None else shp.as_list())],
+               name or "EnsureShape")
+
+
 def scatter_nd(indices, updates, shape, name=None):
     indices = _to_tensor(indices)
     return _op("ScatterNd", [indices, _to_tensor(updates), _to_tensor(shape, dtype=indices.dtype)],
