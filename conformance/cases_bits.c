@@ -166,15 +166,7 @@ static void emit_bitcast(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 /* ---------------------------------------------------------------------------------------------
  * Bitwise binary ops and shifts */
 
-typedef struct shape2 {
-  const char *name;
-  int ra;
-  int64_t da[4];
-  int rb;
-  int64_t db[4];
-} shape2_t;
-
-static const shape2_t shapes2[] = {
+const cf_shape_pair_t cf_binary_shapes[] = {
     {"scalar", 0, {0}, 0, {0}},
     {"n7", 1, {7}, 1, {7}},
     {"n1023", 1, {1023}, 1, {1023}},
@@ -184,6 +176,7 @@ static const shape2_t shapes2[] = {
     {"bcast_rank4", 4, {2, 1, 3, 1}, 4, {1, 4, 1, 5}},
     {"empty", 1, {0}, 1, {0}},
     {"empty_bcast", 2, {3, 0}, 1, {1}},
+    {NULL, 0, {0}, 0, {0}},
 };
 
 static void binary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
@@ -196,7 +189,7 @@ static void binary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, cons
   cf_run_case(ctx, c);
 }
 
-static void incompatible_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+void cf_incompatible_shapes_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_case_t *c = cf_case_new(op, "error_incompatible_shapes", dt);
   int64_t a[2] = {2, 3}, b[1] = {4};
   int i0 = cf_case_input(c, cf_array_new(dt, 2, a));
@@ -211,8 +204,7 @@ static void emit_bitwise(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_binary_fn fn = cf_ref_bits_binary_fn(op);
   bool shift = strstr(op, "Shift") != NULL;
   int bits = dt_bits(dt);
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes2); s++) {
-    const shape2_t *sh = &shapes2[s];
+  for (const cf_shape_pair_t *sh = cf_binary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
     cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
     cf_gen_t full = {CF_GEN_UNIFORM, 0, 0};
@@ -250,7 +242,7 @@ static void emit_bitwise(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     double ys[] = {mx, mn, mx, mn, 0, mx};
     binary_case(ctx, op, dt, "extremes", cf_array_vec(dt, 6, xs), cf_array_vec(dt, 6, ys), fn, 1);
   }
-  incompatible_case(ctx, op, dt);
+  cf_incompatible_shapes_case(ctx, op, dt);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -342,8 +334,7 @@ static void emit_arith(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_binary_fn fn = cf_ref_bits_binary_fn(op);
   bool no_nan = strcmp(op, "DivNoNan") == 0, is_int = cf_dtype_is_int(dt);
   bool gamma = strncmp(op, "Igamma", 6) == 0;
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes2); s++) {
-    const shape2_t *sh = &shapes2[s];
+  for (const cf_shape_pair_t *sh = cf_binary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
     cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
     cf_array_t *x, *y;
@@ -401,7 +392,7 @@ static void emit_arith(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
       cf_run_case(ctx, c);
     }
   }
-  incompatible_case(ctx, op, dt);
+  cf_incompatible_shapes_case(ctx, op, dt);
 }
 
 /* ---------------------------------------------------------------------------------------------
