@@ -90,6 +90,7 @@ from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa
                         count_nonzero, confusion_matrix, segment_mean, segment_max, segment_min,
                         segment_prod, unsorted_segment_max, unsorted_segment_min,
                         unsorted_segment_prod, unsorted_segment_mean, unsorted_segment_sqrt_n,
-                        igamma, igammac, betainc, lbeta, truncatediv, truncatemod, div_no_nan,
+                        igamma, igammac, betainc, lbeta, zeta, polygamma, truncatediv,
+                        truncatemod, div_no_nan,
                         accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,
                         clip_by_global_norm, clip_by_average_norm)
