@@ -219,10 +219,11 @@ static double erfinv(double y) {
   return x;
 }
 
-/* The standard normal quantile: Phi(x) = erfc(-x / sqrt 2) / 2, and 2p is exact. */
+/* The standard normal quantile: Phi(x) = erfc(-x / sqrt 2) / 2, and 2p is exact. 0 - (...)
+ * rather than a negation, so that p = 1/2 gives +0 as TensorFlow's does. */
 static double ndtri(double p) {
   if (isnan(p) || p < 0 || p > 1) return NAN;
-  return -sqrt(2.0) * erfc_inv(2 * p);
+  return 0.0 - sqrt(2.0) * erfc_inv(2 * p);
 }
 
 /* exp(-|x|) I_nu(x) for nu = 0 or 1: the power series (positive terms, so no cancellation)

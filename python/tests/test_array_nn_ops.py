@@ -764,6 +764,7 @@ def test_erfinv_and_ndtri_invert_erf_and_the_normal_cdf():
     z = run(tf.math.ndtri(p))
     np.testing.assert_allclose([0.5 * math.erfc(-v / math.sqrt(2)) for v in z], p, rtol=1e-12)
     assert abs(z[4] - 1.959963984540054) < 1e-13
+    assert z[3] == 0 and not np.signbit(z[3])
     ends = run(tf.math.erfinv([1.0, -1.0, 2.0]), tf.math.ndtri([0.0, 1.0, -0.5]))
     assert list(ends[0][:2]) == [np.inf, -np.inf] and np.isnan(ends[0][2])
     assert list(ends[1][:2]) == [-np.inf, np.inf] and np.isnan(ends[1][2])
