@@ -212,8 +212,10 @@ static void emit_approx(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     double spread, tolerance;
     bool set;
   } cases[] = {
-      {"default_tolerance", 1, {64}, 3e-5, 1e-5, false}, {"tolerance_half", 2, {8, 16}, 1, 0.5, true},
-      {"rank3", 3, {2, 3, 4}, 0.3, 0.1, true},           {"scalar", 0, {0}, 0.2, 0.1, true},
+      {"default_tolerance", 1, {64}, 3e-5, 1e-5, false},
+      {"tolerance_half", 2, {8, 16}, 1, 0.5, true},
+      {"rank3", 3, {2, 3, 4}, 0.3, 0.1, true},
+      {"scalar", 0, {0}, 0.2, 0.1, true},
       {"empty", 2, {0, 3}, 1, 0.5, true},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {

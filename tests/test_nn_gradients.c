@@ -1,9 +1,9 @@
 /* test_nn_gradients.c: weft_gradients of the convolution, pooling, batch norm, strided slice,
- * gather, pack/unpack, Prod, Fill, extra math and special-math ops, each checked against central finite
- * differences of the forward graph (float64 where the kernels have it, float32 with a looser
- * tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad, AvgPoolGrad,
- * StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties, SAME edges,
- * every slice mask, training and inference, and their shape errors. */
+ * gather, pack/unpack, Prod, Fill, Einsum, Cross, extra math and special-math ops, each checked
+ * against central finite differences of the forward graph (float64 where the kernels have it,
+ * float32 with a looser tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad,
+ * AvgPoolGrad, StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties,
+ * SAME edges, every slice mask, training and inference, and their shape errors. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -478,13 +478,14 @@ static void test_special(void) {
     bool second_only = strcmp(binary[k].op, "Zeta") == 0 || strcmp(binary[k].op, "Polygamma") == 0;
     /* Zeta's x above 1 and Polygamma's integer orders; the others any sign, 0 excluded. */
     double av[3] = {2.5, 3, 4.5}, pv[3] = {0, 1, 2}, yv[3];
-    for (int i = 0; i < 3; i++) yv[i] = binary[k].lo + (binary[k].hi - binary[k].lo) * (i + 0.37) / 3;
+    double lo = binary[k].lo, span = binary[k].hi - binary[k].lo;
+    for (int i = 0; i < 3; i++) yv[i] = lo + span * (i + 0.37) / 3;
     double *xv = values(6, 0.3);
     weft_output_t y;
     if (second_only) {
       weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 1, &d1,
                              strcmp(binary[k].op, "Zeta") == 0 ? av : pv);
-      for (int i = 0; i < 6; i++) xv[i] = binary[k].lo + (binary[k].hi - binary[k].lo) * (xv[i] + 1) / 2;
+      for (int i = 0; i < 6; i++) xv[i] = lo + span * (xv[i] + 1) / 2;
       weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
       y = op2(g, binary[k].op, a, x);
       weft_output_t loss = loss_of(g, y), none = NONE;
@@ -537,6 +538,58 @@ static void test_special(void) {
   weft_tensor_unref(gt);
   weft_tensor_unref(f.t[0]);
   weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* Einsum's gradient (an einsum of dy with the other operand, summed labels spread back, "..."
+ * dims that broadcast summed) for each kind of equation, and Cross's. */
+static void test_einsum(void) {
+  static const struct {
+    const char *eq;
+    int n_in;
+    int rank[2];
+    int64_t dims[2][4];
+  } cases[] = {
+      {"ij,jk->ik", 2, {2, 2}, {{2, 3}, {3, 4}}},
+      {"bij,bjk->bik", 2, {3, 3}, {{2, 2, 3}, {2, 3, 2}}},
+      {"i,j->ij", 2, {1, 1}, {{3}, {2}}},
+      {"ijk,kl->il", 2, {3, 2}, {{2, 3, 2}, {2, 2}}},
+      {"iij,jk->ik", 2, {3, 2}, {{2, 2, 3}, {3, 2}}},
+      {"...ij,...jk->...ik", 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}},
+      {"i...j,j->...i", 2, {3, 1}, {{2, 3, 2}, {2}}},
+      {"ij->ji", 1, {2}, {{2, 3}}},
+      {"ij->", 1, {2}, {{2, 3}}},
+      {"ii->i", 1, {2}, {{3, 3}}},
+      {"i->ii", 1, {1}, {{3}}},
+      {"bii->b", 1, {3}, {{2, 3, 3}}},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    weft_output_t ins[2];
+    for (int i = 0; i < cases[k].n_in; i++) {
+      int64_t n = 1;
+      for (int d = 0; d < cases[k].rank[i]; d++) n *= cases[k].dims[i][d];
+      double *v = values(n, 0.2 + 0.3 * i);
+      ins[i] = feed(g, &f, i ? "y" : "x", WEFT_DT_DOUBLE, cases[k].rank[i], cases[k].dims[i], v);
+      g_free(v);
+    }
+    weft_op_builder_t *b = weft_op_new(g, "Einsum", NULL);
+    weft_op_add_input_list(b, ins, cases[k].n_in);
+    weft_op_set_attr_string(b, "equation", cases[k].eq);
+    weft_op_set_attr_int(b, "N", cases[k].n_in);
+    check_fd(g, &f, weft_out(finish(b), 0), cases[k].n_in == 2 ? 3u : 1u, cases[k].eq);
+    weft_graph_free(g);
+  }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[2] = {2, 3};
+  double *av = values(6, 0.1), *bv = values(6, 0.7);
+  weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 2, d, av);
+  weft_output_t bb = feed(g, &f, "b", WEFT_DT_DOUBLE, 2, d, bv);
+  check_fd(g, &f, op2(g, "Cross", a, bb), 3u, "Cross");
+  g_free(av);
+  g_free(bv);
   weft_graph_free(g);
 }
 
@@ -786,6 +839,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/prod_fill", test_prod_fill);
   g_test_add_func("/nn_gradients/math", test_math);
   g_test_add_func("/nn_gradients/special", test_special);
+  g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);
   g_test_add_func("/nn_gradients/max_pool_grad_ties", test_max_pool_grad_ties);
   g_test_add_func("/nn_gradients/avg_pool_grad_same", test_avg_pool_grad_same);

@@ -528,8 +528,8 @@ static weft_status_t *scan_prepare(weft_kernel_ctx_t *ctx, const char *op, scan_
   int64_t axis_raw;
   WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis_raw));
   if (v->x.rank == 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs an input of rank >= 1, got a scalar",
-                           op);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s needs an input of rank >= 1, got a scalar", op);
   WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, v->x.rank, "axis", &v->axis));
   WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, v->x.dtype, &v->x, &v->y));
   v->outer = v->inner = 1;

@@ -607,8 +607,107 @@ def test_gather_nd_and_scatter_nd_gradients():
     np.testing.assert_array_equal(run(gu), [1.0, 11.0, 1.0])
 
 
+def test_setdiff1d_keeps_x_order():
+    x = np.array([5, 1, 7, 1, 3, 9, 7], np.int64)
+    for y in ([1, 9], [], [5, 1, 7, 3, 9], [4]):
+        tf.reset_default_graph()
+        out, idx = run(*tf.setdiff1d(x, np.array(y, np.int64), index_dtype=tf.int64))
+        # numpy's setdiff1d sorts and dedups; TensorFlow keeps x's order and duplicates
+        want_idx = [i for i, v in enumerate(x) if v not in y]
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(out, x[want_idx])
+        assert set(out) == set(np.setdiff1d(x, y))
+    assert tf.compat.v1.setdiff1d is tf.setdiff1d
+    assert op_types().count("ListDiff") == 1  # the last graph's
+
+
+def test_searchsorted_matches_numpy():
+    seq = np.sort(RNG.randint(0, 9, (2, 3, 7)), axis=-1).astype(np.float32)
+    vals = RNG.randint(-1, 10, (2, 3, 5)).astype(np.float32)
+    for side in ("left", "right"):
+        for out_type in (tf.int32, tf.int64):
+            tf.reset_default_graph()
+            got = run(tf.searchsorted(seq, vals, side=side, out_type=out_type))
+            assert got.dtype == out_type.as_numpy_dtype and got.shape == vals.shape
+            want = np.array([[np.searchsorted(seq[i, j], vals[i, j], side=side)
+                              for j in range(3)] for i in range(2)])
+            np.testing.assert_array_equal(got, want)
+    tf.reset_default_graph()
+    np.testing.assert_array_equal(run(tf.searchsorted([1, 3, 3, 8], [3, 0, 9])),
+                                  np.searchsorted([1, 3, 3, 8], [3, 0, 9]))
+    with pytest.raises(ValueError, match="side must be either 'right' or 'left'"):
+        tf.searchsorted([1.0], [1.0], side="middle")
+
+
+def test_unravel_index_matches_numpy():
+    for idx, dims in (([22, 41, 37], [7, 6]), (1621 % 336, [6, 7, 8]), ([], [3, 4])):
+        tf.reset_default_graph()
+        idx = np.array(idx, np.int64)
+        got = run(tf.unravel_index(idx, np.array(dims, np.int64)))
+        np.testing.assert_array_equal(got, np.array(np.unravel_index(idx, dims)))
+    tf.reset_default_graph()
+    with pytest.raises(errors.InvalidArgumentError, match="index out of bounds"):
+        run(tf.unravel_index([3, 12], [3, 4]))
+
+
+def test_bucketize():
+    from weft.compat.v1 import array_ops
+    x = np.array([[-3.0, 0.0, 0.5], [10.0, 99.0, 1e6]], np.float32)
+    got = run(array_ops._bucketize(x, boundaries=[0.0, 10.0, 100.0]))
+    np.testing.assert_array_equal(got, np.searchsorted([0.0, 10.0, 100.0], x, side="right"))
+    assert got.dtype == np.int32
+    with pytest.raises(errors.InvalidArgumentError, match="Expected sorted boundaries"):
+        run(array_ops._bucketize(x, boundaries=[1.0, 0.0]))
+
+
+def test_cross_matches_numpy():
+    a, b = RNG.randn(4, 2, 3), RNG.randn(4, 2, 3)
+    np.testing.assert_allclose(run(tf.linalg.cross(a, b)), np.cross(a, b), rtol=1e-12)
+    assert tf.cross is tf.linalg.cross
+    with pytest.raises(ValueError, match="Dimension must be 3 but is 4"):
+        tf.cross(np.ones((2, 4)), np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 5)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ba,ca", [(2, 3), (4, 3)]),
+    ("ii", [(4, 4)]),
+    ("ii->i", [(4, 4)]),
+    ("ij->", [(3, 5)]),
+    ("i,j->ij", [(3,), (2,)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+    ("...ij", [(2, 3, 4)]),
+    ("abc,cd,de->abe", [(2, 3, 4), (4, 2), (2, 3)]),
+    ("i j , j k -> i k", [(2, 3), (3, 2)]),
+])
+def test_einsum_matches_numpy(eq, shapes):
+    ops = [RNG.randn(*s) for s in shapes]
+    got = run(tf.einsum(eq, *ops))
+    np.testing.assert_allclose(got, np.einsum(eq.replace(" ", ""), *ops), rtol=1e-10,
+                               atol=1e-12)
+    assert "Einsum" in op_types()
+
+
+def test_einsum_errors_and_gradient():
+    with pytest.raises(ValueError, match="Expected dimension 3 at axis 0"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="Indices have incorrect format"):
+        tf.einsum("ij->i1", np.ones((2, 3)))
+    with pytest.raises(ValueError, match="Got 1 arguments"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)))
+    tf.reset_default_graph()
+    a = tf.constant(RNG.randn(2, 3))
+    b = tf.constant(RNG.randn(3, 4))
+    ga, gb = tf.gradients(tf.reduce_sum(tf.einsum("ij,jk->ik", a, b) ** 2), [a, b])
+    av, bv, gav, gbv = run(a, b, ga, gb)
+    np.testing.assert_allclose(gav, 2 * (av @ bv) @ bv.T, rtol=1e-10)
+    np.testing.assert_allclose(gbv, 2 * av.T @ (av @ bv), rtol=1e-10)
+
+
 def test_absent_names_stay_absent():
-    for name in ("searchsorted", "setdiff1d", "einsum", "cumulative_logsumexp"):
+    for name in ("cumulative_logsumexp",):
         assert not hasattr(tf, name), name
     for name in ("ctc_loss", "embedding_lookup_sparse", "safe_embedding_lookup_sparse"):
         assert not hasattr(tf.nn, name), name

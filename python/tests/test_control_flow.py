@@ -192,11 +192,30 @@ def test_cond_inside_while_and_while_inside_cond():
                 lambda: x * 0.0)
     # x^3 = 3.375 >= 10 fails, x^6 = 11.4: three multiplications, w = x^6
     assert np.isclose(run(w, {p: True}), 1.5 ** 6) and run(w, {p: False}) == 0.0
-    # the core's cond gradient finds a Merge input's predicate by walking back to the nearest
-    # Switch, which for a loop that is a branch's output is the loop's own (gradients_cf.c)
+    # a loop as a branch's output: the cond's gradient looks for the cond's Switch before the
+    # loop, not at the loop's own Switch (gradients_cf.c)
     gw, = tf.gradients(w, [x])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="different frames"):
-        run(gw, {p: True})
+    assert np.isclose(run(gw, {p: True}), 6 * 1.5 ** 5) and run(gw, {p: False}) == 0.0
+
+
+def test_gradient_of_loop_returned_by_a_cond_branch():
+    x = tf.placeholder(tf.float32, [])
+    p = tf.placeholder(tf.bool, [])
+    # loop variables made inside the branch (constants hanging on the branch's pivot)
+    y = tf.cond(p, lambda: tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x),
+                                         [0, tf.constant(1.0)])[1],
+                lambda: x * 2.0)
+    # a cond inside a loop inside a cond: x^2 + 2x
+    def body(i, v):
+        return i + 1, tf.cond(i < 1, lambda: v * x, lambda: v + x)
+    z = tf.cond(p, lambda: tf.while_loop(lambda i, v: i < 3, body, [0, x])[1],
+                lambda: tf.square(x))
+    gy, = tf.gradients(y, [x])
+    gz, = tf.gradients(z, [x])
+    got = run([y, gy, z, gz], {x: 1.5, p: True})
+    assert np.allclose(got, [1.5 ** 3, 3 * 1.5 ** 2, 1.5 ** 2 + 3.0, 2 * 1.5 + 2])
+    got = run([y, gy, z, gz], {x: 1.5, p: False})
+    assert np.allclose(got, [3.0, 2.0, 1.5 ** 2, 3.0])
 
 
 def test_loop_inside_device_scope_and_graph_def_round_trip():

@@ -200,6 +200,8 @@ extern const weft_op_def_t weft__ops_summary[];  /* ops_summary.c: ScalarSummary
 extern const weft_op_def_t weft__ops_ragged[]; /* ops_ragged.c: RaggedRange */
 extern const weft_op_def_t weft__ops_sparse_apply[]; /* ops_sparse_apply.c: SparseApply* */
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
+extern const weft_op_def_t weft__ops_search[];   /* ops_search.c: ListDiff, LowerBound ... */
+extern const weft_op_def_t weft__ops_einsum[];   /* ops_einsum.c: Einsum */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,
  * statuses, attributes and the shape-inference context, which the standard ops' shape functions

@@ -5,6 +5,7 @@
  * included (Shape + BroadcastGradientArgs + Sum + Reshape). */
 #include "train_internal.h"
 
+#include "../graph/einsum_equation.h"
 #include "../plugin/plugin_internal.h"
 
 #include <float.h>
@@ -1310,6 +1311,96 @@ static void gr_gather(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   dx[0] = gather_rows_grad(c, U(c, "Shape", in(n, 0)), dy[0], in(n, 1));
 }
 
+/* Cross: (cross(v, dy), cross(dy, u)), TensorFlow's _CrossGrad. */
+static void gr_cross(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Cross", in(n, 1), dy[0]);
+  dx[1] = B(c, "Cross", dy[0], in(n, 0));
+}
+
+static weft_output_t einsum(gb_t *c, const weft_output_t *ins, int n, const char *eq) {
+  weft_op_builder_t *b = start(c, "Einsum", ins, 0);
+  if (!b) return NONE;
+  weft_op_add_input_list(b, ins, n);
+  weft_op_set_attr_string(b, "equation", eq);
+  weft_op_set_attr_int(b, "N", n);
+  return end(c, b, 0);
+}
+
+/* Einsum's gradient for operand x (subscripts xs) from dy (subscripts o) and the other operand
+ * (subscripts os; none for a one-input equation), as TensorFlow's _EinsumGrad: an einsum of dy
+ * with the other operand into L, x's labels minus those summed in x alone, with "..." first.
+ * Then the dims under "..." that x broadcast are summed back to x's (Shape + BroadcastGradientArgs
+ * + Sum + Reshape, against the shape x has in L's layout), and where L is not x's subscripts
+ * (summed labels, "..." not first) one more einsum with ones shaped like x spreads the gradient
+ * over the summed labels, puts the dims back in x's order and zeroes what lies off a repeated
+ * label's diagonal. */
+static weft_output_t einsum_grad(gb_t *c, weft_output_t dy, const weft__einsum_subs_t *o,
+                                 weft_output_t other, const weft__einsum_subs_t *os,
+                                 weft_output_t x, const weft__einsum_subs_t *xs) {
+  if (!has(dy)) return NONE;
+  weft__einsum_subs_t l = {.ellipsis = xs->ellipsis};
+  if (xs->ellipsis) l.label[l.n++] = WEFT__EINSUM_ELLIPSIS;
+  for (int k = 0; k < xs->n; k++) {
+    int lab = xs->label[k];
+    if (lab == WEFT__EINSUM_ELLIPSIS) continue;
+    if (weft__einsum_has(o, lab) || (os && weft__einsum_has(os, lab)))
+      l.label[l.n++] = (signed char)lab;
+  }
+  char so[WEFT__EINSUM_MAX_SUBS + 3], sx[WEFT__EINSUM_MAX_SUBS + 3], sl[WEFT__EINSUM_MAX_SUBS + 3];
+  char sy[WEFT__EINSUM_MAX_SUBS + 3] = "";
+  weft__einsum_subs_str(o, so);
+  weft__einsum_subs_str(xs, sx);
+  weft__einsum_subs_str(&l, sl);
+  if (os) weft__einsum_subs_str(os, sy);
+  char *eq = os ? g_strdup_printf("%s,%s->%s", so, sy, sl) : g_strdup_printf("%s->%s", so, sl);
+  weft_output_t ins[2] = {dy, other};
+  weft_output_t g = einsum(c, ins, os ? 2 : 1, eq);
+  g_free(eq);
+  if (os && o->ellipsis) {
+    eq = g_strdup_printf("%s->%s", sx, sl);
+    weft_output_t xl = U(c, "Shape", einsum(c, &x, 1, eq));
+    g_free(eq);
+    weft_output_t shapes[2] = {xl, U(c, "Shape", g)};
+    weft_output_t r0 = end(c, start(c, "BroadcastGradientArgs", shapes, 2), 0);
+    g = B(c, "Reshape", sum(c, g, r0, false), xl);
+  }
+  if (strcmp(sl, sx) == 0) return g;
+  eq = g_strdup_printf("%s,%s->%s", sl, sx, sx);
+  weft_output_t spread[2] = {g, U(c, "OnesLike", x)};
+  g = einsum(c, spread, 2, eq);
+  g_free(eq);
+  return g;
+}
+
+static void gr_einsum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "equation");
+  weft__einsum_eq_t e;
+  weft_status_t *st =
+      weft__einsum_parse(a && a->kind == WEFT_ATTR_STRING ? a->u.s.data : NULL, &e);
+  if (st) {
+    fail(c, st);
+    return;
+  }
+  if (e.n_inputs == 1) {
+    dx[0] = einsum_grad(c, dy[0], &e.out, NONE, NULL, in(n, 0), &e.in[0]);
+    return;
+  }
+  /* An operand without "..." under an output with one has an empty "..." (TensorFlow appends
+   * it), so that both gradients come out in the broadcast layout. */
+  for (int i = 0; i < 2 && e.out.ellipsis; i++) {
+    if (e.in[i].ellipsis) continue;
+    if (e.in[i].n == WEFT__EINSUM_MAX_SUBS) {
+      fail(c, weft_status_new(WEFT_INVALID_ARGUMENT, "gradient of '%s' (Einsum): too many "
+                              "labels", n->name));
+      return;
+    }
+    e.in[i].ellipsis = true;
+    e.in[i].label[e.in[i].n++] = WEFT__EINSUM_ELLIPSIS;
+  }
+  dx[0] = einsum_grad(c, dy[0], &e.out, in(n, 1), &e.in[1], in(n, 0), &e.in[0]);
+  dx[1] = einsum_grad(c, dy[0], &e.out, in(n, 0), &e.in[0], in(n, 1), &e.in[1]);
+}
+
 weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
                                      weft_output_t *out) {
   gb_t c = {g, NULL};
@@ -1455,6 +1546,8 @@ static const grad_entry_t grad_table[] = {
     {"GatherV2", gr_gather},
     {"GatherNd", gr_gather_nd},
     {"ScatterNd", gr_scatter_nd},
+    {"Cross", gr_cross},
+    {"Einsum", gr_einsum},
     {"Gather", gr_gather},
     {"Pack", gr_pack},
     {"Unpack", gr_unpack},
@@ -1494,6 +1587,7 @@ static const grad_entry_t grad_table[] = {
     {"Rank", NULL},
     {"ArgMax", NULL},
     {"ArgMin", NULL},
+    {"Bucketize", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

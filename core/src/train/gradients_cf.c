@@ -149,6 +149,25 @@ bool weft__cf_grad_loop_due(const weft__cf_grad_t *cf, int id) {
 static weft_node_t *find_switch(weft_output_t o, int depth, int *branch, GHashTable *failed) {
   weft_node_t *n = o.node;
   if (depth > 10000 || g_hash_table_contains(failed, n)) return NULL;
+  if (is_exit(n)) {
+    /* A while loop in the branch (a cond returning a loop's result): its own Switch is the
+     * loop's, not the cond's, so the walk goes on before the loop, from the value entering
+     * the loop variable this Exit leaves (Exit <- Switch <- Merge <- Enter). */
+    weft_node_t *loop_switch = n->n_inputs > 0 ? n->inputs[0].src : NULL;
+    weft_node_t *loop_merge =
+        loop_switch && is_switch(loop_switch) && loop_switch->n_inputs > 0
+            ? loop_switch->inputs[0].src
+            : NULL;
+    for (int k = 0; loop_merge && is_merge(loop_merge) && k < loop_merge->n_inputs; k++) {
+      weft_node_t *enter = loop_merge->inputs[k].src;
+      if (!is_enter(enter) || enter->n_inputs < 1) continue;
+      weft_node_t *s = find_switch(weft_out(enter->inputs[0].src, enter->inputs[0].src_index),
+                                   depth + 1, branch, failed);
+      if (s) return s;
+    }
+    g_hash_table_add(failed, n);
+    return NULL;
+  }
   if (is_switch(n)) {
     *branch = o.index;
     return n;
