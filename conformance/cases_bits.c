@@ -248,13 +248,9 @@ static void emit_bitwise(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 /* ---------------------------------------------------------------------------------------------
  * Unary ops: Invert, PopulationCount, Rint, Lgamma, Digamma */
 
-static const struct {
-  const char *name;
-  int rank;
-  int64_t dims[4];
-} shapes1[] = {
+const cf_shape_t cf_unary_shapes[] = {
     {"scalar", 0, {0}}, {"empty", 1, {0}}, {"empty_2d", 2, {3, 0}}, {"n7", 1, {7}},
-    {"n1023", 1, {1023}}, {"rank4", 4, {2, 3, 4, 5}},
+    {"n1023", 1, {1023}}, {"rank4", 4, {2, 3, 4, 5}}, {NULL, 0, {0}},
 };
 
 static void unary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
@@ -273,11 +269,11 @@ static void emit_unary_bits(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
   if (!cf_supported(ctx, op, "T", dt)) return;
   weft_dtype_t out = strcmp(op, "PopulationCount") == 0 ? WEFT_DT_UINT8 : dt;
   cf_gen_t full = {CF_GEN_UNIFORM, 0, 0};
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes1); s++) {
+  for (const cf_shape_t *sh = cf_unary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
-    cf_rng_seed(&rng, op, weft_dtype_name(dt), shapes1[s].name);
-    unary_case(ctx, op, dt, shapes1[s].name,
-               cf_gen_array(&rng, dt, shapes1[s].rank, shapes1[s].dims, full), out, 1, 0);
+    cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
+    unary_case(ctx, op, dt, sh->name,
+               cf_gen_array(&rng, dt, sh->rank, sh->dims, full), out, 1, 0);
   }
   double mn = dt_bits(dt) == 64 ? (cf_dtype_is_signed(dt) ? -9007199254740992.0 : 0)
                                 : cf_dtype_min(dt);
@@ -298,11 +294,11 @@ static void emit_unary_float(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
   /* Transcendentals: a few ulps more in float32, and an absolute floor where they cross 0. */
   double scale = rint ? 1 : 8, atol = rint ? 0 : (dt == WEFT_DT_DOUBLE ? 1e-14 : 1e-6);
   if (dt == WEFT_DT_HALF || dt == WEFT_DT_BFLOAT16) atol = rint ? 0 : 2e-2;
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes1); s++) {
+  for (const cf_shape_t *sh = cf_unary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
-    cf_rng_seed(&rng, op, weft_dtype_name(dt), shapes1[s].name);
-    unary_case(ctx, op, dt, shapes1[s].name,
-               cf_gen_uniform(&rng, dt, shapes1[s].rank, shapes1[s].dims, lo, hi), dt, scale,
+    cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
+    unary_case(ctx, op, dt, sh->name,
+               cf_gen_uniform(&rng, dt, sh->rank, sh->dims, lo, hi), dt, scale,
                atol);
   }
   if (rint) {

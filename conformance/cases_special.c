@@ -98,24 +98,15 @@ static void emit_zeta(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 /* ---------------------------------------------------------------------------------------------
  * Erfinv, Ndtri, BesselI0e, BesselI1e */
 
-static const struct {
-  const char *name;
-  int rank;
-  int64_t dims[4];
-} shapes1[] = {
-    {"scalar", 0, {0}}, {"empty", 1, {0}}, {"n7", 1, {7}}, {"n1023", 1, {1023}},
-    {"rank4", 4, {2, 3, 4, 5}},
-};
-
 static void emit_unary(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
   bool erfinv = strcmp(op, "Erfinv") == 0, ndtri = strcmp(op, "Ndtri") == 0;
   double lo = erfinv ? -0.999 : (ndtri ? 0.001 : -30), hi = erfinv ? 0.999 : (ndtri ? 0.999 : 30);
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes1); s++) {
+  for (const cf_shape_t *sh = cf_unary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
-    cf_rng_seed(&rng, op, weft_dtype_name(dt), shapes1[s].name);
-    unary_case(ctx, op, dt, shapes1[s].name,
-               cf_gen_uniform(&rng, dt, shapes1[s].rank, shapes1[s].dims, lo, hi));
+    cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
+    unary_case(ctx, op, dt, sh->name,
+               cf_gen_uniform(&rng, dt, sh->rank, sh->dims, lo, hi));
   }
   bool wide = dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE;
   if (erfinv) {

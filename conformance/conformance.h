@@ -362,6 +362,13 @@ typedef struct cf_shape_pair {
   int64_t db[4];
 } cf_shape_pair_t;
 extern const cf_shape_pair_t cf_binary_shapes[];
+/* Shapes for unary ops (cases_bits.c: scalar, empties, odd lengths, rank 4), NULL-terminated. */
+typedef struct cf_shape {
+  const char *name;
+  int rank;
+  int64_t dims[4];
+} cf_shape_t;
+extern const cf_shape_t cf_unary_shapes[];
 /* The case "error_incompatible_shapes": [2,3] against [4] of unknown static shape must fail in
  * the kernel with "Incompatible shapes". */
 void cf_incompatible_shapes_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt);
