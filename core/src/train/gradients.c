@@ -1127,6 +1127,12 @@ static void gr_lgamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   dx[0] = B(c, "Mul", dy[0], U(c, "Digamma", in(n, 0)));
 }
 
+/* psi'(x) = polygamma(1, x). */
+static void gr_digamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "Mul", dy[0], B(c, "Polygamma", one_like(c, x), x));
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Special math (TensorFlow's math_grad.py): the zero-guarded ops differentiate through each
  * other, so a guarded zero stays a zero in the gradient too. */
@@ -1561,6 +1567,7 @@ static const grad_entry_t grad_table[] = {
     {"Acosh", gr_acosh},
     {"Atan2", gr_atan2},
     {"Lgamma", gr_lgamma},
+    {"Digamma", gr_digamma},
     {"Xlogy", gr_xlogy},
     {"Xlog1py", gr_xlog1py},
     {"Xdivy", gr_xdivy},
