@@ -121,8 +121,8 @@ static void emit_unary(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
                                                       -1.95996398454005423552};
     known_case(ctx, op, dt, "closed_forms", 1, known_x, NULL, want, 3);
     /* p = 0 and 1 (-+inf), outside [0, 1] (NaN), the far tails. */
-    double v[] = {0, 1, -0.1, 1.1, NAN, 0.0009765625, 0.9990234375, 1e-30, 1e-300};
-    int n = dt == WEFT_DT_DOUBLE ? 9 : (wide ? 8 : 7);
+    double v[] = {0, 1, -0.1, 1.1, NAN, 0.0009765625, 0.9990234375, 1e-30, 1e-300, 1e-310};
+    int n = dt == WEFT_DT_DOUBLE ? 10 : (wide ? 8 : 7);
     unary_case(ctx, op, dt, "edges", cf_array_vec(dt, n, v));
   } else {
     bool i1 = strcmp(op, "BesselI1e") == 0;

@@ -1,12 +1,11 @@
 /* cpu_special.c: CPU kernels of the special functions with the domains of TensorFlow's (Eigen's)
  * implementations: Digamma, Igamma, Igammac, Betainc, Zeta (Hurwitz), Polygamma, Erfinv, Ndtri,
  * BesselI0e, BesselI1e, the zero-guarded Xdivy, Xlogy, Xlog1py and MulNoNan, NextAfter and
- * ApproximateEqual. NaN for a <= 0 or x < 0 (Igamma, Igammac), for
- * a <= 0, b <= 0 or x outside [0, 1] (Betainc), at Digamma's poles (0 and the negative integers),
- * for x < 1 (Zeta) and a non-integer or negative order (Polygamma). Every dtype is evaluated in
- * double (series, continued fractions and Newton steps run to double precision) and rounded once
- * to the output dtype. Betainc takes a, b and x of one shape or scalars; the other binary ops
- * broadcast. */
+ * ApproximateEqual. NaN for a <= 0 or x < 0 (Igamma, Igammac), for a <= 0, b <= 0 or x outside
+ * [0, 1] (Betainc), at Digamma's poles (0 and the negative integers), for x < 1 (Zeta) and for a
+ * non-integer or negative order (Polygamma). Every dtype is evaluated in double (series,
+ * continued fractions and Newton steps run to double precision) and rounded once to the output
+ * dtype. Betainc takes a, b and x of one shape or scalars; the other binary ops broadcast. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -180,7 +179,7 @@ static double polygamma(double n, double x) {
 
 /* The x with erfc(x) = c for c in (0, 1]: a closed-form first guess (Winitzki's, relative error
  * about 2e-3) polished by Newton steps on log(erfc), which stay relative down to erfc's
- * underflow. */
+ * underflow. erfc(x) e^(x^2) is taken through logs: for denormal c, e^(x^2) alone overflows. */
 static double erfc_inv_small(double c) {
   const double k = 0.147;
   double l = log(c) + log(2 - c); /* ln(1 - y^2) for y = 1 - c */
@@ -189,7 +188,7 @@ static double erfc_inv_small(double c) {
   for (int i = 0; i < 8; i++) {
     double e = erfc(x);
     if (e <= 0) break;
-    double dx = (log(e) - log(c)) * e * exp(x * x) / TWO_OVER_SQRT_PI;
+    double log_e = log(e), dx = (log_e - log(c)) * exp(log_e + x * x) / TWO_OVER_SQRT_PI;
     x += dx;
     if (fabs(dx) <= fabs(x) * DBL_EPSILON) break;
   }
