@@ -1,10 +1,10 @@
 /* test_nn_gradients.c: weft_gradients of the convolution (2-D and 3-D), pooling (2-D, 3-D,
  * MaxPoolV2, MaxPoolGrad's second order), LRN, MirrorPad, batch norm, strided slice, gather,
- * pack/unpack, Prod, Fill and extra math ops, each checked against central finite
- * differences of the forward graph (float64 where the kernels have it, float32 with a looser
- * tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad, AvgPoolGrad,
- * StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties, SAME edges,
- * every slice mask, training and inference, and their shape errors. */
+ * pack/unpack, Prod, Fill, Einsum, Cross, extra math and special-math ops, each checked against
+ * central finite differences of the forward graph (float64 where the kernels have it, float32
+ * with a looser tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad,
+ * AvgPoolGrad, StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties,
+ * SAME edges, every slice mask, training and inference, and their shape errors. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -603,7 +603,10 @@ static void test_math(void) {
   } unary_t;
   static const unary_t unary[] = {{"Selu", -2, 2},    {"Asin", -0.9, 0.9}, {"Acos", -0.9, 0.9},
                                   {"Atanh", -0.9, 0.9}, {"Asinh", -3, 3},   {"Acosh", 1.2, 4},
-                                  {"Lgamma", 0.3, 5}};
+                                  {"Lgamma", 0.3, 5},  {"Digamma", 0.3, 5},
+                                  {"Erfinv", -0.9, 0.9},
+                                  {"Ndtri", 0.05, 0.95}, {"BesselI0e", -4, 4},
+                                  {"BesselI1e", -4, 4}};
   for (size_t k = 0; k < G_N_ELEMENTS(unary); k++) {
     weft_graph_t *g = weft_graph_new();
     feeds_t f = {0};
@@ -625,7 +628,84 @@ static void test_math(void) {
   weft_graph_free(g);
 }
 
-/* Floor, Sign, Shape...: Floor's gradient is none (x gets nothing through it), Sign's zeros. */
+/* The special-math gradients of math_grad.py: the zero-guarded ops and MulNoNan broadcast, Zeta
+ * and Polygamma differentiate their second input only, CumulativeLogsumexp in each direction. */
+static void test_special(void) {
+  static const struct {
+    const char *op;
+    double lo, hi;
+  } binary[] = {{"Xlogy", 0.5, 3}, {"Xlog1py", -0.5, 3}, {"Xdivy", 0.5, 3}, {"MulNoNan", -2, 2},
+                {"Zeta", 0.5, 3}, {"Polygamma", 0.5, 3}};
+  for (size_t k = 0; k < G_N_ELEMENTS(binary); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {2, 3}, d1 = 3;
+    bool second_only = strcmp(binary[k].op, "Zeta") == 0 || strcmp(binary[k].op, "Polygamma") == 0;
+    /* Zeta's x above 1 and Polygamma's integer orders; the others any sign, 0 excluded. */
+    double av[3] = {2.5, 3, 4.5}, pv[3] = {0, 1, 2}, yv[3];
+    double lo = binary[k].lo, span = binary[k].hi - binary[k].lo;
+    for (int i = 0; i < 3; i++) yv[i] = lo + span * (i + 0.37) / 3;
+    double *xv = values(6, 0.3);
+    weft_output_t y;
+    if (second_only) {
+      weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 1, &d1,
+                             strcmp(binary[k].op, "Zeta") == 0 ? av : pv);
+      for (int i = 0; i < 6; i++) xv[i] = lo + span * (xv[i] + 1) / 2;
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+      y = op2(g, binary[k].op, a, x);
+      weft_output_t loss = loss_of(g, y), none = NONE;
+      OK(weft_gradients(g, &loss, 1, &a, 1, NULL, &none));
+      g_assert_null(none.node);
+    } else {
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+      y = op2(g, binary[k].op, x, feed(g, &f, "y", WEFT_DT_DOUBLE, 1, &d1, yv));
+    }
+    char *label = g_strdup_printf("%s (broadcast)", binary[k].op);
+    check_fd(g, &f, y, second_only ? 2u : 3u, label);
+    g_free(label);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  /* Exclusive scans start at -inf, which sin(y) in the loss cannot take: exp(y) goes between. */
+  for (int variant = 0; variant < 4; variant++) {
+    bool exclusive = variant & 1, reverse = variant & 2;
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {3, 4};
+    double *xv = values(12, 0.2);
+    weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv), iscalar(g, variant < 2)};
+    weft_op_builder_t *b = op_new(g, "CumulativeLogsumexp", ins, 2);
+    weft_op_set_attr_bool(b, "exclusive", exclusive);
+    weft_op_set_attr_bool(b, "reverse", reverse);
+    weft_output_t y = op1(g, "Exp", weft_out(finish(b), 0));
+    char *label = g_strdup_printf("CumulativeLogsumexp exclusive=%d reverse=%d", exclusive,
+                                  reverse);
+    check_fd(g, &f, y, 1u, label);
+    g_free(label);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  /* BesselI1e at (and next to) 0, where the 1/x of the general formula is replaced by the
+   * limit 1/2: central differences are off by eps/2 there, so the value is checked directly. */
+  weft_graph_t *g = weft_graph_new();
+  int64_t d = 2;
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_DOUBLE, 1, &d, &st);
+  OK(st);
+  weft_output_t loss = op2(g, "Sum", op1(g, "BesselI1e", x), iscalar(g, 0)), grad = NONE;
+  OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  double xv[2] = {0, 1e-300};
+  feeds_t f = {1, {"x"}, {x}, {tensor(WEFT_DT_DOUBLE, 1, &d, xv)}};
+  weft_tensor_t *gt = fetch1(s, &f, grad);
+  for (int k = 0; k < 2; k++) g_assert_cmpfloat(weft_tensor_get_double(gt, k), ==, 0.5);
+  weft_tensor_unref(gt);
+  weft_tensor_unref(f.t[0]);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* Einsum's gradient (an einsum of dy with the other operand, summed labels spread back, "..."
  * dims that broadcast summed) for each kind of equation, and Cross's. */
 static void test_einsum(void) {
@@ -678,6 +758,7 @@ static void test_einsum(void) {
   weft_graph_free(g);
 }
 
+/* Floor, Sign, Shape...: Floor's gradient is none (x gets nothing through it), Sign's zeros. */
 static void test_not_differentiable(void) {
   weft_graph_t *g = weft_graph_new();
   int64_t d = 3;
@@ -927,6 +1008,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/pack_unpack", test_pack_unpack);
   g_test_add_func("/nn_gradients/prod_fill", test_prod_fill);
   g_test_add_func("/nn_gradients/math", test_math);
+  g_test_add_func("/nn_gradients/special", test_special);
   g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);
   g_test_add_func("/nn_gradients/max_pool_grad_ties", test_max_pool_grad_ties);

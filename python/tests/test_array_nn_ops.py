@@ -726,8 +726,6 @@ def test_einsum_errors_and_gradient():
 def test_absent_names_stay_absent():
     for name in ("cumulative_logsumexp",):
         assert not hasattr(tf, name), name
-    for name in ("xdivy", "xlogy", "cumulative_logsumexp"):
-        assert not hasattr(tf.math, name), name
     for name in ("ctc_loss", "embedding_lookup_sparse", "safe_embedding_lookup_sparse"):
         assert not hasattr(tf.nn, name), name
 
@@ -834,3 +832,186 @@ DOC_OUTPUTS = [
 def test_doc_examples_print_what_they_say():
     """docs/python.md's "Array, math and nn functions" examples, run as written."""
     check_section("Array, math and nn functions", DOC_OUTPUTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Special math: Zeta, Polygamma, Erfinv, Ndtri, the Bessel functions, the zero-guarded Xdivy,
+# Xlogy, Xlog1py and MulNoNan, NextAfter, ApproximateEqual, CumulativeLogsumexp; closed forms,
+# numpy and series written here, gradients against central differences
+
+def _zeta_series(x, q, n=20000):
+    """sum_{k<n} (q+k)^-x plus the integral and half-term of the rest."""
+    k = np.arange(n, dtype=np.float64)
+    a = q + n
+    return np.sum((q + k) ** -x) + a ** (1 - x) / (x - 1) + a ** -x / 2
+
+
+def test_zeta_closed_forms_series_and_domain():
+    x = np.array([2.0, 4.0, 2.0, 3.5, 6.0])
+    q = np.array([1.0, 1.0, 0.5, 2.25, 0.75])
+    got = run(tf.zeta(x, q))
+    want = [math.pi ** 2 / 6, math.pi ** 4 / 90, math.pi ** 2 / 2,
+            _zeta_series(3.5, 2.25), _zeta_series(6.0, 0.75)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    edge = run(tf.math.zeta([0.5, 1.0, 2.0, 3.0], [1.0, 1.0, 0.0, 0.0]))
+    assert np.isnan(edge[0]) and edge[1] == np.inf and edge[2] == np.inf and np.isnan(edge[3])
+    # Broadcasting, float32.
+    got = run(tf.zeta(tf.constant([[2.0], [4.0]], tf.float32), tf.constant([1.0, 2.0])))
+    assert got.shape == (2, 2) and got.dtype == np.float32
+    np.testing.assert_allclose(got[:, 0], [math.pi ** 2 / 6, math.pi ** 4 / 90], rtol=1e-6)
+
+
+def test_polygamma_is_digamma_and_scaled_zeta():
+    x = np.array([0.5, 1.0, 2.5, 7.0])
+    p0, p1, p3 = run(tf.polygamma(tf.zeros_like(x), x), tf.math.polygamma(np.ones(4), x),
+                     tf.polygamma(3.0 * np.ones(4), x))
+    np.testing.assert_allclose(p0, run(tf.digamma(x)), rtol=1e-13)
+    np.testing.assert_allclose(p1, [_zeta_series(2, v) for v in x], rtol=1e-10)
+    np.testing.assert_allclose(p3, [6 * _zeta_series(4, v) for v in x], rtol=1e-10)
+    bad = run(tf.polygamma([0.5, -1.0], [1.0, 1.0]))
+    assert np.isnan(bad).all()
+
+
+def test_erfinv_and_ndtri_invert_erf_and_the_normal_cdf():
+    y = np.array([-0.999, -0.5, -1e-8, 0.0, 0.3, 0.9, 0.999999])
+    x = run(tf.math.erfinv(y))
+    np.testing.assert_allclose([math.erf(v) for v in x], y, rtol=1e-14, atol=1e-16)
+    p = np.array([1e-20, 0.001, 0.25, 0.5, 0.975, 0.999999])
+    z = run(tf.math.ndtri(p))
+    np.testing.assert_allclose([0.5 * math.erfc(-v / math.sqrt(2)) for v in z], p, rtol=1e-12)
+    assert abs(z[4] - 1.959963984540054) < 1e-13
+    assert z[3] == 0 and not np.signbit(z[3])
+    ends = run(tf.math.erfinv([1.0, -1.0, 2.0]), tf.math.ndtri([0.0, 1.0, -0.5]))
+    assert list(ends[0][:2]) == [np.inf, -np.inf] and np.isnan(ends[0][2])
+    assert list(ends[1][:2]) == [-np.inf, np.inf] and np.isnan(ends[1][2])
+    assert run(tf.math.erfinv(tf.constant([0.5], tf.float16))).dtype == np.float16
+
+
+def _i1_series(x, terms=200):
+    t = x / 2.0
+    s = t
+    for k in range(1, terms):
+        t *= (x * x / 4.0) / (k * (k + 1))
+        s += t
+    return s
+
+
+def test_bessel_functions_against_numpy_i0_and_a_series():
+    x = np.array([-25.0, -3.0, -0.5, 0.0, 0.5, 3.0, 19.0, 21.0, 40.0])
+    i0e, i1e, i0, i1 = run(tf.math.bessel_i0e(x), tf.math.bessel_i1e(x),
+                           tf.math.bessel_i0(x), tf.math.bessel_i1(x))
+    np.testing.assert_allclose(i0e, np.i0(x) * np.exp(-np.abs(x)), rtol=1e-13)
+    np.testing.assert_allclose(i1e, [_i1_series(v) * math.exp(-abs(v)) for v in x], rtol=1e-13)
+    np.testing.assert_allclose(i0, np.i0(x), rtol=1e-13)
+    np.testing.assert_allclose(i1, [_i1_series(v) for v in x], rtol=1e-13)
+
+
+def test_zero_guarded_ops_follow_tensorflow():
+    x = np.array([0.0, 0.0, 0.0, 2.0, -1.0, np.nan])
+    y = np.array([0.0, np.nan, np.inf, 4.0, 0.5, 1.0])
+    xlogy, xdivy, xlog1py = run(tf.math.xlogy(x, y), tf.math.xdivy(x, y), tf.math.xlog1py(x, y))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(xlogy, [0, 0, 0, 2 * np.log(4.0), -np.log(0.5), np.nan])
+        np.testing.assert_array_equal(xdivy, [0, 0, 0, 0.5, -2.0, np.nan])
+        np.testing.assert_array_equal(xlog1py, [0, 0, 0, 2 * np.log1p(4.0), -np.log1p(0.5),
+                                                np.nan])
+    got = run(tf.math.multiply_no_nan([np.inf, np.nan, 3.0, 2.0], [0.0, 0.0, 0.0, 1.5]))
+    np.testing.assert_array_equal(got, [0, 0, 0, 3.0])
+    with pytest.raises(TypeError):
+        tf.math.xlogy(tf.constant([1.0]), tf.constant([1.0], tf.float64))
+
+
+def test_nextafter_matches_numpy_in_each_float_type():
+    for dt in (np.float32, np.float64):
+        a = np.array([0.0, 1.0, 1.0, -2.5, 1e30, np.inf], dt)
+        b = np.array([1.0, 2.0, 0.0, -np.inf, 0.0, 0.0], dt)
+        got = run(tf.math.nextafter(tf.constant(a), tf.constant(b)))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, np.nextafter(a, b))
+
+
+def test_approximate_equal():
+    x = np.array([1.0, 2.0, 3.0, np.nan], np.float32)
+    y = np.array([1.000001, 2.1, 3.0, np.nan], np.float32)
+    np.testing.assert_array_equal(run(tf.math.approximate_equal(x, y)),
+                                  [True, False, True, False])
+    np.testing.assert_array_equal(run(tf.math.approximate_equal(x, y, tolerance=0.5)),
+                                  [True, True, True, False])
+    with pytest.raises(ValueError):
+        tf.math.approximate_equal(tf.constant([1.0, 2.0]), tf.constant([1.0, 2.0, 3.0]))
+    a = tf.placeholder(tf.float32, [None])
+    with pytest.raises(errors.InvalidArgumentError):
+        run(tf.math.approximate_equal(a, [1.0, 2.0]), feed={a: [1.0, 2.0, 3.0]})
+
+
+def _cumulative_logsumexp(x, axis, exclusive, reverse):
+    x = np.moveaxis(x, axis, -1)
+    if reverse:
+        x = x[..., ::-1]
+    out = np.logaddexp.accumulate(x, axis=-1)
+    if exclusive:
+        out = np.concatenate([np.full(x.shape[:-1] + (1,), -np.inf), out[..., :-1]], axis=-1)
+    if reverse:
+        out = out[..., ::-1]
+    return np.moveaxis(out, -1, axis)
+
+
+def test_cumulative_logsumexp_against_numpy_logaddexp():
+    x = np.random.RandomState(3).uniform(-5, 5, (3, 4, 5))
+    for axis in (0, 1, -1):
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                got = run(tf.math.cumulative_logsumexp(x, axis=axis, exclusive=exclusive,
+                                                       reverse=reverse))
+                np.testing.assert_allclose(got, _cumulative_logsumexp(x, axis, exclusive,
+                                                                      reverse), rtol=1e-13)
+    big = run(tf.math.cumulative_logsumexp(tf.constant([1000.0, 1000.0], tf.float32)))
+    np.testing.assert_allclose(big, [1000.0, 1000.0 + math.log(2)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,lo,hi", [("xlogy", 0.5, 3), ("xdivy", 0.5, 3),
+                                         ("xlog1py", -0.5, 3), ("multiply_no_nan", -2, 2),
+                                         ("zeta", 0.5, 3), ("polygamma", 0.5, 3)])
+def test_special_gradients_against_central_differences(name, lo, hi):
+    rng = np.random.RandomState(7)
+    fn = getattr(tf.math, name)
+    a_val = {"zeta": np.array([2.5, 3.0, 4.0]), "polygamma": np.array([0.0, 1.0, 2.0])}.get(
+        name, rng.uniform(-2, 2, 3))
+    b_val = rng.uniform(lo, hi, (2, 3))
+    a = tf.placeholder(tf.float64, [3])
+    b = tf.placeholder(tf.float64, [2, 3])
+    loss = tf.reduce_sum(tf.sin(fn(a, b)))
+    ga, gb = tf.gradients(loss, [a, b])
+    with tf.Session() as sess:
+        def f(av, bv):
+            return sess.run(loss, {a: av, b: bv})
+        got_b = sess.run(gb, {a: a_val, b: b_val})
+        want_b = _numeric_grad(lambda v: f(a_val, v), b_val.copy(), eps=1e-6)
+        np.testing.assert_allclose(got_b, want_b, rtol=1e-6, atol=1e-8)
+        if name in ("zeta", "polygamma"):
+            assert ga is None  # TensorFlow differentiates only q and x
+        else:
+            got_a = sess.run(ga, {a: a_val, b: b_val})
+            want_a = _numeric_grad(lambda v: f(v, b_val), a_val.copy(), eps=1e-6)
+            np.testing.assert_allclose(got_a, want_a, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["erfinv", "ndtri", "bessel_i0e", "bessel_i1e",
+                                  "cumulative_logsumexp"])
+def test_special_unary_gradients_against_central_differences(name):
+    x_val = np.array([0.1, 0.35, 0.6, 0.85]) if name in ("erfinv", "ndtri") else \
+        np.array([-2.0, -0.3, 0.4, 1.7])
+    x = tf.placeholder(tf.float64, [4])
+    loss = tf.reduce_sum(tf.sin(getattr(tf.math, name)(x)))
+    (g,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        got = sess.run(g, {x: x_val})
+        want = _numeric_grad(lambda v: sess.run(loss, {x: v}), x_val.copy(), eps=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_special_names_in_tensorflow_1_namespaces():
+    for name in ("zeta", "polygamma"):
+        assert getattr(tf, name) is getattr(tf.math, name)
+    for name in ("erfinv", "xlogy", "cumulative_logsumexp", "bessel_i0e", "multiply_no_nan"):
+        assert not hasattr(tf, name), name

@@ -8,6 +8,7 @@
 #include "../graph/einsum_equation.h"
 #include "../plugin/plugin_internal.h"
 
+#include <float.h>
 #include <string.h>
 
 static const weft_output_t NONE = {NULL, 0};
@@ -1182,6 +1183,129 @@ static void gr_lgamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_out
   dx[0] = B(c, "Mul", dy[0], U(c, "Digamma", in(n, 0)));
 }
 
+/* psi'(x) = polygamma(1, x). */
+static void gr_digamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "Mul", dy[0], B(c, "Polygamma", one_like(c, x), x));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Special math (TensorFlow's math_grad.py): the zero-guarded ops differentiate through each
+ * other, so a guarded zero stays a zero in the gradient too. */
+
+/* 1 where x != 0, else 0, in x's dtype: the x-derivative's guard of Xlogy, Xdivy, Xlog1py. */
+static weft_output_t not_zero(gb_t *c, weft_output_t x) {
+  return cast(c, B(c, "NotEqual", x, U(c, "ZerosLike", x)), dt(x));
+}
+
+static void gr_xlogy(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xlogy", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", x, y), dy[0]), dx);
+}
+
+static void gr_xlog1py(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t y1 = B(c, "AddV2", y, one_like(c, y));
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xlog1py", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", x, y1), dy[0]), dx);
+}
+
+static void gr_xdivy(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xdivy", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", U(c, "Neg", x), U(c, "Square", y)), dy[0]), dx);
+}
+
+static void gr_mul_no_nan(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "MulNoNan", dy[0], y), B(c, "MulNoNan", x, dy[0]), dx);
+}
+
+/* d erfinv(x)/dx = sqrt(pi)/2 e^(y^2), y = erfinv(x). */
+static void gr_erfinv(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(y), 0.88622692545275801365)),
+            U(c, "Exp", U(c, "Square", y)));
+}
+
+/* d ndtri(p)/dp = sqrt(2 pi) e^(y^2 / 2), y = ndtri(p). */
+static void gr_ndtri(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  weft_output_t half_sq = B(c, "Mul", U(c, "Square", y), scalar(c, dt(y), 0.5));
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(y), 2.50662827463100050242)),
+            U(c, "Exp", half_sq));
+}
+
+/* (e^-|x| I0)' = e^-|x| I1 - sign(x) e^-|x| I0. */
+static void gr_bessel_i0e(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_output_t d = B(c, "Sub", U(c, "BesselI1e", x), B(c, "Mul", U(c, "Sign", x), y));
+  dx[0] = B(c, "Mul", dy[0], d);
+}
+
+/* (e^-|x| I1)' = e^-|x| I0 - y (sign(x) + 1/x), whose 1/x is 0/0 at x = 0 where the limit is
+ * 1/2: |x| <= eps is evaluated at eps and replaced by 1/2, as TensorFlow does. */
+static void gr_bessel_i1e(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_dtype_t t = dt(x);
+  double eps = t == WEFT_DT_DOUBLE ? DBL_EPSILON
+               : t == WEFT_DT_HALF ? 0x1p-10
+               : t == WEFT_DT_BFLOAT16 ? 0x1p-7 : FLT_EPSILON;
+  weft_output_t zeros = U(c, "ZerosLike", x);
+  weft_output_t not_tiny = B(c, "Greater", U(c, "Abs", x), scalar(c, t, eps));
+  weft_output_t safe_x = T3(c, "Select", not_tiny, x, B(c, "AddV2", zeros, scalar(c, t, eps)));
+  weft_output_t d = B(c, "Sub", U(c, "BesselI0e", safe_x),
+                      B(c, "Mul", y, B(c, "AddV2", U(c, "Sign", safe_x),
+                                       U(c, "Reciprocal", safe_x))));
+  d = T3(c, "Select", not_tiny, d, B(c, "AddV2", zeros, scalar(c, t, 0.5)));
+  dx[0] = B(c, "Mul", dy[0], d);
+}
+
+/* Zeta(x, q): d/dq = -x zeta(x + 1, q); x gets none (TensorFlow differentiates q only). */
+static void gr_zeta(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), q = in(n, 1);
+  weft_output_t dq = B(c, "Mul", U(c, "Neg", x), B(c, "Zeta", B(c, "AddV2", x, one_like(c, x)), q));
+  weft_output_t pair[2];
+  unbroadcast(c, x, q, NONE, B(c, "Mul", dq, dy[0]), pair);
+  dx[1] = pair[1];
+}
+
+/* Polygamma(n, x): d/dx = polygamma(n + 1, x); the order gets none. */
+static void gr_polygamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t order = in(n, 0), x = in(n, 1);
+  weft_output_t d = B(c, "Polygamma", B(c, "AddV2", order, one_like(c, order)), x);
+  weft_output_t pair[2];
+  unbroadcast(c, order, x, NONE, B(c, "Mul", d, dy[0]), pair);
+  dx[1] = pair[1];
+}
+
+/* The reverse scan of dy e^(x - y), split by dy's sign so each part can be taken in logs:
+ * exp(logcumsumexp(log(+-dy) - y, reversed) + x), the parts where dy has the other sign (or is 0)
+ * standing at the dtype's lowest value, which exp turns to 0. */
+static weft_output_t cle_part(gb_t *c, weft_node_t *n, weft_output_t g, weft_output_t mask) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_dtype_t t = dt(x);
+  double lowest = t == WEFT_DT_DOUBLE ? -DBL_MAX : t == WEFT_DT_HALF ? -65504.0 : -FLT_MAX;
+  weft_output_t low = B(c, "AddV2", U(c, "ZerosLike", g), scalar(c, t, lowest));
+  weft_output_t log_g = T3(c, "Select", mask, U(c, "Log", g), low);
+  weft_output_t ins[2] = {B(c, "Sub", log_g, y), in(n, 1)};
+  weft_op_builder_t *b = start(c, "CumulativeLogsumexp", ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "exclusive", attr_bool(n, "exclusive"));
+    weft_op_set_attr_bool(b, "reverse", !attr_bool(n, "reverse"));
+  }
+  return U(c, "Exp", B(c, "AddV2", end(c, b, 0), x));
+}
+
+static void gr_cumulative_logsumexp(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                    weft_output_t *dx) {
+  weft_output_t zeros = U(c, "ZerosLike", dy[0]);
+  weft_output_t pos = cle_part(c, n, dy[0], B(c, "Greater", dy[0], zeros));
+  weft_output_t neg = cle_part(c, n, U(c, "Neg", dy[0]), B(c, "Less", dy[0], zeros));
+  dx[0] = B(c, "Sub", pos, neg);
+}
+
 /* _GatherGrad's IndexedSlices (rows dy at indices, dense shape `shape`, an int32 vector) made
  * dense: the rows summed into the leading dimension, so repeated indices add up. */
 static weft_output_t gather_rows_grad(gb_t *c, weft_output_t shape, weft_output_t g,
@@ -1510,6 +1634,18 @@ static const grad_entry_t grad_table[] = {
     {"Acosh", gr_acosh},
     {"Atan2", gr_atan2},
     {"Lgamma", gr_lgamma},
+    {"Digamma", gr_digamma},
+    {"Xlogy", gr_xlogy},
+    {"Xlog1py", gr_xlog1py},
+    {"Xdivy", gr_xdivy},
+    {"MulNoNan", gr_mul_no_nan},
+    {"Erfinv", gr_erfinv},
+    {"Ndtri", gr_ndtri},
+    {"BesselI0e", gr_bessel_i0e},
+    {"BesselI1e", gr_bessel_i1e},
+    {"Zeta", gr_zeta},
+    {"Polygamma", gr_polygamma},
+    {"CumulativeLogsumexp", gr_cumulative_logsumexp},
     {"Sign", gr_sign},
     /* TensorFlow's NotDifferentiable ops and the rounding ops whose gradient it defines as
      * None: nothing flows back through them. */

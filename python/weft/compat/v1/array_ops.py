@@ -1,9 +1,6 @@
 """TensorFlow 1.x's array, segment, clipping and special-math functions that the top level,
 tf.math and tf.linalg export, built from the ops TensorFlow 1.15's Python builds them from (the
-same op types, attributes and, where practical, node names), so graphs and gradients match.
-
-Absent because weft's core has no op for them: xdivy/xlogy (Xdivy/Xlogy), cumulative_logsumexp
-(CumulativeLogsumexp)."""
+same op types, attributes and, where practical, node names), so graphs and gradients match."""
 import collections as _collections
 import re as _re
 
@@ -532,6 +529,39 @@ igammac = _ops._binary("Igammac", "Igammac")
 truncatediv = _ops._binary("TruncateDiv", "TruncateDiv")
 truncatemod = _ops._binary("TruncateMod", "TruncateMod")
 div_no_nan = _ops._binary("DivNoNan", "div_no_nan")
+zeta = _ops._binary("Zeta", "Zeta")
+polygamma = _ops._binary("Polygamma", "Polygamma")
+xdivy = _ops._binary("Xdivy", "Xdivy")
+xlogy = _ops._binary("Xlogy", "Xlogy")
+xlog1py = _ops._binary("Xlog1py", "Xlog1py")
+multiply_no_nan = _ops._binary("MulNoNan", "MulNoNan")
+nextafter = _ops._binary("NextAfter", "NextAfter")
+erfinv = _ops._unary("Erfinv")
+ndtri = _ops._unary("Ndtri")
+bessel_i0e = _ops._unary("BesselI0e")
+bessel_i1e = _ops._unary("BesselI1e")
+cumulative_logsumexp = _ops._cumulative("CumulativeLogsumexp")
+
+
+def _bessel_unscaled(scaled, default_name):
+    def fn(x, name=None):
+        """exp(|x|) times the exponentially scaled function, as TensorFlow builds it."""
+        with _fw.name_scope(name, default_name, [x]):
+            x = _to_tensor(x, name="x")
+            return _ops.multiply(_ops.exp(_ops.abs(x)), scaled(x))
+    fn.__name__ = default_name
+    return fn
+
+
+bessel_i0 = _bessel_unscaled(bessel_i0e, "bessel_i0")
+bessel_i1 = _bessel_unscaled(bessel_i1e, "bessel_i1")
+
+
+def approximate_equal(x, y, tolerance=0.00001, name=None):
+    """|x - y| < tolerance elementwise, x and y of one shape (ApproximateEqual)."""
+    x, y = _ops._same_type(x, y, "ApproximateEqual")
+    return _op("ApproximateEqual", [x, y], [("tolerance", "float", float(tolerance))],
+               name or "ApproximateEqual")
 
 
 def betainc(a, b, x, name=None):
