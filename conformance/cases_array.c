@@ -1,10 +1,10 @@
 /* cases_array.c: conformance cases of the array and data-movement ops (Reshape, Transpose,
  * ConcatV2, Pack, Unpack, Fill, Shape, ShapeN, Size, Rank, ExpandDims, Squeeze, Slice,
  * StridedSlice with every mask (and StridedSliceGrad over the same specs), Tile, Range, Gather,
- * GatherV2, Split, SplitV, Pad, OneHot, BroadcastTo, DynamicStitch, BroadcastGradientArgs, Cast
- * between every numeric pair, IdentityN, PlaceholderWithDefault and Const) over every dtype they
- * accept, strings and bools included, with distinct element values so that a misplaced element
- * shows. */
+ * GatherV2, Split, SplitV, Pad, OneHot, BroadcastTo, DynamicStitch, BroadcastGradientArgs,
+ * ConcatOffset, Cast between every numeric pair, IdentityN, PlaceholderWithDefault and Const)
+ * over every dtype they accept, strings and bools included, with distinct element values so that
+ * a misplaced element shows. */
 #include <math.h>
 #include <string.h>
 
@@ -777,6 +777,49 @@ static void emit_bcast_grad_args(cf_run_ctx_t *ctx, const char *op, weft_dtype_t
   }
 }
 
+/* ConcatOffset: each input's start along the axis is the sum of the earlier inputs' sizes
+ * there, 0 along every other dimension; shapes that differ off the axis, an axis out of range
+ * and shapes of another length are errors. */
+static void emit_concat_offset(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "shape_type", dt)) return;
+  typedef struct {
+    const char *name;
+    int64_t dim;
+    int n, rank[3];
+    int64_t shapes[3][3];
+    const char *error; /* NULL: valid */
+  } co_t;
+  static const co_t cases[] = {
+      {"axis1_three", 1, 3, {3, 3, 3}, {{2, 3, 4}, {2, 5, 4}, {2, 1, 4}}, NULL},
+      {"axis0_two", 0, 2, {2, 2}, {{4, 7}, {6, 7}}, NULL},
+      {"negative_axis", -1, 2, {2, 2}, {{3, 2}, {3, 9}}, NULL},
+      {"empty_inputs", 0, 3, {1, 1, 1}, {{0}, {5}, {0}}, NULL},
+      {"mismatch_off_axis", 1, 2, {2, 2}, {{2, 3}, {4, 3}}, "All dimensions except 1 must match"},
+      {"axis_out_of_range", 2, 2, {2, 2}, {{2, 3}, {2, 3}}, "Concat dim is out of range"},
+      {"rank_differs", 0, 2, {2, 3}, {{2, 3}, {2, 3, 1}}, "should contain 2 elements"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const co_t *t = &cases[i];
+    cf_rng_t rng;
+    cf_case_t *c = new_case(op, t->name, dt, &rng);
+    cf_case_const_input(c, cf_array_scalar(WEFT_DT_INT32, (double)t->dim));
+    int64_t axis = t->dim < 0 ? t->dim + t->rank[0] : t->dim, start = 0;
+    for (int k = 0; k < t->n; k++) {
+      cf_case_input(c, ints(dt, t->rank[k], t->shapes[k]));
+      if (t->error) continue;
+      int64_t want[3] = {0, 0, 0};
+      want[axis] = start;
+      start += t->shapes[k][axis];
+      cf_case_expect(c, ints(dt, t->rank[k], want));
+    }
+    int arg_len[2] = {0, t->n};
+    cf_case_args(c, 2, arg_len);
+    cf_case_attr_int(c, "N", t->n);
+    if (t->error) cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, t->error);
+    cf_run_case(ctx, c);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Cast: every source dtype to every destination dtype. */
 
@@ -939,6 +982,7 @@ const cf_suite_t cf_suites_array[] = {
     {"DynamicStitch", cf_dtypes_all, emit_dynamic_stitch, NULL},
     {"ParallelDynamicStitch", cf_dtypes_all, emit_dynamic_stitch, NULL},
     {"BroadcastGradientArgs", index_dtypes, emit_bcast_grad_args, NULL},
+    {"ConcatOffset", index_dtypes, emit_concat_offset, "shape_type"},
     {"Cast", cf_dtypes_all, emit_cast_any, "SrcT"},
     {"IdentityN", cf_dtypes_none, emit_identity_n, NULL},
     {"PlaceholderWithDefault", cf_dtypes_all, emit_placeholder_with_default, "dtype"},

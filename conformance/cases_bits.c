@@ -166,15 +166,7 @@ static void emit_bitcast(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 /* ---------------------------------------------------------------------------------------------
  * Bitwise binary ops and shifts */
 
-typedef struct shape2 {
-  const char *name;
-  int ra;
-  int64_t da[4];
-  int rb;
-  int64_t db[4];
-} shape2_t;
-
-static const shape2_t shapes2[] = {
+const cf_shape_pair_t cf_binary_shapes[] = {
     {"scalar", 0, {0}, 0, {0}},
     {"n7", 1, {7}, 1, {7}},
     {"n1023", 1, {1023}, 1, {1023}},
@@ -184,6 +176,7 @@ static const shape2_t shapes2[] = {
     {"bcast_rank4", 4, {2, 1, 3, 1}, 4, {1, 4, 1, 5}},
     {"empty", 1, {0}, 1, {0}},
     {"empty_bcast", 2, {3, 0}, 1, {1}},
+    {NULL, 0, {0}, 0, {0}},
 };
 
 static void binary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
@@ -196,7 +189,7 @@ static void binary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, cons
   cf_run_case(ctx, c);
 }
 
-static void incompatible_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+void cf_incompatible_shapes_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_case_t *c = cf_case_new(op, "error_incompatible_shapes", dt);
   int64_t a[2] = {2, 3}, b[1] = {4};
   int i0 = cf_case_input(c, cf_array_new(dt, 2, a));
@@ -211,8 +204,7 @@ static void emit_bitwise(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_binary_fn fn = cf_ref_bits_binary_fn(op);
   bool shift = strstr(op, "Shift") != NULL;
   int bits = dt_bits(dt);
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes2); s++) {
-    const shape2_t *sh = &shapes2[s];
+  for (const cf_shape_pair_t *sh = cf_binary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
     cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
     cf_gen_t full = {CF_GEN_UNIFORM, 0, 0};
@@ -250,19 +242,15 @@ static void emit_bitwise(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     double ys[] = {mx, mn, mx, mn, 0, mx};
     binary_case(ctx, op, dt, "extremes", cf_array_vec(dt, 6, xs), cf_array_vec(dt, 6, ys), fn, 1);
   }
-  incompatible_case(ctx, op, dt);
+  cf_incompatible_shapes_case(ctx, op, dt);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * Unary ops: Invert, PopulationCount, Rint, Lgamma, Digamma */
 
-static const struct {
-  const char *name;
-  int rank;
-  int64_t dims[4];
-} shapes1[] = {
+const cf_shape_t cf_unary_shapes[] = {
     {"scalar", 0, {0}}, {"empty", 1, {0}}, {"empty_2d", 2, {3, 0}}, {"n7", 1, {7}},
-    {"n1023", 1, {1023}}, {"rank4", 4, {2, 3, 4, 5}},
+    {"n1023", 1, {1023}}, {"rank4", 4, {2, 3, 4, 5}}, {NULL, 0, {0}},
 };
 
 static void unary_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
@@ -281,11 +269,11 @@ static void emit_unary_bits(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
   if (!cf_supported(ctx, op, "T", dt)) return;
   weft_dtype_t out = strcmp(op, "PopulationCount") == 0 ? WEFT_DT_UINT8 : dt;
   cf_gen_t full = {CF_GEN_UNIFORM, 0, 0};
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes1); s++) {
+  for (const cf_shape_t *sh = cf_unary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
-    cf_rng_seed(&rng, op, weft_dtype_name(dt), shapes1[s].name);
-    unary_case(ctx, op, dt, shapes1[s].name,
-               cf_gen_array(&rng, dt, shapes1[s].rank, shapes1[s].dims, full), out, 1, 0);
+    cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
+    unary_case(ctx, op, dt, sh->name,
+               cf_gen_array(&rng, dt, sh->rank, sh->dims, full), out, 1, 0);
   }
   double mn = dt_bits(dt) == 64 ? (cf_dtype_is_signed(dt) ? -9007199254740992.0 : 0)
                                 : cf_dtype_min(dt);
@@ -306,11 +294,11 @@ static void emit_unary_float(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
   /* Transcendentals: a few ulps more in float32, and an absolute floor where they cross 0. */
   double scale = rint ? 1 : 8, atol = rint ? 0 : (dt == WEFT_DT_DOUBLE ? 1e-14 : 1e-6);
   if (dt == WEFT_DT_HALF || dt == WEFT_DT_BFLOAT16) atol = rint ? 0 : 2e-2;
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes1); s++) {
+  for (const cf_shape_t *sh = cf_unary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
-    cf_rng_seed(&rng, op, weft_dtype_name(dt), shapes1[s].name);
-    unary_case(ctx, op, dt, shapes1[s].name,
-               cf_gen_uniform(&rng, dt, shapes1[s].rank, shapes1[s].dims, lo, hi), dt, scale,
+    cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
+    unary_case(ctx, op, dt, sh->name,
+               cf_gen_uniform(&rng, dt, sh->rank, sh->dims, lo, hi), dt, scale,
                atol);
   }
   if (rint) {
@@ -342,8 +330,7 @@ static void emit_arith(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   cf_binary_fn fn = cf_ref_bits_binary_fn(op);
   bool no_nan = strcmp(op, "DivNoNan") == 0, is_int = cf_dtype_is_int(dt);
   bool gamma = strncmp(op, "Igamma", 6) == 0;
-  for (size_t s = 0; s < G_N_ELEMENTS(shapes2); s++) {
-    const shape2_t *sh = &shapes2[s];
+  for (const cf_shape_pair_t *sh = cf_binary_shapes; sh->name != NULL; sh++) {
     cf_rng_t rng;
     cf_rng_seed(&rng, op, weft_dtype_name(dt), sh->name);
     cf_array_t *x, *y;
@@ -401,7 +388,7 @@ static void emit_arith(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
       cf_run_case(ctx, c);
     }
   }
-  incompatible_case(ctx, op, dt);
+  cf_incompatible_shapes_case(ctx, op, dt);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 /* cases_conv.c: conformance cases of the convolution family beyond Conv2D: Conv2DBackpropInput
  * (the transposed convolution), Conv2DBackpropFilter, DepthwiseConv2dNative and its two
- * gradients, Conv3D, Conv3DBackpropInputV2 (SAME / VALID / EXPLICIT, strides, dilations, NHWC and
- * NCHW, empty batches, mismatched shapes), AvgPool3D, MaxPool3D, MaxPoolWithArgmax (ties, NaN,
- * include_batch_in_index), FusedBatchNorm, V2 and V3 (training, inference,
- * exponential_avg_factor, NCHW, 5-D), their gradients FusedBatchNormGrad, V2 and V3 (training,
- * inference, NCHW, 5-D, a wrong scale size) and LRN. */
+ * gradients, Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2 (SAME / VALID / EXPLICIT,
+ * strides, dilations, NHWC and NCHW, empty batches, mismatched shapes), AvgPool3D, MaxPool3D and
+ * their gradients, MaxPoolWithArgmax (ties, NaN, include_batch_in_index), FusedBatchNorm, V2 and
+ * V3 (training, inference, exponential_avg_factor, NCHW, 5-D), their gradients
+ * FusedBatchNormGrad, V2 and V3 (training, inference, NCHW, 5-D, a wrong scale size), LRN and
+ * LRNGrad. */
 #include <math.h>
 #include <string.h>
 
@@ -328,9 +329,11 @@ static const conv_spec_t pool3d_cases[] = {
      0},
 };
 
+/* AvgPool3D, MaxPool3D and their gradients AvgPool3DGrad(shape of x, dy) and
+ * MaxPool3DGrad(x, MaxPool3D(x), dy) over the same windows. */
 static void emit_pool3d(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  bool is_max = strcmp(op, "MaxPool3D") == 0;
+  bool is_max = strncmp(op, "MaxPool3D", 9) == 0, grad = strstr(op, "Grad") != NULL;
   for (size_t i = 0; i < G_N_ELEMENTS(pool3d_cases); i++) {
     const conv_spec_t *s = &pool3d_cases[i];
     cf_case_t *c = cf_case_new(op, s->name, dt);
@@ -340,13 +343,29 @@ static void emit_pool3d(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     int64_t xd[5];
     cf_geom_dims(&g, g.n, g.in, g.c, xd);
     cf_array_t *x = cf_gen_uniform(&rng, dt, 5, xd, -2, 2);
-    cf_case_expect(c, cf_ref_pool_nd(x, &g, is_max));
-    cf_case_input(c, x);
+    if (grad) {
+      cf_array_t *y = cf_ref_pool_nd(x, &g, true);
+      cf_array_t *dy = cf_gen_uniform(&rng, dt, 5, y->dims, -2, 2);
+      cf_case_expect(c, cf_ref_pool_nd_grad(x, dy, &g, is_max));
+      if (is_max) {
+        cf_case_input(c, x);
+        cf_case_input(c, y);
+      } else {
+        cf_case_const_input(c, cf_array_ints(WEFT_DT_INT32, 5, xd));
+        cf_array_free(x);
+        cf_array_free(y);
+      }
+      cf_case_input(c, dy);
+    } else {
+      cf_case_expect(c, cf_ref_pool_nd(x, &g, is_max));
+      cf_case_input(c, x);
+    }
     set_list(c, "ksize", s, s->k);
     set_conv_attrs(c, s, false);
-    if (!is_max) c->tol = cf_tol_scale(c->tol, 4);
+    if (!is_max || grad) c->tol = cf_tol_scale(c->tol, 4);
     cf_run_case(ctx, c);
   }
+  if (grad) return;
   if (is_max) {
     /* NaN wins its windows; -Inf is an ordinary value. */
     cf_case_t *c = cf_case_new(op, "nan_inf", dt);
@@ -603,8 +622,10 @@ static void emit_fused_bn_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
 /* ---------------------------------------------------------------------------------------------
  * LRN */
 
+/* LRN, and LRNGrad(dy, x, LRN(x)) against the forward op's derivative. */
 static void emit_lrn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
+  bool grad = strcmp(op, "LRNGrad") == 0;
   typedef struct {
     const char *name;
     int64_t dims[4];
@@ -625,8 +646,17 @@ static void emit_lrn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_rng_t rng;
     cf_case_rng(c, &rng);
     cf_array_t *x = cf_gen_uniform(&rng, dt, 4, l->dims, -2, 2);
-    cf_case_expect(c, cf_ref_lrn(x, l->radius, l->bias, l->alpha, l->beta));
-    cf_case_input(c, x);
+    if (grad) {
+      cf_array_t *dy = cf_gen_uniform(&rng, dt, 4, l->dims, -2, 2);
+      cf_array_t *y = cf_ref_lrn(x, l->radius, l->bias, l->alpha, l->beta);
+      cf_case_expect(c, cf_ref_lrn_grad(dy, x, l->radius, l->bias, l->alpha, l->beta));
+      cf_case_input(c, dy);
+      cf_case_input(c, x);
+      cf_case_input(c, y);
+    } else {
+      cf_case_expect(c, cf_ref_lrn(x, l->radius, l->bias, l->alpha, l->beta));
+      cf_case_input(c, x);
+    }
     if (!l->defaults) {
       cf_case_attr_int(c, "depth_radius", l->radius);
       cf_case_attr_float(c, "bias", l->bias);
@@ -639,7 +669,7 @@ static void emit_lrn(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   {
     cf_case_t *c = cf_case_new(op, "error_rank3", dt);
     int64_t d[3] = {2, 2, 3};
-    cf_case_input(c, cf_array_new(dt, 3, d));
+    for (int k = 0; k < (grad ? 3 : 1); k++) cf_case_input(c, cf_array_new(dt, 3, d));
     cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, NULL);
     cf_run_case(ctx, c);
   }
@@ -658,6 +688,9 @@ const cf_suite_t cf_suites_conv[] = {
     {"Conv3DBackpropInputV2", cf_dtypes_float, emit_conv_family, NULL},
     {"AvgPool3D", cf_dtypes_float, emit_pool3d, NULL},
     {"MaxPool3D", cf_dtypes_float, emit_pool3d, NULL},
+    {"AvgPool3DGrad", cf_dtypes_float, emit_pool3d, NULL},
+    {"MaxPool3DGrad", cf_dtypes_float, emit_pool3d, NULL},
+    {"Conv3DBackpropFilterV2", cf_dtypes_float, emit_conv_family, NULL},
     {"MaxPoolWithArgmax", cf_dtypes_numeric, emit_argmax_pool, NULL},
     {"FusedBatchNorm", cf_dtypes_float, emit_fused_bn, NULL},
     {"FusedBatchNormV2", cf_dtypes_float, emit_fused_bn, NULL},
@@ -666,5 +699,6 @@ const cf_suite_t cf_suites_conv[] = {
     {"FusedBatchNormGradV2", cf_dtypes_float, emit_fused_bn_grad, NULL},
     {"FusedBatchNormGradV3", cf_dtypes_float, emit_fused_bn_grad, NULL},
     {"LRN", cf_dtypes_float, emit_lrn, NULL},
+    {"LRNGrad", cf_dtypes_float, emit_lrn, NULL},
     {NULL, NULL, NULL, NULL},
 };

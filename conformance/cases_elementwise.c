@@ -188,6 +188,46 @@ static void emit_identity(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype)
   }
 }
 
+/* EnsureShape: the input itself when its shape fits the attr (exactly, with unknown dims, or
+ * an unknown rank), TensorFlow's error from the kernel when a dim or the rank differs (the input
+ * fed through a placeholder of unknown shape), and from the shape function when the mismatch is
+ * known while building. */
+static void emit_ensure_shape(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype) {
+  if (!cf_supported(ctx, op, "T", dtype)) return;
+  typedef struct {
+    const char *name;
+    int want_rank;
+    int64_t want[3];
+    bool fits;
+  } es_t;
+  static const es_t cases[] = {
+      {"exact", 3, {2, 3, 4}, true},       {"unknown_dims", 3, {-1, 3, -1}, true},
+      {"unknown_rank", -1, {0}, true},     {"wrong_dim", 3, {2, 4, 4}, false},
+      {"wrong_rank", 2, {2, 12}, false},   {"wrong_dim_static", 3, {2, 3, 5}, false},
+  };
+  const int64_t dims[3] = {2, 3, 4};
+  for (size_t s = 0; s < G_N_ELEMENTS(cases); s++) {
+    const es_t *e = &cases[s];
+    cf_case_t *c = cf_case_new(op, e->name, dtype);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    cf_gen_t gen = {dtype == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_UNIFORM, 0, 0};
+    cf_array_t *x = cf_gen_array(&rng, dtype, 3, dims, gen);
+    cf_case_attr_shape(c, "shape", e->want_rank, e->want);
+    bool at_build = strcmp(e->name, "wrong_dim_static") == 0;
+    if (e->fits)
+      cf_case_expect(c, cf_array_copy(x));
+    else
+      cf_case_expect_error(c, WEFT_INVALID_ARGUMENT,
+                           at_build ? "[2,3,4] and [2,3,5]"
+                                    : "is not compatible with expected shape");
+    cf_case_input(c, x);
+    c->unknown_shape[0] = !e->fits && !at_build;
+    c->tol = (cf_tol_t){0, 0, 0};
+    cf_run_case(ctx, c);
+  }
+}
+
 static void emit_zeros_ones(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype) {
   if (!cf_supported(ctx, op, "T", dtype)) return;
   bool ones = strcmp(op, "OnesLike") == 0;
@@ -402,8 +442,29 @@ static void emit_binary_or_string(cf_run_ctx_t *ctx, const char *op, weft_dtype_
 /* ---------------------------------------------------------------------------------------------
  * Activation gradients, LeakyRelu, ClipByValue, Select, AddN */
 
+/* The value ranges of an activation gradient's two inputs: where the forward op's inputs or
+ * outputs lie (Relu6's features on both sides of 0 and 6, Elu's and Selu's outputs above their
+ * lower bounds, Sqrt's and Rsqrt's outputs positive and away from 0). */
+typedef struct grad_ranges {
+  const char *op;
+  double a_lo, a_hi, b_lo, b_hi;
+} grad_ranges_t;
+
+static const grad_ranges_t grad_ranges[] = {
+    {"ReluGrad", -3, 3, -3, 3},         {"SigmoidGrad", -1, 1, -3, 3},
+    {"TanhGrad", -1, 1, -3, 3},         {"Relu6Grad", -3, 3, -2, 8},
+    {"LeakyReluGrad", -3, 3, -3, 3},    {"EluGrad", -3, 3, -0.99, 3},
+    {"SeluGrad", -3, 3, -1.75, 3},      {"SoftplusGrad", -3, 3, -6, 6},
+    {"SoftsignGrad", -3, 3, -6, 6},     {"SqrtGrad", 0.25, 3, -3, 3},
+    {"RsqrtGrad", 0.25, 3, -3, 3},      {"ReciprocalGrad", -3, 3, -3, 3},
+    {"InvGrad", -3, 3, -3, 3},
+};
+
 static void emit_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype) {
   if (!cf_supported(ctx, op, "T", dtype)) return;
+  const grad_ranges_t *r = &grad_ranges[0];
+  for (size_t i = 0; i < G_N_ELEMENTS(grad_ranges); i++)
+    if (strcmp(grad_ranges[i].op, op) == 0) r = &grad_ranges[i];
   const char *names[] = {"scalar", "n7", "n1023", "rank3", "empty"};
   int ranks[] = {0, 1, 1, 3, 1};
   int64_t dims[][3] = {{0}, {7}, {1023}, {3, 4, 5}, {0}};
@@ -411,10 +472,8 @@ static void emit_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype) {
     cf_case_t *c = cf_case_new(op, names[s], dtype);
     cf_rng_t rng;
     cf_case_rng(c, &rng);
-    bool is_relu = strcmp(op, "ReluGrad") == 0;
-    cf_array_t *a = is_relu ? cf_gen_uniform(&rng, dtype, ranks[s], dims[s], -3, 3)
-                            : cf_gen_uniform(&rng, dtype, ranks[s], dims[s], -1, 1);
-    cf_array_t *b = cf_gen_uniform(&rng, dtype, ranks[s], dims[s], -3, 3);
+    cf_array_t *a = cf_gen_uniform(&rng, dtype, ranks[s], dims[s], r->a_lo, r->a_hi);
+    cf_array_t *b = cf_gen_uniform(&rng, dtype, ranks[s], dims[s], r->b_lo, r->b_hi);
     cf_case_expect(c, cf_ref_map2(a, b, dtype, cf_ref_binary_fn(op)));
     cf_case_input(c, a);
     cf_case_input(c, b);
@@ -443,6 +502,31 @@ static void emit_leaky_relu(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtyp
     cf_array_round(want);
     cf_case_expect(c, want);
     cf_case_input(c, x);
+    cf_run_case(ctx, c);
+  }
+}
+
+/* LeakyReluGrad: gradients where the features are positive, alpha times them elsewhere. */
+static void emit_leaky_relu_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dtype) {
+  if (!cf_supported(ctx, op, "T", dtype)) return;
+  const char *names[] = {"default_alpha_n1023", "alpha_0.01_rank3", "alpha_1.5_n7"};
+  const double alphas[] = {0.2, 0.01, 1.5};
+  int ranks[] = {1, 3, 1};
+  int64_t dims[][3] = {{1023}, {2, 3, 4}, {7}};
+  for (int s = 0; s < 3; s++) {
+    cf_case_t *c = cf_case_new(op, names[s], dtype);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    cf_array_t *g = cf_gen_uniform(&rng, dtype, ranks[s], dims[s], -3, 3);
+    cf_array_t *f = cf_gen_uniform(&rng, dtype, ranks[s], dims[s], -3, 3);
+    if (s != 0) cf_case_attr_float(c, "alpha", alphas[s]);
+    double fa = (double)(float)alphas[s];
+    cf_array_t *want = cf_array_new_like(g, dtype);
+    for (int64_t i = 0; i < g->n; i++) want->v[i] = f->v[i] > 0 ? g->v[i] : fa * g->v[i];
+    cf_array_round(want);
+    cf_case_expect(c, want);
+    cf_case_input(c, g);
+    cf_case_input(c, f);
     cf_run_case(ctx, c);
   }
 }
@@ -593,6 +677,9 @@ const cf_suite_t cf_suites_elementwise[] = {
     {"Identity", cf_dtypes_all, emit_identity, NULL},
     {"StopGradient", cf_dtypes_all, emit_identity, NULL},
     {"PreventGradient", cf_dtypes_all, emit_identity, NULL},
+    {"Snapshot", cf_dtypes_all, emit_identity, NULL},
+    {"GuaranteeConst", cf_dtypes_all, emit_identity, NULL},
+    {"EnsureShape", cf_dtypes_all, emit_ensure_shape, NULL},
     {"ZerosLike", cf_dtypes_all, emit_zeros_ones, NULL},
     {"OnesLike", cf_dtypes_all, emit_zeros_ones, NULL},
     {"Add", cf_dtypes_all, emit_binary_or_string, NULL},
@@ -620,6 +707,16 @@ const cf_suite_t cf_suites_elementwise[] = {
     {"ReluGrad", cf_dtypes_float, emit_grad, NULL},
     {"SigmoidGrad", cf_dtypes_float, emit_grad, NULL},
     {"TanhGrad", cf_dtypes_float, emit_grad, NULL},
+    {"Relu6Grad", cf_dtypes_float, emit_grad, NULL},
+    {"EluGrad", cf_dtypes_float, emit_grad, NULL},
+    {"SeluGrad", cf_dtypes_float, emit_grad, NULL},
+    {"SoftplusGrad", cf_dtypes_float, emit_grad, NULL},
+    {"SoftsignGrad", cf_dtypes_float, emit_grad, NULL},
+    {"LeakyReluGrad", cf_dtypes_float, emit_leaky_relu_grad, NULL},
+    {"SqrtGrad", cf_dtypes_float, emit_grad, NULL},
+    {"RsqrtGrad", cf_dtypes_float, emit_grad, NULL},
+    {"ReciprocalGrad", cf_dtypes_float, emit_grad, NULL},
+    {"InvGrad", cf_dtypes_float, emit_grad, NULL},
     {"LeakyRelu", cf_dtypes_float, emit_leaky_relu, NULL},
     {"ClipByValue", cf_dtypes_real_int, emit_clip, NULL},
     {"Select", cf_dtypes_all, emit_select, NULL},

@@ -1,8 +1,10 @@
 /* cases_image.c: conformance cases of the convolution, pooling and padding ops: Conv2D (SAME,
  * VALID and explicit padding, strides, dilations, grouped filters, NHWC and NCHW, 1x1 and odd
  * sizes), MaxPool (SAME/VALID/EXPLICIT, NaN, integer dtypes), AvgPool (SAME divides by the
- * in-bounds count), their gradients MaxPoolGrad (to the first maximum) and AvgPoolGrad over the
- * same windows, PadV2 (a constant value) and MirrorPad (REFLECT and SYMMETRIC). */
+ * in-bounds count), MaxPoolV2 (window and strides as inputs), their gradients MaxPoolGrad and
+ * MaxPoolGradV2 (to the first maximum) and AvgPoolGrad over the same windows, MaxPoolGrad's
+ * gradient MaxPoolGradGrad (as MaxPoolGrad's adjoint), PadV2 (a constant value), MirrorPad
+ * (REFLECT and SYMMETRIC) and its gradient MirrorPadGrad (as MirrorPad's adjoint). */
 #include <math.h>
 #include <string.h>
 
@@ -126,7 +128,31 @@ static void set_4(cf_case_t *c, const char *name, bool nchw, int64_t a, int64_t 
     v[2] = a;
     v[3] = b;
   }
-  cf_case_attr_ints(c, name, v, 4);
+  /* MaxPoolV2 and MaxPoolGradV2 take ksize and strides as their last inputs. */
+  if (strstr(c->op, "V2") != NULL)
+    cf_case_const_input(c, cf_array_ints(WEFT_DT_INT32, 4, v));
+  else
+    cf_case_attr_ints(c, name, v, 4);
+}
+
+/* MaxPoolGradGrad's reference: MaxPoolGrad is linear in its dy, and MaxPoolGradGrad is its
+ * adjoint, so output element o is <MaxPoolGrad(x, e_o), g> for the one-hot e_o. */
+static cf_array_t *ref_max_pool_grad_grad(const cf_array_t *x, const cf_array_t *y,
+                                          const cf_array_t *g, const cf_window_t *w) {
+  cf_array_t *out = cf_array_new(g->dtype, y->rank, y->dims);
+  cf_array_t *e = cf_array_new(g->dtype, y->rank, y->dims);
+  for (int64_t o = 0; o < y->n; o++) {
+    e->v[o] = 1;
+    cf_array_t *back = cf_ref_pool2d_grad(x, e, w, true);
+    double dot = 0;
+    for (int64_t i = 0; i < back->n; i++) dot += back->v[i] * g->v[i];
+    out->v[o] = dot;
+    cf_array_free(back);
+    e->v[o] = 0;
+  }
+  cf_array_free(e);
+  cf_array_round(out);
+  return out;
 }
 
 static void set_explicit(cf_case_t *c, const conv_spec_t *s) {
@@ -200,7 +226,7 @@ static void emit_pool_values(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
   cf_array_free(flat);
   cf_window_t w;
   fill_window(s, &w, true);
-  cf_case_expect(c, cf_ref_pool2d(x, &w, strcmp(op, "MaxPool") == 0));
+  cf_case_expect(c, cf_ref_pool2d(x, &w, strncmp(op, "MaxPool", 7) == 0));
   cf_case_input(c, x);
   set_4(c, "ksize", false, s->filter[0], s->filter[1]);
   set_4(c, "strides", false, s->stride[0], s->stride[1]);
@@ -213,10 +239,13 @@ static void emit_pool_values(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
 static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
   bool is_max = strncmp(op, "MaxPool", 7) == 0, grad = strstr(op, "Grad") != NULL;
+  bool grad_grad = strcmp(op, "MaxPoolGradGrad") == 0;
+  /* Only MaxPool and MaxPoolGrad have EXPLICIT padding. */
+  bool explicit_ok = strcmp(op, "MaxPool") == 0 || strcmp(op, "MaxPoolGrad") == 0;
   for (size_t i = 0; i < G_N_ELEMENTS(pool_cases); i++) {
     const conv_spec_t *s = &pool_cases[i];
-    if (strcmp(s->padding, "EXPLICIT") == 0 && !is_max) continue; /* AvgPool has no EXPLICIT */
-    if (strncmp(s->name, "large", 5) == 0 && dt != WEFT_DT_FLOAT) continue;
+    if (strcmp(s->padding, "EXPLICIT") == 0 && !explicit_ok) continue;
+    if (strncmp(s->name, "large", 5) == 0 && (dt != WEFT_DT_FLOAT || grad_grad)) continue;
     cf_case_t *c = cf_case_new(op, s->name, dt);
     cf_rng_t rng;
     cf_case_rng(c, &rng);
@@ -225,7 +254,14 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_array_t *x = cf_gen_uniform(&rng, dt, 4, dims, 0, 0);
     cf_window_t w;
     fill_window(s, &w, true);
-    if (grad) {
+    if (grad_grad) {
+      cf_array_t *y = cf_ref_pool2d(x, &w, true);
+      cf_array_t *g = cf_gen_uniform(&rng, dt, 4, dims, 0, 0);
+      cf_case_expect(c, ref_max_pool_grad_grad(x, y, g, &w));
+      cf_case_input(c, x);
+      cf_case_input(c, y);
+      cf_case_input(c, g);
+    } else if (grad) {
       cf_array_t *y = cf_ref_pool2d(x, &w, true);
       cf_array_t *dy = cf_gen_uniform(&rng, dt, 4, y->dims, 0, 0);
       cf_case_expect(c, cf_ref_pool2d_grad(x, dy, &w, is_max));
@@ -267,9 +303,30 @@ static void emit_pool(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+/* MirrorPadGrad's reference: MirrorPad is linear, MirrorPadGrad its adjoint, so element j of
+ * the result is <MirrorPad(e_j), dy> for the one-hot e_j of x's shape. */
+static cf_array_t *ref_mirror_pad_grad(const cf_array_t *x, const cf_array_t *dy,
+                                       const int64_t *pads, int mode) {
+  cf_array_t *out = cf_array_new(dy->dtype, x->rank, x->dims);
+  cf_array_t *e = cf_array_new(dy->dtype, x->rank, x->dims);
+  for (int64_t j = 0; j < x->n; j++) {
+    e->v[j] = 1;
+    cf_array_t *padded = cf_ref_pad(e, pads, 0, mode);
+    double dot = 0;
+    for (int64_t i = 0; i < padded->n; i++) dot += padded->v[i] * dy->v[i];
+    out->v[j] = dot;
+    cf_array_free(padded);
+    e->v[j] = 0;
+  }
+  cf_array_free(e);
+  cf_array_round(out);
+  return out;
+}
+
 static void emit_pad_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  bool mirror = strcmp(op, "MirrorPad") == 0;
+  bool grad = strcmp(op, "MirrorPadGrad") == 0;
+  bool mirror = grad || strcmp(op, "MirrorPad") == 0;
   typedef struct {
     const char *name;
     int rank;
@@ -293,7 +350,16 @@ static void emit_pad_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_gen_t g = {dt == WEFT_DT_BOOL ? CF_GEN_BOOL : CF_GEN_ARANGE, 0, 0};
     cf_array_t *x = cf_gen_array(&rng, dt, p->rank, p->dims, g);
     double value = dt == WEFT_DT_BOOL ? 1 : cf_dtype_is_signed(dt) ? -7 : 9;
-    cf_case_expect(c, cf_ref_pad(x, p->pads, cf_round_to_dtype(dt, value), mirror ? p->mode : 0));
+    cf_array_t *y = cf_ref_pad(x, p->pads, cf_round_to_dtype(dt, value), mirror ? p->mode : 0);
+    if (grad) {
+      cf_array_t *dy = cf_gen_array(&rng, dt, y->rank, y->dims, g);
+      cf_array_free(y);
+      cf_case_expect(c, ref_mirror_pad_grad(x, dy, p->pads, p->mode));
+      cf_array_free(x);
+      x = dy;
+    } else {
+      cf_case_expect(c, y);
+    }
     cf_case_input(c, x);
     int64_t pd[2] = {p->rank, 2};
     cf_array_t *pads = cf_array_new(i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32, 2, pd);
@@ -314,13 +380,21 @@ static const weft_dtype_t pad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT
                                           WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64,
                                           WEFT_DT_BOOL, WEFT_DT_INVALID};
 
+static const weft_dtype_t mirror_grad_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                                  WEFT_DT_BFLOAT16, WEFT_DT_INT32,
+                                                  WEFT_DT_INVALID};
+
 const cf_suite_t cf_suites_image[] = {
     {"Conv2D", cf_dtypes_numeric, emit_conv2d, NULL},
     {"MaxPool", cf_dtypes_numeric, emit_pool, NULL},
     {"MaxPoolGrad", cf_dtypes_float, emit_pool, NULL},
+    {"MaxPoolV2", cf_dtypes_numeric, emit_pool, NULL},
+    {"MaxPoolGradV2", cf_dtypes_float, emit_pool, NULL},
+    {"MaxPoolGradGrad", cf_dtypes_float, emit_pool, NULL},
     {"AvgPoolGrad", cf_dtypes_float, emit_pool, NULL},
     {"AvgPool", cf_dtypes_numeric, emit_pool, NULL},
     {"PadV2", pad_dtypes, emit_pad_v2, NULL},
     {"MirrorPad", pad_dtypes, emit_pad_v2, NULL},
+    {"MirrorPadGrad", mirror_grad_dtypes, emit_pad_v2, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -262,27 +262,21 @@ static void emit_argminmax(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+const cf_scan_case_t cf_scan_cases[] = {
+    {"axis0", 2, {4, 5}, 0, false, false},
+    {"axis1", 2, {4, 5}, 1, false, false},
+    {"axis_neg1_rank3", 3, {2, 3, 4}, -1, false, false},
+    {"exclusive", 2, {4, 5}, 1, true, false},
+    {"reverse", 2, {4, 5}, 0, false, true},
+    {"exclusive_reverse", 3, {2, 3, 4}, 1, true, true},
+    {"n1023", 1, {1023}, 0, false, false},
+    {"empty", 2, {0, 3}, 0, false, false},
+    {NULL, 0, {0}, 0, false, false},
+};
+
 static void emit_cumsum(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
-  typedef struct {
-    const char *name;
-    int rank;
-    int64_t dims[3];
-    int axis;
-    bool exclusive, reverse;
-  } cs_t;
-  static const cs_t cases[] = {
-      {"axis0", 2, {4, 5}, 0, false, false},
-      {"axis1", 2, {4, 5}, 1, false, false},
-      {"axis_neg1_rank3", 3, {2, 3, 4}, -1, false, false},
-      {"exclusive", 2, {4, 5}, 1, true, false},
-      {"reverse", 2, {4, 5}, 0, false, true},
-      {"exclusive_reverse", 3, {2, 3, 4}, 1, true, true},
-      {"n1023", 1, {1023}, 0, false, false},
-      {"empty", 2, {0, 3}, 0, false, false},
-  };
-  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-    const cs_t *a = &cases[i];
+  for (const cf_scan_case_t *a = cf_scan_cases; a->name != NULL; a++) {
     cf_case_t *c = cf_case_new(op, a->name, dt);
     cf_rng_t rng;
     cf_case_rng(c, &rng);

@@ -1,7 +1,7 @@
 /* cases_nn.c: conformance cases of the neural-network ops: BiasAdd and BiasAddGrad (NHWC and
- * NCHW, ranks 2 to 4), Softmax and LogSoftmax (large logits that overflow a naive exp, -inf
- * logits, one class, empty batch), the two softmax cross-entropy losses (both outputs) and
- * L2Loss. */
+ * NCHW, ranks 2 to 4), BiasAddV1 (NHWC), Softmax and LogSoftmax (large logits that overflow a
+ * naive exp, -inf logits, one class, empty batch), the two softmax cross-entropy losses (both
+ * outputs) and L2Loss. */
 #include <math.h>
 #include <string.h>
 
@@ -22,8 +22,11 @@ static void emit_bias_add(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
       {"odd_33x1023", 2, {33, 1023}, false}, {"empty_batch", 2, {0, 4}, false},
       {"one_channel", 3, {4, 6, 1}, false},
   };
+  /* BiasAddV1 predates data_format: channels last only. */
+  bool v1 = strcmp(op, "BiasAddV1") == 0;
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     const ba_t *b = &cases[i];
+    if (v1 && b->nchw) continue;
     cf_case_t *c = cf_case_new(op, b->name, dt);
     cf_rng_t rng;
     cf_case_rng(c, &rng);
@@ -173,6 +176,7 @@ static void emit_l2loss(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 const cf_suite_t cf_suites_nn[] = {
     {"BiasAdd", cf_dtypes_numeric, emit_bias_add, NULL},
     {"BiasAddGrad", cf_dtypes_numeric, emit_bias_add, NULL},
+    {"BiasAddV1", cf_dtypes_numeric, emit_bias_add, NULL},
     {"Softmax", cf_dtypes_float, emit_softmax, NULL},
     {"LogSoftmax", cf_dtypes_float, emit_softmax, NULL},
     {"SoftmaxCrossEntropyWithLogits", cf_dtypes_float, emit_xent, NULL},

@@ -341,6 +341,38 @@ extern const weft_dtype_t cf_dtypes_real_int[]; /* floats, int8..int64, uint8..u
 extern const weft_dtype_t cf_dtypes_all[];      /* numeric, bool, string */
 extern const weft_dtype_t cf_dtypes_none[];     /* just WEFT_DT_INVALID: ops without a T */
 
+/* The shapes, axes and flags the scans (Cumsum, CumulativeLogsumexp) are checked over
+ * (cases_math.c), terminated by a NULL name. */
+typedef struct cf_scan_case {
+  const char *name;
+  int rank;
+  int64_t dims[3];
+  int axis;
+  bool exclusive, reverse;
+} cf_scan_case_t;
+extern const cf_scan_case_t cf_scan_cases[];
+
+/* Operand shape pairs for broadcasting binary ops (cases_bits.c: same shapes, scalars, rows,
+ * rank-4 broadcasts, empties), terminated by a NULL name. */
+typedef struct cf_shape_pair {
+  const char *name;
+  int ra;
+  int64_t da[4];
+  int rb;
+  int64_t db[4];
+} cf_shape_pair_t;
+extern const cf_shape_pair_t cf_binary_shapes[];
+/* Shapes for unary ops (cases_bits.c: scalar, empties, odd lengths, rank 4), NULL-terminated. */
+typedef struct cf_shape {
+  const char *name;
+  int rank;
+  int64_t dims[4];
+} cf_shape_t;
+extern const cf_shape_t cf_unary_shapes[];
+/* The case "error_incompatible_shapes": [2,3] against [4] of unknown static shape must fail in
+ * the kernel with "Incompatible shapes". */
+void cf_incompatible_shapes_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt);
+
 /* Each cases_*.c file defines one table, terminated by {NULL}. */
 extern const cf_suite_t cf_suites_ragged[]; /* cases_ragged.c: RaggedRange */
 extern const cf_suite_t cf_suites_elementwise[];
@@ -353,9 +385,11 @@ extern const cf_suite_t cf_suites_conv[]; /* cases_conv.c */
 extern const cf_suite_t cf_suites_state[];
 extern const cf_suite_t cf_suites_summary[]; /* cases_summary.c */
 extern const cf_suite_t cf_suites_scatter[];
+extern const cf_suite_t cf_suites_search[]; /* cases_search.c */
 extern const cf_suite_t cf_suites_array_extra[]; /* cases_array_extra.c */
 extern const cf_suite_t cf_suites_imgproc[]; /* cases_imgproc.c */
 extern const cf_suite_t cf_suites_bits[]; /* cases_bits.c */
+extern const cf_suite_t cf_suites_special[]; /* cases_special.c: Zeta, Erfinv, Xlogy, ... */
 extern const cf_suite_t cf_suites_nn_extra[]; /* cases_nn_extra.c */
 extern const cf_suite_t cf_suites_linalg[];
 extern const cf_suite_t cf_suites_svd_misc[]; /* cases_svd_misc.c */

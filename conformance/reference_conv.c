@@ -118,18 +118,22 @@ cf_array_t *cf_ref_conv_nd_backprop_filter(const cf_array_t *x, const cf_array_t
   return t.out;
 }
 
-cf_array_t *cf_ref_pool_nd(const cf_array_t *x, const cf_geom_t *g, bool is_max) {
+/* The pools forward (dy NULL: each window's max, NaN poisoning it, or mean over its in-bounds
+ * elements) or backward (AvgPool3DGrad: dy shared by those elements; MaxPool3DGrad: dy to the
+ * first element equal to the window's max, or its first NaN). */
+static cf_array_t *pool_nd(const cf_array_t *x, const cf_array_t *dy, const cf_geom_t *g,
+                           bool is_max) {
   int64_t dims[5];
   int r = cf_geom_dims(g, g->n, g->out, g->c, dims);
-  cf_array_t *y = cf_array_new(x->dtype, r, dims);
+  cf_array_t *y =
+      dy ? cf_array_new(dy->dtype, x->rank, x->dims) : cf_array_new(x->dtype, r, dims);
+  int64_t *in = g_new(int64_t, g->k[0] * g->k[1] * g->k[2] + 1);
   for (int64_t n = 0; n < g->n; n++)
     for (int64_t o0 = 0; o0 < g->out[0]; o0++)
       for (int64_t o1 = 0; o1 < g->out[1]; o1++)
         for (int64_t o2 = 0; o2 < g->out[2]; o2++)
           for (int64_t ch = 0; ch < g->c; ch++) {
-            double acc = is_max ? -INFINITY : 0;
             int64_t count = 0;
-            bool nan = false;
             for (int64_t i0 = o0 * g->s[0] - g->pb[0]; i0 < o0 * g->s[0] - g->pb[0] + g->k[0];
                  i0++)
               for (int64_t i1 = o1 * g->s[1] - g->pb[1];
@@ -139,16 +143,44 @@ cf_array_t *cf_ref_pool_nd(const cf_array_t *x, const cf_geom_t *g, bool is_max)
                   if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || i2 < 0 ||
                       i2 >= g->in[2])
                     continue;
-                  double v = x->v[idx(g, g->in, g->c, n, i0, i1, i2, ch)];
-                  if (isnan(v)) nan = true;
-                  acc = is_max ? fmax(acc, v) : acc + v;
-                  count++;
+                  in[count++] = idx(g, g->in, g->c, n, i0, i1, i2, ch);
                 }
-            double out = is_max ? (nan ? NAN : acc) : acc / (double)(count ? count : 1);
-            y->v[idx(g, g->out, g->c, n, o0, o1, o2, ch)] = out;
+            double acc = is_max ? -INFINITY : 0;
+            bool nan = false;
+            for (int64_t k = 0; k < count; k++) {
+              double v = x->v[in[k]];
+              if (isnan(v)) nan = true;
+              acc = is_max ? fmax(acc, v) : acc + v;
+            }
+            int64_t o = idx(g, g->out, g->c, n, o0, o1, o2, ch);
+            if (!dy) {
+              y->v[o] = is_max ? (nan ? NAN : acc) : acc / (double)(count ? count : 1);
+              continue;
+            }
+            for (int64_t k = 0; k < count; k++) {
+              if (!is_max) {
+                y->v[in[k]] += dy->v[o] / (double)count;
+                continue;
+              }
+              double v = x->v[in[k]];
+              if (nan ? isnan(v) : v == acc) {
+                y->v[in[k]] += dy->v[o];
+                break;
+              }
+            }
           }
+  g_free(in);
   cf_array_round(y);
   return y;
+}
+
+cf_array_t *cf_ref_pool_nd(const cf_array_t *x, const cf_geom_t *g, bool is_max) {
+  return pool_nd(x, NULL, g, is_max);
+}
+
+cf_array_t *cf_ref_pool_nd_grad(const cf_array_t *x, const cf_array_t *dy, const cf_geom_t *g,
+                                bool is_max) {
+  return pool_nd(x, dy, g, is_max);
 }
 
 void cf_ref_max_pool_argmax(const cf_array_t *x, const cf_geom_t *g, bool with_batch,
@@ -208,19 +240,43 @@ void cf_ref_fused_batch_norm(const cf_array_t *x, const cf_array_t *const p[4], 
   for (int i = 0; i < 5; i++) cf_array_round(out[i]);
 }
 
+/* LRN's bias + alpha * (sum of the squares of x within radius of element i's depth). */
+static double lrn_norm(const cf_array_t *x, int64_t i, int64_t radius, double bias,
+                       double alpha) {
+  int64_t C = x->dims[3], c = i % C, row = i - c;
+  double sum = 0;
+  for (int64_t k = c - radius; k <= c + radius; k++)
+    if (k >= 0 && k < C) sum += x->v[row + k] * x->v[row + k];
+  return bias + alpha * sum;
+}
+
 cf_array_t *cf_ref_lrn(const cf_array_t *x, int64_t radius, double bias, double alpha,
                        double beta) {
   cf_array_t *y = cf_array_new_like(x, x->dtype);
-  int64_t C = x->dims[3];
-  for (int64_t i = 0; i < x->n; i++) {
-    int64_t c = i % C, row = i - c;
-    double sum = 0;
-    for (int64_t k = c - radius; k <= c + radius; k++)
-      if (k >= 0 && k < C) sum += x->v[row + k] * x->v[row + k];
-    y->v[i] = x->v[i] / pow(bias + alpha * sum, beta);
-  }
+  for (int64_t i = 0; i < x->n; i++)
+    y->v[i] = x->v[i] / pow(lrn_norm(x, i, radius, bias, alpha), beta);
   cf_array_round(y);
   return y;
+}
+
+/* With N_j = bias + alpha * sum of x_k^2 over j's window and y_j = x_j N_j^-beta:
+ * dy_j/dx_k = [j == k] N_j^-beta - 2 alpha beta x_j x_k N_j^(-beta-1). */
+cf_array_t *cf_ref_lrn_grad(const cf_array_t *dy, const cf_array_t *x, int64_t radius,
+                            double bias, double alpha, double beta) {
+  cf_array_t *dx = cf_array_new_like(x, dy->dtype);
+  int64_t C = x->dims[3];
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t j = i % C, row = i - j;
+    double norm = lrn_norm(x, i, radius, bias, alpha);
+    for (int64_t k = j - radius; k <= j + radius; k++) {
+      if (k < 0 || k >= C) continue;
+      double d = -2 * alpha * beta * x->v[i] * x->v[row + k] * pow(norm, -beta - 1);
+      if (k == j) d += pow(norm, -beta);
+      dx->v[row + k] += dy->v[i] * d;
+    }
+  }
+  cf_array_round(dx);
+  return dx;
 }
 
 void cf_ref_fused_batch_norm_grad(const cf_array_t *dy, const cf_array_t *x,

@@ -1,5 +1,6 @@
 /* reference_conv.h: the double-precision references of cases_conv.c (reference_conv.c): N-d
- * convolution and its two gradients, 3-D pooling, MaxPoolWithArgmax, FusedBatchNorm and LRN. */
+ * convolution and its two gradients, 3-D pooling and its gradients, MaxPoolWithArgmax,
+ * FusedBatchNorm and LRN and its gradient. */
 #ifndef WEFT_CONFORMANCE_REFERENCE_CONV_H
 #define WEFT_CONFORMANCE_REFERENCE_CONV_H
 
@@ -24,6 +25,13 @@ cf_array_t *cf_ref_conv_nd_backprop_input(const cf_array_t *dy, const cf_array_t
 cf_array_t *cf_ref_conv_nd_backprop_filter(const cf_array_t *x, const cf_array_t *dy,
                                            const cf_geom_t *g, int rank, const int64_t *fdims);
 cf_array_t *cf_ref_pool_nd(const cf_array_t *x, const cf_geom_t *g, bool is_max);
+/* MaxPool3DGrad (dy to each window's first maximum) and AvgPool3DGrad (dy shared by the
+ * window's in-bounds elements; x gives only the shape). */
+cf_array_t *cf_ref_pool_nd_grad(const cf_array_t *x, const cf_array_t *dy, const cf_geom_t *g,
+                                bool is_max);
+/* LRNGrad from the forward op's derivative, in x alone. */
+cf_array_t *cf_ref_lrn_grad(const cf_array_t *dy, const cf_array_t *x, int64_t radius,
+                            double bias, double alpha, double beta);
 /* NHWC; argmax int64. */
 void cf_ref_max_pool_argmax(const cf_array_t *x, const cf_geom_t *g, bool with_batch,
                             cf_array_t **out, cf_array_t **argmax);

@@ -185,6 +185,46 @@ static double b_tanh_grad(double y, double dy, weft_dtype_t t) {
   (void)t;
   return dy * (1 - y * y);
 }
+/* The gradient ops of the other activations and of Sqrt, Rsqrt and Reciprocal (Inv): dy times
+ * the forward op's derivative, written in the argument the op receives. From the features:
+ * Relu6Grad, SoftplusGrad (softplus' = the logistic function), SoftsignGrad; from the outputs
+ * y: EluGrad (y < 0: y = exp(x) - 1, so y' = y + 1), SeluGrad (scale * alpha * exp(x) = y +
+ * scale * alpha), SqrtGrad (1 / (2 sqrt x)), RsqrtGrad (-x^-1.5 / 2 = -y^3 / 2),
+ * ReciprocalGrad (-1 / x^2 = -y^2). */
+static double b_relu6_grad(double g, double f, weft_dtype_t t) {
+  (void)t;
+  return f > 0 && f < 6 ? g : 0;
+}
+static double b_elu_grad(double g, double y, weft_dtype_t t) {
+  (void)t;
+  return y < 0 ? g * (y + 1) : g;
+}
+static double b_selu_grad(double g, double y, weft_dtype_t t) {
+  (void)t;
+  const double alpha = 1.6732632423543772848170429916717;
+  const double scale = 1.0507009873554804934193349852946;
+  return y < 0 ? g * (y + scale * alpha) : g * scale;
+}
+static double b_softplus_grad(double g, double f, weft_dtype_t t) {
+  (void)t;
+  return g / (1 + exp(-f));
+}
+static double b_softsign_grad(double g, double f, weft_dtype_t t) {
+  (void)t;
+  return g / ((1 + fabs(f)) * (1 + fabs(f)));
+}
+static double b_sqrt_grad(double y, double dy, weft_dtype_t t) {
+  (void)t;
+  return dy / (2 * y);
+}
+static double b_rsqrt_grad(double y, double dy, weft_dtype_t t) {
+  (void)t;
+  return -0.5 * dy * y * y * y;
+}
+static double b_reciprocal_grad(double y, double dy, weft_dtype_t t) {
+  (void)t;
+  return -dy * y * y;
+}
 
 typedef struct binary_entry {
   const char *op;
@@ -200,6 +240,10 @@ static const binary_entry_t binary_table[] = {
     {"Less", b_lt},         {"LessEqual", b_le},      {"Greater", b_gt},
     {"GreaterEqual", b_ge}, {"LogicalAnd", b_and},    {"LogicalOr", b_or},
     {"ReluGrad", b_relu_grad}, {"SigmoidGrad", b_sigmoid_grad}, {"TanhGrad", b_tanh_grad},
+    {"Relu6Grad", b_relu6_grad}, {"EluGrad", b_elu_grad}, {"SeluGrad", b_selu_grad},
+    {"SoftplusGrad", b_softplus_grad}, {"SoftsignGrad", b_softsign_grad},
+    {"SqrtGrad", b_sqrt_grad}, {"RsqrtGrad", b_rsqrt_grad}, {"ReciprocalGrad", b_reciprocal_grad},
+    {"InvGrad", b_reciprocal_grad},
 };
 
 cf_binary_fn cf_ref_binary_fn(const char *op) {

@@ -1,9 +1,10 @@
-/* test_nn_gradients.c: weft_gradients of the convolution, pooling, batch norm, strided slice,
- * gather, pack/unpack, Prod, Fill and extra math ops, each checked against central finite
- * differences of the forward graph (float64 where the kernels have it, float32 with a looser
- * tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad, AvgPoolGrad,
- * StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties, SAME edges,
- * every slice mask, training and inference, and their shape errors. */
+/* test_nn_gradients.c: weft_gradients of the convolution (2-D and 3-D), pooling (2-D, 3-D,
+ * MaxPoolV2, MaxPoolGrad's second order), LRN, MirrorPad, batch norm, strided slice, gather,
+ * pack/unpack, Prod, Fill, Einsum, Cross, extra math and special-math ops, each checked against
+ * central finite differences of the forward graph (float64 where the kernels have it, float32
+ * with a looser tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad,
+ * AvgPoolGrad, StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties,
+ * SAME edges, every slice mask, training and inference, and their shape errors. */
 #include "grad_check.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -109,6 +110,169 @@ static void test_pools(void) {
         g_free(xv);
         weft_graph_free(g);
       }
+}
+
+static void set_ints5(weft_op_builder_t *b, const char *name, const int64_t *v) {
+  weft_op_set_attr_int_list(b, name, v, 5);
+}
+
+/* Conv3D (NDHWC SAME strided, NCDHW VALID), and its two backprop ops as layers (their
+ * gradients are each other and Conv3D). */
+static void test_conv3d(void) {
+  static const char *const ops[3] = {"Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"};
+  for (int k = 0; k < 3; k++)
+    for (int cfirst = 0; cfirst < 2; cfirst++) {
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t xd[5] = {2, 3, 4, 3, 2}, fd[5] = {2, 2, 2, 2, 3}, yd[5];
+      int64_t st[5] = {1, 2, 1, 2, 1};
+      if (cfirst) xd[1] = 2, xd[2] = 3, xd[3] = 4, xd[4] = 3, st[1] = 1, st[2] = 2, st[4] = 2;
+      const char *pad = cfirst ? "VALID" : "SAME";
+      /* The output's spatial dims: SAME ceil(in / stride), VALID (in - k) / stride + 1. */
+      int64_t in_sp[3] = {xd[cfirst ? 2 : 1], xd[cfirst ? 3 : 2], xd[cfirst ? 4 : 3]};
+      int64_t s_sp[3] = {st[cfirst ? 2 : 1], st[cfirst ? 3 : 2], st[cfirst ? 4 : 3]};
+      yd[0] = 2;
+      yd[cfirst ? 1 : 4] = 3;
+      for (int i = 0; i < 3; i++)
+        yd[(cfirst ? 2 : 1) + i] = cfirst ? (in_sp[i] - fd[i]) / s_sp[i] + 1
+                                          : (in_sp[i] + s_sp[i] - 1) / s_sp[i];
+      double *xv = values(144, 0.1), *fv = values(48, 0.4), *dv = values(144, 0.7);
+      double xs[5], fs[5];
+      for (int i = 0; i < 5; i++) xs[i] = (double)xd[i], fs[i] = (double)fd[i];
+      weft_output_t ins[3];
+      if (k == 0) {
+        ins[0] = feed(g, &f, "x", WEFT_DT_DOUBLE, 5, xd, xv);
+        ins[1] = feed(g, &f, "w", WEFT_DT_DOUBLE, 5, fd, fv);
+      } else if (k == 1) {
+        ins[0] = ivec(g, 5, xs);
+        ins[1] = feed(g, &f, "w", WEFT_DT_DOUBLE, 5, fd, fv);
+        ins[2] = feed(g, &f, "dy", WEFT_DT_DOUBLE, 5, yd, dv);
+      } else {
+        ins[0] = feed(g, &f, "x", WEFT_DT_DOUBLE, 5, xd, xv);
+        ins[1] = ivec(g, 5, fs);
+        ins[2] = feed(g, &f, "dy", WEFT_DT_DOUBLE, 5, yd, dv);
+      }
+      weft_op_builder_t *b = op_new(g, ops[k], ins, k == 0 ? 2 : 3);
+      set_ints5(b, "strides", st);
+      weft_op_set_attr_string(b, "padding", pad);
+      weft_op_set_attr_string(b, "data_format", cfirst ? "NCDHW" : "NDHWC");
+      char *label = g_strdup_printf("%s %s", ops[k], cfirst ? "NCDHW" : "NDHWC");
+      check_fd(g, &f, weft_out(finish(b), 0), 3u, label);
+      g_free(label);
+      g_free(xv);
+      g_free(fv);
+      g_free(dv);
+      weft_graph_free(g);
+    }
+}
+
+/* MaxPool3D (float32: its only wide CPU dtype) and AvgPool3D, SAME and VALID, both layouts. */
+static void test_pools3d(void) {
+  static const char *const pads[2] = {"SAME", "VALID"};
+  for (int is_max = 0; is_max < 2; is_max++)
+    for (int cfirst = 0; cfirst < 2; cfirst++)
+      for (int p = 0; p < 2; p++) {
+        weft_graph_t *g = weft_graph_new();
+        feeds_t f = {0};
+        int64_t xd[5] = {1, 3, 5, 4, 2}, ks[5] = {1, 2, 3, 2, 1}, st[5] = {1, 1, 2, 2, 1};
+        if (cfirst) {
+          int64_t x2[5] = {1, 2, 3, 5, 4}, k2[5] = {1, 1, 2, 3, 2}, s2[5] = {1, 1, 1, 2, 2};
+          memcpy(xd, x2, sizeof xd);
+          memcpy(ks, k2, sizeof ks);
+          memcpy(st, s2, sizeof st);
+        }
+        /* A permutation of values 1/60 apart: float32's differences step by 1e-2, and two
+         * window elements closer than that would swap places under the step. */
+        double *xv = g_new(double, 120);
+        for (int i = 0; i < 120; i++) xv[i] = (double)(i * 37 % 120) / 60.0 - 1.0;
+        weft_output_t x =
+            feed(g, &f, "x", is_max ? WEFT_DT_FLOAT : WEFT_DT_DOUBLE, 5, xd, xv);
+        weft_op_builder_t *b = op_new(g, is_max ? "MaxPool3D" : "AvgPool3D", &x, 1);
+        set_ints5(b, "ksize", ks);
+        set_ints5(b, "strides", st);
+        weft_op_set_attr_string(b, "padding", pads[p]);
+        weft_op_set_attr_string(b, "data_format", cfirst ? "NCDHW" : "NDHWC");
+        char *label = g_strdup_printf("%s %s %s", is_max ? "MaxPool3D" : "AvgPool3D",
+                                      cfirst ? "NCDHW" : "NDHWC", pads[p]);
+        check_fd(g, &f, weft_out(finish(b), 0), 1u, label);
+        g_free(label);
+        g_free(xv);
+        weft_graph_free(g);
+      }
+}
+
+/* LRN (float32 and half are its CPU dtypes), the default attrs and others. */
+static void test_lrn(void) {
+  for (int attrs = 0; attrs < 2; attrs++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[4] = {2, 2, 3, 7};
+    double *xv = values(84, 0.21);
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_FLOAT, 4, xd, xv);
+    weft_op_builder_t *b = op_new(g, "LRN", &x, 1);
+    if (attrs) {
+      weft_op_set_attr_int(b, "depth_radius", 2);
+      weft_op_set_attr_float(b, "bias", 2.0f);
+      weft_op_set_attr_float(b, "alpha", 0.5f);
+      weft_op_set_attr_float(b, "beta", 0.75f);
+    }
+    check_fd(g, &f, weft_out(finish(b), 0), 1u, attrs ? "LRN radius 2" : "LRN defaults");
+    g_free(xv);
+    weft_graph_free(g);
+  }
+}
+
+/* MirrorPad, REFLECT and SYMMETRIC: the mirrored borders fold back into the input. */
+static void test_mirror_pad(void) {
+  for (int sym = 0; sym < 2; sym++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[3] = {3, 4, 2}, pd[2] = {3, 2};
+    double *xv = values(24, 0.45), pads[6] = {2, 1, 0, 3, 1, 1};
+    weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 3, xd, xv),
+                            cst(g, WEFT_DT_INT32, 2, pd, pads)};
+    weft_op_builder_t *b = op_new(g, "MirrorPad", ins, 2);
+    weft_op_set_attr_string(b, "mode", sym ? "SYMMETRIC" : "REFLECT");
+    check_fd(g, &f, weft_out(finish(b), 0), 1u, sym ? "MirrorPad SYMMETRIC" : "MirrorPad REFLECT");
+    g_free(xv);
+    weft_graph_free(g);
+  }
+}
+
+/* MaxPoolV2 (window and strides as inputs), and MaxPoolGrad and MaxPoolGradGrad as layers:
+ * their gradients with respect to grad are each other. */
+static void test_max_pool_v2_and_grads(void) {
+  static const char *const ops[3] = {"MaxPoolV2", "MaxPoolGrad", "MaxPoolGradGrad"};
+  for (int k = 0; k < 3; k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[4] = {2, 5, 4, 2}, yd[4] = {2, 3, 2, 2};
+    double *xv = values(80, 0.52), *gv = values(80, 0.11);
+    double ks[4] = {1, 3, 2, 1}, st[4] = {1, 2, 2, 1};
+    weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 4, xd, xv);
+    weft_op_builder_t *b;
+    if (k == 0) {
+      weft_output_t ins[3] = {x, ivec(g, 4, ks), ivec(g, 4, st)};
+      b = op_new(g, ops[k], ins, 3);
+    } else {
+      weft_op_builder_t *pb = op_new(g, "MaxPool", &x, 1);
+      set_ints(pb, "ksize", 1, 3, 2, 1);
+      set_ints(pb, "strides", 1, 2, 2, 1);
+      weft_op_set_attr_string(pb, "padding", "SAME");
+      weft_output_t y = weft_out(finish(pb), 0);
+      /* MaxPoolGrad's grad is pooled-shaped, MaxPoolGradGrad's input-shaped. */
+      weft_output_t d = feed(g, &f, "grad", WEFT_DT_DOUBLE, 4, k == 1 ? yd : xd, gv);
+      weft_output_t ins[3] = {x, y, d};
+      b = op_new(g, ops[k], ins, 3);
+      set_ints(b, "ksize", 1, 3, 2, 1);
+      set_ints(b, "strides", 1, 2, 2, 1);
+    }
+    weft_op_set_attr_string(b, "padding", "SAME");
+    check_fd(g, &f, weft_out(finish(b), 0), k == 0 ? 1u : 2u, ops[k]);
+    g_free(xv);
+    g_free(gv);
+    weft_graph_free(g);
+  }
 }
 
 static void test_fused_batch_norm(void) {
@@ -271,7 +435,10 @@ static void test_math(void) {
   } unary_t;
   static const unary_t unary[] = {{"Selu", -2, 2},    {"Asin", -0.9, 0.9}, {"Acos", -0.9, 0.9},
                                   {"Atanh", -0.9, 0.9}, {"Asinh", -3, 3},   {"Acosh", 1.2, 4},
-                                  {"Lgamma", 0.3, 5}};
+                                  {"Lgamma", 0.3, 5},  {"Digamma", 0.3, 5},
+                                  {"Erfinv", -0.9, 0.9},
+                                  {"Ndtri", 0.05, 0.95}, {"BesselI0e", -4, 4},
+                                  {"BesselI1e", -4, 4}};
   for (size_t k = 0; k < G_N_ELEMENTS(unary); k++) {
     weft_graph_t *g = weft_graph_new();
     feeds_t f = {0};
@@ -290,6 +457,136 @@ static void test_math(void) {
   weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 1, &d1, xv);
   check_fd(g, &f, op2(g, "Atan2", y, x), 3u, "Atan2 (broadcast)");
   g_free(yv);
+  weft_graph_free(g);
+}
+
+/* The special-math gradients of math_grad.py: the zero-guarded ops and MulNoNan broadcast, Zeta
+ * and Polygamma differentiate their second input only, CumulativeLogsumexp in each direction. */
+static void test_special(void) {
+  static const struct {
+    const char *op;
+    double lo, hi;
+  } binary[] = {{"Xlogy", 0.5, 3}, {"Xlog1py", -0.5, 3}, {"Xdivy", 0.5, 3}, {"MulNoNan", -2, 2},
+                {"Zeta", 0.5, 3}, {"Polygamma", 0.5, 3}};
+  for (size_t k = 0; k < G_N_ELEMENTS(binary); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {2, 3}, d1 = 3;
+    bool second_only = strcmp(binary[k].op, "Zeta") == 0 || strcmp(binary[k].op, "Polygamma") == 0;
+    /* Zeta's x above 1 and Polygamma's integer orders; the others any sign, 0 excluded. */
+    double av[3] = {2.5, 3, 4.5}, pv[3] = {0, 1, 2}, yv[3];
+    double lo = binary[k].lo, span = binary[k].hi - binary[k].lo;
+    for (int i = 0; i < 3; i++) yv[i] = lo + span * (i + 0.37) / 3;
+    double *xv = values(6, 0.3);
+    weft_output_t y;
+    if (second_only) {
+      weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 1, &d1,
+                             strcmp(binary[k].op, "Zeta") == 0 ? av : pv);
+      for (int i = 0; i < 6; i++) xv[i] = lo + span * (xv[i] + 1) / 2;
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+      y = op2(g, binary[k].op, a, x);
+      weft_output_t loss = loss_of(g, y), none = NONE;
+      OK(weft_gradients(g, &loss, 1, &a, 1, NULL, &none));
+      g_assert_null(none.node);
+    } else {
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv);
+      y = op2(g, binary[k].op, x, feed(g, &f, "y", WEFT_DT_DOUBLE, 1, &d1, yv));
+    }
+    char *label = g_strdup_printf("%s (broadcast)", binary[k].op);
+    check_fd(g, &f, y, second_only ? 2u : 3u, label);
+    g_free(label);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  /* Exclusive scans start at -inf, which sin(y) in the loss cannot take: exp(y) goes between. */
+  for (int variant = 0; variant < 4; variant++) {
+    bool exclusive = variant & 1, reverse = variant & 2;
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t d[2] = {3, 4};
+    double *xv = values(12, 0.2);
+    weft_output_t ins[2] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 2, d, xv), iscalar(g, variant < 2)};
+    weft_op_builder_t *b = op_new(g, "CumulativeLogsumexp", ins, 2);
+    weft_op_set_attr_bool(b, "exclusive", exclusive);
+    weft_op_set_attr_bool(b, "reverse", reverse);
+    weft_output_t y = op1(g, "Exp", weft_out(finish(b), 0));
+    char *label = g_strdup_printf("CumulativeLogsumexp exclusive=%d reverse=%d", exclusive,
+                                  reverse);
+    check_fd(g, &f, y, 1u, label);
+    g_free(label);
+    g_free(xv);
+    weft_graph_free(g);
+  }
+  /* BesselI1e at (and next to) 0, where the 1/x of the general formula is replaced by the
+   * limit 1/2: central differences are off by eps/2 there, so the value is checked directly. */
+  weft_graph_t *g = weft_graph_new();
+  int64_t d = 2;
+  weft_status_t *st = NULL;
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_DOUBLE, 1, &d, &st);
+  OK(st);
+  weft_output_t loss = op2(g, "Sum", op1(g, "BesselI1e", x), iscalar(g, 0)), grad = NONE;
+  OK(weft_gradients(g, &loss, 1, &x, 1, NULL, &grad));
+  weft_session_t *s = weft_session_new(g, NULL, &st);
+  OK(st);
+  double xv[2] = {0, 1e-300};
+  feeds_t f = {1, {"x"}, {x}, {tensor(WEFT_DT_DOUBLE, 1, &d, xv)}};
+  weft_tensor_t *gt = fetch1(s, &f, grad);
+  for (int k = 0; k < 2; k++) g_assert_cmpfloat(weft_tensor_get_double(gt, k), ==, 0.5);
+  weft_tensor_unref(gt);
+  weft_tensor_unref(f.t[0]);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* Einsum's gradient (an einsum of dy with the other operand, summed labels spread back, "..."
+ * dims that broadcast summed) for each kind of equation, and Cross's. */
+static void test_einsum(void) {
+  static const struct {
+    const char *eq;
+    int n_in;
+    int rank[2];
+    int64_t dims[2][4];
+  } cases[] = {
+      {"ij,jk->ik", 2, {2, 2}, {{2, 3}, {3, 4}}},
+      {"bij,bjk->bik", 2, {3, 3}, {{2, 2, 3}, {2, 3, 2}}},
+      {"i,j->ij", 2, {1, 1}, {{3}, {2}}},
+      {"ijk,kl->il", 2, {3, 2}, {{2, 3, 2}, {2, 2}}},
+      {"iij,jk->ik", 2, {3, 2}, {{2, 2, 3}, {3, 2}}},
+      {"...ij,...jk->...ik", 2, {4, 3}, {{2, 1, 2, 3}, {3, 3, 2}}},
+      {"i...j,j->...i", 2, {3, 1}, {{2, 3, 2}, {2}}},
+      {"ij->ji", 1, {2}, {{2, 3}}},
+      {"ij->", 1, {2}, {{2, 3}}},
+      {"ii->i", 1, {2}, {{3, 3}}},
+      {"i->ii", 1, {1}, {{3}}},
+      {"bii->b", 1, {3}, {{2, 3, 3}}},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    weft_output_t ins[2];
+    for (int i = 0; i < cases[k].n_in; i++) {
+      int64_t n = 1;
+      for (int d = 0; d < cases[k].rank[i]; d++) n *= cases[k].dims[i][d];
+      double *v = values(n, 0.2 + 0.3 * i);
+      ins[i] = feed(g, &f, i ? "y" : "x", WEFT_DT_DOUBLE, cases[k].rank[i], cases[k].dims[i], v);
+      g_free(v);
+    }
+    weft_op_builder_t *b = weft_op_new(g, "Einsum", NULL);
+    weft_op_add_input_list(b, ins, cases[k].n_in);
+    weft_op_set_attr_string(b, "equation", cases[k].eq);
+    weft_op_set_attr_int(b, "N", cases[k].n_in);
+    check_fd(g, &f, weft_out(finish(b), 0), cases[k].n_in == 2 ? 3u : 1u, cases[k].eq);
+    weft_graph_free(g);
+  }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t d[2] = {2, 3};
+  double *av = values(6, 0.1), *bv = values(6, 0.7);
+  weft_output_t a = feed(g, &f, "a", WEFT_DT_DOUBLE, 2, d, av);
+  weft_output_t bb = feed(g, &f, "b", WEFT_DT_DOUBLE, 2, d, bv);
+  check_fd(g, &f, op2(g, "Cross", a, bb), 3u, "Cross");
+  g_free(av);
+  g_free(bv);
   weft_graph_free(g);
 }
 
@@ -538,12 +835,19 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/explicit_padding", test_explicit_padding);
   g_test_add_func("/nn_gradients/conv2d_backprop_input", test_conv2d_backprop_input);
   g_test_add_func("/nn_gradients/pools", test_pools);
+  g_test_add_func("/nn_gradients/conv3d", test_conv3d);
+  g_test_add_func("/nn_gradients/pools3d", test_pools3d);
+  g_test_add_func("/nn_gradients/lrn", test_lrn);
+  g_test_add_func("/nn_gradients/mirror_pad", test_mirror_pad);
+  g_test_add_func("/nn_gradients/max_pool_v2_and_grads", test_max_pool_v2_and_grads);
   g_test_add_func("/nn_gradients/fused_batch_norm", test_fused_batch_norm);
   g_test_add_func("/nn_gradients/strided_slice", test_strided_slice);
   g_test_add_func("/nn_gradients/gather", test_gather);
   g_test_add_func("/nn_gradients/pack_unpack", test_pack_unpack);
   g_test_add_func("/nn_gradients/prod_fill", test_prod_fill);
   g_test_add_func("/nn_gradients/math", test_math);
+  g_test_add_func("/nn_gradients/special", test_special);
+  g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);
   g_test_add_func("/nn_gradients/max_pool_grad_ties", test_max_pool_grad_ties);
   g_test_add_func("/nn_gradients/avg_pool_grad_same", test_avg_pool_grad_same);

@@ -832,16 +832,16 @@ static weft_status_t *k_depth_to_space(weft_kernel_ctx_t *c, void *s) {
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Ordering of elements: compare two elements of one tensor by value (NaN compares unordered:
- * *nan set). */
+ * Ordering of elements by value (cpu_internal.h: weft__cpu_cmp_elems). */
 
-static int cmp_values(const weft_tensor_view_t *v, int64_t i, int64_t j, bool *nan) {
+int weft__cpu_cmp_elems(const weft_tensor_view_t *a, int64_t i, const weft_tensor_view_t *b,
+                        int64_t j, bool *nan) {
   *nan = false;
-  switch (v->dtype) {
-#define INT_CMP(dt, type)                                             \
-  case dt: {                                                          \
-    type a = ((const type *)v->data)[i], b = ((const type *)v->data)[j]; \
-    return a < b ? -1 : (a > b ? 1 : 0);                              \
+  switch (a->dtype) {
+#define INT_CMP(dt, type)                                                          \
+  case dt: {                                                                       \
+    type x = ((const type *)a->data)[i], y = ((const type *)b->data)[j];           \
+    return x < y ? -1 : (x > y ? 1 : 0);                                           \
   }
     INT_CMP(WEFT_DT_INT8, int8_t)
     INT_CMP(WEFT_DT_INT16, int16_t)
@@ -854,22 +854,26 @@ static int cmp_values(const weft_tensor_view_t *v, int64_t i, int64_t j, bool *n
     INT_CMP(WEFT_DT_BOOL, uint8_t)
 #undef INT_CMP
     case WEFT_DT_STRING: {
-      const weft_string_t *a = (const weft_string_t *)v->data + i;
-      const weft_string_t *b = (const weft_string_t *)v->data + j;
-      size_t n = a->len < b->len ? a->len : b->len;
-      int r = n > 0 ? memcmp(a->data, b->data, n) : 0;
+      const weft_string_t *x = (const weft_string_t *)a->data + i;
+      const weft_string_t *y = (const weft_string_t *)b->data + j;
+      size_t n = x->len < y->len ? x->len : y->len;
+      int r = n > 0 ? memcmp(x->data, y->data, n) : 0;
       if (r != 0) return r < 0 ? -1 : 1;
-      return a->len < b->len ? -1 : (a->len > b->len ? 1 : 0);
+      return x->len < y->len ? -1 : (x->len > y->len ? 1 : 0);
     }
     default: {
-      double a = weft__cpu_get_double(v, i), b = weft__cpu_get_double(v, j);
-      if (isnan(a) || isnan(b)) {
+      double x = weft__cpu_get_double(a, i), y = weft__cpu_get_double(b, j);
+      if (isnan(x) || isnan(y)) {
         *nan = true;
-        return isnan(a) ? (isnan(b) ? 0 : 1) : -1; /* NaN after every number */
+        return isnan(x) ? (isnan(y) ? 0 : 1) : -1; /* NaN after every number */
       }
-      return a < b ? -1 : (a > b ? 1 : 0);
+      return x < y ? -1 : (x > y ? 1 : 0);
     }
   }
+}
+
+static int cmp_values(const weft_tensor_view_t *v, int64_t i, int64_t j, bool *nan) {
+  return weft__cpu_cmp_elems(v, i, v, j, nan);
 }
 
 /* A stable merge sort of idx[0..n) (element indices) with a comparator. */
@@ -893,6 +897,10 @@ static int cmp_ascending(const void *arg, int64_t a, int64_t b) {
   int r = cmp_values(arg, a, b, &nan);
   if (nan && r == 0) return a < b ? -1 : (a > b ? 1 : 0);
   return r;
+}
+
+void weft__cpu_sort_ascending(const weft_tensor_view_t *v, int64_t *idx, int64_t *tmp, int64_t n) {
+  merge_sort(idx, tmp, n, cmp_ascending, v);
 }
 
 /* TopK's order: larger first; NaN counts as larger than every number (TensorFlow's CPU kernel

@@ -242,6 +242,7 @@ static const bin_op_t bin_ops[] = {
     {"SqrtGrad", 4, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(sqrt_grad)}, false},
     {"RsqrtGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(rsqrt_grad)}, false},
     {"ReciprocalGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(reciprocal_grad)}, false},
+    {"InvGrad", 2, false, CHECK_NONE, NULL, 0, {FNS_FLOAT(reciprocal_grad)}, false},
 };
 
 /* The float32 vector loops beside their streaming forms (cpu_internal.h, "Streaming stores"). */

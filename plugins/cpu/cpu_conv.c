@@ -4,8 +4,9 @@
  * NCHW transposed to NHWC and back; a direct loop with wrapping
  * arithmetic for int32), MaxPool (every real dtype, NaN propagates), AvgPool (dividing by the
  * in-bounds count, TensorFlow's SAME semantics; float32 pools in cpu_pool_fast.c, NCHW
- * transposed like Conv2D), their gradients MaxPoolGrad and AvgPoolGrad (the float dtypes) and
- * MirrorPad (REFLECT and SYMMETRIC, any dtype). NHWC and NCHW;
+ * transposed like Conv2D), MaxPoolV2 (ksize and strides as inputs), their gradients MaxPoolGrad,
+ * MaxPoolGradV2 and AvgPoolGrad and MaxPoolGrad's MaxPoolGradGrad (the float dtypes) and
+ * MirrorPad (REFLECT and SYMMETRIC, any dtype) and its gradient MirrorPadGrad. NHWC and NCHW;
  * SAME, VALID and EXPLICIT padding; Conv2D dilations. */
 #include <math.h>
 #include <stdio.h>
@@ -42,19 +43,32 @@ static void layout_strides(bool nchw, int64_t h, int64_t w, int64_t c, int64_t *
   }
 }
 
-/* strides/ksize/dilations: 4 values, 1 in the batch and channel positions. */
+/* strides/ksize/dilations: 4 values, 1 in the batch and channel positions. MaxPoolV2 and
+ * MaxPoolGradV2 have no ksize and strides attrs: theirs are their last two inputs. */
 static weft_status_t *hw_list(weft_kernel_ctx_t *ctx, const char *name, bool nchw, bool required,
                               int64_t *a, int64_t *b) {
   const weft_attrs_t *attrs = H->kernel_attrs(ctx);
   *a = *b = 1;
-  if (!H->attr_has(attrs, name)) {
-    if (required)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "attribute %s is required", name);
-    return NULL;
-  }
   const int64_t *v = NULL;
   size_t n = 0;
-  WEFT_RETURN_IF_ERROR(H->attr_int_list(attrs, name, &v, &n));
+  int64_t from_input[4];
+  if (!H->attr_has(attrs, name)) {
+    bool ksize = strcmp(name, "ksize") == 0;
+    if (!required) return NULL;
+    if (!ksize && strcmp(name, "strides") != 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "attribute %s is required", name);
+    weft_tensor_view_t t;
+    int64_t count = 0;
+    WEFT_RETURN_IF_ERROR(
+        weft__cpu_input(ctx, H->kernel_num_inputs(ctx) - (ksize ? 2 : 1), &t));
+    if (t.rank != 1 || t.num_elements != 4)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must be a vector of 4 values", name);
+    WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &t, name, from_input, 4, &count));
+    v = from_input;
+    n = (size_t)count;
+  } else {
+    WEFT_RETURN_IF_ERROR(H->attr_int_list(attrs, name, &v, &n));
+  }
   if (n == 0 && !required) return NULL;
   if (n != 4)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s must have 4 values, got %zu", name, n);
@@ -462,7 +476,26 @@ typedef struct pool_grad_job {
   void *dx;
   weft_dtype_t dt, acc_dt; /* of x and dy; of dx (double for the 16-bit floats) */
   bool is_max;
+  bool grad_grad; /* MaxPoolGradGrad: dy has x's shape, dx the pooled one */
 } pool_grad_job_t;
+
+/* Where in x (plane offset base) the window's first maximum lies, rows then columns; a NaN
+ * counts as the maximum, as in MaxPool. */
+static int64_t window_argmax(const geom_t *g, const void *x, weft_dtype_t dt, int64_t base,
+                             int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  int64_t best_at = base + y0 * g->in_s[1] + x0 * g->in_s[2];
+  double best = weft__cpu_load_f(dt, x, best_at);
+  for (int64_t yy = y0; yy < y1; yy++)
+    for (int64_t xx = x0; xx < x1; xx++) {
+      int64_t at = base + yy * g->in_s[1] + xx * g->in_s[2];
+      double v = weft__cpu_load_f(dt, x, at);
+      if (v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        best_at = at;
+      }
+    }
+  return best_at;
+}
 
 static void pool_grad_range(void *arg, int64_t b, int64_t e) {
   const pool_grad_job_t *j = arg;
@@ -474,21 +507,19 @@ static void pool_grad_range(void *arg, int64_t b, int64_t e) {
       for (int64_t ox = 0; ox < g->ow; ox++) {
         int64_t y0, y1, x0, x1;
         window(g, oy, ox, &y0, &y1, &x0, &x1);
+        int64_t o = n * g->out_s[0] + oy * g->out_s[1] + ox * g->out_s[2] + c * g->out_s[3];
+        if (j->grad_grad) {
+          double v = 0;
+          if (y0 < y1 && x0 < x1)
+            v = weft__cpu_load_f(j->dt, j->dy,
+                                 window_argmax(g, j->x, j->dt, base, y0, y1, x0, x1));
+          weft__cpu_store_f(j->dt, j->dx, o, v);
+          continue;
+        }
         if (y0 >= y1 || x0 >= x1) continue;
-        double gv = weft__cpu_load_f(j->dt, j->dy, n * g->out_s[0] + oy * g->out_s[1] +
-                                                       ox * g->out_s[2] + c * g->out_s[3]);
+        double gv = weft__cpu_load_f(j->dt, j->dy, o);
         if (j->is_max) {
-          int64_t best_at = base + y0 * g->in_s[1] + x0 * g->in_s[2];
-          double best = weft__cpu_load_f(j->dt, j->x, best_at);
-          for (int64_t yy = y0; yy < y1; yy++)
-            for (int64_t xx = x0; xx < x1; xx++) {
-              int64_t at = base + yy * g->in_s[1] + xx * g->in_s[2];
-              double v = weft__cpu_load_f(j->dt, j->x, at);
-              if (v > best || (isnan(v) && !isnan(best))) {
-                best = v;
-                best_at = at;
-              }
-            }
+          int64_t best_at = window_argmax(g, j->x, j->dt, base, y0, y1, x0, x1);
           weft__cpu_store_f(j->acc_dt, j->dx, best_at,
                             weft__cpu_load_f(j->acc_dt, j->dx, best_at) + gv);
         } else {
@@ -561,7 +592,7 @@ static weft_status_t *k_pool_grad(weft_kernel_ctx_t *ctx, void *state) {
   /* Overlapping windows add into an element several times: half and bfloat16 would round at
    * each addition, so they add up in double and round once. */
   bool wide = dy.dtype == WEFT_DT_HALF || dy.dtype == WEFT_DT_BFLOAT16;
-  pool_grad_job_t j = {&g, x.data, dy.data, dx.data, dy.dtype, dy.dtype, is_max};
+  pool_grad_job_t j = {&g, x.data, dy.data, dx.data, dy.dtype, dy.dtype, is_max, false};
   if (wide) {
     WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)dx.num_elements,
                                            &j.dx));
@@ -578,49 +609,137 @@ static weft_status_t *k_pool_grad(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * MaxPoolGradGrad: the gradient of MaxPoolGrad with respect to its grad input. grad has
+ * orig_input's shape; each pooled position takes grad's value where MaxPoolGrad would have sent
+ * that position's gradient (the window's first maximum of orig_input). */
+
+static weft_status_t *k_pool_grad_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  const char *op = "MaxPoolGradGrad";
+  weft_tensor_view_t x, y, gx, out;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &y));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &gx));
+  geom_t g;
+  memset(&g, 0, sizeof g);
+  bool nchw = weft__cpu_attr_is(ctx, "data_format", "NCHW", "NHWC");
+  WEFT_RETURN_IF_ERROR(hw_list(ctx, "ksize", nchw, true, &g.kh, &g.kw));
+  WEFT_RETURN_IF_ERROR(geom_init(ctx, &x, &g, false));
+  g.oc = g.c;
+  WEFT_RETURN_IF_ERROR(check_pooled(ctx, op, "orig_output", &g, &y));
+  bool same = gx.rank == 4;
+  for (int d = 0; same && d < 4; d++) same = gx.dims[d] == x.dims[d];
+  if (!same) {
+    char s[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s: grad has shape %s, expected orig_input's shape %s", op,
+                           weft__cpu_shape_str(gx.rank, gx.dims, s, sizeof s),
+                           weft__cpu_shape_str(x.rank, x.dims, s2, sizeof s2));
+  }
+  WEFT_RETURN_IF_ERROR(alloc_output(ctx, &g, x.dtype, &out));
+  if (out.num_elements == 0) return NULL;
+  pool_grad_job_t j = {&g, x.data, gx.data, out.data, x.dtype, x.dtype, true, true};
+  weft__cpu_parallel(ctx, g.n * g.c, g.oh * g.ow * g.kh * g.kw + 1, pool_grad_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * MirrorPad */
 
-static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, pv, y;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+/* The geometry of a mirror pad: the unpadded dims, the padded ones, the paddings and the
+ * unpadded tensor's strides. */
+typedef struct mirror {
+  int rank;
+  int64_t dims[WEFT_MAX_RANK], padded[WEFT_MAX_RANK], pads[2 * WEFT_MAX_RANK];
+  int64_t strides[WEFT_MAX_RANK];
+  bool reflect;
+} mirror_t;
+
+/* Reads input 1 (paddings) and checks it against the unpadded dims (from the input, MirrorPad;
+ * or from the padded input less the paddings, MirrorPadGrad). */
+static weft_status_t *mirror_init(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *x,
+                                  bool x_is_padded, mirror_t *m) {
+  weft_tensor_view_t pv;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &pv));
-  int64_t pads[2 * WEFT_MAX_RANK], n = 0;
-  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &pv, "paddings", pads, 2 * WEFT_MAX_RANK, &n));
-  if (pv.rank != 2 || pv.dims[0] != x.rank || pv.dims[1] != 2)
+  int64_t n = 0;
+  WEFT_RETURN_IF_ERROR(
+      weft__cpu_read_indices(ctx, &pv, "paddings", m->pads, 2 * WEFT_MAX_RANK, &n));
+  if (pv.rank != 2 || pv.dims[0] != x->rank || pv.dims[1] != 2)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                           "paddings must have shape [%d, 2] for an input of rank %d", x.rank,
-                           x.rank);
-  bool reflect = weft__cpu_attr_is(ctx, "mode", "REFLECT", "REFLECT");
-  int64_t out_dims[WEFT_MAX_RANK];
-  for (int d = 0; d < x.rank; d++) {
-    int64_t lim = reflect ? x.dims[d] - 1 : x.dims[d];
-    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0 || pads[2 * d] > lim || pads[2 * d + 1] > lim)
+                           "paddings must have shape [%d, 2] for an input of rank %d", x->rank,
+                           x->rank);
+  m->rank = x->rank;
+  m->reflect = weft__cpu_attr_is(ctx, "mode", "REFLECT", "REFLECT");
+  for (int d = 0; d < x->rank; d++) {
+    int64_t before = m->pads[2 * d], after = m->pads[2 * d + 1];
+    m->dims[d] = x_is_padded ? x->dims[d] - before - after : x->dims[d];
+    m->padded[d] = x_is_padded ? x->dims[d] : x->dims[d] + before + after;
+    int64_t lim = m->reflect ? m->dims[d] - 1 : m->dims[d];
+    if (before < 0 || after < 0 || before > lim || after > lim)
       return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                              "paddings %lld and %lld of dimension %d must be in [0, %lld] for "
                              "%s mode",
-                             (long long)pads[2 * d], (long long)pads[2 * d + 1], d,
-                             (long long)lim, reflect ? "REFLECT" : "SYMMETRIC");
-    out_dims[d] = x.dims[d] + pads[2 * d] + pads[2 * d + 1];
+                             (long long)before, (long long)after, d, (long long)lim,
+                             m->reflect ? "REFLECT" : "SYMMETRIC");
   }
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, out_dims, &y));
-  int64_t in_strides[WEFT_MAX_RANK], s = 1;
-  for (int d = x.rank - 1; d >= 0; d--) {
-    in_strides[d] = s;
-    s *= x.dims[d];
+  int64_t st = 1;
+  for (int d = x->rank - 1; d >= 0; d--) {
+    m->strides[d] = st;
+    st *= m->dims[d];
   }
-  int64_t off = reflect ? 0 : 1;
-  for (int64_t i = 0; i < y.num_elements; i++) {
-    int64_t rem = i, src = 0;
-    for (int d = x.rank - 1; d >= 0; d--) {
-      int64_t p = rem % out_dims[d] - pads[2 * d];
-      rem /= out_dims[d];
-      if (p < 0) p = -p - off;
-      if (p >= x.dims[d]) p = 2 * x.dims[d] - 2 - p + off;
-      src += p * in_strides[d];
-    }
-    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &x, src, 1));
+  return NULL;
+}
+
+/* The unpadded element that padded element i mirrors. */
+static int64_t mirror_source(const mirror_t *m, int64_t i) {
+  int64_t off = m->reflect ? 0 : 1, src = 0;
+  for (int d = m->rank - 1; d >= 0; d--) {
+    int64_t p = i % m->padded[d] - m->pads[2 * d];
+    i /= m->padded[d];
+    if (p < 0) p = -p - off;
+    if (p >= m->dims[d]) p = 2 * m->dims[d] - 2 - p + off;
+    src += p * m->strides[d];
   }
+  return src;
+}
+
+static weft_status_t *k_mirror_pad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t x, y;
+  mirror_t m;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(mirror_init(ctx, &x, false, &m));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, m.padded, &y));
+  for (int64_t i = 0; i < y.num_elements; i++)
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &x, mirror_source(&m, i), 1));
+  return NULL;
+}
+
+/* MirrorPadGrad: each element of the padded gradient adds into the element it mirrors (mirrored
+ * elements collect several); floats add up in double and round once. */
+static weft_status_t *k_mirror_pad_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t dy, dx;
+  mirror_t m;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &dy));
+  WEFT_RETURN_IF_ERROR(mirror_init(ctx, &dy, true, &m));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, dy.rank, m.dims, &dx));
+  if (dx.num_elements == 0) return NULL;
+  if (dy.dtype == WEFT_DT_INT32) {
+    /* Wrapping like TensorFlow's int32 sums, which double (exact to 2^53) would not do. */
+    const int32_t *g = dy.data;
+    uint32_t *out = dx.data;
+    memset(out, 0, sizeof(int32_t) * (size_t)dx.num_elements);
+    for (int64_t i = 0; i < dy.num_elements; i++) out[mirror_source(&m, i)] += (uint32_t)g[i];
+    return NULL;
+  }
+  double *acc = NULL;
+  WEFT_RETURN_IF_ERROR(
+      H->kernel_scratch(ctx, sizeof(double) * (size_t)dx.num_elements, (void **)&acc));
+  memset(acc, 0, sizeof(double) * (size_t)dx.num_elements);
+  for (int64_t i = 0; i < dy.num_elements; i++)
+    acc[mirror_source(&m, i)] += weft__cpu_load_f(dy.dtype, dy.data, i);
+  for (int64_t i = 0; i < dx.num_elements; i++) weft__cpu_store_f(dx.dtype, dx.data, i, acc[i]);
   return NULL;
 }
 
@@ -636,7 +755,10 @@ static const weft_dtype_t maxpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT
 static const weft_dtype_t avgpool_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                              WEFT_DT_BFLOAT16};
 static const char *const mirror_host_memory[] = {"paddings", NULL};
+static const weft_dtype_t mirror_grad_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                                 WEFT_DT_BFLOAT16, WEFT_DT_INT32};
 static const char *const avg_grad_host_memory[] = {"orig_input_shape", NULL};
+static const char *const window_host_memory[] = {"ksize", "strides", NULL};
 static int max_tag; /* user_data != NULL marks MaxPool for the shared pool kernel */
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -651,8 +773,16 @@ weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg) {
        &max_tag},
       {"AvgPoolGrad", k_pool_grad, "T", avgpool_types, N_OF(avgpool_types),
        avg_grad_host_memory, NULL, NULL, NULL},
+      {"MaxPoolV2", k_pool, "T", maxpool_types, N_OF(maxpool_types), window_host_memory, NULL,
+       NULL, &max_tag},
+      {"MaxPoolGradV2", k_pool_grad, "T", avgpool_types, N_OF(avgpool_types),
+       window_host_memory, NULL, NULL, &max_tag},
+      {"MaxPoolGradGrad", k_pool_grad_grad, "T", avgpool_types, N_OF(avgpool_types), NULL, NULL,
+       NULL, NULL},
       {"MirrorPad", k_mirror_pad, "T", weft__cpu_all_types, 0, mirror_host_memory, NULL, NULL,
        NULL},
+      {"MirrorPadGrad", k_mirror_pad_grad, "T", mirror_grad_types, N_OF(mirror_grad_types),
+       mirror_host_memory, NULL, NULL, NULL},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     weft_cpu_kernel_spec_t s = specs[i];

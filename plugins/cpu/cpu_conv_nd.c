@@ -2,9 +2,10 @@
  * to three spatial dims (2-D ops use a depth of 1): Conv3D, DepthwiseConv2dNative (a grouped
  * convolution with one input channel per group), the input gradients Conv2DBackpropInput (the
  * transposed convolution), DepthwiseConv2dNativeBackpropInput and Conv3DBackpropInputV2 (GEMM of
- * out_backprop with the filter, then col2im), the filter gradients Conv2DBackpropFilter and
- * DepthwiseConv2dNativeBackpropFilter (im2col, then GEMM with out_backprop), AvgPool3D, MaxPool3D
- * and MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
+ * out_backprop with the filter, then col2im), the filter gradients Conv2DBackpropFilter,
+ * DepthwiseConv2dNativeBackpropFilter and Conv3DBackpropFilterV2 (im2col, then GEMM with
+ * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad, and
+ * MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
  * like Conv2D. Error messages follow TensorFlow's (conv_grad_shape_utils.cc and the kernels). */
 #include <limits.h>
 #include <math.h>
@@ -379,11 +380,12 @@ typedef enum conv_kind {
   K_BP_INPUT_DEPTHWISE,
   K_BP_FILTER_2D,
   K_BP_FILTER_DEPTHWISE,
+  K_BP_FILTER_3D,
 } conv_kind_t;
 
 static const conv_kind_t kinds[] = {K_CONV3D,         K_DEPTHWISE,    K_BP_INPUT_2D,
                                     K_BP_INPUT_3D,    K_BP_INPUT_DEPTHWISE,
-                                    K_BP_FILTER_2D,   K_BP_FILTER_DEPTHWISE};
+                                    K_BP_FILTER_2D,   K_BP_FILTER_DEPTHWISE, K_BP_FILTER_3D};
 
 static const char *const labels[] = {"Conv3D",
                                      "DepthwiseConv2dNative",
@@ -391,7 +393,8 @@ static const char *const labels[] = {"Conv3D",
                                      "Conv3DBackpropInputV2",
                                      "DepthwiseConv2dNativeBackpropInput",
                                      "Conv2DBackpropFilter",
-                                     "DepthwiseConv2dNativeBackpropFilter"};
+                                     "DepthwiseConv2dNativeBackpropFilter",
+                                     "Conv3DBackpropFilterV2"};
 
 static weft_status_t *need_rank(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *t,
                                 const char *label, const char *what, int rank) {
@@ -489,11 +492,13 @@ static weft_status_t *conv2d_fast(weft_kernel_ctx_t *ctx, conv_kind_t kind, cons
 static weft_status_t *conv_run(weft_kernel_ctx_t *ctx, conv_kind_t kind,
                                const weft_cpu_epilogue_t *ep) {
   const char *label = labels[kind];
-  int ns = kind == K_CONV3D || kind == K_BP_INPUT_3D ? 3 : 2, rank = ns + 2;
+  int ns = kind == K_CONV3D || kind == K_BP_INPUT_3D || kind == K_BP_FILTER_3D ? 3 : 2;
+  int rank = ns + 2;
   bool depthwise = kind == K_DEPTHWISE || kind == K_BP_INPUT_DEPTHWISE ||
                    kind == K_BP_FILTER_DEPTHWISE;
   bool bp_input = kind == K_BP_INPUT_2D || kind == K_BP_INPUT_3D || kind == K_BP_INPUT_DEPTHWISE;
-  bool bp_filter = kind == K_BP_FILTER_2D || kind == K_BP_FILTER_DEPTHWISE;
+  bool bp_filter = kind == K_BP_FILTER_2D || kind == K_BP_FILTER_DEPTHWISE ||
+                   kind == K_BP_FILTER_3D;
   nd_t g;
   WEFT_RETURN_IF_ERROR(nd_attrs(ctx, &g, ns, true, false));
   /* The three shapes: input x, filter f, output (out_backprop) dy; the sizes input stands for
@@ -631,20 +636,29 @@ typedef struct pool_job {
   bool is_max;
 } pool_job_t;
 
+/* The window of output pixel p clipped to the input, [lo, hi) per spatial dim; returns how many
+ * elements it holds. */
+static int64_t pool_window(const nd_t *g, int64_t p, int64_t lo[3], int64_t hi[3]) {
+  int64_t o[3] = {p / (g->out[1] * g->out[2]), (p / g->out[2]) % g->out[1], p % g->out[2]};
+  int64_t count = 1;
+  for (int i = 0; i < 3; i++) {
+    lo[i] = o[i] * g->s[i] - g->pb[i];
+    hi[i] = lo[i] + g->k[i];
+    if (lo[i] < 0) lo[i] = 0;
+    if (hi[i] > g->in[i]) hi[i] = g->in[i];
+    count *= hi[i] > lo[i] ? hi[i] - lo[i] : 0;
+  }
+  return count;
+}
+
 static void pool3d_range(void *arg, int64_t b, int64_t e) {
   const pool_job_t *j = arg;
   const nd_t *g = j->g;
   int64_t ip = nd_in_pixels(g), op = nd_out_pixels(g);
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / op, p = r % op;
-    int64_t o[3] = {p / (g->out[1] * g->out[2]), (p / g->out[2]) % g->out[1], p % g->out[2]};
     int64_t lo[3], hi[3];
-    for (int i = 0; i < 3; i++) {
-      lo[i] = o[i] * g->s[i] - g->pb[i];
-      hi[i] = lo[i] + g->k[i];
-      if (lo[i] < 0) lo[i] = 0;
-      if (hi[i] > g->in[i]) hi[i] = g->in[i];
-    }
+    pool_window(g, p, lo, hi);
     for (int64_t c = 0; c < g->c; c++) {
       double acc = j->is_max ? -INFINITY : 0.0;
       int64_t count = 0;
@@ -664,6 +678,95 @@ static void pool3d_range(void *arg, int64_t b, int64_t e) {
       weft__cpu_store_f(j->y->dtype, j->y->data, layout_index(g->cfirst, n, p, c, op, g->c), acc);
     }
   }
+}
+
+/* MaxPool3DGrad, AvgPool3DGrad: each output's gradient goes back to its window, MaxPool3D's to
+ * the window's first maximum (depth, then rows, then columns; NaN winning as in the forward
+ * pool), AvgPool3D's shared by the in-bounds elements its mean divided by. One work unit is one
+ * (image, channel): the only elements two windows can share. Sums run in double. */
+
+typedef struct pool_grad_job {
+  const nd_t *g;
+  const weft_tensor_view_t *x, *dy; /* x: NULL for AvgPool3DGrad */
+  double *dx;
+} pool_grad_job_t;
+
+static void pool3d_grad_range(void *arg, int64_t b, int64_t e) {
+  const pool_grad_job_t *j = arg;
+  const nd_t *g = j->g;
+  int64_t ip = nd_in_pixels(g), op = nd_out_pixels(g);
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / g->c, c = r % g->c;
+    for (int64_t p = 0; p < op; p++) {
+      int64_t lo[3], hi[3];
+      int64_t count = pool_window(g, p, lo, hi);
+      if (count == 0) continue;
+      double gv = weft__cpu_load_f(j->dy->dtype, j->dy->data,
+                                   layout_index(g->cfirst, n, p, c, op, g->c));
+      int64_t best_at = -1;
+      double best = 0;
+      for (int64_t a = lo[0]; a < hi[0]; a++)
+        for (int64_t bb = lo[1]; bb < hi[1]; bb++)
+          for (int64_t cc = lo[2]; cc < hi[2]; cc++) {
+            int64_t at = layout_index(g->cfirst, n, (a * g->in[1] + bb) * g->in[2] + cc, c, ip,
+                                      g->c);
+            if (!j->x) {
+              j->dx[at] += gv / (double)count;
+              continue;
+            }
+            double v = weft__cpu_load_f(j->x->dtype, j->x->data, at);
+            if (best_at < 0 || v > best || (isnan(v) && !isnan(best))) {
+              best = v;
+              best_at = at;
+            }
+          }
+      if (j->x) j->dx[best_at] += gv;
+    }
+  }
+}
+
+static weft_status_t *k_pool3d_grad(weft_kernel_ctx_t *ctx, void *state) {
+  bool is_max = state != NULL;
+  const char *label = is_max ? "MaxPool3DGrad" : "AvgPool3DGrad";
+  weft_tensor_view_t x = {0}, y, dy, dx;
+  int64_t xdims[5];
+  nd_t g;
+  WEFT_RETURN_IF_ERROR(nd_attrs(ctx, &g, 3, false, true));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, is_max ? 2 : 1, &dy));
+  if (is_max) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &y));
+    WEFT_RETURN_IF_ERROR(need_rank(ctx, &x, label, "orig_input", 5));
+    memcpy(xdims, x.dims, sizeof xdims);
+  } else {
+    WEFT_RETURN_IF_ERROR(read_sizes(ctx, label, 0, 5, false, &g, NULL, &dy, xdims));
+  }
+  WEFT_RETURN_IF_ERROR(need_rank(ctx, &dy, label, "grad", 5));
+  nd_split(&g, xdims, &g.n, g.in, &g.c);
+  WEFT_RETURN_IF_ERROR(nd_pads(ctx, &g, false));
+  g.oc = g.c;
+  int64_t ydims[5];
+  nd_dims(&g, g.n, g.out, g.c, ydims);
+  for (int k = 0; k < (is_max ? 2 : 1); k++) {
+    const weft_tensor_view_t *t = k == 0 ? &dy : &y;
+    if (t->rank == 5 && memcmp(t->dims, ydims, sizeof ydims) == 0) continue;
+    char s[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s: %s has shape %s, expected %s (the pooled shape of the input)",
+                           label, k == 0 ? "grad" : "orig_output",
+                           weft__cpu_shape_str(t->rank, t->dims, s, sizeof s),
+                           weft__cpu_shape_str(5, ydims, s2, sizeof s2));
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, 5, xdims, &dx));
+  if (dx.num_elements == 0) return NULL;
+  double *acc = NULL;
+  WEFT_RETURN_IF_ERROR(scratch(ctx, true, dx.num_elements, (void **)&acc));
+  memset(acc, 0, sizeof(double) * (size_t)dx.num_elements);
+  pool_grad_job_t j = {&g, is_max ? &x : NULL, &dy, acc};
+  weft__cpu_parallel(ctx, g.n * g.c, nd_out_pixels(&g) * nd_window(&g) + 1, pool3d_grad_range,
+                     &j);
+  for (int64_t i = 0; i < dx.num_elements; i++) weft__cpu_store_f(dx.dtype, dx.data, i, acc[i]);
+  return NULL;
 }
 
 static weft_status_t *k_conv(weft_kernel_ctx_t *ctx, void *state) {
@@ -776,6 +879,7 @@ static const weft_dtype_t argmax_types[] = {
 static const weft_dtype_t int64_only[] = {WEFT_DT_INT64};
 static const char *const sizes0_host[] = {"input_sizes", NULL};
 static const char *const sizes1_host[] = {"filter_sizes", NULL};
+static const char *const shape0_host[] = {"orig_input_shape", NULL};
 static int max_tag; /* user_data != NULL marks MaxPool3D for the shared pool kernel */
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -798,8 +902,17 @@ weft_status_t *weft__cpu_register_conv_nd(const weft_registrar_t *reg) {
       {"AvgPool3D", k_pool3d, "T", float_types, N_OF(float_types), NULL, NULL, NULL, NULL},
       {"MaxPool3D", k_pool3d, "T", maxpool3d_types, N_OF(maxpool3d_types), NULL, NULL, NULL,
        &max_tag},
+      {"Conv3DBackpropFilterV2", k_conv, "T", float_types, N_OF(float_types), sizes1_host, NULL,
+       NULL, (void *)&kinds[K_BP_FILTER_3D]},
+      {"AvgPool3DGrad", k_pool3d_grad, "T", float_types, N_OF(float_types), shape0_host, NULL,
+       NULL, NULL},
   };
   WEFT_RETURN_IF_ERROR(weft__cpu_register_specs(reg, specs, N_OF(specs)));
+  /* MaxPool3DGrad's orig_input and orig_output have their own dtype, TInput. */
+  const weft_type_constraint_t mg[] = {{"T", maxpool3d_types, N_OF(maxpool3d_types)},
+                                       {"TInput", maxpool3d_types, N_OF(maxpool3d_types)}};
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "MaxPool3DGrad", mg, 2, NULL, NULL,
+                                               k_pool3d_grad, NULL, &max_tag));
   /* TensorFlow's CPU kernel produces int64 argmax only. */
   const weft_type_constraint_t c[] = {{"T", argmax_types, N_OF(argmax_types)},
                                       {"Targmax", int64_only, 1}};

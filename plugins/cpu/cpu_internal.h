@@ -144,6 +144,12 @@ weft_status_t *weft__cpu_output_like(weft_kernel_ctx_t *ctx, int index, weft_dty
 #define weft__cpu_read_scalar_index weft_pc_read_scalar_index
 /* Element i of a numeric or bool tensor as a double (0 for strings). */
 double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i);
+/* -1, 0 or 1 as a[i] is below, equal to or above b[j] (both of a's dtype; strings bytewise);
+ * a NaN sets *nan and orders after every number (cpu_array_extra.c). */
+int weft__cpu_cmp_elems(const weft_tensor_view_t *a, int64_t i, const weft_tensor_view_t *b,
+                        int64_t j, bool *nan);
+/* Sorts idx[0..n) (element indices of v) stably by v's values, NaNs last; tmp holds n. */
+void weft__cpu_sort_ascending(const weft_tensor_view_t *v, int64_t *idx, int64_t *tmp, int64_t n);
 #define weft__cpu_axis weft_pc_axis
 /* Attribute readers with a default for absent attrs. */
 #define weft__cpu_attr_bool weft_pc_attr_bool
@@ -203,6 +209,12 @@ void weft__cpu_addn_range(void *arg, int64_t b, int64_t e);
 void weft__cpu_blas_gemm(weft_kernel_ctx_t *ctx, bool dbl, bool ta, bool tb, int64_t m,
                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                          int64_t ldb, void *c, int64_t ldc);
+/* C[b] = A[b] B[b] for b < batches, A [batches, m, k], B [batches, k, n] and C [batches, m, n]
+ * contiguous (float32, dbl: float64), no transposes: whole batches shared out over the pool when
+ * there are enough of them or each is small, else each GEMM split as weft__cpu_blas_gemm's
+ * (cpu_matmul.c). The dimensions fit in int (the caller checks). */
+void weft__cpu_blas_gemm_batches(weft_kernel_ctx_t *ctx, bool dbl, int64_t batches, int64_t m,
+                                 int64_t n, int64_t k, const void *a, const void *b, void *c);
 /* How weft__cpu_blas_gemm cuts C for `threads` threads: the number of blocks, each *block rows
  * (*by_rows) or columns long (1 block below 5 M multiply-adds or with one thread; no more
  * blocks than keep 2.5 M multiply-adds in each). */
@@ -501,6 +513,8 @@ weft_status_t *weft__cpu_register_conv(const weft_registrar_t *reg); /* cpu_conv
 weft_status_t *weft__cpu_register_conv_nd(const weft_registrar_t *reg); /* cpu_conv_nd.c */
 weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg);    /* cpu_norm.c */
 weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_scatter.c */
+weft_status_t *weft__cpu_register_search(const weft_registrar_t *reg);  /* cpu_search.c */
+weft_status_t *weft__cpu_register_einsum(const weft_registrar_t *reg);  /* cpu_einsum.c */
 weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_image.c */
 weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
 weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_special.c */

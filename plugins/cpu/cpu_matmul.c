@@ -334,6 +334,34 @@ static void batch_range(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* Contiguous row-major batches (cpu_internal.h): the same choice as BatchMatMul's between
+ * sharing whole batches out over the pool and splitting each GEMM. A split_gemm_t describes one
+ * batch; batch bi lies bi matrices further on. */
+static void packed_batch_range(void *arg, int64_t begin, int64_t end) {
+  const split_gemm_t *s = arg;
+  for (int64_t bi = begin; bi < end; bi++)
+    blas_gemm_call(s->dbl, false, false, s->m, s->n, s->k,
+                   s->a + (size_t)(bi * s->m * s->k) * s->es, s->lda,
+                   s->b + (size_t)(bi * s->k * s->n) * s->es, s->ldb,
+                   s->c + (size_t)(bi * s->m * s->n) * s->es, s->ldc);
+}
+
+void weft__cpu_blas_gemm_batches(weft_kernel_ctx_t *ctx, bool dbl, int64_t batches, int64_t m,
+                                 int64_t n, int64_t k, const void *a, const void *b, void *c) {
+  split_gemm_t s = {.dbl = dbl, .m = m, .n = n, .k = k, .lda = k, .ldb = n, .ldc = n, .a = a,
+                    .b = b, .c = c, .es = dbl ? sizeof(double) : sizeof(float)};
+  if (batches > 1 &&
+      (batches >= H->kernel_num_threads(ctx) || m * n * k < GEMM_SPLIT_MIN_MACS)) {
+    weft__cpu_blas.set_num_threads(1);
+    weft__cpu_parallel(ctx, batches, 2 * m * n * k + 1, packed_batch_range, &s);
+    return;
+  }
+  for (int64_t bi = 0; bi < batches; bi++)
+    weft__cpu_blas_gemm(ctx, dbl, false, false, m, n, k, s.a + (size_t)(bi * m * k) * s.es, k,
+                        s.b + (size_t)(bi * k * n) * s.es, n, s.c + (size_t)(bi * m * n) * s.es,
+                        n);
+}
+
 static weft_status_t *k_batch_matmul(weft_kernel_ctx_t *ctx, void *state) {
   bool v2 = state != NULL; /* BatchMatMul (v1) needs equal batch dims; V2 broadcasts them */
   weft_pc_batch_matmul_t bm;

@@ -1,7 +1,7 @@
 /* cpu_norm.c: the CPU kernels of the normalization ops FusedBatchNorm, FusedBatchNormV2 and
  * FusedBatchNormV3 and their gradients FusedBatchNormGrad, V2, V3 (training and inference,
- * exponential_avg_factor, NHWC/NCHW and V3's NDHWC/NCDHW) and LRN (local response
- * normalization across the depth of NHWC inputs), following
+ * exponential_avg_factor, NHWC/NCHW and V3's NDHWC/NCDHW), LRN (local response
+ * normalization across the depth of NHWC inputs) and its gradient LRNGrad, following
  * tensorflow/core/kernels/fused_batch_norm_op.cc and lrn_op.cc. Sums run in double. */
 #include <limits.h>
 #include <math.h>
@@ -304,8 +304,64 @@ static weft_status_t *k_lrn(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * LRNGrad(input_grads dy, input_image x, output_image y): with N_j = bias + alpha * sqr_sum_j,
+ * y_j = x_j N_j^-beta, so dy_j/dx_k = [j == k] N_j^-beta - 2 alpha beta x_k y_j / N_j for every
+ * depth k within depth_radius of j. Like TensorFlow's kernel it takes y from output_image rather
+ * than recomputing it. */
+
+static weft_status_t *k_lrn_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  static const char *const names[] = {"input_grads", "input_image", "output_image"};
+  weft_tensor_view_t t[3], dx;
+  for (int i = 0; i < 3; i++) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, i, &t[i]));
+    bool same = t[i].rank == 4;
+    for (int d = 0; same && d < 4; d++) same = t[i].dims[d] == t[0].dims[d];
+    if (!same) {
+      char s[CPU_SHAPE_STR_LEN], s0[CPU_SHAPE_STR_LEN];
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "LRNGrad: %s has shape %s; all three inputs must be 4-dimensional "
+                             "and of input_grads' shape %s",
+                             names[i], weft__cpu_shape_str(t[i].rank, t[i].dims, s, sizeof s),
+                             weft__cpu_shape_str(t[0].rank, t[0].dims, s0, sizeof s0));
+    }
+  }
+  const weft_tensor_view_t *dy = &t[0], *x = &t[1], *y = &t[2];
+  int64_t r = weft__cpu_attr_int(ctx, "depth_radius", 5);
+  double bias = weft__cpu_attr_float(ctx, "bias", 1.0f);
+  double alpha = weft__cpu_attr_float(ctx, "alpha", 1.0f);
+  double beta = weft__cpu_attr_float(ctx, "beta", 0.5f);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy->dtype, 4, dy->dims, &dx));
+  int64_t C = dy->dims[3];
+  if (dx.num_elements == 0) return NULL;
+  double *acc = NULL;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)C, (void **)&acc));
+  for (int64_t row = 0; row < dx.num_elements / C; row++) {
+    const int64_t base = row * C;
+    memset(acc, 0, sizeof(double) * (size_t)C);
+    for (int64_t j = 0; j < C; j++) {
+      int64_t lo = j - r < 0 ? 0 : j - r, hi = j + r >= C ? C - 1 : j + r;
+      double sum = 0;
+      for (int64_t k = lo; k <= hi; k++) {
+        double v = weft__cpu_load_f(x->dtype, x->data, base + k);
+        sum += v * v;
+      }
+      double norm = bias + alpha * sum;
+      double g = weft__cpu_load_f(dy->dtype, dy->data, base + j);
+      double yj = weft__cpu_load_f(y->dtype, y->data, base + j);
+      double common = -2 * alpha * beta * yj / norm * g;
+      for (int64_t k = lo; k <= hi; k++)
+        acc[k] += common * weft__cpu_load_f(x->dtype, x->data, base + k);
+      acc[j] += pow(norm, -beta) * g;
+    }
+    for (int64_t k = 0; k < C; k++) weft__cpu_store_f(dx.dtype, dx.data, base + k, acc[k]);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration (TensorFlow's CPU kernels: V1 float; V2/V3 float, half and bfloat16 x with float
- * statistics; LRN float and half). */
+ * statistics; LRN and LRNGrad float and half). */
 
 static const weft_dtype_t f32[] = {WEFT_DT_FLOAT};
 static const weft_dtype_t bn_x_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
@@ -316,8 +372,9 @@ weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg) {
   const weft_cpu_kernel_spec_t specs[] = {
       {"FusedBatchNorm", k_fused_bn, "T", f32, 1, NULL, NULL, NULL, NULL},
       {"LRN", k_lrn, "T", lrn_types, 2, NULL, NULL, NULL, NULL},
+      {"LRNGrad", k_lrn_grad, "T", lrn_types, 2, NULL, NULL, NULL, NULL},
   };
-  WEFT_RETURN_IF_ERROR(weft__cpu_register_specs(reg, specs, 2));
+  WEFT_RETURN_IF_ERROR(weft__cpu_register_specs(reg, specs, 3));
   const weft_type_constraint_t c[] = {{"T", bn_x_types, 3}, {"U", f32, 1}};
   WEFT_RETURN_IF_ERROR(weft__cpu_register_full(reg, "FusedBatchNormV2", c, 2, NULL, NULL,
                                                k_fused_bn, NULL, NULL));

@@ -1,5 +1,5 @@
 /* cpu_reduce.c: reductions (Sum, Mean, Max, Min, Prod, All, Any), ArgMax/ArgMin and
- * Cumsum/Cumprod.
+ * the scans Cumsum, Cumprod and CumulativeLogsumexp.
  *
  * A reduction first collapses the input into alternating runs of kept (K) and reduced (R) dims.
  * [R] and [K,R] reduce contiguous rows; [R,K] and [K,R,K] accumulate whole rows of columns at
@@ -513,36 +513,103 @@ static void cum_range(void *arg, int64_t b, int64_t e) {
   }
 }
 
-static weft_status_t *k_cum(weft_kernel_ctx_t *ctx, void *state) {
-  bool prod = state != NULL;
-  weft_tensor_view_t x, axis_v, y;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+/* The checks and the [outer, n, inner] view shared by the scans: x, its axis and y allocated
+ * like x. */
+typedef struct scan_view {
+  weft_tensor_view_t x, y;
+  int axis;
+  int64_t outer, inner;
+} scan_view_t;
+
+static weft_status_t *scan_prepare(weft_kernel_ctx_t *ctx, const char *op, scan_view_t *v) {
+  weft_tensor_view_t axis_v;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &v->x));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &axis_v));
   int64_t axis_raw;
-  int axis;
   WEFT_RETURN_IF_ERROR(weft__cpu_read_scalar_index(ctx, &axis_v, "axis", &axis_raw));
-  if (x.rank == 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s needs an input of rank >= 1, got a scalar",
-                           prod ? "Cumprod" : "Cumsum");
-  WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, x.rank, "axis", &axis));
-  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, x.dtype, &x, &y));
-  if (x.num_elements == 0) return NULL;
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < x.rank; d++) {
-    if (d < axis) outer *= x.dims[d];
-    if (d > axis) inner *= x.dims[d];
+  if (v->x.rank == 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "%s needs an input of rank >= 1, got a scalar", op);
+  WEFT_RETURN_IF_ERROR(weft__cpu_axis(ctx, axis_raw, v->x.rank, "axis", &v->axis));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output_like(ctx, 0, v->x.dtype, &v->x, &v->y));
+  v->outer = v->inner = 1;
+  for (int d = 0; d < v->x.rank; d++) {
+    if (d < v->axis) v->outer *= v->x.dims[d];
+    if (d > v->axis) v->inner *= v->x.dims[d];
   }
-  cum_job_t j = {x.dtype,
+  return NULL;
+}
+
+static weft_status_t *k_cum(weft_kernel_ctx_t *ctx, void *state) {
+  bool prod = state != NULL;
+  scan_view_t v;
+  WEFT_RETURN_IF_ERROR(scan_prepare(ctx, prod ? "Cumprod" : "Cumsum", &v));
+  if (v.x.num_elements == 0) return NULL;
+  int64_t inner = v.inner;
+  cum_job_t j = {v.x.dtype,
                  prod,
                  weft__cpu_attr_bool(ctx, "exclusive", false),
                  weft__cpu_attr_bool(ctx, "reverse", false),
-                 x.data,
-                 y.data,
-                 x.dims[axis],
+                 v.x.data,
+                 v.y.data,
+                 v.x.dims[v.axis],
                  inner,
                  (inner + COL_BLOCK - 1) / COL_BLOCK};
-  weft__cpu_parallel(ctx, outer * j.nblocks, j.n * (inner < COL_BLOCK ? inner : COL_BLOCK) * 2,
-                     cum_range, &j);
+  weft__cpu_parallel(ctx, v.outer * j.nblocks,
+                     j.n * (inner < COL_BLOCK ? inner : COL_BLOCK) * 2, cum_range, &j);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CumulativeLogsumexp: Cumsum's scan with log(e^a + e^b) for +, from -inf, evaluated in double
+ * for every float dtype; one task per (outer, inner) column. */
+
+static double log_add_exp(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  double hi = a > b ? a : b, lo = a > b ? b : a;
+  if (isinf(hi)) return hi; /* -inf + -inf stays -inf; inf absorbs anything (inf + inf too) */
+  return hi + log1p(exp(lo - hi));
+}
+
+typedef struct cle_job {
+  weft_dtype_t dt;
+  bool exclusive, reverse;
+  const void *x;
+  void *y;
+  int64_t n, inner;
+} cle_job_t;
+
+static void cle_range(void *arg, int64_t b, int64_t e) {
+  const cle_job_t *j = arg;
+  for (int64_t t = b; t < e; t++) {
+    int64_t o = t / j->inner, c = t % j->inner;
+    double acc = -INFINITY;
+    for (int64_t s = 0; s < j->n; s++) {
+      int64_t m = j->reverse ? j->n - 1 - s : s, at = (o * j->n + m) * j->inner + c;
+      double v = weft__cpu_load_f(j->dt, j->x, at);
+      if (j->exclusive) weft__cpu_store_f(j->dt, j->y, at, acc);
+      acc = log_add_exp(acc, v);
+      if (!j->exclusive) weft__cpu_store_f(j->dt, j->y, at, acc);
+    }
+  }
+}
+
+static weft_status_t *k_cumulative_logsumexp(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  scan_view_t v;
+  WEFT_RETURN_IF_ERROR(scan_prepare(ctx, "CumulativeLogsumexp", &v));
+  if (!weft__cpu_dtype_is_float(v.x.dtype))
+    return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED, "CumulativeLogsumexp has no CPU kernel for %s",
+                           weft__cpu_dtype_name(v.x.dtype));
+  if (v.x.num_elements == 0) return NULL;
+  cle_job_t j = {v.x.dtype,
+                 weft__cpu_attr_bool(ctx, "exclusive", false),
+                 weft__cpu_attr_bool(ctx, "reverse", false),
+                 v.x.data,
+                 v.y.data,
+                 v.x.dims[v.axis],
+                 v.inner};
+  weft__cpu_parallel(ctx, v.outer * v.inner, j.n * 40, cle_range, &j);
   return NULL;
 }
 
@@ -553,6 +620,7 @@ static const weft_dtype_t arg_types[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,  WEFT_DT_INT16,
     WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64, WEFT_DT_BOOL,
 };
+static const weft_dtype_t cum_lse_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF};
 static int max_marker;
 
 weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg) {
@@ -584,6 +652,8 @@ weft_status_t *weft__cpu_register_reduce(const weft_registrar_t *reg) {
        .host_memory = cum_host},
       {.op = "Cumprod", .compute = k_cum, .type_attr = "T", .dtypes = num_types,
        .n_dtypes = n_num, .host_memory = cum_host, .user_data = &max_marker},
+      {.op = "CumulativeLogsumexp", .compute = k_cumulative_logsumexp, .type_attr = "T",
+       .dtypes = cum_lse_types, .n_dtypes = 3, .host_memory = cum_host},
   };
   return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

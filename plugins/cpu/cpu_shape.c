@@ -1,9 +1,12 @@
 /* cpu_shape.c: kernels about shapes: the CPU registrations of Reshape, ExpandDims, Squeeze (which
  * forward the input buffer under a new shape) and Shape, ShapeN, Size, Rank, whose kernels every
- * plugin shares (plugins/common/shape_kernels.c); and BroadcastGradientArgs and BroadcastArgs. */
+ * plugin shares (plugins/common/shape_kernels.c); and BroadcastGradientArgs, BroadcastArgs and
+ * ConcatOffset. */
 #include <string.h>
 
 #include "cpu_internal.h"
+
+#define H weft__cpu_host
 
 /* ---------------------------------------------------------------------------------------------
  * BroadcastGradientArgs(s0, s1) -> (r0, r1): the output dims each input was broadcast along,
@@ -65,12 +68,62 @@ static weft_status_t *k_bcast_args(weft_kernel_ctx_t *ctx, void *state) {
   return weft_pc_write_ints(ctx, 0, p.dtype, 1, p.out, p.rank);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * ConcatOffset(concat_dim, shape_0..shape_n-1) -> offset_0..offset_n-1: where each input of a
+ * concat along concat_dim starts in its output. The shapes must agree but along concat_dim. */
+
+static weft_status_t *k_concat_offset(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  int n = H->kernel_num_inputs(ctx) - 1;
+  weft_tensor_view_t dv, v0, vi;
+  int64_t cdim = 0, count = 0, first[MAX_SHAPE_RANK], shape[MAX_SHAPE_RANK], off[MAX_SHAPE_RANK];
+  char s0[CPU_SHAPE_STR_LEN], si[CPU_SHAPE_STR_LEN];
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &dv));
+  if (dv.rank != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Concat dim tensor should be a scalar integer, but got shape %s",
+                           weft__cpu_shape_str(dv.rank, dv.dims, s0, sizeof s0));
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &dv, "concat_dim", &cdim, 1, &count));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &v0));
+  int64_t rank = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &v0, "shape", first, MAX_SHAPE_RANK, &rank));
+  /* Negative axes count from the end, as TensorFlow 2's kernel takes them. */
+  int64_t axis = cdim < 0 ? cdim + rank : cdim;
+  if (axis < 0 || axis >= rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Concat dim is out of range: %lld vs. %lld",
+                           (long long)cdim, (long long)rank);
+  int64_t at = 0;
+  for (int i = 0; i < n; i++) {
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1 + i, &vi));
+    int64_t len = 0;
+    WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &vi, "shape", shape, MAX_SHAPE_RANK, &len));
+    if (vi.rank != 1 || len != rank)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "input %d should contain %lld elements, but got %lld", i,
+                             (long long)rank, (long long)len);
+    for (int64_t d = 0; d < rank; d++) {
+      off[d] = d == axis ? at : 0;
+      if (d == axis || shape[d] == first[d]) continue;
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "All dimensions except %lld must match. Input %d has shape %s and "
+                             "doesn't match input 0 with shape %s.",
+                             (long long)axis, i,
+                             weft__cpu_shape_str((int)len, shape, si, sizeof si),
+                             weft__cpu_shape_str((int)rank, first, s0, sizeof s0));
+    }
+    at += shape[axis];
+    WEFT_RETURN_IF_ERROR(weft_pc_write_ints(ctx, i, vi.dtype, 1, off, rank));
+  }
+  return NULL;
+}
+
 weft_status_t *weft__cpu_register_shape(const weft_registrar_t *reg) {
   static const char *const hm_reshape[] = {"shape", NULL};
   static const char *const hm_expand[] = {"dim", NULL};
   static const char *const hm_out[] = {"output", NULL};
   static const char *const hm_bga[] = {"s0", "s1", "r0", "r1", NULL};
   static const char *const hm_ba[] = {"s0", "s1", "r0", NULL};
+  static const char *const hm_co[] = {"concat_dim", "shape", "offset", NULL};
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "Reshape", .compute = weft_pc_k_reshape, .host_memory = hm_reshape},
       {.op = "ExpandDims", .compute = weft_pc_k_expand_dims, .host_memory = hm_expand},
@@ -81,6 +134,7 @@ weft_status_t *weft__cpu_register_shape(const weft_registrar_t *reg) {
       {.op = "Rank", .compute = weft_pc_k_rank, .host_memory = hm_out},
       {.op = "BroadcastGradientArgs", .compute = k_bcast_grad_args, .host_memory = hm_bga},
       {.op = "BroadcastArgs", .compute = k_bcast_args, .host_memory = hm_ba},
+      {.op = "ConcatOffset", .compute = k_concat_offset, .host_memory = hm_co},
   };
   return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);
 }

@@ -2,8 +2,9 @@
  * computing on them (Const, Identity and its kin, NoOp, PlaceholderWithDefault) and of the
  * reference-variable kernels (VariableV2, Assign, AssignAdd, AssignSub, IsVariableInitialized),
  * all shared with the other plugins (plugins/common/state_kernels.c) but for their host-memory
- * steps here; and Placeholder's "must feed" error. */
+ * steps here; Placeholder's "must feed" error and EnsureShape's check. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 
@@ -11,6 +12,22 @@
 
 /* ---------------------------------------------------------------------------------------------
  * Placeholder */
+
+/* A shape whose unknown dims print as "?" ("<unknown>" for unknown rank) into buf, which has
+ * CPU_SHAPE_STR_LEN chars. */
+static const char *partial_shape_str(int rank, const int64_t *dims, char *buf) {
+  const size_t len = CPU_SHAPE_STR_LEN;
+  if (rank < 0) return strcpy(buf, "<unknown>");
+  size_t at = (size_t)snprintf(buf, len, "[");
+  for (int i = 0; i < rank && at < len; i++) {
+    if (dims[i] < 0)
+      at += (size_t)snprintf(buf + at, len - at, i ? ",?" : "?");
+    else
+      at += (size_t)snprintf(buf + at, len - at, i ? ",%lld" : "%lld", (long long)dims[i]);
+  }
+  if (at < len) snprintf(buf + at, len - at, "]");
+  return buf;
+}
 
 /* Runs only when a Placeholder was not fed: TensorFlow's error. */
 static weft_status_t *k_placeholder(weft_kernel_ctx_t *ctx, void *state) {
@@ -26,23 +43,40 @@ static weft_status_t *k_placeholder(weft_kernel_ctx_t *ctx, void *state) {
     H->status_free(s);
     rank = -1;
   }
-  char shape[CPU_SHAPE_STR_LEN] = "<unknown>";
-  if (rank >= 0) {
-    size_t at = 0;
-    at += (size_t)snprintf(shape + at, sizeof shape - at, "[");
-    for (int i = 0; i < rank && at < sizeof shape; i++) {
-      if (dims[i] < 0)
-        at += (size_t)snprintf(shape + at, sizeof shape - at, i ? ",?" : "?");
-      else
-        at += (size_t)snprintf(shape + at, sizeof shape - at, i ? ",%lld" : "%lld",
-                               (long long)dims[i]);
-    }
-    if (at < sizeof shape) snprintf(shape + at, sizeof shape - at, "]");
-  }
+  char shape[CPU_SHAPE_STR_LEN];
   return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                          "You must feed a value for placeholder tensor '%s' with dtype %s and "
                          "shape %s",
-                         H->kernel_node_name(ctx), weft__cpu_dtype_name(dtype), shape);
+                         H->kernel_node_name(ctx), weft__cpu_dtype_name(dtype),
+                         partial_shape_str(rank, dims, shape));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * EnsureShape */
+
+/* The input unchanged when its shape fits the "shape" attr (unknown dims match anything);
+ * TensorFlow's error otherwise. */
+static weft_status_t *k_ensure_shape(weft_kernel_ctx_t *ctx, void *state) {
+  int rank = -1;
+  int64_t dims[WEFT_MAX_RANK];
+  weft_status_t *s = H->attr_shape(H->kernel_attrs(ctx), "shape", &rank, dims);
+  if (s != NULL) {
+    H->status_free(s);
+    rank = -1;
+  }
+  weft_tensor_view_t in;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &in));
+  bool ok = rank < 0 || rank == in.rank;
+  for (int i = 0; ok && rank > 0 && i < rank; i++) ok = dims[i] < 0 || dims[i] == in.dims[i];
+  if (!ok) {
+    char got[CPU_SHAPE_STR_LEN], want[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Shape of tensor %s %s is not compatible with expected shape %s.",
+                           H->kernel_node_name(ctx), weft__cpu_shape_str(in.rank, in.dims, got,
+                                                                         sizeof got),
+                           partial_shape_str(rank, dims, want));
+  }
+  return weft_pc_k_forward(ctx, state);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -103,7 +137,8 @@ static const weft_pc_state_ops_t state_ops = {state_copy, state_set_bool, state_
 
 weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg) {
   static const char *const forward_ops[] = {"Identity", "StopGradient", "PreventGradient",
-                                            "Snapshot", "IdentityN", "PlaceholderWithDefault"};
+                                            "Snapshot", "IdentityN", "PlaceholderWithDefault",
+                                            "GuaranteeConst"};
   for (size_t i = 0; i < sizeof forward_ops / sizeof forward_ops[0]; i++) {
     const weft_cpu_kernel_spec_t forward = {.op = forward_ops[i], .compute = weft_pc_k_forward};
     WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &forward));
@@ -114,6 +149,7 @@ weft_status_t *weft__cpu_register_state(const weft_registrar_t *reg) {
   const weft_cpu_kernel_spec_t specs[] = {
       {.op = "Const", .compute = weft_pc_k_const},
       {.op = "NoOp", .compute = weft_pc_k_noop},
+      {.op = "EnsureShape", .compute = k_ensure_shape},
       {.op = "Placeholder", .compute = k_placeholder},
       {.op = "PlaceholderV2", .compute = k_placeholder},
       {.op = "VariableV2", .compute = weft_pc_k_variable},

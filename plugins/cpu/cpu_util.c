@@ -521,12 +521,7 @@ weft_status_t *weft__cpu_zero(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *
  * refuses a plugin that registers a kernel for an unknown op, and the ABI has no way to ask
  * which ops exist, so these stay unregistered until the core defines them (delete a name here
  * once its op definition exists). */
-static const char *const ops_core_lacks[] = {
-    "Snapshot",      "PlaceholderV2",  "Concat",
-    "BiasAddV1",     "Relu6Grad",      "LeakyReluGrad",
-    "EluGrad",       "SeluGrad",       "SoftplusGrad",  "SoftsignGrad",   "SqrtGrad",
-    "RsqrtGrad",     "ReciprocalGrad",
-};
+static const char *const ops_core_lacks[] = {"PlaceholderV2", "Concat"};
 
 static bool core_lacks(const char *op) {
   for (size_t i = 0; i < sizeof ops_core_lacks / sizeof ops_core_lacks[0]; i++)

@@ -103,6 +103,7 @@ static const weft_pc_binary_op_t bin_ops[] = {
     {"SqrtGrad", CU_BIN_SQRT_GRAD, types_f, 2, NULL, 0},
     {"RsqrtGrad", CU_BIN_RSQRT_GRAD, types_f, 2, NULL, 0},
     {"ReciprocalGrad", CU_BIN_RECIPROCAL_GRAD, types_f, 2, NULL, 0},
+    {"InvGrad", CU_BIN_RECIPROCAL_GRAD, types_f, 2, NULL, 0},
     {"Equal", CU_BIN_EQ, types_cmp_eq, 5, NULL, 0},
     {"NotEqual", CU_BIN_NE, types_cmp_eq, 5, NULL, 0},
     {"Less", CU_BIN_LT, types_n, 4, NULL, 0},

@@ -592,6 +592,23 @@ def test_gather_nd():
     assert "indices[0] = [1, 3] does not index into param shape [2,3,4]" in str(e.value)
 
 
+def test_ensure_shape():
+    """The static shape merged with the expected one; a run-time shape that does not fit fails
+    with TensorFlow's message; the gradient passes through."""
+    x = tf.placeholder(tf.float32, [None, None], name="x")
+    y = tf.ensure_shape(x, [None, 3])
+    assert y.op.type == "EnsureShape" and y.shape.as_list() == [None, 3]
+    np.testing.assert_array_equal(run(y, feed={x: np.ones((2, 3), np.float32)}), np.ones((2, 3)))
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"Shape of tensor .* \[2,4\] is not compatible with expected shape "
+                             r"\[\?,3\]"):
+        run(y, feed={x: np.ones((2, 4), np.float32)})
+    g = tf.gradients(tf.reduce_sum(y * 2.0), x)[0]
+    np.testing.assert_array_equal(run(g, feed={x: np.ones((1, 3), np.float32)}), [[2, 2, 2]])
+    with pytest.raises(ValueError):
+        tf.ensure_shape(tf.constant([1.0, 2.0]), [3])
+
+
 def test_gather_nd_and_scatter_nd_gradients():
     """GatherNd's gradient scatters dy back (summing repeated indices); ScatterNd's gathers."""
     p = tf.constant(np.arange(12, dtype=np.float64).reshape(3, 4))
@@ -607,11 +624,108 @@ def test_gather_nd_and_scatter_nd_gradients():
     np.testing.assert_array_equal(run(gu), [1.0, 11.0, 1.0])
 
 
+def test_setdiff1d_keeps_x_order():
+    x = np.array([5, 1, 7, 1, 3, 9, 7], np.int64)
+    for y in ([1, 9], [], [5, 1, 7, 3, 9], [4]):
+        tf.reset_default_graph()
+        out, idx = run(*tf.setdiff1d(x, np.array(y, np.int64), index_dtype=tf.int64))
+        # numpy's setdiff1d sorts and dedups; TensorFlow keeps x's order and duplicates
+        want_idx = [i for i, v in enumerate(x) if v not in y]
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(out, x[want_idx])
+        assert set(out) == set(np.setdiff1d(x, y))
+    assert tf.compat.v1.setdiff1d is tf.setdiff1d
+    assert op_types().count("ListDiff") == 1  # the last graph's
+
+
+def test_searchsorted_matches_numpy():
+    seq = np.sort(RNG.randint(0, 9, (2, 3, 7)), axis=-1).astype(np.float32)
+    vals = RNG.randint(-1, 10, (2, 3, 5)).astype(np.float32)
+    for side in ("left", "right"):
+        for out_type in (tf.int32, tf.int64):
+            tf.reset_default_graph()
+            got = run(tf.searchsorted(seq, vals, side=side, out_type=out_type))
+            assert got.dtype == out_type.as_numpy_dtype and got.shape == vals.shape
+            want = np.array([[np.searchsorted(seq[i, j], vals[i, j], side=side)
+                              for j in range(3)] for i in range(2)])
+            np.testing.assert_array_equal(got, want)
+    tf.reset_default_graph()
+    np.testing.assert_array_equal(run(tf.searchsorted([1, 3, 3, 8], [3, 0, 9])),
+                                  np.searchsorted([1, 3, 3, 8], [3, 0, 9]))
+    with pytest.raises(ValueError, match="side must be either 'right' or 'left'"):
+        tf.searchsorted([1.0], [1.0], side="middle")
+
+
+def test_unravel_index_matches_numpy():
+    for idx, dims in (([22, 41, 37], [7, 6]), (1621 % 336, [6, 7, 8]), ([], [3, 4])):
+        tf.reset_default_graph()
+        idx = np.array(idx, np.int64)
+        got = run(tf.unravel_index(idx, np.array(dims, np.int64)))
+        np.testing.assert_array_equal(got, np.array(np.unravel_index(idx, dims)))
+    tf.reset_default_graph()
+    with pytest.raises(errors.InvalidArgumentError, match="index out of bounds"):
+        run(tf.unravel_index([3, 12], [3, 4]))
+
+
+def test_bucketize():
+    from weft.compat.v1 import array_ops
+    x = np.array([[-3.0, 0.0, 0.5], [10.0, 99.0, 1e6]], np.float32)
+    got = run(array_ops._bucketize(x, boundaries=[0.0, 10.0, 100.0]))
+    np.testing.assert_array_equal(got, np.searchsorted([0.0, 10.0, 100.0], x, side="right"))
+    assert got.dtype == np.int32
+    with pytest.raises(errors.InvalidArgumentError, match="Expected sorted boundaries"):
+        run(array_ops._bucketize(x, boundaries=[1.0, 0.0]))
+
+
+def test_cross_matches_numpy():
+    a, b = RNG.randn(4, 2, 3), RNG.randn(4, 2, 3)
+    np.testing.assert_allclose(run(tf.linalg.cross(a, b)), np.cross(a, b), rtol=1e-12)
+    assert tf.cross is tf.linalg.cross
+    with pytest.raises(ValueError, match="Dimension must be 3 but is 4"):
+        tf.cross(np.ones((2, 4)), np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 5)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ba,ca", [(2, 3), (4, 3)]),
+    ("ii", [(4, 4)]),
+    ("ii->i", [(4, 4)]),
+    ("ij->", [(3, 5)]),
+    ("i,j->ij", [(3,), (2,)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+    ("...ij", [(2, 3, 4)]),
+    ("abc,cd,de->abe", [(2, 3, 4), (4, 2), (2, 3)]),
+    ("i j , j k -> i k", [(2, 3), (3, 2)]),
+])
+def test_einsum_matches_numpy(eq, shapes):
+    ops = [RNG.randn(*s) for s in shapes]
+    got = run(tf.einsum(eq, *ops))
+    np.testing.assert_allclose(got, np.einsum(eq.replace(" ", ""), *ops), rtol=1e-10,
+                               atol=1e-12)
+    assert "Einsum" in op_types()
+
+
+def test_einsum_errors_and_gradient():
+    with pytest.raises(ValueError, match="Expected dimension 3 at axis 0"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="Indices have incorrect format"):
+        tf.einsum("ij->i1", np.ones((2, 3)))
+    with pytest.raises(ValueError, match="Got 1 arguments"):
+        tf.einsum("ij,jk->ik", np.ones((2, 3)))
+    tf.reset_default_graph()
+    a = tf.constant(RNG.randn(2, 3))
+    b = tf.constant(RNG.randn(3, 4))
+    ga, gb = tf.gradients(tf.reduce_sum(tf.einsum("ij,jk->ik", a, b) ** 2), [a, b])
+    av, bv, gav, gbv = run(a, b, ga, gb)
+    np.testing.assert_allclose(gav, 2 * (av @ bv) @ bv.T, rtol=1e-10)
+    np.testing.assert_allclose(gbv, 2 * av.T @ (av @ bv), rtol=1e-10)
+
+
 def test_absent_names_stay_absent():
-    for name in ("searchsorted", "setdiff1d", "einsum", "cumulative_logsumexp"):
+    for name in ("cumulative_logsumexp",):
         assert not hasattr(tf, name), name
-    for name in ("xdivy", "xlogy", "cumulative_logsumexp"):
-        assert not hasattr(tf.math, name), name
     for name in ("ctc_loss", "embedding_lookup_sparse", "safe_embedding_lookup_sparse"):
         assert not hasattr(tf.nn, name), name
 
@@ -718,3 +832,186 @@ DOC_OUTPUTS = [
 def test_doc_examples_print_what_they_say():
     """docs/python.md's "Array, math and nn functions" examples, run as written."""
     check_section("Array, math and nn functions", DOC_OUTPUTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Special math: Zeta, Polygamma, Erfinv, Ndtri, the Bessel functions, the zero-guarded Xdivy,
+# Xlogy, Xlog1py and MulNoNan, NextAfter, ApproximateEqual, CumulativeLogsumexp; closed forms,
+# numpy and series written here, gradients against central differences
+
+def _zeta_series(x, q, n=20000):
+    """sum_{k<n} (q+k)^-x plus the integral and half-term of the rest."""
+    k = np.arange(n, dtype=np.float64)
+    a = q + n
+    return np.sum((q + k) ** -x) + a ** (1 - x) / (x - 1) + a ** -x / 2
+
+
+def test_zeta_closed_forms_series_and_domain():
+    x = np.array([2.0, 4.0, 2.0, 3.5, 6.0])
+    q = np.array([1.0, 1.0, 0.5, 2.25, 0.75])
+    got = run(tf.zeta(x, q))
+    want = [math.pi ** 2 / 6, math.pi ** 4 / 90, math.pi ** 2 / 2,
+            _zeta_series(3.5, 2.25), _zeta_series(6.0, 0.75)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    edge = run(tf.math.zeta([0.5, 1.0, 2.0, 3.0], [1.0, 1.0, 0.0, 0.0]))
+    assert np.isnan(edge[0]) and edge[1] == np.inf and edge[2] == np.inf and np.isnan(edge[3])
+    # Broadcasting, float32.
+    got = run(tf.zeta(tf.constant([[2.0], [4.0]], tf.float32), tf.constant([1.0, 2.0])))
+    assert got.shape == (2, 2) and got.dtype == np.float32
+    np.testing.assert_allclose(got[:, 0], [math.pi ** 2 / 6, math.pi ** 4 / 90], rtol=1e-6)
+
+
+def test_polygamma_is_digamma_and_scaled_zeta():
+    x = np.array([0.5, 1.0, 2.5, 7.0])
+    p0, p1, p3 = run(tf.polygamma(tf.zeros_like(x), x), tf.math.polygamma(np.ones(4), x),
+                     tf.polygamma(3.0 * np.ones(4), x))
+    np.testing.assert_allclose(p0, run(tf.digamma(x)), rtol=1e-13)
+    np.testing.assert_allclose(p1, [_zeta_series(2, v) for v in x], rtol=1e-10)
+    np.testing.assert_allclose(p3, [6 * _zeta_series(4, v) for v in x], rtol=1e-10)
+    bad = run(tf.polygamma([0.5, -1.0], [1.0, 1.0]))
+    assert np.isnan(bad).all()
+
+
+def test_erfinv_and_ndtri_invert_erf_and_the_normal_cdf():
+    y = np.array([-0.999, -0.5, -1e-8, 0.0, 0.3, 0.9, 0.999999])
+    x = run(tf.math.erfinv(y))
+    np.testing.assert_allclose([math.erf(v) for v in x], y, rtol=1e-14, atol=1e-16)
+    p = np.array([1e-20, 0.001, 0.25, 0.5, 0.975, 0.999999])
+    z = run(tf.math.ndtri(p))
+    np.testing.assert_allclose([0.5 * math.erfc(-v / math.sqrt(2)) for v in z], p, rtol=1e-12)
+    assert abs(z[4] - 1.959963984540054) < 1e-13
+    assert z[3] == 0 and not np.signbit(z[3])
+    ends = run(tf.math.erfinv([1.0, -1.0, 2.0]), tf.math.ndtri([0.0, 1.0, -0.5]))
+    assert list(ends[0][:2]) == [np.inf, -np.inf] and np.isnan(ends[0][2])
+    assert list(ends[1][:2]) == [-np.inf, np.inf] and np.isnan(ends[1][2])
+    assert run(tf.math.erfinv(tf.constant([0.5], tf.float16))).dtype == np.float16
+
+
+def _i1_series(x, terms=200):
+    t = x / 2.0
+    s = t
+    for k in range(1, terms):
+        t *= (x * x / 4.0) / (k * (k + 1))
+        s += t
+    return s
+
+
+def test_bessel_functions_against_numpy_i0_and_a_series():
+    x = np.array([-25.0, -3.0, -0.5, 0.0, 0.5, 3.0, 19.0, 21.0, 40.0])
+    i0e, i1e, i0, i1 = run(tf.math.bessel_i0e(x), tf.math.bessel_i1e(x),
+                           tf.math.bessel_i0(x), tf.math.bessel_i1(x))
+    np.testing.assert_allclose(i0e, np.i0(x) * np.exp(-np.abs(x)), rtol=1e-13)
+    np.testing.assert_allclose(i1e, [_i1_series(v) * math.exp(-abs(v)) for v in x], rtol=1e-13)
+    np.testing.assert_allclose(i0, np.i0(x), rtol=1e-13)
+    np.testing.assert_allclose(i1, [_i1_series(v) for v in x], rtol=1e-13)
+
+
+def test_zero_guarded_ops_follow_tensorflow():
+    x = np.array([0.0, 0.0, 0.0, 2.0, -1.0, np.nan])
+    y = np.array([0.0, np.nan, np.inf, 4.0, 0.5, 1.0])
+    xlogy, xdivy, xlog1py = run(tf.math.xlogy(x, y), tf.math.xdivy(x, y), tf.math.xlog1py(x, y))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(xlogy, [0, 0, 0, 2 * np.log(4.0), -np.log(0.5), np.nan])
+        np.testing.assert_array_equal(xdivy, [0, 0, 0, 0.5, -2.0, np.nan])
+        np.testing.assert_array_equal(xlog1py, [0, 0, 0, 2 * np.log1p(4.0), -np.log1p(0.5),
+                                                np.nan])
+    got = run(tf.math.multiply_no_nan([np.inf, np.nan, 3.0, 2.0], [0.0, 0.0, 0.0, 1.5]))
+    np.testing.assert_array_equal(got, [0, 0, 0, 3.0])
+    with pytest.raises(TypeError):
+        tf.math.xlogy(tf.constant([1.0]), tf.constant([1.0], tf.float64))
+
+
+def test_nextafter_matches_numpy_in_each_float_type():
+    for dt in (np.float32, np.float64):
+        a = np.array([0.0, 1.0, 1.0, -2.5, 1e30, np.inf], dt)
+        b = np.array([1.0, 2.0, 0.0, -np.inf, 0.0, 0.0], dt)
+        got = run(tf.math.nextafter(tf.constant(a), tf.constant(b)))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got, np.nextafter(a, b))
+
+
+def test_approximate_equal():
+    x = np.array([1.0, 2.0, 3.0, np.nan], np.float32)
+    y = np.array([1.000001, 2.1, 3.0, np.nan], np.float32)
+    np.testing.assert_array_equal(run(tf.math.approximate_equal(x, y)),
+                                  [True, False, True, False])
+    np.testing.assert_array_equal(run(tf.math.approximate_equal(x, y, tolerance=0.5)),
+                                  [True, True, True, False])
+    with pytest.raises(ValueError):
+        tf.math.approximate_equal(tf.constant([1.0, 2.0]), tf.constant([1.0, 2.0, 3.0]))
+    a = tf.placeholder(tf.float32, [None])
+    with pytest.raises(errors.InvalidArgumentError):
+        run(tf.math.approximate_equal(a, [1.0, 2.0]), feed={a: [1.0, 2.0, 3.0]})
+
+
+def _cumulative_logsumexp(x, axis, exclusive, reverse):
+    x = np.moveaxis(x, axis, -1)
+    if reverse:
+        x = x[..., ::-1]
+    out = np.logaddexp.accumulate(x, axis=-1)
+    if exclusive:
+        out = np.concatenate([np.full(x.shape[:-1] + (1,), -np.inf), out[..., :-1]], axis=-1)
+    if reverse:
+        out = out[..., ::-1]
+    return np.moveaxis(out, -1, axis)
+
+
+def test_cumulative_logsumexp_against_numpy_logaddexp():
+    x = np.random.RandomState(3).uniform(-5, 5, (3, 4, 5))
+    for axis in (0, 1, -1):
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                got = run(tf.math.cumulative_logsumexp(x, axis=axis, exclusive=exclusive,
+                                                       reverse=reverse))
+                np.testing.assert_allclose(got, _cumulative_logsumexp(x, axis, exclusive,
+                                                                      reverse), rtol=1e-13)
+    big = run(tf.math.cumulative_logsumexp(tf.constant([1000.0, 1000.0], tf.float32)))
+    np.testing.assert_allclose(big, [1000.0, 1000.0 + math.log(2)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,lo,hi", [("xlogy", 0.5, 3), ("xdivy", 0.5, 3),
+                                         ("xlog1py", -0.5, 3), ("multiply_no_nan", -2, 2),
+                                         ("zeta", 0.5, 3), ("polygamma", 0.5, 3)])
+def test_special_gradients_against_central_differences(name, lo, hi):
+    rng = np.random.RandomState(7)
+    fn = getattr(tf.math, name)
+    a_val = {"zeta": np.array([2.5, 3.0, 4.0]), "polygamma": np.array([0.0, 1.0, 2.0])}.get(
+        name, rng.uniform(-2, 2, 3))
+    b_val = rng.uniform(lo, hi, (2, 3))
+    a = tf.placeholder(tf.float64, [3])
+    b = tf.placeholder(tf.float64, [2, 3])
+    loss = tf.reduce_sum(tf.sin(fn(a, b)))
+    ga, gb = tf.gradients(loss, [a, b])
+    with tf.Session() as sess:
+        def f(av, bv):
+            return sess.run(loss, {a: av, b: bv})
+        got_b = sess.run(gb, {a: a_val, b: b_val})
+        want_b = _numeric_grad(lambda v: f(a_val, v), b_val.copy(), eps=1e-6)
+        np.testing.assert_allclose(got_b, want_b, rtol=1e-6, atol=1e-8)
+        if name in ("zeta", "polygamma"):
+            assert ga is None  # TensorFlow differentiates only q and x
+        else:
+            got_a = sess.run(ga, {a: a_val, b: b_val})
+            want_a = _numeric_grad(lambda v: f(v, b_val), a_val.copy(), eps=1e-6)
+            np.testing.assert_allclose(got_a, want_a, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["erfinv", "ndtri", "bessel_i0e", "bessel_i1e",
+                                  "cumulative_logsumexp"])
+def test_special_unary_gradients_against_central_differences(name):
+    x_val = np.array([0.1, 0.35, 0.6, 0.85]) if name in ("erfinv", "ndtri") else \
+        np.array([-2.0, -0.3, 0.4, 1.7])
+    x = tf.placeholder(tf.float64, [4])
+    loss = tf.reduce_sum(tf.sin(getattr(tf.math, name)(x)))
+    (g,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        got = sess.run(g, {x: x_val})
+        want = _numeric_grad(lambda v: sess.run(loss, {x: v}), x_val.copy(), eps=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_special_names_in_tensorflow_1_namespaces():
+    for name in ("zeta", "polygamma"):
+        assert getattr(tf, name) is getattr(tf.math, name)
+    for name in ("erfinv", "xlogy", "cumulative_logsumexp", "bessel_i0e", "multiply_no_nan"):
+        assert not hasattr(tf, name), name

@@ -131,6 +131,8 @@ def test_saver_errors(tmp_path):
         with pytest.raises(tf.errors.NotFoundError) as e:
             saver.restore(sess, path)
         assert e.value.message == "Saver: variable 'v' not found in checkpoint '%s'" % path
-    with pytest.raises(NotImplementedError) as e:
-        tf.train.Saver({"renamed": v})
+    renamed = tf.train.Saver({"renamed": v})  # restores from "renamed"; cannot save there
+    with tf.Session() as sess:
+        with pytest.raises(NotImplementedError) as e:
+            renamed.save(sess, str(tmp_path / "r"))
     assert "weft saves a variable under its own name ('v')" in str(e.value)

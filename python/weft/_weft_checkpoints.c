@@ -54,14 +54,24 @@ static PyObject *checkpoint_exists(PyObject *self, PyObject *arg) {
   Py_RETURN_TRUE;
 }
 
-/* checkpoint_keys(prefix) -> the tensor keys of checkpoint PREFIX, in key order */
-static PyObject *checkpoint_keys(PyObject *self, PyObject *arg) {
-  (void)self;
-  const char *prefix = PyUnicode_AsUTF8(arg);
+/* The reader of checkpoint `prefix` (a str), or NULL with the exception set */
+static weft_checkpoint_reader_t *open_reader(PyObject *prefix_obj) {
+  const char *prefix = PyUnicode_AsUTF8(prefix_obj);
   if (!prefix) return NULL;
   weft_checkpoint_reader_t *r = NULL;
   weft_status_t *st = weft_checkpoint_reader_open(prefix, &r);
-  if (st) return raise_status(st);
+  if (st) {
+    raise_status(st);
+    return NULL;
+  }
+  return r;
+}
+
+/* checkpoint_keys(prefix) -> the tensor keys of checkpoint PREFIX, in key order */
+static PyObject *checkpoint_keys(PyObject *self, PyObject *arg) {
+  (void)self;
+  weft_checkpoint_reader_t *r = open_reader(arg);
+  if (!r) return NULL;
   int n = weft_checkpoint_reader_num_tensors(r);
   PyObject *keys = PyList_New(n);
   for (int i = 0; keys && i < n; i++) {
@@ -71,6 +81,82 @@ static PyObject *checkpoint_keys(PyObject *self, PyObject *arg) {
   }
   weft_checkpoint_reader_free(r);
   return keys;
+}
+
+/* (dims...) as a tuple of ints */
+static PyObject *shape_tuple(int rank, const int64_t *dims) {
+  PyObject *shape = PyTuple_New(rank);
+  for (int d = 0; shape && d < rank; d++) {
+    PyObject *v = PyLong_FromLongLong((long long)dims[d]);
+    if (!v) Py_CLEAR(shape);
+    else PyTuple_SET_ITEM(shape, d, v);
+  }
+  return shape;
+}
+
+/* checkpoint_info(prefix) -> [(key, dtype name, (dims...))] in key order */
+static PyObject *checkpoint_info(PyObject *self, PyObject *arg) {
+  (void)self;
+  weft_checkpoint_reader_t *r = open_reader(arg);
+  if (!r) return NULL;
+  int n = weft_checkpoint_reader_num_tensors(r);
+  PyObject *out = PyList_New(n);
+  for (int i = 0; out && i < n; i++) {
+    const char *key = weft_checkpoint_reader_key(r, i);
+    weft_dtype_t dtype;
+    int rank = 0;
+    int64_t dims[WEFT_MAX_RANK];
+    weft_status_t *st = weft_checkpoint_reader_info(r, key, &dtype, &rank, dims);
+    if (st) {
+      Py_CLEAR(out);
+      weft_checkpoint_reader_free(r);
+      return raise_status(st);
+    }
+    PyObject *shape = shape_tuple(rank, dims);
+    PyObject *item = shape ? Py_BuildValue("(ssN)", key, weft_dtype_name(dtype), shape) : NULL;
+    if (!item) Py_CLEAR(out);
+    else PyList_SET_ITEM(out, i, item);
+  }
+  weft_checkpoint_reader_free(r);
+  return out;
+}
+
+/* checkpoint_read(prefix, key) -> (dtype name, (dims...), bytes), or a list of bytes (one per
+ * element) for a string tensor in place of the bytes */
+static PyObject *checkpoint_read(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *prefix, *key;
+  if (!PyArg_ParseTuple(args, "ss", &prefix, &key)) return NULL;
+  weft_checkpoint_reader_t *r = NULL;
+  weft_status_t *st = weft_checkpoint_reader_open(prefix, &r);
+  if (st) return raise_status(st);
+  weft_tensor_t *t = NULL;
+  st = weft_checkpoint_reader_read(r, key, &t);
+  weft_checkpoint_reader_free(r);
+  if (st) return raise_status(st);
+  weft_dtype_t dtype = weft_tensor_dtype(t);
+  PyObject *shape = shape_tuple(weft_tensor_rank(t), weft_tensor_dims(t));
+  PyObject *data = NULL;
+  if (shape && dtype == WEFT_DT_STRING) {
+    int64_t n = weft_tensor_num_elements(t);
+    const weft_string_t *strs = weft_tensor_data(t);
+    data = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; data && i < n; i++) {
+      PyObject *b = PyBytes_FromStringAndSize(strs[i].data, (Py_ssize_t)strs[i].len);
+      if (!b) Py_CLEAR(data);
+      else PyList_SET_ITEM(data, (Py_ssize_t)i, b);
+    }
+  } else if (shape) {
+    data = PyBytes_FromStringAndSize(weft_tensor_data(t), (Py_ssize_t)weft_tensor_nbytes(t));
+  }
+  PyObject *out = NULL;
+  if (shape && data) out = Py_BuildValue("(sNN)", weft_dtype_name(dtype), shape, data);
+  else {
+    Py_XDECREF(shape);
+    Py_XDECREF(data);
+  }
+  weft_tensor_unref(t);
+  return out;
 }
 
 /* checkpoint_state(dir) -> (latest, [all]) resolved against dir, or None without a state file */
@@ -100,6 +186,10 @@ static PyObject *checkpoint_state(PyObject *self, PyObject *arg) {
 static PyMethodDef module_methods[] = {
   {"checkpoint_state", checkpoint_state, METH_O, "checkpoint_state(dir) -> (latest, [all])"},
   {"checkpoint_keys", checkpoint_keys, METH_O, "checkpoint_keys(prefix) -> [key]"},
+  {"checkpoint_info", checkpoint_info, METH_O,
+   "checkpoint_info(prefix) -> [(key, dtype name, shape tuple)]"},
+  {"checkpoint_read", checkpoint_read, METH_VARARGS,
+   "checkpoint_read(prefix, key) -> (dtype name, shape tuple, bytes or [bytes])"},
   {"set_error_factory", set_error_factory, METH_O, "as weft._weft.set_error_factory"},
   {"checkpoint_exists", checkpoint_exists, METH_O, "whether PREFIX.index opens"},
   {NULL, NULL, 0, NULL},

@@ -182,6 +182,7 @@ extern const weft_op_def_t weft__ops_conv[];     /* ops_conv.c: Conv3D, conv gra
 extern const weft_op_def_t weft__ops_nn_grad[];  /* ops_nn_grad.c: MaxPoolGrad, FusedBatchNormGrad ... */
 extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colour, NMS ... */
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
+extern const weft_op_def_t weft__ops_special[]; /* ops_special.c: Zeta, Erfinv, Xlogy, ... */
 extern const weft_op_def_t weft__ops_string[];   /* ops_string.c: strings, Print, files */
 extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve, Lu, Cholesky ... */
@@ -199,6 +200,8 @@ extern const weft_op_def_t weft__ops_summary[];  /* ops_summary.c: ScalarSummary
 extern const weft_op_def_t weft__ops_ragged[]; /* ops_ragged.c: RaggedRange */
 extern const weft_op_def_t weft__ops_sparse_apply[]; /* ops_sparse_apply.c: SparseApply* */
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
+extern const weft_op_def_t weft__ops_search[];   /* ops_search.c: ListDiff, LowerBound ... */
+extern const weft_op_def_t weft__ops_einsum[];   /* ops_einsum.c: Einsum */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,
  * statuses, attributes and the shape-inference context, which the standard ops' shape functions

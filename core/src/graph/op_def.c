@@ -912,7 +912,10 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_nn_grad);
   register_table(reg, weft__ops_array_extra);
   register_table(reg, weft__ops_scatter);
+  register_table(reg, weft__ops_search);
+  register_table(reg, weft__ops_einsum);
   register_table(reg, weft__ops_bits);
+  register_table(reg, weft__ops_special);
   register_table(reg, weft__ops_nn_extra);
   register_table(reg, weft__ops_linalg);
   register_table(reg, weft__ops_svd_misc);

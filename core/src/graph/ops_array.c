@@ -362,6 +362,21 @@ static weft_status_t *shape_n_shape(weft_shape_ctx_t *ctx) {
   return NULL;
 }
 
+/* ConcatOffset: offset i has shape i's shape (a vector). */
+static weft_status_t *concat_offset_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t dim;
+  weft__sh_input(ctx, 0, &dim);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &dim, 0, "concat_dim"));
+  int n = weft__graph_host()->shape_num_inputs(ctx);
+  for (int i = 1; i < n; i++) {
+    weft__shape_t in;
+    weft__sh_input(ctx, i, &in);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &in, 1, "shape"));
+    WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, i - 1, &in));
+  }
+  return NULL;
+}
+
 static weft_status_t *expand_dims_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t in;
   weft__sh_input(ctx, 0, &in);
@@ -1104,6 +1119,12 @@ const weft_op_def_t weft__ops_array[] = {
     WEFT__OP("ParallelDynamicStitch", WEFT__SPECS("indices: N * int32", "data: N * T"),
              WEFT__SPECS("merged: T"), WEFT__SPECS("N: int >= 1", "T: type"), 0,
              dynamic_stitch_shape),
+    /* Where each input of a concat starts in the output, for ConcatV2's gradient (TensorFlow
+     * 2's shape_type attr, defaulting to 1.x's int32, keeps newer graphs loading). */
+    WEFT__OP("ConcatOffset", WEFT__SPECS("concat_dim: int32", "shape: N * shape_type"),
+             WEFT__SPECS("offset: N * shape_type"),
+             WEFT__SPECS("N: int >= 2", "shape_type: {int32, int64} = DT_INT32"), 0,
+             concat_offset_shape),
     WEFT__OP("BroadcastGradientArgs", WEFT__SPECS("s0: T", "s1: T"), WEFT__SPECS("r0: T", "r1: T"),
              WEFT__SPECS(INDEX_TYPE("T")), 0, broadcast_gradient_args_shape),
     WEFT__OP("Cast", WEFT__SPECS("x: SrcT"), WEFT__SPECS("y: DstT"),

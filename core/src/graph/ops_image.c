@@ -1,8 +1,8 @@
 /* ops_image.c: the standard convolution, pooling and padding ops added for the conformance suite
- * and its ONNX node-test mapping: Conv2D, MaxPool, AvgPool (NHWC or NCHW, SAME / VALID /
- * EXPLICIT padding, strides, Conv2D dilations), PadV2 (a constant value) and MirrorPad (REFLECT,
- * SYMMETRIC), with TensorFlow's names, args, attrs and type constraints, and their shape
- * functions. */
+ * and its ONNX node-test mapping: Conv2D, MaxPool, MaxPoolV2, AvgPool (NHWC or NCHW, SAME / VALID
+ * / EXPLICIT padding, strides, Conv2D dilations), PadV2 (a constant value), MirrorPad (REFLECT,
+ * SYMMETRIC) and its gradient MirrorPadGrad, with TensorFlow's names, args, attrs and type
+ * constraints, and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -11,25 +11,41 @@ static bool is_nchw(weft_shape_ctx_t *ctx) {
   return strcmp(weft__sh_attr_string(ctx, "data_format", "NHWC"), "NCHW") == 0;
 }
 
-/* A 4-element list attr (strides, ksize, dilations) as its H and W values; *ok false when the
- * list has another length or a non-positive value, naming the attr. */
+/* A 4-element list attr (strides, ksize, dilations) as its H and W values; an error naming the
+ * attr when the list has another length or a non-positive value. MaxPoolV2 and its gradients
+ * take ksize and strides as their last two inputs instead: their values when constant, unknown
+ * dims otherwise. */
 static weft_status_t *hw_attr(weft_shape_ctx_t *ctx, const char *name, bool nchw, int64_t dflt,
                               int64_t hw[2]) {
   const int64_t *v = NULL;
   size_t n = 0;
+  int64_t *from_input = NULL;
   hw[0] = hw[1] = dflt;
-  if (!weft__sh_attr_int_list(ctx, name, &v, &n)) return NULL;
+  if (!weft__sh_attr_int_list(ctx, name, &v, &n)) {
+    bool ksize = strcmp(name, "ksize") == 0;
+    if (!ksize && strcmp(name, "strides") != 0) return NULL;
+    hw[0] = hw[1] = WEFT_DIM_UNKNOWN;
+    int at = weft__graph_host()->shape_num_inputs(ctx) - (ksize ? 2 : 1);
+    int64_t count = 0;
+    if (at < 1 || !weft__sh_const_ints(ctx, at, &from_input, &count, NULL)) return NULL;
+    v = from_input;
+    n = (size_t)count;
+  }
+  weft_status_t *status = NULL;
   if (n != 4)
-    return weft__sh_error(ctx, "%s must have 4 values (one per dimension), not %zu", name, n);
+    status = weft__sh_error(ctx, "%s must have 4 values (one per dimension), not %zu", name, n);
   int h = nchw ? 2 : 1, w = nchw ? 3 : 2, c = nchw ? 1 : 3;
-  if (v[0] != 1 || v[c] != 1)
-    return weft__sh_error(ctx, "%s in the batch and depth dimensions must be 1", name);
-  if (v[h] < 1 || v[w] < 1)
-    return weft__sh_error(ctx, "%s must be positive, got %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT,
-                          name, v[h], v[w]);
-  hw[0] = v[h];
-  hw[1] = v[w];
-  return NULL;
+  if (!status && (v[0] != 1 || v[c] != 1))
+    status = weft__sh_error(ctx, "%s in the batch and depth dimensions must be 1", name);
+  if (!status && (v[h] < 1 || v[w] < 1))
+    status = weft__sh_error(ctx, "%s must be positive, got %" G_GINT64_FORMAT " and %"
+                            G_GINT64_FORMAT, name, v[h], v[w]);
+  if (!status) {
+    hw[0] = v[h];
+    hw[1] = v[w];
+  }
+  g_free(from_input);
+  return status;
 }
 
 /* Output size of one spatial dimension; WEFT_DIM_UNKNOWN propagates. */
@@ -94,7 +110,7 @@ static weft_status_t *windowed_shape(weft_shape_ctx_t *ctx, bool conv) {
       return weft__sh_error(ctx, "input depth %" G_GINT64_FORMAT " is not a multiple of the "
                             "filter's input depth %" G_GINT64_FORMAT,
                             in.dims[ic], filter.dims[2]);
-    if (k[0] >= 0 && k[1] >= 0) {
+    if (k[0] >= 0 && k[1] >= 0 && stride[0] >= 0 && stride[1] >= 0) {
       out.dims[ih] = window_out(in.dims[ih], k[0], dilation[0], stride[0], padding, pads[0],
                                 pads[1]);
       out.dims[iw] = window_out(in.dims[iw], k[1], dilation[1], stride[1], padding, pads[2],
@@ -146,6 +162,35 @@ out:
   return status;
 }
 
+/* MirrorPadGrad: the padded gradient less the paddings (when constant). */
+static weft_status_t *mirror_pad_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t in, pads;
+  weft__sh_input(ctx, 0, &in);
+  weft__sh_input(ctx, 1, &pads);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &pads, 2, "paddings"));
+  int64_t *p = NULL, n = 0;
+  if (in.rank < 0 || !weft__sh_const_ints(ctx, 1, &p, &n, NULL)) {
+    weft__shape_t out = weft__sh_unknown_dims(in.rank);
+    return weft__sh_output(ctx, 0, &out);
+  }
+  weft_status_t *status = NULL;
+  weft__shape_t out = {.rank = in.rank};
+  if (n != 2 * (int64_t)in.rank)
+    status = weft__sh_error(ctx, "paddings must have %d values, not %" G_GINT64_FORMAT,
+                            2 * in.rank, n);
+  for (int i = 0; !status && i < in.rank; i++) {
+    int64_t d = in.dims[i] < 0 ? WEFT_DIM_UNKNOWN : in.dims[i] - p[2 * i] - p[2 * i + 1];
+    if (p[2 * i] < 0 || p[2 * i + 1] < 0 || (in.dims[i] >= 0 && d < 0))
+      status = weft__sh_error(ctx, "paddings %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+                              " of dimension %d do not fit its size %" G_GINT64_FORMAT,
+                              p[2 * i], p[2 * i + 1], i, in.dims[i]);
+    out.dims[i] = d;
+  }
+  if (!status) status = weft__sh_output(ctx, 0, &out);
+  g_free(p);
+  return status;
+}
+
 #define CONV_TYPES "{half, bfloat16, float, double, int32}"
 #define POOL_TYPES "{half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16}"
 
@@ -175,6 +220,12 @@ const weft_op_def_t weft__ops_image[] = {
                          "explicit_paddings: list(int) = []",
                          "data_format: {'NHWC', 'NCHW'} = 'NHWC'"),
              0, pool_shape),
+    /* MaxPool whose window and strides are tensors (hw_attr reads them when constant). */
+    WEFT__OP("MaxPoolV2", WEFT__SPECS("input: T", "ksize: int32", "strides: int32"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: " POOL_TYPES " = DT_FLOAT", "padding: {'SAME', 'VALID'}",
+                         "data_format: {'NHWC', 'NCHW'} = 'NHWC'"),
+             0, pool_shape),
     WEFT__OP("AvgPool", WEFT__SPECS("value: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("ksize: list(int) >= 4", "strides: list(int) >= 4",
                          "padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
@@ -187,5 +238,10 @@ const weft_op_def_t weft__ops_image[] = {
              WEFT__SPECS("T: type", "Tpaddings: {int32, int64} = DT_INT32",
                          "mode: {'REFLECT', 'SYMMETRIC'}"),
              0, pad_like_shape),
+    WEFT__OP("MirrorPadGrad", WEFT__SPECS("input: T", "paddings: Tpaddings"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: type", "Tpaddings: {int32, int64} = DT_INT32",
+                         "mode: {'REFLECT', 'SYMMETRIC'}"),
+             0, mirror_pad_grad_shape),
     WEFT__OPS_END,
 };

@@ -1,6 +1,7 @@
 /* ops_math.c: the standard math ops (elementwise unary and binary arithmetic with broadcasting,
- * comparisons, logic, Select, MatMul, BatchMatMulV2, reductions, ArgMax, Cumsum, ClipByValue) with
- * TensorFlow's names, args, attrs and type constraints, and their shape functions. */
+ * comparisons, logic, Select, MatMul, BatchMatMulV2, reductions, ArgMax, Cumsum, ClipByValue,
+ * SqrtGrad-style gradients) with TensorFlow's names, args, attrs and type constraints, and their
+ * shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -190,6 +191,9 @@ static weft_status_t *clip_shape(weft_shape_ctx_t *ctx) {
 #define UNARY(name, types)                                                          \
   WEFT__OP(name, WEFT__SPECS("x: T"), WEFT__SPECS("y: T"), WEFT__SPECS("T: " types), 0, \
            weft__shape_fn_unchanged)
+#define GRAD_FROM_Y(name)                                                                 \
+  WEFT__OP(name, WEFT__SPECS("y: T", "dy: T"), WEFT__SPECS("z: T"), WEFT__SPECS("T: " FLOATS), \
+           0, weft__shape_fn_merge_all)
 #define BINARY(name, types)                                                                  \
   WEFT__OP(name, WEFT__SPECS("x: T", "y: T"), WEFT__SPECS("z: T"), WEFT__SPECS("T: " types), 0, \
            weft__shape_fn_broadcast)
@@ -243,6 +247,11 @@ const weft_op_def_t weft__ops_math[] = {
     UNARY("Inv", SIGNED),
     UNARY("Sqrt", FLOATS),
     UNARY("Rsqrt", FLOATS),
+    /* Gradients from the forward op's output: dy times d(y)/dx written in y. */
+    GRAD_FROM_Y("SqrtGrad"),
+    GRAD_FROM_Y("RsqrtGrad"),
+    GRAD_FROM_Y("ReciprocalGrad"),
+    GRAD_FROM_Y("InvGrad"),
     UNARY("Exp", FLOATS),
     UNARY("Log", FLOATS),
     UNARY("Log1p", FLOATS),

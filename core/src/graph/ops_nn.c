@@ -1,6 +1,6 @@
 /* ops_nn.c: the standard neural-network ops (BiasAdd, activations, Softmax, cross-entropy losses,
- * activation gradients, L2Loss) with TensorFlow's names, args, attrs and type constraints, and
- * their shape functions. */
+ * activation gradients, L2Loss, the old BiasAddV1) with TensorFlow's names, args, attrs and type
+ * constraints, and their shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -108,6 +108,9 @@ const weft_op_def_t weft__ops_nn[] = {
     WEFT__OP("BiasAdd", WEFT__SPECS("value: T", "bias: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"), 0,
              bias_add_shape),
+    /* The BiasAdd of graphs older than data_format: always channels last. */
+    WEFT__OP("BiasAddV1", WEFT__SPECS("value: T", "bias: T"), WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: numbertype"), 0, bias_add_shape),
     WEFT__OP("BiasAddGrad", WEFT__SPECS("out_backprop: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"), 0,
              bias_add_grad_shape),
@@ -138,6 +141,15 @@ const weft_op_def_t weft__ops_nn[] = {
     ELEMENTWISE_GRAD("ReluGrad", "gradients", "features", "backprops", "realnumbertype"),
     ELEMENTWISE_GRAD("SigmoidGrad", "y", "dy", "z", FLOATS),
     ELEMENTWISE_GRAD("TanhGrad", "y", "dy", "z", FLOATS),
+    ELEMENTWISE_GRAD("Relu6Grad", "gradients", "features", "backprops", "realnumbertype"),
+    ELEMENTWISE_GRAD("EluGrad", "gradients", "outputs", "backprops", FLOATS),
+    ELEMENTWISE_GRAD("SeluGrad", "gradients", "outputs", "backprops", FLOATS),
+    ELEMENTWISE_GRAD("SoftplusGrad", "gradients", "features", "backprops", FLOATS),
+    ELEMENTWISE_GRAD("SoftsignGrad", "gradients", "features", "backprops", FLOATS),
+    WEFT__OP("LeakyReluGrad", WEFT__SPECS("gradients: T", "features: T"),
+             WEFT__SPECS("backprops: T"),
+             WEFT__SPECS("alpha: float = 0.2", "T: " FLOATS " = DT_FLOAT"), 0,
+             weft__shape_fn_merge_all),
     WEFT__OP("L2Loss", WEFT__SPECS("t: T"), WEFT__SPECS("output: T"), WEFT__SPECS("T: " FLOATS),
              0, weft__shape_fn_scalar),
     WEFT__OPS_END,

@@ -1,7 +1,9 @@
 /* ops_nn_grad.c: the backprop ops TensorFlow's nn_grad.py and array_grad.py emit for the pools,
- * fused batch norm and strided slice (MaxPoolGrad, AvgPoolGrad, FusedBatchNormGrad V1/V2/V3,
- * StridedSliceGrad), with TensorFlow's names, args, attrs and type constraints, so weft_gradients
- * can build them and TensorFlow training graphs holding them load. */
+ * 3-D convolution, LRN, fused batch norm and strided slice (MaxPoolGrad, MaxPoolGradV2,
+ * MaxPoolGradGrad, AvgPoolGrad, MaxPool3DGrad, AvgPool3DGrad, Conv3DBackpropFilterV2, LRNGrad,
+ * FusedBatchNormGrad V1/V2/V3, StridedSliceGrad), with TensorFlow's names, args, attrs and type
+ * constraints, so weft_gradients can build them and TensorFlow training graphs holding them
+ * load. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -16,6 +18,18 @@ static weft_status_t *max_pool_grad_shape(weft_shape_ctx_t *ctx) {
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &dy, 4, "grad"));
   WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &y, &dy, &merged, "orig_output and grad"));
   return weft__sh_output(ctx, 0, &x);
+}
+
+/* MaxPoolGradGrad: grad has orig_input's shape, the output orig_output's. */
+static weft_status_t *max_pool_grad_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t x, y, g, merged;
+  weft__sh_input(ctx, 0, &x);
+  weft__sh_input(ctx, 1, &y);
+  weft__sh_input(ctx, 2, &g);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &x, 4, "orig_input"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &y, 4, "orig_output"));
+  WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &x, &g, &merged, "orig_input and grad"));
+  return weft__sh_output(ctx, 0, &y);
 }
 
 /* AvgPoolGrad, StridedSliceGrad: the output shape is the value of the shape input 0. */
@@ -61,7 +75,48 @@ static weft_status_t *fused_bn_grad_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 4, &empty);
 }
 
+/* MaxPool3DGrad: the gradient has orig_input's shape (rank 5). */
+static weft_status_t *max_pool3d_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t x;
+  weft__sh_input(ctx, 0, &x);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &x, 5, "orig_input"));
+  return weft__sh_output(ctx, 0, &x);
+}
+
+/* AvgPool3DGrad, Conv3DBackpropFilterV2: the shape held in input `at`, of rank 5. */
+static weft_status_t *rank5_from_tensor(weft_shape_ctx_t *ctx, int at, const char *what) {
+  weft__shape_t out;
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, at, &out));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &out, 5, what));
+  return weft__sh_output(ctx, 0, &out);
+}
+
+static weft_status_t *avg_pool3d_grad_shape(weft_shape_ctx_t *ctx) {
+  return rank5_from_tensor(ctx, 0, "orig_input_shape");
+}
+
+static weft_status_t *conv3d_bp_filter_shape(weft_shape_ctx_t *ctx) {
+  return rank5_from_tensor(ctx, 1, "filter_sizes");
+}
+
+/* LRNGrad: three rank-4 inputs of one shape, which the gradient has. */
+static weft_status_t *lrn_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t merged = {.rank = -1};
+  for (int i = 0; i < 3; i++) {
+    weft__shape_t s;
+    weft__sh_input(ctx, i, &s);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 4, "input_grads, input_image and "
+                                            "output_image"));
+    WEFT_RETURN_IF_ERROR(weft__sh_merge(ctx, &merged, &s, &merged, "input_grads, input_image "
+                                        "and output_image"));
+  }
+  return weft__sh_output(ctx, 0, &merged);
+}
+
 #define POOL_GRAD_ATTRS "ksize: list(int) >= 4", "strides: list(int) >= 4"
+#define POOL3D_GRAD_ATTRS                                                                    \
+  "ksize: list(int) >= 5", "strides: list(int) >= 5", "padding: {'SAME', 'VALID'}",            \
+      "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'"
 #define BN_GRAD_ATTRS "epsilon: float = 0.0001", "is_training: bool = true"
 
 const weft_op_def_t weft__ops_nn_grad[] = {
@@ -72,12 +127,47 @@ const weft_op_def_t weft__ops_nn_grad[] = {
                          "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                          "T: realnumbertype = DT_FLOAT"),
              0, max_pool_grad_shape),
+    WEFT__OP("MaxPoolGradV2",
+             WEFT__SPECS("orig_input: T", "orig_output: T", "grad: T", "ksize: int32",
+                         "strides: int32"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+                         "T: realnumbertype = DT_FLOAT"),
+             0, max_pool_grad_shape),
+    WEFT__OP("MaxPoolGradGrad", WEFT__SPECS("orig_input: T", "orig_output: T", "grad: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS(POOL_GRAD_ATTRS, "padding: {'SAME', 'VALID'}",
+                         "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: realnumbertype"),
+             0, max_pool_grad_grad_shape),
     WEFT__OP("AvgPoolGrad", WEFT__SPECS("orig_input_shape: int32", "grad: T"),
              WEFT__SPECS("output: T"),
              WEFT__SPECS(POOL_GRAD_ATTRS, "padding: {'SAME', 'VALID'}",
                          "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
                          "T: {half, bfloat16, float, double}"),
              0, avg_pool_grad_shape),
+    WEFT__OP("MaxPool3DGrad",
+             WEFT__SPECS("orig_input: TInput", "orig_output: TInput", "grad: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS(POOL3D_GRAD_ATTRS, "T: {half, bfloat16, float} = DT_FLOAT",
+                         "TInput: {half, bfloat16, float} = DT_FLOAT"),
+             0, max_pool3d_grad_shape),
+    WEFT__OP("AvgPool3DGrad", WEFT__SPECS("orig_input_shape: int32", "grad: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS(POOL3D_GRAD_ATTRS, "T: {half, bfloat16, float, double}"), 0,
+             avg_pool3d_grad_shape),
+    WEFT__OP("Conv3DBackpropFilterV2",
+             WEFT__SPECS("input: T", "filter_sizes: int32", "out_backprop: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("T: {half, bfloat16, float, double}", "strides: list(int) >= 5",
+                         "padding: {'SAME', 'VALID'}",
+                         "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'",
+                         "dilations: list(int) = [1, 1, 1, 1, 1]"),
+             0, conv3d_bp_filter_shape),
+    WEFT__OP("LRNGrad", WEFT__SPECS("input_grads: T", "input_image: T", "output_image: T"),
+             WEFT__SPECS("output: T"),
+             WEFT__SPECS("depth_radius: int = 5", "bias: float = 1.0", "alpha: float = 1.0",
+                         "beta: float = 0.5", "T: {half, bfloat16, float} = DT_FLOAT"),
+             0, lrn_grad_shape),
     WEFT__OP("StridedSliceGrad",
              WEFT__SPECS("shape: Index", "begin: Index", "end: Index", "strides: Index",
                          "dy: T"),

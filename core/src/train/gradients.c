@@ -5,8 +5,10 @@
  * included (Shape + BroadcastGradientArgs + Sum + Reshape). */
 #include "train_internal.h"
 
+#include "../graph/einsum_equation.h"
 #include "../plugin/plugin_internal.h"
 
+#include <float.h>
 #include <string.h>
 
 static const weft_output_t NONE = {NULL, 0};
@@ -938,6 +940,62 @@ static void gr_avg_pool(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_o
   dx[0] = op2(c, "AvgPoolGrad", U(c, "Shape", in(n, 0)), dy[0], n, pool_attrs);
 }
 
+/* MaxPoolV2: its window and strides are inputs (no gradient), passed on to MaxPoolGradV2. */
+static void gr_max_pool_v2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t ins[5] = {in(n, 0), weft_out(n, 0), dy[0], in(n, 1), in(n, 2)};
+  weft_op_builder_t *b = start(c, "MaxPoolGradV2", ins, 5);
+  pass_attrs(b, n, pool_attrs);
+  dx[0] = end(c, b, 0);
+}
+
+/* MaxPoolGrad is linear in grad (its other inputs only choose where grad goes, so they get no
+ * gradient, as nn_grad.py's zeros say): its adjoint MaxPoolGradGrad; and back again. */
+static void gr_max_pool_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  bool grad_grad = strcmp(n->op_name, "MaxPoolGradGrad") == 0;
+  dx[2] = op3(c, grad_grad ? "MaxPoolGrad" : "MaxPoolGradGrad", in(n, 0), in(n, 1), dy[0], n,
+              pool_attrs);
+}
+
+/* Conv3D: the two backprop ops, as for Conv2D. */
+static void gr_conv3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), f = in(n, 1);
+  dx[0] = op3(c, "Conv3DBackpropInputV2", U(c, "Shape", x), f, dy[0], n, conv_attrs);
+  dx[1] = op3(c, "Conv3DBackpropFilterV2", x, U(c, "Shape", f), dy[0], n, conv_attrs);
+}
+
+/* Conv3DBackpropInputV2(sizes, filter, dy) and Conv3DBackpropFilterV2(x, sizes, dy): linear in
+ * each of their tensor inputs, their adjoints the other backprop op and Conv3D. */
+static void gr_conv3d_bp(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (strcmp(n->op_name, "Conv3DBackpropInputV2") == 0) {
+    weft_output_t f = in(n, 1);
+    dx[1] = op3(c, "Conv3DBackpropFilterV2", dy[0], U(c, "Shape", f), in(n, 2), n, conv_attrs);
+    dx[2] = op2(c, "Conv3D", dy[0], f, n, conv_attrs);
+  } else {
+    weft_output_t x = in(n, 0);
+    dx[0] = op3(c, "Conv3DBackpropInputV2", U(c, "Shape", x), dy[0], in(n, 2), n, conv_attrs);
+    dx[2] = op2(c, "Conv3D", x, dy[0], n, conv_attrs);
+  }
+}
+
+static void gr_max_pool3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op3(c, "MaxPool3DGrad", in(n, 0), weft_out(n, 0), dy[0], n, pool_attrs);
+}
+
+static void gr_avg_pool3d(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = op2(c, "AvgPool3DGrad", U(c, "Shape", in(n, 0)), dy[0], n, pool_attrs);
+}
+
+static void gr_lrn(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const lrn_attrs[] = {"depth_radius", "bias", "alpha", "beta", NULL};
+  dx[0] = op3(c, "LRNGrad", dy[0], in(n, 0), weft_out(n, 0), n, lrn_attrs);
+}
+
+/* MirrorPad: MirrorPadGrad folds dy's mirrored borders back in; the paddings get none. */
+static void gr_mirror_pad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  static const char *const mode[] = {"mode", NULL};
+  dx[0] = op2(c, "MirrorPadGrad", dy[0], in(n, 1), n, mode);
+}
+
 /* FusedBatchNorm*: training passes the batch statistics the forward op saved (reserve spaces);
  * inference the population mean and variance it was given. The gradients of the statistics
  * outputs are dropped, as TensorFlow drops them. */
@@ -1136,6 +1194,129 @@ static void gr_atan2(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_outp
 
 static void gr_lgamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
   dx[0] = B(c, "Mul", dy[0], U(c, "Digamma", in(n, 0)));
+}
+
+/* psi'(x) = polygamma(1, x). */
+static void gr_digamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0);
+  dx[0] = B(c, "Mul", dy[0], B(c, "Polygamma", one_like(c, x), x));
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Special math (TensorFlow's math_grad.py): the zero-guarded ops differentiate through each
+ * other, so a guarded zero stays a zero in the gradient too. */
+
+/* 1 where x != 0, else 0, in x's dtype: the x-derivative's guard of Xlogy, Xdivy, Xlog1py. */
+static weft_output_t not_zero(gb_t *c, weft_output_t x) {
+  return cast(c, B(c, "NotEqual", x, U(c, "ZerosLike", x)), dt(x));
+}
+
+static void gr_xlogy(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xlogy", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", x, y), dy[0]), dx);
+}
+
+static void gr_xlog1py(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  weft_output_t y1 = B(c, "AddV2", y, one_like(c, y));
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xlog1py", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", x, y1), dy[0]), dx);
+}
+
+static void gr_xdivy(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "Mul", B(c, "Xdivy", not_zero(c, x), y), dy[0]),
+              B(c, "Mul", B(c, "Xdivy", U(c, "Neg", x), U(c, "Square", y)), dy[0]), dx);
+}
+
+static void gr_mul_no_nan(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = in(n, 1);
+  unbroadcast(c, x, y, B(c, "MulNoNan", dy[0], y), B(c, "MulNoNan", x, dy[0]), dx);
+}
+
+/* d erfinv(x)/dx = sqrt(pi)/2 e^(y^2), y = erfinv(x). */
+static void gr_erfinv(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(y), 0.88622692545275801365)),
+            U(c, "Exp", U(c, "Square", y)));
+}
+
+/* d ndtri(p)/dp = sqrt(2 pi) e^(y^2 / 2), y = ndtri(p). */
+static void gr_ndtri(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t y = weft_out(n, 0);
+  weft_output_t half_sq = B(c, "Mul", U(c, "Square", y), scalar(c, dt(y), 0.5));
+  dx[0] = B(c, "Mul", B(c, "Mul", dy[0], scalar(c, dt(y), 2.50662827463100050242)),
+            U(c, "Exp", half_sq));
+}
+
+/* (e^-|x| I0)' = e^-|x| I1 - sign(x) e^-|x| I0. */
+static void gr_bessel_i0e(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_output_t d = B(c, "Sub", U(c, "BesselI1e", x), B(c, "Mul", U(c, "Sign", x), y));
+  dx[0] = B(c, "Mul", dy[0], d);
+}
+
+/* (e^-|x| I1)' = e^-|x| I0 - y (sign(x) + 1/x), whose 1/x is 0/0 at x = 0 where the limit is
+ * 1/2: |x| <= eps is evaluated at eps and replaced by 1/2, as TensorFlow does. */
+static void gr_bessel_i1e(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_dtype_t t = dt(x);
+  double eps = t == WEFT_DT_DOUBLE ? DBL_EPSILON
+               : t == WEFT_DT_HALF ? 0x1p-10
+               : t == WEFT_DT_BFLOAT16 ? 0x1p-7 : FLT_EPSILON;
+  weft_output_t zeros = U(c, "ZerosLike", x);
+  weft_output_t not_tiny = B(c, "Greater", U(c, "Abs", x), scalar(c, t, eps));
+  weft_output_t safe_x = T3(c, "Select", not_tiny, x, B(c, "AddV2", zeros, scalar(c, t, eps)));
+  weft_output_t d = B(c, "Sub", U(c, "BesselI0e", safe_x),
+                      B(c, "Mul", y, B(c, "AddV2", U(c, "Sign", safe_x),
+                                       U(c, "Reciprocal", safe_x))));
+  d = T3(c, "Select", not_tiny, d, B(c, "AddV2", zeros, scalar(c, t, 0.5)));
+  dx[0] = B(c, "Mul", dy[0], d);
+}
+
+/* Zeta(x, q): d/dq = -x zeta(x + 1, q); x gets none (TensorFlow differentiates q only). */
+static void gr_zeta(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 0), q = in(n, 1);
+  weft_output_t dq = B(c, "Mul", U(c, "Neg", x), B(c, "Zeta", B(c, "AddV2", x, one_like(c, x)), q));
+  weft_output_t pair[2];
+  unbroadcast(c, x, q, NONE, B(c, "Mul", dq, dy[0]), pair);
+  dx[1] = pair[1];
+}
+
+/* Polygamma(n, x): d/dx = polygamma(n + 1, x); the order gets none. */
+static void gr_polygamma(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t order = in(n, 0), x = in(n, 1);
+  weft_output_t d = B(c, "Polygamma", B(c, "AddV2", order, one_like(c, order)), x);
+  weft_output_t pair[2];
+  unbroadcast(c, order, x, NONE, B(c, "Mul", d, dy[0]), pair);
+  dx[1] = pair[1];
+}
+
+/* The reverse scan of dy e^(x - y), split by dy's sign so each part can be taken in logs:
+ * exp(logcumsumexp(log(+-dy) - y, reversed) + x), the parts where dy has the other sign (or is 0)
+ * standing at the dtype's lowest value, which exp turns to 0. */
+static weft_output_t cle_part(gb_t *c, weft_node_t *n, weft_output_t g, weft_output_t mask) {
+  weft_output_t x = in(n, 0), y = weft_out(n, 0);
+  weft_dtype_t t = dt(x);
+  double lowest = t == WEFT_DT_DOUBLE ? -DBL_MAX : t == WEFT_DT_HALF ? -65504.0 : -FLT_MAX;
+  weft_output_t low = B(c, "AddV2", U(c, "ZerosLike", g), scalar(c, t, lowest));
+  weft_output_t log_g = T3(c, "Select", mask, U(c, "Log", g), low);
+  weft_output_t ins[2] = {B(c, "Sub", log_g, y), in(n, 1)};
+  weft_op_builder_t *b = start(c, "CumulativeLogsumexp", ins, 2);
+  if (b) {
+    weft_op_set_attr_bool(b, "exclusive", attr_bool(n, "exclusive"));
+    weft_op_set_attr_bool(b, "reverse", !attr_bool(n, "reverse"));
+  }
+  return U(c, "Exp", B(c, "AddV2", end(c, b, 0), x));
+}
+
+static void gr_cumulative_logsumexp(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                    weft_output_t *dx) {
+  weft_output_t zeros = U(c, "ZerosLike", dy[0]);
+  weft_output_t pos = cle_part(c, n, dy[0], B(c, "Greater", dy[0], zeros));
+  weft_output_t neg = cle_part(c, n, U(c, "Neg", dy[0]), B(c, "Less", dy[0], zeros));
+  dx[0] = B(c, "Sub", pos, neg);
 }
 
 /* _GatherGrad's IndexedSlices (rows dy at indices, dense shape `shape`, an int32 vector) made
@@ -1994,6 +2175,96 @@ static void gr_self_adjoint_eig(gb_t *c, weft_node_t *n, const weft_output_t *dy
             B(c, "Mul", scalar(c, dt(ga), 0.5), U(c, "MatrixDiagPart", ga)));
 }
 
+/* Cross: (cross(v, dy), cross(dy, u)), TensorFlow's _CrossGrad. */
+static void gr_cross(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  dx[0] = B(c, "Cross", in(n, 1), dy[0]);
+  dx[1] = B(c, "Cross", dy[0], in(n, 0));
+}
+
+static weft_output_t einsum(gb_t *c, const weft_output_t *ins, int n, const char *eq) {
+  weft_op_builder_t *b = start(c, "Einsum", ins, 0);
+  if (!b) return NONE;
+  weft_op_add_input_list(b, ins, n);
+  weft_op_set_attr_string(b, "equation", eq);
+  weft_op_set_attr_int(b, "N", n);
+  return end(c, b, 0);
+}
+
+/* Einsum's gradient for operand x (subscripts xs) from dy (subscripts o) and the other operand
+ * (subscripts os; none for a one-input equation), as TensorFlow's _EinsumGrad: an einsum of dy
+ * with the other operand into L, x's labels minus those summed in x alone, with "..." first.
+ * Then the dims under "..." that x broadcast are summed back to x's (Shape + BroadcastGradientArgs
+ * + Sum + Reshape, against the shape x has in L's layout), and where L is not x's subscripts
+ * (summed labels, "..." not first) one more einsum with ones shaped like x spreads the gradient
+ * over the summed labels, puts the dims back in x's order and zeroes what lies off a repeated
+ * label's diagonal. */
+static weft_output_t einsum_grad(gb_t *c, weft_output_t dy, const weft__einsum_subs_t *o,
+                                 weft_output_t other, const weft__einsum_subs_t *os,
+                                 weft_output_t x, const weft__einsum_subs_t *xs) {
+  if (!has(dy)) return NONE;
+  weft__einsum_subs_t l = {.ellipsis = xs->ellipsis};
+  if (xs->ellipsis) l.label[l.n++] = WEFT__EINSUM_ELLIPSIS;
+  for (int k = 0; k < xs->n; k++) {
+    int lab = xs->label[k];
+    if (lab == WEFT__EINSUM_ELLIPSIS) continue;
+    if (weft__einsum_has(o, lab) || (os && weft__einsum_has(os, lab)))
+      l.label[l.n++] = (signed char)lab;
+  }
+  char so[WEFT__EINSUM_MAX_SUBS + 3], sx[WEFT__EINSUM_MAX_SUBS + 3], sl[WEFT__EINSUM_MAX_SUBS + 3];
+  char sy[WEFT__EINSUM_MAX_SUBS + 3] = "";
+  weft__einsum_subs_str(o, so);
+  weft__einsum_subs_str(xs, sx);
+  weft__einsum_subs_str(&l, sl);
+  if (os) weft__einsum_subs_str(os, sy);
+  char *eq = os ? g_strdup_printf("%s,%s->%s", so, sy, sl) : g_strdup_printf("%s->%s", so, sl);
+  weft_output_t ins[2] = {dy, other};
+  weft_output_t g = einsum(c, ins, os ? 2 : 1, eq);
+  g_free(eq);
+  if (os && o->ellipsis) {
+    eq = g_strdup_printf("%s->%s", sx, sl);
+    weft_output_t xl = U(c, "Shape", einsum(c, &x, 1, eq));
+    g_free(eq);
+    weft_output_t shapes[2] = {xl, U(c, "Shape", g)};
+    weft_output_t r0 = end(c, start(c, "BroadcastGradientArgs", shapes, 2), 0);
+    g = B(c, "Reshape", sum(c, g, r0, false), xl);
+  }
+  if (strcmp(sl, sx) == 0) return g;
+  eq = g_strdup_printf("%s,%s->%s", sl, sx, sx);
+  weft_output_t spread[2] = {g, U(c, "OnesLike", x)};
+  g = einsum(c, spread, 2, eq);
+  g_free(eq);
+  return g;
+}
+
+static void gr_einsum(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "equation");
+  weft__einsum_eq_t e;
+  weft_status_t *st =
+      weft__einsum_parse(a && a->kind == WEFT_ATTR_STRING ? a->u.s.data : NULL, &e);
+  if (st) {
+    fail(c, st);
+    return;
+  }
+  if (e.n_inputs == 1) {
+    dx[0] = einsum_grad(c, dy[0], &e.out, NONE, NULL, in(n, 0), &e.in[0]);
+    return;
+  }
+  /* An operand without "..." under an output with one has an empty "..." (TensorFlow appends
+   * it), so that both gradients come out in the broadcast layout. */
+  for (int i = 0; i < 2 && e.out.ellipsis; i++) {
+    if (e.in[i].ellipsis) continue;
+    if (e.in[i].n == WEFT__EINSUM_MAX_SUBS) {
+      fail(c, weft_status_new(WEFT_INVALID_ARGUMENT, "gradient of '%s' (Einsum): too many "
+                              "labels", n->name));
+      return;
+    }
+    e.in[i].ellipsis = true;
+    e.in[i].label[e.in[i].n++] = WEFT__EINSUM_ELLIPSIS;
+  }
+  dx[0] = einsum_grad(c, dy[0], &e.out, in(n, 1), &e.in[1], in(n, 0), &e.in[0]);
+  dx[1] = einsum_grad(c, dy[0], &e.out, in(n, 0), &e.in[0], in(n, 1), &e.in[1]);
+}
+
 weft_status_t *weft__grad_zeros_like(weft_graph_t *g, weft_output_t x, weft_dtype_t dtype,
                                      weft_output_t *out) {
   gb_t c = {g, NULL};
@@ -2102,6 +2373,7 @@ static const grad_entry_t grad_table[] = {
     {"Identity", gr_identity},
     {"IdentityN", gr_identity_n},
     {"Snapshot", gr_identity},
+    {"EnsureShape", gr_identity},
     {"AddN", gr_addn},
     {"L2Loss", gr_l2loss},
     {"MatMul", gr_matmul},
@@ -2141,6 +2413,16 @@ static const grad_entry_t grad_table[] = {
     {"FakeQuantWithMinMaxArgs", gr_fake_quant},
     {"FakeQuantWithMinMaxVars", gr_fake_quant},
     {"FakeQuantWithMinMaxVarsPerChannel", gr_fake_quant},
+    {"MaxPoolV2", gr_max_pool_v2},
+    {"MaxPoolGrad", gr_max_pool_grad},
+    {"MaxPoolGradGrad", gr_max_pool_grad},
+    {"Conv3D", gr_conv3d},
+    {"Conv3DBackpropInputV2", gr_conv3d_bp},
+    {"Conv3DBackpropFilterV2", gr_conv3d_bp},
+    {"MaxPool3D", gr_max_pool3d},
+    {"AvgPool3D", gr_avg_pool3d},
+    {"LRN", gr_lrn},
+    {"MirrorPad", gr_mirror_pad},
     {"FusedBatchNorm", gr_fused_bn},
     {"FusedBatchNormV2", gr_fused_bn},
     {"FusedBatchNormV3", gr_fused_bn},
@@ -2148,6 +2430,8 @@ static const grad_entry_t grad_table[] = {
     {"GatherV2", gr_gather},
     {"GatherNd", gr_gather_nd},
     {"ScatterNd", gr_scatter_nd},
+    {"Cross", gr_cross},
+    {"Einsum", gr_einsum},
     {"Gather", gr_gather},
     {"Pack", gr_pack},
     {"Unpack", gr_unpack},
@@ -2161,6 +2445,18 @@ static const grad_entry_t grad_table[] = {
     {"Acosh", gr_acosh},
     {"Atan2", gr_atan2},
     {"Lgamma", gr_lgamma},
+    {"Digamma", gr_digamma},
+    {"Xlogy", gr_xlogy},
+    {"Xlog1py", gr_xlog1py},
+    {"Xdivy", gr_xdivy},
+    {"MulNoNan", gr_mul_no_nan},
+    {"Erfinv", gr_erfinv},
+    {"Ndtri", gr_ndtri},
+    {"BesselI0e", gr_bessel_i0e},
+    {"BesselI1e", gr_bessel_i1e},
+    {"Zeta", gr_zeta},
+    {"Polygamma", gr_polygamma},
+    {"CumulativeLogsumexp", gr_cumulative_logsumexp},
     {"Sign", gr_sign},
     {"Cumsum", gr_cumsum},
     {"Cumprod", gr_cumprod},
@@ -2257,6 +2553,7 @@ static const grad_entry_t grad_table[] = {
     {"InvertPermutation", NULL},
     {"BroadcastGradientArgs", NULL},
     {"Bitcast", NULL},
+    {"Bucketize", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

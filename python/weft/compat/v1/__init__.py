@@ -80,7 +80,9 @@ from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
 from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
                            foldl, foldr)
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level
-from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa: F401,E402
+from .array_ops import (ensure_shape, gather_nd, scatter_nd,  # noqa: F401,E402
+                        tensor_scatter_nd_update,
+                        setdiff1d, searchsorted, unravel_index, cross, einsum,
                         tensor_scatter_update, tensor_scatter_nd_add, tensor_scatter_add,
                         tensor_scatter_nd_sub, tensor_scatter_sub, boolean_mask, sequence_mask,
                         unique,
@@ -90,6 +92,13 @@ from .array_ops import (gather_nd, scatter_nd, tensor_scatter_nd_update,  # noqa
                         count_nonzero, confusion_matrix, segment_mean, segment_max, segment_min,
                         segment_prod, unsorted_segment_max, unsorted_segment_min,
                         unsorted_segment_prod, unsorted_segment_mean, unsorted_segment_sqrt_n,
-                        igamma, igammac, betainc, lbeta, truncatediv, truncatemod, div_no_nan,
+                        igamma, igammac, betainc, lbeta, zeta, polygamma, truncatediv,
+                        truncatemod, div_no_nan,
                         accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,
                         clip_by_global_norm, clip_by_average_norm)
+from .array_ops import (pad, diag, diag_part, depth_to_space, space_to_depth,  # noqa: F401,E402
+                        space_to_batch_nd, batch_to_space_nd, space_to_batch, batch_to_space,
+                        extract_image_patches, identity_n, parallel_stack, random_crop)
+from .variables import orthogonal_initializer  # noqa: F401,E402
+from . import manip  # noqa: F401,E402 -- tf.manip
+from .template import make_template  # noqa: F401,E402

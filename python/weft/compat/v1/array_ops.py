@@ -1,11 +1,8 @@
 """TensorFlow 1.x's array, segment, clipping and special-math functions that the top level,
 tf.math and tf.linalg export, built from the ops TensorFlow 1.15's Python builds them from (the
-same op types, attributes and, where practical, node names), so graphs and gradients match.
-
-Absent because weft's core has no op for them: searchsorted (LowerBound/UpperBound), setdiff1d
-(ListDiff), einsum (Einsum), xdivy/xlogy (Xdivy/Xlogy),
-cumulative_logsumexp (CumulativeLogsumexp)."""
+same op types, attributes and, where practical, node names), so graphs and gradients match."""
 import collections as _collections
+import re as _re
 
 import numpy as _np
 
@@ -45,6 +42,16 @@ def gather_nd(params, indices, name=None, batch_dims=0):
         raise ValueError("gather_nd: batch_dims=%r is not supported by weft (TensorFlow 1.x has "
                          "no batch_dims)" % (batch_dims,))
     return _op("GatherNd", [_to_tensor(params), _to_tensor(indices)], (), name or "GatherNd")
+
+
+def ensure_shape(x, shape, name=None):
+    """x, its static shape merged with `shape` (None for an unknown dim or rank; EnsureShape),
+    failing the step with InvalidArgumentError "Shape of tensor ... is not compatible with
+    expected shape ..." when its shape at run time does not fit."""
+    shp = _fw.as_shape(shape)
+    return _op("EnsureShape", [_to_tensor(x)],
+               [("shape", "shape", None if shp.ndims is None else shp.as_list())],
+               name or "EnsureShape")
 
 
 def scatter_nd(indices, updates, shape, name=None):
@@ -175,6 +182,121 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     """int32 indices that sort values along axis (TopKV2's, so ties keep their order)."""
     with _fw.name_scope(name, "argsort"):
         return _sort_or_argsort(values, axis, direction, True)
+
+
+ListDiffOutput = _collections.namedtuple("ListDiff", ["out", "idx"])
+
+
+def setdiff1d(x, y, index_dtype=_dtypes.int32, name=None):
+    """(out, idx): x's elements that are not in y, in x's order with duplicates kept, and their
+    positions in x (ListDiff). Unlike numpy's setdiff1d nothing is sorted or made unique."""
+    x = _to_tensor(x)
+    out, idx = _op("ListDiff", [x, _to_tensor(y, dtype=x.dtype)],
+                   [("out_idx", _T, _dtypes.as_dtype(index_dtype).as_datatype_enum)],
+                   name or "ListDiff")
+    return ListDiffOutput(out, idx)
+
+
+def searchsorted(sorted_sequence, values, side="left", out_type=_dtypes.int32, name=None):
+    """Per innermost row, where values would go in sorted_sequence (LowerBound for side='left',
+    UpperBound for 'right'); as TensorFlow, both are flattened to [-1, last dim] first, so the
+    leading dims must hold the same number of rows."""
+    if side not in ("left", "right"):
+        raise ValueError("side must be either 'right' or 'left'.  Saw: %s." % side)
+    seq = _to_tensor(sorted_sequence)
+    vals = _to_tensor(values, dtype=seq.dtype)
+    with _fw.name_scope(name, "searchsorted", [seq, vals]):
+        seq_2d = _ops.reshape(seq, _ops.stack([-1, _ops.shape(seq)[-1]]))
+        vals_2d = _ops.reshape(vals, _ops.stack([-1, _ops.shape(vals)[-1]]))
+        out = _op("UpperBound" if side == "right" else "LowerBound", [seq_2d, vals_2d],
+                  [("out_type", _T, _dtypes.as_dtype(out_type).as_datatype_enum)])
+        return _ops.reshape(out, _ops.shape(vals))
+
+
+def _bucketize(input, boundaries, name=None):  # noqa: A002 -- TensorFlow's names
+    """Bucketize: for each value the number of boundaries (a sorted list of floats) at or below
+    it, as int32; TensorFlow 1.15's math_ops._bucketize, which tf.feature_column uses."""
+    if not isinstance(boundaries, (list, tuple)):
+        raise TypeError("Expected list for 'boundaries' argument to 'bucketize' Op, not %r."
+                        % (boundaries,))
+    return _op("Bucketize", [_to_tensor(input)],
+               [("boundaries", "list_float", [float(b) for b in boundaries])],
+               name or "Bucketize")
+
+
+def unravel_index(indices, dims, name=None):
+    """The coordinates of flat indices in an array of shape dims (UnravelIndex): [len(dims)]
+    for a scalar index, [len(dims), len(indices)] for a vector."""
+    indices = _to_tensor(indices)
+    return _op("UnravelIndex", [indices, _to_tensor(dims, dtype=indices.dtype)], (),
+               name or "UnravelIndex")
+
+
+def cross(a, b, name=None):
+    """The cross product of the 3-vectors in the last dimension of a and b (Cross)."""
+    a = _to_tensor(a)
+    return _op("Cross", [a, _to_tensor(b, dtype=a.dtype)], (), name or "Cross")
+
+
+def _einsum_output_labels(input_labels):
+    """The implicit output of an equation without '->': the labels that appear once, sorted,
+    after '...' when an input has one (numpy's and TensorFlow's rule)."""
+    counts = {}
+    for labels in input_labels:
+        for ch in labels.replace("...", ""):
+            counts[ch] = counts.get(ch, 0) + 1
+    out = "".join(sorted(ch for ch, k in counts.items() if k == 1))
+    return ("..." if any("..." in labels for labels in input_labels) else "") + out
+
+
+def einsum(equation, *inputs, **kwargs):
+    """Einstein summation (the Einsum op, as TensorFlow 1.15 builds it): spaces dropped, an
+    implicit output resolved here, and more than two operands contracted left to right, each
+    intermediate keeping the labels a later operand or the output still needs."""
+    name = kwargs.pop("name", None)
+    kwargs.pop("optimize", None)
+    if kwargs:
+        raise TypeError("invalid keyword arguments for this function: " +
+                        ", ".join(sorted(kwargs)))
+    equation = equation.replace(" ", "")
+    match = _re.match(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$", equation)
+    if not match:
+        raise ValueError("Indices have incorrect format: %s" % equation)
+    input_labels = match.group(1).split(",")
+    if len(input_labels) != len(inputs):
+        raise ValueError('Got %d arguments for equation "%s", expecting %d' %
+                         (len(inputs), equation, len(input_labels)))
+    output_labels = match.group(2)[2:] if match.group(2) else \
+        _einsum_output_labels(input_labels)
+    tensors = [_to_tensor(t) for t in inputs]
+    for t in tensors[1:]:
+        if t.dtype != tensors[0].dtype:
+            raise TypeError("einsum: all operands must have one dtype, got %s and %s"
+                            % (tensors[0].dtype.name, t.dtype.name))
+
+    def build(ops, eq):
+        return _op("Einsum", [ops], [("equation", "string", eq), ("N", "int", len(ops))],
+                   "Einsum")
+
+    with _fw.name_scope(name, "einsum", tensors):
+        if len(tensors) <= 2:
+            return build(tensors, "%s->%s" % (",".join(input_labels), output_labels))
+        acc, acc_labels = tensors[0], input_labels[0]
+        for k in range(1, len(tensors)):
+            labels = input_labels[k]
+            if k == len(tensors) - 1:
+                result = output_labels
+            else:
+                needed = set(output_labels + "".join(input_labels[k + 1:])) - {"."}
+                seen = []
+                for ch in (acc_labels + labels).replace("...", ""):
+                    if ch in needed and ch not in seen:
+                        seen.append(ch)
+                ell = "..." if "..." in acc_labels or "..." in labels else ""
+                result = ell + "".join(seen)
+            acc = build([acc, tensors[k]], "%s,%s->%s" % (acc_labels, labels, result))
+            acc_labels = result
+        return acc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,6 +529,39 @@ igammac = _ops._binary("Igammac", "Igammac")
 truncatediv = _ops._binary("TruncateDiv", "TruncateDiv")
 truncatemod = _ops._binary("TruncateMod", "TruncateMod")
 div_no_nan = _ops._binary("DivNoNan", "div_no_nan")
+zeta = _ops._binary("Zeta", "Zeta")
+polygamma = _ops._binary("Polygamma", "Polygamma")
+xdivy = _ops._binary("Xdivy", "Xdivy")
+xlogy = _ops._binary("Xlogy", "Xlogy")
+xlog1py = _ops._binary("Xlog1py", "Xlog1py")
+multiply_no_nan = _ops._binary("MulNoNan", "MulNoNan")
+nextafter = _ops._binary("NextAfter", "NextAfter")
+erfinv = _ops._unary("Erfinv")
+ndtri = _ops._unary("Ndtri")
+bessel_i0e = _ops._unary("BesselI0e")
+bessel_i1e = _ops._unary("BesselI1e")
+cumulative_logsumexp = _ops._cumulative("CumulativeLogsumexp")
+
+
+def _bessel_unscaled(scaled, default_name):
+    def fn(x, name=None):
+        """exp(|x|) times the exponentially scaled function, as TensorFlow builds it."""
+        with _fw.name_scope(name, default_name, [x]):
+            x = _to_tensor(x, name="x")
+            return _ops.multiply(_ops.exp(_ops.abs(x)), scaled(x))
+    fn.__name__ = default_name
+    return fn
+
+
+bessel_i0 = _bessel_unscaled(bessel_i0e, "bessel_i0")
+bessel_i1 = _bessel_unscaled(bessel_i1e, "bessel_i1")
+
+
+def approximate_equal(x, y, tolerance=0.00001, name=None):
+    """|x - y| < tolerance elementwise, x and y of one shape (ApproximateEqual)."""
+    x, y = _ops._same_type(x, y, "ApproximateEqual")
+    return _op("ApproximateEqual", [x, y], [("tolerance", "float", float(tolerance))],
+               name or "ApproximateEqual")
 
 
 def betainc(a, b, x, name=None):
@@ -627,3 +782,147 @@ def clip_by_average_norm(t, clip_norm, name=None):
         factor = _ops.minimum(_ops.multiply(l2norm_inv, n_element),
                               _ops.divide(_fw.constant(1.0, dtype=dt), clip))
         return _ops.identity(_ops.multiply(_ops.multiply(t, clip), factor), name=scope)
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding, diagonals, space/depth/batch rearrangement, patches, identity_n, parallel_stack,
+# random_crop: TensorFlow 1.15's array_ops/random_ops functions over the same ops. tf.linalg.eigh
+# and tf.self_adjoint_eig are absent: weft's core has no SelfAdjointEigV2.
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """Pad (PadV2 when constant_values is a tensor or non-zero), or MirrorPad for REFLECT and
+    SYMMETRIC; mode is case-insensitive."""
+    mode = mode.upper()
+    if mode == "CONSTANT":
+        if not isinstance(constant_values, Tensor) and _np.all(_np.asarray(constant_values) == 0):
+            return _op("Pad", [_to_tensor(tensor), _to_tensor(paddings)], (), name or "Pad")
+        tensor = _to_tensor(tensor)
+        return _op("PadV2", [tensor, _to_tensor(paddings),
+                             _to_tensor(constant_values, dtype=tensor.dtype.base_dtype)], (),
+                   name or "PadV2")
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return _op("MirrorPad", [_to_tensor(tensor), _to_tensor(paddings)],
+                   [("mode", "string", mode)], name or "MirrorPad")
+    raise ValueError("Unknown padding mode: %s" % mode)
+
+
+def diag(diagonal, name=None):
+    """A tensor of rank 2k with diagonal (rank k) on its diagonal (Diag)."""
+    return _op("Diag", [_to_tensor(diagonal)], (), name or "Diag")
+
+
+def diag_part(input, name=None):  # noqa: A002 -- TensorFlow's name
+    """The diagonal of a rank-2k tensor (DiagPart)."""
+    return _op("DiagPart", [_to_tensor(input)], (), name or "DiagPart")
+
+
+def _block_op(op_type):
+    def fn(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+        return _op(op_type, [_to_tensor(input)],
+                   [("block_size", "int", int(block_size)),
+                    ("data_format", "string", data_format)], name or op_type)
+    fn.__name__ = "depth_to_space" if op_type == "DepthToSpace" else "space_to_depth"
+    return fn
+
+
+depth_to_space = _block_op("DepthToSpace")
+space_to_depth = _block_op("SpaceToDepth")
+
+
+def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
+    return _op("SpaceToBatchND", [_to_tensor(input), _to_tensor(block_shape),
+                                  _to_tensor(paddings)], (), name or "SpaceToBatchND")
+
+
+def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
+    return _op("BatchToSpaceND", [_to_tensor(input), _to_tensor(block_shape),
+                                  _to_tensor(crops)], (), name or "BatchToSpaceND")
+
+
+def _block_size(block_size, block_shape, fn):
+    if block_shape is not None and block_size is not None:
+        raise ValueError("Cannot specify both 'block_shape' and 'block_size'.")
+    block = block_size if block_size is not None else block_shape
+    if block is None:
+        raise TypeError("%s() missing required argument: 'block_size'" % fn)
+    return _np.array([block, block], dtype=_np.int64)
+
+
+def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """space_to_batch_nd with a square block over the two spatial dimensions of a 4-D input."""
+    result = space_to_batch_nd(input, _block_size(block_size, block_shape, "space_to_batch"),
+                               paddings, name=name)
+    result.set_shape([None] * 4)
+    return result
+
+
+def batch_to_space(input, crops, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """batch_to_space_nd with a square block over the two spatial dimensions of a 4-D input."""
+    result = batch_to_space_nd(input, _block_size(block_size, block_shape, "batch_to_space"),
+                               crops, name=name)
+    result.set_shape([None] * 4)
+    return result
+
+
+def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None, name=None,
+                          sizes=None):
+    """ExtractImagePatches; sizes is TensorFlow 2's name for ksizes."""
+    if sizes is not None:
+        if ksizes is not None:
+            raise ValueError("Cannot specify both 'sizes' and 'ksizes'.")
+        ksizes = sizes
+    for arg, value in (("ksizes", ksizes), ("strides", strides), ("rates", rates),
+                       ("padding", padding)):
+        if value is None:
+            raise TypeError("extract_image_patches() missing required argument: '%s'" % arg)
+    return _op("ExtractImagePatches", [_to_tensor(images)],
+               [("ksizes", "list_int", [int(k) for k in ksizes]),
+                ("strides", "list_int", [int(s) for s in strides]),
+                ("rates", "list_int", [int(r) for r in rates]),
+                ("padding", "string", padding)], name or "ExtractImagePatches")
+
+
+def nth_element(input, n, reverse=False, name=None):  # noqa: A002
+    """The n-th smallest (largest when reverse) value along the last dimension (NthElement)."""
+    return _op("NthElement", [_to_tensor(input), _int32(n)], [("reverse", "bool", bool(reverse))],
+               name or "NthElement")
+
+
+def identity_n(input, name=None):  # noqa: A002
+    """IdentityN: a list of tensors passed through together."""
+    outs = _op("IdentityN", [[_to_tensor(t) for t in input]], (), name or "IdentityN")
+    if isinstance(outs, _fw.Operation):
+        return []
+    return list(outs) if isinstance(outs, list) else [outs]
+
+
+def parallel_stack(values, name="parallel_stack"):
+    """values (of one known shape) stacked on a new first axis by ParallelConcat."""
+    with _fw.name_scope(name):
+        value_t = _to_tensor(values[0])
+        value_shape = value_t.shape
+        if not value_shape.is_fully_defined():
+            raise ValueError("parallel_stack needs the values' shape fully defined, got %s"
+                             % value_shape)
+        output_shape = [len(values)] + value_shape.as_list()
+        return _op("ParallelConcat",
+                   [[_ops.expand_dims(_to_tensor(v), 0) for v in values]],
+                   [("shape", "shape", output_shape)], "ParallelConcat")
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A random slice of value of the given size: an offset drawn uniformly (RandomUniformInt,
+    modulo shape - size + 1) after an Assert that value.shape >= size, as TensorFlow builds it."""
+    from . import debugging as _debugging
+    with _fw.name_scope(name, "random_crop", [value, size]) as name:
+        value = _to_tensor(value, name="value")
+        size = _to_tensor(size, dtype=_dtypes.int32, name="size")
+        shape = _ops.shape(value)
+        check = _debugging.Assert(_ops.reduce_all(_ops.greater_equal(shape, size)),
+                                  ["Need value.shape >= size, got ", shape, size], summarize=1000)
+        with _fw.control_dependencies([check]):
+            shape = _ops.identity(shape)
+        limit = shape - size + 1
+        offset = _ops.random_uniform(_ops.shape(shape), dtype=size.dtype,
+                                     maxval=size.dtype.max, seed=seed) % limit
+        return _ops.slice(value, offset, size, name=name)

@@ -32,3 +32,4 @@ he_normal = _preset("he_normal", 2.0, "truncated_normal")
 he_uniform = _preset("he_uniform", 2.0, "uniform")
 lecun_normal = _preset("lecun_normal", 1.0, "truncated_normal")
 lecun_uniform = _preset("lecun_uniform", 1.0, "uniform")
+orthogonal = _v.orthogonal_initializer

@@ -1,8 +1,8 @@
 """tf.linalg: TensorFlow 1.x's linear-algebra namespace over weft's matrix ops (MatrixDiag,
 MatrixBandPart, MatrixInverse, Cholesky, MatrixSolve, Qr, Svd, ...), plus what TensorFlow builds
 from them in Python (eye, trace, norm, logdet, cholesky_solve, matvec). All ops batch over the
-leading dimensions, and tensordot (array_ops.py's). eigh/eigvalsh, expm and einsum are absent:
-no op for them."""
+leading dimensions, and tensordot, einsum and cross (array_ops.py's). eigh/eigvalsh and expm are
+absent: no op for them."""
 import numpy as _np
 
 from . import array_ops as _array_ops
@@ -13,6 +13,8 @@ from . import ops as _ops
 
 matmul = _ops.matmul
 tensordot = _array_ops.tensordot
+einsum = _array_ops.einsum
+cross = _array_ops.cross
 l2_normalize = _nn.l2_normalize
 
 

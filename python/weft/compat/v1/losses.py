@@ -1,5 +1,6 @@
 """tf.losses: TensorFlow 1.x's losses with weights and the LOSSES collection (reduction
 SUM_BY_NONZERO_WEIGHTS: the weighted sum over the count of non-zero weights)."""
+from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
 from . import nn as _nn
@@ -112,3 +113,79 @@ def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None
     if add_regularization_losses:
         losses = losses + get_regularization_losses(scope)
     return _ops.add_n(losses, name=name)
+
+
+# TensorFlow 1.15's remaining elementwise losses: float32 predictions and labels of compatible
+# shapes, weighted and reduced as the ones above.
+
+def _float_pair(predictions, labels):
+    predictions = _ops.cast(predictions, _dtypes.float32)
+    labels = _ops.cast(labels, _dtypes.float32)
+    if not predictions.shape.is_compatible_with(labels.shape):
+        raise ValueError("Shapes %s and %s are incompatible" % (predictions.shape, labels.shape))
+    return predictions, labels
+
+
+def _not_none(labels, predictions, what="predictions"):
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if predictions is None:
+        raise ValueError("%s must not be None." % what)
+
+
+def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
+               loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """0.5 * e^2 where |e| <= delta, else 0.5 * delta^2 + delta * (|e| - delta)."""
+    _not_none(labels, predictions)
+    with _fw.name_scope(scope, "huber_loss", [predictions, labels, weights]) as s:
+        predictions, labels = _float_pair(predictions, labels)
+        abs_error = _ops.abs(_ops.subtract(predictions, labels))
+        quadratic = _ops.minimum(abs_error, _ops._to_tensor(delta, dtype=_dtypes.float32))
+        linear = _ops.subtract(abs_error, quadratic)
+        losses = _ops.add(_ops.multiply(_fw.constant(0.5, dtype=quadratic.dtype),
+                                        _ops.multiply(quadratic, quadratic)),
+                          _ops.multiply(_ops._to_tensor(delta, dtype=_dtypes.float32), linear))
+        return _compute_weighted_loss(losses, weights, s, loss_collection, reduction)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """relu(1 - (2 * labels - 1) * logits) for labels in {0, 1}."""
+    _not_none(labels, logits, "logits")
+    with _fw.name_scope(scope, "hinge_loss", [logits, labels, weights]) as s:
+        logits, labels = _float_pair(logits, labels)
+        all_ones = _ops.ones_like(labels)
+        labels = _ops.subtract(2 * labels, all_ones)
+        losses = _nn.relu(_ops.subtract(all_ones, _ops.multiply(labels, logits)))
+        return _compute_weighted_loss(losses, weights, s, loss_collection, reduction)
+
+
+def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
+             loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """-labels * log(p + epsilon) - (1 - labels) * log(1 - p + epsilon)."""
+    _not_none(labels, predictions)
+    with _fw.name_scope(scope, "log_loss", [predictions, labels, weights]) as s:
+        predictions, labels = _float_pair(predictions, labels)
+        losses = _ops.subtract(
+            _ops.negative(_ops.multiply(labels, _ops.log(predictions + epsilon))),
+            _ops.multiply(1 - labels, _ops.log(1 - predictions + epsilon)))
+        return _compute_weighted_loss(losses, weights, s, loss_collection, reduction)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
+                    loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+                    dim=None):
+    """1 - sum(labels * predictions, axis) (kept as a size-1 axis); the inputs are expected to
+    be unit-normalized along axis."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'axis' and 'dim'.")
+        axis = dim
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _not_none(labels, predictions)
+    with _fw.name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as s:
+        predictions, labels = _float_pair(predictions, labels)
+        radial_diffs = _ops.multiply(predictions, labels)
+        losses = 1 - _ops.reduce_sum(radial_diffs, axis=[axis], keepdims=True)
+        return _compute_weighted_loss(losses, weights, s, loss_collection, reduction)

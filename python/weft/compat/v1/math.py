@@ -23,6 +23,10 @@ _FROM_ARRAY_OPS = (
     "reduce_variance", "scalar_mul", "segment_max", "segment_mean", "segment_min",
     "segment_prod", "truncatediv", "truncatemod", "unsorted_segment_max", "unsorted_segment_mean",
     "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
+    # special math
+    "approximate_equal", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e",
+    "cumulative_logsumexp", "erfinv", "multiply_no_nan", "ndtri", "nextafter", "polygamma",
+    "xdivy", "xlog1py", "xlogy", "zeta",
 )
 
 for _name in _FROM_OPS:

@@ -202,6 +202,60 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, var
 
 
+def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
+    """The frequency-weighted mean and variance of x over axes (TensorFlow's two-pass
+    formula: sum(w * x) / sum(w), then sum(w * (x - mean)^2) / sum(w))."""
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    with _fw.name_scope(name, "weighted_moments", [x, frequency_weights, axes]):
+        x = _to_tensor(x, name="x")
+        frequency_weights = _to_tensor(frequency_weights, name="frequency_weights")
+        needs_cast = x.dtype.base_dtype == _dtypes.float16
+        if needs_cast:
+            x = _ops.cast(x, _dtypes.float32)
+        if frequency_weights.dtype.base_dtype != x.dtype.base_dtype:
+            frequency_weights = _ops.cast(frequency_weights, x.dtype.base_dtype)
+        weighted_input_sum = _ops.reduce_sum(frequency_weights * x, axes,
+                                             name="weighted_input_sum", keepdims=True)
+        broadcasted_weights = frequency_weights + _ops.zeros_like(x)
+        sum_of_weights = _ops.reduce_sum(broadcasted_weights, axes, name="sum_of_weights",
+                                         keepdims=True)
+        divisor = _ops.reciprocal(sum_of_weights, name="inv_weight_sum")
+        weighted_mean = _ops.multiply(weighted_input_sum, divisor)
+        weighted_distsq = _ops.reduce_sum(
+            frequency_weights * _ops.squared_difference(x, weighted_mean), axes,
+            name="weighted_distsq", keepdims=True)
+        weighted_variance = _ops.multiply(weighted_distsq, divisor)
+        if not keep:
+            weighted_mean = _ops.squeeze(weighted_mean, axis=axes)
+            weighted_variance = _ops.squeeze(weighted_variance, axis=axes)
+        if needs_cast:
+            weighted_mean = _ops.cast(weighted_mean, _dtypes.float16)
+            weighted_variance = _ops.cast(weighted_variance, _dtypes.float16)
+        return weighted_mean, weighted_variance
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
+    """exp(log_input) - log_input * targets, plus Stirling's approximation of log(targets!)
+    for targets above 1 when compute_full_loss."""
+    with _fw.name_scope(name, "log_poisson_loss", [log_input, targets]):
+        log_input = _to_tensor(log_input, name="log_input")
+        targets = _to_tensor(targets, name="targets")
+        if not targets.shape.is_compatible_with(log_input.shape):
+            raise ValueError("log_input and targets must have the same shape (%s vs %s)"
+                             % (log_input.shape, targets.shape))
+        result = _ops.exp(log_input) - log_input * targets
+        if compute_full_loss:
+            point_five = _fw.constant(0.5, dtype=targets.dtype.base_dtype)
+            two_pi = _fw.constant(2 * _np.pi, dtype=targets.dtype.base_dtype)
+            stirling_approx = (targets * _ops.log(targets)) - targets + (
+                point_five * _ops.log(two_pi * targets))
+            zeros = _ops.zeros_like(targets)
+            ones = _ops.ones_like(targets)
+            cond = _ops.logical_and(_ops.greater_equal(targets, zeros),
+                                    _ops.less_equal(targets, ones))
+            result += _ops.where(cond, zeros, stirling_approx)
+        return result
+
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
     if isinstance(params, (list, tuple)):
@@ -610,4 +664,7 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
 
 
 from . import rnn_cell  # noqa: E402 -- tf.nn.rnn_cell
-from .rnn import dynamic_rnn, static_rnn  # noqa: E402,F401
+from .rnn import (dynamic_rnn, static_rnn, bidirectional_dynamic_rnn,  # noqa: E402,F401
+                  static_bidirectional_rnn)
+from .array_ops import (depth_to_space, space_to_depth, space_to_batch,  # noqa: E402,F401
+                        batch_to_space, nth_element)

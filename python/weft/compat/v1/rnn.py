@@ -107,3 +107,83 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             outputs.append(output)
             state = new_state
         return outputs, state
+
+
+def _reverse(x, seq_lengths, seq_axis, batch_axis):
+    from . import array_ops as _array_ops
+    if seq_lengths is not None:
+        return _array_ops.reverse_sequence(x, seq_lengths, seq_axis=seq_axis,
+                                           batch_axis=batch_axis)
+    return _array_ops.reverse(x, axis=[seq_axis])
+
+
+def _check_cell(name, cell):
+    if not callable(cell) or not hasattr(cell, "output_size"):
+        raise TypeError("The argument %r (%s) is not an RNNCell: 'output_size' property is "
+                        "missing, 'state_size' property is missing, either 'zero_state' or "
+                        "'get_initial_state' method is required, is not callable."
+                        % (name, cell))
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):
+    """((output_fw, output_bw), (state_fw, state_bw)): dynamic_rnn forward under "fw" and over
+    the time-reversed inputs (ReverseSequence by sequence_length, else ReverseV2) under "bw",
+    its outputs reversed back, in a "bidirectional_rnn" scope as TensorFlow builds it."""
+    _check_cell("cell_fw", cell_fw)
+    _check_cell("cell_bw", cell_bw)
+    with _vars.variable_scope(scope or "bidirectional_rnn"):
+        with _vars.variable_scope("fw") as fw_scope:
+            output_fw, output_state_fw = dynamic_rnn(
+                cell_fw, inputs, sequence_length=sequence_length,
+                initial_state=initial_state_fw, dtype=dtype,
+                parallel_iterations=parallel_iterations, swap_memory=swap_memory,
+                time_major=time_major, scope=fw_scope)
+        time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+        with _vars.variable_scope("bw") as bw_scope:
+            inputs_reverse = _reverse(_fw.convert_to_tensor(inputs), sequence_length, time_axis,
+                                      batch_axis)
+            tmp, output_state_bw = dynamic_rnn(
+                cell_bw, inputs_reverse, sequence_length=sequence_length,
+                initial_state=initial_state_bw, dtype=dtype,
+                parallel_iterations=parallel_iterations, swap_memory=swap_memory,
+                time_major=time_major, scope=bw_scope)
+    output_bw = _reverse(tmp, sequence_length, time_axis, batch_axis)
+    return (output_fw, output_bw), (output_state_fw, output_state_bw)
+
+
+def _reverse_seq(input_seq, lengths):
+    """The list reversed in time: Python's reversal, or per batch entry by lengths (Stack +
+    ReverseSequence + Unstack)."""
+    if lengths is None:
+        return list(reversed(input_seq))
+    from . import array_ops as _array_ops
+    s_joined = _ops.stack([_fw.convert_to_tensor(x) for x in input_seq])
+    s_reversed = _array_ops.reverse_sequence(s_joined, lengths, seq_axis=0, batch_axis=1)
+    return _ops.unstack(s_reversed)
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """(outputs, state_fw, state_bw): static_rnn forward under "fw" and over the reversed list
+    under "bw", each step's outputs concatenated [fw, bw] on axis 1."""
+    _check_cell("cell_fw", cell_fw)
+    _check_cell("cell_bw", cell_bw)
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError("inputs must be a sequence")
+    if not inputs:
+        raise ValueError("inputs must not be empty")
+    with _vars.variable_scope(scope or "bidirectional_rnn"):
+        with _vars.variable_scope("fw") as fw_scope:
+            output_fw, output_state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                                    sequence_length, scope=fw_scope)
+        with _vars.variable_scope("bw") as bw_scope:
+            reversed_inputs = _reverse_seq(inputs, sequence_length)
+            tmp, output_state_bw = static_rnn(cell_bw, reversed_inputs, initial_state_bw, dtype,
+                                              sequence_length, scope=bw_scope)
+    output_bw = _reverse_seq(tmp, sequence_length)
+    outputs = [_ops.concat([f, b], 1) for f, b in zip(output_fw, output_bw)]
+    return outputs, output_state_fw, output_state_bw

@@ -21,15 +21,6 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         return self.c.dtype
 
 
-def _unique_cell_name(base):
-    """Layers' naming: the first cell of a kind in a graph is "basic_lstm_cell", then "_1"..."""
-    g = _fw.get_default_graph()
-    counts = g.__dict__.setdefault("_rnn_cell_names", {})
-    n = counts.get(base, 0)
-    counts[base] = n + 1
-    return base if n == 0 else "%s_%d" % (base, n)
-
-
 def _zeros_like_size(size, batch_size, dtype):
     if isinstance(size, (tuple, list)):
         return type(size)(*[_zeros_like_size(s, batch_size, dtype) for s in size]) \
@@ -68,8 +59,15 @@ class RNNCell:
 
     def __call__(self, inputs, state, scope=None):
         if self._scope is None:
-            name = self._name or _unique_cell_name(self._default_name)
-            with _vars.variable_scope(scope or name, reuse=self._reuse) as vs:
+            # tf.layers' naming: the cell's name (its kind by default) made unique within the
+            # enclosing variable scope ("basic_lstm_cell", "basic_lstm_cell_1"), or used as it
+            # is when reusing
+            base = self._name or self._default_name
+            if scope is not None or self._reuse:
+                ctx = _vars.variable_scope(scope or base, reuse=self._reuse)
+            else:
+                ctx = _vars.variable_scope(None, default_name=base)
+            with ctx as vs:
                 self._scope = vs
                 return self.call(inputs, state)
         with _vars.variable_scope(self._scope, reuse=True):

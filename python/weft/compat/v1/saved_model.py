@@ -117,7 +117,7 @@ def _as_placeholder(name, device, attrs):
     return _ld(1, node)
 
 
-def _without_saver(graph_def, skip_ops=()):
+def _without_saver(graph_def, skip_ops=(), clear_devices=False):
     """GraphDef bytes less the nodes of the Saver's subgraph (save/..., save_1/...), those of
     skip_ops and anything reading them -- except an Identity reading them, which becomes a
     Placeholder (serving graphs name their input so: x = identity(parse_example(...)["x"]), and
@@ -126,6 +126,9 @@ def _without_saver(graph_def, skip_ops=()):
     for f, _, v in _fields(graph_def):
         if f != 1:
             continue
+        if clear_devices:
+            v = b"".join(_ld(ff, vv) if wt == 2 else _enc_varint(ff << 3) + _enc_varint(vv)
+                         for ff, wt, vv in _fields(v) if ff != 4)
         raw = _ld(1, v)
         name, op, inputs, device, attrs = "", "", [], b"", []
         for ff, _, vv in _fields(v):
@@ -162,6 +165,55 @@ def _without_saver(graph_def, skip_ops=()):
     return kept + other, variables
 
 
+def _import_meta(graph, meta, import_scope, clear_devices=False):
+    """Imports meta's GraphDef (less its Saver's subgraph) into graph; returns the names of the
+    variables it holds."""
+    skip = set()
+    while True:
+        graph_def, variables = _without_saver(meta.graph_def_bytes, skip, clear_devices)
+        first = graph._g.num_nodes()
+        try:
+            with graph._lock:
+                graph._g.import_graph_def(graph_def, import_scope)
+            break
+        except errors.NotFoundError as e:
+            # an import that fails adds nothing: leave that op's nodes out and try again
+            m = re.match(r"Op type not registered '([^']+)'", e.message)
+            if not m or m.group(1) in skip:
+                raise
+            skip.add(m.group(1))
+    graph._mark_names_used(first)
+    return variables
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """tf.train.import_meta_graph: the MetaGraphDef (a file name, or a MetaGraphDef loader.load
+    returned) imported into the default graph as loader.load imports it, and a Saver over its
+    variables (None without variables) to restore them. The MetaGraphDef's collections are not
+    restored: fetch by name (graph.get_tensor_by_name)."""
+    if isinstance(meta_graph_or_file, MetaGraphDef):
+        meta = meta_graph_or_file
+    else:
+        try:
+            with open(meta_graph_or_file, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise IOError("File %s does not exist." % meta_graph_or_file) from None
+        try:
+            meta = MetaGraphDef(data)
+        except ValueError as e:
+            raise IOError("Cannot parse file %s: %s." % (meta_graph_or_file, e)) from None
+    from .framework import get_default_graph
+    graph = get_default_graph()
+    imported = _import_meta(graph, meta, import_scope, clear_devices)
+    if not imported:
+        return None
+    scope = import_scope + "/" if import_scope else ""
+    # keyed by the checkpoint's names: under import_scope the variables restore from them
+    return _saver.Saver({v: graph.get_tensor_by_name(scope + v + ":0") for v in imported},
+                        **kwargs)
+
+
 class _Loader:
     @staticmethod
     def maybe_saved_model_directory(export_dir):
@@ -189,21 +241,7 @@ class _Loader:
                 + str([m.meta_info_def.tags for m in metas]))
         meta = found[0]
         graph = sess.graph
-        skip = set()
-        while True:
-            graph_def, variables = _without_saver(meta.graph_def_bytes, skip)
-            first = graph._g.num_nodes()
-            try:
-                with graph._lock:
-                    graph._g.import_graph_def(graph_def, import_scope)
-                break
-            except errors.NotFoundError as e:
-                # an import that fails adds nothing: leave that op's nodes out and try again
-                m = re.match(r"Op type not registered '([^']+)'", e.message)
-                if not m or m.group(1) in skip:
-                    raise
-                skip.add(m.group(1))
-        graph._mark_names_used(first)
+        variables = _import_meta(graph, meta, import_scope)
         prefix = os.path.join(export_dir, "variables", "variables")
         if variables and _saver.checkpoint_exists(prefix):
             # the variables the model's Saver saved (others, such as asset paths, are not)

@@ -380,6 +380,39 @@ class glorot_normal_initializer(variance_scaling_initializer):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
 
 
+
+class orthogonal_initializer(Initializer):
+    """tf.orthogonal_initializer: the Q of a random normal matrix's QR (its columns' signs fixed
+    by R's diagonal), of shape [prod(shape[:-1]), shape[-1]] (transposed when wider than tall)
+    and reshaped, times gain, as TensorFlow's Orthogonal builds it."""
+
+    def __init__(self, gain=1.0, seed=None, dtype=_dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = _dtypes.as_dtype(dtype)
+        if not self.dtype.is_floating:
+            raise ValueError("Expected floating point type, got %s." % self.dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _dtypes.as_dtype(dtype or self.dtype)
+        shape = list(shape)
+        if len(shape) < 2:
+            raise ValueError("The tensor to initialize must be at least two-dimensional")
+        num_rows = 1
+        for dim in shape[:-1]:
+            num_rows *= dim
+        num_cols = shape[-1]
+        flat_shape = (num_cols, num_rows) if num_rows < num_cols else (num_rows, num_cols)
+        a = _ops.random_normal(flat_shape, dtype=dtype, seed=self.seed)
+        q, r = _ops._op("Qr", [a], [("full_matrices", "bool", False)], "Qr")
+        d = _ops._op("MatrixDiagPart", [r], (), "MatrixDiagPart")
+        q = _ops.multiply(q, _ops.sign(d))
+        if num_rows < num_cols:
+            q = _ops.transpose(q, [1, 0], name="matrix_transpose")
+        return _ops.multiply(_ops._to_tensor(self.gain, dtype=dtype), _ops.reshape(q, shape))
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
 # ---------------------------------------------------------------------------------------------
 # variable_scope and get_variable
 

@@ -4,7 +4,8 @@ from weft import _weft_checkpoints, errors as _errors
 
 _weft_checkpoints.set_error_factory(_errors._from_status)
 from .optimizer import (Optimizer, GradientDescentOptimizer, MomentumOptimizer,  # noqa: F401
-                        AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, FtrlOptimizer)
+                        AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, FtrlOptimizer,
+                        AdadeltaOptimizer, ProximalGradientDescentOptimizer)
 from .training_util import (get_global_step, create_global_step,  # noqa: F401
                             get_or_create_global_step, global_step, assert_global_step,
                             exponential_decay)
@@ -27,3 +28,16 @@ from ..unsupported import (string_input_producer, input_producer,  # noqa: F401,
                            shuffle_batch_join)
 from ..example_pb import (Example, SequenceExample, Features, Feature,  # noqa: F401,E402
                           FeatureList, FeatureLists, BytesList, FloatList, Int64List)
+from .learning_rate_decay import (piecewise_constant, polynomial_decay,  # noqa: F401,E402
+                                  natural_exp_decay, inverse_time_decay, cosine_decay,
+                                  cosine_decay_restarts, linear_cosine_decay)
+from .moving_averages import ExponentialMovingAverage  # noqa: F401,E402
+from .checkpoint_utils import (list_variables, load_variable,  # noqa: F401,E402
+                               init_from_checkpoint, load_checkpoint, NewCheckpointReader)
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """The MetaGraphDef imported into the default graph, and a Saver over its variables
+    (saved_model.import_meta_graph)."""
+    from ..saved_model import import_meta_graph as _import
+    return _import(meta_graph_or_file, clear_devices, import_scope, **kwargs)

@@ -135,7 +135,9 @@ class Optimizer:
         d = self._slots.setdefault(slot_name, {})
         if var.op.name not in d:
             g = var.graph
-            with g.name_scope(None), g.colocate_with(var):
+            # TensorFlow makes slots in an init_scope: outside the caller's name scope and
+            # control dependencies (minimize under control_dependencies(UPDATE_OPS) is common)
+            with g.name_scope(None), g.control_dependencies(None), g.colocate_with(var):
                 d[var.op.name] = _vars.Variable(
                     _fw.constant(value, dtype=var.dtype.base_dtype, shape=var.shape.as_list(),
                                  name="Initializer"),
@@ -146,7 +148,7 @@ class Optimizer:
     def _non_slot(self, value, name, colocate_with):
         if name not in self._non_slots:
             g = colocate_with.graph
-            with g.name_scope(None), g.colocate_with(colocate_with):
+            with g.name_scope(None), g.control_dependencies(None), g.colocate_with(colocate_with):
                 self._non_slots[name] = _vars.Variable(value, trainable=False, name=name,
                                                        use_resource=_is_resource(colocate_with))
         return self._non_slots[name]
@@ -338,3 +340,51 @@ class FtrlOptimizer(Optimizer):
         return self._apply("ApplyFtrlV2", var,
                            head + [t(self._l2_shrinkage, "l2_shrinkage_regularization_strength"),
                                    t(self._lr_power, "learning_rate_power")])
+
+
+class AdadeltaOptimizer(Optimizer):
+    """Adadelta (ApplyAdadelta): slots "<var>/Adadelta" (the squared-gradient average) and
+    "<var>/Adadelta_1" (the squared-update average), both starting at zero."""
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False,
+                 name="Adadelta"):
+        super().__init__(use_locking, name)
+        self._lr, self._rho, self._epsilon = learning_rate, rho, epsilon
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, 0.0, "accum", self._name)
+            self._slot(v, 0.0, "accum_update", self._name + "_1")
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyAdadelta", var,
+                           [self.get_slot(var, "accum")._ref(),
+                            self.get_slot(var, "accum_update")._ref(),
+                            self._t(self._lr, "lr", var), self._t(self._rho, "rho", var),
+                            self._t(self._epsilon, "epsilon", var), grad])
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """Proximal gradient descent with l1/l2 regularization. weft's core has no
+    ApplyProximalGradientDescent, so the update is composed from ops with its kernel's formula:
+    prox = var - lr * grad; var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
+
+    def __init__(self, learning_rate, l1_regularization_strength=0.0,
+                 l2_regularization_strength=0.0, use_locking=False,
+                 name="ProximalGradientDescent"):
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _apply_dense(self, grad, var):
+        lr = self._t(self._lr, "learning_rate", var)
+        l1 = self._t(self._l1, "l1_regularization_strength", var)
+        l2 = self._t(self._l2, "l2_regularization_strength", var)
+        prox = _ops.subtract(var.value(), _ops.multiply(lr, grad))
+        shrunk = _ops.maximum(_ops.subtract(_ops.abs(prox), _ops.multiply(lr, l1)),
+                              _ops.zeros_like(prox))
+        new = _ops.divide(_ops.multiply(_ops.sign(prox), shrunk),
+                          _ops.add(_ops._to_tensor(1.0, dtype=var.dtype.base_dtype),
+                                   _ops.multiply(lr, l2)))
+        out = var.assign(new, use_locking=self._use_locking)
+        return out if isinstance(out, _fw.Operation) else out.op

@@ -36,6 +36,7 @@ class Saver:
         self._filename = filename
         self._c = None
         self._names = None
+        self._renamed = []
         if not defer_build:
             self.build()
 
@@ -44,17 +45,15 @@ class Saver:
         if var_list is None:
             var_list = (_fw.get_collection(GraphKeys.GLOBAL_VARIABLES)
                         + _fw.get_collection(GraphKeys.SAVEABLE_OBJECTS))
+        renamed = []
         if isinstance(var_list, dict):
-            for key, v in var_list.items():
-                name = v.op.name
-                if key != name:
-                    raise NotImplementedError(
-                        "Saver(var_list={%r: %s}): weft saves a variable under its own name "
-                        "(%r); checkpoint keys other than the variable's name are not supported"
-                        % (key, name, name))
-            var_list = list(var_list.values())
+            # a variable under a key other than its name is restored by an Assign fed the
+            # checkpoint's tensor (weft's saver keys checkpoints by variable name)
+            renamed = [(key, v) for key, v in sorted(var_list.items(), key=lambda kv: kv[0])
+                       if key != v.op.name]
+            var_list = [v for key, v in var_list.items() if key == v.op.name]
         names = []
-        for v in var_list:
+        for v in var_list + [v for _, v in renamed]:
             if isinstance(v, (list, tuple)):
                 raise NotImplementedError("partitioned variables are not supported by weft")
             if not isinstance(v, (_vars.Variable, _fw.Tensor)):
@@ -64,8 +63,24 @@ class Saver:
             names.append(v.op.name)
         if not names and not self._allow_empty:
             raise ValueError("No variables to save")
-        self._names = names
-        self._c = _weft.Saver(self._max_to_keep, names)
+        self._names = names[:len(var_list)]
+        self._renamed = [(key, v) + self._restore_op(v) for key, v in renamed]
+        self._c = _weft.Saver(self._max_to_keep, self._names)
+
+    @staticmethod
+    def _restore_op(v):
+        """(placeholder, Assign of it to v) under a "save" name scope."""
+        from .. import ops as _ops
+        g = v.graph
+        with g.as_default(), g.name_scope(None), g.control_dependencies(None), \
+                _fw.name_scope("save"):
+            ph = _ops.placeholder(v.dtype.base_dtype, v.shape, name="restore_value")
+            if isinstance(v, _vars.Variable):
+                op = v.assign(ph, name="Assign", read_value=False)
+            else:  # a variable's ref tensor (an imported graph's VariableV2)
+                op = g._create_op("Assign", [v, ph], [("validate_shape", "bool", True),
+                                                      ("use_locking", "bool", True)], "Assign")
+        return ph, op if isinstance(op, _fw.Operation) else op.op
 
     def save(self, sess, save_path, global_step=None, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
@@ -73,6 +88,12 @@ class Saver:
         if self._c is None:
             self.build()
         raw = _raw_session(sess)
+        if self._renamed:
+            key, v = self._renamed[0][:2]
+            raise NotImplementedError(
+                "Saver(var_list={%r: %s}).save: weft saves a variable under its own name (%r); "
+                "saving under other checkpoint keys is not supported (restoring is)"
+                % (key, v.op.name, v.op.name))
         if not self._names:
             return None
         if global_step is not None and not isinstance(global_step, int):
@@ -94,6 +115,11 @@ class Saver:
             raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
         if self._names:
             self._c.restore(raw._s, save_path)
+        if self._renamed:
+            from .checkpoint_utils import CheckpointReader
+            reader = CheckpointReader(save_path)
+            raw.run([op for _, _, _, op in self._renamed],
+                    {ph: reader.get_tensor(key) for key, _, ph, _ in self._renamed})
 
     def as_saver_def(self):
         raise NotImplementedError("Saver.as_saver_def is not supported by weft")
