@@ -663,6 +663,26 @@ def test_bidirectional_dynamic_rnn():
                                         dtype=tf.float32)
 
 
+def test_bidirectional_dynamic_rnn_trains_through_sequence_length():
+    # the backward direction reverses each sequence by its length (ReverseSequence), whose
+    # gradient reverses dy the same way
+    x = tf.placeholder(tf.float32, [2, 4, 3])
+    with tf.variable_scope("m", initializer=tf.random_normal_initializer(seed=5)):
+        (of, ob), _ = tf.nn.bidirectional_dynamic_rnn(
+            tf.nn.rnn_cell.BasicRNNCell(5), tf.nn.rnn_cell.BasicRNNCell(5), x,
+            sequence_length=[4, 2], dtype=tf.float32)
+    loss = tf.reduce_sum(tf.square(of)) + tf.reduce_sum(tf.square(ob))
+    train = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+    xv = RNG.randn(2, 4, 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss, {x: xv})
+        for _ in range(30):
+            sess.run(train, {x: xv})
+        last = sess.run(loss, {x: xv})
+    assert last < 0.5 * first
+
+
 def test_static_bidirectional_rnn():
     xs = RNG.randn(2, 3, 2).astype(np.float32)
     for lengths in (None, [3, 1]):

@@ -240,7 +240,9 @@ def test_cumulative_top_k_segments_logsumexp():
             np.concatenate([np.cumprod(X[:, ::-1], 1)[:, :-1][:, ::-1], np.ones((2, 1))], 1)]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
-    values, indices = tf.nn.top_k(tf.constant([[1.0, 5.0, 3.0, 4.0], [2.0, -1.0, 0.0, 9.0]]), k=2)
+    top = tf.nn.top_k(tf.constant([[1.0, 5.0, 3.0, 4.0], [2.0, -1.0, 0.0, 9.0]]), k=2)
+    values, indices = top  # a namedtuple, as TensorFlow's
+    assert top.values is values and top.indices is indices and type(top).__name__ == "TopKV2"
     vals, idx = run(values, indices)
     np.testing.assert_array_equal(vals, [[5.0, 4.0], [9.0, 2.0]])
     np.testing.assert_array_equal(idx, [[1, 3], [3, 0]])

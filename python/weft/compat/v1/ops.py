@@ -1,5 +1,6 @@
 """TensorFlow 1.x's math, array, random and state ops as graph builders over weft's ops (same op
 names and attributes as TensorFlow's), plus Tensor's operator overloading."""
+import collections
 import builtins as _b
 
 import numpy as np
@@ -144,11 +145,16 @@ cumsum = _cumulative("Cumsum")
 cumprod = _cumulative("Cumprod")
 
 
+# TensorFlow's generated wrapper returns this namedtuple, so programs write top_k(x).values.
+_TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 -- TensorFlow's names
-    """The k largest entries of the last dimension and their indices (values, indices)."""
+    """The k largest entries of the last dimension and their indices, a (values, indices)
+    namedtuple as TensorFlow's."""
     values, indices = _op("TopKV2", [_to_tensor(input), _to_tensor(k, dtype=_dtypes.int32)],
                           [("sorted", "bool", bool(sorted))], name or "TopKV2")
-    return values, indices
+    return _TopKV2(values, indices)
 
 
 def segment_sum(data, segment_ids, name=None):
