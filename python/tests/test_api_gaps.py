@@ -673,14 +673,14 @@ def test_bidirectional_dynamic_rnn_trains_through_sequence_length():
             sequence_length=[4, 2], dtype=tf.float32)
     loss = tf.reduce_sum(tf.square(of)) + tf.reduce_sum(tf.square(ob))
     train = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
-    xv = RNG.randn(2, 4, 3).astype(np.float32)
+    xv = np.random.RandomState(7).randn(2, 4, 3).astype(np.float32)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         first = sess.run(loss, {x: xv})
-        for _ in range(30):
+        for _ in range(60):
             sess.run(train, {x: xv})
         last = sess.run(loss, {x: xv})
-    assert last < 0.5 * first
+    assert last < 0.25 * first
 
 
 def test_static_bidirectional_rnn():
