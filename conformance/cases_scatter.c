@@ -1,6 +1,7 @@
 /* cases_scatter.c: conformance cases of the scatter, segment and partition ops (ScatterUpdate,
  * ScatterAdd/Sub/Mul/Div/Min/Max on variables; ScatterNd; ScatterNdUpdate/Add/Sub on variables;
  * TensorScatterUpdate/Add/Sub; SegmentSum/Mean/Prod/Min/Max; UnsortedSegmentSum/Prod/Min/Max;
+ * SparseSegmentSum/Mean/SqrtN(WithNumSegments);
  * DynamicPartition) over every dtype their kernels take. The references (here, in double, each
  * update rounded to the dtype in order so that duplicate indices accumulate as the kernels do)
  * follow TensorFlow's documented semantics: empty sorted segments are 0 (1 for Prod); empty
@@ -366,6 +367,109 @@ static void emit_segment(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   expect_error(ctx, c, "segment_ids should be the same size as dimension 0 of input.");
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SparseSegmentSum/Mean/SqrtN and their WithNumSegments forms: out[ids[i]] (+)= data[indices[i]];
+ * Mean divides a segment by its size, SqrtN by the square root of it; unnamed rows are 0. */
+
+static void emit_sparse_segment(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  const bool with_num = g_str_has_suffix(op, "WithNumSegments");
+  const bool mean = strstr(op, "Mean") != NULL, sqrt_n = strstr(op, "SqrtN") != NULL;
+  typedef struct {
+    const char *name;
+    int rank;
+    int64_t dims[3];
+    int64_t n;
+    int64_t ind[6], ids[6];
+    int64_t num; /* num_segments, WithNumSegments only: 0 means the last id + 1 */
+    const char *error;
+  } ss_t;
+  static const ss_t cases[] = {
+      {"gap", 2, {5, 3}, 4, {0, 2, 4, 1}, {0, 0, 1, 3}, 0, NULL},
+      {"repeated_index", 2, {3, 2}, 3, {1, 1, 1}, {0, 0, 0}, 0, NULL},
+      {"rank1", 1, {6}, 3, {5, 0, 3}, {0, 1, 1}, 0, NULL},
+      {"rank3", 3, {4, 2, 2}, 3, {3, 0, 2}, {0, 0, 2}, 0, NULL},
+      {"trailing_empty_segments", 2, {4, 2}, 2, {2, 3}, {0, 1}, 4, NULL},
+      {"empty", 2, {5, 3}, 0, {0}, {0}, 0, NULL},
+      {"error_index_high", 2, {5, 3}, 2, {0, 5}, {0, 0}, 0,
+       "Bad: indices[1] == 5 out of range [0, 5)"},
+      {"error_index_negative", 1, {4}, 2, {1, -1}, {0, 1}, 0,
+       "Bad: indices[1] == -1 out of range [0, 4)"},
+      {"error_not_sorted", 1, {4}, 3, {0, 1, 2}, {1, 0, 2}, 0, "segment ids are not increasing"},
+      {"error_negative_id", 1, {4}, 2, {0, 1}, {-1, 0}, 0,
+       "Segment id -1 out of range [0, 1), possibly because 'segment_ids' input is not sorted."},
+      {"error_all_negative", 1, {4}, 2, {0, 1}, {-3, -2}, 0, "segment ids must be >= 0"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const ss_t *s = &cases[i];
+    cf_rng_t rng;
+    cf_case_t *c = new_case(op, s->name, dt, &rng);
+    weft_dtype_t it = i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32;
+    weft_dtype_t st = i % 3 ? WEFT_DT_INT32 : WEFT_DT_INT64;
+    cf_array_t *x = values(&rng, dt, s->rank, s->dims, false);
+    cf_array_t *ind = cf_array_ints(it, s->n, s->ind), *ids = cf_array_ints(st, s->n, s->ids);
+    int64_t rows = s->n ? s->ids[s->n - 1] + 1 : 0;
+    if (with_num && s->num) rows = s->num;
+    cf_case_input(c, x);
+    cf_case_input(c, ind);
+    cf_case_input(c, ids);
+    /* A constant num_segments lets the shape function fix the row count; a fed one does not. */
+    if (with_num && i % 2) cf_case_const_input(c, cf_array_scalar(WEFT_DT_INT32, (double)rows));
+    else if (with_num) cf_case_input(c, cf_array_scalar(WEFT_DT_INT64, (double)rows));
+    if (s->error) {
+      expect_error(ctx, c, s->error);
+      continue;
+    }
+    int64_t dims[3], inner = 1;
+    memcpy(dims, s->dims, sizeof dims);
+    dims[0] = rows;
+    for (int d = 1; d < s->rank; d++) inner *= s->dims[d];
+    cf_array_t *want = cf_array_new(dt, s->rank, dims);
+    for (int64_t o = 0; o < rows; o++)
+      for (int64_t j = 0; j < inner; j++) {
+        double acc = 0;
+        int64_t count = 0;
+        for (int64_t k = 0; k < s->n; k++) {
+          if (s->ids[k] != o) continue;
+          double t = x->v[s->ind[k] * inner + j];
+          /* Sum adds in the dtype, as TensorFlow; Mean and SqrtN keep the sum exact. */
+          acc = mean || sqrt_n ? acc + t : cf_round_to_dtype(dt, acc + t);
+          count++;
+        }
+        if (count && mean) acc /= (double)count;
+        if (count && sqrt_n) acc /= sqrt((double)count);
+        want->v[o * inner + j] = cf_round_to_dtype(dt, acc);
+      }
+    cf_case_expect(c, want);
+    c->tol = cf_tol_scale(c->tol, 4);
+    cf_run_case(ctx, c);
+  }
+  /* indices and segment_ids of different lengths: the kernel's check, then the shape
+   * function's. */
+  for (int known = 0; known < 2; known++) {
+    cf_rng_t rng;
+    cf_case_t *c = new_case(op, known ? "error_size_shape_inference" : "error_size", dt, &rng);
+    int64_t d[2] = {3, 2}, iv[3] = {0, 1, 2};
+    cf_case_input(c, values(&rng, dt, 2, d, false));
+    cf_case_input(c, cf_array_ints(WEFT_DT_INT32, 3, iv));
+    cf_case_input(c, cf_array_ints(WEFT_DT_INT32, 2, iv));
+    if (with_num) cf_case_input(c, cf_array_scalar(WEFT_DT_INT32, 2));
+    for (int k = 0; k < c->n_inputs; k++) c->unknown_shape[k] = !known;
+    expect_error(ctx, c, known ? "Dimensions must be equal, but are 3 and 2"
+                               : "segment_ids and indices should have same size.");
+  }
+  if (!with_num) return;
+  /* num_segments below the last id + 1. */
+  cf_rng_t rng;
+  cf_case_t *c = new_case(op, "error_num_segments_small", dt, &rng);
+  int64_t d[2] = {3, 2}, iv[2] = {0, 1}, sv[2] = {0, 3};
+  cf_case_input(c, values(&rng, dt, 2, d, false));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT32, 2, iv));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT32, 2, sv));
+  cf_case_input(c, cf_array_scalar(WEFT_DT_INT32, 2));
+  expect_error(ctx, c, "segment ids must be < num_segments");
+}
+
 static void emit_unsorted_segment(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
   const seg_t k = seg_kind(op);
@@ -511,6 +615,12 @@ const cf_suite_t cf_suites_scatter[] = {
     {"SegmentProd", cf_dtypes_numeric, emit_segment, NULL},
     {"SegmentMin", cf_dtypes_numeric, emit_segment, NULL},
     {"SegmentMax", cf_dtypes_numeric, emit_segment, NULL},
+    {"SparseSegmentSum", cf_dtypes_numeric, emit_sparse_segment, NULL},
+    {"SparseSegmentSumWithNumSegments", cf_dtypes_numeric, emit_sparse_segment, NULL},
+    {"SparseSegmentMean", cf_dtypes_float, emit_sparse_segment, NULL},
+    {"SparseSegmentMeanWithNumSegments", cf_dtypes_float, emit_sparse_segment, NULL},
+    {"SparseSegmentSqrtN", cf_dtypes_float, emit_sparse_segment, NULL},
+    {"SparseSegmentSqrtNWithNumSegments", cf_dtypes_float, emit_sparse_segment, NULL},
     {"UnsortedSegmentSum", cf_dtypes_numeric, emit_unsorted_segment, NULL},
     {"UnsortedSegmentProd", cf_dtypes_numeric, emit_unsorted_segment, NULL},
     {"UnsortedSegmentMin", cf_dtypes_numeric, emit_unsorted_segment, NULL},

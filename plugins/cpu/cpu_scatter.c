@@ -9,11 +9,14 @@
  *   - SegmentSum/Mean/Prod/Min/Max reduce rows by sorted segment ids (empty segments 0, 1 for
  *     Prod); UnsortedSegmentSum/Prod/Min/Max by any ids, negative ids dropped, empty segments the
  *     reduction's identity (0, 1, the dtype's highest for Min and lowest for Max);
+ *   - SparseSegmentSum/Mean/SqrtN(WithNumSegments) reduce the data rows indices name by sorted
+ *     segment ids;
  *   - DynamicPartition splits data's rows among num_partitions outputs.
  * Duplicate indices accumulate in order (Update: the last one wins). Every index from tensor data
  * is checked before anything is written, so a bad index leaves a variable untouched. Updates run
  * serially: they are small next to the graphs around them, and order fixes rounding. */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -594,6 +597,99 @@ static weft_status_t *k_segment(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+/* SparseSegmentSum/Mean/SqrtN(WithNumSegments) (segment_reduction_ops_impl.h): out row
+ * segment_ids[i] gathers data row indices[i]; ids are sorted, rows no id names are 0. Mean and
+ * SqrtN divide each segment by its size or its square root, summing in double. Every id and index
+ * is checked before the sums, with TensorFlow's messages. */
+static weft_status_t *k_sparse_segment(weft_kernel_ctx_t *ctx, void *state) {
+  const seg_op_t op = (seg_op_t)((intptr_t)state & 0xff);
+  const bool sqrt_n = ((intptr_t)state & 0x100) != 0;
+  weft_tensor_view_t x, ind, ids, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &ids));
+  const bool has_num = H->kernel_num_inputs(ctx) > 3;
+  if (ind.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "indices should be a vector.");
+  if (ids.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "segment_ids should be a vector.");
+  if (x.rank < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "data must be at least 1-D, got a scalar");
+  const int64_t n = ind.num_elements;
+  if (ids.num_elements != n)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "segment_ids and indices should have same size.");
+  const int64_t last = n > 0 ? weft__cpu_index_at(&ids, n - 1) + 1 : 0;
+  int64_t rows = last;
+  if (has_num) {
+    weft_tensor_view_t num_v;
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &num_v));
+    if (num_v.rank != 0) {
+      char a[CPU_SHAPE_STR_LEN];
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "num_segments should be a scalar, not shape %s", shape_of(&num_v, a));
+    }
+    rows = weft__cpu_index_at(&num_v, 0);
+    if (rows < last)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "segment ids must be < num_segments");
+  }
+  if (rows < 0) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "segment ids must be >= 0");
+  const int64_t data_rows = x.dims[0];
+  for (int64_t start = 0; start < n;) {
+    int64_t id = weft__cpu_index_at(&ids, start), end = start + 1;
+    while (end < n && weft__cpu_index_at(&ids, end) == id) end++;
+    if (id < 0 || id >= rows)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "Segment id %lld out of range [0, %lld), possibly because "
+                             "'segment_ids' input is not sorted.",
+                             (long long)id, (long long)rows);
+    if (end < n && weft__cpu_index_at(&ids, end) < id)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "segment ids are not increasing");
+    for (int64_t i = start; i < end; i++) {
+      int64_t r = weft__cpu_index_at(&ind, i);
+      if (r < 0 || r >= data_rows)
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                               "Bad: indices[%lld] == %lld out of range [0, %lld)", (long long)i,
+                               (long long)r, (long long)data_rows);
+    }
+    start = end;
+  }
+  int64_t dims[WEFT_MAX_RANK];
+  memcpy(dims, x.dims, sizeof(int64_t) * (size_t)x.rank);
+  dims[0] = rows;
+  if (rows > 0 && x.num_elements / (data_rows > 0 ? data_rows : 1) > INT64_MAX / rows)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_segments %lld makes the output too "
+                           "large", (long long)rows);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, x.rank, dims, &y));
+  int64_t inner = 1;
+  for (int d = 1; d < x.rank; d++) inner *= x.dims[d];
+  if (y.num_elements == 0) return NULL;
+  seg_fill(x.dtype, SEG_SUM, false, 0, y.data, 0, rows, inner);
+  double *acc = NULL;
+  if (op == SEG_MEAN)
+    WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)(inner > 0 ? inner : 1),
+                                           (void **)&acc));
+  for (int64_t start = 0; start < n;) {
+    int64_t id = weft__cpu_index_at(&ids, start), end = start + 1;
+    while (end < n && weft__cpu_index_at(&ids, end) == id) end++;
+    if (op != SEG_MEAN) {
+      for (int64_t i = start; i < end; i++)
+        seg_accumulate(x.dtype, SEG_SUM, x.data, y.data, weft__cpu_index_at(&ind, i), id, inner);
+    } else {
+      memset(acc, 0, sizeof(double) * (size_t)inner);
+      for (int64_t i = start; i < end; i++) {
+        int64_t r = weft__cpu_index_at(&ind, i);
+        for (int64_t j = 0; j < inner; j++) acc[j] += weft__cpu_load_f(x.dtype, x.data, r * inner + j);
+      }
+      double div = sqrt_n ? sqrt((double)(end - start)) : (double)(end - start);
+      for (int64_t j = 0; j < inner; j++)
+        weft__cpu_store_f(x.dtype, y.data, id * inner + j, acc[j] / div);
+    }
+    start = end;
+  }
+  return NULL;
+}
+
 static weft_status_t *k_unsorted_segment(weft_kernel_ctx_t *ctx, void *state) {
   const seg_op_t op = (seg_op_t)(intptr_t)state;
   weft_tensor_view_t x, ids, num_v, y;
@@ -706,6 +802,12 @@ weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg) {
                                               WEFT_DT_BFLOAT16, WEFT_DT_INT32, WEFT_DT_INT64};
   const size_t n_num = sizeof num_types / sizeof num_types[0];
   const size_t n_mm = sizeof minmax_types / sizeof minmax_types[0];
+  /* realnumbertype is numbertype without the complex types: the same list here. */
+  const weft_dtype_t *real_types = num_types;
+  const size_t n_real = n_num;
+  static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
+                                             WEFT_DT_BFLOAT16};
+  const size_t n_float = sizeof float_types / sizeof float_types[0];
   const weft_dtype_t *all = weft__cpu_all_types;
   const size_t n_all = weft__cpu_n_all_types;
   void *upd = (void *)&kScatter[SC_ASSIGN], *add = (void *)&kScatter[SC_ADD];
@@ -750,6 +852,18 @@ weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg) {
        (void *)(intptr_t)SEG_MIN},
       {"UnsortedSegmentMax", k_unsorted_segment, "T", num_types, n_num, hm_num, NULL, NULL,
        (void *)(intptr_t)SEG_MAX},
+      {"SparseSegmentSum", k_sparse_segment, "T", real_types, n_real, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_SUM},
+      {"SparseSegmentSumWithNumSegments", k_sparse_segment, "T", real_types, n_real, hm_num,
+       NULL, NULL, (void *)(intptr_t)SEG_SUM},
+      {"SparseSegmentMean", k_sparse_segment, "T", float_types, n_float, NULL, NULL, NULL,
+       (void *)(intptr_t)SEG_MEAN},
+      {"SparseSegmentMeanWithNumSegments", k_sparse_segment, "T", float_types, n_float, hm_num,
+       NULL, NULL, (void *)(intptr_t)SEG_MEAN},
+      {"SparseSegmentSqrtN", k_sparse_segment, "T", float_types, n_float, NULL, NULL, NULL,
+       (void *)(intptr_t)(SEG_MEAN | 0x100)},
+      {"SparseSegmentSqrtNWithNumSegments", k_sparse_segment, "T", float_types, n_float, hm_num,
+       NULL, NULL, (void *)(intptr_t)(SEG_MEAN | 0x100)},
       {"DynamicPartition", k_dynamic_partition, "T", all, n_all, NULL, NULL, NULL, NULL},
   };
   return weft__cpu_register_specs(reg, specs, sizeof specs / sizeof specs[0]);

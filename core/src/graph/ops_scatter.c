@@ -5,7 +5,8 @@
  * ScatterAdd, ScatterSub, ScatterMul, ScatterDiv, ScatterMin, ScatterMax on reference variables;
  * the sorted segment reductions (SegmentSum, SegmentMean, SegmentProd, SegmentMin, SegmentMax);
  * the unsorted ones (UnsortedSegmentSum, UnsortedSegmentProd, UnsortedSegmentMin,
- * UnsortedSegmentMax); and DynamicPartition. The kernels own the data-dependent checks. */
+ * UnsortedSegmentMax); the sparse ones (SparseSegmentSum, SparseSegmentMean, SparseSegmentSqrtN
+ * and their WithNumSegments forms); and DynamicPartition. The kernels own the data-dependent checks. */
 #include "ops_shape.h"
 
 /* ScatterNd: the output's shape is the value of input 2. */
@@ -99,6 +100,37 @@ static weft_status_t *unsorted_segment_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* The sparse segment reductions (SparseSegmentReductionShapeFn and its WithNumSegments form):
+ * indices and segment_ids are vectors of one length; the output is [rows] + data.shape[1:], rows
+ * num_segments' value when it is a constant, else unknown (the last id + 1 is a run-time fact). */
+static weft_status_t *sparse_segment_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t data, ind, ids;
+  weft__sh_input(ctx, 0, &data);
+  weft__sh_input(ctx, 1, &ind);
+  weft__sh_input(ctx, 2, &ids);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &data, 1, "data"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ind, 1, "indices"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ids, 1, "segment_ids"));
+  if (ind.rank == 1 && ids.rank == 1 && !weft__sh_merge_dim(ind.dims[0], ids.dims[0], &ids.dims[0]))
+    return weft__sh_error(ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %"
+                          G_GINT64_FORMAT " for indices and segment_ids", ind.dims[0],
+                          ids.dims[0]);
+  weft__shape_t out = data;
+  if (out.rank < 0) return weft__sh_output(ctx, 0, &out);
+  out.dims[0] = WEFT_DIM_UNKNOWN;
+  if (weft__shape_num_inputs(ctx) > 3) {
+    weft__shape_t num;
+    weft__sh_input(ctx, 3, &num);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &num, 0, "num_segments"));
+    int64_t *vals = NULL, n = 0;
+    if (weft__sh_const_ints(ctx, 3, &vals, &n, NULL)) {
+      if (n == 1 && vals[0] >= 0) out.dims[0] = vals[0];
+      g_free(vals);
+    }
+  }
+  return weft__sh_output(ctx, 0, &out);
+}
+
 /* DynamicPartition: each output is [?] + data.shape[rank(partitions):]. */
 static weft_status_t *dynamic_partition_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t data, parts;
@@ -137,6 +169,22 @@ static weft_status_t *dynamic_partition_shape(weft_shape_ctx_t *ctx) {
                        "Tnumsegments: {int32, int64} = DT_INT32"),                          \
            0, unsorted_segment_shape)
 
+/* Tsegmentids is TensorFlow 2's; its default keeps TensorFlow 1's int32 segment_ids. */
+#define SPARSE_SEGMENT(name, types)                                                            \
+  WEFT__OP(name, WEFT__SPECS("data: T", "indices: Tidx", "segment_ids: Tsegmentids"),          \
+           WEFT__SPECS("output: T"),                                                          \
+           WEFT__SPECS("T: " types, "Tidx: {int32, int64} = DT_INT32",                        \
+                       "Tsegmentids: {int32, int64} = DT_INT32"),                             \
+           0, sparse_segment_shape),                                                          \
+  WEFT__OP(name "WithNumSegments",                                                            \
+           WEFT__SPECS("data: T", "indices: Tidx", "segment_ids: Tsegmentids",                \
+                       "num_segments: Tnumsegments"),                                         \
+           WEFT__SPECS("output: T"),                                                          \
+           WEFT__SPECS("T: " types, "Tidx: {int32, int64} = DT_INT32",                        \
+                       "Tnumsegments: {int32, int64} = DT_INT32",                             \
+                       "Tsegmentids: {int32, int64} = DT_INT32"),                             \
+           0, sparse_segment_shape)
+
 const weft_op_def_t weft__ops_scatter[] = {
     WEFT__OP("GatherNd", WEFT__SPECS("params: Tparams", "indices: Tindices"),
              WEFT__SPECS("output: Tparams"),
@@ -167,6 +215,9 @@ const weft_op_def_t weft__ops_scatter[] = {
     UNSORTED_SEGMENT("UnsortedSegmentProd", "numbertype"),
     UNSORTED_SEGMENT("UnsortedSegmentMin", "realnumbertype"),
     UNSORTED_SEGMENT("UnsortedSegmentMax", "realnumbertype"),
+    SPARSE_SEGMENT("SparseSegmentSum", "realnumbertype"),
+    SPARSE_SEGMENT("SparseSegmentMean", "{bfloat16, half, float, double}"),
+    SPARSE_SEGMENT("SparseSegmentSqrtN", "{bfloat16, half, float, double}"),
     WEFT__OP("DynamicPartition", WEFT__SPECS("data: T", "partitions: int32"),
              WEFT__SPECS("outputs: num_partitions * T"),
              WEFT__SPECS("num_partitions: int >= 1", "T: type"), 0, dynamic_partition_shape),

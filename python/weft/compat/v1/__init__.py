@@ -92,6 +92,7 @@ from .array_ops import (ensure_shape, gather_nd, scatter_nd,  # noqa: F401,E402
                         count_nonzero, confusion_matrix, segment_mean, segment_max, segment_min,
                         segment_prod, unsorted_segment_max, unsorted_segment_min,
                         unsorted_segment_prod, unsorted_segment_mean, unsorted_segment_sqrt_n,
+                        sparse_segment_sum, sparse_segment_mean, sparse_segment_sqrt_n,
                         igamma, igammac, betainc, lbeta, zeta, polygamma, truncatediv,
                         truncatemod, div_no_nan,
                         accumulate_n, scalar_mul, tensordot, clip_by_norm, global_norm,

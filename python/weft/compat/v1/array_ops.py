@@ -496,6 +496,24 @@ unsorted_segment_min = _unsorted_segment("UnsortedSegmentMin")
 unsorted_segment_prod = _unsorted_segment("UnsortedSegmentProd")
 
 
+def _sparse_segment(op_type):
+    def fn(data, indices, segment_ids, name=None, num_segments=None):
+        """Rows indices names of data, reduced by sorted segment_ids (TF 1.15's signature); with
+        num_segments, the WithNumSegments op, whose output has num_segments rows."""
+        args = [_to_tensor(data), _to_tensor(indices), _to_tensor(segment_ids)]
+        if num_segments is None:
+            return _op(op_type, args, (), name or op_type)
+        full = op_type + "WithNumSegments"
+        return _op(full, args + [_to_tensor(num_segments)], (), name or full)
+    fn.__name__ = op_type
+    return fn
+
+
+sparse_segment_sum = _sparse_segment("SparseSegmentSum")
+sparse_segment_mean = _sparse_segment("SparseSegmentMean")
+sparse_segment_sqrt_n = _sparse_segment("SparseSegmentSqrtN")
+
+
 def _unsorted_segment_n(data, segment_ids, num_segments):
     """How many entries each segment has (at least 1), shaped to broadcast against its sums."""
     ones = _ops.ones(_ops.shape(segment_ids), dtype=data.dtype.base_dtype)

@@ -299,8 +299,8 @@ sampled_softmax_loss = _sampled("sampled_softmax_loss")
 
 # ---------------------------------------------------------------------------------------------
 # Normalization, more convolutions and pooling, and TensorFlow's Python-built activations and
-# losses. embedding_lookup_sparse, safe_embedding_lookup_sparse (no SparseSegment* ops) and
-# ctc_loss (no CTCLoss op) are absent.
+# losses. embedding_lookup_sparse and safe_embedding_lookup_sparse (not written yet, though the
+# SparseSegment* ops they use are there) and ctc_loss (no CTCLoss op) are absent.
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
     """(x - mean) * scale / sqrt(variance + epsilon) + offset, as TensorFlow writes it:

@@ -1,8 +1,8 @@
 """tf.sparse and tf.SparseTensor: TensorFlow 1.x's sparse tensors as (indices, values,
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
-has: to_dense (TensorScatterUpdate into a filled tensor) and add of a sparse and a dense tensor
-(SparseTensorDenseAdd). Sums of two sparse tensors, sparse matmul, reorder and the other
-tf.sparse functions are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
+has: to_dense (TensorScatterUpdate into a filled tensor), add of a sparse and a dense tensor
+(SparseTensorDenseAdd) and segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
+TensorFlow's). Sums of two sparse tensors, sparse matmul, reorder and the other tf.sparse functions are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
 import collections as _collections
 
 import numpy as _np
@@ -10,6 +10,9 @@ import numpy as _np
 from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
+from .array_ops import sparse_segment_sum as segment_sum  # noqa: F401
+from .array_ops import sparse_segment_mean as segment_mean  # noqa: F401
+from .array_ops import sparse_segment_sqrt_n as segment_sqrt_n  # noqa: F401
 
 SparseTensorValue = _collections.namedtuple("SparseTensorValue",
                                             ["indices", "values", "dense_shape"])
