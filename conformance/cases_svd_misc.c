@@ -2,10 +2,11 @@
  * compute_uv, rank deficiency, repeated values, empty matrices, NaN input, rank < 2),
  * SelfAdjointEigV2 (by property too: batches, repeated eigenvalues, compute_v), LinSpace
  * (num 1, 2 and many, descending, int64 num, errors), Diag (ranks 1..3, empty, rank 0), DiagPart
- * (ranks 2, 4, 6, every dtype, empty, errors) and SparseTensorDenseAdd (ranks 1..3, duplicates,
- * int64 indices, empty, each of TensorFlow's validation errors). Svd's u and v are unique only up
- * to sign, so they are checked by property: orthonormal columns and U diag(s) V^T = A; s against
- * the reference. */
+ * (ranks 2, 4, 6, every dtype, empty, errors), SparseTensorDenseAdd (ranks 1..3, duplicates,
+ * int64 indices, empty, each of TensorFlow's validation errors) and SparseToDense (matrix, vector
+ * and scalar indices, a scalar value, empty, unvalidated duplicates, every dtype, the errors).
+ * Svd's u and v are unique only up to sign, so they are checked by property: orthonormal columns
+ * and U diag(s) V^T = A; s against the reference. */
 #include <math.h>
 #include <string.h>
 
@@ -416,6 +417,112 @@ static void emit_eig(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   error_case(ctx, c, "Input matrix must be square.", true);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SparseToDense */
+
+typedef struct {
+  const char *name;
+  int irank;            /* sparse_indices: 0 (one index), 1 ([nnz]) or 2 ([nnz, ndims]) */
+  int64_t nnz, ndims;
+  int64_t ind[9];
+  int64_t shape[3];
+  bool scalar_value, validate;
+  const char *error;
+} std_case_t;
+
+static cf_array_t *std_values(cf_rng_t *rng, weft_dtype_t dt, int rank, const int64_t *dims) {
+  cf_gen_t g = {CF_GEN_UNIFORM, cf_dtype_is_signed(dt) ? -5 : 1, 9};
+  if (dt == WEFT_DT_BOOL) g.kind = CF_GEN_BOOL;
+  if (dt == WEFT_DT_STRING) g.kind = CF_GEN_ARANGE;
+  return cf_gen_array(rng, dt, rank, dims, g);
+}
+
+static void emit_sparse_to_dense(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  static const std_case_t cases[] = {
+      {"matrix", 2, 3, 2, {0, 1, 1, 3, 2, 0}, {3, 4}, false, true, NULL},
+      {"scalar_value", 2, 3, 2, {0, 1, 1, 3, 2, 0}, {3, 4}, true, true, NULL},
+      {"vector_indices", 1, 2, 1, {1, 4}, {6}, false, true, NULL},
+      {"scalar_index", 0, 1, 1, {2}, {5}, false, true, NULL},
+      {"rank3", 2, 2, 3, {0, 1, 1, 1, 0, 2}, {2, 2, 3}, false, true, NULL},
+      {"no_indices", 2, 0, 2, {0}, {2, 3}, false, true, NULL},
+      {"empty_output", 2, 0, 2, {0}, {0, 3}, false, true, NULL},
+      {"unvalidated_duplicates_last_wins", 2, 3, 2, {1, 1, 0, 0, 1, 1}, {2, 2}, false, false,
+       NULL},
+      {"error_out_of_bounds", 2, 2, 2, {0, 1, 1, 4}, {3, 4}, false, true,
+       "indices[1] = [1,4] is out of bounds: need 0 <= index < [3,4]"},
+      {"error_negative", 1, 2, 1, {0, -1}, {4}, false, true,
+       "indices[1] = [-1] is out of bounds: need 0 <= index < [4]"},
+      {"error_out_of_order", 2, 2, 2, {1, 0, 0, 3}, {3, 4}, false, true,
+       "indices[1] = [0,3] is out of order"},
+      {"error_repeated", 2, 2, 2, {0, 1, 0, 1}, {3, 4}, true, true,
+       "indices[1] = [0,1] is repeated"},
+      {"error_unvalidated_out_of_bounds", 2, 1, 2, {3, 0}, {3, 4}, false, false,
+       "Indices are not valid (out of bounds).  Shape: [3,4]"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const std_case_t *sc = &cases[i];
+    cf_case_t *c = cf_case_new(op, sc->name, dt);
+    cf_rng_t rng;
+    cf_case_rng(c, &rng);
+    weft_dtype_t it = i % 2 ? WEFT_DT_INT64 : WEFT_DT_INT32;
+    int64_t idims[2] = {sc->nnz, sc->ndims};
+    cf_array_t *ind = cf_array_new(it, sc->irank, idims);
+    for (int64_t k = 0; k < ind->n; k++) ind->v[k] = (double)sc->ind[k];
+    cf_array_t *val = std_values(&rng, dt, sc->scalar_value ? 0 : 1, &sc->nnz);
+    cf_array_t *def = std_values(&rng, dt, 0, NULL);
+    cf_array_t *want = NULL;
+    if (!sc->error) {
+      /* The reference: every element the default, then each value written in turn. */
+      want = cf_array_new(dt, (int)sc->ndims, sc->shape);
+      for (int64_t e = 0; e < want->n; e++) cf_copy_value(want, e, def, 0);
+      for (int64_t z = 0; z < sc->nnz; z++) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < sc->ndims; d++) off = off * sc->shape[d] + sc->ind[z * sc->ndims + d];
+        cf_copy_value(want, off, val, sc->scalar_value ? 0 : z);
+      }
+    }
+    cf_case_input(c, ind);
+    /* A constant output_shape gives the shape function the output's shape. */
+    cf_array_t *shape = cf_array_ints(it, sc->ndims, sc->shape);
+    if (i % 3) cf_case_const_input(c, shape);
+    else cf_case_input(c, shape);
+    cf_case_input(c, val);
+    cf_case_input(c, def);
+    cf_case_attr_bool(c, "validate_indices", sc->validate);
+    if (sc->error) {
+      error_case(ctx, c, sc->error, false);
+      continue;
+    }
+    cf_case_expect(c, want);
+    cf_run_case(ctx, c);
+  }
+  /* The shape checks, with TensorFlow's messages. */
+  static const struct {
+    const char *name;
+    int irank, vrank, drank;
+    int64_t nnz, ndims, nshape;
+    const char *error;
+  } bad[] = {
+      {"error_values_length", 2, 1, 0, 3, 2, 2, "sparse_values has incorrect shape [2], should "
+                                                "be [] or [3]"},
+      {"error_default_not_scalar", 2, 0, 1, 3, 2, 2, "default_value should be a scalar."},
+      {"error_shape_length", 2, 0, 0, 3, 2, 3, "output_shape has incorrect number of elements: "
+                                               "3 should be: 2"},
+      {"error_indices_rank3", 3, 0, 0, 1, 1, 1, "sparse_indices should be a scalar, vector, or "
+                                                "matrix, got shape [1,1,1]"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    cf_case_t *c = cf_case_new(op, bad[i].name, dt);
+    int64_t idims[3] = {bad[i].nnz, bad[i].ndims, 1}, two = 2, zeros[3] = {4, 4, 4};
+    cf_case_input(c, cf_array_new(WEFT_DT_INT64, bad[i].irank, idims));
+    cf_case_input(c, cf_array_ints(WEFT_DT_INT64, bad[i].nshape, zeros));
+    cf_case_input(c, cf_array_new(dt, bad[i].vrank, &two));
+    cf_case_input(c, cf_array_new(dt, bad[i].drank, &two));
+    error_case(ctx, c, bad[i].error, true);
+  }
+}
+
 static const weft_dtype_t float_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
                                             WEFT_DT_INVALID};
 static const weft_dtype_t eig_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INVALID};
@@ -434,5 +541,6 @@ const cf_suite_t cf_suites_svd_misc[] = {
     {"Diag", diag_dtypes, emit_diag, NULL},
     {"DiagPart", diag_dtypes, emit_diag_part, NULL},
     {"SparseTensorDenseAdd", number_dtypes, emit_sparse_dense_add, NULL},
+    {"SparseToDense", cf_dtypes_all, emit_sparse_to_dense, NULL},
     {NULL, NULL, NULL, NULL},
 };

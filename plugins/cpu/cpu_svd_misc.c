@@ -1,6 +1,7 @@
-/* cpu_svd_misc.c: the CPU kernels of Svd, LinSpace, Diag, DiagPart and SparseTensorDenseAdd with
- * TensorFlow's CPU semantics (svd_op_impl.h, sequence_ops.cc, diag_op.cc and
- * sparse_tensor_dense_add_op.cc): their checks, error messages and results.
+/* cpu_svd_misc.c: the CPU kernels of Svd, LinSpace, Diag, DiagPart, SparseTensorDenseAdd and
+ * SparseToDense with TensorFlow's CPU semantics (svd_op_impl.h, sequence_ops.cc, diag_op.cc,
+ * sparse_tensor_dense_add_op.cc and sparse_to_dense_op.cc): their checks, error messages and
+ * results.
  * Svd is a one-sided (Hestenes) Jacobi SVD in plain C with double accumulation, one matrix at a
  * time (the matrices of real graphs are small and the plugin adds no LAPACK dependency). The
  * singular values come out sorted in descending order as Eigen returns them; the singular
@@ -400,6 +401,108 @@ static weft_status_t *k_sparse_dense_add(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * SparseToDense (sparse_to_dense_op.cc): default_value everywhere, then sparse_values (one per
+ * index row, or one scalar for all) at sparse_indices. With validate_indices the rows must be in
+ * bounds, strictly increasing in row-major order and distinct (SparseTensor::IndicesValid);
+ * without, duplicates overwrite in order, but an index out of bounds still fails rather than
+ * writing outside the output. */
+
+/* "indices[z] = [a,b,...]": the row TensorFlow's messages name. */
+static void index_row_str(const weft_tensor_view_t *ind, int64_t z, int64_t ndims, char *buf,
+                          size_t len) {
+  size_t at = (size_t)snprintf(buf, len, "indices[%lld] = [", (long long)z);
+  for (int64_t d = 0; d < ndims && at < len; d++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? "," : "",
+                           (long long)weft__cpu_index_at(ind, z * ndims + d));
+  if (at < len) snprintf(buf + at, len - at, "]");
+}
+
+static weft_status_t *k_sparse_to_dense(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t ind, shp, val, def, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &shp));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &val));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &def));
+  char s1[CPU_SHAPE_STR_LEN];
+  if (ind.rank > 2) {
+    weft__cpu_shape_str(ind.rank, ind.dims, s1, sizeof s1);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "sparse_indices should be a scalar, "
+                           "vector, or matrix, got shape %s", s1);
+  }
+  const int64_t nnz = ind.rank > 0 ? ind.dims[0] : 1, ndims = ind.rank > 1 ? ind.dims[1] : 1;
+  if (shp.rank != 1) {
+    weft__cpu_shape_str(shp.rank, shp.dims, s1, sizeof s1);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output_shape should be a vector, got "
+                           "shape %s", s1);
+  }
+  if (!(val.rank == 0 || (val.rank == 1 && val.dims[0] == nnz))) {
+    weft__cpu_shape_str(val.rank, val.dims, s1, sizeof s1);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "sparse_values has incorrect shape %s, "
+                           "should be [] or [%lld]", s1, (long long)nnz);
+  }
+  if (def.rank != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "default_value should be a scalar.");
+  if (shp.num_elements != ndims)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output_shape has incorrect number of "
+                           "elements: %lld should be: %lld", (long long)shp.num_elements,
+                           (long long)ndims);
+  if (ndims > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output_shape has %lld elements, more "
+                           "than the %d dimensions a tensor may have", (long long)ndims,
+                           WEFT_MAX_RANK);
+  int64_t dims[WEFT_MAX_RANK], total = 1;
+  for (int64_t d = 0; d < ndims; d++) {
+    dims[d] = weft__cpu_index_at(&shp, d);
+    if (dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Dimension %lld must be >= 0",
+                             (long long)dims[d]);
+    if (dims[d] > 0 && total > INT64_MAX / dims[d])
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output_shape has too many elements");
+    total *= dims[d];
+  }
+  const bool validate = weft__cpu_attr_bool(ctx, "validate_indices", true);
+  char row[CPU_SHAPE_STR_LEN], dstr[CPU_SHAPE_STR_LEN];
+  size_t at = 0;
+  dstr[0] = '\0';
+  for (int64_t d = 0; d < ndims && at < sizeof dstr; d++)
+    at += (size_t)snprintf(dstr + at, sizeof dstr - at, "%s%lld", d ? "," : "",
+                           (long long)dims[d]);
+  for (int64_t z = 0; z < nnz; z++) {
+    int cmp = 0; /* this row against the one before: -1 below, 0 equal, 1 above */
+    for (int64_t d = 0; d < ndims; d++) {
+      int64_t v = weft__cpu_index_at(&ind, z * ndims + d);
+      if (v < 0 || v >= dims[d]) {
+        if (!validate)
+          return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Indices are not valid (out of "
+                                 "bounds).  Shape: [%s]", dstr);
+        index_row_str(&ind, z, ndims, row, sizeof row);
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is out of bounds: need 0 <= "
+                               "index < [%s]", row, dstr);
+      }
+      if (z > 0 && cmp == 0) {
+        int64_t p = weft__cpu_index_at(&ind, (z - 1) * ndims + d);
+        cmp = v > p ? 1 : v < p ? -1 : 0;
+      }
+    }
+    if (validate && z > 0 && cmp <= 0) {
+      index_row_str(&ind, z, ndims, row, sizeof row);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s is %s", row,
+                             cmp < 0 ? "out of order" : "repeated");
+    }
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, def.dtype, (int)ndims, dims, &y));
+  if (total == 0) return NULL;
+  WEFT_RETURN_IF_ERROR(weft__cpu_fill_from(ctx, &y, &def, 0));
+  for (int64_t z = 0; z < nnz; z++) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < ndims; d++) off = off * dims[d] + weft__cpu_index_at(&ind, z * ndims + d);
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, off, &val, val.rank ? z : 0, 1));
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration: the dtypes of TensorFlow's CPU kernels. */
 
 static const weft_dtype_t svd_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE};
@@ -409,6 +512,9 @@ static const weft_dtype_t diag_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT
 static const weft_dtype_t sparse_add_types[] = {
     WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,  WEFT_DT_INT64,  WEFT_DT_INT8,  WEFT_DT_INT16,
     WEFT_DT_UINT8, WEFT_DT_UINT16, WEFT_DT_UINT32, WEFT_DT_UINT64, WEFT_DT_HALF, WEFT_DT_BFLOAT16};
+
+/* output_shape decides the allocation, so it is read on the host. */
+static const char *const sparse_to_dense_host[] = {"output_shape", NULL};
 
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg) {
 #define N(a) (sizeof a / sizeof a[0])
@@ -423,6 +529,9 @@ weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg) {
        .n_dtypes = N(diag_types)},
       {.op = "SparseTensorDenseAdd", .compute = k_sparse_dense_add, .type_attr = "T",
        .dtypes = sparse_add_types, .n_dtypes = N(sparse_add_types)},
+      {.op = "SparseToDense", .compute = k_sparse_to_dense, .type_attr = "T",
+       .dtypes = weft__cpu_all_types, .n_dtypes = weft__cpu_n_all_types,
+       .host_memory = sparse_to_dense_host},
   };
   return weft__cpu_register_specs(reg, specs, N(specs));
 #undef N

@@ -59,3 +59,22 @@ def test_sparse_segment_errors():
         run(tf.sparse_segment_mean(data, [0, 1, 2], [1, 0, 2]))
     with pytest.raises(errors.InvalidArgumentError, match="segment ids must be < num_segments"):
         run(tf.sparse_segment_sum(data, [0, 1], [0, 3], num_segments=2))
+
+
+def test_sparse_to_dense():
+    got = run(tf.sparse_to_dense([[0, 1], [2, 0]], [3, 2], [5.0, -1.0], default_value=7.0),
+              tf.sparse_to_dense([1, 3], [5], 2), tf.sparse_to_dense(4, [6], True))
+    np.testing.assert_array_equal(got[0], [[7, 5], [7, 7], [-1, 7]])
+    np.testing.assert_array_equal(got[1], [0, 2, 0, 2, 0])
+    np.testing.assert_array_equal(got[2], [False] * 4 + [True, False])
+    assert "SparseToDense" in [op.type for op in tf.get_default_graph().get_operations()]
+    assert tf.sparse_to_dense([[0], [1]], [2], [1, 2]).shape.as_list() == [2]
+    sp = tf.SparseTensor([[1, 1], [0, 0]], [1, 2], [2, 2])
+    with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = \[0,0\] is out of order"):
+        run(tf.sparse.to_dense(sp))
+    np.testing.assert_array_equal(run(tf.sparse.to_dense(sp, validate_indices=False)),
+                                  [[2, 0], [0, 1]])
+    with pytest.raises(errors.InvalidArgumentError, match=r"is out of bounds: need 0 <= index"):
+        run(tf.sparse_to_dense([[0, 3]], [2, 2], 1))
+    with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = \[1\] is repeated"):
+        run(tf.sparse_to_dense([[1], [1]], [2], 1))

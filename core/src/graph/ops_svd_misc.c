@@ -1,6 +1,7 @@
-/* ops_svd_misc.c: Svd, LinSpace, Diag, DiagPart and SparseTensorDenseAdd with TensorFlow's names,
- * args, attrs, type constraints (tensorflow/core/ops/linalg_ops.cc, math_ops.cc, array_ops.cc
- * and sparse_ops.cc, less the complex types Weft does not have) and shape functions. */
+/* ops_svd_misc.c: Svd, LinSpace, Diag, DiagPart, SparseTensorDenseAdd and SparseToDense with
+ * TensorFlow's names, args, attrs, type constraints (tensorflow/core/ops/linalg_ops.cc,
+ * math_ops.cc, array_ops.cc and sparse_ops.cc, less the complex types Weft does not have) and
+ * shape functions. */
 #include <string.h>
 
 #include "ops_shape.h"
@@ -92,6 +93,13 @@ static weft_status_t *diag_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* SparseToDense: the output's shape is the value of output_shape (input 1). */
+static weft_status_t *sparse_to_dense_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t out;
+  WEFT_RETURN_IF_ERROR(weft__sh_shape_from_tensor(ctx, 1, &out));
+  return weft__sh_output(ctx, 0, &out);
+}
+
 /* SparseTensorDenseAdd: the output is b's shape. */
 static weft_status_t *sparse_dense_add_shape(weft_shape_ctx_t *ctx) {
   weft__shape_t b;
@@ -118,5 +126,11 @@ const weft_op_def_t weft__ops_svd_misc[] = {
              WEFT__SPECS("a_indices: Tindices", "a_values: T", "a_shape: Tindices", "b: T"),
              WEFT__SPECS("sum: T"), WEFT__SPECS("T: numbertype", "Tindices: {int32, int64}"), 0,
              sparse_dense_add_shape),
+    WEFT__OP("SparseToDense",
+             WEFT__SPECS("sparse_indices: Tindices", "output_shape: Tindices",
+                         "sparse_values: T", "default_value: T"),
+             WEFT__SPECS("dense: T"),
+             WEFT__SPECS("validate_indices: bool = true", "T: type", "Tindices: {int32, int64}"),
+             0, sparse_to_dense_shape),
     WEFT__OPS_END,
 };

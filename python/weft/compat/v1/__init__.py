@@ -69,6 +69,7 @@ from . import graph_util  # noqa: F401,E402
 from . import sparse  # noqa: F401,E402
 from .sparse import SparseTensor, SparseTensorValue  # noqa: F401,E402
 from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
+from .sparse import sparse_to_dense  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402

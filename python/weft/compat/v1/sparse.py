@@ -1,6 +1,6 @@
 """tf.sparse and tf.SparseTensor: TensorFlow 1.x's sparse tensors as (indices, values,
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
-has: to_dense (TensorScatterUpdate into a filled tensor), add of a sparse and a dense tensor
+has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
 (SparseTensorDenseAdd) and segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
 TensorFlow's). Sums of two sparse tensors, sparse matmul, reorder and the other tf.sparse functions are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
 import collections as _collections
@@ -63,19 +63,30 @@ class SparseTensor:
             self._indices, self._values, self._dense_shape)
 
 
+def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
+                    validate_indices=True, name=None):
+    """tf.sparse_to_dense: a dense tensor of shape output_shape holding sparse_values (one per
+    index row, or one scalar for all) at sparse_indices, default_value elsewhere (SparseToDense;
+    with validate_indices, unsorted, repeated or out-of-bounds indices fail the step)."""
+    sparse_values = _ops._to_tensor(sparse_values)
+    dtype = sparse_values.dtype.base_dtype
+    indices = _ops._to_tensor(sparse_indices)
+    return _ops._op("SparseToDense",
+                    [indices, _ops._to_tensor(output_shape, dtype=indices.dtype), sparse_values,
+                     _ops._to_tensor(default_value, dtype=dtype)],
+                    [("validate_indices", "bool", bool(validate_indices))], name or "SparseToDense")
+
+
 def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
     """The dense tensor of sp_input: its values at its indices, default_value (0, "" for
-    strings) elsewhere."""
+    strings) elsewhere; SparseToDense, as TensorFlow builds it."""
     if not isinstance(sp_input, SparseTensor):
         raise TypeError("Input must be a SparseTensor.")
     dtype = sp_input.dtype.base_dtype
     if default_value is None:
         default_value = "" if dtype == _dtypes.string else 0
-    with _fw.name_scope(name, "SparseToDense", []) as scope:
-        filled = _ops._op("Fill", [sp_input.dense_shape,
-                                   _ops._to_tensor(default_value, dtype=dtype)], (), "Fill")
-        return _ops._op("TensorScatterUpdate", [filled, sp_input.indices, sp_input.values], (),
-                        scope)
+    return sparse_to_dense(sp_input.indices, sp_input.dense_shape, sp_input.values,
+                           default_value, validate_indices, name)
 
 
 def add(a, b, threshold=None, thresh=None):
