@@ -2,8 +2,9 @@
  * BlockLSTMV2: every output, peepholes, cell_clip, forget_bias, steps past seq_len_max;
  * GRUBlockCell), the fake-quantization ops and their gradients (nudged ranges, 4 to 16 bits,
  * narrow_range, min == max == 0, per channel), InTopK / InTopKV2 (ties, non-finite predictions,
- * out-of-range targets) and the random ops RandomGamma, RandomPoisson(V2) and RandomShuffle
- * (checked by statistics and by being a permutation). Each op also gets its error cases. */
+ * out-of-range targets) and the random ops RandomGamma, RandomPoisson(V2), RandomShuffle and
+ * Multinomial (checked by statistics and by being a permutation). Each op also gets its error
+ * cases. */
 #include <math.h>
 #include <string.h>
 
@@ -400,6 +401,105 @@ static void emit_shuffle(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Multinomial: every sample a class id in range, never one whose logit is -inf, and each row's
+ * class frequencies within 5 standard errors of softmax(row), computed here in double. */
+
+static char *check_multinomial(const cf_case_t *c, cf_array_t *const *outs, int n) {
+  if (n < 1 || outs[0] == NULL) return g_strdup("no output");
+  const cf_array_t *y = outs[0], *logits = c->inputs[0];
+  const int64_t batch = logits->dims[0], classes = logits->dims[1];
+  const int64_t samples = (int64_t)c->inputs[1]->v[0];
+  if (y->rank != 2 || y->dims[0] != batch || y->dims[1] != samples)
+    return g_strdup("output shape is not [batch, num_samples]");
+  double *count = g_new0(double, classes);
+  char *why = NULL;
+  for (int64_t b = 0; b < batch && why == NULL; b++) {
+    memset(count, 0, sizeof(double) * (size_t)classes);
+    double max = -INFINITY, total = 0;
+    for (int64_t k = 0; k < classes; k++)
+      if (isfinite(logits->v[b * classes + k]) && logits->v[b * classes + k] > max)
+        max = logits->v[b * classes + k];
+    for (int64_t k = 0; k < classes; k++)
+      if (isfinite(logits->v[b * classes + k])) total += exp(logits->v[b * classes + k] - max);
+    for (int64_t s = 0; s < samples; s++) {
+      double v = y->v[b * samples + s];
+      if (v < 0 || v >= (double)classes || v != floor(v)) {
+        why = g_strdup_printf("row %lld: sample %g out of range", (long long)b, v);
+        break;
+      }
+      count[(int64_t)v]++;
+    }
+    for (int64_t k = 0; k < classes && why == NULL; k++) {
+      double l = logits->v[b * classes + k];
+      double p = isfinite(l) ? exp(l - max) / total : 0;
+      if (p == 0 && count[k] > 0) {
+        why = g_strdup_printf("row %lld: class %lld (logit %g) drawn %g times", (long long)b,
+                              (long long)k, l, count[k]);
+        break;
+      }
+      double f = count[k] / (double)samples, se = sqrt(p * (1 - p) / (double)samples);
+      if (fabs(f - p) > 5 * se + 1e-3)
+        why = g_strdup_printf("row %lld: class %lld frequency %g, probability %g", (long long)b,
+                              (long long)k, f, p);
+    }
+  }
+  g_free(count);
+  return why;
+}
+
+static void multinomial_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                             const char *name, int64_t batch, int64_t classes,
+                             const double *logits, int64_t samples, weft_dtype_t out_dt,
+                             const char *error) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_array_t *l = cf_array_new(dt, 2, (const int64_t[]){batch, classes});
+  for (int64_t i = 0; i < l->n; i++) l->v[i] = logits[i];
+  cf_case_input(c, l);
+  cf_case_input(c, cf_array_scalar(WEFT_DT_INT32, (double)samples));
+  cf_case_attr_int(c, "seed", 21);
+  cf_case_attr_int(c, "seed2", 8);
+  if (out_dt != WEFT_DT_INVALID) cf_case_attr_type(c, "output_dtype", out_dt);
+  cf_case_expect(c, NULL);
+  if (error)
+    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT, error);
+  else
+    c->check = check_multinomial;
+  cf_run_case(ctx, c);
+}
+
+static void emit_multinomial(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  static const double rows[] = {0, 1, 2, 3,  /* softmax: 0.03 .. 0.64 */
+                                -INFINITY, 0, -INFINITY, 0.5,
+                                5, 5, 5, 5};
+  multinomial_case(ctx, op, dt, "statistics_3x4_2e4", 3, 4, rows, 20000, WEFT_DT_INVALID, NULL);
+  multinomial_case(ctx, op, dt, "int32_output", 3, 4, rows, 5000, WEFT_DT_INT32, NULL);
+  static const double big[] = {1000, 1000, -1000, 60000};
+  multinomial_case(ctx, op, dt, "large_logits_no_overflow", 2, 2, big, 4000, WEFT_DT_INT64,
+                   NULL);
+  static const double one[] = {-3, 7};
+  multinomial_case(ctx, op, dt, "one_class", 2, 1, one, 100, WEFT_DT_INVALID, NULL);
+  multinomial_case(ctx, op, dt, "zero_samples", 3, 4, rows, 0, WEFT_DT_INVALID, NULL);
+  multinomial_case(ctx, op, dt, "empty_batch", 0, 4, rows, 10, WEFT_DT_INVALID, NULL);
+  multinomial_case(ctx, op, dt, "error_negative_samples", 3, 4, rows, -1, WEFT_DT_INVALID,
+                   "num_samples should be nonnegative, got -1");
+  multinomial_case(ctx, op, dt, "error_no_classes", 2, 0, rows, 3, WEFT_DT_INVALID,
+                   "num_classes should be positive, got 0");
+  /* Rank 1 logits: the kernel's check behind an unknown shape, then the shape function's. */
+  for (int known = 0; known < 2; known++) {
+    cf_case_t *c = cf_case_new(op, known ? "error_logits_vector_shape_inference"
+                                         : "error_logits_vector", dt);
+    cf_case_input(c, cf_array_new(dt, 1, (const int64_t[]){3}));
+    cf_case_input(c, cf_array_scalar(WEFT_DT_INT32, 2));
+    c->unknown_shape[0] = c->unknown_shape[1] = !known;
+    cf_case_expect(c, NULL);
+    cf_case_expect_error(c, WEFT_INVALID_ARGUMENT,
+                         known ? NULL : "logits should be a matrix, got shape [3]");
+    cf_run_case(ctx, c);
+  }
+}
+
 static const weft_dtype_t lstm_types[] = {WEFT_DT_FLOAT, WEFT_DT_HALF, WEFT_DT_INVALID};
 static const weft_dtype_t f32_only[] = {WEFT_DT_FLOAT, WEFT_DT_INVALID};
 static const weft_dtype_t index_types[] = {WEFT_DT_INT32, WEFT_DT_INT64, WEFT_DT_INVALID};
@@ -428,5 +528,6 @@ const cf_suite_t cf_suites_nn_extra[] = {
     {"RandomPoisson", gamma_types, emit_param_random, "dtype"},
     {"RandomPoissonV2", poisson_types, emit_param_random, "dtype"},
     {"RandomShuffle", shuffle_types, emit_shuffle, "T"},
+    {"Multinomial", cf_dtypes_float, emit_multinomial, "T"},
     {NULL, NULL, NULL, NULL},
 };

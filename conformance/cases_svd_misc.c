@@ -478,7 +478,8 @@ static void emit_sparse_to_dense(cf_run_ctx_t *ctx, const char *op, weft_dtype_t
       for (int64_t e = 0; e < want->n; e++) cf_copy_value(want, e, def, 0);
       for (int64_t z = 0; z < sc->nnz; z++) {
         int64_t off = 0;
-        for (int64_t d = 0; d < sc->ndims; d++) off = off * sc->shape[d] + sc->ind[z * sc->ndims + d];
+        for (int64_t d = 0; d < sc->ndims; d++)
+          off = off * sc->shape[d] + sc->ind[z * sc->ndims + d];
         cf_copy_value(want, off, val, sc->scalar_value ? 0 : z);
       }
     }

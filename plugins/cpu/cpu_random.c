@@ -1,5 +1,5 @@
 /* cpu_random.c: random kernels (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) on a counter-based
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) on a counter-based
  * Philox-4x32-10 generator.
  *
  * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
@@ -8,6 +8,7 @@
  * owns a 64-bit block counter that every run advances, so successive runs differ. Because an
  * output element's bits depend only on (key, counter), the work splits over threads without
  * changing the numbers. */
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -493,6 +494,95 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
   return s;
 }
 
+/* Multinomial (multinomial_op.cc): num_samples class ids per row of logits, drawn from
+ * softmax(row) over the row's finite logits (a NaN or infinite logit has weight 0, so -inf is
+ * never drawn). As TensorFlow, each draw is a uniform times the row's unnormalised total searched
+ * in the running sums of exp(logit - max); a row with no finite logit answers num_classes, as
+ * TensorFlow's kernel does. Sample j of row b takes half of Philox block (b, j / 2), so the
+ * numbers do not depend on the threading. */
+typedef struct multinomial_job {
+  const rng_state_t *st;
+  const weft_tensor_view_t *logits;
+  void *out;
+  bool out64;
+  int64_t classes, samples, blocks_per_row;
+  uint64_t base;
+} multinomial_job_t;
+
+static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) {
+  const int64_t k = j->classes;
+  double max = -DBL_MAX;
+  for (int64_t c = 0; c < k; c++) {
+    double v = weft__cpu_load_f(j->logits->dtype, j->logits->data, b * k + c);
+    if (isfinite(v) && v > max) max = v;
+  }
+  double total = 0;
+  for (int64_t c = 0; c < k; c++) {
+    double v = weft__cpu_load_f(j->logits->dtype, j->logits->data, b * k + c);
+    if (isfinite(v)) total += exp(v - max);
+    cdf[c] = total;
+  }
+  philox_out_t r = {{0, 0, 0, 0}};
+  for (int64_t s = 0; s < j->samples; s++) {
+    if (s % 2 == 0) r = rng_block(j->st, j->base + (uint64_t)(b * j->blocks_per_row + s / 2), 0);
+    double u = u64_to_unit_double(((uint64_t)r.v[2 * (s % 2)] << 32) | r.v[2 * (s % 2) + 1]);
+    double find = u * total;
+    int64_t lo = 0, hi = k; /* the first running sum above find */
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      if (cdf[mid] > find) hi = mid;
+      else lo = mid + 1;
+    }
+    if (j->out64) ((int64_t *)j->out)[b * j->samples + s] = lo;
+    else ((int32_t *)j->out)[b * j->samples + s] = (int32_t)lo;
+  }
+}
+
+static weft_status_t *k_multinomial(weft_kernel_ctx_t *ctx, void *state) {
+  rng_state_t *st = state;
+  weft_tensor_view_t logits, nv, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &logits));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &nv));
+  char sh[CPU_SHAPE_STR_LEN];
+  if (logits.rank != 2) {
+    weft__cpu_shape_str(logits.rank, logits.dims, sh, sizeof sh);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "logits should be a matrix, got shape %s",
+                           sh);
+  }
+  if (nv.rank != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_samples should be a scalar.");
+  const int64_t samples = weft__cpu_index_at(&nv, 0);
+  if (samples < 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "num_samples should be nonnegative, got %lld", (long long)samples);
+  for (int d = 0; d < 2; d++)
+    if (logits.dims[d] > INT32_MAX) {
+      weft__cpu_shape_str(logits.rank, logits.dims, sh, sizeof sh);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "logits.shape = %s too large for int", sh);
+    }
+  const int64_t batch = logits.dims[0], classes = logits.dims[1];
+  if (classes <= 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_classes should be positive, got %lld",
+                           (long long)classes);
+  weft_dtype_t odt = WEFT_DT_INT64;
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  if (H->attr_has(attrs, "output_dtype"))
+    WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "output_dtype", &odt));
+  if (odt != WEFT_DT_INT32 && odt != WEFT_DT_INT64)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "output_dtype must be int32 or int64, got "
+                           "%s", weft__cpu_dtype_name(odt));
+  const int64_t dims[2] = {batch, samples};
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, odt, 2, dims, &y));
+  if (y.num_elements == 0) return NULL;
+  multinomial_job_t j = {st, &logits, y.data, odt == WEFT_DT_INT64, classes, samples,
+                         (samples + 1) / 2, 0};
+  j.base = atomic_fetch_add(&st->next_block, (uint64_t)(batch * j.blocks_per_row));
+  double *cdf;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)classes, (void **)&cdf));
+  for (int64_t b = 0; b < batch; b++) multinomial_row(&j, b, cdf);
+  return NULL;
+}
+
 weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   static const char *const hm_shape[] = {"shape", NULL};
   static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
@@ -544,5 +634,13 @@ weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   spec.type_attr = "T";
   spec.dtypes = weft__cpu_all_types;
   spec.n_dtypes = weft__cpu_n_all_types;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  /* multinomial_op.cc's CPU kernel takes the floating types only. */
+  static const char *const hm_num[] = {"num_samples", NULL};
+  spec.op = "Multinomial";
+  spec.compute = k_multinomial;
+  spec.host_memory = hm_num;
+  spec.dtypes = float_types;
+  spec.n_dtypes = 4;
   return weft__cpu_register(reg, &spec);
 }

@@ -679,7 +679,8 @@ static weft_status_t *k_sparse_segment(weft_kernel_ctx_t *ctx, void *state) {
       memset(acc, 0, sizeof(double) * (size_t)inner);
       for (int64_t i = start; i < end; i++) {
         int64_t r = weft__cpu_index_at(&ind, i);
-        for (int64_t j = 0; j < inner; j++) acc[j] += weft__cpu_load_f(x.dtype, x.data, r * inner + j);
+        for (int64_t j = 0; j < inner; j++)
+          acc[j] += weft__cpu_load_f(x.dtype, x.data, r * inner + j);
       }
       double div = sqrt_n ? sqrt((double)(end - start)) : (double)(end - start);
       for (int64_t j = 0; j < inner; j++)

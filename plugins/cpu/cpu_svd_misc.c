@@ -496,7 +496,8 @@ static weft_status_t *k_sparse_to_dense(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(weft__cpu_fill_from(ctx, &y, &def, 0));
   for (int64_t z = 0; z < nnz; z++) {
     int64_t off = 0;
-    for (int64_t d = 0; d < ndims; d++) off = off * dims[d] + weft__cpu_index_at(&ind, z * ndims + d);
+    for (int64_t d = 0; d < ndims; d++)
+      off = off * dims[d] + weft__cpu_index_at(&ind, z * ndims + d);
     WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, off, &val, val.rank ? z : 0, 1));
   }
   return NULL;

@@ -70,7 +70,8 @@ def test_sparse_to_dense():
     assert "SparseToDense" in [op.type for op in tf.get_default_graph().get_operations()]
     assert tf.sparse_to_dense([[0], [1]], [2], [1, 2]).shape.as_list() == [2]
     sp = tf.SparseTensor([[1, 1], [0, 0]], [1, 2], [2, 2])
-    with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = \[0,0\] is out of order"):
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"indices\[1\] = \[0,0\] is out of order"):
         run(tf.sparse.to_dense(sp))
     np.testing.assert_array_equal(run(tf.sparse.to_dense(sp, validate_indices=False)),
                                   [[2, 0], [0, 1]])
@@ -78,3 +79,43 @@ def test_sparse_to_dense():
         run(tf.sparse_to_dense([[0, 3]], [2, 2], 1))
     with pytest.raises(errors.InvalidArgumentError, match=r"indices\[1\] = \[1\] is repeated"):
         run(tf.sparse_to_dense([[1], [1]], [2], 1))
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_categorical_and_multinomial():
+    logits = np.array([[0.0, 1.0, 2.0], [-np.inf, 0.0, 0.0]], np.float32)
+    n = 20000
+    tf.set_random_seed(3)
+    a = tf.random.categorical(logits, n, seed=7)
+    b = tf.multinomial(logits, n, seed=7, output_dtype=tf.int32)
+    assert a.dtype == tf.int64 and b.dtype == tf.int32
+    assert a.shape.as_list() == [2, n]
+    assert a.op.name == "categorical/Multinomial" and b.op.name == "multinomial/Multinomial"
+    got_a, got_b = run(a, b)
+    again = run(a)
+    np.testing.assert_array_equal(got_a, again)  # fixed seeds: every session the same numbers
+    p = softmax(logits)
+    for got in (got_a, got_b):
+        assert got.min() >= 0 and got.max() < 3
+        assert not np.any(got[1] == 0)  # -inf is never drawn
+        freq = np.stack([np.bincount(row, minlength=3) / n for row in got])
+        se = np.sqrt(p * (1 - p) / n)
+        assert np.all(np.abs(freq - p) <= 5 * se + 1e-3), (freq, p)
+    with tf.Session() as sess:  # successive runs of one node differ
+        assert not np.array_equal(sess.run(a), sess.run(a))
+
+
+def test_multinomial_errors():
+    ns = tf.placeholder(tf.int32, [])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="num_samples should be nonnegative, got -2"):
+        run(tf.multinomial([[0.0, 1.0]], ns), feed={ns: -2})
+    with pytest.raises(ValueError):
+        tf.random.categorical([0.0, 1.0], 3)
+    lg = tf.placeholder(tf.float32, [2, None])
+    with pytest.raises(errors.InvalidArgumentError, match="num_classes should be positive, got 0"):
+        run(tf.random.categorical(lg, 3), feed={lg: np.zeros((2, 0), np.float32)})

@@ -1,7 +1,7 @@
 /* ops_random.c: the standard random ops (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle) with TensorFlow's args and
- * attrs. They are stateful: two nodes with the same inputs must not be merged, and their values
- * are never constant-folded. */
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) with TensorFlow's
+ * args and attrs. They are stateful: two nodes with the same inputs must not be merged, and their
+ * values are never constant-folded. */
 #include "ops_shape.h"
 
 /* The output shape is the value of the 1-D shape input. */
@@ -32,6 +32,28 @@ static weft_status_t *random_param_shape(weft_shape_ctx_t *ctx) {
                           WEFT_MAX_RANK);
   for (int i = 0; i < param.rank; i++) out.dims[out.rank + i] = param.dims[i];
   out.rank += param.rank;
+  return weft__sh_output(ctx, 0, &out);
+}
+
+/* Multinomial: logits [batch, classes] and a scalar num_samples -> [batch, num_samples], the
+ * sample count known when num_samples is a constant. */
+static weft_status_t *multinomial_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t logits, num;
+  weft__sh_input(ctx, 0, &logits);
+  weft__sh_input(ctx, 1, &num);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &logits, 2, "logits"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &num, 0, "num_samples"));
+  weft__shape_t out = weft__sh_unknown_dims(2);
+  if (logits.rank == 2) out.dims[0] = logits.dims[0];
+  int64_t *vals = NULL, n = 0;
+  if (weft__sh_const_ints(ctx, 1, &vals, &n, NULL)) {
+    int64_t v = n == 1 ? vals[0] : WEFT_DIM_UNKNOWN;
+    g_free(vals);
+    if (n == 1 && v < 0)
+      return weft__sh_error(ctx, "Dimension size, given by scalar input 1, must be "
+                            "non-negative but is %" G_GINT64_FORMAT, v);
+    out.dims[1] = v;
+  }
   return weft__sh_output(ctx, 0, &out);
 }
 
@@ -67,5 +89,10 @@ const weft_op_def_t weft__ops_random[] = {
     WEFT__OP("RandomShuffle", WEFT__SPECS("value: T"), WEFT__SPECS("output: T"),
              WEFT__SPECS("seed: int = 0", "seed2: int = 0", "T: type"), 1,
              weft__shape_fn_unchanged),
+    WEFT__OP("Multinomial", WEFT__SPECS("logits: T", "num_samples: int32"),
+             WEFT__SPECS("output: output_dtype"),
+             WEFT__SPECS("seed: int = 0", "seed2: int = 0", "T: realnumbertype",
+                         "output_dtype: {int32, int64} = DT_INT64"),
+             1, multinomial_shape),
     WEFT__OPS_END,
 };

@@ -6,7 +6,8 @@
  * the sorted segment reductions (SegmentSum, SegmentMean, SegmentProd, SegmentMin, SegmentMax);
  * the unsorted ones (UnsortedSegmentSum, UnsortedSegmentProd, UnsortedSegmentMin,
  * UnsortedSegmentMax); the sparse ones (SparseSegmentSum, SparseSegmentMean, SparseSegmentSqrtN
- * and their WithNumSegments forms); and DynamicPartition. The kernels own the data-dependent checks. */
+ * and their WithNumSegments forms); and DynamicPartition. The kernels own the data-dependent
+ * checks. */
 #include "ops_shape.h"
 
 /* ScatterNd: the output's shape is the value of input 2. */
@@ -111,7 +112,8 @@ static weft_status_t *sparse_segment_shape(weft_shape_ctx_t *ctx) {
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &data, 1, "data"));
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ind, 1, "indices"));
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ids, 1, "segment_ids"));
-  if (ind.rank == 1 && ids.rank == 1 && !weft__sh_merge_dim(ind.dims[0], ids.dims[0], &ids.dims[0]))
+  if (ind.rank == 1 && ids.rank == 1 &&
+      !weft__sh_merge_dim(ind.dims[0], ids.dims[0], &ids.dims[0]))
     return weft__sh_error(ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %"
                           G_GINT64_FORMAT " for indices and segment_ids", ind.dims[0],
                           ids.dims[0]);

@@ -52,6 +52,7 @@ from . import random, initializers  # noqa: F401,E402
 # TensorFlow 1.x's top-level spellings of names that live in the namespaces below
 from .random import shuffle as random_shuffle, gamma as random_gamma  # noqa: F401,E402
 from .random import poisson as random_poisson  # noqa: F401,E402
+from .random import multinomial  # noqa: F401,E402
 from . import linalg  # noqa: F401,E402
 from .linalg import (eye, trace, norm, cholesky, cholesky_solve, qr, svd,  # noqa: F401,E402
                      matrix_transpose, inv as matrix_inverse, det as matrix_determinant,

@@ -1,6 +1,6 @@
 """tf.random: TensorFlow 1.x's random namespace (normal, uniform, truncated_normal, shuffle,
-gamma, poisson, the seed functions) over weft's random ops, seeded by TensorFlow's graph/op seed
-rules (ops.get_seed). categorical/multinomial are absent: weft's core has no Multinomial op."""
+gamma, poisson, categorical, the seed functions) over weft's random ops, seeded by TensorFlow's
+graph/op seed rules (ops.get_seed)."""
 import numpy as _np
 
 from . import dtypes as _dtypes
@@ -50,3 +50,26 @@ def poisson(lam, shape, dtype=_dtypes.float32, seed=None, name=None):
             lam = _ops.cast(lam, _dtypes.float32)
         return _ops._op("RandomPoissonV2", [shape, lam],
                         _seed_attrs(seed) + [("dtype", "type", dtype.as_datatype_enum)], scope)
+
+
+def _multinomial(logits, num_samples, dtype, seed):
+    """TensorFlow's multinomial_categorical_impl: one Multinomial node."""
+    logits = _ops._to_tensor(logits, name="logits")
+    attrs = _seed_attrs(seed)
+    if dtype is not None:
+        attrs.append(("output_dtype", "type", _dtypes.as_dtype(dtype).as_datatype_enum))
+    return _ops._op("Multinomial", [logits, _ops._to_tensor(num_samples, dtype=_dtypes.int32)],
+                    attrs, "Multinomial")
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """num_samples class ids per row of logits ([batch, classes]), drawn from softmax(row):
+    [batch, num_samples], int64 unless dtype says int32."""
+    with _fw.name_scope(name, "categorical", []):
+        return _multinomial(logits, num_samples, dtype, seed)
+
+
+def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
+    """tf.multinomial, TensorFlow 1's name of categorical."""
+    with _fw.name_scope(name, "multinomial", []):
+        return _multinomial(logits, num_samples, output_dtype, seed)

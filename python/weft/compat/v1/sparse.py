@@ -2,7 +2,8 @@
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
 (SparseTensorDenseAdd) and segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
-TensorFlow's). Sums of two sparse tensors, sparse matmul, reorder and the other tf.sparse functions are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
+TensorFlow's). Sums of two sparse tensors, sparse matmul, reorder and the other tf.sparse functions
+are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
 import collections as _collections
 
 import numpy as _np
