@@ -119,3 +119,27 @@ def test_multinomial_errors():
     lg = tf.placeholder(tf.float32, [2, None])
     with pytest.raises(errors.InvalidArgumentError, match="num_classes should be positive, got 0"):
         run(tf.random.categorical(lg, 3), feed={lg: np.zeros((2, 0), np.float32)})
+
+
+def test_self_adjoint_eig():
+    rng = np.random.RandomState(5)
+    a = rng.uniform(-1, 1, (2, 4, 4))
+    a = a + np.swapaxes(a, -1, -2)
+    e, v = tf.self_adjoint_eig(a)
+    assert tf.linalg.eigh is tf.self_adjoint_eig and tf.linalg.eigvalsh is tf.self_adjoint_eigvals
+    vals = tf.linalg.eigvalsh(a.astype(np.float32))
+    assert e.shape.as_list() == [2, 4] and v.shape.as_list() == [2, 4, 4]
+    assert vals.dtype == tf.float32 and vals.shape.as_list() == [2, 4]
+    got_e, got_v, got_vals = run(e, v, vals)
+    want = np.linalg.eigvalsh(a)  # ascending, as TensorFlow
+    np.testing.assert_allclose(got_e, want, atol=1e-10)
+    np.testing.assert_allclose(got_vals, want, atol=1e-5)
+    # eigenvectors are unique up to sign: check A v = v diag(e) and orthonormality instead
+    np.testing.assert_allclose(a @ got_v, got_v * got_e[:, None, :], atol=1e-10)
+    np.testing.assert_allclose(np.swapaxes(got_v, -1, -2) @ got_v, np.broadcast_to(np.eye(4),
+                               (2, 4, 4)), atol=1e-10)
+    with pytest.raises(errors.InvalidArgumentError, match="Input matrix must be square"):
+        x = tf.placeholder(tf.float64)
+        run(tf.self_adjoint_eigvals(x), feed={x: np.zeros((2, 3))})
+    with pytest.raises(ValueError):
+        tf.linalg.eigh(np.zeros((2, 3)))

@@ -59,7 +59,8 @@ from .linalg import (eye, trace, norm, cholesky, cholesky_solve, qr, svd,  # noq
                      slogdet as log_matrix_determinant, solve as matrix_solve,
                      lstsq as matrix_solve_ls, triangular_solve as matrix_triangular_solve,
                      band_part as matrix_band_part, diag as matrix_diag,
-                     diag_part as matrix_diag_part, set_diag as matrix_set_diag)
+                     diag_part as matrix_diag_part, set_diag as matrix_set_diag,
+                     eigh as self_adjoint_eig, eigvalsh as self_adjoint_eigvals)
 from . import debugging, bitwise  # noqa: F401,E402
 from .debugging import (Assert, assert_equal, assert_none_equal, assert_less,  # noqa: F401,E402
                         assert_less_equal, assert_greater, assert_greater_equal,

@@ -804,8 +804,7 @@ def clip_by_average_norm(t, clip_norm, name=None):
 
 # ---------------------------------------------------------------------------------------------
 # Padding, diagonals, space/depth/batch rearrangement, patches, identity_n, parallel_stack,
-# random_crop: TensorFlow 1.15's array_ops/random_ops functions over the same ops. tf.linalg.eigh
-# and tf.self_adjoint_eig are absent: weft's core has no SelfAdjointEigV2.
+# random_crop: TensorFlow 1.15's array_ops/random_ops functions over the same ops.
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """Pad (PadV2 when constant_values is a tensor or non-zero), or MirrorPad for REFLECT and

@@ -1,8 +1,8 @@
 """tf.linalg: TensorFlow 1.x's linear-algebra namespace over weft's matrix ops (MatrixDiag,
-MatrixBandPart, MatrixInverse, Cholesky, MatrixSolve, Qr, Svd, ...), plus what TensorFlow builds
-from them in Python (eye, trace, norm, logdet, cholesky_solve, matvec). All ops batch over the
-leading dimensions, and tensordot, einsum and cross (array_ops.py's). eigh/eigvalsh and expm are
-absent: no op for them."""
+MatrixBandPart, MatrixInverse, Cholesky, MatrixSolve, Qr, Svd, SelfAdjointEigV2, ...), plus what
+TensorFlow builds from them in Python (eye, trace, norm, logdet, cholesky_solve, matvec). All ops
+batch over the leading dimensions, and tensordot, einsum and cross (array_ops.py's). expm is
+absent: no op for it."""
 import numpy as _np
 
 from . import array_ops as _array_ops
@@ -120,6 +120,22 @@ def svd(tensor, full_matrices=False, compute_uv=True, name=None):
                                               ("full_matrices", "bool", bool(full_matrices))],
                        name or "Svd")
     return (s, u, v) if compute_uv else s
+
+
+def eigh(tensor, name=None):
+    """(e, v): the eigenvalues of each self-adjoint matrix in ascending order and unit
+    eigenvectors as v's columns (SelfAdjointEigV2; only the lower triangle is read)."""
+    e, v = _ops._op("SelfAdjointEigV2", [_t(tensor)], [("compute_v", "bool", True)],
+                    name or "SelfAdjointEigV2")
+    return e, v
+
+
+def eigvalsh(tensor, name=None):
+    """The eigenvalues of each self-adjoint matrix in ascending order (SelfAdjointEigV2 without
+    eigenvectors)."""
+    e, _ = _ops._op("SelfAdjointEigV2", [_t(tensor)], [("compute_v", "bool", False)],
+                    name or "SelfAdjointEigV2")
+    return e
 
 
 def lu(input, output_idx_type=_dtypes.int32, name=None):  # noqa: A002
