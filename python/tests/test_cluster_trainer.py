@@ -54,16 +54,14 @@ def test_trainer_one_ps_two_workers(children, tmp_path):
         got = np.array([float(v) for v in m.groups()])
         assert final <= min_mse * 1.01 + 1e-5
         np.testing.assert_allclose(got, sol, atol=2e-3)
-    # whoever ran step 0 saw the loss of w = 0, b = 0: mean(y^2)
-    # (both workers can: training is asynchronous, and two first steps that run at once both read
-    # global step 0 and w = 0, b = 0, as in TensorFlow; each then saw that same loss)
-    step0 = [loss for step, loss in firsts if step == 0]
-    assert 1 <= len(step0) <= 2
-    for loss0 in step0:
-        np.testing.assert_allclose(loss0, step0[0], rtol=0)
-    np.testing.assert_allclose(step0[0], np.mean(trainer.dataset()[1].astype(np.float64) ** 2),
-                               rtol=1e-5)
-    assert step0[0] > 100 * final
+    # The worker whose step read the weights first saw the loss of w = 0, b = 0: mean(y^2). Which
+    # one that was, and the global step each reports, asynchronous training leaves open, as in
+    # TensorFlow: a step's fetch of global_step is not ordered with the weights' reads, so a
+    # worker may report step 0 with weights another worker's first step already moved (seen
+    # once: 3.61 and 2.89 both "at step 0"), and a worker that starts late begins at a later step.
+    initial = np.mean(trainer.dataset()[1].astype(np.float64) ** 2)
+    assert any(np.isclose(loss, initial, rtol=1e-5) for _, loss in firsts), firsts
+    assert max(loss for _, loss in firsts) > 100 * final
     # both workers read the same shared variables at the end
     assert outs[0].split("final loss")[1] == outs[1].split("final loss")[1].replace(
         "worker 1", "worker 0")
