@@ -192,7 +192,7 @@ extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: Tens
 extern const weft_op_def_t weft__ops_stack[];        /* ops_stack.c: StackV2, Stack ... */
 extern const weft_op_def_t weft__ops_resource_vars[]; /* ops_resource_vars.c: VarHandleOp ... */
 extern const weft_op_def_t weft__ops_resource_apply[]; /* ops_resource_apply.c: ResourceApply* */
-extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool */
+extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool, PyFunc ... */
 extern const weft_op_def_t weft__ops_parsing[]; /* ops_parsing.c: ParseExample ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 extern const weft_op_def_t weft__ops_fused[];     /* ops_fused.c: _FusedElementwise */

@@ -106,3 +106,4 @@ from .array_ops import (pad, diag, diag_part, depth_to_space, space_to_depth,  #
 from .variables import orthogonal_initializer  # noqa: F401,E402
 from . import manip  # noqa: F401,E402 -- tf.manip
 from .template import make_template  # noqa: F401,E402
+from .script_ops import py_func, numpy_function  # noqa: F401,E402
