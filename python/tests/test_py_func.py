@@ -96,6 +96,9 @@ def test_errors_raised_by_the_function():
     def unknown(x):
         raise KeyError("k")
 
+    def end(x):
+        raise errors.OutOfRangeError(None, None, "End of sequence")
+
     x = tf.constant(7)
     cases = [(bad, errors.InvalidArgumentError, "ValueError: boom 7"),
              (done, errors.OutOfRangeError, "StopIteration: no more"),
@@ -107,6 +110,10 @@ def test_errors_raised_by_the_function():
                 sess.run(y)
             assert text in str(info.value)
             assert "Traceback (most recent call last):" in str(info.value)
+        # A weft error keeps its class and text, without a traceback.
+        with pytest.raises(errors.OutOfRangeError) as info:
+            sess.run(tf.py_func(end, [x], tf.int32))
+        assert str(info.value).endswith(": End of sequence")
 
 
 def test_errors_in_what_the_function_returns():

@@ -1389,8 +1389,8 @@ typedef struct {
 
 /* The pending Python exception as a status, with the code TensorFlow's py_func gives it
  * (ValueError and TypeError INVALID_ARGUMENT, StopIteration OUT_OF_RANGE, MemoryError
- * RESOURCE_EXHAUSTED, NotImplementedError UNIMPLEMENTED; a weft error its own code; else
- * UNKNOWN) and its message "ValueError: ..." followed by the traceback. Clears the exception. */
+ * RESOURCE_EXHAUSTED, NotImplementedError UNIMPLEMENTED; else UNKNOWN) and its message
+ * "ValueError: ..." followed by the traceback. Clears the exception. */
 static weft_status_t *status_from_exception(void) {
   weft_code_t code = WEFT_UNKNOWN;
   if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_TypeError))
@@ -1404,12 +1404,27 @@ static weft_status_t *status_from_exception(void) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
+  /* A weft error (errors.OpError: error_code and message) raised in the function, such as the
+   * OutOfRangeError "End of sequence" that ends a tf.data iterator, keeps its code and text. */
   PyObject *own_code = value ? PyObject_GetAttrString(value, "error_code") : NULL;
-  if (own_code && PyLong_Check(own_code)) {
+  PyObject *own_text = own_code ? PyObject_GetAttrString(value, "message") : NULL;
+  PyErr_Clear();
+  if (own_code && PyLong_Check(own_code) && own_text && PyUnicode_Check(own_text)) {
     long c = PyLong_AsLong(own_code);
-    if (c > 0 && c <= WEFT_UNAUTHENTICATED) code = (weft_code_t)c;
+    const char *text = PyUnicode_AsUTF8(own_text);
+    PyErr_Clear();
+    if (c > 0 && c <= WEFT_UNAUTHENTICATED && text) {
+      weft_status_t *st = weft_status_new((weft_code_t)c, "%s", text);
+      Py_DECREF(own_code);
+      Py_DECREF(own_text);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      return st;
+    }
   }
   Py_XDECREF(own_code);
+  Py_XDECREF(own_text);
   PyErr_Clear();
   /* "ValueError: text", then the traceback's lines: built as Python strings. */
   PyObject *text = value ? PyObject_Str(value) : NULL;
