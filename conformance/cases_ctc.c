@@ -106,6 +106,7 @@ static void emit_ctc_loss(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
       {"no_path_inf", 3, 2, 3, {3, 2}, {1, 2}, {{0}, {1, 1}}, false, true, false},
       {"ignore_longer", 3, 2, 4, {3, 2}, {2, 3}, {{2, 0}, {0, 1, 2}}, false, true, true},
       {"padding_label", 4, 1, 4, {4}, {2}, {{0, 3}}, false, true, false},
+      {"only_padding", 3, 1, 3, {3}, {1}, {{2}}, false, true, false},
       {"three_entries", 5, 3, 4, {5, 3, 4}, {3, 1, 2}, {{0, 1, 0}, {2}, {2, 2}}, false, true,
        false},
       {"single_class_label", 5, 1, 2, {5}, {2}, {{0, 0}}, false, true, false},
@@ -349,7 +350,9 @@ static int cmp_labelling(const void *a, const void *b) {
 static void emit_ctc_beam(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   static const struct {
     const char *name;
-    int T, B, C, width, paths;
+    int T, B, C;
+    int64_t width;
+    int paths;
     int len[2];
     bool merge;
   } cases[] = {
@@ -358,6 +361,8 @@ static void emit_ctc_beam(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
       {"exhaustive_c4", 4, 1, 4, 128, 2, {4}, true},
       {"exhaustive_t5", 5, 1, 3, 64, 2, {5}, false},
       {"zero_length", 2, 1, 3, 4, 1, {0}, true},
+      /* A beam far wider than the prefixes there can be: bounded by those, not the attr. */
+      {"huge_beam_width", 4, 1, 3, INT64_C(1) << 40, 2, {4}, true},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     cf_rng_t rng;

@@ -617,14 +617,27 @@ static weft_status_t *k_ctc_beam(weft_kernel_ctx_t *ctx, void *state) {
   if (paths > width)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "requested more paths than the beam width.");
+  /* The beam never holds more entries than there are prefixes of at most T labels (1 + K +
+   * K^2 + ... for K = C - 1 labels), so a huge beam_width costs no more than that. */
+  int64_t cap = 1;
+  for (int64_t k = 1, pw = 1; k <= T && cap < width; k++) {
+    pw = pw > width / (C > 1 ? C - 1 : 1) ? width : pw * (C - 1);
+    cap = cap > width - pw ? width : cap + pw;
+    if (C <= 1) break;
+  }
+  if (cap > width) cap = width;
+  /* Fewer entries than paths can only end as TensorFlow's TopPaths does. */
+  if (paths > cap)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "Less leaves in the beam search than requested.");
   /* Per path: batch + 1 offsets and up to batch * T labels. */
   const int64_t per_path = batch + 1 + batch * T;
   if (per_path > INT64_MAX / paths / 2) return oom(ctx);
   beam_t bm = {.width = width, .C = C};
   int64_t *out = malloc(sizeof(int64_t) * (size_t)(paths * per_path));
   double *row = malloc(sizeof(double) * (size_t)C);
-  int64_t *scratch = malloc(sizeof(int64_t) * (size_t)(2 * width + 1));
-  bm.leaves = malloc(sizeof(int64_t) * (size_t)width);
+  int64_t *scratch = malloc(sizeof(int64_t) * (size_t)cap);
+  bm.leaves = malloc(sizeof(int64_t) * (size_t)cap);
   weft_status_t *st = NULL;
   if (!out || !row || !scratch || !bm.leaves || !beam_reserve(&bm)) st = oom(ctx);
   for (int64_t p = 0; p < paths && !st; p++) out[p * per_path] = 0;
