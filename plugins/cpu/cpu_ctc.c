@@ -8,6 +8,7 @@
  * The blank is the last class. Everything is computed in double whatever T is. */
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,58 @@ static void ctc_entry(const double *y, int64_t T, int64_t C, const int64_t *lp, 
   }
 }
 
+/* The batch entries [begin, end) of one CTCLoss: each with scratch for the longest entry
+ * (y [T, C], gradient [T, C], alpha and beta [U, T], occupancy [C], l' [U]). */
+typedef struct ctc_job {
+  const weft_tensor_view_t *x, *seq, *loss, *grad;
+  const int64_t *start, *l, *llen;
+  int64_t batch, C, steps, max_u;
+  bool merge, ignore_longer;
+  atomic_bool failed; /* a range found no memory for its scratch */
+} ctc_job_t;
+
+static void ctc_range(void *arg, int64_t begin, int64_t end) {
+  ctc_job_t *j = arg;
+  const int64_t C = j->C, steps = j->steps, max_u = j->max_u, batch = j->batch;
+  const weft_dtype_t dt = j->x->dtype;
+  double *work = alloc_doubles(2 * steps * C + 2 * max_u * steps + C);
+  int64_t *lp = malloc(sizeof(int64_t) * (size_t)max_u);
+  if (!work || !lp) {
+    atomic_store(&j->failed, true);
+    end = begin;
+  }
+  double *y = work, *g = y + steps * C, *alpha = g + steps * C, *beta = alpha + max_u * steps;
+  double *occ = beta + max_u * steps;
+  for (int64_t b = begin; b < end; b++) {
+    const int64_t T = weft__cpu_index_at(j->seq, b), raw_len = j->start[b + 1] - j->start[b];
+    /* Zero loss and gradient for an empty sequence, or a too short one when asked to ignore it
+     * (TensorFlow's). */
+    if (T == 0 || (j->ignore_longer && raw_len > T)) continue;
+    for (int64_t t = 0; t < T; t++) {
+      const int64_t row = (t * batch + b) * C;
+      double mx = -INFINITY, sum = 0;
+      for (int64_t c = 0; c < C; c++) mx = fmax(mx, weft__cpu_load_f(dt, j->x->data, row + c));
+      for (int64_t c = 0; c < C; c++)
+        sum += y[t * C + c] = exp(weft__cpu_load_f(dt, j->x->data, row + c) - mx);
+      for (int64_t c = 0; c < C; c++) y[t * C + c] /= sum;
+    }
+    const int64_t L = j->llen[b], U = 2 * L + 1;
+    for (int64_t i = 0; i < L; i++) {
+      lp[2 * i] = C - 1;
+      lp[2 * i + 1] = j->l[j->start[b] + i];
+    }
+    lp[U - 1] = C - 1;
+    double lb;
+    ctc_entry(y, T, C, lp, U, j->merge, alpha, beta, &lb, g, C, occ);
+    weft__cpu_store_f(dt, j->loss->data, b, lb);
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t c = 0; c < C; c++)
+        weft__cpu_store_f(dt, j->grad->data, (t * batch + b) * C + c, g[t * C + c]);
+  }
+  free(work);
+  free(lp);
+}
+
 static weft_status_t *k_ctc_loss(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, idx, vals, seq, loss, grad;
@@ -244,55 +297,22 @@ static weft_status_t *k_ctc_loss(weft_kernel_ctx_t *ctx, void *state) {
   for (int64_t b = 0; b < batch && !st; b++)
     st = prepare_labels(ctx, &vals, start[b], start[b + 1], b, C, weft__cpu_index_at(&seq, b),
                         collapse, ignore_longer, l + start[b], &llen[b]);
-  /* Scratch for the longest entry: y [T, C], l' [U], alpha and beta [U, T], grad [T, C] and
-   * the occupancy [C]. */
   int64_t max_u = 1;
   for (int64_t b = 0; b < batch && !st; b++)
     if (llen[b] * 2 + 1 > max_u) max_u = llen[b] * 2 + 1;
-  double *work = NULL;
-  int64_t *lp = NULL;
   const int64_t steps = max_time > 0 ? max_time : 1;
+  if (!st && (max_u > INT64_MAX / 8 / steps || C > INT64_MAX / 8 / steps)) st = oom(ctx);
   if (!st) {
-    bool too_big = max_u > INT64_MAX / 8 / steps || C > INT64_MAX / 8 / steps;
-    work = too_big ? NULL : alloc_doubles(2 * steps * C + 2 * max_u * steps + C);
-    lp = malloc(sizeof(int64_t) * (size_t)max_u);
-    if (!work || !lp) st = oom(ctx);
+    /* The entries are independent: split the batch over the intra-op pool, as TensorFlow
+     * shards it. A unit costs about the forward-backward's 2 U T log-sum-exps and the softmax
+     * and gradient's T C exps. */
+    ctc_job_t job = {.x = &x, .seq = &seq, .loss = &loss, .grad = &grad, .start = start,
+                     .l = l, .llen = llen, .batch = batch, .C = C, .steps = steps,
+                     .max_u = max_u, .merge = merge, .ignore_longer = ignore_longer};
+    atomic_init(&job.failed, false);
+    weft__cpu_parallel(ctx, batch, 40 * steps * (2 * max_u + C), ctc_range, &job);
+    if (atomic_load(&job.failed)) st = oom(ctx);
   }
-  for (int64_t b = 0; b < batch && !st; b++) {
-    const int64_t T = weft__cpu_index_at(&seq, b), raw_len = start[b + 1] - start[b];
-    /* Zero loss and gradient for an empty sequence, or a too short one when asked to ignore it
-     * (TensorFlow's). */
-    if (T == 0 || (ignore_longer && raw_len > T)) continue;
-    double *y = work, *g = y + steps * C, *alpha = g + steps * C, *beta = alpha + max_u * steps;
-    double *occ = beta + max_u * steps;
-    for (int64_t t = 0; t < T; t++) {
-      const int64_t row = (t * batch + b) * C;
-      double mx = -INFINITY, sum = 0;
-      for (int64_t c = 0; c < C; c++) {
-        double v = weft__cpu_load_f(x.dtype, x.data, row + c);
-        if (v > mx) mx = v;
-      }
-      for (int64_t c = 0; c < C; c++) {
-        y[t * C + c] = exp(weft__cpu_load_f(x.dtype, x.data, row + c) - mx);
-        sum += y[t * C + c];
-      }
-      for (int64_t c = 0; c < C; c++) y[t * C + c] /= sum;
-    }
-    const int64_t L = llen[b], U = 2 * L + 1;
-    for (int64_t i = 0; i < L; i++) {
-      lp[2 * i] = C - 1;
-      lp[2 * i + 1] = l[start[b] + i];
-    }
-    lp[U - 1] = C - 1;
-    double lb;
-    ctc_entry(y, T, C, lp, U, merge, alpha, beta, &lb, g, C, occ);
-    weft__cpu_store_f(x.dtype, loss.data, b, lb);
-    for (int64_t t = 0; t < T; t++)
-      for (int64_t c = 0; c < C; c++)
-        weft__cpu_store_f(x.dtype, grad.data, (t * batch + b) * C + c, g[t * C + c]);
-  }
-  free(work);
-  free(lp);
   free(start);
   return st;
 }
