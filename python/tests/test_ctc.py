@@ -78,6 +78,24 @@ def test_ctc_loss_and_gradient_against_enumeration(merge):
         np.testing.assert_array_equal(got_grad[lens[b]:, b], 0)
 
 
+def test_op_structure_and_names():
+    x = tf.constant(np.zeros((2, 3, 4), np.float32))
+    loss = tf.nn.ctc_loss(sparse_labels([[0], [1]]), x, [3, 3], time_major=False)
+    assert loss.op.type == "CTCLoss" and loss.op.name == "CTCLoss"
+    assert loss.op.inputs[0].op.type == "Transpose"
+    assert loss.shape.as_list() == [2]
+    decoded, log_prob = tf.nn.ctc_beam_search_decoder(x, [2, 2, 2], beam_width=4, top_paths=2)
+    assert len(decoded) == 2 and log_prob.shape.as_list() == [3, 2]
+    assert log_prob.op.type == "CTCBeamSearchDecoder"
+    decoded, log_prob = tf.nn.ctc_greedy_decoder(x, [2, 2, 2])
+    assert decoded[0].indices.shape.as_list() == [None, 2]
+    assert log_prob.shape.as_list() == [3, 1]
+    h = tf.SparseTensor([[0, 0, 0]], [1], [2, 3, 4])
+    t = tf.SparseTensor([[1, 2, 0]], [1], [3, 1, 2])
+    d = tf.edit_distance(h, t)
+    assert d.op.name == "edit_distance" and d.shape.as_list() == [3, 3]
+
+
 def test_ctc_loss_batch_major_and_double():
     x = RNG.uniform(-1, 1, (2, 4, 3))  # [batch, time, classes], float64
     loss = tf.nn.ctc_loss(sparse_labels([[0], [1, 0]]), tf.constant(x), [4, 4], time_major=False)

@@ -690,19 +690,18 @@ def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repe
         raise TypeError("Expected labels (first argument) to be a SparseTensor")
     if inputs is not None and logits is not None:
         raise ValueError("Cannot specify both 'logits' and 'inputs'")
-    inputs = logits if inputs is None else inputs
-    with _fw.name_scope(None, "ctc_loss", [inputs, labels.values]):
-        inputs = _to_tensor(inputs)
-        if not time_major:
-            inputs = _ops.transpose(inputs, [1, 0, 2])
-        loss, _ = _op("CTCLoss",
-                      [inputs, labels.indices, _to_tensor(labels.values, dtype=_dtypes.int32),
-                       _to_tensor(sequence_length, dtype=_dtypes.int32)],
-                      [("preprocess_collapse_repeated", "bool", bool(preprocess_collapse_repeated)),
-                       ("ctc_merge_repeated", "bool", bool(ctc_merge_repeated)),
-                       ("ignore_longer_outputs_than_inputs", "bool",
-                        bool(ignore_longer_outputs_than_inputs))], "CTCLoss")
-        return loss
+    inputs = _to_tensor(logits if inputs is None else inputs)
+    # No name scope: TensorFlow's nodes are "transpose" and "CTCLoss" where it is called.
+    if not time_major:
+        inputs = _ops.transpose(inputs, [1, 0, 2])
+    loss, _ = _op("CTCLoss",
+                  [inputs, labels.indices, _to_tensor(labels.values, dtype=_dtypes.int32),
+                   _to_tensor(sequence_length, dtype=_dtypes.int32)],
+                  [("preprocess_collapse_repeated", "bool", bool(preprocess_collapse_repeated)),
+                   ("ctc_merge_repeated", "bool", bool(ctc_merge_repeated)),
+                   ("ignore_longer_outputs_than_inputs", "bool",
+                    bool(ignore_longer_outputs_than_inputs))], "CTCLoss")
+    return loss
 
 
 def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True, blank_index=None):
