@@ -322,8 +322,9 @@ static weft_status_t *k_ctc_loss(weft_kernel_ctx_t *ctx, void *state) {
  * sequences go to outputs p (indices [n, 2]), paths + p (values [n]) and 2 paths + p (shape
  * [batch, longest]). */
 
-static weft_status_t *decoder_inputs(weft_kernel_ctx_t *ctx, weft_tensor_view_t *x,
-                                     weft_tensor_view_t *seq) {
+/* The inputs checked, and the log_probability output [batch, paths] (output 3 paths) made. */
+static weft_status_t *decoder_inputs(weft_kernel_ctx_t *ctx, int64_t paths, weft_tensor_view_t *x,
+                                     weft_tensor_view_t *seq, weft_tensor_view_t *lp) {
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, x));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, seq));
   if (x->rank != 3)
@@ -343,7 +344,8 @@ static weft_status_t *decoder_inputs(weft_kernel_ctx_t *ctx, weft_tensor_view_t 
                              (long long)b, (long long)x->dims[0]);
   if (x->dims[2] > INT_MAX)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_classes cannot exceed max int");
-  return NULL;
+  int64_t lp_dims[2] = {x->dims[1], paths};
+  return weft__cpu_output(ctx, 3 * (int)paths, x->dtype, 2, lp_dims, lp);
 }
 
 /* Decoded sequences of one path for every batch entry: entry b's are seqs[off[b] .. off[b+1]). */
@@ -375,10 +377,8 @@ static weft_status_t *store_path(weft_kernel_ctx_t *ctx, int paths, int p, int64
 static weft_status_t *k_ctc_greedy(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, seq, lp;
-  WEFT_RETURN_IF_ERROR(decoder_inputs(ctx, &x, &seq));
+  WEFT_RETURN_IF_ERROR(decoder_inputs(ctx, 1, &x, &seq, &lp));
   const int64_t T = x.dims[0], batch = x.dims[1], C = x.dims[2];
-  int64_t lp_dims[2] = {batch, 1};
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 3, x.dtype, 2, lp_dims, &lp));
   const int64_t blank_attr = weft__cpu_attr_int(ctx, "blank_index", -1);
   const int64_t blank = blank_attr < 0 ? C + blank_attr : blank_attr;
   if (blank < 0 || blank >= C)
@@ -621,19 +621,20 @@ static int64_t beam_labels(const beam_t *bm, int64_t e, bool merge, int64_t *out
 static weft_status_t *k_ctc_beam(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   weft_tensor_view_t x, seq, lp;
-  WEFT_RETURN_IF_ERROR(decoder_inputs(ctx, &x, &seq));
-  const int64_t T = x.dims[0], batch = x.dims[1], C = x.dims[2];
   const int64_t width = weft__cpu_attr_int(ctx, "beam_width", 1);
   const int64_t paths = weft__cpu_attr_int(ctx, "top_paths", 1);
   const bool merge = weft__cpu_attr_bool(ctx, "merge_repeated", true);
   if (width < 1 || paths < 1)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "beam_width %lld and top_paths %lld must "
                            "be at least 1", (long long)width, (long long)paths);
-  if (paths > INT_MAX / 4 || width > INT64_MAX / 4 / (C + 1) / (T + 1))
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "beam_width %lld or top_paths %lld is too "
-                           "large", (long long)width, (long long)paths);
-  int64_t lp_dims[2] = {batch, paths};
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 3 * (int)paths, x.dtype, 2, lp_dims, &lp));
+  if (paths > INT_MAX / 4)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "top_paths %lld is too large",
+                           (long long)paths);
+  WEFT_RETURN_IF_ERROR(decoder_inputs(ctx, paths, &x, &seq, &lp));
+  const int64_t T = x.dims[0], batch = x.dims[1], C = x.dims[2];
+  if (width > INT64_MAX / 4 / (C + 1) / (T + 1))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "beam_width %lld is too large",
+                           (long long)width);
   if (paths > width)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "requested more paths than the beam width.");
