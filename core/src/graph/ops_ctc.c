@@ -82,12 +82,16 @@ static weft_status_t *edit_distance_shape(weft_shape_ctx_t *ctx) {
     if (nh != nt)
       st = weft__sh_error(ctx, "Num elements of hypothesis_shape does not match truth_shape: "
                           "%lld vs. %lld", (long long)nh, (long long)nt);
-    else if (nt < 2 || nt - 1 > WEFT_MAX_RANK)
+    else if (nt < 2)
       st = weft__sh_error(ctx, "Input SparseTensors must have rank at least 2, but truth_shape "
                           "rank is: %lld", (long long)nt);
-    else {
+    else if (nt - 1 <= WEFT_MAX_RANK) {
       out.rank = (int)(nt - 1);
-      for (int d = 0; d < out.rank; d++) out.dims[d] = h[d] > t[d] ? h[d] : t[d];
+      /* A negative dim is the kernel's error to give; here it is only unknown. */
+      for (int d = 0; d < out.rank; d++) {
+        out.dims[d] = h[d] > t[d] ? h[d] : t[d];
+        if (out.dims[d] < 0) out.dims[d] = WEFT_DIM_UNKNOWN;
+      }
     }
   } else {
     int64_t len = in[5].rank == 1 ? in[5].dims[0] : WEFT_DIM_UNKNOWN;
