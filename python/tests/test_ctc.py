@@ -157,6 +157,24 @@ def test_ctc_beam_search_decoder_exhaustive():
         np.testing.assert_allclose(got[3][0, p], math.log(prob) - offset, rtol=1e-9)
 
 
+def test_ctc_beam_search_decoder_tensorflow_example():
+    """TensorFlow's own beam search example (ctc_decoder_ops_test): a beam of 2, so pruning
+    happens; its expected paths and scores."""
+    probs = np.array([[0.30999, 0.309938, 0.0679938, 0.0673362, 0.0708352, 0.173908],
+                      [0.215136, 0.439699, 0.0370931, 0.0393967, 0.0381581, 0.230517],
+                      [0.199959, 0.489485, 0.0233221, 0.0251417, 0.0233289, 0.238763],
+                      [0.279611, 0.452966, 0.0204795, 0.0209126, 0.0194803, 0.20655],
+                      [0.51286, 0.288951, 0.0243026, 0.0220788, 0.0219297, 0.129878]],
+                     np.float32)
+    # An arbitrary offset changes nothing; two steps past the sequence's end are ignored.
+    x = np.concatenate([np.log(probs) + 2.0, np.zeros((2, 6), np.float32)])[:, None, :]
+    decoded, log_prob = tf.nn.ctc_beam_search_decoder(tf.constant(x), [5], beam_width=2,
+                                                      top_paths=2, merge_repeated=False)
+    got = run(decoded + [log_prob])
+    assert list(got[0].values) == [1, 0] and list(got[1].values) == [0, 1, 0]
+    np.testing.assert_allclose(got[2], [[0.584855, 0.389139]], rtol=1e-5)
+
+
 def test_edit_distance_documented_example():
     hypothesis = tf.SparseTensor([[0, 0, 0], [1, 0, 0]], ["a", "b"], (2, 1, 1))
     truth = tf.SparseTensor([[0, 1, 0], [1, 0, 0], [1, 0, 1], [1, 1, 0]], ["a", "b", "c", "a"],
