@@ -96,6 +96,25 @@ def test_op_structure_and_names():
     assert d.op.name == "edit_distance" and d.shape.as_list() == [3, 3]
 
 
+def test_ctc_loss_tensorflow_example():
+    """TensorFlow's own CTC loss example (ctc_loss_op_test's basic case): inputs the log of
+    these probabilities, labels 0 1 2 1 0 and 0 1 1 0 over 5 steps, blank 5."""
+    probs = np.array(
+        [[[0.633766, 0.221185, 0.0917319, 0.0129757, 0.0142857, 0.0260553],
+          [0.111121, 0.588392, 0.278779, 0.0055756, 0.00569609, 0.010436],
+          [0.0357786, 0.633813, 0.321418, 0.00249248, 0.00272882, 0.0037688],
+          [0.0663296, 0.643849, 0.280111, 0.00283995, 0.0035545, 0.00331533],
+          [0.458235, 0.396634, 0.123377, 0.00648837, 0.00903441, 0.00623107]],
+         [[0.30176, 0.28562, 0.0831517, 0.0862751, 0.0816851, 0.161508],
+          [0.24082, 0.397533, 0.0557226, 0.0546814, 0.0557528, 0.19549],
+          [0.230246, 0.450868, 0.0389607, 0.038309, 0.0391602, 0.202456],
+          [0.280884, 0.429522, 0.0326593, 0.0339046, 0.0326856, 0.190345],
+          [0.423286, 0.315517, 0.0338439, 0.0393744, 0.0339315, 0.154046]]], np.float32)
+    loss = tf.nn.ctc_loss(sparse_labels([[0, 1, 2, 1, 0], [0, 1, 1, 0]]),
+                          tf.constant(np.log(probs)), [5, 5], time_major=False)
+    np.testing.assert_allclose(run(loss), [3.34211, 5.42262], atol=1e-5)
+
+
 def test_ctc_loss_batch_major_and_double():
     x = RNG.uniform(-1, 1, (2, 4, 3))  # [batch, time, classes], float64
     loss = tf.nn.ctc_loss(sparse_labels([[0], [1, 0]]), tf.constant(x), [4, 4], time_major=False)
