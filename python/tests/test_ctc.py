@@ -204,6 +204,24 @@ def test_edit_distance_documented_example():
                                   [[1.0, 1.0], [1.0, 1.0]])
 
 
+@pytest.mark.parametrize("hyp,truth,normalize,want", [
+    # TensorFlow's edit_distance_op_test cases.
+    (([[0, 0], [0, 1], [1, 0], [1, 1]], [0, 1, 1, -1], [2, 2]),
+     ([[0, 0], [1, 0], [1, 1]], [0, 1, 1], [2, 2]), True, [1.0, 0.5]),
+    (([[0, 0], [1, 0], [1, 1]], [10, 10, 11], [2, 2]),
+     ([[0, 0], [0, 1], [1, 0], [1, 1]], [1, 2, 1, -1], [2, 3]), False, [2.0, 2.0]),
+    ((np.zeros((0, 2)), [], [1, 0]), ([[0, 0]], [0], [1, 1]), True, [1.0]),
+    (([[0, 0]], [0], [1, 1]), (np.zeros((0, 2)), [], [1, 0]), True, [np.inf]),
+    ((np.zeros((0, 2)), [], [1, 0]), (np.zeros((0, 2)), [], [1, 0]), True, [0.0]),
+])
+def test_edit_distance_tensorflow_cases(hyp, truth, normalize, want):
+    def sparse(t):
+        return tf.SparseTensor(np.array(t[0], np.int64).reshape(-1, 2),
+                               np.array(t[1], np.int64), t[2])
+    got = run(tf.edit_distance(sparse(hyp), sparse(truth), normalize=normalize))
+    np.testing.assert_array_equal(got, want)
+
+
 def levenshtein(a, b):
     d = np.zeros((len(a) + 1, len(b) + 1))
     d[:, 0], d[0, :] = range(len(a) + 1), range(len(b) + 1)
