@@ -202,6 +202,7 @@ extern const weft_op_def_t weft__ops_sparse_apply[]; /* ops_sparse_apply.c: Spar
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
 extern const weft_op_def_t weft__ops_search[];   /* ops_search.c: ListDiff, LowerBound ... */
 extern const weft_op_def_t weft__ops_einsum[];   /* ops_einsum.c: Einsum */
+extern const weft_op_def_t weft__ops_ctc[];      /* ops_ctc.c: CTCLoss, CTC decoders, EditDistance */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,
  * statuses, attributes and the shape-inference context, which the standard ops' shape functions
