@@ -35,7 +35,7 @@ from .resource_variable_ops import (ResourceVariable, IndexedSlices,  # noqa: F4
 from . import resource_variable_ops  # noqa: F401
 from .graph_io import GraphDef, NodeDef, import_graph_def  # noqa: F401
 from .ops import set_random_seed, get_seed  # noqa: F401
-from .unsupported import (contrib, estimator, data, FIFOQueue, RandomShuffleQueue,  # noqa: F401
+from .unsupported import (contrib, estimator, FIFOQueue, RandomShuffleQueue,  # noqa: F401
                           PaddingFIFOQueue, TFRecordReader, TextLineReader, WholeFileReader,
                           FixedLengthRecordReader)
 from . import nn, losses, train, test  # noqa: F401,E402
@@ -108,3 +108,4 @@ from .variables import orthogonal_initializer  # noqa: F401,E402
 from . import manip  # noqa: F401,E402 -- tf.manip
 from .template import make_template  # noqa: F401,E402
 from .script_ops import py_func, numpy_function  # noqa: F401,E402
+from . import data  # noqa: F401,E402 -- tf.data

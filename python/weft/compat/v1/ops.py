@@ -397,8 +397,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def fill(dims, value, name=None):
-    return _op("Fill", [_to_tensor(dims, dtype=_dtypes.int32), _to_tensor(value)], (),
-               name or "Fill")
+    # Fill's index_type is int32 or int64: a dims tensor keeps its own.
+    dims = dims if isinstance(dims, Tensor) and dims.dtype.base_dtype == _dtypes.int64 \
+        else _to_tensor(dims, dtype=_dtypes.int32)
+    return _op("Fill", [dims, _to_tensor(value)], (), name or "Fill")
 
 
 def zeros(shape, dtype=_dtypes.float32, name=None):

@@ -28,7 +28,6 @@ contrib = Unsupported("tf.contrib", "use the core tf.* equivalents (tf.nn, tf.lo
                                     "tf.glorot_uniform_initializer, ...) instead")
 estimator = Unsupported("tf.estimator", "build the graph and run it in a tf.Session or "
                                         "tf.train.MonitoredTrainingSession")
-data = Unsupported("tf.data", _FEED)
 FIFOQueue = Unsupported("tf.FIFOQueue", _FEED)
 RandomShuffleQueue = Unsupported("tf.RandomShuffleQueue", _FEED)
 PaddingFIFOQueue = Unsupported("tf.PaddingFIFOQueue", _FEED)

@@ -1,0 +1,234 @@
+"""tf.data in graph mode (weft/compat/v1/data.py): sources, transformations and iterators, each
+against values computed here with numpy; the end of a dataset as OutOfRangeError "End of
+sequence"; initializable and reinitializable iterators fed through placeholders; text files;
+a model trained from a dataset under MonitoredTrainingSession; TensorFlow's errors."""
+import gzip
+import os
+
+import numpy as np
+import pytest
+
+import weft.compat.v1 as tf
+from weft import errors
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def drain(fetch, sess=None, feed=None):
+    """Every value fetch gives until the end of its dataset."""
+    own = sess is None
+    sess = sess or tf.Session()
+    out = []
+    try:
+        while True:
+            out.append(sess.run(fetch, feed))
+    except errors.OutOfRangeError as e:
+        assert str(e).endswith("End of sequence")
+    finally:
+        if own:
+            sess.close()
+    return out
+
+
+def test_slices_map_batch_values_and_static_shapes():
+    x = np.arange(14, dtype=np.float32).reshape(7, 2)
+    y = np.arange(7, dtype=np.int64)
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    assert ds.output_types == (tf.float32, tf.int64)
+    assert [s.as_list() for s in ds.output_shapes] == [[2], []]
+    ds = ds.map(lambda a, b: (tf.reduce_sum(a) * 2.0, b + 1)).batch(3)
+    assert [s.as_list() for s in ds.output_shapes] == [[None], [None]]
+    s, b = ds.make_one_shot_iterator().get_next()
+    got = drain([s, b])
+    assert len(got) == 3
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in got]), x.sum(1) * 2)
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in got]), y + 1)
+    assert [len(g[1]) for g in got] == [3, 3, 1]
+
+
+def test_dict_elements_drop_remainder_and_dense_layer():
+    feats = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+    ds = tf.data.Dataset.from_tensor_slices({"f": feats, "id": np.arange(10)})
+    ds = ds.batch(4, drop_remainder=True)
+    el = tf.data.make_one_shot_iterator(ds).get_next()
+    assert el["f"].shape.as_list() == [4, 4]
+    h = tf.layers.dense(el["f"], 3, kernel_initializer=tf.ones_initializer())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = drain([h, el["id"]], sess)
+    assert len(got) == 2
+    np.testing.assert_allclose(got[1][0], np.repeat(feats[4:8].sum(1, keepdims=True), 3, 1),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(got[1][1], [4, 5, 6, 7])
+
+
+def test_shuffle_repeat_take_skip():
+    ds = tf.data.Dataset.range(10).shuffle(4, seed=7).repeat(2)
+    got = [int(v) for v in drain(ds.make_one_shot_iterator().get_next())]
+    assert sorted(got[:10]) == list(range(10)) and sorted(got[10:]) == list(range(10))
+    assert got[:10] != list(range(10)) and got[:10] != got[10:]  # each epoch reshuffled
+    # a buffer of 4 never lets an element move more than 3 places ahead of its turn
+    assert all(v <= i + 3 for i, v in enumerate(got[:10]))
+    tf.reset_default_graph()
+    again = tf.data.Dataset.range(10).shuffle(4, seed=7).repeat(2)
+    assert [int(v) for v in drain(again.make_one_shot_iterator().get_next())] == got
+    tf.reset_default_graph()
+    ds = tf.data.Dataset.range(20).skip(5).take(4)
+    assert [int(v) for v in drain(ds.make_one_shot_iterator().get_next())] == [5, 6, 7, 8]
+    tf.reset_default_graph()
+    ds = tf.data.Dataset.range(3).repeat(-1).take(7)
+    assert [int(v) for v in drain(ds.make_one_shot_iterator().get_next())] == [0, 1, 2, 0, 1,
+                                                                               2, 0]
+
+
+def test_filter_flat_map_zip_concatenate_unbatch_padded_batch():
+    ds = tf.data.Dataset.range(10).filter(lambda v: tf.equal(v % 3, 0))
+    assert [int(v) for v in drain(ds.make_one_shot_iterator().get_next())] == [0, 3, 6, 9]
+    tf.reset_default_graph()
+    ds = tf.data.Dataset.range(3).flat_map(lambda v: tf.data.Dataset.range(int(v)))
+    assert [int(v) for v in drain(ds.make_one_shot_iterator().get_next())] == [0, 0, 1]
+    tf.reset_default_graph()
+    a = tf.data.Dataset.range(4)
+    b = tf.data.Dataset.from_tensor_slices(np.array([b"w", b"x", b"y"]))
+    z = tf.data.Dataset.zip((a, b)).concatenate(tf.data.Dataset.zip((a, b)).take(1))
+    got = drain(list(z.make_one_shot_iterator().get_next()))
+    assert [(int(n), s) for n, s in got] == [(0, b"w"), (1, b"x"), (2, b"y"), (0, b"w")]
+    tf.reset_default_graph()
+    ds = tf.data.Dataset.from_tensor_slices(np.arange(6).reshape(3, 2)).batch(2).unbatch()
+    assert [list(v) for v in drain(ds.make_one_shot_iterator().get_next())] == [[0, 1], [2, 3],
+                                                                               [4, 5]]
+    tf.reset_default_graph()
+    seqs = tf.data.Dataset.range(1, 4).map(lambda n: tf.fill(tf.expand_dims(n, 0), n))
+    ds = seqs.padded_batch(2, padded_shapes=[None], padding_values=tf.constant(-1, tf.int64))
+    got = drain(ds.make_one_shot_iterator().get_next())
+    np.testing.assert_array_equal(got[0], [[1, -1], [2, 2]])
+    np.testing.assert_array_equal(got[1], [[3, 3, 3]])
+
+
+def test_from_generator_and_its_errors():
+    def gen():
+        for i in range(3):
+            yield np.full([i + 1], i, np.int32), str(i)
+
+    ds = tf.data.Dataset.from_generator(gen, (tf.int32, tf.string),
+                                        (tf.TensorShape([None]), tf.TensorShape([])))
+    v, s = ds.make_one_shot_iterator().get_next()
+    assert v.shape.as_list() == [None] and s.shape.as_list() == []
+    got = drain([v, s])
+    assert [(list(a), b) for a, b in got] == [([0], b"0"), ([1, 1], b"1"), ([2, 2, 2], b"2")]
+
+    tf.reset_default_graph()
+    bad = tf.data.Dataset.from_generator(lambda: iter(["x"]), tf.int64)
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError) as info:
+            sess.run(bad.make_one_shot_iterator().get_next())
+    assert "TypeError: `generator` yielded an element that could not be converted to the " \
+           "expected type. The expected type was int64, but the yielded element was 'x'." \
+           in str(info.value)
+    with pytest.raises(TypeError, match="`generator` must be callable."):
+        tf.data.Dataset.from_generator(3, tf.int64)
+
+
+def test_initializable_iterator_fed_through_placeholders():
+    xs = tf.placeholder(tf.float32, [None])
+    it = tf.data.Dataset.from_tensor_slices(xs).map(lambda v: v * v).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        with pytest.raises(errors.FailedPreconditionError) as info:
+            sess.run(nxt)
+        assert "GetNext() failed because the iterator has not been initialized." in str(info.value)
+        sess.run(it.initializer, {xs: [1, 2, 3]})
+        assert [float(v) for v in drain(nxt, sess)] == [1, 4, 9]
+        sess.run(it.initializer, {xs: [5]})
+        assert sess.run(nxt) == 25
+        sess.run(it.initializer, {xs: [6, 7]})  # starts over
+        assert [float(v) for v in drain(nxt, sess)] == [36, 49]
+
+
+def test_reinitializable_iterator_switches_datasets():
+    train = tf.data.Dataset.range(5).map(lambda v: v * 10)
+    test = tf.data.Dataset.range(2)
+    it = tf.data.Iterator.from_structure(train.output_types, train.output_shapes)
+    nxt = it.get_next()
+    init_train, init_test = it.make_initializer(train), it.make_initializer(test)
+    with tf.Session() as sess:
+        sess.run(init_train)
+        assert [int(sess.run(nxt)) for _ in range(2)] == [0, 10]
+        sess.run(init_test)
+        assert [int(v) for v in drain(nxt, sess)] == [0, 1]
+        sess.run(init_train)
+        assert int(sess.run(nxt)) == 0
+    with pytest.raises(TypeError, match="Expected output types"):
+        it.make_initializer(tf.data.Dataset.from_tensors(np.float32(1)))
+    with pytest.raises(ValueError, match="Iterator does not have an initializer."):
+        _ = it.initializer
+
+
+def test_text_lines(tmp_path):
+    plain = os.path.join(str(tmp_path), "a.txt")
+    with open(plain, "wb") as f:
+        f.write(b"first\r\nsecond\n\nlast")
+    packed = os.path.join(str(tmp_path), "b.txt.gz")
+    with gzip.open(packed, "wb") as f:
+        f.write(b"zipped 1\nzipped 2\n")
+    lines = tf.data.TextLineDataset([plain]).make_one_shot_iterator().get_next()
+    assert drain(lines) == [b"first", b"second", b"", b"last"]
+    tf.reset_default_graph()
+    ds = tf.data.TextLineDataset(packed, compression_type="GZIP")
+    assert drain(ds.make_one_shot_iterator().get_next()) == [b"zipped 1", b"zipped 2"]
+    tf.reset_default_graph()
+    missing = tf.data.TextLineDataset(os.path.join(str(tmp_path), "nope.txt"))
+    with tf.Session() as sess:
+        with pytest.raises(errors.NotFoundError, match="nope.txt; No such file or directory"):
+            sess.run(missing.make_one_shot_iterator().get_next())
+
+
+def test_training_loop_ends_with_the_data():
+    """Linear regression from a repeated, shuffled, batched dataset under MonitoredTrainingSession,
+    which stops when the iterator ends: the fit reaches numpy's least squares."""
+    rng = np.random.RandomState(1)
+    x = rng.rand(64, 3).astype(np.float32)
+    y = (x @ np.array([[2.0], [-1.0], [0.5]], np.float32) + 0.25).astype(np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(64, seed=3).batch(16).repeat(150)
+    bx, by = ds.make_one_shot_iterator().get_next()
+    pred = tf.layers.dense(bx, 1)
+    loss = tf.reduce_mean(tf.square(pred - by))
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.AdamOptimizer(0.05).minimize(loss, global_step=step)
+    kernel, bias = tf.trainable_variables()
+    runs = 0
+    with tf.train.MonitoredTrainingSession() as sess:
+        while not sess.should_stop():
+            sess.run(train)
+            runs += 1
+            w, b = sess.run([kernel, bias])  # raises nothing: the iterator is not read
+    assert runs == 150 * 4
+    a = np.hstack([x, np.ones((64, 1), np.float32)])
+    ref = np.linalg.lstsq(a, y, rcond=None)[0].ravel()
+    np.testing.assert_allclose(np.concatenate([w.ravel(), b]), ref, atol=2e-2)
+
+
+def test_construction_errors():
+    with pytest.raises(ValueError, match="Dimensions 3 and 2 are not compatible"):
+        tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(2)))
+    with pytest.raises(ValueError, match="batch_size must be greater than zero."):
+        tf.data.Dataset.range(3).batch(0)
+    # a traced function has a graph of its own (TensorFlow would capture the constant)
+    with pytest.raises(ValueError, match="must be from the same graph as the other inputs"):
+        outer = tf.constant(2, tf.int64)
+        tf.data.Dataset.range(3).map(lambda v: v * outer)
+    ragged = tf.data.Dataset.range(1, 3).map(lambda n: tf.fill(tf.expand_dims(n, 0), n)).batch(2)
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError,
+                           match="Cannot batch tensors with different shapes in component 0. "
+                                 r"First element had shape \[1\] and element 1 had shape \[2\]."):
+            sess.run(ragged.make_one_shot_iterator().get_next())
+
+
+def test_doc_example_prints_what_it_says():
+    from _docs import check_section
+    check_section("tf.data", ["(?, 2) (?,)\n[0 1 0 1]\n[0 1]\nend\n"])
