@@ -909,6 +909,81 @@ static void test_step_fn_events(void) {
   g_free(dir);
 }
 
+/* CRC-32C bit by bit (an independent reference for the core's table) and TFRecord's mask. */
+static uint32_t crc32c_bits(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (crc & 1 ? 0x82F63B78u : 0);
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
+static uint32_t crc_masked(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u; }
+
+/* Records of any bytes (TFRecord files): the bytes on disk are TensorFlow's framing, the reader
+ * gives them back, a truncated file ends in OUT_OF_RANGE and a missing folder is NOT_FOUND. */
+static void test_tfrecord_files(void) {
+  g_assert_cmpuint(crc32c_bits("123456789", 9), ==, 0xE3069283u); /* the CRC's check value */
+  char *dir = g_dir_make_tmp("weft-records-XXXXXX", NULL);
+  char *path = g_build_filename(dir, "r.tfrecord", NULL);
+  weft_event_writer_t *w = NULL;
+  OK(weft_event_writer_open_records(path, &w));
+  OK(weft_event_writer_add_record(w, "123456789", 9));
+  OK(weft_event_writer_add_record(w, "", 0));
+  OK(weft_event_writer_close(w));
+  weft_event_writer_free(w);
+  gchar *bytes = NULL;
+  gsize n = 0;
+  g_assert_true(g_file_get_contents(path, &bytes, &n, NULL));
+  g_assert_cmpuint(n, ==, (12 + 9 + 4) + (12 + 0 + 4));
+  uint64_t len;
+  uint32_t crc;
+  memcpy(&len, bytes, 8);
+  g_assert_cmpuint(len, ==, 9);
+  memcpy(&crc, bytes + 8, 4);
+  g_assert_cmpuint(crc, ==, crc_masked(crc32c_bits(bytes, 8)));
+  g_assert_cmpmem(bytes + 12, 9, "123456789", 9);
+  memcpy(&crc, bytes + 21, 4);
+  g_assert_cmpuint(crc, ==, crc_masked(0xE3069283u));
+  weft_event_reader_t *r = NULL;
+  OK(weft_event_reader_open(path, &r));
+  const void *data;
+  size_t got;
+  bool eof = false;
+  OK(weft_event_reader_next(r, &data, &got, &eof));
+  g_assert_false(eof);
+  g_assert_cmpmem(data, got, "123456789", 9);
+  OK(weft_event_reader_next(r, &data, &got, &eof));
+  g_assert_false(eof);
+  g_assert_cmpuint(got, ==, 0);
+  OK(weft_event_reader_next(r, &data, &got, &eof));
+  g_assert_true(eof);
+  weft_event_reader_free(r);
+  /* cut inside the first record's data */
+  g_assert_true(g_file_set_contents(path, bytes, 15, NULL));
+  OK(weft_event_reader_open(path, &r));
+  weft_status_t *st = weft_event_reader_next(r, &data, &got, &eof);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_OUT_OF_RANGE);
+  g_assert_nonnull(strstr(weft_status_message(st), "truncated record at offset 0"));
+  weft_status_free(st);
+  weft_event_reader_free(r);
+  g_free(bytes);
+  char *missing = g_build_filename(dir, "no", "such", "r.tfrecord", NULL);
+  st = weft_event_writer_open_records(missing, &w);
+  g_assert_nonnull(st);
+  g_assert_cmpint(weft_status_code(st), ==, WEFT_NOT_FOUND);
+  g_assert_null(w);
+  weft_status_free(st);
+  g_unlink(path);
+  g_rmdir(dir);
+  g_free(missing);
+  g_free(path);
+  g_free(dir);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/summary/scalar", test_scalar_summary);
@@ -916,6 +991,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/summary/image", test_image_summary);
   g_test_add_func("/summary/tensor_and_merge", test_tensor_summary_and_merge);
   g_test_add_func("/summary/writer_reader", test_writer_reader_round_trip);
+  g_test_add_func("/summary/tfrecord_files", test_tfrecord_files);
   g_test_add_func("/summary/monitored_session", test_monitored_session_events);
   g_test_add_func("/summary/step_fn", test_step_fn_events);
   g_test_add_func("/summary/step_stats", test_step_stats);

@@ -17,13 +17,20 @@ typedef struct {
 
 static PyTypeObject EventWriterType, EventReaderType;
 
+/* EventWriter(logdir, suffix=None): a new event file in logdir; EventWriter(records=path): a
+ * TFRecord file at path (tf.io.TFRecordWriter), written with add_record. */
 static int writer_init(EventWriterObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"logdir", "suffix", NULL};
-  const char *dir, *suffix = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s|z", kwlist, &dir, &suffix)) return -1;
+  static char *kwlist[] = {"logdir", "suffix", "records", NULL};
+  const char *dir = NULL, *suffix = NULL, *records = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzz", kwlist, &dir, &suffix, &records)) return -1;
+  if (!dir == !records) {
+    PyErr_SetString(PyExc_TypeError, "EventWriter takes a logdir or records=path");
+    return -1;
+  }
   weft_event_writer_free(self->w);
   self->w = NULL;
-  weft_status_t *st = weft_event_writer_new(dir, suffix, &self->w);
+  weft_status_t *st = records ? weft_event_writer_open_records(records, &self->w)
+                              : weft_event_writer_new(dir, suffix, &self->w);
   if (st) {
     raise_status(st);
     return -1;
@@ -74,6 +81,15 @@ static PyObject *writer_add_event(EventWriterObject *self, PyObject *arg) {
   return done(st);
 }
 
+static PyObject *writer_add_record(EventWriterObject *self, PyObject *arg) {
+  weft_event_writer_t *w = writer_of(self);
+  Py_buffer b;
+  if (!w || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+  weft_status_t *st = weft_event_writer_add_record(w, b.buf, (size_t)b.len);
+  PyBuffer_Release(&b);
+  return done(st);
+}
+
 /* add_graph(Graph, Session or None): NodeDef.device is where the session placed each node. */
 static PyObject *writer_add_graph(EventWriterObject *self, PyObject *args) {
   weft_event_writer_t *w = writer_of(self);
@@ -106,6 +122,7 @@ static PyObject *writer_close(EventWriterObject *self, PyObject *unused) {
 static PyMethodDef writer_methods[] = {
   {"set_flush_secs", (PyCFunction)writer_set_flush_secs, METH_O, "flush period in seconds"},
   {"add_event", (PyCFunction)writer_add_event, METH_O, "append a serialized Event"},
+  {"add_record", (PyCFunction)writer_add_record, METH_O, "append bytes as one TFRecord"},
   {"add_graph", (PyCFunction)writer_add_graph, METH_VARARGS,
    "add_graph(Graph, Session or None): the graph with each node's placed device"},
   {"flush", (PyCFunction)writer_flush, METH_NOARGS, "write what is buffered"},
@@ -123,7 +140,8 @@ static PyTypeObject EventWriterType = {
   .tp_name = "weft._weft.EventWriter",
   .tp_basicsize = sizeof(EventWriterObject),
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "EventWriter(logdir, suffix=None): a new events.out.tfevents.* file in logdir.",
+  .tp_doc = "EventWriter(logdir, suffix=None): a new events.out.tfevents.* file in logdir; "
+             "EventWriter(records=path): a TFRecord file at path.",
   .tp_new = PyType_GenericNew,
   .tp_init = (initproc)writer_init,
   .tp_dealloc = (destructor)writer_dealloc,

@@ -1264,6 +1264,16 @@ WEFT_API weft_status_t *weft_event_writer_add_session_log(weft_event_writer_t *w
                                                           const char *msg,
                                                           const char *checkpoint_path,
                                                           int64_t step);
+/* A TFRecord file of any payload at path, created or truncated, without the event files'
+ * version record (TensorFlow's TFRecordWriter): records go in with weft_event_writer_add_record,
+ * out through weft_event_reader_*; it flushes when asked and at close. NOT_FOUND when the
+ * folder is missing. The caller owns *out (weft_event_writer_free). */
+WEFT_API weft_status_t *weft_event_writer_open_records(const char *path,
+                                                       weft_event_writer_t **out);
+/* Appends data as one record (length, masked crc32c of the length, data, masked crc32c of the
+ * data); at most 2^30 bytes, the readers' limit. */
+WEFT_API weft_status_t *weft_event_writer_add_record(weft_event_writer_t *w, const void *data,
+                                                     size_t len);
 WEFT_API weft_status_t *weft_event_writer_flush(weft_event_writer_t *w);
 /* Flushes and closes the file; later writes fail with FAILED_PRECONDITION. */
 WEFT_API weft_status_t *weft_event_writer_close(weft_event_writer_t *w);

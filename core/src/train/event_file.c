@@ -234,6 +234,34 @@ weft_status_t *weft_event_writer_new(const char *dir, const char *suffix,
   return NULL;
 }
 
+weft_status_t *weft_event_writer_open_records(const char *path, weft_event_writer_t **out) {
+  *out = NULL;
+  if (!path || !*path)
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "TFRecord writer: the file name is empty");
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    return weft_status_new(errno == ENOENT ? WEFT_NOT_FOUND : WEFT_INTERNAL,
+                           "TFRecord writer: cannot open %s: %s", path, g_strerror(errno));
+  }
+  weft_event_writer_t *w = g_new0(weft_event_writer_t, 1);
+  w->path = g_strdup(path);
+  w->file = f;
+  w->flush_secs = -1; /* TFRecordWriter flushes when asked and at close */
+  w->last_flush_us = g_get_monotonic_time();
+  *out = w;
+  return NULL;
+}
+
+weft_status_t *weft_event_writer_add_record(weft_event_writer_t *w, const void *data,
+                                            size_t len) {
+  if (len > MAX_RECORD_BYTES) {
+    return weft_status_new(WEFT_INVALID_ARGUMENT, "TFRecord writer %s: a record of %zu bytes is "
+                           "larger than the readers' limit of %" G_GUINT64_FORMAT, w->path, len,
+                           (guint64)MAX_RECORD_BYTES);
+  }
+  return write_record(w, data, len);
+}
+
 void weft_event_writer_set_flush_secs(weft_event_writer_t *w, double secs) {
   w->flush_secs = secs;
 }

@@ -47,6 +47,7 @@ from . import tf_logging as logging  # noqa: F401,E402 -- tf.logging
 from .summary_pb import (Summary, SummaryMetadata, Event, SessionLog,  # noqa: F401,E402
                          HistogramProto, LogMessage, TaggedRunMetadata)
 from . import io, gfile  # noqa: F401,E402,A004 -- tf.io, tf.gfile
+from .io import python_io  # noqa: F401,E402 -- tf.python_io
 from . import compat  # noqa: F401,E402
 from . import random, initializers  # noqa: F401,E402
 # TensorFlow 1.x's top-level spellings of names that live in the namespaces below

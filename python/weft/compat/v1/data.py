@@ -577,20 +577,40 @@ class _Concatenate(_Derived):
         yield from self._second._elements(values)
 
 
-class TextLineDataset(Dataset):
-    """tf.data.TextLineDataset(filenames): each line of the files (without its \\n or \\r\\n)
-    as a scalar string; compressed files ('GZIP', 'ZLIB') too."""
+class _FileDataset(Dataset):
+    """Elements read from files (a name, a list of names, or a string tensor of them read when
+    the iterator starts): subclasses give _read(name), an iterator of scalar strings."""
 
-    def __init__(self, filenames, compression_type=None, buffer_size=None):
+    def __init__(self, filenames, compression_type):
         self._template, self._types, self._shapes = None, [_dtypes.string], [[]]
         if isinstance(filenames, _fw.Tensor):
             self._captured, self._files = (filenames,), filenames
         else:
-            self._files = [f.decode() if isinstance(f, bytes) else str(f)
-                           for f in _np.asarray(filenames, dtype=object).reshape(-1)]
+            self._files = self._names(filenames)
         if compression_type not in (None, "", "GZIP", "ZLIB"):
             raise ValueError("Unsupported compression_type: %s" % compression_type)
         self._compression = compression_type or ""
+
+    @staticmethod
+    def _names(value):
+        return [f.decode() if isinstance(f, bytes) else str(f)
+                for f in _np.asarray(value, dtype=object).reshape(-1)]
+
+    def _elements(self, values):
+        files = self._files
+        if isinstance(files, _fw.Tensor):
+            files = self._names(values[id(files)])
+        for name in files:
+            for record in self._read(name):
+                yield [_np.array(record, dtype=object)]
+
+
+class TextLineDataset(_FileDataset):
+    """tf.data.TextLineDataset(filenames): each line of the files (without its \\n or \\r\\n)
+    as a scalar string; compressed files ('GZIP', 'ZLIB') too."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None):
+        super().__init__(filenames, compression_type)
 
     def _open(self, name):
         if self._compression == "GZIP":
@@ -603,24 +623,32 @@ class TextLineDataset(Dataset):
                 return io.BytesIO(zlib.decompress(f.read()))
         return open(name, "rb")
 
-    def _elements(self, values):
-        files = self._files
-        if isinstance(files, _fw.Tensor):
-            files = [f.decode() if isinstance(f, bytes) else str(f)
-                     for f in _np.asarray(values[id(files)], dtype=object).reshape(-1)]
-        for name in files:
-            try:
-                f = self._open(name)
-            except FileNotFoundError:
-                raise _errors.NotFoundError(None, None,
-                                            "%s; No such file or directory" % name) from None
-            with f:
-                for line in f:
-                    if line.endswith(b"\n"):
+    def _read(self, name):
+        try:
+            f = self._open(name)
+        except FileNotFoundError:
+            raise _errors.NotFoundError(None, None,
+                                        "%s; No such file or directory" % name) from None
+        with f:
+            for line in f:
+                if line.endswith(b"\n"):
+                    line = line[:-1]
+                    if line.endswith(b"\r"):
                         line = line[:-1]
-                        if line.endswith(b"\r"):
-                            line = line[:-1]
-                    yield [_np.array(line, dtype=object)]
+                yield line
+
+
+class TFRecordDataset(_FileDataset):
+    """tf.data.TFRecordDataset(filenames, compression_type=None): each record of the files, crcs
+    checked, as a scalar string (a serialized tf.Example for tf.parse_single_example)."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        super().__init__(filenames, compression_type)
+
+    def _read(self, name):
+        from .io import _records_of
+        return _records_of(name, self._compression)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 see gfile.py), write_graph, and tf.Example parsing (parse_example, parse_single_example with
 FixedLenFeature and VarLenFeature, over the core's ParseExample and ParseSingleExample kernels).
 read_file, write_file, decode_raw, encode_base64 and decode_base64 are the core's string and
-file ops (strings.py). serialize_tensor, parse_tensor, TFRecords and FixedLenSequenceFeature
-(variable-length dense features, which the kernels refuse) are absent."""
+file ops (strings.py); TFRecord files are written and read through the core's record framing
+(below). serialize_tensor, parse_tensor and FixedLenSequenceFeature (variable-length dense
+features, which the kernels refuse) are absent."""
 import collections as _collections
+import os as _os
 
 from . import dtypes as _dtypes
 from . import framework as _fw
@@ -106,3 +108,151 @@ def parse_single_example(serialized, features, name=None, example_names=None):
              ("dense_keys", "list_string", [d[0] for d in dense])]
             + _attrs(sparse, dense), "ParseSingleExample")
         return _outputs(out, sparse, dense)
+
+
+# ---------------------------------------------------------------------------------------------
+# TFRecord files (tf.io.TFRecordWriter, tf.io.tf_record_iterator, tf.python_io): records of any
+# bytes, each framed with its length and masked crc32cs by the core (weft_event_writer_add_record,
+# weft_event_reader_next, which checks both crcs). A GZIP or ZLIB file is the same records
+# compressed as one stream, as TensorFlow writes them: written to a temporary file and
+# compressed at close, read by inflating into a temporary file first.
+
+
+class TFRecordCompressionType:
+    NONE = 0
+    ZLIB = 1
+    GZIP = 2
+
+
+_COMPRESSION_NAMES = {None: "", "": "", 0: "", 1: "ZLIB", 2: "GZIP", "ZLIB": "ZLIB",
+                      "GZIP": "GZIP"}
+
+
+class TFRecordOptions:
+    """tf.io.TFRecordOptions(compression_type): "" (none), "ZLIB" or "GZIP" (or the
+    TFRecordCompressionType numbers); the zlib tuning arguments are accepted and unused."""
+
+    compression_type_map = {TFRecordCompressionType.ZLIB: "ZLIB",
+                            TFRecordCompressionType.GZIP: "GZIP",
+                            TFRecordCompressionType.NONE: ""}
+
+    def __init__(self, compression_type=None, **zlib_options):
+        if compression_type not in _COMPRESSION_NAMES:
+            raise ValueError("Unsupported compression type: %s" % (compression_type,))
+        self.compression_type = _COMPRESSION_NAMES[compression_type]
+
+    @classmethod
+    def get_compression_type_string(cls, options):
+        if not options:
+            return ""
+        if isinstance(options, TFRecordOptions):
+            return options.compression_type
+        return TFRecordOptions(options).compression_type
+
+
+def _compression(options):
+    return TFRecordOptions.get_compression_type_string(options)
+
+
+class TFRecordWriter:
+    """tf.io.TFRecordWriter(path, options=None): write(record), flush(), close(); a context
+    manager."""
+
+    def __init__(self, path, options=None):
+        import tempfile
+        from weft import _weft
+        self._path = str(path)
+        self._compression = _compression(options)
+        if self._compression:
+            fd, self._raw = tempfile.mkstemp(prefix="tfrecord-", suffix=".raw")
+            _os.close(fd)
+        else:
+            self._raw = self._path
+        self._w = _weft.EventWriter(records=self._raw)
+        self._closed = False
+
+    def write(self, record):
+        if isinstance(record, str):
+            record = record.encode()
+        self._w.add_record(record)
+
+    def flush(self):
+        self._w.flush()
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        self._w.close()
+        if self._compression:
+            import gzip
+            import shutil
+            import zlib
+            try:
+                with open(self._raw, "rb") as src:
+                    if self._compression == "GZIP":
+                        with gzip.open(self._path, "wb") as dst:
+                            shutil.copyfileobj(src, dst)
+                    else:
+                        with open(self._path, "wb") as dst:
+                            dst.write(zlib.compress(src.read()))
+            finally:
+                _os.unlink(self._raw)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _records_of(path, compression):
+    """The records of one TFRecord file, crcs checked (DataLossError naming the offset)."""
+    import tempfile
+    from weft import _weft
+    from weft import errors
+    path = path.decode() if isinstance(path, bytes) else str(path)
+    raw = path
+    if compression:
+        import gzip
+        import zlib
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise errors.NotFoundError(None, None, "%s; No such file or directory" % path) from None
+        try:
+            data = gzip.decompress(data) if compression == "GZIP" else zlib.decompress(data)
+        except (OSError, zlib.error, EOFError) as e:
+            raise errors.DataLossError(None, None, "%s: not a valid %s stream: %s"
+                                       % (path, compression, e)) from None
+        fd, raw = tempfile.mkstemp(prefix="tfrecord-", suffix=".raw")
+        with _os.fdopen(fd, "wb") as f:
+            f.write(data)
+    try:
+        reader = _weft.EventReader(raw)
+        while True:
+            record = reader.next()
+            if record is None:
+                return
+            yield record
+    finally:
+        if raw != path:
+            _os.unlink(raw)
+
+
+def tf_record_iterator(path, options=None):
+    """tf.io.tf_record_iterator(path, options=None): the records of the file as bytes."""
+    return _records_of(path, _compression(options))
+
+
+class _PythonIo:
+    """tf.python_io."""
+    TFRecordWriter = TFRecordWriter
+    TFRecordOptions = TFRecordOptions
+    TFRecordCompressionType = TFRecordCompressionType
+    tf_record_iterator = staticmethod(tf_record_iterator)
+
+
+python_io = _PythonIo()
