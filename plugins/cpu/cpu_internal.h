@@ -523,6 +523,7 @@ weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_li
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
 weft_status_t *weft__cpu_register_string(const weft_registrar_t *reg); /* cpu_string.c */
+weft_status_t *weft__cpu_register_codec(const weft_registrar_t *reg);  /* cpu_codec.c */
 /* Registers an optimizer update's kernel (float and double "T") under its ref op's name and,
  * unless NULL, its Resource* twin's (cpu_train.c). */
 weft_status_t *weft__cpu_register_update(const weft_registrar_t *reg, const char *name,
