@@ -49,21 +49,6 @@ static weft_status_t *oom(weft_kernel_ctx_t *ctx) {
   return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory");
 }
 
-/* A string attribute (borrowed), dflt when absent. */
-static const char *attr_str(weft_kernel_ctx_t *ctx, const char *name, const char *dflt,
-                            size_t *len) {
-  const char *s = NULL;
-  size_t n = 0;
-  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), name, &s, &n);
-  if (st) {
-    H->status_free(st);
-    s = dflt;
-    n = strlen(dflt);
-  }
-  if (len) *len = n;
-  return s;
-}
-
 /* The scalar string input 0 (TensorFlow's "contents must be scalar" check). */
 static weft_status_t *scalar_contents(weft_kernel_ctx_t *ctx, const weft_string_t **s) {
   weft_tensor_view_t v;
@@ -798,7 +783,7 @@ static weft_status_t *decode_args(weft_kernel_ctx_t *ctx, decode_op_t op, decode
     a->jpeg.try_recover_truncated = weft__cpu_attr_bool(ctx, "try_recover_truncated", false);
     a->jpeg.min_acceptable_fraction = weft__cpu_attr_float(ctx, "acceptable_fraction", 1.0f);
     size_t n;
-    const char *dct = attr_str(ctx, "dct_method", "", &n);
+    const char *dct = weft__cpu_attr_str(ctx, "dct_method", "", &n);
     if (n == strlen("INTEGER_ACCURATE") && memcmp(dct, "INTEGER_ACCURATE", n) == 0)
       a->jpeg.dct_method = JDCT_ISLOW;
     else if (n == 0 || (n == strlen("INTEGER_FAST") && memcmp(dct, "INTEGER_FAST", n) == 0))
@@ -1089,7 +1074,7 @@ static bool jpeg_compress(const uint8_t *image, int64_t h, int64_t w, int compon
 static weft_status_t *k_encode_jpeg(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   size_t flen, ulen;
-  const char *format = attr_str(ctx, "format", "", &flen);
+  const char *format = weft__cpu_attr_str(ctx, "format", "", &flen);
   int fmt_channels = 0;
   if (flen == 9 && memcmp(format, "grayscale", 9) == 0) fmt_channels = 1;
   else if (flen == 3 && memcmp(format, "rgb", 3) == 0) fmt_channels = 3;
@@ -1103,13 +1088,13 @@ static weft_status_t *k_encode_jpeg(weft_kernel_ctx_t *ctx, void *state) {
   f.progressive = weft__cpu_attr_bool(ctx, "progressive", false);
   f.optimize_size = weft__cpu_attr_bool(ctx, "optimize_size", false);
   f.chroma_downsampling = weft__cpu_attr_bool(ctx, "chroma_downsampling", true);
-  const char *unit = attr_str(ctx, "density_unit", "in", &ulen);
+  const char *unit = weft__cpu_attr_str(ctx, "density_unit", "in", &ulen);
   if (ulen == 2 && memcmp(unit, "in", 2) == 0) f.density_unit = 1;
   else if (ulen == 2 && memcmp(unit, "cm", 2) == 0) f.density_unit = 2;
   else return invalid(ctx, "density_unit must be 'in' or 'cm'%.*s", (int)ulen, unit);
   f.x_density = (int)weft__cpu_attr_int(ctx, "x_density", 300);
   f.y_density = (int)weft__cpu_attr_int(ctx, "y_density", 300);
-  f.xmp = attr_str(ctx, "xmp_metadata", "", &f.xmp_len);
+  f.xmp = weft__cpu_attr_str(ctx, "xmp_metadata", "", &f.xmp_len);
 
   weft_tensor_view_t in;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &in));

@@ -155,6 +155,10 @@ void weft__cpu_sort_ascending(const weft_tensor_view_t *v, int64_t *idx, int64_t
 #define weft__cpu_attr_bool weft_pc_attr_bool
 #define weft__cpu_attr_int weft_pc_attr_int
 #define weft__cpu_attr_float weft_pc_attr_float
+/* String attr `name` (borrowed; dflt where it is absent or not a string), its length in *len
+ * (may be NULL): attrs may hold NUL bytes. */
+const char *weft__cpu_attr_str(weft_kernel_ctx_t *ctx, const char *name, const char *dflt,
+                               size_t *len);
 /* Whether string attr `name` (dflt where it is absent or not a string) equals value. */
 bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
                        const char *dflt);
