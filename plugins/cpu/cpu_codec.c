@@ -496,6 +496,7 @@ static const char *gif_error_string(int code) {
  * them). NULL on success, else the reason. */
 static const char *gif_slurp(GifFileType *gif, char *why, size_t why_len) {
   GifRecordType type;
+  int64_t raster_bytes = 0; /* frames may be larger than the canvas: they count too */
   do {
     if (DGifGetRecordType(gif, &type) == GIF_ERROR) goto gif_error;
     if (type == IMAGE_DESC_RECORD_TYPE) {
@@ -508,7 +509,9 @@ static const char *gif_slurp(GifFileType *gif, char *why, size_t why_len) {
         return why;
       }
       /* The output holds every frame at the canvas's size: refuse before it grows past int. */
-      if ((int64_t)gif->ImageCount * gif->SWidth * gif->SHeight * 3 > INT32_MAX) {
+      raster_bytes += w * h;
+      if ((int64_t)gif->ImageCount * gif->SWidth * gif->SHeight * 3 > INT32_MAX ||
+          raster_bytes > INT32_MAX) {
         snprintf(why, why_len, "%d frames of %d by %d are too large", gif->ImageCount,
                  gif->SWidth, gif->SHeight);
         return why;
