@@ -229,7 +229,8 @@ static void test_huge_sizes(void) {
   /* JPEG: SOF0 claiming 65000 x 65000. */
   GBytes *jpeg = encode("EncodeJpeg", 8, 8, 3, false);
   size_t len;
-  guint8 *j = g_memdup2(g_bytes_get_data(jpeg, &len), len);
+  const guint8 *jd = g_bytes_get_data(jpeg, &len); /* len set before g_memdup2 reads it */
+  guint8 *j = g_memdup2(jd, len);
   for (size_t i = 0; i + 9 < len; i++) {
     if (j[i] == 0xff && j[i + 1] == 0xc0) {
       j[i + 5] = j[i + 7] = 0xfd;
@@ -240,7 +241,8 @@ static void test_huge_sizes(void) {
   feed_all(&r, j, len);
   /* PNG: IHDR claiming 2^31-1 x 2^31-1 (the CRC recomputed, so only the size is wrong). */
   GBytes *png = encode("EncodePng", 2, 2, 3, false);
-  guint8 *p = g_memdup2(g_bytes_get_data(png, &len), len);
+  const guint8 *pd = g_bytes_get_data(png, &len);
+  guint8 *p = g_memdup2(pd, len);
   memset(p + 16, 0x7f, 1);
   memset(p + 17, 0xff, 3);
   memset(p + 20, 0x7f, 1);
