@@ -253,6 +253,9 @@ def test_encode_jpeg_options():
         run(tf.image.encode_jpeg(np.zeros((2, 2, 2), np.uint8)))
     with pytest.raises(errors.InvalidArgumentError, match="format grayscale expects 1 channels"):
         run(tf.image.encode_jpeg(img, format="grayscale"))
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="format must be '', grayscale or rgb, got bgr"):
+        run(tf.image.encode_jpeg(img, format="bgr"))
     with pytest.raises(errors.InvalidArgumentError, match=r"quality must be in \[0,100\], got 101"):
         run(tf.image.encode_jpeg(img, quality=101))
 
