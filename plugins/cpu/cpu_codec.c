@@ -342,13 +342,14 @@ static bool jpeg_image_info(const uint8_t *data, size_t len, int64_t *h, int64_t
 /* ---------------------------------------------------------------------------------------------
  * PNG (png_io.cc) */
 
+/* The unread part of an encoded file, for libpng's and giflib's read callbacks. */
 typedef struct {
   const uint8_t *data;
   size_t left;
-} png_reader_t;
+} mem_reader_t;
 
 static void png_read_cb(png_structp png, png_bytep out, png_size_t n) {
-  png_reader_t *r = png_get_io_ptr(png);
+  mem_reader_t *r = png_get_io_ptr(png);
   if (r->left < n) {
     memset(out, 0, n);
     png_error(png, "More bytes requested to read than available");
@@ -386,7 +387,7 @@ static weft_status_t *png_decode(weft_kernel_ctx_t *ctx, const uint8_t *data, si
     png_destroy_read_struct(&png, NULL, NULL);
     return oom(ctx);
   }
-  png_reader_t reader = {data, len};
+  mem_reader_t reader = {data, len};
   uint8_t *volatile out = NULL;
   volatile int stage = 0; /* 0: the header, 1: the pixels */
   if (setjmp(png_jmpbuf(png))) {
@@ -471,13 +472,8 @@ static weft_status_t *png_decode(weft_kernel_ctx_t *ctx, const uint8_t *data, si
 /* ---------------------------------------------------------------------------------------------
  * GIF (gif_io.cc) */
 
-typedef struct {
-  const uint8_t *data;
-  size_t left;
-} gif_reader_t;
-
 static int gif_read_cb(GifFileType *gif, GifByteType *buf, int n) {
-  gif_reader_t *r = gif->UserData;
+  mem_reader_t *r = gif->UserData;
   size_t k = n < 0 ? 0 : (size_t)n;
   if (k > r->left) k = r->left;
   memcpy(buf, r->data, k);
@@ -547,7 +543,7 @@ gif_error:
 /* gif::Decode: every frame (only the first when first_only) on the canvas, RGB. */
 static const char *gif_decode(const uint8_t *data, size_t len, bool first_only, image_t *img,
                               char *why, size_t why_len) {
-  gif_reader_t reader = {data, len};
+  mem_reader_t reader = {data, len};
   int code = D_GIF_SUCCEEDED;
   GifFileType *gif = DGifOpen(&reader, gif_read_cb, &code);
   if (!gif) {
