@@ -10,8 +10,9 @@ packages=(
   libopenblas-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   libsnappy-dev zlib1g-dev
-  # ImageSummary encodes PNG (plugins/cpu/cpu_summary.c).
-  libpng-dev
+  # ImageSummary encodes PNG (plugins/cpu/cpu_summary.c); the codec ops (plugins/cpu/cpu_codec.c)
+  # decode and encode PNG, JPEG (libjpeg-turbo, as TensorFlow) and GIF.
+  libpng-dev libjpeg62-turbo-dev libgif-dev
   openssl
   help2man
   python3

@@ -1051,6 +1051,34 @@ static void shape_strings(void) {
 }
 SHAPE_TEST(shape_strings)
 
+/* The image codec ops (ops_codec.c): TensorFlow's shape functions, and '' accepted as one of
+ * EncodeJpeg's enumerated formats (the kernel refuses the others). */
+static void shape_codecs(void) {
+  weft_output_t sc = ph_typed(WEFT_DT_STRING, "[]"), v2 = ph_typed(WEFT_DT_STRING, "[2]");
+  weft_op_builder_t *b = op("DecodeJpeg", "dj", 1, sc);
+  weft_op_set_attr_int(b, "channels", 3);
+  assert_shape(ok(b), "[?,?,3]");
+  assert_shape(ok(op("DecodePng", "dp", 1, sc)), "[?,?,?]");
+  assert_shape(ok(op("DecodeBmp", "db", 1, sc)), "[?,?,?]");
+  assert_shape(ok(op("DecodeGif", "dg", 1, sc)), "[?,?,?,3]");
+  assert_shape(ok(op("DecodeImage", "di", 1, sc)), "<unknown>");
+  b = op("DecodeImage", "di3", 1, sc);
+  weft_op_set_attr_bool(b, "expand_animations", false);
+  weft_op_set_attr_int(b, "channels", 1);
+  assert_shape(ok(b), "[?,?,1]");
+  assert_shape(ok(op("DecodeAndCropJpeg", "dc", 2, sc, ci(4, 0, 1, 5, 6))), "[5,6,?]");
+  assert_shape(ok(op("ExtractJpegShape", "es", 1, sc)), "[3]");
+  assert_status(build(op("DecodePng", "dp_bad", 1, v2), NULL), WEFT_INVALID_ARGUMENT, "dp_bad");
+  weft_output_t img = ph_typed(WEFT_DT_UINT8, "[4,5,3]");
+  b = op("EncodeJpeg", "ej", 1, img);
+  weft_op_set_attr_string(b, "format", "");
+  assert_shape(ok(b), "[]");
+  assert_shape(ok(op("EncodePng", "ep", 1, img)), "[]");
+  assert_status(build(op("EncodePng", "ep_bad", 1, ph_typed(WEFT_DT_UINT8, "[4,5]")), NULL),
+                WEFT_INVALID_ARGUMENT, "ep_bad");
+}
+SHAPE_TEST(shape_codecs)
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/ops/parse/full_spec", test_parse_full_spec);
@@ -1070,5 +1098,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/ops/shape/nn_and_state", shape_nn_and_state_run);
   g_test_add_func("/ops/registry/string_ops", test_registry_string_ops);
   g_test_add_func("/ops/shape/strings", shape_strings_run);
+  g_test_add_func("/ops/shape/codecs", shape_codecs_run);
   return g_test_run();
 }

@@ -155,6 +155,10 @@ void weft__cpu_sort_ascending(const weft_tensor_view_t *v, int64_t *idx, int64_t
 #define weft__cpu_attr_bool weft_pc_attr_bool
 #define weft__cpu_attr_int weft_pc_attr_int
 #define weft__cpu_attr_float weft_pc_attr_float
+/* String attr `name` (borrowed; dflt where it is absent or not a string), its length in *len
+ * (may be NULL): attrs may hold NUL bytes. */
+const char *weft__cpu_attr_str(weft_kernel_ctx_t *ctx, const char *name, const char *dflt,
+                               size_t *len);
 /* Whether string attr `name` (dflt where it is absent or not a string) equals value. */
 bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
                        const char *dflt);
@@ -525,6 +529,7 @@ weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_li
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
 weft_status_t *weft__cpu_register_string(const weft_registrar_t *reg); /* cpu_string.c */
+weft_status_t *weft__cpu_register_codec(const weft_registrar_t *reg);  /* cpu_codec.c */
 /* Registers an optimizer update's kernel (float and double "T") under its ref op's name and,
  * unless NULL, its Resource* twin's (cpu_train.c). */
 weft_status_t *weft__cpu_register_update(const weft_registrar_t *reg, const char *name,

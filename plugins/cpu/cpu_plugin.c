@@ -159,7 +159,8 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
                                weft__cpu_register_svd_misc, weft__cpu_register_fused,
                                weft__cpu_register_epilogue,
                                weft__cpu_register_summary, weft__cpu_register_ragged,
-                               weft__cpu_register_train_sparse, weft__cpu_register_string);
+                               weft__cpu_register_train_sparse, weft__cpu_register_string,
+                               weft__cpu_register_codec);
 }
 
 WEFT_PC_PLUGIN_ENTRY(WEFT_CPU_PLUGIN_NAME, "0.1.0", cpu_init)

@@ -46,21 +46,6 @@ static weft_status_t *oom(weft_kernel_ctx_t *ctx) {
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers */
 
-/* A string attribute (borrowed), dflt when absent. */
-static const char *attr_str(weft_kernel_ctx_t *ctx, const char *name, const char *dflt,
-                            size_t *len) {
-  const char *s = NULL;
-  size_t n = 0;
-  weft_status_t *st = H->attr_string(H->kernel_attrs(ctx), name, &s, &n);
-  if (st) {
-    H->status_free(st);
-    s = dflt;
-    n = strlen(dflt);
-  }
-  if (len) *len = n;
-  return s;
-}
-
 static weft_status_t *assign(weft_kernel_ctx_t *ctx, const weft_tensor_view_t *out, int64_t i,
                              const char *p, size_t n) {
   return H->string_assign(ctx, out, i, p, n);
@@ -292,7 +277,7 @@ static weft_status_t *k_print(weft_kernel_ctx_t *ctx, void *state) {
   int64_t summarize_n = weft__cpu_attr_int(ctx, "summarize", 3);
   sbuf_t b = {0};
   size_t mlen;
-  const char *msg = attr_str(ctx, "message", "", &mlen);
+  const char *msg = weft__cpu_attr_str(ctx, "message", "", &mlen);
   sb_put(&b, msg, mlen);
   for (int i = 1; i < H->kernel_num_inputs(ctx); i++) {
     weft_tensor_view_t d;
@@ -318,8 +303,8 @@ static weft_status_t *k_print(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *k_string_format(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   size_t tlen, plen;
-  const char *tmpl = attr_str(ctx, "template", "%s", &tlen);
-  const char *ph = attr_str(ctx, "placeholder", "%s", &plen);
+  const char *tmpl = weft__cpu_attr_str(ctx, "template", "%s", &tlen);
+  const char *ph = weft__cpu_attr_str(ctx, "placeholder", "%s", &plen);
   if (plen == 0) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "placeholder must not be empty");
   int64_t summarize_n = weft__cpu_attr_int(ctx, "summarize", 3);
   int n_in = H->kernel_num_inputs(ctx);
@@ -364,8 +349,8 @@ static weft_status_t *k_print_v2(weft_kernel_ctx_t *ctx, void *state) {
   const weft_string_t *s;
   WEFT_RETURN_IF_ERROR(scalar_string(ctx, 0, "Input is expected to be scalar, but got shape", &s));
   size_t slen, elen;
-  const char *stream = attr_str(ctx, "output_stream", "stderr", &slen);
-  const char *end = attr_str(ctx, "end", "\n", &elen);
+  const char *stream = weft__cpu_attr_str(ctx, "output_stream", "stderr", &slen);
+  const char *end = weft__cpu_attr_str(ctx, "end", "\n", &elen);
   sbuf_t b = {0};
   sb_put(&b, s->data, s->len);
   sb_put(&b, end, elen);
@@ -426,7 +411,7 @@ static weft_status_t *k_string_join(weft_kernel_ctx_t *ctx, void *state) {
                           shape ? shape->dims : none, &out);
   }
   size_t slen;
-  const char *sep = attr_str(ctx, "separator", "", &slen);
+  const char *sep = weft__cpu_attr_str(ctx, "separator", "", &slen);
   sbuf_t b = {0};
   for (int64_t e = 0; e < out.num_elements && !st; e++) {
     b.len = 0;
@@ -488,7 +473,7 @@ static weft_status_t *k_reduce_join(weft_kernel_ctx_t *ctx, void *state) {
   weft_tensor_view_t out;
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_STRING, out_rank, out_dims, &out));
   size_t slen;
-  const char *sep = attr_str(ctx, "separator", "", &slen);
+  const char *sep = weft__cpu_attr_str(ctx, "separator", "", &slen);
   const weft_string_t *s = in.data;
   sbuf_t b = {0};
   weft_status_t *st = NULL;
@@ -528,7 +513,7 @@ static weft_status_t *k_as_string(weft_kernel_ctx_t *ctx, void *state) {
   bool scientific = weft__cpu_attr_bool(ctx, "scientific", false);
   bool shortest = weft__cpu_attr_bool(ctx, "shortest", false);
   size_t flen;
-  const char *fill = attr_str(ctx, "fill", "", &flen);
+  const char *fill = weft__cpu_attr_str(ctx, "fill", "", &flen);
   bool is_float = weft__cpu_dtype_is_float(in.dtype);
   if (flen > 1) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
@@ -898,7 +883,7 @@ static weft_status_t *k_string_strip(weft_kernel_ctx_t *ctx, void *state) {
 
 static weft_status_t *k_string_case(weft_kernel_ctx_t *ctx, void *state) {
   size_t n;
-  const char *enc = attr_str(ctx, "encoding", "", &n);
+  const char *enc = weft__cpu_attr_str(ctx, "encoding", "", &n);
   if (n != 0) {
     return weft__cpu_error(ctx, WEFT_UNIMPLEMENTED,
                            "encoding '%s' is not supported: Weft changes the case of ASCII "

@@ -167,16 +167,24 @@ double weft__cpu_get_double(const weft_tensor_view_t *v, int64_t i) {
   }
 }
 
-bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
-                       const char *dflt) {
+const char *weft__cpu_attr_str(weft_kernel_ctx_t *ctx, const char *name, const char *dflt,
+                               size_t *len) {
   const char *s = NULL;
-  size_t len = 0;
+  size_t n = 0;
   const weft_host_t *h = weft__cpu_host;
-  weft_status_t *st = h->attr_string(h->kernel_attrs(ctx), name, &s, &len);
+  weft_status_t *st = h->attr_string(h->kernel_attrs(ctx), name, &s, &n);
   if (st) {
     h->status_free(st);
     s = dflt;
+    n = dflt ? strlen(dflt) : 0;
   }
+  if (len) *len = n;
+  return s;
+}
+
+bool weft__cpu_attr_is(weft_kernel_ctx_t *ctx, const char *name, const char *value,
+                       const char *dflt) {
+  const char *s = weft__cpu_attr_str(ctx, name, dflt, NULL);
   return s != NULL && strcmp(s, value) == 0;
 }
 

@@ -183,6 +183,7 @@ extern const weft_op_def_t weft__ops_nn_grad[];  /* ops_nn_grad.c: MaxPoolGrad, 
 extern const weft_op_def_t weft__ops_imgproc[];  /* ops_imgproc.c: resizes, colour, NMS ... */
 extern const weft_op_def_t weft__ops_bits[];     /* ops_bits.c: Bitcast, bitwise, special */
 extern const weft_op_def_t weft__ops_special[]; /* ops_special.c: Zeta, Erfinv, Xlogy, ... */
+extern const weft_op_def_t weft__ops_codec[];    /* ops_codec.c: DecodeJpeg, EncodePng ... */
 extern const weft_op_def_t weft__ops_string[];   /* ops_string.c: strings, Print, files */
 extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve, Lu, Cholesky ... */

@@ -933,6 +933,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_ragged);
   register_table(reg, weft__ops_sparse_apply);
   register_table(reg, weft__ops_string);
+  register_table(reg, weft__ops_codec);
   return reg;
 }
 

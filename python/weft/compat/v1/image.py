@@ -2,13 +2,16 @@
 ResizeNearestNeighbor, ResizeBicubic, ResizeArea, RGBToHSV, HSVToRGB, AdjustContrastv2,
 AdjustHue, AdjustSaturation, NonMaxSuppressionV3) and the array ops TensorFlow builds the rest
 from (flips, rotations, crops, pads, dtype conversion, standardization). Images are [height,
-width, channels] or batches [batch, height, width, channels]. Decoders and encoders (decode_jpeg,
-encode_png, ...) are absent: weft has no codec ops."""
+width, channels] or batches [batch, height, width, channels]. The codecs (decode_jpeg,
+decode_and_crop_jpeg, encode_jpeg, extract_jpeg_shape, decode_png, encode_png, decode_bmp,
+decode_gif, decode_image, is_jpeg; also in tf.io) are the core's codec ops (DecodeJpeg ...,
+plugins/cpu/cpu_codec.c)."""
 import numpy as _np
 
 from . import dtypes as _dtypes
 from . import framework as _fw
 from . import ops as _ops
+from . import strings as _strings
 
 
 class ResizeMethod:
@@ -591,3 +594,101 @@ def sobel_edges(image):
     if static_image_shape.ndims is not None:
         output.set_shape(static_image_shape.as_list() + [num_kernels])
     return output
+
+
+# ---------------------------------------------------------------------------------------------
+# Codecs (image_ops.cc's ops; kernels in plugins/cpu/cpu_codec.c)
+
+def _contents(contents):
+    return _ops._to_tensor(contents, dtype=_dtypes.string)
+
+
+def _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated, acceptable_fraction,
+                dct_method):
+    return [("channels", "int", int(channels)), ("ratio", "int", int(ratio)),
+            ("fancy_upscaling", "bool", bool(fancy_upscaling)),
+            ("try_recover_truncated", "bool", bool(try_recover_truncated)),
+            ("acceptable_fraction", "float", float(acceptable_fraction)),
+            ("dct_method", "string", dct_method)]
+
+
+def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
+                acceptable_fraction=1, dct_method="", name=None):
+    """A JPEG (or PNG or GIF, as TensorFlow's kernel sniffs them) into uint8 [h, w, channels]."""
+    return _ops._op("DecodeJpeg", [_contents(contents)],
+                    _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated,
+                                acceptable_fraction, dct_method), name or "DecodeJpeg")
+
+
+def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upscaling=True,
+                         try_recover_truncated=False, acceptable_fraction=1, dct_method="",
+                         name=None):
+    """The window [y, x, height, width] of a JPEG, decoding only the lines it needs."""
+    return _ops._op("DecodeAndCropJpeg",
+                    [_contents(contents), _ops._to_tensor(crop_window, dtype=_dtypes.int32)],
+                    _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated,
+                                acceptable_fraction, dct_method), name or "DecodeAndCropJpeg")
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,  # noqa: A002
+                chroma_downsampling=True, density_unit="in", x_density=300, y_density=300,
+                xmp_metadata="", name=None):
+    """A uint8 [h, w, 1 or 3] image as a JPEG string."""
+    return _ops._op("EncodeJpeg", [_ops._to_tensor(image)], [
+        ("format", "string", format), ("quality", "int", int(quality)),
+        ("progressive", "bool", bool(progressive)),
+        ("optimize_size", "bool", bool(optimize_size)),
+        ("chroma_downsampling", "bool", bool(chroma_downsampling)),
+        ("density_unit", "string", density_unit), ("x_density", "int", int(x_density)),
+        ("y_density", "int", int(y_density)), ("xmp_metadata", "string", xmp_metadata)],
+        name or "EncodeJpeg")
+
+
+def extract_jpeg_shape(contents, output_type=_dtypes.int32, name=None):
+    """[height, width, channels] of a JPEG, read from its headers without decoding it."""
+    return _ops._op("ExtractJpegShape", [_contents(contents)],
+                    [("output_type", "type", _dtypes.as_dtype(output_type).as_datatype_enum)],
+                    name or "ExtractJpegShape")
+
+
+def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
+    """A PNG (or JPEG or GIF, as TensorFlow's kernel sniffs them) into uint8 or uint16."""
+    return _ops._op("DecodePng", [_contents(contents)], [
+        ("channels", "int", int(channels)),
+        ("dtype", "type", _dtypes.as_dtype(dtype).as_datatype_enum)], name or "DecodePng")
+
+
+def encode_png(image, compression=-1, name=None):
+    """A uint8 or uint16 [h, w, 1..4] image as a PNG string (compression -1: zlib's default)."""
+    image = _ops._to_tensor(image)
+    return _ops._op("EncodePng", [image], [
+        ("compression", "int", int(compression)),
+        ("T", "type", image.dtype.base_dtype.as_datatype_enum)], name or "EncodePng")
+
+
+def decode_bmp(contents, channels=0, name=None):
+    """An uncompressed BMP (8, 24 or 32 bits a pixel) into uint8 [h, w, channels]."""
+    return _ops._op("DecodeBmp", [_contents(contents)], [("channels", "int", int(channels))],
+                    name or "DecodeBmp")
+
+
+def decode_gif(contents, name=None):
+    """Every frame of a GIF as uint8 [frames, h, w, 3]."""
+    return _ops._op("DecodeGif", [_contents(contents)], (), name or "DecodeGif")
+
+
+def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None,
+                 expand_animations=True):
+    """Any of JPEG, PNG, GIF and BMP, told apart by their first bytes (the DecodeImage op):
+    3-D, or 4-D for a GIF while expand_animations; float images are in [0, 1]."""
+    return _ops._op("DecodeImage", [_contents(contents)], [
+        ("channels", "int", int(channels or 0)),
+        ("dtype", "type", _dtypes.as_dtype(dtype).as_datatype_enum),
+        ("expand_animations", "bool", bool(expand_animations))], name or "decode_image")
+
+
+def is_jpeg(contents, name=None):
+    """Whether contents starts with JPEG's magic bytes (a bool scalar)."""
+    head = _strings.substr(_contents(contents), 0, 3)
+    return _ops.equal(head, _ops._to_tensor(b"\xff\xd8\xff", dtype=_dtypes.string),
+                      name=name or "is_jpeg")

@@ -2,9 +2,10 @@
 see gfile.py), write_graph, and tf.Example parsing (parse_example, parse_single_example with
 FixedLenFeature and VarLenFeature, over the core's ParseExample and ParseSingleExample kernels).
 read_file, write_file, decode_raw, encode_base64 and decode_base64 are the core's string and
-file ops (strings.py); TFRecord files are written and read through the core's record framing
-(below). serialize_tensor, parse_tensor and FixedLenSequenceFeature (variable-length dense
-features, which the kernels refuse) are absent."""
+file ops (strings.py); decode_jpeg, encode_png and the other image codecs are image.py's;
+TFRecord files are written and read through the core's record framing (below).
+serialize_tensor, parse_tensor and FixedLenSequenceFeature (variable-length dense features,
+which the kernels refuse) are absent."""
 import collections as _collections
 import os as _os
 
@@ -16,6 +17,10 @@ from .graph_io import write_graph  # noqa: F401
 from .sparse import SparseTensor
 from .strings import (read_file, write_file, decode_raw, encode_base64,  # noqa: F401
                       decode_base64)
+# TensorFlow 1.15's tf.io names for the image codecs (image.py).
+from .image import (decode_jpeg, decode_and_crop_jpeg, encode_jpeg,  # noqa: F401
+                    extract_jpeg_shape, decode_png, encode_png, decode_bmp, decode_gif,
+                    decode_image, is_jpeg)
 
 
 class FixedLenFeature(_collections.namedtuple("FixedLenFeature",
