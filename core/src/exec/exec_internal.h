@@ -86,6 +86,8 @@ weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, cons
 void weft__to_bool_kernel_register(void);
 /* The core's tf.Example parsing kernels (parse_example_kernels.c). */
 void weft__parse_example_kernels_register(void);
+/* The core's regular-expression kernels on GRegex (regex_kernels.c). */
+void weft__regex_kernels_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND
