@@ -698,6 +698,7 @@ static void emit_regex_full_match(cf_run_ctx_t *ctx, const char *op, weft_dtype_
       {"error_unknown_posix_class", "[[:foo:]]",
        "error: invalid character class range: [:foo:]"},
       {"error_extended_flag", "(?x)a", "error: invalid or unsupported Perl syntax: (?x"},
+      {"error_unexpected_paren", "a)", "error: unexpected )"},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(errs); k++) {
     cf_case_t *c = new_case(op, errs[k].name, WEFT_DT_STRING);

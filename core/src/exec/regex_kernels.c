@@ -265,8 +265,14 @@ static const char *repetition(const xlate_t *x, const char *p, int64_t *lo, int6
 static char *translate(const char *pattern, size_t len, bool utf, char **error) {
   xlate_t x = {pattern, pattern + len, g_string_new(NULL), utf, NULL};
   bool ok = true;
+  int depth = 0; /* open groups: an unbalanced ) would close the full match's wrapper */
   while (ok && x.p < x.end) {
     char c = *x.p;
+    if (c == '(') depth++;
+    if (c == ')' && --depth < 0) {
+      ok = fail(&x, "unexpected )");
+      continue;
+    }
     if (c == '\\') {
       ok = escape(&x, false);
     } else if (c == '[') {
@@ -303,6 +309,7 @@ static char *translate(const char *pattern, size_t len, bool utf, char **error) 
       x.p++;
     }
   }
+  if (ok && depth > 0) ok = fail(&x, "missing )");
   if (!ok) {
     g_string_free(x.out, TRUE);
     *error = x.error;
@@ -382,8 +389,7 @@ static weft_status_t *compile(weft_kernel_ctx_t *ctx, const char *pattern, size_
   }
   compiled_t *c = g_new0(compiled_t, 1);
   c->refs = 1;
-  c->pattern = g_memdup2(pattern, len + 1);
-  c->pattern[len] = '\0';
+  c->pattern = g_strndup(pattern, len); /* no NUL inside: checked above */
   c->len = len;
   c->utf = utf;
   c->raw = compile_one(pattern, len, false, full, &c->raw_error);
@@ -410,6 +416,7 @@ static bool is_full(op_kind_t k) { return k == OP_FULL_MATCH || k == OP_STATIC_F
 static bool is_static(op_kind_t k) { return k == OP_STATIC_REPLACE || k == OP_STATIC_FULL_MATCH; }
 
 static weft_status_t *check_rewrite(const char *rw, size_t len, int groups);
+static void re_destroy(void *state);
 
 static weft_status_t *re_create(const weft_host_t *host, const weft_attrs_t *attrs,
                                 void *user_data, void **state) {
@@ -425,7 +432,16 @@ static weft_status_t *re_create(const weft_host_t *host, const weft_attrs_t *att
   if (!st && s->kind == OP_STATIC_REPLACE) {
     st = host->attr_string(attrs, "rewrite", &rewrite, &rlen);
     if (!st) st = check_rewrite(rewrite, rlen, s->cached->groups);
-    if (!st) s->rewrite = g_memdup2(rewrite, rlen + 1), s->rewrite_len = rlen;
+    if (!st) {
+      s->rewrite = g_malloc(rlen + 1);
+      memcpy(s->rewrite, rewrite, rlen);
+      s->rewrite[rlen] = '\0';
+      s->rewrite_len = rlen;
+    }
+  }
+  if (st) { /* a failed create's state is never destroyed by the host */
+    re_destroy(s);
+    *state = NULL;
   }
   return st;
 }
