@@ -293,35 +293,34 @@ static void test_errors(void) {
          "Index 3 at offset 1 in indices is out of range");
   expect(run_bad(&c, (const int64_t[]){-1, 0}, true), c.op,
          "Index -1 at offset 0 in indices is out of range");
-  c = cases[4];
-  c.op = "ResourceSparseApplyFtrl";
-  c.scalars[0] = 0;
-  expect(run_bad(&c, c.indices, true), c.op, "lr is not a positive scalar: []");
-  c = cases[4];
-  c.op = "ResourceSparseApplyFtrl";
-  c.scalars[3] = 0.5f;
-  expect(run_bad(&c, c.indices, true), c.op, "lr_power is not a non-positive scalar: []");
-  c = cases[6];
-  c.op = "ResourceSparseApplyFtrlV2";
-  c.scalars[3] = -0.1f;
-  expect(run_bad(&c, c.indices, true), c.op,
-         "l2 shrinkage regularization strength is not a non-negative scalar: []");
-  c = cases[7];
-  c.op = "ResourceApplyFtrl";
-  c.scalars[1] = -1;
-  expect(run_bad(&c, c.indices, true), c.op,
-         "l1 regularization strength is not a non-negative scalar: []");
+  /* Hyper-parameters out of their range: case, op, which scalar, its value, the message. */
+  static const struct {
+    int k;
+    const char *op;
+    int scalar;
+    float value;
+    const char *msg;
+  } bad[] = {
+      {4, "ResourceSparseApplyFtrl", 0, 0, "lr is not a positive scalar: []"},
+      {4, "ResourceSparseApplyFtrl", 3, 0.5f, "lr_power is not a non-positive scalar: []"},
+      {6, "ResourceSparseApplyFtrlV2", 3, -0.1f,
+       "l2 shrinkage regularization strength is not a non-negative scalar: []"},
+      {7, "ResourceApplyFtrl", 1, -1,
+       "l1 regularization strength is not a non-negative scalar: []"},
+      {9, "ResourceSparseApplyProximalAdagrad", 0, -0.1f, "lr is not a positive scalar: []"},
+      {11, "ResourceApplyProximalAdagrad", 2, -0.5f,
+       "l2 regularization strength is not a non-negative scalar: []"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    c = cases[bad[k].k];
+    c.op = bad[k].op;
+    c.scalars[bad[k].scalar] = bad[k].value;
+    expect(run_bad(&c, c.indices, true), c.op, bad[k].msg);
+  }
   c = cases[9];
   c.op = "ResourceSparseApplyProximalAdagrad";
   expect(run_bad(&c, (const int64_t[]){0, 5}, true), c.op,
          "Index 5 at offset 1 in indices is out of range");
-  c.scalars[0] = -0.1f;
-  expect(run_bad(&c, c.indices, true), c.op, "lr is not a positive scalar: []");
-  c = cases[11];
-  c.op = "ResourceApplyProximalAdagrad";
-  c.scalars[2] = -0.5f;
-  expect(run_bad(&c, c.indices, true), c.op,
-         "l2 regularization strength is not a non-negative scalar: []");
 }
 
 /* grad with 3 rows for 2 indices: refused at graph construction by the shape function. */

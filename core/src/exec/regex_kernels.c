@@ -641,9 +641,11 @@ static weft_status_t *string_input(weft_kernel_ctx_t *ctx, const weft_tensor_t *
   return NULL;
 }
 
-static void set_output(weft_kernel_ctx_t *ctx, weft_tensor_t *t) {
-  weft_tensor_unref(ctx->outputs[0].tensor);
-  ctx->outputs[0].tensor = t;
+/* The end of a compute: the pattern released, then out set as output 0, or dropped on error. */
+static weft_status_t *finish(weft_kernel_ctx_t *ctx, compiled_t *c, weft_tensor_t *out,
+                             weft_status_t *st) {
+  compiled_unref(c);
+  return weft__kernel_set_output0(ctx, out, st);
 }
 
 static weft_status_t *replace_compute(weft_kernel_ctx_t *ctx, re_state_t *s) {
@@ -680,13 +682,7 @@ static weft_status_t *replace_compute(weft_kernel_ctx_t *ctx, re_state_t *s) {
     if (!st) st = weft_tensor_set_string(out, i, buf->str, buf->len);
   }
   g_string_free(buf, TRUE);
-  compiled_unref(c);
-  if (st) {
-    weft_tensor_unref(out);
-    return st;
-  }
-  set_output(ctx, out);
-  return NULL;
+  return finish(ctx, c, out, st);
 }
 
 static weft_status_t *full_match_compute(weft_kernel_ctx_t *ctx, re_state_t *s) {
@@ -707,13 +703,7 @@ static weft_status_t *full_match_compute(weft_kernel_ctx_t *ctx, re_state_t *s) 
     o[i] = g_regex_match_full(re, strs[i].data, (gssize)strs[i].len, 0, 0, NULL, &e);
     if (e) st = match_error(ctx, c, e);
   }
-  compiled_unref(c);
-  if (st) {
-    weft_tensor_unref(out);
-    return st;
-  }
-  set_output(ctx, out);
-  return NULL;
+  return finish(ctx, c, out, st);
 }
 
 static weft_status_t *re_compute(weft_kernel_ctx_t *ctx, void *state) {
