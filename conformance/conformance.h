@@ -386,6 +386,7 @@ extern const cf_suite_t cf_suites_state[];
 extern const cf_suite_t cf_suites_summary[]; /* cases_summary.c */
 extern const cf_suite_t cf_suites_scatter[];
 extern const cf_suite_t cf_suites_search[]; /* cases_search.c */
+extern const cf_suite_t cf_suites_ctc[];    /* cases_ctc.c */
 extern const cf_suite_t cf_suites_array_extra[]; /* cases_array_extra.c */
 extern const cf_suite_t cf_suites_imgproc[]; /* cases_imgproc.c */
 extern const cf_suite_t cf_suites_bits[]; /* cases_bits.c */

@@ -1,6 +1,6 @@
 /* test_nn_gradients.c: weft_gradients of the convolution (2-D and 3-D), pooling (2-D, 3-D,
  * MaxPoolV2, MaxPoolGrad's second order), LRN, MirrorPad, batch norm, strided slice, gather,
- * pack/unpack, Prod, Fill, Einsum, Cross, extra math and special-math ops, each checked against
+ * pack/unpack, Prod, Fill, Einsum, Cross, CTCLoss, extra math and special-math ops, each checked against
  * central finite differences of the forward graph (float64 where the kernels have it, float32
  * with a looser tolerance for FusedBatchNorm), and the backprop kernels MaxPoolGrad,
  * AvgPoolGrad, StridedSliceGrad and FusedBatchNormGrad* against values worked out by hand: ties,
@@ -590,6 +590,29 @@ static void test_einsum(void) {
   weft_graph_free(g);
 }
 
+/* CTCLoss's gradient (the op's own gradient output scaled by each entry's loss gradient, as
+ * TensorFlow's _CTCLossGrad) against central differences of the loss, with a repeated label,
+ * entries of different lengths, and repeats merged or not. */
+static void test_ctc_loss(void) {
+  for (int merge = 0; merge < 2; merge++) {
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    int64_t xd[3] = {5, 2, 4}, id[2] = {5, 2}, n = 5;
+    double *xv = values(40, 0.3 + 0.2 * merge);
+    /* Entry 0: labels 1 1 2 over 5 steps; entry 1: label 0 over 3 steps. */
+    const double idx[10] = {0, 0, 0, 1, 0, 2, 1, 0, 1, 1}, lab[5] = {1, 1, 2, 0, 0};
+    const double len[2] = {5, 3};
+    weft_output_t ins[4] = {feed(g, &f, "x", WEFT_DT_DOUBLE, 3, xd, xv),
+                            cst(g, WEFT_DT_INT64, 2, id, idx), cst(g, WEFT_DT_INT32, 1, &n, lab),
+                            ivec(g, 2, len)};
+    weft_op_builder_t *b = op_new(g, "CTCLoss", ins, 4);
+    weft_op_set_attr_bool(b, "ctc_merge_repeated", merge != 0);
+    check_fd(g, &f, weft_out(finish(b), 0), 1u, merge ? "CTCLoss merged" : "CTCLoss unmerged");
+    g_free(xv);
+    weft_graph_free(g);
+  }
+}
+
 /* Floor, Sign, FloorDiv, Greater...: Floor's gradient is none (x gets nothing through it), Sign's
  * zeros. */
 static void test_not_differentiable(void) {
@@ -848,6 +871,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/math", test_math);
   g_test_add_func("/nn_gradients/special", test_special);
   g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
+  g_test_add_func("/nn_gradients/ctc_loss", test_ctc_loss);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);
   g_test_add_func("/nn_gradients/max_pool_grad_ties", test_max_pool_grad_ties);
   g_test_add_func("/nn_gradients/avg_pool_grad_same", test_avg_pool_grad_same);

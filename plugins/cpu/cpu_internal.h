@@ -515,6 +515,8 @@ weft_status_t *weft__cpu_register_norm(const weft_registrar_t *reg);    /* cpu_n
 weft_status_t *weft__cpu_register_scatter(const weft_registrar_t *reg); /* cpu_scatter.c */
 weft_status_t *weft__cpu_register_search(const weft_registrar_t *reg);  /* cpu_search.c */
 weft_status_t *weft__cpu_register_einsum(const weft_registrar_t *reg);  /* cpu_einsum.c */
+weft_status_t *weft__cpu_register_ctc(const weft_registrar_t *reg);     /* cpu_ctc.c */
+weft_status_t *weft__cpu_register_edit_distance(const weft_registrar_t *reg); /* cpu_edit_distance.c */
 weft_status_t *weft__cpu_register_image(const weft_registrar_t *reg); /* cpu_image.c */
 weft_status_t *weft__cpu_register_bits(const weft_registrar_t *reg); /* cpu_bits.c */
 weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_special.c */

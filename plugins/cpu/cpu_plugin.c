@@ -152,6 +152,7 @@ static weft_status_t *cpu_init(const weft_host_t *host, const weft_registrar_t *
                                weft__cpu_register_conv, weft__cpu_register_conv_nd,
                                weft__cpu_register_norm, weft__cpu_register_scatter,
                                weft__cpu_register_search, weft__cpu_register_einsum,
+                               weft__cpu_register_ctc, weft__cpu_register_edit_distance,
                                weft__cpu_register_image, weft__cpu_register_bits,
                                weft__cpu_register_special, weft__cpu_register_nn_extra,
                                weft__cpu_register_linalg,

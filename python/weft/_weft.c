@@ -1377,6 +1377,171 @@ static PyObject *py_plugin_device_types(PyObject *self, PyObject *unused) {
   return l;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Host functions (tf.py_func): a Python callable registered under a token, called by PyFunc
+ * nodes on the executor's threads (weft_host_func_register). The callable (script_ops.py wraps
+ * the user's function) takes numpy values and returns a list of them. */
+
+typedef struct {
+  PyObject *callable;
+  char *token;
+} py_host_func_t;
+
+/* The pending Python exception as a status, with the code TensorFlow's py_func gives it
+ * (ValueError and TypeError INVALID_ARGUMENT, StopIteration OUT_OF_RANGE, MemoryError
+ * RESOURCE_EXHAUSTED, NotImplementedError UNIMPLEMENTED; else UNKNOWN) and its message
+ * "ValueError: ..." followed by the traceback. Clears the exception. */
+static weft_status_t *status_from_exception(void) {
+  weft_code_t code = WEFT_UNKNOWN;
+  if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_TypeError))
+    code = WEFT_INVALID_ARGUMENT;
+  else if (PyErr_ExceptionMatches(PyExc_StopIteration))
+    code = WEFT_OUT_OF_RANGE;
+  else if (PyErr_ExceptionMatches(PyExc_MemoryError))
+    code = WEFT_RESOURCE_EXHAUSTED;
+  else if (PyErr_ExceptionMatches(PyExc_NotImplementedError))
+    code = WEFT_UNIMPLEMENTED;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  /* A weft error (errors.OpError: error_code and message) raised in the function, such as the
+   * OutOfRangeError "End of sequence" that ends a tf.data iterator, keeps its code and text. */
+  PyObject *own_code = value ? PyObject_GetAttrString(value, "error_code") : NULL;
+  PyObject *own_text = own_code ? PyObject_GetAttrString(value, "message") : NULL;
+  PyErr_Clear();
+  if (own_code && PyLong_Check(own_code) && own_text && PyUnicode_Check(own_text)) {
+    long c = PyLong_AsLong(own_code);
+    const char *text = PyUnicode_AsUTF8(own_text);
+    PyErr_Clear();
+    if (c > 0 && c <= WEFT_UNAUTHENTICATED && text) {
+      weft_status_t *st = weft_status_new((weft_code_t)c, "%s", text);
+      Py_DECREF(own_code);
+      Py_DECREF(own_text);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      return st;
+    }
+  }
+  Py_XDECREF(own_code);
+  Py_XDECREF(own_text);
+  PyErr_Clear();
+  /* "ValueError: text", then the traceback's lines: built as Python strings. */
+  PyObject *text = value ? PyObject_Str(value) : NULL;
+  if (!text) {
+    PyErr_Clear();
+    text = PyUnicode_FromString("(unknown error message)");
+  }
+  const char *type_name = type ? ((PyTypeObject *)type)->tp_name : "Exception";
+  PyObject *msg = text ? PyUnicode_FromFormat("%s: %U", type_name, text) : NULL;
+  Py_XDECREF(text);
+  PyObject *traceback = tb && msg ? PyImport_ImportModule("traceback") : NULL;
+  PyObject *lines = traceback ? PyObject_CallMethod(traceback, "format_tb", "O", tb) : NULL;
+  PyObject *sep = lines ? PyUnicode_FromString("") : NULL;
+  PyObject *joined = sep && PyList_Check(lines) ? PyUnicode_Join(sep, lines) : NULL;
+  if (joined && PyUnicode_GET_LENGTH(joined) > 0) {
+    PyObject *full = PyUnicode_FromFormat("%U\nTraceback (most recent call last):\n%U", msg,
+                                          joined);
+    if (full) Py_SETREF(msg, full);
+  }
+  Py_XDECREF(joined);
+  Py_XDECREF(sep);
+  Py_XDECREF(lines);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  const char *utf8 = msg ? PyUnicode_AsUTF8(msg) : NULL;
+  weft_status_t *st = weft_status_new(code, "%s", utf8 ? utf8 : "(unknown error message)");
+  PyErr_Clear();
+  Py_XDECREF(msg);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return st;
+}
+
+static weft_status_t *py_host_func_call(void *user_data, weft_tensor_t *const *inputs,
+                                        int n_inputs, weft_tensor_t **outputs, int n_outputs) {
+  py_host_func_t *f = user_data;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  weft_status_t *st = NULL;
+  PyObject *args = PyTuple_New(n_inputs), *result = NULL, *seq = NULL;
+  for (int i = 0; args && i < n_inputs; i++) {
+    PyObject *a = tensor_to_py(inputs[i]);
+    if (!a) {
+      Py_CLEAR(args);
+      break;
+    }
+    PyTuple_SET_ITEM(args, i, a);
+  }
+  if (args) result = PyObject_CallObject(f->callable, args);
+  if (result) seq = PySequence_Fast(result, "a host function returns a list of values");
+  if (!seq) {
+    st = status_from_exception();
+  } else if (PySequence_Fast_GET_SIZE(seq) != n_outputs) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT,
+                         "%s returns %zd values, but expects to see %d values.", f->token,
+                         PySequence_Fast_GET_SIZE(seq), n_outputs);
+  } else {
+    for (int i = 0; i < n_outputs && !st; i++) {
+      outputs[i] = tensor_from_py(PySequence_Fast_GET_ITEM(seq, i), WEFT_DT_INVALID);
+      if (!outputs[i]) st = status_from_exception();
+    }
+    for (int i = 0; st && i < n_outputs; i++) {
+      weft_tensor_unref(outputs[i]);
+      outputs[i] = NULL;
+    }
+  }
+  Py_XDECREF(seq);
+  Py_XDECREF(result);
+  Py_XDECREF(args);
+  PyGILState_Release(gil);
+  return st;
+}
+
+static void py_host_func_destroy(void *user_data) {
+  py_host_func_t *f = user_data;
+  /* After the interpreter has gone (a step still running at exit) the callable is left. */
+  if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF(f->callable);
+    PyGILState_Release(gil);
+  }
+  free(f->token);
+  free(f);
+}
+
+static PyObject *py_host_func_register(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *token;
+  PyObject *callable;
+  if (!PyArg_ParseTuple(args, "sO", &token, &callable)) return NULL;
+  if (!PyCallable_Check(callable)) {
+    PyErr_SetString(PyExc_TypeError, "host_func_register: expected a callable");
+    return NULL;
+  }
+  py_host_func_t *f = calloc(1, sizeof *f);
+  if (!f || !(f->token = strdup(token))) {
+    free(f);
+    return PyErr_NoMemory();
+  }
+  f->callable = Py_NewRef(callable);
+  weft_status_t *st = weft_host_func_register(token, py_host_func_call, f, py_host_func_destroy);
+  if (st) {
+    Py_DECREF(f->callable);
+    free(f->token);
+    free(f);
+    return raise_status(st);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_host_func_unregister(PyObject *self, PyObject *arg) {
+  (void)self;
+  const char *token = PyUnicode_AsUTF8(arg);
+  if (!token) return NULL;
+  return PyBool_FromLong(weft_host_func_unregister(token));
+}
+
 static PyMethodDef module_methods[] = {
   {"set_error_factory", set_error_factory, METH_O,
    "set_error_factory(fn): fn(code, message) makes the exception raised for a weft error"},
@@ -1385,6 +1550,10 @@ static PyMethodDef module_methods[] = {
   {"devices", py_devices, METH_NOARGS, "the local devices, as dicts"},
   {"plugin_device_types", py_plugin_device_types, METH_NOARGS,
    "device types of the loaded plugins"},
+  {"host_func_register", py_host_func_register, METH_VARARGS,
+   "host_func_register(token, fn): PyFunc nodes naming token call fn(*arrays) -> [arrays]"},
+  {"host_func_unregister", py_host_func_unregister, METH_O,
+   "host_func_unregister(token) -> whether it was registered"},
   {NULL, NULL, 0, NULL},
 };
 

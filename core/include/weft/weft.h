@@ -380,6 +380,32 @@ WEFT_API weft_status_t *weft_session_close(weft_session_t *session);
 WEFT_API void weft_session_free(weft_session_t *session); /* closes if needed */
 
 /* ---------------------------------------------------------------------------------------------
+ * Host functions: TensorFlow's py_func. A PyFunc, PyFuncStateless or EagerPyFunc node runs the
+ * function this process registered under the node's "token" attr, on the CPU of the process
+ * that runs the node (a remote task has its own table: register the function there, or pin the
+ * node to a device of this process). */
+
+/* Called with the node's inputs (borrowed: take a reference to keep one) and n_outputs slots to
+ * fill with new references, which the caller takes; or it returns a status (the caller frees
+ * it), with which the step fails. The node then checks what came back against its Tout attr:
+ * too few or too many values, a NULL slot or a dtype other than Tout's fails the step with
+ * INVALID_ARGUMENT, TensorFlow's words. Steps call it on their executor threads, several at
+ * once when nodes run in parallel. */
+typedef weft_status_t *(*weft_host_func_fn)(void *user_data, weft_tensor_t *const *inputs,
+                                             int n_inputs, weft_tensor_t **outputs,
+                                             int n_outputs);
+
+/* Registers fn under token (copied), for the whole process; destroy (or NULL) is called on
+ * user_data once the function is unregistered and no call is running it. A token already
+ * registered is ALREADY_EXISTS (nothing is taken: the caller still owns user_data); an empty
+ * token or a NULL fn is INVALID_ARGUMENT. The caller owns the returned status (NULL: done). */
+WEFT_API weft_status_t *weft_host_func_register(const char *token, weft_host_func_fn fn,
+                                                void *user_data, void (*destroy)(void *));
+/* Removes token's function; false when none was registered. A call already running it finishes;
+ * a later node naming the token fails with INVALID_ARGUMENT "callback TOKEN is not found". */
+WEFT_API bool weft_host_func_unregister(const char *token);
+
+/* ---------------------------------------------------------------------------------------------
  * Plugins and devices (process-wide). */
 
 /* Caps the threads this process gives kernels at n (0: one per core, the default): the size of

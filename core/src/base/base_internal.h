@@ -129,6 +129,9 @@ bool weft__tensor_is_host(const weft_tensor_t *tensor);
 bool weft__dtype_is_ref(int dtype);
 weft_dtype_t weft__dtype_base(int dtype);
 bool weft__dtype_is_valid(int dtype);
+/* TensorFlow's DataTypeString of a base dtype ("float", "double", "int32"), for messages that
+ * quote TensorFlow's; "invalid" for anything else. */
+const char *weft__dtype_tf_name(weft_dtype_t dtype);
 /* "DT_FLOAT" style names used by op specs and error messages parsing ("float" accepted too). */
 bool weft__dtype_from_spec_name(const char *name, weft_dtype_t *out);
 /* IEEE half and bfloat16 bit patterns to and from float: round to nearest even, overflow to inf,

@@ -34,6 +34,14 @@ weft_dtype_t weft__dtype_base(int dtype) {
 /* A reference to a valid type is valid too: VariableV2's output type is one. */
 bool weft__dtype_is_valid(int dtype) { return find_info(weft__dtype_base(dtype)) != NULL; }
 
+const char *weft__dtype_tf_name(weft_dtype_t dtype) {
+#define WEFT__TF_NAME(dt, ctype, name, tf_name, proto_name) \
+  if (dtype == dt) return tf_name;
+  WEFT_DTYPE_LIST(WEFT__TF_NAME)
+#undef WEFT__TF_NAME
+  return "invalid";
+}
+
 const char *weft_dtype_name(weft_dtype_t dtype) {
   const dtype_info_t *info = find_info((int)dtype);
   if (info != NULL) return info->name;

@@ -35,7 +35,7 @@ static const char *const never_folded[] = {
     "RefMerge", "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
     "LoopCond", "ControlTrigger", "NoOp", "PartitionedCall", "StatefulPartitionedCall", "If",
     "StatelessIf", "While", "StatelessWhile", "Print", "PrintV2", "Assert", "ReadFile",
-    "ImmutableConst", "ToBool", NULL,
+    "ImmutableConst", "ToBool", "PyFuncStateless", NULL,
 };
 
 static bool in_list(const char *const *list, const char *op) {

@@ -89,6 +89,8 @@ weft_status_t *weft__kernel_set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t
 
 /* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
 void weft__to_bool_kernel_register(void);
+/* The kernel of PyFunc, PyFuncStateless and EagerPyFunc (host_func.c), registered with them. */
+void weft__host_func_kernels_register(void);
 /* The core's tf.Example parsing kernels (parse_example_kernels.c). */
 void weft__parse_example_kernels_register(void);
 /* The core's regular-expression kernels on GRegex (regex_kernels.c). */

@@ -208,14 +208,6 @@ static weft_status_t *ta_create(weft_kernel_ctx_t *ctx, void *state) {
   return set_flow(ctx, 1);
 }
 
-/* DataTypeString: TensorFlow's names ("float", "double", "int32"). */
-static const char *tf_dtype_name(weft_dtype_t dtype) {
-#define WEFT__TF_NAME(dt, ctype, name, tf_name, proto_name) \
-  if (dtype == dt) return tf_name;
-  WEFT_DTYPE_LIST(WEFT__TF_NAME)
-#undef WEFT__TF_NAME
-  return "invalid";
-}
 
 /* TensorArray::SetElemShape: merges a shape into the array's element shape (unknown dims take
  * the known ones); INVALID_ARGUMENT when they disagree. Under ta->lock. */
@@ -300,7 +292,7 @@ static weft_status_t *aggregate(weft_kernel_ctx_t *ctx, tensor_array_t *ta, int6
     default:
       weft_tensor_unref(sum);
       return err(ctx, WEFT_UNIMPLEMENTED, "TensorArray %s: Could not aggregate %s values",
-                 ta->name, tf_dtype_name(value->dtype));
+                 ta->name, weft__dtype_tf_name(value->dtype));
   }
 #undef WEFT__ADD
 #undef WEFT__ADD16
@@ -408,7 +400,7 @@ static weft_status_t *check_read_dtype(weft_kernel_ctx_t *ctx, tensor_array_t *t
   weft_dtype_t want = attr_type(ctx->node, "dtype");
   if (want == ta->dtype) return NULL;
   return err(ctx, WEFT_INVALID_ARGUMENT, "TensorArray dtype is %s but Op requested dtype %s.",
-             tf_dtype_name(ta->dtype), tf_dtype_name(want));
+             weft__dtype_tf_name(ta->dtype), weft__dtype_tf_name(want));
 }
 
 static weft_status_t *check_write_dtype(weft_kernel_ctx_t *ctx, tensor_array_t *ta,
@@ -416,7 +408,7 @@ static weft_status_t *check_write_dtype(weft_kernel_ctx_t *ctx, tensor_array_t *
   if (v->dtype == ta->dtype) return NULL;
   return err(ctx, WEFT_INVALID_ARGUMENT,
              "TensorArray dtype is %s but Op is trying to write dtype %s.",
-             tf_dtype_name(ta->dtype), tf_dtype_name(v->dtype));
+             weft__dtype_tf_name(ta->dtype), weft__dtype_tf_name(v->dtype));
 }
 
 static weft_status_t *ta_write(weft_kernel_ctx_t *ctx, void *state) {
@@ -997,6 +989,7 @@ void weft__flow_kernels_register(void) {
   weft__to_bool_kernel_register();       /* to_bool_kernel.c */
   weft__parse_example_kernels_register(); /* parse_example_kernels.c */
   weft__stack_kernels_register();        /* stack_kernels.c */
+  weft__host_func_kernels_register();    /* host_func.c */
   weft__regex_kernels_register();        /* regex_kernels.c */
 }
 

@@ -18,14 +18,6 @@
 
 #define err weft__kernel_error
 
-/* DataTypeString: TensorFlow's names ("float", "double", "int32"). */
-static const char *tf_dtype_name(weft_dtype_t dtype) {
-#define WEFT__TF_NAME(dt, ctype, name, tf_name, proto_name) \
-  if (dtype == dt) return tf_name;
-  WEFT_DTYPE_LIST(WEFT__TF_NAME)
-#undef WEFT__TF_NAME
-  return "invalid";
-}
 
 static weft_dtype_t attr_type(const weft_node_t *n, const char *name) {
   const weft__attr_value_t *v = weft__attrs_get(n->attrs, name);
@@ -178,7 +170,7 @@ static weft_status_t *read_variable(weft_kernel_ctx_t *ctx, void *state) {
     if (var->value->dtype != want) {
       st = err(ctx, WEFT_INVALID_ARGUMENT,
                "Trying to read variable with wrong dtype. Expected %s got %s",
-               tf_dtype_name(want), tf_dtype_name(var->value->dtype));
+               weft__dtype_tf_name(want), weft__dtype_tf_name(var->value->dtype));
     } else {
       weft_tensor_unref(ctx->outputs[0].tensor);
       ctx->outputs[0].tensor = weft_tensor_ref(var->value);
@@ -202,7 +194,7 @@ static weft_status_t *assign_variable(weft_kernel_ctx_t *ctx, void *state) {
   if (value->dtype != dtype) {
     st = err(ctx, WEFT_INVALID_ARGUMENT,
              "Variable and value dtypes don't match; respectively, %s and %s",
-             tf_dtype_name(dtype), tf_dtype_name(value->dtype));
+             weft__dtype_tf_name(dtype), weft__dtype_tf_name(value->dtype));
     handle_clear(&h);
     return st;
   }
@@ -213,7 +205,7 @@ static weft_status_t *assign_variable(weft_kernel_ctx_t *ctx, void *state) {
   if (cur != NULL && cur->dtype != dtype) {
     st = err(ctx, WEFT_INVALID_ARGUMENT,
              "Trying to assign variable with wrong dtype. Expected %s got %s",
-             tf_dtype_name(cur->dtype), tf_dtype_name(dtype));
+             weft__dtype_tf_name(cur->dtype), weft__dtype_tf_name(dtype));
   } else if (cur != NULL && attr_bool(ctx->node, "validate_shape", false) &&
              (cur->rank != value->rank ||
               memcmp(cur->dims, value->dims, sizeof(int64_t) * (size_t)value->rank) != 0)) {
@@ -293,7 +285,7 @@ static weft_status_t *update_variable(weft_kernel_ctx_t *ctx, bool sub) {
     if (cur->dtype != value->dtype) {
       st = err(ctx, WEFT_INVALID_ARGUMENT,
                "Trying to update variable with wrong dtype. Expected %s got %s",
-               tf_dtype_name(cur->dtype), tf_dtype_name(value->dtype));
+               weft__dtype_tf_name(cur->dtype), weft__dtype_tf_name(value->dtype));
     } else if (cur->rank != value->rank ||
                memcmp(cur->dims, value->dims, sizeof(int64_t) * (size_t)cur->rank) != 0) {
       char *a = weft__shape_to_string(cur->rank, cur->dims);
@@ -308,7 +300,7 @@ static weft_status_t *update_variable(weft_kernel_ctx_t *ctx, bool sub) {
                !update_elems(cur->dtype, weft_tensor_data(var->value), weft_tensor_data(value),
                              value->num_elements, sub)) {
       st = err(ctx, WEFT_UNIMPLEMENTED, "%s is not defined for variables of dtype %s",
-               ctx->node->op_name, tf_dtype_name(cur->dtype));
+               ctx->node->op_name, weft__dtype_tf_name(cur->dtype));
     }
     release(var);
   }
@@ -426,8 +418,8 @@ static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
   weft_tensor_t *out = NULL;
   if (params->dtype != want) {
     st = err(ctx, WEFT_INVALID_ARGUMENT,
-             "Trying to read variable with wrong dtype. Expected %s got %s", tf_dtype_name(want),
-             tf_dtype_name(params->dtype));
+             "Trying to read variable with wrong dtype. Expected %s got %s",
+             weft__dtype_tf_name(want), weft__dtype_tf_name(params->dtype));
   } else if (params->rank < 1) {
     st = err(ctx, WEFT_INVALID_ARGUMENT, "params must be at least 1 dimensional");
   } else if (indices->rank + params->rank - 1 > WEFT_MAX_RANK) {
@@ -516,13 +508,13 @@ static weft_status_t *scatter_checked(weft_kernel_ctx_t *ctx, weft__variable_t *
   if (params->dtype != updates->dtype) {
     return err(ctx, WEFT_INVALID_ARGUMENT,
                "Trying to update variable with wrong dtype. Expected %s got %s",
-               tf_dtype_name(params->dtype), tf_dtype_name(updates->dtype));
+               weft__dtype_tf_name(params->dtype), weft__dtype_tf_name(updates->dtype));
   }
   if (params->rank < 1) return err(ctx, WEFT_INVALID_ARGUMENT, "params must be at least 1 dimensional");
   if (params->dtype == WEFT_DT_STRING || (kind != SCATTER_UPDATE && params->dtype != WEFT_DT_FLOAT &&
                                           params->dtype != WEFT_DT_DOUBLE)) {
     return err(ctx, WEFT_UNIMPLEMENTED, "%s is not supported for variables of dtype %s",
-               ctx->node->op_name, tf_dtype_name(params->dtype));
+               ctx->node->op_name, weft__dtype_tf_name(params->dtype));
   }
   bool bcast = updates->rank == 0;
   bool shape_ok = bcast || updates->rank == indices->rank + params->rank - 1;

@@ -192,7 +192,7 @@ extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: Tens
 extern const weft_op_def_t weft__ops_stack[];        /* ops_stack.c: StackV2, Stack ... */
 extern const weft_op_def_t weft__ops_resource_vars[]; /* ops_resource_vars.c: VarHandleOp ... */
 extern const weft_op_def_t weft__ops_resource_apply[]; /* ops_resource_apply.c: ResourceApply* */
-extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool */
+extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool, PyFunc ... */
 extern const weft_op_def_t weft__ops_parsing[]; /* ops_parsing.c: ParseExample ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 extern const weft_op_def_t weft__ops_fused[];     /* ops_fused.c: _FusedElementwise */
@@ -202,6 +202,7 @@ extern const weft_op_def_t weft__ops_sparse_apply[]; /* ops_sparse_apply.c: Spar
 extern const weft_op_def_t weft__ops_scatter[];  /* ops_scatter.c: ScatterNd, Segment* ... */
 extern const weft_op_def_t weft__ops_search[];   /* ops_search.c: ListDiff, LowerBound ... */
 extern const weft_op_def_t weft__ops_einsum[];   /* ops_einsum.c: Einsum */
+extern const weft_op_def_t weft__ops_ctc[];      /* ops_ctc.c: CTCLoss, CTC decoders, EditDistance */
 
 /* The host table without its kernel-context entries (host_table.c, NULL there): logging,
  * statuses, attributes and the shape-inference context, which the standard ops' shape functions

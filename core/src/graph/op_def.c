@@ -914,6 +914,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_scatter);
   register_table(reg, weft__ops_search);
   register_table(reg, weft__ops_einsum);
+  register_table(reg, weft__ops_ctc);
   register_table(reg, weft__ops_bits);
   register_table(reg, weft__ops_special);
   register_table(reg, weft__ops_nn_extra);

@@ -536,6 +536,13 @@ static void gr_softmax_xent(gb_t *c, weft_node_t *n, const weft_output_t *dy, we
     dx[1] = B(c, "Mul", d, U(c, "Neg", U(c, "LogSoftmax", in(n, 0))));
 }
 
+/* TensorFlow's _CTCLossGrad: the op's gradient output (w.r.t. the unnormalised inputs) scaled
+ * per batch entry by the loss's gradient; labels and lengths get none. */
+static void gr_ctc_loss(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  dx[0] = B(c, "Mul", expand_last(c, dy[0]), weft_out(n, 1));
+}
+
 /* kept_shape computed at run time, for an input of unknown rank (a placeholder fed scalars or
  * vectors alike) or axes computed in the graph (reduce_sum(x) of such an input reduces over
  * Range(Rank(x))), as TensorFlow's reduced_shape: reduced[d] = (d is one of the axes mod rank),
@@ -2385,6 +2392,7 @@ static const grad_entry_t grad_table[] = {
     {"LogSoftmax", gr_log_softmax},
     {"SoftmaxCrossEntropyWithLogits", gr_softmax_xent},
     {"SparseSoftmaxCrossEntropyWithLogits", gr_softmax_xent},
+    {"CTCLoss", gr_ctc_loss},
     {"Sum", gr_sum},
     {"Mean", gr_mean},
     {"Max", gr_maxmin},
@@ -2555,6 +2563,9 @@ static const grad_entry_t grad_table[] = {
     {"BroadcastGradientArgs", NULL},
     {"Bitcast", NULL},
     {"Bucketize", NULL},
+    {"CTCGreedyDecoder", NULL},
+    {"CTCBeamSearchDecoder", NULL},
+    {"EditDistance", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

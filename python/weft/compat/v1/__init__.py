@@ -72,6 +72,7 @@ from . import sparse  # noqa: F401,E402
 from .sparse import SparseTensor, SparseTensorValue  # noqa: F401,E402
 from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .sparse import sparse_to_dense  # noqa: F401,E402
+from .sparse import edit_distance  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402
@@ -107,3 +108,4 @@ from .array_ops import (pad, diag, diag_part, depth_to_space, space_to_depth,  #
 from .variables import orthogonal_initializer  # noqa: F401,E402
 from . import manip  # noqa: F401,E402 -- tf.manip
 from .template import make_template  # noqa: F401,E402
+from .script_ops import py_func, numpy_function  # noqa: F401,E402

@@ -300,7 +300,7 @@ sampled_softmax_loss = _sampled("sampled_softmax_loss")
 # ---------------------------------------------------------------------------------------------
 # Normalization, more convolutions and pooling, and TensorFlow's Python-built activations and
 # losses. embedding_lookup_sparse and safe_embedding_lookup_sparse (not written yet, though the
-# SparseSegment* ops they use are there) and ctc_loss (no CTCLoss op) are absent.
+# SparseSegment* ops they use are there) are absent.
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
     """(x - mean) * scale / sqrt(variance + epsilon) + offset, as TensorFlow writes it:
@@ -668,3 +668,68 @@ from .rnn import (dynamic_rnn, static_rnn, bidirectional_dynamic_rnn,  # noqa: E
                   static_bidirectional_rnn)
 from .array_ops import (depth_to_space, space_to_depth, space_to_batch,  # noqa: E402,F401
                         batch_to_space, nth_element)
+
+
+# ---------------------------------------------------------------------------------------------
+# Connectionist temporal classification (CTCLoss, CTCGreedyDecoder, CTCBeamSearchDecoder), as
+# TensorFlow 1's tf.nn.ctc_* build them. The blank is the last class.
+
+def _sparse_tensor(indices, values, dense_shape):
+    from .sparse import SparseTensor
+    return SparseTensor(indices, values, dense_shape)
+
+
+def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repeated=False,
+             ctc_merge_repeated=True, ignore_longer_outputs_than_inputs=False, time_major=True,
+             logits=None):
+    """tf.nn.ctc_loss (v1): the CTC loss [batch] of labels (a SparseTensor of int32 class ids,
+    indices [batch, position]) given unnormalised inputs [max_time, batch, num_classes] (batch
+    major when time_major is False). Differentiable w.r.t. inputs (TensorFlow's _CTCLossGrad)."""
+    from .sparse import SparseTensor
+    if not isinstance(labels, SparseTensor):
+        raise TypeError("Expected labels (first argument) to be a SparseTensor")
+    if inputs is not None and logits is not None:
+        raise ValueError("Cannot specify both 'logits' and 'inputs'")
+    inputs = _to_tensor(logits if inputs is None else inputs)
+    # No name scope: TensorFlow's nodes are "transpose" and "CTCLoss" where it is called.
+    if not time_major:
+        inputs = _ops.transpose(inputs, [1, 0, 2])
+    loss, _ = _op("CTCLoss",
+                  [inputs, labels.indices, _to_tensor(labels.values, dtype=_dtypes.int32),
+                   _to_tensor(sequence_length, dtype=_dtypes.int32)],
+                  [("preprocess_collapse_repeated", "bool", bool(preprocess_collapse_repeated)),
+                   ("ctc_merge_repeated", "bool", bool(ctc_merge_repeated)),
+                   ("ignore_longer_outputs_than_inputs", "bool",
+                    bool(ignore_longer_outputs_than_inputs))], "CTCLoss")
+    return loss
+
+
+def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True, blank_index=None):
+    """tf.nn.ctc_greedy_decoder: ([SparseTensor of the best class per step, blanks dropped,
+    repeats merged when merge_repeated], -sum of those steps' greatest inputs [batch, 1])."""
+    ix, val, shape, log_prob = _op(
+        "CTCGreedyDecoder", [_to_tensor(inputs), _to_tensor(sequence_length, dtype=_dtypes.int32)],
+        [("merge_repeated", "bool", bool(merge_repeated)),
+         ("blank_index", "int", -1 if blank_index is None else int(blank_index))],
+        "CTCGreedyDecoder")
+    return [_sparse_tensor(ix, val, shape)], log_prob
+
+
+def ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1,
+                            merge_repeated=True):
+    """tf.nn.ctc_beam_search_decoder (v1): ([top_paths SparseTensors, best first], their scores
+    [batch, top_paths]) by TensorFlow's prefix beam search."""
+    top_paths = int(top_paths)
+    outs = _op("CTCBeamSearchDecoder",
+               [_to_tensor(inputs), _to_tensor(sequence_length, dtype=_dtypes.int32)],
+               [("beam_width", "int", int(beam_width)), ("top_paths", "int", top_paths),
+                ("merge_repeated", "bool", bool(merge_repeated))], "CTCBeamSearchDecoder")
+    ix, val, shape = (outs[:top_paths], outs[top_paths:2 * top_paths],
+                      outs[2 * top_paths:3 * top_paths])
+    return ([_sparse_tensor(i, v, s) for i, v, s in zip(ix, val, shape)], outs[3 * top_paths])
+
+
+def ctc_beam_search_decoder_v2(inputs, sequence_length, beam_width=100, top_paths=1):
+    """tf.nn.ctc_beam_search_decoder_v2: the v1 decoder without merging repeats."""
+    return ctc_beam_search_decoder(inputs, sequence_length, beam_width, top_paths,
+                                   merge_repeated=False)

@@ -1,9 +1,10 @@
 """tf.sparse and tf.SparseTensor: TensorFlow 1.x's sparse tensors as (indices, values,
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
-(SparseTensorDenseAdd) and segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
-TensorFlow's). Sums of two sparse tensors, sparse matmul, reorder and the other tf.sparse functions
-are absent: the core has no SparseAdd, SparseTensorDenseMatMul, ... ops."""
+(SparseTensorDenseAdd), segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
+TensorFlow's) and tf.edit_distance (EditDistance). Sums of two sparse tensors, sparse matmul,
+reorder and the other tf.sparse functions are absent: the core has no SparseAdd,
+SparseTensorDenseMatMul, ... ops."""
 import collections as _collections
 
 import numpy as _np
@@ -102,3 +103,19 @@ def add(a, b, threshold=None, thresh=None):
     b = _ops._to_tensor(b, dtype=a.dtype.base_dtype)
     return _ops._op("SparseTensorDenseAdd", [a.indices, a.values, a.dense_shape, b], (),
                     "SparseTensorDenseAdd")
+
+
+def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
+    """tf.edit_distance: the Levenshtein distance between the sequences (along the last
+    dimension) of two SparseTensors, per position of the other dimensions, divided by the
+    truth's length when normalize (EditDistance)."""
+    if not isinstance(hypothesis, (SparseTensor, SparseTensorValue)):
+        raise TypeError("Hypothesis must be a SparseTensor.")
+    if not isinstance(truth, (SparseTensor, SparseTensorValue)):
+        raise TypeError("Truth must be a SparseTensor.")
+    hypothesis = SparseTensor.from_value(hypothesis)
+    truth = SparseTensor.from_value(truth)
+    return _ops._op("EditDistance",
+                    [hypothesis.indices, hypothesis.values, hypothesis.dense_shape,
+                     truth.indices, truth.values, truth.dense_shape],
+                    [("normalize", "bool", bool(normalize))], name)
