@@ -677,6 +677,8 @@ static void emit_regex_full_match(cf_run_ctx_t *ctx, const char *op, weft_dtype_
       {"empty_pattern", "", {"", "a"}, 2, {1, 0}},
       {"quoted_literal", "\\Qa.b", {"a.b", "axb"}, 2, {1, 0}},
       {"named_group", "(?P<x>a+)b", {"aab", "b"}, 2, {1, 0}},
+      {"unicode_script_and_hex_braces", "\\p{Greek}+\\x{10FFFF}",
+       {"\xce\xb1\xce\xb2\xf4\x8f\xbf\xbf", "\xce\xb1", "a\xf4\x8f\xbf\xbf"}, 3, {1, 0, 0}},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
     cf_case_t *c = new_case(op, cases[k].name, WEFT_DT_STRING);
@@ -699,6 +701,7 @@ static void emit_regex_full_match(cf_run_ctx_t *ctx, const char *op, weft_dtype_
        "error: invalid character class range: [:foo:]"},
       {"error_extended_flag", "(?x)a", "error: invalid or unsupported Perl syntax: (?x"},
       {"error_unexpected_paren", "a)", "error: unexpected )"},
+      {"error_repeated_repetition", "a{2}{3}", "error: bad repetition operator: {2}{3}"},
   };
   for (size_t k = 0; k < G_N_ELEMENTS(errs); k++) {
     cf_case_t *c = new_case(op, errs[k].name, WEFT_DT_STRING);

@@ -168,8 +168,15 @@ static bool escape(xlate_t *x, bool in_class) {
     x->p = e < x->end ? e + 2 : e;
     return true;
   }
-  g_string_append_len(x->out, x->p, 2);
-  x->p += 2;
+  const char *e = x->p + 2;
+  if ((c == 'p' || c == 'P' || c == 'x') && e < x->end && *e == '{') {
+    /* \p{Greek}, \x{10FFFF}: the braces belong to the escape, not a repetition */
+    while (e < x->end && *e != '}') e++;
+    if (e >= x->end) return fail(x, "invalid escape sequence: %.*s", 2, x->p);
+    e++;
+  }
+  g_string_append_len(x->out, x->p, e - x->p);
+  x->p = e;
   return true;
 }
 
@@ -295,8 +302,11 @@ static char *translate(const char *pattern, size_t len, bool utf, char **error) 
         continue;
       }
       if (q < x.end && *q == '?') q++; /* non-greedy */
-      if (q < x.end && *q == '+') {   /* PCRE's possessive form */
-        ok = fail(&x, "bad repetition operator: %.*s", (int)(q + 1 - x.p), x.p);
+      int64_t l2, h2;
+      const char *again = q < x.end && *q == '{' ? repetition(&x, q, &l2, &h2) : NULL;
+      if (again == NULL && q < x.end && (*q == '+' || *q == '*' || *q == '?')) again = q + 1;
+      if (again != NULL) { /* PCRE's possessive form (*+), or a repetition repeated (**) */
+        ok = fail(&x, "bad repetition operator: %.*s", (int)(again - x.p), x.p);
         continue;
       }
       g_string_append_len(x.out, x.p, q - x.p);
