@@ -635,6 +635,8 @@ static void emit_regex_replace(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
       {"error_lookahead", "a(?=b)", "x", "error: invalid or unsupported Perl syntax: (?="},
       {"error_possessive", "a*+", "x", "error: bad repetition operator: *+"},
       {"error_repeat_over_1000", "a{1001}", "x", "error: bad repetition operator: {1001}"},
+      {"error_repeat_huge", "a{2,99999999999999999999}", "x",
+       "error: bad repetition operator: {2,99999999999999999999}"},
       {"error_unbalanced", "a(", "x", "Invalid pattern: a(, error: "},
       {"error_trailing_backslash", "a\\", "x", "error: trailing \\"},
       {"error_rewrite_group", "(a)", "\\2",

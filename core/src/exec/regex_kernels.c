@@ -255,14 +255,15 @@ static const char *repetition(const xlate_t *x, const char *p, int64_t *lo, int6
   *lo = *hi = -1;
   int64_t v = 0;
   const char *d = s;
-  while (s < x->end && g_ascii_isdigit(*s) && v < 100000) v = v * 10 + (*s++ - '0');
+  /* counts saturate (past RE2's limit of 1000 any value is refused alike) */
+  for (; s < x->end && g_ascii_isdigit(*s); s++) v = MIN(v * 10 + (*s - '0'), 100000);
   if (s == d || s >= x->end) return NULL;
   *lo = *hi = v;
   if (*s == ',') {
     s++;
     d = s;
     v = 0;
-    while (s < x->end && g_ascii_isdigit(*s) && v < 100000) v = v * 10 + (*s++ - '0');
+    for (; s < x->end && g_ascii_isdigit(*s); s++) v = MIN(v * 10 + (*s - '0'), 100000);
     *hi = s == d ? -1 : v;
   }
   return s < x->end && *s == '}' ? s + 1 : NULL;
