@@ -504,6 +504,10 @@ static weft_status_t *pattern_for(weft_kernel_ctx_t *ctx, re_state_t *s, compile
 /* The regex for one string: the UTF-8 one, or the byte-wise one for other bytes. */
 static weft_status_t *regex_for(weft_kernel_ctx_t *ctx, const compiled_t *c,
                                 const weft_string_t *s, GRegex **re, bool *utf) {
+  if (s->len > (size_t)G_MAXINT) /* GRegex takes match offsets as int */
+    return weft__kernel_error(ctx, WEFT_INVALID_ARGUMENT,
+                              "a string of %zu bytes is past the regex ops' limit of %d",
+                              s->len, G_MAXINT);
   *utf = g_utf8_validate(s->data, (gssize)s->len, NULL);
   *re = *utf ? c->utf : c->raw;
   if (*re != NULL) return NULL;
