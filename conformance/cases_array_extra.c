@@ -1,6 +1,6 @@
 /* cases_array_extra.c: conformance cases of more array ops (ReverseV2, Roll, ReverseSequence,
  * MatrixDiag, MatrixDiagV2/V3, MatrixDiagPart (V1, V3), MatrixSetDiag (V1, V3), MatrixBandPart,
- * SpaceToBatchND, BatchToSpaceND, SpaceToDepth, DepthToSpace, Where, NthElement, TopKV2,
+ * SpaceToBatchND, BatchToSpaceND, SpaceToDepth, DepthToSpace, Where, NthElement, TopKV2, TopK,
  * Unique, UniqueWithCounts, InvertPermutation, ParallelConcat, DeepCopy, Empty, BroadcastArgs)
  * over every dtype each accepts, with distinct element values so that a misplaced element
  * shows, empty tensors, non-default attributes and the errors TensorFlow reports. */
@@ -505,7 +505,7 @@ static void emit_depth_space(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Where, NthElement, TopKV2 */
+ * Where, NthElement, TopKV2, TopK */
 
 static void emit_where(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
@@ -612,8 +612,21 @@ static char *check_top_k_unsorted(const cf_case_t *c, cf_array_t *const *out, in
   return why;
 }
 
+/* TopK (TensorFlow 1.x) has k as an attr and int32 indices only; TopKV2 has k as an input. */
+static void top_k_set_k(cf_case_t *c, bool v1, int64_t k, bool unknown) {
+  if (v1) {
+    cf_case_attr_int(c, "k", k);
+  } else if (unknown) {
+    int i1 = cf_case_input(c, int_scalar(WEFT_DT_INT32, k));
+    c->unknown_shape[i1] = true;
+  } else {
+    cf_case_const_input(c, int_scalar(WEFT_DT_INT32, k));
+  }
+}
+
 static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, "T", dt)) return;
+  bool v1 = strcmp(op, "TopK") == 0;
   static const struct {
     const char *name;
     int rank;
@@ -628,6 +641,7 @@ static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
                {"k0", 2, {2, 3}, 0, false, WEFT_DT_INVALID},
                {"empty_rows", 2, {0, 3}, 2, false, WEFT_DT_INT16}};
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    if (v1 && cases[i].it != WEFT_DT_INVALID) continue;
     cf_rng_t rng;
     cf_case_t *c = new_case(op, cases[i].name, dt, &rng);
     cf_array_t *x = shuffled(&rng, dt, cases[i].rank, cases[i].dims);
@@ -639,7 +653,7 @@ static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     cf_case_expect(c, vals);
     cf_case_expect(c, inds);
     cf_case_input(c, x);
-    cf_case_const_input(c, int_scalar(WEFT_DT_INT32, cases[i].k));
+    top_k_set_k(c, v1, cases[i].k, false);
     if (cases[i].it != WEFT_DT_INVALID) cf_case_attr_type(c, "index_type", it);
     cf_run_case(ctx, c);
   }
@@ -649,7 +663,7 @@ static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     int64_t d[2] = {3, 10};
     cf_array_t *x = shuffled(&rng, dt, 2, d);
     cf_case_input(c, x);
-    cf_case_const_input(c, int_scalar(WEFT_DT_INT32, 4));
+    top_k_set_k(c, v1, 4, false);
     cf_case_attr_bool(c, "sorted", false);
     cf_case_expect(c, NULL);
     cf_case_expect(c, NULL);
@@ -659,7 +673,7 @@ static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   static const struct {
     const char *name, *msg;
     int64_t k;
-  } errs[] = {{"error_k_too_big", "input must have at least k columns. Had 3, needed 4", 4},
+  } errs[] = {{"error_k_too_big", "input must have at least k columns. Had 3, needed 5", 5},
               {"error_k_negative", "Need k >= 0, got -1", -1}};
   for (size_t i = 0; i < G_N_ELEMENTS(errs); i++) {
     cf_rng_t rng;
@@ -667,9 +681,11 @@ static void emit_top_k(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     int64_t d[2] = {2, 3};
     int i0 = cf_case_input(c, data(&rng, dt, 2, d));
     c->unknown_shape[i0] = true;
-    int i1 = cf_case_input(c, int_scalar(WEFT_DT_INT32, errs[i].k));
-    c->unknown_shape[i1] = true;
-    expect_error(c, 2, errs[i].msg);
+    top_k_set_k(c, v1, errs[i].k, true);
+    /* TopK's k is an `int >= 0` attr: a negative one is refused when the node is made, as in
+     * TensorFlow, before the kernel's check can run. */
+    expect_error(c, 2, v1 && errs[i].k < 0 ? "attr 'k' is -1, less than its minimum 0"
+                                           : errs[i].msg);
     cf_run_case(ctx, c);
   }
 }
@@ -894,6 +910,7 @@ const cf_suite_t cf_suites_array_extra[] = {
     {"Where", where_dtypes, emit_where, NULL},
     {"NthElement", cf_dtypes_real_int, emit_nth_element, NULL},
     {"TopKV2", cf_dtypes_real_int, emit_top_k, NULL},
+    {"TopK", cf_dtypes_real_int, emit_top_k, NULL},
     {"Unique", cf_dtypes_all, emit_unique, NULL},
     {"UniqueWithCounts", cf_dtypes_all, emit_unique, NULL},
     {"InvertPermutation", index_dtypes, emit_invert_permutation, NULL},

@@ -1,11 +1,12 @@
-/* cases_state.c: conformance cases of the stateful ops: variables (VariableV2, Assign, AssignAdd,
- * AssignSub, IsVariableInitialized), the training ops that update variables in place
+/* cases_state.c: conformance cases of the stateful ops: variables (VariableV2, Assign,
+ * AssignAdd, AssignSub, IsVariableInitialized), the training ops that update variables in place
  * (ApplyGradientDescent, ApplyMomentum with and without Nesterov, ApplyAdagrad, ApplyAdam,
- * ApplyRMSProp: both the op's output and the variables' values afterwards are checked against
- * the update rules computed in double), the synchronous-replicas gradient accumulator
- * (WeftAccumulatorApply, WeftAccumulatorTake: the output and the accumulator's sum, count and step
- * afterwards), and the random ops, checked by their statistics (range, mean, spread) over 10^5
- * draws since their values are not reproducible across backends. */
+ * ApplyRMSProp, ApplyProximalAdagrad with and without l1: both the op's output and the
+ * variables' values afterwards are checked against the update rules computed in double), the
+ * synchronous-replicas gradient accumulator (WeftAccumulatorApply, WeftAccumulatorTake: the
+ * output and the accumulator's sum, count and step afterwards), and the random ops, checked by
+ * their statistics (range, mean, spread) over 10^5 draws since their values are not reproducible
+ * across backends. */
 #include <math.h>
 #include <string.h>
 
@@ -71,7 +72,19 @@ static void emit_variable(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
 /* ---------------------------------------------------------------------------------------------
  * Training ops */
 
-typedef enum { GD, MOMENTUM, NESTEROV, ADAGRAD, ADAM, ADAM_NESTEROV, RMSPROP } rule_t;
+/* PROX_ADAGRAD: ApplyProximalAdagrad with l1 > 0 (the soft threshold); PROX_ADAGRAD_L2: l1 = 0,
+ * the plain l2 shrink (TensorFlow's kernel takes another branch). */
+typedef enum {
+  GD,
+  MOMENTUM,
+  NESTEROV,
+  ADAGRAD,
+  ADAM,
+  ADAM_NESTEROV,
+  RMSPROP,
+  PROX_ADAGRAD,
+  PROX_ADAGRAD_L2
+} rule_t;
 
 static void training_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, const char *name,
                           rule_t rule, int rank, const int64_t *dims) {
@@ -87,6 +100,9 @@ static void training_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, co
   const double b1 = cf_round_to_dtype(dt, 0.9), b2 = cf_round_to_dtype(dt, 0.999);
   const double b1p = cf_round_to_dtype(dt, 0.81), b2p = cf_round_to_dtype(dt, 0.998);
   const double eps = cf_round_to_dtype(dt, 1e-7), rho = cf_round_to_dtype(dt, 0.95);
+  /* l1 large enough that some elements are thresholded to exactly zero. */
+  const double l1 = rule == PROX_ADAGRAD ? cf_round_to_dtype(dt, 3.0) : 0;
+  const double l2 = cf_round_to_dtype(dt, 0.5);
   for (int64_t i = 0; i < var->n; i++) {
     double g = grad->v[i];
     switch (rule) {
@@ -115,6 +131,14 @@ static void training_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, co
         n2->v[i] = s2->v[i] * mom + lr * g / sqrt(n1->v[i] + eps);
         nv->v[i] = var->v[i] - n2->v[i];
         break;
+      case PROX_ADAGRAD:
+      case PROX_ADAGRAD_L2: {
+        n1->v[i] = s1->v[i] + g * g;
+        double rate = lr / sqrt(n1->v[i]), prox = var->v[i] - rate * g;
+        double mag = fabs(prox) - rate * l1;
+        nv->v[i] = (mag > 0 ? copysign(mag, prox) : 0.0) / (1 + rate * l2);
+        break;
+      }
     }
   }
   cf_array_round(nv);
@@ -138,6 +162,13 @@ static void training_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt, co
       break;
     case ADAGRAD:
       cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, grad);
+      break;
+    case PROX_ADAGRAD:
+    case PROX_ADAGRAD_L2:
+      cf_case_input(c, cf_array_scalar(dt, lr));
+      cf_case_input(c, cf_array_scalar(dt, l1));
+      cf_case_input(c, cf_array_scalar(dt, l2));
       cf_case_input(c, grad);
       break;
     case ADAM:
@@ -180,12 +211,17 @@ static void emit_training(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
     has_alt = true;
   } else if (strcmp(op, "ApplyRMSProp") == 0) {
     rule = RMSPROP;
+  } else if (strcmp(op, "ApplyProximalAdagrad") == 0) {
+    rule = PROX_ADAGRAD;
+    alt = PROX_ADAGRAD_L2;
+    has_alt = true;
   }
   int64_t d2[2] = {3, 5}, d1 = 1023;
   training_case(ctx, op, dt, "rank2", rule, 2, d2);
   training_case(ctx, op, dt, "n1023", rule, 1, &d1);
   training_case(ctx, op, dt, "scalar", rule, 0, NULL);
-  if (has_alt) training_case(ctx, op, dt, "nesterov", alt, 2, d2);
+  if (has_alt)
+    training_case(ctx, op, dt, rule == PROX_ADAGRAD ? "l1_zero" : "nesterov", alt, 2, d2);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -393,6 +429,7 @@ const cf_suite_t cf_suites_state[] = {
     {"ApplyAdagrad", cf_dtypes_float, emit_training, NULL},
     {"ApplyAdam", cf_dtypes_float, emit_training, NULL},
     {"ApplyRMSProp", cf_dtypes_float, emit_training, NULL},
+    {"ApplyProximalAdagrad", cf_dtypes_float, emit_training, NULL},
     {"WeftAccumulatorApply", accumulator_dtypes, emit_accumulator, NULL},
     {"WeftAccumulatorTake", accumulator_dtypes, emit_accumulator, NULL},
     {"RandomUniform", cf_dtypes_float, emit_random, "dtype"},

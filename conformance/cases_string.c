@@ -1,6 +1,7 @@
 /* cases_string.c: conformance cases of the string, printing and file ops (StringJoin,
  * ReduceJoin, AsString, StringToNumber, StringLength, Substr, StringSplit(V2), Strip/Upper/Lower,
- * Encode/DecodeBase64, ReadFile, WriteFile, DecodeRaw, Print, StringFormat, PrintV2). Expected
+ * Encode/DecodeBase64, ReadFile, WriteFile, DecodeRaw, Print, StringFormat, PrintV2, the regex
+ * ops RegexReplace, RegexFullMatch and their Static* forms). Expected
  * values are TensorFlow's, written out by hand from its op docs and kernels; the error cases
  * check the code and TensorFlow's message. */
 #include <glib/gstdio.h>
@@ -567,6 +568,152 @@ static void emit_print_v2(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   error_case(ctx, c, WEFT_INVALID_ARGUMENT, "Unknown output stream: nowhere");
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * RegexReplace, StaticRegexReplace, RegexFullMatch, StaticRegexFullMatch. The expected strings
+ * are RE2's answers, worked out by hand from its syntax and GlobalReplace's loop (an empty match
+ * right after the previous match is stepped over): where PCRE's defaults differ (Unicode \w and
+ * POSIX classes, $ before a final newline, Perl's empty-match rule) a case pins RE2's. */
+
+/* The pattern (and rewrite) as attrs for the Static* ops, as scalar inputs otherwise. */
+static void regex_args(cf_case_t *c, bool is_static, const char *pattern, const char *rewrite) {
+  if (is_static) {
+    cf_case_attr_string(c, "pattern", pattern);
+    if (rewrite) cf_case_attr_string(c, "rewrite", rewrite);
+    return;
+  }
+  cf_case_input(c, sscalar(pattern));
+  if (rewrite) cf_case_input(c, sscalar(rewrite));
+}
+
+static void emit_regex_replace(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  (void)dt;
+  bool is_static = strcmp(op, "StaticRegexReplace") == 0;
+  static const struct {
+    const char *name, *in, *pattern, *rewrite, *want;
+    bool first_only;
+  } cases[] = {
+      {"global", "a1b22c333", "\\d+", "#", "a#b#c#", false},
+      {"first_only", "a1b22c333", "\\d+", "#", "a#b22c333", true},
+      {"groups", "john smith", "(\\w+) (\\w+)", "\\2, \\1", "smith, john", false},
+      {"whole_match_and_backslash", "ab", "b", "[\\0\\\\]", "a[b\\]", false},
+      {"empty_match_after_match_skipped", "abc", "b*", "-", "-a-c-", false},
+      {"empty_match_first_only", "abc", "b*", "-", "-abc", true},
+      {"empty_input", "", "x*", "-", "-", false},
+      {"no_match", "abc", "z", "-", "abc", false},
+      {"ascii_word_class", "h\xc3\xa9llo w\xc3\xb6rld", "\\w+", "X", "X\xc3\xa9X X\xc3\xb6X",
+       false},
+      {"dot_is_one_utf8_char", "\xc3\xa9t\xc3\xa9", ".", "x", "xxx", false},
+      {"dollar_at_end_only", "line\n", "e$", "E", "line\n", false},
+      {"word_boundary", "foo foobar", "\\bfoo\\b", "X", "X foobar", false},
+      {"case_insensitive_flag", "ABC abc", "(?i)b", "_", "A_C a_c", false},
+      {"posix_class_ascii", "a\xc3\xa9" "1", "[[:alpha:]]", "_", "_\xc3\xa9" "1", false},
+      {"unmatched_group_is_empty", "b", "(a)|b", "<\\1>", "<>", false},
+      {"hex_escape", "ABA", "\\x41", "_", "_B_", false},
+      {"octal_escape", "ABA", "\\101", "_", "_B_", false},
+      {"non_utf8_bytes_one_at_a_time", "\xff\xfe", ".", "?", "??", false},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    cf_case_t *c = new_case(op, cases[k].name, WEFT_DT_STRING);
+    cf_case_input(c, svec(1, &cases[k].in));
+    regex_args(c, is_static, cases[k].pattern, cases[k].rewrite);
+    if (cases[k].first_only) cf_case_attr_bool(c, "replace_global", false);
+    cf_case_expect(c, svec(1, &cases[k].want));
+    cf_run_case(ctx, c);
+  }
+  cf_case_t *c = new_case(op, "matrix", WEFT_DT_STRING);
+  int64_t d[2] = {2, 2};
+  cf_case_input(c, strs(2, d, (const char *[]){"aa", "ba", "", "cab"}));
+  regex_args(c, is_static, "a", "z");
+  cf_case_expect(c, strs(2, d, (const char *[]){"zz", "bz", "", "czb"}));
+  cf_run_case(ctx, c);
+  /* What RE2 refuses, with its words. */
+  static const struct {
+    const char *name, *pattern, *rewrite, *msg;
+  } errs[] = {
+      {"error_backreference", "(a)\\1", "x",
+       "Invalid pattern: (a)\\1, error: invalid escape sequence: \\1"},
+      {"error_lookahead", "a(?=b)", "x", "error: invalid or unsupported Perl syntax: (?="},
+      {"error_possessive", "a*+", "x", "error: bad repetition operator: *+"},
+      {"error_repeat_over_1000", "a{1001}", "x", "error: bad repetition operator: {1001}"},
+      {"error_repeat_huge", "a{2,99999999999999999999}", "x",
+       "error: bad repetition operator: {2,99999999999999999999}"},
+      {"error_unbalanced", "a(", "x", "Invalid pattern: a(, error: "},
+      {"error_trailing_backslash", "a\\", "x", "error: trailing \\"},
+      {"error_rewrite_group", "(a)", "\\2",
+       "Rewrite schema requests 2 matches, but the regexp only has 1 parenthesized "
+       "subexpressions."},
+      {"error_rewrite_escape", "a", "\\n", "'\\' must be followed by a digit or '\\'."},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(errs); k++) {
+    c = new_case(op, errs[k].name, WEFT_DT_STRING);
+    cf_case_input(c, svec(1, (const char *[]){"aa"}));
+    regex_args(c, is_static, errs[k].pattern, errs[k].rewrite);
+    cf_case_expect(c, NULL);
+    error_case(ctx, c, WEFT_INVALID_ARGUMENT, errs[k].msg);
+  }
+  if (!is_static) {
+    c = new_case(op, "error_pattern_not_scalar", WEFT_DT_STRING);
+    cf_case_input(c, svec(1, (const char *[]){"aa"}));
+    int i1 = cf_case_input(c, svec(2, (const char *[]){"a", "b"}));
+    c->unknown_shape[i1] = true;
+    cf_case_input(c, sscalar("x"));
+    cf_case_expect(c, NULL);
+    error_case(ctx, c, WEFT_INVALID_ARGUMENT, "Pattern must be scalar, but received [2]");
+  }
+}
+
+static void emit_regex_full_match(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  (void)dt;
+  bool is_static = strcmp(op, "StaticRegexFullMatch") == 0;
+  static const struct {
+    const char *name, *pattern, *in[4];
+    int n;
+    bool want[4];
+  } cases[] = {
+      {"alternation_reaches_the_end", "ab|abc", {"abc", "ab", "abcd", ""}, 4, {1, 1, 0, 0}},
+      {"ascii_digits", "\\d+", {"123", "\xd9\xa1\xd9\xa2", "12a", ""}, 4, {1, 0, 0, 0}},
+      {"posix_alpha_ascii", "[[:alpha:]]+", {"abc", "\xc3\xa9", "ab1"}, 3, {1, 0, 0}},
+      {"dot_newline", "a.c", {"abc", "a\nc", "a\xc3\xa9" "c"}, 3, {1, 0, 1}},
+      {"dot_all_flag", "(?s)a.c", {"a\nc", "ac"}, 2, {1, 0}},
+      {"trailing_newline_not_matched", "a$", {"a", "a\n"}, 2, {1, 0}},
+      {"empty_pattern", "", {"", "a"}, 2, {1, 0}},
+      {"quoted_literal", "\\Qa.b", {"a.b", "axb"}, 2, {1, 0}},
+      {"named_group", "(?P<x>a+)b", {"aab", "b"}, 2, {1, 0}},
+      {"unicode_script_and_hex_braces", "\\p{Greek}+\\x{10FFFF}",
+       {"\xce\xb1\xce\xb2\xf4\x8f\xbf\xbf", "\xce\xb1", "a\xf4\x8f\xbf\xbf"}, 3, {1, 0, 0}},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
+    cf_case_t *c = new_case(op, cases[k].name, WEFT_DT_STRING);
+    cf_case_input(c, svec(cases[k].n, cases[k].in));
+    regex_args(c, is_static, cases[k].pattern, NULL);
+    cf_array_t *want = cf_array_new(WEFT_DT_BOOL, 1, (int64_t[]){cases[k].n});
+    for (int i = 0; i < cases[k].n; i++) want->v[i] = cases[k].want[i];
+    cf_case_expect(c, want);
+    cf_run_case(ctx, c);
+  }
+  static const struct {
+    const char *name, *pattern, *msg;
+  } errs[] = {
+      {"error_backreference", "(a)\\1",
+       "Invalid pattern: (a)\\1, error: invalid escape sequence: \\1"},
+      {"error_lookbehind", "(?<=a)b", "error: invalid or unsupported Perl syntax: (?<="},
+      {"error_atomic", "(?>a)", "error: invalid or unsupported Perl syntax: (?>"},
+      {"error_pcre_verb", "(*UCP)a", "error: missing argument to repetition operator: *"},
+      {"error_unknown_posix_class", "[[:foo:]]",
+       "error: invalid character class range: [:foo:]"},
+      {"error_extended_flag", "(?x)a", "error: invalid or unsupported Perl syntax: (?x"},
+      {"error_unexpected_paren", "a)", "error: unexpected )"},
+      {"error_repeated_repetition", "a{2}{3}", "error: bad repetition operator: {2}{3}"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(errs); k++) {
+    cf_case_t *c = new_case(op, errs[k].name, WEFT_DT_STRING);
+    cf_case_input(c, svec(1, (const char *[]){"a"}));
+    regex_args(c, is_static, errs[k].pattern, NULL);
+    cf_case_expect(c, NULL);
+    error_case(ctx, c, WEFT_INVALID_ARGUMENT, errs[k].msg);
+  }
+}
+
 static const weft_dtype_t string_only[] = {WEFT_DT_STRING, WEFT_DT_INVALID};
 static const weft_dtype_t to_number_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                                WEFT_DT_INT64, WEFT_DT_INVALID};
@@ -597,5 +744,9 @@ const cf_suite_t cf_suites_string[] = {
     {"Print", string_only, emit_print, NULL},
     {"StringFormat", string_only, emit_string_format, NULL},
     {"PrintV2", string_only, emit_print_v2, NULL},
+    {"RegexReplace", string_only, emit_regex_replace, NULL},
+    {"StaticRegexReplace", string_only, emit_regex_replace, NULL},
+    {"RegexFullMatch", string_only, emit_regex_full_match, NULL},
+    {"StaticRegexFullMatch", string_only, emit_regex_full_match, NULL},
     {NULL, NULL, NULL, NULL},
 };

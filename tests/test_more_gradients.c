@@ -53,6 +53,16 @@ static void test_top_k(void) {
   check_fd(g, &f, out_of(op_new(g, "TopKV2", ins, 2), 0), 1u, "TopKV2");
   g_free(xv);
   weft_graph_free(g);
+  /* TopK (k an attr), unsorted: the same gradient through the indices it returns. */
+  g = weft_graph_new();
+  memset(&f, 0, sizeof f);
+  xv = values(20, 0.7);
+  ins[0] = feed(g, &f, "x", WEFT_DT_DOUBLE, 3, d, xv);
+  weft_op_builder_t *b = op_with_bools(g, "TopK", ins, 1, "sorted", false, NULL, false);
+  weft_op_set_attr_int(b, "k", 2);
+  check_fd(g, &f, out_of(b, 0), 1u, "TopK");
+  g_free(xv);
+  weft_graph_free(g);
 }
 
 /* Sorted ids with segment 2 empty; unsorted ids of rank 2 with negative (dropped) entries. */

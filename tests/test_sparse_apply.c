@@ -1,10 +1,10 @@
-/* TensorFlow's sparse and FTRL optimizer updates (SparseApplyAdagrad/AdagradV2/Momentum/Ftrl/
- * FtrlV2, ApplyFtrl/FtrlV2 and their Resource* twins) in a local session through the public C
- * API: one step of each on a [3, 2] variable against numbers computed independently in float64
- * (tests/ref/sparse_apply_ref.py), slots included, on resource variables and on ref variables
- * (VariableV2); and the errors of tensorflow/core/kernels/training_ops.cc: an index out of range
- * (the variable left as it was), grad rows that do not match the indices, FTRL's
- * hyper-parameter checks. */
+/* TensorFlow's sparse, FTRL and proximal Adagrad optimizer updates (SparseApplyAdagrad/
+ * AdagradV2/Momentum/Ftrl/FtrlV2/ProximalAdagrad, ApplyFtrl/FtrlV2/ProximalAdagrad and their
+ * Resource* twins) in a local session through the public C API: one step of each on a [3, 2]
+ * variable against numbers computed independently in float64 (tests/ref/sparse_apply_ref.py),
+ * slots included, on resource variables and on ref variables (VariableV2); and the errors of
+ * tensorflow/core/kernels/training_ops.cc: an index out of range (the variable left as it was),
+ * grad rows that do not match the indices, FTRL's and proximal Adagrad's hyper-parameter checks. */
 #include <math.h>
 #include <string.h>
 
@@ -229,6 +229,19 @@ static const update_case_t cases[] = {
       DENSE_ACCUM,
       {-0.19538021007883405, 0.092605780194915166, 0.042313684052808442, 0.016031014396740373,
        -0.072963939762732355, -0.45559771357401058}}},
+    {"SparseApplyProximalAdagrad", 2, "kkkgi", {LR, 0.05f, 0.02f}, {2, 0}, NULL,
+     {{0.92822312694161746, -2.0514950178424232, 0.5, 0.25, -1.0495377213895047,
+       3.0228183732353573},
+      SPARSE_ACCUM}},
+    {"SparseApplyProximalAdagrad", 2, "kkkgi", {LR, 0, 0.02f}, {2, 0}, NULL,
+     {{0.94151514050762652, -2.0598006658416002, 0.5, 0.25, -1.0552979216409011,
+       3.0288232079911812},
+      SPARSE_ACCUM}},
+    /* l1 = 2 thresholds element 3 to zero. */
+    {"ApplyProximalAdagrad", 2, "kkkg", {LR, 2, 0.02f}, {0, 0}, NULL,
+     {{0.57547739856943958, -1.5670807295011391, 0.12228368426342123, 0, -0.70396966845183928,
+       2.7290679256779007},
+      DENSE_ACCUM}},
 };
 
 static void test_updates(void) {
@@ -280,24 +293,34 @@ static void test_errors(void) {
          "Index 3 at offset 1 in indices is out of range");
   expect(run_bad(&c, (const int64_t[]){-1, 0}, true), c.op,
          "Index -1 at offset 0 in indices is out of range");
-  c = cases[4];
-  c.op = "ResourceSparseApplyFtrl";
-  c.scalars[0] = 0;
-  expect(run_bad(&c, c.indices, true), c.op, "lr is not a positive scalar: []");
-  c = cases[4];
-  c.op = "ResourceSparseApplyFtrl";
-  c.scalars[3] = 0.5f;
-  expect(run_bad(&c, c.indices, true), c.op, "lr_power is not a non-positive scalar: []");
-  c = cases[6];
-  c.op = "ResourceSparseApplyFtrlV2";
-  c.scalars[3] = -0.1f;
-  expect(run_bad(&c, c.indices, true), c.op,
-         "l2 shrinkage regularization strength is not a non-negative scalar: []");
-  c = cases[7];
-  c.op = "ResourceApplyFtrl";
-  c.scalars[1] = -1;
-  expect(run_bad(&c, c.indices, true), c.op,
-         "l1 regularization strength is not a non-negative scalar: []");
+  /* Hyper-parameters out of their range: case, op, which scalar, its value, the message. */
+  static const struct {
+    int k;
+    const char *op;
+    int scalar;
+    float value;
+    const char *msg;
+  } bad[] = {
+      {4, "ResourceSparseApplyFtrl", 0, 0, "lr is not a positive scalar: []"},
+      {4, "ResourceSparseApplyFtrl", 3, 0.5f, "lr_power is not a non-positive scalar: []"},
+      {6, "ResourceSparseApplyFtrlV2", 3, -0.1f,
+       "l2 shrinkage regularization strength is not a non-negative scalar: []"},
+      {7, "ResourceApplyFtrl", 1, -1,
+       "l1 regularization strength is not a non-negative scalar: []"},
+      {9, "ResourceSparseApplyProximalAdagrad", 0, -0.1f, "lr is not a positive scalar: []"},
+      {11, "ResourceApplyProximalAdagrad", 2, -0.5f,
+       "l2 regularization strength is not a non-negative scalar: []"},
+  };
+  for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+    c = cases[bad[k].k];
+    c.op = bad[k].op;
+    c.scalars[bad[k].scalar] = bad[k].value;
+    expect(run_bad(&c, c.indices, true), c.op, bad[k].msg);
+  }
+  c = cases[9];
+  c.op = "ResourceSparseApplyProximalAdagrad";
+  expect(run_bad(&c, (const int64_t[]){0, 5}, true), c.op,
+         "Index 5 at offset 1 in indices is out of range");
 }
 
 /* grad with 3 rows for 2 indices: refused at graph construction by the shape function. */

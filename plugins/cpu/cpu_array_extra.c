@@ -2,7 +2,7 @@
  * error messages (tensorflow/core/kernels): ReverseV2, ReverseSequence, Roll, MatrixDiag,
  * MatrixSetDiag and MatrixDiagPart (V1, V2, V3 with k and align), MatrixBandPart,
  * SpaceToBatchND, BatchToSpaceND, SpaceToDepth, DepthToSpace (NHWC, as TensorFlow's CPU
- * kernels), Where, NthElement, TopKV2, Unique, UniqueWithCounts, InvertPermutation,
+ * kernels), Where, NthElement, TopKV2, TopK, Unique, UniqueWithCounts, InvertPermutation,
  * ParallelConcat, DeepCopy and Empty.
  *
  * Most of them only move elements: they build a map from each output element to the input
@@ -996,7 +996,7 @@ static void topn_unsorted(const topn_t *t, int64_t k, int64_t cols, int64_t *h) 
 }
 
 /* ---------------------------------------------------------------------------------------------
- * NthElement (nth_element_op.cc), TopKV2 (topk_op.cc) */
+ * NthElement (nth_element_op.cc), TopKV2 and TopK (topk_op.cc) */
 
 static weft_status_t *k_nth_element(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
@@ -1030,16 +1030,11 @@ static weft_status_t *k_nth_element(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
-static weft_status_t *k_top_k_v2(weft_kernel_ctx_t *ctx, void *state) {
-  (void)state;
-  weft_tensor_view_t x, kv, vals, inds;
+/* TopKV2 and TopK (k an attr, int32 indices) after reading k. */
+static weft_status_t *top_k(weft_kernel_ctx_t *ctx, int64_t k, weft_dtype_t it) {
+  weft_tensor_view_t x, vals, inds;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &x));
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &kv));
   char buf[CPU_SHAPE_STR_LEN];
-  if (kv.rank != 0)
-    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "k must be 0-D, got shape %s",
-                           shape_str(&kv, buf));
-  int64_t k = weft__cpu_index_at(&kv, 0);
   if (k < 0) return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Need k >= 0, got %lld",
                                     (long long)k);
   if (x.rank < 1)
@@ -1050,8 +1045,6 @@ static weft_status_t *k_top_k_v2(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "input must have at least k columns. Had %lld, needed %lld",
                            (long long)cols, (long long)k);
-  weft_dtype_t it = WEFT_DT_INT32;
-  WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "index_type", WEFT_DT_INT32, &it));
   if (it == WEFT_DT_INT16 && cols > INT16_MAX)
     return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
                            "num_cols (%lld) does not fit index_type int16", (long long)cols);
@@ -1087,6 +1080,24 @@ static weft_status_t *k_top_k_v2(weft_kernel_ctx_t *ctx, void *state) {
   }
   free(idx);
   return NULL;
+}
+
+static weft_status_t *k_top_k_v2(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t kv;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &kv));
+  char buf[CPU_SHAPE_STR_LEN];
+  if (kv.rank != 0)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "k must be 0-D, got shape %s",
+                           shape_str(&kv, buf));
+  weft_dtype_t it = WEFT_DT_INT32;
+  WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "index_type", WEFT_DT_INT32, &it));
+  return top_k(ctx, weft__cpu_index_at(&kv, 0), it);
+}
+
+static weft_status_t *k_top_k(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return top_k(ctx, weft__cpu_attr_int(ctx, "k", -1), WEFT_DT_INT32);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1366,6 +1377,7 @@ weft_status_t *weft__cpu_register_array_extra(const weft_registrar_t *reg) {
       {.op = "Where", .compute = k_where},
       {.op = "NthElement", .compute = k_nth_element, .host_memory = hm_n},
       {.op = "TopKV2", .compute = k_top_k_v2, .host_memory = hm_k},
+      {.op = "TopK", .compute = k_top_k},
       {.op = "Unique", .compute = k_unique},
       {.op = "UniqueWithCounts", .compute = k_unique_with_counts},
       {.op = "InvertPermutation", .compute = k_invert_permutation},

@@ -1,6 +1,7 @@
-/* cpu_train_sparse.c: the CPU kernels of TensorFlow's FTRL updates (ApplyFtrl, ApplyFtrlV2) and
- * sparse updates (SparseApplyAdagrad, SparseApplyAdagradV2, SparseApplyMomentum,
- * SparseApplyFtrl, SparseApplyFtrlV2), each also registered under its Resource* name (the host
+/* cpu_train_sparse.c: the CPU kernels of TensorFlow's FTRL and proximal Adagrad updates
+ * (ApplyFtrl, ApplyFtrlV2, ApplyProximalAdagrad) and sparse updates (SparseApplyAdagrad,
+ * SparseApplyAdagradV2, SparseApplyMomentum, SparseApplyFtrl, SparseApplyFtrlV2,
+ * SparseApplyProximalAdagrad), each also registered under its Resource* name (the host
  * resolves a handle to its variable, as for cpu_train.c's kernels). The formulas and error texts
  * are those of tensorflow/core/kernels/training_ops.cc. A sparse update changes the rows
  * indices[i] of the variable and its slots by row i of grad, in order (a repeated index is
@@ -15,7 +16,14 @@
 
 #define H weft__cpu_host
 
-typedef enum sp_kind { SP_ADAGRAD, SP_ADAGRAD_V2, SP_MOMENTUM, SP_FTRL, SP_FTRL_V2 } sp_kind_t;
+typedef enum sp_kind {
+  SP_ADAGRAD,
+  SP_ADAGRAD_V2,
+  SP_MOMENTUM,
+  SP_FTRL,
+  SP_FTRL_V2,
+  SP_PROX_ADAGRAD
+} sp_kind_t;
 
 /* Where an op's operands are. Scalar slots: lr, then epsilon (Adagrad V2), momentum, or l1, l2,
  * l2_shrinkage, lr_power (FTRL); -1 where the op has none. */
@@ -39,6 +47,10 @@ static const sp_op_t sp_ops[] = {
     {"SparseApplyFtrl", "ResourceSparseApplyFtrl", SP_FTRL, 3, 3, 4, 5, -1, -1, 6, 7, -1, 8},
     {"SparseApplyFtrlV2", "ResourceSparseApplyFtrlV2", SP_FTRL_V2, 3, 3, 4, 5, -1, -1, 6, 7, 8,
      9},
+    {"ApplyProximalAdagrad", "ResourceApplyProximalAdagrad", SP_PROX_ADAGRAD, 2, 5, -1, 2, -1,
+     -1, 3, 4, -1, -1},
+    {"SparseApplyProximalAdagrad", "ResourceSparseApplyProximalAdagrad", SP_PROX_ADAGRAD, 2, 5, 6,
+     2, -1, -1, 3, 4, -1, -1},
 };
 
 typedef struct sp_args {
@@ -67,8 +79,9 @@ static weft_status_t *scalar(weft_kernel_ctx_t *ctx, int index, const char *name
 }
 
 static weft_status_t *read_scalars(weft_kernel_ctx_t *ctx, const sp_op_t *op, sp_args_t *a) {
-  bool ftrl = op->kind == SP_FTRL || op->kind == SP_FTRL_V2;
-  WEFT_RETURN_IF_ERROR(scalar(ctx, op->lr, "lr", ftrl ? "positive" : NULL, ftrl ? 1 : 0, &a->lr));
+  /* FTRL's and proximal Adagrad's CPU kernels insist on a positive lr. */
+  bool pos = op->kind == SP_FTRL || op->kind == SP_FTRL_V2 || op->kind == SP_PROX_ADAGRAD;
+  WEFT_RETURN_IF_ERROR(scalar(ctx, op->lr, "lr", pos ? "positive" : NULL, pos ? 1 : 0, &a->lr));
   WEFT_RETURN_IF_ERROR(scalar(ctx, op->eps, "epsilon", NULL, 0, &a->eps));
   WEFT_RETURN_IF_ERROR(scalar(ctx, op->momentum, "momentum", NULL, 0, &a->momentum));
   WEFT_RETURN_IF_ERROR(
@@ -115,6 +128,21 @@ static void update(const sp_op_t *op, const sp_args_t *a, double *v, double *s1,
       double clipped = fmax(fmin(*s2, l1), -l1);
       *v = (clipped - *s2) / quad;
       *s1 = na;
+      break;
+    }
+    case SP_PROX_ADAGRAD: {
+      /* FOBOS with Adagrad's per-element rate (TensorFlow's ApplyProximalAdagrad functor):
+       * the gradient step, then the l1 soft threshold and the l2 shrink at that rate. */
+      *s1 += g * g;
+      double rate = a->lr / sqrt(*s1);
+      double prox = *v - g * rate;
+      double shrink = 1.0 + a->l2 * rate;
+      if (a->l1 > 0) {
+        double mag = fmax(fabs(prox) - rate * a->l1, 0.0);
+        *v = (prox > 0 ? 1.0 : prox < 0 ? -1.0 : 0.0) * mag / shrink;
+      } else {
+        *v = prox / shrink;
+      }
       break;
     }
   }

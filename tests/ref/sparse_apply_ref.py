@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The reference numbers of tests/test_sparse_apply.c: one step of TensorFlow's sparse and FTRL
-updates (tensorflow/core/kernels/training_ops.cc's formulas) in float64 from the test's inputs:
-a [3, 2] variable with slots, rows INDICES updated by the rows of GRAD (the dense FTRL cases use
+"""The reference numbers of tests/test_sparse_apply.c: one step of TensorFlow's sparse, FTRL
+and proximal Adagrad updates (tensorflow/core/kernels/training_ops.cc's formulas) in float64 from
+the test's inputs: a [3, 2] variable with slots, rows INDICES updated by the rows of GRAD (the dense FTRL cases use
 DENSE_GRAD). Prints each case's variable and slots after the step as C initialisers."""
 import math
 
@@ -45,6 +45,13 @@ def run(kind, dense=False, **k):
             if kind == "adagrad":
                 a += g * g
                 v -= k["lr"] * g / (math.sqrt(a) + k.get("eps", 0.0))
+            elif kind == "prox":
+                # FOBOS at Adagrad's rate: gradient step, then l1 soft threshold and l2 shrink.
+                a += g * g
+                rate = k["lr"] / math.sqrt(a)
+                prox = v - rate * g
+                mag = max(abs(prox) - rate * k["l1"], 0.0)
+                v = math.copysign(mag, prox) / (1 + rate * k["l2"])
             elif kind == "momentum":
                 a = a * k["mom"] + g
                 v -= g * k["lr"] + a * k["mom"] * k["lr"] if k["nesterov"] else k["lr"] * a
@@ -72,3 +79,7 @@ show("sparse ftrl v2", run("ftrl", lr_power=-0.5, mult=False, shrink=f32(0.1), *
 show("dense ftrl", run("ftrl", dense=True, lr_power=-0.5, mult=False, **F), 3)
 show("dense ftrl v2 multiply_linear_by_lr", run("ftrl", dense=True, lr_power=-0.5, mult=True,
                                                   shrink=f32(0.1), **F), 3)
+P = dict(lr=f32(0.1), l1=f32(0.05), l2=f32(0.02))
+show("sparse proximal adagrad", run("prox", **P), 2)
+show("sparse proximal adagrad l1 0", run("prox", lr=f32(0.1), l1=0.0, l2=f32(0.02)), 2)
+show("dense proximal adagrad", run("prox", dense=True, lr=f32(0.1), l1=2.0, l2=f32(0.02)), 2)

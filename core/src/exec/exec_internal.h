@@ -82,12 +82,19 @@ void weft__resource_var_kernels_register(void);
 weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A core kernel's last step: output 0 becomes t when st is NULL; else t is dropped and st
+ * returned (resource_var_kernels.c). */
+weft_status_t *weft__kernel_set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t,
+                                       weft_status_t *st);
+
 /* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
 void weft__to_bool_kernel_register(void);
 /* The kernel of PyFunc, PyFuncStateless and EagerPyFunc (host_func.c), registered with them. */
 void weft__host_func_kernels_register(void);
 /* The core's tf.Example parsing kernels (parse_example_kernels.c). */
 void weft__parse_example_kernels_register(void);
+/* The core's regular-expression kernels on GRegex (regex_kernels.c). */
+void weft__regex_kernels_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND

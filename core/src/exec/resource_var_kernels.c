@@ -124,8 +124,9 @@ static weft_status_t *make_exclusive(weft__variable_t *var) {
   return NULL;
 }
 
-/* Output 0 becomes t when st is NULL; else t is dropped and st returned. */
-static weft_status_t *set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t, weft_status_t *st) {
+/* Shared with the other core kernels (exec_internal.h): output 0 or the error, never both. */
+weft_status_t *weft__kernel_set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t,
+                                       weft_status_t *st) {
   if (st) {
     weft_tensor_unref(t);
     return st;
@@ -148,7 +149,7 @@ static weft_status_t *var_handle(weft_kernel_ctx_t *ctx, void *state) {
   weft_tensor_t *t = weft_tensor_new(WEFT_DT_STRING, 0, NULL);
   weft_status_t *st = weft_tensor_set_string(t, 0, text, strlen(text));
   g_free(text);
-  return set_output0(ctx, t, st);
+  return weft__kernel_set_output0(ctx, t, st);
 }
 
 static weft_status_t *read_variable(weft_kernel_ctx_t *ctx, void *state) {
@@ -362,7 +363,7 @@ static weft_status_t *variable_shape(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   release(var);
-  return set_output0(ctx, t, st);
+  return weft__kernel_set_output0(ctx, t, st);
 }
 
 /* Every index in [0, limit), checked before anything is read or written: TensorFlow's message
@@ -455,7 +456,7 @@ static weft_status_t *resource_gather(weft_kernel_ctx_t *ctx, void *state) {
     }
   }
   release(var);
-  return set_output0(ctx, out, st);
+  return weft__kernel_set_output0(ctx, out, st);
 }
 
 /* ResourceScatter{Update,Add,Sub,Mul,Div,Min,Max}: var[indices[k], ...] op= updates[k, ...]

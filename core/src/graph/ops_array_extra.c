@@ -2,7 +2,7 @@
  * constraints and defaults (tensorflow/core/ops/array_ops.cc, nn_ops.cc, math_ops.cc): ReverseV2,
  * ReverseSequence, Roll, the MatrixDiag / MatrixSetDiag / MatrixDiagPart families (V1, V2, V3),
  * MatrixBandPart, SpaceToBatchND, BatchToSpaceND, SpaceToDepth, DepthToSpace, Where, NthElement,
- * TopKV2, Unique, UniqueWithCounts, InvertPermutation, ParallelConcat, DeepCopy, Empty and
+ * TopKV2, TopK, Unique, UniqueWithCounts, InvertPermutation, ParallelConcat, DeepCopy, Empty and
  * BroadcastArgs. Shape functions give what is known statically; data-dependent dims are unknown
  * and the kernels check everything again at run time. */
 #include <string.h>
@@ -89,29 +89,38 @@ static weft_status_t *nth_element_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* TopKV2 (k an input) and TopK (k an attr): values and indices are the input's shape with the
+ * last dimension k (unknown while k is). */
 static weft_status_t *top_k_shape(weft_shape_ctx_t *ctx) {
-  weft__shape_t in, k;
+  weft__shape_t in;
   weft__sh_input(ctx, 0, &in);
-  weft__sh_input(ctx, 1, &k);
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank_at_least(ctx, &in, 1, "input"));
-  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &k, 0, "k"));
+  int64_t kv = weft__sh_attr_int(ctx, "k", INT64_MIN); /* INT64_MIN: no attr, TopKV2 */
+  bool known = kv != INT64_MIN;
+  if (!known) {
+    weft__shape_t k;
+    weft__sh_input(ctx, 1, &k);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &k, 0, "k"));
+    int64_t *v = NULL, cnt = 0;
+    if (weft__sh_const_ints(ctx, 1, &v, &cnt, NULL) && cnt == 1) {
+      kv = v[0];
+      known = true;
+    }
+    g_free(v);
+  }
   if (in.rank < 0) {
     WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &kUnknown));
     return weft__sh_output(ctx, 1, &kUnknown);
   }
   weft__shape_t out = in;
   out.dims[in.rank - 1] = WEFT_DIM_UNKNOWN;
-  int64_t *v = NULL, cnt = 0;
-  if (weft__sh_const_ints(ctx, 1, &v, &cnt, NULL) && cnt == 1) {
-    int64_t kv = v[0], last = in.dims[in.rank - 1];
-    g_free(v);
+  if (known) {
+    int64_t last = in.dims[in.rank - 1];
     if (kv < 0) return weft__sh_error(ctx, "Need k >= 0, got %" G_GINT64_FORMAT, kv);
     if (last >= 0 && last < kv)
       return weft__sh_error(ctx, "input must have last dimension >= k = %" G_GINT64_FORMAT
                             " but is %" G_GINT64_FORMAT, kv, last);
     out.dims[in.rank - 1] = kv;
-  } else {
-    g_free(v);
   }
   WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &out));
   return weft__sh_output(ctx, 1, &out);
@@ -294,6 +303,10 @@ const weft_op_def_t weft__ops_array_extra[] = {
                          "Tk: {int16, int32, int64} = DT_INT32",
                          "index_type: {int16, int32, int64} = DT_INT32"),
              0, top_k_shape),
+    /* TensorFlow 1.x's TopK: k an attr, int32 indices (TopKV2's kernel and gradient). */
+    WEFT__OP("TopK", WEFT__SPECS("input: T"), WEFT__SPECS("values: T", "indices: int32"),
+             WEFT__SPECS("k: int >= 0", "sorted: bool = true", "T: realnumbertype"), 0,
+             top_k_shape),
     WEFT__OP("Unique", WEFT__SPECS("x: T"), WEFT__SPECS("y: T", "idx: out_idx"),
              WEFT__SPECS("T: type", IDX("out_idx")), 0, unique_shape),
     WEFT__OP("UniqueWithCounts", WEFT__SPECS("x: T"),

@@ -1,11 +1,11 @@
-/* ops_sparse_apply.c: TensorFlow's FTRL updates and the sparse optimizer updates
- * (tensorflow/core/ops/training_ops.cc): ApplyFtrl, ApplyFtrlV2, SparseApplyAdagrad,
- * SparseApplyAdagradV2, SparseApplyMomentum, SparseApplyFtrl, SparseApplyFtrlV2 and their
- * Resource* twins, with TensorFlow's args, attrs and shape functions. A sparse update changes
- * only the rows of the variable that `indices` names, grad holding one row per index (an
- * embedding's IndexedSlices gradient). TensorFlow has no SparseApplyGradientDescent or
- * SparseApplyAdam (a sparse SGD step is ResourceScatterAdd). Kernels: plugins/cpu/
- * cpu_train_sparse.c. */
+/* ops_sparse_apply.c: TensorFlow's FTRL and proximal Adagrad updates and the sparse optimizer
+ * updates (tensorflow/core/ops/training_ops.cc): ApplyFtrl, ApplyFtrlV2, ApplyProximalAdagrad,
+ * SparseApplyAdagrad, SparseApplyAdagradV2, SparseApplyMomentum, SparseApplyFtrl,
+ * SparseApplyFtrlV2, SparseApplyProximalAdagrad and their Resource* twins, with TensorFlow's
+ * args, attrs and shape functions. A sparse update changes only the rows of the variable that
+ * `indices` names, grad holding one row per index (an embedding's IndexedSlices gradient).
+ * TensorFlow has no SparseApplyGradientDescent or SparseApplyAdam (a sparse SGD step is
+ * ResourceScatterAdd). Kernels: plugins/cpu/cpu_train_sparse.c. */
 #include "ops_shape.h"
 
 /* One letter per input: 'h' a resource handle, 'v' the variable's reference, 's' a tensor
@@ -66,6 +66,10 @@ UPDATE_SHAPE(res_sparse_adagrad_v2_shape, "hhkkgi")
 UPDATE_SHAPE(res_sparse_momentum_shape, "hhkgik")
 UPDATE_SHAPE(res_sparse_ftrl_shape, "hhhgikkkk")
 UPDATE_SHAPE(res_sparse_ftrl_v2_shape, "hhhgikkkkk")
+UPDATE_SHAPE(prox_adagrad_shape, "vskkks")
+UPDATE_SHAPE(res_prox_adagrad_shape, "hhkkks")
+UPDATE_SHAPE(sparse_prox_adagrad_shape, "vskkkgi")
+UPDATE_SHAPE(res_sparse_prox_adagrad_shape, "hhkkkgi")
 #undef UPDATE_SHAPE
 
 #define LOCKING "T: numbertype", "use_locking: bool = false"
@@ -136,5 +140,19 @@ const weft_op_def_t weft__ops_sparse_apply[] = {
                          "indices: Tindices", "lr: T", "l1: T", "l2: T", "l2_shrinkage: T",
                          "lr_power: T"),
              WEFT__NO_SPECS, SPARSE_FTRL_ATTRS, 1, res_sparse_ftrl_v2_shape),
+    WEFT__OP("ApplyProximalAdagrad",
+             WEFT__SPECS("var: Ref(T)", "accum: Ref(T)", "lr: T", "l1: T", "l2: T", "grad: T"),
+             OUT, WEFT__SPECS(LOCKING), 1, prox_adagrad_shape),
+    WEFT__OP("ResourceApplyProximalAdagrad",
+             WEFT__SPECS("var: string", "accum: string", "lr: T", "l1: T", "l2: T", "grad: T"),
+             WEFT__NO_SPECS, WEFT__SPECS(LOCKING), 1, res_prox_adagrad_shape),
+    WEFT__OP("SparseApplyProximalAdagrad",
+             WEFT__SPECS("var: Ref(T)", "accum: Ref(T)", "lr: T", "l1: T", "l2: T", "grad: T",
+                         "indices: Tindices"),
+             OUT, WEFT__SPECS(SPARSE), 1, sparse_prox_adagrad_shape),
+    WEFT__OP("ResourceSparseApplyProximalAdagrad",
+             WEFT__SPECS("var: string", "accum: string", "lr: T", "l1: T", "l2: T", "grad: T",
+                         "indices: Tindices"),
+             WEFT__NO_SPECS, WEFT__SPECS(SPARSE), 1, res_sparse_prox_adagrad_shape),
     WEFT__OPS_END,
 };

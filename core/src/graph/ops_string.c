@@ -1,7 +1,9 @@
 /* ops_string.c: TensorFlow's string, logging and file ops (string_ops.cc, logging_ops.cc,
- * io_ops.cc, parsing_ops.cc's DecodeRaw) with its names, args, attrs and shape functions, so a
+ * io_ops.cc, parsing_ops.cc's DecodeRaw) and its regular-expression ops (RegexReplace,
+ * RegexFullMatch and their Static* forms) with its names, args, attrs and shape functions, so a
  * GraphDef that prints, formats or parses strings imports as it is. Print, PrintV2 and WriteFile
- * are stateful (never pruned as unused or folded). Kernels: plugins/cpu/cpu_string.c. */
+ * are stateful (never pruned as unused or folded). Kernels: plugins/cpu/cpu_string.c; the regex
+ * ops' are the core's (core/src/exec/regex_kernels.c: GRegex, which a plugin cannot link). */
 #include "ops_shape.h"
 
 /* Output 0: the merge of every non-scalar input (scalars broadcast), a scalar when all are. */
@@ -73,6 +75,22 @@ static weft_status_t *reduce_join_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* RegexReplace (pattern, rewrite) and RegexFullMatch (pattern): inputs 1 .. n_scalars are
+ * scalars; the output has the input's shape. */
+static weft_status_t *regex_shape(weft_shape_ctx_t *ctx, int n_scalars) {
+  static const char *const names[] = {"pattern", "rewrite"};
+  weft__shape_t in, s;
+  for (int i = 1; i <= n_scalars; i++) {
+    weft__sh_input(ctx, i, &s);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &s, 0, names[i - 1]));
+  }
+  weft__sh_input(ctx, 0, &in);
+  return weft__sh_output(ctx, 0, &in);
+}
+
+static weft_status_t *regex_replace_shape(weft_shape_ctx_t *ctx) { return regex_shape(ctx, 2); }
+static weft_status_t *regex_match_shape(weft_shape_ctx_t *ctx) { return regex_shape(ctx, 1); }
+
 static weft_status_t *no_outputs_shape(weft_shape_ctx_t *ctx) {
   (void)ctx;
   return NULL;
@@ -139,5 +157,16 @@ const weft_op_def_t weft__ops_string[] = {
              WEFT__SPECS("T: list(type) >= 0", "template: string = '%s'",
                          "placeholder: string = '%s'", "summarize: int = 3"),
              0, weft__shape_fn_scalar),
+    /* Kernels: core/src/exec/regex_kernels.c (GRegex, with RE2's syntax: docs/strings.md). */
+    WEFT__OP("RegexReplace", WEFT__SPECS("input: string", "pattern: string", "rewrite: string"),
+             WEFT__SPECS("output: string"), WEFT__SPECS("replace_global: bool = true"), 0,
+             regex_replace_shape),
+    WEFT__OP("StaticRegexReplace", WEFT__SPECS("input: string"), WEFT__SPECS("output: string"),
+             WEFT__SPECS("pattern: string", "rewrite: string", "replace_global: bool = true"), 0,
+             weft__shape_fn_unchanged),
+    WEFT__OP("RegexFullMatch", WEFT__SPECS("input: string", "pattern: string"),
+             WEFT__SPECS("output: bool"), WEFT__NO_SPECS, 0, regex_match_shape),
+    WEFT__OP("StaticRegexFullMatch", WEFT__SPECS("input: string"), WEFT__SPECS("output: bool"),
+             WEFT__SPECS("pattern: string"), 0, weft__shape_fn_unchanged),
     WEFT__OPS_END,
 };

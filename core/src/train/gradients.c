@@ -1460,8 +1460,8 @@ static weft_output_t last_dim(gb_t *c, weft_output_t x) {
   return T3(c, "Slice", U(c, "Shape", x), at, vec_i32(c, &one, 1));
 }
 
-/* TopKV2: the values' gradient goes back to the positions the indices name, each row's indices
- * offset by the row's start in the flattened input. */
+/* TopKV2 and TopK: the values' gradient goes back to the positions the indices name, each row's
+ * indices offset by the row's start in the flattened input. */
 static void gr_top_k(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
   if (!has(dy[0])) return;
   weft_output_t x = in(n, 0), idx = to_i32(c, weft_out(n, 1));
@@ -2469,6 +2469,7 @@ static const grad_entry_t grad_table[] = {
     {"Cumsum", gr_cumsum},
     {"Cumprod", gr_cumprod},
     {"TopKV2", gr_top_k},
+    {"TopK", gr_top_k},
     {"SegmentSum", gr_segment_sum},
     {"SegmentMean", gr_segment_mean},
     {"SegmentMax", gr_segment_minmax},

@@ -82,6 +82,7 @@ from .strings import (as_string, reduce_join, string_split, decode_raw,  # noqa:
                       read_file, write_file, encode_base64, decode_base64, Print)
 from .strings import to_number as string_to_number, join as string_join  # noqa: F401,E402
 from .strings import substr, print_v2 as print  # noqa: F401,E402,A004
+from .strings import regex_replace  # noqa: F401,E402 -- tf.regex_replace (TensorFlow 1.x)
 from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: F401,E402
                            foldl, foldr)
 # array, segment, clipping and special-math functions (array_ops.py) at TensorFlow's top level

@@ -1,8 +1,8 @@
 """tf.strings and TensorFlow 1.x's top-level string, printing and raw-bytes functions (tf.as_string,
 tf.string_join, tf.substr, tf.string_split, tf.reduce_join, tf.decode_raw, tf.encode_base64,
 tf.Print, tf.print, ...) over the core's string ops (core/src/graph/ops_string.c), with
-TensorFlow's names, defaults and attributes. tf.strings.regex_replace is absent: TensorFlow's
-RE2 syntax has no faithful engine here."""
+TensorFlow's names, defaults and attributes. tf.strings.regex_replace and regex_full_match take
+TensorFlow's RE2 syntax, matched with GRegex (docs/strings.md, "Regular expressions")."""
 import sys as _sys
 
 from . import dtypes as _dtypes
@@ -83,6 +83,34 @@ def upper(input, encoding="", name=None):  # noqa: A002
 def lower(input, encoding="", name=None):  # noqa: A002
     return _ops._op("StringLower", [_str(input)], [("encoding", "string", encoding)],
                     name or "StringLower")
+
+
+def _is_text(x):
+    return isinstance(x, (str, bytes))
+
+
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+    """Replaces the matches of pattern (RE2 syntax) with rewrite (\\0 .. \\9 name groups), every
+    match or only the first. Python strings for both: StaticRegexReplace, the pattern compiled
+    once, as TensorFlow does; tensors: RegexReplace."""
+    if _is_text(pattern) and _is_text(rewrite):
+        return _ops._op("StaticRegexReplace", [_str(input)],
+                        [("pattern", "string", pattern),
+                         ("rewrite", "string", rewrite),
+                         ("replace_global", "bool", bool(replace_global))],
+                        name or "StaticRegexReplace")
+    return _ops._op("RegexReplace", [_str(input), _str(pattern), _str(rewrite)],
+                    [("replace_global", "bool", bool(replace_global))], name or "RegexReplace")
+
+
+def regex_full_match(input, pattern, name=None):  # noqa: A002
+    """Whether each string matches pattern (RE2 syntax) as a whole: a bool tensor of input's
+    shape. A Python string pattern: StaticRegexFullMatch; a tensor: RegexFullMatch."""
+    if _is_text(pattern):
+        return _ops._op("StaticRegexFullMatch", [_str(input)],
+                        [("pattern", "string", pattern)], name or "StaticRegexFullMatch")
+    return _ops._op("RegexFullMatch", [_str(input), _str(pattern)], (),
+                    name or "RegexFullMatch")
 
 
 def to_number(string_tensor, out_type=_dtypes.float32, name=None):

@@ -5,7 +5,8 @@ from weft import _weft_checkpoints, errors as _errors
 _weft_checkpoints.set_error_factory(_errors._from_status)
 from .optimizer import (Optimizer, GradientDescentOptimizer, MomentumOptimizer,  # noqa: F401
                         AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, FtrlOptimizer,
-                        AdadeltaOptimizer, ProximalGradientDescentOptimizer)
+                        AdadeltaOptimizer, ProximalGradientDescentOptimizer,
+                        ProximalAdagradOptimizer)
 from .training_util import (get_global_step, create_global_step,  # noqa: F401
                             get_or_create_global_step, global_step, assert_global_step,
                             exponential_decay)

@@ -1,5 +1,5 @@
 """TensorFlow 1.x's optimizers (tf.train.GradientDescentOptimizer, Momentum, Adagrad, Adam,
-RMSProp, Ftrl) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
+RMSProp, Ftrl, Adadelta, ProximalGradientDescent, ProximalAdagrad) over weft's Apply* ops, building the graph TensorFlow builds: slot variables named
 "<var>/<Optimizer>" (Adam's "<var>/Adam" and "<var>/Adam_1"), colocated with their variable;
 Adam's "beta1_power"/"beta2_power" beside the first variable; one "update_<var>" scope per
 variable and the global step's increment run after the updates. A resource variable is updated
@@ -22,6 +22,11 @@ def _ref(v):
 def _is_resource(v):
     from ..resource_variable_ops import ResourceVariable
     return isinstance(v, ResourceVariable)
+
+
+def _is_indexed_slices(g):
+    from ..resource_variable_ops import IndexedSlices
+    return isinstance(g, IndexedSlices)
 
 
 def _var_name(v):
@@ -85,7 +90,8 @@ class Optimizer:
         if not grads_and_vars:
             raise ValueError("No variables provided.")
         for g, v in grads_and_vars:
-            if g is not None and not isinstance(g, _fw.Tensor):
+            if g is not None and not isinstance(g, _fw.Tensor) and not (
+                    _is_indexed_slices(g) and self._apply_sparse is not None):
                 raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or "
                                 "None: %s" % (g,))
             if not isinstance(v, _vars.Variable):
@@ -104,7 +110,10 @@ class Optimizer:
                     if g is None:
                         continue
                     with _fw.name_scope("update_" + _var_name(v)), graph.colocate_with(v):
-                        update_ops.append(self._apply_dense(g, v))
+                        if _is_indexed_slices(g):
+                            update_ops.append(self._apply_sparse_duplicate_indices(g, v))
+                        else:
+                            update_ops.append(self._apply_dense(g, v))
                 if global_step is None:
                     apply_updates = self._finish(update_ops, scope)
                 else:
@@ -155,6 +164,18 @@ class Optimizer:
 
     def _create_slots(self, var_list):
         pass
+
+    # An optimizer that takes IndexedSlices gradients defines _apply_sparse(grad, var), grad's
+    # indices then distinct (TensorFlow's contract); None: only dense gradients.
+    _apply_sparse = None
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        """TensorFlow's default: sum the rows of repeated indices, then _apply_sparse."""
+        from ..array_ops import unique
+        from ..resource_variable_ops import IndexedSlices
+        ids, pos = unique(grad.indices)
+        summed = _ops.unsorted_segment_sum(grad.values, pos, _ops.shape(ids)[0])
+        return self._apply_sparse(IndexedSlices(summed, ids, grad.dense_shape), var)
 
     def _prepare(self):
         pass
@@ -388,3 +409,38 @@ class ProximalGradientDescentOptimizer(Optimizer):
                                    _ops.multiply(lr, l2)))
         out = var.assign(new, use_locking=self._use_locking)
         return out if isinstance(out, _fw.Operation) else out.op
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """Proximal Adagrad (FOBOS at Adagrad's per-element rate; ApplyProximalAdagrad, or
+    SparseApplyProximalAdagrad for an IndexedSlices gradient): slot "<var>/ProximalAdagrad" (the
+    accumulator, starting at initial_accumulator_value)."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="ProximalAdagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError("initial_accumulator_value must be positive: %s"
+                             % initial_accumulator_value)
+        super().__init__(use_locking, name)
+        self._lr = learning_rate
+        self._initial = initial_accumulator_value
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._slot(v, self._initial, "accumulator", self._name)
+
+    def _hyper(self, var):
+        return [self._t(self._lr, "learning_rate", var),
+                self._t(self._l1, "l1_regularization_strength", var),
+                self._t(self._l2, "l2_regularization_strength", var)]
+
+    def _apply_dense(self, grad, var):
+        return self._apply("ApplyProximalAdagrad", var,
+                           [self.get_slot(var, "accumulator")._ref()] + self._hyper(var) + [grad])
+
+    def _apply_sparse(self, grad, var):
+        return self._apply("SparseApplyProximalAdagrad", var,
+                           [self.get_slot(var, "accumulator")._ref()] + self._hyper(var)
+                           + [grad.values, grad.indices])
