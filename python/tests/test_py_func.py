@@ -32,6 +32,20 @@ def test_values_and_placeholder():
     np.testing.assert_array_equal(got, [4, 6, 8])
 
 
+def test_set_shape_refines_what_python_reads():
+    x = tf.py_func(lambda: np.ones((3, 4), np.float32), [], tf.float32)
+    assert x.shape.ndims is None
+    x.set_shape([None, 4])
+    assert x.shape.as_list() == [None, 4]
+    y = tf.layers.dense(x, 2, kernel_initializer=tf.ones_initializer())
+    assert y.shape.as_list() == [None, 2]
+    with pytest.raises(ValueError, match="are not compatible"):
+        x.set_shape([None, 5])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(y), np.full((3, 2), 4.0))
+
+
 def test_several_outputs_and_dtypes():
     a = tf.constant([[1, 2], [3, 4]], tf.int32)
     b = tf.constant(0.5, tf.float64)

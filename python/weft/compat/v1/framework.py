@@ -314,14 +314,21 @@ class Tensor:
 
     @property
     def shape(self):
-        return TensorShape(self._op._node.output_shape(self._value_index))
+        inferred = TensorShape(self._op._node.output_shape(self._value_index))
+        hint = self._op._graph._shape_hints.get((self._op._name, self._value_index))
+        return inferred if hint is None else inferred.merge_with(hint)
 
     def get_shape(self):
         return self.shape
 
     def set_shape(self, shape):
+        """Refines the static shape the Python layer reports (tf.layers and the other Python
+        code that reads .shape see it); the core's shape inference of later nodes does not
+        (tf.ensure_shape refines it there too, checked when the step runs)."""
         if not self.shape.is_compatible_with(shape):
             raise ValueError("Shapes %s and %s are not compatible" % (self.shape, as_shape(shape)))
+        self._op._graph._shape_hints[(self._op._name, self._value_index)] = \
+            self.shape.merge_with(shape)
 
     @property
     def consumers_unsupported(self):
@@ -382,6 +389,8 @@ class Graph:
         self._name_stack = ""
         self._control_stack = []  # lists of Operations; None entry: cleared
         self._collections = {}
+        # Tensor.set_shape's refinements: (op name, output index) -> TensorShape
+        self._shape_hints = {}
         self._lock = threading.RLock()
         self._finalized = False
         self.seed = None
