@@ -1,4 +1,5 @@
-/* test_pool_grad.c: float32 NHWC MaxPoolGrad, MaxPoolGradV2 and AvgPoolGrad, which the CPU
+/* test_pool_grad.c: float32 NHWC MaxPoolGrad, MaxPoolGradV2 and AvgPoolGrad (and NDHWC
+ * MaxPool3DGrad, AvgPool3DGrad), which the CPU
  * plugin runs on its channel loops (plugins/cpu/cpu_pool_grad_fast.c), bit for bit against a
  * scalar reference written here the generic kernel's way (plugins/cpu/cpu_conv.c
  * pool_grad_range): one (image, channel) plane at a time, output windows row-major; the max's
@@ -7,7 +8,9 @@
  * VALID and EXPLICIT padding, stride below, equal to and above the window, a window of 1,
  * channels that are no multiple of 16 and more than the kernel's block of 64, batches, windows
  * wholly in the padding; values with many ties, NaN and infinities. Each case runs at 1 and 2
- * intra-op threads (and big enough that the 2-thread run splits). */
+ * intra-op threads (and big enough that the 2-thread run splits). MaxPool3DGrad and
+ * AvgPool3DGrad over NDHWC the same way against cpu_conv_nd.c's arithmetic (sums in double,
+ * rounded once). */
 #include <glib.h>
 #include <math.h>
 #include <stdint.h>
@@ -61,10 +64,9 @@ static void geom(int64_t in, int64_t k, int64_t s, const char *padding, int64_t 
 
 /* Reproducible values: ties (a few small integers) when ties, else in [-1, 1); some NaN and
  * infinities when specials. */
-static weft_tensor_t *values(int64_t n, int64_t h, int64_t w, int64_t c, uint32_t seed, bool ties,
-                             bool specials) {
-  int64_t dims[4] = {n, h, w, c};
-  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, 4, dims);
+static weft_tensor_t *values_nd(int rank, const int64_t *dims, uint32_t seed, bool ties,
+                                bool specials) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_FLOAT, rank, dims);
   float *p = weft_tensor_data(t);
   uint32_t s = seed * 2654435761u + 12345u;
   for (int64_t k = 0; k < weft_tensor_num_elements(t); k++) {
@@ -76,6 +78,12 @@ static weft_tensor_t *values(int64_t n, int64_t h, int64_t w, int64_t c, uint32_
     if (specials && r % 41 == 2) p[k] = -INFINITY;
   }
   return t;
+}
+
+static weft_tensor_t *values(int64_t n, int64_t h, int64_t w, int64_t c, uint32_t seed, bool ties,
+                             bool specials) {
+  int64_t dims[4] = {n, h, w, c};
+  return values_nd(4, dims, seed, ties, specials);
 }
 
 /* The generic kernel's arithmetic, plane by plane. */
@@ -177,7 +185,9 @@ static weft_tensor_t *run(const char *op, const pg_case_t *c, weft_tensor_t *x, 
   return out;
 }
 
-/* Bit-for-bit equality, NaN included, with the first difference reported. */
+/* Bit-for-bit equality, with the first difference reported. A NaN matches any NaN: which of two
+ * NaNs an addition returns (the sign of inf - inf's NaN against a NaN gradient) follows the
+ * operand order the compiler picks for a commutative add, in the generic kernel as here. */
 static void check_bits(const weft_tensor_t *got, const float *want, int64_t count,
                        const char *what) {
   g_assert_cmpint(weft_tensor_num_elements(got), ==, count);
@@ -186,7 +196,7 @@ static void check_bits(const weft_tensor_t *got, const float *want, int64_t coun
     uint32_t a, b;
     memcpy(&a, &p[i], 4);
     memcpy(&b, &want[i], 4);
-    if (a != b)
+    if (a != b && !(isnan(p[i]) && isnan(want[i])))
       g_error("%s: element %" G_GINT64_FORMAT " is %.9g (0x%08x), expected %.9g (0x%08x)", what,
               i, (double)p[i], a, (double)want[i], b);
   }
@@ -230,8 +240,131 @@ static void test_pool_grad(void) {
   }
 }
 
+/* MaxPool3DGrad / AvgPool3DGrad over NDHWC (cpu_conv_nd.c's generic kernel: sums in double,
+ * rounded once; the max's first maximum in depth, row, column order, NaN as above). */
+typedef struct pg3_case {
+  int64_t n, in[3], c, k[3], s[3];
+  const char *padding;
+} pg3_case_t;
+
+static const pg3_case_t cases3[] = {
+    {2, {5, 9, 8}, 19, {3, 3, 3}, {2, 2, 2}, "SAME"},   /* stride < window */
+    {2, {6, 7, 7}, 70, {2, 2, 2}, {3, 3, 3}, "VALID"},  /* stride > window, 70 channels */
+    {1, {4, 5, 6}, 3, {1, 1, 1}, {2, 2, 2}, "SAME"},    /* window 1 */
+    {3, {3, 4, 5}, 5, {3, 4, 5}, {1, 1, 1}, "VALID"},   /* global */
+    {2, {9, 8, 8}, 24, {3, 3, 3}, {1, 2, 2}, "SAME"},   /* enough work to split */
+};
+
+static void reference3(const pg3_case_t *c, bool is_max, const float *x, const float *dy,
+                       float *dx, const int64_t *out, const int64_t *pb) {
+  int64_t vol = c->in[0] * c->in[1] * c->in[2], ovol = out[0] * out[1] * out[2];
+  double *acc = g_new0(double, c->n * vol * c->c + 1);
+  for (int64_t n = 0; n < c->n; n++)
+    for (int64_t ch = 0; ch < c->c; ch++)
+      for (int64_t p = 0; p < ovol; p++) {
+        int64_t o[3] = {p / (out[1] * out[2]), p / out[2] % out[1], p % out[2]};
+        int64_t lo[3], hi[3], count = 1;
+        for (int i = 0; i < 3; i++) {
+          lo[i] = MAX(o[i] * c->s[i] - pb[i], 0);
+          hi[i] = MIN(o[i] * c->s[i] - pb[i] + c->k[i], c->in[i]);
+          count *= MAX(hi[i] - lo[i], 0);
+        }
+        if (count == 0) continue;
+        double g = dy[(n * ovol + p) * c->c + ch];
+        int64_t best_at = -1;
+        for (int64_t a = lo[0]; a < hi[0]; a++)
+          for (int64_t b = lo[1]; b < hi[1]; b++)
+            for (int64_t q = lo[2]; q < hi[2]; q++) {
+              int64_t at = (n * vol + (a * c->in[1] + b) * c->in[2] + q) * c->c + ch;
+              if (!is_max) {
+                acc[at] += g / (double)count;
+                continue;
+              }
+              float v = x[at], bv = best_at < 0 ? 0 : x[best_at];
+              if (best_at < 0 || v > bv || (isnan(v) && !isnan(bv))) best_at = at;
+            }
+        if (is_max) acc[best_at] += g;
+      }
+  for (int64_t i = 0; i < c->n * vol * c->c; i++) dx[i] = (float)acc[i];
+  g_free(acc);
+}
+
+static weft_tensor_t *run3(const char *op, const pg3_case_t *c, weft_tensor_t *x, weft_tensor_t *y,
+                           weft_tensor_t *dy, int threads) {
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_op_builder_t *b = weft_op_new(g, op, "op");
+  if (strcmp(op, "AvgPool3DGrad") == 0) {
+    int64_t five = 5;
+    weft_tensor_t *s = weft_tensor_new(WEFT_DT_INT32, 1, &five);
+    int32_t *p = weft_tensor_data(s);
+    int64_t d[5] = {c->n, c->in[0], c->in[1], c->in[2], c->c};
+    for (int i = 0; i < 5; i++) p[i] = (int32_t)d[i];
+    weft_op_add_input(b, constant(g, "shape", s));
+    weft_tensor_unref(s);
+  } else {
+    weft_op_add_input(b, constant(g, "x", x));
+    weft_op_add_input(b, constant(g, "y", y));
+  }
+  weft_op_add_input(b, constant(g, "dy", dy));
+  int64_t k[5] = {1, c->k[0], c->k[1], c->k[2], 1}, st5[5] = {1, c->s[0], c->s[1], c->s[2], 1};
+  weft_op_set_attr_int_list(b, "ksize", k, 5);
+  weft_op_set_attr_int_list(b, "strides", st5, 5);
+  weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
+  weft_op_set_attr_string(b, "padding", c->padding);
+  weft_op_set_attr_string(b, "data_format", "NDHWC");
+  weft_node_t *node = NULL;
+  OK(weft_op_finish(b, &node));
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_intra_op_threads(opts, threads);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, opts, &st);
+  OK(st);
+  weft_session_options_free(opts);
+  const char *fetch = "op";
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+  weft_session_free(s);
+  weft_graph_free(g);
+  return out;
+}
+
+static void test_pool3d_grad(void) {
+  static const char *const ops[] = {"MaxPool3DGrad", "AvgPool3DGrad"};
+  for (size_t i = 0; i < G_N_ELEMENTS(cases3); i++) {
+    const pg3_case_t *c = &cases3[i];
+    int64_t out[3], pb[3];
+    for (int d = 0; d < 3; d++) geom(c->in[d], c->k[d], c->s[d], c->padding, 0, 0, &out[d], &pb[d]);
+    int64_t xd[5] = {c->n, c->in[0], c->in[1], c->in[2], c->c};
+    int64_t yd[5] = {c->n, out[0], out[1], out[2], c->c};
+    int64_t count = c->n * c->in[0] * c->in[1] * c->in[2] * c->c;
+    for (int vals = 0; vals < 3; vals++) {
+      weft_tensor_t *x = values_nd(5, xd, (uint32_t)(31 * i + (size_t)vals), vals > 0, vals == 2);
+      weft_tensor_t *dy = values_nd(5, yd, (uint32_t)(2000 + i), false, vals == 2);
+      weft_tensor_t *y = values_nd(5, yd, 5, false, false);
+      float *want = g_new(float, count + 1);
+      for (size_t o = 0; o < G_N_ELEMENTS(ops); o++) {
+        reference3(c, o == 0, weft_tensor_data(x), weft_tensor_data(dy), want, out, pb);
+        for (int threads = 1; threads <= 2; threads++) {
+          weft_tensor_t *got = run3(ops[o], c, x, y, dy, threads);
+          char *what = g_strdup_printf("%s case %zu values %d threads %d", ops[o], i, vals,
+                                       threads);
+          check_bits(got, want, count, what);
+          g_free(what);
+          weft_tensor_unref(got);
+        }
+      }
+      g_free(want);
+      weft_tensor_unref(x);
+      weft_tensor_unref(y);
+      weft_tensor_unref(dy);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/pool_grad/nhwc_f32", test_pool_grad);
+  g_test_add_func("/pool_grad/ndhwc_f32", test_pool3d_grad);
   return g_test_run();
 }

@@ -12,6 +12,7 @@
 #include "cpu_vmath.h"
 
 #define PG_BAND weft__cpu_pool_grad_band_baseline
+#define PG_BAND3 weft__cpu_pool3_grad_band_baseline
 #include "cpu_pool_grad_impl.h"
 
 typedef struct pool_grad_f32_job {
@@ -31,14 +32,30 @@ static void pool_grad_f32_range(void *arg, int64_t b, int64_t e) {
   }
 }
 
-/* The band kernel of the level the elementwise kernels use (WEFT_CPU_ISA). */
-static weft_cpu_pool_grad_band_fn band_kernel(void) {
+/* The level the elementwise kernels use (WEFT_CPU_ISA): 2 AVX-512, 1 AVX2, 0 this file's. */
+static int level(void) {
 #if defined(__x86_64__) || defined(__i386__)
   const weft_cpu_vmath_t *vm = weft__cpu_vmath();
-  if (vm == &weft__cpu_vmath_avx512) return weft__cpu_pool_grad_band_avx512;
-  if (vm == &weft__cpu_vmath_avx2) return weft__cpu_pool_grad_band_avx2;
+  if (vm == &weft__cpu_vmath_avx512) return 2;
+  if (vm == &weft__cpu_vmath_avx2) return 1;
+#endif
+  return 0;
+}
+
+static weft_cpu_pool_grad_band_fn band_kernel(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (level() == 2) return weft__cpu_pool_grad_band_avx512;
+  if (level() == 1) return weft__cpu_pool_grad_band_avx2;
 #endif
   return weft__cpu_pool_grad_band_baseline;
+}
+
+static weft_cpu_pool3_grad_band_fn band3_kernel(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (level() == 2) return weft__cpu_pool3_grad_band_avx512;
+  if (level() == 1) return weft__cpu_pool3_grad_band_avx2;
+#endif
+  return weft__cpu_pool3_grad_band_baseline;
 }
 
 bool weft__cpu_pool_grad_f32_enabled(void) {
@@ -67,4 +84,35 @@ void weft__cpu_pool_grad_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
   /* In double and capped: a huge window's estimate must not overflow (any such cost splits). */
   weft__cpu_parallel(ctx, g->n * g->h, cost > 1e12 ? (int64_t)1e12 : (int64_t)cost,
                      pool_grad_f32_range, &j);
+}
+
+typedef struct pool3_grad_f32_job {
+  const weft_cpu_pool3_grad_t *p;
+  weft_cpu_pool3_grad_band_fn band;
+} pool3_grad_f32_job_t;
+
+/* One unit is one input depth plane of one image, as pool_grad_f32_range's rows. */
+static void pool3_grad_f32_range(void *arg, int64_t b, int64_t e) {
+  const pool3_grad_f32_job_t *j = arg;
+  int64_t d = j->p->in[0];
+  while (b < e) {
+    int64_t n = b / d, p0 = b % d, p1 = p0 + (e - b);
+    if (p1 > d) p1 = d;
+    j->band(j->p, n, p0, p1);
+    b += p1 - p0;
+  }
+}
+
+void weft__cpu_pool3d_grad_f32(weft_kernel_ctx_t *ctx, const weft_cpu_pool3_grad_t *p) {
+  pool3_grad_f32_job_t j = {p, band3_kernel()};
+  /* A plane's work, as weft__cpu_pool_grad_f32's row's: the windows over it, each row x column
+   * slice of them by c channels, and for the max the whole window's argmax as well. */
+  double k[3];
+  for (int i = 0; i < 3; i++) k[i] = (double)(p->k[i] < p->in[i] ? p->k[i] : p->in[i]);
+  double planes_over = (double)((p->k[0] + p->s[0] - 1) / p->s[0]);
+  double cost = planes_over * (double)(p->out[1] * p->out[2] * p->c) * k[1] * k[2] *
+                    (p->is_max ? k[0] + 1 : 1) +
+                (double)(p->in[1] * p->in[2] * p->c) + 1;
+  weft__cpu_parallel(ctx, p->n * p->in[0], cost > 1e12 ? (int64_t)1e12 : (int64_t)cost,
+                     pool3_grad_f32_range, &j);
 }

@@ -1,6 +1,6 @@
-/* cpu_pool_grad_impl.h: the float32 NHWC MaxPoolGrad / AvgPoolGrad band kernel
- * (cpu_pool_grad.h), included once per instruction set level with PG_BAND naming the level's
- * function: plain loops over contiguous channels that the compiler vectorises at that level
+/* cpu_pool_grad_impl.h: the float32 NHWC MaxPoolGrad / AvgPoolGrad band kernel and the NDHWC
+ * MaxPool3DGrad / AvgPool3DGrad one (cpu_pool_grad.h), included once per instruction set level
+ * with PG_BAND and PG_BAND3 naming the level's functions: plain loops over contiguous channels that the compiler vectorises at that level
  * (the files are built with -fvect-cost-model=dynamic, whose trip counts are run-time ones).
  *
  * Work split: one unit is one input row of one image. A range of units is cut into bands of
@@ -19,14 +19,21 @@
  *   (SpatialMaxPoolWithArgMaxHelper, "output_ref < input_ref") skips a NaN that is not first:
  *   Weft keeps its own rule here, the one its MaxPool has.
  * - AvgPoolGrad: g = (double)dy / count (the window's in-bounds elements), then each element of
- *   the window dx = (float)((double)dx + g): double adds rounded to float after each one. */
+ *   the window dx = (float)((double)dx + g): double adds rounded to float after each one.
+ * - MaxPool3DGrad / AvgPool3DGrad (cpu_conv_nd.c's pool3d_grad_range): the same windows in three
+ *   dimensions (depth, rows, columns), the same first maximum, but every sum in double (dy, or
+ *   dy / count, added into a double accumulator) and rounded to float once at the end; bands
+ *   are input depth planes.
+ * "Bit for bit" leaves aside which NaN a sum holds where two NaNs meet (inf - inf's against a
+ * NaN gradient): x86 returns an add's first operand's, and the compiler orders a commutative
+ * add's operands as it likes, in the generic kernel as here. */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_pool_grad.h"
 
-#ifndef PG_BAND
-#error "define PG_BAND, the level's band function, before including cpu_pool_grad_impl.h"
+#if !defined(PG_BAND) || !defined(PG_BAND3)
+#error "define PG_BAND and PG_BAND3, the level's band functions, before including this file"
 #endif
 
 /* Channels per block: the block's running maxima, their window positions and the averaged
@@ -130,4 +137,103 @@ void PG_BAND(const weft_cpu_pool_grad_t *j, int64_t n, int64_t r0, int64_t r1) {
           avg_block(j, dxi, gy + c0, y0, y1, x0, x1, r0, r1, c0, cn);
       }
     }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MaxPool3DGrad, AvgPool3DGrad */
+
+/* The clipped window of output (od, oy, ox), [lo, hi) per dimension; false where it is empty. */
+static bool pg3_window(const weft_cpu_pool3_grad_t *g, const int64_t o[3], int64_t lo[3],
+                       int64_t hi[3]) {
+  bool some = true;
+  for (int i = 0; i < 3; i++) {
+    lo[i] = o[i] * g->s[i] - g->pb[i];
+    hi[i] = lo[i] + g->k[i];
+    if (lo[i] < 0) lo[i] = 0;
+    if (hi[i] > g->in[i]) hi[i] = g->in[i];
+    some = some && lo[i] < hi[i];
+  }
+  return some;
+}
+
+/* Channels [c0, c0 + cn) of one window into planes [p0, p1) of image n's acc (ai). */
+static void pool3_block(const weft_cpu_pool3_grad_t *j, const float *xi, double *ai,
+                        const float *restrict gy, const int64_t lo[3], const int64_t hi[3],
+                        int64_t p0, int64_t p1, int64_t c0, int64_t cn) {
+  const weft_cpu_pool3_grad_t *g = j;
+  int64_t plane = g->in[1] * g->in[2];
+  double gv[PG_BLOCK];
+  int32_t at[PG_BLOCK];
+  if (j->is_max) {
+    float best[PG_BLOCK];
+    const float *first = xi + ((lo[0] * g->in[1] + lo[1]) * g->in[2] + lo[2]) * g->c + c0;
+    for (int64_t c = 0; c < cn; c++) {
+      best[c] = first[c];
+      at[c] = 0;
+      gv[c] = (double)gy[c];
+    }
+    int32_t k = 0;
+    for (int64_t a = lo[0]; a < hi[0]; a++)
+      for (int64_t yy = lo[1]; yy < hi[1]; yy++)
+        for (int64_t xx = lo[2]; xx < hi[2]; xx++, k++) {
+          if (k == 0) continue;
+          const float *restrict v = xi + (a * plane + yy * g->in[2] + xx) * g->c + c0;
+          for (int64_t c = 0; c < cn; c++) {
+            float b = best[c], u = v[c];
+            int take = (u > b) | (isnan(u) & !isnan(b));
+            best[c] = take ? u : b;
+            at[c] = take ? k : at[c];
+          }
+        }
+  } else {
+    double count = (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+    for (int64_t c = 0; c < cn; c++) gv[c] = (double)gy[c] / count;
+  }
+  int64_t da = lo[0] > p0 ? lo[0] : p0, db = hi[0] < p1 ? hi[0] : p1;
+  for (int64_t a = da; a < db; a++)
+    for (int64_t yy = lo[1]; yy < hi[1]; yy++) {
+      int32_t k = (int32_t)(((a - lo[0]) * (hi[1] - lo[1]) + (yy - lo[1])) * (hi[2] - lo[2]));
+      for (int64_t xx = lo[2]; xx < hi[2]; xx++, k++) {
+        double *restrict d = ai + (a * plane + yy * g->in[2] + xx) * g->c + c0;
+        if (j->is_max) {
+          /* + 0 where the maximum lies elsewhere, as in max_block (acc starts at +0). */
+          for (int64_t c = 0; c < cn; c++) {
+            double u = gv[c];
+            d[c] += at[c] == k ? u : 0.0;
+          }
+        } else {
+          for (int64_t c = 0; c < cn; c++) d[c] += gv[c];
+        }
+      }
+    }
+}
+
+/* cpu_pool_grad.h: depth planes [p0, p1) of image n: acc zeroed, every window reaching into
+ * them added (output depth, rows, columns ascending, the generic kernel's order per element),
+ * then rounded into dx. */
+void PG_BAND3(const weft_cpu_pool3_grad_t *j, int64_t n, int64_t p0, int64_t p1) {
+  const weft_cpu_pool3_grad_t *g = j;
+  int64_t plane = g->in[1] * g->in[2] * g->c, vol = g->in[0] * plane;
+  double *ai = j->acc + n * vol;
+  const float *xi = j->x ? j->x + n * vol : NULL;
+  memset(ai + p0 * plane, 0, sizeof(double) * (size_t)((p1 - p0) * plane));
+  int64_t lo0 = p0 + g->pb[0] - g->k[0] + 1;
+  int64_t od0 = lo0 <= 0 ? 0 : (lo0 + g->s[0] - 1) / g->s[0];
+  int64_t od1 = (p1 - 1 + g->pb[0]) / g->s[0] + 1;
+  if (od1 > g->out[0]) od1 = g->out[0];
+  int64_t o[3];
+  for (o[0] = od0; o[0] < od1; o[0]++)
+    for (o[1] = 0; o[1] < g->out[1]; o[1]++)
+      for (o[2] = 0; o[2] < g->out[2]; o[2]++) {
+        int64_t lo[3], hi[3];
+        if (!pg3_window(g, o, lo, hi) || hi[0] <= p0 || lo[0] >= p1) continue;
+        const float *gy =
+            j->dy + (((n * g->out[0] + o[0]) * g->out[1] + o[1]) * g->out[2] + o[2]) * g->c;
+        for (int64_t c0 = 0; c0 < g->c; c0 += PG_BLOCK)
+          pool3_block(j, xi, ai, gy + c0, lo, hi, p0, p1, c0,
+                      g->c - c0 < PG_BLOCK ? g->c - c0 : PG_BLOCK);
+      }
+  float *restrict out = j->dx + n * vol + p0 * plane;
+  const double *restrict in = ai + p0 * plane;
+  for (int64_t i = 0; i < (p1 - p0) * plane; i++) out[i] = (float)in[i];
 }
