@@ -134,15 +134,16 @@ static weft_tensor_t *ints4(int64_t a, int64_t b, int64_t c, int64_t d) {
   return t;
 }
 
-/* op (MaxPoolGrad, MaxPoolGradV2 or AvgPoolGrad) on x / y / dy at `threads` intra-op threads. */
-static weft_tensor_t *run(const char *op, const pg_case_t *c, weft_tensor_t *x, weft_tensor_t *y,
-                          weft_tensor_t *dy, int threads) {
-  weft_graph_t *g = weft_graph_new();
-  weft_graph_push_device(g, "/device:CPU:0");
-  weft_op_builder_t *b = weft_op_new(g, op, "op");
-  bool v2 = strcmp(op, "MaxPoolGradV2") == 0;
-  if (strcmp(op, "AvgPoolGrad") == 0) {
-    weft_tensor_t *s = ints4(c->n, c->h, c->w, c->c);
+/* The gradient's inputs: the average's orig_input_shape (rank values of shape) or the max's
+ * orig_input x and orig_output y; then dy. */
+static void add_inputs(weft_graph_t *g, weft_op_builder_t *b, bool avg, int rank,
+                       const int64_t *shape, weft_tensor_t *x, weft_tensor_t *y,
+                       weft_tensor_t *dy) {
+  if (avg) {
+    int64_t r = rank;
+    weft_tensor_t *s = weft_tensor_new(WEFT_DT_INT32, 1, &r);
+    int32_t *p = weft_tensor_data(s);
+    for (int i = 0; i < rank; i++) p[i] = (int32_t)shape[i];
     weft_op_add_input(b, constant(g, "shape", s));
     weft_tensor_unref(s);
   } else {
@@ -150,6 +151,36 @@ static weft_tensor_t *run(const char *op, const pg_case_t *c, weft_tensor_t *x, 
     weft_op_add_input(b, constant(g, "y", y));
   }
   weft_op_add_input(b, constant(g, "dy", dy));
+}
+
+/* Finishes op b of graph g, runs it at `threads` intra-op threads and frees the graph. */
+static weft_tensor_t *finish_run(weft_graph_t *g, weft_op_builder_t *b, int threads) {
+  weft_node_t *node = NULL;
+  OK(weft_op_finish(b, &node));
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_intra_op_threads(opts, threads);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, opts, &st);
+  OK(st);
+  weft_session_options_free(opts);
+  const char *fetch = "op";
+  weft_tensor_t *out = NULL;
+  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
+  weft_session_free(s);
+  weft_graph_free(g);
+  return out;
+}
+
+/* op (MaxPoolGrad, MaxPoolGradV2 or AvgPoolGrad) on x / y / dy at `threads` intra-op threads. */
+static weft_tensor_t *run(const char *op, const void *arg, weft_tensor_t *x, weft_tensor_t *y,
+                          weft_tensor_t *dy, int threads) {
+  const pg_case_t *c = arg;
+  weft_graph_t *g = weft_graph_new();
+  weft_graph_push_device(g, "/device:CPU:0");
+  weft_op_builder_t *b = weft_op_new(g, op, "op");
+  bool v2 = strcmp(op, "MaxPoolGradV2") == 0;
+  int64_t shape[4] = {c->n, c->h, c->w, c->c};
+  add_inputs(g, b, strcmp(op, "AvgPoolGrad") == 0, 4, shape, x, y, dy);
   if (v2) {
     weft_tensor_t *k = ints4(1, c->kh, c->kw, 1), *s = ints4(1, c->sh, c->sw, 1);
     weft_op_add_input(b, constant(g, "ksize", k));
@@ -169,20 +200,7 @@ static weft_tensor_t *run(const char *op, const pg_case_t *c, weft_tensor_t *x, 
     weft_op_set_attr_int_list(b, "explicit_paddings", p, 8);
   }
   weft_op_set_attr_string(b, "data_format", "NHWC");
-  weft_node_t *node = NULL;
-  OK(weft_op_finish(b, &node));
-  weft_session_options_t *opts = weft_session_options_new();
-  weft_session_options_set_intra_op_threads(opts, threads);
-  weft_status_t *st = NULL;
-  weft_session_t *s = weft_session_new(g, opts, &st);
-  OK(st);
-  weft_session_options_free(opts);
-  const char *fetch = "op";
-  weft_tensor_t *out = NULL;
-  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
-  weft_session_free(s);
-  weft_graph_free(g);
-  return out;
+  return finish_run(g, b, threads);
 }
 
 /* Bit-for-bit equality, with the first difference reported. A NaN matches any NaN: which of two
@@ -199,6 +217,21 @@ static void check_bits(const weft_tensor_t *got, const float *want, int64_t coun
     if (a != b && !(isnan(p[i]) && isnan(want[i])))
       g_error("%s: element %" G_GINT64_FORMAT " is %.9g (0x%08x), expected %.9g (0x%08x)", what,
               i, (double)p[i], a, (double)want[i], b);
+  }
+}
+
+/* run or run3 of op on case c at 1 and then 2 intra-op threads, each bitwise against want. */
+typedef weft_tensor_t *(*run_fn)(const char *op, const void *c, weft_tensor_t *x, weft_tensor_t *y,
+                                 weft_tensor_t *dy, int threads);
+static void check_threads(run_fn run_op, const char *op, const void *c, size_t i, int vals,
+                          weft_tensor_t *x, weft_tensor_t *y, weft_tensor_t *dy, const float *want,
+                          int64_t count) {
+  for (int threads = 1; threads <= 2; threads++) {
+    weft_tensor_t *got = run_op(op, c, x, y, dy, threads);
+    char *what = g_strdup_printf("%s case %zu values %d threads %d", op, i, vals, threads);
+    check_bits(got, want, count, what);
+    g_free(what);
+    weft_tensor_unref(got);
   }
 }
 
@@ -223,14 +256,7 @@ static void test_pool_grad(void) {
         /* Only MaxPoolGrad takes EXPLICIT padding. */
         if (explicit_pad && o != 0) continue;
         reference(c, is_max, weft_tensor_data(x), weft_tensor_data(dy), want, oh, ow, pt, pl);
-        for (int threads = 1; threads <= 2; threads++) {
-          weft_tensor_t *got = run(ops[o], c, x, y, dy, threads);
-          char *what = g_strdup_printf("%s case %zu values %d threads %d", ops[o], i, vals,
-                                       threads);
-          check_bits(got, want, c->n * c->h * c->w * c->c, what);
-          g_free(what);
-          weft_tensor_unref(got);
-        }
+        check_threads(run, ops[o], c, i, vals, x, y, dy, want, c->n * c->h * c->w * c->c);
       }
       g_free(want);
       weft_tensor_unref(x);
@@ -289,44 +315,21 @@ static void reference3(const pg3_case_t *c, bool is_max, const float *x, const f
   g_free(acc);
 }
 
-static weft_tensor_t *run3(const char *op, const pg3_case_t *c, weft_tensor_t *x, weft_tensor_t *y,
+static weft_tensor_t *run3(const char *op, const void *arg, weft_tensor_t *x, weft_tensor_t *y,
                            weft_tensor_t *dy, int threads) {
+  const pg3_case_t *c = arg;
   weft_graph_t *g = weft_graph_new();
   weft_graph_push_device(g, "/device:CPU:0");
   weft_op_builder_t *b = weft_op_new(g, op, "op");
-  if (strcmp(op, "AvgPool3DGrad") == 0) {
-    int64_t five = 5;
-    weft_tensor_t *s = weft_tensor_new(WEFT_DT_INT32, 1, &five);
-    int32_t *p = weft_tensor_data(s);
-    int64_t d[5] = {c->n, c->in[0], c->in[1], c->in[2], c->c};
-    for (int i = 0; i < 5; i++) p[i] = (int32_t)d[i];
-    weft_op_add_input(b, constant(g, "shape", s));
-    weft_tensor_unref(s);
-  } else {
-    weft_op_add_input(b, constant(g, "x", x));
-    weft_op_add_input(b, constant(g, "y", y));
-  }
-  weft_op_add_input(b, constant(g, "dy", dy));
+  int64_t shape[5] = {c->n, c->in[0], c->in[1], c->in[2], c->c};
+  add_inputs(g, b, strcmp(op, "AvgPool3DGrad") == 0, 5, shape, x, y, dy);
   int64_t k[5] = {1, c->k[0], c->k[1], c->k[2], 1}, st5[5] = {1, c->s[0], c->s[1], c->s[2], 1};
   weft_op_set_attr_int_list(b, "ksize", k, 5);
   weft_op_set_attr_int_list(b, "strides", st5, 5);
   weft_op_set_attr_type(b, "T", WEFT_DT_FLOAT);
   weft_op_set_attr_string(b, "padding", c->padding);
   weft_op_set_attr_string(b, "data_format", "NDHWC");
-  weft_node_t *node = NULL;
-  OK(weft_op_finish(b, &node));
-  weft_session_options_t *opts = weft_session_options_new();
-  weft_session_options_set_intra_op_threads(opts, threads);
-  weft_status_t *st = NULL;
-  weft_session_t *s = weft_session_new(g, opts, &st);
-  OK(st);
-  weft_session_options_free(opts);
-  const char *fetch = "op";
-  weft_tensor_t *out = NULL;
-  OK(weft_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0));
-  weft_session_free(s);
-  weft_graph_free(g);
-  return out;
+  return finish_run(g, b, threads);
 }
 
 static void test_pool3d_grad(void) {
@@ -345,14 +348,7 @@ static void test_pool3d_grad(void) {
       float *want = g_new(float, count + 1);
       for (size_t o = 0; o < G_N_ELEMENTS(ops); o++) {
         reference3(c, o == 0, weft_tensor_data(x), weft_tensor_data(dy), want, out, pb);
-        for (int threads = 1; threads <= 2; threads++) {
-          weft_tensor_t *got = run3(ops[o], c, x, y, dy, threads);
-          char *what = g_strdup_printf("%s case %zu values %d threads %d", ops[o], i, vals,
-                                       threads);
-          check_bits(got, want, count, what);
-          g_free(what);
-          weft_tensor_unref(got);
-        }
+        check_threads(run3, ops[o], c, i, vals, x, y, dy, want, count);
       }
       g_free(want);
       weft_tensor_unref(x);
