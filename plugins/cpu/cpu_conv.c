@@ -468,7 +468,8 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
  * MaxPoolGrad, AvgPoolGrad: each output's gradient goes back to its window. One work unit is
  * one (image, channel) plane, the only writes two windows can share. MaxPool's gradient goes to
  * the first maximum in window order (rows, then columns), as TensorFlow's CPU kernel picks it;
- * AvgPool's is spread over the in-bounds elements its forward mean divided by. */
+ * AvgPool's is spread over the in-bounds elements its forward mean divided by. float32 NHWC
+ * takes cpu_pool_grad_fast.c's channel loops instead, whose results are these bit for bit. */
 
 typedef struct pool_grad_job {
   const geom_t *g;

@@ -4,8 +4,8 @@
  * transposed convolution), DepthwiseConv2dNativeBackpropInput and Conv3DBackpropInputV2 (GEMM of
  * out_backprop with the filter, then col2im), the filter gradients Conv2DBackpropFilter,
  * DepthwiseConv2dNativeBackpropFilter and Conv3DBackpropFilterV2 (im2col, then GEMM with
- * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad, and
- * MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
+ * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad (float32
+ * NDHWC in cpu_pool_grad_fast.c, the same results), and MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
  * like Conv2D. Error messages follow TensorFlow's (conv_grad_shape_utils.cc and the kernels). */
 #include <limits.h>
 #include <math.h>
