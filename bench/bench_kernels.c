@@ -795,6 +795,136 @@ static void bench_conv(const bench_options_t *o, bench_report_t *r, const conv_s
   weft_tensor_unref(bias);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Pooling gradients: float32 NHWC MaxPoolGrad and AvgPoolGrad, batch 1, as a conv net's training
+ * step runs them, against the naive loop a C program writes: every output pixel's window, each
+ * channel on its own (the max's argmax found channel by channel), threads over channels so that
+ * no two write the same element. */
+
+typedef struct pool_grad_shape {
+  const char *name;
+  int64_t h, w, c, k, stride;
+  bool is_max, same;
+} pool_grad_shape_t;
+
+typedef struct pool_grad_base {
+  const pool_grad_shape_t *s;
+  const float *x, *dy;
+  float *dx;
+  int64_t oh, ow, pt, pl;
+} pool_grad_base_t;
+
+/* Channels [begin, end) of every window. */
+static void pool_grad_base_range(void *arg, int64_t begin, int64_t end) {
+  const pool_grad_base_t *j = arg;
+  const pool_grad_shape_t *s = j->s;
+  for (int64_t oy = 0; oy < j->oh; oy++)
+    for (int64_t ox = 0; ox < j->ow; ox++) {
+      int64_t y0 = oy * s->stride - j->pt, x0 = ox * s->stride - j->pl;
+      int64_t y1 = y0 + s->k < s->h ? y0 + s->k : s->h, x1 = x0 + s->k < s->w ? x0 + s->k : s->w;
+      if (y0 < 0) y0 = 0;
+      if (x0 < 0) x0 = 0;
+      const float *g = j->dy + (oy * j->ow + ox) * s->c;
+      for (int64_t ch = begin; ch < end; ch++) {
+        if (s->is_max) {
+          int64_t best = (y0 * s->w + x0) * s->c + ch;
+          for (int64_t y = y0; y < y1; y++)
+            for (int64_t x = x0; x < x1; x++)
+              if (j->x[(y * s->w + x) * s->c + ch] > j->x[best]) best = (y * s->w + x) * s->c + ch;
+          j->dx[best] += g[ch];
+        } else {
+          float v = g[ch] / (float)((y1 - y0) * (x1 - x0));
+          for (int64_t y = y0; y < y1; y++)
+            for (int64_t x = x0; x < x1; x++) j->dx[(y * s->w + x) * s->c + ch] += v;
+        }
+      }
+    }
+}
+
+static double run_pool_grad_base(void *arg, weft_status_t **error) {
+  (void)error;
+  pool_grad_base_t *j = arg;
+  double t0 = bench_now();
+  memset(j->dx, 0, sizeof(float) * (size_t)(j->s->h * j->s->w * j->s->c));
+  threaded(j->s->c, pool_grad_base_range, j);
+  return bench_now() - t0;
+}
+
+static void set_pool_grad_attrs(weft_op_builder_t *b, void *arg) {
+  const pool_grad_shape_t *s = arg;
+  int64_t ksize[4] = {1, s->k, s->k, 1}, strides[4] = {1, s->stride, s->stride, 1};
+  weft_op_set_attr_int_list(b, "ksize", ksize, 4);
+  weft_op_set_attr_int_list(b, "strides", strides, 4);
+  weft_op_set_attr_string(b, "padding", s->same ? "SAME" : "VALID");
+}
+
+static void bench_pool_grad(const bench_options_t *o, bench_report_t *r,
+                            const pool_grad_shape_t *s) {
+  char name[64];
+  g_snprintf(name, sizeof name, "pool_grad/%s", s->name);
+  if (!bench_selected(o, name)) return;
+  pool_grad_base_t j = {.s = s};
+  if (s->same) {
+    j.oh = (s->h + s->stride - 1) / s->stride;
+    j.ow = (s->w + s->stride - 1) / s->stride;
+    int64_t ph = (j.oh - 1) * s->stride + s->k - s->h, pw = (j.ow - 1) * s->stride + s->k - s->w;
+    j.pt = ph > 0 ? ph / 2 : 0;
+    j.pl = pw > 0 ? pw / 2 : 0;
+  } else {
+    j.oh = (s->h - s->k) / s->stride + 1;
+    j.ow = (s->w - s->k) / s->stride + 1;
+  }
+  int64_t xd[4] = {1, s->h, s->w, s->c}, yd[4] = {1, j.oh, j.ow, s->c};
+  weft_tensor_t *x = random_tensor(4, xd, -1, 1), *dy = random_tensor(4, yd, -1, 1);
+  /* MaxPoolGrad(x fed, orig_output, dy); AvgPoolGrad(orig_input_shape fed, dy). orig_output's
+   * values are not read (the kernel finds each window's maximum in x), only its shape. */
+  weft_tensor_t *shape = NULL, *y = NULL;
+  if (s->is_max) {
+    y = random_tensor(4, yd, -1, 1);
+  } else {
+    int64_t four = 4;
+    shape = weft_tensor_new(WEFT_DT_INT32, 1, &four);
+    int32_t *p = weft_tensor_data(shape);
+    for (int q = 0; q < 4; q++) p[q] = (int32_t)xd[q];
+  }
+  weft_tensor_t *max_ins[3] = {x, y, dy}, *avg_ins[2] = {shape, dy};
+  op_case_t c;
+  weft_status_t *st = op_case_new(o, s->is_max ? "MaxPoolGrad" : "AvgPoolGrad",
+                                  s->is_max ? max_ins : avg_ins, s->is_max ? 3 : 2,
+                                  set_pool_grad_attrs, (void *)s, &c);
+  /* Bytes moved: x (max), dy, and dx written. */
+  double gb = (double)((s->is_max ? 2 : 1) * s->h * s->w * s->c + j.oh * j.ow * s->c) *
+              sizeof(float) * 1e-9;
+  bench_stats_t weft = {0}, base = {0};
+  if (!st) {
+    j.x = weft_tensor_data(x);
+    j.dy = weft_tensor_data(dy);
+    j.dx = g_new(float, (size_t)(s->h * s->w * s->c));
+    bench_measure_pair(o, bench_run_case, &c, run_pool_grad_base, &j, gb, true, &weft, &base,
+                       &st);
+    g_free(j.dx);
+  }
+  if (st) {
+    bench_add_failure(r, name, st);
+  } else {
+    char *params = g_strdup_printf("%s input=[1,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%"
+                                   G_GINT64_FORMAT "] window=%" G_GINT64_FORMAT "x%"
+                                   G_GINT64_FORMAT " stride=%" G_GINT64_FORMAT
+                                   " padding=%s dtype=float32 device=%s",
+                                   s->is_max ? "MaxPoolGrad" : "AvgPoolGrad", s->h, s->w, s->c,
+                                   s->k, s->k, s->stride, s->same ? "SAME" : "VALID", o->device);
+    bench_add_row(r, name, params, "GB/s", true, &weft, &base, "C loop, same threads",
+                  kernel_note(o, "target >= 1.0x"));
+    if (on_cpu(o)) bench_set_target_ratio(r, 1.0);
+    g_free(params);
+  }
+  op_case_free(&c);
+  weft_tensor_unref(x);
+  weft_tensor_unref(dy);
+  weft_tensor_unref(y);
+  weft_tensor_unref(shape);
+}
+
 /* MLP 784-512-512-10: MatMul, BiasAdd and Relu per layer (none after the last), weights and
  * input constants. */
 static const int64_t mlp_sizes[4] = {784, 512, 512, 10};
@@ -954,6 +1084,15 @@ static const conv_shape_t conv_shapes[] = {
     {"depthwise_bias_relu", 112, 112, 64, 3, 3, 1, 1, true, true},
 };
 
+/* A ResNet stem's 3x3 / 2 max pool, VGG's 2x2 / 2, a 3x3 / 1 average pool (Inception's
+ * branches) and a global average pool (Inception's last). */
+static const pool_grad_shape_t pool_grad_shapes[] = {
+    {"maxpool_112x112x64_3x3s2", 112, 112, 64, 3, 2, true, true},
+    {"maxpool_56x56x128_2x2s2", 56, 56, 128, 2, 2, true, false},
+    {"avgpool_56x56x64_3x3s1", 56, 56, 64, 3, 1, false, true},
+    {"avgpool_8x8x2048_8x8s1", 8, 8, 2048, 8, 1, false, false},
+};
+
 void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   loop_threads = o->threads > 256 ? 256 : o->threads;
   int sizes[3] = {256, 1024, 2048};
@@ -978,6 +1117,8 @@ void bench_run_kernels(const bench_options_t *o, bench_report_t *r) {
   bench_reduction(o, r, "Mean", 0);
   for (size_t k = 0; k < sizeof conv_shapes / sizeof conv_shapes[0]; k++)
     bench_conv(o, r, &conv_shapes[k]);
+  for (size_t k = 0; k < sizeof pool_grad_shapes / sizeof pool_grad_shapes[0]; k++)
+    bench_pool_grad(o, r, &pool_grad_shapes[k]);
   bench_mlp(o, r, 1);
   bench_mlp(o, r, 256);
 }

@@ -327,6 +327,12 @@ static const conv_spec_t pool3d_cases[] = {
     {"global", 3, 1, {3, 4, 5}, 2, {3, 4, 5}, 0, {1, 1, 1}, {1, 1, 1}, "VALID", {0}, false, 0},
     {"empty_batch", 3, 0, {2, 2, 2}, 2, {2, 2, 2}, 0, {1, 1, 1}, {1, 1, 1}, "VALID", {0}, false,
      0},
+    /* The float32 NDHWC gradients' channel loops (plugins/cpu/cpu_pool_grad_impl.h): batches,
+     * odd channel counts and more than its block of 64, stride below and above the window. */
+    {"same_3x3x3_s2_c19", 3, 2, {5, 9, 8}, 19, {3, 3, 3}, 0, {2, 2, 2}, {1, 1, 1}, "SAME", {0},
+     false, 0},
+    {"valid_2x2x2_s3_c70", 3, 2, {6, 7, 7}, 70, {2, 2, 2}, 0, {3, 3, 3}, {1, 1, 1}, "VALID", {0},
+     false, 0},
 };
 
 /* AvgPool3D, MaxPool3D and their gradients AvgPool3DGrad(shape of x, dy) and

@@ -214,6 +214,14 @@ static const conv_spec_t pool_cases[] = {
     {"same_3x2_s1_c10", {2, 7, 23, 10}, {3, 2, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, false},
     {"nchw_same_1x3_s1_row", {2, 1, 50, 3}, {1, 3, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, true},
     {"nchw_valid_2x4_s1", {1, 5, 37, 2}, {2, 4, 0, 0}, {2, 1}, {1, 1}, "VALID", {0}, true},
+    /* The float32 NHWC gradients' channel loops (plugins/cpu/cpu_pool_grad_impl.h): batches,
+     * channels that are no multiple of 16 and more than its block of 64, stride below and
+     * above the window, a window of 1 with a stride, input rows split over the threads. */
+    {"same_3x3_s2_c17", {2, 9, 11, 17}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    {"valid_2x2_s3_c5", {3, 8, 8, 5}, {2, 2, 0, 0}, {3, 3}, {1, 1}, "VALID", {0}, false},
+    {"same_1x1_s2", {2, 6, 5, 3}, {1, 1, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
+    {"same_3x3_s1_c70", {2, 11, 13, 70}, {3, 3, 0, 0}, {1, 1}, {1, 1}, "SAME", {0}, false},
+    {"large_same_3x3_s2_c24", {4, 32, 32, 24}, {3, 3, 0, 0}, {2, 2}, {1, 1}, "SAME", {0}, false},
 };
 
 /* One NHWC pool case named s->name over the given values (s->in's elements). */

@@ -468,7 +468,8 @@ static weft_status_t *k_pool(weft_kernel_ctx_t *ctx, void *state) {
  * MaxPoolGrad, AvgPoolGrad: each output's gradient goes back to its window. One work unit is
  * one (image, channel) plane, the only writes two windows can share. MaxPool's gradient goes to
  * the first maximum in window order (rows, then columns), as TensorFlow's CPU kernel picks it;
- * AvgPool's is spread over the in-bounds elements its forward mean divided by. */
+ * AvgPool's is spread over the in-bounds elements its forward mean divided by. float32 NHWC
+ * takes cpu_pool_grad_fast.c's channel loops instead, whose results are these bit for bit. */
 
 typedef struct pool_grad_job {
   const geom_t *g;
@@ -589,6 +590,16 @@ static weft_status_t *k_pool_grad(weft_kernel_ctx_t *ctx, void *state) {
   WEFT_RETURN_IF_ERROR(check_pooled(ctx, op, "grad", &g, &dy));
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dy.dtype, 4, x.dims, &dx));
   if (dx.num_elements == 0) return NULL;
+  /* float32 NHWC: channel loops (cpu_pool_grad_fast.c), the same results. Its window positions
+   * are int32. */
+  int64_t kh = g.kh < g.h ? g.kh : g.h, kw = g.kw < g.w ? g.kw : g.w;
+  if (dy.dtype == WEFT_DT_FLOAT && !g.nchw && kh * kw <= INT32_MAX &&
+      weft__cpu_pool_grad_f32_enabled()) {
+    weft_cpu_conv2d_t f = {g.n,  g.h,  g.w,  g.c, g.oh, g.ow, g.c, g.kh,
+                           g.kw, g.sh, g.sw, 1,   1,    g.pt, g.pl};
+    weft__cpu_pool_grad_f32(ctx, &f, is_max, is_max ? x.data : NULL, dy.data, dx.data);
+    return NULL;
+  }
   /* Overlapping windows add into an element several times: half and bfloat16 would round at
    * each addition, so they add up in double and round once. */
   bool wide = dy.dtype == WEFT_DT_HALF || dy.dtype == WEFT_DT_BFLOAT16;

@@ -4,14 +4,15 @@
  * transposed convolution), DepthwiseConv2dNativeBackpropInput and Conv3DBackpropInputV2 (GEMM of
  * out_backprop with the filter, then col2im), the filter gradients Conv2DBackpropFilter,
  * DepthwiseConv2dNativeBackpropFilter and Conv3DBackpropFilterV2 (im2col, then GEMM with
- * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad, and
- * MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
+ * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad (float32
+ * NDHWC in cpu_pool_grad_fast.c, the same results), and MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
  * like Conv2D. Error messages follow TensorFlow's (conv_grad_shape_utils.cc and the kernels). */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_pool_grad.h"
 
 #define H weft__cpu_host
 
@@ -761,6 +762,25 @@ static weft_status_t *k_pool3d_grad(weft_kernel_ctx_t *ctx, void *state) {
   if (dx.num_elements == 0) return NULL;
   double *acc = NULL;
   WEFT_RETURN_IF_ERROR(scratch(ctx, true, dx.num_elements, (void **)&acc));
+  /* float32 NDHWC: channel loops (cpu_pool_grad_fast.c), the same results; its window positions
+   * are int32. */
+  double win = 1;
+  for (int i = 0; i < 3; i++) win *= (double)(g.k[i] < g.in[i] ? g.k[i] : g.in[i]);
+  if (dy.dtype == WEFT_DT_FLOAT && !g.cfirst && win <= (double)INT32_MAX &&
+      weft__cpu_pool_grad_f32_enabled()) {
+    weft_cpu_pool3_grad_t p = {.n = g.n, .c = g.c, .is_max = is_max,
+                               .x = is_max ? x.data : NULL, .dy = dy.data, .acc = acc,
+                               .dx = dx.data};
+    for (int i = 0; i < 3; i++) {
+      p.in[i] = g.in[i];
+      p.out[i] = g.out[i];
+      p.k[i] = g.k[i];
+      p.s[i] = g.s[i];
+      p.pb[i] = g.pb[i];
+    }
+    weft__cpu_pool3d_grad_f32(ctx, &p);
+    return NULL;
+  }
   memset(acc, 0, sizeof(double) * (size_t)dx.num_elements);
   pool_grad_job_t j = {&g, is_max ? &x : NULL, &dy, acc};
   weft__cpu_parallel(ctx, g.n * g.c, nd_out_pixels(&g) * nd_window(&g) + 1, pool3d_grad_range,

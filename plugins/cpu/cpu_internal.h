@@ -302,6 +302,18 @@ weft_status_t *weft__cpu_depthwise_f32(weft_kernel_ctx_t *ctx, const weft_cpu_co
  * 1) into y, which the caller allocated (cpu_pool_fast.c). */
 void weft__cpu_pool2d_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
                           const float *x, float *y);
+/* float32 NHWC MaxPoolGrad (is_max: x the pool's input) or AvgPoolGrad (x NULL) of dy
+ * [n, oh, ow, c] into dx [n, h, w, c], which the caller allocated (cpu_pool_grad_fast.c;
+ * overwritten, bit for bit cpu_conv.c's generic result); the clipped window, min(kh, h) x
+ * min(kw, w), at most INT32_MAX elements. weft__cpu_pool_grad_f32_enabled: false where
+ * WEFT_CPU_POOL_GRAD_FAST=0 keeps the generic kernel (to compare with). */
+bool weft__cpu_pool_grad_f32_enabled(void);
+void weft__cpu_pool_grad_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g, bool is_max,
+                             const float *x, const float *dy, float *dx);
+/* The same for float32 NDHWC MaxPool3DGrad / AvgPool3DGrad (struct weft_cpu_pool3_grad,
+ * cpu_pool_grad.h): p->acc a double scratch of dx's size; bit for bit cpu_conv_nd.c's result. */
+struct weft_cpu_pool3_grad;
+void weft__cpu_pool3d_grad_f32(weft_kernel_ctx_t *ctx, const struct weft_cpu_pool3_grad *p);
 /* float32 batched transpose (cpu_nchw.c): each of `batch` row-major [rows, cols] matrices of
  * src into [cols, rows] at the same offset of dst (NCHW <-> NHWC per image), on the intra-op
  * pool. The _scratch form allocates dst in the kernel's scratch (freed with the kernel call). */
