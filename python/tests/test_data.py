@@ -212,15 +212,27 @@ def test_training_loop_ends_with_the_data():
     np.testing.assert_allclose(np.concatenate([w.ravel(), b]), ref, atol=2e-2)
 
 
+def test_functions_capture_outer_tensors():
+    """map and filter read tensors of the outer graph, fed when the iterator starts."""
+    scale = tf.constant(3, tf.int64)
+    limit = tf.placeholder(tf.int64, [])
+    ds = tf.data.Dataset.range(6).map(lambda v: v * scale).filter(lambda v: v < limit)
+    it = ds.make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {limit: 10})
+        assert [int(v) for v in drain(nxt, sess)] == [0, 3, 6, 9]
+        sess.run(it.initializer, {limit: 4})
+        assert [int(v) for v in drain(nxt, sess)] == [0, 3]
+    one_shot = tf.data.Dataset.range(3).map(lambda v: v + scale)
+    assert [int(v) for v in drain(one_shot.make_one_shot_iterator().get_next())] == [3, 4, 5]
+
+
 def test_construction_errors():
     with pytest.raises(ValueError, match="Dimensions 3 and 2 are not compatible"):
         tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(2)))
     with pytest.raises(ValueError, match="batch_size must be greater than zero."):
         tf.data.Dataset.range(3).batch(0)
-    # a traced function has a graph of its own (TensorFlow would capture the constant)
-    with pytest.raises(ValueError, match="must be from the same graph as the other inputs"):
-        outer = tf.constant(2, tf.int64)
-        tf.data.Dataset.range(3).map(lambda v: v * outer)
     ragged = tf.data.Dataset.range(1, 3).map(lambda n: tf.fill(tf.expand_dims(n, 0), n)).batch(2)
     with tf.Session() as sess:
         with pytest.raises(errors.InvalidArgumentError,

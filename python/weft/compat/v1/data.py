@@ -14,8 +14,9 @@ a session of that graph.
 What differs from TensorFlow (docs/python.md, "tf.data"): an iterator's position belongs to its
 graph, shared by the sessions of that graph, where TensorFlow keeps one per session; elements are
 made on the caller's step, one at a time (prefetch, num_parallel_calls and cache change nothing
-but memory); shuffle draws from numpy's generator, so its orders are not TensorFlow's; a traced
-function cannot read tensors or variables of the outer graph."""
+but memory); shuffle draws from numpy's generator, so its orders are not TensorFlow's; an outer
+graph's tensor that a traced function reads (a constant, a placeholder) is read once, when the
+iterator starts, where TensorFlow reads a captured variable on every element."""
 import itertools as _itertools
 
 import numpy as _np
@@ -343,45 +344,60 @@ class _Traced:
     on an element's components, it runs the graph and returns its outputs' components."""
 
     def __init__(self, fn, dataset, what):
+        from .ops import placeholder
         self._graph = _fw.Graph()
+        self.captured = []  # outer tensors the function reads, in order
+        self._stand_ins = {}  # id(outer tensor) -> its placeholder here
+
+        def capture(outer):
+            if id(outer) not in self._stand_ins:
+                with self._graph.as_default():
+                    self._stand_ins[id(outer)] = placeholder(outer.dtype.base_dtype,
+                                                             outer.shape)
+                self.captured.append(outer)
+            return self._stand_ins[id(outer)]
+
+        self._graph._capture = capture
         with self._graph.as_default():
-            from .ops import placeholder
             self._inputs = [placeholder(t, s) for t, s in zip(dataset._types, dataset._shapes)]
             arg = _pack(dataset._template, iter(self._inputs))
             out = fn(*arg) if type(arg) is tuple else fn(arg)
             self.template = _map_structure(lambda _: None, out)
-            self.outputs = [_fw.convert_to_tensor(c) for c in _flatten(out)]
-        for t in self.outputs:
-            if t.graph is not self._graph:
-                raise ValueError("the function given to %s uses a tensor of another graph (%s): "
-                                 "weft traces it into a graph of its own" % (what, t.name))
+            self.outputs = [t if t.graph is self._graph else capture(t)
+                            for t in (_fw.convert_to_tensor(c) for c in _flatten(out))]
+        self._graph._capture = None
         self._session = None
 
-    def __call__(self, comps):
+    def __call__(self, comps, values):
         if self._session is None:
             from .session import Session
             self._session = Session(graph=self._graph)
-        values = self._session.run(self.outputs, dict(zip(self._inputs, comps)))
-        return [_np.asarray(v) if not isinstance(v, _np.ndarray) else v for v in values]
+        feed = dict(zip(self._inputs, comps))
+        for outer in self.captured:
+            feed[self._stand_ins[id(outer)]] = values[id(outer)]
+        got = self._session.run(self.outputs, feed)
+        return [_np.asarray(v) if not isinstance(v, _np.ndarray) else v for v in got]
 
 
 class _Map(_Derived):
     def __init__(self, source, fn):
         super().__init__(source)
         self._fn = _Traced(fn, source, "Dataset.map()")
+        self._captured = source._captured + tuple(self._fn.captured)
         self._template = self._fn.template
         self._types = [t.dtype.base_dtype for t in self._fn.outputs]
         self._shapes = [_shape_list(t.shape) for t in self._fn.outputs]
 
     def _elements(self, values):
         for comps in self._source._elements(values):
-            yield self._fn(comps)
+            yield self._fn(comps, values)
 
 
 class _Filter(_Derived):
     def __init__(self, source, predicate):
         super().__init__(source)
         self._pred = _Traced(predicate, source, "Dataset.filter()")
+        self._captured = source._captured + tuple(self._pred.captured)
         outs = self._pred.outputs
         if len(outs) != 1 or outs[0].dtype.base_dtype != _dtypes.bool or \
                 _shape_list(outs[0].shape) not in (None, []):
@@ -390,7 +406,7 @@ class _Filter(_Derived):
 
     def _elements(self, values):
         for comps in self._source._elements(values):
-            if bool(self._pred(comps)[0]):
+            if bool(self._pred(comps, values)[0]):
                 yield comps
 
 

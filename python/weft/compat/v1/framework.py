@@ -397,6 +397,8 @@ class Graph:
         self._last_id = 0
         self._variable_scope_store = None
         self._building_function = False
+        # None, or fn(outer Tensor) -> a Tensor of this graph standing for it (data.py)
+        self._capture = None
         # the innermost cond or while_loop being built (control_flow.py); None at top level
         self._cf_context = None
 
@@ -522,6 +524,10 @@ class Graph:
         if not isinstance(t, Tensor):
             raise TypeError("expected a Tensor, got %r" % (t,))
         if t.graph is not self:
+            if self._capture is not None:
+                # a graph traced for a function (tf.data's map): the outer tensor becomes an
+                # input of the function, fed with its value
+                return self._capture(t)
             raise ValueError("Tensor %s must be from the same graph as the other inputs." % t.name)
         return t
 
