@@ -256,3 +256,49 @@ def test_skip_gram_trains(loss_name):
             losses.append(lv)
     first, last = np.mean(losses[:20]), np.mean(losses[-20:])
     assert np.isfinite(last) and last < 0.5 * first, (first, last)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharded weights
+
+def shards(full, n, strategy):
+    """full's rows split as embedding_lookup's partition_strategy expects them."""
+    if strategy == "mod":
+        return [full[p::n] for p in range(n)]
+    per, extras = divmod(full.shape[0], n)
+    sizes = [per + 1 if p < extras else per for p in range(n)]
+    return np.split(full, np.cumsum(sizes)[:-1])
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_embedding_lookup_over_shards(strategy):
+    full = np.arange(30, dtype=np.float32).reshape(10, 3)
+    ids = np.array([[9, 0, 4], [3, 3, 7]], dtype=np.int64)
+    parts = [tf.Variable(s) for s in shards(full, 3, strategy)]
+    got = tf.nn.embedding_lookup(parts, ids, partition_strategy=strategy)
+    grads = tf.gradients(tf.reduce_sum(got * got), parts)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, gv = sess.run([got, grads])
+    np.testing.assert_array_equal(out, full[ids])
+    dfull = np.zeros_like(full)
+    np.add.at(dfull, ids.reshape(-1), 2 * full[ids.reshape(-1)])
+    for g, want in zip(gv, shards(dfull, 3, strategy)):
+        np.testing.assert_allclose(dense(g), want)
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_losses_over_sharded_weights(strategy):
+    W, b, labels, x, sampled, tec, sec = problem(2, np.float32)
+    kw = dict(biases=tf.constant(b), labels=labels, inputs=x, num_sampled=6, num_classes=12,
+              num_true=2, sampled_values=(sampled, tec, sec))
+    one = tf.nn.sampled_softmax_loss(weights=tf.constant(W), **kw)
+    parts = [tf.constant(s) for s in shards(W, 5, strategy)]
+    split = tf.nn.sampled_softmax_loss(weights=parts, partition_strategy=strategy, **kw)
+    nce = tf.nn.nce_loss(weights=parts, partition_strategy=strategy, **kw)
+    with tf.Session() as sess:
+        a, c, d = sess.run([one, split, nce])
+    np.testing.assert_allclose(c, a, rtol=1e-6)
+    want = ref_nce(W.astype(np.float64), b.astype(np.float64), labels, x.astype(np.float64),
+                   sampled, tec.astype(np.float64), sec.astype(np.float64), 2, False)
+    np.testing.assert_allclose(d, want, rtol=2e-5, atol=2e-5)

@@ -1,8 +1,8 @@
 /* ops_random.c: the standard random ops (RandomStandardNormal, RandomUniform, RandomUniformInt,
  * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) and the candidate
  * samplers of candidate_sampling_ops.cc (UniformCandidateSampler, LogUniformCandidateSampler,
- * ComputeAccidentalHits) with TensorFlow's args and attrs. The random ones are stateful: two nodes with the same inputs must not be merged, and their
- * values are never constant-folded. */
+ * ComputeAccidentalHits) with TensorFlow's args and attrs. The random ones are stateful: two
+ * nodes with the same inputs must not be merged, and their values are never constant-folded. */
 #include "ops_shape.h"
 
 /* The output shape is the value of the 1-D shape input. */
@@ -139,7 +139,8 @@ const weft_op_def_t weft__ops_random[] = {
     CANDIDATE_SAMPLER("UniformCandidateSampler"),
     CANDIDATE_SAMPLER("LogUniformCandidateSampler"),
     /* seed and seed2 are unused, as in TensorFlow; the op draws nothing, so it is not stateful. */
-    WEFT__OP("ComputeAccidentalHits", WEFT__SPECS("true_classes: int64", "sampled_candidates: int64"),
+    WEFT__OP("ComputeAccidentalHits",
+             WEFT__SPECS("true_classes: int64", "sampled_candidates: int64"),
              WEFT__SPECS("indices: int32", "ids: int64", "weights: float"),
              WEFT__SPECS("num_true: int", "seed: int = 0", "seed2: int = 0"), 0,
              accidental_hits_shape),

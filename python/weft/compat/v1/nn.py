@@ -258,12 +258,53 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
+    """Rows `ids` of params, or of a list of shards of it split by partition_strategy: "mod"
+    puts id i in shard i % n at row i // n, "div" gives the shards consecutive ranges, the
+    first (total % n) one row longer (TensorFlow 1.15's _embedding_lookup_and_transform)."""
     if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise NotImplementedError("embedding_lookup over sharded params is not supported by "
-                                      "weft: use one variable")
-        params = params[0]
-    return _ops.gather(params, ids, name=name or "embedding_lookup")
+        if not params:
+            raise ValueError("Need at least one param")
+        if len(params) == 1:
+            params = params[0]
+    if not isinstance(params, list):
+        return _ops.gather(params, ids, name=name or "embedding_lookup")
+    if partition_strategy not in ("mod", "div"):
+        raise ValueError("Unrecognized partition strategy: " + str(partition_strategy))
+    from . import array_ops as _array_ops
+    n = len(params)
+    with _fw.name_scope(name, "embedding_lookup", []):
+        ids = _to_tensor(ids, name="ids")
+        flat_ids = _ops.reshape(ids, [-1])
+        original_indices = _ops.range(_ops.size(flat_ids))
+        np_t = _to_tensor(n, dtype=flat_ids.dtype)
+        if partition_strategy == "mod":
+            p_assignments = _ops.floormod(flat_ids, np_t)
+            new_ids = _ops.floordiv(flat_ids, np_t)
+        else:
+            dims = [p.shape[0] if p.shape.ndims else None for p in params]
+            dims = [getattr(d, "value", d) for d in dims]
+            if all(d is not None for d in dims):
+                total = _to_tensor(sum(dims), dtype=flat_ids.dtype)
+            else:
+                total = _ops.reduce_sum(_ops.cast(_ops.stack(
+                    [d if d is not None else _ops.shape(p)[0] for d, p in zip(dims, params)]),
+                    flat_ids.dtype))
+            per = _ops.floordiv(total, np_t)
+            extras = _ops.floormod(total, np_t)
+            one = _to_tensor(1, dtype=flat_ids.dtype)
+            p_assignments = _ops.maximum(
+                _ops.floordiv(flat_ids, _ops.add(per, one)),
+                _ops.floordiv(_ops.subtract(flat_ids, extras), per))
+            new_ids = _ops.where(_ops.less(p_assignments, extras),
+                                 _ops.floormod(flat_ids, _ops.add(per, one)),
+                                 _ops.floormod(_ops.subtract(flat_ids, extras), per))
+        p_assignments = _ops.cast(p_assignments, _dtypes.int32)
+        gather_ids = _array_ops.dynamic_partition(new_ids, p_assignments, n)
+        pindices = _array_ops.dynamic_partition(original_indices, p_assignments, n)
+        parts = [_ops.gather(params[p], gather_ids[p]) for p in range(n)]
+        ret = _array_ops.dynamic_stitch(pindices, parts)
+        return _ops.reshape(ret, _ops.concat(
+            [_ops.shape(ids), _ops.slice(_ops.shape(ret), [1], [-1])], 0))
 
 
 def in_top_k(predictions, targets, k, name=None):
