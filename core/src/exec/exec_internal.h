@@ -95,6 +95,9 @@ void weft__host_func_kernels_register(void);
 void weft__parse_example_kernels_register(void);
 /* The core's regular-expression kernels on GRegex (regex_kernels.c). */
 void weft__regex_kernels_register(void);
+/* The core's input-pipeline kernels: DecodeCSV, SerializeTensor, ParseTensor, MatchingFiles
+ * (io_kernels.c). */
+void weft__io_kernels_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND

@@ -991,6 +991,7 @@ void weft__flow_kernels_register(void) {
   weft__stack_kernels_register();        /* stack_kernels.c */
   weft__host_func_kernels_register();    /* host_func.c */
   weft__regex_kernels_register();        /* regex_kernels.c */
+  weft__io_kernels_register();           /* io_kernels.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers
