@@ -4,7 +4,8 @@
  * its quoting rules, defaults for empty fields; TensorProto bytes written out byte by byte from
  * tensorflow/core/framework/tensor.proto (dtype = 1, tensor_shape = 2, tensor_content = 4,
  * float_val = 5, int_val = 7, string_val = 8, int64_val = 10, bool_val = 11); file names of a
- * directory made here. Errors are TensorFlow's messages. */
+ * directory made here, walked as internal::GetMatchingPaths walks it. Errors are TensorFlow's
+ * messages. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -272,7 +273,8 @@ static void emit_matching_files(cf_run_ctx_t *ctx, const char *op, weft_dtype_t 
   touch(sub, "d.txt");
   char *p_txt = g_strdup_printf("%s/*.txt", dir), *p_sub = g_strdup_printf("%s/*/d.txt", dir);
   char *p_q = g_strdup_printf("%s/?.csv", dir), *p_none = g_strdup_printf("%s/*.none", dir);
-  char *p_set = g_strdup_printf("%s/[b-z].*", dir);
+  char *p_set = g_strdup_printf("%s/[b-z].*", dir), *p_dirs = g_strdup_printf("%s/*/", dir);
+  char *p_missing = g_strdup_printf("%s/nothere/*.txt", dir);
   char *a = g_strdup_printf("%s/a.txt", dir), *b = g_strdup_printf("%s/b.txt", dir);
   char *cc = g_strdup_printf("%s/c.csv", dir), *d = g_strdup_printf("%s/sub/d.txt", dir);
 
@@ -297,6 +299,16 @@ static void emit_matching_files(cf_run_ctx_t *ctx, const char *op, weft_dtype_t 
   cf_case_input(c, str_scalar(a));
   cf_case_expect(c, str_vec(1, (const char *const[]){a}));
   cf_run_case(ctx, c);
+  /* A trailing '/' matches directories, named without it. */
+  c = cf_case_new(op, "directories_only", WEFT_DT_INVALID);
+  cf_case_input(c, str_scalar(p_dirs));
+  cf_case_expect(c, str_vec(1, (const char *const[]){sub}));
+  cf_run_case(ctx, c);
+  /* The directory the walk starts from must exist (GetChildren's NotFound). */
+  c = cf_case_new(op, "missing_directory", WEFT_DT_INVALID);
+  cf_case_input(c, str_scalar(p_missing));
+  cf_case_expect_error(c, WEFT_NOT_FOUND, "nothere; No such file or directory");
+  cf_run_case(ctx, c);
   c = cf_case_new(op, "rank2_pattern", WEFT_DT_INVALID);
   c->unknown_shape[cf_case_input(c, bytes(2, (const int64_t[]){1, 1}, 1,
                                           (const char *const[]){p_txt}, NULL))] = true;
@@ -310,7 +322,7 @@ static void emit_matching_files(cf_run_ctx_t *ctx, const char *op, weft_dtype_t 
   g_remove(b);
   g_remove(cc);
   g_rmdir(dir);
-  char *all[] = {dir, sub, p_txt, p_sub, p_q, p_none, p_set, a, b, cc, d};
+  char *all[] = {dir, sub, p_txt, p_sub, p_q, p_none, p_set, p_dirs, p_missing, a, b, cc, d};
   for (size_t k = 0; k < G_N_ELEMENTS(all); k++) g_free(all[k]);
 }
 

@@ -118,6 +118,16 @@ def test_matching_files(files):
     assert run(tf.matching_files(os.path.join(files, "*.none"))).shape == (0,)
 
 
+def test_matching_files_relative_and_missing_directory(files, monkeypatch):
+    # A pattern without a directory is walked from "." and its matches start with "./", as
+    # TensorFlow 1.15's GetMatchingPaths names them.
+    monkeypatch.chdir(files)
+    assert list(run(tf.io.matching_files("?.csv"))) == [b"./c.csv"]
+    assert list(run(tf.io.matching_files("sub/*"))) == [b"sub/d.txt"]
+    with pytest.raises(errors.NotFoundError, match="nothere; No such file or directory"):
+        run(tf.io.matching_files("nothere/*.txt"))
+
+
 def next_all(dataset):
     nxt = dataset.make_one_shot_iterator().get_next()
     out = []

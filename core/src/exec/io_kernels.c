@@ -261,9 +261,9 @@ static weft_status_t *decode_csv(weft_kernel_ctx_t *ctx, void *state) {
   if (ctx->node->n_inputs != n + 1)
     return weft__kernel_error(ctx, WEFT_INVALID_ARGUMENT, "has %d inputs, not 1 + %d defaults",
                               ctx->node->n_inputs, n);
-  csv_opts_t o;
-  const char *na;
-  size_t na_len;
+  csv_opts_t o = {0};
+  const char *na = "";
+  size_t na_len = 0;
   WEFT_RETURN_IF_ERROR(csv_options(ctx, (size_t)n, &o, &na, &na_len));
   const weft_tensor_t *rec = ctx->inputs[0].tensor;
   if (rec->dtype != WEFT_DT_STRING)
@@ -399,33 +399,30 @@ static weft_status_t *parse_tensor(weft_kernel_ctx_t *ctx, void *state) {
 static bool has_wildcard(const char *s) { return strpbrk(s, "*?[\\") != NULL; }
 
 static char *join(const char *dir, const char *name) {
-  if (dir == NULL) return g_strdup(name);
   size_t n = strlen(dir);
   return n && dir[n - 1] == '/' ? g_strconcat(dir, name, NULL) : g_strconcat(dir, "/", name, NULL);
 }
 
-/* The paths matching components[k..] under `dir` (NULL: the current directory, names left
- * relative) added to out. Each component holding a wildcard is matched with fnmatch against the
+/* The paths under `dir` matching components[0..] added to out (only directories at the last
+ * level when dirs_only). Each component holding a wildcard is matched with fnmatch against the
  * directory's entries, as TensorFlow's FileSystem::Match does (FNM_PATHNAME: a '*' does not cross
- * a '/', but matches a leading '.'); one without is taken as it is. A directory that cannot be
- * read matches nothing. */
-static void match_under(const char *dir, char **components, GPtrArray *out) {
+ * a '/', but matches a leading '.'); one without is taken as it is. A directory below the first
+ * that cannot be read matches nothing. */
+static void match_under(const char *dir, char **components, bool dirs_only, GPtrArray *out) {
   const char *comp = components[0];
   bool last = components[1] == NULL;
+  GFileTest want = last && !dirs_only ? G_FILE_TEST_EXISTS : G_FILE_TEST_IS_DIR;
   if (!has_wildcard(comp)) {
     char *path = join(dir, comp);
-    if (last) {
-      if (*comp == '\0' || g_file_test(path, G_FILE_TEST_EXISTS)) g_ptr_array_add(out, path);
-      else g_free(path);
-      /* (an empty last component: the pattern ended with '/', naming the directory itself) */
-    } else {
-      if (*comp == '\0' || g_file_test(path, G_FILE_TEST_IS_DIR))
-        match_under(path, components + 1, out);
+    if (!g_file_test(path, want)) g_free(path);
+    else if (last) g_ptr_array_add(out, path);
+    else {
+      match_under(path, components + 1, dirs_only, out);
       g_free(path);
     }
     return;
   }
-  GDir *d = g_dir_open(dir ? (*dir ? dir : "/") : ".", 0, NULL);
+  GDir *d = g_dir_open(dir, 0, NULL);
   if (d == NULL) return;
   GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
   for (const char *name; (name = g_dir_read_name(d)) != NULL;)
@@ -433,14 +430,46 @@ static void match_under(const char *dir, char **components, GPtrArray *out) {
   g_dir_close(d);
   for (guint k = 0; k < names->len; k++) {
     char *path = join(dir, names->pdata[k]);
-    if (last) {
-      g_ptr_array_add(out, path);
-      continue;
+    if (!g_file_test(path, want)) g_free(path);
+    else if (last) g_ptr_array_add(out, path);
+    else {
+      match_under(path, components + 1, dirs_only, out);
+      g_free(path);
     }
-    if (g_file_test(path, G_FILE_TEST_IS_DIR)) match_under(path, components + 1, out);
-    g_free(path);
   }
   g_ptr_array_free(names, TRUE);
+}
+
+/* internal::GetMatchingPaths for one pattern: the walk starts at the directory of the pattern's
+ * part before its first wildcard ("." when that part has no '/': the names found then start with
+ * "./", as TensorFlow's do), which must be readable (NOT_FOUND "DIR; No such file or directory"
+ * otherwise; a permission error matches nothing); a pattern ending with '/' matches directories,
+ * named without the '/'. */
+static weft_status_t *match_pattern(weft_kernel_ctx_t *ctx, const char *pattern, GPtrArray *out) {
+  size_t fixed = strcspn(pattern, "*?[\\");
+  const char *slash = g_strrstr_len(pattern, (gssize)fixed, "/");
+  char *full = slash ? g_strdup(pattern) : g_strconcat("./", pattern, NULL);
+  size_t cut = slash ? (size_t)(slash - pattern) : 1; /* full[cut] is the '/' after the dir */
+  char *dir = g_strndup(full, cut ? cut : 1);         /* "/" for a pattern at the root */
+  size_t n = strlen(full);
+  bool dirs_only = n > cut + 1 && full[n - 1] == '/';
+  if (dirs_only) full[n - 1] = '\0';
+  weft_status_t *st = NULL;
+  errno = 0;
+  GDir *d = g_dir_open(dir, 0, NULL);
+  int err = errno;
+  if (d) {
+    g_dir_close(d);
+    char **comps = g_strsplit(full + cut + 1, "/", -1);
+    if (comps[0] && *comps[0]) match_under(dir, comps, dirs_only, out);
+    g_strfreev(comps);
+  } else if (err != EACCES && err != EPERM) {
+    st = weft__kernel_error(ctx, err == ENOENT ? WEFT_NOT_FOUND : WEFT_FAILED_PRECONDITION,
+                            "%s; %s", dir, g_strerror(err ? err : EIO));
+  }
+  g_free(dir);
+  g_free(full);
+  return st;
 }
 
 static int cmp_paths(gconstpointer a, gconstpointer b) {
@@ -462,19 +491,22 @@ static weft_status_t *matching_files(weft_kernel_ctx_t *ctx, void *state) {
   }
   const weft_string_t *pats = weft_tensor_data(in);
   GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
-  for (int64_t i = 0; i < in->num_elements; i++) {
+  weft_status_t *st = NULL;
+  for (int64_t i = 0; !st && i < in->num_elements; i++) {
+    /* An empty pattern matches nothing; a NUL byte cannot be in a file name. */
     if (pats[i].len == 0 || memchr(pats[i].data, '\0', pats[i].len)) continue;
     char *pat = g_strndup(pats[i].data, pats[i].len);
-    bool absolute = pat[0] == '/';
-    char **comps = g_strsplit(absolute ? pat + 1 : pat, "/", -1);
-    if (comps[0]) match_under(absolute ? "" : NULL, comps, found);
-    g_strfreev(comps);
+    st = match_pattern(ctx, pat, found);
     g_free(pat);
+  }
+  if (st) {
+    g_ptr_array_free(found, TRUE);
+    return st;
   }
   g_ptr_array_sort(found, cmp_paths);
   int64_t n = found->len;
   weft_tensor_t *out = NULL;
-  weft_status_t *st = weft__tensor_alloc(NULL, WEFT_DT_STRING, 1, &n, &out);
+  st = weft__tensor_alloc(NULL, WEFT_DT_STRING, 1, &n, &out);
   for (int64_t k = 0; !st && k < n; k++)
     st = weft_tensor_set_string(out, k, found->pdata[k], strlen(found->pdata[k]));
   g_ptr_array_free(found, TRUE);
