@@ -89,6 +89,9 @@ def test_parse_tensor_typed_values_and_errors():
                        match=r"Type mismatch between parsed tensor \(float\) and dtype \(int32\)"):
         run(tf.io.parse_tensor(FLOAT_VEC, tf.int32))
     with pytest.raises(errors.InvalidArgumentError,
+                       match="Could not parse `serialized` as TensorProto: 'bogus'"):
+        run(tf.io.parse_tensor("bogus", tf.uint16))
+    with pytest.raises(errors.InvalidArgumentError,
                        match="Could not parse `serialized` as TensorProto"):
         run(tf.io.parse_tensor(FLOAT_VEC[:5], tf.float32))
     # shape [2^40] without values: refused, nothing allocated.

@@ -1,8 +1,9 @@
 /* ops_io.c: the ops TensorFlow 1.x input pipelines use beside tf.data: DecodeCSV (parsing_ops.cc),
  * SerializeTensor and ParseTensor (TensorProto bytes, parsing_ops.cc) and MatchingFiles
  * (io_ops.cc), with TensorFlow's names, args, attrs and shape functions. Their kernels are the
- * core's (core/src/exec/io_kernels.c): they need the core's TensorProto codec and GLib. MatchingFiles
- * is stateful: the files are listed when the step runs, never folded at plan time. */
+ * core's (core/src/exec/io_kernels.c): they need the core's TensorProto codec and GLib.
+ * MatchingFiles is stateful: the files are listed when the step runs, never folded at plan time.
+ */
 #include "ops_shape.h"
 
 /* DecodeCSV: every record_default is a scalar or a vector; each output has records' shape. */
