@@ -261,6 +261,15 @@ static void touch(const char *dir, const char *name) {
   g_free(p);
 }
 
+/* A MatchingFiles case: patterns in, the n names of want out. */
+static void files_case(cf_run_ctx_t *ctx, const char *name, cf_array_t *patterns, int n,
+                       const char *const *want) {
+  cf_case_t *c = cf_case_new("MatchingFiles", name, WEFT_DT_INVALID);
+  cf_case_input(c, patterns);
+  cf_case_expect(c, str_vec(n, want));
+  cf_run_case(ctx, c);
+}
+
 static void emit_matching_files(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
   if (!cf_supported(ctx, op, NULL, dt)) return;
   char *dir = g_dir_make_tmp("weft-cf-matching-XXXXXX", NULL);
@@ -279,33 +288,16 @@ static void emit_matching_files(cf_run_ctx_t *ctx, const char *op, weft_dtype_t 
   char *cc = g_strdup_printf("%s/c.csv", dir), *d = g_strdup_printf("%s/sub/d.txt", dir);
 
   /* Two patterns: their matches together, sorted. */
-  cf_case_t *c = cf_case_new(op, "vector_sorted", WEFT_DT_INVALID);
-  cf_case_input(c, str_vec(2, (const char *const[]){p_sub, p_txt}));
-  cf_case_expect(c, str_vec(3, (const char *const[]){a, b, d}));
-  cf_run_case(ctx, c);
-  c = cf_case_new(op, "question_mark", WEFT_DT_INVALID);
-  cf_case_input(c, str_scalar(p_q));
-  cf_case_expect(c, str_vec(1, (const char *const[]){cc}));
-  cf_run_case(ctx, c);
-  c = cf_case_new(op, "bracket_set", WEFT_DT_INVALID);
-  cf_case_input(c, str_scalar(p_set));
-  cf_case_expect(c, str_vec(2, (const char *const[]){b, cc}));
-  cf_run_case(ctx, c);
-  c = cf_case_new(op, "no_match", WEFT_DT_INVALID);
-  cf_case_input(c, str_scalar(p_none));
-  cf_case_expect(c, str_vec(0, NULL));
-  cf_run_case(ctx, c);
-  c = cf_case_new(op, "exact_name", WEFT_DT_INVALID);
-  cf_case_input(c, str_scalar(a));
-  cf_case_expect(c, str_vec(1, (const char *const[]){a}));
-  cf_run_case(ctx, c);
+  files_case(ctx, "vector_sorted", str_vec(2, (const char *const[]){p_sub, p_txt}), 3,
+             (const char *const[]){a, b, d});
+  files_case(ctx, "question_mark", str_scalar(p_q), 1, (const char *const[]){cc});
+  files_case(ctx, "bracket_set", str_scalar(p_set), 2, (const char *const[]){b, cc});
+  files_case(ctx, "no_match", str_scalar(p_none), 0, NULL);
+  files_case(ctx, "exact_name", str_scalar(a), 1, (const char *const[]){a});
   /* A trailing '/' matches directories, named without it. */
-  c = cf_case_new(op, "directories_only", WEFT_DT_INVALID);
-  cf_case_input(c, str_scalar(p_dirs));
-  cf_case_expect(c, str_vec(1, (const char *const[]){sub}));
-  cf_run_case(ctx, c);
+  files_case(ctx, "directories_only", str_scalar(p_dirs), 1, (const char *const[]){sub});
   /* The directory the walk starts from must exist (GetChildren's NotFound). */
-  c = cf_case_new(op, "missing_directory", WEFT_DT_INVALID);
+  cf_case_t *c = cf_case_new(op, "missing_directory", WEFT_DT_INVALID);
   cf_case_input(c, str_scalar(p_missing));
   cf_case_expect_error(c, WEFT_NOT_FOUND, "nothere; No such file or directory");
   cf_run_case(ctx, c);

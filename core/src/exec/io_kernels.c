@@ -28,6 +28,15 @@ static void set_output(weft_kernel_ctx_t *ctx, int i, weft_tensor_t *t) {
   ctx->outputs[i].tensor = t;
 }
 
+/* INVALID_ARGUMENT "WHAT<t's shape>" (what ends with the words before the shape). */
+static weft_status_t *shape_error(weft_kernel_ctx_t *ctx, const char *what,
+                                  const weft_tensor_t *t) {
+  char *shape = weft__shape_to_string(t->rank, t->dims);
+  weft_status_t *st = weft__kernel_error(ctx, WEFT_INVALID_ARGUMENT, "%s%s", what, shape);
+  g_free(shape);
+  return st;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * DecodeCSV */
 
@@ -333,12 +342,7 @@ static weft_status_t *serialize_tensor(weft_kernel_ctx_t *ctx, void *state) {
   }
   g_free(buf);
   tensorflow__tensor_proto__free_unpacked(p, NULL);
-  if (st) {
-    weft_tensor_unref(out);
-    return st;
-  }
-  set_output(ctx, 0, out);
-  return NULL;
+  return weft__kernel_set_output0(ctx, out, st);
 }
 
 /* ParseTensor(serialized: string scalar) -> out_type: Tensor::FromProto, which also reads the
@@ -346,13 +350,8 @@ static weft_status_t *serialize_tensor(weft_kernel_ctx_t *ctx, void *state) {
 static weft_status_t *parse_tensor(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   const weft_tensor_t *in = ctx->inputs[0].tensor;
-  if (in->dtype != WEFT_DT_STRING || in->rank != 0) {
-    char *shape = weft__shape_to_string(in->rank, in->dims);
-    weft_status_t *st = weft__kernel_error(
-        ctx, WEFT_INVALID_ARGUMENT, "Expected `serialized` to be a scalar, got shape: %s", shape);
-    g_free(shape);
-    return st;
-  }
+  if (in->dtype != WEFT_DT_STRING || in->rank != 0)
+    return shape_error(ctx, "Expected `serialized` to be a scalar, got shape: ", in);
   const weft_string_t *s = weft_tensor_data(in);
   weft_status_t *st = NULL;
   Tensorflow__TensorProto *p = (Tensorflow__TensorProto *)weft__pb_unpack(
@@ -481,14 +480,8 @@ static int cmp_paths(gconstpointer a, gconstpointer b) {
 static weft_status_t *matching_files(weft_kernel_ctx_t *ctx, void *state) {
   (void)state;
   const weft_tensor_t *in = ctx->inputs[0].tensor;
-  if (in->dtype != WEFT_DT_STRING || in->rank > 1) {
-    char *shape = weft__shape_to_string(in->rank, in->dims);
-    weft_status_t *st = weft__kernel_error(
-        ctx, WEFT_INVALID_ARGUMENT,
-        "Input pattern tensor must be scalar or vector, but had shape: %s", shape);
-    g_free(shape);
-    return st;
-  }
+  if (in->dtype != WEFT_DT_STRING || in->rank > 1)
+    return shape_error(ctx, "Input pattern tensor must be scalar or vector, but had shape: ", in);
   const weft_string_t *pats = weft_tensor_data(in);
   GPtrArray *found = g_ptr_array_new_with_free_func(g_free);
   weft_status_t *st = NULL;
@@ -510,27 +503,13 @@ static weft_status_t *matching_files(weft_kernel_ctx_t *ctx, void *state) {
   for (int64_t k = 0; !st && k < n; k++)
     st = weft_tensor_set_string(out, k, found->pdata[k], strlen(found->pdata[k]));
   g_ptr_array_free(found, TRUE);
-  if (st) {
-    weft_tensor_unref(out);
-    return st;
-  }
-  set_output(ctx, 0, out);
-  return NULL;
+  return weft__kernel_set_output0(ctx, out, st);
 }
 
 void weft__io_kernels_register(void) {
-  static const struct {
-    const char *op;
-    weft_kernel_compute_fn compute;
-  } kernels[] = {{"DecodeCSV", decode_csv},
-                 {"SerializeTensor", serialize_tensor},
-                 {"ParseTensor", parse_tensor},
-                 {"MatchingFiles", matching_files}};
-  for (size_t k = 0; k < G_N_ELEMENTS(kernels); k++) {
-    weft_kernel_def_t def = {.struct_size = sizeof(weft_kernel_def_t),
-                             .op = kernels[k].op,
-                             .device_type = "CPU",
-                             .compute = kernels[k].compute};
-    weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
-  }
+  static const weft__core_kernel_t kernels[] = {{"DecodeCSV", decode_csv},
+                                                {"SerializeTensor", serialize_tensor},
+                                                {"ParseTensor", parse_tensor},
+                                                {"MatchingFiles", matching_files}};
+  weft__core_kernels_register(kernels, G_N_ELEMENTS(kernels));
 }
