@@ -7,6 +7,7 @@
  * directory made here, walked as internal::GetMatchingPaths walks it. Errors are TensorFlow's
  * messages. */
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "reference.h"
@@ -104,10 +105,14 @@ static void emit_decode_csv(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
   cf_case_expect(c, str_scalar("\"c\""));
   cf_run_case(ctx, c);
 
-  c = csv_case("double_exponent", str_scalar("1e3, -0.25 "), 2,
-               (cf_array_t *[]){one(WEFT_DT_DOUBLE, 0), one(WEFT_DT_FLOAT, 0)});
+  /* double-conversion's forms: exponents, surrounding spaces, hex integers, "INF". */
+  c = csv_case("real_forms", str_scalar("1e3, -0.25 ,0x1A,-INF"), 4,
+               (cf_array_t *[]){one(WEFT_DT_DOUBLE, 0), one(WEFT_DT_FLOAT, 0),
+                                one(WEFT_DT_FLOAT, 0), one(WEFT_DT_DOUBLE, 0)});
   cf_case_expect(c, cf_array_scalar(WEFT_DT_DOUBLE, 1000));
   cf_case_expect(c, cf_array_scalar(WEFT_DT_FLOAT, -0.25));
+  cf_case_expect(c, cf_array_scalar(WEFT_DT_FLOAT, 26));
+  cf_case_expect(c, cf_array_scalar(WEFT_DT_DOUBLE, -INFINITY));
   cf_run_case(ctx, c);
 
   static const struct {
@@ -127,6 +132,10 @@ static void emit_decode_csv(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
       {"int64_overflow", "9223372036854775808",
        "Field 0 in record 0 is not a valid int64: 9223372036854775808", 1, WEFT_DT_INT64,
        false},
+      /* safe_strtof refuses 32 bytes or more (kFastToBufferSize), whatever they hold. */
+      {"float_32_bytes", "0.000000000000000000000000000001",
+       "Field 0 in record 0 is not a valid float: 0.000000000000000000000000000001", 1,
+       WEFT_DT_FLOAT, false},
       {"int_plus_sign", "+5", "Field 0 in record 0 is not a valid int32: +5", 1, WEFT_DT_INT32,
        false},
       {"unescaped_quote", "\"a\"b\",c", "Quote inside a string has to be escaped by another "
