@@ -151,3 +151,16 @@ def test_list_files(files):
     ds = tf.data.Dataset.list_files(os.path.join(files, "*.none"))
     with pytest.raises(errors.InvalidArgumentError, match="No files matched pattern: .*none"):
         next_all(ds)
+
+
+def test_list_files_placeholder_patterns(files):
+    pattern = tf.placeholder(tf.string, [None])
+    it = tf.data.Dataset.list_files(pattern, shuffle=False).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {pattern: [os.path.join(files, "*.csv"),
+                                            os.path.join(files, "a.*")]})
+        assert [sess.run(nxt), sess.run(nxt)] == [os.path.join(files, n).encode()
+                                                  for n in ["a.txt", "c.csv"]]
+        with pytest.raises(errors.OutOfRangeError):
+            sess.run(nxt)
