@@ -398,6 +398,7 @@ extern const cf_suite_t cf_suites_svd_misc[]; /* cases_svd_misc.c */
 extern const cf_suite_t cf_suites_control_flow[];
 extern const cf_suite_t cf_suites_resource_vars[]; /* cases_resource_vars.c */
 extern const cf_suite_t cf_suites_parsing[];       /* cases_parsing.c */
+extern const cf_suite_t cf_suites_io[];            /* cases_io.c */
 extern const cf_suite_t cf_suites_string[];        /* cases_string.c */
 
 /* The cases plugins ship (cases_plugin.c, ABI 1.1): runs each selected plugin case on ctx's

@@ -87,6 +87,14 @@ weft_status_t *weft__kernel_error(weft_kernel_ctx_t *ctx, weft_code_t code, cons
 weft_status_t *weft__kernel_set_output0(weft_kernel_ctx_t *ctx, weft_tensor_t *t,
                                        weft_status_t *st);
 
+/* A core CPU kernel: its op and compute function, for weft__core_kernels_register. */
+typedef struct weft__core_kernel {
+  const char *op;
+  weft_kernel_compute_fn compute;
+} weft__core_kernel_t;
+/* Registers n kernels as the core's CPU kernels of their ops (flow_kernels.c). */
+void weft__core_kernels_register(const weft__core_kernel_t *kernels, size_t n);
+
 /* The core's ToBool kernel (to_bool_kernel.c), registered with the flow kernels. */
 void weft__to_bool_kernel_register(void);
 /* The kernel of PyFunc, PyFuncStateless and EagerPyFunc (host_func.c), registered with them. */
@@ -95,6 +103,9 @@ void weft__host_func_kernels_register(void);
 void weft__parse_example_kernels_register(void);
 /* The core's regular-expression kernels on GRegex (regex_kernels.c). */
 void weft__regex_kernels_register(void);
+/* The core's input-pipeline kernels: DecodeCSV, SerializeTensor, ParseTensor, MatchingFiles
+ * (io_kernels.c). */
+void weft__io_kernels_register(void);
 
 /* The variable the resource handle input `index` of ctx names (a new reference in *out), for the
  * host's reference entries: TensorFlow's ResourceApply* ops run the ref ops' kernels. NOT_FOUND

@@ -949,11 +949,18 @@ static weft_status_t *not_a_kernel(weft_kernel_ctx_t *ctx, void *state) {
                          ctx->node->op_name, ctx->node->name);
 }
 
+void weft__core_kernels_register(const weft__core_kernel_t *kernels, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    weft_kernel_def_t def = {.struct_size = sizeof(weft_kernel_def_t),
+                             .op = kernels[k].op,
+                             .device_type = "CPU",
+                             .compute = kernels[k].compute};
+    weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
+  }
+}
+
 void weft__flow_kernels_register(void) {
-  static const struct {
-    const char *op;
-    weft_kernel_compute_fn compute;
-  } kernels[] = {
+  static const weft__core_kernel_t kernels[] = {
       {"Switch", not_a_kernel},
       {"RefSwitch", not_a_kernel},
       {"Merge", not_a_kernel},
@@ -978,19 +985,14 @@ void weft__flow_kernels_register(void) {
       {"TensorArrayCloseV3", ta_close},
       {"TensorArrayGradV3", ta_grad},
   };
-  for (size_t k = 0; k < G_N_ELEMENTS(kernels); k++) {
-    weft_kernel_def_t def = {.struct_size = sizeof(weft_kernel_def_t),
-                             .op = kernels[k].op,
-                             .device_type = "CPU",
-                             .compute = kernels[k].compute};
-    weft__registry_add_kernel(weft__kernel_copy_def(&def, "core"));
-  }
+  weft__core_kernels_register(kernels, G_N_ELEMENTS(kernels));
   weft__resource_var_kernels_register(); /* resource_var_kernels.c */
   weft__to_bool_kernel_register();       /* to_bool_kernel.c */
   weft__parse_example_kernels_register(); /* parse_example_kernels.c */
   weft__stack_kernels_register();        /* stack_kernels.c */
   weft__host_func_kernels_register();    /* host_func.c */
   weft__regex_kernels_register();        /* regex_kernels.c */
+  weft__io_kernels_register();           /* io_kernels.c */
 }
 
 /* A constructor, as kernel_host.c hands over the kernel entries: the default registry registers

@@ -195,6 +195,7 @@ extern const weft_op_def_t weft__ops_resource_vars[]; /* ops_resource_vars.c: Va
 extern const weft_op_def_t weft__ops_resource_apply[]; /* ops_resource_apply.c: ResourceApply* */
 extern const weft_op_def_t weft__ops_functional[]; /* ops_functional.c: ToBool, PyFunc ... */
 extern const weft_op_def_t weft__ops_parsing[]; /* ops_parsing.c: ParseExample ... */
+extern const weft_op_def_t weft__ops_io[]; /* ops_io.c: DecodeCSV, ParseTensor, MatchingFiles ... */
 extern const weft_op_def_t weft__ops_distributed[]; /* ops_distributed.c: _Send, _Recv */
 extern const weft_op_def_t weft__ops_fused[];     /* ops_fused.c: _FusedElementwise */
 extern const weft_op_def_t weft__ops_summary[];  /* ops_summary.c: ScalarSummary ... */

@@ -927,6 +927,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_resource_apply);
   register_table(reg, weft__ops_functional);
   register_table(reg, weft__ops_parsing);
+  register_table(reg, weft__ops_io);
   register_table(reg, weft__ops_distributed);
   register_table(reg, weft__ops_fused);
   register_table(reg, weft__ops_summary);

@@ -75,7 +75,8 @@ from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .sparse import sparse_to_dense  # noqa: F401,E402
 from .sparse import edit_distance  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
-                 parse_single_example)
+                 parse_single_example, decode_csv, serialize_tensor, parse_tensor,
+                 matching_files)
 from . import image  # noqa: F401,E402
 from . import strings  # noqa: F401,E402 -- tf.strings
 from .strings import (as_string, reduce_join, string_split, decode_raw,  # noqa: F401,E402

@@ -132,6 +132,22 @@ class Dataset(_Structured):
         return _Range(*args)
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The file names the glob pattern(s) match, found by a MatchingFiles op of the graph
+        when the iterator starts, shuffled unless shuffle=False; none matching is an
+        InvalidArgumentError "No files matched pattern: ..." then, as in TensorFlow 1.15."""
+        from . import ops as _ops
+        from .io import matching_files
+        with _fw.name_scope("list_files"):
+            pattern = _ops._to_tensor(file_pattern, dtype=_dtypes.string)
+            dataset = _ListFiles(pattern, matching_files(pattern))
+        if shuffle is None or shuffle:
+            # Every name in the buffer at once: a full shuffle, as TensorFlow's buffer of
+            # max(number of files, 1).
+            dataset = dataset.shuffle(2 ** 62, seed=seed)
+        return dataset
+
+    @staticmethod
     def from_generator(generator, output_types, output_shapes=None, args=None):
         return _Generator(generator, output_types, output_shapes, args)
 
@@ -254,6 +270,25 @@ class _Slices(Dataset):
                                                    for a in arrays))
         for i in range(rows.pop()):
             yield [a[i] for a in arrays]
+
+
+class _ListFiles(Dataset):
+    """Dataset.list_files before its shuffle: the names the MatchingFiles tensor `files` holds,
+    an error naming the patterns when there are none."""
+
+    def __init__(self, pattern, files):
+        self._template, self._types, self._shapes = None, [_dtypes.string], [[]]
+        self._captured = (pattern, files)
+
+    def _elements(self, values):
+        pattern, files = (values[id(t)] for t in self._captured)
+        if len(files) == 0:
+            names = [p.decode() if isinstance(p, bytes) else str(p)
+                     for p in _np.asarray(pattern, dtype=object).reshape(-1)]
+            raise _errors.InvalidArgumentError(
+                None, None, "No files matched pattern: %s" % ", ".join(names))
+        for name in files:
+            yield [_np.array(name, dtype=object)]
 
 
 class _Range(Dataset):

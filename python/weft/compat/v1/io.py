@@ -3,9 +3,10 @@ see gfile.py), write_graph, and tf.Example parsing (parse_example, parse_single_
 FixedLenFeature and VarLenFeature, over the core's ParseExample and ParseSingleExample kernels).
 read_file, write_file, decode_raw, encode_base64 and decode_base64 are the core's string and
 file ops (strings.py); decode_jpeg, encode_png and the other image codecs are image.py's;
-TFRecord files are written and read through the core's record framing (below).
-serialize_tensor, parse_tensor and FixedLenSequenceFeature (variable-length dense features,
-which the kernels refuse) are absent."""
+TFRecord files are written and read through the core's record framing (below). decode_csv,
+serialize_tensor, parse_tensor and matching_files are the core's DecodeCSV, SerializeTensor,
+ParseTensor and MatchingFiles kernels. FixedLenSequenceFeature (variable-length dense features,
+which the kernels refuse) is absent."""
 import collections as _collections
 import os as _os
 
@@ -113,6 +114,50 @@ def parse_single_example(serialized, features, name=None, example_names=None):
              ("dense_keys", "list_string", [d[0] for d in dense])]
             + _attrs(sparse, dense), "ParseSingleExample")
         return _outputs(out, sparse, dense)
+
+
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
+               na_value="", select_cols=None):
+    """CSV records (a string tensor of any shape) to one tensor per column of records' shape.
+    Each record_defaults entry (a tensor or a list like [0.0], [""] or []) gives its column's
+    dtype and default; an empty one makes the column required. select_cols picks columns."""
+    if select_cols is not None and any(select_cols[i] >= select_cols[i + 1]
+                                       for i in range(len(select_cols) - 1)):
+        raise ValueError("select_cols is not strictly increasing.")
+    if select_cols is not None and select_cols[0] < 0:
+        raise ValueError("select_cols contains negative values.")
+    if select_cols is not None and len(select_cols) != len(record_defaults):
+        raise ValueError("Length of select_cols and record_defaults do not match.")
+    with _fw.name_scope(name, "DecodeCSV", []):
+        defaults = [d if isinstance(d, _fw.Tensor) else _ops._to_tensor(d)
+                    for d in record_defaults]
+        out = _ops._op("DecodeCSV", [_ops._to_tensor(records, dtype=_dtypes.string), defaults],
+                       [("OUT_TYPE", "list_type",
+                         [d.dtype.base_dtype.as_datatype_enum for d in defaults]),
+                        ("field_delim", "string", field_delim),
+                        ("use_quote_delim", "bool", bool(use_quote_delim)),
+                        ("na_value", "string", na_value),
+                        ("select_cols", "list_int", list(select_cols or []))], "DecodeCSV")
+        return out if isinstance(out, list) else [out]
+
+
+def serialize_tensor(tensor, name=None):
+    """A tensor as the bytes of its TensorProto (a scalar string)."""
+    return _ops._op("SerializeTensor", [_ops._to_tensor(tensor)], (),
+                    name or "SerializeTensor")
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor a serialized TensorProto holds, which must be of out_type."""
+    return _ops._op("ParseTensor", [_ops._to_tensor(serialized, dtype=_dtypes.string)],
+                    [("out_type", "type", _dtypes.as_dtype(out_type).as_datatype_enum)],
+                    name or "ParseTensor")
+
+
+def matching_files(pattern, name=None):
+    """The sorted names of the local files the glob pattern (or vector of patterns) matches."""
+    return _ops._op("MatchingFiles", [_ops._to_tensor(pattern, dtype=_dtypes.string)], (),
+                    name or "MatchingFiles")
 
 
 # ---------------------------------------------------------------------------------------------
