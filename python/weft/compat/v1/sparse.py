@@ -1,10 +1,11 @@
 """tf.sparse and tf.SparseTensor: TensorFlow 1.x's sparse tensors as (indices, values,
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
-(SparseTensorDenseAdd), segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as
-TensorFlow's) and tf.edit_distance (EditDistance). Sums of two sparse tensors, sparse matmul,
-reorder and the other tf.sparse functions are absent: the core has no SparseAdd,
-SparseTensorDenseMatMul, ... ops."""
+(SparseTensorDenseAdd), add of two sparse tensors (SparseAdd), sparse_dense_matmul
+(SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), segment_sum/_mean/_sqrt_n
+(SparseSegment*, on dense tensors, as TensorFlow's) and tf.edit_distance (EditDistance). reshape,
+concat, slice and the other tf.sparse functions are absent: the core has no SparseReshape,
+SparseConcat, ... ops."""
 import collections as _collections
 
 import numpy as _np
@@ -92,10 +93,32 @@ def to_dense(sp_input, default_value=None, validate_indices=True, name=None):
 
 
 def add(a, b, threshold=None, thresh=None):
-    """a + b for one SparseTensor and one dense tensor: a dense tensor."""
-    if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
-        raise TypeError("tf.sparse.add of two SparseTensors is not supported by weft (no SparseAdd "
-                        "op): convert one with tf.sparse.to_dense")
+    """a + b. For two SparseTensors (or SparseTensorValues) of one shape, in row-major order: a
+    SparseTensor holding the union of their entries, an index in both summed and dropped when
+    the sum's magnitude is below threshold (thresh in TensorFlow 1.x; default 0, nothing dropped)
+    (SparseAdd; differentiable to both values through SparseAddGrad). For one SparseTensor and
+    one dense tensor: a dense tensor (SparseTensorDenseAdd)."""
+    sparse_classes = (SparseTensor, SparseTensorValue)
+    if isinstance(a, sparse_classes) and isinstance(b, sparse_classes):
+        a, b = _sparse(a), _sparse(b)
+        if threshold is None:
+            threshold = 0 if thresh is None else thresh
+        real = a.dtype.base_dtype
+        threshold = _ops._to_tensor(threshold, dtype=real)
+        indices, values, shape = _ops._op(
+            "SparseAdd", [a.indices, a.values, a.dense_shape, b.indices,
+                          _ops._to_tensor(b.values, dtype=real), b.dense_shape, threshold],
+            (), "SparseAdd")
+        static = a._static_shape if a._static_shape is not None else b._static_shape
+        if (a._static_shape is not None and b._static_shape is not None
+                and a._static_shape != b._static_shape):
+            raise ValueError("Shapes %s and %s are incompatible" % (a._static_shape,
+                                                                    b._static_shape))
+        return SparseTensor(indices, values, static if static is not None else shape)
+    if isinstance(a, SparseTensorValue):
+        a = _sparse(a)
+    if isinstance(b, SparseTensorValue):
+        b = _sparse(b)
     if not isinstance(a, SparseTensor):
         a, b = b, a
     if not isinstance(a, SparseTensor):
@@ -119,3 +142,37 @@ def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
                     [hypothesis.indices, hypothesis.values, hypothesis.dense_shape,
                      truth.indices, truth.values, truth.dense_shape],
                     [("normalize", "bool", bool(normalize))], name)
+
+
+def _sparse(sp_input):
+    if isinstance(sp_input, SparseTensorValue):
+        return SparseTensor.from_value(sp_input)
+    if not isinstance(sp_input, SparseTensor):
+        raise TypeError("Input must be a SparseTensor.")
+    return sp_input
+
+
+def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
+    """tf.sparse.sparse_dense_matmul (tf.sparse_tensor_dense_matmul): the rank-2 SparseTensor
+    sp_a (or its transpose, adjoint_a) times the dense matrix b (or its transpose, adjoint_b);
+    a dense [rows, cols] tensor (SparseTensorDenseMatMul). Entries with the same index add up."""
+    sp_a = _sparse(sp_a)
+    b = _ops._to_tensor(b, dtype=sp_a.dtype.base_dtype)
+    return _ops._op("SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, sp_a.dense_shape, b],
+                    [("adjoint_a", "bool", bool(adjoint_a)),
+                     ("adjoint_b", "bool", bool(adjoint_b))], name or "SparseTensorDenseMatMul")
+
+
+sparse_tensor_dense_matmul = sparse_dense_matmul
+matmul = sparse_dense_matmul
+
+
+def reorder(sp_input, name=None):
+    """tf.sparse.reorder (tf.sparse_reorder): sp_input with its entries sorted into row-major
+    order of their indices, the values following (SparseReorder; the values' gradient is
+    permuted back)."""
+    sp_input = _sparse(sp_input)
+    indices, values = _ops._op("SparseReorder",
+                               [sp_input.indices, sp_input.values, sp_input.dense_shape], (),
+                               name or "SparseReorder")
+    return SparseTensor(indices, values, sp_input.dense_shape)
