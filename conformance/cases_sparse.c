@@ -2,7 +2,8 @@
  * int64 indices, repeated and unsorted entries, no entries, empty products, each of TensorFlow's
  * validation errors), SparseReorder (shuffled entries of ranks 1..3, already sorted, empty,
  * the errors), SparseAdd (overlapping and disjoint entries, the threshold, ranks 1..3, empty
- * operands, the errors) and SparseAddGrad. The references are computed here: the sparse matrix
+ * operands, the errors), SparseAddGrad and SparseReshape (with and without -1, to and from rank
+ * 1, no entries, each of TensorFlow's errors). The references are computed here: the sparse matrix
  * densified and multiplied the schoolbook way, the reorder as an insertion sort of the entries,
  * and the sums by visiting every dense position in row-major order. */
 #include <math.h>
@@ -360,6 +361,86 @@ static void emit_sparse_add_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t
              "(#nnz of sum): got 2 and 3", true);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SparseReshape: the reference numbers the dense positions of the input shape with a row-major
+ * counter and reads each entry's position off the counter of the output shape. */
+
+static void sparse_reshape_case(cf_run_ctx_t *ctx, const char *op, const char *name, int64_t nnz,
+                                int in_rank, const int64_t *in_shape, const int64_t *idx,
+                                int out_rank, const int64_t *new_shape, const int64_t *want_shape,
+                                const char *err) {
+  cf_case_t *c = cf_case_new(op, name, WEFT_DT_INT64);
+  cf_array_t *ind = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){nnz, in_rank});
+  for (int64_t i = 0; i < nnz * in_rank; i++) ind->v[i] = (double)idx[i];
+  if (!err) {
+    cf_array_t *oi = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){nnz, out_rank});
+    for (int64_t z = 0; z < nnz; z++) {
+      /* Count positions up to the entry's index in the input shape, advancing an output-shape
+       * odometer alongside. */
+      int64_t in_c[WEFT_MAX_RANK] = {0}, out_c[WEFT_MAX_RANK] = {0};
+      for (;;) {
+        bool at = true;
+        for (int d = 0; d < in_rank; d++) at = at && in_c[d] == idx[z * in_rank + d];
+        if (at) break;
+        for (int d = in_rank - 1; d >= 0 && ++in_c[d] == in_shape[d]; d--) in_c[d] = 0;
+        for (int d = out_rank - 1; d >= 0 && ++out_c[d] == want_shape[d]; d--) out_c[d] = 0;
+      }
+      for (int d = 0; d < out_rank; d++) oi->v[z * out_rank + d] = (double)out_c[d];
+    }
+    cf_case_expect(c, oi);
+    cf_case_expect(c, cf_array_ints(WEFT_DT_INT64, out_rank, want_shape));
+  }
+  cf_case_input(c, ind);
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, in_rank, in_shape));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, out_rank, new_shape));
+  if (err) error_case(ctx, c, 2, err, true);
+  else cf_run_case(ctx, c);
+}
+
+static void emit_sparse_reshape(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  (void)dt;
+  const int64_t s234[] = {2, 3, 4}, idx3[] = {0, 0, 0, 1, 2, 3, 0, 1, 2, 1, 0, 1};
+  sparse_reshape_case(ctx, op, "3d_to_2d", 4, 3, s234, idx3, 2, (const int64_t[]){6, 4},
+                      (const int64_t[]){6, 4}, NULL);
+  sparse_reshape_case(ctx, op, "infer_dim", 4, 3, s234, idx3, 3, (const int64_t[]){4, -1, 2},
+                      (const int64_t[]){4, 3, 2}, NULL);
+  sparse_reshape_case(ctx, op, "to_rank1", 4, 3, s234, idx3, 1, (const int64_t[]){-1},
+                      (const int64_t[]){24}, NULL);
+  sparse_reshape_case(ctx, op, "from_rank1", 3, 1, (const int64_t[]){12},
+                      (const int64_t[]){11, 0, 5}, 2, (const int64_t[]){3, 4},
+                      (const int64_t[]){3, 4}, NULL);
+  sparse_reshape_case(ctx, op, "same_shape", 4, 3, s234, idx3, 3, s234, s234, NULL);
+  sparse_reshape_case(ctx, op, "no_entries", 0, 3, s234, NULL, 2, (const int64_t[]){-1, 8},
+                      (const int64_t[]){3, 8}, NULL);
+  sparse_reshape_case(ctx, op, "error_two_unknown", 1, 3, s234, idx3, 3,
+                      (const int64_t[]){-1, 2, -1}, NULL,
+                      "only one output dimension may be -1, not both 0 and 2");
+  sparse_reshape_case(ctx, op, "error_negative_size", 1, 3, s234, idx3, 2,
+                      (const int64_t[]){-2, 12}, NULL, "size 0 must be non-negative, not -2");
+  sparse_reshape_case(ctx, op, "error_count", 1, 3, s234, idx3, 2, (const int64_t[]){5, 5}, NULL,
+                      "Input to reshape is a tensor with 24 dense values, but the requested "
+                      "shape has 25. input_shape=[2,3,4] output_shape=[5,5]");
+  sparse_reshape_case(ctx, op, "error_not_multiple", 1, 3, s234, idx3, 2,
+                      (const int64_t[]){5, -1}, NULL,
+                      "Input to reshape is a SparseTensor with 24 dense values, but the "
+                      "requested shape requires a multiple of 5. input_shape=[2,3,4] "
+                      "output_shape=[5,1]");
+  sparse_reshape_case(ctx, op, "error_infer_empty", 0, 2, (const int64_t[]){0, 3}, NULL, 2,
+                      (const int64_t[]){0, -1}, NULL,
+                      "reshape cannot infer the missing input size for an empty tensor unless "
+                      "all specified input sizes are non-zero");
+  cf_case_t *c = cf_case_new(op, "error_indices_columns", WEFT_DT_INT64);
+  cf_case_input(c, cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){1, 2}));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 3, s234));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 2, (const int64_t[]){6, 4}));
+  error_case(ctx, c, 2, "Input tensor rank must match input shape length, got 2 and 3", true);
+  c = cf_case_new(op, "error_target_not_vector", WEFT_DT_INT64);
+  cf_case_input(c, cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){1, 3}));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 3, s234));
+  cf_case_input(c, cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){1, 2}));
+  error_case(ctx, c, 2, "Target shape should be a vector but received shape [1,2]", true);
+}
+
 static const weft_dtype_t matmul_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                              WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_INVALID};
 static const weft_dtype_t reorder_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
@@ -368,10 +449,14 @@ static const weft_dtype_t reorder_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEF
 static const weft_dtype_t add_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                           WEFT_DT_INT64, WEFT_DT_INVALID};
 
+/* SparseReshape has no type attr: its cases are filed under int64, the type of its tensors. */
+static const weft_dtype_t reshape_dtypes[] = {WEFT_DT_INT64, WEFT_DT_INVALID};
+
 const cf_suite_t cf_suites_sparse[] = {
     {"SparseTensorDenseMatMul", matmul_dtypes, emit_sdmm, NULL},
     {"SparseReorder", reorder_dtypes, emit_reorder, NULL},
     {"SparseAdd", add_dtypes, emit_sparse_add, NULL},
     {"SparseAddGrad", add_dtypes, emit_sparse_add_grad, NULL},
+    {"SparseReshape", reshape_dtypes, emit_sparse_reshape, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -1,5 +1,5 @@
-"""tf.sparse's matmul, reorder and add of two sparse tensors (SparseTensorDenseMatMul,
-SparseReorder, SparseAdd): results against numpy (the sparse tensors densified), TensorFlow's
+"""tf.sparse's matmul, reorder, add of two sparse tensors and reshape (SparseTensorDenseMatMul,
+SparseReorder, SparseAdd, SparseReshape): results against numpy (the sparse tensors densified), TensorFlow's
 InvalidArgument messages, tf.gradients to the values and the dense matrix against central
 differences, and a wide (linear) model over sparse features trained with GradientDescent."""
 import numpy as np
@@ -171,3 +171,38 @@ def test_add_two_sparse_tensors_with_threshold():
     loss = tf.reduce_sum(tf.sin(total.values))
     check_fd(loss, x, a_val.astype(np.float64), {y: b_val.astype(np.float64)})
     check_fd(loss, y, b_val.astype(np.float64), {x: a_val.astype(np.float64)})
+
+
+def test_reshape():
+    idx = np.array([[0, 0, 0], [0, 1, 2], [1, 0, 1], [1, 2, 3]], np.int64)
+    vals = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    sp = tf.SparseTensor(idx, vals, [2, 3, 4])
+    r1 = tf.sparse.reshape(sp, [4, -1])
+    r2 = tf.sparse_reshape(sp, [-1])
+    assert r1.shape.as_list() == [4, 6] and r2.shape.as_list() == [24]
+    shape_in = tf.placeholder(tf.int64, [2])
+    r3 = tf.sparse.reshape(sp, shape_in)
+    with tf.Session() as sess:
+        got1, got2, dense1 = sess.run([r1, r2, tf.sparse.to_dense(r1)])
+        got3 = sess.run(r3, {shape_in: [6, 4]})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"only one output dimension may be -1, not both 0 and 1"):
+            sess.run(r3, {shape_in: [-1, -1]})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Input to reshape is a tensor with 24 dense values, but the "
+                                 r"requested shape has 25\. input_shape=\[2,3,4\] "
+                                 r"output_shape=\[5,5\]"):
+            sess.run(r3, {shape_in: [5, 5]})
+    full = np.zeros((2, 3, 4), np.float32)
+    full[tuple(idx.T)] = vals
+    np.testing.assert_array_equal(dense1, full.reshape(4, 6))
+    np.testing.assert_array_equal(got1.dense_shape, [4, 6])
+    np.testing.assert_array_equal(got2.indices[:, 0], np.ravel_multi_index(idx.T, (2, 3, 4)))
+    np.testing.assert_array_equal(got3.indices, np.stack(np.unravel_index(
+        np.ravel_multi_index(idx.T, (2, 3, 4)), (6, 4)), 1))
+    with pytest.raises(ValueError, match="Cannot reshape a tensor with 24 elements"):
+        tf.sparse.reshape(sp, [5, 5])
+    x = tf.placeholder(tf.float64, [4])
+    out = tf.sparse.reshape(tf.SparseTensor(idx, x, [2, 3, 4]), [6, 4]).values
+    check_fd(tf.reduce_sum(tf.sin(out) * tf.constant([1.0, 2.0, 3.0, 4.0], tf.float64)), x,
+             vals.astype(np.float64), {})

@@ -2,10 +2,10 @@
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
 (SparseTensorDenseAdd), add of two sparse tensors (SparseAdd), sparse_dense_matmul
-(SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), segment_sum/_mean/_sqrt_n
-(SparseSegment*, on dense tensors, as TensorFlow's) and tf.edit_distance (EditDistance). reshape,
-concat, slice and the other tf.sparse functions are absent: the core has no SparseReshape,
-SparseConcat, ... ops."""
+(SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), reshape (SparseReshape), segment_sum/_mean/_sqrt_n
+(SparseSegment*, on dense tensors, as TensorFlow's) and tf.edit_distance (EditDistance). concat,
+slice and the other tf.sparse functions are absent: the core has no SparseConcat, SparseSlice,
+... ops."""
 import collections as _collections
 
 import numpy as _np
@@ -176,3 +176,31 @@ def reorder(sp_input, name=None):
                                [sp_input.indices, sp_input.values, sp_input.dense_shape], (),
                                name or "SparseReorder")
     return SparseTensor(indices, values, sp_input.dense_shape)
+
+
+def reshape(sp_input, shape, name=None):
+    """tf.sparse.reshape (tf.sparse_reshape): sp_input with the dense shape `shape` (one -1
+    inferred), each entry at its row-major position in the new shape (SparseReshape; the values
+    pass through an Identity, so gradients flow to them). With a constant shape and sp_input's
+    static shape known, the shapes are checked and the result's shape is static, as
+    TensorFlow's."""
+    sp_input = _sparse(sp_input)
+    new_shape = _ops._to_tensor(shape, dtype=_dtypes.int64)
+    indices, out_shape = _ops._op("SparseReshape",
+                                  [sp_input.indices, sp_input.dense_shape, new_shape], (),
+                                  name or "SparseReshape")
+    static = None
+    if not isinstance(shape, _fw.Tensor) and sp_input._static_shape is not None:
+        static = [int(d) for d in _np.asarray(shape).reshape(-1)]
+        if sum(d == -1 for d in static) > 1:
+            raise ValueError("At most one dimension can be inferred (-1). Found: %s" % static)
+        size = int(_np.prod(sp_input._static_shape, dtype=_np.int64))
+        original = list(static)
+        if -1 in static:
+            known = int(_np.prod([d for d in static if d != -1], dtype=_np.int64))
+            static[static.index(-1)] = size // known if known else 0
+        if int(_np.prod(static, dtype=_np.int64)) != size:
+            raise ValueError("Cannot reshape a tensor with %d elements to shape %s (%d elements)."
+                             % (size, original, int(_np.prod(static, dtype=_np.int64))))
+    return SparseTensor(indices, _ops._op("Identity", [sp_input.values], (), "Identity"),
+                        static if static is not None else out_shape)
