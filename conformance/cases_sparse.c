@@ -3,7 +3,8 @@
  * validation errors), SparseReorder (shuffled entries of ranks 1..3, already sorted, empty,
  * the errors), SparseAdd (overlapping and disjoint entries, the threshold, ranks 1..3, empty
  * operands, the errors), SparseAddGrad and SparseReshape (with and without -1, to and from rank
- * 1, no entries, each of TensorFlow's errors). The references are computed here: the sparse matrix
+ * 1, no entries, each of TensorFlow's errors) and SparseConcat (each dim, a negative concat_dim,
+ * three inputs, unsorted inputs, an empty input, the errors). The references are computed here: the sparse matrix
  * densified and multiplied the schoolbook way, the reorder as an insertion sort of the entries,
  * and the sums by visiting every dense position in row-major order. */
 #include <math.h>
@@ -441,6 +442,102 @@ static void emit_sparse_reshape(cf_run_ctx_t *ctx, const char *op, weft_dtype_t 
   error_case(ctx, c, 2, "Target shape should be a vector but received shape [1,2]", true);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SparseConcat: the reference places every input's entries in one dense grid of the output's
+ * shape and reads them back in row-major order. Inputs are 2-D or 3-D, entries distinct. */
+
+typedef struct {
+  int64_t nnz;
+  int64_t shape[3];
+  const int64_t *idx;
+} sc_input_t;
+
+static void sparse_concat_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                               const char *name, int n, int rank, const sc_input_t *ins,
+                               int64_t concat_dim, const char *err) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_rng_seed(&rng, op, name, "x");
+  int64_t cd = concat_dim < 0 ? concat_dim + rank : concat_dim;
+  int64_t out_shape[3] = {0};
+  for (int d = 0; d < rank; d++) out_shape[d] = ins[0].shape[d];
+  if (!err) {
+    out_shape[cd] = 0;
+    for (int i = 0; i < n; i++) out_shape[cd] += ins[i].shape[cd];
+  }
+  int64_t cells = positions(rank, out_shape);
+  int64_t *which = g_new(int64_t, (gsize)cells + 1);
+  for (int64_t p = 0; p < cells; p++) which[p] = -1;
+  cf_array_t *vals[8];
+  double *flat = g_new0(double, 64);
+  int64_t off = 0, total = 0;
+  for (int i = 0; i < n; i++) {
+    vals[i] = cf_gen_uniform(&rng, dt, 1, &ins[i].nnz, 1, 50);
+    for (int64_t z = 0; z < ins[i].nnz && !err; z++) {
+      int64_t p = 0;
+      for (int d = 0; d < rank; d++)
+        p = p * out_shape[d] + ins[i].idx[z * rank + d] + (d == cd ? off : 0);
+      which[p] = total;
+      flat[total++] = vals[i]->v[z];
+    }
+    if (!err) off += ins[i].shape[cd];
+  }
+  if (!err) {
+    cf_array_t *oi = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){total, rank});
+    cf_array_t *ov = cf_array_new(dt, 1, &total);
+    int64_t k = 0;
+    for (int64_t p = 0; p < cells; p++) {
+      if (which[p] < 0) continue;
+      unravel(p, rank, out_shape, oi->v + k * rank);
+      ov->v[k++] = flat[which[p]];
+    }
+    cf_case_expect(c, oi);
+    cf_case_expect(c, ov);
+    cf_case_expect(c, cf_array_ints(WEFT_DT_INT64, rank, out_shape));
+  }
+  g_free(which);
+  g_free(flat);
+  for (int i = 0; i < n; i++) {
+    cf_array_t *ind = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){ins[i].nnz, rank});
+    for (int64_t k = 0; k < ins[i].nnz * rank; k++) ind->v[k] = (double)ins[i].idx[k];
+    cf_case_input(c, ind);
+  }
+  for (int i = 0; i < n; i++) cf_case_input(c, vals[i]);
+  for (int i = 0; i < n; i++) {
+    int r = i == n - 1 && err && strstr(err, "Ranks") ? rank + 1 : rank;
+    int64_t sh[4] = {ins[i].shape[0], ins[i].shape[1], ins[i].shape[2], 1};
+    cf_case_input(c, cf_array_ints(WEFT_DT_INT64, r, sh));
+  }
+  int lens[3] = {n, n, n};
+  cf_case_args(c, 3, lens);
+  cf_case_attr_int(c, "concat_dim", concat_dim);
+  if (err) error_case(ctx, c, 3, err, true);
+  else cf_run_case(ctx, c);
+}
+
+static void emit_sparse_concat(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  /* TensorFlow's documented example: [2,3] and [2,4] along dim 1. */
+  const sc_input_t doc[2] = {{3, {2, 3}, (const int64_t[]){0, 2, 1, 0, 1, 1}},
+                             {2, {2, 4}, (const int64_t[]){0, 1, 0, 2}}};
+  sparse_concat_case(ctx, op, dt, "dim1", 2, 2, doc, 1, NULL);
+  sparse_concat_case(ctx, op, dt, "dim_minus1", 2, 2, doc, -1, NULL);
+  const sc_input_t rows[3] = {{2, {2, 3}, (const int64_t[]){1, 2, 0, 0}},
+                              {0, {1, 3}, NULL},
+                              {3, {3, 3}, (const int64_t[]){2, 1, 0, 2, 0, 0}}};
+  sparse_concat_case(ctx, op, dt, "dim0_three_unsorted_empty", 3, 2, rows, 0, NULL);
+  const sc_input_t cube[2] = {{2, {2, 1, 2}, (const int64_t[]){1, 0, 1, 0, 0, 0}},
+                              {2, {2, 2, 2}, (const int64_t[]){0, 1, 1, 1, 0, 0}}};
+  sparse_concat_case(ctx, op, dt, "rank3_dim1", 2, 3, cube, 1, NULL);
+  sparse_concat_case(ctx, op, dt, "error_shapes", 2, 2, rows, 1,
+                     "Input shapes must match: expected 2 for dimension 0 but got 1 at position "
+                     "1");
+  sparse_concat_case(ctx, op, dt, "error_concat_dim", 2, 2, doc, 2,
+                     "Concat dimension must be in range [-2, 2), got 2");
+  sparse_concat_case(ctx, op, dt, "error_ranks", 2, 2, doc, 0,
+                     "Ranks of all input tensors must match: expected 2 but got 3 at position 1");
+}
+
 static const weft_dtype_t matmul_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                              WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_INVALID};
 static const weft_dtype_t reorder_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
@@ -458,5 +555,6 @@ const cf_suite_t cf_suites_sparse[] = {
     {"SparseAdd", add_dtypes, emit_sparse_add, NULL},
     {"SparseAddGrad", add_dtypes, emit_sparse_add_grad, NULL},
     {"SparseReshape", reshape_dtypes, emit_sparse_reshape, NULL},
+    {"SparseConcat", reorder_dtypes, emit_sparse_concat, NULL},
     {NULL, NULL, NULL, NULL},
 };

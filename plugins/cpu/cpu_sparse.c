@@ -1,7 +1,7 @@
 /* cpu_sparse.c: the CPU kernels of SparseTensorDenseMatMul, SparseReorder, SparseAdd and
- * SparseAddGrad and SparseReshape with TensorFlow's CPU semantics
+ * SparseAddGrad, SparseReshape and SparseConcat with TensorFlow's CPU semantics
  * (sparse_tensor_dense_matmul_op.cc, sparse_reorder_op.cc, util/sparse/sparse_tensor.cc,
- * sparse_add_op.cc, sparse_add_grad_op.cc and reshape_util.cc): their checks, error messages and
+ * sparse_add_op.cc, sparse_add_grad_op.cc, reshape_util.cc and sparse_concat_op.cc): their checks, error messages and
  * results. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,6 +515,117 @@ static weft_status_t *k_sparse_reshape(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * SparseConcat (sparse_concat_op.cc): the N inputs' entries, each input's concat_dim offset by
+ * the sizes of the inputs before it, in row-major order (TensorFlow reorders the concatenation
+ * into the standard order; the sort here is stable). The shapes must agree off concat_dim. */
+
+static weft_status_t *k_sparse_concat(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  const int64_t n = weft__cpu_attr_int(ctx, "N", 0);
+  const int64_t cd_attr = weft__cpu_attr_int(ctx, "concat_dim", 0);
+  if (n < 1 || n > INT32_MAX / 3)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Must have at least 1 input");
+  weft_tensor_view_t *in = NULL;
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(weft_tensor_view_t) * 3 * (size_t)n,
+                                         (void **)&in));
+  weft_tensor_view_t *ind = in, *val = in + n, *shp = in + 2 * n;
+  for (int64_t i = 0; i < 3 * n; i++) WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, (int)i, &in[i]));
+  char s[CPU_SHAPE_STR_LEN];
+  for (int64_t i = 0; i < n; i++)
+    if (ind[i].rank != 2) {
+      weft__cpu_shape_str(ind[i].rank, ind[i].dims, s, sizeof s);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input indices should be a matrix but "
+                             "received shape %s at position %lld", s, (long long)i);
+    }
+  for (int64_t i = 0; i < n; i++)
+    if (val[i].rank != 1) {
+      weft__cpu_shape_str(val[i].rank, val[i].dims, s, sizeof s);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input values should be a vector but "
+                             "received shape %s at position %lld", s, (long long)i);
+    }
+  for (int64_t i = 0; i < n; i++)
+    if (shp[i].rank != 1) {
+      weft__cpu_shape_str(shp[i].rank, shp[i].dims, s, sizeof s);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input shapes should be a vector but "
+                             "received shape %s at position %lld", s, (long long)i);
+    }
+  const int64_t rank = shp[0].dims[0];
+  const int64_t cd = cd_attr < 0 ? rank + cd_attr : cd_attr;
+  if (cd < 0 || cd >= rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Concat dimension must be in range [%lld, "
+                           "%lld), got %lld", (long long)-rank, (long long)rank,
+                           (long long)cd_attr);
+  const int64_t *first = shp[0].data;
+  int64_t total = 0, concat_size = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t *cur = shp[i].data;
+    if (i > 0 && shp[i].dims[0] != rank)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Ranks of all input tensors must match: "
+                             "expected %lld but got %lld at position %lld", (long long)rank,
+                             (long long)shp[i].dims[0], (long long)i);
+    for (int64_t j = 0; j < rank; j++) {
+      if (cur[j] < 0)
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Dimension %lld must be >= 0",
+                               (long long)cur[j]);
+      if (j != cd && cur[j] != first[j])
+        return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input shapes must match: expected "
+                               "%lld for dimension %lld but got %lld at position %lld",
+                               (long long)first[j], (long long)j, (long long)cur[j],
+                               (long long)i);
+    }
+    /* SparseTensor::Create's checks of each input. */
+    if (ind[i].dims[0] != val[i].dims[0])
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "indices and values rows (indexing "
+                             "dimension) must match. (indices = %lld, values = %lld)",
+                             (long long)ind[i].dims[0], (long long)val[i].dims[0]);
+    if (ind[i].dims[1] != rank)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Shape rank must be SparseTensor rank.");
+    if (val[i].dtype != val[0].dtype)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "values %lld has another dtype than "
+                             "values 0", (long long)i);
+    if (cur[cd] > INT64_MAX - concat_size || ind[i].dims[0] > INT64_MAX / 4 - total)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "SparseConcat: the output is too large");
+    concat_size += cur[cd];
+    total += ind[i].dims[0];
+  }
+  if (rank > 0 && (uint64_t)total > SIZE_MAX / sizeof(int64_t) / (uint64_t)(rank + 4))
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "SparseConcat: %lld entries are too many",
+                           (long long)total);
+  weft_tensor_view_t oi, ov, os;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_INT64, 2,
+                                        (const int64_t[]){total, rank}, &oi));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, val[0].dtype, 1, &total, &ov));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, WEFT_DT_INT64, 1, &rank, &os));
+  for (int64_t j = 0; j < rank; j++) ((int64_t *)os.data)[j] = j == cd ? concat_size : first[j];
+  if (total == 0) return NULL;
+  /* The concatenated indices, each entry's (input, row), then the row-major permutation. */
+  void *scratch = NULL;
+  const size_t words = (size_t)total * (size_t)(rank + 4);
+  WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(int64_t) * words, &scratch));
+  int64_t *ix = scratch, *src_in = ix + total * rank, *src_row = src_in + total;
+  int64_t *perm = src_row + total, *tmp = perm + total;
+  int64_t at = 0, offset = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t *x = ind[i].data;
+    for (int64_t z = 0; z < ind[i].dims[0]; z++, at++) {
+      memcpy(ix + at * rank, x + z * rank, sizeof(int64_t) * (size_t)rank);
+      ix[at * rank + cd] += offset;
+      src_in[at] = i;
+      src_row[at] = z;
+      perm[at] = at;
+    }
+    offset += ((const int64_t *)shp[i].data)[cd];
+  }
+  sort_perm(ix, rank, perm, tmp, total);
+  for (int64_t k = 0; k < total; k++) {
+    memcpy((int64_t *)oi.data + k * rank, ix + perm[k] * rank, sizeof(int64_t) * (size_t)rank);
+    WEFT_RETURN_IF_ERROR(
+        weft__cpu_copy_elems(ctx, &ov, k, &val[src_in[perm[k]]], src_row[perm[k]], 1));
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration: the dtypes of TensorFlow's CPU kernels, less complex. */
 
 static const weft_dtype_t matmul_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
@@ -538,6 +649,8 @@ weft_status_t *weft__cpu_register_sparse(const weft_registrar_t *reg) {
       {.op = "SparseAddGrad", .compute = k_sparse_add_grad, .type_attr = "T",
        .dtypes = add_types, .n_dtypes = N(add_types)},
       {.op = "SparseReshape", .compute = k_sparse_reshape, .host_memory = reshape_host},
+      {.op = "SparseConcat", .compute = k_sparse_concat, .type_attr = "T",
+       .dtypes = weft__cpu_all_types, .n_dtypes = weft__cpu_n_all_types},
   };
   return weft__cpu_register_specs(reg, specs, N(specs));
 #undef N

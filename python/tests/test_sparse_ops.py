@@ -1,5 +1,5 @@
-"""tf.sparse's matmul, reorder, add of two sparse tensors and reshape (SparseTensorDenseMatMul,
-SparseReorder, SparseAdd, SparseReshape): results against numpy (the sparse tensors densified), TensorFlow's
+"""tf.sparse's matmul, reorder, add of two sparse tensors, reshape and concat
+(SparseTensorDenseMatMul, SparseReorder, SparseAdd, SparseReshape, SparseConcat): results against numpy (the sparse tensors densified), TensorFlow's
 InvalidArgument messages, tf.gradients to the values and the dense matrix against central
 differences, and a wide (linear) model over sparse features trained with GradientDescent."""
 import numpy as np
@@ -206,3 +206,38 @@ def test_reshape():
     out = tf.sparse.reshape(tf.SparseTensor(idx, x, [2, 3, 4]), [6, 4]).values
     check_fd(tf.reduce_sum(tf.sin(out) * tf.constant([1.0, 2.0, 3.0, 4.0], tf.float64)), x,
              vals.astype(np.float64), {})
+
+
+def test_concat():
+    # TensorFlow's documented example: [2,3] and [2,4] along axis 1, the output row-major.
+    a = tf.SparseTensor([[0, 2], [1, 0], [1, 1]], np.array([b"a", b"b", b"c"]), [2, 3])
+    b = tf.SparseTensor([[0, 1], [0, 2]], np.array([b"d", b"e"]), [2, 4])
+    out = tf.sparse.concat(1, [a, b])
+    out_neg = tf.sparse_concat(-1, [a, b])
+    assert out.shape.as_list() == [2, 7]
+    c = tf.SparseTensor([[0, 0], [2, 1]], [1.0, 2.0], [3, 2])
+    d = tf.SparseTensor([[1, 0]], [3.0], [1, 3])
+    wide = tf.sparse.concat(1, [c, d], expand_nonconcat_dim=True)
+    tall = tf.sparse.concat(0, [c, tf.SparseTensor([[0, 1]], [4.0], [1, 2])])
+    shape_in = tf.placeholder(tf.int64, [2])
+    dyn = tf.sparse.concat(1, [c, tf.SparseTensor([[1, 0]], [3.0], shape_in)],
+                           expand_nonconcat_dim=True)
+    with tf.Session() as sess:
+        got, got_neg, got_wide, got_tall = sess.run([out, out_neg, wide, tall])
+        got_dyn = sess.run(dyn, {shape_in: [1, 3]})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Input shapes must match: expected 3 for dimension 0 but got 1 "
+                                 "at position 1"):
+            sess.run(tf.sparse.concat(1, [c, tf.SparseTensor([[0, 0]], [1.0], shape_in)]),
+                     {shape_in: [1, 3]})
+    np.testing.assert_array_equal(got.indices, [[0, 2], [0, 4], [0, 5], [1, 0], [1, 1]])
+    np.testing.assert_array_equal(got.values, [b"a", b"d", b"e", b"b", b"c"])
+    np.testing.assert_array_equal(got.dense_shape, [2, 7])
+    np.testing.assert_array_equal(got_neg.indices, got.indices)
+    np.testing.assert_array_equal(got_wide.indices, [[0, 0], [1, 2], [2, 1]])
+    np.testing.assert_array_equal(got_wide.values, [1.0, 3.0, 2.0])
+    np.testing.assert_array_equal(got_wide.dense_shape, [3, 5])
+    np.testing.assert_array_equal(got_dyn.indices, got_wide.indices)
+    np.testing.assert_array_equal(got_dyn.dense_shape, [3, 5])
+    np.testing.assert_array_equal(got_tall.indices, [[0, 0], [2, 1], [3, 1]])
+    np.testing.assert_array_equal(got_tall.dense_shape, [4, 2])

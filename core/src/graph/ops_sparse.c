@@ -1,5 +1,5 @@
 /* ops_sparse.c: the sparse ops of TensorFlow 1.x's wide/linear models (SparseTensorDenseMatMul,
- * SparseReorder, SparseAdd and its gradient SparseAddGrad, SparseReshape) with TensorFlow's names, args, attrs and shape functions
+ * SparseReorder, SparseAdd and its gradient SparseAddGrad, SparseReshape, SparseConcat) with TensorFlow's names, args, attrs and shape functions
  * (tensorflow/core/ops/sparse_ops.cc). A sparse tensor is the usual triple of int64 indices
  * [nnz, rank], values [nnz] and dense shape [rank]. */
 #include "ops_shape.h"
@@ -89,6 +89,40 @@ static weft_status_t *sparse_reshape_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 1, &new_shape);
 }
 
+/* SparseConcat: N indices [?, rank], N values [?], N shapes [rank]: output indices [?, rank],
+ * values [?], shape [rank] (the shapes' lengths merged). */
+static weft_status_t *sparse_concat_shape(weft_shape_ctx_t *ctx) {
+  const int64_t n = weft__sh_attr_int(ctx, "N", 0);
+  int64_t rank = WEFT_DIM_UNKNOWN;
+  for (int64_t i = 0; i < n; i++) {
+    weft__shape_t ind, val, shp;
+    weft__sh_input(ctx, (int)i, &ind);
+    weft__sh_input(ctx, (int)(n + i), &val);
+    weft__sh_input(ctx, (int)(2 * n + i), &shp);
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ind, 2, "indices"));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &val, 1, "values"));
+    WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &shp, 1, "shapes"));
+    int64_t merged;
+    if (ind.rank == 2) {
+      if (!weft__sh_merge_dim(rank, ind.dims[1], &merged))
+        return weft__sh_error(ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %"
+                              G_GINT64_FORMAT, rank, ind.dims[1]);
+      rank = merged;
+    }
+    if (shp.rank == 1) {
+      if (!weft__sh_merge_dim(rank, shp.dims[0], &merged))
+        return weft__sh_error(ctx, "Dimensions must be equal, but are %" G_GINT64_FORMAT " and %"
+                              G_GINT64_FORMAT, rank, shp.dims[0]);
+      rank = merged;
+    }
+  }
+  weft__shape_t oi = {.rank = 2, .dims = {WEFT_DIM_UNKNOWN, rank}};
+  weft__shape_t ov = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}}, os = {.rank = 1, .dims = {rank}};
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &oi));
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 1, &ov));
+  return weft__sh_output(ctx, 2, &os);
+}
+
 const weft_op_def_t weft__ops_sparse[] = {
     WEFT__OP("SparseTensorDenseMatMul",
              WEFT__SPECS("a_indices: Tindices", "a_values: T", "a_shape: int64", "b: T"),
@@ -114,5 +148,9 @@ const weft_op_def_t weft__ops_sparse[] = {
              WEFT__SPECS("input_indices: int64", "input_shape: int64", "new_shape: int64"),
              WEFT__SPECS("output_indices: int64", "output_shape: int64"), WEFT__NO_SPECS, 0,
              sparse_reshape_shape),
+    WEFT__OP("SparseConcat",
+             WEFT__SPECS("indices: N * int64", "values: N * T", "shapes: N * int64"),
+             WEFT__SPECS("output_indices: int64", "output_values: T", "output_shape: int64"),
+             WEFT__SPECS("concat_dim: int", "N: int >= 2", "T: type"), 0, sparse_concat_shape),
     WEFT__OPS_END,
 };

@@ -2,10 +2,10 @@
 dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are the ones weft
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
 (SparseTensorDenseAdd), add of two sparse tensors (SparseAdd), sparse_dense_matmul
-(SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), reshape (SparseReshape), segment_sum/_mean/_sqrt_n
-(SparseSegment*, on dense tensors, as TensorFlow's) and tf.edit_distance (EditDistance). concat,
-slice and the other tf.sparse functions are absent: the core has no SparseConcat, SparseSlice,
-... ops."""
+(SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), reshape (SparseReshape), concat (SparseConcat),
+segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as TensorFlow's) and
+tf.edit_distance (EditDistance). slice and the other tf.sparse functions are absent: the core has
+no SparseSlice, ... ops."""
 import collections as _collections
 
 import numpy as _np
@@ -204,3 +204,50 @@ def reshape(sp_input, shape, name=None):
                              % (size, original, int(_np.prod(static, dtype=_np.int64))))
     return SparseTensor(indices, _ops._op("Identity", [sp_input.values], (), "Identity"),
                         static if static is not None else out_shape)
+
+
+def concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None,
+           expand_nonconcat_dims=None):
+    """tf.sparse.concat (tf.sparse_concat): the SparseTensors sp_inputs joined along axis, the
+    result's entries in row-major order (SparseConcat; the shapes must agree off axis). With
+    expand_nonconcat_dim each input takes the largest size of every other dimension first."""
+    if concat_dim is not None:
+        axis = concat_dim
+    if expand_nonconcat_dims is not None:
+        expand_nonconcat_dim = expand_nonconcat_dims
+    sp_inputs = [_sparse(sp) for sp in sp_inputs]
+    if len(sp_inputs) == 1:
+        return sp_inputs[0]
+    axis = int(axis)
+    statics = [sp._static_shape for sp in sp_inputs]
+    known = all(st is not None for st in statics)
+    shapes = [sp.dense_shape for sp in sp_inputs]
+    static_out = None
+    if known:
+        rank = len(statics[0])
+        ax = axis + rank if axis < 0 else axis
+        if expand_nonconcat_dim:
+            top = [max(st[d] for st in statics) for d in range(rank)]
+            statics = [[st[d] if d == ax else top[d] for d in range(rank)] for st in statics]
+            shapes = [_ops._to_tensor(_np.array(st, _np.int64), dtype=_dtypes.int64)
+                      for st in statics]
+        if 0 <= ax < rank:
+            static_out = list(statics[0])
+            static_out[ax] = sum(st[ax] for st in statics)
+    elif expand_nonconcat_dim:
+        # The shapes at run time: the largest of each dimension, the input's own along axis.
+        top = _ops._op("Max", [_ops._op("Pack", [shapes], [("axis", "int", 0)], "Pack"),
+                               _ops._to_tensor(0, dtype=_dtypes.int32)],
+                       [("keep_dims", "bool", False)], "Max")
+        rank = _ops._op("Size", [shapes[0]], (), "Size")
+        ax = axis if axis >= 0 else _ops._op("AddV2", [rank, _ops._to_tensor(axis)], (), "add")
+        on_axis = _ops._op("Equal", [_ops._op("Range", [_ops._to_tensor(0), rank,
+                                                        _ops._to_tensor(1)], (), "Range"),
+                                     _ops._to_tensor(ax, dtype=_dtypes.int32)], (), "Equal")
+        shapes = [_ops._op("SelectV2", [on_axis, sh, top], (), "SelectV2") for sh in shapes]
+    n = len(sp_inputs)
+    indices, values, shape = _ops._op(
+        "SparseConcat", [[sp.indices for sp in sp_inputs], [sp.values for sp in sp_inputs],
+                         shapes],
+        [("concat_dim", "int", axis), ("N", "int", n)], name or "SparseConcat")
+    return SparseTensor(indices, values, static_out if static_out is not None else shape)
