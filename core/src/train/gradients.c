@@ -2623,6 +2623,10 @@ static const grad_entry_t grad_table[] = {
     {"CTCGreedyDecoder", NULL},
     {"CTCBeamSearchDecoder", NULL},
     {"EditDistance", NULL},
+    /* sparse_grad.py's NotDifferentiable ops; SparseReshape's outputs are all int64. */
+    {"SparseAddGrad", NULL},
+    {"SparseConcat", NULL},
+    {"SparseReshape", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},
