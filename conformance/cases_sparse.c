@@ -4,7 +4,8 @@
  * the errors), SparseAdd (overlapping and disjoint entries, the threshold, ranks 1..3, empty
  * operands, the errors), SparseAddGrad and SparseReshape (with and without -1, to and from rank
  * 1, no entries, each of TensorFlow's errors) and SparseConcat (each dim, a negative concat_dim,
- * three inputs, unsorted inputs, an empty input, the errors). The references are computed here: the sparse matrix
+ * three inputs, unsorted inputs, an empty input, the errors), SparseSlice (inside, clipped at
+ * the end, past the end, empty, rank 3, the errors) and SparseSliceGrad. The references are computed here: the sparse matrix
  * densified and multiplied the schoolbook way, the reorder as an insertion sort of the entries,
  * and the sums by visiting every dense position in row-major order. */
 #include <math.h>
@@ -538,6 +539,132 @@ static void emit_sparse_concat(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
                      "Ranks of all input tensors must match: expected 2 but got 3 at position 1");
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SparseSlice and SparseSliceGrad: the reference tests each entry against the box dimension by
+ * dimension with start <= i < start + size (in double: no overflow at these sizes) and clips
+ * the box to the shape with min/max. */
+
+static void sparse_slice_case(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt,
+                              const char *name, int64_t nnz, int rank, const int64_t *idx,
+                              const int64_t *shape, const int64_t *start, const int64_t *size) {
+  cf_case_t *c = cf_case_new(op, name, dt);
+  cf_rng_t rng;
+  cf_rng_seed(&rng, op, name, "x");
+  cf_array_t *val = cf_gen_uniform(&rng, dt, 1, &nnz, 1, 50);
+  int64_t count = 0;
+  bool keep[16];
+  for (int64_t z = 0; z < nnz; z++) {
+    keep[z] = true;
+    for (int d = 0; d < rank; d++) {
+      double v = (double)idx[z * rank + d];
+      if (!(v >= (double)start[d] && v < (double)start[d] + (double)size[d])) keep[z] = false;
+    }
+    count += keep[z];
+  }
+  cf_array_t *oi = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){count, rank});
+  cf_array_t *ov = cf_array_new(dt, 1, &count);
+  int64_t k = 0, out_shape[4];
+  for (int64_t z = 0; z < nnz; z++) {
+    if (!keep[z]) continue;
+    for (int d = 0; d < rank; d++) oi->v[k * rank + d] = (double)(idx[z * rank + d] - start[d]);
+    ov->v[k++] = val->v[z];
+  }
+  for (int d = 0; d < rank; d++) {
+    int64_t left = shape[d] - start[d];
+    out_shape[d] = left < 0 ? 0 : size[d] < left ? size[d] : left;
+  }
+  cf_case_expect(c, oi);
+  cf_case_expect(c, ov);
+  cf_case_expect(c, cf_array_ints(WEFT_DT_INT64, rank, out_shape));
+  cf_array_t *ind = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){nnz, rank});
+  for (int64_t i = 0; i < nnz * rank; i++) ind->v[i] = (double)idx[i];
+  cf_case_input(c, ind);
+  cf_case_input(c, val);
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, rank, shape));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, rank, start));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, rank, size));
+  cf_run_case(ctx, c);
+}
+
+static void emit_sparse_slice(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  const int64_t idx[] = {0, 0, 0, 3, 1, 1, 2, 0, 2, 4, 3, 2}, shape[] = {4, 5};
+  sparse_slice_case(ctx, op, dt, "inside", 6, 2, idx, shape, (const int64_t[]){1, 1},
+                    (const int64_t[]){2, 4});
+  sparse_slice_case(ctx, op, dt, "clipped", 6, 2, idx, shape, (const int64_t[]){2, 2},
+                    (const int64_t[]){10, 10});
+  sparse_slice_case(ctx, op, dt, "past_end", 6, 2, idx, shape, (const int64_t[]){4, 0},
+                    (const int64_t[]){2, 5});
+  sparse_slice_case(ctx, op, dt, "zero_size", 6, 2, idx, shape, (const int64_t[]){0, 0},
+                    (const int64_t[]){0, 5});
+  sparse_slice_case(ctx, op, dt, "no_entries", 0, 2, NULL, shape, (const int64_t[]){1, 1},
+                    (const int64_t[]){2, 2});
+  sparse_slice_case(ctx, op, dt, "rank3", 3, 3, (const int64_t[]){0, 1, 2, 1, 1, 1, 1, 2, 0},
+                    (const int64_t[]){2, 3, 3}, (const int64_t[]){1, 1, 0},
+                    (const int64_t[]){1, 2, 2});
+  static const struct {
+    const char *name;
+    int64_t nst, nsz, nval, start0;
+    const char *error;
+  } bad[] = {
+      {"error_start_length", 1, 2, 6, 0, "Expected start to be a vector of length 2 but got "
+       "length 1"},
+      {"error_size_length", 2, 3, 6, 0, "Expected size to be a vector of length 2 but got "
+       "length 3"},
+      {"error_values_length", 2, 2, 5, 0, "indices and values rows (indexing dimension) must "
+       "match. (indices = 6, values = 5)"},
+      {"error_negative_start", 2, 2, 6, -1, "Expected start, size and shape to be non-negative, "
+       "got -1, 2 and 4 for dimension 0"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+    cf_case_t *c = cf_case_new(op, bad[i].name, dt);
+    cf_array_t *ind = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){6, 2});
+    for (int k = 0; k < 12; k++) ind->v[k] = (double)idx[k];
+    cf_case_input(c, ind);
+    cf_case_input(c, cf_array_new(dt, 1, &bad[i].nval));
+    cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 2, shape));
+    cf_array_t *st = cf_array_new(WEFT_DT_INT64, 1, &bad[i].nst);
+    st->v[0] = (double)bad[i].start0;
+    cf_case_input(c, st);
+    cf_array_t *sz = cf_array_new(WEFT_DT_INT64, 1, &bad[i].nsz);
+    for (int64_t k = 0; k < sz->n; k++) sz->v[k] = 2;
+    cf_case_input(c, sz);
+    error_case(ctx, c, 3, bad[i].error, true);
+  }
+}
+
+static void emit_sparse_slice_grad(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) {
+  if (!cf_supported(ctx, op, "T", dt)) return;
+  /* The input of "inside" above: entries 2 and 5 ((1,1) and (3,2)) fall in start (1,1). */
+  const int64_t idx[] = {0, 0, 0, 3, 1, 1, 2, 0, 2, 4, 3, 2};
+  cf_case_t *c = cf_case_new(op, "inside", dt);
+  cf_array_t *g = cf_array_new(dt, 1, (const int64_t[]){2});
+  g->v[0] = 7;
+  g->v[1] = 9;
+  cf_array_t *ii = cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){6, 2});
+  for (int k = 0; k < 12; k++) ii->v[k] = (double)idx[k];
+  cf_array_t *want = cf_array_new(dt, 1, (const int64_t[]){6});
+  want->v[2] = 7;
+  want->v[5] = 9;
+  cf_case_expect(c, want);
+  cf_case_input(c, g);
+  cf_case_input(c, ii);
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 2, (const int64_t[]){1, 1}));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 4, (const int64_t[]){0, 0, 2, 1}));
+  /* cf_array_ints makes a vector: reshape it to the [2, 2] output indices. */
+  c->inputs[3]->rank = 2;
+  c->inputs[3]->dims[0] = 2;
+  c->inputs[3]->dims[1] = 2;
+  cf_run_case(ctx, c);
+  c = cf_case_new(op, "error_more_outputs", dt);
+  cf_case_input(c, cf_array_new(dt, 1, (const int64_t[]){3}));
+  cf_case_input(c, cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){2, 2}));
+  cf_case_input(c, cf_array_ints(WEFT_DT_INT64, 2, (const int64_t[]){0, 0}));
+  cf_case_input(c, cf_array_new(WEFT_DT_INT64, 2, (const int64_t[]){3, 2}));
+  error_case(ctx, c, 1, "# rows of output_indices should be not greater than of input_indices, "
+             "got 3 and 2", true);
+}
+
 static const weft_dtype_t matmul_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
                                              WEFT_DT_HALF, WEFT_DT_BFLOAT16, WEFT_DT_INVALID};
 static const weft_dtype_t reorder_dtypes[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
@@ -556,5 +683,7 @@ const cf_suite_t cf_suites_sparse[] = {
     {"SparseAddGrad", add_dtypes, emit_sparse_add_grad, NULL},
     {"SparseReshape", reshape_dtypes, emit_sparse_reshape, NULL},
     {"SparseConcat", reorder_dtypes, emit_sparse_concat, NULL},
+    {"SparseSlice", reorder_dtypes, emit_sparse_slice, NULL},
+    {"SparseSliceGrad", add_dtypes, emit_sparse_slice_grad, NULL},
     {NULL, NULL, NULL, NULL},
 };

@@ -46,7 +46,8 @@ static void test_cumulative(void) {
 
 /* SparseTensorDenseMatMul with each adjoint pair, a repeated and an unsorted entry: the values'
  * and b's gradients (indices and shape are constants). SparseReorder: the values' gradient
- * permuted back. SparseAdd: both operands' values through SparseAddGrad. */
+ * permuted back. SparseAdd: both operands' values through SparseAddGrad. SparseSlice: the
+ * values through SparseSliceGrad. */
 static void test_sparse(void) {
   static const char *const names[4] = {"plain", "adjoint_b", "adjoint_a", "adjoint_both"};
   const double idx[] = {0, 1, 2, 3, 1, 2, 0, 0, 1, 2, 2, 0};
@@ -94,6 +95,19 @@ static void test_sparse(void) {
   check_fd(g, &f, out_of(op_new(g, "SparseAdd", add_ins, 7), 1), 3u, "SparseAdd");
   g_free(av);
   g_free(bv);
+  weft_graph_free(g);
+  /* SparseSlice: entries 0, 2 and 3 of the five fall in rows 0..1, columns 0..2. */
+  g = weft_graph_new();
+  memset(&f, 0, sizeof f);
+  vv = values(5, 0.6);
+  weft_output_t slice_ins[5] = {
+      cst(g, WEFT_DT_INT64, 2, idims, (const double[]){0, 1, 0, 3, 1, 0, 1, 2, 2, 0}),
+      feed(g, &f, "values", WEFT_DT_DOUBLE, 1, &nnz, vv),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){3, 4}),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){0, 0}),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){2, 3})};
+  check_fd(g, &f, out_of(op_new(g, "SparseSlice", slice_ins, 5), 1), 1u, "SparseSlice");
+  g_free(vv);
   weft_graph_free(g);
 }
 

@@ -1,7 +1,9 @@
 /* cpu_sparse.c: the CPU kernels of SparseTensorDenseMatMul, SparseReorder, SparseAdd and
- * SparseAddGrad, SparseReshape and SparseConcat with TensorFlow's CPU semantics
+ * SparseAddGrad, SparseReshape, SparseConcat, SparseSlice and SparseSliceGrad with TensorFlow's
+ * CPU semantics
  * (sparse_tensor_dense_matmul_op.cc, sparse_reorder_op.cc, util/sparse/sparse_tensor.cc,
- * sparse_add_op.cc, sparse_add_grad_op.cc, reshape_util.cc and sparse_concat_op.cc): their checks, error messages and
+ * sparse_add_op.cc, sparse_add_grad_op.cc, reshape_util.cc, sparse_concat_op.cc,
+ * sparse_slice_op.cc and sparse_slice_grad_op.cc): their checks, error messages and
  * results. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -626,6 +628,147 @@ static weft_status_t *k_sparse_concat(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * SparseSlice (SparseTensor::Slice): the entries inside [start, start + size) on every dim,
+ * shifted by start, in their input order; each output dim is the slice's size clipped to the
+ * input (0 when start is past its end). */
+
+static weft_status_t *k_sparse_slice(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t ind, val, shp, st, sz, oi, ov, os;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &ind));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &val));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &shp));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &st));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 4, &sz));
+  char s[CPU_SHAPE_STR_LEN];
+  const struct {
+    const weft_tensor_view_t *v;
+    int rank;
+    const char *what;
+  } want[] = {{&ind, 2, "Input indices should be a matrix"},
+              {&val, 1, "Input values should be a vector"},
+              {&shp, 1, "Input shape should be a vector"},
+              {&st, 1, "Input start should be a vector"},
+              {&sz, 1, "Input size should be a vector"}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+    if (want[k].v->rank != want[k].rank) {
+      weft__cpu_shape_str(want[k].v->rank, want[k].v->dims, s, sizeof s);
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%s but received shape %s",
+                             want[k].what, s);
+    }
+  const int64_t rank = shp.dims[0], nnz = ind.dims[0];
+  if (st.dims[0] != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected start to be a vector of length "
+                           "%lld but got length %lld", (long long)rank, (long long)st.dims[0]);
+  if (sz.dims[0] != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected size to be a vector of length "
+                           "%lld but got length %lld", (long long)rank, (long long)sz.dims[0]);
+  /* SparseTensor::Create's checks. */
+  if (val.dims[0] != nnz)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "indices and values rows (indexing "
+                           "dimension) must match. (indices = %lld, values = %lld)",
+                           (long long)nnz, (long long)val.dims[0]);
+  if (ind.dims[1] != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Shape rank must be SparseTensor rank.");
+  const int64_t *dims = shp.data, *start = st.data, *size = sz.data, *ix = ind.data;
+  for (int64_t d = 0; d < rank; d++)
+    if (start[d] < 0 || size[d] < 0 || dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected start, size and shape to be "
+                             "non-negative, got %lld, %lld and %lld for dimension %lld",
+                             (long long)start[d], (long long)size[d], (long long)dims[d],
+                             (long long)d);
+  int64_t count = 0;
+  for (int64_t z = 0; z < nnz; z++) {
+    bool in = true;
+    for (int64_t d = 0; d < rank && in; d++) {
+      const int64_t v = ix[z * rank + d];
+      /* v - start < size, without overflowing start + size. */
+      in = v >= start[d] && v - start[d] < size[d];
+    }
+    count += in;
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_INT64, 2,
+                                        (const int64_t[]){count, rank}, &oi));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, val.dtype, 1, &count, &ov));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, WEFT_DT_INT64, 1, &rank, &os));
+  for (int64_t d = 0; d < rank; d++)
+    ((int64_t *)os.data)[d] = start[d] >= dims[d] ? 0
+                              : size[d] < dims[d] - start[d] ? size[d] : dims[d] - start[d];
+  int64_t k = 0;
+  for (int64_t z = 0; z < nnz; z++) {
+    bool in = true;
+    for (int64_t d = 0; d < rank && in; d++) {
+      const int64_t v = ix[z * rank + d];
+      in = v >= start[d] && v - start[d] < size[d];
+    }
+    if (!in) continue;
+    for (int64_t d = 0; d < rank; d++)
+      ((int64_t *)oi.data)[k * rank + d] = ix[z * rank + d] - start[d];
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &ov, k, &val, z, 1));
+    k++;
+  }
+  return NULL;
+}
+
+/* SparseSliceGrad: the output entries are a subsequence of the input's, shifted by start; each
+ * input entry that made one takes its gradient, the others 0. */
+static weft_status_t *k_sparse_slice_grad(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  weft_tensor_view_t g, ii, st, oi, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &g));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &ii));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &st));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &oi));
+  char s1[CPU_SHAPE_STR_LEN], s2[CPU_SHAPE_STR_LEN];
+  if (ii.rank != 2 || oi.rank != 2) {
+    weft__cpu_shape_str(ii.rank, ii.dims, s1, sizeof s1);
+    weft__cpu_shape_str(oi.rank, oi.dims, s2, sizeof s2);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input and output indices should be "
+                           "matrices but received shapes: %s and %s", s1, s2);
+  }
+  if (g.rank != 1) {
+    weft__cpu_shape_str(g.rank, g.dims, s1, sizeof s1);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Input backprop_val_grad should be a "
+                           "vector but received shape: %s", s1);
+  }
+  const int64_t rank = ii.dims[1], n_in = ii.dims[0], n_out = oi.dims[0];
+  if (oi.dims[1] != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "The input and output should have the "
+                           "same ndims: got: %lld and %lld", (long long)rank,
+                           (long long)oi.dims[1]);
+  if (n_out > n_in)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "# rows of output_indices should be not "
+                           "greater than of input_indices, got %lld and %lld", (long long)n_out,
+                           (long long)n_in);
+  if (g.num_elements != n_out)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "# elements of backprop_val_grad and # "
+                           "rows of output_indices should match (#nnz of sum): got %lld and "
+                           "%lld", (long long)g.num_elements, (long long)n_out);
+  if (st.rank != 1) {
+    weft__cpu_shape_str(st.rank, st.dims, s1, sizeof s1);
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "The input_start should be a vector but "
+                           "received shape %s", s1);
+  }
+  if (st.dims[0] != rank)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Expected input_start to be a vector of "
+                           "length %lld but got length %lld", (long long)rank,
+                           (long long)st.dims[0]);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, g.dtype, 1, &n_in, &y));
+  if (n_in > 0) memset(y.data, 0, (size_t)n_in * weft__cpu_dtype_size(g.dtype));
+  const int64_t *in = ii.data, *out = oi.data, *start = st.data;
+  int64_t j = 0;
+  for (int64_t i = 0; i < n_in && j < n_out; i++) {
+    bool same = true;
+    for (int64_t d = 0; d < rank && same; d++)
+      same = in[i * rank + d] - start[d] == out[j * rank + d];
+    if (!same) continue;
+    WEFT_RETURN_IF_ERROR(weft__cpu_copy_elems(ctx, &y, i, &g, j, 1));
+    j++;
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Registration: the dtypes of TensorFlow's CPU kernels, less complex. */
 
 static const weft_dtype_t matmul_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_INT32,
@@ -651,6 +794,10 @@ weft_status_t *weft__cpu_register_sparse(const weft_registrar_t *reg) {
       {.op = "SparseReshape", .compute = k_sparse_reshape, .host_memory = reshape_host},
       {.op = "SparseConcat", .compute = k_sparse_concat, .type_attr = "T",
        .dtypes = weft__cpu_all_types, .n_dtypes = weft__cpu_n_all_types},
+      {.op = "SparseSlice", .compute = k_sparse_slice, .type_attr = "T",
+       .dtypes = weft__cpu_all_types, .n_dtypes = weft__cpu_n_all_types},
+      {.op = "SparseSliceGrad", .compute = k_sparse_slice_grad, .type_attr = "T",
+       .dtypes = add_types, .n_dtypes = N(add_types)},
   };
   return weft__cpu_register_specs(reg, specs, N(specs));
 #undef N

@@ -1,5 +1,5 @@
-"""tf.sparse's matmul, reorder, add of two sparse tensors, reshape and concat
-(SparseTensorDenseMatMul, SparseReorder, SparseAdd, SparseReshape, SparseConcat): results against numpy (the sparse tensors densified), TensorFlow's
+"""tf.sparse's matmul, reorder, add of two sparse tensors, reshape, concat and slice
+(SparseTensorDenseMatMul, SparseReorder, SparseAdd, SparseReshape, SparseConcat, SparseSlice): results against numpy (the sparse tensors densified), TensorFlow's
 InvalidArgument messages, tf.gradients to the values and the dense matrix against central
 differences, and a wide (linear) model over sparse features trained with GradientDescent."""
 import numpy as np
@@ -241,3 +241,24 @@ def test_concat():
     np.testing.assert_array_equal(got_dyn.dense_shape, [3, 5])
     np.testing.assert_array_equal(got_tall.indices, [[0, 0], [2, 1], [3, 1]])
     np.testing.assert_array_equal(got_tall.dense_shape, [4, 2])
+
+
+def test_slice_and_its_gradient():
+    idx = np.array([[0, 0], [0, 3], [1, 1], [2, 0], [2, 4], [3, 2]], np.int64)
+    vals = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    sp = tf.SparseTensor(idx, vals, [4, 5])
+    inside = tf.sparse.slice(sp, [1, 1], [2, 4])
+    clipped = tf.sparse_slice(sp, [2, 2], [10, 10])
+    with tf.Session() as sess:
+        got, got_c, dense = sess.run([inside, clipped, tf.sparse.to_dense(inside)])
+    full = dense_of(idx, vals, (4, 5))
+    np.testing.assert_array_equal(dense, full[1:3, 1:5])
+    np.testing.assert_array_equal(got.indices, [[0, 0], [1, 3]])
+    np.testing.assert_array_equal(got.values, [3.0, 5.0])
+    np.testing.assert_array_equal(got.dense_shape, [2, 4])
+    np.testing.assert_array_equal(got_c.indices, [[0, 2], [1, 0]])
+    np.testing.assert_array_equal(got_c.values, [5.0, 6.0])
+    np.testing.assert_array_equal(got_c.dense_shape, [2, 3])
+    x = tf.placeholder(tf.float64, [6])
+    out = tf.sparse.slice(tf.SparseTensor(idx, x, [4, 5]), [0, 0], [3, 4]).values
+    check_fd(tf.reduce_sum(tf.sin(out)), x, vals.copy(), {})

@@ -1,5 +1,6 @@
 /* ops_sparse.c: the sparse ops of TensorFlow 1.x's wide/linear models (SparseTensorDenseMatMul,
- * SparseReorder, SparseAdd and its gradient SparseAddGrad, SparseReshape, SparseConcat) with TensorFlow's names, args, attrs and shape functions
+ * SparseReorder, SparseAdd and its gradient SparseAddGrad, SparseReshape, SparseConcat,
+ * SparseSlice and its gradient SparseSliceGrad) with TensorFlow's names, args, attrs and shape functions
  * (tensorflow/core/ops/sparse_ops.cc). A sparse tensor is the usual triple of int64 indices
  * [nnz, rank], values [nnz] and dense shape [rank]. */
 #include "ops_shape.h"
@@ -123,6 +124,27 @@ static weft_status_t *sparse_concat_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 2, &os);
 }
 
+/* SparseSlice: output_indices [?, len(shape)], output_values [?], output_shape like shape. */
+static weft_status_t *sparse_slice_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t shp;
+  weft__sh_input(ctx, 2, &shp);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &shp, 1, "shape"));
+  weft__shape_t oi = {.rank = 2, .dims = {WEFT_DIM_UNKNOWN, shp.dims[0]}};
+  weft__shape_t ov = {.rank = 1, .dims = {WEFT_DIM_UNKNOWN}};
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &oi));
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 1, &ov));
+  return weft__sh_output(ctx, 2, &shp);
+}
+
+/* SparseSliceGrad: one gradient per input entry, [nnz of input_indices]. */
+static weft_status_t *sparse_slice_grad_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t ind;
+  weft__sh_input(ctx, 1, &ind);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &ind, 2, "input_indices"));
+  weft__shape_t out = {.rank = 1, .dims = {ind.rank == 2 ? ind.dims[0] : WEFT_DIM_UNKNOWN}};
+  return weft__sh_output(ctx, 0, &out);
+}
+
 const weft_op_def_t weft__ops_sparse[] = {
     WEFT__OP("SparseTensorDenseMatMul",
              WEFT__SPECS("a_indices: Tindices", "a_values: T", "a_shape: int64", "b: T"),
@@ -152,5 +174,15 @@ const weft_op_def_t weft__ops_sparse[] = {
              WEFT__SPECS("indices: N * int64", "values: N * T", "shapes: N * int64"),
              WEFT__SPECS("output_indices: int64", "output_values: T", "output_shape: int64"),
              WEFT__SPECS("concat_dim: int", "N: int >= 2", "T: type"), 0, sparse_concat_shape),
+    WEFT__OP("SparseSlice",
+             WEFT__SPECS("indices: int64", "values: T", "shape: int64", "start: int64",
+                         "size: int64"),
+             WEFT__SPECS("output_indices: int64", "output_values: T", "output_shape: int64"),
+             WEFT__SPECS("T: type"), 0, sparse_slice_shape),
+    WEFT__OP("SparseSliceGrad",
+             WEFT__SPECS("backprop_val_grad: T", "input_indices: int64", "input_start: int64",
+                         "output_indices: int64"),
+             WEFT__SPECS("val_grad: T"), WEFT__SPECS("T: numbertype"), 0,
+             sparse_slice_grad_shape),
     WEFT__OPS_END,
 };

@@ -1482,6 +1482,14 @@ static void gr_sparse_add(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft
   if (has(a_grad)) dx[4] = weft_out(a_grad.node, 1);
 }
 
+/* SparseSlice (sparse_grad.py's _SparseSliceGrad): SparseSliceGrad hands the sliced values'
+ * gradient back to the input entries they came from; none for indices, shape, start, size. */
+static void gr_sparse_slice(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[1])) return;
+  weft_output_t ins[4] = {dy[1], in(n, 0), in(n, 3), weft_out(n, 0)};
+  dx[1] = end(c, start(c, "SparseSliceGrad", ins, 4), 0);
+}
+
 static weft_output_t cumulative(gb_t *c, const char *op, weft_output_t x, weft_output_t axis,
                                 bool exclusive, bool reverse) {
   weft_output_t ins[2] = {x, axis};
@@ -2441,6 +2449,7 @@ static const grad_entry_t grad_table[] = {
     {"SparseTensorDenseMatMul", gr_sparse_dense_matmul},
     {"SparseReorder", gr_sparse_reorder},
     {"SparseAdd", gr_sparse_add},
+    {"SparseSlice", gr_sparse_slice},
     {"BatchMatMulV2", gr_batch_matmul},
     {"BatchMatMul", gr_batch_matmul},
     {"BiasAdd", gr_bias_add},
@@ -2627,6 +2636,7 @@ static const grad_entry_t grad_table[] = {
     {"SparseAddGrad", NULL},
     {"SparseConcat", NULL},
     {"SparseReshape", NULL},
+    {"SparseSliceGrad", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

@@ -79,6 +79,7 @@ from .sparse import reorder as sparse_reorder  # noqa: F401,E402
 from .sparse import add as sparse_add  # noqa: F401,E402
 from .sparse import reshape as sparse_reshape  # noqa: F401,E402
 from .sparse import concat as sparse_concat  # noqa: F401,E402
+from .sparse import slice as sparse_slice  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example)
 from . import image  # noqa: F401,E402

@@ -3,9 +3,9 @@ dense_shape) triples of graph tensors, fetched as SparseTensorValue. The ops are
 has: to_dense and sparse_to_dense (SparseToDense), add of a sparse and a dense tensor
 (SparseTensorDenseAdd), add of two sparse tensors (SparseAdd), sparse_dense_matmul
 (SparseTensorDenseMatMul; both differentiable), reorder (SparseReorder), reshape (SparseReshape), concat (SparseConcat),
-segment_sum/_mean/_sqrt_n (SparseSegment*, on dense tensors, as TensorFlow's) and
-tf.edit_distance (EditDistance). slice and the other tf.sparse functions are absent: the core has
-no SparseSlice, ... ops."""
+slice (SparseSlice, differentiable to the values), segment_sum/_mean/_sqrt_n (SparseSegment*, on
+dense tensors, as TensorFlow's) and tf.edit_distance (EditDistance). The other tf.sparse functions
+(reduce_sum, split, retain, fill_empty_rows, ...) are absent: the core has no ops for them."""
 import collections as _collections
 
 import numpy as _np
@@ -251,3 +251,16 @@ def concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=No
                          shapes],
         [("concat_dim", "int", axis), ("N", "int", n)], name or "SparseConcat")
     return SparseTensor(indices, values, static_out if static_out is not None else shape)
+
+
+def slice(sp_input, start, size, name=None):  # noqa: A001 -- TensorFlow's name
+    """tf.sparse.slice (tf.sparse_slice): the entries of sp_input inside the box [start,
+    start + size), shifted by start, in their order; the dense shape is size clipped to sp_input's
+    (SparseSlice; the values' gradient goes back through SparseSliceGrad)."""
+    sp_input = _sparse(sp_input)
+    start = _ops._to_tensor(start, dtype=_dtypes.int64)
+    size = _ops._to_tensor(size, dtype=_dtypes.int64)
+    indices, values, shape = _ops._op("SparseSlice", [sp_input.indices, sp_input.values,
+                                                      sp_input.dense_shape, start, size], (),
+                                      name or "SparseSlice")
+    return SparseTensor(indices, values, shape)
