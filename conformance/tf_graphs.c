@@ -509,7 +509,8 @@ static bool draws_random_numbers(const char *op) {
   static const char *const kOps[] = {"RandomUniform", "RandomUniformInt", "RandomStandardNormal",
                                      "TruncatedNormal", "Multinomial", "RandomShuffle",
                                      "RandomGamma", "RandomPoisson", "RandomPoissonV2",
-                                     "ParameterizedTruncatedNormal", "RandomCrop"};
+                                     "ParameterizedTruncatedNormal", "RandomCrop",
+                                     "UniformCandidateSampler", "LogUniformCandidateSampler"};
   for (size_t i = 0; i < G_N_ELEMENTS(kOps); i++)
     if (strcmp(op, kOps[i]) == 0) return true;
   return false;

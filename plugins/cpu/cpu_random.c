@@ -1,6 +1,7 @@
 /* cpu_random.c: random kernels (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) on a counter-based
- * Philox-4x32-10 generator.
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial, and the candidate
+ * samplers UniformCandidateSampler / LogUniformCandidateSampler with their companion
+ * ComputeAccidentalHits) on a counter-based Philox-4x32-10 generator.
  *
  * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
  * a node with seed or seed2 set produces the same sequence in every session; with both 0 the
@@ -583,6 +584,224 @@ static weft_status_t *k_multinomial(weft_kernel_ctx_t *ctx, void *state) {
   return NULL;
 }
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Candidate samplers (candidate_sampler_ops.cc, range_sampler.cc).
+ *
+ * One set of num_sampled candidates per run, drawn from [0, range_max) with the uniform or the
+ * log-uniform (Zipfian) base distribution, with replacement, or without (unique) by rejection.
+ * Expected counts are RangeSampler::SampleBatchGetExpectedCountAvoid's: p * num_sampled when
+ * every try was kept (always so without unique), else 1 - (1 - p)^num_tries computed in float
+ * as -expm1(num_tries * log1p(-p)), p being the sampler's float probability.
+ *
+ * The stream is not TensorFlow's: each run reserves 512 * num_sampled Philox blocks (two doubles
+ * each, TensorFlow's reservation of 2048 * num_sampled 32-bit words), and draws past them move
+ * on to the next attempt number rather than reuse bits. A fixed seed / seed2 therefore gives the
+ * same candidates in every session, and successive runs of a node differ. */
+
+typedef struct cand_stream {
+  const rng_state_t *st;
+  uint64_t base, reserved, k; /* k: doubles drawn so far */
+  philox_out_t r;
+} cand_stream_t;
+
+static double cand_unit(cand_stream_t *s) { /* [0, 1) */
+  uint64_t blk = s->k / 2;
+  int half = (int)(s->k % 2);
+  if (half == 0)
+    s->r = rng_block(s->st, s->base + blk % s->reserved, (uint32_t)(blk / s->reserved));
+  s->k++;
+  return u64_to_unit_double(((uint64_t)s->r.v[2 * half] << 32) | s->r.v[2 * half + 1]);
+}
+
+typedef struct cand_sampler {
+  bool log_uniform;
+  int64_t range;
+  double log_range; /* log1p(range): LogUniformSampler's log_range_ */
+} cand_sampler_t;
+
+static int64_t cand_sample(const cand_sampler_t *cs, cand_stream_t *s) {
+  double u = cand_unit(s);
+  if (!cs->log_uniform) {
+    int64_t v = (int64_t)(u * (double)cs->range);
+    return v < cs->range ? v : cs->range - 1; /* u * range may round up to range */
+  }
+  /* exp(u * log(range + 1)) - 1 is in [0, range] up to rounding: TensorFlow folds range back
+   * to 0 with a modulo, kept here. */
+  const int64_t v = (int64_t)exp(u * cs->log_range) - 1;
+  return v % cs->range;
+}
+
+/* The samplers' Probability(value), in float as range_sampler.cc returns it; values outside
+ * [0, range) get whatever the formula gives, as in TensorFlow. */
+static float cand_probability(const cand_sampler_t *cs, int64_t v) {
+  if (!cs->log_uniform) return (float)(1.0 / (double)cs->range);
+  return (float)(log(((double)v + 2.0) / ((double)v + 1.0)) / cs->log_range);
+}
+
+static float cand_expected_count(float p, int64_t batch, int64_t num_tries) {
+  if (num_tries == batch) return p * (float)batch;
+  return -expm1f((float)num_tries * log1pf(-p));
+}
+
+/* An open-addressing set of non-negative int64 (-1 marks an empty slot), sized for n keys. */
+typedef struct i64_set {
+  int64_t *slot;
+  uint64_t mask;
+} i64_set_t;
+
+static bool i64_set_insert(i64_set_t *set, int64_t v) { /* true when v was new */
+  uint64_t h = (uint64_t)v * 0x9E3779B97F4A7C15ull;
+  for (uint64_t i = (h ^ (h >> 29)) & set->mask;; i = (i + 1) & set->mask) {
+    if (set->slot[i] == v) return false;
+    if (set->slot[i] < 0) {
+      set->slot[i] = v;
+      return true;
+    }
+  }
+}
+
+static weft_status_t *candidate_sampler(weft_kernel_ctx_t *ctx, rng_state_t *st, bool log_uniform) {
+  /* The op definition makes these attrs required; 0 answers the >= 1 check below. */
+  const int64_t num_true = weft__cpu_attr_int(ctx, "num_true", 0);
+  const int64_t num_sampled = weft__cpu_attr_int(ctx, "num_sampled", 0);
+  const int64_t range = weft__cpu_attr_int(ctx, "range_max", 0);
+  const bool unique = weft__cpu_attr_bool(ctx, "unique", false);
+  if (num_sampled < 1 || num_true < 1 || range < 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "num_true (%lld), num_sampled (%lld) and range_max (%lld) must be >= 1",
+                           (long long)num_true, (long long)num_sampled, (long long)range);
+  weft_tensor_view_t tc, cand, true_ec, samp_ec;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &tc));
+  if (tc.rank != 2)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "true_classes must be a matrix");
+  if (tc.dims[1] != num_true)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "true_classes must have num_true columns, expected: %lld was: %lld",
+                           (long long)tc.dims[1], (long long)num_true);
+  if (unique && num_sampled > range)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Sampler's range is too small.");
+  /* The output holds num_sampled int64 and floats: refuse a count whose bytes overflow. */
+  if ((uint64_t)num_sampled > SIZE_MAX / 16)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "num_sampled = %lld is too large",
+                           (long long)num_sampled);
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_INT64, 1, &num_sampled, &cand));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, WEFT_DT_FLOAT, 2, tc.dims, &true_ec));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, WEFT_DT_FLOAT, 1, &num_sampled, &samp_ec));
+  cand_sampler_t cs = {log_uniform, range, log1p((double)range)};
+  cand_stream_t s = {st, 0, 0, 0, {{0, 0, 0, 0}}};
+  s.reserved = (uint64_t)num_sampled <= UINT64_MAX / 512 ? 512 * (uint64_t)num_sampled
+                                                           : UINT64_MAX;
+  s.base = atomic_fetch_add(&st->next_block, s.reserved);
+  int64_t *out = cand.data;
+  int64_t num_tries = num_sampled;
+  if (unique) {
+    uint64_t cap = 2;
+    while (cap < 2 * (uint64_t)num_sampled) cap *= 2;
+    i64_set_t set;
+    WEFT_RETURN_IF_ERROR(
+        H->kernel_scratch(ctx, sizeof(int64_t) * (size_t)cap, (void **)&set.slot));
+    memset(set.slot, 0xff, sizeof(int64_t) * (size_t)cap);
+    set.mask = cap - 1;
+    num_tries = 0;
+    for (int64_t picked = 0; picked < num_sampled;) {
+      num_tries++;
+      int64_t v = cand_sample(&cs, &s);
+      if (i64_set_insert(&set, v)) out[picked++] = v;
+    }
+  } else {
+    for (int64_t i = 0; i < num_sampled; i++) out[i] = cand_sample(&cs, &s);
+  }
+  float *sec = samp_ec.data, *tec = true_ec.data;
+  for (int64_t i = 0; i < num_sampled; i++)
+    sec[i] = cand_expected_count(cand_probability(&cs, out[i]), num_sampled, num_tries);
+  const int64_t *tv = tc.data;
+  for (int64_t i = 0; i < tc.num_elements; i++)
+    tec[i] = cand_expected_count(cand_probability(&cs, tv[i]), num_sampled, num_tries);
+  return NULL;
+}
+
+static weft_status_t *k_uniform_candidates(weft_kernel_ctx_t *ctx, void *state) {
+  return candidate_sampler(ctx, state, false);
+}
+static weft_status_t *k_log_uniform_candidates(weft_kernel_ctx_t *ctx, void *state) {
+  return candidate_sampler(ctx, state, true);
+}
+
+/* ComputeAccidentalHits: for every true class (row i, column j) that is also a sampled
+ * candidate, the entry (indices = i, ids = the candidate's position, weights = -FLT_MAX), in row
+ * then column order. A candidate sampled twice answers its last position, as TensorFlow's map
+ * from candidate to position (later positions overwrite earlier ones). */
+typedef struct cand_pos {
+  int64_t value, pos;
+} cand_pos_t;
+
+static int cand_pos_cmp(const void *a, const void *b) {
+  const cand_pos_t *x = a, *y = b;
+  if (x->value != y->value) return x->value < y->value ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The last position of v among the sorted candidates, or -1. */
+static int64_t cand_find(const cand_pos_t *sorted, int64_t n, int64_t v) {
+  int64_t lo = 0, hi = n; /* first entry with value > v */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid].value <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && sorted[lo - 1].value == v ? sorted[lo - 1].pos : -1;
+}
+
+static weft_status_t *k_accidental_hits(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  const int64_t num_true = weft__cpu_attr_int(ctx, "num_true", 0);
+  weft_tensor_view_t tc, sc, yi, yid, yw;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &tc));
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &sc));
+  if (tc.rank != 2 || tc.dims[1] != num_true)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "true_candidates must be a batch_size * num_true matrix");
+  if (sc.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "sampled_candidates must be a vector, which is typically an output "
+                           "from CandidateSampler");
+  if (tc.dims[0] > INT32_MAX)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "true_classes has %lld rows, more than int32 indices hold",
+                           (long long)tc.dims[0]);
+  const int64_t n = sc.num_elements;
+  cand_pos_t *sorted = NULL;
+  if (n > 0) {
+    if ((uint64_t)n > SIZE_MAX / sizeof *sorted)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "%lld sampled candidates are too many",
+                             (long long)n);
+    WEFT_RETURN_IF_ERROR(
+        H->kernel_scratch(ctx, sizeof *sorted * (size_t)n, (void **)&sorted));
+    const int64_t *sv = sc.data;
+    for (int64_t i = 0; i < n; i++) sorted[i] = (cand_pos_t){sv[i], i};
+    qsort(sorted, (size_t)n, sizeof *sorted, cand_pos_cmp);
+  }
+  const int64_t *tv = tc.data;
+  int64_t hits = 0;
+  for (int64_t i = 0; i < tc.num_elements && n > 0; i++) hits += cand_find(sorted, n, tv[i]) >= 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, WEFT_DT_INT32, 1, &hits, &yi));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 1, WEFT_DT_INT64, 1, &hits, &yid));
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 2, WEFT_DT_FLOAT, 1, &hits, &yw));
+  int32_t *oi = yi.data;
+  int64_t *oid = yid.data;
+  float *ow = yw.data;
+  for (int64_t i = 0, h = 0; i < tc.num_elements && h < hits; i++) {
+    int64_t pos = cand_find(sorted, n, tv[i]);
+    if (pos < 0) continue;
+    oi[h] = (int32_t)(i / num_true);
+    oid[h] = pos;
+    ow[h] = -FLT_MAX;
+    h++;
+  }
+  return NULL;
+}
+
 weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   static const char *const hm_shape[] = {"shape", NULL};
   static const weft_dtype_t float_types[] = {WEFT_DT_FLOAT, WEFT_DT_DOUBLE, WEFT_DT_HALF,
@@ -642,5 +861,20 @@ weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   spec.host_memory = hm_num;
   spec.dtypes = float_types;
   spec.n_dtypes = 4;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.host_memory = NULL;
+  spec.type_attr = NULL;
+  spec.dtypes = NULL;
+  spec.n_dtypes = 0;
+  spec.op = "UniformCandidateSampler";
+  spec.compute = k_uniform_candidates;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "LogUniformCandidateSampler";
+  spec.compute = k_log_uniform_candidates;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "ComputeAccidentalHits";
+  spec.compute = k_accidental_hits;
+  spec.create = NULL;
+  spec.destroy = NULL;
   return weft__cpu_register(reg, &spec);
 }

@@ -278,19 +278,6 @@ def test_logging_levels(fresh_graph, capfd):
     assert "hidden" not in err
 
 
-def test_sampled_losses_name_the_alternative(fresh_graph):
-    # the word2vec basic tutorial's loss: weft has no candidate sampler ops
-    with pytest.raises(NotImplementedError) as e:
-        tf.nn.nce_loss(weights=None, biases=None, labels=None, inputs=None, num_sampled=64,
-                       num_classes=100)
-    assert str(e.value) == (
-        "tf.nn.nce_loss is not supported by weft: it needs TensorFlow's candidate sampler "
-        "ops (LogUniformCandidateSampler, ComputeAccidentalHits), which weft's core does not "
-        "have; use the full tf.nn.softmax_cross_entropy_with_logits over all classes instead")
-    with pytest.raises(NotImplementedError, match="sampled_softmax_loss is not supported"):
-        tf.nn.sampled_softmax_loss()
-
-
 def test_reduction_gradients_over_unknown_rank(fresh_graph):
     """reduce_sum/reduce_mean of a placeholder without a shape (linear_regression.py's cost):
     the gradient's kept shape is computed at run time, for scalars and matrices alike."""

@@ -1,7 +1,8 @@
 /* ops_random.c: the standard random ops (RandomStandardNormal, RandomUniform, RandomUniformInt,
- * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) with TensorFlow's
- * args and attrs. They are stateful: two nodes with the same inputs must not be merged, and their
- * values are never constant-folded. */
+ * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) and the candidate
+ * samplers of candidate_sampling_ops.cc (UniformCandidateSampler, LogUniformCandidateSampler,
+ * ComputeAccidentalHits) with TensorFlow's args and attrs. The random ones are stateful: two
+ * nodes with the same inputs must not be merged, and their values are never constant-folded. */
 #include "ops_shape.h"
 
 /* The output shape is the value of the 1-D shape input. */
@@ -57,6 +58,47 @@ static weft_status_t *multinomial_shape(weft_shape_ctx_t *ctx) {
   return weft__sh_output(ctx, 0, &out);
 }
 
+/* The candidate samplers (CandidateSamplerShapeFn): true_classes [batch, num_true] ->
+ * sampled_candidates [num_sampled], true_expected_count [batch, num_true], sampled_expected_count
+ * [num_sampled]. */
+static weft_status_t *candidate_sampler_shape(weft_shape_ctx_t *ctx) {
+  const int64_t num_sampled = weft__sh_attr_int(ctx, "num_sampled", WEFT_DIM_UNKNOWN);
+  const int64_t num_true = weft__sh_attr_int(ctx, "num_true", WEFT_DIM_UNKNOWN);
+  weft__shape_t tc;
+  weft__sh_input(ctx, 0, &tc);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &tc, 2, "true_classes"));
+  weft__shape_t v = {.rank = 1, .dims = {num_sampled}};
+  weft__shape_t m = {.rank = 2, .dims = {tc.rank == 2 ? tc.dims[0] : WEFT_DIM_UNKNOWN, num_true}};
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 0, &v));
+  WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, 1, &m));
+  return weft__sh_output(ctx, 2, &v);
+}
+
+/* ComputeAccidentalHits: true_classes must be [batch, num_true] and sampled_candidates a
+ * vector; the three outputs are vectors of the (data-dependent) number of hits. */
+static weft_status_t *accidental_hits_shape(weft_shape_ctx_t *ctx) {
+  const int64_t num_true = weft__sh_attr_int(ctx, "num_true", WEFT_DIM_UNKNOWN);
+  weft__shape_t tc, sc;
+  weft__sh_input(ctx, 0, &tc);
+  weft__sh_input(ctx, 1, &sc);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &tc, 2, "true_classes"));
+  if (tc.rank == 2 && tc.dims[1] != WEFT_DIM_UNKNOWN && tc.dims[1] != num_true)
+    return weft__sh_error(ctx, "Dimension 1 of true_classes must be num_true = %" G_GINT64_FORMAT
+                          " but is %" G_GINT64_FORMAT, num_true, tc.dims[1]);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &sc, 1, "sampled_candidates"));
+  weft__shape_t v = weft__sh_unknown_dims(1);
+  for (int i = 0; i < 3; i++) WEFT_RETURN_IF_ERROR(weft__sh_output(ctx, i, &v));
+  return NULL;
+}
+
+#define CANDIDATE_SAMPLER(name)                                                               \
+  WEFT__OP(name, WEFT__SPECS("true_classes: int64"),                                          \
+           WEFT__SPECS("sampled_candidates: int64", "true_expected_count: float",             \
+                       "sampled_expected_count: float"),                                      \
+           WEFT__SPECS("num_true: int >= 1", "num_sampled: int >= 1", "unique: bool",          \
+                       "range_max: int >= 1", "seed: int = 0", "seed2: int = 0"),             \
+           1, candidate_sampler_shape)
+
 #define RANDOM_FLOAT(name)                                                                    \
   WEFT__OP(name, WEFT__SPECS("shape: T"), WEFT__SPECS("output: dtype"),                        \
            WEFT__SPECS("seed: int = 0", "seed2: int = 0",                                    \
@@ -94,5 +136,13 @@ const weft_op_def_t weft__ops_random[] = {
              WEFT__SPECS("seed: int = 0", "seed2: int = 0", "T: realnumbertype",
                          "output_dtype: {int32, int64} = DT_INT64"),
              1, multinomial_shape),
+    CANDIDATE_SAMPLER("UniformCandidateSampler"),
+    CANDIDATE_SAMPLER("LogUniformCandidateSampler"),
+    /* seed and seed2 are unused, as in TensorFlow; the op draws nothing, so it is not stateful. */
+    WEFT__OP("ComputeAccidentalHits",
+             WEFT__SPECS("true_classes: int64", "sampled_candidates: int64"),
+             WEFT__SPECS("indices: int32", "ids: int64", "weights: float"),
+             WEFT__SPECS("num_true: int", "seed: int = 0", "seed2: int = 0"), 0,
+             accidental_hits_shape),
     WEFT__OPS_END,
 };

@@ -258,12 +258,53 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
+    """Rows `ids` of params, or of a list of shards of it split by partition_strategy: "mod"
+    puts id i in shard i % n at row i // n, "div" gives the shards consecutive ranges, the
+    first (total % n) one row longer (TensorFlow 1.15's _embedding_lookup_and_transform)."""
     if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise NotImplementedError("embedding_lookup over sharded params is not supported by "
-                                      "weft: use one variable")
-        params = params[0]
-    return _ops.gather(params, ids, name=name or "embedding_lookup")
+        if not params:
+            raise ValueError("Need at least one param")
+        if len(params) == 1:
+            params = params[0]
+    if not isinstance(params, list):
+        return _ops.gather(params, ids, name=name or "embedding_lookup")
+    if partition_strategy not in ("mod", "div"):
+        raise ValueError("Unrecognized partition strategy: " + str(partition_strategy))
+    from . import array_ops as _array_ops
+    n = len(params)
+    with _fw.name_scope(name, "embedding_lookup", []):
+        ids = _to_tensor(ids, name="ids")
+        flat_ids = _ops.reshape(ids, [-1])
+        original_indices = _ops.range(_ops.size(flat_ids))
+        np_t = _to_tensor(n, dtype=flat_ids.dtype)
+        if partition_strategy == "mod":
+            p_assignments = _ops.floormod(flat_ids, np_t)
+            new_ids = _ops.floordiv(flat_ids, np_t)
+        else:
+            dims = [p.shape[0] if p.shape.ndims else None for p in params]
+            dims = [getattr(d, "value", d) for d in dims]
+            if all(d is not None for d in dims):
+                total = _to_tensor(sum(dims), dtype=flat_ids.dtype)
+            else:
+                total = _ops.reduce_sum(_ops.cast(_ops.stack(
+                    [d if d is not None else _ops.shape(p)[0] for d, p in zip(dims, params)]),
+                    flat_ids.dtype))
+            per = _ops.floordiv(total, np_t)
+            extras = _ops.floormod(total, np_t)
+            one = _to_tensor(1, dtype=flat_ids.dtype)
+            p_assignments = _ops.maximum(
+                _ops.floordiv(flat_ids, _ops.add(per, one)),
+                _ops.floordiv(_ops.subtract(flat_ids, extras), per))
+            new_ids = _ops.where(_ops.less(p_assignments, extras),
+                                 _ops.floormod(flat_ids, _ops.add(per, one)),
+                                 _ops.floormod(_ops.subtract(flat_ids, extras), per))
+        p_assignments = _ops.cast(p_assignments, _dtypes.int32)
+        gather_ids = _array_ops.dynamic_partition(new_ids, p_assignments, n)
+        pindices = _array_ops.dynamic_partition(original_indices, p_assignments, n)
+        parts = [_ops.gather(params[p], gather_ids[p]) for p in range(n)]
+        ret = _array_ops.dynamic_stitch(pindices, parts)
+        return _ops.reshape(ret, _ops.concat(
+            [_ops.shape(ids), _ops.slice(_ops.shape(ret), [1], [-1])], 0))
 
 
 def in_top_k(predictions, targets, k, name=None):
@@ -282,19 +323,158 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
 
 
 
-def _sampled(name):
-    def unsupported(*args, **kwargs):
-        raise NotImplementedError(
-            "tf.nn.%s is not supported by weft: it needs TensorFlow's candidate sampler ops "
-            "(LogUniformCandidateSampler, ComputeAccidentalHits), which weft's core does not "
-            "have; use the full tf.nn.softmax_cross_entropy_with_logits over all classes "
-            "instead" % name)
-    unsupported.__name__ = name
-    return unsupported
+# ---------------------------------------------------------------------------------------------
+# Candidate sampling (TensorFlow 1.15's candidate_sampling_ops.py and nn_impl.py). The samplers'
+# random stream is weft's Philox, not TensorFlow's: the same seeds give the same candidates in
+# every weft session, not TensorFlow's candidates.
+
+def _candidate_sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, seed,
+                       name):
+    s1, s2 = _ops.get_seed(seed)
+    true_classes = _to_tensor(true_classes, dtype=_dtypes.int64, name="true_classes")
+    return tuple(_op(op_type, [true_classes],
+                     [("num_true", "int", int(num_true)), ("num_sampled", "int", int(num_sampled)),
+                      ("unique", "bool", bool(unique)), ("range_max", "int", int(range_max)),
+                      ("seed", "int", s1 or 0), ("seed2", "int", s2 or 0)], name or op_type))
 
 
-nce_loss = _sampled("nce_loss")
-sampled_softmax_loss = _sampled("sampled_softmax_loss")
+def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max, seed=None,
+                              name=None):
+    """(sampled_candidates, true_expected_count, sampled_expected_count) drawn uniformly from
+    [0, range_max)."""
+    return _candidate_sampler("UniformCandidateSampler", true_classes, num_true, num_sampled,
+                              unique, range_max, seed, name)
+
+
+def log_uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
+                                  seed=None, name=None):
+    """As uniform_candidate_sampler, from P(k) = log((k + 2) / (k + 1)) / log(range_max + 1)."""
+    return _candidate_sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled,
+                              unique, range_max, seed, name)
+
+
+def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
+    """(indices, ids, weights): each true class of row `indices` that is sampled candidate
+    `ids`, with weight -FLT_MAX (to be added to that sampled logit)."""
+    s1, s2 = _ops.get_seed(seed)
+    return tuple(_op("ComputeAccidentalHits",
+                     [_to_tensor(true_classes, dtype=_dtypes.int64),
+                      _to_tensor(sampled_candidates, dtype=_dtypes.int64)],
+                     [("num_true", "int", int(num_true)), ("seed", "int", s1 or 0),
+                      ("seed2", "int", s2 or 0)], name or "ComputeAccidentalHits"))
+
+
+def _sum_rows(x):
+    """The row sums of a matrix, as a matmul with a column of ones (TensorFlow's _sum_rows,
+    whose gradient is cheaper than reduce_sum's)."""
+    cols = _ops.shape(x)[1]
+    ones = _ops.ones(_ops.stack([cols, 1]), x.dtype)
+    return _ops.reshape(_ops.matmul(x, ones), [-1])
+
+
+def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes,
+                            num_true=1, sampled_values=None, subtract_log_q=True,
+                            remove_accidental_hits=False, partition_strategy="mod", name=None,
+                            seed=None):
+    """nn_impl.py's _compute_sampled_logits: logits [batch, num_true + num_sampled] (the true
+    classes' first) and their labels (1 / num_true for the true columns, 0 elsewhere)."""
+    from . import sparse as _sparse
+    if not isinstance(weights, (list, tuple)):
+        weights = [weights]
+    weights = list(weights)
+    with _fw.name_scope(name, "compute_sampled_logits", []):
+        inputs = _to_tensor(inputs, name="inputs")
+        labels = _to_tensor(labels)
+        if labels.dtype != _dtypes.int64:
+            labels = _ops.cast(labels, _dtypes.int64)
+        labels_flat = _ops.reshape(labels, [-1])
+        if sampled_values is None:
+            sampled_values = log_uniform_candidate_sampler(
+                true_classes=labels, num_true=num_true, num_sampled=num_sampled, unique=True,
+                range_max=num_classes, seed=seed)
+        # No gradient reaches the sampler: its outputs are constants of the loss.
+        sampled, true_expected_count, sampled_expected_count = (
+            _ops.stop_gradient(s) for s in sampled_values)
+        sampled = _ops.cast(sampled, _dtypes.int64)
+        all_ids = _ops.concat([labels_flat, sampled], 0)
+        n_true = _ops.shape(labels_flat)[0]
+
+        all_w = embedding_lookup(weights, all_ids, partition_strategy=partition_strategy)
+        if all_w.dtype != inputs.dtype:
+            all_w = _ops.cast(all_w, inputs.dtype)
+        true_w = _ops.slice(all_w, [0, 0], _ops.stack([n_true, -1]))
+        sampled_w = _ops.slice(all_w, _ops.stack([n_true, 0]), [-1, -1])
+        sampled_logits = _ops.matmul(inputs, sampled_w, transpose_b=True)
+
+        all_b = embedding_lookup(biases, all_ids, partition_strategy=partition_strategy)
+        if all_b.dtype != inputs.dtype:
+            all_b = _ops.cast(all_b, inputs.dtype)
+        true_b = _ops.slice(all_b, [0], _ops.shape(labels_flat))
+        sampled_b = _ops.slice(all_b, _ops.shape(labels_flat), [-1])
+
+        dim = _ops.shape(true_w)[1:2]
+        new_true_w_shape = _ops.concat([[-1, num_true], dim], 0)
+        row_wise_dots = _ops.multiply(_ops.expand_dims(inputs, 1),
+                                      _ops.reshape(true_w, new_true_w_shape))
+        dots_as_matrix = _ops.reshape(row_wise_dots, _ops.concat([[-1], dim], 0))
+        true_logits = _ops.reshape(_sum_rows(dots_as_matrix), [-1, num_true])
+        true_b = _ops.reshape(true_b, [-1, num_true])
+        true_logits = _ops.add(true_logits, true_b)
+        sampled_logits = _ops.add(sampled_logits, sampled_b)
+
+        if remove_accidental_hits:
+            acc_indices, acc_ids, acc_weights = compute_accidental_hits(labels, sampled,
+                                                                        num_true=num_true)
+            acc_indices_2d = _ops.reshape(acc_indices, [-1, 1])
+            acc_ids_2d_int32 = _ops.reshape(_ops.cast(acc_ids, _dtypes.int32), [-1, 1])
+            sparse_indices = _ops.concat([acc_indices_2d, acc_ids_2d_int32], 1, "sparse_indices")
+            sampled_logits_shape = _ops.concat(
+                [_ops.shape(labels)[:1], _ops.expand_dims(num_sampled, 0)], 0)
+            if sampled_logits.dtype != acc_weights.dtype:
+                acc_weights = _ops.cast(acc_weights, sampled_logits.dtype)
+            sampled_logits = _ops.add(sampled_logits, _sparse.sparse_to_dense(
+                sparse_indices, sampled_logits_shape, acc_weights, default_value=0.0,
+                validate_indices=False))
+
+        if subtract_log_q:
+            # Subtract log Q(l), the expected count of l in the sampled set.
+            true_logits = _ops.subtract(true_logits, _ops.log(true_expected_count))
+            sampled_logits = _ops.subtract(sampled_logits, _ops.log(sampled_expected_count))
+
+        out_logits = _ops.concat([true_logits, sampled_logits], 1)
+        out_labels = _ops.concat([
+            _ops.divide(_ops.ones_like(true_logits), _to_tensor(float(num_true),
+                                                                dtype=true_logits.dtype)),
+            _ops.zeros_like(sampled_logits)], 1)
+        return out_logits, out_labels
+
+
+def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+             sampled_values=None, remove_accidental_hits=False, partition_strategy="mod",
+             name="nce_loss"):
+    """Noise-contrastive estimation: per example, the sum of the sigmoid cross entropies of the
+    true and sampled logits ([batch])."""
+    logits, labels = _compute_sampled_logits(
+        weights=weights, biases=biases, labels=labels, inputs=inputs, num_sampled=num_sampled,
+        num_classes=num_classes, num_true=num_true, sampled_values=sampled_values,
+        subtract_log_q=True, remove_accidental_hits=remove_accidental_hits,
+        partition_strategy=partition_strategy, name=name)
+    sampled_losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                       name="sampled_losses")
+    return _sum_rows(sampled_losses)
+
+
+def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+                         sampled_values=None, remove_accidental_hits=True,
+                         partition_strategy="mod", name="sampled_softmax_loss", seed=None):
+    """The softmax cross entropy over the true and sampled classes only ([batch])."""
+    logits, labels = _compute_sampled_logits(
+        weights=weights, biases=biases, labels=labels, inputs=inputs, num_sampled=num_sampled,
+        num_classes=num_classes, num_true=num_true, sampled_values=sampled_values,
+        subtract_log_q=True, remove_accidental_hits=remove_accidental_hits,
+        partition_strategy=partition_strategy, name=name, seed=seed)
+    labels = _ops.stop_gradient(labels, name="labels_stop_gradient")
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
 
 
 # ---------------------------------------------------------------------------------------------

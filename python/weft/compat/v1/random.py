@@ -73,3 +73,7 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
     """tf.multinomial, TensorFlow 1's name of categorical."""
     with _fw.name_scope(name, "multinomial", []):
         return _multinomial(logits, num_samples, output_dtype, seed)
+
+
+# tf.random's names of the candidate samplers (TensorFlow 1.15 exports them under both).
+from .nn import (log_uniform_candidate_sampler, uniform_candidate_sampler)  # noqa: E402,F401
