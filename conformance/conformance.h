@@ -395,6 +395,7 @@ extern const cf_suite_t cf_suites_nn_extra[]; /* cases_nn_extra.c */
 extern const cf_suite_t cf_suites_candidate[]; /* cases_candidate.c */
 extern const cf_suite_t cf_suites_linalg[];
 extern const cf_suite_t cf_suites_svd_misc[]; /* cases_svd_misc.c */
+extern const cf_suite_t cf_suites_sparse[]; /* cases_sparse.c */
 extern const cf_suite_t cf_suites_control_flow[];
 extern const cf_suite_t cf_suites_resource_vars[]; /* cases_resource_vars.c */
 extern const cf_suite_t cf_suites_parsing[];       /* cases_parsing.c */

@@ -44,6 +44,73 @@ static void test_cumulative(void) {
       }
 }
 
+/* SparseTensorDenseMatMul with each adjoint pair, a repeated and an unsorted entry: the values'
+ * and b's gradients (indices and shape are constants). SparseReorder: the values' gradient
+ * permuted back. SparseAdd: both operands' values through SparseAddGrad. SparseSlice: the
+ * values through SparseSliceGrad. */
+static void test_sparse(void) {
+  static const char *const names[4] = {"plain", "adjoint_b", "adjoint_a", "adjoint_both"};
+  const double idx[] = {0, 1, 2, 3, 1, 2, 0, 0, 1, 2, 2, 0};
+  for (int v = 0; v < 4; v++) {
+    bool aa = v >= 2, ab = v % 2;
+    int64_t inner = aa ? 3 : 4, idims[2] = {6, 2}, nnz = 6, sdims = 2;
+    int64_t bd[2] = {ab ? 5 : inner, ab ? inner : 5};
+    weft_graph_t *g = weft_graph_new();
+    feeds_t f = {0};
+    double *av = values(6, 0.4), *bv = values(bd[0] * bd[1], 0.9);
+    weft_output_t ins[4] = {cst(g, WEFT_DT_INT64, 2, idims, idx),
+                            feed(g, &f, "a_values", WEFT_DT_DOUBLE, 1, &nnz, av),
+                            cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){3, 4}),
+                            feed(g, &f, "b", WEFT_DT_DOUBLE, 2, bd, bv)};
+    weft_op_builder_t *b = op_with_bools(g, "SparseTensorDenseMatMul", ins, 4, "adjoint_a", aa,
+                                         "adjoint_b", ab);
+    check_fd(g, &f, out_of(b, 0), 3u, names[v]);
+    g_free(av);
+    g_free(bv);
+    weft_graph_free(g);
+  }
+  weft_graph_t *g = weft_graph_new();
+  feeds_t f = {0};
+  int64_t idims[2] = {5, 2}, nnz = 5, sdims = 2;
+  double *vv = values(5, 0.2);
+  weft_output_t ins[3] = {
+      cst(g, WEFT_DT_INT64, 2, idims, (const double[]){2, 1, 0, 3, 1, 0, 0, 1, 2, 0}),
+      feed(g, &f, "values", WEFT_DT_DOUBLE, 1, &nnz, vv),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){3, 4})};
+  check_fd(g, &f, out_of(op_new(g, "SparseReorder", ins, 3), 1), 1u, "SparseReorder");
+  g_free(vv);
+  weft_graph_free(g);
+  /* SparseAdd: a and b meet at (0,1) and (1,3); the sum values' gradient goes back to both. */
+  g = weft_graph_new();
+  memset(&f, 0, sizeof f);
+  int64_t ad[2] = {4, 2}, bd[2] = {5, 2}, an = 4, bn = 5;
+  double *av = values(4, 0.3), *bv = values(5, 0.8);
+  weft_output_t shape = cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){3, 4});
+  weft_output_t add_ins[7] = {
+      cst(g, WEFT_DT_INT64, 2, ad, (const double[]){0, 1, 1, 0, 1, 3, 2, 2}),
+      feed(g, &f, "a_values", WEFT_DT_DOUBLE, 1, &an, av), shape,
+      cst(g, WEFT_DT_INT64, 2, bd, (const double[]){0, 1, 0, 2, 1, 3, 2, 0, 2, 3}),
+      feed(g, &f, "b_values", WEFT_DT_DOUBLE, 1, &bn, bv), shape,
+      cst(g, WEFT_DT_DOUBLE, 0, NULL, (const double[]){0})};
+  check_fd(g, &f, out_of(op_new(g, "SparseAdd", add_ins, 7), 1), 3u, "SparseAdd");
+  g_free(av);
+  g_free(bv);
+  weft_graph_free(g);
+  /* SparseSlice: entries 0, 2 and 3 of the five fall in rows 0..1, columns 0..2. */
+  g = weft_graph_new();
+  memset(&f, 0, sizeof f);
+  vv = values(5, 0.6);
+  weft_output_t slice_ins[5] = {
+      cst(g, WEFT_DT_INT64, 2, idims, (const double[]){0, 1, 0, 3, 1, 0, 1, 2, 2, 0}),
+      feed(g, &f, "values", WEFT_DT_DOUBLE, 1, &nnz, vv),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){3, 4}),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){0, 0}),
+      cst(g, WEFT_DT_INT64, 1, &sdims, (const double[]){2, 3})};
+  check_fd(g, &f, out_of(op_new(g, "SparseSlice", slice_ins, 5), 1), 1u, "SparseSlice");
+  g_free(vv);
+  weft_graph_free(g);
+}
+
 static void test_top_k(void) {
   weft_graph_t *g = weft_graph_new();
   feeds_t f = {0};
@@ -812,5 +879,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/more_gradients/decompositions", test_decompositions);
   g_test_add_func("/more_gradients/self_adjoint_eig", test_self_adjoint_eig);
   g_test_add_func("/more_gradients/refused", test_refused);
+  g_test_add_func("/more_gradients/sparse", test_sparse);
   return g_test_run();
 }

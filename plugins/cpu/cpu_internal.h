@@ -539,6 +539,7 @@ weft_status_t *weft__cpu_register_special(const weft_registrar_t *reg); /* cpu_s
 weft_status_t *weft__cpu_register_nn_extra(const weft_registrar_t *reg); /* cpu_nn_extra.c */
 weft_status_t *weft__cpu_register_linalg(const weft_registrar_t *reg); /* cpu_linalg.c */
 weft_status_t *weft__cpu_register_svd_misc(const weft_registrar_t *reg); /* cpu_svd_misc.c */
+weft_status_t *weft__cpu_register_sparse(const weft_registrar_t *reg); /* cpu_sparse.c */
 weft_status_t *weft__cpu_register_ragged(const weft_registrar_t *reg); /* cpu_ragged.c */
 weft_status_t *weft__cpu_register_string(const weft_registrar_t *reg); /* cpu_string.c */
 weft_status_t *weft__cpu_register_codec(const weft_registrar_t *reg);  /* cpu_codec.c */

@@ -591,8 +591,9 @@ def test_sparse_tensor_to_dense_and_add():
     np.testing.assert_array_equal(got[5].indices, [[0, 1], [2, 0]])
     np.testing.assert_array_equal(got[5].values, [5.0, -1.0])
     np.testing.assert_array_equal(got[5].dense_shape, [3, 2])
-    with pytest.raises(TypeError, match="two SparseTensors is not supported by weft"):
-        tf.sparse.add(sp, sp)
+    doubled = run(tf.sparse.add(sp, sp))
+    np.testing.assert_array_equal(doubled.indices, [[0, 1], [2, 0]])
+    np.testing.assert_array_equal(doubled.values, [10.0, -2.0])
     with tf.Session():
         np.testing.assert_array_equal(sp.eval().values, [5.0, -1.0])
 

@@ -188,6 +188,7 @@ extern const weft_op_def_t weft__ops_string[];   /* ops_string.c: strings, Print
 extern const weft_op_def_t weft__ops_nn_extra[];  /* ops_nn_extra.c: LSTMBlockCell, FakeQuant* */
 extern const weft_op_def_t weft__ops_linalg[];      /* ops_linalg.c: MatrixSolve, Lu, Cholesky ... */
 extern const weft_op_def_t weft__ops_svd_misc[];  /* ops_svd_misc.c: Svd, LinSpace, DiagPart ... */
+extern const weft_op_def_t weft__ops_sparse[];     /* ops_sparse.c: SparseTensorDenseMatMul ... */
 extern const weft_op_def_t weft__ops_control_flow[]; /* ops_control_flow.c: Switch, Merge ... */
 extern const weft_op_def_t weft__ops_tensor_array[]; /* ops_tensor_array.c: TensorArrayV3 ... */
 extern const weft_op_def_t weft__ops_stack[];        /* ops_stack.c: StackV2, Stack ... */

@@ -920,6 +920,7 @@ weft__op_registry_t *weft__op_registry_new(void) {
   register_table(reg, weft__ops_nn_extra);
   register_table(reg, weft__ops_linalg);
   register_table(reg, weft__ops_svd_misc);
+  register_table(reg, weft__ops_sparse);
   register_table(reg, weft__ops_control_flow);
   register_table(reg, weft__ops_tensor_array);
   register_table(reg, weft__ops_stack);

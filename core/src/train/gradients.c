@@ -1428,6 +1428,68 @@ static weft_output_t gather0(gb_t *c, weft_output_t params, weft_output_t ids) {
   return T3(c, "GatherV2", params, ids, scalar(c, WEFT_DT_INT32, 0));
 }
 
+/* SparseTensorDenseMatMul (sparse_grad.py's _SparseTensorDenseMatMulGrad): with op(A) and op(B)
+ * the adjoined operands, b's gradient is op(A)^T grad (the op itself with adjoint_a flipped),
+ * transposed back when adjoint_b; entry (r, c) of A meets row c of grad and row r of op(B) when
+ * adjoint_a, else row r of grad and row c of op(B), so a_values' gradient is the row-wise dot
+ * product of the two gathers. None for the indices and the shape. */
+static void gr_sparse_dense_matmul(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                                   weft_output_t *dx) {
+  if (!has(dy[0])) return;
+  bool adj_a = attr_bool(n, "adjoint_a"), adj_b = attr_bool(n, "adjoint_b");
+  weft_output_t ind = in(n, 0), b_in = in(n, 3);
+  weft_output_t ins[4] = {ind, in(n, 1), in(n, 2), dy[0]};
+  weft_op_builder_t *bb = start(c, "SparseTensorDenseMatMul", ins, 4);
+  if (bb) {
+    weft_op_set_attr_bool(bb, "adjoint_a", !adj_a);
+    weft_op_set_attr_bool(bb, "adjoint_b", false);
+  }
+  const int64_t swap[2] = {1, 0};
+  weft_output_t b_grad = end(c, bb, 0);
+  dx[3] = adj_b ? B(c, "Transpose", b_grad, vec_i32(c, swap, 2)) : b_grad;
+  weft_output_t one = scalar(c, WEFT_DT_INT32, 1);
+  weft_output_t rows = T3(c, "GatherV2", ind, scalar(c, WEFT_DT_INT32, 0), one);
+  weft_output_t cols = T3(c, "GatherV2", ind, one, one);
+  weft_output_t parts_a = gather0(c, dy[0], adj_a ? cols : rows);
+  weft_output_t op_b = adj_b ? B(c, "Transpose", b_in, vec_i32(c, swap, 2)) : b_in;
+  weft_output_t parts_b = gather0(c, op_b, adj_a ? rows : cols);
+  const int64_t axis1 = 1;
+  dx[1] = sum(c, B(c, "Mul", parts_a, parts_b), vec_i32(c, &axis1, 1), false);
+}
+
+/* SparseReorder (sparse_grad.py's _SparseReorderGrad): the values were permuted, so their
+ * gradient is permuted back: the entry numbers 0..nnz-1 reordered with the same indices
+ * give the permutation, its inverse gathers the gradient. */
+static void gr_sparse_reorder(gb_t *c, weft_node_t *n, const weft_output_t *dy,
+                              weft_output_t *dx) {
+  if (!has(dy[1])) return;
+  weft_output_t ind = in(n, 0);
+  weft_output_t nnz = gather0(c, U(c, "Shape", ind), scalar(c, WEFT_DT_INT32, 0));
+  weft_output_t ins[3] = {ind, T3(c, "Range", scalar(c, WEFT_DT_INT32, 0), nnz,
+                                  scalar(c, WEFT_DT_INT32, 1)), in(n, 2)};
+  weft_output_t order = end(c, start(c, "SparseReorder", ins, 3), 1);
+  dx[1] = gather0(c, dy[1], U(c, "InvertPermutation", order));
+}
+
+/* SparseAdd (sparse_grad.py's _SparseAddGrad): SparseAddGrad hands the sum values' gradient back
+ * to the entries of a and b that made them; none for the indices, shapes and threshold. */
+static void gr_sparse_add(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[1])) return;
+  weft_output_t ins[4] = {dy[1], in(n, 0), in(n, 3), weft_out(n, 0)};
+  weft_op_builder_t *b = start(c, "SparseAddGrad", ins, 4);
+  weft_output_t a_grad = end(c, b, 0);
+  dx[1] = a_grad;
+  if (has(a_grad)) dx[4] = weft_out(a_grad.node, 1);
+}
+
+/* SparseSlice (sparse_grad.py's _SparseSliceGrad): SparseSliceGrad hands the sliced values'
+ * gradient back to the input entries they came from; none for indices, shape, start, size. */
+static void gr_sparse_slice(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  if (!has(dy[1])) return;
+  weft_output_t ins[4] = {dy[1], in(n, 0), in(n, 3), weft_out(n, 0)};
+  dx[1] = end(c, start(c, "SparseSliceGrad", ins, 4), 0);
+}
+
 static weft_output_t cumulative(gb_t *c, const char *op, weft_output_t x, weft_output_t axis,
                                 bool exclusive, bool reverse) {
   weft_output_t ins[2] = {x, axis};
@@ -2384,6 +2446,10 @@ static const grad_entry_t grad_table[] = {
     {"AddN", gr_addn},
     {"L2Loss", gr_l2loss},
     {"MatMul", gr_matmul},
+    {"SparseTensorDenseMatMul", gr_sparse_dense_matmul},
+    {"SparseReorder", gr_sparse_reorder},
+    {"SparseAdd", gr_sparse_add},
+    {"SparseSlice", gr_sparse_slice},
     {"BatchMatMulV2", gr_batch_matmul},
     {"BatchMatMul", gr_batch_matmul},
     {"BiasAdd", gr_bias_add},
@@ -2566,6 +2632,11 @@ static const grad_entry_t grad_table[] = {
     {"CTCGreedyDecoder", NULL},
     {"CTCBeamSearchDecoder", NULL},
     {"EditDistance", NULL},
+    /* sparse_grad.py's NotDifferentiable ops; SparseReshape's outputs are all int64. */
+    {"SparseAddGrad", NULL},
+    {"SparseConcat", NULL},
+    {"SparseReshape", NULL},
+    {"SparseSliceGrad", NULL},
     {"ReadVariableOp", gr_read_variable},
     {"ResourceGather", gr_resource_gather},
     {"VarHandleOp", NULL},

@@ -74,6 +74,12 @@ from .sparse import SparseTensor, SparseTensorValue  # noqa: F401,E402
 from .sparse import to_dense as sparse_tensor_to_dense  # noqa: F401,E402
 from .sparse import sparse_to_dense  # noqa: F401,E402
 from .sparse import edit_distance  # noqa: F401,E402
+from .sparse import sparse_tensor_dense_matmul  # noqa: F401,E402
+from .sparse import reorder as sparse_reorder  # noqa: F401,E402
+from .sparse import add as sparse_add  # noqa: F401,E402
+from .sparse import reshape as sparse_reshape  # noqa: F401,E402
+from .sparse import concat as sparse_concat  # noqa: F401,E402
+from .sparse import slice as sparse_slice  # noqa: F401,E402
 from .io import (FixedLenFeature, VarLenFeature, parse_example,  # noqa: F401,E402
                  parse_single_example, decode_csv, serialize_tensor, parse_tensor,
                  matching_files)
