@@ -298,7 +298,9 @@ static void emit_ctc_greedy(cf_run_ctx_t *ctx, const char *op, weft_dtype_t dt) 
     cf_case_attr_bool(c, "merge_repeated", true);
     cf_array_t *lp = cf_array_new(dt, 2, lpd);
     lp->v[0] = -1.5;
-    cf_case_expect(c, cf_array_reshape(cf_array_ints(WEFT_DT_INT64, 2, ind), 2, id));
+    cf_array_t *flat = cf_array_ints(WEFT_DT_INT64, 2, ind);
+    cf_case_expect(c, cf_array_reshape(flat, 2, id));
+    cf_array_free(flat);
     cf_case_expect(c, cf_array_ints(WEFT_DT_INT64, one, val));
     cf_case_expect(c, cf_array_ints(WEFT_DT_INT64, 2, shape));
     cf_case_expect(c, lp);
@@ -583,7 +585,9 @@ static void emit_edit_distance(cf_run_ctx_t *ctx, const char *op, weft_dtype_t d
     cf_case_input(c, hi);
     cf_case_input(c, hv);
     cf_case_input(c, cf_array_ints(WEFT_DT_INT64, errs[e].t_rank, shape));
-    cf_case_input(c, cf_array_reshape(cf_array_ints(WEFT_DT_INT64, 3, tidx), 2, tid));
+    cf_array_t *flat = cf_array_ints(WEFT_DT_INT64, 3, tidx);
+    cf_case_input(c, cf_array_reshape(flat, 2, tid));
+    cf_array_free(flat);
     cf_case_input(c, cf_array_new(dt, 1, &one));
     cf_case_input(c, cf_array_ints(WEFT_DT_INT64, errs[e].t_rank, shape));
     run_error(ctx, c, WEFT_INVALID_ARGUMENT, errs[e].msg);

@@ -46,23 +46,24 @@ static bool csv_int(const char *s, size_t n, int64_t vmax, int64_t *out) {
   size_t i = 0;
   while (i < n && isspace((unsigned char)s[i])) i++;
   int sign = 1;
+  /* The largest magnitude, in unsigned arithmetic: 2^63 for a negative int64. */
+  uint64_t limit = (uint64_t)vmax;
   if (i < n && s[i] == '-') {
     sign = -1;
-    vmax++; /* the magnitude of the most negative value */
+    limit++;
     i++;
   }
   if (i >= n || !isdigit((unsigned char)s[i])) return false;
-  int64_t r = 0;
+  uint64_t r = 0;
   while (i < n && isdigit((unsigned char)s[i])) {
-    int d = s[i] - '0';
-    /* vmax may be 2^63 for int64: compared in unsigned arithmetic. */
-    if ((uint64_t)r > ((uint64_t)vmax - (uint64_t)d) / 10) return false;
-    r = (int64_t)((uint64_t)r * 10 + (uint64_t)d);
+    uint64_t d = (uint64_t)(s[i] - '0');
+    if (r > (limit - d) / 10) return false;
+    r = r * 10 + d;
     i++;
   }
   while (i < n && isspace((unsigned char)s[i])) i++;
   if (i != n) return false;
-  *out = sign < 0 ? (int64_t)(0 - (uint64_t)r) : r;
+  *out = sign < 0 ? (int64_t)(0 - r) : (int64_t)r;
   return true;
 }
 
