@@ -596,9 +596,10 @@ static void test_tensorflow_node_errors(void) {
 
 static void test_gradients(void) {
   for (size_t k = 1; k < G_N_ELEMENTS(acts); k++) {
-    /* The gradients of LeakyRelu and Relu6 read their input, the BiasAdd, which then has two
-     * consumers: only MatMul + BiasAdd fuse (TensorFlow's gradients read the same tensors). */
-    bool leaky = strcmp(acts[k], "LeakyRelu") == 0 || strcmp(acts[k], "Relu6") == 0;
+    /* LeakyRelu's gradient reads its input, the BiasAdd, which then has two consumers: only
+     * MatMul + BiasAdd fuse (TensorFlow's gradient reads the same tensor). The others' read
+     * the activation's output (Relu6Grad takes either; TensorFlow 1.x passes the output). */
+    bool leaky = strcmp(acts[k], "LeakyRelu") == 0;
     weft_graph_t *g = cpu_graph();
     int64_t ad[2] = {40, 30}, bd[2] = {30, 20}, n = 20;
     weft_status_t *st = NULL;

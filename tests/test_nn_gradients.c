@@ -460,6 +460,36 @@ static void test_math(void) {
   weft_graph_free(g);
 }
 
+/* The activations whose gradients are their grad ops (ReluGrad, Relu6Grad, LeakyReluGrad,
+ * EluGrad, SeluGrad, as TensorFlow's nn_grad.py builds them), and those ops' own gradients: the
+ * gradient of y * y with respect to x, itself differentiated, checked against finite differences
+ * (points away from the kinks at 0 and 6). */
+static void test_activation_grads(void) {
+  static const char *const acts[] = {"Relu", "Relu6", "LeakyRelu", "Elu", "Selu"};
+  for (size_t k = 0; k < G_N_ELEMENTS(acts); k++) {
+    for (int order = 1; order <= 2; order++) {
+      weft_graph_t *g = weft_graph_new();
+      feeds_t f = {0};
+      int64_t d = 7;
+      double xv[7];
+      for (int i = 0; i < 7; i++) xv[i] = -2 + 9 * (i + 0.37) / 7;
+      weft_output_t x = feed(g, &f, "x", WEFT_DT_DOUBLE, 1, &d, xv);
+      weft_op_builder_t *b = op_new(g, acts[k], &x, 1);
+      if (strcmp(acts[k], "LeakyRelu") == 0) weft_op_set_attr_float(b, "alpha", 0.3f);
+      weft_output_t y = weft_out(finish(b), 0);
+      if (order == 2) {
+        weft_output_t sq = op2(g, "Mul", y, y), dx = NONE;
+        OK(weft_gradients(g, &sq, 1, &x, 1, NULL, &dx));
+        y = dx;
+      }
+      char *label = g_strdup_printf("%s, order %d", acts[k], order);
+      check_fd(g, &f, y, 1u, label);
+      g_free(label);
+      weft_graph_free(g);
+    }
+  }
+}
+
 /* The special-math gradients of math_grad.py: the zero-guarded ops and MulNoNan broadcast, Zeta
  * and Polygamma differentiate their second input only, CumulativeLogsumexp in each direction. */
 static void test_special(void) {
@@ -870,6 +900,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nn_gradients/prod_fill", test_prod_fill);
   g_test_add_func("/nn_gradients/math", test_math);
   g_test_add_func("/nn_gradients/special", test_special);
+  g_test_add_func("/nn_gradients/activation_grads", test_activation_grads);
   g_test_add_func("/nn_gradients/einsum_cross", test_einsum);
   g_test_add_func("/nn_gradients/ctc_loss", test_ctc_loss);
   g_test_add_func("/nn_gradients/not_differentiable", test_not_differentiable);

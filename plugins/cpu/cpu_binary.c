@@ -173,9 +173,29 @@ BIN_DEF(logical_or_b, uint8_t, uint8_t, uint8_t, (a != 0) | (b != 0))
 /* Gradients of activations: (a, b) in TensorFlow's argument order. */
 BIN_FLOAT(relu_grad, b > 0 ? a : (T_)0)         /* gradients, features */
 BIN_FLOAT(relu6_grad, (b > 0 && b < 6) ? a : (T_)0)
-BIN_FLOAT(leaky_relu_grad, b > 0 ? a : p * a)
-BIN_FLOAT(elu_grad, b < 0 ? a * (b + 1) : a)     /* gradients, outputs */
-BIN_FLOAT(selu_grad, b < 0 ? a * (b + (T_)(SELU_SCALE * SELU_ALPHA)) : a * (T_)SELU_SCALE)
+/* c ? x : y with both computed: a bitwise blend, which gcc vectorises. Written as the plain
+ * select, gcc branches on each element instead (a product in one arm may trap, so it is not
+ * computed for the other), and a gradient's random signs cost that branch 8 ns an element. */
+static inline float pick_f32(int c, float x, float y) {
+  uint32_t xi, yi, m = 0u - (uint32_t)(c != 0);
+  memcpy(&xi, &x, sizeof xi);
+  memcpy(&yi, &y, sizeof yi);
+  xi = (xi & m) | (yi & ~m);
+  memcpy(&x, &xi, sizeof x);
+  return x;
+}
+static inline double pick_f64(int c, double x, double y) {
+  uint64_t xi, yi, m = 0u - (uint64_t)(c != 0);
+  memcpy(&xi, &x, sizeof xi);
+  memcpy(&yi, &y, sizeof yi);
+  xi = (xi & m) | (yi & ~m);
+  memcpy(&x, &xi, sizeof x);
+  return x;
+}
+#define PICK(c, x, y) _Generic((x), float: pick_f32, double: pick_f64)(c, x, y)
+BIN_FLOAT(leaky_relu_grad, PICK(b > 0, a, p * a))
+BIN_FLOAT(elu_grad, PICK(b < 0, a * (b + 1), a))     /* gradients, outputs */
+BIN_FLOAT(selu_grad, PICK(b < 0, a * (b + (T_)(SELU_SCALE * SELU_ALPHA)), a * (T_)SELU_SCALE))
 BIN_FLOAT(softplus_grad, a / ((T_)1 + exp(-b)))  /* gradients, features */
 BIN_FLOAT(softsign_grad, a / (((T_)1 + fabs(b)) * ((T_)1 + fabs(b))))
 BIN_FLOAT(sigmoid_grad, b * a * ((T_)1 - a))     /* y, dy */

@@ -61,6 +61,8 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm_fn sigmoid_above_m87, tanh_nonneg_small;
   /* x OP y, x the op's first argument. */
   weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
+  /* x < 0 ? x * y : x: LeakyRelu as `vs` with y its alpha. */
+  weft_cpu_vm2_t leaky;
   weft_cpu_vm_chain_fn chain;
   /* The same functions storing their output with streaming (non-temporal) stores wherever y's
    * alignment allows: y's cache lines are written without being read first and are not kept in

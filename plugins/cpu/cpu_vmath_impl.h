@@ -679,6 +679,9 @@ VM_INLINE vf vsqdiff2(vf a, vf b) {
   vf d = a - b;
   return d * d;
 }
+/* LeakyRelu with b its alpha (TensorFlow's select(a > 0, a, a * alpha), hence a kept where it is
+ * NaN or -0): the `vs` form is the op. */
+VM_INLINE vf vleaky2(vf a, vf b) { return vsel(a < 0.0f, a * b, a); }
 
 /* a^b. The lanes with a normal nonzero finite a and a finite b, a > 0 or b an integer (the sign
  * put back for an odd b), go through double precision: log2 |a| = e + log(m) / ln2 with
@@ -1024,6 +1027,7 @@ VM_LOOP2(div)
 VM_LOOP2(maximum)
 VM_LOOP2(minimum)
 VM_LOOP2(sqdiff)
+VM_LOOP2(leaky)
 
 /* Pow's loops: a scalar exponent with a short form (vpow_c2 ...) takes it; every element of a
  * call takes the same function, so the bits do not depend on the call's length or split. */
@@ -1067,6 +1071,7 @@ VM_POW_FORMS(_nt, 1)
    VM_FNS2(add, sfx),      VM_FNS2(sub, sfx),                                                   \
    VM_FNS2(mul, sfx),      VM_FNS2(div, sfx),      VM_FNS2(maximum, sfx),                       \
    VM_FNS2(minimum, sfx),  VM_FNS2(sqdiff, sfx),   VM_FNS2(pow, sfx),                           \
+   VM_FNS2(leaky, sfx),                                                                        \
    VM_NAME(chain##sfx),    &nt_table}
 
 extern const weft_cpu_vmath_t VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt);

@@ -326,26 +326,48 @@ static void gr_softsign(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_o
   dx[0] = B(c, "RealDiv", dy[0], B(c, "Mul", d, d));
 }
 
-/* Elu: dy where y > 0, dy * (y + 1) elsewhere (y + 1 = exp(x) there). */
+/* Elu, Selu: their grad ops on the outputs (EluGrad: dy * (y + 1) where y < 0, else dy), as
+ * TensorFlow's nn_grad.py builds them: one vectorised pass instead of five ops. */
 static void gr_elu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
-  weft_output_t y = weft_out(n, 0);
-  weft_output_t pos = B(c, "Greater", y, U(c, "ZerosLike", y));
-  dx[0] = T3(c, "Select", pos, dy[0], B(c, "Mul", dy[0], B(c, "AddV2", y, one_like(c, y))));
+  dx[0] = B(c, "EluGrad", dy[0], weft_out(n, 0));
 }
 
 static void gr_relu6(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
-  weft_output_t x = in(n, 0);
-  weft_output_t inside = B(c, "LogicalAnd", B(c, "Greater", x, U(c, "ZerosLike", x)),
-                           B(c, "Less", x, scalar(c, dt(x), 6.0)));
-  dx[0] = T3(c, "Select", inside, dy[0], U(c, "ZerosLike", dy[0]));
+  dx[0] = B(c, "Relu6Grad", dy[0], weft_out(n, 0));
+}
+
+static float alpha_of(weft_node_t *n) {
+  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "alpha");
+  return a && a->kind == WEFT_ATTR_FLOAT ? (float)a->u.f : 0.2f;
+}
+
+static weft_output_t leaky_relu_grad(gb_t *c, weft_output_t dy, weft_output_t x, float alpha) {
+  weft_output_t ins[2] = {dy, x};
+  weft_op_builder_t *b = start(c, "LeakyReluGrad", ins, 2);
+  if (b) weft_op_set_attr_float(b, "alpha", alpha);
+  return end(c, b, 0);
 }
 
 static void gr_leaky_relu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
-  weft_output_t x = in(n, 0);
-  const weft__attr_value_t *a = weft__attrs_get(n->attrs, "alpha");
-  double alpha = a && a->kind == WEFT_ATTR_FLOAT ? a->u.f : 0.2;
-  weft_output_t pos = B(c, "Greater", x, U(c, "ZerosLike", x));
-  dx[0] = T3(c, "Select", pos, dy[0], B(c, "Mul", dy[0], scalar(c, dt(x), alpha)));
+  dx[0] = leaky_relu_grad(c, dy[0], in(n, 0), alpha_of(n));
+}
+
+/* The grad ops' own gradients (TensorFlow's _ReluGradGrad and siblings): linear in the incoming
+ * gradient with the same mask, nothing towards the features; EluGrad and SeluGrad also depend on
+ * their activations y where y < 0 (dy * (y + c) there). */
+static void gr_relu_grad(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
+  weft_output_t x = in(n, 1);
+  const char *op = weft_node_op(n);
+  if (strcmp(op, "LeakyReluGrad") == 0)
+    dx[0] = leaky_relu_grad(c, dy[0], x, alpha_of(n));
+  else
+    dx[0] = B(c, op, dy[0], x);
+  if (strcmp(op, "EluGrad") == 0 || strcmp(op, "SeluGrad") == 0) {
+    weft_output_t zeros = U(c, "ZerosLike", x);
+    dx[1] = T3(c, "Select", B(c, "Less", x, zeros), B(c, "Mul", dy[0], in(n, 0)), zeros);
+  } else {
+    dx[1] = U(c, "ZerosLike", x);
+  }
 }
 
 static weft_output_t to_i32(gb_t *c, weft_output_t x) {
@@ -1160,11 +1182,7 @@ static void gr_prod(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_outpu
 }
 
 static void gr_selu(gb_t *c, weft_node_t *n, const weft_output_t *dy, weft_output_t *dx) {
-  const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
-  weft_output_t y = weft_out(n, 0);
-  weft_output_t pos = B(c, "Greater", y, U(c, "ZerosLike", y));
-  weft_output_t neg = B(c, "Mul", dy[0], B(c, "AddV2", y, scalar(c, dt(y), scale * alpha)));
-  dx[0] = T3(c, "Select", pos, B(c, "Mul", dy[0], scalar(c, dt(y), scale)), neg);
+  dx[0] = B(c, "SeluGrad", dy[0], weft_out(n, 0));
 }
 
 /* 1 - x^2, the radicand of asin/acos and the denominator of atanh. */
@@ -2423,6 +2441,11 @@ static const grad_entry_t grad_table[] = {
     {"Relu6", gr_relu6},
     {"Elu", gr_elu},
     {"LeakyRelu", gr_leaky_relu},
+    {"ReluGrad", gr_relu_grad},
+    {"Relu6Grad", gr_relu_grad},
+    {"LeakyReluGrad", gr_relu_grad},
+    {"EluGrad", gr_relu_grad},
+    {"SeluGrad", gr_relu_grad},
     {"Softplus", gr_softplus},
     {"Softsign", gr_softsign},
     {"Sin", gr_sin},
