@@ -21,6 +21,7 @@ typedef struct exporter {
   GHashTable *names;  /* Weft tensor name -> its ONNX name (both g_free) */
   guint8 *feed_dep;   /* per node id: 0 not known yet, 1 independent of the feeds, 2 dependent */
   guint8 *value_dep;  /* the same for the feeds' values (Shape, Size and Rank read only shapes) */
+  guint8 *random;     /* the same for a random op's output (is_random) */
   int depth;
 } exporter_t;
 
@@ -66,6 +67,21 @@ static bool depends_on_values(exporter_t *x, weft_node_t *n) {
     dep = depends_on_values(x, weft_node_input(n, k).node);
   x->value_dep[id] = dep ? 2 : 1;
   return dep;
+}
+
+/* Whether n's value is drawn at random each step (a random op, or an op reading one): no
+ * initializer can stand for it. */
+static bool is_random(exporter_t *x, weft_node_t *n) {
+  int id = n->id;
+  if (x->random[id]) return x->random[id] == 2;
+  const char *op = weft_node_op(n);
+  bool r = g_str_has_prefix(op, "Random") || g_str_has_prefix(op, "StatelessRandom") ||
+           strstr(op, "TruncatedNormal") || strcmp(op, "Multinomial") == 0;
+  x->random[id] = r ? 2 : 1;
+  for (int k = 0; k < weft_node_num_inputs(n) && !r; k++)
+    r = is_random(x, weft_node_input(n, k).node);
+  x->random[id] = r ? 2 : 1;
+  return r;
 }
 
 /* The value of o in the bench's session, with the feeds fed (the caller unrefs it). */
@@ -351,8 +367,6 @@ static weft_status_t *emit_conv(exporter_t *x, weft_node_t *n, const char *out,
       if (strides[a] != 1 || dil[a] != 1 || same)
         st = refuse(n, "a convolution between SpaceToBatchND and BatchToSpaceND that is not "
                        "VALID, of stride 1 and undilated");
-    if (!st && spatial_axis(n) != 1)
-      st = refuse(n, "a convolution between SpaceToBatchND and BatchToSpaceND not channels last");
     memcpy(dil, dl->dilations, sizeof dil);
     memcpy(pads, dl->pads, sizeof pads);
   } else {
@@ -397,14 +411,18 @@ static weft_status_t *emit_dilated(exporter_t *x, weft_node_t *n, const char *ou
   if (!st) st = operand_ints(x, n, 1, &block2, &nb2);
   if (!st) st = operand_ints(x, s2b, 2, &paddings, &np);
   if (!st) st = operand_ints(x, n, 2, &crops, &nc);
-  if (!st && (nb != s || nb2 != s || np != 2 * s || nc != 2 * s ||
-              memcmp(block, block2, sizeof(int64_t) * (size_t)s) != 0))
+  /* Channels first, TensorFlow puts the channels among the blocked axes, with a block of 1. */
+  int off = spatial_axis(conv) == 2 ? 1 : 0;
+  if (!st && (nb != s + off || nb2 != nb || np != 2 * nb || nc != 2 * nb ||
+              memcmp(block, block2, sizeof(int64_t) * (size_t)nb) != 0 ||
+              (off && (block[0] != 1 || paddings[0] || paddings[1] || crops[0] || crops[1]))))
     st = refuse(n, "its block shape is not SpaceToBatchND's, or not one per spatial axis");
   dilated_t dl = {weft_node_input(s2b, 0), {1, 1, 1}, {0}};
   for (int a = 0; a < s && !st; a++) {
-    dl.dilations[a] = block[a];
-    dl.pads[a] = paddings[2 * a] - crops[2 * a];
-    dl.pads[a + s] = paddings[2 * a + 1] - crops[2 * a + 1];
+    int b = a + off;
+    dl.dilations[a] = block[b];
+    dl.pads[a] = paddings[2 * b] - crops[2 * b];
+    dl.pads[a + s] = paddings[2 * b + 1] - crops[2 * b + 1];
     if (dl.pads[a] < 0 || dl.pads[a + s] < 0) st = refuse(n, "crops beyond the paddings");
   }
   g_free(block);
@@ -538,7 +556,7 @@ static const char *const SAME_OPS[][2] = {
     {"Erf", "Erf"},       {"Pow", "Pow"},          {"Log", "Log"},
     {"Softplus", "Softplus"}, {"Softsign", "Softsign"}, {"Reciprocal", "Reciprocal"},
     {"Sin", "Sin"},       {"Cos", "Cos"},          {"Floor", "Floor"},
-    {"Ceil", "Ceil"},     {"Tan", "Tan"},
+    {"Ceil", "Ceil"},     {"Tan", "Tan"}, /* float32 only: emit_op */
     /* Comparisons (a bool output), for Select's condition. */
     {"Greater", "Greater"}, {"GreaterEqual", "GreaterOrEqual"}, {"Less", "Less"},
     {"LessEqual", "LessOrEqual"}, {"Equal", "Equal"},
@@ -702,6 +720,9 @@ static weft_status_t *emit_op(exporter_t *x, weft_node_t *n, const char *out) {
   int n_in = weft_node_num_inputs(n);
   if (weft_node_num_outputs(n) > 0 && !bench_onnx_elem_type(weft_node_output_dtype(n, 0)))
     return refuse(n, "its output is not float32, float64, float16, int32, int64 or bool");
+  /* ONNX Runtime implements Tan for float32 only (no float64 kernel). */
+  if (strcmp(op, "Tan") == 0 && weft_node_output_dtype(n, 0) != WEFT_DT_FLOAT)
+    return refuse(n, "Tan of float64 or float16 (ONNX Runtime's Tan is float32 only)");
   for (size_t k = 0; k < G_N_ELEMENTS(SAME_OPS); k++) {
     if (strcmp(op, SAME_OPS[k][0]) != 0) continue;
     char *in[2] = {NULL, NULL};
@@ -927,7 +948,11 @@ static weft_status_t *emit(exporter_t *x, weft_output_t o, char **onnx) {
     /* A constant of the step (a feed's shape is one too: Fill's dims from tf.shape(input)):
      * its value, as Weft computes it with the feeds fed. */
     weft_tensor_t *t = NULL;
-    st = evaluate(x, o, &t);
+    if (is_random(x, n))
+      st = refuse(n, "its value is drawn at random each step (a dropout's mask): no constant "
+                     "stands for it");
+    else
+      st = evaluate(x, o, &t);
     if (!st && !bench_onnx_elem_type(weft_tensor_dtype(t)))
       st = refuse(n, "a constant that is not float32, float64, float16, int32, int64 or bool "
                      "feeds a mapped op");
@@ -974,6 +999,7 @@ weft_status_t *bench_graph_to_onnx(const bench_graph_io_t *io, GBytes **model) {
   exporter_t x = {io, bench_onnx_new(), g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                                                g_free),
                   g_new0(guint8, weft_graph_num_nodes(io->graph)),
+                  g_new0(guint8, weft_graph_num_nodes(io->graph)),
                   g_new0(guint8, weft_graph_num_nodes(io->graph)), 0};
   weft_status_t *st = NULL;
   for (int k = 0; k < io->n_feeds && !st; k++) {
@@ -1006,5 +1032,6 @@ weft_status_t *bench_graph_to_onnx(const bench_graph_io_t *io, GBytes **model) {
   g_hash_table_destroy(x.names);
   g_free(x.feed_dep);
   g_free(x.value_dep);
+  g_free(x.random);
   return st;
 }
