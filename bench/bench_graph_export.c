@@ -720,9 +720,10 @@ static weft_status_t *emit_op(exporter_t *x, weft_node_t *n, const char *out) {
   int n_in = weft_node_num_inputs(n);
   if (weft_node_num_outputs(n) > 0 && !bench_onnx_elem_type(weft_node_output_dtype(n, 0)))
     return refuse(n, "its output is not float32, float64, float16, int32, int64 or bool");
-  /* ONNX Runtime implements Tan for float32 only (no float64 kernel). */
-  if (strcmp(op, "Tan") == 0 && weft_node_output_dtype(n, 0) != WEFT_DT_FLOAT)
-    return refuse(n, "Tan of float64 or float16 (ONNX Runtime's Tan is float32 only)");
+  /* ONNX Runtime implements these for float32 only (no float64 kernel). */
+  if ((strcmp(op, "Tan") == 0 || strcmp(op, "Softsign") == 0) &&
+      weft_node_output_dtype(n, 0) != WEFT_DT_FLOAT)
+    return refuse(n, "not float32 (ONNX Runtime's kernel of it is float32 only)");
   for (size_t k = 0; k < G_N_ELEMENTS(SAME_OPS); k++) {
     if (strcmp(op, SAME_OPS[k][0]) != 0) continue;
     char *in[2] = {NULL, NULL};
