@@ -233,6 +233,10 @@ double bench_peer_case_run(void *arg, weft_status_t **error); /* a bench_body_fn
  * otherwise a status naming the worst element. */
 weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected, int64_t n,
                                      double rtol, double atol);
+/* The same against a tensor of any dtype bench_onnx_elem_type maps, compared in that dtype (the
+ * peer's output must be of its ONNX element type). */
+weft_status_t *bench_peer_case_check_tensor(bench_peer_case_t *c, const weft_tensor_t *expected,
+                                            double rtol, double atol);
 void bench_peer_case_free(bench_peer_case_t *c);
 /* After the row's bench_add_row: checks the peer's output against Weft's `expected` and sets
  * the row's peer column (stats, or "failed: <worst element>"), or why it is empty; frees c and

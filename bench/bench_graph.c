@@ -414,15 +414,16 @@ static weft_status_t *saved_model_io(graph_run_t *g, const char *sig,
     for (int k = 0; k < n_in && !st; k++) {
       weft_saved_model_tensor_info_t info;
       st = weft_saved_model_signature_input(g->model, sig, k, &info);
-      if (!st && (info.dtype != WEFT_DT_FLOAT || info.rank < 0))
-        st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' (%s) is not float32 of a known "
-                             "rank: give its shape with --feed %s=SHAPE", info.key, info.name,
-                             info.name);
+      if (!st && (!is_floating(info.dtype) || info.rank < 0))
+        st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' (%s) is not floating-point (float32, "
+                             "float64, float16) of a known rank: give its shape with --feed "
+                             "%s=SHAPE", info.key, info.name, info.name);
       if (st) break;
       for (int d = 0; d < info.rank; d++)
         if (info.dims[d] < 0) info.dims[d] = opt->batch;
       g_ptr_array_add(names, g_strdup(info.name));
-      g_ptr_array_add(g->values, seeded_input(info.rank, info.dims, g->values->len));
+      g_ptr_array_add(g->values,
+                      seeded_input_of(info.dtype, info.rank, info.dims, g->values->len));
     }
   }
   char *fetch = NULL;

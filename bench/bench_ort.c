@@ -614,6 +614,12 @@ weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected
   return peer_check(c, WEFT_DT_FLOAT, expected, n, rtol, atol);
 }
 
+weft_status_t *bench_peer_case_check_tensor(bench_peer_case_t *c, const weft_tensor_t *expected,
+                                            double rtol, double atol) {
+  return peer_check(c, weft_tensor_dtype(expected), weft_tensor_data(expected),
+                    weft_tensor_num_elements(expected), rtol, atol);
+}
+
 void bench_peer_finish(bench_report_t *r, const bench_options_t *o, bench_peer_case_t *c,
                        char *why, const bench_stats_t *peer, const weft_tensor_t *expected,
                        double rtol, double atol) {

@@ -380,6 +380,34 @@ static void test_round_trip_built_more(void) {
   weft_graph_free(g);
 }
 
+/* An int32 feed (read as values: Cast, then arithmetic) is an int32 graph input of the export,
+ * fed the same integers on both sides. */
+static void test_int_feed(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t xd[2] = {2, 3}, d3[1] = {3};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_INT32, 2, xd, &st);
+  g_assert_null(st);
+  weft_op_builder_t *b = weft_op_new(g, "Cast", "cast");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_type(b, "SrcT", WEFT_DT_INT32);
+  weft_op_set_attr_type(b, "DstT", WEFT_DT_FLOAT);
+  weft_node_t *cast = NULL;
+  g_assert_null(weft_op_finish(b, &cast));
+  weft_output_t in[2] = {weft_out(cast, 0), float_const(g, "w", 1, d3)};
+  op2(g, "Mul", "out", in, 2, 0, NULL, 0, NULL, 0);
+  weft_tensor_t *input = weft_tensor_new(WEFT_DT_INT32, 2, xd), *want = NULL;
+  int32_t *p = weft_tensor_data(input);
+  for (int k = 0; k < 6; k++) p[k] = k * 3 % 7;
+  GBytes *model = NULL;
+  st = export_graph(g, "x:0", "out:0", input, &model, &want);
+  if (st) g_error("%s", weft_status_message(st));
+  check_export("int32 feed", model, "Cast Mul", input, want);
+  weft_tensor_unref(want);
+  weft_tensor_unref(input);
+  weft_graph_free(g);
+}
+
 static const graph_case_t CASES[] = {
     {"graphdef/mlp_5_5_1_frozen.pb", "x:0", 2, {4, 5}, "Identity:0", "Gemm", WEFT_DT_FLOAT},
     {"graphdef/fc_layers_frozen.pb", "X:0", 2, {3, 784}, "output:0", "Gemm Relu", WEFT_DT_FLOAT},
@@ -424,7 +452,8 @@ static const graph_case_t CASES[] = {
 
 /* Cases ONNX Runtime checks (when it is found: WEFT_ORT_LIB, else the bench's own search), as
  * conformance/onnx/'s importer maps neither 3-D Conv nor ConvTranspose: 3-D convolutions
- * (NDHWC between Transposes, dilated through SpaceToBatchND), 3-D transposed convolutions. */
+ * (NDHWC between Transposes, dilated through SpaceToBatchND), 3-D transposed convolutions; and a
+ * float64 LSTM, for the typed inputs and output on ONNX Runtime's side. */
 static const graph_case_t ORT_CASES[] = {
     {"dl4j/cnn3d_layers/channels_last_b2_k2_s1_VALID/frozen_model.pb", "in_0:0", 5,
      {2, 5, 5, 5, 2}, "conv3d/BiasAdd:0", "Conv Transpose", WEFT_DT_FLOAT},
@@ -438,6 +467,9 @@ static const graph_case_t ORT_CASES[] = {
      {1, 2, 3, 3, 3}, "conv3d_transpose:0", "ConvTranspose output_padding", WEFT_DT_FLOAT},
     {"dl4j/conv3d_transpose_nn/NDHWC_b1_k2_s2_d1_SAME/frozen_model.pb", "in_0:0", 5,
      {1, 2, 2, 2, 2}, "conv3d_transpose:0", "ConvTranspose", WEFT_DT_FLOAT},
+    /* float64 in and out: ONNX Runtime gets and gives doubles, compared as doubles. */
+    {"dl4j/lstm_mnist/frozen_model.pb", "input:0", 3, {2, 28, 28}, "output:0",
+     "Split Squeeze Gemm Sigmoid Softmax", WEFT_DT_DOUBLE},
 };
 
 /* The export of an ORT case run in ONNX Runtime against the TF graph's output in Weft. */
@@ -480,8 +512,7 @@ static void test_with_ort(gconstpointer data) {
                                               &input, out_name, &why);
   if (!pc) g_error("%s: %s", c->file, why);
   g_assert_cmpint(weft_tensor_num_elements(want), >, 0);
-  st = bench_peer_case_check(pc, weft_tensor_data(want), weft_tensor_num_elements(want), 1e-4,
-                             1e-5);
+  st = bench_peer_case_check_tensor(pc, want, 1e-4, 1e-5);
   if (st) g_error("%s: %s", c->file, weft_status_message(st));
   bench_peer_case_free(pc);
   bench_peer_close(peer);
@@ -558,6 +589,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/bench_graph/round_trip/built", test_round_trip_built);
   g_test_add_func("/bench_graph/round_trip/built_more", test_round_trip_built_more);
+  g_test_add_func("/bench_graph/round_trip/int_feed", test_int_feed);
   g_test_add_func("/bench_graph/refused", test_refused);
   return g_test_run();
 }
