@@ -181,6 +181,17 @@ typedef struct bench_onnx_ints { /* an INTS attribute, or (n = -1) the INT value
 bench_onnx_t *bench_onnx_new(void);
 void bench_onnx_input(bench_onnx_t *m, const char *name, int rank, const int64_t *dims);
 void bench_onnx_output(bench_onnx_t *m, const char *name, int rank, const int64_t *dims);
+/* ONNX's TensorProto element type of dtype (float32, float64, float16, int32, int64, bool); 0
+ * for the others. */
+int bench_onnx_elem_type(weft_dtype_t dtype);
+/* Graph inputs and outputs of another element type than float32. */
+void bench_onnx_input_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                            const int64_t *dims);
+void bench_onnx_output_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                             const int64_t *dims);
+/* A constant of dtype (bench_onnx_elem_type's), data copied. */
+void bench_onnx_initializer_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                                  const int64_t *dims, const void *data);
 /* A constant (ONNX Runtime may pre-pack it, as it does weights); data is copied. */
 void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
                             const float *data);
@@ -198,10 +209,15 @@ typedef struct bench_onnx_float { /* a FLOAT attribute */
 void bench_onnx_node_floats(bench_onnx_t *m, const char *op, const char *const *inputs,
                             const char *output, const bench_onnx_ints_t *attrs,
                             const bench_onnx_float_t *floats);
+/* The same with several outputs (NULL-terminated; the node is named after the first). */
+void bench_onnx_node_outputs(bench_onnx_t *m, const char *op, const char *const *inputs,
+                             const char *const *outputs, const bench_onnx_ints_t *attrs,
+                             const bench_onnx_float_t *floats);
 /* The ModelProto's bytes; frees m. */
 GBytes *bench_onnx_finish(bench_onnx_t *m);
 
-/* A peer session of one model with o->threads intra-op threads, fed `inputs` (float tensors;
+/* A peer session of one model with o->threads intra-op threads, fed `inputs` (tensors of the
+ * dtypes bench_onnx_elem_type maps;
  * the case keeps a reference and feeds their data without copying) under input_names, fetching
  * output_name. Takes model (unref). NULL when no peer is asked for or it is absent (*why: the
  * reason, or NULL when no peer was asked for) or the session failed (*why: "failed: ..."); g_free
@@ -217,6 +233,10 @@ double bench_peer_case_run(void *arg, weft_status_t **error); /* a bench_body_fn
  * otherwise a status naming the worst element. */
 weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected, int64_t n,
                                      double rtol, double atol);
+/* The same against a tensor of any dtype bench_onnx_elem_type maps, compared in that dtype (the
+ * peer's output must be of its ONNX element type). */
+weft_status_t *bench_peer_case_check_tensor(bench_peer_case_t *c, const weft_tensor_t *expected,
+                                            double rtol, double atol);
 void bench_peer_case_free(bench_peer_case_t *c);
 /* After the row's bench_add_row: checks the peer's output against Weft's `expected` and sets
  * the row's peer column (stats, or "failed: <worst element>"), or why it is empty; frees c and

@@ -50,6 +50,73 @@ static weft_tensor_t *seeded_input(int rank, const int64_t *dims, uint32_t seed)
   return t;
 }
 
+/* float32 to IEEE half bits, rounding to nearest even (the inputs are in [-1, 1)). */
+static uint16_t half_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+  int exp = (int)((u >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = u & 0x7fffff;
+  if (exp <= 0) { /* subnormal or zero */
+    if (exp < -10) return sign;
+    mant |= 0x800000;
+    int shift = 14 - exp;
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = (uint32_t)exp << 10 | mant >> 13, rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++;
+  return (uint16_t)(sign | half);
+}
+
+/* A feed of dtype: float32 as seeded_input; float64 and float16 the same values converted;
+ * int32 and int64 small non-negative integers (0..9) from the same sequence; bool its parity. */
+static weft_tensor_t *seeded_input_of(weft_dtype_t dtype, int rank, const int64_t *dims,
+                                      uint32_t seed) {
+  weft_tensor_t *f = seeded_input(rank, dims, seed);
+  if (dtype == WEFT_DT_FLOAT) return f;
+  weft_tensor_t *t = weft_tensor_new(dtype, rank, dims);
+  const float *src = weft_tensor_data(f);
+  void *dst = weft_tensor_data(t);
+  for (int64_t k = 0; k < weft_tensor_num_elements(t); k++) {
+    int small = (int)((src[k] + 1.0f) * 5.0f); /* 0..9 */
+    if (small > 9) small = 9;
+    switch (dtype) {
+      case WEFT_DT_DOUBLE: ((double *)dst)[k] = src[k]; break;
+      case WEFT_DT_HALF: ((uint16_t *)dst)[k] = half_bits(src[k]); break;
+      case WEFT_DT_INT32: ((int32_t *)dst)[k] = small; break;
+      case WEFT_DT_INT64: ((int64_t *)dst)[k] = small; break;
+      case WEFT_DT_BOOL: ((uint8_t *)dst)[k] = (uint8_t)(small & 1); break;
+      default: break;
+    }
+  }
+  weft_tensor_unref(f);
+  return t;
+}
+
+static bool is_floating(weft_dtype_t dt) {
+  return dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE || dt == WEFT_DT_HALF;
+}
+
+/* Ops that read an integer or bool input as values (arithmetic, comparisons, casts, joins), so
+ * that the bench's small non-negative integers are as good as any: an int feed read by anything
+ * else (a permutation, indices, a shape, a count) cannot be given values blindly. */
+static bool reads_ints_as_values(weft_node_t *m, int input) {
+  static const char *const ops[] = {
+      "Cast", "Identity", "Add", "AddV2", "Sub", "Mul", "Maximum", "Minimum", "Neg", "Abs",
+      "Square", "Sign", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+      "LogicalAnd", "LogicalOr", "LogicalNot", "FloorMod", "FloorDiv", "Select", "SelectV2",
+      "ZerosLike", "OnesLike", "StopGradient", "Snapshot"};
+  const char *op = weft_node_op(m);
+  if ((strcmp(op, "ConcatV2") == 0 || strcmp(op, "Pack") == 0) &&
+      input < weft_node_num_inputs(m) - (op[0] == 'C'))
+    return true;
+  for (size_t k = 0; k < G_N_ELEMENTS(ops); k++)
+    if (strcmp(op, ops[k]) == 0) return true;
+  return false;
+}
+
 /* "64,28,28,1" (or 64x28x28x1; "" for a scalar) into dims; false when it does not read. */
 static bool parse_shape(const char *text, int *rank, int64_t *dims) {
   *rank = 0;
@@ -75,13 +142,13 @@ static bool has_consumer(weft_graph_t *g, weft_node_t *n) {
   return false;
 }
 
-/* The last node (in import order) whose output 0 is float32 and read by nobody: a frozen
- * graph's prediction. */
+/* The last node (in import order) whose output 0 is floating-point (float32, float64, float16)
+ * and read by nobody: a frozen graph's prediction. */
 static weft_node_t *default_fetch(weft_graph_t *g) {
   for (int k = weft_graph_num_nodes(g) - 1; k >= 0; k--) {
     weft_node_t *n = weft_graph_node_at(g, k);
     const char *op = weft_node_op(n);
-    if (weft_node_num_outputs(n) == 0 || weft_node_output_dtype(n, 0) != WEFT_DT_FLOAT ||
+    if (weft_node_num_outputs(n) == 0 || !is_floating(weft_node_output_dtype(n, 0)) ||
         strcmp(op, "Const") == 0 || strcmp(op, "Placeholder") == 0 || has_consumer(g, n))
       continue;
     return n;
@@ -131,10 +198,10 @@ static bool is_frozen_shape_of(weft_node_t *s, weft_node_t *n) {
   return true;
 }
 
-/* A model's input frozen into the graph as a float32 Const (the dl4j corpus graphs hold their
- * test input so). */
+/* A model's input frozen into the graph as a floating-point Const (the dl4j corpus graphs hold
+ * their test input so). */
 static bool is_frozen_input(weft_graph_t *g, weft_node_t *n) {
-  return strcmp(weft_node_op(n), "Const") == 0 && weft_node_output_dtype(n, 0) == WEFT_DT_FLOAT &&
+  return strcmp(weft_node_op(n), "Const") == 0 && is_floating(weft_node_output_dtype(n, 0)) &&
          read_as_activation(g, n);
 }
 
@@ -196,11 +263,24 @@ static weft_status_t *add_feed(graph_run_t *g, const char *name, int rank, const
   } else {
     memcpy(dims, shape, sizeof(int64_t) * (size_t)rank);
   }
-  if (weft_node_output_dtype(o.node, o.index) != WEFT_DT_FLOAT)
-    return weft_status_new(WEFT_UNIMPLEMENTED, "feed '%s' is %s; the bench feeds float32 only",
-                           name, weft_dtype_name(weft_node_output_dtype(o.node, o.index)));
+  weft_dtype_t dt = weft_node_output_dtype(o.node, o.index);
+  if (!is_floating(dt) && dt != WEFT_DT_INT32 && dt != WEFT_DT_INT64 && dt != WEFT_DT_BOOL)
+    return weft_status_new(WEFT_UNIMPLEMENTED, "feed '%s' is %s; the bench feeds float32, "
+                           "float64, float16, int32, int64 and bool only", name,
+                           weft_dtype_name(dt));
+  for (int k = 0; k < weft_graph_num_nodes(g->graph) && !is_floating(dt); k++) {
+    weft_node_t *m = weft_graph_node_at(g->graph, k);
+    for (int i = 0; i < weft_node_num_inputs(m); i++) {
+      weft_output_t in = weft_node_input(m, i);
+      if (in.node != o.node || in.index != o.index || reads_ints_as_values(m, i)) continue;
+      return weft_status_new(WEFT_UNIMPLEMENTED, "feed '%s' is %s and %s node '%s' reads it as "
+                             "something other than values (indices, a permutation, a shape): "
+                             "the bench cannot choose them", name, weft_dtype_name(dt), weft_node_op(m),
+                             weft_node_name(m));
+    }
+  }
   g_array_append_val(g->feeds, o);
-  g_ptr_array_add(g->values, seeded_input(rank, dims, g->values->len));
+  g_ptr_array_add(g->values, seeded_input_of(dt, rank, dims, g->values->len));
   return NULL;
 }
 
@@ -228,7 +308,7 @@ static weft_status_t *unfreeze(graph_run_t *g, const char *path, GPtrArray *cons
     for (int d = 0; d < rank; d++)
       if (d == 0 || any_shape) dims[d] = -1;
     char *name = g_strdup_printf("%s_fed", weft_node_name(n));
-    weft_output_t o = weft_placeholder(graph, name, WEFT_DT_FLOAT, rank, dims, &st);
+    weft_output_t o = weft_placeholder(graph, name, weft_node_output_dtype(n, 0), rank, dims, &st);
     g_free(name);
     g_ptr_array_add(keys, g_strdup_printf("%s:0", weft_node_name(n)));
     g_array_append_val(values, o);
@@ -334,15 +414,16 @@ static weft_status_t *saved_model_io(graph_run_t *g, const char *sig,
     for (int k = 0; k < n_in && !st; k++) {
       weft_saved_model_tensor_info_t info;
       st = weft_saved_model_signature_input(g->model, sig, k, &info);
-      if (!st && (info.dtype != WEFT_DT_FLOAT || info.rank < 0))
-        st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' (%s) is not float32 of a known "
-                             "rank: give its shape with --feed %s=SHAPE", info.key, info.name,
-                             info.name);
+      if (!st && (!is_floating(info.dtype) || info.rank < 0))
+        st = weft_status_new(WEFT_UNIMPLEMENTED, "input '%s' (%s) is not floating-point (float32, "
+                             "float64, float16) of a known rank: give its shape with --feed "
+                             "%s=SHAPE", info.key, info.name, info.name);
       if (st) break;
       for (int d = 0; d < info.rank; d++)
         if (info.dims[d] < 0) info.dims[d] = opt->batch;
       g_ptr_array_add(names, g_strdup(info.name));
-      g_ptr_array_add(g->values, seeded_input(info.rank, info.dims, g->values->len));
+      g_ptr_array_add(g->values,
+                      seeded_input_of(info.dtype, info.rank, info.dims, g->values->len));
     }
   }
   char *fetch = NULL;
@@ -460,7 +541,7 @@ static weft_status_t *load(const bench_options_t *o, const bench_graph_options_t
     g->fetch.node = default_fetch(g->graph);
     if (!g->fetch.node)
       st = weft_status_new(WEFT_INVALID_ARGUMENT,
-                           "%s has no float32 output that nothing reads: name one with --fetch",
+                           "%s has no floating-point output that nothing reads: name one with --fetch",
                            opt->graph_path);
   }
   if (!st && g->own_graph) g->session = weft_session_new(g->graph, so, &st);

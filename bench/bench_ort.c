@@ -30,6 +30,7 @@ enum {
   ORT_SET_INTER_OP_NUM_THREADS = 25,
   ORT_CREATE_TENSOR_WITH_DATA = 49,
   ORT_GET_TENSOR_MUTABLE_DATA = 51,
+  ORT_GET_TENSOR_ELEMENT_TYPE = 60,
   ORT_GET_TENSOR_TYPE_AND_SHAPE = 65,
   ORT_GET_TENSOR_SHAPE_ELEMENT_COUNT = 64,
   ORT_CREATE_CPU_MEMORY_INFO = 69,
@@ -44,7 +45,20 @@ enum {
 };
 
 enum { ORT_LOGGING_LEVEL_ERROR = 3, ORT_ENABLE_ALL = 99, ORT_DEVICE_ALLOCATOR = 0,
-       ORT_MEM_TYPE_DEFAULT = 0, ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+       ORT_MEM_TYPE_DEFAULT = 0, ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_BOOL = 9,
+       ONNX_FLOAT16 = 10, ONNX_DOUBLE = 11 };
+
+int bench_onnx_elem_type(weft_dtype_t dtype) {
+  switch (dtype) {
+    case WEFT_DT_FLOAT: return ONNX_FLOAT;
+    case WEFT_DT_DOUBLE: return ONNX_DOUBLE;
+    case WEFT_DT_HALF: return ONNX_FLOAT16;
+    case WEFT_DT_INT32: return ONNX_INT32;
+    case WEFT_DT_INT64: return ONNX_INT64;
+    case WEFT_DT_BOOL: return ONNX_BOOL;
+    default: return 0;
+  }
+}
 
 typedef void *ort_status;
 typedef struct ort_api_base {
@@ -248,9 +262,9 @@ bench_onnx_t *bench_onnx_new(void) {
   return m;
 }
 
-/* A ValueInfoProto of a float tensor: name, TypeProto{tensor_type{elem_type, shape}}. */
-static void put_value_info(GByteArray *graph, int field, const char *name, int rank,
-                           const int64_t *dims) {
+/* A ValueInfoProto of a tensor: name, TypeProto{tensor_type{elem_type, shape}}. */
+static void put_value_info(GByteArray *graph, int field, const char *name, int elem_type,
+                           int rank, const int64_t *dims) {
   GByteArray *shape = g_byte_array_new();
   for (int k = 0; k < rank; k++) {
     GByteArray *dim = g_byte_array_new();
@@ -258,7 +272,7 @@ static void put_value_info(GByteArray *graph, int field, const char *name, int r
     put_message(shape, 1, dim);
   }
   GByteArray *tensor = g_byte_array_new();
-  put_int(tensor, 1, ONNX_FLOAT);
+  put_int(tensor, 1, elem_type);
   put_message(tensor, 2, shape);
   GByteArray *type = g_byte_array_new();
   put_message(type, 1, tensor);
@@ -269,11 +283,21 @@ static void put_value_info(GByteArray *graph, int field, const char *name, int r
 }
 
 void bench_onnx_input(bench_onnx_t *m, const char *name, int rank, const int64_t *dims) {
-  put_value_info(m->graph, 11, name, rank, dims);
+  put_value_info(m->graph, 11, name, ONNX_FLOAT, rank, dims);
 }
 
 void bench_onnx_output(bench_onnx_t *m, const char *name, int rank, const int64_t *dims) {
-  put_value_info(m->graph, 12, name, rank, dims);
+  put_value_info(m->graph, 12, name, ONNX_FLOAT, rank, dims);
+}
+
+void bench_onnx_input_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                            const int64_t *dims) {
+  put_value_info(m->graph, 11, name, bench_onnx_elem_type(dtype), rank, dims);
+}
+
+void bench_onnx_output_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                             const int64_t *dims) {
+  put_value_info(m->graph, 12, name, bench_onnx_elem_type(dtype), rank, dims);
 }
 
 static void put_initializer(bench_onnx_t *m, const char *name, int rank, const int64_t *dims,
@@ -296,6 +320,11 @@ void bench_onnx_initializer(bench_onnx_t *m, const char *name, int rank, const i
   put_initializer(m, name, rank, dims, ONNX_FLOAT, data, sizeof(float));
 }
 
+void bench_onnx_initializer_typed(bench_onnx_t *m, const char *name, weft_dtype_t dtype, int rank,
+                                  const int64_t *dims, const void *data) {
+  put_initializer(m, name, rank, dims, bench_onnx_elem_type(dtype), data, weft_dtype_size(dtype));
+}
+
 void bench_onnx_initializer_int64(bench_onnx_t *m, const char *name, int rank,
                                   const int64_t *dims, const int64_t *data) {
   put_initializer(m, name, rank, dims, ONNX_INT64, data, sizeof(int64_t));
@@ -309,10 +338,17 @@ void bench_onnx_node(bench_onnx_t *m, const char *op, const char *const *inputs,
 void bench_onnx_node_floats(bench_onnx_t *m, const char *op, const char *const *inputs,
                             const char *output, const bench_onnx_ints_t *attrs,
                             const bench_onnx_float_t *floats) {
+  bench_onnx_node_outputs(m, op, inputs, (const char *[]){output, NULL}, attrs, floats);
+}
+
+void bench_onnx_node_outputs(bench_onnx_t *m, const char *op, const char *const *inputs,
+                             const char *const *outputs, const bench_onnx_ints_t *attrs,
+                             const bench_onnx_float_t *floats) {
   GByteArray *node = g_byte_array_new();
+  /* An empty name is an omitted optional input. */
   for (const char *const *in = inputs; *in; in++) put_string(node, 1, *in);
-  put_string(node, 2, output);
-  put_string(node, 3, output);
+  for (const char *const *out = outputs; *out; out++) put_string(node, 2, *out);
+  put_string(node, 3, outputs[0]);
   put_string(node, 4, op);
   for (const bench_onnx_ints_t *a = attrs; a && a->name; a++) {
     GByteArray *attr = g_byte_array_new();
@@ -433,8 +469,10 @@ static bench_peer_case_t *peer_case_new(bench_peer_t *p, GBytes *model, int thre
                              ort_status(*)(const void *, void *, size_t, const int64_t *, size_t,
                                            int, void **))(
                           p->memory_info, weft_tensor_data(inputs[k]),
-                          (size_t)weft_tensor_num_elements(inputs[k]) * sizeof(float), dims,
-                          (size_t)rank, ONNX_FLOAT, &c->inputs[k]),
+                          (size_t)weft_tensor_num_elements(inputs[k]) *
+                              weft_dtype_size(weft_tensor_dtype(inputs[k])),
+                          dims, (size_t)rank, bench_onnx_elem_type(weft_tensor_dtype(inputs[k])),
+                          &c->inputs[k]),
                    "CreateTensorWithDataAsOrtValue");
   }
   if (st) {
@@ -493,8 +531,30 @@ double bench_peer_case_run(void *arg, weft_status_t **error) {
   return (bench_now() - t0) / c->repeat;
 }
 
-weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected, int64_t n,
-                                     double rtol, double atol) {
+/* IEEE half bits as a double. */
+static double half_value(uint16_t h) {
+  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = exp == 0 ? ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY)
+                                                      : ldexp(mant | 0x400, exp - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* Element k of data of dtype as a double (float32, float64, float16, int32, int64, bool). */
+static double element(const void *data, weft_dtype_t dtype, int64_t k) {
+  switch (dtype) {
+    case WEFT_DT_DOUBLE: return ((const double *)data)[k];
+    case WEFT_DT_HALF: return half_value(((const uint16_t *)data)[k]);
+    case WEFT_DT_INT32: return ((const int32_t *)data)[k];
+    case WEFT_DT_INT64: return (double)((const int64_t *)data)[k];
+    case WEFT_DT_BOOL: return ((const uint8_t *)data)[k] ? 1 : 0;
+    default: return ((const float *)data)[k];
+  }
+}
+
+/* The peer's latest output against expected[0..n) of dtype, compared in that dtype (read as
+ * doubles: exact for the integers, float64's own precision for float64). */
+static weft_status_t *peer_check(bench_peer_case_t *c, weft_dtype_t dtype, const void *expected,
+                                 int64_t n, double rtol, double atol) {
   bench_peer_t *p = c->peer;
   if (!c->last_output) {
     weft_status_t *st = NULL;
@@ -502,7 +562,8 @@ weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected
   }
   void *info = NULL;
   size_t count = 0;
-  float *got = NULL;
+  int elem = 0;
+  void *got = NULL;
   weft_status_t *st = ort_check(
       p, ORT_FN(p, ORT_GET_TENSOR_TYPE_AND_SHAPE, ort_status(*)(const void *, void **))(
              c->last_output, &info),
@@ -511,12 +572,19 @@ weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected
     st = ort_check(p, ORT_FN(p, ORT_GET_TENSOR_SHAPE_ELEMENT_COUNT,
                              ort_status(*)(const void *, size_t *))(info, &count),
                    "GetTensorShapeElementCount");
+  if (!st)
+    st = ort_check(p, ORT_FN(p, ORT_GET_TENSOR_ELEMENT_TYPE, ort_status(*)(const void *, int *))(
+                          info, &elem),
+                   "GetTensorElementType");
   if (info) ORT_FN(p, ORT_RELEASE_TENSOR_TYPE_AND_SHAPE_INFO, void (*)(void *))(info);
   if (!st)
     st = ort_check(p, ORT_FN(p, ORT_GET_TENSOR_MUTABLE_DATA, ort_status(*)(void *, void **))(
-                          c->last_output, (void **)&got),
+                          c->last_output, &got),
                    "GetTensorMutableData");
   if (st) return st;
+  if (elem != bench_onnx_elem_type(dtype))
+    return weft_status_new(WEFT_INTERNAL, "peer output is of ONNX element type %d, Weft's %s",
+                           elem, weft_dtype_name(dtype));
   if ((int64_t)count != n)
     return weft_status_new(WEFT_INTERNAL, "peer output has %zu elements, Weft's %" G_GINT64_FORMAT,
                            count, n);
@@ -524,10 +592,11 @@ weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected
   int64_t worst = -1;
   double worst_excess = 1.0;
   for (int64_t k = 0; k < n; k++) {
-    double diff = fabs((double)got[k] - (double)expected[k]);
-    double allowed = atol + rtol * fabs((double)expected[k]);
+    double g = element(got, dtype, k), e = element(expected, dtype, k);
+    double diff = fabs(g - e);
+    double allowed = atol + rtol * fabs(e);
     double excess = isnan(diff) ? INFINITY : diff / allowed;
-    if (isnan(got[k]) && isnan(expected[k])) excess = 0;
+    if (isnan(g) && isnan(e)) excess = 0;
     if (excess > worst_excess) {
       worst_excess = excess;
       worst = k;
@@ -536,17 +605,28 @@ weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected
   if (worst < 0) return NULL;
   return weft_status_new(WEFT_INTERNAL,
                          "output differs at element %" G_GINT64_FORMAT ": peer %.9g, Weft %.9g "
-                         "(allowed %.3g + %.3g relative)", worst, (double)got[worst],
-                         (double)expected[worst], atol, rtol);
+                         "(allowed %.3g + %.3g relative)", worst, element(got, dtype, worst),
+                         element(expected, dtype, worst), atol, rtol);
+}
+
+weft_status_t *bench_peer_case_check(bench_peer_case_t *c, const float *expected, int64_t n,
+                                     double rtol, double atol) {
+  return peer_check(c, WEFT_DT_FLOAT, expected, n, rtol, atol);
+}
+
+weft_status_t *bench_peer_case_check_tensor(bench_peer_case_t *c, const weft_tensor_t *expected,
+                                            double rtol, double atol) {
+  return peer_check(c, weft_tensor_dtype(expected), weft_tensor_data(expected),
+                    weft_tensor_num_elements(expected), rtol, atol);
 }
 
 void bench_peer_finish(bench_report_t *r, const bench_options_t *o, bench_peer_case_t *c,
                        char *why, const bench_stats_t *peer, const weft_tensor_t *expected,
                        double rtol, double atol) {
   if (c) {
-    weft_status_t *st = expected ? bench_peer_case_check(c, weft_tensor_data(expected),
-                                                         weft_tensor_num_elements(expected), rtol,
-                                                         atol)
+    weft_status_t *st = expected ? peer_check(c, weft_tensor_dtype(expected),
+                                              weft_tensor_data(expected),
+                                              weft_tensor_num_elements(expected), rtol, atol)
                                  : weft_status_new(WEFT_INTERNAL, "no Weft output to compare");
     if (st) {
       char *failed = g_strdup_printf("failed: %s", weft_status_message(st));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times the TensorFlow corpus's conv nets, pools and MLPs beside ONNX Runtime (`weft bench --graph
+# Times the TensorFlow corpus's conv nets (2-D and 3-D), pools, MLPs and LSTMs beside ONNX Runtime (`weft bench --graph
 # ... --peer ort`, docs/performance.md) at batch 1 and 64, one and two threads, and prints a
 # Markdown table: per row the medians over the runs of Weft's and the peer's ms per step, and of
 # their ratio (Weft / ONNX Runtime, > 1: the peer is faster), with the ratios' spread.
@@ -32,11 +32,18 @@ if [ ${#models[@]} -eq 0 ]; then
   fi
   shopt -s nullglob
   for d in cnn1d_layers cnn1d_nn cnn2d_layers cnn2d_nn sepconv1d_layers sepconv2d_layers \
-           max_pooling1d avg_pooling1d conv2d_transpose; do
+           max_pooling1d avg_pooling1d conv2d_transpose cnn3d_layers max_pooling3d avg_pooling3d \
+           conv3d_transpose_layers conv3d_transpose_nn Conv3DBackpropInputV2 lrn leaky_relu; do
     models+=("$corpus"/tf/dl4j/$d/*/frozen_model.pb)
   done
-  # (ae_00 and g_07, MLPs too, take float64 and int32 feeds: the bench feeds float32 only.)
-  models+=("$corpus"/tf/dl4j/mnist_00/frozen_model.pb)
+  # MLPs and LSTMs (ae_00, lstm_mnist and primitive_lstm are float64; g_07's int32 feed is a
+  # permutation, which the bench refuses to invent), and the unrolled (static) RNN cells.
+  for d in mnist_00 ae_00 lstm_mnist primitive_lstm; do
+    models+=("$corpus"/tf/dl4j/$d/frozen_model.pb)
+  done
+  models+=("$corpus"/tf/dl4j/rnn/{basiclstmcell,basicrnncell,srucell}/static_*/frozen_model.pb)
+  models+=("$corpus"/tf/dl4j/rnn/bstack/sta_*/frozen_model.pb)
+  models+=("$corpus"/tf/dl4j/rnn/lstmcell/static_batch1_*/frozen_model.pb)
   models+=("$corpus"/tf/graphdef/{fc_layers_frozen,mlp_5_5_1_frozen,regression_frozen}.pb)
 fi
 

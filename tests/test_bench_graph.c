@@ -37,6 +37,23 @@ static weft_tensor_t *input_tensor(int rank, const int64_t *dims) {
   return t;
 }
 
+/* The same values as float64 (dtype WEFT_DT_DOUBLE), else float32. */
+static weft_tensor_t *input_of(weft_dtype_t dtype, int rank, const int64_t *dims) {
+  weft_tensor_t *f = input_tensor(rank, dims);
+  if (dtype != WEFT_DT_DOUBLE) return f;
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_DOUBLE, rank, dims);
+  double *p = weft_tensor_data(t);
+  const float *src = weft_tensor_data(f);
+  for (int64_t k = 0; k < weft_tensor_num_elements(t); k++) p[k] = src[k];
+  weft_tensor_unref(f);
+  return t;
+}
+
+static double value_at(const weft_tensor_t *t, int64_t k) {
+  return weft_tensor_dtype(t) == WEFT_DT_DOUBLE ? ((const double *)weft_tensor_data(t))[k]
+                                                : ((const float *)weft_tensor_data(t))[k];
+}
+
 /* The ONNX model's output for `input` (fed under the model's only input), through Weft's ONNX
  * importer on the CPU. */
 static weft_tensor_t *run_onnx(GBytes *model, weft_tensor_t *input) {
@@ -59,7 +76,7 @@ static weft_tensor_t *run_onnx(GBytes *model, weft_tensor_t *input) {
                                    (GDestroyNotify)weft_tensor_unref);
   x.feed_names = g_ptr_array_new_with_free_func(g_free);
   x.feed_tensors = g_ptr_array_new();
-  weft_output_t in = weft_placeholder(x.graph, "onnx_input", WEFT_DT_FLOAT,
+  weft_output_t in = weft_placeholder(x.graph, "onnx_input", weft_tensor_dtype(input),
                                       weft_tensor_rank(input), weft_tensor_dims(input), &st);
   g_assert_null(st);
   cf_onnx_bind(&x, g->input[0]->name, in);
@@ -92,9 +109,10 @@ typedef struct graph_case {
   const char *file;  /* below corpus/tf */
   const char *feed;  /* a Placeholder, or the Const the graph froze its input into */
   int rank;
-  int64_t dims[4];
+  int64_t dims[5];
   const char *fetch;
   const char *ops;   /* ONNX ops the export must hold (the mapping under test) */
+  weft_dtype_t dtype; /* of the feed: float32 unless WEFT_DT_DOUBLE */
 } graph_case_t;
 
 /* Graph `graph` fed `input` at `feed`, and its export: the status of the export; on success
@@ -143,12 +161,13 @@ static void check_export(const char *what, GBytes *model, const char *ops, weft_
   g_strfreev(names);
   weft_tensor_t *got = run_onnx(model, input);
   g_assert_cmpint(weft_tensor_rank(got), ==, weft_tensor_rank(want));
+  g_assert_cmpint(weft_tensor_dtype(got), ==, weft_tensor_dtype(want));
   for (int d = 0; d < weft_tensor_rank(want); d++)
     g_assert_cmpint(weft_tensor_dims(got)[d], ==, weft_tensor_dims(want)[d]);
-  const float *g = weft_tensor_data(got), *w = weft_tensor_data(want);
   double worst = 0;
   for (int64_t k = 0; k < weft_tensor_num_elements(want); k++) {
-    double excess = fabs((double)g[k] - w[k]) / (1e-5 + 1e-4 * fabs((double)w[k]));
+    double g = value_at(got, k), w = value_at(want, k);
+    double excess = fabs(g - w) / (1e-5 + 1e-4 * fabs(w));
     if (!(excess <= worst)) worst = excess;
   }
   if (!(worst <= 1.0)) g_error("%s: outputs differ (%.3g times the tolerance)", what, worst);
@@ -161,7 +180,7 @@ static void test_round_trip(gconstpointer data) {
   const graph_case_t *c = data;
   char *path = corpus_path(c->file);
   if (!path) return;
-  weft_tensor_t *input = input_tensor(c->rank, c->dims), *want = NULL;
+  weft_tensor_t *input = input_of(c->dtype, c->rank, c->dims), *want = NULL;
   GBytes *model = NULL;
   weft_status_t *st = export_case(c, path, &model, &want, input);
   if (st) g_error("%s: %s", c->file, weft_status_message(st));
@@ -287,32 +306,227 @@ static void test_round_trip_built(void) {
   weft_graph_free(g);
 }
 
+/* A node of `type` over inputs `in` (a list first when `list` > 0: Pack's values) with an int
+ * attr (name NULL: none). */
+static weft_node_t *op2(weft_graph_t *g, const char *type, const char *name,
+                        const weft_output_t *in, int n_in, int list, const char *int_attr,
+                        int64_t v, const char *int_attr2, int64_t v2) {
+  weft_op_builder_t *b = weft_op_new(g, type, name);
+  if (list > 0) weft_op_add_input_list(b, in, list);
+  for (int k = list; k < n_in; k++) weft_op_add_input(b, in[k]);
+  if (int_attr) weft_op_set_attr_int(b, int_attr, v);
+  if (int_attr2) weft_op_set_attr_int(b, int_attr2, v2);
+  weft_node_t *node = NULL;
+  weft_status_t *st = weft_op_finish(b, &node);
+  if (st) g_error("%s: %s", name, weft_status_message(st));
+  return node;
+}
+
+/* SquaredDifference, Sum, Max, Min, Prod (keep_dims), Pack, StridedSlice (begin and end masks,
+ * a stride of 2, shrink_axis_mask), SplitV (a -1 size, its second output), Greater, SelectV2,
+ * Tan and Slice (a -1 size) in one graph, exported and imported back. */
+static void test_round_trip_built_more(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t xd[4] = {2, 4, 4, 3}, d1[1] = {1}, d3[1] = {3}, d4[1] = {4}, d2[1] = {2}, d0[1] = {0};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_FLOAT, 4, xd, &st);
+  g_assert_null(st);
+  static const int32_t ax1[1] = {1}, ax2[1] = {2}, axm1[1] = {-1},
+                       begin[4] = {0, 1, 0, 0}, end[4] = {2, 3, 4, 1}, strides[4] = {1, 1, 2, 1},
+                       sizes[2] = {1, -1}, sb[4] = {0, 0, 0, 0}, ssz[4] = {-1, 1, -1, -1};
+  weft_output_t in[4];
+  in[0] = x, in[1] = float_const(g, "c", 1, d3);
+  weft_output_t sd = weft_out(op2(g, "SquaredDifference", "sd", in, 2, 0, NULL, 0, NULL, 0), 0);
+  in[0] = sd, in[1] = ints_const(g, "ax1", 1, d1, ax1);
+  weft_output_t sum = weft_out(op2(g, "Sum", "sum", in, 2, 0, NULL, 0, NULL, 0), 0); /* 2x4x3 */
+  in[0] = x, in[1] = ints_const(g, "ax2", 1, d1, ax2);
+  weft_output_t mx = weft_out(op2(g, "Max", "max", in, 2, 0, NULL, 0, NULL, 0), 0);
+  weft_output_t mn = weft_out(op2(g, "Min", "min", in, 2, 0, NULL, 0, NULL, 0), 0);
+  in[0] = sum, in[1] = mx, in[2] = mn;
+  weft_output_t pack = weft_out(op2(g, "Pack", "pack", in, 3, 3, "axis", 1, NULL, 0), 0);
+  /* pack: 2x3x4x3; [:2, 1:3, ::2, 0] -> 2x2x2; its last axis split 1 + 1; [:, :1, :] */
+  in[0] = pack, in[1] = ints_const(g, "begin", 1, d4, begin),
+  in[2] = ints_const(g, "end", 1, d4, end), in[3] = ints_const(g, "strides", 1, d4, strides);
+  weft_output_t ss = weft_out(op2(g, "StridedSlice", "ss", in, 4, 0, "begin_mask", 1 | 4,
+                                  "shrink_axis_mask", 8), 0);
+  in[0] = ss, in[1] = ints_const(g, "sizes", 1, d2, sizes), in[2] = ints_const(g, "axm1", 0, d0,
+                                                                                 axm1);
+  weft_node_t *sv = op2(g, "SplitV", "splitv", in, 3, 0, "num_split", 2, NULL, 0);
+  weft_output_t part = weft_out(sv, 1); /* 2x2x1 */
+  in[0] = part, in[1] = float_const(g, "zero", 0, d0);
+  weft_output_t gt = weft_out(op2(g, "Greater", "gt", in, 2, 0, NULL, 0, NULL, 0), 0);
+  in[0] = part;
+  weft_output_t tan = weft_out(op2(g, "Tan", "tan", in, 1, 0, NULL, 0, NULL, 0), 0);
+  in[0] = gt, in[1] = part, in[2] = tan;
+  weft_output_t sel = weft_out(op2(g, "SelectV2", "sel", in, 3, 0, NULL, 0, NULL, 0), 0);
+  in[0] = sel, in[1] = ints_const(g, "sb", 1, d3, sb), in[2] = ints_const(g, "ssz", 1, d3, ssz);
+  weft_output_t sl = weft_out(op2(g, "Slice", "slice", in, 3, 0, NULL, 0, NULL, 0), 0);
+  in[0] = sl, in[1] = ints_const(g, "axlast", 1, d1, (const int32_t[]){2});
+  weft_op_builder_t *b = weft_op_new(g, "Prod", "out");
+  weft_op_add_input(b, in[0]);
+  weft_op_add_input(b, in[1]);
+  weft_op_set_attr_bool(b, "keep_dims", true);
+  g_assert_null(weft_op_finish(b, NULL));
+  weft_tensor_t *input = input_tensor(4, xd), *want = NULL;
+  GBytes *model = NULL;
+  st = export_graph(g, "x:0", "out:0", input, &model, &want);
+  if (st) g_error("%s", weft_status_message(st));
+  g_assert_cmpint(weft_tensor_num_elements(want), ==, 2);
+  check_export("built graph 2", model,
+               "Sub Mul ReduceSum ReduceMax ReduceMin Unsqueeze Concat Slice Squeeze Split "
+               "Greater Where Tan ReduceProd", input, want);
+  weft_tensor_unref(want);
+  weft_tensor_unref(input);
+  weft_graph_free(g);
+}
+
+/* An int32 feed (read as values: Cast, then arithmetic) is an int32 graph input of the export,
+ * fed the same integers on both sides. */
+static void test_int_feed(void) {
+  weft_graph_t *g = weft_graph_new();
+  weft_status_t *st = NULL;
+  int64_t xd[2] = {2, 3}, d3[1] = {3};
+  weft_output_t x = weft_placeholder(g, "x", WEFT_DT_INT32, 2, xd, &st);
+  g_assert_null(st);
+  weft_op_builder_t *b = weft_op_new(g, "Cast", "cast");
+  weft_op_add_input(b, x);
+  weft_op_set_attr_type(b, "SrcT", WEFT_DT_INT32);
+  weft_op_set_attr_type(b, "DstT", WEFT_DT_FLOAT);
+  weft_node_t *cast = NULL;
+  g_assert_null(weft_op_finish(b, &cast));
+  weft_output_t in[2] = {weft_out(cast, 0), float_const(g, "w", 1, d3)};
+  op2(g, "Mul", "out", in, 2, 0, NULL, 0, NULL, 0);
+  weft_tensor_t *input = weft_tensor_new(WEFT_DT_INT32, 2, xd), *want = NULL;
+  int32_t *p = weft_tensor_data(input);
+  for (int k = 0; k < 6; k++) p[k] = k * 3 % 7;
+  GBytes *model = NULL;
+  st = export_graph(g, "x:0", "out:0", input, &model, &want);
+  if (st) g_error("%s", weft_status_message(st));
+  check_export("int32 feed", model, "Cast Mul", input, want);
+  weft_tensor_unref(want);
+  weft_tensor_unref(input);
+  weft_graph_free(g);
+}
+
 static const graph_case_t CASES[] = {
-    {"graphdef/mlp_5_5_1_frozen.pb", "x:0", 2, {4, 5}, "Identity:0", "Gemm"},
-    {"graphdef/fc_layers_frozen.pb", "X:0", 2, {3, 784}, "output:0", "Gemm Relu"},
-    {"dl4j/mnist_00/frozen_model.pb", "input:0", 2, {2, 784}, "output:0", "Gemm Softmax"},
+    {"graphdef/mlp_5_5_1_frozen.pb", "x:0", 2, {4, 5}, "Identity:0", "Gemm", WEFT_DT_FLOAT},
+    {"graphdef/fc_layers_frozen.pb", "X:0", 2, {3, 784}, "output:0", "Gemm Relu", WEFT_DT_FLOAT},
+    {"dl4j/mnist_00/frozen_model.pb", "input:0", 2, {2, 784}, "output:0", "Gemm Softmax", WEFT_DT_FLOAT},
     {"dl4j/cnn2d_layers/channels_last_b1_k2_s1_d1_SAME_relu6/frozen_model.pb", "in_0:0", 4,
-     {1, 5, 5, 2}, "conv2d/Relu6:0", "Transpose Conv Clip"},
+     {1, 5, 5, 2}, "conv2d/Relu6:0", "Transpose Conv Clip", WEFT_DT_FLOAT},
     {"dl4j/cnn2d_layers/channels_first_b1_k2_s1_d1_SAME/frozen_model.pb", "in_0:0", 4,
-     {1, 2, 5, 5}, "conv2d/BiasAdd:0", "Conv Reshape"},
+     {1, 2, 5, 5}, "conv2d/BiasAdd:0", "Conv Reshape", WEFT_DT_FLOAT},
     {"dl4j/cnn2d_layers/channels_last_b1_k2_s2_SAME/frozen_model.pb", "in_0:0", 4,
-     {1, 5, 5, 2}, "conv2d/BiasAdd:0", "Conv"},
+     {1, 5, 5, 2}, "conv2d/BiasAdd:0", "Conv", WEFT_DT_FLOAT},
     {"dl4j/sepconv2d_layers/channels_last_b2_k2_s1_d1_SAME_dm2/frozen_model.pb", "in_0:0", 4,
-     {2, 5, 5, 2}, "separable_conv2d/BiasAdd:0", "Conv group"},
+     {2, 5, 5, 2}, "separable_conv2d/BiasAdd:0", "Conv group", WEFT_DT_FLOAT},
     {"dl4j/batchnorm/rank4_nhwc_batch3_sz5_fused_m50_e01/frozen_model.pb", "in_0:0", 4,
-     {3, 5, 5, 3}, "batch_normalization/FusedBatchNorm:0", "BatchNormalization epsilon"},
+     {3, 5, 5, 3}, "batch_normalization/FusedBatchNorm:0", "BatchNormalization epsilon", WEFT_DT_FLOAT},
     {"dl4j/max_pooling1d/channels_last_b1_k2_s2_SAME/frozen_model.pb", "in_0:0", 3, {1, 5, 2},
-     "max_pooling1d/Squeeze:0", "Unsqueeze MaxPool Squeeze"},
+     "max_pooling1d/Squeeze:0", "Unsqueeze MaxPool Squeeze", WEFT_DT_FLOAT},
     {"dl4j/avg_pooling1d/channels_first_b2_k2_s1_VALID/frozen_model.pb", "in_0:0", 3,
-     {2, 2, 5}, "average_pooling1d/Squeeze:0", "AveragePool"},
+     {2, 2, 5}, "average_pooling1d/Squeeze:0", "AveragePool", WEFT_DT_FLOAT},
     {"dl4j/cnn1d_nn/ncw_b1_k2_s2_SAME/frozen_model.pb", "in_0:0", 3, {1, 2, 5},
-     "conv1d/Squeeze:0", "Conv"},
+     "conv1d/Squeeze:0", "Conv", WEFT_DT_FLOAT},
+    /* Issue 22's second round: LeakyRelu, LRN, 3-D pools, float64 MLPs and LSTMs (Split,
+     * Unpack, StridedSlice, Fill of a feed's shape folded), a dilated 2-D convolution. */
+    {"dl4j/leaky_relu/rank4_a05/frozen_model.pb", "in_0:0", 2, {4, 5}, "LeakyRelu:0",
+     "LeakyRelu alpha", WEFT_DT_FLOAT},
+    {"dl4j/lrn/dr5_b1_a1_b05/frozen_model.pb", "in_0:0", 4, {2, 4, 4, 8}, "LRN:0",
+     "Transpose LRN size beta bias", WEFT_DT_FLOAT},
+    {"dl4j/max_pooling3d/channels_last_b1_k2_s2_SAME/frozen_model.pb", "in_0:0", 5,
+     {1, 5, 5, 5, 2}, "max_pooling3d/MaxPool3D:0", "MaxPool", WEFT_DT_FLOAT},
+    {"dl4j/avg_pooling3d/channels_first_b2_k2_s1_VALID/frozen_model.pb", "in_0:0", 5,
+     {2, 2, 5, 5, 5}, "average_pooling3d/transpose_1:0", "AveragePool", WEFT_DT_FLOAT},
+    {"dl4j/avg_pooling3d/channels_last_b1_k2_s1_SAME/frozen_model.pb", "in_0:0", 5,
+     {1, 5, 5, 5, 2}, "average_pooling3d/AvgPool3D:0", "AveragePool", WEFT_DT_FLOAT},
+    {"dl4j/ae_00/frozen_model.pb", "input:0", 2, {3, 4}, "output:0", "Gemm Tanh",
+     WEFT_DT_DOUBLE},
+    {"dl4j/lstm_mnist/frozen_model.pb", "input:0", 3, {2, 28, 28}, "output:0",
+     "Split Squeeze Gemm Sigmoid Softmax", WEFT_DT_DOUBLE},
+    {"dl4j/primitive_lstm/frozen_model.pb", "input:0", 3, {2, 2, 6}, "output:0",
+     "Split Squeeze Gemm", WEFT_DT_DOUBLE},
+    {"dl4j/cnn2d_layers/channels_last_b1_k2_s1_d2_SAME/frozen_model.pb", "in_0:0", 4,
+     {1, 5, 5, 2}, "conv2d/BiasAdd:0", "Conv dilations", WEFT_DT_FLOAT},
 };
+
+/* Cases ONNX Runtime checks (when it is found: WEFT_ORT_LIB, else the bench's own search), as
+ * conformance/onnx/'s importer maps neither 3-D Conv nor ConvTranspose: 3-D convolutions
+ * (NDHWC between Transposes, dilated through SpaceToBatchND), 3-D transposed convolutions; and a
+ * float64 LSTM, for the typed inputs and output on ONNX Runtime's side. */
+static const graph_case_t ORT_CASES[] = {
+    {"dl4j/cnn3d_layers/channels_last_b2_k2_s1_VALID/frozen_model.pb", "in_0:0", 5,
+     {2, 5, 5, 5, 2}, "conv3d/BiasAdd:0", "Conv Transpose", WEFT_DT_FLOAT},
+    {"dl4j/cnn3d_layers/channels_last_b1_k222_s111_d212_SAME/frozen_model.pb", "in_0:0", 5,
+     {1, 5, 5, 5, 2}, "conv3d/BiasAdd:0", "Conv dilations", WEFT_DT_FLOAT},
+    {"dl4j/cnn3d_layers/channels_last_b1_k2_s1_d2_SAME/frozen_model.pb", "in_0:0", 5,
+     {1, 5, 5, 5, 2}, "conv3d/BiasAdd:0", "Conv dilations", WEFT_DT_FLOAT},
+    {"dl4j/conv3d_transpose_layers/NDHWC_b1_k2_s1_SAME_elu/frozen_model.pb", "in_0:0", 5,
+     {1, 5, 5, 5, 2}, "conv3d_transpose/Elu:0", "ConvTranspose Elu", WEFT_DT_FLOAT},
+    {"dl4j/conv3d_transpose_nn/NCDHW_b1_k2_s2_d1_SAME_out6/frozen_model.pb", "in_0:0", 5,
+     {1, 2, 3, 3, 3}, "conv3d_transpose:0", "ConvTranspose output_padding", WEFT_DT_FLOAT},
+    {"dl4j/conv3d_transpose_nn/NDHWC_b1_k2_s2_d1_SAME/frozen_model.pb", "in_0:0", 5,
+     {1, 2, 2, 2, 2}, "conv3d_transpose:0", "ConvTranspose", WEFT_DT_FLOAT},
+    /* float64 in and out: ONNX Runtime gets and gives doubles, compared as doubles. */
+    {"dl4j/lstm_mnist/frozen_model.pb", "input:0", 3, {2, 28, 28}, "output:0",
+     "Split Squeeze Gemm Sigmoid Softmax", WEFT_DT_DOUBLE},
+};
+
+/* The export of an ORT case run in ONNX Runtime against the TF graph's output in Weft. */
+static void test_with_ort(gconstpointer data) {
+  const graph_case_t *c = data;
+  char *path = corpus_path(c->file);
+  if (!path) return;
+  char *why = NULL;
+  bench_peer_t *peer = bench_peer_open(NULL, &why);
+  if (!peer) {
+    char *skip = g_strdup_printf("ONNX Runtime not found (set WEFT_ORT_LIB): %s", why);
+    g_test_skip(skip);
+    g_free(skip);
+    g_free(why);
+    g_free(path);
+    return;
+  }
+  weft_tensor_t *input = input_of(c->dtype, c->rank, c->dims), *want = NULL;
+  GBytes *model = NULL;
+  weft_status_t *st = export_case(c, path, &model, &want, input);
+  if (st) g_error("%s: %s", c->file, weft_status_message(st));
+  gsize len = 0;
+  const char *bytes = g_bytes_get_data(model, &len);
+  char **names = g_strsplit(c->ops, " ", -1);
+  for (char **o = names; *o; o++) {
+    bool found = false;
+    for (gsize k = 0; k + strlen(*o) <= len && !found; k++)
+      found = memcmp(bytes + k, *o, strlen(*o)) == 0;
+    if (!found) g_error("%s: the export has no %s", c->file, *o);
+  }
+  g_strfreev(names);
+  bench_options_t o = {0};
+  o.threads = 1;
+  o.peer = peer;
+  o.peer_name = "ort";
+  char *in_name = g_strndup(c->feed, strcspn(c->feed, ":")),
+       *out_name = g_str_has_suffix(c->fetch, ":0") ? g_strndup(c->fetch, strlen(c->fetch) - 2)
+                                                    : g_strdup(c->fetch);
+  bench_peer_case_t *pc = bench_peer_row_case(&o, model, 1, (const char *const *)&in_name,
+                                              &input, out_name, &why);
+  if (!pc) g_error("%s: %s", c->file, why);
+  g_assert_cmpint(weft_tensor_num_elements(want), >, 0);
+  st = bench_peer_case_check_tensor(pc, want, 1e-4, 1e-5);
+  if (st) g_error("%s: %s", c->file, weft_status_message(st));
+  bench_peer_case_free(pc);
+  bench_peer_close(peer);
+  g_free(in_name);
+  g_free(out_name);
+  weft_tensor_unref(want);
+  weft_tensor_unref(input);
+  g_free(path);
+}
 
 /* What the exporter does not map is refused naming the op and the node. */
 static void test_refused(void) {
   graph_case_t c = {"dl4j/fused_batch_norm/float32_nhwc/frozen_model.pb", "in_0:0", 4,
-                    {1, 2, 3, 4}, "FusedBatchNormV3:0", ""};
+                    {1, 2, 3, 4}, "FusedBatchNormV3:0", "", WEFT_DT_FLOAT};
   char *path = corpus_path(c.file);
   if (!path) return;
   weft_tensor_t *input = input_tensor(c.rank, c.dims), *want = NULL;
@@ -366,7 +580,16 @@ int main(int argc, char **argv) {
     g_free(name);
     g_free(dir);
   }
+  for (size_t k = 0; k < G_N_ELEMENTS(ORT_CASES); k++) {
+    char *dir = g_path_get_dirname(ORT_CASES[k].file);
+    char *name = g_strdup_printf("/bench_graph/ort/%s", dir);
+    g_test_add_data_func(name, &ORT_CASES[k], test_with_ort);
+    g_free(name);
+    g_free(dir);
+  }
   g_test_add_func("/bench_graph/round_trip/built", test_round_trip_built);
+  g_test_add_func("/bench_graph/round_trip/built_more", test_round_trip_built_more);
+  g_test_add_func("/bench_graph/round_trip/int_feed", test_int_feed);
   g_test_add_func("/bench_graph/refused", test_refused);
   return g_test_run();
 }
