@@ -393,6 +393,7 @@ extern const cf_suite_t cf_suites_bits[]; /* cases_bits.c */
 extern const cf_suite_t cf_suites_special[]; /* cases_special.c: Zeta, Erfinv, Xlogy, ... */
 extern const cf_suite_t cf_suites_nn_extra[]; /* cases_nn_extra.c */
 extern const cf_suite_t cf_suites_candidate[]; /* cases_candidate.c */
+extern const cf_suite_t cf_suites_stateless[]; /* cases_stateless.c: the Stateless* random ops */
 extern const cf_suite_t cf_suites_linalg[];
 extern const cf_suite_t cf_suites_svd_misc[]; /* cases_svd_misc.c */
 extern const cf_suite_t cf_suites_sparse[]; /* cases_sparse.c */

@@ -32,7 +32,7 @@ static const cf_suite_t *const all_suites[] = {
     cf_suites_bits, cf_suites_nn_extra, cf_suites_linalg, cf_suites_control_flow,
     cf_suites_svd_misc, cf_suites_sparse, cf_suites_resource_vars, cf_suites_summary,
     cf_suites_parsing, cf_suites_io, cf_suites_string, cf_suites_ragged, cf_suites_fused,
-    cf_suites_special, cf_suites_candidate};
+    cf_suites_special, cf_suites_candidate, cf_suites_stateless};
 
 static char **opt_devices, **opt_ops, **opt_cases, **opt_plugins;
 static char *opt_onnx, *opt_json, *opt_markdown, *opt_expected, *opt_tf_graphs, *opt_expect_passing,

@@ -4,6 +4,7 @@
  * stats which nodes still ran: fed nodes, stateful ops, variables, nodes with a control input
  * from a non-constant node and erroring subgraphs stay; fetched folded nodes still answer. */
 #include <glib.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,43 @@ static void test_stateful_and_control(void) {
   weft_graph_free(g);
 }
 
+/* StatelessRandomNormal is not stateful: of a Const shape and seed it folds into a Const, with
+ * the bits the kernel gives unfolded, and every step of every session answers the same. */
+static void test_stateless_random(void) {
+  weft_graph_t *g = weft_graph_new();
+  int32_t n[2] = {3, 5}, seed[2] = {1, 2};
+  weft_output_t shape = const_i32(g, "shape", 2, n), sd = const_i32(g, "seed", 2, seed);
+  weft_op_builder_t *b = weft_op_new(g, "StatelessRandomNormal", "rnd");
+  weft_op_add_input(b, shape);
+  weft_op_add_input(b, sd);
+  weft_op_set_attr_type(b, "dtype", WEFT_DT_FLOAT);
+  weft_node_t *rnd = NULL;
+  OK(weft_op_finish(b, &rnd));
+  const char *fetches[1] = {"rnd"};
+  step_t folded, plain;
+  run_both(g, fetches, 1, NULL, NULL, &folded, &plain);
+  OK(folded.status);
+  OK(plain.status);
+  g_assert_cmpstr(folded.ops, ==, "rnd=Const;");
+  g_assert_true(ran(&plain, "rnd"));
+  g_assert_nonnull(strstr(plain.ops, "rnd=StatelessRandomNormal;"));
+  assert_same_bits(folded.out[0], plain.out[0]);
+  /* TensorFlow's guide: stateless_normal([2, 3], seed=[1, 2]) starts 0.5441101, 0.20738031. */
+  const float *v = weft_tensor_data(plain.out[0]);
+  g_assert_cmpfloat(fabsf(v[0] - 0.5441101f), <, 1e-7f);
+  g_assert_cmpfloat(fabsf(v[1] - 0.20738031f), <, 1e-7f);
+  weft_session_t *s = session(g, false);
+  step_t again = run_in(s, fetches, 1, NULL, NULL);
+  OK(again.status);
+  assert_same_bits(again.out[0], plain.out[0]);
+  g_unsetenv("WEFT_NO_FUSION");
+  step_clear(&again);
+  weft_session_free(s);
+  step_clear(&folded);
+  step_clear(&plain);
+  weft_graph_free(g);
+}
+
 /* A Reshape of Consts that cannot hold: folding keeps it, and the step fails as it would
  * unfolded, with the same code and message. */
 static void test_error_kept(void) {
@@ -450,6 +488,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/constfold/fed_node", test_fed_node);
   g_test_add_func("/constfold/arithmetic", test_arithmetic);
   g_test_add_func("/constfold/stateful_and_control", test_stateful_and_control);
+  g_test_add_func("/constfold/stateless_random", test_stateless_random);
   g_test_add_func("/constfold/error_kept", test_error_kept);
   g_test_add_func("/constfold/variable_kept", test_variable_kept);
   g_test_add_func("/constfold/bounded", test_bounded);

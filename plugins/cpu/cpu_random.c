@@ -1,7 +1,11 @@
 /* cpu_random.c: random kernels (RandomStandardNormal, RandomUniform, RandomUniformInt,
  * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial, and the candidate
  * samplers UniformCandidateSampler / LogUniformCandidateSampler with their companion
- * ComputeAccidentalHits) on a counter-based Philox-4x32-10 generator.
+ * ComputeAccidentalHits) on a counter-based Philox-4x32-10 generator, and the stateless ops
+ * (StatelessRandomUniform, StatelessRandomNormal, StatelessTruncatedNormal,
+ * StatelessRandomUniformInt, StatelessMultinomial) on the same Philox function with TensorFlow's
+ * stream layout and conversions, so that they give TensorFlow's numbers bit for bit (see the
+ * "Stateless" section below).
  *
  * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
  * a node with seed or seed2 set produces the same sequence in every session; with both 0 the
@@ -49,6 +53,44 @@ static inline philox_out_t philox(const uint32_t key_in[2], uint32_t c0, uint32_
   }
   philox_out_t out = {{c0, c1, c2, c3}};
   return out;
+}
+
+/* TensorFlow's PhiloxRandom (philox_random.h): a key and a 128-bit counter that each call
+ * uses, then advances by one. */
+typedef struct tf_philox {
+  uint32_t key[2];
+  uint32_t ctr[4];
+} tf_philox_t;
+
+/* PhiloxRandom::Skip: adds n to the 128-bit counter. */
+static inline void tf_philox_skip(tf_philox_t *g, uint64_t n) {
+  const uint32_t lo = (uint32_t)n;
+  uint32_t hi = (uint32_t)(n >> 32);
+  g->ctr[0] += lo;
+  if (g->ctr[0] < lo) ++hi;
+  g->ctr[1] += hi;
+  if (g->ctr[1] < hi && ++g->ctr[2] == 0) ++g->ctr[3];
+}
+
+static inline philox_out_t tf_philox_next(tf_philox_t *g) {
+  philox_out_t r = philox(g->key, g->ctr[0], g->ctr[1], g->ctr[2], g->ctr[3]);
+  tf_philox_skip(g, 1);
+  return r;
+}
+
+/* SingleSampleAdapter<PhiloxRandom>: the generator's words one at a time. */
+typedef struct tf_single {
+  tf_philox_t *gen;
+  philox_out_t buf;
+  int used;
+} tf_single_t;
+
+static inline uint32_t tf_single_next(tf_single_t *s) {
+  if (s->used == 4) {
+    s->buf = tf_philox_next(s->gen);
+    s->used = 0;
+  }
+  return s->buf.v[s->used++];
 }
 
 typedef struct rng_state {
@@ -313,6 +355,293 @@ static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Stateless random ops (stateless_random_ops.cc), TensorFlow's numbers bit for bit.
+ *
+ * GenerateKey scrambles the seed's two values (as uint64) into a key and counter with one Philox
+ * call from a fixed key; the op then runs FillPhiloxRandom as the stateful TensorFlow kernels do:
+ * output group g (kResultElementCount elements: 4 for 32-bit results, 2 for 64-bit ones) is the
+ * distribution applied to the Philox block at counter + g. The truncated normal draws a variable
+ * number of words, so its group g starts at counter + g * (group * 256 / 4) and takes words one
+ * at a time. The conversions are random_distributions.h's: the low 23 bits of a word make a float
+ * in [1, 2) minus 1, the low 20 bits of one word and all of the next a double, the low 10 (half)
+ * or 7 (bfloat16) bits a 16-bit float; normals are its Box-Muller in float (logf, sincosf) or in
+ * double, converted to half or bfloat16 afterwards; integers are lo + bits % (hi - lo). Each
+ * group depends only on (key, counter, g), so the numbers do not depend on the threading. */
+
+static void tf_generate_key(uint64_t seed0, uint64_t seed1, tf_philox_t *g) {
+  static const uint32_t fixed_key[2] = {0x3ec8f720u, 0x02461e29u};
+  philox_out_t mix = philox(fixed_key, (uint32_t)seed0, (uint32_t)(seed0 >> 32), (uint32_t)seed1,
+                            (uint32_t)(seed1 >> 32));
+  g->key[0] = mix.v[0];
+  g->key[1] = mix.v[1];
+  g->ctr[0] = g->ctr[1] = 0;
+  g->ctr[2] = mix.v[2];
+  g->ctr[3] = mix.v[3];
+}
+
+static inline float tf_uint32_to_float(uint32_t x) { /* Uint32ToFloat: [0, 1) */
+  uint32_t bits = (x & 0x7fffffu) | (127u << 23);
+  float f;
+  memcpy(&f, &bits, 4);
+  return f - 1.0f;
+}
+
+static inline double tf_uint64_to_double(uint32_t x0, uint32_t x1) { /* Uint64ToDouble */
+  uint64_t bits = ((uint64_t)(x0 & 0xfffffu) << 32) | x1 | (1023ull << 52);
+  double d;
+  memcpy(&d, &bits, 8);
+  return d - 1.0;
+}
+
+static inline void tf_box_muller_float(uint32_t x0, uint32_t x1, float *f0, float *f1) {
+  const float epsilon = 1.0e-7f;
+  float u1 = tf_uint32_to_float(x0);
+  if (u1 < epsilon) u1 = epsilon;
+  const float v1 = (float)(2.0 * M_PI * (double)tf_uint32_to_float(x1));
+  const float u2 = sqrtf(-2.0f * logf(u1));
+  sincosf(v1, f0, f1);
+  *f0 *= u2;
+  *f1 *= u2;
+}
+
+static inline void tf_box_muller_double(uint32_t x0, uint32_t x1, uint32_t x2, uint32_t x3,
+                                        double *d0, double *d1) {
+  const double epsilon = 1.0e-7;
+  double u1 = tf_uint64_to_double(x0, x1);
+  if (u1 < epsilon) u1 = epsilon;
+  const double v1 = 2 * M_PI * tf_uint64_to_double(x2, x3);
+  const double u2 = sqrt(-2.0 * log(u1));
+  sincos(v1, d0, d1);
+  *d0 *= u2;
+  *d1 *= u2;
+}
+
+/* Stores a float result in a 16-bit or 32-bit float output. */
+static inline void tf_store_f(weft_dtype_t dt, void *out, int64_t i, float v) {
+  switch (dt) {
+    case WEFT_DT_FLOAT: ((float *)out)[i] = v; break;
+    case WEFT_DT_HALF: ((uint16_t *)out)[i] = weft__cpu_float_to_half(v); break;
+    case WEFT_DT_BFLOAT16: ((uint16_t *)out)[i] = weft__cpu_float_to_bf16(v); break;
+    default: break;
+  }
+}
+
+typedef struct stateless_job {
+  tf_philox_t gen; /* after GenerateKey */
+  rng_kind_t kind;
+  weft_dtype_t dtype;
+  void *out;
+  int64_t n;
+  int group; /* kResultElementCount */
+  int64_t int_lo;
+  uint64_t int_range;
+} stateless_job_t;
+
+/* One group's values (up to 4) from one Philox block: the fixed-sample distributions. */
+static int stateless_fixed_group(const stateless_job_t *j, philox_out_t r, double *dv, float *fv,
+                                 int64_t *iv) {
+  const uint32_t *w = r.v;
+  switch (j->kind) {
+    case RNG_UNIFORM:
+      if (j->dtype == WEFT_DT_DOUBLE) {
+        for (int k = 0; k < 2; k++) dv[k] = tf_uint64_to_double(w[2 * k], w[2 * k + 1]);
+      } else {
+        for (int k = 0; k < 4; k++) {
+          if (j->dtype == WEFT_DT_HALF) fv[k] = (float)(w[k] & 0x3ffu) / 1024.0f;
+          else if (j->dtype == WEFT_DT_BFLOAT16) fv[k] = (float)(w[k] & 0x7fu) / 128.0f;
+          else fv[k] = tf_uint32_to_float(w[k]);
+        }
+      }
+      break;
+    case RNG_NORMAL:
+      if (j->dtype == WEFT_DT_DOUBLE) {
+        tf_box_muller_double(w[0], w[1], w[2], w[3], &dv[0], &dv[1]);
+      } else {
+        tf_box_muller_float(w[0], w[1], &fv[0], &fv[1]);
+        tf_box_muller_float(w[2], w[3], &fv[2], &fv[3]);
+      }
+      break;
+    case RNG_INT:
+      if (j->dtype == WEFT_DT_INT64) {
+        for (int k = 0; k < 2; k++) {
+          uint64_t bits = (uint64_t)w[2 * k] | (uint64_t)w[2 * k + 1] << 32;
+          iv[k] = (int64_t)((uint64_t)j->int_lo + bits % j->int_range);
+        }
+      } else {
+        for (int k = 0; k < 4; k++)
+          iv[k] = (int32_t)(uint32_t)((uint32_t)j->int_lo + w[k] % (uint32_t)j->int_range);
+      }
+      break;
+    default:
+      break;
+  }
+  return j->group;
+}
+
+/* TruncatedNormalDistribution: Box-Muller pairs from single words until the group holds
+ * `group` values with |x| < 2. */
+static void stateless_truncated_group(const stateless_job_t *j, int64_t g, double *dv,
+                                      float *fv) {
+  tf_philox_t gen = j->gen;
+  tf_philox_skip(&gen, (uint64_t)g * (uint64_t)(j->group * 256 / 4));
+  tf_single_t single = {&gen, {{0, 0, 0, 0}}, 4};
+  int index = 0;
+  if (j->dtype == WEFT_DT_DOUBLE) {
+    for (;;) {
+      uint32_t x0 = tf_single_next(&single), x1 = tf_single_next(&single);
+      uint32_t x2 = tf_single_next(&single), x3 = tf_single_next(&single);
+      double d[2];
+      tf_box_muller_double(x0, x1, x2, x3, &d[0], &d[1]);
+      for (int k = 0; k < 2; k++)
+        if (fabs(d[k]) < 2.0) {
+          dv[index++] = d[k];
+          if (index >= j->group) return;
+        }
+    }
+  }
+  for (;;) {
+    uint32_t x0 = tf_single_next(&single), x1 = tf_single_next(&single);
+    float f[2];
+    tf_box_muller_float(x0, x1, &f[0], &f[1]);
+    for (int k = 0; k < 2; k++)
+      if (fabsf(f[k]) < 2.0f) {
+        fv[index++] = f[k];
+        if (index >= j->group) return;
+      }
+  }
+}
+
+static void stateless_range(void *arg, int64_t b, int64_t e) {
+  const stateless_job_t *j = arg;
+  for (int64_t g = b; g < e; g++) {
+    double dv[4];
+    float fv[4];
+    int64_t iv[4];
+    if (j->kind == RNG_TRUNCATED) {
+      stateless_truncated_group(j, g, dv, fv);
+    } else {
+      tf_philox_t gen = j->gen;
+      tf_philox_skip(&gen, (uint64_t)g);
+      stateless_fixed_group(j, tf_philox_next(&gen), dv, fv, iv);
+    }
+    const int64_t i0 = g * j->group;
+    const int cnt = (int)(j->n - i0 < j->group ? j->n - i0 : j->group);
+    for (int k = 0; k < cnt; k++) {
+      switch (j->dtype) {
+        case WEFT_DT_DOUBLE: ((double *)j->out)[i0 + k] = dv[k]; break;
+        case WEFT_DT_INT64: ((int64_t *)j->out)[i0 + k] = iv[k]; break;
+        case WEFT_DT_INT32: ((int32_t *)j->out)[i0 + k] = (int32_t)iv[k]; break;
+        default: tf_store_f(j->dtype, j->out, i0 + k, fv[k]); break;
+      }
+    }
+  }
+}
+
+/* The seed input (index `index`): a [2] vector of int32 or int64, read as two uint64 as
+ * GenerateKey does (int32 values sign-extend). */
+static weft_status_t *stateless_seed(weft_kernel_ctx_t *ctx, int index, uint64_t seed[2]) {
+  weft_tensor_view_t sv;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, index, &sv));
+  if (sv.rank != 1 || sv.dims[0] != 2) {
+    char sh[CPU_SHAPE_STR_LEN];
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "seed must have shape [2], not %s",
+                           weft__cpu_shape_str(sv.rank, sv.dims, sh, sizeof sh));
+  }
+  if (sv.dtype != WEFT_DT_INT32 && sv.dtype != WEFT_DT_INT64)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Invalid seed type: %s",
+                           weft__cpu_dtype_name(sv.dtype));
+  seed[0] = (uint64_t)weft__cpu_index_at(&sv, 0);
+  seed[1] = (uint64_t)weft__cpu_index_at(&sv, 1);
+  return NULL;
+}
+
+/* StatelessRandomOpBase::Compute: the shape (MakeShape's checks and messages), the seed's shape,
+ * the output, nothing more for an empty one; then the int op's bounds and the fill. */
+static weft_status_t *stateless_compute(weft_kernel_ctx_t *ctx, rng_kind_t kind) {
+  weft_tensor_view_t sv, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
+  char sh[CPU_SHAPE_STR_LEN];
+  if (sv.rank != 1)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                           "shape must be a vector of {int32,int64}, got shape %s",
+                           weft__cpu_shape_str(sv.rank, sv.dims, sh, sizeof sh));
+  int64_t dims[WEFT_MAX_RANK], rank = 0;
+  if (sv.num_elements > WEFT_MAX_RANK)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Too many dimensions");
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
+  for (int64_t d = 0; d < rank; d++)
+    if (dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Dimension %lld must be >= 0",
+                             (long long)dims[d]);
+  uint64_t seed[2];
+  {
+    weft_tensor_view_t seed_v;
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &seed_v));
+    if (seed_v.rank != 1 || seed_v.dims[0] != 2)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "seed must have shape [2], not %s",
+                             weft__cpu_shape_str(seed_v.rank, seed_v.dims, sh, sizeof sh));
+  }
+  stateless_job_t j;
+  memset(&j, 0, sizeof j);
+  j.kind = kind;
+  const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+  weft_dtype_t dt = kind == RNG_INT ? WEFT_DT_INT32 : WEFT_DT_FLOAT;
+  if (H->attr_has(attrs, "dtype")) WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "dtype", &dt));
+  bool ok = kind == RNG_INT ? dt == WEFT_DT_INT32 || dt == WEFT_DT_INT64
+                            : dt == WEFT_DT_FLOAT || dt == WEFT_DT_DOUBLE ||
+                                  dt == WEFT_DT_HALF || dt == WEFT_DT_BFLOAT16;
+  if (!ok)
+    return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "no stateless kernel for dtype %s",
+                           weft__cpu_dtype_name(dt));
+  j.dtype = dt;
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dt, (int)rank, dims, &y));
+  if (y.num_elements == 0) return NULL;
+  WEFT_RETURN_IF_ERROR(stateless_seed(ctx, 1, seed));
+  if (kind == RNG_INT) {
+    weft_tensor_view_t lo, hi;
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &lo));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 3, &hi));
+    if (lo.rank != 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "minval must be 0-D, got shape %s",
+                             weft__cpu_shape_str(lo.rank, lo.dims, sh, sizeof sh));
+    if (hi.rank != 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "maxval must be 0-D, got shape %s",
+                             weft__cpu_shape_str(hi.rank, hi.dims, sh, sizeof sh));
+    int64_t a = weft__cpu_index_at(&lo, 0), b = weft__cpu_index_at(&hi, 0);
+    if (a >= b)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Need minval < maxval, got %lld >= %lld",
+                             (long long)a, (long long)b);
+    j.int_lo = a;
+    j.int_range = (uint64_t)b - (uint64_t)a;
+  }
+  tf_generate_key(seed[0], seed[1], &j.gen);
+  j.out = y.data;
+  j.n = y.num_elements;
+  j.group = dt == WEFT_DT_DOUBLE || dt == WEFT_DT_INT64 ? 2 : 4;
+  int64_t groups = (j.n + j.group - 1) / j.group;
+  weft__cpu_parallel(ctx, groups, kind == RNG_INT || kind == RNG_UNIFORM ? 40 : 150,
+                     stateless_range, &j);
+  return NULL;
+}
+
+static weft_status_t *k_stateless_uniform(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return stateless_compute(ctx, RNG_UNIFORM);
+}
+static weft_status_t *k_stateless_normal(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return stateless_compute(ctx, RNG_NORMAL);
+}
+static weft_status_t *k_stateless_truncated(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return stateless_compute(ctx, RNG_TRUNCATED);
+}
+static weft_status_t *k_stateless_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  return stateless_compute(ctx, RNG_INT);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * RandomGamma, RandomPoisson(V2), RandomShuffle.
  *
  * Gamma and Poisson samplers use a variable number of uniforms per sample, so each output
@@ -503,6 +832,7 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
  * numbers do not depend on the threading. */
 typedef struct multinomial_job {
   const rng_state_t *st;
+  tf_single_t *tf; /* StatelessMultinomial: TensorFlow's stream, one row after the other */
   const weft_tensor_view_t *logits;
   void *out;
   bool out64;
@@ -525,8 +855,15 @@ static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) 
   }
   philox_out_t r = {{0, 0, 0, 0}};
   for (int64_t s = 0; s < j->samples; s++) {
-    if (s % 2 == 0) r = rng_block(j->st, j->base + (uint64_t)(b * j->blocks_per_row + s / 2), 0);
-    double u = u64_to_unit_double(((uint64_t)r.v[2 * (s % 2)] << 32) | r.v[2 * (s % 2) + 1]);
+    double u;
+    if (j->tf != NULL) { /* SimplePhilox::RandDouble */
+      const uint32_t x0 = tf_single_next(j->tf);
+      u = tf_uint64_to_double(x0, tf_single_next(j->tf));
+    } else {
+      if (s % 2 == 0)
+        r = rng_block(j->st, j->base + (uint64_t)(b * j->blocks_per_row + s / 2), 0);
+      u = u64_to_unit_double(((uint64_t)r.v[2 * (s % 2)] << 32) | r.v[2 * (s % 2) + 1]);
+    }
     double find = u * total;
     int64_t lo = 0, hi = k; /* the first running sum above find */
     while (lo < hi) {
@@ -539,8 +876,9 @@ static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) 
   }
 }
 
-static weft_status_t *k_multinomial(weft_kernel_ctx_t *ctx, void *state) {
-  rng_state_t *st = state;
+/* MultinomialOp::DoCompute; tf (StatelessMultinomial) or st (Multinomial) gives the numbers. */
+static weft_status_t *multinomial_compute(weft_kernel_ctx_t *ctx, rng_state_t *st,
+                                          tf_single_t *tf) {
   weft_tensor_view_t logits, nv, y;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &logits));
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &nv));
@@ -575,13 +913,33 @@ static weft_status_t *k_multinomial(weft_kernel_ctx_t *ctx, void *state) {
   const int64_t dims[2] = {batch, samples};
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, odt, 2, dims, &y));
   if (y.num_elements == 0) return NULL;
-  multinomial_job_t j = {st, &logits, y.data, odt == WEFT_DT_INT64, classes, samples,
+  multinomial_job_t j = {st, tf, &logits, y.data, odt == WEFT_DT_INT64, classes, samples,
                          (samples + 1) / 2, 0};
-  j.base = atomic_fetch_add(&st->next_block, (uint64_t)(batch * j.blocks_per_row));
+  if (st != NULL) j.base = atomic_fetch_add(&st->next_block, (uint64_t)(batch * j.blocks_per_row));
   double *cdf;
   WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)classes, (void **)&cdf));
   for (int64_t b = 0; b < batch; b++) multinomial_row(&j, b, cdf);
   return NULL;
+}
+
+static weft_status_t *k_multinomial(weft_kernel_ctx_t *ctx, void *state) {
+  return multinomial_compute(ctx, state, NULL);
+}
+
+/* StatelessMultinomial: the seed's checks and GenerateKey, then Multinomial's kernel drawing from
+ * TensorFlow's generator. TensorFlow shards the rows over threads, each shard skipping its
+ * generator by start_row * (num_samples + 3) / 4 blocks; this is its single-shard stream (all
+ * rows from counter 0, one double per sample), which is what TensorFlow computes whenever it runs
+ * the rows as one shard (a batch of 1, or batch * 50 * (num_samples * log2(classes) + classes)
+ * below 10000, or one thread). */
+static weft_status_t *k_stateless_multinomial(weft_kernel_ctx_t *ctx, void *state) {
+  (void)state;
+  uint64_t seed[2];
+  WEFT_RETURN_IF_ERROR(stateless_seed(ctx, 2, seed));
+  tf_philox_t gen;
+  tf_generate_key(seed[0], seed[1], &gen);
+  tf_single_t single = {&gen, {{0, 0, 0, 0}}, 4};
+  return multinomial_compute(ctx, NULL, &single);
 }
 
 
@@ -862,6 +1220,41 @@ weft_status_t *weft__cpu_register_random(const weft_registrar_t *reg) {
   spec.dtypes = float_types;
   spec.n_dtypes = 4;
   WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  /* The stateless ops keep no state; their shape, seed and bounds live in host memory, as
+   * TensorFlow registers them. */
+  static const char *const hm_stateless[] = {"shape", "seed", NULL};
+  static const char *const hm_stateless_int[] = {"shape", "seed", "minval", "maxval", NULL};
+  static const char *const hm_stateless_mn[] = {"num_samples", "seed", NULL};
+  spec.create = NULL;
+  spec.destroy = NULL;
+  spec.host_memory = hm_stateless;
+  spec.type_attr = "dtype";
+  spec.dtypes = float_types;
+  spec.n_dtypes = 4;
+  spec.op = "StatelessRandomUniform";
+  spec.compute = k_stateless_uniform;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "StatelessRandomNormal";
+  spec.compute = k_stateless_normal;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "StatelessTruncatedNormal";
+  spec.compute = k_stateless_truncated;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "StatelessRandomUniformInt";
+  spec.compute = k_stateless_uniform_int;
+  spec.host_memory = hm_stateless_int;
+  spec.dtypes = int_types;
+  spec.n_dtypes = 2;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.op = "StatelessMultinomial";
+  spec.compute = k_stateless_multinomial;
+  spec.host_memory = hm_stateless_mn;
+  spec.type_attr = "T";
+  spec.dtypes = float_types;
+  spec.n_dtypes = 4;
+  WEFT_RETURN_IF_ERROR(weft__cpu_register(reg, &spec));
+  spec.create = rng_create;
+  spec.destroy = rng_destroy;
   spec.host_memory = NULL;
   spec.type_attr = NULL;
   spec.dtypes = NULL;

@@ -2,7 +2,11 @@
  * TruncatedNormal, RandomGamma, RandomPoisson(V2), RandomShuffle, Multinomial) and the candidate
  * samplers of candidate_sampling_ops.cc (UniformCandidateSampler, LogUniformCandidateSampler,
  * ComputeAccidentalHits) with TensorFlow's args and attrs. The random ones are stateful: two
- * nodes with the same inputs must not be merged, and their values are never constant-folded. */
+ * nodes with the same inputs must not be merged, and their values are never constant-folded.
+ *
+ * The stateless ones of stateless_random_ops.cc (StatelessRandomUniform, StatelessRandomNormal,
+ * StatelessTruncatedNormal, StatelessRandomUniformInt, StatelessMultinomial) take their seed as
+ * a [2] input and are pure functions of their inputs, as in TensorFlow: not stateful. */
 #include "ops_shape.h"
 
 /* The output shape is the value of the 1-D shape input. */
@@ -19,6 +23,30 @@ static weft_status_t *random_int_shape(weft_shape_ctx_t *ctx) {
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &minval, 0, "minval"));
   WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &maxval, 0, "maxval"));
   return random_shape(ctx);
+}
+
+/* StatelessShape: the seed input (index seed_index) must be a vector of 2. */
+static weft_status_t *stateless_seed_check(weft_shape_ctx_t *ctx, int seed_index) {
+  weft__shape_t seed;
+  weft__sh_input(ctx, seed_index, &seed);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &seed, 1, "seed"));
+  if (seed.rank == 1 && seed.dims[0] != WEFT_DIM_UNKNOWN && seed.dims[0] != 2)
+    return weft__sh_error(ctx, "Dimension must be 2 but is %" G_GINT64_FORMAT, seed.dims[0]);
+  return NULL;
+}
+
+static weft_status_t *stateless_shape(weft_shape_ctx_t *ctx) {
+  WEFT_RETURN_IF_ERROR(stateless_seed_check(ctx, 1));
+  return random_shape(ctx);
+}
+
+static weft_status_t *stateless_int_shape(weft_shape_ctx_t *ctx) {
+  weft__shape_t minval, maxval;
+  weft__sh_input(ctx, 2, &minval);
+  weft__sh_input(ctx, 3, &maxval);
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &minval, 0, "minval"));
+  WEFT_RETURN_IF_ERROR(weft__sh_with_rank(ctx, &maxval, 0, "maxval"));
+  return stateless_shape(ctx);
 }
 
 /* RandomGamma, RandomPoisson(V2): one sample array of the shape input's value per element of
@@ -56,6 +84,12 @@ static weft_status_t *multinomial_shape(weft_shape_ctx_t *ctx) {
     out.dims[1] = v;
   }
   return weft__sh_output(ctx, 0, &out);
+}
+
+/* StatelessMultinomial: Multinomial's shape after the seed check (seed is input 2). */
+static weft_status_t *stateless_multinomial_shape(weft_shape_ctx_t *ctx) {
+  WEFT_RETURN_IF_ERROR(stateless_seed_check(ctx, 2));
+  return multinomial_shape(ctx);
 }
 
 /* The candidate samplers (CandidateSamplerShapeFn): true_classes [batch, num_true] ->
@@ -106,6 +140,12 @@ static weft_status_t *accidental_hits_shape(weft_shape_ctx_t *ctx) {
                        "T: {int32, int64}"),                                                  \
            1, random_shape)
 
+#define STATELESS_FLOAT(name)                                                                 \
+  WEFT__OP(name, WEFT__SPECS("shape: T", "seed: Tseed"), WEFT__SPECS("output: dtype"),          \
+           WEFT__SPECS("dtype: {half, bfloat16, float, double} = DT_FLOAT",                     \
+                       "T: {int32, int64} = DT_INT32", "Tseed: {int32, int64} = DT_INT64"),     \
+           0, stateless_shape)
+
 const weft_op_def_t weft__ops_random[] = {
     RANDOM_FLOAT("RandomStandardNormal"),
     RANDOM_FLOAT("RandomUniform"),
@@ -136,6 +176,20 @@ const weft_op_def_t weft__ops_random[] = {
              WEFT__SPECS("seed: int = 0", "seed2: int = 0", "T: realnumbertype",
                          "output_dtype: {int32, int64} = DT_INT64"),
              1, multinomial_shape),
+    STATELESS_FLOAT("StatelessRandomUniform"),
+    STATELESS_FLOAT("StatelessRandomNormal"),
+    STATELESS_FLOAT("StatelessTruncatedNormal"),
+    WEFT__OP("StatelessRandomUniformInt",
+             WEFT__SPECS("shape: T", "seed: Tseed", "minval: dtype", "maxval: dtype"),
+             WEFT__SPECS("output: dtype"),
+             WEFT__SPECS("dtype: {int32, int64}", "T: {int32, int64}",
+                         "Tseed: {int32, int64} = DT_INT64"),
+             0, stateless_int_shape),
+    WEFT__OP("StatelessMultinomial", WEFT__SPECS("logits: T", "num_samples: int32", "seed: Tseed"),
+             WEFT__SPECS("output: output_dtype"),
+             WEFT__SPECS("T: realnumbertype", "Tseed: {int32, int64} = DT_INT64",
+                         "output_dtype: {int32, int64} = DT_INT64"),
+             0, stateless_multinomial_shape),
     CANDIDATE_SAMPLER("UniformCandidateSampler"),
     CANDIDATE_SAMPLER("LogUniformCandidateSampler"),
     /* seed and seed2 are unused, as in TensorFlow; the op draws nothing, so it is not stateful. */

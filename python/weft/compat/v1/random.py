@@ -1,6 +1,8 @@
 """tf.random: TensorFlow 1.x's random namespace (normal, uniform, truncated_normal, shuffle,
 gamma, poisson, categorical, the seed functions) over weft's random ops, seeded by TensorFlow's
-graph/op seed rules (ops.get_seed)."""
+graph/op seed rules (ops.get_seed); and the stateless ones (stateless_uniform, stateless_normal,
+stateless_truncated_normal, stateless_categorical, stateless_multinomial) over the Stateless*
+ops, which take their seed as a [2] tensor and give TensorFlow's numbers."""
 import numpy as _np
 
 from . import dtypes as _dtypes
@@ -73,6 +75,93 @@ def multinomial(logits, num_samples, seed=None, name=None, output_dtype=None):
     """tf.multinomial, TensorFlow 1's name of categorical."""
     with _fw.name_scope(name, "multinomial", []):
         return _multinomial(logits, num_samples, output_dtype, seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stateless random functions (TensorFlow 1.15's stateless_random_ops.py).
+
+def _shape_tensor(shape):
+    if isinstance(shape, (list, tuple)) and not shape:
+        return _ops._to_tensor([], dtype=_dtypes.int32)
+    if isinstance(shape, (list, tuple, int)):
+        return _ops._to_tensor(shape, dtype=_dtypes.int32)
+    return _ops._to_tensor(shape)
+
+
+def _seed_tensor(seed):
+    """A Python seed converts as TensorFlow converts it for Tseed's default: to int64."""
+    if isinstance(seed, (list, tuple)):
+        return _ops._to_tensor(list(seed), dtype=_dtypes.int64)
+    return _ops._to_tensor(seed)
+
+
+def _stateless(op_type, shape, seed, dtype):
+    return _ops._op(op_type, [_shape_tensor(shape), _seed_tensor(seed)],
+                    [("dtype", "type", dtype.as_datatype_enum)], op_type)
+
+
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32, name=None):
+    """Uniform values in [minval, maxval) fully determined by seed (a [2] int32/int64 tensor):
+    StatelessRandomUniform scaled for floats, StatelessRandomUniformInt for integers."""
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype not in (_dtypes.float16, _dtypes.bfloat16, _dtypes.float32, _dtypes.float64,
+                     _dtypes.int32, _dtypes.int64):
+        raise ValueError("Invalid dtype %r" % dtype)
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError("Must specify maxval for integer dtype %r" % dtype)
+        maxval = 1
+    with _fw.name_scope(name, "stateless_random_uniform", []) as scope:
+        shape = _shape_tensor(shape)
+        minval = _ops._to_tensor(minval, dtype=dtype, name="min")
+        maxval = _ops._to_tensor(maxval, dtype=dtype, name="max")
+        if dtype.is_integer:
+            return _ops._op("StatelessRandomUniformInt",
+                            [shape, _seed_tensor(seed), minval, maxval], (), scope)
+        rnd = _stateless("StatelessRandomUniform", shape, seed, dtype)
+        return _ops.add(_ops.multiply(rnd, _ops.subtract(maxval, minval, name="sub"),
+                                      name="mul"), minval, name=scope)
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32, name=None):
+    """Normal values fully determined by seed: StatelessRandomNormal * stddev + mean."""
+    dtype = _dtypes.as_dtype(dtype)
+    with _fw.name_scope(name, "stateless_random_normal", []) as scope:
+        mean = _ops._to_tensor(mean, dtype=dtype, name="mean")
+        stddev = _ops._to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = _stateless("StatelessRandomNormal", shape, seed, dtype)
+        return _ops.add(_ops.multiply(rnd, stddev, name="mul"), mean, name=scope)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=_dtypes.float32,
+                               name=None):
+    """Normal values within 2 standard deviations, fully determined by seed."""
+    dtype = _dtypes.as_dtype(dtype)
+    with _fw.name_scope(name, "stateless_truncated_normal", []) as scope:
+        mean = _ops._to_tensor(mean, dtype=dtype, name="mean")
+        stddev = _ops._to_tensor(stddev, dtype=dtype, name="stddev")
+        rnd = _stateless("StatelessTruncatedNormal", shape, seed, dtype)
+        return _ops.add(_ops.multiply(rnd, stddev, name="mul"), mean, name=scope)
+
+
+def _stateless_multinomial(logits, num_samples, dtype, seed):
+    logits = _ops._to_tensor(logits, name="logits")
+    attrs = [("output_dtype", "type", _dtypes.as_dtype(dtype or _dtypes.int64).as_datatype_enum)]
+    return _ops._op("StatelessMultinomial",
+                    [logits, _ops._to_tensor(num_samples, dtype=_dtypes.int32),
+                     _seed_tensor(seed)], attrs, "StatelessMultinomial")
+
+
+def stateless_categorical(logits, num_samples, seed, dtype=_dtypes.int64, name=None):
+    """num_samples class ids per row of logits, fully determined by seed: [batch, num_samples]."""
+    with _fw.name_scope(name, "stateless_categorical", []):
+        return _stateless_multinomial(logits, num_samples, dtype, seed)
+
+
+def stateless_multinomial(logits, num_samples, seed, output_dtype=_dtypes.int64, name=None):
+    """TensorFlow 1's (deprecated) name of stateless_categorical."""
+    with _fw.name_scope(name, "stateless_multinomial", []):
+        return _stateless_multinomial(logits, num_samples, output_dtype, seed)
 
 
 # tf.random's names of the candidate samplers (TensorFlow 1.15 exports them under both).
