@@ -681,6 +681,181 @@ static void test_other_device(void) {
   weft_graph_free(g);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * SpaceToBatchND -> convolution -> BatchToSpaceND, as tf.nn.convolution writes a dilated
+ * convolution, runs as one convolution with dilations (and its bias and activation); checked
+ * against a direct dilated convolution in double. */
+
+typedef struct dil_case {
+  const char *op;      /* Conv2D, DepthwiseConv2dNative, Conv3D */
+  bool cfirst;         /* NCHW */
+  int ns;
+  int64_t n, in[3], c, k[3], m; /* m: output channels (depthwise: the multiplier) */
+  int64_t d[3];
+  bool same;
+  bool bias_relu;
+  int64_t pad_shift;   /* nonzero: paddings that are neither SAME nor VALID (not rewritten) */
+} dil_case_t;
+
+static weft_output_t int_const(weft_graph_t *g, const char *name, int rank, const int64_t *dims,
+                               const int64_t *v) {
+  weft_tensor_t *t = weft_tensor_new(WEFT_DT_INT32, rank, dims);
+  for (int64_t i = 0; i < weft_tensor_num_elements(t); i++)
+    ((int32_t *)weft_tensor_data(t))[i] = (int32_t)v[i];
+  return constant(g, name, t);
+}
+
+static void test_dilated(void) {
+  static const dil_case_t cases[] = {
+      {"Conv2D", false, 2, 2, {7, 6, 1}, 3, {3, 3, 1}, 4, {2, 2, 1}, true, true, 0},
+      {"Conv2D", false, 2, 1, {7, 6, 1}, 3, {3, 2, 1}, 4, {2, 3, 1}, false, false, 0},
+      {"Conv2D", true, 2, 2, {5, 6, 1}, 2, {2, 2, 1}, 3, {1, 2, 1}, true, false, 0},
+      {"DepthwiseConv2dNative", false, 2, 2, {6, 5, 1}, 3, {2, 2, 1}, 2, {2, 2, 1}, true, true, 0},
+      {"Conv3D", false, 3, 1, {5, 4, 5}, 2, {2, 2, 2}, 3, {2, 1, 2}, true, false, 0},
+      {"Conv2D", false, 2, 1, {7, 6, 1}, 2, {3, 3, 1}, 2, {2, 2, 1}, true, false, 1},
+  };
+  for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+    const dil_case_t *c = &cases[ci];
+    bool dw = strcmp(c->op, "DepthwiseConv2dNative") == 0;
+    int ns = c->ns, rank = ns + 2;
+    int64_t oc = dw ? c->c * c->m : c->m;
+    /* TensorFlow's required_space_to_batch_paddings: the dilated filter's padding, then what
+     * makes each padded size a multiple of the block at the end, cropped off again. */
+    int64_t pb[3], pa[3], pads[8] = {0}, crops[8] = {0}, block[4], outd[3];
+    int skip = c->cfirst ? 1 : 0;
+    if (c->cfirst) block[0] = 1;
+    for (int i = 0; i < ns; i++) {
+      int64_t total = c->same ? (c->k[i] - 1) * c->d[i] : 0;
+      pb[i] = total / 2 + (i == 0 ? c->pad_shift : 0);
+      pa[i] = total - total / 2;
+      int64_t padded = c->in[i] + pb[i] + pa[i];
+      int64_t extra = (c->d[i] - padded % c->d[i]) % c->d[i];
+      pads[2 * (i + skip)] = pb[i];
+      pads[2 * (i + skip) + 1] = pa[i] + extra;
+      crops[2 * (i + skip) + 1] = extra;
+      block[i + skip] = c->d[i];
+      outd[i] = c->in[i] + pb[i] + pa[i] - (c->k[i] - 1) * c->d[i];
+    }
+    weft_graph_t *g = cpu_graph();
+    weft_status_t *st = NULL;
+    int64_t xdims[5], fdims[5], ydims[5];
+    xdims[0] = ydims[0] = c->n;
+    for (int i = 0; i < ns; i++) {
+      xdims[1 + i + skip] = c->in[i];
+      ydims[1 + i + skip] = outd[i];
+      fdims[i] = c->k[i];
+    }
+    xdims[c->cfirst ? 1 : rank - 1] = c->c;
+    ydims[c->cfirst ? 1 : rank - 1] = oc;
+    fdims[ns] = c->c;
+    fdims[ns + 1] = c->m;
+    weft_tensor_t *xt = values(rank, xdims, -1, 1, 11 + (uint32_t)ci);
+    weft_tensor_t *ft = values(rank, fdims, -1, 1, 23 + (uint32_t)ci);
+    weft_tensor_t *bt = values(1, &oc, -1, 1, 37 + (uint32_t)ci);
+    weft_tensor_ref(xt);
+    weft_tensor_ref(ft);
+    weft_tensor_ref(bt);
+    weft_output_t x = constant(g, "x", xt), f = constant(g, "f", ft);
+    int64_t nb = ns + skip, pdims[2] = {nb, 2};
+    weft_op_builder_t *b = weft_op_new(g, "SpaceToBatchND", "s2b");
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, int_const(g, "block", 1, &nb, block));
+    weft_op_add_input(b, int_const(g, "paddings", 2, pdims, pads));
+    weft_node_t *node = NULL;
+    OK(weft_op_finish(b, &node));
+    b = weft_op_new(g, c->op, "conv");
+    weft_op_add_input(b, weft_out(node, 0));
+    weft_op_add_input(b, f);
+    int64_t ones[5] = {1, 1, 1, 1, 1};
+    weft_op_set_attr_int_list(b, "strides", ones, rank);
+    weft_op_set_attr_string(b, "padding", "VALID");
+    if (c->cfirst) weft_op_set_attr_string(b, "data_format", "NCHW");
+    OK(weft_op_finish(b, &node));
+    b = weft_op_new(g, "BatchToSpaceND", "b2s");
+    weft_op_add_input(b, weft_out(node, 0));
+    weft_op_add_input(b, int_const(g, "block2", 1, &nb, block));
+    weft_op_add_input(b, int_const(g, "crops", 2, pdims, crops));
+    OK(weft_op_finish(b, &node));
+    weft_output_t y = weft_out(node, 0);
+    const char *fetch = "b2s:0";
+    if (c->bias_relu) {
+      y = weft_binary(g, "BiasAdd", "bias", y, constant(g, "c", bt), &st);
+      OK(st);
+      y = activation(g, "Relu", "act", y);
+      fetch = "act:0";
+    } else {
+      weft_tensor_unref(bt);
+    }
+    /* The reference: a direct dilated convolution, channels-last indexing of each layout. */
+    int64_t opix = outd[0] * outd[1] * (ns == 3 ? outd[2] : 1);
+    int64_t ny = c->n * opix * oc;
+    double *ref = g_new0(double, ny), *scale = g_new0(double, ny);
+    const float *xv = weft_tensor_data(xt), *fv = weft_tensor_data(ft), *bv = weft_tensor_data(bt);
+    int64_t in2 = ns == 3 ? c->in[2] : 1, o2 = ns == 3 ? outd[2] : 1, k2 = ns == 3 ? c->k[2] : 1;
+    for (int64_t nn = 0; nn < c->n; nn++)
+      for (int64_t p0 = 0; p0 < outd[0]; p0++)
+        for (int64_t p1 = 0; p1 < outd[1]; p1++)
+          for (int64_t p2 = 0; p2 < o2; p2++)
+            for (int64_t o = 0; o < oc; o++) {
+              double acc = 0, sc = 0;
+              for (int64_t a0 = 0; a0 < c->k[0]; a0++)
+                for (int64_t a1 = 0; a1 < c->k[1]; a1++)
+                  for (int64_t a2 = 0; a2 < k2; a2++) {
+                    int64_t i0 = p0 + a0 * c->d[0] - pb[0], i1 = p1 + a1 * c->d[1] - pb[1];
+                    int64_t i2 = ns == 3 ? p2 + a2 * c->d[2] - pb[2] : 0;
+                    if (i0 < 0 || i0 >= c->in[0] || i1 < 0 || i1 >= c->in[1] || i2 < 0 ||
+                        i2 >= in2)
+                      continue;
+                    for (int64_t ch = 0; ch < c->c; ch++) {
+                      if (dw && ch != o / c->m) continue;
+                      int64_t pix = (i0 * c->in[1] + i1) * in2 + i2;
+                      int64_t xi = c->cfirst ? (nn * c->c + ch) * c->in[0] * c->in[1] * in2 + pix
+                                             : (nn * c->in[0] * c->in[1] * in2 + pix) * c->c + ch;
+                      int64_t tap = (a0 * c->k[1] + a1) * k2 + a2;
+                      int64_t fi = dw ? (tap * c->c + ch) * c->m + o % c->m
+                                      : (tap * c->c + ch) * c->m + o;
+                      acc += (double)xv[xi] * fv[fi];
+                      sc += fabs((double)xv[xi] * fv[fi]);
+                    }
+                  }
+              int64_t pix = (p0 * outd[1] + p1) * o2 + p2;
+              int64_t yi = c->cfirst ? (nn * oc + o) * opix + pix : (nn * opix + pix) * oc + o;
+              if (c->bias_relu) {
+                acc += bv[o];
+                acc = acc > 0 ? acc : 0;
+              }
+              ref[yi] = acc;
+              scale[yi] = sc + 1;
+            }
+    weft_tensor_t *fused = NULL, *plain = NULL;
+    char *flog = NULL, *plog = NULL;
+    const char *fetches[1] = {fetch};
+    run(g, true, fetches, 1, &fused, &flog);
+    run(g, false, fetches, 1, &plain, &plog);
+    bool rewritten = !has(flog, "s2b=SpaceToBatchND") && !has(flog, "conv=");
+    if (rewritten != (c->pad_shift == 0) || !has(plog, "s2b=SpaceToBatchND"))
+      g_error("dilated case %zu: fused step ran %s, unfused %s", ci, flog, plog);
+    if (c->pad_shift == 0 && c->bias_relu && !has(flog, "act=_Fused"))
+      g_error("dilated case %zu: no fused epilogue in %s", ci, flog);
+    g_assert_cmpint(weft_tensor_rank(fused), ==, rank);
+    for (int i = 0; i < rank; i++) g_assert_cmpint(weft_tensor_dims(fused)[i], ==, ydims[i]);
+    char *what = g_strdup_printf("dilated case %zu (%s)", ci, c->op);
+    assert_close(what, fused, ref, scale, ny);
+    assert_close(what, plain, ref, scale, ny);
+    g_free(what);
+    g_free(ref);
+    g_free(scale);
+    g_free(flog);
+    g_free(plog);
+    weft_tensor_unref(fused);
+    weft_tensor_unref(plain);
+    weft_tensor_unref(xt);
+    weft_tensor_unref(ft);
+    weft_tensor_unref(bt);
+    weft_graph_free(g);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/fused_contraction/matmul", test_matmul);
@@ -691,6 +866,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fused_contraction/tensorflow_nodes", test_tensorflow_nodes);
   g_test_add_func("/fused_contraction/tensorflow_node_errors", test_tensorflow_node_errors);
   g_test_add_func("/fused_contraction/gradients", test_gradients);
+  g_test_add_func("/fused_contraction/dilated", test_dilated);
   g_test_add_func("/fused_contraction/other_device", test_other_device);
   return g_test_run();
 }
