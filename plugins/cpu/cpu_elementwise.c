@@ -70,7 +70,6 @@ UN_SINT(square, (T_)((U_)a * (U_)a))
 UN_UINT(square, (T_)((U_)a * (U_)a))
 UN_DEF(sqrt_f64, double, double, double, sqrt(a))
 UN_DEF(rsqrt_f64, double, double, double, (T_)1 / sqrt(a))
-UN_DEF(exp_f64, double, double, double, exp(a))
 UN_DEF(log_f64, double, double, double, log(a))
 UN_DEF(log1p_f64, double, double, double, log1p(a))
 UN_DEF(expm1_f64, double, double, double, expm1(a))
@@ -93,8 +92,6 @@ UN_FLOAT(cosh, cosh(a))
 UN_FLOAT(asinh, asinh(a))
 UN_FLOAT(acosh, acosh(a))
 UN_FLOAT(atanh, atanh(a))
-UN_DEF(tanh_f64, double, double, double, tanh(a))
-UN_DEF(sigmoid_f64, double, double, double, (T_)1 / ((T_)1 + exp(-a)))
 
 /* float32 Exp, Log, Tanh, Sigmoid, Expm1, Log1p, Erf, Softplus, Elu, Selu and Sqrt ... Cos:
  * the vectorised loops (cpu_vmath.h) of the instruction set level chosen once at plugin init
@@ -132,6 +129,17 @@ VM_F32(relu6)
 VM_F32(sin)
 VM_F32(cos)
 VM_F32(erfc)
+/* float64 Exp, Sigmoid and Tanh: cpu_vmath.h's double loops (libm's scalar calls took half of a
+ * float64 LSTM's step). */
+#define VM_F64(OP)                                                         \
+  static void OP##_f64(const void *xv, void *yv, int64_t n, double p) {      \
+    (void)p;                                                               \
+    (vm->OP##_f64)((const double *)xv, (double *)yv, n);                   \
+  }
+VM_F64(exp)
+VM_F64(sigmoid)
+VM_F64(tanh)
+
 /* LeakyRelu: the vector select of cpu_vmath.h with alpha as the scalar operand (the scalar loop
  * branched on each sign, and random signs cost it 8 ns an element). */
 static void leaky_relu_f32(const void *xv, void *yv, int64_t n, double p) {

@@ -63,6 +63,10 @@ typedef struct weft_cpu_vmath {
   weft_cpu_vm2_t add, sub, mul, div, maximum, minimum, sqdiff, pow;
   /* x < 0 ? x * y : x: LeakyRelu as `vs` with y its alpha. */
   weft_cpu_vm2_t leaky;
+  /* float64 Exp, Sigmoid, Tanh (cpu_vmath_impl.h has their error bounds); no streaming forms. */
+  void (*exp_f64)(const double *x, double *y, int64_t n);
+  void (*sigmoid_f64)(const double *x, double *y, int64_t n);
+  void (*tanh_f64)(const double *x, double *y, int64_t n);
   weft_cpu_vm_chain_fn chain;
   /* The same functions storing their output with streaming (non-temporal) stores wherever y's
    * alignment allows: y's cache lines are written without being read first and are not kept in

@@ -1058,6 +1058,112 @@ VM_LOOP2(leaky)
 VM_POW_FORMS(, 0)
 VM_POW_FORMS(_nt, 1)
 
+/* ---------------------------------------------------------------------------------------------
+ * float64 Exp, Sigmoid and Tanh: the LSTM and MLP graphs TensorFlow users freeze in float64 spend
+ * about half their time in libm's scalar exp, tanh and expm1 (tf/dl4j/lstm_mnist).
+ *
+ * Exp: x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^52 shifter), r = x - n ln2 in two parts
+ * (fdlibm's ln2 split, whose high part has trailing zeros: n * LN2_HI is exact), e^r by its
+ * Taylor series to r^13 (|r| <= 0.347: the next term is under 5e-18 of the sum, 0.04 ulp), and
+ * 2^n put into the exponent field. Lanes outside [-708, 708] (where 2^n leaves the normal
+ * range) and NaN go through libm's exp, so overflow, underflow to denormals and zero, and NaN
+ * are libm's. Error: Horner's roundings and the scaling, at most 1.11 ulp (0.86 with FMA) over
+ * tests/test_cpu_math.c's sweeps against long double (the bound it checks: 2 ulp).
+ * Sigmoid: 1 / (1 + e^-x) with that Exp, as the scalar loop writes it: 2.17 ulp (3 checked);
+ * below -709.78 e^-x overflows and the result is 0, as with libm, where the exact one is a
+ * denormal.
+ * Tanh: |x| < 0.625 by its Taylor series to x^43 in Horner form over x^2 (the series' terms
+ * shrink by (x / (pi/2))^2 <= 0.16 each: the first omitted one is under 1.2e-18 of the sum);
+ * above, 1 - 2 / (e^2|x| + 1) (at most a 0.8x amplification of the quotient's error at 0.625;
+ * 2|x| clamped to 44, where the double result is 1 already) with x's sign: 1.30 ulp (3
+ * checked). */
+/* Doubles in one register of the level (VM_DW lanes): vdn spans two, and a function passing
+ * those would change the ABI (gcc's -Wpsabi). */
+#define VM_DW (VM_WIDTH / 2)
+typedef double vdn __attribute__((vector_size(VM_WIDTH * 4)));
+typedef int64_t vl __attribute__((vector_size(VM_WIDTH * 4)));
+typedef uint64_t vlu __attribute__((vector_size(VM_WIDTH * 4)));
+static const double VD_EXP_TAYLOR[] = {
+    1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+    1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
+static const double VD_TANH_TAYLOR[] = {
+    1, -0.33333333333333331, 0.13333333333333333, -0.053968253968253971,
+    0.021869488536155203, -0.0088632355299021973, 0.0035921280365724811,
+    -0.0014558343870513183, 0.00059002744094558595, -0.00023912911424355248,
+    9.6915379569294509e-05, -3.9278323883316833e-05, 1.5918905069328964e-05,
+    -6.4516892156554306e-06, 2.6147711512907546e-06, -1.0597268320104654e-06,
+    4.2949110782738057e-07, -1.7406618963571648e-07, 7.0546369464009681e-08,
+    -2.859136662305254e-08, 1.1587644432798853e-08, -4.6962953982309016e-09};
+
+VM_INLINE vdn vdsplat(double c) { return (vdn){0} + c; }
+/* VD_POLY in one register's doubles. */
+#define VDN_POLY(out, t, c)                                                            \
+  do {                                                                                 \
+    const int n_ = (int)(sizeof(c) / sizeof((c)[0]));                                  \
+    (out) = (vdn){0} + (c)[n_ - 1];                                                    \
+    _Pragma("GCC unroll 24")                                                           \
+    for (int k_ = n_ - 2; k_ >= 0; k_--) (out) = (out) * (t) + (c)[k_];                \
+  } while (0)
+VM_INLINE vdn vdsel(vl m, vdn a, vdn b) { return (vdn)(((vlu)m & (vlu)a) | (~(vlu)m & (vlu)b)); }
+
+VM_INLINE vdn vexp_d(vdn x) {
+  const double shifter = 6755399441055744.0; /* 1.5 * 2^52 */
+  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  vdn t = x * 1.44269504088896338700 + shifter;
+  vdn n = t - shifter;
+  vdn r = x - n * ln2_hi;
+  r = r - n * ln2_lo;
+  vdn p;
+  VDN_POLY(p, r, VD_EXP_TAYLOR);
+  /* t's low bits hold n (two's complement): its difference from the shifter's bits. */
+  vlu bits = ((vlu)t - (vlu)vdsplat(shifter) + 1023u) << 52;
+  vdn y = p * (vdn)bits;
+  vl outside = (vl)((x > 708.0) | (x < -708.0) | (x != x));
+  int64_t any = 0;
+  for (int i = 0; i < VM_DW; i++) any |= outside[i];
+  if (__builtin_expect(any != 0, 0)) {
+    for (int i = 0; i < VM_DW; i++)
+      if (outside[i]) y[i] = __builtin_exp(x[i]);
+  }
+  return y;
+}
+
+VM_INLINE vdn vsigmoid_d(vdn x) { return 1.0 / (1.0 + vexp_d(-x)); }
+
+VM_INLINE vdn vtanh_d(vdn x) {
+  vdn a = (vdn)((vlu)x & 0x7fffffffffffffffu);
+  vdn a2 = a * a, p;
+  VDN_POLY(p, a2, VD_TANH_TAYLOR);
+  vdn small = a * p;
+  vdn t = a + a;
+  t = vdsel((vl)(t > 44.0), vdsplat(44.0), t);
+  vdn big = 1.0 - 2.0 / (vexp_d(t) + 1.0);
+  vdn y = vdsel((vl)(a < 0.625), small, big);
+  /* x's sign back (NaN stays NaN: the large form's exp of NaN). */
+  return (vdn)((vlu)y | ((vlu)x & 0x8000000000000000u));
+}
+
+#define VM_LOOP_D(f)                                                        \
+  static void VM_NAME(f##_d)(const double *x, double *y, int64_t n) {       \
+    int64_t i = 0;                                                          \
+    for (; i + VM_DW <= n; i += VM_DW) {                              \
+      vdn v;                                                                 \
+      __builtin_memcpy(&v, x + i, sizeof v);                                \
+      v = v##f##_d(v);                                                      \
+      __builtin_memcpy(y + i, &v, sizeof v);                                \
+    }                                                                       \
+    if (i < n) {                                                            \
+      vdn v = {0};                                                           \
+      size_t part_bytes = ((size_t)(n - i) & (VM_DW - 1)) * sizeof(double); \
+      __builtin_memcpy(&v, x + i, part_bytes);                              \
+      v = v##f##_d(v);                                                      \
+      __builtin_memcpy(y + i, &v, part_bytes);                              \
+    }                                                                       \
+  }
+VM_LOOP_D(exp)
+VM_LOOP_D(sigmoid)
+VM_LOOP_D(tanh)
+
 #define VM_FNS2(f, sfx) {VM_NAME(f##_vv##sfx), VM_NAME(f##_sv##sfx), VM_NAME(f##_vs##sfx)}
 #define VM_TABLE(sfx, nt_table)                                                                 \
   {VM_NAME(exp##sfx),      VM_NAME(log##sfx),      VM_NAME(tanh##sfx),                          \
@@ -1072,6 +1178,7 @@ VM_POW_FORMS(_nt, 1)
    VM_FNS2(mul, sfx),      VM_FNS2(div, sfx),      VM_FNS2(maximum, sfx),                       \
    VM_FNS2(minimum, sfx),  VM_FNS2(sqdiff, sfx),   VM_FNS2(pow, sfx),                           \
    VM_FNS2(leaky, sfx),                                                                        \
+   VM_NAME(exp_d),         VM_NAME(sigmoid_d),     VM_NAME(tanh_d),                             \
    VM_NAME(chain##sfx),    &nt_table}
 
 extern const weft_cpu_vmath_t VM_CAT(VM_CAT(weft__cpu_vmath_, VM_SUFFIX), _nt);
