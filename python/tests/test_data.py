@@ -313,3 +313,69 @@ def test_tfrecord_dataset_of_examples(tmp_path):
     xs = np.concatenate([g["x"] for g in got])
     np.testing.assert_array_equal(xs, np.tile([[i, i * 0.5] for i in range(5)], (2, 1)))
     np.testing.assert_array_equal(np.concatenate([g["y"] for g in got]), [0, 1, 0, 1, 0] * 2)
+
+
+def test_interleave_cycles_blocks_and_refills():
+    # TensorFlow's documented example: 1..5, each repeated 6 times, cycle 2, block 4.
+    ds = tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(6), cycle_length=2, block_length=4)
+    got = [int(v) for v in drain(ds.make_one_shot_iterator().get_next())]
+    assert got == [1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 3, 3, 4, 4,
+                   5, 5, 5, 5, 5, 5]
+    tf.reset_default_graph()
+    # Datasets of unequal lengths: an ended slot moves the cycle on, refilled when it is back.
+    ds = tf.data.Dataset.range(1, 5).interleave(lambda n: tf.data.Dataset.range(int(n)),
+                                                cycle_length=3)
+    got = [int(v) for v in drain(ds.make_one_shot_iterator().get_next())]
+    assert got == [0, 0, 0, 1, 1, 0, 2, 1, 2, 3]
+    tf.reset_default_graph()
+    with pytest.raises(ValueError, match="cycle_length must be greater than zero."):
+        tf.data.Dataset.range(3).interleave(lambda n: tf.data.Dataset.range(1), cycle_length=0)
+    with pytest.raises(ValueError, match="block_length must be greater than zero."):
+        tf.data.Dataset.range(3).interleave(lambda n: tf.data.Dataset.range(1), block_length=0)
+    with pytest.raises(TypeError, match="must return a `Dataset` object"):
+        tf.data.Dataset.range(3).interleave(lambda n: n)
+
+
+def test_interleave_of_tfrecord_files(tmp_path):
+    paths = []
+    for f in range(3):
+        p = str(tmp_path / ("part-%d.tfrecord" % f))
+        with tf.io.TFRecordWriter(p) as w:
+            for r in range(f + 1):
+                w.write(b"f%d-r%d" % (f, r))
+        paths.append(p)
+    ds = tf.data.Dataset.from_tensor_slices(paths).interleave(tf.data.TFRecordDataset,
+                                                              cycle_length=2)
+    got = drain(ds.make_one_shot_iterator().get_next())
+    tf.reset_default_graph()
+    ds2 = tf.data.Dataset.from_tensor_slices(paths).apply(
+        tf.data.experimental.parallel_interleave(tf.data.TFRecordDataset, cycle_length=2))
+    assert drain(ds2.make_one_shot_iterator().get_next()) == got
+    # f0 ends after one record: its slot takes f2 when the cycle comes back to it.
+    assert got == [b"f0-r0", b"f1-r0", b"f1-r1", b"f2-r0", b"f2-r1", b"f2-r2"]
+
+
+def test_cache_replays_the_first_pass():
+    calls = []
+
+    def count(v):
+        calls.append(int(v))
+        return v * 10
+
+    ds = tf.data.Dataset.range(4).map(
+        lambda v: tf.py_func(count, [v], tf.int64, stateful=True)).cache().repeat(3)
+    got = [int(v) for v in drain(ds.make_one_shot_iterator().get_next())]
+    assert got == [0, 10, 20, 30] * 3
+    assert calls == [0, 1, 2, 3]  # the map ran over the first pass only
+    tf.reset_default_graph()
+    # An initializable iterator fed other data gets another cache.
+    x = tf.placeholder(tf.int64, [None])
+    it = tf.data.Dataset.from_tensor_slices(x).cache().make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as s:
+        for data in ([1, 2], [7, 8, 9], [1, 2]):
+            s.run(it.initializer, {x: np.array(data)})
+            assert [int(v) for v in drain(nxt, s)] == data
+    with pytest.raises(NotImplementedError, match="only the in-memory cache"):
+        tf.data.Dataset.range(3).cache("/tmp/somewhere")

@@ -13,8 +13,8 @@ a session of that graph.
 
 What differs from TensorFlow (docs/python.md, "tf.data"): an iterator's position belongs to its
 graph, shared by the sessions of that graph, where TensorFlow keeps one per session; elements are
-made on the caller's step, one at a time (prefetch, num_parallel_calls and cache change nothing
-but memory); shuffle draws from numpy's generator, so its orders are not TensorFlow's; an outer
+made on the caller's step, one at a time (prefetch and num_parallel_calls change nothing; cache()
+keeps the elements in memory, no filename); shuffle draws from numpy's generator, so its orders are not TensorFlow's; an outer
 graph's tensor that a traced function reads (a constant, a placeholder) is read once, when the
 iterator starts, where TensorFlow reads a captured variable on every element."""
 import itertools as _itertools
@@ -165,6 +165,10 @@ class Dataset(_Structured):
     def flat_map(self, map_func):
         return _FlatMap(self, map_func)
 
+    def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1,
+                   num_parallel_calls=None):
+        return _Interleave(self, map_func, cycle_length, block_length)
+
     def batch(self, batch_size, drop_remainder=False):
         return _Batch(self, batch_size, drop_remainder)
 
@@ -196,9 +200,9 @@ class Dataset(_Structured):
 
     def cache(self, filename=""):
         if filename:
-            raise NotImplementedError("Dataset.cache(filename) is not supported by weft: "
-                                      "elements are made on each step")
-        return self
+            raise NotImplementedError("Dataset.cache(filename) is not supported by weft: only "
+                                      "the in-memory cache (no filename)")
+        return _Cache(self)
 
     def apply(self, transformation_func):
         return transformation_func(self)
@@ -461,6 +465,58 @@ class _FlatMap(_Derived):
             yield from inner._elements({})
 
 
+class _Interleave(_FlatMap):
+    """TensorFlow's InterleaveDataset, deterministic: cycle_length slots each hold the dataset of
+    one input element; the cycle takes block_length elements from a slot before moving to the
+    next; a slot whose dataset ends moves the cycle on and is refilled from the input when the
+    cycle comes back to it."""
+
+    def __init__(self, source, fn, cycle_length, block_length):
+        super().__init__(source, fn)
+        cycle = _int_arg(cycle_length, "cycle_length")
+        if cycle == AUTOTUNE:
+            import os
+            cycle = os.cpu_count() or 1  # TensorFlow: the machine's parallelism
+        if cycle <= 0:
+            raise ValueError("cycle_length must be greater than zero.")
+        self._cycle = cycle
+        self._block = _int_arg(block_length, "block_length")
+        if self._block <= 0:
+            raise ValueError("block_length must be greater than zero.")
+
+    def _elements(self, values):
+        inputs = self._source._elements(values)
+        slots = [None] * self._cycle
+        open_slots, input_done, i, taken = 0, False, 0, 0
+        while not input_done or open_slots > 0:
+            if slots[i] is not None:
+                try:
+                    comps = next(slots[i])
+                except StopIteration:
+                    slots[i] = None
+                    open_slots -= 1
+                    i, taken = (i + 1) % self._cycle, 0
+                    continue
+                taken += 1
+                if taken == self._block:
+                    i, taken = (i + 1) % self._cycle, 0
+                yield comps
+            elif not input_done:
+                try:
+                    comps = next(inputs)
+                except StopIteration:
+                    input_done = True
+                    continue
+                arg = _pack(self._source._template, iter(comps))
+                inner = self._fn(*arg) if type(arg) is tuple else self._fn(arg)
+                if not isinstance(inner, Dataset):
+                    raise TypeError("`map_func` must return a `Dataset` object.")
+                slots[i] = iter(inner._elements({}))
+                open_slots += 1
+            else:
+                i, taken = (i + 1) % self._cycle, 0
+
+
 def _probe(fn, dataset):
     """fn's result on numpy zeros of the element's components (for flat_map's structure)."""
     comps = [_np.zeros([d or 0 for d in (s or [])], t.as_numpy_dtype if t != _dtypes.string
@@ -589,6 +645,35 @@ class _Repeat(_Derived):
                 yield comps
             if empty:
                 return
+
+
+def _cache_key(value):
+    arr = _np.asarray(value)
+    if arr.dtype == object:
+        return (arr.shape, tuple(arr.ravel().tolist()))
+    return (arr.dtype.str, arr.shape, arr.tobytes())
+
+
+class _Cache(_Derived):
+    """Dataset.cache() in memory: the first pass that reaches the end keeps its elements, and
+    later passes (a repeat, the iterator started again) replay them instead of running the
+    pipeline before it (its functions, its random draws). One cache per set of values the
+    pipeline's sources were given (an initializable iterator fed other data starts another)."""
+
+    def __init__(self, source):
+        super().__init__(source)
+        self._store = {}
+
+    def _elements(self, values):
+        key = tuple(_cache_key(values[id(t)]) for t in self._captured)
+        if key in self._store:
+            yield from self._store[key]
+            return
+        rows = []
+        for comps in self._source._elements(values):
+            rows.append(comps)
+            yield comps
+        self._store[key] = rows
 
 
 class _Take(_Derived):
@@ -822,6 +907,12 @@ class _Experimental:
     @staticmethod
     def unbatch():
         return lambda dataset: dataset.unbatch()
+
+    @staticmethod
+    def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
+                            buffer_output_elements=None, prefetch_input_elements=None):
+        # Elements are made one at a time here: sloppy or not, the order is interleave's.
+        return lambda dataset: dataset.interleave(map_func, cycle_length, block_length)
 
     @staticmethod
     def make_one_shot_iterator(dataset):
