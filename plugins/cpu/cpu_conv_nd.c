@@ -6,7 +6,13 @@
  * DepthwiseConv2dNativeBackpropFilter and Conv3DBackpropFilterV2 (im2col, then GEMM with
  * out_backprop), AvgPool3D, MaxPool3D, their gradients AvgPool3DGrad and MaxPool3DGrad (float32
  * NDHWC in cpu_pool_grad_fast.c, the same results), and MaxPoolWithArgmax. The float dtypes compute in float32 (float64 for double) on OpenBLAS,
- * like Conv2D. Error messages follow TensorFlow's (conv_grad_shape_utils.cc and the kernels). */
+ * like Conv2D. Error messages follow TensorFlow's (conv_grad_shape_utils.cc and the kernels).
+ * float32 Conv3D, Conv3DBackpropInputV2 and Conv3DBackpropFilterV2 with one group (either
+ * layout) run on cpu_conv_fast.c's 2-D kernels with the depth folded into the channels
+ * (conv3d_fast: one 2-D convolution over batch N * OD of KD * C channels; a stride-1 input
+ * gradient as the forward convolution with the flipped filter); the generic path below (a
+ * channels-last copy, im2col and one GEMM per batch item) keeps the other dtypes, grouped
+ * filters, empty operands, and everything where WEFT_CPU_CONV3D_FAST=0. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
