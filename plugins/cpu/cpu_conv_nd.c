@@ -531,6 +531,26 @@ typedef struct fold_job {
   float *dx;      /* NDHWC input gradient of the run's first item (unfold) */
 } fold_job_t;
 
+/* hw pixels of c floats from src (one every ss floats) to dst (one every ds floats); the few
+ * channels of the corpus's nets copied inline, not by a memcpy call a pixel. */
+static void copy_pixels(float *restrict dst, int64_t ds, const float *restrict src, int64_t ss,
+                        int64_t hw, int64_t c) {
+#define COPY_PIXELS_N(N)                                                                     \
+  case N:                                                                                    \
+    for (int64_t p = 0; p < hw; p++) memcpy(dst + p * ds, src + p * ss, sizeof(float) * N); \
+    return;
+  switch (c) {
+    COPY_PIXELS_N(1)
+    COPY_PIXELS_N(2)
+    COPY_PIXELS_N(3)
+    COPY_PIXELS_N(4)
+    default:
+      for (int64_t p = 0; p < hw; p++)
+        memcpy(dst + p * ds, src + p * ss, sizeof(float) * (size_t)c);
+  }
+#undef COPY_PIXELS_N
+}
+
 /* Folded rows [b, e) (one per (item, od)) from j->x. */
 static void fold_range(void *arg, int64_t b, int64_t e) {
   const fold_job_t *j = arg;
@@ -547,10 +567,7 @@ static void fold_range(void *arg, int64_t b, int64_t e) {
         continue;
       }
       const float *s = j->x + (n * g->in[0] + id) * hw * c;
-      if (c == 1)
-        for (int64_t p = 0; p < hw; p++) d[p * kc] = s[p];
-      else
-        for (int64_t p = 0; p < hw; p++) memcpy(d + p * kc, s + p * c, sizeof(float) * (size_t)c);
+      copy_pixels(d, kc, s, c, hw, c);
     }
   }
 }
@@ -569,7 +586,7 @@ static void unfold_range(void *arg, int64_t b, int64_t e) {
       if (t < 0 || t % g->s[0] != 0 || t / g->s[0] >= g->out[0]) continue;
       const float *s = j->xf + (n * g->out[0] + t / g->s[0]) * hw * kc + kd * c;
       if (first)
-        for (int64_t p = 0; p < hw; p++) memcpy(dst + p * c, s + p * kc, sizeof(float) * (size_t)c);
+        copy_pixels(dst, c, s, kc, hw, c);
       else
         for (int64_t p = 0; p < hw; p++)
           for (int64_t q = 0; q < c; q++) dst[p * c + q] += s[p * kc + q];
