@@ -70,6 +70,10 @@ static void slot_range(void *arg, int64_t b, int64_t e) {
 static void tiles_plan(weft_kernel_ctx_t *ctx, tiles_t *t, int64_t macs) {
   int64_t tile = CONV_TILE_BYTES / ((int64_t)sizeof(float) * (t->k > 0 ? t->k : 1));
   tile = tile < 8 ? 8 : tile / 8 * 8;
+  /* No longer than the rows: a small convolution's scratch stays small (a 256 KiB one is a
+   * fresh mapping, page faults and all, on every call). */
+  if (tile > (t->rows + 7) / 8 * 8) tile = (t->rows + 7) / 8 * 8;
+  if (tile < 8) tile = 8;
   t->tile = tile;
   int64_t ntiles = (t->rows + tile - 1) / tile;
   int64_t slots = H->kernel_num_threads(ctx);
@@ -490,7 +494,7 @@ weft_status_t *weft__cpu_conv2d_bp_input_f32(weft_kernel_ctx_t *ctx, const weft_
     tiles_plan(ctx, &t, g->n * pixels * k * g->m);
     t.tile = 1;
     t.slots = t.slots < g->n ? t.slots : g->n;
-    t.scratch_per_slot = bp_input_tile_rows(k) * k;
+    t.scratch_per_slot = (bp_input_tile_rows(k) < pixels ? bp_input_tile_rows(k) : pixels) * k;
     return tiles_run(ctx, &t);
   }
   float *cols = NULL;
