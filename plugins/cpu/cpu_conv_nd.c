@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_pool3d.h"
 #include "cpu_pool_grad.h"
 
 #define H weft__cpu_host
