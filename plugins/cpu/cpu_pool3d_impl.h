@@ -263,9 +263,10 @@ static inline int64_t p3_count(int64_t o, int64_t in, int64_t k, int64_t s, int6
 }
 
 /* Volume v through the padded buffer buf (Dp x Hp x Wp x lanes floats, each dim
- * (out - 1) * s + k: every window whole). The outputs of depth plane od are computed at every
- * padded position of rows od * s[0] .. up to the last output's, then those on the strides taken. */
-static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf) {
+ * (out - 1) * s + k: every window whole), with dw (out[2] x lanes doubles) after it. The outputs
+ * are computed at every padded position from the first output's to the last one's (with depth
+ * stride 1 all planes at once, else plane by plane), then those on the strides taken. */
+static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf, double *dw) {
   int64_t L = p->lanes, D = p->in[0], H = p->in[1], W = p->in[2];
   int64_t OD = p->out[0], OH = p->out[1], OW = p->out[2];
   int64_t kd = p->k[0], kh = p->k[1], kw = p->k[2], sd = p->s[0], sh = p->s[1], sw = p->s[2];
@@ -288,11 +289,19 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf) {
       memcpy(r + w0 * L, xv + (d * H + h) * W * L, (size_t)((w1 - w0) * L) * sizeof(float));
       for (int64_t i = w1 * L; i < RL; i++) r[i] = pad;
     }
-  /* A depth plane's positions, from its first row to the last output's last float. */
-  int64_t Q = (OH - 1) * sh * RL + ((OW - 1) * sw + 1) * L;
-  for (int64_t od = 0; od < OD; od++) {
-    const float *plane = buf + od * sd * Hp * RL;
-    int64_t cd = p3_count(od, D, kd, sd, p->pb[0]);
+  /* The average's divisor of output (.., ow, c): max(count_dh, 1) * dw[ow * L + c], dw the
+   * column's count (or 1): the in-bounds count, exactly, or 1 times 0 where the window is
+   * empty (a sum of +0.0 either way). */
+  if (!p->is_max)
+    for (int64_t ow = 0; ow < OW; ow++) {
+      int64_t cw = p3_count(ow, W, kw, sw, p->pb[2]);
+      for (int64_t c = 0; c < L; c++) dw[ow * L + c] = (double)(cw ? cw : 1);
+    }
+  /* Segments: all planes (depth stride 1) or one output plane each. */
+  int64_t segs = sd == 1 ? 1 : OD, seg_planes = sd == 1 ? OD : 1;
+  int64_t Q = ((seg_planes - 1) * Hp + (OH - 1) * sh) * RL + ((OW - 1) * sw + 1) * L;
+  for (int64_t sg = 0; sg < segs; sg++) {
+    const float *base = buf + sg * sd * Hp * RL;
     for (int64_t q0 = 0; q0 < Q; q0 += P3_CHUNK) {
       int64_t m = Q - q0 < P3_CHUNK ? Q - q0 : P3_CHUNK;
       float facc[P3_CHUNK];
@@ -304,31 +313,50 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf) {
       for (int64_t a = 0; a < kd; a++)
         for (int64_t b = 0; b < kh; b++)
           for (int64_t c = 0; c < kw; c++) {
-            const float *src = plane + q0 + ((a * Hp + b) * Wp + c) * L;
+            const float *src = base + q0 + ((a * Hp + b) * Wp + c) * L;
             if (p->is_max)
               max_run(facc, src, m);
             else
               sum_run(dacc, src, m);
           }
-      /* The chunk's outputs: padded rows oh * sh, columns ow * sw. */
-      for (int64_t ph = q0 / RL; ph * RL < q0 + m; ph++) {
-        if (ph % sh) continue;
-        int64_t oh = ph / sh;
-        if (oh >= OH) break;
+      /* The chunk's outputs: padded rows (od * sd, oh * sh) of the segment, columns ow * sw. */
+      int64_t pr = q0 / RL, od = sg + pr / Hp, ph = pr % Hp;
+      for (; pr * RL < q0 + m; pr++, ph++) {
+        if (ph == Hp) { /* no divisions per row: they cost more than a short row's copy */
+          ph = 0;
+          od++;
+        }
+        int64_t oh = ph;
+        if (sh != 1) {
+          if (ph % sh) continue;
+          oh = ph / sh;
+        }
+        if (oh >= OH) continue;
         float *y = yv + (od * OH + oh) * OW * L;
-        int64_t cdh = cd * p3_count(oh, H, kh, sh, p->pb[1]);
+        int64_t cdh = p3_count(od, D, kd, sd, p->pb[0]) * p3_count(oh, H, kh, sh, p->pb[1]);
+        double fdh = (double)(cdh ? cdh : 1);
+        if (sw == 1) {
+          /* Row floats [j0, j1) of this chunk, contiguous. */
+          int64_t j0 = q0 - pr * RL > 0 ? q0 - pr * RL : 0, j1 = q0 + m - pr * RL;
+          if (j1 > OW * L) j1 = OW * L;
+          const float *fa = facc + (pr * RL - q0);
+          const double *da = dacc + (pr * RL - q0);
+          if (p->is_max)
+            for (int64_t jj = j0; jj < j1; jj++) y[jj] = quiet(fa[jj]);
+          else
+            for (int64_t jj = j0; jj < j1; jj++) y[jj] = (float)(da[jj] / (fdh * dw[jj]));
+          continue;
+        }
         for (int64_t ow = 0; ow < OW; ow++) {
-          int64_t q = ph * RL + ow * sw * L;
+          int64_t q = pr * RL + ow * sw * L;
           if (q + L <= q0) continue;
           if (q >= q0 + m) break;
           int64_t c0 = q < q0 ? q0 - q : 0, c1 = q + L > q0 + m ? q0 + m - q : L;
-          if (p->is_max) {
+          if (p->is_max)
             for (int64_t c = c0; c < c1; c++) y[ow * L + c] = quiet(facc[q - q0 + c]);
-            continue;
-          }
-          int64_t count = cdh * p3_count(ow, W, kw, sw, p->pb[2]);
-          double div = (double)(count ? count : 1);
-          for (int64_t c = c0; c < c1; c++) y[ow * L + c] = (float)(dacc[q - q0 + c] / div);
+          else
+            for (int64_t c = c0; c < c1; c++)
+              y[ow * L + c] = (float)(dacc[q - q0 + c] / (fdh * dw[ow * L + c]));
         }
       }
     }
@@ -342,12 +370,14 @@ void P3_RANGE(const weft_cpu_pool3_t *p, int64_t b, int64_t e) {
   }
   int64_t size = ((p->out[0] - 1) * p->s[0] + p->k[0]) * ((p->out[1] - 1) * p->s[1] + p->k[1]) *
                  ((p->out[2] - 1) * p->s[2] + p->k[2]) * p->lanes;
-  float *buf = malloc((size_t)size * sizeof(float));
-  if (!buf) {
+  int64_t dws = p->out[2] * p->lanes;
+  double *dw = malloc((size_t)dws * sizeof(double) + (size_t)size * sizeof(float));
+  if (!dw) {
     /* No buffer: the rows way, unit v's depth planes. */
     p3_rows(p, b * p->out[0], e * p->out[0]);
     return;
   }
-  for (int64_t v = b; v < e; v++) p3_padded(p, v, buf);
-  free(buf);
+  float *buf = (float *)(dw + dws);
+  for (int64_t v = b; v < e; v++) p3_padded(p, v, buf, dw);
+  free(dw);
 }
