@@ -262,6 +262,26 @@ static inline int64_t p3_count(int64_t o, int64_t in, int64_t k, int64_t s, int6
   return hi > lo ? hi - lo : 0;
 }
 
+/* n floats from src to dst, or n copies of v: in fixed-size pieces the compiler inlines (a
+ * padded row is a few floats, where a memcpy / memset call costs more than the copy). */
+static inline void p3_copy(float *restrict dst, const float *restrict src, int64_t n) {
+  for (; n >= 16; n -= 16, dst += 16, src += 16) memcpy(dst, src, 16 * sizeof(float));
+  if (n & 8) memcpy(dst, src, 8 * sizeof(float)), dst += 8, src += 8;
+  if (n & 4) memcpy(dst, src, 4 * sizeof(float)), dst += 4, src += 4;
+  if (n & 2) memcpy(dst, src, 2 * sizeof(float)), dst += 2, src += 2;
+  if (n & 1) *dst = *src;
+}
+
+static inline void p3_fill(float *dst, float v, int64_t n) {
+  float block[16];
+  for (int i = 0; i < 16; i++) block[i] = v;
+  for (; n >= 16; n -= 16, dst += 16) memcpy(dst, block, sizeof block);
+  if (n & 8) memcpy(dst, block, 8 * sizeof(float)), dst += 8;
+  if (n & 4) memcpy(dst, block, 4 * sizeof(float)), dst += 4;
+  if (n & 2) memcpy(dst, block, 2 * sizeof(float)), dst += 2;
+  if (n & 1) *dst = v;
+}
+
 /* Volume v through the padded buffer buf (Dp x Hp x Wp x lanes floats, each dim
  * (out - 1) * s + k: every window whole), with dw (out[2] x lanes doubles) after it. The outputs
  * are computed at every padded position from the first output's to the last one's (with depth
@@ -282,12 +302,12 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf, double *
       float *r = buf + (pd * Hp + ph) * RL;
       int64_t d = pd - p->pb[0], h = ph - p->pb[1];
       if (d < 0 || d >= D || h < 0 || h >= H || w1 <= w0) {
-        for (int64_t i = 0; i < RL; i++) r[i] = pad;
+        p3_fill(r, pad, RL);
         continue;
       }
-      for (int64_t i = 0; i < w0 * L; i++) r[i] = pad;
-      memcpy(r + w0 * L, xv + (d * H + h) * W * L, (size_t)((w1 - w0) * L) * sizeof(float));
-      for (int64_t i = w1 * L; i < RL; i++) r[i] = pad;
+      p3_fill(r, pad, w0 * L);
+      p3_copy(r + w0 * L, xv + (d * H + h) * W * L, (w1 - w0) * L);
+      p3_fill(r + w1 * L, pad, RL - w1 * L);
     }
   /* The average's divisor of output (.., ow, c): max(count_dh, 1) * dw[ow * L + c], dw the
    * column's count (or 1): the in-bounds count, exactly, or 1 times 0 where the window is
