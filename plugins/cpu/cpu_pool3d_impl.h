@@ -38,6 +38,8 @@
 
 /* Floats (max) or doubles (average) of one chunk's accumulators, on the stack. */
 #define P3_CHUNK 1024
+/* The padded buffer's tail of pad values: the flat loops round their length up to this. */
+#define P3_SLACK 16
 
 /* a[i] = the max of a[i] and p[i], the generic kernel's rule: the later value only when it is
  * greater, or NaN while a[i] is not. */
@@ -324,20 +326,22 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf, double *
     const float *base = buf + sg * sd * Hp * RL;
     for (int64_t q0 = 0; q0 < Q; q0 += P3_CHUNK) {
       int64_t m = Q - q0 < P3_CHUNK ? Q - q0 : P3_CHUNK;
+      /* The loops run to a multiple of P3_SLACK (no scalar tails; the buffer has the slack). */
+      int64_t mr = (m + P3_SLACK - 1) / P3_SLACK * P3_SLACK;
       float facc[P3_CHUNK];
       double dacc[P3_CHUNK];
       if (p->is_max)
-        for (int64_t i = 0; i < m; i++) facc[i] = -INFINITY;
+        for (int64_t i = 0; i < mr; i++) facc[i] = -INFINITY;
       else
-        for (int64_t i = 0; i < m; i++) dacc[i] = 0.0;
+        for (int64_t i = 0; i < mr; i++) dacc[i] = 0.0;
       for (int64_t a = 0; a < kd; a++)
         for (int64_t b = 0; b < kh; b++)
           for (int64_t c = 0; c < kw; c++) {
             const float *src = base + q0 + ((a * Hp + b) * Wp + c) * L;
             if (p->is_max)
-              max_run(facc, src, m);
+              max_run(facc, src, mr);
             else
-              sum_run(dacc, src, m);
+              sum_run(dacc, src, mr);
           }
       /* The chunk's outputs: padded rows (od * sd, oh * sh) of the segment, columns ow * sw. */
       int64_t pr = q0 / RL, od = sg + pr / Hp, ph = pr % Hp;
@@ -391,13 +395,14 @@ void P3_RANGE(const weft_cpu_pool3_t *p, int64_t b, int64_t e) {
   int64_t size = ((p->out[0] - 1) * p->s[0] + p->k[0]) * ((p->out[1] - 1) * p->s[1] + p->k[1]) *
                  ((p->out[2] - 1) * p->s[2] + p->k[2]) * p->lanes;
   int64_t dws = p->out[2] * p->lanes;
-  double *dw = malloc((size_t)dws * sizeof(double) + (size_t)size * sizeof(float));
+  double *dw = malloc((size_t)dws * sizeof(double) + (size_t)(size + P3_SLACK) * sizeof(float));
   if (!dw) {
     /* No buffer: the rows way, unit v's depth planes. */
     p3_rows(p, b * p->out[0], e * p->out[0]);
     return;
   }
   float *buf = (float *)(dw + dws);
+  for (int64_t i = 0; i < P3_SLACK; i++) buf[size + i] = 0.0f;
   for (int64_t v = b; v < e; v++) p3_padded(p, v, buf, dw);
   free(dw);
 }
