@@ -330,19 +330,50 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf, double *
       int64_t mr = (m + P3_SLACK - 1) / P3_SLACK * P3_SLACK;
       float facc[P3_CHUNK];
       double dacc[P3_CHUNK];
-      if (p->is_max)
-        for (int64_t i = 0; i < mr; i++) facc[i] = -INFINITY;
-      else
-        for (int64_t i = 0; i < mr; i++) dacc[i] = 0.0;
-      for (int64_t a = 0; a < kd; a++)
-        for (int64_t b = 0; b < kh; b++)
-          for (int64_t c = 0; c < kw; c++) {
-            const float *src = base + q0 + ((a * Hp + b) * Wp + c) * L;
-            if (p->is_max)
-              max_run(facc, src, mr);
-            else
-              sum_run(dacc, src, mr);
-          }
+      /* Few window positions: each one flat loop over the chunk, the accumulators in memory. */
+      if (kd * kh * kw <= 8) {
+        if (p->is_max)
+          for (int64_t i = 0; i < mr; i++) facc[i] = -INFINITY;
+        else
+          for (int64_t i = 0; i < mr; i++) dacc[i] = 0.0;
+        for (int64_t a = 0; a < kd; a++)
+          for (int64_t b = 0; b < kh; b++)
+            for (int64_t c = 0; c < kw; c++) {
+              const float *src = base + q0 + ((a * Hp + b) * Wp + c) * L;
+              if (p->is_max)
+                max_run(facc, src, mr);
+              else
+                sum_run(dacc, src, mr);
+            }
+      }
+      /* More: blocks of P3_SLACK positions, each over every window position in registers. */
+      for (int64_t q = 0; q < mr && kd * kh * kw > 8; q += P3_SLACK) {
+        const float *at = base + q0 + q;
+        if (p->is_max) {
+          float acc[P3_SLACK];
+          for (int i = 0; i < P3_SLACK; i++) acc[i] = -INFINITY;
+          for (int64_t a = 0; a < kd; a++)
+            for (int64_t b = 0; b < kh; b++) {
+              const float *r = at + (a * Hp + b) * RL;
+              for (int64_t c = 0; c < kw; c++, r += L)
+                for (int i = 0; i < P3_SLACK; i++) {
+                  float e = r[i], o = acc[i];
+                  acc[i] = (e > o) | ((e != e) & (o == o)) ? e : o;
+                }
+            }
+          memcpy(facc + q, acc, sizeof acc);
+        } else {
+          double acc[P3_SLACK];
+          for (int i = 0; i < P3_SLACK; i++) acc[i] = 0.0;
+          for (int64_t a = 0; a < kd; a++)
+            for (int64_t b = 0; b < kh; b++) {
+              const float *r = at + (a * Hp + b) * RL;
+              for (int64_t c = 0; c < kw; c++, r += L)
+                for (int i = 0; i < P3_SLACK; i++) acc[i] += (double)r[i];
+            }
+          memcpy(dacc + q, acc, sizeof acc);
+        }
+      }
       /* The chunk's outputs: padded rows (od * sd, oh * sh) of the segment, columns ow * sw. */
       int64_t pr = q0 / RL, od = sg + pr / Hp, ph = pr % Hp;
       for (; pr * RL < q0 + m; pr++, ph++) {
@@ -371,7 +402,24 @@ static void p3_padded(const weft_cpu_pool3_t *p, int64_t v, float *buf, double *
             for (int64_t jj = j0; jj < j1; jj++) y[jj] = (float)(da[jj] / (fdh * dw[jj]));
           continue;
         }
+        /* Columns [owa, owb) lie wholly in the chunk; the others, at its ends, are checked. */
+        int64_t rb = pr * RL - q0, step = sw * L;
+        int64_t owa = rb >= 0 ? 0 : (-rb + step - 1) / step;
+        int64_t owb = m - L - rb < 0 ? 0 : (m - L - rb) / step + 1;
+        if (owb > OW) owb = OW;
+        if (owa > owb) owa = owb;
+        const float *fa = facc + rb;
+        const double *da = dacc + rb;
+        if (p->is_max)
+          for (int64_t ow = owa; ow < owb; ow++)
+            for (int64_t c = 0; c < L; c++) y[ow * L + c] = quiet(fa[ow * step + c]);
+        else
+          for (int64_t ow = owa; ow < owb; ow++)
+            for (int64_t c = 0; c < L; c++)
+              y[ow * L + c] = (float)(da[ow * step + c] / (fdh * dw[ow * L + c]));
         for (int64_t ow = 0; ow < OW; ow++) {
+          if (ow == owa) ow = owb;
+          if (ow >= OW) break;
           int64_t q = pr * RL + ow * sw * L;
           if (q + L <= q0) continue;
           if (q >= q0 + m) break;
