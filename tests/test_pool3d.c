@@ -1,14 +1,15 @@
 /* test_pool3d.c: float32 MaxPool3D and AvgPool3D forward over NDHWC and NCDHW, which the CPU
- * plugin runs on row loops (plugins/cpu/cpu_pool3d_fast.c), bit for bit against a scalar
+ * plugin runs on its own loops (plugins/cpu/cpu_pool3d_fast.c), bit for bit against a scalar
  * reference written here the generic kernel's way (plugins/cpu/cpu_conv_nd.c pool3d_range): per
  * output element its window clipped to the input, taken in depth, row, column order in double;
  * the max by (v > acc || isnan(v)) && !isnan(acc) from -inf, the average summed from 0 and
  * divided by the in-bounds count; stored as float. The same test runs again with
  * WEFT_CPU_POOL3D_FAST=0 (tests/meson.build), so the generic kernel meets the same reference.
  * Shapes: both layouts, channels 1, 2, 3, 16, 33, SAME and VALID, strides 1 to 3, windows 1 to 4
- * (past the input under SAME), batches 1 to 3, a few larger ones that the 2-thread run splits;
- * values in [-1, 1), few-valued (ties, +0 / -0), and with NaN (quiet and signalling), +inf and
- * -inf. Each case runs at 1 and 2 intra-op threads. */
+ * (past the input under SAME), batches 1 to 3, shapes that take each of the kernel's ways (a
+ * padded volume, rows of few or of many channels, rows past a chunk), a few larger ones that
+ * the 2-thread run splits; values in [-1, 1), few-valued (ties, +0 / -0), and with NaN (quiet
+ * and signalling), +inf and -inf. Each case runs at 1 and 2 intra-op threads. */
 #include <glib.h>
 #include <math.h>
 #include <stdint.h>
@@ -202,6 +203,14 @@ static const p3_case_t fixed[] = {
     {1, {3, 4, 700}, 2, {1, 2, 3}, {1, 1, 1}, true, false},  /* rows past one chunk */
     {1, {2, 3, 9}, 600, {2, 2, 3}, {1, 2, 2}, true, false},  /* channels past one chunk */
     {1, {2, 2, 1100}, 1, {2, 2, 4}, {1, 1, 3}, true, true},
+    /* The rows way (no padded copy): strides past the padded way's, or volumes past its
+     * 64 Ki floats; a row past one chunk, few and many channels, a remainder block. */
+    {1, {2, 7, 1500}, 3, {1, 2, 3}, {1, 3, 2}, true, false},
+    {1, {2, 5, 1200}, 1, {2, 2, 3}, {1, 3, 2}, true, true},
+    {1, {12, 24, 24}, 8, {3, 3, 3}, {1, 1, 1}, true, false},
+    {1, {40, 40, 50}, 1, {2, 2, 2}, {1, 1, 1}, true, true},
+    {2, {8, 16, 16}, 24, {3, 3, 3}, {1, 1, 1}, true, false},
+    {1, {5, 6, 7}, 40, {4, 4, 4}, {2, 3, 3}, true, false},
     {4, {10, 12, 12}, 16, {3, 3, 3}, {1, 1, 1}, true, false}, /* enough work to split */
     {3, {10, 12, 12}, 8, {2, 2, 2}, {2, 2, 2}, true, true},
 };

@@ -814,7 +814,7 @@ static weft_status_t *k_pool3d(weft_kernel_ctx_t *ctx, void *state) {
   nd_dims(&g, g.n, g.out, g.c, dims);
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, 5, dims, &y));
   if (y.num_elements == 0) return NULL;
-  /* float32: row loops over contiguous floats (cpu_pool3d_fast.c), the same results. */
+  /* float32: loops over contiguous floats (cpu_pool3d_fast.c), the same results. */
   if (x.dtype == WEFT_DT_FLOAT && weft__cpu_pool3d_f32_enabled()) {
     weft_cpu_pool3_t p = {.n = g.n, .c = g.c, .cfirst = g.cfirst, .is_max = is_max,
                           .x = x.data, .y = y.data};

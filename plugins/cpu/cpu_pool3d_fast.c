@@ -57,7 +57,8 @@ void weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, weft_cpu_pool3_t *p) {
   double padded = p->lanes;
   for (int i = 0; i < 3; i++) padded *= (double)((p->out[i] - 1) * p->s[i] + p->k[i]);
   bool unit = p->s[0] == 1 && p->s[1] == 1 && p->s[2] == 1;
-  p->padded = padded <= (double)P3_PADDED_MAX && (unit || (p->lanes < 16 && p->s[1] * p->s[2] <= 4));
+  p->padded = padded <= (double)P3_PADDED_MAX &&
+              (unit || (p->lanes < 16 && p->s[1] * p->s[2] <= 4));
   /* A depth plane's work: out[1] x out[2] windows of the clipped size by `lanes` floats, plus
    * each row's loops' fixed cost; a padded volume's: its copy, then each window position over
    * each output plane's rows. */
