@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_pool3d.h"
 #include "cpu_pool_grad.h"
 
 #define H weft__cpu_host
@@ -1058,6 +1059,20 @@ static weft_status_t *k_pool3d(weft_kernel_ctx_t *ctx, void *state) {
   nd_dims(&g, g.n, g.out, g.c, dims);
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, x.dtype, 5, dims, &y));
   if (y.num_elements == 0) return NULL;
+  /* float32: loops over contiguous floats (cpu_pool3d_fast.c), the same results. */
+  if (x.dtype == WEFT_DT_FLOAT && weft__cpu_pool3d_f32_enabled()) {
+    weft_cpu_pool3_t p = {.n = g.n, .c = g.c, .cfirst = g.cfirst, .is_max = is_max,
+                          .x = x.data, .y = y.data};
+    for (int i = 0; i < 3; i++) {
+      p.in[i] = g.in[i];
+      p.out[i] = g.out[i];
+      p.k[i] = g.k[i];
+      p.s[i] = g.s[i];
+      p.pb[i] = g.pb[i];
+    }
+    weft__cpu_pool3d_f32(ctx, &p);
+    return NULL;
+  }
   pool_job_t j = {&g, &x, &y, is_max};
   weft__cpu_parallel(ctx, g.n * nd_out_pixels(&g), g.c * nd_window(&g) + 1, pool3d_range, &j);
   return NULL;

@@ -314,6 +314,13 @@ void weft__cpu_pool_grad_f32(weft_kernel_ctx_t *ctx, const weft_cpu_conv2d_t *g,
  * cpu_pool_grad.h): p->acc a double scratch of dx's size; bit for bit cpu_conv_nd.c's result. */
 struct weft_cpu_pool3_grad;
 void weft__cpu_pool3d_grad_f32(weft_kernel_ctx_t *ctx, const struct weft_cpu_pool3_grad *p);
+/* float32 MaxPool3D (is_max) / AvgPool3D forward over NDHWC or NCDHW (struct weft_cpu_pool3,
+ * cpu_pool3d.h) into p->y, which the caller allocated (cpu_pool3d_fast.c; bit for bit
+ * cpu_conv_nd.c's generic result). weft__cpu_pool3d_f32_enabled: false where
+ * WEFT_CPU_POOL3D_FAST=0 keeps the generic kernel (to compare with). */
+struct weft_cpu_pool3;
+bool weft__cpu_pool3d_f32_enabled(void);
+void weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, struct weft_cpu_pool3 *p);
 /* float32 batched transpose (cpu_nchw.c): each of `batch` row-major [rows, cols] matrices of
  * src into [cols, rows] at the same offset of dst (NCHW <-> NHWC per image), on the intra-op
  * pool. The _scratch form allocates dst in the kernel's scratch (freed with the kernel call). */
