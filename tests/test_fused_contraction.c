@@ -856,6 +856,73 @@ static void test_dilated(void) {
   }
 }
 
+/* Transpose (channels last) -> pool -> Transpose (channels first), as Keras writes a
+ * channels-first pool for the CPU, runs as the channels-first pool: the same values as the three
+ * nodes unfused (the same maximum; the average's sum in the same window order). */
+static void test_transposed_pool(void) {
+  static const struct {
+    const char *op;
+    int rank;
+    bool wrong_perm; /* not the NCHW <-> NHWC pair: left alone */
+  } cases[] = {{"MaxPool", 4, false}, {"AvgPool", 4, false}, {"MaxPool3D", 5, false},
+               {"AvgPool3D", 5, false}, {"MaxPool", 4, true}};
+  for (size_t ci = 0; ci < G_N_ELEMENTS(cases); ci++) {
+    int rank = cases[ci].rank;
+    weft_graph_t *g = cpu_graph();
+    int64_t dims[5] = {2, 3, 5, 6, 4};
+    weft_output_t x = constant(g, "x", values(rank, dims, -1, 1, 51 + (uint32_t)ci));
+    int64_t last[5], first[5], pdim = rank, k[5], st[5];
+    for (int i = 0; i < rank; i++) {
+      last[i] = i == 0 ? 0 : i == rank - 1 ? 1 : i + 1;
+      first[i] = i == 0 ? 0 : i == 1 ? rank - 1 : i - 1;
+      k[i] = i == 0 || i == rank - 1 ? 1 : 2 + (i % 2);
+      st[i] = i == 0 || i == rank - 1 ? 1 : 2;
+    }
+    if (cases[ci].wrong_perm) { /* [0, 2, 1, 3] both ways: not channels to last */
+      last[1] = first[1] = 2;
+      last[2] = first[2] = 1;
+      last[3] = first[3] = 3;
+    }
+    weft_op_builder_t *b = weft_op_new(g, "Transpose", "t1");
+    weft_op_add_input(b, x);
+    weft_op_add_input(b, int_const(g, "p1", 1, &pdim, last));
+    weft_node_t *node = NULL;
+    OK(weft_op_finish(b, &node));
+    b = weft_op_new(g, cases[ci].op, "pool");
+    weft_op_add_input(b, weft_out(node, 0));
+    weft_op_set_attr_int_list(b, "ksize", k, rank);
+    weft_op_set_attr_int_list(b, "strides", st, rank);
+    weft_op_set_attr_string(b, "padding", "SAME");
+    OK(weft_op_finish(b, &node));
+    b = weft_op_new(g, "Transpose", "t2");
+    weft_op_add_input(b, weft_out(node, 0));
+    weft_op_add_input(b, int_const(g, "p2", 1, &pdim, first));
+    OK(weft_op_finish(b, &node));
+    const char *fetches[1] = {"t2:0"};
+    weft_tensor_t *fused = NULL, *plain = NULL;
+    char *flog = NULL, *plog = NULL;
+    run(g, true, fetches, 1, &fused, &flog);
+    run(g, false, fetches, 1, &plain, &plog);
+    bool rewritten = !has(flog, "t1=Transpose") && !has(flog, "pool=");
+    if (rewritten == cases[ci].wrong_perm || !has(plog, "t1=Transpose"))
+      g_error("transposed pool case %zu: fused step ran %s, unfused %s", ci, flog, plog);
+    int64_t n = weft_tensor_num_elements(plain);
+    g_assert_cmpint(weft_tensor_num_elements(fused), ==, n);
+    for (int i = 0; i < rank; i++)
+      g_assert_cmpint(weft_tensor_dims(fused)[i], ==, weft_tensor_dims(plain)[i]);
+    const float *a = weft_tensor_data(fused), *p = weft_tensor_data(plain);
+    for (int64_t i = 0; i < n; i++)
+      if (!(fabsf(a[i] - p[i]) <= 1e-6f))
+        g_error("transposed pool case %zu: element %" G_GINT64_FORMAT ": %.9g, unfused %.9g", ci,
+                i, a[i], p[i]);
+    g_free(flog);
+    g_free(plog);
+    weft_tensor_unref(fused);
+    weft_tensor_unref(plain);
+    weft_graph_free(g);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/fused_contraction/matmul", test_matmul);
@@ -867,6 +934,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/fused_contraction/tensorflow_node_errors", test_tensorflow_node_errors);
   g_test_add_func("/fused_contraction/gradients", test_gradients);
   g_test_add_func("/fused_contraction/dilated", test_dilated);
+  g_test_add_func("/fused_contraction/transposed_pool", test_transposed_pool);
   g_test_add_func("/fused_contraction/other_device", test_other_device);
   return g_test_run();
 }

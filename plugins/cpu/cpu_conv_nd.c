@@ -1070,8 +1070,7 @@ static weft_status_t *k_pool3d(weft_kernel_ctx_t *ctx, void *state) {
       p.s[i] = g.s[i];
       p.pb[i] = g.pb[i];
     }
-    weft__cpu_pool3d_f32(ctx, &p);
-    return NULL;
+    return weft__cpu_pool3d_f32(ctx, &p);
   }
   pool_job_t j = {&g, &x, &y, is_max};
   weft__cpu_parallel(ctx, g.n * nd_out_pixels(&g), g.c * nd_window(&g) + 1, pool3d_range, &j);

@@ -320,7 +320,7 @@ void weft__cpu_pool3d_grad_f32(weft_kernel_ctx_t *ctx, const struct weft_cpu_poo
  * WEFT_CPU_POOL3D_FAST=0 keeps the generic kernel (to compare with). */
 struct weft_cpu_pool3;
 bool weft__cpu_pool3d_f32_enabled(void);
-void weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, struct weft_cpu_pool3 *p);
+weft_status_t *weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, struct weft_cpu_pool3 *p);
 /* float32 batched transpose (cpu_nchw.c): each of `batch` row-major [rows, cols] matrices of
  * src into [cols, rows] at the same offset of dst (NCHW <-> NHWC per image), on the intra-op
  * pool. The _scratch form allocates dst in the kernel's scratch (freed with the kernel call). */

@@ -8,7 +8,10 @@
  * Conv3D (VALID, stride 1) -> BatchToSpaceND (tf.nn.convolution, Keras' dilation_rate) becomes
  * the one convolution with dilations it stands for, as tf2onnx and ONNX Runtime see it: two
  * copies of the image and a batch of sub-images fewer (with its bias and activation, when they
- * follow, in the fused node). fuse.c owns
+ * follow, in the fused node). And a channels-last pool between the two Transposes that Keras
+ * writes around it for a channels-first model on the CPU (NCHW -> NHWC, pool, back) becomes the
+ * channels-first pool, which the CPU kernels take directly, as ONNX Runtime's transpose
+ * optimizer cancels the pair. fuse.c owns
  * the rest (the private graph, kernels, aliases, the WEFT_NO_FUSION switch); a group whose fused
  * kernel cannot be made on its device (no kernel there: CUDA, Vulkan) runs unfused. */
 #include "fuse_internal.h"
@@ -85,6 +88,11 @@ static const weft_node_t *sole_consumer(const weft__fuse_view_t *v, const weft_n
   if (!c || c->len != 1) return NULL;
   const weft_node_t *next = c->pdata[0];
   return feeds_only(v, n, next) ? next : NULL;
+}
+
+static void copy_attr(weft_attrs_t *to, const weft_node_t *from, const char *name) {
+  const weft__attr_value_t *a = weft__attrs_get(from->attrs, name);
+  if (a) weft__attrs_set(to, name, weft__attr_value_copy(a));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -206,12 +214,84 @@ static GPtrArray *dilated_group(const weft__fuse_view_t *v, const weft_node_t *s
   return g;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Transpose (channels to last) -> pool -> Transpose (channels back to first) as one
+ * channels-first pool. */
+
+static const char *const pools[] = {"MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D", NULL};
+
+/* Whether n is a Transpose by the constant permutation want (rank entries). */
+static bool transpose_by(const weft_node_t *n, const int64_t *want, int rank) {
+  int64_t perm[5];
+  return strcmp(n->op_name, "Transpose") == 0 && n->n_inputs == 2 && n->n_outputs == 1 &&
+         plain_float(n) && const_ints(n->inputs[1].src, perm, rank) &&
+         memcmp(perm, want, sizeof(int64_t) * (size_t)rank) == 0;
+}
+
+static GPtrArray *transposed_pool_group(const weft__fuse_view_t *v, const weft_node_t *t1) {
+  static const int64_t to_last[2][5] = {{0, 2, 3, 1}, {0, 2, 3, 4, 1}};
+  static const int64_t to_first[2][5] = {{0, 3, 1, 2}, {0, 4, 1, 2, 3}};
+  const weft_node_t *pool = sole_consumer(v, t1);
+  if (!pool || !in_list(pools, pool->op_name) || pool->n_outputs != 1 || !plain_float(pool))
+    return NULL;
+  int three = strchr(pool->op_name, '3') != NULL, rank = three ? 5 : 4;
+  /* The pool channels-last with constant ksize and strides (MaxPoolV2's are inputs). */
+  const weft__attr_value_t *fmt = weft__attrs_get(pool->attrs, "data_format");
+  if (fmt && !attr_is(pool, "data_format", three ? "NDHWC" : "NHWC")) return NULL;
+  const weft__attr_value_t *k = weft__attrs_get(pool->attrs, "ksize");
+  const weft__attr_value_t *st = weft__attrs_get(pool->attrs, "strides");
+  if (!k || !st || k->kind != WEFT_ATTR_LIST_INT || st->kind != WEFT_ATTR_LIST_INT ||
+      k->u.list.n != (size_t)rank || st->u.list.n != (size_t)rank || pool->n_inputs != 1)
+    return NULL;
+  if (!transpose_by(t1, to_last[three], rank)) return NULL;
+  const weft_node_t *t2 = sole_consumer(v, pool);
+  if (!t2 || fed_or_fetched_past_0(v, t2) || !transpose_by(t2, to_first[three], rank))
+    return NULL;
+  GPtrArray *g = g_ptr_array_new();
+  g_ptr_array_add(g, (gpointer)t1);
+  g_ptr_array_add(g, (gpointer)pool);
+  g_ptr_array_add(g, (gpointer)t2);
+  return g;
+}
+
+/* A list attr of channels-last order [n, spatial..., c] in channels-first order. */
+static weft__attr_value_t *to_channels_first(const weft__attr_value_t *a) {
+  weft__attr_value_t *v = weft__attr_value_new(WEFT_ATTR_LIST_INT);
+  size_t n = a->u.list.n;
+  v->u.list.n = n;
+  v->u.list.i = g_new(int64_t, n);
+  v->u.list.i[0] = a->u.list.i[0];
+  v->u.list.i[1] = a->u.list.i[n - 1];
+  for (size_t i = 1; i + 1 < n; i++) v->u.list.i[i + 1] = a->u.list.i[i];
+  return v;
+}
+
+static weft_status_t *build_transposed_pool(weft_graph_t *graph, const GPtrArray *members,
+                                            weft_node_t **out) {
+  const weft_node_t *t1 = members->pdata[0], *pool = members->pdata[1];
+  const weft_node_t *t2 = members->pdata[2];
+  weft_attrs_t *attrs = weft__attrs_new();
+  copy_attr(attrs, pool, "T");
+  copy_attr(attrs, pool, "padding");
+  weft__attrs_set(attrs, "ksize", to_channels_first(weft__attrs_get(pool->attrs, "ksize")));
+  weft__attrs_set(attrs, "strides", to_channels_first(weft__attrs_get(pool->attrs, "strides")));
+  weft__attr_value_t *f = weft__attr_value_new(WEFT_ATTR_STRING);
+  f->u.s.data = g_strdup(strchr(pool->op_name, '3') ? "NCDHW" : "NCHW");
+  f->u.s.len = strlen(f->u.s.data);
+  weft__attrs_set(attrs, "data_format", f);
+  weft_status_t *st = weft__graph_add_node(graph, t2->name, pool->op_name, &t1->inputs[0], 1,
+                                           NULL, 0, "", attrs, out);
+  weft__attrs_free(attrs);
+  return st;
+}
+
 GPtrArray *weft__fuse_find_contractions(const weft__fuse_view_t *v) {
   GPtrArray *groups = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
   for (guint k = 0; k < v->p->nodes->len; k++) {
     const weft_node_t *root = v->p->nodes->pdata[k];
-    if (strcmp(root->op_name, "SpaceToBatchND") == 0) {
-      GPtrArray *g = dilated_group(v, root);
+    if (strcmp(root->op_name, "SpaceToBatchND") == 0 || strcmp(root->op_name, "Transpose") == 0) {
+      GPtrArray *g = root->op_name[0] == 'S' ? dilated_group(v, root)
+                                             : transposed_pool_group(v, root);
       if (g) g_ptr_array_add(groups, g);
       continue;
     }
@@ -247,11 +327,6 @@ static void set_string_list(weft_attrs_t *attrs, const char *name, const char *c
   weft__attrs_set(attrs, name, weft__attr_value_new_string_list(values, n));
 }
 
-static void copy_attr(weft_attrs_t *to, const weft_node_t *from, const char *name) {
-  const weft__attr_value_t *a = weft__attrs_get(from->attrs, name);
-  if (a) weft__attrs_set(to, name, weft__attr_value_copy(a));
-}
-
 /* A dilated group's convolution: the inner one's attributes with the dilations and padding the
  * SpaceToBatchND / BatchToSpaceND pair stood for. */
 static void set_dilation(weft_attrs_t *attrs, const GPtrArray *members) {
@@ -273,6 +348,8 @@ static void set_dilation(weft_attrs_t *attrs, const GPtrArray *members) {
 
 weft_status_t *weft__fuse_build_contraction(weft_graph_t *graph, const GPtrArray *members,
                                             weft_node_t **out) {
+  if (strcmp(((const weft_node_t *)members->pdata[0])->op_name, "Transpose") == 0)
+    return build_transposed_pool(graph, members, out);
   /* A dilated group: SpaceToBatchND, the convolution, BatchToSpaceND, then maybe an epilogue. */
   bool dilated_conv = strcmp(((const weft_node_t *)members->pdata[0])->op_name,
                              "SpaceToBatchND") == 0;
