@@ -6,7 +6,8 @@
  * divided by the in-bounds count; stored as float. The same test runs again with
  * WEFT_CPU_POOL3D_FAST=0 (tests/meson.build), so the generic kernel meets the same reference.
  * Shapes: both layouts, channels 1, 2, 3, 16, 33, SAME and VALID, strides 1 to 3, windows 1 to 4
- * (past the input under SAME), batches 1 to 3, shapes that take each of the kernel's ways (a
+ * (past the input under SAME), batches 1 to 17 and 64 (many images of few channels pool as
+ * lanes of one volume), shapes that take each of the kernel's ways (a
  * padded volume, rows of few or of many channels, rows past a chunk), a few larger ones that
  * the 2-thread run splits; values in [-1, 1), few-valued (ties, +0 / -0), and with NaN (quiet
  * and signalling), +inf and -inf. Each case runs at 1 and 2 intra-op threads. */
@@ -193,6 +194,8 @@ static void run_case(const p3_case_t *c, size_t i) {
 static const p3_case_t fixed[] = {
     {1, {5, 5, 5}, 2, {2, 2, 2}, {1, 1, 1}, true, false},   /* the corpus models' shapes */
     {1, {5, 5, 5}, 2, {2, 2, 2}, {1, 1, 1}, true, true},
+    {64, {5, 5, 5}, 2, {2, 2, 2}, {2, 2, 2}, true, false}, /* and at batch 64: lanes of */
+    {64, {5, 5, 5}, 2, {2, 2, 2}, {2, 2, 2}, true, true},  /* (image, channel) pairs */
     {2, {5, 5, 5}, 2, {2, 2, 2}, {2, 2, 2}, false, true},
     {3, {3, 2, 4}, 3, {4, 4, 4}, {1, 1, 1}, true, false},   /* windows past the input */
     {2, {2, 3, 2}, 1, {4, 3, 4}, {3, 2, 1}, true, true},
@@ -224,7 +227,8 @@ static void test_sweep(void) {
   uint32_t s = 2026;
   for (size_t i = 0; i < 160; i++) {
     p3_case_t c;
-    c.n = 1 + rng_next(&s) % 3;
+    static const int64_t batches[] = {1, 2, 3, 8, 17};
+    c.n = batches[rng_next(&s) % 5];
     c.c = chans[rng_next(&s) % 5];
     c.cfirst = i % 2;
     c.same = (i / 2) % 2;

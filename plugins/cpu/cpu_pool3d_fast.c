@@ -45,20 +45,25 @@ static void p3_job_range(void *arg, int64_t b, int64_t e) {
   j->fn(j->p, b, e);
 }
 
-/* NCDHW volumes this small, and at least this many of them, pool faster channels-last with
- * every (image, channel) a lane: one transpose each way against a volume's fixed cost each
- * (corpus max_pooling3d/channels_first_b1_k2_s2_SAME at batch 64: 128 volumes of 125 floats). */
+/* Volumes this small, at least this many lanes of them (NCDHW: every (image, channel); NDHWC
+ * with fewer than 16 channels: every (channel, image)), pool faster as one channels-last volume
+ * of those lanes: one transpose each way against each volume's fixed cost (corpus
+ * max_pooling3d/channels_first_b1_k2_s2_SAME at batch 64: 128 volumes of 125 floats;
+ * channels_last_b1_k2_s2_SAME: 64 images of 125 pixels of 2 channels). */
 #define P3_LANES_MAX_VOLUME 4096
-#define P3_LANES_MIN_VOLUMES 16
+#define P3_LANES_MIN 16
 
 weft_status_t *weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, weft_cpu_pool3_t *p) {
   int64_t ip = p->in[0] * p->in[1] * p->in[2], op = p->out[0] * p->out[1] * p->out[2];
-  if (p->cfirst && p->n * p->c >= P3_LANES_MIN_VOLUMES && ip <= P3_LANES_MAX_VOLUME) {
-    /* [n * c, volume] -> [volume, n * c], the pool of one image of n * c channels, and back:
-     * each output still takes its window in the same order (the same bits). */
-    int64_t lanes = p->n * p->c;
+  int64_t lanes = p->n * p->c;
+  bool few_channels = !p->cfirst && p->n > 1 && p->c < 16;
+  if ((p->cfirst || few_channels) && lanes >= P3_LANES_MIN && ip <= P3_LANES_MAX_VOLUME) {
+    /* NCDHW: [n * c, volume] -> [volume, n * c]; NDHWC: [n, volume * c] -> [volume * c, n],
+     * pixels of c * n lanes. The pool of that one volume, then the inverse transpose: each
+     * output still takes its window in the same order (the same bits). */
+    int64_t rows = p->cfirst ? lanes : p->n, cols = p->cfirst ? ip : ip * p->c;
     float *xt = NULL, *yt = NULL;
-    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, 1, lanes, ip, p->x, &xt));
+    WEFT_RETURN_IF_ERROR(weft__cpu_transpose_f32_scratch(ctx, 1, rows, cols, p->x, &xt));
     WEFT_RETURN_IF_ERROR(weft__cpu_host->kernel_scratch(ctx, (size_t)(lanes * op) * sizeof(float),
                                                         (void **)&yt));
     weft_cpu_pool3_t q = *p;
@@ -68,7 +73,10 @@ weft_status_t *weft__cpu_pool3d_f32(weft_kernel_ctx_t *ctx, weft_cpu_pool3_t *p)
     q.x = xt;
     q.y = yt;
     WEFT_RETURN_IF_ERROR(weft__cpu_pool3d_f32(ctx, &q));
-    weft__cpu_transpose_f32(ctx, 1, op, lanes, yt, p->y);
+    if (p->cfirst)
+      weft__cpu_transpose_f32(ctx, 1, op, lanes, yt, p->y);
+    else
+      weft__cpu_transpose_f32(ctx, 1, op * p->c, p->n, yt, p->y);
     return NULL;
   }
   p->lanes = p->cfirst ? 1 : p->c;
