@@ -6,8 +6,9 @@
  * passed, failed (a wrong answer: the worst element is reported), unsupported (the op, or op and
  * dtype, that Weft lacks) or error (anything else, with the message). Graphs that draw random
  * numbers are compared by value when every random op in them gives TensorFlow's stream exactly
- * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt with seed or seed2 set,
- * read from the GraphDef itself); otherwise only their shapes and dtypes are compared. */
+ * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle with seed
+ * or seed2 set, read from the GraphDef itself); otherwise only their shapes and dtypes are
+ * compared. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -521,7 +522,7 @@ static bool draws_random_numbers(const char *op) {
 /* Ops whose seeded outputs are TensorFlow's numbers bit for bit (GuardedPhiloxRandom's stream). */
 static bool random_is_exact(const char *op) {
   static const char *const kOps[] = {"RandomUniform", "RandomUniformInt", "RandomStandardNormal",
-                                     "TruncatedNormal"};
+                                     "TruncatedNormal", "RandomShuffle"};
   for (size_t i = 0; i < G_N_ELEMENTS(kOps); i++)
     if (strcmp(op, kOps[i]) == 0) return true;
   return false;

@@ -2100,6 +2100,50 @@ static void test_random_tf_stream(void) {
   weft_graph_free(g);
 }
 
+/* RandomShuffle as random_shuffle_op.cc: ReserveSamples32(n - 1) (whole 128-bit samples), then
+ * element i swapped with i + word % (n - i), the words taken one at a time. Two runs continue
+ * the stream. */
+static void test_random_shuffle_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  enum { N = 11 };
+  int32_t vals[N];
+  for (int i = 0; i < N; i++) vals[i] = i;
+  weft_op_builder_t *b = B(g, "RandomShuffle");
+  weft_op_add_input(b, Kiv(g, N, vals));
+  weft_op_set_attr_int(b, "seed", 3);
+  weft_op_set_attr_int(b, "seed2", 5);
+  weft_output_t sh = fin(b);
+  char *name = tensor_name(sh);
+  weft_session_t *s = session_new(g);
+  const uint32_t key[2] = {3, 0};
+  uint64_t block = 0;
+  for (int run = 0; run < 2; run++) {
+    weft_tensor_t *t = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)&name, &t, 1, NULL, 0));
+    int32_t want[N];
+    memcpy(want, vals, sizeof want);
+    uint32_t w[4];
+    for (int i = 0, used = 4; i < N - 1; i++, used++) {
+      if (used == 4) {
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), 5, 0};
+        ref_philox(key, ctr, w);
+        block++;
+        used = 0;
+      }
+      int k = i + (int)(w[used] % (uint32_t)(N - i));
+      int32_t tmp = want[i];
+      want[i] = want[k];
+      want[k] = tmp;
+    }
+    block = (uint64_t)(run + 1) * ((N - 1 + 3) / 4);
+    g_assert_cmpmem(weft_tensor_data(t), weft_tensor_nbytes(t), want, sizeof want);
+    weft_tensor_unref(t);
+  }
+  g_free(name);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Variables and optimizers */
 
@@ -2324,6 +2368,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/cast/f16_elementwise", test_f16_elementwise);
   g_test_add_func("/kernels/random/seeded", test_random);
   g_test_add_func("/kernels/random/tf_stream", test_random_tf_stream);
+  g_test_add_func("/kernels/random/shuffle_tf_stream", test_random_shuffle_tf_stream);
   g_test_add_func("/kernels/state/variables", test_variables);
   g_test_add_func("/kernels/train/optimizers", test_optimizers);
   return g_test_run();

@@ -7,10 +7,10 @@
  * stream layout and conversions, so that they give TensorFlow's numbers bit for bit (see the
  * "Stateless" section below).
  *
- * RandomUniform, RandomStandardNormal, TruncatedNormal and RandomUniformInt follow TensorFlow's
- * GuardedPhiloxRandom exactly (see "Stateful" below): with seed or seed2 set they give TensorFlow's
- * numbers bit for bit, run after run (each run continues the node's stream); with both 0 the seeds
- * come from the system. The other stateful kernels take the key from seed and the high counter
+ * RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt and RandomShuffle follow
+ * TensorFlow's GuardedPhiloxRandom exactly (see "Stateful" below and k_shuffle): with seed or seed2
+ * set they give TensorFlow's numbers bit for bit, run after run (each run continues the node's
+ * stream); with both 0 the seeds come from the system. The other stateful kernels take the key from seed and the high counter
  * words from seed2 too, but their own counter layout and samplers. Each kernel instance (one per
  * node and session, made by create) owns a 64-bit counter that every run advances, so successive
  * runs differ. Because an output element's bits depend only on (key, counter), the work splits
@@ -490,6 +490,16 @@ static weft_status_t *k_stateless_uniform_int(weft_kernel_ctx_t *ctx, void *stat
  * kernel's next_block counts the samples reserved so far: one atomic add per run, so concurrent
  * runs get disjoint streams as under TensorFlow's mutex. */
 
+/* GuardedPhiloxRandom::ReserveSamples128: the generator as the run finds it (key {seed},
+ * counter {0, 0, seed2} skipped by all the samples reserved before), the next run's `samples`
+ * 128-bit samples further on. */
+static tf_philox_t tf_reserve_samples128(rng_state_t *st, uint64_t samples) {
+  const uint64_t reserved = atomic_fetch_add(&st->next_block, samples);
+  tf_philox_t g = {{st->key[0], st->key[1]}, {0, 0, st->hi[0], st->hi[1]}};
+  tf_philox_skip(&g, reserved);
+  return g;
+}
+
 static weft_status_t *stateful_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_kind_t kind) {
   weft_tensor_view_t sv, y;
   WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
@@ -533,13 +543,7 @@ static weft_status_t *stateful_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, 
   j.n = y.num_elements;
   j.group = j.dtype == WEFT_DT_DOUBLE || j.dtype == WEFT_DT_INT64 ? 2 : 4;
   /* ReserveRandomOutputs(n, 256): this run's generator, and the next run's 256 n samples on. */
-  const uint64_t reserved = atomic_fetch_add(&st->next_block, (uint64_t)j.n * 256u);
-  j.gen.key[0] = st->key[0];
-  j.gen.key[1] = st->key[1];
-  j.gen.ctr[0] = j.gen.ctr[1] = 0;
-  j.gen.ctr[2] = st->hi[0];
-  j.gen.ctr[3] = st->hi[1];
-  tf_philox_skip(&j.gen, reserved);
+  j.gen = tf_reserve_samples128(st, (uint64_t)j.n * 256u);
   int64_t groups = (j.n + j.group - 1) / j.group;
   if (groups == 0) return NULL;
   weft__cpu_parallel(ctx, groups, kind == RNG_INT || kind == RNG_UNIFORM ? 40 : 150,
@@ -727,12 +731,12 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory shuffling %lld rows",
                            (long long)n);
   for (int64_t i = 0; i < n; i++) perm[i] = i;
-  uint64_t base = atomic_fetch_add(&st->next_block, (uint64_t)(n + 1) / 2);
-  philox_out_t r = {{0, 0, 0, 0}};
-  for (int64_t i = n - 1, d = 0; i > 0; i--, d++) {
-    if (d % 2 == 0) r = rng_block(st, base + (uint64_t)(d / 2), 0);
-    uint64_t u = ((uint64_t)r.v[2 * (d % 2)] << 32) | r.v[2 * (d % 2) + 1];
-    int64_t k = (int64_t)(u % (uint64_t)(i + 1));
+  /* random_shuffle_op.cc: ReserveSamples32(n - 1), then for i = 0 .. n - 2 swap i with
+   * i + word % (n - i), the words one at a time (SingleSampleAdapter). */
+  tf_philox_t gen = tf_reserve_samples128(st, ((uint64_t)n - 1 + 3) / 4);
+  tf_single_t single = {&gen, {{0, 0, 0, 0}}, 4};
+  for (int64_t i = 0; i < n - 1; i++) {
+    int64_t k = i + (int64_t)(tf_single_next(&single) % (uint32_t)(n - i));
     int64_t t = perm[i];
     perm[i] = perm[k];
     perm[k] = t;
