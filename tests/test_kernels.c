@@ -2144,6 +2144,52 @@ static void test_random_shuffle_tf_stream(void) {
   weft_graph_free(g);
 }
 
+/* Multinomial as multinomial_op.cc on one shard: ReserveRandomOutputs(batch * ceil4(samples) * 2,
+ * 256), then one uniform (SimplePhilox::RandDouble: two words) per sample, rows in one stream.
+ * With 4 equal logits the running sums are 1..4, so the class is floor(4 u). */
+static void test_multinomial_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  enum { NB = 2, C = 4, S = 5 };
+  float logits[NB * C] = {0};
+  int64_t dims[2] = {NB, C};
+  weft_op_builder_t *b = B(g, "Multinomial");
+  weft_op_add_input(b, Kf(g, 2, dims, logits));
+  weft_op_add_input(b, Kis(g, S));
+  weft_op_set_attr_int(b, "seed", 7);
+  weft_op_set_attr_int(b, "seed2", 9);
+  weft_output_t m = fin(b);
+  char *name = tensor_name(m);
+  weft_session_t *s = session_new(g);
+  const uint32_t key[2] = {7, 0};
+  for (int run = 0; run < 2; run++) {
+    weft_tensor_t *t = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)&name, &t, 1, NULL, 0));
+    g_assert_cmpint(weft_tensor_dtype(t), ==, WEFT_DT_INT64);
+    const int64_t *got = weft_tensor_data(t);
+    uint64_t block = (uint64_t)run * NB * ((S + 3) / 4 * 4 * 2) * 256;
+    uint32_t w[4], words[2 * NB * S];
+    for (int i = 0; i < 2 * NB * S; i++) {
+      if (i % 4 == 0) {
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), 9, 0};
+        ref_philox(key, ctr, w);
+        block++;
+      }
+      words[i] = w[i % 4];
+    }
+    for (int i = 0; i < NB * S; i++) {
+      uint64_t bits = ((uint64_t)(words[2 * i] & 0xfffffu) << 32) | words[2 * i + 1] |
+                      (1023ull << 52);
+      double u;
+      memcpy(&u, &bits, 8);
+      g_assert_cmpint(got[i], ==, (int64_t)floor((u - 1.0) * 4));
+    }
+    weft_tensor_unref(t);
+  }
+  g_free(name);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Variables and optimizers */
 
@@ -2369,6 +2415,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/random/seeded", test_random);
   g_test_add_func("/kernels/random/tf_stream", test_random_tf_stream);
   g_test_add_func("/kernels/random/shuffle_tf_stream", test_random_shuffle_tf_stream);
+  g_test_add_func("/kernels/random/multinomial_tf_stream", test_multinomial_tf_stream);
   g_test_add_func("/kernels/state/variables", test_variables);
   g_test_add_func("/kernels/train/optimizers", test_optimizers);
   return g_test_run();

@@ -752,16 +752,16 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
  * softmax(row) over the row's finite logits (a NaN or infinite logit has weight 0, so -inf is
  * never drawn). As TensorFlow, each draw is a uniform times the row's unnormalised total searched
  * in the running sums of exp(logit - max); a row with no finite logit answers num_classes, as
- * TensorFlow's kernel does. Sample j of row b takes half of Philox block (b, j / 2), so the
- * numbers do not depend on the threading. */
+ * TensorFlow's kernel does. The uniforms are SimplePhilox::RandDouble's (two words each) from
+ * TensorFlow's generator, the rows one after the other in one stream: TensorFlow's numbers
+ * whenever TensorFlow runs the rows as one shard (see k_stateless_multinomial); the rows run on
+ * one thread, so the numbers do not depend on the threading. */
 typedef struct multinomial_job {
-  const rng_state_t *st;
-  tf_single_t *tf; /* StatelessMultinomial: TensorFlow's stream, one row after the other */
+  tf_single_t *tf; /* TensorFlow's stream, one row after the other */
   const weft_tensor_view_t *logits;
   void *out;
   bool out64;
-  int64_t classes, samples, blocks_per_row;
-  uint64_t base;
+  int64_t classes, samples;
 } multinomial_job_t;
 
 static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) {
@@ -777,17 +777,9 @@ static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) 
     if (isfinite(v)) total += exp(v - max);
     cdf[c] = total;
   }
-  philox_out_t r = {{0, 0, 0, 0}};
   for (int64_t s = 0; s < j->samples; s++) {
-    double u;
-    if (j->tf != NULL) { /* SimplePhilox::RandDouble */
-      const uint32_t x0 = tf_single_next(j->tf);
-      u = tf_uint64_to_double(x0, tf_single_next(j->tf));
-    } else {
-      if (s % 2 == 0)
-        r = rng_block(j->st, j->base + (uint64_t)(b * j->blocks_per_row + s / 2), 0);
-      u = u64_to_unit_double(((uint64_t)r.v[2 * (s % 2)] << 32) | r.v[2 * (s % 2) + 1]);
-    }
+    const uint32_t x0 = tf_single_next(j->tf); /* SimplePhilox::RandDouble */
+    const double u = tf_uint64_to_double(x0, tf_single_next(j->tf));
     double find = u * total;
     int64_t lo = 0, hi = k; /* the first running sum above find */
     while (lo < hi) {
@@ -837,9 +829,17 @@ static weft_status_t *multinomial_compute(weft_kernel_ctx_t *ctx, rng_state_t *s
   const int64_t dims[2] = {batch, samples};
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, odt, 2, dims, &y));
   if (y.num_elements == 0) return NULL;
-  multinomial_job_t j = {st, tf, &logits, y.data, odt == WEFT_DT_INT64, classes, samples,
-                         (samples + 1) / 2, 0};
-  if (st != NULL) j.base = atomic_fetch_add(&st->next_block, (uint64_t)(batch * j.blocks_per_row));
+  tf_philox_t gen;
+  tf_single_t single;
+  if (st != NULL) {
+    /* Multinomial: ReserveRandomOutputs(batch * ceil4(num_samples) * 2, 256) (two words per
+     * sample on the CPU), then the same draws as StatelessMultinomial's from that generator. */
+    const uint64_t ceil4 = ((uint64_t)samples + 3) / 4 * 4 * 2;
+    gen = tf_reserve_samples128(st, (uint64_t)batch * ceil4 * 256u);
+    single = (tf_single_t){&gen, {{0, 0, 0, 0}}, 4};
+    tf = &single;
+  }
+  multinomial_job_t j = {tf, &logits, y.data, odt == WEFT_DT_INT64, classes, samples};
   double *cdf;
   WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)classes, (void **)&cdf));
   for (int64_t b = 0; b < batch; b++) multinomial_row(&j, b, cdf);
