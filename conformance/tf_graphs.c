@@ -5,7 +5,10 @@
  * Only the public C API is used, as a user importing a frozen graph would. Each graph ends as
  * passed, failed (a wrong answer: the worst element is reported), unsupported (the op, or op and
  * dtype, that Weft lacks) or error (anything else, with the message). Graphs that draw random
- * numbers cannot reproduce TensorFlow's stream, so only their shapes and dtypes are compared. */
+ * numbers are compared by value when every random op in them gives TensorFlow's stream exactly
+ * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle with seed
+ * or seed2 set, read from the GraphDef itself); otherwise only their shapes and dtypes are
+ * compared. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -516,6 +519,110 @@ static bool draws_random_numbers(const char *op) {
   return false;
 }
 
+/* Ops whose seeded outputs are TensorFlow's numbers bit for bit (GuardedPhiloxRandom's stream). */
+static bool random_is_exact(const char *op) {
+  static const char *const kOps[] = {"RandomUniform", "RandomUniformInt", "RandomStandardNormal",
+                                     "TruncatedNormal", "RandomShuffle"};
+  for (size_t i = 0; i < G_N_ELEMENTS(kOps); i++)
+    if (strcmp(op, kOps[i]) == 0) return true;
+  return false;
+}
+
+/* A minimal protobuf reader for the GraphDef's nodes: name, op and the seed / seed2 attrs. */
+typedef struct {
+  const uint8_t *p, *end;
+} pb_t;
+
+static bool pb_varint(pb_t *b, uint64_t *v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && b->p < b->end; shift += 7) {
+    uint8_t c = *b->p++;
+    *v |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) return true;
+  }
+  return false;
+}
+
+/* The next field: its number, wire type and (length-delimited) payload; false at the end or on
+ * malformed input. Varint values land in *v. */
+static bool pb_field(pb_t *b, uint32_t *field, uint32_t *wire, pb_t *sub, uint64_t *v) {
+  uint64_t tag;
+  if (b->p >= b->end || !pb_varint(b, &tag)) return false;
+  *field = (uint32_t)(tag >> 3);
+  *wire = (uint32_t)(tag & 7);
+  switch (*wire) {
+    case 0: return pb_varint(b, v);
+    case 1: if (b->end - b->p < 8) return false; b->p += 8; return true;
+    case 5: if (b->end - b->p < 4) return false; b->p += 4; return true;
+    case 2: {
+      uint64_t len;
+      if (!pb_varint(b, &len) || len > (uint64_t)(b->end - b->p)) return false;
+      sub->p = b->p;
+      sub->end = b->p + len;
+      b->p += len;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+/* NodeDef's attr map entry: key (1) and AttrValue (2), whose i is field 3. */
+static void pb_seed_attr(pb_t entry, int64_t *seed, int64_t *seed2) {
+  uint32_t f, w;
+  pb_t sub = {0}, key = {0}, val = {0};
+  uint64_t v;
+  bool have_val = false;
+  while (pb_field(&entry, &f, &w, &sub, &v)) {
+    if (f == 1 && w == 2) key = sub;
+    if (f == 2 && w == 2) {
+      val = sub;
+      have_val = true;
+    }
+  }
+  if (!have_val || key.p == NULL) return;
+  size_t kl = (size_t)(key.end - key.p);
+  int64_t *dst = kl == 4 && memcmp(key.p, "seed", 4) == 0    ? seed
+                 : kl == 5 && memcmp(key.p, "seed2", 5) == 0 ? seed2
+                                                              : NULL;
+  if (dst == NULL) return;
+  while (pb_field(&val, &f, &w, &sub, &v))
+    if (f == 3 && w == 0) *dst = (int64_t)v;
+}
+
+/* Whether the GraphDef at path has a random op whose numbers Weft cannot reproduce: an op
+ * outside random_is_exact, or one with seed and seed2 both 0 (seeded from the system). Nodes in
+ * the library's functions are not looked at (the frozen graphs have none with random ops). */
+static bool graphdef_has_inexact_random(const char *path) {
+  gchar *bytes = NULL;
+  gsize len = 0;
+  if (!g_file_get_contents(path, &bytes, &len, NULL)) return true;
+  pb_t g = {(const uint8_t *)bytes, (const uint8_t *)bytes + len};
+  uint32_t f, w;
+  pb_t node = {0};
+  uint64_t v;
+  bool inexact = false;
+  while (!inexact && pb_field(&g, &f, &w, &node, &v)) {
+    if (f != 1 || w != 2) continue;
+    char op[64] = "";
+    int64_t seed = 0, seed2 = 0;
+    pb_t sub = {0};
+    while (pb_field(&node, &f, &w, &sub, &v)) {
+      if (f == 2 && w == 2) {
+        size_t n = (size_t)(sub.end - sub.p);
+        if (n >= sizeof op) n = sizeof op - 1;
+        memcpy(op, sub.p, n);
+        op[n] = '\0';
+      } else if (f == 5 && w == 2) {
+        pb_seed_attr(sub, &seed, &seed2);
+      }
+    }
+    if (draws_random_numbers(op) && (!random_is_exact(op) || (seed == 0 && seed2 == 0)))
+      inexact = true;
+  }
+  g_free(bytes);
+  return inexact;
+}
+
 /* A missing list of one (takes what). */
 static char **one_missing(char *what) {
   char **v = g_new0(char *, 2);
@@ -586,8 +693,14 @@ static void run_graph(const char *dir, tg_record_t *r) {
     classify_status(r, st);
     goto out;
   }
+  bool random = false;
   for (int i = 0; i < weft_graph_num_nodes(graph); i++)
-    if (draws_random_numbers(weft_node_op(weft_graph_node_at(graph, i)))) r->shapes_only = true;
+    if (draws_random_numbers(weft_node_op(weft_graph_node_at(graph, i)))) random = true;
+  if (random) {
+    char *pb = g_build_filename(dir, "frozen_model.pb", NULL);
+    r->shapes_only = graphdef_has_inexact_random(pb);
+    g_free(pb);
+  }
   collect_files(dir, "", graph, feeds, outputs);
   if (outputs->len == 0) {
     r->result = TG_ERROR;

@@ -2016,6 +2016,180 @@ static void test_random(void) {
   weft_graph_free(g);
 }
 
+/* Philox-4x32-10 as TensorFlow's philox_random.h computes it, for the expected streams. */
+static void ref_philox(const uint32_t key[2], const uint32_t ctr_in[4], uint32_t out[4]) {
+  uint32_t c[4] = {ctr_in[0], ctr_in[1], ctr_in[2], ctr_in[3]}, k0 = key[0], k1 = key[1];
+  for (int r = 0; r < 10; r++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = (uint32_t)p1;
+    c[2] = n2;
+    c[3] = (uint32_t)p0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  memcpy(out, c, sizeof c);
+}
+
+static weft_session_t *session_threads(weft_graph_t *g, int threads) {
+  weft_session_options_t *opts = weft_session_options_new();
+  weft_session_options_set_intra_op_threads(opts, threads);
+  weft_status_t *st = NULL;
+  weft_session_t *s = weft_session_new(g, opts, &st);
+  OK(st);
+  weft_session_options_free(opts);
+  return s;
+}
+
+/* The stateful ops give TensorFlow's stream: GuardedPhiloxRandom(seed, seed2) is key {seed},
+ * counter {0, 0, seed2}; each run reserves 256 samples per output element, so run r's group g
+ * (4 floats) is Philox at counter r * n * 256 + g, whatever the thread count. */
+static void test_random_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  /* tf.random_uniform([7, 2, 9], seed=12345) with seed2 0 in TensorFlow 1.15 (the corpus's
+   * tf/dl4j/random_uniform/rank3_float32) begins: */
+  static const double tf_first[8] = {0.95503247, 0.99933827, 0.58270466, 0.31823349,
+                                     0.42508423, 0.87962008, 0.20971930, 0.74347579};
+  weft_output_t tf_u = random_op(g, "RandomUniform", 126, 12345, 0, WEFT_DT_FLOAT);
+  const int64_t n = 1001, nt = 100003;
+  weft_output_t u = random_op(g, "RandomUniform", n, 3, 5, WEFT_DT_FLOAT);
+  weft_output_t tn = random_op(g, "TruncatedNormal", nt, 3, 5, WEFT_DT_FLOAT);
+  weft_output_t nd = random_op(g, "RandomStandardNormal", nt, 3, 5, WEFT_DT_DOUBLE);
+  weft_output_t ui = random_op(g, "RandomUniformInt", nt, 3, 5, WEFT_DT_INT32);
+  enum { N = 5 };
+  weft_output_t outs[N] = {tf_u, u, tn, nd, ui};
+  char *names[N];
+  for (int i = 0; i < N; i++) names[i] = tensor_name(outs[i]);
+  weft_tensor_t *r[2][2][N] = {{{NULL}}}; /* [threads 1 or 4][run][output] */
+  for (int t = 0; t < 2; t++) {
+    weft_session_t *s = session_threads(g, t == 0 ? 1 : 4);
+    for (int run = 0; run < 2; run++)
+      OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)names, r[t][run], N, NULL, 0));
+    weft_session_free(s);
+  }
+  for (int k = 0; k < 8; k++)
+    g_assert_cmpfloat(fabs(elem(r[0][0][0], k) - tf_first[k]), <, 6e-9);
+  const uint32_t key[2] = {3, 0};
+  for (int run = 0; run < 2; run++) {
+    const float *got = weft_tensor_data(r[0][run][1]);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t c = (uint64_t)run * (uint64_t)n * 256u + (uint64_t)(i / 4);
+      uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), 5, 0}, w[4];
+      ref_philox(key, ctr, w);
+      uint32_t bits = (w[i % 4] & 0x7fffffu) | 0x3f800000u;
+      float f;
+      memcpy(&f, &bits, 4);
+      g_assert_cmpfloat(got[i], ==, f - 1.0f);
+    }
+  }
+  /* Every output is the same at 1 and 4 threads, run by run, and the second run differs. */
+  for (int run = 0; run < 2; run++)
+    for (int i = 0; i < N; i++) {
+      size_t nb = weft_tensor_nbytes(r[0][run][i]);
+      g_assert_cmpmem(weft_tensor_data(r[0][run][i]), nb, weft_tensor_data(r[1][run][i]),
+                      weft_tensor_nbytes(r[1][run][i]));
+      if (run == 1)
+        g_assert_true(memcmp(weft_tensor_data(r[0][0][i]), weft_tensor_data(r[0][1][i]), nb) !=
+                      0);
+    }
+  for (int t = 0; t < 2; t++)
+    for (int run = 0; run < 2; run++)
+      for (int i = 0; i < N; i++) weft_tensor_unref(r[t][run][i]);
+  for (int i = 0; i < N; i++) g_free(names[i]);
+  weft_graph_free(g);
+}
+
+/* RandomShuffle as random_shuffle_op.cc: ReserveSamples32(n - 1) (whole 128-bit samples), then
+ * element i swapped with i + word % (n - i), the words taken one at a time. Two runs continue
+ * the stream. */
+static void test_random_shuffle_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  enum { N = 11 };
+  int32_t vals[N];
+  for (int i = 0; i < N; i++) vals[i] = i;
+  weft_op_builder_t *b = B(g, "RandomShuffle");
+  weft_op_add_input(b, Kiv(g, N, vals));
+  weft_op_set_attr_int(b, "seed", 3);
+  weft_op_set_attr_int(b, "seed2", 5);
+  weft_output_t sh = fin(b);
+  char *name = tensor_name(sh);
+  weft_session_t *s = session_new(g);
+  const uint32_t key[2] = {3, 0};
+  uint64_t block = 0;
+  for (int run = 0; run < 2; run++) {
+    weft_tensor_t *t = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)&name, &t, 1, NULL, 0));
+    int32_t want[N];
+    memcpy(want, vals, sizeof want);
+    uint32_t w[4];
+    for (int i = 0, used = 4; i < N - 1; i++, used++) {
+      if (used == 4) {
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), 5, 0};
+        ref_philox(key, ctr, w);
+        block++;
+        used = 0;
+      }
+      int k = i + (int)(w[used] % (uint32_t)(N - i));
+      int32_t tmp = want[i];
+      want[i] = want[k];
+      want[k] = tmp;
+    }
+    block = (uint64_t)(run + 1) * ((N - 1 + 3) / 4);
+    g_assert_cmpmem(weft_tensor_data(t), weft_tensor_nbytes(t), want, sizeof want);
+    weft_tensor_unref(t);
+  }
+  g_free(name);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
+/* Multinomial as multinomial_op.cc on one shard: ReserveRandomOutputs(batch * ceil4(samples) * 2,
+ * 256), then one uniform (SimplePhilox::RandDouble: two words) per sample, rows in one stream.
+ * With 4 equal logits the running sums are 1..4, so the class is floor(4 u). */
+static void test_multinomial_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  enum { NB = 2, C = 4, S = 5 };
+  float logits[NB * C] = {0};
+  int64_t dims[2] = {NB, C};
+  weft_op_builder_t *b = B(g, "Multinomial");
+  weft_op_add_input(b, Kf(g, 2, dims, logits));
+  weft_op_add_input(b, Kis(g, S));
+  weft_op_set_attr_int(b, "seed", 7);
+  weft_op_set_attr_int(b, "seed2", 9);
+  weft_output_t m = fin(b);
+  char *name = tensor_name(m);
+  weft_session_t *s = session_new(g);
+  const uint32_t key[2] = {7, 0};
+  for (int run = 0; run < 2; run++) {
+    weft_tensor_t *t = NULL;
+    OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)&name, &t, 1, NULL, 0));
+    g_assert_cmpint(weft_tensor_dtype(t), ==, WEFT_DT_INT64);
+    const int64_t *got = weft_tensor_data(t);
+    uint64_t block = (uint64_t)run * NB * ((S + 3) / 4 * 4 * 2) * 256;
+    uint32_t w[4], words[2 * NB * S];
+    for (int i = 0; i < 2 * NB * S; i++) {
+      if (i % 4 == 0) {
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), 9, 0};
+        ref_philox(key, ctr, w);
+        block++;
+      }
+      words[i] = w[i % 4];
+    }
+    for (int i = 0; i < NB * S; i++) {
+      uint64_t bits = ((uint64_t)(words[2 * i] & 0xfffffu) << 32) | words[2 * i + 1] |
+                      (1023ull << 52);
+      double u;
+      memcpy(&u, &bits, 8);
+      g_assert_cmpint(got[i], ==, (int64_t)floor((u - 1.0) * 4));
+    }
+    weft_tensor_unref(t);
+  }
+  g_free(name);
+  weft_session_free(s);
+  weft_graph_free(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Variables and optimizers */
 
@@ -2239,6 +2413,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/cast/values", test_cast_values);
   g_test_add_func("/kernels/cast/f16_elementwise", test_f16_elementwise);
   g_test_add_func("/kernels/random/seeded", test_random);
+  g_test_add_func("/kernels/random/tf_stream", test_random_tf_stream);
+  g_test_add_func("/kernels/random/shuffle_tf_stream", test_random_shuffle_tf_stream);
+  g_test_add_func("/kernels/random/multinomial_tf_stream", test_multinomial_tf_stream);
   g_test_add_func("/kernels/state/variables", test_variables);
   g_test_add_func("/kernels/train/optimizers", test_optimizers);
   return g_test_run();

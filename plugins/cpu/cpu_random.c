@@ -7,12 +7,14 @@
  * stream layout and conversions, so that they give TensorFlow's numbers bit for bit (see the
  * "Stateless" section below).
  *
- * Like TensorFlow, the key comes from the node's seed and the high counter words from seed2, so
- * a node with seed or seed2 set produces the same sequence in every session; with both 0 the
- * seeds come from the system. Each kernel instance (one per node and session, made by create)
- * owns a 64-bit block counter that every run advances, so successive runs differ. Because an
- * output element's bits depend only on (key, counter), the work splits over threads without
- * changing the numbers. */
+ * RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt and RandomShuffle follow
+ * TensorFlow's GuardedPhiloxRandom exactly (see "Stateful" below and k_shuffle): with seed or seed2
+ * set they give TensorFlow's numbers bit for bit, run after run (each run continues the node's
+ * stream); with both 0 the seeds come from the system. The other stateful kernels take the key from seed and the high counter
+ * words from seed2 too, but their own counter layout and samplers. Each kernel instance (one per
+ * node and session, made by create) owns a 64-bit counter that every run advances, so successive
+ * runs differ. Because an output element's bits depend only on (key, counter), the work splits
+ * over threads without changing the numbers. */
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -161,13 +163,6 @@ static void rng_destroy(void *state) { free(state); }
 /* ---------------------------------------------------------------------------------------------
  * Conversions from random bits */
 
-static inline float u32_to_unit_float(uint32_t u) { /* [0, 1) */
-  uint32_t bits = (u >> 9) | 0x3f800000u;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f - 1.0f;
-}
-
 static inline double u64_to_unit_double(uint64_t u) { /* [0, 1) */
   uint64_t bits = (u >> 12) | 0x3ff0000000000000ull;
   double d;
@@ -193,166 +188,7 @@ static inline void store_float(weft_dtype_t dt, void *out, int64_t i, double v) 
   }
 }
 
-/* A uniform in [0, 1) with only as many random bits as the dtype's significand holds, so that
- * storing it is exact: rounding a finer value to float16 or bfloat16 could reach 1.0, which
- * TensorFlow's [0, 1) range excludes. */
-static inline double unit_for_dtype(weft_dtype_t dt, uint32_t bits) {
-  switch (dt) {
-    case WEFT_DT_HALF: return (double)(bits >> 22) / 1024.0;
-    case WEFT_DT_BFLOAT16: return (double)(bits >> 24) / 256.0;
-    default: return u32_to_unit_float(bits);
-  }
-}
-
 typedef enum rng_kind { RNG_UNIFORM, RNG_NORMAL, RNG_TRUNCATED, RNG_INT } rng_kind_t;
-
-typedef struct rng_job {
-  const rng_state_t *st;
-  rng_kind_t kind;
-  weft_dtype_t dtype;
-  void *out;
-  int64_t n;
-  int per_block; /* output elements per Philox block */
-  uint64_t base;
-  int64_t int_lo;
-  uint64_t int_range;
-} rng_job_t;
-
-static void rng_range(void *arg, int64_t b, int64_t e) {
-  const rng_job_t *j = arg;
-  bool dbl = j->dtype == WEFT_DT_DOUBLE;
-  for (int64_t blk = b; blk < e; blk++) {
-    int64_t i0 = blk * j->per_block;
-    int64_t cnt = j->n - i0 < j->per_block ? j->n - i0 : j->per_block;
-    if (j->kind == RNG_TRUNCATED) {
-      /* One element per block; redraw with a new attempt number until |z| <= 2. */
-      for (uint32_t attempt = 0;; attempt++) {
-        philox_out_t r = rng_block(j->st, j->base + (uint64_t)blk, attempt);
-        double z[4];
-        if (dbl) {
-          box_muller(u64_to_unit_double(((uint64_t)r.v[0] << 32) | r.v[1]),
-                     u64_to_unit_double(((uint64_t)r.v[2] << 32) | r.v[3]), &z[0], &z[1]);
-          z[2] = z[3] = 3.0;
-        } else {
-          box_muller(u32_to_unit_float(r.v[0]), u32_to_unit_float(r.v[1]), &z[0], &z[1]);
-          box_muller(u32_to_unit_float(r.v[2]), u32_to_unit_float(r.v[3]), &z[2], &z[3]);
-        }
-        int k = 0;
-        while (k < 4 && fabs(z[k]) > 2.0) k++;
-        if (k < 4) {
-          store_float(j->dtype, j->out, i0, z[k]);
-          break;
-        }
-      }
-      continue;
-    }
-    philox_out_t r = rng_block(j->st, j->base + (uint64_t)blk, 0);
-    switch (j->kind) {
-      case RNG_UNIFORM:
-        if (dbl) {
-          for (int k = 0; k < cnt; k++)
-            ((double *)j->out)[i0 + k] =
-                u64_to_unit_double(((uint64_t)r.v[2 * k] << 32) | r.v[2 * k + 1]);
-        } else {
-          for (int k = 0; k < cnt; k++)
-            store_float(j->dtype, j->out, i0 + k, unit_for_dtype(j->dtype, r.v[k]));
-        }
-        break;
-      case RNG_NORMAL: {
-        double z[4];
-        if (dbl) {
-          box_muller(u64_to_unit_double(((uint64_t)r.v[0] << 32) | r.v[1]),
-                     u64_to_unit_double(((uint64_t)r.v[2] << 32) | r.v[3]), &z[0], &z[1]);
-        } else {
-          box_muller(u32_to_unit_float(r.v[0]), u32_to_unit_float(r.v[1]), &z[0], &z[1]);
-          box_muller(u32_to_unit_float(r.v[2]), u32_to_unit_float(r.v[3]), &z[2], &z[3]);
-        }
-        for (int k = 0; k < cnt; k++) store_float(j->dtype, j->out, i0 + k, z[k]);
-        break;
-      }
-      case RNG_INT:
-        if (j->dtype == WEFT_DT_INT64) {
-          for (int k = 0; k < cnt; k++) {
-            uint64_t u = ((uint64_t)r.v[2 * k] << 32) | r.v[2 * k + 1];
-            ((int64_t *)j->out)[i0 + k] = (int64_t)((uint64_t)j->int_lo + u % j->int_range);
-          }
-        } else {
-          for (int k = 0; k < cnt; k++)
-            ((int32_t *)j->out)[i0 + k] =
-                (int32_t)(uint32_t)((uint64_t)j->int_lo + (uint64_t)r.v[k] % j->int_range);
-        }
-        break;
-      default:
-        break;
-    }
-  }
-}
-
-static weft_status_t *rng_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_kind_t kind) {
-  weft_tensor_view_t sv, y;
-  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
-  int64_t dims[WEFT_MAX_RANK], rank = 0;
-  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
-  for (int64_t d = 0; d < rank; d++)
-    if (dims[d] < 0)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "shape[%lld] = %lld must be non-negative",
-                             (long long)d, (long long)dims[d]);
-  rng_job_t j;
-  memset(&j, 0, sizeof j);
-  j.st = st;
-  j.kind = kind;
-  if (kind == RNG_INT) {
-    weft_tensor_view_t lo, hi;
-    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &lo));
-    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &hi));
-    if (lo.num_elements != 1 || hi.num_elements != 1 ||
-        (lo.dtype != WEFT_DT_INT32 && lo.dtype != WEFT_DT_INT64))
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "minval and maxval must be int32 or int64 scalars");
-    int64_t a = weft__cpu_index_at(&lo, 0), b = weft__cpu_index_at(&hi, 0);
-    if (a >= b)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld",
-                             (long long)a, (long long)b);
-    j.dtype = lo.dtype;
-    j.int_lo = a;
-    j.int_range = (uint64_t)b - (uint64_t)a;
-  } else {
-    const weft_attrs_t *attrs = H->kernel_attrs(ctx);
-    weft_dtype_t dt = WEFT_DT_FLOAT;
-    if (H->attr_has(attrs, "dtype")) WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "dtype", &dt));
-    if (dt != WEFT_DT_FLOAT && dt != WEFT_DT_DOUBLE && dt != WEFT_DT_HALF &&
-        dt != WEFT_DT_BFLOAT16)
-      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
-                             "random dtype must be a floating type, got %s",
-                             weft__cpu_dtype_name(dt));
-    j.dtype = dt;
-  }
-  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, j.dtype, (int)rank, dims, &y));
-  j.out = y.data;
-  j.n = y.num_elements;
-  bool wide = j.dtype == WEFT_DT_DOUBLE || j.dtype == WEFT_DT_INT64;
-  j.per_block = kind == RNG_TRUNCATED ? 1 : (wide ? 2 : 4);
-  int64_t blocks = (j.n + j.per_block - 1) / j.per_block;
-  /* Reserve this run's counter range; concurrent runs of the node get disjoint ranges. */
-  j.base = atomic_fetch_add(&st->next_block, (uint64_t)blocks);
-  if (blocks == 0) return NULL;
-  weft__cpu_parallel(ctx, blocks, kind == RNG_INT || kind == RNG_UNIFORM ? 40 : 150, rng_range,
-                     &j);
-  return NULL;
-}
-
-static weft_status_t *k_uniform(weft_kernel_ctx_t *ctx, void *state) {
-  return rng_compute(ctx, state, RNG_UNIFORM);
-}
-static weft_status_t *k_normal(weft_kernel_ctx_t *ctx, void *state) {
-  return rng_compute(ctx, state, RNG_NORMAL);
-}
-static weft_status_t *k_truncated(weft_kernel_ctx_t *ctx, void *state) {
-  return rng_compute(ctx, state, RNG_TRUNCATED);
-}
-static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
-  return rng_compute(ctx, state, RNG_INT);
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Stateless random ops (stateless_random_ops.cc), TensorFlow's numbers bit for bit.
@@ -642,6 +478,94 @@ static weft_status_t *k_stateless_uniform_int(weft_kernel_ctx_t *ctx, void *stat
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Stateful RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt: TensorFlow's
+ * numbers bit for bit (random_op.cc's PhiloxRandomOp and RandomUniformIntOp on
+ * guarded_philox_random.cc).
+ *
+ * GuardedPhiloxRandom::Init(seed, seed2) makes PhiloxRandom(seed, seed2): key {seed lo, seed hi},
+ * counter {0, 0, seed2 lo, seed2 hi}. Each run reserves ReserveRandomOutputs(n, 256), that is
+ * n * 256 Philox samples (128-bit blocks), handing the run the generator as it was and skipping
+ * it by that much, so the next run continues after them. The run then fills the output exactly
+ * as the stateless ops do (FillPhiloxRandom, same distributions), from that generator. The
+ * kernel's next_block counts the samples reserved so far: one atomic add per run, so concurrent
+ * runs get disjoint streams as under TensorFlow's mutex. */
+
+/* GuardedPhiloxRandom::ReserveSamples128: the generator as the run finds it (key {seed},
+ * counter {0, 0, seed2} skipped by all the samples reserved before), the next run's `samples`
+ * 128-bit samples further on. */
+static tf_philox_t tf_reserve_samples128(rng_state_t *st, uint64_t samples) {
+  const uint64_t reserved = atomic_fetch_add(&st->next_block, samples);
+  tf_philox_t g = {{st->key[0], st->key[1]}, {0, 0, st->hi[0], st->hi[1]}};
+  tf_philox_skip(&g, reserved);
+  return g;
+}
+
+static weft_status_t *stateful_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, rng_kind_t kind) {
+  weft_tensor_view_t sv, y;
+  WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 0, &sv));
+  int64_t dims[WEFT_MAX_RANK], rank = 0;
+  WEFT_RETURN_IF_ERROR(weft__cpu_read_indices(ctx, &sv, "shape", dims, WEFT_MAX_RANK, &rank));
+  for (int64_t d = 0; d < rank; d++)
+    if (dims[d] < 0)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "shape[%lld] = %lld must be non-negative",
+                             (long long)d, (long long)dims[d]);
+  stateless_job_t j;
+  memset(&j, 0, sizeof j);
+  j.kind = kind;
+  if (kind == RNG_INT) {
+    weft_tensor_view_t lo, hi;
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 1, &lo));
+    WEFT_RETURN_IF_ERROR(weft__cpu_input(ctx, 2, &hi));
+    if (lo.num_elements != 1 || hi.num_elements != 1 ||
+        (lo.dtype != WEFT_DT_INT32 && lo.dtype != WEFT_DT_INT64))
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "minval and maxval must be int32 or int64 scalars");
+    int64_t a = weft__cpu_index_at(&lo, 0), b = weft__cpu_index_at(&hi, 0);
+    if (a >= b)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT, "Need minval < maxval: %lld >= %lld",
+                             (long long)a, (long long)b);
+    j.dtype = lo.dtype;
+    j.int_lo = a;
+    j.int_range = (uint64_t)b - (uint64_t)a;
+  } else {
+    const weft_attrs_t *attrs = H->kernel_attrs(ctx);
+    weft_dtype_t dt = WEFT_DT_FLOAT;
+    if (H->attr_has(attrs, "dtype")) WEFT_RETURN_IF_ERROR(H->attr_type(attrs, "dtype", &dt));
+    if (dt != WEFT_DT_FLOAT && dt != WEFT_DT_DOUBLE && dt != WEFT_DT_HALF &&
+        dt != WEFT_DT_BFLOAT16)
+      return weft__cpu_error(ctx, WEFT_INVALID_ARGUMENT,
+                             "random dtype must be a floating type, got %s",
+                             weft__cpu_dtype_name(dt));
+    j.dtype = dt;
+  }
+  WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, j.dtype, (int)rank, dims, &y));
+  j.out = y.data;
+  j.n = y.num_elements;
+  j.group = j.dtype == WEFT_DT_DOUBLE || j.dtype == WEFT_DT_INT64 ? 2 : 4;
+  /* ReserveRandomOutputs(n, 256): this run's generator, and the next run's 256 n samples on. */
+  j.gen = tf_reserve_samples128(st, (uint64_t)j.n * 256u);
+  int64_t groups = (j.n + j.group - 1) / j.group;
+  if (groups == 0) return NULL;
+  weft__cpu_parallel(ctx, groups, kind == RNG_INT || kind == RNG_UNIFORM ? 40 : 150,
+                     stateless_range, &j);
+  return NULL;
+}
+
+static weft_status_t *k_uniform(weft_kernel_ctx_t *ctx, void *state) {
+  return stateful_compute(ctx, state, RNG_UNIFORM);
+}
+static weft_status_t *k_normal(weft_kernel_ctx_t *ctx, void *state) {
+  return stateful_compute(ctx, state, RNG_NORMAL);
+}
+static weft_status_t *k_truncated(weft_kernel_ctx_t *ctx, void *state) {
+  return stateful_compute(ctx, state, RNG_TRUNCATED);
+}
+static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
+  return stateful_compute(ctx, state, RNG_INT);
+}
+
+
+/* ---------------------------------------------------------------------------------------------
  * RandomGamma, RandomPoisson(V2), RandomShuffle.
  *
  * Gamma and Poisson samplers use a variable number of uniforms per sample, so each output
@@ -807,12 +731,12 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
     return weft__cpu_error(ctx, WEFT_RESOURCE_EXHAUSTED, "out of memory shuffling %lld rows",
                            (long long)n);
   for (int64_t i = 0; i < n; i++) perm[i] = i;
-  uint64_t base = atomic_fetch_add(&st->next_block, (uint64_t)(n + 1) / 2);
-  philox_out_t r = {{0, 0, 0, 0}};
-  for (int64_t i = n - 1, d = 0; i > 0; i--, d++) {
-    if (d % 2 == 0) r = rng_block(st, base + (uint64_t)(d / 2), 0);
-    uint64_t u = ((uint64_t)r.v[2 * (d % 2)] << 32) | r.v[2 * (d % 2) + 1];
-    int64_t k = (int64_t)(u % (uint64_t)(i + 1));
+  /* random_shuffle_op.cc: ReserveSamples32(n - 1), then for i = 0 .. n - 2 swap i with
+   * i + word % (n - i), the words one at a time (SingleSampleAdapter). */
+  tf_philox_t gen = tf_reserve_samples128(st, ((uint64_t)n - 1 + 3) / 4);
+  tf_single_t single = {&gen, {{0, 0, 0, 0}}, 4};
+  for (int64_t i = 0; i < n - 1; i++) {
+    int64_t k = i + (int64_t)(tf_single_next(&single) % (uint32_t)(n - i));
     int64_t t = perm[i];
     perm[i] = perm[k];
     perm[k] = t;
@@ -828,16 +752,16 @@ static weft_status_t *k_shuffle(weft_kernel_ctx_t *ctx, void *state) {
  * softmax(row) over the row's finite logits (a NaN or infinite logit has weight 0, so -inf is
  * never drawn). As TensorFlow, each draw is a uniform times the row's unnormalised total searched
  * in the running sums of exp(logit - max); a row with no finite logit answers num_classes, as
- * TensorFlow's kernel does. Sample j of row b takes half of Philox block (b, j / 2), so the
- * numbers do not depend on the threading. */
+ * TensorFlow's kernel does. The uniforms are SimplePhilox::RandDouble's (two words each) from
+ * TensorFlow's generator, the rows one after the other in one stream: TensorFlow's numbers
+ * whenever TensorFlow runs the rows as one shard (see k_stateless_multinomial); the rows run on
+ * one thread, so the numbers do not depend on the threading. */
 typedef struct multinomial_job {
-  const rng_state_t *st;
-  tf_single_t *tf; /* StatelessMultinomial: TensorFlow's stream, one row after the other */
+  tf_single_t *tf; /* TensorFlow's stream, one row after the other */
   const weft_tensor_view_t *logits;
   void *out;
   bool out64;
-  int64_t classes, samples, blocks_per_row;
-  uint64_t base;
+  int64_t classes, samples;
 } multinomial_job_t;
 
 static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) {
@@ -853,17 +777,9 @@ static void multinomial_row(const multinomial_job_t *j, int64_t b, double *cdf) 
     if (isfinite(v)) total += exp(v - max);
     cdf[c] = total;
   }
-  philox_out_t r = {{0, 0, 0, 0}};
   for (int64_t s = 0; s < j->samples; s++) {
-    double u;
-    if (j->tf != NULL) { /* SimplePhilox::RandDouble */
-      const uint32_t x0 = tf_single_next(j->tf);
-      u = tf_uint64_to_double(x0, tf_single_next(j->tf));
-    } else {
-      if (s % 2 == 0)
-        r = rng_block(j->st, j->base + (uint64_t)(b * j->blocks_per_row + s / 2), 0);
-      u = u64_to_unit_double(((uint64_t)r.v[2 * (s % 2)] << 32) | r.v[2 * (s % 2) + 1]);
-    }
+    const uint32_t x0 = tf_single_next(j->tf); /* SimplePhilox::RandDouble */
+    const double u = tf_uint64_to_double(x0, tf_single_next(j->tf));
     double find = u * total;
     int64_t lo = 0, hi = k; /* the first running sum above find */
     while (lo < hi) {
@@ -913,9 +829,17 @@ static weft_status_t *multinomial_compute(weft_kernel_ctx_t *ctx, rng_state_t *s
   const int64_t dims[2] = {batch, samples};
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, odt, 2, dims, &y));
   if (y.num_elements == 0) return NULL;
-  multinomial_job_t j = {st, tf, &logits, y.data, odt == WEFT_DT_INT64, classes, samples,
-                         (samples + 1) / 2, 0};
-  if (st != NULL) j.base = atomic_fetch_add(&st->next_block, (uint64_t)(batch * j.blocks_per_row));
+  tf_philox_t gen;
+  tf_single_t single;
+  if (st != NULL) {
+    /* Multinomial: ReserveRandomOutputs(batch * ceil4(num_samples) * 2, 256) (two words per
+     * sample on the CPU), then the same draws as StatelessMultinomial's from that generator. */
+    const uint64_t ceil4 = ((uint64_t)samples + 3) / 4 * 4 * 2;
+    gen = tf_reserve_samples128(st, (uint64_t)batch * ceil4 * 256u);
+    single = (tf_single_t){&gen, {{0, 0, 0, 0}}, 4};
+    tf = &single;
+  }
+  multinomial_job_t j = {tf, &logits, y.data, odt == WEFT_DT_INT64, classes, samples};
   double *cdf;
   WEFT_RETURN_IF_ERROR(H->kernel_scratch(ctx, sizeof(double) * (size_t)classes, (void **)&cdf));
   for (int64_t b = 0; b < batch; b++) multinomial_row(&j, b, cdf);

@@ -277,3 +277,26 @@ def test_gelu_swish():
         approx, 0.5 * v64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (v64 + 0.044715 * v64 ** 3))),
         rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(swish, v64 / (1 + np.exp(-v64)), rtol=1e-5, atol=1e-6)
+
+
+def test_random_seeds_and_values_as_tensorflow():
+    # TensorFlow 1.15's random_seed.get_seed: with a graph seed only, the op seed is the number
+    # of ops the graph has when the random op is made (random_uniform makes shape, min and max
+    # first); with an op seed only, the graph seed is DEFAULT_GRAPH_SEED.
+    tf.set_random_seed(1)
+    u = tf.random_uniform([3])
+    rnd = tf.get_default_graph().get_operation_by_name("random_uniform/RandomUniform")
+    assert (rnd.get_attr("seed"), rnd.get_attr("seed2")) == (1, 3)
+    tf.reset_default_graph()
+    n = tf.random_normal([3], seed=7)
+    rnd = tf.get_default_graph().get_operation_by_name("random_normal/RandomStandardNormal")
+    assert (rnd.get_attr("seed"), rnd.get_attr("seed2")) == (87654321, 7)
+    assert tf.get_seed(2**31 + 4) == (87654321, 5)
+    del u, n
+    tf.reset_default_graph()
+    # TensorFlow's documented values (tf.random.uniform's docstring): graph seed 5, op seed 10,
+    # an int in [0, 3): 2, then 0 as the same op runs again and continues its stream.
+    tf.set_random_seed(5)
+    x = tf.random_uniform([], maxval=3, dtype=tf.int32, seed=10)
+    with tf.Session() as sess:
+        assert (sess.run(x), sess.run(x)) == (2, 0)

@@ -394,7 +394,7 @@ class Graph:
         self._lock = threading.RLock()
         self._finalized = False
         self.seed = None
-        self._last_id = 0
+        self._last_id = 0  # ops created so far (Graph._last_id in TensorFlow)
         self._variable_scope_store = None
         self._building_function = False
         # None, or fn(outer Tensor) -> a Tensor of this graph standing for it (data.py)
@@ -496,6 +496,7 @@ class Graph:
             except errors.InvalidArgumentError as e:
                 # shape and attribute errors at construction are ValueErrors in TensorFlow
                 raise ValueError(e.message) from None
+            self._last_id += 1  # TensorFlow's op ids, which op seeds come from (get_seed)
         op = Operation(self, node)
         op._cf_ctx = ctx
         self._ops[node.name] = op

@@ -606,68 +606,89 @@ def assign_sub(ref, value, use_locking=None, name=None):
 # Random ops: seeds as TensorFlow derives them (graph seed + op seed).
 
 DEFAULT_GRAPH_SEED = 87654321
+_MAXINT32 = 2**31 - 1
 
 
 def set_random_seed(seed):
     _fw.get_default_graph().seed = seed
 
 
+def _truncate_seed(seed):
+    return seed % _MAXINT32  # a seed is an int64 attr; TensorFlow keeps it below 2**31 - 1
+
+
 def get_seed(op_seed):
+    """(graph-level seed, op seed) as TensorFlow 1.15's random_seed.get_seed: with a graph seed
+    and no op seed, the op seed is the graph's count of ops created so far (Graph._last_id); with
+    only an op seed, the graph seed is DEFAULT_GRAPH_SEED; with neither, (None, None), which the
+    kernels take as seeds from the system. (0, 0) becomes (0, 2**31 - 1)."""
     g = _fw.get_default_graph()
     if g.seed is not None:
         if op_seed is None:
-            g._last_id += 1
             op_seed = g._last_id
-        seeds = (g.seed, op_seed)
+        seeds = (_truncate_seed(g.seed), _truncate_seed(op_seed))
     elif op_seed is not None:
-        seeds = (DEFAULT_GRAPH_SEED, op_seed)
+        seeds = (DEFAULT_GRAPH_SEED, _truncate_seed(op_seed))
     else:
         seeds = (None, None)
     if seeds == (0, 0):
-        seeds = (0, 2**31 - 1)
+        seeds = (0, _MAXINT32)
     return seeds
 
 
-def _random(op_type, shape, dtype, seed, name):
+# The random ops create their ops in TensorFlow 1.15's order (random_ops.py: the shape, then the
+# other constants, then get_seed, then the random op), so that a graph seed gives each op the
+# op seed TensorFlow gives it.
+
+def _shape_tensor(shape):
+    if isinstance(shape, Tensor):
+        return shape
+    return _to_tensor(shape, dtype=_dtypes.int32, name="shape")
+
+
+def _random_op(op_type, shape_t, dtype, seed):
     s1, s2 = get_seed(seed)
-    dtype = _dtypes.as_dtype(dtype)
-    return _op(op_type, [_to_tensor(shape, dtype=_dtypes.int32)
-                         if not isinstance(shape, Tensor) else shape],
+    return _op(op_type, [shape_t],
                [("dtype", _T, dtype.as_datatype_enum), ("seed", "int", s1 or 0),
-                ("seed2", "int", s2 or 0)], name)
+                ("seed2", "int", s2 or 0)], op_type)
+
+
+def _normal_like(op_type, scope_default, shape, mean, stddev, dtype, seed, name):
+    dtype = _dtypes.as_dtype(dtype)
+    with _fw.name_scope(name, scope_default, []) as scope:
+        shape_t = _shape_tensor(shape)
+        mean_t = _to_tensor(mean, dtype=dtype, name="mean")
+        stddev_t = _to_tensor(stddev, dtype=dtype, name="stddev")
+        r = _random_op(op_type, shape_t, dtype, seed)
+        return add(multiply(r, stddev_t, name="mul"), mean_t, name=scope)
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
-    with _fw.name_scope(name, "random_normal", []) as scope:
-        r = _random("RandomStandardNormal", shape, dtype, seed, "RandomStandardNormal")
-        return add(multiply(r, _to_tensor(stddev, dtype=dtype), name="mul"),
-                   _to_tensor(mean, dtype=dtype), name=scope)
+    return _normal_like("RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed,
+                        name)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
-    with _fw.name_scope(name, "truncated_normal", []) as scope:
-        r = _random("TruncatedNormal", shape, dtype, seed, "TruncatedNormal")
-        return add(multiply(r, _to_tensor(stddev, dtype=dtype), name="mul"),
-                   _to_tensor(mean, dtype=dtype), name=scope)
+    return _normal_like("TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed,
+                        name)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=None, name=None):
     dtype = _dtypes.as_dtype(dtype)
-    with _fw.name_scope(name, "random_uniform", []) as scope:
+    if maxval is None:
         if dtype.is_integer:
-            if maxval is None:
-                raise ValueError("Must specify maxval for integer dtype %r" % dtype)
+            raise ValueError("Must specify maxval for integer dtype %r" % dtype)
+        maxval = 1
+    with _fw.name_scope(name, "random_uniform", []) as scope:
+        shape_t = _shape_tensor(shape)
+        lo = _to_tensor(minval, dtype=dtype, name="min")
+        hi = _to_tensor(maxval, dtype=dtype, name="max")
+        if dtype.is_integer:
             s1, s2 = get_seed(seed)
-            return _op("RandomUniformInt", [_to_tensor(shape, dtype=_dtypes.int32),
-                                            _to_tensor(minval, dtype), _to_tensor(maxval, dtype)],
-                       [("seed", "int", s1 or 0), ("seed2", "int", s2 or 0)],
-                       scope)
-        if maxval is None:
-            maxval = 1
-        r = _random("RandomUniform", shape, dtype, seed, "RandomUniform")
-        lo = _to_tensor(minval, dtype=dtype)
-        rng = subtract(_to_tensor(maxval, dtype=dtype), lo, name="sub")
-        return add(multiply(r, rng, name="mul"), lo, name=scope)
+            return _op("RandomUniformInt", [shape_t, lo, hi],
+                       [("seed", "int", s1 or 0), ("seed2", "int", s2 or 0)], scope)
+        r = _random_op("RandomUniform", shape_t, dtype, seed)
+        return add(multiply(r, subtract(hi, lo, name="sub"), name="mul"), lo, name=scope)
 
 
 # ---------------------------------------------------------------------------------------------
