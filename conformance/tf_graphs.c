@@ -6,8 +6,8 @@
  * passed, failed (a wrong answer: the worst element is reported), unsupported (the op, or op and
  * dtype, that Weft lacks) or error (anything else, with the message). Graphs that draw random
  * numbers are compared by value when every random op in them gives TensorFlow's stream exactly
- * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle with seed
- * or seed2 set, read from the GraphDef itself); otherwise only their shapes and dtypes are
+ * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle,
+ * RandomGamma, RandomPoisson, RandomPoissonV2 with seed or seed2 set, read from the GraphDef itself); otherwise only their shapes and dtypes are
  * compared. */
 #include <errno.h>
 #include <math.h>
@@ -521,8 +521,9 @@ static bool draws_random_numbers(const char *op) {
 
 /* Ops whose seeded outputs are TensorFlow's numbers bit for bit (GuardedPhiloxRandom's stream). */
 static bool random_is_exact(const char *op) {
-  static const char *const kOps[] = {"RandomUniform", "RandomUniformInt", "RandomStandardNormal",
-                                     "TruncatedNormal", "RandomShuffle"};
+  static const char *const kOps[] = {"RandomUniform",   "RandomUniformInt", "RandomStandardNormal",
+                                     "TruncatedNormal", "RandomShuffle",    "RandomGamma",
+                                     "RandomPoisson",   "RandomPoissonV2"};
   for (size_t i = 0; i < G_N_ELEMENTS(kOps); i++)
     if (strcmp(op, kOps[i]) == 0) return true;
   return false;

@@ -170,14 +170,6 @@ static inline double u64_to_unit_double(uint64_t u) { /* [0, 1) */
   return d - 1.0;
 }
 
-/* Box-Muller: two uniforms in [0, 1) to two standard normals. */
-static inline void box_muller(double u1, double u2, double *z0, double *z1) {
-  double r = sqrt(-2.0 * log(1.0 - u1)); /* 1 - u1 is in (0, 1]: no log(0) */
-  double t = 6.283185307179586476925286766559 * u2;
-  *z0 = r * cos(t);
-  *z1 = r * sin(t);
-}
-
 static inline void store_float(weft_dtype_t dt, void *out, int64_t i, double v) {
   switch (dt) {
     case WEFT_DT_FLOAT: ((float *)out)[i] = (float)v; break;
@@ -566,90 +558,100 @@ static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
 
 
 /* ---------------------------------------------------------------------------------------------
- * RandomGamma, RandomPoisson(V2), RandomShuffle.
+ * RandomGamma, RandomPoisson(V2): TensorFlow's numbers bit for bit (random_op.cc's RandomGammaOp,
+ * random_poisson_op.cc's PoissonFunctor).
  *
- * Gamma and Poisson samplers use a variable number of uniforms per sample, so each output
- * element owns one Philox block (its counter) and draws further 4-word outputs from it by
- * attempt number: an element's value depends only on (key, counter), whatever the threading. */
+ * Each run reserves ReserveRandomOutputs(n, 256) as the other stateful kernels do; output number
+ * o (counted parameter-major: o = param_idx * samples_per_param + sample_idx, stored at
+ * sample_idx * num_params + param_idx) draws from that generator skipped by 256 * o, whatever
+ * the threading. Both samplers take doubles from UniformDistribution<double> (one Philox block
+ * gives two, Uint64ToDouble of words 0-1 and 2-3) and Gamma its normals from
+ * NormalDistribution<double> (one block, BoxMullerDouble, two normals), each buffer used from its
+ * last value down, the normals and uniforms from one generator in the order the sampler asks.
+ * Where TensorFlow would loop for ever (a NaN or infinite Poisson rate; a count past the output
+ * type's largest value) a sample gives up after k_param_max_tries tries and answers Weft's value:
+ * NaN, the infinite rate, or the rate itself (saturating an integer output). */
 
-typedef struct rng_stream {
-  const rng_state_t *st;
-  uint64_t block;
-  uint32_t attempt;
-  int idx;
-  philox_out_t r;
-} rng_stream_t;
+enum { k_param_reserved = 256, k_param_max_tries = 100000 };
 
-static void stream_init(rng_stream_t *s, const rng_state_t *st, uint64_t block) {
-  s->st = st;
-  s->block = block;
-  s->attempt = 0;
-  s->idx = 4;
-}
+/* A sampler's stream: the generator for one output and its two result buffers. */
+typedef struct tf_param_stream {
+  tf_philox_t gen;
+  double uni[2], nrm[2];
+  int uni_left, nrm_left;
+} tf_param_stream_t;
 
-static double stream_unit(rng_stream_t *s) { /* [0, 1), 52 random bits */
-  if (s->idx >= 4) {
-    s->r = rng_block(s->st, s->block, s->attempt++);
-    s->idx = 0;
+static inline double tf_param_uniform(tf_param_stream_t *s) { /* the UNIFORM macro */
+  if (s->uni_left == 0) {
+    philox_out_t r = tf_philox_next(&s->gen);
+    s->uni[0] = tf_uint64_to_double(r.v[0], r.v[1]);
+    s->uni[1] = tf_uint64_to_double(r.v[2], r.v[3]);
+    s->uni_left = 2;
   }
-  uint64_t u = ((uint64_t)s->r.v[s->idx] << 32) | s->r.v[s->idx + 1];
-  s->idx += 2;
-  return u64_to_unit_double(u);
+  return s->uni[--s->uni_left];
 }
 
-static double stream_normal(rng_stream_t *s) {
-  double z0, z1;
-  box_muller(stream_unit(s), stream_unit(s), &z0, &z1);
-  return z0;
+static inline double tf_param_normal(tf_param_stream_t *s) {
+  if (s->nrm_left == 0) {
+    philox_out_t r = tf_philox_next(&s->gen);
+    tf_box_muller_double(r.v[0], r.v[1], r.v[2], r.v[3], &s->nrm[0], &s->nrm[1]);
+    s->nrm_left = 2;
+  }
+  return s->nrm[--s->nrm_left];
 }
 
-/* Gamma(alpha, 1): Marsaglia and Tsang's method, as TensorFlow's random_gamma_op.cc; alpha == 1
- * is an exponential, alpha < 1 boosts a Gamma(alpha + 1) sample by U^(1 / alpha). */
-static double sample_gamma(rng_stream_t *s, double alpha) {
-  if (!(alpha > 0)) return NAN;
-  if (alpha == 1.0) return -log1p(-stream_unit(s));
-  bool boost = alpha < 1.0;
-  double d = (boost ? alpha + 1.0 : alpha) - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
-  double x;
-  for (;;) {
-    double z = stream_normal(s), v = 1.0 + c * z;
+/* One Gamma(alpha, 1) sample: alpha == 1 is -log(1 - u); otherwise Marsaglia and Tsang with
+ * d = alpha - 1/3 (alpha + 2/3 below 1, the result then times b^(1 / alpha)). */
+static double tf_gamma_sample(tf_param_stream_t *s, double alpha) {
+  if (alpha == 1.0) return -log(1.0 - tf_param_uniform(s));
+  const bool less_than_one = alpha < 1;
+  const double d = alpha + (less_than_one ? 2.0 / 3 : -1.0 / 3);
+  const double c = 1.0 / 3 / sqrt(d);
+  for (long tries = 0; tries < k_param_max_tries; tries++) {
+    const double x = tf_param_normal(s);
+    double v = 1 + c * x;
     if (v <= 0) continue;
     v = v * v * v;
-    double u = stream_unit(s);
-    if (u < 1.0 - 0.0331 * z * z * z * z || log(u) < 0.5 * z * z + d * (1.0 - v + log(v))) {
-      x = d * v;
-      break;
+    const double u = tf_param_uniform(s);
+    if ((u < 1 - 0.0331 * (x * x) * (x * x)) || (log(u) < 0.5 * x * x + d * (1 - v + log(v)))) {
+      double res = d * v;
+      if (less_than_one) res *= pow(tf_param_uniform(s), 1 / alpha);
+      return res;
     }
   }
-  if (boost) x *= pow(1.0 - stream_unit(s), 1.0 / alpha);
-  return x;
+  return NAN;
 }
 
-/* Poisson(rate), as TensorFlow's random_poisson_op.cc: Knuth's product of uniforms below rate
- * 10, Hormann's transformed rejection (PTRS) above; +inf rate gives +inf, rate <= 0 gives 0. */
-static double sample_poisson(rng_stream_t *s, double rate) {
-  if (isnan(rate)) return NAN;
-  if (isinf(rate) && rate > 0) return INFINITY;
-  if (rate <= 0) return 0;
+/* One Poisson(rate) sample, in double: below 10 the product of uniforms (Knuth), else Hormann's
+ * transformed rejection with its squeeze; `highest` is the output type's largest value. */
+static double tf_poisson_sample(tf_param_stream_t *s, double rate, double highest) {
   if (rate < 10) {
-    double exp_neg_rate = exp(-rate), prod = 1;
-    for (double k = 0;; k++) {
-      prod *= stream_unit(s);
-      if (prod <= exp_neg_rate) return k;
+    const double exp_neg_rate = exp(-rate);
+    double prod = 1, x = 0;
+    for (;;) {
+      prod = prod * tf_param_uniform(s);
+      if (prod <= exp_neg_rate && x <= highest) return x;
+      x += 1;
     }
   }
-  double log_rate = log(rate), b = 0.931 + 2.53 * sqrt(rate), a = -0.059 + 0.02483 * b;
-  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
-  for (;;) {
-    double u = stream_unit(s) - 0.5, v = stream_unit(s);
-    double us = 0.5 - fabs(u);
-    double k = floor((2 * a / us + b) * u + rate + 0.43);
-    if (us >= 0.07 && v <= vr) return k;
-    if (k < 0 || (us < 0.013 && v > us)) continue;
-    double lhs = log(v * inv_alpha / (a / (us * us) + b));
-    double rhs = -rate + k * log_rate - lgamma(k + 1);
-    if (lhs <= rhs) return k;
+  const double log_rate = log(rate);
+  const double b = 0.931 + 2.53 * sqrt(rate);
+  const double a = -0.059 + 0.02483 * b;
+  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+  for (long tries = 0; tries < k_param_max_tries; tries++) {
+    double u = tf_param_uniform(s);
+    u -= 0.5;
+    const double v = tf_param_uniform(s);
+    const double u_shifted = 0.5 - fabs(u);
+    const double k = floor((2 * a / u_shifted + b) * u + rate + 0.43);
+    if (k > highest) continue; /* retry in case of overflow */
+    if (u_shifted >= 0.07 && v <= 0.9277 - 3.6224 / (b - 2)) return k;
+    if (k < 0 || (u_shifted < 0.013 && v > u_shifted)) continue;
+    const double sv = log(v * inv_alpha / (a / (u_shifted * u_shifted) + b));
+    const double t = -rate + k * log_rate - lgamma(k + 1);
+    if (sv <= t) return k;
   }
+  return rate; /* NaN, +inf, or a rate past the output type: TensorFlow never returns */
 }
 
 static inline void store_number(weft_dtype_t dt, void *out, int64_t i, double v) {
@@ -664,23 +666,44 @@ static inline void store_number(weft_dtype_t dt, void *out, int64_t i, double v)
   }
 }
 
+static double dtype_highest(weft_dtype_t dt) { /* Eigen::NumTraits<U>::highest() as a double */
+  switch (dt) {
+    case WEFT_DT_HALF: return 65504.0;
+    case WEFT_DT_FLOAT: return FLT_MAX;
+    case WEFT_DT_INT32: return 2147483647.0;
+    case WEFT_DT_INT64: return 9223372036854775807.0;
+    default: return DBL_MAX;
+  }
+}
+
 typedef struct param_job {
-  const rng_state_t *st;
+  tf_philox_t gen; /* this run's generator */
   bool gamma;
   const weft_tensor_view_t *param;
   weft_dtype_t dtype;
   void *out;
-  int64_t n_param;
-  uint64_t base;
+  int64_t n_param, per_param; /* per_param: the samples per parameter */
+  double highest;
 } param_job_t;
 
 static void param_range(void *arg, int64_t b, int64_t e) {
   const param_job_t *j = arg;
-  for (int64_t i = b; i < e; i++) {
-    rng_stream_t s;
-    stream_init(&s, j->st, j->base + (uint64_t)i);
-    double p = weft__cpu_get_double(j->param, i % j->n_param);
-    store_number(j->dtype, j->out, i, j->gamma ? sample_gamma(&s, p) : sample_poisson(&s, p));
+  for (int64_t o = b; o < e; o++) {
+    const int64_t p_idx = o / j->per_param, s_idx = o % j->per_param;
+    tf_param_stream_t s;
+    s.gen = j->gen;
+    tf_philox_skip(&s.gen, (uint64_t)k_param_reserved * (uint64_t)o);
+    s.uni_left = s.nrm_left = 0;
+    const double p = weft__cpu_get_double(j->param, p_idx);
+    double v;
+    if (j->gamma) {
+      v = tf_gamma_sample(&s, p);
+    } else if (isnan(p) || (isinf(p) && p > 0)) {
+      v = p; /* TensorFlow never returns: Weft answers NaN, +inf */
+    } else {
+      v = tf_poisson_sample(&s, p, j->highest);
+    }
+    store_number(j->dtype, j->out, s_idx * j->n_param + p_idx, v);
   }
 }
 
@@ -703,9 +726,18 @@ static weft_status_t *param_compute(weft_kernel_ctx_t *ctx, rng_state_t *st, boo
   if (!gamma)
     WEFT_RETURN_IF_ERROR(weft_pc_attr_type(ctx, "dtype", param.dtype, &dt));
   WEFT_RETURN_IF_ERROR(weft__cpu_output(ctx, 0, dt, (int)(rank + param.rank), dims, &y));
-  param_job_t j = {st, gamma, &param, dt, y.data, param.num_elements, 0};
   if (y.num_elements == 0) return NULL;
-  j.base = atomic_fetch_add(&st->next_block, (uint64_t)y.num_elements);
+  param_job_t j;
+  memset(&j, 0, sizeof j);
+  j.gamma = gamma;
+  j.param = &param;
+  j.dtype = dt;
+  j.out = y.data;
+  j.n_param = param.num_elements;
+  j.per_param = y.num_elements / param.num_elements;
+  j.highest = dtype_highest(dt);
+  /* ReserveRandomOutputs(num_samples * num_params, 256) */
+  j.gen = tf_reserve_samples128(st, (uint64_t)y.num_elements * k_param_reserved);
   weft__cpu_parallel(ctx, y.num_elements, 200, param_range, &j);
   return NULL;
 }
