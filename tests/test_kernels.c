@@ -2100,6 +2100,174 @@ static void test_random_tf_stream(void) {
   weft_graph_free(g);
 }
 
+/* A plain reimplementation of RandomGammaOp and PoissonFunctor's draws for the expected values:
+ * output o of run r starts at Philox counter (r * n + o) * 256 (key {seed}, high words seed2);
+ * doubles come two per block (20 + 32 bits each), used second first, normals from Box-Muller
+ * in double (sin, cos), also second first. */
+typedef struct ref_param_gen {
+  uint32_t key[2], seed2;
+  uint64_t blk;
+  double u[2], z[2];
+  int ul, zl;
+} ref_param_gen_t;
+
+static void ref_param_block(ref_param_gen_t *r, double d[2]) {
+  uint32_t ctr[4] = {(uint32_t)r->blk, (uint32_t)(r->blk >> 32), r->seed2, 0}, w[4];
+  ref_philox(r->key, ctr, w);
+  r->blk++;
+  for (int k = 0; k < 2; k++) {
+    uint64_t bits = ((uint64_t)(w[2 * k] & 0xfffffu) << 32) | w[2 * k + 1] | (1023ull << 52);
+    memcpy(&d[k], &bits, 8);
+    d[k] -= 1.0;
+  }
+}
+
+static double ref_param_uniform(ref_param_gen_t *r) {
+  if (r->ul == 0) {
+    ref_param_block(r, r->u);
+    r->ul = 2;
+  }
+  return r->u[--r->ul];
+}
+
+static double ref_param_normal(ref_param_gen_t *r) {
+  if (r->zl == 0) {
+    double d[2];
+    ref_param_block(r, d);
+    double u1 = d[0] < 1e-7 ? 1e-7 : d[0], v1 = 2 * M_PI * d[1], rad = sqrt(-2.0 * log(u1));
+    r->z[0] = sin(v1) * rad;
+    r->z[1] = cos(v1) * rad;
+    r->zl = 2;
+  }
+  return r->z[--r->zl];
+}
+
+static double ref_gamma(ref_param_gen_t *r, double alpha) {
+  if (alpha == 1.0) return -log(1.0 - ref_param_uniform(r));
+  double d = alpha < 1 ? alpha + 2.0 / 3 : alpha - 1.0 / 3, c = 1.0 / 3 / sqrt(d);
+  for (;;) {
+    double x = ref_param_normal(r), v = 1 + c * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double u = ref_param_uniform(r);
+    if (u < 1 - 0.0331 * (x * x) * (x * x) || log(u) < 0.5 * x * x + d * (1 - v + log(v)))
+      return alpha < 1 ? d * v * pow(ref_param_uniform(r), 1 / alpha) : d * v;
+  }
+}
+
+static double ref_poisson(ref_param_gen_t *r, double rate) {
+  if (rate < 10) {
+    double limit = exp(-rate), prod = 1;
+    for (double x = 0;; x++)
+      if ((prod *= ref_param_uniform(r)) <= limit) return x;
+  }
+  double b = 0.931 + 2.53 * sqrt(rate), a = -0.059 + 0.02483 * b;
+  for (;;) {
+    double u = ref_param_uniform(r) - 0.5, v = ref_param_uniform(r), us = 0.5 - fabs(u);
+    double k = floor((2 * a / us + b) * u + rate + 0.43);
+    if (us >= 0.07 && v <= 0.9277 - 3.6224 / (b - 2)) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    if (log(v * (1.1239 + 1.1328 / (b - 3.4)) / (a / (us * us) + b)) <=
+        -rate + k * log(rate) - lgamma(k + 1))
+      return k;
+  }
+}
+
+static weft_output_t param_random_op(weft_graph_t *g, const char *op, int32_t samples,
+                                     weft_dtype_t pdt, int64_t np, const void *param,
+                                     weft_dtype_t out_dt) {
+  weft_op_builder_t *b = B(g, op);
+  weft_op_add_input(b, Kiv(g, 1, &samples));
+  weft_op_add_input(b, Kt(g, pdt, 1, &np, param));
+  if (strcmp(op, "RandomGamma") != 0) weft_op_set_attr_type(b, "dtype", out_dt);
+  weft_op_set_attr_int(b, "seed", 3);
+  weft_op_set_attr_int(b, "seed2", 5);
+  return fin(b);
+}
+
+/* RandomGamma and RandomPoisson(V2) give TensorFlow's stream (checked against the plain
+ * reimplementation above, two runs, 1 and 4 threads), and their edge cases answer as
+ * TensorFlow does (alpha 0 -> 0, alpha <= -2/3 or NaN -> NaN, rate <= 0 -> 0) or, where
+ * TensorFlow never returns, Weft's values (rate NaN -> NaN, +inf -> inf, past int32 -> its max). */
+static void test_param_random_tf_stream(void) {
+  weft_graph_t *g = cpu_graph();
+  enum { S = 40, N = 5 };
+  static const double alphas[] = {1.0, 0.25, 2.5, 40, 0, -0.25, -1, NAN, INFINITY};
+  static const double rates[] = {0.5, 3, 12, 500, 0, -1, 1e30, -INFINITY};
+  static const float rates_f[] = {3, 25};
+  static const double edge_rates[] = {NAN, INFINITY, 1e30, 5e9};
+  const int64_t na = G_N_ELEMENTS(alphas), nr = G_N_ELEMENTS(rates), nf = 2;
+  weft_output_t outs[N] = {
+      param_random_op(g, "RandomGamma", S, WEFT_DT_DOUBLE, na, alphas, WEFT_DT_DOUBLE),
+      param_random_op(g, "RandomPoisson", S, WEFT_DT_DOUBLE, nr, rates, WEFT_DT_DOUBLE),
+      param_random_op(g, "RandomPoissonV2", S, WEFT_DT_FLOAT, nf, rates_f, WEFT_DT_INT64),
+      param_random_op(g, "RandomPoissonV2", 2, WEFT_DT_DOUBLE, 4, edge_rates, WEFT_DT_DOUBLE),
+      param_random_op(g, "RandomPoissonV2", 2, WEFT_DT_DOUBLE, 4, edge_rates, WEFT_DT_INT32)};
+  char *names[N];
+  for (int i = 0; i < N; i++) names[i] = tensor_name(outs[i]);
+  weft_tensor_t *r[2][2][N] = {{{NULL}}}; /* [threads 1 or 4][run][output] */
+  for (int t = 0; t < 2; t++) {
+    weft_session_t *s = session_threads(g, t == 0 ? 1 : 4);
+    for (int run = 0; run < 2; run++)
+      OK(weft_session_run(s, NULL, NULL, 0, (const char *const *)names, r[t][run], N, NULL, 0));
+    weft_session_free(s);
+  }
+  for (int run = 0; run < 2; run++) {
+    for (int i = 0; i < 3; i++) {
+      const int64_t np = i == 0 ? na : i == 1 ? nr : nf, n = S * np;
+      for (int64_t o = 0; o < n; o++) {
+        const int64_t p = o / S, smp = o % S;
+        ref_param_gen_t ref = {{3, 0}, 5, ((uint64_t)run * (uint64_t)n + (uint64_t)o) * 256u,
+                               {0, 0}, {0, 0}, 0, 0};
+        double want = i == 0 ? ref_gamma(&ref, alphas[p])
+                      : i == 1 ? ref_poisson(&ref, rates[p])
+                               : ref_poisson(&ref, rates_f[p]);
+        double got = elem(r[0][run][i], smp * np + p);
+        if (isnan(want)) g_assert_true(isnan(got));
+        else g_assert_cmpfloat(got, ==, want);
+      }
+    }
+    const double *gam = weft_tensor_data(r[0][run][0]);
+    const double *poi = weft_tensor_data(r[0][run][1]);
+    for (int smp = 0; smp < S; smp++) {
+      g_assert_cmpfloat(gam[smp * na + 4], ==, 0);    /* alpha 0 */
+      g_assert_true(isnan(gam[smp * na + 6]));         /* alpha -1: c = NaN */
+      g_assert_true(isnan(gam[smp * na + 7]));         /* alpha NaN */
+      g_assert_cmpfloat(gam[smp * na + 8], ==, INFINITY);
+      g_assert_cmpfloat(poi[smp * nr + 4], ==, 0);
+      g_assert_cmpfloat(poi[smp * nr + 5], ==, 0);
+      g_assert_cmpfloat(poi[smp * nr + 7], ==, 0);
+      g_assert_cmpfloat(fabs(poi[smp * nr + 6] / 1e30 - 1), <, 1e-13);
+    }
+    const double *ed = weft_tensor_data(r[0][run][3]);
+    const int32_t *ei = weft_tensor_data(r[0][run][4]);
+    for (int smp = 0; smp < 2; smp++) {
+      g_assert_true(isnan(ed[smp * 4]));
+      g_assert_cmpfloat(ed[smp * 4 + 1], ==, INFINITY);
+      g_assert_cmpfloat(fabs(ed[smp * 4 + 2] / 1e30 - 1), <, 1e-13);
+      g_assert_cmpint(ei[smp * 4], ==, 0);
+      g_assert_cmpint(ei[smp * 4 + 1], ==, INT32_MAX);
+      g_assert_cmpint(ei[smp * 4 + 2], ==, INT32_MAX);
+      g_assert_cmpint(ei[smp * 4 + 3], ==, INT32_MAX);
+    }
+  }
+  /* The same numbers at 1 and 4 threads, run by run; the second run differs. */
+  for (int run = 0; run < 2; run++)
+    for (int i = 0; i < 3; i++) {
+      size_t nb = weft_tensor_nbytes(r[0][run][i]);
+      g_assert_cmpmem(weft_tensor_data(r[0][run][i]), nb, weft_tensor_data(r[1][run][i]),
+                      weft_tensor_nbytes(r[1][run][i]));
+      if (run == 1)
+        g_assert_true(memcmp(weft_tensor_data(r[0][0][i]), weft_tensor_data(r[0][1][i]), nb) !=
+                      0);
+    }
+  for (int t = 0; t < 2; t++)
+    for (int run = 0; run < 2; run++)
+      for (int i = 0; i < N; i++) weft_tensor_unref(r[t][run][i]);
+  for (int i = 0; i < N; i++) g_free(names[i]);
+  weft_graph_free(g);
+}
+
 /* RandomShuffle as random_shuffle_op.cc: ReserveSamples32(n - 1) (whole 128-bit samples), then
  * element i swapped with i + word % (n - i), the words taken one at a time. Two runs continue
  * the stream. */
@@ -2415,6 +2583,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/kernels/random/seeded", test_random);
   g_test_add_func("/kernels/random/tf_stream", test_random_tf_stream);
   g_test_add_func("/kernels/random/shuffle_tf_stream", test_random_shuffle_tf_stream);
+  g_test_add_func("/kernels/random/param_tf_stream", test_param_random_tf_stream);
   g_test_add_func("/kernels/random/multinomial_tf_stream", test_multinomial_tf_stream);
   g_test_add_func("/kernels/state/variables", test_variables);
   g_test_add_func("/kernels/train/optimizers", test_optimizers);

@@ -569,10 +569,11 @@ static weft_status_t *k_uniform_int(weft_kernel_ctx_t *ctx, void *state) {
  * NormalDistribution<double> (one block, BoxMullerDouble, two normals), each buffer used from its
  * last value down, the normals and uniforms from one generator in the order the sampler asks.
  * Where TensorFlow would loop for ever (a NaN or infinite Poisson rate; a count past the output
- * type's largest value) a sample gives up after k_param_max_tries tries and answers Weft's value:
- * NaN, the infinite rate, or the rate itself (saturating an integer output). */
+ * type's largest value) a sample gives up after k_param_max_tries tries (where TensorFlow accepts
+ * at least 3 tries in 4) and answers Weft's value: NaN, the infinite rate, or the rate itself
+ * (saturating an integer output); a rate of twice the largest value or more answers at once. */
 
-enum { k_param_reserved = 256, k_param_max_tries = 100000 };
+enum { k_param_reserved = 256, k_param_max_tries = 1000 };
 
 /* A sampler's stream: the generator for one output and its two result buffers. */
 typedef struct tf_param_stream {
@@ -634,6 +635,7 @@ static double tf_poisson_sample(tf_param_stream_t *s, double rate, double highes
       x += 1;
     }
   }
+  if (rate >= 2 * highest) return rate; /* k <= highest is some 0.5 sqrt(rate) sigmas away */
   const double log_rate = log(rate);
   const double b = 0.931 + 2.53 * sqrt(rate);
   const double a = -0.059 + 0.02483 * b;
