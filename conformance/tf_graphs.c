@@ -7,8 +7,8 @@
  * dtype, that Weft lacks) or error (anything else, with the message). Graphs that draw random
  * numbers are compared by value when every random op in them gives TensorFlow's stream exactly
  * (RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle,
- * RandomGamma, RandomPoisson, RandomPoissonV2 with seed or seed2 set, read from the GraphDef itself); otherwise only their shapes and dtypes are
- * compared. */
+ * RandomGamma, RandomPoisson, RandomPoissonV2 with seed or seed2 set, read from the GraphDef
+ * itself); otherwise only their shapes and dtypes are compared. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

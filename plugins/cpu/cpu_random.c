@@ -7,11 +7,12 @@
  * stream layout and conversions, so that they give TensorFlow's numbers bit for bit (see the
  * "Stateless" section below).
  *
- * RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt and RandomShuffle follow
- * TensorFlow's GuardedPhiloxRandom exactly (see "Stateful" below and k_shuffle): with seed or seed2
- * set they give TensorFlow's numbers bit for bit, run after run (each run continues the node's
- * stream); with both 0 the seeds come from the system. The other stateful kernels take the key from seed and the high counter
- * words from seed2 too, but their own counter layout and samplers. Each kernel instance (one per
+ * RandomUniform, RandomStandardNormal, TruncatedNormal, RandomUniformInt, RandomShuffle,
+ * RandomGamma and RandomPoisson(V2) follow TensorFlow's GuardedPhiloxRandom exactly (see
+ * "Stateful" below, k_shuffle and the Gamma / Poisson section): with seed or seed2 set they give
+ * TensorFlow's numbers bit for bit, run after run (each run continues the node's stream); with
+ * both 0 the seeds come from the system. The candidate samplers take the key from seed and the
+ * high counter words from seed2 too, but their own counter layout. Each kernel instance (one per
  * node and session, made by create) owns a 64-bit counter that every run advances, so successive
  * runs differ. Because an output element's bits depend only on (key, counter), the work splits
  * over threads without changing the numbers. */
