@@ -50,26 +50,6 @@ static weft_tensor_t *seeded_input(int rank, const int64_t *dims, uint32_t seed)
   return t;
 }
 
-/* float32 to IEEE half bits, rounding to nearest even (the inputs are in [-1, 1)). */
-static uint16_t half_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-  int exp = (int)((u >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = u & 0x7fffff;
-  if (exp <= 0) { /* subnormal or zero */
-    if (exp < -10) return sign;
-    mant |= 0x800000;
-    int shift = 14 - exp;
-    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1))) half++;
-    return (uint16_t)(sign | half);
-  }
-  uint32_t half = (uint32_t)exp << 10 | mant >> 13, rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++;
-  return (uint16_t)(sign | half);
-}
-
 /* A feed of dtype: float32 as seeded_input; float64 and float16 the same values converted;
  * int32 and int64 small non-negative integers (0..9) from the same sequence; bool its parity. */
 static weft_tensor_t *seeded_input_of(weft_dtype_t dtype, int rank, const int64_t *dims,
@@ -84,7 +64,7 @@ static weft_tensor_t *seeded_input_of(weft_dtype_t dtype, int rank, const int64_
     if (small > 9) small = 9;
     switch (dtype) {
       case WEFT_DT_DOUBLE: ((double *)dst)[k] = src[k]; break;
-      case WEFT_DT_HALF: ((uint16_t *)dst)[k] = half_bits(src[k]); break;
+      case WEFT_DT_HALF: ((uint16_t *)dst)[k] = weft__float_to_half(src[k]); break;
       case WEFT_DT_INT32: ((int32_t *)dst)[k] = small; break;
       case WEFT_DT_INT64: ((int64_t *)dst)[k] = small; break;
       case WEFT_DT_BOOL: ((uint8_t *)dst)[k] = (uint8_t)(small & 1); break;
