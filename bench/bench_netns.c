@@ -39,17 +39,18 @@ static const char *const roles[NS_COUNT] = {"br", "w0", "w1", "c"};
 static const char *const addresses[NS_COUNT] = {NULL, "10.214.0.1", "10.214.0.2", "10.214.0.9"};
 
 typedef struct netns_size {
-  const char *name; /* netns_transfer/NAME */
+  const char *name;      /* netns_transfer/NAME: the tensor transfer alone */
+  const char *step_name; /* netns_step/NAME: the whole step around it */
   int64_t bytes;
-  double target; /* issue 22: Weft's GB/s at least this times the raw call's; 0: report only */
+  double target; /* issue 22: the transfer's GB/s at least this times the raw call's; 0: report */
 } netns_size_t;
 
 /* The loopback transfer rows' smallest size, and a small message beside it; 64 MiB in full
  * runs only. */
 static const netns_size_t sizes[] = {
-    {"netns_transfer/1KiB", 1024, 0.0},
-    {"netns_transfer/1MiB", (int64_t)1 << 20, 1.0},
-    {"netns_transfer/64MiB", (int64_t)64 << 20, 1.5},
+    {"netns_transfer/1KiB", "netns_step/1KiB", 1024, 0.0},
+    {"netns_transfer/1MiB", "netns_step/1MiB", (int64_t)1 << 20, 1.0},
+    {"netns_transfer/64MiB", "netns_step/64MiB", (int64_t)64 << 20, 1.5},
 };
 
 /* ---------------------------------------------------------------------------------------------
@@ -315,6 +316,12 @@ static int compare_doubles(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The median of v[0..n-1] (sorts v). */
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], compare_doubles);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* One side's figures over the rounds: the median of the rounds' medians, the extremes of all. */
 static bench_stats_t over_rounds(const side_t *rounds, int n) {
   double medians[ROUNDS];
@@ -326,8 +333,7 @@ static bench_stats_t over_rounds(const side_t *rounds, int n) {
     s.max = MAX(s.max, rounds[k].stats.max);
     s.runs += rounds[k].stats.runs;
   }
-  qsort(medians, (size_t)n, sizeof medians[0], compare_doubles);
-  s.median = n % 2 ? medians[n / 2] : 0.5 * (medians[n / 2 - 1] + medians[n / 2]);
+  s.median = median_of(medians, n);
   return s;
 }
 
@@ -339,10 +345,10 @@ static bench_stats_t to_throughput(bench_stats_t seconds, int64_t bytes) {
   return s;
 }
 
-/* Task 1's own timing of each tensor it took over the bulk channel (WEFT_BULK_TRACE: bytes,
- * parts, microseconds from its request written to the last byte read), read from where the last
- * call stopped: the transfer alone, without the step around it, as comparable with one raw
- * call as the step is not. Appends the times of `bytes`-sized tensors to `us`. */
+/* Task 1's own timing of each tensor it received from task 0 (WEFT_BULK_TRACE: bytes, parts,
+ * microseconds from its request to the last byte read), read from where the last call stopped:
+ * the tensor transfer alone, without the step around it. Appends the times of `bytes`-sized
+ * tensors to `us` in the order they came. */
 typedef struct bulk_trace {
   char *path; /* NULL: not traced */
   gsize read; /* bytes of it read so far */
@@ -369,6 +375,51 @@ static void read_bulk_trace(bulk_trace_t *t, int64_t bytes, GArray *us) {
   g_free(text);
 }
 
+/* The transfers of one Weft round as that round's child timed its steps: the child reports runs
+ * of calls_per_run x repeat steps each, after untimed warm-up steps, so the last runs x
+ * calls_per_run x repeat transfers of task 1's trace are the timed ones, and each run's figure is
+ * their mean (seconds), as the raw child's runs are means over their calls. False when the
+ * trace holds less than one run. */
+static bool transfer_side(const GArray *us, const side_t *step, int repeat, side_t *out) {
+  int per_run = MAX(step->stats.calls_per_run, 1) * repeat;
+  int n_runs = MIN(step->stats.runs, (int)us->len / per_run);
+  if (n_runs < 1) return false;
+  double *runs = g_new(double, n_runs);
+  int first = (int)us->len - n_runs * per_run;
+  for (int k = 0; k < n_runs; k++) {
+    double sum = 0;
+    for (int j = 0; j < per_run; j++) sum += g_array_index(us, double, first + k * per_run + j);
+    runs[k] = sum / per_run * 1e-6;
+  }
+  memset(out, 0, sizeof *out);
+  out->stats.runs = n_runs;
+  out->stats.calls_per_run = step->stats.calls_per_run;
+  out->stats.min = runs[0], out->stats.max = runs[0];
+  for (int k = 1; k < n_runs; k++) {
+    out->stats.min = MIN(out->stats.min, runs[k]);
+    out->stats.max = MAX(out->stats.max, runs[k]);
+  }
+  out->stats.median = median_of(runs, n_runs);
+  out->count = us->len;
+  g_free(runs);
+  return true;
+}
+
+/* A row's figures over its rounds against the raw call's: the GB/s of each side (medians of the
+ * rounds' medians), each round's ratio in `ratios` and their median in *mid. */
+static void compare_rounds(const side_t *weft, const side_t *base, int rounds, int64_t bytes,
+                           bench_stats_t *w, bench_stats_t *b, GString *ratios, double *mid) {
+  double round_ratios[ROUNDS];
+  for (int k = 0; k < rounds; k++) {
+    round_ratios[k] = weft[k].stats.median > 0 ? base[k].stats.median / weft[k].stats.median
+                                               : 0.0;
+    g_string_append_printf(ratios, "%s%.2f", k ? " / " : "", round_ratios[k]);
+  }
+  *w = to_throughput(over_rounds(weft, rounds), bytes);
+  *b = to_throughput(over_rounds(base, rounds), bytes);
+  *mid = median_of(round_ratios, rounds);
+}
+
 static void measure_size(const bench_options_t *o, bench_report_t *r, const netns_t *n,
                          const bench_child_t tasks[2], bulk_trace_t *trace,
                          const netns_size_t *size) {
@@ -389,21 +440,23 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
   const char *raw_args[] = {"bench", "--netns-child", "raw", "--target", echo, "--bytes",
                             bytes_s, "--repeat", repeat_s, "--runs", runs_s, "--warmup",
                             warmup_s, NULL};
-  side_t weft[ROUNDS], base[ROUNDS];
+  side_t weft[ROUNDS], xfer[ROUNDS], base[ROUNDS];
   memset(weft, 0, sizeof weft);
+  memset(xfer, 0, sizeof xfer);
   memset(base, 0, sizeof base);
   weft_status_t *st = NULL;
-  GString *ratios = g_string_new(NULL);
-  GArray *bulk_us = g_array_new(FALSE, FALSE, sizeof(double));
+  bool traced = true;
   double load_before = load_average();
-  double round_ratios[ROUNDS];
   for (int k = 0; k < rounds && !st; k++) {
     for (int half = 0; half < 2 && !st; half++) {
       bool weft_now = (half == 0) == (k % 2 == 0);
       if (weft_now) {
-        read_bulk_trace(trace, -1, bulk_us); /* skips what came before this round */
+        GArray *us = g_array_new(FALSE, FALSE, sizeof(double));
+        read_bulk_trace(trace, -1, us); /* skips what came before this round */
         st = measure_in(n, NS_C, weft_args, &weft[k]);
-        if (!st) read_bulk_trace(trace, size->bytes, bulk_us);
+        if (!st) read_bulk_trace(trace, size->bytes, us);
+        traced = traced && !st && transfer_side(us, &weft[k], repeat, &xfer[k]);
+        g_array_free(us, TRUE);
         if (!st) st = check_link(&weft[k], size->bytes, "weft");
         int segments = 0;
         for (int t = 0; t < 2 && !st; t++) segments += count_segments(tasks[t].pid);
@@ -415,60 +468,76 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
         if (!st) st = check_link(&base[k], size->bytes, "raw call");
       }
     }
-    if (!st) {
-      round_ratios[k] = weft[k].stats.median > 0 ? base[k].stats.median / weft[k].stats.median
-                                                 : 0.0;
-      g_string_append_printf(ratios, "%s%.2f", k ? " / " : "", round_ratios[k]);
-    }
   }
+  double load_after = load_average();
   if (st) {
-    bench_add_failure(r, size->name, st);
-  } else {
-    side_t wsum = {{0}, 0, 0}, bsum = {{0}, 0, 0};
-    for (int k = 0; k < rounds; k++) {
-      wsum.count += weft[k].count, wsum.rx += weft[k].rx;
-      bsum.count += base[k].count, bsum.rx += base[k].rx;
-    }
-    /* Throughput: the children report seconds per transfer. */
-    bench_stats_t w = to_throughput(over_rounds(weft, rounds), size->bytes);
-    bench_stats_t b = to_throughput(over_rounds(base, rounds), size->bytes);
-    char *params = g_strdup_printf(
-        "bytes=%" G_GINT64_FORMAT " float32; Const on /job:worker/task:0 (weftd in %s), "
-        "Identity+Size on task 1 (weftd in %s), client in %s: veth pairs on a bridge, no shared "
-        "memory (0 segments; task 1's eth0 received %" G_GINT64_FORMAT " bytes for %"
-        G_GINT64_FORMAT " transfers); %d transfers (baseline: calls) per repetition; %d rounds, "
-        "each a Weft child and a raw child in alternating order (medians of the rounds' "
-        "medians); baseline: raw calls from %s to an echo child in %s (%" G_GINT64_FORMAT
-        " bytes for %" G_GINT64_FORMAT " calls)", size->bytes, n->ns[NS_W0], n->ns[NS_W1],
-        n->ns[NS_C], wsum.rx, wsum.count, repeat, rounds, n->ns[NS_W0], n->ns[NS_W1], bsum.rx,
-        bsum.count);
-    qsort(round_ratios, (size_t)rounds, sizeof round_ratios[0], compare_doubles);
-    double mid = rounds % 2 ? round_ratios[rounds / 2]
-                            : 0.5 * (round_ratios[rounds / 2 - 1] + round_ratios[rounds / 2]);
+    if (bench_selected(o, size->name))
+      bench_add_failure(r, size->name,
+                        weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
+    if (bench_selected(o, size->step_name)) bench_add_failure(r, size->step_name, st);
+    else weft_status_free(st);
+    g_free(target);
+    g_free(echo);
+    return;
+  }
+  side_t wsum = {{0}, 0, 0}, bsum = {{0}, 0, 0};
+  for (int k = 0; k < rounds; k++) {
+    wsum.count += weft[k].count, wsum.rx += weft[k].rx;
+    bsum.count += base[k].count, bsum.rx += base[k].rx;
+  }
+  char *params = g_strdup_printf(
+      "bytes=%" G_GINT64_FORMAT " float32; Const on /job:worker/task:0 (weftd in %s), "
+      "Identity+Size on task 1 (weftd in %s), client in %s: veth pairs on a bridge, no shared "
+      "memory (0 segments; task 1's eth0 received %" G_GINT64_FORMAT " bytes for %"
+      G_GINT64_FORMAT " transfers); %d transfers (baseline: calls) per repetition; %d rounds, "
+      "each a Weft child and a raw child in alternating order (medians of the rounds' "
+      "medians); baseline: raw calls from %s to an echo child in %s (%" G_GINT64_FORMAT
+      " bytes for %" G_GINT64_FORMAT " calls)", size->bytes, n->ns[NS_W0], n->ns[NS_W1],
+      n->ns[NS_C], wsum.rx, wsum.count, repeat, rounds, n->ns[NS_W0], n->ns[NS_W1], bsum.rx,
+      bsum.count);
+  bench_stats_t ws, bs, wx, bx;
+  double step_mid = 0, xfer_mid = 0;
+  GString *step_ratios = g_string_new(NULL), *xfer_ratios = g_string_new(NULL);
+  compare_rounds(weft, base, rounds, size->bytes, &ws, &bs, step_ratios, &step_mid);
+  if (traced) compare_rounds(xfer, base, rounds, size->bytes, &wx, &bx, xfer_ratios, &xfer_mid);
+  double step_ratio = bs.median > 0 ? ws.median / bs.median : 0.0;
+  if (bench_selected(o, size->name) && !traced) {
+    bench_add_failure(r, size->name,
+                      weft_status_new(WEFT_INTERNAL, "task 1 traced fewer transfers of %"
+                                      G_GINT64_FORMAT " bytes than its steps made "
+                                      "(WEFT_BULK_TRACE): the transfer alone is not known",
+                                      size->bytes));
+  } else if (bench_selected(o, size->name)) {
     char *what = size->target > 0 ? g_strdup_printf("target >= %.1fx the raw call", size->target)
                                   : g_strdup("report");
-    GString *alone = g_string_new(NULL);
-    if (bulk_us->len > 0) {
-      g_array_sort(bulk_us, compare_doubles);
-      double us = g_array_index(bulk_us, double, bulk_us->len / 2);
-      double gbs = (double)size->bytes * 1e-3 / us;
-      g_string_printf(alone, "; the transfer alone, task 1's WEFT_BULK_TRACE (its request written "
-                      "to the last byte read), median of %u: %.0f us, %.3g GB/s, %.2fx the raw "
-                      "call", bulk_us->len, us, gbs, b.median > 0 ? gbs / b.median : 0.0);
-    }
-    char *note = g_strdup_printf("%s: across namespaces (%.2fx the raw call; rounds %s, "
-                                 "their median %.2fx; load average %.1f to %.1f%s)", what,
-                                 b.median > 0 ? w.median / b.median : 0.0, ratios->str, mid,
-                                 load_before, load_average(), alone->str);
-    g_string_free(alone, TRUE);
-    bench_add_row(r, size->name, params, "GB/s", true, &w, &b, "raw gRPC unary call", note);
+    char *note = g_strdup_printf(
+        "%s: the tensor transfer alone, timed by task 1 inside each step (WEFT_BULK_TRACE: its "
+        "request to the last byte read, each run's mean over its steps), against the raw call "
+        "across the same namespaces (%.2fx; rounds %s, their median %.2fx; load average %.1f "
+        "to %.1f); the whole step around it: %.3g GB/s, %.2fx (%s)", what,
+        bx.median > 0 ? wx.median / bx.median : 0.0, xfer_ratios->str, xfer_mid, load_before,
+        load_after, ws.median, step_ratio, size->step_name);
+    bench_add_row(r, size->name, params, "GB/s", true, &wx, &bx, "raw gRPC unary call", note);
     if (size->target > 0) bench_set_target_ratio(r, size->target);
     g_free(what);
-    g_free(params);
     g_free(note);
   }
-  g_string_free(ratios, TRUE);
-  g_array_free(bulk_us, TRUE);
+  if (bench_selected(o, size->step_name)) {
+    /* The step is a remote step (RunStep from the client in its own namespace to task 0's
+     * master, answered back: remote_step/scalar's target) with a RunGraph round trip to task 1
+     * and the transfer inside it: four gRPC hops more than the one raw call. */
+    char *note = g_strdup_printf(
+        "report: the whole step (RunStep to task 0's master, RunGraph to task 1, the transfer, "
+        "both answers) against the raw call across the same namespaces (%.2fx; rounds %s, "
+        "their median %.2fx; load average %.1f to %.1f)", step_ratio, step_ratios->str,
+        step_mid, load_before, load_after);
+    bench_add_row(r, size->step_name, params, "GB/s", true, &ws, &bs, "raw gRPC unary call",
+                  note);
+    g_free(note);
+  }
+  g_string_free(step_ratios, TRUE);
+  g_string_free(xfer_ratios, TRUE);
+  g_free(params);
   g_free(target);
   g_free(echo);
 }
@@ -476,7 +545,8 @@ static void measure_size(const bench_options_t *o, bench_report_t *r, const netn
 void bench_run_netns(const bench_options_t *o, bench_report_t *r) {
   int count = o->quick ? 2 : 3;
   bool any = false;
-  for (int k = 0; k < count; k++) any = any || bench_selected(o, sizes[k].name);
+  for (int k = 0; k < count; k++)
+    any = any || bench_selected(o, sizes[k].name) || bench_selected(o, sizes[k].step_name);
   if (!any) return;
   char *skip = netns_unusable();
   netns_t n;
@@ -520,12 +590,19 @@ void bench_run_netns(const bench_options_t *o, bench_report_t *r) {
     g_free(listen);
   }
   for (int k = 0; k < count; k++) {
-    if (!bench_selected(o, sizes[k].name)) continue;
-    if (skip) bench_add_skip(r, sizes[k].name, skip);
-    else if (st)
-      bench_add_failure(r, sizes[k].name,
-                        weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
-    else measure_size(o, r, &n, tasks, &trace, &sizes[k]);
+    const char *names[2] = {sizes[k].name, sizes[k].step_name};
+    if (!bench_selected(o, names[0]) && !bench_selected(o, names[1])) continue;
+    if (!skip && !st) {
+      measure_size(o, r, &n, tasks, &trace, &sizes[k]);
+      continue;
+    }
+    for (int j = 0; j < 2; j++) {
+      if (!bench_selected(o, names[j])) continue;
+      if (skip) bench_add_skip(r, names[j], skip);
+      else
+        bench_add_failure(r, names[j],
+                          weft_status_new(weft_status_code(st), "%s", weft_status_message(st)));
+    }
   }
   bench_child_stop(&echo);
   bench_child_stop(&tasks[0]);

@@ -785,21 +785,24 @@ static void test_bench_remote(void) {
   g_free(dir);
 }
 
-/* `weft bench --only netns_transfer` measures the transfers across network namespaces it makes
- * itself (bench/bench_netns.c) beside a raw gRPC call between the same namespaces: both rows
- * with positive figures and a ratio, their parameters saying no shared-memory segment was used;
- * or, where namespaces cannot be made (not root, no `ip`), both skipped with the reason. */
+/* `weft bench --only netns_transfer --only netns_step` measures the transfers across network
+ * namespaces it makes itself (bench/bench_netns.c) beside a raw gRPC call between the same
+ * namespaces: the transfer alone (task 1's trace) and the whole step, each row with positive
+ * figures and a ratio, their parameters saying no shared-memory segment was used; or, where
+ * namespaces cannot be made (not root, no `ip`), every row skipped with the reason. */
 static void test_bench_netns(void) {
   if (no_weft()) return;
   char *dir = g_dir_make_tmp("weft-bench-XXXXXX", NULL);
   char *path = g_build_filename(dir, "bench.json", NULL);
-  const char *args[] = {"bench", "--quick", "--only", "netns_transfer", "--json", path, NULL};
+  const char *args[] = {"bench", "--quick",        "--only", "netns_transfer", "--only",
+                        "netns_step", "--json", path, NULL};
   gint64 t0 = g_get_monotonic_time();
   run_result_t r = run_weft(args, NULL);
   g_test_message("stdout: %s\nstderr: %s", r.out, r.err);
   g_assert_cmpint(r.exit_code, ==, 0);
   g_assert_cmpint(g_get_monotonic_time() - t0, <, 60 * G_USEC_PER_SEC);
-  const char *names[] = {"netns_transfer/1KiB", "netns_transfer/1MiB"};
+  const char *names[] = {"netns_transfer/1KiB", "netns_transfer/1MiB", "netns_step/1KiB",
+                         "netns_step/1MiB"};
   for (size_t k = 0; k < G_N_ELEMENTS(names); k++) {
     JsonObject *rec = bench_record(path, names[k]);
     g_assert_nonnull(rec);
@@ -823,8 +826,12 @@ static void test_bench_netns(void) {
       /* --quick: two rounds, the sides in alternating order, each round's ratio in the note. */
       assert_contains(json_object_get_string_member(rec, "parameters"), "; 2 rounds, each a Weft "
                       "child and a raw child in alternating order");
-      assert_contains(note, "the raw call; rounds ");
+      assert_contains(note, "against the raw call across the same namespaces (");
+      assert_contains(note, "; rounds ");
       assert_contains(note, " / ");
+      /* The transfer's row names the step's, whose figure it gives beside its own. */
+      if (g_str_has_prefix(names[k], "netns_transfer/"))
+        assert_contains(note, "the whole step around it: ");
       /* The rounds' own median beside it, and the machine's load while they ran. */
       assert_contains(note, ", their median ");
       assert_contains(note, "; load average ");

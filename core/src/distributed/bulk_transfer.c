@@ -1092,9 +1092,9 @@ static int split_parts(void) {
   return n >= 1 && n <= WEFT_BULK_LINK_PARTS ? n : WEFT_BULK_LINK_PARTS;
 }
 
-/* WEFT_BULK_TRACE=FILE: a line per received tensor (bytes, parts, microseconds from the request
- * written to the last byte read), the receiver's own timing beside a benchmark's wall clock. */
-static void trace_transfer(uint64_t nbytes, int n_parts, gint64 us) {
+/* The receiver's own timing of each transfer beside a benchmark's wall clock: for the bulk
+ * channel from the request written to the last byte read. */
+void weft__transfer_trace(uint64_t nbytes, int n_parts, gint64 us) {
   /* Opened once and written with one append per line: an fopen and fclose per tensor cost the
    * step it traces about 15 us (weft bench traces task 1 of its netns rows). */
   static gsize opened = 0;
@@ -1181,7 +1181,7 @@ weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, con
   }
   if (st) weft_tensor_unref(x.tensor);
   else {
-    trace_transfer(weft_tensor_nbytes(x.tensor), x.n_parts, g_get_monotonic_time() - start_us);
+    weft__transfer_trace(weft_tensor_nbytes(x.tensor), x.n_parts, g_get_monotonic_time() - start_us);
     *out = x.tensor;
     *last_nbytes = weft_tensor_nbytes(x.tensor);
   }

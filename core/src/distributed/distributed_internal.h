@@ -627,5 +627,9 @@ void weft__bulk_after_recv(const char *address, const Weft__RecvTensorResponse *
 weft_status_t *weft__bulk_recv(const weft__peer_t *peer, weft__step_t *step, const char *key,
                                guint64 incarnation, weft_dtype_t dtype, uint64_t *last_nbytes,
                                weft_tensor_t **out, bool *handled);
+/* WEFT_BULK_TRACE=FILE: appends "bytes parts microseconds" for a tensor received from a task
+ * that shares no memory with this one (parts 0: it came in a gRPC RecvTensor answer); nothing
+ * when the variable is unset. */
+void weft__transfer_trace(uint64_t nbytes, int n_parts, gint64 us);
 
 #endif /* WEFT_DISTRIBUTED_INTERNAL_H */

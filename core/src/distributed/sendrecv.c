@@ -156,9 +156,12 @@ static weft_status_t *recv_compute(weft_kernel_ctx_t *ctx, void *state) {
     req.incarnation = x->peer_incarnation;
     weft__shm_fill_request(shm, &req);
     int64_t timeout_ms = left_us / 1000 + 1;
+    gint64 start_us = g_get_monotonic_time();
     st = weft__rpc_unary(&x->peer, METHOD_RECV_TENSOR, &req.base, NULL, 0, timeout_ms, false,
                          weft__step_calls(step), &weft__recv_tensor_response__descriptor, &resp,
                          &tensors, &n);
+    if (!st && !x->shm && n == 1)
+      weft__transfer_trace(weft_tensor_nbytes(tensors[0]), 0, g_get_monotonic_time() - start_us);
     if (!st && req.bulk_offer) weft__bulk_after_recv(x->peer.address, (const void *)resp);
   }
   if (shm) {
