@@ -71,6 +71,13 @@ double bench_run_raw_calls(void *arg, weft_status_t **error);
  * buffers), and the 8-byte answer of the transfer baseline. */
 grpc_byte_buffer *bench_raw_payload(int64_t bytes);
 grpc_byte_buffer *bench_raw_reply(void);
+/* remote_step/scalar's raw call: RunStep's own request frame (a 24-character session handle,
+ * one fetch) and answer frame (one float scalar); the caller owns both (NULL on error). */
+weft_status_t *bench_run_step_frames(grpc_byte_buffer **request, grpc_byte_buffer **reply);
+
+/* The line a `weft bench --netns-child` process starts its one line of output with: figures as
+ * JSON, or for the echo service "serving HOST:PORT (port N)" with the port it bound. */
+#define BENCH_ECHO_READY "weft-bench-netns: "
 
 /* The transfer graph: a float32 Const on /job:worker/task:0, Identity then Size on task 1, Size
  * fetched, so the bytes cross task 0 -> task 1 (RecvTensor) and only a scalar comes back. */

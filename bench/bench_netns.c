@@ -31,7 +31,7 @@
 #define ECHO_PORT 2223
 #define START_TIMEOUT_MS 20000    /* a weftd or echo child must be serving by then */
 #define MEASURE_TIMEOUT_MS 120000 /* a measuring child must print its figures by then */
-#define READY "weft-bench-netns: "
+#define READY BENCH_ECHO_READY
 
 /* The namespaces, in a fixed list so that the guardian knows every name without being told. */
 enum { NS_BR, NS_W0, NS_W1, NS_C, NS_COUNT };
@@ -645,13 +645,16 @@ static int child_error(weft_status_t *st) {
 }
 
 int bench_netns_child_main(int argc, char **argv) {
-  char *mode = NULL, *target = NULL, *listen = NULL;
+  char *mode = NULL, *target = NULL, *listen = NULL, *reply_kind = NULL;
   gint64 bytes = 0;
   int repeat = 1, runs = 3, warmup = 1;
   GOptionEntry entries[] = {
       {"netns-child", 0, 0, G_OPTION_ARG_STRING, &mode, "weft, raw or echo", "MODE"},
       {"target", 0, 0, G_OPTION_ARG_STRING, &target, "grpc://HOST:PORT or HOST:PORT", "T"},
       {"listen", 0, 0, G_OPTION_ARG_STRING, &listen, "HOST:PORT of the echo service", "A"},
+      {"reply", 0, 0, G_OPTION_ARG_STRING, &reply_kind,
+       "the echo service's answer: raw (8 bytes, the default) or run_step (RunStep's frame)",
+       "KIND"},
       {"bytes", 0, 0, G_OPTION_ARG_INT64, &bytes, "bytes per transfer", "N"},
       {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "transfers per timed repetition", "N"},
       {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "timed repetitions", "N"},
@@ -665,6 +668,9 @@ int bench_netns_child_main(int argc, char **argv) {
   if (!g_option_context_parse(ctx, &argc, &argv, &gerr)) {
     st = weft_status_new(WEFT_INVALID_ARGUMENT, "%s", gerr->message);
     g_error_free(gerr);
+  } else if (reply_kind && strcmp(reply_kind, "raw") != 0 && strcmp(reply_kind, "run_step") != 0) {
+    st = weft_status_new(WEFT_INVALID_ARGUMENT, "--reply is raw or run_step, not '%s'",
+                         reply_kind);
   } else if (!mode || (strcmp(mode, "echo") == 0 ? !listen
                                                    : (!target || bytes <= 0 || repeat < 1 ||
                                                       runs < 1 || warmup < 0))) {
@@ -680,11 +686,18 @@ int bench_netns_child_main(int argc, char **argv) {
     rc = child_error(st);
   } else if (strcmp(mode, "echo") == 0) {
     echo_server_t e;
-    st = bench_echo_start(&e, listen, bench_raw_reply(), true);
+    /* The transfer rows' echo gathers each request into a buffer it keeps, as Weft's receiver
+     * does; remote_step's answers RunStep's frame and reads nothing, as its old thread did. */
+    bool run_step = reply_kind && strcmp(reply_kind, "run_step") == 0;
+    grpc_byte_buffer *request = NULL, *reply = NULL;
+    if (run_step) st = bench_run_step_frames(&request, &reply);
+    else reply = bench_raw_reply();
+    if (request) grpc_byte_buffer_destroy(request);
+    if (!st) st = bench_echo_start(&e, listen, reply, !run_step);
     if (st) {
       rc = child_error(st);
     } else {
-      printf(READY "serving %s\n", listen);
+      printf(READY "serving %s (port %d)\n", listen, e.port);
       fflush(stdout);
       /* Until the parent stops it (SIGTERM) or dies (PR_SET_PDEATHSIG). */
       for (;;) pause();
@@ -731,5 +744,6 @@ int bench_netns_child_main(int argc, char **argv) {
   g_free(mode);
   g_free(target);
   g_free(listen);
+  g_free(reply_kind);
   return rc;
 }
