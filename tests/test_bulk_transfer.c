@@ -955,7 +955,7 @@ static void test_cluster_flooded(void) {
 }
 
 /* WEFT_BULK_PARTS: one part or two, every byte exact, and WEFT_BULK_TRACE's lines say each
- * tensor went over the channel in the parts asked for. */
+ * tensor went over the channel in the parts asked for (the first over gRPC: parts 0). */
 static void run_parts(const char *parts) {
   char *trace = g_build_filename(g_get_tmp_dir(), "weft-bulk-trace-XXXXXX", NULL);
   int tfd = g_mkstemp(trace);
@@ -975,11 +975,12 @@ static void run_parts(const char *parts) {
     g_test_message("trace:\n%s", text);
     /* Step 1 goes over gRPC and opens the link; steps 2 and 3 over the link. */
     gchar **lines = g_strsplit(text, "\n", -1);
-    g_assert_cmpint(g_strv_length(lines), ==, 3);
+    g_assert_cmpint(g_strv_length(lines), ==, 4);
     char *want = g_strdup_printf("12582940 %s ", parts);
-    g_assert_true(g_str_has_prefix(lines[0], want));
+    g_assert_true(g_str_has_prefix(lines[0], "12582940 0 "));
     g_assert_true(g_str_has_prefix(lines[1], want));
-    g_assert_cmpstr(lines[2], ==, "");
+    g_assert_true(g_str_has_prefix(lines[2], want));
+    g_assert_cmpstr(lines[3], ==, "");
     g_free(want);
     g_strfreev(lines);
     g_free(text);
