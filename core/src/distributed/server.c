@@ -122,6 +122,9 @@ struct weft_server {
   GHashTable *answers_by_peer; /* gRPC's peer string -> answers in flight (GINT_TO_POINTER) */
   int large_answers;           /* answers of LARGE_ANSWER_BYTES or more in flight */
   weft__bulk_server_t *bulk; /* the bulk channel (bulk_transfer.c); NULL: off */
+  /* No token to check before a message is read: gRPC reads a registered call's message with the
+   * call, one completion-queue event and batch fewer per call (as the raw echo service does). */
+  bool payload_with_call;
   bool shutdown_done; /* the shutdown tag came back */
   int shutdown_tag;   /* its address is the tag */
 };
@@ -172,6 +175,13 @@ static bool inline_steps_enabled(void) {
 }
 
 static weft_status_t *promote_follower_locked(weft_server_t *s);
+
+/* WEFT_SERVER_PAYLOAD_WITH_CALL=0 receives every message in a batch of its own, as a server
+ * with a token must (measuring). */
+static bool payload_with_call_enabled(void) {
+  static int enabled = -1;
+  return weft__switch_enabled("WEFT_SERVER_PAYLOAD_WITH_CALL", &enabled);
+}
 
 weft_status_t *weft__server_may_block(void) {
   weft_server_t *s = deferred_poller;
@@ -658,7 +668,8 @@ static void request_call(weft_server_t *s, int method) {
     /* No payload yet: the call surfaces with its metadata, the token is checked, and only then
      * is the message received (check_and_receive). */
     err = grpc_server_request_registered_call(s->server, s->methods[method], &ctx->call,
-                                              &ctx->deadline, &ctx->request_md, NULL, s->cq,
+                                              &ctx->deadline, &ctx->request_md,
+                                              s->payload_with_call ? &ctx->payload : NULL, s->cq,
                                               s->cq, ctx);
   }
   if (err != GRPC_CALL_OK) ctx_free(ctx);
@@ -816,7 +827,7 @@ static bool refuse_if_backlogged(call_ctx_t *ctx) {
  * received, so a caller without it cannot make the server read, inflate or hold a body. Then
  * the message is received on the queue (the call comes back with `receiving` set). False when
  * the call was refused instead. */
-static bool check_and_receive(call_ctx_t *ctx) {
+static bool check_and_receive(call_ctx_t *ctx, bool *received) {
   /* The token first: a call without it learns nothing, not even whether the method exists.
    * Health checks go without it: Kubernetes' probes carry no metadata, and "it serves" is all
    * they learn (mutual TLS, when on, still stops strangers at the handshake). */
@@ -833,6 +844,12 @@ static bool check_and_receive(call_ctx_t *ctx) {
            NULL);
     gpr_free(method);
     return false;
+  }
+  if (ctx->server->payload_with_call) {
+    /* The message came with the call (NULL: the caller sent none). */
+    ctx->receiving = true;
+    *received = true;
+    return true;
   }
   grpc_op op;
   memset(&op, 0, sizeof op);
@@ -940,16 +957,16 @@ static gpointer poll_cq(gpointer data) {
       /* A new call: counted until its answer is sent, a refusal's included. */
       s->inflight++;
       g_mutex_unlock(&s->lock);
-      bool wasted = false;
+      bool wasted = false, received = false;
       if (!serving) {
         answer(ctx, weft_status_new(WEFT_UNAVAILABLE, "The server is stopping"), NULL);
       } else {
         request_call(s, ctx->method);
-        wasted = refuse_if_backlogged(ctx) || !check_and_receive(ctx);
+        wasted = refuse_if_backlogged(ctx) || !check_and_receive(ctx, &received);
       }
       g_mutex_lock(&s->lock);
       if (wasted) note_wasted_locked(s);
-      continue;
+      if (wasted || !received) continue;
     }
     ctx->receiving = false;
     if (!ev.success || !ctx->payload) {
@@ -1251,9 +1268,12 @@ weft_status_t *weft_server_new(const weft_cluster_spec_t *spec, const char *job,
     s->io_cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->io_cq, NULL);
   }
+  s->payload_with_call = !weft__security_has_token(security) && payload_with_call_enabled();
   for (int k = 0; k < N_METHODS; k++) {
-    s->methods[k] = grpc_server_register_method(s->server, method_paths[k], NULL,
-                                                GRPC_SRM_PAYLOAD_NONE, 0);
+    s->methods[k] = grpc_server_register_method(
+        s->server, method_paths[k], NULL,
+        s->payload_with_call ? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER : GRPC_SRM_PAYLOAD_NONE,
+        0);
   }
   int bound = 0;
   const char *bind = opts ? opts->bind : NULL;
