@@ -148,6 +148,10 @@ static double train_once(void *arg, weft_status_t **error) {
   return 1.0 / eps;
 }
 
+/* Below this many cores the cluster rows are reports: three processes training at once cannot
+ * beat one session that has every core to itself. */
+#define ASYNC_TARGET_MIN_CORES 4
+
 static void bench_async(const bench_options_t *o, bench_report_t *r, const char *model, int steps,
                         int batch) {
   char name[64];
@@ -179,9 +183,17 @@ static void bench_async(const bench_options_t *o, bench_report_t *r, const char 
     char *params = g_strdup_printf("model=%s steps=%d batch=%s 1 ps + 2 workers (weft-train "
                                    "processes, --device CPU) vs weft-train --local", model, steps,
                                    batch_text);
-    bench_add_row(r, name, params, "examples/s", true, &weft, &base, "one local session",
-                  "target >= 1.5x");
-    bench_set_target_ratio(r, 1.5);
+    /* Issue 22: reported, not targeted, on two cores, where the ps, both workers and their
+     * kernels share the cores one local session has to itself. */
+    int cores = g_get_num_processors();
+    bool targeted = cores >= ASYNC_TARGET_MIN_CORES;
+    char *note = targeted ? g_strdup("target >= 1.5x")
+                          : g_strdup_printf("report: %d cores for the ps, both workers and their "
+                                            "kernels (targeted, >= 1.5x, from %d cores: issue 22)",
+                                            cores, ASYNC_TARGET_MIN_CORES);
+    bench_add_row(r, name, params, "examples/s", true, &weft, &base, "one local session", note);
+    if (targeted) bench_set_target_ratio(r, 1.5);
+    g_free(note);
     g_free(params);
   }
   g_free(exe);
