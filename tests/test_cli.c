@@ -773,6 +773,9 @@ static void test_bench_remote(void) {
   g_assert_cmpfloat(json_object_get_double_member(rec, "baseline"), >, 0.0);
   g_assert_cmpfloat(json_object_get_double_member(rec, "ratio"), >, 0.0);
   g_assert_cmpstr(json_object_get_string_member(rec, "baseline_name"), ==, "raw gRPC unary call");
+  /* The raw call goes into another process, as the step goes into weftd. */
+  assert_contains(json_object_get_string_member(rec, "parameters"),
+                  "to an echo service in a child process");
   JsonObject *runs = json_object_get_object_member(rec, "baseline_runs");
   g_assert_cmpint(json_object_get_int_member(runs, "runs"), ==, 3);
   g_assert_cmpfloat(json_object_get_double_member(runs, "min"), <=,
