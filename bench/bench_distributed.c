@@ -643,8 +643,7 @@ static void bench_remote_step(const bench_options_t *o, bench_report_t *r) {
     request = NULL;
     /* One side after the other, as this row always ran: run by run in alternation, the raw
      * call took 86-95 us after Weft's runs against 110-115 us in sequence (three runs each,
-     * docs/performance.md): what one side's process does as it winds down (weftd's idle pollers
-     * ending) fell into the other side's runs. */
+     * docs/performance.md; why was not found), which would favour the baseline. */
     bench_measure(o, run_remote_steps, &args_steps, 1e6, false, &weft, &st);
     if (!st) bench_measure(o, bench_run_raw_calls, &client, 1e6, false, &base, &st);
     bench_raw_client_close(&client);

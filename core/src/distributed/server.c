@@ -665,8 +665,9 @@ static void request_call(weft_server_t *s, int method) {
     err = grpc_server_request_call(s->server, &ctx->call, &ctx->call_details, &ctx->request_md,
                                    s->cq, s->cq, ctx);
   } else {
-    /* No payload yet: the call surfaces with its metadata, the token is checked, and only then
-     * is the message received (check_and_receive). */
+    /* With a token no payload yet: the call surfaces with its metadata, the token is checked,
+     * and only then is the message received (check_and_receive). Without one there is nothing
+     * to check first, and gRPC reads the message with the call. */
     err = grpc_server_request_registered_call(s->server, s->methods[method], &ctx->call,
                                               &ctx->deadline, &ctx->request_md,
                                               s->payload_with_call ? &ctx->payload : NULL, s->cq,
@@ -825,8 +826,9 @@ static bool refuse_if_backlogged(call_ctx_t *ctx) {
 
 /* A new call, with its metadata only: the token is checked before a byte of the message is
  * received, so a caller without it cannot make the server read, inflate or hold a body. Then
- * the message is received on the queue (the call comes back with `receiving` set). False when
- * the call was refused instead. */
+ * the message is received on the queue (the call comes back with `receiving` set). On a server
+ * without a token the message came with the call: *received is set and the caller handles it
+ * at once. False when the call was refused instead. */
 static bool check_and_receive(call_ctx_t *ctx, bool *received) {
   /* The token first: a call without it learns nothing, not even whether the method exists.
    * Health checks go without it: Kubernetes' probes carry no metadata, and "it serves" is all
