@@ -105,6 +105,8 @@ struct weft_server {
   int wasted;           /* calls refused or abandoned by their caller in that second */
   gint64 last_wasted;   /* when the last such call came (monotonic, us) */
   int64_t rss_floor_kib; /* resident size after the last idle trim (trim_if_grown_locked); 0: unknown */
+  int trim_backoff_ms;   /* the last wait before trying a trim that released nothing again */
+  gint64 trim_again_us;  /* no idle trim before then (monotonic; 0: any idle second) */
   void *methods[N_METHODS];
   GPtrArray *pollers;   /* GThread*: every completion-queue thread (poll_cq), joined at stop */
   GCond follow;         /* idle pollers wait here for their turn */
@@ -693,6 +695,11 @@ static gpointer poll_cq(gpointer data);
  * left 742 MiB resident for good (test_redteam2, 2026-11-27). */
 #define IDLE_CHECK_MS 1000
 #define IDLE_TRIM_KIB (64 * 1024)
+/* A trim that releases nothing finds the memory still held: in use, or not yet freed by whoever
+ * holds it (a connection gRPC has not torn down: a CONTINUATION flood's 745 MiB was freed seconds
+ * after the first idle trim, and stayed resident). It is tried again after 1, 2, 4, ... s; past
+ * this wait the growth counts as the server's own and the floor moves up to it. */
+#define TRIM_BACKOFF_MAX_MS (64 * 1000)
 
 static int64_t self_rss_kib(void) {
   char *text = NULL;
@@ -715,9 +722,19 @@ static void trim_if_grown_locked(weft_server_t *s) {
     return;
   }
   if (rss - s->rss_floor_kib < IDLE_TRIM_KIB) return;
+  gint64 now = g_get_monotonic_time();
+  if (now < s->trim_again_us) return;
   weft__malloc_trim();
   int64_t after = self_rss_kib();
-  s->rss_floor_kib = after > 0 ? after : rss;
+  bool released = after > 0 && rss - after >= IDLE_TRIM_KIB;
+  if (released || s->trim_backoff_ms >= TRIM_BACKOFF_MAX_MS) {
+    s->rss_floor_kib = after > 0 ? after : rss;
+    s->trim_backoff_ms = 0;
+    s->trim_again_us = 0;
+  } else {
+    s->trim_backoff_ms = s->trim_backoff_ms ? 2 * s->trim_backoff_ms : IDLE_CHECK_MS;
+    s->trim_again_us = now + (gint64)s->trim_backoff_ms * 1000;
+  }
 }
 
 /* Spare polling threads kept after a burst of concurrent calls; the others end. A spare that
