@@ -696,9 +696,9 @@ static gpointer poll_cq(gpointer data);
 #define IDLE_CHECK_MS 1000
 #define IDLE_TRIM_KIB (64 * 1024)
 /* A trim that releases nothing finds the memory still held: in use, or not yet freed by whoever
- * holds it (a connection gRPC has not torn down: a CONTINUATION flood's 745 MiB was freed seconds
- * after the first idle trim, and stayed resident). It is tried again after 1, 2, 4, ... s; past
- * this wait the growth counts as the server's own and the floor moves up to it. */
+ * holds it (after a CONTINUATION flood gRPC freed its 745 MiB only as later calls came, after
+ * the first idle trim had moved the floor up to it, so it stayed resident). It is tried again
+ * after 1, 2, 4, ... s; past this wait the growth counts as the server's own. */
 #define TRIM_BACKOFF_MAX_MS (64 * 1000)
 
 static int64_t self_rss_kib(void) {
